@@ -1,0 +1,46 @@
+"""culture_probe: measure what language models know about cultures, and how it depends on the language you ask in.
+
+`import culture_probe` stays light: torch-heavy names are loaded on first use through a module `__getattr__`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CandidateScores",
+    "RunResult",
+    "ScoreRequest",
+    "Scorer",
+    "__version__",
+    "list_benchmarks",
+    "load_benchmark",
+    "load_metric",
+    "push_to_hub",
+    "run",
+]
+
+_LAZY = {
+    "load_benchmark": "culture_probe.data.registry",
+    "list_benchmarks": "culture_probe.data.registry",
+    "push_to_hub": "culture_probe.data.export",
+    "load_metric": "culture_probe.metrics",
+    "run": "culture_probe.runner",
+    "RunResult": "culture_probe.runner",
+    "Scorer": "culture_probe.engine",
+    "ScoreRequest": "culture_probe.engine.types",
+    "CandidateScores": "culture_probe.engine.types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'culture_probe' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

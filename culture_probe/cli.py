@@ -1,0 +1,102 @@
+"""The `culture-probe` command line.
+
+Each subcommand's work lives in its own module, imported on use, so `culture-probe list` starts without torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+EXAMPLES = """examples:
+  culture-probe list
+  culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert
+  culture-probe run xfakt_factual_recall --model planted:xfakt_factual_recall --out runs/planted
+  culture-probe report runs/mbert
+  culture-probe compare runs/mbert runs/xlmr
+  culture-probe export hub_folder --configs dlama_arab_west camel_entities
+  culture-probe curate dlama --region arab --contrast west --languages ar,en --out my_dlama
+"""
+
+# subcommand -> "module:function" that takes the parsed arguments and returns an exit code.
+HANDLERS = {
+    "list": "culture_probe.data.listing:main",
+    "run": "culture_probe.runner:main",
+    "report": "culture_probe.report:main",
+    "compare": "culture_probe.report:compare_main",
+    "export": "culture_probe.data.export:main",
+    "curate": "culture_probe.curation.cli:main",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (all subcommands)."""
+    parser = argparse.ArgumentParser(
+        prog="culture-probe",
+        description="Probe what language models know about cultures.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("list", help="list every benchmark config")
+
+    run = sub.add_parser("run", help="run one benchmark config on one model", epilog=EXAMPLES,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("config", help="benchmark config, e.g. dlama_arab_west (see `culture-probe list`)")
+    run.add_argument("--model", required=True, help="HF id, local dir, or planted:<config> (offline)")
+    run.add_argument("--language", help="restrict to one language where the benchmark has several")
+    run.add_argument("--limit", type=int, help="probe only the first N items (smoke runs)")
+    run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
+    run.add_argument("--out", help="run directory (config.json, items.jsonl, metrics.json, report.md, plots)")
+    run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    run.add_argument("--data-dir", help="local data (MAPS, DLAMA)")
+    run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
+    run.add_argument("--kind", choices=["auto", "causal", "masked", "seq2seq"], default="auto")
+    run.add_argument("--device", help="torch device, e.g. cuda:0")
+    run.add_argument("--dtype", help="torch dtype, e.g. float16")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                     help="protocol option, e.g. --option with_country=true (repeatable)")
+
+    report = sub.add_parser("report", help="(re)write report.md and plots of a run directory")
+    report.add_argument("run_dir")
+
+    compare = sub.add_parser("compare", help="several runs side by side")
+    compare.add_argument("run_dirs", nargs="+")
+    compare.add_argument("--out", help="write the comparison table here (markdown)")
+
+    export = sub.add_parser("export", help="write Parquet + README `configs:` (Hub layout)")
+    export.add_argument("out_dir")
+    export.add_argument("--configs", nargs="+", help="configs to export (default: all that load)")
+    export.add_argument("--data-dir", help="local data for MAPS / DLAMA")
+
+    curate = sub.add_parser("curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint")
+    curate.add_argument("framework", choices=["dlama", "fmlama"])
+    curate.add_argument("--region", required=True, help="region name or comma-separated country QIDs")
+    curate.add_argument("--contrast", default="west", help="the contrasting region (default west)")
+    curate.add_argument("--languages", required=True, help="label languages, e.g. ar,en")
+    curate.add_argument("--predicates", help="comma-separated predicate ids (default: all 20)")
+    curate.add_argument("--endpoint", help="SPARQL URL, or a .nt/.ttl dump for the embedded store")
+    curate.add_argument("--top", type=int, default=1000, help="subjects kept per predicate and region")
+    curate.add_argument("--out", required=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `culture-probe` console script."""
+    args = build_parser().parse_args(argv)
+    module_name, function = HANDLERS[args.command].split(":")
+    handler = getattr(importlib.import_module(module_name), function)
+    from culture_probe.errors import CultureProbeError
+
+    try:
+        return int(handler(args) or 0)
+    except CultureProbeError as error:
+        print(f"culture-probe: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""The probing engine: knows models, not benchmarks."""
+
+from __future__ import annotations
+
+from culture_probe.engine.types import CandidateScores, ScoreRequest
+
+__all__ = ["CandidateScores", "ScoreRequest", "Scorer"]
+
+
+def __getattr__(name: str):
+    # The scorer imports torch; keep `from culture_probe.engine import ScoreRequest` light.
+    if name == "Scorer":
+        from culture_probe.engine.scorer import Scorer
+
+        return Scorer
+    raise AttributeError(name)

@@ -1,0 +1,72 @@
+"""The engine's contract: what a caller asks (`ScoreRequest`) and what it gets back (`CandidateScores`).
+
+Benchmarks and outside users rely on these names and fields (see DESIGN.md). Both are plain data: requests are
+frozen and hashable, so they double as cache keys; results are returned, never written back into requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+ScoreKind = Literal["sum", "mean"]
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Score every candidate as the filler of the slot between `left` and `right`.
+
+    `sep=None` inserts one space between `left` and a candidate unless `left` ends in whitespace or its script
+    does not separate words with spaces (CJK, Thai); `sep=""` or `sep=" "` force the choice.
+    """
+
+    left: str
+    candidates: tuple[str, ...]
+    right: str = ""
+    sep: str | None = None
+
+    def __post_init__(self) -> None:
+        # Accept any sequence of candidates but store a tuple, so the request stays hashable.
+        if isinstance(self.candidates, str):
+            raise TypeError("ScoreRequest.candidates must be a sequence of strings, not one string")
+        object.__setattr__(self, "candidates", tuple(self.candidates))
+
+    def key(self) -> str:
+        """A stable digest of the request (the cache key's request half)."""
+        payload = json.dumps([self.left, list(self.candidates), self.right, self.sep], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CandidateScores:
+    """Scores of one request's candidates, in the request's candidate order."""
+
+    candidates: tuple[str, ...]
+    sum_logprob: np.ndarray
+    n_tokens: np.ndarray
+    token_logprobs: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
+
+    @property
+    def mean_logprob(self) -> np.ndarray:
+        """Sum divided by token count: the papers' "mean-pooled" score."""
+        return self.sum_logprob / np.maximum(self.n_tokens, 1)
+
+    def scores(self, by: ScoreKind = "mean") -> np.ndarray:
+        """The score array named by `by` ("mean" or "sum")."""
+        if by == "mean":
+            return self.mean_logprob
+        if by == "sum":
+            return self.sum_logprob
+        raise ValueError(f"Unknown score kind {by!r}; use 'mean' or 'sum'.")
+
+    def ranking(self, by: ScoreKind = "mean") -> np.ndarray:
+        """Candidate indices, best first; stable, so ties keep request order."""
+        return np.argsort(-self.scores(by), kind="stable")
+
+    def best(self, by: ScoreKind = "mean") -> str:
+        """The top-ranked candidate."""
+        return self.candidates[int(self.ranking(by)[0])]

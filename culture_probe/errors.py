@@ -1,0 +1,56 @@
+"""The error hierarchy: every error says what is wrong, the offending value, the valid options and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class CultureProbeError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class UnknownNameError(CultureProbeError, KeyError):
+    """A name (benchmark config, metric, model kind, ...) that is not one of the valid options."""
+
+    def __init__(self, what: str, name: str, valid: Iterable[str], fix: str = ""):
+        valid = sorted(valid)
+        close = difflib.get_close_matches(name, valid, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        message = f"Unknown {what} {name!r}.{hint} Valid {what}s: {', '.join(valid)}."
+        if fix:
+            message += f" {fix}"
+        super().__init__(message)
+        self.name, self.valid, self.close = name, valid, close
+
+    def __str__(self) -> str:  # KeyError would otherwise print the message in quotes
+        return str(self.args[0])
+
+
+class SourceFormatError(CultureProbeError, ValueError):
+    """A source file that does not have the expected format; names the file and, when known, the line."""
+
+    def __init__(self, message: str, *, path: str, line: int | None = None):
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+        self.path, self.line = str(path), line
+
+
+class MissingDataError(CultureProbeError, FileNotFoundError):
+    """Data that must be obtained by hand (or from the mirror) is not where it should be."""
+
+
+class TemplateError(CultureProbeError, ValueError):
+    """A prompt template without its slot, or with a slot it cannot fill."""
+
+
+class EmptyCandidateError(CultureProbeError, ValueError):
+    """A request without candidates, or a candidate that tokenizes to nothing."""
+
+
+class UnsupportedModelError(CultureProbeError, ValueError):
+    """A model whose architecture is none of the kinds the engine scores (causal, masked, seq2seq)."""
+
+
+class EndpointError(CultureProbeError, ConnectionError):
+    """A SPARQL or HTTP endpoint that failed after every retry."""

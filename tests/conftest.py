@@ -1,0 +1,38 @@
+"""Shared test setup: every cache lives in a per-session temporary folder, nothing touches the network."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Set before `datasets`/`huggingface_hub` are imported anywhere: they read these at import time.
+_SESSION_CACHE = Path(tempfile.mkdtemp(prefix="culture_probe_test_cache_"))
+os.environ["HF_HOME"] = str(_SESSION_CACHE / "hf")
+os.environ["HF_DATASETS_CACHE"] = str(_SESSION_CACHE / "datasets")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ["CULTURE_PROBE_CACHE"] = str(_SESSION_CACHE / "culture_probe")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "mirror"
+if not os.environ.get("CULTURE_PROBE_MIRROR") and _DEFAULT_MIRROR.is_dir():
+    os.environ["CULTURE_PROBE_MIRROR"] = str(_DEFAULT_MIRROR)
+
+
+@pytest.fixture
+def mirror() -> Path:
+    """The shared mirror of upstream files; skips (saying why) when it is absent."""
+    root = os.environ.get("CULTURE_PROBE_MIRROR")
+    if not root or not Path(root).is_dir():
+        pytest.skip("../shared/mirror is absent (set CULTURE_PROBE_MIRROR to run the data-count tests)")
+    return Path(root)
+
+
+@pytest.fixture
+def no_mirror(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset the mirror for one test."""
+    monkeypatch.delenv("CULTURE_PROBE_MIRROR", raising=False)
