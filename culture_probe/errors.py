@@ -54,3 +54,7 @@ class UnsupportedModelError(CultureProbeError, ValueError):
 
 class EndpointError(CultureProbeError, ConnectionError):
     """A SPARQL or HTTP endpoint that failed after every retry."""
+
+
+class MetricInputError(CultureProbeError, ValueError):
+    """Metric inputs that cannot be scored (empty, mismatched lengths, NaN, unknown labels); names the argument."""

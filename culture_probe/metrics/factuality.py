@@ -1,0 +1,179 @@
+"""X-FaKT metrics: Factual Recall Score, Knowledge Transferability Score and their harmonic mean.
+
+Formulas: specs/xfakt.md section 5 (Aggarwal et al., 2025, "Language Models' Factuality Depends on the Language
+of Inquiry", section 4.2), reconciled with the upstream scorer, which rounds each cell error to 2 decimals.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scipy import stats
+
+from culture_probe.errors import MetricInputError
+from culture_probe.metrics._checks import check_bools, check_choice, check_labels, check_lengths
+
+# The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
+ASSOCIATIONS: dict[str, str] = {
+    "en": "United States",
+    "hi": "India",
+    "zh": "China",
+    "ru": "Russia",
+    "ar": "Saudi Arabia",
+    "fr": "France",
+    "ne": "Nepal",
+    "ja": "Japan",
+    "uk": "Ukraine",
+    "el": "Greece",
+    "tr": "Turkey",
+    "sw": "Kenya",
+    "th": "Thailand",
+}
+
+# Resource tiers of the question languages: the paper's, and the upstream code's (Turkish medium instead of low).
+TIERS: dict[str, dict[str, tuple[str, ...]]] = {
+    "paper": {
+        "high": ("en", "zh", "fr", "ja"),
+        "medium": ("hi", "ru", "ar", "el"),
+        "low": ("ne", "uk", "tr", "sw", "th"),
+    },
+    "upstream": {
+        "high": ("en", "zh", "fr", "ja"),
+        "medium": ("hi", "ru", "ar", "el", "tr"),
+        "low": ("ne", "uk", "sw", "th"),
+    },
+}
+
+
+def xfakt_scores(mu_assoc: float, mu_non: float) -> dict[str, float]:
+    """FRS, KTS and X-FaKT from the mean associated and non-associated error rates (fractions in [0, 1]).
+
+    FRS = 1.5 · (1/(1 + µa + µn) − 1/3) rewards low errors; KTS = 2 · (1/(1 + |µa − µn|) − 1/2) rewards equal
+    errors; both lie in [0, 1]. X-FaKT is their harmonic mean.
+    """
+    for name, value in (("mu_assoc", mu_assoc), ("mu_non", mu_non)):
+        if not 0 <= value <= 1:
+            raise MetricInputError(f"`{name}` must be an error rate in [0, 1], got {value}.")
+    frs = 1.5 * (1 / (1 + mu_assoc + mu_non) - 1 / 3)
+    kts = 2 * (1 / (1 + abs(mu_assoc - mu_non)) - 1 / 2)
+    harmonic = 2 * frs * kts / (frs + kts) if frs + kts else 0.0
+    return {"frs": frs, "kts": kts, "xfakt": harmonic}
+
+
+def _describe(cells: list[float]) -> dict[str, float]:
+    """Mean and population std (ddof = 0) of cell errors, in percent, as the paper's table reports them."""
+    return {"mean": 100 * statistics.fmean(cells), "std": 100 * statistics.pstdev(cells)}
+
+
+def _cell_statistics(
+    table: Mapping[str, Mapping[str, float | None]], rows: list[str], associations: Mapping[str, str], round_cells: bool
+) -> dict[str, Any]:
+    diagonal, off_diagonal, n_empty = [], [], 0
+    for language in rows:
+        for country, error in table[language].items():
+            if error is None:
+                n_empty += 1
+            else:
+                (diagonal if associations[language] == country else off_diagonal).append(error)
+    if not diagonal or not off_diagonal:
+        which = "associated (diagonal)" if not diagonal else "non-associated (off-diagonal)"
+        raise MetricInputError(
+            f"No {which} cell has questions for languages {rows}: pass rows for at least one associated and one "
+            "non-associated (language, country) pair."
+        )
+
+    def mean(cells: list[float]) -> float:
+        return math.fsum(round(e, 2) if round_cells else e for e in cells) / len(cells)
+
+    mu_assoc, mu_non = mean(diagonal), mean(off_diagonal)
+    test = _t_test(off_diagonal, diagonal)
+    return {
+        **xfakt_scores(mu_assoc, mu_non),
+        "mu_assoc": mu_assoc,
+        "mu_non": mu_non,
+        "assoc_error": _describe(diagonal),
+        "non_assoc_error": _describe(off_diagonal),
+        "t_statistic": test[0],
+        "p_value": test[1],
+        "n_empty_cells": n_empty,
+    }
+
+
+def _t_test(off_diagonal: list[float], diagonal: list[float]) -> tuple[float | None, float | None]:
+    """The paper's two-sided Student t-test (equal variances); None when undefined (too few or constant cells)."""
+    if len(diagonal) < 2 or len(off_diagonal) < 2:
+        return None, None
+    with warnings.catch_warnings():  # constant cells: scipy warns about precision and returns NaN or inf
+        warnings.simplefilter("ignore", RuntimeWarning)
+        test = stats.ttest_ind(off_diagonal, diagonal)
+    statistic, p_value = float(test.statistic), float(test.pvalue)
+    return (statistic, p_value) if math.isfinite(statistic) else (None, None)
+
+
+def _associations(associations: Mapping[str, str] | None) -> dict[str, str]:
+    pairs = dict(ASSOCIATIONS if associations is None else associations)
+    if not pairs:
+        raise MetricInputError("`associations` is empty: pass language code -> associated country pairs.")
+    repeated = [c for c, k in Counter(pairs.values()).items() if k > 1]
+    if repeated:
+        raise MetricInputError(f"`associations` maps several languages to {repeated[0]!r}: it must be one-to-one.")
+    return pairs
+
+
+def xfakt(
+    correct: Sequence[bool],
+    language: Sequence[str],
+    country: Sequence[str],
+    associations: Mapping[str, str] | None = None,
+    round_cells: bool = True,
+    tiers: str = "paper",
+) -> dict[str, Any]:
+    """FRS, KTS, X-FaKT and the paper's cell statistics from per-question correctness.
+
+    One row per (question language, entity): whether the answer was judged correct, the question's language
+    code and the entity's country. Cell error e(l, c) = wrong / asked; µ_assoc and µ_non are unweighted means
+    of the associated and the other cells, each cell rounded to 2 decimals first as in the official scorer
+    (`round_cells=False`: exact). Mean ± std and the t-test use unrounded cells. Only the languages and
+    countries present are used (`all_languages` says whether all of `associations` were).
+    """
+    check_lengths(correct=correct, language=language, country=country)
+    pairs = _associations(associations)
+    check_choice("tiers", tiers, TIERS)
+    wrong = ~check_bools("correct", correct)
+    languages = check_labels("language", language, pairs)
+    countries = check_labels("country", country, set(pairs.values()))
+    cells = list(zip(languages, countries, strict=True))
+    asked, errors = Counter(cells), Counter(cell for cell, is_wrong in zip(cells, wrong, strict=True) if is_wrong)
+    rows = [lang for lang in pairs if lang in set(languages)]
+    columns = [c for c in pairs.values() if c in set(countries)]
+    table = {
+        lang: {c: errors[(lang, c)] / asked[(lang, c)] if asked[(lang, c)] else None for c in columns} for lang in rows
+    }
+    result = _cell_statistics(table, rows, pairs, round_cells)
+    tier_results = {}
+    for tier, codes in TIERS[tiers].items():
+        tier_rows = [lang for lang in rows if lang in codes]
+        if tier_rows:
+            try:
+                tier_results[tier] = _cell_statistics(table, tier_rows, pairs, round_cells)
+            except MetricInputError:  # e.g. a tier whose associated countries are all absent from this subset
+                tier_results[tier] = None
+    language_error = {
+        lang: sum(errors[(lang, c)] for c in columns) / sum(asked[(lang, c)] for c in columns) for lang in rows
+    }
+    return {
+        **result,
+        "error_table": table,
+        "language_error": language_error,
+        "languages": rows,
+        "countries": columns,
+        "all_languages": len(rows) == len(pairs),
+        "round_cells": bool(round_cells),
+        "tiers": tier_results,
+        "tier_set": tiers,
+    }

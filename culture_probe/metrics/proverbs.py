@@ -1,0 +1,100 @@
+"""MAPS metrics: proverb-reasoning accuracy (with negative questions and subsets), culture gap, memorisation.
+
+Formulas: specs/maps.md section 5 (Liu et al., 2024, "Are Multilingual LLMs Culturally-Diverse Reasoners?",
+sections 5.1-5.3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from culture_probe.errors import MetricInputError
+from culture_probe.metrics._checks import check_bools, check_labels, check_lengths, finite_floats
+
+LETTERS = ("a", "b")
+# Table 9 and 12's cross-lingual average: the five non-English languages.
+CROSS_LINGUAL = ("de", "zh", "ru", "id", "bn")
+
+
+def _accuracy(correct: np.ndarray) -> dict[str, Any]:
+    return {"accuracy": 100.0 * float(correct.mean()) if correct.size else None, "n": int(correct.size)}
+
+
+def maps(
+    predictions: Sequence[str],
+    references: Sequence[str],
+    negative: Sequence[bool],
+    is_figurative: Sequence[bool] | None = None,
+    memorised: Sequence[bool] | None = None,
+) -> dict[str, Any]:
+    """Accuracy in percent of the chosen option letters, overall and per subset.
+
+    For a `negative` item (the question asks for the wrong interpretation) a prediction is correct when it
+    differs from the label of the right interpretation. Subsets: positive/negative, and when given,
+    figurative/non-figurative and memorised/not memorised (the model's own union flags). An empty subset gives
+    None; the paper omits subsets of 50 items or fewer, so `n` is reported with each.
+    """
+    check_lengths(
+        predictions=predictions,
+        references=references,
+        negative=negative,
+        is_figurative=is_figurative,
+        memorised=memorised,
+    )
+    predicted = np.asarray(check_labels("predictions", predictions, LETTERS))
+    gold = np.asarray(check_labels("references", references, LETTERS))
+    flipped = check_bools("negative", negative)
+    correct = (predicted == gold) != flipped
+    subsets = {"positive": _accuracy(correct[~flipped]), "negative": _accuracy(correct[flipped])}
+    for name, flags, (yes, no) in (
+        ("is_figurative", is_figurative, ("figurative", "non_figurative")),
+        ("memorised", memorised, ("memorised", "not_memorised")),
+    ):
+        if flags is not None:
+            mask = check_bools(name, flags)
+            subsets[yes], subsets[no] = _accuracy(correct[mask]), _accuracy(correct[~mask])
+    return {**_accuracy(correct), "subsets": subsets}
+
+
+def memorisation_rate(successes: Sequence[Sequence[bool]]) -> dict[str, Any]:
+    """Memorisation in percent from a proverbs x templates table of completion successes.
+
+    `union`: proverbs completed under at least one template (the paper's headline); `per_template`: each
+    template's rate; `mean_per_template`: their mean.
+    """
+    table = np.asarray(successes)
+    if table.ndim != 2 or table.size == 0:
+        raise MetricInputError(
+            f"`successes` must be a non-empty proverbs x templates table of True/False, got shape {table.shape}."
+        )
+    flags = check_bools("successes", table.ravel().tolist()).reshape(table.shape)
+    return {
+        "union": 100.0 * float(flags.any(axis=1).mean()),
+        "per_template": [100.0 * float(v) for v in flags.mean(axis=0)],
+        "mean_per_template": 100.0 * float(flags.mean()),
+        "n": int(flags.shape[0]),
+    }
+
+
+def culture_gap(
+    source: float, target: float, human_translated: float, machine_translated: float | None = None
+) -> dict[str, float | None]:
+    """Culture gap |Acc_HT − max(Acc_Src, Acc_Tgt)| and language gap Acc_HT − Acc_MT, in accuracy points."""
+    values = [source, target, human_translated] + ([] if machine_translated is None else [machine_translated])
+    finite_floats("source/target/human_translated/machine_translated accuracies", values)
+    return {
+        "culture_gap": abs(human_translated - max(source, target)),
+        "language_gap": None if machine_translated is None else human_translated - machine_translated,
+    }
+
+
+def cross_lingual_average(per_language: Mapping[str, float], languages: Sequence[str] = CROSS_LINGUAL) -> float:
+    """Plain mean over the non-English languages (de, zh, ru, id, bn), as in the paper's Tables 9 and 12."""
+    missing = [lang for lang in languages if lang not in per_language]
+    if missing:
+        raise MetricInputError(f"`per_language` lacks {missing}; the cross-lingual average needs {list(languages)}.")
+    return math.fsum(per_language[lang] for lang in languages) / len(languages)

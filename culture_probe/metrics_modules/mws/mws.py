@@ -1,0 +1,43 @@
+"""Mean word similarity (FmLAMA mWS): how close in meaning a dish's top predictions are to its gold ingredients.
+
+Thin `evaluate` module over `culture_probe.metrics.mws`; formula and source: docs/metrics.md.
+
+Inputs: `predictions` (ranked pools) and `references` (gold sets). With l gold items, each gold item takes its
+best cosine similarity to the top-l predictions; WS is their mean and mWS the mean over dishes (0-1). Vectors:
+`vectors` (path to fastText text vectors, e.g. cc.en.300.vec, as in the paper) or `embed` (a function or dict
+from a whole string to its vector). A string without a vector makes its dish NaN, counted in `n_nan`.
+
+Example (specs/fmlama.md 5.1, toy 2-d vectors):
+    >>> import culture_probe
+    >>> metric = culture_probe.load_metric("mws")
+    >>> vectors = {"tofu": [1, 0], "beef": [0.8, 0.6], "rice": [0.6, 0.8], "cheese": [0, 1],
+    ...            "flour": [0.6, -0.8], "tomato": [-0.6, 0.8]}
+    >>> result = metric.compute(
+    ...     predictions=[["tofu", "beef", "rice", "cheese", "tomato", "flour"],
+    ...                  ["beef", "cheese", "rice", "tofu", "tomato", "flour"]],
+    ...     references=[["tofu", "rice"], ["cheese", "flour", "tomato"]],
+    ...     embed=vectors,
+    ... )
+    >>> round(result["mws"], 4), result["n_nan"]
+    (0.79, 0)
+"""
+
+import datasets
+import evaluate
+
+from culture_probe.metrics import mws
+from culture_probe.metrics.info import metric_info
+
+
+class Mws(evaluate.Metric):
+    """mWS with pluggable word vectors."""
+
+    def _info(self):
+        features = {
+            "predictions": datasets.Sequence(datasets.Value("string")),
+            "references": datasets.Sequence(datasets.Value("string")),
+        }
+        return metric_info(__doc__, "fmlama", datasets.Features(features))
+
+    def _compute(self, predictions, references, embed=None, vectors=None, groups=None):
+        return mws(predictions, references, embed=embed, vectors=vectors, groups=groups)
