@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write Parquet + README `configs:` (Hub layout)")
     export.add_argument("out_dir")
     export.add_argument("--configs", nargs="+", help="configs to export (default: all that load)")
-    export.add_argument("--data-dir", help="local data for MAPS / DLAMA")
+    export.add_argument("--data-dir", help="local data per benchmark, e.g. maps=DIR,dlama=dlama-v1.tar.gz")
 
     curate = sub.add_parser("curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint")
     curate.add_argument("framework", choices=["dlama", "fmlama"])
@@ -81,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     curate.add_argument("--endpoint", help="SPARQL URL, or a .nt/.ttl dump for the embedded store")
     curate.add_argument("--top", type=int, default=1000, help="subjects kept per predicate and region")
     curate.add_argument("--out", required=True)
+    curate.add_argument("--sites", help="Wikipedia sites of a NAME=QID,... region's countries (default en)")
+    curate.add_argument("--sizes", choices=["auto", "store", "mediawiki"], default="auto",
+                        help="article sizes from the SPARQL store (offline) or the MediaWiki API")
+    curate.add_argument("--chunk-size", type=int, default=50, help="entities per VALUES list")
+    curate.add_argument("--checkpoints", help="checkpoint folder (default OUT/.checkpoints); rerun to resume")
+    curate.add_argument("--min-interval", type=float, help="seconds between HTTP requests (default 1)")
+    curate.add_argument("--timeout", type=float, help="seconds before an HTTP request times out (default 60)")
+    curate.add_argument("--retries", type=int, help="retries on 429/5xx/timeouts (default 5)")
+    curate.add_argument("--user-agent", help="HTTP User-Agent (default names culture_probe and its purpose)")
     return parser
 
 

@@ -34,5 +34,6 @@ class BenchmarkInfo:
     citation: str
     version: str
     paper: str = ""
+    sources: tuple[str, ...] = ()  # pinned upstream URLs (or how to obtain manually distributed data)
     corrections: tuple[Correction, ...] = field(default_factory=tuple)
     deviations: tuple[Deviation, ...] = field(default_factory=tuple)

@@ -1,0 +1,381 @@
+"""DLAMA-v1: Wikidata facts of contrasting cultures (Arab/Asia/South America vs West), two languages per pair.
+
+The release tarball is not mirrored, so the builder reads (in this order) `data_dir=` (an unpacked tarball),
+`data_files=` (the `.tar.gz`), or the pinned URL through the mirror rule (verified by its git blob id). The layout
+is spec dlama.md 2.2: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`, optionally under one extra folder and
+with a `dlama_raw/` twin. Each row is one fact in one language, with the vendored probing template.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tarfile
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
+from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
+from culture_probe.data.sources import fetch, git_blob_id, parse_jsonl, read_jsonl, verify_git_blob
+from culture_probe.errors import MissingDataError, SourceFormatError
+
+TARBALL_URL = (
+    "https://raw.githubusercontent.com/AMR-KELEG/DLAMA/61ea3bbc6c932d8332b053529e3d05b3ad12eb12/data/dlama-v1.tar.gz"
+)
+TARBALL_BLOB_ID = "49f09ec2e66fdd604dd3495ed360b3e4b7bb9a32"
+
+# pair -> (non-Western region token, local language); the region token in file names identifies the pair.
+PAIRS = {
+    "arab_west": ("ARAB_REGION", "ar"),
+    "asia_west": ("ASIA", "ko"),
+    "south_america_west": ("SOUTH_AMERICA", "es"),
+}
+CULTURES = {"ARAB_REGION": "arab", "ASIA": "asia", "SOUTH_AMERICA": "south_america", "WESTERN_COUNTRIES": "west"}
+WEST = "WESTERN_COUNTRIES"
+PREDICATES = (
+    "P17", "P19", "P20", "P27", "P30", "P36", "P37", "P47", "P103", "P106",
+    "P136", "P190", "P264", "P364", "P449", "P495", "P530", "P1303", "P1376", "P1412",
+)
+SKIPPED_PREDICATES = ("P527",)  # present in some dumps, not part of v1 (the original scorer skips it too)
+ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
+FILE_NAME = re.compile(r"(P\d+)_([A-Za-z]+)_(" + "|".join(CULTURES) + r")\.jsonl")
+FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
+
+INFO = BenchmarkInfo(
+    name="dlama",
+    title="DLAMA-v1: culturally diverse facts for probing masked LMs",
+    description=(
+        "Wikidata facts for 20 mLAMA predicates about entities of contrasting cultures (Arab-West, Asia-West, "
+        "South America-West), each in English and a local language (ar, ko, es). A masked LM ranks all object "
+        "labels of the predicate; P@1 of the non-Western and Western halves of a pair are compared."
+    ),
+    homepage="https://github.com/AMR-KELEG/DLAMA",
+    license="MIT (code repository); facts derived from Wikidata (CC0)",
+    citation=(
+        "@inproceedings{keleg-magdy-2023-dlama,\n  title={{DLAMA}: A Framework for Curating Culturally Diverse "
+        "Facts for Probing the Knowledge of Pretrained Language Models},\n  author={Keleg, Amr and Magdy, Walid},"
+        "\n  booktitle={Findings of the Association for Computational Linguistics: ACL 2023},\n  year={2023}\n}"
+    ),
+    version="1.0.0",
+    paper="papers/dlama_000_ab2a3dec4437f5c7.txt",
+    sources=(TARBALL_URL, "Templates: mLAMA 1.1 (norakassner/mlama), vendored in culture_probe"),
+    corrections=(
+        Correction("label_normalisation", "Labels stripped and NFC-normalised; duplicate labels within a fact "
+                   "merged (with their QID). Unverified on the real release."),
+        Correction("empty_labels", "Facts with an empty sub_label or no non-empty obj_label are skipped and "
+                   "counted (both variants)."),
+        Correction("legacy_scalars", "Legacy scalar obj_uri/obj_label are wrapped into lists (both variants)."),
+        Correction("provisional_templates", "es/ko/ar templates are provisional transcriptions of the paper's "
+                   "Table F9 (ko P17/P19 unreadable); pass mlama_templates_dir= for the mLAMA 1.1 strings."),
+    ),
+    deviations=(
+        Deviation("D1", "T5 prompts filled with str.replace, not re.sub('[X]', ...)."),
+        Deviation("D2", "Candidates use in-context token ids (compat: candidate_tokenization='bare')."),
+        Deviation("D3", "Causal-LM ranking is an extension, not the paper's protocol."),
+        Deviation("D4", "The optional generation mode runs on all facts, not the first 3 per file."),
+        Deviation("D5", "Fast tokenizer with [MASK] kept as a special token."),
+    ),
+)
+
+
+@dataclass
+class DlamaConfig(CultureProbeConfig):
+    """One culture pair; `raw` reads the facts before object augmentation (`dlama_raw/`)."""
+
+    pair: str = "arab_west"
+    raw: bool = False
+    mlama_templates_dir: str | None = None
+    template_overrides: str | None = None
+
+
+@dataclass(frozen=True)
+class FactFile:
+    """One `P<id>_<domain>_<REGION>.jsonl` file found in the source, and where it sits in the layout."""
+
+    parts: tuple[str, ...]  # path inside the tarball / data_dir
+    kind: str  # "dlama" or "dlama_raw"
+    language: str
+    predicate: str
+    region: str
+
+    @property
+    def pair_dir(self) -> tuple[str, ...]:
+        """The culture-pair folder (e.g. `arab-west`, possibly under one extra leading folder)."""
+        return self.parts[:-3]
+
+
+def _configs() -> list[DlamaConfig]:
+    configs, raw = [], []
+    for pair, (_, local) in PAIRS.items():
+        common = {"version": INFO.version, "languages": (local, "en"), "pair": pair}
+        label = pair.replace("_west", "").replace("_", " ").title()
+        configs.append(DlamaConfig(name=f"dlama_{pair}", rows=ROWS[pair], **common,
+                                   description=f"{label}-West facts in {local} and en."))
+        raw.append(DlamaConfig(name=f"dlama_{pair}_raw", raw=True, **common,
+                               description=f"{label}-West facts before object augmentation (if released)."))
+    return [*configs, *(corrected_twin(c) for c in configs), *raw]
+
+
+def templates(
+    language: str, *, mlama_templates_dir: str | os.PathLike | None = None, overrides: str | None = None
+) -> dict[str, str]:
+    """{predicate: template} for a language: vendored strings, then mLAMA 1.1 files, then a user JSON file."""
+    table = dict(_vendored_templates().get(language, {}).get("templates", {}))
+    if mlama_templates_dir:
+        path = Path(mlama_templates_dir) / language / "templates.jsonl"
+        if path.is_file():
+            for number, record in read_jsonl(path):
+                if not isinstance(record.get("relation"), str) or not isinstance(record.get("template"), str):
+                    raise SourceFormatError("expected 'relation' and 'template' strings", path=str(path), line=number)
+                table[record["relation"]] = record["template"]
+    if overrides:
+        user = json.loads(Path(overrides).read_text(encoding="utf-8"))
+        table.update(user.get(language, {}))
+    return table
+
+
+def templates_verified(language: str) -> bool:
+    """False for the provisional es/ko/ar strings transcribed from the paper (spec 4.1)."""
+    return bool(_vendored_templates().get(language, {}).get("verified", False))
+
+
+@cache
+def _vendored_templates() -> dict[str, Any]:
+    text = resources.files("culture_probe.data").joinpath("resources/dlama_templates.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def find_fact_files(paths: list[tuple[str, ...]]) -> list[FactFile]:
+    """The fact files among all paths of a source (anything else, e.g. a README, is ignored)."""
+    found = []
+    for parts in paths:
+        match = FILE_NAME.fullmatch(parts[-1])
+        if len(parts) >= 4 and match and parts[-3] in ("dlama", "dlama_raw"):
+            predicate, _, region = match.groups()
+            found.append(FactFile(parts, parts[-3], parts[-2], predicate, region))
+    return found
+
+
+def pair_of(files: list[FactFile], pair_dir: tuple[str, ...], source: str) -> str:
+    """The pair of a folder, from the non-Western region tokens of its file names (never the folder name)."""
+    regions = sorted({f.region for f in files if f.pair_dir == pair_dir and f.region != WEST})
+    pairs = [pair for pair, (region, _) in PAIRS.items() if region in regions]
+    if len(regions) != 1 or len(pairs) != 1:
+        raise SourceFormatError(
+            f"folder {'/'.join(pair_dir)!r} must hold exactly one non-Western region, found {regions or 'none'}; "
+            f"expected one of {[r for r, _ in PAIRS.values()]} next to {WEST}",
+            path=source,
+        )
+    return pairs[0]
+
+
+def normalise(label: str) -> str:
+    """The corrected variant's label form: stripped, NFC."""
+    return unicodedata.normalize("NFC", label.strip())
+
+
+class Dlama(CultureProbeBuilder):
+    """DLAMA-v1 builder: one config per culture pair, `languages=` restricts the rows."""
+
+    CARD = INFO
+    BUILDER_CONFIG_CLASS = DlamaConfig
+    BUILDER_CONFIGS = _configs()
+    config: DlamaConfig
+
+    def _features(self) -> datasets.Features:
+        string = datasets.Value("string")
+        return datasets.Features({
+            "id": string, "uuid": string, "pair": string, "language": string, "predicate": string,
+            "culture": string, "region": string, "rank": datasets.Value("int32"), "sub_uri": string,
+            "sub_label": string, "obj_uri": datasets.List(string), "obj_label": datasets.List(string),
+            "country": datasets.List(string), "size": datasets.Value("int64"), "template": string,
+        })
+
+    def _rows(self, split: str) -> Iterator[dict[str, Any]]:
+        source, paths, read = self._open_source()
+        files = self._select(find_fact_files(paths), source)
+        for file in files:
+            template = self._templates(file.language).get(file.predicate, "")
+            display = f"{source}/{'/'.join(file.parts)}"
+            for number, record in parse_jsonl(read(file.parts), path=display):
+                fact = self._fact(record, display, number)
+                if fact is not None:
+                    yield self._row(file, fact, template)
+
+    def _select(self, found: list[FactFile], source: str) -> list[FactFile]:
+        """The files of this config, ordered by language, predicate, culture (non-West first)."""
+        kind = "dlama_raw" if self.config.raw else "dlama"
+        pairs = {d: pair_of(found, d, source) for d in {f.pair_dir for f in found}}
+        files = [f for f in found if f.kind == kind and pairs[f.pair_dir] == self.config.pair]
+        skipped = [f for f in files if f.predicate in SKIPPED_PREDICATES]
+        if skipped:
+            self.tally(f"files skipped ({', '.join(SKIPPED_PREDICATES)}: not part of v1)", len(skipped))
+        if not files:
+            hint = f"load dlama_{self.config.pair} instead" if self.config.raw else "pass the full DLAMA-v1 release"
+            raise MissingDataError(f"{source} has no {kind}/ folder for {self.config.pair} (found pairs "
+                                   f"{sorted(set(pairs.values()))}); {hint}.")
+        languages = sorted({f.language for f in files})
+        for language in self.config.languages:
+            if language not in languages:
+                raise SourceFormatError(
+                    f"no {kind}/{language}/ facts for {self.config.pair}; found languages {languages}. Expected "
+                    f"<pair>/{kind}/<lang>/P<id>_general_<REGION>.jsonl, or pass languages= a subset of those.",
+                    path=source,
+                )
+        order = {language: i for i, language in enumerate(self.config.languages)}
+        files = [f for f in files if f.language in order and f.predicate not in SKIPPED_PREDICATES]
+        return sorted(files, key=lambda f: (order[f.language], int(f.predicate[1:]), f.region == WEST))
+
+    def _fact(self, record: dict[str, Any], path: str, line: int) -> dict[str, Any] | None:
+        """One validated fact; None (counted) for facts the spec says to skip."""
+        missing = [key for key in FIELDS if key not in record]
+        if missing:
+            raise SourceFormatError(f"missing field(s) {missing}; found {sorted(record)}", path=path, line=line)
+        fact = dict(record)
+        for key in ("obj_uri", "obj_label", "country"):
+            if isinstance(fact[key], str):
+                fact[key] = [fact[key]]
+                self.tally(f"legacy scalar {key} wrapped into a list")
+            if not isinstance(fact[key], list) or not all(isinstance(item, str) for item in fact[key]):
+                raise SourceFormatError(f"{key} must be a list of strings, got {fact[key]!r}", path=path, line=line)
+        if len(fact["obj_uri"]) != len(fact["obj_label"]):
+            raise SourceFormatError(
+                f"obj_uri has {len(fact['obj_uri'])} items but obj_label has {len(fact['obj_label'])}",
+                path=path, line=line,
+            )
+        rank = re.fullmatch(r".+_(\d+)", str(fact["uuid"]))
+        if not rank or not isinstance(fact["size"], int) or not isinstance(fact["sub_label"], str):
+            raise SourceFormatError(
+                f"expected uuid '<predicate>_<domain>_<REGION>_<rank>', an integer size and a string sub_label, got "
+                f"uuid={fact['uuid']!r}, size={fact['size']!r}", path=path, line=line,
+            )
+        fact["rank"] = int(rank.group(1))
+        if self.config.corrected:
+            fact = self._normalised(fact)
+        if not fact["sub_label"].strip() or not any(label.strip() for label in fact["obj_label"]):
+            self.tally("facts skipped (empty sub_label or obj_label)")
+            return None
+        return fact
+
+    def _normalised(self, fact: dict[str, Any]) -> dict[str, Any]:
+        """Corrected variant: stripped NFC labels; empty and repeated labels dropped with their QID."""
+        labels = [normalise(label) for label in fact["obj_label"]]
+        keep = [i for i, label in enumerate(labels) if label and label not in labels[:i]]
+        changed = labels != fact["obj_label"] or normalise(fact["sub_label"]) != fact["sub_label"]
+        if changed:
+            self.tally("corrected: facts with labels normalised")
+        if len(keep) < len(labels):
+            self.tally("corrected: empty or duplicate labels dropped", len(labels) - len(keep))
+        return {
+            **fact, "sub_label": normalise(fact["sub_label"]),
+            "obj_uri": [fact["obj_uri"][i] for i in keep], "obj_label": [labels[i] for i in keep],
+        }
+
+    def _row(self, file: FactFile, fact: dict[str, Any], template: str) -> dict[str, Any]:
+        return {
+            "id": f"{fact['uuid']}|{file.language}", "uuid": fact["uuid"], "pair": self.config.pair,
+            "language": file.language, "predicate": file.predicate, "culture": CULTURES[file.region],
+            "region": file.region, "rank": fact["rank"], "sub_uri": fact["sub_uri"], "sub_label": fact["sub_label"],
+            "obj_uri": fact["obj_uri"], "obj_label": fact["obj_label"], "country": fact["country"],
+            "size": fact["size"], "template": template,
+        }
+
+    def _templates(self, language: str) -> dict[str, str]:
+        cache = self.__dict__.setdefault("_template_cache", {})
+        if language not in cache:
+            cache[language] = templates(language, mlama_templates_dir=self.config.mlama_templates_dir,
+                                        overrides=self.config.template_overrides)
+        return cache[language]
+
+    def _open_source(self) -> tuple[str, list[tuple[str, ...]], Callable[[tuple[str, ...]], list[str]]]:
+        """(name for errors, every path in the source, reader of one path's lines)."""
+        if self.config.data_dir and Path(self.config.data_dir).is_dir():
+            return _open_folder(Path(self.config.data_dir))
+        tarball = self._tarball()
+        if tarball is None:
+            try:
+                tarball = str(fetch(TARBALL_URL))
+            except MissingDataError as error:
+                raise MissingDataError(f"{error} The DLAMA-v1 tarball is not in the shared mirror: pass "
+                                       "data_dir= (an unpacked copy) or data_files= (the .tar.gz).") from error
+            verify_git_blob(tarball, TARBALL_BLOB_ID)
+        elif git_blob_id(tarball) != TARBALL_BLOB_ID:
+            self.tally("local tarball that is not the pinned release (git blob id differs)")
+        return _open_tarball(tarball)
+
+    def _tarball(self) -> str | None:
+        """The user's `.tar.gz`: `data_files=` (one file), or a `data_dir=` that is a file."""
+        if self.config.data_dir:
+            if not Path(self.config.data_dir).exists():
+                raise MissingDataError(f"data_dir {self.config.data_dir} does not exist; pass an unpacked "
+                                       "DLAMA-v1 tarball folder or the dlama-v1.tar.gz file.")
+            return str(self.config.data_dir)
+        files = [f for split in (self.config.data_files or {}).values() for f in split]
+        if len(files) > 1:
+            raise SourceFormatError(f"expected one DLAMA-v1 .tar.gz in data_files, got {len(files)}",
+                                    path=", ".join(map(str, files)))
+        return str(files[0]) if files else None
+
+
+def _open_folder(root: Path) -> tuple[str, list[tuple[str, ...]], Callable[[tuple[str, ...]], list[str]]]:
+    paths = sorted(p.relative_to(root).parts for p in root.rglob("*.jsonl") if p.is_file())
+
+    def read(parts: tuple[str, ...]) -> list[str]:
+        try:
+            return root.joinpath(*parts).read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as error:
+            raise SourceFormatError(f"not UTF-8 ({error})", path=str(root.joinpath(*parts))) from error
+
+    return str(root), paths, read
+
+
+def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Callable[[tuple[str, ...]], list[str]]]:
+    """Every member of the archive read into memory once (the whole release is a few tens of MB of text)."""
+    contents: dict[tuple[str, ...], bytes] = {}
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            for member in archive:
+                if member.isfile() and member.name.endswith(".jsonl"):
+                    parts = tuple(p for p in member.name.split("/") if p not in ("", "."))
+                    contents[parts] = archive.extractfile(member).read()
+    except (tarfile.TarError, EOFError, OSError) as error:
+        raise SourceFormatError(f"not a readable .tar.gz archive ({error})", path=path) from error
+
+    def read(parts: tuple[str, ...]) -> list[str]:
+        try:
+            return contents[parts].decode("utf-8").splitlines()
+        except UnicodeDecodeError as error:
+            raise SourceFormatError(f"not UTF-8 ({error})", path=f"{path}/{'/'.join(parts)}") from error
+
+    return path, sorted(contents), read
+
+
+def candidates(split: datasets.Dataset, language: str, predicate: str) -> list[str]:
+    """Candidate objects of (language, predicate): every label of both cultures, sorted by code point (4.2)."""
+    return sorted({label for _, label in _objects(split, language, predicate)})
+
+
+def label_collisions(split: datasets.Dataset, language: str, predicate: str) -> int:
+    """How many candidate labels name two or more QIDs (they collapse into one candidate; spec 7)."""
+    qids: dict[str, set[str]] = {}
+    for uri, label in _objects(split, language, predicate):
+        qids.setdefault(label, set()).add(uri)
+    return sum(len(uris) > 1 for uris in qids.values())
+
+
+def _objects(split: datasets.Dataset, language: str, predicate: str) -> Iterator[tuple[str, str]]:
+    columns = zip(split["language"], split["predicate"], split["obj_uri"], split["obj_label"], strict=True)
+    for lang, pred, uris, labels in columns:
+        if (lang, pred) == (language, predicate):
+            yield from zip(uris, labels, strict=True)
+
+
+BUILDER = Dlama

@@ -1,0 +1,175 @@
+"""Find benchmark configs by name and load them: `load_benchmark("dlama_arab_west")`.
+
+A benchmark is a module in `culture_probe.data` that defines `BUILDER` (a `datasets.GeneratorBasedBuilder`
+subclass whose `BUILDER_CONFIGS` carry the config names) and `INFO` (a `BenchmarkInfo`). Modules are found
+with `pkgutil`, so adding a benchmark needs no registration. Data modules never import torch, so this stays
+fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import os
+import pkgutil
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from culture_probe import __version__
+from culture_probe.data.card import BenchmarkInfo
+from culture_probe.errors import UnknownNameError
+
+CORRECTED_SUFFIX = "_corrected"
+
+
+@dataclass(frozen=True)
+class BenchmarkEntry:
+    """One loadable config, as `list_benchmarks()` shows it."""
+
+    name: str
+    benchmark: str
+    languages: tuple[str, ...]
+    rows: int | None
+    description: str
+
+
+@cache
+def benchmark_modules() -> dict[str, Any]:
+    """{module name: module} for every data module that defines a builder."""
+    import culture_probe.data as package
+
+    found = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        if module_info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        if hasattr(module, "BUILDER") and isinstance(getattr(module, "INFO", None), BenchmarkInfo):
+            found[module_info.name] = module
+    return found
+
+
+@cache
+def _configs() -> dict[str, tuple[Any, Any]]:
+    """{config name: (module, BuilderConfig)} over every benchmark."""
+    table = {}
+    for module in benchmark_modules().values():
+        for config in module.BUILDER.BUILDER_CONFIGS:
+            table[config.name] = (module, config)
+    return table
+
+
+def config_names() -> list[str]:
+    """Every loadable config name."""
+    return sorted(_configs())
+
+
+def resolve(name: str, *, corrected: bool = False) -> tuple[Any, Any]:
+    """(module, BuilderConfig) for `name`; `corrected=True` picks the `<name>_corrected` twin."""
+    table = _configs()
+    if corrected and not name.endswith(CORRECTED_SUFFIX):
+        if name + CORRECTED_SUFFIX not in table and name in table:
+            raise UnknownNameError(
+                "corrected config",
+                name + CORRECTED_SUFFIX,
+                [n for n in table if n.endswith(CORRECTED_SUFFIX)],
+                fix=f"{name!r} has no known data errors to correct; load it with corrected=False.",
+            )
+        name += CORRECTED_SUFFIX
+    if name not in table:
+        raise UnknownNameError(
+            "benchmark config", name, table, fix="See culture_probe.list_benchmarks() or `culture-probe list`.",
+        )
+    return table[name]
+
+
+def load_benchmark(
+    name: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
+) -> datasets.DatasetDict:
+    """Load one benchmark config as a `datasets.DatasetDict` (split `test`; MAPS also `few_shot`).
+
+    Sources are fetched once (mirror rule in `culture_probe.data.sources`) and prepared into the `datasets`
+    cache, so a second load reads Arrow files and does not parse the sources again. Extra keyword arguments go
+    to the builder (`cache_dir`, and benchmark-specific options such as DLAMA's `data_files` or `languages`).
+    """
+    builder = make_builder(name, data_dir=data_dir, corrected=corrected, **kwargs)
+    builder.download_and_prepare()
+    return builder.as_dataset()
+
+
+BUILDER_OPTIONS = ("cache_dir", "data_files", "writer_batch_size")
+
+
+def make_builder(
+    name: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
+) -> datasets.DatasetBuilder:
+    """The `datasets` builder of one config, with a cache key that changes with the code and the local data.
+
+    Local paths are made absolute and fingerprinted (names, sizes, mtimes), so the cache is reused for the
+    same files from any working directory and rebuilt when the files or the builder code change.
+    """
+    module, config = resolve(name, corrected=corrected)
+    _check_options(config, kwargs)
+    if data_dir is not None:
+        data_dir = os.path.abspath(os.fspath(data_dir))
+    if isinstance(kwargs.get("data_files"), (str, os.PathLike)):
+        kwargs["data_files"] = os.path.abspath(os.fspath(kwargs["data_files"]))
+    cache_hash = _cache_hash(module, data_dir, kwargs.get("data_files"))
+    return module.BUILDER(config_name=config.name, data_dir=data_dir, hash=cache_hash, **kwargs)
+
+
+def _check_options(config: Any, kwargs: dict[str, Any]) -> None:
+    """Unknown keyword arguments fail here with the valid options, not deep inside `datasets`."""
+    fixed = {"name", "version", "description", "data_dir", "data_files", "rows", "variant"}
+    valid = [f.name for f in dataclasses.fields(config) if f.name not in fixed] + list(BUILDER_OPTIONS)
+    for key in kwargs:
+        if key not in valid:
+            raise UnknownNameError(
+                f"option of {config.name}", key, valid, fix="Pass corrected=True for the corrected variant."
+            )
+
+
+def _cache_hash(module: Any, data_dir: str | None, data_files: Any) -> str:
+    """Hash of the builder code, the library version and the local data the builder reads."""
+    digest = hashlib.sha256(__version__.encode())
+    here = Path(__file__).parent
+    for source in (Path(module.__file__), here / "_builder.py", here / "sources.py", *sorted(here.glob("resources/*"))):
+        digest.update(source.read_bytes())
+    paths = [data_dir] if data_dir else []
+    if isinstance(data_files, str):
+        paths.append(data_files)
+    elif data_files is not None:
+        digest.update(repr(data_files).encode())
+    for path in paths:
+        digest.update(_fingerprint(Path(path)).encode())
+    return digest.hexdigest()[:16]
+
+
+def _fingerprint(path: Path) -> str:
+    """Names, sizes and modification times of a file or of every file under a folder (no content read)."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    parts = [str(path)]
+    for file in files:
+        stat = file.stat() if file.exists() else None
+        parts.append(f"{file}:{stat.st_size}:{stat.st_mtime_ns}" if stat else f"{file}:missing")
+    return "\n".join(parts)
+
+
+def list_benchmarks() -> list[BenchmarkEntry]:
+    """Every config: name, benchmark, language(s), expected rows, one-line description."""
+    entries = []
+    for name, (module, config) in sorted(_configs().items()):
+        entries.append(
+            BenchmarkEntry(
+                name=name,
+                benchmark=module.INFO.name,
+                languages=tuple(getattr(config, "languages", ()) or ()),
+                rows=getattr(config, "rows", None),
+                description=config.description or module.INFO.title,
+            )
+        )
+    return entries

@@ -1,0 +1,146 @@
+"""Hub layout: Parquet + README `configs:`; `datasets.load_dataset(DIR, name)` gives the rows of `load_benchmark`."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+
+import culture_probe
+from culture_probe import cli
+from culture_probe.data import export as export_module
+from culture_probe.data.export import export
+from culture_probe.data.registry import list_benchmarks, load_benchmark
+from culture_probe.errors import UnknownNameError
+
+SMALL = ["fmlama_he", "fmlama_templates", "fmlama_cs_en_zh", "fmlama_zh_corrected"]
+
+
+def tiny_dlama(path: Path) -> Path:
+    """A two-language, two-culture DLAMA-v1 tarball with one fact per file."""
+    with tarfile.open(path, "w:gz") as archive:
+        for lang in ("ar", "en"):
+            for region, sub in (("ARAB_REGION", "Q79"), ("WESTERN_COUNTRIES", "Q142")):
+                fact = {"sub_uri": sub, "obj_uri": ["Q15"], "sub_label": f"{sub}-{lang}", "obj_label": [f"o-{lang}"],
+                        "country": [sub], "size": 1, "uuid": f"P30_general_{region}_0"}
+                content = (json.dumps(fact) + "\n").encode()
+                info = tarfile.TarInfo(f"arab-west/dlama/{lang}/P30_general_{region}.jsonl")
+                info.size = len(content)
+                archive.addfile(info, io.BytesIO(content))
+    return path
+
+
+def front_matter(readme: Path) -> dict:
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def assert_same_rows(folder: Path, name: str, **kwargs) -> None:
+    exported = datasets.load_dataset(str(folder), name)
+    built = load_benchmark(name, **kwargs)
+    assert set(exported) == set(built)
+    for split in built:
+        assert exported[split].features == built[split].features
+        assert exported[split].to_list() == built[split].to_list()
+
+
+def test_export_small_configs_round_trip(mirror: Path, tmp_path: Path) -> None:
+    tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
+    names = [*SMALL, "dlama_arab_west"]
+    result = export(tmp_path / "hub", configs=names, data_dirs={"dlama": tarball})
+    assert [c.name for c in result.configs] == names and result.skipped == ()
+    for name in SMALL:
+        assert (tmp_path / "hub" / name / "test-00000-of-00001.parquet").is_file()
+        assert_same_rows(tmp_path / "hub", name)
+    assert_same_rows(tmp_path / "hub", "dlama_arab_west", data_dir=tarball)
+    header = front_matter(tmp_path / "hub" / "README.md")
+    assert header["configs"][0] == {
+        "config_name": "fmlama_he", "data_files": [{"split": "test", "path": "fmlama_he/test-00000-of-00001.parquet"}]
+    }
+    assert [c["config_name"] for c in header["configs"]] == names
+    assert {"he", "zh", "ar", "en"} <= set(header["language"])
+
+
+def test_dataset_card_describes_each_benchmark(mirror: Path, tmp_path: Path) -> None:
+    export(tmp_path / "hub", configs=["fmlama_he"])
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    for expected in ("## FmLAMA: food-related cultural knowledge", "- Licence: No licence file upstream",
+                     "@article{zhou2024mapo", "**self_item**", "**templates**", "| `fmlama_he` | he | test 463 |",
+                     "- Source: `https://raw.githubusercontent.com/lizhou21/FmLAMA-master/"):
+        assert expected in card
+    assert "## DLAMA" not in card  # only exported benchmarks are described
+
+
+def test_cli_export(mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["export", str(tmp_path / "out"), "--configs", "fmlama_he"]) == 0
+    assert "wrote   fmlama_he: test 463" in capsys.readouterr().out
+    assert (tmp_path / "out" / "fmlama_he" / "test-00000-of-00001.parquet").is_file()
+    assert cli.main(["export", str(tmp_path / "out"), "--configs", "fmlama_he", "--data-dir", "manual/maps"]) == 2
+    assert "--data-dir takes BENCHMARK=PATH items" in capsys.readouterr().err
+
+
+def test_data_dir_names_a_benchmark() -> None:
+    assert export_module.parse_data_dirs("fmlama=a,dlama=b.tar.gz") == {"fmlama": "a", "dlama": "b.tar.gz"}
+    with pytest.raises(UnknownNameError, match=r"Unknown benchmark 'dlam'\. Did you mean 'dlama'"):
+        export_module.parse_data_dirs("dlam=x")
+
+
+def test_explicit_config_without_data_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "empty_mirror"))
+    with pytest.raises(FileNotFoundError, match="pass data_dir="):
+        export(tmp_path / "hub", configs=["dlama_arab_west"])
+
+
+def test_push_to_hub_up_to_the_network(mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = {}
+
+    def create_repo(self, repo_id, **kwargs):
+        calls["create"] = (self.token, repo_id, kwargs)
+
+    def upload_folder(self, **kwargs):
+        folder = Path(kwargs["folder_path"])
+        calls["files"] = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+        calls["configs"] = [c["config_name"] for c in front_matter(folder / "README.md")["configs"]]
+        calls["upload"] = kwargs
+        return "https://huggingface.co/datasets/org/culture_probe/commit/abc"
+
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", create_repo)
+    monkeypatch.setattr("huggingface_hub.HfApi.upload_folder", upload_folder)
+    configs = ["fmlama_he", "fmlama_templates"]
+    url = culture_probe.push_to_hub("org/culture_probe", configs=configs, token="hf_x", private=True)
+    assert url.endswith("/commit/abc")
+    assert calls["create"] == ("hf_x", "org/culture_probe", {"repo_type": "dataset", "private": True, "exist_ok": True})
+    assert calls["upload"]["repo_id"] == "org/culture_probe" and calls["upload"]["repo_type"] == "dataset"
+    assert calls["files"] == ["README.md", "fmlama_he/test-00000-of-00001.parquet",
+                              "fmlama_templates/test-00000-of-00001.parquet"]
+    assert calls["configs"] == ["fmlama_he", "fmlama_templates"]
+    assert not Path(calls["upload"]["folder_path"]).exists()  # the temporary folder is cleaned up
+
+
+@pytest.mark.slow
+def test_export_every_config_round_trips(mirror: Path, tmp_path: Path) -> None:
+    tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
+    data_dirs = {"dlama": tarball}
+    if (mirror / "manual" / "maps").is_dir():
+        data_dirs["maps"] = mirror / "manual" / "maps"
+    result = export(tmp_path / "hub", data_dirs=data_dirs)
+    skipped = dict(result.skipped)
+    # only configs whose data is genuinely absent are skipped: the fixture holds arab_west only, no dlama_raw/
+    assert all(name.startswith("dlama_") and "arab_west" not in name.replace("arab_west_raw", "")
+               for name in skipped), skipped
+    assert {"dlama_arab_west", "dlama_arab_west_corrected"} <= {c.name for c in result.configs}
+    listed = [e.name for e in list_benchmarks()]
+    assert sorted([c.name for c in result.configs] + list(skipped)) == sorted(listed)
+    header = front_matter(tmp_path / "hub" / "README.md")
+    assert [c["config_name"] for c in header["configs"]] == [c.name for c in result.configs]
+    for config in result.configs:
+        benchmark = next(e.benchmark for e in list_benchmarks() if e.name == config.name)
+        assert_same_rows(tmp_path / "hub", config.name, data_dir=data_dirs.get(benchmark))
+    assert os.path.getsize(tmp_path / "hub" / "README.md") > 1000
