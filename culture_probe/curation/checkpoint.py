@@ -1,0 +1,80 @@
+"""Checkpoints: every fetched chunk and every finished step is a JSON file, written atomically.
+
+A file is written to `<name>.tmp` and renamed into place, so a run killed at any moment leaves either the whole
+file or none of it. Chunk keys carry a hash of the chunk's inputs, so a rerun reuses exactly the chunks whose
+inputs (query text, languages, top, ...) are unchanged, and a rerun after a crash refetches only what was not
+saved. Keys do not depend on the endpoint's address, so a restarted server on another port resumes the same run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from culture_probe.errors import SourceFormatError
+
+T = TypeVar("T")
+
+
+def digest(*parts: Any) -> str:
+    """A short hash of JSON-serialisable inputs: checkpoint keys carry it, so changed inputs never hit old files."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def chunk_key(index: int, *inputs: Any) -> str:
+    """A file-name-safe key for chunk `index` produced from `inputs` (e.g. the query text)."""
+    return f"{index:05d}_{digest(*inputs)}"
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """Write `value` as JSON so that `path` is never seen half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        json.dump(value, handle, ensure_ascii=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+class Checkpoints:
+    """A folder of JSON checkpoints addressed by relative keys such as `step1_facts/P19_ARAB_REGION/Q79`."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+
+    def path(self, key: str) -> Path:
+        """The file of `key`."""
+        return self.root / f"{key}.json"
+
+    def cached(self, key: str, compute: Callable[[], T]) -> T:
+        """The saved value of `key`, or `compute()` saved under `key` first."""
+        path = self.path(key)
+        if path.is_file():
+            try:
+                value = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as error:
+                raise SourceFormatError(
+                    f"corrupt checkpoint ({error.msg}); delete the file to refetch that chunk",
+                    path=str(path), line=error.lineno,
+                ) from error
+            self.hits += 1
+            return value
+        value = compute()
+        write_json_atomic(path, value)
+        self.misses += 1
+        return value
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Every saved key under `prefix`, sorted."""
+        base = self.root / prefix if prefix else self.root
+        if not base.exists():
+            return []
+        return sorted(str(p.relative_to(self.root))[: -len(".json")] for p in base.rglob("*.json"))

@@ -1,0 +1,241 @@
+"""Where SPARQL queries go: an HTTP endpoint through SPARQLWrapper, or an embedded pyoxigraph store.
+
+Both return rows as `{variable: value}` dicts of strings, Wikidata entity IRIs shortened to QIDs, parsed from the
+same SPARQL JSON results format, so an embedded store and a server holding the same triples give identical rows.
+HTTP calls are polite (`HttpPolicy`): a descriptive User-Agent, a minimum interval between requests, and retries
+with exponential backoff on 429, 5xx, timeouts, dropped connections and malformed JSON, honouring Retry-After.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import socket
+import time
+import urllib.error
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from culture_probe import __version__
+from culture_probe.curation.queries import WD
+from culture_probe.errors import CultureProbeError, EndpointError
+
+WIKIDATA_URL = "https://query.wikidata.org/sparql"
+# Wikimedia's User-Agent policy asks for a way to reach the operator: add it with --user-agent / HttpPolicy.
+USER_AGENT = (
+    f"culture_probe/{__version__} (research data curation of DLAMA/FmLAMA-style fact sets from Wikidata; "
+    "rate-limited, retries with backoff) SPARQLWrapper"
+)
+T = TypeVar("T")
+Row = dict[str, str]
+
+
+@dataclass(frozen=True)
+class HttpPolicy:
+    """HTTP politeness: who we are, how often we ask, how long we wait and how often we retry.
+
+    Delays grow as `backoff * 2**attempt`, capped at `max_wait`; a Retry-After header raises the delay to what the
+    server asked for (also capped at `max_wait`, so tests can keep every delay tiny).
+    """
+
+    user_agent: str = USER_AGENT
+    min_interval: float = 1.0
+    timeout: float = 60.0
+    retries: int = 5
+    backoff: float = 2.0
+    max_wait: float = 120.0
+
+
+class RetryableError(Exception):
+    """A failure worth retrying, with the server's requested delay when it sent one."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PoliteCaller:
+    """Runs one request function at a bounded rate, retrying retryable failures; raises EndpointError at the end."""
+
+    def __init__(self, name: str, policy: HttpPolicy, sleep: Callable[[float], None] = time.sleep):
+        self.name, self.policy, self.sleep = name, policy, sleep
+        self._last = float("-inf")
+
+    def __call__(self, request: Callable[[], T]) -> T:
+        """`request()` with rate limiting and retries."""
+        last_error = ""
+        for attempt in range(self.policy.retries + 1):
+            wait = self._last + self.policy.min_interval - time.monotonic()
+            if wait > 0:
+                self.sleep(wait)
+            self._last = time.monotonic()
+            try:
+                return request()
+            except RetryableError as error:
+                last_error = str(error)
+                if attempt == self.policy.retries:
+                    break
+                delay = self.policy.backoff * 2**attempt
+                if error.retry_after is not None:
+                    delay = max(delay, error.retry_after)
+                self.sleep(min(delay, self.policy.max_wait))
+        raise EndpointError(
+            f"{self.name} failed after {self.policy.retries + 1} attempts; last error: {last_error}. "
+            "Everything fetched so far is kept in the checkpoints: rerun the same command to resume "
+            "(raise HttpPolicy.retries or lower the chunk size if the endpoint keeps failing)."
+        )
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header (seconds, or an HTTP date) in seconds; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+TRANSIENT = (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException)
+
+
+def classify_http_error(error: BaseException) -> RetryableError | None:
+    """The RetryableError for transient failures (429, 5xx, timeouts, dropped connections); None otherwise."""
+    if isinstance(error, urllib.error.HTTPError):
+        if error.code == 429 or error.code >= 500:
+            wait = retry_after_seconds(error.headers.get("Retry-After"))
+            return RetryableError(f"HTTP {error.code} {error.reason}", wait)
+        return None
+    if isinstance(error, TRANSIENT):
+        return RetryableError(f"{type(error).__name__}: {getattr(error, 'reason', error)}")
+    return None
+
+
+def parse_results(data: Any, source: str) -> list[Row]:
+    """SPARQL JSON results -> rows of strings; raises RetryableError when the document is not SPARQL JSON."""
+    try:
+        bindings = data["results"]["bindings"]
+        rows = []
+        for binding in bindings:
+            row = {}
+            for var, term in binding.items():
+                value = term["value"]
+                if term["type"] == "uri" and value.startswith(WD):
+                    value = value[len(WD):]
+                row[var] = value
+            rows.append(row)
+        return rows
+    except (KeyError, TypeError) as error:
+        raise RetryableError(f"malformed SPARQL JSON from {source} (missing {error})") from error
+
+
+class SparqlEndpoint(Protocol):
+    """Anything that answers SELECT queries with rows of strings."""
+
+    name: str
+
+    def select(self, query: str) -> list[Row]:
+        """Run one SELECT query."""
+        ...
+
+
+class HttpEndpoint:
+    """A SPARQL endpoint over HTTP (Wikidata's, an Oxigraph server, any URL), queried through SPARQLWrapper."""
+
+    def __init__(self, url: str = WIKIDATA_URL, policy: HttpPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.url = url
+        self.name = f"SPARQL endpoint {url}"
+        self.policy = policy or HttpPolicy()
+        self.caller = PoliteCaller(self.name, self.policy, sleep)
+
+    def select(self, query: str) -> list[Row]:
+        """Run one SELECT query (POST, JSON results), politely."""
+        return self.caller(lambda: self._once(query))
+
+    def _once(self, query: str) -> list[Row]:
+        from SPARQLWrapper import JSON, POST, SPARQLWrapper
+        from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
+
+        wrapper = SPARQLWrapper(self.url, agent=self.policy.user_agent)
+        wrapper.setMethod(POST)  # long VALUES lists do not fit in a URL
+        wrapper.setReturnFormat(JSON)
+        wrapper.setQuery(query)
+        wrapper.timeout = self.policy.timeout  # setTimeout() would truncate sub-second timeouts to 0 (= none)
+        try:
+            data = wrapper.query().convert()
+        except EndPointInternalError as error:
+            raise RetryableError(f"HTTP 500: {str(error)[:300]}") from error
+        except SPARQLWrapperException as error:  # 400 bad query, 404, 401, 414: retrying cannot help
+            raise EndpointError(f"{self.name} rejected the query: {str(error)[:500]}") from error
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise RetryableError(f"malformed JSON from {self.url}: {error}") from error
+        except Exception as error:
+            retry = classify_http_error(error)
+            if retry is None:
+                raise EndpointError(f"{self.name} failed: {type(error).__name__}: {error}") from error
+            raise retry from error
+        if not isinstance(data, dict):
+            raise RetryableError(f"malformed JSON from {self.url}: not a JSON object")
+        return parse_results(data, self.url)
+
+
+class EmbeddedStore:
+    """An in-process pyoxigraph store loaded from N-Triples/Turtle dumps: the offline default."""
+
+    FORMATS = {".nt": "N_TRIPLES", ".ttl": "TURTLE"}
+
+    def __init__(self, paths: Sequence[str | Path] = ()):
+        import pyoxigraph
+
+        self.store = pyoxigraph.Store()
+        self.paths = [Path(p) for p in paths]
+        for path in self.paths:
+            self.load(path)
+        self.name = f"embedded store ({', '.join(p.name for p in self.paths) or 'empty'})"
+
+    def load(self, path: str | Path) -> None:
+        """Add the triples of one .nt or .ttl file."""
+        import pyoxigraph
+
+        path = Path(path)
+        if path.suffix not in self.FORMATS:
+            raise CultureProbeError(
+                f"Cannot load {path}: the embedded store reads {', '.join(self.FORMATS)} dumps. "
+                "Convert other formats with `oxigraph convert`."
+            )
+        if not path.is_file():
+            raise CultureProbeError(f"No such RDF dump: {path}")
+        with path.open("rb") as handle:
+            self.store.load(input=handle, format=getattr(pyoxigraph.RdfFormat, self.FORMATS[path.suffix]))
+
+    def select(self, query: str) -> list[Row]:
+        """Run one SELECT query in process."""
+        import pyoxigraph
+
+        try:
+            solutions = self.store.query(query)
+        except SyntaxError as error:
+            raise EndpointError(f"{self.name} rejected the query: {error}") from error
+        payload = solutions.serialize(format=pyoxigraph.QueryResultsFormat.JSON)
+        return parse_results(json.loads(payload), self.name)
+
+
+def open_endpoint(spec: str | Path | SparqlEndpoint, policy: HttpPolicy | None = None) -> SparqlEndpoint:
+    """`wikidata`, an http(s) SPARQL URL, or one or more comma-separated .nt/.ttl dumps (embedded store)."""
+    if not isinstance(spec, str | Path):
+        return spec
+    text = str(spec)
+    if text == "wikidata":
+        return HttpEndpoint(WIKIDATA_URL, policy)
+    if text.startswith(("http://", "https://")):
+        return HttpEndpoint(text, policy)
+    return EmbeddedStore([p for p in text.split(",") if p])

@@ -1,0 +1,85 @@
+"""Curate FmLAMA-style dish/ingredient records (FmLAMA paper section 3; upstream `construct_Data/template_klg.py`).
+
+For each origin country: dishes that are instances or subclasses (transitively) of dish (Q746549), whose country
+of origin (P495) or cuisine/parent's country is that country and which name no other origin; their ingredients
+are "has part(s)" (P527). Dishes found for two origin countries are dropped (the paper excludes multi-origin
+dishes). Output mirrors the release: `data_lang/<la>/<la>_dishes.jsonl` (url, origin = the origin's English
+label, lang, sub_label, obj_label as a list: the v2 field format the FmLAMA builder accepts) and `<la>_count.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from culture_probe.curation import queries
+from culture_probe.curation.checkpoint import Checkpoints
+from culture_probe.curation.dlama import write_jsonl
+from culture_probe.curation.endpoints import SparqlEndpoint
+from culture_probe.curation.regions import Region
+from culture_probe.curation.sizes import StoreSizes
+from culture_probe.curation.steps import Context, fetch_labels, qid_order
+from culture_probe.errors import CultureProbeError
+
+
+@dataclass(frozen=True)
+class FmlamaCuration:
+    """Dishes from the countries of `region`, labelled in `languages`."""
+
+    region: Region
+    languages: tuple[str, ...]
+    chunk_size: int = 50
+
+    def __post_init__(self) -> None:
+        if not self.region.countries:
+            raise CultureProbeError(
+                f"FmLAMA curation needs the origin countries as QIDs; region {self.region.name!r} has only a "
+                "SPARQL condition. Define it as NAME=QID,QID,..."
+            )
+        if not self.languages:
+            raise CultureProbeError("Give at least one label language, e.g. languages=('en', 'zh').")
+
+
+def curate_fmlama(config: FmlamaCuration, endpoint: SparqlEndpoint, out_dir: str | Path, *,
+                  checkpoint_dir: str | Path | None = None) -> dict[str, int]:
+    """Query, label and write the dishes; returns {language: number of dishes written}."""
+    out = Path(out_dir)
+    labels_in = tuple(dict.fromkeys((*config.languages, "en")))  # origins are named by their English label
+    ctx = Context(endpoint, StoreSizes(endpoint), Checkpoints(checkpoint_dir or out / ".checkpoints"), labels_in,
+                  config.chunk_size)
+    ingredients: dict[str, set[str]] = defaultdict(set)
+    origins: dict[str, set[str]] = defaultdict(set)
+    for index, country in enumerate(config.region.countries):
+        for row in ctx.select("fmlama_dishes", index, queries.dishes_query(country)):
+            ingredients[row["dish"]].add(row["ingredient"])
+            origins[row["dish"]].add(country)
+    dishes = sorted((d for d in ingredients if len(origins[d]) == 1), key=qid_order)
+    wanted = [*config.region.countries, *dishes, *{i for d in dishes for i in ingredients[d]}]
+    labels = fetch_labels(ctx, "fmlama_labels", wanted) if dishes else {}
+    written = {}
+    for lang in config.languages:
+        records = [r for d in dishes if (r := _record(d, origins[d], ingredients[d], labels, lang))]
+        records.sort(key=lambda r: (r["origin"], qid_order(r["url"].rsplit("/", 1)[-1])))
+        folder = out / "data_lang" / lang
+        write_jsonl(folder / f"{lang}_dishes.jsonl", records)
+        counts = Counter(r["origin"] for r in records)
+        ordered = [["All", len(records)], *([o, n] for o, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))]
+        (folder / f"{lang}_count.jsonl").write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in ordered),
+                                                   encoding="utf-8")
+        written[lang] = len(records)
+    return written
+
+
+def _record(dish: str, origin: set[str], parts: set[str], labels: dict[str, dict[str, str]],
+            lang: str) -> dict[str, Any] | None:
+    """One record, or None when the dish, its origin or all of its ingredients lack a label in `lang`."""
+    (country,) = origin
+    name = labels.get(dish, {}).get(lang)
+    origin_label = labels.get(country, {}).get("en")
+    found = sorted({labels[p][lang] for p in parts if labels.get(p, {}).get(lang)})
+    if not name or not origin_label or not found:
+        return None
+    return {"url": queries.WD + dish, "origin": origin_label, "lang": lang, "sub_label": name, "obj_label": found}
