@@ -3,7 +3,8 @@
 The release tarball is not mirrored, so the builder reads (in this order) `data_dir=` (an unpacked tarball),
 `data_files=` (the `.tar.gz`), or the pinned URL through the mirror rule (verified by its git blob id). The layout
 is spec dlama.md 2.2: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`, optionally under one extra folder and
-with a `dlama_raw/` twin. Each row is one fact in one language, with the vendored probing template.
+with a `dlama_raw/` twin. Each row is one fact in one language, with the vendored probing template. `dlama_custom`
+reads a pair written by `culture_probe.curation` (any region token), from its `curation.json` or the options.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import re
 import tarfile
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -23,9 +24,21 @@ from typing import Any
 import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
+from culture_probe.data._dlama_layout import (
+    MANIFEST,
+    WEST,
+    FactFile,
+    Pair,
+    PairRequest,
+    Reader,
+    check_custom_options,
+    choose_pair,
+    find_fact_files,
+    pair_folders,
+)
 from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
 from culture_probe.data.sources import fetch, git_blob_id, parse_jsonl, read_jsonl, verify_git_blob
-from culture_probe.errors import MissingDataError, SourceFormatError
+from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 
 TARBALL_URL = (
     "https://raw.githubusercontent.com/AMR-KELEG/DLAMA/61ea3bbc6c932d8332b053529e3d05b3ad12eb12/data/dlama-v1.tar.gz"
@@ -38,15 +51,13 @@ PAIRS = {
     "asia_west": ("ASIA", "ko"),
     "south_america_west": ("SOUTH_AMERICA", "es"),
 }
-CULTURES = {"ARAB_REGION": "arab", "ASIA": "asia", "SOUTH_AMERICA": "south_america", "WESTERN_COUNTRIES": "west"}
-WEST = "WESTERN_COUNTRIES"
+CUSTOM = "dlama_custom"  # a pair curated with culture_probe.curation (or any folder in the v1 layout)
 PREDICATES = (
     "P17", "P19", "P20", "P27", "P30", "P36", "P37", "P47", "P103", "P106",
     "P136", "P190", "P264", "P364", "P449", "P495", "P530", "P1303", "P1376", "P1412",
 )
 SKIPPED_PREDICATES = ("P527",)  # present in some dumps, not part of v1 (the original scorer skips it too)
 ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
-FILE_NAME = re.compile(r"(P\d+)_([A-Za-z]+)_(" + "|".join(CULTURES) + r")\.jsonl")
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
 
 INFO = BenchmarkInfo(
@@ -88,28 +99,18 @@ INFO = BenchmarkInfo(
 
 @dataclass
 class DlamaConfig(CultureProbeConfig):
-    """One culture pair; `raw` reads the facts before object augmentation (`dlama_raw/`)."""
+    """One culture pair; `raw` reads the facts before object augmentation (`dlama_raw/`).
+
+    `dlama_custom` only: `pair` (a name or folder name), `region` and `contrast` (the tokens in the file names)
+    pick a curated pair; whatever is left out comes from its `curation.json` or its files.
+    """
 
     pair: str = "arab_west"
+    region: str | None = None
+    contrast: str | None = None
     raw: bool = False
     mlama_templates_dir: str | None = None
     template_overrides: str | None = None
-
-
-@dataclass(frozen=True)
-class FactFile:
-    """One `P<id>_<domain>_<REGION>.jsonl` file found in the source, and where it sits in the layout."""
-
-    parts: tuple[str, ...]  # path inside the tarball / data_dir
-    kind: str  # "dlama" or "dlama_raw"
-    language: str
-    predicate: str
-    region: str
-
-    @property
-    def pair_dir(self) -> tuple[str, ...]:
-        """The culture-pair folder (e.g. `arab-west`, possibly under one extra leading folder)."""
-        return self.parts[:-3]
 
 
 def _configs() -> list[DlamaConfig]:
@@ -121,6 +122,8 @@ def _configs() -> list[DlamaConfig]:
                                    description=f"{label}-West facts in {local} and en."))
         raw.append(DlamaConfig(name=f"dlama_{pair}_raw", raw=True, **common,
                                description=f"{label}-West facts before object augmentation (if released)."))
+    configs.append(DlamaConfig(name=CUSTOM, version=INFO.version, pair="", description=(
+        "A pair curated with culture_probe.curation (data_dir=; options pair=, region=, contrast=, languages=).")))
     return [*configs, *(corrected_twin(c) for c in configs), *raw]
 
 
@@ -153,37 +156,13 @@ def _vendored_templates() -> dict[str, Any]:
     return json.loads(text)
 
 
-def find_fact_files(paths: list[tuple[str, ...]]) -> list[FactFile]:
-    """The fact files among all paths of a source (anything else, e.g. a README, is ignored)."""
-    found = []
-    for parts in paths:
-        match = FILE_NAME.fullmatch(parts[-1])
-        if len(parts) >= 4 and match and parts[-3] in ("dlama", "dlama_raw"):
-            predicate, _, region = match.groups()
-            found.append(FactFile(parts, parts[-3], parts[-2], predicate, region))
-    return found
-
-
-def pair_of(files: list[FactFile], pair_dir: tuple[str, ...], source: str) -> str:
-    """The pair of a folder, from the non-Western region tokens of its file names (never the folder name)."""
-    regions = sorted({f.region for f in files if f.pair_dir == pair_dir and f.region != WEST})
-    pairs = [pair for pair, (region, _) in PAIRS.items() if region in regions]
-    if len(regions) != 1 or len(pairs) != 1:
-        raise SourceFormatError(
-            f"folder {'/'.join(pair_dir)!r} must hold exactly one non-Western region, found {regions or 'none'}; "
-            f"expected one of {[r for r, _ in PAIRS.values()]} next to {WEST}",
-            path=source,
-        )
-    return pairs[0]
-
-
 def normalise(label: str) -> str:
     """The corrected variant's label form: stripped, NFC."""
     return unicodedata.normalize("NFC", label.strip())
 
 
 class Dlama(CultureProbeBuilder):
-    """DLAMA-v1 builder: one config per culture pair, `languages=` restricts the rows."""
+    """DLAMA-v1 builder: one config per released pair plus `dlama_custom`; `languages=` restricts the rows."""
 
     CARD = INFO
     BUILDER_CONFIG_CLASS = DlamaConfig
@@ -199,40 +178,78 @@ class Dlama(CultureProbeBuilder):
             "country": datasets.List(string), "size": datasets.Value("int64"), "template": string,
         })
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._request()  # bad options fail here, before any source is read
+
+    @property
+    def custom(self) -> bool:
+        """True for `dlama_custom` (and its corrected twin): a pair of the user's own."""
+        return self.config.name.removesuffix("_corrected") == CUSTOM
+
+    def _request(self) -> PairRequest:
+        """The pair this config asks for; options that do not fit the config raise here."""
+        config = self.config
+        if isinstance(config.languages, str):
+            raise CultureProbeError(f"languages= must be a list of codes such as ('ar', 'en'), got "
+                                    f"{config.languages!r}.")
+        if self.custom:
+            return check_custom_options(config.pair, config.region, config.contrast, tuple(config.languages))
+        declared = self.builder_configs[config.name]
+        changed = [key for key in ("pair", "region", "contrast") if getattr(config, key) != getattr(declared, key)]
+        if changed:
+            raise CultureProbeError(
+                f"{', '.join(changed)}= cannot be set on {config.name}, which reads the released {declared.pair} "
+                f"pair. For a pair of your own load {CUSTOM!r}, e.g. load_benchmark({CUSTOM!r}, data_dir=OUT, "
+                "region='MAGHREB')."
+            )
+        return PairRequest(config.pair, PAIRS[config.pair][0], WEST, tuple(config.languages))
+
     def _rows(self, split: str) -> Iterator[dict[str, Any]]:
         source, paths, read = self._open_source()
-        files = self._select(find_fact_files(paths), source)
+        pair, files = self._select(source, paths, read)
+        rows = 0
         for file in files:
             template = self._templates(file.language).get(file.predicate, "")
             display = f"{source}/{'/'.join(file.parts)}"
             for number, record in parse_jsonl(read(file.parts), path=display):
                 fact = self._fact(record, display, number)
                 if fact is not None:
-                    yield self._row(file, fact, template)
+                    if not template:
+                        self.tally(f"rows without a template ({file.language} {file.predicate}): pass "
+                                   "template_overrides= or mlama_templates_dir=")
+                    rows += 1
+                    yield self._row(pair, file, fact, template)
+        if not rows:  # a curation whose labels were all missing writes empty files
+            raise SourceFormatError(f"the {len(files)} fact files of {pair.name} in {'/'.join(pair.folder) or '.'} "
+                                    f"hold no facts in {list(pair.languages)}", path=source)
 
-    def _select(self, found: list[FactFile], source: str) -> list[FactFile]:
-        """The files of this config, ordered by language, predicate, culture (non-West first)."""
+    def _select(self, source: str, paths: list[tuple[str, ...]], read: Reader) -> tuple[Pair, list[FactFile]]:
+        """The pair of this config and its files, ordered by language, predicate, culture (the contrast last)."""
         kind = "dlama_raw" if self.config.raw else "dlama"
-        pairs = {d: pair_of(found, d, source) for d in {f.pair_dir for f in found}}
-        files = [f for f in found if f.kind == kind and pairs[f.pair_dir] == self.config.pair]
+        found = find_fact_files(paths)
+        pair = choose_pair(pair_folders(found, paths, read, source), self._request(), source)
+        files = [f for f in found if f.kind == kind and f.pair_dir == pair.folder]
         skipped = [f for f in files if f.predicate in SKIPPED_PREDICATES]
         if skipped:
             self.tally(f"files skipped ({', '.join(SKIPPED_PREDICATES)}: not part of v1)", len(skipped))
         if not files:
-            hint = f"load dlama_{self.config.pair} instead" if self.config.raw else "pass the full DLAMA-v1 release"
-            raise MissingDataError(f"{source} has no {kind}/ folder for {self.config.pair} (found pairs "
-                                   f"{sorted(set(pairs.values()))}); {hint}.")
+            name = self.config.name
+            hint = "pass the full DLAMA-v1 release" if not self.config.raw else (
+                f"load {name.removesuffix('_raw')} instead" if name.endswith("_raw") else "load it without raw=True")
+            raise MissingDataError(f"{source} has no {kind}/ folder for {pair.name} (in "
+                                   f"{'/'.join(pair.folder) or '.'}); {hint}.")
         languages = sorted({f.language for f in files})
-        for language in self.config.languages:
+        for language in pair.languages:
             if language not in languages:
                 raise SourceFormatError(
-                    f"no {kind}/{language}/ facts for {self.config.pair}; found languages {languages}. Expected "
+                    f"no {kind}/{language}/ facts for {pair.name}; found languages {languages}. Expected "
                     f"<pair>/{kind}/<lang>/P<id>_general_<REGION>.jsonl, or pass languages= a subset of those.",
                     path=source,
                 )
-        order = {language: i for i, language in enumerate(self.config.languages)}
+        order = {language: i for i, language in enumerate(pair.languages)}
         files = [f for f in files if f.language in order and f.predicate not in SKIPPED_PREDICATES]
-        return sorted(files, key=lambda f: (order[f.language], int(f.predicate[1:]), f.region == WEST))
+        return pair, sorted(files, key=lambda f: (order[f.language], int(f.predicate[1:]), f.region == pair.contrast))
 
     def _fact(self, record: dict[str, Any], path: str, line: int) -> dict[str, Any] | None:
         """One validated fact; None (counted) for facts the spec says to skip."""
@@ -279,10 +296,11 @@ class Dlama(CultureProbeBuilder):
             "obj_uri": [fact["obj_uri"][i] for i in keep], "obj_label": [labels[i] for i in keep],
         }
 
-    def _row(self, file: FactFile, fact: dict[str, Any], template: str) -> dict[str, Any]:
+    @staticmethod
+    def _row(pair: Pair, file: FactFile, fact: dict[str, Any], template: str) -> dict[str, Any]:
         return {
-            "id": f"{fact['uuid']}|{file.language}", "uuid": fact["uuid"], "pair": self.config.pair,
-            "language": file.language, "predicate": file.predicate, "culture": CULTURES[file.region],
+            "id": f"{fact['uuid']}|{file.language}", "uuid": fact["uuid"], "pair": pair.name,
+            "language": file.language, "predicate": file.predicate, "culture": pair.culture(file.region),
             "region": file.region, "rank": fact["rank"], "sub_uri": fact["sub_uri"], "sub_label": fact["sub_label"],
             "obj_uri": fact["obj_uri"], "obj_label": fact["obj_label"], "country": fact["country"],
             "size": fact["size"], "template": template,
@@ -295,7 +313,7 @@ class Dlama(CultureProbeBuilder):
                                         overrides=self.config.template_overrides)
         return cache[language]
 
-    def _open_source(self) -> tuple[str, list[tuple[str, ...]], Callable[[tuple[str, ...]], list[str]]]:
+    def _open_source(self) -> tuple[str, list[tuple[str, ...]], Reader]:
         """(name for errors, every path in the source, reader of one path's lines)."""
         if self.config.data_dir and Path(self.config.data_dir).is_dir():
             return _open_folder(Path(self.config.data_dir))
@@ -325,8 +343,9 @@ class Dlama(CultureProbeBuilder):
         return str(files[0]) if files else None
 
 
-def _open_folder(root: Path) -> tuple[str, list[tuple[str, ...]], Callable[[tuple[str, ...]], list[str]]]:
-    paths = sorted(p.relative_to(root).parts for p in root.rglob("*.jsonl") if p.is_file())
+def _open_folder(root: Path) -> tuple[str, list[tuple[str, ...]], Reader]:
+    files = [*root.rglob("*.jsonl"), *root.rglob(MANIFEST)]
+    paths = sorted(p.relative_to(root).parts for p in files if p.is_file())
 
     def read(parts: tuple[str, ...]) -> list[str]:
         try:
@@ -337,13 +356,13 @@ def _open_folder(root: Path) -> tuple[str, list[tuple[str, ...]], Callable[[tupl
     return str(root), paths, read
 
 
-def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Callable[[tuple[str, ...]], list[str]]]:
+def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Reader]:
     """Every member of the archive read into memory once (the whole release is a few tens of MB of text)."""
     contents: dict[tuple[str, ...], bytes] = {}
     try:
         with tarfile.open(path, "r:*") as archive:
             for member in archive:
-                if member.isfile() and member.name.endswith(".jsonl"):
+                if member.isfile() and member.name.split("/")[-1].endswith((".jsonl", MANIFEST)):
                     parts = tuple(p for p in member.name.split("/") if p not in ("", "."))
                     contents[parts] = archive.extractfile(member).read()
     except (tarfile.TarError, EOFError, OSError) as error:

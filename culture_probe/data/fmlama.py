@@ -3,6 +3,8 @@
 Gold lists are stringified Python sets holding ONE comma-joined string (`"{'tofu, douchi'}"`): they are read
 with `ast.literal_eval` and split on `", "`. Configs: one per language, the 175 dishes aligned across languages,
 four code-switching sets, the 14-group English set and the templates; each data config has a `_corrected` twin.
+Files come from the pinned URLs (mirror rule) or, with `data_dir=`, from a local copy of the upstream repository (or
+of its `data/` folder); either way they are checked against the spec's sha256 prefixes.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
+from culture_probe.data._pinned import pinned_file
 from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
-from culture_probe.data.sources import fetch, parse_literal, read_jsonl
+from culture_probe.data.sources import parse_literal, read_jsonl
 from culture_probe.errors import SourceFormatError
 
 REPO = "https://raw.githubusercontent.com/lizhou21/FmLAMA-master"
@@ -117,12 +121,16 @@ Subset = Literal["lang", "aligned", "cs", "en14", "templates", "full"]
 
 @dataclass
 class FmlamaConfig(CultureProbeConfig):
-    """`subset` picks the source files and filter; `lang` is the data language (code-switching: both)."""
+    """`subset` picks the source files and filter; `lang` is the data language (code-switching: both).
+
+    `verify_checksums=False` accepts a `data_dir` whose files differ from the pinned release (an edited copy).
+    """
 
     subset: Subset = "lang"
     lang: str = ""
     prompt_lang: str = ""
     subject_lang: str = ""
+    verify_checksums: bool = True
 
 
 @dataclass(frozen=True)
@@ -321,13 +329,22 @@ class Fmlama(CultureProbeBuilder):
             "obj_label": list(gold.obj_label), "row": gold.row,
         }
 
+    def _source(self, relpath: str, sha256: str, commit: str = DATA_COMMIT) -> Path:
+        """A file of the repository's `data/` folder: from `data_dir` when given, else the pinned URL."""
+        data_dir = self.config.data_dir
+        if data_dir and Path(data_dir).is_dir() and not Path(data_dir, "data").is_dir():
+            # data_dir is a copy of the data/ folder itself (it has data_lang/, templates/, ... at its top)
+            return pinned_file(url("data/", commit), relpath, sha256, data_dir=data_dir,
+                               verify=self.config.verify_checksums)
+        return pinned_file(url("", commit), f"data/{relpath}", sha256, data_dir=data_dir,
+                           verify=self.config.verify_checksums)
+
     def _dishes(self, folder: str, language: str) -> list[Dish]:
-        path = fetch(url(f"data/{folder}/{language}/{language}_dishes.jsonl"), sha256=DISHES_SHA256[folder, language])
+        path = self._source(f"{folder}/{language}/{language}_dishes.jsonl", DISHES_SHA256[folder, language])
         return read_dishes(str(path))
 
-    @staticmethod
-    def _continents() -> dict[str, str]:
-        path = fetch(url("data/country_info.json", COUNTRY_COMMIT), sha256=COUNTRY_INFO_SHA256)
+    def _continents(self) -> dict[str, str]:
+        path = self._source("country_info.json", COUNTRY_INFO_SHA256, COUNTRY_COMMIT)
         try:
             table = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
@@ -356,7 +373,7 @@ class Fmlama(CultureProbeBuilder):
         return [dataclasses.replace(d, obj_label=tuple(dict.fromkeys(canonical[i] for i in d.obj_label))) for d in kept]
 
     def _full_rows(self) -> Iterator[dict[str, Any]]:
-        path = str(fetch(url("data/Dishes.csv"), sha256=DISHES_CSV_SHA256))
+        path = str(self._source("Dishes.csv", DISHES_CSV_SHA256))
         continents = self._continents()
         for row, (line, record) in enumerate(read_dish_table(path)):
             qid = qid_of(record["url"], path=path, line=line)
@@ -366,8 +383,7 @@ class Fmlama(CultureProbeBuilder):
 
     def _template_rows(self) -> Iterator[dict[str, Any]]:
         for language in self.config.languages:
-            path = fetch(url(f"data/templates/{language}_templates.jsonl", TEMPLATE_COMMIT),
-                         sha256=TEMPLATES_SHA256[language])
+            path = self._source(f"templates/{language}_templates.jsonl", TEMPLATES_SHA256[language], TEMPLATE_COMMIT)
             for number, record in read_jsonl(path):
                 if not isinstance(record.get("relation"), str) or not isinstance(record.get("template"), str):
                     raise SourceFormatError("expected string fields 'relation' and 'template'", path=str(path),

@@ -12,7 +12,7 @@ import pytest
 
 from culture_probe.data import dlama
 from culture_probe.data.registry import list_benchmarks, load_benchmark
-from culture_probe.errors import MissingDataError, SourceFormatError, UnknownNameError
+from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError, UnknownNameError
 
 # (predicate, region) -> facts; each fact: uuid suffix, sub_uri, {lang: sub_label}, obj_uri, {lang: obj_label}.
 # Cases of spec 2.5: two objects (Egypt), one label shared by two QIDs (Paris), a legacy scalar obj_label
@@ -200,12 +200,13 @@ def test_not_a_tarball(tmp_path: Path) -> None:
 def test_folder_with_two_non_western_regions(tmp_path: Path) -> None:
     files = release_files()
     files["arab-west/dlama/en/P17_general_ASIA.jsonl"] = b""
-    with pytest.raises(SourceFormatError, match=r"exactly one non-Western region, found \['ARAB_REGION', 'ASIA'\]"):
+    match = r"folder arab-west \(ARAB_REGION, ASIA, WESTERN_COUNTRIES\) must hold the files of one pair"
+    with pytest.raises(SourceFormatError, match=match):
         load_benchmark("dlama_arab_west", data_files=str(write_tarball(tmp_path / "x.tar.gz", files)))
 
 
 def test_raw_config_without_raw_folder(tarball: Path) -> None:
-    match = r"no dlama_raw/ folder for arab_west \(found pairs \[.arab_west.\]\); load dlama_arab_west instead"
+    match = r"no dlama_raw/ folder for arab_west \(in arab-west\); load dlama_arab_west instead"
     with pytest.raises(MissingDataError, match=match):
         load_benchmark("dlama_arab_west_raw", data_files=str(tarball))
 
@@ -261,6 +262,137 @@ def test_unknown_option_lists_valid_ones(tarball: Path) -> None:
     match = r"Unknown option of dlama_arab_west 'language'.*Did you mean 'languages'"
     with pytest.raises(UnknownNameError, match=match):
         load_benchmark("dlama_arab_west", data_files=str(tarball), language=["en"])
+
+
+# ---- pairs curated with culture_probe.curation: any region token, read by dlama_custom ----------------------------
+
+MAGHREB_MANIFEST = {  # the fields culture_probe.curation writes into <pair>/curation.json
+    "framework": "dlama", "pair": "maghreb_west",
+    "config": {"region": {"name": "maghreb", "token": "MAGHREB"},
+               "contrast": {"name": "west", "token": "WESTERN_COUNTRIES"}, "languages": ["en", "ar"]},
+}
+
+
+def custom_pair(token: str = "MAGHREB", pair_dir: str = "maghreb-west", manifest: dict | None = None,
+                ) -> dict[str, bytes]:
+    """The fixture facts as a curated pair: the Arab half renamed to `token`, plus its manifest if given."""
+    files = {name.replace("ARAB_REGION", token).replace("arab-west", pair_dir):
+             content.replace(b"ARAB_REGION", token.encode())
+             for name, content in release_files().items() if name.endswith(".jsonl")}
+    if manifest is not None:
+        files[f"{pair_dir}/curation.json"] = json.dumps(manifest).encode()
+    return files
+
+
+@pytest.fixture
+def release_and_custom(tmp_path: Path) -> Path:
+    """One data_dir with the release, a curated Maghreb pair and a half-written West-only folder."""
+    partial = {"partial/dlama/en/P30_general_WESTERN_COUNTRIES.jsonl": b""}
+    return write_folder(tmp_path / "out", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST), **partial})
+
+
+def test_released_pair_ignores_folders_of_other_pairs(release_and_custom: Path) -> None:
+    split = load_benchmark("dlama_arab_west", data_dir=release_and_custom)["test"]
+    assert split.num_rows == EXPECTED_ROWS
+    assert set(split["pair"]) == {"arab_west"} and set(split["region"]) == {"ARAB_REGION", "WESTERN_COUNTRIES"}
+
+
+def test_custom_pair_from_its_manifest(release_and_custom: Path, tmp_path: Path) -> None:
+    split = load_benchmark("dlama_custom", data_dir=release_and_custom)["test"]
+    assert split.num_rows == EXPECTED_ROWS
+    assert set(split["pair"]) == {"maghreb_west"} and set(split["culture"]) == {"maghreb", "west"}
+    assert split["language"] == ["en"] * 8 + ["ar"] * 7  # the manifest's language order
+    row = {r["id"]: r for r in split}["P30_general_MAGHREB_0|ar"]
+    assert (row["region"], row["culture"], row["sub_label"], row["obj_label"], row["template"]) == (
+        "MAGHREB", "maghreb", "مصر", ["أفريقيا", "آسيا"], "يقع [X] في [Y].")
+    assert dlama.candidates(split, "en", "P30") == ["Africa", "Asia", "Europe", "North America"]
+    tarball = write_tarball(tmp_path / "c.tar.gz", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST)})
+    assert load_benchmark("dlama_custom", data_files=str(tarball))["test"].to_list() == split.to_list()
+
+
+def test_custom_pair_options_pick_and_restrict(release_and_custom: Path) -> None:
+    split = load_benchmark("dlama_custom", data_dir=release_and_custom, pair="maghreb-west", region="MAGHREB",
+                           languages=("ar",))["test"]
+    assert set(split["language"]) == {"ar"} and split.num_rows == 7 and set(split["pair"]) == {"maghreb_west"}
+    # a released pair's region token picks its folder through dlama_custom too
+    arab = load_benchmark("dlama_custom", data_dir=release_and_custom, region="ARAB_REGION")["test"]
+    assert set(arab["culture"]) == {"arab", "west"} and arab.num_rows == EXPECTED_ROWS
+
+
+def test_custom_pair_without_manifest_is_named_from_its_tokens(tmp_path: Path) -> None:
+    root = write_folder(tmp_path / "bare", custom_pair(token="EAST_AFRICA", pair_dir="anything"))
+    split = load_benchmark("dlama_custom", data_files=str(write_tarball(tmp_path / "p.tar.gz", custom_pair(
+        token="EAST_AFRICA", pair_dir="anything"))))["test"]
+    assert set(split["pair"]) == {"east_africa_west"} and set(split["culture"]) == {"east_africa", "west"}
+    assert split["language"] == ["ar"] * 7 + ["en"] * 8  # sorted, English last
+    assert load_benchmark("dlama_custom", data_dir=root)["test"].to_list() == split.to_list()
+
+
+def test_custom_pair_corrected_and_raw(release_and_custom: Path) -> None:
+    corrected = load_benchmark("dlama_custom", data_dir=release_and_custom, corrected=True)["test"]
+    assert corrected.num_rows == EXPECTED_ROWS and set(corrected["pair"]) == {"maghreb_west"}
+    with pytest.raises(MissingDataError, match=r"no dlama_raw/ folder for maghreb_west \(in maghreb-west\); load it "
+                       r"without raw=True"):
+        load_benchmark("dlama_custom", data_dir=release_and_custom, raw=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "error", "match"),
+    [
+        ("dlama_custom", {"region": "maghreb"}, CultureProbeError,
+         r"region= must be a region token as written in the file names .* got 'maghreb'\. Example: region='MAGHREB'"),
+        ("dlama_custom", {"region": "MAGHREB", "contrast": "MAGHREB"}, CultureProbeError, r"must differ"),
+        ("dlama_custom", {"pair": "Maghreb West!"}, CultureProbeError, r"pair= must name a pair like 'maghreb_west'"),
+        ("dlama_custom", {"languages": "ar"}, CultureProbeError, r"languages= must be a list .* got 'ar'"),
+        ("dlama_custom", {"region": "LEVANT"}, MissingDataError,
+         r"no folder for dlama_custom \(files P<id>_general_LEVANT\.jsonl\); found pair folders "
+         r"\[.*maghreb-west \(MAGHREB, WESTERN_COUNTRIES\).*\]; pass region="),
+        ("dlama_custom", {"pair": "levant_west"}, MissingDataError, r"no folder for levant_west"),
+        ("dlama_asia_west", {}, MissingDataError, r"no folder for asia_west \(files P<id>_general_ASIA\.jsonl\); "
+         r"found pair folders .*; pass the full DLAMA-v1 release, or load dlama_custom"),
+        ("dlama_arab_west", {"region": "MAGHREB"}, CultureProbeError,
+         r"region= cannot be set on dlama_arab_west, which reads the released arab_west pair\. For a pair of your "
+         r"own load 'dlama_custom'"),
+        ("dlama_custom", {"regions": "MAGHREB"}, UnknownNameError, r"option of dlama_custom 'regions'.*'region'"),
+    ],
+)
+def test_bad_custom_options(release_and_custom: Path, name: str, options: dict, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        load_benchmark(name, data_dir=release_and_custom, **options)
+
+
+def test_two_custom_pairs_need_a_choice(tmp_path: Path) -> None:
+    root = write_folder(tmp_path / "two", {**custom_pair(), **custom_pair(token="LEVANT", pair_dir="levant-west")})
+    with pytest.raises(CultureProbeError, match=r"holds 2 folders that fit dlama_custom \(a folder with a region token "
+                       r"of its own\).*Pass region= and contrast="):
+        load_benchmark("dlama_custom", data_dir=root)
+    levant = load_benchmark("dlama_custom", data_dir=root, pair="levant-west")["test"]
+    assert set(levant["region"]) == {"LEVANT", "WESTERN_COUNTRIES"} and levant.num_rows == EXPECTED_ROWS
+
+
+def test_two_copies_of_a_released_pair_are_an_error(tmp_path: Path) -> None:
+    root = write_folder(tmp_path / "c", {**release_files(), **custom_pair(token="ARAB_REGION", pair_dir="mine")})
+    with pytest.raises(CultureProbeError, match=r"holds 2 folders that fit arab_west: \['arab-west \(ARAB_REGION, "
+                       r"WESTERN_COUNTRIES\)', 'mine \(ARAB_REGION, WESTERN_COUNTRIES\)'\]\. Load a curated copy"):
+        load_benchmark("dlama_arab_west", data_dir=root)
+    assert load_benchmark("dlama_custom", data_dir=root, pair="mine")["test"].num_rows == EXPECTED_ROWS
+
+
+def test_pair_without_facts_is_an_error(tmp_path: Path) -> None:
+    # a curation whose labels were all missing writes empty files: say so instead of an empty split.
+    # 8 files: P30 and P36, two regions, two languages (P527 is not part of v1)
+    root = write_folder(tmp_path / "e", {name: b"" for name in custom_pair(manifest=MAGHREB_MANIFEST)
+                                         if name.endswith(".jsonl")})
+    with pytest.raises(SourceFormatError, match=r"the 8 fact files of maghreb_west in maghreb-west hold no facts in "
+                       r"\['ar', 'en'\]"):
+        load_benchmark("dlama_custom", data_dir=root)
+
+
+def test_malformed_manifest_names_the_file(tmp_path: Path) -> None:
+    broken = {**MAGHREB_MANIFEST, "config": {"languages": ["ar"]}}
+    root = write_folder(tmp_path / "m", custom_pair(manifest=broken))
+    with pytest.raises(SourceFormatError, match=r"maghreb-west/curation\.json: not a DLAMA curation manifest"):
+        load_benchmark("dlama_custom", data_dir=root)
 
 
 # spec 2.4: facts per culture; every fact appears once per language of its pair

@@ -233,6 +233,37 @@ def test_mirror_file_with_wrong_checksum(tmp_path: Path, monkeypatch: pytest.Mon
         load_benchmark("fmlama_he", cache_dir=str(tmp_path / "cache"))
 
 
+def local_repository(root: Path) -> Path:
+    """A copy of the upstream repository's data folder holding two Hebrew dishes and the continent table."""
+    data = root / "data"
+    (data / "data_lang/he").mkdir(parents=True)
+    lines = [dish(lang="he", sub_label="פיצה"), dish(url="http://www.wikidata.org/entity/Q2", origin="Peru", lang="he",
+                                                     sub_label="סביצ'ה", obj_label="{'דג'}")]
+    (data / "data_lang/he/he_dishes.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    (data / "country_info.json").write_text(json.dumps({"Italy": "Europe", "Peru": "South America"}))
+    return root
+
+
+@pytest.mark.parametrize("folder", ["repository", "data folder"])
+def test_data_dir_reads_a_local_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str) -> None:
+    fake_mirror(tmp_path / "empty_mirror", monkeypatch)  # the mirror is never consulted when data_dir is given
+    root = local_repository(tmp_path / "FmLAMA-master")
+    data_dir = root if folder == "repository" else root / "data"
+    split = test("fmlama_he", data_dir=data_dir, verify_checksums=False, cache_dir=str(tmp_path / "cache"))
+    assert [(r["qid"], r["sub_label"], r["obj_label"], r["group"], r["continent"]) for r in split] == [
+        ("Q1", "פיצה", ["cheese", "tomato"], "Italy", "Europe"), ("Q2", "סביצ'ה", ["דג"], "Others", "South America")]
+
+
+def test_data_dir_files_are_checked_and_must_exist(tmp_path: Path) -> None:
+    root = local_repository(tmp_path / "FmLAMA-master")
+    match = r"he_dishes\.jsonl: checksum mismatch.*pinned 5ab257322abd.*pass verify_checksums=False"
+    with pytest.raises(SourceFormatError, match=match):
+        test("fmlama_he", data_dir=root, cache_dir=str(tmp_path / "cache"))
+    match = rf"has no data/data_lang/ko/ko_dishes\.jsonl: expected the file {root}/data/data_lang/ko/ko_dishes\.jsonl"
+    with pytest.raises(MissingDataError, match=match):
+        test("fmlama_ko", data_dir=root, verify_checksums=False, cache_dir=str(tmp_path / "cache"))
+
+
 @pytest.mark.slow
 def test_full_crawl(mirror: Path) -> None:
     split = test("fmlama_full")
