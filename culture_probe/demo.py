@@ -1,0 +1,170 @@
+"""`make demo`: plant knowledge of some countries in tiny models, and show that the probe finds it, and only it.
+
+Offline, on the mirror's X-FaKT factual-recall data (English questions such as "In which country is New York
+located?"). For each architecture (GPT-2 causal, BERT masked), a tiny model is trained for seconds on the facts of
+the *planted* countries only; the engine then ranks the 13 countries as answers to every sampled question. A probe
+that works ranks the gold country first for planted facts, and no better than chance for the others.
+
+    python -m culture_probe.demo --out runs/demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from culture_probe.engine.types import ScoreRequest
+from culture_probe.models.planted import (
+    PlantedFact,
+    PlantedSpec,
+    TrainingRecord,
+    probe_texts_of,
+    read_record,
+    train_planted,
+)
+
+CONFIG = "xfakt_factual_recall"
+PLANTED_COUNTRIES = ("United States", "France", "Russia", "Ukraine", "Greece", "Turkey")
+ARCH_TOKENIZER = {"gpt2": "bpe", "bert": "wordpiece"}
+COLUMNS = ("facts", "group", "n", "mean rank", "P@1")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One question, its 13 candidate countries, the gold one, and whether the fact was planted."""
+
+    request: ScoreRequest
+    gold: str
+    planted: bool
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """What one planted model did: the rows of its table and how its training went."""
+
+    arch: str
+    path: Path
+    record: TrainingRecord
+    rows: tuple[tuple[Any, ...], ...]
+
+
+def sample_rows(rows: Sequence[Mapping[str, Any]], per_country: int) -> list[Mapping[str, Any]]:
+    """`per_country` entities of every country, spread evenly over its list (so every category is represented)."""
+    by_country: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_country.setdefault(row["country"], []).append(row)
+    return [row for group in by_country.values() for row in group[:: max(1, len(group) // per_country)][:per_country]]
+
+
+def build_probes(rows: Sequence[Mapping[str, Any]], planted_countries: Sequence[str]) -> list[Probe]:
+    """The log-prob form of the question: the reply starts with one of the 13 country names."""
+    return [Probe(ScoreRequest(row["question"], tuple(row["country_names"]), sep=" "), row["answer"],
+                  row["country"] in planted_countries) for row in rows]
+
+
+def plant(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path) -> Path:
+    """A tiny `arch` model trained on the planted probes' facts; its tokenizer also covers every other probe."""
+    spec = PlantedSpec(
+        [PlantedFact.from_request(p.request, p.gold) for p in probes if p.planted], arch=arch,
+        tokenizer=ARCH_TOKENIZER[arch], probe_texts=probe_texts_of(p.request for p in probes), batch_size=16,
+        steps=2000, seed=seed)  # fmt: skip
+    return train_planted(spec, cache_dir)
+
+
+def gold_ranks(scorer: Any, probes: Sequence[Probe]) -> np.ndarray:
+    """Rank of the gold in the engine's ranking by mean log-prob (1 = first)."""
+    results = scorer.score([p.request for p in probes])
+    return np.array([1 + int(np.flatnonzero(out.ranking("mean") == p.request.candidates.index(p.gold))[0])
+                     for out, p in zip(results, probes, strict=True)])
+
+
+def summarise(probes: Sequence[Probe], ranks: np.ndarray) -> tuple[tuple[Any, ...], ...]:
+    """One row per group (planted, unplanted) and the chance row: count, mean rank, P@1."""
+    planted = np.array([p.planted for p in probes])
+    n_candidates = len(probes[0].request.candidates)
+    rows = []
+    for label, mask in (("planted", planted), ("not planted", ~planted)):
+        group = "the planted countries" if label == "planted" else "the other countries"
+        rows.append((label, group, int(mask.sum()), round(float(ranks[mask].mean()), 2),
+                     round(float((ranks[mask] == 1).mean()), 3)))
+    rows.append(("(random ranking)", f"{n_candidates} candidates", "", round((n_candidates + 1) / 2, 2),
+                 round(1 / n_candidates, 3)))
+    return tuple(rows)
+
+
+def run_model(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path) -> ModelResult:
+    """Train (or reuse) the planted `arch` model and probe it through the engine."""
+    from culture_probe.engine import Scorer
+
+    path = plant(probes, arch, seed=seed, cache_dir=cache_dir)
+    ranks = gold_ranks(Scorer.from_pretrained(path), probes)
+    return ModelResult(arch, path, read_record(path), summarise(probes, ranks))
+
+
+def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_probes: int) -> str:
+    """report.md: what was planted, one table per model, and how to read it."""
+    from culture_probe.report.markdown import table_markdown
+    from culture_probe.tasks.base import Table
+
+    lines = [
+        "# Planted-knowledge demo",
+        "",
+        f"Data: `{CONFIG}`, English questions, {n_probes} entities (the same number per country). Each tiny model "
+        f"was trained only on the facts of {', '.join(planted_countries)}; the engine then ranked the 13 countries "
+        "as the answer to every question (mean log-prob of the country name after the question).",
+        "",
+        "A probe that works ranks the gold first for planted facts and no better than random ranking for the "
+        "others (a model that never saw a fact prefers the countries it did see, so it can fall below chance).",
+    ]
+    for result in results:
+        record = result.record
+        lines += ["", f"## {result.arch} ({ARCH_TOKENIZER[result.arch]} tokenizer)", "",
+                  table_markdown(Table(COLUMNS, result.rows)), "",
+                  f"Training: {record.steps} steps, {record.seconds:.1f} s, final answer loss "
+                  f"{record.answer_loss:.4f} ({'converged' if record.converged else 'NOT converged'}, "
+                  f"stopped by {record.stopped_by}). Model: `{result.path.name}`."]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The demo's options; the defaults are what `make demo` runs."""
+    parser = argparse.ArgumentParser(prog="python -m culture_probe.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="runs/demo", help="where report.md and the trained models go")
+    parser.add_argument("--arch", nargs="+", default=list(ARCH_TOKENIZER), choices=list(ARCH_TOKENIZER))
+    parser.add_argument("--per-country", type=_positive, default=20, help="entities probed per country")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the demo: load, plant, probe, print the tables and write `<out>/report.md`."""
+    from culture_probe.data.registry import load_benchmark
+
+    args = parse_args(argv)
+    start, out = time.monotonic(), Path(args.out)
+    rows = sample_rows(load_benchmark(CONFIG, languages=("en",))["test"], args.per_country)
+    probes = build_probes(rows, PLANTED_COUNTRIES)
+    results = [run_model(probes, arch, seed=args.seed, cache_dir=out / "models") for arch in args.arch]
+    report = render(results, PLANTED_COUNTRIES, len(probes))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(report, encoding="utf-8")
+    print(report)
+    print(f"Wrote {out / 'report.md'} in {time.monotonic() - start:.0f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

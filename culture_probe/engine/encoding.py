@@ -1,0 +1,139 @@
+"""From request text to token ids: the separator rule, the context boundary, special tokens and truncation.
+
+Every backend encodes through this one module, so a tokenization fix reaches all model kinds at once.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+
+from culture_probe.engine.types import ScoreRequest
+from culture_probe.errors import EmptyCandidateError
+
+# Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao, Khmer, Myanmar.
+_NO_SPACE = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u2e80-\u2fdf\u3000-\u30ff\u3100-\u312f\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f]"
+)
+
+
+def separator(left: str, sep: str | None) -> str:
+    """The text put between `left` and a candidate: `sep` if given, else one space unless none is needed."""
+    if sep is not None:
+        return sep
+    if not left or left[-1].isspace() or _NO_SPACE.match(left[-1]):
+        return ""
+    return " "
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One request in token ids: the context (with its special tokens) and, per candidate, its ids and the
+    ids of the right-hand text that follows it. `suffix` holds the special tokens that close a sequence.
+    """
+
+    context: tuple[int, ...]
+    candidates: tuple[tuple[int, ...], ...]
+    rights: tuple[tuple[int, ...], ...]
+    suffix: tuple[int, ...]
+
+
+class Encoder:
+    """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special tokens."""
+
+    def __init__(self, tokenizer, *, add_bos: bool | None = None, max_length: int | None = None):
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self._warned = False
+        prefix, self.suffix = _special_affixes(tokenizer)
+        if add_bos is True:
+            if tokenizer.bos_token_id is None:
+                raise ValueError("add_bos=True but the tokenizer has no BOS token; pass add_bos=None or False.")
+            prefix = (tokenizer.bos_token_id,)
+        elif add_bos is False:
+            prefix = ()
+        self.prefix = prefix
+
+    def ids(self, text: str) -> tuple[int, ...]:
+        """Token ids of `text` without special tokens."""
+        return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else ()
+
+    def _after(self, known: list[tuple[int, ...]], head: list[str], tail: list[str]) -> list[tuple[int, ...]]:
+        """Ids of each `tail` as tokenized right after its `head` (whose ids are `known`): jointly when the joint
+        ids start with `known` and add something, else `tail` alone (a token spanned the boundary).
+        """
+        joints = self.batch_ids([h + t for h, t in zip(head, tail, strict=True)])
+        out = []
+        for ids, joint, text in zip(known, joints, tail, strict=True):
+            clean = len(joint) > len(ids) and joint[: len(ids)] == ids
+            out.append(joint[len(ids):] if clean else self.ids(text))
+        return out
+
+    def batch_ids(self, texts: list[str]) -> list[tuple[int, ...]]:
+        """`ids` of many texts in one tokenizer call."""
+        if not texts:
+            return []
+        return [tuple(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+    def encode(self, request: ScoreRequest, *, with_right: bool) -> Encoded:
+        """Encode `request`; trailing whitespace of `left` moves onto the candidates (never an empty one)."""
+        if not request.candidates:
+            raise EmptyCandidateError(
+                f"Request with left={request.left!r} has no candidates; give at least one candidate string.")
+        core = request.left.rstrip()
+        lead = request.left[len(core):] + separator(request.left, request.sep)
+        context = self.ids(core)
+        tails = [lead + cand for cand in request.candidates]
+        n = len(tails)
+        cands = self._after([context] * n, [core] * n, tails) if core else self.batch_ids(tails)
+        for cand, ids in zip(request.candidates, cands, strict=True):
+            if not ids or not cand.strip():  # a blank candidate would score only the separator
+                raise EmptyCandidateError(
+                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
+        rights = [()] * n
+        if with_right and request.right:
+            rights = self._after([context + ids for ids in cands], [core + t for t in tails], [request.right] * n)
+        full = self.prefix + context
+        if not full:  # an empty context starts from BOS, or EOS when there is none
+            start = self.tokenizer.bos_token_id
+            full = (start if start is not None else self.tokenizer.eos_token_id,)
+        return Encoded(full, tuple(cands), tuple(rights), self.suffix)
+
+    def fit(self, context: tuple[int, ...], room: int) -> tuple[int, ...]:
+        """Cut `context` on the left (keeping its leading special tokens) so that `room` more tokens fit."""
+        if self.max_length is None or len(context) + room <= self.max_length:
+            return context
+        keep = self.max_length - room - len(self.prefix)
+        if keep < 1:
+            raise ValueError(f"A candidate of {room} tokens does not fit the model's {self.max_length} positions.")
+        if not self._warned:
+            warnings.warn(f"A context longer than the model allows ({self.max_length} tokens) was cut on the "
+                          "left; candidates are kept whole. (Warned once.)", stacklevel=3)
+            self._warned = True
+        head = len(self.prefix) if context[: len(self.prefix)] == self.prefix else 0
+        return context[:head] + context[len(context) - keep:]
+
+
+def _special_affixes(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The special tokens the tokenizer adds before and after a sequence by default."""
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a")["input_ids"]
+    for start in range(len(full) - len(bare) + 1):
+        if full[start: start + len(bare)] == bare:
+            return tuple(full[:start]), tuple(full[start + len(bare):])
+    return (), ()
+
+
+def model_max_length(model, tokenizer) -> int | None:
+    """The longest sequence the model takes: its position table, else the tokenizer's (sane) limit."""
+    config = model.config
+    for name in ("n_positions", "max_position_embeddings", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            # RoBERTa-style models offset positions by padding_idx + 1.
+            offset = config.pad_token_id + 1 if config.model_type in ("roberta", "xlm-roberta") else 0
+            return value - offset
+    limit = getattr(tokenizer, "model_max_length", None)
+    return limit if isinstance(limit, int) and limit < 10**7 else None

@@ -1,0 +1,125 @@
+"""Masked backend: candidates scored at [MASK] positions, with only their ids gathered, on the device.
+
+Two rules (DESIGN.md): "typed" querying (mLAMA/DLAMA/FmLAMA): a k-subword candidate fills k masks and every
+candidate of the same k shares one forward; "l2r" (CAMeL): subword i is predicted by one mask with subwords
+0..i-1 filled in, and candidates sharing those subwords share the forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from culture_probe.engine.encoding import Encoded
+from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks
+from culture_probe.engine.types import ScoreRequest
+
+
+@dataclass(frozen=True)
+class Query:
+    """One model input and what to read from it: `reads[j] = (position, candidate, subword, token id)`."""
+
+    ids: tuple[int, ...]
+    reads: tuple[tuple[int, int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class MaskedItem:
+    """A request as the distinct inputs it needs, plus each candidate's subword count."""
+
+    queries: tuple[Query, ...]
+    lengths: tuple[int, ...]
+
+
+class MaskedScorer(Scorer):
+    """Encoder-only masked LMs: BERT, RoBERTa/XLM-R, ..."""
+
+    kind = "masked"
+
+    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> MaskedItem:
+        enc = self.encoder.encode(request, with_right=True)
+        mask = self.tokenizer.mask_token_id
+        if mask is None:
+            raise ValueError(f"Tokenizer {type(self.tokenizer).__name__} has no mask token; a masked LM needs one.")
+        build = _typed if options.masked_method == "typed" else _l2r
+        room = max(len(c) + len(r) for c, r in zip(enc.candidates, enc.rights, strict=True)) + len(enc.suffix)
+        context = self.encoder.fit(enc.context, room)
+        return MaskedItem(tuple(build(enc, context, mask)), tuple(map(len, enc.candidates)))
+
+    def _cost(self, item: MaskedItem) -> int:
+        return sum(len(q.ids) for q in item.queries)
+
+    def _score_batch(self, items: list[MaskedItem], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+        import torch
+
+        queries = [(i, q) for i, item in enumerate(items) for q in item.queries]
+        out = [[np.zeros(n) for n in item.lengths] for item in items]
+        longest = max(len(q.ids) for _, q in queries)
+        with torch.inference_mode():
+            for part in iter_chunks(len(queries), budget // longest):
+                chunk = queries[part]
+                values = self._read([q for _, q in chunk])
+                for (i, query), vals in zip(chunk, values, strict=True):
+                    for (_, cand, sub, _), value in zip(query.reads, vals, strict=True):
+                        out[i][cand][sub] = value
+        return out
+
+    def _read(self, queries: list[Query]) -> list[np.ndarray]:
+        """Per query, the log-prob of each read, computed at the read positions only."""
+        import torch
+
+        device = self.device
+        width = max(len(q.ids) for q in queries)
+        pad = self.tokenizer.pad_token_id or 0
+        ids = torch.full((len(queries), width), pad, dtype=torch.long)
+        attn = torch.zeros((len(queries), width), dtype=torch.long)
+        for row, q in enumerate(queries):
+            ids[row, : len(q.ids)] = torch.tensor(q.ids)
+            attn[row, : len(q.ids)] = 1
+        # Many candidates read the same mask position: run the head once per distinct position.
+        where = {(r, p): None for r, q in enumerate(queries) for p, _, _, _ in q.reads}
+        slot = {key: k for k, key in enumerate(where)}
+        rows = torch.tensor([r for r, _ in slot], device=device)
+        pos = torch.tensor([p for _, p in slot], device=device)
+        lsm = torch.log_softmax(_logits_at(self.model, ids.to(device), attn.to(device), rows, pos).float(), dim=-1)
+        at = torch.tensor([slot[(r, p)] for r, q in enumerate(queries) for p, _, _, _ in q.reads], device=device)
+        tok = torch.tensor([t for q in queries for _, _, _, t in q.reads], device=device)
+        values = lsm[at, tok]
+        flat = values.double().cpu().numpy()
+        bounds = np.cumsum([0] + [len(q.reads) for q in queries])
+        return [flat[bounds[r]: bounds[r + 1]] for r in range(len(queries))]
+
+
+def _logits_at(model, ids, attn, rows, pos):
+    """Logits at (rows, pos) only: run the encoder, then the LM head on the selected hidden states, so the
+    [batch, length, vocab] tensor is never built. Falls back to the full forward for unusual heads.
+    """
+    heads = [m for name, m in model.named_children() if name != model.base_model_prefix]
+    if len(heads) == 1:
+        hidden = model.base_model(input_ids=ids, attention_mask=attn)[0]
+        return heads[0](hidden[rows, pos])
+    return model(input_ids=ids, attention_mask=attn).logits[rows, pos]
+
+
+def _typed(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
+    """One input per distinct (k, right-hand ids): context, k masks, right, closing special tokens."""
+    groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for c, (cand, right) in enumerate(zip(enc.candidates, enc.rights, strict=True)):
+        groups.setdefault((len(cand), right), []).append(c)
+    queries = []
+    for (k, right), members in groups.items():
+        start = len(context)
+        reads = tuple((start + j, c, j, enc.candidates[c][j]) for c in members for j in range(k))
+        queries.append(Query(context + (mask,) * k + right + enc.suffix, reads))
+    return queries
+
+
+def _l2r(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
+    """One input per distinct (filled subwords, right-hand ids): context, subwords 0..i-1, one mask, right."""
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, int, int, int]]] = {}
+    for c, (cand, right) in enumerate(zip(enc.candidates, enc.rights, strict=True)):
+        for i, token in enumerate(cand):
+            groups.setdefault((cand[:i], right), []).append((len(context) + i, c, i, token))
+    return [Query(context + filled + (mask,) + right + enc.suffix, tuple(reads))
+            for (filled, right), reads in groups.items()]

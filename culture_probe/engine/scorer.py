@@ -1,0 +1,309 @@
+"""`Scorer`: loads a model, picks its backend from the config, and shares batching, ordering, caching, progress
+and data parallelism between backends. A backend (causal, masked, seq2seq) only writes `_prepare`, `_cost` and
+`_score_batch`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from culture_probe.engine import parallel
+from culture_probe.engine.cache import ScoreCache
+from culture_probe.engine.encoding import Encoder, model_max_length
+from culture_probe.engine.types import CandidateScores, ScoreRequest
+from culture_probe.errors import UnknownNameError, UnsupportedModelError
+
+Kind = Literal["causal", "masked", "seq2seq"]
+KINDS = ("causal", "masked", "seq2seq")
+CPU_BUDGET = 4096  # tokens per forward pass on CPU
+CUDA_BUDGET = 1 << 16  # first try on CUDA; halved on out-of-memory until it fits
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """The options of one `score` call that change numbers (part of the cache key)."""
+
+    masked_method: Literal["typed", "l2r"] = "typed"
+    score_right: bool = False
+
+    def digest(self) -> str:
+        """A stable digest of the options."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+
+def detect_kind(config: Any, class_name: str | None = None) -> Kind:
+    """The scoring kind of a model, from its config (architectures, is_encoder_decoder, model_type), never
+    from its name.
+    """
+    # The loaded class is authoritative; else the config's architectures; else its model type.
+    names = [class_name] if class_name else list(getattr(config, "architectures", None) or [])
+    model_type = getattr(config, "model_type", None)
+    for name in names:
+        if name.endswith("ForMaskedLM"):
+            return "masked"
+        if name.endswith(("ForCausalLM", "LMHeadModel")) and not getattr(config, "is_encoder_decoder", False):
+            return "causal"
+        if name.endswith(("ForConditionalGeneration", "ForSeq2SeqLM")) and getattr(config, "is_encoder_decoder",
+                                                                                     False):
+            return "seq2seq"
+    if not names:
+        return _kind_from_type(config, model_type)
+    raise UnsupportedModelError(
+        f"Model {names[0]!r} (type {model_type!r}) is none of the kinds the engine scores: {', '.join(KINDS)}. "
+        "Load it with a language-model head (e.g. AutoModelForMaskedLM), or pass kind= if it has one.")
+
+
+def _kind_from_type(config: Any, model_type: str | None) -> Kind:
+    from transformers.models.auto import modeling_auto as auto
+
+    if getattr(config, "is_encoder_decoder", False) and model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return "seq2seq"
+    if model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "masked"
+    if model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal"
+    raise UnsupportedModelError(
+        f"Model of type {model_type!r} is none of the kinds the engine scores: {', '.join(KINDS)}. "
+        "Pass kind= one of them if the model has such a head.")
+
+
+def _backend_class(kind: str) -> type[Scorer]:
+    if kind == "causal":
+        from culture_probe.engine.causal import CausalScorer
+
+        return CausalScorer
+    if kind == "masked":
+        from culture_probe.engine.masked import MaskedScorer
+
+        return MaskedScorer
+    if kind == "seq2seq":
+        from culture_probe.engine.seq2seq import Seq2SeqScorer
+
+        return Seq2SeqScorer
+    raise UnknownNameError("model kind", kind, ("auto",) + KINDS,
+                           "Example: Scorer.from_pretrained(path, kind='causal').")
+
+
+class Scorer:
+    """Scores candidate fillers with a masked, causal or seq2seq model, and generates greedily.
+
+    `Scorer(model, tokenizer)` wraps loaded objects; `Scorer.from_pretrained(name_or_path)` loads them. The
+    instance is the backend for the model's kind (`scorer.kind`).
+    """
+
+    kind: Kind
+
+    def __new__(cls, model: Any = None, tokenizer: Any = None, *, kind: str = "auto", **_: Any):
+        """`Scorer(model, tokenizer)` returns the backend for the model's kind."""
+        if cls is Scorer and model is not None:
+            kind = detect_kind(model.config, type(model).__name__) if kind == "auto" else kind
+            cls = _backend_class(kind)
+        return super().__new__(cls)
+
+    def __init__(self, model: Any, tokenizer: Any, *, kind: str = "auto", batch_tokens: int | None = None,
+                 cache: str | Path | None = None, add_bos: bool | None = None,
+                 identity: dict[str, Any] | None = None):
+        self.model, self.tokenizer = model, tokenizer
+        self.encoder = Encoder(tokenizer, add_bos=add_bos, max_length=model_max_length(model, tokenizer))
+        self.batch_tokens = batch_tokens
+        self.cache_path = Path(cache) if cache is not None else None
+        self.identity = dict(identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or ""))
+        self.identity["kind"] = self.kind
+        self.identity["add_bos"] = add_bos
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path, *, kind: str = "auto", device: Any = None,
+                        torch_dtype: Any = None, device_map: Any = None, revision: str | None = None,
+                        batch_tokens: int | None = None, cache: str | Path | None = None,
+                        add_bos: bool | None = None, trust_remote_code: bool = False) -> Scorer:
+        """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right backend."""
+        import transformers as tf
+
+        hub = {"revision": revision, "trust_remote_code": trust_remote_code}
+        config = tf.AutoConfig.from_pretrained(name_or_path, **hub)
+        kind = detect_kind(config) if kind == "auto" else kind
+        backend = _backend_class(kind)
+        loader = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
+                  "seq2seq": tf.AutoModelForSeq2SeqLM}[kind]
+        extra = {k: v for k, v in {"dtype": torch_dtype, "device_map": device_map}.items() if v is not None}
+        model = loader.from_pretrained(name_or_path, config=config, **hub, **extra)
+        if device is not None and device_map is None:
+            model = model.to(device)
+        tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **hub)
+        identity = _identity(model, tokenizer, name=str(name_or_path), revision=revision, hash_weights=False)
+        return backend(model.eval(), tokenizer, kind=kind, batch_tokens=batch_tokens, cache=cache,
+                       add_bos=add_bos, identity=identity)
+
+    # ---- the hooks a backend writes -------------------------------------------------------------------------
+    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Any:
+        """Turn a request into the backend's work item (token ids, already fitted to the model)."""
+        raise NotImplementedError
+
+    def _cost(self, item: Any) -> int:
+        """Tokens a work item puts through the model (for batching by token budget)."""
+        raise NotImplementedError
+
+    def _score_batch(self, items: list[Any], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+        """Per item, per candidate, the log-prob of each scored token (float64)."""
+        raise NotImplementedError
+
+    # ---- shared machinery -----------------------------------------------------------------------------------
+    @property
+    def device(self):
+        """The device inputs go to (the first parameter's)."""
+        return next(self.model.parameters()).device
+
+    def score(self, requests: Sequence[ScoreRequest], *, keep_tokens: bool = False,
+              masked_method: Literal["typed", "l2r"] = "typed", score_right: bool = False,
+              progress: bool = False) -> list[CandidateScores]:
+        """Score every request's candidates; one `CandidateScores` per request, in request order.
+
+        With several processes (accelerate/torchrun), each scores a shard and every process gets all results.
+        """
+        if masked_method not in ("typed", "l2r"):
+            raise UnknownNameError("masked_method", masked_method, ("typed", "l2r"))
+        options = ScoreOptions(masked_method=masked_method, score_right=score_right)
+        requests = list(requests)
+        keys = [r.key() for r in requests]
+        rank, size = parallel.world()
+        cache = self._open_cache(options)
+        done = cache.get(keys) if cache is not None else {}
+        parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
+        todo = sorted({key: i for i, key in enumerate(keys) if key not in done}.values())
+        local = self._score_indices(requests, todo[rank::size], options, cache, progress and rank == 0)
+        done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
+        if cache is not None:
+            cache.close()
+        return [_view(done[key], keep_tokens) for key in keys]
+
+    def _open_cache(self, options: ScoreOptions) -> ScoreCache | None:
+        if self.cache_path is None:
+            return None
+        model = hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()
+        return ScoreCache(self.cache_path, model=model, options=options.digest())
+
+    def _score_indices(self, requests: list[ScoreRequest], indices: list[int], options: ScoreOptions,
+                       cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
+        items = {i: self._prepare(requests[i], options) for i in indices}
+        costs = {i: self._cost(item) for i, item in items.items()}
+        # Longest first, so an out-of-memory error happens at once rather than hours in.
+        order = sorted(indices, key=lambda i: -costs[i])
+        results: dict[int, CandidateScores] = {}
+        budget = self.batch_tokens or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
+        bar = _progress(len(order), progress)
+        while order:
+            batch = _take_batch(order, costs, budget)
+            try:
+                scored = self._score_batch([items[i] for i in batch], options, budget)
+            except Exception as error:
+                if self.batch_tokens is not None or not _is_oom(error) or budget <= 16:
+                    raise
+                budget //= 2  # automatic budget: halve and retry the same requests
+                _free_memory()
+                continue
+            new = {i: _assemble(requests[i].candidates, tokens) for i, tokens in zip(batch, scored, strict=True)}
+            results.update(new)
+            if cache is not None:
+                cache.put({requests[i].key(): value for i, value in new.items()})
+            order = order[len(batch):]
+            bar.update(len(batch))
+        bar.close()
+        return results
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int, *, chat: bool = False) -> list[str]:
+        """Greedy continuations of `prompts` (batched, left-padded); `chat=True` applies the chat template with
+        each prompt as the only user turn.
+        """
+        from culture_probe.engine.generation import generate
+
+        return generate(self, list(prompts), max_new_tokens, chat=chat)
+
+
+def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:
+    """The longest prefix of `order` whose total cost fits `budget` (at least one item)."""
+    total, n = 0, 0
+    for i in order:
+        if n and total + costs[i] > budget:
+            break
+        total, n = total + costs[i], n + 1
+    return order[:n]
+
+
+def _assemble(candidates: tuple[str, ...], tokens: list[np.ndarray]) -> CandidateScores:
+    tokens = [np.asarray(t, dtype=np.float64) for t in tokens]
+    return CandidateScores(candidates=candidates, sum_logprob=np.array([t.sum() for t in tokens]),
+                           n_tokens=np.array([len(t) for t in tokens], dtype=np.int64),
+                           token_logprobs=tuple(tokens))
+
+
+def _view(scores: CandidateScores, keep_tokens: bool) -> CandidateScores:
+    if keep_tokens:
+        return scores
+    return CandidateScores(scores.candidates, scores.sum_logprob, scores.n_tokens)
+
+
+def _is_oom(error: Exception) -> bool:
+    import torch
+
+    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def _free_memory() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, show: bool):
+    if not show:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="scoring", unit="request")
+
+
+def _identity(model: Any, tokenizer: Any, *, name: str, revision: str | None = None,
+              hash_weights: bool = True) -> dict[str, Any]:
+    """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; for a model built in
+    memory (no file behind it) also a hash of its weights.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    identity = {
+        "name_or_path": str(Path(name).resolve()) if name and Path(name).exists() else name,
+        "revision": revision,
+        "dtype": str(next(model.parameters()).dtype),
+        "architecture": type(model).__name__,
+        "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    }
+    # Hashing is cheap for the small models built in memory (tests, planted models); a large one is named by
+    # its config and path only.
+    if hash_weights and model.num_parameters() <= 200_000_000:
+        digest = hashlib.sha256(model.config.to_json_string().encode())
+        for tensor in model.state_dict().values():
+            digest.update(tensor.detach().float().cpu().numpy().tobytes())
+        identity["weights_sha256"] = digest.hexdigest()
+    return identity
+
+
+def iter_chunks(n: int, size: int) -> Iterator[slice]:
+    """Slices covering range(n) in pieces of at most `size` (at least 1)."""
+    size = max(1, size)
+    for start in range(0, n, size):
+        yield slice(start, min(n, start + size))

@@ -1,0 +1,97 @@
+"""Seq2seq backend (T5/mT5): the slot becomes the first sentinel; the target is `<sentinel0> cand <sentinel1>`;
+only the candidate's tokens are scored (no sentinels, no EOS). Each request's encoder runs once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from culture_probe.engine.encoding import separator
+from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks
+from culture_probe.engine.types import ScoreRequest
+from culture_probe.errors import EmptyCandidateError
+
+
+@dataclass(frozen=True)
+class Seq2SeqItem:
+    """Encoder ids and, per candidate, its token ids as they appear between the sentinels."""
+
+    encoder: tuple[int, ...]
+    candidates: tuple[tuple[int, ...], ...]
+
+
+class Seq2SeqScorer(Scorer):
+    """Encoder-decoder models with T5-style sentinels."""
+
+    kind = "seq2seq"
+
+    def _sentinels(self) -> tuple[str, str]:
+        names = [t for t in ("<extra_id_0>", "<extra_id_1>") if self.tokenizer.convert_tokens_to_ids(t) is not None
+                 and self.tokenizer.convert_tokens_to_ids(t) != self.tokenizer.unk_token_id]
+        if len(names) != 2:
+            raise ValueError("The seq2seq backend needs T5-style sentinel tokens <extra_id_0> and <extra_id_1>.")
+        return names[0], names[1]
+
+    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Seq2SeqItem:
+        if not request.candidates:
+            self.encoder.encode(request, with_right=False)  # raises the shared EmptyCandidateError
+        s0, s1 = self._sentinels()
+        ids0, ids1 = self.tokenizer.convert_tokens_to_ids([s0, s1])
+        text = request.left + separator(request.left, request.sep) + s0 + request.right
+        source = tuple(self.tokenizer(text)["input_ids"])
+        cands = []
+        for cand in request.candidates:
+            target = self.encoder.ids(f"{s0} {cand} {s1}")
+            inner = target[target.index(ids0) + 1: target.index(ids1)]
+            if not inner or not cand.strip():
+                raise EmptyCandidateError(
+                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
+            cands.append(inner)
+        limit = self.encoder.max_length
+        if limit is not None and len(source) > limit:
+            source = self.encoder.fit(source, 0)
+        return Seq2SeqItem(source, tuple(cands))
+
+    def _cost(self, item: Seq2SeqItem) -> int:
+        return len(item.encoder) + sum(len(c) + 1 for c in item.candidates)
+
+    def _score_batch(self, items: list[Seq2SeqItem], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+        import torch
+
+        device = self.device
+        pad = self.tokenizer.pad_token_id or 0
+        start = self.model.config.decoder_start_token_id
+        s0 = self.tokenizer.convert_tokens_to_ids(self._sentinels()[0])
+        with torch.inference_mode():
+            src, src_mask = _pad([it.encoder for it in items], pad, device)
+            memory = self.model.get_encoder()(input_ids=src, attention_mask=src_mask)[0]
+            rows = [(i, c) for i, it in enumerate(items) for c in range(len(it.candidates))]
+            out = [[np.zeros(0)] * len(it.candidates) for it in items]
+            width = src.shape[1] + max(len(c) for it in items for c in it.candidates) + 1
+            for part in iter_chunks(len(rows), budget // width):
+                chunk = rows[part]
+                cands = [items[i].candidates[c] for i, c in chunk]
+                dec, dec_mask = _pad([(start, s0) + cand[:-1] for cand in cands], pad, device)
+                owner = torch.tensor([i for i, _ in chunk], device=device)
+                logits = self.model(encoder_outputs=(memory[owner],), attention_mask=src_mask[owner],
+                                    decoder_input_ids=dec, decoder_attention_mask=dec_mask).logits
+                for row, ((i, c), cand) in enumerate(zip(chunk, cands, strict=True)):
+                    lsm = torch.log_softmax(logits[row, 1: 1 + len(cand)].float(), dim=-1)
+                    picked = lsm.gather(1, torch.tensor(cand, device=device)[:, None])[:, 0]
+                    out[i][c] = picked.double().cpu().numpy()
+        return out
+
+
+def _pad(seqs: list[tuple[int, ...]], pad: int, device):
+    """Right-padded ids and attention mask."""
+    import torch
+
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for row, seq in enumerate(seqs):
+        ids[row, : len(seq)] = torch.tensor(seq)
+        mask[row, : len(seq)] = 1
+    return ids.to(device), mask.to(device)

@@ -1,0 +1,222 @@
+"""Scorer behaviour users rely on: kinds, invariance, order, bad input, truncation, out-of-memory retry."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from engine_reference import reference_score, reference_tokens, tiny
+
+from culture_probe.engine import Scorer, ScoreRequest
+from culture_probe.engine.encoding import separator
+from culture_probe.errors import EmptyCandidateError, UnknownNameError, UnsupportedModelError
+from culture_probe.models import save_tiny, train_tokenizer
+from culture_probe.models.tiny import ARCH_KIND
+
+REQUESTS = [
+    ScoreRequest("The ingredients of pizza include", ["cheese", "tomato", "olive oil", "garlic", "rice"]),
+    ScoreRequest("日本の首都は", ["東京", "北京", "東京です"], right="。"),
+    ScoreRequest("عاصمة مصر", ["أفريقيا", "آسيا", "زيت الزيتون"]),
+    ScoreRequest("한국의 수도는", ["서울", "김치", "비빔밥 재료"]),
+    ScoreRequest("Egypt is located in", ["Africa", "Afric", "Africana", "Asia"], right="."),
+]
+SETUPS = [("gpt2", "bpe"), ("llama", "metaspace"), ("bloom", "wordpiece"), ("bert", "wordpiece"),
+          ("xlm-roberta", "metaspace"), ("t5", "metaspace")]
+
+
+def _close(a, b, tol):
+    for x, y in zip(a, b, strict=True):
+        assert x.candidates == y.candidates
+        np.testing.assert_array_equal(x.n_tokens, y.n_tokens)
+        np.testing.assert_allclose(x.sum_logprob, y.sum_logprob, atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("arch,kind", SETUPS)
+def test_scores_do_not_depend_on_batch_size_or_token_budget(arch, kind):
+    model, tok = tiny(arch, kind)
+    runs = [Scorer(model, tok, batch_tokens=budget).score(REQUESTS) for budget in (8, 40, 100_000)]
+    _close(runs[0], runs[1], 1e-5)
+    _close(runs[0], runs[2], 1e-5)
+
+
+@pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("bert", "wordpiece")])
+def test_results_come_back_in_request_order(arch, kind):
+    model, tok = tiny(arch, kind)
+    scorer = Scorer(model, tok, batch_tokens=32)
+    forward = scorer.score(REQUESTS + REQUESTS[:1])
+    backward = scorer.score(list(reversed(REQUESTS)))
+    _close(forward[:-1], list(reversed(backward)), 1e-5)
+    _close(forward[:1], forward[-1:], 1e-5)  # a repeated request gets the same scores
+
+
+def test_mean_and_ranking_follow_the_design():
+    model, tok = tiny("gpt2", "bpe")
+    out = Scorer(model, tok).score(REQUESTS[:1], keep_tokens=True)[0]
+    np.testing.assert_allclose(out.mean_logprob, out.sum_logprob / out.n_tokens)
+    assert [len(t) for t in out.token_logprobs] == list(out.n_tokens)
+    assert Scorer(model, tok).score(REQUESTS[:1])[0].token_logprobs is None
+    assert out.best() == out.candidates[int(np.argmax(out.mean_logprob))]
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "bloom", "bert", "xlm-roberta", "t5"])
+def test_kind_comes_from_the_saved_config(tmp_path, arch):
+    _, tok = tiny(arch, "metaspace")
+    path = save_tiny(tmp_path / "m", arch, tok, layers=1, hidden=32, heads=4)
+    scorer = Scorer.from_pretrained(path)
+    assert scorer.kind == ARCH_KIND[arch]
+    assert scorer.identity["name_or_path"] == str(path.resolve())
+    assert len(scorer.identity["tokenizer_sha256"]) == 64
+
+
+def test_kind_override_and_unknown_kind(tmp_path):
+    _, tok = tiny("gpt2", "bpe")
+    path = save_tiny(tmp_path / "m", "gpt2", tok, layers=1, hidden=32, heads=4)
+    assert Scorer.from_pretrained(path, kind="causal").kind == "causal"
+    with pytest.raises(UnknownNameError, match="Unknown model kind 'causel'.*Did you mean 'causal'"):
+        Scorer.from_pretrained(path, kind="causel")
+
+
+def test_model_of_no_supported_kind_is_refused(tmp_path):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    _, tok = tiny("bert", "wordpiece")
+    model = BertForSequenceClassification(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
+                                                     num_attention_heads=4, intermediate_size=64))
+    model.save_pretrained(tmp_path / "cls")
+    tok.save_pretrained(tmp_path / "cls")
+    with pytest.raises(UnsupportedModelError, match="BertForSequenceClassification.*causal, masked, seq2seq"):
+        Scorer.from_pretrained(tmp_path / "cls")
+    with pytest.raises(UnsupportedModelError, match="causal, masked, seq2seq"):
+        Scorer(model, tok)
+
+
+@pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("bert", "wordpiece"), ("t5", "metaspace")])
+def test_bad_candidates_are_clear_errors(arch, kind):
+    scorer = Scorer(*tiny(arch, kind))
+    with pytest.raises(EmptyCandidateError, match="has no candidates"):
+        scorer.score([ScoreRequest("Egypt is in", [])])
+    with pytest.raises(EmptyCandidateError, match="Candidate '' tokenizes to nothing"):
+        scorer.score([ScoreRequest("Egypt is in", ["Africa", ""])])
+
+
+def test_unknown_masked_method():
+    with pytest.raises(UnknownNameError, match="masked_method 'left'"):
+        Scorer(*tiny("bert", "wordpiece")).score(REQUESTS[:1], masked_method="left")
+
+
+def test_separator_rule():
+    assert separator("Egypt is in", None) == " "
+    assert separator("Egypt is in ", None) == ""
+    assert separator("日本の首都は", None) == ""
+    assert separator("한국의 수도는", None) == " "
+    assert separator("", None) == ""
+    assert separator("Egypt is in", "") == ""
+
+
+def test_causal_candidate_ids_are_the_in_context_tokens():
+    model, tok = tiny("gpt2", "bpe")
+    ctx, cand, _, _ = reference_tokens(tok, "Egypt is located in", "Africa", "", None)
+    assert cand == tok(" Africa", add_special_tokens=False)["input_ids"]  # GPT-2 style: the space is in the token
+    # Trailing whitespace of the context moves onto the candidate, so both spellings score the same.
+    scorer = Scorer(model, tok)
+    a, b = scorer.score([ScoreRequest("Egypt is located in", ["Africa"]),
+                         ScoreRequest("Egypt is located in ", ["Africa"])])
+    np.testing.assert_allclose(a.sum_logprob, b.sum_logprob, atol=1e-6)
+
+
+def test_empty_context_starts_from_bos_or_eos():
+    model, tok = tiny("gpt2", "bpe")  # GPT-2 style: no BOS added, so the empty context is <|endoftext|>
+    out = Scorer(model, tok).score([ScoreRequest("", ["Egypt"])], keep_tokens=True)[0]
+    ids = tok("Egypt", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        lp = torch.log_softmax(model(torch.tensor([[tok.eos_token_id] + ids])).logits[0].double(), -1)
+    want = [lp[j, t].item() for j, t in enumerate(ids)]
+    np.testing.assert_allclose(out.token_logprobs[0], want, atol=1e-5)
+
+
+def test_add_bos_overrides_the_tokenizer_default():
+    model, tok = tiny("llama", "metaspace")
+    req = [ScoreRequest("Egypt is located in", ["Africa", "Asia"])]
+    with_bos = Scorer(model, tok).score(req)[0]
+    without = Scorer(model, tok, add_bos=False).score(req)[0]
+    assert not np.allclose(with_bos.sum_logprob, without.sum_logprob)
+    np.testing.assert_allclose(with_bos.sum_logprob, Scorer(model, tok, add_bos=True).score(req)[0].sum_logprob)
+
+
+def test_long_context_is_cut_on_the_left_with_one_warning():
+    tok = train_tokenizer(["Egypt is located in Africa and Asia"] * 20, "bpe")
+    from culture_probe.models import tiny_model
+
+    model = tiny_model("gpt2", tok, layers=1, hidden=32, heads=4)
+    model.config.n_positions = 24  # pretend the model is short; the position table is larger, so the check is real
+    scorer = Scorer(model, tok)
+    left = " ".join(["Egypt is located in"] * 20)
+    requests = [ScoreRequest(left, ["Africa", "Africa and Asia"]), ScoreRequest(left + " Asia", ["Africa"])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = scorer.score(requests, keep_tokens=True)
+    assert sum("cut on the left" in str(w.message) for w in caught) == 1
+    ctx, cand, _, _ = reference_tokens(tok, left, "Africa and Asia", "", None)
+    keep = ctx[len(ctx) - (24 - len(cand)):]
+    with torch.no_grad():
+        lp = torch.log_softmax(model(torch.tensor([keep + cand])).logits[0].double(), -1)
+    want = [lp[len(keep) - 1 + j, t].item() for j, t in enumerate(cand)]
+    np.testing.assert_allclose(out[0].token_logprobs[1], want, atol=1e-5)
+
+
+def test_out_of_memory_halves_the_automatic_budget(monkeypatch):
+    model, tok = tiny("gpt2", "bpe")
+    scorer = Scorer(model, tok)
+    expected = scorer.score(REQUESTS)
+    original = type(scorer)._score_batch
+    budgets = []
+
+    def flaky(self, items, options, budget):
+        budgets.append(budget)
+        if budget > 1500:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(self, items, options, budget)
+
+    monkeypatch.setattr(type(scorer), "_score_batch", flaky)
+    _close(scorer.score(REQUESTS), expected, 1e-5)
+    assert budgets[:3] == [4096, 2048, 1024] and set(budgets[2:]) == {1024}
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        Scorer(model, tok, batch_tokens=4096).score(REQUESTS)  # a budget the user chose is not changed
+
+
+@pytest.mark.parametrize("arch,kind", SETUPS[:3])
+def test_engine_equals_reference_on_fixed_requests(arch, kind):
+    model, tok = tiny(arch, kind)
+    out = Scorer(model, tok).score(REQUESTS, keep_tokens=True)
+    for req, got in zip(REQUESTS, out, strict=True):
+        for i, cand in enumerate(req.candidates):
+            want = reference_score(model, tok, req.left, cand, req.right)
+            np.testing.assert_allclose(got.token_logprobs[i], want, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace")])
+def test_packed_and_cached_trie_paths_agree(monkeypatch, arch, kind):
+    from culture_probe.engine import causal
+
+    model, tok = tiny(arch, kind)
+    packed = Scorer(model, tok, batch_tokens=48).score(REQUESTS, score_right=True)
+    monkeypatch.setattr(causal, "_can_pack", lambda model: False)
+    cached = Scorer(model, tok, batch_tokens=48).score(REQUESTS, score_right=True)
+    _close(packed, cached, 1e-5)
+
+
+def test_trie_rows_hold_every_inner_node_once_with_its_ancestors():
+    from culture_probe.engine.causal import Trie, _pack
+
+    trie = Trie.build([(1, 2, 3), (1, 2, 4, 5), (1, 6), (7,), (7, 8, 9), (1, 2, 3)])
+    inner = {n for n, kids in enumerate(trie.children) if kids}
+    for room in (1, 2, 3, 100):
+        rows = _pack(trie, room)
+        owned = [n for nodes, flags in rows for n, own in zip(nodes, flags, strict=True) if own]
+        assert sorted(owned) == sorted(inner)
+        for nodes, _ in rows:
+            for k, n in enumerate(nodes):
+                parent = trie.parents[n]
+                assert parent < 0 or parent in nodes[:k]  # ancestors come first, in the same row
