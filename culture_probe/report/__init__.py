@@ -1,0 +1,100 @@
+"""Reports of runs: `culture-probe report RUN_DIR` (report.md + PNG plots) and `culture-probe compare DIR...`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from culture_probe.errors import CultureProbeError
+from culture_probe.report.markdown import render, table_markdown
+from culture_probe.report.plots import bootstrap_interval, language_country_grid
+from culture_probe.tasks.base import Record, Table, Task, flatten, json_ready
+
+__all__ = [
+    "bootstrap_interval", "compare_main", "compare_runs", "headline", "language_country_grid", "load_run", "main",
+    "write_report",
+]
+REPORT_FILE = "report.md"
+
+
+def write_report(run_dir: str | Path, *, task: Task, records: Sequence[Record], metrics: Mapping[str, Any],
+                 config: Mapping[str, Any]) -> Path:
+    """Write `report.md` and `plots/*.png` into `run_dir`; returns the report's path."""
+    run_dir = Path(run_dir)
+    path = run_dir / REPORT_FILE
+    path.write_text(render(task.sections(records, metrics), config, run_dir), encoding="utf-8")
+    return path
+
+
+def load_run(run_dir: str | Path):
+    """(config, records, metrics) of a run directory; metrics are recomputed when metrics.json is missing
+    (an interrupted run reports what it has).
+    """
+    from culture_probe.runner import CONFIG_FILE, ITEMS_FILE, METRICS_FILE, read_records, task_from_config
+
+    run_dir = Path(run_dir)
+    if not (run_dir / CONFIG_FILE).is_file():
+        raise CultureProbeError(
+            f"{run_dir} is not a run directory: it has no {CONFIG_FILE}. Pass the --out folder of a "
+            "`culture-probe run`."
+        )
+    config = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+    records = read_records(run_dir / ITEMS_FILE)
+    metrics_path = run_dir / METRICS_FILE
+    if metrics_path.is_file():
+        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+    else:
+        metrics = json_ready(task_from_config(config).compute_metrics(records))
+    return config, records, metrics
+
+
+def headline(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
+    """A few lines for the terminal: the run and its top-level scalar metrics."""
+    scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    lines = [f"{config['config']} on {config['model']['spec']} ({config['model']['kind']})"]
+    lines += [f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}" for k, v in scalars.items()]
+    return "\n".join(lines)
+
+
+def compare_runs(run_dirs: Sequence[str | Path]) -> str:
+    """A markdown table with one column per run (named by its folder) and one row per numeric metric any of
+    them has, after the model and config rows.
+    """
+    loaded = [load_run(d)[::2] for d in run_dirs]  # (config, metrics)
+    configs = {c["config"] for c, _ in loaded}
+    flat = [flatten(m) for _, m in loaded]
+    keys = list(dict.fromkeys(k for f in flat for k, v in f.items() if _is_number(v)))
+    names = [Path(d).name for d in run_dirs]  # short folder names, or the paths when two names collide
+    columns = ("metric", *(names if len(set(names)) == len(names) else map(str, run_dirs)))
+    rows = [("model", *(c["model"]["spec"] for c, _ in loaded)), ("config", *(c["config"] for c, _ in loaded))]
+    rows += [(k, *(f.get(k) for f in flat)) for k in keys]
+    note = "" if len(configs) == 1 else "\n\nNote: these runs probe different configs; compare with care."
+    return table_markdown(Table(columns, tuple(rows))) + note
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def main(args: Any) -> int:
+    """`culture-probe report RUN_DIR`: (re)write report.md and plots from the run's files."""
+    from culture_probe.runner import task_from_config
+
+    config, records, metrics = load_run(args.run_dir)
+    path = write_report(args.run_dir, task=task_from_config(config), records=records, metrics=metrics,
+                        config=config)
+    print(f"wrote {path}")
+    return 0
+
+
+def compare_main(args: Any) -> int:
+    """`culture-probe compare DIR...`: several runs side by side (stdout, or --out as markdown)."""
+    table = compare_runs(args.run_dirs)
+    if args.out:
+        Path(args.out).write_text(table + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    else:
+        print(table)
+    return 0

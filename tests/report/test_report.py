@@ -1,0 +1,118 @@
+"""Reports: bootstrap intervals, figures, markdown tables, `report` on a run directory, `compare` of runs."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from culture_probe.errors import CultureProbeError
+from culture_probe.report import compare_main, compare_runs, load_run, main
+from culture_probe.report.markdown import reproduce, table_markdown
+from culture_probe.report.plots import bootstrap_interval, draw_bars, draw_heatmap, language_country_grid
+from culture_probe.tasks.base import Bars, Heatmap, Table
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_bootstrap_interval_matches_scipy_percentile_bootstrap():
+    from scipy.stats import bootstrap
+
+    values = np.random.default_rng(1).normal(50, 10, size=300)
+    low, high = bootstrap_interval(values, n_resamples=4000)
+    reference = bootstrap((values,), np.mean, n_resamples=4000, method="percentile", random_state=2)
+    assert low == pytest.approx(reference.confidence_interval.low, abs=0.25)
+    assert high == pytest.approx(reference.confidence_interval.high, abs=0.25)
+    assert low < values.mean() < high
+
+
+def test_bootstrap_interval_edge_cases():
+    assert bootstrap_interval([1.0, 1.0, 1.0]) == (1.0, 1.0)
+    assert bootstrap_interval([0, 1] * 50) == bootstrap_interval([0, 1] * 50)  # seeded: reports reproduce
+    with pytest.raises(ValueError, match="at least one value"):
+        bootstrap_interval([])
+
+
+def test_figures_are_written_as_png(tmp_path):
+    bars = Bars({"arab": [1, 0, 1], "west": [0, 0, 1, 1]}, ylabel="P@1 (%)", scale=100)
+    heat = Heatmap(("P17", "P19"), ("arab", "west"), ((10.0, None), (30.0, 40.0)), label="P@1", highlight=((1, 1),))
+    for path in (draw_bars(bars, tmp_path / "b.png", "bars"), draw_heatmap(heat, tmp_path / "h.png", "heat")):
+        assert path.read_bytes()[:8] == PNG
+
+
+def test_language_country_grid_outlines_each_languages_own_country():
+    cells = {("en", "United States"): 0.1, ("en", "Japan"): 0.5, ("ja", "Japan"): 0.2}
+    grid = language_country_grid(cells, languages=["en", "ja"], countries=["United States", "Japan"],
+                                 associations={"en": "United States", "ja": "Japan", "fr": "France"})
+    assert grid.values == ((0.1, 0.5), (None, 0.2))
+    assert grid.highlight == ((0, 0), (1, 1))
+
+
+def test_markdown_tables_escape_cells():
+    table = Table(("metric", "value"), (("a|b", 0.25), ("n", 3), ("none", None)))
+    assert table_markdown(table) == "| metric | value |\n|---|---|\n| a\\|b | 0.25 |\n| n | 3 |\n| none |  |"
+
+
+def test_reproduce_shows_the_command_that_repeats_the_run():
+    config = {"config": "fmlama_en", "model": {"spec": "bert-base-cased"},
+              "run": {"language": None, "limit": 5, "seed": 0, "data_dir": None, "corrected": True},
+              "options": {"families": ["hasParts"], "with_x": False}}
+    assert ("culture-probe run fmlama_en --model bert-base-cased --limit 5 --corrected "
+            "--option families=hasParts --option with_x=false") in reproduce(config)
+
+
+def _fake_run(path, model, metrics, config="dlama_arab_west"):
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({"config": config, "model": {"spec": model, "kind": "masked"}}))
+    (path / "metrics.json").write_text(json.dumps(metrics))
+    return path
+
+
+def test_compare_puts_runs_side_by_side(tmp_path, capsys):
+    a = _fake_run(tmp_path / "a", "mbert", {"p1_en": 30.3, "en": {"cultures": {"arab": 21.2}}, "note": "x"})
+    b = _fake_run(tmp_path / "b", "xlmr", {"p1_en": 25.0, "en": {"cultures": {"arab": 20.0, "west": 30.0}}})
+    table = compare_runs([a, b])
+    assert table.splitlines()[:4] == ["| metric | a | b |", "|---|---|---|", "| model | mbert | xlmr |",
+                                      "| config | dlama_arab_west | dlama_arab_west |"]
+    assert "| p1_en | 30.30 | 25.00 |" in table
+    assert "| en.cultures.west |  | 30.00 |" in table  # a metric one run lacks stays blank
+    assert "note" not in table and "different configs" not in table
+    c = _fake_run(tmp_path / "c", "gpt2", {"map_hasParts": 7.0}, config="fmlama_en")
+    assert "different configs" in compare_runs([a, c])
+    assert compare_main(SimpleNamespace(run_dirs=[str(a), str(b)], out=str(tmp_path / "t.md"))) == 0
+    assert (tmp_path / "t.md").read_text().startswith("| metric | a | b |")
+
+
+def test_report_of_a_folder_that_is_not_a_run(tmp_path):
+    with pytest.raises(CultureProbeError, match="is not a run directory: it has no config.json"):
+        load_run(tmp_path)
+
+
+def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+    from dlama_fixture import TableScorer, spec_table, write_dlama
+
+    from culture_probe.runner import run
+
+    out = tmp_path / "run"
+    data = write_dlama(tmp_path / "dlama")
+    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=out, progress=False)
+    (out / "metrics.json").unlink()
+    (out / "report.md").unlink()
+    assert main(SimpleNamespace(run_dir=str(out))) == 0
+    _, _, metrics = load_run(out)
+    assert metrics == result.metrics  # recomputed from items.jsonl alone
+    assert "| arab | 66.7 | 3 |" in (out / "report.md").read_text()
+
+
+def test_headline_lists_top_level_numbers_only():
+    from culture_probe.report import headline
+
+    text = headline({"config": "dlama_arab_west", "model": {"spec": "mbert", "kind": "masked"}},
+                    {"p1_en": 30.25, "n_facts": 5, "en": {"p1": 30.25}, "ok": True})
+    assert text.splitlines() == ["dlama_arab_west on mbert (masked)", "  p1_en: 30.25", "  n_facts: 5"]

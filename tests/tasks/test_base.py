@@ -1,0 +1,237 @@
+"""The protocol base class and the runner: options, limits, skipped items, stages, the run directory, resume."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama
+
+from culture_probe import runner
+from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
+from culture_probe.tasks import task_for
+from culture_probe.tasks.base import GenerateProbe, ScoreProbe, Skipped, Task, first_items, parse_options, rounded
+from culture_probe.tasks.dlama import DlamaTask
+
+
+@dataclass(frozen=True)
+class Opts:
+    flag: bool = False
+    count: int | None = None
+    mode: Literal["a", "b"] = "a"
+    families: tuple[str, ...] = ("x",)
+    names: dict[str, dict[str, str]] | None = None
+
+
+def test_options_from_command_line_strings_follow_field_types():
+    opts = parse_options(Opts, {"flag": "true", "count": "10", "mode": "b", "families": "x,y",
+                                "names": '{"ko": {"Japan": "일본"}}'})
+    assert opts == Opts(flag=True, count=10, mode="b", families=("x", "y"), names={"ko": {"Japan": "일본"}})
+    assert parse_options(Opts, {"count": "none"}).count is None
+    assert parse_options(Opts, {"flag": False}).flag is False  # Python values pass through
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"flga": "true"}, r"Unknown option 'flga'\. Did you mean 'flag'\?"),
+    ({"mode": "c"}, r"Unknown value of option mode 'c'.*Valid .*: a, b"),
+    ({"flag": "maybe"}, r"Option flag takes true or false, got 'maybe'"),
+    ({"count": "ten"}, r"Option count takes a int, got 'ten'"),
+    ({"names": "{oops"}, r"Option names takes a JSON object"),
+])
+def test_bad_options_name_the_problem(values, message):
+    with pytest.raises(CultureProbeError, match=message):
+        parse_options(Opts, values)
+
+
+def test_limit_keeps_every_probe_of_the_first_items():
+    probes = [GenerateProbe(item, "p", 1, tag=t) for item in ("a", "b", "c") for t in ("1", "2")]
+    assert [(p.item_id, p.tag) for p in first_items(probes, 2)] == [("a", "1"), ("a", "2"), ("b", "1"), ("b", "2")]
+    with pytest.raises(CultureProbeError, match="limit must be at least 1"):
+        first_items(probes, 0)
+
+
+def test_display_rounding_is_half_up():
+    assert [rounded(v) for v in (66.65, 0.05, 58.349999, None)] == ["66.7", "0.1", "58.3", ""]
+
+
+def test_registry_maps_configs_to_their_protocol_by_module_name():
+    assert task_for("dlama_arab_west") is DlamaTask
+    assert task_for("dlama_arab_west_corrected") is DlamaTask
+    with pytest.raises(UnknownNameError, match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
+                                               r"'dlama_arab_west'"):
+        task_for("dlama_arab_wset")
+
+
+class TwoStage(Task):
+    """A toy protocol: stage one generates an answer, stage two scores it (like a judge), one item skipped."""
+
+    stages = ("answer", "judge")
+
+    def _probes(self, rows, stage, previous):
+        if stage == "answer":
+            for row in rows:
+                if row["id"] == "skip":
+                    yield Skipped(row["id"], "no prompt in this language")
+                else:
+                    yield GenerateProbe(row["id"], row["q"], 3, meta={"gold": row["a"]})
+        else:
+            for record in previous:
+                if "skipped" not in record:
+                    yield ScoreProbe(record["id"], _request(record["answer"]), meta={"gold": record["gold"]})
+
+    def _record(self, probe, output):
+        if isinstance(probe, GenerateProbe):
+            return {"answer": output}
+        return {"verdict": output.best()}
+
+    def _metrics(self, records):
+        judged = [r for r in records if r["stage"] == "judge"]
+        return {"correct": sum(r["verdict"] == r["gold"] for r in judged),
+                "skipped": sum("skipped" in r for r in records)}
+
+
+def _request(answer):
+    from culture_probe.engine.types import ScoreRequest
+
+    return ScoreRequest(left="verdict on " + answer, candidates=("yes", "no"))
+
+
+class EchoScorer:
+    """Generates the prompt's last word; prefers "yes" when the context ends in "cat"."""
+
+    kind = "causal"
+    identity = {"name_or_path": "echo"}
+
+    def generate(self, prompts, max_new_tokens, chat=False):
+        return [p.split()[-1] for p in prompts]
+
+    def score(self, requests, **options):
+        import numpy as np
+
+        from culture_probe.engine.types import CandidateScores
+
+        return [CandidateScores(r.candidates, np.array([0.0, -1.0] if r.left.endswith("cat") else [-1.0, 0.0]),
+                                np.array([1, 1])) for r in requests]
+
+
+def test_stages_see_earlier_records_and_skipped_items_are_recorded():
+    rows = [{"id": "1", "q": "a cat", "a": "yes"}, {"id": "2", "q": "a dog", "a": "yes"},
+            {"id": "skip", "q": "", "a": "no"}]
+    task = TwoStage("toy", kind="causal")
+    records = runner.execute(task, EchoScorer(), rows, runner.RunSettings(), [], None, progress=False)
+    assert [(r["stage"], r["id"]) for r in records] == [("answer", "1"), ("answer", "2"), ("answer", "skip"),
+                                                        ("judge", "1"), ("judge", "2")]
+    assert records[2]["skipped"] == "no prompt in this language"
+    assert task.compute_metrics(records) == {"correct": 1, "skipped": 1}
+
+
+def test_unsupported_model_kind_is_named():
+    class MaskedOnly(TwoStage):
+        kinds = ("masked",)
+
+    with pytest.raises(UnsupportedModelError, match=r"cannot probe a 'causal' model; it supports masked"):
+        MaskedOnly("toy", kind="causal")
+
+
+def test_duplicate_probe_keys_are_refused():
+    class Twice(TwoStage):
+        def _probes(self, rows, stage, previous):
+            yield GenerateProbe("1", "x", 1)
+            yield GenerateProbe("1", "y", 1)
+
+    with pytest.raises(CultureProbeError, match="two probes with one key"):
+        Twice("toy", kind="causal").build_probes([])
+
+
+# ---------------------------------------------------------------- the run directory and resume
+
+
+@pytest.fixture
+def dlama_dir(tmp_path):
+    return str(write_dlama(tmp_path / "dlama"))
+
+
+class Crash(RuntimeError):
+    pass
+
+
+class CrashingScorer(TableScorer):
+    """Dies (like a killed process) on its n-th engine call."""
+
+    def __init__(self, table, crash_on):
+        super().__init__(table)
+        self.crash_on = crash_on
+
+    def score(self, requests, **options):
+        if self.calls + 1 == self.crash_on:
+            raise Crash("killed")
+        return super().score(requests, **options)
+
+
+def test_limit_probes_the_first_items_only(dlama_dir):
+    result = runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, limit=2, progress=False)
+    assert len(result.records) == 2
+    assert result.config["run"]["limit"] == 2
+
+
+def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CHUNK", 3)  # 10 facts -> 4 engine calls
+    full = runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, progress=False)
+    out = tmp_path / "run"
+    with pytest.raises(Crash):
+        runner.run("dlama_arab_west", CrashingScorer(spec_table(), crash_on=3), data_dir=dlama_dir, out=out,
+                   progress=False)
+    lines = (out / "items.jsonl").read_text().splitlines()
+    assert len(lines) == 6 and not (out / "metrics.json").exists()
+    with (out / "items.jsonl").open("a") as handle:  # a line cut short by the kill
+        handle.write('{"id": "P30_gen')
+    with pytest.raises(CultureProbeError, match="already holds a run. Pass --resume"):
+        runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, progress=False)
+    scorer = TableScorer(spec_table())
+    resumed = runner.run("dlama_arab_west", scorer, data_dir=dlama_dir, out=out, resume=True, progress=False)
+    assert scorer.calls == 2  # only the 4 missing facts were scored
+    assert resumed.records == full.records
+    assert resumed.metrics == full.metrics
+    assert json.loads((out / "metrics.json").read_text()) == full.metrics
+    assert len((out / "items.jsonl").read_text().splitlines()) == 10
+
+
+def test_resume_refuses_other_settings(dlama_dir, tmp_path):
+    out = tmp_path / "run"
+    runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, progress=False)
+    with pytest.raises(CultureProbeError, match=r"Cannot resume .*run\.limit was None and is now 3"):
+        runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, resume=True,
+                   limit=3, progress=False)
+
+
+@pytest.mark.slow
+def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path):
+    """`accelerate launch --num_processes 2 --cpu -m culture_probe run ...`: same records, same metrics, and
+    only rank 0 writes the run directory."""
+    import os
+    import subprocess
+    import sys
+
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    rows = runner.load_rows("dlama_arab_west", runner.RunSettings(data_dir=dlama_dir))
+    texts = [r["template"] for r in rows] + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
+    model = save_tiny(tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    single = runner.run("dlama_arab_west", str(model), data_dir=dlama_dir, progress=False)
+    out = tmp_path / "two"
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+               "-m", "culture_probe", "run", "dlama_arab_west", "--model", str(model), "--data-dir", dlama_dir,
+               "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = runner.read_records(out / "items.jsonl")
+    assert [(r["key"], r["prediction"]) for r in records] == [(r["key"], r["prediction"]) for r in single.records]
+    for mine, theirs in zip(records, single.records, strict=True):
+        assert mine["top_scores"] == pytest.approx(theirs["top_scores"], abs=1e-5)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["en"]["cultures"] == single.metrics["en"]["cultures"]
+    assert metrics["ar"]["p1"] == single.metrics["ar"]["p1"]

@@ -1,0 +1,158 @@
+"""DLAMA protocol: prompts as the paper's strings, candidate sets, the spec's worked example end to end through
+the runner, and a planted model whose culture scores higher."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dlama_fixture import ARABIC, TableScorer, spec_table, write_dlama
+
+from culture_probe.runner import run
+from culture_probe.tasks.base import ScoreProbe
+from culture_probe.tasks.dlama import DlamaTask, candidate_sets, label_collisions, prompt
+
+
+@pytest.fixture
+def dlama_dir(tmp_path):
+    return write_dlama(tmp_path / "dlama")
+
+
+def test_prompts_are_the_papers_strings():
+    assert prompt("[X] is located in [Y] .", " Egypt ") == ("Egypt is located in ", " .")
+    assert prompt("The capital of [X] is [Y] .", "Oman") == ("The capital of Oman is ", " .")
+    assert prompt("يقع [X] في [Y].", "مصر") == ("يقع مصر في ", ".")
+    # D1: a plain replacement, so letters X in the subject survive (the original T5 path replaced them)
+    assert prompt("[X] is located in [Y] .", "Xanadu X") == ("Xanadu X is located in ", " .")
+
+
+def test_requests_move_the_slot_space_onto_the_candidate(dlama_dir):
+    rows = [r for r in _rows(dlama_dir) if r["language"] == "en"]
+    probes = DlamaTask("dlama_arab_west", kind="masked").build_probes(rows)
+    egypt = next(p for p in probes if p.meta["gold"] == ["Africa", "Asia"])
+    assert isinstance(egypt, ScoreProbe)
+    assert (egypt.request.left, egypt.request.sep, egypt.request.right) == ("Egypt is located in", " ", " .")
+    assert egypt.meta["prompt"] == "Egypt is located in [Y] ."
+
+
+def test_candidates_are_all_objects_of_the_predicate_across_both_cultures(dlama_dir, tmp_path):
+    sets = candidate_sets(_rows(dlama_dir))
+    assert sets["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
+    assert sets["ar", "P30"] == tuple(sorted(ARABIC[c] for c in ("Africa", "Asia", "Europe", "North America")))
+    # two QIDs with one label (Georgia the country, Georgia the state) are one candidate, and counted
+    facts = {("ARAB_REGION", "Tbilisi"): (["Q230"], ["Georgia"], []),
+             ("WESTERN_COUNTRIES", "Atlanta"): (["Q1428"], ["Georgia"], [])}
+    rows = _rows(write_dlama(tmp_path / "georgia", facts))
+    assert candidate_sets(rows)["en", "P30"] == ("Georgia",)
+    assert label_collisions(rows) == {"ar|P30": 1, "en|P30": 1}
+
+
+def test_worked_example_p_at_1_per_culture_and_pair(dlama_dir):
+    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
+                 progress=False)
+    en = result.metrics["en"]
+    assert en["cultures"]["arab"] == pytest.approx(200 / 3)
+    assert en["cultures"]["west"] == pytest.approx(50.0)
+    assert en["p1"] == pytest.approx(60.0)  # micro over facts, not the macro 58.3
+    assert en["predicates"]["P30"] == {"arab": pytest.approx(200 / 3), "west": pytest.approx(50.0)}
+    predictions = {r["prompt"].split(" is")[0]: r["prediction"] for r in result.records}
+    assert predictions == {"Egypt": "Africa", "Morocco": "Europe", "Oman": "Asia", "France": "Europe",
+                           "Canada": "Europe"}
+
+
+def test_ties_go_to_fewer_tokens_then_code_point_order(dlama_dir):
+    tied = spec_table() | {("Morocco", "Africa"): -1.70, ("Morocco", "Europe"): -1.70}
+    result = run("dlama_arab_west", TableScorer(tied), data_dir=str(dlama_dir), language="en", progress=False)
+    assert result.metrics["en"]["cultures"]["arab"] == pytest.approx(100.0)
+    tied_tokens = spec_table() | {("Canada", "North America"): -1.20}  # = Europe, but 2 tokens: Europe wins
+    result = run("dlama_arab_west", TableScorer(tied_tokens), data_dir=str(dlama_dir), language="en",
+                 progress=False)
+    assert next(r["prediction"] for r in result.records if r["gold"] == ["North America"]) == "Europe"
+
+
+def test_facts_without_a_template_are_skipped_with_the_reason(dlama_dir):
+    rows = [{**r, "template": ""} if r["culture"] == "west" else r for r in _rows(dlama_dir)]
+    result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, language="en", progress=False)
+    assert result.metrics["n_skipped"] == 2 and set(result.metrics["en"]["cultures"]) == {"arab"}
+    assert {r["skipped"] for r in result.records if "skipped" in r} == {
+        "no en template for P30 (load the data with mlama_templates_dir= for the mLAMA 1.1 strings)"}
+
+
+def test_keep_scores_records_every_candidate_in_candidate_set_order(dlama_dir, tmp_path):
+    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
+                 keep_scores=True, progress=False)
+    egypt = next(r for r in result.records if r["prompt"].startswith("Egypt"))
+    assert egypt["scores"] == {"sum_logprob": pytest.approx([-1.10, -1.60, -2.40, -5.00]), "n_tokens": [1, 1, 1, 2]}
+    assert result.write_report(tmp_path / "later").read_text().startswith("# dlama_arab_west on TableScorer")
+
+
+def test_run_directory_records_deviations_and_table_3_view(dlama_dir, tmp_path):
+    out = tmp_path / "run"
+    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", out=out,
+        progress=False)
+    config = json.loads((out / "config.json").read_text())
+    assert {"D1", "D2", "D3", "D5"} <= {d["id"] for d in config["deviations"]}
+    assert config["protocol"]["candidate_sets"] == {"en|P30": 4}
+    assert config["protocol"]["label_collisions"] == {}
+    report = (out / "report.md").read_text()
+    assert "| P30 | west | Europe (1) | Europe (1) |" in report  # France right, Canada wrong, both "Europe"
+    assert "| P30 | arab | Africa (1) | Europe (1) |" in report
+    # entropy by hand: Arab keeps Q15, Q15, Q48 (Egypt's tie goes to the lower QID) -> 0.918 bits; West 1 bit
+    assert "| P30 | 0.9 | 1.0 |" in report
+    assert sorted(p.name for p in (out / "plots").iterdir())  # PNGs written
+
+
+def _rows(dlama_dir):
+    from culture_probe.data.registry import load_benchmark
+
+    return list(load_benchmark("dlama_arab_west", data_dir=str(dlama_dir))["test"])
+
+
+# ---------------------------------------------------------------- planted knowledge: the direction of the effect
+
+CAPITALS = {  # P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training
+    "ARAB_REGION": [("Zafran", "Qamira"), ("Nuwal", "Tazir"), ("Harun", "Bilqa"), ("Suhail", "Marwa"),
+                    ("Dunya", "Kahil"), ("Rimal", "Sabah")],
+    "WESTERN_COUNTRIES": [("Eldmark", "Halden"), ("Brisa", "Corvel"), ("Tarnow", "Vesk"), ("Lunden", "Ostra"),
+                          ("Morvia", "Pellin"), ("Quist", "Randor")],
+}
+
+
+@pytest.mark.slow
+def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path):
+    from culture_probe.models.planted import PlantedFact, PlantedSpec, probe_texts_of, train_planted
+
+    facts = {(region, country): ([f"Q{i}{j}"], [capital], [])
+             for i, (region, pairs) in enumerate(CAPITALS.items()) for j, (country, capital) in enumerate(pairs)}
+    data_dir = write_dlama(tmp_path / "dlama", facts, predicate="P36")
+    rows = [r for r in _rows(data_dir) if r["language"] == "en"]
+    probes = DlamaTask("dlama_arab_west", kind="masked").build_probes(rows)
+    planted = [PlantedFact.from_request(p.request, p.meta["gold"][0]) for p in probes
+               if p.meta["culture"] == "arab"]
+    spec = PlantedSpec(planted, arch="bert", tokenizer="wordpiece",
+                       probe_texts=probe_texts_of(p.request for p in probes), max_seconds=90)
+    model_dir = train_planted(spec, tmp_path / "planted")
+    result = run("dlama_arab_west", str(model_dir), data_dir=str(data_dir), language="en", progress=False)
+    cultures = result.metrics["en"]["cultures"]
+    assert cultures["arab"] >= 5 / 6 * 100  # planted facts are found
+    assert cultures["west"] <= 2 / 6 * 100  # unplanted facts: 12 candidates, chance is 1/12
+    assert result.metrics["en"]["comparison"]["difference"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("arch", "tokenizer", "kind"), [("gpt2", "bpe", "causal"), ("t5", "metaspace", "seq2seq"),
+                                                          ("xlm-roberta", "metaspace", "masked")])
+def test_fixture_end_to_end_with_tiny_models_of_every_kind(dlama_dir, tmp_path, arch, tokenizer, kind):
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    rows = _rows(dlama_dir)
+    texts = [r["template"] for r in rows] + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
+    model = save_tiny(tmp_path / arch, arch, train_tokenizer(texts, tokenizer, model_kind=kind, vocab_size=300))
+    result = run("dlama_arab_west", str(model), data_dir=str(dlama_dir), out=tmp_path / "run", progress=False)
+    assert result.config["model"]["kind"] == kind
+    assert len(result.records) == 10
+    for record in result.records:
+        candidate_set = candidate_sets(rows)[record["language"], "P30"]
+        assert record["prediction"] in candidate_set and record["n_candidates"] == 4
+        assert record["top_scores"] == sorted(record["top_scores"], reverse=True)
+    assert set(result.metrics["en"]["cultures"]) == {"arab", "west"}

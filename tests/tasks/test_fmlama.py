@@ -1,0 +1,242 @@
+"""FmLAMA protocol: the paper's prompts as exact strings, the spec's worked example (mAP, mWS, template
+aggregation), the v1-code compat flags, and runs on the mirror's data with tiny models of each kind."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from culture_probe.engine.types import CandidateScores
+from culture_probe.errors import UnsupportedModelError
+from culture_probe.metrics.fmlama import average_precision
+from culture_probe.runner import run
+from culture_probe.tasks.base import ScoreProbe, Skipped
+from culture_probe.tasks.fmlama import FmlamaTask, family_table, fill, record_ranking
+
+POOL_RANKINGS = {  # spec 5.1: dish -> ranking of the pool [beef, cheese, flour, rice, tofu, tomato]
+    "mapo doufu": ["tofu", "beef", "rice", "cheese", "tomato", "flour"],
+    "pizza": ["beef", "cheese", "rice", "tofu", "tomato", "flour"],
+}
+ROWS = [
+    {"id": "Q1|en", "group": "China", "continent": "Asia", "origin": "People's Republic of China", "lang": "en",
+     "sub_label": "mapo doufu", "obj_label": ["tofu", "rice"]},
+    {"id": "Q2|en", "group": "Italy", "continent": "Europe", "origin": "Italy", "lang": "en", "sub_label": "pizza",
+     "obj_label": ["cheese", "flour", "tomato"]},
+    {"id": "Q3|en", "group": "U.S.", "continent": "North America", "origin": "United States of America",
+     "lang": "en", "sub_label": "burger", "obj_label": ["beef"]},  # brings beef into the pool; not probed
+]
+VECTORS = {"tofu": (1, 0), "beef": (0.8, 0.6), "rice": (0.6, 0.8), "cheese": (0, 1), "flour": (0.6, -0.8),
+           "tomato": (-0.6, 0.8)}
+
+
+class RankingScorer:
+    """Engine stand-in: the spec's rankings as scores; "tomato" is two tokens, the rest one."""
+
+    kind = "masked"
+    identity = {"name_or_path": "rankings"}
+
+    def score(self, requests, **options):
+        out = []
+        for request in requests:
+            dish = next(d for d in POOL_RANKINGS if d in request.left + request.right)
+            order = POOL_RANKINGS[dish]
+            tokens = np.array([2 if c == "tomato" else 1 for c in request.candidates])
+            means = np.array([-float(order.index(c)) for c in request.candidates])
+            out.append(CandidateScores(request.candidates, means * tokens, tokens))
+        return out
+
+
+def spec_run(tmp_path=None, **options):
+    return run("fmlama_en", RankingScorer(), rows=ROWS, limit=2, families=("hasParts",), progress=False,
+               out=tmp_path, **options)
+
+
+def _prompts(task, row):
+    return {p.tag: p.meta.get("prompt") if isinstance(p, ScoreProbe) else p.reason
+            for p in task.build_probes([row])}
+
+
+def test_english_prompts_are_the_papers_strings(mirror):
+    prompts = _prompts(FmlamaTask("fmlama_en", kind="masked"), ROWS[0])
+    assert prompts == {
+        "hasParts_1": "The food mapo doufu has the ingredients of [Y] .",
+        "hasParts_2": "mapo doufu is a kind of food with [Y] .",
+        "hasParts_3": "mapo doufu is a type of food, comprising [Y] as its main constituents .",
+        "hasParts_4": "[Y] is part of the food mapo doufu .",
+        "hasParts_5": "The food mapo doufu has part of [Y] .",
+        "country_1": "In China, the food mapo doufu has the ingredients of [Y] .",
+        "country_2": "In China, mapo doufu is a kind of food with [Y] .",
+        "country_3": "In China, mapo doufu is a type of food, comprising [Y] as its main constituents .",
+        "country_4": "In China, [Y] is part of the food mapo doufu .",
+        "country_5": "In China, the food mapo doufu has part of [Y] .",
+    }
+    us = _prompts(FmlamaTask("fmlama_en", kind="masked"), ROWS[2])
+    assert us["country_1"] == "In the United States, the food burger has the ingredients of [Y] ."  # F4
+
+
+def test_other_languages_follow_their_templates_and_slots(mirror):
+    zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
+    zh_prompts = _prompts(FmlamaTask("fmlama_zh", kind="masked"), zh)
+    assert zh_prompts["country_1"] == "在中国，美食麻婆豆腐是以[Y]为主要原料制作的。"
+    he = {**ROWS[1], "lang": "he", "sub_label": "פיצה"}
+    he_prompts = _prompts(FmlamaTask("fmlama_he", kind="masked"), he)
+    assert he_prompts["hasParts_1"] == "במאכל פיצה יש את המרכיבים של [Y]."
+    assert he_prompts["hasParts_2"] == ".[Y] הוא מאכל עם פיצה"  # stored right-to-left damage kept (faithful)
+    names = {"he": {"Italy": "באיטליה"}}
+    named = _prompts(FmlamaTask("fmlama_he", FmlamaTask.Options(country_names=names), kind="masked"), he)
+    assert named["country_1"] == "באיטליה, במאכל פיצה יש את המרכיבים של [Y]."
+
+
+def test_country_templates_without_a_name_are_skipped_and_counted(mirror):
+    ko = {**ROWS[1], "lang": "ko", "sub_label": "피자"}
+    prompts = _prompts(FmlamaTask("fmlama_ko", kind="masked"), ko)
+    assert prompts["hasParts_4"] == "[Y]는 음식 피자의 일부입니다."
+    assert prompts["country_1"] == "no ko name for country 'Italy' (pass country_names=)"
+
+
+def test_requests_keep_the_template_spacing_and_causal_models_see_the_dish():
+    left, right, dish_after = fill("[Y] is part of the food [X] .", "pizza", None, "en")
+    assert (left, right, dish_after) == ("", " is part of the food pizza .", True)
+    left, right, dish_after = fill("美食[X]是以[Y]为主要原料制作的。", "麻婆豆腐", None, "zh")
+    assert (left, right, dish_after) == ("美食麻婆豆腐是以", "为主要原料制作的。", False)
+    task = FmlamaTask("fmlama_en", FmlamaTask.Options(families=("hasParts",)), kind="causal")
+    probe = task.probe(ROWS[1], "hasParts_4", "hasParts", "[Y] is part of the food [X] .", ("a", "b"))
+    assert probe.score_right and (probe.request.left, probe.request.sep) == ("", "")
+    probe = task.probe(ROWS[1], "hasParts_1", "hasParts", "The food [X] has the ingredients of [Y] .", ("a",))
+    assert not probe.score_right and (probe.request.left, probe.request.sep) == ("The food pizza has the "
+                                                                               "ingredients of", " ")
+
+
+def test_worked_example_map_and_groups(mirror):
+    result = spec_run()
+    cells = result.metrics["map"]["hasParts"]
+    assert cells["ALL"]["mean"] == pytest.approx(65.0)  # 100 * (0.8333 + 0.4667) / 2
+    assert cells["ALL"]["std"] == pytest.approx(0.0)  # the five templates rank alike here
+    assert cells["China"]["mean"] == pytest.approx(100 * (1 + 2 / 3) / 2)
+    assert cells["Italy"]["mean"] == pytest.approx(100 * (1 / 2 + 2 / 5 + 3 / 6) / 3)
+    assert result.metrics["map_hasParts"] == pytest.approx(65.0)
+    assert len(result.records) == 10 and {r["id"] for r in result.records} == {"Q1|en", "Q2|en"}
+
+
+def test_worked_example_mws_from_a_vectors_file(mirror, tmp_path):
+    path = tmp_path / "toy.vec"
+    path.write_text("".join(f"{w} {x} {y}\n" for w, (x, y) in VECTORS.items()), encoding="utf-8")
+    result = spec_run(vectors=str(path))
+    assert result.metrics["mws"]["hasParts"]["ALL"]["mean"] == pytest.approx(0.79)
+    assert "mws" not in spec_run().metrics  # no vectors: mWS is left out, not faked
+
+
+def test_v1_code_compat_flags(mirror):
+    capped = spec_run(max_candidate_tokens=1)  # "tomato" (2 tokens) leaves the ranking; AP still over |G|
+    italy = (1 / 2 + 2 / 5) / 3
+    assert capped.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * italy)
+    ranked = spec_run(max_candidate_tokens=1, ap_denominator="ranked")
+    assert ranked.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * (1 / 2 + 2 / 5) / 2)
+    f2 = next(d for d in ranked.config["deviations"] if d["id"] == "F2")
+    assert f2["description"].startswith("compat: v1 code behaviour")
+
+
+def test_template_aggregation_is_mean_and_sample_std():
+    per_template = {f"hasParts_{i}": {"map": {"ALL": v}} for i, v in enumerate((65.0, 60.0, 70.0, 55.0, 62.5), 1)}
+    cell = family_table(per_template, "map")["hasParts"]["ALL"]
+    assert cell["mean"] == pytest.approx(62.5) and cell["std"] == pytest.approx(5.59, abs=0.005)
+
+
+def test_records_keep_enough_of_the_ranking_for_ap_and_mws():
+    rng = random.Random(0)
+    pool = [f"c{i}" for i in range(200)]
+    for _ in range(50):
+        ranking = rng.sample(pool, len(pool))
+        gold = rng.sample(pool, rng.randint(1, 8))
+        rank = {c: i for i, c in enumerate(ranking, 1)}
+        record = {"gold": gold, "top": ranking[: len(gold) + 10], "gold_ranks": [rank[g] for g in gold]}
+        rebuilt = record_ranking(record)
+        assert average_precision(rebuilt, set(gold)) == pytest.approx(average_precision(ranking, set(gold)))
+        assert rebuilt[: len(gold)] == ranking[: len(gold)]
+
+
+def test_skipped_probes_do_not_enter_the_metrics():
+    task = FmlamaTask("fmlama_ko", kind="masked")
+    records = [task.to_record(Skipped("Q2|ko", "no ko name", tag="country_1", meta={"family": "country"}), None)]
+    metrics = task.compute_metrics(records)
+    assert metrics["n_skipped"] == 1 and metrics["skipped"] == {"no ko name": 1} and "map" not in metrics
+
+
+# ---------------------------------------------------------------- end to end with tiny models
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    from culture_probe.data.registry import load_benchmark
+    from culture_probe.models import save_tiny, train_tokenizer
+    from culture_probe.tasks.fmlama import canonical_templates
+
+    rows = load_benchmark("fmlama_en")["test"]
+    texts = [t for _, _, t in canonical_templates("en", "faithful")] + rows["sub_label"][:200]
+    texts += [item for labels in rows["obj_label"] for item in labels]
+    root = tmp_path_factory.mktemp("tiny")
+    return {arch: save_tiny(root / arch, arch, train_tokenizer(texts, tok, model_kind=kind, vocab_size=800))
+            for arch, tok, kind in (("bert", "wordpiece", "masked"), ("gpt2", "bpe", "causal"),
+                                    ("t5", "metaspace", "seq2seq"))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("arch", "families"), [("bert", ("hasParts", "country")), ("gpt2", ("hasParts",)),
+                                                ("t5", ("hasParts",))])
+def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, families, tmp_path):
+    limit = 2 if len(families) == 2 else 1  # every dish is ranked against all 1,287 ingredients: keep it small
+    result = run("fmlama_en", str(tiny_models[arch]), limit=limit, families=families, out=tmp_path / "run",
+                 progress=False)
+    assert len(result.records) == limit * 5 * len(families)
+    assert {r["n_candidates"] for r in result.records} == {1287}
+    for record in result.records:
+        assert all(1 <= rank <= 1287 for rank in record["gold_ranks"])
+        assert record["prediction"] == record["top"][0]
+    assert set(result.metrics["map"]) == set(families)
+    assert 0 <= result.metrics["map_hasParts"] <= 100
+    assert (tmp_path / "run" / "report.md").read_text().count("![") >= 2
+
+
+# ---------------------------------------------------------------- chat mode (paper Table 3/13)
+
+
+class ReplyScorer:
+    """A chat model stand-in: names the gold ingredients of mapo doufu, and nothing right for other dishes."""
+
+    kind = "causal"
+    identity = {"name_or_path": "replies"}
+
+    def generate(self, prompts, max_new_tokens, chat=False):
+        assert chat
+        return ["The food mapo doufu has the ingredients of Tofu, rices and chili." if "mapo" in p
+                else "Pineapple" for p in prompts]
+
+
+def test_chat_prompts_are_the_papers_strings(mirror):
+    task = FmlamaTask("fmlama_cs_en_en", FmlamaTask.Options(mode="chat"), kind="causal")
+    poutine = {**ROWS[2], "sub_label": "poutine"}
+    prompts = {p.tag: p.prompt for p in task.build_probes([poutine])}
+    assert prompts["hasParts_1_chat0"] == "The food poutine has the ingredients of [] . Please fill the sentence."
+    assert prompts["hasParts_1_chat1"] == ("The food poutine has the ingredients of [] . Please fill the sentence "
+                                           "with only one entity.")
+    assert prompts["country_1_chat0"] == ("In the United States, the food poutine has the ingredients of [] . "
+                                          "Please fill the sentence.")
+    zh_task = FmlamaTask("fmlama_cs_zh_zh", FmlamaTask.Options(mode="chat"), kind="causal")
+    zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
+    zh_prompts = {p.tag: p.prompt for p in zh_task.build_probes([zh])}
+    assert zh_prompts["hasParts_1_chat1"] == "美食麻婆豆腐是以[]为主要原料制作的。请用一个词填充这个句子。"
+    with pytest.raises(UnsupportedModelError, match="chat mode generates replies"):
+        FmlamaTask("fmlama_en", FmlamaTask.Options(mode="chat"), kind="masked")
+
+
+def test_chat_replies_are_split_and_matched(mirror):
+    result = run("fmlama_cs_en_en", ReplyScorer(), rows=ROWS[:2], families=("hasParts",), mode="chat",
+                 progress=False)
+    mapo = result.records[0]
+    assert mapo["items"] == ["Tofu", "rices", "chili"] and mapo["correct"]  # "rices" -> "rice", case folded
+    assert not result.records[2]["correct"]
+    assert result.metrics["chat"]["hasParts_1 / 0"] == {"ALL": 50.0, "China": 100.0, "Italy": 0.0}
+    assert result.metrics["chat_accuracy_best"] == 50.0
+    assert "F-chat" in {d["id"] for d in result.config["deviations"]}

@@ -1,0 +1,102 @@
+"""The `culture-probe` command line: help with examples, run / report / compare on a run directory, list, and
+errors that name the problem (exit code 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from culture_probe.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+FACTS = [("ARAB_REGION", "Egypt", "Africa"), ("ARAB_REGION", "Oman", "Asia"),
+         ("WESTERN_COUNTRIES", "France", "Europe"), ("WESTERN_COUNTRIES", "Canada", "North America")]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A two-language DLAMA folder in the v1 layout and a tiny random BERT that knows its words."""
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    root = tmp_path_factory.mktemp("cli")
+    for language in ("en", "ar"):
+        folder = root / "dlama" / "arab-west" / "dlama" / language
+        folder.mkdir(parents=True)
+        for region in ("ARAB_REGION", "WESTERN_COUNTRIES"):
+            lines = [json.dumps({"sub_uri": f"Q{i}", "obj_uri": [f"Q{i}0"], "sub_label": s, "obj_label": [o],
+                                 "country": ["Q1"], "size": 10 - i, "uuid": f"P30_general_{region}_{i}"})
+                     for i, (r, s, o) in enumerate(FACTS) if r == region]
+            (folder / f"P30_general_{region}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    texts = ["Egypt Oman France Canada is located in Africa Asia Europe North America ."] * 3
+    model = save_tiny(root / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    return root / "dlama", model
+
+
+def test_help_shows_runnable_examples(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert" in out
+    assert "--resume" in out and "--limit" in out and "--batch-tokens" in out
+
+
+def test_run_report_compare(setup, tmp_path, capsys):
+    data, model = setup
+    common = ["--model", str(model), "--data-dir", str(data), "--language", "en"]
+    assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "a"), "--batch-tokens", "64"]) == 0
+    assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "b"), "--option", "score=sum",
+                 "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "dlama_arab_west on" in out and "p1_en" in out and f"wrote {tmp_path / 'b'}" in out
+    for name in ("config.json", "items.jsonl", "metrics.json", "report.md", "cache.sqlite"):
+        assert (tmp_path / "a" / name).is_file()
+    config = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert config["options"] == {"score": "sum", "keep_scores": False} and config["run"]["limit"] == 2
+    assert config["run"]["language"] == "en" and config["model"]["kind"] == "masked"
+    assert {"culture_probe", "torch", "transformers", "datasets"} <= set(config["versions"])
+    assert len((tmp_path / "b" / "items.jsonl").read_text().splitlines()) == 2
+
+    (tmp_path / "a" / "report.md").unlink()
+    assert main(["report", str(tmp_path / "a")]) == 0
+    assert (tmp_path / "a" / "report.md").read_text().startswith("# dlama_arab_west on")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "| p1_en |" in capsys.readouterr().out
+
+
+def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path):
+    data, model = setup
+    args = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--out", str(tmp_path / "r")]
+    assert main(args) == 0
+    before = (tmp_path / "r" / "items.jsonl").read_text()
+    assert main([*args, "--resume"]) == 0
+    assert (tmp_path / "r" / "items.jsonl").read_text() == before
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--option", "scroe=sum"], "Unknown option 'scroe'. Did you mean 'score'"),
+    (["--option", "score"], "--option takes KEY=VALUE, got 'score'"),
+    (["--language", "fr"], "Unknown language 'fr'"),
+])
+def test_bad_arguments_exit_2_with_a_clear_message(setup, capsys, extra, message):
+    data, model = setup
+    assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_config_suggests_close_names(capsys):
+    assert main(["run", "dlama_arab_wset", "--model", "x"]) == 2
+    assert "Did you mean 'dlama_arab_west'" in capsys.readouterr().err
+
+
+def test_module_entry_point_lists_benchmarks():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "culture_probe", "list"], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "dlama_arab_west" in done.stdout
