@@ -207,28 +207,48 @@ def test_resume_refuses_other_settings(dlama_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path):
-    """`accelerate launch --num_processes 2 --cpu -m culture_probe run ...`: same records, same metrics, and
-    only rank 0 writes the run directory."""
+def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch):
+    """`accelerate launch --multi_gpu --num_processes 2 -m culture_probe run ...` on CPUs: two processes really
+    run, each scores its own half of every engine call, the records and metrics equal one process's, and only
+    rank 0 writes the run directory. (`--cpu` would start one process: several CPU processes need MPI there.)"""
     import os
     import subprocess
     import sys
 
+    from culture_probe.engine import parallel
     from culture_probe.models import save_tiny, train_tokenizer
 
     rows = runner.load_rows("dlama_arab_west", runner.RunSettings(data_dir=dlama_dir))
     texts = [r["template"] for r in rows] + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
     model = save_tiny(tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    traces = {name: tmp_path / name for name in ("one", "two")}
+    for folder in traces.values():
+        folder.mkdir()
+    monkeypatch.setenv(parallel.TRACE_VARIABLE, str(traces["one"]))
     single = runner.run("dlama_arab_west", str(model), data_dir=dlama_dir, progress=False)
     out = tmp_path / "two"
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu",
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "-m", "culture_probe", "run", "dlama_arab_west", "--model", str(model), "--data-dir", dlama_dir,
-               "--out", str(out)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
+               "29541", "-m", "culture_probe", "run", "dlama_arab_west", "--model", str(model), "--data-dir",
+               dlama_dir, "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(traces["two"])}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+    def calls(folder, rank):
+        return [json.loads(line) for line in (folder / f"rank{rank}.jsonl").read_text().splitlines()]
+
+    one, (rank0, rank1) = calls(traces["one"], 0), (calls(traces["two"], 0), calls(traces["two"], 1))
+    assert len(one) == len(rank0) == len(rank1) > 0
+    assert {c["size"] for c in rank0 + rank1} == {2}
+    for alone, mine, theirs in zip(one, rank0, rank1, strict=True):
+        assert not set(mine["indices"]) & set(theirs["indices"]), "a request was scored by both processes"
+        assert sorted(mine["indices"] + theirs["indices"]) == alone["indices"]
+        assert abs(len(mine["indices"]) - len(theirs["indices"])) <= 1
+    assert all(sum(len(c["indices"]) for c in rank) > 0 for rank in (rank0, rank1))
+
     records = runner.read_records(out / "items.jsonl")
+    assert len((out / "items.jsonl").read_text().splitlines()) == len(single.records)  # rank 1 wrote no lines
     assert [(r["key"], r["prediction"]) for r in records] == [(r["key"], r["prediction"]) for r in single.records]
     for mine, theirs in zip(records, single.records, strict=True):
         assert mine["top_scores"] == pytest.approx(theirs["top_scores"], abs=1e-5)

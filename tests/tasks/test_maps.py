@@ -1,0 +1,212 @@
+"""MAPS protocol: the upstream prompts as exact strings (reasoning, negative variants, memorisation), the success
+rules, the spec's worked examples through the task, the memorisation budget, the culture gap, and runs on the
+mirror's data with tiny models. MAPS is gated: tests use synthetic rows, and the mirror only when present."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+
+from culture_probe.data.registry import load_benchmark
+from culture_probe.engine import Scorer
+from culture_probe.engine.types import CandidateScores
+from culture_probe.errors import CultureProbeError
+from culture_probe.models.tiny import tiny_model, train_tokenizer
+from culture_probe.runner import run
+from culture_probe.tasks.maps import (
+    MapsTask,
+    culture_gap_study,
+    memorisation_prompts,
+    memorised,
+    reasoning_prompt,
+    split_proverb,
+)
+
+ROW = {"id": "maps_en-test-0000", "language": "en", "proverb": "Look before you  leap",
+       "conversation": 'Person 1: "Should I sign now?" Person 2: "Look before you leap."',
+       "answer1": "Think first.", "answer2": "Do not think first.", "is_figurative": 1.0, "label": 0}
+
+
+def rows(labels, figurative=(1, 1, 0, 0)):
+    return [{**ROW, "id": f"r{i}", "label": label, "is_figurative": bool(fig)}
+            for i, (label, fig) in enumerate(zip(labels, figurative, strict=True))]
+
+
+# ---------------------------------------------------------------- prompts
+
+
+def test_reasoning_prompt_is_the_upstream_pattern():
+    assert reasoning_prompt(ROW) == (
+        "question: what does the person mean by the proverb?\n"
+        "proverb:'look before you leap'\n"
+        'context: person 1: "should i sign now?" person 2: "look before you leap."\n'
+        "choices: a: think first. b: do not think first.\n"
+        "answer:"
+    )
+
+
+@pytest.mark.parametrize("variant,line", [
+    ("neg", "question: what does the person not mean by the proverb?"),
+    ("neg1", "question: which answer is contrary to what the person means by the proverb?"),
+    ("neg2", "question: which answer is impossible as the interpretation of what the person means by the proverb?"),
+    ("neg3", "question: pick the opposite answer to what the person means by the proverb."),
+    ("neg4", "question: pick the wrong answer to what the person means by the proverb."),
+])
+def test_negative_variants_replace_the_question_line(variant, line):
+    first, rest = reasoning_prompt(ROW, variant).split("\n", 1)
+    assert first == line and rest == reasoning_prompt(ROW).split("\n", 1)[1]
+
+
+def test_memorisation_prompts_and_splits():
+    assert memorisation_prompts("An apple a day keeps the doctor away", "en") == [
+        "proverb: an apple a day keeps the doctor",
+        "complete this proverb: an apple a day keeps the doctor",
+        "finish the proverb: an apple a day keeps the doctor",
+        "what's missing at the end of this proverb: an apple a day keeps the doctor",
+        "what's the last word of this proverb: an apple a day keeps the doctor",
+    ]
+    assert split_proverb("一石二鸟", "zh") == ("一石二", "鸟")
+    assert split_proverb("একা", "bn") == ("", "একা")  # no space: empty front (spec 5, edge cases)
+    assert memorisation_prompts("একা", "bn")[0] == "proverb: "
+
+
+def test_success_rules():
+    assert memorised(" away, says grandma", "an apple a day keeps the doctor away", "en")
+    assert not memorised(" far away", "an apple a day keeps the doctor away", "en")
+    assert memorised(" nicht", "Hunde, die bellen, beißen nicht!", "de")  # punctuation-insensitive (M6)
+    assert memorised("鸟。", "一石二鸟", "zh")
+    assert memorised(" away", "an apple a day keeps the doctor away", "en", match="substring")
+    assert not memorised(" nicht", "Hunde, die bellen, beißen nicht!", "de", match="substring")
+
+
+# ---------------------------------------------------------------- the spec's worked examples
+
+
+class LetterScorer:
+    """Engine stand-in: letter log-probs per item (spec 5), and fixed generations."""
+
+    kind = "causal"
+    identity = {"name_or_path": "letters"}
+
+    def __init__(self, letters, outputs=None, target_tokens=1):
+        self.letters, self.outputs, self.target_tokens, self.budgets = letters, outputs or {}, target_tokens, []
+        self.calls = 0
+
+    def score(self, requests, **options):
+        out = []
+        for request in requests:
+            if request.candidates == ("a", "b"):
+                self.calls += 1
+                out.append(CandidateScores(("a", "b"), np.array(self.letters[self.calls - 1]), np.array([1, 1])))
+            else:
+                out.append(CandidateScores(request.candidates, np.array([-1.0]), np.array([self.target_tokens])))
+        return out
+
+    def generate(self, prompts, max_new_tokens, chat=False):
+        self.budgets.append(max_new_tokens)
+        return [self.outputs.get(p, " nothing") for p in prompts]
+
+
+LETTERS = [(-0.9, -1.3), (-1.1, -0.4), (-0.7, -0.7), (-2.0, -1.5)]
+
+
+def test_worked_example_accuracy_negative_and_figurative_split():
+    data = rows(["a", "b", "b", "a"])
+    result = run("maps_en", LetterScorer(LETTERS), rows=data, memorisation=False, progress=False)
+    assert [r["pred"] for r in result.records] == ["a", "b", "a", "b"]  # the tie goes to a
+    assert result.metrics["accuracy"] == 50.0
+    assert result.metrics["subsets"]["figurative"]["accuracy"] == 100.0
+    assert result.metrics["subsets"]["non_figurative"]["accuracy"] == 0.0
+    negative = run("maps_en", LetterScorer(LETTERS), rows=data, memorisation=False, question="neg", progress=False)
+    assert negative.metrics["accuracy"] == 50.0 and [r["correct"] for r in negative.records] == [0, 0, 1, 1]
+
+
+def test_memorisation_union_budget_and_breakdown():
+    data = rows(["a", "b", "b", "a"])
+    prompts = memorisation_prompts(ROW["proverb"], "en")
+    scorer = LetterScorer(LETTERS, outputs={prompts[1]: " leap now"}, target_tokens=3)
+    result = run("maps_en", scorer, rows=data, progress=False)
+    assert set(scorer.budgets) == {5}  # max(4, T + 2) with T = 3
+    mem = result.metrics["memorisation"]
+    assert mem["union"] == 100.0 and mem["per_template"] == [0.0, 100.0, 0.0, 0.0, 0.0]
+    assert result.metrics["subsets"]["memorised"]["n"] == 4
+    compat = LetterScorer(LETTERS, target_tokens=3)
+    run("maps_en", compat, rows=data, mem_max_new_tokens=4, mem_match="substring", progress=False)
+    assert set(compat.budgets) == {4}  # the upstream budget (M6)
+
+
+def test_culture_gap_from_four_runs():
+    gaps = culture_gap_study({"maps_zh": 70.0, "maps_en": 80.0, "maps_zh_en_mt": 60.0, "maps_zh_en_ht": 72.5})
+    assert gaps == {"culture_gap": 7.5, "language_gap": 12.5}
+    with pytest.raises(CultureProbeError, match="missing maps_en_zh_ht"):
+        culture_gap_study({"maps_en": 1.0, "maps_zh": 1.0, "maps_en_zh_mt": 1.0}, "en_zh")
+
+
+def test_masked_models_skip_memorisation_with_the_reason():
+    task = MapsTask("maps_en", kind="masked")
+    assert task.stages == ("reason",)
+    probes = task.build_probes([ROW])
+    assert probes[1].reason.startswith("memorisation needs generation")
+    with pytest.raises(CultureProbeError, match="mem_max_new_tokens must be at least 1"):
+        MapsTask("maps_en", MapsTask.Options(mem_max_new_tokens=0), kind="causal")
+
+
+# ---------------------------------------------------------------- runs on the mirror with tiny models
+
+
+@cache
+def mirror_rows(config: str) -> tuple[dict, ...]:
+    import os
+
+    data_dir = os.path.join(os.environ["CULTURE_PROBE_MIRROR"], "manual", "maps")
+    return tuple(load_benchmark(config, data_dir=data_dir)["test"])
+
+
+@cache
+def tiny_scorer(arch: str) -> Scorer:
+    kind, family = {"gpt2": ("causal", "bpe"), "bert": ("masked", "wordpiece"), "t5": ("seq2seq", "metaspace")}[arch]
+    texts = [reasoning_prompt(r) for r in mirror_rows("maps_en")[:40] + mirror_rows("maps_zh")[:40]]
+    tok = train_tokenizer(texts, family, vocab_size=400, model_kind=kind)
+    return Scorer(tiny_model(arch, tok, layers=1, hidden=32), tok)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch,config", [("gpt2", "maps_en"), ("t5", "maps_zh"), ("bert", "maps_en")])
+def test_runs_on_mirror_rows_with_each_kind(mirror, arch, config, tmp_path):
+    data = list(mirror_rows(config)[:3])
+    result = run(config, tiny_scorer(arch), rows=data, out=tmp_path / arch, progress=False)
+    reason = [r for r in result.records if r["tag"] == "reason"]
+    assert len(reason) == 3 and all(r["pred"] in ("a", "b") for r in reason)
+    assert result.metrics["n"] == 3 and 0 <= result.metrics["accuracy"] <= 100
+    generated = [r for r in result.records if r["tag"].startswith("mem") and "output" in r]
+    assert len(generated) == (0 if arch == "bert" else 15)
+    assert "Reasoning" in (tmp_path / arch / "report.md").read_text()
+
+
+def test_few_shot_prompts_use_five_seeded_sets_of_english_demonstrations():
+    demos = [{**ROW, "id": f"fs{i}", "proverb": f"proverb {i}", "label": i % 2} for i in range(30)]
+    task = MapsTask("maps_zh", MapsTask.Options(n_shot=2, memorisation=False), kind="causal")
+    task.few_shot_rows = demos
+    probes = task.build_probes([ROW])
+    assert [p.tag for p in probes] == ["reason0", "reason1", "reason2", "reason3", "reason4"]
+    rs = np.random.RandomState(42)
+    first = rs.permutation(30)[:2]
+    blocks = probes[0].request.left.split("\n\n")
+    assert blocks == [reasoning_prompt(demos[i]) + " " + "ab"[i % 2] for i in first] + [reasoning_prompt(ROW)]
+    negative = MapsTask("maps_zh", MapsTask.Options(n_shot=2, question="neg"), kind="causal")
+    negative.few_shot_rows = demos
+    assert negative.build_probes([ROW])[0].request.left.split("\n\n")[0].endswith(" " + "ba"[first[0] % 2])
+    with pytest.raises(CultureProbeError, match="n_shot=31 exceeds the 30 few-shot items"):
+        task = MapsTask("maps_en", MapsTask.Options(n_shot=31), kind="causal")
+        task.few_shot_rows = demos
+        task.build_probes([ROW])
+
+
+def test_few_shot_accuracy_is_the_mean_over_the_sets(mirror):
+    data_dir = str(mirror / "manual" / "maps")
+    result = run("maps_en", LetterScorer(LETTERS * 5), rows=[ROW], n_shot=5, memorisation=False, progress=False,
+                 few_shot_dir=data_dir)
+    assert result.metrics["per_set"] == [100.0, 0.0, 100.0, 0.0, 100.0] and result.metrics["accuracy"] == 60.0
+    assert [r["demo_set"] for r in result.records] == [0, 1, 2, 3, 4]

@@ -1,0 +1,200 @@
+"""X-FaKT protocol: the paper's questions and judge rubric as exact strings, both judges, the spec's worked example
+through the task's metrics, and generation / LLM-judge / ranking runs on the mirror's rows with tiny models."""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+
+import pytest
+
+from culture_probe.data.registry import load_benchmark
+from culture_probe.engine import Scorer
+from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.models.tiny import save_tiny, tiny_model, train_tokenizer
+from culture_probe.runner import run
+from culture_probe.tasks.base import GenerateProbe, ScoreProbe
+from culture_probe.tasks.xfakt import (
+    StringJudge,
+    XfaktTask,
+    country_forms,
+    judge_prompt,
+    judge_template,
+    parse_verdict,
+)
+
+CHAT = ("{% for m in messages %}<user> {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<bot>{% endif %}")
+PROMPT_OURS_SHA256 = "7e8a122eef9dba87372b73d50d686ece76017919eaa60ab75af398fc09dbeb22"  # spec 4.3
+
+
+@cache
+def recall_rows() -> tuple[dict, ...]:
+    return tuple(load_benchmark("xfakt_factual_recall")["test"])
+
+
+def rows_of(*entity_idx: int, languages: tuple[str, ...] | None = None) -> list[dict]:
+    return [r for r in recall_rows() if r["entity_idx"] in entity_idx and (languages is None or
+                                                                           r["language"] in languages)]
+
+
+@cache
+def tiny_chat_scorer(arch: str = "gpt2", tokenizer: str = "bpe") -> Scorer:
+    texts = [r["question"] for r in recall_rows()[::40]] + [judge_template()[1]]
+    kind = "seq2seq" if arch == "t5" else "causal"
+    tok = train_tokenizer(texts, tokenizer, vocab_size=1500, model_kind=kind)
+    tok.chat_template = CHAT
+    return Scorer(tiny_model(arch, tok, layers=1, hidden=32), tok)
+
+
+# ---------------------------------------------------------------- prompts
+
+
+def test_questions_are_the_papers_templates_sent_as_one_chat_turn(mirror):
+    rows = rows_of(0, 258, 648, languages=("en", "ar", "ja"))
+    probes = {p.item_id: p for p in XfaktTask("xfakt_factual_recall", kind="causal").build_probes(rows)}
+    assert probes["fr-000-en"].prompt == "In which country is New York located?"
+    assert probes["fr-258-en"].prompt == "George Washington is from which country?"
+    festival = next(r for r in rows if r["id"] == "fr-648-en")
+    assert probes["fr-648-en"].prompt == f"In which country is {festival['entity']} widely celebrated?"
+    assert probes["fr-000-ja"].prompt == "ニューヨーク はどの国にありますか?"
+    assert probes["fr-000-ar"].prompt == "في أي بلد يقع نيويورك؟"
+    assert all(isinstance(p, GenerateProbe) and p.chat and p.max_new_tokens == 128 for p in probes.values())
+    seq2seq = XfaktTask("xfakt_factual_recall", kind="seq2seq").build_probes(rows[:1])
+    assert not seq2seq[0].chat  # seq2seq instruct models get the raw question (spec 4.2)
+
+
+def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
+    system, template = judge_template()
+    assert system == "You are a helpful assistant."
+    assert len(template) == 1412 and hashlib.sha256(template.encode()).hexdigest() == PROMPT_OURS_SHA256
+    filled = judge_prompt("भारत", "मुंबई किस देश में स्थित है?", "India")
+    assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
+    assert filled.endswith("[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
+                           "[The Start of Assistant's Answer]\nIndia\n\n[The End of Assistant's Answer]\n")
+
+
+def test_masked_models_are_refused_with_the_reason():
+    with pytest.raises(UnsupportedModelError, match="cannot probe a 'masked' model"):
+        XfaktTask("xfakt_factual_recall", kind="masked")
+
+
+# ---------------------------------------------------------------- judges
+
+
+def test_string_judge_reads_the_first_answer_named_in_any_language(mirror):
+    judge = StringJudge(country_forms())
+    assert judge.judge("भारत", "India", gold_name="भारत", english_name="India") == (True, "same_language")
+    assert judge.judge("It is India.", "India", gold_name="भारत", english_name="India") == (True, "english")
+    assert judge.judge("它在印度。", "India", gold_name="भारत", english_name="India") == (True, "other_language")
+    assert judge.judge("Not China: India.", "India", gold_name="भारत", english_name="India") == (False, "incorrect")
+    assert judge.judge("Indiana, USA", "India", gold_name="India", english_name="India") == (False, "incorrect")
+    assert judge.judge("saudi arabia", "Saudi Arabia", gold_name="Saudi Arabia",
+                       english_name="Saudi Arabia") == (True, "same_language")
+    assert judge.judge("I do not know.", "India", gold_name="India", english_name="India") == (False, "incorrect")
+    # the released bird name and the corrected name of Turkey are both accepted
+    assert judge.judge("火鸡", "Turkey", gold_name="火鸡", english_name="Turkey")[0]
+    assert judge.judge("土耳其", "Turkey", gold_name="火鸡", english_name="Turkey")[0]
+
+
+def test_llm_verdicts_follow_the_error_rule():
+    assert parse_verdict("The answer aligns. Rating: [[1]]") == (True, "same_language")
+    assert parse_verdict("Rating: [[2]]") == (True, "english")
+    assert parse_verdict("Rating: [[3]]") == (True, "other_language")
+    assert parse_verdict("Rating: [[4]]") == (False, "incorrect")
+    assert parse_verdict("no rating at all") == (True, "unparsed")  # X3: only [4] is an error
+
+
+def test_string_judge_needs_names():
+    with pytest.raises(CultureProbeError, match="at least one answer name"):
+        StringJudge({"India": [" "]})
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def test_spec_worked_example_through_the_task():
+    counts = {("en", "United States"): 0, ("en", "Japan"): 1, ("en", "Kenya"): 3, ("ja", "United States"): 2,
+              ("ja", "Japan"): 0, ("ja", "Kenya"): 4, ("sw", "United States"): 1, ("sw", "Japan"): 3,
+              ("sw", "Kenya"): 1}
+    records = []
+    for (language, country), errors in counts.items():
+        for i in range(7):
+            records.append({"id": f"{language}-{country}-{i}", "stage": "answer", "tag": "", "language": language,
+                            "country": country, "correct": i >= errors, "verdict": "x"})
+    metrics = XfaktTask("xfakt_factual_recall", kind="causal").compute_metrics(records)
+    assert metrics["mu_assoc"] == pytest.approx(0.046667, abs=1e-6)
+    assert metrics["mu_non"] == pytest.approx(0.333333, abs=1e-6)
+    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586957, 0.554404, 0.570216),
+                                                                                abs=1e-6)
+    exact = XfaktTask("xfakt_factual_recall", XfaktTask.Options(round_cells=False), kind="causal")
+    metrics = exact.compute_metrics(records)
+    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586207, 0.555556, 0.570470),
+                                                                                abs=1e-6)
+
+
+# ---------------------------------------------------------------- runs on tiny models
+
+
+@pytest.mark.slow
+def test_generation_with_string_judge_end_to_end(mirror, tmp_path):
+    rows = rows_of(0, 258, languages=("en", "hi", "fr"))
+    result = run("xfakt_factual_recall", tiny_chat_scorer(), rows=rows, judge="string", max_new_tokens=6,
+                 out=tmp_path / "run", progress=False)
+    assert len(result.records) == 6 and all(r["stage"] == "answer" for r in result.records)
+    assert {r["verdict"] for r in result.records} <= {"same_language", "english", "other_language", "incorrect"}
+    assert set(result.metrics["error_by_language"]) == {"en", "hi", "fr"}
+    assert 0 <= result.metrics["kts"] <= 1 and 0 <= result.metrics["frs"] <= 1
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Language x country errors" in report and list((tmp_path / "run" / "plots").glob("*.png"))
+
+
+@pytest.mark.slow
+def test_llm_judge_is_a_second_stage_with_the_rubric(mirror, tmp_path):
+    judge_dir = tmp_path / "judge"
+    scorer = tiny_chat_scorer()
+    save_tiny(judge_dir, "gpt2", scorer.tokenizer, layers=1, hidden=32)
+    rows = rows_of(0, languages=("en", "sw"))
+    task = XfaktTask("xfakt_factual_recall", XfaktTask.Options(judge_model=str(judge_dir)), kind="causal")
+    assert task.stages == ("answer", "judge") and task.stage_model("judge") == str(judge_dir)
+    result = run("xfakt_factual_recall", scorer, rows=rows, judge_model=str(judge_dir), max_new_tokens=4,
+                 judge_max_new_tokens=4, progress=False)
+    answers = [r for r in result.records if r["stage"] == "answer"]
+    judged = [r for r in result.records if r["stage"] == "judge"]
+    assert [r["id"] for r in judged] == [r["id"] for r in answers] == ["fr-000-en", "fr-000-sw"]
+    probes = task.build_probes(rows, stage="judge", previous=answers)
+    assert probes[0].prompt == judge_prompt("United States", "In which country is New York located?",
+                                            answers[0]["reply"])
+    assert probes[0].chat and probes[0].max_new_tokens == 256
+    assert result.metrics["n_items"] == 2
+
+
+@pytest.mark.slow
+def test_rank_mode_scores_every_country_by_its_best_form(mirror):
+    rows = rows_of(0, 300, languages=("en", "zh"))
+    result = run("xfakt_factual_recall", tiny_chat_scorer(), rows=rows, mode="rank", progress=False)
+    probes = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal").build_probes(rows)
+    probe = next(p for p in probes if p.item_id == "fr-000-zh")
+    assert isinstance(probe, ScoreProbe)
+    assert "土耳其" in probe.request.candidates and "火鸡" not in probe.request.candidates  # corrected names
+    assert "Turkey" in probe.request.candidates and len(probe.request.candidates) == 26
+    for record in result.records:
+        assert len(record["scores"]) == 13
+        assert record["reply"] == max(record["scores"], key=record["scores"].get)
+        assert record["correct"] == (record["reply"] == record["country"])
+
+
+def test_in_context_and_counter_factual_report_error_rates(mirror):
+    rows = list(load_benchmark("xfakt_in_context")["test"].select(range(2)))
+    task = XfaktTask("xfakt_in_context", XfaktTask.Options(judge="string"), kind="causal")
+    probes = task.build_probes(rows)
+    records = [task.to_record(p, rows[i]["answer"] + " lives there.") for i, p in enumerate(probes)]
+    metrics = task.compute_metrics(records)
+    assert metrics["error_rate"] == 0.0 and "kts" not in metrics
+    wrong = [task.to_record(p, rows[1 - i]["answer"]) for i, p in enumerate(probes)]
+    assert task.compute_metrics(wrong)["error_rate"] == 100.0
+
+
+def test_unknown_config_is_refused():
+    with pytest.raises(CultureProbeError, match="not an X-FaKT config"):
+        XfaktTask("xfakt_other", kind="causal")
