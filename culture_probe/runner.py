@@ -208,7 +208,9 @@ def versions() -> dict[str, str]:
 
 def is_main_process() -> bool:
     """Rank 0 (or a single process): the only writer of run files."""
-    return int(os.environ.get("RANK", "0")) == 0
+    from culture_probe.engine import parallel
+
+    return parallel.world()[0] == 0
 
 
 def prepare_run_dir(run_dir: Path, meta: dict[str, Any], resume: bool) -> list[Record]:

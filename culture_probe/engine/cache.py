@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,7 +30,7 @@ class ScoreCache:
         self.model, self.options = model, options
         # Several processes may write at once: wait for the lock rather than fail.
         self._db = sqlite3.connect(self.path, timeout=120)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        _use_wal(self._db)
         self._db.execute(_SCHEMA)
         self._db.commit()
 
@@ -52,6 +53,22 @@ class ScoreCache:
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
+
+
+def _use_wal(db: sqlite3.Connection, attempts: int = 100) -> None:
+    """Switch the file to WAL, retrying a while.
+
+    Processes opening a new cache together can deadlock on that switch, and SQLite then answers "database is
+    locked" at once instead of waiting for the connection's timeout.
+    """
+    for attempt in range(attempts):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
 
 
 def _dumps(scores: CandidateScores) -> str:

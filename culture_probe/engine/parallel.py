@@ -1,11 +1,28 @@
 """Data parallel scoring: every process holds the model, scores a shard of the requests, and all processes
-get every result back in request order. Works under `accelerate launch` and `torchrun` (CPU: gloo).
+get every result back in request order.
+
+Works under `torchrun`, `accelerate launch --multi_gpu` (which is torchrun underneath, and also starts several
+processes on a machine without GPUs) and `accelerate launch --cpu --mpirun_hostfile ...` (MPI). Without a GPU
+the processes talk over gloo, with CUDA over nccl. `accelerate launch --cpu` without MPI starts ONE process
+whatever `--num_processes` says; `world()` warns when it sees that.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import warnings
+from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# Launcher variables that give the number of processes (torchrun/accelerate, then the MPI flavours).
+SIZE_VARIABLES = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+# A folder: each process appends one JSON line per `gather` (rank, size, request indices it scored) to
+# rank<r>.jsonl there, so that tests and users can check the work was really split.
+TRACE_VARIABLE = "CULTURE_PROBE_SHARD_TRACE"
 
 
 def world() -> tuple[int, int]:
@@ -14,14 +31,41 @@ def world() -> tuple[int, int]:
 
     if not dist.is_available():
         return 0, 1
-    if not dist.is_initialized() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        # Launched by accelerate/torchrun but nobody set the process group up yet.
-        from accelerate import PartialState
-
-        PartialState()
+    if not dist.is_initialized() and _launched_size() > 1:
+        _init_process_group()
     if not dist.is_initialized():
+        _warn_if_cpu_launch_started_one()
         return 0, 1
     return dist.get_rank(), dist.get_world_size()
+
+
+def _launched_size() -> int:
+    """The number of processes the launcher says it started (1 when none did)."""
+    for name in SIZE_VARIABLES:
+        if os.environ.get(name):
+            return int(os.environ[name])
+    return 1
+
+
+def _init_process_group() -> None:
+    """Set up the process group through accelerate, on gloo when there is no GPU.
+
+    `PartialState()` alone picks the backend from the device: under torchrun on a CPU-only machine it finds no
+    GPU and silently falls back to one process per launch (every process scoring everything).
+    """
+    import torch
+    from accelerate import PartialState
+
+    accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    PartialState(cpu=accelerator is None or accelerator.type == "mps")
+
+
+def _warn_if_cpu_launch_started_one() -> None:
+    """`accelerate launch --cpu --num_processes N` (N > 1) without MPI runs one process: say so, once."""
+    if os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get("MASTER_ADDR"):
+        warnings.warn("accelerate launch --cpu started a single process (several CPU processes need MPI); "
+                      "use `accelerate launch --multi_gpu --num_processes N` (or torchrun) to split the work "
+                      "over N CPU processes", stacklevel=3)
 
 
 def barrier(size: int) -> None:
@@ -34,13 +78,39 @@ def barrier(size: int) -> None:
 
 def gather(local: dict[int, Any], size: int) -> dict[int, Any]:
     """Union of every process's `local` (request index -> result)."""
+    rank = 0
+    if size > 1:
+        import torch.distributed as dist
+
+        rank = dist.get_rank()
+    logger.info("process %d of %d scored %d request(s)", rank, size, len(local))
+    _trace(rank, size, sorted(local))
     if size == 1:
         return local
-    import torch.distributed as dist
-
     parts: list[dict[int, Any] | None] = [None] * size
     dist.all_gather_object(parts, local)
     merged: dict[int, Any] = {}
     for part in parts:
         merged.update(part or {})
     return merged
+
+
+def _trace(rank: int, size: int, indices: list[int]) -> None:
+    """Append this process's shard to the trace folder named by $CULTURE_PROBE_SHARD_TRACE, if set."""
+    folder = os.environ.get(TRACE_VARIABLE)
+    if folder:
+        with open(Path(folder) / f"rank{rank}.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"rank": rank, "size": size, "indices": indices}) + "\n")
+
+
+def local_device(device: Any = None) -> Any:
+    """The device this process should use: `device` as given, except that a bare "cuda" (or None on a machine
+    with GPUs) means this process's own GPU, `cuda:<LOCAL_RANK>`, so that N processes use N GPUs.
+    """
+    import torch
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if str(device) == "cuda":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device(device)

@@ -134,8 +134,8 @@ class Scorer:
                   "seq2seq": tf.AutoModelForSeq2SeqLM}[kind]
         extra = {k: v for k, v in {"dtype": torch_dtype, "device_map": device_map}.items() if v is not None}
         model = loader.from_pretrained(name_or_path, config=config, **hub, **extra)
-        if device is not None and device_map is None:
-            model = model.to(device)
+        if device_map is None:
+            model = model.to(parallel.local_device(device))
         tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **hub)
         identity = _identity(model, tokenizer, name=str(name_or_path), revision=revision, hash_weights=False)
         return backend(model.eval(), tokenizer, kind=kind, batch_tokens=batch_tokens, cache=cache,

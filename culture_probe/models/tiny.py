@@ -7,7 +7,10 @@ Metaspace like Llama/T5/XLM-R) and a model of a real architecture whose config a
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from collections.abc import Iterable
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
@@ -48,7 +51,10 @@ def _special_names(kind: TokenizerKind, model_kind: ModelKind) -> tuple[dict[str
 
 
 def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vocab_size: int, causal: bool):
-    """An untrained `tokenizers.Tokenizer` of the family and its trainer."""
+    """An untrained `tokenizers.Tokenizer` of the family and its trainer (None for WordPiece).
+
+    WordPiece vocabularies come from `_wordpiece_vocab`, not from the library's trainer.
+    """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     if kind == "bpe":
@@ -62,7 +68,7 @@ def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vo
         tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials)
+        trainer = None  # `tokenizers`' WordPieceTrainer is not reproducible across processes: see _wordpiece_vocab
     elif kind == "metaspace":
         # Llama's SentencePiece model is a BPE over "▁"-marked text (Unigram degenerates on tiny corpora).
         tok = Tokenizer(models.BPE(unk_token=names["unk"]))
@@ -78,13 +84,80 @@ def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vo
     return tok, trainer
 
 
+def _wordpiece_vocab(tok, texts: list[str], specials: list[str], vocab_size: int) -> dict[str, int]:
+    """WordPiece vocabulary learnt as `tokenizers`' WordPieceTrainer does (BPE merges with a "##" continuation
+    prefix), but with ties broken by the pair itself rather than by hash order.
+
+    The library's trainer gives "##" pieces ids in hash-map order, which breaks merge-count ties differently in
+    every process (huggingface/tokenizers#1794): the same corpus gave different vocabularies, hence different
+    planted models and result-cache identities. Merges: most frequent pair first, ties by the smaller pair.
+    """
+    counts: Counter[str] = Counter()
+    for text in texts:
+        normal = tok.normalizer.normalize_str(text)
+        counts.update(word for word, _ in tok.pre_tokenizer.pre_tokenize_str(normal))
+    words = [[w[0], *(f"##{c}" for c in w[1:])] for w in counts]
+    freq = list(counts.values())
+    alphabet = sorted({piece for word in words for piece in word})
+    vocab = dict.fromkeys([*specials, *alphabet])  # ordered set
+    pairs: Counter[tuple[str, str]] = Counter()
+    where: dict[tuple[str, str], set[int]] = {}
+    for i, word in enumerate(words):
+        for pair in pairwise(word):
+            pairs[pair] += freq[i]
+            where.setdefault(pair, set()).add(i)
+    heap = [(-n, pair) for pair, n in pairs.items()]
+    heapq.heapify(heap)
+    while len(vocab) < vocab_size and heap:
+        negative, pair = heapq.heappop(heap)
+        if pairs.get(pair, 0) != -negative or not negative:
+            continue  # stale entry: the pair's count changed since it was pushed
+        merged = pair[0] + pair[1].removeprefix("##")
+        vocab[merged] = None
+        for i in sorted(where.pop(pair, ())):
+            changed = _merge_word(words, i, pair, merged, freq[i], pairs, where)
+            for p in changed:
+                heapq.heappush(heap, (-pairs[p], p))
+        pairs.pop(pair, None)
+    return {token: i for i, token in enumerate(vocab)}
+
+
+def _merge_word(words: list[list[str]], i: int, pair: tuple[str, str], merged: str, count: int,
+                pairs: Counter, where: dict[tuple[str, str], set[int]]) -> set[tuple[str, str]]:
+    """Replace `pair` by `merged` in word `i`, updating pair counts and the pair -> words index.
+
+    Returns the pairs whose counts changed (they go back on the heap with their new counts).
+    """
+    old = words[i]
+    new: list[str] = []
+    j = 0
+    while j < len(old):
+        if j + 1 < len(old) and (old[j], old[j + 1]) == pair:
+            new.append(merged)
+            j += 2
+        else:
+            new.append(old[j])
+            j += 1
+    before, after = Counter(pairwise(old)), Counter(pairwise(new))
+    for p, n in before.items():
+        pairs[p] -= n * count
+    for p, n in after.items():
+        pairs[p] += n * count
+        where.setdefault(p, set()).add(i)
+    for p in before.keys() - after.keys():
+        where.get(p, set()).discard(i)
+    words[i] = new
+    return {p for p in before.keys() | after.keys() if p != pair and before[p] != after[p]}
+
+
 def train_tokenizer(texts: Iterable[str], kind: TokenizerKind, *, vocab_size: int = 600,
                     model_kind: ModelKind = "causal"):
     """Train a tokenizer of family `kind` on `texts`, with the special tokens a `model_kind` model needs.
 
     bpe+causal is GPT-2 style (nothing added around a sequence); other causal ones add BOS (Llama style); masked
     ones add BOS/EOS ([CLS]/[SEP] for WordPiece) and have a mask token; seq2seq ones append EOS and have T5
-    sentinels `<extra_id_0..9>`. Every tokenizer has a pad token. Returns a `PreTrainedTokenizerFast`.
+    sentinels `<extra_id_0..9>`. Every tokenizer has a pad token. Returns a `PreTrainedTokenizerFast`, the same in
+    every process for the same arguments.
     """
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
@@ -93,7 +166,13 @@ def train_tokenizer(texts: Iterable[str], kind: TokenizerKind, *, vocab_size: in
         raise UnknownNameError("model kind", model_kind, _ROLES)
     names, specials, template = _special_names(kind, model_kind)
     tok, trainer = _backend(kind, names, specials, vocab_size, model_kind == "causal")
-    tok.train_from_iterator(list(texts), trainer=trainer)
+    texts = list(texts)
+    if trainer is None:
+        from tokenizers import models
+
+        tok.model = models.WordPiece(_wordpiece_vocab(tok, texts, specials, vocab_size), unk_token=names["unk"])
+    else:
+        tok.train_from_iterator(texts, trainer=trainer)
     if template is not None:
         single = " ".join(names.get(part, part) for part in template.split())
         tok.post_processor = processors.TemplateProcessing(

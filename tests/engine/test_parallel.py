@@ -1,7 +1,8 @@
-"""Two processes give the scores of one process, in request order, on every rank.
+"""Two processes give the scores of one process, in request order, on every rank, each having scored its own
+shard only.
 
-Launched with torchrun (gloo on CPU): the environment contract accelerate's multi-process launcher uses too;
-`accelerate launch --cpu` itself needs MPI for several CPU processes.
+Launched with torchrun (gloo on CPU): the environment contract `accelerate launch --multi_gpu` uses too (its
+end-to-end run is tests/tasks/test_base.py). `accelerate launch --cpu` needs MPI for several CPU processes.
 """
 
 from __future__ import annotations
@@ -16,31 +17,31 @@ import numpy as np
 import pytest
 from engine_reference import tiny
 
-from culture_probe.engine import Scorer, ScoreRequest
+from culture_probe.engine import Scorer, ScoreRequest, parallel
 from culture_probe.models import save_tiny
 
 REPO = Path(__file__).resolve().parents[2]
 SETUPS = [("gpt2", "bpe"), ("bert", "wordpiece")]
-REQUESTS = [ScoreRequest(f"The ingredients of {dish} include", ["cheese", "olive oil", "김치", "東京", dish])
-            for dish in ["pizza", "sushi", "kimchi", "rice", "mole", "paella", "pho"]]
+# Different candidate counts per request, so that results coming back out of order cannot line up.
+CANDIDATES = ["cheese", "olive oil", "김치", "東京"]
+REQUESTS = [ScoreRequest(f"The ingredients of {dish} include", [*CANDIDATES[: 1 + i % 4], dish])
+            for i, dish in enumerate(["pizza", "sushi", "kimchi", "rice", "mole", "paella", "pho"])]
 
 SCRIPT = """
 import json, sys
-import torch.distributed as dist
-from culture_probe.engine import Scorer, ScoreRequest
-from culture_probe.engine import parallel
+from culture_probe.engine import Scorer, ScoreRequest, parallel
 
 out, requests = sys.argv[1], [ScoreRequest(**r) for r in json.loads(sys.argv[2])]
-local_sizes = []
-gather = parallel.gather
-parallel.gather = lambda local, size: local_sizes.append(len(local)) or gather(local, size)
-result = {}
-for model_dir in sys.argv[3:]:
-    scores = Scorer.from_pretrained(model_dir, batch_tokens=16).score(requests)
-    result[model_dir] = [s.sum_logprob.tolist() for s in scores]
-with open(f"{out}.{dist.get_rank()}", "w") as f:
-    json.dump({"world": dist.get_world_size(), "local": local_sizes, "sums": result}, f)
+result = {d: [s.sum_logprob.tolist() for s in Scorer.from_pretrained(d, batch_tokens=16).score(requests)]
+          for d in sys.argv[3:]}
+rank, size = parallel.world()
+with open(f"{out}.{rank}", "w") as f:
+    json.dump({"world": size, "sums": result}, f)
 """
+
+
+def read_trace(folder: Path, rank: int) -> list[dict]:
+    return [json.loads(line) for line in (folder / f"rank{rank}.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.slow
@@ -49,16 +50,50 @@ def test_two_processes_equal_one(tmp_path):
             for arch, kind in SETUPS]
     script = tmp_path / "score.py"
     script.write_text(SCRIPT)
+    trace = tmp_path / "trace"
+    trace.mkdir()
     payload = json.dumps([{"left": r.left, "candidates": list(r.candidates)} for r in REQUESTS])
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(trace)}
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
                     "29533", str(script), str(tmp_path / "out"), payload, *map(str, dirs)],
-                   check=True, env=env, cwd=tmp_path, timeout=600)
-    for rank in (0, 1):
-        got = json.loads((tmp_path / f"out.{rank}").read_text())
-        assert got["world"] == 2
-        assert got["local"] == [(len(REQUESTS) + 1 - rank) // 2] * 2  # each rank scored its own shard only
-        for model_dir in dirs:
-            single = Scorer.from_pretrained(model_dir).score(REQUESTS)
+                   check=True, env=env, cwd=tmp_path, timeout=300)
+    shards = [read_trace(trace, rank) for rank in (0, 1)]
+    assert [len(s) for s in shards] == [len(dirs)] * 2  # one gather per model on each rank
+    for mine, theirs in zip(*shards, strict=True):
+        assert mine["size"] == theirs["size"] == 2
+        assert mine["indices"] and theirs["indices"], "a process scored nothing"
+        assert not set(mine["indices"]) & set(theirs["indices"]), "a request was scored twice"
+        assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(REQUESTS)))
+    for model_dir in dirs:
+        single = Scorer.from_pretrained(model_dir).score(REQUESTS)
+        for rank in (0, 1):
+            got = json.loads((tmp_path / f"out.{rank}").read_text())
+            assert got["world"] == 2
             for sums, want in zip(got["sums"][str(model_dir)], single, strict=True):
                 np.testing.assert_allclose(sums, want.sum_logprob, atol=1e-5, rtol=0)
+
+
+def test_single_process_without_launcher(monkeypatch, recwarn):
+    for name in [*parallel.SIZE_VARIABLES, "ACCELERATE_USE_CPU", "MASTER_ADDR"]:
+        monkeypatch.delenv(name, raising=False)
+    assert parallel.world() == (0, 1)
+    assert not recwarn.list
+
+
+def test_cpu_launch_that_started_one_process_warns(monkeypatch):
+    """What `accelerate launch --cpu --num_processes 2` (no MPI) leaves in the environment of its one process."""
+    for name in parallel.SIZE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ACCELERATE_USE_CPU", "True")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    with pytest.warns(UserWarning, match=r"single process .*--multi_gpu --num_processes N"):
+        assert parallel.world() == (0, 1)
+
+
+def test_each_process_gets_its_own_gpu(monkeypatch):
+    from culture_probe.engine.parallel import local_device
+
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert str(local_device("cuda")) == "cuda:3"
+    assert str(local_device("cuda:1")) == "cuda:1"  # an explicit index is kept
+    assert str(local_device("cpu")) == "cpu"
