@@ -12,7 +12,7 @@ import sys
 EXAMPLES = """examples:
   culture-probe list
   culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert
-  culture-probe run xfakt_factual_recall --model planted:xfakt_factual_recall --out runs/planted
+  culture-probe run xfakt_factual_recall --model planted:xfakt_factual_recall --option judge=string --out runs/planted
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
   culture-probe export hub_folder --configs dlama_arab_west camel_entities

@@ -1,9 +1,17 @@
-"""`make demo`: plant knowledge of some countries in tiny models, and show that the probe finds it, and only it.
+"""`make demo`: X-FaKT factual recall on a planted model, end to end; the report shows the cross-lingual gap.
 
-Offline, on the mirror's X-FaKT factual-recall data (English questions such as "In which country is New York
-located?"). For each architecture (GPT-2 causal, BERT masked), a tiny model is trained for seconds on the facts of
-the *planted* countries only; the engine then ranks the 13 countries as answers to every sampled question. A probe
-that works ranks the gold country first for planted facts, and no better than chance for the others.
+Offline, on the mirror's X-FaKT data, in two parts, both written into one run directory:
+
+1. The main job. `planted:xfakt_factual_recall` is a tiny GPT-2 trained (in under two minutes, then cached) on the
+   first 5 entities of each of the 13 countries, each fact stated **only in its country's own language**. The demo
+   asks those 65 entities in all 13 languages through `culture_probe.run`, with the paper's generation protocol
+   (chat template, greedy) and the offline string-matching judge, and writes the run directory (`config.json`,
+   `items.jsonl`, `metrics.json`, `report.md`, `plots/`): recall is high in the associated language and low in the
+   other twelve, so the Knowledge Transferability Score (KTS) is low, as the planting predicts.
+2. A ranking self-test, appended to `report.md`. For each architecture (GPT-2 causal, BERT masked), a tiny model is
+   trained for seconds on the English facts of some *planted* countries only; the engine ranks the 13 countries as
+   answers to every sampled question. A probe that works ranks the gold first for planted facts, and no better
+   than chance for the others.
 
     python -m culture_probe.demo --out runs/demo
 """
@@ -33,7 +41,39 @@ CONFIG = "xfakt_factual_recall"
 PLANTED_COUNTRIES = ("United States", "France", "Russia", "Ukraine", "Greece", "Turkey")
 ARCH_TOKENIZER = {"gpt2": "bpe", "bert": "wordpiece"}
 COLUMNS = ("facts", "group", "n", "mean rank", "P@1")
+MODEL = f"planted:{CONFIG}"
+PER_COUNTRY = 5  # entities per country the planted model saw (culture_probe.models.planted_benchmarks.xfakt_spec)
 
+
+
+def probed_rows() -> list[dict[str, Any]]:
+    """The planted model's entities, asked in all 13 languages (13 x 65 = 845 questions)."""
+    from culture_probe.data.registry import load_benchmark
+    from culture_probe.models.planted_benchmarks import planted_entities
+
+    rows = list(load_benchmark(CONFIG)["test"])
+    chosen = planted_entities(rows, PER_COUNTRY)
+    return [row for row in rows if row["entity_idx"] in chosen]
+
+
+def run_xfakt(out: Path) -> Any:
+    """Part 1: the X-FaKT protocol on the planted model, written to `out` (a second call resumes and re-reports)."""
+    import culture_probe
+
+    resume = (out / "config.json").is_file()
+    return culture_probe.run(CONFIG, MODEL, rows=probed_rows(), judge="string", out=out, resume=resume,
+                             progress=False)
+
+
+def xfakt_summary(metrics: Mapping[str, Any]) -> str:
+    """The cross-lingual gap in a few lines for the terminal."""
+    return "\n".join([
+        f"X-FaKT factual recall on {MODEL} ({metrics['n_items']} questions):",
+        f"  error in the associated language {100 * metrics['mu_assoc']:5.1f} %, in the other 12 "
+        f"{100 * metrics['mu_non']:5.1f} %",
+        f"  FRS {metrics['frs']:.3f}  KTS {metrics['kts']:.3f}  X-FaKT {metrics['xfakt']:.3f}  (low KTS: the facts "
+        "do not transfer across languages, as planted)",
+    ])
 
 @dataclass(frozen=True)
 class Probe:
@@ -113,7 +153,7 @@ def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_p
     from culture_probe.tasks.base import Table
 
     lines = [
-        "# Planted-knowledge demo",
+        "## Self-test: planted vs unplanted countries (ranking)",
         "",
         f"Data: `{CONFIG}`, English questions, {n_probes} entities (the same number per country). Each tiny model "
         f"was trained only on the facts of {', '.join(planted_countries)}; the engine then ranked the 13 countries "
@@ -124,7 +164,7 @@ def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_p
     ]
     for result in results:
         record = result.record
-        lines += ["", f"## {result.arch} ({ARCH_TOKENIZER[result.arch]} tokenizer)", "",
+        lines += ["", f"### {result.arch} ({ARCH_TOKENIZER[result.arch]} tokenizer)", "",
                   table_markdown(Table(COLUMNS, result.rows)), "",
                   f"Training: {record.steps} steps, {record.seconds:.1f} s, final answer loss "
                   f"{record.answer_loss:.4f} ({'converged' if record.converged else 'NOT converged'}, "
@@ -135,7 +175,8 @@ def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_p
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The demo's options; the defaults are what `make demo` runs."""
     parser = argparse.ArgumentParser(prog="python -m culture_probe.demo", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="runs/demo", help="where report.md and the trained models go")
+    parser.add_argument("--out", default="runs/demo",
+                        help="the run directory (config.json, items.jsonl, report.md, plots, the self-test's models)")
     parser.add_argument("--arch", nargs="+", default=list(ARCH_TOKENIZER), choices=list(ARCH_TOKENIZER))
     parser.add_argument("--per-country", type=_positive, default=20, help="entities probed per country")
     parser.add_argument("--seed", type=int, default=0)
@@ -150,21 +191,23 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo: load, plant, probe, print the tables and write `<out>/report.md`."""
+    """Run both parts, write `<out>/report.md` (the run's report with the self-test appended) and print it."""
     from culture_probe.data.registry import load_benchmark
 
     args = parse_args(argv)
     start, out = time.monotonic(), Path(args.out)
+    print(f"Part 1: X-FaKT factual recall on {MODEL} (trains the planted model once, then cached) ...", flush=True)
+    result = run_xfakt(out)
+    print("Part 2: ranking self-test ...", flush=True)
     rows = sample_rows(load_benchmark(CONFIG, languages=("en",))["test"], args.per_country)
     probes = build_probes(rows, PLANTED_COUNTRIES)
     results = [run_model(probes, arch, seed=args.seed, cache_dir=out / "models") for arch in args.arch]
-    report = render(results, PLANTED_COUNTRIES, len(probes))
-    out.mkdir(parents=True, exist_ok=True)
+    report = (out / "report.md").read_text(encoding="utf-8") + "\n" + render(results, PLANTED_COUNTRIES, len(probes))
     (out / "report.md").write_text(report, encoding="utf-8")
     print(report)
+    print(xfakt_summary(result.metrics))
     print(f"Wrote {out / 'report.md'} in {time.monotonic() - start:.0f} s.")
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,0 +1,330 @@
+"""MAPS protocol: proverbs in conversations; choose the speaker's meaning (a/b) and complete the proverb.
+
+Spec section 4. Reasoning: the upstream prompt (lower-cased, multi-line), the model scores the option letters as
+the next token (`log p(" a" | s)` vs `log p(" b" | s)`, ties to `a`); negative-question variants ask for the wrong
+reading, so a prediction is correct when it differs from the label. Memorisation: the proverb without its last
+word, five English templates, greedy generation; a proverb is memorised when any template's continuation starts
+with the missing word. The budget is `max(4, T + 2)` new tokens, where T is the in-context token count of the
+missing word (measured by a scoring stage first); `mem_max_new_tokens=4, mem_match="substring"` reproduces the
+paper's code (deviation M6). The culture gap compares runs on the source, target and translated sets
+(`culture_gap_study`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from culture_probe.data.card import Deviation
+from culture_probe.engine.types import CandidateScores, ScoreRequest
+from culture_probe.errors import CultureProbeError
+from culture_probe.tasks.base import (
+    Bars,
+    GenerateProbe,
+    Output,
+    Probe,
+    Record,
+    ScoreProbe,
+    Section,
+    Skipped,
+    Table,
+    Task,
+)
+
+QUESTIONS = {
+    "pos": "Question: What does the person mean by the proverb?",
+    "neg": "Question: What does the person not mean by the proverb?",
+    "neg1": "Question: Which answer is contrary to what the person means by the proverb?",
+    "neg2": "Question: Which answer is impossible as the interpretation of what the person means by the proverb?",
+    "neg3": "Question: Pick the opposite answer to what the person means by the proverb.",
+    "neg4": "Question: Pick the wrong answer to what the person means by the proverb.",
+}
+BODY = "\nProverb:'{proverb}'\nContext: {conversation}\nChoices: {answers}\nAnswer:"
+MEMORISATION_TEMPLATES = (
+    "Proverb: {proverb}",
+    "Complete this proverb: {proverb}",
+    "Finish the proverb: {proverb}",
+    "What's missing at the end of this proverb: {proverb}",
+    "What's the last word of this proverb: {proverb}",
+)
+LABELS = ("a", "b")
+TRAILING_PUNCTUATION = ".!?;,"
+N_SETS = 5  # few-shot demonstration sets, averaged
+# Translation sets of the culture-gap study (spec 4.5): direction -> (source, target, machine, human) configs.
+GAP_CONFIGS = {
+    "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
+    "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
+}
+
+
+@dataclass(frozen=True)
+class MapsOptions:
+    """Switches of the MAPS protocol (defaults: spec section 4; compat flags reproduce the upstream code)."""
+
+    question: Literal["pos", "neg", "neg1", "neg2", "neg3", "neg4"] = "pos"
+    memorisation: bool = True
+    mem_max_new_tokens: int | None = None  # None: max(4, T + 2); 4 = upstream (M6)
+    mem_match: Literal["prefix", "substring"] = "prefix"  # substring = upstream (M6)
+    n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5)
+    few_shot_dir: str | None = None  # the MAPS data folder holding en/fs_proverbs.xlsx (default: the mirror's)
+
+
+# ---------------------------------------------------------------- prompts
+
+
+def reasoning_prompt(row: Mapping[str, Any], question: str = "pos") -> str:
+    """The upstream reasoning prompt, lower-cased, runs of spaces/tabs collapsed (spec 4.1)."""
+    answers = "A: " + row["answer1"] + " B: " + row["answer2"]
+    text = (QUESTIONS[question] + BODY).format(proverb=row["proverb"], conversation=row["conversation"],
+                                               answers=answers).lower()
+    return re.sub(r"[ \t]{2,}", " ", text).replace("\n ", "\n")
+
+
+def split_proverb(proverb: str, language: str) -> tuple[str, str]:
+    """(front, target): the proverb without its last word (Chinese: last character), and that word."""
+    if language == "zh":
+        return proverb[:-1], proverb[-1]
+    words = proverb.split(" ")
+    return " ".join(words[:-1]), words[-1]
+
+
+def memorisation_prompts(proverb: str, language: str) -> list[str]:
+    """The five lower-cased memorisation prompts of one proverb, in upstream order (spec 4.3)."""
+    front, _ = split_proverb(proverb, language)
+    return [template.format(proverb=front).lower() for template in MEMORISATION_TEMPLATES]
+
+
+def memorised(output: str, proverb: str, language: str, match: str = "prefix") -> bool:
+    """Whether a continuation completes the proverb (prefix rule, or the upstream substring rule)."""
+    front, target = split_proverb(proverb, language)
+    said = output.strip().lower()
+    if match == "substring":
+        joiner = "" if language == "zh" else " "
+        return proverb.lower() in (front.lower() + joiner + said)
+    return said.startswith(target.lower().rstrip(TRAILING_PUNCTUATION))
+
+
+def demo_sets(n_rows: int, k: int, n_sets: int = N_SETS) -> list[list[int]]:
+    """The few-shot demo indices: a fresh `RandomState(42)`, then `permutation(n)[:k]` five times (spec 4.4)."""
+    rs = np.random.RandomState(42)
+    return [rs.permutation(n_rows)[:k].tolist() for _ in range(n_sets)]
+
+
+def demonstration(row: Mapping[str, Any], question: str = "pos") -> str:
+    """A demonstration: the filled prompt, a space, its answer (the other letter if negative), a newline."""
+    label = label_name(row["label"])
+    answer = label if question == "pos" else LABELS[1 - LABELS.index(label)]
+    return reasoning_prompt(row, question) + " " + answer + "\n"
+
+
+def label_name(value: Any) -> str:
+    """A label as "a"/"b" (rows from `datasets` hold the ClassLabel index)."""
+    return LABELS[value] if isinstance(value, int) else str(value)
+
+
+# ---------------------------------------------------------------- the task
+
+
+class MapsTask(Task):
+    """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (spec section 4)."""
+
+    Options = MapsOptions
+    deviations = (
+        Deviation("M8", "Seq2seq letters are scored by the engine's seq2seq rule (the letter as the sentinel span "
+                        "after the prompt) instead of as the first decoder step; the a/b decision is unchanged "
+                        "whenever both letters are single tokens."),
+        Deviation("M9", "Masked LMs: memorisation is not run (it needs an argmax over the whole vocabulary, which "
+                        "the engine does not offer); reasoning compares the word-initial pieces of ' a'/' b' (M4)."),
+        Deviation("M10", "The memorisation budget T is measured on the first template's prompt (all five end with "
+                         "the same proverb front, so the in-context tokenisation of the missing word is the same)."),
+        Deviation("M11", "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
+                         "(the other letter for negative questions), so every demonstration is consistent."),
+    )
+
+    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
+        super().__init__(config, options, kind=kind, seed=seed)
+        budget = self.options.mem_max_new_tokens
+        if budget is not None and budget < 1:
+            raise CultureProbeError(f"mem_max_new_tokens must be at least 1 (or None), got {budget}.")
+        if self.options.n_shot < 0:
+            raise CultureProbeError(f"n_shot must be 0 or more (the paper uses 2 and 5), got {self.options.n_shot}.")
+        self.few_shot_rows: Sequence[Mapping[str, Any]] | None = None  # set to skip loading maps_en few_shot
+        self.stages = ("reason", "memorise") if self.runs_memorisation else ("reason",)
+
+    @property
+    def runs_memorisation(self) -> bool:
+        """Memorisation is generated, so masked models skip it (M9)."""
+        return self.options.memorisation and self.kind != "masked"
+
+    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Protocol facts recorded in config.json."""
+        budget = self.options.mem_max_new_tokens or "max(4, T + 2)"
+        return {"question": QUESTIONS[self.options.question], "memorisation": self.runs_memorisation,
+                "mem_max_new_tokens": budget, "mem_match": self.options.mem_match,
+                "few_shot": f"{self.options.n_shot} English demonstrations x {N_SETS} sets (RandomState(42))"
+                if self.options.n_shot else None}
+
+    def _demo_prefixes(self) -> list[str]:
+        """One prompt prefix per demonstration set (a single empty prefix when zero-shot)."""
+        if not self.options.n_shot:
+            return [""]
+        rows = self.few_shot_rows
+        if rows is None:
+            from culture_probe.data.registry import load_benchmark
+
+            rows = list(load_benchmark("maps_en", data_dir=self._few_shot_dir())["few_shot"])
+        if self.options.n_shot > len(rows):
+            raise CultureProbeError(f"n_shot={self.options.n_shot} exceeds the {len(rows)} few-shot items.")
+        return ["\n".join(demonstration(rows[i], self.options.question) for i in indices) + "\n"
+                for indices in demo_sets(len(rows), self.options.n_shot)]
+
+    def _few_shot_dir(self) -> str:
+        if self.options.few_shot_dir:
+            return self.options.few_shot_dir
+        mirror = os.environ.get("CULTURE_PROBE_MIRROR")
+        if mirror and os.path.isdir(os.path.join(mirror, "manual", "maps")):
+            return os.path.join(mirror, "manual", "maps")
+        raise CultureProbeError("Few-shot MAPS needs the English few_shot split: pass --option few_shot_dir=PATH "
+                                "(the MAPS data folder, as for --data-dir).")
+
+    # ------------------------------------------------------------ probes
+
+    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+        if stage == "memorise":
+            yield from self._generation_probes(previous)
+            return
+        prefixes = self._demo_prefixes()
+        for row in rows:
+            meta = {"is_figurative": bool(row["is_figurative"]), "label": label_name(row["label"]),
+                    "proverb": row["proverb"], "language": row["language"]}
+            for i, prefix in enumerate(prefixes):
+                request = ScoreRequest(prefix + reasoning_prompt(row, self.options.question), LABELS, sep=" ")
+                tag = "reason" if len(prefixes) == 1 else f"reason{i}"
+                yield ScoreProbe(row["id"], request, tag=tag, meta={**meta, "demo_set": i})
+            if self.options.memorisation and not self.runs_memorisation:
+                yield Skipped(row["id"], "memorisation needs generation; masked models skip it (M9)",
+                              tag="mem_length", meta=meta)
+            elif self.runs_memorisation:
+                _, target = split_proverb(row["proverb"], row["language"])
+                prompt = memorisation_prompts(row["proverb"], row["language"])[0]
+                sep = "" if row["language"] == "zh" else " "
+                yield ScoreProbe(row["id"], ScoreRequest(prompt, (target,), sep=sep), tag="mem_length", meta=meta)
+
+    def _generation_probes(self, previous: Sequence[Record]) -> Iterator[Probe]:
+        for record in previous:
+            if record["tag"] != "mem_length" or "skipped" in record:
+                continue
+            budget = self.options.mem_max_new_tokens or max(4, record["target_tokens"] + 2)
+            meta = {k: record[k] for k in ("is_figurative", "label", "proverb", "language")}
+            for t, prompt in enumerate(memorisation_prompts(record["proverb"], record["language"]), 1):
+                yield GenerateProbe(record["id"], prompt, budget, tag=f"mem{t}", meta={**meta, "template": t})
+
+    # ------------------------------------------------------------ records
+
+    def _record(self, probe: Probe, output: Output) -> Record:
+        meta = probe.meta
+        if probe.tag.startswith("reason"):
+            assert isinstance(output, CandidateScores)
+            score_a, score_b = (float(x) for x in output.sum_logprob)
+            pred = "b" if score_b > score_a else "a"
+            correct = pred == meta["label"] if self.options.question == "pos" else pred != meta["label"]
+            return {"pred": pred, "score_a": score_a, "score_b": score_b, "correct": correct}
+        if probe.tag == "mem_length":
+            assert isinstance(output, CandidateScores)
+            return {"target": output.candidates[0], "target_tokens": int(output.n_tokens[0]),
+                    "target_logprob": float(output.sum_logprob[0])}
+        text = str(output)
+        return {"output": text,
+                "success": memorised(text, meta["proverb"], meta["language"], self.options.mem_match)}
+
+    # ------------------------------------------------------------ metrics
+
+    def _metrics(self, records: list[Record]) -> dict[str, Any]:
+        from culture_probe.metrics.proverbs import maps, memorisation_rate
+
+        reason = [r for r in records if r["tag"].startswith("reason")]
+        generated = [r for r in records if "success" in r]
+        flags = union_flags(generated)
+        have_flags = bool(generated) and all(r["id"] in flags for r in reason)
+        out: dict[str, Any] = {"question": self.options.question}
+        out.update(maps(predictions=[r["pred"] for r in reason], references=[r["label"] for r in reason],
+                        negative=[self.options.question != "pos"] * len(reason),
+                        is_figurative=[r["is_figurative"] for r in reason],
+                        memorised=[flags[r["id"]] for r in reason] if have_flags else None))
+        if self.options.n_shot:  # the pooled accuracy above is the mean over the equally sized sets
+            out["per_set"] = [_mean_pct([r["correct"] for r in reason if r["demo_set"] == i]) for i in range(N_SETS)]
+        if generated:
+            table = [[by_template(generated, item).get(t, False) for t in range(1, 6)] for item in flags]
+            out["memorisation"] = memorisation_rate(successes=table)
+        else:
+            out["memorisation"] = None if self.runs_memorisation else "skipped: masked model (deviation M9)"
+        return out
+
+    def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+        """Accuracy overall and by figurative use, with bootstrap intervals; memorisation."""
+        reason = [r for r in records if r["tag"].startswith("reason")]
+        groups = {"all": [float(r["correct"]) for r in reason],
+                  "figurative": [float(r["correct"]) for r in reason if r["is_figurative"]],
+                  "literal": [float(r["correct"]) for r in reason if not r["is_figurative"]]}
+        rows = tuple((name, _mean_pct(values), len(values)) for name, values in groups.items())
+        sections = [Section(
+            "Reasoning", text=f"Question: {QUESTIONS[self.options.question]!r}. Chance is 50%.",
+            tables=(Table(("items", "accuracy %", "n"), rows),),
+            figures=(Bars({k: v for k, v in groups.items() if v}, ylabel="accuracy (%)", scale=100.0),))]
+        mem = metrics.get("memorisation")
+        if isinstance(mem, Mapping):
+            templates = zip(MEMORISATION_TEMPLATES, mem["per_template"], strict=True)
+            rows = (("union over templates", mem["union"]), *((f"template `{t}`", v) for t, v in templates),
+                    ("mean per template", mem["mean_per_template"]), ("proverbs", mem["n"]))
+            subsets = metrics["subsets"]
+            text = "Completion of the proverb's last word (%). Accuracy on memorised vs other proverbs: " + ", ".join(
+                f"{name} {_fmt(subsets.get(name, {}).get('accuracy'))}" for name in ("memorised", "not_memorised"))
+            sections.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "%"), rows),)))
+        return sections
+
+
+def union_flags(generated: Sequence[Record]) -> dict[str, bool]:
+    """{item id: memorised by any template}, in item order."""
+    flags: dict[str, bool] = {}
+    for record in generated:
+        flags[record["id"]] = flags.get(record["id"], False) or bool(record["success"])
+    return flags
+
+
+def by_template(generated: Sequence[Record], item_id: str) -> dict[int, bool]:
+    """{template number: success} of one item."""
+    return {r["template"]: bool(r["success"]) for r in generated if r["id"] == item_id}
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}%"
+
+
+def _mean_pct(values: Sequence[float]) -> float | None:
+    return 100.0 * sum(values) / len(values) if values else None
+
+
+def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en"
+                      ) -> dict[str, Any]:
+    """Culture and language gaps (spec 4.5) from the accuracies of the four runs of one direction.
+
+    `accuracy` maps config names (e.g. "maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht") to their
+    positive-question accuracy (`run(...).metrics["accuracy"]`).
+    """
+    from culture_probe.metrics.proverbs import culture_gap
+
+    needed = GAP_CONFIGS[direction]
+    missing = [name for name in needed if name not in accuracy]
+    if missing:
+        raise CultureProbeError(f"The {direction} culture-gap study needs runs of {', '.join(needed)}; "
+                                f"missing {', '.join(missing)}.")
+    src, tgt, mt, ht = (accuracy[name] for name in needed)
+    return culture_gap(source=src, target=tgt, human_translated=ht, machine_translated=mt)
+
+
+TASK = MapsTask

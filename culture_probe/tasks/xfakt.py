@@ -1,0 +1,369 @@
+"""X-FaKT protocol: country facts asked in 13 languages, answered by generation (then judged) or by ranking.
+
+Paper protocol (spec section 4.2-4.3): the question is the only user turn of the model's chat template, greedy,
+at most 128 new tokens; a judge grades each reply against the gold country written in the question language.
+Two judges are built in, chosen by `judge=`:
+
+- `"llm"`: an LLM judge run through the engine as a second stage, with the paper's rubric (`PROMPT_OURS`, read
+  verbatim from the data file); `[4]` in its output means an error. Comparable with the paper only with the
+  paper's judge (`judge_model="Qwen/Qwen2.5-72B-Instruct"`, the default).
+- `"string"`: offline string matching against the gold's names in every language (`StringJudge`).
+
+`mode="rank"` is the closed-set extension of spec 4.4: the 13 countries are ranked by the mean log-prob of their
+names as the start of the reply. Factual recall gives FRS, KTS and X-FaKT (`culture_probe.metrics.xfakt`); the
+in-context and counter-factual configs give per-language error rates.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+import numpy as np
+
+from culture_probe.data.card import Deviation
+from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
+from culture_probe.engine.types import CandidateScores, ScoreRequest
+from culture_probe.errors import CultureProbeError
+from culture_probe.tasks.base import (
+    GenerateProbe,
+    Output,
+    Probe,
+    Record,
+    ScoreProbe,
+    Section,
+    Table,
+    Task,
+    iter_groups,
+)
+
+LANGUAGES = CODES
+COUNTRIES = COUNTRY_NAMES
+ASSOCIATIONS = dict(zip(LANGUAGES, COUNTRIES, strict=True))
+PAPER_JUDGE = "Qwen/Qwen2.5-72B-Instruct"
+ERROR_MARK = "[4]"
+# Judge verdicts, checked in this order (spec 4.3); an output with none of them is an error.
+VERDICTS = (("[1]", "same_language"), ("[2]", "english"), ("[3]", "other_language"))
+
+
+@dataclass(frozen=True)
+class XfaktOptions:
+    """Switches of the X-FaKT protocol (defaults: the paper's generation protocol and judge)."""
+
+    mode: Literal["generate", "rank"] = "generate"
+    judge: Literal["llm", "string"] = "llm"
+    judge_model: str = PAPER_JUDGE
+    max_new_tokens: int = 128
+    judge_max_new_tokens: int = 256
+    round_cells: bool = True
+    tiers: Literal["paper", "upstream"] = "paper"
+
+
+# ---------------------------------------------------------------- judges
+
+
+def normalise(text: str) -> str:
+    """NFKC + casefold: how replies and names are compared by the string judge."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _needs_boundaries(form: str) -> bool:
+    # Scripts without word spaces (CJK, kana, Thai) match anywhere; others only as whole words.
+    return not any(0x0E00 <= ord(c) <= 0x0E7F or 0x3040 <= ord(c) <= 0x9FFF or 0xF900 <= ord(c) <= 0xFAFF
+                   for c in form)
+
+
+class StringJudge:
+    """Grades a reply by the first answer it names, matching every name of every answer, in any language.
+
+    `forms` maps each answer label (e.g. "India") to its names ("India", "भारत", "印度", ...). A reply is correct
+    iff the earliest name found in it belongs to the gold label; at one position the longest name wins (so
+    "Saudi Arabia" is not read as a shorter name inside it). Names in scripts with word spaces match whole words
+    only. The verdict says in which language the matching name is written, like the paper's rubric.
+    """
+
+    def __init__(self, forms: Mapping[str, Iterable[str]]):
+        self._label: dict[str, str] = {}
+        for label, names in forms.items():
+            for name in names:
+                key = normalise(name.strip())
+                if key:
+                    self._label.setdefault(key, label)
+        if not self._label:
+            raise CultureProbeError("StringJudge needs at least one answer name; got none.")
+        parts = []
+        for key in sorted(self._label, key=len, reverse=True):
+            escaped = re.escape(key)
+            parts.append(rf"(?<!\w){escaped}(?!\w)" if _needs_boundaries(key) else escaped)
+        self._pattern = re.compile("|".join(parts))
+
+    def first_answer(self, reply: str) -> tuple[str, str] | None:
+        """(label, matched name) of the first answer named in `reply`, or None."""
+        match = self._pattern.search(normalise(reply))
+        return None if match is None else (self._label[match.group(0)], match.group(0))
+
+    def judge(self, reply: str, gold: str, *, gold_name: str = "", english_name: str = "") -> tuple[bool, str]:
+        """(correct, verdict): verdict is same_language / english / other_language / incorrect."""
+        found = self.first_answer(reply)
+        if found is None or found[0] != gold:
+            return False, "incorrect"
+        if found[1] == normalise(gold_name):
+            return True, "same_language"
+        if found[1] == normalise(english_name):
+            return True, "english"
+        return True, "other_language"
+
+
+def parse_verdict(judge_output: str) -> tuple[bool, str]:
+    """(correct, verdict) from an LLM judge's output: `[4]` anywhere means an error (deviation X3)."""
+    if ERROR_MARK in judge_output:
+        return False, "incorrect"
+    for mark, verdict in VERDICTS:
+        if mark in judge_output:
+            return True, verdict
+    return True, "unparsed"
+
+
+@cache
+def _literals(corrected: bool) -> dict[str, Any]:
+    """The data file's literals (the corrected copy when asked), read once per process."""
+    from culture_probe.data import xfakt as data
+
+    values = data.read_utils(data.source_file())
+    return data.correct(values)[0] if corrected else values
+
+
+def judge_template() -> tuple[str, str]:
+    """(system prompt, user prompt template) of the paper's judge, read verbatim from the X-FaKT data file."""
+    values = _literals(False)
+    return values["SYSTEM_PROMPT_OURS"], values["PROMPT_OURS"]
+
+
+def judge_prompt(gold: str, question: str, reply: str) -> str:
+    """The judge's user message: the paper's rubric filled with the reference, the question and the reply."""
+    return judge_template()[1].format(answers=gold, question=question, predicted=reply)
+
+
+@cache
+def country_table(corrected: bool) -> dict[str, tuple[str, ...]]:
+    """{question language code: the 13 country names written in it, bijection order}."""
+    countries = _literals(corrected)["COUNTRIES"]
+    return {code: tuple(countries[key][k] for k in KEYS) for key, code in zip(KEYS, CODES, strict=True)}
+
+
+def country_forms() -> dict[str, set[str]]:
+    """{English country name: its names in all 13 languages}, released and corrected spellings alike.
+
+    The released names include the mistranslations (火鸡 for Turkey): they are what the gold says, so a reply
+    using them is accepted, and so is the correct spelling.
+    """
+    forms: dict[str, set[str]] = {country: {country} for country in COUNTRIES}
+    for corrected in (False, True):
+        for names in country_table(corrected).values():
+            for country, name in zip(COUNTRIES, names, strict=True):
+                forms[country].add(name)
+    return forms
+
+
+def rank_forms(language: str) -> dict[str, tuple[str, ...]]:
+    """Surface forms ranked in `mode="rank"`: each country's corrected name in `language`, and its English name."""
+    names = country_table(True)[language]
+    return {country: tuple(dict.fromkeys((name, country))) for country, name in zip(COUNTRIES, names, strict=True)}
+
+
+# ---------------------------------------------------------------- the task
+
+
+class XfaktTask(Task):
+    """X-FaKT factual recall, in-context recall and counter-factual adherence (spec section 4)."""
+
+    Options = XfaktOptions
+    kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer (spec 4.4)
+    deviations = (
+        Deviation("X6", "The LLM judge gets the rubric as its only user turn; the data file's system prompt "
+                        "('You are a helpful assistant.') is left to the judge's chat template (the engine's chat "
+                        "prompts carry one user turn)."),
+        Deviation("X7", "mode='rank' (closed-set extension, spec 4.4) scores each answer as the continuation of the "
+                        "plain question (`question + ' ' + answer`), without the chat template: score requests "
+                        "carry plain text."),
+    )
+
+    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
+        super().__init__(config, options, kind=kind, seed=seed)
+        self.part = _part(config)
+        llm_judge = self.options.mode == "generate" and self.options.judge == "llm"
+        self.stages = ("answer", "judge") if llm_judge else ("answer",)
+        self._judge: StringJudge | None = None
+
+    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Protocol facts recorded in config.json."""
+        if self.options.mode == "rank":
+            judge = "argmax of the ranked answers"
+        else:
+            judge = self.options.judge_model if self.options.judge == "llm" else "string matching (StringJudge)"
+        return {"part": self.part, "mode": self.options.mode, "judge": judge,
+                "chat_template": self.kind == "causal" and self.options.mode == "generate"}
+
+    def stage_model(self, stage: str) -> str | None:
+        """The LLM judge answers the `judge` stage."""
+        return self.options.judge_model if stage == "judge" else None
+
+    # ------------------------------------------------------------ probes
+
+    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+        if stage == "judge":
+            for record in previous:
+                if record["stage"] == "answer":
+                    prompt = judge_prompt(record["gold"], record["question"], record["reply"])
+                    yield GenerateProbe(record["id"], prompt, self.options.judge_max_new_tokens, tag="judge",
+                                        chat=True)
+            return
+        if self.options.mode == "generate" and self.options.judge == "string":
+            self._judge = StringJudge(self._answer_forms(rows))
+        for row in rows:
+            meta = self._meta(row)
+            if self.options.mode == "rank":
+                forms = [form for names in self._rank_forms(row).values() for form in names]
+                request = ScoreRequest(row["question"], tuple(dict.fromkeys(forms)), sep=" ")
+                yield ScoreProbe(row["id"], request, meta=meta)
+            else:
+                yield GenerateProbe(row["id"], row["question"], self.options.max_new_tokens,
+                                    chat=self.kind == "causal", meta=meta)
+
+    def _meta(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """What each answer record carries: the question, its gold (name and label) and the grouping fields."""
+        meta = {"language": row["language"], "question": row["question"], "gold": row["answer"],
+                "gold_label": self._gold_label(row), "gold_en": row.get("answer_en", self._gold_label(row))}
+        if self.part == "factual_recall":
+            meta.update(country=row["country"], category=row["category"], is_associated=row["is_associated"])
+        elif self.part == "counter_factual":
+            meta.update(country=row["context_country"], is_counterfactual=row["is_counterfactual"])
+        else:
+            meta.update(name_u=row["name_u"], name_v=row["name_v"])
+        return meta
+
+    def _answer_forms(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
+        if self.part == "in_context":  # the answers are the two people named in the question
+            return {name: {name} for row in rows for name in (row["name_u"], row["name_v"])}
+        return country_forms()
+
+    def _rank_forms(self, row: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+        """{answer label: its surface forms} ranked for one row."""
+        if self.part == "in_context":
+            return {row["name_u"]: (row["name_u"],), row["name_v"]: (row["name_v"],)}
+        return rank_forms(row["language"])
+
+    # ------------------------------------------------------------ records
+
+    def _record(self, probe: Probe, output: Output) -> Record:
+        if probe.tag == "judge":
+            correct, verdict = parse_verdict(str(output))
+            return {"judge_output": str(output), "correct": correct, "verdict": verdict}
+        meta, gold = probe.meta, probe.meta["gold_label"]
+        if isinstance(output, CandidateScores):
+            scores = best_form_scores(self._rank_forms(meta), output)
+            reply = max(scores, key=scores.__getitem__)  # first of equal scores: bijection order
+            return {"reply": reply, "scores": scores, "correct": reply == gold,
+                    "verdict": "same_language" if reply == gold else "incorrect"}
+        record: Record = {"reply": str(output).strip()}
+        if self._judge is not None:
+            record["correct"], record["verdict"] = self._judge.judge(
+                record["reply"], gold, gold_name=meta["gold"], english_name=meta["gold_en"])
+        return record
+
+    def _gold_label(self, row: Mapping[str, Any]) -> str:
+        if self.part == "factual_recall":
+            return row["country"]
+        if self.part == "counter_factual":
+            return row["context_country"]
+        return row["answer"]
+
+    # ------------------------------------------------------------ metrics
+
+    def _metrics(self, records: list[Record]) -> dict[str, Any]:
+        graded = graded_answers(records)
+        if not graded:
+            raise CultureProbeError("No graded X-FaKT answers: the run has no records with a verdict yet.")
+        out: dict[str, Any] = {"n_items": len(graded), "error_rate": _error_pct(graded)}
+        out["error_by_language"] = {lang: _error_pct(group) for (lang,), group in iter_groups(graded, "language")}
+        out["verdicts"] = {verdict: len(group) for (verdict,), group in iter_groups(graded, "verdict")}
+        if self.part == "factual_recall":
+            from culture_probe.metrics.factuality import xfakt
+
+            out.update(xfakt(correct=[r["correct"] for r in graded], language=[r["language"] for r in graded],
+                             country=[r["country"] for r in graded], round_cells=self.options.round_cells,
+                             tiers=self.options.tiers))
+        return out
+
+    def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+        """Headline table, per-language errors, and (factual recall) the language x country error grid."""
+        from culture_probe.report.plots import language_country_grid
+
+        head = tuple((k, metrics[k]) for k in ("frs", "kts", "xfakt", "mu_assoc", "mu_non", "error_rate", "n_items")
+                     if k in metrics)
+        sections = [Section("X-FaKT", text=_headline_text(self.part, metrics),
+                            tables=(Table(("metric", "value"), head),))]
+        by_lang = tuple(metrics["error_by_language"].items())
+        sections.append(Section("Error rate by question language (%)",
+                                tables=(Table(("language", "error %"), by_lang),)))
+        if self.part == "factual_recall":
+            cells = {key: _error_pct(group) for key, group in iter_groups(graded_answers(records), "language",
+                                                                          "country")}
+            languages = [lang for lang in LANGUAGES if any(k[0] == lang for k in cells)]
+            countries = [c for c in COUNTRIES if any(k[1] == c for k in cells)]
+            grid = language_country_grid(cells, languages=languages, countries=countries,
+                                         associations=ASSOCIATIONS, label="error %")
+            sections.append(Section(
+                "Language x country errors",
+                text="Rows: question language; columns: the entity's country; outlined: the associated pair.",
+                figures=(grid,)))
+        return sections
+
+
+def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores) -> dict[str, float]:
+    """{answer label: the best mean log-prob over its surface forms} (spec 4.4)."""
+    means = dict(zip(output.candidates, (float(x) for x in output.mean_logprob), strict=True))
+    return {label: max(means[form] for form in names) for label, names in forms.items()}
+
+
+def _error_pct(records: Sequence[Record]) -> float:
+    return 100.0 * (1.0 - float(np.mean([r["correct"] for r in records])))
+
+
+def graded_answers(records: Sequence[Record]) -> list[Record]:
+    """Answer records with their verdict merged in (from the judge stage when an LLM judged them)."""
+    verdicts = {r["id"]: r for r in records if r["stage"] == "judge"}
+    graded = []
+    for record in records:
+        if record["stage"] != "answer":
+            continue
+        if record["id"] in verdicts:
+            judged = verdicts[record["id"]]
+            record = {**record, "correct": judged["correct"], "verdict": judged["verdict"]}
+        if "correct" in record:
+            graded.append(record)
+    return graded
+
+
+def _headline_text(part: str, metrics: Mapping[str, Any]) -> str:
+    if part != "factual_recall" or "kts" not in metrics:
+        return "Error rates of the replies, as graded by the judge."
+    gap = metrics["mu_non"] - metrics["mu_assoc"]
+    return (f"Associated-language error {100 * metrics['mu_assoc']:.1f}% vs non-associated "
+            f"{100 * metrics['mu_non']:.1f}% (gap {100 * gap:.1f} points): KTS {metrics['kts']:.3f} "
+            "(1 = the same knowledge in every language), FRS "
+            f"{metrics['frs']:.3f}, X-FaKT {metrics['xfakt']:.3f}.")
+
+
+def _part(config: str) -> str:
+    base = config.removeprefix("xfakt_").removesuffix("_corrected")
+    if base not in ("factual_recall", "in_context", "counter_factual"):
+        raise CultureProbeError(f"{config!r} is not an X-FaKT config this protocol knows.")
+    return base
+
+
+TASK = XfaktTask
