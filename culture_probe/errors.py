@@ -58,3 +58,7 @@ class EndpointError(CultureProbeError, ConnectionError):
 
 class MetricInputError(CultureProbeError, ValueError):
     """Metric inputs that cannot be scored (empty, mismatched lengths, NaN, unknown labels); names the argument."""
+
+
+class InputTooLongError(CultureProbeError, ValueError):
+    """A candidate, right-hand text or set of special tokens that leaves no room for any context in the model."""

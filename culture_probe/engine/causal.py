@@ -77,7 +77,9 @@ class CausalScorer(Scorer):
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> CausalItem:
         enc = self.encoder.encode(request, with_right=options.score_right)
         sequences = [c + r for c, r in zip(enc.candidates, enc.rights, strict=True)]
-        context = self.encoder.fit(enc.context, max(map(len, sequences)))
+        longest = max(range(len(sequences)), key=lambda c: len(sequences[c]))
+        context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
+                                                 "right text": len(enc.rights[longest])})
         return CausalItem(context, Trie.build(sequences))
 
     def _cost(self, item: CausalItem) -> int:

@@ -10,7 +10,7 @@ import warnings
 from dataclasses import dataclass
 
 from culture_probe.engine.types import ScoreRequest
-from culture_probe.errors import EmptyCandidateError
+from culture_probe.errors import EmptyCandidateError, InputTooLongError, UnsupportedModelError
 
 # Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao, Khmer, Myanmar.
 _NO_SPACE = re.compile(
@@ -43,14 +43,18 @@ class Encoded:
 class Encoder:
     """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special tokens."""
 
-    def __init__(self, tokenizer, *, add_bos: bool | None = None, max_length: int | None = None):
+    def __init__(self, tokenizer, *, add_bos: bool | None = None, max_length: int | None = None,
+                 name: str = ""):
         self.tokenizer = tokenizer
+        self.name = name
         self.max_length = max_length
         self._warned = False
         prefix, self.suffix = _special_affixes(tokenizer)
         if add_bos is True:
             if tokenizer.bos_token_id is None:
-                raise ValueError("add_bos=True but the tokenizer has no BOS token; pass add_bos=None or False.")
+                raise UnsupportedModelError(
+                    f"add_bos=True, but the tokenizer of {name or type(tokenizer).__name__!r} has no BOS token "
+                    "(bos_token is None). Pass add_bos=None (the tokenizer's own special tokens) or add_bos=False.")
             prefix = (tokenizer.bos_token_id,)
         elif add_bos is False:
             prefix = ()
@@ -78,12 +82,17 @@ class Encoder:
         return [tuple(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def encode(self, request: ScoreRequest, *, with_right: bool) -> Encoded:
-        """Encode `request`; trailing whitespace of `left` moves onto the candidates (never an empty one)."""
+        """Encode `request`; trailing whitespace of `left` moves onto the candidates (never an empty one). A chat
+        request's context is its rendered chat prompt, kept whole (its trailing newline belongs to the prompt).
+        """
         if not request.candidates:
             raise EmptyCandidateError(
                 f"Request with left={request.left!r} has no candidates; give at least one candidate string.")
-        core = request.left.rstrip()
-        lead = request.left[len(core):] + separator(request.left, request.sep)
+        if request.chat:  # the reply starts right after the generation prompt; the template carries BOS
+            core, lead, prefix = chat_prompt(self.tokenizer, request.left, request.system, name=self.name), "", ()
+        else:
+            core = request.left.rstrip()
+            lead, prefix = request.left[len(core):] + separator(request.left, request.sep), self.prefix
         context = self.ids(core)
         tails = [lead + cand for cand in request.candidates]
         n = len(tails)
@@ -95,25 +104,48 @@ class Encoder:
         rights = [()] * n
         if with_right and request.right:
             rights = self._after([context + ids for ids in cands], [core + t for t in tails], [request.right] * n)
-        full = self.prefix + context
+        full = prefix + context
         if not full:  # an empty context starts from BOS, or EOS when there is none
             start = self.tokenizer.bos_token_id
             full = (start if start is not None else self.tokenizer.eos_token_id,)
         return Encoded(full, tuple(cands), tuple(rights), self.suffix)
 
-    def fit(self, context: tuple[int, ...], room: int) -> tuple[int, ...]:
-        """Cut `context` on the left (keeping its leading special tokens) so that `room` more tokens fit."""
+    def fit(self, context: tuple[int, ...], rest: dict[str, int]) -> tuple[int, ...]:
+        """Cut `context` on the left (keeping its leading special tokens) so that the `rest` of the input fits;
+        `rest` maps each part that follows the context ("candidate", "right text", ...) to its token count.
+        """
+        room = sum(rest.values())
         if self.max_length is None or len(context) + room <= self.max_length:
             return context
         keep = self.max_length - room - len(self.prefix)
         if keep < 1:
-            raise ValueError(f"A candidate of {room} tokens does not fit the model's {self.max_length} positions.")
+            longest = max(rest, key=rest.__getitem__)
+            parts = ", ".join(f"{name} {n}" for name, n in rest.items() if n)
+            raise InputTooLongError(
+                f"The {longest} is too long: what must follow the context ({parts} tokens, plus "
+                f"{len(self.prefix)} leading special tokens) leaves no room for it in the model's {self.max_length} "
+                f"positions. Shorten the {longest}, or use a model with more positions.")
         if not self._warned:
             warnings.warn(f"A context longer than the model allows ({self.max_length} tokens) was cut on the "
                           "left; candidates are kept whole. (Warned once.)", stacklevel=3)
             self._warned = True
         head = len(self.prefix) if context[: len(self.prefix)] == self.prefix else 0
         return context[:head] + context[len(context) - keep:]
+
+
+def chat_prompt(tokenizer, user: str, system: str | None = None, *, name: str = "") -> str:
+    """The tokenizer's chat template rendered with an optional system turn, `user` as the user turn, and the
+    generation prompt: the text an assistant reply follows (it carries the template's own special tokens).
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        model = name or getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        raise UnsupportedModelError(
+            f"Chat prompting was asked for, but the tokenizer of {model!r} has no chat template. "
+            "Use a chat (instruction-tuned) model, set tokenizer.chat_template to its Jinja template, or prompt "
+            "without chat (chat=False).")
+    messages = [{"role": "system", "content": system}] if system is not None else []
+    messages.append({"role": "user", "content": user})
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
 def _special_affixes(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:

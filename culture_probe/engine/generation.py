@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from culture_probe.engine.encoding import chat_prompt
 from culture_probe.errors import UnsupportedModelError
 
 
@@ -18,21 +19,21 @@ def _greedy_config(model: Any, pad_id: int | None, max_new_tokens: int):
     return config
 
 
-def prompt_texts(tokenizer: Any, prompts: list[str], chat: bool) -> tuple[list[str], bool]:
+def prompt_texts(scorer: Any, prompts: list[str], chat: bool, system: str | None) -> tuple[list[str], bool]:
     """The texts to encode and whether the tokenizer should add its special tokens (a chat template already
     contains them).
     """
     if not chat:
+        if system is not None:
+            raise ValueError(f"generate(system={system!r}) needs chat=True: a system message only exists in a chat "
+                             "template.")
         return prompts, True
-    if not getattr(tokenizer, "chat_template", None):
-        raise ValueError("chat=True but the tokenizer has no chat template; use chat=False or set "
-                         "tokenizer.chat_template.")
-    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                           add_generation_prompt=True) for p in prompts]
-    return texts, False
+    name = scorer.identity.get("name_or_path", "")
+    return [chat_prompt(scorer.tokenizer, p, system, name=name) for p in prompts], False
 
 
-def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool = False) -> list[str]:
+def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool = False,
+             system: str | None = None) -> list[str]:
     """Greedy continuations of `prompts` (new text only, special tokens dropped)."""
     import torch
 
@@ -41,7 +42,7 @@ def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool
     if not prompts:
         return []
     tok, model = scorer.tokenizer, scorer.model
-    texts, specials = prompt_texts(tok, prompts, chat)
+    texts, specials = prompt_texts(scorer, prompts, chat, system)
     side = tok.padding_side
     tok.padding_side = "left"  # new tokens must follow each prompt directly
     try:

@@ -14,6 +14,7 @@ import numpy as np
 from culture_probe.engine.encoding import Encoded
 from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks
 from culture_probe.engine.types import ScoreRequest
+from culture_probe.errors import UnsupportedModelError
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,21 @@ class MaskedScorer(Scorer):
 
     kind = "masked"
 
+    def _check_model(self) -> None:
+        if self.tokenizer.mask_token_id is None:
+            raise UnsupportedModelError(
+                f"The tokenizer of {self.identity['name_or_path'] or type(self.tokenizer).__name__!r} has no mask "
+                "token (mask_token is None), which masked scoring needs. Use the masked LM's own tokenizer, or "
+                "set tokenizer.mask_token to the model's mask token.")
+
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> MaskedItem:
         enc = self.encoder.encode(request, with_right=True)
-        mask = self.tokenizer.mask_token_id
-        if mask is None:
-            raise ValueError(f"Tokenizer {type(self.tokenizer).__name__} has no mask token; a masked LM needs one.")
         build = _typed if options.masked_method == "typed" else _l2r
-        room = max(len(c) + len(r) for c, r in zip(enc.candidates, enc.rights, strict=True)) + len(enc.suffix)
-        context = self.encoder.fit(enc.context, room)
-        return MaskedItem(tuple(build(enc, context, mask)), tuple(map(len, enc.candidates)))
+        longest = max(range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c]))
+        context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
+                                                 "right text": len(enc.rights[longest]),
+                                                 "closing special tokens": len(enc.suffix)})
+        return MaskedItem(tuple(build(enc, context, self.tokenizer.mask_token_id)), tuple(map(len, enc.candidates)))
 
     def _cost(self, item: MaskedItem) -> int:
         return sum(len(q.ids) for q in item.queries)

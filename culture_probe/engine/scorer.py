@@ -111,12 +111,15 @@ class Scorer:
                  cache: str | Path | None = None, add_bos: bool | None = None,
                  identity: dict[str, Any] | None = None):
         self.model, self.tokenizer = model, tokenizer
-        self.encoder = Encoder(tokenizer, add_bos=add_bos, max_length=model_max_length(model, tokenizer))
-        self.batch_tokens = batch_tokens
-        self.cache_path = Path(cache) if cache is not None else None
         self.identity = dict(identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or ""))
+        self.encoder = Encoder(tokenizer, add_bos=add_bos, max_length=model_max_length(model, tokenizer),
+                               name=self.identity["name_or_path"])
+        self.batch_tokens = batch_tokens
+        self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
+        self.cache_path = Path(cache) if cache is not None else None
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
+        self._check_model()
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | Path, *, kind: str = "auto", device: Any = None,
@@ -142,6 +145,9 @@ class Scorer:
                        add_bos=add_bos, identity=identity)
 
     # ---- the hooks a backend writes -------------------------------------------------------------------------
+    def _check_model(self) -> None:
+        """Refuse, at construction, a model or tokenizer the backend cannot score with."""
+
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Any:
         """Turn a request into the backend's work item (token ids, already fitted to the model)."""
         raise NotImplementedError
@@ -171,17 +177,38 @@ class Scorer:
             raise UnknownNameError("masked_method", masked_method, ("typed", "l2r"))
         options = ScoreOptions(masked_method=masked_method, score_right=score_right)
         requests = list(requests)
-        keys = [r.key() for r in requests]
+        if score_right and self.kind != "causal":
+            raise UnsupportedModelError(
+                f"score_right=True scores the right-hand text as a continuation, which needs a causal model; this "
+                f"one is {self.kind} (it always sees the right-hand text as context). Pass score_right=False.")
+        if self.kind != "causal" and any(r.chat for r in requests):
+            raise UnsupportedModelError(
+                f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
+                f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model.")
+        keys = [self._key(r) for r in requests]
         rank, size = parallel.world()
         cache = self._open_cache(options)
         done = cache.get(keys) if cache is not None else {}
         parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
         todo = sorted({key: i for i, key in enumerate(keys) if key not in done}.values())
-        local = self._score_indices(requests, todo[rank::size], options, cache, progress and rank == 0)
+        # Every process prepares (and so validates) every request before any scores: a bad request raises on
+        # all processes alike instead of leaving the others waiting in the gather.
+        items = {i: self._prepare(requests[i], options) for i in todo}
+        local = self._score_items(requests, {i: items[i] for i in todo[rank::size]}, options, cache,
+                                  progress and rank == 0)
         done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
         if cache is not None:
             cache.close()
         return [_view(done[key], keep_tokens) for key in keys]
+
+    def _key(self, request: ScoreRequest) -> str:
+        """The request's cache key; a chat request's also covers the chat template, which the tokenizer hash
+        (its vocabulary and rules) does not.
+        """
+        if not request.chat:
+            return request.key()
+        template = str(getattr(self.tokenizer, "chat_template", None))
+        return hashlib.sha256(f"{request.key()}\n{template}".encode()).hexdigest()
 
     def _open_cache(self, options: ScoreOptions) -> ScoreCache | None:
         if self.cache_path is None:
@@ -189,14 +216,13 @@ class Scorer:
         model = hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()
         return ScoreCache(self.cache_path, model=model, options=options.digest())
 
-    def _score_indices(self, requests: list[ScoreRequest], indices: list[int], options: ScoreOptions,
-                       cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
-        items = {i: self._prepare(requests[i], options) for i in indices}
+    def _score_items(self, requests: list[ScoreRequest], items: dict[int, Any], options: ScoreOptions,
+                     cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
         costs = {i: self._cost(item) for i, item in items.items()}
         # Longest first, so an out-of-memory error happens at once rather than hours in.
-        order = sorted(indices, key=lambda i: -costs[i])
+        order = sorted(items, key=lambda i: -costs[i])
         results: dict[int, CandidateScores] = {}
-        budget = self.batch_tokens or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
+        budget = self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
         bar = _progress(len(order), progress)
         while order:
             batch = _take_batch(order, costs, budget)
@@ -205,25 +231,27 @@ class Scorer:
             except Exception as error:
                 if self.batch_tokens is not None or not _is_oom(error) or budget <= 16:
                     raise
-                budget //= 2  # automatic budget: halve and retry the same requests
+                budget //= 2  # automatic budget: halve, remember for later calls, retry the same requests
+                self.auto_budget = budget
                 _free_memory()
                 continue
             new = {i: _assemble(requests[i].candidates, tokens) for i, tokens in zip(batch, scored, strict=True)}
             results.update(new)
             if cache is not None:
-                cache.put({requests[i].key(): value for i, value in new.items()})
+                cache.put({self._key(requests[i]): value for i, value in new.items()})
             order = order[len(batch):]
             bar.update(len(batch))
         bar.close()
         return results
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int, *, chat: bool = False) -> list[str]:
+    def generate(self, prompts: Sequence[str], max_new_tokens: int, *, chat: bool = False,
+                 system: str | None = None) -> list[str]:
         """Greedy continuations of `prompts` (batched, left-padded); `chat=True` applies the chat template with
-        each prompt as the only user turn.
+        each prompt as the user turn, after a `system` turn when one is given.
         """
         from culture_probe.engine.generation import generate
 
-        return generate(self, list(prompts), max_new_tokens, chat=chat)
+        return generate(self, list(prompts), max_new_tokens, chat=chat, system=system)
 
 
 def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:
@@ -280,8 +308,9 @@ def _progress(total: int, show: bool):
 
 def _identity(model: Any, tokenizer: Any, *, name: str, revision: str | None = None,
               hash_weights: bool = True) -> dict[str, Any]:
-    """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; for a model built in
-    memory (no file behind it) also a hash of its weights.
+    """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; the Hub commit the
+    files came from and, for a local folder, a fingerprint of its weight files (so a retrained folder or a moved
+    Hub repo misses the cache); for a model built in memory (no file behind it) also a hash of its weights.
     """
     backend = getattr(tokenizer, "backend_tokenizer", None)
     text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
@@ -292,6 +321,11 @@ def _identity(model: Any, tokenizer: Any, *, name: str, revision: str | None = N
         "architecture": type(model).__name__,
         "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
     }
+    commit = getattr(model.config, "_commit_hash", None)
+    if commit:  # only when known, so identities (and cache keys) of models built in memory stay as they were
+        identity["commit"] = commit
+    if name and Path(name).is_dir():
+        identity["weight_files"] = weight_fingerprint(Path(name))
     # Hashing is cheap for the small models built in memory (tests, planted models); a large one is named by
     # its config and path only.
     if hash_weights and model.num_parameters() <= 200_000_000:
@@ -300,6 +334,17 @@ def _identity(model: Any, tokenizer: Any, *, name: str, revision: str | None = N
             digest.update(tensor.detach().float().cpu().numpy().tobytes())
         identity["weights_sha256"] = digest.hexdigest()
     return identity
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf")
+
+
+def weight_fingerprint(folder: Path) -> list[tuple[str, int, int]]:
+    """(name, size, modification time in ns) of each weight file in `folder`: cheap for any model size, and
+    changed by rewriting the weights (retraining, re-saving, copying in other files).
+    """
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
+    return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
 
 
 def iter_chunks(n: int, size: int) -> Iterator[slice]:

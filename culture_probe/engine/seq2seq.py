@@ -11,7 +11,9 @@ import numpy as np
 from culture_probe.engine.encoding import separator
 from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks
 from culture_probe.engine.types import ScoreRequest
-from culture_probe.errors import EmptyCandidateError
+from culture_probe.errors import EmptyCandidateError, UnsupportedModelError
+
+SENTINELS = ("<extra_id_0>", "<extra_id_1>")
 
 
 @dataclass(frozen=True)
@@ -27,20 +29,24 @@ class Seq2SeqScorer(Scorer):
 
     kind = "seq2seq"
 
-    def _sentinels(self) -> tuple[str, str]:
-        names = [t for t in ("<extra_id_0>", "<extra_id_1>") if self.tokenizer.convert_tokens_to_ids(t) is not None
-                 and self.tokenizer.convert_tokens_to_ids(t) != self.tokenizer.unk_token_id]
-        if len(names) != 2:
-            raise ValueError("The seq2seq backend needs T5-style sentinel tokens <extra_id_0> and <extra_id_1>.")
-        return names[0], names[1]
+    def _check_model(self) -> None:
+        """Find the sentinels once, so that a model without them fails here rather than at its first request."""
+        tok = self.tokenizer
+        ids = [tok.convert_tokens_to_ids(t) for t in SENTINELS]
+        if any(i is None or i == tok.unk_token_id for i in ids):
+            raise UnsupportedModelError(
+                f"Model {self.identity['name_or_path'] or self.identity['architecture']!r} has no T5-style sentinel "
+                f"tokens {' and '.join(SENTINELS)}; the seq2seq backend scores the slot as the first sentinel, so it "
+                "supports T5/mT5-style models only. Use a T5/mT5 checkpoint, or score with a causal or masked model.")
+        self.sentinel_ids = tuple(ids)
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Seq2SeqItem:
         if not request.candidates:
             self.encoder.encode(request, with_right=False)  # raises the shared EmptyCandidateError
-        s0, s1 = self._sentinels()
-        ids0, ids1 = self.tokenizer.convert_tokens_to_ids([s0, s1])
-        text = request.left + separator(request.left, request.sep) + s0 + request.right
-        source = tuple(self.tokenizer(text)["input_ids"])
+        s0, s1 = SENTINELS
+        ids0, ids1 = self.sentinel_ids
+        source = tuple(self.tokenizer(request.left + separator(request.left, request.sep) + s0 + request.right)
+                       ["input_ids"])
         cands = []
         for cand in request.candidates:
             target = self.encoder.ids(f"{s0} {cand} {s1}")
@@ -49,10 +55,13 @@ class Seq2SeqScorer(Scorer):
                 raise EmptyCandidateError(
                     f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
             cands.append(inner)
-        limit = self.encoder.max_length
-        if limit is not None and len(source) > limit:
-            source = self.encoder.fit(source, 0)
-        return Seq2SeqItem(source, tuple(cands))
+        # The slot and what follows it stay whole; only the left-hand text is cut.
+        slot = source.index(ids0)
+        tail = source[slot:]
+        right = len(tail) - 1 - len(self.encoder.suffix)
+        head = self.encoder.fit(source[:slot], {"right text": right, "sentinel": 1,
+                                                "closing special tokens": len(self.encoder.suffix)})
+        return Seq2SeqItem(head + tail, tuple(cands))
 
     def _cost(self, item: Seq2SeqItem) -> int:
         return len(item.encoder) + sum(len(c) + 1 for c in item.candidates)
@@ -63,7 +72,7 @@ class Seq2SeqScorer(Scorer):
         device = self.device
         pad = self.tokenizer.pad_token_id or 0
         start = self.model.config.decoder_start_token_id
-        s0 = self.tokenizer.convert_tokens_to_ids(self._sentinels()[0])
+        s0 = self.sentinel_ids[0]
         with torch.inference_mode():
             src, src_mask = _pad([it.encoder for it in items], pad, device)
             memory = self.model.get_encoder()(input_ids=src, attention_mask=src_mask)[0]

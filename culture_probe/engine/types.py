@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from culture_probe.errors import UnknownNameError
 
 ScoreKind = Literal["sum", "mean"]
 
@@ -22,33 +24,56 @@ class ScoreRequest:
 
     `sep=None` inserts one space between `left` and a candidate unless `left` ends in whitespace or its script
     does not separate words with spaces (CJK, Thai); `sep=""` or `sep=" "` force the choice.
+
+    `chat=True` (causal models): `left` is the user turn of the tokenizer's chat template, preceded by a `system`
+    turn when one is given, and each candidate is scored as the start of the assistant reply (no separator).
     """
 
     left: str
     candidates: tuple[str, ...]
     right: str = ""
     sep: str | None = None
+    chat: bool = False
+    system: str | None = None
 
     def __post_init__(self) -> None:
         # Accept any sequence of candidates but store a tuple, so the request stays hashable.
         if isinstance(self.candidates, str):
             raise TypeError("ScoreRequest.candidates must be a sequence of strings, not one string")
+        if self.system is not None and not self.chat:
+            raise ValueError(f"ScoreRequest(system={self.system!r}) needs chat=True: a system message only exists "
+                             "in a chat template.")
         object.__setattr__(self, "candidates", tuple(self.candidates))
 
     def key(self) -> str:
         """A stable digest of the request (the cache key's request half)."""
-        payload = json.dumps([self.left, list(self.candidates), self.right, self.sep], ensure_ascii=False)
+        fields: list = [self.left, list(self.candidates), self.right, self.sep]
+        if self.chat:  # only when set, so the keys of plain requests (and caches built before chat) stay valid
+            fields.append({"chat": True, "system": self.system})
+        payload = json.dumps(fields, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CandidateScores:
-    """Scores of one request's candidates, in the request's candidate order."""
+    """Scores of one request's candidates, in the request's candidate order.
+
+    Equal when the candidates, sums and counts are equal (`token_logprobs` is a detail kept on request, so it is
+    not compared); unhashable, as its arrays are.
+    """
 
     candidates: tuple[str, ...]
     sum_logprob: np.ndarray
     n_tokens: np.ndarray
-    token_logprobs: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
+    token_logprobs: tuple[np.ndarray, ...] | None = None
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CandidateScores):
+            return NotImplemented
+        return (self.candidates == other.candidates and np.array_equal(self.sum_logprob, other.sum_logprob)
+                and np.array_equal(self.n_tokens, other.n_tokens))
 
     @property
     def mean_logprob(self) -> np.ndarray:
@@ -61,7 +86,7 @@ class CandidateScores:
             return self.mean_logprob
         if by == "sum":
             return self.sum_logprob
-        raise ValueError(f"Unknown score kind {by!r}; use 'mean' or 'sum'.")
+        raise UnknownNameError("score kind", by, ("mean", "sum"), "Example: scores.ranking(by='mean').")
 
     def ranking(self, by: ScoreKind = "mean") -> np.ndarray:
         """Candidate indices, best first; stable, so ties keep request order."""

@@ -109,3 +109,40 @@ def reference_score(model, tok, left, cand, right="", sep=None, *, method="typed
         inp = ctx + ids[:i] + [mask] + right_ids + suffix
         out.append(_logsoftmax(model(torch.tensor([inp])).logits[0])[len(ctx) + i, t])
     return np.array(out)
+
+
+# A small Jinja chat template for the chat-scoring tests: BOS from the template, an optional system turn, the
+# reply after "of " (markers built from the corpus's words, so they are real tokens, not unknowns).
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}capital {{ m['content'] }} . "
+                 "{% elif m['role'] == 'user' %}the {{ m['content'] }} . {% else %}of {{ m['content'] }}"
+                 "{{ eos_token }}{% endif %}{% endfor %}{% if add_generation_prompt %}of {% endif %}")
+
+
+def _chat_ids(tok, messages, reply: str | None = None) -> list[int]:
+    """Token ids of the chat prompt, or of the prompt continued by the start of an assistant `reply`, as the
+    tokenizer's own apply_chat_template renders and tokenizes them.
+    """
+    if reply is None:
+        out = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    else:
+        out = tok.apply_chat_template(messages + [{"role": "assistant", "content": reply}], tokenize=True,
+                                      continue_final_message=True)
+    return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+
+
+@torch.no_grad()
+def reference_chat_score(model, tok, user, cand, right="", *, system=None, score_right=False):
+    """Per-token log-probs of `cand` as the start of the assistant reply to `user`, the slow way."""
+    messages = ([{"role": "system", "content": system}] if system is not None else []) + [
+        {"role": "user", "content": user}]
+    ctx = _chat_ids(tok, messages)
+    joint = _chat_ids(tok, messages, cand)
+    ids = joint[len(ctx):] if len(joint) > len(ctx) and joint[: len(ctx)] == ctx else _ids(tok, cand)
+    seq = ids
+    if score_right and right:
+        known = ctx + ids
+        both = _chat_ids(tok, messages, cand + right)
+        seq = ids + (both[len(known):] if len(both) > len(known) and both[: len(known)] == known
+                     else _ids(tok, right))
+    lp = _logsoftmax(model(torch.tensor([ctx + seq])).logits[0])
+    return np.array([lp[len(ctx) - 1 + j, t] for j, t in enumerate(seq)])

@@ -94,3 +94,37 @@ def test_cache_is_keyed_by_model_identity_and_options(tmp_path):
     again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]
     np.testing.assert_array_equal(again.sum_logprob, a.sum_logprob)
     assert again.token_logprobs is not None
+
+
+def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatch):
+    """A folder retrained in place keeps its path; its weight files' fingerprint must change the identity."""
+    from culture_probe.engine.causal import CausalScorer
+
+    _, tok = tiny("gpt2", "bpe")
+    model_dir = save_tiny(tmp_path / "model", "gpt2", tok, layers=1, hidden=32, heads=4, seed=0)
+    db = tmp_path / "cache.sqlite"
+    reqs = [ScoreRequest(LEFTS[0], CANDIDATES)]
+    original, batches = CausalScorer._score_batch, []
+    monkeypatch.setattr(CausalScorer, "_score_batch",
+                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
+    first = Scorer.from_pretrained(model_dir, cache=db)
+    before = first.score(reqs)[0]
+    assert Scorer.from_pretrained(model_dir, cache=db).score(reqs)[0] == before and len(batches) == 1  # a hit
+
+    save_tiny(model_dir, "gpt2", tok, layers=1, hidden=32, heads=4, seed=1)  # "retrained" in place
+    second = Scorer.from_pretrained(model_dir, cache=db)
+    assert second.identity["name_or_path"] == first.identity["name_or_path"]
+    assert second.identity["weight_files"] != first.identity["weight_files"]
+    after = second.score(reqs)[0]
+    assert len(batches) == 2 and not np.allclose(after.sum_logprob, before.sum_logprob)
+
+
+def test_identity_records_the_hub_commit_when_known():
+    from culture_probe.engine.scorer import _identity
+
+    model, tok = tiny("gpt2", "bpe")
+    assert "commit" not in _identity(model, tok, name="", hash_weights=False)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    config = type(model.config)(**model.config.to_dict())
+    config._commit_hash = commit  # what transformers sets on a model loaded from the Hub
+    assert _identity(type(model)(config), tok, name="org/model", hash_weights=False)["commit"] == commit

@@ -57,3 +57,19 @@ def test_chat_uses_the_chat_template():
 def test_masked_models_do_not_generate():
     with pytest.raises(UnsupportedModelError, match="causal or seq2seq"):
         Scorer(*tiny("bert", "wordpiece")).generate(PROMPTS, 3)
+
+
+def test_chat_takes_a_system_message():
+    model, tok = tiny("gpt2", "bpe")
+    scorer = Scorer(model, tok)
+    with pytest.raises(ValueError, match="needs chat=True"):
+        scorer.generate(PROMPTS[:1], 3, system="Be brief.")
+    tok.chat_template = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} "
+                         "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
+    try:
+        rendered = [f"<system> Be brief. <user> {p} <assistant>" for p in PROMPTS]
+        got = scorer.generate(PROMPTS, 4, chat=True, system="Be brief.")
+        assert got == [_argmax_continuation(model, tok, text, 4) for text in rendered]
+        assert got != scorer.generate(PROMPTS, 4, chat=True)
+    finally:
+        tok.chat_template = None

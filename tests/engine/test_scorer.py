@@ -182,6 +182,9 @@ def test_out_of_memory_halves_the_automatic_budget(monkeypatch):
     monkeypatch.setattr(type(scorer), "_score_batch", flaky)
     _close(scorer.score(REQUESTS), expected, 1e-5)
     assert budgets[:3] == [4096, 2048, 1024] and set(budgets[2:]) == {1024}
+    budgets.clear()  # the next call starts from the budget that fit, instead of failing twice again
+    _close(scorer.score(REQUESTS[::-1]), expected[::-1], 1e-5)
+    assert budgets and set(budgets) == {1024}
     with pytest.raises(torch.cuda.OutOfMemoryError):
         Scorer(model, tok, batch_tokens=4096).score(REQUESTS)  # a budget the user chose is not changed
 
@@ -220,3 +223,25 @@ def test_trie_rows_hold_every_inner_node_once_with_its_ancestors():
             for k, n in enumerate(nodes):
                 parent = trie.parents[n]
                 assert parent < 0 or parent in nodes[:k]  # ancestors come first, in the same row
+
+
+def test_candidate_scores_compare_by_value_and_are_unhashable():
+    from culture_probe.engine import CandidateScores
+
+    def make(sums, counts=(1, 2), tokens=None):
+        return CandidateScores(("a", "b"), np.array(sums), np.array(counts), tokens)
+
+    assert make([-1.0, -2.5]) == make([-1.0, -2.5], tokens=(np.array([-1.0]), np.array([-1.0, -1.5])))
+    assert make([-1.0, -2.5]) != make([-1.0, -2.0])
+    assert make([-1.0, -2.5]) != make([-1.0, -2.5], counts=(1, 3))
+    assert make([-1.0, -2.5]) != CandidateScores(("a", "c"), np.array([-1.0, -2.5]), np.array([1, 2]))
+    assert make([-1.0]) != make([-1.0, -2.5])  # different lengths: unequal, not an error
+    assert make([-1.0, -2.5]) != "scores"
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(make([-1.0, -2.5]))
+
+
+def test_unknown_score_kind_lists_the_valid_ones():
+    out = Scorer(*tiny("gpt2", "bpe")).score(REQUESTS[:1])[0]
+    with pytest.raises(UnknownNameError, match="Unknown score kind 'men'.*Did you mean 'mean'.*mean, sum"):
+        out.ranking(by="men")
