@@ -6,16 +6,24 @@ tokenizers are trained on the FmLAMA text. Baselines:
 - causal: what lm-evaluation-harness does: one padded forward per context+candidate pair, length-sorted batches
   of 64, full log_softmax over every position;
 - masked: per-candidate typed querying: one forward per (dish, candidate) with k masks, batches of 64.
-Prints both times, their ratio and the largest score difference. Needs CULTURE_PROBE_MIRROR (or the network).
+The baselines tokenize on their own, as tests/engine/engine_reference.py does (tokenizer(left + " " + candidate),
+split after the context's ids), so the comparison covers the engine's tokenization too. Prints both times, their
+ratio, the largest score difference, and PASS/FAIL for each target of issue 2 (a pool of >= 1,000 candidates,
+>= 10x faster, scores within 1e-4); exits with status 1 if any fails. Needs CULTURE_PROBE_MIRROR (or the network).
 
-    python benchmarks/bench_engine.py [--dishes 20] [--hidden 256] [--threads 2]
+    python benchmarks/bench_engine.py [--dishes 20] [--candidates N] [--hidden 256] [--threads 2]
+
+`--candidates N` keeps every (len(pool) // N)-th ingredient, for a quick check that the script works (the pool
+target then fails, by design).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -27,6 +35,22 @@ from culture_probe.models import tiny_model, train_tokenizer
 DISHES_URL = ("https://raw.githubusercontent.com/lizhou21/FmLAMA-master/16c41230d03e53cc5315217f7b9e210cd7dcc7fc/"
               "data/data_lang/en/en_dishes.jsonl")
 LEFT = "The ingredients of {dish} include"
+MIN_CANDIDATES, MIN_SPEEDUP, MAX_DIFF = 1000, 10.0, 1e-4  # the targets of issue 2
+
+
+def reference_inputs(tok, requests: list[ScoreRequest]) -> list[tuple[list[int], list[int], list[int]]]:
+    """(context ids with the tokenizer's specials, candidate ids, suffix ids) per (request, candidate), built
+    without the engine by the tests' slow reference (tests/engine/engine_reference.py: one rule, one copy).
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "engine"))
+    from engine_reference import reference_tokens
+
+    out = []
+    for request in requests:
+        for candidate in request.candidates:
+            context, ids, right, suffix = reference_tokens(tok, request.left, candidate, request.right, request.sep)
+            out.append((context, ids, right + suffix))
+    return out
 
 
 def load(n_dishes: int) -> tuple[list[str], list[str]]:
@@ -79,8 +103,8 @@ def per_candidate_masked(model, items: list[tuple[list[int], list[int], list[int
     return out
 
 
-def run(arch: str, kind: str, dishes: list[str], pool: list[str], hidden: int) -> None:
-    """Time the engine and the baseline for one model and print the comparison."""
+def run(arch: str, kind: str, dishes: list[str], pool: list[str], hidden: int) -> bool:
+    """Time the engine and the baseline for one model, print the comparison; True when every target passes."""
     texts = [LEFT.format(dish=d) + " " + ", ".join(pool[i::50]) for i, d in enumerate(dishes * 3)] + pool
     tok = train_tokenizer(texts, kind, vocab_size=8000, model_kind="causal" if arch == "gpt2" else "masked")
     model = tiny_model(arch, tok, layers=6, hidden=hidden, heads=4, seed=0)
@@ -88,35 +112,50 @@ def run(arch: str, kind: str, dishes: list[str], pool: list[str], hidden: int) -
     requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
 
     start = time.perf_counter()
-    engine = np.concatenate([s.sum_logprob for s in scorer.score(requests)])
+    scores = scorer.score(requests)
     engine_time = time.perf_counter() - start
+    engine = np.concatenate([s.sum_logprob for s in scores])
+    engine_tokens = np.concatenate([s.n_tokens for s in scores])
 
-    encoded = [scorer.encoder.encode(r, with_right=True) for r in requests]
+    # tokenized outside the timing (the engine's time includes its own tokenization: a conservative ratio)
+    items = reference_inputs(tok, requests)
     start = time.perf_counter()
     if arch == "gpt2":
-        pairs = [(list(e.context), list(c)) for e in encoded for c in e.candidates]
-        baseline = np.array(harness_causal(model, pairs, tok.pad_token_id))
+        baseline = np.array(harness_causal(model, [(ctx, cand) for ctx, cand, _ in items], tok.pad_token_id))
     else:
-        items = [(list(e.context), list(c), list(e.suffix)) for e in encoded for c in e.candidates]
         baseline = np.array(per_candidate_masked(model, items, tok))
     base_time = time.perf_counter() - start
-    n_tok = sum(len(c) for e in encoded for c in e.candidates) / len(engine)
+    lengths = np.array([len(cand) for _, cand, _ in items])
+    speedup, diff = base_time / engine_time, float(np.abs(engine - baseline).max())
     print(f"{arch:5s} ({kind}, 6 layers, hidden {hidden}, vocab {len(tok)}): {len(dishes)} dishes x {len(pool)} "
-          f"candidates ({n_tok:.2f} tokens each)\n"
-          f"  engine {engine_time:8.2f} s   baseline {base_time:8.2f} s   speed-up {base_time / engine_time:6.1f}x   "
-          f"max |diff| {np.abs(engine - baseline).max():.2e}")
+          f"candidates ({lengths.mean():.2f} tokens each; token counts differ for "
+          f"{int((engine_tokens != lengths).sum())})\n"
+          f"  engine {engine_time:8.2f} s   baseline {base_time:8.2f} s   speed-up {speedup:6.1f}x   "
+          f"max |diff| {diff:.2e}")
+    targets = {f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
+               f"speed-up >= {MIN_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= MIN_SPEEDUP,
+               f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF}
+    for target, passed in targets.items():
+        print(f"  {'PASS' if passed else 'FAIL'}  {target}")
+    return all(targets.values())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dishes", type=int, default=20)
+    parser.add_argument("--candidates", type=int, default=None, help="a subset of the pool, for a quick check")
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     dishes, pool = load(args.dishes)
-    run("gpt2", "bpe", dishes, pool, args.hidden)
-    run("bert", "wordpiece", dishes, pool, args.hidden)
+    if len(pool) < MIN_CANDIDATES:
+        raise SystemExit(f"the FmLAMA English pool has {len(pool)} candidates, fewer than the {MIN_CANDIDATES:,} "
+                         "the benchmark needs: is the mirror's en_dishes.jsonl complete?")
+    if args.candidates:
+        pool = pool[:: max(1, len(pool) // args.candidates)][: args.candidates]
+    passed = [run("gpt2", "bpe", dishes, pool, args.hidden), run("bert", "wordpiece", dishes, pool, args.hidden)]
+    sys.exit(0 if all(passed) else 1)
 
 
 if __name__ == "__main__":

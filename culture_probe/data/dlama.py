@@ -14,7 +14,8 @@ import os
 import re
 import tarfile
 import unicodedata
-from collections.abc import Iterator
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -89,9 +90,9 @@ INFO = BenchmarkInfo(
     ),
     deviations=(
         Deviation("D1", "T5 prompts filled with str.replace, not re.sub('[X]', ...)."),
-        Deviation("D2", "Candidates use in-context token ids (compat: candidate_tokenization='bare')."),
+        Deviation("D2", "Candidates use in-context token ids (the original's bare tokenisation is not offered)."),
         Deviation("D3", "Causal-LM ranking is an extension, not the paper's protocol."),
-        Deviation("D4", "The optional generation mode runs on all facts, not the first 3 per file."),
+        Deviation("D4", "Generation mode (mode='generate') asks every fact in scope, not the first 3 per file."),
         Deviation("D5", "Fast tokenizer with [MASK] kept as a special token."),
     ),
 )
@@ -148,6 +149,13 @@ def templates(
 def templates_verified(language: str) -> bool:
     """False for the provisional es/ko/ar strings transcribed from the paper (spec 4.1)."""
     return bool(_vendored_templates().get(language, {}).get("verified", False))
+
+
+def unverified_template_languages(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Languages of `rows` probed with at least one provisional vendored template (recorded with every run)."""
+    used = {(row["language"], row["predicate"], row["template"]) for row in rows}
+    return sorted({language for language, predicate, text in used
+                   if not templates_verified(language) and templates(language).get(predicate) == text})
 
 
 @cache
@@ -377,24 +385,27 @@ def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Reader]:
     return path, sorted(contents), read
 
 
-def candidates(split: datasets.Dataset, language: str, predicate: str) -> list[str]:
-    """Candidate objects of (language, predicate): every label of both cultures, sorted by code point (4.2)."""
-    return sorted({label for _, label in _objects(split, language, predicate)})
+def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """{(language, predicate): every object label of both cultures, sorted by code point} (spec 4.2).
+
+    Blank labels are not objects (spec 2.3 skips facts left without one) and could not be scored, so they are
+    left out; every other label is kept exactly as stored.
+    """
+    sets: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for row in rows:
+        sets[row["language"], row["predicate"]].update(label for label in row["obj_label"] if label.strip())
+    return {key: tuple(sorted(labels)) for key, labels in sets.items()}
 
 
-def label_collisions(split: datasets.Dataset, language: str, predicate: str) -> int:
-    """How many candidate labels name two or more QIDs (they collapse into one candidate; spec 7)."""
-    qids: dict[str, set[str]] = {}
-    for uri, label in _objects(split, language, predicate):
-        qids.setdefault(label, set()).add(uri)
-    return sum(len(uris) > 1 for uris in qids.values())
-
-
-def _objects(split: datasets.Dataset, language: str, predicate: str) -> Iterator[tuple[str, str]]:
-    columns = zip(split["language"], split["predicate"], split["obj_uri"], split["obj_label"], strict=True)
-    for lang, pred, uris, labels in columns:
-        if (lang, pred) == (language, predicate):
-            yield from zip(uris, labels, strict=True)
+def label_collisions(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """{"language|predicate": labels that name two or more QIDs} (they collapse into one candidate; spec 7)."""
+    uris: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for row in rows:
+        for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):
+            if label.strip():
+                uris[row["language"], row["predicate"], label].add(uri)
+    counts = Counter(f"{lang}|{pred}" for (lang, pred, _), found in uris.items() if len(found) > 1)
+    return dict(sorted(counts.items()))
 
 
 BUILDER = Dlama

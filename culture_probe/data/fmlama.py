@@ -14,7 +14,7 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -214,9 +214,12 @@ def group_of(origin: str) -> str:
     return GROUPS.get(origin, OTHERS)
 
 
-def candidates(split: datasets.Dataset) -> list[str]:
-    """The candidate pool of a config: every gold ingredient of the split, sorted in code-point order."""
-    return sorted({item for labels in split["obj_label"] for item in labels})
+def candidate_pool(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The candidate pool the FmLAMA task scores: every gold ingredient of a split (or of any rows), sorted in
+    code-point order (spec 3). Items are kept exactly as stored; a blank item names no ingredient (2.3 reads
+    `{''}` as an empty list) and could not be scored, so it is left out.
+    """
+    return sorted({item for row in rows for item in row["obj_label"] if item.strip()})
 
 
 def _configs() -> list[FmlamaConfig]:

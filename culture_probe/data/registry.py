@@ -63,16 +63,15 @@ def _configs() -> dict[str, tuple[Any, Any]]:
     return table
 
 
-def config_names() -> list[str]:
-    """Every loadable config name."""
-    return sorted(_configs())
-
-
 def resolve(name: str, *, corrected: bool = False) -> tuple[Any, Any]:
     """(module, BuilderConfig) for `name`; `corrected=True` picks the `<name>_corrected` twin."""
     table = _configs()
+    if name not in table:  # checked first, so the error names what the user typed
+        raise UnknownNameError(
+            "benchmark config", name, table, fix="See culture_probe.list_benchmarks() or `culture-probe list`.",
+        )
     if corrected and not name.endswith(CORRECTED_SUFFIX):
-        if name + CORRECTED_SUFFIX not in table and name in table:
+        if name + CORRECTED_SUFFIX not in table:
             raise UnknownNameError(
                 "corrected config",
                 name + CORRECTED_SUFFIX,
@@ -80,10 +79,6 @@ def resolve(name: str, *, corrected: bool = False) -> tuple[Any, Any]:
                 fix=f"{name!r} has no known data errors to correct; load it with corrected=False.",
             )
         name += CORRECTED_SUFFIX
-    if name not in table:
-        raise UnknownNameError(
-            "benchmark config", name, table, fix="See culture_probe.list_benchmarks() or `culture-probe list`.",
-        )
     return table[name]
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+import math
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
 
 from culture_probe.metrics._checks import check_choice
 
@@ -19,5 +20,11 @@ def format_score(value: float | None, decimals: int = 2, display: str = "round")
     check_choice("display", display, _MODES)
     if value is None:
         return "-"
-    clean = Decimal(repr(float(value))).quantize(Decimal("1e-9"), rounding=ROUND_HALF_EVEN)
-    return str(clean.quantize(Decimal(1).scaleb(-decimals), rounding=_MODES[display]))
+    number = float(value)
+    if not math.isfinite(number):  # Decimal cannot quantize these; print them as Python does
+        return str(number)
+    with localcontext() as context:
+        context.prec = 400  # enough digits for any finite float at 1e-9, so quantize never overflows
+        clean = Decimal(repr(number)).quantize(Decimal("1e-9"), rounding=ROUND_HALF_EVEN)
+        shown = clean.quantize(Decimal(1).scaleb(-decimals), rounding=_MODES[display])
+    return str(shown.copy_abs() if shown.is_zero() else shown)  # -0.001 -> "0.00", never "-0.00"

@@ -5,7 +5,9 @@ Formulas: specs/fmlama.md section 5 (Zhou et al., 2024, "Does Mapo Tofu Contain 
 
 from __future__ import annotations
 
+import importlib
 import math
+import os
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
@@ -14,9 +16,11 @@ from typing import Any
 import numpy as np
 
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics._checks import by_group, check_lengths, none_if_nan
+from culture_probe.metrics._checks import by_group, check_lengths, finite_floats, none_if_nan
 
 Embed = Callable[[str], Any]
+FASTTEXT_ENV = "CULTURE_PROBE_FASTTEXT"  # path of a cc.<lang>.300.bin, or of a folder holding them
+FASTTEXT_URL = "https://fasttext.cc/docs/en/crawl-vectors.html"
 
 
 def _ranking(index: int, prediction: Sequence[str]) -> list[str]:
@@ -123,17 +127,51 @@ def _cosine(u: np.ndarray, v: np.ndarray) -> float:
     return float(np.dot(u, v)) / norm if norm else math.nan  # a zero vector (unknown string) leaves cos undefined
 
 
-def _embedder(embed: Embed | Mapping[str, Any] | None, vectors: str | Path | None, needed: set[str]) -> Embed:
+def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") -> Embed:
+    """The paper's vectors: fastText's `get_word_vector` on the whole string, from a binary `cc.<lang>.300.bin`.
+
+    `path` is the `.bin` model or a folder holding `cc.<language>.300.bin`; without it, the environment variable
+    CULTURE_PROBE_FASTTEXT (read at call time) gives one of the two. Nothing is downloaded: the model is 7 GB.
+    Needs the optional `fasttext` module (`pip install fasttext-wheel`, or `culture-probe[fasttext]`).
+    """
+    name = f"cc.{language}.300.bin"
+    fix = (f"download {name} from {FASTTEXT_URL} and pass vectors='path/to/{name}' (or a folder holding it), "
+           f"or set {FASTTEXT_ENV} to that path; or pass embed= a function from a string to its vector.")
+    location = path if path is not None else os.environ.get(FASTTEXT_ENV)
+    if not location:
+        raise MetricInputError(f"mWS uses fastText vectors by default (as the paper), but no model was given: {fix}")
+    model = Path(location) / name if Path(location).is_dir() else Path(location)
+    if not model.is_file():
+        raise MetricInputError(f"fastText model {str(model)!r} does not exist: {fix}")
+    try:
+        fasttext = importlib.import_module("fasttext")
+    except ImportError:
+        raise MetricInputError(
+            f"Reading {str(model)!r} needs the `fasttext` module, which is not installed: run "
+            "`pip install fasttext-wheel` (or `pip install culture-probe[fasttext]`), or pass embed=."
+        ) from None
+    return fasttext.load_model(str(model)).get_word_vector
+
+
+def _embedder(
+    embed: Embed | Mapping[str, Any] | None, vectors: str | Path | None, needed: set[str], language: str
+) -> Embed:
+    """`embed` as given, else the vectors of `read_vectors`."""
     if embed is not None and vectors is not None:
         raise MetricInputError("Pass either `embed` or `vectors`, not both.")
-    if vectors is not None:
-        embed = load_text_vectors(vectors, keep=needed)
     if embed is None:
-        raise MetricInputError(
-            "mWS needs word vectors: pass `vectors='cc.en.300.vec'` (fastText text vectors, as in the paper) or "
-            "`embed=` a function from a string to its vector (e.g. fasttext.load_model(...).get_word_vector)."
-        )
+        embed = read_vectors(vectors, keep=needed, language=language)
     return embed.get if isinstance(embed, Mapping) else embed
+
+
+def read_vectors(vectors: str | Path | None, *, keep: set[str], language: str = "en") -> dict[str, np.ndarray]:
+    """The vectors of the strings in `keep`: from a fastText binary model (`.bin`, or a folder holding
+    `cc.<language>.300.bin`; None: `fasttext_vectors`' default) or from text vectors (any other file).
+    """
+    if vectors is None or Path(vectors).is_dir() or Path(vectors).suffix == ".bin":
+        vector = fasttext_vectors(vectors, language=language)
+        return {text: np.asarray(vector(text)) for text in keep}
+    return load_text_vectors(vectors, keep=keep)  # no vectors for strings it lacks: multi-word items become NaN
 
 
 def word_similarity(ranking: Sequence[str], gold: set[str], vector: Callable[[str], np.ndarray]) -> float:
@@ -154,22 +192,26 @@ def mws(
     embed: Embed | Mapping[str, Any] | None = None,
     vectors: str | None = None,
     groups: Sequence[Hashable] | Mapping[str, Sequence[Hashable]] | None = None,
+    language: str = "en",
 ) -> dict[str, Any]:
     """Mean word similarity (0-1) between each dish's top-|G| predictions and its gold ingredients.
 
     `embed` maps a whole string to its vector (None or a zero vector for an unknown string: its WS is NaN,
-    left out of the mean and counted in `n_nan`); or `vectors` is a path to fastText text vectors.
+    left out of the mean and counted in `n_nan`). Or `vectors`: fastText text vectors (`.vec`), or a fastText
+    binary model (`.bin`, or a folder holding `cc.<language>.300.bin`). With neither, fastText's model as in the
+    paper (see `fasttext_vectors`: needs the `fasttext` module and the model's path).
     """
     n = check_lengths(predictions=predictions, references=references)
     items = [(_ranking(i, p), _gold(r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
     needed = {s for ranking, gold in items for s in (*gold, *ranking[: len(gold)])}
-    lookup = _embedder(embed, vectors, needed)
+    lookup = _embedder(embed, vectors, needed, language)
     cache: dict[str, np.ndarray] = {}
+    first: list[str] = []  # the first string with a vector: every other vector must have its length
 
     def vector(text: str) -> np.ndarray:
         if text not in cache:
             found = lookup(text)
-            cache[text] = np.zeros(1) if found is None else np.asarray(found, dtype=np.float64)
+            cache[text] = np.zeros(1) if found is None else _checked_vector(text, found, first, cache)
         return cache[text]
 
     ws = np.full(n, np.nan)
@@ -183,6 +225,22 @@ def mws(
     if groups is not None:
         result["groups"] = by_group(groups, n, lambda mask: _ws_summary(ws[mask], skipped[mask]))
     return result
+
+
+def _checked_vector(text: str, found: Any, first: list[str], cache: Mapping[str, np.ndarray]) -> np.ndarray:
+    """`found` as a 1-d float array of the same length as the first vector seen (one embedding model)."""
+    array = np.asarray(found, dtype=np.float64)
+    if array.ndim != 1:
+        raise MetricInputError(f"`embed` returned an array of shape {array.shape} for {text!r}; it must return "
+                               "one 1-d vector per string.")
+    if not first:
+        first.append(text)
+    elif array.shape != cache[first[0]].shape:
+        raise MetricInputError(
+            f"`embed` returned a vector of length {array.size} for {text!r} but of length {cache[first[0]].size} "
+            f"for {first[0]!r}: every string needs a vector of one length (use one embedding model)."
+        )
+    return array
 
 
 def _ws_summary(ws: np.ndarray, skipped: np.ndarray) -> dict[str, Any]:
@@ -201,3 +259,22 @@ def template_mean_std(values: Sequence[float]) -> dict[str, float]:
     if len(values) < 2:
         raise MetricInputError(f"`values` needs at least two templates for a sample std, got {len(values)}.")
     return {"mean": statistics.fmean(values), "std": statistics.stdev(values)}
+
+
+def map_mws_correlation(map_values: Sequence[float], mws_values: Sequence[float]) -> dict[str, Any]:
+    """Pearson r between paired mAP and mWS cells of a results table (spec 5; the paper's r = 0.66 on Table 2).
+
+    Each position is one cell (e.g. a group x model mean) measured both ways; r says whether the exact-match and
+    the fuzzy-match metric rank the cells alike. r is None when either column is constant (undefined).
+    """
+    n = check_lengths(map_values=map_values, mws_values=mws_values)
+    if n < 2:
+        raise MetricInputError(f"`map_values` has {n} cell: a correlation needs at least two.")
+    x = finite_floats("map_values", map_values)
+    y = finite_floats("mws_values", mws_values)
+    if x.min() == x.max() or y.min() == y.max():
+        return {"pearson_r": None, "n_cells": n}
+    dx, dy = x - x.mean(), y - y.mean()
+    r = float(dx @ dy) / math.sqrt(float(dx @ dx) * float(dy @ dy))
+
+    return {"pearson_r": max(-1.0, min(1.0, r)), "n_cells": n}

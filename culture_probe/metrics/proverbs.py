@@ -7,6 +7,7 @@ sections 5.1-5.3).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,12 +85,34 @@ def culture_gap(
     source: float, target: float, human_translated: float, machine_translated: float | None = None
 ) -> dict[str, float | None]:
     """Culture gap |Acc_HT − max(Acc_Src, Acc_Tgt)| and language gap Acc_HT − Acc_MT, in accuracy points."""
-    values = [source, target, human_translated] + ([] if machine_translated is None else [machine_translated])
-    finite_floats("source/target/human_translated/machine_translated accuracies", values)
+    given = {"source": source, "target": target, "human_translated": human_translated,
+             "machine_translated": machine_translated}
+    for name, value in given.items():
+        if value is not None or name != "machine_translated":  # the one optional accuracy
+            _check_accuracy(name, value)
     return {
         "culture_gap": abs(human_translated - max(source, target)),
         "language_gap": None if machine_translated is None else human_translated - machine_translated,
     }
+
+
+def _check_accuracy(name: str, value: Any) -> None:
+    """One accuracy argument: a finite number, or an error that names that argument."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
+        raise MetricInputError(f"`{name}` must be a finite accuracy in points (0-100), got {value!r}.")
+
+
+def delta_en(english: float, machine_translated: Mapping[str, float]) -> dict[str, float]:
+    """Δ_En per language: Acc(maps_en) − Acc(<lang>_en_mt), the paper's Table 11.
+
+    How much of the gap to English remains once a language's items are machine-translated into English (what
+    translation cannot recover is knowledge, not language). Keys are language codes (or any label).
+    """
+    if not machine_translated:
+        raise MetricInputError("`machine_translated` is empty: pass {language: accuracy of <lang>_en_mt}.")
+    finite_floats("english", [english])
+    finite_floats("machine_translated", list(machine_translated.values()))
+    return {lang: english - accuracy for lang, accuracy in machine_translated.items()}
 
 
 def cross_lingual_average(per_language: Mapping[str, float], languages: Sequence[str] = CROSS_LINGUAL) -> float:

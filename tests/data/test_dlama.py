@@ -114,10 +114,22 @@ def test_fixture_tarball_rows_and_derived_fields(tarball: Path) -> None:
 def test_candidates_follow_the_spec_worked_example(tarball: Path) -> None:
     split = load_benchmark("dlama_arab_west", data_files=str(tarball))["test"]
     # spec 5.3: both cultures' labels, sorted by code point; two QIDs labelled Paris are one candidate
-    assert dlama.candidates(split, "en", "P30") == ["Africa", "Asia", "Europe", "North America"]
-    assert dlama.candidates(split, "en", "P36") == ["Cairo", "Paris"]
-    assert dlama.label_collisions(split, "en", "P36") == 1  # Paris: Q90 and Q830149
-    assert dlama.label_collisions(split, "en", "P30") == 0  # Africa is Q15 in both facts
+    sets = dlama.candidate_sets(split)
+    assert sets["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
+    assert sets["en", "P36"] == ("Cairo", "Paris")
+    # Paris: Q90 and Q830149 in both languages; Africa is Q15 in both facts, so P30 has none
+    assert dlama.label_collisions(split) == {"ar|P36": 1, "en|P36": 1}
+
+
+def test_blank_labels_are_not_candidates_nor_collisions() -> None:
+    # spec 2.3: a blank label is no object (a fact left without one is skipped); labels are otherwise kept as stored
+    rows = [
+        {"language": "en", "predicate": "P30", "obj_uri": ["Q15", "Q1"], "obj_label": ["Africa", " "]},
+        {"language": "en", "predicate": "P30", "obj_uri": ["Q2", "Q3"], "obj_label": [" ", ""]},
+        {"language": "en", "predicate": "P30", "obj_uri": ["Q48"], "obj_label": [" Asia"]},
+    ]
+    assert dlama.candidate_sets(rows) == {("en", "P30"): (" Asia", "Africa")}
+    assert dlama.label_collisions(rows) == {}
 
 
 def test_unpacked_folder_with_extra_leading_dir_and_renamed_pair_folder(tmp_path: Path, tarball: Path) -> None:
@@ -305,7 +317,7 @@ def test_custom_pair_from_its_manifest(release_and_custom: Path, tmp_path: Path)
     row = {r["id"]: r for r in split}["P30_general_MAGHREB_0|ar"]
     assert (row["region"], row["culture"], row["sub_label"], row["obj_label"], row["template"]) == (
         "MAGHREB", "maghreb", "مصر", ["أفريقيا", "آسيا"], "يقع [X] في [Y].")
-    assert dlama.candidates(split, "en", "P30") == ["Africa", "Asia", "Europe", "North America"]
+    assert dlama.candidate_sets(split)["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
     tarball = write_tarball(tmp_path / "c.tar.gz", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST)})
     assert load_benchmark("dlama_custom", data_files=str(tarball))["test"].to_list() == split.to_list()
 

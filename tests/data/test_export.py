@@ -22,17 +22,26 @@ from culture_probe.errors import UnknownNameError
 SMALL = ["fmlama_he", "fmlama_templates", "fmlama_cs_en_zh", "fmlama_zh_corrected"]
 
 
+# the three released pairs: (folder, non-Western region token, local language, a subject QID of that region)
+PAIRS = (("arab-west", "ARAB_REGION", "ar", "Q79"), ("asia-west", "ASIA", "ko", "Q17"),
+         ("south-america-west", "SOUTH_AMERICA", "es", "Q155"))
+
+
 def tiny_dlama(path: Path) -> Path:
-    """A two-language, two-culture DLAMA-v1 tarball with one fact per file."""
+    """A DLAMA-v1 tarball with every released pair, in both languages and cultures, one fact per file, with its
+    `dlama_raw/` twin, so that every DLAMA config but `dlama_custom` has data."""
     with tarfile.open(path, "w:gz") as archive:
-        for lang in ("ar", "en"):
-            for region, sub in (("ARAB_REGION", "Q79"), ("WESTERN_COUNTRIES", "Q142")):
-                fact = {"sub_uri": sub, "obj_uri": ["Q15"], "sub_label": f"{sub}-{lang}", "obj_label": [f"o-{lang}"],
-                        "country": [sub], "size": 1, "uuid": f"P30_general_{region}_0"}
-                content = (json.dumps(fact) + "\n").encode()
-                info = tarfile.TarInfo(f"arab-west/dlama/{lang}/P30_general_{region}.jsonl")
-                info.size = len(content)
-                archive.addfile(info, io.BytesIO(content))
+        for folder, token, local, subject in PAIRS:
+            for kind in ("dlama", "dlama_raw"):
+                for lang in (local, "en"):
+                    for region, sub in ((token, subject), ("WESTERN_COUNTRIES", "Q142")):
+                        fact = {"sub_uri": sub, "obj_uri": ["Q15"], "sub_label": f"{sub}-{lang}-{kind}",
+                                "obj_label": [f"o-{lang}"], "country": [sub], "size": 1,
+                                "uuid": f"P30_general_{region}_0"}
+                        content = (json.dumps(fact) + "\n").encode()
+                        info = tarfile.TarInfo(f"{folder}/{kind}/{lang}/P30_general_{region}.jsonl")
+                        info.size = len(content)
+                        archive.addfile(info, io.BytesIO(content))
     return path
 
 
@@ -132,10 +141,15 @@ def test_export_every_config_round_trips(mirror: Path, tmp_path: Path) -> None:
         data_dirs["maps"] = mirror / "manual" / "maps"
     result = export(tmp_path / "hub", data_dirs=data_dirs)
     skipped = dict(result.skipped)
-    # only configs whose data is genuinely absent are skipped: the fixture holds arab_west only, no dlama_raw/
-    assert all(name.startswith("dlama_") and "arab_west" not in name.replace("arab_west_raw", "")
-               for name in skipped), skipped
-    assert {"dlama_arab_west", "dlama_arab_west_corrected"} <= {c.name for c in result.configs}
+    # only configs whose data is genuinely absent are skipped: a curated pair of one's own (and MAPS without the
+    # mirror's manual folder); the fixture holds every released DLAMA pair and its dlama_raw/ twin
+    absent = {"dlama_custom", "dlama_custom_corrected"}
+    if "maps" not in data_dirs:
+        absent |= {e.name for e in list_benchmarks() if e.benchmark == "maps"}
+    assert set(skipped) == absent, skipped
+    dlama = {f"dlama_{pair}{suffix}" for pair in ("arab_west", "asia_west", "south_america_west")
+             for suffix in ("", "_corrected", "_raw")}
+    assert dlama <= {c.name for c in result.configs}
     listed = [e.name for e in list_benchmarks()]
     assert sorted([c.name for c in result.configs] + list(skipped)) == sorted(listed)
     header = front_matter(tmp_path / "hub" / "README.md")

@@ -41,7 +41,7 @@ def test_language_configs_reproduce_spec_counts(mirror: Path, lang: str) -> None
     groups, total, pool = TABLE[lang]
     counts = Counter(split["group"])
     assert tuple(counts[g] for g in GROUP_ORDER) == groups
-    assert split.num_rows == total and len(fmlama.candidates(split)) == pool
+    assert split.num_rows == total and len(fmlama.candidate_pool(split)) == pool
     lengths = [len(labels) for labels in split["obj_label"]]
     assert (min(lengths), max(lengths)) == (1, MAX_GOLD[lang])
     assert len(set(split["url"])) == total and set(split["lang"]) == {lang}
@@ -80,7 +80,7 @@ def test_aligned_configs(mirror: Path) -> None:
     urls = None
     for lang in LANGS:
         split = test(f"fmlama_aligned_{lang}")
-        assert split.num_rows == 175 and len(fmlama.candidates(split)) == ALIGNED_POOLS[lang]
+        assert split.num_rows == 175 and len(fmlama.candidate_pool(split)) == ALIGNED_POOLS[lang]
         urls = urls or set(split["url"])
         assert set(split["url"]) == urls
     assert len(set(split["origin"])) == 40
@@ -97,7 +97,7 @@ def test_code_switching_configs(mirror: Path) -> None:
     for (prompt, subject), pool in pools.items():
         split = test(f"fmlama_cs_{prompt}_{subject}")
         assert split.num_rows == 508 and dict(Counter(split["origin"])) == origins
-        assert len(fmlama.candidates(split)) == pool
+        assert len(fmlama.candidate_pool(split)) == pool
         assert set(split["prompt_lang"]) == {prompt} and set(split["subject_lang"]) == {subject}
         assert split[0]["id"].endswith(f"|{prompt}_{subject}")
     en_zh = test("fmlama_cs_en_zh")
@@ -108,7 +108,7 @@ def test_code_switching_configs(mirror: Path) -> None:
 
 def test_en14(mirror: Path) -> None:
     split = test("fmlama_en14")
-    assert split.num_rows == 1549 and len(fmlama.candidates(split)) == 873
+    assert split.num_rows == 1549 and len(fmlama.candidate_pool(split)) == 873
     assert "Others" not in set(split["group"]) and len(set(split["group"])) == 14
 
 
@@ -138,7 +138,7 @@ def test_corrected_templates(mirror: Path) -> None:
 def test_corrected_en_merges_case_variants_and_removes_self_items(mirror: Path) -> None:
     faithful, corrected = test("fmlama_en"), test("fmlama_en", corrected=True)
     assert corrected.num_rows == 2580
-    pool = fmlama.candidates(corrected)
+    pool = fmlama.candidate_pool(corrected)
     assert len({item.casefold() for item in pool}) == len(pool)
     before = Counter(item for labels in faithful["obj_label"] for item in labels)
     for a, b in (("Cinnamon", "cinnamon"), ("Potash", "potash"), ("Stockfish", "stockfish"),
@@ -190,6 +190,13 @@ def test_read_dishes_parses_the_stringified_set(tmp_path: Path) -> None:
     dishes = fmlama.read_dishes(path)
     assert [d.obj_label for d in dishes] == [("cheese", "tomato"), ("a", "b")]
     assert [(d.qid, d.row) for d in dishes] == [("Q1", 0), ("Q2", 1)]
+
+
+def test_candidate_pool_keeps_items_as_stored_but_not_blank_ones(tmp_path: Path) -> None:
+    # "a, , b" splits into a blank item: no ingredient, and the engine could not score it (spec 2.3, 4.2)
+    path = write(tmp_path, dish(obj_label="{'tomato, , Cheese'}"), dish(obj_label="{'cheese, '}"))
+    assert fmlama.candidate_pool({"obj_label": d.obj_label} for d in fmlama.read_dishes(path)) == [
+        "Cheese", "cheese", "tomato"]
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,10 @@ def test_unknown_name_lists_closest_names() -> None:
     with pytest.raises(UnknownNameError, match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
                                                r"'dlama_arab_west'.*Valid benchmark configs: .*fmlama_en"):
         load_benchmark("dlama_arab_wset")
+    # with corrected=True the error still names what was typed, not 'dlama_arab_wset_corrected'
+    with pytest.raises(UnknownNameError, match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
+                                               r"'dlama_arab_west'"):
+        load_benchmark("dlama_arab_wset", corrected=True)
 
 
 def test_corrected_flag_picks_the_twin() -> None:

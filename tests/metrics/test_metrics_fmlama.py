@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics import load_text_vectors, mean_average_precision, mws
-from culture_probe.metrics.fmlama import average_precision, template_mean_std
+from culture_probe.metrics.fmlama import FASTTEXT_ENV, average_precision, map_mws_correlation, template_mean_std
 
 RANKINGS = [
     ["tofu", "beef", "rice", "cheese", "tomato", "flour"],
@@ -96,11 +98,58 @@ def test_mws_reads_fasttext_text_vectors(tmp_path):
     assert set(load_text_vectors(headerless)) == {"soy sauce", "tofu"}
 
 
-def test_mws_needs_vectors():
-    with pytest.raises(MetricInputError, match="pass `vectors="):
+class FakeFasttext(types.ModuleType):
+    """Stands in for the `fasttext` module: load_model(path) gives a model whose get_word_vector reads TOY."""
+
+    def __init__(self):
+        super().__init__("fasttext")
+        self.loaded = []
+
+    def load_model(self, path):
+        self.loaded.append(path)
+        return types.SimpleNamespace(get_word_vector=lambda text: np.asarray(TOY.get(text, (0.0, 0.0))))
+
+
+@pytest.fixture
+def fake_fasttext(monkeypatch):
+    module = FakeFasttext()
+    monkeypatch.setitem(sys.modules, "fasttext", module)
+    monkeypatch.delenv(FASTTEXT_ENV, raising=False)
+    return module
+
+
+def test_mws_defaults_to_the_fasttext_binary_model(fake_fasttext, tmp_path, monkeypatch):
+    model = tmp_path / "cc.ko.300.bin"
+    model.write_bytes(b"")
+    expected = mws(RANKINGS, GOLD, embed=TOY)["mws"]
+    assert mws(RANKINGS, GOLD, vectors=str(model))["mws"] == pytest.approx(expected)
+    assert mws(RANKINGS, GOLD, vectors=str(tmp_path), language="ko")["mws"] == pytest.approx(expected)
+    monkeypatch.setenv(FASTTEXT_ENV, str(tmp_path))  # neither embed nor vectors: the configured model
+    assert mws(RANKINGS, GOLD, language="ko")["mws"] == pytest.approx(expected)
+    assert fake_fasttext.loaded == [str(model)] * 3
+
+
+def test_mws_without_vectors_names_the_exact_fix(fake_fasttext, tmp_path, monkeypatch):
+    with pytest.raises(MetricInputError, match=r"no model was given: download cc\.en\.300\.bin from https://fasttext"
+                                               r".*vectors='path/to/cc\.en\.300\.bin'.*CULTURE_PROBE_FASTTEXT"):
         mws(RANKINGS, GOLD)
+    with pytest.raises(MetricInputError, match=r"cc\.he\.300\.bin' does not exist: download cc\.he\.300\.bin"):
+        mws(RANKINGS, GOLD, vectors=str(tmp_path), language="he")
+    (tmp_path / "cc.en.300.bin").write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "fasttext", None)  # the package is not installed
+    with pytest.raises(MetricInputError, match=r"needs the `fasttext` module.*pip install fasttext-wheel"):
+        mws(RANKINGS, GOLD, vectors=str(tmp_path))
     with pytest.raises(MetricInputError, match="either `embed` or `vectors`"):
         mws(RANKINGS, GOLD, embed=TOY, vectors="x.vec")
+
+
+def test_mws_vectors_of_different_lengths_name_embed():
+    ragged = {**TOY, "tofu": (1.0, 0.0, 0.0)}  # "rice" (the first gold in code-point order) is read first
+    with pytest.raises(MetricInputError, match=r"`embed` returned a vector of length 3 for 'tofu' but of length 2 "
+                                               r"for 'rice'"):
+        mws(RANKINGS, GOLD, embed=ragged)
+    with pytest.raises(MetricInputError, match=r"`embed` returned an array of shape \(1, 2\) for 'rice'"):
+        mws(RANKINGS, GOLD, embed=lambda text: [[1.0, 0.0]])
 
 
 def test_template_mean_and_sample_std():
@@ -109,3 +158,70 @@ def test_template_mean_and_sample_std():
     assert summary["std"] == pytest.approx(math.sqrt(125 / 4)) and round(summary["std"], 2) == 5.59
     with pytest.raises(MetricInputError, match="at least two templates"):
         template_mean_std([65.0])
+
+
+# ---------------------------------------------------------------- Pearson r between the mAP and mWS tables
+
+# The paper's Table 2 (FmLAMA-en): the eight models' cells (Bb-c .. T5) of each origin row incl. ALL; the "Avg."
+# column is left out (it is not a probing result). (a) mAP (%) and (b) mWS; the caption reports r = 0.66.
+TABLE2_MAP = [
+    (3.93, 5.43, 4.39, 5.32, 5.25, 5.65, 4.49, 5.09), (10.26, 14.58, 11.60, 12.72, 13.79, 13.10, 12.37, 13.16),
+    (7.80, 10.53, 6.72, 8.02, 11.55, 9.12, 6.29, 7.84), (7.99, 7.53, 8.68, 6.64, 7.18, 7.59, 5.57, 5.64),
+    (5.01, 6.57, 6.15, 5.55, 5.64, 6.02, 3.63, 4.05), (8.40, 8.84, 11.17, 9.29, 10.48, 8.52, 6.29, 7.71),
+    (6.41, 6.93, 7.72, 7.16, 8.08, 7.92, 3.61, 4.18), (12.63, 14.18, 13.37, 12.10, 9.78, 10.56, 8.64, 5.41),
+    (4.94, 5.42, 5.64, 5.78, 7.40, 7.81, 4.20, 5.79), (10.43, 12.35, 12.36, 11.27, 12.54, 11.79, 7.93, 9.36),
+    (7.00, 5.96, 6.32, 6.33, 8.31, 9.42, 10.37, 5.67), (3.15, 3.99, 2.78, 2.73, 3.72, 3.12, 2.12, 0.73),
+    (3.54, 5.92, 4.26, 5.37, 4.61, 5.42, 3.26, 3.01), (5.55, 7.68, 5.34, 5.48, 5.31, 5.57, 1.45, 1.85),
+    (5.92, 6.30, 6.41, 6.37, 6.06, 5.62, 3.82, 3.61), (6.87, 8.09, 7.59, 7.51, 7.70, 7.43, 5.51, 5.58),
+]
+TABLE2_MWS = [
+    (0.3107, 0.3391, 0.3206, 0.3246, 0.2992, 0.3279, 0.3287, 0.3097),
+    (0.3593, 0.3957, 0.3793, 0.3813, 0.3730, 0.3760, 0.3796, 0.3844),
+    (0.3431, 0.3592, 0.3542, 0.3521, 0.3478, 0.3480, 0.3501, 0.3243),
+    (0.3247, 0.3321, 0.3312, 0.3072, 0.2902, 0.2965, 0.3072, 0.2815),
+    (0.3280, 0.3420, 0.3348, 0.3372, 0.3261, 0.3278, 0.3342, 0.3268),
+    (0.3132, 0.3343, 0.3401, 0.3362, 0.3177, 0.3255, 0.3126, 0.3079),
+    (0.3123, 0.3418, 0.3473, 0.3254, 0.3087, 0.3152, 0.3276, 0.3130),
+    (0.3638, 0.3741, 0.3796, 0.3531, 0.3215, 0.3367, 0.3352, 0.2920),
+    (0.3127, 0.3268, 0.3362, 0.3191, 0.3118, 0.3473, 0.3189, 0.3263),
+    (0.3210, 0.3493, 0.3476, 0.3354, 0.3398, 0.3309, 0.3569, 0.3156),
+    (0.3195, 0.3145, 0.3399, 0.3145, 0.3252, 0.3476, 0.3555, 0.3233),
+    (0.3113, 0.3399, 0.3359, 0.3178, 0.2822, 0.3180, 0.3530, 0.3048),
+    (0.3008, 0.3280, 0.3189, 0.3117, 0.2856, 0.3068, 0.3168, 0.2828),
+    (0.3368, 0.3680, 0.3355, 0.3397, 0.3113, 0.3158, 0.3313, 0.2721),
+    (0.3235, 0.3378, 0.3376, 0.3263, 0.3088, 0.3150, 0.3266, 0.2821),
+    (0.3278, 0.3468, 0.3428, 0.3339, 0.3177, 0.3264, 0.3338, 0.3050),
+]
+
+
+def test_map_mws_correlation_by_hand():
+    # mean (20, 0.31); deviations (-10, 0, 10) and (-0.01, 0.01, 0): r = 0.1 / sqrt(200 * 0.0002) = 0.5
+    assert map_mws_correlation([10.0, 20.0, 30.0], [0.30, 0.32, 0.31]) == {"pearson_r": pytest.approx(0.5),
+                                                                           "n_cells": 3}
+    assert map_mws_correlation([1.0, 2.0, 4.0], [0.2, 0.4, 0.8])["pearson_r"] == pytest.approx(1.0)
+    # deviations (-4/3, -1/3, 5/3) and (0.4, 0, -0.4): r = -1.2 / sqrt(42/9 * 0.32) = -3.6 / sqrt(13.44)
+    assert map_mws_correlation([1.0, 2.0, 4.0], [0.8, 0.4, 0.0])["pearson_r"] == pytest.approx(-3.6 / 13.44 ** 0.5)
+    assert map_mws_correlation([5.0, 5.0, 5.0], [0.1, 0.2, 0.3])["pearson_r"] is None  # undefined, not 0
+
+
+def test_map_mws_correlation_reproduces_the_papers_table_2():
+    cells_map = [v for row in TABLE2_MAP for v in row]
+    cells_mws = [v for row in TABLE2_MWS for v in row]
+    result = map_mws_correlation(cells_map, cells_mws)
+    assert result["n_cells"] == 128 and round(result["pearson_r"], 2) == 0.66
+    rescaled = map_mws_correlation([v / 100 for v in cells_map], [v * 100 for v in cells_mws])  # % or 0-1: same r
+    assert rescaled["pearson_r"] == pytest.approx(result["pearson_r"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (([1.0], [0.1]), "`map_values` has 1 cell: a correlation needs at least two"),
+        (([1.0, 2.0], [0.1]), "`mws_values` has 1 items but `map_values` has 2"),
+        (([1.0, float("nan")], [0.1, 0.2]), "`map_values` has nan at index 1"),
+        (([], []), "`map_values` is empty"),
+    ],
+)
+def test_map_mws_correlation_bad_input(args, message):
+    with pytest.raises(MetricInputError, match=message):
+        map_mws_correlation(*args)

@@ -91,7 +91,10 @@ def test_scores_stay_in_unit_interval(counts):
 def test_frs_kts_bounds_and_monotonicity(mu_assoc, mu_non):
     scores = xfakt_scores(mu_assoc, mu_non)
     assert 0 <= scores["frs"] <= 1 + 1e-12 and 0 <= scores["kts"] <= 1 + 1e-12
-    assert (scores["kts"] == pytest.approx(1.0)) == (abs(mu_assoc - mu_non) < 1e-9)
+    if mu_assoc == mu_non:
+        assert scores["kts"] == pytest.approx(1.0)
+    elif abs(mu_assoc - mu_non) > 1e-6:  # a visible gap always costs transferability
+        assert scores["kts"] < 1.0 - 1e-9
     assert scores["frs"] >= xfakt_scores(max(mu_assoc, 0.0), 1.0)["frs"] - 1e-12  # more error never helps
 
 

@@ -4,8 +4,10 @@ Thin `evaluate` module over `culture_probe.metrics.mws`; formula and source: doc
 
 Inputs: `predictions` (ranked pools) and `references` (gold sets). With l gold items, each gold item takes its
 best cosine similarity to the top-l predictions; WS is their mean and mWS the mean over dishes (0-1). Vectors:
-`vectors` (path to fastText text vectors, e.g. cc.en.300.vec, as in the paper) or `embed` (a function or dict
-from a whole string to its vector). A string without a vector makes its dish NaN, counted in `n_nan`.
+`embed` (a function or dict from a whole string to its vector), or `vectors`: a fastText binary model (as in the
+paper: cc.<language>.300.bin, or a folder holding it; needs `pip install fasttext-wheel`) or text vectors (.vec).
+With neither, the model named by the CULTURE_PROBE_FASTTEXT environment variable. A string without a vector makes
+its dish NaN, counted in `n_nan`.
 
 Example (specs/fmlama.md 5.1, toy 2-d vectors):
     >>> import culture_probe
@@ -39,5 +41,5 @@ class Mws(evaluate.Metric):
         }
         return metric_info(__doc__, "fmlama", datasets.Features(features))
 
-    def _compute(self, predictions, references, embed=None, vectors=None, groups=None):
-        return mws(predictions, references, embed=embed, vectors=vectors, groups=groups)
+    def _compute(self, predictions, references, embed=None, vectors=None, groups=None, language="en"):
+        return mws(predictions, references, embed=embed, vectors=vectors, groups=groups, language=language)
