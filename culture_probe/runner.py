@@ -15,7 +15,7 @@ import json
 import os
 import platform
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ from culture_probe.tasks.base import parse_options as _parse_options
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
 CONFIG_FILE, ITEMS_FILE, METRICS_FILE, CACHE_FILE = "config.json", "items.jsonl", "metrics.json", "cache.sqlite"
-# config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size)
+# config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
+# run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
 RESUME_KEYS = ("config", "model", "options", "benchmark.rows_sha256", "run.language", "run.limit", "run.seed",
                "run.corrected")
 
@@ -53,6 +54,7 @@ class RunSettings:
     dtype: str | None = None
     data_dir: str | None = None
     corrected: bool = False
+    revision: str | None = None  # the model's hub revision (branch, tag or commit) when it is named by id
 
 
 @dataclass(frozen=True)
@@ -82,15 +84,16 @@ def run(
     language: str | None = None, limit: int | None = None, batch_tokens: int | None = None, seed: int = 0,
     kind: str = "auto", device: str | None = None, dtype: str | None = None, data_dir: str | None = None,
     corrected: bool = False, rows: Sequence[Mapping[str, Any]] | None = None, progress: bool = True,
-    **options: Any,
+    revision: str | None = None, **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
     Keyword `options` are the protocol's switches (the task's `Options` fields, e.g. `with_country=True`);
     `rows` replaces the loaded `test` split (tests, custom data). With `out`, the run directory is written.
+    `revision` pins a Hub model (branch, tag or commit); config.json records it with the resolved commit.
     """
     settings = RunSettings(language=language, limit=limit, batch_tokens=batch_tokens, seed=seed, kind=kind,
-                           device=device, dtype=dtype, data_dir=data_dir, corrected=corrected)
+                           device=device, dtype=dtype, data_dir=data_dir, corrected=corrected, revision=revision)
     task_cls = task_for(config)
     task_options = _parse_options(task_cls.Options, options)
     run_dir = Path(out) if out is not None else None
@@ -99,8 +102,9 @@ def run(
     data = load_rows(config, settings) if rows is None else list(rows)
     if language is not None:
         data = task.select_language(data, language)
-    meta = describe_run(config, model, scorer, task, settings, data)
+    meta = describe_run(config, model, scorer, task, settings, data, custom_rows=rows is not None)
     done = prepare_run_dir(run_dir, meta, resume) if run_dir is not None else []
+    _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
     records = execute(task, scorer, data, settings, done, run_dir, progress)
     metrics = json_ready(task.compute_metrics(records))
     if run_dir is not None and is_main_process():
@@ -129,6 +133,8 @@ def load_scorer(model: Any, settings: RunSettings, run_dir: Path | None):
         kwargs["device"] = settings.device
     if settings.dtype is not None:
         kwargs["torch_dtype"] = settings.dtype
+    if settings.revision is not None:
+        kwargs["revision"] = settings.revision
     return Scorer.from_pretrained(resolve_model(str(model), settings), **kwargs)
 
 
@@ -150,22 +156,28 @@ def load_rows(config: str, settings: RunSettings) -> list[dict[str, Any]]:
 
 
 def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: RunSettings,
-                 rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """config.json: versions, the benchmark's card, model identity, seeds, options, deviations."""
+                 rows: Sequence[Mapping[str, Any]], *, custom_rows: bool = False) -> dict[str, Any]:
+    """config.json: versions, the benchmark's card, model identity, seeds, options, deviations.
+
+    `custom_rows` (rows given to `run`) and a model given as an object are recorded: the command line cannot
+    repeat either, and the report says so.
+    """
     from culture_probe.data.registry import resolve
 
     module, _ = resolve(config)
     info = module.INFO
+    named = isinstance(model, (str, os.PathLike))
     return json_ready({
         "config": config,
         "benchmark": {"name": info.name, "version": info.version, "title": info.title,
                       "corrections": [c.__dict__ for c in info.corrections], "rows": len(rows),
-                      "rows_sha256": rows_digest(rows)},
-        "model": {"spec": str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__,
+                      "rows_sha256": rows_digest(rows), "custom_rows": custom_rows},
+        "model": {"spec": str(model) if named else type(model).__name__, "loaded_object": not named,
                   "kind": scorer.kind, "identity": _identity(scorer)},
         "task": type(task).__name__,
         "options": options_dict(task.options),
         "run": settings.__dict__,
+        "seed_used": task.seeded,
         "protocol": task.describe(rows),
         # the protocol's own log refines the data card's (same id: the task's entry says what this run did)
         "deviations": list({d["id"]: d for d in [*map(vars, info.deviations), *task.describe_deviations()]}.values()),
@@ -206,6 +218,12 @@ def versions() -> dict[str, str]:
 # ---------------------------------------------------------------- the run directory
 
 
+def _barrier() -> None:
+    from culture_probe.engine import parallel
+
+    parallel.barrier(parallel.world()[1])
+
+
 def is_main_process() -> bool:
     """Rank 0 (or a single process): the only writer of run files."""
     from culture_probe.engine import parallel
@@ -214,16 +232,22 @@ def is_main_process() -> bool:
 
 
 def prepare_run_dir(run_dir: Path, meta: dict[str, Any], resume: bool) -> list[Record]:
-    """Create or reopen a run directory; returns the records already written (resume)."""
+    """Create or reopen a run directory; returns the records already written (resume).
+
+    A directory whose run failed before its first probe was answered (config.json, no record) starts afresh
+    without --resume. Every rank takes the same decision from the same files: items.jsonl is only written after
+    the barrier that follows this call.
+    """
     existing = run_dir / CONFIG_FILE
-    if existing.is_file() and not resume:
-        if is_main_process():
-            raise CultureProbeError(
-                f"{run_dir} already holds a run. Pass --resume (resume=True) to continue it, or choose a new --out."
-            )
-    if resume and existing.is_file():
+    done = read_records(run_dir / ITEMS_FILE) if existing.is_file() else []
+    if done and not resume:
+        raise CultureProbeError(
+            f"{run_dir} already holds a run. Pass --resume (resume=True) to continue it ({len(done)} probe(s) "
+            "answered so far), or choose a new --out."
+        )
+    if done:
         check_resumable(json.loads(existing.read_text(encoding="utf-8")), meta, run_dir)
-        return read_records(run_dir / ITEMS_FILE)
+        return done
     run_dir.mkdir(parents=True, exist_ok=True)  # every rank: each opens the engine cache in it
     if is_main_process():
         write_json(existing, meta)
@@ -236,6 +260,8 @@ def check_resumable(old: dict[str, Any], new: dict[str, Any], run_dir: Path) -> 
         before, after = _get(old, key), _get(new, key)
         if key == "model":
             before, after = before.get("identity"), after.get("identity")
+        if key == "run.seed" and not new.get("seed_used", True):
+            continue  # the protocol draws nothing at random: the seed cannot change a number
         if before != after:
             raise CultureProbeError(
                 f"Cannot resume {run_dir}: {key} was {before!r} and is now {after!r}. "
@@ -284,7 +310,9 @@ def execute(task: Task, scorer: Any, rows: Sequence[Mapping[str, Any]], settings
         probes = task.build_probes(rows, stage=stage, previous=all_records, limit=settings.limit)
         pending = [p for p in probes if (stage, p.key) not in done_by_key]
         fresh = {}
-        for probe, output in _answers(pending, _scorer_for(task, stage, scorer, settings), progress, stage):
+        needs_model = any(not isinstance(p, Skipped) for p in pending)  # load a stage's own model only then
+        stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
+        for probe, output in _answers(pending, stage_scorer, progress, stage):
             record = json_ready(task.to_record(probe, output, stage=stage))
             writer.append(record)
             fresh[probe.key] = record
@@ -294,8 +322,14 @@ def execute(task: Task, scorer: Any, rows: Sequence[Mapping[str, Any]], settings
 
 
 def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
+    """The run's scorer, or the stage's own model (an LLM judge): its kind is detected and it gets the default
+    batch budget and revision (the run's --kind/--batch-tokens/--revision describe the probed model), while
+    dtype and device are shared.
+    """
     other = task.stage_model(stage)
-    return scorer if other is None else load_scorer(other, settings, None)
+    if other is None:
+        return scorer
+    return load_scorer(other, replace(settings, kind="auto", batch_tokens=None, revision=None), None)
 
 
 def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[tuple[Probe, Any]]:
@@ -319,7 +353,7 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
         if isinstance(probe, ScoreProbe):
             key: tuple[Any, ...] = ("score", probe.masked_method, probe.score_right, probe.keep_tokens)
         elif isinstance(probe, GenerateProbe):
-            key = ("generate", probe.max_new_tokens, probe.chat)
+            key = ("generate", probe.max_new_tokens, probe.chat, probe.system)
         else:
             raise TypeError(f"Not a probe: {probe!r}")
         groups.setdefault(key, []).append(i)
@@ -329,7 +363,9 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
             results = scorer.score([chunk[i].request for i in indices], masked_method=key[1],
                                    score_right=key[2], keep_tokens=key[3])
         else:
-            results = scorer.generate([chunk[i].prompt for i in indices], max_new_tokens=key[1], chat=key[2])
+            system = {"system": key[3]} if key[3] is not None else {}  # only when set: duck-typed scorers
+            results = scorer.generate([chunk[i].prompt for i in indices], max_new_tokens=key[1], chat=key[2],
+                                      **system)
         for i, result in zip(indices, results, strict=True):
             outputs[i] = result
     return outputs
@@ -376,7 +412,7 @@ def main(args: Any) -> int:
     result = run(
         args.config, args.model, out=args.out, resume=args.resume, language=args.language, limit=args.limit,
         batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
-        data_dir=args.data_dir, corrected=args.corrected, **options,
+        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, **options,
     )
     if is_main_process():
         from culture_probe.report import headline

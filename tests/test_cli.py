@@ -3,6 +3,7 @@ errors that name the problem (exit code 2, no traceback)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from culture_probe.cli import main
+from culture_probe.tasks.dlama import DlamaOptions
 
 REPO = Path(__file__).resolve().parent.parent
 FACTS = [("ARAB_REGION", "Egypt", "Africa"), ("ARAB_REGION", "Oman", "Asia"),
@@ -57,7 +59,8 @@ def test_run_report_compare(setup, tmp_path, capsys):
     for name in ("config.json", "items.jsonl", "metrics.json", "report.md", "cache.sqlite"):
         assert (tmp_path / "a" / name).is_file()
     config = json.loads((tmp_path / "b" / "config.json").read_text())
-    assert config["options"] == {"score": "sum", "keep_scores": False} and config["run"]["limit"] == 2
+    defaults = dataclasses.asdict(DlamaOptions())
+    assert config["options"] == {**defaults, "score": "sum"} and config["run"]["limit"] == 2
     assert config["run"]["language"] == "en" and config["model"]["kind"] == "masked"
     assert {"culture_probe", "torch", "transformers", "datasets"} <= set(config["versions"])
     assert len((tmp_path / "b" / "items.jsonl").read_text().splitlines()) == 2

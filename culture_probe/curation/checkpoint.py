@@ -3,7 +3,9 @@
 A file is written to `<name>.tmp` and renamed into place, so a run killed at any moment leaves either the whole
 file or none of it. Chunk keys carry a hash of the chunk's inputs, so a rerun reuses exactly the chunks whose
 inputs (query text, languages, top, ...) are unchanged, and a rerun after a crash refetches only what was not
-saved. Keys do not depend on the endpoint's address, so a restarted server on another port resumes the same run.
+saved. Keys do not depend on the endpoint's address, so a restarted server on another port resumes the same run;
+the folder's manifest records which endpoint it was fetched from (its URL, or its dumps' names, sizes and sha256),
+and resuming against another endpoint is refused: the output would mix two sources.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from culture_probe.errors import SourceFormatError
+from culture_probe.errors import CultureProbeError, SourceFormatError
 
 T = TypeVar("T")
+MANIFEST = "manifest"
 
 
 def digest(*parts: Any) -> str:
@@ -45,10 +48,25 @@ def write_json_atomic(path: Path, value: Any) -> None:
 class Checkpoints:
     """A folder of JSON checkpoints addressed by relative keys such as `step1_facts/P19_ARAB_REGION/Q79`."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, endpoint: dict[str, Any] | None = None):
         self.root = Path(root)
         self.hits = 0
         self.misses = 0
+        if endpoint is not None:
+            self._check_endpoint(endpoint)
+
+    def _check_endpoint(self, endpoint: dict[str, Any]) -> None:
+        """Record `endpoint` in the manifest, or refuse when the folder was fetched from another endpoint."""
+        path = self.path(MANIFEST)
+        recorded = json.loads(path.read_text(encoding="utf-8")).get("endpoint") if path.is_file() else None
+        if recorded is None:
+            write_json_atomic(path, {"endpoint": endpoint})
+        elif recorded != endpoint:
+            raise CultureProbeError(
+                f"The checkpoints in {self.root} were fetched from {json.dumps(recorded)}, not from "
+                f"{json.dumps(endpoint)}: resuming would mix two sources. Rerun with the original endpoint, or "
+                "start afresh with another --out (or --checkpoints) folder."
+            )
 
     def path(self, key: str) -> Path:
         """The file of `key`."""
@@ -77,4 +95,5 @@ class Checkpoints:
         base = self.root / prefix if prefix else self.root
         if not base.exists():
             return []
-        return sorted(str(p.relative_to(self.root))[: -len(".json")] for p in base.rglob("*.json"))
+        keys = (str(p.relative_to(self.root))[: -len(".json")] for p in base.rglob("*.json"))
+        return sorted(key for key in keys if key != MANIFEST)

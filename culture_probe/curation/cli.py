@@ -47,6 +47,20 @@ def size_provider(choice: str, endpoint: SparqlEndpoint, policy: HttpPolicy) -> 
     return StoreSizes(endpoint) if choice == "store" else MediaWikiSizes(policy)
 
 
+DLAMA_ONLY = ("contrast", "top", "predicates", "sizes")
+
+
+def _refuse_dlama_only(args: argparse.Namespace) -> None:
+    """FmLAMA curation has no contrast region, subject ranking or predicates: say so instead of ignoring them."""
+    given = [f"--{name}" for name in DLAMA_ONLY if getattr(args, name, None) is not None]
+    if given:
+        raise CultureProbeError(
+            f"`culture-probe curate fmlama` does not use {', '.join(given)}: FmLAMA collects every dish of --region "
+            "with its ingredients (no contrast region, predicates, ranking or article sizes). Drop "
+            f"{'it' if len(given) == 1 else 'them'}, or use `curate dlama`."
+        )
+
+
 def main(args: argparse.Namespace) -> int:
     """Run one curation from parsed `curate` arguments; prints where the output went."""
     if not args.endpoint:
@@ -61,13 +75,15 @@ def main(args: argparse.Namespace) -> int:
     endpoint = open_endpoint(args.endpoint, policy)
     chunk = getattr(args, "chunk_size", None) or 50
     if args.framework == "fmlama":
+        _refuse_dlama_only(args)
         written = curate_fmlama(FmlamaCuration(region, languages, chunk), endpoint, args.out,
                                 checkpoint_dir=getattr(args, "checkpoints", None))
         print(f"wrote FmLAMA-style dishes to {args.out}/data_lang: {written}")
         return 0
+    top = {"top": args.top} if getattr(args, "top", None) is not None else {}
     config = DlamaCuration(
-        region, resolve_region(args.contrast, sites=sites), languages,
-        predicates=split_list(args.predicates) or tuple(PREDICATES), top=args.top, chunk_size=chunk,
+        region, resolve_region(getattr(args, "contrast", None) or "west", sites=sites), languages,
+        predicates=split_list(args.predicates) or tuple(PREDICATES), chunk_size=chunk, **top,
     )
     result = curate_dlama(config, endpoint, args.out,
                           sizes=size_provider(getattr(args, "sizes", "auto") or "auto", endpoint, policy),

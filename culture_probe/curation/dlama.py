@@ -19,7 +19,7 @@ from typing import Any
 
 from culture_probe import __version__
 from culture_probe.curation.checkpoint import Checkpoints, write_json_atomic
-from culture_probe.curation.endpoints import SparqlEndpoint
+from culture_probe.curation.endpoints import SparqlEndpoint, endpoint_identity
 from culture_probe.curation.predicates import PREDICATES, Predicate, resolve_predicates
 from culture_probe.curation.regions import Region
 from culture_probe.curation.sizes import SizeProvider, StoreSizes
@@ -113,8 +113,8 @@ def curate_dlama(config: DlamaCuration, endpoint: SparqlEndpoint, out_dir: str |
     same call after a crash resumes where it stopped and a finished run is rebuilt without any query.
     """
     out = Path(out_dir)
-    ctx = Context(endpoint, sizes or StoreSizes(endpoint), Checkpoints(checkpoint_dir or out / ".checkpoints"),
-                  tuple(config.languages), config.chunk_size)
+    checkpoints = Checkpoints(checkpoint_dir or out / ".checkpoints", endpoint_identity(endpoint))
+    ctx = Context(endpoint, sizes or StoreSizes(endpoint), checkpoints, tuple(config.languages), config.chunk_size)
     pair_root = out / config.pair_dir
     counts: dict[str, dict[str, int]] = {}
     files: list[Path] = []

@@ -9,11 +9,14 @@ with exponential backoff on 429, 5xx, timeouts, dropped connections and malforme
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import http.client
+import ipaddress
 import json
 import socket
 import time
 import urllib.error
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +41,8 @@ class HttpPolicy:
     """HTTP politeness: who we are, how often we ask, how long we wait and how often we retry.
 
     Delays grow as `backoff * 2**attempt`, capped at `max_wait`; a Retry-After header raises the delay to what the
-    server asked for (also capped at `max_wait`, so tests can keep every delay tiny).
+    server asked for, up to `max_retry_after` (default one hour: a server that asks for longer is waited on that
+    long, then retried; lower it to fail faster).
     """
 
     user_agent: str = USER_AGENT
@@ -47,6 +51,7 @@ class HttpPolicy:
     retries: int = 5
     backoff: float = 2.0
     max_wait: float = 120.0
+    max_retry_after: float = 3600.0
 
 
 class RetryableError(Exception):
@@ -78,15 +83,22 @@ class PoliteCaller:
                 last_error = str(error)
                 if attempt == self.policy.retries:
                     break
-                delay = self.policy.backoff * 2**attempt
-                if error.retry_after is not None:
-                    delay = max(delay, error.retry_after)
-                self.sleep(min(delay, self.policy.max_wait))
+                self.sleep(retry_delay(self.policy, attempt, error.retry_after))
         raise EndpointError(
             f"{self.name} failed after {self.policy.retries + 1} attempts; last error: {last_error}. "
             "Everything fetched so far is kept in the checkpoints: rerun the same command to resume "
             "(raise HttpPolicy.retries or lower the chunk size if the endpoint keeps failing)."
         )
+
+
+def retry_delay(policy: HttpPolicy, attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry `attempt + 1`: the capped backoff, or the server's Retry-After when longer
+    (only Retry-After's own cap, `max_retry_after`, limits it: waiting less than asked gets another 429).
+    """
+    delay = min(policy.backoff * 2**attempt, policy.max_wait)
+    if retry_after is None:
+        return delay
+    return max(delay, min(retry_after, policy.max_retry_after))
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -154,6 +166,7 @@ class HttpEndpoint:
                  sleep: Callable[[float], None] = time.sleep):
         self.url = url
         self.name = f"SPARQL endpoint {url}"
+        self.identity = url_identity(url)
         self.policy = policy or HttpPolicy()
         self.caller = PoliteCaller(self.name, self.policy, sleep)
 
@@ -201,6 +214,7 @@ class EmbeddedStore:
         for path in self.paths:
             self.load(path)
         self.name = f"embedded store ({', '.join(p.name for p in self.paths) or 'empty'})"
+        self.identity = {"dumps": [file_identity(p) for p in self.paths]}
 
     def load(self, path: str | Path) -> None:
         """Add the triples of one .nt or .ttl file."""
@@ -227,6 +241,38 @@ class EmbeddedStore:
             raise EndpointError(f"{self.name} rejected the query: {error}") from error
         payload = solutions.serialize(format=pyoxigraph.QueryResultsFormat.JSON)
         return parse_results(json.loads(payload), self.name)
+
+
+def url_identity(url: str) -> dict[str, str]:
+    """What checkpoints remember of an HTTP endpoint: its URL; for a server on this machine (loopback) without the
+    port, so a local server restarted on another port resumes the same run.
+    """
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = False
+    if local:
+        return {"url": urllib.parse.urlunsplit((parts.scheme, "localhost:*", parts.path, parts.query, ""))}
+    return {"url": url}
+
+
+def file_identity(path: Path) -> dict[str, Any]:
+    """Name, size and sha256 of a dump file."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"name": path.name, "size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def endpoint_identity(endpoint: Any) -> dict[str, Any] | None:
+    """An endpoint's `identity` (URL, or its dumps' names, sizes and hashes); None for a custom endpoint object
+    that declares none (its checkpoints are then not tied to it).
+    """
+    identity = getattr(endpoint, "identity", None)
+    return dict(identity) if isinstance(identity, dict) else None
 
 
 def open_endpoint(spec: str | Path | SparqlEndpoint, policy: HttpPolicy | None = None) -> SparqlEndpoint:

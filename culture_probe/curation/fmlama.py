@@ -18,7 +18,7 @@ from typing import Any
 from culture_probe.curation import queries
 from culture_probe.curation.checkpoint import Checkpoints
 from culture_probe.curation.dlama import write_jsonl
-from culture_probe.curation.endpoints import SparqlEndpoint
+from culture_probe.curation.endpoints import SparqlEndpoint, endpoint_identity
 from culture_probe.curation.regions import Region
 from culture_probe.curation.sizes import StoreSizes
 from culture_probe.curation.steps import Context, fetch_labels, qid_order
@@ -48,8 +48,8 @@ def curate_fmlama(config: FmlamaCuration, endpoint: SparqlEndpoint, out_dir: str
     """Query, label and write the dishes; returns {language: number of dishes written}."""
     out = Path(out_dir)
     labels_in = tuple(dict.fromkeys((*config.languages, "en")))  # origins are named by their English label
-    ctx = Context(endpoint, StoreSizes(endpoint), Checkpoints(checkpoint_dir or out / ".checkpoints"), labels_in,
-                  config.chunk_size)
+    checkpoints = Checkpoints(checkpoint_dir or out / ".checkpoints", endpoint_identity(endpoint))
+    ctx = Context(endpoint, StoreSizes(endpoint), checkpoints, labels_in, config.chunk_size)
     ingredients: dict[str, set[str]] = defaultdict(set)
     origins: dict[str, set[str]] = defaultdict(set)
     for index, country in enumerate(config.region.countries):

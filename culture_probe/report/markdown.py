@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from culture_probe.metrics.display import format_score
 from culture_probe.report.plots import draw
 from culture_probe.tasks.base import Section, Table
 
@@ -15,13 +17,16 @@ PLOTS_DIR = "plots"
 
 
 def format_value(value: Any) -> str:
-    """Numbers with at most 4 decimals (trailing zeros kept to 1 decimal), None as an empty cell."""
+    """Numbers the tasks left unformatted: 2 decimals, or up to 4 below 1 (p-values, cosines; trailing zeros
+    dropped), rounded half up by `format_score`; None as an empty cell. Tasks with a paper rule (DLAMA 1 decimal,
+    MAPS truncation) format their cells themselves.
+    """
     if value is None:
         return ""
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, float):
-        return f"{value:.4f}".rstrip("0").rstrip(".") if abs(value) < 1 else f"{value:.2f}"
+        return format_score(value, 4).rstrip("0").rstrip(".") if abs(value) < 1 else format_score(value, 2)
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
@@ -68,10 +73,17 @@ def header(config: Mapping[str, Any]) -> str:
         f"- culture_probe {config['versions']['culture_probe']}, torch {config['versions'].get('torch')}, "
         f"transformers {config['versions'].get('transformers')}",
     ]
+    if bench.get("custom_rows"):
+        lines.append(f"- **custom rows**: the {bench['rows']} rows given to `culture_probe.run(rows=...)`, not the "
+                     "benchmark's own data")
     if run.get("limit"):
         lines.append(f"- **smoke run**: only the first {run['limit']} items were probed")
     if run.get("language"):
         lines.append(f"- language: {run['language']}")
+    unverified = (config.get("protocol") or {}).get("unverified_templates")
+    if unverified:
+        lines.append(f"- **provisional templates** for {', '.join(unverified)}: transcribed from the paper, not "
+                     "checked against the original mLAMA 1.1 files (see the DLAMA page)")
     options = config.get("options") or {}
     if options:
         lines.append("- options: " + ", ".join(f"`{k}={v}`" for k, v in options.items()))
@@ -86,17 +98,42 @@ def deviations(config: Mapping[str, Any]) -> str:
     return "## Deviations from the original code\n\n" + table_markdown(Table(("id", "description"), rows))
 
 
+# run settings the command line can repeat, each with the value that leaves its flag out
+RUN_FLAGS = {"language": None, "limit": None, "seed": 0, "kind": "auto", "dtype": None, "device": None,
+             "batch_tokens": None, "data_dir": None, "revision": None}
+
+
 def reproduce(config: Mapping[str, Any]) -> str:
-    """The command that repeats this run."""
+    """The command that repeats this run, after a warning naming any run input the command cannot express."""
     run = config["run"]
-    words = ["culture-probe run", config["config"], "--model", str(config["model"]["spec"])]
-    for flag in ("language", "limit", "seed", "data_dir"):
-        if run.get(flag) not in (None, 0) or (flag == "seed" and run.get("seed")):
-            words += [f"--{flag.replace('_', '-')}", str(run[flag])]
+    words = ["culture-probe run", config["config"], "--model", shlex.quote(str(config["model"]["spec"]))]
+    for flag, default in RUN_FLAGS.items():
+        if run.get(flag) not in (None, default):
+            words += [f"--{flag.replace('_', '-')}", shlex.quote(str(run[flag]))]
     if run.get("corrected"):
         words.append("--corrected")
-    words += [f"--option {k}={_cli_value(v)}" for k, v in (config.get("options") or {}).items() if v is not None]
-    return "## Reproduce\n\n```\n" + " ".join(words) + "\n```"
+    words += [f"--option {shlex.quote(f'{k}={_cli_value(v)}')}" for k, v in (config.get("options") or {}).items()
+              if v is not None]
+    gaps = not_reproducible(config)
+    warning = f"**Not reproducible from the command line alone** (see config.json): {'; '.join(gaps)}.\n\n"
+    return "## Reproduce\n\n" + (warning if gaps else "") + "```\n" + " ".join(words) + "\n```"
+
+
+def not_reproducible(config: Mapping[str, Any]) -> list[str]:
+    """What the run used that `culture-probe run` has no way to say: custom rows, a model object, list options
+    whose items contain commas. Without this, the Reproduce command would silently give other numbers.
+    """
+    bench, model = config.get("benchmark") or {}, config.get("model") or {}
+    gaps = []
+    if bench.get("custom_rows"):
+        gaps.append(f"run on {bench.get('rows')} custom rows (sha256 {str(bench.get('rows_sha256'))[:16]}...) "
+                    "passed as `rows=` to `culture_probe.run`, not the benchmark's own data")
+    if model.get("loaded_object"):
+        gaps.append(f"the model was a loaded `{model.get('spec')}` object, not a name or path `--model` can take")
+    for key, value in (config.get("options") or {}).items():
+        if isinstance(value, list) and any("," in str(item) for item in value):
+            gaps.append(f"option `{key}` has an item containing a comma, which `--option {key}=...` splits")
+    return gaps
 
 
 def _cli_value(value: Any) -> str:
@@ -105,5 +142,5 @@ def _cli_value(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(map(str, value))
     if isinstance(value, dict):
-        return "'" + json.dumps(value, ensure_ascii=False) + "'"
+        return json.dumps(value, ensure_ascii=False)
     return str(value)

@@ -34,7 +34,6 @@ import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, ClassVar, Literal, Union
 
 from culture_probe.data.card import Deviation
@@ -71,7 +70,9 @@ class ScoreProbe:
 
 @dataclass(frozen=True)
 class GenerateProbe:
-    """Generate greedily from `prompt` for item `item_id` (`chat=True` applies the model's chat template)."""
+    """Generate greedily from `prompt` for item `item_id` (`chat=True` applies the model's chat template, after a
+    `system` turn when one is given).
+    """
 
     item_id: str
     prompt: str
@@ -79,6 +80,7 @@ class GenerateProbe:
     tag: str = ""
     chat: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    system: str | None = None
 
     @property
     def key(self) -> str:
@@ -165,6 +167,8 @@ class Task:
     stages: ClassVar[tuple[str, ...]] = ("main",)
     #: kinds of model the protocol supports (an UnsupportedModelError names them otherwise)
     kinds: ClassVar[tuple[str, ...]] = ("causal", "masked", "seq2seq")
+    #: whether `self.seed` changes a number (random sampling); only then must a resumed run keep its seed
+    seeded: ClassVar[bool] = False
 
     def __init__(self, config: str, options: Any = None, *, kind: Kind, seed: int = 0):
         self.config = config
@@ -337,14 +341,6 @@ def _convert(name: str, text: str, hint: Any) -> Any:
         except ValueError:
             raise CultureProbeError(f"Option {name} takes a {hint.__name__}, got {text!r}.") from None
     return text
-
-
-def rounded(value: float | None, decimals: int = 1) -> str:
-    """Display rounding, half up (the papers' convention; Python's round() is half-even): 66.65 -> "66.7"."""
-    if value is None:
-        return ""
-    quantum = Decimal(1).scaleb(-decimals)
-    return str(Decimal(repr(float(value))).quantize(quantum, rounding=ROUND_HALF_UP))
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -161,6 +161,7 @@ class CamelTask(Task):
     """CAMeL-Co / CAMeL-Ag cultural bias score (spec section 4)."""
 
     Options = CamelOptions
+    seeded = True  # the entity samples of each run are drawn with the seed
     deviations = (
         Deviation("C10", "Prompt adaptation formats (our choice; the paper gives none): culture_token prepends "
                          "'[عربي] ' to the probed prompt; n_shot demonstrations are the same prompt filled with Arab "

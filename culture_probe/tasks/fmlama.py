@@ -17,13 +17,16 @@ from functools import cache
 from typing import Any, Literal
 
 from culture_probe.data.card import Deviation
+from culture_probe.data.fmlama import candidate_pool
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.metrics.display import format_score
 from culture_probe.metrics.fmlama import (
     average_precision,
-    load_text_vectors,
+    map_mws_correlation,
     mean_average_precision,
     mws,
+    read_vectors,
     template_mean_std,
 )
 from culture_probe.tasks.base import (
@@ -39,7 +42,6 @@ from culture_probe.tasks.base import (
     Task,
     all_scores,
     ranked_candidates,
-    rounded,
     split_slot,
 )
 
@@ -74,7 +76,7 @@ class FmlamaOptions:
     country_names: dict[str, dict[str, str]] | None = None  # {lang: {origin key: name}} for the [C] slot
     max_candidate_tokens: int | None = None  # F2 compat: 10 drops longer candidates, as the v1 MLM path did
     ap_denominator: Literal["gold", "ranked"] = "gold"  # F2 compat: "ranked" divides by golds in the ranking
-    vectors: str | None = None  # fastText text vectors (.vec) for mWS; without them mWS is not computed
+    vectors: str | None = None  # for mWS: fastText cc.<lang>.300.bin (or its folder) or text .vec; None: no mWS
     group_by: Literal["group", "continent"] = "group"  # the aligned-175 tables group by continent
     keep_scores: bool = False  # write every candidate's sum, token count and per-token log-probs (large)
     mode: Literal["rank", "chat"] = "rank"  # chat: generate with the chat template (paper Table 3/13)
@@ -223,12 +225,14 @@ class FmlamaTask(Task):
                 out[measure] = table
                 out.update({f"{measure}_{fam}": cells[ALL]["mean"] for fam, cells in table.items()
                             if cells.get(ALL)})
+        if "mws" in out:
+            out["map_mws_correlation"] = table_correlation(out["map"], out["mws"])
         return out
 
     def load_vectors(self, records: Sequence[Record]) -> dict[str, Any]:
-        """The word vectors mWS needs (golds and top-|G| predictions), read once from the vectors file."""
+        """The word vectors mWS needs (golds and top-|G| predictions), read once from the vectors file or model."""
         needed = {s for r in records for s in (*r["gold"], *r["top"][: len(set(r["gold"]))])}
-        return load_text_vectors(self.options.vectors, keep=needed)
+        return read_vectors(self.options.vectors, keep=needed, language=records[0]["lang"] if records else "en")
 
     def template_metrics(self, records: list[Record], vectors: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The mAP (and mWS, given vectors) of one template, overall and per group."""
@@ -247,7 +251,7 @@ class FmlamaTask(Task):
         sections = []
         if "chat" in metrics:
             groups = sorted({g for cell in metrics["chat"].values() for g in cell}, key=lambda g: (g != ALL, g))
-            rows = tuple((cell, *(rounded(v.get(g), 2) for g in groups)) for cell, v in metrics["chat"].items())
+            rows = tuple((cell, *(format_score(v.get(g), 2) for g in groups)) for cell, v in metrics["chat"].items())
             sections.append(Section("Chat mode: accuracy (%) per template and instruction",
                                     text="A dish counts when an item of the reply equals a gold ingredient after "
                                     "normalisation (an approximation of the paper's unreleased parser).",
@@ -255,6 +259,8 @@ class FmlamaTask(Task):
         for measure, title in (("map", "mAP (%)"), ("mws", "mWS")):
             if measure in metrics:
                 sections.append(Section(f"{title}: mean ± std over the templates of each family",
+                                        text=correlation_text(metrics.get("map_mws_correlation"))
+                                        if measure == "mws" else "",
                                         tables=(family_markdown(metrics[measure]),)))
         scored = [r for r in records if "skipped" not in r]
         bars = {}
@@ -329,11 +335,6 @@ def slot_request(left: str, right: str, candidates: Sequence[str]) -> ScoreReque
     stripped = left.rstrip()
     sep = " " if stripped != left else ""
     return ScoreRequest(left=stripped, candidates=tuple(candidates), right=right, sep=sep)
-
-
-def candidate_pool(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Every gold ingredient of the split, sorted in code-point order (spec 3)."""
-    return sorted({item for row in rows for item in row["obj_label"]})
 
 
 def reply_items(reply: str, frame: Sequence[str]) -> list[str]:
@@ -418,6 +419,27 @@ def family_table(per_template: Mapping[str, Mapping[str, Any]], measure: str) ->
     return table
 
 
+def table_correlation(map_table: Mapping[str, Mapping[str, Any]], mws_table: Mapping[str, Mapping[str, Any]]
+                      ) -> dict[str, Any] | None:
+    """Pearson r between the mAP and mWS means of the cells (family x group, ALL included, as in the paper's
+    Table 2 correlation) that have both; None with fewer than two such cells.
+    """
+    pairs = [(cell["mean"], mws_table[family][group]["mean"]) for family, cells in map_table.items()
+             for group, cell in cells.items()
+             if cell["mean"] is not None and (mws_table.get(family, {}).get(group) or {}).get("mean") is not None]
+    if len(pairs) < 2:
+        return None
+    return map_mws_correlation(*zip(*pairs, strict=True))
+
+
+def correlation_text(correlation: Mapping[str, Any] | None) -> str:
+    """One sentence on how alike mAP and mWS rank this table's cells (the paper reports r = 0.66 for English)."""
+    if not correlation or correlation["pearson_r"] is None:
+        return ""
+    return (f"Pearson r between the mAP and mWS cells: {format_score(correlation['pearson_r'], 2)} "
+            f"({correlation['n_cells']} cells).")
+
+
 def family_markdown(table: Mapping[str, Mapping[str, Any]]) -> Table:
     """Groups as rows, families as columns, cells 'mean ± std'."""
     families = list(table)
@@ -427,8 +449,9 @@ def family_markdown(table: Mapping[str, Mapping[str, Any]]) -> Table:
         value = table[family].get(group)
         if not value or value["mean"] is None:
             return ""
-        std = "" if value["std"] is None else f" ± {value['std']:.2f}"
-        return f"{value['mean']:.2f}{std}" if value["mean"] > 1 else f"{value['mean']:.4f}{std}"
+        digits = 2 if value["mean"] > 1 else 4  # spec 5: mAP (%) with 2 decimals, mWS (cosine) with 4
+        std = "" if value["std"] is None else f" ± {format_score(value['std'], digits)}"
+        return f"{format_score(value['mean'], digits)}{std}"
 
     return Table(("group", *families), tuple((g, *(cell(f, g) for f in families)) for g in groups))
 

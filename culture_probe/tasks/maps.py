@@ -23,6 +23,7 @@ import numpy as np
 from culture_probe.data.card import Deviation
 from culture_probe.engine.types import CandidateScores, ScoreRequest
 from culture_probe.errors import CultureProbeError
+from culture_probe.metrics.display import format_score
 from culture_probe.tasks.base import (
     Bars,
     GenerateProbe,
@@ -107,6 +108,11 @@ def memorised(output: str, proverb: str, language: str, match: str = "prefix") -
         joiner = "" if language == "zh" else " "
         return proverb.lower() in (front.lower() + joiner + said)
     return said.startswith(target.lower().rstrip(TRAILING_PUNCTUATION))
+
+
+def scorable_target(target: str, match: str = "prefix") -> bool:
+    """False for a last word the prefix rule strips to "" (punctuation only): every output would count as success."""
+    return match == "substring" or bool(target.strip().rstrip(TRAILING_PUNCTUATION))
 
 
 def demo_sets(n_rows: int, k: int, n_sets: int = N_SETS) -> list[list[int]]:
@@ -211,6 +217,11 @@ class MapsTask(Task):
                               tag="mem_length", meta=meta)
             elif self.runs_memorisation:
                 _, target = split_proverb(row["proverb"], row["language"])
+                if not scorable_target(target, self.options.mem_match):
+                    yield Skipped(row["id"], f"the proverb's last word {target!r} is only punctuation: any "
+                                  "continuation would complete it, so memorisation is not scored", tag="mem_length",
+                                  meta=meta)
+                    continue
                 prompt = memorisation_prompts(row["proverb"], row["language"])[0]
                 sep = "" if row["language"] == "zh" else " "
                 yield ScoreProbe(row["id"], ScoreRequest(prompt, (target,), sep=sep), tag="mem_length", meta=meta)
@@ -250,12 +261,13 @@ class MapsTask(Task):
         reason = [r for r in records if r["tag"].startswith("reason")]
         generated = [r for r in records if "success" in r]
         flags = union_flags(generated)
-        have_flags = bool(generated) and all(r["id"] in flags for r in reason)
+        unscorable = {r["id"] for r in records if r["tag"] == "mem_length" and "skipped" in r}
+        have_flags = bool(generated) and all(r["id"] in flags or r["id"] in unscorable for r in reason)
         out: dict[str, Any] = {"question": self.options.question}
         out.update(maps(predictions=[r["pred"] for r in reason], references=[r["label"] for r in reason],
                         negative=[self.options.question != "pos"] * len(reason),
                         is_figurative=[r["is_figurative"] for r in reason],
-                        memorised=[flags[r["id"]] for r in reason] if have_flags else None))
+                        memorised=[flags.get(r["id"], False) for r in reason] if have_flags else None))
         if self.options.n_shot:  # the pooled accuracy above is the mean over the equally sized sets
             out["per_set"] = [_mean_pct([r["correct"] for r in reason if r["demo_set"] == i]) for i in range(N_SETS)]
         if generated:
@@ -271,7 +283,7 @@ class MapsTask(Task):
         groups = {"all": [float(r["correct"]) for r in reason],
                   "figurative": [float(r["correct"]) for r in reason if r["is_figurative"]],
                   "literal": [float(r["correct"]) for r in reason if not r["is_figurative"]]}
-        rows = tuple((name, _mean_pct(values), len(values)) for name, values in groups.items())
+        rows = tuple((name, shown(_mean_pct(values)), len(values)) for name, values in groups.items())
         sections = [Section(
             "Reasoning", text=f"Question: {QUESTIONS[self.options.question]!r}. Chance is 50%.",
             tables=(Table(("items", "accuracy %", "n"), rows),),
@@ -279,11 +291,13 @@ class MapsTask(Task):
         mem = metrics.get("memorisation")
         if isinstance(mem, Mapping):
             templates = zip(MEMORISATION_TEMPLATES, mem["per_template"], strict=True)
-            rows = (("union over templates", mem["union"]), *((f"template `{t}`", v) for t, v in templates),
-                    ("mean per template", mem["mean_per_template"]), ("proverbs", mem["n"]))
+            rows = (("union over templates", shown(mem["union"])),
+                    *((f"template `{t}`", shown(v)) for t, v in templates),
+                    ("mean per template", shown(mem["mean_per_template"])), ("proverbs", mem["n"]))
             subsets = metrics["subsets"]
-            text = "Completion of the proverb's last word (%). Accuracy on memorised vs other proverbs: " + ", ".join(
-                f"{name} {_fmt(subsets.get(name, {}).get('accuracy'))}" for name in ("memorised", "not_memorised"))
+            accuracy = ", ".join(f"{name} {shown(subsets.get(name, {}).get('accuracy'))}"
+                                 for name in ("memorised", "not_memorised"))
+            text = f"Completion of the proverb's last word (%). Accuracy (%) on memorised vs other proverbs: {accuracy}"
             sections.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "%"), rows),)))
         return sections
 
@@ -301,8 +315,9 @@ def by_template(generated: Sequence[Record], item_id: str) -> dict[int, bool]:
     return {r["template"]: bool(r["success"]) for r in generated if r["id"] == item_id}
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}%"
+def shown(value: float | None) -> str:
+    """A percentage as the MAPS paper prints it: truncated to 2 decimals, not rounded (spec 5); None is "-"."""
+    return format_score(value, 2, "truncate")
 
 
 def _mean_pct(values: Sequence[float]) -> float | None:
@@ -325,6 +340,24 @@ def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en",
                                 f"missing {', '.join(missing)}.")
     src, tgt, mt, ht = (accuracy[name] for name in needed)
     return culture_gap(source=src, target=tgt, human_translated=ht, machine_translated=mt)
+
+
+MT_TO_ENGLISH = re.compile(r"maps_([a-z]+)_en_mt")  # a language's items machine-translated into English
+
+
+def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:
+    """Δ_En per language (spec 5, the paper's Table 11) from run accuracies: `maps_en` minus `maps_<lang>_en_mt`.
+
+    `accuracy` maps config names to positive-question accuracy; configs other than those two kinds are ignored,
+    so the accuracies of a whole study can be passed at once.
+    """
+    from culture_probe.metrics.proverbs import delta_en
+
+    translated = {match[1]: value for name, value in accuracy.items() if (match := MT_TO_ENGLISH.fullmatch(name))}
+    if "maps_en" not in accuracy or not translated:
+        raise CultureProbeError("Δ_En needs the accuracy of maps_en and of at least one maps_<lang>_en_mt run "
+                                f"(e.g. maps_de_en_mt); got {', '.join(accuracy) or 'none'}.")
+    return delta_en(accuracy["maps_en"], translated)
 
 
 TASK = MapsTask

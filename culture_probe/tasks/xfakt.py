@@ -4,18 +4,21 @@ Paper protocol (spec section 4.2-4.3): the question is the only user turn of the
 at most 128 new tokens; a judge grades each reply against the gold country written in the question language.
 Two judges are built in, chosen by `judge=`:
 
-- `"llm"`: an LLM judge run through the engine as a second stage, with the paper's rubric (`PROMPT_OURS`, read
-  verbatim from the data file); `[4]` in its output means an error. Comparable with the paper only with the
-  paper's judge (`judge_model="Qwen/Qwen2.5-72B-Instruct"`, the default).
+- `"llm"`: an LLM judge run through the engine as a second stage, with the paper's system prompt and rubric
+  (`SYSTEM_PROMPT_OURS`, `PROMPT_OURS`, read verbatim from the data file); `[4]` in its output means an error.
+  Comparable with the paper only with the paper's judge (`judge_model="Qwen/Qwen2.5-72B-Instruct"`, the default).
 - `"string"`: offline string matching against the gold's names in every language (`StringJudge`).
 
 `mode="rank"` is the closed-set extension of spec 4.4: the 13 countries are ranked by the mean log-prob of their
-names as the start of the reply. Factual recall gives FRS, KTS and X-FaKT (`culture_probe.metrics.xfakt`); the
-in-context and counter-factual configs give per-language error rates.
+names as the start of the assistant reply to the chat-templated question (`rank_prompt="plain"` scores them after
+the plain question instead, for causal models without a chat template: deviation X7). Factual recall gives FRS,
+KTS and X-FaKT (`culture_probe.metrics.xfakt`); the in-context and counter-factual configs give per-language
+error rates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,7 +31,8 @@ import numpy as np
 from culture_probe.data.card import Deviation
 from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
 from culture_probe.engine.types import CandidateScores, ScoreRequest
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, MetricInputError
+from culture_probe.metrics.display import format_score
 from culture_probe.tasks.base import (
     GenerateProbe,
     Output,
@@ -55,6 +59,7 @@ class XfaktOptions:
     """Switches of the X-FaKT protocol (defaults: the paper's generation protocol and judge)."""
 
     mode: Literal["generate", "rank"] = "generate"
+    rank_prompt: Literal["chat", "plain"] = "chat"  # plain: for causal models without a chat template (X7)
     judge: Literal["llm", "string"] = "llm"
     judge_model: str = PAPER_JUDGE
     max_new_tokens: int = 128
@@ -183,14 +188,11 @@ class XfaktTask(Task):
 
     Options = XfaktOptions
     kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer (spec 4.4)
-    deviations = (
-        Deviation("X6", "The LLM judge gets the rubric as its only user turn; the data file's system prompt "
-                        "('You are a helpful assistant.') is left to the judge's chat template (the engine's chat "
-                        "prompts carry one user turn)."),
-        Deviation("X7", "mode='rank' (closed-set extension, spec 4.4) scores each answer as the continuation of the "
-                        "plain question (`question + ' ' + answer`), without the chat template: score requests "
-                        "carry plain text."),
-    )
+    #: logged only when the run scores ranks after the plain question (see `describe_deviations`)
+    PLAIN_RANK = Deviation("X7", "mode='rank' scores each answer after the plain question (`question + ' ' + "
+                                 "answer`; seq2seq models: the engine's sentinel span) instead of as the start of the "
+                                 "reply to the chat-templated question (spec 4.4): rank_prompt='plain' was chosen, "
+                                 "or the model is seq2seq.")
 
     def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
         super().__init__(config, options, kind=kind, seed=seed)
@@ -205,8 +207,19 @@ class XfaktTask(Task):
             judge = "argmax of the ranked answers"
         else:
             judge = self.options.judge_model if self.options.judge == "llm" else "string matching (StringJudge)"
-        return {"part": self.part, "mode": self.options.mode, "judge": judge,
-                "chat_template": self.kind == "causal" and self.options.mode == "generate"}
+        return {"part": self.part, "mode": self.options.mode, "judge": judge, "chat_template": self._chat}
+
+    def describe_deviations(self) -> list[dict[str, str]]:
+        """The log, with X7 when ranks are scored after the plain question."""
+        log = super().describe_deviations()
+        if self.options.mode == "rank" and not self._chat:
+            log.append(dataclasses.asdict(self.PLAIN_RANK))
+        return log
+
+    @property
+    def _chat(self) -> bool:
+        """Whether the model is asked through its chat template (causal models; in rank mode unless plain)."""
+        return self.kind == "causal" and (self.options.mode == "generate" or self.options.rank_prompt == "chat")
 
     def stage_model(self, stage: str) -> str | None:
         """The LLM judge answers the `judge` stage."""
@@ -220,19 +233,21 @@ class XfaktTask(Task):
                 if record["stage"] == "answer":
                     prompt = judge_prompt(record["gold"], record["question"], record["reply"])
                     yield GenerateProbe(record["id"], prompt, self.options.judge_max_new_tokens, tag="judge",
-                                        chat=True)
+                                        chat=True, system=judge_template()[0])
             return
         if self.options.mode == "generate" and self.options.judge == "string":
             self._judge = StringJudge(self._answer_forms(rows))
         for row in rows:
             meta = self._meta(row)
             if self.options.mode == "rank":
-                forms = [form for names in self._rank_forms(row).values() for form in names]
-                request = ScoreRequest(row["question"], tuple(dict.fromkeys(forms)), sep=" ")
+                forms = tuple(dict.fromkeys(form for names in self._rank_forms(row).values() for form in names))
+                # chat: the reply starts right after the generation prompt, no separator (spec 4.4)
+                request = (ScoreRequest(row["question"], forms, chat=True) if self._chat
+                           else ScoreRequest(row["question"], forms, sep=" "))
                 yield ScoreProbe(row["id"], request, meta=meta)
             else:
-                yield GenerateProbe(row["id"], row["question"], self.options.max_new_tokens,
-                                    chat=self.kind == "causal", meta=meta)
+                yield GenerateProbe(row["id"], row["question"], self.options.max_new_tokens, chat=self._chat,
+                                    meta=meta)
 
     def _meta(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """What each answer record carries: the question, its gold (name and label) and the grouping fields."""
@@ -292,12 +307,21 @@ class XfaktTask(Task):
         out["error_by_language"] = {lang: _error_pct(group) for (lang,), group in iter_groups(graded, "language")}
         out["verdicts"] = {verdict: len(group) for (verdict,), group in iter_groups(graded, "verdict")}
         if self.part == "factual_recall":
-            from culture_probe.metrics.factuality import xfakt
-
-            out.update(xfakt(correct=[r["correct"] for r in graded], language=[r["language"] for r in graded],
-                             country=[r["country"] for r in graded], round_cells=self.options.round_cells,
-                             tiers=self.options.tiers))
+            out.update(self._transfer_scores(graded))
         return out
+
+    def _transfer_scores(self, graded: Sequence[Record]) -> dict[str, Any]:
+        """FRS, KTS and X-FaKT; null with the reason when the answers lack associated or non-associated cells
+        (e.g. a `--limit` smoke run whose first questions are all English about the United States).
+        """
+        from culture_probe.metrics.factuality import xfakt
+
+        try:
+            return xfakt(correct=[r["correct"] for r in graded], language=[r["language"] for r in graded],
+                         country=[r["country"] for r in graded], round_cells=self.options.round_cells,
+                         tiers=self.options.tiers)
+        except MetricInputError as error:
+            return {"frs": None, "kts": None, "xfakt": None, "xfakt_unavailable": str(error)}
 
     def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
         """Headline table, per-language errors, and (factual recall) the language x country error grid."""
@@ -350,13 +374,17 @@ def graded_answers(records: Sequence[Record]) -> list[Record]:
 
 
 def _headline_text(part: str, metrics: Mapping[str, Any]) -> str:
-    if part != "factual_recall" or "kts" not in metrics:
-        return "Error rates of the replies, as graded by the judge."
+    if part != "factual_recall" or metrics.get("kts") is None:
+        reason = metrics.get("xfakt_unavailable")
+        note = f" FRS, KTS and X-FaKT are not available: {reason}" if reason else ""
+        return "Error rates of the replies, as graded by the judge." + note
     gap = metrics["mu_non"] - metrics["mu_assoc"]
-    return (f"Associated-language error {100 * metrics['mu_assoc']:.1f}% vs non-associated "
-            f"{100 * metrics['mu_non']:.1f}% (gap {100 * gap:.1f} points): KTS {metrics['kts']:.3f} "
-            "(1 = the same knowledge in every language), FRS "
-            f"{metrics['frs']:.3f}, X-FaKT {metrics['xfakt']:.3f}.")
+    pct = {key: format_score(100 * value, 2) for key, value in (("assoc", metrics["mu_assoc"]),  # spec: errors
+                                                                ("non", metrics["mu_non"]), ("gap", gap))}
+    score = {key: format_score(metrics[key], 3) for key in ("kts", "frs", "xfakt")}  # spec: scores, 3 decimals
+    return (f"Associated-language error {pct['assoc']}% vs non-associated {pct['non']}% (gap {pct['gap']} points): "
+            f"KTS {score['kts']} (1 = the same knowledge in every language), FRS {score['frs']}, "
+            f"X-FaKT {score['xfakt']}.")
 
 
 def _part(config: str) -> str:

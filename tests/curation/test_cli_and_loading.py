@@ -90,3 +90,12 @@ def test_auto_size_provider_asks_wikipedia_only_for_wikidata(store):
     assert isinstance(size_provider("auto", HttpEndpoint("http://127.0.0.1:1/query", policy), policy), StoreSizes)
     assert isinstance(size_provider("auto", store, policy), StoreSizes)
     assert isinstance(size_provider("mediawiki", store, policy), MediaWikiSizes)
+
+
+@pytest.mark.parametrize("extra", [["--contrast", "west"], ["--top", "5"], ["--predicates", "P36"],
+                                   ["--sizes", "store"]])
+def test_fmlama_curation_refuses_dlama_only_flags(tmp_path, capsys, extra):
+    assert main(["curate", "fmlama", "--region", "asia", "--languages", "en", "--endpoint", str(FIXTURE),
+                 "--out", str(tmp_path / "f"), *extra]) == 2
+    assert f"does not use {extra[0]}: FmLAMA collects every dish" in capsys.readouterr().err
+    assert not (tmp_path / "f").exists()  # refused before anything was fetched

@@ -19,7 +19,7 @@ from culture_probe.curation import (
     oxigraph_server,
     resolve_region,
 )
-from culture_probe.curation.endpoints import PoliteCaller, RetryableError, retry_after_seconds
+from culture_probe.curation.endpoints import PoliteCaller, RetryableError, retry_after_seconds, retry_delay
 from culture_probe.curation.queries import labels_query
 from culture_probe.errors import EndpointError
 
@@ -96,7 +96,7 @@ class Counting:
 
     def __init__(self, inner, server=None, stop_at=None):
         self.inner, self.server, self.stop_at, self.calls = inner, server, stop_at, 0
-        self.name = inner.name
+        self.name, self.identity = inner.name, inner.identity
 
     def select(self, query):
         if self.calls == self.stop_at:
@@ -223,3 +223,43 @@ def test_killed_process_loses_nothing_it_fetched(store, server_url, fast, tmp_pa
         result = curate_dlama(CONFIG, HttpEndpoint(resumed.url, fast), out)
     assert len(resumed.requests) == total - len(saved)
     assert tree(result.pair_dir) == tree(curate_dlama(CONFIG, store, tmp_path / "embedded").pair_dir)
+
+
+def test_retry_after_beyond_the_backoff_cap_is_honoured_up_to_its_own_maximum():
+    policy = HttpPolicy(backoff=1.0, max_wait=120.0, max_retry_after=3600.0)
+    assert retry_delay(policy, 10, None) == 120.0  # computed backoff: capped
+    assert retry_delay(policy, 0, 600.0) == 600.0  # the server asked for 10 minutes: wait 10 minutes
+    assert retry_delay(policy, 0, 7200.0) == 3600.0  # beyond the documented maximum
+    assert retry_delay(HttpPolicy(max_retry_after=30.0), 0, 600.0) == 30.0
+    sleeps, sleep = sleeps_recorder()
+
+    def busy_once():
+        if not sleeps:
+            raise RetryableError("HTTP 429", retry_after=300.0)
+        return "ok"
+
+    caller = PoliteCaller("x", HttpPolicy(min_interval=0, retries=1, backoff=1, max_wait=5), sleep)
+    assert caller(busy_once) == "ok" and sleeps == [300.0]
+
+
+def test_checkpoints_refuse_to_resume_against_another_endpoint(store, tmp_path):
+    from culture_probe.curation.endpoints import endpoint_identity, url_identity
+    from culture_probe.errors import CultureProbeError
+
+    config = DlamaCuration(resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P37",), chunk_size=3)
+    curate_dlama(config, store, tmp_path / "run")
+    manifest = json.loads((tmp_path / "run" / ".checkpoints" / "manifest.json").read_text())
+    [dump] = manifest["endpoint"]["dumps"]
+    assert (dump["name"], dump["size"]) == (FIXTURE.name, FIXTURE.stat().st_size) and len(dump["sha256"]) == 64
+    curate_dlama(config, EmbeddedStore([FIXTURE]), tmp_path / "run")  # the same dump: resumes
+    with pytest.raises(CultureProbeError, match=r"fetched from .*wikidata_mini.*not from .*query\.wikidata\.org.*"
+                                                r"another --out"):
+        curate_dlama(config, HttpEndpoint("https://query.wikidata.org/sparql"), tmp_path / "run")
+    other = tmp_path / "other.ttl"
+    other.write_bytes(FIXTURE.read_bytes() + b"\n# edited\n")
+    with pytest.raises(CultureProbeError, match="mix two sources"):
+        curate_dlama(config, EmbeddedStore([other]), tmp_path / "run")
+    # a local server restarted on another port is the same endpoint; another host is not
+    assert url_identity("http://127.0.0.1:5001/query") == url_identity("http://localhost:6002/query")
+    assert url_identity("https://example.org/sparql") != url_identity("https://example.com/sparql")
+    assert endpoint_identity(type("Custom", (), {"name": "my endpoint"})()) is None  # declares no identity

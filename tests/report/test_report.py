@@ -55,12 +55,77 @@ def test_markdown_tables_escape_cells():
     assert table_markdown(table) == "| metric | value |\n|---|---|\n| a\\|b | 0.25 |\n| n | 3 |\n| none |  |"
 
 
+def test_markdown_tables_round_floats_half_up_with_format_score():
+    # 1.005 and 2.675 are 1.00499... and 2.67499... in binary: "%.2f" would print 1.00 and 2.67
+    rows = ((1.005,), (2.675,), (0.00005,), (0.5,), (float("nan"),))
+    cells = table_markdown(Table(("value",), rows)).splitlines()[2:]
+    assert cells == ["| 1.01 |", "| 2.68 |", "| 0.0001 |", "| 0.5 |", "| nan |"]
+
+
 def test_reproduce_shows_the_command_that_repeats_the_run():
     config = {"config": "fmlama_en", "model": {"spec": "bert-base-cased"},
               "run": {"language": None, "limit": 5, "seed": 0, "data_dir": None, "corrected": True},
               "options": {"families": ["hasParts"], "with_x": False}}
     assert ("culture-probe run fmlama_en --model bert-base-cased --limit 5 --corrected "
             "--option families=hasParts --option with_x=false") in reproduce(config)
+
+
+def _command(report_text):
+    """The argv of the Reproduce section's command, as a shell would split it."""
+    import shlex
+
+    block = report_text.split("## Reproduce", 1)[1].split("```")[1]
+    return shlex.split(block.strip())
+
+
+def test_reproduce_round_trips_through_the_cli_parser():
+    from culture_probe.cli import build_parser
+    from culture_probe.runner import _split_option
+
+    names = {"en": {"People's Republic of China": "China"}}  # a quote inside a JSON option
+    config = {"config": "fmlama_en", "model": {"spec": "runs/my model"},
+              "run": {"kind": "causal", "dtype": "float16", "seed": 3, "batch_tokens": None, "language": "en",
+                      "data_dir": None, "corrected": False},
+              "options": {"country_names": names, "families": ["hasParts", "country"], "vectors": None}}
+    text = reproduce(config)
+    argv = _command(text)
+    assert argv[:2] == ["culture-probe", "run"]
+    args = build_parser().parse_args(argv[1:])
+    assert (args.config, args.model, args.kind, args.dtype, args.seed, args.language) == (
+        "fmlama_en", "runs/my model", "causal", "float16", 3, "en")
+    options = dict(map(_split_option, args.option))
+    assert json.loads(options["country_names"]) == names and options["families"] == "hasParts,country"
+    assert "Not reproducible" not in text  # everything of this run is in the command
+
+
+def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+    from dlama_fixture import TableScorer, spec_table, write_dlama
+
+    from culture_probe.data.registry import load_benchmark
+    from culture_probe.runner import run
+
+    rows = [r for r in load_benchmark("dlama_arab_west", data_dir=str(write_dlama(tmp_path / "d")))["test"]
+            if r["language"] == "en"][:4]
+    result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, out=tmp_path / "run", progress=False)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["benchmark"]["custom_rows"] is True and config["model"]["loaded_object"] is True
+    report = (tmp_path / "run" / "report.md").read_text()
+    reproduce_section = report.split("## Reproduce", 1)[1]
+    assert "**Not reproducible from the command line alone** (see config.json)" in reproduce_section
+    assert f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)" in reproduce_section
+    assert "the model was a loaded `TableScorer` object" in reproduce_section
+    assert "- **custom rows**: the 4 rows given to `culture_probe.run(rows=...)`" in report
+    assert result.config == config
+    # the same run on the benchmark's own data from a named model has nothing to warn about
+    named = {**config, "benchmark": {**config["benchmark"], "custom_rows": False},
+             "model": {**config["model"], "spec": "bert-base-cased", "loaded_object": False}}
+    assert "Not reproducible" not in reproduce(named)
+    comma = {**named, "options": {"families": ["has,Parts"]}}
+    assert "option `families` has an item containing a comma" in reproduce(comma)
 
 
 def _fake_run(path, model, metrics, config="dlama_arab_west"):

@@ -12,7 +12,7 @@ from dlama_fixture import TableScorer, spec_table, write_dlama
 from culture_probe import runner
 from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
 from culture_probe.tasks import task_for
-from culture_probe.tasks.base import GenerateProbe, ScoreProbe, Skipped, Task, first_items, parse_options, rounded
+from culture_probe.tasks.base import GenerateProbe, ScoreProbe, Skipped, Task, first_items, parse_options
 from culture_probe.tasks.dlama import DlamaTask
 
 
@@ -50,10 +50,6 @@ def test_limit_keeps_every_probe_of_the_first_items():
     assert [(p.item_id, p.tag) for p in first_items(probes, 2)] == [("a", "1"), ("a", "2"), ("b", "1"), ("b", "2")]
     with pytest.raises(CultureProbeError, match="limit must be at least 1"):
         first_items(probes, 0)
-
-
-def test_display_rounding_is_half_up():
-    assert [rounded(v) for v in (66.65, 0.05, 58.349999, None)] == ["66.7", "0.1", "58.3", ""]
 
 
 def test_registry_maps_configs_to_their_protocol_by_module_name():
@@ -125,6 +121,27 @@ def test_stages_see_earlier_records_and_skipped_items_are_recorded():
                                                         ("judge", "1"), ("judge", "2")]
     assert records[2]["skipped"] == "no prompt in this language"
     assert task.compute_metrics(records) == {"correct": 1, "skipped": 1}
+
+
+def test_a_probes_system_message_reaches_the_engine_only_when_set():
+    class Asking(TwoStage):
+        def _probes(self, rows, stage, previous):
+            if stage == "answer":
+                yield GenerateProbe("1", "a cat", 3, chat=True, system="You are an encyclopedia.")
+                yield GenerateProbe("2", "a dog", 3, chat=True)
+
+    class Recording(EchoScorer):
+        def __init__(self):
+            self.calls = []
+
+        def generate(self, prompts, max_new_tokens, chat=False, **system):
+            self.calls.append((list(prompts), chat, system))
+            return super().generate(prompts, max_new_tokens, chat)
+
+    scorer = Recording()
+    runner.execute(Asking("toy", kind="causal"), scorer, [], runner.RunSettings(), [], None, progress=False)
+    assert sorted(scorer.calls) == [(["a cat"], True, {"system": "You are an encyclopedia."}),
+                                    (["a dog"], True, {})]
 
 
 def test_unsupported_model_kind_is_named():
@@ -229,7 +246,7 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch)
     out = tmp_path / "two"
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
-               "29541", "-m", "culture_probe", "run", "dlama_arab_west", "--model", str(model), "--data-dir",
+               str(free_port()), "-m", "culture_probe", "run", "dlama_arab_west", "--model", str(model), "--data-dir",
                dlama_dir, "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(traces["two"])}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
@@ -255,3 +272,12 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch)
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["en"]["cultures"] == single.metrics["en"]["cultures"]
     assert metrics["ar"]["p1"] == single.metrics["ar"]["p1"]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, so parallel test runs do not collide on a fixed rendezvous port."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

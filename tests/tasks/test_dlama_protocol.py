@@ -8,9 +8,10 @@ import json
 import pytest
 from dlama_fixture import ARABIC, TableScorer, spec_table, write_dlama
 
+from culture_probe.data.dlama import candidate_sets, label_collisions
 from culture_probe.runner import run
 from culture_probe.tasks.base import ScoreProbe
-from culture_probe.tasks.dlama import DlamaTask, candidate_sets, label_collisions, prompt
+from culture_probe.tasks.dlama import DlamaTask, prompt
 
 
 @pytest.fixture
@@ -58,6 +59,18 @@ def test_worked_example_p_at_1_per_culture_and_pair(dlama_dir):
     predictions = {r["prompt"].split(" is")[0]: r["prediction"] for r in result.records}
     assert predictions == {"Egypt": "Africa", "Morocco": "Europe", "Oman": "Asia", "France": "Europe",
                            "Canada": "Europe"}
+
+
+def test_report_rounds_p_at_1_half_up_to_one_decimal():
+    # spec 5: 23/80 = 28.75 -> 28.8 and 41/80 = 51.25 -> 51.3, although the means are 28.7499... and 51.2499...
+    records = [{"id": f"{culture}{i}", "tag": "", "language": "en", "predicate": "P30", "culture": culture,
+                "gold": ["Asia"], "obj_uri": ["Q48"], "prediction": "Asia" if i < hits else "Africa"}
+               for culture, hits in (("arab", 23), ("west", 41)) for i in range(80)]
+    task = DlamaTask("dlama_arab_west", kind="masked")
+    per_culture, per_predicate = task.sections(records, task.compute_metrics(records))[:2]
+    assert per_culture.tables[0].rows == (("arab", "28.8", 80), ("west", "51.3", 80), ("pair", "40.0", 160))
+    assert per_predicate.tables[0].rows == (("P30", "28.8", "51.3"),)
+    assert per_culture.text.startswith("P@1(arab) - P@1(west) = -22.5 points")
 
 
 def test_ties_go_to_fewer_tokens_then_code_point_order(dlama_dir):

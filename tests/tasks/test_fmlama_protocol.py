@@ -13,7 +13,7 @@ from culture_probe.errors import UnsupportedModelError
 from culture_probe.metrics.fmlama import average_precision
 from culture_probe.runner import run
 from culture_probe.tasks.base import ScoreProbe, Skipped
-from culture_probe.tasks.fmlama import FmlamaTask, family_table, fill, record_ranking
+from culture_probe.tasks.fmlama import FmlamaTask, family_table, fill, record_ranking, table_correlation
 
 POOL_RANKINGS = {  # spec 5.1: dish -> ranking of the pool [beef, cheese, flour, rice, tofu, tomato]
     "mapo doufu": ["tofu", "beef", "rice", "cheese", "tomato", "flour"],
@@ -126,6 +126,25 @@ def test_worked_example_mws_from_a_vectors_file(mirror, tmp_path):
     result = spec_run(vectors=str(path))
     assert result.metrics["mws"]["hasParts"]["ALL"]["mean"] == pytest.approx(0.79)
     assert "mws" not in spec_run().metrics  # no vectors: mWS is left out, not faked
+
+
+def test_map_mws_correlation_over_the_cells_of_a_run(mirror, tmp_path):
+    path = tmp_path / "toy.vec"
+    path.write_text("".join(f"{w} {x} {y}\n" for w, (x, y) in VECTORS.items()), encoding="utf-8")
+    result = spec_run(tmp_path / "run", vectors=str(path))
+    # cells ALL, China, Italy: mAP (65, 83.33, 46.67) and mWS (0.79, 0.98, 0.60) deviate by (0, +d, -d) alike
+    assert result.metrics["map_mws_correlation"] == {"pearson_r": pytest.approx(1.0), "n_cells": 3}
+    assert "Pearson r between the mAP and mWS cells: 1.00 (3 cells)." in (tmp_path / "run" / "report.md").read_text()
+    assert "map_mws_correlation" not in spec_run().metrics
+
+
+def test_table_correlation_pairs_cells_that_have_both_measures():
+    map_table = {"hasParts": {"ALL": {"mean": 10.0}, "A": {"mean": 20.0}, "B": {"mean": 30.0}, "C": {"mean": 5.0}},
+                 "country": {"ALL": {"mean": None}}}
+    mws_table = {"hasParts": {"ALL": {"mean": 0.30}, "A": {"mean": 0.32}, "B": {"mean": 0.31}}}
+    # C has no mWS and country's ALL no mAP: r over (10, 20, 30) and (0.30, 0.32, 0.31) = 0.5 (see test_metrics)
+    assert table_correlation(map_table, mws_table) == {"pearson_r": pytest.approx(0.5), "n_cells": 3}
+    assert table_correlation({"hasParts": {"ALL": {"mean": 1.0}}}, {"hasParts": {"ALL": {"mean": 0.1}}}) is None
 
 
 def test_v1_code_compat_flags(mirror):

@@ -18,6 +18,7 @@ from culture_probe.runner import run
 from culture_probe.tasks.maps import (
     MapsTask,
     culture_gap_study,
+    delta_en_study,
     memorisation_prompts,
     memorised,
     reasoning_prompt,
@@ -137,11 +138,34 @@ def test_memorisation_union_budget_and_breakdown():
     assert set(compat.budgets) == {4}  # the upstream budget (M6)
 
 
+def test_report_truncates_percentages_as_the_paper():
+    # spec 5: 2/3 is shown as 66.66 (truncated), not 66.67
+    proverbs = ("Look before you leap", "Haste makes waste", "Practice makes perfect")
+    data = [{**ROW, "id": f"r{i}", "proverb": p, "label": label} for i, (p, label) in enumerate(zip(
+        proverbs, ("a", "a", "b"), strict=True))]
+    outputs = {memorisation_prompts(p, "en")[0]: f" {p.split()[-1]}" for p in proverbs[:2]}
+    result = run("maps_en", LetterScorer([(-0.5, -1.0)] * 3, outputs=outputs), rows=data, progress=False)
+    reasoning, memorisation = MapsTask("maps_en", kind="causal").sections(result.records, result.metrics)
+    assert reasoning.tables[0].rows[0] == ("all", "66.66", 3)
+    assert memorisation.tables[0].rows[0] == ("union over templates", "66.66")
+    assert memorisation.text.endswith("memorised 100.00, not_memorised 0.00")
+
+
 def test_culture_gap_from_four_runs():
     gaps = culture_gap_study({"maps_zh": 70.0, "maps_en": 80.0, "maps_zh_en_mt": 60.0, "maps_zh_en_ht": 72.5})
     assert gaps == {"culture_gap": 7.5, "language_gap": 12.5}
     with pytest.raises(CultureProbeError, match="missing maps_en_zh_ht"):
         culture_gap_study({"maps_en": 1.0, "maps_zh": 1.0, "maps_en_zh_mt": 1.0}, "en_zh")
+
+
+def test_delta_en_from_runs():
+    # the paper's Table 11 (Llama-2 13B): En 78.68, de->en MT 73.35 (Δ 5.33), bn->en MT 61.76 (Δ 16.92)
+    runs = {"maps_en": 78.68, "maps_de_en_mt": 73.35, "maps_bn_en_mt": 61.76, "maps_zh": 50.0, "maps_zh_en_ht": 1.0}
+    assert delta_en_study(runs) == {"de": pytest.approx(5.33), "bn": pytest.approx(16.92)}
+    with pytest.raises(CultureProbeError, match="needs the accuracy of maps_en and of at least one"):
+        delta_en_study({"maps_de_en_mt": 73.35})
+    with pytest.raises(CultureProbeError, match="got maps_en, maps_zh_en_ht"):
+        delta_en_study({"maps_en": 78.68, "maps_zh_en_ht": 70.0})
 
 
 def test_masked_models_skip_memorisation_with_the_reason():

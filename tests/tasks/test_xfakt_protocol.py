@@ -9,7 +9,7 @@ from functools import cache
 import pytest
 
 from culture_probe.data.registry import load_benchmark
-from culture_probe.engine import Scorer
+from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
 from culture_probe.models.tiny import save_tiny, tiny_model, train_tokenizer
 from culture_probe.runner import run
@@ -25,6 +25,8 @@ from culture_probe.tasks.xfakt import (
 
 CHAT = ("{% for m in messages %}<user> {{ m['content'] }}\n{% endfor %}"
         "{% if add_generation_prompt %}<bot>{% endif %}")
+COUNTRIES_EN = ["United States", "India", "China", "Russia", "Saudi Arabia", "France", "Nepal", "Japan", "Ukraine",
+                "Greece", "Turkey", "Kenya", "Thailand"]
 PROMPT_OURS_SHA256 = "7e8a122eef9dba87372b73d50d686ece76017919eaa60ab75af398fc09dbeb22"  # spec 4.3
 
 
@@ -72,6 +74,34 @@ def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
     assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
     assert filled.endswith("[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
                            "[The Start of Assistant's Answer]\nIndia\n\n[The End of Assistant's Answer]\n")
+
+
+def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(mirror):
+    answer = {"id": "fr-000-hi", "stage": "answer", "gold": "संयुक्त राज्य अमेरिका",
+              "question": "न्यूयॉर्क किस देश में स्थित है?", "reply": "अमेरिका"}
+    task = XfaktTask("xfakt_factual_recall", kind="causal")
+    (probe,) = task.build_probes([], stage="judge", previous=[answer])
+    assert probe.system == "You are a helpful assistant." and probe.chat  # SYSTEM_PROMPT_OURS (spec 4.3)
+    assert probe.prompt == judge_prompt(answer["gold"], answer["question"], answer["reply"])
+    assert not any(d["id"] == "X6" for d in task.describe_deviations())
+
+
+def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(mirror):
+    rows = rows_of(0, languages=("en",))
+    (chat,) = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal").build_probes(rows)
+    assert chat.request.chat and chat.request.system is None  # spec 4.4: same chat prompt as 4.2, no system turn
+    assert chat.request.left == "In which country is New York located?" and "India" in chat.request.candidates
+    plain_task = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank", rank_prompt="plain"),
+                           kind="causal")
+    (plain,) = plain_task.build_probes(rows)
+    assert not plain.request.chat and plain.request.sep == " "
+    assert plain.request.candidates == chat.request.candidates
+    assert [d["id"] for d in plain_task.describe_deviations()] == ["X7"]
+    assert plain_task.describe(rows)["chat_template"] is False
+    default = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal")
+    assert default.describe_deviations() == [] and default.describe(rows)["chat_template"] is True
+    seq2seq = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="seq2seq")
+    assert not seq2seq.build_probes(rows)[0].request.chat and seq2seq.describe_deviations()[0]["id"] == "X7"
 
 
 def test_masked_models_are_refused_with_the_reason():
@@ -165,7 +195,7 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(mirror, tmp_path):
     probes = task.build_probes(rows, stage="judge", previous=answers)
     assert probes[0].prompt == judge_prompt("United States", "In which country is New York located?",
                                             answers[0]["reply"])
-    assert probes[0].chat and probes[0].max_new_tokens == 256
+    assert probes[0].chat and probes[0].max_new_tokens == 256 and probes[0].system == "You are a helpful assistant."
     assert result.metrics["n_items"] == 2
 
 
@@ -182,6 +212,22 @@ def test_rank_mode_scores_every_country_by_its_best_form(mirror):
         assert len(record["scores"]) == 13
         assert record["reply"] == max(record["scores"], key=record["scores"].get)
         assert record["correct"] == (record["reply"] == record["country"])
+    # each form is scored right after the rendered chat prompt (CHAT: "<user> {question}\n<bot>"), no separator
+    record = next(r for r in result.records if r["id"] == "fr-000-zh")
+    rendered = f"<user> {record['question']}\n<bot>"
+    after_prompt = tiny_chat_scorer().score([ScoreRequest(rendered, ["土耳其", "Turkey"], sep="")])[0]
+    assert record["scores"]["Turkey"] == pytest.approx(float(after_prompt.mean_logprob.max()), abs=1e-5)
+
+
+def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(mirror):
+    rows = rows_of(0, languages=("en",))
+    tok = train_tokenizer([rows[0]["question"], *COUNTRIES_EN], "bpe", vocab_size=300, model_kind="causal")
+    scorer = Scorer(tiny_model("gpt2", tok, layers=1, hidden=32), tok)
+    with pytest.raises(UnsupportedModelError, match="has no chat template"):
+        run("xfakt_factual_recall", scorer, rows=rows, mode="rank", progress=False)
+    result = run("xfakt_factual_recall", scorer, rows=rows, mode="rank", rank_prompt="plain", progress=False)
+    assert len(result.records[0]["scores"]) == 13
+    assert [d["id"] for d in result.config["deviations"] if d["id"].startswith("X")][-1] == "X7"
 
 
 def test_in_context_and_counter_factual_report_error_rates(mirror):
@@ -198,3 +244,44 @@ def test_in_context_and_counter_factual_report_error_rates(mirror):
 def test_unknown_config_is_refused():
     with pytest.raises(CultureProbeError, match="not an X-FaKT config"):
         XfaktTask("xfakt_other", kind="causal")
+
+
+class _FixedReply:
+    """A duck-typed causal scorer that always replies with one text (no model needed)."""
+
+    kind, identity = "causal", "fixed-reply"
+
+    def __init__(self, reply: str):
+        self.reply = reply
+
+    def generate(self, prompts, *, max_new_tokens, chat, system=None):
+        return [self.reply] * len(prompts)
+
+
+def test_smoke_run_without_non_associated_cells_still_reports(mirror, tmp_path):
+    rows = rows_of(0, 1, 2, languages=("en",))  # United States entities asked in English: diagonal cells only
+    assert {r["country"] for r in rows} == {"United States"}
+    result = run("xfakt_factual_recall", _FixedReply("United States"), rows=rows, judge="string", limit=3,
+                 out=tmp_path / "run", progress=False)
+    assert (result.metrics["frs"], result.metrics["kts"], result.metrics["xfakt"]) == (None, None, None)
+    assert "non-associated" in result.metrics["xfakt_unavailable"]
+    assert result.metrics["error_rate"] == 0.0
+    assert (tmp_path / "run" / "metrics.json").is_file()
+    assert "not available" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_pure_xfakt_metric_still_refuses_missing_cells():
+    from culture_probe.errors import MetricInputError
+    from culture_probe.metrics.factuality import xfakt
+
+    with pytest.raises(MetricInputError, match="non-associated"):
+        xfakt(correct=[True], language=["en"], country=["United States"])
+
+
+def test_headline_shows_errors_with_two_decimals_and_scores_with_three():
+    # spec 5: errors x100 to 2 decimals, FRS/KTS/X-FaKT to 3 (the spec's worked example, unrounded cells)
+    task = XfaktTask("xfakt_factual_recall", kind="causal")
+    metrics = {"mu_assoc": 1 / 21, "mu_non": 1 / 3, "kts": 0.555556, "frs": 0.586207, "xfakt": 0.570470}
+    assert task.sections([], {**metrics, "error_by_language": {}})[0].text == (
+        "Associated-language error 4.76% vs non-associated 33.33% (gap 28.57 points): KTS 0.556 (1 = the same "
+        "knowledge in every language), FRS 0.586, X-FaKT 0.570.")

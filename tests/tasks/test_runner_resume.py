@@ -1,0 +1,141 @@
+"""Runner behaviour around stages, resumption and model loading: a stage's own model (the LLM judge) is loaded
+only when it has work and with its own kind; a run interrupted anywhere resumes without loss or duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import pytest
+
+from culture_probe import runner
+from culture_probe.data.registry import load_benchmark
+from culture_probe.errors import CultureProbeError
+from culture_probe.runner import RunSettings, check_resumable, run
+
+
+@cache
+def recall_rows() -> tuple[dict, ...]:
+    return tuple(load_benchmark("xfakt_factual_recall")["test"].select(range(3)))
+
+
+class FakeModel:
+    """A duck-typed causal scorer: fixed replies, counts its prompts, fails after `fail_after` calls."""
+
+    kind = "causal"
+
+    def __init__(self, reply: str, identity: str, fail_after: int | None = None):
+        self.reply, self.identity, self.fail_after = reply, identity, fail_after
+        self.prompts: list[str] = []
+
+    def generate(self, prompts, *, max_new_tokens, chat, system=None):
+        if self.fail_after is not None and len(self.prompts) >= self.fail_after:
+            raise RuntimeError("killed")
+        self.prompts += prompts
+        return [self.reply] * len(prompts)
+
+
+def fake_loader(judge: FakeModel, loads: list):
+    def load(model, settings, run_dir):
+        if not isinstance(model, str):
+            return model
+        loads.append((model, settings))
+        return judge
+    return load
+
+
+def judged_run(model, tmp_path, **kwargs):
+    return run("xfakt_factual_recall", model, rows=recall_rows(), judge_model="fake/judge", max_new_tokens=4,
+               out=tmp_path / "run", progress=False, **kwargs)
+
+
+def items(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+
+
+def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(mirror, tmp_path, monkeypatch):
+    loads: list = []
+    monkeypatch.setattr(runner, "load_scorer", fake_loader(FakeModel("[1]", "judge"), loads))
+    model = FakeModel("United States", "model")
+    judged_run(model, tmp_path, kind="causal", dtype="float16", device="cpu", batch_tokens=77)
+    assert [name for name, _ in loads] == ["fake/judge"]
+    settings = loads[0][1]
+    assert (settings.kind, settings.batch_tokens, settings.dtype, settings.device) == ("auto", None, "float16", "cpu")
+    result = judged_run(model, tmp_path, resume=True, kind="causal", dtype="float16", device="cpu")
+    assert len(loads) == 1  # a finished run resumes without loading the judge
+    assert result.metrics["n_items"] == 3
+
+
+def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_duplicates(
+        mirror, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CHUNK", 1)  # one record per engine call: the kill lands mid-stage
+    loads: list = []
+    monkeypatch.setattr(runner, "load_scorer", fake_loader(FakeModel("[1]", "judge", fail_after=1), loads))
+    model = FakeModel("United States", "model")
+    with pytest.raises(RuntimeError, match="killed"):
+        judged_run(model, tmp_path)
+    assert [r["stage"] for r in items(tmp_path)] == ["answer"] * 3 + ["judge"]
+    judge = FakeModel("[1]", "judge")
+    monkeypatch.setattr(runner, "load_scorer", fake_loader(judge, loads))
+    result = judged_run(model, tmp_path, resume=True)
+    assert len(model.prompts) == 3 and len(judge.prompts) == 2  # only the two missing verdicts were asked
+    lines = items(tmp_path)
+    keys = [(r["stage"], r["key"]) for r in lines]
+    assert len(keys) == len(set(keys)) == 6
+    assert [(r["stage"], r["key"]) for r in result.records] == sorted(keys, key=lambda k: k[0] == "judge")
+    assert result.metrics["n_items"] == 3 and result.metrics["verdicts"] == {"same_language": 3}
+
+
+def test_a_run_that_failed_before_its_first_answer_restarts_without_resume(mirror, tmp_path):
+    with pytest.raises(RuntimeError, match="killed"):
+        run("xfakt_factual_recall", FakeModel("x", "m", fail_after=0), rows=recall_rows(), judge="string",
+            out=tmp_path / "run", progress=False)
+    assert (tmp_path / "run" / "config.json").is_file()
+    result = run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
+                 out=tmp_path / "run", progress=False)
+    assert len(result.records) == 3 and len(items(tmp_path)) == 3
+    with pytest.raises(CultureProbeError, match=r"already holds a run\. Pass --resume .*\(3 probe\(s\) answered"):
+        run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
+            out=tmp_path / "run", progress=False)
+
+
+def test_every_rank_reads_the_run_directory_before_items_are_written(mirror, tmp_path, monkeypatch):
+    from culture_probe.engine import parallel
+
+    seen = []
+    monkeypatch.setattr(parallel, "barrier", lambda size: seen.append(
+        ((tmp_path / "run" / "config.json").is_file(), (tmp_path / "run" / "items.jsonl").is_file())))
+    run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
+        out=tmp_path / "run", progress=False)
+    assert seen[0] == (True, False)
+
+
+def test_seed_is_a_resume_key_only_for_protocols_that_sample(tmp_path):
+    from culture_probe.tasks.camel import CamelTask
+    from culture_probe.tasks.dlama import DlamaTask
+
+    assert CamelTask.seeded and not DlamaTask.seeded
+    old = {"run": {"seed": 0}, "model": {"identity": "m"}}
+    check_resumable(old, {"run": {"seed": 1}, "model": {"identity": "m"}, "seed_used": False}, tmp_path)
+    with pytest.raises(CultureProbeError, match="run.seed was 0 and is now 1"):
+        check_resumable(old, {"run": {"seed": 1}, "model": {"identity": "m"}, "seed_used": True}, tmp_path)
+
+
+def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
+    from culture_probe.cli import build_parser
+    from culture_probe.engine import Scorer
+
+    calls = []
+    monkeypatch.setattr(Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw))))
+    runner.load_scorer("org/model", RunSettings(revision="0123abc"), None)
+    assert calls == [("org/model", {"kind": "auto", "revision": "0123abc"})]
+    args = build_parser().parse_args(["run", "dlama_arab_west", "--model", "org/model", "--revision", "v1"])
+    assert args.revision == "v1"
+
+
+def test_config_records_the_revision(mirror, tmp_path):
+    run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
+        out=tmp_path / "run", progress=False, revision="v1")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["run"]["revision"] == "v1" and config["seed_used"] is False
