@@ -10,19 +10,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from culture_probe.data.sources import fetch, sha256_of
-from culture_probe.errors import MissingDataError, SourceFormatError
+from culture_probe.data.sources import fetch, verify_sha256
+from culture_probe.errors import MissingDataError
+
+ACCEPT_MODIFIED = (
+    "So this is not the pinned release: replace the file, or pass verify_checksums=False to build from a modified copy."
+)
 
 
 def verify_pinned(path: str | os.PathLike, sha256: str) -> None:
     """Raise when the file's sha256 does not start with the pinned prefix, saying how to accept a modified copy."""
-    actual = sha256_of(path)
-    if not actual.startswith(sha256.lower()):
-        raise SourceFormatError(
-            f"checksum mismatch: sha256 {actual[:16]}... does not start with the pinned {sha256[:12]}, so this is "
-            "not the pinned release. Replace the file, or pass verify_checksums=False to build from a modified copy.",
-            path=str(path),
-        )
+    verify_sha256(path, sha256, fix=ACCEPT_MODIFIED)
 
 
 def pinned_file(

@@ -70,33 +70,37 @@ def _download(url: str, cache_dir: str | os.PathLike | None) -> Path:
     return target
 
 
-def sha256_of(path: str | os.PathLike) -> str:
-    """Hex SHA-256 of a file."""
-    digest = hashlib.sha256()
+REFETCH = "The file is not the pinned upstream release; re-download it or fix the mirror."
+
+
+def _file_digest(path: str | os.PathLike, digest: Any) -> str:
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
-def verify_sha256(path: str | os.PathLike, prefix: str) -> None:
-    """Raise when the file's SHA-256 does not start with `prefix` (the pinned digest from the spec)."""
+def sha256_of(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file."""
+    return _file_digest(path, hashlib.sha256())
+
+
+def verify_sha256(path: str | os.PathLike, prefix: str, *, fix: str = REFETCH) -> None:
+    """Raise when the file's SHA-256 does not start with `prefix` (the pinned digest from the spec); `fix` says
+    what the user can do about it.
+    """
     actual = sha256_of(path)
     if not actual.startswith(prefix.lower()):
         raise SourceFormatError(
-            f"checksum mismatch: sha256 {actual[:16]}... does not start with the pinned {prefix}. "
-            "The file is not the pinned upstream release; re-download it or fix the mirror.",
+            f"checksum mismatch: sha256 {actual[:16]}... does not start with the pinned {prefix[:12]}. {fix}",
             path=str(path),
         )
 
 
 def git_blob_id(path: str | os.PathLike) -> str:
     """Git's blob id of a file: SHA-1 of "blob <size>", a NUL byte and the content (pins GitHub blobs)."""
-    digest = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())  # git's blob id, not a security hash
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    header = f"blob {os.path.getsize(path)}\0".encode()
+    return _file_digest(path, hashlib.sha1(header))  # git's blob id, not a security hash
 
 
 def verify_git_blob(path: str | os.PathLike, blob_id: str) -> None:
@@ -104,8 +108,7 @@ def verify_git_blob(path: str | os.PathLike, blob_id: str) -> None:
     actual = git_blob_id(path)
     if actual != blob_id.lower():
         raise SourceFormatError(
-            f"checksum mismatch: git blob id {actual} is not the pinned {blob_id}. "
-            "The file is not the pinned upstream release; re-download it or fix the mirror.",
+            f"checksum mismatch: git blob id {actual} is not the pinned {blob_id}. {REFETCH}",
             path=str(path),
         )
 
