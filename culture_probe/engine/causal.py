@@ -79,7 +79,7 @@ class CausalScorer(Scorer):
         sequences = [c + r for c, r in zip(enc.candidates, enc.rights, strict=True)]
         longest = max(range(len(sequences)), key=lambda c: len(sequences[c]))
         context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
-                                                 "right text": len(enc.rights[longest])})
+                                                 "right text": len(enc.rights[longest])}, request.max_tokens)
         return CausalItem(context, Trie.build(sequences))
 
     def _cost(self, item: CausalItem) -> int:

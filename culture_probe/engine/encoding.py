@@ -110,23 +110,26 @@ class Encoder:
             full = (start if start is not None else self.tokenizer.eos_token_id,)
         return Encoded(full, tuple(cands), tuple(rights), self.suffix)
 
-    def fit(self, context: tuple[int, ...], rest: dict[str, int]) -> tuple[int, ...]:
+    def fit(self, context: tuple[int, ...], rest: dict[str, int], limit: int | None = None) -> tuple[int, ...]:
         """Cut `context` on the left (keeping its leading special tokens) so that the `rest` of the input fits;
         `rest` maps each part that follows the context ("candidate", "right text", ...) to its token count.
+        `limit` (a request's `max_tokens`) tightens the model's own maximum length.
         """
         room = sum(rest.values())
-        if self.max_length is None or len(context) + room <= self.max_length:
+        max_length = min((n for n in (self.max_length, limit) if n is not None), default=None)
+        if max_length is None or len(context) + room <= max_length:
             return context
-        keep = self.max_length - room - len(self.prefix)
+        keep = max_length - room - len(self.prefix)
         if keep < 1:
+            whose = "model's" if max_length == self.max_length else "request's (max_tokens)"
             longest = max(rest, key=rest.__getitem__)
             parts = ", ".join(f"{name} {n}" for name, n in rest.items() if n)
             raise InputTooLongError(
                 f"The {longest} is too long: what must follow the context ({parts} tokens, plus "
-                f"{len(self.prefix)} leading special tokens) leaves no room for it in the model's {self.max_length} "
+                f"{len(self.prefix)} leading special tokens) leaves no room for it in the {whose} {max_length} "
                 f"positions. Shorten the {longest}, or use a model with more positions.")
         if not self._warned:
-            warnings.warn(f"A context longer than the model allows ({self.max_length} tokens) was cut on the "
+            warnings.warn(f"A context longer than the input limit ({max_length} tokens) was cut on the "
                           "left; candidates are kept whole. (Warned once.)", stacklevel=3)
             self._warned = True
         head = len(self.prefix) if context[: len(self.prefix)] == self.prefix else 0

@@ -1,22 +1,54 @@
-"""Greedy generation: batched, left-padded, deterministic whatever the checkpoint's generation config says."""
+"""Generation: batched, left-padded greedy decoding (deterministic whatever the checkpoint's generation config
+says), or seeded temperature sampling that gives each prompt the same text whatever the batch or process count.
+"""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 from culture_probe.engine.encoding import chat_prompt
 from culture_probe.errors import UnsupportedModelError
 
 
-def _greedy_config(model: Any, pad_id: int | None, max_new_tokens: int):
-    # A checkpoint may ship do_sample=True or beams; probing needs the plain argmax continuation.
+def _decoding_config(model: Any, pad_id: int | None, max_new_tokens: int, temperature: float | None):
+    # A checkpoint may ship do_sample=True, beams or top-k/top-p: probing needs either the plain argmax
+    # continuation or plain temperature sampling over the whole vocabulary. Unset values would be refilled from
+    # the checkpoint and transformers' defaults (top_k=50), so the sampling filters are set to their no-op values.
     config = copy.deepcopy(model.generation_config)
-    config.do_sample, config.num_beams, config.max_new_tokens = False, 1, max_new_tokens
-    config.temperature = config.top_p = config.top_k = None
+    config.num_beams, config.max_new_tokens = 1, max_new_tokens
+    if temperature is None:
+        config.do_sample = False
+        config.temperature = config.top_p = config.top_k = None
+    else:
+        config.do_sample, config.temperature = True, temperature
+        config.top_k, config.top_p, config.typical_p, config.min_p = 0, 1.0, 1.0, None
+        config.epsilon_cutoff = config.eta_cutoff = 0.0
     if pad_id is not None:
         config.pad_token_id = pad_id
     return config
+
+
+def prompt_seed(seed: int, text: str) -> int:
+    """The sampling seed of one prompt: a hash of the run's `seed` and the prompt's text, so a prompt draws the
+    same sample whatever batch, position or process it lands in.
+    """
+    digest = hashlib.sha256(f"{seed}\0{text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # torch seeds must fit a signed 64-bit integer
+
+
+def _check_sampling(temperature: float | None, seed: int | None) -> None:
+    if temperature is None:
+        if seed is not None:
+            raise ValueError(f"generate(seed={seed!r}) without temperature=: greedy decoding draws nothing at "
+                             "random; pass temperature= to sample.")
+        return
+    if not temperature > 0:
+        raise ValueError(f"generate(temperature={temperature!r}): the temperature must be > 0 (None: greedy).")
+    if seed is None:
+        raise ValueError(f"generate(temperature={temperature!r}) needs seed=: sampling without a seed could not "
+                         "be repeated.")
 
 
 def prompt_texts(scorer: Any, prompts: list[str], chat: bool, system: str | None) -> tuple[list[str], bool]:
@@ -33,16 +65,27 @@ def prompt_texts(scorer: Any, prompts: list[str], chat: bool, system: str | None
 
 
 def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool = False,
-             system: str | None = None) -> list[str]:
-    """Greedy continuations of `prompts` (new text only, special tokens dropped)."""
-    import torch
-
+             system: str | None = None, temperature: float | None = None, seed: int | None = None) -> list[str]:
+    """Continuations of `prompts` (new text only, special tokens dropped): greedy by default; with
+    `temperature`, sampled one prompt at a time, each from a generator seeded by `prompt_seed(seed, text)`.
+    """
+    _check_sampling(temperature, seed)
     if scorer.kind == "masked":
         raise UnsupportedModelError("generate() needs a causal or seq2seq model; this one is a masked LM.")
     if not prompts:
         return []
-    tok, model = scorer.tokenizer, scorer.model
     texts, specials = prompt_texts(scorer, prompts, chat, system)
+    if temperature is None:
+        return _decode(scorer, texts, specials, max_new_tokens, None)
+    return [_decode(scorer, [text], specials, max_new_tokens, temperature, prompt_seed(seed, text))[0]
+            for text in texts]
+
+
+def _decode(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int, temperature: float | None,
+            seed: int | None = None) -> list[str]:
+    import torch
+
+    tok, model = scorer.tokenizer, scorer.model
     side = tok.padding_side
     tok.padding_side = "left"  # new tokens must follow each prompt directly
     try:
@@ -50,7 +93,13 @@ def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool
     finally:
         tok.padding_side = side
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    with torch.inference_mode():
-        out = model.generate(**batch, generation_config=_greedy_config(model, pad_id, max_new_tokens))
+    config = _decoding_config(model, pad_id, max_new_tokens, temperature)
+    device = torch.device(scorer.device)
+    # Sampling draws from the global generator (transformers takes no generator argument): fork it so the
+    # caller's random state is left untouched, and seed it for this prompt alone.
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.inference_mode():
+        if seed is not None:
+            torch.manual_seed(seed)
+        out = model.generate(**batch, generation_config=config)
     new = out if scorer.kind == "seq2seq" else out[:, batch["input_ids"].shape[1]:]
     return tok.batch_decode(new, skip_special_tokens=True)

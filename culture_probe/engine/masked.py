@@ -7,14 +7,15 @@ candidate of the same k shares one forward; "l2r" (CAMeL): subword i is predicte
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from culture_probe.engine.encoding import Encoded
-from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks
+from culture_probe.engine.scorer import CPU_BUDGET, CUDA_BUDGET, ScoreOptions, Scorer, iter_chunks
 from culture_probe.engine.types import ScoreRequest
-from culture_probe.errors import UnsupportedModelError
+from culture_probe.errors import CultureProbeError, UnsupportedModelError
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ class MaskedScorer(Scorer):
         longest = max(range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c]))
         context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
                                                  "right text": len(enc.rights[longest]),
-                                                 "closing special tokens": len(enc.suffix)})
+                                                 "closing special tokens": len(enc.suffix)},
+                                   request.max_tokens)
         return MaskedItem(tuple(build(enc, context, self.tokenizer.mask_token_id)), tuple(map(len, enc.candidates)))
 
     def _cost(self, item: MaskedItem) -> int:
@@ -77,13 +79,7 @@ class MaskedScorer(Scorer):
         import torch
 
         device = self.device
-        width = max(len(q.ids) for q in queries)
-        pad = self.tokenizer.pad_token_id or 0
-        ids = torch.full((len(queries), width), pad, dtype=torch.long)
-        attn = torch.zeros((len(queries), width), dtype=torch.long)
-        for row, q in enumerate(queries):
-            ids[row, : len(q.ids)] = torch.tensor(q.ids)
-            attn[row, : len(q.ids)] = 1
+        ids, attn = self._padded([q.ids for q in queries])
         # Many candidates read the same mask position: run the head once per distinct position.
         where = {(r, p): None for r, q in enumerate(queries) for p, _, _, _ in q.reads}
         slot = {key: k for k, key in enumerate(where)}
@@ -96,6 +92,76 @@ class MaskedScorer(Scorer):
         flat = values.double().cpu().numpy()
         bounds = np.cumsum([0] + [len(q.reads) for q in queries])
         return [flat[bounds[r]: bounds[r + 1]] for r in range(len(queries))]
+
+    def _padded(self, rows: list[tuple[int, ...]]):
+        """Right-padded input ids and attention mask (CPU tensors)."""
+        import torch
+
+        ids = torch.full((len(rows), max(map(len, rows))), self.tokenizer.pad_token_id or 0, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for row, seq in enumerate(rows):
+            ids[row, : len(seq)] = torch.tensor(seq)
+            attn[row, : len(seq)] = 1
+        return ids, attn
+
+    # ---- fill-mask: the argmax over the vocabulary (MAPS memorisation) ------------------------------------
+    def fill_mask(self, lefts: Sequence[str], *, rights: Sequence[str] | None = None, sep: str | None = None,
+                  top_k: int = 1) -> list[list[tuple[str, float]]]:
+        """Per left text, the `top_k` vocabulary pieces at one mask after it, best first, as (text decoded with
+        `skip_special_tokens=True`, log-prob over the whole vocabulary); special tokens are never predicted.
+
+        The input is what `score` feeds a one-token candidate: `left`, the separator rule (`sep`), the mask token,
+        the right text, the special tokens, the context cut on the left if too long. Batched by token budget,
+        in input order.
+        """
+        import torch
+
+        lefts = list(lefts)
+        rights = [""] * len(lefts) if rights is None else list(rights)
+        if len(rights) != len(lefts):
+            raise CultureProbeError(f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
+                                    "one right text per left text (or none).")
+        if top_k < 1:
+            raise CultureProbeError(f"fill_mask needs top_k >= 1, got {top_k}.")
+        inputs = [self._mask_input(left, right, sep) for left, right in zip(lefts, rights, strict=True)]
+        budget = self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
+        order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))  # longest first: padding is small
+        found: dict[int, list[tuple[str, float]]] = {}
+        start = 0
+        with torch.inference_mode():
+            while start < len(order):
+                batch = order[start: start + max(1, budget // len(inputs[order[start]][0]))]
+                found.update(zip(batch, self._top_pieces([inputs[i] for i in batch], top_k), strict=True))
+                start += len(batch)
+        return [found[i] for i in range(len(inputs))]
+
+    def _mask_input(self, left: str, right: str, sep: str | None) -> tuple[tuple[int, ...], int]:
+        """(input ids, mask position): the mask token encoded as the request's only candidate."""
+        mask = self.tokenizer.mask_token_id
+        enc = self.encoder.encode(ScoreRequest(left, (self.tokenizer.mask_token,), right=right, sep=sep),
+                                  with_right=True)
+        slot, after = enc.candidates[0], enc.rights[0]
+        if slot.count(mask) != 1:
+            raise UnsupportedModelError(f"The mask token {self.tokenizer.mask_token!r} after {left[-30:]!r} does not "
+                                        f"encode to one mask id ({list(slot)}); fill_mask needs it to.")
+        context = self.encoder.fit(enc.context, {"mask": len(slot), "right text": len(after),
+                                                 "closing special tokens": len(enc.suffix)})
+        return context + slot + after + enc.suffix, len(context) + slot.index(mask)
+
+    def _top_pieces(self, inputs: list[tuple[tuple[int, ...], int]], top_k: int) -> list[list[tuple[str, float]]]:
+        import torch
+
+        device = self.device
+        ids, attn = self._padded([seq for seq, _ in inputs])
+        rows = torch.arange(len(inputs), device=device)
+        pos = torch.tensor([p for _, p in inputs], device=device)
+        lsm = torch.log_softmax(_logits_at(self.model, ids.to(device), attn.to(device), rows, pos).float(), dim=-1)
+        special = sorted({i for i in self.tokenizer.all_special_ids if i < lsm.shape[-1]})
+        lsm[:, special] = float("-inf")
+        values, tokens = lsm.topk(min(top_k, lsm.shape[-1] - len(special)), dim=-1)
+        decode = self.tokenizer.decode
+        return [[(decode([t], skip_special_tokens=True), v) for t, v in zip(toks, vals, strict=True)]
+                for toks, vals in zip(tokens.tolist(), values.double().tolist(), strict=True)]
 
 
 def _logits_at(model, ids, attn, rows, pos):

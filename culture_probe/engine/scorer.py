@@ -92,7 +92,7 @@ def _backend_class(kind: str) -> type[Scorer]:
 
 
 class Scorer:
-    """Scores candidate fillers with a masked, causal or seq2seq model, and generates greedily.
+    """Scores candidate fillers with a masked, causal or seq2seq model, and generates (greedy, or seeded sampling).
 
     `Scorer(model, tokenizer)` wraps loaded objects; `Scorer.from_pretrained(name_or_path)` loads them. The
     instance is the backend for the model's kind (`scorer.kind`).
@@ -245,13 +245,25 @@ class Scorer:
         return results
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, *, chat: bool = False,
-                 system: str | None = None) -> list[str]:
+                 system: str | None = None, temperature: float | None = None, seed: int | None = None) -> list[str]:
         """Greedy continuations of `prompts` (batched, left-padded); `chat=True` applies the chat template with
-        each prompt as the user turn, after a `system` turn when one is given.
+        each prompt as the user turn, after a `system` turn when one is given. `temperature` (which needs `seed`)
+        samples instead, each prompt on its own with a seed derived from `seed` and its text, so the same seed gives
+        the same texts whatever the batch size or process count.
         """
         from culture_probe.engine.generation import generate
 
-        return generate(self, list(prompts), max_new_tokens, chat=chat, system=system)
+        return generate(self, list(prompts), max_new_tokens, chat=chat, system=system, temperature=temperature,
+                        seed=seed)
+
+    def fill_mask(self, lefts: Sequence[str], *, rights: Sequence[str] | None = None, sep: str | None = None,
+                  top_k: int = 1) -> list[list[tuple[str, float]]]:
+        """The `top_k` vocabulary pieces (decoded text, log-prob) at one mask put after each left text; masked
+        models only (see `MaskedScorer.fill_mask`).
+        """
+        raise UnsupportedModelError(
+            f"fill_mask predicts the vocabulary piece at a mask token, which needs a masked model; this one is "
+            f"{self.kind}. Use generate() for causal and seq2seq models.")
 
 
 def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:

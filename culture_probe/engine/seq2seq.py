@@ -60,7 +60,8 @@ class Seq2SeqScorer(Scorer):
         tail = source[slot:]
         right = len(tail) - 1 - len(self.encoder.suffix)
         head = self.encoder.fit(source[:slot], {"right text": right, "sentinel": 1,
-                                                "closing special tokens": len(self.encoder.suffix)})
+                                                "closing special tokens": len(self.encoder.suffix)},
+                                 request.max_tokens)
         return Seq2SeqItem(head + tail, tuple(cands))
 
     def _cost(self, item: Seq2SeqItem) -> int:

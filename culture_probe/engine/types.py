@@ -27,6 +27,9 @@ class ScoreRequest:
 
     `chat=True` (causal models): `left` is the user turn of the tokenizer's chat template, preceded by a `system`
     turn when one is given, and each candidate is scored as the start of the assistant reply (no separator).
+
+    `max_tokens` caps the model input below the model's own limit (a benchmark's fixed truncation, e.g. MAPS's
+    1,024 seq2seq encoder tokens); as with the model's limit, the context is cut on the left.
     """
 
     left: str
@@ -35,6 +38,7 @@ class ScoreRequest:
     sep: str | None = None
     chat: bool = False
     system: str | None = None
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         # Accept any sequence of candidates but store a tuple, so the request stays hashable.
@@ -50,6 +54,8 @@ class ScoreRequest:
         fields: list = [self.left, list(self.candidates), self.right, self.sep]
         if self.chat:  # only when set, so the keys of plain requests (and caches built before chat) stay valid
             fields.append({"chat": True, "system": self.system})
+        if self.max_tokens is not None:  # likewise only when set
+            fields.append({"max_tokens": self.max_tokens})
         payload = json.dumps(fields, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
