@@ -22,6 +22,7 @@ from typing import Any
 from culture_probe.errors import CultureProbeError
 from culture_probe.tasks import task_for
 from culture_probe.tasks.base import (
+    FillMaskProbe,
     GenerateProbe,
     Probe,
     Record,
@@ -353,7 +354,9 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
         if isinstance(probe, ScoreProbe):
             key: tuple[Any, ...] = ("score", probe.masked_method, probe.score_right, probe.keep_tokens)
         elif isinstance(probe, GenerateProbe):
-            key = ("generate", probe.max_new_tokens, probe.chat, probe.system)
+            key = ("generate", probe.max_new_tokens, probe.chat, probe.system, probe.temperature, probe.seed)
+        elif isinstance(probe, FillMaskProbe):
+            key = ("fill_mask", probe.sep)
         else:
             raise TypeError(f"Not a probe: {probe!r}")
         groups.setdefault(key, []).append(i)
@@ -362,10 +365,14 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
         if key[0] == "score":
             results = scorer.score([chunk[i].request for i in indices], masked_method=key[1],
                                    score_right=key[2], keep_tokens=key[3])
+        elif key[0] == "fill_mask":
+            results = [best[0][0] for best in scorer.fill_mask([chunk[i].left for i in indices], sep=key[1])]
         else:
-            system = {"system": key[3]} if key[3] is not None else {}  # only when set: duck-typed scorers
+            # optional arguments only when set: duck-typed scorers may not take them
+            extra = {name: value for name, value in zip(("system", "temperature", "seed"), key[3:], strict=True)
+                     if value is not None}
             results = scorer.generate([chunk[i].prompt for i in indices], max_new_tokens=key[1], chat=key[2],
-                                      **system)
+                                      **extra)
         for i, result in zip(indices, results, strict=True):
             outputs[i] = result
     return outputs

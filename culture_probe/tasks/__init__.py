@@ -12,6 +12,7 @@ import importlib
 from culture_probe.errors import CultureProbeError
 from culture_probe.tasks.base import (
     Bars,
+    FillMaskProbe,
     GenerateProbe,
     Heatmap,
     Probe,
@@ -23,8 +24,8 @@ from culture_probe.tasks.base import (
 )
 
 __all__ = [
-    "Bars", "GenerateProbe", "Heatmap", "Probe", "ScoreProbe", "Section", "Table", "Task", "parse_options",
-    "task_for",
+    "Bars", "FillMaskProbe", "GenerateProbe", "Heatmap", "Probe", "ScoreProbe", "Section", "Table", "Task",
+    "parse_options", "task_for",
 ]
 
 

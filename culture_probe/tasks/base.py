@@ -71,7 +71,7 @@ class ScoreProbe:
 @dataclass(frozen=True)
 class GenerateProbe:
     """Generate greedily from `prompt` for item `item_id` (`chat=True` applies the model's chat template, after a
-    `system` turn when one is given).
+    `system` turn when one is given); with `temperature` (and `seed`), sample as `Scorer.generate` does.
     """
 
     item_id: str
@@ -81,6 +81,26 @@ class GenerateProbe:
     chat: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
     system: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
+
+    @property
+    def key(self) -> str:
+        """Unique within a run: the resume key in items.jsonl."""
+        return f"{self.item_id}#{self.tag}" if self.tag else self.item_id
+
+
+@dataclass(frozen=True)
+class FillMaskProbe:
+    """Predict the vocabulary piece at one mask put after `left` (separator rule `sep`) for item `item_id`;
+    masked models only (`Scorer.fill_mask`). The output is the best piece's text.
+    """
+
+    item_id: str
+    left: str
+    tag: str = ""
+    sep: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> str:
@@ -103,7 +123,7 @@ class Skipped:
         return f"{self.item_id}#{self.tag}" if self.tag else self.item_id
 
 
-Probe = ScoreProbe | GenerateProbe | Skipped
+Probe = ScoreProbe | GenerateProbe | FillMaskProbe | Skipped
 Output = CandidateScores | str | None
 
 

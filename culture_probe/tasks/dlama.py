@@ -90,6 +90,9 @@ class DlamaTask(Task):
         Deviation("D3", "Causal models: mean log-prob of the candidate after the text left of the slot: a "
                   "culture_probe extension, not comparable with the paper."),
         Deviation("D5", "Fast tokenizers with [MASK] as a special token (what the released code effectively ran)."),
+        Deviation("D6", "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
+                  "and mean of every candidate (spec 4.4), which would multiply its size by the candidate count; "
+                  "--option keep_scores=true records them all."),
     )
 
     def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):

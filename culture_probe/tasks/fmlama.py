@@ -81,6 +81,8 @@ class FmlamaOptions:
     keep_scores: bool = False  # write every candidate's sum, token count and per-token log-probs (large)
     mode: Literal["rank", "chat"] = "rank"  # chat: generate with the chat template (paper Table 3/13)
     chat_max_new_tokens: int = 64
+    chat_decoding: Literal["greedy", "sample"] = "greedy"  # sample: the paper's one draw, seeded by the run's seed
+    chat_temperature: float = 0.7  # of chat_decoding="sample" (spec 4.3: the paper sampled at 0.7)
 
 
 class FmlamaTask(Task):
@@ -96,10 +98,14 @@ class FmlamaTask(Task):
                   "others from country_names=); rows without a name are skipped for country templates, counted."),
         Deviation("F6", "Causal models: teacher-forced mean log-prob of the ingredient (plus the text after it "
                   "when the dish comes after the slot): a culture_probe extension, not in the v1 paper."),
+        Deviation("F7", "items.jsonl keeps the top |G| + 10 candidates and every gold rank, not the sum, token count "
+                  "and mean of every candidate, which would multiply its size by the pool size; "
+                  "--option keep_scores=true records them all."),
     )
 
     def __init__(self, config: str, options: FmlamaOptions | None = None, *, kind: str, seed: int = 0):
         super().__init__(config, options, kind=kind, seed=seed)
+        self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
         if self.options.mode == "chat" and kind == "masked":
             raise UnsupportedModelError("FmLAMA chat mode generates replies: it needs a causal or seq2seq (chat) "
                                         "model, not a masked one. Use mode=rank for masked models.")
@@ -112,11 +118,17 @@ class FmlamaTask(Task):
               else "No candidate length cap; AP divides by |G| as in the paper (v1: 10-token cap, golds ranked).")
         log = [*super().describe_deviations(), {"id": "F2", "description": f2}]
         if self.options.mode == "chat":
-            log.append({"id": "F-chat", "description": "Chat mode decodes greedily (the paper sampled once at "
-                        "temperature 0.7) and parses replies with a documented approximation (the original parser "
-                        "was never released): split on commas, 'and', newlines and 、, case-folded, crude English "
-                        "singular."})
+            log.append({"id": "F-chat", "description": f"Chat mode {self.decoding()} and parses replies with a "
+                        "documented approximation (the original parser was never released): split on commas, 'and', "
+                        "newlines and 、, case-folded, crude English singular."})
         return log
+
+    def decoding(self) -> str:
+        """How chat replies are decoded, for the deviation log."""
+        if self.options.chat_decoding == "sample":
+            return (f"samples one reply at temperature {self.options.chat_temperature} as the paper did, seeded per "
+                    f"prompt from the run's seed {self.seed} (the paper's sampling seed is unknown)")
+        return "decodes greedily (default; the paper sampled once at temperature 0.7: chat_decoding='sample')"
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Candidate pool size and hash, and the templates used."""
@@ -182,8 +194,10 @@ class FmlamaTask(Task):
                 continue
             left, right, _ = fill(template, row["sub_label"], country, language)
             meta.update(prompt=f"{left}[]{right}{instruction}", instruction=index, frame=[left, right])
+            sample = self.options.chat_decoding == "sample"
             yield GenerateProbe(row["id"], meta["prompt"], self.options.chat_max_new_tokens, tag=tag, chat=True,
-                                meta=meta)
+                                meta=meta, temperature=self.options.chat_temperature if sample else None,
+                                seed=self.seed if sample else None)
 
     def _record(self, probe: Probe, output: Any) -> Record:
         if isinstance(probe, GenerateProbe):

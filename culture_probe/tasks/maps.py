@@ -3,11 +3,11 @@
 Spec section 4. Reasoning: the upstream prompt (lower-cased, multi-line), the model scores the option letters as
 the next token (`log p(" a" | s)` vs `log p(" b" | s)`, ties to `a`); negative-question variants ask for the wrong
 reading, so a prediction is correct when it differs from the label. Memorisation: the proverb without its last
-word, five English templates, greedy generation; a proverb is memorised when any template's continuation starts
-with the missing word. The budget is `max(4, T + 2)` new tokens, where T is the in-context token count of the
-missing word (measured by a scoring stage first); `mem_max_new_tokens=4, mem_match="substring"` reproduces the
-paper's code (deviation M6). The culture gap compares runs on the source, target and translated sets
-(`culture_gap_study`).
+word, five English templates, greedy generation (masked models: the argmax vocabulary piece at one mask after
+the prompt); a proverb is memorised when any template's continuation starts with the missing word. The budget
+is `max(4, T + 2)` new tokens, where T is the in-context token count of the missing word (measured by a scoring
+stage first); `mem_max_new_tokens=4, mem_match="substring"` reproduces the paper's code (deviation M6). The culture gap
+compares runs on the source, target and translated sets (`culture_gap_study`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.metrics.display import format_score
 from culture_probe.tasks.base import (
     Bars,
+    FillMaskProbe,
     GenerateProbe,
     Output,
     Probe,
@@ -73,6 +74,7 @@ class MapsOptions:
     mem_match: Literal["prefix", "substring"] = "prefix"  # substring = upstream (M6)
     n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5)
     few_shot_dir: str | None = None  # the MAPS data folder holding en/fs_proverbs.xlsx (default: the mirror's)
+    seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (spec 4.2, M12)
 
 
 # ---------------------------------------------------------------- prompts
@@ -144,12 +146,17 @@ class MapsTask(Task):
         Deviation("M8", "Seq2seq letters are scored by the engine's seq2seq rule (the letter as the sentinel span "
                         "after the prompt) instead of as the first decoder step; the a/b decision is unchanged "
                         "whenever both letters are single tokens."),
-        Deviation("M9", "Masked LMs: memorisation is not run (it needs an argmax over the whole vocabulary, which "
-                        "the engine does not offer); reasoning compares the word-initial pieces of ' a'/' b' (M4)."),
+        Deviation("M9", "Masked LMs: memorisation fills one mask after each template's prompt (prompt + ' <mask>', "
+                        "zh without the space; spec 4.3) and takes the argmax vocabulary piece, special tokens "
+                        "excluded, so a last word of several subwords cannot be completed; reasoning compares the "
+                        "word-initial pieces of ' a'/' b' (M4)."),
         Deviation("M10", "The memorisation budget T is measured on the first template's prompt (all five end with "
                          "the same proverb front, so the in-context tokenisation of the missing word is the same)."),
         Deviation("M11", "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
                          "(the other letter for negative questions), so every demonstration is consistent."),
+        Deviation("M12", "Seq2seq reasoning prompts longer than seq2seq_max_tokens (1,024) lose their start, not their "
+                         "end: upstream truncated on the right (the tokenizer default), which drops the question "
+                         "and the answer cue of long few-shot prompts."),
     )
 
     def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
@@ -157,6 +164,9 @@ class MapsTask(Task):
         budget = self.options.mem_max_new_tokens
         if budget is not None and budget < 1:
             raise CultureProbeError(f"mem_max_new_tokens must be at least 1 (or None), got {budget}.")
+        limit = self.options.seq2seq_max_tokens
+        if limit is not None and limit < 1:
+            raise CultureProbeError(f"seq2seq_max_tokens must be at least 1 (or None), got {limit}.")
         if self.options.n_shot < 0:
             raise CultureProbeError(f"n_shot must be 0 or more (the paper uses 2 and 5), got {self.options.n_shot}.")
         self.few_shot_rows: Sequence[Mapping[str, Any]] | None = None  # set to skip loading maps_en few_shot
@@ -164,14 +174,17 @@ class MapsTask(Task):
 
     @property
     def runs_memorisation(self) -> bool:
-        """Memorisation is generated, so masked models skip it (M9)."""
-        return self.options.memorisation and self.kind != "masked"
+        """Whether the memorisation probe runs (every model kind; masked ones fill a mask, M9)."""
+        return self.options.memorisation
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts recorded in config.json."""
         budget = self.options.mem_max_new_tokens or "max(4, T + 2)"
+        if self.kind == "masked":
+            budget = "one mask: the argmax vocabulary piece (M9)"
         return {"question": QUESTIONS[self.options.question], "memorisation": self.runs_memorisation,
                 "mem_max_new_tokens": budget, "mem_match": self.options.mem_match,
+                "seq2seq_max_tokens": self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None,
                 "few_shot": f"{self.options.n_shot} English demonstrations x {N_SETS} sets (RandomState(42))"
                 if self.options.n_shot else None}
 
@@ -205,17 +218,16 @@ class MapsTask(Task):
             yield from self._generation_probes(previous)
             return
         prefixes = self._demo_prefixes()
+        limit = self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None
         for row in rows:
             meta = {"is_figurative": bool(row["is_figurative"]), "label": label_name(row["label"]),
                     "proverb": row["proverb"], "language": row["language"]}
             for i, prefix in enumerate(prefixes):
-                request = ScoreRequest(prefix + reasoning_prompt(row, self.options.question), LABELS, sep=" ")
+                request = ScoreRequest(prefix + reasoning_prompt(row, self.options.question), LABELS, sep=" ",
+                                       max_tokens=limit)
                 tag = "reason" if len(prefixes) == 1 else f"reason{i}"
                 yield ScoreProbe(row["id"], request, tag=tag, meta={**meta, "demo_set": i})
-            if self.options.memorisation and not self.runs_memorisation:
-                yield Skipped(row["id"], "memorisation needs generation; masked models skip it (M9)",
-                              tag="mem_length", meta=meta)
-            elif self.runs_memorisation:
+            if self.runs_memorisation:
                 _, target = split_proverb(row["proverb"], row["language"])
                 if not scorable_target(target, self.options.mem_match):
                     yield Skipped(row["id"], f"the proverb's last word {target!r} is only punctuation: any "
@@ -232,8 +244,12 @@ class MapsTask(Task):
                 continue
             budget = self.options.mem_max_new_tokens or max(4, record["target_tokens"] + 2)
             meta = {k: record[k] for k in ("is_figurative", "label", "proverb", "language")}
+            sep = "" if record["language"] == "zh" else " "
             for t, prompt in enumerate(memorisation_prompts(record["proverb"], record["language"]), 1):
-                yield GenerateProbe(record["id"], prompt, budget, tag=f"mem{t}", meta={**meta, "template": t})
+                if self.kind == "masked":  # spec 4.3: prompt + " <mask>", the argmax piece (M9)
+                    yield FillMaskProbe(record["id"], prompt, tag=f"mem{t}", sep=sep, meta={**meta, "template": t})
+                else:
+                    yield GenerateProbe(record["id"], prompt, budget, tag=f"mem{t}", meta={**meta, "template": t})
 
     # ------------------------------------------------------------ records
 
@@ -274,7 +290,7 @@ class MapsTask(Task):
             table = [[by_template(generated, item).get(t, False) for t in range(1, 6)] for item in flags]
             out["memorisation"] = memorisation_rate(successes=table)
         else:
-            out["memorisation"] = None if self.runs_memorisation else "skipped: masked model (deviation M9)"
+            out["memorisation"] = None
         return out
 
     def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:

@@ -188,3 +188,30 @@ def test_runs_on_mirror_prompts_with_each_kind(mirror, arch, tmp_path):
     if arch == "bert":  # mean probability: scores are probabilities
         assert all(0 < s <= 1 for r in result.records for s in r["arab"])
     assert "Cultural Bias Score" in (tmp_path / arch / "report.md").read_text()
+
+
+def test_report_has_a_type_by_run_heatmap_of_cbs():
+    from culture_probe.metrics.camel import cbs
+    from culture_probe.tasks.base import Heatmap
+
+    arab, western = ["فاطمة", "مريم", "نورة"], ["جينيفر", "ماري"]
+    entities = [{"entity_type": t, "entity": e, "culture": c} for t in (0, 2)
+                for c, names in (("Arab", arab), ("Western", western)) for e in names]
+    rows = [{**NAMES_171, "id": 1, "prompt_causal": "p1"}, {**NAMES_171, "id": 2, "prompt_causal": "p2"},
+            {**NAMES_171, "id": 3, "entity_type": 2, "prompt_causal": "p3"}]
+    rng = np.random.default_rng(0)
+    table = {p: {e: float(rng.normal()) for e in arab + western} for p in ("p1", "p2", "p3")}
+    t = task(n_runs=2, sample_size=2, entities=entities)
+    probes = t.build_probes(rows)
+    records = [t.to_record(p, o) for p, o in zip(probes, TableScorer(table).score([p.request for p in probes]),
+                                                 strict=True)]
+    [heatmap] = [f for f in t.sections(records, t.compute_metrics(records))[0].figures if isinstance(f, Heatmap)]
+    assert heatmap.row_labels == ("names_female", "food") and heatmap.col_labels == ("run 0", "run 1")
+    for col, run_index in enumerate((0, 1)):
+        mine = [r for r in records if r["run"] == run_index]
+        expected = cbs(prompt_id=[r["id"] for r in mine for c in ("arab", "western") for _ in r[c]],
+                       culture=[c for r in mine for c in ("arab", "western") for _ in r[c]],
+                       score=[s for r in mine for c in ("arab", "western") for s in r[c]],
+                       entity_type=[r["entity_type"] for r in mine for c in ("arab", "western") for _ in r[c]])
+        for row, etype in enumerate(heatmap.row_labels):
+            assert heatmap.values[row][col] == pytest.approx(expected["per_type"][etype])

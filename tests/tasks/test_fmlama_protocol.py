@@ -259,3 +259,52 @@ def test_chat_replies_are_split_and_matched(mirror):
     assert result.metrics["chat"]["hasParts_1 / 0"] == {"ALL": 50.0, "China": 100.0, "Italy": 0.0}
     assert result.metrics["chat_accuracy_best"] == 50.0
     assert "F-chat" in {d["id"] for d in result.config["deviations"]}
+
+
+class SamplingReplyScorer(ReplyScorer):
+    """ReplyScorer that also takes the sampling arguments, and remembers them."""
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, prompts, max_new_tokens, chat=False, **sampling):
+        self.calls.append(sampling)
+        return super().generate(prompts, max_new_tokens, chat=chat)
+
+
+def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(mirror):
+    scorer = SamplingReplyScorer()
+    result = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], families=("hasParts",), mode="chat",
+                 chat_decoding="sample", seed=5, progress=False)
+    assert scorer.calls and all(call == {"temperature": 0.7, "seed": 5} for call in scorer.calls)
+    config = result.config
+    assert config["options"]["chat_decoding"] == "sample" and config["options"]["chat_temperature"] == 0.7
+    assert config["run"]["seed"] == 5 and config["seed_used"]  # a resumed run must keep the seed
+    f_chat = next(d["description"] for d in config["deviations"] if d["id"] == "F-chat")
+    assert "temperature 0.7" in f_chat and "seed 5" in f_chat
+
+
+def test_chat_decodes_greedily_by_default_as_the_spec_says(mirror):
+    scorer = SamplingReplyScorer()
+    result = run("fmlama_cs_en_en", scorer, rows=ROWS[:1], families=("hasParts",), mode="chat", progress=False)
+    assert scorer.calls == [{}]  # no temperature, no seed: Scorer.generate's greedy path
+    assert not result.config["seed_used"]
+    assert "decodes greedily" in next(d["description"] for d in result.config["deviations"] if d["id"] == "F-chat")
+
+
+@pytest.mark.slow
+def test_chat_sampling_end_to_end_gives_each_dish_the_same_reply_whatever_else_runs(mirror, tiny_models):
+    from culture_probe.engine import Scorer
+
+    scorer = Scorer.from_pretrained(tiny_models["gpt2"])
+    scorer.tokenizer.chat_template = ("{% for m in messages %}user: {{ m['content'] }}\n{% endfor %}"
+                                      "{% if add_generation_prompt %}assistant:{% endif %}")
+    options = {"families": ("hasParts",), "mode": "chat", "chat_decoding": "sample", "chat_max_new_tokens": 8,
+               "progress": False}
+    both = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], seed=1, **options).records
+    alone = run("fmlama_cs_en_en", scorer, rows=ROWS[1:2], seed=1, **options).records
+    assert [r["reply"] for r in both[2:]] == [r["reply"] for r in alone]
+    assert [r["reply"] for r in alone] == scorer.generate([r["prompt"] for r in alone], 8, chat=True,
+                                                          temperature=0.7, seed=1)
+    other_seed = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], seed=2, **options).records
+    assert [r["reply"] for r in other_seed] != [r["reply"] for r in both]

@@ -4,6 +4,7 @@ mirror's data with tiny models. MAPS is gated: tests use synthetic rows, and the
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from functools import cache
 
 import numpy as np
@@ -168,13 +169,58 @@ def test_delta_en_from_runs():
         delta_en_study({"maps_en": 78.68, "maps_zh_en_ht": 70.0})
 
 
-def test_masked_models_skip_memorisation_with_the_reason():
-    task = MapsTask("maps_en", kind="masked")
-    assert task.stages == ("reason",)
-    probes = task.build_probes([ROW])
-    assert probes[1].reason.startswith("memorisation needs generation")
+class MaskStub(LetterScorer):
+    """A masked-model stand-in: a fixed best piece per prompt at the mask; it cannot generate."""
+
+    kind = "masked"
+
+    def __init__(self, letters, pieces):
+        super().__init__(letters)
+        self.pieces, self.asked = pieces, []
+
+    def fill_mask(self, lefts, *, sep=None):
+        self.asked += [(left, sep) for left in lefts]
+        return [[(self.pieces.get(left, "nothing"), -1.0)] for left in lefts]
+
+    def generate(self, prompts, max_new_tokens, chat=False):
+        raise AssertionError("a masked model is never asked to generate")
+
+
+def test_masked_models_complete_the_proverb_at_one_mask_per_template():
+    prompts = memorisation_prompts(ROW["proverb"], "en")
+    scorer = MaskStub(LETTERS, {prompts[2]: "Leap", prompts[3]: "lea"})  # a piece that is only part of the word
+    result = run("maps_en", scorer, rows=rows(["a", "b", "b", "a"]), progress=False)
+    assert sorted(set(scorer.asked)) == sorted((p, " ") for p in prompts)  # spec 4.3: prompt + " <mask>"
+    mem = result.metrics["memorisation"]
+    assert mem["union"] == 100.0 and mem["per_template"] == [0.0, 0.0, 100.0, 0.0, 0.0]
+    zh = {**ROW, "id": "z", "language": "zh", "proverb": "一寸光阴一寸金"}
+    zh_prompts = memorisation_prompts(zh["proverb"], "zh")
+    scorer = MaskStub(LETTERS, {zh_prompts[0]: "金"})
+    result = run("maps_zh", scorer, rows=[zh], progress=False)
+    assert {sep for _, sep in scorer.asked} == {""} and result.metrics["memorisation"]["union"] == 100.0
     with pytest.raises(CultureProbeError, match="mem_max_new_tokens must be at least 1"):
         MapsTask("maps_en", MapsTask.Options(mem_max_new_tokens=0), kind="causal")
+
+
+def test_masked_memorisation_reads_the_argmax_piece_of_a_real_model():
+    import torch
+
+    proverbs = ("Look before you leap", "Haste makes waste", "Practice makes perfect")
+    data = [{**ROW, "id": f"r{i}", "proverb": p} for i, p in enumerate(proverbs)]
+    texts = [reasoning_prompt(r) for r in data] + [p for r in data for p in memorisation_prompts(r["proverb"], "en")]
+    tok = train_tokenizer(texts, "wordpiece", vocab_size=200, model_kind="masked")
+    model = tiny_model("bert", tok, layers=1, hidden=32)
+    result = run("maps_en", Scorer(model, tok), rows=data, progress=False)
+    outputs = {(r["id"], r["template"]): r["output"] for r in result.records if "output" in r}
+    assert len(outputs) == 15
+    special = tok.all_special_ids
+    for row in data:  # reference: the spec's input text, one full forward, the argmax outside special tokens
+        for t, prompt in enumerate(memorisation_prompts(row["proverb"], "en"), 1):
+            ids = tok(prompt + " " + tok.mask_token, return_tensors="pt")["input_ids"]
+            with torch.no_grad():
+                logits = model(input_ids=ids).logits[0, ids[0].tolist().index(tok.mask_token_id)]
+            logits[special] = float("-inf")
+            assert outputs[row["id"], t] == tok.decode([int(logits.argmax())], skip_special_tokens=True)
 
 
 # ---------------------------------------------------------------- runs on the mirror with tiny models
@@ -205,7 +251,7 @@ def test_runs_on_mirror_rows_with_each_kind(mirror, arch, config, tmp_path):
     assert len(reason) == 3 and all(r["pred"] in ("a", "b") for r in reason)
     assert result.metrics["n"] == 3 and 0 <= result.metrics["accuracy"] <= 100
     generated = [r for r in result.records if r["tag"].startswith("mem") and "output" in r]
-    assert len(generated) == (0 if arch == "bert" else 15)
+    assert len(generated) == 15  # masked models fill one mask per template (M9)
     assert "Reasoning" in (tmp_path / arch / "report.md").read_text()
 
 
@@ -234,3 +280,45 @@ def test_few_shot_accuracy_is_the_mean_over_the_sets(mirror):
                  few_shot_dir=data_dir)
     assert result.metrics["per_set"] == [100.0, 0.0, 100.0, 0.0, 100.0] and result.metrics["accuracy"] == 60.0
     assert [r["demo_set"] for r in result.records] == [0, 1, 2, 3, 4]
+
+
+def test_seq2seq_prompts_are_cut_on_the_left_at_1024_tokens():
+    long_row = {**ROW, "conversation": " ".join(["Person 1: should I sign the lease now or wait a week?"] * 150)}
+    prompt = reasoning_prompt(long_row)
+    tok = train_tokenizer([prompt], "metaspace", vocab_size=200, model_kind="seq2seq")
+    scorer = Scorer(tiny_model("t5", tok, layers=1, hidden=32), tok)
+    full = tok(prompt + " <extra_id_0>")["input_ids"]
+    assert len(full) > 1100 and full[-1] == tok.eos_token_id
+    seen = []
+    handle = scorer.model.get_encoder().register_forward_pre_hook(
+        lambda _m, args, kwargs: seen.append(kwargs["input_ids"][0].tolist()), with_kwargs=True)
+    try:
+        for limit in (1024, None):
+            task = MapsTask("maps_en", MapsTask.Options(memorisation=False, seq2seq_max_tokens=limit), kind="seq2seq")
+            with pytest.warns(UserWarning, match="cut on the left") if limit else nullcontext():
+                scorer.score([p.request for p in task.build_probes([long_row])])
+    finally:
+        handle.remove()
+    assert seen == [full[-1024:], full]  # the question, the slot and EOS survive; the start goes (M12)
+    assert MapsTask("maps_en", kind="seq2seq").options.seq2seq_max_tokens == 1024  # the spec's default
+    assert MapsTask("maps_en", kind="causal").build_probes([ROW])[0].request.max_tokens is None  # seq2seq only
+    with pytest.raises(CultureProbeError, match="seq2seq_max_tokens must be at least 1"):
+        MapsTask("maps_en", MapsTask.Options(seq2seq_max_tokens=0), kind="seq2seq")
+
+
+@pytest.mark.slow
+def test_planted_masked_model_completes_planted_proverbs_only(mirror):
+    import dataclasses
+
+    from culture_probe.models.planted import train_planted
+    from culture_probe.models.planted_benchmarks import maps_spec
+
+    data = list(mirror_rows("maps_en")[:16])
+    spec = dataclasses.replace(maps_spec(data, n_planted=8), arch="bert", tokenizer="wordpiece", steps=300)
+    result = run("maps_en", str(train_planted(spec)), rows=data, progress=False)
+    union = {}
+    for r in result.records:
+        if "success" in r:
+            union[r["id"]] = union.get(r["id"], False) or r["success"]
+    planted = {r["id"] for r in data[:8]}
+    assert sum(union[i] for i in planted) >= 7 and sum(v for i, v in union.items() if i not in planted) <= 2
