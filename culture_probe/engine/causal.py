@@ -1,7 +1,7 @@
 """Causal backend: log P(candidate | left) by teacher forcing, fast for large candidate sets.
 
 The candidates of a request form a token trie. The first token's log-prob comes from the context's last position;
-every inner trie node runs once; leaves never run (nothing is predicted from them); `log_softmax` is taken in
+every inner trie node runs once; leaves never run (nothing is predicted from them); the log-softmax is taken in
 float32 only at positions that predict candidate tokens. Two ways to run the trie:
 - packed (models that take position ids and a 4D mask): the context and the inner nodes form one sequence with a
   tree attention mask (a node sees the context and its own ancestors), positions = context length + depth - 1;
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks
+from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks, logprobs_at
 from culture_probe.engine.types import ScoreRequest
 
 
@@ -133,15 +133,14 @@ class _CachedRun:
         return self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs)
 
     def _record(self, logits, kids_per_row: list[tuple[int, ...]]) -> None:
-        """Store the log-probs of the nodes each row predicts (log_softmax in float32, on the device)."""
+        """Store the log-probs of the nodes each row predicts."""
         import torch
 
-        lsm = torch.log_softmax(logits.float(), dim=-1)
         kids = [k for row in kids_per_row for k in row]
         owner = [r for r, row in enumerate(kids_per_row) for _ in row]
         kids_t = torch.tensor(kids, dtype=torch.long, device=self.device)
         owner_t = torch.tensor(owner, dtype=torch.long, device=self.device)
-        self.logp[kids_t] = lsm[owner_t, self.tokens[kids_t]]
+        self.logp[kids_t] = logprobs_at(logits, owner_t, self.tokens[kids_t])
 
     def run(self) -> list[list[np.ndarray]]:
         """Score every candidate of every item."""
@@ -184,7 +183,7 @@ def _select(cache, rows):
     return tuple((k[rows], v[rows]) for k, v in cache)
 
 
-ROW_TOKENS = 512  # packed row length: attention cost (quadratic) stays below the linear layers' cost
+ROW_TOKENS = 256  # packed row length: the (quadratic) attention over a row stays small next to its linear layers
 
 
 def _can_pack(model) -> bool:
@@ -243,8 +242,11 @@ class _PackedRun:
         self.logp = [np.zeros(len(it.trie.tokens)) for it in items]
 
     def _room(self, item: CausalItem) -> int:
-        """Inner nodes per row: the row (context included) stays within the row length and the token budget."""
-        return max(min(ROW_TOKENS, self.budget) - len(item.context), 4)
+        """Inner nodes per row: the row (context included) stays within the row length and the token budget; a
+        context longer than half a row gets as many nodes as it has tokens, so it runs at most twice per node.
+        """
+        n_ctx = len(item.context)
+        return max(min(max(ROW_TOKENS - n_ctx, n_ctx), self.budget - n_ctx), 4)
 
     def run(self) -> list[list[np.ndarray]]:
         """Score every candidate of every item."""
@@ -296,10 +298,10 @@ class _PackedRun:
         reads = [(b, pos, item, kids) for b, lay in enumerate(layouts) for pos, item, kids in lay[3]]
         b_idx = torch.tensor([r[0] for r in reads], device=self.device)
         p_idx = torch.tensor([r[1] for r in reads], device=self.device)
-        lsm = torch.log_softmax(_logits_at(self.model, ids, mask, positions, b_idx, p_idx).float(), dim=-1)
+        logits = _logits_at(self.model, ids, mask, positions, b_idx, p_idx)
         owner = [k for k, r in enumerate(reads) for _ in r[3]]
         tokens = [self.items[r[2]].trie.tokens[n] for r in reads for n in r[3]]
-        values = lsm[torch.tensor(owner, device=self.device), torch.tensor(tokens, device=self.device)]
+        values = logprobs_at(logits, torch.tensor(owner, device=self.device), torch.tensor(tokens, device=self.device))
         values = values.double().cpu().numpy()
         at = 0
         for _, _, item, kids in reads:

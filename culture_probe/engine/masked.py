@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from culture_probe.engine.encoding import Encoded
-from culture_probe.engine.scorer import CPU_BUDGET, CUDA_BUDGET, ScoreOptions, Scorer, iter_chunks
+from culture_probe.engine.scorer import CPU_BUDGET, CUDA_BUDGET, ScoreOptions, Scorer, iter_chunks, logprobs_at
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
 
@@ -85,10 +85,10 @@ class MaskedScorer(Scorer):
         slot = {key: k for k, key in enumerate(where)}
         rows = torch.tensor([r for r, _ in slot], device=device)
         pos = torch.tensor([p for _, p in slot], device=device)
-        lsm = torch.log_softmax(_logits_at(self.model, ids.to(device), attn.to(device), rows, pos).float(), dim=-1)
+        logits = _logits_at(self.model, ids.to(device), attn.to(device), rows, pos)
         at = torch.tensor([slot[(r, p)] for r, q in enumerate(queries) for p, _, _, _ in q.reads], device=device)
         tok = torch.tensor([t for q in queries for _, _, _, t in q.reads], device=device)
-        values = lsm[at, tok]
+        values = logprobs_at(logits, at, tok)
         flat = values.double().cpu().numpy()
         bounds = np.cumsum([0] + [len(q.reads) for q in queries])
         return [flat[bounds[r]: bounds[r + 1]] for r in range(len(queries))]

@@ -359,6 +359,16 @@ def weight_fingerprint(folder: Path) -> list[tuple[str, int, int]]:
     return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
 
 
+def logprobs_at(logits, rows, tokens):
+    """`log_softmax(logits)[rows, tokens]` in float32, without building the log-softmax of the whole vocabulary
+    (one logsumexp per row of `logits`).
+    """
+    import torch
+
+    logits = logits.float()
+    return logits[rows, tokens] - torch.logsumexp(logits, dim=-1)[rows]
+
+
 def iter_chunks(n: int, size: int) -> Iterator[slice]:
     """Slices covering range(n) in pieces of at most `size` (at least 1)."""
     size = max(1, size)

@@ -1,7 +1,8 @@
-"""The speed design, observed on the model itself: what goes through the embedding, the LM head and log_softmax.
+"""The speed design, observed on the model itself: what goes through the embedding, the LM head and the
+log-softmax normalizer (`torch.logsumexp`, one per row whose log-probs are read).
 
 Causal: every request's context runs once, every inner node of its candidate trie once (shared candidate
-prefixes once), leaves never; log_softmax and the LM head only at positions that predict a candidate token.
+prefixes once), leaves never; the normalizer and the LM head only at positions that predict a candidate token.
 Masked (typed): one input per distinct candidate length k per request. Expected counts come from the DESIGN.md
 tokenization rule (`reference_tokens`), not from the engine's own trie.
 """
@@ -26,14 +27,14 @@ REQUESTS = [
 
 @dataclass
 class Traffic:
-    """Tokens the model embeds (padding excluded), inputs it embeds, and rows given to the LM head and to
-    log_softmax."""
+    """Tokens the model embeds (padding excluded), inputs it embeds, and rows given to the LM head and to the
+    log-softmax normalizer."""
 
     pad: int
     tokens: int = 0
     inputs: list[tuple[int, ...]] = field(default_factory=list)
     head_rows: int = 0
-    softmax_rows: int = 0
+    normalizer_rows: int = 0
 
 
 @contextlib.contextmanager
@@ -49,13 +50,13 @@ def watch(model, tokenizer, monkeypatch):
     def on_head(_module, args, _out):
         seen.head_rows += args[0].numel() // args[0].shape[-1]
 
-    log_softmax = torch.log_softmax
+    logsumexp = torch.logsumexp
 
     def counting(x, *args, **kwargs):
-        seen.softmax_rows += x.numel() // x.shape[-1]
-        return log_softmax(x, *args, **kwargs)
+        seen.normalizer_rows += x.numel() // x.shape[-1]
+        return logsumexp(x, *args, **kwargs)
 
-    monkeypatch.setattr(torch, "log_softmax", counting)
+    monkeypatch.setattr(torch, "logsumexp", counting)
     hooks = [model.get_input_embeddings().register_forward_hook(on_embed),
              model.get_output_embeddings().register_forward_hook(on_head)]
     try:
@@ -84,9 +85,9 @@ def test_causal_runs_each_context_and_each_inner_trie_node_once(arch, kind, monk
         scorer.score(REQUESTS)
     assert seen.tokens == sum(ctx + inner for ctx, inner, _ in needs)
     # One predicting position per context (the first candidate token) and one per inner node, nothing else.
-    assert seen.softmax_rows == sum(1 + inner for _, inner, _ in needs)
+    assert seen.normalizer_rows == sum(1 + inner for _, inner, _ in needs)
     if scorer.model.config.model_type != "bloom":  # packed path: the LM head sees predicting positions only
-        assert seen.head_rows == seen.softmax_rows
+        assert seen.head_rows == seen.normalizer_rows
 
 
 def test_one_token_candidates_never_run_past_the_context(monkeypatch):
@@ -96,7 +97,7 @@ def test_one_token_candidates_never_run_past_the_context(monkeypatch):
     assert inner == extra == 0  # every candidate is one token
     with watch(model, tok, monkeypatch) as seen:
         Scorer(model, tok).score([request])
-    assert seen.tokens == ctx and seen.softmax_rows == 1
+    assert seen.tokens == ctx and seen.normalizer_rows == 1
 
 
 @pytest.mark.parametrize("arch,kind", [("bert", "wordpiece"), ("xlm-roberta", "metaspace")])
@@ -113,5 +114,5 @@ def test_masked_typed_runs_one_input_per_distinct_length(arch, kind, monkeypatch
     assert len(seen.inputs) == sum(len(g) for g in groups)
     mask = tok.mask_token_id
     assert sorted(row.count(mask) for row in seen.inputs) == sorted(k for g in groups for k, _ in g)
-    # The head and log_softmax run at the mask positions only: k rows per input.
-    assert seen.head_rows == seen.softmax_rows == sum(k for g in groups for k, _ in g)
+    # The head and the normalizer run at the mask positions only: k rows per input.
+    assert seen.head_rows == seen.normalizer_rows == sum(k for g in groups for k, _ in g)
