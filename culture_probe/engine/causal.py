@@ -11,6 +11,7 @@ float32 only at positions that predict candidate tokens. Two ways to run the tri
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 
@@ -69,6 +70,14 @@ class CausalItem:
     trie: Trie
 
 
+@functools.lru_cache(maxsize=64)
+def _trie(sequences: tuple[tuple[int, ...], ...]) -> Trie:
+    """The trie of `sequences`, built once for requests that share their candidate ids (a benchmark asks every
+    subject about the same candidate set).
+    """
+    return Trie.build(list(sequences))
+
+
 class CausalScorer(Scorer):
     """Decoder-only models: GPT-2, Llama/Qwen/Mistral-style, BLOOM, ..."""
 
@@ -80,7 +89,7 @@ class CausalScorer(Scorer):
         longest = max(range(len(sequences)), key=lambda c: len(sequences[c]))
         context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
                                                  "right text": len(enc.rights[longest])}, request.max_tokens)
-        return CausalItem(context, Trie.build(sequences))
+        return CausalItem(context, _trie(tuple(sequences)))
 
     def _cost(self, item: CausalItem) -> int:
         return len(item.context) + item.trie.inner
@@ -242,11 +251,14 @@ class _PackedRun:
         self.logp = [np.zeros(len(it.trie.tokens)) for it in items]
 
     def _room(self, item: CausalItem) -> int:
-        """Inner nodes per row: the row (context included) stays within the row length and the token budget; a
-        context longer than half a row gets as many nodes as it has tokens, so it runs at most twice per node.
+        """Inner nodes per row: the row (context included) stays within the row length and the token budget (a
+        context longer than half a row gets as many nodes as it has tokens, so it runs at most twice per node), and
+        the item's rows come out about equally long.
         """
         n_ctx = len(item.context)
-        return max(min(max(ROW_TOKENS - n_ctx, n_ctx), self.budget - n_ctx), 4)
+        room = max(min(max(ROW_TOKENS - n_ctx, n_ctx), self.budget - n_ctx), 4)
+        rows = -(-item.trie.inner // room)
+        return max(-(-item.trie.inner // max(rows, 1)), 4)  # even rows: they batch with little padding
 
     def run(self) -> list[list[np.ndarray]]:
         """Score every candidate of every item."""
