@@ -159,12 +159,19 @@ def chat_prompt(tokenizer, user: str, system: str | None = None, *, name: str = 
 def _plain_backend(tokenizer):
     """A private copy of a fast tokenizer's Rust tokenizer, set up as `tokenizer(texts, add_special_tokens=False)`
     uses it (no padding, no truncation, special tokens in the text recognised unless the tokenizer splits them);
-    a copy, so padding that other calls switch on in the shared one never reaches it. None for slow tokenizers.
+    a copy, so padding that other calls switch on in the shared one never reaches it. None for slow tokenizers and
+    for those whose class encodes in Python on its way to the Rust one (CPM's word segmentation, code infilling).
     """
-    backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    from tokenizers import Tokenizer
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+    from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+    cls = type(tokenizer)
+    plain_class = (isinstance(tokenizer, TokenizersBackend) and cls._encode_plus is TokenizersBackend._encode_plus
+                   and cls.__call__ is PreTrainedTokenizerBase.__call__)
+    backend = getattr(tokenizer, "backend_tokenizer", None) if plain_class else None
     if backend is None:
         return None
-    from tokenizers import Tokenizer
 
     plain = Tokenizer.from_str(backend.to_str())
     plain.no_padding()

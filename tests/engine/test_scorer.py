@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
 import pytest
 import torch
+from engine_reference import corpus as engine_corpus
 from engine_reference import reference_score, reference_tokens, tiny
 
 from culture_probe.engine import Scorer, ScoreRequest
@@ -208,6 +210,41 @@ def test_packed_and_cached_trie_paths_agree(monkeypatch, arch, kind):
     monkeypatch.setattr(causal, "_can_pack", lambda model: False)
     cached = Scorer(model, tok, batch_tokens=48).score(REQUESTS, score_right=True)
     _close(packed, cached, 1e-5)
+
+
+def test_padding_and_truncation_left_on_the_tokenizer_never_reach_the_scores():
+    # generate() pads its batch (which switches padding on in the shared Rust tokenizer), and a user may set
+    # truncation there too: the engine tokenizes through its own copy, so scoring stays what it was.
+    model, _ = tiny("gpt2", "bpe")
+    tok = train_tokenizer(engine_corpus(), "bpe", model_kind="causal", vocab_size=300)
+    scorer = Scorer(model, tok)
+    before = scorer.score(REQUESTS)
+    scorer.generate(["a", "The ingredients of pizza include cheese and"], max_new_tokens=2)
+    tok.backend_tokenizer.enable_truncation(max_length=2)
+    _close(before, scorer.score(REQUESTS), 0)
+    _close(before, Scorer(model, tok).score(REQUESTS), 0)
+
+
+def test_tokenizers_that_encode_in_python_keep_their_own_encoding():
+    # Some tokenizer classes (CPM's word segmentation, Code Llama's infilling) change the text in Python before
+    # their Rust tokenizer sees it; the engine must go through them, not around them.
+    model, base = tiny("gpt2", "bpe")
+
+    class Shouting(type(base)):
+        def _encode_plus(self, text, *args, **kwargs):
+            upper = [t.upper() for t in text] if isinstance(text, list) else text.upper()
+            return super()._encode_plus(upper, *args, **kwargs)
+
+    tok = copy.deepcopy(base)
+    tok.__class__ = Shouting
+    request = ScoreRequest("the ingredients of pizza include", ["cheese", "olive oil"])
+    ids = tok(request.left + " cheese", add_special_tokens=False)["input_ids"]
+    assert ids == base(request.left.upper() + " CHEESE", add_special_tokens=False)["input_ids"]
+    got = Scorer(model, tok).score([request], keep_tokens=True)[0]
+    assert got.n_tokens[0] == len(ids) - len(tok(request.left, add_special_tokens=False)["input_ids"])
+    shouted = Scorer(model, base).score([ScoreRequest(request.left.upper(), ["CHEESE", "OLIVE OIL"])])[0]
+    np.testing.assert_array_equal(got.n_tokens, shouted.n_tokens)
+    np.testing.assert_allclose(got.sum_logprob, shouted.sum_logprob, atol=1e-6, rtol=0)
 
 
 def test_trie_rows_hold_every_inner_node_once_with_its_ancestors():
