@@ -1,5 +1,6 @@
 """Generation: batched, left-padded greedy decoding (deterministic whatever the checkpoint's generation config
 says), or seeded temperature sampling that gives each prompt the same text whatever the batch or process count.
+Prompts are shared out between processes like scoring requests.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import copy
 import hashlib
 from typing import Any
 
+from culture_probe.engine import parallel
 from culture_probe.engine.encoding import chat_prompt
 from culture_probe.errors import UnsupportedModelError
 
@@ -66,8 +68,9 @@ def prompt_texts(scorer: Any, prompts: list[str], chat: bool, system: str | None
 
 def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool = False,
              system: str | None = None, temperature: float | None = None, seed: int | None = None) -> list[str]:
-    """Continuations of `prompts` (new text only, special tokens dropped): greedy by default; with
-    `temperature`, sampled one prompt at a time, each from a generator seeded by `prompt_seed(seed, text)`.
+    """Continuations of `prompts` (new text only, special tokens dropped): greedy by default, batched by token
+    budget; with `temperature`, sampled one prompt at a time, each from a generator seeded by
+    `prompt_seed(seed, text)`. With several processes, each generates its share and every process gets all texts.
     """
     _check_sampling(temperature, seed)
     if scorer.kind == "masked":
@@ -75,10 +78,29 @@ def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool
     if not prompts:
         return []
     texts, specials = prompt_texts(scorer, prompts, chat, system)
+    rank, size = parallel.world()
+    mine = range(rank, len(texts), size)
     if temperature is None:
-        return _decode(scorer, texts, specials, max_new_tokens, None)
-    return [_decode(scorer, [text], specials, max_new_tokens, temperature, prompt_seed(seed, text))[0]
-            for text in texts]
+        local = _greedy(scorer, {i: texts[i] for i in mine}, specials, max_new_tokens)
+    else:
+        local = {i: _decode(scorer, [texts[i]], specials, max_new_tokens, temperature,
+                            prompt_seed(seed, texts[i]))[0] for i in mine}
+    done = parallel.gather(local, size)
+    return [done[i] for i in range(len(texts))]
+
+
+def _greedy(scorer: Any, texts: dict[int, str], specials: bool, max_new_tokens: int) -> dict[int, str]:
+    """Greedy continuations of `texts`, in batches of about the engine's token budget (prompt and new tokens)."""
+    lengths = scorer.tokenizer(list(texts.values()), add_special_tokens=specials)["input_ids"] if texts else []
+    costs = {i: len(ids) + max_new_tokens for i, ids in zip(texts, lengths, strict=True)}
+    out: dict[int, str] = {}
+
+    def run(batch: list[int], _budget: int) -> list[str]:
+        return _decode(scorer, [texts[i] for i in batch], specials, max_new_tokens, None)
+
+    for batch, decoded in scorer.batches(costs, run):
+        out.update(zip(batch, decoded, strict=True))
+    return out
 
 
 def _decode(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int, temperature: float | None,

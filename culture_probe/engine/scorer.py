@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -218,31 +218,42 @@ class Scorer:
 
     def _score_items(self, requests: list[ScoreRequest], items: dict[int, Any], options: ScoreOptions,
                      cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
-        costs = {i: self._cost(item) for i, item in items.items()}
-        # Longest first, so an out-of-memory error happens at once rather than hours in.
-        order = sorted(items, key=lambda i: -costs[i])
         results: dict[int, CandidateScores] = {}
-        budget = self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
-        bar = _progress(len(order), progress)
-        while order:
-            batch = _take_batch(order, costs, budget)
-            try:
-                scored = self._score_batch([items[i] for i in batch], options, budget)
-            except Exception as error:
-                if self.batch_tokens is not None or not _is_oom(error) or budget <= 16:
-                    raise
-                budget //= 2  # automatic budget: halve, remember for later calls, retry the same requests
-                self.auto_budget = budget
-                _free_memory()
-                continue
+        bar = _progress(len(items), progress)
+        def run(batch: list[int], budget: int) -> list[list[np.ndarray]]:
+            return self._score_batch([items[i] for i in batch], options, budget)
+
+        for batch, scored in self.batches({i: self._cost(item) for i, item in items.items()}, run):
             new = {i: _assemble(requests[i].candidates, tokens) for i, tokens in zip(batch, scored, strict=True)}
             results.update(new)
             if cache is not None:
                 cache.put({self._key(requests[i]): value for i, value in new.items()})
-            order = order[len(batch):]
             bar.update(len(batch))
         bar.close()
         return results
+
+    def batches(self, costs: dict[int, int], run: Callable[[list[int], int], list[Any]]
+                ) -> Iterator[tuple[list[int], list[Any]]]:
+        """(batch, `run(batch, budget)`) for batches of the keys of `costs` (tokens each puts through the model),
+        longest first so that an out-of-memory error happens at once rather than hours in, each within the token
+        budget. With the automatic budget, an out-of-memory error halves it (remembered for later calls) and the
+        same items run again; a budget the user chose (`batch_tokens`) is never changed.
+        """
+        order = sorted(costs, key=lambda i: -costs[i])
+        budget = self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
+        while order:
+            batch = _take_batch(order, costs, budget)
+            try:
+                out = run(batch, budget)
+            except Exception as error:
+                if self.batch_tokens is not None or not _is_oom(error) or budget <= 16:
+                    raise
+                budget //= 2
+                self.auto_budget = budget
+                _free_memory()
+                continue
+            yield batch, out
+            order = order[len(batch):]
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, *, chat: bool = False,
                  system: str | None = None, temperature: float | None = None, seed: int | None = None) -> list[str]:

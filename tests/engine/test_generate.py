@@ -73,3 +73,37 @@ def test_chat_takes_a_system_message():
         assert got != scorer.generate(PROMPTS, 4, chat=True)
     finally:
         tok.chat_template = None
+
+
+def test_prompts_run_in_batches_of_the_token_budget_with_the_same_texts(monkeypatch):
+    model, tok = tiny("gpt2", "bpe")
+    expected = Scorer(model, tok).generate(PROMPTS, 4)
+    sizes = []
+    original = type(model).generate
+
+    def counting(self, *args, **kwargs):
+        sizes.append(len(kwargs["input_ids"]))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(model), "generate", counting)
+    # Each prompt is at most ~12 tokens + 4 new ones: a 32-token budget holds one or two of them per batch.
+    assert Scorer(model, tok, batch_tokens=32).generate(PROMPTS, 4) == expected
+    assert len(sizes) > 1 and sum(sizes) == len(PROMPTS) and max(sizes) <= 2
+
+
+def test_out_of_memory_in_generation_halves_the_automatic_budget(monkeypatch):
+    from culture_probe.engine import generation
+
+    model, tok = tiny("gpt2", "bpe")
+    scorer = Scorer(model, tok)
+    expected = scorer.generate(PROMPTS, 4)
+    original = generation._decode
+
+    def flaky(scorer_, texts, *args, **kwargs):
+        if len(texts) > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(scorer_, texts, *args, **kwargs)
+
+    monkeypatch.setattr(generation, "_decode", flaky)
+    assert scorer.generate(PROMPTS, 4) == expected
+    assert scorer.auto_budget is not None and scorer.auto_budget <= 32  # halved until one prompt per batch

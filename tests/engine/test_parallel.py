@@ -73,6 +73,40 @@ def test_two_processes_equal_one(tmp_path):
                 np.testing.assert_allclose(sums, want.sum_logprob, atol=1e-5, rtol=0)
 
 
+GENERATE = """
+import json, sys
+from culture_probe.engine import Scorer, parallel
+
+out, prompts, model = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+scorer = Scorer.from_pretrained(model, batch_tokens=24)
+texts = {"greedy": scorer.generate(prompts, 4), "sampled": scorer.generate(prompts, 4, temperature=1.0, seed=7)}
+with open(f"{out}.{parallel.world()[0]}", "w") as f:
+    json.dump(texts, f)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_generate_what_one_does(tmp_path):
+    model_dir = save_tiny(tmp_path / "gpt2", "gpt2", tiny("gpt2", "bpe")[1], layers=1, hidden=32, heads=4)
+    prompts = [r.left for r in REQUESTS]
+    script = tmp_path / "generate.py"
+    script.write_text(GENERATE)
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(trace)}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                    "29534", str(script), str(tmp_path / "out"), json.dumps(prompts), str(model_dir)],
+                   check=True, env=env, cwd=tmp_path, timeout=300)
+    for mine, theirs in zip(read_trace(trace, 0), read_trace(trace, 1), strict=True):  # greedy, then sampled
+        assert mine["indices"] and theirs["indices"], "a process generated nothing"
+        assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(prompts)))
+    single = Scorer.from_pretrained(model_dir, batch_tokens=24)
+    expected = {"greedy": single.generate(prompts, 4), "sampled": single.generate(prompts, 4, temperature=1.0, seed=7)}
+    assert expected["greedy"] != expected["sampled"]
+    for rank in (0, 1):
+        assert json.loads((tmp_path / f"out.{rank}").read_text()) == expected
+
+
 def test_single_process_without_launcher(monkeypatch, recwarn):
     for name in [*parallel.SIZE_VARIABLES, "ACCELERATE_USE_CPU", "MASTER_ADDR"]:
         monkeypatch.delenv(name, raising=False)
