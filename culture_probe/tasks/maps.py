@@ -22,7 +22,7 @@ import numpy as np
 
 from culture_probe.data.card import Deviation
 from culture_probe.engine.types import CandidateScores, ScoreRequest
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics.display import format_score
 from culture_probe.tasks.base import (
     Bars,
@@ -54,6 +54,20 @@ MEMORISATION_TEMPLATES = (
     "What's missing at the end of this proverb: {proverb}",
     "What's the last word of this proverb: {proverb}",
 )
+# The upstream XLM-R memorisation templates in each proverb's own language (spec 4.7, M5: mem_template_lang="native").
+NATIVE_MEMORISATION_TEMPLATES = {
+    "en": MEMORISATION_TEMPLATES,
+    "de": ("Sprichwort: {proverb}", "Vervollständige dieses Sprichwort: {proverb}", "Beende das Sprichwort: {proverb}",
+           "Was fehlt am Ende dieses Sprichworts: {proverb}", "Was ist das letzte Wort dieses Sprichworts: {proverb}"),
+    "zh": ("谚语: {proverb}", "补全这个谚语： {proverb}", "完成这个谚语： {proverb}",
+           "这个谚语结尾缺什么字： {proverb}", "这个谚语的最后一个字是什么： {proverb}"),
+    "ru": ("пословицу: {proverb}", "Завершите эту пословицу: {proverb}", "Закончите пословицу: {proverb}",
+           "Что отсутствует в конце этой пословицы: {proverb}", "Какое последнее слово в этой пословице: {proverb}"),
+    "id": ("peribahasa: {proverb}", "lengkapi peribahasa ini: {proverb}", "selesaikan peribahasa ini: {proverb}",
+           "apa yang hilang di akhir peribahasa ini: {proverb}", "apa kata terakhir peribahasa ini: {proverb}"),
+    "bn": ("প্রবাদ: {proverb}", "এই প্রবাদটি সম্পূর্ণ করো: {proverb}", "প্রবাদটি শেষ করো: {proverb}",
+           "এই প্রবাদের শেষে কি অনুপস্থিত: {proverb}", "এই প্রবাদের শেষ শব্দ কি: {proverb}"),
+}
 LABELS = ("a", "b")
 TRAILING_PUNCTUATION = ".!?;,"
 N_SETS = 5  # few-shot demonstration sets, averaged
@@ -72,6 +86,7 @@ class MapsOptions:
     memorisation: bool = True
     mem_max_new_tokens: int | None = None  # None: max(4, T + 2); 4 = upstream (M6)
     mem_match: Literal["prefix", "substring"] = "prefix"  # substring = upstream (M6)
+    mem_template_lang: Literal["en", "native"] = "en"  # native = upstream XLM-R (M5)
     n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5)
     few_shot_dir: str | None = None  # the MAPS data folder holding en/fs_proverbs.xlsx (default: the mirror's)
     seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (spec 4.2, M12)
@@ -96,10 +111,22 @@ def split_proverb(proverb: str, language: str) -> tuple[str, str]:
     return " ".join(words[:-1]), words[-1]
 
 
-def memorisation_prompts(proverb: str, language: str) -> list[str]:
+def memorisation_templates(language: str, template_lang: str = "en") -> tuple[str, ...]:
+    """The five memorisation templates: English (the paper's), or the proverb's own language (upstream XLM-R, M5)."""
+    if template_lang == "en":
+        return MEMORISATION_TEMPLATES
+    if template_lang != "native":
+        raise UnknownNameError("mem_template_lang", template_lang, ("en", "native"))
+    if language not in NATIVE_MEMORISATION_TEMPLATES:
+        raise CultureProbeError(f"mem_template_lang='native' has no templates for language {language!r}; the "
+                                f"upstream ones cover {', '.join(NATIVE_MEMORISATION_TEMPLATES)}.")
+    return NATIVE_MEMORISATION_TEMPLATES[language]
+
+
+def memorisation_prompts(proverb: str, language: str, template_lang: str = "en") -> list[str]:
     """The five lower-cased memorisation prompts of one proverb, in upstream order (spec 4.3)."""
     front, _ = split_proverb(proverb, language)
-    return [template.format(proverb=front).lower() for template in MEMORISATION_TEMPLATES]
+    return [template.format(proverb=front).lower() for template in memorisation_templates(language, template_lang)]
 
 
 def memorised(output: str, proverb: str, language: str, match: str = "prefix") -> bool:
@@ -167,6 +194,7 @@ class MapsTask(Task):
         limit = self.options.seq2seq_max_tokens
         if limit is not None and limit < 1:
             raise CultureProbeError(f"seq2seq_max_tokens must be at least 1 (or None), got {limit}.")
+        memorisation_templates("en", self.options.mem_template_lang)  # an unknown choice fails before any work
         if self.options.n_shot < 0:
             raise CultureProbeError(f"n_shot must be 0 or more (the paper uses 2 and 5), got {self.options.n_shot}.")
         self.few_shot_rows: Sequence[Mapping[str, Any]] | None = None  # set to skip loading maps_en few_shot
@@ -184,6 +212,7 @@ class MapsTask(Task):
             budget = "one mask: the argmax vocabulary piece (M9)"
         return {"question": QUESTIONS[self.options.question], "memorisation": self.runs_memorisation,
                 "mem_max_new_tokens": budget, "mem_match": self.options.mem_match,
+                "mem_template_lang": self.options.mem_template_lang,
                 "seq2seq_max_tokens": self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None,
                 "few_shot": f"{self.options.n_shot} English demonstrations x {N_SETS} sets (RandomState(42))"
                 if self.options.n_shot else None}
@@ -234,7 +263,7 @@ class MapsTask(Task):
                                   "continuation would complete it, so memorisation is not scored", tag="mem_length",
                                   meta=meta)
                     continue
-                prompt = memorisation_prompts(row["proverb"], row["language"])[0]
+                prompt = memorisation_prompts(row["proverb"], row["language"], self.options.mem_template_lang)[0]
                 sep = "" if row["language"] == "zh" else " "
                 yield ScoreProbe(row["id"], ScoreRequest(prompt, (target,), sep=sep), tag="mem_length", meta=meta)
 
@@ -245,7 +274,8 @@ class MapsTask(Task):
             budget = self.options.mem_max_new_tokens or max(4, record["target_tokens"] + 2)
             meta = {k: record[k] for k in ("is_figurative", "label", "proverb", "language")}
             sep = "" if record["language"] == "zh" else " "
-            for t, prompt in enumerate(memorisation_prompts(record["proverb"], record["language"]), 1):
+            prompts = memorisation_prompts(record["proverb"], record["language"], self.options.mem_template_lang)
+            for t, prompt in enumerate(prompts, 1):
                 if self.kind == "masked":  # spec 4.3: prompt + " <mask>", the argmax piece (M9)
                     yield FillMaskProbe(record["id"], prompt, tag=f"mem{t}", sep=sep, meta={**meta, "template": t})
                 else:
@@ -306,7 +336,9 @@ class MapsTask(Task):
             figures=(Bars({k: v for k, v in groups.items() if v}, ylabel="accuracy (%)", scale=100.0),))]
         mem = metrics.get("memorisation")
         if isinstance(mem, Mapping):
-            templates = zip(MEMORISATION_TEMPLATES, mem["per_template"], strict=True)
+            language = next(r["language"] for r in records if r["tag"].startswith("mem"))
+            shown_templates = memorisation_templates(language, self.options.mem_template_lang)
+            templates = zip(shown_templates, mem["per_template"], strict=True)
             rows = (("union over templates", shown(mem["union"])),
                     *((f"template `{t}`", shown(v)) for t, v in templates),
                     ("mean per template", shown(mem["mean_per_template"])), ("proverbs", mem["n"]))

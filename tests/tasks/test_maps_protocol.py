@@ -4,6 +4,7 @@ mirror's data with tiny models. MAPS is gated: tests use synthetic rows, and the
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
 from functools import cache
 
@@ -13,7 +14,7 @@ import pytest
 from culture_probe.data.registry import load_benchmark
 from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.models.tiny import tiny_model, train_tokenizer
 from culture_probe.runner import run
 from culture_probe.tasks.maps import (
@@ -200,6 +201,26 @@ def test_masked_models_complete_the_proverb_at_one_mask_per_template():
     assert {sep for _, sep in scorer.asked} == {""} and result.metrics["memorisation"]["union"] == 100.0
     with pytest.raises(CultureProbeError, match="mem_max_new_tokens must be at least 1"):
         MapsTask("maps_en", MapsTask.Options(mem_max_new_tokens=0), kind="causal")
+
+
+def test_native_memorisation_templates_reproduce_upstream_xlmr(tmp_path):
+    # M5: upstream XLM-R asked in the proverb's own language; the paper (and the default) asks in English.
+    de = {**ROW, "id": "d", "language": "de", "proverb": "Hunde, die bellen, beißen nicht"}
+    native = memorisation_prompts(de["proverb"], "de", "native")
+    assert native[0] == "sprichwort: hunde, die bellen, beißen"
+    assert native[4] == "was ist das letzte wort dieses sprichworts: hunde, die bellen, beißen"
+    assert memorisation_prompts(de["proverb"], "de")[0] == "proverb: hunde, die bellen, beißen"
+    assert memorisation_prompts("一寸光阴一寸金", "zh", "native")[1] == "补全这个谚语： 一寸光阴一寸"
+    scorer = MaskStub(LETTERS, {native[1]: "nicht"})
+    result = run("maps_de", scorer, rows=[de], out=tmp_path / "run", progress=False, mem_template_lang="native")
+    assert sorted(left for left, _ in scorer.asked) == sorted(native)
+    assert result.metrics["memorisation"]["per_template"] == [0.0, 100.0, 0.0, 0.0, 0.0]
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["protocol"]["mem_template_lang"] == "native"
+    assert "Vervollständige dieses Sprichwort" in (tmp_path / "run" / "report.md").read_text()
+    with pytest.raises(UnknownNameError, match="mem_template_lang"):
+        MapsTask("maps_en", MapsTask.Options(mem_template_lang="local"), kind="masked")
+    with pytest.raises(CultureProbeError, match="no templates for language 'fr'"):
+        memorisation_prompts("Qui vivra verra", "fr", "native")
 
 
 def test_masked_memorisation_reads_the_argmax_piece_of_a_real_model():
