@@ -127,6 +127,11 @@ def _cosine(u: np.ndarray, v: np.ndarray) -> float:
     return float(np.dot(u, v)) / norm if norm else math.nan  # a zero vector (unknown string) leaves cos undefined
 
 
+def vectors_file(vectors: str | Path, language: str) -> Path:
+    """The vectors file `vectors` names: itself, or the `cc.<language>.300.bin` inside it when it is a folder."""
+    return Path(vectors) / f"cc.{language}.300.bin" if Path(vectors).is_dir() else Path(vectors)
+
+
 def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") -> Embed:
     """The paper's vectors: fastText's `get_word_vector` on the whole string, from a binary `cc.<lang>.300.bin`.
 
@@ -140,7 +145,7 @@ def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") ->
     location = path if path is not None else os.environ.get(FASTTEXT_ENV)
     if not location:
         raise MetricInputError(f"mWS uses fastText vectors by default (as the paper), but no model was given: {fix}")
-    model = Path(location) / name if Path(location).is_dir() else Path(location)
+    model = vectors_file(location, language)
     if not model.is_file():
         raise MetricInputError(f"fastText model {str(model)!r} does not exist: {fix}")
     try:

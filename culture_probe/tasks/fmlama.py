@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 from culture_probe.data.card import Deviation
@@ -28,6 +29,7 @@ from culture_probe.metrics.fmlama import (
     mws,
     read_vectors,
     template_mean_std,
+    vectors_file,
 )
 from culture_probe.tasks.base import (
     Bars,
@@ -136,7 +138,10 @@ class FmlamaTask(Task):
         digest = hashlib.sha256(json.dumps(pool, ensure_ascii=False).encode("utf-8")).hexdigest()
         language = prompt_language(rows[0]) if rows else None
         templates = {rel: text for rel, _, text in self.templates(language)} if language else {}
-        return {"n_candidates": len(pool), "candidates_sha256": digest, "templates": templates}
+        described = {"n_candidates": len(pool), "candidates_sha256": digest, "templates": templates}
+        if self.options.vectors and language:  # which vectors file mWS read: a 7 GB model is named, not hashed
+            described["vectors_file"] = _file_identity(vectors_file(self.options.vectors, language))
+        return described
 
     def templates(self, language: str) -> list[tuple[str, str, str]]:
         """(relation, family, template) of the canonical templates of `language`, families as optioned."""
@@ -481,3 +486,12 @@ def template_heatmap(per_template: Mapping[str, Mapping[str, Any]]) -> Heatmap |
 
 
 TASK = FmlamaTask
+
+
+def _file_identity(path: Path) -> dict[str, Any]:
+    """Path, size and modification time of a file the run reads (checked before any scoring is done)."""
+    if not path.is_file():
+        raise CultureProbeError(f"The mWS vectors file {str(path)!r} does not exist: pass --option vectors= a "
+                                "fastText cc.<lang>.300.bin (or the folder holding it) or a text .vec file.")
+    stat = path.stat()
+    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}

@@ -3,13 +3,14 @@ aggregation), the v1-code compat flags, and runs on the mirror's data with tiny 
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
 import pytest
 
 from culture_probe.engine.types import CandidateScores
-from culture_probe.errors import UnsupportedModelError
+from culture_probe.errors import CultureProbeError, UnsupportedModelError
 from culture_probe.metrics.fmlama import average_precision
 from culture_probe.runner import run
 from culture_probe.tasks.base import ScoreProbe, Skipped
@@ -136,6 +137,19 @@ def test_map_mws_correlation_over_the_cells_of_a_run(mirror, tmp_path):
     assert result.metrics["map_mws_correlation"] == {"pearson_r": pytest.approx(1.0), "n_cells": 3}
     assert "Pearson r between the mAP and mWS cells: 1.00 (3 cells)." in (tmp_path / "run" / "report.md").read_text()
     assert "map_mws_correlation" not in spec_run().metrics
+    # config.json names the vectors file the numbers came from (path, size, modification time)
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())["protocol"]["vectors_file"]
+    assert recorded == {"path": str(path.resolve()), "size": path.stat().st_size, "mtime_ns": path.stat().st_mtime_ns}
+
+
+def test_a_missing_vectors_file_fails_before_any_scoring(mirror, tmp_path):
+    class NeverAsked(RankingScorer):
+        def score(self, requests, **options):
+            raise AssertionError("scored before the vectors file was checked")
+
+    with pytest.raises(CultureProbeError, match=r"vectors file .*cc\.en\.300\.bin' does not exist"):
+        run("fmlama_en", NeverAsked(), rows=ROWS, limit=2, families=("hasParts",), progress=False,
+            out=tmp_path / "run", vectors=str(tmp_path))  # a folder without cc.en.300.bin
 
 
 def test_table_correlation_pairs_cells_that_have_both_measures():
