@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     run.add_argument("--data-dir", help="local data (MAPS, DLAMA)")
     run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
+    run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")
     run.add_argument("--kind", choices=["auto", "causal", "masked", "seq2seq"], default="auto")
     run.add_argument("--device", help="torch device, e.g. cuda:0")
     run.add_argument("--dtype", help="torch dtype, e.g. float16")

@@ -36,6 +36,7 @@ from culture_probe.tasks.base import parse_options as _parse_options
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
 CONFIG_FILE, ITEMS_FILE, METRICS_FILE, CACHE_FILE = "config.json", "items.jsonl", "metrics.json", "cache.sqlite"
+ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` can repeat it
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
 RESUME_KEYS = ("config", "model", "options", "benchmark.rows_sha256", "run.language", "run.limit", "run.seed",
@@ -103,8 +104,11 @@ def run(
     data = load_rows(config, settings) if rows is None else list(rows)
     if language is not None:
         data = task.select_language(data, language)
-    meta = describe_run(config, model, scorer, task, settings, data, custom_rows=rows is not None)
+    meta = describe_run(config, model, scorer, task, settings, data, custom_rows=rows is not None,
+                        rows_file=ROWS_FILE if rows is not None and run_dir is not None else None)
     done = prepare_run_dir(run_dir, meta, resume) if run_dir is not None else []
+    if rows is not None and run_dir is not None and not done and is_main_process():
+        write_jsonl(run_dir / ROWS_FILE, data)
     _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
     records = execute(task, scorer, data, settings, done, run_dir, progress)
     metrics = json_ready(task.compute_metrics(records))
@@ -157,11 +161,12 @@ def load_rows(config: str, settings: RunSettings) -> list[dict[str, Any]]:
 
 
 def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: RunSettings,
-                 rows: Sequence[Mapping[str, Any]], *, custom_rows: bool = False) -> dict[str, Any]:
+                 rows: Sequence[Mapping[str, Any]], *, custom_rows: bool = False,
+                 rows_file: str | None = None) -> dict[str, Any]:
     """config.json: versions, the benchmark's card, model identity, seeds, options, deviations.
 
-    `custom_rows` (rows given to `run`) and a model given as an object are recorded: the command line cannot
-    repeat either, and the report says so.
+    `custom_rows` (rows given to `run`) and a model given as an object are recorded; custom rows saved in the run
+    directory (`rows_file`) can be repeated with `--rows`, a model object cannot, and the report says so.
     """
     from culture_probe.data.registry import resolve
 
@@ -172,7 +177,7 @@ def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: Run
         "config": config,
         "benchmark": {"name": info.name, "version": info.version, "title": info.title,
                       "corrections": [c.__dict__ for c in info.corrections], "rows": len(rows),
-                      "rows_sha256": rows_digest(rows), "custom_rows": custom_rows},
+                      "rows_sha256": rows_digest(rows), "custom_rows": custom_rows, "rows_file": rows_file},
         "model": {"spec": str(model) if named else type(model).__name__, "loaded_object": not named,
                   "kind": scorer.kind, "identity": _identity(scorer)},
         "task": type(task).__name__,
@@ -289,6 +294,26 @@ def read_records(path: Path) -> list[Record]:
             if number != len(lines):
                 raise CultureProbeError(f"{path}:{number} is not valid JSON; the run directory is damaged.") from None
     return records
+
+
+def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write one JSON object per line, atomically like `write_json`."""
+    partial = path.with_name(path.name + ".part")
+    partial.write_text("".join(json.dumps(json_ready(row), ensure_ascii=False, default=str) + "\n" for row in rows),
+                       encoding="utf-8")
+    partial.replace(path)
+
+
+def read_rows(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Rows from a JSONL file (`--rows`): one benchmark row per line, as `rows.jsonl` of a run holds them."""
+    from culture_probe.data.sources import read_jsonl
+
+    if not Path(path).is_file():
+        raise CultureProbeError(f"--rows {str(path)!r}: no such file (give a JSONL file, e.g. a run's rows.jsonl).")
+    rows = [row for _, row in read_jsonl(path)]
+    if not rows:
+        raise CultureProbeError(f"{path} holds no rows: --rows takes a JSONL file with one benchmark row per line.")
+    return rows
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -419,7 +444,8 @@ def main(args: Any) -> int:
     result = run(
         args.config, args.model, out=args.out, resume=args.resume, language=args.language, limit=args.limit,
         batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
-        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, **options,
+        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision,
+        rows=read_rows(args.rows) if args.rows else None, **options,
     )
     if is_main_process():
         from culture_probe.report import headline

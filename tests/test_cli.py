@@ -81,7 +81,23 @@ def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path):
     assert (tmp_path / "r" / "items.jsonl").read_text() == before
 
 
+def test_a_run_on_custom_rows_is_repeated_by_its_reproduce_command(setup, tmp_path):
+    from culture_probe.data.registry import load_benchmark
+    from culture_probe.runner import run
+
+    data, model = setup
+    rows = [r for r in load_benchmark("dlama_arab_west", data_dir=str(data))["test"] if r["language"] == "en"][1:3]
+    first = run("dlama_arab_west", str(model), rows=rows, out=tmp_path / "first", progress=False)
+    command = (tmp_path / "first" / "report.md").read_text().split("```\n")[-2].strip()
+    argv = [word.replace("RUN_DIR", str(tmp_path / "first")) for word in command.split()[1:]]
+    assert main([*argv, "--out", str(tmp_path / "again")]) == 0
+    again = json.loads((tmp_path / "again" / "config.json").read_text())
+    assert again["benchmark"]["rows_sha256"] == first.config["benchmark"]["rows_sha256"]
+    assert json.loads((tmp_path / "again" / "metrics.json").read_text()) == first.metrics
+
+
 @pytest.mark.parametrize(("extra", "message"), [
+    (["--rows", "missing.jsonl"], "--rows 'missing.jsonl': no such file"),
     (["--option", "scroe=sum"], "Unknown option 'scroe'. Did you mean 'score'"),
     (["--option", "score"], "--option takes KEY=VALUE, got 'score'"),
     (["--language", "fr"], "Unknown language 'fr'"),

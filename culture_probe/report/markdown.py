@@ -74,8 +74,9 @@ def header(config: Mapping[str, Any]) -> str:
         f"transformers {config['versions'].get('transformers')}",
     ]
     if bench.get("custom_rows"):
-        lines.append(f"- **custom rows**: the {bench['rows']} rows given to `culture_probe.run(rows=...)`, not the "
-                     "benchmark's own data")
+        saved = f" (saved in `{bench['rows_file']}`)" if bench.get("rows_file") else ""
+        lines.append(f"- **custom rows**: the {bench['rows']} rows given to `culture_probe.run(rows=...)` or `--rows`"
+                     f"{saved}, not the benchmark's own data")
     if run.get("limit"):
         lines.append(f"- **smoke run**: only the first {run['limit']} items were probed")
     if run.get("language"):
@@ -112,11 +113,21 @@ def reproduce(config: Mapping[str, Any]) -> str:
             words += [f"--{flag.replace('_', '-')}", shlex.quote(str(run[flag]))]
     if run.get("corrected"):
         words.append("--corrected")
+    rows_file = bench_rows_file(config)
+    if rows_file:
+        words += ["--rows", f"RUN_DIR/{rows_file}"]
     words += [f"--option {shlex.quote(f'{k}={_cli_value(v)}')}" for k, v in (config.get("options") or {}).items()
               if v is not None]
     gaps = not_reproducible(config)
     warning = f"**Not reproducible from the command line alone** (see config.json): {'; '.join(gaps)}.\n\n"
-    return "## Reproduce\n\n" + (warning if gaps else "") + "```\n" + " ".join(words) + "\n```"
+    where = f"RUN_DIR is this run's directory (it holds `{rows_file}`).\n\n" if rows_file else ""
+    return "## Reproduce\n\n" + (warning if gaps else "") + where + "```\n" + " ".join(words) + "\n```"
+
+
+def bench_rows_file(config: Mapping[str, Any]) -> str | None:
+    """The run directory's file of custom rows, when the run saved one."""
+    bench = config.get("benchmark") or {}
+    return bench.get("rows_file") if bench.get("custom_rows") else None
 
 
 def not_reproducible(config: Mapping[str, Any]) -> list[str]:
@@ -125,7 +136,7 @@ def not_reproducible(config: Mapping[str, Any]) -> list[str]:
     """
     bench, model = config.get("benchmark") or {}, config.get("model") or {}
     gaps = []
-    if bench.get("custom_rows"):
+    if bench.get("custom_rows") and not bench.get("rows_file"):
         gaps.append(f"run on {bench.get('rows')} custom rows (sha256 {str(bench.get('rows_sha256'))[:16]}...) "
                     "passed as `rows=` to `culture_probe.run`, not the benchmark's own data")
     if model.get("loaded_object"):

@@ -116,10 +116,15 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
     report = (tmp_path / "run" / "report.md").read_text()
     reproduce_section = report.split("## Reproduce", 1)[1]
     assert "**Not reproducible from the command line alone** (see config.json)" in reproduce_section
-    assert f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)" in reproduce_section
     assert "the model was a loaded `TableScorer` object" in reproduce_section
-    assert "- **custom rows**: the 4 rows given to `culture_probe.run(rows=...)`" in report
+    # the custom rows are saved in the run directory, and the command passes them back with --rows
+    assert "custom rows (sha256" not in reproduce_section and "--rows RUN_DIR/rows.jsonl" in reproduce_section
+    saved = [json.loads(line) for line in (tmp_path / "run" / "rows.jsonl").read_text().splitlines()]
+    assert saved == rows
+    assert "- **custom rows**: the 4 rows given to `culture_probe.run(rows=...)` or `--rows` (saved in " in report
     assert result.config == config
+    unsaved = {**config, "benchmark": {**config["benchmark"], "rows_file": None}}  # rows=, but no run directory
+    assert f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)" in reproduce(unsaved)
     # the same run on the benchmark's own data from a named model has nothing to warn about
     named = {**config, "benchmark": {**config["benchmark"], "custom_rows": False},
              "model": {**config["model"], "spec": "bert-base-cased", "loaded_object": False}}
