@@ -379,7 +379,8 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
         if isinstance(probe, ScoreProbe):
             key: tuple[Any, ...] = ("score", probe.masked_method, probe.score_right, probe.keep_tokens)
         elif isinstance(probe, GenerateProbe):
-            key = ("generate", probe.max_new_tokens, probe.chat, probe.system, probe.temperature, probe.seed)
+            key = ("generate", probe.max_new_tokens, probe.chat, probe.system, probe.temperature, probe.seed,
+                   probe.add_special_tokens)
         elif isinstance(probe, FillMaskProbe):
             key = ("fill_mask", probe.sep)
         else:
@@ -394,8 +395,8 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
             results = [best[0][0] for best in scorer.fill_mask([chunk[i].left for i in indices], sep=key[1])]
         else:
             # optional arguments only when set: duck-typed scorers may not take them
-            extra = {name: value for name, value in zip(("system", "temperature", "seed"), key[3:], strict=True)
-                     if value is not None}
+            names = ("system", "temperature", "seed", "add_special_tokens")
+            extra = {name: value for name, value in zip(names, key[3:], strict=True) if value is not None}
             results = scorer.generate([chunk[i].prompt for i in indices], max_new_tokens=key[1], chat=key[2],
                                       **extra)
         for i, result in zip(indices, results, strict=True):

@@ -53,21 +53,24 @@ def _check_sampling(temperature: float | None, seed: int | None) -> None:
                          "be repeated.")
 
 
-def prompt_texts(scorer: Any, prompts: list[str], chat: bool, system: str | None) -> tuple[list[str], bool]:
-    """The texts to encode and whether the tokenizer should add its special tokens (a chat template already
-    contains them).
+def prompt_texts(scorer: Any, prompts: list[str], chat: bool, system: str | None,
+                 add_special_tokens: bool | None = None) -> tuple[list[str], bool]:
+    """The texts to encode and whether the tokenizer should add its special tokens: by default yes for plain
+    prompts and no for chat prompts (the template already holds them); `add_special_tokens` overrides.
     """
     if not chat:
         if system is not None:
             raise ValueError(f"generate(system={system!r}) needs chat=True: a system message only exists in a chat "
                              "template.")
-        return prompts, True
+        return prompts, True if add_special_tokens is None else add_special_tokens
     name = scorer.identity.get("name_or_path", "")
-    return [chat_prompt(scorer.tokenizer, p, system, name=name) for p in prompts], False
+    texts = [chat_prompt(scorer.tokenizer, p, system, name=name) for p in prompts]
+    return texts, False if add_special_tokens is None else add_special_tokens
 
 
 def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool = False,
-             system: str | None = None, temperature: float | None = None, seed: int | None = None) -> list[str]:
+             system: str | None = None, temperature: float | None = None, seed: int | None = None,
+             add_special_tokens: bool | None = None) -> list[str]:
     """Continuations of `prompts` (new text only, special tokens dropped): greedy by default, batched by token
     budget; with `temperature`, sampled one prompt at a time, each from a generator seeded by
     `prompt_seed(seed, text)`. With several processes, each generates its share and every process gets all texts.
@@ -77,7 +80,7 @@ def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool
         raise UnsupportedModelError("generate() needs a causal or seq2seq model; this one is a masked LM.")
     if not prompts:
         return []
-    texts, specials = prompt_texts(scorer, prompts, chat, system)
+    texts, specials = prompt_texts(scorer, prompts, chat, system, add_special_tokens)
     rank, size = parallel.world()
     mine = range(rank, len(texts), size)
     if temperature is None:

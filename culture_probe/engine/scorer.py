@@ -256,16 +256,18 @@ class Scorer:
             order = order[len(batch):]
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, *, chat: bool = False,
-                 system: str | None = None, temperature: float | None = None, seed: int | None = None) -> list[str]:
+                 system: str | None = None, temperature: float | None = None, seed: int | None = None,
+                 add_special_tokens: bool | None = None) -> list[str]:
         """Greedy continuations of `prompts` (batched, left-padded); `chat=True` applies the chat template with
         each prompt as the user turn, after a `system` turn when one is given. `temperature` (which needs `seed`)
         samples instead, each prompt on its own with a seed derived from `seed` and its text, so the same seed gives
-        the same texts whatever the batch size or process count.
+        the same texts whatever the batch size or process count. The tokenizer adds its special tokens to plain
+        prompts and not to chat prompts (their template holds them) unless `add_special_tokens` says otherwise.
         """
         from culture_probe.engine.generation import generate
 
         return generate(self, list(prompts), max_new_tokens, chat=chat, system=system, temperature=temperature,
-                        seed=seed)
+                        seed=seed, add_special_tokens=add_special_tokens)
 
     def fill_mask(self, lefts: Sequence[str], *, rights: Sequence[str] | None = None, sep: str | None = None,
                   top_k: int = 1) -> list[list[tuple[str, float]]]:

@@ -83,6 +83,7 @@ class GenerateProbe:
     system: str | None = None
     temperature: float | None = None
     seed: int | None = None
+    add_special_tokens: bool | None = None  # None: the engine's rule (plain prompts yes, chat prompts no)
 
     @property
     def key(self) -> str:

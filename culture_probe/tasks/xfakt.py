@@ -66,6 +66,7 @@ class XfaktOptions:
     judge_max_new_tokens: int = 256
     round_cells: bool = True
     tiers: Literal["paper", "upstream"] = "paper"
+    double_bos: bool = False  # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
 
 
 # ---------------------------------------------------------------- judges
@@ -194,6 +195,9 @@ class XfaktTask(Task):
                                  "reply to the chat-templated question (spec 4.4): rank_prompt='plain' was chosen, "
                                  "or the model is seq2seq.")
 
+    DOUBLE_BOS = Deviation("X1", "compat: double_bos=True, as upstream (vLLM added the tokenizer's special tokens "
+                                 "to the chat-templated prompt again: a double BOS for Llama-3/Gemma-2).")
+
     def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
         super().__init__(config, options, kind=kind, seed=seed)
         self.part = _part(config)
@@ -210,11 +214,18 @@ class XfaktTask(Task):
         return {"part": self.part, "mode": self.options.mode, "judge": judge, "chat_template": self._chat}
 
     def describe_deviations(self) -> list[dict[str, str]]:
-        """The log, with X7 when ranks are scored after the plain question."""
+        """The log, with X7 when ranks are scored after the plain question and X1 saying what this run did."""
         log = super().describe_deviations()
         if self.options.mode == "rank" and not self._chat:
             log.append(dataclasses.asdict(self.PLAIN_RANK))
+        if self._double_bos:
+            log = [d for d in log if d["id"] != "X1"] + [dataclasses.asdict(self.DOUBLE_BOS)]
         return log
+
+    @property
+    def _double_bos(self) -> bool:
+        """Whether chat-templated answer prompts get the tokenizer's special tokens again (upstream, X1)."""
+        return self.options.double_bos and self._chat and self.options.mode == "generate"
 
     @property
     def _chat(self) -> bool:
@@ -247,7 +258,7 @@ class XfaktTask(Task):
                 yield ScoreProbe(row["id"], request, meta=meta)
             else:
                 yield GenerateProbe(row["id"], row["question"], self.options.max_new_tokens, chat=self._chat,
-                                    meta=meta)
+                                    meta=meta, add_special_tokens=True if self._double_bos else None)
 
     def _meta(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """What each answer record carries: the question, its gold (name and label) and the grouping fields."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from engine_reference import tiny
@@ -107,3 +109,26 @@ def test_out_of_memory_in_generation_halves_the_automatic_budget(monkeypatch):
     monkeypatch.setattr(generation, "_decode", flaky)
     assert scorer.generate(PROMPTS, 4) == expected
     assert scorer.auto_budget is not None and scorer.auto_budget <= 32  # halved until one prompt per batch
+
+
+def test_chat_prompts_get_the_tokenizers_special_tokens_only_when_asked(monkeypatch):
+    # The rendered template already starts with BOS: by default it is not added again; add_special_tokens=True
+    # reproduces pipelines that add it anyway (X-FaKT's upstream double BOS), False drops it from plain prompts.
+    model, base = tiny("llama", "metaspace")
+    tok = copy.deepcopy(base)
+    tok.chat_template = ("{{ bos_token }}{% for m in messages %}<user> {{ m['content'] }}{% endfor %}"
+                         "{% if add_generation_prompt %} assistant:{% endif %}")
+    bos, firsts = tok.bos_token_id, []
+    original = type(model).generate
+
+    def first_ids(self, *args, **kwargs):
+        firsts.append(kwargs["input_ids"][0].tolist()[:2])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(model), "generate", first_ids)
+    scorer = Scorer(model, tok)
+    scorer.generate(["Egypt"], 2, chat=True)
+    scorer.generate(["Egypt"], 2, chat=True, add_special_tokens=True)
+    scorer.generate(["Egypt"], 2)
+    scorer.generate(["Egypt"], 2, add_special_tokens=False)
+    assert [ids.count(bos) for ids in firsts] == [1, 2, 1, 0]

@@ -258,6 +258,26 @@ class _FixedReply:
         return [self.reply] * len(prompts)
 
 
+def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(mirror, tmp_path):
+    asked = []
+
+    class Recording(_FixedReply):
+        def generate(self, prompts, *, max_new_tokens, chat, system=None, add_special_tokens=None):
+            asked.append((chat, add_special_tokens))
+            return super().generate(prompts, max_new_tokens=max_new_tokens, chat=chat, system=system)
+
+    rows = rows_of(0, languages=("en",))
+    run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", progress=False)
+    result = run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", double_bos=True,
+                 out=tmp_path / "run", progress=False)
+    assert asked == [(True, None), (True, True)]  # the paper's rule, then upstream's special tokens added again
+    x1 = [d["description"] for d in result.config["deviations"] if d["id"] == "X1"]
+    assert len(x1) == 1 and x1[0].startswith("compat: double_bos=True")
+    assert "--option double_bos=true" in (tmp_path / "run" / "report.md").read_text()
+    seq2seq = XfaktTask("xfakt_factual_recall", XfaktTask.Options(double_bos=True), kind="seq2seq")
+    assert seq2seq.build_probes(rows)[0].add_special_tokens is None  # no chat template: nothing is doubled
+
+
 def test_smoke_run_without_non_associated_cells_still_reports(mirror, tmp_path):
     rows = rows_of(0, 1, 2, languages=("en",))  # United States entities asked in English: diagonal cells only
     assert {r["country"] for r in rows} == {"United States"}
