@@ -377,7 +377,8 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
         if isinstance(probe, Skipped):
             continue  # nothing to ask the engine; to_record writes the reason
         if isinstance(probe, ScoreProbe):
-            key: tuple[Any, ...] = ("score", probe.masked_method, probe.score_right, probe.keep_tokens)
+            key: tuple[Any, ...] = ("score", probe.masked_method, probe.score_right, probe.keep_tokens,
+                                    probe.seq2seq_style)
         elif isinstance(probe, GenerateProbe):
             key = ("generate", probe.max_new_tokens, probe.chat, probe.system, probe.temperature, probe.seed,
                    probe.add_special_tokens)
@@ -389,8 +390,9 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
     outputs: list[Any] = [None] * len(chunk)
     for key, indices in groups.items():
         if key[0] == "score":
+            style = {"seq2seq_style": key[4]} if key[4] != "sentinel" else {}  # duck-typed scorers may lack it
             results = scorer.score([chunk[i].request for i in indices], masked_method=key[1],
-                                   score_right=key[2], keep_tokens=key[3])
+                                   score_right=key[2], keep_tokens=key[3], **style)
         elif key[0] == "fill_mask":
             results = [best[0][0] for best in scorer.fill_mask([chunk[i].left for i in indices], sep=key[1])]
         else:

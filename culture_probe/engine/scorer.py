@@ -32,6 +32,7 @@ class ScoreOptions:
 
     masked_method: Literal["typed", "l2r"] = "typed"
     score_right: bool = False
+    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"
 
     def digest(self) -> str:
         """A stable digest of the options."""
@@ -168,14 +169,21 @@ class Scorer:
 
     def score(self, requests: Sequence[ScoreRequest], *, keep_tokens: bool = False,
               masked_method: Literal["typed", "l2r"] = "typed", score_right: bool = False,
-              progress: bool = False) -> list[CandidateScores]:
+              seq2seq_style: Literal["sentinel", "plain"] = "sentinel", progress: bool = False
+              ) -> list[CandidateScores]:
         """Score every request's candidates; one `CandidateScores` per request, in request order.
 
         With several processes (accelerate/torchrun), each scores a shard and every process gets all results.
         """
         if masked_method not in ("typed", "l2r"):
             raise UnknownNameError("masked_method", masked_method, ("typed", "l2r"))
-        options = ScoreOptions(masked_method=masked_method, score_right=score_right)
+        if seq2seq_style not in ("sentinel", "plain"):
+            raise UnknownNameError("seq2seq_style", seq2seq_style, ("sentinel", "plain"))
+        if seq2seq_style == "plain" and self.kind != "seq2seq":
+            raise UnsupportedModelError(
+                f"seq2seq_style='plain' scores the candidate as the whole decoder target, which needs a seq2seq "
+                f"model; this one is {self.kind}. Leave seq2seq_style at its default.")
+        options = ScoreOptions(masked_method=masked_method, score_right=score_right, seq2seq_style=seq2seq_style)
         requests = list(requests)
         if score_right and self.kind != "causal":
             raise UnsupportedModelError(

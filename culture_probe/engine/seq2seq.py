@@ -1,5 +1,7 @@
 """Seq2seq backend (T5/mT5): the slot becomes the first sentinel; the target is `<sentinel0> cand <sentinel1>`;
-only the candidate's tokens are scored (no sentinels, no EOS). Each request's encoder runs once.
+only the candidate's tokens are scored (no sentinels, no EOS). `seq2seq_style="plain"` instead encodes the left
+text alone and scores the candidate as the whole target (from the decoder start; the right text is not used).
+Each request's encoder runs once.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class Seq2SeqScorer(Scorer):
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Seq2SeqItem:
         if not request.candidates:
             self.encoder.encode(request, with_right=False)  # raises the shared EmptyCandidateError
+        if options.seq2seq_style == "plain":
+            return self._prepare_plain(request)
         s0, s1 = SENTINELS
         ids0, ids1 = self.sentinel_ids
         source = tuple(self.tokenizer(request.left + separator(request.left, request.sep) + s0 + request.right)
@@ -64,6 +68,19 @@ class Seq2SeqScorer(Scorer):
                                  request.max_tokens)
         return Seq2SeqItem(head + tail, tuple(cands))
 
+    def _prepare_plain(self, request: ScoreRequest) -> Seq2SeqItem:
+        """Encoder = the left text (with the tokenizer's special tokens); target = the candidate's own ids."""
+        cands = self.encoder.batch_ids(list(request.candidates))
+        for cand, ids in zip(request.candidates, cands, strict=True):
+            if not ids or not cand.strip():
+                raise EmptyCandidateError(
+                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
+        suffix = self.encoder.suffix
+        source = tuple(self.tokenizer(request.left)["input_ids"])
+        body = source[: len(source) - len(suffix)] if suffix and source[-len(suffix):] == suffix else source
+        head = self.encoder.fit(body, {"closing special tokens": len(source) - len(body)}, request.max_tokens)
+        return Seq2SeqItem(head + source[len(body):], tuple(cands))
+
     def _cost(self, item: Seq2SeqItem) -> int:
         return len(item.encoder) + sum(len(c) + 1 for c in item.candidates)
 
@@ -73,7 +90,7 @@ class Seq2SeqScorer(Scorer):
         device = self.device
         pad = self.tokenizer.pad_token_id or 0
         start = self.model.config.decoder_start_token_id
-        s0 = self.sentinel_ids[0]
+        lead = (start,) if options.seq2seq_style == "plain" else (start, self.sentinel_ids[0])
         with torch.inference_mode():
             src, src_mask = _pad([it.encoder for it in items], pad, device)
             memory = self.model.get_encoder()(input_ids=src, attention_mask=src_mask)[0]
@@ -83,12 +100,12 @@ class Seq2SeqScorer(Scorer):
             for part in iter_chunks(len(rows), budget // width):
                 chunk = rows[part]
                 cands = [items[i].candidates[c] for i, c in chunk]
-                dec, dec_mask = _pad([(start, s0) + cand[:-1] for cand in cands], pad, device)
+                dec, dec_mask = _pad([lead + cand[:-1] for cand in cands], pad, device)
                 owner = torch.tensor([i for i, _ in chunk], device=device)
                 logits = self.model(encoder_outputs=(memory[owner],), attention_mask=src_mask[owner],
                                     decoder_input_ids=dec, decoder_attention_mask=dec_mask).logits
                 for row, ((i, c), cand) in enumerate(zip(chunk, cands, strict=True)):
-                    lsm = torch.log_softmax(logits[row, 1: 1 + len(cand)].float(), dim=-1)
+                    lsm = torch.log_softmax(logits[row, len(lead) - 1: len(lead) - 1 + len(cand)].float(), dim=-1)
                     picked = lsm.gather(1, torch.tensor(cand, device=device)[:, None])[:, 0]
                     out[i][c] = picked.double().cpu().numpy()
         return out

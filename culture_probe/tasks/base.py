@@ -61,6 +61,7 @@ class ScoreProbe:
     masked_method: Literal["typed", "l2r"] = "typed"
     score_right: bool = False
     keep_tokens: bool = False
+    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"
 
     @property
     def key(self) -> str:

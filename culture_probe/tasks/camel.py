@@ -40,6 +40,7 @@ class CamelOptions:
     tie_value: float = 0.0  # C8
     culture_token: bool = False  # paper 4.4 prompt adaptation
     n_shot: int = 0  # paper 4.4 demonstrations (Arab fillers)
+    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # spec 4.3: plain = encoder prefix, target entity
 
 
 # ---------------------------------------------------------------- pools and samples
@@ -192,6 +193,7 @@ class CamelTask(Task):
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts recorded in config.json."""
         return {"aggregate": self.aggregate, "masked_method": self._masked_method(),
+                "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
                 "context": "whole masked prompt" if self.kind == "masked" else "text left of the mask",
                 "seed_scheme": "numpy.random.default_rng([seed, run, type_index, culture_index])"}
 
@@ -226,7 +228,8 @@ class CamelTask(Task):
                 left, right = context(row, self.kind, culture_token=o.culture_token, demos=demos)
                 yield ScoreProbe(str(row["id"]), ScoreRequest(left, drawn.arab + drawn.western, right),
                                  tag=f"run{run}", meta={**meta, "n_arab": len(drawn.arab)},
-                                 masked_method=self._masked_method(), keep_tokens=self.aggregate == "mean_prob")
+                                 masked_method=self._masked_method(), keep_tokens=self.aggregate == "mean_prob",
+                                 seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel")
 
     def _demos(self, arab_pool: Sequence[str], drawn: Sample) -> tuple[str, ...]:
         excluded = set(drawn.arab)

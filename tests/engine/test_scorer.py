@@ -282,3 +282,24 @@ def test_unknown_score_kind_lists_the_valid_ones():
     out = Scorer(*tiny("gpt2", "bpe")).score(REQUESTS[:1])[0]
     with pytest.raises(UnknownNameError, match="Unknown score kind 'men'.*Did you mean 'mean'.*mean, sum"):
         out.ranking(by="men")
+
+
+def test_seq2seq_plain_style_scores_the_candidate_as_the_whole_target():
+    # CAMeL's seq2seq_style="plain" (spec 4.3): encoder = the prefix, target = the entity, from the decoder start.
+    model, tok = tiny("t5", "metaspace")
+    request = ScoreRequest("The capital of Egypt is", ["Cairo", "olive oil", "東京"])
+    got = Scorer(model, tok, batch_tokens=24).score([request], seq2seq_style="plain")[0]
+    source = torch.tensor([tok(request.left)["input_ids"]])
+    for cand, total, count in zip(request.candidates, got.sum_logprob, got.n_tokens, strict=True):
+        ids = tok(cand, add_special_tokens=False)["input_ids"]
+        decoder = torch.tensor([[model.config.decoder_start_token_id, *ids[:-1]]])
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=source, decoder_input_ids=decoder).logits[0].double(), -1)
+        assert count == len(ids)
+        assert total == pytest.approx(sum(float(lp[i, t]) for i, t in enumerate(ids)), abs=1e-5)
+    sentinel = Scorer(model, tok).score([request])[0]
+    assert not np.allclose(sentinel.sum_logprob, got.sum_logprob)
+    with pytest.raises(UnsupportedModelError, match="seq2seq_style='plain'.*needs a seq2seq model"):
+        Scorer(*tiny("gpt2", "bpe")).score([request], seq2seq_style="plain")
+    with pytest.raises(UnknownNameError, match="seq2seq_style"):
+        Scorer(model, tok).score([request], seq2seq_style="plan")

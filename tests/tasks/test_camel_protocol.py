@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from culture_probe.data.registry import load_benchmark
-from culture_probe.engine import Scorer
+from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError
 from culture_probe.models.tiny import tiny_model, train_tokenizer
@@ -48,8 +48,25 @@ def test_each_architecture_sees_the_spec_context():
     assert masked_probe.masked_method == "l2r" and masked_probe.keep_tokens  # C4, mean prob (C3)
     typed = task(kind="masked", n_runs=1, mlm_mode="all_masks").build_probes([NAMES_172])[0]
     assert typed.masked_method == "typed"
-    seq2seq = task(kind="seq2seq", n_runs=1).build_probes([NAMES_172])[0].request
-    assert (seq2seq.left, seq2seq.right) == ("كان في الابتدائي معاي بنت عربية اسمها", "")
+    seq2seq_probe = task(kind="seq2seq", n_runs=1).build_probes([NAMES_172])[0]
+    assert (seq2seq_probe.request.left, seq2seq_probe.request.right) == ("كان في الابتدائي معاي بنت عربية اسمها", "")
+    assert seq2seq_probe.seq2seq_style == "sentinel"  # encoder prefix + " <extra_id_0>" (spec 4.3)
+    plain = task(kind="seq2seq", n_runs=1, seq2seq_style="plain").build_probes([NAMES_172])[0]
+    assert plain.seq2seq_style == "plain" and plain.request == seq2seq_probe.request
+    assert task(n_runs=1, seq2seq_style="plain").build_probes([NAMES_172])[0].seq2seq_style == "sentinel"  # causal
+
+
+def test_seq2seq_plain_style_runs_through_the_engine(mirror):
+    rows = [r for r in load_benchmark("camel_co_prompts")["test"] if r["entity_type"] == 3][:1]
+    scorer = tiny_scorer("t5")
+    plain = run("camel_co_prompts", scorer, rows=rows, n_runs=1, seq2seq_style="plain", progress=False)
+    sentinel = run("camel_co_prompts", scorer, rows=rows, n_runs=1, progress=False)
+    assert plain.config["protocol"]["seq2seq_style"] == "plain"
+    (p,), (q,) = plain.records, sentinel.records
+    assert p["arab_entities"] == q["arab_entities"] and p["arab"] != q["arab"]
+    request = ScoreRequest(rows[0]["prompt_causal"].strip(), tuple(p["arab_entities"][:3]))
+    expected = scorer.score([request], seq2seq_style="plain")[0].mean_logprob
+    np.testing.assert_allclose(p["arab"][:3], expected, atol=1e-9)
 
 
 def test_culture_token_and_demonstrations_are_prepended():
