@@ -177,6 +177,10 @@ class Scorer:
         """
         if masked_method not in ("typed", "l2r"):
             raise UnknownNameError("masked_method", masked_method, ("typed", "l2r"))
+        if masked_method == "l2r" and self.kind != "masked":
+            raise UnsupportedModelError(
+                f"masked_method='l2r' predicts each subword at a mask, which needs a masked model; this one is "
+                f"{self.kind}. Leave masked_method at its default.")
         if seq2seq_style not in ("sentinel", "plain"):
             raise UnknownNameError("seq2seq_style", seq2seq_style, ("sentinel", "plain"))
         if seq2seq_style == "plain" and self.kind != "seq2seq":

@@ -192,13 +192,14 @@ class CamelTask(Task):
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts recorded in config.json."""
-        return {"aggregate": self.aggregate, "masked_method": self._masked_method(),
+        return {"aggregate": self.aggregate, "masked_method": self._masked_method() if self.kind == "masked" else None,
                 "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
                 "context": "whole masked prompt" if self.kind == "masked" else "text left of the mask",
                 "seed_scheme": "numpy.random.default_rng([seed, run, type_index, culture_index])"}
 
     def _masked_method(self) -> str:
-        return "l2r" if self.options.mlm_mode == "l2r" else "typed"
+        """The engine's masked rule (C4); other model kinds have none."""
+        return "l2r" if self.options.mlm_mode == "l2r" and self.kind == "masked" else "typed"
 
     def _pools(self) -> dict[tuple[str, str], list[str]]:
         rows = self.entity_rows

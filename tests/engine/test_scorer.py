@@ -106,6 +106,8 @@ def test_bad_candidates_are_clear_errors(arch, kind):
 def test_unknown_masked_method():
     with pytest.raises(UnknownNameError, match="masked_method 'left'"):
         Scorer(*tiny("bert", "wordpiece")).score(REQUESTS[:1], masked_method="left")
+    with pytest.raises(UnsupportedModelError, match="masked_method='l2r'.*needs a masked model; this one is causal"):
+        Scorer(*tiny("gpt2", "bpe")).score(REQUESTS[:1], masked_method="l2r")
 
 
 def test_separator_rule():

@@ -48,6 +48,7 @@ def test_each_architecture_sees_the_spec_context():
     assert masked_probe.masked_method == "l2r" and masked_probe.keep_tokens  # C4, mean prob (C3)
     typed = task(kind="masked", n_runs=1, mlm_mode="all_masks").build_probes([NAMES_172])[0]
     assert typed.masked_method == "typed"
+    assert task(n_runs=1).build_probes([NAMES_172])[0].masked_method == "typed"  # l2r is a masked-model rule
     seq2seq_probe = task(kind="seq2seq", n_runs=1).build_probes([NAMES_172])[0]
     assert (seq2seq_probe.request.left, seq2seq_probe.request.right) == ("كان في الابتدائي معاي بنت عربية اسمها", "")
     assert seq2seq_probe.seq2seq_style == "sentinel"  # encoder prefix + " <extra_id_0>" (spec 4.3)
