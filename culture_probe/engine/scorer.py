@@ -232,6 +232,7 @@ class Scorer:
                      cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
         results: dict[int, CandidateScores] = {}
         bar = _progress(len(items), progress)
+
         def run(batch: list[int], budget: int) -> list[list[np.ndarray]]:
             return self._score_batch([items[i] for i in batch], options, budget)
 

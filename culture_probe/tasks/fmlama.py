@@ -485,9 +485,6 @@ def template_heatmap(per_template: Mapping[str, Mapping[str, Any]]) -> Heatmap |
     return Heatmap(tuple(relations), tuple(groups), values, label="mAP (%)", title="mAP per template and group")
 
 
-TASK = FmlamaTask
-
-
 def _file_identity(path: Path) -> dict[str, Any]:
     """Path, size and modification time of a file the run reads (checked before any scoring is done)."""
     if not path.is_file():
@@ -495,3 +492,7 @@ def _file_identity(path: Path) -> dict[str, Any]:
                                 "fastText cc.<lang>.300.bin (or the folder holding it) or a text .vec file.")
     stat = path.stat()
     return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+TASK = FmlamaTask
+
