@@ -9,6 +9,7 @@ whatever `--num_processes` says; `world()` warns when it sees that.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -58,6 +59,18 @@ def _init_process_group() -> None:
 
     accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
     PartialState(cpu=accelerator is None or accelerator.type == "mps")
+    atexit.register(_destroy_process_group)
+
+
+def _destroy_process_group() -> None:
+    """Tear the process group down while the interpreter is still whole. Left to interpreter shutdown, gloo's
+    worker threads can abort a process that finished its work (SIGABRT, "terminate called without an active
+    exception"; pytorch/pytorch#190489), and the launcher then reports the run as failed.
+    """
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _warn_if_cpu_launch_started_one() -> None:

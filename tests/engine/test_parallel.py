@@ -107,6 +107,32 @@ def test_two_processes_generate_what_one_does(tmp_path):
         assert json.loads((tmp_path / f"out.{rank}").read_text()) == expected
 
 
+TEARDOWN = """
+import atexit, sys
+import torch.distributed as dist
+from culture_probe.engine import parallel
+
+rank, size = parallel.world()
+parallel.gather({rank: rank}, size)
+atexit._run_exitfuncs()  # what interpreter exit runs first, while the interpreter is still whole
+with open(f"{sys.argv[1]}.{rank}", "w") as f:
+    f.write(f"{size} {dist.is_initialized()}")
+"""
+
+
+@pytest.mark.slow
+def test_the_process_group_is_torn_down_before_interpreter_exit(tmp_path):
+    # Left to interpreter shutdown, gloo's threads abort about one finished process in three (SIGABRT, "terminate
+    # called without an active exception"), so the launcher reports a good run as failed: the engine destroys the
+    # group it created in an atexit handler.
+    script = tmp_path / "teardown.py"
+    script.write_text(TEARDOWN)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                    "29535", str(script), str(tmp_path / "out")], check=True, env=env, cwd=tmp_path, timeout=300)
+    assert [(tmp_path / f"out.{rank}").read_text() for rank in (0, 1)] == ["2 False", "2 False"]
+
+
 def test_single_process_without_launcher(monkeypatch, recwarn):
     for name in [*parallel.SIZE_VARIABLES, "ACCELERATE_USE_CPU", "MASTER_ADDR"]:
         monkeypatch.delenv(name, raising=False)
