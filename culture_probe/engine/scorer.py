@@ -175,24 +175,8 @@ class Scorer:
 
         With several processes (accelerate/torchrun), each scores a shard and every process gets all results.
         """
-        if masked_method not in ("typed", "l2r"):
-            raise UnknownNameError("masked_method", masked_method, ("typed", "l2r"))
-        if masked_method == "l2r" and self.kind != "masked":
-            raise UnsupportedModelError(
-                f"masked_method='l2r' predicts each subword at a mask, which needs a masked model; this one is "
-                f"{self.kind}. Leave masked_method at its default.")
-        if seq2seq_style not in ("sentinel", "plain"):
-            raise UnknownNameError("seq2seq_style", seq2seq_style, ("sentinel", "plain"))
-        if seq2seq_style == "plain" and self.kind != "seq2seq":
-            raise UnsupportedModelError(
-                f"seq2seq_style='plain' scores the candidate as the whole decoder target, which needs a seq2seq "
-                f"model; this one is {self.kind}. Leave seq2seq_style at its default.")
-        options = ScoreOptions(masked_method=masked_method, score_right=score_right, seq2seq_style=seq2seq_style)
+        options = self._options(masked_method, score_right, seq2seq_style)
         requests = list(requests)
-        if score_right and self.kind != "causal":
-            raise UnsupportedModelError(
-                f"score_right=True scores the right-hand text as a continuation, which needs a causal model; this "
-                f"one is {self.kind} (it always sees the right-hand text as context). Pass score_right=False.")
         if self.kind != "causal" and any(r.chat for r in requests):
             raise UnsupportedModelError(
                 f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
@@ -212,6 +196,26 @@ class Scorer:
         if cache is not None:
             cache.close()
         return [_view(done[key], keep_tokens) for key in keys]
+
+    def _options(self, masked_method: str, score_right: bool, seq2seq_style: str) -> ScoreOptions:
+        """The call's options; an unknown value, or a rule this model's kind cannot follow, is an error (never
+        silently ignored: it would also split the cache keys of equal scores).
+        """
+        for name, value, valid in (("masked_method", masked_method, ("typed", "l2r")),
+                                   ("seq2seq_style", seq2seq_style, ("sentinel", "plain"))):
+            if value not in valid:
+                raise UnknownNameError(name, value, valid)
+        rules = (  # (asked for, the kind it needs, what it does)
+            ("masked_method='l2r'", masked_method == "l2r", "masked", "predicts each subword at a mask"),
+            ("seq2seq_style='plain'", seq2seq_style == "plain", "seq2seq", "scores the candidate as the whole "
+                                                                           "decoder target"),
+            ("score_right=True", score_right, "causal", "scores the right-hand text as a continuation"),
+        )
+        for option, asked, kind, what in rules:
+            if asked and self.kind != kind:
+                raise UnsupportedModelError(f"{option} {what}, which needs a {kind} model; this one is {self.kind}. "
+                                            f"Leave {option.split('=')[0]} at its default.")
+        return ScoreOptions(masked_method=masked_method, score_right=score_right, seq2seq_style=seq2seq_style)
 
     def _key(self, request: ScoreRequest) -> str:
         """The request's cache key; a chat request's also covers the chat template, which the tokenizer hash
