@@ -60,5 +60,9 @@ class MetricInputError(CultureProbeError, ValueError):
     """Metric inputs that cannot be scored (empty, mismatched lengths, NaN, unknown labels); names the argument."""
 
 
+class InvalidValueError(CultureProbeError, ValueError):
+    """A value that makes no sense: out of range, of the wrong type, or inconsistent with another value."""
+
+
 class InputTooLongError(CultureProbeError, ValueError):
     """A candidate, right-hand text or set of special tokens that leaves no room for any context in the model."""

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from culture_probe.engine.types import CandidateScores, ScoreRequest
+from culture_probe.engine.types import (
+    MODEL_KINDS,
+    CandidateScores,
+    FillMaskOptions,
+    GenerateOptions,
+    ModelKind,
+    ScoreOptions,
+    ScoreRequest,
+)
 
-__all__ = ["CandidateScores", "ScoreRequest", "Scorer"]
+__all__ = [
+    "MODEL_KINDS", "CandidateScores", "FillMaskOptions", "GenerateOptions", "ModelKind", "ScoreOptions",
+    "ScoreRequest", "Scorer",
+]
 
 
 def __getattr__(name: str):

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks, logprobs_at
-from culture_probe.engine.types import ScoreRequest
+from culture_probe.engine.backend import Backend, iter_chunks, logprobs_at
+from culture_probe.engine.types import ScoreOptions, ScoreRequest
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _trie(sequences: tuple[tuple[int, ...], ...]) -> Trie:
     return Trie.build(list(sequences))
 
 
-class CausalScorer(Scorer):
+class CausalScorer(Backend):
     """Decoder-only models: GPT-2, Llama/Qwen/Mistral-style, BLOOM, ..."""
 
     kind = "causal"

@@ -11,6 +11,7 @@ from typing import Any
 
 from culture_probe.engine import parallel
 from culture_probe.engine.encoding import chat_prompt
+from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import UnsupportedModelError
 
 
@@ -40,74 +41,50 @@ def prompt_seed(seed: int, text: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1  # torch seeds must fit a signed 64-bit integer
 
 
-def _check_sampling(temperature: float | None, seed: int | None) -> None:
-    if temperature is None:
-        if seed is not None:
-            raise ValueError(f"generate(seed={seed!r}) without temperature=: greedy decoding draws nothing at "
-                             "random; pass temperature= to sample.")
-        return
-    if not temperature > 0:
-        raise ValueError(f"generate(temperature={temperature!r}): the temperature must be > 0 (None: greedy).")
-    if seed is None:
-        raise ValueError(f"generate(temperature={temperature!r}) needs seed=: sampling without a seed could not "
-                         "be repeated.")
-
-
-def prompt_texts(scorer: Any, prompts: list[str], chat: bool, system: str | None,
-                 add_special_tokens: bool | None = None) -> tuple[list[str], bool]:
+def prompt_texts(scorer: Any, prompts: list[str], options: GenerateOptions) -> tuple[list[str], bool]:
     """The texts to encode and whether the tokenizer should add its special tokens: by default yes for plain
-    prompts and no for chat prompts (the template already holds them); `add_special_tokens` overrides.
+    prompts and no for chat prompts (the template already holds them); `options.add_special_tokens` overrides.
     """
-    if not chat:
-        if system is not None:
-            raise ValueError(f"generate(system={system!r}) needs chat=True: a system message only exists in a chat "
-                             "template.")
-        return prompts, True if add_special_tokens is None else add_special_tokens
+    if not options.chat:
+        return prompts, True if options.add_special_tokens is None else options.add_special_tokens
     name = scorer.identity.get("name_or_path", "")
-    texts = [chat_prompt(scorer.tokenizer, p, system, name=name) for p in prompts]
-    return texts, False if add_special_tokens is None else add_special_tokens
+    texts = [chat_prompt(scorer.tokenizer, p, options.system, name=name) for p in prompts]
+    return texts, False if options.add_special_tokens is None else options.add_special_tokens
 
 
-def generate(scorer: Any, prompts: list[str], max_new_tokens: int, *, chat: bool = False,
-             system: str | None = None, temperature: float | None = None, seed: int | None = None,
-             add_special_tokens: bool | None = None) -> list[str]:
-    """Continuations of `prompts` (new text only, special tokens dropped): greedy by default, batched by token
-    budget; with `temperature`, sampled one prompt at a time, each from a generator seeded by
-    `prompt_seed(seed, text)`. With several processes, each generates its share and every process gets all texts.
+def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[str]:
+    """Continuations of `prompts` (new text only, special tokens dropped), batched by token budget (halved on
+    out-of-memory, as scoring is): greedy, or sampled at `options.temperature`, one prompt per call from a generator
+    seeded by `prompt_seed(options.seed, text)`. With several processes, each generates its share and every
+    process gets all texts.
     """
-    _check_sampling(temperature, seed)
     if scorer.kind == "masked":
         raise UnsupportedModelError("generate() needs a causal or seq2seq model; this one is a masked LM.")
     if not prompts:
         return []
-    texts, specials = prompt_texts(scorer, prompts, chat, system, add_special_tokens)
+    texts, specials = prompt_texts(scorer, prompts, options)
     rank, size = parallel.world()
-    mine = range(rank, len(texts), size)
-    if temperature is None:
-        local = _greedy(scorer, {i: texts[i] for i in mine}, specials, max_new_tokens)
-    else:
-        local = {i: _decode(scorer, [texts[i]], specials, max_new_tokens, temperature,
-                            prompt_seed(seed, texts[i]))[0] for i in mine}
+    mine = {i: texts[i] for i in range(rank, len(texts), size)}
+    lengths = scorer.tokenizer(list(mine.values()), add_special_tokens=specials)["input_ids"] if mine else []
+    costs = {i: len(ids) + options.max_new_tokens for i, ids in zip(mine, lengths, strict=True)}
+    # Sampling decodes one prompt per call: its generator is seeded for that prompt alone.
+    sampled = options.temperature is not None
+
+    def run(batch: list[int], _budget: int) -> list[str]:
+        if sampled:
+            return [_decode(scorer, [mine[i]], specials, options, prompt_seed(options.seed, mine[i]))[0]
+                    for i in batch]
+        return _decode(scorer, [mine[i] for i in batch], specials, options)
+
+    local: dict[int, str] = {}
+    for batch, decoded in scorer.batches(costs, run):
+        local.update(zip(batch, decoded, strict=True))
     done = parallel.gather(local, size)
     return [done[i] for i in range(len(texts))]
 
 
-def _greedy(scorer: Any, texts: dict[int, str], specials: bool, max_new_tokens: int) -> dict[int, str]:
-    """Greedy continuations of `texts`, in batches of about the engine's token budget (prompt and new tokens)."""
-    lengths = scorer.tokenizer(list(texts.values()), add_special_tokens=specials)["input_ids"] if texts else []
-    costs = {i: len(ids) + max_new_tokens for i, ids in zip(texts, lengths, strict=True)}
-    out: dict[int, str] = {}
-
-    def run(batch: list[int], _budget: int) -> list[str]:
-        return _decode(scorer, [texts[i] for i in batch], specials, max_new_tokens, None)
-
-    for batch, decoded in scorer.batches(costs, run):
-        out.update(zip(batch, decoded, strict=True))
-    return out
-
-
-def _decode(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int, temperature: float | None,
-            seed: int | None = None) -> list[str]:
+def _decode(scorer: Any, texts: list[str], specials: bool, options: GenerateOptions, seed: int | None = None
+            ) -> list[str]:
     import torch
 
     tok, model = scorer.tokenizer, scorer.model
@@ -118,7 +95,7 @@ def _decode(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int, 
     finally:
         tok.padding_side = side
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    config = _decoding_config(model, pad_id, max_new_tokens, temperature)
+    config = _decoding_config(model, pad_id, options.max_new_tokens, options.temperature)
     device = torch.device(scorer.device)
     # Sampling draws from the global generator (transformers takes no generator argument): fork it so the
     # caller's random state is left untouched, and seed it for this prompt alone.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from culture_probe.engine.backend import Backend, iter_chunks, logprobs_at
 from culture_probe.engine.encoding import Encoded
-from culture_probe.engine.scorer import CPU_BUDGET, CUDA_BUDGET, ScoreOptions, Scorer, iter_chunks, logprobs_at
-from culture_probe.engine.types import ScoreRequest
-from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.engine.types import FillMaskOptions, ScoreOptions, ScoreRequest, make_options
+from culture_probe.errors import InvalidValueError, UnsupportedModelError
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class MaskedItem:
     lengths: tuple[int, ...]
 
 
-class MaskedScorer(Scorer):
+class MaskedScorer(Backend):
     """Encoder-only masked LMs: BERT, RoBERTa/XLM-R, ..."""
 
     kind = "masked"
@@ -105,34 +106,29 @@ class MaskedScorer(Scorer):
         return ids, attn
 
     # ---- fill-mask: the argmax over the vocabulary (MAPS memorisation) ------------------------------------
-    def fill_mask(self, lefts: Sequence[str], *, rights: Sequence[str] | None = None, sep: str | None = None,
-                  top_k: int = 1) -> list[list[tuple[str, float]]]:
+    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions | None = None, *,
+                  rights: Sequence[str] | None = None, **fields: Any) -> list[list[tuple[str, float]]]:
         """Per left text, the `top_k` vocabulary pieces at one mask after it, best first, as (text decoded with
         `skip_special_tokens=True`, log-prob over the whole vocabulary); special tokens are never predicted.
 
         The input is what `score` feeds a one-token candidate: `left`, the separator rule (`sep`), the mask token,
-        the right text, the special tokens, the context cut on the left if too long. Batched by token budget,
-        in input order.
+        the right text, the special tokens, the context cut on the left if too long. Batched by token budget
+        (halved on out-of-memory, as `score` is), in input order.
         """
-        import torch
-
+        options = make_options(FillMaskOptions, options, fields)
         lefts = list(lefts)
         rights = [""] * len(lefts) if rights is None else list(rights)
         if len(rights) != len(lefts):
-            raise CultureProbeError(f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
+            raise InvalidValueError(f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
                                     "one right text per left text (or none).")
-        if top_k < 1:
-            raise CultureProbeError(f"fill_mask needs top_k >= 1, got {top_k}.")
-        inputs = [self._mask_input(left, right, sep) for left, right in zip(lefts, rights, strict=True)]
-        budget = self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
-        order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))  # longest first: padding is small
+        inputs = [self._mask_input(left, right, options.sep) for left, right in zip(lefts, rights, strict=True)]
         found: dict[int, list[tuple[str, float]]] = {}
-        start = 0
-        with torch.inference_mode():
-            while start < len(order):
-                batch = order[start: start + max(1, budget // len(inputs[order[start]][0]))]
-                found.update(zip(batch, self._top_pieces([inputs[i] for i in batch], top_k), strict=True))
-                start += len(batch)
+
+        def run(batch: list[int], _budget: int) -> list[list[tuple[str, float]]]:
+            return self._top_pieces([inputs[i] for i in batch], options.top_k)
+
+        for batch, pieces in self.batches({i: len(ids) for i, (ids, _) in enumerate(inputs)}, run):
+            found.update(zip(batch, pieces, strict=True))
         return [found[i] for i in range(len(inputs))]
 
     def _mask_input(self, left: str, right: str, sep: str | None) -> tuple[tuple[int, ...], int]:
@@ -155,7 +151,9 @@ class MaskedScorer(Scorer):
         ids, attn = self._padded([seq for seq, _ in inputs])
         rows = torch.arange(len(inputs), device=device)
         pos = torch.tensor([p for _, p in inputs], device=device)
-        lsm = torch.log_softmax(_logits_at(self.model, ids.to(device), attn.to(device), rows, pos).float(), dim=-1)
+        with torch.inference_mode():
+            logits = _logits_at(self.model, ids.to(device), attn.to(device), rows, pos)
+        lsm = torch.log_softmax(logits.float(), dim=-1)
         special = sorted({i for i in self.tokenizer.all_special_ids if i < lsm.shape[-1]})
         lsm[:, special] = float("-inf")
         values, tokens = lsm.topk(min(top_k, lsm.shape[-1] - len(special)), dim=-1)

@@ -1,45 +1,35 @@
-"""`Scorer`: loads a model, picks its backend from the config, and shares batching, ordering, caching, progress
-and data parallelism between backends. A backend (causal, masked, seq2seq) only writes `_prepare`, `_cost` and
-`_score_batch`.
+"""`Scorer`: the engine's entry point. It finds the backend for a model in one registry, `BACKENDS` (model kind
+-> backend class), and builds it: `Scorer(model, tokenizer)` wraps loaded objects, `Scorer.from_pretrained(name)`
+loads them. The backends (`causal`, `masked`, `seq2seq`) share `culture_probe.engine.backend.Backend` and know
+nothing of this registry, so the modules import one way: scorer -> backends -> backend.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any
 
 from culture_probe.engine import parallel
-from culture_probe.engine.cache import ScoreCache
-from culture_probe.engine.encoding import Encoder, model_max_length
-from culture_probe.engine.types import CandidateScores, ScoreRequest
-from culture_probe.errors import UnknownNameError, UnsupportedModelError
+from culture_probe.engine.backend import Backend, _identity
+from culture_probe.engine.causal import CausalScorer
+from culture_probe.engine.masked import MaskedScorer
+from culture_probe.engine.seq2seq import Seq2SeqScorer
+from culture_probe.engine.types import MODEL_KINDS, ModelKind
+from culture_probe.errors import MissingDataError, UnknownNameError, UnsupportedModelError
 
-Kind = Literal["causal", "masked", "seq2seq"]
-KINDS = ("causal", "masked", "seq2seq")
-CPU_BUDGET = 4096  # tokens per forward pass on CPU
-CUDA_BUDGET = 1 << 16  # first try on CUDA; halved on out-of-memory until it fits
-
-
-@dataclass(frozen=True)
-class ScoreOptions:
-    """The options of one `score` call that change numbers (part of the cache key)."""
-
-    masked_method: Literal["typed", "l2r"] = "typed"
-    score_right: bool = False
-    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"
-
-    def digest(self) -> str:
-        """A stable digest of the options."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+#: model kind -> the backend that scores it (a new backend is one more entry)
+BACKENDS: dict[str, type[Backend]] = {"causal": CausalScorer, "masked": MaskedScorer, "seq2seq": Seq2SeqScorer}
 
 
-def detect_kind(config: Any, class_name: str | None = None) -> Kind:
+def backend_for(kind: str) -> type[Backend]:
+    """The backend class of a model kind; an unknown kind lists the valid ones."""
+    if kind not in BACKENDS:
+        raise UnknownNameError("model kind", kind, ("auto", *BACKENDS),
+                               "Example: Scorer.from_pretrained(path, kind='causal').")
+    return BACKENDS[kind]
+
+
+def detect_kind(config: Any, class_name: str | None = None) -> ModelKind:
     """The scoring kind of a model, from its config (architectures, is_encoder_decoder, model_type), never
     from its name.
     """
@@ -57,11 +47,11 @@ def detect_kind(config: Any, class_name: str | None = None) -> Kind:
     if not names:
         return _kind_from_type(config, model_type)
     raise UnsupportedModelError(
-        f"Model {names[0]!r} (type {model_type!r}) is none of the kinds the engine scores: {', '.join(KINDS)}. "
+        f"Model {names[0]!r} (type {model_type!r}) is none of the kinds the engine scores: {', '.join(MODEL_KINDS)}. "
         "Load it with a language-model head (e.g. AutoModelForMaskedLM), or pass kind= if it has one.")
 
 
-def _kind_from_type(config: Any, model_type: str | None) -> Kind:
+def _kind_from_type(config: Any, model_type: str | None) -> ModelKind:
     from transformers.models.auto import modeling_auto as auto
 
     if getattr(config, "is_encoder_decoder", False) and model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
@@ -71,69 +61,76 @@ def _kind_from_type(config: Any, model_type: str | None) -> Kind:
     if model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return "causal"
     raise UnsupportedModelError(
-        f"Model of type {model_type!r} is none of the kinds the engine scores: {', '.join(KINDS)}. "
+        f"Model of type {model_type!r} is none of the kinds the engine scores: {', '.join(MODEL_KINDS)}. "
         "Pass kind= one of them if the model has such a head.")
 
 
-def _backend_class(kind: str) -> type[Scorer]:
-    if kind == "causal":
-        from culture_probe.engine.causal import CausalScorer
-
-        return CausalScorer
-    if kind == "masked":
-        from culture_probe.engine.masked import MaskedScorer
-
-        return MaskedScorer
-    if kind == "seq2seq":
-        from culture_probe.engine.seq2seq import Seq2SeqScorer
-
-        return Seq2SeqScorer
-    raise UnknownNameError("model kind", kind, ("auto",) + KINDS,
-                           "Example: Scorer.from_pretrained(path, kind='causal').")
+def model_kind(name_or_path: str | Path, *, kind: str = "auto", revision: str | None = None,
+               trust_remote_code: bool = False) -> ModelKind:
+    """The kind of a model from its config alone (no weights loaded), so a run can build its probes and check its
+    options before the model is loaded. `kind` other than "auto" is returned as is once checked.
+    """
+    if kind != "auto":
+        backend_for(kind)
+        return kind  # type: ignore[return-value]
+    return detect_kind(_config(name_or_path, revision, trust_remote_code))
 
 
-class Scorer:
-    """Scores candidate fillers with a masked, causal or seq2seq model, and generates (greedy, or seeded sampling).
+def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: bool) -> Any:
+    """The model's transformers config. A name that is no local folder and cannot be a Hub id is reported as a
+    missing path; a Hub id the Hub cannot provide (offline, private, misspelt) says so, without a traceback.
+    """
+    import transformers as tf
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-    `Scorer(model, tokenizer)` wraps loaded objects; `Scorer.from_pretrained(name_or_path)` loads them. The
-    instance is the backend for the model's kind (`scorer.kind`).
+    text = str(name_or_path)
+    local = Path(text).expanduser().exists()
+    if not local:
+        try:
+            validate_repo_id(text)
+        except HFValidationError:
+            raise MissingDataError(f"Model path {text!r} does not exist. Pass a local model folder or a Hub id "
+                                   "(e.g. bert-base-multilingual-cased).") from None
+    try:
+        return tf.AutoConfig.from_pretrained(text, revision=revision, trust_remote_code=trust_remote_code)
+    except OSError as error:
+        if local:
+            raise
+        raise MissingDataError(f"Model {text!r} is no local folder, and the Hub could not provide it ({error}). "
+                               "Check the name, or pass a local model folder.") from None
+
+
+class _Family(type):
+    """Makes every backend an instance of `Scorer` (`isinstance(scorer, Scorer)`), which only builds them."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, Backend)
+
+
+class Scorer(metaclass=_Family):
+    """Scores candidate fillers with a masked, causal or seq2seq model, and generates.
+
+    `Scorer(model, tokenizer)` and `Scorer.from_pretrained(name_or_path)` return the backend for the model's kind
+    (`scorer.kind`); every backend counts as a `Scorer` (`isinstance(scorer, Scorer)`).
     """
 
-    kind: Kind
-
-    def __new__(cls, model: Any = None, tokenizer: Any = None, *, kind: str = "auto", **_: Any):
-        """`Scorer(model, tokenizer)` returns the backend for the model's kind."""
-        if cls is Scorer and model is not None:
-            kind = detect_kind(model.config, type(model).__name__) if kind == "auto" else kind
-            cls = _backend_class(kind)
-        return super().__new__(cls)
-
-    def __init__(self, model: Any, tokenizer: Any, *, kind: str = "auto", batch_tokens: int | None = None,
-                 cache: str | Path | None = None, add_bos: bool | None = None,
-                 identity: dict[str, Any] | None = None):
-        self.model, self.tokenizer = model, tokenizer
-        self.identity = dict(identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or ""))
-        self.encoder = Encoder(tokenizer, add_bos=add_bos, max_length=model_max_length(model, tokenizer),
-                               name=self.identity["name_or_path"])
-        self.batch_tokens = batch_tokens
-        self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
-        self.cache_path = Path(cache) if cache is not None else None
-        self.identity["kind"] = self.kind
-        self.identity["add_bos"] = add_bos
-        self._check_model()
+    def __new__(cls, model: Any, tokenizer: Any, *, kind: str = "auto", **options: Any) -> Backend:  # type: ignore[misc]
+        """The backend for `model`'s kind (detected from its class and config unless `kind` is given)."""
+        kind = detect_kind(model.config, type(model).__name__) if kind == "auto" else kind
+        return backend_for(kind)(model, tokenizer, **options)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | Path, *, kind: str = "auto", device: Any = None,
                         torch_dtype: Any = None, device_map: Any = None, revision: str | None = None,
                         batch_tokens: int | None = None, cache: str | Path | None = None,
-                        add_bos: bool | None = None, trust_remote_code: bool = False) -> Scorer:
+                        add_bos: bool | None = None, trust_remote_code: bool = False) -> Backend:
         """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right backend."""
         import transformers as tf
 
         hub = {"revision": revision, "trust_remote_code": trust_remote_code}
-        config = tf.AutoConfig.from_pretrained(name_or_path, **hub)
+        config = _config(name_or_path, revision, trust_remote_code)
         kind = detect_kind(config) if kind == "auto" else kind
-        backend = _backend_class(kind)
+        backend = backend_for(kind)
         loader = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
                   "seq2seq": tf.AutoModelForSeq2SeqLM}[kind]
         extra = {k: v for k, v in {"dtype": torch_dtype, "device_map": device_map}.items() if v is not None}
@@ -142,265 +139,5 @@ class Scorer:
             model = model.to(parallel.local_device(device))
         tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **hub)
         identity = _identity(model, tokenizer, name=str(name_or_path), revision=revision, hash_weights=False)
-        return backend(model.eval(), tokenizer, kind=kind, batch_tokens=batch_tokens, cache=cache,
-                       add_bos=add_bos, identity=identity)
-
-    # ---- the hooks a backend writes -------------------------------------------------------------------------
-    def _check_model(self) -> None:
-        """Refuse, at construction, a model or tokenizer the backend cannot score with."""
-
-    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Any:
-        """Turn a request into the backend's work item (token ids, already fitted to the model)."""
-        raise NotImplementedError
-
-    def _cost(self, item: Any) -> int:
-        """Tokens a work item puts through the model (for batching by token budget)."""
-        raise NotImplementedError
-
-    def _score_batch(self, items: list[Any], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
-        """Per item, per candidate, the log-prob of each scored token (float64)."""
-        raise NotImplementedError
-
-    # ---- shared machinery -----------------------------------------------------------------------------------
-    @property
-    def device(self):
-        """The device inputs go to (the first parameter's)."""
-        return next(self.model.parameters()).device
-
-    def score(self, requests: Sequence[ScoreRequest], *, keep_tokens: bool = False,
-              masked_method: Literal["typed", "l2r"] = "typed", score_right: bool = False,
-              seq2seq_style: Literal["sentinel", "plain"] = "sentinel", progress: bool = False
-              ) -> list[CandidateScores]:
-        """Score every request's candidates; one `CandidateScores` per request, in request order.
-
-        With several processes (accelerate/torchrun), each scores a shard and every process gets all results.
-        """
-        options = self._options(masked_method, score_right, seq2seq_style)
-        requests = list(requests)
-        if self.kind != "causal" and any(r.chat for r in requests):
-            raise UnsupportedModelError(
-                f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
-                f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model.")
-        keys = [self._key(r) for r in requests]
-        rank, size = parallel.world()
-        cache = self._open_cache(options)
-        done = cache.get(keys) if cache is not None else {}
-        parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
-        todo = sorted({key: i for i, key in enumerate(keys) if key not in done}.values())
-        # Every process prepares (and so validates) every request before any scores: a bad request raises on
-        # all processes alike instead of leaving the others waiting in the gather.
-        items = {i: self._prepare(requests[i], options) for i in todo}
-        local = self._score_items(requests, {i: items[i] for i in todo[rank::size]}, options, cache,
-                                  progress and rank == 0)
-        done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
-        if cache is not None:
-            cache.close()
-        return [_view(done[key], keep_tokens) for key in keys]
-
-    def _options(self, masked_method: str, score_right: bool, seq2seq_style: str) -> ScoreOptions:
-        """The call's options; an unknown value, or a rule this model's kind cannot follow, is an error (never
-        silently ignored: it would also split the cache keys of equal scores).
-        """
-        for name, value, valid in (("masked_method", masked_method, ("typed", "l2r")),
-                                   ("seq2seq_style", seq2seq_style, ("sentinel", "plain"))):
-            if value not in valid:
-                raise UnknownNameError(name, value, valid)
-        rules = (  # (asked for, the kind it needs, what it does)
-            ("masked_method='l2r'", masked_method == "l2r", "masked", "predicts each subword at a mask"),
-            ("seq2seq_style='plain'", seq2seq_style == "plain", "seq2seq", "scores the candidate as the whole "
-                                                                           "decoder target"),
-            ("score_right=True", score_right, "causal", "scores the right-hand text as a continuation"),
-        )
-        for option, asked, kind, what in rules:
-            if asked and self.kind != kind:
-                raise UnsupportedModelError(f"{option} {what}, which needs a {kind} model; this one is {self.kind}. "
-                                            f"Leave {option.split('=')[0]} at its default.")
-        return ScoreOptions(masked_method=masked_method, score_right=score_right, seq2seq_style=seq2seq_style)
-
-    def _key(self, request: ScoreRequest) -> str:
-        """The request's cache key; a chat request's also covers the chat template, which the tokenizer hash
-        (its vocabulary and rules) does not.
-        """
-        if not request.chat:
-            return request.key()
-        template = str(getattr(self.tokenizer, "chat_template", None))
-        return hashlib.sha256(f"{request.key()}\n{template}".encode()).hexdigest()
-
-    def _open_cache(self, options: ScoreOptions) -> ScoreCache | None:
-        if self.cache_path is None:
-            return None
-        model = hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()
-        return ScoreCache(self.cache_path, model=model, options=options.digest())
-
-    def _score_items(self, requests: list[ScoreRequest], items: dict[int, Any], options: ScoreOptions,
-                     cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
-        results: dict[int, CandidateScores] = {}
-        bar = _progress(len(items), progress)
-
-        def run(batch: list[int], budget: int) -> list[list[np.ndarray]]:
-            return self._score_batch([items[i] for i in batch], options, budget)
-
-        for batch, scored in self.batches({i: self._cost(item) for i, item in items.items()}, run):
-            new = {i: _assemble(requests[i].candidates, tokens) for i, tokens in zip(batch, scored, strict=True)}
-            results.update(new)
-            if cache is not None:
-                cache.put({self._key(requests[i]): value for i, value in new.items()})
-            bar.update(len(batch))
-        bar.close()
-        return results
-
-    def batches(self, costs: dict[int, int], run: Callable[[list[int], int], list[Any]]
-                ) -> Iterator[tuple[list[int], list[Any]]]:
-        """(batch, `run(batch, budget)`) for batches of the keys of `costs` (tokens each puts through the model),
-        longest first so that an out-of-memory error happens at once rather than hours in, each within the token
-        budget. With the automatic budget, an out-of-memory error halves it (remembered for later calls) and the
-        same items run again; a budget the user chose (`batch_tokens`) is never changed.
-        """
-        order = sorted(costs, key=lambda i: -costs[i])
-        budget = self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
-        while order:
-            batch = _take_batch(order, costs, budget)
-            try:
-                out = run(batch, budget)
-            except Exception as error:
-                if self.batch_tokens is not None or not _is_oom(error) or budget <= 16:
-                    raise
-                budget //= 2
-                self.auto_budget = budget
-                _free_memory()
-                continue
-            yield batch, out
-            order = order[len(batch):]
-
-    def generate(self, prompts: Sequence[str], max_new_tokens: int, *, chat: bool = False,
-                 system: str | None = None, temperature: float | None = None, seed: int | None = None,
-                 add_special_tokens: bool | None = None) -> list[str]:
-        """Greedy continuations of `prompts` (batched, left-padded); `chat=True` applies the chat template with
-        each prompt as the user turn, after a `system` turn when one is given. `temperature` (which needs `seed`)
-        samples instead, each prompt on its own with a seed derived from `seed` and its text, so the same seed gives
-        the same texts whatever the batch size or process count. The tokenizer adds its special tokens to plain
-        prompts and not to chat prompts (their template holds them) unless `add_special_tokens` says otherwise.
-        """
-        from culture_probe.engine.generation import generate
-
-        return generate(self, list(prompts), max_new_tokens, chat=chat, system=system, temperature=temperature,
-                        seed=seed, add_special_tokens=add_special_tokens)
-
-    def fill_mask(self, lefts: Sequence[str], *, rights: Sequence[str] | None = None, sep: str | None = None,
-                  top_k: int = 1) -> list[list[tuple[str, float]]]:
-        """The `top_k` vocabulary pieces (decoded text, log-prob) at one mask put after each left text; masked
-        models only (see `MaskedScorer.fill_mask`).
-        """
-        raise UnsupportedModelError(
-            f"fill_mask predicts the vocabulary piece at a mask token, which needs a masked model; this one is "
-            f"{self.kind}. Use generate() for causal and seq2seq models.")
-
-
-def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:
-    """The longest prefix of `order` whose total cost fits `budget` (at least one item)."""
-    total, n = 0, 0
-    for i in order:
-        if n and total + costs[i] > budget:
-            break
-        total, n = total + costs[i], n + 1
-    return order[:n]
-
-
-def _assemble(candidates: tuple[str, ...], tokens: list[np.ndarray]) -> CandidateScores:
-    tokens = [np.asarray(t, dtype=np.float64) for t in tokens]
-    return CandidateScores(candidates=candidates, sum_logprob=np.array([t.sum() for t in tokens]),
-                           n_tokens=np.array([len(t) for t in tokens], dtype=np.int64),
-                           token_logprobs=tuple(tokens))
-
-
-def _view(scores: CandidateScores, keep_tokens: bool) -> CandidateScores:
-    if keep_tokens:
-        return scores
-    return CandidateScores(scores.candidates, scores.sum_logprob, scores.n_tokens)
-
-
-def _is_oom(error: Exception) -> bool:
-    import torch
-
-    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
-
-
-def _free_memory() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(total: int, show: bool):
-    if not show:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="scoring", unit="request")
-
-
-def _identity(model: Any, tokenizer: Any, *, name: str, revision: str | None = None,
-              hash_weights: bool = True) -> dict[str, Any]:
-    """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; the Hub commit the
-    files came from and, for a local folder, a fingerprint of its weight files (so a retrained folder or a moved
-    Hub repo misses the cache); for a model built in memory (no file behind it) also a hash of its weights.
-    """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
-    identity = {
-        "name_or_path": str(Path(name).resolve()) if name and Path(name).exists() else name,
-        "revision": revision,
-        "dtype": str(next(model.parameters()).dtype),
-        "architecture": type(model).__name__,
-        "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-    }
-    commit = getattr(model.config, "_commit_hash", None)
-    if commit:  # only when known, so identities (and cache keys) of models built in memory stay as they were
-        identity["commit"] = commit
-    if name and Path(name).is_dir():
-        identity["weight_files"] = weight_fingerprint(Path(name))
-    # Hashing is cheap for the small models built in memory (tests, planted models); a large one is named by
-    # its config and path only.
-    if hash_weights and model.num_parameters() <= 200_000_000:
-        digest = hashlib.sha256(model.config.to_json_string().encode())
-        for tensor in model.state_dict().values():
-            digest.update(tensor.detach().float().cpu().numpy().tobytes())
-        identity["weights_sha256"] = digest.hexdigest()
-    return identity
-
-
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf")
-
-
-def weight_fingerprint(folder: Path) -> list[tuple[str, int, int]]:
-    """(name, size, modification time in ns) of each weight file in `folder`: cheap for any model size, and
-    changed by rewriting the weights (retraining, re-saving, copying in other files).
-    """
-    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
-    return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
-
-
-def logprobs_at(logits, rows, tokens):
-    """`log_softmax(logits)[rows, tokens]` in float32, without building the log-softmax of the whole vocabulary
-    (one logsumexp per row of `logits`).
-    """
-    import torch
-
-    logits = logits.float()
-    return logits[rows, tokens] - torch.logsumexp(logits, dim=-1)[rows]
-
-
-def iter_chunks(n: int, size: int) -> Iterator[slice]:
-    """Slices covering range(n) in pieces of at most `size` (at least 1)."""
-    size = max(1, size)
-    for start in range(0, n, size):
-        yield slice(start, min(n, start + size))
+        return backend(model.eval(), tokenizer, batch_tokens=batch_tokens, cache=cache, add_bos=add_bos,
+                       identity=identity)

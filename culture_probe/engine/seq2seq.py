@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from culture_probe.engine.backend import Backend, iter_chunks
 from culture_probe.engine.encoding import separator
-from culture_probe.engine.scorer import ScoreOptions, Scorer, iter_chunks
-from culture_probe.engine.types import ScoreRequest
+from culture_probe.engine.types import ScoreOptions, ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnsupportedModelError
 
 SENTINELS = ("<extra_id_0>", "<extra_id_1>")
@@ -26,7 +26,7 @@ class Seq2SeqItem:
     candidates: tuple[tuple[int, ...], ...]
 
 
-class Seq2SeqScorer(Scorer):
+class Seq2SeqScorer(Backend):
     """Encoder-decoder models with T5-style sentinels."""
 
     kind = "seq2seq"

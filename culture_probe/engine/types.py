@@ -1,21 +1,28 @@
-"""The engine's contract: what a caller asks (`ScoreRequest`) and what it gets back (`CandidateScores`).
+"""The engine's contract: what a caller asks (`ScoreRequest`, and the options of each call: `ScoreOptions`,
+`GenerateOptions`, `FillMaskOptions`) and what it gets back (`CandidateScores`).
 
-Benchmarks and outside users rely on these names and fields (see DESIGN.md). Both are plain data: requests are
-frozen and hashable, so they double as cache keys; results are returned, never written back into requests.
+Benchmarks and outside users rely on these names and fields (see DESIGN.md). All are plain data: requests and
+options are frozen and hashable, so they double as cache keys and group probes by engine call; results are
+returned, never written back into requests.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal, TypeVar, get_args
 
 import numpy as np
 
-from culture_probe.errors import UnknownNameError
+from culture_probe.errors import InvalidValueError, UnknownNameError
 
+ModelKind = Literal["causal", "masked", "seq2seq"]
+MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)  # the model kinds the engine scores, defined once
 ScoreKind = Literal["sum", "mean"]
+MaskedMethod = Literal["typed", "l2r"]
+Seq2SeqStyle = Literal["sentinel", "plain"]
 
 
 @dataclass(frozen=True)
@@ -43,10 +50,11 @@ class ScoreRequest:
     def __post_init__(self) -> None:
         # Accept any sequence of candidates but store a tuple, so the request stays hashable.
         if isinstance(self.candidates, str):
-            raise TypeError("ScoreRequest.candidates must be a sequence of strings, not one string")
+            raise InvalidValueError(f"ScoreRequest.candidates must be a sequence of strings, not one string "
+                                    f"({self.candidates!r}); e.g. candidates=({self.candidates!r},).")
         if self.system is not None and not self.chat:
-            raise ValueError(f"ScoreRequest(system={self.system!r}) needs chat=True: a system message only exists "
-                             "in a chat template.")
+            raise InvalidValueError(f"ScoreRequest(system={self.system!r}) needs chat=True: a system message only "
+                                    "exists in a chat template.")
         object.__setattr__(self, "candidates", tuple(self.candidates))
 
     def key(self) -> str:
@@ -101,3 +109,104 @@ class CandidateScores:
     def best(self, by: ScoreKind = "mean") -> str:
         """The top-ranked candidate."""
         return self.candidates[int(self.ranking(by)[0])]
+
+
+# ---------------------------------------------------------------- the options of each engine call
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """How `Scorer.score` scores: the rules that change numbers (part of the cache key) and `keep_tokens`, which
+    only chooses what is returned (per-token log-probs) and so is left out of the cache key.
+
+    `masked_method`: "typed" (mLAMA typed querying) or "l2r" (one mask per subword, left to right; masked models).
+    `score_right`: causal models also score the right-hand text as a continuation of the candidate.
+    `seq2seq_style`: "sentinel" (the slot is the first sentinel) or "plain" (the left text is the encoder input and
+    the candidate the whole target).
+    """
+
+    masked_method: MaskedMethod = "typed"
+    score_right: bool = False
+    seq2seq_style: Seq2SeqStyle = "sentinel"
+    keep_tokens: bool = False
+
+    def __post_init__(self) -> None:
+        for name, valid in (("masked_method", ("typed", "l2r")), ("seq2seq_style", ("sentinel", "plain"))):
+            if getattr(self, name) not in valid:
+                raise UnknownNameError(name, getattr(self, name), valid)
+
+    def digest(self) -> str:
+        """A stable digest of the options that change numbers."""
+        rules = {k: v for k, v in asdict(self).items() if k != "keep_tokens"}
+        return hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    """How `Scorer.generate` continues prompts: greedy for `max_new_tokens`, or sampled at `temperature` with
+    `seed` (each prompt from a seed derived from `seed` and its text). `chat=True` applies the model's chat template
+    with each prompt as the user turn, after a `system` turn when one is given. The tokenizer adds its special
+    tokens to plain prompts and not to chat prompts (their template holds them) unless `add_special_tokens` says
+    otherwise.
+    """
+
+    max_new_tokens: int
+    chat: bool = False
+    system: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    add_special_tokens: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise InvalidValueError(f"max_new_tokens must be a whole number >= 1, got {self.max_new_tokens!r}.")
+        if self.system is not None and not self.chat:
+            raise InvalidValueError(f"generate(system={self.system!r}) needs chat=True: a system message only "
+                                    "exists in a chat template.")
+        if self.temperature is None:
+            if self.seed is not None:
+                raise InvalidValueError(f"generate(seed={self.seed!r}) without temperature=: greedy decoding draws "
+                                        "nothing at random; pass temperature= to sample.")
+            return
+        if not self.temperature > 0:
+            raise InvalidValueError(f"generate(temperature={self.temperature!r}): the temperature must be > 0 "
+                                    "(None: greedy).")
+        if self.seed is None:
+            raise InvalidValueError(f"generate(temperature={self.temperature!r}) needs seed=: sampling without a "
+                                    "seed could not be repeated.")
+
+
+@dataclass(frozen=True)
+class FillMaskOptions:
+    """How `Scorer.fill_mask` reads one mask: the separator rule between the left text and the mask (`sep`, as in
+    `ScoreRequest`) and how many vocabulary pieces to return (`top_k`).
+    """
+
+    sep: str | None = None
+    top_k: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.top_k, int) or self.top_k < 1:
+            raise InvalidValueError(f"fill_mask needs top_k >= 1, got {self.top_k!r}.")
+
+
+Options = TypeVar("Options", ScoreOptions, GenerateOptions, FillMaskOptions)
+
+
+def make_options(kind: type[Options], options: Options | None, values: Mapping[str, Any]) -> Options:
+    """`options` as given, or built from keyword `values` (`score(reqs, masked_method="l2r")`); not both."""
+    if options is not None:
+        if values:
+            raise InvalidValueError(f"Pass either a {kind.__name__} or its fields as keywords, not both "
+                                    f"(got both and {', '.join(values)}).")
+        if not isinstance(options, kind):
+            raise InvalidValueError(f"Expected a {kind.__name__}, got {type(options).__name__}: {options!r}.")
+        return options
+    valid = [f.name for f in fields(kind)]
+    for name in values:
+        if name not in valid:
+            raise UnknownNameError(f"field of {kind.__name__}", name, valid)
+    try:
+        return kind(**values)
+    except TypeError as error:  # a required field left out
+        raise InvalidValueError(f"{kind.__name__}: {error}.") from None

@@ -120,7 +120,7 @@ def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatc
 
 
 def test_identity_records_the_hub_commit_when_known():
-    from culture_probe.engine.scorer import _identity
+    from culture_probe.engine.backend import _identity
 
     model, tok = tiny("gpt2", "bpe")
     assert "commit" not in _identity(model, tok, name="", hash_weights=False)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from culture_probe.engine import Scorer, ScoreRequest
-from culture_probe.errors import UnsupportedModelError
+from culture_probe.errors import InvalidValueError, UnsupportedModelError
 
 CAUSAL = [("gpt2", "bpe"), ("llama", "metaspace"), ("bloom", "wordpiece")]
 
@@ -111,7 +111,7 @@ def test_masked_and_seq2seq_models_refuse_chat_scoring(arch, kind):
 
 
 def test_a_system_message_needs_chat():
-    with pytest.raises(ValueError, match="needs chat=True"):
+    with pytest.raises(InvalidValueError, match="needs chat=True"):
         ScoreRequest("Egypt is in", ["Africa"], system="Be brief")
 
 

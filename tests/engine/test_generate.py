@@ -9,7 +9,7 @@ import torch
 from engine_reference import tiny
 
 from culture_probe.engine import Scorer
-from culture_probe.errors import UnsupportedModelError
+from culture_probe.errors import InvalidValueError, UnsupportedModelError
 
 PROMPTS = ["Egypt is located in", "日本の首都は", "한국의 수도는 서울", "عاصمة مصر"]
 
@@ -38,48 +38,48 @@ def test_generate_is_greedy_even_when_the_checkpoint_says_sample(arch, kind):
 @pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace"), ("t5", "metaspace")])
 def test_batched_left_padded_equals_one_by_one(arch, kind):
     scorer = Scorer(*tiny(arch, kind))
-    assert scorer.generate(PROMPTS, max_new_tokens=4) == [scorer.generate([p], 4)[0] for p in PROMPTS]
+    assert scorer.generate(PROMPTS, max_new_tokens=4) == [scorer.generate([p], max_new_tokens=4)[0] for p in PROMPTS]
 
 
 def test_chat_uses_the_chat_template():
     model, tok = tiny("gpt2", "bpe")
     scorer = Scorer(model, tok)
-    with pytest.raises(ValueError, match="no chat template"):
-        scorer.generate(PROMPTS[:1], 3, chat=True)
+    with pytest.raises(UnsupportedModelError, match="no chat template"):
+        scorer.generate(PROMPTS[:1], max_new_tokens=3, chat=True)
     tok.chat_template = ("{% for m in messages %}<user> {{ m['content'] }} </user>{% endfor %}"
                          "{% if add_generation_prompt %} assistant:{% endif %}")
     try:
         rendered = [f"<user> {p} </user> assistant:" for p in PROMPTS]
-        assert scorer.generate(PROMPTS, 4, chat=True) == scorer.generate(rendered, 4)
-        assert scorer.generate(PROMPTS, 4, chat=True) != scorer.generate(PROMPTS, 4)
+        assert scorer.generate(PROMPTS, max_new_tokens=4, chat=True) == scorer.generate(rendered, max_new_tokens=4)
+        assert scorer.generate(PROMPTS, max_new_tokens=4, chat=True) != scorer.generate(PROMPTS, max_new_tokens=4)
     finally:
         tok.chat_template = None
 
 
 def test_masked_models_do_not_generate():
     with pytest.raises(UnsupportedModelError, match="causal or seq2seq"):
-        Scorer(*tiny("bert", "wordpiece")).generate(PROMPTS, 3)
+        Scorer(*tiny("bert", "wordpiece")).generate(PROMPTS, max_new_tokens=3)
 
 
 def test_chat_takes_a_system_message():
     model, tok = tiny("gpt2", "bpe")
     scorer = Scorer(model, tok)
-    with pytest.raises(ValueError, match="needs chat=True"):
-        scorer.generate(PROMPTS[:1], 3, system="Be brief.")
+    with pytest.raises(InvalidValueError, match="needs chat=True"):
+        scorer.generate(PROMPTS[:1], max_new_tokens=3, system="Be brief.")
     tok.chat_template = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} "
                          "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
     try:
         rendered = [f"<system> Be brief. <user> {p} <assistant>" for p in PROMPTS]
-        got = scorer.generate(PROMPTS, 4, chat=True, system="Be brief.")
+        got = scorer.generate(PROMPTS, max_new_tokens=4, chat=True, system="Be brief.")
         assert got == [_argmax_continuation(model, tok, text, 4) for text in rendered]
-        assert got != scorer.generate(PROMPTS, 4, chat=True)
+        assert got != scorer.generate(PROMPTS, max_new_tokens=4, chat=True)
     finally:
         tok.chat_template = None
 
 
 def test_prompts_run_in_batches_of_the_token_budget_with_the_same_texts(monkeypatch):
     model, tok = tiny("gpt2", "bpe")
-    expected = Scorer(model, tok).generate(PROMPTS, 4)
+    expected = Scorer(model, tok).generate(PROMPTS, max_new_tokens=4)
     sizes = []
     original = type(model).generate
 
@@ -89,7 +89,7 @@ def test_prompts_run_in_batches_of_the_token_budget_with_the_same_texts(monkeypa
 
     monkeypatch.setattr(type(model), "generate", counting)
     # Each prompt is at most ~12 tokens + 4 new ones: a 32-token budget holds one or two of them per batch.
-    assert Scorer(model, tok, batch_tokens=32).generate(PROMPTS, 4) == expected
+    assert Scorer(model, tok, batch_tokens=32).generate(PROMPTS, max_new_tokens=4) == expected
     assert len(sizes) > 1 and sum(sizes) == len(PROMPTS) and max(sizes) <= 2
 
 
@@ -98,7 +98,7 @@ def test_out_of_memory_in_generation_halves_the_automatic_budget(monkeypatch):
 
     model, tok = tiny("gpt2", "bpe")
     scorer = Scorer(model, tok)
-    expected = scorer.generate(PROMPTS, 4)
+    expected = scorer.generate(PROMPTS, max_new_tokens=4)
     original = generation._decode
 
     def flaky(scorer_, texts, *args, **kwargs):
@@ -107,7 +107,7 @@ def test_out_of_memory_in_generation_halves_the_automatic_budget(monkeypatch):
         return original(scorer_, texts, *args, **kwargs)
 
     monkeypatch.setattr(generation, "_decode", flaky)
-    assert scorer.generate(PROMPTS, 4) == expected
+    assert scorer.generate(PROMPTS, max_new_tokens=4) == expected
     assert scorer.auto_budget is not None and scorer.auto_budget <= 32  # halved until one prompt per batch
 
 
@@ -127,8 +127,8 @@ def test_chat_prompts_get_the_tokenizers_special_tokens_only_when_asked(monkeypa
 
     monkeypatch.setattr(type(model), "generate", first_ids)
     scorer = Scorer(model, tok)
-    scorer.generate(["Egypt"], 2, chat=True)
-    scorer.generate(["Egypt"], 2, chat=True, add_special_tokens=True)
-    scorer.generate(["Egypt"], 2)
-    scorer.generate(["Egypt"], 2, add_special_tokens=False)
+    scorer.generate(["Egypt"], max_new_tokens=2, chat=True)
+    scorer.generate(["Egypt"], max_new_tokens=2, chat=True, add_special_tokens=True)
+    scorer.generate(["Egypt"], max_new_tokens=2)
+    scorer.generate(["Egypt"], max_new_tokens=2, add_special_tokens=False)
     assert [ids.count(bos) for ids in firsts] == [1, 2, 1, 0]

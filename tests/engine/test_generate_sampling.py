@@ -10,6 +10,7 @@ from engine_reference import tiny
 
 from culture_probe.engine import Scorer
 from culture_probe.engine.generation import prompt_seed
+from culture_probe.errors import InvalidValueError
 
 PROMPTS = ["Egypt is located in", "日本の首都は", "한국의 수도는 서울", "عاصمة مصر", "The food poutine has"]
 HOT = 5.0  # a high temperature flattens a random tiny model's distribution: samples differ between seeds
@@ -36,7 +37,7 @@ def test_sampling_is_plain_temperature_sampling_even_when_the_checkpoint_filters
     model, tok = tiny(arch, kind)
     model.generation_config.top_k, model.generation_config.top_p = 1, 0.1  # would make sampling greedy
     try:
-        got = Scorer(model, tok).generate(PROMPTS, 6, temperature=HOT, seed=3)
+        got = Scorer(model, tok).generate(PROMPTS, max_new_tokens=6, temperature=HOT, seed=3)
     finally:
         model.generation_config.top_k = model.generation_config.top_p = None
     assert got == [_reference_sample(model, tok, p, 6, HOT, 3) for p in PROMPTS]
@@ -45,9 +46,10 @@ def test_sampling_is_plain_temperature_sampling_even_when_the_checkpoint_filters
 @pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("t5", "metaspace")])
 def test_same_seed_same_texts_whatever_the_batch(arch, kind):
     scorer = Scorer(*tiny(arch, kind))
-    whole = scorer.generate(PROMPTS, 6, temperature=HOT, seed=11)
-    assert [scorer.generate([p], 6, temperature=HOT, seed=11)[0] for p in PROMPTS] == whole
-    assert scorer.generate(PROMPTS[::-1] + PROMPTS[:2], 6, temperature=HOT, seed=11) == whole[::-1] + whole[:2]
+    whole = scorer.generate(PROMPTS, max_new_tokens=6, temperature=HOT, seed=11)
+    assert [scorer.generate([p], max_new_tokens=6, temperature=HOT, seed=11)[0] for p in PROMPTS] == whole
+    again = scorer.generate(PROMPTS[::-1] + PROMPTS[:2], max_new_tokens=6, temperature=HOT, seed=11)
+    assert again == whole[::-1] + whole[:2]
 
 
 def test_different_seeds_draw_different_texts_and_leave_the_global_generator_alone():
@@ -55,18 +57,18 @@ def test_different_seeds_draw_different_texts_and_leave_the_global_generator_alo
     torch.manual_seed(123)
     expected_next = torch.rand(1)
     torch.manual_seed(123)
-    first = scorer.generate(PROMPTS, 8, temperature=HOT, seed=0)
+    first = scorer.generate(PROMPTS, max_new_tokens=8, temperature=HOT, seed=0)
     assert torch.rand(1) == expected_next
-    assert scorer.generate(PROMPTS, 8, temperature=HOT, seed=1) != first
-    assert scorer.generate(PROMPTS, 8, temperature=HOT, seed=0) == first
-    assert first != scorer.generate(PROMPTS, 8)  # greedy stays the default
+    assert scorer.generate(PROMPTS, max_new_tokens=8, temperature=HOT, seed=1) != first
+    assert scorer.generate(PROMPTS, max_new_tokens=8, temperature=HOT, seed=0) == first
+    assert first != scorer.generate(PROMPTS, max_new_tokens=8)  # greedy stays the default
 
 
 def test_sampling_needs_a_seed_and_a_positive_temperature():
     scorer = Scorer(*tiny("gpt2", "bpe"))
-    with pytest.raises(ValueError, match="needs seed="):
-        scorer.generate(PROMPTS, 3, temperature=0.7)
-    with pytest.raises(ValueError, match="must be > 0"):
-        scorer.generate(PROMPTS, 3, temperature=0.0, seed=0)
-    with pytest.raises(ValueError, match="without temperature"):
-        scorer.generate(PROMPTS, 3, seed=0)
+    with pytest.raises(InvalidValueError, match="needs seed="):
+        scorer.generate(PROMPTS, max_new_tokens=3, temperature=0.7)
+    with pytest.raises(InvalidValueError, match="must be > 0"):
+        scorer.generate(PROMPTS, max_new_tokens=3, temperature=0.0, seed=0)
+    with pytest.raises(InvalidValueError, match="without temperature"):
+        scorer.generate(PROMPTS, max_new_tokens=3, seed=0)

@@ -79,7 +79,8 @@ from culture_probe.engine import Scorer, parallel
 
 out, prompts, model = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 scorer = Scorer.from_pretrained(model, batch_tokens=24)
-texts = {"greedy": scorer.generate(prompts, 4), "sampled": scorer.generate(prompts, 4, temperature=1.0, seed=7)}
+texts = {"greedy": scorer.generate(prompts, max_new_tokens=4),
+         "sampled": scorer.generate(prompts, max_new_tokens=4, temperature=1.0, seed=7)}
 with open(f"{out}.{parallel.world()[0]}", "w") as f:
     json.dump(texts, f)
 """
@@ -101,7 +102,8 @@ def test_two_processes_generate_what_one_does(tmp_path):
         assert mine["indices"] and theirs["indices"], "a process generated nothing"
         assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(prompts)))
     single = Scorer.from_pretrained(model_dir, batch_tokens=24)
-    expected = {"greedy": single.generate(prompts, 4), "sampled": single.generate(prompts, 4, temperature=1.0, seed=7)}
+    expected = {"greedy": single.generate(prompts, max_new_tokens=4),
+                "sampled": single.generate(prompts, max_new_tokens=4, temperature=1.0, seed=7)}
     assert expected["greedy"] != expected["sampled"]
     for rank in (0, 1):
         assert json.loads((tmp_path / f"out.{rank}").read_text()) == expected

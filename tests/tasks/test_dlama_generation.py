@@ -102,10 +102,11 @@ def test_a_tiny_chat_model_answers_through_its_chat_template(dlama_dir, tmp_path
                  out=tmp_path / "run", progress=False)
     assert len(result.records) == 10
     for record in result.records:
-        want = scorer.generate([record["prompt"]], 3, chat=True, system=SYSTEM[record["language"]])[0].strip()
+        want = scorer.generate([record["prompt"]], max_new_tokens=3, chat=True,
+                               system=SYSTEM[record["language"]])[0].strip()
         assert record["reply"] == want
         assert record["overlap"] == any(g in want for g in record["gold"])
-    without_system = scorer.generate([r["prompt"] for r in result.records], 3, chat=True)
+    without_system = scorer.generate([r["prompt"] for r in result.records], max_new_tokens=3, chat=True)
     assert any(r["reply"] != w.strip() for r, w in zip(result.records, without_system, strict=True))
     assert set(result.metrics["ar"]["overlap"]) == {"arab", "west", "pair"}
     assert "Generation accuracy per culture (ar questions)" in (tmp_path / "run" / "report.md").read_text()

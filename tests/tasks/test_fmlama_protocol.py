@@ -318,7 +318,7 @@ def test_chat_sampling_end_to_end_gives_each_dish_the_same_reply_whatever_else_r
     both = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], seed=1, **options).records
     alone = run("fmlama_cs_en_en", scorer, rows=ROWS[1:2], seed=1, **options).records
     assert [r["reply"] for r in both[2:]] == [r["reply"] for r in alone]
-    assert [r["reply"] for r in alone] == scorer.generate([r["prompt"] for r in alone], 8, chat=True,
+    assert [r["reply"] for r in alone] == scorer.generate([r["prompt"] for r in alone], max_new_tokens=8, chat=True,
                                                           temperature=0.7, seed=1)
     other_seed = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], seed=2, **options).records
     assert [r["reply"] for r in other_seed] != [r["reply"] for r in both]

@@ -1,0 +1,311 @@
+"""`Backend`: what every model backend shares (batching by token budget with out-of-memory halving, ordering,
+caching, progress, data parallelism), so that a backend (causal, masked, seq2seq) only writes `_prepare`, `_cost`
+and `_score_batch`. Backends are found through the registry in `culture_probe.engine.scorer`, which this module
+does not know.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from culture_probe.engine import parallel
+from culture_probe.engine.cache import ScoreCache
+from culture_probe.engine.encoding import Encoder, model_max_length
+from culture_probe.engine.types import (
+    CandidateScores,
+    FillMaskOptions,
+    GenerateOptions,
+    ModelKind,
+    ScoreOptions,
+    ScoreRequest,
+    make_options,
+)
+from culture_probe.errors import UnsupportedModelError
+
+CPU_BUDGET = 4096  # tokens per forward pass on CPU
+CUDA_BUDGET = 1 << 16  # first try on CUDA; halved on out-of-memory until it fits
+
+
+class Backend:
+    """Scores candidate fillers with one kind of model, and generates (greedy, or seeded sampling).
+
+    Made by `Scorer(model, tokenizer)` or `Scorer.from_pretrained(name_or_path)`, which pick the backend class for
+    the model's kind (`culture_probe.engine.scorer`).
+    """
+
+    kind: ModelKind
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_tokens: int | None = None,
+                 cache: str | Path | None = None, add_bos: bool | None = None,
+                 identity: dict[str, Any] | None = None):
+        self.model, self.tokenizer = model, tokenizer
+        self.identity = dict(identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or ""))
+        self.encoder = Encoder(tokenizer, add_bos=add_bos, max_length=model_max_length(model, tokenizer),
+                               name=self.identity["name_or_path"])
+        self.batch_tokens = batch_tokens
+        self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
+        self.cache_path = Path(cache) if cache is not None else None
+        self.identity["kind"] = self.kind
+        self.identity["add_bos"] = add_bos
+        self._check_model()
+
+    # ---- the hooks a backend writes -------------------------------------------------------------------------
+    def _check_model(self) -> None:
+        """Refuse, at construction, a model or tokenizer the backend cannot score with."""
+
+    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Any:
+        """Turn a request into the backend's work item (token ids, already fitted to the model)."""
+        raise NotImplementedError
+
+    def _cost(self, item: Any) -> int:
+        """Tokens a work item puts through the model (for batching by token budget)."""
+        raise NotImplementedError
+
+    def _score_batch(self, items: list[Any], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+        """Per item, per candidate, the log-prob of each scored token (float64)."""
+        raise NotImplementedError
+
+    # ---- shared machinery -----------------------------------------------------------------------------------
+    @property
+    def device(self):
+        """The device inputs go to (the first parameter's)."""
+        return next(self.model.parameters()).device
+
+    def score(self, requests: Sequence[ScoreRequest], options: ScoreOptions | None = None, *,
+              progress: bool = False, **fields: Any) -> list[CandidateScores]:
+        """Score every request's candidates; one `CandidateScores` per request, in request order.
+
+        `options` (a `ScoreOptions`), or its fields as keywords (`masked_method="l2r"`, `keep_tokens=True`, ...).
+        With several processes (accelerate/torchrun), each scores a shard and every process gets all results.
+        """
+        options = self._check_options(make_options(ScoreOptions, options, fields))
+        requests = list(requests)
+        if self.kind != "causal" and any(r.chat for r in requests):
+            raise UnsupportedModelError(
+                f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
+                f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model.")
+        keys = [self._key(r) for r in requests]
+        rank, size = parallel.world()
+        cache = self._open_cache(options)
+        done = cache.get(keys) if cache is not None else {}
+        parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
+        todo = sorted({key: i for i, key in enumerate(keys) if key not in done}.values())
+        # Every process prepares (and so validates) every request before any scores: a bad request raises on
+        # all processes alike instead of leaving the others waiting in the gather.
+        items = {i: self._prepare(requests[i], options) for i in todo}
+        local = self._score_items(requests, {i: items[i] for i in todo[rank::size]}, options, cache,
+                                  progress and rank == 0)
+        done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
+        if cache is not None:
+            cache.close()
+        return [_view(done[key], options.keep_tokens) for key in keys]
+
+    def _check_options(self, options: ScoreOptions) -> ScoreOptions:
+        """A rule this model's kind cannot follow is an error (never silently ignored: it would also split the
+        cache keys of equal scores).
+        """
+        rules = (  # (asked for, the kind it needs, what it does)
+            ("masked_method='l2r'", options.masked_method == "l2r", "masked", "predicts each subword at a mask"),
+            ("seq2seq_style='plain'", options.seq2seq_style == "plain", "seq2seq", "scores the candidate as the "
+                                                                                   "whole decoder target"),
+            ("score_right=True", options.score_right, "causal", "scores the right-hand text as a continuation"),
+        )
+        for option, asked, kind, what in rules:
+            if asked and self.kind != kind:
+                raise UnsupportedModelError(f"{option} {what}, which needs a {kind} model; this one is {self.kind}. "
+                                            f"Leave {option.split('=')[0]} at its default.")
+        return options
+
+    def _key(self, request: ScoreRequest) -> str:
+        """The request's cache key; a chat request's also covers the chat template, which the tokenizer hash
+        (its vocabulary and rules) does not.
+        """
+        if not request.chat:
+            return request.key()
+        template = str(getattr(self.tokenizer, "chat_template", None))
+        return hashlib.sha256(f"{request.key()}\n{template}".encode()).hexdigest()
+
+    def _open_cache(self, options: ScoreOptions) -> ScoreCache | None:
+        if self.cache_path is None:
+            return None
+        model = hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()
+        return ScoreCache(self.cache_path, model=model, options=options.digest())
+
+    def _score_items(self, requests: list[ScoreRequest], items: dict[int, Any], options: ScoreOptions,
+                     cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
+        results: dict[int, CandidateScores] = {}
+        bar = _progress(len(items), progress)
+
+        def run(batch: list[int], budget: int) -> list[list[np.ndarray]]:
+            return self._score_batch([items[i] for i in batch], options, budget)
+
+        for batch, scored in self.batches({i: self._cost(item) for i, item in items.items()}, run):
+            new = {i: _assemble(requests[i].candidates, tokens) for i, tokens in zip(batch, scored, strict=True)}
+            results.update(new)
+            if cache is not None:
+                cache.put({self._key(requests[i]): value for i, value in new.items()})
+            bar.update(len(batch))
+        bar.close()
+        return results
+
+    def batches(self, costs: dict[int, int], run: Callable[[list[int], int], list[Any]]
+                ) -> Iterator[tuple[list[int], list[Any]]]:
+        """(batch, `run(batch, budget)`) for batches of the keys of `costs` (tokens each puts through the model),
+        longest first so that an out-of-memory error happens at once rather than hours in, each within the token
+        budget. With the automatic budget, an out-of-memory error halves it (remembered for later calls) and the
+        same items run again; a budget the user chose (`batch_tokens`) is never changed.
+        """
+        order = sorted(costs, key=lambda i: -costs[i])
+        budget = self.budget()
+        while order:
+            batch = _take_batch(order, costs, budget)
+            try:
+                out = run(batch, budget)
+            except Exception as error:
+                if self.batch_tokens is not None or not _is_oom(error) or budget <= 16:
+                    raise
+                budget //= 2
+                self.auto_budget = budget
+                _free_memory()
+                continue
+            yield batch, out
+            order = order[len(batch):]
+
+    def generate(self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any) -> list[str]:
+        """Continuations of `prompts` (new text only): greedy, batched by token budget, or sampled with a per-prompt
+        seed so that the same seed gives the same texts whatever the batch size or process count.
+
+        `options` (a `GenerateOptions`), or its fields as keywords: `generate(prompts, max_new_tokens=4)`.
+        """
+        from culture_probe.engine.generation import generate
+
+        return generate(self, list(prompts), make_options(GenerateOptions, options, fields))
+
+    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions | None = None, *,
+                  rights: Sequence[str] | None = None, **fields: Any) -> list[list[tuple[str, float]]]:
+        """The `top_k` vocabulary pieces (decoded text, log-prob) at one mask put after each left text; masked
+        models only (see `MaskedScorer.fill_mask`).
+        """
+        raise UnsupportedModelError(
+            f"fill_mask predicts the vocabulary piece at a mask token, which needs a masked model; this one is "
+            f"{self.kind}. Use generate() for causal and seq2seq models.")
+
+    def budget(self) -> int:
+        """Tokens per forward pass: the user's `batch_tokens`, else the automatic budget for the device."""
+        return self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
+
+
+def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:
+    """The longest prefix of `order` whose total cost fits `budget` (at least one item)."""
+    total, n = 0, 0
+    for i in order:
+        if n and total + costs[i] > budget:
+            break
+        total, n = total + costs[i], n + 1
+    return order[:n]
+
+
+def _assemble(candidates: tuple[str, ...], tokens: list[np.ndarray]) -> CandidateScores:
+    tokens = [np.asarray(t, dtype=np.float64) for t in tokens]
+    return CandidateScores(candidates=candidates, sum_logprob=np.array([t.sum() for t in tokens]),
+                           n_tokens=np.array([len(t) for t in tokens], dtype=np.int64),
+                           token_logprobs=tuple(tokens))
+
+
+def _view(scores: CandidateScores, keep_tokens: bool) -> CandidateScores:
+    if keep_tokens:
+        return scores
+    return CandidateScores(scores.candidates, scores.sum_logprob, scores.n_tokens)
+
+
+def _is_oom(error: Exception) -> bool:
+    import torch
+
+    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def _free_memory() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, show: bool):
+    if not show:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="scoring", unit="request")
+
+
+def _identity(model: Any, tokenizer: Any, *, name: str, revision: str | None = None,
+              hash_weights: bool = True) -> dict[str, Any]:
+    """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; the Hub commit the
+    files came from and, for a local folder, a fingerprint of its weight files (so a retrained folder or a moved
+    Hub repo misses the cache); for a model built in memory (no file behind it) also a hash of its weights.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    identity = {
+        "name_or_path": str(Path(name).resolve()) if name and Path(name).exists() else name,
+        "revision": revision,
+        "dtype": str(next(model.parameters()).dtype),
+        "architecture": type(model).__name__,
+        "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    }
+    commit = getattr(model.config, "_commit_hash", None)
+    if commit:  # only when known, so identities (and cache keys) of models built in memory stay as they were
+        identity["commit"] = commit
+    if name and Path(name).is_dir():
+        identity["weight_files"] = weight_fingerprint(Path(name))
+    # Hashing is cheap for the small models built in memory (tests, planted models); a large one is named by
+    # its config and path only.
+    if hash_weights and model.num_parameters() <= 200_000_000:
+        digest = hashlib.sha256(model.config.to_json_string().encode())
+        for tensor in model.state_dict().values():
+            digest.update(tensor.detach().float().cpu().numpy().tobytes())
+        identity["weights_sha256"] = digest.hexdigest()
+    return identity
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf")
+
+
+def weight_fingerprint(folder: Path) -> list[tuple[str, int, int]]:
+    """(name, size, modification time in ns) of each weight file in `folder`: cheap for any model size, and
+    changed by rewriting the weights (retraining, re-saving, copying in other files).
+    """
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
+    return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+
+
+def logprobs_at(logits, rows, tokens):
+    """`log_softmax(logits)[rows, tokens]` in float32, without building the log-softmax of the whole vocabulary
+    (one logsumexp per row of `logits`).
+    """
+    import torch
+
+    logits = logits.float()
+    return logits[rows, tokens] - torch.logsumexp(logits, dim=-1)[rows]
+
+
+def iter_chunks(n: int, size: int) -> Iterator[slice]:
+    """Slices covering range(n) in pieces of at most `size` (at least 1)."""
+    size = max(1, size)
+    for start in range(0, n, size):
+        yield slice(start, min(n, start + size))
