@@ -6,9 +6,15 @@
 from __future__ import annotations
 
 import importlib
+from pkgutil import extend_path
 from typing import Any
 
 __version__ = "0.1.0"
+
+
+# Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
+# culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
+__path__ = extend_path(__path__, __name__)
 
 __all__ = [
     "CandidateScores",

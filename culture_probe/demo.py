@@ -150,7 +150,7 @@ def run_model(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path)
 def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_probes: int) -> str:
     """report.md: what was planted, one table per model, and how to read it."""
     from culture_probe.report.markdown import table_markdown
-    from culture_probe.tasks.base import Table
+    from culture_probe.report.views import Table
 
     lines = [
         "## Self-test: planted vs unplanted countries (ranking)",

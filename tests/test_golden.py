@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from golden.cases import CASES, golden_path, run_case
 
-#: keys a later change added to every record or metrics dict on purpose (structure, not numbers)
-ADDED_KEYS: frozenset[str] = frozenset()
+#: keys a later change added to records or metrics on purpose (structure, not numbers): the record's probe kind
+#: (issue 11: typed records), and the skipped-probe counts every protocol's metrics now carry
+ADDED_KEYS: frozenset[str] = frozenset({"probe", "n_probes", "n_skipped", "skipped"})
 
 
 def assert_same(expected: Any, actual: Any, where: str = "") -> None:

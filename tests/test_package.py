@@ -20,9 +20,16 @@ def test_import_and_cli_help_do_not_load_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_public_api_names_resolve():
-    for name in ("ScoreRequest", "CandidateScores", "__version__"):
-        assert getattr(culture_probe, name) is not None
+@pytest.mark.parametrize("module", ["culture_probe", "culture_probe.engine", "culture_probe.tasks",
+                                    "culture_probe.report", "culture_probe.metrics"])
+def test_public_api_names_resolve(module):
+    import importlib
+
+    package = importlib.import_module(module)
+    assert package.__all__ and len(set(package.__all__)) == len(package.__all__)
+    for name in package.__all__:  # every promised name resolves, lazy ones included
+        assert getattr(package, name) is not None, f"{module}.{name}"
+    assert isinstance(culture_probe.Scorer, type) and callable(culture_probe.run)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         culture_probe.nope  # noqa: B018
 

@@ -17,12 +17,11 @@ from typing import Any, ClassVar, Literal
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from culture_probe.data.card import BenchmarkInfo
+from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.errors import CultureProbeError
 
 Variant = Literal["faithful", "corrected"]
 VARIANTS: tuple[str, ...] = ("faithful", "corrected")
-CORRECTED_SUFFIX = "_corrected"
 
 
 @dataclass

@@ -18,7 +18,7 @@ import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
 from culture_probe.data._pinned import pinned_file
-from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
+from culture_probe.data.card import BenchmarkInfo, Correction, SplitResource
 from culture_probe.data.sources import read_xlsx
 from culture_probe.errors import CultureProbeError, SourceFormatError
 
@@ -131,17 +131,6 @@ INFO = BenchmarkInfo(
             "kept as is and flagged suspect_mask_position=True",
             1,
         ),
-    ),
-    deviations=(
-        Deviation("C1", "Co causal prompts derived from the text left of [MASK] (upstream file missing)"),
-        Deviation("C2", "Ag causal rows with text after the mask: that text is dropped"),
-        Deviation("C3", "subword aggregation: mean prob (masked), mean log-prob (causal/seq2seq)"),
-        Deviation("C4", "masked multi-subword scoring: left-to-right one-mask infill"),
-        Deviation("C5", "sampling pool: stripped, de-duplicated, unlabelled and cross-labelled strings dropped"),
-        Deviation("C6", "sample size min(50, pool)"),
-        Deviation("C7", "seeds: numpy default_rng([seed, run, type, culture])"),
-        Deviation("C8", "ties count as not Western"),
-        Deviation("C9", "Avg recomputed from the ten type columns"),
     ),
 )
 
@@ -345,6 +334,13 @@ class CamelBuilder(CultureProbeBuilder):
         align_causal(masked, causal, path)
         return causal, "upstream_causal_file"
 
+
+def entity_files(data_dir: str | None) -> list[Path]:
+    """The ten entity files `camel_entities` is read from."""
+    return [pinned_file(BASE_URL, entity_file(t), ENTITY_SHA256[t], data_dir=data_dir) for t in ENTITY_TYPES]
+
+
+RESOURCES = {"entities": SplitResource("camel_entities", entity_files)}  # the sampling pools of the prompts
 
 BUILDER = CamelBuilder
 

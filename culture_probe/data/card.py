@@ -1,8 +1,25 @@
-"""Typed benchmark cards: what a benchmark measures, where it comes from, and what we changed."""
+"""Typed benchmark cards: what a benchmark measures, where it comes from, what we corrected, and the side data
+(resources) its protocol can declare.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CORRECTED_SUFFIX = "_corrected"  # a config's twin with the spec's fixes to known data errors
+
+
+def is_corrected(config: str) -> bool:
+    """Whether `config` names a corrected variant."""
+    return config.endswith(CORRECTED_SUFFIX)
+
+
+def base_name(config: str) -> str:
+    """The faithful config's name of `config` (itself when it is not a corrected variant)."""
+    return config.removesuffix(CORRECTED_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -12,14 +29,6 @@ class Correction:
     id: str
     description: str
     rows_affected: int | None = None
-
-
-@dataclass(frozen=True)
-class Deviation:
-    """One place where our protocol differs from the original code, and why (recorded in run metadata)."""
-
-    id: str
-    description: str
 
 
 @dataclass(frozen=True)
@@ -36,4 +45,27 @@ class BenchmarkInfo:
     paper: str = ""
     sources: tuple[str, ...] = ()  # pinned upstream URLs (or how to obtain manually distributed data)
     corrections: tuple[Correction, ...] = field(default_factory=tuple)
-    deviations: tuple[Deviation, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class SplitResource:
+    """Side data that is one split of one of the benchmark's own configs (e.g. CAMeL's entity pools), loaded as
+    rows like any config, from the same place; `files(data_dir)` names the source files it is read from, which
+    fingerprint it.
+    """
+
+    config: str
+    files: Callable[[str | None], list[Path]]
+    split: str = "test"
+
+
+@dataclass(frozen=True)
+class FileResource:
+    """Side data parsed from source files (e.g. X-FaKT's literals): `read(data_dir=, corrected=, **params)` returns
+    the value and the files it read, which fingerprint it.
+    """
+
+    read: Callable[..., tuple[Any, list[Path]]]
+
+
+Resource = SplitResource | FileResource

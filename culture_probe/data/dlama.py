@@ -3,22 +3,19 @@
 The release tarball is not mirrored, so the builder reads (in this order) `data_dir=` (an unpacked tarball),
 `data_files=` (the `.tar.gz`), or the pinned URL through the mirror rule (verified by its git blob id). The layout
 is spec dlama.md 2.2: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`, optionally under one extra folder and
-with a `dlama_raw/` twin. Each row is one fact in one language, with the vendored probing template. `dlama_custom`
-reads a pair written by `culture_probe.curation` (any region token), from its `curation.json` or the options.
+with a `dlama_raw/` twin. Each row is one fact in one language. The probing templates are a resource the protocol
+declares (`RESOURCES["templates"]`: the vendored strings, or a user's file). `dlama_custom` reads a pair written by
+`culture_probe.curation` (any region token), from its `curation.json` or the options.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import tarfile
 import unicodedata
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +34,7 @@ from culture_probe.data._dlama_layout import (
     find_fact_files,
     pair_folders,
 )
-from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
+from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, base_name
 from culture_probe.data.sources import fetch, git_blob_id, parse_jsonl, read_jsonl, verify_git_blob
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 
@@ -86,14 +83,7 @@ INFO = BenchmarkInfo(
                    "counted (both variants)."),
         Correction("legacy_scalars", "Legacy scalar obj_uri/obj_label are wrapped into lists (both variants)."),
         Correction("provisional_templates", "es/ko/ar templates are provisional transcriptions of the paper's "
-                   "Table F9 (ko P17/P19 unreadable); pass mlama_templates_dir= for the mLAMA 1.1 strings."),
-    ),
-    deviations=(
-        Deviation("D1", "T5 prompts filled with str.replace, not re.sub('[X]', ...)."),
-        Deviation("D2", "Candidates use in-context token ids (the original's bare tokenisation is not offered)."),
-        Deviation("D3", "Causal-LM ranking is an extension, not the paper's protocol."),
-        Deviation("D4", "Generation mode (mode='generate') asks every fact in scope, not the first 3 per file."),
-        Deviation("D5", "Fast tokenizer with [MASK] kept as a special token."),
+                   "Table F9 (ko P17/P19 unreadable); pass --option templates= the mLAMA 1.1 folder or a JSON file."),
     ),
 )
 
@@ -110,8 +100,6 @@ class DlamaConfig(CultureProbeConfig):
     region: str | None = None
     contrast: str | None = None
     raw: bool = False
-    mlama_templates_dir: str | None = None
-    template_overrides: str | None = None
 
 
 def _configs() -> list[DlamaConfig]:
@@ -128,40 +116,57 @@ def _configs() -> list[DlamaConfig]:
     return [*configs, *(corrected_twin(c) for c in configs), *raw]
 
 
-def templates(
-    language: str, *, mlama_templates_dir: str | os.PathLike | None = None, overrides: str | None = None
-) -> dict[str, str]:
-    """{predicate: template} for a language: vendored strings, then mLAMA 1.1 files, then a user JSON file."""
-    table = dict(_vendored_templates().get(language, {}).get("templates", {}))
-    if mlama_templates_dir:
-        path = Path(mlama_templates_dir) / language / "templates.jsonl"
-        if path.is_file():
-            for number, record in read_jsonl(path):
+VENDORED_TEMPLATES = Path(__file__).parent / "resources" / "dlama_templates.json"
+
+
+def read_templates(*, data_dir: str | None = None, corrected: bool = False, path: str | None = None
+                   ) -> tuple[dict[str, dict[str, dict[str, Any]]], list[Path]]:
+    """The probing templates, {language: {predicate: {"template", "verified"}}}, and the files they come from.
+
+    The vendored strings (en exact; es/ko/ar provisional: `verified` false), then, with `path`, the user's: an
+    mLAMA 1.1 folder (`<lang>/templates.jsonl`, one {"relation", "template"} object per line) or a JSON file
+    {lang: {predicate: template}}; a user's template counts as verified.
+    """
+    vendored = json.loads(VENDORED_TEMPLATES.read_text(encoding="utf-8"))
+    table = {lang: {pred: {"template": text, "verified": bool(entry.get("verified", False))}
+                    for pred, text in entry.get("templates", {}).items()}
+             for lang, entry in vendored.items() if isinstance(entry, dict)}
+    files = [VENDORED_TEMPLATES]
+    if path is not None:
+        user, read = _user_templates(Path(path))
+        files += read
+        for language, predicates in user.items():
+            table.setdefault(language, {}).update(
+                {pred: {"template": text, "verified": True} for pred, text in predicates.items()})
+    return table, files
+
+
+def _user_templates(path: Path) -> tuple[dict[str, dict[str, str]], list[Path]]:
+    """{language: {predicate: template}} of an mLAMA 1.1 folder or a JSON file, and the files read."""
+    if path.is_dir():
+        files = sorted(path.glob("*/templates.jsonl"))
+        if not files:
+            raise MissingDataError(f"{path} holds no <lang>/templates.jsonl (the mLAMA 1.1 layout).")
+        table: dict[str, dict[str, str]] = {}
+        for file in files:
+            for number, record in read_jsonl(file):
                 if not isinstance(record.get("relation"), str) or not isinstance(record.get("template"), str):
-                    raise SourceFormatError("expected 'relation' and 'template' strings", path=str(path), line=number)
-                table[record["relation"]] = record["template"]
-    if overrides:
-        user = json.loads(Path(overrides).read_text(encoding="utf-8"))
-        table.update(user.get(language, {}))
-    return table
+                    raise SourceFormatError("expected 'relation' and 'template' strings", path=str(file), line=number)
+                table.setdefault(file.parent.name, {})[record["relation"]] = record["template"]
+        return table, files
+    if not path.is_file():
+        raise MissingDataError(f"DLAMA templates {str(path)!r}: no such file or folder (give an mLAMA 1.1 folder or "
+                               "a JSON file {lang: {predicate: template}}).")
+    try:
+        user = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise SourceFormatError(f"invalid JSON ({error.msg})", path=str(path), line=error.lineno) from None
+    if not isinstance(user, dict) or not all(isinstance(v, dict) for v in user.values()):
+        raise SourceFormatError("expected a JSON object {lang: {predicate: template}}", path=str(path))
+    return user, [path]
 
 
-def templates_verified(language: str) -> bool:
-    """False for the provisional es/ko/ar strings transcribed from the paper (spec 4.1)."""
-    return bool(_vendored_templates().get(language, {}).get("verified", False))
-
-
-def unverified_template_languages(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Languages of `rows` probed with at least one provisional vendored template (recorded with every run)."""
-    used = {(row["language"], row["predicate"], row["template"]) for row in rows}
-    return sorted({language for language, predicate, text in used
-                   if not templates_verified(language) and templates(language).get(predicate) == text})
-
-
-@cache
-def _vendored_templates() -> dict[str, Any]:
-    text = resources.files("culture_probe.data").joinpath("resources/dlama_templates.json").read_text("utf-8")
-    return json.loads(text)
+RESOURCES = {"templates": FileResource(read_templates)}
 
 
 def normalise(label: str) -> str:
@@ -183,7 +188,7 @@ class Dlama(CultureProbeBuilder):
             "id": string, "uuid": string, "pair": string, "language": string, "predicate": string,
             "culture": string, "region": string, "rank": datasets.Value("int32"), "sub_uri": string,
             "sub_label": string, "obj_uri": datasets.List(string), "obj_label": datasets.List(string),
-            "country": datasets.List(string), "size": datasets.Value("int64"), "template": string,
+            "country": datasets.List(string), "size": datasets.Value("int64"),
         })
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -193,7 +198,7 @@ class Dlama(CultureProbeBuilder):
     @property
     def custom(self) -> bool:
         """True for `dlama_custom` (and its corrected twin): a pair of the user's own."""
-        return self.config.name.removesuffix("_corrected") == CUSTOM
+        return base_name(self.config.name) == CUSTOM
 
     def _request(self) -> PairRequest:
         """The pair this config asks for; options that do not fit the config raise here."""
@@ -218,16 +223,12 @@ class Dlama(CultureProbeBuilder):
         pair, files = self._select(source, paths, read)
         rows = 0
         for file in files:
-            template = self._templates(file.language).get(file.predicate, "")
             display = f"{source}/{'/'.join(file.parts)}"
             for number, record in parse_jsonl(read(file.parts), path=display):
                 fact = self._fact(record, display, number)
                 if fact is not None:
-                    if not template:
-                        self.tally(f"rows without a template ({file.language} {file.predicate}): pass "
-                                   "template_overrides= or mlama_templates_dir=")
                     rows += 1
-                    yield self._row(pair, file, fact, template)
+                    yield self._row(pair, file, fact)
         if not rows:  # a curation whose labels were all missing writes empty files
             raise SourceFormatError(f"the {len(files)} fact files of {pair.name} in {'/'.join(pair.folder) or '.'} "
                                     f"hold no facts in {list(pair.languages)}", path=source)
@@ -305,21 +306,14 @@ class Dlama(CultureProbeBuilder):
         }
 
     @staticmethod
-    def _row(pair: Pair, file: FactFile, fact: dict[str, Any], template: str) -> dict[str, Any]:
+    def _row(pair: Pair, file: FactFile, fact: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": f"{fact['uuid']}|{file.language}", "uuid": fact["uuid"], "pair": pair.name,
             "language": file.language, "predicate": file.predicate, "culture": pair.culture(file.region),
             "region": file.region, "rank": fact["rank"], "sub_uri": fact["sub_uri"], "sub_label": fact["sub_label"],
             "obj_uri": fact["obj_uri"], "obj_label": fact["obj_label"], "country": fact["country"],
-            "size": fact["size"], "template": template,
+            "size": fact["size"],
         }
-
-    def _templates(self, language: str) -> dict[str, str]:
-        cache = self.__dict__.setdefault("_template_cache", {})
-        if language not in cache:
-            cache[language] = templates(language, mlama_templates_dir=self.config.mlama_templates_dir,
-                                        overrides=self.config.template_overrides)
-        return cache[language]
 
     def _open_source(self) -> tuple[str, list[tuple[str, ...]], Reader]:
         """(name for errors, every path in the source, reader of one path's lines)."""
@@ -383,29 +377,6 @@ def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Reader]:
             raise SourceFormatError(f"not UTF-8 ({error})", path=f"{path}/{'/'.join(parts)}") from error
 
     return path, sorted(contents), read
-
-
-def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[str, ...]]:
-    """{(language, predicate): every object label of both cultures, sorted by code point} (spec 4.2).
-
-    Blank labels are not objects (spec 2.3 skips facts left without one) and could not be scored, so they are
-    left out; every other label is kept exactly as stored.
-    """
-    sets: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for row in rows:
-        sets[row["language"], row["predicate"]].update(label for label in row["obj_label"] if label.strip())
-    return {key: tuple(sorted(labels)) for key, labels in sets.items()}
-
-
-def label_collisions(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """{"language|predicate": labels that name two or more QIDs} (they collapse into one candidate; spec 7)."""
-    uris: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    for row in rows:
-        for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):
-            if label.strip():
-                uris[row["language"], row["predicate"], label].add(uri)
-    counts = Counter(f"{lang}|{pred}" for (lang, pred, _), found in uris.items() if len(found) > 1)
-    return dict(sorted(counts.items()))
 
 
 BUILDER = Dlama

@@ -131,9 +131,9 @@ def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig]) -> li
     if info.corrections:
         lines += ["", "Known data errors (fixed only in the `_corrected` configs):", ""]
         lines += [f"- **{c.id}**: {c.description}" for c in info.corrections]
-    if info.deviations:
-        lines += ["", "Protocol deviations from the original code (recorded in every run):", ""]
-        lines += [f"- **{d.id}**: {d.description}" for d in info.deviations]
+    lines += ["", "How models are probed on these data, and where that differs from the original code, is the "
+              f"protocol's part: see culture_probe's documentation page of {info.name} (each run's config.json "
+              "lists the deviations that applied to it)."]
     lines += ["", "```bibtex", info.citation.strip(), "```"]
     return lines
 

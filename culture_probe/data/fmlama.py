@@ -23,8 +23,9 @@ import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
 from culture_probe.data._pinned import pinned_file
-from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
+from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, SplitResource
 from culture_probe.data.sources import parse_literal, read_jsonl
+from culture_probe.data.vectors import vectors_resource
 from culture_probe.errors import SourceFormatError
 
 REPO = "https://raw.githubusercontent.com/lizhou21/FmLAMA-master"
@@ -104,15 +105,6 @@ INFO = BenchmarkInfo(
                    "country_4 prefixes hasParts_4, ko hasParts_1 single period, zh hasParts_5/country_5 final 。."),
         Correction("lossy_join", "Ingredient labels containing ', ' were split by the upstream join; not "
                    "recoverable, documented only.", rows_affected=0),
-    ),
-    deviations=(
-        Deviation("F1", "Gold set strings are split on ', ' (the v1 runner fed the whole string as one candidate)."),
-        Deviation("F2", "No 10-sub-token candidate cap; AP divides by |G| (compat: max_candidate_tokens=10, "
-                  "ap_denominator='ranked')."),
-        Deviation("F3", "T5/mT5 prompts filled with str.replace, not re.sub('[X]', ...)."),
-        Deviation("F4", "No double space in the English country filler."),
-        Deviation("F5", "Country names per spec 4.1 rules (compat: country_names=)."),
-        Deviation("F6", "Decoder ranking uses teacher-forced log-probs."),
     ),
 )
 
@@ -207,6 +199,21 @@ def read_dishes(path: str) -> list[Dish]:
     if not dishes:
         raise SourceFormatError("the file holds no dishes", path=path)
     return dishes
+
+
+def source_file(relpath: str, sha256: str, commit: str = DATA_COMMIT, *, data_dir: str | None = None,
+                verify: bool = True) -> Path:
+    """A file of the repository's `data/` folder: from `data_dir` when given, else the pinned URL."""
+    if data_dir and Path(data_dir).is_dir() and not Path(data_dir, "data").is_dir():
+        # data_dir is a copy of the data/ folder itself (it has data_lang/, templates/, ... at its top)
+        return pinned_file(url("data/", commit), relpath, sha256, data_dir=data_dir, verify=verify)
+    return pinned_file(url("", commit), f"data/{relpath}", sha256, data_dir=data_dir, verify=verify)
+
+
+def template_files(data_dir: str | None) -> list[Path]:
+    """The template files of every language (what `fmlama_templates` is read from)."""
+    return [source_file(f"templates/{la}_templates.jsonl", TEMPLATES_SHA256[la], TEMPLATE_COMMIT, data_dir=data_dir)
+            for la in LANGUAGES]
 
 
 def group_of(origin: str) -> str:
@@ -333,13 +340,7 @@ class Fmlama(CultureProbeBuilder):
         }
 
     def _source(self, relpath: str, sha256: str, commit: str = DATA_COMMIT) -> Path:
-        """A file of the repository's `data/` folder: from `data_dir` when given, else the pinned URL."""
-        data_dir = self.config.data_dir
-        if data_dir and Path(data_dir).is_dir() and not Path(data_dir, "data").is_dir():
-            # data_dir is a copy of the data/ folder itself (it has data_lang/, templates/, ... at its top)
-            return pinned_file(url("data/", commit), relpath, sha256, data_dir=data_dir,
-                               verify=self.config.verify_checksums)
-        return pinned_file(url("", commit), f"data/{relpath}", sha256, data_dir=data_dir,
+        return source_file(relpath, sha256, commit, data_dir=self.config.data_dir,
                            verify=self.config.verify_checksums)
 
     def _dishes(self, folder: str, language: str) -> list[Dish]:
@@ -413,5 +414,10 @@ def case_canonical_forms(items: Iterator[str] | list[str]) -> dict[str, str]:
         canonical.update({form: best for form in forms})
     return canonical
 
+
+RESOURCES = {
+    "templates": SplitResource("fmlama_templates", template_files),  # the probing templates, every language
+    "vectors": FileResource(vectors_resource),  # mWS word vectors (params: path, language)
+}
 
 BUILDER = Fmlama

@@ -18,9 +18,9 @@ from typing import Any
 
 import datasets
 
-from culture_probe.data._builder import CORRECTED_SUFFIX, CultureProbeBuilder, CultureProbeConfig, with_corrected_twins
+from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, with_corrected_twins
 from culture_probe.data._pinned import verify_pinned
-from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
+from culture_probe.data.card import BenchmarkInfo, Correction, SplitResource, base_name
 from culture_probe.data.sources import read_xlsx
 from culture_probe.errors import MissingDataError, SourceFormatError
 
@@ -95,15 +95,6 @@ INFO = BenchmarkInfo(
         Correction("maps-fs-test-overlap", "de 'knapp daneben ist auch vorbei' is in both few_shot and test; both "
                    "rows flagged fs_test_overlap (excluded from de few-shot demo pools)", 2),
     ),  # fmt: skip
-    deviations=(
-        Deviation("M1", "prompt fully lower-cased, multi-line layout (follows the code)"),
-        Deviation("M2", "causal reasoning score: log-prob of the letter continuation, not the mean raw logit"),
-        Deviation("M3", "XGLM newlines kept (upstream replaced them by the typo ' <\\s>')"),
-        Deviation("M4", "XLM-R reasoning compares the word-initial pieces of ' a'/' b'"),
-        Deviation("M5", "XLM-R memorisation uses the English templates"),
-        Deviation("M6", "memorisation budget max(4, T+2) new tokens; success = output starts with the target"),
-        Deviation("M7", "bf16/fp16 weights instead of 8-bit"),
-    ),
 )
 
 
@@ -219,7 +210,7 @@ class MapsBuilder(CultureProbeBuilder):
         flags: list[list[str]] = [[] for _ in rows]
         if self.config.corrected:
             self._correct(split, rows, flags)
-        base = self.config.name.removesuffix(CORRECTED_SUFFIX)
+        base = base_name(self.config.name)
         for index, (row, row_flags) in enumerate(zip(rows, flags, strict=True)):
             for flag in row_flags:
                 self.tally(f"{flag}: rows")
@@ -259,5 +250,15 @@ class MapsBuilder(CultureProbeBuilder):
                 row_flags.append("duplicate_proverb")
             if row["proverb"] in overlap:
                 row_flags.append("fs_test_overlap")
+
+FEW_SHOT_FILE = "en/fs_proverbs.xlsx"
+
+
+def few_shot_files(data_dir: str | None) -> list[Path]:
+    """The English few-shot file, from the MAPS folder the user obtained."""
+    return [data_root(data_dir) / FEW_SHOT_FILE]
+
+
+RESOURCES = {"few_shot": SplitResource("maps_en", few_shot_files, split="few_shot")}  # demonstrations (App. D.5)
 
 BUILDER = MapsBuilder

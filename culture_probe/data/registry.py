@@ -21,10 +21,8 @@ from typing import Any
 import datasets
 
 from culture_probe import __version__
-from culture_probe.data.card import BenchmarkInfo
+from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.errors import UnknownNameError
-
-CORRECTED_SUFFIX = "_corrected"
 
 
 @dataclass(frozen=True)

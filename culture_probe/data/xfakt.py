@@ -23,7 +23,7 @@ import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, with_corrected_twins
 from culture_probe.data._pinned import pinned_file
-from culture_probe.data.card import BenchmarkInfo, Correction, Deviation
+from culture_probe.data.card import BenchmarkInfo, Correction, FileResource
 from culture_probe.errors import SourceFormatError, UnknownNameError
 
 COMMIT = "57ca068e84b43f008e8216bfde15ea7a69986a80"
@@ -142,13 +142,6 @@ INFO = BenchmarkInfo(
         Correction("xfakt-mixed-script", "half-translated names (ne Peterhof दरबार, Meteora मठहरू, Kutztown लोक "
                    "महोत्सव; hi Sainte-चैपल; uk Gu Ailing (Ейлін Гу)); rows flagged mixed_script", 5),
     ),  # fmt: skip
-    deviations=(
-        Deviation("X1", "chat-templated prompt tokenised with add_special_tokens=False (no double BOS)"),
-        Deviation("X2", "clean category values (upstream labels landmarks and festivals 'lakes')"),
-        Deviation("X3", "one judge rule: '[4]' in the judge output means error"),
-        Deviation("X4", "HF generate instead of the pinned vLLM 0.2.7 stack"),
-        Deviation("X5", "bounded FRS/KTS forms of the paper, not the earlier README's unbounded ones"),
-    ),
 )
 
 
@@ -437,5 +430,16 @@ class XfaktBuilder(CultureProbeBuilder):
                 self.tally(f"{flag}: rows")
             yield row
 
+
+def read_literals(*, data_dir: str | None = None, corrected: bool = False) -> tuple[dict[str, Any], list[Path]]:
+    """The `literals` resource: the literals of `utils.py` (country names per language, the judge's prompts),
+    corrected when asked, and the file they come from.
+    """
+    path = source_file(data_dir=data_dir)
+    values = read_utils(path)
+    return (correct(values)[0] if corrected else values), [path]
+
+
+RESOURCES = {"literals": FileResource(read_literals)}
 
 BUILDER = XfaktBuilder

@@ -15,13 +15,7 @@ from culture_probe.metrics.compare import compare_groups
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.dlama import hits_at_k, object_entropy, precision_at_k, rank_candidates
 from culture_probe.metrics.factuality import ASSOCIATIONS, xfakt, xfakt_scores
-from culture_probe.metrics.fmlama import (
-    load_text_vectors,
-    map_mws_correlation,
-    mean_average_precision,
-    mws,
-    template_mean_std,
-)
+from culture_probe.metrics.fmlama import map_mws_correlation, mean_average_precision, mws, template_mean_std
 from culture_probe.metrics.proverbs import culture_gap, delta_en, maps, memorisation_rate
 
 MODULES_DIR = Path(__file__).resolve().parent.parent / "metrics_modules"
@@ -38,7 +32,6 @@ __all__ = [
     "hits_at_k",
     "list_metrics",
     "load_metric",
-    "load_text_vectors",
     "map_mws_correlation",
     "maps",
     "mean_average_precision",

@@ -1,4 +1,5 @@
-"""CAMeL metrics: the Cultural Bias Score, adjective odds ratios, and fairness gaps on extrinsic tasks.
+"""CAMeL metrics: the Cultural Bias Score (and a run's summary from typed `ScoredPrompt`s), adjective odds ratios,
+and fairness gaps on extrinsic tasks.
 
 Formulas: specs/camel.md section 5 (Naous et al., 2024, "Having Beer after Prayer?", sections 4.2-4.4 and
 Appendix F.1). Cultures are labelled "arab" and "western"; every gap is arab minus western.
@@ -10,6 +11,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -91,6 +93,36 @@ def cbs(
         "n_pairs": int(n_pairs),
         "n_prompts": len(rows),
     }
+
+
+@dataclass(frozen=True)
+class ScoredPrompt:
+    """One prompt of one run, scored: its id, entity type and run, and the scores of its Arab and Western fillers."""
+
+    prompt_id: str
+    entity_type: str
+    run: int
+    arab: tuple[float, ...]
+    western: tuple[float, ...]
+
+
+def run_summary(prompts: Sequence[ScoredPrompt], *, tie_value: float = 0.0) -> dict[str, Any]:
+    """A CAMeL run's metrics: `cbs` over its scored prompts (pairs within each run, type and prompt), and the
+    number of runs.
+    """
+    if not prompts:
+        raise MetricInputError("No scored CAMeL prompts: every probe of this run was skipped.")
+    ids, cultures, scores, types, runs = [], [], [], [], []
+    for prompt in prompts:
+        for culture, values in zip(CULTURES, (prompt.arab, prompt.western), strict=True):
+            ids += [prompt.prompt_id] * len(values)
+            cultures += [culture] * len(values)
+            scores += list(values)
+            types += [prompt.entity_type] * len(values)
+            runs += [prompt.run] * len(values)
+    result = cbs(prompt_id=ids, culture=cultures, score=scores, entity_type=types, run=runs, tie_value=tie_value)
+    result["n_runs"] = len({p.run for p in prompts})
+    return result
 
 
 def odds_ratio(

@@ -1,4 +1,5 @@
-"""DLAMA metrics: precision at k over ranked candidates, and the object entropy of a predicate within a culture.
+"""DLAMA metrics: precision at k over ranked candidates, the object entropy of a predicate within a culture, and a
+run's summary from typed per-fact inputs (`RankedFact`, `AnsweredFact`).
 
 Formulas: specs/dlama.md section 5 (Keleg & Magdy, 2023, "DLAMA", section 5.1 and Tables 1-2).
 """
@@ -9,12 +10,14 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import by_group, check_lengths, finite_floats
+from culture_probe.metrics.compare import compare_groups
 
 _QID = re.compile(r"^([A-Za-z]*)(\d+)$")
 
@@ -147,3 +150,110 @@ def object_entropy(
         per_predicate[cult][pred] = _entropy_bits(kept)
     entropy = {cult: math.fsum(values.values()) / len(values) for cult, values in per_predicate.items()}
     return {"entropy": entropy, "per_predicate": dict(per_predicate), "n_skipped": n_skipped}
+
+
+# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+
+
+@dataclass(frozen=True)
+class RankedFact:
+    """One fact ranked by a model: its group keys, the top-ranked candidate, its gold labels and object QIDs."""
+
+    language: str
+    predicate: str
+    culture: str
+    prediction: str
+    gold: tuple[str, ...]
+    objects: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AnsweredFact:
+    """One fact answered by generation: its group keys, and whether the reply holds (overlap) or is (exact) a
+    gold label.
+    """
+
+    language: str
+    predicate: str
+    culture: str
+    overlap: bool
+    exact: bool
+
+
+GENERATION_MEASURES = ("overlap", "exact")
+
+
+def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west", n_resamples: int = 2000
+                    ) -> dict[str, Any]:
+    """A ranking run's metrics: per prompt language P@1 for the pair, each culture and each (predicate, culture),
+    the non-reference minus reference difference (bootstrap interval, permutation p-value), and the object
+    entropy of the first language's facts (the objects are the same in every language).
+    """
+    out: dict[str, Any] = {"n_facts": len(facts)}
+    for language, rows in _by(facts, "language"):
+        out[language] = language_summary(rows, reference=reference, n_resamples=n_resamples)
+        out[f"p1_{language}"] = out[language]["p1"]
+        out.update({f"p1_{language}_{c}": v for c, v in out[language]["cultures"].items()})
+    if facts:
+        first = [f for f in facts if f.language == facts[0].language]
+        out["object_entropy"] = object_entropy([list(f.objects) for f in first], [f.predicate for f in first],
+                                               [f.culture for f in first])
+    return out
+
+
+def language_summary(facts: Sequence[RankedFact], *, reference: str = "west", n_resamples: int = 2000
+                     ) -> dict[str, Any]:
+    """P@1 of one prompt language: the pair (micro), each culture, each (predicate, culture), and the
+    non-reference minus reference difference when the language has exactly two cultures, one of them `reference`.
+    """
+    predictions, golds = [f.prediction for f in facts], [list(f.gold) for f in facts]
+    by_culture = precision_at_k(predictions, golds, groups=[f.culture for f in facts])
+    by_cell = precision_at_k(predictions, golds, groups=[f"{f.predicate}|{f.culture}" for f in facts])
+    predicates: dict[str, dict[str, float | None]] = defaultdict(dict)
+    for key, value in by_cell["groups"].items():
+        predicate, culture = key.split("|")
+        predicates[predicate][culture] = value["precision"]
+    result = {
+        "p1": by_culture["precision"],
+        "cultures": {c: v["precision"] for c, v in by_culture["groups"].items()},
+        "n": {c: v["n"] for c, v in by_culture["groups"].items()},
+        "predicates": dict(predicates),
+    }
+    cultures = set(result["cultures"])
+    if len(cultures) == 2 and reference in cultures:
+        hits = hits_at_k(predictions, golds) * 100
+        result["comparison"] = compare_groups(hits, [f.culture for f in facts], reference=reference,
+                                              n_resamples=n_resamples)["comparisons"][0]
+    return result
+
+
+def generation_summary(facts: Sequence[AnsweredFact]) -> dict[str, Any]:
+    """A generation run's metrics: per question language, overlap and exact accuracy (%) per culture and for the
+    pair, overlap per (predicate, culture), and flat `<measure>_<language>_<culture>` keys.
+    """
+    out: dict[str, Any] = {"n_facts": len(facts)}
+    for language, rows in _by(facts, "language"):
+        out[language] = _generation_language(rows)
+        out.update({f"{m}_{language}_{c}": v for m in GENERATION_MEASURES for c, v in out[language][m].items()})
+    return out
+
+
+def _generation_language(facts: Sequence[AnsweredFact]) -> dict[str, Any]:
+    def pct(group: Sequence[AnsweredFact], measure: str) -> float:
+        return 100.0 * float(np.mean([getattr(f, measure) for f in group]))
+
+    cultures = _by(facts, "culture")
+    out: dict[str, Any] = {m: {c: pct(g, m) for c, g in cultures} | {"pair": pct(facts, m)}
+                           for m in GENERATION_MEASURES}
+    out["n"] = {c: len(g) for c, g in cultures}
+    out["predicates"] = {p: {c: pct(g, "overlap") for c, g in _by(group, "culture")}
+                         for p, group in _by(facts, "predicate")}
+    return out
+
+
+def _by(facts: Sequence[Any], key: str) -> list[tuple[str, list[Any]]]:
+    """(value, facts) per value of attribute `key`, values in sorted order."""
+    groups: dict[str, list[Any]] = {}
+    for fact in facts:
+        groups.setdefault(getattr(fact, key), []).append(fact)
+    return sorted(groups.items(), key=lambda kv: str(kv[0]))

@@ -11,6 +11,7 @@ import statistics
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scipy import stats
@@ -177,3 +178,50 @@ def xfakt(
         "tiers": tier_results,
         "tier_set": tiers,
     }
+
+
+# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+
+
+@dataclass(frozen=True)
+class GradedAnswer:
+    """One graded answer: its question language, whether it was judged correct and the verdict, and (factual
+    recall) the entity's country.
+    """
+
+    language: str
+    correct: bool
+    verdict: str
+    country: str | None = None
+
+
+def answers_summary(answers: Sequence[GradedAnswer], *, transfer: bool, round_cells: bool = True,
+                    tiers: str = "paper") -> dict[str, Any]:
+    """A run's metrics: the error rate (%) overall and per question language, the verdict counts, and (with
+    `transfer`, factual recall) FRS, KTS and X-FaKT, or null with the reason when the answers lack associated or
+    non-associated cells (e.g. a subset whose questions are all English about the United States).
+    """
+    if not answers:
+        raise MetricInputError("No graded X-FaKT answers: the run has no records with a verdict yet.")
+    out: dict[str, Any] = {"n_items": len(answers), "error_rate": error_pct(answers)}
+    out["error_by_language"] = {lang: error_pct(group) for lang, group in _by(answers, "language")}
+    out["verdicts"] = {verdict: len(group) for verdict, group in _by(answers, "verdict")}
+    if transfer:
+        try:
+            out.update(xfakt(correct=[a.correct for a in answers], language=[a.language for a in answers],
+                             country=[a.country for a in answers], round_cells=round_cells, tiers=tiers))
+        except MetricInputError as error:
+            out.update({"frs": None, "kts": None, "xfakt": None, "xfakt_unavailable": str(error)})
+    return out
+
+
+def error_pct(answers: Sequence[GradedAnswer]) -> float:
+    """The share (%) of wrong answers."""
+    return 100.0 * (1.0 - sum(a.correct for a in answers) / len(answers))
+
+
+def _by(answers: Sequence[GradedAnswer], key: str) -> list[tuple[str, list[GradedAnswer]]]:
+    groups: dict[str, list[GradedAnswer]] = {}
+    for answer in answers:
+        groups.setdefault(getattr(answer, key), []).append(answer)
+    return sorted(groups.items(), key=lambda kv: str(kv[0]))

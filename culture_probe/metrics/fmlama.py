@@ -1,16 +1,15 @@
-"""FmLAMA metrics: mean average precision over ranked ingredients, and mean word similarity (mWS).
+"""FmLAMA metrics: mean average precision over ranked ingredients, mean word similarity (mWS), and a run's summary
+from typed per-dish inputs (`RankedDish`, `ChatReply`).
 
 Formulas: specs/fmlama.md section 5 (Zhou et al., 2024, "Does Mapo Tofu Contain Coffee?", section 4.3).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,8 +18,6 @@ from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import by_group, check_lengths, finite_floats, none_if_nan
 
 Embed = Callable[[str], Any]
-FASTTEXT_ENV = "CULTURE_PROBE_FASTTEXT"  # path of a cc.<lang>.300.bin, or of a folder holding them
-FASTTEXT_URL = "https://fasttext.cc/docs/en/crawl-vectors.html"
 
 
 def _ranking(index: int, prediction: Sequence[str]) -> list[str]:
@@ -86,97 +83,9 @@ def mean_average_precision(
     return result
 
 
-def load_text_vectors(path: str | Path, keep: set[str] | None = None) -> dict[str, np.ndarray]:
-    """Read word vectors from a text file in fastText's `.vec` format (optional "count dim" header line).
-
-    A key may contain spaces (the last `dim` fields are the vector), so a file of whole-string vectors
-    precomputed with fastText's `get_word_vector` works too. `keep` reads only the strings a metric needs,
-    so a 2-million-word file does not have to fit in memory.
-    """
-    vectors: dict[str, np.ndarray] = {}
-    dim = None
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.rstrip("\n").rstrip(" ").split(" ")
-            if line_number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
-                dim = int(fields[1])
-                continue
-            if dim is None:
-                dim = _trailing_numbers(fields)
-            if len(fields) <= dim:
-                raise MetricInputError(f"{path}:{line_number}: expected a key and {dim} numbers.")
-            key = " ".join(fields[:-dim])
-            if keep is None or key in keep:
-                vectors[key] = np.asarray(fields[-dim:], dtype=np.float64)
-    return vectors
-
-
-def _trailing_numbers(fields: list[str]) -> int:
-    count = 0
-    for field in reversed(fields[1:]):
-        try:
-            float(field)
-        except ValueError:
-            break
-        count += 1
-    return count
-
-
 def _cosine(u: np.ndarray, v: np.ndarray) -> float:
     norm = float(np.linalg.norm(u) * np.linalg.norm(v))
     return float(np.dot(u, v)) / norm if norm else math.nan  # a zero vector (unknown string) leaves cos undefined
-
-
-def vectors_file(vectors: str | Path, language: str) -> Path:
-    """The vectors file `vectors` names: itself, or the `cc.<language>.300.bin` inside it when it is a folder."""
-    return Path(vectors) / f"cc.{language}.300.bin" if Path(vectors).is_dir() else Path(vectors)
-
-
-def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") -> Embed:
-    """The paper's vectors: fastText's `get_word_vector` on the whole string, from a binary `cc.<lang>.300.bin`.
-
-    `path` is the `.bin` model or a folder holding `cc.<language>.300.bin`; without it, the environment variable
-    CULTURE_PROBE_FASTTEXT (read at call time) gives one of the two. Nothing is downloaded: the model is 7 GB.
-    Needs the optional `fasttext` module (`pip install fasttext-wheel`, or `culture-probe[fasttext]`).
-    """
-    name = f"cc.{language}.300.bin"
-    fix = (f"download {name} from {FASTTEXT_URL} and pass vectors='path/to/{name}' (or a folder holding it), "
-           f"or set {FASTTEXT_ENV} to that path; or pass embed= a function from a string to its vector.")
-    location = path if path is not None else os.environ.get(FASTTEXT_ENV)
-    if not location:
-        raise MetricInputError(f"mWS uses fastText vectors by default (as the paper), but no model was given: {fix}")
-    model = vectors_file(location, language)
-    if not model.is_file():
-        raise MetricInputError(f"fastText model {str(model)!r} does not exist: {fix}")
-    try:
-        fasttext = importlib.import_module("fasttext")
-    except ImportError:
-        raise MetricInputError(
-            f"Reading {str(model)!r} needs the `fasttext` module, which is not installed: run "
-            "`pip install fasttext-wheel` (or `pip install culture-probe[fasttext]`), or pass embed=."
-        ) from None
-    return fasttext.load_model(str(model)).get_word_vector
-
-
-def _embedder(
-    embed: Embed | Mapping[str, Any] | None, vectors: str | Path | None, needed: set[str], language: str
-) -> Embed:
-    """`embed` as given, else the vectors of `read_vectors`."""
-    if embed is not None and vectors is not None:
-        raise MetricInputError("Pass either `embed` or `vectors`, not both.")
-    if embed is None:
-        embed = read_vectors(vectors, keep=needed, language=language)
-    return embed.get if isinstance(embed, Mapping) else embed
-
-
-def read_vectors(vectors: str | Path | None, *, keep: set[str], language: str = "en") -> dict[str, np.ndarray]:
-    """The vectors of the strings in `keep`: from a fastText binary model (`.bin`, or a folder holding
-    `cc.<language>.300.bin`; None: `fasttext_vectors`' default) or from text vectors (any other file).
-    """
-    if vectors is None or Path(vectors).is_dir() or Path(vectors).suffix == ".bin":
-        vector = fasttext_vectors(vectors, language=language)
-        return {text: np.asarray(vector(text)) for text in keep}
-    return load_text_vectors(vectors, keep=keep)  # no vectors for strings it lacks: multi-word items become NaN
 
 
 def word_similarity(ranking: Sequence[str], gold: set[str], vector: Callable[[str], np.ndarray]) -> float:
@@ -195,21 +104,20 @@ def mws(
     predictions: Sequence[Sequence[str]],
     references: Sequence[Sequence[str]],
     embed: Embed | Mapping[str, Any] | None = None,
-    vectors: str | None = None,
     groups: Sequence[Hashable] | Mapping[str, Sequence[Hashable]] | None = None,
-    language: str = "en",
 ) -> dict[str, Any]:
     """Mean word similarity (0-1) between each dish's top-|G| predictions and its gold ingredients.
 
-    `embed` maps a whole string to its vector (None or a zero vector for an unknown string: its WS is NaN,
-    left out of the mean and counted in `n_nan`). Or `vectors`: fastText text vectors (`.vec`), or a fastText
-    binary model (`.bin`, or a folder holding `cc.<language>.300.bin`). With neither, fastText's model as in the
-    paper (see `fasttext_vectors`: needs the `fasttext` module and the model's path).
+    `embed` maps a whole string to its vector (a function or a dict; None or a zero vector for an unknown string:
+    its WS is NaN, left out of the mean and counted in `n_nan`). The paper's vectors are fastText's
+    (`culture_probe.data.vectors` reads them, and `words_needed` says which strings to read).
     """
     n = check_lengths(predictions=predictions, references=references)
+    if embed is None:
+        raise MetricInputError("mWS needs word vectors: pass embed= a function or dict from a string to its vector "
+                               "(culture_probe.data.vectors.read_vectors reads fastText or .vec files).")
     items = [(_ranking(i, p), _gold(r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
-    needed = {s for ranking, gold in items for s in (*gold, *ranking[: len(gold)])}
-    lookup = _embedder(embed, vectors, needed, language)
+    lookup = embed.get if isinstance(embed, Mapping) else embed
     cache: dict[str, np.ndarray] = {}
     first: list[str] = []  # the first string with a vector: every other vector must have its length
 
@@ -230,6 +138,12 @@ def mws(
     if groups is not None:
         result["groups"] = by_group(groups, n, lambda mask: _ws_summary(ws[mask], skipped[mask]))
     return result
+
+
+def words_needed(predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]]) -> set[str]:
+    """The strings whose vectors `mws` reads: every gold item and each dish's top-|G| predictions."""
+    items = [(_ranking(i, p), _gold(r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
+    return {s for ranking, gold in items for s in (*gold, *ranking[: len(gold)])}
 
 
 def _checked_vector(text: str, found: Any, first: list[str], cache: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -283,3 +197,113 @@ def map_mws_correlation(map_values: Sequence[float], mws_values: Sequence[float]
     r = float(dx @ dy) / math.sqrt(float(dx @ dx) * float(dy @ dy))
 
     return {"pearson_r": max(-1.0, min(1.0, r)), "n_cells": n}
+
+
+# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+
+FAMILIES = ("hasParts", "country")  # template families: without and with the dish's country named
+ALL = "ALL"
+
+
+@dataclass(frozen=True)
+class RankedDish:
+    """One dish ranked in one template: the template (relation) and its family, the dish's group, a ranking that
+    is equivalent to the full one for AP, P@k and mWS, and the gold items AP divides by.
+    """
+
+    template: str
+    family: str
+    group: str
+    ranking: tuple[str, ...]
+    gold: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """One chat-mode reply: its template and instruction wording, the dish's group, and whether it named a gold
+    ingredient.
+    """
+
+    template: str
+    instruction: int
+    group: str
+    correct: bool
+
+
+def ranking_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the templates of each
+    family (spec 4.4), with the Pearson r between the mAP and mWS cells.
+    """
+    per_template: dict[str, dict[str, Any]] = {}
+    for relation in sorted({d.template for d in dishes}, key=lambda t: (FAMILIES.index(t.split("_")[0]), t)):
+        per_template[relation] = template_summary([d for d in dishes if d.template == relation], embed)
+    out: dict[str, Any] = {"templates": per_template}
+    for measure in ("map", "mws"):
+        table = family_table(per_template, measure)
+        if table:
+            out[measure] = table
+            out.update({f"{measure}_{fam}": cells[ALL]["mean"] for fam, cells in table.items() if cells.get(ALL)})
+    if "mws" in out:
+        out["map_mws_correlation"] = table_correlation(out["map"], out["mws"])
+    return out
+
+
+def template_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None
+                     ) -> dict[str, Any]:
+    """The mAP (and mWS, given `embed`) of one template, overall and per group."""
+    rankings, golds, groups = [d.ranking for d in dishes], [d.gold for d in dishes], [d.group for d in dishes]
+    result = {"map": _per_group(mean_average_precision(rankings, golds, groups=groups), "map")}
+    if embed is not None:
+        result["mws"] = _per_group(mws(rankings, golds, embed=embed, groups=groups), "mws")
+    return result
+
+
+def _per_group(result: Mapping[str, Any], measure: str) -> dict[str, Any]:
+    cells = {ALL: result[measure]}
+    cells.update({g: v[measure] for g, v in result.get("groups", {}).items()})
+    return cells
+
+
+def family_table(per_template: Mapping[str, Mapping[str, Any]], measure: str) -> dict[str, dict[str, Any]]:
+    """{family: {group: {mean, std, n_templates}}} over the templates of each family (spec 4.4)."""
+    table: dict[str, dict[str, Any]] = {}
+    for family in FAMILIES:
+        cells = [v[measure] for rel, v in per_template.items() if rel.startswith(family + "_") and measure in v]
+        if not cells:
+            continue
+        groups = sorted({g for c in cells for g in c}, key=lambda g: (g != ALL, g))
+        table[family] = {}
+        for group in groups:
+            values = [c[group] for c in cells if c.get(group) is not None]
+            stats = template_mean_std(values) if len(values) > 1 else {
+                "mean": values[0] if values else None, "std": None}
+            table[family][group] = {**stats, "n_templates": len(values)}
+    return table
+
+
+def table_correlation(map_table: Mapping[str, Mapping[str, Any]], mws_table: Mapping[str, Mapping[str, Any]]
+                      ) -> dict[str, Any] | None:
+    """Pearson r between the mAP and mWS means of the cells (family x group, ALL included, as in the paper's
+    Table 2 correlation) that have both; None with fewer than two such cells.
+    """
+    pairs = [(cell["mean"], mws_table[family][group]["mean"]) for family, cells in map_table.items()
+             for group, cell in cells.items()
+             if cell["mean"] is not None and (mws_table.get(family, {}).get(group) or {}).get("mean") is not None]
+    if len(pairs) < 2:
+        return None
+    return map_mws_correlation(*zip(*pairs, strict=True))
+
+
+def chat_summary(replies: Sequence[ChatReply]) -> dict[str, Any]:
+    """Chat mode: accuracy (%) per "<template> / <instruction>" cell, overall (ALL) and per group, and the best
+    cell's overall accuracy.
+    """
+    cells: dict[str, dict[str, list[bool]]] = {}
+    for r in replies:
+        cell = cells.setdefault(f"{r.template} / {r.instruction}", {})
+        for group in (ALL, r.group):
+            cell.setdefault(group, []).append(r.correct)
+    chat = {name: {g: 100 * sum(v) / len(v) for g, v in sorted(groups.items(), key=lambda kv: (kv[0] != ALL, kv[0]))}
+            for name, groups in sorted(cells.items())}
+    return {"chat": chat, "chat_accuracy_best": max((cell[ALL] for cell in chat.values()), default=None)}

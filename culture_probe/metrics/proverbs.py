@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -121,3 +122,62 @@ def cross_lingual_average(per_language: Mapping[str, float], languages: Sequence
     if missing:
         raise MetricInputError(f"`per_language` lacks {missing}; the cross-lingual average needs {list(languages)}.")
     return math.fsum(per_language[lang] for lang in languages) / len(languages)
+
+
+# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+
+
+@dataclass(frozen=True)
+class ReasonAnswer:
+    """One reasoning answer: the item, the chosen and the gold letter, its subset, whether it was right for the
+    asked question, and the few-shot demonstration set it was asked with.
+    """
+
+    item_id: str
+    prediction: str
+    label: str
+    is_figurative: bool
+    correct: bool
+    demo_set: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """Whether the continuation of one memorisation template (numbered from 1) completed the item's proverb."""
+
+    item_id: str
+    template: int
+    success: bool
+
+
+def union_flags(completions: Sequence[Completion]) -> dict[str, bool]:
+    """{item id: memorised by any template}, in item order."""
+    flags: dict[str, bool] = {}
+    for c in completions:
+        flags[c.item_id] = flags.get(c.item_id, False) or c.success
+    return flags
+
+
+def run_summary(answers: Sequence[ReasonAnswer], completions: Sequence[Completion], *, question: str,
+                n_templates: int, n_sets: int = 0, memorised: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """A MAPS run's metrics: `maps` accuracy (overall, figurative split, and memorised split when `memorised`
+    flags every item), the accuracy of each few-shot demonstration set, and the memorisation rates.
+    """
+    out: dict[str, Any] = {"question": question}
+    out.update(maps(predictions=[a.prediction for a in answers], references=[a.label for a in answers],
+                    negative=[question != "pos"] * len(answers), is_figurative=[a.is_figurative for a in answers],
+                    memorised=None if memorised is None else [memorised.get(a.item_id, False) for a in answers]))
+    if n_sets:  # the pooled accuracy is the mean over the equally sized sets
+        out["per_set"] = [_mean_pct([a.correct for a in answers if a.demo_set == i]) for i in range(n_sets)]
+    if completions:
+        success = {(c.item_id, c.template): c.success for c in completions}
+        templates = range(1, n_templates + 1)
+        table = [[success.get((item, t), False) for t in templates] for item in union_flags(completions)]
+        out["memorisation"] = memorisation_rate(successes=table)
+    else:
+        out["memorisation"] = None
+    return out
+
+
+def _mean_pct(values: Sequence[bool]) -> float | None:
+    return 100.0 * sum(values) / len(values) if values else None

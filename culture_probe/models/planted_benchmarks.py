@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from culture_probe.data.sources import MIRROR_ENV
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
 from culture_probe.models.planted import PlantedFact, PlantedSpec, train_planted
 
@@ -128,18 +129,18 @@ def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: i
 
 
 def ranking_spec(config: str, rows: Sequence[Mapping[str, Any]], *, group_key: str, planted: str,
-                 max_facts: int = 400, seed: int = 0) -> PlantedSpec:
+                 max_facts: int = 400, seed: int = 0, data_dir: str | os.PathLike | None = None) -> PlantedSpec:
     """A tiny BERT (the papers' kind of model) trained on the protocol's own probes of one group's items.
 
     Every probe of an item whose `group_key` (DLAMA: culture; FmLAMA: country group) is `planted` becomes facts,
     one per gold answer, up to `max_facts`; the tokenizer covers every probe's context and candidates.
     """
+    from culture_probe.loading import load_task
     from culture_probe.models.planted import probe_texts_of
-    from culture_probe.tasks import task_for
-    from culture_probe.tasks.base import ScoreProbe
+    from culture_probe.tasks import ScoreProbe
 
-    probes = [p for p in task_for(config)(config, kind="masked", seed=seed).build_probes(rows)
-              if isinstance(p, ScoreProbe)]
+    task, _ = load_task(config, kind="masked", seed=seed, data_dir=data_dir)
+    probes = [p for p in task.build_probes(rows) if isinstance(p, ScoreProbe)]
     facts = [PlantedFact.from_request(p.request, gold) for p in probes if p.meta.get(group_key) == planted
              for gold in p.meta["gold"]][:max_facts]
     if not facts:
@@ -155,7 +156,7 @@ def _dlama(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpe
     rows = _rows(config, data_dir)
     cultures = sorted({r["culture"] for r in rows} - {"west"})
     default = cultures[0] if cultures else ""
-    return ranking_spec(config, rows, group_key="culture", **{"planted": default, **options})
+    return ranking_spec(config, rows, group_key="culture", data_dir=data_dir, **{"planted": default, **options})
 
 
 def _fmlama(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec:
@@ -165,7 +166,7 @@ def _fmlama(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSp
     for row in rows:
         counts[row["group"]] = counts.get(row["group"], 0) + 1
     default = max(sorted(counts), key=counts.__getitem__) if counts else ""
-    return ranking_spec(config, rows, group_key="group", **{"planted": default, **options})
+    return ranking_spec(config, rows, group_key="group", data_dir=data_dir, **{"planted": default, **options})
 
 
 # ---------------------------------------------------------------- building
@@ -181,7 +182,7 @@ def _maps_data_dir(data_dir: str | os.PathLike | None) -> str | os.PathLike:
     """MAPS is distributed on request: `data_dir`, else the mirror's copy (`$CULTURE_PROBE_MIRROR/manual/maps`)."""
     if data_dir is not None:
         return data_dir
-    mirror = os.environ.get("CULTURE_PROBE_MIRROR")
+    mirror = os.environ.get(MIRROR_ENV)
     if mirror and (Path(mirror) / "manual" / "maps").is_dir():
         return Path(mirror) / "manual" / "maps"
     raise MissingDataError("planted:maps_* trains on the MAPS data, which is released on request: pass data_dir= "
@@ -211,8 +212,16 @@ SPEC_BUILDERS: dict[str, Callable[[str, Any, Mapping[str, Any]], PlantedSpec]] =
 }
 
 
-def planted_spec(config: str, *, data_dir: str | os.PathLike | None = None, **options: Any) -> PlantedSpec:
-    """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g. culture=)."""
+#: the model kind of each benchmark's planted model (the architecture its spec builder trains by default)
+PLANTED_KINDS = {"xfakt": "causal", "camel": "causal", "maps": "causal", "dlama": "masked", "fmlama": "masked"}
+
+
+def planted_kind(config: str) -> str:
+    """The kind of `planted:<config>` (known without training it)."""
+    return PLANTED_KINDS[_benchmark(config)]
+
+
+def _benchmark(config: str) -> str:
     from culture_probe.data.registry import resolve
 
     module, _ = resolve(config)
@@ -220,7 +229,12 @@ def planted_spec(config: str, *, data_dir: str | os.PathLike | None = None, **op
     if bench not in SPEC_BUILDERS:
         raise UnknownNameError("benchmark with a planted model", bench, SPEC_BUILDERS,
                                fix="Build one with culture_probe.models.planted.train_planted(PlantedSpec(...)).")
-    return SPEC_BUILDERS[bench](config, data_dir, options)
+    return bench
+
+
+def planted_spec(config: str, *, data_dir: str | os.PathLike | None = None, **options: Any) -> PlantedSpec:
+    """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g. culture=)."""
+    return SPEC_BUILDERS[_benchmark(config)](config, data_dir, options)
 
 
 def planted_model_dir(config: str, *, cache_dir: str | os.PathLike | None = None,

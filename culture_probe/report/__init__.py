@@ -1,53 +1,49 @@
-"""Reports of runs: `culture-probe report RUN_DIR` (report.md + PNG plots) and `culture-probe compare DIR...`."""
+"""Reports of runs, built from the run directory alone: `culture-probe report RUN_DIR` (report.md + PNG plots)
+and `culture-probe compare DIR...`.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from pkgutil import extend_path
 from typing import Any
 
-from culture_probe.errors import CultureProbeError
+from culture_probe import rundir
 from culture_probe.report.markdown import render, table_markdown
-from culture_probe.report.plots import bootstrap_interval, language_country_grid
-from culture_probe.tasks.base import Record, Table, Task, flatten, json_ready
+from culture_probe.report.plots import bootstrap_interval
+from culture_probe.report.views import Table, flatten, language_country_grid, sections_for
+from culture_probe.tasks import Record, task_from_config
+from culture_probe.tasks.options import json_ready
+
+# Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
+# culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
+__path__ = extend_path(__path__, __name__)
 
 __all__ = [
     "bootstrap_interval", "compare_main", "compare_runs", "headline", "language_country_grid", "load_run", "main",
     "write_report",
 ]
-REPORT_FILE = "report.md"
 
 
-def write_report(run_dir: str | Path, *, task: Task, records: Sequence[Record], metrics: Mapping[str, Any],
-                 config: Mapping[str, Any]) -> Path:
+def write_report(run_dir: str | Path, *, config: Mapping[str, Any], records: Sequence[Record],
+                 metrics: Mapping[str, Any]) -> Path:
     """Write `report.md` and `plots/*.png` into `run_dir`; returns the report's path."""
     run_dir = Path(run_dir)
-    path = run_dir / REPORT_FILE
-    path.write_text(render(task.sections(records, metrics), config, run_dir), encoding="utf-8")
+    path = run_dir / rundir.REPORT_FILE
+    path.write_text(render(sections_for(config, records, metrics), config, run_dir), encoding="utf-8")
     return path
 
 
-def load_run(run_dir: str | Path):
-    """(config, records, metrics) of a run directory; metrics are recomputed when metrics.json is missing
-    (an interrupted run reports what it has).
+def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[str, Any]]:
+    """(config, records, metrics) of a run directory; metrics are recomputed from the records when metrics.json
+    is missing (an interrupted run reports what it has).
     """
-    from culture_probe.runner import CONFIG_FILE, ITEMS_FILE, METRICS_FILE, read_records, task_from_config
-
-    run_dir = Path(run_dir)
-    if not (run_dir / CONFIG_FILE).is_file():
-        raise CultureProbeError(
-            f"{run_dir} is not a run directory: it has no {CONFIG_FILE}. Pass the --out folder of a "
-            "`culture-probe run`."
-        )
-    config = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    records = read_records(run_dir / ITEMS_FILE)
-    metrics_path = run_dir / METRICS_FILE
-    if metrics_path.is_file():
-        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
-    else:
-        metrics = json_ready(task_from_config(config).compute_metrics(records))
-    return config, records, metrics
+    run = rundir.read_run(run_dir)
+    metrics = run.metrics
+    if metrics is None:
+        metrics = json_ready(task_from_config(run.config).compute_metrics(run.records))
+    return run.config, run.records, metrics
 
 
 def headline(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
@@ -80,11 +76,8 @@ def _is_number(value: Any) -> bool:
 
 def main(args: Any) -> int:
     """`culture-probe report RUN_DIR`: (re)write report.md and plots from the run's files."""
-    from culture_probe.runner import task_from_config
-
     config, records, metrics = load_run(args.run_dir)
-    path = write_report(args.run_dir, task=task_from_config(config), records=records, metrics=metrics,
-                        config=config)
+    path = write_report(args.run_dir, config=config, records=records, metrics=metrics)
     print(f"wrote {path}")
     return 0
 

@@ -11,9 +11,8 @@ from typing import Any
 
 from culture_probe.metrics.display import format_score
 from culture_probe.report.plots import draw
-from culture_probe.tasks.base import Section, Table
-
-PLOTS_DIR = "plots"
+from culture_probe.report.views import Section, Table
+from culture_probe.rundir import PLOTS_DIR
 
 
 def format_value(value: Any) -> str:
@@ -92,11 +91,12 @@ def header(config: Mapping[str, Any]) -> str:
 
 
 def deviations(config: Mapping[str, Any]) -> str:
-    """The deviation log recorded with the run."""
-    rows = tuple((d["id"], d["description"]) for d in config.get("deviations", ()))
+    """The deviations from the original code that applied to this run, each with when it applies."""
+    rows = tuple((d["id"], d["description"], d.get("when", "")) for d in config.get("deviations", ()))
     if not rows:
-        return "## Deviations from the original code\n\nNone recorded."
-    return "## Deviations from the original code\n\n" + table_markdown(Table(("id", "description"), rows))
+        return "## Deviations from the original code\n\nNone applied to this run."
+    return ("## Deviations from the original code (those that applied to this run)\n\n"
+            + table_markdown(Table(("id", "description", "applies to"), rows)))
 
 
 # run settings the command line can repeat, each with the value that leaves its flag out

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from culture_probe.tasks.base import Bars, Heatmap
+from culture_probe.report.views import Bars, Heatmap
 
 N_BOOTSTRAP = 2000
 
@@ -72,21 +72,6 @@ def draw_heatmap(view: Heatmap, path: Path, title: str) -> Path:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     return path
-
-
-def language_country_grid(cells: Mapping[tuple[str, str], float], *, languages: Sequence[str],
-                          countries: Sequence[str], associations: Mapping[str, str] | None = None,
-                          label: str = "error rate") -> Heatmap:
-    """The language x country view (X-FaKT): rows are question languages, columns countries; each language's
-    associated country is outlined. Missing cells stay blank.
-    """
-    values = tuple(tuple(cells.get((lang, country)) for country in countries) for lang in languages)
-    highlight = tuple(
-        (i, list(countries).index(associations[lang]))
-        for i, lang in enumerate(languages)
-        if associations and associations.get(lang) in countries
-    )
-    return Heatmap(tuple(languages), tuple(countries), values, label, highlight)
 
 
 def draw(view: Bars | Heatmap, path: Path, title: str) -> Path:

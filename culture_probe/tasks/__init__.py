@@ -8,33 +8,43 @@ add a task.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from pkgutil import extend_path
+from typing import Any
 
 from culture_probe.errors import CultureProbeError
-from culture_probe.tasks.base import (
-    Bars,
+from culture_probe.tasks.base import Deviation, Task
+from culture_probe.tasks.options import options_from_dict, parse_options
+from culture_probe.tasks.probes import (
     FillMaskProbe,
     GenerateProbe,
-    Heatmap,
     Probe,
+    Record,
     ScoreProbe,
-    Section,
-    Table,
-    Task,
-    parse_options,
+    Skipped,
 )
 
+# Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
+# culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
+__path__ = extend_path(__path__, __name__)
+
 __all__ = [
-    "Bars", "FillMaskProbe", "GenerateProbe", "Heatmap", "Probe", "ScoreProbe", "Section", "Table", "Task",
-    "parse_options", "task_for",
+    "Deviation", "FillMaskProbe", "GenerateProbe", "Probe", "Record", "ScoreProbe", "Skipped", "Task",
+    "benchmark_of", "parse_options", "task_for", "task_from_config",
 ]
+
+
+def benchmark_of(config: str) -> str:
+    """The benchmark (data module name) that defines `config`; unknown names list the valid configs."""
+    from culture_probe.data.registry import resolve
+
+    data_module, _ = resolve(config)
+    return data_module.__name__.rsplit(".", 1)[-1]
 
 
 def task_for(config: str) -> type[Task]:
     """The Task class that probes benchmark config `config` (unknown names list the valid configs)."""
-    from culture_probe.data.registry import resolve
-
-    data_module, _ = resolve(config)
-    bench = data_module.__name__.rsplit(".", 1)[-1]
+    bench = benchmark_of(config)
     try:
         module = importlib.import_module(f"{__name__}.{bench}")
     except ModuleNotFoundError as error:
@@ -45,3 +55,10 @@ def task_for(config: str) -> type[Task]:
             f"culture_probe/tasks/{bench}.py defining TASK."
         ) from None
     return module.TASK
+
+
+def task_from_config(meta: Mapping[str, Any]) -> Task:
+    """A run's Task rebuilt from its config.json, without resources: enough to read its records into metrics."""
+    task_cls = task_for(meta["config"])
+    options = options_from_dict(task_cls.Options, meta["options"])
+    return task_cls(meta["config"], options, kind=meta["model"]["kind"], seed=meta["run"]["seed"])

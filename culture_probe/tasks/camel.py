@@ -16,10 +16,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from culture_probe.data.card import Deviation
-from culture_probe.engine.types import CandidateScores, ScoreRequest
+from culture_probe.data.camel import ENTITY_TYPES
+from culture_probe.data.card import base_name, is_corrected
+from culture_probe.data.resources import Need
+from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError
-from culture_probe.tasks.base import Bars, Heatmap, Output, Probe, Record, ScoreProbe, Section, Skipped, Table, Task
+from culture_probe.metrics.camel import ScoredPrompt, run_summary
+from culture_probe.tasks.base import Deviation, RecordFields, Task
+from culture_probe.tasks.options import at_least
+from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
 
 MASK = "[MASK]"
 CULTURE_TOKEN = "[عربي] "
@@ -42,6 +47,11 @@ class CamelOptions:
     n_shot: int = 0  # paper 4.4 demonstrations (Arab fillers)
     seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # spec 4.3: plain = encoder prefix, target entity
 
+    def __post_init__(self) -> None:
+        at_least("n_runs", self.n_runs, 1)
+        at_least("sample_size", self.sample_size, 1)
+        at_least("n_shot", self.n_shot, 0)
+
 
 # ---------------------------------------------------------------- pools and samples
 
@@ -53,8 +63,6 @@ def normalise(text: str) -> str:
 
 def type_name(value: Any) -> str:
     """An entity type as its name (rows from `datasets` hold the ClassLabel index)."""
-    from culture_probe.data.camel import ENTITY_TYPES
-
     return ENTITY_TYPES[value] if isinstance(value, (int, np.integer)) else str(value)
 
 
@@ -101,8 +109,6 @@ def draw(pool: Sequence[str], seed: int, run: int, type_index: int, culture_inde
 
 def sample(pools: Mapping[tuple[str, str], Sequence[str]], etype: str, run: int, *, seed: int, size: int) -> Sample:
     """The (run, type) sample shared by every prompt of that type in that run."""
-    from culture_probe.data.camel import ENTITY_TYPES
-
     tau = ENTITY_TYPES.index(etype)
     arab, rng = draw(pools.get((etype, "arab"), ()), seed, run, tau, 0, size)
     western, _ = draw(pools.get((etype, "western"), ()), seed, run, tau, 1, size)
@@ -158,30 +164,53 @@ def filler_scores(output: CandidateScores, aggregate: str) -> np.ndarray:
 # ---------------------------------------------------------------- the task
 
 
+def _causal_context(task: CamelTask) -> bool:
+    return task.kind != "masked"
+
+
 class CamelTask(Task):
     """CAMeL-Co / CAMeL-Ag cultural bias score (spec section 4)."""
 
     Options = CamelOptions
+    options: CamelOptions
     seeded = True  # the entity samples of each run are drawn with the seed
     deviations = (
+        Deviation("C1", "Co causal prompts derived from the text left of [MASK] (upstream file missing).",
+                  "CAMeL-Co, causal and seq2seq models",
+                  lambda t: _causal_context(t) and base_name(t.config) == "camel_co_prompts"),
+        Deviation("C2", "Ag causal rows with text after the mask: that text is dropped.",
+                  "CAMeL-Ag, causal and seq2seq models",
+                  lambda t: _causal_context(t) and base_name(t.config) == "camel_ag_prompts"),
+        Deviation("C3", "Subword aggregation: mean probability (masked), mean log-prob (causal/seq2seq).",
+                  "aggregate='auto'", lambda t: t.options.aggregate == "auto"),
+        Deviation("C4", "Masked multi-subword scoring: left-to-right one-mask infill.", "masked models, mlm_mode='l2r'",
+                  lambda t: t.kind == "masked" and t.options.mlm_mode == "l2r"),
+        Deviation("C5", "Sampling pool: stripped, de-duplicated, unlabelled and cross-labelled strings dropped.",
+                  "pool='clean'", lambda t: t.options.pool == "clean"),
+        Deviation("C6", "Sample size min(50, pool)."),
+        Deviation("C7", "Seeds: numpy default_rng([seed, run, type, culture])."),
+        Deviation("C8", "Ties count as not Western.", "tie_value=0", lambda t: t.options.tie_value == 0),
+        Deviation("C9", "Avg recomputed from the ten type columns."),
         Deviation("C10", "Prompt adaptation formats (our choice; the paper gives none): culture_token prepends "
                          "'[عربي] ' to the probed prompt; n_shot demonstrations are the same prompt filled with Arab "
                          "entities drawn (with the run's Arab rng, continued after its sample) from the Arab pool "
-                         "minus that sample, one per line before the prompt."),
+                         "minus that sample, one per line before the prompt.", "culture_token or n_shot",
+                  lambda t: t.options.culture_token or t.options.n_shot > 0),
     )
 
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
-        super().__init__(config, options, kind=kind, seed=seed)
-        base = config.removesuffix("_corrected")
-        if base not in ("camel_co_prompts", "camel_ag_prompts"):
+    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
+                 resources: Mapping[str, Any] | None = None):
+        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
+        if base_name(config) not in ("camel_co_prompts", "camel_ag_prompts"):
             raise CultureProbeError(
                 f"{config!r} holds no prompts to probe; run camel_co_prompts or camel_ag_prompts (the entities "
                 "are loaded by the protocol)."
             )
-        o = self.options
-        if o.n_runs < 1 or o.sample_size < 1 or o.n_shot < 0:
-            raise CultureProbeError(f"n_runs and sample_size must be >= 1 and n_shot >= 0; got {o}.")
-        self.entity_rows: Sequence[Mapping[str, Any]] | None = None  # set to skip loading camel_entities
+
+    @classmethod
+    def needs(cls, config: str, options: CamelOptions) -> dict[str, Need]:
+        """The entity pools: camel_entities, corrected with the prompts."""
+        return {"entities": Need("camel", "entities", corrected=is_corrected(config))}
 
     @property
     def aggregate(self) -> str:
@@ -201,18 +230,16 @@ class CamelTask(Task):
         """The engine's masked rule (C4); other model kinds have none."""
         return "l2r" if self.options.mlm_mode == "l2r" and self.kind == "masked" else "typed"
 
-    def _pools(self) -> dict[tuple[str, str], list[str]]:
-        rows = self.entity_rows
-        if rows is None:
-            from culture_probe.data.registry import load_benchmark
-
-            rows = load_benchmark("camel_entities", corrected=self.config.endswith("_corrected"))["test"]
-        return entity_pools(rows, pool=self.options.pool)
+    def _score_options(self) -> ScoreOptions:
+        return ScoreOptions(masked_method=self._masked_method(),  # type: ignore[arg-type]
+                            seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel",
+                            keep_tokens=self.aggregate == "mean_prob")
 
     # ------------------------------------------------------------ hooks
 
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
-        pools, o = self._pools(), self.options
+        pools, o = entity_pools(self.resource("entities"), pool=self.options.pool), self.options
+        options = self._score_options()
         for run in range(o.n_runs):
             samples: dict[str, Sample] = {}
             for row in rows:
@@ -227,10 +254,8 @@ class CamelTask(Task):
                 drawn = samples[etype]
                 demos = self._demos(pools[(etype, "arab")], drawn) if o.n_shot else ()
                 left, right = context(row, self.kind, culture_token=o.culture_token, demos=demos)
-                yield ScoreProbe(str(row["id"]), ScoreRequest(left, drawn.arab + drawn.western, right),
-                                 tag=f"run{run}", meta={**meta, "n_arab": len(drawn.arab)},
-                                 masked_method=self._masked_method(), keep_tokens=self.aggregate == "mean_prob",
-                                 seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel")
+                yield ScoreProbe(str(row["id"]), ScoreRequest(left, drawn.arab + drawn.western, right), options,
+                                 tag=f"run{run}", meta={**meta, "n_arab": len(drawn.arab)})
 
     def _demos(self, arab_pool: Sequence[str], drawn: Sample) -> tuple[str, ...]:
         excluded = set(drawn.arab)
@@ -238,60 +263,21 @@ class CamelTask(Task):
         picked = drawn.arab_rng.choice(len(rest), size=min(self.options.n_shot, len(rest)), replace=False)
         return tuple(rest[i] for i in picked)
 
-    def _record(self, probe: Probe, output: Output) -> Record:
+    def _read(self, probe: Probe, output: Output) -> RecordFields:
         assert isinstance(probe, ScoreProbe) and isinstance(output, CandidateScores)
         scores, n_arab, candidates = filler_scores(output, self.aggregate), probe.meta["n_arab"], output.candidates
         return {"left": probe.request.left, "right": probe.request.right,
                 "arab_entities": list(candidates[:n_arab]), "western_entities": list(candidates[n_arab:]),
                 "arab": scores[:n_arab].tolist(), "western": scores[n_arab:].tolist()}
 
-    def _metrics(self, records: list[Record]) -> dict[str, Any]:
-        from culture_probe.metrics.camel import cbs
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
+        return run_summary([scored_prompt(r) for r in records], tie_value=self.options.tie_value)
 
-        prompt_ids, cultures, scores, types, runs = [], [], [], [], []
-        scored = [r for r in records if "skipped" not in r]
-        if not scored:
-            raise CultureProbeError("No scored CAMeL prompts: every probe of this run was skipped.")
-        for record in scored:
-            for culture in CULTURES:
-                values = record[culture]
-                prompt_ids += [record["id"]] * len(values)
-                cultures += [culture] * len(values)
-                scores += values
-                types += [record["entity_type"]] * len(values)
-                runs += [record["run"]] * len(values)
-        result = cbs(prompt_id=prompt_ids, culture=cultures, score=scores, entity_type=types, run=runs,
-                     tie_value=self.options.tie_value)
-        result["n_runs"] = len({r["run"] for r in scored})
-        result["n_skipped"] = len(records) - len(scored)
-        return result
 
-    def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
-        """CBS per entity type (mean ± std over runs), per-prompt CBS bars, and a type x run heatmap.
-
-        The heatmap shows how stable each type's CBS is across the seeded entity samples.
-        """
-        from culture_probe.data.camel import ENTITY_TYPES
-        from culture_probe.metrics.camel import prompt_cbs
-
-        present = [t for t in ENTITY_TYPES if t in metrics["per_type"]]
-        rows = tuple((t, metrics["per_type"][t], metrics["per_type_std"].get(t)) for t in present)
-        rows += (("Avg", metrics["cbs"], metrics.get("std")),)
-        per_prompt: dict[tuple[str, int], list[float]] = {}
-        for record in (r for r in records if "skipped" not in r):
-            per_prompt.setdefault((record["entity_type"], record["run"]), []).append(
-                prompt_cbs(np.asarray(record["arab"]), np.asarray(record["western"]), self.options.tie_value))
-        runs = sorted({run for _, run in per_prompt})
-        bars = {t: [v for run in runs for v in per_prompt.get((t, run), ())] for t in present}
-        grid = tuple(tuple(float(np.mean(per_prompt[(t, run)])) if (t, run) in per_prompt else None for run in runs)
-                     for t in present)
-        heatmap = Heatmap(tuple(present), tuple(f"run {run}" for run in runs), grid, label="CBS (%)",
-                          title="CBS per entity type and run")
-        text = ("CBS = share (%) of (Arab, Western) filler pairs in which the model prefers the Western filler; "
-                "50 is parity, 0 is a full preference for Arab entities. Mean over runs; std over runs.")
-        return [Section("Cultural Bias Score", text=text,
-                        tables=(Table(("entity type", "CBS", "std over runs"), rows),),
-                        figures=(Bars(bars, ylabel="CBS per prompt (%)"), heatmap))]
+def scored_prompt(record: Record) -> ScoredPrompt:
+    """The metric input of one record."""
+    return ScoredPrompt(record["id"], record["entity_type"], record["run"], tuple(record["arab"]),
+                        tuple(record["western"]))
 
 
 TASK = CamelTask

@@ -18,34 +18,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-
-from culture_probe.data.card import Deviation
-from culture_probe.data.dlama import candidate_sets, label_collisions, unverified_template_languages
-from culture_probe.engine.types import ScoreRequest
+from culture_probe.data.card import is_corrected
+from culture_probe.data.resources import Need
+from culture_probe.engine.types import GenerateOptions, ScoreOptions, ScoreRequest
 from culture_probe.errors import UnsupportedModelError
-from culture_probe.metrics.compare import compare_groups
-from culture_probe.metrics.display import format_score
-from culture_probe.metrics.dlama import hits_at_k, object_entropy, precision_at_k
-from culture_probe.tasks.base import (
-    Bars,
-    GenerateProbe,
-    Heatmap,
-    Probe,
-    Record,
-    ScoreProbe,
-    Section,
-    Skipped,
-    Table,
-    Task,
-    all_scores,
-    iter_groups,
-    ranked_candidates,
-    split_slot,
-)
+from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, ranking_summary
+from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
+from culture_probe.tasks.options import at_least
+from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 TOP_K = 5  # predictions kept per record
-DECIMALS = 1  # spec 5: the paper shows 1 decimal, rounded half up
 WEST = "west"
 # Generation mode (spec 4.6): the system message per language and {predicate: (en, ar) question}, {} = sub_label.
 SYSTEM = {"en": "You are an encyclopedia.", "ar": "تعامل كأنك موسوعة."}
@@ -64,7 +46,6 @@ QUESTIONS = {
     "P1376": ('What is the country of which the capital is "{}"? Reply with a country name only.',
               'ما هي الدولة التي عاصمتها "{}"؟ أجب باسم دولة فقط'),
 }
-MEASURES = ("overlap", "exact")
 
 
 @dataclass(frozen=True)
@@ -75,6 +56,14 @@ class DlamaOptions:
     keep_scores: bool = False  # write every candidate's sum, token count and per-token log-probs to items.jsonl
     mode: Literal["rank", "generate"] = "rank"  # generate: the optional chat-model mode of spec 4.6
     max_new_tokens: int = 32  # generate mode (the paper does not say; replies are asked to be one name)
+    templates: str | None = None  # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
+
+    def __post_init__(self) -> None:
+        at_least("max_new_tokens", self.max_new_tokens, 1)
+
+
+def _ranks(task: DlamaTask) -> bool:
+    return task.options.mode == "rank"
 
 
 class DlamaTask(Task):
@@ -84,45 +73,65 @@ class DlamaTask(Task):
     options: DlamaOptions
     deviations = (
         Deviation("D1", "Subjects inserted with plain str.replace (the original T5 path used re.sub('[X]', ...), "
-                  "a character class that replaced every letter X)."),
+                  "a character class that replaced every letter X).", "seq2seq models, ranking",
+                  lambda t: _ranks(t) and t.kind == "seq2seq"),
         Deviation("D2", "Candidates are scored with their in-context token ids (the original tokenised them "
-                  "without a leading space; identical for the WordPiece models of the paper)."),
+                  "without a leading space; identical for the WordPiece models of the paper).", "ranking", _ranks),
         Deviation("D3", "Causal models: mean log-prob of the candidate after the text left of the slot: a "
-                  "culture_probe extension, not comparable with the paper."),
-        Deviation("D5", "Fast tokenizers with [MASK] as a special token (what the released code effectively ran)."),
+                  "culture_probe extension, not comparable with the paper.", "causal models, ranking",
+                  lambda t: _ranks(t) and t.kind == "causal"),
+        Deviation("D4", "Generation mode asks every fact in scope, not the first 3 facts per file as the paper's "
+                  "appendix did.", "mode='generate'", lambda t: t.options.mode == "generate"),
+        Deviation("D5", "Fast tokenizers with [MASK] as a special token (what the released code effectively ran).",
+                  "masked models", lambda t: _ranks(t) and t.kind == "masked"),
         Deviation("D6", "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
                   "and mean of every candidate (spec 4.4), which would multiply its size by the candidate count; "
-                  "--option keep_scores=true records them all."),
+                  "--option keep_scores=true records them all.", "ranking without keep_scores",
+                  lambda t: _ranks(t) and not t.options.keep_scores),
     )
 
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
-        super().__init__(config, options, kind=kind, seed=seed)
+    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
+                 resources: Mapping[str, Any] | None = None):
+        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         if self.options.mode == "generate" and kind != "causal":
             raise UnsupportedModelError(
                 f"DLAMA generation mode asks a chat model with a system message: it needs a causal model with a "
                 f"chat template, not a {kind} one. Use mode=rank for {kind} models.")
 
-    def describe_deviations(self) -> list[dict[str, str]]:
-        """The log, with D4 in generation mode."""
-        log = super().describe_deviations()
-        if self.options.mode == "generate":
-            log.append({"id": "D4", "description": "Generation mode asks every fact in scope, not the first 3 facts "
-                        "per file as the paper's appendix did."})
-        return log
+    @classmethod
+    def needs(cls, config: str, options: DlamaOptions) -> dict[str, Need]:
+        """The probing templates (vendored, or the user's file given as `templates=`)."""
+        if options.mode != "rank":
+            return {}
+        params = (("path", options.templates),) if options.templates else ()
+        return {"templates": Need("dlama", "templates", params=params)}
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Candidate-set sizes and one hash over all sets."""
+        """Candidate-set sizes and one hash over all sets; label collisions; provisional templates used."""
         sets = candidate_sets(rows)
         digest = hashlib.sha256(json.dumps(sorted((list(k), v) for k, v in sets.items()),
                                            ensure_ascii=False).encode("utf-8")).hexdigest()
-        return {"candidate_sets": {f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())},
-                "candidates_sha256": digest, "label_collisions": label_collisions(rows),
-                "unverified_templates": unverified_template_languages(rows)}
+        described = {"candidate_sets": {f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())},
+                     "candidates_sha256": digest, "label_collisions": label_collisions(rows)}
+        if self.options.mode == "rank":
+            described["unverified_templates"] = self.unverified_template_languages(rows)
+        return described
+
+    def template(self, language: str, predicate: str) -> dict[str, Any] | None:
+        """{"template", "verified"} of a (language, predicate), or None when there is none."""
+        return self.resource("templates").get(language, {}).get(predicate)
+
+    def unverified_template_languages(self, rows: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Languages of `rows` probed with at least one provisional vendored template (recorded with every run)."""
+        used = {(row["language"], row["predicate"]) for row in rows}
+        return sorted({lang for lang, pred in used
+                       if (entry := self.template(lang, pred)) is not None and not entry["verified"]})
 
     # ------------------------------------------------------------ hooks
 
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
         sets = candidate_sets(rows)
+        options = ScoreOptions(keep_tokens=self.options.keep_scores)
         for row in rows:
             meta = {"language": row["language"], "predicate": row["predicate"], "culture": row["culture"],
                     "gold": list(row["obj_label"]), "obj_uri": list(row["obj_uri"])}
@@ -132,16 +141,17 @@ class DlamaTask(Task):
             if self.options.mode == "generate":
                 yield self._question(row, meta)
                 continue
-            if not row["template"].strip():  # ko P17/P19: unreadable in the paper, no vendored string
-                yield Skipped(row["id"], f"no {row['language']} template for {row['predicate']} (load the data "
-                              "with mlama_templates_dir= for the mLAMA 1.1 strings)", meta=meta)
+            entry = self.template(row["language"], row["predicate"])
+            if entry is None or not entry["template"].strip():  # ko P17/P19: unreadable in the paper
+                yield Skipped(row["id"], f"no {row['language']} template for {row['predicate']} (pass --option "
+                              "templates= the mLAMA 1.1 folder or a JSON file)", meta=meta)
                 continue
-            left, right = prompt(row["template"], row["sub_label"])
+            left, right = prompt(entry["template"], row["sub_label"])
             meta["prompt"] = f"{left}[Y]{right}"
             stripped = left.rstrip()  # a space before the slot moves onto the candidate (in-context ids)
             request = ScoreRequest(left=stripped, candidates=sets[row["language"], row["predicate"]], right=right,
                                    sep=" " if stripped != left else "")
-            yield ScoreProbe(row["id"], request, meta=meta, keep_tokens=self.options.keep_scores)
+            yield ScoreProbe(row["id"], request, options, meta=meta)
 
     def _question(self, row: Mapping[str, Any], meta: dict[str, Any]) -> Probe:
         """The generation-mode probe of one fact, or why it is out of the mode's scope (spec 4.6)."""
@@ -149,92 +159,38 @@ class DlamaTask(Task):
         if row.get("pair") != "arab_west" or language not in SYSTEM or predicate not in QUESTIONS:
             return Skipped(row["id"], f"no generation question for {predicate} in {language} (spec 4.6 covers "
                            f"Arab-West, en/ar, {', '.join(QUESTIONS)})", meta=meta)
-        meta["prompt"] = question(predicate, language, row["sub_label"],
-                                  corrected=self.config.endswith("_corrected"))
-        return GenerateProbe(row["id"], meta["prompt"], self.options.max_new_tokens, chat=True,
-                             system=SYSTEM[language], meta=meta)
+        meta["prompt"] = question(predicate, language, row["sub_label"], corrected=is_corrected(self.config))
+        options = GenerateOptions(self.options.max_new_tokens, chat=True, system=SYSTEM[language])
+        return GenerateProbe(row["id"], meta["prompt"], options, meta=meta)
 
-    def _record(self, probe: Probe, output: Any) -> Record:
+    def _read(self, probe: Probe, output: Any) -> RecordFields:
         if isinstance(probe, GenerateProbe):
             reply = str(output).strip()
             return {"reply": reply, **answer_matches(reply, probe.meta["gold"])}
         ranking = ranked_candidates(output, self.options.score)
         scores = dict(zip(output.candidates, output.scores(self.options.score).tolist(), strict=True))
-        record = {"prediction": ranking[0], "top": ranking[:TOP_K],
+        fields = {"prediction": ranking[0], "top": ranking[:TOP_K],
                   "top_scores": [round(scores[c], 6) for c in ranking[:TOP_K]], "n_candidates": len(ranking)}
         if self.options.keep_scores:
-            record["scores"] = all_scores(output)
-        return record
+            fields["scores"] = all_scores(output)
+        return fields
 
-    def _metrics(self, records: list[Record]) -> dict[str, Any]:
-        scored = [r for r in records if "skipped" not in r]
-        out: dict[str, Any] = {"n_facts": len(scored), "n_skipped": len(records) - len(scored)}
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         if self.options.mode == "generate":
-            for (language,), rows in iter_groups(scored, "language"):
-                out[language] = generation_metrics(rows)
-                out.update({f"{m}_{language}_{c}": v for m in MEASURES for c, v in out[language][m].items()})
-            return out
-        for (language,), rows in iter_groups(scored, "language"):
-            out[language] = language_metrics(rows)
-            out[f"p1_{language}"] = out[language]["p1"]
-            out.update({f"p1_{language}_{c}": v for c, v in out[language]["cultures"].items()})
-        if scored:
-            first = [r for r in scored if r["language"] == scored[0]["language"]]
-            out["object_entropy"] = object_entropy([r["obj_uri"] for r in first], [r["predicate"] for r in first],
-                                                   [r["culture"] for r in first])
-        return out
-
-    # ------------------------------------------------------------ report views
-
-    def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
-        """Per language: P@1 per culture (bars with bootstrap intervals), per predicate (table and heatmap),
-        and the most common correct and wrong predictions (the paper's Table 3 view).
-        """
-        scored = [r for r in records if "skipped" not in r]
-        if self.options.mode == "generate":
-            return [*generation_sections(scored, metrics), *skipped_sections(records)]
-        sections = []
-        for (language,), rows in iter_groups(scored, "language"):
-            m = metrics[language]
-            cultures = sorted(m["cultures"], key=lambda c: (c == WEST, c))
-            hits = hits_at_k([r["prediction"] for r in rows], [r["gold"] for r in rows])
-            bars = Bars({c: [h for h, r in zip(hits, rows, strict=True) if r["culture"] == c] for c in cultures},
-                        ylabel="P@1 (%)", scale=100)
-            table = Table(("culture", "P@1", "facts"),
-                          tuple((c, format_score(m["cultures"][c], DECIMALS), m["n"][c]) for c in cultures)
-                          + (("pair", format_score(m["p1"], DECIMALS), sum(m["n"].values())),))
-            text = comparison_text(m.get("comparison"))
-            sections.append(Section(f"P@1 per culture ({language} prompts)", text=text, tables=(table,),
-                                    figures=(bars,)))
-            predicates = sorted(m["predicates"], key=predicate_order)
-            grid = tuple(tuple(m["predicates"][p].get(c) for c in cultures) for p in predicates)
-            sections.append(Section(
-                f"P@1 per predicate ({language} prompts)",
-                tables=(Table(("predicate", *cultures),
-                              tuple((p, *(format_score(v, DECIMALS) for v in row))
-                                    for p, row in zip(predicates, grid, strict=True))),),
-                figures=(Heatmap(tuple(predicates), tuple(cultures), grid, label="P@1 (%)"),),
-            ))
-            sections.append(Section(f"Most common predictions ({language} prompts)",
-                                    tables=(common_predictions(rows, hits),)))
-        entropy = metrics.get("object_entropy", {}).get("per_predicate", {})
-        if entropy:
-            cultures = sorted(entropy, key=lambda c: (c == WEST, c))
-            predicates = sorted({p for c in entropy.values() for p in c}, key=predicate_order)
-            rows = tuple((p, *(format_score(entropy[c].get(p), DECIMALS) for c in cultures)) for p in predicates)
-            sections.append(Section("Object entropy (bits) per predicate", text="The diversity of each fact's most "
-                                    "frequent valid object: 0 means every fact has the same answer.",
-                                    tables=(Table(("predicate", *cultures), rows),)))
-        return [*sections, *skipped_sections(records)]
+            return generation_summary([answered_fact(r) for r in records])
+        return ranking_summary([ranked_fact(r) for r in records], reference=WEST)
 
 
-def skipped_sections(records: Sequence[Record]) -> list[Section]:
-    """The skipped facts per reason (none when nothing was skipped)."""
-    skipped = Counter(r["skipped"] for r in records if "skipped" in r)
-    if not skipped:
-        return []
-    return [Section("Skipped facts (not counted in P@1)",
-                    tables=(Table(("reason", "facts"), tuple(skipped.items())),))]
+def ranked_fact(record: Record) -> RankedFact:
+    """The metric input of a ranking record."""
+    return RankedFact(record["language"], record["predicate"], record["culture"], record["prediction"],
+                      tuple(record["gold"]), tuple(record["obj_uri"]))
+
+
+def answered_fact(record: Record) -> AnsweredFact:
+    """The metric input of a generation record."""
+    return AnsweredFact(record["language"], record["predicate"], record["culture"], bool(record["overlap"]),
+                        bool(record["exact"]))
 
 
 # ---------------------------------------------------------------- prompts and candidates
@@ -259,99 +215,33 @@ def answer_matches(reply: str, gold: Sequence[str]) -> dict[str, bool]:
     return {"overlap": any(g in reply for g in labels), "exact": reply.strip() in labels}
 
 
+def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """{(language, predicate): every object label of both cultures, sorted by code point} (spec 4.2).
+
+    Blank labels are not objects (spec 2.3 skips facts left without one) and could not be scored, so they are
+    left out; every other label is kept exactly as stored.
+    """
+    sets: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for row in rows:
+        sets[row["language"], row["predicate"]].update(label for label in row["obj_label"] if label.strip())
+    return {key: tuple(sorted(labels)) for key, labels in sets.items()}
+
+
+def label_collisions(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """{"language|predicate": labels that name two or more QIDs} (they collapse into one candidate; spec 7)."""
+    uris: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for row in rows:
+        for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):
+            if label.strip():
+                uris[row["language"], row["predicate"], label].add(uri)
+    counts = Counter(f"{lang}|{pred}" for (lang, pred, _), found in uris.items() if len(found) > 1)
+    return dict(sorted(counts.items()))
+
+
 def predicate_order(predicate: str) -> tuple[int, str]:
     """P17 before P103 (numeric order of the id)."""
     digits = predicate.lstrip("P")
     return (int(digits) if digits.isdigit() else 10**9, predicate)
-
-
-# ---------------------------------------------------------------- metrics
-
-
-def language_metrics(rows: list[Record]) -> dict[str, Any]:
-    """P@1 of one prompt language: the pair (micro), each culture, each (predicate, culture), and the
-    non-West minus West difference with a bootstrap interval and a permutation p-value.
-    """
-    predictions, golds = [r["prediction"] for r in rows], [r["gold"] for r in rows]
-    by_culture = precision_at_k(predictions, golds, groups=[r["culture"] for r in rows])
-    by_cell = precision_at_k(predictions, golds, groups=[f"{r['predicate']}|{r['culture']}" for r in rows])
-    predicates: dict[str, dict[str, float | None]] = defaultdict(dict)
-    for key, value in by_cell["groups"].items():
-        predicate, culture = key.split("|")
-        predicates[predicate][culture] = value["precision"]
-    result = {
-        "p1": by_culture["precision"],
-        "cultures": {c: v["precision"] for c, v in by_culture["groups"].items()},
-        "n": {c: v["n"] for c, v in by_culture["groups"].items()},
-        "predicates": dict(predicates),
-    }
-    cultures = set(result["cultures"])
-    if len(cultures) == 2 and WEST in cultures:
-        hits = hits_at_k(predictions, golds) * 100
-        result["comparison"] = compare_groups(hits, [r["culture"] for r in rows], reference=WEST,
-                                              n_resamples=2000)["comparisons"][0]
-    return result
-
-
-def generation_metrics(rows: list[Record]) -> dict[str, Any]:
-    """Generation mode, one language: overlap and exact accuracy (%) per culture and for the pair, and overlap per
-    (predicate, culture).
-    """
-    def pct(group: list[Record], measure: str) -> float:
-        return 100.0 * float(np.mean([r[measure] for r in group]))
-
-    cultures = list(iter_groups(rows, "culture"))
-    out: dict[str, Any] = {m: {c: pct(g, m) for (c,), g in cultures} | {"pair": pct(rows, m)} for m in MEASURES}
-    out["n"] = {c: len(g) for (c,), g in cultures}
-    out["predicates"] = {p: {c: pct(g, "overlap") for (c,), g in iter_groups(group, "culture")}
-                         for (p,), group in iter_groups(rows, "predicate")}
-    return out
-
-
-def generation_sections(scored: list[Record], metrics: Mapping[str, Any]) -> list[Section]:
-    """Generation mode: per language, overlap and exact accuracy per culture (bars of the overlap hits)."""
-    sections = []
-    for (language,), rows in iter_groups(scored, "language"):
-        m = metrics[language]
-        cultures = sorted(m["n"], key=lambda c: (c == WEST, c))
-        table = Table(("culture", "overlap %", "exact %", "facts"),
-                      tuple((c, *(format_score(m[k][c], DECIMALS) for k in MEASURES), m["n"][c]) for c in cultures)
-                      + (("pair", *(format_score(m[k]["pair"], DECIMALS) for k in MEASURES), len(rows)),))
-        bars = Bars({c: [float(r["overlap"]) for r in rows if r["culture"] == c] for c in cultures},
-                    ylabel="overlap accuracy (%)", scale=100)
-        sections.append(Section(f"Generation accuracy per culture ({language} questions)",
-                                text="A reply is right when it contains a gold label (overlap, the paper's "
-                                "measure) or equals one (exact).", tables=(table,), figures=(bars,)))
-    return sections
-
-
-def comparison_text(comparison: Mapping[str, Any] | None) -> str:
-    """One sentence on the culture gap and its uncertainty."""
-    if not comparison:
-        return ""
-    low, high = (format_score(comparison[key], DECIMALS) for key in ("ci_low", "ci_high"))
-    return (f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_score(comparison['difference'], DECIMALS)} "
-            f"points (bootstrap 95% interval {low} to {high}; "
-            f"permutation p = {comparison['p_value']:.3g}).")
-
-
-def common_predictions(rows: list[Record], hits: np.ndarray) -> Table:
-    """Per (predicate, culture): the most common correct and the most common wrong prediction, with counts."""
-    cells: dict[tuple[str, str], tuple[Counter, Counter]] = defaultdict(lambda: (Counter(), Counter()))
-    for row, hit in zip(rows, hits, strict=True):
-        cells[row["predicate"], row["culture"]][0 if hit else 1][row["prediction"]] += 1
-    out = []
-    for (predicate, culture), (right, wrong) in sorted(cells.items(), key=lambda kv: (predicate_order(kv[0][0]),
-                                                                                      kv[0][1])):
-        out.append((predicate, culture, _top(right), _top(wrong)))
-    return Table(("predicate", "culture", "most common correct", "most common wrong"), tuple(out))
-
-
-def _top(counter: Counter) -> str:
-    if not counter:
-        return ""
-    label, count = min(counter.items(), key=lambda kv: (-kv[1], kv[0]))
-    return f"{label} ({count})"
 
 
 TASK = DlamaTask

@@ -12,7 +12,6 @@ compares runs on the source, target and translated sets (`culture_gap_study`).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,23 +19,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from culture_probe.data.card import Deviation
-from culture_probe.engine.types import CandidateScores, ScoreRequest
+from culture_probe.data.resources import Need
+from culture_probe.engine.types import CandidateScores, FillMaskOptions, GenerateOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError, UnknownNameError
-from culture_probe.metrics.display import format_score
-from culture_probe.tasks.base import (
-    Bars,
-    FillMaskProbe,
-    GenerateProbe,
-    Output,
-    Probe,
-    Record,
-    ScoreProbe,
-    Section,
-    Skipped,
-    Table,
-    Task,
-)
+from culture_probe.metrics.proverbs import Completion, ReasonAnswer, run_summary, union_flags
+from culture_probe.tasks.base import Deviation, RecordFields, Task
+from culture_probe.tasks.options import at_least
+from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
 
 QUESTIONS = {
     "pos": "Question: What does the person mean by the proverb?",
@@ -87,9 +76,13 @@ class MapsOptions:
     mem_max_new_tokens: int | None = None  # None: max(4, T + 2); 4 = upstream (M6)
     mem_match: Literal["prefix", "substring"] = "prefix"  # substring = upstream (M6)
     mem_template_lang: Literal["en", "native"] = "en"  # native = upstream XLM-R (M5)
-    n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5)
-    few_shot_dir: str | None = None  # the MAPS data folder holding en/fs_proverbs.xlsx (default: the mirror's)
+    n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5), from data_dir
     seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (spec 4.2, M12)
+
+    def __post_init__(self) -> None:
+        at_least("mem_max_new_tokens", self.mem_max_new_tokens, 1, none_ok=True)
+        at_least("seq2seq_max_tokens", self.seq2seq_max_tokens, 1, none_ok=True)
+        at_least("n_shot (the paper uses 2 and 5)", self.n_shot, 0)
 
 
 # ---------------------------------------------------------------- prompts
@@ -165,52 +158,70 @@ def label_name(value: Any) -> str:
 # ---------------------------------------------------------------- the task
 
 
+def _memorises(task: MapsTask) -> bool:
+    return task.options.memorisation
+
+
 class MapsTask(Task):
     """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (spec section 4)."""
 
     Options = MapsOptions
+    options: MapsOptions
     deviations = (
+        Deviation("M1", "Prompt fully lower-cased, multi-line layout (follows the code)."),
+        Deviation("M2", "Causal reasoning score: log-prob of the letter continuation, not the mean raw logit.",
+                  "causal models", lambda t: t.kind == "causal"),
+        Deviation("M3", "XGLM newlines kept (upstream replaced them by the typo ' <\\s>').", "causal models",
+                  lambda t: t.kind == "causal"),
+        Deviation("M4", "XLM-R reasoning compares the word-initial pieces of ' a'/' b'.", "masked models",
+                  lambda t: t.kind == "masked"),
+        Deviation("M5", "XLM-R memorisation uses the English templates (upstream: the proverb's own language, "
+                  "mem_template_lang='native').", "masked models, memorisation, mem_template_lang='en'",
+                  lambda t: t.kind == "masked" and _memorises(t) and t.options.mem_template_lang == "en"),
+        Deviation("M6", "Memorisation budget max(4, T + 2) new tokens; success = the output starts with the target "
+                  "(upstream: 4 tokens, substring match: mem_max_new_tokens=4, mem_match='substring').",
+                  "memorisation with the default budget or match",
+                  lambda t: _memorises(t) and t.kind != "masked"
+                  and (t.options.mem_max_new_tokens is None or t.options.mem_match == "prefix")),
+        Deviation("M7", "bf16/fp16 or fp32 weights instead of 8-bit."),
         Deviation("M8", "Seq2seq letters are scored by the engine's seq2seq rule (the letter as the sentinel span "
                         "after the prompt) instead of as the first decoder step; the a/b decision is unchanged "
-                        "whenever both letters are single tokens."),
+                        "whenever both letters are single tokens.", "seq2seq models", lambda t: t.kind == "seq2seq"),
         Deviation("M9", "Masked LMs: memorisation fills one mask after each template's prompt (prompt + ' <mask>', "
                         "zh without the space; spec 4.3) and takes the argmax vocabulary piece, special tokens "
                         "excluded, so a last word of several subwords cannot be completed; reasoning compares the "
-                        "word-initial pieces of ' a'/' b' (M4)."),
+                        "word-initial pieces of ' a'/' b' (M4).", "masked models, memorisation",
+                  lambda t: t.kind == "masked" and _memorises(t)),
         Deviation("M10", "The memorisation budget T is measured on the first template's prompt (all five end with "
-                         "the same proverb front, so the in-context tokenisation of the missing word is the same)."),
+                         "the same proverb front, so the in-context tokenisation of the missing word is the same).",
+                  "causal and seq2seq models, memorisation with the default budget",
+                  lambda t: _memorises(t) and t.kind != "masked" and t.options.mem_max_new_tokens is None),
         Deviation("M11", "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
-                         "(the other letter for negative questions), so every demonstration is consistent."),
+                         "(the other letter for negative questions), so every demonstration is consistent.",
+                  "n_shot > 0", lambda t: t.options.n_shot > 0),
         Deviation("M12", "Seq2seq reasoning prompts longer than seq2seq_max_tokens (1,024) lose their start, not their "
                          "end: upstream truncated on the right (the tokenizer default), which drops the question "
-                         "and the answer cue of long few-shot prompts."),
+                         "and the answer cue of long few-shot prompts.", "seq2seq models with a token limit",
+                  lambda t: t.kind == "seq2seq" and t.options.seq2seq_max_tokens is not None),
     )
 
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
-        super().__init__(config, options, kind=kind, seed=seed)
-        budget = self.options.mem_max_new_tokens
-        if budget is not None and budget < 1:
-            raise CultureProbeError(f"mem_max_new_tokens must be at least 1 (or None), got {budget}.")
-        limit = self.options.seq2seq_max_tokens
-        if limit is not None and limit < 1:
-            raise CultureProbeError(f"seq2seq_max_tokens must be at least 1 (or None), got {limit}.")
+    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
+                 resources: Mapping[str, Any] | None = None):
+        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         memorisation_templates("en", self.options.mem_template_lang)  # an unknown choice fails before any work
-        if self.options.n_shot < 0:
-            raise CultureProbeError(f"n_shot must be 0 or more (the paper uses 2 and 5), got {self.options.n_shot}.")
-        self.few_shot_rows: Sequence[Mapping[str, Any]] | None = None  # set to skip loading maps_en few_shot
-        self.stages = ("reason", "memorise") if self.runs_memorisation else ("reason",)
+        self.stages = ("reason", "memorise") if self.options.memorisation else ("reason",)
 
-    @property
-    def runs_memorisation(self) -> bool:
-        """Whether the memorisation probe runs (every model kind; masked ones fill a mask, M9)."""
-        return self.options.memorisation
+    @classmethod
+    def needs(cls, config: str, options: MapsOptions) -> dict[str, Need]:
+        """The English few-shot split, when demonstrations are asked for (from the run's MAPS folder)."""
+        return {"few_shot": Need("maps", "few_shot")} if options.n_shot else {}
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts recorded in config.json."""
         budget = self.options.mem_max_new_tokens or "max(4, T + 2)"
         if self.kind == "masked":
             budget = "one mask: the argmax vocabulary piece (M9)"
-        return {"question": QUESTIONS[self.options.question], "memorisation": self.runs_memorisation,
+        return {"question": QUESTIONS[self.options.question], "memorisation": self.options.memorisation,
                 "mem_max_new_tokens": budget, "mem_match": self.options.mem_match,
                 "mem_template_lang": self.options.mem_template_lang,
                 "seq2seq_max_tokens": self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None,
@@ -221,24 +232,11 @@ class MapsTask(Task):
         """One prompt prefix per demonstration set (a single empty prefix when zero-shot)."""
         if not self.options.n_shot:
             return [""]
-        rows = self.few_shot_rows
-        if rows is None:
-            from culture_probe.data.registry import load_benchmark
-
-            rows = list(load_benchmark("maps_en", data_dir=self._few_shot_dir())["few_shot"])
+        rows = self.resource("few_shot")
         if self.options.n_shot > len(rows):
             raise CultureProbeError(f"n_shot={self.options.n_shot} exceeds the {len(rows)} few-shot items.")
         return ["\n".join(demonstration(rows[i], self.options.question) for i in indices) + "\n"
                 for indices in demo_sets(len(rows), self.options.n_shot)]
-
-    def _few_shot_dir(self) -> str:
-        if self.options.few_shot_dir:
-            return self.options.few_shot_dir
-        mirror = os.environ.get("CULTURE_PROBE_MIRROR")
-        if mirror and os.path.isdir(os.path.join(mirror, "manual", "maps")):
-            return os.path.join(mirror, "manual", "maps")
-        raise CultureProbeError("Few-shot MAPS needs the English few_shot split: pass --option few_shot_dir=PATH "
-                                "(the MAPS data folder, as for --data-dir).")
 
     # ------------------------------------------------------------ probes
 
@@ -256,7 +254,7 @@ class MapsTask(Task):
                                        max_tokens=limit)
                 tag = "reason" if len(prefixes) == 1 else f"reason{i}"
                 yield ScoreProbe(row["id"], request, tag=tag, meta={**meta, "demo_set": i})
-            if self.runs_memorisation:
+            if self.options.memorisation:
                 _, target = split_proverb(row["proverb"], row["language"])
                 if not scorable_target(target, self.options.mem_match):
                     yield Skipped(row["id"], f"the proverb's last word {target!r} is only punctuation: any "
@@ -269,7 +267,7 @@ class MapsTask(Task):
 
     def _generation_probes(self, previous: Sequence[Record]) -> Iterator[Probe]:
         for record in previous:
-            if record["tag"] != "mem_length" or "skipped" in record:
+            if record["tag"] != "mem_length" or record.skipped:
                 continue
             budget = self.options.mem_max_new_tokens or max(4, record["target_tokens"] + 2)
             meta = {k: record[k] for k in ("is_figurative", "label", "proverb", "language")}
@@ -277,13 +275,15 @@ class MapsTask(Task):
             prompts = memorisation_prompts(record["proverb"], record["language"], self.options.mem_template_lang)
             for t, prompt in enumerate(prompts, 1):
                 if self.kind == "masked":  # spec 4.3: prompt + " <mask>", the argmax piece (M9)
-                    yield FillMaskProbe(record["id"], prompt, tag=f"mem{t}", sep=sep, meta={**meta, "template": t})
+                    yield FillMaskProbe(record["id"], prompt, FillMaskOptions(sep=sep), tag=f"mem{t}",
+                                        meta={**meta, "template": t})
                 else:
-                    yield GenerateProbe(record["id"], prompt, budget, tag=f"mem{t}", meta={**meta, "template": t})
+                    yield GenerateProbe(record["id"], prompt, GenerateOptions(budget), tag=f"mem{t}",
+                                        meta={**meta, "template": t})
 
     # ------------------------------------------------------------ records
 
-    def _record(self, probe: Probe, output: Output) -> Record:
+    def _read(self, probe: Probe, output: Output) -> RecordFields:
         meta = probe.meta
         if probe.tag.startswith("reason"):
             assert isinstance(output, CandidateScores)
@@ -301,75 +301,18 @@ class MapsTask(Task):
 
     # ------------------------------------------------------------ metrics
 
-    def _metrics(self, records: list[Record]) -> dict[str, Any]:
-        from culture_probe.metrics.proverbs import maps, memorisation_rate
-
-        reason = [r for r in records if r["tag"].startswith("reason")]
-        generated = [r for r in records if "success" in r]
-        flags = union_flags(generated)
-        unscorable = {r["id"] for r in records if r["tag"] == "mem_length" and "skipped" in r}
-        have_flags = bool(generated) and all(r["id"] in flags or r["id"] in unscorable for r in reason)
-        out: dict[str, Any] = {"question": self.options.question}
-        out.update(maps(predictions=[r["pred"] for r in reason], references=[r["label"] for r in reason],
-                        negative=[self.options.question != "pos"] * len(reason),
-                        is_figurative=[r["is_figurative"] for r in reason],
-                        memorised=[flags.get(r["id"], False) for r in reason] if have_flags else None))
-        if self.options.n_shot:  # the pooled accuracy above is the mean over the equally sized sets
-            out["per_set"] = [_mean_pct([r["correct"] for r in reason if r["demo_set"] == i]) for i in range(N_SETS)]
-        if generated:
-            table = [[by_template(generated, item).get(t, False) for t in range(1, 6)] for item in flags]
-            out["memorisation"] = memorisation_rate(successes=table)
-        else:
-            out["memorisation"] = None
-        return out
-
-    def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
-        """Accuracy overall and by figurative use, with bootstrap intervals; memorisation."""
-        reason = [r for r in records if r["tag"].startswith("reason")]
-        groups = {"all": [float(r["correct"]) for r in reason],
-                  "figurative": [float(r["correct"]) for r in reason if r["is_figurative"]],
-                  "literal": [float(r["correct"]) for r in reason if not r["is_figurative"]]}
-        rows = tuple((name, shown(_mean_pct(values)), len(values)) for name, values in groups.items())
-        sections = [Section(
-            "Reasoning", text=f"Question: {QUESTIONS[self.options.question]!r}. Chance is 50%.",
-            tables=(Table(("items", "accuracy %", "n"), rows),),
-            figures=(Bars({k: v for k, v in groups.items() if v}, ylabel="accuracy (%)", scale=100.0),))]
-        mem = metrics.get("memorisation")
-        if isinstance(mem, Mapping):
-            language = next(r["language"] for r in records if r["tag"].startswith("mem"))
-            shown_templates = memorisation_templates(language, self.options.mem_template_lang)
-            templates = zip(shown_templates, mem["per_template"], strict=True)
-            rows = (("union over templates", shown(mem["union"])),
-                    *((f"template `{t}`", shown(v)) for t, v in templates),
-                    ("mean per template", shown(mem["mean_per_template"])), ("proverbs", mem["n"]))
-            subsets = metrics["subsets"]
-            accuracy = ", ".join(f"{name} {shown(subsets.get(name, {}).get('accuracy'))}"
-                                 for name in ("memorised", "not_memorised"))
-            text = f"Completion of the proverb's last word (%). Accuracy (%) on memorised vs other proverbs: {accuracy}"
-            sections.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "%"), rows),)))
-        return sections
-
-
-def union_flags(generated: Sequence[Record]) -> dict[str, bool]:
-    """{item id: memorised by any template}, in item order."""
-    flags: dict[str, bool] = {}
-    for record in generated:
-        flags[record["id"]] = flags.get(record["id"], False) or bool(record["success"])
-    return flags
-
-
-def by_template(generated: Sequence[Record], item_id: str) -> dict[int, bool]:
-    """{template number: success} of one item."""
-    return {r["template"]: bool(r["success"]) for r in generated if r["id"] == item_id}
-
-
-def shown(value: float | None) -> str:
-    """A percentage as the MAPS paper prints it: truncated to 2 decimals, not rounded (spec 5); None is "-"."""
-    return format_score(value, 2, "truncate")
-
-
-def _mean_pct(values: Sequence[float]) -> float | None:
-    return 100.0 * sum(values) / len(values) if values else None
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
+        answers = [ReasonAnswer(r["id"], r["pred"], r["label"], r["is_figurative"], r["correct"], r["demo_set"])
+                   for r in records if r["tag"].startswith("reason")]
+        completions = [Completion(r["id"], r["template"], bool(r["success"])) for r in records if "success" in r]
+        flags = union_flags(completions)
+        # The split by memorisation needs a flag for every item, or the record of why it has none (a punctuation
+        # target): an interrupted run reports no split rather than a partial one.
+        unscorable = {r["id"] for r in skipped if r["tag"] == "mem_length"}
+        complete = bool(completions) and all(a.item_id in flags or a.item_id in unscorable for a in answers)
+        return run_summary(answers, completions, question=self.options.question,
+                           n_templates=len(MEMORISATION_TEMPLATES), n_sets=N_SETS if self.options.n_shot else 0,
+                           memorised=flags if complete else None)
 
 
 def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en"

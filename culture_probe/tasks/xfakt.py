@@ -18,32 +18,21 @@ error rates.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Literal
 
-import numpy as np
-
-from culture_probe.data.card import Deviation
+from culture_probe.data.card import base_name
+from culture_probe.data.resources import Need
 from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
-from culture_probe.engine.types import CandidateScores, ScoreRequest
-from culture_probe.errors import CultureProbeError, MetricInputError
-from culture_probe.metrics.display import format_score
-from culture_probe.tasks.base import (
-    GenerateProbe,
-    Output,
-    Probe,
-    Record,
-    ScoreProbe,
-    Section,
-    Table,
-    Task,
-    iter_groups,
-)
+from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRequest
+from culture_probe.errors import CultureProbeError
+from culture_probe.metrics.factuality import GradedAnswer, answers_summary
+from culture_probe.tasks.base import Deviation, RecordFields, Task
+from culture_probe.tasks.options import at_least
+from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 
 LANGUAGES = CODES
 COUNTRIES = COUNTRY_NAMES
@@ -67,6 +56,10 @@ class XfaktOptions:
     round_cells: bool = True
     tiers: Literal["paper", "upstream"] = "paper"
     double_bos: bool = False  # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
+
+    def __post_init__(self) -> None:
+        at_least("max_new_tokens", self.max_new_tokens, 1)
+        at_least("judge_max_new_tokens", self.judge_max_new_tokens, 1)
 
 
 # ---------------------------------------------------------------- judges
@@ -134,76 +127,85 @@ def parse_verdict(judge_output: str) -> tuple[bool, str]:
     return True, "unparsed"
 
 
-@cache
-def _literals(corrected: bool) -> dict[str, Any]:
-    """The data file's literals (the corrected copy when asked), read once per process."""
-    from culture_probe.data import xfakt as data
-
-    values = data.read_utils(data.source_file())
-    return data.correct(values)[0] if corrected else values
+def judge_template(literals: Mapping[str, Any]) -> tuple[str, str]:
+    """(system prompt, user prompt template) of the paper's judge, verbatim from the X-FaKT data file."""
+    return literals["SYSTEM_PROMPT_OURS"], literals["PROMPT_OURS"]
 
 
-def judge_template() -> tuple[str, str]:
-    """(system prompt, user prompt template) of the paper's judge, read verbatim from the X-FaKT data file."""
-    values = _literals(False)
-    return values["SYSTEM_PROMPT_OURS"], values["PROMPT_OURS"]
-
-
-def judge_prompt(gold: str, question: str, reply: str) -> str:
+def judge_prompt(literals: Mapping[str, Any], gold: str, question: str, reply: str) -> str:
     """The judge's user message: the paper's rubric filled with the reference, the question and the reply."""
-    return judge_template()[1].format(answers=gold, question=question, predicted=reply)
+    return judge_template(literals)[1].format(answers=gold, question=question, predicted=reply)
 
 
-@cache
-def country_table(corrected: bool) -> dict[str, tuple[str, ...]]:
+def country_table(literals: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """{question language code: the 13 country names written in it, bijection order}."""
-    countries = _literals(corrected)["COUNTRIES"]
+    countries = literals["COUNTRIES"]
     return {code: tuple(countries[key][k] for k in KEYS) for key, code in zip(KEYS, CODES, strict=True)}
 
 
-def country_forms() -> dict[str, set[str]]:
-    """{English country name: its names in all 13 languages}, released and corrected spellings alike.
+def country_forms(*literal_sets: Mapping[str, Any]) -> dict[str, set[str]]:
+    """{English country name: its names in all 13 languages}, over every literal set given (the released and the
+    corrected spellings alike).
 
     The released names include the mistranslations (火鸡 for Turkey): they are what the gold says, so a reply
     using them is accepted, and so is the correct spelling.
     """
     forms: dict[str, set[str]] = {country: {country} for country in COUNTRIES}
-    for corrected in (False, True):
-        for names in country_table(corrected).values():
+    for literals in literal_sets:
+        for names in country_table(literals).values():
             for country, name in zip(COUNTRIES, names, strict=True):
                 forms[country].add(name)
     return forms
 
 
-def rank_forms(language: str) -> dict[str, tuple[str, ...]]:
+def rank_forms(corrected_literals: Mapping[str, Any], language: str) -> dict[str, tuple[str, ...]]:
     """Surface forms ranked in `mode="rank"`: each country's corrected name in `language`, and its English name."""
-    names = country_table(True)[language]
+    names = country_table(corrected_literals)[language]
     return {country: tuple(dict.fromkeys((name, country))) for country, name in zip(COUNTRIES, names, strict=True)}
 
 
 # ---------------------------------------------------------------- the task
 
 
+def _generates(task: XfaktTask) -> bool:
+    return task.options.mode == "generate"
+
+
 class XfaktTask(Task):
     """X-FaKT factual recall, in-context recall and counter-factual adherence (spec section 4)."""
 
     Options = XfaktOptions
+    options: XfaktOptions
     kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer (spec 4.4)
-    #: logged only when the run scores ranks after the plain question (see `describe_deviations`)
-    PLAIN_RANK = Deviation("X7", "mode='rank' scores each answer after the plain question (`question + ' ' + "
-                                 "answer`; seq2seq models: the engine's sentinel span) instead of as the start of the "
-                                 "reply to the chat-templated question (spec 4.4): rank_prompt='plain' was chosen, "
-                                 "or the model is seq2seq.")
+    deviations = (
+        Deviation("X1", "The chat-templated prompt is tokenised with add_special_tokens=False (no double BOS; "
+                  "upstream's vLLM added the tokenizer's special tokens again: double_bos=True).",
+                  "generation through the chat template, double_bos=False",
+                  lambda t: _generates(t) and t.chat and not t.options.double_bos),
+        Deviation("X2", "Clean category values (upstream labels landmarks and festivals 'lakes')."),
+        Deviation("X3", "One judge rule: '[4]' in the judge output means error.", "the LLM judge",
+                  lambda t: _generates(t) and t.options.judge == "llm"),
+        Deviation("X4", "HF generate instead of the pinned vLLM 0.2.7 stack.", "mode='generate'", _generates),
+        Deviation("X5", "Bounded FRS/KTS forms of the paper, not the earlier README's unbounded ones.",
+                  "factual recall", lambda t: t.part == "factual_recall"),
+        Deviation("X7", "mode='rank' scores each answer after the plain question (`question + ' ' + answer`; "
+                  "seq2seq models: the engine's sentinel span) instead of as the start of the reply to the "
+                  "chat-templated question (spec 4.4).", "mode='rank' with rank_prompt='plain' or a seq2seq model",
+                  lambda t: t.options.mode == "rank" and not t.chat),
+    )
 
-    DOUBLE_BOS = Deviation("X1", "compat: double_bos=True, as upstream (vLLM added the tokenizer's special tokens "
-                                 "to the chat-templated prompt again: a double BOS for Llama-3/Gemma-2).")
-
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0):
-        super().__init__(config, options, kind=kind, seed=seed)
+    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
+                 resources: Mapping[str, Any] | None = None):
+        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.part = _part(config)
         llm_judge = self.options.mode == "generate" and self.options.judge == "llm"
         self.stages = ("answer", "judge") if llm_judge else ("answer",)
         self._judge: StringJudge | None = None
+
+    @classmethod
+    def needs(cls, config: str, options: XfaktOptions) -> dict[str, Need]:
+        """The data file's literals, released and corrected (country names in every language, judge prompts)."""
+        return {"literals": Need("xfakt", "literals"), "corrected_literals": Need("xfakt", "literals", corrected=True)}
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts recorded in config.json."""
@@ -211,24 +213,15 @@ class XfaktTask(Task):
             judge = "argmax of the ranked answers"
         else:
             judge = self.options.judge_model if self.options.judge == "llm" else "string matching (StringJudge)"
-        return {"part": self.part, "mode": self.options.mode, "judge": judge, "chat_template": self._chat}
-
-    def describe_deviations(self) -> list[dict[str, str]]:
-        """The log, with X7 when ranks are scored after the plain question and X1 saying what this run did."""
-        log = super().describe_deviations()
-        if self.options.mode == "rank" and not self._chat:
-            log.append(dataclasses.asdict(self.PLAIN_RANK))
-        if self._double_bos:
-            log = [d for d in log if d["id"] != "X1"] + [dataclasses.asdict(self.DOUBLE_BOS)]
-        return log
+        return {"part": self.part, "mode": self.options.mode, "judge": judge, "chat_template": self.chat}
 
     @property
     def _double_bos(self) -> bool:
         """Whether chat-templated answer prompts get the tokenizer's special tokens again (upstream, X1)."""
-        return self.options.double_bos and self._chat and self.options.mode == "generate"
+        return self.options.double_bos and self.chat and self.options.mode == "generate"
 
     @property
-    def _chat(self) -> bool:
+    def chat(self) -> bool:
         """Whether the model is asked through its chat template (causal models; in rank mode unless plain)."""
         return self.kind == "causal" and (self.options.mode == "generate" or self.options.rank_prompt == "chat")
 
@@ -240,25 +233,28 @@ class XfaktTask(Task):
 
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
         if stage == "judge":
+            system, _ = judge_template(self.resource("literals"))
+            options = GenerateOptions(self.options.judge_max_new_tokens, chat=True, system=system)
             for record in previous:
                 if record["stage"] == "answer":
-                    prompt = judge_prompt(record["gold"], record["question"], record["reply"])
-                    yield GenerateProbe(record["id"], prompt, self.options.judge_max_new_tokens, tag="judge",
-                                        chat=True, system=judge_template()[0])
+                    prompt = judge_prompt(self.resource("literals"), record["gold"], record["question"],
+                                          record["reply"])
+                    yield GenerateProbe(record["id"], prompt, options, tag="judge")
             return
         if self.options.mode == "generate" and self.options.judge == "string":
             self._judge = StringJudge(self._answer_forms(rows))
+        options = GenerateOptions(self.options.max_new_tokens, chat=self.chat,
+                                  add_special_tokens=True if self._double_bos else None)
         for row in rows:
             meta = self._meta(row)
             if self.options.mode == "rank":
                 forms = tuple(dict.fromkeys(form for names in self._rank_forms(row).values() for form in names))
                 # chat: the reply starts right after the generation prompt, no separator (spec 4.4)
-                request = (ScoreRequest(row["question"], forms, chat=True) if self._chat
+                request = (ScoreRequest(row["question"], forms, chat=True) if self.chat
                            else ScoreRequest(row["question"], forms, sep=" "))
                 yield ScoreProbe(row["id"], request, meta=meta)
             else:
-                yield GenerateProbe(row["id"], row["question"], self.options.max_new_tokens, chat=self._chat,
-                                    meta=meta, add_special_tokens=True if self._double_bos else None)
+                yield GenerateProbe(row["id"], row["question"], options, meta=meta)
 
     def _meta(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """What each answer record carries: the question, its gold (name and label) and the grouping fields."""
@@ -275,17 +271,17 @@ class XfaktTask(Task):
     def _answer_forms(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
         if self.part == "in_context":  # the answers are the two people named in the question
             return {name: {name} for row in rows for name in (row["name_u"], row["name_v"])}
-        return country_forms()
+        return country_forms(self.resource("literals"), self.resource("corrected_literals"))
 
     def _rank_forms(self, row: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
         """{answer label: its surface forms} ranked for one row."""
         if self.part == "in_context":
             return {row["name_u"]: (row["name_u"],), row["name_v"]: (row["name_v"],)}
-        return rank_forms(row["language"])
+        return rank_forms(self.resource("corrected_literals"), row["language"])
 
     # ------------------------------------------------------------ records
 
-    def _record(self, probe: Probe, output: Output) -> Record:
+    def _read(self, probe: Probe, output: Output) -> RecordFields:
         if probe.tag == "judge":
             correct, verdict = parse_verdict(str(output))
             return {"judge_output": str(output), "correct": correct, "verdict": verdict}
@@ -295,11 +291,11 @@ class XfaktTask(Task):
             reply = max(scores, key=scores.__getitem__)  # first of equal scores: bijection order
             return {"reply": reply, "scores": scores, "correct": reply == gold,
                     "verdict": "same_language" if reply == gold else "incorrect"}
-        record: Record = {"reply": str(output).strip()}
+        fields: RecordFields = {"reply": str(output).strip()}
         if self._judge is not None:
-            record["correct"], record["verdict"] = self._judge.judge(
-                record["reply"], gold, gold_name=meta["gold"], english_name=meta["gold_en"])
-        return record
+            fields["correct"], fields["verdict"] = self._judge.judge(
+                fields["reply"], gold, gold_name=meta["gold"], english_name=meta["gold_en"])
+        return fields
 
     def _gold_label(self, row: Mapping[str, Any]) -> str:
         if self.part == "factual_recall":
@@ -310,53 +306,11 @@ class XfaktTask(Task):
 
     # ------------------------------------------------------------ metrics
 
-    def _metrics(self, records: list[Record]) -> dict[str, Any]:
-        graded = graded_answers(records)
-        if not graded:
-            raise CultureProbeError("No graded X-FaKT answers: the run has no records with a verdict yet.")
-        out: dict[str, Any] = {"n_items": len(graded), "error_rate": _error_pct(graded)}
-        out["error_by_language"] = {lang: _error_pct(group) for (lang,), group in iter_groups(graded, "language")}
-        out["verdicts"] = {verdict: len(group) for (verdict,), group in iter_groups(graded, "verdict")}
-        if self.part == "factual_recall":
-            out.update(self._transfer_scores(graded))
-        return out
-
-    def _transfer_scores(self, graded: Sequence[Record]) -> dict[str, Any]:
-        """FRS, KTS and X-FaKT; null with the reason when the answers lack associated or non-associated cells
-        (e.g. a `--limit` smoke run whose first questions are all English about the United States).
-        """
-        from culture_probe.metrics.factuality import xfakt
-
-        try:
-            return xfakt(correct=[r["correct"] for r in graded], language=[r["language"] for r in graded],
-                         country=[r["country"] for r in graded], round_cells=self.options.round_cells,
-                         tiers=self.options.tiers)
-        except MetricInputError as error:
-            return {"frs": None, "kts": None, "xfakt": None, "xfakt_unavailable": str(error)}
-
-    def sections(self, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
-        """Headline table, per-language errors, and (factual recall) the language x country error grid."""
-        from culture_probe.report.plots import language_country_grid
-
-        head = tuple((k, metrics[k]) for k in ("frs", "kts", "xfakt", "mu_assoc", "mu_non", "error_rate", "n_items")
-                     if k in metrics)
-        sections = [Section("X-FaKT", text=_headline_text(self.part, metrics),
-                            tables=(Table(("metric", "value"), head),))]
-        by_lang = tuple(metrics["error_by_language"].items())
-        sections.append(Section("Error rate by question language (%)",
-                                tables=(Table(("language", "error %"), by_lang),)))
-        if self.part == "factual_recall":
-            cells = {key: _error_pct(group) for key, group in iter_groups(graded_answers(records), "language",
-                                                                          "country")}
-            languages = [lang for lang in LANGUAGES if any(k[0] == lang for k in cells)]
-            countries = [c for c in COUNTRIES if any(k[1] == c for k in cells)]
-            grid = language_country_grid(cells, languages=languages, countries=countries,
-                                         associations=ASSOCIATIONS, label="error %")
-            sections.append(Section(
-                "Language x country errors",
-                text="Rows: question language; columns: the entity's country; outlined: the associated pair.",
-                figures=(grid,)))
-        return sections
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
+        answers = [GradedAnswer(r["language"], bool(r["correct"]), r["verdict"], r.get("country"))
+                   for r in graded_answers(records)]
+        return answers_summary(answers, transfer=self.part == "factual_recall", round_cells=self.options.round_cells,
+                               tiers=self.options.tiers)
 
 
 def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores) -> dict[str, float]:
@@ -365,41 +319,24 @@ def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores
     return {label: max(means[form] for form in names) for label, names in forms.items()}
 
 
-def _error_pct(records: Sequence[Record]) -> float:
-    return 100.0 * (1.0 - float(np.mean([r["correct"] for r in records])))
-
-
 def graded_answers(records: Sequence[Record]) -> list[Record]:
-    """Answer records with their verdict merged in (from the judge stage when an LLM judged them)."""
-    verdicts = {r["id"]: r for r in records if r["stage"] == "judge"}
+    """Answered records with their verdict merged in (from the judge stage when an LLM judged them)."""
+    verdicts = {r["id"]: r for r in records if r["stage"] == "judge" and not r.skipped}
     graded = []
     for record in records:
-        if record["stage"] != "answer":
+        if record["stage"] != "answer" or record.skipped:
             continue
         if record["id"] in verdicts:
             judged = verdicts[record["id"]]
-            record = {**record, "correct": judged["correct"], "verdict": judged["verdict"]}
+            record = type(record)(record.item_id, record.tag, record.stage,
+                                  {**record.fields, "correct": judged["correct"], "verdict": judged["verdict"]})
         if "correct" in record:
             graded.append(record)
     return graded
 
 
-def _headline_text(part: str, metrics: Mapping[str, Any]) -> str:
-    if part != "factual_recall" or metrics.get("kts") is None:
-        reason = metrics.get("xfakt_unavailable")
-        note = f" FRS, KTS and X-FaKT are not available: {reason}" if reason else ""
-        return "Error rates of the replies, as graded by the judge." + note
-    gap = metrics["mu_non"] - metrics["mu_assoc"]
-    pct = {key: format_score(100 * value, 2) for key, value in (("assoc", metrics["mu_assoc"]),  # spec: errors
-                                                                ("non", metrics["mu_non"]), ("gap", gap))}
-    score = {key: format_score(metrics[key], 3) for key in ("kts", "frs", "xfakt")}  # spec: scores, 3 decimals
-    return (f"Associated-language error {pct['assoc']}% vs non-associated {pct['non']}% (gap {pct['gap']} points): "
-            f"KTS {score['kts']} (1 = the same knowledge in every language), FRS {score['frs']}, "
-            f"X-FaKT {score['xfakt']}.")
-
-
 def _part(config: str) -> str:
-    base = config.removeprefix("xfakt_").removesuffix("_corrected")
+    base = base_name(config).removeprefix("xfakt_")
     if base not in ("factual_recall", "in_context", "counter_factual"):
         raise CultureProbeError(f"{config!r} is not an X-FaKT config this protocol knows.")
     return base

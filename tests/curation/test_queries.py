@@ -136,10 +136,19 @@ def test_fmlama_dish_query():
     )
 
 
-def test_every_predicate_query_parses_in_oxigraph(store):
+def test_every_predicate_query_parses_and_projects_its_columns(store):
+    from rdflib.plugins.sparql import prepareQuery
+
     for predicate in PREDICATES.values():
-        store.select(q.facts_query(predicate, "VALUES ?country { wd:Q79 }"))
-        store.select(q.objects_query(predicate, ["Q79"]))
+        facts = q.facts_query(predicate, "VALUES ?country { wd:Q79 }")
+        objects = q.objects_query(predicate, ["Q79"])
+        columns = list(dict.fromkeys([predicate.subject, predicate.object, "country"]))
+        # a second SPARQL parser agrees on what each query selects, and Oxigraph runs it
+        assert [str(v) for v in prepareQuery(facts).algebra["PV"]] == columns
+        assert [str(v) for v in prepareQuery(objects).algebra["PV"]] == [predicate.subject, predicate.object]
+        assert f"?{predicate.subject} wdt:{predicate.pid} ?{predicate.object} ." in facts
+        for query, names in ((facts, columns), (objects, [predicate.subject, predicate.object])):
+            assert all(set(row) <= set(names) for row in store.select(query))
 
 
 def test_the_paper_regions():

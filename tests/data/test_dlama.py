@@ -13,6 +13,7 @@ import pytest
 from culture_probe.data import dlama
 from culture_probe.data.registry import list_benchmarks, load_benchmark
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError, UnknownNameError
+from culture_probe.tasks.dlama import candidate_sets, label_collisions
 
 # (predicate, region) -> facts; each fact: uuid suffix, sub_uri, {lang: sub_label}, obj_uri, {lang: obj_label}.
 # Cases of spec 2.5: two objects (Egypt), one label shared by two QIDs (Paris), a legacy scalar obj_label
@@ -93,11 +94,10 @@ def test_fixture_tarball_rows_and_derived_fields(tarball: Path) -> None:
         "id": "P30_general_ARAB_REGION_0|ar", "uuid": "P30_general_ARAB_REGION_0", "pair": "arab_west",
         "language": "ar", "predicate": "P30", "culture": "arab", "region": "ARAB_REGION", "rank": 0,
         "sub_uri": "Q79", "sub_label": "مصر", "obj_uri": ["Q15", "Q48"], "obj_label": ["أفريقيا", "آسيا"],
-        "country": ["Q79"], "size": 1000, "template": "يقع [X] في [Y].",
-    }
+        "country": ["Q79"], "size": 1000,
+    }  # no template: templates are the protocol's declared resource, not a column of the data
     west = rows["P36_general_WESTERN_COUNTRIES_1|en"]
-    assert (west["culture"], west["predicate"], west["rank"], west["template"]) == (
-        "west", "P36", 1, "The capital of [X] is [Y] .")
+    assert (west["culture"], west["predicate"], west["rank"]) == ("west", "P36", 1)
     # the legacy scalar obj_uri/obj_label is wrapped into a list
     assert rows["P30_general_ARAB_REGION_1|en"]["obj_label"] == ["Africa"]
     assert rows["P30_general_ARAB_REGION_1|en"]["obj_uri"] == ["Q15"]
@@ -114,11 +114,11 @@ def test_fixture_tarball_rows_and_derived_fields(tarball: Path) -> None:
 def test_candidates_follow_the_spec_worked_example(tarball: Path) -> None:
     split = load_benchmark("dlama_arab_west", data_files=str(tarball))["test"]
     # spec 5.3: both cultures' labels, sorted by code point; two QIDs labelled Paris are one candidate
-    sets = dlama.candidate_sets(split)
+    sets = candidate_sets(split)
     assert sets["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
     assert sets["en", "P36"] == ("Cairo", "Paris")
     # Paris: Q90 and Q830149 in both languages; Africa is Q15 in both facts, so P30 has none
-    assert dlama.label_collisions(split) == {"ar|P36": 1, "en|P36": 1}
+    assert label_collisions(split) == {"ar|P36": 1, "en|P36": 1}
 
 
 def test_blank_labels_are_not_candidates_nor_collisions() -> None:
@@ -128,8 +128,8 @@ def test_blank_labels_are_not_candidates_nor_collisions() -> None:
         {"language": "en", "predicate": "P30", "obj_uri": ["Q2", "Q3"], "obj_label": [" ", ""]},
         {"language": "en", "predicate": "P30", "obj_uri": ["Q48"], "obj_label": [" Asia"]},
     ]
-    assert dlama.candidate_sets(rows) == {("en", "P30"): (" Asia", "Africa")}
-    assert dlama.label_collisions(rows) == {}
+    assert candidate_sets(rows) == {("en", "P30"): (" Asia", "Africa")}
+    assert label_collisions(rows) == {}
 
 
 def test_unpacked_folder_with_extra_leading_dir_and_renamed_pair_folder(tmp_path: Path, tarball: Path) -> None:
@@ -244,22 +244,29 @@ def test_pinned_url_follows_the_mirror_rule(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_english_templates_are_the_mlama_strings() -> None:
-    table = dlama.templates("en")
-    assert set(table) == set(dlama.PREDICATES)
-    assert table["P27"] == "[X] is [Y] citizen ." and table["P1412"] == "[X] used to communicate in [Y] ."
-    assert dlama.templates_verified("en") and not dlama.templates_verified("ko")
-    assert all(set(dlama.templates(lang)) == set(dlama.PREDICATES) for lang in ("ar", "ko", "es"))
+    table, files = dlama.read_templates()
+    assert set(table["en"]) == set(dlama.PREDICATES) and files == [dlama.VENDORED_TEMPLATES]
+    assert table["en"]["P27"]["template"] == "[X] is [Y] citizen ."
+    assert table["en"]["P1412"]["template"] == "[X] used to communicate in [Y] ."
+    assert table["en"]["P27"]["verified"] and not table["ko"]["P27"]["verified"]
+    assert all(set(table[lang]) == set(dlama.PREDICATES) for lang in ("ar", "ko", "es"))
 
 
-def test_mlama_templates_dir_overrides_vendored_strings(tmp_path: Path, tarball: Path) -> None:
+def test_mlama_templates_override_vendored_strings(tmp_path: Path) -> None:
     (tmp_path / "mlama1.1" / "ar").mkdir(parents=True)
-    (tmp_path / "mlama1.1" / "ar" / "templates.jsonl").write_text(
-        json.dumps({"relation": "P30", "template": "[X] يقع في [Y] ."}) + "\n", encoding="utf-8")
-    split = load_benchmark("dlama_arab_west", data_files=str(tarball),
-                           mlama_templates_dir=str(tmp_path / "mlama1.1"))["test"]
-    templates = {(r["language"], r["predicate"]): r["template"] for r in split}
-    assert templates["ar", "P30"] == "[X] يقع في [Y] ."
-    assert templates["ar", "P36"] == "عاصمة [X] هي [Y]."
+    user = tmp_path / "mlama1.1" / "ar" / "templates.jsonl"
+    user.write_text(json.dumps({"relation": "P30", "template": "[X] يقع في [Y] ."}) + "\n", encoding="utf-8")
+    table, files = dlama.read_templates(path=str(tmp_path / "mlama1.1"))
+    assert table["ar"]["P30"] == {"template": "[X] يقع في [Y] .", "verified": True} and files[-1] == user
+    assert table["ar"]["P36"] == {"template": "عاصمة [X] هي [Y].", "verified": False}  # still the vendored one
+    overrides = tmp_path / "mine.json"
+    overrides.write_text(json.dumps({"fr": {"P30": "[X] est situé en [Y] ."}}), encoding="utf-8")
+    assert dlama.read_templates(path=str(overrides))[0]["fr"]["P30"]["template"] == "[X] est situé en [Y] ."
+    with pytest.raises(SourceFormatError, match=r"mine\.json.*expected a JSON object"):
+        overrides.write_text("[1]", encoding="utf-8")
+        dlama.read_templates(path=str(overrides))
+    with pytest.raises(MissingDataError, match="no such file or folder"):
+        dlama.read_templates(path=str(tmp_path / "nowhere"))
 
 
 def test_configs_and_spec_row_counts() -> None:
@@ -315,9 +322,9 @@ def test_custom_pair_from_its_manifest(release_and_custom: Path, tmp_path: Path)
     assert set(split["pair"]) == {"maghreb_west"} and set(split["culture"]) == {"maghreb", "west"}
     assert split["language"] == ["en"] * 8 + ["ar"] * 7  # the manifest's language order
     row = {r["id"]: r for r in split}["P30_general_MAGHREB_0|ar"]
-    assert (row["region"], row["culture"], row["sub_label"], row["obj_label"], row["template"]) == (
-        "MAGHREB", "maghreb", "مصر", ["أفريقيا", "آسيا"], "يقع [X] في [Y].")
-    assert dlama.candidate_sets(split)["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
+    assert (row["region"], row["culture"], row["sub_label"], row["obj_label"]) == (
+        "MAGHREB", "maghreb", "مصر", ["أفريقيا", "آسيا"])
+    assert candidate_sets(split)["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
     tarball = write_tarball(tmp_path / "c.tar.gz", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST)})
     assert load_benchmark("dlama_custom", data_files=str(tarball))["test"].to_list() == split.to_list()
 

@@ -81,19 +81,24 @@ def test_killed_run_resumes_with_only_missing_requests(tmp_path):
         np.testing.assert_allclose(got, want.sum_logprob, atol=1e-6)
 
 
-def test_cache_is_keyed_by_model_identity_and_options(tmp_path):
+def test_cache_is_keyed_by_model_identity_and_options(tmp_path, monkeypatch):
+    from culture_probe.engine.causal import CausalScorer
+
+    original, batches = CausalScorer._score_batch, []
+    monkeypatch.setattr(CausalScorer, "_score_batch",
+                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
     model, tok = tiny("gpt2", "bpe")
     other, _ = tiny("gpt2", "bpe", seed=1)
     db = tmp_path / "cache.sqlite"
     reqs = [ScoreRequest(LEFTS[0], CANDIDATES, right=".")]
     a = Scorer(model, tok, cache=db).score(reqs)[0]
     b = Scorer(other, tok, cache=db).score(reqs)[0]  # same file, different weights: not served from the cache
-    assert not np.allclose(a.sum_logprob, b.sum_logprob)
-    right = Scorer(model, tok, cache=db).score(reqs, score_right=True)[0]
-    assert (right.n_tokens > a.n_tokens).all()
-    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]
+    assert len(batches) == 2 and not np.allclose(a.sum_logprob, b.sum_logprob)
+    right = Scorer(model, tok, cache=db).score(reqs, score_right=True)[0]  # another rule: computed
+    assert len(batches) == 3 and (right.n_tokens > a.n_tokens).all()
+    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]  # what is returned only: a hit
+    assert len(batches) == 3 and again.token_logprobs is not None
     np.testing.assert_array_equal(again.sum_logprob, a.sum_logprob)
-    assert again.token_logprobs is not None
 
 
 def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatch):

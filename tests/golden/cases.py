@@ -145,11 +145,9 @@ def run_case(case: Case, rows: list[dict[str, Any]], workdir: Path, mirror: Path
     if case.judge_arch:
         options["judge_model"] = str(build_model(workdir / f"{case.config}-{case.name}-judge", case.judge_arch,
                                                  rows, True))
-    data_dir = mirror / "manual/maps" if case.config.startswith("maps") else None
-    if case.config.startswith("maps") and options.get("n_shot"):
-        options["few_shot_dir"] = str(mirror / "manual/maps")
+    data_dir = mirror / "manual/maps" if case.config.startswith("maps") else None  # MAPS: few-shot rows too
     result = culture_probe.run(case.config, str(model), rows=rows, data_dir=data_dir, progress=False, **options)
-    return {"records": result.records, "metrics": result.metrics}
+    return {"records": [r if isinstance(r, dict) else r.to_json() for r in result.records], "metrics": result.metrics}
 
 
 def golden_path(bench: str) -> Path:

@@ -1,4 +1,5 @@
-"""FmLAMA: mAP, P@k and mWS against specs/fmlama.md 5.1 worked by hand; vectors from a local text file."""
+"""FmLAMA: mAP, P@k and mWS against specs/fmlama.md 5.1 worked by hand; vectors read from local files by the data
+layer (`culture_probe.data.vectors`), so the metric itself only sees vectors."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from culture_probe.data.vectors import FASTTEXT_ENV, load_text_vectors, read_vectors
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics import load_text_vectors, mean_average_precision, mws
-from culture_probe.metrics.fmlama import FASTTEXT_ENV, average_precision, map_mws_correlation, template_mean_std
+from culture_probe.metrics import mean_average_precision, mws
+from culture_probe.metrics.fmlama import average_precision, map_mws_correlation, template_mean_std, words_needed
 
 RANKINGS = [
     ["tofu", "beef", "rice", "cheese", "tomato", "flour"],
@@ -85,11 +87,17 @@ def test_mws_unknown_string_makes_the_dish_nan_and_is_counted():
     assert mws([RANKINGS[0]], [GOLD[0]], embed=lambda s: zero[s])["n_nan"] == 1
 
 
+def file_mws(vectors=None, language="en"):
+    """mWS of the worked example with the vectors a file gives (only the strings mWS needs are read)."""
+    return mws(RANKINGS, GOLD, embed=read_vectors(vectors, keep=words_needed(RANKINGS, GOLD), language=language))
+
+
 def test_mws_reads_fasttext_text_vectors(tmp_path):
     path = tmp_path / "toy.vec"
     lines = [f"{len(TOY) + 1} 2"] + [f"{w} {x} {y}" for w, (x, y) in TOY.items()] + ["soy sauce 0.1 0.2"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert mws(RANKINGS, GOLD, vectors=str(path))["mws"] == pytest.approx(mws(RANKINGS, GOLD, embed=TOY)["mws"])
+    assert file_mws(str(path))["mws"] == pytest.approx(mws(RANKINGS, GOLD, embed=TOY)["mws"])
+    assert words_needed(RANKINGS, GOLD) == {"tofu", "beef", "rice", "cheese", "flour", "tomato"}
     loaded = load_text_vectors(path, keep={"soy sauce", "tofu"})
     assert set(loaded) == {"soy sauce", "tofu"}
     np.testing.assert_allclose(loaded["soy sauce"], [0.1, 0.2])
@@ -122,25 +130,35 @@ def test_mws_defaults_to_the_fasttext_binary_model(fake_fasttext, tmp_path, monk
     model = tmp_path / "cc.ko.300.bin"
     model.write_bytes(b"")
     expected = mws(RANKINGS, GOLD, embed=TOY)["mws"]
-    assert mws(RANKINGS, GOLD, vectors=str(model))["mws"] == pytest.approx(expected)
-    assert mws(RANKINGS, GOLD, vectors=str(tmp_path), language="ko")["mws"] == pytest.approx(expected)
-    monkeypatch.setenv(FASTTEXT_ENV, str(tmp_path))  # neither embed nor vectors: the configured model
-    assert mws(RANKINGS, GOLD, language="ko")["mws"] == pytest.approx(expected)
+    assert file_mws(str(model))["mws"] == pytest.approx(expected)
+    assert file_mws(str(tmp_path), language="ko")["mws"] == pytest.approx(expected)
+    monkeypatch.setenv(FASTTEXT_ENV, str(tmp_path))  # no file named: the configured model
+    assert file_mws(language="ko")["mws"] == pytest.approx(expected)
     assert fake_fasttext.loaded == [str(model)] * 3
 
 
 def test_mws_without_vectors_names_the_exact_fix(fake_fasttext, tmp_path, monkeypatch):
     with pytest.raises(MetricInputError, match=r"no model was given: download cc\.en\.300\.bin from https://fasttext"
                                                r".*vectors='path/to/cc\.en\.300\.bin'.*CULTURE_PROBE_FASTTEXT"):
-        mws(RANKINGS, GOLD)
+        file_mws()
     with pytest.raises(MetricInputError, match=r"cc\.he\.300\.bin' does not exist: download cc\.he\.300\.bin"):
-        mws(RANKINGS, GOLD, vectors=str(tmp_path), language="he")
+        file_mws(str(tmp_path), language="he")
     (tmp_path / "cc.en.300.bin").write_bytes(b"")
     monkeypatch.setitem(sys.modules, "fasttext", None)  # the package is not installed
     with pytest.raises(MetricInputError, match=r"needs the `fasttext` module.*pip install fasttext-wheel"):
-        mws(RANKINGS, GOLD, vectors=str(tmp_path))
+        file_mws(str(tmp_path))
+
+
+def test_the_mws_module_takes_a_vectors_file_or_vectors_not_both(tmp_path):
+    import culture_probe
+
+    path = tmp_path / "toy.vec"
+    path.write_text("".join(f"{w} {x} {y}\n" for w, (x, y) in TOY.items()), encoding="utf-8")
+    metric = culture_probe.load_metric("mws")
+    from_file = metric.compute(predictions=RANKINGS, references=GOLD, vectors=str(path))
+    assert from_file["mws"] == pytest.approx(mws(RANKINGS, GOLD, embed=TOY)["mws"])
     with pytest.raises(MetricInputError, match="either `embed` or `vectors`"):
-        mws(RANKINGS, GOLD, embed=TOY, vectors="x.vec")
+        metric.compute(predictions=RANKINGS, references=GOLD, embed=TOY, vectors=str(path))
 
 
 def test_mws_vectors_of_different_lengths_name_embed():

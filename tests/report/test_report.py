@@ -11,8 +11,8 @@ import pytest
 from culture_probe.errors import CultureProbeError
 from culture_probe.report import compare_main, compare_runs, load_run, main
 from culture_probe.report.markdown import reproduce, table_markdown
-from culture_probe.report.plots import bootstrap_interval, draw_bars, draw_heatmap, language_country_grid
-from culture_probe.tasks.base import Bars, Heatmap, Table
+from culture_probe.report.plots import bootstrap_interval, draw_bars, draw_heatmap
+from culture_probe.report.views import Bars, Heatmap, Table, language_country_grid
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -51,7 +51,7 @@ class TableScorer:
     def __init__(self, table):
         self.table, self.calls = table, 0
 
-    def score(self, requests, **options):
+    def score(self, requests, options=None):
         self.calls += 1
         out = []
         for request in requests:

@@ -9,10 +9,11 @@ from typing import Literal
 import pytest
 from dlama_fixture import TableScorer, spec_table, write_dlama
 
-from culture_probe import runner
+from culture_probe import rundir, runner
+from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
-from culture_probe.tasks import task_for
-from culture_probe.tasks.base import GenerateProbe, ScoreProbe, Skipped, Task, first_items, parse_options
+from culture_probe.tasks import GenerateProbe, ScoreProbe, Skipped, Task, parse_options, task_for
+from culture_probe.tasks.base import first_items
 from culture_probe.tasks.dlama import DlamaTask
 
 
@@ -46,7 +47,7 @@ def test_bad_options_name_the_problem(values, message):
 
 
 def test_limit_keeps_every_probe_of_the_first_items():
-    probes = [GenerateProbe(item, "p", 1, tag=t) for item in ("a", "b", "c") for t in ("1", "2")]
+    probes = [GenerateProbe(item, "p", GenerateOptions(1), tag=t) for item in ("a", "b", "c") for t in ("1", "2")]
     assert [(p.item_id, p.tag) for p in first_items(probes, 2)] == [("a", "1"), ("a", "2"), ("b", "1"), ("b", "2")]
     with pytest.raises(CultureProbeError, match="limit must be at least 1"):
         first_items(probes, 0)
@@ -71,21 +72,20 @@ class TwoStage(Task):
                 if row["id"] == "skip":
                     yield Skipped(row["id"], "no prompt in this language")
                 else:
-                    yield GenerateProbe(row["id"], row["q"], 3, meta={"gold": row["a"]})
+                    yield GenerateProbe(row["id"], row["q"], GenerateOptions(3), meta={"gold": row["a"]})
         else:
             for record in previous:
-                if "skipped" not in record:
+                if not record.skipped:
                     yield ScoreProbe(record["id"], _request(record["answer"]), meta={"gold": record["gold"]})
 
-    def _record(self, probe, output):
+    def _read(self, probe, output):
         if isinstance(probe, GenerateProbe):
             return {"answer": output}
         return {"verdict": output.best()}
 
-    def _metrics(self, records):
+    def _metrics(self, records, skipped):
         judged = [r for r in records if r["stage"] == "judge"]
-        return {"correct": sum(r["verdict"] == r["gold"] for r in judged),
-                "skipped": sum("skipped" in r for r in records)}
+        return {"correct": sum(r["verdict"] == r["gold"] for r in judged)}
 
 
 def _request(answer):
@@ -100,10 +100,10 @@ class EchoScorer:
     kind = "causal"
     identity = {"name_or_path": "echo"}
 
-    def generate(self, prompts, max_new_tokens, chat=False):
+    def generate(self, prompts, options):
         return [p.split()[-1] for p in prompts]
 
-    def score(self, requests, **options):
+    def score(self, requests, options=None):
         import numpy as np
 
         from culture_probe.engine.types import CandidateScores
@@ -112,36 +112,48 @@ class EchoScorer:
                                 np.array([1, 1])) for r in requests]
 
 
-def test_stages_see_earlier_records_and_skipped_items_are_recorded():
+def execute(task, scorer, rows):
+    """The runner's stage loop on `rows`, with nothing done before and no run directory."""
+    first = task.build_probes(rows)
+    return runner.execute(task, rows, first, scorer, runner.RunSettings(), [], rundir.RecordWriter(None, False),
+                          progress=False)
+
+
+def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_per_reason():
     rows = [{"id": "1", "q": "a cat", "a": "yes"}, {"id": "2", "q": "a dog", "a": "yes"},
             {"id": "skip", "q": "", "a": "no"}]
     task = TwoStage("toy", kind="causal")
-    records = runner.execute(task, EchoScorer(), rows, runner.RunSettings(), [], None, progress=False)
+    records = execute(task, EchoScorer(), rows)
     assert [(r["stage"], r["id"]) for r in records] == [("answer", "1"), ("answer", "2"), ("answer", "skip"),
                                                         ("judge", "1"), ("judge", "2")]
-    assert records[2]["skipped"] == "no prompt in this language"
-    assert task.compute_metrics(records) == {"correct": 1, "skipped": 1}
+    assert records[2].skipped and records[2]["skipped"] == "no prompt in this language"
+    assert [r.kind for r in records] == ["generate", "generate", "skipped", "score", "score"]
+    assert task.compute_metrics(records) == {"correct": 1, "n_probes": 5, "n_skipped": 1,
+                                             "skipped": {"no prompt in this language": 1}}
 
 
 def test_a_probes_system_message_reaches_the_engine_only_when_set():
     class Asking(TwoStage):
         def _probes(self, rows, stage, previous):
             if stage == "answer":
-                yield GenerateProbe("1", "a cat", 3, chat=True, system="You are an encyclopedia.")
-                yield GenerateProbe("2", "a dog", 3, chat=True)
+                yield GenerateProbe("1", "a cat", GenerateOptions(3, chat=True, system="You are an encyclopedia."))
+                yield GenerateProbe("2", "a dog", GenerateOptions(3, chat=True))
+                yield GenerateProbe("3", "a bird", GenerateOptions(3, chat=True))
 
     class Recording(EchoScorer):
         def __init__(self):
             self.calls = []
 
-        def generate(self, prompts, max_new_tokens, chat=False, **system):
-            self.calls.append((list(prompts), chat, system))
-            return super().generate(prompts, max_new_tokens, chat)
+        def generate(self, prompts, options):
+            self.calls.append((list(prompts), options))
+            return super().generate(prompts, options)
 
     scorer = Recording()
-    runner.execute(Asking("toy", kind="causal"), scorer, [], runner.RunSettings(), [], None, progress=False)
-    assert sorted(scorer.calls) == [(["a cat"], True, {"system": "You are an encyclopedia."}),
-                                    (["a dog"], True, {})]
+    execute(Asking("toy", kind="causal"), scorer, [])
+    # one engine call per distinct options object: probes with equal options share it
+    assert sorted(scorer.calls, key=str) == sorted([
+        (["a cat"], GenerateOptions(3, chat=True, system="You are an encyclopedia.")),
+        (["a dog", "a bird"], GenerateOptions(3, chat=True))], key=str)
 
 
 def test_unsupported_model_kind_is_named():
@@ -155,8 +167,8 @@ def test_unsupported_model_kind_is_named():
 def test_duplicate_probe_keys_are_refused():
     class Twice(TwoStage):
         def _probes(self, rows, stage, previous):
-            yield GenerateProbe("1", "x", 1)
-            yield GenerateProbe("1", "y", 1)
+            yield GenerateProbe("1", "x", GenerateOptions(1))
+            yield GenerateProbe("1", "y", GenerateOptions(1))
 
     with pytest.raises(CultureProbeError, match="two probes with one key"):
         Twice("toy", kind="causal").build_probes([])
@@ -181,10 +193,10 @@ class CrashingScorer(TableScorer):
         super().__init__(table)
         self.crash_on = crash_on
 
-    def score(self, requests, **options):
+    def score(self, requests, options=None):
         if self.calls + 1 == self.crash_on:
             raise Crash("killed")
-        return super().score(requests, **options)
+        return super().score(requests, options)
 
 
 def test_limit_probes_the_first_items_only(dlama_dir):
@@ -232,11 +244,14 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch)
     import subprocess
     import sys
 
+    from culture_probe.data.dlama import read_templates
     from culture_probe.engine import parallel
+    from culture_probe.loading import load_rows
     from culture_probe.models import save_tiny, train_tokenizer
 
-    rows = runner.load_rows("dlama_arab_west", runner.RunSettings(data_dir=dlama_dir))
-    texts = [r["template"] for r in rows] + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
+    rows = load_rows("dlama_arab_west", data_dir=dlama_dir)
+    templates = [read_templates()[0][lang]["P30"]["template"] for lang in ("en", "ar")]
+    texts = templates + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
     model = save_tiny(tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
     traces = {name: tmp_path / name for name in ("one", "two")}
     for folder in traces.values():
@@ -264,7 +279,7 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch)
         assert abs(len(mine["indices"]) - len(theirs["indices"])) <= 1
     assert all(sum(len(c["indices"]) for c in rank) > 0 for rank in (rank0, rank1))
 
-    records = runner.read_records(out / "items.jsonl")
+    records = rundir.read_records(out / "items.jsonl")
     assert len((out / "items.jsonl").read_text().splitlines()) == len(single.records)  # rank 1 wrote no lines
     assert [(r["key"], r["prediction"]) for r in records] == [(r["key"], r["prediction"]) for r in single.records]
     for mine, theirs in zip(records, single.records, strict=True):

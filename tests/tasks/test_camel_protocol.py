@@ -31,9 +31,7 @@ ENTITIES = [  # a small pool per culture for names_female (type 0) and food (typ
 
 
 def task(config="camel_co_prompts", kind="causal", entities=ENTITIES, **options):
-    t = CamelTask(config, CamelTask.Options(**options), kind=kind)
-    t.entity_rows = entities
-    return t
+    return CamelTask(config, CamelTask.Options(**options), kind=kind, resources={"entities": entities})
 
 
 # ---------------------------------------------------------------- prompts
@@ -45,16 +43,17 @@ def test_each_architecture_sees_the_spec_context():
     masked_probe = task(kind="masked", n_runs=1).build_probes([NAMES_172])[0]
     masked = masked_probe.request
     assert (masked.left, masked.right) == ("كان في الابتدائي معاي بنت عربية اسمها", "و ما كنت احبها ابدا")
-    assert masked_probe.masked_method == "l2r" and masked_probe.keep_tokens  # C4, mean prob (C3)
+    assert masked_probe.options.masked_method == "l2r" and masked_probe.options.keep_tokens  # C4, mean prob (C3)
     typed = task(kind="masked", n_runs=1, mlm_mode="all_masks").build_probes([NAMES_172])[0]
-    assert typed.masked_method == "typed"
-    assert task(n_runs=1).build_probes([NAMES_172])[0].masked_method == "typed"  # l2r is a masked-model rule
+    assert typed.options.masked_method == "typed"
+    assert task(n_runs=1).build_probes([NAMES_172])[0].options.masked_method == "typed"  # l2r: masked models only
     seq2seq_probe = task(kind="seq2seq", n_runs=1).build_probes([NAMES_172])[0]
     assert (seq2seq_probe.request.left, seq2seq_probe.request.right) == ("كان في الابتدائي معاي بنت عربية اسمها", "")
-    assert seq2seq_probe.seq2seq_style == "sentinel"  # encoder prefix + " <extra_id_0>" (spec 4.3)
+    assert seq2seq_probe.options.seq2seq_style == "sentinel"  # encoder prefix + " <extra_id_0>" (spec 4.3)
     plain = task(kind="seq2seq", n_runs=1, seq2seq_style="plain").build_probes([NAMES_172])[0]
-    assert plain.seq2seq_style == "plain" and plain.request == seq2seq_probe.request
-    assert task(n_runs=1, seq2seq_style="plain").build_probes([NAMES_172])[0].seq2seq_style == "sentinel"  # causal
+    assert plain.options.seq2seq_style == "plain" and plain.request == seq2seq_probe.request
+    causal = task(n_runs=1, seq2seq_style="plain").build_probes([NAMES_172])[0]
+    assert causal.options.seq2seq_style == "sentinel"
 
 
 def test_seq2seq_plain_style_runs_through_the_engine(mirror):
@@ -129,7 +128,7 @@ class TableScorer:
     def __init__(self, table):
         self.table = table
 
-    def score(self, requests, **options):
+    def score(self, requests, options=None):
         out = []
         for request in requests:
             values = self.table[request.left]
@@ -176,8 +175,10 @@ def test_empty_prefixes_are_skipped_and_counted_when_asked():
 def test_configs_and_options_are_checked():
     with pytest.raises(CultureProbeError, match="holds no prompts"):
         CamelTask("camel_entities", kind="masked")
-    with pytest.raises(CultureProbeError, match="n_runs and sample_size must be >= 1"):
-        CamelTask("camel_co_prompts", CamelTask.Options(n_runs=0), kind="masked")
+    with pytest.raises(CultureProbeError, match="n_runs must be a whole number >= 1, got 0"):
+        CamelTask.Options(n_runs=0)
+    with pytest.raises(CultureProbeError, match="n_shot must be a whole number >= 0, got -1"):
+        run("camel_co_prompts", "no/such/model/folder", n_shot=-1)  # the option is named, not the model
 
 
 # ---------------------------------------------------------------- runs on the mirror with tiny models
@@ -202,7 +203,10 @@ def test_runs_on_mirror_prompts_with_each_kind(mirror, arch, tmp_path):
     for record in result.records:
         assert len(record["arab"]) == 35 and len(record["western"]) == 23  # min(50, pool)
         assert set(record["arab_entities"]).isdisjoint(record["western_entities"])
-    assert 0 <= result.metrics["cbs"] <= 100 and result.metrics["n_runs"] == 2
+    # CBS by hand from the records: per prompt the share of (Arab, Western) pairs won by the Western filler
+    per_run = [np.mean([100 * np.mean([w > a for a in r["arab"] for w in r["western"]])
+                        for r in result.records if r["run"] == run_index]) for run_index in (0, 1)]
+    assert result.metrics["cbs"] == pytest.approx(np.mean(per_run)) and result.metrics["n_runs"] == 2
     if arch == "bert":  # mean probability: scores are probabilities
         assert all(0 < s <= 1 for r in result.records for s in r["arab"])
     assert "Cultural Bias Score" in (tmp_path / arch / "report.md").read_text()
@@ -210,7 +214,8 @@ def test_runs_on_mirror_prompts_with_each_kind(mirror, arch, tmp_path):
 
 def test_report_has_a_type_by_run_heatmap_of_cbs():
     from culture_probe.metrics.camel import cbs
-    from culture_probe.tasks.base import Heatmap
+    from culture_probe.report.camel import sections
+    from culture_probe.report.views import Heatmap
 
     arab, western = ["فاطمة", "مريم", "نورة"], ["جينيفر", "ماري"]
     entities = [{"entity_type": t, "entity": e, "culture": c} for t in (0, 2)
@@ -223,7 +228,9 @@ def test_report_has_a_type_by_run_heatmap_of_cbs():
     probes = t.build_probes(rows)
     records = [t.to_record(p, o) for p, o in zip(probes, TableScorer(table).score([p.request for p in probes]),
                                                  strict=True)]
-    [heatmap] = [f for f in t.sections(records, t.compute_metrics(records))[0].figures if isinstance(f, Heatmap)]
+    config = {"config": "camel_co_prompts", "options": {"tie_value": 0.0}}
+    [heatmap] = [f for f in sections(config, records, t.compute_metrics(records))[0].figures
+                 if isinstance(f, Heatmap)]
     assert heatmap.row_labels == ("names_female", "food") and heatmap.col_labels == ("run 0", "run 1")
     for col, run_index in enumerate((0, 1)):
         mine = [r for r in records if r["run"] == run_index]

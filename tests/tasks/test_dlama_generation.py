@@ -7,8 +7,9 @@ import pytest
 from dlama_fixture import write_dlama
 
 from culture_probe.errors import UnsupportedModelError
-from culture_probe.runner import RunSettings, load_rows, run
-from culture_probe.tasks.base import GenerateProbe, Skipped
+from culture_probe.loading import load_rows
+from culture_probe.runner import run
+from culture_probe.tasks import GenerateProbe, Skipped
 from culture_probe.tasks.dlama import SYSTEM, DlamaTask, answer_matches, question
 
 GENERATE = DlamaTask.Options(mode="generate")
@@ -20,18 +21,18 @@ def dlama_dir(tmp_path):
 
 
 def _probes(data_dir, config="dlama_arab_west"):
-    rows = load_rows(config, RunSettings(data_dir=data_dir))
+    rows = load_rows(config, data_dir=data_dir)
     return {p.item_id: p for p in DlamaTask(config, GENERATE, kind="causal").build_probes(rows)}
 
 
 def test_questions_and_system_messages_are_the_papers_strings(dlama_dir):
     probes = _probes(dlama_dir)
     egypt_en, egypt_ar = probes["P30_general_ARAB_REGION_0|en"], probes["P30_general_ARAB_REGION_0|ar"]
-    assert isinstance(egypt_en, GenerateProbe) and egypt_en.chat
+    assert isinstance(egypt_en, GenerateProbe) and egypt_en.options.chat
     assert egypt_en.prompt == 'Where is "Egypt" located in? Reply with a name of a continent only.'
-    assert egypt_en.system == "You are an encyclopedia."
+    assert egypt_en.options.system == "You are an encyclopedia."
     assert egypt_ar.prompt == 'أين يقع "مصر"؟ أجب باسم قارة فقط'
-    assert egypt_ar.system == "تعامل كأنك موسوعة."
+    assert egypt_ar.options.system == "تعامل كأنك موسوعة."
     assert question("P1376", "en", " Cairo ") == ('What is the country of which the capital is "Cairo"? Reply with a '
                                                   'country name only.')
 
@@ -68,8 +69,8 @@ class ReplyTable:
     def __init__(self, replies):
         self.replies, self.asked = replies, []
 
-    def generate(self, prompts, max_new_tokens, chat=False, system=None):
-        self.asked += [(p, chat, system) for p in prompts]
+    def generate(self, prompts, options):
+        self.asked += [(p, options.chat, options.system) for p in prompts]
         return [self.replies[p.split('"')[1]] for p in prompts]
 
 
@@ -91,7 +92,7 @@ def test_a_tiny_chat_model_answers_through_its_chat_template(dlama_dir, tmp_path
     from culture_probe.engine import Scorer
     from culture_probe.models import tiny_model, train_tokenizer
 
-    rows = load_rows("dlama_arab_west", RunSettings(data_dir=dlama_dir))
+    rows = load_rows("dlama_arab_west", data_dir=dlama_dir)
     texts = [question("P30", r["language"], r["sub_label"]) for r in rows] + list(SYSTEM.values())
     tok = train_tokenizer(texts + [o for r in rows for o in r["obj_label"]], "bpe", model_kind="causal",
                           vocab_size=600)

@@ -8,10 +8,18 @@ import json
 import pytest
 from dlama_fixture import ARABIC, TableScorer, spec_table, write_dlama
 
-from culture_probe.data.dlama import candidate_sets, label_collisions
+from culture_probe.data.dlama import read_templates
+from culture_probe.loading import load_task
+from culture_probe.report.dlama import sections
 from culture_probe.runner import run
-from culture_probe.tasks.base import ScoreProbe
-from culture_probe.tasks.dlama import DlamaTask, prompt
+from culture_probe.tasks import ScoreProbe
+from culture_probe.tasks.dlama import DlamaTask, candidate_sets, label_collisions, prompt
+from culture_probe.tasks.probes import ScoreRecord
+
+
+def masked_task():
+    """The DLAMA protocol for a masked model, with its templates loaded."""
+    return load_task("dlama_arab_west", kind="masked")[0]
 
 
 @pytest.fixture
@@ -29,7 +37,7 @@ def test_prompts_are_the_papers_strings():
 
 def test_requests_move_the_slot_space_onto_the_candidate(dlama_dir):
     rows = [r for r in _rows(dlama_dir) if r["language"] == "en"]
-    probes = DlamaTask("dlama_arab_west", kind="masked").build_probes(rows)
+    probes = masked_task().build_probes(rows)
     egypt = next(p for p in probes if p.meta["gold"] == ["Africa", "Asia"])
     assert isinstance(egypt, ScoreProbe)
     assert (egypt.request.left, egypt.request.sep, egypt.request.right) == ("Egypt is located in", " ", " .")
@@ -63,11 +71,13 @@ def test_worked_example_p_at_1_per_culture_and_pair(dlama_dir):
 
 def test_report_rounds_p_at_1_half_up_to_one_decimal():
     # spec 5: 23/80 = 28.75 -> 28.8 and 41/80 = 51.25 -> 51.3, although the means are 28.7499... and 51.2499...
-    records = [{"id": f"{culture}{i}", "tag": "", "language": "en", "predicate": "P30", "culture": culture,
-                "gold": ["Asia"], "obj_uri": ["Q48"], "prediction": "Asia" if i < hits else "Africa"}
+    records = [ScoreRecord(f"{culture}{i}", "", "main", {
+                   "language": "en", "predicate": "P30", "culture": culture, "gold": ["Asia"], "obj_uri": ["Q48"],
+                   "prediction": "Asia" if i < hits else "Africa"})
                for culture, hits in (("arab", 23), ("west", 41)) for i in range(80)]
-    task = DlamaTask("dlama_arab_west", kind="masked")
-    per_culture, per_predicate = task.sections(records, task.compute_metrics(records))[:2]
+    metrics = DlamaTask("dlama_arab_west", kind="masked").compute_metrics(records)
+    config = {"config": "dlama_arab_west", "options": {"mode": "rank"}}
+    per_culture, per_predicate = sections(config, records, metrics)[:2]
     assert per_culture.tables[0].rows == (("arab", "28.8", 80), ("west", "51.3", 80), ("pair", "40.0", 160))
     assert per_predicate.tables[0].rows == (("P30", "28.8", "51.3"),)
     assert per_culture.text.startswith("P@1(arab) - P@1(west) = -22.5 points")
@@ -84,11 +94,26 @@ def test_ties_go_to_fewer_tokens_then_code_point_order(dlama_dir):
 
 
 def test_facts_without_a_template_are_skipped_with_the_reason(dlama_dir):
-    rows = [{**r, "template": ""} if r["culture"] == "west" else r for r in _rows(dlama_dir)]
-    result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, language="en", progress=False)
+    rows = [{**r, "language": "xx"} if r["culture"] == "west" else r for r in _rows(dlama_dir) if r["language"] == "en"]
+    result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, progress=False)
     assert result.metrics["n_skipped"] == 2 and set(result.metrics["en"]["cultures"]) == {"arab"}
-    assert {r["skipped"] for r in result.records if "skipped" in r} == {
-        "no en template for P30 (load the data with mlama_templates_dir= for the mLAMA 1.1 strings)"}
+    reason = "no xx template for P30 (pass --option templates= the mLAMA 1.1 folder or a JSON file)"
+    assert result.metrics["skipped"] == {reason: 2}
+    assert {r["skipped"] for r in result.records if r.skipped} == {reason}
+
+
+def test_a_users_templates_replace_the_vendored_ones_and_are_fingerprinted(dlama_dir, tmp_path):
+    mlama = tmp_path / "mlama1.1" / "en"
+    mlama.mkdir(parents=True)
+    (mlama / "templates.jsonl").write_text('{"relation": "P30", "template": "[X] lies on [Y] ."}\n')
+    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
+                 templates=str(tmp_path / "mlama1.1"), progress=False)
+    assert {r["prompt"] for r in result.records} >= {"Egypt lies on [Y] ."}
+    provenance = result.config["resources"]["templates"]
+    assert provenance["sources"][-1] == str(mlama / "templates.jsonl")
+    vendored = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
+                   progress=False).config["resources"]["templates"]
+    assert provenance["sha256"] != vendored["sha256"] and len(vendored["sources"]) == 1
 
 
 def test_keep_scores_records_every_candidate_in_candidate_set_order(dlama_dir, tmp_path):
@@ -104,7 +129,10 @@ def test_run_directory_records_deviations_and_table_3_view(dlama_dir, tmp_path):
     run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", out=out,
         progress=False)
     config = json.loads((out / "config.json").read_text())
-    assert {"D1", "D2", "D3", "D5"} <= {d["id"] for d in config["deviations"]}
+    # only the deviations of a masked model ranking (D1 is seq2seq's, D3 causal's, D4 generation's)
+    assert [d["id"] for d in config["deviations"]] == ["D2", "D5", "D6"]
+    assert all(d["when"] for d in config["deviations"])
+    assert set(config["resources"]) == {"templates"} and len(config["resources"]["templates"]["sha256"]) == 64
     assert config["protocol"]["candidate_sets"] == {"en|P30": 4}
     assert config["protocol"]["label_collisions"] == {}
     report = (out / "report.md").read_text()
@@ -139,7 +167,7 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
              for i, (region, pairs) in enumerate(CAPITALS.items()) for j, (country, capital) in enumerate(pairs)}
     data_dir = write_dlama(tmp_path / "dlama", facts, predicate="P36")
     rows = [r for r in _rows(data_dir) if r["language"] == "en"]
-    probes = DlamaTask("dlama_arab_west", kind="masked").build_probes(rows)
+    probes = masked_task().build_probes(rows)
     planted = [PlantedFact.from_request(p.request, p.meta["gold"][0]) for p in probes
                if p.meta["culture"] == "arab"]
     spec = PlantedSpec(planted, arch="bert", tokenizer="wordpiece",
@@ -159,7 +187,8 @@ def test_fixture_end_to_end_with_tiny_models_of_every_kind(dlama_dir, tmp_path, 
     from culture_probe.models import save_tiny, train_tokenizer
 
     rows = _rows(dlama_dir)
-    texts = [r["template"] for r in rows] + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
+    templates = [read_templates()[0][lang]["P30"]["template"] for lang in ("en", "ar")]
+    texts = templates + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
     model = save_tiny(tmp_path / arch, arch, train_tokenizer(texts, tokenizer, model_kind=kind, vocab_size=300))
     result = run("dlama_arab_west", str(model), data_dir=str(dlama_dir), out=tmp_path / "run", progress=False)
     assert result.config["model"]["kind"] == kind

@@ -3,6 +3,7 @@ aggregation), the v1-code compat flags, and runs on the mirror's data with tiny 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 
@@ -11,10 +12,11 @@ import pytest
 
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
-from culture_probe.metrics.fmlama import average_precision
+from culture_probe.loading import load_task
+from culture_probe.metrics.fmlama import average_precision, family_table, table_correlation
 from culture_probe.runner import run
-from culture_probe.tasks.base import ScoreProbe, Skipped
-from culture_probe.tasks.fmlama import FmlamaTask, family_table, fill, record_ranking, table_correlation
+from culture_probe.tasks import ScoreProbe, Skipped
+from culture_probe.tasks.fmlama import FmlamaTask, fill, record_ranking
 
 POOL_RANKINGS = {  # spec 5.1: dish -> ranking of the pool [beef, cheese, flour, rice, tofu, tomato]
     "mapo doufu": ["tofu", "beef", "rice", "cheese", "tomato", "flour"],
@@ -38,7 +40,7 @@ class RankingScorer:
     kind = "masked"
     identity = {"name_or_path": "rankings"}
 
-    def score(self, requests, **options):
+    def score(self, requests, options=None):
         out = []
         for request in requests:
             dish = next(d for d in POOL_RANKINGS if d in request.left + request.right)
@@ -54,13 +56,18 @@ def spec_run(tmp_path=None, **options):
                out=tmp_path, **options)
 
 
+def task_for(config, kind="masked", **options):
+    """The FmLAMA protocol with its templates loaded (from the mirror)."""
+    return load_task(config, FmlamaTask.Options(**options), kind=kind)[0]
+
+
 def _prompts(task, row):
     return {p.tag: p.meta.get("prompt") if isinstance(p, ScoreProbe) else p.reason
             for p in task.build_probes([row])}
 
 
 def test_english_prompts_are_the_papers_strings(mirror):
-    prompts = _prompts(FmlamaTask("fmlama_en", kind="masked"), ROWS[0])
+    prompts = _prompts(task_for("fmlama_en"), ROWS[0])
     assert prompts == {
         "hasParts_1": "The food mapo doufu has the ingredients of [Y] .",
         "hasParts_2": "mapo doufu is a kind of food with [Y] .",
@@ -73,26 +80,26 @@ def test_english_prompts_are_the_papers_strings(mirror):
         "country_4": "In China, [Y] is part of the food mapo doufu .",
         "country_5": "In China, the food mapo doufu has part of [Y] .",
     }
-    us = _prompts(FmlamaTask("fmlama_en", kind="masked"), ROWS[2])
+    us = _prompts(task_for("fmlama_en"), ROWS[2])
     assert us["country_1"] == "In the United States, the food burger has the ingredients of [Y] ."  # F4
 
 
 def test_other_languages_follow_their_templates_and_slots(mirror):
     zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
-    zh_prompts = _prompts(FmlamaTask("fmlama_zh", kind="masked"), zh)
+    zh_prompts = _prompts(task_for("fmlama_zh"), zh)
     assert zh_prompts["country_1"] == "在中国，美食麻婆豆腐是以[Y]为主要原料制作的。"
     he = {**ROWS[1], "lang": "he", "sub_label": "פיצה"}
-    he_prompts = _prompts(FmlamaTask("fmlama_he", kind="masked"), he)
+    he_prompts = _prompts(task_for("fmlama_he"), he)
     assert he_prompts["hasParts_1"] == "במאכל פיצה יש את המרכיבים של [Y]."
     assert he_prompts["hasParts_2"] == ".[Y] הוא מאכל עם פיצה"  # stored right-to-left damage kept (faithful)
     names = {"he": {"Italy": "באיטליה"}}
-    named = _prompts(FmlamaTask("fmlama_he", FmlamaTask.Options(country_names=names), kind="masked"), he)
+    named = _prompts(task_for("fmlama_he", country_names=names), he)
     assert named["country_1"] == "באיטליה, במאכל פיצה יש את המרכיבים של [Y]."
 
 
 def test_country_templates_without_a_name_are_skipped_and_counted(mirror):
     ko = {**ROWS[1], "lang": "ko", "sub_label": "피자"}
-    prompts = _prompts(FmlamaTask("fmlama_ko", kind="masked"), ko)
+    prompts = _prompts(task_for("fmlama_ko"), ko)
     assert prompts["hasParts_4"] == "[Y]는 음식 피자의 일부입니다."
     assert prompts["country_1"] == "no ko name for country 'Italy' (pass country_names=)"
 
@@ -104,9 +111,9 @@ def test_requests_keep_the_template_spacing_and_causal_models_see_the_dish():
     assert (left, right, dish_after) == ("美食麻婆豆腐是以", "为主要原料制作的。", False)
     task = FmlamaTask("fmlama_en", FmlamaTask.Options(families=("hasParts",)), kind="causal")
     probe = task.probe(ROWS[1], "hasParts_4", "hasParts", "[Y] is part of the food [X] .", ("a", "b"))
-    assert probe.score_right and (probe.request.left, probe.request.sep) == ("", "")
+    assert probe.options.score_right and (probe.request.left, probe.request.sep) == ("", "")
     probe = task.probe(ROWS[1], "hasParts_1", "hasParts", "The food [X] has the ingredients of [Y] .", ("a",))
-    assert not probe.score_right and (probe.request.left, probe.request.sep) == ("The food pizza has the "
+    assert not probe.options.score_right and (probe.request.left, probe.request.sep) == ("The food pizza has the "
                                                                                "ingredients of", " ")
 
 
@@ -137,14 +144,15 @@ def test_map_mws_correlation_over_the_cells_of_a_run(mirror, tmp_path):
     assert result.metrics["map_mws_correlation"] == {"pearson_r": pytest.approx(1.0), "n_cells": 3}
     assert "Pearson r between the mAP and mWS cells: 1.00 (3 cells)." in (tmp_path / "run" / "report.md").read_text()
     assert "map_mws_correlation" not in spec_run().metrics
-    # config.json names the vectors file the numbers came from (path, size, modification time)
-    recorded = json.loads((tmp_path / "run" / "config.json").read_text())["protocol"]["vectors_file"]
-    assert recorded == {"path": str(path.resolve()), "size": path.stat().st_size, "mtime_ns": path.stat().st_mtime_ns}
+    # config.json names the vectors file the numbers came from, and its sha256
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())["resources"]["vectors"]
+    assert recorded["sources"] == [str(path)] and recorded["params"] == {"path": str(path), "language": "en"}
+    assert recorded["sha256"] == hashlib.sha256(hashlib.sha256(path.read_bytes()).hexdigest().encode()).hexdigest()
 
 
 def test_a_missing_vectors_file_fails_before_any_scoring(mirror, tmp_path):
     class NeverAsked(RankingScorer):
-        def score(self, requests, **options):
+        def score(self, requests, options=None):
             raise AssertionError("scored before the vectors file was checked")
 
     with pytest.raises(CultureProbeError, match=r"vectors file .*cc\.en\.300\.bin' does not exist"):
@@ -167,8 +175,9 @@ def test_v1_code_compat_flags(mirror):
     assert capped.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * italy)
     ranked = spec_run(max_candidate_tokens=1, ap_denominator="ranked")
     assert ranked.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * (1 / 2 + 2 / 5) / 2)
-    f2 = next(d for d in ranked.config["deviations"] if d["id"] == "F2")
-    assert f2["description"].startswith("compat: v1 code behaviour")
+    # the v1 code's behaviour is not a deviation: F2 is listed only for the paper's rule
+    assert "F2" not in {d["id"] for d in ranked.config["deviations"]}
+    assert "F2" in {d["id"] for d in spec_run().config["deviations"]}
 
 
 def test_template_aggregation_is_mean_and_sample_std():
@@ -191,7 +200,7 @@ def test_records_keep_enough_of_the_ranking_for_ap_and_mws():
 
 
 def test_skipped_probes_do_not_enter_the_metrics():
-    task = FmlamaTask("fmlama_ko", kind="masked")
+    task = FmlamaTask("fmlama_ko", kind="masked")  # no templates needed to count skipped probes
     records = [task.to_record(Skipped("Q2|ko", "no ko name", tag="country_1", meta={"family": "country"}), None)]
     metrics = task.compute_metrics(records)
     assert metrics["n_skipped"] == 1 and metrics["skipped"] == {"no ko name": 1} and "map" not in metrics
@@ -204,10 +213,9 @@ def test_skipped_probes_do_not_enter_the_metrics():
 def tiny_models(tmp_path_factory):
     from culture_probe.data.registry import load_benchmark
     from culture_probe.models import save_tiny, train_tokenizer
-    from culture_probe.tasks.fmlama import canonical_templates
 
     rows = load_benchmark("fmlama_en")["test"]
-    texts = [t for _, _, t in canonical_templates("en", "faithful")] + rows["sub_label"][:200]
+    texts = [t for _, _, t in task_for("fmlama_en").templates("en")] + rows["sub_label"][:200]
     texts += [item for labels in rows["obj_label"] for item in labels]
     root = tmp_path_factory.mktemp("tiny")
     return {arch: save_tiny(root / arch, arch, train_tokenizer(texts, tok, model_kind=kind, vocab_size=800))
@@ -228,7 +236,14 @@ def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, fam
         assert all(1 <= rank <= 1287 for rank in record["gold_ranks"])
         assert record["prediction"] == record["top"][0]
     assert set(result.metrics["map"]) == set(families)
-    assert 0 <= result.metrics["map_hasParts"] <= 100
+    # mAP of the hasParts family by hand from the records: the mean over templates of the mean per-dish AP
+    def ap(record):  # (1/|G|) sum over the golds, best ranked first, of P@(its rank)
+        ranks = sorted(set(record["gold_ranks"]))
+        return sum((i + 1) / rank for i, rank in enumerate(ranks)) / len(set(record["gold"]))
+
+    templates = sorted({r["template"] for r in result.records if r["family"] == "hasParts"})
+    per_template = [np.mean([ap(r) for r in result.records if r["template"] == t]) for t in templates]
+    assert result.metrics["map_hasParts"] == pytest.approx(100 * np.mean(per_template))
     assert (tmp_path / "run" / "report.md").read_text().count("![") >= 2
 
 
@@ -241,14 +256,14 @@ class ReplyScorer:
     kind = "causal"
     identity = {"name_or_path": "replies"}
 
-    def generate(self, prompts, max_new_tokens, chat=False):
-        assert chat
+    def generate(self, prompts, options):
+        assert options.chat
         return ["The food mapo doufu has the ingredients of Tofu, rices and chili." if "mapo" in p
                 else "Pineapple" for p in prompts]
 
 
 def test_chat_prompts_are_the_papers_strings(mirror):
-    task = FmlamaTask("fmlama_cs_en_en", FmlamaTask.Options(mode="chat"), kind="causal")
+    task = task_for("fmlama_cs_en_en", kind="causal", mode="chat")
     poutine = {**ROWS[2], "sub_label": "poutine"}
     prompts = {p.tag: p.prompt for p in task.build_probes([poutine])}
     assert prompts["hasParts_1_chat0"] == "The food poutine has the ingredients of [] . Please fill the sentence."
@@ -256,7 +271,7 @@ def test_chat_prompts_are_the_papers_strings(mirror):
                                            "with only one entity.")
     assert prompts["country_1_chat0"] == ("In the United States, the food poutine has the ingredients of [] . "
                                           "Please fill the sentence.")
-    zh_task = FmlamaTask("fmlama_cs_zh_zh", FmlamaTask.Options(mode="chat"), kind="causal")
+    zh_task = task_for("fmlama_cs_zh_zh", kind="causal", mode="chat")
     zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
     zh_prompts = {p.tag: p.prompt for p in zh_task.build_probes([zh])}
     assert zh_prompts["hasParts_1_chat1"] == "美食麻婆豆腐是以[]为主要原料制作的。请用一个词填充这个句子。"
@@ -281,9 +296,9 @@ class SamplingReplyScorer(ReplyScorer):
     def __init__(self):
         self.calls = []
 
-    def generate(self, prompts, max_new_tokens, chat=False, **sampling):
-        self.calls.append(sampling)
-        return super().generate(prompts, max_new_tokens, chat=chat)
+    def generate(self, prompts, options):
+        self.calls.append({k: v for k, v in (("temperature", options.temperature), ("seed", options.seed)) if v})
+        return super().generate(prompts, options)
 
 
 def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(mirror):
@@ -294,8 +309,8 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(mirror):
     config = result.config
     assert config["options"]["chat_decoding"] == "sample" and config["options"]["chat_temperature"] == 0.7
     assert config["run"]["seed"] == 5 and config["seed_used"]  # a resumed run must keep the seed
-    f_chat = next(d["description"] for d in config["deviations"] if d["id"] == "F-chat")
-    assert "temperature 0.7" in f_chat and "seed 5" in f_chat
+    assert "F8" not in {d["id"] for d in config["deviations"]}  # sampling is the paper's decoding
+    assert "temperature 0.7" in config["protocol"]["chat_decoding"] and "seed 5" in config["protocol"]["chat_decoding"]
 
 
 def test_chat_decodes_greedily_by_default_as_the_spec_says(mirror):
@@ -303,7 +318,7 @@ def test_chat_decodes_greedily_by_default_as_the_spec_says(mirror):
     result = run("fmlama_cs_en_en", scorer, rows=ROWS[:1], families=("hasParts",), mode="chat", progress=False)
     assert scorer.calls == [{}]  # no temperature, no seed: Scorer.generate's greedy path
     assert not result.config["seed_used"]
-    assert "decodes greedily" in next(d["description"] for d in result.config["deviations"] if d["id"] == "F-chat")
+    assert "decoded greedily" in next(d["description"] for d in result.config["deviations"] if d["id"] == "F8")
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.models.tiny import tiny_model, train_tokenizer
+from culture_probe.report.maps import sections
 from culture_probe.runner import run
 from culture_probe.tasks.maps import (
     MapsTask,
@@ -97,7 +98,7 @@ class LetterScorer:
         self.letters, self.outputs, self.target_tokens, self.budgets = letters, outputs or {}, target_tokens, []
         self.calls = 0
 
-    def score(self, requests, **options):
+    def score(self, requests, options=None):
         out = []
         for request in requests:
             if request.candidates == ("a", "b"):
@@ -107,8 +108,8 @@ class LetterScorer:
                 out.append(CandidateScores(request.candidates, np.array([-1.0]), np.array([self.target_tokens])))
         return out
 
-    def generate(self, prompts, max_new_tokens, chat=False):
-        self.budgets.append(max_new_tokens)
+    def generate(self, prompts, options):
+        self.budgets.append(options.max_new_tokens)
         return [self.outputs.get(p, " nothing") for p in prompts]
 
 
@@ -147,7 +148,7 @@ def test_report_truncates_percentages_as_the_paper():
         proverbs, ("a", "a", "b"), strict=True))]
     outputs = {memorisation_prompts(p, "en")[0]: f" {p.split()[-1]}" for p in proverbs[:2]}
     result = run("maps_en", LetterScorer([(-0.5, -1.0)] * 3, outputs=outputs), rows=data, progress=False)
-    reasoning, memorisation = MapsTask("maps_en", kind="causal").sections(result.records, result.metrics)
+    reasoning, memorisation = sections(result.config, result.records, result.metrics)
     assert reasoning.tables[0].rows[0] == ("all", "66.66", 3)
     assert memorisation.tables[0].rows[0] == ("union over templates", "66.66")
     assert memorisation.text.endswith("memorised 100.00, not_memorised 0.00")
@@ -179,11 +180,11 @@ class MaskStub(LetterScorer):
         super().__init__(letters)
         self.pieces, self.asked = pieces, []
 
-    def fill_mask(self, lefts, *, sep=None):
-        self.asked += [(left, sep) for left in lefts]
+    def fill_mask(self, lefts, options):
+        self.asked += [(left, options.sep) for left in lefts]
         return [[(self.pieces.get(left, "nothing"), -1.0)] for left in lefts]
 
-    def generate(self, prompts, max_new_tokens, chat=False):
+    def generate(self, prompts, options):
         raise AssertionError("a masked model is never asked to generate")
 
 
@@ -199,8 +200,8 @@ def test_masked_models_complete_the_proverb_at_one_mask_per_template():
     scorer = MaskStub(LETTERS, {zh_prompts[0]: "金"})
     result = run("maps_zh", scorer, rows=[zh], progress=False)
     assert {sep for _, sep in scorer.asked} == {""} and result.metrics["memorisation"]["union"] == 100.0
-    with pytest.raises(CultureProbeError, match="mem_max_new_tokens must be at least 1"):
-        MapsTask("maps_en", MapsTask.Options(mem_max_new_tokens=0), kind="causal")
+    with pytest.raises(CultureProbeError, match=r"mem_max_new_tokens must be a whole number >= 1 \(or None\)"):
+        MapsTask.Options(mem_max_new_tokens=0)
 
 
 def test_native_memorisation_templates_reproduce_upstream_xlmr(tmp_path):
@@ -270,7 +271,8 @@ def test_runs_on_mirror_rows_with_each_kind(mirror, arch, config, tmp_path):
     result = run(config, tiny_scorer(arch), rows=data, out=tmp_path / arch, progress=False)
     reason = [r for r in result.records if r["tag"] == "reason"]
     assert len(reason) == 3 and all(r["pred"] in ("a", "b") for r in reason)
-    assert result.metrics["n"] == 3 and 0 <= result.metrics["accuracy"] <= 100
+    assert result.metrics["n"] == 3
+    assert result.metrics["accuracy"] == pytest.approx(100 * np.mean([r["pred"] == r["label"] for r in reason]))
     generated = [r for r in result.records if r["tag"].startswith("mem") and "output" in r]
     assert len(generated) == 15  # masked models fill one mask per template (M9)
     assert "Reasoning" in (tmp_path / arch / "report.md").read_text()
@@ -278,29 +280,32 @@ def test_runs_on_mirror_rows_with_each_kind(mirror, arch, config, tmp_path):
 
 def test_few_shot_prompts_use_five_seeded_sets_of_english_demonstrations():
     demos = [{**ROW, "id": f"fs{i}", "proverb": f"proverb {i}", "label": i % 2} for i in range(30)]
-    task = MapsTask("maps_zh", MapsTask.Options(n_shot=2, memorisation=False), kind="causal")
-    task.few_shot_rows = demos
+    task = MapsTask("maps_zh", MapsTask.Options(n_shot=2, memorisation=False), kind="causal",
+                    resources={"few_shot": demos})
     probes = task.build_probes([ROW])
     assert [p.tag for p in probes] == ["reason0", "reason1", "reason2", "reason3", "reason4"]
     rs = np.random.RandomState(42)
     first = rs.permutation(30)[:2]
     blocks = probes[0].request.left.split("\n\n")
     assert blocks == [reasoning_prompt(demos[i]) + " " + "ab"[i % 2] for i in first] + [reasoning_prompt(ROW)]
-    negative = MapsTask("maps_zh", MapsTask.Options(n_shot=2, question="neg"), kind="causal")
-    negative.few_shot_rows = demos
+    negative = MapsTask("maps_zh", MapsTask.Options(n_shot=2, question="neg"), kind="causal",
+                        resources={"few_shot": demos})
     assert negative.build_probes([ROW])[0].request.left.split("\n\n")[0].endswith(" " + "ba"[first[0] % 2])
     with pytest.raises(CultureProbeError, match="n_shot=31 exceeds the 30 few-shot items"):
-        task = MapsTask("maps_en", MapsTask.Options(n_shot=31), kind="causal")
-        task.few_shot_rows = demos
-        task.build_probes([ROW])
+        MapsTask("maps_en", MapsTask.Options(n_shot=31), kind="causal", resources={"few_shot": demos}
+                 ).build_probes([ROW])
 
 
 def test_few_shot_accuracy_is_the_mean_over_the_sets(mirror):
     data_dir = str(mirror / "manual" / "maps")
     result = run("maps_en", LetterScorer(LETTERS * 5), rows=[ROW], n_shot=5, memorisation=False, progress=False,
-                 few_shot_dir=data_dir)
+                 data_dir=data_dir)  # the demonstrations come from the run's MAPS folder
     assert result.metrics["per_set"] == [100.0, 0.0, 100.0, 0.0, 100.0] and result.metrics["accuracy"] == 60.0
     assert [r["demo_set"] for r in result.records] == [0, 1, 2, 3, 4]
+    few_shot = result.config["resources"]["few_shot"]
+    assert few_shot["sources"] == [str(mirror / "manual" / "maps" / "en" / "fs_proverbs.xlsx")]
+    with pytest.raises(CultureProbeError, match="MAPS needs data_dir="):
+        run("maps_en", LetterScorer(LETTERS), rows=[ROW], n_shot=5, progress=False)
 
 
 def test_seq2seq_prompts_are_cut_on_the_left_at_1024_tokens():
@@ -323,8 +328,8 @@ def test_seq2seq_prompts_are_cut_on_the_left_at_1024_tokens():
     assert seen == [full[-1024:], full]  # the question, the slot and EOS survive; the start goes (M12)
     assert MapsTask("maps_en", kind="seq2seq").options.seq2seq_max_tokens == 1024  # the spec's default
     assert MapsTask("maps_en", kind="causal").build_probes([ROW])[0].request.max_tokens is None  # seq2seq only
-    with pytest.raises(CultureProbeError, match="seq2seq_max_tokens must be at least 1"):
-        MapsTask("maps_en", MapsTask.Options(seq2seq_max_tokens=0), kind="seq2seq")
+    with pytest.raises(CultureProbeError, match="seq2seq_max_tokens must be a whole number >= 1"):
+        MapsTask.Options(seq2seq_max_tokens=0)
 
 
 @pytest.mark.slow

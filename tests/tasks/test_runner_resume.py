@@ -12,7 +12,8 @@ import pytest
 from culture_probe import runner
 from culture_probe.data.registry import load_benchmark
 from culture_probe.errors import CultureProbeError
-from culture_probe.runner import RunSettings, check_resumable, run
+from culture_probe.rundir import check_resumable
+from culture_probe.runner import RunSettings, run
 
 
 @cache
@@ -29,7 +30,7 @@ class FakeModel:
         self.reply, self.identity, self.fail_after = reply, identity, fail_after
         self.prompts: list[str] = []
 
-    def generate(self, prompts, *, max_new_tokens, chat, system=None):
+    def generate(self, prompts, options):
         if self.fail_after is not None and len(self.prompts) >= self.fail_after:
             raise RuntimeError("killed")
         self.prompts += prompts

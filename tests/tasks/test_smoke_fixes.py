@@ -34,11 +34,11 @@ class EchoScorer:
     def __init__(self, reply: str):
         self.reply = reply
 
-    def score(self, requests, **options):
+    def score(self, requests, options=None):
         return [CandidateScores(r.candidates, np.array([-1.0 - i for i in range(len(r.candidates))]),
                                 np.ones(len(r.candidates), dtype=int)) for r in requests]
 
-    def generate(self, prompts, max_new_tokens, chat=False):
+    def generate(self, prompts, options):
         return [self.reply] * len(prompts)
 
 

@@ -9,11 +9,15 @@ from functools import cache
 import pytest
 
 from culture_probe.data.registry import load_benchmark
+from culture_probe.data.xfakt import read_literals
 from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.loading import load_task
 from culture_probe.models.tiny import save_tiny, tiny_model, train_tokenizer
+from culture_probe.report.xfakt import headline_text
 from culture_probe.runner import run
-from culture_probe.tasks.base import GenerateProbe, ScoreProbe
+from culture_probe.tasks import GenerateProbe, ScoreProbe
+from culture_probe.tasks.probes import GenerateRecord
 from culture_probe.tasks.xfakt import (
     StringJudge,
     XfaktTask,
@@ -31,6 +35,17 @@ PROMPT_OURS_SHA256 = "7e8a122eef9dba87372b73d50d686ece76017919eaa60ab75af398fc09
 
 
 @cache
+def literals(corrected: bool = False) -> dict:
+    """The data file's literals (from the mirror)."""
+    return read_literals(corrected=corrected)[0]
+
+
+def xtask(config: str = "xfakt_factual_recall", kind: str = "causal", **options) -> XfaktTask:
+    """The X-FaKT protocol with its literals loaded."""
+    return load_task(config, XfaktTask.Options(**options), kind=kind)[0]
+
+
+@cache
 def recall_rows() -> tuple[dict, ...]:
     return tuple(load_benchmark("xfakt_factual_recall")["test"])
 
@@ -42,7 +57,7 @@ def rows_of(*entity_idx: int, languages: tuple[str, ...] | None = None) -> list[
 
 @cache
 def tiny_chat_scorer(arch: str = "gpt2", tokenizer: str = "bpe") -> Scorer:
-    texts = [r["question"] for r in recall_rows()[::40]] + [judge_template()[1]]
+    texts = [r["question"] for r in recall_rows()[::40]] + [judge_template(literals())[1]]
     kind = "seq2seq" if arch == "t5" else "causal"
     tok = train_tokenizer(texts, tokenizer, vocab_size=1500, model_kind=kind)
     tok.chat_template = CHAT
@@ -54,54 +69,56 @@ def tiny_chat_scorer(arch: str = "gpt2", tokenizer: str = "bpe") -> Scorer:
 
 def test_questions_are_the_papers_templates_sent_as_one_chat_turn(mirror):
     rows = rows_of(0, 258, 648, languages=("en", "ar", "ja"))
-    probes = {p.item_id: p for p in XfaktTask("xfakt_factual_recall", kind="causal").build_probes(rows)}
+    probes = {p.item_id: p for p in xtask().build_probes(rows)}
     assert probes["fr-000-en"].prompt == "In which country is New York located?"
     assert probes["fr-258-en"].prompt == "George Washington is from which country?"
     festival = next(r for r in rows if r["id"] == "fr-648-en")
     assert probes["fr-648-en"].prompt == f"In which country is {festival['entity']} widely celebrated?"
     assert probes["fr-000-ja"].prompt == "ニューヨーク はどの国にありますか?"
     assert probes["fr-000-ar"].prompt == "في أي بلد يقع نيويورك؟"
-    assert all(isinstance(p, GenerateProbe) and p.chat and p.max_new_tokens == 128 for p in probes.values())
-    seq2seq = XfaktTask("xfakt_factual_recall", kind="seq2seq").build_probes(rows[:1])
-    assert not seq2seq[0].chat  # seq2seq instruct models get the raw question (spec 4.2)
+    assert all(isinstance(p, GenerateProbe) and p.options.chat and p.options.max_new_tokens == 128
+               for p in probes.values())
+    seq2seq = xtask(kind="seq2seq").build_probes(rows[:1])
+    assert not seq2seq[0].options.chat  # seq2seq instruct models get the raw question (spec 4.2)
 
 
 def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
-    system, template = judge_template()
+    system, template = judge_template(literals())
     assert system == "You are a helpful assistant."
     assert len(template) == 1412 and hashlib.sha256(template.encode()).hexdigest() == PROMPT_OURS_SHA256
-    filled = judge_prompt("भारत", "मुंबई किस देश में स्थित है?", "India")
+    filled = judge_prompt(literals(), "भारत", "मुंबई किस देश में स्थित है?", "India")
     assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
     assert filled.endswith("[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
                            "[The Start of Assistant's Answer]\nIndia\n\n[The End of Assistant's Answer]\n")
 
 
 def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(mirror):
-    answer = {"id": "fr-000-hi", "stage": "answer", "gold": "संयुक्त राज्य अमेरिका",
-              "question": "न्यूयॉर्क किस देश में स्थित है?", "reply": "अमेरिका"}
-    task = XfaktTask("xfakt_factual_recall", kind="causal")
+    answer = GenerateRecord("fr-000-hi", "", "answer", {"gold": "संयुक्त राज्य अमेरिका",
+                                                        "question": "न्यूयॉर्क किस देश में स्थित है?", "reply": "अमेरिका"})
+    task = xtask()
     (probe,) = task.build_probes([], stage="judge", previous=[answer])
-    assert probe.system == "You are a helpful assistant." and probe.chat  # SYSTEM_PROMPT_OURS (spec 4.3)
-    assert probe.prompt == judge_prompt(answer["gold"], answer["question"], answer["reply"])
-    assert not any(d["id"] == "X6" for d in task.describe_deviations())
+    # SYSTEM_PROMPT_OURS (spec 4.3)
+    assert probe.options.system == "You are a helpful assistant." and probe.options.chat
+    assert probe.prompt == judge_prompt(literals(), answer["gold"], answer["question"], answer["reply"])
+    assert not any(d["id"] == "X6" for d in task.applied_deviations())
 
 
 def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(mirror):
     rows = rows_of(0, languages=("en",))
-    (chat,) = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal").build_probes(rows)
+    (chat,) = xtask(mode="rank").build_probes(rows)
     assert chat.request.chat and chat.request.system is None  # spec 4.4: same chat prompt as 4.2, no system turn
     assert chat.request.left == "In which country is New York located?" and "India" in chat.request.candidates
-    plain_task = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank", rank_prompt="plain"),
-                           kind="causal")
+    plain_task = xtask(mode="rank", rank_prompt="plain")
     (plain,) = plain_task.build_probes(rows)
     assert not plain.request.chat and plain.request.sep == " "
     assert plain.request.candidates == chat.request.candidates
-    assert [d["id"] for d in plain_task.describe_deviations()] == ["X7"]
+    assert [d["id"] for d in plain_task.applied_deviations()] == ["X2", "X5", "X7"]
     assert plain_task.describe(rows)["chat_template"] is False
-    default = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal")
-    assert default.describe_deviations() == [] and default.describe(rows)["chat_template"] is True
-    seq2seq = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="seq2seq")
-    assert not seq2seq.build_probes(rows)[0].request.chat and seq2seq.describe_deviations()[0]["id"] == "X7"
+    default = xtask(mode="rank")
+    assert [d["id"] for d in default.applied_deviations()] == ["X2", "X5"]  # no generation, judge, or X7
+    assert default.describe(rows)["chat_template"] is True
+    seq2seq = xtask(kind="seq2seq", mode="rank")
+    assert not seq2seq.build_probes(rows)[0].request.chat and seq2seq.applied_deviations()[-1]["id"] == "X7"
 
 
 def test_masked_models_are_refused_with_the_reason():
@@ -113,7 +130,7 @@ def test_masked_models_are_refused_with_the_reason():
 
 
 def test_string_judge_reads_the_first_answer_named_in_any_language(mirror):
-    judge = StringJudge(country_forms())
+    judge = StringJudge(country_forms(literals(), literals(corrected=True)))
     assert judge.judge("भारत", "India", gold_name="भारत", english_name="India") == (True, "same_language")
     assert judge.judge("It is India.", "India", gold_name="भारत", english_name="India") == (True, "english")
     assert judge.judge("它在印度。", "India", gold_name="भारत", english_name="India") == (True, "other_language")
@@ -150,8 +167,8 @@ def test_spec_worked_example_through_the_task():
     records = []
     for (language, country), errors in counts.items():
         for i in range(7):
-            records.append({"id": f"{language}-{country}-{i}", "stage": "answer", "tag": "", "language": language,
-                            "country": country, "correct": i >= errors, "verdict": "x"})
+            records.append(GenerateRecord(f"{language}-{country}-{i}", "", "answer", {
+                "language": language, "country": country, "correct": i >= errors, "verdict": "x"}))
     metrics = XfaktTask("xfakt_factual_recall", kind="causal").compute_metrics(records)
     assert metrics["mu_assoc"] == pytest.approx(0.046667, abs=1e-6)
     assert metrics["mu_non"] == pytest.approx(0.333333, abs=1e-6)
@@ -174,7 +191,15 @@ def test_generation_with_string_judge_end_to_end(mirror, tmp_path):
     assert len(result.records) == 6 and all(r["stage"] == "answer" for r in result.records)
     assert {r["verdict"] for r in result.records} <= {"same_language", "english", "other_language", "incorrect"}
     assert set(result.metrics["error_by_language"]) == {"en", "hi", "fr"}
-    assert 0 <= result.metrics["kts"] <= 1 and 0 <= result.metrics["frs"] <= 1
+    # the scores are those of the records' verdicts, cell by cell (the formula itself is tested in tests/metrics)
+    from culture_probe.metrics.factuality import xfakt
+
+    expected = xfakt(correct=[r["correct"] for r in result.records], language=[r["language"] for r in result.records],
+                     country=[r["country"] for r in result.records])
+    assert (result.metrics["kts"], result.metrics["frs"]) == (expected["kts"], expected["frs"])
+    errors = {lang: 100 * sum(not r["correct"] for r in result.records if r["language"] == lang) / 2
+              for lang in ("en", "hi", "fr")}
+    assert result.metrics["error_by_language"] == pytest.approx(errors)
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Language x country errors" in report and list((tmp_path / "run" / "plots").glob("*.png"))
 
@@ -185,7 +210,7 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(mirror, tmp_path):
     scorer = tiny_chat_scorer()
     save_tiny(judge_dir, "gpt2", scorer.tokenizer, layers=1, hidden=32)
     rows = rows_of(0, languages=("en", "sw"))
-    task = XfaktTask("xfakt_factual_recall", XfaktTask.Options(judge_model=str(judge_dir)), kind="causal")
+    task = xtask(judge_model=str(judge_dir))
     assert task.stages == ("answer", "judge") and task.stage_model("judge") == str(judge_dir)
     result = run("xfakt_factual_recall", scorer, rows=rows, judge_model=str(judge_dir), max_new_tokens=4,
                  judge_max_new_tokens=4, progress=False)
@@ -193,9 +218,10 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(mirror, tmp_path):
     judged = [r for r in result.records if r["stage"] == "judge"]
     assert [r["id"] for r in judged] == [r["id"] for r in answers] == ["fr-000-en", "fr-000-sw"]
     probes = task.build_probes(rows, stage="judge", previous=answers)
-    assert probes[0].prompt == judge_prompt("United States", "In which country is New York located?",
+    assert probes[0].prompt == judge_prompt(literals(), "United States", "In which country is New York located?",
                                             answers[0]["reply"])
-    assert probes[0].chat and probes[0].max_new_tokens == 256 and probes[0].system == "You are a helpful assistant."
+    options = probes[0].options
+    assert options.chat and options.max_new_tokens == 256 and options.system == "You are a helpful assistant."
     assert result.metrics["n_items"] == 2
 
 
@@ -203,7 +229,7 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(mirror, tmp_path):
 def test_rank_mode_scores_every_country_by_its_best_form(mirror):
     rows = rows_of(0, 300, languages=("en", "zh"))
     result = run("xfakt_factual_recall", tiny_chat_scorer(), rows=rows, mode="rank", progress=False)
-    probes = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal").build_probes(rows)
+    probes = xtask(mode="rank").build_probes(rows)
     probe = next(p for p in probes if p.item_id == "fr-000-zh")
     assert isinstance(probe, ScoreProbe)
     assert "土耳其" in probe.request.candidates and "火鸡" not in probe.request.candidates  # corrected names
@@ -232,7 +258,7 @@ def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(mirror):
 
 def test_in_context_and_counter_factual_report_error_rates(mirror):
     rows = list(load_benchmark("xfakt_in_context")["test"].select(range(2)))
-    task = XfaktTask("xfakt_in_context", XfaktTask.Options(judge="string"), kind="causal")
+    task = xtask("xfakt_in_context", judge="string")
     probes = task.build_probes(rows)
     records = [task.to_record(p, rows[i]["answer"] + " lives there.") for i, p in enumerate(probes)]
     metrics = task.compute_metrics(records)
@@ -254,7 +280,7 @@ class _FixedReply:
     def __init__(self, reply: str):
         self.reply = reply
 
-    def generate(self, prompts, *, max_new_tokens, chat, system=None):
+    def generate(self, prompts, options):
         return [self.reply] * len(prompts)
 
 
@@ -262,20 +288,20 @@ def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(mirror, tmp_pa
     asked = []
 
     class Recording(_FixedReply):
-        def generate(self, prompts, *, max_new_tokens, chat, system=None, add_special_tokens=None):
-            asked.append((chat, add_special_tokens))
-            return super().generate(prompts, max_new_tokens=max_new_tokens, chat=chat, system=system)
+        def generate(self, prompts, options):
+            asked.append((options.chat, options.add_special_tokens))
+            return super().generate(prompts, options)
 
     rows = rows_of(0, languages=("en",))
     run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", progress=False)
     result = run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", double_bos=True,
                  out=tmp_path / "run", progress=False)
     assert asked == [(True, None), (True, True)]  # the paper's rule, then upstream's special tokens added again
-    x1 = [d["description"] for d in result.config["deviations"] if d["id"] == "X1"]
-    assert len(x1) == 1 and x1[0].startswith("compat: double_bos=True")
+    # upstream's double BOS is not a deviation: X1 is listed only for the library's rule
+    assert "X1" not in {d["id"] for d in result.config["deviations"]}
     assert "--option double_bos=true" in (tmp_path / "run" / "report.md").read_text()
-    seq2seq = XfaktTask("xfakt_factual_recall", XfaktTask.Options(double_bos=True), kind="seq2seq")
-    assert seq2seq.build_probes(rows)[0].add_special_tokens is None  # no chat template: nothing is doubled
+    seq2seq = xtask(kind="seq2seq", double_bos=True)
+    assert seq2seq.build_probes(rows)[0].options.add_special_tokens is None  # no chat template: nothing doubled
 
 
 def test_smoke_run_without_non_associated_cells_still_reports(mirror, tmp_path):
@@ -300,8 +326,7 @@ def test_pure_xfakt_metric_still_refuses_missing_cells():
 
 def test_headline_shows_errors_with_two_decimals_and_scores_with_three():
     # spec 5: errors x100 to 2 decimals, FRS/KTS/X-FaKT to 3 (the spec's worked example, unrounded cells)
-    task = XfaktTask("xfakt_factual_recall", kind="causal")
     metrics = {"mu_assoc": 1 / 21, "mu_non": 1 / 3, "kts": 0.555556, "frs": 0.586207, "xfakt": 0.570470}
-    assert task.sections([], {**metrics, "error_by_language": {}})[0].text == (
+    assert headline_text("factual_recall", metrics) == (
         "Associated-language error 4.76% vs non-associated 33.33% (gap 28.57 points): KTS 0.556 (1 = the same "
         "knowledge in every language), FRS 0.586, X-FaKT 0.570.")

@@ -27,7 +27,10 @@ Example (specs/fmlama.md 5.1, toy 2-d vectors):
 import datasets
 import evaluate
 
+from culture_probe.data.vectors import read_vectors
+from culture_probe.errors import MetricInputError
 from culture_probe.metrics import mws
+from culture_probe.metrics.fmlama import words_needed
 from culture_probe.metrics.info import metric_info
 
 
@@ -41,5 +44,9 @@ class Mws(evaluate.Metric):
         }
         return metric_info(__doc__, "fmlama", datasets.Features(features))
 
-    def _compute(self, predictions, references, embed=None, vectors=None, groups=None, language="en"):
-        return mws(predictions, references, embed=embed, vectors=vectors, groups=groups, language=language)
+    def _compute(self, predictions, references, embed=None, groups=None, vectors=None, language="en"):
+        if embed is not None and vectors is not None:
+            raise MetricInputError("Pass either `embed` or `vectors`, not both.")
+        if embed is None:  # the vectors of the strings mWS reads, from a file (or the fastText default)
+            embed = read_vectors(vectors, keep=words_needed(predictions, references), language=language)
+        return mws(predictions, references, embed=embed, groups=groups)

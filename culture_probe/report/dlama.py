@@ -1,0 +1,122 @@
+"""DLAMA report views: per prompt language, P@1 per culture (bars with bootstrap intervals), per predicate (table
+and heatmap) and the most common correct and wrong predictions (the paper's Table 3 view); object entropy; in
+generation mode, overlap and exact accuracy per culture.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from culture_probe.metrics.display import format_score
+from culture_probe.metrics.dlama import GENERATION_MEASURES, hits_at_k
+from culture_probe.report.views import Bars, Heatmap, Section, Table, options_of
+from culture_probe.tasks import Record
+from culture_probe.tasks.dlama import WEST, predicate_order
+
+DECIMALS = 1  # spec 5: the paper shows 1 decimal, rounded half up
+
+
+def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+    """The views of one DLAMA run."""
+    answered = [r for r in records if not r.skipped]
+    if options_of(config).get("mode") == "generate":
+        return generation_sections(answered, metrics)
+    out = []
+    for language, rows in by_language(answered):
+        out += language_sections(language, rows, metrics[language])
+    entropy = metrics.get("object_entropy", {}).get("per_predicate", {})
+    if entropy:
+        cultures = sorted(entropy, key=culture_order)
+        predicates = sorted({p for c in entropy.values() for p in c}, key=predicate_order)
+        rows = tuple((p, *(format_score(entropy[c].get(p), DECIMALS) for c in cultures)) for p in predicates)
+        out.append(Section("Object entropy (bits) per predicate", text="The diversity of each fact's most "
+                           "frequent valid object: 0 means every fact has the same answer.",
+                           tables=(Table(("predicate", *cultures), rows),)))
+    return out
+
+
+def language_sections(language: str, rows: list[Record], m: Mapping[str, Any]) -> list[Section]:
+    """P@1 per culture, per predicate, and the most common predictions, of one prompt language."""
+    cultures = sorted(m["cultures"], key=culture_order)
+    hits = hits_at_k([r["prediction"] for r in rows], [r["gold"] for r in rows])
+    bars = Bars({c: [h for h, r in zip(hits, rows, strict=True) if r["culture"] == c] for c in cultures},
+                ylabel="P@1 (%)", scale=100)
+    table = Table(("culture", "P@1", "facts"),
+                  tuple((c, format_score(m["cultures"][c], DECIMALS), m["n"][c]) for c in cultures)
+                  + (("pair", format_score(m["p1"], DECIMALS), sum(m["n"].values())),))
+    predicates = sorted(m["predicates"], key=predicate_order)
+    grid = tuple(tuple(m["predicates"][p].get(c) for c in cultures) for p in predicates)
+    return [
+        Section(f"P@1 per culture ({language} prompts)", text=comparison_text(m.get("comparison")), tables=(table,),
+                figures=(bars,)),
+        Section(f"P@1 per predicate ({language} prompts)",
+                tables=(Table(("predicate", *cultures), tuple((p, *(format_score(v, DECIMALS) for v in row))
+                                                              for p, row in zip(predicates, grid, strict=True))),),
+                figures=(Heatmap(tuple(predicates), tuple(cultures), grid, label="P@1 (%)"),)),
+        Section(f"Most common predictions ({language} prompts)", tables=(common_predictions(rows, hits),)),
+    ]
+
+
+def generation_sections(answered: list[Record], metrics: Mapping[str, Any]) -> list[Section]:
+    """Generation mode: per language, overlap and exact accuracy per culture (bars of the overlap hits)."""
+    out = []
+    for language, rows in by_language(answered):
+        m = metrics[language]
+        cultures = sorted(m["n"], key=culture_order)
+        table = Table(("culture", "overlap %", "exact %", "facts"),
+                      tuple((c, *(format_score(m[k][c], DECIMALS) for k in GENERATION_MEASURES), m["n"][c])
+                            for c in cultures)
+                      + (("pair", *(format_score(m[k]["pair"], DECIMALS) for k in GENERATION_MEASURES),
+                          len(rows)),))
+        bars = Bars({c: [float(r["overlap"]) for r in rows if r["culture"] == c] for c in cultures},
+                    ylabel="overlap accuracy (%)", scale=100)
+        out.append(Section(f"Generation accuracy per culture ({language} questions)",
+                           text="A reply is right when it contains a gold label (overlap, the paper's measure) or "
+                           "equals one (exact).", tables=(table,), figures=(bars,)))
+    return out
+
+
+def by_language(records: list[Record]) -> list[tuple[str, list[Record]]]:
+    """(language, its records), languages in sorted order."""
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for record in records:
+        groups[record["language"]].append(record)
+    return sorted(groups.items())
+
+
+def culture_order(culture: str) -> tuple[bool, str]:
+    """The non-Western culture first, the West last."""
+    return (culture == WEST, culture)
+
+
+def comparison_text(comparison: Mapping[str, Any] | None) -> str:
+    """One sentence on the culture gap and its uncertainty."""
+    if not comparison:
+        return ""
+    low, high = (format_score(comparison[key], DECIMALS) for key in ("ci_low", "ci_high"))
+    return (f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_score(comparison['difference'], DECIMALS)} "
+            f"points (bootstrap 95% interval {low} to {high}; "
+            f"permutation p = {comparison['p_value']:.3g}).")
+
+
+def common_predictions(rows: list[Record], hits: np.ndarray) -> Table:
+    """Per (predicate, culture): the most common correct and the most common wrong prediction, with counts."""
+    cells: dict[tuple[str, str], tuple[Counter, Counter]] = defaultdict(lambda: (Counter(), Counter()))
+    for row, hit in zip(rows, hits, strict=True):
+        cells[row["predicate"], row["culture"]][0 if hit else 1][row["prediction"]] += 1
+    out = []
+    for (predicate, culture), (right, wrong) in sorted(cells.items(), key=lambda kv: (predicate_order(kv[0][0]),
+                                                                                      kv[0][1])):
+        out.append((predicate, culture, _top(right), _top(wrong)))
+    return Table(("predicate", "culture", "most common correct", "most common wrong"), tuple(out))
+
+
+def _top(counter: Counter) -> str:
+    if not counter:
+        return ""
+    label, count = min(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    return f"{label} ({count})"

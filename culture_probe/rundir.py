@@ -1,0 +1,169 @@
+"""The run directory: its layout, atomic writes, the resume check, and reading a run back.
+
+A run directory holds `config.json` (everything needed to repeat the run), `items.jsonl` (one record per probe,
+appended as probes finish), `cache.sqlite` (the engine's result cache), `metrics.json`, `rows.jsonl` (a run on
+custom rows), `report.md` and `plots/`. The runner writes it and `report`/`compare` read it, both through here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from culture_probe.errors import CultureProbeError
+from culture_probe.tasks.options import json_ready
+from culture_probe.tasks.probes import Record
+
+CONFIG_FILE, ITEMS_FILE, METRICS_FILE, CACHE_FILE = "config.json", "items.jsonl", "metrics.json", "cache.sqlite"
+ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` can repeat it
+REPORT_FILE, PLOTS_DIR = "report.md", "plots"
+# config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
+# run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
+RESUME_KEYS = ("config", "model", "options", "benchmark.rows_sha256", "run.language", "run.limit", "run.seed",
+               "run.corrected")
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run read back: its config.json, its records, and its metrics.json (None when the run did not finish)."""
+
+    path: Path
+    config: dict[str, Any]
+    records: list[Record] = field(repr=False)
+    metrics: dict[str, Any] | None
+
+
+def read_run(run_dir: str | os.PathLike) -> Run:
+    """The run in `run_dir`; a folder without config.json is not a run (the error says what to pass)."""
+    path = Path(run_dir)
+    if not (path / CONFIG_FILE).is_file():
+        raise CultureProbeError(
+            f"{path} is not a run directory: it has no {CONFIG_FILE}. Pass the --out folder of a `culture-probe run`."
+        )
+    metrics = read_json(path / METRICS_FILE) if (path / METRICS_FILE).is_file() else None
+    return Run(path, read_json(path / CONFIG_FILE), read_records(path / ITEMS_FILE), metrics)
+
+
+def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool) -> list[Record]:
+    """Create or reopen a run directory; returns the records already written (resume).
+
+    A directory whose run failed before its first probe was answered (config.json, no record) starts afresh
+    without --resume. Every process takes the same decision from the same files (only `main` writes).
+    """
+    existing = run_dir / CONFIG_FILE
+    done = read_records(run_dir / ITEMS_FILE) if existing.is_file() else []
+    if done and not resume:
+        raise CultureProbeError(
+            f"{run_dir} already holds a run. Pass --resume (resume=True) to continue it ({len(done)} probe(s) "
+            "answered so far), or choose a new --out."
+        )
+    if done:
+        check_resumable(read_json(existing), meta, run_dir)
+        return done
+    run_dir.mkdir(parents=True, exist_ok=True)  # every process: each opens the engine cache in it
+    if main:
+        write_json(existing, meta)
+    return []
+
+
+def check_resumable(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path) -> None:
+    """Refuse to continue a run with different settings (its records would mix two configurations)."""
+    for key in RESUME_KEYS:
+        before, after = _get(old, key), _get(new, key)
+        if key == "model":
+            before, after = before.get("identity"), after.get("identity")
+        if key == "run.seed" and not new.get("seed_used", True):
+            continue  # the protocol draws nothing at random: the seed cannot change a number
+        if before != after:
+            raise CultureProbeError(
+                f"Cannot resume {run_dir}: {key} was {before!r} and is now {after!r}. "
+                "Resume with the original settings, or start a new run with another --out."
+            )
+
+
+def _get(tree: Mapping[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        tree = tree.get(part, {}) if isinstance(tree, Mapping) else {}
+    return tree
+
+
+def read_records(path: Path) -> list[Record]:
+    """Records of items.jsonl; a line cut short by a crash (the last one) is dropped, it will be redone."""
+    if not path.is_file():
+        return []
+    records = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(Record.from_json(json.loads(line)))
+        except json.JSONDecodeError:
+            if number != len(lines):
+                raise CultureProbeError(f"{path}:{number} is not valid JSON; the run directory is damaged.") from None
+    return records
+
+
+class RecordWriter:
+    """Appends records to items.jsonl as they come, flushed, so a killed run loses at most one line."""
+
+    def __init__(self, path: Path | None, resuming: bool):
+        self.handle = None
+        if path is None:
+            return
+        if resuming:
+            # Cut a line a crash left half-written, keep the rest in place (never rewrite the file: other
+            # processes may be reading it).
+            with path.open("rb+") as raw:
+                data = raw.read()
+                raw.truncate(data.rfind(b"\n") + 1)
+        self.handle = path.open("a" if resuming else "w", encoding="utf-8")
+
+    def append(self, record: Record) -> None:
+        """Write one record."""
+        if self.handle is not None:
+            self.handle.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+            self.handle.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        if self.handle is not None:
+            self.handle.close()
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file of the run directory; a damaged one is an error naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise CultureProbeError(f"{path} is not valid JSON ({error.msg}, line {error.lineno}); the run directory is "
+                                "damaged: re-run into a new --out.") from None
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write JSON atomically (a crash leaves the old file or the new one, never half of it)."""
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write one JSON object per line, atomically like `write_json`."""
+    partial = path.with_name(path.name + ".part")
+    partial.write_text("".join(json.dumps(json_ready(row), ensure_ascii=False, default=str) + "\n" for row in rows),
+                       encoding="utf-8")
+    partial.replace(path)
+
+
+def read_rows(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Rows from a JSONL file (`--rows`): one benchmark row per line, as `rows.jsonl` of a run holds them."""
+    from culture_probe.data.sources import read_jsonl
+
+    if not Path(path).is_file():
+        raise CultureProbeError(f"--rows {str(path)!r}: no such file (give a JSONL file, e.g. a run's rows.jsonl).")
+    rows = [row for _, row in read_jsonl(path)]
+    if not rows:
+        raise CultureProbeError(f"{path} holds no rows: --rows takes a JSONL file with one benchmark row per line.")
+    return rows

@@ -1,0 +1,145 @@
+"""A benchmark of one's own is two modules (docs/adding-a-benchmark.md): a toy data module and task module written
+to a temporary folder, outside the package, run end to end through `culture_probe.run` and the CLI with nothing in
+the package changed to admit them (the folder is only put on PYTHONPATH)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+DATA_MODULE = '''
+"""Toy capitals: made-up countries and their capitals, from data_dir/capitals.jsonl ({"country", "capital"})."""
+from pathlib import Path
+
+import datasets
+
+from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig
+from culture_probe.data.card import BenchmarkInfo
+from culture_probe.data.sources import read_jsonl
+
+INFO = BenchmarkInfo(name="toy", title="Toy capitals", description="Capitals of made-up countries.",
+                     homepage="https://example.org/toy", license="CC0", citation="", version="0.1.0")
+
+
+class Toy(CultureProbeBuilder):
+    CARD = INFO
+    BUILDER_CONFIGS = [CultureProbeConfig(name="toy_capitals", version="0.1.0", languages=("en",),
+                                          description="Capitals of made-up countries")]
+
+    def _features(self):
+        text = datasets.Value("string")
+        return datasets.Features({"id": text, "country": text, "capital": text})
+
+    def _rows(self, split):
+        for number, record in read_jsonl(Path(self.config.data_dir) / "capitals.jsonl"):
+            yield {"id": f"c{number}", "country": record["country"], "capital": record["capital"]}
+
+
+BUILDER = Toy
+'''
+
+TASK_MODULE = '''
+"""Toy protocol: every capital ranked as the end of "The capital of X is"; P@1."""
+from culture_probe.engine.types import ScoreRequest
+from culture_probe.metrics.dlama import precision_at_k
+from culture_probe.tasks import ScoreProbe, Task
+
+
+class ToyTask(Task):
+    def _probes(self, rows, stage, previous):
+        capitals = tuple(sorted({row["capital"] for row in rows}))
+        for row in rows:
+            request = ScoreRequest(f"The capital of {row['country']} is", capitals)
+            yield ScoreProbe(row["id"], request, meta={"gold": [row["capital"]]})
+
+    def _read(self, probe, output):
+        return {"prediction": output.best()}
+
+    def _metrics(self, records, skipped):
+        hits = precision_at_k([r["prediction"] for r in records], [r["gold"] for r in records])
+        return {"p1": hits["precision"]}
+
+
+TASK = ToyTask
+'''
+
+KNOWING_RUN = '''
+import json, sys
+import numpy as np
+import culture_probe
+from culture_probe.engine.types import CandidateScores
+
+GOLD = {"Zafran": "Qamira", "Eldmark": "Halden", "Brisa": "Corvel"}
+
+class Knowing:
+    """A model stand-in that knows every capital."""
+    kind, identity = "causal", {"name_or_path": "knowing"}
+
+    def score(self, requests, options=None):
+        return [CandidateScores(r.candidates, np.array([0.0 if c == GOLD[r.left.split()[-2]] else -5.0
+                                                        for c in r.candidates]), np.ones(len(r.candidates), int))
+                for r in requests]
+
+result = culture_probe.run("toy_capitals", Knowing(), data_dir=sys.argv[1], out=sys.argv[2], progress=False)
+print(json.dumps(result.metrics))
+'''
+FACTS = {"Zafran": "Qamira", "Eldmark": "Halden", "Brisa": "Corvel"}
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    """The two modules, in a folder outside the package, and the benchmark's data."""
+    root = tmp_path / "plugin"
+    for layer, text in (("data", DATA_MODULE), ("tasks", TASK_MODULE)):
+        (root / "culture_probe" / layer).mkdir(parents=True)
+        (root / "culture_probe" / layer / "toy.py").write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    lines = sum(len(t.strip().splitlines()) for t in (DATA_MODULE, TASK_MODULE))
+    assert lines < 150, f"a benchmark should take two short modules, these take {lines} lines"
+    data = tmp_path / "toy_data"
+    data.mkdir()
+    (data / "capitals.jsonl").write_text("".join(json.dumps({"country": c, "capital": k}) + "\n"
+                                                 for c, k in FACTS.items()), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    return root, data, env
+
+
+def _cli(env, *args):
+    return subprocess.run([sys.executable, "-m", "culture_probe", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+@pytest.mark.slow
+def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(plugin, tmp_path):
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    root, data, env = plugin
+    listed = _cli(env, "list")
+    assert listed.returncode == 0 and "toy_capitals" in listed.stdout, listed.stderr[-2000:]
+    # through culture_probe.run: a model that knows the capitals gets them all
+    done = subprocess.run([sys.executable, "-c", KNOWING_RUN, str(data), str(tmp_path / "known")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = json.loads(done.stdout.strip().splitlines()[-1])
+    assert metrics == {"p1": 100.0, "n_probes": 3, "n_skipped": 0, "skipped": {}}
+    config = json.loads((tmp_path / "known" / "config.json").read_text())
+    assert config["benchmark"]["name"] == "toy" and config["task"] == "ToyTask"
+    assert "| p1 | 100.00 |" in (tmp_path / "known" / "report.md").read_text()  # the default view
+    # through the CLI, with a tiny real model
+    texts = [f"The capital of {c} is {k}" for c, k in FACTS.items()]
+    model = save_tiny(tmp_path / "gpt2", "gpt2", train_tokenizer(texts, "bpe", vocab_size=300, model_kind="causal"),
+                      layers=1, hidden=32)
+    ran = _cli(env, "run", "toy_capitals", "--model", str(model), "--data-dir", str(data), "--out",
+               str(tmp_path / "cli"))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "cli" / "items.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["c1", "c2", "c3"] and all(r["probe"] == "score" for r in records)
+    assert all(r["prediction"] in FACTS.values() for r in records)
+    hits = [r["prediction"] == r["gold"][0] for r in records]
+    assert json.loads((tmp_path / "cli" / "metrics.json").read_text())["p1"] == pytest.approx(100 * sum(hits) / 3)
+    assert Path(tmp_path / "cli" / "report.md").is_file()
