@@ -116,7 +116,7 @@ def _configs() -> list[DlamaConfig]:
     return [*configs, *(corrected_twin(c) for c in configs), *raw]
 
 
-VENDORED_TEMPLATES = Path(__file__).parent / "resources" / "dlama_templates.json"
+VENDORED_TEMPLATES = Path(__file__).parent / "vendored" / "dlama_templates.json"
 
 
 def read_templates(*, data_dir: str | None = None, corrected: bool = False, path: str | None = None

@@ -130,7 +130,7 @@ def _cache_hash(module: Any, data_dir: str | None, data_files: Any) -> str:
     """Hash of the builder code, the library version and the local data the builder reads."""
     digest = hashlib.sha256(__version__.encode())
     here = Path(__file__).parent
-    for source in (Path(module.__file__), here / "_builder.py", here / "sources.py", *sorted(here.glob("resources/*"))):
+    for source in (Path(module.__file__), here / "_builder.py", here / "sources.py", *sorted(here.glob("vendored/*"))):
         digest.update(source.read_bytes())
     paths = [data_dir] if data_dir else []
     if isinstance(data_files, str):
