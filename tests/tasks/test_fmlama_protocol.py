@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,14 +52,14 @@ class RankingScorer:
         return out
 
 
-def spec_run(tmp_path=None, **options):
+def spec_run(release, tmp_path=None, **options):
     return run("fmlama_en", RankingScorer(), rows=ROWS, limit=2, families=("hasParts",), progress=False,
-               out=tmp_path, **options)
+               out=tmp_path, data_dir=str(release), **options)
 
 
-def task_for(config, kind="masked", **options):
-    """The FmLAMA protocol with its templates loaded (from the mirror)."""
-    return load_task(config, FmlamaTask.Options(**options), kind=kind)[0]
+def task_for(release, config, kind="masked", **options):
+    """The FmLAMA protocol with its templates loaded from `release` (a data folder in the upstream layout)."""
+    return load_task(config, FmlamaTask.Options(**options), kind=kind, data_dir=str(release))[0]
 
 
 def _prompts(task, row):
@@ -66,8 +67,8 @@ def _prompts(task, row):
             for p in task.build_probes([row])}
 
 
-def test_english_prompts_are_the_papers_strings(mirror):
-    prompts = _prompts(task_for("fmlama_en"), ROWS[0])
+def test_english_prompts_are_the_papers_strings(fmlama_release):
+    prompts = _prompts(task_for(fmlama_release, "fmlama_en"), ROWS[0])
     assert prompts == {
         "hasParts_1": "The food mapo doufu has the ingredients of [Y] .",
         "hasParts_2": "mapo doufu is a kind of food with [Y] .",
@@ -80,26 +81,26 @@ def test_english_prompts_are_the_papers_strings(mirror):
         "country_4": "In China, [Y] is part of the food mapo doufu .",
         "country_5": "In China, the food mapo doufu has part of [Y] .",
     }
-    us = _prompts(task_for("fmlama_en"), ROWS[2])
+    us = _prompts(task_for(fmlama_release, "fmlama_en"), ROWS[2])
     assert us["country_1"] == "In the United States, the food burger has the ingredients of [Y] ."  # F4
 
 
-def test_other_languages_follow_their_templates_and_slots(mirror):
+def test_other_languages_follow_their_templates_and_slots(fmlama_release):
     zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
-    zh_prompts = _prompts(task_for("fmlama_zh"), zh)
+    zh_prompts = _prompts(task_for(fmlama_release, "fmlama_zh"), zh)
     assert zh_prompts["country_1"] == "在中国，美食麻婆豆腐是以[Y]为主要原料制作的。"
     he = {**ROWS[1], "lang": "he", "sub_label": "פיצה"}
-    he_prompts = _prompts(task_for("fmlama_he"), he)
+    he_prompts = _prompts(task_for(fmlama_release, "fmlama_he"), he)
     assert he_prompts["hasParts_1"] == "במאכל פיצה יש את המרכיבים של [Y]."
     assert he_prompts["hasParts_2"] == ".[Y] הוא מאכל עם פיצה"  # stored right-to-left damage kept (faithful)
     names = {"he": {"Italy": "באיטליה"}}
-    named = _prompts(task_for("fmlama_he", country_names=names), he)
+    named = _prompts(task_for(fmlama_release, "fmlama_he", country_names=names), he)
     assert named["country_1"] == "באיטליה, במאכל פיצה יש את המרכיבים של [Y]."
 
 
-def test_country_templates_without_a_name_are_skipped_and_counted(mirror):
+def test_country_templates_without_a_name_are_skipped_and_counted(fmlama_release):
     ko = {**ROWS[1], "lang": "ko", "sub_label": "피자"}
-    prompts = _prompts(task_for("fmlama_ko"), ko)
+    prompts = _prompts(task_for(fmlama_release, "fmlama_ko"), ko)
     assert prompts["hasParts_4"] == "[Y]는 음식 피자의 일부입니다."
     assert prompts["country_1"] == "no ko name for country 'Italy' (pass country_names=)"
 
@@ -117,8 +118,8 @@ def test_requests_keep_the_template_spacing_and_causal_models_see_the_dish():
                                                                                "ingredients of", " ")
 
 
-def test_worked_example_map_and_groups(mirror):
-    result = spec_run()
+def test_worked_example_map_and_groups(fmlama_release):
+    result = spec_run(fmlama_release)
     cells = result.metrics["map"]["hasParts"]
     assert cells["ALL"]["mean"] == pytest.approx(65.0)  # 100 * (0.8333 + 0.4667) / 2
     assert cells["ALL"]["std"] == pytest.approx(0.0)  # the five templates rank alike here
@@ -128,36 +129,36 @@ def test_worked_example_map_and_groups(mirror):
     assert len(result.records) == 10 and {r["id"] for r in result.records} == {"Q1|en", "Q2|en"}
 
 
-def test_worked_example_mws_from_a_vectors_file(mirror, tmp_path):
+def test_worked_example_mws_from_a_vectors_file(fmlama_release, tmp_path):
     path = tmp_path / "toy.vec"
     path.write_text("".join(f"{w} {x} {y}\n" for w, (x, y) in VECTORS.items()), encoding="utf-8")
-    result = spec_run(vectors=str(path))
+    result = spec_run(fmlama_release, vectors=str(path))
     assert result.metrics["mws"]["hasParts"]["ALL"]["mean"] == pytest.approx(0.79)
-    assert "mws" not in spec_run().metrics  # no vectors: mWS is left out, not faked
+    assert "mws" not in spec_run(fmlama_release).metrics  # no vectors: mWS is left out, not faked
 
 
-def test_map_mws_correlation_over_the_cells_of_a_run(mirror, tmp_path):
+def test_map_mws_correlation_over_the_cells_of_a_run(fmlama_release, tmp_path):
     path = tmp_path / "toy.vec"
     path.write_text("".join(f"{w} {x} {y}\n" for w, (x, y) in VECTORS.items()), encoding="utf-8")
-    result = spec_run(tmp_path / "run", vectors=str(path))
+    result = spec_run(fmlama_release, tmp_path / "run", vectors=str(path))
     # cells ALL, China, Italy: mAP (65, 83.33, 46.67) and mWS (0.79, 0.98, 0.60) deviate by (0, +d, -d) alike
     assert result.metrics["map_mws_correlation"] == {"pearson_r": pytest.approx(1.0), "n_cells": 3}
     assert "Pearson r between the mAP and mWS cells: 1.00 (3 cells)." in (tmp_path / "run" / "report.md").read_text()
-    assert "map_mws_correlation" not in spec_run().metrics
+    assert "map_mws_correlation" not in spec_run(fmlama_release).metrics
     # config.json names the vectors file the numbers came from, and its sha256
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())["resources"]["vectors"]
     assert recorded["sources"] == [str(path)] and recorded["params"] == {"path": str(path), "language": "en"}
     assert recorded["sha256"] == hashlib.sha256(hashlib.sha256(path.read_bytes()).hexdigest().encode()).hexdigest()
 
 
-def test_a_missing_vectors_file_fails_before_any_scoring(mirror, tmp_path):
+def test_a_missing_vectors_file_fails_before_any_scoring(fmlama_release, tmp_path):
     class NeverAsked(RankingScorer):
         def score(self, requests, options=None):
             raise AssertionError("scored before the vectors file was checked")
 
     with pytest.raises(CultureProbeError, match=r"vectors file .*cc\.en\.300\.bin' does not exist"):
         run("fmlama_en", NeverAsked(), rows=ROWS, limit=2, families=("hasParts",), progress=False,
-            out=tmp_path / "run", vectors=str(tmp_path))  # a folder without cc.en.300.bin
+            out=tmp_path / "run", vectors=str(tmp_path), data_dir=str(fmlama_release))  # a folder without cc.en.300.bin
 
 
 def test_table_correlation_pairs_cells_that_have_both_measures():
@@ -169,15 +170,15 @@ def test_table_correlation_pairs_cells_that_have_both_measures():
     assert table_correlation({"hasParts": {"ALL": {"mean": 1.0}}}, {"hasParts": {"ALL": {"mean": 0.1}}}) is None
 
 
-def test_v1_code_compat_flags(mirror):
-    capped = spec_run(max_candidate_tokens=1)  # "tomato" (2 tokens) leaves the ranking; AP still over |G|
+def test_v1_code_compat_flags(fmlama_release):
+    capped = spec_run(fmlama_release, max_candidate_tokens=1)  # "tomato" (2 tokens) leaves; AP still over |G|
     italy = (1 / 2 + 2 / 5) / 3
     assert capped.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * italy)
-    ranked = spec_run(max_candidate_tokens=1, ap_denominator="ranked")
+    ranked = spec_run(fmlama_release, max_candidate_tokens=1, ap_denominator="ranked")
     assert ranked.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * (1 / 2 + 2 / 5) / 2)
     # the v1 code's behaviour is not a deviation: F2 is listed only for the paper's rule
     assert "F2" not in {d["id"] for d in ranked.config["deviations"]}
-    assert "F2" in {d["id"] for d in spec_run().config["deviations"]}
+    assert "F2" in {d["id"] for d in spec_run(fmlama_release).config["deviations"]}
 
 
 def test_template_aggregation_is_mean_and_sample_std():
@@ -211,11 +212,15 @@ def test_skipped_probes_do_not_enter_the_metrics():
 
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
+    import os
+
+    if not Path(os.environ.get("CULTURE_PROBE_MIRROR") or "/nonexistent").is_dir():
+        pytest.skip("../shared/mirror is absent: these runs are on the real FmLAMA dishes")
     from culture_probe.data.registry import load_benchmark
     from culture_probe.models import save_tiny, train_tokenizer
 
     rows = load_benchmark("fmlama_en")["test"]
-    texts = [t for _, _, t in task_for("fmlama_en").templates("en")] + rows["sub_label"][:200]
+    texts = [t for _, _, t in load_task("fmlama_en", kind="masked")[0].templates("en")] + rows["sub_label"][:200]
     texts += [item for labels in rows["obj_label"] for item in labels]
     root = tmp_path_factory.mktemp("tiny")
     return {arch: save_tiny(root / arch, arch, train_tokenizer(texts, tok, model_kind=kind, vocab_size=800))
@@ -262,8 +267,8 @@ class ReplyScorer:
                 else "Pineapple" for p in prompts]
 
 
-def test_chat_prompts_are_the_papers_strings(mirror):
-    task = task_for("fmlama_cs_en_en", kind="causal", mode="chat")
+def test_chat_prompts_are_the_papers_strings(fmlama_release):
+    task = task_for(fmlama_release, "fmlama_cs_en_en", kind="causal", mode="chat")
     poutine = {**ROWS[2], "sub_label": "poutine"}
     prompts = {p.tag: p.prompt for p in task.build_probes([poutine])}
     assert prompts["hasParts_1_chat0"] == "The food poutine has the ingredients of [] . Please fill the sentence."
@@ -271,7 +276,7 @@ def test_chat_prompts_are_the_papers_strings(mirror):
                                            "with only one entity.")
     assert prompts["country_1_chat0"] == ("In the United States, the food poutine has the ingredients of [] . "
                                           "Please fill the sentence.")
-    zh_task = task_for("fmlama_cs_zh_zh", kind="causal", mode="chat")
+    zh_task = task_for(fmlama_release, "fmlama_cs_zh_zh", kind="causal", mode="chat")
     zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
     zh_prompts = {p.tag: p.prompt for p in zh_task.build_probes([zh])}
     assert zh_prompts["hasParts_1_chat1"] == "美食麻婆豆腐是以[]为主要原料制作的。请用一个词填充这个句子。"
@@ -279,9 +284,9 @@ def test_chat_prompts_are_the_papers_strings(mirror):
         FmlamaTask("fmlama_en", FmlamaTask.Options(mode="chat"), kind="masked")
 
 
-def test_chat_replies_are_split_and_matched(mirror):
+def test_chat_replies_are_split_and_matched(fmlama_release):
     result = run("fmlama_cs_en_en", ReplyScorer(), rows=ROWS[:2], families=("hasParts",), mode="chat",
-                 progress=False)
+                 data_dir=str(fmlama_release), progress=False)
     mapo = result.records[0]
     assert mapo["items"] == ["Tofu", "rices", "chili"] and mapo["correct"]  # "rices" -> "rice", case folded
     assert not result.records[2]["correct"]
@@ -301,10 +306,10 @@ class SamplingReplyScorer(ReplyScorer):
         return super().generate(prompts, options)
 
 
-def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(mirror):
+def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_release):
     scorer = SamplingReplyScorer()
     result = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], families=("hasParts",), mode="chat",
-                 chat_decoding="sample", seed=5, progress=False)
+                 data_dir=str(fmlama_release), chat_decoding="sample", seed=5, progress=False)
     assert scorer.calls and all(call == {"temperature": 0.7, "seed": 5} for call in scorer.calls)
     config = result.config
     assert config["options"]["chat_decoding"] == "sample" and config["options"]["chat_temperature"] == 0.7
@@ -313,9 +318,10 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(mirror):
     assert "temperature 0.7" in config["protocol"]["chat_decoding"] and "seed 5" in config["protocol"]["chat_decoding"]
 
 
-def test_chat_decodes_greedily_by_default_as_the_spec_says(mirror):
+def test_chat_decodes_greedily_by_default_as_the_spec_says(fmlama_release):
     scorer = SamplingReplyScorer()
-    result = run("fmlama_cs_en_en", scorer, rows=ROWS[:1], families=("hasParts",), mode="chat", progress=False)
+    result = run("fmlama_cs_en_en", scorer, rows=ROWS[:1], families=("hasParts",), mode="chat",
+                 data_dir=str(fmlama_release), progress=False)
     assert scorer.calls == [{}]  # no temperature, no seed: Scorer.generate's greedy path
     assert not result.config["seed_used"]
     assert "decoded greedily" in next(d["description"] for d in result.config["deviations"] if d["id"] == "F8")
