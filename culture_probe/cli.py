@@ -9,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+from culture_probe.engine.types import MODEL_KINDS
+
 EXAMPLES = """examples:
   culture-probe list
   culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert
@@ -55,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", help="local data (MAPS, DLAMA)")
     run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
     run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")
-    run.add_argument("--kind", choices=["auto", "causal", "masked", "seq2seq"], default="auto")
+    run.add_argument("--kind", choices=["auto", *MODEL_KINDS], default="auto")
     run.add_argument("--device", help="torch device, e.g. cuda:0")
     run.add_argument("--dtype", help="torch dtype, e.g. float16")
     run.add_argument("--seed", type=int, default=0)

@@ -119,3 +119,24 @@ def test_module_entry_point_lists_benchmarks():
                           cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "dlama_arab_west" in done.stdout
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--option", "scroe=sum"], "Unknown option 'scroe'. Did you mean 'score'"),
+    (["--option", "max_new_tokens=0"], "max_new_tokens must be a whole number >= 1, got 0"),
+    (["--language", "fr"], "Unknown language 'fr'"),
+    (["--limit", "0"], "limit must be a whole number >= 1, got 0"),
+    (["--batch-tokens", "-5"], "batch_tokens must be a whole number >= 1, got -5"),
+])
+def test_a_bad_option_is_named_before_a_missing_model_is_touched(setup, capsys, extra, message):
+    """The pipeline validates before it loads: a model path that does not exist is not what the error is about."""
+    data, _ = setup
+    assert main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "no/such/model" not in err
+
+
+def test_a_missing_model_path_is_named_as_a_path(setup, capsys):
+    data, _ = setup
+    assert main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data)]) == 2
+    assert "Model path './no/such/model' does not exist" in capsys.readouterr().err

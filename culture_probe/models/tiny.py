@@ -14,10 +14,10 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
+from culture_probe.engine.types import ModelKind
 from culture_probe.errors import UnknownNameError
 
 TokenizerKind = Literal["bpe", "wordpiece", "metaspace"]
-ModelKind = Literal["causal", "masked", "seq2seq"]
 Arch = Literal["gpt2", "llama", "bloom", "bert", "xlm-roberta", "t5"]
 
 N_SENTINELS = 10
