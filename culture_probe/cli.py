@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     curate.add_argument("--sizes", choices=["auto", "store", "mediawiki"],
                         help="dlama: article sizes from the SPARQL store (offline) or the MediaWiki API (default auto)")
     curate.add_argument("--chunk-size", type=int, default=50, help="entities per VALUES list")
+    curate.add_argument("--object-filters", action="store_true",
+                        help="dlama: drop non-sovereign/historical countries, lost cities, 'voice' and sign languages "
+                        "from the objects (culture_probe's option; upstream and the release have no such filter)")
     curate.add_argument("--checkpoints", help="checkpoint folder (default OUT/.checkpoints); rerun to resume")
     curate.add_argument("--min-interval", type=float, help="seconds between HTTP requests (default 1)")
     curate.add_argument("--timeout", type=float, help="seconds before an HTTP request times out (default 60)")

@@ -47,12 +47,12 @@ def size_provider(choice: str, endpoint: SparqlEndpoint, policy: HttpPolicy) -> 
     return StoreSizes(endpoint) if choice == "store" else MediaWikiSizes(policy)
 
 
-DLAMA_ONLY = ("contrast", "top", "predicates", "sizes")
+DLAMA_ONLY = ("contrast", "top", "predicates", "sizes", "object_filters")
 
 
 def _refuse_dlama_only(args: argparse.Namespace) -> None:
     """FmLAMA curation has no contrast region, subject ranking or predicates: say so instead of ignoring them."""
-    given = [f"--{name}" for name in DLAMA_ONLY if getattr(args, name, None) is not None]
+    given = [f"--{name.replace('_', '-')}" for name in DLAMA_ONLY if getattr(args, name, None) not in (None, False)]
     if given:
         raise CultureProbeError(
             f"`culture-probe curate fmlama` does not use {', '.join(given)}: FmLAMA collects every dish of --region "
@@ -83,7 +83,8 @@ def main(args: argparse.Namespace) -> int:
     top = {"top": args.top} if getattr(args, "top", None) is not None else {}
     config = DlamaCuration(
         region, resolve_region(getattr(args, "contrast", None) or "west", sites=sites), languages,
-        predicates=split_list(args.predicates) or tuple(PREDICATES), chunk_size=chunk, **top,
+        predicates=split_list(args.predicates) or tuple(PREDICATES), chunk_size=chunk,
+        object_filters=bool(getattr(args, "object_filters", False)), **top,
     )
     result = curate_dlama(config, endpoint, args.out,
                           sizes=size_provider(getattr(args, "sizes", "auto") or "auto", endpoint, policy),

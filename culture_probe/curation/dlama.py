@@ -5,7 +5,8 @@
     out/<region>-<contrast>/curation.json                                 what was run, with counts per file
 
 Records follow the v1 schema (spec dlama.md 2.3): sub_uri, obj_uri (sorted), sub_label, obj_label (aligned),
-country (sorted region countries that selected the fact), size, uuid `{P}_general_{TOKEN}_{rank}`.
+country (sorted: the objects when they are countries, the subject when it is one, else the region's countries that
+selected the fact), size, uuid `{P}_general_{TOKEN}_{rank}`.
 """
 
 from __future__ import annotations
@@ -36,12 +37,17 @@ log = logging.getLogger(__name__)
 DOMAIN = "general"  # the only domain of DLAMA-v1; part of every file name and uuid
 # Where this implementation knowingly differs from upstream's code (recorded in curation.json).
 DEVIATIONS = (
-    "Ties in article size are ranked by QID (upstream's sort was not stable).",
+    "Ties in article size are ranked by QID in numeric order (upstream sorted with pandas' default quicksort, "
+    "which is not stable, so its order within a tie is arbitrary).",
     "Labels come from rdfs:label via SPARQL (upstream used the wbgetentities API); same Wikidata labels.",
     "Region-list queries send one query per country (as upstream's grouped queries); sizes use the sites of the "
     "countries that selected the subject (Table F8).",
     "Located-in chains stop below the country level (released code; the paper's prose example lists the country).",
 )
+
+
+OBJECT_FILTERS = ("object_filters=True: step 3 drops non-sovereign and historical countries, lost cities, the "
+                  "instrument 'voice' and sign languages (culture_probe's option; the release was built without it).")
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class DlamaCuration:
     predicates: tuple[str, ...] = tuple(PREDICATES)
     top: int = 1000
     chunk_size: int = 50
+    object_filters: bool = False  # culture_probe's optional step-3 type filters (upstream has none)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "languages", tuple(self.languages))
@@ -123,7 +130,8 @@ def curate_dlama(config: DlamaCuration, endpoint: SparqlEndpoint, out_dir: str |
         for region in (config.region, config.contrast):
             facts = step1_facts(ctx, predicate, region)
             ranked = step2_rank(ctx, predicate, region, facts)
-            per_region[region] = steps34_objects_and_labels(ctx, predicate, region, ranked, config.top)
+            per_region[region] = steps34_objects_and_labels(ctx, predicate, region, ranked, config.top,
+                                                            object_filters=config.object_filters)
             name = f"{predicate.pid}_{DOMAIN}_{region.token}"
             counts[name] = {
                 "step1_rows": len(facts), "ranked_subjects": len(ranked),
@@ -161,6 +169,7 @@ def _write_manifest(config: DlamaCuration, ctx: Context, pair_root: Path, counts
     manifest = {
         "framework": "dlama", "culture_probe_version": __version__, "pair": config.pair,
         "config": {**asdict(config), "region": asdict(config.region), "contrast": asdict(config.contrast)},
-        "endpoint": ctx.endpoint.name, "sizes": ctx.sizes.name, "counts": counts, "deviations": list(DEVIATIONS),
+        "endpoint": ctx.endpoint.name, "sizes": ctx.sizes.name, "counts": counts,
+        "deviations": [*DEVIATIONS, *([OBJECT_FILTERS] if config.object_filters else [])],
     }
     write_json_atomic(pair_root / "curation.json", manifest)

@@ -34,6 +34,18 @@ class Predicate:
     patterns: tuple[str, ...] = ()
 
     @property
+    def country_field(self) -> str | None:
+        """"subject" or "object" when that side of the fact is the country itself (upstream then fills a fact's
+        `country` from it: its objects for P17, P27, P495, P1376; the subject for P30, P36, ...), else None (the
+        region's country that selected the fact).
+        """
+        if self.object == "country":
+            return "object"
+        if self.subject == "country":
+            return "subject"
+        return None
+
+    @property
     def located_in_chain(self) -> bool:
         """Places of birth and death are augmented with the places that contain them (paper Appendix B)."""
         return self.pid in ("P19", "P20")
@@ -69,7 +81,12 @@ PREDICATES: dict[str, Predicate] = {
 
 
 def object_type_patterns(predicate: Predicate) -> tuple[str, ...]:
-    """Step 3 filters on the objects of the kept subjects (upstream `add_subjects_filter`).
+    """culture_probe's optional step-3 filter on the objects of the kept subjects (`object_filters=True`; off by
+    default). Upstream's released framework has no such filter: its step 3 asks for every object of the kept
+    subjects, with no pattern at all (`dlama/generate_data_files.py` builds a fresh query and
+    `Query.add_subjects_filter` adds only the `VALUES` list). An earlier upstream version of `add_subjects_filter`
+    did filter objects, which is where these patterns come from; they are kept as an option for users who want
+    cleaner object sets, at the cost of not reproducing the release.
 
     Countries must be sovereign and not historical; cities must not be lost cities, countries or UK nations;
     the instrument "voice" and sign languages are dropped.

@@ -88,12 +88,14 @@ def article_sizes_query(articles: Sequence[str]) -> str:
     return _select(["article", "size"], [values("article", articles), "?article schema:contentSize ?size ."])
 
 
-def objects_query(predicate: Predicate, subjects: Sequence[str]) -> str:
-    """Step 3: all objects of the kept subjects, with no region filter (so non-region objects count too)."""
+def objects_query(predicate: Predicate, subjects: Sequence[str], *, object_filters: bool = False) -> str:
+    """Step 3: all objects of the kept subjects, with no region filter (so non-region objects count too) and, as
+    upstream, no other pattern; `object_filters` adds culture_probe's optional type filters.
+    """
     body = [
         values(predicate.subject, subjects),
         f"?{predicate.subject} wdt:{predicate.pid} ?{predicate.object} .",
-        *object_type_patterns(predicate),
+        *(object_type_patterns(predicate) if object_filters else ()),
     ]
     return _select([predicate.subject, predicate.object], body)
 

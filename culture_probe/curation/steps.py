@@ -125,10 +125,15 @@ def complete(labels: Labels, qid: str, languages: Sequence[str]) -> bool:
 
 
 def steps34_objects_and_labels(ctx: Context, predicate: Predicate, region: Region,
-                               ranked: list[dict[str, Any]], top: int) -> dict[str, Any]:
-    """The top `top` ranked subjects that keep a full set of labels: {facts, labels, n_examined}."""
+                               ranked: list[dict[str, Any]], top: int, *, object_filters: bool = False
+                               ) -> dict[str, Any]:
+    """The top `top` ranked subjects that keep a full set of labels: {facts, labels, n_examined}.
+
+    A fact's `country` is filled as upstream's release does: the fact's own objects when they are countries (P17,
+    P27, P495, P1376), the subject when it is one (P30, P36, ...), else the region's countries that selected it.
+    """
     name = f"step4_facts/{predicate.pid}_{region.token}"
-    inputs = digest(ranked, top, ctx.languages, ctx.chunk_size)
+    inputs = digest(ranked, top, ctx.languages, ctx.chunk_size, object_filters)
 
     def compute() -> dict[str, Any]:
         facts: list[dict[str, Any]] = []
@@ -140,7 +145,7 @@ def steps34_objects_and_labels(ctx: Context, predicate: Predicate, region: Regio
             subjects = [r["sub"] for r in batch]
             key = chunk_key(index, subjects)
             rows = ctx.select(f"step3_objects/{predicate.pid}_{region.token}", index,
-                              queries.objects_query(predicate, subjects))
+                              queries.objects_query(predicate, subjects, object_filters=object_filters))
             objects = defaultdict(set)
             for row in rows:
                 objects[row[predicate.subject]].add(row[predicate.object])
@@ -153,11 +158,21 @@ def steps34_objects_and_labels(ctx: Context, predicate: Predicate, region: Regio
                 subject = ranked_subject["sub"]
                 kept = sorted(o for o in objects[subject] if complete(batch_labels, o, ctx.languages))
                 if kept and complete(batch_labels, subject, ctx.languages):
-                    facts.append({**ranked_subject, "obj": kept})
+                    facts.append({**ranked_subject, "obj": kept, "country": fact_country(predicate, ranked_subject,
+                                                                                        kept)})
                     labels.update({q: batch_labels[q] for q in [subject, *kept]})
         return {"facts": facts, "labels": labels, "n_examined": examined}
 
     return ctx.checkpoints.cached(f"{name}_{inputs}", compute)
+
+
+def fact_country(predicate: Predicate, ranked: dict[str, Any], objects: list[str]) -> list[str]:
+    """The `country` of a fact (sorted as text, as upstream's `sorted(set(...))`)."""
+    if predicate.country_field == "object":
+        return sorted(set(objects))
+    if predicate.country_field == "subject":
+        return [ranked["sub"]]
+    return sorted(ranked["country"])
 
 
 def ancestors_within(objects: Sequence[str], edges: list[tuple[str, str]]) -> dict[str, list[str]]:

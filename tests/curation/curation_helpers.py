@@ -150,7 +150,12 @@ class Reference:
                     queue.append(parent)
         return seen
 
-    def object_ok(self, obj: str, kind: str) -> bool:
+    def object_ok(self, obj: str, kind: str, object_filters: bool) -> bool:
+        """Every object passes, as upstream's step 3 asks for all of them; culture_probe's optional filters drop
+        non-sovereign or historical countries, lost or sovereign cities and sign languages.
+        """
+        if not object_filters:
+            return True
         if kind == "country":
             return self.is_a(obj, "Q3624078") and not self.is_a(obj, "Q3024240")
         if kind == "city":
@@ -159,7 +164,8 @@ class Reference:
             return not self.is_a(obj, "Q34228")
         return True
 
-    def pair(self, pid: str, kind: str, regions: list, languages: tuple[str, ...], top: int) -> dict:
+    def pair(self, pid: str, kind: str, regions: list, languages: tuple[str, ...], top: int,
+             object_filters: bool = False) -> dict:
         """{(token, lang): [v1 records]} for a country-subject predicate over list-defined regions."""
         kept = {}
         for region in regions:
@@ -169,7 +175,7 @@ class Reference:
                     continue
                 sites = {f"https://{s}.wikipedia.org/" for s in region.sites_for(country)}
                 size = self.size(country, sites)
-                objects = sorted(o for o in self.values(country, pid) if self.object_ok(o, kind)
+                objects = sorted(o for o in self.values(country, pid) if self.object_ok(o, kind, object_filters)
                                  and all(self.label(o, lang) for lang in languages))
                 if size and objects and all(self.label(country, lang) for lang in languages):
                     rows.append((country, size, objects))

@@ -80,14 +80,28 @@ def test_same_facts_in_both_languages(arab_west):
                    [(r["uuid"], r["sub_uri"], r["obj_uri"]) for r in en]
 
 
-def test_step3_all_objects_without_region_filter(arab_west):
+def test_step3_all_objects_without_region_or_type_filter_as_upstream(arab_west):
     gibran = by_subject(facts(arab_west, "en", "P27_general_ARAB_REGION"))["Q5673"]
-    # selected through Lebanon; US citizenship kept, the Ottoman Empire (historical) dropped
-    assert gibran["obj_uri"] == ["Q30", "Q822"] and gibran["country"] == ["Q822"]
+    # selected through Lebanon; US citizenship and the Ottoman Empire (historical) kept, as upstream's step 3
+    # asks for every object; the objects are countries, so they are the fact's `country` (upstream's rule)
+    assert gibran["obj_uri"] == ["Q12560", "Q30", "Q822"] and gibran["country"] == gibran["obj_uri"]
     einstein = by_subject(facts(arab_west, "en", "P27_general_WESTERN_COUNTRIES"))["Q937"]
-    assert einstein["obj_uri"] == ["Q30", "Q39"] and einstein["country"] == ["Q30", "Q39"]
+    assert einstein["obj_uri"] == ["Q30", "Q39", "Q43287"] and einstein["country"] == einstein["obj_uri"]
     hilton = by_subject(facts(arab_west, "en", "P1412_general_WESTERN_COUNTRIES"))["Q47899"]
+    assert hilton["obj_label"] == ["American Sign Language", "English"]  # obj_uri order: Q14759, Q1860
+    born = by_subject(facts(arab_west, "en", "P19_general_WESTERN_COUNTRIES"))
+    assert born["Q22686"]["country"] == ["Q30"]  # places of birth: the region's country that selected the fact
+
+
+def test_object_filters_are_an_opt_in_option(store, tmp_path):
+    config = DlamaCuration(ARAB, WEST, ("ar", "en"), ("P27", "P1412"), chunk_size=4, object_filters=True)
+    result = curate_dlama(config, store, tmp_path)
+    gibran = by_subject(facts(result, "en", "P27_general_ARAB_REGION"))["Q5673"]
+    assert gibran["obj_uri"] == ["Q30", "Q822"] and gibran["country"] == ["Q30", "Q822"]  # the Ottoman Empire
+    hilton = by_subject(facts(result, "en", "P1412_general_WESTERN_COUNTRIES"))["Q47899"]
     assert hilton["obj_label"] == ["English"]  # American Sign Language dropped
+    manifest = json.loads((result.pair_dir / "curation.json").read_text())
+    assert manifest["config"]["object_filters"] and any("object_filters=True" in d for d in manifest["deviations"])
 
 
 def test_step5_subclass_augmentation_within_the_predicates_objects(arab_west):
@@ -125,16 +139,18 @@ ASIA_SA = (("asia", "south_america"), ("ko", "es"), 4)
 ARAB_WEST = (("arab", "west"), ("ar", "en"), 1000)
 
 
-@pytest.mark.parametrize(("pid", "kind", "setting"), [
-    ("P30", "continent", ASIA_SA), ("P36", "city", ASIA_SA), ("P37", "language", ASIA_SA),
-    ("P47", "country", ASIA_SA), ("P30", "continent", ARAB_WEST), ("P36", "city", ARAB_WEST),
-    ("P37", "language", ARAB_WEST), ("P47", "country", ARAB_WEST), ("P530", "country", ARAB_WEST),
+@pytest.mark.parametrize(("pid", "kind", "setting", "object_filters"), [
+    ("P30", "continent", ASIA_SA, False), ("P36", "city", ASIA_SA, False), ("P37", "language", ASIA_SA, False),
+    ("P47", "country", ASIA_SA, False), ("P30", "continent", ARAB_WEST, False), ("P36", "city", ARAB_WEST, False),
+    ("P37", "language", ARAB_WEST, False), ("P47", "country", ARAB_WEST, False),
+    ("P530", "country", ARAB_WEST, False), ("P47", "country", ARAB_WEST, True), ("P36", "city", ARAB_WEST, True),
 ])
-def test_country_predicates_match_the_reference(store, reference, tmp_path, pid, kind, setting):
+def test_country_predicates_match_the_reference(store, reference, tmp_path, pid, kind, setting, object_filters):
     names, languages, top = setting
     regions = [resolve_region(name) for name in names]
-    result = curate_dlama(DlamaCuration(*regions, languages, (pid,), top=top, chunk_size=3), store, tmp_path)
-    expected = reference.pair(pid, kind, regions, languages, top=top)
+    config = DlamaCuration(*regions, languages, (pid,), top=top, chunk_size=3, object_filters=object_filters)
+    result = curate_dlama(config, store, tmp_path)
+    expected = reference.pair(pid, kind, regions, languages, top=top, object_filters=object_filters)
     for (token, lang), records in expected.items():
         assert records, "the reference must see facts for every region, or the comparison proves nothing"
         assert facts(result, lang, f"{pid}_general_{token}") == records

@@ -57,24 +57,29 @@ def test_country_subject_is_the_region_variable_and_must_be_sovereign():
     )
 
 
-def test_step3_objects_query_has_no_region_and_drops_historical_countries():
+def test_step3_objects_query_is_upstreams_values_list_and_nothing_else():
+    # upstream dlama/generate_data_files.py: a fresh query with no filter, and add_subjects_filter's VALUES list
     assert q.objects_query(PREDICATES["P27"], ["Q5673", "Q937"]) == HEAD + (
         "SELECT DISTINCT ?person ?country\n"
         "WHERE {\n"
         "  VALUES ?person { wd:Q5673 wd:Q937 }\n"
         "  ?person wdt:P27 ?country .\n"
-        "  ?country wdt:P31 wd:Q3624078 .\n"
-        "  MINUS { ?country wdt:P31 wd:Q3024240 . }\n"
         "}\n"
     )
 
 
-def test_step3_filters_for_cities_instruments_and_languages():
-    city = q.objects_query(PREDICATES["P36"], ["Q79"])
+def test_optional_object_filters_for_countries_cities_instruments_and_languages():
+    assert q.objects_query(PREDICATES["P27"], ["Q5673"], object_filters=True).endswith(
+        "  ?country wdt:P31 wd:Q3624078 .\n  MINUS { ?country wdt:P31 wd:Q3024240 . }\n}\n")
+    city = q.objects_query(PREDICATES["P36"], ["Q79"], object_filters=True)
     for cls in ("Q2974842", "Q3624078", "Q3024240", "Q3336843"):
         assert f"  MINUS {{ ?city wdt:P31 wd:{cls} . }}\n" in city
-    assert "  FILTER(?instrument != wd:Q17172850)\n" in q.objects_query(PREDICATES["P1303"], ["Q1"])
-    assert "  MINUS { ?language wdt:P31 wd:Q34228 . }\n" in q.objects_query(PREDICATES["P1412"], ["Q1"])
+    instrument = q.objects_query(PREDICATES["P1303"], ["Q1"], object_filters=True)
+    assert "  FILTER(?instrument != wd:Q17172850)\n" in instrument
+    language = q.objects_query(PREDICATES["P1412"], ["Q1"], object_filters=True)
+    assert "  MINUS { ?language wdt:P31 wd:Q34228 . }\n" in language
+    assert all("MINUS" not in q.objects_query(p, ["Q1"]) and "FILTER" not in q.objects_query(p, ["Q1"])
+               for p in PREDICATES.values())
 
 
 def test_labels_sitelinks_sizes_and_hierarchy_queries():
