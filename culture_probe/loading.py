@@ -9,15 +9,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from culture_probe.data.registry import load_benchmark
+from culture_probe.data.registry import load_benchmark, resolve
 from culture_probe.data.resources import load_resources
 from culture_probe.tasks import Task, task_for
 
 
-def load_rows(config: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False
-              ) -> list[dict[str, Any]]:
-    """The `test` split of `config` as a list of dicts."""
-    return [dict(row) for row in load_benchmark(config, data_dir=data_dir, corrected=corrected)["test"]]
+def load_rows(config: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False,
+              language: str | None = None) -> list[dict[str, Any]]:
+    """The `test` split of `config` as a list of dicts; with `language`, a builder that can build one language
+    (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing still runs).
+    """
+    module, _ = resolve(config)
+    only = {"languages": (language,)} if language is not None and module.BUILDER.LANGUAGE_FILTER else {}
+    return [dict(row) for row in load_benchmark(config, data_dir=data_dir, corrected=corrected, **only)["test"]]
 
 
 def load_task(config: str, options: Any = None, *, kind: str, seed: int = 0,

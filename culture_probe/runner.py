@@ -99,7 +99,8 @@ def run(
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)
-    data = load_rows(config, data_dir=settings.data_dir, corrected=corrected) if rows is None else list(rows)
+    data = (load_rows(config, data_dir=settings.data_dir, corrected=corrected, language=language) if rows is None
+            else list(rows))
     task, resources = load_task(config, task_options, kind=model_kind(model, settings), seed=seed,
                                 data_dir=settings.data_dir)
     if language is not None:
@@ -193,12 +194,14 @@ def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: Run
     `custom_rows` (rows given to `run`) and a model given as an object are recorded; custom rows saved in the run
     directory (`rows_file`) can be repeated with `--rows`, a model object cannot, and the report says so.
     """
-    module, _ = resolve(config)
+    module, builder_config = resolve(config)
     info = module.INFO
     named = isinstance(model, (str, os.PathLike))
     return json_ready({
         "config": config,
         "benchmark": {"name": info.name, "version": info.version, "title": info.title,
+                      "description": builder_config.description or "",
+                      "languages": list(getattr(builder_config, "languages", ()) or ()),
                       "corrections": [c.__dict__ for c in info.corrections], "rows": len(rows),
                       "rows_sha256": rows_digest(rows), "custom_rows": custom_rows, "rows_file": rows_file},
         "resources": dict(resources),

@@ -140,3 +140,15 @@ def test_a_missing_model_path_is_named_as_a_path(setup, capsys):
     data, _ = setup
     assert main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data)]) == 2
     assert "Model path './no/such/model' does not exist" in capsys.readouterr().err
+
+
+def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(setup, mirror, tmp_path, capsys):
+    _, model = setup
+    out = tmp_path / "asia"
+    assert main(["run", "dlama_asia_west", "--model", str(model), "--language", "en", "--limit", "2",
+                 "--out", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "- language: en only (the config also has ko)" in report
+    assert "**note**: the Korean labels of asia-west are not in the available copy of the release" in report
+    assert main(["run", "dlama_asia_west", "--model", str(model), "--limit", "2", "--out", str(tmp_path / "b")]) == 2
+    assert "No ko facts: the Korean labels of asia-west" in capsys.readouterr().err

@@ -65,6 +65,8 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIG_CLASS = CultureProbeConfig
     CARD: ClassVar[BenchmarkInfo]
     SPLITS: ClassVar[tuple[str, ...]] = ("test",)
+    #: whether `languages=` builds only those languages (a run with --language then reads only its own files)
+    LANGUAGE_FILTER: ClassVar[bool] = False
     config: CultureProbeConfig
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

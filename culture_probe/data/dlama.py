@@ -14,6 +14,7 @@ import json
 import re
 import tarfile
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from culture_probe.data._dlama_layout import (
     pair_folders,
 )
 from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, base_name
-from culture_probe.data.sources import fetch, git_blob_id, parse_jsonl, read_jsonl, verify_git_blob
+from culture_probe.data.sources import fetch, git_blob_id, mirror_root, parse_jsonl, read_jsonl, verify_git_blob
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 
 TARBALL_URL = (
@@ -56,6 +57,12 @@ PREDICATES = (
 )
 SKIPPED_PREDICATES = ("P527",)  # present in some dumps, not part of v1 (the original scorer skips it too)
 ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
+# The paper's Table 1, which the release matches exactly: facts per language, and how many are Western.
+FACTS = {"arab_west": (24_535, 13_589), "asia_west": (27_067, 13_588), "south_america_west": (26_657, 13_586)}
+# The release unpacked in the shared mirror (distributed on request; see its README): read when the tarball is not.
+MANUAL_RELEASE = ("manual", "dlama", "dlama-v1")
+MISSING_LABELS = {("asia_west", "ko"): "the Korean labels of asia-west are not in the available copy of the release "
+                                       "(see the mirror's manual/dlama/README.md)"}
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
 
 INFO = BenchmarkInfo(
@@ -100,6 +107,7 @@ class DlamaConfig(CultureProbeConfig):
     region: str | None = None
     contrast: str | None = None
     raw: bool = False
+    verify_counts: bool = True  # released pairs: the paper's facts per language and culture, or an error
 
 
 def _configs() -> list[DlamaConfig]:
@@ -107,8 +115,10 @@ def _configs() -> list[DlamaConfig]:
     for pair, (_, local) in PAIRS.items():
         common = {"version": INFO.version, "languages": (local, "en"), "pair": pair}
         label = pair.replace("_west", "").replace("_", " ").title()
+        missing = MISSING_LABELS.get((pair, local))
+        note = f" Note: {missing}; run it in English (--language en)." if missing else ""
         configs.append(DlamaConfig(name=f"dlama_{pair}", rows=ROWS[pair], **common,
-                                   description=f"{label}-West facts in {local} and en."))
+                                   description=f"{label}-West facts in {local} and en.{note}"))
         raw.append(DlamaConfig(name=f"dlama_{pair}_raw", raw=True, **common,
                                description=f"{label}-West facts before object augmentation (if released)."))
     configs.append(DlamaConfig(name=CUSTOM, version=INFO.version, pair="", description=(
@@ -178,6 +188,7 @@ class Dlama(CultureProbeBuilder):
     """DLAMA-v1 builder: one config per released pair plus `dlama_custom`; `languages=` restricts the rows."""
 
     CARD = INFO
+    LANGUAGE_FILTER = True
     BUILDER_CONFIG_CLASS = DlamaConfig
     BUILDER_CONFIGS = _configs()
     config: DlamaConfig
@@ -222,16 +233,50 @@ class Dlama(CultureProbeBuilder):
         source, paths, read = self._open_source()
         pair, files = self._select(source, paths, read)
         rows = 0
+        counts: Counter[tuple[str, str]] = Counter()
         for file in files:
             display = f"{source}/{'/'.join(file.parts)}"
             for number, record in parse_jsonl(read(file.parts), path=display):
                 fact = self._fact(record, display, number)
                 if fact is not None:
                     rows += 1
+                    counts[file.language, pair.culture(file.region)] += 1
                     yield self._row(pair, file, fact)
+        self._check_counts(pair, files, counts, source)
         if not rows:  # a curation whose labels were all missing writes empty files
             raise SourceFormatError(f"the {len(files)} fact files of {pair.name} in {'/'.join(pair.folder) or '.'} "
                                     f"hold no facts in {list(pair.languages)}", path=source)
+
+    def _check_counts(self, pair: Pair, files: list[FactFile], counts: Counter[tuple[str, str]], source: str) -> None:
+        """A released pair must hold the paper's facts per language and culture (Table 1); a mismatch names the
+        numbers (`verify_counts=False` accepts data changed on purpose). A copy with only a few of the pair's
+        files (a test fixture, a subset) is not the release: it is counted in the card, not checked; one with more
+        than half of them but not all is a damaged copy, and an error names the missing files.
+        """
+        if self.custom or self.config.raw or self.config.corrected or not self.config.verify_counts:
+            return
+        expected_files = {(lang, pid, token) for lang in pair.languages for pid in PREDICATES
+                          for token in (pair.region, pair.contrast)}
+        present = {(f.language, f.predicate, f.region) for f in files}
+        if present != expected_files:
+            missing = sorted(expected_files - present)
+            if len(present) * 2 <= len(expected_files):
+                self.tally(f"a subset of the release ({len(present)} of {len(expected_files)} files): counts not "
+                           "checked against the paper")
+                return
+            names = ", ".join(f"{lang}/{pid}_general_{token}.jsonl" for lang, pid, token in missing[:6])
+            raise SourceFormatError(f"{len(missing)} of the {len(expected_files)} files of {self.config.pair} are "
+                                    f"missing: {names}{' ...' if len(missing) > 6 else ''}. Restore them, or pass "
+                                    "verify_counts=False to load a copy changed on purpose.", path=source)
+        total, west = FACTS[self.config.pair]
+        for language in pair.languages:
+            got = {culture: n for (lang, culture), n in counts.items() if lang == language}
+            expected = {culture: west if culture == "west" else total - west for _, culture in pair.cultures}
+            if got != expected:
+                raise SourceFormatError(
+                    f"{self.config.pair} in {language} has {dict(sorted(got.items()))} facts per culture, but the "
+                    f"release has {dict(sorted(expected.items()))} (the paper's Table 1). A file is missing, empty "
+                    "or changed; pass verify_counts=False to load a copy changed on purpose.", path=source)
 
     def _select(self, source: str, paths: list[tuple[str, ...]], read: Reader) -> tuple[Pair, list[FactFile]]:
         """The pair of this config and its files, ordered by language, predicate, culture (the contrast last)."""
@@ -250,6 +295,11 @@ class Dlama(CultureProbeBuilder):
                                    f"{'/'.join(pair.folder) or '.'}); {hint}.")
         languages = sorted({f.language for f in files})
         for language in pair.languages:
+            if language not in languages and (self.config.pair, language) in MISSING_LABELS:
+                raise MissingDataError(
+                    f"No {language} facts: {MISSING_LABELS[self.config.pair, language]}. Probe the other language "
+                    f"alone: --language {next(iter(set(languages) & set(pair.languages)), 'en')} (Python: "
+                    f"load_benchmark({self.config.name!r}, languages=[...]) or run(..., language=...)).")
             if language not in languages:
                 raise SourceFormatError(
                     f"no {kind}/{language}/ facts for {pair.name}; found languages {languages}. Expected "
@@ -324,6 +374,9 @@ class Dlama(CultureProbeBuilder):
             try:
                 tarball = str(fetch(TARBALL_URL))
             except MissingDataError as error:
+                manual = manual_release()
+                if manual is not None:
+                    return _open_folder(manual)
                 raise MissingDataError(f"{error} The DLAMA-v1 tarball is not in the shared mirror: pass "
                                        "data_dir= (an unpacked copy) or data_files= (the .tar.gz).") from error
             verify_git_blob(tarball, TARBALL_BLOB_ID)
@@ -343,6 +396,13 @@ class Dlama(CultureProbeBuilder):
             raise SourceFormatError(f"expected one DLAMA-v1 .tar.gz in data_files, got {len(files)}",
                                     path=", ".join(map(str, files)))
         return str(files[0]) if files else None
+
+
+def manual_release() -> Path | None:
+    """The unpacked release in the mirror (`$CULTURE_PROBE_MIRROR/manual/dlama/dlama-v1`), when there is one."""
+    root = mirror_root()
+    folder = Path(root, *MANUAL_RELEASE) if root else None
+    return folder if folder is not None and folder.is_dir() else None
 
 
 def _open_folder(root: Path) -> tuple[str, list[tuple[str, ...]], Reader]:

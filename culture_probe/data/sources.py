@@ -21,9 +21,14 @@ from culture_probe.errors import MissingDataError, SourceFormatError
 MIRROR_ENV = "CULTURE_PROBE_MIRROR"
 
 
+def mirror_root() -> str | None:
+    """The offline mirror's folder (`CULTURE_PROBE_MIRROR`), or None."""
+    return os.environ.get(MIRROR_ENV) or None
+
+
 def mirror_path(url: str, mirror: str | os.PathLike | None = None) -> Path | None:
     """The local path of `url` under the mirror, or None when no mirror is configured."""
-    root = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
+    root = mirror if mirror is not None else mirror_root()
     if not root:
         return None
     parts = urlsplit(url)

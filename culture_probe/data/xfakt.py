@@ -403,6 +403,7 @@ class XfaktBuilder(CultureProbeBuilder):
     """Builds one X-FaKT task from the literals of the pinned `src/utils.py`."""
 
     CARD = INFO
+    LANGUAGE_FILTER = True
     BUILDER_CONFIG_CLASS = XfaktConfig
     BUILDER_CONFIGS = BUILDER_CONFIGS
     config: XfaktConfig

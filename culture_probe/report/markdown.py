@@ -79,7 +79,10 @@ def header(config: Mapping[str, Any]) -> str:
     if run.get("limit"):
         lines.append(f"- **smoke run**: only the first {run['limit']} items were probed")
     if run.get("language"):
-        lines.append(f"- language: {run['language']}")
+        of = [lang for lang in bench.get("languages", ()) if lang != run["language"]]
+        lines.append(f"- language: {run['language']} only" + (f" (the config also has {', '.join(of)})" if of else ""))
+    if "Note:" in (bench.get("description") or ""):
+        lines.append(f"- **note**: {bench['description'].split('Note:', 1)[1].strip()}")
     unverified = (config.get("protocol") or {}).get("unverified_templates")
     if unverified:
         lines.append(f"- **provisional templates** for {', '.join(unverified)}: transcribed from the paper, not "

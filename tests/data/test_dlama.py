@@ -424,6 +424,47 @@ RELEASE_FACTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", list(RELEASE_FACTS))
+def test_the_release_in_the_mirror_has_the_papers_counts(mirror: Path, pair: str) -> None:
+    """The unpacked release (manual/dlama/dlama-v1) is read without data_dir; asia-west has English only."""
+    languages = [lang for lang in (dlama.PAIRS[pair][1], "en") if (pair, lang) not in dlama.MISSING_LABELS]
+    split = load_benchmark(f"dlama_{pair}", languages=languages)["test"]
+    assert split.num_rows == len(languages) * sum(RELEASE_FACTS[pair].values())
+    for language in languages:
+        rows = [r for r in split.select_columns(["language", "culture"]) if r["language"] == language]
+        counts = {culture: sum(r["culture"] == culture for r in rows) for culture in RELEASE_FACTS[pair]}
+        assert counts == RELEASE_FACTS[pair]
+    by_language = {lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"])
+                   for lang in set(split["language"])}
+    assert len({frozenset(uuids) for uuids in by_language.values()}) == 1
+
+
+def test_asia_west_without_korean_labels_says_so_and_runs_in_english(mirror: Path) -> None:
+    with pytest.raises(MissingDataError, match=r"No ko facts: the Korean labels of asia-west are not in the "
+                                               r"available copy.*--language en"):
+        load_benchmark("dlama_asia_west")
+    assert "Korean labels" in next(e.description for e in list_benchmarks() if e.name == "dlama_asia_west")
+
+
+def test_a_changed_release_fails_its_counts_unless_told(mirror: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "dlama-v1"
+    shutil.copytree(mirror / "manual" / "dlama" / "dlama-v1" / "arab-west", copy / "arab-west")
+    emptied = copy / "arab-west" / "dlama" / "en" / "P36_general_ARAB_REGION.jsonl"
+    emptied.write_text("", encoding="utf-8")
+    with pytest.raises(SourceFormatError, match=r"arab_west in en has \{'arab': 10924, 'west': 13589\} facts per "
+                                                r"culture, but the release has \{'arab': 10946, 'west': 13589\}"):
+        load_benchmark("dlama_arab_west", data_dir=str(copy))
+    changed = load_benchmark("dlama_arab_west", data_dir=str(copy), verify_counts=False)["test"]
+    assert changed.num_rows == 2 * 24_535 - 22
+    emptied.unlink()
+    with pytest.raises(SourceFormatError, match=r"1 of the 80 files of arab_west are missing: "
+                                                r"en/P36_general_ARAB_REGION\.jsonl"):
+        load_benchmark("dlama_arab_west", data_dir=str(copy))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", list(RELEASE_FACTS))
 def test_real_release_counts(mirror: Path, pair: str) -> None:
     tarball = mirror / "raw.githubusercontent.com/AMR-KELEG/DLAMA" / dlama.TARBALL_URL.split("DLAMA/")[1]
     if not tarball.is_file():
