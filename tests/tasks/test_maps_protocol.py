@@ -1,6 +1,7 @@
 """MAPS protocol: the upstream prompts as exact strings (reasoning, negative variants, memorisation), the success
-rules, the spec's worked examples through the task, the memorisation budget, the culture gap, and runs on the
-mirror's data with tiny models. MAPS is gated: tests use synthetic rows, and the mirror only when present."""
+rules, the spec's worked examples through the task, the memorisation budget, the culture gap, and runs with tiny
+models. MAPS is gated: tests use synthetic rows and `maps_release` (tests/tasks/conftest.py: made-up rows in the
+release's xlsx layout), and the mirror only when present (the same runs on the released rows, a planted model)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from culture_probe.data.registry import load_benchmark
 from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError, UnknownNameError
+from culture_probe.loading import load_task
 from culture_probe.models.tiny import tiny_model, train_tokenizer
 from culture_probe.report.maps import sections
 from culture_probe.runner import run
@@ -245,30 +247,37 @@ def test_masked_memorisation_reads_the_argmax_piece_of_a_real_model():
             assert outputs[row["id"], t] == tok.decode([int(logits.argmax())], skip_special_tokens=True)
 
 
-# ---------------------------------------------------------------- runs on the mirror with tiny models
+# ---------------------------------------------------------------- runs with tiny models
 
 
 @cache
-def mirror_rows(config: str) -> tuple[dict, ...]:
-    import os
+def split_rows(data_dir: str, config: str, split: str = "test") -> tuple[dict, ...]:
+    """The rows of one split of `config` from a MAPS folder."""
+    return tuple(load_benchmark(config, data_dir=data_dir)[split])
 
-    data_dir = os.path.join(os.environ["CULTURE_PROBE_MIRROR"], "manual", "maps")
-    return tuple(load_benchmark(config, data_dir=data_dir)["test"])
+
+def maps_folder(source: str, request: pytest.FixtureRequest) -> str:
+    """The MAPS folder of `source`: the `maps_release` fixture, or the mirror's copy (skipped without the mirror)."""
+    root = request.getfixturevalue(source)
+    return str(root if source == "maps_release" else root / "manual" / "maps")
 
 
 @cache
-def tiny_scorer(arch: str) -> Scorer:
+def tiny_scorer(data_dir: str, arch: str) -> Scorer:
     kind, family = {"gpt2": ("causal", "bpe"), "bert": ("masked", "wordpiece"), "t5": ("seq2seq", "metaspace")}[arch]
-    texts = [reasoning_prompt(r) for r in mirror_rows("maps_en")[:40] + mirror_rows("maps_zh")[:40]]
+    texts = [reasoning_prompt(r) for r in split_rows(data_dir, "maps_en")[:40] + split_rows(data_dir, "maps_zh")[:40]]
     tok = train_tokenizer(texts, family, vocab_size=400, model_kind=kind)
     return Scorer(tiny_model(arch, tok, layers=1, hidden=32), tok)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("source", ["maps_release", "mirror"])
 @pytest.mark.parametrize("arch,config", [("gpt2", "maps_en"), ("t5", "maps_zh"), ("bert", "maps_en")])
-def test_runs_on_mirror_rows_with_each_kind(mirror, arch, config, tmp_path):
-    data = list(mirror_rows(config)[:3])
-    result = run(config, tiny_scorer(arch), rows=data, out=tmp_path / arch, progress=False)
+def test_runs_on_the_rows_with_each_kind(source, arch, config, tmp_path, request):
+    data_dir = maps_folder(source, request)  # the mirror's variant runs the released rows
+    data = list(split_rows(data_dir, config)[:3])
+    result = run(config, tiny_scorer(data_dir, arch), rows=data, out=tmp_path / arch, progress=False,
+                 data_dir=data_dir)
     reason = [r for r in result.records if r["tag"] == "reason"]
     assert len(reason) == 3 and all(r["pred"] in ("a", "b") for r in reason)
     assert result.metrics["n"] == 3
@@ -296,14 +305,20 @@ def test_few_shot_prompts_use_five_seeded_sets_of_english_demonstrations():
                  ).build_probes([ROW])
 
 
-def test_few_shot_accuracy_is_the_mean_over_the_sets(mirror):
-    data_dir = str(mirror / "manual" / "maps")
+def test_few_shot_accuracy_is_the_mean_over_the_sets(maps_release):
+    data_dir = str(maps_release)
     result = run("maps_en", LetterScorer(LETTERS * 5), rows=[ROW], n_shot=5, memorisation=False, progress=False,
                  data_dir=data_dir)  # the demonstrations come from the run's MAPS folder
     assert result.metrics["per_set"] == [100.0, 0.0, 100.0, 0.0, 100.0] and result.metrics["accuracy"] == 60.0
     assert [r["demo_set"] for r in result.records] == [0, 1, 2, 3, 4]
     few_shot = result.config["resources"]["few_shot"]
-    assert few_shot["sources"] == [str(mirror / "manual" / "maps" / "en" / "fs_proverbs.xlsx")]
+    assert few_shot["sources"] == [str(maps_release / "en" / "fs_proverbs.xlsx")]
+    # each set: five of the folder's English few-shot rows (not the zh ones), RandomState(42) permutations
+    demos = split_rows(data_dir, "maps_en", "few_shot")
+    task = load_task("maps_zh", MapsTask.Options(n_shot=5, memorisation=False), kind="causal", data_dir=data_dir)[0]
+    first = np.random.RandomState(42).permutation(len(demos))[:5]
+    blocks = task.build_probes([ROW])[0].request.left.split("\n\n")
+    assert blocks[:-1] == [reasoning_prompt(demos[i]) + " " + "ab"[demos[i]["label"]] for i in first]
     with pytest.raises(CultureProbeError, match="MAPS needs data_dir="):
         run("maps_en", LetterScorer(LETTERS), rows=[ROW], n_shot=5, progress=False)
 
@@ -339,7 +354,7 @@ def test_planted_masked_model_completes_planted_proverbs_only(mirror):
     from culture_probe.models.planted import train_planted
     from culture_probe.models.planted_benchmarks import maps_spec
 
-    data = list(mirror_rows("maps_en")[:16])
+    data = list(split_rows(str(mirror / "manual" / "maps"), "maps_en")[:16])
     spec = dataclasses.replace(maps_spec(data, n_planted=8), arch="bert", tokenizer="wordpiece", steps=300)
     result = run("maps_en", str(train_planted(spec)), rows=data, progress=False)
     union = {}

@@ -1,11 +1,15 @@
 """Runner behaviour around stages, resumption and model loading: a stage's own model (the LLM judge) is loaded
 only when it has work and with its own kind; a run interrupted anywhere resumes without loss or duplicates.
+
+The runs are X-FaKT runs on the first three rows (United States cities asked in English) of `xfakt_release`, the
+small `src/utils.py` of tests/tasks/conftest.py, which also gives the task its literals (`data_dir`).
 """
 
 from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +21,14 @@ from culture_probe.runner import RunSettings, run
 
 
 @cache
-def recall_rows() -> tuple[dict, ...]:
-    return tuple(load_benchmark("xfakt_factual_recall")["test"].select(range(3)))
+def recall_rows(release: Path) -> tuple[dict, ...]:
+    return tuple(load_benchmark("xfakt_factual_recall", data_dir=str(release))["test"].select(range(3)))
+
+
+def xfakt_run(release: Path, model, tmp_path, **kwargs):
+    """An X-FaKT run on the release's first three rows, its literals from the same release, into tmp_path/run."""
+    return run("xfakt_factual_recall", model, rows=recall_rows(release), out=tmp_path / "run", progress=False,
+               data_dir=str(release), **kwargs)
 
 
 class FakeModel:
@@ -46,40 +56,39 @@ def fake_loader(judge: FakeModel, loads: list):
     return load
 
 
-def judged_run(model, tmp_path, **kwargs):
-    return run("xfakt_factual_recall", model, rows=recall_rows(), judge_model="fake/judge", max_new_tokens=4,
-               out=tmp_path / "run", progress=False, **kwargs)
+def judged_run(release: Path, model, tmp_path, **kwargs):
+    return xfakt_run(release, model, tmp_path, judge_model="fake/judge", max_new_tokens=4, **kwargs)
 
 
 def items(tmp_path) -> list[dict]:
     return [json.loads(line) for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
 
 
-def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(mirror, tmp_path, monkeypatch):
+def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(xfakt_release, tmp_path, monkeypatch):
     loads: list = []
     monkeypatch.setattr(runner, "load_scorer", fake_loader(FakeModel("[1]", "judge"), loads))
     model = FakeModel("United States", "model")
-    judged_run(model, tmp_path, kind="causal", dtype="float16", device="cpu", batch_tokens=77)
+    judged_run(xfakt_release, model, tmp_path, kind="causal", dtype="float16", device="cpu", batch_tokens=77)
     assert [name for name, _ in loads] == ["fake/judge"]
     settings = loads[0][1]
     assert (settings.kind, settings.batch_tokens, settings.dtype, settings.device) == ("auto", None, "float16", "cpu")
-    result = judged_run(model, tmp_path, resume=True, kind="causal", dtype="float16", device="cpu")
+    result = judged_run(xfakt_release, model, tmp_path, resume=True, kind="causal", dtype="float16", device="cpu")
     assert len(loads) == 1  # a finished run resumes without loading the judge
     assert result.metrics["n_items"] == 3
 
 
 def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_duplicates(
-        mirror, tmp_path, monkeypatch):
+        xfakt_release, tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "CHUNK", 1)  # one record per engine call: the kill lands mid-stage
     loads: list = []
     monkeypatch.setattr(runner, "load_scorer", fake_loader(FakeModel("[1]", "judge", fail_after=1), loads))
     model = FakeModel("United States", "model")
     with pytest.raises(RuntimeError, match="killed"):
-        judged_run(model, tmp_path)
+        judged_run(xfakt_release, model, tmp_path)
     assert [r["stage"] for r in items(tmp_path)] == ["answer"] * 3 + ["judge"]
     judge = FakeModel("[1]", "judge")
     monkeypatch.setattr(runner, "load_scorer", fake_loader(judge, loads))
-    result = judged_run(model, tmp_path, resume=True)
+    result = judged_run(xfakt_release, model, tmp_path, resume=True)
     assert len(model.prompts) == 3 and len(judge.prompts) == 2  # only the two missing verdicts were asked
     lines = items(tmp_path)
     keys = [(r["stage"], r["key"]) for r in lines]
@@ -88,27 +97,24 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
     assert result.metrics["n_items"] == 3 and result.metrics["verdicts"] == {"same_language": 3}
 
 
-def test_a_run_that_failed_before_its_first_answer_restarts_without_resume(mirror, tmp_path):
+def test_a_run_that_failed_before_its_first_answer_restarts_without_resume(xfakt_release, tmp_path):
     with pytest.raises(RuntimeError, match="killed"):
-        run("xfakt_factual_recall", FakeModel("x", "m", fail_after=0), rows=recall_rows(), judge="string",
-            out=tmp_path / "run", progress=False)
+        xfakt_run(xfakt_release, FakeModel("x", "m", fail_after=0), tmp_path, judge="string")
     assert (tmp_path / "run" / "config.json").is_file()
-    result = run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
-                 out=tmp_path / "run", progress=False)
+    result = xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
     assert len(result.records) == 3 and len(items(tmp_path)) == 3
+    assert result.metrics["verdicts"] == {"same_language": 3}  # the string judge read the replies
     with pytest.raises(CultureProbeError, match=r"already holds a run\. Pass --resume .*\(3 probe\(s\) answered"):
-        run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
-            out=tmp_path / "run", progress=False)
+        xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
 
 
-def test_every_rank_reads_the_run_directory_before_items_are_written(mirror, tmp_path, monkeypatch):
+def test_every_rank_reads_the_run_directory_before_items_are_written(xfakt_release, tmp_path, monkeypatch):
     from culture_probe.engine import parallel
 
     seen = []
     monkeypatch.setattr(parallel, "barrier", lambda size: seen.append(
         ((tmp_path / "run" / "config.json").is_file(), (tmp_path / "run" / "items.jsonl").is_file())))
-    run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
-        out=tmp_path / "run", progress=False)
+    xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
     assert seen[0] == (True, False)
 
 
@@ -135,8 +141,7 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
     assert args.revision == "v1"
 
 
-def test_config_records_the_revision(mirror, tmp_path):
-    run("xfakt_factual_recall", FakeModel("United States", "m"), rows=recall_rows(), judge="string",
-        out=tmp_path / "run", progress=False, revision="v1")
+def test_config_records_the_revision(xfakt_release, tmp_path):
+    xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", revision="v1")
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["run"]["revision"] == "v1" and config["seed_used"] is False

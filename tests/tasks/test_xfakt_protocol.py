@@ -1,10 +1,14 @@
 """X-FaKT protocol: the paper's questions and judge rubric as exact strings, both judges, the spec's worked example
-through the task's metrics, and generation / LLM-judge / ranking runs on the mirror's rows with tiny models."""
+through the task's metrics, and generation / LLM-judge / ranking runs with tiny models.
+
+The protocol tests run on `xfakt_release` (tests/tasks/conftest.py), a small `src/utils.py` in the upstream layout
+holding the paper's templates and country names; the released rubric itself is checked on the mirror."""
 
 from __future__ import annotations
 
 import hashlib
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -35,50 +39,58 @@ PROMPT_OURS_SHA256 = "7e8a122eef9dba87372b73d50d686ece76017919eaa60ab75af398fc09
 
 
 @cache
-def literals(corrected: bool = False) -> dict:
-    """The data file's literals (from the mirror)."""
-    return read_literals(corrected=corrected)[0]
+def literals(release: Path | None = None, corrected: bool = False) -> dict:
+    """The data file's literals, from the `release` folder (or from the mirror when None)."""
+    return read_literals(data_dir=str(release) if release else None, corrected=corrected)[0]
 
 
-def xtask(config: str = "xfakt_factual_recall", kind: str = "causal", **options) -> XfaktTask:
-    """The X-FaKT protocol with its literals loaded."""
-    return load_task(config, XfaktTask.Options(**options), kind=kind)[0]
-
-
-@cache
-def recall_rows() -> tuple[dict, ...]:
-    return tuple(load_benchmark("xfakt_factual_recall")["test"])
-
-
-def rows_of(*entity_idx: int, languages: tuple[str, ...] | None = None) -> list[dict]:
-    return [r for r in recall_rows() if r["entity_idx"] in entity_idx and (languages is None or
-                                                                           r["language"] in languages)]
+def xtask(release: Path, config: str = "xfakt_factual_recall", kind: str = "causal", **options) -> XfaktTask:
+    """The X-FaKT protocol with its literals loaded from `release`."""
+    return load_task(config, XfaktTask.Options(**options), kind=kind, data_dir=str(release))[0]
 
 
 @cache
-def tiny_chat_scorer(arch: str = "gpt2", tokenizer: str = "bpe") -> Scorer:
-    texts = [r["question"] for r in recall_rows()[::40]] + [judge_template(literals())[1]]
-    kind = "seq2seq" if arch == "t5" else "causal"
-    tok = train_tokenizer(texts, tokenizer, vocab_size=1500, model_kind=kind)
+def recall_rows(release: Path) -> tuple[dict, ...]:
+    return tuple(load_benchmark("xfakt_factual_recall", data_dir=str(release))["test"])
+
+
+def rows_of(release: Path, *entities: str, languages: tuple[str, ...] | None = None) -> list[dict]:
+    """The factual-recall rows of the entities named (English names), in release order."""
+    return [r for r in recall_rows(release) if r["entity_en"] in entities and (languages is None or
+                                                                                r["language"] in languages)]
+
+
+def by_entity(rows: list[dict], probes: list) -> dict:
+    """{(English entity name, question language): probe}, one probe per row."""
+    assert [p.item_id for p in probes] == [r["id"] for r in rows]
+    return {(r["entity_en"], r["language"]): p for r, p in zip(rows, probes, strict=True)}
+
+
+@cache
+def tiny_chat_scorer(release: Path) -> Scorer:
+    texts = [r["question"] for r in recall_rows(release)[::4]] + [judge_template(literals(release))[1]]
+    tok = train_tokenizer(texts, "bpe", vocab_size=1500, model_kind="causal")
     tok.chat_template = CHAT
-    return Scorer(tiny_model(arch, tok, layers=1, hidden=32), tok)
+    return Scorer(tiny_model("gpt2", tok, layers=1, hidden=32), tok)
 
 
 # ---------------------------------------------------------------- prompts
 
 
-def test_questions_are_the_papers_templates_sent_as_one_chat_turn(mirror):
-    rows = rows_of(0, 258, 648, languages=("en", "ar", "ja"))
-    probes = {p.item_id: p for p in xtask().build_probes(rows)}
-    assert probes["fr-000-en"].prompt == "In which country is New York located?"
-    assert probes["fr-258-en"].prompt == "George Washington is from which country?"
-    festival = next(r for r in rows if r["id"] == "fr-648-en")
-    assert probes["fr-648-en"].prompt == f"In which country is {festival['entity']} widely celebrated?"
-    assert probes["fr-000-ja"].prompt == "ニューヨーク はどの国にありますか?"
-    assert probes["fr-000-ar"].prompt == "في أي بلد يقع نيويورك؟"
-    assert all(isinstance(p, GenerateProbe) and p.options.chat and p.options.max_new_tokens == 128
-               for p in probes.values())
-    seq2seq = xtask(kind="seq2seq").build_probes(rows[:1])
+def test_questions_are_the_papers_templates_sent_as_one_chat_turn(xfakt_release):
+    rows = rows_of(xfakt_release, "New York", "George Washington", "Kutztown Folk Festival",
+                   languages=("en", "ar", "ja"))
+    probes = by_entity(rows, xtask(xfakt_release).build_probes(rows))
+    assert probes["New York", "en"].prompt == "In which country is New York located?"
+    assert probes["George Washington", "en"].prompt == "George Washington is from which country?"
+    festival = "In which country is Kutztown Folk Festival widely celebrated?"
+    assert probes["Kutztown Folk Festival", "en"].prompt == festival
+    assert probes["New York", "ja"].prompt == "ニューヨーク はどの国にありますか?"
+    assert probes["New York", "ar"].prompt == "في أي بلد يقع نيويورك؟"
+    assert probes["George Washington", "ja"].prompt == "ジョージ・ワシントン はどの国からですか?"
+    assert len(probes) == 9 and all(isinstance(p, GenerateProbe) and p.options.chat and p.options.max_new_tokens == 128
+                                    for p in probes.values())
+    seq2seq = xtask(xfakt_release, kind="seq2seq").build_probes(rows[:1])
     assert not seq2seq[0].options.chat  # seq2seq instruct models get the raw question (spec 4.2)
 
 
@@ -92,32 +104,43 @@ def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
                            "[The Start of Assistant's Answer]\nIndia\n\n[The End of Assistant's Answer]\n")
 
 
-def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(mirror):
+def test_judge_prompt_fills_the_data_files_rubric(xfakt_release):
+    system, template = judge_template(literals(xfakt_release))
+    assert system == "You are a helpful assistant." and template.count("{") == 3  # SYSTEM_PROMPT_OURS, PROMPT_OURS
+    filled = judge_prompt(literals(xfakt_release), "भारत", "मुंबई किस देश में स्थित है?", "India {not a slot}")
+    assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
+    assert filled.endswith("[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
+                           "[The Start of Assistant's Answer]\nIndia {not a slot}\n\n[The End of Assistant's Answer]\n")
+
+
+def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(xfakt_release):
     answer = GenerateRecord("fr-000-hi", "", "answer", {"gold": "संयुक्त राज्य अमेरिका",
                                                         "question": "न्यूयॉर्क किस देश में स्थित है?", "reply": "अमेरिका"})
-    task = xtask()
+    task = xtask(xfakt_release)
     (probe,) = task.build_probes([], stage="judge", previous=[answer])
     # SYSTEM_PROMPT_OURS (spec 4.3)
     assert probe.options.system == "You are a helpful assistant." and probe.options.chat
-    assert probe.prompt == judge_prompt(literals(), answer["gold"], answer["question"], answer["reply"])
+    assert probe.prompt == judge_prompt(literals(xfakt_release), answer["gold"], answer["question"], answer["reply"])
+    assert probe.prompt.endswith("[Reference]\nसंयुक्त राज्य अमेरिका\n\n[Question]\nन्यूयॉर्क किस देश में स्थित है?\n\n"
+                                 "[The Start of Assistant's Answer]\nअमेरिका\n\n[The End of Assistant's Answer]\n")
     assert not any(d["id"] == "X6" for d in task.applied_deviations())
 
 
-def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(mirror):
-    rows = rows_of(0, languages=("en",))
-    (chat,) = xtask(mode="rank").build_probes(rows)
+def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(xfakt_release):
+    rows = rows_of(xfakt_release, "New York", languages=("en",))
+    (chat,) = xtask(xfakt_release, mode="rank").build_probes(rows)
     assert chat.request.chat and chat.request.system is None  # spec 4.4: same chat prompt as 4.2, no system turn
     assert chat.request.left == "In which country is New York located?" and "India" in chat.request.candidates
-    plain_task = xtask(mode="rank", rank_prompt="plain")
+    plain_task = xtask(xfakt_release, mode="rank", rank_prompt="plain")
     (plain,) = plain_task.build_probes(rows)
     assert not plain.request.chat and plain.request.sep == " "
     assert plain.request.candidates == chat.request.candidates
     assert [d["id"] for d in plain_task.applied_deviations()] == ["X2", "X5", "X7"]
     assert plain_task.describe(rows)["chat_template"] is False
-    default = xtask(mode="rank")
+    default = xtask(xfakt_release, mode="rank")
     assert [d["id"] for d in default.applied_deviations()] == ["X2", "X5"]  # no generation, judge, or X7
     assert default.describe(rows)["chat_template"] is True
-    seq2seq = xtask(kind="seq2seq", mode="rank")
+    seq2seq = xtask(xfakt_release, kind="seq2seq", mode="rank")
     assert not seq2seq.build_probes(rows)[0].request.chat and seq2seq.applied_deviations()[-1]["id"] == "X7"
 
 
@@ -129,8 +152,8 @@ def test_masked_models_are_refused_with_the_reason():
 # ---------------------------------------------------------------- judges
 
 
-def test_string_judge_reads_the_first_answer_named_in_any_language(mirror):
-    judge = StringJudge(country_forms(literals(), literals(corrected=True)))
+def test_string_judge_reads_the_first_answer_named_in_any_language(xfakt_release):
+    judge = StringJudge(country_forms(literals(xfakt_release), literals(xfakt_release, corrected=True)))
     assert judge.judge("भारत", "India", gold_name="भारत", english_name="India") == (True, "same_language")
     assert judge.judge("It is India.", "India", gold_name="भारत", english_name="India") == (True, "english")
     assert judge.judge("它在印度。", "India", gold_name="भारत", english_name="India") == (True, "other_language")
@@ -184,10 +207,10 @@ def test_spec_worked_example_through_the_task():
 
 
 @pytest.mark.slow
-def test_generation_with_string_judge_end_to_end(mirror, tmp_path):
-    rows = rows_of(0, 258, languages=("en", "hi", "fr"))
-    result = run("xfakt_factual_recall", tiny_chat_scorer(), rows=rows, judge="string", max_new_tokens=6,
-                 out=tmp_path / "run", progress=False)
+def test_generation_with_string_judge_end_to_end(xfakt_release, tmp_path):
+    rows = rows_of(xfakt_release, "New York", "George Washington", languages=("en", "hi", "fr"))
+    result = run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), rows=rows, judge="string",
+                 max_new_tokens=6, out=tmp_path / "run", progress=False, data_dir=str(xfakt_release))
     assert len(result.records) == 6 and all(r["stage"] == "answer" for r in result.records)
     assert {r["verdict"] for r in result.records} <= {"same_language", "english", "other_language", "incorrect"}
     assert set(result.metrics["error_by_language"]) == {"en", "hi", "fr"}
@@ -205,31 +228,33 @@ def test_generation_with_string_judge_end_to_end(mirror, tmp_path):
 
 
 @pytest.mark.slow
-def test_llm_judge_is_a_second_stage_with_the_rubric(mirror, tmp_path):
+def test_llm_judge_is_a_second_stage_with_the_rubric(xfakt_release, tmp_path):
     judge_dir = tmp_path / "judge"
-    scorer = tiny_chat_scorer()
+    scorer = tiny_chat_scorer(xfakt_release)
     save_tiny(judge_dir, "gpt2", scorer.tokenizer, layers=1, hidden=32)
-    rows = rows_of(0, languages=("en", "sw"))
-    task = xtask(judge_model=str(judge_dir))
+    rows = rows_of(xfakt_release, "New York", languages=("en", "sw"))
+    task = xtask(xfakt_release, judge_model=str(judge_dir))
     assert task.stages == ("answer", "judge") and task.stage_model("judge") == str(judge_dir)
     result = run("xfakt_factual_recall", scorer, rows=rows, judge_model=str(judge_dir), max_new_tokens=4,
-                 judge_max_new_tokens=4, progress=False)
+                 judge_max_new_tokens=4, progress=False, data_dir=str(xfakt_release))
     answers = [r for r in result.records if r["stage"] == "answer"]
     judged = [r for r in result.records if r["stage"] == "judge"]
     assert [r["id"] for r in judged] == [r["id"] for r in answers] == ["fr-000-en", "fr-000-sw"]
     probes = task.build_probes(rows, stage="judge", previous=answers)
-    assert probes[0].prompt == judge_prompt(literals(), "United States", "In which country is New York located?",
-                                            answers[0]["reply"])
+    assert probes[0].prompt == judge_prompt(literals(xfakt_release), "United States",
+                                            "In which country is New York located?", answers[0]["reply"])
     options = probes[0].options
     assert options.chat and options.max_new_tokens == 256 and options.system == "You are a helpful assistant."
     assert result.metrics["n_items"] == 2
 
 
 @pytest.mark.slow
-def test_rank_mode_scores_every_country_by_its_best_form(mirror):
-    rows = rows_of(0, 300, languages=("en", "zh"))
-    result = run("xfakt_factual_recall", tiny_chat_scorer(), rows=rows, mode="rank", progress=False)
-    probes = xtask(mode="rank").build_probes(rows)
+def test_rank_mode_scores_every_country_by_its_best_form(xfakt_release):
+    rows = rows_of(xfakt_release, "New York", "Riyadh", languages=("en", "zh"))
+    scorer = tiny_chat_scorer(xfakt_release)
+    result = run("xfakt_factual_recall", scorer, rows=rows, mode="rank", progress=False, data_dir=str(xfakt_release))
+    assert len(result.records) == 4
+    probes = xtask(xfakt_release, mode="rank").build_probes(rows)
     probe = next(p for p in probes if p.item_id == "fr-000-zh")
     assert isinstance(probe, ScoreProbe)
     assert "土耳其" in probe.request.candidates and "火鸡" not in probe.request.candidates  # corrected names
@@ -241,24 +266,27 @@ def test_rank_mode_scores_every_country_by_its_best_form(mirror):
     # each form is scored right after the rendered chat prompt (CHAT: "<user> {question}\n<bot>"), no separator
     record = next(r for r in result.records if r["id"] == "fr-000-zh")
     rendered = f"<user> {record['question']}\n<bot>"
-    after_prompt = tiny_chat_scorer().score([ScoreRequest(rendered, ["土耳其", "Turkey"], sep="")])[0]
+    after_prompt = scorer.score([ScoreRequest(rendered, ["土耳其", "Turkey"], sep="")])[0]
     assert record["scores"]["Turkey"] == pytest.approx(float(after_prompt.mean_logprob.max()), abs=1e-5)
 
 
-def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(mirror):
-    rows = rows_of(0, languages=("en",))
+def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(xfakt_release):
+    rows = rows_of(xfakt_release, "New York", languages=("en",))
     tok = train_tokenizer([rows[0]["question"], *COUNTRIES_EN], "bpe", vocab_size=300, model_kind="causal")
     scorer = Scorer(tiny_model("gpt2", tok, layers=1, hidden=32), tok)
     with pytest.raises(UnsupportedModelError, match="has no chat template"):
-        run("xfakt_factual_recall", scorer, rows=rows, mode="rank", progress=False)
-    result = run("xfakt_factual_recall", scorer, rows=rows, mode="rank", rank_prompt="plain", progress=False)
+        run("xfakt_factual_recall", scorer, rows=rows, mode="rank", progress=False, data_dir=str(xfakt_release))
+    result = run("xfakt_factual_recall", scorer, rows=rows, mode="rank", rank_prompt="plain", progress=False,
+                 data_dir=str(xfakt_release))
     assert len(result.records[0]["scores"]) == 13
     assert [d["id"] for d in result.config["deviations"] if d["id"].startswith("X")][-1] == "X7"
 
 
-def test_in_context_and_counter_factual_report_error_rates(mirror):
-    rows = list(load_benchmark("xfakt_in_context")["test"].select(range(2)))
-    task = xtask("xfakt_in_context", judge="string")
+def test_in_context_and_counter_factual_report_error_rates(xfakt_release):
+    rows = list(load_benchmark("xfakt_in_context", data_dir=str(xfakt_release))["test"].select(range(2)))
+    assert rows[0]["question"] == "David lives in India and Rahul lives in United States. Who lives in India?"
+    assert [r["answer"] for r in rows] == ["David", "Rahul"]
+    task = xtask(xfakt_release, "xfakt_in_context", judge="string")
     probes = task.build_probes(rows)
     records = [task.to_record(p, rows[i]["answer"] + " lives there.") for i, p in enumerate(probes)]
     metrics = task.compute_metrics(records)
@@ -284,7 +312,7 @@ class _FixedReply:
         return [self.reply] * len(prompts)
 
 
-def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(mirror, tmp_path):
+def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(xfakt_release, tmp_path):
     asked = []
 
     class Recording(_FixedReply):
@@ -292,23 +320,25 @@ def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(mirror, tmp_pa
             asked.append((options.chat, options.add_special_tokens))
             return super().generate(prompts, options)
 
-    rows = rows_of(0, languages=("en",))
-    run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", progress=False)
+    rows = rows_of(xfakt_release, "New York", languages=("en",))
+    run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", progress=False,
+        data_dir=str(xfakt_release))
     result = run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", double_bos=True,
-                 out=tmp_path / "run", progress=False)
+                 out=tmp_path / "run", progress=False, data_dir=str(xfakt_release))
     assert asked == [(True, None), (True, True)]  # the paper's rule, then upstream's special tokens added again
     # upstream's double BOS is not a deviation: X1 is listed only for the library's rule
     assert "X1" not in {d["id"] for d in result.config["deviations"]}
     assert "--option double_bos=true" in (tmp_path / "run" / "report.md").read_text()
-    seq2seq = xtask(kind="seq2seq", double_bos=True)
+    seq2seq = xtask(xfakt_release, kind="seq2seq", double_bos=True)
     assert seq2seq.build_probes(rows)[0].options.add_special_tokens is None  # no chat template: nothing doubled
 
 
-def test_smoke_run_without_non_associated_cells_still_reports(mirror, tmp_path):
-    rows = rows_of(0, 1, 2, languages=("en",))  # United States entities asked in English: diagonal cells only
-    assert {r["country"] for r in rows} == {"United States"}
+def test_smoke_run_without_non_associated_cells_still_reports(xfakt_release, tmp_path):
+    # United States entities asked in English: diagonal cells only
+    rows = rows_of(xfakt_release, "New York", "Los Angeles", "Chicago", languages=("en",))
+    assert len(rows) == 3 and {r["country"] for r in rows} == {"United States"}
     result = run("xfakt_factual_recall", _FixedReply("United States"), rows=rows, judge="string", limit=3,
-                 out=tmp_path / "run", progress=False)
+                 out=tmp_path / "run", progress=False, data_dir=str(xfakt_release))
     assert (result.metrics["frs"], result.metrics["kts"], result.metrics["xfakt"]) == (None, None, None)
     assert "non-associated" in result.metrics["xfakt_unavailable"]
     assert result.metrics["error_rate"] == 0.0
