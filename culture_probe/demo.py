@@ -8,7 +8,8 @@ Offline, on the mirror's X-FaKT data, in two parts, both written into one run di
    (chat template, greedy) and the offline string-matching judge, and writes the run directory (`config.json`,
    `items.jsonl`, `metrics.json`, `report.md`, `plots/`): recall is high in the associated language and low in the
    other twelve, so the Knowledge Transferability Score (KTS) is low, as the planting predicts.
-2. A ranking self-test, appended to `report.md`. For each architecture (GPT-2 causal, BERT masked), a tiny model is
+2. A ranking self-test, written beside the run as `self_test.md` (the run's own `report.md` stays what
+   `culture-probe report` re-renders). For each architecture (GPT-2 causal, BERT masked), a tiny model is
    trained for seconds on the English facts of some *planted* countries only; the engine ranks the 13 countries as
    answers to every sampled question. A probe that works ranks the gold first for planted facts, and no better
    than chance for the others.
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from culture_probe import rundir
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.models.planted import (
     PlantedFact,
@@ -37,6 +39,7 @@ from culture_probe.models.planted import (
     train_planted,
 )
 
+SELF_TEST_FILE = "self_test.md"  # the demo's own file beside the run directory's files
 CONFIG = "xfakt_factual_recall"
 PLANTED_COUNTRIES = ("United States", "France", "Russia", "Ukraine", "Greece", "Turkey")
 ARCH_TOKENIZER = {"gpt2": "bpe", "bert": "wordpiece"}
@@ -60,7 +63,7 @@ def run_xfakt(out: Path) -> Any:
     """Part 1: the X-FaKT protocol on the planted model, written to `out` (a second call resumes and re-reports)."""
     import culture_probe
 
-    resume = (out / "config.json").is_file()
+    resume = (out / rundir.CONFIG_FILE).is_file()
     return culture_probe.run(CONFIG, MODEL, rows=probed_rows(), judge="string", out=out, resume=resume,
                              progress=False)
 
@@ -148,7 +151,7 @@ def run_model(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path)
 
 
 def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_probes: int) -> str:
-    """report.md: what was planted, one table per model, and how to read it."""
+    """self_test.md: what was planted, one table per model, and how to read it."""
     from culture_probe.report.markdown import table_markdown
     from culture_probe.report.views import Table
 
@@ -176,7 +179,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The demo's options; the defaults are what `make demo` runs."""
     parser = argparse.ArgumentParser(prog="python -m culture_probe.demo", description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="runs/demo",
-                        help="the run directory (config.json, items.jsonl, report.md, plots, the self-test's models)")
+                        help="the run directory (config.json, items.jsonl, report.md, plots), with the self-test's "
+                             "self_test.md and models")
     parser.add_argument("--arch", nargs="+", default=list(ARCH_TOKENIZER), choices=list(ARCH_TOKENIZER))
     parser.add_argument("--per-country", type=_positive, default=20, help="entities probed per country")
     parser.add_argument("--seed", type=int, default=0)
@@ -191,7 +195,7 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run both parts, write `<out>/report.md` (the run's report with the self-test appended) and print it."""
+    """Run both parts: the run directory `<out>` (with its report.md), and `<out>/self_test.md`, printed."""
     from culture_probe.data.registry import load_benchmark
 
     args = parse_args(argv)
@@ -202,11 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = sample_rows(load_benchmark(CONFIG, languages=("en",))["test"], args.per_country)
     probes = build_probes(rows, PLANTED_COUNTRIES)
     results = [run_model(probes, arch, seed=args.seed, cache_dir=out / "models") for arch in args.arch]
-    report = (out / "report.md").read_text(encoding="utf-8") + "\n" + render(results, PLANTED_COUNTRIES, len(probes))
-    (out / "report.md").write_text(report, encoding="utf-8")
-    print(report)
+    self_test = render(results, PLANTED_COUNTRIES, len(probes))
+    rundir.write_text(out / SELF_TEST_FILE, self_test)
+    print(self_test)
     print(xfakt_summary(result.metrics))
-    print(f"Wrote {out / 'report.md'} in {time.monotonic() - start:.0f} s.")
+    print(f"Wrote {out / rundir.REPORT_FILE} and {out / SELF_TEST_FILE} in {time.monotonic() - start:.0f} s.")
     return 0
 
 if __name__ == "__main__":

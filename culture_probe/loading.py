@@ -7,6 +7,7 @@ same place as its rows (`data_dir`, the mirror, or the pinned URL), with the pro
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from culture_probe.data.registry import load_benchmark, resolve
@@ -24,12 +25,28 @@ def load_rows(config: str, *, data_dir: str | os.PathLike | None = None, correct
     return [dict(row) for row in load_benchmark(config, data_dir=data_dir, corrected=corrected, **only)["test"]]
 
 
+@dataclass(frozen=True)
+class SideData:
+    """A protocol's declared resources, loaded: the values the task reads, and their provenance for config.json."""
+
+    values: dict[str, Any]
+    provenance: dict[str, Any]
+
+
+def load_side_data(config: str, options: Any, *, data_dir: str | os.PathLike | None = None) -> SideData:
+    """The resources `config`'s protocol declares for `options`, loaded from `data_dir` (or the mirror, or the
+    pinned URL). Needs no model: a bad resource option (a missing template file) fails before the model is touched.
+    """
+    needs = task_for(config).needs(config, options)
+    loaded = load_resources(needs, data_dir=data_dir)
+    return SideData({key: item.value for key, item in loaded.items()},
+                    {key: loaded[key].provenance(need) for key, need in needs.items()})
+
+
 def load_task(config: str, options: Any = None, *, kind: str, seed: int = 0,
               data_dir: str | os.PathLike | None = None) -> tuple[Task, dict[str, Any]]:
     """The protocol of `config` with its declared resources loaded, and their provenance for config.json."""
     task_cls = task_for(config)
     options = options if options is not None else task_cls.Options()
-    needs = task_cls.needs(config, options)
-    loaded = load_resources(needs, data_dir=data_dir)
-    task = task_cls(config, options, kind=kind, seed=seed, resources={k: v.value for k, v in loaded.items()})
-    return task, {key: loaded[key].provenance(need) for key, need in needs.items()}
+    side = load_side_data(config, options, data_dir=data_dir)
+    return task_cls(config, options, kind=kind, seed=seed, resources=side.values), side.provenance

@@ -142,19 +142,21 @@ def read_json(path: Path) -> Any:
                                 "damaged: re-run into a new --out.") from None
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (a crash leaves the old file or the new one, never half of it)."""
+def write_text(path: Path, text: str) -> None:
+    """Write a file of the run directory atomically (a crash leaves the old file or the new one, never half of it)."""
     partial = path.with_name(path.name + ".part")
-    partial.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    partial.write_text(text, encoding="utf-8")
     partial.replace(path)
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write JSON atomically."""
+    write_text(path, json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
 def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write one JSON object per line, atomically like `write_json`."""
-    partial = path.with_name(path.name + ".part")
-    partial.write_text("".join(json.dumps(json_ready(row), ensure_ascii=False, default=str) + "\n" for row in rows),
-                       encoding="utf-8")
-    partial.replace(path)
+    """Write one JSON object per line, atomically."""
+    write_text(path, "".join(json.dumps(json_ready(row), ensure_ascii=False, default=str) + "\n" for row in rows))
 
 
 def read_rows(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from culture_probe import rundir
 from culture_probe.data.registry import resolve
 from culture_probe.engine.types import MODEL_KINDS
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
-from culture_probe.loading import load_rows, load_task
+from culture_probe.loading import load_rows, load_side_data
 from culture_probe.tasks import Task, parse_options, task_for, task_from_config
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -101,14 +101,14 @@ def run(
     check_language(config, language, custom_rows=rows is not None)
     data = (load_rows(config, data_dir=settings.data_dir, corrected=corrected, language=language) if rows is None
             else list(rows))
-    task, resources = load_task(config, task_options, kind=model_kind(model, settings), seed=seed,
-                                data_dir=settings.data_dir)
+    side = load_side_data(config, task_options, data_dir=settings.data_dir)  # before the model: a bad file is named
+    task = task_cls(config, task_options, kind=model_kind(model, settings), seed=seed, resources=side.values)
     if language is not None:
         data = task.select_language(data, language)
     first = task.build_probes(data, stage=task.stages[0], limit=limit)
     run_dir = Path(out) if out is not None else None
     scorer = load_scorer(model, settings, run_dir)
-    meta = describe_run(config, model, scorer, task, settings, data, resources, custom_rows=rows is not None,
+    meta = describe_run(config, model, scorer, task, settings, data, side.provenance, custom_rows=rows is not None,
                         rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None)
     main = is_main_process()
     done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []

@@ -127,6 +127,7 @@ def test_module_entry_point_lists_benchmarks():
     (["--language", "fr"], "Unknown language 'fr'"),
     (["--limit", "0"], "limit must be a whole number >= 1, got 0"),
     (["--batch-tokens", "-5"], "batch_tokens must be a whole number >= 1, got -5"),
+    (["--option", "templates=./no/such/templates.json"], "no/such/templates.json': no such file"),
 ])
 def test_a_bad_option_is_named_before_a_missing_model_is_touched(setup, capsys, extra, message):
     """The pipeline validates before it loads: a model path that does not exist is not what the error is about."""

@@ -35,14 +35,17 @@ from culture_probe.errors import CultureProbeError
 
 log = logging.getLogger(__name__)
 DOMAIN = "general"  # the only domain of DLAMA-v1; part of every file name and uuid
-# Where this implementation knowingly differs from upstream's code (recorded in curation.json).
+# Where this implementation knowingly differs from upstream's code (recorded in curation.json), each as
+# "<when it applies>: <what differs>", like OBJECT_FILTERS.
 DEVIATIONS = (
-    "Ties in article size are ranked by QID in numeric order (upstream sorted with pandas' default quicksort, "
-    "which is not stable, so its order within a tie is arbitrary).",
-    "Labels come from rdfs:label via SPARQL (upstream used the wbgetentities API); same Wikidata labels.",
-    "Region-list queries send one query per country (as upstream's grouped queries); sizes use the sites of the "
-    "countries that selected the subject (Table F8).",
-    "Located-in chains stop below the country level (released code; the paper's prose example lists the country).",
+    "Every run (step 2): ties in article size are ranked by QID in numeric order (upstream sorted with pandas' "
+    "default quicksort, which is not stable, so its order within a tie is arbitrary).",
+    "Every run (step 4): labels come from rdfs:label via SPARQL (upstream used the wbgetentities API); same "
+    "Wikidata labels.",
+    "Every run (queries: regions given as a country list): region-list queries send one query per country (as "
+    "upstream's grouped queries); sizes use the sites of the countries that selected the subject (Table F8).",
+    "Places of birth and death (P19, P20; step 5): located-in chains stop below the country level (released "
+    "code; the paper's prose example lists the country).",
 )
 
 

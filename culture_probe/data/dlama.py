@@ -61,8 +61,8 @@ ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
 FACTS = {"arab_west": (24_535, 13_589), "asia_west": (27_067, 13_588), "south_america_west": (26_657, 13_586)}
 # The release unpacked in the shared mirror (distributed on request; see its README): read when the tarball is not.
 MANUAL_RELEASE = ("manual", "dlama", "dlama-v1")
-MISSING_LABELS = {("asia_west", "ko"): "the Korean labels of asia-west are not in the available copy of the release "
-                                       "(see the mirror's manual/dlama/README.md)"}
+MISSING_LABELS = {("asia_west", "ko"): "the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no "
+                                       "Korean labels of asia-west (see its README.md)"}
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
 
 INFO = BenchmarkInfo(
@@ -116,7 +116,7 @@ def _configs() -> list[DlamaConfig]:
         common = {"version": INFO.version, "languages": (local, "en"), "pair": pair}
         label = pair.replace("_west", "").replace("_", " ").title()
         missing = MISSING_LABELS.get((pair, local))
-        note = f" Note: {missing}; run it in English (--language en)." if missing else ""
+        note = f" Note: {missing}; with that copy, run it in English (--language en)." if missing else ""
         configs.append(DlamaConfig(name=f"dlama_{pair}", rows=ROWS[pair], **common,
                                    description=f"{label}-West facts in {local} and en.{note}"))
         raw.append(DlamaConfig(name=f"dlama_{pair}_raw", raw=True, **common,

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from culture_probe.errors import MissingDataError, SourceFormatError
 
 MIRROR_ENV = "CULTURE_PROBE_MIRROR"
+CACHE_ENV = "CULTURE_PROBE_CACHE"  # where downloads and planted models are kept
 
 
 def mirror_root() -> str | None:
@@ -56,8 +57,13 @@ def fetch(url: str, *, sha256: str | None = None, cache_dir: str | os.PathLike |
     return local
 
 
+def cache_root() -> Path:
+    """The library's cache folder: `$CULTURE_PROBE_CACHE`, or ~/.cache/culture_probe (downloads, planted models)."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "culture_probe")
+
+
 def _download(url: str, cache_dir: str | os.PathLike | None) -> Path:
-    default = Path(os.environ.get("CULTURE_PROBE_CACHE") or Path.home() / ".cache" / "culture_probe") / "downloads"
+    default = cache_root() / "downloads"
     root = Path(cache_dir or default)
     target = root / urlsplit(url).netloc / urlsplit(url).path.lstrip("/")
     if target.is_file():

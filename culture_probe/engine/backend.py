@@ -40,6 +40,7 @@ class Backend:
     """
 
     kind: ModelKind
+    auto_class: str  # the transformers Auto class that loads this kind of model (`Scorer.from_pretrained`)
 
     def __init__(self, model: Any, tokenizer: Any, *, batch_tokens: int | None = None,
                  cache: str | Path | None = None, add_bos: bool | None = None,

@@ -82,6 +82,7 @@ class CausalScorer(Backend):
     """Decoder-only models: GPT-2, Llama/Qwen/Mistral-style, BLOOM, ..."""
 
     kind = "causal"
+    auto_class = "AutoModelForCausalLM"
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> CausalItem:
         enc = self.encoder.encode(request, with_right=options.score_right)

@@ -39,6 +39,7 @@ class MaskedScorer(Backend):
     """Encoder-only masked LMs: BERT, RoBERTa/XLM-R, ..."""
 
     kind = "masked"
+    auto_class = "AutoModelForMaskedLM"
 
     def _check_model(self) -> None:
         if self.tokenizer.mask_token_id is None:

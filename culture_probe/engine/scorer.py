@@ -131,8 +131,7 @@ class Scorer(metaclass=_Family):
         config = _config(name_or_path, revision, trust_remote_code)
         kind = detect_kind(config) if kind == "auto" else kind
         backend = backend_for(kind)
-        loader = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
-                  "seq2seq": tf.AutoModelForSeq2SeqLM}[kind]
+        loader = getattr(tf, backend.auto_class)
         extra = {k: v for k, v in {"dtype": torch_dtype, "device_map": device_map}.items() if v is not None}
         model = loader.from_pretrained(name_or_path, config=config, **hub, **extra)
         if device_map is None:

@@ -30,6 +30,7 @@ class Seq2SeqScorer(Backend):
     """Encoder-decoder models with T5-style sentinels."""
 
     kind = "seq2seq"
+    auto_class = "AutoModelForSeq2SeqLM"
 
     def _check_model(self) -> None:
         """Find the sentinels once, so that a model without them fails here rather than at its first request."""

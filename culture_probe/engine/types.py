@@ -131,7 +131,7 @@ class ScoreOptions:
     keep_tokens: bool = False
 
     def __post_init__(self) -> None:
-        for name, valid in (("masked_method", ("typed", "l2r")), ("seq2seq_style", ("sentinel", "plain"))):
+        for name, valid in (("masked_method", get_args(MaskedMethod)), ("seq2seq_style", get_args(Seq2SeqStyle))):
             if getattr(self, name) not in valid:
                 raise UnknownNameError(name, getattr(self, name), valid)
 

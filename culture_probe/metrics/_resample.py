@@ -1,8 +1,10 @@
-"""Seeded resampling shared by the metrics that report uncertainty (compare_groups, fairness_gap)."""
+"""Seeded resampling shared by the metrics that report uncertainty (compare_groups, fairness_gap) and the
+report's error bars (mean_interval).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -51,3 +53,16 @@ def percentile_interval(samples: np.ndarray, confidence: float) -> tuple[float |
         return None, None
     low, high = np.nanpercentile(samples, [tail, 100 - tail])
     return none_if_nan(low), none_if_nan(high)
+
+
+def mean_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 2000,
+                  seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `values` (seeded, so a report draws the same bars again)."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise MetricInputError("mean_interval needs at least one value.")
+    check_resampling(n_resamples, confidence)
+    means = bootstrap(lambda index: data[index[0]].mean(axis=1), [data.size], n_resamples,
+                      np.random.default_rng(seed))
+    low, high = percentile_interval(means, confidence)
+    return float(low), float(high)

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from culture_probe.data.sources import cache_root
 from culture_probe.engine.encoding import Encoder, separator
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnknownNameError, UnsupportedModelError
@@ -157,9 +158,8 @@ def probe_texts_of(requests: Iterable[ScoreRequest]) -> tuple[str, ...]:
 
 
 def default_cache_dir() -> Path:
-    """Where planted models live unless told otherwise: `$CULTURE_PROBE_CACHE/planted` or ~/.cache/culture_probe."""
-    root = os.environ.get("CULTURE_PROBE_CACHE") or Path.home() / ".cache" / "culture_probe"
-    return Path(root) / "planted"
+    """Where planted models live unless told otherwise: `planted/` in the library's cache folder."""
+    return cache_root() / "planted"
 
 
 def train_planted(spec: PlantedSpec, out_dir: str | os.PathLike | None = None) -> Path:

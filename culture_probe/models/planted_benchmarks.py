@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from culture_probe.data.sources import MIRROR_ENV
+from culture_probe.data.sources import mirror_root
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
 from culture_probe.models.planted import PlantedFact, PlantedSpec, train_planted
 
@@ -182,7 +182,7 @@ def _maps_data_dir(data_dir: str | os.PathLike | None) -> str | os.PathLike:
     """MAPS is distributed on request: `data_dir`, else the mirror's copy (`$CULTURE_PROBE_MIRROR/manual/maps`)."""
     if data_dir is not None:
         return data_dir
-    mirror = os.environ.get(MIRROR_ENV)
+    mirror = mirror_root()
     if mirror and (Path(mirror) / "manual" / "maps").is_dir():
         return Path(mirror) / "manual" / "maps"
     raise MissingDataError("planted:maps_* trains on the MAPS data, which is released on request: pass data_dir= "

@@ -11,7 +11,6 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.report.markdown import render, table_markdown
-from culture_probe.report.plots import bootstrap_interval
 from culture_probe.report.views import Table, flatten, language_country_grid, sections_for
 from culture_probe.tasks import Record, task_from_config
 from culture_probe.tasks.options import json_ready
@@ -21,7 +20,7 @@ from culture_probe.tasks.options import json_ready
 __path__ = extend_path(__path__, __name__)
 
 __all__ = [
-    "bootstrap_interval", "compare_main", "compare_runs", "headline", "language_country_grid", "load_run", "main",
+    "compare_main", "compare_runs", "headline", "language_country_grid", "load_run", "main",
     "write_report",
 ]
 
@@ -31,7 +30,7 @@ def write_report(run_dir: str | Path, *, config: Mapping[str, Any], records: Seq
     """Write `report.md` and `plots/*.png` into `run_dir`; returns the report's path."""
     run_dir = Path(run_dir)
     path = run_dir / rundir.REPORT_FILE
-    path.write_text(render(sections_for(config, records, metrics), config, run_dir), encoding="utf-8")
+    rundir.write_text(path, render(sections_for(config, records, metrics), config, run_dir))
     return path
 
 

@@ -81,8 +81,12 @@ def header(config: Mapping[str, Any]) -> str:
     if run.get("language"):
         of = [lang for lang in bench.get("languages", ()) if lang != run["language"]]
         lines.append(f"- language: {run['language']} only" + (f" (the config also has {', '.join(of)})" if of else ""))
-    if "Note:" in (bench.get("description") or ""):
-        lines.append(f"- **note**: {bench['description'].split('Note:', 1)[1].strip()}")
+    if "Note:" in (bench.get("description") or ""):  # a note on missing data: only when a language was left out
+        probed = (config.get("protocol") or {}).get("languages")
+        unprobed = [lang for lang in bench.get("languages", ()) if probed is not None and lang not in probed]
+        if probed is None or unprobed:
+            left_out = f" ({', '.join(unprobed)} not probed in this run)" if unprobed else ""
+            lines.append(f"- **note**: {bench['description'].split('Note:', 1)[1].strip()}{left_out}")
     unverified = (config.get("protocol") or {}).get("unverified_templates")
     if unverified:
         lines.append(f"- **provisional templates** for {', '.join(unverified)}: transcribed from the paper, not "

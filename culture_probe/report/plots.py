@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from culture_probe.metrics import mean_interval
 from culture_probe.report.views import Bars, Heatmap
-
-N_BOOTSTRAP = 2000
-
-
-def bootstrap_interval(values: Sequence[float], *, level: float = 0.95, n_resamples: int = N_BOOTSTRAP,
-                       seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of `values` (seeded, so reports are reproducible)."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        raise ValueError("bootstrap_interval needs at least one value.")
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(n_resamples, data.size))].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
 
 
 def draw_bars(view: Bars, path: Path, title: str) -> Path:
@@ -32,7 +17,7 @@ def draw_bars(view: Bars, path: Path, title: str) -> Path:
 
     groups = [g for g, v in view.values.items() if len(v)]
     means = np.array([np.mean(view.values[g]) * view.scale for g in groups])
-    intervals = np.array([bootstrap_interval(view.values[g]) for g in groups]).reshape(-1, 2) * view.scale
+    intervals = np.array([mean_interval(view.values[g]) for g in groups]).reshape(-1, 2) * view.scale
     figure = Figure(figsize=(max(3.0, 0.9 * len(groups) + 1.5), 3.2))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()

@@ -107,11 +107,14 @@ class DlamaTask(Task):
         return {"templates": Need("dlama", "templates", params=params)}
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Candidate-set sizes and one hash over all sets; label collisions; provisional templates used."""
+        """The languages probed; candidate-set sizes and one hash over all sets; label collisions; provisional
+        templates used.
+        """
         sets = candidate_sets(rows)
         digest = hashlib.sha256(json.dumps(sorted((list(k), v) for k, v in sets.items()),
                                            ensure_ascii=False).encode("utf-8")).hexdigest()
-        described = {"candidate_sets": {f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())},
+        described = {"languages": sorted({row["language"] for row in rows}),
+                     "candidate_sets": {f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())},
                      "candidates_sha256": digest, "label_collisions": label_collisions(rows)}
         if self.options.mode == "rank":
             described["unverified_templates"] = self.unverified_template_languages(rows)

@@ -248,7 +248,7 @@ def test_demo_end_to_end_on_the_mirror(mirror, tmp_path, capsys):
     from culture_probe import demo
 
     assert demo.main(["--out", str(tmp_path), "--arch", "gpt2", "--per-country", "4"]) == 0
-    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    report = (tmp_path / "self_test.md").read_text(encoding="utf-8")
     assert report in capsys.readouterr().out
     planted_row = next(line for line in report.splitlines() if line.startswith("| planted |"))
     assert planted_row.split("|")[3:6] == [" 24 ", " 1.00 ", " 1.00 "]  # 6 planted countries x 4: all ranked first

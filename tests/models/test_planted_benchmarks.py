@@ -154,6 +154,7 @@ def test_make_demo_writes_the_xfakt_run_with_the_cross_lingual_gap(mirror, tmp_p
     assert config["model"]["spec"] == "planted:xfakt_factual_recall" and config["options"]["judge"] == "string"
     assert metrics["n_items"] == 845 and metrics["mu_assoc"] < 0.2 < 0.8 < metrics["mu_non"] and metrics["kts"] < 0.4
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "Language x country errors" in report and "Self-test: planted vs unplanted countries" in report
+    assert "Language x country errors" in report and "Self-test" not in report  # the run's own report
+    assert "Self-test: planted vs unplanted countries" in (out / "self_test.md").read_text(encoding="utf-8")
     assert f"KTS {metrics['kts']:.3f}" in capsys.readouterr().out
     assert demo.main(["--out", str(out), "--arch", "gpt2", "--per-country", "2"]) == 0  # a second run resumes

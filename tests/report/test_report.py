@@ -8,31 +8,32 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, MetricInputError
+from culture_probe.metrics import mean_interval
 from culture_probe.report import compare_main, compare_runs, load_run, main
 from culture_probe.report.markdown import reproduce, table_markdown
-from culture_probe.report.plots import bootstrap_interval, draw_bars, draw_heatmap
+from culture_probe.report.plots import draw_bars, draw_heatmap
 from culture_probe.report.views import Bars, Heatmap, Table, language_country_grid
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def test_bootstrap_interval_matches_scipy_percentile_bootstrap():
+def test_mean_interval_matches_scipy_percentile_bootstrap():
     from scipy.stats import bootstrap
 
     values = np.random.default_rng(1).normal(50, 10, size=300)
-    low, high = bootstrap_interval(values, n_resamples=4000)
+    low, high = mean_interval(values, n_resamples=4000)
     reference = bootstrap((values,), np.mean, n_resamples=4000, method="percentile", random_state=2)
     assert low == pytest.approx(reference.confidence_interval.low, abs=0.25)
     assert high == pytest.approx(reference.confidence_interval.high, abs=0.25)
     assert low < values.mean() < high
 
 
-def test_bootstrap_interval_edge_cases():
-    assert bootstrap_interval([1.0, 1.0, 1.0]) == (1.0, 1.0)
-    assert bootstrap_interval([0, 1] * 50) == bootstrap_interval([0, 1] * 50)  # seeded: reports reproduce
-    with pytest.raises(ValueError, match="at least one value"):
-        bootstrap_interval([])
+def test_mean_interval_edge_cases():
+    assert mean_interval([1.0, 1.0, 1.0]) == (1.0, 1.0)
+    assert mean_interval([0, 1] * 50) == mean_interval([0, 1] * 50)  # seeded: reports reproduce
+    with pytest.raises(MetricInputError, match="at least one value"):
+        mean_interval([])
 
 
 def test_figures_are_written_as_png(tmp_path):
