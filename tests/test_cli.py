@@ -72,12 +72,21 @@ def test_run_report_compare(setup, tmp_path, capsys):
     assert "| p1_en |" in capsys.readouterr().out
 
 
-def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path):
+def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path, monkeypatch):
+    from culture_probe.engine.backend import Backend
+
     data, model = setup
+    calls: list[int] = []
+    score = Backend.score
+    monkeypatch.setattr(Backend, "score", lambda self, requests, *a, **k: (
+        calls.append(len(requests)), score(self, requests, *a, **k))[1])
     args = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--out", str(tmp_path / "r")]
     assert main(args) == 0
+    asked = sum(calls)
     before = (tmp_path / "r" / "items.jsonl").read_text()
+    assert asked == len(before.splitlines()) > 0  # every probe was asked once
     assert main([*args, "--resume"]) == 0
+    assert sum(calls) == asked  # the resumed finished run asked the engine nothing
     assert (tmp_path / "r" / "items.jsonl").read_text() == before
 
 

@@ -21,7 +21,8 @@ def test_import_and_cli_help_do_not_load_torch():
 
 
 @pytest.mark.parametrize("module", ["culture_probe", "culture_probe.engine", "culture_probe.tasks",
-                                    "culture_probe.report", "culture_probe.metrics"])
+                                    "culture_probe.report", "culture_probe.metrics", "culture_probe.curation",
+                                    "culture_probe.models"])
 def test_public_api_names_resolve(module):
     import importlib
 

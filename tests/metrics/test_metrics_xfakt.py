@@ -80,8 +80,16 @@ rates = st.lists(st.integers(0, 4), min_size=9, max_size=9)
 
 @settings(max_examples=100, deadline=None)
 @given(rates)
-def test_scores_stay_in_unit_interval(counts):
-    result = xfakt(**columns(dict(zip(WRONG, counts, strict=True)), asked=4))
+def test_scores_follow_the_formulas_by_hand_and_stay_in_unit_interval(counts):
+    wrong = dict(zip(WRONG, counts, strict=True))
+    result = xfakt(**columns(wrong, asked=4))
+    home = {"en": "United States", "ja": "Japan", "sw": "Kenya"}
+    mu_a = statistics.fmean(k / 4 for (lang, country), k in wrong.items() if home[lang] == country)
+    mu_n = statistics.fmean(k / 4 for (lang, country), k in wrong.items() if home[lang] != country)
+    frs = 1.5 * (1 / (1 + mu_a + mu_n) - 1 / 3)
+    kts = 2 * (1 / (1 + abs(mu_a - mu_n)) - 0.5)
+    harmonic = 2 * frs * kts / (frs + kts) if frs + kts else 0.0
+    assert [result[k] for k in ("frs", "kts", "xfakt")] == pytest.approx([frs, kts, harmonic], abs=1e-12)
     for key in ("frs", "kts", "xfakt"):
         assert -1e-12 <= result[key] <= 1 + 1e-12
 

@@ -327,11 +327,22 @@ def test_chat_decodes_greedily_by_default_as_the_spec_says(fmlama_release):
     assert "decoded greedily" in next(d["description"] for d in result.config["deviations"] if d["id"] == "F8")
 
 
+@pytest.fixture(scope="module")
+def tiny_chat_model(tmp_path_factory):
+    """A tiny GPT-2 whose tokenizer knows the fixture rows' words (no mirror needed)."""
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    texts = [row["sub_label"] for row in ROWS] + [item for row in ROWS for item in row["obj_label"]]
+    texts += ["What are the ingredients of this food? The food contains tofu, rice, cheese and beef."]
+    tokenizer = train_tokenizer(texts, "bpe", model_kind="causal", vocab_size=300)
+    return save_tiny(tmp_path_factory.mktemp("tiny_chat") / "gpt2", "gpt2", tokenizer)
+
+
 @pytest.mark.slow
-def test_chat_sampling_end_to_end_gives_each_dish_the_same_reply_whatever_else_runs(mirror, tiny_models):
+def test_chat_sampling_end_to_end_gives_each_dish_the_same_reply_whatever_else_runs(tiny_chat_model):
     from culture_probe.engine import Scorer
 
-    scorer = Scorer.from_pretrained(tiny_models["gpt2"])
+    scorer = Scorer.from_pretrained(tiny_chat_model)
     scorer.tokenizer.chat_template = ("{% for m in messages %}user: {{ m['content'] }}\n{% endfor %}"
                                       "{% if add_generation_prompt %}assistant:{% endif %}")
     options = {"families": ("hasParts",), "mode": "chat", "chat_decoding": "sample", "chat_max_new_tokens": 8,
