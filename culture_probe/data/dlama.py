@@ -1,7 +1,9 @@
 """DLAMA-v1: Wikidata facts of contrasting cultures (Arab/Asia/South America vs West), two languages per pair.
 
-The release tarball is not mirrored, so the builder reads (in this order) `data_dir=` (an unpacked tarball),
-`data_files=` (the `.tar.gz`), or the pinned URL through the mirror rule (verified by its git blob id). The layout
+The builder reads (in this order) `data_dir=` (an unpacked tarball or the `.tar.gz`), `data_files=` (the
+`.tar.gz`), the pinned URL through the mirror rule (verified by its git blob id), or, when the tarball is not in
+the mirror, the mirror's unpacked copy of the release (`manual/dlama/dlama-v1`). Released pairs must hold the
+paper's Table 1 counts per language and culture (`verify_counts=False` opts out). The layout
 is spec dlama.md 2.2: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`, optionally under one extra folder and
 with a `dlama_raw/` twin. Each row is one fact in one language. The probing templates are a resource the protocol
 declares (`RESOURCES["templates"]`: the vendored strings, or a user's file). `dlama_custom` reads a pair written by

@@ -10,11 +10,16 @@ The region's membership (the Arab League, P463 Q7172) and sovereignty of its cou
 Distractors that a real Wikidata has, none of which may reach the output: subjects of another region, subjects
 with no label in one language, a historical (non-sovereign) country in the Arab League, and a subject ranked just
 below the released top 1,000 (`top`).
+
+Ties: `add_tie` adds a subject of the region with the same article size, objects and countries as a released fact,
+under a QID from `tie_qids` (numerically below or above the released subject's, and in the other order as text), so
+that the tie rule (equal sizes ranked by QID in numeric order) decides where it lands.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -152,6 +157,11 @@ def distractors(triples: Triples, pid: str, token: str, facts: list[dict], langu
 def build_store(facts: list[dict], pid: str, token: str, languages: tuple[str, ...], path: Path,
                 top: int = TOP) -> Path:
     """The N-Triples file of one (predicate, region) store."""
+    return store_triples(facts, pid, token, languages, top).write(path)
+
+
+def store_triples(facts: list[dict], pid: str, token: str, languages: tuple[str, ...], top: int = TOP) -> Triples:
+    """The statements of one (predicate, region) store: the released facts and the distractors."""
     triples = Triples()
     for country in SOVEREIGN_STATES:
         triples.fact(country, "P31", SOVEREIGN)
@@ -172,4 +182,35 @@ def build_store(facts: list[dict], pid: str, token: str, languages: tuple[str, .
         triples.article(fact["sub"], fact["size"])
         tie_to_country(triples, pid, fact, places)
     distractors(triples, pid, token, facts, languages, top)
-    return triples.write(path)
+    return triples
+
+
+def tie_qids(triples: Triples, subject: str) -> tuple[str, str]:
+    """Two QIDs the store does not mention, one numerically below `subject` and one above it, each on the other
+    side of it in text order (Q999 < Q1028 < Q10000 as numbers, not as text), so only numeric order ranks them right.
+    """
+    used = {int(n) for n in re.findall(rf"<{re.escape(WD)}Q(\d+)>", "\n".join(triples.lines))}
+    number, digits = int(subject[1:]), len(subject) - 1  # fewer digits: below; more digits: above
+    below = next((k for k in range(10 ** (digits - 1) - 1, 0, -1) if k not in used and str(k) > str(number)), None)
+    above = next((k for k in range(10**digits, 10 ** (digits + 1)) if k not in used and str(k) < str(number)), None)
+    assert below is not None and above is not None, f"{subject}: no QIDs around it in the other text order"
+    return f"Q{below}", f"Q{above}"
+
+
+def add_tie(triples: Triples, pid: str, fact: dict, subject: str, languages: tuple[str, ...]) -> dict:
+    """A subject `subject` of the same region as the released `fact`, with its size, objects and countries and a
+    label in every language; returns its fact (`uuid` left to the caller: it is rank-numbered). Not for predicates
+    whose subject is the country, or whose objects are places (P19, P20: the place decides the region).
+    """
+    predicate = PREDICATES[pid]
+    assert predicate.country_field != "subject" and predicate.object != "city", f"{pid}: no tie subject"
+    labels = {obj: fact["labels"][obj] for obj in fact["obj"]}
+    labels[subject] = {lang: f"tie {subject} ({lang})" for lang in languages}
+    tie = {**fact, "sub": subject, "labels": labels}
+    for obj in fact["obj"]:
+        triples.fact(subject, pid, obj)
+    for lang, text in labels[subject].items():
+        triples.label(subject, lang, text)
+    triples.article(subject, fact["size"])
+    tie_to_country(triples, pid, tie, {})
+    return tie

@@ -114,6 +114,7 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
     result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, out=tmp_path / "run", progress=False)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["benchmark"]["custom_rows"] is True and config["model"]["loaded_object"] is True
+    assert config["protocol"]["languages"] == ["en"]  # the languages the rows hold, not the config's (ar, en)
     report = (tmp_path / "run" / "report.md").read_text()
     reproduce_section = report.split("## Reproduce", 1)[1]
     assert "**Not reproducible from the command line alone** (see config.json)" in reproduce_section
@@ -132,6 +133,33 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
     assert "Not reproducible" not in reproduce(named)
     comma = {**named, "options": {"families": ["has,Parts"]}}
     assert "option `families` has an item containing a comma" in reproduce(comma)
+
+
+def _asia_west_config(probed):
+    """A config.json of a dlama_asia_west run whose rows held the languages `probed` (None: an older run that did
+    not record them).
+    """
+    from culture_probe.data.registry import list_benchmarks
+
+    entry = next(e for e in list_benchmarks() if e.name == "dlama_asia_west")
+    protocol = {"candidate_sets": {}} if probed is None else {"languages": probed}
+    return {"config": "dlama_asia_west", "model": {"spec": "mbert", "kind": "masked", "identity": None},
+            "benchmark": {"title": "DLAMA-v1", "version": "1.0.0", "rows": 10, "description": entry.description,
+                          "languages": list(entry.languages)},
+            "versions": {"culture_probe": "0"}, "run": {"language": None}, "protocol": protocol}
+
+
+def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
+    from culture_probe.report.markdown import header
+
+    assert "Note: the copy of the release in the shared mirror" in _asia_west_config(["en"])["benchmark"]["description"]
+    english = header(_asia_west_config(["en"]))
+    assert ("- **note**: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels "
+            "of asia-west") in english
+    assert english.endswith("(ko not probed in this run)")
+    assert "**note**" not in header(_asia_west_config(["en", "ko"]))  # a full release: both languages probed
+    older = header(_asia_west_config(None))  # no record of the probed languages: the note, as before
+    assert "- **note**: the copy of the release" in older and "not probed in this run" not in older
 
 
 def _fake_run(path, model, metrics, config="dlama_arab_west"):
