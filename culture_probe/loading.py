@@ -7,12 +7,14 @@ same place as its rows (`data_dir`, the mirror, or the pinned URL), with the pro
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from culture_probe.data.registry import load_benchmark, resolve
 from culture_probe.data.resources import load_resources
 from culture_probe.tasks import Task, task_for
+from culture_probe.tasks.options import options_from_dict
 
 
 def load_rows(config: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False,
@@ -50,3 +52,13 @@ def load_task(config: str, options: Any = None, *, kind: str, seed: int = 0,
     options = options if options is not None else task_cls.Options()
     side = load_side_data(config, options, data_dir=data_dir)
     return task_cls(config, options, kind=kind, seed=seed, resources=side.values), side.provenance
+
+
+def task_of_run(meta: Mapping[str, Any]) -> Task:
+    """A run's Task rebuilt from its config.json, with its resources loaded again from the run's `data_dir` (or the
+    mirror, or the pinned URL): what metrics need besides the records (FmLAMA's word vectors for mWS).
+    """
+    config = meta["config"]
+    options = options_from_dict(task_for(config).Options, meta["options"])
+    return load_task(config, options, kind=meta["model"]["kind"], seed=meta["run"]["seed"],
+                     data_dir=meta["run"].get("data_dir"))[0]

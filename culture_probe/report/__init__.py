@@ -10,9 +10,10 @@ from pkgutil import extend_path
 from typing import Any
 
 from culture_probe import rundir
+from culture_probe.loading import task_of_run
 from culture_probe.report.markdown import render, table_markdown
 from culture_probe.report.views import Table, flatten, language_country_grid, sections_for
-from culture_probe.tasks import Record, task_from_config
+from culture_probe.tasks import Record
 from culture_probe.tasks.options import json_ready
 
 # Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
@@ -41,7 +42,7 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[st
     run = rundir.read_run(run_dir)
     metrics = run.metrics
     if metrics is None:
-        metrics = json_ready(task_from_config(run.config).compute_metrics(run.records))
+        metrics = json_ready(task_of_run(run.config).compute_metrics(run.records))
     return run.config, run.records, metrics
 
 

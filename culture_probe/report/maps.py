@@ -18,10 +18,12 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     """The views of one MAPS run."""
     options = options_of(config)
     reason = [r for r in records if not r.skipped and r["tag"].startswith("reason")]
-    groups = {"all": [float(r["correct"]) for r in reason],
+    groups = {"all": [float(r["correct"]) for r in reason],  # per-item values: the bars' bootstrap intervals
               "figurative": [float(r["correct"]) for r in reason if r["is_figurative"]],
               "literal": [float(r["correct"]) for r in reason if not r["is_figurative"]]}
-    rows = tuple((name, shown(_mean_pct(values)), len(values)) for name, values in groups.items())
+    subsets = metrics.get("subsets", {})
+    cells = {"all": metrics, "figurative": subsets.get("figurative", {}), "literal": subsets.get("non_figurative", {})}
+    rows = tuple((name, shown(cell.get("accuracy")), cell.get("n", 0)) for name, cell in cells.items())
     out = [Section("Reasoning", text=f"Question: {QUESTIONS[options.get('question', 'pos')]!r}. Chance is 50%.",
                    tables=(Table(("items", "accuracy %", "n"), rows),),
                    figures=(Bars({k: v for k, v in groups.items() if v}, ylabel="accuracy (%)", scale=100.0),))]
@@ -45,6 +47,3 @@ def shown(value: float | None) -> str:
     """A percentage as the MAPS paper prints it: truncated to 2 decimals, not rounded (spec 5); None is "-"."""
     return format_score(value, 2, "truncate")
 
-
-def _mean_pct(values: Sequence[float]) -> float | None:
-    return 100.0 * sum(values) / len(values) if values else None

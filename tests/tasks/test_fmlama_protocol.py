@@ -18,6 +18,7 @@ from culture_probe.metrics.fmlama import average_precision, family_table, table_
 from culture_probe.runner import run
 from culture_probe.tasks import ScoreProbe, Skipped
 from culture_probe.tasks.fmlama import FmlamaTask, fill, record_ranking
+from culture_probe.tasks.options import json_ready
 
 POOL_RANKINGS = {  # spec 5.1: dish -> ranking of the pool [beef, cheese, flour, rice, tofu, tomato]
     "mapo doufu": ["tofu", "beef", "rice", "cheese", "tomato", "flour"],
@@ -149,6 +150,11 @@ def test_map_mws_correlation_over_the_cells_of_a_run(fmlama_release, tmp_path):
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())["resources"]["vectors"]
     assert recorded["sources"] == [str(path)] and recorded["params"] == {"path": str(path), "language": "en"}
     assert recorded["sha256"] == hashlib.sha256(hashlib.sha256(path.read_bytes()).hexdigest().encode()).hexdigest()
+    # an interrupted run (no metrics.json) is reported from its records, mWS included: the vectors load again
+    from culture_probe.report import load_run
+
+    (tmp_path / "run" / "metrics.json").unlink()
+    assert load_run(tmp_path / "run")[2]["mws"] == json_ready(result.metrics)["mws"]
 
 
 def test_a_missing_vectors_file_fails_before_any_scoring(fmlama_release, tmp_path):
