@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
     run.add_argument("--out", help="run directory (config.json, items.jsonl, metrics.json, report.md, plots)")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    run.add_argument("--cache-dir", help="folder of the per-model score caches, shared by every run "
+                     "(default: scores/ in $CULTURE_PROBE_CACHE or ~/.cache/culture_probe)")
+    run.add_argument("--no-cache", action="store_true", help="score without reading or writing the score cache")
     run.add_argument("--data-dir", help="local data (MAPS, DLAMA)")
     run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
     run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")

@@ -1,8 +1,8 @@
 """The run directory: its layout, atomic writes, the resume check, and reading a run back.
 
 A run directory holds `config.json` (everything needed to repeat the run), `items.jsonl` (one record per probe,
-appended as probes finish), `cache.sqlite` (the engine's result cache), `metrics.json`, `rows.jsonl` (a run on
-custom rows), `report.md` and `plots/`. The runner writes it and `report`/`compare` read it, both through here.
+appended as probes finish), `metrics.json`, `rows.jsonl` (a run on custom rows), `report.md` and `plots/`. The
+engine's score cache is not here: it is one file per model, shared by every run (`runner.default_cache_dir`). The runner writes it and `report`/`compare` read it, both through here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
 
-CONFIG_FILE, ITEMS_FILE, METRICS_FILE, CACHE_FILE = "config.json", "items.jsonl", "metrics.json", "cache.sqlite"
+CONFIG_FILE, ITEMS_FILE, METRICS_FILE = "config.json", "items.jsonl", "metrics.json"
 ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` can repeat it
 REPORT_FILE, PLOTS_DIR = "report.md", "plots"
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);

@@ -23,6 +23,7 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
+from culture_probe.data.sources import cache_root
 from culture_probe.engine.types import MODEL_KINDS
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
 from culture_probe.loading import load_rows, load_side_data
@@ -47,6 +48,8 @@ class RunSettings:
     data_dir: str | None = None
     corrected: bool = False
     revision: str | None = None  # the model's hub revision (branch, tag or commit) when it is named by id
+    cache_dir: str | None = None  # the folder of the per-model score caches (default: the user cache folder)
+    no_cache: bool = False  # score without reading or writing any cache
 
     def __post_init__(self) -> None:
         for name, low in (("limit", 1), ("batch_tokens", 1)):
@@ -85,17 +88,21 @@ def run(
     language: str | None = None, limit: int | None = None, batch_tokens: int | None = None, seed: int = 0,
     kind: str = "auto", device: str | None = None, dtype: str | None = None, data_dir: str | None = None,
     corrected: bool = False, rows: Sequence[Mapping[str, Any]] | None = None, progress: bool = True,
-    revision: str | None = None, **options: Any,
+    revision: str | None = None, cache_dir: str | os.PathLike | None = None, no_cache: bool = False,
+    **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
     Keyword `options` are the protocol's switches (the task's `Options` fields, e.g. `with_country=True`);
     `rows` replaces the loaded `test` split (tests, custom data). With `out`, the run directory is written.
     `revision` pins a Hub model (branch, tag or commit); config.json records it with the resolved commit.
+    Scores are cached per model under `cache_dir` (default: `scores/` in the user cache folder), shared by every
+    run and config of that model; `no_cache=True` skips the cache.
     """
     settings = RunSettings(language=language, limit=limit, batch_tokens=batch_tokens, seed=seed, kind=kind,
                            device=device, dtype=dtype, data_dir=str(data_dir) if data_dir is not None else None,
-                           corrected=corrected, revision=revision)
+                           corrected=corrected, revision=revision,
+                           cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache)
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)
@@ -107,7 +114,7 @@ def run(
         data = task.select_language(data, language)
     first = task.build_probes(data, stage=task.stages[0], limit=limit)
     run_dir = Path(out) if out is not None else None
-    scorer = load_scorer(model, settings, run_dir)
+    scorer = load_scorer(model, settings)
     meta = describe_run(config, model, scorer, task, settings, data, side.provenance, custom_rows=rows is not None,
                         rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None)
     main = is_main_process()
@@ -156,8 +163,15 @@ def model_kind(model: Any, settings: RunSettings) -> str:
     return kind_of(text, kind=settings.kind, revision=settings.revision)
 
 
-def load_scorer(model: Any, settings: RunSettings, run_dir: Path | None):
-    """A `Scorer` for `model`; an already loaded scorer is used as is."""
+def default_cache_dir() -> Path:
+    """Where the per-model score caches live unless told otherwise: `scores/` in the library's cache folder."""
+    return cache_root() / "scores"
+
+
+def load_scorer(model: Any, settings: RunSettings):
+    """A `Scorer` for `model`, caching its scores in the model's file of the cache folder; an already loaded
+    scorer is used as is.
+    """
     if not isinstance(model, (str, os.PathLike)):
         return model
     from culture_probe.engine import Scorer
@@ -165,8 +179,8 @@ def load_scorer(model: Any, settings: RunSettings, run_dir: Path | None):
     kwargs: dict[str, Any] = {"kind": settings.kind}
     if settings.batch_tokens is not None:
         kwargs["batch_tokens"] = settings.batch_tokens
-    if run_dir is not None:
-        kwargs["cache"] = run_dir / rundir.CACHE_FILE
+    if not settings.no_cache:
+        kwargs["cache_dir"] = settings.cache_dir or default_cache_dir()
     if settings.device is not None:
         kwargs["device"] = settings.device
     if settings.dtype is not None:
@@ -293,7 +307,7 @@ def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
     other = task.stage_model(stage)
     if other is None:
         return scorer
-    return load_scorer(other, replace(settings, kind="auto", batch_tokens=None, revision=None), None)
+    return load_scorer(other, replace(settings, kind="auto", batch_tokens=None, revision=None))
 
 
 def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[tuple[Probe, Any]]:
@@ -344,7 +358,8 @@ def main(args: Any) -> int:
     result = run(
         args.config, args.model, out=args.out, resume=args.resume, language=args.language, limit=args.limit,
         batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
-        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision,
+        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, cache_dir=args.cache_dir,
+        no_cache=args.no_cache,
         rows=rundir.read_rows(args.rows) if args.rows else None, **options,
     )
     if is_main_process():

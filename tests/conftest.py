@@ -36,3 +36,14 @@ def mirror() -> Path:
 def no_mirror(monkeypatch: pytest.MonkeyPatch) -> None:
     """Unset the mirror for one test."""
     monkeypatch.delenv("CULTURE_PROBE_MIRROR", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def score_cache_per_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own score-cache folder, so that counting engine calls in one test never depends on what
+    another test scored with the same model (planted models are still shared through CULTURE_PROBE_CACHE).
+    """
+    from culture_probe import runner
+
+    folder = tmp_path_factory.mktemp("scores")
+    monkeypatch.setattr(runner, "default_cache_dir", lambda: folder)

@@ -56,8 +56,9 @@ def test_run_report_compare(setup, tmp_path, capsys):
                  "--limit", "2"]) == 0
     out = capsys.readouterr().out
     assert "dlama_arab_west on" in out and "p1_en" in out and f"wrote {tmp_path / 'b'}" in out
-    for name in ("config.json", "items.jsonl", "metrics.json", "report.md", "cache.sqlite"):
+    for name in ("config.json", "items.jsonl", "metrics.json", "report.md"):
         assert (tmp_path / "a" / name).is_file()
+    assert not (tmp_path / "a" / "cache.sqlite").exists()  # the score cache is the model's, not the run's
     config = json.loads((tmp_path / "b" / "config.json").read_text())
     defaults = dataclasses.asdict(DlamaOptions())
     assert config["options"] == {**defaults, "score": "sum"} and config["run"]["limit"] == 2
@@ -88,6 +89,32 @@ def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path, monkeypatc
     assert main([*args, "--resume"]) == 0
     assert sum(calls) == asked  # the resumed finished run asked the engine nothing
     assert (tmp_path / "r" / "items.jsonl").read_text() == before
+
+
+def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(setup, tmp_path, monkeypatch):
+    from culture_probe import runner
+    from culture_probe.engine.masked import MaskedScorer
+
+    data, model = setup
+    batches: list[int] = []
+    original = MaskedScorer._score_batch
+    monkeypatch.setattr(MaskedScorer, "_score_batch",
+                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
+    common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data)]
+    assert main([*common, "--out", str(tmp_path / "first")]) == 0
+    computed = len(batches)
+    assert computed > 0
+    (cache,) = runner.default_cache_dir().glob("*.sqlite")  # one file, named after the model
+    assert cache.name.startswith(Path(model).name)
+    assert main([*common, "--out", str(tmp_path / "second"), "--option", "score=sum"]) == 0  # another run, config
+    assert len(batches) == computed  # every score came from the cache
+    assert (tmp_path / "first" / "items.jsonl").read_text().count("\n") == \
+        (tmp_path / "second" / "items.jsonl").read_text().count("\n")
+    assert main([*common, "--out", str(tmp_path / "third"), "--no-cache"]) == 0
+    assert len(batches) == 2 * computed  # computed again, and nothing written
+    moved = tmp_path / "elsewhere"
+    assert main([*common, "--out", str(tmp_path / "fourth"), "--cache-dir", str(moved)]) == 0
+    assert len(batches) == 3 * computed and len(list(moved.glob("*.sqlite"))) == 1
 
 
 def test_a_run_on_custom_rows_is_repeated_by_its_reproduce_command(setup, tmp_path):

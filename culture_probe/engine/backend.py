@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from culture_probe.engine import parallel
-from culture_probe.engine.cache import ScoreCache
+from culture_probe.engine.cache import ScoreCache, cache_file
 from culture_probe.engine.encoding import Encoder, model_max_length
 from culture_probe.engine.types import (
     CandidateScores,
@@ -43,17 +43,19 @@ class Backend:
     auto_class: str  # the transformers Auto class that loads this kind of model (`Scorer.from_pretrained`)
 
     def __init__(self, model: Any, tokenizer: Any, *, batch_tokens: int | None = None,
-                 cache: str | Path | None = None, add_bos: bool | None = None,
-                 identity: dict[str, Any] | None = None):
+                 cache: str | Path | None = None, cache_dir: str | Path | None = None,
+                 add_bos: bool | None = None, identity: dict[str, Any] | None = None):
         self.model, self.tokenizer = model, tokenizer
         self.identity = dict(identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or ""))
         self.encoder = Encoder(tokenizer, add_bos=add_bos, max_length=model_max_length(model, tokenizer),
                                name=self.identity["name_or_path"])
         self.batch_tokens = batch_tokens
         self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
-        self.cache_path = Path(cache) if cache is not None else None
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
+        self.cache_path = Path(cache) if cache is not None else (  # a file, or this model's file in cache_dir
+            cache_file(cache_dir, self.identity["name_or_path"], self.model_digest()) if cache_dir is not None
+            else None)
         self._check_model()
 
     # ---- the hooks a backend writes -------------------------------------------------------------------------
@@ -94,7 +96,8 @@ class Backend:
         keys = [self._key(r) for r in requests]
         rank, size = parallel.world()
         cache = self._open_cache(options)
-        done = cache.get(keys) if cache is not None else {}
+        done = (cache.get({key: r.candidates for key, r in zip(keys, requests, strict=True)},
+                          with_tokens=options.keep_tokens) if cache is not None else {})
         parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
         todo = sorted({key: i for i, key in enumerate(keys) if key not in done}.values())
         # Every process prepares (and so validates) every request before any scores: a bad request raises on
@@ -132,11 +135,14 @@ class Backend:
         template = str(getattr(self.tokenizer, "chat_template", None))
         return hashlib.sha256(f"{request.key()}\n{template}".encode()).hexdigest()
 
+    def model_digest(self) -> str:
+        """A digest of the model identity: the cache's model key and the name of its file in a cache folder."""
+        return hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()
+
     def _open_cache(self, options: ScoreOptions) -> ScoreCache | None:
         if self.cache_path is None:
             return None
-        model = hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()
-        return ScoreCache(self.cache_path, model=model, options=options.digest())
+        return ScoreCache(self.cache_path, model=self.model_digest(), options=options.digest())
 
     def _score_items(self, requests: list[ScoreRequest], items: dict[int, Any], options: ScoreOptions,
                      cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
@@ -150,7 +156,7 @@ class Backend:
             new = {i: _assemble(requests[i].candidates, tokens) for i, tokens in zip(batch, scored, strict=True)}
             results.update(new)
             if cache is not None:
-                cache.put({self._key(requests[i]): value for i, value in new.items()})
+                cache.put({self._key(requests[i]): value for i, value in new.items()}, with_tokens=options.keep_tokens)
             bar.update(len(batch))
         bar.close()
         return results

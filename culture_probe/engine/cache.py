@@ -1,24 +1,50 @@
-"""A SQLite result cache: an interrupted run resumes where it stopped, with any number of processes.
+"""A SQLite result cache: one file per model, shared by every run and config, compact, safe to share.
 
-One row per (model identity, request, scoring options). Rows are committed batch by batch, so a run killed with
-SIGKILL loses at most the batch in flight, and SQLite's journal keeps the file readable.
+One row per (model, request, scoring options), stored as binary arrays: the candidates' token counts (uint8, or
+uint16 when a candidate has 256 tokens or more),
+their summed log-probs (float64, so a cached score equals a fresh one bit for bit) and, only for requests that
+kept them, the per-token log-probs (float32: the model computed them in float32, so nothing is lost). The
+candidates themselves are not stored: the request key covers them. Each row carries a CRC32 of its key and arrays,
+so a damaged row is detected, reported and computed again, never read; a file SQLite cannot read is moved aside
+(`<file>.corrupt-<time>`), reported, and started anew. Rows are committed batch by batch in WAL mode, so a run
+killed with SIGKILL loses at most the batch in flight, and several processes can read and write one file at once.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import sqlite3
 import time
-from collections.abc import Iterable
+import warnings
+import zlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from culture_probe.engine.types import CandidateScores
+from culture_probe.errors import CultureProbeError
 
-_SCHEMA = """CREATE TABLE IF NOT EXISTS scores (
-    model TEXT NOT NULL, request TEXT NOT NULL, options TEXT NOT NULL, value TEXT NOT NULL,
-    PRIMARY KEY (model, request, options))"""
+TABLE = "scores_v2"  # v1 (JSON text values, per run) is ignored: its rows are simply not found
+_SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    model BLOB NOT NULL, options BLOB NOT NULL, request BLOB NOT NULL,
+    n_tokens BLOB NOT NULL, sums BLOB NOT NULL, tokens BLOB, crc INTEGER NOT NULL,
+    PRIMARY KEY (model, options, request)) WITHOUT ROWID"""
+
+
+class CacheCorruptionWarning(UserWarning):
+    """A cache file or row was damaged; it was set aside and the scores are computed again."""
+
+
+def cache_file(folder: str | Path, name: str, model_digest: str) -> Path:
+    """The cache file of one model in `folder`: readable name, then the identity digest (which decides)."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name or "model")[:60]
+    return Path(folder) / f"{slug}-{model_digest[:16]}.sqlite"
+
+
+def digest(text: str) -> bytes:
+    """16 bytes that stand for a long key (a model identity, a request, an options digest)."""
+    return hashlib.sha256(text.encode("utf-8")).digest()[:16]
 
 
 class ScoreCache:
@@ -26,33 +52,103 @@ class ScoreCache:
 
     def __init__(self, path: str | Path, *, model: str, options: str):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise CultureProbeError(f"The score cache {self.path} is a folder; pass a file path (or cache_dir=).")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.model, self.options = model, options
-        # Several processes may write at once: wait for the lock rather than fail.
-        self._db = sqlite3.connect(self.path, timeout=120)
-        _use_wal(self._db)
-        self._db.execute(_SCHEMA)
-        self._db.commit()
+        self.model, self.options = digest(model), digest(options)
+        try:
+            self._db = _connect(self.path)
+        except sqlite3.DatabaseError as error:
+            self._db = self._start_anew(error)
 
-    def get(self, keys: Iterable[str]) -> dict[str, CandidateScores]:
-        """The cached scores among `keys`."""
+    def get(self, requests: Mapping[str, tuple[str, ...]], *, with_tokens: bool = False
+            ) -> dict[str, CandidateScores]:
+        """The cached scores among `requests` (request key -> its candidates); with `with_tokens`, only rows that
+        kept the per-token log-probs.
+        """
         found = {}
-        for key in dict.fromkeys(keys):
-            row = self._db.execute("SELECT value FROM scores WHERE model=? AND request=? AND options=?",
-                                   (self.model, key, self.options)).fetchone()
-            if row is not None:
-                found[key] = _loads(row[0])
+        for key, candidates in requests.items():
+            row = self._fetch(digest(key))
+            if row is None or (with_tokens and row[2] is None):
+                continue
+            scores = self._decode(key, candidates, row)
+            if scores is not None:
+                found[key] = scores
         return found
 
-    def put(self, items: dict[str, CandidateScores]) -> None:
+    def put(self, items: dict[str, CandidateScores], *, with_tokens: bool = False) -> None:
         """Store `items` (request key -> scores) in one transaction."""
-        rows = [(self.model, key, self.options, _dumps(value)) for key, value in items.items()]
-        with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?)", rows)
+        rows = [(self.model, self.options, digest(key), *_encode(digest(key), value, with_tokens))
+                for key, value in items.items()]
+        try:
+            with self._db:
+                self._db.executemany(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        except sqlite3.DatabaseError as error:
+            if _is_busy(error):
+                raise
+            self._db = self._start_anew(error)
+            with self._db:
+                self._db.executemany(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
+
+    # ------------------------------------------------------------ damage
+
+    def _fetch(self, request: bytes) -> tuple[bytes, bytes, bytes | None, int] | None:
+        query = f"SELECT n_tokens, sums, tokens, crc FROM {TABLE} WHERE model=? AND options=? AND request=?"
+        try:
+            return self._db.execute(query, (self.model, self.options, request)).fetchone()
+        except sqlite3.DatabaseError as error:
+            if _is_busy(error):
+                raise
+            self._db = self._start_anew(error)
+            return None
+
+    def _decode(self, key: str, candidates: tuple[str, ...], row: tuple[bytes, bytes, bytes | None, int]
+                ) -> CandidateScores | None:
+        """The row's scores, or None (reported, and the row dropped) when its checksum or shape does not match."""
+        n_tokens, sums, tokens, crc = row
+        request = digest(key)
+        if _crc(request, n_tokens, sums, tokens) != crc or not _fits(candidates, n_tokens, sums, tokens):
+            warnings.warn(f"Score cache {self.path}: a damaged row was dropped and will be computed again.",
+                          CacheCorruptionWarning, stacklevel=3)
+            with self._db:
+                self._db.execute(f"DELETE FROM {TABLE} WHERE model=? AND options=? AND request=?",
+                                 (self.model, self.options, request))
+            return None
+        return _decode(candidates, n_tokens, sums, tokens)
+
+    def _start_anew(self, error: Exception) -> sqlite3.Connection:
+        """Move a file SQLite cannot read aside (kept for inspection), report it, and open a new one."""
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                Path(f"{self.path}{suffix}").rename(f"{aside}{suffix}")
+            except FileNotFoundError:
+                pass  # another process moved it first, or there was none
+        warnings.warn(f"Score cache {self.path} could not be read ({error}); it was moved to {aside} and a new "
+                      "one started: the scores it held are computed again.", CacheCorruptionWarning, stacklevel=3)
+        return _connect(self.path)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Several processes may write at once: wait for the lock rather than fail.
+    db = sqlite3.connect(path, timeout=120)
+    try:
+        _use_wal(db)
+        db.execute(_SCHEMA)
+        db.commit()
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+    return db
+
+
+def _is_busy(error: sqlite3.DatabaseError) -> bool:
+    """A lock held too long by another process: not damage (never move a healthy file aside for it)."""
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def _use_wal(db: sqlite3.Connection, attempts: int = 100) -> None:
@@ -66,24 +162,49 @@ def _use_wal(db: sqlite3.Connection, attempts: int = 100) -> None:
             db.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or attempt == attempts - 1:
+            if not _is_busy(error) or attempt == attempts - 1:
                 raise
             time.sleep(0.05)
 
 
-def _dumps(scores: CandidateScores) -> str:
-    # JSON floats round-trip float64 exactly (repr), and the file stays readable without this library.
-    tokens = [t.tolist() for t in scores.token_logprobs] if scores.token_logprobs is not None else None
-    return json.dumps({"candidates": list(scores.candidates), "tokens": tokens,
-                       "sum": scores.sum_logprob.tolist(), "n": scores.n_tokens.tolist()}, ensure_ascii=False)
+def _crc(request: bytes, n_tokens: bytes, sums: bytes, tokens: bytes | None) -> int:
+    return zlib.crc32(tokens or b"", zlib.crc32(sums, zlib.crc32(n_tokens, zlib.crc32(request))))
 
 
-def _loads(text: str) -> CandidateScores:
-    data = json.loads(text)
-    tokens = data["tokens"]
-    return CandidateScores(
-        candidates=tuple(data["candidates"]),
-        sum_logprob=np.asarray(data["sum"], dtype=np.float64),
-        n_tokens=np.asarray(data["n"], dtype=np.int64),
-        token_logprobs=None if tokens is None else tuple(np.asarray(t, dtype=np.float64) for t in tokens),
-    )
+def _encode(request: bytes, scores: CandidateScores, with_tokens: bool) -> tuple[bytes, bytes, bytes | None, int]:
+    """(n_tokens as uint8 or uint16, sums as float64, per-token log-probs as float32 or None, CRC32)."""
+    counts = np.asarray(scores.n_tokens)
+    longest = int(counts.max()) if counts.size else 0
+    if longest > np.iinfo(np.uint16).max:
+        raise CultureProbeError(f"A candidate of {longest} tokens cannot be cached (at most 65,535).")
+    n_tokens = counts.astype("<u1" if longest <= np.iinfo(np.uint8).max else "<u2").tobytes()
+    sums = np.asarray(scores.sum_logprob, dtype="<f8").tobytes()
+    tokens = None
+    if with_tokens and scores.token_logprobs is not None:
+        tokens = np.concatenate([np.asarray(t, dtype="<f4") for t in scores.token_logprobs] or
+                                [np.zeros(0, "<f4")]).tobytes()
+    return n_tokens, sums, tokens, _crc(request, n_tokens, sums, tokens)
+
+
+def _fits(candidates: tuple[str, ...], n_tokens: bytes, sums: bytes, tokens: bytes | None) -> bool:
+    """Whether the arrays have the sizes the request's candidates call for."""
+    n = len(candidates)
+    if len(n_tokens) not in (n, 2 * n) or len(sums) != 8 * n:
+        return False
+    return tokens is None or len(tokens) == 4 * int(_counts(n_tokens, n).sum())
+
+
+def _counts(n_tokens: bytes, n: int) -> np.ndarray:
+    """Token counts stored one byte each, or two when any is 256 or more (the blob's length tells which)."""
+    width = "<u1" if len(n_tokens) == n else "<u2"
+    return np.frombuffer(n_tokens, dtype=width).astype(np.int64)
+
+
+def _decode(candidates: tuple[str, ...], n_tokens: bytes, sums: bytes, tokens: bytes | None) -> CandidateScores:
+    counts = _counts(n_tokens, len(candidates))
+    per_token = None
+    if tokens is not None:
+        flat = np.frombuffer(tokens, dtype="<f4").astype(np.float64)
+        per_token = tuple(np.split(flat, np.cumsum(counts)[:-1])) if counts.size else ()
+    return CandidateScores(candidates=candidates, sum_logprob=np.frombuffer(sums, dtype="<f8").copy(), n_tokens=counts,
+                           token_logprobs=per_token)

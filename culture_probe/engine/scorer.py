@@ -123,7 +123,8 @@ class Scorer(metaclass=_Family):
     def from_pretrained(cls, name_or_path: str | Path, *, kind: str = "auto", device: Any = None,
                         torch_dtype: Any = None, device_map: Any = None, revision: str | None = None,
                         batch_tokens: int | None = None, cache: str | Path | None = None,
-                        add_bos: bool | None = None, trust_remote_code: bool = False) -> Backend:
+                        cache_dir: str | Path | None = None, add_bos: bool | None = None,
+                        trust_remote_code: bool = False) -> Backend:
         """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right backend."""
         import transformers as tf
 
@@ -138,5 +139,5 @@ class Scorer(metaclass=_Family):
             model = model.to(parallel.local_device(device))
         tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **hub)
         identity = _identity(model, tokenizer, name=str(name_or_path), revision=revision, hash_weights=False)
-        return backend(model.eval(), tokenizer, batch_tokens=batch_tokens, cache=cache, add_bos=add_bos,
-                       identity=identity)
+        return backend(model.eval(), tokenizer, batch_tokens=batch_tokens, cache=cache, cache_dir=cache_dir,
+                       add_bos=add_bos, identity=identity)

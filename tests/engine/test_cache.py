@@ -15,6 +15,7 @@ import pytest
 from engine_reference import tiny
 
 from culture_probe.engine import Scorer, ScoreRequest
+from culture_probe.engine.cache import TABLE, CacheCorruptionWarning
 from culture_probe.models import save_tiny
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def test_killed_run_resumes_with_only_missing_requests(tmp_path):
 
     with sqlite3.connect(db) as con:  # the file stays readable after SIGKILL
         assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        stored = con.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+        stored = con.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0]
     assert 3 <= stored < len(LEFTS)
 
     second = _run(tmp_path, model_dir, db, pause=0)
@@ -96,9 +97,14 @@ def test_cache_is_keyed_by_model_identity_and_options(tmp_path, monkeypatch):
     assert len(batches) == 2 and not np.allclose(a.sum_logprob, b.sum_logprob)
     right = Scorer(model, tok, cache=db).score(reqs, score_right=True)[0]  # another rule: computed
     assert len(batches) == 3 and (right.n_tokens > a.n_tokens).all()
-    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]  # what is returned only: a hit
-    assert len(batches) == 3 and again.token_logprobs is not None
+    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]  # per-token values were not kept: computed
+    assert len(batches) == 4 and again.token_logprobs is not None
     np.testing.assert_array_equal(again.sum_logprob, a.sum_logprob)
+    kept = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]  # now they are: a hit, bit for bit
+    assert len(batches) == 4
+    for cached, fresh in zip(kept.token_logprobs, again.token_logprobs, strict=True):
+        np.testing.assert_array_equal(cached, fresh)
+    assert Scorer(model, tok, cache=db).score(reqs)[0] == a and len(batches) == 4  # and serve plain requests too
 
 
 def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatch):
@@ -133,3 +139,77 @@ def test_identity_records_the_hub_commit_when_known():
     config = type(model.config)(**model.config.to_dict())
     config._commit_hash = commit  # what transformers sets on a model loaded from the Hub
     assert _identity(type(model)(config), tok, name="org/model", hash_weights=False)["commit"] == commit
+
+
+def counted(monkeypatch) -> list[int]:
+    """Batches the causal backend computes (a cache hit computes none)."""
+    from culture_probe.engine.causal import CausalScorer
+
+    original, batches = CausalScorer._score_batch, []
+    monkeypatch.setattr(CausalScorer, "_score_batch",
+                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
+    return batches
+
+
+def test_cached_scores_are_compact_and_equal_fresh_ones_bit_for_bit(tmp_path, monkeypatch):
+    batches = counted(monkeypatch)
+    model, tok = tiny("gpt2", "bpe")
+    candidates = [f"{a} {b}" for a in CANDIDATES for b in CANDIDATES] * 4  # 196 candidates, 1-4 tokens each
+    reqs = [ScoreRequest(left, candidates) for left in LEFTS]
+    fresh = Scorer(model, tok).score(reqs)
+    cached = Scorer(model, tok, cache=tmp_path / "c.sqlite").score(reqs)
+    assert Scorer(model, tok, cache=tmp_path / "c.sqlite").score(reqs) == fresh == cached
+    assert len(batches) == 2 * (len(batches) // 2) and len(batches) > 0  # the third call computed nothing
+    with sqlite3.connect(tmp_path / "c.sqlite") as con:
+        stored = con.execute(f"SELECT SUM(LENGTH(n_tokens) + LENGTH(sums)), COUNT(*) FROM {TABLE}").fetchone()
+    assert stored == (9 * len(candidates) * len(LEFTS), len(LEFTS))  # uint8 counts + float64 sums, no text
+    # the JSON text the first cache stored for the same work (candidates, sums, counts and every per-token value)
+    # was more than ten times larger
+    text = sum(len(json.dumps({"candidates": list(o.candidates), "tokens": [t.tolist() for t in o.token_logprobs],
+                               "sum": o.sum_logprob.tolist(), "n": o.n_tokens.tolist()}))
+               for o in Scorer(model, tok).score(reqs, keep_tokens=True))
+    assert stored[0] * 10 < text, text / stored[0]
+
+
+def test_a_damaged_row_is_reported_dropped_and_computed_again(tmp_path, monkeypatch):
+    batches = counted(monkeypatch)
+    model, tok = tiny("gpt2", "bpe")
+    reqs = [ScoreRequest(left, CANDIDATES) for left in LEFTS[:3]]
+    db = tmp_path / "c.sqlite"
+    want = Scorer(model, tok, cache=db).score(reqs)
+    computed = len(batches)
+    with sqlite3.connect(db) as con:  # one bit flipped in one stored sum
+        request, sums = con.execute(f"SELECT request, sums FROM {TABLE} LIMIT 1").fetchone()
+        flipped = bytes([sums[0] ^ 1]) + sums[1:]
+        con.execute(f"UPDATE {TABLE} SET sums=? WHERE request=?", (flipped, request))
+    with pytest.warns(CacheCorruptionWarning, match="damaged row was dropped"):
+        got = Scorer(model, tok, cache=db).score(reqs)
+    assert got == want and len(batches) > computed  # recomputed, not read
+    again = len(batches)
+    assert Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == again  # and stored anew
+
+
+def test_an_unreadable_cache_file_is_moved_aside_and_started_anew(tmp_path, monkeypatch):
+    batches = counted(monkeypatch)
+    model, tok = tiny("gpt2", "bpe")
+    reqs = [ScoreRequest(LEFTS[0], CANDIDATES)]
+    db = tmp_path / "c.sqlite"
+    want = Scorer(model, tok).score(reqs)
+    db.write_bytes(b"this is not a SQLite file" * 100)
+    with pytest.warns(CacheCorruptionWarning, match="could not be read .* moved to"):
+        assert Scorer(model, tok, cache=db).score(reqs) == want
+    assert [p.name for p in tmp_path.glob("c.sqlite.corrupt-*")]  # kept for inspection
+    computed = len(batches)
+    assert Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == computed  # the new file works
+
+
+@pytest.mark.slow
+def test_two_processes_writing_one_cache_at_once(tmp_path):
+    _, tok = tiny("gpt2", "bpe")
+    model_dir = save_tiny(tmp_path / "model", "gpt2", tok, layers=1, hidden=32, heads=4)
+    db = tmp_path / "cache.sqlite"
+    both = [_run(tmp_path, model_dir, db, pause=0.05) for _ in range(2)]
+    reports = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1]) for p in both]
+    assert all(p.returncode == 0 for p in both) and reports[0]["sums"] == reports[1]["sums"]
+    third = json.loads(_run(tmp_path, model_dir, db, pause=0).communicate(timeout=300)[0].strip().splitlines()[-1])
+    assert third["computed"] == 0 and third["sums"] == reports[0]["sums"]  # every row readable, none torn

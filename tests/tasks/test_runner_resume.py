@@ -48,7 +48,7 @@ class FakeModel:
 
 
 def fake_loader(judge: FakeModel, loads: list):
-    def load(model, settings, run_dir):
+    def load(model, settings):
         if not isinstance(model, str):
             return model
         loads.append((model, settings))
@@ -135,8 +135,10 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
 
     calls = []
     monkeypatch.setattr(Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw))))
-    runner.load_scorer("org/model", RunSettings(revision="0123abc"), None)
-    assert calls == [("org/model", {"kind": "auto", "revision": "0123abc"})]
+    runner.load_scorer("org/model", RunSettings(revision="0123abc"))
+    runner.load_scorer("org/model", RunSettings(no_cache=True))
+    assert calls == [("org/model", {"kind": "auto", "revision": "0123abc", "cache_dir": runner.default_cache_dir()}),
+                     ("org/model", {"kind": "auto"})]
     args = build_parser().parse_args(["run", "dlama_arab_west", "--model", "org/model", "--revision", "v1"])
     assert args.revision == "v1"
 
