@@ -2,7 +2,8 @@
 
 A run directory holds `config.json` (everything needed to repeat the run), `items.jsonl` (one record per probe,
 appended as probes finish), `metrics.json`, `rows.jsonl` (a run on custom rows), `report.md` and `plots/`. The
-engine's score cache is not here: it is one file per model, shared by every run (`runner.default_cache_dir`). The runner writes it and `report`/`compare` read it, both through here.
+engine's score cache is not here: it is one file per model, shared by every run (`runner.default_cache_dir`).
+The runner writes it and `report`/`compare` read it, both through here.
 """
 
 from __future__ import annotations
