@@ -1,15 +1,18 @@
-"""Engine speed versus a harness-style baseline, on FmLAMA English (issue 2).
+"""Engine speed against the real lm-evaluation-harness and other baselines, measured in one run (issue 13).
 
-20 dishes x every ingredient of the English pool (>= 1,000 candidates), template
-"The ingredients of {dish} include {ingredient}", with a 6-layer random-weight GPT-2 and a 6-layer BERT whose
-tokenizers are trained on the FmLAMA text. Baselines:
-- causal: what lm-evaluation-harness does: one padded forward per context+candidate pair, length-sorted batches
-  of 64, full log_softmax over every position;
-- masked: per-candidate typed querying: one forward per (dish, candidate) with k masks, batches of 64.
-The baselines tokenize on their own, as tests/engine/engine_reference.py does (tokenizer(left + " " + candidate),
-split after the context's ids), so the comparison covers the engine's tokenization too. Prints both times, their
-ratio, the largest score difference, and PASS/FAIL for each target of issue 2 (a pool of >= 1,000 candidates,
->= 10x faster, scores within 1e-4); exits with status 1 if any fails. Needs CULTURE_PROBE_MIRROR (or the network).
+FmLAMA English: 20 dishes x every ingredient of the English pool (>= 1,000 candidates), context
+"The ingredients of {dish} include", random-weight 6-layer models whose tokenizers are trained on the FmLAMA text.
+- causal, GPT-2 with n_positions 256 and 1024: the engine against lm-eval's `HFLM.loglikelihood` (batch 64, the
+  harness users would pick instead, from PyPI: `pip install lm-eval`) on the same (context, " " + ingredient)
+  requests, scores within 1e-4; and the engine against its FLOP bound, 2 x parameters x the tokens the engine put
+  through the model, at the float32 matmul rate measured on this machine in the same run;
+- masked, BERT: the engine's typed querying against per-candidate typed querying (one forward per candidate with
+  k masks, batches of 64), scores within 1e-4;
+- generation: the engine's batched greedy `generate` against a per-prompt `model.generate` loop on 32 prompts,
+  identical texts;
+- start-up: `culture-probe --help` and `culture-probe list` as subprocesses.
+Prints each time, each ratio and PASS/FAIL for each target; exits with status 1 if any fails. Needs
+CULTURE_PROBE_MIRROR (or the network).
 
     python benchmarks/bench_engine.py [--dishes 20] [--candidates N] [--hidden 768] [--heads 12] [--threads 2]
                                       [--repeat 1]
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,7 +45,10 @@ from culture_probe.models import tiny_model, train_tokenizer
 DISHES_URL = ("https://raw.githubusercontent.com/lizhou21/FmLAMA-master/16c41230d03e53cc5315217f7b9e210cd7dcc7fc/"
               "data/data_lang/en/en_dishes.jsonl")
 LEFT = "The ingredients of {dish} include"
-MIN_CANDIDATES, MIN_SPEEDUP, MAX_DIFF = 1000, 10.0, 1e-4  # the targets of issue 2
+MIN_CANDIDATES, MAX_DIFF = 1000, 1e-4
+HARNESS_SPEEDUP, FLOP_BOUND, MASKED_SPEEDUP = 10.0, 2.0, 50.0  # the targets of issue 13
+GENERATE_SPEEDUP, N_PROMPTS, NEW_TOKENS, STARTUP_SECONDS = 5.0, 32, 16, 1.0
+POSITIONS = (256, 1024)
 
 
 def reference_inputs(tok, requests: list[ScoreRequest]) -> list[tuple[list[int], list[int], list[int]]]:
@@ -78,20 +85,15 @@ def _padded(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor
     return ids, mask
 
 
-@torch.inference_mode()
-def harness_causal(model, pairs: list[tuple[list[int], list[int]]], pad: int) -> list[float]:
-    """One forward per (context, candidate), length-sorted batches of 64, full log_softmax."""
-    order = sorted(range(len(pairs)), key=lambda i: -len(pairs[i][0]) - len(pairs[i][1]))
-    out = [0.0] * len(pairs)
-    for start in range(0, len(order), 64):
-        batch = order[start: start + 64]
-        ids, mask = _padded([pairs[i][0] + pairs[i][1] for i in batch], pad)
-        logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)
-        for row, i in enumerate(batch):
-            ctx, cand = pairs[i]
-            pos = torch.arange(len(ctx) - 1, len(ctx) - 1 + len(cand))
-            out[i] = logp[row, pos, torch.tensor(cand)].sum().item()
-    return out
+def harness_loglikelihood(model, tok, requests: list[ScoreRequest]) -> np.ndarray:
+    """lm-eval's `HFLM.loglikelihood` (batch 64) on every (context, " " + candidate): the summed log-prob."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=model, tokenizer=tok, batch_size=64, device="cpu")
+    pairs = [(r.left, " " + c) for r in requests for c in r.candidates]
+    instances = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
+    return np.array([logprob for logprob, _ in lm.loglikelihood(instances, disable_tqdm=True)])
 
 
 @torch.inference_mode()
@@ -121,50 +123,132 @@ def best_time(fn, repeat: int):
     return min(times), result
 
 
-def run(arch: str, kind: str, dishes: list[str], pool: list[str], shape: tuple[int, int], repeat: int) -> bool:
-    """Time the engine and the baseline for one model, print the comparison; True when every target passes."""
-    texts = [LEFT.format(dish=d) + " " + ", ".join(pool[i::50]) for i, d in enumerate(dishes * 3)] + pool
-    tok = train_tokenizer(texts, kind, vocab_size=8000, model_kind="causal" if arch == "gpt2" else "masked")
-    hidden, heads = shape
-    model = tiny_model(arch, tok, layers=6, hidden=hidden, heads=heads, seed=0)
-    scorer = Scorer(model, tok)
-    requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
-
-    # Warm both paths up first (allocator, kernels, caches), so neither pays start-up costs inside its timing.
-    warm = [ScoreRequest(LEFT.format(dish="bread"), pool[:64])]
-    scorer.score(warm)
-    warm_items = reference_inputs(tok, warm)
-    if arch == "gpt2":
-        harness_causal(model, [(ctx, cand) for ctx, cand, _ in warm_items], tok.pad_token_id)
-    else:
-        per_candidate_masked(model, warm_items, tok)
-
-    engine_time, scores = best_time(lambda: scorer.score(requests), repeat)
-    engine = np.concatenate([s.sum_logprob for s in scores])
-    engine_tokens = np.concatenate([s.n_tokens for s in scores])
-
-    # Both timings include tokenization: the engine's own, and the baseline's per-pair tokenization (the harness
-    # tokenizes every context+continuation too).
-    def baseline_run():
-        items = reference_inputs(tok, requests)
-        if arch == "gpt2":
-            return items, np.array(harness_causal(model, [(ctx, cand) for ctx, cand, _ in items], tok.pad_token_id))
-        return items, np.array(per_candidate_masked(model, items, tok))
-
-    base_time, (items, baseline) = best_time(baseline_run, repeat)
-    lengths = np.array([len(cand) for _, cand, _ in items])
-    speedup, diff = base_time / engine_time, float(np.abs(engine - baseline).max())
-    print(f"{arch:5s} ({kind}, 6 layers, hidden {hidden}, vocab {len(tok)}): {len(dishes)} dishes x {len(pool)} "
-          f"candidates ({lengths.mean():.2f} tokens each; token counts differ for "
-          f"{int((engine_tokens != lengths).sum())})\n"
-          f"  engine {engine_time:8.2f} s   baseline {base_time:8.2f} s   speed-up {speedup:6.1f}x   "
-          f"max |diff| {diff:.2e}")
-    targets = {f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
-               f"speed-up >= {MIN_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= MIN_SPEEDUP,
-               f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF}
+def report(targets: dict[str, bool]) -> bool:
+    """Print one case's targets as PASS/FAIL lines; True when all pass."""
     for target, passed in targets.items():
         print(f"  {'PASS' if passed else 'FAIL'}  {target}")
     return all(targets.values())
+
+
+def fmlama_tokenizer(kind: str, arch: str, dishes: list[str], pool: list[str]):
+    texts = [LEFT.format(dish=d) + " " + ", ".join(pool[i::50]) for i, d in enumerate(dishes * 3)] + pool
+    return train_tokenizer(texts, kind, vocab_size=8000, model_kind="causal" if arch == "gpt2" else "masked")
+
+
+def counted_tokens(model) -> list[int]:
+    """A list that grows by the number of input tokens of every forward pass of `model`'s transformer body (the
+    engine calls the body and then the LM head only where a candidate token is predicted).
+    """
+    seen: list[int] = []
+    model.base_model.register_forward_pre_hook(lambda _, args, kwargs: seen.append(
+        int((kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]).numel())), with_kwargs=True)
+    return seen
+
+
+def matmul_rate() -> float:
+    """Float32 FLOP/s of this machine on a GPT-2-sized matmul (best of five)."""
+    a, b = torch.randn(4096, 768), torch.randn(768, 3072)
+    torch.mm(a, b)
+    seconds, _ = best_time(lambda: torch.mm(a, b), 5)
+    return 2 * a.shape[0] * a.shape[1] * b.shape[1] / seconds
+
+
+def causal_case(dishes, pool, shape, positions: int, repeat: int, rate: float) -> bool:
+    """The engine against lm-eval's HFLM and against its FLOP bound, GPT-2 with `positions` positions."""
+    tok = fmlama_tokenizer("bpe", "gpt2", dishes, pool)
+    model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0, positions=positions)
+    scorer = Scorer(model, tok)
+    requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
+    warm = [ScoreRequest(LEFT.format(dish="bread"), pool[:64])]  # allocator, kernels: outside the timings
+    scorer.score(warm)
+    harness_loglikelihood(model, tok, warm)
+    tokens = counted_tokens(model)
+    engine_time, scores = best_time(lambda: scorer.score(requests), repeat)
+    engine_tokens = sum(tokens) // repeat
+    engine = np.concatenate([s.sum_logprob for s in scores])
+    harness_time, harness = best_time(lambda: harness_loglikelihood(model, tok, requests), repeat)
+    speedup, diff = harness_time / engine_time, float(np.abs(engine - harness).max())
+    bound = 2 * model.num_parameters() * engine_tokens / rate
+    print(f"gpt2  (n_positions {positions}, 6 layers, hidden {shape[0]}, vocab {len(tok)}): {len(dishes)} dishes x "
+          f"{len(pool)} candidates\n"
+          f"  engine {engine_time:8.2f} s   lm-eval HFLM {harness_time:8.2f} s   speed-up {speedup:6.1f}x   "
+          f"max |diff| {diff:.2e}\n"
+          f"  FLOP bound {bound:8.2f} s ({engine_tokens:,} tokens through the model x 2 x "
+          f"{model.num_parameters() / 1e6:.1f}M parameters at {rate / 1e9:.0f} GFLOP/s): engine at "
+          f"{engine_time / bound:.1f}x the bound")
+    return report({
+        f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
+        f"speed-up over lm-eval >= {HARNESS_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= HARNESS_SPEEDUP,
+        f"within {FLOP_BOUND:.0f}x of the FLOP bound ({engine_time / bound:.1f}x)": engine_time <= FLOP_BOUND * bound,
+        f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF})
+
+
+def masked_case(dishes, pool, shape, repeat: int) -> bool:
+    """The engine's typed querying against per-candidate typed querying, BERT."""
+    tok = fmlama_tokenizer("wordpiece", "bert", dishes, pool)
+    model = tiny_model("bert", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0)
+    scorer = Scorer(model, tok)
+    requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
+    warm = [ScoreRequest(LEFT.format(dish="bread"), pool[:64])]
+    scorer.score(warm)
+    per_candidate_masked(model, reference_inputs(tok, warm), tok)
+    engine_time, scores = best_time(lambda: scorer.score(requests), repeat)
+    engine = np.concatenate([s.sum_logprob for s in scores])
+
+    def baseline_run():  # tokenizes on its own, as the engine does inside its timing
+        return np.array(per_candidate_masked(model, reference_inputs(tok, requests), tok))
+
+    base_time, baseline = best_time(baseline_run, repeat)
+    speedup, diff = base_time / engine_time, float(np.abs(engine - baseline).max())
+    print(f"bert  (6 layers, hidden {shape[0]}, vocab {len(tok)}): {len(dishes)} dishes x {len(pool)} candidates\n"
+          f"  engine {engine_time:8.2f} s   per-candidate baseline {base_time:8.2f} s   speed-up {speedup:6.1f}x   "
+          f"max |diff| {diff:.2e}")
+    return report({
+        f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
+        f"speed-up >= {MASKED_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= MASKED_SPEEDUP,
+        f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF})
+
+
+@torch.inference_mode()
+def generate_one_by_one(model, tok, prompts: list[str]) -> list[str]:
+    """What a user without the engine writes: `model.generate` per prompt, greedy."""
+    texts = []
+    for prompt in prompts:
+        ids = tok(prompt, return_tensors="pt")
+        out = model.generate(**ids, max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=tok.pad_token_id)
+        texts.append(tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True))
+    return texts
+
+
+def generation_case(dishes, pool, shape, repeat: int) -> bool:
+    """The engine's batched greedy generation against a per-prompt loop: same texts, and how much faster."""
+    tok = fmlama_tokenizer("bpe", "gpt2", dishes, pool)
+    model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0)
+    scorer = Scorer(model, tok)
+    prompts = [LEFT.format(dish=d) for d in (dishes * N_PROMPTS)[:N_PROMPTS]]
+    prompts = [p if i % 2 else p + " rice and" for i, p in enumerate(prompts)]  # unequal lengths: left padding
+    scorer.generate(prompts[:2], max_new_tokens=2)
+    generate_one_by_one(model, tok, prompts[:2])
+    engine_time, engine = best_time(lambda: scorer.generate(prompts, max_new_tokens=NEW_TOKENS), repeat)
+    loop_time, loop = best_time(lambda: generate_one_by_one(model, tok, prompts), repeat)
+    same = sum(a == b for a, b in zip(engine, loop, strict=True))
+    speedup = loop_time / engine_time
+    print(f"generate (gpt2, 6 layers, hidden {shape[0]}): {N_PROMPTS} prompts x {NEW_TOKENS} new tokens, greedy\n"
+          f"  engine {engine_time:8.2f} s   per-prompt model.generate {loop_time:8.2f} s   speed-up {speedup:6.1f}x   "
+          f"identical texts {same}/{N_PROMPTS}")
+    return report({f"speed-up >= {GENERATE_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= GENERATE_SPEEDUP,
+                       f"identical texts ({same}/{N_PROMPTS})": same == N_PROMPTS})
+
+
+def startup_case() -> bool:
+    """`culture-probe --help` and `culture-probe list` as a user starts them (best of three)."""
+    times = {}
+    for args in (["--help"], ["list"]):
+        command = [sys.executable, "-m", "culture_probe.cli", *args]
+        times[" ".join(args)], _ = best_time(lambda c=command: subprocess.run(c, capture_output=True, check=True), 3)
+    print("start-up: " + "   ".join(f"culture-probe {k} {v:.2f} s" for k, v in times.items()))
+    return report({f"culture-probe {k} < {STARTUP_SECONDS:.0f} s ({v:.2f} s)": v < STARTUP_SECONDS
+                       for k, v in times.items()})
 
 
 def main() -> None:
@@ -183,8 +267,10 @@ def main() -> None:
                          "the benchmark needs: is the mirror's en_dishes.jsonl complete?")
     if args.candidates:
         pool = pool[:: max(1, len(pool) // args.candidates)][: args.candidates]
-    passed = [run(arch, kind, dishes, pool, (args.hidden, args.heads), args.repeat)
-              for arch, kind in (("gpt2", "bpe"), ("bert", "wordpiece"))]
+    shape, rate = (args.hidden, args.heads), matmul_rate()
+    passed = [causal_case(dishes, pool, shape, positions, args.repeat, rate) for positions in POSITIONS]
+    passed += [masked_case(dishes, pool, shape, args.repeat), generation_case(dishes, pool, shape, args.repeat),
+               startup_case()]
     sys.exit(0 if all(passed) else 1)
 
 

@@ -188,19 +188,22 @@ def train_tokenizer(texts: Iterable[str], kind: TokenizerKind, *, vocab_size: in
     return PreTrainedTokenizerFast(tokenizer_object=tok, **extra)
 
 
-def _config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int):
-    """A transformers config of `arch` sized as asked, with vocab and special ids taken from `tokenizer`."""
+def _config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, positions: int = 512):
+    """A transformers config of `arch` sized as asked (`positions`: the decoders' position count), with vocab and
+    special ids taken from `tokenizer`.
+    """
     import transformers as tf
 
     ids = {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
            "eos_token_id": tokenizer.eos_token_id}
     vocab = len(tokenizer)
     if arch == "gpt2":
-        return tf.GPT2Config(vocab_size=vocab, n_positions=512, n_embd=hidden, n_layer=layers, n_head=heads, **ids)
+        return tf.GPT2Config(vocab_size=vocab, n_positions=positions, n_embd=hidden, n_layer=layers, n_head=heads,
+                             **ids)
     if arch == "llama":
         return tf.LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
                               num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads // 2,
-                              max_position_embeddings=512, **ids)
+                              max_position_embeddings=positions, **ids)
     if arch == "bloom":
         return tf.BloomConfig(vocab_size=vocab, hidden_size=hidden, n_layer=layers, n_head=heads, **ids)
     if arch in ("bert", "xlm-roberta"):
@@ -214,12 +217,13 @@ def _config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int):
     raise UnknownNameError("architecture", arch, ARCH_KIND)
 
 
-def tiny_model(arch: Arch, tokenizer, *, layers: int = 2, hidden: int = 64, heads: int = 4, seed: int = 0):
+def tiny_model(arch: Arch, tokenizer, *, layers: int = 2, hidden: int = 64, heads: int = 4, seed: int = 0,
+               positions: int = 512):
     """A randomly initialised model of architecture `arch` (eval mode), consistent with `tokenizer`."""
     import torch
     import transformers as tf
 
-    config = _config(arch, tokenizer, layers, hidden, heads)
+    config = _config(arch, tokenizer, layers, hidden, heads, positions)
     head = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
             "seq2seq": tf.AutoModelForSeq2SeqLM}[ARCH_KIND[arch]]
     torch.manual_seed(seed)
