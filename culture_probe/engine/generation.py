@@ -15,12 +15,13 @@ from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import UnsupportedModelError
 
 
-def _decoding_config(model: Any, pad_id: int | None, max_new_tokens: int, temperature: float | None):
+def _decoding_config(model: Any, pad_id: int | None, options: GenerateOptions):
     # A checkpoint may ship do_sample=True, beams or top-k/top-p: probing needs either the plain argmax
     # continuation or plain temperature sampling over the whole vocabulary. Unset values would be refilled from
     # the checkpoint and transformers' defaults (top_k=50), so the sampling filters are set to their no-op values.
     config = copy.deepcopy(model.generation_config)
-    config.num_beams, config.max_new_tokens = 1, max_new_tokens
+    config.num_beams, config.max_new_tokens = 1, options.max_new_tokens
+    temperature = options.temperature
     if temperature is None:
         config.do_sample = False
         config.temperature = config.top_p = config.top_k = None
@@ -95,13 +96,37 @@ def _decode(scorer: Any, texts: list[str], specials: bool, options: GenerateOpti
     finally:
         tok.padding_side = side
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    config = _decoding_config(model, pad_id, options.max_new_tokens, options.temperature)
+    config = _decoding_config(model, pad_id, options)
     device = torch.device(scorer.device)
     # Sampling draws from the global generator (transformers takes no generator argument): fork it so the
     # caller's random state is left untouched, and seed it for this prompt alone.
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.inference_mode():
         if seed is not None:
             torch.manual_seed(seed)
-        out = model.generate(**batch, generation_config=config)
-    new = out if scorer.kind == "seq2seq" else out[:, batch["input_ids"].shape[1]:]
-    return tok.batch_decode(new, skip_special_tokens=True)
+        start = 0 if scorer.kind == "seq2seq" else batch["input_ids"].shape[1]
+        stopping = [StopAt(tok, options.stop, start)] if options.stop else None
+        out = model.generate(**batch, generation_config=config, stopping_criteria=stopping)
+    new = out[:, start:]
+    return [cut_at_stop(text, options.stop) for text in tok.batch_decode(new, skip_special_tokens=True)]
+
+
+class StopAt:
+    """A stopping criterion: a sequence is done once its new text holds one of the stop strings. (transformers'
+    own `stop_strings` reads the vocabulary and fails on some tokenizers, e.g. Metaspace ones; this decodes.)
+    """
+
+    def __init__(self, tokenizer: Any, stop: tuple[str, ...], start: int):
+        self.tokenizer, self.stop, self.start = tokenizer, stop, start
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        """One flag per sequence: True once it has said a stop string."""
+        import torch
+
+        texts = self.tokenizer.batch_decode(input_ids[:, self.start:], skip_special_tokens=True)
+        return torch.tensor([any(s in t for s in self.stop) for t in texts], device=input_ids.device)
+
+
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    """`text` up to the first of the `stop` strings (the model stopped there; what it added after is dropped)."""
+    ends = [i for i in (text.find(s) for s in stop) if i >= 0]
+    return text[: min(ends)] if ends else text

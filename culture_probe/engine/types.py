@@ -147,7 +147,8 @@ class GenerateOptions:
     `seed` (each prompt from a seed derived from `seed` and its text). `chat=True` applies the model's chat template
     with each prompt as the user turn, after a `system` turn when one is given. The tokenizer adds its special
     tokens to plain prompts and not to chat prompts (their template holds them) unless `add_special_tokens` says
-    otherwise.
+    otherwise. A prompt stops at the model's end of sequence, after `max_new_tokens`, or at the first of the `stop`
+    strings, which is cut off with whatever follows it (as OpenAI-style APIs do).
     """
 
     max_new_tokens: int
@@ -156,10 +157,14 @@ class GenerateOptions:
     temperature: float | None = None
     seed: int | None = None
     add_special_tokens: bool | None = None
+    stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise InvalidValueError(f"max_new_tokens must be a whole number >= 1, got {self.max_new_tokens!r}.")
+        if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
+            raise InvalidValueError(f"generate(stop={self.stop!r}): give a list of non-empty strings.")
+        object.__setattr__(self, "stop", tuple(self.stop))  # hashable: probes are grouped by their options
         if self.system is not None and not self.chat:
             raise InvalidValueError(f"generate(system={self.system!r}) needs chat=True: a system message only "
                                     "exists in a chat template.")

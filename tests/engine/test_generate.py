@@ -132,3 +132,21 @@ def test_chat_prompts_get_the_tokenizers_special_tokens_only_when_asked(monkeypa
     scorer.generate(["Egypt"], max_new_tokens=2)
     scorer.generate(["Egypt"], max_new_tokens=2, add_special_tokens=False)
     assert [ids.count(bos) for ids in firsts] == [1, 2, 1, 0]
+
+
+@pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace")])
+def test_generation_stops_at_a_stop_string_and_cuts_it_off(arch, kind, monkeypatch):
+    model, tok = tiny(arch, kind)
+    scorer = Scorer(model, tok)
+    full = [_argmax_continuation(model, tok, p, 12) for p in PROMPTS]
+    stop = next(t[3:5] for t in full if len(t.strip()) >= 6)  # two characters from inside one greedy text
+    steps: list[int] = []
+    generate = type(model).generate
+    monkeypatch.setattr(type(model), "generate",
+                        lambda self, *a, **k: (out := generate(self, *a, **k), steps.append(out.shape[1]))[0])
+    got = scorer.generate(PROMPTS, max_new_tokens=12, stop=[stop])
+    assert got == [t[: t.find(stop)] if stop in t else t for t in full]  # each cut at its first stop, the rest whole
+    if all(stop in t for t in full):  # every prompt stopped early: the batch ended before 12 new tokens
+        assert steps[-1] < max(len(tok(p)["input_ids"]) for p in PROMPTS) + 12
+    with pytest.raises(InvalidValueError, match="give a list of non-empty strings"):
+        scorer.generate(PROMPTS, max_new_tokens=2, stop="\n")
