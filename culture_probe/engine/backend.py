@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,9 @@ class Backend:
         # Every process prepares (and so validates) every request before any scores: a bad request raises on
         # all processes alike instead of leaving the others waiting in the gather.
         items = {i: self._prepare(requests[i], options) for i in todo}
-        local = self._score_items(requests, {i: items[i] for i in todo[rank::size]}, options, cache,
-                                  progress and rank == 0)
+        with fused_activations(self.model):
+            local = self._score_items(requests, {i: items[i] for i in todo[rank::size]}, options, cache,
+                                      progress and rank == 0)
         done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
         if cache is not None:
             cache.close()
@@ -316,3 +318,25 @@ def iter_chunks(n: int, size: int) -> Iterator[slice]:
     size = max(1, size)
     for start in range(0, n, size):
         yield slice(start, min(n, start + size))
+
+
+#: activations that compute the tanh approximation of GELU in several elementwise passes (GPT-2's `gelu_new`,
+#: `gelu_fast`); torch's fused kernel computes the same function in one (measured: 5.7x faster, max |diff| 2.4e-7)
+TANH_GELUS = ("NewGELUActivation", "FastGELUActivation")
+
+
+@contextmanager
+def fused_activations(model: Any) -> Iterator[None]:
+    """While scoring, run the model's multi-pass tanh-GELU modules as torch's fused `gelu(approximate="tanh")`
+    (a quarter of a GPT-2's CPU time went there); the model is left as it was afterwards.
+    """
+    import torch
+
+    swapped = [m for m in model.modules() if type(m).__name__ in TANH_GELUS]
+    for module in swapped:
+        module.forward = lambda x: torch.nn.functional.gelu(x, approximate="tanh")
+    try:
+        yield
+    finally:
+        for module in swapped:
+            del module.forward

@@ -7,13 +7,13 @@ candidate of the same k shares one forward; "l2r" (CAMeL): subword i is predicte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from culture_probe.engine.backend import Backend, iter_chunks, logprobs_at
+from culture_probe.engine.backend import Backend, logprobs_at
 from culture_probe.engine.encoding import Encoded
 from culture_probe.engine.types import FillMaskOptions, ScoreOptions, ScoreRequest, make_options
 from culture_probe.errors import InvalidValueError, UnsupportedModelError
@@ -64,12 +64,12 @@ class MaskedScorer(Backend):
     def _score_batch(self, items: list[MaskedItem], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
         import torch
 
-        queries = [(i, q) for i, item in enumerate(items) for q in item.queries]
+        # Shortest first, in chunks padded to their own longest input: a request's queries range from k = 1 to its
+        # longest candidate's k masks, and padding them all to the longest wasted more than half the tokens.
+        queries = sorted(((i, q) for i, item in enumerate(items) for q in item.queries), key=lambda iq: len(iq[1].ids))
         out = [[np.zeros(n) for n in item.lengths] for item in items]
-        longest = max(len(q.ids) for _, q in queries)
         with torch.inference_mode():
-            for part in iter_chunks(len(queries), budget // longest):
-                chunk = queries[part]
+            for chunk in _length_chunks(queries, budget):
                 values = self._read([q for _, q in chunk])
                 for (i, query), vals in zip(chunk, values, strict=True):
                     for (_, cand, sub, _), value in zip(query.reads, vals, strict=True):
@@ -195,3 +195,24 @@ def _l2r(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
             groups.setdefault((cand[:i], right), []).append((len(context) + i, c, i, token))
     return [Query(context + filled + (mask,) + right + enc.suffix, tuple(reads))
             for (filled, right), reads in groups.items()]
+
+
+PADDING = 0.1  # the share of a chunk's input that may be padding before a longer query starts a new chunk
+
+
+def _length_chunks(queries: list[tuple[int, Query]], budget: int) -> Iterator[list[tuple[int, Query]]]:
+    """Consecutive chunks of `queries` (sorted by length) whose padded size (count x longest) fits `budget` and
+    holds at most `PADDING` of padding.
+    """
+    chunk: list[tuple[int, Query]] = []
+    real = 0
+    for query in queries:
+        length = len(query[1].ids)
+        padded = (len(chunk) + 1) * length
+        if chunk and (padded > budget or padded > (1 + PADDING) * (real + length)):
+            yield chunk
+            chunk, real = [], 0
+        chunk.append(query)
+        real += length
+    if chunk:
+        yield chunk

@@ -116,3 +116,27 @@ def test_masked_typed_runs_one_input_per_distinct_length(arch, kind, monkeypatch
     assert sorted(row.count(mask) for row in seen.inputs) == sorted(k for g in groups for k, _ in g)
     # The head and the normalizer run at the mask positions only: k rows per input.
     assert seen.head_rows == seen.normalizer_rows == sum(k for g in groups for k, _ in g)
+
+
+def test_multi_pass_tanh_gelu_runs_fused_while_scoring_and_the_model_is_left_as_it_was():
+    from transformers.activations import NewGELUActivation
+
+    model, tok = tiny("gpt2", "bpe")
+    gelus = [m for m in model.modules() if isinstance(m, NewGELUActivation)]
+    assert gelus  # GPT-2's gelu_new: several elementwise passes in transformers
+    fused: list[int] = []
+    original = torch.nn.functional.gelu
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.nn.functional, "gelu", lambda x, **kw: fused.append(1) or original(x, **kw))
+        got = Scorer(model, tok).score(REQUESTS)
+    assert len(fused) >= len(gelus)  # every layer's activation went through torch's fused kernel
+    assert all("forward" not in vars(m) for m in gelus)  # restored: the class's own forward again
+    with torch.no_grad():  # and the scores equal those of the model's own activation
+        plain = Scorer(model, tok)
+        import culture_probe.engine.backend as backend
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(backend, "TANH_GELUS", ())
+            want = plain.score(REQUESTS)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(torch.tensor(a.sum_logprob), torch.tensor(b.sum_logprob), atol=1e-5, rtol=0)
