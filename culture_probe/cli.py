@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cache-dir", help="folder of the per-model score caches, shared by every run "
                      "(default: scores/ in $CULTURE_PROBE_CACHE or ~/.cache/culture_probe)")
     run.add_argument("--no-cache", action="store_true", help="score without reading or writing the score cache")
+    run.add_argument("--base-url", help="OpenAI-compatible server of an openai:NAME model (vLLM, TGI, "
+                     "transformers serve), e.g. http://127.0.0.1:8000/v1")
+    run.add_argument("--concurrency", type=int, default=8, help="requests in flight to that server (default 8)")
     run.add_argument("--data-dir", help="local data (MAPS, DLAMA)")
     run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
     run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")

@@ -24,7 +24,7 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
 from culture_probe.data.sources import cache_root
-from culture_probe.engine.types import MODEL_KINDS
+from culture_probe.engine.types import MODEL_KINDS, SERVED
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
 from culture_probe.loading import load_rows, load_side_data
 from culture_probe.tasks import Task, parse_options, task_for, task_from_config
@@ -50,9 +50,11 @@ class RunSettings:
     revision: str | None = None  # the model's hub revision (branch, tag or commit) when it is named by id
     cache_dir: str | None = None  # the folder of the per-model score caches (default: the user cache folder)
     no_cache: bool = False  # score without reading or writing any cache
+    base_url: str | None = None  # the OpenAI-compatible server of `openai:<name>` models (the probed one, a judge)
+    concurrency: int = 8  # requests in flight to that server
 
     def __post_init__(self) -> None:
-        for name, low in (("limit", 1), ("batch_tokens", 1)):
+        for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1)):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
                 raise InvalidValueError(f"{name} must be a whole number >= {low}, got {value!r}.")
@@ -89,7 +91,7 @@ def run(
     kind: str = "auto", device: str | None = None, dtype: str | None = None, data_dir: str | None = None,
     corrected: bool = False, rows: Sequence[Mapping[str, Any]] | None = None, progress: bool = True,
     revision: str | None = None, cache_dir: str | os.PathLike | None = None, no_cache: bool = False,
-    **options: Any,
+    base_url: str | None = None, concurrency: int = 8, **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
@@ -97,12 +99,14 @@ def run(
     `rows` replaces the loaded `test` split (tests, custom data). With `out`, the run directory is written.
     `revision` pins a Hub model (branch, tag or commit); config.json records it with the resolved commit.
     Scores are cached per model under `cache_dir` (default: `scores/` in the user cache folder), shared by every
-    run and config of that model; `no_cache=True` skips the cache.
+    run and config of that model; `no_cache=True` skips the cache. A model named `openai:<name>` is asked through
+    the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time.
     """
     settings = RunSettings(language=language, limit=limit, batch_tokens=batch_tokens, seed=seed, kind=kind,
                            device=device, dtype=dtype, data_dir=str(data_dir) if data_dir is not None else None,
                            corrected=corrected, revision=revision,
-                           cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache)
+                           cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache,
+                           base_url=base_url, concurrency=concurrency)
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)
@@ -154,6 +158,13 @@ def model_kind(model: Any, settings: RunSettings) -> str:
     if not isinstance(model, (str, os.PathLike)):
         return model.kind
     text = str(model)
+    if text.startswith(SERVED):
+        if not settings.base_url:
+            raise InvalidValueError(f"{text} is a served model: pass the server's --base-url (e.g. "
+                                    "http://127.0.0.1:8000/v1).")
+        if settings.kind not in ("auto", "causal"):
+            raise UnknownNameError("kind of a served model", settings.kind, ("auto", "causal"))
+        return "causal"
     if text.startswith("planted:"):
         from culture_probe.models.planted_benchmarks import planted_kind
 
@@ -174,13 +185,19 @@ def load_scorer(model: Any, settings: RunSettings):
     """
     if not isinstance(model, (str, os.PathLike)):
         return model
+    cache = {} if settings.no_cache else {"cache_dir": settings.cache_dir or default_cache_dir()}
+    if str(model).startswith(SERVED):
+        from culture_probe.engine.served import ServedScorer
+
+        model_kind(model, settings)  # a served model needs its URL
+        return ServedScorer(str(model)[len(SERVED):], base_url=settings.base_url or "",
+                            concurrency=settings.concurrency, **cache)
     from culture_probe.engine import Scorer
 
     kwargs: dict[str, Any] = {"kind": settings.kind}
     if settings.batch_tokens is not None:
         kwargs["batch_tokens"] = settings.batch_tokens
-    if not settings.no_cache:
-        kwargs["cache_dir"] = settings.cache_dir or default_cache_dir()
+    kwargs.update(cache)
     if settings.device is not None:
         kwargs["device"] = settings.device
     if settings.dtype is not None:
@@ -359,7 +376,7 @@ def main(args: Any) -> int:
         args.config, args.model, out=args.out, resume=args.resume, language=args.language, limit=args.limit,
         batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
         data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, cache_dir=args.cache_dir,
-        no_cache=args.no_cache,
+        no_cache=args.no_cache, base_url=args.base_url, concurrency=args.concurrency,
         rows=rundir.read_rows(args.rows) if args.rows else None, **options,
     )
     if is_main_process():

@@ -173,6 +173,12 @@ def test_a_bad_option_is_named_before_a_missing_model_is_touched(setup, capsys, 
     assert message in err and "no/such/model" not in err
 
 
+def test_a_served_model_without_its_server_url_is_named_before_anything_loads(setup, capsys):
+    data, _ = setup
+    assert main(["run", "dlama_arab_west", "--model", "openai:org/model", "--data-dir", str(data)]) == 2
+    assert "openai:org/model is a served model: pass the server's --base-url" in capsys.readouterr().err
+
+
 def test_a_missing_model_path_is_named_as_a_path(setup, capsys):
     data, _ = setup
     assert main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data)]) == 2

@@ -32,6 +32,11 @@ _SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     PRIMARY KEY (model, options, request)) WITHOUT ROWID"""
 
 
+_TEXTS = """CREATE TABLE IF NOT EXISTS texts (
+    model BLOB NOT NULL, options BLOB NOT NULL, prompt BLOB NOT NULL, text TEXT NOT NULL, crc INTEGER NOT NULL,
+    PRIMARY KEY (model, options, prompt)) WITHOUT ROWID"""
+
+
 class CacheCorruptionWarning(UserWarning):
     """A cache file or row was damaged; it was set aside and the scores are computed again."""
 
@@ -90,6 +95,24 @@ class ScoreCache:
             with self._db:
                 self._db.executemany(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
+    def get_texts(self, prompts: list[str]) -> dict[str, str]:
+        """Generated texts stored for `prompts` (a served model's answers: an interrupted run asks them once)."""
+        found = {}
+        for prompt in dict.fromkeys(prompts):
+            key = digest(prompt)
+            row = self._db.execute("SELECT text, crc FROM texts WHERE model=? AND options=? AND prompt=?",
+                                   (self.model, self.options, key)).fetchone()
+            if row is not None and zlib.crc32(row[0].encode("utf-8"), zlib.crc32(key)) == row[1]:
+                found[prompt] = row[0]
+        return found
+
+    def put_texts(self, texts: dict[str, str]) -> None:
+        """Store generated texts (prompt -> text) in one transaction."""
+        rows = [(self.model, self.options, digest(p), t, zlib.crc32(t.encode("utf-8"), zlib.crc32(digest(p))))
+                for p, t in texts.items()]
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?)", rows)
+
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
@@ -139,6 +162,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     try:
         _use_wal(db)
         db.execute(_SCHEMA)
+        db.execute(_TEXTS)
         db.commit()
     except sqlite3.DatabaseError:
         db.close()

@@ -20,6 +20,7 @@ from culture_probe.errors import InvalidValueError, UnknownNameError
 
 ModelKind = Literal["causal", "masked", "seq2seq"]
 MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)  # the model kinds the engine scores, defined once
+SERVED = "openai:"  # `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
 ScoreKind = Literal["sum", "mean"]
 MaskedMethod = Literal["typed", "l2r"]
 Seq2SeqStyle = Literal["sentinel", "plain"]

@@ -147,3 +147,25 @@ def test_config_records_the_revision(xfakt_release, tmp_path):
     xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", revision="v1")
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["run"]["revision"] == "v1" and config["seed_used"] is False
+
+
+@pytest.mark.slow
+def test_a_served_judge_gives_the_metrics_of_the_in_process_judge(xfakt_release, tmp_path):
+    from served_helpers import CHAT_TEMPLATE, transformers_serve
+
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    tok = train_tokenizer(["[1] [2] [3] Yes, the answer is correct.", "United States"] * 3, "bpe",
+                          model_kind="causal", vocab_size=300)
+    tok.chat_template = CHAT_TEMPLATE
+    # positions for the whole rubric
+    judge = str(save_tiny(tmp_path / "judge", "gpt2", tok, layers=1, hidden=32, heads=2, positions=8192))
+    model = FakeModel("United States", "m")
+    local = xfakt_run(xfakt_release, model, tmp_path / "local", judge_model=judge, max_new_tokens=4)
+    with transformers_serve(tmp_path / "serve.log") as url:
+        served = xfakt_run(xfakt_release, model, tmp_path / "served", judge_model=f"openai:{judge}",
+                           max_new_tokens=4, base_url=url)
+    assert served.config["options"]["judge_model"] == f"openai:{judge}"
+    judged = [r for r in local.records if r.stage == "judge"]
+    assert len(judged) == 3 and [r.fields for r in judged] == [r.fields for r in served.records if r.stage == "judge"]
+    assert served.metrics == local.metrics

@@ -1,0 +1,170 @@
+"""A model behind an OpenAI-compatible server (`openai:<name>`): a real `transformers serve` on 127.0.0.1 gives the
+in-process engine's greedy texts, plain and chat, stop strings included; answers are cached; an unreachable server,
+a missing URL and a server without prompt log-probs are clear errors; 429 with Retry-After is waited out."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+from served_helpers import CHAT_TEMPLATE, transformers_serve
+
+from culture_probe.engine import Scorer, ScoreRequest
+from culture_probe.engine.served import ServedScorer
+from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
+from culture_probe.models import save_tiny, train_tokenizer
+
+PROMPTS = ["Egypt is located in", "The capital of France is", "hello", "Egypt is located in"]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(model folder, base URL of a transformers serve process that serves it)."""
+    root = tmp_path_factory.mktemp("served")
+    tok = train_tokenizer(["Egypt is located in Africa.", "The capital of France is Paris.", "hello world"] * 3,
+                          "bpe", model_kind="causal", vocab_size=300)
+    tok.chat_template = CHAT_TEMPLATE
+    model = save_tiny(root / "model", "gpt2", tok, layers=1, hidden=32, heads=2)
+    with transformers_serve(root / "serve.log") as url:
+        yield model, url
+
+
+@pytest.mark.slow
+def test_served_greedy_texts_equal_the_in_process_engine(served, tmp_path):
+    model, url = served
+    local = Scorer.from_pretrained(model)
+    remote = ServedScorer(str(model), base_url=url, concurrency=3, cache=tmp_path / "c.sqlite")
+    for options in ({"max_new_tokens": 6}, {"max_new_tokens": 6, "chat": True},
+                    {"max_new_tokens": 6, "chat": True, "system": "Answer briefly."}):
+        assert remote.generate(PROMPTS, **options) == local.generate(PROMPTS, **options), options
+    full = local.generate(PROMPTS[:1], max_new_tokens=8)[0]
+    stop = full.strip()[:2]
+    assert remote.generate(PROMPTS[:1], max_new_tokens=8, stop=[stop]) == \
+        local.generate(PROMPTS[:1], max_new_tokens=8, stop=[stop])
+
+
+@pytest.mark.slow
+def test_every_answer_is_cached_and_an_interrupted_run_asks_only_the_rest(served, tmp_path, monkeypatch):
+    model, url = served
+    asked: list[str] = []
+    remote = ServedScorer(str(model), base_url=url, cache=tmp_path / "c.sqlite")
+    complete = ServedScorer._complete
+    monkeypatch.setattr(ServedScorer, "_complete", lambda self, p, o: asked.append(p) or complete(self, p, o))
+    first = remote.generate(PROMPTS[:2], max_new_tokens=4)
+    assert asked == PROMPTS[:2]
+    assert remote.generate(PROMPTS, max_new_tokens=4)[:2] == first
+    assert asked == PROMPTS[:3]  # only the new prompt went out (the repeated one once)
+    remote.generate(PROMPTS, max_new_tokens=5)  # other options: asked again
+    assert len(asked) == 6
+
+
+@pytest.mark.slow
+def test_a_server_without_prompt_logprobs_cannot_score(served):
+    model, url = served
+    with pytest.raises((UnsupportedModelError, EndpointError), match="prompt log-probs|answered 4"):
+        ServedScorer(str(model), base_url=url).score([ScoreRequest("Egypt is located in", ["Africa", "Asia"])])
+
+
+def test_an_unreachable_server_and_a_missing_url_are_named():
+    remote = ServedScorer("m", base_url="http://127.0.0.1:9/v1", retries=0, timeout=2)
+    with pytest.raises(EndpointError, match=r"http://127.0.0.1:9/v1 could not be reached.*--base-url"):
+        remote.generate(["x"], max_new_tokens=1)
+    with pytest.raises(InvalidValueError, match="needs the server's base URL"):
+        ServedScorer("m", base_url="")
+
+
+class Busy(http.server.BaseHTTPRequestHandler):
+    """Answers 429 with `Retry-After: 1` once, then a completion."""
+
+    calls: list[float] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        Busy.calls.append(time.monotonic())
+        if len(Busy.calls) == 1:
+            self.send_response(429)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            return
+        body = json.dumps({"id": "x", "object": "text_completion", "created": 0, "model": "m",
+                           "choices": [{"index": 0, "text": " Africa", "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_busy_server_is_waited_out_as_its_retry_after_says():
+    server = http.server.HTTPServer(("127.0.0.1", 0), Busy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        assert ServedScorer("m", base_url=url, retries=2).generate(["Egypt is in"], max_new_tokens=2) == [" Africa"]
+        assert len(Busy.calls) == 2 and Busy.calls[1] - Busy.calls[0] >= 0.9  # one retry, after Retry-After
+    finally:
+        server.shutdown()
+
+
+class EchoingServer(http.server.BaseHTTPRequestHandler):
+    """vLLM's completions API at the HTTP boundary, with `echo=True, logprobs=1`: the prompt's tokens, their
+    character offsets and log-probs (None for the first), then one greedy token; computed by a real tiny model.
+    """
+
+    model = tokenizer = None
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        import torch
+
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert body["echo"] is True and body["logprobs"] == 1 and body["max_tokens"] == 1
+        enc = self.tokenizer(body["prompt"], return_offsets_mapping=True)
+        ids = enc["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), dim=-1)
+        values = [None] + [float(logp[i - 1, ids[i]]) for i in range(1, len(ids))] + [float(logp[-1].max())]
+        offsets = [start for start, _ in enc["offset_mapping"]] + [len(body["prompt"])]
+        tokens = self.tokenizer.convert_ids_to_tokens(ids) + ["x"]
+        reply = {"id": "x", "object": "text_completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": 0, "text": body["prompt"] + "x", "finish_reason": "length",
+                              "logprobs": {"tokens": tokens, "token_logprobs": values, "text_offset": offsets,
+                                           "top_logprobs": None}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_them():
+    from engine_reference import tiny
+
+    model, tok = tiny("gpt2", "bpe")
+    EchoingServer.model, EchoingServer.tokenizer = model, tok
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoingServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        requests = [ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"]),
+                    ScoreRequest("The capital of Japan is", ["Tokyo", "Kyoto"])]
+        served = ServedScorer("tiny", base_url=url, concurrency=4).score(requests, keep_tokens=True)
+    finally:
+        server.shutdown()
+    local = Scorer(model, tok).score(requests, keep_tokens=True)
+    for got, want in zip(served, local, strict=True):
+        assert list(got.n_tokens) == list(want.n_tokens)  # the same tokens are the candidate's
+        np.testing.assert_allclose(got.sum_logprob, want.sum_logprob, atol=1e-5)
