@@ -307,10 +307,13 @@ class XfaktTask(Task):
     # ------------------------------------------------------------ metrics
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
-        answers = [GradedAnswer(r["language"], bool(r["correct"]), r["verdict"], r.get("country"))
-                   for r in graded_answers(records)]
-        return answers_summary(answers, transfer=self.part == "factual_recall", round_cells=self.options.round_cells,
-                               tiers=self.options.tiers)
+        graded = graded_answers(records)
+        answers = [GradedAnswer(r["language"], bool(r["correct"]), r["verdict"], r.get("country")) for r in graded]
+        summary = answers_summary(answers, transfer=self.part == "factual_recall",
+                                  round_cells=self.options.round_cells, tiers=self.options.tiers)
+        # Answers still waiting for the judge's verdict (an interrupted run) are left out, and counted.
+        answered = sum(1 for r in records if r["stage"] == "answer")
+        return {**summary, "n_ungraded": answered - len(graded)}
 
 
 def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores) -> dict[str, float]:

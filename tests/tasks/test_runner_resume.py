@@ -86,6 +86,10 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
     with pytest.raises(RuntimeError, match="killed"):
         judged_run(xfakt_release, model, tmp_path)
     assert [r["stage"] for r in items(tmp_path)] == ["answer"] * 3 + ["judge"]
+    from culture_probe.report import load_run
+
+    partial = load_run(tmp_path / "run")[2]  # the interrupted run's report: one verdict, two answers waiting
+    assert partial["n_ungraded"] == 2 and partial["n_items"] == 1
     judge = FakeModel("[1]", "judge")
     monkeypatch.setattr(runner, "load_scorer", fake_loader(judge, loads))
     result = judged_run(xfakt_release, model, tmp_path, resume=True)
