@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="benchmark config, e.g. dlama_arab_west (see `culture-probe list`)")
     run.add_argument("--model", required=True, help="HF id, local dir, or planted:<config> (offline)")
     run.add_argument("--revision", help="Hub revision of --model (branch, tag or commit), recorded in config.json")
+    run.add_argument("--model-args", help="how --model is loaded, the harness's way: key=value,... with dtype, "
+                     "revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
+                     "peft=ADAPTER_DIR (recorded in config.json)")
     run.add_argument("--language", help="restrict to one language where the benchmark has several")
     run.add_argument("--limit", type=int, help="probe only the first N items (smoke runs)")
     run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")

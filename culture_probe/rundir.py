@@ -24,8 +24,8 @@ ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` c
 REPORT_FILE, PLOTS_DIR = "report.md", "plots"
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
-RESUME_KEYS = ("config", "model", "options", "benchmark.rows_sha256", "run.language", "run.limit", "run.seed",
-               "run.corrected")
+RESUME_KEYS = ("config", "model", "model_args", "options", "benchmark.rows_sha256", "run.language", "run.limit",
+               "run.seed", "run.corrected")
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,8 @@ def check_resumable(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Pat
         before, after = _get(old, key), _get(new, key)
         if key == "model":
             before, after = before.get("identity"), after.get("identity")
+        if key == "model_args":  # runs made before model_args was recorded loaded the model plainly
+            before, after = before or {}, after or {}
         if key == "run.seed" and not new.get("seed_used", True):
             continue  # the protocol draws nothing at random: the seed cannot change a number
         if before != after:

@@ -24,7 +24,7 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
 from culture_probe.data.sources import cache_root
-from culture_probe.engine.types import MODEL_KINDS, SERVED
+from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
 from culture_probe.loading import load_rows, load_side_data
 from culture_probe.tasks import Task, parse_options, task_for, task_from_config
@@ -52,6 +52,7 @@ class RunSettings:
     no_cache: bool = False  # score without reading or writing any cache
     base_url: str | None = None  # the OpenAI-compatible server of `openai:<name>` models (the probed one, a judge)
     concurrency: int = 8  # requests in flight to that server
+    model_args: ModelArgs = ModelArgs()  # how the probed model is loaded (config.json: model_args)
 
     def __post_init__(self) -> None:
         for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1)):
@@ -62,6 +63,10 @@ class RunSettings:
             raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
         if self.kind not in ("auto", *MODEL_KINDS):
             raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
+        for flag, value in (("dtype", self.dtype), ("revision", self.revision)):
+            other = getattr(self.model_args, flag)
+            if value is not None and other is not None and value != other:
+                raise InvalidValueError(f"--{flag} {value} and --model-args {flag}={other} disagree: give it once.")
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,8 @@ def run(
     kind: str = "auto", device: str | None = None, dtype: str | None = None, data_dir: str | None = None,
     corrected: bool = False, rows: Sequence[Mapping[str, Any]] | None = None, progress: bool = True,
     revision: str | None = None, cache_dir: str | os.PathLike | None = None, no_cache: bool = False,
-    base_url: str | None = None, concurrency: int = 8, **options: Any,
+    base_url: str | None = None, concurrency: int = 8, model_args: str | Mapping[str, Any] | ModelArgs | None = None,
+    **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
@@ -101,12 +107,13 @@ def run(
     Scores are cached per model under `cache_dir` (default: `scores/` in the user cache folder), shared by every
     run and config of that model; `no_cache=True` skips the cache. A model named `openai:<name>` is asked through
     the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time.
+    `model_args` says how the model is loaded (`"dtype=bfloat16,peft=./adapter"`, a mapping, or a `ModelArgs`).
     """
     settings = RunSettings(language=language, limit=limit, batch_tokens=batch_tokens, seed=seed, kind=kind,
                            device=device, dtype=dtype, data_dir=str(data_dir) if data_dir is not None else None,
                            corrected=corrected, revision=revision,
                            cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache,
-                           base_url=base_url, concurrency=concurrency)
+                           base_url=base_url, concurrency=concurrency, model_args=as_model_args(model_args))
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)
@@ -143,6 +150,17 @@ def run(
 # ---------------------------------------------------------------- validation and the model
 
 
+def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArgs:
+    """`--model-args` text, a mapping or a `ModelArgs` -> `ModelArgs` (checked before anything loads)."""
+    if value is None:
+        return ModelArgs()
+    if isinstance(value, ModelArgs):
+        return value
+    if isinstance(value, str):
+        return ModelArgs.parse(value)
+    return ModelArgs.parse(",".join(f"{k}={v}" for k, v in value.items()))
+
+
 def check_language(config: str, language: str | None, *, custom_rows: bool) -> None:
     """A language the config does not have fails before anything loads (custom rows are checked on the rows)."""
     if language is None or custom_rows:
@@ -171,7 +189,8 @@ def model_kind(model: Any, settings: RunSettings) -> str:
         return planted_kind(text.split(":", 1)[1]) if settings.kind == "auto" else settings.kind
     from culture_probe.engine.scorer import model_kind as kind_of
 
-    return kind_of(text, kind=settings.kind, revision=settings.revision)
+    return kind_of(text, kind=settings.kind, revision=settings.revision or settings.model_args.revision,
+                   trust_remote_code=settings.model_args.trust_remote_code)
 
 
 def default_cache_dir() -> Path:
@@ -195,6 +214,8 @@ def load_scorer(model: Any, settings: RunSettings):
     from culture_probe.engine import Scorer
 
     kwargs: dict[str, Any] = {"kind": settings.kind}
+    if settings.model_args != ModelArgs():
+        kwargs["model_args"] = settings.model_args
     if settings.batch_tokens is not None:
         kwargs["batch_tokens"] = settings.batch_tokens
     kwargs.update(cache)
@@ -240,7 +261,8 @@ def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: Run
                   "kind": scorer.kind, "identity": _identity(scorer)},
         "task": type(task).__name__,
         "options": options_dict(task.options),
-        "run": settings.__dict__,
+        "run": {k: v for k, v in settings.__dict__.items() if k != "model_args"},
+        "model_args": settings.model_args.given(),
         "seed_used": task.seeded,
         "protocol": task.describe(rows),
         "deviations": task.applied_deviations(),
@@ -324,7 +346,8 @@ def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
     other = task.stage_model(stage)
     if other is None:
         return scorer
-    return load_scorer(other, replace(settings, kind="auto", batch_tokens=None, revision=None))
+    return load_scorer(other, replace(settings, kind="auto", batch_tokens=None, revision=None,
+                                      model_args=ModelArgs(dtype=settings.model_args.dtype)))
 
 
 def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[tuple[Probe, Any]]:
@@ -376,7 +399,7 @@ def main(args: Any) -> int:
         args.config, args.model, out=args.out, resume=args.resume, language=args.language, limit=args.limit,
         batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
         data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, cache_dir=args.cache_dir,
-        no_cache=args.no_cache, base_url=args.base_url, concurrency=args.concurrency,
+        no_cache=args.no_cache, base_url=args.base_url, concurrency=args.concurrency, model_args=args.model_args,
         rows=rundir.read_rows(args.rows) if args.rows else None, **options,
     )
     if is_main_process():

@@ -179,6 +179,29 @@ def test_a_served_model_without_its_server_url_is_named_before_anything_loads(se
     assert "openai:org/model is a served model: pass the server's --base-url" in capsys.readouterr().err
 
 
+def test_model_args_load_a_lora_adapter_and_are_recorded(setup, tmp_path, capsys):
+    from peft import LoraConfig, get_peft_model
+
+    from culture_probe.engine import Scorer
+
+    data, model = setup
+    lora = get_peft_model(Scorer.from_pretrained(model).model,
+                          LoraConfig(r=4, target_modules=["query", "value"], init_lora_weights=False))
+    lora.save_pretrained(tmp_path / "adapter")
+    common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]
+    assert main([*common, "--out", str(tmp_path / "plain")]) == 0
+    adapted = [*common, "--out", str(tmp_path / "lora"), "--model-args",
+               f"peft={tmp_path / 'adapter'},attn_implementation=eager"]
+    assert main(adapted) == 0
+    config = json.loads((tmp_path / "lora" / "config.json").read_text())
+    assert config["model_args"] == {"peft": str(tmp_path / "adapter"), "attn_implementation": "eager"}
+    assert config["model"]["identity"]["peft"]["path"] == str((tmp_path / "adapter").resolve())
+    assert (tmp_path / "lora" / "items.jsonl").read_text() != (tmp_path / "plain" / "items.jsonl").read_text()
+    assert main([*adapted[:-2], "--out", str(tmp_path / "x"), "--model-args", "dtype=float32", "--dtype",
+                 "bfloat16"]) == 2
+    assert "--dtype bfloat16 and --model-args dtype=float32 disagree" in capsys.readouterr().err
+
+
 def test_a_missing_model_path_is_named_as_a_path(setup, capsys):
     data, _ = setup
     assert main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data)]) == 2

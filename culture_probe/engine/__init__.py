@@ -7,13 +7,14 @@ from culture_probe.engine.types import (
     CandidateScores,
     FillMaskOptions,
     GenerateOptions,
+    ModelArgs,
     ModelKind,
     ScoreOptions,
     ScoreRequest,
 )
 
 __all__ = [
-    "MODEL_KINDS", "CandidateScores", "FillMaskOptions", "GenerateOptions", "ModelKind", "ScoreOptions",
+    "MODEL_KINDS", "CandidateScores", "FillMaskOptions", "GenerateOptions", "ModelArgs", "ModelKind", "ScoreOptions",
     "ScoreRequest", "Scorer",
 ]
 

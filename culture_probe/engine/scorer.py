@@ -6,16 +6,17 @@ nothing of this registry, so the modules import one way: scorer -> backends -> b
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from culture_probe.engine import parallel
-from culture_probe.engine.backend import Backend, _identity
+from culture_probe.engine.backend import Backend, _identity, weight_fingerprint
 from culture_probe.engine.causal import CausalScorer
 from culture_probe.engine.masked import MaskedScorer
 from culture_probe.engine.seq2seq import Seq2SeqScorer
-from culture_probe.engine.types import MODEL_KINDS, ModelKind
-from culture_probe.errors import MissingDataError, UnknownNameError, UnsupportedModelError
+from culture_probe.engine.types import MODEL_KINDS, ModelArgs, ModelKind
+from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError, UnsupportedModelError
 
 #: model kind -> the backend that scores it (a new backend is one more entry)
 BACKENDS: dict[str, type[Backend]] = {"causal": CausalScorer, "masked": MaskedScorer, "seq2seq": Seq2SeqScorer}
@@ -124,20 +125,80 @@ class Scorer(metaclass=_Family):
                         torch_dtype: Any = None, device_map: Any = None, revision: str | None = None,
                         batch_tokens: int | None = None, cache: str | Path | None = None,
                         cache_dir: str | Path | None = None, add_bos: bool | None = None,
-                        trust_remote_code: bool = False) -> Backend:
-        """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right backend."""
+                        trust_remote_code: bool = False, model_args: ModelArgs | None = None) -> Backend:
+        """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right backend.
+
+        `model_args` (`ModelArgs`) holds every loading argument, the harness's way; `torch_dtype`, `device_map`,
+        `revision` and `trust_remote_code` are shorthands for its fields.
+        """
         import transformers as tf
 
-        hub = {"revision": revision, "trust_remote_code": trust_remote_code}
-        config = _config(name_or_path, revision, trust_remote_code)
+        args = _merged(model_args or ModelArgs(), dtype=torch_dtype, device_map=device_map, revision=revision,
+                       trust_remote_code=trust_remote_code or None)
+        hub = {"revision": args.revision, "trust_remote_code": args.trust_remote_code}
+        config = _config(name_or_path, args.revision, args.trust_remote_code)
         kind = detect_kind(config) if kind == "auto" else kind
         backend = backend_for(kind)
         loader = getattr(tf, backend.auto_class)
-        extra = {k: v for k, v in {"dtype": torch_dtype, "device_map": device_map}.items() if v is not None}
+        extra = {k: v for k, v in {"dtype": args.dtype, "device_map": args.device_map,
+                                   "attn_implementation": args.attn_implementation,
+                                   "quantization_config": _quantization(args)}.items() if v is not None}
         model = loader.from_pretrained(name_or_path, config=config, **hub, **extra)
-        if device_map is None:
+        if args.peft:
+            model = _with_adapter(model, args.peft)
+        if args.device_map is None and "quantization_config" not in extra:
             model = model.to(parallel.local_device(device))
         tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **hub)
-        identity = _identity(model, tokenizer, name=str(name_or_path), revision=revision, hash_weights=False)
+        identity = _identity(model, tokenizer, name=str(name_or_path), revision=args.revision, hash_weights=False)
+        identity.update(_loading_identity(args))
         return backend(model.eval(), tokenizer, batch_tokens=batch_tokens, cache=cache, cache_dir=cache_dir,
                        add_bos=add_bos, identity=identity)
+
+
+def _merged(args: ModelArgs, **shorthands: Any) -> ModelArgs:
+    """`args` with the shorthand keywords that were given; one given twice with two values is an error."""
+    given = {k: v for k, v in shorthands.items() if v is not None}
+    clash = {k: (getattr(args, k), v) for k, v in given.items() if getattr(args, k) not in (None, False, v)}
+    if clash:
+        raise InvalidValueError(f"Given twice with different values (model_args and a keyword): {clash}.")
+    return replace(args, **given)
+
+
+def _quantization(args: ModelArgs) -> Any:
+    """The BitsAndBytesConfig of load_in_8bit/4bit; a clear error when bitsandbytes is missing."""
+    if not (args.load_in_8bit or args.load_in_4bit):
+        return None
+    import importlib.util
+
+    import transformers as tf
+
+    flag = "load_in_8bit" if args.load_in_8bit else "load_in_4bit"
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise UnsupportedModelError(f"{flag} quantizes through bitsandbytes, which is not installed: pip install "
+                                    "bitsandbytes (it needs a CUDA GPU), or drop the flag.")
+    return tf.BitsAndBytesConfig(**{flag: True})
+
+
+def _with_adapter(model: Any, path: str) -> Any:
+    """`model` with the LoRA (or other PEFT) adapter in `path` merged into its weights."""
+    if not Path(path).is_dir():
+        raise MissingDataError(f"The PEFT adapter {path!r} is not a folder (expected adapter_config.json and the "
+                               "adapter weights, as PeftModel.save_pretrained writes them).")
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise UnsupportedModelError("peft= needs the peft library: pip install peft.") from None
+    return PeftModel.from_pretrained(model, path).merge_and_unload()
+
+
+def _loading_identity(args: ModelArgs) -> dict[str, Any]:
+    """What of the loading arguments changes the numbers, for the model's identity (and so the cache key)."""
+    out: dict[str, Any] = {}
+    if args.attn_implementation:
+        out["attn_implementation"] = args.attn_implementation
+    if args.load_in_8bit or args.load_in_4bit:
+        out["quantization"] = "8bit" if args.load_in_8bit else "4bit"
+    if args.peft:
+        folder = Path(args.peft).resolve()
+        out["peft"] = {"path": str(folder), "weight_files": weight_fingerprint(folder)}
+    return out

@@ -199,6 +199,53 @@ class FillMaskOptions:
 Options = TypeVar("Options", ScoreOptions, GenerateOptions, FillMaskOptions)
 
 
+@dataclass(frozen=True)
+class ModelArgs:
+    """How `Scorer.from_pretrained` loads a model: lm-evaluation-harness's `--model_args` spelling
+    (`ModelArgs.parse("dtype=bfloat16,peft=./adapter")`). `load_in_8bit`/`load_in_4bit` quantize through
+    transformers' `BitsAndBytesConfig` (bitsandbytes, a CUDA GPU); `peft` is a LoRA adapter folder, merged into the
+    weights. Whatever changes a number is part of the model's identity, so the score cache keeps them apart.
+    """
+
+    dtype: str | None = None
+    revision: str | None = None
+    trust_remote_code: bool = False
+    device_map: str | None = None
+    attn_implementation: str | None = None
+    load_in_8bit: bool = False
+    load_in_4bit: bool = False
+    peft: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.load_in_8bit and self.load_in_4bit:
+            raise InvalidValueError("load_in_8bit and load_in_4bit exclude each other: pick one.")
+
+    @classmethod
+    def parse(cls, text: str) -> ModelArgs:
+        """`key=value,key=value` (booleans as true/false) -> ModelArgs; an unknown key lists the valid ones."""
+        names = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for part in (p.strip() for p in text.split(",") if p.strip()):
+            key, eq, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if not eq or not value:
+                raise InvalidValueError(f"--model-args takes key=value pairs separated by commas, got {part!r} "
+                                        "(e.g. dtype=bfloat16,trust_remote_code=true).")
+            if key not in names:
+                raise UnknownNameError("model argument", key, names)
+            if names[key].type in ("bool", bool):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise InvalidValueError(f"--model-args {key} takes true or false, got {value!r}.")
+                values[key] = value.lower() in ("true", "1", "yes")
+            else:
+                values[key] = value
+        return cls(**values)
+
+    def given(self) -> dict[str, Any]:
+        """The arguments that differ from the defaults (what config.json records)."""
+        return {k: v for k, v in asdict(self).items() if v != getattr(ModelArgs, k)}
+
+
 def make_options(kind: type[Options], options: Options | None, values: Mapping[str, Any]) -> Options:
     """`options` as given, or built from keyword `values` (`score(reqs, masked_method="l2r")`); not both."""
     if options is not None:
