@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
                      "peft=ADAPTER_DIR (recorded in config.json)")
     run.add_argument("--language", help="restrict to one language where the benchmark has several")
-    run.add_argument("--limit", type=int, help="probe only the first N items (smoke runs)")
+    run.add_argument("--limit", type=int, help="smoke runs: probe N items drawn with --seed in turn from each "
+                     "language, culture, predicate or type (items: DLAMA facts, FmLAMA dishes, CAMeL prompts, "
+                     "X-FaKT questions, MAPS proverbs)")
     run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
     run.add_argument("--out", help="run directory (config.json, items.jsonl, metrics.json, report.md, plots)")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")

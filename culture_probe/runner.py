@@ -123,10 +123,13 @@ def run(
     task = task_cls(config, task_options, kind=model_kind(model, settings), seed=seed, resources=side.values)
     if language is not None:
         data = task.select_language(data, language)
-    first = task.build_probes(data, stage=task.stages[0], limit=limit)
+    every = task.build_probes(data, stage=task.stages[0])
+    first = every if limit is None else task.sample(every, limit)
     run_dir = Path(out) if out is not None else None
     scorer = load_scorer(model, settings)
-    meta = describe_run(config, model, scorer, task, settings, data, side.provenance, custom_rows=rows is not None,
+    subset = subset_of(task, every, first) if limit is not None else None
+    meta = describe_run(config, model, scorer, task, settings, data, side.provenance, subset=subset,
+                        custom_rows=rows is not None,
                         rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None)
     main = is_main_process()
     done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
@@ -238,8 +241,8 @@ def resolve_model(model: str, settings: RunSettings) -> str:
 
 
 def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: RunSettings,
-                 rows: Sequence[Mapping[str, Any]], resources: Mapping[str, Any], *, custom_rows: bool = False,
-                 rows_file: str | None = None) -> dict[str, Any]:
+                 rows: Sequence[Mapping[str, Any]], resources: Mapping[str, Any], *, subset: dict | None = None,
+                 custom_rows: bool = False, rows_file: str | None = None) -> dict[str, Any]:
     """config.json: versions, the benchmark's card, the rows' and resources' fingerprints, model identity, seeds,
     options, and the deviations that apply to this run.
 
@@ -263,11 +266,18 @@ def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: Run
         "options": options_dict(task.options),
         "run": {k: v for k, v in settings.__dict__.items() if k != "model_args"},
         "model_args": settings.model_args.given(),
-        "seed_used": task.seeded,
+        "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
+        "subset": subset,
         "protocol": task.describe(rows),
         "deviations": task.applied_deviations(),
         "versions": versions(),
     })
+
+
+def subset_of(task: Task, every: Sequence[Probe], first: Sequence[Probe]) -> dict[str, Any]:
+    """What a `--limit` run probed: how many of the items, in the benchmark's unit, drawn across which strata."""
+    return {"unit": task.unit, "strata": list(task.strata), "items": len({p.item_id for p in every}),
+            "sampled": len({p.item_id for p in first}), "seed": task.seed}
 
 
 def rows_digest(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -324,8 +334,10 @@ def execute(task: Task, rows: Sequence[Mapping[str, Any]], first: list[Probe], s
     done_by_key = {(r.stage, r.key): r for r in done}
     records: list[Record] = []
     for stage in task.stages:
-        probes = first if stage == task.stages[0] else task.build_probes(rows, stage=stage, previous=records,
-                                                                           limit=settings.limit)
+        probes = first if stage == task.stages[0] else task.build_probes(rows, stage=stage, previous=records)
+        if settings.limit is not None:  # later stages ask about the items the first stage sampled, and no others
+            sampled = {p.item_id for p in first}
+            probes = [p for p in probes if p.item_id in sampled]
         pending = [p for p in probes if (stage, p.key) not in done_by_key]
         needs_model = any(not isinstance(p, Skipped) for p in pending)  # load a stage's own model only then
         stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None

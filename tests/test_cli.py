@@ -62,6 +62,13 @@ def test_run_report_compare(setup, tmp_path, capsys):
     config = json.loads((tmp_path / "b" / "config.json").read_text())
     defaults = dataclasses.asdict(DlamaOptions())
     assert config["options"] == {**defaults, "score": "sum"} and config["run"]["limit"] == 2
+    n_en = sum(1 for line in (tmp_path / "a" / "items.jsonl").read_text().splitlines())
+    assert config["subset"] == {"unit": "facts", "strata": ["language", "culture", "predicate"], "items": n_en,
+                                "sampled": 2, "seed": 0} and config["seed_used"]
+    cultures = {json.loads(line)["culture"] for line in (tmp_path / "b" / "items.jsonl").read_text().splitlines()}
+    assert cultures == {"arab", "west"}  # two facts: one of each culture, not the first two rows
+    assert f"smoke run, not the benchmark's number**: 2 of {n_en} facts, drawn with seed 0 in turn from each " \
+           "language x culture x predicate" in (tmp_path / "b" / "report.md").read_text()
     assert config["run"]["language"] == "en" and config["model"]["kind"] == "masked"
     assert {"culture_probe", "torch", "transformers", "datasets"} <= set(config["versions"])
     assert len((tmp_path / "b" / "items.jsonl").read_text().splitlines()) == 2

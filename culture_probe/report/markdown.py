@@ -76,8 +76,11 @@ def header(config: Mapping[str, Any]) -> str:
         saved = f" (saved in `{bench['rows_file']}`)" if bench.get("rows_file") else ""
         lines.append(f"- **custom rows**: the {bench['rows']} rows given to `culture_probe.run(rows=...)` or `--rows`"
                      f"{saved}, not the benchmark's own data")
-    if run.get("limit"):
-        lines.append(f"- **smoke run**: only the first {run['limit']} items were probed")
+    subset = config.get("subset")
+    if subset:
+        across = " x ".join(subset["strata"]) or "the items"
+        lines.append(f"- **smoke run, not the benchmark's number**: {subset['sampled']:,} of {subset['items']:,} "
+                     f"{subset['unit']}, drawn with seed {subset['seed']} in turn from each {across}")
     if run.get("language"):
         of = [lang for lang in bench.get("languages", ()) if lang != run["language"]]
         lines.append(f"- language: {run['language']} only" + (f" (the config also has {', '.join(of)})" if of else ""))

@@ -16,6 +16,7 @@ defines a `Task` subclass and `TASK = ThatClass`, with
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,10 @@ class Task:
     kinds: ClassVar[tuple[str, ...]] = MODEL_KINDS
     #: whether `self.seed` changes a number (random sampling); only then must a resumed run keep its seed
     seeded: ClassVar[bool] = False
+    #: what one item is, as `--limit` counts it (facts, dishes, prompts, questions, proverbs)
+    unit: ClassVar[str] = "items"
+    #: probe meta fields whose combinations a `--limit` subset draws from in turn (language, culture, ...)
+    strata: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: str, options: Any = None, *, kind: ModelKind, seed: int = 0,
                  resources: Mapping[str, Any] | None = None):
@@ -91,17 +96,22 @@ class Task:
     # ------------------------------------------------------------ what the runner calls
 
     def build_probes(
-        self, rows: Sequence[Mapping[str, Any]], *, stage: str | None = None,
-        previous: Sequence[Record] = (), limit: int | None = None,
+        self, rows: Sequence[Mapping[str, Any]], *, stage: str | None = None, previous: Sequence[Record] = (),
     ) -> list[Probe]:
-        """Every probe of `stage` (default: the first); `limit` keeps the probes of the first N items."""
+        """Every probe of `stage` (default: the first)."""
         probes = list(self._probes(rows, stage or self.stages[0], previous))
         keys = [p.key for p in probes]
         if len(set(keys)) != len(keys):
             raise CultureProbeError(
                 f"{type(self).__name__} built two probes with one key; give them distinct tags."
             )
-        return probes if limit is None else first_items(probes, limit)
+        return probes
+
+    def sample(self, probes: Sequence[Probe], limit: int) -> list[Probe]:
+        """The probes of `limit` items, drawn with the run's seed in turn from each stratum (`strata`), so that a
+        smoke run sees every language, culture, predicate or type it can, not the first rows of one.
+        """
+        return stratified_items(probes, limit, self.strata, self.seed)
 
     def to_record(self, probe: Probe, output: Output, *, stage: str | None = None) -> Record:
         """The typed record of one answered (or skipped) probe: the probe's meta, then `_read`'s fields."""
@@ -159,18 +169,30 @@ class Task:
 # ---------------------------------------------------------------- helpers shared by tasks
 
 
-def first_items(probes: Sequence[Probe], limit: int) -> list[Probe]:
-    """The probes of the first `limit` distinct items, in probe order."""
+def stratified_items(probes: Sequence[Probe], limit: int, strata: Sequence[str], seed: int) -> list[Probe]:
+    """The probes (in probe order) of `limit` items: the items are grouped by their first probe's `strata` meta
+    values, each group shuffled with `seed`, and the groups, in a seeded order, give one item each in turn.
+    """
     if limit < 1:
         raise CultureProbeError(f"limit must be at least 1, got {limit}.")
-    kept: set[str] = set()
-    out = []
+    first: dict[str, Probe] = {}
     for probe in probes:
-        if probe.item_id not in kept and len(kept) >= limit:
-            continue
-        kept.add(probe.item_id)
-        out.append(probe)
-    return out
+        first.setdefault(probe.item_id, probe)
+    if len(first) <= limit:
+        return list(probes)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for item, probe in first.items():
+        groups.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(item)
+    rng = random.Random(seed)
+    keys = sorted(groups)
+    rng.shuffle(keys)
+    queues = [rng.sample(groups[k], len(groups[k])) for k in keys]
+    chosen: set[str] = set()
+    while len(chosen) < limit:
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.add(queue.pop())
+    return [p for p in probes if p.item_id in chosen]
 
 
 def split_slot(template: str, slot: str) -> tuple[str, str]:

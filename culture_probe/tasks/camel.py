@@ -172,6 +172,7 @@ class CamelTask(Task):
     """CAMeL-Co / CAMeL-Ag cultural bias score (spec section 4)."""
 
     Options = CamelOptions
+    unit, strata = "prompts", ("entity_type",)
     options: CamelOptions
     seeded = True  # the entity samples of each run are drawn with the seed
     deviations = (

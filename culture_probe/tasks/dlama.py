@@ -70,6 +70,7 @@ class DlamaTask(Task):
     """DLAMA-v1: Wikidata facts of two contrasting cultures, asked in English and a local language."""
 
     Options = DlamaOptions
+    unit, strata = "facts", ("language", "culture", "predicate")
     options: DlamaOptions
     deviations = (
         Deviation("D1", "Subjects inserted with plain str.replace (the original T5 path used re.sub('[X]', ...), "

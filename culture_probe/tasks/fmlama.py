@@ -89,6 +89,7 @@ class FmlamaTask(Task):
     """FmLAMA: ingredients of dishes, ranked against the language's whole pool."""
 
     Options = FmlamaOptions
+    unit, strata = "dishes", ("lang", "group")
     options: FmlamaOptions
     deviations = (
         Deviation("F1", "Gold set strings are split on ', ' (the v1 runner fed the whole string as one candidate)."),

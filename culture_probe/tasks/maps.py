@@ -166,6 +166,7 @@ class MapsTask(Task):
     """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (spec section 4)."""
 
     Options = MapsOptions
+    unit, strata = "proverbs", ("language", "is_figurative")
     options: MapsOptions
     deviations = (
         Deviation("M1", "Prompt fully lower-cased, multi-line layout (follows the code)."),

@@ -175,6 +175,7 @@ class XfaktTask(Task):
     """X-FaKT factual recall, in-context recall and counter-factual adherence (spec section 4)."""
 
     Options = XfaktOptions
+    unit, strata = "questions", ("language", "country")
     options: XfaktOptions
     kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer (spec 4.4)
     deviations = (

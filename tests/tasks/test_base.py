@@ -13,7 +13,7 @@ from culture_probe import rundir, runner
 from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
 from culture_probe.tasks import GenerateProbe, ScoreProbe, Skipped, Task, parse_options, task_for
-from culture_probe.tasks.base import first_items
+from culture_probe.tasks.base import stratified_items
 from culture_probe.tasks.dlama import DlamaTask
 
 
@@ -46,11 +46,26 @@ def test_bad_options_name_the_problem(values, message):
         parse_options(Opts, values)
 
 
-def test_limit_keeps_every_probe_of_the_first_items():
-    probes = [GenerateProbe(item, "p", GenerateOptions(1), tag=t) for item in ("a", "b", "c") for t in ("1", "2")]
-    assert [(p.item_id, p.tag) for p in first_items(probes, 2)] == [("a", "1"), ("a", "2"), ("b", "1"), ("b", "2")]
+def _probes(n_per_language: dict[str, int]) -> list[GenerateProbe]:
+    """Two probes per item; items grouped by language, the first language's items first (as rows come)."""
+    return [GenerateProbe(f"{lang}{i}", "p", GenerateOptions(1), tag=t, meta={"language": lang})
+            for lang, n in n_per_language.items() for i in range(n) for t in ("1", "2")]
+
+
+def test_a_limit_draws_items_in_turn_from_every_stratum_with_all_their_probes():
+    probes = _probes({"en": 50, "ar": 3, "ko": 1})
+    for seed in range(5):
+        kept = stratified_items(probes, 6, ("language",), seed)
+        items = {p.item_id for p in kept}
+        assert len(items) == 6 and {i[:2] for i in items} == {"en", "ar", "ko"}  # never the first 6 English
+        assert all(sum(p.item_id == i for p in kept) == 2 for i in items)  # every probe of a kept item
+        assert kept == [p for p in probes if p.item_id in items]  # in probe order
+        assert stratified_items(probes, 6, ("language",), seed) == kept  # seeded: the same again
+    draws = {frozenset(p.item_id for p in stratified_items(probes, 6, ("language",), s)) for s in range(5)}
+    assert len(draws) > 1  # another seed, another subset
+    assert stratified_items(probes, 100, ("language",), 0) == probes  # a limit above the items keeps all
     with pytest.raises(CultureProbeError, match="limit must be at least 1"):
-        first_items(probes, 0)
+        stratified_items(probes, 0, ("language",), 0)
 
 
 def test_registry_maps_configs_to_their_protocol_by_module_name():

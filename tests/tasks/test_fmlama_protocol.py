@@ -17,6 +17,7 @@ from culture_probe.loading import load_task
 from culture_probe.metrics.fmlama import average_precision, family_table, table_correlation
 from culture_probe.runner import run
 from culture_probe.tasks import ScoreProbe, Skipped
+from culture_probe.tasks.base import stratified_items
 from culture_probe.tasks.fmlama import FmlamaTask, fill, record_ranking
 from culture_probe.tasks.options import json_ready
 
@@ -53,9 +54,17 @@ class RankingScorer:
         return out
 
 
+def spec_seed() -> int:
+    """A seed whose two-dish subset is the spec's two dishes (the third row only adds beef to the pool)."""
+    task = FmlamaTask("fmlama_en", FmlamaTask.Options(families=("hasParts",)), kind="masked")
+    probes = [task.probe(row, "hasParts_1", "hasParts", "[X] has [Y] .", ("a",)) for row in ROWS]
+    return next(s for s in range(100) if {p.item_id for p in stratified_items(probes, 2, task.strata, s)}
+                == {"Q1|en", "Q2|en"})
+
+
 def spec_run(release, tmp_path=None, **options):
-    return run("fmlama_en", RankingScorer(), rows=ROWS, limit=2, families=("hasParts",), progress=False,
-               out=tmp_path, data_dir=str(release), **options)
+    return run("fmlama_en", RankingScorer(), rows=ROWS, limit=2, seed=spec_seed(), families=("hasParts",),
+               progress=False, out=tmp_path, data_dir=str(release), **options)
 
 
 def task_for(release, config, kind="masked", **options):
