@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from culture_probe.tasks.probes import Record
 CONFIG_FILE, ITEMS_FILE, METRICS_FILE = "config.json", "items.jsonl", "metrics.json"
 ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` can repeat it
 REPORT_FILE, PLOTS_DIR = "report.md", "plots"
+MARKER = ".culture_probe_run"  # names a folder as a run of this library: only such folders (or empty ones) are written
+LOCK_FILE = ".lock"  # held by the process writing the run: a second writer fails at once
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
 RESUME_KEYS = ("config", "model", "model_args", "options", "benchmark.rows_sha256", "run.language", "run.limit",
@@ -55,8 +58,14 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     A directory whose run failed before its first probe was answered (config.json, no record) starts afresh
     without --resume. Every process takes the same decision from the same files (only `main` writes).
     """
+    check_writable(run_dir)
     existing = run_dir / CONFIG_FILE
-    done = read_records(run_dir / ITEMS_FILE) if existing.is_file() else []
+    done = read_records(run_dir / ITEMS_FILE)
+    if done and not existing.is_file():
+        raise CultureProbeError(
+            f"{run_dir} holds {len(done)} record(s) in {ITEMS_FILE} but no {CONFIG_FILE}, so they can be neither "
+            "resumed nor checked. Nothing was changed: move them away, or choose a new --out."
+        )
     if done and not resume:
         raise CultureProbeError(
             f"{run_dir} already holds a run. Pass --resume (resume=True) to continue it ({len(done)} probe(s) "
@@ -65,10 +74,48 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     if done:
         check_resumable(read_json(existing), meta, run_dir)
         return done
-    run_dir.mkdir(parents=True, exist_ok=True)  # every process: each opens the engine cache in it
+    run_dir.mkdir(parents=True, exist_ok=True)
     if main:
+        write_text(run_dir / MARKER, "A culture_probe run directory (culture-probe run --out).\n")
         write_json(existing, meta)
     return []
+
+
+def check_writable(run_dir: Path) -> None:
+    """A run writes only into a new or empty folder, or a run of this library (its marker file, or the config.json
+    of a run made before the marker existed): never over a model's or anyone's files.
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise CultureProbeError(f"--out {run_dir} is a file; pass a folder (new or empty) for the run.")
+    if not run_dir.is_dir() or (run_dir / MARKER).is_file() or all(p.name == LOCK_FILE for p in run_dir.iterdir()):
+        return
+    try:
+        legacy = "culture_probe" in read_json(run_dir / CONFIG_FILE).get("versions", {})
+    except (OSError, CultureProbeError, AttributeError):
+        legacy = False
+    if not legacy:
+        raise CultureProbeError(
+            f"--out {run_dir} is not empty and is not a culture_probe run (no {MARKER}); nothing was written. "
+            "Pass a new or empty folder."
+        )
+
+
+@contextmanager
+def lock(run_dir: Path | None) -> Iterator[None]:
+    """Hold the run directory's lock while writing it; a second writer fails at once (None: nothing to hold)."""
+    if run_dir is None:
+        yield
+        return
+    from filelock import FileLock, Timeout
+
+    check_writable(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(run_dir / LOCK_FILE, timeout=0):
+            yield
+    except Timeout:
+        raise CultureProbeError(f"Another process is writing the run in {run_dir} (it holds {run_dir / LOCK_FILE}). "
+                                "Wait for it to finish, or pass another --out.") from None
 
 
 def check_resumable(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path) -> None:

@@ -126,27 +126,31 @@ def run(
     every = task.build_probes(data, stage=task.stages[0])
     first = every if limit is None else task.sample(every, limit)
     run_dir = Path(out) if out is not None else None
+    if run_dir is not None:
+        rundir.check_writable(run_dir)  # before the model: never load a model to find --out is someone's folder
     scorer = load_scorer(model, settings)
     subset = subset_of(task, every, first) if limit is not None else None
     meta = describe_run(config, model, scorer, task, settings, data, side.provenance, subset=subset,
                         custom_rows=rows is not None,
                         rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None)
     main = is_main_process()
-    done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
-    if rows is not None and run_dir is not None and not done and main:
-        rundir.write_jsonl(run_dir / rundir.ROWS_FILE, data)
-    _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
-    writer = rundir.RecordWriter(run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None, bool(done))
-    try:
-        records = execute(task, data, first, scorer, settings, done, writer, progress)
-    finally:
-        writer.close()
-    metrics = json_ready(task.compute_metrics(records))
-    if run_dir is not None and main:
-        rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
-        from culture_probe.report import write_report
+    with rundir.lock(run_dir if main else None):  # a second writer of the same folder fails at once
+        done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
+        if rows is not None and run_dir is not None and not done and main:
+            rundir.write_jsonl(run_dir / rundir.ROWS_FILE, data)
+        _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
+        items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
+        writer = rundir.RecordWriter(items, bool(done))
+        try:
+            records = execute(task, data, first, scorer, settings, done, writer, progress)
+        finally:
+            writer.close()
+        metrics = json_ready(task.compute_metrics(records))
+        if run_dir is not None and main:
+            rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
+            from culture_probe.report import write_report
 
-        write_report(run_dir, config=meta, records=records, metrics=metrics)
+            write_report(run_dir, config=meta, records=records, metrics=metrics)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
 
 

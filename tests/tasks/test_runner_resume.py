@@ -173,3 +173,50 @@ def test_a_served_judge_gives_the_metrics_of_the_in_process_judge(xfakt_release,
     judged = [r for r in local.records if r.stage == "judge"]
     assert len(judged) == 3 and [r.fields for r in judged] == [r.fields for r in served.records if r.stage == "judge"]
     assert served.metrics == local.metrics
+
+
+def test_out_is_written_only_when_new_empty_or_a_run(xfakt_release, tmp_path):
+    model = FakeModel("United States", "m")
+    theirs = tmp_path / "run"  # xfakt_run writes to tmp_path / "run": here, somebody's model folder
+    theirs.mkdir()
+    (theirs / "config.json").write_text('{"model_type": "gpt2"}')
+    (theirs / "model.safetensors").write_bytes(b"weights")
+    with pytest.raises(CultureProbeError, match=r"is not empty and is not a culture_probe run .*nothing was written"):
+        xfakt_run(xfakt_release, model, tmp_path, judge="string")
+    assert (theirs / "config.json").read_text() == '{"model_type": "gpt2"}' and len(list(theirs.iterdir())) == 2
+    assert model.prompts == []  # refused before anything was asked
+
+    file = tmp_path / "file" / "run"
+    file.parent.mkdir()
+    file.write_text("notes")
+    with pytest.raises(CultureProbeError, match="is a file; pass a folder"):
+        xfakt_run(xfakt_release, model, tmp_path / "file", judge="string")
+    assert file.read_text() == "notes"
+
+
+def test_records_without_their_config_are_never_truncated(xfakt_release, tmp_path):
+    model = FakeModel("United States", "m")
+    xfakt_run(xfakt_release, model, tmp_path, judge="string")
+    (tmp_path / "run" / "config.json").unlink()
+    before = (tmp_path / "run" / "items.jsonl").read_text()
+    with pytest.raises(CultureProbeError, match=r"holds 3 record\(s\) in items.jsonl but no config.json"):
+        xfakt_run(xfakt_release, model, tmp_path, judge="string")
+    assert (tmp_path / "run" / "items.jsonl").read_text() == before
+
+
+def test_a_second_writer_of_the_same_run_fails_at_once(xfakt_release, tmp_path):
+    from filelock import FileLock
+
+    (tmp_path / "run").mkdir()
+    with FileLock(tmp_path / "run" / ".lock", timeout=0):  # another process writing this run
+        with pytest.raises(CultureProbeError, match="Another process is writing the run in"):
+            xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
+    assert xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string").metrics
+
+
+def test_a_run_made_before_the_marker_existed_still_resumes(xfakt_release, tmp_path):
+    model = FakeModel("United States", "m")
+    first = xfakt_run(xfakt_release, model, tmp_path, judge="string")
+    (tmp_path / "run" / ".culture_probe_run").unlink()  # as runs of earlier versions were written
+    again = xfakt_run(xfakt_release, model, tmp_path, judge="string", resume=True)
+    assert again.metrics == first.metrics and len(model.prompts) == 3
