@@ -89,13 +89,8 @@ def _decode(scorer: Any, texts: list[str], specials: bool, options: GenerateOpti
     import torch
 
     tok, model = scorer.tokenizer, scorer.model
-    side = tok.padding_side
-    tok.padding_side = "left"  # new tokens must follow each prompt directly
-    try:
-        batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=specials).to(scorer.device)
-    finally:
-        tok.padding_side = side
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    pad_id = pad_token_id(tok)
+    batch = left_padded(scorer, texts, specials, options.max_new_tokens, pad_id)
     config = _decoding_config(model, pad_id, options)
     device = torch.device(scorer.device)
     # Sampling draws from the global generator (transformers takes no generator argument): fork it so the
@@ -108,6 +103,30 @@ def _decode(scorer: Any, texts: list[str], specials: bool, options: GenerateOpti
         out = model.generate(**batch, generation_config=config, stopping_criteria=stopping)
     new = out[:, start:]
     return [cut_at_stop(text, options.stop) for text in tok.batch_decode(new, skip_special_tokens=True)]
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """The id that fills the left padding: the tokenizer's pad token, else EOS, else UNK (GPT-2 and Llama
+    checkpoints ship without a pad token); the attention mask hides it whichever it is.
+    """
+    ids = (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id)
+    return next((i for i in ids if i is not None), 0)
+
+
+def left_padded(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int, pad_id: int) -> dict[str, Any]:
+    """`texts` as left-padded input ids and attention mask on the model's device; a prompt too long for the
+    model's positions is cut on the left (its leading special tokens kept, warned once, as scoring does) to leave
+    room for the new tokens of a decoder-only model.
+    """
+    import torch
+
+    room = {"new tokens": max_new_tokens} if scorer.kind == "causal" else {}
+    ids = [scorer.encoder.fit(tuple(x), room)
+           for x in scorer.tokenizer(texts, add_special_tokens=specials)["input_ids"]]
+    width = max(map(len, ids))
+    input_ids = torch.tensor([[pad_id] * (width - len(x)) + list(x) for x in ids])
+    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
+    return {"input_ids": input_ids.to(scorer.device), "attention_mask": mask.to(scorer.device)}
 
 
 class StopAt:

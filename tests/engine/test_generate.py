@@ -150,3 +150,31 @@ def test_generation_stops_at_a_stop_string_and_cuts_it_off(arch, kind, monkeypat
         assert steps[-1] < max(len(tok(p)["input_ids"]) for p in PROMPTS) + 12
     with pytest.raises(InvalidValueError, match="give a list of non-empty strings"):
         scorer.generate(PROMPTS, max_new_tokens=2, stop="\n")
+
+
+def test_a_tokenizer_without_a_pad_token_generates_in_batches():
+    model, tok = tiny("gpt2", "bpe")
+    tok.pad_token = None  # as GPT-2 and Llama checkpoints are released
+    assert tok.pad_token_id is None
+    scorer = Scorer(model, tok)
+    assert scorer.generate(PROMPTS, max_new_tokens=4) == [_argmax_continuation(model, tok, p, 4) for p in PROMPTS]
+
+
+def test_a_prompt_longer_than_the_positions_is_cut_on_the_left_with_one_warning():
+    from culture_probe.models import tiny_model
+
+    _, tok = tiny("gpt2", "bpe")
+    model = tiny_model("gpt2", tok, positions=32)
+    long = " ".join(["Egypt is located in Africa ."] * 20)
+    ids = tok(long)["input_ids"]
+    assert len(ids) > 32
+    with pytest.warns(UserWarning, match="cut on the left") as caught:
+        got = Scorer(model, tok).generate([long, PROMPTS[0]], max_new_tokens=6)
+    assert len(caught) == 1
+    kept = ids[-(32 - 6):]  # room for the six new tokens in the 32 positions
+    with torch.no_grad():
+        new = []
+        for _ in range(6):
+            new.append(int(model(torch.tensor([kept + new])).logits[0, -1].argmax()))
+    assert got[0] == tok.decode(new, skip_special_tokens=True)
+    assert got[1] == _argmax_continuation(model, tok, PROMPTS[0], 6)
