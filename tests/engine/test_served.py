@@ -92,16 +92,21 @@ class Busy(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"{}")
             return
-        body = json.dumps({"id": "x", "object": "text_completion", "created": 0, "model": "m",
-                           "choices": [{"index": 0, "text": " Africa", "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"id": "x", "object": "text_completion", "created": 0, "model": "m",
+                         "choices": [{"index": 0, "text": " Africa", "finish_reason": "stop"}]})
 
     def log_message(self, *args):
         pass
+
+
+def send_json(handler: http.server.BaseHTTPRequestHandler, reply: dict) -> None:
+    """Answer 200 with `reply` as JSON."""
+    data = json.dumps(reply).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def test_a_busy_server_is_waited_out_as_its_retry_after_says():
@@ -139,12 +144,7 @@ class EchoingServer(http.server.BaseHTTPRequestHandler):
                  "choices": [{"index": 0, "text": body["prompt"] + "x", "finish_reason": "length",
                               "logprobs": {"tokens": tokens, "token_logprobs": values, "text_offset": offsets,
                                            "top_logprobs": None}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, reply)
 
     def log_message(self, *args):
         pass
