@@ -124,8 +124,9 @@ def corpus(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def build_model(path: Path, arch: str, rows: list[dict[str, Any]], chat_template: bool) -> Path:
-    """A tiny random model of `arch` with a tokenizer trained on the rows' strings."""
+def build_model(path: Path, arch: str, rows: list[dict[str, Any]], chat_template: bool, positions: int = 512
+                ) -> Path:
+    """A tiny random model of `arch` with a tokenizer trained on the rows' strings (`positions`: a decoder's)."""
     from culture_probe.models.planted_benchmarks import CHAT_TEMPLATE
     from culture_probe.models.tiny import ARCH_KIND, save_tiny, train_tokenizer
 
@@ -133,7 +134,7 @@ def build_model(path: Path, arch: str, rows: list[dict[str, Any]], chat_template
     tokenizer = train_tokenizer(corpus(rows), family, vocab_size=800, model_kind=ARCH_KIND[arch])
     if chat_template:
         tokenizer.chat_template = CHAT_TEMPLATE
-    return save_tiny(path, arch, tokenizer, seed=0)
+    return save_tiny(path, arch, tokenizer, seed=0, positions=positions)
 
 
 def run_case(case: Case, rows: list[dict[str, Any]], workdir: Path, mirror: Path) -> dict[str, Any]:
@@ -143,8 +144,10 @@ def run_case(case: Case, rows: list[dict[str, Any]], workdir: Path, mirror: Path
     model = build_model(workdir / f"{case.config}-{case.name}", case.arch, rows, case.chat_template)
     options = dict(case.options)
     if case.judge_arch:
+        # positions for the whole rubric: generation cuts longer prompts now (issue 16); rotary weights do not
+        # depend on the count, so the golden judge is the same model as before
         options["judge_model"] = str(build_model(workdir / f"{case.config}-{case.name}-judge", case.judge_arch,
-                                                 rows, True))
+                                                 rows, True, positions=4096))
     data_dir = mirror / "manual/maps" if case.config.startswith("maps") else None  # MAPS: few-shot rows too
     result = culture_probe.run(case.config, str(model), rows=rows, data_dir=data_dir, progress=False, **options)
     return {"records": [r if isinstance(r, dict) else r.to_json() for r in result.records], "metrics": result.metrics}
