@@ -135,7 +135,7 @@ class Encoder:
                 f"positions. Shorten the {longest}, or use a model with more positions.")
         if not self._warned:
             warnings.warn(f"A context longer than the input limit ({max_length} tokens) was cut on the "
-                          "left; candidates are kept whole. (Warned once.)", stacklevel=3)
+                          "left; what follows it (candidates, new tokens) is kept whole. (Warned once.)", stacklevel=3)
             self._warned = True
         head = len(self.prefix) if context[: len(self.prefix)] == self.prefix else 0
         return context[:head] + context[len(context) - keep:]

@@ -66,16 +66,15 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
     texts, specials = prompt_texts(scorer, prompts, options)
     rank, size = parallel.world()
     mine = {i: texts[i] for i in range(rank, len(texts), size)}
-    lengths = scorer.tokenizer(list(mine.values()), add_special_tokens=specials)["input_ids"] if mine else []
-    costs = {i: len(ids) + options.max_new_tokens for i, ids in zip(mine, lengths, strict=True)}
+    ids = dict(zip(mine, prompt_ids(scorer, list(mine.values()), specials, options.max_new_tokens), strict=True))
+    costs = {i: len(x) + options.max_new_tokens for i, x in ids.items()}
     # Sampling decodes one prompt per call: its generator is seeded for that prompt alone.
     sampled = options.temperature is not None
 
     def run(batch: list[int], _budget: int) -> list[str]:
         if sampled:
-            return [_decode(scorer, [mine[i]], specials, options, prompt_seed(options.seed, mine[i]))[0]
-                    for i in batch]
-        return _decode(scorer, [mine[i] for i in batch], specials, options)
+            return [_decode(scorer, [ids[i]], options, prompt_seed(options.seed, mine[i]))[0] for i in batch]
+        return _decode(scorer, [ids[i] for i in batch], options)
 
     local: dict[int, str] = {}
     for batch, decoded in scorer.batches(costs, run):
@@ -84,13 +83,13 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
     return [done[i] for i in range(len(texts))]
 
 
-def _decode(scorer: Any, texts: list[str], specials: bool, options: GenerateOptions, seed: int | None = None
+def _decode(scorer: Any, ids: list[tuple[int, ...]], options: GenerateOptions, seed: int | None = None
             ) -> list[str]:
     import torch
 
     tok, model = scorer.tokenizer, scorer.model
     pad_id = pad_token_id(tok)
-    batch = left_padded(scorer, texts, specials, options.max_new_tokens, pad_id)
+    batch = left_padded(scorer, ids, pad_id)
     config = _decoding_config(model, pad_id, options)
     device = torch.device(scorer.device)
     # Sampling draws from the global generator (transformers takes no generator argument): fork it so the
@@ -113,16 +112,22 @@ def pad_token_id(tokenizer: Any) -> int:
     return next((i for i in ids if i is not None), 0)
 
 
-def left_padded(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int, pad_id: int) -> dict[str, Any]:
-    """`texts` as left-padded input ids and attention mask on the model's device; a prompt too long for the
-    model's positions is cut on the left (its leading special tokens kept, warned once, as scoring does) to leave
-    room for the new tokens of a decoder-only model.
+def prompt_ids(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int) -> list[tuple[int, ...]]:
+    """The token ids of each prompt (tokenized once); a prompt too long for the model's positions is cut on the
+    left (its leading special tokens kept, warned once, as scoring does) to leave room for the new tokens of a
+    decoder-only model.
     """
+    if not texts:
+        return []
+    room = {"new tokens": max_new_tokens} if scorer.kind == "causal" else {}
+    encoded = scorer.tokenizer(texts, add_special_tokens=specials)["input_ids"]
+    return [scorer.encoder.fit(tuple(x), room) for x in encoded]
+
+
+def left_padded(scorer: Any, ids: list[tuple[int, ...]], pad_id: int) -> dict[str, Any]:
+    """Prompt ids as left-padded input ids and attention mask on the model's device."""
     import torch
 
-    room = {"new tokens": max_new_tokens} if scorer.kind == "causal" else {}
-    ids = [scorer.encoder.fit(tuple(x), room)
-           for x in scorer.tokenizer(texts, add_special_tokens=specials)["input_ids"]]
     width = max(map(len, ids))
     input_ids = torch.tensor([[pad_id] * (width - len(x)) + list(x) for x in ids])
     mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
