@@ -13,8 +13,7 @@ from typing import Any
 
 from culture_probe.data.registry import load_benchmark, resolve
 from culture_probe.data.resources import load_resources
-from culture_probe.tasks import Task, task_for
-from culture_probe.tasks.options import options_from_dict
+from culture_probe.tasks import Task, task_for, task_from_config
 
 
 def load_rows(config: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False,
@@ -58,7 +57,6 @@ def task_of_run(meta: Mapping[str, Any]) -> Task:
     """A run's Task rebuilt from its config.json, with its resources loaded again from the run's `data_dir` (or the
     mirror, or the pinned URL): what metrics need besides the records (FmLAMA's word vectors for mWS).
     """
-    config = meta["config"]
-    options = options_from_dict(task_for(config).Options, meta["options"])
-    return load_task(config, options, kind=meta["model"]["kind"], seed=meta["run"]["seed"],
+    plain = task_from_config(meta)
+    return load_task(plain.config, plain.options, kind=plain.kind, seed=plain.seed,
                      data_dir=meta["run"].get("data_dir"))[0]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from culture_probe.engine import parallel
-from culture_probe.engine.cache import ScoreCache, cache_file
+from culture_probe.engine.cache import ScoreCache, cache_path, identity_digest
 from culture_probe.engine.encoding import Encoder, model_max_length
 from culture_probe.engine.types import (
     CandidateScores,
@@ -54,9 +54,7 @@ class Backend:
         self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
-        self.cache_path = Path(cache) if cache is not None else (  # a file, or this model's file in cache_dir
-            cache_file(cache_dir, self.identity["name_or_path"], self.model_digest()) if cache_dir is not None
-            else None)
+        self.cache_path = cache_path(cache, cache_dir, self.identity)
         self._check_model()
 
     # ---- the hooks a backend writes -------------------------------------------------------------------------
@@ -139,7 +137,7 @@ class Backend:
 
     def model_digest(self) -> str:
         """A digest of the model identity: the cache's model key and the name of its file in a cache folder."""
-        return hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()
+        return identity_digest(self.identity)
 
     def _open_cache(self, options: ScoreOptions) -> ScoreCache | None:
         if self.cache_path is None:

@@ -13,12 +13,14 @@ killed with SIGKILL loses at most the batch in flight, and several processes can
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import time
 import warnings
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,10 +43,21 @@ class CacheCorruptionWarning(UserWarning):
     """A cache file or row was damaged; it was set aside and the scores are computed again."""
 
 
-def cache_file(folder: str | Path, name: str, model_digest: str) -> Path:
-    """The cache file of one model in `folder`: readable name, then the identity digest (which decides)."""
-    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name or "model")[:60]
-    return Path(folder) / f"{slug}-{model_digest[:16]}.sqlite"
+def cache_path(cache: str | Path | None, cache_dir: str | Path | None, identity: Mapping[str, Any]) -> Path | None:
+    """Where a model's scores are cached: the file `cache`, else the model's own file in the folder `cache_dir`
+    (its readable name, then its identity digest, which decides), else nowhere.
+    """
+    if cache is not None:
+        return Path(cache)
+    if cache_dir is None:
+        return None
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(identity["name_or_path"]).name or "model")
+    return Path(cache_dir) / f"{slug[:60]}-{identity_digest(identity)[:16]}.sqlite"
+
+
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    """The digest of a model's identity: its cache key, and the name of its file in a cache folder."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def digest(text: str) -> bytes:

@@ -14,8 +14,6 @@ space included). A server that returns none gets a clear error.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -24,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from culture_probe.engine.cache import ScoreCache, cache_file
+from culture_probe.engine.cache import ScoreCache, cache_path, identity_digest
 from culture_probe.engine.encoding import separator
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
 from culture_probe.engine.types import (
@@ -61,12 +59,11 @@ class ServedScorer:
                              timeout=timeout, max_retries=retries)
         self.identity = {"name_or_path": SERVED + name, "base_url": self.base_url, "kind": self.kind,
                          "served": True}
-        self.cache_path = Path(cache) if cache is not None else (
-            cache_file(cache_dir, name, self.model_digest()) if cache_dir is not None else None)
+        self.cache_path = cache_path(cache, cache_dir, self.identity)
 
     def model_digest(self) -> str:
         """A digest of the model identity: the cache's model key and the name of its file in a cache folder."""
-        return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()
+        return identity_digest(self.identity)
 
     # ------------------------------------------------------------ generation
 
