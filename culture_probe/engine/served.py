@@ -15,8 +15,9 @@ space included). A server that returns none gets a clear error.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -160,22 +161,15 @@ class ServedScorer:
         return ScoreCache(self.cache_path, model=self.model_digest(), options=options) if self.cache_path else None
 
 
-class _endpoint:
+@contextmanager
+def _endpoint(base_url: str) -> Iterator[None]:
     """Turns the `openai` client's connection and status errors into one clear line naming the server."""
+    import openai
 
-    def __init__(self, base_url: str):
-        self.base_url = base_url
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> bool:
-        import openai
-
-        if isinstance(error, openai.APIConnectionError):
-            raise EndpointError(f"The server at {self.base_url} could not be reached ({error}); start it, or check "
-                                "--base-url (e.g. http://127.0.0.1:8000/v1).") from None
-        if isinstance(error, openai.APIStatusError):
-            raise EndpointError(f"The server at {self.base_url} answered {error.status_code}: "
-                                f"{str(error)[:300]}") from None
-        return False
+    try:
+        yield
+    except openai.APIConnectionError as error:
+        raise EndpointError(f"The server at {base_url} could not be reached ({error}); start it, or check "
+                            "--base-url (e.g. http://127.0.0.1:8000/v1).") from None
+    except openai.APIStatusError as error:
+        raise EndpointError(f"The server at {base_url} answered {error.status_code}: {str(error)[:300]}") from None
