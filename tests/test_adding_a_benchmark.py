@@ -47,7 +47,8 @@ BUILDER = Toy
 TASK_MODULE = '''
 """Toy protocol: every capital ranked as the end of "The capital of X is"; P@1."""
 from culture_probe.engine.types import ScoreRequest
-from culture_probe.metrics.dlama import precision_at_k
+from culture_probe.metrics.dlama import hits_at_k, precision_at_k
+from culture_probe.metrics.results import UnitValue, unit_table
 from culture_probe.tasks import ScoreProbe, Task
 
 
@@ -64,6 +65,10 @@ class ToyTask(Task):
     def _metrics(self, records, skipped):
         hits = precision_at_k([r["prediction"] for r in records], [r["gold"] for r in records])
         return {"p1": hits["precision"]}
+
+    def _unit_tables(self, records):
+        hits = hits_at_k([r["prediction"] for r in records], [r["gold"] for r in records])
+        return [unit_table("p1", [UnitValue(r.item_id, 100 * hit) for r, hit in zip(records, hits)])]
 
 
 TASK = ToyTask
@@ -126,6 +131,8 @@ def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(pl
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
+    assert metrics.pop("results")["overall"]["p1"] == {"value": 100.0, "stderr": 0.0, "ci_low": 100.0,
+                                                        "ci_high": 100.0, "n": 3}
     assert metrics == {"p1": 100.0, "n_probes": 3, "n_skipped": 0, "skipped": {}}
     config = json.loads((tmp_path / "known" / "config.json").read_text())
     assert config["benchmark"]["name"] == "toy" and config["task"] == "ToyTask"

@@ -1,18 +1,26 @@
-"""Seeded resampling shared by the metrics that report uncertainty (compare_groups, fairness_gap) and the
-report's error bars (mean_interval).
+"""Seeded resampling through `scipy.stats`, shared by every metric that reports uncertainty (the results schema,
+compare_groups, fairness_gap) and the report's error bars (mean_interval).
+
+Statistics are written over unit indices: a statistic gets one (batch, size) index array per group of units and
+returns (batch,) values, or (k, batch) for k values at once. Resampling indices, not values, lets one draw serve
+several arrays (two runs of a paired comparison, a unit's replicates) and keeps memory bounded (`batch`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics._checks import none_if_nan
 
-# Resamples are drawn in chunks so that memory stays bounded (chunk x items) whatever n_resamples is.
-_CHUNK_CELLS = 2_000_000
+CI_METHOD = "percentile bootstrap (scipy.stats.bootstrap)"
+_BATCH_CELLS = 2_000_000  # drawn unit indices held at once, whatever n_resamples is
+
+IndexStatistic = Callable[[list[np.ndarray]], np.ndarray]
 
 
 def check_resampling(n_resamples: int, confidence: float) -> None:
@@ -23,36 +31,65 @@ def check_resampling(n_resamples: int, confidence: float) -> None:
         raise MetricInputError(f"`confidence` must be between 0 and 1 (e.g. 0.95), got {confidence!r}.")
 
 
-def chunks(n_resamples: int, n_items: int) -> Iterator[int]:
-    """Sizes of the resample chunks: together n_resamples, each at most ~2M drawn indices."""
-    size = max(1, _CHUNK_CELLS // max(n_items, 1))
-    for start in range(0, n_resamples, size):
-        yield min(size, n_resamples - start)
+@dataclass(frozen=True)
+class Resampling:
+    """How intervals are drawn: a percentile bootstrap at `confidence` with `n_resamples` draws, seeded."""
+
+    confidence: float = 0.95
+    n_resamples: int = 2000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_resampling(self.n_resamples, self.confidence)
 
 
-def bootstrap(
-    statistic: Callable[[list[np.ndarray]], np.ndarray],
-    sizes: list[int],
-    n_resamples: int,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Stratified bootstrap: resample each stratum with replacement, keeping its size.
+DEFAULT_RESAMPLING = Resampling()
 
-    `statistic` gets one (chunk, size) index array per stratum and returns the chunk's statistics (chunk, ...).
+
+def _nan_to_none(values: np.ndarray) -> list[float | None]:
+    return [None if not np.isfinite(v) else float(v) for v in np.atleast_1d(values)]
+
+
+def bootstrap_interval(statistic: IndexStatistic, groups: Sequence[np.ndarray], resampling: Resampling
+                       ) -> tuple[list[float | None], list[float | None], list[float | None]]:
+    """(stderr, ci_low, ci_high), one entry per value of `statistic`, from a percentile bootstrap that resamples
+    each group of unit indices separately, keeping its size (`scipy.stats.bootstrap` with one sample per group).
+
+    A group of one unit cannot vary under resampling; scipy asks for two observations per sample, so it is given
+    twice, which leaves every statistic of group means unchanged. A value undefined in some draw has no interval.
     """
-    out = []
-    for chunk in chunks(n_resamples, sum(sizes)):
-        out.append(statistic([rng.integers(0, size, size=(chunk, size)) for size in sizes]))
-    return np.concatenate(out, axis=0)
+    data = tuple(np.repeat(g, 2) if g.size == 1 else np.asarray(g) for g in groups)
+    if not data or any(g.size == 0 for g in data):
+        raise MetricInputError("bootstrap_interval needs at least one unit in every group.")
+
+    def indexed(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        return statistic([np.asarray(s, dtype=int).reshape(-1, s.shape[-1]) for s in samples])
+
+    with warnings.catch_warnings():  # a constant statistic is "degenerate": its interval is the value itself
+        warnings.simplefilter("ignore")
+        result = stats.bootstrap(data, indexed, n_resamples=resampling.n_resamples, vectorized=True,
+                                 batch=max(1, _BATCH_CELLS // sum(g.size for g in data)), method="percentile",
+                                 confidence_level=resampling.confidence, rng=np.random.default_rng(resampling.seed))
+    interval = result.confidence_interval
+    return _nan_to_none(result.standard_error), _nan_to_none(interval.low), _nan_to_none(interval.high)
 
 
-def percentile_interval(samples: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
-    """The percentile interval of bootstrap statistics; resamples where the statistic is undefined are ignored."""
-    tail = 100 * (1 - confidence) / 2
-    if np.all(np.isnan(samples)):
-        return None, None
-    low, high = np.nanpercentile(samples, [tail, 100 - tail])
-    return none_if_nan(low), none_if_nan(high)
+def permutation_p_value(statistic: Callable[..., np.ndarray], samples: Sequence[np.ndarray], *, paired: bool,
+                        n_resamples: int, seed: int) -> float | None:
+    """Two-sided p-value of `statistic(*samples)` from `scipy.stats.permutation_test`: samples relabelled at
+    random (independent), or each unit's values swapped between the samples (`paired`). None when a sample has
+    fewer than two units (scipy's minimum; no test of one unit means anything).
+    """
+    if min(len(s) for s in samples) < 2:
+        return None
+    size = sum(len(s) for s in samples)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = stats.permutation_test(tuple(samples), statistic, vectorized=True, n_resamples=n_resamples,
+                                        permutation_type="samples" if paired else "independent",
+                                        alternative="two-sided", batch=max(1, _BATCH_CELLS // size),
+                                        rng=np.random.default_rng(seed))
+    return float(result.pvalue)
 
 
 def mean_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 2000,
@@ -61,8 +98,6 @@ def mean_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamp
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise MetricInputError("mean_interval needs at least one value.")
-    check_resampling(n_resamples, confidence)
-    means = bootstrap(lambda index: data[index[0]].mean(axis=1), [data.size], n_resamples,
-                      np.random.default_rng(seed))
-    low, high = percentile_interval(means, confidence)
-    return float(low), float(high)
+    _, low, high = bootstrap_interval(lambda index: data[index[0]].mean(axis=-1), [np.arange(data.size)],
+                                      Resampling(confidence, n_resamples, seed))
+    return float(low[0]), float(high[0])

@@ -19,7 +19,7 @@ from scipy import stats
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_labels, check_lengths, finite_floats, none_if_nan
-from culture_probe.metrics._resample import bootstrap, check_resampling, percentile_interval
+from culture_probe.metrics._resample import Resampling, bootstrap_interval, check_resampling
 
 CULTURES = ("arab", "western")
 
@@ -205,8 +205,7 @@ def _confusions(gold: np.ndarray, pred: np.ndarray, n_labels: int, indices: np.n
     return counts.reshape(indices.shape[0], n_labels, n_labels)
 
 
-def _interval(value: float, samples: np.ndarray, confidence: float) -> dict[str, float | None]:
-    low, high = percentile_interval(samples, confidence)
+def _interval(value: float, low: float | None, high: float | None) -> dict[str, float | None]:
     return {"value": none_if_nan(value), "ci_low": low, "ci_high": high}
 
 
@@ -222,7 +221,8 @@ def fairness_gap(
     """Arab minus Western macro-F1 and per-label false-negative/false-positive rates, with bootstrap intervals.
 
     One row per classified item (a sentiment label, an entity's tag). FNR_c = P(pred != c | gold = c),
-    FPR_c = P(pred = c | gold != c). The bootstrap resamples the items of each culture separately (seeded).
+    FPR_c = P(pred = c | gold != c). The bootstrap resamples the items of each culture separately (seeded); a rate
+    undefined in some draw (a label missing from the resampled items) gets no interval.
     """
     check_lengths(predictions=predictions, references=references, culture=culture)
     check_resampling(n_resamples, confidence)
@@ -244,15 +244,16 @@ def fairness_gap(
 
     def gaps(indices: list[np.ndarray]) -> np.ndarray:
         arab, western = (culture_rates(c, i) for c, i in zip(CULTURES, indices, strict=True))
-        return _stack(arab) - _stack(western)
+        return (_stack(arab) - _stack(western)).T
 
-    samples = bootstrap(gaps, [parts[c].size for c in CULTURES], n_resamples, np.random.default_rng(seed))
+    _, low, high = bootstrap_interval(gaps, [np.arange(parts[c].size) for c in CULTURES],
+                                      Resampling(confidence, n_resamples, seed))
     full = {c: culture_rates(c, np.arange(parts[c].size)[None, :]) for c in CULTURES}
     observed = (_stack(full["arab"]) - _stack(full["western"]))[0]
-    gap = {"f1": _interval(observed[0], samples[:, 0], confidence)}
+    gap = {"f1": _interval(observed[0], low[0], high[0])}
     for rate, offset in (("fnr", 1), ("fpr", 1 + n_labels)):
         gap[rate] = {
-            label: _interval(observed[offset + j], samples[:, offset + j], confidence)
+            label: _interval(observed[offset + j], low[offset + j], high[offset + j])
             for j, label in enumerate(label_set)
         }
     return {

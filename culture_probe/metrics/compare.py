@@ -14,38 +14,27 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_labels, check_lengths, finite_floats
-from culture_probe.metrics._resample import bootstrap, check_resampling, percentile_interval
+from culture_probe.metrics._resample import Resampling, bootstrap_interval, check_resampling, permutation_p_value
 
 
-def permutation_p_value(a: np.ndarray, b: np.ndarray, n_resamples: int, rng: np.random.Generator) -> float:
-    """Two-sided Monte-Carlo permutation p-value of mean(a) - mean(b), (1 + #extreme) / (1 + n_resamples).
-
-    The +1 counts the observed labelling itself, so the p-value is never 0 (Phipson & Smyth, 2010).
-    """
-    observed = abs(a.mean() - b.mean())
-    pooled = np.concatenate([a, b])
-    total = pooled.sum()
-    # Equal differences computed in another summation order can differ in the last bits: count them as extreme.
-    threshold = observed - 1e-12 * max(1.0, observed)
-    extreme, small = 0, min(a.size, b.size)
-    for _ in range(n_resamples):  # drawing the smaller group's members is the cheapest way to relabel at random
-        first = pooled[rng.choice(pooled.size, small, replace=False, shuffle=False)].sum()
-        extreme += abs(first / small - (total - first) / (pooled.size - small)) >= threshold
-    return (1 + int(extreme)) / (1 + n_resamples)
+def mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """mean(a) - mean(b) along `axis` (vectorized, as scipy's resampling tests call it)."""
+    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
 
 
 def _compare(a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)  # one generator per pair: a pair's result does not depend on other groups
-
-    def difference(indices: list[np.ndarray]) -> np.ndarray:
-        return a[indices[0]].mean(axis=1) - b[indices[1]].mean(axis=1)
-
-    low, high = percentile_interval(bootstrap(difference, [a.size, b.size], n_resamples, rng), confidence)
+    """One pair: the difference, a bootstrap interval resampling each group separately, a permutation p-value
+    (seeded per pair, so a pair's result does not depend on the other groups).
+    """
+    values = np.concatenate([a, b])
+    groups = [np.arange(a.size), np.arange(a.size, values.size)]
+    _, low, high = bootstrap_interval(lambda index: mean_difference(values[index[0]], values[index[1]]), groups,
+                                      Resampling(confidence, n_resamples, seed))
     return {
         "difference": float(a.mean() - b.mean()),
-        "ci_low": low,
-        "ci_high": high,
-        "p_value": permutation_p_value(a, b, n_resamples, rng),
+        "ci_low": low[0],
+        "ci_high": high[0],
+        "p_value": permutation_p_value(mean_difference, (a, b), paired=False, n_resamples=n_resamples, seed=seed),
     }
 
 

@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from scipy import stats
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_labels, check_lengths
+from culture_probe.metrics._resample import DEFAULT_RESAMPLING, Resampling, bootstrap_interval
 
 # The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
 ASSOCIATIONS: dict[str, str] = {
@@ -199,7 +201,10 @@ def answers_summary(answers: Sequence[GradedAnswer], *, transfer: bool, round_ce
                     tiers: str = "paper") -> dict[str, Any]:
     """A run's metrics: the error rate (%) overall and per question language, the verdict counts, and (with
     `transfer`, factual recall) FRS, KTS and X-FaKT, or null with the reason when the answers lack associated or
-    non-associated cells (e.g. a subset whose questions are all English about the United States).
+    non-associated cells (e.g. a subset whose questions are all English about the United States), or when the
+    languages and countries asked do not pair up: KTS compares each language's own country with the others, so
+    it needs at least two languages, each with its associated country asked and each country's language asked
+    (the cell statistics are still given). `all_languages` says whether all 13 were asked.
     """
     if not answers:
         raise MetricInputError("No graded X-FaKT answers: the run has no records with a verdict yet.")
@@ -212,7 +217,53 @@ def answers_summary(answers: Sequence[GradedAnswer], *, transfer: bool, round_ce
                              country=[a.country for a in answers], round_cells=round_cells, tiers=tiers))
         except MetricInputError as error:
             out.update({"frs": None, "kts": None, "xfakt": None, "xfakt_unavailable": str(error)})
+        else:
+            reason = unpaired_cells(out["languages"], out["countries"])
+            if reason:
+                out.update({"frs": None, "kts": None, "xfakt": None, "xfakt_unavailable": reason})
     return out
+
+
+def unpaired_cells(languages: Sequence[str], countries: Sequence[str]) -> str | None:
+    """Why the asked languages and countries cannot give a transfer score, or None when they can."""
+    if len(languages) < 2:
+        return f"it needs questions in at least two languages, and this run has only {', '.join(languages)}"
+    owners = {country: language for language, country in ASSOCIATIONS.items()}
+    missing = [ASSOCIATIONS[lang] for lang in languages if ASSOCIATIONS[lang] not in countries]
+    missing += [owners[country] for country in countries if owners[country] not in languages]
+    if missing:
+        return ("the languages and countries asked do not pair up: nothing was asked about (or in) "
+                f"{', '.join(missing)}, so the comparison would be one-sided")
+    return None
+
+
+def transfer_estimates(answers: Sequence[GradedAnswer], summary: Mapping[str, Any], *, round_cells: bool = True,
+                       resampling: Resampling = DEFAULT_RESAMPLING) -> dict[str, dict[str, Any]]:
+    """FRS, KTS and X-FaKT of a run's `summary` in the results schema: each with a percentile bootstrap interval
+    that resamples the questions within each (language, country) cell, keeping the cells' sizes.
+    """
+    if summary.get("kts") is None:
+        return {}
+    cells: dict[tuple[str, str], list[int]] = {}
+    for index, answer in enumerate(answers):
+        cells.setdefault((answer.language, answer.country), []).append(index)
+    keys = sorted(cells)
+    wrong = np.asarray([not a.correct for a in answers], dtype=float)
+    diagonal = np.asarray([ASSOCIATIONS[language] == country for language, country in keys])
+
+    def scores(index: list[np.ndarray]) -> np.ndarray:
+        errors = np.stack([wrong[i].mean(axis=-1) for i in index])  # (cells, batch)
+        errors = np.round(errors, 2) if round_cells else errors
+        mu_assoc, mu_non = errors[diagonal].mean(axis=0), errors[~diagonal].mean(axis=0)
+        frs = 1.5 * (1 / (1 + mu_assoc + mu_non) - 1 / 3)
+        kts = 2 * (1 / (1 + np.abs(mu_assoc - mu_non)) - 1 / 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            harmonic = np.where(frs + kts > 0, 2 * frs * kts / (frs + kts), 0.0)
+        return np.stack([frs, kts, harmonic])
+
+    stderr, low, high = bootstrap_interval(scores, [np.asarray(cells[k]) for k in keys], resampling)
+    return {name: {"value": summary[name], "stderr": stderr[i], "ci_low": low[i], "ci_high": high[i],
+                   "n": len(answers)} for i, name in enumerate(("frs", "kts", "xfakt"))}
 
 
 def error_pct(answers: Sequence[GradedAnswer]) -> float:

@@ -98,9 +98,10 @@ def comparison_text(comparison: Mapping[str, Any] | None) -> str:
     if not comparison:
         return ""
     low, high = (format_score(comparison[key], DECIMALS) for key in ("ci_low", "ci_high"))
+    p_value = comparison["p_value"]
+    test = f"permutation p = {p_value:.3g}" if p_value is not None else "too few facts for a permutation test"
     return (f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_score(comparison['difference'], DECIMALS)} "
-            f"points (bootstrap 95% interval {low} to {high}; "
-            f"permutation p = {comparison['p_value']:.3g}).")
+            f"points (bootstrap 95% interval {low} to {high}; {test}).")
 
 
 def common_predictions(rows: list[Record], hits: np.ndarray) -> Table:

@@ -8,10 +8,12 @@ defines a `Task` subclass and `TASK = ThatClass`, with
   protocol). Users pass them as `run(config, model, with_country=True)` or `--option with_country=true`.
 - `deviations`: where the protocol differs from the original code, each with when it applies.
 - `needs(config, options)` (optional): the side data to load (`culture_probe.data.resources.Need`).
-- three hooks: `_probes(rows, stage, previous)` yields probes; `_read(probe, output)` turns one engine output into
+- four hooks: `_probes(rows, stage, previous)` yields probes; `_read(probe, output)` turns one engine output into
   the record's fields; `_metrics(records, skipped)` maps the answered records to typed inputs and calls the
   benchmark's metric functions in `culture_probe.metrics` (the base counts the skipped records per reason; a
-  protocol only looks at them when a metric depends on why something was not asked).
+  protocol only looks at them when a metric depends on why something was not asked); `_unit_tables(records)`
+  gives each headline metric's value per unit, from which the results schema draws intervals (and
+  `_composites`, optionally, the numbers that are no mean over units and the metrics left out).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, ClassVar, Literal
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
 from culture_probe.errors import CultureProbeError, TemplateError, UnknownNameError, UnsupportedModelError
+from culture_probe.metrics.results import UnitTable, summarize
 from culture_probe.tasks.options import NoOptions
 from culture_probe.tasks.probes import PROBE_RECORDS, Output, Probe, Record, Skipped
 
@@ -52,7 +55,7 @@ class Deviation:
 
 
 class Task:
-    """One benchmark's protocol. Subclasses set `Options`, `deviations`, and write the three hooks."""
+    """One benchmark's protocol. Subclasses set `Options`, `deviations`, and write the four hooks."""
 
     Options: ClassVar[type] = NoOptions
     deviations: ClassVar[tuple[Deviation, ...]] = ()
@@ -129,8 +132,22 @@ class Task:
         answered = [r for r in records if not r.skipped]
         skipped = [r for r in records if r.skipped]
         reasons = Counter(r["skipped"] for r in skipped)
-        return {**self._metrics(answered, skipped), "n_probes": len(records), "n_skipped": len(skipped),
-                "skipped": dict(reasons)}
+        metrics = self._metrics(answered, skipped)
+        return {**metrics, "results": self.results(answered, metrics), "n_probes": len(records),
+                "n_skipped": len(skipped), "skipped": dict(reasons)}
+
+    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """The run's numbers in the one results schema (`culture_probe.metrics.results`): each headline number
+        with its bootstrap interval over this benchmark's unit, overall and per stratum, and what was left out.
+        """
+        extra, omitted = self._composites(answered, metrics)
+        return summarize(self.unit_tables(answered), unit=self.unit, extra=extra, omitted=omitted)
+
+    def unit_tables(self, answered: Sequence[Record]) -> list[UnitTable]:
+        """Each headline metric's value per unit (and replicate) of the answered records: what the results
+        schema's intervals and a paired comparison of two runs resample.
+        """
+        return list(self._unit_tables([r for r in answered if not r.skipped]))
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts worth recording in config.json (e.g. candidate-set sizes and hashes)."""
@@ -164,6 +181,16 @@ class Task:
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
+        raise NotImplementedError
+
+    def _composites(self, records: Sequence[Record], metrics: Mapping[str, Any]
+                    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Headline numbers that are not a mean over units (with their own intervals), and the metrics left out
+        of this run with the reason (e.g. a gap that needs both cultures). None by default.
+        """
+        return {}, {}
 
 
 # ---------------------------------------------------------------- helpers shared by tasks

@@ -21,7 +21,8 @@ from culture_probe.data.card import base_name, is_corrected
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError
-from culture_probe.metrics.camel import ScoredPrompt, run_summary
+from culture_probe.metrics.camel import ScoredPrompt, prompt_cbs, run_summary
+from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
@@ -273,6 +274,15 @@ class CamelTask(Task):
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         return run_summary([scored_prompt(r) for r in records], tie_value=self.options.tie_value)
+
+    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
+        """Per prompt and run, its CBS; `cbs` is their mean over runs and prompts, averaged over entity types with
+        equal weight, so the interval resamples prompts within each type.
+        """
+        return [unit_table("cbs", [
+            UnitValue(str(p.prompt_id), prompt_cbs(np.asarray(p.arab), np.asarray(p.western), self.options.tie_value),
+                      {"entity_type": p.entity_type}, str(p.run)) for p in map(scored_prompt, records)],
+            macro="entity_type")]
 
 
 def scored_prompt(record: Record) -> ScoredPrompt:

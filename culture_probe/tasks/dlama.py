@@ -22,7 +22,8 @@ from culture_probe.data.card import is_corrected
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions, ScoreRequest
 from culture_probe.errors import UnsupportedModelError
-from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, ranking_summary
+from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, hits_at_k, ranking_summary
+from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -183,6 +184,29 @@ class DlamaTask(Task):
         if self.options.mode == "generate":
             return generation_summary([answered_fact(r) for r in records])
         return ranking_summary([ranked_fact(r) for r in records], reference=WEST)
+
+    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
+        """Per fact (in one prompt language): P@1, or in generation mode the overlap and exact accuracies."""
+        if self.options.mode == "generate":
+            facts = [answered_fact(r) for r in records]
+            return [unit_table(measure, [UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r))
+                                         for r, f in zip(records, facts, strict=True)])
+                    for measure in ("overlap", "exact")]
+        hits = hits_at_k([r["prediction"] for r in records], [list(r["gold"]) for r in records])
+        return [unit_table("p1", [UnitValue(r.item_id, 100.0 * hit, fact_strata(r))
+                                  for r, hit in zip(records, hits, strict=True)])]
+
+    def _composites(self, records: Sequence[Record], metrics: Mapping[str, Any]
+                    ) -> tuple[dict[str, Any], dict[str, str]]:
+        cultures = sorted({r["culture"] for r in records})
+        if len(cultures) == 2:
+            return {}, {}
+        return {}, {"culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"}
+
+
+def fact_strata(record: Record) -> dict[str, str]:
+    """The strata of a fact in the results schema."""
+    return {"language": record["language"], "culture": record["culture"], "predicate": record["predicate"]}
 
 
 def ranked_fact(record: Record) -> RankedFact:

@@ -24,10 +24,12 @@ from culture_probe.metrics.fmlama import (
     FAMILIES,
     ChatReply,
     RankedDish,
+    average_precision,
     chat_summary,
     ranking_summary,
     words_needed,
 )
+from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -245,6 +247,24 @@ class FmlamaTask(Task):
             embed = self.resource("vectors").lookup(words_needed([d.ranking for d in dishes],
                                                                  [d.gold for d in dishes]))
         return ranking_summary(dishes, embed)
+
+    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
+        """Per dish, per template of a family: its AP (mAP = the mean over templates of the mean over dishes, as
+        `map_<family>`); chat mode: per dish and prompt cell, whether it named a gold ingredient (the mean over cells,
+        where the paper reports the best cell).
+        """
+        if self.options.mode == "chat":
+            replies = [chat_reply(r, self.options.group_by) for r in records]
+            return [unit_table("chat_accuracy", [
+                UnitValue(r.item_id, 100.0 * c.correct, {"lang": r["lang"], "group": c.group},
+                          f"{c.template} / {c.instruction}") for r, c in zip(records, replies, strict=True)])]
+        rows: dict[str, list[UnitValue]] = {}
+        for record in records:
+            dish = self.ranked_dish(record)
+            ap = 100.0 * average_precision(dish.ranking, set(dish.gold)) if dish.gold else float("nan")
+            rows.setdefault(f"map_{dish.family}", []).append(
+                UnitValue(record.item_id, ap, {"lang": record["lang"], "group": dish.group}, dish.template))
+        return [unit_table(name, rows[name]) for name in (f"map_{f}" for f in FAMILIES) if name in rows]
 
     def ranked_dish(self, record: Record) -> RankedDish:
         """The metric input of a ranking record."""

@@ -23,6 +23,7 @@ from culture_probe.data.resources import Need
 from culture_probe.engine.types import CandidateScores, FillMaskOptions, GenerateOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics.proverbs import Completion, ReasonAnswer, run_summary, union_flags
+from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
@@ -314,6 +315,13 @@ class MapsTask(Task):
         return run_summary(answers, completions, question=self.options.question,
                            n_templates=len(MEMORISATION_TEMPLATES), n_sets=N_SETS if self.options.n_shot else 0,
                            memorised=flags if complete else None)
+
+    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
+        """Per proverb (and few-shot demonstration set): whether the asked question was answered right."""
+        return [unit_table("accuracy", [
+            UnitValue(r["id"], 100.0 * bool(r["correct"]),
+                      {"language": r["language"], "figurative": "figurative" if r["is_figurative"] else "literal"},
+                      str(r["demo_set"])) for r in records if r["tag"].startswith("reason")])]
 
 
 def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en"

@@ -29,7 +29,8 @@ from culture_probe.data.resources import Need
 from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
 from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError
-from culture_probe.metrics.factuality import GradedAnswer, answers_summary
+from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
+from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
@@ -308,19 +309,40 @@ class XfaktTask(Task):
     # ------------------------------------------------------------ metrics
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
-        graded = graded_answers(records)
-        answers = [GradedAnswer(r["language"], bool(r["correct"]), r["verdict"], r.get("country")) for r in graded]
+        answers = [graded_answer(r) for r in graded_answers(records)]
         summary = answers_summary(answers, transfer=self.part == "factual_recall",
                                   round_cells=self.options.round_cells, tiers=self.options.tiers)
         # Answers still waiting for the judge's verdict (an interrupted run) are left out, and counted.
         answered = sum(1 for r in records if r["stage"] == "answer")
-        return {**summary, "n_ungraded": answered - len(graded)}
+        return {**summary, "n_ungraded": answered - len(answers)}
+
+    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
+        """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country."""
+        return [unit_table("error_rate", [
+            UnitValue(r.item_id, 100.0 * (not r["correct"]),
+                      {"language": r["language"]} | ({"country": r["country"]} if r.get("country") else {}))
+            for r in graded_answers(records)])]
+
+    def _composites(self, records: Sequence[Record], metrics: Mapping[str, Any]
+                    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """FRS, KTS and X-FaKT (factual recall) with their intervals, or why they are left out."""
+        if self.part != "factual_recall":
+            return {}, {}
+        if metrics.get("kts") is None:
+            return {}, {name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")}
+        answers = [graded_answer(r) for r in graded_answers(records)]
+        return transfer_estimates(answers, metrics, round_cells=self.options.round_cells), {}
 
 
 def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores) -> dict[str, float]:
     """{answer label: the best mean log-prob over its surface forms} (spec 4.4)."""
     means = dict(zip(output.candidates, (float(x) for x in output.mean_logprob), strict=True))
     return {label: max(means[form] for form in names) for label, names in forms.items()}
+
+
+def graded_answer(record: Record) -> GradedAnswer:
+    """The metric input of a graded record."""
+    return GradedAnswer(record["language"], bool(record["correct"]), record["verdict"], record.get("country"))
 
 
 def graded_answers(records: Sequence[Record]) -> list[Record]:

@@ -2,8 +2,9 @@
 metrics were written before the pipeline refactor of issue 11 and must not move (a refactor guard, not proof of
 correctness: that comes from the protocol tests' references).
 
-`python tests/golden/cases.py` rewrites the golden files; do it only when a change is meant to move numbers, and
-say which and why in the commit message.
+`python tests/golden/cases.py [BENCH ...]` rewrites the golden runs on the stored rows (`--reselect` draws the rows
+anew from the mirror); do it only when a change is meant to move numbers, and say which and why in the commit
+message.
 """
 
 from __future__ import annotations
@@ -157,9 +158,12 @@ def golden_path(bench: str) -> Path:
     return HERE / f"{bench}.json"
 
 
-def write(bench: str, mirror: Path, workdir: Path) -> None:
-    """Select rows, run every case of `bench` and write its golden file."""
-    rows = {}
+def write(bench: str, mirror: Path, workdir: Path, reselect: bool = False) -> None:
+    """Run every case of `bench` on its stored rows (or on rows selected anew: `reselect`, or no golden file yet)
+    and write its golden file; keeping the rows keeps every number a change does not mean to move.
+    """
+    path = golden_path(bench)
+    rows = {} if reselect or not path.is_file() else json.loads(path.read_text(encoding="utf-8"))["rows"]
     for case in CASES[bench]:
         rows.setdefault(case.config, select_rows(case.config, mirror))
     out = {"rows": rows, "runs": {c.name: run_case(c, rows[c.config], workdir, mirror) for c in CASES[bench]}}
@@ -173,6 +177,7 @@ if __name__ == "__main__":
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     mirror_root = Path(os.environ.get("CULTURE_PROBE_MIRROR") or HERE.parents[2] / "shared" / "mirror")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in sys.argv[1:] or CASES:
-            write(name, mirror_root, Path(tmp))
+        names = [a for a in sys.argv[1:] if a != "--reselect"]
+        for name in names or CASES:
+            write(name, mirror_root, Path(tmp), reselect="--reselect" in sys.argv)
             print(f"wrote {golden_path(name)}")

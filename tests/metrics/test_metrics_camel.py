@@ -135,8 +135,13 @@ def test_fairness_gap_by_hand():
     assert gap["f1"]["value"] == pytest.approx(0.0)
     assert (gap["fnr"]["pos"]["value"], gap["fnr"]["neg"]["value"]) == (0.5, -0.5)
     assert (gap["fpr"]["neg"]["value"], gap["fpr"]["pos"]["value"]) == (0.5, -0.5)
-    for interval in (gap["f1"], gap["fnr"]["pos"], gap["fpr"]["neg"]):
-        assert interval["ci_low"] <= interval["value"] <= interval["ci_high"]
+    assert gap["f1"]["ci_low"] <= 0.0 <= gap["f1"]["ci_high"]
+    # A draw of 4 items can miss a label, leaving its rate undefined: such a rate gets no interval, never one
+    # computed from the draws that happened to be defined. Ten copies of each item make every draw hold both.
+    assert gap["fnr"]["pos"]["ci_low"] is None
+    larger = fairness_gap(**{k: v * 10 for k, v in SENTIMENT.items()}, n_resamples=300)["gap"]
+    for interval in (larger["f1"], larger["fnr"]["pos"], larger["fpr"]["neg"]):
+        assert interval["ci_low"] < interval["value"] < interval["ci_high"]
     assert result == fairness_gap(**SENTIMENT, n_resamples=300)  # seeded
     assert result["labels"] == ["neg", "pos"] and result["n_resamples"] == 300
 

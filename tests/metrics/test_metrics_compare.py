@@ -62,9 +62,10 @@ def test_identical_groups_have_p_one_and_a_zero_interval():
 
 
 def test_separated_groups_reach_the_smallest_p_value():
-    # 30 vs 30: a random split as extreme as the observed one has probability 2 / C(60, 30), about 1e-17.
+    # 30 vs 30: a random split as extreme as the observed one has probability 2 / C(60, 30), about 1e-17. scipy's
+    # two-sided Monte-Carlo p-value is twice the smaller one-sided (1 + #extreme) / (1 + n_resamples): 2 / 1000.
     comparison = compare_groups(list(range(60)), ["low"] * 30 + ["high"] * 30, n_resamples=999)["comparisons"][0]
-    assert comparison["p_value"] == pytest.approx(1 / 1000)
+    assert comparison["p_value"] == pytest.approx(2 / 1000)
     assert (comparison["a"], comparison["b"]) == ("high", "low") and comparison["ci_low"] > 0
 
 

@@ -102,6 +102,12 @@ class TwoStage(Task):
         judged = [r for r in records if r["stage"] == "judge"]
         return {"correct": sum(r["verdict"] == r["gold"] for r in judged)}
 
+    def _unit_tables(self, records):
+        from culture_probe.metrics.results import UnitValue, unit_table
+
+        return [unit_table("correct", [UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"]))
+                                       for r in records if r["stage"] == "judge"])]
+
 
 def _request(answer):
     from culture_probe.engine.types import ScoreRequest
@@ -143,8 +149,10 @@ def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_p
                                                         ("judge", "1"), ("judge", "2")]
     assert records[2].skipped and records[2]["skipped"] == "no prompt in this language"
     assert [r.kind for r in records] == ["generate", "generate", "skipped", "score", "score"]
-    assert task.compute_metrics(records) == {"correct": 1, "n_probes": 5, "n_skipped": 1,
-                                             "skipped": {"no prompt in this language": 1}}
+    metrics = task.compute_metrics(records)
+    assert metrics.pop("results")["overall"]["correct"] == {  # one item of two right; the skipped one is no unit
+        "value": 50.0, "stderr": pytest.approx(50 / 2 ** 0.5, rel=0.1), "ci_low": 0.0, "ci_high": 100.0, "n": 2}
+    assert metrics == {"correct": 1, "n_probes": 5, "n_skipped": 1, "skipped": {"no prompt in this language": 1}}
 
 
 def test_a_probes_system_message_reaches_the_engine_only_when_set():
