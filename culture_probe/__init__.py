@@ -27,6 +27,7 @@ __all__ = [
     "load_metric",
     "push_to_hub",
     "run",
+    "run_suite",
 ]
 
 _LAZY = {
@@ -36,6 +37,7 @@ _LAZY = {
     "load_metric": "culture_probe.metrics",
     "run": "culture_probe.runner",
     "RunResult": "culture_probe.runner",
+    "run_suite": "culture_probe.suite",
     "Scorer": "culture_probe.engine",
     "ScoreRequest": "culture_probe.engine.types",
     "CandidateScores": "culture_probe.engine.types",

@@ -14,6 +14,7 @@ from culture_probe.engine.types import MODEL_KINDS
 EXAMPLES = """examples:
   culture-probe list
   culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert
+  culture-probe run dlama fmlama_en camel_co_prompts --model bert-base-multilingual-cased --out runs/suite
   culture-probe run xfakt_factual_recall --model planted:xfakt_factual_recall --option judge=string --out runs/planted
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
@@ -24,7 +25,7 @@ EXAMPLES = """examples:
 # subcommand -> "module:function" that takes the parsed arguments and returns an exit code.
 HANDLERS = {
     "list": "culture_probe.data.listing:main",
-    "run": "culture_probe.runner:main",
+    "run": "culture_probe.suite:main",
     "report": "culture_probe.report:main",
     "compare": "culture_probe.report:compare_main",
     "export": "culture_probe.data.export:main",
@@ -44,9 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list every benchmark config")
 
-    run = sub.add_parser("run", help="run one benchmark config on one model", epilog=EXAMPLES,
+    run = sub.add_parser("run", help="run benchmark configs (or groups) on one model", epilog=EXAMPLES,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("config", help="benchmark config, e.g. dlama_arab_west (see `culture-probe list`)")
+    run.add_argument("configs", nargs="+", metavar="CONFIG",
+                     help="benchmark configs, e.g. dlama_arab_west, or groups, e.g. dlama (see `culture-probe list`); "
+                     "several make a suite: one model load, one run directory per config under --out, and a summary")
     run.add_argument("--model", required=True, help="HF id, local dir, or planted:<config> (offline)")
     run.add_argument("--revision", help="Hub revision of --model (branch, tag or commit), recorded in config.json")
     run.add_argument("--model-args", help="how --model is loaded, the harness's way: key=value,... with dtype, "
@@ -57,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "language, culture, predicate or type (items: DLAMA facts, FmLAMA dishes, CAMeL prompts, "
                      "X-FaKT questions, MAPS proverbs)")
     run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
-    run.add_argument("--out", help="run directory (config.json, items.jsonl, metrics.json, report.md, plots)")
+    run.add_argument("--out", help="run directory (config.json, items.jsonl, metrics.json, report.md, plots); a "
+                     "suite's folder (a run directory per config, suite.md, suite.json)")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     run.add_argument("--cache-dir", help="folder of the per-model score caches, shared by every run "
                      "(default: scores/ in $CULTURE_PROBE_CACHE or ~/.cache/culture_probe)")
@@ -78,9 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="(re)write report.md and plots of a run directory")
     report.add_argument("run_dir")
 
-    compare = sub.add_parser("compare", help="several runs side by side")
+    compare = sub.add_parser("compare", help="several runs side by side; runs of one config on the same items "
+                             "are paired with the first (paired bootstrap interval, permutation p-value)")
     compare.add_argument("run_dirs", nargs="+")
-    compare.add_argument("--out", help="write the comparison table here (markdown)")
+    compare.add_argument("--out", help="folder for compare.md, compare.json and the plot (PNG and PDF)")
+    compare.add_argument("--unpaired", action="store_true",
+                         help="line the runs up without pairing (e.g. runs of one config on different items)")
 
     export = sub.add_parser("export", help="write Parquet + README `configs:` (Hub layout)")
     export.add_argument("out_dir")

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,17 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
         write_text(run_dir / MARKER, "A culture_probe run directory (culture-probe run --out).\n")
         write_json(existing, meta)
     return []
+
+
+def add_duration(run_dir: Path, seconds: float) -> dict[str, Any]:
+    """Add this process's time to config.json's `duration_s` (a resumed run sums its sessions) and stamp when it
+    finished; returns the updated config.
+    """
+    config = read_json(run_dir / CONFIG_FILE)
+    config["duration_s"] = round(float(config.get("duration_s") or 0.0) + seconds, 3)
+    config["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    write_json(run_dir / CONFIG_FILE, config)
+    return config
 
 
 def check_writable(run_dir: Path) -> None:

@@ -16,8 +16,10 @@ import hashlib
 import json
 import os
 import platform
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +99,7 @@ def run(
     corrected: bool = False, rows: Sequence[Mapping[str, Any]] | None = None, progress: bool = True,
     revision: str | None = None, cache_dir: str | os.PathLike | None = None, no_cache: bool = False,
     base_url: str | None = None, concurrency: int = 8, model_args: str | Mapping[str, Any] | ModelArgs | None = None,
-    **options: Any,
+    scorer: Any = None, **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
@@ -108,19 +110,22 @@ def run(
     run and config of that model; `no_cache=True` skips the cache. A model named `openai:<name>` is asked through
     the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time.
     `model_args` says how the model is loaded (`"dtype=bfloat16,peft=./adapter"`, a mapping, or a `ModelArgs`).
+    `scorer` is `model` already loaded (a suite loads its model once); the run records `model` as named.
     """
     settings = RunSettings(language=language, limit=limit, batch_tokens=batch_tokens, seed=seed, kind=kind,
                            device=device, dtype=dtype, data_dir=str(data_dir) if data_dir is not None else None,
                            corrected=corrected, revision=revision,
                            cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache,
                            base_url=base_url, concurrency=concurrency, model_args=as_model_args(model_args))
+    started = time.monotonic()
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)
     data = (load_rows(config, data_dir=settings.data_dir, corrected=corrected, language=language) if rows is None
             else list(rows))
     side = load_side_data(config, task_options, data_dir=settings.data_dir)  # before the model: a bad file is named
-    task = task_cls(config, task_options, kind=model_kind(model, settings), seed=seed, resources=side.values)
+    task = task_cls(config, task_options, kind=model_kind(model if scorer is None else scorer, settings), seed=seed,
+                    resources=side.values)
     if language is not None:
         data = task.select_language(data, language)
     every = task.build_probes(data, stage=task.stages[0])
@@ -128,7 +133,7 @@ def run(
     run_dir = Path(out) if out is not None else None
     if run_dir is not None:
         rundir.check_writable(run_dir)  # before the model: never load a model to find --out is someone's folder
-    scorer = load_scorer(model, settings)
+    scorer = load_scorer(model, settings) if scorer is None else scorer
     subset = subset_of(task, every, first) if limit is not None else None
     meta = describe_run(config, model, scorer, task, settings, data, side.provenance, subset=subset,
                         custom_rows=rows is not None,
@@ -147,10 +152,13 @@ def run(
             writer.close()
         metrics = json_ready(task.compute_metrics(records))
         if run_dir is not None and main:
+            meta = rundir.add_duration(run_dir, time.monotonic() - started)
             rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
             from culture_probe.report import write_report
 
             write_report(run_dir, config=meta, records=records, metrics=metrics)
+    if run_dir is None:
+        meta = {**meta, "duration_s": round(time.monotonic() - started, 3)}
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
 
 
@@ -274,6 +282,8 @@ def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: Run
         "subset": subset,
         "protocol": task.describe(rows),
         "deviations": task.applied_deviations(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "hardware": hardware(scorer, settings),
         "versions": versions(),
     })
 
@@ -299,18 +309,57 @@ def _identity(scorer: Any) -> Any:
     return getattr(identity, "__dict__", str(identity))
 
 
-def versions() -> dict[str, str]:
-    """Library versions that can change a number."""
+def versions() -> dict[str, str | None]:
+    """Library versions that can change a number, and the git revision of culture_probe's checkout."""
     import importlib.metadata as md
 
     import culture_probe
 
-    out = {"culture_probe": culture_probe.__version__, "python": platform.python_version()}
-    for name in ("torch", "transformers", "tokenizers", "datasets", "numpy", "accelerate"):
+    out: dict[str, str | None] = {"culture_probe": culture_probe.__version__,
+                                  "culture_probe_git": git_revision(Path(culture_probe.__file__).parent),
+                                  "python": platform.python_version()}
+    for name in ("torch", "transformers", "tokenizers", "datasets", "numpy", "scipy", "accelerate"):
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
             out[name] = "absent"
+    return out
+
+
+def git_revision(folder: Path) -> str | None:
+    """The commit of the git checkout holding `folder` ("+dirty" with uncommitted changes); None for an
+    installed package or where git is unavailable.
+    """
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+
+    try:
+        if not (Path(git("rev-parse", "--show-toplevel")) / "culture_probe").is_dir():
+            return None  # the folder sits in someone else's repository (e.g. a virtualenv inside a project)
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        return git("rev-parse", "HEAD") + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def hardware(scorer: Any, settings: RunSettings) -> dict[str, Any]:
+    """Where the numbers were computed: the model's device and dtype, the number of processes, the machine."""
+    from culture_probe.engine import parallel
+
+    device = getattr(scorer, "device", None)
+    model = getattr(scorer, "model", None)
+    dtype = getattr(model, "dtype", None) or settings.dtype
+    out: dict[str, Any] = {"device": str(device) if device is not None else None,
+                           "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None,
+                           "processes": parallel.world()[1], "machine": platform.machine(),
+                           "cpu_count": os.cpu_count()}
+    if device is not None and getattr(device, "type", None) == "cuda":
+        import torch
+
+        out["accelerator"] = torch.cuda.get_device_name(device)
     return out
 
 
@@ -403,32 +452,3 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
         for i, result in zip(indices, ASK[kind](scorer, [chunk[i] for i in indices], options), strict=True):
             outputs[i] = result
     return outputs
-
-
-# ---------------------------------------------------------------- command line
-
-
-def main(args: Any) -> int:
-    """`culture-probe run CONFIG --model M ...` (argparse namespace from culture_probe.cli)."""
-    options = dict(_split_option(text) for text in args.option)
-    result = run(
-        args.config, args.model, out=args.out, resume=args.resume, language=args.language, limit=args.limit,
-        batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
-        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, cache_dir=args.cache_dir,
-        no_cache=args.no_cache, base_url=args.base_url, concurrency=args.concurrency, model_args=args.model_args,
-        rows=rundir.read_rows(args.rows) if args.rows else None, **options,
-    )
-    if is_main_process():
-        from culture_probe.report import headline
-
-        print(headline(result.config, result.metrics))
-        if result.run_dir is not None:
-            print(f"wrote {result.run_dir}")
-    return 0
-
-
-def _split_option(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise CultureProbeError(f"--option takes KEY=VALUE, got {text!r} (e.g. --option with_country=true).")
-    key, value = text.split("=", 1)
-    return key.strip(), value.strip()

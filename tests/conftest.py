@@ -47,3 +47,19 @@ def score_cache_per_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 
     folder = tmp_path_factory.mktemp("scores")
     monkeypatch.setattr(runner, "default_cache_dir", lambda: folder)
+
+
+@pytest.fixture(autouse=True)
+def metrics_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every metrics.json a run writes in any test is checked against the published JSON Schema first."""
+    from culture_probe import rundir
+    from culture_probe.schemas import validate_metrics
+
+    write = rundir.write_json
+
+    def checked(path: Path, value: object) -> None:
+        if path.name == rundir.METRICS_FILE:
+            validate_metrics(value)
+        write(path, value)
+
+    monkeypatch.setattr(rundir, "write_json", checked)

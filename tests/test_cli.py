@@ -55,7 +55,7 @@ def test_run_report_compare(setup, tmp_path, capsys):
     assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "b"), "--option", "score=sum",
                  "--limit", "2"]) == 0
     out = capsys.readouterr().out
-    assert "dlama_arab_west on" in out and "p1_en" in out and f"wrote {tmp_path / 'b'}" in out
+    assert "dlama_arab_west on" in out and "  p1: " in out and f"wrote {tmp_path / 'b'}" in out
     for name in ("config.json", "items.jsonl", "metrics.json", "report.md"):
         assert (tmp_path / "a" / name).is_file()
     assert not (tmp_path / "a" / "cache.sqlite").exists()  # the score cache is the model's, not the run's
@@ -70,14 +70,20 @@ def test_run_report_compare(setup, tmp_path, capsys):
     assert f"smoke run, not the benchmark's number**: 2 of {n_en} facts, drawn with seed 0 in turn from each " \
            "language x culture x predicate" in (tmp_path / "b" / "report.md").read_text()
     assert config["run"]["language"] == "en" and config["model"]["kind"] == "masked"
-    assert {"culture_probe", "torch", "transformers", "datasets"} <= set(config["versions"])
+    assert {"culture_probe", "culture_probe_git", "torch", "transformers", "datasets"} <= set(config["versions"])
+    assert config["versions"]["culture_probe_git"]  # this checkout's commit
+    assert config["hardware"]["device"] == "cpu" and config["hardware"]["processes"] == 1
+    assert config["hardware"]["dtype"] == "float32" and config["duration_s"] > 0
+    assert config["date"] <= config["finished"]
     assert len((tmp_path / "b" / "items.jsonl").read_text().splitlines()) == 2
 
     (tmp_path / "a" / "report.md").unlink()
     assert main(["report", str(tmp_path / "a")]) == 0
     assert (tmp_path / "a" / "report.md").read_text().startswith("# dlama_arab_west on")
-    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
-    assert "| p1_en |" in capsys.readouterr().out
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2  # b probed 2 facts, a all of them
+    assert "probed different units" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--unpaired"]) == 0
+    assert "| overall | p1 |" in capsys.readouterr().out
 
 
 def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path, monkeypatch):

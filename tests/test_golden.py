@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from golden.cases import CASES, golden_path, run_case
 
+from culture_probe.schemas import validate_metrics
+
 #: keys a later change added to records or metrics on purpose (structure, not numbers): the record's probe kind
 #: (issue 11: typed records), the skipped-probe counts every protocol's metrics now carry, and X-FaKT's count of
 #: answers still waiting for a verdict (always 0 in a finished run)
@@ -43,3 +45,4 @@ def test_golden_runs_do_not_move(bench, mirror, tmp_path):
     for case in CASES[bench]:
         actual = json.loads(json.dumps(run_case(case, golden["rows"][case.config], tmp_path, mirror)))
         assert_same(golden["runs"][case.name], actual, f"{bench}/{case.name}")
+        validate_metrics(actual["metrics"])  # every benchmark and mode follows the one results schema

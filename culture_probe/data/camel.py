@@ -110,6 +110,7 @@ INFO = BenchmarkInfo(
         *(BASE_URL + entity_file(t) for t in ENTITY_TYPES),
         *(BASE_URL + path for path, _ in PROMPT_FILES.values()),
     ),
+    suite=("camel_co_prompts", "camel_ag_prompts"),
     corrections=(
         Correction("camel-strip", "camel_entities: leading/trailing spaces stripped from entity cells", 68),
         Correction(

@@ -44,6 +44,7 @@ class BenchmarkInfo:
     version: str
     paper: str = ""
     sources: tuple[str, ...] = ()  # pinned upstream URLs (or how to obtain manually distributed data)
+    suite: tuple[str, ...] = ()  # the configs of the paper's experiments: what `culture-probe run <name>` runs
     corrections: tuple[Correction, ...] = field(default_factory=tuple)
 
 

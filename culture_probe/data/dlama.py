@@ -85,6 +85,7 @@ INFO = BenchmarkInfo(
     version="1.0.0",
     paper="papers/dlama_000_ab2a3dec4437f5c7.txt",
     sources=(TARBALL_URL, "Templates: mLAMA 1.1 (norakassner/mlama), vendored in culture_probe"),
+    suite=("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west"),
     corrections=(
         Correction("label_normalisation", "Labels stripped and NFC-normalised; duplicate labels within a fact "
                    "merged (with their QID). Unverified on the real release."),

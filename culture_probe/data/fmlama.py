@@ -96,6 +96,7 @@ INFO = BenchmarkInfo(
         f"{REPO}/{COUNTRY_COMMIT}/data/country_info.json",
         f"{REPO}/{DATA_COMMIT}/data/Dishes.csv",
     ),
+    suite=("fmlama_en", "fmlama_zh", "fmlama_ar", "fmlama_ko", "fmlama_ru", "fmlama_he"),
     corrections=(
         Correction("case_variants", "Case-variant duplicate ingredients (en 4 pairs, e.g. Cinnamon/cinnamon; ru 10) "
                    "merged into the config's most frequent surface form (tie: lower case); gold lists remapped."),

@@ -86,6 +86,8 @@ INFO = BenchmarkInfo(
     version="1.0.0",
     paper="maps_004_9751a7a423d744f9.txt",
     sources=("manual: released on request through the form linked from https://github.com/UKPLab/maps",),
+    suite=("maps_en", "maps_zh", "maps_de", "maps_ru", "maps_bn", "maps_id", "maps_zh_en_mt", "maps_zh_en_ht",
+           "maps_en_zh_mt", "maps_en_zh_ht"),
     corrections=(
         Correction("maps-figurative-from-source", "zh MT/HT is_figurative disagrees with zh test on rows 196, 197, "
                    "254, 282, 312, 327; copied from the source test row and flagged figurative_from_source "

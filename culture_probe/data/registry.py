@@ -166,3 +166,25 @@ def list_benchmarks() -> list[BenchmarkEntry]:
             )
         )
     return entries
+
+
+def groups() -> dict[str, tuple[str, ...]]:
+    """{benchmark name: the configs of its paper's experiments}: what `culture-probe run <benchmark>` runs."""
+    return {module.INFO.name: module.INFO.suite for module in benchmark_modules().values() if module.INFO.suite}
+
+
+def expand(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Config and group names -> the configs they name, each once, in the order given; an unknown name is an
+    error naming the configs and groups there are.
+    """
+    table, named = _configs(), groups()
+    out: list[str] = []
+    for name in names:
+        if name in named:
+            out += named[name]
+        elif name in table:
+            out.append(name)
+        else:
+            raise UnknownNameError("benchmark config or group", name, [*named, *table],
+                                   fix="See `culture-probe list` (groups first, then configs).")
+    return list(dict.fromkeys(out))

@@ -122,6 +122,7 @@ INFO = BenchmarkInfo(
     version="1.0.0",
     paper="xfakt_003_85f5c3a437efb55e.txt",
     sources=(BASE_URL + UTILS,),
+    suite=("xfakt_factual_recall", "xfakt_in_context", "xfakt_counter_factual"),
     corrections=(
         Correction("xfakt-turkey", "gold 'Turkey' rendered as the bird in zh/ar/ja/th (火鸡, ديك رومى, 七面鳥, "
                    "ไก่งวง) -> 土耳其, تركيا, トルコ, ตุรกี; rows whose answer or question changed: factual recall 244, "

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from culture_probe.errors import UnknownNameError
-from culture_probe.metrics._resample import mean_interval
 from culture_probe.metrics.camel import cbs, fairness_gap, odds_ratio
 from culture_probe.metrics.compare import compare_groups
 from culture_probe.metrics.display import format_score
@@ -36,7 +35,6 @@ __all__ = [
     "map_mws_correlation",
     "maps",
     "mean_average_precision",
-    "mean_interval",
     "memorisation_rate",
     "mws",
     "object_entropy",

@@ -1,5 +1,5 @@
 """Seeded resampling through `scipy.stats`, shared by every metric that reports uncertainty (the results schema,
-compare_groups, fairness_gap) and the report's error bars (mean_interval).
+compare_groups, fairness_gap).
 
 Statistics are written over unit indices: a statistic gets one (batch, size) index array per group of units and
 returns (batch,) values, or (k, batch) for k values at once. Resampling indices, not values, lets one draw serve
@@ -90,14 +90,3 @@ def permutation_p_value(statistic: Callable[..., np.ndarray], samples: Sequence[
                                         alternative="two-sided", batch=max(1, _BATCH_CELLS // size),
                                         rng=np.random.default_rng(seed))
     return float(result.pvalue)
-
-
-def mean_interval(values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 2000,
-                  seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of `values` (seeded, so a report draws the same bars again)."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        raise MetricInputError("mean_interval needs at least one value.")
-    _, low, high = bootstrap_interval(lambda index: data[index[0]].mean(axis=-1), [np.arange(data.size)],
-                                      Resampling(confidence, n_resamples, seed))
-    return float(low[0]), float(high[0])

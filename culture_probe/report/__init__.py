@@ -11,8 +11,9 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.loading import task_of_run
-from culture_probe.report.markdown import render, table_markdown
-from culture_probe.report.views import Table, flatten, language_country_grid, sections_for
+from culture_probe.report.compare import Comparison, compare_runs, write_comparison
+from culture_probe.report.markdown import render
+from culture_probe.report.views import language_country_grid, sections_for
 from culture_probe.tasks import Record
 from culture_probe.tasks.options import json_ready
 
@@ -21,8 +22,8 @@ from culture_probe.tasks.options import json_ready
 __path__ = extend_path(__path__, __name__)
 
 __all__ = [
-    "compare_main", "compare_runs", "headline", "language_country_grid", "load_run", "main",
-    "write_report",
+    "Comparison", "compare_main", "compare_runs", "headline", "language_country_grid", "load_run", "main",
+    "write_comparison", "write_report",
 ]
 
 
@@ -47,31 +48,16 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[st
 
 
 def headline(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
-    """A few lines for the terminal: the run and its top-level scalar metrics."""
-    scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    """A few lines for the terminal: the run, each overall number with its 95% interval, and what was left out."""
+    results = metrics.get("results", {})
     lines = [f"{config['config']} on {config['model']['spec']} ({config['model']['kind']})"]
-    lines += [f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}" for k, v in scalars.items()]
+    for name, estimate in results.get("overall", {}).items():
+        if estimate["value"] is not None:
+            low, high = estimate["ci_low"], estimate["ci_high"]
+            interval = f" [{low:.4g}, {high:.4g}]" if low is not None else ""
+            lines.append(f"  {name}: {estimate['value']:.4g}{interval} (n={estimate['n']} {results.get('unit')})")
+    lines += [f"  {name}: not reported ({reason})" for name, reason in results.get("omitted", {}).items()]
     return "\n".join(lines)
-
-
-def compare_runs(run_dirs: Sequence[str | Path]) -> str:
-    """A markdown table with one column per run (named by its folder) and one row per numeric metric any of
-    them has, after the model and config rows.
-    """
-    loaded = [load_run(d)[::2] for d in run_dirs]  # (config, metrics)
-    configs = {c["config"] for c, _ in loaded}
-    flat = [flatten(m) for _, m in loaded]
-    keys = list(dict.fromkeys(k for f in flat for k, v in f.items() if _is_number(v)))
-    names = [Path(d).name for d in run_dirs]  # short folder names, or the paths when two names collide
-    columns = ("metric", *(names if len(set(names)) == len(names) else map(str, run_dirs)))
-    rows = [("model", *(c["model"]["spec"] for c, _ in loaded)), ("config", *(c["config"] for c, _ in loaded))]
-    rows += [(k, *(f.get(k) for f in flat)) for k in keys]
-    note = "" if len(configs) == 1 else "\n\nNote: these runs probe different configs; compare with care."
-    return table_markdown(Table(columns, tuple(rows))) + note
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def main(args: Any) -> int:
@@ -83,11 +69,12 @@ def main(args: Any) -> int:
 
 
 def compare_main(args: Any) -> int:
-    """`culture-probe compare DIR...`: several runs side by side (stdout, or --out as markdown)."""
-    table = compare_runs(args.run_dirs)
+    """`culture-probe compare RUN_A RUN_B ...`: the runs' numbers lined up, paired differences of runs on the same
+    items (stdout; with --out, compare.md, compare.json and the plot in that folder).
+    """
+    comparison = compare_runs(args.run_dirs, paired=not args.unpaired)
+    print(comparison.markdown(), end="")
     if args.out:
-        Path(args.out).write_text(table + "\n", encoding="utf-8")
-        print(f"wrote {args.out}")
-    else:
-        print(table)
+        for path in write_comparison(comparison, Path(args.out)):
+            print(f"wrote {path}")
     return 0

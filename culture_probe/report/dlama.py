@@ -13,11 +13,39 @@ import numpy as np
 
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.dlama import GENERATION_MEASURES, hits_at_k
-from culture_probe.report.views import Bars, Heatmap, Section, Table, options_of
+from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, result_bars
 from culture_probe.tasks import Record
 from culture_probe.tasks.dlama import WEST, predicate_order
 
 DECIMALS = 1  # spec 5: the paper shows 1 decimal, rounded half up
+
+# The paper's Table 1 (specs/dlama.md section 6): P@1 (%) of (config, prompt language, model) as
+# (non-West, West, pair); drawn as reference lines when a run repeats one of these exactly.
+PAPER_P1: dict[tuple[str, str, str], tuple[float, float, float]] = {
+    ("dlama_arab_west", "ar", "bert-base-multilingual-cased"): (13.7, 15.1, 14.5),
+    ("dlama_arab_west", "ar", "UBC-NLP/ARBERT"): (33.6, 23.0, 27.7),
+    ("dlama_arab_west", "en", "bert-base-multilingual-cased"): (21.2, 37.7, 30.3),
+    ("dlama_arab_west", "en", "bert-base-cased"): (27.5, 31.3, 29.6),
+    ("dlama_asia_west", "ko", "bert-base-multilingual-cased"): (16.4, 28.5, 22.5),
+    ("dlama_asia_west", "ko", "kykim/bert-kor-base"): (22.1, 19.5, 20.8),
+    ("dlama_asia_west", "en", "bert-base-multilingual-cased"): (33.0, 39.9, 36.4),
+    ("dlama_asia_west", "en", "bert-base-cased"): (38.3, 31.9, 35.1),
+    ("dlama_south_america_west", "es", "bert-base-multilingual-cased"): (25.4, 33.8, 29.7),
+    ("dlama_south_america_west", "es", "dccuchile/bert-base-spanish-wwm-cased"): (16.0, 26.5, 21.4),
+    ("dlama_south_america_west", "en", "bert-base-multilingual-cased"): (27.0, 37.6, 32.4),
+    ("dlama_south_america_west", "en", "bert-base-cased"): (26.9, 31.3, 29.2),
+}
+
+
+def paper_references(config: Mapping[str, Any], language: str) -> tuple[Reference, ...]:
+    """The paper's P@1 for this config, prompt language and model, when the run repeats a Table 1 cell with the
+    paper's protocol (the default options, not a smoke subset).
+    """
+    key = (config.get("config"), language, config.get("model", {}).get("spec"))
+    if key not in PAPER_P1 or config.get("subset") or config.get("benchmark", {}).get("custom_rows"):
+        return ()
+    non_west, west, pair = PAPER_P1[key]
+    return (Reference("paper, non-West", non_west), Reference("paper, West", west), Reference("paper, pair", pair))
 
 
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
@@ -27,7 +55,7 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
         return generation_sections(answered, metrics)
     out = []
     for language, rows in by_language(answered):
-        out += language_sections(language, rows, metrics[language])
+        out += language_sections(language, rows, metrics, paper_references(config, language))
     entropy = metrics.get("object_entropy", {}).get("per_predicate", {})
     if entropy:
         cultures = sorted(entropy, key=culture_order)
@@ -39,12 +67,22 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     return out
 
 
-def language_sections(language: str, rows: list[Record], m: Mapping[str, Any]) -> list[Section]:
-    """P@1 per culture, per predicate, and the most common predictions, of one prompt language."""
+def culture_bars(metrics: Mapping[str, Any], language: str, cultures: Sequence[str], metric: str, ylabel: str,
+                 references: Sequence[Reference] = ()) -> Any:
+    """The paper's per-culture bars of one prompt language, from the results block."""
+    return result_bars(metrics, "language_culture", metric, ylabel, labels=[f"{language}/{c}" for c in cultures],
+                       names={f"{language}/{c}": c for c in cultures}, references=references)
+
+
+def language_sections(language: str, rows: list[Record], metrics: Mapping[str, Any],
+                      references: Sequence[Reference] = ()) -> list[Section]:
+    """P@1 per culture (against the paper's values when the run repeats one), per predicate, and the most common
+    predictions, of one prompt language.
+    """
+    m = metrics[language]
     cultures = sorted(m["cultures"], key=culture_order)
     hits = hits_at_k([r["prediction"] for r in rows], [r["gold"] for r in rows])
-    bars = Bars({c: [h for h, r in zip(hits, rows, strict=True) if r["culture"] == c] for c in cultures},
-                ylabel="P@1 (%)", scale=100)
+    bars = culture_bars(metrics, language, cultures, "p1", "P@1 (%)", references)
     table = Table(("culture", "P@1", "facts"),
                   tuple((c, format_score(m["cultures"][c], DECIMALS), m["n"][c]) for c in cultures)
                   + (("pair", format_score(m["p1"], DECIMALS), sum(m["n"].values())),))
@@ -72,8 +110,7 @@ def generation_sections(answered: list[Record], metrics: Mapping[str, Any]) -> l
                             for c in cultures)
                       + (("pair", *(format_score(m[k]["pair"], DECIMALS) for k in GENERATION_MEASURES),
                           len(rows)),))
-        bars = Bars({c: [float(r["overlap"]) for r in rows if r["culture"] == c] for c in cultures},
-                    ylabel="overlap accuracy (%)", scale=100)
+        bars = culture_bars(metrics, language, cultures, "overlap", "overlap accuracy (%)")
         out.append(Section(f"Generation accuracy per culture ({language} questions)",
                            text="A reply is right when it contains a gold label (overlap, the paper's measure) or "
                            "equals one (exact).", tables=(table,), figures=(bars,)))

@@ -1,5 +1,6 @@
-"""FmLAMA report views: mAP (and mWS) per group as mean ± std over the templates of each family; per-dish AP bars
-by group; the template x group heatmap; in chat mode, accuracy per template and instruction.
+"""FmLAMA report views: mAP (and mWS) per group as mean ± std over the templates of each family; mAP bars per
+country group (the paper's figure); the template x group heatmap; in chat mode, accuracy per template and
+instruction.
 """
 
 from __future__ import annotations
@@ -8,15 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.metrics.display import format_score
-from culture_probe.metrics.fmlama import ALL, average_precision
-from culture_probe.report.views import Bars, Heatmap, Section, Table, options_of
+from culture_probe.metrics.fmlama import ALL, FAMILIES
+from culture_probe.report.views import Heatmap, Section, Table, result_bars
 from culture_probe.tasks import Record
-from culture_probe.tasks.fmlama import record_ranking, reference
 
 
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one FmLAMA run."""
-    options = options_of(config)
     out = []
     if "chat" in metrics:
         groups = sorted({g for cell in metrics["chat"].values() for g in cell}, key=lambda g: (g != ALL, g))
@@ -31,35 +30,16 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
             out.append(Section(f"{title}: mean ± std over the templates of each family",
                                text=correlation_text(metrics.get("map_mws_correlation")) if measure == "mws" else "",
                                tables=(family_markdown(metrics[measure]),)))
-    answered = [r for r in records if not r.skipped]
-    figures: list[Any] = dish_bars(answered, options.get("families", ()), options.get("group_by", "group"),
-                                   options.get("ap_denominator", "gold"))
+    figures: list[Any] = [result_bars(metrics, "group", f"map_{family}", "mAP (%)",
+                                      title=f"mAP per country group, {family} templates")
+                          for family in FAMILIES if f"map_{family}" in metrics.get("results", {}).get("overall", {})]
     heat = template_heatmap(metrics.get("templates", {}))
     if heat is not None:
         figures.append(heat)
-    out.append(Section("Per-dish AP by group and mAP per template",
-                       text="Bars: mean over each group's dishes of the dish's AP averaged over the family's "
-                       "templates, with bootstrap 95% intervals over dishes.", figures=tuple(figures)))
+    out.append(Section("mAP per country group and per template",
+                       text="Bars (the paper's per-group view): mAP of each group, the mean over the family's "
+                       "templates, with a bootstrap 95% interval over dishes.", figures=tuple(figures)))
     return out
-
-
-def dish_bars(records: Sequence[Record], families: Sequence[str], group_by: str, denominator: str) -> list[Bars]:
-    """Per family, bars of the per-dish AP (averaged over the family's templates) by group."""
-    bars = []
-    for family in families:
-        per_dish: dict[tuple[str, str], list[float]] = {}
-        for r in records:
-            gold = reference(r, denominator)
-            if r["family"] == family and gold:
-                per_dish.setdefault((r[group_by] or "unknown", r["id"]), []).append(
-                    average_precision(record_ranking(r), set(gold)))
-        by_group: dict[str, list[float]] = {}
-        for (group, _), values in per_dish.items():
-            by_group.setdefault(group, []).append(sum(values) / len(values))
-        if by_group:
-            bars.append(Bars(dict(sorted(by_group.items())), ylabel="AP (%)", scale=100,
-                             title=f"Per-dish AP by group, {family} templates"))
-    return bars
 
 
 def correlation_text(correlation: Mapping[str, Any] | None) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.metrics.display import format_score
-from culture_probe.report.views import Bars, Section, Table, options_of
+from culture_probe.report.views import Bars, Reference, Section, Table, options_of
 from culture_probe.tasks import Record
 from culture_probe.tasks.maps import QUESTIONS, memorisation_templates
 
@@ -17,16 +17,17 @@ from culture_probe.tasks.maps import QUESTIONS, memorisation_templates
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one MAPS run."""
     options = options_of(config)
-    reason = [r for r in records if not r.skipped and r["tag"].startswith("reason")]
-    groups = {"all": [float(r["correct"]) for r in reason],  # per-item values: the bars' bootstrap intervals
-              "figurative": [float(r["correct"]) for r in reason if r["is_figurative"]],
-              "literal": [float(r["correct"]) for r in reason if not r["is_figurative"]]}
+    results = metrics.get("results", {})
+    estimates = {"all": results.get("overall", {}).get("accuracy"),
+                 **{k: v.get("accuracy") for k, v in results.get("by_figurative", {}).items()}}
+    bars = Bars({k: v for k, v in estimates.items() if v and v["value"] is not None}, "accuracy (%)",
+                (Reference("chance", 50.0),), title=f"Accuracy ({metrics_language(config)})")
     subsets = metrics.get("subsets", {})
     cells = {"all": metrics, "figurative": subsets.get("figurative", {}), "literal": subsets.get("non_figurative", {})}
     rows = tuple((name, shown(cell.get("accuracy")), cell.get("n", 0)) for name, cell in cells.items())
     out = [Section("Reasoning", text=f"Question: {QUESTIONS[options.get('question', 'pos')]!r}. Chance is 50%.",
                    tables=(Table(("items", "accuracy %", "n"), rows),),
-                   figures=(Bars({k: v for k, v in groups.items() if v}, ylabel="accuracy (%)", scale=100.0),))]
+                   figures=(bars,))]
     mem = metrics.get("memorisation")
     if isinstance(mem, Mapping):
         language = next(r["language"] for r in records if r["tag"].startswith("mem"))
@@ -41,6 +42,11 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
         text = f"Completion of the proverb's last word (%). Accuracy (%) on memorised vs other proverbs: {accuracy}"
         out.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "%"), rows),)))
     return out
+
+
+def metrics_language(config: Mapping[str, Any]) -> str:
+    """The run's language, as the benchmark card lists it."""
+    return ", ".join(config.get("benchmark", {}).get("languages") or ["?"])
 
 
 def shown(value: float | None) -> str:

@@ -52,9 +52,8 @@ def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path
         parts += [table_markdown(t) for t in section.tables]
         for index, figure in enumerate(section.figures, 1):
             title = figure.title or section.title
-            name = f"{number:02d}_{slug(title)}_{index}.png"
-            draw(figure, run_dir / PLOTS_DIR / name, title)
-            parts.append(f"![{title}]({PLOTS_DIR}/{name})")
+            png, pdf = draw(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title)
+            parts.append(f"![{title}]({PLOTS_DIR}/{png.name}) ([PDF]({PLOTS_DIR}/{pdf.name}))")
     parts.append(deviations(config))
     parts.append(reproduce(config))
     return "\n\n".join(parts) + "\n"

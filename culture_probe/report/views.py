@@ -25,13 +25,37 @@ class Table:
 
 
 @dataclass(frozen=True)
-class Bars:
-    """Per-group bars of the mean of per-item values, with bootstrap 95% intervals (e.g. P@1 per culture)."""
+class Reference:
+    """A horizontal line across a bar chart: chance level, parity, or the paper's reported value."""
 
-    values: Mapping[str, Sequence[float]]
+    label: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Bars:
+    """Per-group bars of estimates from metrics.json's results block (value, 95% interval over the benchmark's
+    unit, n), with reference lines (e.g. P@1 per culture against the paper's numbers).
+    """
+
+    estimates: Mapping[str, Mapping[str, Any]]
     ylabel: str
-    scale: float = 1.0  # 100 turns 0/1 hits into percentages
+    references: tuple[Reference, ...] = ()
     title: str = ""  # default: the section's title
+
+
+def result_bars(metrics: Mapping[str, Any], stratum: str, metric: str, ylabel: str, *,
+                labels: Sequence[str] | None = None, names: Mapping[str, str] | None = None,
+                references: Sequence[Reference] = (), title: str = "") -> Bars:
+    """Bars of one metric per label of one stratum of the results block (`labels`: which and in what order;
+    `names`: how a label is shown), or of the overall value when `stratum` is "overall".
+    """
+    results = metrics.get("results") or {}
+    groups = {"all": results.get("overall", {})} if stratum == "overall" else results.get(f"by_{stratum}", {})
+    order = list(labels) if labels is not None else sorted(groups)
+    estimates = {(names or {}).get(label, label): groups[label][metric] for label in order
+                 if metric in groups.get(label, {}) and groups[label][metric]["value"] is not None}
+    return Bars(estimates, ylabel, tuple(references), title)
 
 
 @dataclass(frozen=True)

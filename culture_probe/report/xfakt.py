@@ -9,7 +9,7 @@ from typing import Any
 
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.factuality import GradedAnswer, error_pct
-from culture_probe.report.views import Section, Table, language_country_grid
+from culture_probe.report.views import Section, Table, language_country_grid, result_bars
 from culture_probe.tasks import Record
 from culture_probe.tasks.xfakt import ASSOCIATIONS, COUNTRIES, LANGUAGES, graded_answers
 
@@ -22,7 +22,10 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     head = tuple((k, metrics[k]) for k in HEADLINE if k in metrics)
     out = [Section("X-FaKT", text=headline_text(part, metrics), tables=(Table(("metric", "value"), head),)),
            Section("Error rate by question language (%)",
-                   tables=(Table(("language", "error %"), tuple(metrics["error_by_language"].items())),))]
+                   tables=(Table(("language", "error %"), tuple(metrics["error_by_language"].items())),),
+                   figures=(result_bars(metrics, "language", "error_rate", "error (%)",
+                                        labels=[lang for lang in LANGUAGES if lang in metrics["error_by_language"]],
+                                        title="Error rate per question language"),))]
     if part == "factual_recall":
         cells: dict[tuple[str, str], list[GradedAnswer]] = {}
         for r in graded_answers(records):

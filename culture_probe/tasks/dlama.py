@@ -206,7 +206,8 @@ class DlamaTask(Task):
 
 def fact_strata(record: Record) -> dict[str, str]:
     """The strata of a fact in the results schema."""
-    return {"language": record["language"], "culture": record["culture"], "predicate": record["predicate"]}
+    return {"language": record["language"], "culture": record["culture"], "predicate": record["predicate"],
+            "language_culture": f"{record['language']}/{record['culture']}"}
 
 
 def ranked_fact(record: Record) -> RankedFact:

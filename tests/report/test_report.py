@@ -5,42 +5,54 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
-from culture_probe.errors import CultureProbeError, MetricInputError
-from culture_probe.metrics import mean_interval
-from culture_probe.report import compare_main, compare_runs, load_run, main
+from culture_probe.errors import CultureProbeError
+from culture_probe.report import load_run, main
 from culture_probe.report.markdown import reproduce, table_markdown
-from culture_probe.report.plots import draw_bars, draw_heatmap
-from culture_probe.report.views import Bars, Heatmap, Table, language_country_grid
+from culture_probe.report.plots import draw_bars, draw_heatmap, label
+from culture_probe.report.views import Bars, Heatmap, Reference, Table, language_country_grid, result_bars
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def test_mean_interval_matches_scipy_percentile_bootstrap():
-    from scipy.stats import bootstrap
-
-    values = np.random.default_rng(1).normal(50, 10, size=300)
-    low, high = mean_interval(values, n_resamples=4000)
-    reference = bootstrap((values,), np.mean, n_resamples=4000, method="percentile", random_state=2)
-    assert low == pytest.approx(reference.confidence_interval.low, abs=0.25)
-    assert high == pytest.approx(reference.confidence_interval.high, abs=0.25)
-    assert low < values.mean() < high
+def _estimate(value, low, high, n):
+    return {"value": value, "stderr": 1.0, "ci_low": low, "ci_high": high, "n": n}
 
 
-def test_mean_interval_edge_cases():
-    assert mean_interval([1.0, 1.0, 1.0]) == (1.0, 1.0)
-    assert mean_interval([0, 1] * 50) == mean_interval([0, 1] * 50)  # seeded: reports reproduce
-    with pytest.raises(MetricInputError, match="at least one value"):
-        mean_interval([])
-
-
-def test_figures_are_written_as_png(tmp_path):
-    bars = Bars({"arab": [1, 0, 1], "west": [0, 0, 1, 1]}, ylabel="P@1 (%)", scale=100)
+def test_figures_are_written_as_png_and_pdf_with_reference_lines(tmp_path):
+    bars = Bars({"arab": _estimate(66.7, 30.0, 100.0, 3), "west": _estimate(50.0, 0.0, 100.0, 4)}, "P@1 (%)",
+                (Reference("paper, pair", 30.3), Reference("chance", 5.0)))
     heat = Heatmap(("P17", "P19"), ("arab", "west"), ((10.0, None), (30.0, 40.0)), label="P@1", highlight=((1, 1),))
-    for path in (draw_bars(bars, tmp_path / "b.png", "bars"), draw_heatmap(heat, tmp_path / "h.png", "heat")):
-        assert path.read_bytes()[:8] == PNG
+    for png, pdf in (draw_bars(bars, tmp_path / "b", "bars"), draw_heatmap(heat, tmp_path / "h", "heat")):
+        assert png.read_bytes()[:8] == PNG and pdf.read_bytes()[:5] == b"%PDF-"
+    figure_text = (tmp_path / "b.pdf").read_bytes()
+    assert b"paper, pair" in figure_text or b"FontFile2" in figure_text  # TrueType text (pdf.fonttype 42)
+
+
+def test_arabic_labels_are_shaped_and_right_to_left():
+    drawn = label("السعودية")
+    assert drawn != "السعودية" and drawn[0] == "\ufe94"  # final-form teh marbuta drawn first: joined, visual order
+    assert label("P17") == "P17"
+
+
+def test_a_script_no_installed_font_draws_is_reported_once():
+    import culture_probe.report.plots as plots
+
+    plots._warn_missing_font.cache_clear()
+    if all(plots._drawable(c) for c in "한국"):
+        pytest.skip("a Hangul font is installed here")
+    with pytest.warns(UserWarning, match="No installed font draws HANGUL letters.*fonts-noto-cjk"):
+        label("한국")
+
+
+def test_result_bars_take_the_estimates_of_the_results_block():
+    metrics = {"results": {"by_entity_type": {"food": {"cbs": _estimate(40.0, 30.0, 50.0, 5)},
+                                              "names": {"cbs": _estimate(60.0, 55.0, 70.0, 5)}}}}
+    bars = result_bars(metrics, "entity_type", "cbs", "CBS", labels=["names", "food"],
+                       references=(Reference("parity", 50.0),))
+    assert list(bars.estimates) == ["names", "food"] and bars.estimates["food"]["ci_high"] == 50.0
+    assert bars.references == (Reference("parity", 50.0),)
 
 
 def test_language_country_grid_outlines_each_languages_own_country():
@@ -162,28 +174,6 @@ def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
     assert "- **note**: the copy of the release" in older and "not probed in this run" not in older
 
 
-def _fake_run(path, model, metrics, config="dlama_arab_west"):
-    path.mkdir()
-    (path / "config.json").write_text(json.dumps({"config": config, "model": {"spec": model, "kind": "masked"}}))
-    (path / "metrics.json").write_text(json.dumps(metrics))
-    return path
-
-
-def test_compare_puts_runs_side_by_side(tmp_path, capsys):
-    a = _fake_run(tmp_path / "a", "mbert", {"p1_en": 30.3, "en": {"cultures": {"arab": 21.2}}, "note": "x"})
-    b = _fake_run(tmp_path / "b", "xlmr", {"p1_en": 25.0, "en": {"cultures": {"arab": 20.0, "west": 30.0}}})
-    table = compare_runs([a, b])
-    assert table.splitlines()[:4] == ["| metric | a | b |", "|---|---|---|", "| model | mbert | xlmr |",
-                                      "| config | dlama_arab_west | dlama_arab_west |"]
-    assert "| p1_en | 30.30 | 25.00 |" in table
-    assert "| en.cultures.west |  | 30.00 |" in table  # a metric one run lacks stays blank
-    assert "note" not in table and "different configs" not in table
-    c = _fake_run(tmp_path / "c", "gpt2", {"map_hasParts": 7.0}, config="fmlama_en")
-    assert "different configs" in compare_runs([a, c])
-    assert compare_main(SimpleNamespace(run_dirs=[str(a), str(b)], out=str(tmp_path / "t.md"))) == 0
-    assert (tmp_path / "t.md").read_text().startswith("| metric | a | b |")
-
-
 def test_report_of_a_folder_that_is_not_a_run(tmp_path):
     with pytest.raises(CultureProbeError, match="is not a run directory: it has no config.json"):
         load_run(tmp_path)
@@ -209,9 +199,12 @@ def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
     assert "| arab | 66.7 | 3 |" in (out / "report.md").read_text()
 
 
-def test_headline_lists_top_level_numbers_only():
+def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
     from culture_probe.report import headline
 
+    results = {"unit": "facts", "overall": {"p1": _estimate(30.25, 20.0, 40.5, 80)},
+               "omitted": {"culture_gap": "needs facts of both cultures"}}
     text = headline({"config": "dlama_arab_west", "model": {"spec": "mbert", "kind": "masked"}},
-                    {"p1_en": 30.25, "n_facts": 5, "en": {"p1": 30.25}, "ok": True})
-    assert text.splitlines() == ["dlama_arab_west on mbert (masked)", "  p1_en: 30.25", "  n_facts: 5"]
+                    {"p1_en": 30.25, "results": results})
+    assert text.splitlines() == ["dlama_arab_west on mbert (masked)", "  p1: 30.25 [20, 40.5] (n=80 facts)",
+                                 "  culture_gap: not reported (needs facts of both cultures)"]

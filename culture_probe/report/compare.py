@@ -1,0 +1,185 @@
+"""`culture-probe compare RUN_A RUN_B ...`: the same metrics of several runs lined up (value and interval), and, for
+runs of one config on the same items, paired differences against the first run (paired bootstrap interval and
+permutation p-value over the benchmark's unit), with a plot.
+
+Runs of one config on different items are not paired silently: that is an error unless the user asks for the
+unpaired table. Incomplete runs and runs of different configs are named in the notes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from culture_probe import rundir
+from culture_probe.errors import CultureProbeError
+from culture_probe.loading import task_of_run
+from culture_probe.metrics.results import PAIRED_TEST, UnitTable, paired_difference
+from culture_probe.report.markdown import format_value, table_markdown
+from culture_probe.report.views import Table
+from culture_probe.tasks.options import json_ready
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """One run read for a comparison: its name, files, and whether it finished."""
+
+    name: str
+    config: dict[str, Any]
+    records: list[Any] = field(repr=False)
+    metrics: dict[str, Any] = field(repr=False)
+    complete: bool
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The run's results block (the one schema of every benchmark)."""
+        return self.metrics["results"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What `compare` found: the lined-up numbers, the paired differences, and what a reader must know."""
+
+    runs: tuple[str, ...]
+    table: Table
+    paired: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...]
+    metric: str | None = None  # the first run's headline metric (the plot's)
+    headlines: tuple[tuple[str, dict[str, Any] | None], ...] = ()  # (run, its overall estimate of `metric`)
+
+    def markdown(self) -> str:
+        """The comparison as markdown: the notes, the table of values, the paired differences."""
+        parts = [f"- **note**: {note}" for note in self.notes]
+        parts += ["", table_markdown(self.table)]
+        if self.paired:
+            rows = tuple((p["run"], p["metric"], p["group"], p["difference"], _interval(p), p["p_value"], p["n"])
+                         for p in self.paired)
+            parts += ["", f"Paired differences (run minus {self.runs[0]}, same items; interval: paired percentile "
+                      f"bootstrap; p: {PAIRED_TEST}):", "",
+                      table_markdown(Table(("run", "metric", "group", "difference", "95% CI", "p", "n"), rows))]
+        return "\n".join(parts).strip() + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """The comparison as JSON (compare.json)."""
+        return json_ready({"runs": list(self.runs), "metric": self.metric, "headlines": dict(self.headlines),
+                           "columns": list(self.table.columns), "rows": [list(r) for r in self.table.rows],
+                           "paired": list(self.paired), "notes": list(self.notes)})
+
+
+def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
+    """A run with its results block (recomputed from the records when metrics.json is missing or predates it)."""
+    run = rundir.read_run(run_dir)
+    metrics = run.metrics
+    if metrics is None or "results" not in metrics:
+        if not run.records:
+            raise CultureProbeError(f"{run_dir} has no answered probe yet: nothing to compare.")
+        metrics = json_ready(task_of_run(run.config).compute_metrics(run.records))
+    return LoadedRun(name, run.config, run.records, metrics, complete=run.metrics is not None)
+
+
+def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permutations: int = 9999
+                 ) -> Comparison:
+    """Line up the runs' results; with `paired`, runs of the first run's config are paired with it on their units
+    (an error when they probed different items). Names: folder names, or the paths when two collide.
+    """
+    if len(run_dirs) < 2:
+        raise CultureProbeError("compare needs at least two run directories.")
+    names = [Path(d).name for d in run_dirs]
+    names = names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
+    runs = [load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)]
+    notes = [f"{r.name} is INCOMPLETE ({len(r.records)} probes answered, no metrics.json): its numbers cover only "
+             "those" for r in runs if not r.complete]
+    if len({r.config["config"] for r in runs}) > 1:
+        notes.append("these runs probe different configs; compare with care (only runs of "
+                     f"{runs[0].config['config']} are paired with {runs[0].name})")
+    differences: list[dict[str, Any]] = []
+    if paired:
+        for other in runs[1:]:
+            if other.config["config"] == runs[0].config["config"]:
+                differences += paired_rows(runs[0], other, n_permutations)
+    metric = runs[0].results.get("headline")
+    headlines = tuple((r.name, r.results.get("overall", {}).get(metric)) for r in runs)
+    return Comparison(tuple(names), lined_up(runs), tuple(differences), tuple(notes), metric, headlines)
+
+
+def lined_up(runs: Sequence[LoadedRun]) -> Table:
+    """One row per (group, metric) any run reports, one column per run: value [ci_low, ci_high] (n)."""
+    keys: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for group, estimates in _groups(run.results):
+            keys.update({(group, metric): None for metric in estimates})
+    rows = [("model", "", *(r.config["model"]["spec"] for r in runs)),
+            ("config", "", *(r.config["config"] for r in runs))]
+    for group, metric in keys:
+        cells = [dict(_groups(r.results)).get(group, {}).get(metric) for r in runs]
+        rows.append((group, metric, *(_cell(c) for c in cells)))
+    return Table(("group", "metric", *(r.name for r in runs)), tuple(rows))
+
+
+def paired_rows(base: LoadedRun, other: LoadedRun, n_permutations: int) -> list[dict[str, Any]]:
+    """`other` minus `base` for every metric, overall and per stratum of the headline metric."""
+    if base.config.get("benchmark", {}).get("rows_sha256") != other.config.get("benchmark", {}).get("rows_sha256"):
+        raise CultureProbeError(
+            f"Cannot pair {other.name} with {base.name}: they probed different rows of {base.config['config']} "
+            "(their rows_sha256 differ). Pair runs on the same data, or pass --unpaired to line them up only."
+        )
+    tables = {t.metric: t for t in task_of_run(base.config).unit_tables(base.records)}
+    others = {t.metric: t for t in task_of_run(other.config).unit_tables(other.records)}
+    out = []
+    for metric, table in tables.items():
+        if metric not in others:
+            continue
+        try:
+            out.append({"run": other.name, "metric": metric, "group": "overall",
+                        **paired_difference(others[metric], table, n_permutations=n_permutations)})
+        except CultureProbeError as error:
+            raise CultureProbeError(f"{error} (runs {base.name} and {other.name}; pass --unpaired to line them up "
+                                    "without pairing)") from None
+        if metric != base.results.get("headline"):
+            continue
+        for stratum, labels in table.strata.items():
+            for label in sorted(set(labels)):
+                result = paired_difference(_part(others[metric], stratum, label), _part(table, stratum, label),
+                                           n_permutations=n_permutations)
+                out.append({"run": other.name, "metric": metric, "group": f"{stratum}={label}", **result})
+    return out
+
+
+def _part(table: UnitTable, stratum: str, label: str) -> UnitTable:
+    return table.select(np.asarray([x == label for x in table.strata[stratum]]))
+
+
+def _groups(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(group name, {metric: estimate}) of a results block: overall, then each stratum's labels."""
+    out = [("overall", results.get("overall", {}))]
+    for key, labels in results.items():
+        if key.startswith("by_"):
+            out += [(f"{key.removeprefix('by_')}={label}", estimates) for label, estimates in labels.items()]
+    return out
+
+
+def _cell(estimate: Mapping[str, Any] | None) -> str:
+    if not estimate or estimate.get("value") is None:
+        return ""
+    return f"{format_value(float(estimate['value']))} {_interval(estimate)} (n={estimate['n']})".replace("  ", " ")
+
+
+def _interval(estimate: Mapping[str, Any]) -> str:
+    if estimate.get("ci_low") is None:
+        return ""
+    return f"[{format_value(float(estimate['ci_low']))}, {format_value(float(estimate['ci_high']))}]"
+
+
+def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
+    """compare.md, compare.json and the comparison plot (PNG and PDF) in the folder `out`."""
+    from culture_probe.report.plots import draw_comparison
+
+    out.mkdir(parents=True, exist_ok=True)
+    rundir.write_text(out / "compare.md", comparison.markdown())
+    rundir.write_text(out / "compare.json", json.dumps(comparison.to_json(), ensure_ascii=False, indent=2) + "\n")
+    return [out / "compare.md", out / "compare.json", *draw_comparison(comparison, out / "compare")]

@@ -1,0 +1,177 @@
+"""`culture-probe run`, and suites: `culture-probe run dlama fmlama_en camel_co_prompts --model M --out DIR`
+runs several configs (or named groups: each benchmark's paper experiments, see `culture-probe list`) on one model
+loaded once, into one folder: a run directory per config, and a summary across them (`suite.md`, `suite.json`, a
+figure per benchmark).
+
+Every config's options are checked before the model loads. The summary is rewritten after each config finishes,
+so a suite stopped half-way keeps what it computed; `--resume` continues it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from culture_probe import rundir
+from culture_probe.data.registry import expand, groups, resolve
+from culture_probe.errors import CultureProbeError
+from culture_probe.runner import (
+    RunResult,
+    RunSettings,
+    as_model_args,
+    check_language,
+    is_main_process,
+    load_scorer,
+    run,
+)
+from culture_probe.tasks import parse_options, task_for
+
+SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
+# run() keywords that are not protocol options
+_RUN_KEYWORDS = {f.name for f in fields(RunSettings)} | {"rows", "progress"}
+# MAPS' culture-gap study (spec 4.5): the four configs of one direction, in culture_gap_study's order
+GAP_STUDIES = {"zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
+               "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht")}
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """Every config's run, and the summary across them."""
+
+    runs: dict[str, RunResult]
+    summary: dict[str, Any]
+    out: Path | None = None
+
+
+def run_suite(names: Sequence[str], model: Any, *, out: str | os.PathLike | None = None, resume: bool = False,
+              progress: bool = True, **keywords: Any) -> SuiteResult:
+    """Run every config that `names` (configs or groups) name on `model`, loaded once; keywords as `run` takes
+    them (settings and protocol options, applied to every config). With `out`, each config's run goes to
+    `out/<config>` and the summary to `out/suite.md` and `out/suite.json`.
+    """
+    configs = expand(list(names))
+    settings = RunSettings(**{k: v for k, v in keywords.items() if k in _RUN_KEYWORDS - {"rows", "progress",
+                                                                                         "model_args"}},
+                           model_args=as_model_args(keywords.get("model_args")))
+    options = {k: v for k, v in keywords.items() if k not in _RUN_KEYWORDS}
+    for config in configs:  # every config's options and language, before the model loads
+        try:
+            parse_options(task_for(config).Options, options)
+            check_language(config, settings.language, custom_rows=False)
+        except CultureProbeError as error:
+            raise CultureProbeError(f"In the suite's config {config}: {error}") from None
+    folder = Path(out) if out is not None else None
+    if folder is not None:
+        rundir.check_writable(folder)  # a suite folder is claimed like a run folder: new, empty, or ours
+        folder.mkdir(parents=True, exist_ok=True)
+        rundir.write_text(folder / rundir.MARKER, "A culture_probe suite folder (one run directory per config).\n")
+    scorer = load_scorer(model, settings)
+    runs: dict[str, RunResult] = {}
+    summary: dict[str, Any] = {}
+    for config in configs:
+        runs[config] = run(config, model, out=folder / config if folder else None, resume=resume, progress=progress,
+                           scorer=scorer, **keywords)
+        summary = summarize_suite(model, runs)
+        if folder is not None:
+            write_summary(folder, summary)
+    return SuiteResult(runs, summary, folder)
+
+
+def summarize_suite(model: Any, runs: Mapping[str, RunResult]) -> dict[str, Any]:
+    """One row per config: its headline number with interval, n and unit, and what it left out; and the
+    cross-config studies the suite's configs allow (MAPS' culture gap).
+    """
+    rows = []
+    for config, result in runs.items():
+        results = result.metrics.get("results", {})
+        metric = results.get("headline")
+        rows.append({"config": config, "benchmark": resolve(config)[0].INFO.name, "metric": metric,
+                     **(results.get("overall", {}).get(metric) or {}), "unit": results.get("unit"),
+                     "smoke": bool(result.config.get("subset")), "omitted": results.get("omitted", {})})
+    return {"model": str(model), "configs": rows, "studies": studies(runs)}
+
+
+def studies(runs: Mapping[str, RunResult]) -> dict[str, Any]:
+    """MAPS' culture and language gaps (spec 4.5) for each direction whose four configs the suite ran in full."""
+    from culture_probe.tasks.maps import culture_gap_study
+
+    accuracy = {c: r.metrics.get("accuracy") for c, r in runs.items()
+                if c.startswith("maps_") and not r.config.get("subset")}
+    return {f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
+            for direction, needed in GAP_STUDIES.items()
+            if all(accuracy.get(c) is not None for c in needed)}
+
+
+def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
+    """suite.json, suite.md and one figure per benchmark (headline per config, with intervals)."""
+    from culture_probe.report.markdown import format_value, table_markdown
+    from culture_probe.report.plots import draw_bars
+    from culture_probe.report.views import Bars, Table
+
+    rundir.write_json(folder / SUMMARY_JSON, dict(summary))
+    rows = tuple((r["config"], r["metric"], r.get("value"), _interval(r, format_value), r.get("n"), r["unit"],
+                  "smoke run (--limit)" if r["smoke"] else "; ".join(f"{k} left out: {v}"
+                                                                     for k, v in r["omitted"].items()))
+                 for r in summary["configs"])
+    parts = [f"# Suite: {summary['model']}", "",
+             table_markdown(Table(("config", "metric", "value", "95% CI", "n", "unit", "note"), rows))]
+    for name, study in summary["studies"].items():
+        parts += ["", f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())]
+    plots = folder / "plots"
+    plots.mkdir(exist_ok=True)
+    for benchmark in dict.fromkeys(r["benchmark"] for r in summary["configs"]):
+        shown = {r["config"]: r for r in summary["configs"]
+                 if r["benchmark"] == benchmark and r.get("value") is not None}
+        if shown:
+            bars = Bars(shown, ylabel=next(iter(shown.values()))["metric"])
+            png, pdf = draw_bars(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config")
+            parts += ["", f"![{benchmark}](plots/{png.name}) ([PDF](plots/{pdf.name}))"]
+    rundir.write_text(folder / SUMMARY_MD, "\n".join(parts) + "\n")
+
+
+def _interval(row: Mapping[str, Any], fmt: Any) -> str:
+    return "" if row.get("ci_low") is None else f"[{fmt(float(row['ci_low']))}, {fmt(float(row['ci_high']))}]"
+
+
+# ---------------------------------------------------------------- command line
+
+
+def main(args: Any) -> int:
+    """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one config, or a
+    suite when several configs or a group are named.
+    """
+    options = dict(_split_option(text) for text in args.option)
+    keywords = dict(
+        out=args.out, resume=args.resume, language=args.language, limit=args.limit,
+        batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
+        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, cache_dir=args.cache_dir,
+        no_cache=args.no_cache, base_url=args.base_url, concurrency=args.concurrency, model_args=args.model_args,
+        **options,
+    )
+    if len(args.configs) > 1 or args.configs[0] in groups():
+        if args.rows:
+            raise CultureProbeError("--rows belongs to one config: run a suite without it, or name one config.")
+        suite = run_suite(args.configs, args.model, **keywords)
+        if is_main_process():
+            print("\n".join(f"{r['config']}: {r['metric']} {r.get('value')}" for r in suite.summary["configs"]))
+            if suite.out is not None:
+                print(f"wrote {suite.out / SUMMARY_MD}")
+        return 0
+    result = run(args.configs[0], args.model, rows=rundir.read_rows(args.rows) if args.rows else None, **keywords)
+    if is_main_process():
+        from culture_probe.report import headline
+
+        print(headline(result.config, result.metrics))
+        if result.run_dir is not None:
+            print(f"wrote {result.run_dir}")
+    return 0
+
+
+def _split_option(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise CultureProbeError(f"--option takes KEY=VALUE, got {text!r} (e.g. --option with_country=true).")
+    key, value = text.split("=", 1)
+    return key.strip(), value.strip()

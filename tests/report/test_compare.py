@@ -1,0 +1,110 @@
+"""`culture-probe compare`: numbers lined up with their intervals, paired differences of runs on the same facts
+(a model that knows the facts against one that guesses), refusals to pair runs on different items, notes on
+incomplete runs, and the written files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+from dlama_fixture import TableScorer, write_dlama  # noqa: E402
+
+from culture_probe.errors import CultureProbeError  # noqa: E402
+from culture_probe.report import compare_main, compare_runs  # noqa: E402
+from culture_probe.runner import run  # noqa: E402
+
+CONTINENTS = ("Africa", "Asia", "Europe", "North America")
+FACTS = {(region, f"Land{region[0]}{i}"): ([f"Q{i % 4}"], [CONTINENTS[i % 4]], [0.0] * 4)
+         for region in ("ARAB_REGION", "WESTERN_COUNTRIES") for i in range(12)}
+
+
+def knowing() -> TableScorer:
+    """Ranks each fact's gold continent first."""
+    return TableScorer({(s, c): (-0.5 if c == labels[0] else -2.0) for (_, s), (_, labels, _) in FACTS.items()
+                        for c in CONTINENTS})
+
+
+def guessing() -> TableScorer:
+    """Always says Europe."""
+    return TableScorer({(s, c): (-0.5 if c == "Europe" else -2.0) for (_, s) in FACTS for c in CONTINENTS})
+
+
+@pytest.fixture
+def runs(tmp_path):
+    data = write_dlama(tmp_path / "dlama", facts=FACTS)
+    made = {}
+    for name, scorer in (("knows", knowing()), ("guesses", guessing())):
+        made[name] = tmp_path / name
+        run("dlama_arab_west", scorer, data_dir=str(data), out=made[name], progress=False, language="en")
+    return data, made
+
+
+def test_knowing_beats_guessing_paired_on_the_same_facts(runs):
+    _, made = runs
+    comparison = compare_runs([made["knows"], made["guesses"]])
+    overall = next(p for p in comparison.paired if p["group"] == "overall")
+    # the guesser is right on the 6 Europe facts of 24: 25 points against 100
+    assert overall["difference"] == pytest.approx(25.0 - 100.0) and overall["n"] == 24
+    assert overall["ci_high"] < 0 and overall["p_value"] < 0.001
+    by_culture = {p["group"]: p for p in comparison.paired if p["group"].startswith("culture=")}
+    assert set(by_culture) == {"culture=arab", "culture=west"}
+    rows = {(r[0], r[1]): r[2:] for r in comparison.table.rows}
+    assert rows[("overall", "p1")][0].startswith("100.00 [100.00, 100.00] (n=24)")
+    assert rows[("overall", "p1")][1].startswith("25.00 [")
+    text = comparison.markdown()
+    assert "Paired differences (run minus knows, same items" in text and "| guesses | p1 | overall | -75.00 |" in text
+
+
+def test_a_run_paired_with_itself_differs_by_nothing(runs):
+    _, made = runs
+    comparison = compare_runs([made["knows"], made["knows"].parent / "knows"])
+    overall = next(p for p in comparison.paired if p["group"] == "overall")
+    assert (overall["difference"], overall["p_value"]) == (0.0, 1.0)
+
+
+def test_runs_on_different_items_are_not_paired_unless_asked(runs, tmp_path):
+    data, made = runs
+    run("dlama_arab_west", knowing(), data_dir=str(data), out=tmp_path / "subset", progress=False, language="en",
+        limit=6, seed=3)
+    with pytest.raises(CultureProbeError, match="probed different units.*--unpaired"):
+        compare_runs([made["guesses"], tmp_path / "subset"])
+    unpaired = compare_runs([made["guesses"], tmp_path / "subset"], paired=False)
+    assert unpaired.paired == () and ("overall", "p1") in {(r[0], r[1]) for r in unpaired.table.rows}
+
+
+def test_incomplete_runs_and_other_configs_are_named(runs, tmp_path):
+    _, made = runs
+    (made["guesses"] / "metrics.json").unlink()  # as if interrupted: the numbers come from its records
+    comparison = compare_runs([made["knows"], made["guesses"]])
+    assert any("guesses is INCOMPLETE" in note for note in comparison.notes)
+    other = tmp_path / "other"
+    other.mkdir()
+    config = json.loads((made["knows"] / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**config, "config": "dlama_arab_west_corrected"}))
+    (other / ".culture_probe_run").write_text("")
+    for name in ("items.jsonl", "metrics.json"):
+        (other / name).write_text((made["knows"] / name).read_text())
+    mixed = compare_runs([made["knows"], other])
+    assert mixed.paired == () and any("different configs" in note for note in mixed.notes)
+
+
+def test_compare_writes_markdown_json_and_the_plot(runs, tmp_path, capsys):
+    _, made = runs
+    out = tmp_path / "cmp"
+    assert compare_main(SimpleNamespace(run_dirs=[str(made["knows"]), str(made["guesses"])], out=str(out),
+                                        unpaired=False)) == 0
+    assert "| group | metric | knows | guesses |" in capsys.readouterr().out
+    saved = json.loads((out / "compare.json").read_text())
+    assert saved["metric"] == "p1" and saved["headlines"]["guesses"]["value"] == 25.0
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG" and (out / "compare.pdf").read_bytes()[:4] == b"%PDF"
+    assert (out / "compare.md").read_text().startswith("| group | metric |")
+
+
+def test_compare_needs_two_runs(runs):
+    with pytest.raises(CultureProbeError, match="at least two run directories"):
+        compare_runs([runs[1]["knows"]])

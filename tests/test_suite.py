@@ -1,0 +1,79 @@
+"""Suites: several configs (or a named group) on one model loaded once, one run directory per config, a summary
+across them; options checked for every config before the model loads; groups listed by `culture-probe list`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
+
+import culture_probe  # noqa: E402
+from culture_probe import runner  # noqa: E402
+from culture_probe.cli import main  # noqa: E402
+from culture_probe.data.registry import expand, groups  # noqa: E402
+from culture_probe.errors import CultureProbeError, UnknownNameError  # noqa: E402
+
+
+@pytest.fixture
+def one_load(monkeypatch):
+    """load_scorer counted: a suite must load its model once."""
+    loads = []
+
+    def load(model, settings):
+        loads.append(model)
+        return TableScorer(spec_table())
+
+    monkeypatch.setattr("culture_probe.suite.load_scorer", load)
+    monkeypatch.setattr(runner, "model_kind", lambda model, settings: "masked")
+    return loads
+
+
+def test_groups_expand_to_the_papers_experiments_in_order_each_once():
+    assert groups()["dlama"] == ("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west")
+    assert len(groups()["fmlama"]) == 6 and set(groups()) == {"dlama", "fmlama", "camel", "xfakt", "maps"}
+    assert expand(["dlama_asia_west", "dlama"]) == ["dlama_asia_west", "dlama_arab_west", "dlama_south_america_west"]
+    with pytest.raises(UnknownNameError, match="Unknown benchmark config or group 'dlam'"):
+        expand(["dlam"])
+
+
+def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(tmp_path, one_load):
+    data = write_dlama(tmp_path / "dlama")
+    suite = culture_probe.run_suite(["dlama_arab_west", "dlama_arab_west_corrected"], "some/model",
+                                    data_dir=str(data), out=tmp_path / "suite", progress=False, language="en")
+    assert one_load == ["some/model"]
+    assert list(suite.runs) == ["dlama_arab_west", "dlama_arab_west_corrected"]
+    for config in suite.runs:
+        run_config = json.loads((tmp_path / "suite" / config / "config.json").read_text())
+        assert run_config["model"]["spec"] == "some/model" and not run_config["model"]["loaded_object"]
+    summary = json.loads((tmp_path / "suite" / "suite.json").read_text())
+    first = summary["configs"][0]
+    assert (first["config"], first["metric"], first["unit"]) == ("dlama_arab_west", "p1", "facts")
+    assert first["value"] == suite.runs["dlama_arab_west"].metrics["results"]["overall"]["p1"]["value"]
+    text = (tmp_path / "suite" / "suite.md").read_text()
+    assert text.startswith("# Suite: some/model") and "| dlama_arab_west | p1 |" in text
+    assert (tmp_path / "suite" / "plots" / "suite_dlama.pdf").is_file()
+
+
+def test_an_option_one_config_lacks_fails_before_the_model_loads(tmp_path, one_load):
+    with pytest.raises(CultureProbeError, match="In the suite's config dlama_arab_west: Unknown option 'tie_value'"):
+        culture_probe.run_suite(["camel_co_prompts", "dlama_arab_west"], "some/model", tie_value=0.5,
+                                out=tmp_path / "s", progress=False)
+    assert one_load == [] and not (tmp_path / "s").exists()
+
+
+def test_the_cli_runs_a_suite_and_lists_groups(tmp_path, one_load, capsys):
+    data = write_dlama(tmp_path / "dlama")
+    assert main(["run", "dlama_arab_west", "dlama_arab_west_corrected", "--model", "m", "--data-dir", str(data),
+                 "--language", "en", "--out", str(tmp_path / "suite")]) == 0
+    out = capsys.readouterr().out
+    assert "dlama_arab_west: p1 " in out and f"wrote {tmp_path / 'suite' / 'suite.md'}" in out
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.splitlines()[0].startswith("group") and "dlama      dlama_arab_west dlama_asia_west" in listed
+    assert main(["run", "dlama", "--model", "m", "--rows", "x.jsonl"]) == 2
+    assert "--rows belongs to one config" in capsys.readouterr().err
