@@ -122,6 +122,9 @@ def reproduce(config: Mapping[str, Any]) -> str:
             words += [f"--{flag.replace('_', '-')}", shlex.quote(str(run[flag]))]
     if run.get("corrected"):
         words.append("--corrected")
+    if config.get("model_args"):
+        given = ",".join(f"{k}={_cli_value(v)}" for k, v in config["model_args"].items())
+        words += ["--model-args", shlex.quote(given)]
     rows_file = bench_rows_file(config)
     if rows_file:
         words += ["--rows", f"RUN_DIR/{rows_file}"]

@@ -93,10 +93,11 @@ def _command(report_text):
 
 def test_reproduce_round_trips_through_the_cli_parser():
     from culture_probe.cli import build_parser
-    from culture_probe.runner import _split_option
+    from culture_probe.suite import _split_option
 
     names = {"en": {"People's Republic of China": "China"}}  # a quote inside a JSON option
     config = {"config": "fmlama_en", "model": {"spec": "runs/my model"},
+              "model_args": {"peft": "runs/my adapter", "trust_remote_code": True},
               "run": {"kind": "causal", "dtype": "float16", "seed": 3, "batch_tokens": None, "language": "en",
                       "data_dir": None, "corrected": False},
               "options": {"country_names": names, "families": ["hasParts", "country"], "vectors": None}}
@@ -104,8 +105,11 @@ def test_reproduce_round_trips_through_the_cli_parser():
     argv = _command(text)
     assert argv[:2] == ["culture-probe", "run"]
     args = build_parser().parse_args(argv[1:])
-    assert (args.config, args.model, args.kind, args.dtype, args.seed, args.language) == (
-        "fmlama_en", "runs/my model", "causal", "float16", 3, "en")
+    assert (args.configs, args.model, args.kind, args.dtype, args.seed, args.language) == (
+        ["fmlama_en"], "runs/my model", "causal", "float16", 3, "en")
+    from culture_probe.engine.types import ModelArgs
+
+    assert ModelArgs.parse(args.model_args).given() == config["model_args"]  # the adapter is in the command
     options = dict(map(_split_option, args.option))
     assert json.loads(options["country_names"]) == names and options["families"] == "hasParts,country"
     assert "Not reproducible" not in text  # everything of this run is in the command
