@@ -153,6 +153,19 @@ def _get(tree: Mapping[str, Any], dotted: str) -> Any:
     return tree
 
 
+def progress(run: Run) -> str | None:
+    """`INCOMPLETE k/N` for a run that did not finish (no metrics.json): k of the N probes its first stage
+    planned were answered (later stages, such as a judge, come after); None for a finished run.
+    """
+    if run.metrics is not None:
+        return None
+    planned = run.config.get("planned") or {}
+    done = sum(1 for r in run.records if r.stage == planned.get("stage"))
+    if "probes" not in planned:  # a run made before the plan was recorded
+        return f"INCOMPLETE ({len(run.records)} probes)"
+    return f"INCOMPLETE {done}/{planned['probes']}"
+
+
 def read_records(path: Path) -> list[Record]:
     """Records of items.jsonl; a line cut short by a crash (the last one) is dropped, it will be redone."""
     if not path.is_file():

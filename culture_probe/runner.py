@@ -137,7 +137,8 @@ def run(
     subset = subset_of(task, every, first) if limit is not None else None
     meta = describe_run(config, model, scorer, task, settings, data, side.provenance, subset=subset,
                         custom_rows=rows is not None,
-                        rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None)
+                        rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
+                        planned={"stage": task.stages[0], "probes": len(first)})
     main = is_main_process()
     with rundir.lock(run_dir if main else None):  # a second writer of the same folder fails at once
         done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
@@ -254,12 +255,14 @@ def resolve_model(model: str, settings: RunSettings) -> str:
 
 def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: RunSettings,
                  rows: Sequence[Mapping[str, Any]], resources: Mapping[str, Any], *, subset: dict | None = None,
-                 custom_rows: bool = False, rows_file: str | None = None) -> dict[str, Any]:
+                 custom_rows: bool = False, rows_file: str | None = None,
+                 planned: dict[str, Any] | None = None) -> dict[str, Any]:
     """config.json: versions, the benchmark's card, the rows' and resources' fingerprints, model identity, seeds,
     options, and the deviations that apply to this run.
 
     `custom_rows` (rows given to `run`) and a model given as an object are recorded; custom rows saved in the run
     directory (`rows_file`) can be repeated with `--rows`, a model object cannot, and the report says so.
+    `planned` (the first stage and its probe count) lets a report of an interrupted run say how far it got.
     """
     module, builder_config = resolve(config)
     info = module.INFO
@@ -280,6 +283,7 @@ def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: Run
         "model_args": settings.model_args.given(),
         "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
         "subset": subset,
+        "planned": planned,
         "protocol": task.describe(rows),
         "deviations": task.applied_deviations(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -77,3 +77,16 @@ def test_the_cli_runs_a_suite_and_lists_groups(tmp_path, one_load, capsys):
     assert listed.splitlines()[0].startswith("group") and "dlama      dlama_arab_west dlama_asia_west" in listed
     assert main(["run", "dlama", "--model", "m", "--rows", "x.jsonl"]) == 2
     assert "--rows belongs to one config" in capsys.readouterr().err
+
+
+def test_a_suite_with_the_four_maps_gap_configs_reports_the_culture_gap():
+    from types import SimpleNamespace
+
+    from culture_probe.suite import studies
+    from culture_probe.tasks.maps import culture_gap_study
+
+    accuracy = {"maps_zh": 60.0, "maps_en": 80.0, "maps_zh_en_mt": 70.0, "maps_zh_en_ht": 72.0}
+    runs = {c: SimpleNamespace(metrics={"accuracy": a}, config={}) for c, a in accuracy.items()}
+    assert studies(runs) == {"maps_culture_gap_zh_en": culture_gap_study(accuracy, "zh_en")}
+    runs["maps_zh_en_ht"] = SimpleNamespace(metrics={"accuracy": 72.0}, config={"subset": {"sampled": 3}})
+    assert studies(runs) == {}  # a smoke run of one of the four gives no gap

@@ -28,11 +28,13 @@ __all__ = [
 
 
 def write_report(run_dir: str | Path, *, config: Mapping[str, Any], records: Sequence[Record],
-                 metrics: Mapping[str, Any]) -> Path:
-    """Write `report.md` and `plots/*.png` into `run_dir`; returns the report's path."""
+                 metrics: Mapping[str, Any], status: str | None = None) -> Path:
+    """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path. `status` marks an
+    interrupted run (`INCOMPLETE k/N`).
+    """
     run_dir = Path(run_dir)
     path = run_dir / rundir.REPORT_FILE
-    rundir.write_text(path, render(sections_for(config, records, metrics), config, run_dir))
+    rundir.write_text(path, render(sections_for(config, records, metrics), config, run_dir, status))
     return path
 
 
@@ -63,7 +65,8 @@ def headline(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
 def main(args: Any) -> int:
     """`culture-probe report RUN_DIR`: (re)write report.md and plots from the run's files."""
     config, records, metrics = load_run(args.run_dir)
-    path = write_report(args.run_dir, config=config, records=records, metrics=metrics)
+    status = rundir.progress(rundir.read_run(args.run_dir))
+    path = write_report(args.run_dir, config=config, records=records, metrics=metrics, status=status)
     print(f"wrote {path}")
     return 0
 

@@ -33,7 +33,7 @@ class LoadedRun:
     config: dict[str, Any]
     records: list[Any] = field(repr=False)
     metrics: dict[str, Any] = field(repr=False)
-    complete: bool
+    status: str | None  # `INCOMPLETE k/N` for a run that did not finish
 
     @property
     def results(self) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
         if not run.records:
             raise CultureProbeError(f"{run_dir} has no answered probe yet: nothing to compare.")
         metrics = json_ready(task_of_run(run.config).compute_metrics(run.records))
-    return LoadedRun(name, run.config, run.records, metrics, complete=run.metrics is not None)
+    return LoadedRun(name, run.config, run.records, metrics, rundir.progress(run))
 
 
 def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permutations: int = 9999
@@ -92,8 +92,8 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permu
     names = [Path(d).name for d in run_dirs]
     names = names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
     runs = [load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)]
-    notes = [f"{r.name} is INCOMPLETE ({len(r.records)} probes answered, no metrics.json): its numbers cover only "
-             "those" for r in runs if not r.complete]
+    notes = [f"{r.name} is {r.status} (no metrics.json): its numbers cover only the probes answered so far"
+             for r in runs if r.status]
     if len({r.config["config"] for r in runs}) > 1:
         notes.append("these runs probe different configs; compare with care (only runs of "
                      f"{runs[0].config['config']} are paired with {runs[0].name})")

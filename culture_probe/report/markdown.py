@@ -41,9 +41,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "figure"
 
 
-def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path) -> str:
-    """The whole report; figures are written to `run_dir/plots/` and linked relatively."""
-    parts = [header(config)]
+def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path, status: str | None = None) -> str:
+    """The whole report; figures are written to `run_dir/plots/` and linked relatively. `status` marks a run
+    that did not finish (`INCOMPLETE k/N`).
+    """
+    parts = [header(config, status)]
     (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
     for number, section in enumerate(sections, 1):
         parts.append(f"## {section.title}")
@@ -59,12 +61,14 @@ def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path
     return "\n\n".join(parts) + "\n"
 
 
-def header(config: Mapping[str, Any]) -> str:
+def header(config: Mapping[str, Any], status: str | None = None) -> str:
     """Title and the facts a reader needs to trust the numbers."""
     bench, model, run = config["benchmark"], config["model"], config["run"]
     lines = [
         f"# {config['config']} on {model['spec']}",
         "",
+        *([f"- **{status}**: the run did not finish (no metrics.json); these numbers cover only the probes "
+           "answered so far. `--resume` completes it."] if status else []),
         f"- benchmark: {bench['title']} (version {bench['version']}), {bench['rows']} rows"
         + (" (corrected variant)" if run.get("corrected") else ""),
         f"- model: `{model['spec']}` ({model['kind']}); identity `{json.dumps(model['identity'], sort_keys=True)}`",

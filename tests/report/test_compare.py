@@ -81,7 +81,7 @@ def test_incomplete_runs_and_other_configs_are_named(runs, tmp_path):
     _, made = runs
     (made["guesses"] / "metrics.json").unlink()  # as if interrupted: the numbers come from its records
     comparison = compare_runs([made["knows"], made["guesses"]])
-    assert any("guesses is INCOMPLETE" in note for note in comparison.notes)
+    assert any("guesses is INCOMPLETE 24/24" in note for note in comparison.notes)
     other = tmp_path / "other"
     other.mkdir()
     config = json.loads((made["knows"] / "config.json").read_text())

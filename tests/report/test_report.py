@@ -197,10 +197,14 @@ def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
     result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=out, progress=False)
     (out / "metrics.json").unlink()
     (out / "report.md").unlink()
+    lines = (out / "items.jsonl").read_text().splitlines()
+    (out / "items.jsonl").write_text("\n".join(lines[:-2]) + "\n")  # killed before its last two facts
     assert main(SimpleNamespace(run_dir=str(out))) == 0
-    _, _, metrics = load_run(out)
-    assert metrics == result.metrics  # recomputed from items.jsonl alone
-    assert "| arab | 66.7 | 3 |" in (out / "report.md").read_text()
+    _, records, metrics = load_run(out)
+    assert len(records) == len(lines) - 2 and metrics["n_probes"] == len(lines) - 2  # from items.jsonl alone
+    report = (out / "report.md").read_text()
+    assert f"- **INCOMPLETE {len(lines) - 2}/{len(lines)}**: the run did not finish" in report
+    assert result.config["planned"] == {"stage": "main", "probes": len(lines)}
 
 
 def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
@@ -212,3 +216,13 @@ def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
                     {"p1_en": 30.25, "results": results})
     assert text.splitlines() == ["dlama_arab_west on mbert (masked)", "  p1: 30.25 [20, 40.5] (n=80 facts)",
                                  "  culture_gap: not reported (needs facts of both cultures)"]
+
+
+def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat():
+    from culture_probe.report.dlama import paper_references
+
+    config = {"config": "dlama_arab_west", "model": {"spec": "bert-base-multilingual-cased"}, "benchmark": {}}
+    assert [(r.label, r.value) for r in paper_references(config, "en")] == [
+        ("paper, non-West", 21.2), ("paper, West", 37.7), ("paper, pair", 30.3)]
+    assert paper_references({**config, "subset": {"sampled": 5}}, "en") == ()  # a smoke run is not Table 1
+    assert paper_references({**config, "model": {"spec": "my/model"}}, "en") == ()
