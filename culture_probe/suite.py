@@ -53,6 +53,7 @@ def run_suite(names: Sequence[str], model: Any, *, out: str | os.PathLike | None
     `out/<config>` and the summary to `out/suite.md` and `out/suite.json`.
     """
     configs = expand(list(names))
+    data_dirs = data_dirs_of(keywords.pop("data_dir", None), configs)
     settings = RunSettings(**{k: v for k, v in keywords.items() if k in _RUN_KEYWORDS - {"rows", "progress",
                                                                                          "model_args"}},
                            model_args=as_model_args(keywords.get("model_args")))
@@ -73,11 +74,24 @@ def run_suite(names: Sequence[str], model: Any, *, out: str | os.PathLike | None
     summary: dict[str, Any] = {}
     for config in configs:
         runs[config] = run(config, model, out=folder / config if folder else None, resume=resume, progress=progress,
-                           scorer=scorer, **keywords)
+                           scorer=scorer, data_dir=data_dirs[config], **keywords)
         summary = summarize_suite(model, runs)
         if folder is not None:
             write_summary(folder, summary)
     return SuiteResult(runs, summary, folder)
+
+
+def data_dirs_of(data_dir: str | os.PathLike | Mapping[str, Any] | None, configs: Sequence[str]) -> dict[str, Any]:
+    """Each config's local data: one folder for all (a suite of one benchmark), or per benchmark
+    (`"dlama=dlama-v1/,maps=maps/"` or a mapping, as `culture-probe export` takes it).
+    """
+    from culture_probe.data.export import parse_data_dirs
+
+    if isinstance(data_dir, str) and "=" in data_dir:
+        data_dir = parse_data_dirs(data_dir)
+    if not isinstance(data_dir, Mapping):
+        return {config: data_dir for config in configs}
+    return {config: data_dir.get(resolve(config)[0].INFO.name) for config in configs}
 
 
 def summarize_suite(model: Any, runs: Mapping[str, RunResult]) -> dict[str, Any]:
@@ -160,7 +174,9 @@ def main(args: Any) -> int:
             if suite.out is not None:
                 print(f"wrote {suite.out / SUMMARY_MD}")
         return 0
-    result = run(args.configs[0], args.model, rows=rundir.read_rows(args.rows) if args.rows else None, **keywords)
+    config = args.configs[0]
+    keywords["data_dir"] = data_dirs_of(keywords["data_dir"], [config])[config]
+    result = run(config, args.model, rows=rundir.read_rows(args.rows) if args.rows else None, **keywords)
     if is_main_process():
         from culture_probe.report import headline
 

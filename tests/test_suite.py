@@ -68,7 +68,7 @@ def test_an_option_one_config_lacks_fails_before_the_model_loads(tmp_path, one_l
 
 def test_the_cli_runs_a_suite_and_lists_groups(tmp_path, one_load, capsys):
     data = write_dlama(tmp_path / "dlama")
-    assert main(["run", "dlama_arab_west", "dlama_arab_west_corrected", "--model", "m", "--data-dir", str(data),
+    assert main(["run", "dlama_arab_west", "dlama_arab_west_corrected", "--model", "m", "--data-dir", f"dlama={data}",
                  "--language", "en", "--out", str(tmp_path / "suite")]) == 0
     out = capsys.readouterr().out
     assert "dlama_arab_west: p1 " in out and f"wrote {tmp_path / 'suite' / 'suite.md'}" in out
