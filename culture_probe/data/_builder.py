@@ -99,7 +99,18 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
         return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split}) for split in self.SPLITS]
 
     def _generate_examples(self, split: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        yield from enumerate(self._rows(split))
+        """The rows with their keys; a row id seen twice is an error naming both rows (probes, records and
+        resumption are keyed by it), as `datasets` does for duplicate keys.
+        """
+        seen: dict[Any, int] = {}
+        for index, row in enumerate(self._rows(split)):
+            if "id" in row:
+                first = seen.setdefault(row["id"], index)
+                if first != index:
+                    raise CultureProbeError(
+                        f"{self.config.name} ({split}): rows {first} and {index} share the id {row['id']!r}. The source "
+                        "repeats a record (a file given twice, a duplicated line): remove the repetition.")
+            yield index, row
 
     def _download_and_prepare(self, dl_manager: Any, verification_mode: Any, **kwargs: Any) -> None:
         self._tally = Counter()
