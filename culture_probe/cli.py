@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of any error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("list", help="list every benchmark config")
@@ -119,18 +121,71 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from culture_probe import __version__
+
+    return __version__
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `culture-probe` console script."""
+    """Entry point of the `culture-probe` console script: an expected failure (bad input, a missing or damaged file,
+    a closed pipe) is one line naming what and how to fix it, exit code 2; anything else keeps its traceback and
+    says where to report it. `--debug` shows the traceback of every error.
+    """
     args = build_parser().parse_args(argv)
     module_name, function = HANDLERS[args.command].split(":")
-    handler = getattr(importlib.import_module(module_name), function)
+    try:
+        handler = getattr(importlib.import_module(module_name), function)
+        return int(handler(args) or 0)
+    except BrokenPipeError:  # `culture-probe list | head -1`: the reader left; nothing to say
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print("culture-probe: interrupted; a run continues with the same command and --resume", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - every error ends here, as one line or with its traceback
+        message = expected_failure(error)
+        if args.debug or message is None:
+            import traceback
+
+            traceback.print_exc()
+            if message is None:
+                print(f"culture-probe {_version()}: unexpected error, a bug. Please report it to the maintainers with "
+                      "the command and this traceback.", file=sys.stderr)
+                return 1
+        print(f"culture-probe: error: {message}", file=sys.stderr)
+        return 2
+
+
+def expected_failure(error: BaseException) -> str | None:
+    """The one line that explains an expected failure, or None for an unexpected one (a bug)."""
+    import json
+    import sqlite3
+
     from culture_probe.errors import CultureProbeError
 
-    try:
-        return int(handler(args) or 0)
-    except CultureProbeError as error:
-        print(f"culture-probe: error: {error}", file=sys.stderr)
-        return 2
+    if isinstance(error, CultureProbeError):
+        return str(error)
+    if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
+                          FileExistsError)):
+        return f"{error.strerror}: {error.filename} (check the path)"
+    if isinstance(error, UnicodeDecodeError):
+        return f"a file is not UTF-8 text ({error.reason}); save it as UTF-8"
+    if isinstance(error, json.JSONDecodeError):
+        return f"invalid JSON ({error.msg}, line {error.lineno}); the file is damaged"
+    if isinstance(error, sqlite3.DatabaseError):
+        return f"a database file is damaged or locked ({error}); delete the score cache (--cache-dir) or retry"
+    if isinstance(error, MemoryError):
+        return "out of memory: lower --batch-tokens, or use a smaller dtype (--dtype bfloat16)"
+    return None
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so that the interpreter's final flush does not fail too."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

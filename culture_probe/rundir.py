@@ -99,6 +99,9 @@ def check_writable(run_dir: Path) -> None:
     """
     if run_dir.exists() and not run_dir.is_dir():
         raise CultureProbeError(f"--out {run_dir} is a file; pass a folder (new or empty) for the run.")
+    blocking = next((p for p in run_dir.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise CultureProbeError(f"--out {run_dir} lies under {blocking}, which is a file; pass a folder path.")
     if not run_dir.is_dir() or (run_dir / MARKER).is_file() or all(p.name == LOCK_FILE for p in run_dir.iterdir()):
         return
     try:

@@ -18,6 +18,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,6 +70,8 @@ class RunSettings:
             other = getattr(self.model_args, flag)
             if value is not None and other is not None and value != other:
                 raise InvalidValueError(f"--{flag} {value} and --model-args {flag}={other} disagree: give it once.")
+        check_dtype(self.dtype or self.model_args.dtype)
+        check_device(self.device)
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,9 @@ def run(
                            cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache,
                            base_url=base_url, concurrency=concurrency, model_args=as_model_args(model_args))
     started = time.monotonic()
+    run_dir = Path(out) if out is not None else None
+    if run_dir is not None:
+        rundir.check_writable(run_dir)  # first: never load data or a model to find --out is someone's folder
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)
@@ -126,13 +132,11 @@ def run(
     side = load_side_data(config, task_options, data_dir=settings.data_dir)  # before the model: a bad file is named
     task = task_cls(config, task_options, kind=model_kind(model if scorer is None else scorer, settings), seed=seed,
                     resources=side.values)
-    if language is not None:
-        data = task.select_language(data, language)
-    every = task.build_probes(data, stage=task.stages[0])
+    with custom_rows_read(config, rows is not None):
+        if language is not None:
+            data = task.select_language(data, language)
+        every = task.build_probes(data, stage=task.stages[0])
     first = every if limit is None else task.sample(every, limit)
-    run_dir = Path(out) if out is not None else None
-    if run_dir is not None:
-        rundir.check_writable(run_dir)  # before the model: never load a model to find --out is someone's folder
     scorer = load_scorer(model, settings) if scorer is None else scorer
     subset = subset_of(task, every, first) if limit is not None else None
     meta = describe_run(config, model, scorer, task, settings, data, side.provenance, subset=subset,
@@ -166,6 +170,34 @@ def run(
 # ---------------------------------------------------------------- validation and the model
 
 
+def check_dtype(name: str | None) -> None:
+    """A dtype must name a torch dtype (or "auto"), checked before any data or model loads."""
+    if name is None or name == "auto":
+        return
+    import torch
+
+    if not isinstance(getattr(torch, str(name), None), torch.dtype):
+        raise InvalidValueError(f"dtype {name!r} is not a torch dtype: use float32, float16 or bfloat16 (or auto).")
+
+
+def check_device(name: str | None) -> None:
+    """A device must exist on this machine, checked before any data or model loads."""
+    if name is None:
+        return
+    import torch
+
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise InvalidValueError(f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps).") from None
+    available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}.get(device.type)
+    if available is not None and not available():
+        raise InvalidValueError(f"--device {name}: this machine's torch sees no {device.type} device. Use --device "
+                                "cpu, or install a torch build for that hardware.")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise InvalidValueError(f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s) here.")
+
+
 def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArgs:
     """`--model-args` text, a mapping or a `ModelArgs` -> `ModelArgs` (checked before anything loads)."""
     if value is None:
@@ -175,6 +207,24 @@ def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArg
     if isinstance(value, str):
         return ModelArgs.parse(value)
     return ModelArgs.parse(",".join(f"{k}={v}" for k, v in value.items()))
+
+
+@contextmanager
+def custom_rows_read(config: str, custom: bool) -> Iterator[None]:
+    """Custom rows that lack a column the protocol reads: an error naming the column and the config's columns
+    (its dataset features), before anything is probed, instead of a KeyError from inside the protocol.
+    """
+    try:
+        yield
+    except (KeyError, TypeError) as error:
+        if not custom:
+            raise
+        module, builder_config = resolve(config)
+        columns = ", ".join(module.BUILDER(config_name=builder_config.name).info.features)
+        what = f"the column {error.args[0]!r}" if isinstance(error, KeyError) else "rows as JSON objects"
+        raise InvalidValueError(f"The custom rows lack {what}, which the {config} protocol reads. Give rows with "
+                                f"its columns ({columns}), e.g. a run's rows.jsonl or load_benchmark({config!r})."
+                                ) from None
 
 
 def check_language(config: str, language: str | None, *, custom_rows: bool) -> None:

@@ -58,6 +58,10 @@ def export(
     its folder, DLAMA without its tarball) are skipped and reported. Configs named explicitly must load.
     """
     out = Path(out_dir)
+    blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise CultureProbeError(f"Cannot export into {out}: {blocking} is a file. Pass a folder (new, empty, or an "
+                                "earlier export).")
     out.mkdir(parents=True, exist_ok=True)
     entries = {e.name: e for e in list_benchmarks()}
     names = list(configs) if configs else list(entries)

@@ -148,9 +148,17 @@ def parse_literal(
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line; a bad line is an error naming file and line."""
+    """(line number, object) for every non-blank line; a bad line (or bytes that are not UTF-8) is an error naming
+    file and line.
+    """
     with open(path, encoding="utf-8") as handle:
-        yield from parse_jsonl(handle, path=str(path))
+        number = 0
+        try:
+            for number, record in parse_jsonl(handle, path=str(path)):
+                yield number, record
+        except UnicodeDecodeError as error:
+            raise SourceFormatError(f"not UTF-8 text ({error.reason})",
+                                    path=str(path), line=number + 1) from None
 
 
 def parse_jsonl(lines: Iterable[str], *, path: str) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -71,10 +71,23 @@ def model_kind(name_or_path: str | Path, *, kind: str = "auto", revision: str | 
     """The kind of a model from its config alone (no weights loaded), so a run can build its probes and check its
     options before the model is loaded. `kind` other than "auto" is returned as is once checked.
     """
-    if kind != "auto":
-        backend_for(kind)
-        return kind  # type: ignore[return-value]
-    return detect_kind(_config(name_or_path, revision, trust_remote_code))
+    if kind == "auto":
+        return detect_kind(_config(name_or_path, revision, trust_remote_code))
+    check_kind(_config(name_or_path, revision, trust_remote_code), kind, name_or_path)
+    return kind  # type: ignore[return-value]
+
+
+def check_kind(config: Any, kind: str, name: str | Path) -> None:
+    """A forced kind must be one transformers can load this model as (a BERT loads as causal too; a GPT-2 has no
+    masked-LM head): otherwise an error naming the model's own kind.
+    """
+    import transformers as tf
+
+    auto = getattr(tf, backend_for(kind).auto_class)
+    if type(config) not in auto._model_mapping:
+        raise UnsupportedModelError(
+            f"--kind {kind}: {name} is a {config.model_type} model, which transformers cannot load as {kind} "
+            f"({auto.__name__}); its own kind is {detect_kind(config)}. Drop --kind, or pick a model of that kind.")
 
 
 def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: bool) -> Any:
