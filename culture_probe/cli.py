@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     curate.add_argument("--min-interval", type=float, help="seconds between HTTP requests (default 1)")
     curate.add_argument("--timeout", type=float, help="seconds before an HTTP request times out (default 60)")
     curate.add_argument("--retries", type=int, help="retries on 429/5xx/timeouts (default 5)")
+    curate.add_argument("--max-retry-after", type=float, help="longest Retry-After to wait, in seconds (default 120): "
+                        "a server asking for longer ends the step with an error; rerun later to resume")
+    curate.add_argument("--allow-empty", action="store_true",
+                        help="accept a predicate (dlama) or language (fmlama) with no facts instead of an error")
     curate.add_argument("--user-agent", help="HTTP User-Agent (default names culture_probe and its purpose)")
     return parser
 

@@ -3,7 +3,8 @@
 A file is written to `<name>.tmp` and renamed into place, so a run killed at any moment leaves either the whole
 file or none of it. Chunk keys carry a hash of the chunk's inputs, so a rerun reuses exactly the chunks whose
 inputs (query text, languages, top, ...) are unchanged, and a rerun after a crash refetches only what was not
-saved. Keys do not depend on the endpoint's address, so a restarted server on another port resumes the same run;
+saved. Each file carries its key and a digest of its content, checked before use, so an edited, moved or
+damaged checkpoint is an error naming it, never silently used. Keys do not depend on the endpoint's address, so a restarted server on another port resumes the same run;
 the folder's manifest records which endpoint it was fetched from (its URL, or its dumps' names, sizes and sha256),
 and resuming against another endpoint is refused: the output would mix two sources.
 """
@@ -45,6 +46,10 @@ def write_json_atomic(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
+def _content_digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 class Checkpoints:
     """A folder of JSON checkpoints addressed by relative keys such as `step1_facts/P19_ARAB_REGION/Q79`."""
 
@@ -76,19 +81,35 @@ class Checkpoints:
         """The saved value of `key`, or `compute()` saved under `key` first."""
         path = self.path(key)
         if path.is_file():
-            try:
-                value = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as error:
-                raise SourceFormatError(
-                    f"corrupt checkpoint ({error.msg}); delete the file to refetch that chunk",
-                    path=str(path), line=error.lineno,
-                ) from error
+            value = self._read(path, key)
             self.hits += 1
             return value
         value = compute()
-        write_json_atomic(path, value)
+        write_json_atomic(path, {"key": key, "sha256": _content_digest(value), "value": value})
         self.misses += 1
         return value
+
+    @staticmethod
+    def _read(path: Path, key: str) -> Any:
+        """A checkpoint's value, after checking that it was made for `key` and not changed since: a damaged,
+        edited, moved or older-format file is an error naming it (delete it to refetch that chunk).
+        """
+        fix = "delete the file to refetch that chunk"
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise SourceFormatError(f"corrupt checkpoint ({error.msg}); {fix}", path=str(path),
+                                    line=error.lineno) from error
+        except UnicodeDecodeError:
+            raise SourceFormatError(f"corrupt checkpoint (not UTF-8); {fix}", path=str(path)) from None
+        if not isinstance(saved, dict) or set(saved) != {"key", "sha256", "value"}:
+            raise SourceFormatError(f"not a checkpoint of this version (no key and digest); {fix}", path=str(path))
+        if saved["key"] != key:
+            raise SourceFormatError(f"checkpoint made for {saved['key']!r}, read as {key!r} (a moved or copied "
+                                    f"file); {fix}", path=str(path))
+        if saved["sha256"] != _content_digest(saved["value"]):
+            raise SourceFormatError(f"checkpoint content changed since it was fetched; {fix}", path=str(path))
+        return saved["value"]
 
     def keys(self, prefix: str = "") -> list[str]:
         """Every saved key under `prefix`, sorted."""

@@ -31,6 +31,7 @@ def policy_from(args: argparse.Namespace) -> HttpPolicy:
         min_interval=_or(getattr(args, "min_interval", None), defaults.min_interval),
         timeout=_or(getattr(args, "timeout", None), defaults.timeout),
         retries=_or(getattr(args, "retries", None), defaults.retries),
+        max_retry_after=_or(getattr(args, "max_retry_after", None), defaults.max_retry_after),
     )
 
 
@@ -79,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
         written = curate_fmlama(FmlamaCuration(region, languages, chunk), endpoint, args.out,
                                 checkpoint_dir=getattr(args, "checkpoints", None))
         print(f"wrote FmLAMA-style dishes to {args.out}/data_lang: {written}")
-        return 0
+        return refuse_empty(args, {lang: n for lang, n in written.items() if not n}, "dishes in")
     top = {"top": args.top} if getattr(args, "top", None) is not None else {}
     config = DlamaCuration(
         region, resolve_region(getattr(args, "contrast", None) or "west", sites=sites), languages,
@@ -91,4 +92,14 @@ def main(args: argparse.Namespace) -> int:
                           checkpoint_dir=getattr(args, "checkpoints", None))
     facts = sum(c["facts"] for c in result.counts.values())
     print(f"wrote {facts} facts ({len(result.files)} files) to {result.pair_dir}")
+    return refuse_empty(args, {name: 0 for name, c in result.counts.items() if not c["facts"]}, "facts for")
+
+
+def refuse_empty(args: argparse.Namespace, empty: dict[str, int], what: str) -> int:
+    """A curation that found nothing for some predicate or language is an error (what was written stays) unless
+    --allow-empty: an empty file usually means a wrong region, language or endpoint, not a fact of the world.
+    """
+    if empty and not getattr(args, "allow_empty", False):
+        raise CultureProbeError(f"The curation wrote no {what} {', '.join(sorted(empty))} (files kept in {args.out}). "
+                                "Check the region, languages and endpoint, or pass --allow-empty if that is expected.")
     return 0

@@ -14,6 +14,7 @@ import http.client
 import ipaddress
 import json
 import socket
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -41,8 +42,8 @@ class HttpPolicy:
     """HTTP politeness: who we are, how often we ask, how long we wait and how often we retry.
 
     Delays grow as `backoff * 2**attempt`, capped at `max_wait`; a Retry-After header raises the delay to what the
-    server asked for, up to `max_retry_after` (default one hour: a server that asks for longer is waited on that
-    long, then retried; lower it to fail faster).
+    server asked for. A server that asks for longer than `max_retry_after` (default two minutes) ends the step with
+    an error saying so (rerun later: the checkpoints keep what was fetched), never a silent hour of sleep.
     """
 
     user_agent: str = USER_AGENT
@@ -51,7 +52,7 @@ class HttpPolicy:
     retries: int = 5
     backoff: float = 2.0
     max_wait: float = 120.0
-    max_retry_after: float = 3600.0
+    max_retry_after: float = 120.0
 
 
 class RetryableError(Exception):
@@ -65,8 +66,10 @@ class RetryableError(Exception):
 class PoliteCaller:
     """Runs one request function at a bounded rate, retrying retryable failures; raises EndpointError at the end."""
 
-    def __init__(self, name: str, policy: HttpPolicy, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, name: str, policy: HttpPolicy, sleep: Callable[[float], None] = time.sleep,
+                 notify: Callable[[str], None] | None = None):
         self.name, self.policy, self.sleep = name, policy, sleep
+        self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
         self._last = float("-inf")
 
     def __call__(self, request: Callable[[], T]) -> T:
@@ -83,7 +86,16 @@ class PoliteCaller:
                 last_error = str(error)
                 if attempt == self.policy.retries:
                     break
-                self.sleep(retry_delay(self.policy, attempt, error.retry_after))
+                if error.retry_after is not None and error.retry_after > self.policy.max_retry_after:
+                    raise EndpointError(
+                        f"{self.name} asks to wait {error.retry_after:.0f} s before the next request (Retry-After), "
+                        f"more than --max-retry-after {self.policy.max_retry_after:.0f} s; last error: {last_error}. "
+                        "What was fetched is kept in the checkpoints: rerun the same command later, or raise "
+                        "--max-retry-after to wait.") from None
+                delay = retry_delay(self.policy, attempt, error.retry_after)
+                self.notify(f"culture-probe: {self.name}: {last_error}; waiting {delay:.0f} s before retry "
+                            f"{attempt + 1} of {self.policy.retries}")
+                self.sleep(delay)
         raise EndpointError(
             f"{self.name} failed after {self.policy.retries + 1} attempts; last error: {last_error}. "
             "Everything fetched so far is kept in the checkpoints: rerun the same command to resume "
@@ -93,7 +105,8 @@ class PoliteCaller:
 
 def retry_delay(policy: HttpPolicy, attempt: int, retry_after: float | None) -> float:
     """Seconds to wait before retry `attempt + 1`: the capped backoff, or the server's Retry-After when longer
-    (only Retry-After's own cap, `max_retry_after`, limits it: waiting less than asked gets another 429).
+    (only Retry-After's own cap, `max_retry_after`, limits it: waiting less than asked gets another 429; the
+    caller refuses a Retry-After above the cap before asking).
     """
     delay = min(policy.backoff * 2**attempt, policy.max_wait)
     if retry_after is None:

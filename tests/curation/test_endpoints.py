@@ -238,8 +238,24 @@ def test_retry_after_beyond_the_backoff_cap_is_honoured_up_to_its_own_maximum():
             raise RetryableError("HTTP 429", retry_after=300.0)
         return "ok"
 
-    caller = PoliteCaller("x", HttpPolicy(min_interval=0, retries=1, backoff=1, max_wait=5), sleep)
-    assert caller(busy_once) == "ok" and sleeps == [300.0]
+    said: list[str] = []
+    patient = HttpPolicy(min_interval=0, retries=1, backoff=1, max_wait=5, max_retry_after=600)
+    assert PoliteCaller("x", patient, sleep, said.append)(busy_once) == "ok" and sleeps == [300.0]
+    assert said == ["culture-probe: x: HTTP 429; waiting 300 s before retry 1 of 1"]  # every wait is visible
+
+
+def test_a_retry_after_beyond_the_cap_ends_the_step_at_once_with_the_fix():
+    from culture_probe.errors import EndpointError
+
+    sleeps, sleep = sleeps_recorder()
+
+    def busy():
+        raise RetryableError("HTTP 429", retry_after=3600.0)
+
+    caller = PoliteCaller("Wikidata", HttpPolicy(min_interval=0, retries=5), sleep, lambda text: None)
+    with pytest.raises(EndpointError, match=r"asks to wait 3600 s .* more than --max-retry-after 120 s.*rerun"):
+        caller(busy)
+    assert sleeps == []  # no hour of silent sleep
 
 
 def test_checkpoints_refuse_to_resume_against_another_endpoint(store, tmp_path):
