@@ -6,7 +6,8 @@ inputs (query text, languages, top, ...) are unchanged, and a rerun after a cras
 saved. Each file carries its key and a digest of its content, checked before use, so an edited, moved or
 damaged checkpoint is an error naming it, never silently used. Keys do not depend on the endpoint's address, so
 a restarted server on another port resumes the same run; the folder's manifest records which endpoint it was
-fetched from (its URL, or its dumps' names, sizes and sha256), and resuming against another endpoint is refused: the output would mix two sources.
+fetched from (its URL, or its dumps' names, sizes and sha256), and resuming against another endpoint is refused:
+the output would mix two sources.
 """
 
 from __future__ import annotations
