@@ -98,33 +98,33 @@ class ScoreCache:
         """Store `items` (request key -> scores) in one transaction."""
         rows = [(self.model, self.options, digest(key), *_encode(digest(key), value, with_tokens))
                 for key, value in items.items()]
-        try:
-            with self._db:
-                self._db.executemany(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-        except sqlite3.DatabaseError as error:
-            if _is_busy(error):
-                raise
-            self._db = self._start_anew(error)
-            with self._db:
-                self._db.executemany(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        self._write(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def get_texts(self, prompts: list[str]) -> dict[str, str]:
-        """Generated texts stored for `prompts` (a served model's answers: an interrupted run asks them once)."""
+        """Generated texts stored for `prompts` (a served model's answers: an interrupted run asks them once); a
+        damaged row is reported, dropped and asked again, as a damaged score row is.
+        """
         found = {}
         for prompt in dict.fromkeys(prompts):
             key = digest(prompt)
-            row = self._db.execute("SELECT text, crc FROM texts WHERE model=? AND options=? AND prompt=?",
-                                   (self.model, self.options, key)).fetchone()
-            if row is not None and zlib.crc32(row[0].encode("utf-8"), zlib.crc32(key)) == row[1]:
+            row = self._query("SELECT text, crc FROM texts WHERE model=? AND options=? AND prompt=?",
+                              (self.model, self.options, key))
+            if row is None:
+                continue
+            if isinstance(row[0], str) and zlib.crc32(row[0].encode("utf-8"), zlib.crc32(key)) == row[1]:
                 found[prompt] = row[0]
+                continue
+            warnings.warn(f"Score cache {self.path}: a damaged text row was dropped and will be asked again.",
+                          CacheCorruptionWarning, stacklevel=2)
+            self._write("DELETE FROM texts WHERE model=? AND options=? AND prompt=?",
+                        [(self.model, self.options, key)])
         return found
 
     def put_texts(self, texts: dict[str, str]) -> None:
         """Store generated texts (prompt -> text) in one transaction."""
         rows = [(self.model, self.options, digest(p), t, zlib.crc32(t.encode("utf-8"), zlib.crc32(digest(p))))
                 for p, t in texts.items()]
-        with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?)", rows)
+        self._write("INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?)", rows)
 
     def close(self) -> None:
         """Close the connection."""
@@ -133,14 +133,30 @@ class ScoreCache:
     # ------------------------------------------------------------ damage
 
     def _fetch(self, request: bytes) -> tuple[bytes, bytes, bytes | None, int] | None:
-        query = f"SELECT n_tokens, sums, tokens, crc FROM {TABLE} WHERE model=? AND options=? AND request=?"
+        return self._query(f"SELECT n_tokens, sums, tokens, crc FROM {TABLE} WHERE model=? AND options=? AND "
+                           "request=?", (self.model, self.options, request))
+
+    def _query(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """One row, or None; a file SQLite cannot read is moved aside and started anew (then nothing is found)."""
         try:
-            return self._db.execute(query, (self.model, self.options, request)).fetchone()
+            return self._db.execute(sql, params).fetchone()
         except sqlite3.DatabaseError as error:
             if _is_busy(error):
                 raise
             self._db = self._start_anew(error)
             return None
+
+    def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """Rows in one transaction; a file SQLite cannot write is moved aside and the rows go to a new one."""
+        try:
+            with self._db:
+                self._db.executemany(sql, rows)
+        except sqlite3.DatabaseError as error:
+            if _is_busy(error):
+                raise
+            self._db = self._start_anew(error)
+            with self._db:
+                self._db.executemany(sql, rows)
 
     def _decode(self, key: str, candidates: tuple[str, ...], row: tuple[bytes, bytes, bytes | None, int]
                 ) -> CandidateScores | None:
@@ -150,9 +166,8 @@ class ScoreCache:
         if _crc(request, n_tokens, sums, tokens) != crc or not _fits(candidates, n_tokens, sums, tokens):
             warnings.warn(f"Score cache {self.path}: a damaged row was dropped and will be computed again.",
                           CacheCorruptionWarning, stacklevel=3)
-            with self._db:
-                self._db.execute(f"DELETE FROM {TABLE} WHERE model=? AND options=? AND request=?",
-                                 (self.model, self.options, request))
+            self._write(f"DELETE FROM {TABLE} WHERE model=? AND options=? AND request=?",
+                        [(self.model, self.options, request)])
             return None
         return _decode(candidates, n_tokens, sums, tokens)
 
