@@ -59,10 +59,26 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     A directory whose run failed before its first probe was answered (config.json, no record) starts afresh
     without --resume. Every process takes the same decision from the same files (only `main` writes).
     """
-    check_writable(run_dir)
+    done = check_start(run_dir, resume=resume)
     existing = run_dir / CONFIG_FILE
+    if done:
+        check_resumable(read_json(existing), meta, run_dir)
+        return done
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if main:
+        write_text(run_dir / MARKER, "A culture_probe run directory (culture-probe run --out).\n")
+        write_json(existing, meta)
+    return []
+
+
+def check_start(run_dir: Path, *, resume: bool) -> list[Record]:
+    """The records already in `run_dir`, after refusing what must not start: a folder that is not ours, records
+    without their config.json, a run that exists without --resume. Cheap, so the runner asks it before any data
+    or model loads.
+    """
+    check_writable(run_dir)
     done = read_records(run_dir / ITEMS_FILE)
-    if done and not existing.is_file():
+    if done and not (run_dir / CONFIG_FILE).is_file():
         raise CultureProbeError(
             f"{run_dir} holds {len(done)} record(s) in {ITEMS_FILE} but no {CONFIG_FILE}, so they can be neither "
             "resumed nor checked. Nothing was changed: move them away, or choose a new --out."
@@ -72,14 +88,7 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
             f"{run_dir} already holds a run. Pass --resume (resume=True) to continue it ({len(done)} probe(s) "
             "answered so far), or choose a new --out."
         )
-    if done:
-        check_resumable(read_json(existing), meta, run_dir)
-        return done
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if main:
-        write_text(run_dir / MARKER, "A culture_probe run directory (culture-probe run --out).\n")
-        write_json(existing, meta)
-    return []
+    return done
 
 
 def add_duration(run_dir: Path, seconds: float) -> dict[str, Any]:

@@ -123,7 +123,7 @@ def run(
     started = time.monotonic()
     run_dir = Path(out) if out is not None else None
     if run_dir is not None:
-        rundir.check_writable(run_dir)  # first: never load data or a model to find --out is someone's folder
+        rundir.check_start(run_dir, resume=resume)  # first: never load data or a model to find --out refused
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)

@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from culture_probe import __version__
 from culture_probe.curation.queries import WD
-from culture_probe.errors import CultureProbeError, EndpointError
+from culture_probe.errors import CultureProbeError, EndpointError, SourceFormatError
 
 WIKIDATA_URL = "https://query.wikidata.org/sparql"
 # Wikimedia's User-Agent policy asks for a way to reach the operator: add it with --user-agent / HttpPolicy.
@@ -242,7 +242,11 @@ class EmbeddedStore:
         if not path.is_file():
             raise CultureProbeError(f"No such RDF dump: {path}")
         with path.open("rb") as handle:
-            self.store.load(input=handle, format=getattr(pyoxigraph.RdfFormat, self.FORMATS[path.suffix]))
+            try:
+                self.store.load(input=handle, format=getattr(pyoxigraph.RdfFormat, self.FORMATS[path.suffix]))
+            except SyntaxError as error:  # pyoxigraph's parse errors name the line and column
+                raise SourceFormatError(f"not valid {self.FORMATS[path.suffix]} ({error.msg}); fix or re-export the "
+                                        "dump", path=str(path)) from None
 
     def select(self, query: str) -> list[Row]:
         """Run one SELECT query in process."""

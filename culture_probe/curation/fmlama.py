@@ -41,6 +41,8 @@ class FmlamaCuration:
             )
         if not self.languages:
             raise CultureProbeError("Give at least one label language, e.g. languages=('en', 'zh').")
+        if self.chunk_size < 1:
+            raise CultureProbeError(f"chunk_size must be positive, got {self.chunk_size}.")
 
 
 def curate_fmlama(config: FmlamaCuration, endpoint: SparqlEndpoint, out_dir: str | Path, *,
