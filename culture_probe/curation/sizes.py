@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 import urllib.parse
 import urllib.request
@@ -24,7 +25,7 @@ from culture_probe.curation.endpoints import (
     classify_http_error,
 )
 from culture_probe.curation.queries import article_sizes_query
-from culture_probe.errors import EndpointError
+from culture_probe.errors import EndpointError, SourceFormatError
 
 MEDIAWIKI_BATCH = 50  # the API's limit on titles per request for ordinary clients
 
@@ -49,7 +50,21 @@ class StoreSizes:
     def sizes(self, articles: Sequence[str]) -> dict[str, int]:
         """One SPARQL query for the whole chunk."""
         rows = self.endpoint.select(article_sizes_query(articles))
-        return {row["article"]: int(float(row["size"])) for row in rows}
+        return {row["article"]: article_size(row["size"], row["article"], self.name) for row in rows}
+
+
+def article_size(value: str, article: str, source: str) -> int:
+    """An article size in bytes: a whole, non-negative number; anything else (NaN, -1, "big") is an error naming
+    the article and where it came from, never a silent rank.
+    """
+    try:
+        size = float(value)
+    except ValueError:
+        size = float("nan")
+    if not (math.isfinite(size) and size >= 0 and size.is_integer()):
+        raise SourceFormatError(f"the size of {article} is {value!r}, not a whole number of bytes; fix the dump",
+                                path=source)
+    return int(size)
 
 
 def article_title(iri: str) -> tuple[str, str]:

@@ -90,3 +90,17 @@ def test_the_docs_table_lists_every_case_with_its_outcome_and_test():
     for _, _, _, test in OTHER_CASES:  # every test the table names exists
         file, name = test.split("::")
         assert re.search(rf"^def {name}\(", (REPO / file).read_text(), re.MULTILINE), test
+
+
+@pytest.mark.parametrize("size", ['"NaN"', '"-5"', '"big"', '"12.5"'])
+def test_an_article_size_that_is_no_byte_count_is_an_error_naming_the_article(tmp_path, size):
+    from culture_probe.curation.endpoints import EmbeddedStore
+    from culture_probe.curation.sizes import StoreSizes
+
+    article = "https://en.wikipedia.org/wiki/Cairo"
+    dump = tmp_path / "sizes.ttl"
+    dump.write_text(f"<{article}> <http://schema.org/contentSize> {size} .\n")
+    with pytest.raises(SourceFormatError, match=f"the size of {article} is .*not a whole number of bytes"):
+        StoreSizes(EmbeddedStore([dump])).sizes([article])
+    dump.write_text(f"<{article}> <http://schema.org/contentSize> 1234 .\n")
+    assert StoreSizes(EmbeddedStore([dump])).sizes([article]) == {article: 1234}
