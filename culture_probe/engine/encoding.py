@@ -86,9 +86,29 @@ class Encoder:
             return [tuple(enc.ids) for enc in self._backend.encode_batch(texts, add_special_tokens=False)]
         return [tuple(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
-    def encode(self, request: ScoreRequest, *, with_right: bool) -> Encoded:
+    def after_special(self, texts: list[str]) -> list[tuple[int, ...]]:
+        """Ids of each text as the tokenizer splits it right after a special token, which is how the original
+        masked-LM probes tokenize the text right of the slot (the sentence with [MASK] as a special token):
+        WordPiece starts a new word (`입니다`, not `##입니다`), byte-level BPE and SentencePiece start a new piece
+        exactly as the text reads (a leading space stays a leading-space piece, none is added). Computed by
+        tokenizing the mask token followed by the text and dropping the mask's id.
+        """
+        mask, mask_id = self.tokenizer.mask_token, self.tokenizer.mask_token_id
+        if mask is None or mask_id is None:
+            return self.batch_ids(texts)
+        out = []
+        for text, ids in zip(texts, self.batch_ids([mask + text for text in texts]), strict=True):
+            if not ids or ids[0] != mask_id:
+                raise UnsupportedModelError(f"The mask token {mask!r} does not tokenize to its own id before "
+                                            f"{text[:30]!r}; the text right of the slot cannot be placed after it.")
+            out.append(ids[1:])
+        return out
+
+    def encode(self, request: ScoreRequest, *, with_right: bool, right_after_mask: bool = False) -> Encoded:
         """Encode `request`; trailing whitespace of `left` moves onto the candidates (never an empty one). A chat
         request's context is its rendered chat prompt, kept whole (its trailing newline belongs to the prompt).
+        The right text is tokenized as it continues each candidate (a causal continuation), or on its own after
+        the mask tokens (`right_after_mask`: masked models, as the original probes and the specs do).
         """
         if not request.candidates:
             raise EmptyCandidateError(
@@ -107,7 +127,9 @@ class Encoder:
                 raise EmptyCandidateError(
                     f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
         rights = [()] * n
-        if with_right and request.right:
+        if with_right and request.right and right_after_mask:
+            rights = self.after_special([request.right]) * n
+        elif with_right and request.right:
             rights = self._after([context + ids for ids in cands], [core + t for t in tails], [request.right] * n)
         full = prefix + context
         if not full:  # an empty context starts from BOS, or EOS when there is none

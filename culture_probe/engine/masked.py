@@ -49,7 +49,7 @@ class MaskedScorer(Backend):
                 "set tokenizer.mask_token to the model's mask token.")
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> MaskedItem:
-        enc = self.encoder.encode(request, with_right=True)
+        enc = self.encoder.encode(request, with_right=True, right_after_mask=True)
         build = _typed if options.masked_method == "typed" else _l2r
         longest = max(range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c]))
         context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
@@ -136,7 +136,7 @@ class MaskedScorer(Backend):
         """(input ids, mask position): the mask token encoded as the request's only candidate."""
         mask = self.tokenizer.mask_token_id
         enc = self.encoder.encode(ScoreRequest(left, (self.tokenizer.mask_token,), right=right, sep=sep),
-                                  with_right=True)
+                                  with_right=True, right_after_mask=True)
         slot, after = enc.candidates[0], enc.rights[0]
         if slot.count(mask) != 1:
             raise UnsupportedModelError(f"The mask token {self.tokenizer.mask_token!r} after {left[-30:]!r} does not "

@@ -78,6 +78,19 @@ def reference_tokens(tok, left: str, cand: str, right: str, sep: str | None):
     return full, cand_ids, right_ids, suffix
 
 
+def masked_right_ids(tok, left: str, n_masks: int, right: str, sep: str | None) -> list[int]:
+    """The right text's ids as the original masked probes get them: the whole sentence, with the mask token's
+    text in the slot, tokenized at once (the mask is a special token, so the text after it starts afresh); the ids
+    after the last mask.
+    """
+    if not right:
+        return []
+    sentence = _ids(tok, left.rstrip() + left[len(left.rstrip()):] + _sep(left, sep) + tok.mask_token * n_masks
+                    + right)
+    last = max(i for i, t in enumerate(sentence) if t == tok.mask_token_id)
+    return sentence[last + 1:]
+
+
 def _logsoftmax(logits) -> np.ndarray:
     return torch.log_softmax(logits.double(), dim=-1).numpy()
 
@@ -100,6 +113,7 @@ def reference_score(model, tok, left, cand, right="", sep=None, *, method="typed
         lp = _logsoftmax(model(torch.tensor([ctx + seq])).logits[0])
         return np.array([lp[len(ctx) - 1 + j, t] for j, t in enumerate(seq)])
     mask = tok.mask_token_id
+    right_ids = masked_right_ids(tok, left, len(ids), right, sep)
     if method == "typed":
         inp = ctx + [mask] * len(ids) + right_ids + suffix
         lp = _logsoftmax(model(torch.tensor([inp])).logits[0])
