@@ -13,7 +13,7 @@ import numpy as np
 
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.dlama import GENERATION_MEASURES, hits_at_k
-from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, result_bars
+from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, repeats_the_paper, result_bars
 from culture_probe.tasks import Record
 from culture_probe.tasks.dlama import WEST, predicate_order
 
@@ -42,7 +42,7 @@ def paper_references(config: Mapping[str, Any], language: str) -> tuple[Referenc
     paper's protocol (the default options, not a smoke subset).
     """
     key = (config.get("config"), language, config.get("model", {}).get("spec"))
-    if key not in PAPER_P1 or config.get("subset") or config.get("benchmark", {}).get("custom_rows"):
+    if key not in PAPER_P1 or not repeats_the_paper(config):
         return ()
     non_west, west, pair = PAPER_P1[key]
     return (Reference("paper, non-West", non_west), Reference("paper, West", west), Reference("paper, pair", pair))

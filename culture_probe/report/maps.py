@@ -9,9 +9,36 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.metrics.display import format_score
-from culture_probe.report.views import Bars, Reference, Section, Table, options_of
+from culture_probe.report.views import Bars, Reference, Section, Table, options_of, repeats_the_paper
 from culture_probe.tasks import Record
 from culture_probe.tasks.maps import QUESTIONS, memorisation_templates
+
+# The paper's Table 4 (specs/maps.md section 5): non-figurative / figurative accuracy (%) per model and language,
+# drawn as reference lines when a run repeats one of them (the released figurative flags differ slightly).
+_TABLE_4 = {
+    "bigscience/bloomz-3b": "58.76/57.60 53.12/61.97 53.33/60.52 51.66/47.54 52.43/45.13 55.88/49.26",
+    "bigscience/bloomz-7b1": "79.66/68.20 66.66/68.30 72.00/75.18 54.30/53.55 52.43/49.55 67.64/53.30",
+    "bigscience/mt0-xl": "75.14/62.21 62.50/64.08 74.67/69.54 74.17/61.74 73.78/61.94 69.12/52.94",
+    "bigscience/mt0-xxl": "87.01/82.95 81.77/83.09 84.00/84.96 88.74/83.61 87.80/76.99 63.23/69.85",
+    "meta-llama/Llama-2-13b-hf": "81.36/76.50 53.12/54.23 54.66/58.27 72.19/65.03 67.07/59.73 47.05/49.63",
+}
+PAPER_ACCURACY: dict[tuple[str, str], tuple[float, float]] = {
+    (model, f"maps_{language}"): tuple(float(v) for v in cell.split("/"))  # type: ignore[misc]
+    for model, cells in _TABLE_4.items()
+    for language, cell in zip(("en", "zh", "id", "de", "ru", "bn"), cells.split(), strict=True)
+}
+
+
+def references(config: Mapping[str, Any]) -> tuple[Reference, ...]:
+    """Chance, and the paper's literal and figurative accuracy when the run repeats a Table 4 cell (positive
+    question, released data).
+    """
+    key = (config.get("model", {}).get("spec"), config.get("config"))
+    positive = options_of(config).get("question", "pos") == "pos"
+    if key not in PAPER_ACCURACY or not positive or not repeats_the_paper(config):
+        return (Reference("chance", 50.0),)
+    literal, figurative = PAPER_ACCURACY[key]
+    return (Reference("chance", 50.0), Reference("paper, literal", literal), Reference("paper, figurative", figurative))
 
 
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
@@ -21,7 +48,7 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     estimates = {"all": results.get("overall", {}).get("accuracy"),
                  **{k: v.get("accuracy") for k, v in results.get("by_figurative", {}).items()}}
     bars = Bars({k: v for k, v in estimates.items() if v and v["value"] is not None}, "accuracy (%)",
-                (Reference("chance", 50.0),), title=f"Accuracy ({metrics_language(config)})")
+                references(config), title=f"Accuracy ({metrics_language(config)})")
     subsets = metrics.get("subsets", {})
     cells = {"all": metrics, "figurative": subsets.get("figurative", {}), "literal": subsets.get("non_figurative", {})}
     rows = tuple((name, shown(cell.get("accuracy")), cell.get("n", 0)) for name, cell in cells.items())

@@ -44,6 +44,14 @@ class Bars:
     title: str = ""  # default: the section's title
 
 
+def repeats_the_paper(config: Mapping[str, Any]) -> bool:
+    """Whether a run can be set against the paper's numbers: the released data (not custom rows, not the corrected
+    variant) and all of it (no --limit subset). Reference lines of the paper's values are drawn only then.
+    """
+    bench, run = config.get("benchmark") or {}, config.get("run") or {}
+    return not (config.get("subset") or bench.get("custom_rows") or run.get("corrected"))
+
+
 def result_bars(metrics: Mapping[str, Any], stratum: str, metric: str, ylabel: str, *,
                 labels: Sequence[str] | None = None, names: Mapping[str, str] | None = None,
                 references: Sequence[Reference] = (), title: str = "") -> Bars:

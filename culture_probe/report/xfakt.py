@@ -9,11 +9,29 @@ from typing import Any
 
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.factuality import GradedAnswer, error_pct
-from culture_probe.report.views import Section, Table, language_country_grid, result_bars
+from culture_probe.report.views import Reference, Section, Table, language_country_grid, repeats_the_paper, result_bars
 from culture_probe.tasks import Record
 from culture_probe.tasks.xfakt import ASSOCIATIONS, COUNTRIES, LANGUAGES, graded_answers
 
 HEADLINE = ("frs", "kts", "xfakt", "mu_assoc", "mu_non", "error_rate", "n_items")
+# The paper's Table 2 (specs/xfakt.md section 6): mean associated and non-associated error (%) of factual recall per
+# model, drawn as reference lines when a run repeats one of them.
+PAPER_ERRORS: dict[str, tuple[float, float]] = {
+    "meta-llama/Meta-Llama-3-70B-Instruct": (2.36, 9.85), "google/gemma-2-27b-it": (4.23, 16.46),
+    "microsoft/phi-4": (12.87, 30.15), "microsoft/Phi-3-medium-128k-instruct": (25.09, 55.57),
+    "google/gemma-2-9b-it": (4.98, 22.32), "meta-llama/Meta-Llama-3-8B-Instruct": (4.60, 25.77),
+    "microsoft/Orca-2-7b": (31.95, 56.77), "deepseek-ai/deepseek-llm-7b-chat": (31.49, 63.73),
+    "mistralai/Mistral-7B-Instruct-v0.2": (16.96, 45.25), "microsoft/Phi-3.5-mini-instruct": (41.85, 69.87),
+    "microsoft/Phi-3-mini-128k-instruct": (42.45, 77.95), "meta-llama/Llama-3.2-3B-Instruct": (24.10, 47.48),
+}
+
+
+def references(config: Mapping[str, Any], part: str | None) -> tuple[Reference, ...]:
+    """The paper's associated and non-associated error for this model, when the run repeats a Table 2 row."""
+    paper = PAPER_ERRORS.get(config.get("model", {}).get("spec"))
+    if part != "factual_recall" or paper is None or not repeats_the_paper(config):
+        return ()
+    return Reference("paper, associated", paper[0]), Reference("paper, non-associated", paper[1])
 
 
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
@@ -25,6 +43,7 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
                    tables=(Table(("language", "error %"), tuple(metrics["error_by_language"].items())),),
                    figures=(result_bars(metrics, "language", "error_rate", "error (%)",
                                         labels=[lang for lang in LANGUAGES if lang in metrics["error_by_language"]],
+                                        references=references(config, part),
                                         title="Error rate per question language"),))]
     if part == "factual_recall":
         cells: dict[tuple[str, str], list[GradedAnswer]] = {}

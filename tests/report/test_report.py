@@ -226,3 +226,23 @@ def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat()
         ("paper, non-West", 21.2), ("paper, West", 37.7), ("paper, pair", 30.3)]
     assert paper_references({**config, "subset": {"sampled": 5}}, "en") == ()  # a smoke run is not Table 1
     assert paper_references({**config, "model": {"spec": "my/model"}}, "en") == ()
+
+
+def test_camel_maps_and_xfakt_figures_carry_the_papers_values_for_a_faithful_repeat():
+    from culture_probe.report import camel, maps, xfakt
+
+    def config(name, model, **extra):
+        return {"config": name, "model": {"spec": model}, "benchmark": {}, "run": {}, **extra}
+
+    assert [(r.label, r.value) for r in camel.references(config("camel_co_prompts", "UBC-NLP/ARBERT"))] == [
+        ("parity", 50.0), ("paper, Avg", 46.40)]
+    assert [r.label for r in camel.references(config("camel_ag_prompts", "my/model"))] == ["parity"]
+    assert [(r.label, r.value) for r in maps.references(config("maps_de", "bigscience/mt0-xxl"))] == [
+        ("chance", 50.0), ("paper, literal", 88.74), ("paper, figurative", 83.61)]
+    negative = config("maps_de", "bigscience/mt0-xxl", options={"question": "neg"})
+    assert [r.label for r in maps.references(negative)] == ["chance"]  # Table 4 asks the positive question
+    corrected = config("maps_de", "bigscience/mt0-xxl", run={"corrected": True})
+    assert [r.label for r in maps.references(corrected)] == ["chance"]  # the paper ran the released data
+    assert [(r.label, r.value) for r in xfakt.references(config("xfakt_factual_recall", "microsoft/phi-4"),
+                                                          "factual_recall")] == [
+        ("paper, associated", 12.87), ("paper, non-associated", 30.15)]
