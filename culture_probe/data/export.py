@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -58,13 +60,18 @@ def export(
     its folder, DLAMA without its tarball) are skipped and reported. Configs named explicitly must load.
     """
     out = Path(out_dir)
-    blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise CultureProbeError(f"Cannot export into {out}: {blocking} is a file. Pass a folder (new, empty, or an "
-                                "earlier export).")
-    out.mkdir(parents=True, exist_ok=True)
     entries = {e.name: e for e in list_benchmarks()}
-    names = list(configs) if configs else list(entries)
+    names = list(dict.fromkeys(configs)) if configs else list(entries)  # a config named twice is written once
+    for name in names:
+        if name not in entries:
+            raise UnknownNameError("benchmark config", name, entries, fix="See `culture-probe list`.")
+    previous = check_export_folder(out)
+    for name in previous:  # an earlier export is replaced whole: no stale config folder left to be uploaded
+        if (out / name).is_dir():
+            shutil.rmtree(out / name)
+        else:
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     data_dirs = dict(data_dirs or {})
     written, skipped = [], []
     for name in names:
@@ -84,7 +91,37 @@ def export(
         entry = entries[name]
         written.append(ExportedConfig(name, entry.benchmark, entry.languages, entry.description, tuple(splits)))
     (out / "README.md").write_text(render_readme(written), encoding="utf-8")
+    (out / EXPORT_MARKER).write_text(json.dumps(["README.md", *(c.name for c in written)]) + "\n", encoding="utf-8")
     return ExportResult(out, tuple(written), tuple(skipped))
+
+
+EXPORT_MARKER = ".culture_probe_export"  # lists what an export wrote, so that the next one replaces exactly that
+
+
+def check_export_folder(out: Path) -> list[str]:
+    """What an earlier export in `out` wrote (to be replaced), after refusing a folder that must not be written:
+    a file, a non-empty folder that is no export, or one named like the package (it would shadow
+    `import culture_probe` when Python runs from beside it).
+    """
+    blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise CultureProbeError(f"Cannot export into {out}: {blocking} is a file. Pass a folder (new, empty, or an "
+                                "earlier export).")
+    if out.name == "culture_probe":
+        raise CultureProbeError(f"Cannot export into {out}: a folder named culture_probe shadows the package for "
+                                "Python started beside it (import culture_probe would find the data). Pick another "
+                                "name, e.g. hub/.")
+    if not out.is_dir() or not any(out.iterdir()):
+        return []
+    if not (out / EXPORT_MARKER).is_file():
+        raise CultureProbeError(f"Cannot export into {out}: it is not empty and holds no earlier export "
+                                f"({EXPORT_MARKER}); nothing was written. Pass a new or empty folder.")
+    written = json.loads((out / EXPORT_MARKER).read_text(encoding="utf-8"))
+    if not isinstance(written, list) or not all(isinstance(n, str) and n and "/" not in n and "\\" not in n
+                                                and not n.startswith(".") for n in written):
+        raise CultureProbeError(f"{out / EXPORT_MARKER} is damaged (it must list the export's top-level files); "
+                                "nothing was written. Delete the folder's export, or pass a new folder.")
+    return written
 
 
 def render_readme(configs: Sequence[ExportedConfig]) -> str:
@@ -161,6 +198,7 @@ def push_to_hub(
             repo_id=repo_id,
             repo_type="dataset",
             folder_path=folder,
+            ignore_patterns=[EXPORT_MARKER],  # local bookkeeping, not part of the dataset
             commit_message=f"culture_probe export: {len(result.configs)} configs",
         )
     return str(getattr(commit, "commit_url", commit))

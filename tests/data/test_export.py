@@ -17,7 +17,7 @@ from culture_probe import cli
 from culture_probe.data import export as export_module
 from culture_probe.data.export import export
 from culture_probe.data.registry import list_benchmarks, load_benchmark
-from culture_probe.errors import UnknownNameError
+from culture_probe.errors import CultureProbeError, UnknownNameError
 
 SMALL = ["fmlama_he", "fmlama_templates", "fmlama_cs_en_zh", "fmlama_zh_corrected"]
 
@@ -127,7 +127,8 @@ def test_push_to_hub_up_to_the_network(mirror: Path, monkeypatch: pytest.MonkeyP
     assert url.endswith("/commit/abc")
     assert calls["create"] == ("hf_x", "org/culture_probe", {"repo_type": "dataset", "private": True, "exist_ok": True})
     assert calls["upload"]["repo_id"] == "org/culture_probe" and calls["upload"]["repo_type"] == "dataset"
-    assert calls["files"] == ["README.md", "fmlama_he/test-00000-of-00001.parquet",
+    assert calls["upload"]["ignore_patterns"] == [".culture_probe_export"]  # the marker stays local
+    assert calls["files"] == [".culture_probe_export", "README.md", "fmlama_he/test-00000-of-00001.parquet",
                               "fmlama_templates/test-00000-of-00001.parquet"]
     assert calls["configs"] == ["fmlama_he", "fmlama_templates"]
     assert not Path(calls["upload"]["folder_path"]).exists()  # the temporary folder is cleaned up
@@ -158,3 +159,25 @@ def test_export_every_config_round_trips(mirror: Path, tmp_path: Path) -> None:
         benchmark = next(e.benchmark for e in list_benchmarks() if e.name == config.name)
         assert_same_rows(tmp_path / "hub", config.name, data_dir=data_dirs.get(benchmark))
     assert os.path.getsize(tmp_path / "hub" / "README.md") > 1000
+
+
+def test_an_export_replaces_the_earlier_one_whole_and_refuses_other_folders(mirror: Path, tmp_path: Path) -> None:
+    out = tmp_path / "hub"
+    export(out, configs=["camel_co_prompts", "camel_ag_prompts", "camel_co_prompts"])  # named twice: written once
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert readme.count("config_name: camel_co_prompts\n") == 1
+    export(out, configs=["camel_ag_prompts"])
+    assert sorted(p.name for p in out.iterdir()) == [".culture_probe_export", "README.md", "camel_ag_prompts"]
+    assert "camel_co_prompts" not in (out / "README.md").read_text(encoding="utf-8")  # no stale config declared
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(CultureProbeError, match="not empty and holds no earlier export"):
+        export(mine, configs=["camel_ag_prompts"])
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    with pytest.raises(CultureProbeError, match="shadows the package"):
+        export(tmp_path / "culture_probe", configs=["camel_ag_prompts"])
+    (out / ".culture_probe_export").write_text('["../mine"]')
+    with pytest.raises(CultureProbeError, match="is damaged"):
+        export(out, configs=["camel_ag_prompts"])
+    assert (mine / "notes.txt").read_text() == "keep"
