@@ -57,6 +57,9 @@ def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(
     text = (tmp_path / "suite" / "suite.md").read_text()
     assert text.startswith("# Suite: some/model") and "| dlama_arab_west | p1 |" in text
     assert (tmp_path / "suite" / "plots" / "suite_dlama.pdf").is_file()
+    report = (tmp_path / "suite" / "dlama_arab_west" / "report.md").read_text()
+    p1 = first["value"]
+    assert "## Headline numbers" in report and f"| p1 | {p1:.2f} |" in report  # every report leads with them
 
 
 def test_an_option_one_config_lacks_fails_before_the_model_loads(tmp_path, one_load):

@@ -101,7 +101,24 @@ def sections_for(config: Mapping[str, Any], records: Sequence[Record], metrics: 
         views = default_sections(metrics)
     else:
         views = module.sections(config, records, metrics)
-    return [*views, *skipped_sections(metrics)]
+    return [*results_sections(metrics), *views, *skipped_sections(metrics)]
+
+
+def results_sections(metrics: Mapping[str, Any]) -> list[Section]:
+    """The headline numbers of the results schema, each with its 95% interval and n, and what the run left out."""
+    results = metrics.get("results") or {}
+    rows = tuple((name, e["value"], "" if e["ci_low"] is None else f"{e['ci_low']:.4g} to {e['ci_high']:.4g}",
+                  e["n"]) for name, e in (results.get("overall") or {}).items())
+    if not rows:
+        return []
+    ci = results.get("ci") or {}
+    text = (f"Each number with a {100 * ci.get('confidence', 0.95):g}% interval from a {ci.get('method', '')} over "
+            f"{results.get('unit')} ({ci.get('n_resamples')} resamples, seed {ci.get('seed')}); by stratum in "
+            "metrics.json (`results`).")
+    omitted = results.get("omitted") or {}
+    text += "".join(f"\n\n- **{name}** is not reported: {reason}." for name, reason in omitted.items())
+    return [Section("Headline numbers", text=text,
+                    tables=(Table(("metric", "value", "95% interval", f"n ({results.get('unit')})"), rows),))]
 
 
 def default_sections(metrics: Mapping[str, Any]) -> list[Section]:
