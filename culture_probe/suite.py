@@ -18,6 +18,7 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.data.registry import expand, groups, resolve
 from culture_probe.errors import CultureProbeError
+from culture_probe.extras import available
 from culture_probe.runner import (
     RunResult,
     RunSettings,
@@ -135,8 +136,10 @@ def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
     for name, study in summary["studies"].items():
         parts += ["", f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())]
     plots = folder / "plots"
-    plots.mkdir(exist_ok=True)
-    for benchmark in dict.fromkeys(r["benchmark"] for r in summary["configs"]):
+    benchmarks = list(dict.fromkeys(r["benchmark"] for r in summary["configs"])) if available("matplotlib") else []
+    if benchmarks:
+        plots.mkdir(exist_ok=True)
+    for benchmark in benchmarks:
         shown = {r["config"]: r for r in summary["configs"]
                  if r["benchmark"] == benchmark and r.get("value") is not None}
         if shown:

@@ -46,3 +46,59 @@ def test_cli_help_shows_runnable_examples():
         [sys.executable, "-m", "culture_probe", "--help"], capture_output=True, text=True, check=True
     )
     assert "culture-probe run dlama_arab_west --model" in result.stdout
+
+
+def _setup_cfg():
+    import configparser
+    from pathlib import Path
+
+    parser = configparser.ConfigParser()
+    parser.read(Path(__file__).resolve().parents[1] / "setup.cfg")
+    return parser
+
+
+def _names(block: str) -> set[str]:
+    import re
+
+    return {re.split(r"[<>=!\[ ]", line.strip())[0].lower() for line in block.splitlines()
+            if line.strip() and not line.strip().startswith("#")}
+
+
+def test_core_dependencies_and_extras_are_declared_as_the_docs_say():
+    cfg = _setup_cfg()
+    core = _names(cfg["options"]["install_requires"])
+    assert {"torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub", "pyyaml"} <= core
+    assert not {"sparqlwrapper", "pyoxigraph", "matplotlib"} & core  # extras: most users never curate or plot
+    extras = cfg["options.extras_require"]
+    assert {"sparqlwrapper", "pyoxigraph"} <= _names(extras["curation"])
+    assert {"matplotlib", "arabic-reshaper", "python-bidi"} <= _names(extras["plots"])
+
+
+def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch, tmp_path, capsys):
+    from culture_probe.cli import main
+
+    monkeypatch.setitem(sys.modules, "pyoxigraph", None)  # as if not installed
+    dump = tmp_path / "d.ttl"
+    dump.write_text("<http://a> <http://b> <http://c> .\n")
+    code = main(["curate", "dlama", "--region", "arab", "--languages", "en", "--endpoint", str(dump), "--out",
+                 str(tmp_path / "c")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == ("culture-probe: error: pyoxigraph is not installed; it comes with "
+                                               "culture_probe's 'curation' extra: pip install 'culture_probe[curation]'")
+
+
+def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+    from dlama_fixture import TableScorer, spec_table, write_dlama
+
+    from culture_probe.runner import run
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(write_dlama(tmp_path / "d")),
+                 out=tmp_path / "run", progress=False)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]'" in report
+    assert "## Headline numbers" in report and not (tmp_path / "run" / "plots").exists()
+    assert result.metrics["results"]["overall"]["p1"]["value"] is not None

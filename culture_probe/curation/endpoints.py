@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 from culture_probe import __version__
 from culture_probe.curation.queries import WD
 from culture_probe.errors import CultureProbeError, EndpointError, SourceFormatError
+from culture_probe.extras import require
 
 WIKIDATA_URL = "https://query.wikidata.org/sparql"
 # Wikimedia's User-Agent policy asks for a way to reach the operator: add it with --user-agent / HttpPolicy.
@@ -188,19 +189,18 @@ class HttpEndpoint:
         return self.caller(lambda: self._once(query))
 
     def _once(self, query: str) -> list[Row]:
-        from SPARQLWrapper import JSON, POST, SPARQLWrapper
-        from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
-
-        wrapper = SPARQLWrapper(self.url, agent=self.policy.user_agent)
-        wrapper.setMethod(POST)  # long VALUES lists do not fit in a URL
-        wrapper.setReturnFormat(JSON)
+        sparql = require("SPARQLWrapper")
+        failures = require("SPARQLWrapper.SPARQLExceptions")
+        wrapper = sparql.SPARQLWrapper(self.url, agent=self.policy.user_agent)
+        wrapper.setMethod(sparql.POST)  # long VALUES lists do not fit in a URL
+        wrapper.setReturnFormat(sparql.JSON)
         wrapper.setQuery(query)
         wrapper.timeout = self.policy.timeout  # setTimeout() would truncate sub-second timeouts to 0 (= none)
         try:
             data = wrapper.query().convert()
-        except EndPointInternalError as error:
+        except failures.EndPointInternalError as error:
             raise RetryableError(f"HTTP 500: {str(error)[:300]}") from error
-        except SPARQLWrapperException as error:  # 400 bad query, 404, 401, 414: retrying cannot help
+        except failures.SPARQLWrapperException as error:  # 400 bad query, 404, 401, 414: retrying cannot help
             raise EndpointError(f"{self.name} rejected the query: {str(error)[:500]}") from error
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise RetryableError(f"malformed JSON from {self.url}: {error}") from error
@@ -220,7 +220,7 @@ class EmbeddedStore:
     FORMATS = {".nt": "N_TRIPLES", ".ttl": "TURTLE"}
 
     def __init__(self, paths: Sequence[str | Path] = ()):
-        import pyoxigraph
+        pyoxigraph = require("pyoxigraph")
 
         self.store = pyoxigraph.Store()
         self.paths = [Path(p) for p in paths]
@@ -231,7 +231,7 @@ class EmbeddedStore:
 
     def load(self, path: str | Path) -> None:
         """Add the triples of one .nt or .ttl file."""
-        import pyoxigraph
+        pyoxigraph = require("pyoxigraph")
 
         path = Path(path)
         if path.suffix not in self.FORMATS:
@@ -250,7 +250,7 @@ class EmbeddedStore:
 
     def select(self, query: str) -> list[Row]:
         """Run one SELECT query in process."""
-        import pyoxigraph
+        pyoxigraph = require("pyoxigraph")
 
         try:
             solutions = self.store.query(query)

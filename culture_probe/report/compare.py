@@ -18,6 +18,7 @@ import numpy as np
 
 from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
+from culture_probe.extras import available
 from culture_probe.loading import task_of_run
 from culture_probe.metrics.results import PAIRED_TEST, UnitTable, paired_difference
 from culture_probe.report.markdown import format_value, table_markdown
@@ -176,10 +177,11 @@ def _interval(estimate: Mapping[str, Any]) -> str:
 
 
 def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
-    """compare.md, compare.json and the comparison plot (PNG and PDF) in the folder `out`."""
+    """compare.md, compare.json and the comparison plot (PNG and PDF, when matplotlib is installed) in `out`."""
     from culture_probe.report.plots import draw_comparison
 
     out.mkdir(parents=True, exist_ok=True)
     rundir.write_text(out / "compare.md", comparison.markdown())
     rundir.write_text(out / "compare.json", json.dumps(comparison.to_json(), ensure_ascii=False, indent=2) + "\n")
-    return [out / "compare.md", out / "compare.json", *draw_comparison(comparison, out / "compare")]
+    plots = draw_comparison(comparison, out / "compare") if available("matplotlib") else []
+    return [out / "compare.md", out / "compare.json", *plots]

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from culture_probe.extras import available
 from culture_probe.metrics.display import format_score
 from culture_probe.report.plots import draw
 from culture_probe.report.views import Section, Table
@@ -46,13 +47,18 @@ def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path
     that did not finish (`INCOMPLETE k/N`).
     """
     parts = [header(config, status)]
-    (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
+    drawing = available("matplotlib")
+    if drawing:
+        (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
+    else:
+        parts.append("Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]', then "
+                     "`culture-probe report RUN_DIR`).")
     for number, section in enumerate(sections, 1):
         parts.append(f"## {section.title}")
         if section.text:
             parts.append(section.text)
         parts += [table_markdown(t) for t in section.tables]
-        for index, figure in enumerate(section.figures, 1):
+        for index, figure in enumerate(section.figures if drawing else (), 1):
             title = figure.title or section.title
             png, pdf = draw(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title)
             parts.append(f"![{title}]({PLOTS_DIR}/{png.name}) ([PDF]({PLOTS_DIR}/{pdf.name}))")

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from culture_probe.extras import require
 from culture_probe.report.views import Bars, Heatmap
 
 FORMATS = ("png", "pdf")
@@ -31,10 +32,7 @@ def label(text: str) -> str:
     """
     text = str(text)
     if any(unicodedata.bidirectional(c) in ("R", "AL") for c in text):
-        import arabic_reshaper
-        from bidi import get_display
-
-        text = get_display(arabic_reshaper.reshape(text))
+        text = require("bidi").get_display(require("arabic_reshaper").reshape(text))
     for char in text:
         if ord(char) > 0x2FF and not char.isspace() and not _drawable(char):
             _warn_missing_font(unicodedata.name(char, "?").split()[0])
