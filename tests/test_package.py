@@ -83,8 +83,9 @@ def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch, tmp_path, c
     code = main(["curate", "dlama", "--region", "arab", "--languages", "en", "--endpoint", str(dump), "--out",
                  str(tmp_path / "c")])
     assert code == 2
-    assert capsys.readouterr().err.strip() == ("culture-probe: error: pyoxigraph is not installed; it comes with "
-                                               "culture_probe's 'curation' extra: pip install 'culture_probe[curation]'")
+    expected = ("culture-probe: error: pyoxigraph is not installed; it comes with culture_probe's 'curation' extra: "
+                "pip install 'culture_probe[curation]'")
+    assert capsys.readouterr().err.strip() == expected
 
 
 def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures(monkeypatch, tmp_path):
