@@ -59,7 +59,9 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     A directory whose run failed before its first probe was answered (config.json, no record) starts afresh
     without --resume. Every process takes the same decision from the same files (only `main` writes).
     """
-    done = check_start(run_dir, resume=resume)
+    # Only the writer checks whose folder it is: another rank could see it mid-write (a `.part` file beside the
+    # lock). Every rank takes the decisions on the records, so that all fail together or none does.
+    done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
         check_resumable(read_json(existing), meta, run_dir)
@@ -71,12 +73,13 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     return []
 
 
-def check_start(run_dir: Path, *, resume: bool) -> list[Record]:
-    """The records already in `run_dir`, after refusing what must not start: a folder that is not ours, records
-    without their config.json, a run that exists without --resume. Cheap, so the runner asks it before any data
-    or model loads.
+def check_start(run_dir: Path, *, resume: bool, folder: bool = True) -> list[Record]:
+    """The records already in `run_dir`, after refusing what must not start: a folder that is not ours (`folder`),
+    records without their config.json, a run that exists without --resume. Cheap, so the runner asks it before
+    any data or model loads.
     """
-    check_writable(run_dir)
+    if folder:
+        check_writable(run_dir)
     done = read_records(run_dir / ITEMS_FILE)
     if done and not (run_dir / CONFIG_FILE).is_file():
         raise CultureProbeError(

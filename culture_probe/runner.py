@@ -122,8 +122,8 @@ def run(
                            base_url=base_url, concurrency=concurrency, model_args=as_model_args(model_args))
     started = time.monotonic()
     run_dir = Path(out) if out is not None else None
-    if run_dir is not None:
-        rundir.check_start(run_dir, resume=resume)  # first: never load data or a model to find --out refused
+    if run_dir is not None:  # first: never load data or a model to find --out refused
+        rundir.check_start(run_dir, resume=resume, folder=is_main_process())  # only the writer checks the folder
     task_cls = task_for(config)
     task_options = parse_options(task_cls.Options, options)
     check_language(config, language, custom_rows=rows is not None)
