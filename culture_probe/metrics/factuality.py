@@ -62,10 +62,17 @@ def xfakt_scores(mu_assoc: float, mu_non: float) -> dict[str, float]:
     for name, value in (("mu_assoc", mu_assoc), ("mu_non", mu_non)):
         if not 0 <= value <= 1:
             raise MetricInputError(f"`{name}` must be an error rate in [0, 1], got {value}.")
+    frs, kts, harmonic = _transfer_scores(np.float64(mu_assoc), np.float64(mu_non))
+    return {"frs": float(frs), "kts": float(kts), "xfakt": float(harmonic)}
+
+
+def _transfer_scores(mu_assoc: np.ndarray, mu_non: np.ndarray) -> np.ndarray:
+    """FRS, KTS and their harmonic mean, element-wise (one value, or one per bootstrap draw)."""
     frs = 1.5 * (1 / (1 + mu_assoc + mu_non) - 1 / 3)
-    kts = 2 * (1 / (1 + abs(mu_assoc - mu_non)) - 1 / 2)
-    harmonic = 2 * frs * kts / (frs + kts) if frs + kts else 0.0
-    return {"frs": frs, "kts": kts, "xfakt": harmonic}
+    kts = 2 * (1 / (1 + np.abs(mu_assoc - mu_non)) - 1 / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        harmonic = np.where(frs + kts > 0, 2 * frs * kts / (frs + kts), 0.0)
+    return np.stack([frs, kts, harmonic])
 
 
 def _describe(cells: list[float]) -> dict[str, float]:
@@ -254,12 +261,7 @@ def transfer_estimates(answers: Sequence[GradedAnswer], summary: Mapping[str, An
     def scores(index: list[np.ndarray]) -> np.ndarray:
         errors = np.stack([wrong[i].mean(axis=-1) for i in index])  # (cells, batch)
         errors = np.round(errors, 2) if round_cells else errors
-        mu_assoc, mu_non = errors[diagonal].mean(axis=0), errors[~diagonal].mean(axis=0)
-        frs = 1.5 * (1 / (1 + mu_assoc + mu_non) - 1 / 3)
-        kts = 2 * (1 / (1 + np.abs(mu_assoc - mu_non)) - 1 / 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            harmonic = np.where(frs + kts > 0, 2 * frs * kts / (frs + kts), 0.0)
-        return np.stack([frs, kts, harmonic])
+        return _transfer_scores(errors[diagonal].mean(axis=0), errors[~diagonal].mean(axis=0))
 
     stderr, low, high = bootstrap_interval(scores, [np.asarray(cells[k]) for k in keys], resampling)
     return {name: {"value": summary[name], "stderr": stderr[i], "ci_low": low[i], "ci_high": high[i],
