@@ -122,12 +122,13 @@ def studies(runs: Mapping[str, RunResult]) -> dict[str, Any]:
 
 def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
     """suite.json, suite.md and one figure per benchmark (headline per config, with intervals)."""
-    from culture_probe.report.markdown import format_value, table_markdown
+    from culture_probe.metrics.display import format_value, interval_text
+    from culture_probe.report.markdown import table_markdown
     from culture_probe.report.plots import draw_bars
     from culture_probe.report.views import Bars, Table
 
     rundir.write_json(folder / SUMMARY_JSON, dict(summary))
-    rows = tuple((r["config"], r["metric"], r.get("value"), _interval(r, format_value), r.get("n"), r["unit"],
+    rows = tuple((r["config"], r["metric"], r.get("value"), interval_text(r), r.get("n"), r["unit"],
                   "smoke run (--limit)" if r["smoke"] else "; ".join(f"{k} left out: {v}"
                                                                      for k, v in r["omitted"].items()))
                  for r in summary["configs"])
@@ -147,10 +148,6 @@ def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
             png, pdf = draw_bars(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config")
             parts += ["", f"![{benchmark}](plots/{png.name}) ([PDF](plots/{pdf.name}))"]
     rundir.write_text(folder / SUMMARY_MD, "\n".join(parts) + "\n")
-
-
-def _interval(row: Mapping[str, Any], fmt: Any) -> str:
-    return "" if row.get("ci_low") is None else f"[{fmt(float(row['ci_low']))}, {fmt(float(row['ci_high']))}]"
 
 
 # ---------------------------------------------------------------- command line

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
+from typing import Any
 
 from culture_probe.metrics._checks import check_choice
 
@@ -28,3 +30,24 @@ def format_score(value: float | None, decimals: int = 2, display: str = "round")
         clean = Decimal(repr(number)).quantize(Decimal("1e-9"), rounding=ROUND_HALF_EVEN)
         shown = clean.quantize(Decimal(1).scaleb(-decimals), rounding=_MODES[display])
     return str(shown.copy_abs() if shown.is_zero() else shown)  # -0.001 -> "0.00", never "-0.00"
+
+
+def format_value(value: Any) -> str:
+    """Numbers the tasks left unformatted: 2 decimals, or up to 4 below 1 (p-values, cosines; trailing zeros
+    dropped), rounded half up by `format_score`; None as an empty cell. Tasks with a paper rule (DLAMA 1 decimal,
+    MAPS truncation) format their cells themselves.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return format_score(value, 4).rstrip("0").rstrip(".") if abs(value) < 1 else format_score(value, 2)
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def interval_text(estimate: Mapping[str, Any]) -> str:
+    """An estimate's interval as tables show it, `[low, high]`; empty when it has none (a single unit)."""
+    if estimate.get("ci_low") is None:
+        return ""
+    return f"[{format_value(float(estimate['ci_low']))}, {format_value(float(estimate['ci_high']))}]"

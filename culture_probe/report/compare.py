@@ -20,8 +20,9 @@ from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.loading import task_of_run
+from culture_probe.metrics.display import format_value, interval_text
 from culture_probe.metrics.results import PAIRED_TEST, UnitTable, paired_difference
-from culture_probe.report.markdown import format_value, table_markdown
+from culture_probe.report.markdown import table_markdown
 from culture_probe.report.views import Table
 from culture_probe.tasks.options import json_ready
 
@@ -58,7 +59,7 @@ class Comparison:
         parts = [f"- **note**: {note}" for note in self.notes]
         parts += ["", table_markdown(self.table)]
         if self.paired:
-            rows = tuple((p["run"], p["metric"], p["group"], p["difference"], _interval(p), p["p_value"], p["n"])
+            rows = tuple((p["run"], p["metric"], p["group"], p["difference"], interval_text(p), p["p_value"], p["n"])
                          for p in self.paired)
             parts += ["", f"Paired differences (run minus {self.runs[0]}, same items; interval: paired percentile "
                       f"bootstrap; p: {PAIRED_TEST}):", "",
@@ -110,14 +111,12 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permu
 
 def lined_up(runs: Sequence[LoadedRun]) -> Table:
     """One row per (group, metric) any run reports, one column per run: value [ci_low, ci_high] (n)."""
-    keys: dict[tuple[str, str], None] = {}
-    for run in runs:
-        for group, estimates in _groups(run.results):
-            keys.update({(group, metric): None for metric in estimates})
+    grouped = [dict(_groups(run.results)) for run in runs]
+    keys = {(group, metric): None for groups in grouped for group, estimates in groups.items() for metric in estimates}
     rows = [("model", "", *(r.config["model"]["spec"] for r in runs)),
             ("config", "", *(r.config["config"] for r in runs))]
     for group, metric in keys:
-        cells = [dict(_groups(r.results)).get(group, {}).get(metric) for r in runs]
+        cells = [groups.get(group, {}).get(metric) for groups in grouped]
         rows.append((group, metric, *(_cell(c) for c in cells)))
     return Table(("group", "metric", *(r.name for r in runs)), tuple(rows))
 
@@ -167,13 +166,9 @@ def _groups(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 def _cell(estimate: Mapping[str, Any] | None) -> str:
     if not estimate or estimate.get("value") is None:
         return ""
-    return f"{format_value(float(estimate['value']))} {_interval(estimate)} (n={estimate['n']})".replace("  ", " ")
+    return f"{format_value(float(estimate['value']))} {interval_text(estimate)} (n={estimate['n']})".replace("  ", " ")
 
 
-def _interval(estimate: Mapping[str, Any]) -> str:
-    if estimate.get("ci_low") is None:
-        return ""
-    return f"[{format_value(float(estimate['ci_low']))}, {format_value(float(estimate['ci_high']))}]"
 
 
 def write_comparison(comparison: Comparison, out: Path) -> list[Path]:

@@ -10,24 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from culture_probe.extras import available
-from culture_probe.metrics.display import format_score
+from culture_probe.metrics.display import format_value
 from culture_probe.report.plots import draw
 from culture_probe.report.views import Section, Table
 from culture_probe.rundir import PLOTS_DIR
-
-
-def format_value(value: Any) -> str:
-    """Numbers the tasks left unformatted: 2 decimals, or up to 4 below 1 (p-values, cosines; trailing zeros
-    dropped), rounded half up by `format_score`; None as an empty cell. Tasks with a paper rule (DLAMA 1 decimal,
-    MAPS truncation) format their cells themselves.
-    """
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        return format_score(value, 4).rstrip("0").rstrip(".") if abs(value) < 1 else format_score(value, 2)
-    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def table_markdown(table: Table) -> str:

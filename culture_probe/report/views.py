@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from culture_probe.metrics.display import interval_text
 from culture_probe.tasks import Record, benchmark_of
 
 
@@ -107,8 +108,7 @@ def sections_for(config: Mapping[str, Any], records: Sequence[Record], metrics: 
 def results_sections(metrics: Mapping[str, Any]) -> list[Section]:
     """The headline numbers of the results schema, each with its 95% interval and n, and what the run left out."""
     results = metrics.get("results") or {}
-    rows = tuple((name, e["value"], "" if e["ci_low"] is None else f"{e['ci_low']:.4g} to {e['ci_high']:.4g}",
-                  e["n"]) for name, e in (results.get("overall") or {}).items())
+    rows = tuple((name, e["value"], interval_text(e), e["n"]) for name, e in (results.get("overall") or {}).items())
     if not rows:
         return []
     ci = results.get("ci") or {}
