@@ -33,7 +33,7 @@ __all__ = [
 _LAZY = {
     "load_benchmark": "culture_probe.data.registry",
     "list_benchmarks": "culture_probe.data.registry",
-    "push_to_hub": "culture_probe.data.export",
+    "push_to_hub": "culture_probe.publish",
     "load_metric": "culture_probe.metrics",
     "run": "culture_probe.runner",
     "RunResult": "culture_probe.runner",

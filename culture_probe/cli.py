@@ -19,6 +19,8 @@ EXAMPLES = """examples:
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
   culture-probe export hub_folder --configs dlama_arab_west camel_entities
+  culture-probe push my-org/culture_probe --configs camel_co_prompts camel_entities
+  culture-probe push-metrics my-org --dry-run --out metric_spaces
   culture-probe curate dlama --region arab --contrast west --languages ar,en --out my_dlama
 """
 
@@ -29,6 +31,8 @@ HANDLERS = {
     "report": "culture_probe.report:main",
     "compare": "culture_probe.report:compare_main",
     "export": "culture_probe.data.export:main",
+    "push": "culture_probe.publish:main",
+    "push-metrics": "culture_probe.publish:main",
     "curate": "culture_probe.curation.cli:main",
 }
 
@@ -96,6 +100,24 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("out_dir")
     export.add_argument("--configs", nargs="+", help="configs to export (default: all that load)")
     export.add_argument("--data-dir", help="local data per benchmark, e.g. maps=DIR,dlama=dlama-v1.tar.gz")
+
+    push = sub.add_parser("push", help="export and upload the benchmarks as one Hub dataset repository (private "
+                          "unless --public); load_dataset(REPO_ID, CONFIG) then reads each config")
+    push.add_argument("repo_id", metavar="REPO_ID", help="OWNER/NAME of the dataset repository")
+    push.add_argument("--configs", nargs="+", help="configs to push (default: every config that loads and may be "
+                      "redistributed)")
+    push.add_argument("--data-dir", help="local data per benchmark, e.g. dlama=my_pair,maps=DIR")
+    push.add_argument("--i-have-permission", action="store_true", help="the data released only on request (MAPS) "
+                      "may be published: you hold the authors' permission (needs --data-dir with your copy)")
+    metrics = sub.add_parser("push-metrics", help="publish the metric modules as Hub Spaces OWNER/<metric>, which "
+                             "evaluate.load('OWNER/<metric>') reads")
+    metrics.add_argument("owner", metavar="OWNER", help="user or organisation on the Hub")
+    metrics.add_argument("--metrics", nargs="+", help="metrics to publish (default: all)")
+    for command in (push, metrics):
+        command.add_argument("--public", action="store_true", help="make new repositories public (default private)")
+        command.add_argument("--dry-run", action="store_true", help="write the folder and print what would be "
+                             "uploaded; nothing is sent (needs --out)")
+        command.add_argument("--out", help="the dry run's folder")
 
     curate = sub.add_parser("curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint")
     curate.add_argument("framework", choices=["dlama", "fmlama"])

@@ -20,11 +20,12 @@ from pathlib import Path
 import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig
-from culture_probe.data.card import BenchmarkInfo
+from culture_probe.data.card import BenchmarkInfo, Licence
 from culture_probe.data.sources import read_jsonl
 
 INFO = BenchmarkInfo(name="toy", title="Toy capitals", description="Capitals of made-up countries.",
-                     homepage="https://example.org/toy", license="CC0", citation="", version="0.1.0")
+                     homepage="https://example.org/toy", licences=(Licence("CC0 1.0", "the toy facts", "cc0-1.0"),),
+                     citation="", version="0.1.0")
 
 
 class Toy(CultureProbeBuilder):

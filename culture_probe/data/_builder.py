@@ -20,6 +20,19 @@ from datasets.exceptions import DatasetGenerationError
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.errors import CultureProbeError
 
+
+@dataclass(frozen=True)
+class Publication:
+    """How one config is published (`culture-probe export`/`push`): its name there, the files shipped beside its
+    rows, what the dataset card says of it besides the benchmark's card, and its languages.
+    """
+
+    name: str
+    languages: tuple[str, ...]
+    files: tuple[tuple[str, bytes], ...] = ()
+    about: tuple[str, ...] = ()
+
+
 Variant = Literal["faithful", "corrected"]
 VARIANTS: tuple[str, ...] = ("faithful", "corrected")
 
@@ -94,6 +107,10 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
             homepage=card.homepage,
             license=card.license,
         )
+
+    def publication(self) -> Publication:
+        """The config published under its own name; a builder whose data names itself (a curated pair) says more."""
+        return Publication(self.config.name, tuple(self.config.languages or ()))
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split}) for split in self.SPLITS]

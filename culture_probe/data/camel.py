@@ -18,7 +18,7 @@ import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
 from culture_probe.data._pinned import pinned_file
-from culture_probe.data.card import BenchmarkInfo, Correction, SplitResource
+from culture_probe.data.card import BenchmarkInfo, Correction, Licence, SplitResource
 from culture_probe.data.sources import read_xlsx
 from culture_probe.errors import CultureProbeError, SourceFormatError
 
@@ -98,7 +98,11 @@ INFO = BenchmarkInfo(
         "pairs in which a model prefers the Western filler. The tweet-derived prompts are for research use."
     ),
     homepage="https://github.com/tareknaous/camel",
-    license="MIT",
+    licences=(
+        Licence("MIT", "the CAMeL repository (prompts and entities)", "mit",
+                "https://github.com/tareknaous/camel/blob/main/LICENSE"),
+        Licence("X (Twitter) terms", "the prompts, built from tweets: research use"),
+    ),
     citation=(
         "@inproceedings{naous-etal-2024-beer,\n  title = {Having Beer after Prayer? Measuring Cultural Bias in "
         "Large Language Models},\n  author = {Naous, Tarek and Ryan, Michael J. and Ritter, Alan and Xu, Wei},\n"

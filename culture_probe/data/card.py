@@ -32,6 +32,20 @@ class Correction:
 
 
 @dataclass(frozen=True)
+class Licence:
+    """The terms of one part of a benchmark's data, as its authors state them (or that they state none)."""
+
+    name: str  # as the authors name it, e.g. "MIT", "CC0 1.0", "none stated"
+    covers: str  # which part: "the repository (code and data)", "facts and labels (from Wikidata)"
+    spdx: str | None = None  # the Hub's `license:` id (mit, cc0-1.0, apache-2.0); None: `other`
+    url: str = ""
+
+    def text(self) -> str:
+        """`MIT (the repository)`: how cards and config.json name it."""
+        return f"{self.name} ({self.covers})"
+
+
+@dataclass(frozen=True)
 class BenchmarkInfo:
     """The card of one benchmark; rendered into the dataset card and every run's config.json."""
 
@@ -39,13 +53,21 @@ class BenchmarkInfo:
     title: str
     description: str
     homepage: str
-    license: str
+    licences: tuple[Licence, ...]
     citation: str
     version: str
     paper: str = ""
     sources: tuple[str, ...] = ()  # pinned upstream URLs (or how to obtain manually distributed data)
     suite: tuple[str, ...] = ()  # the configs of the paper's experiments: what `culture-probe run <name>` runs
     corrections: tuple[Correction, ...] = field(default_factory=tuple)
+    #: where to ask for the data when its authors release it only on request ("" when it is public): such data
+    #: is never redistributed by culture_probe (`culture-probe push` refuses it without the user's permission)
+    on_request: str = ""
+
+    @property
+    def license(self) -> str:
+        """Every part's licence in one line."""
+        return "; ".join(licence.text() for licence in self.licences)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 import datasets
 
-from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
+from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, Publication, corrected_twin
 from culture_probe.data._dlama_layout import (
     MANIFEST,
     WEST,
@@ -37,7 +37,7 @@ from culture_probe.data._dlama_layout import (
     find_fact_files,
     pair_folders,
 )
-from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, base_name
+from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo, Correction, FileResource, Licence, base_name
 from culture_probe.data.sources import fetch, git_blob_id, mirror_root, parse_jsonl, read_jsonl, verify_git_blob
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 
@@ -76,7 +76,12 @@ INFO = BenchmarkInfo(
         "labels of the predicate; P@1 of the non-Western and Western halves of a pair are compared."
     ),
     homepage="https://github.com/AMR-KELEG/DLAMA",
-    license="MIT (code repository); facts derived from Wikidata (CC0)",
+    licences=(
+        Licence("MIT", "the DLAMA repository and its released facts", "mit",
+                "https://github.com/AMR-KELEG/DLAMA/blob/main/LICENSE"),
+        Licence("CC0 1.0", "the facts and labels themselves (from Wikidata)", "cc0-1.0",
+                "https://www.wikidata.org/wiki/Wikidata:Licensing"),
+    ),
     citation=(
         "@inproceedings{keleg-magdy-2023-dlama,\n  title={{DLAMA}: A Framework for Curating Culturally Diverse "
         "Facts for Probing the Knowledge of Pretrained Language Models},\n  author={Keleg, Amr and Magdy, Walid},"
@@ -231,6 +236,27 @@ class Dlama(CultureProbeBuilder):
                 "region='MAGHREB')."
             )
         return PairRequest(config.pair, PAIRS[config.pair][0], WEST, tuple(config.languages))
+
+    def publication(self) -> Publication:
+        """A curated pair is published under its own name (`dlama_maghreb_west`), with its regions, languages and
+        `curation.json` (endpoint and query parameters); a released pair as declared.
+        """
+        if not self.custom:
+            return super().publication()
+        source, paths, read = self._open_source()
+        pair, _ = self._select(source, paths, read)
+        suffix = ("_raw" if self.config.raw else "") + (CORRECTED_SUFFIX if self.config.corrected else "")
+        manifest = (*pair.folder, MANIFEST)
+        text = "\n".join(read(manifest)) + "\n" if manifest in paths else None
+        regions = " vs ".join(f"{culture} ({token})" for token, culture in pair.cultures)
+        about = [f"A culture pair curated with culture_probe.curation: {regions}; labels in "
+                 f"{', '.join(pair.languages)}."]
+        if text is None:
+            about.append("Its folder has no curation.json: how it was queried is not recorded.")
+        else:
+            about += curation_summary(json.loads(text))
+        files = (("curation.json", text.encode("utf-8")),) if text is not None else ()
+        return Publication(f"dlama_{pair.name}{suffix}", pair.languages, files, tuple(about))
 
     def _rows(self, split: str) -> Iterator[dict[str, Any]]:
         source, paths, read = self._open_source()
@@ -399,6 +425,22 @@ class Dlama(CultureProbeBuilder):
             raise SourceFormatError(f"expected one DLAMA-v1 .tar.gz in data_files, got {len(files)}",
                                     path=", ".join(map(str, files)))
         return str(files[0]) if files else None
+
+
+def curation_summary(manifest: dict[str, Any]) -> list[str]:
+    """What a dataset card says of a curation run: the countries of each region, endpoint, options, deviations."""
+    config = manifest.get("config", {})
+    lines = []
+    for key in ("region", "contrast"):
+        region = config.get(key, {})
+        where = ", ".join(region.get("countries") or ()) or region.get("condition") or "?"
+        lines.append(f"{key.title()} {region.get('name')} (token {region.get('token')}): countries {where}.")
+    lines.append(f"Queried from {manifest.get('endpoint')} (article sizes: {manifest.get('sizes')}) by culture_probe "
+                 f"{manifest.get('culture_probe_version')}; predicates "
+                 f"{', '.join(config.get('predicates') or ()) or 'all 20'}, top {config.get('top')} subjects; "
+                 "every parameter is in curation.json beside the rows.")
+    lines += [f"Deviation from DLAMA's code: {d}" for d in manifest.get("deviations", ())]
+    return lines
 
 
 def manual_release() -> Path | None:

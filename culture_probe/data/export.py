@@ -10,32 +10,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from culture_probe.data.card import BenchmarkInfo
-from culture_probe.data.registry import benchmark_modules, list_benchmarks, load_benchmark
+from culture_probe.data.card import is_corrected
+from culture_probe.data.hub_card import ExportedConfig, render_readme
+from culture_probe.data.registry import benchmark_modules, list_benchmarks, make_builder
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
 
 
 class UsageError(CultureProbeError, ValueError):
     """A command-line value in the wrong form."""
-
-
-@dataclass(frozen=True)
-class ExportedConfig:
-    """One config written to the folder: its benchmark, languages and rows per split."""
-
-    name: str
-    benchmark: str
-    languages: tuple[str, ...]
-    description: str
-    splits: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True)
@@ -75,24 +63,54 @@ def export(
     data_dirs = dict(data_dirs or {})
     written, skipped = [], []
     for name in names:
-        benchmark = entries[name].benchmark if name in entries else None
+        benchmark = entries[name].benchmark
         try:
-            dataset = load_benchmark(name, data_dir=data_dirs.get(benchmark))
+            builder = make_builder(name, data_dir=data_dirs.get(benchmark))
+            builder.download_and_prepare()
         except MissingDataError as error:
             if configs:
                 raise
             skipped.append((name, str(error)))
             continue
-        splits = []
-        for split, table in dataset.items():
-            (out / name).mkdir(exist_ok=True)
-            table.to_parquet(out / name / f"{split}-00000-of-00001.parquet")
-            splits.append((split, table.num_rows))
-        entry = entries[name]
-        written.append(ExportedConfig(name, entry.benchmark, entry.languages, entry.description, tuple(splits)))
-    (out / "README.md").write_text(render_readme(written), encoding="utf-8")
+        written.append(_write_config(out, name, entries[name], builder))
+    clash = next((c.name for c in written if [w.name for w in written].count(c.name) > 1), None)
+    if clash:
+        raise CultureProbeError(f"Two configs would be published as {clash}; export them into separate folders.")
+    infos = [module.INFO for module in benchmark_modules().values()]
+    (out / "README.md").write_text(render_readme(written, infos), encoding="utf-8")
     (out / EXPORT_MARKER).write_text(json.dumps(["README.md", *(c.name for c in written)]) + "\n", encoding="utf-8")
     return ExportResult(out, tuple(written), tuple(skipped))
+
+
+def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedConfig:
+    """One config's Parquet files (and the files its publication ships beside them) under its published name."""
+    publication = builder.publication()
+    folder = out / publication.name
+    folder.mkdir(exist_ok=True)
+    splits = []
+    for split, table in builder.as_dataset().items():
+        with quiet_progress():  # the command prints one line per config; a bar per file is noise
+            table.to_parquet(folder / f"{split}-00000-of-00001.parquet")
+        splits.append((split, table.num_rows))
+    for file_name, content in publication.files:
+        (folder / file_name).write_bytes(content)
+    return ExportedConfig(publication.name, name, entry.benchmark, publication.languages or entry.languages,
+                          entry.description, tuple(splits), is_corrected(name), publication.about,
+                          tuple(file_name for file_name, _ in publication.files))
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """`datasets` progress bars off for a while (and back on only if they were on)."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            enable_progress_bars()
 
 
 EXPORT_MARKER = ".culture_probe_export"  # lists what an export wrote, so that the next one replaces exactly that
@@ -122,86 +140,6 @@ def check_export_folder(out: Path) -> list[str]:
         raise CultureProbeError(f"{out / EXPORT_MARKER} is damaged (it must list the export's top-level files); "
                                 "nothing was written. Delete the folder's export, or pass a new folder.")
     return written
-
-
-def render_readme(configs: Sequence[ExportedConfig]) -> str:
-    """README.md: YAML front matter (`configs:` with one Parquet file per split) and the dataset card."""
-    languages = sorted({lang for c in configs for lang in c.languages})
-    header = {
-        "pretty_name": "culture_probe benchmarks",
-        "license": "other",
-        "language": languages,
-        "tags": ["cultural-knowledge", "probing", "multilingual"],
-        "configs": [
-            {
-                "config_name": c.name,
-                "data_files": [{"split": s, "path": f"{c.name}/{s}-00000-of-00001.parquet"} for s, _ in c.splits],
-            }
-            for c in configs
-        ],
-    }
-    front = yaml.safe_dump(header, allow_unicode=True, sort_keys=False)
-    return f"---\n{front}---\n\n{render_card(configs)}"
-
-
-def render_card(configs: Sequence[ExportedConfig]) -> str:
-    """The dataset card: per benchmark what it measures, sources, licence, citation, known errors, configs."""
-    infos = {module.INFO.name: module.INFO for module in benchmark_modules().values()}
-    lines = [
-        "# culture_probe benchmarks",
-        "",
-        "Published cultural-knowledge probing benchmarks in one place, exported by `culture-probe export` "
-        "from the `culture_probe` builders. Load one config with "
-        '`datasets.load_dataset(<this repo or folder>, "<config>")`. Default configs are faithful to the '
-        "upstream release; `<config>_corrected` twins fix the known data errors listed per benchmark.",
-    ]
-    for benchmark in sorted({c.benchmark for c in configs}):
-        lines += _benchmark_section(infos[benchmark], [c for c in configs if c.benchmark == benchmark])
-    return "\n".join(lines) + "\n"
-
-
-def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig]) -> list[str]:
-    lines = ["", f"## {info.title}", "", info.description, "", f"- Homepage: {info.homepage}",
-             f"- Licence: {info.license}", f"- Version: {info.version}"]
-    lines += [f"- Source: `{source}`" for source in info.sources]
-    lines += ["", "| config | languages | rows | description |", "|---|---|---|---|"]
-    for c in configs:
-        rows = ", ".join(f"{split} {n}" for split, n in c.splits)
-        description = c.description.replace("|", "\\|")
-        lines.append(f"| `{c.name}` | {', '.join(c.languages)} | {rows} | {description} |")
-    if info.corrections:
-        lines += ["", "Known data errors (fixed only in the `_corrected` configs):", ""]
-        lines += [f"- **{c.id}**: {c.description}" for c in info.corrections]
-    lines += ["", "How models are probed on these data, and where that differs from the original code, is the "
-              f"protocol's part: see culture_probe's documentation page of {info.name} (each run's config.json "
-              "lists the deviations that applied to it)."]
-    lines += ["", "```bibtex", info.citation.strip(), "```"]
-    return lines
-
-
-def push_to_hub(
-    repo_id: str,
-    configs: Sequence[str] | None = None,
-    token: str | None = None,
-    private: bool = False,
-    *,
-    data_dirs: Mapping[str, str | os.PathLike] | None = None,
-) -> str:
-    """Export to a temporary folder and upload it as the dataset repo `repo_id`; returns the commit URL."""
-    from huggingface_hub import HfApi
-
-    api = HfApi(token=token)
-    with tempfile.TemporaryDirectory(prefix="culture_probe_export_") as folder:
-        result = export(folder, configs=configs, data_dirs=data_dirs)
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        commit = api.upload_folder(
-            repo_id=repo_id,
-            repo_type="dataset",
-            folder_path=folder,
-            ignore_patterns=[EXPORT_MARKER],  # local bookkeeping, not part of the dataset
-            commit_message=f"culture_probe export: {len(result.configs)} configs",
-        )
-    return str(getattr(commit, "commit_url", commit))
 
 
 def parse_data_dirs(text: str | None) -> dict[str, str]:

@@ -23,7 +23,7 @@ import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, corrected_twin
 from culture_probe.data._pinned import pinned_file
-from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, SplitResource
+from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, Licence, SplitResource
 from culture_probe.data.sources import parse_literal, read_jsonl
 from culture_probe.data.vectors import vectors_resource
 from culture_probe.errors import SourceFormatError
@@ -81,7 +81,12 @@ INFO = BenchmarkInfo(
         "languages (en, zh, ar, ko, ru, he)."
     ),
     homepage="https://github.com/lizhou21/FmLAMA-master",
-    license="No licence file upstream: research use only; the data is not vendored in culture_probe.",
+    licences=(
+        Licence("none stated", "the FmLAMA repository (no licence file): research use; the data is not vendored in "
+                "culture_probe"),
+        Licence("CC0 1.0", "the dishes, ingredients and labels themselves (from Wikidata)", "cc0-1.0",
+                "https://www.wikidata.org/wiki/Wikidata:Licensing"),
+    ),
     citation=(
         "@article{zhou2024mapo,\n  title={Does Mapo Tofu Contain Coffee? Probing LLMs for Food-related Cultural "
         "Knowledge},\n  author={Zhou, Li and Karidi, Taelin and Garneau, Nicolas and Cao, Yong and Liu, Wanlong "

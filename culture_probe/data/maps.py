@@ -20,7 +20,7 @@ import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, with_corrected_twins
 from culture_probe.data._pinned import verify_pinned
-from culture_probe.data.card import BenchmarkInfo, Correction, SplitResource, base_name
+from culture_probe.data.card import BenchmarkInfo, Correction, Licence, SplitResource, base_name
 from culture_probe.data.sources import read_xlsx
 from culture_probe.errors import MissingDataError, SourceFormatError
 
@@ -76,7 +76,11 @@ INFO = BenchmarkInfo(
         "and human-translated sets. Released on request for research use only; never redistribute the data."
     ),
     homepage="https://github.com/UKPLab/maps",
-    license="code Apache-2.0; data released on request without a stated licence (research use only)",
+    licences=(
+        Licence("Apache-2.0", "the MAPS code", "apache-2.0", "https://github.com/UKPLab/maps/blob/main/LICENSE"),
+        Licence("none stated, released on request", "the proverbs and conversations: research use only"),
+    ),
+    on_request="the request form linked from https://github.com/UKPLab/maps (the MAPS authors, UKP Lab)",
     citation=(
         "@inproceedings{liu-etal-2024-multilingual,\n  title = {Are Multilingual {LLM}s Culturally-Diverse "
         "Reasoners? An Investigation into Multicultural Proverbs and Sayings},\n  author = {Liu, Chen Cecilia and "

@@ -23,7 +23,7 @@ import datasets
 
 from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, with_corrected_twins
 from culture_probe.data._pinned import pinned_file
-from culture_probe.data.card import BenchmarkInfo, Correction, FileResource
+from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, Licence
 from culture_probe.errors import SourceFormatError, UnknownNameError
 
 COMMIT = "57ca068e84b43f008e8216bfde15ea7a69986a80"
@@ -113,7 +113,10 @@ INFO = BenchmarkInfo(
         "ne 9, uk 4; they inflate Latin-script transfer."
     ),
     homepage="https://github.com/kmrtanmay/X_FaKT",
-    license="MIT (Copyright (c) 2025 Tushar Aggarwal)",
+    licences=(
+        Licence("MIT", "the X-FaKT repository, Copyright (c) 2025 Tushar Aggarwal", "mit",
+                "https://github.com/kmrtanmay/X_FaKT/blob/main/LICENSE"),
+    ),
     citation=(
         "@misc{aggarwal2025factuality,\n  title = {Language Models' Factuality Depends on the Language of Inquiry},"
         "\n  author = {Aggarwal, Tushar and Tanmay, Kumar and Agrawal, Ayush and Ayush, Kumar and Palangi, Hamid "

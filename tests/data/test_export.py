@@ -12,7 +12,6 @@ import datasets
 import pytest
 import yaml
 
-import culture_probe
 from culture_probe import cli
 from culture_probe.data import export as export_module
 from culture_probe.data.export import export
@@ -80,11 +79,18 @@ def test_export_small_configs_round_trip(mirror: Path, tmp_path: Path) -> None:
 def test_dataset_card_describes_each_benchmark(mirror: Path, tmp_path: Path) -> None:
     export(tmp_path / "hub", configs=["fmlama_he"])
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
-    for expected in ("## FmLAMA: food-related cultural knowledge", "- Licence: No licence file upstream",
-                     "@article{zhou2024mapo", "**self_item**", "**templates**", "| `fmlama_he` | he | test 463 |",
+    for expected in ("## FmLAMA: food-related cultural knowledge", "- Licence: none stated (the FmLAMA repository",
+                     "- Licence: CC0 1.0 (the dishes, ingredients and labels themselves (from Wikidata))",
+                     "@article{zhou2024mapo", "| `fmlama_he` | he | test 463 |",
                      "- Source: `https://raw.githubusercontent.com/lizhou21/FmLAMA-master/"):
         assert expected in card
+    assert front_matter(tmp_path / "hub" / "README.md")["license"] == ["other", "cc0-1.0"]
     assert "## DLAMA" not in card  # only exported benchmarks are described
+    assert "corrected configs" not in card  # no corrected config written: no corrections claimed
+    export(tmp_path / "hub", configs=["fmlama_he", "fmlama_he_corrected"])
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    assert "What the corrected configs (`fmlama_he_corrected`) fix" in card
+    assert "**self_item**" in card and "**templates**" in card
 
 
 def test_cli_export(mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,33 +111,6 @@ def test_explicit_config_without_data_is_an_error(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "empty_mirror"))
     with pytest.raises(FileNotFoundError, match="pass data_dir="):
         export(tmp_path / "hub", configs=["dlama_arab_west"])
-
-
-def test_push_to_hub_up_to_the_network(mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = {}
-
-    def create_repo(self, repo_id, **kwargs):
-        calls["create"] = (self.token, repo_id, kwargs)
-
-    def upload_folder(self, **kwargs):
-        folder = Path(kwargs["folder_path"])
-        calls["files"] = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-        calls["configs"] = [c["config_name"] for c in front_matter(folder / "README.md")["configs"]]
-        calls["upload"] = kwargs
-        return "https://huggingface.co/datasets/org/culture_probe/commit/abc"
-
-    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", create_repo)
-    monkeypatch.setattr("huggingface_hub.HfApi.upload_folder", upload_folder)
-    configs = ["fmlama_he", "fmlama_templates"]
-    url = culture_probe.push_to_hub("org/culture_probe", configs=configs, token="hf_x", private=True)
-    assert url.endswith("/commit/abc")
-    assert calls["create"] == ("hf_x", "org/culture_probe", {"repo_type": "dataset", "private": True, "exist_ok": True})
-    assert calls["upload"]["repo_id"] == "org/culture_probe" and calls["upload"]["repo_type"] == "dataset"
-    assert calls["upload"]["ignore_patterns"] == [".culture_probe_export"]  # the marker stays local
-    assert calls["files"] == [".culture_probe_export", "README.md", "fmlama_he/test-00000-of-00001.parquet",
-                              "fmlama_templates/test-00000-of-00001.parquet"]
-    assert calls["configs"] == ["fmlama_he", "fmlama_templates"]
-    assert not Path(calls["upload"]["folder_path"]).exists()  # the temporary folder is cleaned up
 
 
 @pytest.mark.slow
