@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -103,3 +104,51 @@ def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures
     assert "Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]'" in report
     assert "## Headline numbers" in report and not (tmp_path / "run" / "plots").exists()
     assert result.metrics["results"]["overall"]["p1"]["value"] is not None
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
+    """What `pip install culture_probe` gives: a wheel built from the checkout, installed into a new venv without
+    the checkout on the path, runs `culture-probe list` and finds its data files (schemas, metric modules,
+    vendored templates). The dependencies come from this venv's site-packages (PYTHONPATH; no network here), so
+    the package itself is only what the wheel holds.
+    """
+    import sysconfig
+    import zipfile
+    from email.parser import Parser
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                    "--wheel-dir", str(tmp_path / "dist"), str(repo)], check=True, cwd=tmp_path)
+    wheel = next((tmp_path / "dist").glob("culture_probe-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = Parser().parsestr(archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+                                     .decode())
+    for data_file in ("culture_probe/schemas/metrics.schema.json", "culture_probe/metrics_modules/cbs/cbs.py",
+                      "culture_probe/data/vendored/dlama_templates.json", "culture_probe/py.typed"):
+        assert data_file in names
+    requires = " ".join(metadata.get_all("Requires-Dist")).lower().replace("-", "_")
+    for dependency in ("torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub", "pyyaml"):
+        assert dependency in requires
+    assert "extra == \"curation\"" in requires and "extra == \"plots\"" in requires
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+                   check=True)
+    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}  # the dependencies, not the checkout
+    where = subprocess.run([str(python), "-c", "import culture_probe; print(culture_probe.__file__)"], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(venv)), where
+    listed = subprocess.run([str(venv / "bin" / "culture-probe"), "list"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, check=True).stdout
+    assert "dlama_arab_west" in listed and "maps_en" in listed
+    version = subprocess.run([str(venv / "bin" / "culture-probe"), "--version"], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, check=True).stdout
+    assert version.strip() == f"culture-probe {culture_probe.__version__}"
+    metric = subprocess.run([str(python), "-c", "import culture_probe; print(culture_probe.load_metric('cbs').name)"],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert metric.strip() == "cbs"
