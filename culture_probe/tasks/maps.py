@@ -49,8 +49,9 @@ NATIVE_MEMORISATION_TEMPLATES = {
     "en": MEMORISATION_TEMPLATES,
     "de": ("Sprichwort: {proverb}", "Vervollständige dieses Sprichwort: {proverb}", "Beende das Sprichwort: {proverb}",
            "Was fehlt am Ende dieses Sprichworts: {proverb}", "Was ist das letzte Wort dieses Sprichworts: {proverb}"),
-    "zh": ("谚语: {proverb}", "补全这个谚语： {proverb}", "完成这个谚语： {proverb}",
-           "这个谚语结尾缺什么字： {proverb}", "这个谚语的最后一个字是什么： {proverb}"),
+    # a full-width colon is followed by the proverb with no space (upstream patterns.py; spec 4.7)
+    "zh": ("谚语: {proverb}", "补全这个谚语：{proverb}", "完成这个谚语：{proverb}",
+           "这个谚语结尾缺什么字：{proverb}", "这个谚语的最后一个字是什么：{proverb}"),
     "ru": ("пословицу: {proverb}", "Завершите эту пословицу: {proverb}", "Закончите пословицу: {proverb}",
            "Что отсутствует в конце этой пословицы: {proverb}", "Какое последнее слово в этой пословице: {proverb}"),
     "id": ("peribahasa: {proverb}", "lengkapi peribahasa ini: {proverb}", "selesaikan peribahasa ini: {proverb}",

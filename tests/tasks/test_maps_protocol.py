@@ -213,7 +213,8 @@ def test_native_memorisation_templates_reproduce_upstream_xlmr(tmp_path):
     assert native[0] == "sprichwort: hunde, die bellen, beißen"
     assert native[4] == "was ist das letzte wort dieses sprichworts: hunde, die bellen, beißen"
     assert memorisation_prompts(de["proverb"], "de")[0] == "proverb: hunde, die bellen, beißen"
-    assert memorisation_prompts("一寸光阴一寸金", "zh", "native")[1] == "补全这个谚语： 一寸光阴一寸"
+    zh = memorisation_prompts("一寸光阴一寸金", "zh", "native")  # full-width colon: no space (upstream patterns.py)
+    assert zh[:2] == ["谚语: 一寸光阴一寸", "补全这个谚语：一寸光阴一寸"]
     scorer = MaskStub(LETTERS, {native[1]: "nicht"})
     result = run("maps_de", scorer, rows=[de], out=tmp_path / "run", progress=False, mem_template_lang="native")
     assert sorted(left for left, _ in scorer.asked) == sorted(native)
