@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=8, help="requests in flight to that server (default 8)")
     run.add_argument("--data-dir", help="local data (MAPS, DLAMA): a folder, or per benchmark in a suite, e.g. "
                      "dlama=dlama-v1/,maps=maps/")
+    run.add_argument("--protocol", choices=["default", "upstream"], default="default",
+                     help="default: the library's protocol; upstream: what each benchmark's released code did, "
+                     "wherever it runs (the report's deviation table shows which side each difference took)")
     run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
     run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")
     run.add_argument("--kind", choices=["auto", *MODEL_KINDS], default="auto")

@@ -30,7 +30,8 @@ from culture_probe.data.sources import cache_root
 from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
 from culture_probe.loading import load_rows, load_side_data
-from culture_probe.tasks import Task, parse_options, task_for, task_from_config
+from culture_probe.tasks import Task, task_for, task_from_config
+from culture_probe.tasks.base import PROTOCOLS
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
@@ -56,6 +57,7 @@ class RunSettings:
     base_url: str | None = None  # the OpenAI-compatible server of `openai:<name>` models (the probed one, a judge)
     concurrency: int = 8  # requests in flight to that server
     model_args: ModelArgs = ModelArgs()  # how the probed model is loaded (config.json: model_args)
+    protocol: str = "default"  # the protocol profile: the library's ("default") or the released code's ("upstream")
 
     def __post_init__(self) -> None:
         for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1)):
@@ -66,6 +68,8 @@ class RunSettings:
             raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
         if self.kind not in ("auto", *MODEL_KINDS):
             raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
+        if self.protocol not in PROTOCOLS:
+            raise UnknownNameError("protocol", self.protocol, PROTOCOLS)
         for flag, value in (("dtype", self.dtype), ("revision", self.revision)):
             other = getattr(self.model_args, flag)
             if value is not None and other is not None and value != other:
@@ -102,7 +106,7 @@ def run(
     corrected: bool = False, rows: Sequence[Mapping[str, Any]] | None = None, progress: bool = True,
     revision: str | None = None, cache_dir: str | os.PathLike | None = None, no_cache: bool = False,
     base_url: str | None = None, concurrency: int = 8, model_args: str | Mapping[str, Any] | ModelArgs | None = None,
-    scorer: Any = None, **options: Any,
+    scorer: Any = None, protocol: str = "default", **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
@@ -114,24 +118,30 @@ def run(
     the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time.
     `model_args` says how the model is loaded (`"dtype=bfloat16,peft=./adapter"`, a mapping, or a `ModelArgs`).
     `scorer` is `model` already loaded (a suite loads its model once); the run records `model` as named.
+    `protocol="upstream"` sets every option that reproduces the benchmark's released code (each deviation's
+    upstream side; options given here still win); config.json and the report show which side each deviation took.
     """
     settings = RunSettings(language=language, limit=limit, batch_tokens=batch_tokens, seed=seed, kind=kind,
                            device=device, dtype=dtype, data_dir=str(data_dir) if data_dir is not None else None,
                            corrected=corrected, revision=revision,
                            cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache,
-                           base_url=base_url, concurrency=concurrency, model_args=as_model_args(model_args))
+                           base_url=base_url, concurrency=concurrency, model_args=as_model_args(model_args),
+                           protocol=protocol)
     started = time.monotonic()
     run_dir = Path(out) if out is not None else None
     if run_dir is not None:  # first: never load data or a model to find --out refused
         rundir.check_start(run_dir, resume=resume, folder=is_main_process())  # only the writer checks the folder
     task_cls = task_for(config)
-    task_options = parse_options(task_cls.Options, options)
+    draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
     check_language(config, language, custom_rows=rows is not None)
     data = (load_rows(config, data_dir=settings.data_dir, corrected=corrected, language=language) if rows is None
             else list(rows))
-    side = load_side_data(config, task_options, data_dir=settings.data_dir)  # before the model: a bad file is named
-    task = task_cls(config, task_options, kind=model_kind(model if scorer is None else scorer, settings), seed=seed,
-                    resources=side.values)
+    side = load_side_data(config, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
+    kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
+    task_options = task_cls.options_for(settings.protocol, options, kind)  # an upstream profile depends on the kind
+    if task_options != draft:
+        side = load_side_data(config, task_options, data_dir=settings.data_dir)
+    task = task_cls(config, task_options, kind=kind, seed=seed, resources=side.values)
     with custom_rows_read(config, rows is not None):
         if language is not None:
             data = task.select_language(data, language)

@@ -28,7 +28,7 @@ from culture_probe.runner import (
     load_scorer,
     run,
 )
-from culture_probe.tasks import parse_options, task_for
+from culture_probe.tasks import task_for
 
 SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
 # run() keywords that are not protocol options
@@ -61,7 +61,7 @@ def run_suite(names: Sequence[str], model: Any, *, out: str | os.PathLike | None
     options = {k: v for k, v in keywords.items() if k not in _RUN_KEYWORDS}
     for config in configs:  # every config's options and language, before the model loads
         try:
-            parse_options(task_for(config).Options, options)
+            task_for(config).options_for(settings.protocol, options)
             check_language(config, settings.language, custom_rows=False)
         except CultureProbeError as error:
             raise CultureProbeError(f"In the suite's config {config}: {error}") from None
@@ -163,7 +163,7 @@ def main(args: Any) -> int:
         batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
         data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, cache_dir=args.cache_dir,
         no_cache=args.no_cache, base_url=args.base_url, concurrency=args.concurrency, model_args=args.model_args,
-        **options,
+        protocol=args.protocol, **options,
     )
     if len(args.configs) > 1 or args.configs[0] in groups():
         if args.rows:

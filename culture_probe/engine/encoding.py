@@ -76,6 +76,14 @@ class Encoder:
             out.append(joint[len(ids):] if clean else self.ids(text))
         return out
 
+    def piece(self, name: str) -> tuple[int]:
+        """The id of the vocabulary piece written `name` (`a`, `▁a`, `##a`); an error if the vocabulary lacks it."""
+        found = self.tokenizer.convert_tokens_to_ids(name)
+        if found is None or (found == self.tokenizer.unk_token_id and name != self.tokenizer.unk_token):
+            raise EmptyCandidateError(f"Candidate {name!r} is no piece of this vocabulary (candidate_ids='piece' "
+                                      "names one piece exactly as the vocabulary writes it).")
+        return (found,)
+
     def batch_ids(self, texts: list[str]) -> list[tuple[int, ...]]:
         """`ids` of many texts in one tokenizer call (straight to the Rust tokenizer when there is one: the
         Python wrapper's per-text conversion costs twice the tokenization itself).
@@ -121,7 +129,12 @@ class Encoder:
         context = self.ids(core)
         tails = [lead + cand for cand in request.candidates]
         n = len(tails)
-        cands = self._after([context] * n, [core] * n, tails) if core else self.batch_ids(tails)
+        if request.candidate_ids == "alone":
+            cands = self.batch_ids(list(request.candidates))
+        elif request.candidate_ids == "piece":
+            cands = [self.piece(cand) for cand in request.candidates]
+        else:
+            cands = self._after([context] * n, [core] * n, tails) if core else self.batch_ids(tails)
         for cand, ids in zip(request.candidates, cands, strict=True):
             if not ids or not cand.strip():  # a blank candidate would score only the separator
                 raise EmptyCandidateError(

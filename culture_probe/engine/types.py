@@ -38,6 +38,12 @@ class ScoreRequest:
 
     `max_tokens` caps the model input below the model's own limit (a benchmark's fixed truncation, e.g. MAPS's
     1,024 seq2seq encoder tokens); as with the model's limit, the context is cut on the left.
+
+    `candidate_ids` says which token ids score a candidate: `"in_context"` (default) as the candidate is tokenized
+    after the left text and separator; `"alone"` as it is tokenized on its own (the original DLAMA/FmLAMA probes:
+    `tokenizer.tokenize(candidate)`); `"piece"`: the candidate names one vocabulary piece (`convert_tokens_to_ids`,
+    as MAPS's XLM-R probe compared the pieces `a`/`b`). The last two reproduce upstream code; they are read the
+    same way by every model kind.
     """
 
     left: str
@@ -47,8 +53,12 @@ class ScoreRequest:
     chat: bool = False
     system: str | None = None
     max_tokens: int | None = None
+    candidate_ids: Literal["in_context", "alone", "piece"] = "in_context"
 
     def __post_init__(self) -> None:
+        if self.candidate_ids not in ("in_context", "alone", "piece"):
+            raise InvalidValueError(f"ScoreRequest.candidate_ids must be 'in_context', 'alone' or 'piece', got "
+                                    f"{self.candidate_ids!r}.")
         # Accept any sequence of candidates but store a tuple, so the request stays hashable.
         if isinstance(self.candidates, str):
             raise InvalidValueError(f"ScoreRequest.candidates must be a sequence of strings, not one string "
@@ -65,6 +75,8 @@ class ScoreRequest:
             fields.append({"chat": True, "system": self.system})
         if self.max_tokens is not None:  # likewise only when set
             fields.append({"max_tokens": self.max_tokens})
+        if self.candidate_ids != "in_context":
+            fields.append({"candidate_ids": self.candidate_ids})
         payload = json.dumps(fields, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

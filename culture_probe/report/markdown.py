@@ -96,17 +96,21 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
 
 
 def deviations(config: Mapping[str, Any]) -> str:
-    """The deviations from the original code that applied to this run, each with when it applies."""
-    rows = tuple((d["id"], d["description"], d.get("when", "")) for d in config.get("deviations", ()))
+    """The differences from the upstream code that concern this run, each with the side that applied (the
+    library's default or upstream's) and how to get upstream's.
+    """
+    rows = tuple((d["id"], d["description"], d.get("when", ""), d.get("side", "default"), d.get("upstream", ""))
+                 for d in config.get("deviations", ()))
+    profile = (config.get("run") or {}).get("protocol", "default")
+    head = f"## Deviations from the original code\n\nProtocol profile: **{profile}** (`--protocol {profile}`).\n\n"
     if not rows:
-        return "## Deviations from the original code\n\nNone applied to this run."
-    return ("## Deviations from the original code (those that applied to this run)\n\n"
-            + table_markdown(Table(("id", "description", "applies to"), rows)))
+        return head + "None concerns this run."
+    return head + table_markdown(Table(("id", "description", "applies to", "side", "upstream's side"), rows))
 
 
 # run settings the command line can repeat, each with the value that leaves its flag out
 RUN_FLAGS = {"language": None, "limit": None, "seed": 0, "kind": "auto", "dtype": None, "device": None,
-             "batch_tokens": None, "data_dir": None, "revision": None}
+             "batch_tokens": None, "data_dir": None, "revision": None, "protocol": "default"}
 
 
 def reproduce(config: Mapping[str, Any]) -> str:

@@ -4,9 +4,11 @@ cache and renders nothing; what it needs besides rows it declares (`needs`), and
 
 Adding a task: see docs/adding-a-benchmark.md. In short, `culture_probe/tasks/<bench>.py` (named as its data module)
 defines a `Task` subclass and `TASK = ThatClass`, with
+
 - `Options`: a frozen dataclass whose fields are every switch that changes a number (defaults = the paper's
   protocol). Users pass them as `run(config, model, with_country=True)` or `--option with_country=true`.
-- `deviations`: where the protocol differs from the original code, each with when it applies.
+- `deviations`: where the protocol differs from the original code, each with when it applies and the option values
+  that give the original code's behaviour (the `upstream` profile sets them all: `--protocol upstream`).
 - `needs(config, options)` (optional): the side data to load (`culture_probe.data.resources.Need`).
 - four hooks: `_probes(rows, stage, previous)` yields probes; `_read(probe, output)` turns one engine output into
   the record's fields; `_metrics(records, skipped)` maps the answered records to typed inputs and calls the
@@ -28,7 +30,7 @@ from culture_probe.data.resources import Need
 from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
 from culture_probe.errors import CultureProbeError, TemplateError, UnknownNameError, UnsupportedModelError
 from culture_probe.metrics.results import UnitTable, summarize
-from culture_probe.tasks.options import NoOptions
+from culture_probe.tasks.options import NoOptions, parse_options
 from culture_probe.tasks.probes import PROBE_RECORDS, Output, Probe, Record, Skipped
 
 RecordFields = dict[str, Any]
@@ -38,20 +40,40 @@ def _always(task: Any) -> bool:
     return True
 
 
+PROTOCOLS = ("default", "upstream")  # the two protocol profiles (`--protocol`): the library's, and the released code's
+
+
 @dataclass(frozen=True)
 class Deviation:
-    """One place where the protocol differs from the original code, why, and when it applies (`when` in words;
-    `applies(task)` decides it for a run, so config.json and the report list only the deviations of that run).
+    """One place where the library's protocol differs from the upstream code, with both behaviours.
+
+    `applies(task)` says whether the difference concerns a run at all (its config, model kind, mode); `when` says
+    the same in words. `upstream` holds the option values that give upstream's behaviour, so each deviation is
+    implemented once, as options, and the run's table shows which side applied; the upstream profile sets them
+    for the model kinds whose upstream code path behaved so (`upstream_kinds`). A deviation without them has no
+    upstream side here, and `upstream_note` says why (upstream's code cannot run it, or it changes no number).
     """
 
     id: str
     description: str
     when: str = "every run"
     applies: Callable[[Any], bool] = field(default=_always, compare=False, repr=False)
+    upstream: Mapping[str, Any] | None = None
+    upstream_note: str = ""
+    upstream_kinds: tuple[str, ...] = MODEL_KINDS
 
-    def record(self) -> dict[str, str]:
-        """What config.json and the report show."""
-        return {"id": self.id, "description": self.description, "when": self.when}
+    def side(self, options: Any) -> str:
+        """"upstream" when the run's options are upstream's for this deviation, else "default"."""
+        if self.upstream is None:
+            return "default"
+        return "upstream" if all(getattr(options, k) == v for k, v in self.upstream.items()) else "default"
+
+    def record(self, options: Any) -> dict[str, str]:
+        """What config.json and the report show: the difference, when it applies, the side, and how to switch."""
+        how = (", ".join(f"{k}={v!r}" for k, v in self.upstream.items()) if self.upstream is not None
+               else f"no upstream side: {self.upstream_note}")
+        return {"id": self.id, "description": self.description, "when": self.when, "side": self.side(options),
+                "upstream": how}
 
 
 class Task:
@@ -154,8 +176,28 @@ class Task:
         return {}
 
     def applied_deviations(self) -> list[dict[str, str]]:
-        """The deviations that apply to this run (config, model kind, options), as config.json records them."""
-        return [d.record() for d in self.deviations if d.applies(self)]
+        """The deviations that concern this run (config, model kind, mode), each with the side that applied, as
+        config.json records them.
+        """
+        return [d.record(self.options) for d in self.deviations if d.applies(self)]
+
+    @classmethod
+    def profile(cls, protocol: str, kind: str | None = None) -> dict[str, Any]:
+        """The option values of a protocol profile for a model kind: none for "default"; for "upstream" the upstream
+        values of every deviation whose upstream code path ran that kind (all kinds when `kind` is None; two
+        deviations never ask one option for different values: a test checks it).
+        """
+        if protocol not in PROTOCOLS:
+            raise UnknownNameError("protocol", protocol, PROTOCOLS)
+        if protocol == "default":
+            return {}
+        return {k: v for d in cls.deviations if d.upstream and (kind is None or kind in d.upstream_kinds)
+                for k, v in d.upstream.items()}
+
+    @classmethod
+    def options_for(cls, protocol: str, values: Mapping[str, Any], kind: str | None = None) -> Any:
+        """The run's `Options`: the profile's values for the model kind, then the user's own (which win), checked."""
+        return parse_options(cls.Options, {**cls.profile(protocol, kind), **values})
 
     def stage_model(self, stage: str) -> str | None:
         """The model that answers `stage` (None = the run's model); e.g. an LLM judge for X-FaKT."""
