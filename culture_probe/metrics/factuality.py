@@ -81,7 +81,8 @@ def _describe(cells: list[float]) -> dict[str, float]:
 
 
 def _cell_statistics(
-    table: Mapping[str, Mapping[str, float | None]], rows: list[str], associations: Mapping[str, str], round_cells: bool
+    table: Mapping[str, Mapping[str, float | None]], rows: list[str], associations: Mapping[str, str],
+    round_cells: bool, round_statistics: bool = False,
 ) -> dict[str, Any]:
     diagonal, off_diagonal, n_empty = [], [], 0
     for language in rows:
@@ -101,6 +102,8 @@ def _cell_statistics(
         return math.fsum(round(e, 2) if round_cells else e for e in cells) / len(cells)
 
     mu_assoc, mu_non = mean(diagonal), mean(off_diagonal)
+    if round_statistics:  # upstream eval.py:64, :79-83: mean, std and the t-test all from the rounded cells (X8)
+        diagonal, off_diagonal = [round(e, 2) for e in diagonal], [round(e, 2) for e in off_diagonal]
     test = _t_test(off_diagonal, diagonal)
     return {
         **xfakt_scores(mu_assoc, mu_non),
@@ -142,14 +145,17 @@ def xfakt(
     associations: Mapping[str, str] | None = None,
     round_cells: bool = True,
     tiers: str = "paper",
+    round_statistics: bool = False,
 ) -> dict[str, Any]:
     """FRS, KTS, X-FaKT and the paper's cell statistics from per-question correctness.
 
     One row per (question language, entity): whether the answer was judged correct, the question's language
     code and the entity's country. Cell error e(l, c) = wrong / asked; µ_assoc and µ_non are unweighted means
     of the associated and the other cells, each cell rounded to 2 decimals first as in the official scorer
-    (`round_cells=False`: exact). Mean ± std and the t-test use unrounded cells. Only the languages and
-    countries present are used (`all_languages` says whether all of `associations` were).
+    (`round_cells=False`: exact). Mean ± std and the t-test use unrounded cells (spec 5.1);
+    `round_statistics=True` computes them from the cells rounded to 2 decimals, as the official scorer does
+    (upstream `src/eval.py`; deviation X8). Only the languages and countries present are used (`all_languages`
+    says whether all of `associations` were).
     """
     check_lengths(correct=correct, language=language, country=country)
     pairs = _associations(associations)
@@ -164,13 +170,13 @@ def xfakt(
     table = {
         lang: {c: errors[(lang, c)] / asked[(lang, c)] if asked[(lang, c)] else None for c in columns} for lang in rows
     }
-    result = _cell_statistics(table, rows, pairs, round_cells)
+    result = _cell_statistics(table, rows, pairs, round_cells, round_statistics)
     tier_results = {}
     for tier, codes in TIERS[tiers].items():
         tier_rows = [lang for lang in rows if lang in codes]
         if tier_rows:
             try:
-                tier_results[tier] = _cell_statistics(table, tier_rows, pairs, round_cells)
+                tier_results[tier] = _cell_statistics(table, tier_rows, pairs, round_cells, round_statistics)
             except MetricInputError:  # e.g. a tier whose associated countries are all absent from this subset
                 tier_results[tier] = None
     language_error = {
@@ -205,7 +211,7 @@ class GradedAnswer:
 
 
 def answers_summary(answers: Sequence[GradedAnswer], *, transfer: bool, round_cells: bool = True,
-                    tiers: str = "paper") -> dict[str, Any]:
+                    tiers: str = "paper", round_statistics: bool = False) -> dict[str, Any]:
     """A run's metrics: the error rate (%) overall and per question language, the verdict counts, and (with
     `transfer`, factual recall) FRS, KTS and X-FaKT, or null with the reason when the answers lack associated or
     non-associated cells (e.g. a subset whose questions are all English about the United States), or when the
@@ -221,7 +227,8 @@ def answers_summary(answers: Sequence[GradedAnswer], *, transfer: bool, round_ce
     if transfer:
         try:
             out.update(xfakt(correct=[a.correct for a in answers], language=[a.language for a in answers],
-                             country=[a.country for a in answers], round_cells=round_cells, tiers=tiers))
+                             country=[a.country for a in answers], round_cells=round_cells, tiers=tiers,
+                             round_statistics=round_statistics))
         except MetricInputError as error:
             out.update({"frs": None, "kts": None, "xfakt": None, "xfakt_unavailable": str(error)})
         else:

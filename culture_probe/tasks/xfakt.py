@@ -28,7 +28,7 @@ from culture_probe.data.card import base_name
 from culture_probe.data.resources import Need
 from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
 from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRequest
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task
@@ -54,13 +54,21 @@ class XfaktOptions:
     judge_model: str = PAPER_JUDGE
     max_new_tokens: int = 128
     judge_max_new_tokens: int = 256
-    round_cells: bool = True
+    round_cells: bool = True  # FRS/KTS from cells rounded to 2 decimals, as upstream eval.py (False: exact cells)
+    round_statistics: bool = False  # True = upstream: mean ± std and the t-test from the rounded cells too (X8)
+    # a breakdown upstream never computed: eval.py defines its tier lists but uses them nowhere (see the docs)
     tiers: Literal["paper", "upstream"] = "paper"
     double_bos: bool = False  # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
+    strip_echo: bool = False  # True = upstream: the question deleted from the reply, the prompt from the judge's (X9)
 
     def __post_init__(self) -> None:
         at_least("max_new_tokens", self.max_new_tokens, 1)
         at_least("judge_max_new_tokens", self.judge_max_new_tokens, 1)
+        for name in ("round_cells", "round_statistics", "double_bos", "strip_echo"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise InvalidValueError(f"XfaktOptions.{name} must be True or False, got {value!r}: pass a bool "
+                                        f"(on the command line --option {name}=true or false).")
 
 
 # ---------------------------------------------------------------- judges
@@ -180,20 +188,41 @@ class XfaktTask(Task):
     options: XfaktOptions
     kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer (spec 4.4)
     deviations = (
-        Deviation("X1", "The chat-templated prompt is tokenised with add_special_tokens=False (no double BOS; "
-                  "upstream's vLLM added the tokenizer's special tokens again: double_bos=True).",
-                  "generation through the chat template, double_bos=False",
-                  lambda t: _generates(t) and t.chat and not t.options.double_bos),
-        Deviation("X2", "Clean category values (upstream labels landmarks and festivals 'lakes')."),
-        Deviation("X3", "One judge rule: '[4]' in the judge output means error.", "the LLM judge",
-                  lambda t: _generates(t) and t.options.judge == "llm"),
-        Deviation("X4", "HF generate instead of the pinned vLLM 0.2.7 stack.", "mode='generate'", _generates),
+        Deviation("X1", "The chat-templated answer prompt is tokenised with add_special_tokens=False, so a template "
+                  "that starts with BOS has it once; upstream passed the templated string to vLLM 0.2.7, which added "
+                  "the tokenizer's special tokens again (factual_gen.py:28-29: a double BOS for Llama-3, Gemma-2).",
+                  "generation through the chat template (causal models)", lambda t: _generates(t) and t.chat,
+                  upstream={"double_bos": True}, upstream_kinds=("causal",)),
+        Deviation("X2", "Clean category values (upstream labels landmarks and festivals 'lakes').",
+                  upstream_note="upstream's label column (factual_gen.py:63, :66) feeds no metric: eval.py groups "
+                  "the answers by country only, so the labels change no number"),
+        Deviation("X3", "One judge rule: '[4]' in the judge output means error, anything else is correct (upstream "
+                  "eval.py:61 too); the verdict breakdown checks '[4]' first, then [1], [2], [3].", "the LLM judge",
+                  lambda t: _generates(t) and t.options.judge == "llm",
+                  upstream_note="the error rule is upstream's metric rule already; only upstream's per-verdict "
+                  "counts (llm_eval.py:63-73, results_exact_match_*.csv) check [1], [2], [3] first and count the "
+                  "rest as [4], which moves no error rate or score"),
+        Deviation("X4", "HF generate instead of the pinned vLLM 0.2.7 stack.", "mode='generate'", _generates,
+                  upstream_note="the engine generates with HF transformers; upstream's vLLM 0.2.7 / transformers "
+                  "4.36.2 stack (environment.yml:167, :174) cannot load several of the evaluated models and is no "
+                  "option here, and it stopped answers only at tokenizer.eos_token (factual_gen.py:41)"),
         Deviation("X5", "Bounded FRS/KTS forms of the paper, not the earlier README's unbounded ones.",
-                  "factual recall", lambda t: t.part == "factual_recall"),
+                  "factual recall", lambda t: t.part == "factual_recall",
+                  upstream_note="no difference from the code: upstream eval.py:84-86 computes the same bounded forms"),
         Deviation("X7", "mode='rank' scores each answer after the plain question (`question + ' ' + answer`; "
                   "seq2seq models: the engine's sentinel span) instead of as the start of the reply to the "
                   "chat-templated question (spec 4.4).", "mode='rank' with rank_prompt='plain' or a seq2seq model",
-                  lambda t: t.options.mode == "rank" and not t.chat),
+                  lambda t: t.options.mode == "rank" and not t.chat,
+                  upstream_note="upstream has no ranking mode (its scripts generate, then judge): an extension "
+                  "with nothing to reproduce"),
+        Deviation("X8", "Mean ± std and the t-test of the cells are computed from unrounded cell errors (spec 5.1), "
+                  "FRS/KTS from cells rounded to 2 decimals (round_cells); upstream eval.py:64, :79-83 computes "
+                  "all of them from the rounded cells.", "factual recall", lambda t: t.part == "factual_recall",
+                  upstream={"round_cells": True, "round_statistics": True}),
+        Deviation("X9", "Replies are judged as generated (stripped); upstream deleted the question wherever the "
+                  "reply repeats it (factual_gen.py:31: output.replace(question, '').strip()), and the judge prompt "
+                  "from the judge's output (llm_eval.py:27).", "mode='generate'", _generates,
+                  upstream={"strip_echo": True}, upstream_kinds=("causal",)),
     )
 
     def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
@@ -285,19 +314,26 @@ class XfaktTask(Task):
 
     def _read(self, probe: Probe, output: Output) -> RecordFields:
         if probe.tag == "judge":
-            correct, verdict = parse_verdict(str(output))
-            return {"judge_output": str(output), "correct": correct, "verdict": verdict}
+            judged = self._unecho(str(output), probe.prompt) if self.options.strip_echo else str(output)
+            correct, verdict = parse_verdict(judged)
+            return {"judge_output": judged, "correct": correct, "verdict": verdict}
         meta, gold = probe.meta, probe.meta["gold_label"]
         if isinstance(output, CandidateScores):
             scores = best_form_scores(self._rank_forms(meta), output)
             reply = max(scores, key=scores.__getitem__)  # first of equal scores: bijection order
             return {"reply": reply, "scores": scores, "correct": reply == gold,
                     "verdict": "same_language" if reply == gold else "incorrect"}
-        fields: RecordFields = {"reply": str(output).strip()}
+        reply = str(output).strip()
+        fields: RecordFields = {"reply": self._unecho(reply, meta["question"]) if self.options.strip_echo else reply}
         if self._judge is not None:
             fields["correct"], fields["verdict"] = self._judge.judge(
                 fields["reply"], gold, gold_name=meta["gold"], english_name=meta["gold_en"])
         return fields
+
+    @staticmethod
+    def _unecho(text: str, prompt: str) -> str:
+        """`text` with every copy of `prompt` deleted, as upstream did (X9): strip, delete, strip again."""
+        return text.strip().replace(prompt, "").strip()
 
     def _gold_label(self, row: Mapping[str, Any]) -> str:
         if self.part == "factual_recall":
@@ -311,7 +347,8 @@ class XfaktTask(Task):
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         answers = [graded_answer(r) for r in graded_answers(records)]
         summary = answers_summary(answers, transfer=self.part == "factual_recall",
-                                  round_cells=self.options.round_cells, tiers=self.options.tiers)
+                                  round_cells=self.options.round_cells, tiers=self.options.tiers,
+                                  round_statistics=self.options.round_statistics)
         # Answers still waiting for the judge's verdict (an interrupted run) are left out, and counted.
         answered = sum(1 for r in records if r["stage"] == "answer")
         return {**summary, "n_ungraded": answered - len(answers)}

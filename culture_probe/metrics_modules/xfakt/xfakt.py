@@ -5,8 +5,9 @@ Thin `evaluate` module over `culture_probe.metrics.xfakt`; formula and source: d
 Inputs, one row per (question language, entity): `correct` (the judged answer was right), `language` (ISO 639-1
 code of the question) and `country` (the entity's country, English name). Options: `associations` (language ->
 country; default the benchmark's 13 pairs), `round_cells` (True: round each cell error to 2 decimals first, as
-the official scorer does), `tiers` ("paper" or "upstream"). Returns `frs`, `kts`, `xfakt`, `mu_assoc`, `mu_non`,
-`error_table`, the paper's mean ± std (percent) and t-test, and per-tier statistics.
+the official scorer does), `tiers` ("paper" or "upstream"), `round_statistics` (True: mean ± std and the t-test
+from the rounded cells too, as the official scorer; default unrounded). Returns `frs`, `kts`, `xfakt`,
+`mu_assoc`, `mu_non`, `error_table`, the paper's mean ± std (percent) and t-test, and per-tier statistics.
 
 Example (specs/xfakt.md 5.2: 7 facts per country, error counts per question language and country):
     >>> import culture_probe
@@ -39,5 +40,7 @@ class Xfakt(evaluate.Metric):
         }
         return metric_info(__doc__, "xfakt", datasets.Features(features))
 
-    def _compute(self, correct, language, country, associations=None, round_cells=True, tiers="paper"):
-        return xfakt(correct, language, country, associations=associations, round_cells=round_cells, tiers=tiers)
+    def _compute(self, correct, language, country, associations=None, round_cells=True, tiers="paper",
+                 round_statistics=False):
+        return xfakt(correct, language, country, associations=associations, round_cells=round_cells, tiers=tiers,
+                     round_statistics=round_statistics)
