@@ -61,7 +61,7 @@ def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vo
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     elif kind == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token=names["unk"]))
@@ -78,7 +78,7 @@ def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vo
         tok.pre_tokenizer = metaspace if causal else pre_tokenizers.Sequence(
             [pre_tokenizers.WhitespaceSplit(), metaspace])
         tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials)
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
     else:
         raise UnknownNameError("tokenizer kind", kind, ["bpe", "wordpiece", "metaspace"])
     return tok, trainer
