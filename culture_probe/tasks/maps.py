@@ -6,8 +6,11 @@ reading, so a prediction is correct when it differs from the label. Memorisation
 word, five English templates, greedy generation (masked models: the argmax vocabulary piece at one mask after
 the prompt); a proverb is memorised when any template's continuation starts with the missing word. The budget
 is `max(4, T + 2)` new tokens, where T is the in-context token count of the missing word (measured by a scoring
-stage first); `mem_max_new_tokens=4, mem_match="substring"` reproduces the paper's code (deviation M6). The culture gap
-compares runs on the source, target and translated sets (`culture_gap_study`).
+stage first). The culture gap compares runs on the source, target and translated sets (`culture_gap_study`).
+
+`--protocol upstream` reproduces the released code (UKPLab/maps) where it can: each deviation M1-M12 below holds
+the option values that give upstream's behaviour for the model kinds whose upstream path behaved so (e.g. 4 new
+tokens and upstream's substring success for causal models, M6a), or says why there are none.
 """
 
 from __future__ import annotations
@@ -20,7 +23,13 @@ from typing import Any, Literal
 import numpy as np
 
 from culture_probe.data.resources import Need
-from culture_probe.engine.types import CandidateScores, FillMaskOptions, GenerateOptions, ScoreRequest
+from culture_probe.engine.types import (
+    CandidateScores,
+    FillMaskOptions,
+    GenerateOptions,
+    ScoreOptions,
+    ScoreRequest,
+)
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics.proverbs import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
@@ -71,13 +80,17 @@ GAP_CONFIGS = {
 
 @dataclass(frozen=True)
 class MapsOptions:
-    """Switches of the MAPS protocol (defaults: spec section 4; compat flags reproduce the upstream code)."""
+    """Switches of the MAPS protocol (defaults: spec section 4; `--protocol upstream` sets the values that reproduce
+    the released code, per model kind: see the deviations of `MapsTask`).
+    """
 
     question: Literal["pos", "neg", "neg1", "neg2", "neg3", "neg4"] = "pos"
     memorisation: bool = True
-    mem_max_new_tokens: int | None = None  # None: max(4, T + 2); 4 = upstream (M6)
-    mem_match: Literal["prefix", "substring"] = "prefix"  # substring = upstream (M6)
+    mem_max_new_tokens: int | None = None  # None: max(4, T + 2); upstream: 4 causal (M6a), 19 seq2seq (M6b)
+    mem_match: Literal["prefix", "substring"] = "prefix"  # substring = upstream's search and post-processing (M6)
     mem_template_lang: Literal["en", "native"] = "en"  # native = upstream XLM-R (M5)
+    mlm_letter_pieces: Literal["word_initial", "bare"] = "word_initial"  # masked models; bare = upstream XLM-R (M4)
+    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # seq2seq letters; plain = upstream mT0 (M8)
     n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5), from data_dir
     seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (spec 4.2, M12)
 
@@ -85,6 +98,10 @@ class MapsOptions:
         at_least("mem_max_new_tokens", self.mem_max_new_tokens, 1, none_ok=True)
         at_least("seq2seq_max_tokens", self.seq2seq_max_tokens, 1, none_ok=True)
         at_least("n_shot (the paper uses 2 and 5)", self.n_shot, 0)
+        for name, valid in (("mem_match", ("prefix", "substring")), ("mem_template_lang", ("en", "native")),
+                            ("mlm_letter_pieces", ("word_initial", "bare")), ("seq2seq_style", ("sentinel", "plain"))):
+            if getattr(self, name) not in valid:
+                raise UnknownNameError(name, getattr(self, name), valid)
 
 
 # ---------------------------------------------------------------- prompts
@@ -124,14 +141,59 @@ def memorisation_prompts(proverb: str, language: str, template_lang: str = "en")
     return [template.format(proverb=front).lower() for template in memorisation_templates(language, template_lang)]
 
 
-def memorised(output: str, proverb: str, language: str, match: str = "prefix") -> bool:
-    """Whether a continuation completes the proverb (prefix rule, or the upstream substring rule)."""
+def memorised(output: str, proverb: str, language: str, match: str = "prefix", *,
+              template: str = MEMORISATION_TEMPLATES[0], kind: str = "causal") -> bool:
+    """Whether a continuation completes the proverb.
+
+    "prefix" (the default): the continuation, stripped and lower-cased, starts with the missing word (its trailing
+    `.!?;,` ignored). "substring" (upstream, M6): the lower-cased proverb is in the text upstream searched
+    (`upstream_completion`, which needs the unfilled `template` asked and the model `kind`), or that text is the
+    whole filled template (upstream's second, redundant success branch; memorization.py:62-75).
+    """
     front, target = split_proverb(proverb, language)
-    said = output.strip().lower()
     if match == "substring":
-        joiner = "" if language == "zh" else " "
-        return proverb.lower() in (front.lower() + joiner + said)
-    return said.startswith(target.lower().rstrip(TRAILING_PUNCTUATION))
+        text = upstream_completion(output, front, language, template=template, kind=kind)
+        return proverb.lower() in text or text == upstream_template(template).format(proverb=proverb).lower()
+    return output.strip().lower().startswith(target.lower().rstrip(TRAILING_PUNCTUATION))
+
+
+def upstream_template(template: str) -> str:
+    """A memorisation template as upstream's patterns.py:4-10 writes it: the English ones in lower case (the paper's
+    Table 8 and this library capitalise them). It matters only where upstream removed the template's text up to its
+    first ":" from the output, a case-sensitive replace.
+    """
+    return template.lower() if template in MEMORISATION_TEMPLATES else template
+
+
+def upstream_completion(output: str, front: str, language: str, *, template: str, kind: str) -> str:
+    """The text in which the released code looked for the proverb (UKPLab/maps experiments/memorization.py:37-60).
+
+    Causal models: the decoded prompt and continuation; seq2seq (mT0): the continuation; masked (XLM-R): the argmax
+    piece. Upstream then dropped "</s>" (not for XLM-R), put a space after every ">", removed the template's text up to
+    its first ":" (and the colon), dropped the space-separated tokens that hold a ">", lower-cased and stripped
+    periods from both ends; seq2seq and masked outputs were appended to the front (after a space, none for zh).
+
+    The engine decodes the continuation alone, and a SentencePiece tokenizer drops the leading space of a decoded
+    text: the space is given back between the prompt and a continuation that does not start with whitespace, as a
+    joint decoding shows it. It differs from upstream only where a model glues its first token to the prompt's last
+    word, or writes a special token against a word (skipped here; upstream's ">" filter dropped the word with it).
+    """
+    joiner = "" if language == "zh" else " "
+    literal = upstream_template(template)
+    text = output
+    if kind == "causal":
+        prompt = literal.format(proverb=front).lower()
+        spaced = not output or output[0].isspace() or prompt[-1:].isspace()
+        text = prompt + ("" if spaced else joiner) + output
+    if kind != "masked":
+        text = text.replace("</s>", "")
+    text = text.replace(">", "> ").replace(literal.split(":")[0] + ":", "").strip()
+    text = " ".join(token.strip() for token in text.split(" ") if ">" not in token).strip().lower().strip(".")
+    if kind == "seq2seq":
+        return front.lower() + joiner + text
+    if kind == "masked":  # upstream's front held " <mask>" (zh "<mask>"), removed and stripped here
+        return front.lower().strip() + joiner + text
+    return text
 
 
 def scorable_target(target: str, match: str = "prefix") -> bool:
@@ -171,47 +233,88 @@ class MapsTask(Task):
     unit, strata = "proverbs", ("language", "is_figurative")
     options: MapsOptions
     deviations = (
-        Deviation("M1", "Prompt fully lower-cased, multi-line layout (follows the code)."),
-        Deviation("M2", "Causal reasoning score: log-prob of the letter continuation, not the mean raw logit.",
-                  "causal models", lambda t: t.kind == "causal"),
-        Deviation("M3", "XGLM newlines kept (upstream replaced them by the typo ' <\\s>').", "causal models",
-                  lambda t: t.kind == "causal"),
-        Deviation("M4", "XLM-R reasoning compares the word-initial pieces of ' a'/' b'.", "masked models",
-                  lambda t: t.kind == "masked"),
-        Deviation("M5", "XLM-R memorisation uses the English templates (upstream: the proverb's own language, "
-                  "mem_template_lang='native').", "masked models, memorisation, mem_template_lang='en'",
-                  lambda t: t.kind == "masked" and _memorises(t) and t.options.mem_template_lang == "en"),
-        Deviation("M6", "Memorisation budget max(4, T + 2) new tokens; success = the output starts with the target "
-                  "(upstream: 4 tokens, substring match: mem_max_new_tokens=4, mem_match='substring').",
-                  "memorisation with the default budget or match",
-                  lambda t: _memorises(t) and t.kind != "masked"
-                  and (t.options.mem_max_new_tokens is None or t.options.mem_match == "prefix")),
-        Deviation("M7", "bf16/fp16 or fp32 weights instead of 8-bit."),
-        Deviation("M8", "Seq2seq letters are scored by the engine's seq2seq rule (the letter as the sentinel span "
-                        "after the prompt) instead of as the first decoder step; the a/b decision is unchanged "
-                        "whenever both letters are single tokens.", "seq2seq models", lambda t: t.kind == "seq2seq"),
-        Deviation("M9", "Masked LMs: memorisation fills one mask after each template's prompt (prompt + ' <mask>', "
-                        "zh without the space; spec 4.3) and takes the argmax vocabulary piece, special tokens "
-                        "excluded, so a last word of several subwords cannot be completed; reasoning compares the "
-                        "word-initial pieces of ' a'/' b' (M4).", "masked models, memorisation",
-                  lambda t: t.kind == "masked" and _memorises(t)),
+        Deviation("M1", "Prompt fully lower-cased, multi-line layout, as the released code (qa_experiments.py:40-43); "
+                        "the paper's Table 3 shows one line in mixed case.",
+                  upstream_note="none needed: the library follows the released code here"),
+        Deviation("M2", "Causal reasoning score: log-prob of the letter continuation ' a'/' b'; upstream: the mean raw "
+                        "logit over the whole sequence prompt + ' a' (qa_experiments.py:126-135).", "causal models",
+                  lambda t: t.kind == "causal",
+                  upstream_note="the engine returns log-probs, not raw logits; the a/b decision is the same whenever "
+                                "' a' and ' b' are single tokens (the prompt's logits are shared by both sequences and "
+                                "the letters' logits share one normaliser), so only multi-token letters could differ"),
+        Deviation("M3", "XGLM newlines kept and the letter after a space; upstream put the letter on a new line and "
+                        "replaced every newline by the typo ' <\\s>' (qa_experiments.py:114-115).", "causal models",
+                  lambda t: t.kind == "causal",
+                  upstream_note="a rule of one model family (XGLM), which a profile chosen by model kind cannot "
+                                "select (the library never guesses a family from a name); XGLM is at chance on MAPS"),
+        Deviation("M4", "Masked reasoning compares the word-initial pieces of ' a'/' b' at the mask; upstream XLM-R "
+                        "compared the bare pieces 'a'/'b' (convert_tokens_to_ids, qa_experiments.py:103-112).",
+                  "masked models", lambda t: t.kind == "masked",
+                  upstream={"mlm_letter_pieces": "bare"}, upstream_kinds=("masked",)),
+        Deviation("M5", "Masked memorisation uses the English templates (the paper's); upstream XLM-R used "
+                        "templates in the proverb's own language (memorization.py:101). Upstream also used them for "
+                        "the '-mt' models (bloomz-7b1-mt, mt0-xxl-mt), a rule by model name the profile cannot know: "
+                        "pass --option mem_template_lang=native for those.", "masked models, memorisation",
+                  lambda t: t.kind == "masked" and _memorises(t),
+                  upstream={"mem_template_lang": "native"}, upstream_kinds=("masked",)),
+        Deviation("M6a", "Causal memorisation: budget max(4, T + 2) new tokens, success = the continuation starts "
+                         "with the missing word (trailing .!?;, ignored); upstream: 4 new tokens (memorization.py:41), "
+                         "success = the proverb is in the post-processed prompt + continuation (:45-50, :62-75), "
+                         "which fails a proverb ending in '.' unless the model writes on after it.",
+                  "causal models, memorisation", lambda t: t.kind == "causal" and _memorises(t),
+                  upstream={"mem_max_new_tokens": 4, "mem_match": "substring"}, upstream_kinds=("causal",)),
+        Deviation("M6b", "Seq2seq memorisation: budget max(4, T + 2) new tokens, prefix success; upstream mT0: the "
+                         "HF default max_length 20, i.e. up to 19 new tokens (memorization.py:37), success = the "
+                         "proverb is in front + ' ' + the post-processed output (:45-55, :62-75).",
+                  "seq2seq models, memorisation", lambda t: t.kind == "seq2seq" and _memorises(t),
+                  upstream={"mem_max_new_tokens": 19, "mem_match": "substring"}, upstream_kinds=("seq2seq",)),
+        Deviation("M6c", "Masked memorisation: success = the argmax piece starts with the missing word; upstream "
+                         "XLM-R: the proverb is in front + ' ' + the post-processed piece (memorization.py:45-50, "
+                         ":56-75): a proverb ending in punctuation succeeds only if the piece holds it too (never for "
+                         "'.', which upstream stripped).",
+                  "masked models, memorisation", lambda t: t.kind == "masked" and _memorises(t),
+                  upstream={"mem_match": "substring"}, upstream_kinds=("masked",)),
+        Deviation("M7", "bf16/fp16 or fp32 weights; upstream loaded mT0, BLOOMZ, XGLM and Llama-2 in 8-bit "
+                        "(model_collection.py:108, :115, :119), XLM-R in full precision.",
+                  upstream_note="weights are loaded by the engine, not set by the protocol: "
+                                "--model-args load_in_8bit=true (bitsandbytes, a CUDA GPU) loads them as upstream did"),
+        Deviation("M8", "Seq2seq letters are scored as the sentinel span after the prompt (encoder: prompt + "
+                        "<extra_id_0>); upstream mT0 encoded the prompt alone and scored the letter as the decoder "
+                        "target from the start token, by its mean raw logit (qa_experiments.py:82-87, :91). "
+                        "seq2seq_style='plain' feeds upstream's inputs and reads log-probs, the same a/b decision "
+                        "whenever both letters are single tokens.", "seq2seq models", lambda t: t.kind == "seq2seq",
+                  upstream={"seq2seq_style": "plain"}, upstream_kinds=("seq2seq",)),
+        Deviation("M9", "Masked memorisation takes the argmax vocabulary piece at one mask after each template's "
+                        "prompt (prompt + ' <mask>', zh without the space), special tokens excluded; upstream's argmax "
+                        "included them (model_collection.py:125-129), and a special token, dropped by the '>' filter, "
+                        "failed that template.", "masked models, memorisation",
+                  lambda t: t.kind == "masked" and _memorises(t),
+                  upstream_note="the engine's fill_mask never predicts special tokens and has no switch; it differs "
+                                "only on the templates where a special token is the argmax"),
         Deviation("M10", "The memorisation budget T is measured on the first template's prompt (all five end with "
                          "the same proverb front, so the in-context tokenisation of the missing word is the same).",
                   "causal and seq2seq models, memorisation with the default budget",
-                  lambda t: _memorises(t) and t.kind != "masked" and t.options.mem_max_new_tokens is None),
+                  lambda t: _memorises(t) and t.kind != "masked" and t.options.mem_max_new_tokens is None,
+                  upstream_note="concerns only the library's own budget max(4, T + 2); upstream's budget was fixed "
+                                "(M6a, M6b)"),
         Deviation("M11", "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
                          "(the other letter for negative questions), so every demonstration is consistent.",
-                  "n_shot > 0", lambda t: t.options.n_shot > 0),
+                  "n_shot > 0", lambda t: t.options.n_shot > 0,
+                  upstream_note="nothing to switch: identical to upstream for question=pos and neg (patterns.py:"
+                                "112-138, the same RandomState(42) sets); upstream ran no few-shot neg1-neg4 "
+                                "(it would have asked them with the neg wording)"),
         Deviation("M12", "Seq2seq reasoning prompts longer than seq2seq_max_tokens (1,024) lose their start, not their "
-                         "end: upstream truncated on the right (the tokenizer default), which drops the question "
+                         "end: upstream truncated on the right (qa_experiments.py:83), which drops the question "
                          "and the answer cue of long few-shot prompts.", "seq2seq models with a token limit",
-                  lambda t: t.kind == "seq2seq" and t.options.seq2seq_max_tokens is not None),
+                  lambda t: t.kind == "seq2seq" and t.options.seq2seq_max_tokens is not None,
+                  upstream_note="the engine cuts a context on the left only, and a protocol has no tokenizer to cut "
+                                "on the right itself; it matters only for prompts over 1,024 tokens (long few-shot "
+                                "prompts)"),
     )
 
     def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
                  resources: Mapping[str, Any] | None = None):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
-        memorisation_templates("en", self.options.mem_template_lang)  # an unknown choice fails before any work
         self.stages = ("reason", "memorise") if self.options.memorisation else ("reason",)
 
     @classmethod
@@ -227,6 +330,8 @@ class MapsTask(Task):
         return {"question": QUESTIONS[self.options.question], "memorisation": self.options.memorisation,
                 "mem_max_new_tokens": budget, "mem_match": self.options.mem_match,
                 "mem_template_lang": self.options.mem_template_lang,
+                "mlm_letter_pieces": self.options.mlm_letter_pieces if self.kind == "masked" else None,
+                "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
                 "seq2seq_max_tokens": self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None,
                 "few_shot": f"{self.options.n_shot} English demonstrations x {N_SETS} sets (RandomState(42))"
                 if self.options.n_shot else None}
@@ -249,14 +354,18 @@ class MapsTask(Task):
             return
         prefixes = self._demo_prefixes()
         limit = self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None
+        # M4: upstream XLM-R read the bare pieces "a"/"b" at the mask; M8: upstream mT0 scored the letter as the
+        # whole decoder target after the prompt alone (the engine's "plain" seq2seq style).
+        ids = "piece" if self.kind == "masked" and self.options.mlm_letter_pieces == "bare" else "in_context"
+        scoring = ScoreOptions(seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel")
         for row in rows:
             meta = {"is_figurative": bool(row["is_figurative"]), "label": label_name(row["label"]),
                     "proverb": row["proverb"], "language": row["language"]}
             for i, prefix in enumerate(prefixes):
                 request = ScoreRequest(prefix + reasoning_prompt(row, self.options.question), LABELS, sep=" ",
-                                       max_tokens=limit)
+                                       max_tokens=limit, candidate_ids=ids)
                 tag = "reason" if len(prefixes) == 1 else f"reason{i}"
-                yield ScoreProbe(row["id"], request, tag=tag, meta={**meta, "demo_set": i})
+                yield ScoreProbe(row["id"], request, scoring, tag=tag, meta={**meta, "demo_set": i})
             if self.options.memorisation:
                 _, target = split_proverb(row["proverb"], row["language"])
                 if not scorable_target(target, self.options.mem_match):
@@ -299,8 +408,9 @@ class MapsTask(Task):
             return {"target": output.candidates[0], "target_tokens": int(output.n_tokens[0]),
                     "target_logprob": float(output.sum_logprob[0])}
         text = str(output)
-        return {"output": text,
-                "success": memorised(text, meta["proverb"], meta["language"], self.options.mem_match)}
+        template = memorisation_templates(meta["language"], self.options.mem_template_lang)[meta["template"] - 1]
+        return {"output": text, "success": memorised(text, meta["proverb"], meta["language"], self.options.mem_match,
+                                                     template=template, kind=self.kind)}
 
     # ------------------------------------------------------------ metrics
 

@@ -81,7 +81,7 @@ def test_memorisation_prompts_and_splits():
 def test_success_rules():
     assert memorised(" away, says grandma", "an apple a day keeps the doctor away", "en")
     assert not memorised(" far away", "an apple a day keeps the doctor away", "en")
-    assert memorised(" nicht", "Hunde, die bellen, beißen nicht!", "de")  # punctuation-insensitive (M6)
+    assert memorised(" nicht", "Hunde, die bellen, beißen nicht!", "de")  # punctuation-insensitive (M6a-c)
     assert memorised("鸟。", "一石二鸟", "zh")
     assert memorised(" away", "an apple a day keeps the doctor away", "en", match="substring")
     assert not memorised(" nicht", "Hunde, die bellen, beißen nicht!", "de", match="substring")
@@ -140,7 +140,7 @@ def test_memorisation_union_budget_and_breakdown():
     assert result.metrics["subsets"]["memorised"]["n"] == 4
     compat = LetterScorer(LETTERS, target_tokens=3)
     run("maps_en", compat, rows=data, mem_max_new_tokens=4, mem_match="substring", progress=False)
-    assert set(compat.budgets) == {4}  # the upstream budget (M6)
+    assert set(compat.budgets) == {4}  # the upstream causal budget (M6a)
 
 
 def test_report_truncates_percentages_as_the_paper():
