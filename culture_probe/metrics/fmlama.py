@@ -230,14 +230,16 @@ class ChatReply:
     correct: bool
 
 
-def ranking_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None
-                    ) -> dict[str, Any]:
+def ranking_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *,
+                    map_decimals: int | None = None) -> dict[str, Any]:
     """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the templates of each
-    family (spec 4.4), with the Pearson r between the mAP and mWS cells.
+    family (spec 4.4), with the Pearson r between the mAP and mWS cells. `map_decimals` rounds each template's mAP
+    cells before the mean over templates (the v1 scorer's `round(100 * map, 2)`; None keeps them unrounded).
     """
     per_template: dict[str, dict[str, Any]] = {}
     for relation in sorted({d.template for d in dishes}, key=lambda t: (FAMILIES.index(t.split("_")[0]), t)):
-        per_template[relation] = template_summary([d for d in dishes if d.template == relation], embed)
+        per_template[relation] = template_summary([d for d in dishes if d.template == relation], embed,
+                                                  map_decimals=map_decimals)
     out: dict[str, Any] = {"templates": per_template}
     for measure in ("map", "mws"):
         table = family_table(per_template, measure)
@@ -249,11 +251,14 @@ def ranking_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, An
     return out
 
 
-def template_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None
-                     ) -> dict[str, Any]:
-    """The mAP (and mWS, given `embed`) of one template, overall and per group."""
+def template_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *,
+                     map_decimals: int | None = None) -> dict[str, Any]:
+    """The mAP (and mWS, given `embed`) of one template, overall and per group; `map_decimals` rounds the mAP."""
     rankings, golds, groups = [d.ranking for d in dishes], [d.gold for d in dishes], [d.group for d in dishes]
-    result = {"map": _per_group(mean_average_precision(rankings, golds, groups=groups), "map")}
+    cells = _per_group(mean_average_precision(rankings, golds, groups=groups), "map")
+    if map_decimals is not None:
+        cells = {g: None if v is None else round(v, map_decimals) for g, v in cells.items()}
+    result: dict[str, Any] = {"map": cells}
     if embed is not None:
         result["mws"] = _per_group(mws(rankings, golds, embed=embed, groups=groups), "mws")
     return result

@@ -21,14 +21,17 @@ from typing import Any, Literal
 from culture_probe.data.card import is_corrected
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions, ScoreRequest
-from culture_probe.errors import UnsupportedModelError
+from culture_probe.errors import UnknownNameError, UnsupportedModelError
 from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, hits_at_k, ranking_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
+from culture_probe.tasks.filling import FILLS, Fill, fill_slots
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 TOP_K = 5  # predictions kept per record
+CANDIDATE_TOKENIZATIONS = ("in_context", "alone")
+P1_GOLDS = ("any", "first")
 WEST = "west"
 # Generation mode (spec 4.6): the system message per language and {predicate: (en, ar) question}, {} = sub_label.
 SYSTEM = {"en": "You are an encyclopedia.", "ar": "تعامل كأنك موسوعة."}
@@ -58,9 +61,26 @@ class DlamaOptions:
     mode: Literal["rank", "generate"] = "rank"  # generate: the optional chat-model mode of spec 4.6
     max_new_tokens: int = 32  # generate mode (the paper does not say; replies are asked to be one name)
     templates: str | None = None  # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
+    # D1: "upstream_regex" fills [X] with re.sub("[X]", ...) as the released T5/mT5 path did (brackets stay, every
+    # capital X of the template becomes the subject); "replace" is plain str.replace
+    fill: Fill = "replace"
+    # D2: "alone" scores each candidate by its ids as tokenized on its own (the released masked path's
+    # tokenizer.tokenize(obj): no leading-space piece on BPE/SentencePiece); "in_context" as it reads after the slot
+    candidate_tokenization: Literal["in_context", "alone"] = "in_context"
+    # D4: generation mode asks only the first N facts of each (language, predicate, culture) file, as the released
+    # GPT script did with N = 3; None asks every fact in scope
+    generate_first_n: int | None = None
+    # D7: "first" counts a fact right only when the top candidate is its first listed label, as the released T5
+    # path's P@1 did (ranks in obj_label order, ranks[0] scored); "any" when it is any of its labels
+    p1_gold: Literal["any", "first"] = "any"
 
     def __post_init__(self) -> None:
         at_least("max_new_tokens", self.max_new_tokens, 1)
+        at_least("generate_first_n", self.generate_first_n, 1, none_ok=True)
+        for name, choices in (("fill", FILLS), ("candidate_tokenization", CANDIDATE_TOKENIZATIONS),
+                              ("p1_gold", P1_GOLDS)):
+            if getattr(self, name) not in choices:
+                raise UnknownNameError(f"value of option {name}", str(getattr(self, name)), choices)
 
 
 def _ranks(task: DlamaTask) -> bool:
@@ -74,22 +94,40 @@ class DlamaTask(Task):
     unit, strata = "facts", ("language", "culture", "predicate")
     options: DlamaOptions
     deviations = (
-        Deviation("D1", "Subjects inserted with plain str.replace (the original T5 path used re.sub('[X]', ...), "
-                  "a character class that replaced every letter X).", "seq2seq models, ranking",
-                  lambda t: _ranks(t) and t.kind == "seq2seq"),
-        Deviation("D2", "Candidates are scored with their in-context token ids (the original tokenised them "
-                  "without a leading space; identical for the WordPiece models of the paper).", "ranking", _ranks),
+        Deviation("D1", "Subjects are inserted with plain str.replace; the released T5/mT5 path used "
+                  "re.sub('[X]', subject, template), a character class that replaces every capital X of the "
+                  "template and leaves the brackets ('[Egypt] is located in [Y] .').", "seq2seq models, ranking",
+                  lambda t: _ranks(t) and t.kind == "seq2seq", upstream={"fill": "upstream_regex"},
+                  upstream_kinds=("seq2seq",)),
+        Deviation("D2", "Candidates are scored with their in-context token ids; the released masked path "
+                  "tokenized each candidate on its own (no leading-space piece on BPE/SentencePiece; identical "
+                  "for the WordPiece models of the paper).", "masked models, ranking",
+                  lambda t: _ranks(t) and t.kind == "masked", upstream={"candidate_tokenization": "alone"},
+                  upstream_kinds=("masked",)),
         Deviation("D3", "Causal models: mean log-prob of the candidate after the text left of the slot: a "
                   "culture_probe extension, not comparable with the paper.", "causal models, ranking",
-                  lambda t: _ranks(t) and t.kind == "causal"),
-        Deviation("D4", "Generation mode asks every fact in scope, not the first 3 facts per file as the paper's "
-                  "appendix did.", "mode='generate'", lambda t: t.options.mode == "generate"),
+                  lambda t: _ranks(t) and t.kind == "causal",
+                  upstream_note="upstream cannot run it: the released code has no causal ranking path "
+                  "(evaluate_bloom.py only generates text)"),
+        Deviation("D4", "Generation mode asks every fact in scope, greedily; the released GPT script asked only "
+                  "the first 3 facts of each file (generate_first_n=3) and sampled gpt-3.5-turbo at the API's "
+                  "default temperature, which no option reproduces.", "mode='generate'",
+                  lambda t: t.options.mode == "generate", upstream={"generate_first_n": 3},
+                  upstream_kinds=("causal",)),
         Deviation("D5", "Fast tokenizers with [MASK] as a special token (what the released code effectively ran).",
-                  "masked models", lambda t: _ranks(t) and t.kind == "masked"),
+                  "masked models", lambda t: _ranks(t) and t.kind == "masked",
+                  upstream_note="changes no number: the released code set a slow-tokenizer override on a fast "
+                  "tokenizer, which ignored it, so it ran what the library runs"),
         Deviation("D6", "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
                   "and mean of every candidate (spec 4.4), which would multiply its size by the candidate count; "
                   "--option keep_scores=true records them all.", "ranking without keep_scores",
-                  lambda t: _ranks(t) and not t.options.keep_scores),
+                  lambda t: _ranks(t) and not t.options.keep_scores,
+                  upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
+                  "superset of the released result.pkl)"),
+        Deviation("D7", "P@1 counts a fact right when the top candidate is any of its labels; the released T5/mT5 "
+                  "path scored only the rank of its first listed label (obj_label[0]).", "seq2seq models, ranking",
+                  lambda t: _ranks(t) and t.kind == "seq2seq", upstream={"p1_gold": "first"},
+                  upstream_kinds=("seq2seq",)),
     )
 
     def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
@@ -137,25 +175,33 @@ class DlamaTask(Task):
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
         sets = candidate_sets(rows)
         options = ScoreOptions(keep_tokens=self.options.keep_scores)
+        first_n, position = self.options.generate_first_n, Counter[tuple[str, str, str]]()
         for row in rows:
             meta = {"language": row["language"], "predicate": row["predicate"], "culture": row["culture"],
                     "gold": list(row["obj_label"]), "obj_uri": list(row["obj_uri"])}
+            file = (row["language"], row["predicate"], row["culture"])  # one fact file of the release, in file order
+            position[file] += 1
             if not row["sub_label"].strip() or not [o for o in row["obj_label"] if o.strip()]:
                 yield Skipped(row["id"], "empty subject or object label", meta=meta)
                 continue
             if self.options.mode == "generate":
-                yield self._question(row, meta)
+                if first_n is not None and position[file] > first_n:
+                    yield Skipped(row["id"], f"not among the first {first_n} facts of its file (generate_first_n, "
+                                  "D4)", meta=meta)
+                else:
+                    yield self._question(row, meta)
                 continue
             entry = self.template(row["language"], row["predicate"])
             if entry is None or not entry["template"].strip():  # ko P17/P19: unreadable in the paper
                 yield Skipped(row["id"], f"no {row['language']} template for {row['predicate']} (pass --option "
                               "templates= the mLAMA 1.1 folder or a JSON file)", meta=meta)
                 continue
-            left, right = prompt(entry["template"], row["sub_label"])
+            left, right = prompt(entry["template"], row["sub_label"], self.options.fill)
             meta["prompt"] = f"{left}[Y]{right}"
             stripped = left.rstrip()  # a space before the slot moves onto the candidate (in-context ids)
             request = ScoreRequest(left=stripped, candidates=sets[row["language"], row["predicate"]], right=right,
-                                   sep=" " if stripped != left else "")
+                                   sep=" " if stripped != left else "",
+                                   candidate_ids=self.options.candidate_tokenization)
             yield ScoreProbe(row["id"], request, options, meta=meta)
 
     def _question(self, row: Mapping[str, Any], meta: dict[str, Any]) -> Probe:
@@ -183,7 +229,7 @@ class DlamaTask(Task):
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         if self.options.mode == "generate":
             return generation_summary([answered_fact(r) for r in records])
-        return ranking_summary([ranked_fact(r) for r in records], reference=WEST)
+        return ranking_summary([ranked_fact(r, self.options.p1_gold) for r in records], reference=WEST)
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per fact (in one prompt language): P@1, or in generation mode the overlap and exact accuracies."""
@@ -192,7 +238,7 @@ class DlamaTask(Task):
             return [unit_table(measure, [UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r))
                                          for r, f in zip(records, facts, strict=True)])
                     for measure in ("overlap", "exact")]
-        hits = hits_at_k([r["prediction"] for r in records], [list(r["gold"]) for r in records])
+        hits = hits_at_k([r["prediction"] for r in records], [scored_gold(r, self.options.p1_gold) for r in records])
         return [unit_table("p1", [UnitValue(r.item_id, 100.0 * hit, fact_strata(r))
                                   for r, hit in zip(records, hits, strict=True)])]
 
@@ -210,10 +256,16 @@ def fact_strata(record: Record) -> dict[str, str]:
             "language_culture": f"{record['language']}/{record['culture']}"}
 
 
-def ranked_fact(record: Record) -> RankedFact:
+def ranked_fact(record: Record, p1_gold: str = "any") -> RankedFact:
     """The metric input of a ranking record."""
     return RankedFact(record["language"], record["predicate"], record["culture"], record["prediction"],
-                      tuple(record["gold"]), tuple(record["obj_uri"]))
+                      tuple(scored_gold(record, p1_gold)), tuple(record["obj_uri"]))
+
+
+def scored_gold(record: Record, p1_gold: str = "any") -> list[str]:
+    """The labels a top-1 prediction is checked against: all of the fact's, or only its first listed one (D7)."""
+    gold = list(record["gold"])
+    return gold[:1] if p1_gold == "first" else gold
 
 
 def answered_fact(record: Record) -> AnsweredFact:
@@ -225,9 +277,12 @@ def answered_fact(record: Record) -> AnsweredFact:
 # ---------------------------------------------------------------- prompts and candidates
 
 
-def prompt(template: str, subject: str) -> tuple[str, str]:
-    """(left, right) of a template: strip it, put the stripped subject in [X] (str.replace, D1), split at [Y]."""
-    return split_slot(template.strip().replace("[X]", subject.strip()), "[Y]")
+def prompt(template: str, subject: str, fill: Fill = "replace") -> tuple[str, str]:
+    """(left, right) of a template: strip it, put the stripped subject in [X] (str.replace, or the released T5
+    path's regex: D1), split at [Y]. (That path stripped neither; no released template or subject has surrounding
+    whitespace, so stripping changes nothing there.)
+    """
+    return split_slot(fill_slots(template.strip(), [("[X]", subject.strip())], fill), "[Y]")
 
 
 def question(predicate: str, language: str, subject: str, *, corrected: bool = False) -> str:

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from culture_probe.data.fmlama import candidate_pool
+from culture_probe.data.fmlama import OTHERS, candidate_pool
 from culture_probe.data.registry import resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions, ScoreRequest
-from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
 from culture_probe.metrics.fmlama import (
     FAMILIES,
     ChatReply,
@@ -31,6 +31,7 @@ from culture_probe.metrics.fmlama import (
 )
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
+from culture_probe.tasks.filling import FILLS, Fill, fill_slots
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
@@ -50,6 +51,11 @@ CHAT_INSTRUCTIONS = {
     "en": (" Please fill the sentence.", " Please fill the sentence with only one entity."),
     "zh": ("请填充这个句子。", "请用一个词填充这个句子。"),
 }
+# The named origin groups of the released v1 scorer (metrics_utils.COUNTRY; Indonesia and Korea commented out):
+# every other origin, Germany, Iran, Greece and Russia included, is "Others" there (F10).
+V1_CODE_GROUPS = ("U.S.", "France", "Italy", "India", "Japan", "U.K.", "Spain", "China", "Turkey", "Mexico")
+CANDIDATE_TOKENIZATIONS = ("in_context", "alone")
+GROUP_SETS = ("paper", "v1_code")
 REPLY_SPLIT = re.compile(r",|，|、|\n|\band\b")
 PUNCTUATION = " \t.。!！?？;；:：\"'“”‘’()（）[]*-"
 
@@ -61,8 +67,23 @@ class FmlamaOptions:
     families: tuple[str, ...] = FAMILIES  # template families to probe: hasParts (no context), country
     template_set: Literal["faithful", "corrected"] = "faithful"  # corrected: spec 7 template fixes
     country_names: dict[str, dict[str, str]] | None = None  # {lang: {origin key: name}} for the [C] slot
-    max_candidate_tokens: int | None = None  # F2 compat: 10 drops longer candidates, as the v1 MLM path did
-    ap_denominator: Literal["gold", "ranked"] = "gold"  # F2 compat: "ranked" divides by golds in the ranking
+    # F1 (ranking): False feeds each dish's gold set string whole, as one candidate and one gold (the v1 runner); True
+    # splits it on ", " into ingredients (the paper's tables)
+    split_gold: bool = True
+    # F2: 10 drops candidates of more than 10 tokens from the ranking, as the v1 masked path did; it applies to masked
+    # models only, as there (the v1 T5 path had no cap)
+    max_candidate_tokens: int | None = None
+    ap_denominator: Literal["gold", "ranked"] = "gold"  # F2b: "ranked" divides AP by the golds found in the ranking
+    # F3: "upstream_regex" fills [X] then [C] with re.sub as the v1 T5/mT5 path did (brackets stay, every capital X of
+    # the template and every capital C of the text, dish names included, is replaced); "replace" is str.replace
+    fill: Fill = "replace"
+    # F9: "alone" scores each candidate by its ids as tokenized on its own (the v1 masked path's tokenizer.tokenize);
+    # "in_context" as it reads after the slot
+    candidate_tokenization: Literal["in_context", "alone"] = "in_context"
+    # F10 (ranking): "v1_code" keeps the 10 named origin groups of the released scorer (Germany, Iran, Greece, Russia
+    # become Others); "paper" the paper's 14
+    group_set: Literal["paper", "v1_code"] = "paper"
+    round_template_map: bool = False  # F11: round each template's mAP cells to 2 decimals before the mean, as v1 did
     vectors: str | None = None  # for mWS: fastText cc.<lang>.300.bin (or its folder) or text .vec; None: no mWS
     group_by: Literal["group", "continent"] = "group"  # the aligned-175 tables group by continent
     keep_scores: bool = False  # write every candidate's sum, token count and per-token log-probs (large)
@@ -77,6 +98,13 @@ class FmlamaOptions:
             raise CultureProbeError(f"families must be some of {', '.join(FAMILIES)}, got {list(self.families)}.")
         at_least("max_candidate_tokens", self.max_candidate_tokens, 1, none_ok=True)
         at_least("chat_max_new_tokens", self.chat_max_new_tokens, 1)
+        for name, choices in (("fill", FILLS), ("candidate_tokenization", CANDIDATE_TOKENIZATIONS),
+                              ("group_set", GROUP_SETS), ("ap_denominator", ("gold", "ranked"))):
+            if getattr(self, name) not in choices:
+                raise UnknownNameError(f"value of option {name}", str(getattr(self, name)), choices)
+
+
+V1_KINDS = ("masked", "seq2seq")  # the model kinds of the released v1 code's two paths (masked, T5/mT5)
 
 
 def _ranks(task: FmlamaTask) -> bool:
@@ -94,32 +122,62 @@ class FmlamaTask(Task):
     unit, strata = "dishes", ("lang", "group")
     options: FmlamaOptions
     deviations = (
-        Deviation("F1", "Gold set strings are split on ', ' (the v1 runner fed the whole string as one candidate)."),
-        Deviation("F2", "No candidate length cap; AP divides by |G| as in the paper (the v1 code capped candidates "
-                  "at 10 sub-tokens and divided by the golds found in the ranking: max_candidate_tokens=10, "
-                  "ap_denominator='ranked').", "ranking with the default cap and denominator",
-                  lambda t: _ranks(t) and t.options.max_candidate_tokens is None
-                  and t.options.ap_denominator == "gold"),
-        Deviation("F3", "Templates filled with str.replace, never re.sub('[X]', ...) (v1 T5/mT5 artifact).",
-                  "seq2seq models", lambda t: t.kind == "seq2seq"),
-        Deviation("F4", "No double space in the English country filler ('the United States').",
-                  "country templates", lambda t: "country" in t.options.families),
+        Deviation("F1", "Gold set strings are split on ', ' into ingredients, each a candidate; the v1 runner fed "
+                  "each dish's whole string as one gold and one candidate.", "ranking", _ranks,
+                  upstream={"split_gold": False}, upstream_kinds=V1_KINDS),
+        Deviation("F2", "No candidate length cap; the v1 masked path dropped candidates of more than 10 sub-tokens "
+                  "(its T5 path had no cap).", "masked models, ranking", lambda t: _ranks(t) and t.kind == "masked",
+                  upstream={"max_candidate_tokens": 10}, upstream_kinds=("masked",)),
+        Deviation("F2b", "AP divides by |G| as in the paper; the v1 scorer divided by the golds found in the "
+                  "ranking and skipped dishes with none.", "ranking", _ranks,
+                  upstream={"ap_denominator": "ranked"}, upstream_kinds=V1_KINDS),
+        Deviation("F3", "Templates filled with str.replace; the v1 T5/mT5 path used re.sub('[X]', ...) then "
+                  "re.sub('[C]', ...): brackets stay and every capital C, dish names included, becomes the country.",
+                  "seq2seq models, ranking", lambda t: _ranks(t) and t.kind == "seq2seq",
+                  upstream={"fill": "upstream_regex"}, upstream_kinds=("seq2seq",)),
+        Deviation("F4", "No double space in the English country filler ('the United States'); v1 wrote "
+                  "' the United States'.", "country templates, ranking",
+                  lambda t: _ranks(t) and "country" in t.options.families,
+                  upstream={"country_names": {"en": {"United States of America": " the United States"}}},
+                  upstream_kinds=V1_KINDS),
         Deviation("F5", "Country names per spec 4.1 (en origin keys, zh for the 8 code-switching origins, "
                   "others from country_names=); rows without a name are skipped for country templates, counted.",
-                  "country templates", lambda t: "country" in t.options.families),
+                  "country templates", lambda t: "country" in t.options.families,
+                  upstream_note="upstream cannot run on the released data: v1 looks every origin up in 33-country "
+                  "tables before it checks the template, so the first origin outside them (en: 659 of 2,580 "
+                  "dishes) raises KeyError, even for hasParts templates; the profile keeps the library's names"),
         Deviation("F6", "Causal models: teacher-forced mean log-prob of the ingredient (plus the text after it "
                   "when the dish comes after the slot): a culture_probe extension, not in the v1 paper.",
-                  "causal models, ranking", lambda t: _ranks(t) and t.kind == "causal"),
+                  "causal models, ranking", lambda t: _ranks(t) and t.kind == "causal",
+                  upstream_note="upstream cannot run it: v1 has no causal path; v2's scores read off one greedy "
+                  "generation are not reproduced"),
         Deviation("F7", "items.jsonl keeps the top |G| + 10 candidates and every gold rank, not the sum, token count "
                   "and mean of every candidate, which would multiply its size by the pool size; "
                   "--option keep_scores=true records them all.", "ranking without keep_scores",
-                  lambda t: _ranks(t) and not t.options.keep_scores),
+                  lambda t: _ranks(t) and not t.options.keep_scores,
+                  upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
+                  "superset of the released result.pkl)"),
         Deviation("F-chat", "Chat replies are parsed with a documented approximation (the original parser was "
                   "never released): split on commas, 'and', newlines and 、, case-folded, crude English singular.",
-                  "mode='chat'", _chat),
-        Deviation("F8", "Chat replies are decoded greedily; the paper sampled one reply at temperature 0.7 "
-                  "(chat_decoding='sample' does, seeded per prompt from the run's seed).",
-                  "mode='chat' with greedy decoding", lambda t: _chat(t) and t.options.chat_decoding == "greedy"),
+                  "mode='chat'", _chat,
+                  upstream_note="upstream cannot run it: no parser of the chat replies was released"),
+        Deviation("F8", "Chat replies are decoded greedily (at most 64 new tokens by default) with the tokenizer's "
+                  "chat template; the paper sampled one reply at temperature 0.7 with up to 1,024 new tokens "
+                  "(chat_decoding='sample' does, seeded per prompt from the run's seed) through fastchat's "
+                  "conversation templates, which no option reproduces.", "mode='chat'", _chat,
+                  upstream={"chat_decoding": "sample", "chat_temperature": 0.7, "chat_max_new_tokens": 1024},
+                  upstream_kinds=("causal",)),
+        Deviation("F9", "Candidates are scored with their in-context token ids; the v1 masked path tokenized each "
+                  "candidate on its own (no leading-space piece on BPE/SentencePiece; identical for WordPiece).",
+                  "masked models, ranking", lambda t: _ranks(t) and t.kind == "masked",
+                  upstream={"candidate_tokenization": "alone"}, upstream_kinds=("masked",)),
+        Deviation("F10", "Origin groups are the paper's 14; the v1 scorer named 10 (Germany, Iran, Greece and Russia "
+                  "fall into Others there).", "ranking grouped by country",
+                  lambda t: _ranks(t) and t.options.group_by == "group",
+                  upstream={"group_set": "v1_code"}, upstream_kinds=V1_KINDS),
+        Deviation("F11", "Each template's mAP is kept unrounded; the v1 scorer rounded it to 2 decimals "
+                  "(round(100 * map, 2)) before the mean over templates.", "ranking", _ranks,
+                  upstream={"round_template_map": True}, upstream_kinds=V1_KINDS),
     )
 
     def __init__(self, config: str, options: FmlamaOptions | None = None, *, kind: Any, seed: int = 0,
@@ -141,7 +199,7 @@ class FmlamaTask(Task):
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Candidate pool size and hash, the templates used, and how chat replies are decoded."""
-        pool = candidate_pool(rows)
+        pool = list(self.pool(rows))
         digest = hashlib.sha256(json.dumps(pool, ensure_ascii=False).encode("utf-8")).hexdigest()
         language = prompt_language(rows[0]) if rows else None
         templates = {rel: text for rel, _, text in self.templates(language)} if language else {}
@@ -152,6 +210,18 @@ class FmlamaTask(Task):
                 if self.seeded else "greedy")
         return described
 
+    def gold(self, row: Mapping[str, Any]) -> list[str]:
+        """A dish's gold items: its ingredients, or (ranking with split_gold=False, F1) the one string the v1 runner
+        read.
+        """
+        if self.options.split_gold or self.options.mode != "rank" or not row["obj_label"]:
+            return list(row["obj_label"])
+        return [", ".join(row["obj_label"])]  # the loader split the released string on ", ": this rejoins it exactly
+
+    def pool(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+        """The candidates every dish is ranked against: the gold items of all rows, in code-point order."""
+        return tuple(candidate_pool({"obj_label": self.gold(row)} for row in rows))
+
     def templates(self, language: str) -> list[tuple[str, str, str]]:
         """(relation, family, template) of the canonical templates of `language`, families as optioned."""
         found = [(r["relation"], r["family"], r["template"]) for r in self.resource("templates")
@@ -161,7 +231,7 @@ class FmlamaTask(Task):
     # ------------------------------------------------------------ hooks
 
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
-        pool = tuple(candidate_pool(rows))
+        pool = self.pool(rows)
         by_language = {}
         for row in rows:
             language = prompt_language(row)
@@ -178,7 +248,7 @@ class FmlamaTask(Task):
         """(record meta, country filler, a Skipped when the country has no name in the prompt language)."""
         language = prompt_language(row)
         meta = {"template": relation, "family": family, "group": row["group"], "continent": row.get("continent"),
-                "origin": row["origin"], "lang": language, "gold": list(row["obj_label"])}
+                "origin": row["origin"], "lang": language, "gold": self.gold(row)}
         if family != "country":
             return meta, None, None
         country = country_name(row["origin"], language, self.options.country_names)
@@ -193,11 +263,13 @@ class FmlamaTask(Task):
         meta, country, skipped = self._context(row, relation, family, relation)
         if skipped is not None:
             return skipped
-        left, right, dish_after_slot = fill(template, row["sub_label"], country, prompt_language(row))
+        left, right, dish_after_slot = fill(template, row["sub_label"], country, prompt_language(row),
+                                            self.options.fill)
         meta["prompt"] = f"{left}[Y]{right}"
         options = ScoreOptions(score_right=self.kind == "causal" and dish_after_slot,
                                keep_tokens=self.options.keep_scores)
-        return ScoreProbe(row["id"], slot_request(left, right, pool), options, tag=relation, meta=meta)
+        request = slot_request(left, right, pool, self.options.candidate_tokenization)
+        return ScoreProbe(row["id"], request, options, tag=relation, meta=meta)
 
     def chat_probes(self, row: Mapping[str, Any], relation: str, family: str, template: str) -> Iterator[Probe]:
         """Chat mode: the template with the slot shown as `[]`, then each instruction wording (spec 4.3)."""
@@ -215,7 +287,7 @@ class FmlamaTask(Task):
             if skipped is not None:
                 yield skipped
                 continue
-            left, right, _ = fill(template, row["sub_label"], country, language)
+            left, right, _ = fill(template, row["sub_label"], country, language)  # F3 concerns the T5 ranking only
             meta.update(prompt=f"{left}[]{right}{instruction}", instruction=index, frame=[left, right])
             yield GenerateProbe(row["id"], meta["prompt"], options, tag=tag, meta=meta)
 
@@ -225,7 +297,7 @@ class FmlamaTask(Task):
             gold = {normalise(g, probe.meta["lang"]) for g in probe.meta["gold"]}
             return {"reply": output, "items": items,
                     "correct": any(normalise(i, probe.meta["lang"]) in gold for i in items)}
-        cap = self.options.max_candidate_tokens
+        cap = self.options.max_candidate_tokens if self.kind == "masked" else None  # F2: v1's masked path only
         ranking = ranked_candidates(output)
         if cap is not None:
             tokens = dict(zip(output.candidates, output.n_tokens.tolist(), strict=True))
@@ -240,13 +312,13 @@ class FmlamaTask(Task):
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         if self.options.mode == "chat":
-            return chat_summary([chat_reply(r, self.options.group_by) for r in records])
+            return chat_summary([chat_reply(r, self.group(r)) for r in records])
         dishes = [self.ranked_dish(r) for r in records]
         embed = None
         if self.options.vectors:  # read only the vectors mWS needs, once
             embed = self.resource("vectors").lookup(words_needed([d.ranking for d in dishes],
                                                                  [d.gold for d in dishes]))
-        return ranking_summary(dishes, embed)
+        return ranking_summary(dishes, embed, map_decimals=2 if self.options.round_template_map else None)
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per dish, per template of a family: its AP (mAP = the mean over templates of the mean over dishes, as
@@ -254,7 +326,7 @@ class FmlamaTask(Task):
         where the paper reports the best cell).
         """
         if self.options.mode == "chat":
-            replies = [chat_reply(r, self.options.group_by) for r in records]
+            replies = [chat_reply(r, self.group(r)) for r in records]
             return [unit_table("chat_accuracy", [
                 UnitValue(r.item_id, 100.0 * c.correct, {"lang": r["lang"], "group": c.group},
                           f"{c.template} / {c.instruction}") for r, c in zip(records, replies, strict=True)])]
@@ -268,13 +340,23 @@ class FmlamaTask(Task):
 
     def ranked_dish(self, record: Record) -> RankedDish:
         """The metric input of a ranking record."""
-        return RankedDish(record["template"], record["family"], record[self.options.group_by] or "unknown",
-                          tuple(record_ranking(record)), tuple(reference(record, self.options.ap_denominator)))
+        return RankedDish(record["template"], record["family"], self.group(record), tuple(record_ranking(record)),
+                          tuple(reference(record, self.options.ap_denominator)))
+
+    def group(self, record: Record) -> str:
+        """The record's group in the tables: its origin group (of the paper's 14, or in ranking tables the v1
+        scorer's 10: F10) or its continent, as `group_by` says.
+        """
+        group = record[self.options.group_by] or "unknown"
+        v1_code = self.options.group_set == "v1_code" and self.options.mode == "rank"
+        if v1_code and self.options.group_by == "group" and group not in V1_CODE_GROUPS:
+            return OTHERS
+        return group
 
 
-def chat_reply(record: Record, group_by: str) -> ChatReply:
-    """The metric input of a chat-mode record."""
-    return ChatReply(record["template"], record["instruction"], record[group_by] or "unknown", bool(record["correct"]))
+def chat_reply(record: Record, group: str) -> ChatReply:
+    """The metric input of a chat-mode record in its table group."""
+    return ChatReply(record["template"], record["instruction"], group, bool(record["correct"]))
 
 
 # ---------------------------------------------------------------- prompts
@@ -300,24 +382,34 @@ def country_name(origin: str, language: str, names: Mapping[str, Mapping[str, st
     return COUNTRY_NAMES.get(language, {}).get(origin)
 
 
-def fill(template: str, dish: str, country: str | None, language: str) -> tuple[str, str, bool]:
-    """(left, right, dish after slot) of a template filled with plain `str.replace` (never a regex: F3)."""
+def fill(template: str, dish: str, country: str | None, language: str, how: Fill = "replace"
+         ) -> tuple[str, str, bool]:
+    """(left, right, dish after slot) of a template: the stripped template, the stripped dish in its slot, then the
+    country (unstripped: a filler's own spaces are kept, F4), by `str.replace` or the v1 T5 path's regex (F3).
+
+    The v1 masked path stripped the template and the dish as here; its T5 path stripped neither, which changes
+    nothing on the released data (no template or dish has surrounding whitespace). The regex concerns the `[X]`
+    and `[C]` slots only: v1 never filled Hebrew's numbered slots (its prompts kept no dish and no slot, which
+    cannot be scored), so Hebrew is filled by `str.replace` either way.
+    """
     dish_slot, slot, country_slot = SLOTS.get(language, DEFAULT_SLOTS)
+    template = template.strip()
     dish_after_slot = template.index(dish_slot) > template.index(slot)
-    text = template.replace(dish_slot, dish)
-    if country is not None:
-        text = text.replace(country_slot, country)
+    fillers = [(dish_slot, dish.strip())] + ([(country_slot, country)] if country is not None else [])
+    text = fill_slots(template, fillers, "replace" if language in SLOTS else how)
     left, right = split_slot(text, slot)
     return left, right, dish_after_slot
 
 
-def slot_request(left: str, right: str, candidates: Sequence[str]) -> ScoreRequest:
+def slot_request(left: str, right: str, candidates: Sequence[str],
+                 candidate_ids: Literal["in_context", "alone"] = "in_context") -> ScoreRequest:
     """A request that keeps the template's own spacing: a space before the slot moves onto the candidate
-    (in-context ids, like ' tofu' for BPE), no space stays none (zh, or a slot glued to punctuation).
+    (in-context ids, like ' tofu' for BPE), no space stays none (zh, or a slot glued to punctuation);
+    `candidate_ids="alone"` scores candidates by their ids as tokenized on their own instead (F9).
     """
     stripped = left.rstrip()
     sep = " " if stripped != left else ""
-    return ScoreRequest(left=stripped, candidates=tuple(candidates), right=right, sep=sep)
+    return ScoreRequest(left=stripped, candidates=tuple(candidates), right=right, sep=sep, candidate_ids=candidate_ids)
 
 
 def reply_items(reply: str, frame: Sequence[str]) -> list[str]:

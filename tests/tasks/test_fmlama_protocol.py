@@ -191,9 +191,11 @@ def test_v1_code_compat_flags(fmlama_release):
     assert capped.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * italy)
     ranked = spec_run(fmlama_release, max_candidate_tokens=1, ap_denominator="ranked")
     assert ranked.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * (1 / 2 + 2 / 5) / 2)
-    # the v1 code's behaviour is not a deviation: F2 is listed only for the paper's rule
-    assert "F2" not in {d["id"] for d in ranked.config["deviations"]}
-    assert "F2" in {d["id"] for d in spec_run(fmlama_release).config["deviations"]}
+    # both are listed with the side that applied: only a cap of 10 is the v1 code's (F2), "ranked" is (F2b)
+    sides = {d["id"]: d["side"] for d in ranked.config["deviations"]}
+    assert (sides["F2"], sides["F2b"]) == ("default", "upstream")
+    defaults = {d["id"]: d["side"] for d in spec_run(fmlama_release).config["deviations"]}
+    assert (defaults["F2"], defaults["F2b"]) == ("default", "default")
 
 
 def test_template_aggregation_is_mean_and_sample_std():
@@ -329,7 +331,8 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_rele
     config = result.config
     assert config["options"]["chat_decoding"] == "sample" and config["options"]["chat_temperature"] == 0.7
     assert config["run"]["seed"] == 5 and config["seed_used"]  # a resumed run must keep the seed
-    assert "F8" not in {d["id"] for d in config["deviations"]}  # sampling is the paper's decoding
+    # sampling is the paper's decoding, but not its 1,024-token budget: F8 stays on the library's side
+    assert next(d["side"] for d in config["deviations"] if d["id"] == "F8") == "default"
     assert "temperature 0.7" in config["protocol"]["chat_decoding"] and "seed 5" in config["protocol"]["chat_decoding"]
 
 
