@@ -86,3 +86,31 @@ def test_mkdocs_build_strict(tmp_path):
     # the API reference is generated from the docstrings, not left as `::: name` text
     api = (tmp_path / "site" / "api" / "top-level" / "index.html").read_text(encoding="utf-8")
     assert "culture_probe.runner.run" in api and ":::" not in api
+
+
+def deviation_section(markdown: str) -> str:
+    """The text of a benchmark page's "Deviations from the original code" section, up to the next heading of its
+    level or higher."""
+    start = markdown.index("Deviations from the original code")
+    level = markdown.rfind("\n", 0, start)
+    hashes = markdown[level + 1:start].strip()
+    rest = markdown[start:]
+    end = re.search(rf"\n#{{1,{len(hashes)}}} ", rest)
+    return rest[: end.start()] if end else rest
+
+
+@pytest.mark.parametrize("benchmark", ["dlama", "fmlama", "camel", "xfakt", "maps"])
+def test_each_deviation_is_on_its_benchmark_page_with_its_upstream_side(benchmark):
+    """Every deviation the protocol declares is a row of the page's deviation table, and each option the upstream
+    profile sets for it is named there, so the docs cannot fall behind the code."""
+    import importlib
+
+    task = importlib.import_module(f"culture_probe.tasks.{benchmark}").TASK
+    section = deviation_section((DOCS / "benchmarks" / f"{benchmark}.md").read_text(encoding="utf-8"))
+    assert "--protocol upstream" in section
+    for deviation in task.deviations:
+        row = next((line for line in section.splitlines() if re.match(rf"\|\s*\**{re.escape(deviation.id)}\**\s*\|",
+                                                                          line)), None)
+        assert row is not None, f"{benchmark}: {deviation.id} has no row in the deviation table"
+        for option in deviation.upstream or {}:
+            assert option in row, f"{benchmark} {deviation.id}: the row does not name {option}"
