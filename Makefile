@@ -8,7 +8,7 @@ export CULTURE_PROBE_MIRROR ?= $(if $(wildcard $(MIRROR)),$(MIRROR),)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: test demo install lint bench docs clean
+.PHONY: test demo install lint bench docs notebooks clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ bench: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
+
+# Re-execute notebooks/*.ipynb and store their outputs (tests/test_notebooks.py checks they are current);
+# `make notebooks NOTEBOOKS="quickstart maps"` for some only.
+notebooks: $(STAMP)
+	$(BIN)/python tests/test_notebooks.py --update $(NOTEBOOKS)
 
 clean:
 	rm -rf $(VENV) runs site
