@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +70,18 @@ def push(
     names = allowed_configs(configs, data_dirs, i_have_permission)
     api = None if dry_run_dir is not None else hub_api(token)
     with _folder(dry_run_dir) as folder:
-        result = export(folder, configs=names, data_dirs=data_dirs)
+        result = export(folder, configs=names, data_dirs=data_dirs, permission=i_have_permission)
         if not result.configs:
             raise PublishError("Nothing to push: no config loaded (" + "; ".join(r for _, r in result.skipped) + ").")
         upload = Upload(repo_id, "dataset", not public, folder, _files(folder))
         if api is None:
             return upload
         message = f"culture_probe export: {', '.join(c.name for c in result.configs)}"
-        return _upload(api, upload, message, delete_patterns=list(STALE_PATTERNS))
+        on_request = [c.name for c in result.configs if on_request_info(c.benchmark) is not None]
+        guard = (f"{repo_id} exists and is public, so pushing {', '.join(on_request)} (released only on request) "
+                 "would publish it: push to a private repository, or pass --public if the authors allow that"
+                 if on_request and not public else None)
+        return _upload(api, upload, message, guard=guard, delete_patterns=list(STALE_PATTERNS))
 
 
 def push_metrics(
@@ -112,21 +116,26 @@ def allowed_configs(configs: Sequence[str] | None, data_dirs: Mapping[str, Any],
     config whose data may be redistributed (on-request benchmarks only when permitted).
     """
     entries = {e.name: e for e in list_benchmarks()}
-    infos = {module.INFO.name: module.INFO for module in benchmark_modules().values()}
     names = list(dict.fromkeys(configs)) if configs else list(entries)
     for name in names:
         if name not in entries:
             raise UnknownNameError("benchmark config", name, entries, fix="See `culture-probe list`.")
-    refused = [n for n in names if infos[entries[n].benchmark].on_request
+    refused = [n for n in names if on_request_info(entries[n].benchmark) is not None
                and not (permission and data_dirs.get(entries[n].benchmark))]
     if refused and configs:
-        info = infos[entries[refused[0]].benchmark]
+        info = on_request_info(entries[refused[0]].benchmark)
         raise PublishError(
             f"{', '.join(refused)}: {info.title} is released only on request ({info.license}) and may not be "
             f"redistributed: ask at {info.on_request}. With the authors' permission, pass your copy with "
             f"--data-dir {info.name}=DIR and --i-have-permission (data_dirs=, i_have_permission=True)."
         )
     return [n for n in names if n not in refused]
+
+
+def on_request_info(benchmark: str) -> Any:
+    """The card of a benchmark whose data is released only on request, else None."""
+    info = next(module.INFO for module in benchmark_modules().values() if module.INFO.name == benchmark)
+    return info if info.on_request else None
 
 
 def check_repo_id(repo_id: str) -> None:
@@ -162,8 +171,8 @@ def hub_api(token: str | None) -> Any:
 @contextmanager
 def hub_errors(api: Any, what: str) -> Iterator[None]:
     """The Hub's refusals and network failures as one line that says what to do."""
-    import httpx2  # huggingface_hub's HTTP client (a dependency of it): its network failures are no OSError
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+    from huggingface_hub.utils import httpx  # the client's own HTTP library: its network failures are no OSError
 
     try:
         yield
@@ -175,20 +184,25 @@ def hub_errors(api: Any, what: str) -> Iterator[None]:
         raise PublishError(f"{what} failed ({status}): {hint}.") from None
     except OfflineModeIsEnabled:
         raise PublishError("Pushing needs the network, but HF_HUB_OFFLINE is set: run with HF_HUB_OFFLINE=0.") from None
-    except (httpx2.TransportError, OSError) as error:  # connection refused, DNS, timeouts
+    except (httpx.TransportError, OSError) as error:  # connection refused, DNS, timeouts
         raise PublishError(f"Cannot reach the Hub at {api.endpoint} ({type(error).__name__}: {error}); check the "
                            "network, or pass --dry-run --out DIR.") from None
 
 
-def _upload(api: Any, upload: Upload, message: str, **options: Any) -> Upload:
-    """Create the repository if needed and upload the folder in one commit."""
+def _upload(api: Any, upload: Upload, message: str, *, guard: str | None = None, **options: Any) -> Upload:
+    """Create the repository if needed and upload the folder in one commit. An existing repository keeps its
+    visibility, so the result says the one it has; `guard` (why a public repository must not get this upload)
+    refuses before anything is sent to a public one.
+    """
     with hub_errors(api, f"Push to {upload.repo_id}"):
         api.create_repo(upload.repo_id, repo_type=upload.repo_type, private=upload.private, exist_ok=True,
                         **({"space_sdk": "gradio"} if upload.repo_type == "space" else {}))
+        private = bool(api.repo_info(upload.repo_id, repo_type=upload.repo_type).private)
+        if guard and not private:
+            raise PublishError(guard + "; nothing was uploaded.")
         commit = api.upload_folder(repo_id=upload.repo_id, repo_type=upload.repo_type, folder_path=upload.folder,
                                    commit_message=message, ignore_patterns=[EXPORT_MARKER], **options)
-    return Upload(upload.repo_id, upload.repo_type, upload.private, upload.folder, upload.files,
-                  str(getattr(commit, "commit_url", commit)))
+    return replace(upload, private=private, url=str(getattr(commit, "commit_url", commit)))
 
 
 def write_metric_space(folder: Path, owner: str, name: str) -> Path:
@@ -229,8 +243,11 @@ def _folder(dry_run_dir: str | os.PathLike | None) -> Iterator[Path]:
 
 def push_to_hub(repo_id: str, configs: Sequence[str] | None = None, token: str | None = None, *,
                 public: bool = False, **options: Any) -> str:
-    """Python form of `culture-probe push`: the commit URL (private repository unless `public=True`)."""
-    return str(push(repo_id, configs=configs, token=token, public=public, **options).url)
+    """Python form of `culture-probe push`: the commit URL (private repository unless `public=True`), or the folder
+    written when `dry_run_dir=` is given.
+    """
+    upload = push(repo_id, configs=configs, token=token, public=public, **options)
+    return upload.url if upload.url is not None else str(upload.folder)
 
 
 def main(args: Any) -> int:

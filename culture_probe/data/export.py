@@ -40,12 +40,14 @@ def export(
     *,
     configs: Sequence[str] | None = None,
     data_dirs: Mapping[str, str | os.PathLike] | None = None,
+    permission: bool = False,
 ) -> ExportResult:
     """Write `out_dir/<config>/<split>-00000-of-00001.parquet` and `out_dir/README.md` (YAML + dataset card).
 
     `data_dirs` maps a benchmark to its local data (`{"maps": ".../manual/maps", "dlama": "dlama-v1.tar.gz"}`).
     With `configs=None` every config that loads is written; configs whose data is not available (MAPS without
     its folder, DLAMA without its tarball) are skipped and reported. Configs named explicitly must load.
+    `permission`: the user states they may redistribute data released on request (the card says so).
     """
     out = Path(out_dir)
     entries = {e.name: e for e in list_benchmarks()}
@@ -77,7 +79,7 @@ def export(
     if clash:
         raise CultureProbeError(f"Two configs would be published as {clash}; export them into separate folders.")
     infos = [module.INFO for module in benchmark_modules().values()]
-    (out / "README.md").write_text(render_readme(written, infos), encoding="utf-8")
+    (out / "README.md").write_text(render_readme(written, infos, permission=permission), encoding="utf-8")
     (out / EXPORT_MARKER).write_text(json.dumps(["README.md", *(c.name for c in written)]) + "\n", encoding="utf-8")
     return ExportResult(out, tuple(written), tuple(skipped))
 
@@ -94,7 +96,7 @@ def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedCon
         splits.append((split, table.num_rows))
     for file_name, content in publication.files:
         (folder / file_name).write_bytes(content)
-    return ExportedConfig(publication.name, name, entry.benchmark, publication.languages or entry.languages,
+    return ExportedConfig(publication.name, entry.benchmark, publication.languages or entry.languages,
                           entry.description, tuple(splits), is_corrected(name), publication.about,
                           tuple(file_name for file_name, _ in publication.files))
 

@@ -16,12 +16,11 @@ from culture_probe.data.card import BenchmarkInfo
 
 @dataclass(frozen=True)
 class ExportedConfig:
-    """One config as written to the folder: its name there, the config it was loaded as, its benchmark,
-    languages, rows per split, what the card says of it, and the files shipped beside its rows.
+    """One config as written to the folder: its name there, its benchmark, languages, rows per split, what the card
+    says of it, and the files shipped beside its rows.
     """
 
     name: str
-    source: str
     benchmark: str
     languages: tuple[str, ...]
     description: str
@@ -35,8 +34,11 @@ class ExportedConfig:
         return f"{self.name}/{split}-00000-of-00001.parquet"
 
 
-def render_readme(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo]) -> str:
-    """README.md: the Hub's YAML (`configs:` with one Parquet file per split) and the dataset card."""
+def render_readme(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo], *, permission: bool = False
+                  ) -> str:
+    """README.md: the Hub's YAML (`configs:` with one Parquet file per split) and the dataset card (`permission`:
+    the publisher states they may redistribute data released on request).
+    """
     used = [info for info in infos if any(c.benchmark == info.name for c in configs)]
     licences = [licence for info in used for licence in info.licences]
     ids = list(dict.fromkeys(licence.spdx or "other" for licence in licences))
@@ -48,10 +50,10 @@ def render_readme(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkIn
         configs=[{"config_name": c.name, "data_files": [{"split": s, "path": c.data_file(s)} for s, _ in c.splits]}
                  for c in configs],
     )
-    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{render_card(configs, used)}"))
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{render_card(configs, used, permission)}"))
 
 
-def render_card(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo]) -> str:
+def render_card(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo], permission: bool = False) -> str:
     """The card's text: how to load a config, then one section per benchmark."""
     lines = [
         "# culture_probe benchmarks",
@@ -63,17 +65,19 @@ def render_card(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo
         "source keeps its own licence, listed per benchmark below.",
     ]
     for info in infos:
-        lines += _benchmark_section(info, [c for c in configs if c.benchmark == info.name])
+        lines += _benchmark_section(info, [c for c in configs if c.benchmark == info.name], permission)
     return "\n".join(lines) + "\n"
 
 
-def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig]) -> list[str]:
+def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig], permission: bool) -> list[str]:
     lines = ["", f"## {info.title}", "", info.description, "", f"- Homepage: {info.homepage}",
              f"- Version: {info.version}"]
     lines += [f"- Licence: {licence.text()}" + (f", {licence.url}" if licence.url else "") for licence in info.licences]
     if info.on_request:
-        lines.append(f"- Released on request only: {info.on_request}. This copy was published by someone who "
-                     "obtained it there and states they have the authors' permission; ask there yourself.")
+        who = ("This copy was published by someone who obtained it there and states they have the authors' "
+               "permission; ask there yourself." if permission else
+               "Do not redistribute this copy without the authors' permission.")
+        lines.append(f"- Released on request only: {info.on_request}. {who}")
     lines += [f"- Source: `{source}`" for source in info.sources]
     lines += ["", "| config | languages | rows | description |", "|---|---|---|---|"]
     for c in configs:

@@ -92,6 +92,10 @@ class Backend:
             raise UnsupportedModelError(
                 f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
                 f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model.")
+        if self.kind == "seq2seq" and any(r.candidate_ids != "in_context" for r in requests):
+            raise UnsupportedModelError(
+                "ScoreRequest(candidate_ids='alone'/'piece') reproduces masked and causal probes; a seq2seq model "
+                "scores its candidates inside sentinel spans. Leave candidate_ids at 'in_context' for this model.")
         keys = [self._key(r) for r in requests]
         rank, size = parallel.world()
         cache = self._open_cache(options)

@@ -119,6 +119,9 @@ class ServedScorer:
         if any(r.chat for r in requests):
             raise UnsupportedModelError("ScoreRequest(chat=True) needs the chat template applied before scoring, "
                                         "which a server does not expose; score it with the model in process.")
+        if any(r.candidate_ids != "in_context" for r in requests):
+            raise UnsupportedModelError("ScoreRequest(candidate_ids='alone'/'piece') needs the model's token ids, "
+                                        "which a server does not take; score it with the model in process.")
         pairs = [(r.left, r.left + separator(r.left, r.sep), c) for r in requests for c in r.candidates]
         with ThreadPoolExecutor(self.concurrency) as pool:
             scored = list(pool.map(lambda pair: self._prompt_logprobs(*pair), pairs))

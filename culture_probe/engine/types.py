@@ -42,8 +42,8 @@ class ScoreRequest:
     `candidate_ids` says which token ids score a candidate: `"in_context"` (default) as the candidate is tokenized
     after the left text and separator; `"alone"` as it is tokenized on its own (the original DLAMA/FmLAMA probes:
     `tokenizer.tokenize(candidate)`); `"piece"`: the candidate names one vocabulary piece (`convert_tokens_to_ids`,
-    as MAPS's XLM-R probe compared the pieces `a`/`b`). The last two reproduce upstream code; they are read the
-    same way by every model kind.
+    as MAPS's XLM-R probe compared the pieces `a`/`b`). The last two reproduce upstream code, for masked and causal
+    models in process; seq2seq and served models refuse them.
     """
 
     left: str

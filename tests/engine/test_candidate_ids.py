@@ -58,3 +58,10 @@ def test_the_cache_key_changes_only_when_asked():
     plain = ScoreRequest("x", ("a",))
     assert plain.key() == ScoreRequest("x", ("a",), candidate_ids="in_context").key()
     assert plain.key() != ScoreRequest("x", ("a",), candidate_ids="piece").key()
+
+
+def test_seq2seq_models_refuse_them_instead_of_ignoring_them():
+    tok = train_tokenizer(CORPUS, "metaspace", model_kind="seq2seq", vocab_size=200)
+    scorer = Scorer(tiny_model("t5", tok, layers=1, hidden=32), tok)
+    with pytest.raises(Exception, match="Leave candidate_ids at 'in_context' for this model"):
+        scorer.score([ScoreRequest("the answer is", ("a", "b"), candidate_ids="alone")])

@@ -1,6 +1,7 @@
 """A local stand-in for the Hugging Face Hub's HTTP API, just what `HfApi.create_repo` and `upload_folder` call
-(create, validate-yaml, preupload, tree, commit), so that the real client is tested up to the network: every
-commit is applied to a folder per repository, which `datasets.load_dataset` can then read as the Hub would serve it.
+(create, whoami, repo info, validate-yaml, preupload, tree, commit), so that the real client is tested up to the
+network: every commit is applied to a folder per repository, which `datasets.load_dataset` can then read as the Hub
+would serve it.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         repo_type, repo_id, rest = self._repo()
         folder = self.hub.folder(repo_type, repo_id)
-        if rest.startswith("tree/"):
+        if rest in ("", "revision/main") and repo_id in self.hub.repos:  # repo_info
+            self._send(200, {"id": repo_id, "private": self.hub.repos[repo_id]["private"], "sha": "0" * 40})
+        elif rest.startswith("tree/"):
             files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
             self._send(200, [{"type": "file", "path": p.relative_to(folder).as_posix(), "size": p.stat().st_size,
                               "oid": "0" * 40} for p in files])

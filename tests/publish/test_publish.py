@@ -70,6 +70,20 @@ def test_a_second_push_replaces_the_configs_it_no_longer_holds(mirror: Path, hub
     assert hub.repos["org/culture_probe"]["private"] is True  # an existing repository keeps its visibility
 
 
+def test_the_visibility_reported_is_the_repositorys_and_on_request_data_never_goes_public(
+        mirror: Path, hub: FakeHub, capsys) -> None:
+    push("org/open", configs=["camel_ag_prompts"], public=True)
+    code, out, _ = run_cli(capsys, "push", "org/open", "--configs", "camel_ag_prompts")  # asked private, is public
+    assert code == 0 and out.startswith("uploaded dataset org/open (public)")
+    maps = mirror / "manual" / "maps"
+    if not maps.is_dir():
+        pytest.skip("the mirror has no manual/maps copy")
+    code, _, err = run_cli(capsys, "push", "org/open", "--configs", "maps_en", "--data-dir", f"maps={maps}",
+                           "--i-have-permission")
+    assert code == 2 and "org/open exists and is public" in err and "nothing was uploaded" in err
+    assert len(hub.commits) == 2 and not list(hub.folder("dataset", "org/open").glob("maps_en/*"))
+
+
 def test_dry_run_writes_the_folder_and_sends_nothing(mirror: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)  # no token and offline (the test session's HF_HUB_OFFLINE=1)
     code, out, _ = run_cli(capsys, "push", "org/culture_probe", "--configs", *SMALL, "--dry-run",
