@@ -28,8 +28,8 @@ MARKER = ".culture_probe_run"  # names a folder as a run of this library: only s
 LOCK_FILE = ".lock"  # held by the process writing the run: a second writer fails at once
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
-RESUME_KEYS = ("config", "model", "model_args", "options", "benchmark.rows_sha256", "run.language", "run.limit",
-               "run.seed", "run.corrected")
+RESUME_KEYS = ("config", "model", "model_args", "run.protocol", "options", "benchmark.rows_sha256", "run.language",
+               "run.limit", "run.seed", "run.corrected")
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,8 @@ def check_resumable(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Pat
             before, after = before.get("identity"), after.get("identity")
         if key == "model_args":  # runs made before model_args was recorded loaded the model plainly
             before, after = before or {}, after or {}
+        if key == "run.protocol":  # runs made before the profiles ran the library's protocol
+            before, after = before or "default", after or "default"
         if key == "run.seed" and not new.get("seed_used", True):
             continue  # the protocol draws nothing at random: the seed cannot change a number
         if before != after:

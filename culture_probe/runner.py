@@ -138,8 +138,10 @@ def run(
             else list(rows))
     side = load_side_data(config, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
     kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
-    task_options = task_cls.options_for(settings.protocol, options, kind)  # an upstream profile depends on the kind
-    if task_options != draft:
+    served = isinstance(model, str) and model.startswith(SERVED)  # a suite passes the name beside its scorer
+    # an upstream profile depends on the model's kind and the run's mode
+    task_options = task_cls.options_for(settings.protocol, options, kind, config=config, served=served)
+    if task_cls.needs(config, task_options) != task_cls.needs(config, draft):
         side = load_side_data(config, task_options, data_dir=settings.data_dir)
     task = task_cls(config, task_options, kind=kind, seed=seed, resources=side.values)
     with custom_rows_read(config, rows is not None):

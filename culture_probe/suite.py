@@ -106,7 +106,9 @@ def summarize_suite(model: Any, runs: Mapping[str, RunResult]) -> dict[str, Any]
         rows.append({"config": config, "benchmark": resolve(config)[0].INFO.name, "metric": metric,
                      **(results.get("overall", {}).get(metric) or {}), "unit": results.get("unit"),
                      "smoke": bool(result.config.get("subset")), "omitted": results.get("omitted", {})})
-    return {"model": str(model), "configs": rows, "studies": studies(runs)}
+    protocols = sorted({(r.config.get("run") or {}).get("protocol", "default") for r in runs.values()})
+    return {"model": str(model), "protocol": ", ".join(protocols) or "default", "configs": rows,
+            "studies": studies(runs)}
 
 
 def studies(runs: Mapping[str, RunResult]) -> dict[str, Any]:
@@ -132,7 +134,7 @@ def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
                   "smoke run (--limit)" if r["smoke"] else "; ".join(f"{k} left out: {v}"
                                                                      for k, v in r["omitted"].items()))
                  for r in summary["configs"])
-    parts = [f"# Suite: {summary['model']}", "",
+    parts = [f"# Suite: {summary['model']}", "", f"Protocol profile: **{summary.get('protocol', 'default')}**.", "",
              table_markdown(Table(("config", "metric", "value", "95% CI", "n", "unit", "note"), rows))]
     for name, study in summary["studies"].items():
         parts += ["", f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())]

@@ -99,6 +99,10 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permu
     if len({r.config["config"] for r in runs}) > 1:
         notes.append("these runs probe different configs; compare with care (only runs of "
                      f"{runs[0].config['config']} are paired with {runs[0].name})")
+    protocols = {r.name: (r.config.get("run") or {}).get("protocol", "default") for r in runs}
+    if len(set(protocols.values())) > 1:
+        notes.append("the runs use different protocol profiles (" + ", ".join(f"{n}: {p}" for n, p in
+                     protocols.items()) + "); each run's report lists the deviations whose side differs")
     differences: list[dict[str, Any]] = []
     if paired:
         for other in runs[1:]:

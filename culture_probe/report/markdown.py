@@ -128,8 +128,9 @@ def reproduce(config: Mapping[str, Any]) -> str:
     rows_file = bench_rows_file(config)
     if rows_file:
         words += ["--rows", f"RUN_DIR/{rows_file}"]
+    upstream = run.get("protocol", "default") != "default"  # there an unset option must say so: the profile sets it
     words += [f"--option {shlex.quote(f'{k}={_cli_value(v)}')}" for k, v in (config.get("options") or {}).items()
-              if v is not None]
+              if v is not None or upstream]
     gaps = not_reproducible(config)
     warning = f"**Not reproducible from the command line alone** (see config.json): {'; '.join(gaps)}.\n\n"
     where = f"RUN_DIR is this run's directory (it holds `{rows_file}`).\n\n" if rows_file else ""
@@ -160,6 +161,8 @@ def not_reproducible(config: Mapping[str, Any]) -> list[str]:
 
 
 def _cli_value(value: Any) -> str:
+    if value is None:
+        return "none"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):

@@ -61,17 +61,36 @@ class Deviation:
     upstream: Mapping[str, Any] | None = None
     upstream_note: str = ""
     upstream_kinds: tuple[str, ...] = MODEL_KINDS
+    #: upstream's side needs the model in process (token-level control, e.g. a second BOS): never for served models
+    in_process: bool = False
+
+    def reproducible(self, kind: str | None, served: bool = False) -> bool:
+        """Whether the upstream profile sets this deviation's values for a model of `kind` (None: any kind)."""
+        return (self.upstream is not None and (kind is None or kind in self.upstream_kinds)
+                and not (served and self.in_process))
 
     def side(self, options: Any) -> str:
-        """"upstream" when the run's options are upstream's for this deviation, else "default"."""
+        """"upstream" when the run's options are all upstream's for this deviation, "default" when none of those
+        that upstream sets otherwise than the library is, else "partial" (a user's own option overrode some).
+        """
         if self.upstream is None:
             return "default"
-        return "upstream" if all(getattr(options, k) == v for k, v in self.upstream.items()) else "default"
+        if all(getattr(options, k) == v for k, v in self.upstream.items()):
+            return "upstream"
+        defaults = type(options)()
+        switches = [k for k, v in self.upstream.items() if getattr(defaults, k) != v]
+        return "partial" if any(getattr(options, k) == self.upstream[k] for k in switches) else "default"
 
-    def record(self, options: Any) -> dict[str, str]:
-        """What config.json and the report show: the difference, when it applies, the side, and how to switch."""
-        how = (", ".join(f"{k}={v!r}" for k, v in self.upstream.items()) if self.upstream is not None
-               else f"no upstream side: {self.upstream_note}")
+    def record(self, options: Any, kind: str | None = None) -> dict[str, str]:
+        """What config.json and the report show: the difference, when it applies, the side, and how to switch (or
+        why there is no upstream side, for this model kind or at all).
+        """
+        if self.upstream is None:
+            how = f"no upstream side: {self.upstream_note}"
+        elif kind is not None and kind not in self.upstream_kinds:
+            how = f"no upstream side for {kind} models (upstream's code ran it on {', '.join(self.upstream_kinds)})"
+        else:
+            how = ", ".join(f"{k}={v!r}" for k, v in self.upstream.items())
         return {"id": self.id, "description": self.description, "when": self.when, "side": self.side(options),
                 "upstream": how}
 
@@ -179,25 +198,37 @@ class Task:
         """The deviations that concern this run (config, model kind, mode), each with the side that applied, as
         config.json records them.
         """
-        return [d.record(self.options) for d in self.deviations if d.applies(self)]
+        return [d.record(self.options, self.kind) for d in self.deviations if d.applies(self)]
 
     @classmethod
-    def profile(cls, protocol: str, kind: str | None = None) -> dict[str, Any]:
-        """The option values of a protocol profile for a model kind: none for "default"; for "upstream" the upstream
-        values of every deviation whose upstream code path ran that kind (all kinds when `kind` is None; two
-        deviations never ask one option for different values: a test checks it).
+    def profile(cls, protocol: str, kind: str | None = None, *, served: bool = False) -> dict[str, Any]:
+        """The option values of a protocol profile: none for "default"; for "upstream" the upstream values of every
+        deviation whose upstream code path ran models of `kind` (all kinds when None, to check a suite's options
+        before its model loads). Within one kind, no two deviations ask one option for different values (a test
+        checks it).
         """
         if protocol not in PROTOCOLS:
             raise UnknownNameError("protocol", protocol, PROTOCOLS)
         if protocol == "default":
             return {}
-        return {k: v for d in cls.deviations if d.upstream and (kind is None or kind in d.upstream_kinds)
-                for k, v in d.upstream.items()}
+        return {k: v for d in cls.deviations if d.reproducible(kind, served) for k, v in d.upstream.items()}
 
     @classmethod
-    def options_for(cls, protocol: str, values: Mapping[str, Any], kind: str | None = None) -> Any:
-        """The run's `Options`: the profile's values for the model kind, then the user's own (which win), checked."""
-        return parse_options(cls.Options, {**cls.profile(protocol, kind), **values})
+    def options_for(cls, protocol: str, values: Mapping[str, Any], kind: str | None = None, *,
+                    config: str | None = None, served: bool = False) -> Any:
+        """The run's `Options`: the profile's values, then the user's own (which win), checked. Given the config
+        and the model's kind, the profile keeps only the deviations that concern the run (its mode, its templates),
+        so no inert option is set.
+        """
+        draft = parse_options(cls.Options, values)
+        profile = cls.profile(protocol, kind, served=served)
+        if not profile:
+            return draft
+        if config is not None and kind is not None:
+            probe = cls(config, draft, kind=kind)  # no resources: `applies` reads the config, kind and options only
+            profile = {k: v for d in cls.deviations if d.reproducible(kind, served) and d.applies(probe)
+                       for k, v in d.upstream.items()}
+        return parse_options(cls.Options, {**profile, **values})
 
     def stage_model(self, stage: str) -> str | None:
         """The model that answers `stage` (None = the run's model); e.g. an LLM judge for X-FaKT."""

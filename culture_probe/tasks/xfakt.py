@@ -192,7 +192,7 @@ class XfaktTask(Task):
                   "that starts with BOS has it once; upstream passed the templated string to vLLM 0.2.7, which added "
                   "the tokenizer's special tokens again (factual_gen.py:28-29: a double BOS for Llama-3, Gemma-2).",
                   "generation through the chat template (causal models)", lambda t: _generates(t) and t.chat,
-                  upstream={"double_bos": True}, upstream_kinds=("causal",)),
+                  upstream={"double_bos": True}, upstream_kinds=("causal",), in_process=True),
         Deviation("X2", "Clean category values (upstream labels landmarks and festivals 'lakes').",
                   upstream_note="upstream's label column (factual_gen.py:63, :66) feeds no metric: eval.py groups "
                   "the answers by country only, so the labels change no number"),

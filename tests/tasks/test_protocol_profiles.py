@@ -68,6 +68,17 @@ def test_side_and_record_name_how_to_switch() -> None:
     with_side = Deviation("Z1", "No cap (upstream: 10).", upstream={"cap": 10})
     without = Deviation("Z2", "Storage only.", upstream_note="changes no number")
     assert with_side.side(Options()) == "default" and with_side.side(Options(cap=10)) == "upstream"
+    both = Deviation("Z3", "Two switches.", upstream={"cap": 10, "other": True})
+
+    @dataclasses.dataclass(frozen=True)
+    class Two:
+        cap: int | None = None
+        other: bool = False
+
+    assert both.side(Two(cap=10)) == "partial" and both.side(Two(cap=10, other=True)) == "upstream"
+    assert with_side.record(Options(), "causal")["upstream"] == "cap=10"
+    masked_only = Deviation("Z4", "Masked only.", upstream={"cap": 10}, upstream_kinds=("masked",))
+    assert masked_only.record(Options(), "causal")["upstream"].startswith("no upstream side for causal models")
     assert with_side.record(Options(cap=10)) == {"id": "Z1", "description": "No cap (upstream: 10).",
                                                  "when": "every run", "side": "upstream", "upstream": "cap=10"}
     assert without.record(Options())["upstream"] == "no upstream side: changes no number"
@@ -88,7 +99,8 @@ def test_a_run_records_the_profile_and_each_side(xfakt_release, tmp_path) -> Non
     switched = {i for i, side in sides["upstream"].items() if side == "upstream"}
     assert switched and not {i for i, side in sides["default"].items() if side == "upstream"}
     report = (tmp_path / "upstream" / "report.md").read_text()
-    assert "Protocol profile: **upstream**" in report and "--protocol upstream" in report
+    assert "Protocol profile: **upstream**" in report
+    assert "--protocol upstream" in report.split("## Reproduce")[1]  # the command repeats the profile
     for deviation_id in switched:
         assert f"| {deviation_id} |" in report
 
@@ -133,3 +145,40 @@ def test_upstream_and_default_runs_differ_exactly_where_the_table_says(xfakt_rel
                                "round_statistics"}
     for key in ("frs", "kts", "xfakt", "mu_assoc", "mu_non", "error_table"):
         assert default[key] == upstream[key], key
+
+
+def test_the_profile_sets_only_what_concerns_the_run() -> None:
+    """Given the config and the kind, options of modes the run does not use are left alone (no inert option in
+    config.json, the Reproduce command, or a resume check), and a served model gets no token-level upstream side."""
+    dlama = task_for("dlama_arab_west")
+    ranked = dlama.options_for("upstream", {}, "causal", config="dlama_arab_west")
+    generated = dlama.options_for("upstream", {"mode": "generate"}, "causal", config="dlama_arab_west")
+    assert ranked.generate_first_n is None and generated.generate_first_n == 3  # D4 concerns generation only
+    xfakt = task_for("xfakt_factual_recall")
+    assert xfakt.options_for("upstream", {}, "causal", config="xfakt_factual_recall").double_bos is True
+    served = xfakt.options_for("upstream", {}, "causal", config="xfakt_factual_recall", served=True)
+    assert served.double_bos is False and served.round_statistics is True  # X1 needs the model in process
+
+
+def test_the_reproduce_command_keeps_an_option_the_user_unset_under_the_upstream_profile() -> None:
+    from culture_probe.report.markdown import reproduce
+
+    config = {"config": "fmlama_en", "model": {"spec": "m"}, "run": {"protocol": "upstream"},
+              "options": {"max_candidate_tokens": None, "ap_denominator": "ranked"}}
+    command = reproduce(config)
+    assert "--protocol upstream" in command and "--option max_candidate_tokens=none" in command
+    assert "max_candidate_tokens" not in reproduce({**config, "run": {"protocol": "default"}})
+
+
+def test_a_run_cannot_resume_under_the_other_profile(xfakt_release, tmp_path) -> None:
+    from test_xfakt_protocol import rows_of, tiny_chat_scorer
+
+    from culture_probe.errors import CultureProbeError
+    from culture_probe.runner import run
+
+    rows = rows_of(xfakt_release, "New York", languages=("en",))
+    keywords = dict(rows=rows, judge="string", max_new_tokens=4, out=tmp_path / "run", progress=False,
+                    data_dir=str(xfakt_release))
+    run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), **keywords)
+    with pytest.raises(CultureProbeError, match="run.protocol was 'default' and is now 'upstream'"):
+        run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), resume=True, protocol="upstream", **keywords)
