@@ -68,3 +68,14 @@ def test_the_offline_metric_lines_run_from_the_repository_root(monkeypatch: pyte
     monkeypatch.chdir(REPO)
     inputs = {"prompt_id": ["t"] * 2, "culture": ["arab", "western"], "score": [-1.0, -2.0]}
     assert evaluate.load("metrics/cbs").compute(**inputs) == culture_probe.load_metric("cbs").compute(**inputs)
+
+
+def test_a_compare_line_pairs_runs_of_one_config() -> None:
+    """`compare` pairs runs of the same config on the same items; the README's must compare such runs."""
+    parser, made = build_parser(), {}
+    for argv in command_lines():
+        args = parser.parse_args(argv)
+        if args.command == "run" and args.out:
+            made[args.out] = tuple(args.configs)
+        if args.command == "compare":
+            assert len({made[run_dir] for run_dir in args.run_dirs}) == 1, args.run_dirs
