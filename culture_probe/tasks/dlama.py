@@ -20,18 +20,16 @@ from typing import Any, Literal
 
 from culture_probe.data.card import is_corrected
 from culture_probe.data.resources import Need
-from culture_probe.engine.types import GenerateOptions, ScoreOptions, ScoreRequest
-from culture_probe.errors import UnknownNameError, UnsupportedModelError
+from culture_probe.engine.types import GenerateOptions, ScoreOptions
+from culture_probe.errors import UnsupportedModelError
 from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, hits_at_k, ranking_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
-from culture_probe.tasks.filling import FILLS, Fill, fill_slots
-from culture_probe.tasks.options import at_least
+from culture_probe.tasks.filling import Fill, fill_slots, slot_request
+from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 TOP_K = 5  # predictions kept per record
-CANDIDATE_TOKENIZATIONS = ("in_context", "alone")
-P1_GOLDS = ("any", "first")
 WEST = "west"
 # Generation mode (spec 4.6): the system message per language and {predicate: (en, ar) question}, {} = sub_label.
 SYSTEM = {"en": "You are an encyclopedia.", "ar": "تعامل كأنك موسوعة."}
@@ -77,10 +75,7 @@ class DlamaOptions:
     def __post_init__(self) -> None:
         at_least("max_new_tokens", self.max_new_tokens, 1)
         at_least("generate_first_n", self.generate_first_n, 1, none_ok=True)
-        for name, choices in (("fill", FILLS), ("candidate_tokenization", CANDIDATE_TOKENIZATIONS),
-                              ("p1_gold", P1_GOLDS)):
-            if getattr(self, name) not in choices:
-                raise UnknownNameError(f"value of option {name}", str(getattr(self, name)), choices)
+        check_choices(self)
 
 
 def _ranks(task: DlamaTask) -> bool:
@@ -198,10 +193,8 @@ class DlamaTask(Task):
                 continue
             left, right = prompt(entry["template"], row["sub_label"], self.options.fill)
             meta["prompt"] = f"{left}[Y]{right}"
-            stripped = left.rstrip()  # a space before the slot moves onto the candidate (in-context ids)
-            request = ScoreRequest(left=stripped, candidates=sets[row["language"], row["predicate"]], right=right,
-                                   sep=" " if stripped != left else "",
-                                   candidate_ids=self.options.candidate_tokenization)
+            request = slot_request(left, right, sets[row["language"], row["predicate"]],
+                                   self.options.candidate_tokenization)
             yield ScoreProbe(row["id"], request, options, meta=meta)
 
     def _question(self, row: Mapping[str, Any], meta: dict[str, Any]) -> Probe:

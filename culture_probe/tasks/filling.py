@@ -6,6 +6,9 @@ on the filled text). A pattern in brackets is a character class: every capital X
 every capital C (those of the dish name included, as it is filled first) the country, and the brackets stay
 (`[X] is located in [Y] .` becomes `[Egypt] is located in [Y] .`). The value is a replacement template, so a
 backslash in it is read as an escape.
+
+`slot_request` turns a filled template's two sides into the engine's request, with the candidate ids either rule
+asks for.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal, get_args
 
+from culture_probe.engine.types import ScoreRequest
 from culture_probe.errors import TemplateError, UnknownNameError
 
 Fill = Literal["replace", "upstream_regex"]
@@ -41,3 +45,15 @@ def fill_slots(template: str, fillers: Sequence[tuple[str, str]], how: Fill = "r
                                 f"it is invalid ({error}), as it was for the released code. Use fill='replace'."
                                 ) from None
     return text
+
+
+def slot_request(left: str, right: str, candidates: Sequence[str],
+                 candidate_ids: Literal["in_context", "alone"] = "in_context") -> ScoreRequest:
+    """A request that keeps the template's own spacing: a space before the slot moves onto the candidate
+    (in-context ids, like ' tofu' for BPE), no space stays none (zh, or a slot glued to punctuation);
+    `candidate_ids="alone"` scores candidates by their ids as tokenized on their own instead, as the released
+    DLAMA and FmLAMA masked paths did (D2, F9).
+    """
+    stripped = left.rstrip()
+    sep = " " if stripped != left else ""
+    return ScoreRequest(left=stripped, candidates=tuple(candidates), right=right, sep=sep, candidate_ids=candidate_ids)

@@ -18,8 +18,8 @@ from typing import Any, Literal
 from culture_probe.data.fmlama import OTHERS, candidate_pool
 from culture_probe.data.registry import resolve
 from culture_probe.data.resources import Need
-from culture_probe.engine.types import GenerateOptions, ScoreOptions, ScoreRequest
-from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
+from culture_probe.engine.types import GenerateOptions, ScoreOptions
+from culture_probe.errors import CultureProbeError, UnsupportedModelError
 from culture_probe.metrics.fmlama import (
     FAMILIES,
     ChatReply,
@@ -31,8 +31,8 @@ from culture_probe.metrics.fmlama import (
 )
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
-from culture_probe.tasks.filling import FILLS, Fill, fill_slots
-from culture_probe.tasks.options import at_least
+from culture_probe.tasks.filling import Fill, fill_slots, slot_request
+from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl)
@@ -54,8 +54,6 @@ CHAT_INSTRUCTIONS = {
 # The named origin groups of the released v1 scorer (metrics_utils.COUNTRY; Indonesia and Korea commented out):
 # every other origin, Germany, Iran, Greece and Russia included, is "Others" there (F10).
 V1_CODE_GROUPS = ("U.S.", "France", "Italy", "India", "Japan", "U.K.", "Spain", "China", "Turkey", "Mexico")
-CANDIDATE_TOKENIZATIONS = ("in_context", "alone")
-GROUP_SETS = ("paper", "v1_code")
 REPLY_SPLIT = re.compile(r",|，|、|\n|\band\b")
 PUNCTUATION = " \t.。!！?？;；:：\"'“”‘’()（）[]*-"
 
@@ -98,10 +96,7 @@ class FmlamaOptions:
             raise CultureProbeError(f"families must be some of {', '.join(FAMILIES)}, got {list(self.families)}.")
         at_least("max_candidate_tokens", self.max_candidate_tokens, 1, none_ok=True)
         at_least("chat_max_new_tokens", self.chat_max_new_tokens, 1)
-        for name, choices in (("fill", FILLS), ("candidate_tokenization", CANDIDATE_TOKENIZATIONS),
-                              ("group_set", GROUP_SETS), ("ap_denominator", ("gold", "ranked"))):
-            if getattr(self, name) not in choices:
-                raise UnknownNameError(f"value of option {name}", str(getattr(self, name)), choices)
+        check_choices(self)
 
 
 V1_KINDS = ("masked", "seq2seq")  # the model kinds of the released v1 code's two paths (masked, T5/mT5)
@@ -399,17 +394,6 @@ def fill(template: str, dish: str, country: str | None, language: str, how: Fill
     text = fill_slots(template, fillers, "replace" if language in SLOTS else how)
     left, right = split_slot(text, slot)
     return left, right, dish_after_slot
-
-
-def slot_request(left: str, right: str, candidates: Sequence[str],
-                 candidate_ids: Literal["in_context", "alone"] = "in_context") -> ScoreRequest:
-    """A request that keeps the template's own spacing: a space before the slot moves onto the candidate
-    (in-context ids, like ' tofu' for BPE), no space stays none (zh, or a slot glued to punctuation);
-    `candidate_ids="alone"` scores candidates by their ids as tokenized on their own instead (F9).
-    """
-    stripped = left.rstrip()
-    sep = " " if stripped != left else ""
-    return ScoreRequest(left=stripped, candidates=tuple(candidates), right=right, sep=sep, candidate_ids=candidate_ids)
 
 
 def reply_items(reply: str, frame: Sequence[str]) -> list[str]:

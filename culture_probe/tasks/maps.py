@@ -34,7 +34,7 @@ from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics.proverbs import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task
-from culture_probe.tasks.options import at_least
+from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
 
 QUESTIONS = {
@@ -98,10 +98,7 @@ class MapsOptions:
         at_least("mem_max_new_tokens", self.mem_max_new_tokens, 1, none_ok=True)
         at_least("seq2seq_max_tokens", self.seq2seq_max_tokens, 1, none_ok=True)
         at_least("n_shot (the paper uses 2 and 5)", self.n_shot, 0)
-        for name, valid in (("mem_match", ("prefix", "substring")), ("mem_template_lang", ("en", "native")),
-                            ("mlm_letter_pieces", ("word_initial", "bare")), ("seq2seq_style", ("sentinel", "plain"))):
-            if getattr(self, name) not in valid:
-                raise UnknownNameError(name, getattr(self, name), valid)
+        check_choices(self)
 
 
 # ---------------------------------------------------------------- prompts

@@ -86,6 +86,19 @@ def at_least(name: str, value: int | None, low: int, *, none_ok: bool = False) -
         raise InvalidValueError(f"{name} must be a whole number >= {low}{extra}, got {value!r}.")
 
 
+def check_choices(options: Any) -> None:
+    """Every field typed as a `Literal` holds one of its values, and every `bool` field a bool: what Python code
+    passing `Options(...)` directly (not through `parse_options`) could get wrong, named as the command line would.
+    """
+    for name, hint in typing.get_type_hints(type(options)).items():
+        value = getattr(options, name)
+        if typing.get_origin(hint) is Literal and value not in typing.get_args(hint):
+            raise UnknownNameError(f"value of option {name}", str(value), [str(a) for a in typing.get_args(hint)])
+        if hint is bool and not isinstance(value, bool):
+            raise InvalidValueError(f"{type(options).__qualname__}.{name} must be True or False, got {value!r} "
+                                    f"(on the command line --option {name}=true or false).")
+
+
 def json_ready(value: Any) -> Any:
     """Tuples -> lists, numpy scalars -> Python numbers, recursively."""
     if isinstance(value, Mapping):

@@ -28,11 +28,11 @@ from culture_probe.data.card import base_name
 from culture_probe.data.resources import Need
 from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
 from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRequest
-from culture_probe.errors import CultureProbeError, InvalidValueError
+from culture_probe.errors import CultureProbeError
 from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Task
-from culture_probe.tasks.options import at_least
+from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 
 LANGUAGES = CODES
@@ -64,11 +64,7 @@ class XfaktOptions:
     def __post_init__(self) -> None:
         at_least("max_new_tokens", self.max_new_tokens, 1)
         at_least("judge_max_new_tokens", self.judge_max_new_tokens, 1)
-        for name in ("round_cells", "round_statistics", "double_bos", "strip_echo"):
-            value = getattr(self, name)
-            if not isinstance(value, bool):
-                raise InvalidValueError(f"XfaktOptions.{name} must be True or False, got {value!r}: pass a bool "
-                                        f"(on the command line --option {name}=true or false).")
+        check_choices(self)
 
 
 # ---------------------------------------------------------------- judges
