@@ -115,10 +115,10 @@ def executed(path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-def volatile_patterns() -> list[tuple[re.Pattern[str], str]]:
-    """(pattern, replacement) pairs for text that differs between runs or machines but not with the library's
-    results: paths, durations, timestamps, memory addresses, versions of other packages. The numbers the library
-    computes are left alone.
+def path_patterns() -> list[tuple[re.Pattern[str], str]]:
+    """(pattern, placeholder) pairs for the paths of this machine and run: the repository, the venv, the mirror,
+    temporary folders, the home folder. Outputs are stored with the placeholders, so no notebook names a path of
+    the machine that wrote it.
 
     Stored outputs may come from another checkout: a path is recognised by its tail where it can be.
     """
@@ -129,7 +129,17 @@ def volatile_patterns() -> list[tuple[re.Pattern[str], str]]:
         (re.compile(rf"(/[\w.-]+)*/{SCRATCH_PREFIX}\w+/tmp{anchor}"), "<tmp>"),  # a kernel's TMPDIR
         (re.compile(rf"(/[\w.-]+)*/shared/mirror{anchor}"), "<mirror>"),  # the default mirror beside any checkout
         *((re.compile(re.escape(place) + anchor), name) for place, name in places if len(place) > 1),
-        (re.compile(r"<tmp>/[^/\s'\"`]+"), "<tmp>/<dir>"),  # tempfile.mkdtemp's random names
+        (re.compile(r"<tmp>/(?!<dir>)[^/\s'\"`]+"), "<tmp>/<dir>"),  # tempfile.mkdtemp's random names
+    ]
+
+
+def volatile_patterns() -> list[tuple[re.Pattern[str], str]]:
+    """(pattern, replacement) pairs for text that differs between runs or machines but not with the library's
+    results: paths, durations, timestamps, memory addresses, versions of other packages. The numbers the library
+    computes are left alone.
+    """
+    return [
+        *path_patterns(),
         (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"), "<timestamp>"),
         (re.compile(r"\b(in|after|took) \d+(\.\d+)? ?(s|ms|seconds?|minutes?)\b"), r"\1 <duration>"),
         (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x<address>"),
@@ -230,10 +240,28 @@ def storable(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> nbf
         if cell.cell_type != "code":
             continue
         # left out: the blank lines `tokenizers`' trainers print in place of their progress bars
-        cell.outputs = merged([o for o in cell.outputs if o.output_type != "stream" or o.text.strip()])
+        cell.outputs = [without_paths(o) for o in
+                        merged([o for o in cell.outputs if o.output_type != "stream" or o.text.strip()])]
         if cell_lines(old, patterns) == cell_lines(cell, patterns) and images(old) == images(cell):
-            cell.outputs = merged(old.outputs)
+            cell.outputs = [without_paths(o) for o in merged(old.outputs)]
     return fresh
+
+
+def text_fields(output: nbformat.NotebookNode) -> list[tuple[dict, str]]:
+    """(holder, key) of every text an output shows: a stream's text, its text/* data (images are bytes)."""
+    if output.output_type == "stream":
+        return [(output, "text")]
+    return [(output["data"], mime) for mime in output.get("data", {}) if not IMAGE.match(mime)]
+
+
+def without_paths(output: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """`output` with every path of this machine replaced by its placeholder (`<mirror>`, `<tmp>/<dir>`, ...)."""
+    for holder, key in text_fields(output):
+        text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
+        for pattern, placeholder in path_patterns():
+            text = pattern.sub(placeholder, text)
+        holder[key] = text
+    return output
 
 
 def update(path: Path) -> bool:
@@ -257,6 +285,18 @@ def test_notebook_imports_are_declared_dependencies(path: Path) -> None:
     undeclared = {module: owners.get(module) for module in third_party
                   if not {normalised(d) for d in owners.get(module, [module])} & declared}
     assert not undeclared, f"{path.name} imports {undeclared}: add them to setup.cfg (install_requires or test extras)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_stored_outputs_name_no_path_of_this_machine(path: Path) -> None:
+    stored = nbformat.read(path, as_version=4)
+    for number, cell in enumerate(stored.cells):
+        for output in cell.get("outputs", []):
+            for holder, key in text_fields(output):
+                text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
+                named = [pattern.pattern for pattern, placeholder in path_patterns()
+                         if pattern.sub(placeholder, text) != text]
+                assert not named, f"notebooks/{path.name} cell {number} names a local path; run `{REGENERATE}`"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
