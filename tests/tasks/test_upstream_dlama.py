@@ -23,11 +23,12 @@ import re
 import numpy as np
 import pytest
 from dlama_fixture import ARABIC, FACTS, write_dlama
+from mlama_masked import roberta_style as roberta_style_model
+from mlama_masked import upstream_masked_ranking
 
 from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import UnknownNameError
-from culture_probe.models import tiny_model, train_tokenizer
 from culture_probe.runner import run
 from culture_probe.tasks.dlama import DlamaTask
 from culture_probe.tasks.filling import fill_slots
@@ -52,31 +53,6 @@ def test_the_upstream_profile_per_model_kind():
 # ---------------------------------------------------------------- masked P@1, candidates tokenized alone (D2)
 
 
-def upstream_masked_ranking(model, tok, template: str, subject: str, candidates) -> list[tuple[str, float]]:
-    """The released masked path for one fact: fill the stripped template with the stripped subject and the mask;
-    group the candidates (sorted) by their number of bare pieces (`tokenizer.tokenize(obj)`); for k = 1..K put k
-    masks in the sentence (RoBERTa-style `<mask><mask>`; BERT's "][" fix does not apply), run the model once, and
-    score each k-piece candidate by the mean of its pieces' log-probs at the k mask positions (float32); sort by
-    score, best first, stably, so ties keep the grouping's order (fewer pieces, then code point).
-    """
-    import torch
-
-    pieces = {c: tok.tokenize(c) for c in sorted(candidates)}
-    longest = max(len(p) for p in pieces.values())
-    sentence = template.strip().replace("[X]", subject.strip()).replace("[Y]", tok.mask_token)
-    scores: dict[str, float] = {}
-    for k in range(1, longest + 1):
-        encoded = tok(sentence.replace(tok.mask_token, tok.mask_token * k), return_tensors="pt")
-        with torch.no_grad():
-            log_probs = torch.log_softmax(model(**encoded).logits[0], -1)
-        positions = (encoded["input_ids"][0] == tok.mask_token_id).nonzero()[:, 0].tolist()
-        assert len(positions) == k
-        for candidate in (c for c in pieces if len(pieces[c]) == k):
-            ids = tok.convert_tokens_to_ids(pieces[candidate])
-            scores[candidate] = float(np.mean([log_probs[p, i].numpy() for p, i in zip(positions, ids, strict=True)]))
-    return sorted(scores.items(), key=lambda item: item[1], reverse=True)
-
-
 def upstream_p_at_1(ranks: list[int]) -> float:
     """metrics_utils: a fact is right when its rank (the best gold's, 0-based) is 0; P@1 in %, 3 decimals."""
     return round(100 * sum(rank < 1 for rank in ranks) / len(ranks), 3)
@@ -84,15 +60,11 @@ def upstream_p_at_1(ranks: list[int]) -> float:
 
 @pytest.fixture(scope="module")
 def roberta_style():
-    """A tiny masked model with a byte-level BPE vocabulary whose mask token absorbs the space before it, as
-    RoBERTa's and XLM-R's do; "Asia" alone is two pieces, " Asia" one."""
-    from tokenizers import AddedToken
-
+    """A tiny RoBERTa-style masked model; "Asia" alone is two pieces, " Asia" one."""
     texts = [TEMPLATE.replace("[X]", s).replace("[Y]", o) for (_, s), (_, labels, _) in FACTS.items() for o in labels]
-    tok = train_tokenizer(texts * 20 + [" ".join(CANDIDATES)] * 5, "bpe", model_kind="masked", vocab_size=320)
-    tok.add_special_tokens({"mask_token": AddedToken("<mask>", lstrip=True, special=True)})
+    model, tok = roberta_style_model(texts * 20 + [" ".join(CANDIDATES)] * 5, vocab_size=320, seed=5)
     assert len(tok.tokenize("Asia")) != len(tok.tokenize(" Asia"))
-    return tiny_model("bert", tok, layers=1, hidden=32, heads=4, seed=5), tok
+    return model, tok
 
 
 def test_masked_p_at_1_with_candidates_tokenized_alone(roberta_style, tmp_path):

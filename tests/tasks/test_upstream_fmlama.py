@@ -29,12 +29,13 @@ import statistics
 
 import numpy as np
 import pytest
+from mlama_masked import roberta_style as roberta_style_model
+from mlama_masked import upstream_masked_ranking
 
 from culture_probe.data.fmlama import group_of
 from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import UnknownNameError
-from culture_probe.models import tiny_model, train_tokenizer
 from culture_probe.runner import run
 from culture_probe.tasks.fmlama import FmlamaTask, fill
 
@@ -109,40 +110,12 @@ def v1_gold(row) -> str:
 # ---------------------------------------------------------------- the masked path
 
 
-def v1_masked_ranking(model, tok, template: str, dish: str, pool: list[str]) -> list[str]:
-    """eval_utils.run_evaluation + get_ranking: the stripped template filled with the stripped dish and the mask;
-    candidates of more than 10 bare pieces dropped; for k = 1..min(longest, 10), k masks (RoBERTa-style
-    `<mask><mask>`), one model run, each k-piece candidate scored by the float32 mean of its pieces' log-probs at
-    the masks; sorted best first, stably over the grouping's order (fewer pieces, then the pool's code-point order).
-    """
-    import torch
-
-    pieces = {c: tok.tokenize(c) for c in pool}
-    longest = min(max(len(p) for p in pieces.values()), 10)
-    sentence = template.strip().replace("[X]", dish.strip()).replace("[Y]", tok.mask_token)
-    scores: dict[str, float] = {}
-    for k in range(1, longest + 1):
-        encoded = tok(sentence.replace(tok.mask_token, tok.mask_token * k), return_tensors="pt")
-        with torch.no_grad():
-            log_probs = torch.log_softmax(model(**encoded).logits[0], -1)
-        positions = (encoded["input_ids"][0] == tok.mask_token_id).nonzero()[:, 0].tolist()
-        for candidate in (c for c in pool if len(pieces[c]) == k):
-            ids = tok.convert_tokens_to_ids(pieces[candidate])
-            scores[candidate] = float(np.mean([log_probs[p, i].numpy() for p, i in zip(positions, ids, strict=True)]))
-    return [c for c, _ in sorted(scores.items(), key=lambda item: item[1], reverse=True)]
-
-
 @pytest.fixture(scope="module")
 def roberta_style():
-    """A tiny masked model with a byte-level BPE vocabulary whose mask token absorbs the space before it (as
-    RoBERTa's and XLM-R's do), trained on the rows' words: short gold strings are a few pieces, borscht's more
-    than 10."""
-    from tokenizers import AddedToken
-
+    """A tiny RoBERTa-style masked model trained on the rows' words: short gold strings are a few pieces,
+    borscht's more than 10."""
     texts = [t.replace("[X]", dish).replace("[Y]", ", ".join(gold)) for _, dish, gold in DISHES for t in HASPARTS]
-    tok = train_tokenizer(texts * 10, "bpe", model_kind="masked", vocab_size=400)
-    tok.add_special_tokens({"mask_token": AddedToken("<mask>", lstrip=True, special=True)})
-    return tiny_model("bert", tok, layers=1, hidden=32, heads=4, seed=2), tok
+    return roberta_style_model(texts * 10, vocab_size=400, seed=2)
 
 
 def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(roberta_style, fmlama_release, tmp_path):
@@ -160,7 +133,8 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(roberta_style, fml
     for number, template in enumerate(HASPARTS, 1):
         relation, found = f"hasParts_{number}", []
         for row in ROWS:
-            ranking = v1_masked_ranking(model, tok, template, row["sub_label"], pool)
+            ranking = [c for c, _ in upstream_masked_ranking(model, tok, template, row["sub_label"], pool,
+                                                             max_pieces=10)]
             ranks = [i for i, c in enumerate(ranking) if c == v1_gold(row)]
             record = next(r for r in upstream.records if r["id"] == row["id"] and r["template"] == relation)
             assert record["gold"] == [v1_gold(row)] and record["n_candidates"] == len(ranking)
