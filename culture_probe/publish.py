@@ -9,6 +9,7 @@ the folder and prints what would be uploaded, without token or network.
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import tempfile
@@ -212,7 +213,7 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     source = MODULES_DIR / name / f"{name}.py"
     shutil.copyfile(source, folder / f"{name}.py")
-    doc = (source.read_text(encoding="utf-8").split('"""')[1]).strip()
+    doc = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""
     from culture_probe import __version__
 
     (folder / "README.md").write_text(
