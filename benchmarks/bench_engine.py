@@ -42,8 +42,10 @@ from culture_probe.data.sources import fetch, read_jsonl
 from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.models import tiny_model, train_tokenizer
 
-DISHES_URL = ("https://raw.githubusercontent.com/lizhou21/FmLAMA-master/16c41230d03e53cc5315217f7b9e210cd7dcc7fc/"
-              "data/data_lang/en/en_dishes.jsonl")
+DISHES_URL = (
+    "https://raw.githubusercontent.com/lizhou21/FmLAMA-master/16c41230d03e53cc5315217f7b9e210cd7dcc7fc/"
+    "data/data_lang/en/en_dishes.jsonl"
+)
 LEFT = "The ingredients of {dish} include"
 MIN_CANDIDATES, MAX_DIFF = 1000, 1e-4
 HARNESS_SPEEDUP, FLOP_BOUND, MASKED_SPEEDUP = 10.0, 2.0, 50.0  # the targets of issue 13
@@ -101,7 +103,7 @@ def per_candidate_masked(model, items: list[tuple[list[int], list[int], list[int
     """Typed querying, one forward per (context, candidate) with k masks, batches of 64, full log_softmax."""
     out = [0.0] * len(items)
     for start in range(0, len(items), 64):
-        batch = items[start: start + 64]
+        batch = items[start : start + 64]
         seqs = [ctx + [tok.mask_token_id] * len(cand) + suffix for ctx, cand, suffix in batch]
         ids, mask = _padded(seqs, tok.pad_token_id)
         logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)
@@ -140,8 +142,12 @@ def counted_tokens(model) -> list[int]:
     engine calls the body and then the LM head only where a candidate token is predicted).
     """
     seen: list[int] = []
-    model.base_model.register_forward_pre_hook(lambda _, args, kwargs: seen.append(
-        int((kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]).numel())), with_kwargs=True)
+    model.base_model.register_forward_pre_hook(
+        lambda _, args, kwargs: seen.append(
+            int((kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]).numel())
+        ),
+        with_kwargs=True,
+    )
     return seen
 
 
@@ -171,21 +177,27 @@ def causal_case(dishes, pool, shape, positions: int, repeat: int, rate: float) -
     harness_tokens = sum(tokens) // repeat
     speedup, diff = harness_time / engine_time, float(np.abs(engine - harness).max())
     bound = 2 * model.num_parameters() * engine_tokens / rate
-    print(f"gpt2  (n_positions {positions}, 6 layers, hidden {shape[0]}, vocab {len(tok)}): {len(dishes)} dishes x "
-          f"{len(pool)} candidates\n"
-          f"  engine {engine_time:8.2f} s   lm-eval HFLM {harness_time:8.2f} s   speed-up {speedup:6.1f}x   "
-          f"max |diff| {diff:.2e}\n"
-          f"  FLOP bound {bound:8.2f} s ({engine_tokens:,} tokens through the model x 2 x "
-          f"{model.num_parameters() / 1e6:.1f}M parameters at {rate / 1e9:.0f} GFLOP/s): engine at "
-          f"{engine_time / bound:.1f}x the bound\n"
-          f"  lm-eval put {harness_tokens:,} tokens through the model (padding included; it runs a context once for "
-          f"all its one-token continuations): {harness_tokens / engine_tokens:.1f}x the engine's, the speed-up at "
-          "equal cost per token")
-    return report({
-        f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
-        f"speed-up over lm-eval >= {HARNESS_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= HARNESS_SPEEDUP,
-        f"within {FLOP_BOUND:.0f}x of the FLOP bound ({engine_time / bound:.1f}x)": engine_time <= FLOP_BOUND * bound,
-        f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF})
+    print(
+        f"gpt2  (n_positions {positions}, 6 layers, hidden {shape[0]}, vocab {len(tok)}): {len(dishes)} dishes x "
+        f"{len(pool)} candidates\n"
+        f"  engine {engine_time:8.2f} s   lm-eval HFLM {harness_time:8.2f} s   speed-up {speedup:6.1f}x   "
+        f"max |diff| {diff:.2e}\n"
+        f"  FLOP bound {bound:8.2f} s ({engine_tokens:,} tokens through the model x 2 x "
+        f"{model.num_parameters() / 1e6:.1f}M parameters at {rate / 1e9:.0f} GFLOP/s): engine at "
+        f"{engine_time / bound:.1f}x the bound\n"
+        f"  lm-eval put {harness_tokens:,} tokens through the model (padding included; it runs a context once for "
+        f"all its one-token continuations): {harness_tokens / engine_tokens:.1f}x the engine's, the speed-up at "
+        "equal cost per token"
+    )
+    return report(
+        {
+            f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
+            f"speed-up over lm-eval >= {HARNESS_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= HARNESS_SPEEDUP,
+            f"within {FLOP_BOUND:.0f}x of the FLOP bound ({engine_time / bound:.1f}x)": engine_time
+            <= FLOP_BOUND * bound,
+            f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF,
+        }
+    )
 
 
 def masked_case(dishes, pool, shape, repeat: int) -> bool:
@@ -205,13 +217,18 @@ def masked_case(dishes, pool, shape, repeat: int) -> bool:
 
     base_time, baseline = best_time(baseline_run, repeat)
     speedup, diff = base_time / engine_time, float(np.abs(engine - baseline).max())
-    print(f"bert  (6 layers, hidden {shape[0]}, vocab {len(tok)}): {len(dishes)} dishes x {len(pool)} candidates\n"
-          f"  engine {engine_time:8.2f} s   per-candidate baseline {base_time:8.2f} s   speed-up {speedup:6.1f}x   "
-          f"max |diff| {diff:.2e}")
-    return report({
-        f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
-        f"speed-up >= {MASKED_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= MASKED_SPEEDUP,
-        f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF})
+    print(
+        f"bert  (6 layers, hidden {shape[0]}, vocab {len(tok)}): {len(dishes)} dishes x {len(pool)} candidates\n"
+        f"  engine {engine_time:8.2f} s   per-candidate baseline {base_time:8.2f} s   speed-up {speedup:6.1f}x   "
+        f"max |diff| {diff:.2e}"
+    )
+    return report(
+        {
+            f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
+            f"speed-up >= {MASKED_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= MASKED_SPEEDUP,
+            f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF,
+        }
+    )
 
 
 @torch.inference_mode()
@@ -221,7 +238,7 @@ def generate_one_by_one(model, tok, prompts: list[str]) -> list[str]:
     for prompt in prompts:
         ids = tok(prompt, return_tensors="pt")
         out = model.generate(**ids, max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=tok.pad_token_id)
-        texts.append(tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True))
+        texts.append(tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True))
     return texts
 
 
@@ -238,11 +255,17 @@ def generation_case(dishes, pool, shape, repeat: int) -> bool:
     loop_time, loop = best_time(lambda: generate_one_by_one(model, tok, prompts), repeat)
     same = sum(a == b for a, b in zip(engine, loop, strict=True))
     speedup = loop_time / engine_time
-    print(f"generate (gpt2, 6 layers, hidden {shape[0]}): {N_PROMPTS} prompts x {NEW_TOKENS} new tokens, greedy\n"
-          f"  engine {engine_time:8.2f} s   per-prompt model.generate {loop_time:8.2f} s   speed-up {speedup:6.1f}x   "
-          f"identical texts {same}/{N_PROMPTS}")
-    return report({f"speed-up >= {GENERATE_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= GENERATE_SPEEDUP,
-                       f"identical texts ({same}/{N_PROMPTS})": same == N_PROMPTS})
+    print(
+        f"generate (gpt2, 6 layers, hidden {shape[0]}): {N_PROMPTS} prompts x {NEW_TOKENS} new tokens, greedy\n"
+        f"  engine {engine_time:8.2f} s   per-prompt model.generate {loop_time:8.2f} s   speed-up {speedup:6.1f}x   "
+        f"identical texts {same}/{N_PROMPTS}"
+    )
+    return report(
+        {
+            f"speed-up >= {GENERATE_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= GENERATE_SPEEDUP,
+            f"identical texts ({same}/{N_PROMPTS})": same == N_PROMPTS,
+        }
+    )
 
 
 def startup_case() -> bool:
@@ -252,8 +275,9 @@ def startup_case() -> bool:
         command = [sys.executable, "-m", "culture_probe.cli", *args]
         times[" ".join(args)], _ = best_time(lambda c=command: subprocess.run(c, capture_output=True, check=True), 3)
     print("start-up: " + "   ".join(f"culture-probe {k} {v:.2f} s" for k, v in times.items()))
-    return report({f"culture-probe {k} < {STARTUP_SECONDS:.0f} s ({v:.2f} s)": v < STARTUP_SECONDS
-                       for k, v in times.items()})
+    return report(
+        {f"culture-probe {k} < {STARTUP_SECONDS:.0f} s ({v:.2f} s)": v < STARTUP_SECONDS for k, v in times.items()}
+    )
 
 
 def main() -> None:
@@ -268,14 +292,19 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     dishes, pool = load(args.dishes)
     if len(pool) < MIN_CANDIDATES:
-        raise SystemExit(f"the FmLAMA English pool has {len(pool)} candidates, fewer than the {MIN_CANDIDATES:,} "
-                         "the benchmark needs: is the mirror's en_dishes.jsonl complete?")
+        raise SystemExit(
+            f"the FmLAMA English pool has {len(pool)} candidates, fewer than the {MIN_CANDIDATES:,} "
+            "the benchmark needs: is the mirror's en_dishes.jsonl complete?"
+        )
     if args.candidates:
         pool = pool[:: max(1, len(pool) // args.candidates)][: args.candidates]
     shape, rate = (args.hidden, args.heads), matmul_rate()
     passed = [causal_case(dishes, pool, shape, positions, args.repeat, rate) for positions in POSITIONS]
-    passed += [masked_case(dishes, pool, shape, args.repeat), generation_case(dishes, pool, shape, args.repeat),
-               startup_case()]
+    passed += [
+        masked_case(dishes, pool, shape, args.repeat),
+        generation_case(dishes, pool, shape, args.repeat),
+        startup_case(),
+    ]
     sys.exit(0 if all(passed) else 1)
 
 

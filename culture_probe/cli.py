@@ -51,75 +51,129 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list every benchmark config")
 
-    run = sub.add_parser("run", help="run benchmark configs (or groups) on one model", epilog=EXAMPLES,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("configs", nargs="+", metavar="CONFIG",
-                     help="benchmark configs, e.g. dlama_arab_west, or groups, e.g. dlama (see `culture-probe list`); "
-                     "several make a suite: one model load, one run directory per config under --out, and a summary")
+    run = sub.add_parser(
+        "run",
+        help="run benchmark configs (or groups) on one model",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "configs",
+        nargs="+",
+        metavar="CONFIG",
+        help="benchmark configs, e.g. dlama_arab_west, or groups, e.g. dlama (see `culture-probe list`); "
+        "several make a suite: one model load, one run directory per config under --out, and a summary",
+    )
     run.add_argument("--model", required=True, help="HF id, local dir, or planted:<config> (offline)")
     run.add_argument("--revision", help="Hub revision of --model (branch, tag or commit), recorded in config.json")
-    run.add_argument("--model-args", help="how --model is loaded, the harness's way: key=value,... with dtype, "
-                     "revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
-                     "peft=ADAPTER_DIR (recorded in config.json)")
+    run.add_argument(
+        "--model-args",
+        help="how --model is loaded, the harness's way: key=value,... with dtype, "
+        "revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
+        "peft=ADAPTER_DIR (recorded in config.json)",
+    )
     run.add_argument("--language", help="restrict to one language where the benchmark has several")
-    run.add_argument("--limit", type=int, help="smoke runs: probe N items drawn with --seed in turn from each "
-                     "language, culture, predicate or type (items: DLAMA facts, FmLAMA dishes, CAMeL prompts, "
-                     "X-FaKT questions, MAPS proverbs)")
+    run.add_argument(
+        "--limit",
+        type=int,
+        help="smoke runs: probe N items drawn with --seed in turn from each "
+        "language, culture, predicate or type (items: DLAMA facts, FmLAMA dishes, CAMeL prompts, "
+        "X-FaKT questions, MAPS proverbs)",
+    )
     run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
-    run.add_argument("--out", help="run directory (config.json, items.jsonl, metrics.json, report.md, plots); a "
-                     "suite's folder (a run directory per config, suite.md, suite.json)")
+    run.add_argument(
+        "--out",
+        help="run directory (config.json, items.jsonl, metrics.json, report.md, plots); a "
+        "suite's folder (a run directory per config, suite.md, suite.json)",
+    )
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    run.add_argument("--cache-dir", help="folder of the per-model score caches, shared by every run "
-                     "(default: scores/ in $CULTURE_PROBE_CACHE or ~/.cache/culture_probe)")
+    run.add_argument(
+        "--cache-dir",
+        help="folder of the per-model score caches, shared by every run "
+        "(default: scores/ in $CULTURE_PROBE_CACHE or ~/.cache/culture_probe)",
+    )
     run.add_argument("--no-cache", action="store_true", help="score without reading or writing the score cache")
-    run.add_argument("--base-url", help="OpenAI-compatible server of an openai:NAME model (vLLM, TGI, "
-                     "transformers serve), e.g. http://127.0.0.1:8000/v1")
+    run.add_argument(
+        "--base-url",
+        help="OpenAI-compatible server of an openai:NAME model (vLLM, TGI, "
+        "transformers serve), e.g. http://127.0.0.1:8000/v1",
+    )
     run.add_argument("--concurrency", type=int, default=8, help="requests in flight to that server (default 8)")
-    run.add_argument("--data-dir", help="local data (MAPS, DLAMA): a folder, or per benchmark in a suite, e.g. "
-                     "dlama=dlama-v1/,maps=maps/")
-    run.add_argument("--protocol", choices=["default", "upstream"], default="default",
-                     help="default: the library's protocol; upstream: what each benchmark's released code did, "
-                     "wherever it runs (the report's deviation table shows which side each difference took)")
+    run.add_argument(
+        "--data-dir",
+        help="local data (MAPS, DLAMA): a folder, or per benchmark in a suite, e.g. dlama=dlama-v1/,maps=maps/",
+    )
+    run.add_argument(
+        "--protocol",
+        choices=["default", "upstream"],
+        default="default",
+        help="default: the library's protocol; upstream: what each benchmark's released code did, "
+        "wherever it runs (the report's deviation table shows which side each difference took)",
+    )
     run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
     run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")
     run.add_argument("--kind", choices=["auto", *MODEL_KINDS], default="auto")
     run.add_argument("--device", help="torch device, e.g. cuda:0")
     run.add_argument("--dtype", help="torch dtype, e.g. float16")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                     help="protocol option, e.g. --option with_country=true (repeatable)")
+    run.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="protocol option, e.g. --option with_country=true (repeatable)",
+    )
 
     report = sub.add_parser("report", help="(re)write report.md and plots of a run directory")
     report.add_argument("run_dir")
 
-    compare = sub.add_parser("compare", help="several runs side by side; runs of one config on the same items "
-                             "are paired with the first (paired bootstrap interval, permutation p-value)")
+    compare = sub.add_parser(
+        "compare",
+        help="several runs side by side; runs of one config on the same items "
+        "are paired with the first (paired bootstrap interval, permutation p-value)",
+    )
     compare.add_argument("run_dirs", nargs="+")
     compare.add_argument("--out", help="folder for compare.md, compare.json and the plot (PNG and PDF)")
-    compare.add_argument("--unpaired", action="store_true",
-                         help="line the runs up without pairing (e.g. runs of one config on different items)")
+    compare.add_argument(
+        "--unpaired",
+        action="store_true",
+        help="line the runs up without pairing (e.g. runs of one config on different items)",
+    )
 
     export = sub.add_parser("export", help="write Parquet + README `configs:` (Hub layout)")
     export.add_argument("out_dir")
     export.add_argument("--configs", nargs="+", help="configs to export (default: all that load)")
     export.add_argument("--data-dir", help="local data per benchmark, e.g. maps=DIR,dlama=dlama-v1.tar.gz")
 
-    push = sub.add_parser("push", help="export and upload the benchmarks as one Hub dataset repository (private "
-                          "unless --public); load_dataset(REPO_ID, CONFIG) then reads each config")
+    push = sub.add_parser(
+        "push",
+        help="export and upload the benchmarks as one Hub dataset repository (private "
+        "unless --public); load_dataset(REPO_ID, CONFIG) then reads each config",
+    )
     push.add_argument("repo_id", metavar="REPO_ID", help="OWNER/NAME of the dataset repository")
-    push.add_argument("--configs", nargs="+", help="configs to push (default: every config that loads and may be "
-                      "redistributed)")
+    push.add_argument(
+        "--configs", nargs="+", help="configs to push (default: every config that loads and may be redistributed)"
+    )
     push.add_argument("--data-dir", help="local data per benchmark, e.g. dlama=my_pair,maps=DIR")
-    push.add_argument("--i-have-permission", action="store_true", help="the data released only on request (MAPS) "
-                      "may be published: you hold the authors' permission (needs --data-dir with your copy)")
-    metrics = sub.add_parser("push-metrics", help="publish the metric modules as Hub Spaces OWNER/<metric>, which "
-                             "evaluate.load('OWNER/<metric>') reads")
+    push.add_argument(
+        "--i-have-permission",
+        action="store_true",
+        help="the data released only on request (MAPS) "
+        "may be published: you hold the authors' permission (needs --data-dir with your copy)",
+    )
+    metrics = sub.add_parser(
+        "push-metrics",
+        help="publish the metric modules as Hub Spaces OWNER/<metric>, which evaluate.load('OWNER/<metric>') reads",
+    )
     metrics.add_argument("owner", metavar="OWNER", help="user or organisation on the Hub")
     metrics.add_argument("--metrics", nargs="+", help="metrics to publish (default: all)")
     for command in (push, metrics):
         command.add_argument("--public", action="store_true", help="make new repositories public (default private)")
-        command.add_argument("--dry-run", action="store_true", help="write the folder and print what would be "
-                             "uploaded; nothing is sent (needs --out)")
+        command.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="write the folder and print what would be uploaded; nothing is sent (needs --out)",
+        )
         command.add_argument("--out", help="the dry run's folder")
 
     curate = sub.add_parser("curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint")
@@ -132,20 +186,33 @@ def build_parser() -> argparse.ArgumentParser:
     curate.add_argument("--top", type=int, help="dlama: subjects kept per predicate and region (default 1000)")
     curate.add_argument("--out", required=True)
     curate.add_argument("--sites", help="Wikipedia sites of a NAME=QID,... region's countries (default en)")
-    curate.add_argument("--sizes", choices=["auto", "store", "mediawiki"],
-                        help="dlama: article sizes from the SPARQL store (offline) or the MediaWiki API (default auto)")
+    curate.add_argument(
+        "--sizes",
+        choices=["auto", "store", "mediawiki"],
+        help="dlama: article sizes from the SPARQL store (offline) or the MediaWiki API (default auto)",
+    )
     curate.add_argument("--chunk-size", type=int, default=50, help="entities per VALUES list")
-    curate.add_argument("--object-filters", action="store_true",
-                        help="dlama: drop non-sovereign/historical countries, lost cities, 'voice' and sign languages "
-                        "from the objects (culture_probe's option; upstream and the release have no such filter)")
+    curate.add_argument(
+        "--object-filters",
+        action="store_true",
+        help="dlama: drop non-sovereign/historical countries, lost cities, 'voice' and sign languages "
+        "from the objects (culture_probe's option; upstream and the release have no such filter)",
+    )
     curate.add_argument("--checkpoints", help="checkpoint folder (default OUT/.checkpoints); rerun to resume")
     curate.add_argument("--min-interval", type=float, help="seconds between HTTP requests (default 1)")
     curate.add_argument("--timeout", type=float, help="seconds before an HTTP request times out (default 60)")
     curate.add_argument("--retries", type=int, help="retries on 429/5xx/timeouts (default 5)")
-    curate.add_argument("--max-retry-after", type=float, help="longest Retry-After to wait, in seconds (default 120): "
-                        "a server asking for longer ends the step with an error; rerun later to resume")
-    curate.add_argument("--allow-empty", action="store_true",
-                        help="accept a predicate (dlama) or language (fmlama) with no facts instead of an error")
+    curate.add_argument(
+        "--max-retry-after",
+        type=float,
+        help="longest Retry-After to wait, in seconds (default 120): "
+        "a server asking for longer ends the step with an error; rerun later to resume",
+    )
+    curate.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a predicate (dlama) or language (fmlama) with no facts instead of an error",
+    )
     curate.add_argument("--user-agent", help="HTTP User-Agent (default names culture_probe and its purpose)")
     return parser
 
@@ -179,8 +246,11 @@ def main(argv: list[str] | None = None) -> int:
 
             traceback.print_exc()
             if message is None:
-                print(f"culture-probe {_version()}: unexpected error, a bug. Please report it to the maintainers with "
-                      "the command and this traceback.", file=sys.stderr)
+                print(
+                    f"culture-probe {_version()}: unexpected error, a bug. Please report it to the maintainers with "
+                    "the command and this traceback.",
+                    file=sys.stderr,
+                )
                 return 1
         print(f"culture-probe: error: {message}", file=sys.stderr)
         return 2
@@ -195,8 +265,7 @@ def expected_failure(error: BaseException) -> str | None:
 
     if isinstance(error, CultureProbeError):
         return str(error)
-    if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
-                          FileExistsError)):
+    if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)):
         return f"{error.strerror}: {error.filename} (check the path)"
     if isinstance(error, UnicodeDecodeError):
         return f"a file is not UTF-8 text ({error.reason}); save it as UTF-8"

@@ -48,7 +48,6 @@ MODEL = f"planted:{CONFIG}"
 PER_COUNTRY = 5  # entities per country the planted model saw (culture_probe.models.planted_benchmarks.xfakt_spec)
 
 
-
 def probed_rows() -> list[dict[str, Any]]:
     """The planted model's entities, asked in all 13 languages (13 x 65 = 845 questions)."""
     from culture_probe.data.registry import load_benchmark
@@ -64,19 +63,21 @@ def run_xfakt(out: Path) -> Any:
     import culture_probe
 
     resume = (out / rundir.CONFIG_FILE).is_file()
-    return culture_probe.run(CONFIG, MODEL, rows=probed_rows(), judge="string", out=out, resume=resume,
-                             progress=False)
+    return culture_probe.run(CONFIG, MODEL, rows=probed_rows(), judge="string", out=out, resume=resume, progress=False)
 
 
 def xfakt_summary(metrics: Mapping[str, Any]) -> str:
     """The cross-lingual gap in a few lines for the terminal."""
-    return "\n".join([
-        f"X-FaKT factual recall on {MODEL} ({metrics['n_items']} questions):",
-        f"  error in the associated language {100 * metrics['mu_assoc']:5.1f} %, in the other 12 "
-        f"{100 * metrics['mu_non']:5.1f} %",
-        f"  FRS {metrics['frs']:.3f}  KTS {metrics['kts']:.3f}  X-FaKT {metrics['xfakt']:.3f}  (low KTS: the facts "
-        "do not transfer across languages, as planted)",
-    ])
+    return "\n".join(
+        [
+            f"X-FaKT factual recall on {MODEL} ({metrics['n_items']} questions):",
+            f"  error in the associated language {100 * metrics['mu_assoc']:5.1f} %, in the other 12 "
+            f"{100 * metrics['mu_non']:5.1f} %",
+            f"  FRS {metrics['frs']:.3f}  KTS {metrics['kts']:.3f}  X-FaKT {metrics['xfakt']:.3f}  (low KTS: the facts "
+            "do not transfer across languages, as planted)",
+        ]
+    )
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -107,8 +108,14 @@ def sample_rows(rows: Sequence[Mapping[str, Any]], per_country: int) -> list[Map
 
 def build_probes(rows: Sequence[Mapping[str, Any]], planted_countries: Sequence[str]) -> list[Probe]:
     """The log-prob form of the question: the reply starts with one of the 13 country names."""
-    return [Probe(ScoreRequest(row["question"], tuple(row["country_names"]), sep=" "), row["answer"],
-                  row["country"] in planted_countries) for row in rows]
+    return [
+        Probe(
+            ScoreRequest(row["question"], tuple(row["country_names"]), sep=" "),
+            row["answer"],
+            row["country"] in planted_countries,
+        )
+        for row in rows
+    ]
 
 
 def plant(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path) -> Path:
@@ -123,8 +130,12 @@ def plant(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path) -> 
 def gold_ranks(scorer: Any, probes: Sequence[Probe]) -> np.ndarray:
     """Rank of the gold in the engine's ranking by mean log-prob (1 = first)."""
     results = scorer.score([p.request for p in probes])
-    return np.array([1 + int(np.flatnonzero(out.ranking("mean") == p.request.candidates.index(p.gold))[0])
-                     for out, p in zip(results, probes, strict=True)])
+    return np.array(
+        [
+            1 + int(np.flatnonzero(out.ranking("mean") == p.request.candidates.index(p.gold))[0])
+            for out, p in zip(results, probes, strict=True)
+        ]
+    )
 
 
 def summarise(probes: Sequence[Probe], ranks: np.ndarray) -> tuple[tuple[Any, ...], ...]:
@@ -134,10 +145,24 @@ def summarise(probes: Sequence[Probe], ranks: np.ndarray) -> tuple[tuple[Any, ..
     rows = []
     for label, mask in (("planted", planted), ("not planted", ~planted)):
         group = "the planted countries" if label == "planted" else "the other countries"
-        rows.append((label, group, int(mask.sum()), round(float(ranks[mask].mean()), 2),
-                     round(float((ranks[mask] == 1).mean()), 3)))
-    rows.append(("(random ranking)", f"{n_candidates} candidates", "", round((n_candidates + 1) / 2, 2),
-                 round(1 / n_candidates, 3)))
+        rows.append(
+            (
+                label,
+                group,
+                int(mask.sum()),
+                round(float(ranks[mask].mean()), 2),
+                round(float((ranks[mask] == 1).mean()), 3),
+            )
+        )
+    rows.append(
+        (
+            "(random ranking)",
+            f"{n_candidates} candidates",
+            "",
+            round((n_candidates + 1) / 2, 2),
+            round(1 / n_candidates, 3),
+        )
+    )
     return tuple(rows)
 
 
@@ -167,20 +192,28 @@ def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_p
     ]
     for result in results:
         record = result.record
-        lines += ["", f"### {result.arch} ({ARCH_TOKENIZER[result.arch]} tokenizer)", "",
-                  table_markdown(Table(COLUMNS, result.rows)), "",
-                  f"Training: {record.steps} steps, {record.seconds:.1f} s, final answer loss "
-                  f"{record.answer_loss:.4f} ({'converged' if record.converged else 'NOT converged'}, "
-                  f"stopped by {record.stopped_by}). Model: `{result.path.name}`."]
+        lines += [
+            "",
+            f"### {result.arch} ({ARCH_TOKENIZER[result.arch]} tokenizer)",
+            "",
+            table_markdown(Table(COLUMNS, result.rows)),
+            "",
+            f"Training: {record.steps} steps, {record.seconds:.1f} s, final answer loss "
+            f"{record.answer_loss:.4f} ({'converged' if record.converged else 'NOT converged'}, "
+            f"stopped by {record.stopped_by}). Model: `{result.path.name}`.",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The demo's options; the defaults are what `make demo` runs."""
     parser = argparse.ArgumentParser(prog="python -m culture_probe.demo", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="runs/demo",
-                        help="the run directory (config.json, items.jsonl, report.md, plots), with the self-test's "
-                             "self_test.md and models")
+    parser.add_argument(
+        "--out",
+        default="runs/demo",
+        help="the run directory (config.json, items.jsonl, report.md, plots), with the self-test's "
+        "self_test.md and models",
+    )
     parser.add_argument("--arch", nargs="+", default=list(ARCH_TOKENIZER), choices=list(ARCH_TOKENIZER))
     parser.add_argument("--per-country", type=_positive, default=20, help="entities probed per country")
     parser.add_argument("--seed", type=int, default=0)
@@ -212,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(xfakt_summary(result.metrics))
     print(f"Wrote {out / rundir.REPORT_FILE} and {out / SELF_TEST_FILE} in {time.monotonic() - start:.0f} s.")
     return 0
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

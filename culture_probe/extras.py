@@ -11,8 +11,13 @@ from types import ModuleType
 from culture_probe.errors import CultureProbeError
 
 #: module -> the extra that installs it
-EXTRAS = {"SPARQLWrapper": "curation", "pyoxigraph": "curation", "matplotlib": "plots", "arabic_reshaper": "plots",
-          "bidi": "plots"}
+EXTRAS = {
+    "SPARQLWrapper": "curation",
+    "pyoxigraph": "curation",
+    "matplotlib": "plots",
+    "arabic_reshaper": "plots",
+    "bidi": "plots",
+}
 
 
 class MissingExtraError(CultureProbeError, ImportError):
@@ -25,8 +30,10 @@ def require(module: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         extra = EXTRAS[module.split(".")[0]]
-        raise MissingExtraError(f"{module} is not installed; it comes with culture_probe's {extra!r} extra: "
-                                f"pip install 'culture_probe[{extra}]'") from None
+        raise MissingExtraError(
+            f"{module} is not installed; it comes with culture_probe's {extra!r} extra: "
+            f"pip install 'culture_probe[{extra}]'"
+        ) from None
 
 
 def available(module: str) -> bool:

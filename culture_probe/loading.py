@@ -16,8 +16,9 @@ from culture_probe.data.resources import load_resources
 from culture_probe.tasks import Task, task_for, task_from_config
 
 
-def load_rows(config: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False,
-              language: str | None = None) -> list[dict[str, Any]]:
+def load_rows(
+    config: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, language: str | None = None
+) -> list[dict[str, Any]]:
     """The `test` split of `config` as a list of dicts; with `language`, a builder that can build one language
     (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing still runs).
     """
@@ -40,12 +41,15 @@ def load_side_data(config: str, options: Any, *, data_dir: str | os.PathLike | N
     """
     needs = task_for(config).needs(config, options)
     loaded = load_resources(needs, data_dir=data_dir)
-    return SideData({key: item.value for key, item in loaded.items()},
-                    {key: loaded[key].provenance(need) for key, need in needs.items()})
+    return SideData(
+        {key: item.value for key, item in loaded.items()},
+        {key: loaded[key].provenance(need) for key, need in needs.items()},
+    )
 
 
-def load_task(config: str, options: Any = None, *, kind: str, seed: int = 0,
-              data_dir: str | os.PathLike | None = None) -> tuple[Task, dict[str, Any]]:
+def load_task(
+    config: str, options: Any = None, *, kind: str, seed: int = 0, data_dir: str | os.PathLike | None = None
+) -> tuple[Task, dict[str, Any]]:
     """The protocol of `config` with its declared resources loaded, and their provenance for config.json."""
     task_cls = task_for(config)
     options = options if options is not None else task_cls.Options()
@@ -58,5 +62,6 @@ def task_of_run(meta: Mapping[str, Any]) -> Task:
     mirror, or the pinned URL): what metrics need besides the records (FmLAMA's word vectors for mWS).
     """
     plain = task_from_config(meta)
-    return load_task(plain.config, plain.options, kind=plain.kind, seed=plain.seed,
-                     data_dir=meta["run"].get("data_dir"))[0]
+    return load_task(
+        plain.config, plain.options, kind=plain.kind, seed=plain.seed, data_dir=meta["run"].get("data_dir")
+    )[0]

@@ -79,9 +79,12 @@ def push(
             return upload
         message = f"culture_probe export: {', '.join(c.name for c in result.configs)}"
         on_request = [c.name for c in result.configs if on_request_info(c.benchmark) is not None]
-        guard = (f"{repo_id} exists and is public, so pushing {', '.join(on_request)} (released only on request) "
-                 "would publish it: push to a private repository, or pass --public if the authors allow that"
-                 if on_request and not public else None)
+        guard = (
+            f"{repo_id} exists and is public, so pushing {', '.join(on_request)} (released only on request) "
+            "would publish it: push to a private repository, or pass --public if the authors allow that"
+            if on_request and not public
+            else None
+        )
         return _upload(api, upload, message, guard=guard, delete_patterns=list(STALE_PATTERNS))
 
 
@@ -121,8 +124,12 @@ def allowed_configs(configs: Sequence[str] | None, data_dirs: Mapping[str, Any],
     for name in names:
         if name not in entries:
             raise UnknownNameError("benchmark config", name, entries, fix="See `culture-probe list`.")
-    refused = [n for n in names if on_request_info(entries[n].benchmark) is not None
-               and not (permission and data_dirs.get(entries[n].benchmark))]
+    refused = [
+        n
+        for n in names
+        if on_request_info(entries[n].benchmark) is not None
+        and not (permission and data_dirs.get(entries[n].benchmark))
+    ]
     if refused and configs:
         info = on_request_info(entries[refused[0]].benchmark)
         raise PublishError(
@@ -148,8 +155,9 @@ def check_repo_id(repo_id: str) -> None:
     except HFValidationError as error:
         raise PublishError(f"{repo_id!r} is not a Hub repository id: {error}") from None
     if repo_id.count("/") != 1:
-        raise PublishError(f"{repo_id!r} is not a Hub repository id: write it as OWNER/NAME, e.g. "
-                           "my-org/culture_probe.")
+        raise PublishError(
+            f"{repo_id!r} is not a Hub repository id: write it as OWNER/NAME, e.g. my-org/culture_probe."
+        )
 
 
 def hub_api(token: str | None) -> Any:
@@ -157,12 +165,16 @@ def hub_api(token: str | None) -> Any:
     from huggingface_hub import HfApi, constants, get_token
 
     if constants.HF_HUB_OFFLINE:
-        raise PublishError("Pushing needs the network, but HF_HUB_OFFLINE is set (the Makefile sets it): run with "
-                           "HF_HUB_OFFLINE=0, or pass --dry-run --out DIR to write the folder only.")
+        raise PublishError(
+            "Pushing needs the network, but HF_HUB_OFFLINE is set (the Makefile sets it): run with "
+            "HF_HUB_OFFLINE=0, or pass --dry-run --out DIR to write the folder only."
+        )
     token = token or get_token()
     if not token:
-        raise PublishError("No Hugging Face token: run `hf auth login`, or set HF_TOKEN to a token with write access "
-                           "(or pass --dry-run --out DIR to write the folder only).")
+        raise PublishError(
+            "No Hugging Face token: run `hf auth login`, or set HF_TOKEN to a token with write access "
+            "(or pass --dry-run --out DIR to write the folder only)."
+        )
     api = HfApi(token=token)
     with hub_errors(api, "The token check"):
         api.whoami()  # a refused token or an unreachable Hub fails here, before the export is built
@@ -179,15 +191,18 @@ def hub_errors(api: Any, what: str) -> Iterator[None]:
         yield
     except HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else None
-        hint = {401: "the token was refused: run `hf auth login` again, or set HF_TOKEN",
-                403: "the token may not write there: use a write token, or an owner you belong to",
-                }.get(status, "the Hub refused it")
+        hint = {
+            401: "the token was refused: run `hf auth login` again, or set HF_TOKEN",
+            403: "the token may not write there: use a write token, or an owner you belong to",
+        }.get(status, "the Hub refused it")
         raise PublishError(f"{what} failed ({status}): {hint}.") from None
     except OfflineModeIsEnabled:
         raise PublishError("Pushing needs the network, but HF_HUB_OFFLINE is set: run with HF_HUB_OFFLINE=0.") from None
     except (httpx.TransportError, OSError) as error:  # connection refused, DNS, timeouts
-        raise PublishError(f"Cannot reach the Hub at {api.endpoint} ({type(error).__name__}: {error}); check the "
-                           "network, or pass --dry-run --out DIR.") from None
+        raise PublishError(
+            f"Cannot reach the Hub at {api.endpoint} ({type(error).__name__}: {error}); check the "
+            "network, or pass --dry-run --out DIR."
+        ) from None
 
 
 def _upload(api: Any, upload: Upload, message: str, *, guard: str | None = None, **options: Any) -> Upload:
@@ -196,13 +211,24 @@ def _upload(api: Any, upload: Upload, message: str, *, guard: str | None = None,
     refuses before anything is sent to a public one.
     """
     with hub_errors(api, f"Push to {upload.repo_id}"):
-        api.create_repo(upload.repo_id, repo_type=upload.repo_type, private=upload.private, exist_ok=True,
-                        **({"space_sdk": "gradio"} if upload.repo_type == "space" else {}))
+        api.create_repo(
+            upload.repo_id,
+            repo_type=upload.repo_type,
+            private=upload.private,
+            exist_ok=True,
+            **({"space_sdk": "gradio"} if upload.repo_type == "space" else {}),
+        )
         private = bool(api.repo_info(upload.repo_id, repo_type=upload.repo_type).private)
         if guard and not private:
             raise PublishError(guard + "; nothing was uploaded.")
-        commit = api.upload_folder(repo_id=upload.repo_id, repo_type=upload.repo_type, folder_path=upload.folder,
-                                   commit_message=message, ignore_patterns=[EXPORT_MARKER], **options)
+        commit = api.upload_folder(
+            repo_id=upload.repo_id,
+            repo_type=upload.repo_type,
+            folder_path=upload.folder,
+            commit_message=message,
+            ignore_patterns=[EXPORT_MARKER],
+            **options,
+        )
     return replace(upload, private=private, url=str(getattr(commit, "commit_url", commit)))
 
 
@@ -218,11 +244,15 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
 
     (folder / "README.md").write_text(
         f"---\ntitle: {name}\nsdk: gradio\napp_file: app.py\npinned: false\ntags:\n- evaluate\n- metric\n---\n\n"
-        f"# {name}\n\n{doc}\n\nLoad it with `evaluate.load(\"{owner}/{name}\")` after `pip install culture_probe`; "
-        f"the formula is `culture_probe.metrics` (published from culture_probe {__version__}).\n", encoding="utf-8")
+        f'# {name}\n\n{doc}\n\nLoad it with `evaluate.load("{owner}/{name}")` after `pip install culture_probe`; '
+        f"the formula is `culture_probe.metrics` (published from culture_probe {__version__}).\n",
+        encoding="utf-8",
+    )
     (folder / "app.py").write_text(
         "import evaluate\nfrom evaluate.utils import launch_gradio_widget\n\n"
-        f"launch_gradio_widget(evaluate.load({owner + '/' + name!r}))\n", encoding="utf-8")
+        f"launch_gradio_widget(evaluate.load({owner + '/' + name!r}))\n",
+        encoding="utf-8",
+    )
     (folder / "requirements.txt").write_text(f"culture_probe>={__version__}\nevaluate\n", encoding="utf-8")
     return folder
 
@@ -242,8 +272,14 @@ def _folder(dry_run_dir: str | os.PathLike | None) -> Iterator[Path]:
         yield Path(folder)
 
 
-def push_to_hub(repo_id: str, configs: Sequence[str] | None = None, token: str | None = None, *,
-                public: bool = False, **options: Any) -> str:
+def push_to_hub(
+    repo_id: str,
+    configs: Sequence[str] | None = None,
+    token: str | None = None,
+    *,
+    public: bool = False,
+    **options: Any,
+) -> str:
     """Python form of `culture-probe push`: the commit URL (private repository unless `public=True`), or the folder
     written when `dry_run_dir=` is given.
     """
@@ -266,8 +302,16 @@ def main(args: Any) -> int:
     if args.command == "push-metrics":
         uploads = push_metrics(args.owner, metrics=args.metrics, public=args.public, dry_run_dir=args.out)
     else:
-        uploads = [push(args.repo_id, configs=args.configs, data_dirs=parse_data_dirs(args.data_dir),
-                        public=args.public, i_have_permission=args.i_have_permission, dry_run_dir=args.out)]
+        uploads = [
+            push(
+                args.repo_id,
+                configs=args.configs,
+                data_dirs=parse_data_dirs(args.data_dir),
+                public=args.public,
+                i_have_permission=args.i_have_permission,
+                dry_run_dir=args.out,
+            )
+        ]
     for upload in uploads:
         print(("would upload " if upload.url is None else "uploaded ") + "\n".join(upload.describe()))
         if upload.url:

@@ -28,8 +28,18 @@ MARKER = ".culture_probe_run"  # names a folder as a run of this library: only s
 LOCK_FILE = ".lock"  # held by the process writing the run: a second writer fails at once
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
-RESUME_KEYS = ("config", "model", "model_args", "run.protocol", "options", "benchmark.rows_sha256", "run.language",
-               "run.limit", "run.seed", "run.corrected")
+RESUME_KEYS = (
+    "config",
+    "model",
+    "model_args",
+    "run.protocol",
+    "options",
+    "benchmark.rows_sha256",
+    "run.language",
+    "run.limit",
+    "run.seed",
+    "run.corrected",
+)
 
 
 @dataclass(frozen=True)
@@ -141,8 +151,10 @@ def lock(run_dir: Path | None) -> Iterator[None]:
         with FileLock(run_dir / LOCK_FILE, timeout=0):
             yield
     except Timeout:
-        raise CultureProbeError(f"Another process is writing the run in {run_dir} (it holds {run_dir / LOCK_FILE}). "
-                                "Wait for it to finish, or pass another --out.") from None
+        raise CultureProbeError(
+            f"Another process is writing the run in {run_dir} (it holds {run_dir / LOCK_FILE}). "
+            "Wait for it to finish, or pass another --out."
+        ) from None
 
 
 def check_resumable(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path) -> None:
@@ -230,8 +242,10 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise CultureProbeError(f"{path} is not valid JSON ({error.msg}, line {error.lineno}); the run directory is "
-                                "damaged: re-run into a new --out.") from None
+        raise CultureProbeError(
+            f"{path} is not valid JSON ({error.msg}, line {error.lineno}); the run directory is "
+            "damaged: re-run into a new --out."
+        ) from None
 
 
 def write_text(path: Path, text: str) -> None:

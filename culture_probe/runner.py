@@ -100,13 +100,31 @@ class RunResult:
 
 
 def run(
-    config: str, model: Any, *, out: str | os.PathLike | None = None, resume: bool = False,
-    language: str | None = None, limit: int | None = None, batch_tokens: int | None = None, seed: int = 0,
-    kind: str = "auto", device: str | None = None, dtype: str | None = None, data_dir: str | None = None,
-    corrected: bool = False, rows: Sequence[Mapping[str, Any]] | None = None, progress: bool = True,
-    revision: str | None = None, cache_dir: str | os.PathLike | None = None, no_cache: bool = False,
-    base_url: str | None = None, concurrency: int = 8, model_args: str | Mapping[str, Any] | ModelArgs | None = None,
-    scorer: Any = None, protocol: str = "default", **options: Any,
+    config: str,
+    model: Any,
+    *,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    language: str | None = None,
+    limit: int | None = None,
+    batch_tokens: int | None = None,
+    seed: int = 0,
+    kind: str = "auto",
+    device: str | None = None,
+    dtype: str | None = None,
+    data_dir: str | None = None,
+    corrected: bool = False,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+    progress: bool = True,
+    revision: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    no_cache: bool = False,
+    base_url: str | None = None,
+    concurrency: int = 8,
+    model_args: str | Mapping[str, Any] | ModelArgs | None = None,
+    scorer: Any = None,
+    protocol: str = "default",
+    **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
@@ -121,12 +139,24 @@ def run(
     `protocol="upstream"` sets every option that reproduces the benchmark's released code (each deviation's
     upstream side; options given here still win); config.json and the report show which side each deviation took.
     """
-    settings = RunSettings(language=language, limit=limit, batch_tokens=batch_tokens, seed=seed, kind=kind,
-                           device=device, dtype=dtype, data_dir=str(data_dir) if data_dir is not None else None,
-                           corrected=corrected, revision=revision,
-                           cache_dir=str(cache_dir) if cache_dir is not None else None, no_cache=no_cache,
-                           base_url=base_url, concurrency=concurrency, model_args=as_model_args(model_args),
-                           protocol=protocol)
+    settings = RunSettings(
+        language=language,
+        limit=limit,
+        batch_tokens=batch_tokens,
+        seed=seed,
+        kind=kind,
+        device=device,
+        dtype=dtype,
+        data_dir=str(data_dir) if data_dir is not None else None,
+        corrected=corrected,
+        revision=revision,
+        cache_dir=str(cache_dir) if cache_dir is not None else None,
+        no_cache=no_cache,
+        base_url=base_url,
+        concurrency=concurrency,
+        model_args=as_model_args(model_args),
+        protocol=protocol,
+    )
     started = time.monotonic()
     run_dir = Path(out) if out is not None else None
     if run_dir is not None:  # first: never load data or a model to find --out refused
@@ -134,8 +164,11 @@ def run(
     task_cls = task_for(config)
     draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
     check_language(config, language, custom_rows=rows is not None)
-    data = (load_rows(config, data_dir=settings.data_dir, corrected=corrected, language=language) if rows is None
-            else list(rows))
+    data = (
+        load_rows(config, data_dir=settings.data_dir, corrected=corrected, language=language)
+        if rows is None
+        else list(rows)
+    )
     side = load_side_data(config, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
     kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
     served = isinstance(model, str) and model.startswith(SERVED)  # a suite passes the name beside its scorer
@@ -151,10 +184,19 @@ def run(
     first = every if limit is None else task.sample(every, limit)
     scorer = load_scorer(model, settings) if scorer is None else scorer
     subset = subset_of(task, every, first) if limit is not None else None
-    meta = describe_run(config, model, scorer, task, settings, data, side.provenance, subset=subset,
-                        custom_rows=rows is not None,
-                        rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
-                        planned={"stage": task.stages[0], "probes": len(first)})
+    meta = describe_run(
+        config,
+        model,
+        scorer,
+        task,
+        settings,
+        data,
+        side.provenance,
+        subset=subset,
+        custom_rows=rows is not None,
+        rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
+        planned={"stage": task.stages[0], "probes": len(first)},
+    )
     main = is_main_process()
     with rundir.lock(run_dir if main else None):  # a second writer of the same folder fails at once
         done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
@@ -204,8 +246,10 @@ def check_device(name: str | None) -> None:
         raise InvalidValueError(f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps).") from None
     available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}.get(device.type)
     if available is not None and not available():
-        raise InvalidValueError(f"--device {name}: this machine's torch sees no {device.type} device. Use --device "
-                                "cpu, or install a torch build for that hardware.")
+        raise InvalidValueError(
+            f"--device {name}: this machine's torch sees no {device.type} device. Use --device "
+            "cpu, or install a torch build for that hardware."
+        )
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise InvalidValueError(f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s) here.")
 
@@ -234,9 +278,10 @@ def custom_rows_read(config: str, custom: bool) -> Iterator[None]:
         module, builder_config = resolve(config)
         columns = ", ".join(module.BUILDER(config_name=builder_config.name).info.features)
         what = f"the column {error.args[0]!r}" if isinstance(error, KeyError) else "rows as JSON objects"
-        raise InvalidValueError(f"The custom rows lack {what}, which the {config} protocol reads. Give rows with "
-                                f"its columns ({columns}), e.g. a run's rows.jsonl or load_benchmark({config!r})."
-                                ) from None
+        raise InvalidValueError(
+            f"The custom rows lack {what}, which the {config} protocol reads. Give rows with "
+            f"its columns ({columns}), e.g. a run's rows.jsonl or load_benchmark({config!r})."
+        ) from None
 
 
 def check_language(config: str, language: str | None, *, custom_rows: bool) -> None:
@@ -256,8 +301,9 @@ def model_kind(model: Any, settings: RunSettings) -> str:
     text = str(model)
     if text.startswith(SERVED):
         if not settings.base_url:
-            raise InvalidValueError(f"{text} is a served model: pass the server's --base-url (e.g. "
-                                    "http://127.0.0.1:8000/v1).")
+            raise InvalidValueError(
+                f"{text} is a served model: pass the server's --base-url (e.g. http://127.0.0.1:8000/v1)."
+            )
         if settings.kind not in ("auto", "causal"):
             raise UnknownNameError("kind of a served model", settings.kind, ("auto", "causal"))
         return "causal"
@@ -267,8 +313,12 @@ def model_kind(model: Any, settings: RunSettings) -> str:
         return planted_kind(text.split(":", 1)[1]) if settings.kind == "auto" else settings.kind
     from culture_probe.engine.scorer import model_kind as kind_of
 
-    return kind_of(text, kind=settings.kind, revision=settings.revision or settings.model_args.revision,
-                   trust_remote_code=settings.model_args.trust_remote_code)
+    return kind_of(
+        text,
+        kind=settings.kind,
+        revision=settings.revision or settings.model_args.revision,
+        trust_remote_code=settings.model_args.trust_remote_code,
+    )
 
 
 def default_cache_dir() -> Path:
@@ -287,8 +337,9 @@ def load_scorer(model: Any, settings: RunSettings):
         from culture_probe.engine.served import ServedScorer
 
         model_kind(model, settings)  # a served model needs its URL
-        return ServedScorer(str(model)[len(SERVED):], base_url=settings.base_url or "",
-                            concurrency=settings.concurrency, **cache)
+        return ServedScorer(
+            str(model)[len(SERVED) :], base_url=settings.base_url or "", concurrency=settings.concurrency, **cache
+        )
     from culture_probe.engine import Scorer
 
     kwargs: dict[str, Any] = {"kind": settings.kind}
@@ -315,10 +366,20 @@ def resolve_model(model: str, settings: RunSettings) -> str:
     return str(planted_model_dir(model.split(":", 1)[1], data_dir=settings.data_dir))
 
 
-def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: RunSettings,
-                 rows: Sequence[Mapping[str, Any]], resources: Mapping[str, Any], *, subset: dict | None = None,
-                 custom_rows: bool = False, rows_file: str | None = None,
-                 planned: dict[str, Any] | None = None) -> dict[str, Any]:
+def describe_run(
+    config: str,
+    model: Any,
+    scorer: Any,
+    task: Task,
+    settings: RunSettings,
+    rows: Sequence[Mapping[str, Any]],
+    resources: Mapping[str, Any],
+    *,
+    subset: dict | None = None,
+    custom_rows: bool = False,
+    rows_file: str | None = None,
+    planned: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """config.json: versions, the benchmark's card, the rows' and resources' fingerprints, model identity, seeds,
     options, and the deviations that apply to this run.
 
@@ -329,35 +390,53 @@ def describe_run(config: str, model: Any, scorer: Any, task: Task, settings: Run
     module, builder_config = resolve(config)
     info = module.INFO
     named = isinstance(model, (str, os.PathLike))
-    return json_ready({
-        "config": config,
-        "benchmark": {"name": info.name, "version": info.version, "title": info.title,
-                      "description": builder_config.description or "",
-                      "languages": list(getattr(builder_config, "languages", ()) or ()),
-                      "corrections": [c.__dict__ for c in info.corrections], "rows": len(rows),
-                      "rows_sha256": rows_digest(rows), "custom_rows": custom_rows, "rows_file": rows_file},
-        "resources": dict(resources),
-        "model": {"spec": str(model) if named else type(model).__name__, "loaded_object": not named,
-                  "kind": scorer.kind, "identity": _identity(scorer)},
-        "task": type(task).__name__,
-        "options": options_dict(task.options),
-        "run": {k: v for k, v in settings.__dict__.items() if k != "model_args"},
-        "model_args": settings.model_args.given(),
-        "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
-        "subset": subset,
-        "planned": planned,
-        "protocol": task.describe(rows),
-        "deviations": task.applied_deviations(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "hardware": hardware(scorer, settings),
-        "versions": versions(),
-    })
+    return json_ready(
+        {
+            "config": config,
+            "benchmark": {
+                "name": info.name,
+                "version": info.version,
+                "title": info.title,
+                "description": builder_config.description or "",
+                "languages": list(getattr(builder_config, "languages", ()) or ()),
+                "corrections": [c.__dict__ for c in info.corrections],
+                "rows": len(rows),
+                "rows_sha256": rows_digest(rows),
+                "custom_rows": custom_rows,
+                "rows_file": rows_file,
+            },
+            "resources": dict(resources),
+            "model": {
+                "spec": str(model) if named else type(model).__name__,
+                "loaded_object": not named,
+                "kind": scorer.kind,
+                "identity": _identity(scorer),
+            },
+            "task": type(task).__name__,
+            "options": options_dict(task.options),
+            "run": {k: v for k, v in settings.__dict__.items() if k != "model_args"},
+            "model_args": settings.model_args.given(),
+            "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
+            "subset": subset,
+            "planned": planned,
+            "protocol": task.describe(rows),
+            "deviations": task.applied_deviations(),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "hardware": hardware(scorer, settings),
+            "versions": versions(),
+        }
+    )
 
 
 def subset_of(task: Task, every: Sequence[Probe], first: Sequence[Probe]) -> dict[str, Any]:
     """What a `--limit` run probed: how many of the items, in the benchmark's unit, drawn across which strata."""
-    return {"unit": task.unit, "strata": list(task.strata), "items": len({p.item_id for p in every}),
-            "sampled": len({p.item_id for p in first}), "seed": task.seed}
+    return {
+        "unit": task.unit,
+        "strata": list(task.strata),
+        "items": len({p.item_id for p in every}),
+        "sampled": len({p.item_id for p in first}),
+        "seed": task.seed,
+    }
 
 
 def rows_digest(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -381,9 +460,11 @@ def versions() -> dict[str, str | None]:
 
     import culture_probe
 
-    out: dict[str, str | None] = {"culture_probe": culture_probe.__version__,
-                                  "culture_probe_git": git_revision(Path(culture_probe.__file__).parent),
-                                  "python": platform.python_version()}
+    out: dict[str, str | None] = {
+        "culture_probe": culture_probe.__version__,
+        "culture_probe_git": git_revision(Path(culture_probe.__file__).parent),
+        "python": platform.python_version(),
+    }
     for name in ("torch", "transformers", "tokenizers", "datasets", "numpy", "scipy", "accelerate"):
         try:
             out[name] = md.version(name)
@@ -399,8 +480,9 @@ def git_revision(folder: Path) -> str | None:
     import subprocess
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
 
     try:
         if not (Path(git("rev-parse", "--show-toplevel")) / "culture_probe").is_dir():
@@ -418,10 +500,13 @@ def hardware(scorer: Any, settings: RunSettings) -> dict[str, Any]:
     device = getattr(scorer, "device", None)
     model = getattr(scorer, "model", None)
     dtype = getattr(model, "dtype", None) or settings.dtype
-    out: dict[str, Any] = {"device": str(device) if device is not None else None,
-                           "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None,
-                           "processes": parallel.world()[1], "machine": platform.machine(),
-                           "cpu_count": os.cpu_count()}
+    out: dict[str, Any] = {
+        "device": str(device) if device is not None else None,
+        "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None,
+        "processes": parallel.world()[1],
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
     if device is not None and getattr(device, "type", None) == "cuda":
         import torch
 
@@ -445,8 +530,16 @@ def is_main_process() -> bool:
 # ---------------------------------------------------------------- executing probes
 
 
-def execute(task: Task, rows: Sequence[Mapping[str, Any]], first: list[Probe], scorer: Any, settings: RunSettings,
-            done: list[Record], writer: rundir.RecordWriter, progress: bool) -> list[Record]:
+def execute(
+    task: Task,
+    rows: Sequence[Mapping[str, Any]],
+    first: list[Probe],
+    scorer: Any,
+    settings: RunSettings,
+    done: list[Record],
+    writer: rundir.RecordWriter,
+    progress: bool,
+) -> list[Record]:
     """Run every stage's probes that are not done yet (`first`: the first stage's, already built); returns all
     records in probe order.
     """
@@ -477,8 +570,16 @@ def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
     other = task.stage_model(stage)
     if other is None:
         return scorer
-    return load_scorer(other, replace(settings, kind="auto", batch_tokens=None, revision=None,
-                                      model_args=ModelArgs(dtype=settings.model_args.dtype)))
+    return load_scorer(
+        other,
+        replace(
+            settings,
+            kind="auto",
+            batch_tokens=None,
+            revision=None,
+            model_args=ModelArgs(dtype=settings.model_args.dtype),
+        ),
+    )
 
 
 def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[tuple[Probe, Any]]:
@@ -487,7 +588,7 @@ def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> It
 
     bar = tqdm(total=len(probes), desc=stage, unit="probe", disable=not progress or not is_main_process())
     for start in range(0, len(probes), CHUNK):
-        chunk = probes[start:start + CHUNK]
+        chunk = probes[start : start + CHUNK]
         yield from zip(chunk, _run_chunk(chunk, scorer), strict=True)
         bar.update(len(chunk))
     bar.close()
@@ -497,8 +598,9 @@ def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> It
 ASK: dict[type, Callable[[Any, list[Any], Any], list[Any]]] = {
     ScoreProbe: lambda scorer, probes, options: scorer.score([p.request for p in probes], options),
     GenerateProbe: lambda scorer, probes, options: scorer.generate([p.prompt for p in probes], options),
-    FillMaskProbe: lambda scorer, probes, options: [best[0][0] for best in
-                                                    scorer.fill_mask([p.left for p in probes], options)],
+    FillMaskProbe: lambda scorer, probes, options: [
+        best[0][0] for best in scorer.fill_mask([p.left for p in probes], options)
+    ],
 }
 
 

@@ -34,8 +34,10 @@ SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
 # run() keywords that are not protocol options
 _RUN_KEYWORDS = {f.name for f in fields(RunSettings)} | {"rows", "progress"}
 # MAPS' culture-gap study (spec 4.5): the four configs of one direction, in culture_gap_study's order
-GAP_STUDIES = {"zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
-               "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht")}
+GAP_STUDIES = {
+    "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
+    "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
+}
 
 
 @dataclass(frozen=True)
@@ -47,17 +49,25 @@ class SuiteResult:
     out: Path | None = None
 
 
-def run_suite(names: Sequence[str], model: Any, *, out: str | os.PathLike | None = None, resume: bool = False,
-              progress: bool = True, **keywords: Any) -> SuiteResult:
+def run_suite(
+    names: Sequence[str],
+    model: Any,
+    *,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    **keywords: Any,
+) -> SuiteResult:
     """Run every config that `names` (configs or groups) name on `model`, loaded once; keywords as `run` takes
     them (settings and protocol options, applied to every config). With `out`, each config's run goes to
     `out/<config>` and the summary to `out/suite.md` and `out/suite.json`.
     """
     configs = expand(list(names))
     data_dirs = data_dirs_of(keywords.pop("data_dir", None), configs)
-    settings = RunSettings(**{k: v for k, v in keywords.items() if k in _RUN_KEYWORDS - {"rows", "progress",
-                                                                                         "model_args"}},
-                           model_args=as_model_args(keywords.get("model_args")))
+    settings = RunSettings(
+        **{k: v for k, v in keywords.items() if k in _RUN_KEYWORDS - {"rows", "progress", "model_args"}},
+        model_args=as_model_args(keywords.get("model_args")),
+    )
     options = {k: v for k, v in keywords.items() if k not in _RUN_KEYWORDS}
     for config in configs:  # every config's options and language, before the model loads
         try:
@@ -74,8 +84,16 @@ def run_suite(names: Sequence[str], model: Any, *, out: str | os.PathLike | None
     runs: dict[str, RunResult] = {}
     summary: dict[str, Any] = {}
     for config in configs:
-        runs[config] = run(config, model, out=folder / config if folder else None, resume=resume, progress=progress,
-                           scorer=scorer, data_dir=data_dirs[config], **keywords)
+        runs[config] = run(
+            config,
+            model,
+            out=folder / config if folder else None,
+            resume=resume,
+            progress=progress,
+            scorer=scorer,
+            data_dir=data_dirs[config],
+            **keywords,
+        )
         summary = summarize_suite(model, runs)
         if folder is not None:
             write_summary(folder, summary)
@@ -103,23 +121,38 @@ def summarize_suite(model: Any, runs: Mapping[str, RunResult]) -> dict[str, Any]
     for config, result in runs.items():
         results = result.metrics.get("results", {})
         metric = results.get("headline")
-        rows.append({"config": config, "benchmark": resolve(config)[0].INFO.name, "metric": metric,
-                     **(results.get("overall", {}).get(metric) or {}), "unit": results.get("unit"),
-                     "smoke": bool(result.config.get("subset")), "omitted": results.get("omitted", {})})
+        rows.append(
+            {
+                "config": config,
+                "benchmark": resolve(config)[0].INFO.name,
+                "metric": metric,
+                **(results.get("overall", {}).get(metric) or {}),
+                "unit": results.get("unit"),
+                "smoke": bool(result.config.get("subset")),
+                "omitted": results.get("omitted", {}),
+            }
+        )
     protocols = sorted({(r.config.get("run") or {}).get("protocol", "default") for r in runs.values()})
-    return {"model": str(model), "protocol": ", ".join(protocols) or "default", "configs": rows,
-            "studies": studies(runs)}
+    return {
+        "model": str(model),
+        "protocol": ", ".join(protocols) or "default",
+        "configs": rows,
+        "studies": studies(runs),
+    }
 
 
 def studies(runs: Mapping[str, RunResult]) -> dict[str, Any]:
     """MAPS' culture and language gaps (spec 4.5) for each direction whose four configs the suite ran in full."""
     from culture_probe.tasks.maps import culture_gap_study
 
-    accuracy = {c: r.metrics.get("accuracy") for c, r in runs.items()
-                if c.startswith("maps_") and not r.config.get("subset")}
-    return {f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
-            for direction, needed in GAP_STUDIES.items()
-            if all(accuracy.get(c) is not None for c in needed)}
+    accuracy = {
+        c: r.metrics.get("accuracy") for c, r in runs.items() if c.startswith("maps_") and not r.config.get("subset")
+    }
+    return {
+        f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
+        for direction, needed in GAP_STUDIES.items()
+        if all(accuracy.get(c) is not None for c in needed)
+    }
 
 
 def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
@@ -130,12 +163,25 @@ def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
     from culture_probe.report.views import Bars, Table
 
     rundir.write_json(folder / SUMMARY_JSON, dict(summary))
-    rows = tuple((r["config"], r["metric"], r.get("value"), interval_text(r), r.get("n"), r["unit"],
-                  "smoke run (--limit)" if r["smoke"] else "; ".join(f"{k} left out: {v}"
-                                                                     for k, v in r["omitted"].items()))
-                 for r in summary["configs"])
-    parts = [f"# Suite: {summary['model']}", "", f"Protocol profile: **{summary.get('protocol', 'default')}**.", "",
-             table_markdown(Table(("config", "metric", "value", "95% CI", "n", "unit", "note"), rows))]
+    rows = tuple(
+        (
+            r["config"],
+            r["metric"],
+            r.get("value"),
+            interval_text(r),
+            r.get("n"),
+            r["unit"],
+            "smoke run (--limit)" if r["smoke"] else "; ".join(f"{k} left out: {v}" for k, v in r["omitted"].items()),
+        )
+        for r in summary["configs"]
+    )
+    parts = [
+        f"# Suite: {summary['model']}",
+        "",
+        f"Protocol profile: **{summary.get('protocol', 'default')}**.",
+        "",
+        table_markdown(Table(("config", "metric", "value", "95% CI", "n", "unit", "note"), rows)),
+    ]
     for name, study in summary["studies"].items():
         parts += ["", f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())]
     plots = folder / "plots"
@@ -143,8 +189,9 @@ def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
     if benchmarks:
         plots.mkdir(exist_ok=True)
     for benchmark in benchmarks:
-        shown = {r["config"]: r for r in summary["configs"]
-                 if r["benchmark"] == benchmark and r.get("value") is not None}
+        shown = {
+            r["config"]: r for r in summary["configs"] if r["benchmark"] == benchmark and r.get("value") is not None
+        }
         if shown:
             bars = Bars(shown, ylabel=next(iter(shown.values()))["metric"])
             png, pdf = draw_bars(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config")
@@ -161,11 +208,25 @@ def main(args: Any) -> int:
     """
     options = dict(_split_option(text) for text in args.option)
     keywords = dict(
-        out=args.out, resume=args.resume, language=args.language, limit=args.limit,
-        batch_tokens=args.batch_tokens, seed=args.seed, kind=args.kind, device=args.device, dtype=args.dtype,
-        data_dir=args.data_dir, corrected=args.corrected, revision=args.revision, cache_dir=args.cache_dir,
-        no_cache=args.no_cache, base_url=args.base_url, concurrency=args.concurrency, model_args=args.model_args,
-        protocol=args.protocol, **options,
+        out=args.out,
+        resume=args.resume,
+        language=args.language,
+        limit=args.limit,
+        batch_tokens=args.batch_tokens,
+        seed=args.seed,
+        kind=args.kind,
+        device=args.device,
+        dtype=args.dtype,
+        data_dir=args.data_dir,
+        corrected=args.corrected,
+        revision=args.revision,
+        cache_dir=args.cache_dir,
+        no_cache=args.no_cache,
+        base_url=args.base_url,
+        concurrency=args.concurrency,
+        model_args=args.model_args,
+        protocol=args.protocol,
+        **options,
     )
     if len(args.configs) > 1 or args.configs[0] in groups():
         if args.rows:

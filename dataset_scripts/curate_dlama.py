@@ -42,8 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunk-size", type=int, default=50, help="entities per VALUES list (upstream: 50)")
     parser.add_argument("--min-interval", type=float, default=1.0, help="seconds between requests")
     parser.add_argument("--timeout", type=float, default=60.0, help="WDQS stops queries after 60 s")
-    parser.add_argument("--contact", required=True,
-                        help="an e-mail or URL where Wikimedia operators can reach you (Wikimedia's User-Agent policy)")
+    parser.add_argument(
+        "--contact",
+        required=True,
+        help="an e-mail or URL where Wikimedia operators can reach you (Wikimedia's User-Agent policy)",
+    )
     parser.add_argument("--out", required=True)
     return parser.parse_args(argv)
 
@@ -51,11 +54,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")  # one line per finished file
-    policy = HttpPolicy(user_agent=f"{HttpPolicy().user_agent} contact: {args.contact}",
-                        min_interval=args.min_interval, timeout=args.timeout)
+    policy = HttpPolicy(
+        user_agent=f"{HttpPolicy().user_agent} contact: {args.contact}",
+        min_interval=args.min_interval,
+        timeout=args.timeout,
+    )
     predicates = tuple(p.pid for p in resolve_predicates(args.predicates))
-    config = DlamaCuration(resolve_region(args.region), resolve_region(args.contrast),
-                           tuple(args.languages.split(",")), predicates, top=args.top, chunk_size=args.chunk_size)
+    config = DlamaCuration(
+        resolve_region(args.region),
+        resolve_region(args.contrast),
+        tuple(args.languages.split(",")),
+        predicates,
+        top=args.top,
+        chunk_size=args.chunk_size,
+    )
     try:
         result = curate_dlama(config, HttpEndpoint(WIKIDATA_URL, policy), args.out, sizes=MediaWikiSizes(policy))
     except CultureProbeError as error:

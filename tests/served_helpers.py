@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-CHAT_TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}<assistant>{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
 
 
 def free_port() -> int:
@@ -29,8 +31,12 @@ def transformers_serve(log: Path) -> Iterator[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     cli = Path(sys.executable).with_name("transformers")
     with open(log, "w") as out:
-        server = subprocess.Popen([str(cli), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
-                                  stdout=out, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(
+            [str(cli), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     try:
         deadline = time.monotonic() + 120
         while True:

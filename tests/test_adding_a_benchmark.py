@@ -109,15 +109,17 @@ def plugin(tmp_path):
     assert lines < 150, f"a benchmark should take two short modules, these take {lines} lines"
     data = tmp_path / "toy_data"
     data.mkdir()
-    (data / "capitals.jsonl").write_text("".join(json.dumps({"country": c, "capital": k}) + "\n"
-                                                 for c, k in FACTS.items()), encoding="utf-8")
+    (data / "capitals.jsonl").write_text(
+        "".join(json.dumps({"country": c, "capital": k}) + "\n" for c, k in FACTS.items()), encoding="utf-8"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     return root, data, env
 
 
 def _cli(env, *args):
-    return subprocess.run([sys.executable, "-m", "culture_probe", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "culture_probe", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 @pytest.mark.slow
@@ -128,22 +130,38 @@ def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(pl
     listed = _cli(env, "list")
     assert listed.returncode == 0 and "toy_capitals" in listed.stdout, listed.stderr[-2000:]
     # through culture_probe.run: a model that knows the capitals gets them all
-    done = subprocess.run([sys.executable, "-c", KNOWING_RUN, str(data), str(tmp_path / "known")],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", KNOWING_RUN, str(data), str(tmp_path / "known")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
-    assert metrics.pop("results")["overall"]["p1"] == {"value": 100.0, "stderr": 0.0, "ci_low": 100.0,
-                                                        "ci_high": 100.0, "n": 3}
+    assert metrics.pop("results")["overall"]["p1"] == {
+        "value": 100.0,
+        "stderr": 0.0,
+        "ci_low": 100.0,
+        "ci_high": 100.0,
+        "n": 3,
+    }
     assert metrics == {"p1": 100.0, "n_probes": 3, "n_skipped": 0, "skipped": {}}
     config = json.loads((tmp_path / "known" / "config.json").read_text())
     assert config["benchmark"]["name"] == "toy" and config["task"] == "ToyTask"
     assert "| p1 | 100.00 |" in (tmp_path / "known" / "report.md").read_text()  # the default view
     # through the CLI, with a tiny real model
     texts = [f"The capital of {c} is {k}" for c, k in FACTS.items()]
-    model = save_tiny(tmp_path / "gpt2", "gpt2", train_tokenizer(texts, "bpe", vocab_size=300, model_kind="causal"),
-                      layers=1, hidden=32)
-    ran = _cli(env, "run", "toy_capitals", "--model", str(model), "--data-dir", str(data), "--out",
-               str(tmp_path / "cli"))
+    model = save_tiny(
+        tmp_path / "gpt2",
+        "gpt2",
+        train_tokenizer(texts, "bpe", vocab_size=300, model_kind="causal"),
+        layers=1,
+        hidden=32,
+    )
+    ran = _cli(
+        env, "run", "toy_capitals", "--model", str(model), "--data-dir", str(data), "--out", str(tmp_path / "cli")
+    )
     assert ran.returncode == 0, ran.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "cli" / "items.jsonl").read_text().splitlines()]
     assert [r["id"] for r in records] == ["c1", "c2", "c3"] and all(r["probe"] == "score" for r in records)

@@ -16,8 +16,12 @@ from culture_probe.cli import main
 from culture_probe.tasks.dlama import DlamaOptions
 
 REPO = Path(__file__).resolve().parent.parent
-FACTS = [("ARAB_REGION", "Egypt", "Africa"), ("ARAB_REGION", "Oman", "Asia"),
-         ("WESTERN_COUNTRIES", "France", "Europe"), ("WESTERN_COUNTRIES", "Canada", "North America")]
+FACTS = [
+    ("ARAB_REGION", "Egypt", "Africa"),
+    ("ARAB_REGION", "Oman", "Asia"),
+    ("WESTERN_COUNTRIES", "France", "Europe"),
+    ("WESTERN_COUNTRIES", "Canada", "North America"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +34,21 @@ def setup(tmp_path_factory):
         folder = root / "dlama" / "arab-west" / "dlama" / language
         folder.mkdir(parents=True)
         for region in ("ARAB_REGION", "WESTERN_COUNTRIES"):
-            lines = [json.dumps({"sub_uri": f"Q{i}", "obj_uri": [f"Q{i}0"], "sub_label": s, "obj_label": [o],
-                                 "country": ["Q1"], "size": 10 - i, "uuid": f"P30_general_{region}_{i}"})
-                     for i, (r, s, o) in enumerate(FACTS) if r == region]
+            lines = [
+                json.dumps(
+                    {
+                        "sub_uri": f"Q{i}",
+                        "obj_uri": [f"Q{i}0"],
+                        "sub_label": s,
+                        "obj_label": [o],
+                        "country": ["Q1"],
+                        "size": 10 - i,
+                        "uuid": f"P30_general_{region}_{i}",
+                    }
+                )
+                for i, (r, s, o) in enumerate(FACTS)
+                if r == region
+            ]
             (folder / f"P30_general_{region}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     texts = ["Egypt Oman France Canada is located in Africa Asia Europe North America ."] * 3
     model = save_tiny(root / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
@@ -52,8 +68,10 @@ def test_run_report_compare(setup, tmp_path, capsys):
     data, model = setup
     common = ["--model", str(model), "--data-dir", str(data), "--language", "en"]
     assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "a"), "--batch-tokens", "64"]) == 0
-    assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "b"), "--option", "score=sum",
-                 "--limit", "2"]) == 0
+    assert (
+        main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "b"), "--option", "score=sum", "--limit", "2"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "dlama_arab_west on" in out and "  p1: " in out and f"wrote {tmp_path / 'b'}" in out
     for name in ("config.json", "items.jsonl", "metrics.json", "report.md"):
@@ -63,12 +81,17 @@ def test_run_report_compare(setup, tmp_path, capsys):
     defaults = dataclasses.asdict(DlamaOptions())
     assert config["options"] == {**defaults, "score": "sum"} and config["run"]["limit"] == 2
     n_en = sum(1 for line in (tmp_path / "a" / "items.jsonl").read_text().splitlines())
-    assert config["subset"] == {"unit": "facts", "strata": ["language", "culture", "predicate"], "items": n_en,
-                                "sampled": 2, "seed": 0} and config["seed_used"]
+    assert (
+        config["subset"]
+        == {"unit": "facts", "strata": ["language", "culture", "predicate"], "items": n_en, "sampled": 2, "seed": 0}
+        and config["seed_used"]
+    )
     cultures = {json.loads(line)["culture"] for line in (tmp_path / "b" / "items.jsonl").read_text().splitlines()}
     assert cultures == {"arab", "west"}  # two facts: one of each culture, not the first two rows
-    assert f"smoke run, not the benchmark's number**: 2 of {n_en} facts, drawn with seed 0 in turn from each " \
-           "language x culture x predicate" in (tmp_path / "b" / "report.md").read_text()
+    assert (
+        f"smoke run, not the benchmark's number**: 2 of {n_en} facts, drawn with seed 0 in turn from each "
+        "language x culture x predicate" in (tmp_path / "b" / "report.md").read_text()
+    )
     assert config["run"]["language"] == "en" and config["model"]["kind"] == "masked"
     assert {"culture_probe", "culture_probe_git", "torch", "transformers", "datasets"} <= set(config["versions"])
     assert config["versions"]["culture_probe_git"]  # this checkout's commit
@@ -92,8 +115,11 @@ def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path, monkeypatc
     data, model = setup
     calls: list[int] = []
     score = Backend.score
-    monkeypatch.setattr(Backend, "score", lambda self, requests, *a, **k: (
-        calls.append(len(requests)), score(self, requests, *a, **k))[1])
+    monkeypatch.setattr(
+        Backend,
+        "score",
+        lambda self, requests, *a, **k: (calls.append(len(requests)), score(self, requests, *a, **k))[1],
+    )
     args = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--out", str(tmp_path / "r")]
     assert main(args) == 0
     asked = sum(calls)
@@ -111,8 +137,9 @@ def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(setup, t
     data, model = setup
     batches: list[int] = []
     original = MaskedScorer._score_batch
-    monkeypatch.setattr(MaskedScorer, "_score_batch",
-                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
+    monkeypatch.setattr(
+        MaskedScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+    )
     common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data)]
     assert main([*common, "--out", str(tmp_path / "first")]) == 0
     computed = len(batches)
@@ -121,8 +148,9 @@ def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(setup, t
     assert cache.name.startswith(Path(model).name)
     assert main([*common, "--out", str(tmp_path / "second"), "--option", "score=sum"]) == 0  # another run, config
     assert len(batches) == computed  # every score came from the cache
-    assert (tmp_path / "first" / "items.jsonl").read_text().count("\n") == \
-        (tmp_path / "second" / "items.jsonl").read_text().count("\n")
+    assert (tmp_path / "first" / "items.jsonl").read_text().count("\n") == (
+        tmp_path / "second" / "items.jsonl"
+    ).read_text().count("\n")
     assert main([*common, "--out", str(tmp_path / "third"), "--no-cache"]) == 0
     assert len(batches) == 2 * computed  # computed again, and nothing written
     moved = tmp_path / "elsewhere"
@@ -145,12 +173,15 @@ def test_a_run_on_custom_rows_is_repeated_by_its_reproduce_command(setup, tmp_pa
     assert json.loads((tmp_path / "again" / "metrics.json").read_text()) == first.metrics
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--rows", "missing.jsonl"], "--rows 'missing.jsonl': no such file"),
-    (["--option", "scroe=sum"], "Unknown option 'scroe'. Did you mean 'score'"),
-    (["--option", "score"], "--option takes KEY=VALUE, got 'score'"),
-    (["--language", "fr"], "Unknown language 'fr'"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--rows", "missing.jsonl"], "--rows 'missing.jsonl': no such file"),
+        (["--option", "scroe=sum"], "Unknown option 'scroe'. Did you mean 'score'"),
+        (["--option", "score"], "--option takes KEY=VALUE, got 'score'"),
+        (["--language", "fr"], "Unknown language 'fr'"),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_clear_message(setup, capsys, extra, message):
     data, model = setup
     assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), *extra]) == 2
@@ -164,20 +195,24 @@ def test_unknown_config_suggests_close_names(capsys):
 
 def test_module_entry_point_lists_benchmarks():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "culture_probe", "list"], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "culture_probe", "list"], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "dlama_arab_west" in done.stdout
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--option", "scroe=sum"], "Unknown option 'scroe'. Did you mean 'score'"),
-    (["--option", "max_new_tokens=0"], "max_new_tokens must be a whole number >= 1, got 0"),
-    (["--language", "fr"], "Unknown language 'fr'"),
-    (["--limit", "0"], "limit must be a whole number >= 1, got 0"),
-    (["--batch-tokens", "-5"], "batch_tokens must be a whole number >= 1, got -5"),
-    (["--option", "templates=./no/such/templates.json"], "no/such/templates.json': no such file"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--option", "scroe=sum"], "Unknown option 'scroe'. Did you mean 'score'"),
+        (["--option", "max_new_tokens=0"], "max_new_tokens must be a whole number >= 1, got 0"),
+        (["--language", "fr"], "Unknown language 'fr'"),
+        (["--limit", "0"], "limit must be a whole number >= 1, got 0"),
+        (["--batch-tokens", "-5"], "batch_tokens must be a whole number >= 1, got -5"),
+        (["--option", "templates=./no/such/templates.json"], "no/such/templates.json': no such file"),
+    ],
+)
 def test_a_bad_option_is_named_before_a_missing_model_is_touched(setup, capsys, extra, message):
     """The pipeline validates before it loads: a model path that does not exist is not what the error is about."""
     data, _ = setup
@@ -198,20 +233,27 @@ def test_model_args_load_a_lora_adapter_and_are_recorded(setup, tmp_path, capsys
     from culture_probe.engine import Scorer
 
     data, model = setup
-    lora = get_peft_model(Scorer.from_pretrained(model).model,
-                          LoraConfig(r=4, target_modules=["query", "value"], init_lora_weights=False))
+    lora = get_peft_model(
+        Scorer.from_pretrained(model).model, LoraConfig(r=4, target_modules=["query", "value"], init_lora_weights=False)
+    )
     lora.save_pretrained(tmp_path / "adapter")
     common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]
     assert main([*common, "--out", str(tmp_path / "plain")]) == 0
-    adapted = [*common, "--out", str(tmp_path / "lora"), "--model-args",
-               f"peft={tmp_path / 'adapter'},attn_implementation=eager"]
+    adapted = [
+        *common,
+        "--out",
+        str(tmp_path / "lora"),
+        "--model-args",
+        f"peft={tmp_path / 'adapter'},attn_implementation=eager",
+    ]
     assert main(adapted) == 0
     config = json.loads((tmp_path / "lora" / "config.json").read_text())
     assert config["model_args"] == {"peft": str(tmp_path / "adapter"), "attn_implementation": "eager"}
     assert config["model"]["identity"]["peft"]["path"] == str((tmp_path / "adapter").resolve())
     assert (tmp_path / "lora" / "items.jsonl").read_text() != (tmp_path / "plain" / "items.jsonl").read_text()
-    assert main([*adapted[:-2], "--out", str(tmp_path / "x"), "--model-args", "dtype=float32", "--dtype",
-                 "bfloat16"]) == 2
+    assert (
+        main([*adapted[:-2], "--out", str(tmp_path / "x"), "--model-args", "dtype=float32", "--dtype", "bfloat16"]) == 2
+    )
     assert "--dtype bfloat16 and --model-args dtype=float32 disagree" in capsys.readouterr().err
 
 
@@ -224,11 +266,15 @@ def test_a_missing_model_path_is_named_as_a_path(setup, capsys):
 def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(setup, mirror, tmp_path, capsys):
     _, model = setup
     out = tmp_path / "asia"
-    assert main(["run", "dlama_asia_west", "--model", str(model), "--language", "en", "--limit", "2",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["run", "dlama_asia_west", "--model", str(model), "--language", "en", "--limit", "2", "--out", str(out)])
+        == 0
+    )
     report = (out / "report.md").read_text()
     assert "- language: en only (the config also has ko)" in report
-    assert ("**note**: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels of "
-            "asia-west") in report and "(ko not probed in this run)" in report
+    assert (
+        "**note**: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels of "
+        "asia-west"
+    ) in report and "(ko not probed in this run)" in report
     assert main(["run", "dlama_asia_west", "--model", str(model), "--limit", "2", "--out", str(tmp_path / "b")]) == 2
     assert "No ko facts: the copy of the release in the shared mirror" in capsys.readouterr().err

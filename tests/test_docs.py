@@ -74,10 +74,17 @@ def test_headings_ignore_code_blocks():
 def test_mkdocs_build_strict(tmp_path):
     if shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("mkdocs is not installed (it is in the test extras: pip install -e '.[test]')")
-    pytest.importorskip("mkdocstrings_handlers.python", reason="mkdocstrings[python] builds the API reference "
-                        "(it is in the test extras: pip install -e '.[test]')")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    pytest.importorskip(
+        "mkdocstrings_handlers.python",
+        reason="mkdocstrings[python] builds the API reference (it is in the test extras: pip install -e '.[test]')",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     warnings = [line for line in done.stderr.splitlines() if "WARNING" in line]
     assert not warnings, "\n".join(warnings)
@@ -93,7 +100,7 @@ def deviation_section(markdown: str) -> str:
     level or higher."""
     start = markdown.index("Deviations from the original code")
     level = markdown.rfind("\n", 0, start)
-    hashes = markdown[level + 1:start].strip()
+    hashes = markdown[level + 1 : start].strip()
     rest = markdown[start:]
     end = re.search(rf"\n#{{1,{len(hashes)}}} ", rest)
     return rest[: end.start()] if end else rest
@@ -109,8 +116,10 @@ def test_each_deviation_is_on_its_benchmark_page_with_its_upstream_side(benchmar
     section = deviation_section((DOCS / "benchmarks" / f"{benchmark}.md").read_text(encoding="utf-8"))
     assert "--protocol upstream" in section
     for deviation in task.deviations:
-        row = next((line for line in section.splitlines() if re.match(rf"\|\s*\**{re.escape(deviation.id)}\**\s*\|",
-                                                                          line)), None)
+        row = next(
+            (line for line in section.splitlines() if re.match(rf"\|\s*\**{re.escape(deviation.id)}\**\s*\|", line)),
+            None,
+        )
         assert row is not None, f"{benchmark}: {deviation.id} has no row in the deviation table"
         for option in deviation.upstream or {}:
             assert option in row, f"{benchmark} {deviation.id}: the row does not name {option}"

@@ -21,7 +21,8 @@ def assert_same(expected: Any, actual: Any, where: str = "") -> None:
     """Equal JSON values; floats within 1e-6 (relative) so that another CPU's rounding does not fail the test."""
     if isinstance(expected, float) or isinstance(actual, float):
         assert isinstance(actual, (int, float)) and math.isclose(expected, actual, rel_tol=1e-6, abs_tol=1e-9), (
-            f"{where}: {actual!r} != golden {expected!r}")
+            f"{where}: {actual!r} != golden {expected!r}"
+        )
     elif isinstance(expected, dict):
         assert isinstance(actual, dict), f"{where}: {type(actual).__name__} != golden dict"
         missing = expected.keys() - actual.keys()

@@ -99,8 +99,13 @@ def kernel_environment(scratch: Path) -> dict[str, str]:
         (scratch / name).mkdir()
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_WARNINGS]))
-    return {**os.environ, **KERNEL_ENV, "PYTHONPATH": pythonpath, "PYTHONWARNINGS": warnings,
-            **{variable: str(scratch / name) for variable, name in folders.items()}}
+    return {
+        **os.environ,
+        **KERNEL_ENV,
+        "PYTHONPATH": pythonpath,
+        "PYTHONWARNINGS": warnings,
+        **{variable: str(scratch / name) for variable, name in folders.items()},
+    }
 
 
 def executed(path: Path) -> nbformat.NotebookNode:
@@ -108,8 +113,13 @@ def executed(path: Path) -> nbformat.NotebookNode:
     raises CellExecutionError naming the failing cell.
     """
     notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=900, kernel_name="python3", record_timing=False,
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=900,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     with scratch_folder() as scratch:
         client.execute(env=kernel_environment(scratch))
     return notebook
@@ -123,8 +133,13 @@ def path_patterns() -> list[tuple[re.Pattern[str], str]]:
     Stored outputs may come from another checkout: a path is recognised by its tail where it can be.
     """
     anchor = r"(?=[/\s'\"`)\]]|$)"  # the end of a path component
-    places = [(str(REPO), "<repo>"), (sys.prefix, "<venv>"), (os.environ.get("CULTURE_PROBE_MIRROR", ""), "<mirror>"),
-              (tempfile.gettempdir(), "<tmp>"), (str(Path.home()), "<home>")]
+    places = [
+        (str(REPO), "<repo>"),
+        (sys.prefix, "<venv>"),
+        (os.environ.get("CULTURE_PROBE_MIRROR", ""), "<mirror>"),
+        (tempfile.gettempdir(), "<tmp>"),
+        (str(Path.home()), "<home>"),
+    ]
     return [
         (re.compile(rf"(/[\w.-]+)*/{SCRATCH_PREFIX}\w+/tmp{anchor}"), "<tmp>"),  # a kernel's TMPDIR
         (re.compile(rf"(/[\w.-]+)*/shared/mirror{anchor}"), "<mirror>"),  # the default mirror beside any checkout
@@ -159,8 +174,12 @@ def merged(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
     joined: list[nbformat.NotebookNode] = []
     for output in outputs:
         previous = joined[-1] if joined else None
-        if output.output_type == "stream" and previous and previous.output_type == "stream" and \
-                previous.name == output.name:
+        if (
+            output.output_type == "stream"
+            and previous
+            and previous.output_type == "stream"
+            and previous.name == output.name
+        ):
             joined[-1] = nbformat.from_dict({**previous, "text": previous.text + output.text})
         else:
             joined.append(output)
@@ -194,8 +213,12 @@ def output_lines(output: nbformat.NotebookNode) -> list[str]:
 
 def cell_lines(cell: nbformat.NotebookNode, patterns: list[tuple[re.Pattern[str], str]]) -> list[str]:
     """A code cell's execution count and outputs as lines, volatile text normalised."""
-    text = "\n".join([f"[execution_count] {cell.execution_count}",
-                      *(line for output in merged(cell.outputs) for line in output_lines(output))])
+    text = "\n".join(
+        [
+            f"[execution_count] {cell.execution_count}",
+            *(line for output in merged(cell.outputs) for line in output_lines(output)),
+        ]
+    )
     for pattern, replacement in patterns:
         text = pattern.sub(replacement, text)
     return text.splitlines()
@@ -208,8 +231,11 @@ def mismatches(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> l
     for number, (old, new) in enumerate(zip(stored.cells, fresh.cells, strict=True)):
         if new.cell_type != "code":
             continue
-        diff = list(difflib.unified_diff(cell_lines(old, patterns), cell_lines(new, patterns), "stored", "fresh",
-                                         n=1, lineterm=""))
+        diff = list(
+            difflib.unified_diff(
+                cell_lines(old, patterns), cell_lines(new, patterns), "stored", "fresh", n=1, lineterm=""
+            )
+        )
         if diff:
             shown = [line[:200] for line in diff[:30]] + (["..."] if len(diff) > 30 else [])
             messages.append(f"cell {number} (In [{new.execution_count}]):\n" + "\n".join(shown))
@@ -240,8 +266,9 @@ def storable(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> nbf
         if cell.cell_type != "code":
             continue
         # left out: the blank lines `tokenizers`' trainers print in place of their progress bars
-        cell.outputs = [without_paths(o) for o in
-                        merged([o for o in cell.outputs if o.output_type != "stream" or o.text.strip()])]
+        cell.outputs = [
+            without_paths(o) for o in merged([o for o in cell.outputs if o.output_type != "stream" or o.text.strip()])
+        ]
         if cell_lines(old, patterns) == cell_lines(cell, patterns) and images(old) == images(cell):
             cell.outputs = [without_paths(o) for o in merged(old.outputs)]
     return fresh
@@ -282,8 +309,11 @@ def test_notebook_imports_are_declared_dependencies(path: Path) -> None:
     # a notebook must not rely on a package that only happens to be installed (e.g. pulled in by another one)
     declared, owners = declared_distributions(), packages_distributions()
     third_party = imported_modules(path) - set(sys.stdlib_module_names) - {"culture_probe"}
-    undeclared = {module: owners.get(module) for module in third_party
-                  if not {normalised(d) for d in owners.get(module, [module])} & declared}
+    undeclared = {
+        module: owners.get(module)
+        for module in third_party
+        if not {normalised(d) for d in owners.get(module, [module])} & declared
+    }
     assert not undeclared, f"{path.name} imports {undeclared}: add them to setup.cfg (install_requires or test extras)"
 
 
@@ -294,8 +324,11 @@ def test_stored_outputs_name_no_path_of_this_machine(path: Path) -> None:
         for output in cell.get("outputs", []):
             for holder, key in text_fields(output):
                 text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
-                named = [pattern.pattern for pattern, placeholder in path_patterns()
-                         if pattern.sub(placeholder, text) != text]
+                named = [
+                    pattern.pattern
+                    for pattern, placeholder in path_patterns()
+                    if pattern.sub(placeholder, text) != text
+                ]
                 assert not named, f"notebooks/{path.name} cell {number} names a local path; run `{REGENERATE}`"
 
 
@@ -305,8 +338,10 @@ def test_notebook_runs_and_its_stored_outputs_are_current(path: Path) -> None:
     fresh = executed(path)  # raises CellExecutionError naming the failing cell
     stale = mismatches(stored, fresh)
     assert not error_outputs(fresh)
-    assert not stale, (f"notebooks/{path.name}: the stored outputs of {len(stale)} cell(s) differ from a fresh run "
-                       f"(regenerate them with `{REGENERATE}`):\n\n" + "\n\n".join(stale))
+    assert not stale, (
+        f"notebooks/{path.name}: the stored outputs of {len(stale)} cell(s) differ from a fresh run "
+        f"(regenerate them with `{REGENERATE}`):\n\n" + "\n\n".join(stale)
+    )
 
 
 def main() -> None:

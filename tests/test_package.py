@@ -21,9 +21,18 @@ def test_import_and_cli_help_do_not_load_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("module", ["culture_probe", "culture_probe.engine", "culture_probe.tasks",
-                                    "culture_probe.report", "culture_probe.metrics", "culture_probe.curation",
-                                    "culture_probe.models"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "culture_probe",
+        "culture_probe.engine",
+        "culture_probe.tasks",
+        "culture_probe.report",
+        "culture_probe.metrics",
+        "culture_probe.curation",
+        "culture_probe.models",
+    ],
+)
 def test_public_api_names_resolve(module):
     import importlib
 
@@ -61,8 +70,11 @@ def _setup_cfg():
 def _names(block: str) -> set[str]:
     import re
 
-    return {re.split(r"[<>=!\[ ]", line.strip())[0].lower() for line in block.splitlines()
-            if line.strip() and not line.strip().startswith("#")}
+    return {
+        re.split(r"[<>=!\[ ]", line.strip())[0].lower()
+        for line in block.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    }
 
 
 def test_core_dependencies_and_extras_are_declared_as_the_docs_say():
@@ -81,11 +93,25 @@ def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch, tmp_path, c
     monkeypatch.setitem(sys.modules, "pyoxigraph", None)  # as if not installed
     dump = tmp_path / "d.ttl"
     dump.write_text("<http://a> <http://b> <http://c> .\n")
-    code = main(["curate", "dlama", "--region", "arab", "--languages", "en", "--endpoint", str(dump), "--out",
-                 str(tmp_path / "c")])
+    code = main(
+        [
+            "curate",
+            "dlama",
+            "--region",
+            "arab",
+            "--languages",
+            "en",
+            "--endpoint",
+            str(dump),
+            "--out",
+            str(tmp_path / "c"),
+        ]
+    )
     assert code == 2
-    expected = ("culture-probe: error: pyoxigraph is not installed; it comes with culture_probe's 'curation' extra: "
-                "pip install 'culture_probe[curation]'")
+    expected = (
+        "culture-probe: error: pyoxigraph is not installed; it comes with culture_probe's 'curation' extra: "
+        "pip install 'culture_probe[curation]'"
+    )
     assert capsys.readouterr().err.strip() == expected
 
 
@@ -98,8 +124,13 @@ def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures
     from culture_probe.runner import run
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(write_dlama(tmp_path / "d")),
-                 out=tmp_path / "run", progress=False)
+    result = run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(write_dlama(tmp_path / "d")),
+        out=tmp_path / "run",
+        progress=False,
+    )
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]'" in report
     assert "## Headline numbers" in report and not (tmp_path / "run" / "plots").exists()
@@ -119,36 +150,71 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
     from pathlib import Path
 
     repo = Path(__file__).resolve().parent.parent
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-                    "--wheel-dir", str(tmp_path / "dist"), str(repo)], check=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "--wheel-dir",
+            str(tmp_path / "dist"),
+            str(repo),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     wheel = next((tmp_path / "dist").glob("culture_probe-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        metadata = Parser().parsestr(archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
-                                     .decode())
-    for data_file in ("culture_probe/schemas/metrics.schema.json", "culture_probe/metrics_modules/cbs/cbs.py",
-                      "culture_probe/data/vendored/dlama_templates.json", "culture_probe/py.typed"):
+        metadata = Parser().parsestr(archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
+    for data_file in (
+        "culture_probe/schemas/metrics.schema.json",
+        "culture_probe/metrics_modules/cbs/cbs.py",
+        "culture_probe/data/vendored/dlama_templates.json",
+        "culture_probe/py.typed",
+    ):
         assert data_file in names
     requires = " ".join(metadata.get_all("Requires-Dist")).lower().replace("-", "_")
     for dependency in ("torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub", "pyyaml"):
         assert dependency in requires
-    assert "extra == \"curation\"" in requires and "extra == \"plots\"" in requires
+    assert 'extra == "curation"' in requires and 'extra == "plots"' in requires
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-                   check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}  # the dependencies, not the checkout
-    where = subprocess.run([str(python), "-c", "import culture_probe; print(culture_probe.__file__)"], env=env,
-                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import culture_probe; print(culture_probe.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert where.startswith(str(venv)), where
-    listed = subprocess.run([str(venv / "bin" / "culture-probe"), "list"], env=env, cwd=tmp_path,
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [str(venv / "bin" / "culture-probe"), "list"], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
     assert "dlama_arab_west" in listed and "maps_en" in listed
-    version = subprocess.run([str(venv / "bin" / "culture-probe"), "--version"], env=env, cwd=tmp_path,
-                             capture_output=True, text=True, check=True).stdout
+    version = subprocess.run(
+        [str(venv / "bin" / "culture-probe"), "--version"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert version.strip() == f"culture-probe {culture_probe.__version__}"
-    metric = subprocess.run([str(python), "-c", "import culture_probe; print(culture_probe.load_metric('cbs').name)"],
-                            env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    metric = subprocess.run(
+        [str(python), "-c", "import culture_probe; print(culture_probe.load_metric('cbs').name)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert metric.strip() == "cbs"

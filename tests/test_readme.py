@@ -29,9 +29,9 @@ def command_lines() -> list[list[str]]:
     for line in "\n".join(blocks("bash")).splitlines():
         words = shlex.split(line, comments=True)
         if "culture-probe" in words:
-            commands.append(words[words.index("culture-probe") + 1:])
+            commands.append(words[words.index("culture-probe") + 1 :])
         elif "culture_probe" in words and "-m" in words:  # accelerate launch ... -m culture_probe run ...
-            commands.append(words[words.index("culture_probe") + 1:])
+            commands.append(words[words.index("culture_probe") + 1 :])
     return commands
 
 
@@ -56,7 +56,8 @@ def test_each_config_and_metric_the_python_lines_name_exists() -> None:
     configs |= set(re.findall(r'load_dataset\("[\w-]+/culture_probe", "(\w+)"\)', python))
     assert configs and configs <= {e.name for e in list_benchmarks()}
     metrics = set(re.findall(r'load\("(?:metrics/|my-org/)?(\w+)"\)', python)) | set(
-        re.findall(r'load_metric\("(\w+)"\)', python))
+        re.findall(r'load_metric\("(\w+)"\)', python)
+    )
     assert metrics == {"cbs"} and metrics <= set(list_metrics())
     for name in re.findall(r"culture_probe\.(\w+)\(", python):
         assert callable(getattr(culture_probe, name)), name

@@ -43,8 +43,14 @@ def test_groups_expand_to_the_papers_experiments_in_order_each_once():
 
 def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(tmp_path, one_load):
     data = write_dlama(tmp_path / "dlama")
-    suite = culture_probe.run_suite(["dlama_arab_west", "dlama_arab_west_corrected"], "some/model",
-                                    data_dir=str(data), out=tmp_path / "suite", progress=False, language="en")
+    suite = culture_probe.run_suite(
+        ["dlama_arab_west", "dlama_arab_west_corrected"],
+        "some/model",
+        data_dir=str(data),
+        out=tmp_path / "suite",
+        progress=False,
+        language="en",
+    )
     assert one_load == ["some/model"]
     assert list(suite.runs) == ["dlama_arab_west", "dlama_arab_west_corrected"]
     for config in suite.runs:
@@ -64,15 +70,32 @@ def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(
 
 def test_an_option_one_config_lacks_fails_before_the_model_loads(tmp_path, one_load):
     with pytest.raises(CultureProbeError, match="In the suite's config dlama_arab_west: Unknown option 'tie_value'"):
-        culture_probe.run_suite(["camel_co_prompts", "dlama_arab_west"], "some/model", tie_value=0.5,
-                                out=tmp_path / "s", progress=False)
+        culture_probe.run_suite(
+            ["camel_co_prompts", "dlama_arab_west"], "some/model", tie_value=0.5, out=tmp_path / "s", progress=False
+        )
     assert one_load == [] and not (tmp_path / "s").exists()
 
 
 def test_the_cli_runs_a_suite_and_lists_groups(tmp_path, one_load, capsys):
     data = write_dlama(tmp_path / "dlama")
-    assert main(["run", "dlama_arab_west", "dlama_arab_west_corrected", "--model", "m", "--data-dir", f"dlama={data}",
-                 "--language", "en", "--out", str(tmp_path / "suite")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "dlama_arab_west",
+                "dlama_arab_west_corrected",
+                "--model",
+                "m",
+                "--data-dir",
+                f"dlama={data}",
+                "--language",
+                "en",
+                "--out",
+                str(tmp_path / "suite"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "dlama_arab_west: p1 " in out and f"wrote {tmp_path / 'suite' / 'suite.md'}" in out
     assert main(["list"]) == 0

@@ -99,15 +99,17 @@ class Checkpoints:
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
-            raise SourceFormatError(f"corrupt checkpoint ({error.msg}); {fix}", path=str(path),
-                                    line=error.lineno) from error
+            raise SourceFormatError(
+                f"corrupt checkpoint ({error.msg}); {fix}", path=str(path), line=error.lineno
+            ) from error
         except UnicodeDecodeError:
             raise SourceFormatError(f"corrupt checkpoint (not UTF-8); {fix}", path=str(path)) from None
         if not isinstance(saved, dict) or set(saved) != {"key", "sha256", "value"}:
             raise SourceFormatError(f"not a checkpoint of this version (no key and digest); {fix}", path=str(path))
         if saved["key"] != key:
-            raise SourceFormatError(f"checkpoint made for {saved['key']!r}, read as {key!r} (a moved or copied "
-                                    f"file); {fix}", path=str(path))
+            raise SourceFormatError(
+                f"checkpoint made for {saved['key']!r}, read as {key!r} (a moved or copied file); {fix}", path=str(path)
+            )
         if saved["sha256"] != _content_digest(saved["value"]):
             raise SourceFormatError(f"checkpoint content changed since it was fetched; {fix}", path=str(path))
         return saved["value"]

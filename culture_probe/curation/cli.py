@@ -77,19 +77,31 @@ def main(args: argparse.Namespace) -> int:
     chunk = 50 if getattr(args, "chunk_size", None) is None else args.chunk_size  # 0 is refused, never coerced
     if args.framework == "fmlama":
         _refuse_dlama_only(args)
-        written = curate_fmlama(FmlamaCuration(region, languages, chunk), endpoint, args.out,
-                                checkpoint_dir=getattr(args, "checkpoints", None))
+        written = curate_fmlama(
+            FmlamaCuration(region, languages, chunk),
+            endpoint,
+            args.out,
+            checkpoint_dir=getattr(args, "checkpoints", None),
+        )
         print(f"wrote FmLAMA-style dishes to {args.out}/data_lang: {written}")
         return refuse_empty(args, {lang: n for lang, n in written.items() if not n}, "dishes in")
     top = {"top": args.top} if getattr(args, "top", None) is not None else {}
     config = DlamaCuration(
-        region, resolve_region(getattr(args, "contrast", None) or "west", sites=sites), languages,
-        predicates=split_list(args.predicates) or tuple(PREDICATES), chunk_size=chunk,
-        object_filters=bool(getattr(args, "object_filters", False)), **top,
+        region,
+        resolve_region(getattr(args, "contrast", None) or "west", sites=sites),
+        languages,
+        predicates=split_list(args.predicates) or tuple(PREDICATES),
+        chunk_size=chunk,
+        object_filters=bool(getattr(args, "object_filters", False)),
+        **top,
     )
-    result = curate_dlama(config, endpoint, args.out,
-                          sizes=size_provider(getattr(args, "sizes", "auto") or "auto", endpoint, policy),
-                          checkpoint_dir=getattr(args, "checkpoints", None))
+    result = curate_dlama(
+        config,
+        endpoint,
+        args.out,
+        sizes=size_provider(getattr(args, "sizes", "auto") or "auto", endpoint, policy),
+        checkpoint_dir=getattr(args, "checkpoints", None),
+    )
     facts = sum(c["facts"] for c in result.counts.values())
     print(f"wrote {facts} facts ({len(result.files)} files) to {result.pair_dir}")
     return refuse_empty(args, {name: 0 for name, c in result.counts.items() if not c["facts"]}, "facts for")
@@ -100,6 +112,8 @@ def refuse_empty(args: argparse.Namespace, empty: dict[str, int], what: str) -> 
     --allow-empty: an empty file usually means a wrong region, language or endpoint, not a fact of the world.
     """
     if empty and not getattr(args, "allow_empty", False):
-        raise CultureProbeError(f"The curation wrote no {what} {', '.join(sorted(empty))} (files kept in {args.out}). "
-                                "Check the region, languages and endpoint, or pass --allow-empty if that is expected.")
+        raise CultureProbeError(
+            f"The curation wrote no {what} {', '.join(sorted(empty))} (files kept in {args.out}). "
+            "Check the region, languages and endpoint, or pass --allow-empty if that is expected."
+        )
     return 0

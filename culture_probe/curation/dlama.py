@@ -49,8 +49,10 @@ DEVIATIONS = (
 )
 
 
-OBJECT_FILTERS = ("object_filters=True: step 3 drops non-sovereign and historical countries, lost cities, the "
-                  "instrument 'voice' and sign languages (culture_probe's option; the release was built without it).")
+OBJECT_FILTERS = (
+    "object_filters=True: step 3 drops non-sovereign and historical countries, lost cities, the "
+    "instrument 'voice' and sign languages (culture_probe's option; the release was built without it)."
+)
 
 
 @dataclass(frozen=True)
@@ -95,12 +97,17 @@ class CurationResult:
     files: tuple[Path, ...] = ()
 
 
-def record(fact: dict[str, Any], obj: list[str], labels: dict[str, dict[str, str]], lang: str,
-           uuid: str) -> dict[str, Any]:
+def record(
+    fact: dict[str, Any], obj: list[str], labels: dict[str, dict[str, str]], lang: str, uuid: str
+) -> dict[str, Any]:
     """One v1 record (keys in release order)."""
     return {
-        "sub_uri": fact["sub"], "obj_uri": obj, "sub_label": labels[fact["sub"]][lang],
-        "obj_label": [labels[o][lang] for o in obj], "country": fact["country"], "size": fact["size"],
+        "sub_uri": fact["sub"],
+        "obj_uri": obj,
+        "sub_label": labels[fact["sub"]][lang],
+        "obj_label": [labels[o][lang] for o in obj],
+        "country": fact["country"],
+        "size": fact["size"],
         "uuid": uuid,
     }
 
@@ -115,8 +122,14 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
-def curate_dlama(config: DlamaCuration, endpoint: SparqlEndpoint, out_dir: str | Path, *,
-                 sizes: SizeProvider | None = None, checkpoint_dir: str | Path | None = None) -> CurationResult:
+def curate_dlama(
+    config: DlamaCuration,
+    endpoint: SparqlEndpoint,
+    out_dir: str | Path,
+    *,
+    sizes: SizeProvider | None = None,
+    checkpoint_dir: str | Path | None = None,
+) -> CurationResult:
     """Run the five steps for every predicate and both regions, then write the pair in the DLAMA-v1 layout.
 
     Every query result is checkpointed under `checkpoint_dir` (default `out_dir/.checkpoints`), so rerunning the
@@ -133,12 +146,15 @@ def curate_dlama(config: DlamaCuration, endpoint: SparqlEndpoint, out_dir: str |
         for region in (config.region, config.contrast):
             facts = step1_facts(ctx, predicate, region)
             ranked = step2_rank(ctx, predicate, region, facts)
-            per_region[region] = steps34_objects_and_labels(ctx, predicate, region, ranked, config.top,
-                                                            object_filters=config.object_filters)
+            per_region[region] = steps34_objects_and_labels(
+                ctx, predicate, region, ranked, config.top, object_filters=config.object_filters
+            )
             name = f"{predicate.pid}_{DOMAIN}_{region.token}"
             counts[name] = {
-                "step1_rows": len(facts), "ranked_subjects": len(ranked),
-                "examined": per_region[region]["n_examined"], "facts": len(per_region[region]["facts"]),
+                "step1_rows": len(facts),
+                "ranked_subjects": len(ranked),
+                "examined": per_region[region]["n_examined"],
+                "facts": len(per_region[region]["facts"]),
             }
             log.info("%s: %s", name, counts[name])
         files += _write_predicate(ctx, predicate, per_region, pair_root)
@@ -146,8 +162,9 @@ def curate_dlama(config: DlamaCuration, endpoint: SparqlEndpoint, out_dir: str |
     return CurationResult(pair_root, counts, tuple(files))
 
 
-def _write_predicate(ctx: Context, predicate: Predicate, per_region: dict[Region, dict[str, Any]],
-                     pair_root: Path) -> list[Path]:
+def _write_predicate(
+    ctx: Context, predicate: Predicate, per_region: dict[Region, dict[str, Any]], pair_root: Path
+) -> list[Path]:
     objects = [o for result in per_region.values() for fact in result["facts"] for o in fact["obj"]]
     hierarchy = step5_hierarchy(ctx, predicate, objects) if objects else {"ancestors": {}, "labels": {}}
     written = []
@@ -170,9 +187,13 @@ def _write_predicate(ctx: Context, predicate: Predicate, per_region: dict[Region
 
 def _write_manifest(config: DlamaCuration, ctx: Context, pair_root: Path, counts: dict[str, dict[str, int]]) -> None:
     manifest = {
-        "framework": "dlama", "culture_probe_version": __version__, "pair": config.pair,
+        "framework": "dlama",
+        "culture_probe_version": __version__,
+        "pair": config.pair,
         "config": {**asdict(config), "region": asdict(config.region), "contrast": asdict(config.contrast)},
-        "endpoint": ctx.endpoint.name, "sizes": ctx.sizes.name, "counts": counts,
+        "endpoint": ctx.endpoint.name,
+        "sizes": ctx.sizes.name,
+        "counts": counts,
         "deviations": [*DEVIATIONS, *([OBJECT_FILTERS] if config.object_filters else [])],
     }
     write_json_atomic(pair_root / "curation.json", manifest)

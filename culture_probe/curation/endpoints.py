@@ -67,8 +67,13 @@ class RetryableError(Exception):
 class PoliteCaller:
     """Runs one request function at a bounded rate, retrying retryable failures; raises EndpointError at the end."""
 
-    def __init__(self, name: str, policy: HttpPolicy, sleep: Callable[[float], None] = time.sleep,
-                 notify: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        name: str,
+        policy: HttpPolicy,
+        sleep: Callable[[float], None] = time.sleep,
+        notify: Callable[[str], None] | None = None,
+    ):
         self.name, self.policy, self.sleep = name, policy, sleep
         self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
         self._last = float("-inf")
@@ -92,10 +97,13 @@ class PoliteCaller:
                         f"{self.name} asks to wait {error.retry_after:.0f} s before the next request (Retry-After), "
                         f"more than --max-retry-after {self.policy.max_retry_after:.0f} s; last error: {last_error}. "
                         "What was fetched is kept in the checkpoints: rerun the same command later, or raise "
-                        "--max-retry-after to wait.") from None
+                        "--max-retry-after to wait."
+                    ) from None
                 delay = retry_delay(self.policy, attempt, error.retry_after)
-                self.notify(f"culture-probe: {self.name}: {last_error}; waiting {delay:.0f} s before retry "
-                            f"{attempt + 1} of {self.policy.retries}")
+                self.notify(
+                    f"culture-probe: {self.name}: {last_error}; waiting {delay:.0f} s before retry "
+                    f"{attempt + 1} of {self.policy.retries}"
+                )
                 self.sleep(delay)
         raise EndpointError(
             f"{self.name} failed after {self.policy.retries + 1} attempts; last error: {last_error}. "
@@ -155,7 +163,7 @@ def parse_results(data: Any, source: str) -> list[Row]:
             for var, term in binding.items():
                 value = term["value"]
                 if term["type"] == "uri" and value.startswith(WD):
-                    value = value[len(WD):]
+                    value = value[len(WD) :]
                 row[var] = value
             rows.append(row)
         return rows
@@ -176,8 +184,9 @@ class SparqlEndpoint(Protocol):
 class HttpEndpoint:
     """A SPARQL endpoint over HTTP (Wikidata's, an Oxigraph server, any URL), queried through SPARQLWrapper."""
 
-    def __init__(self, url: str = WIKIDATA_URL, policy: HttpPolicy | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self, url: str = WIKIDATA_URL, policy: HttpPolicy | None = None, sleep: Callable[[float], None] = time.sleep
+    ):
         self.url = url
         self.name = f"SPARQL endpoint {url}"
         self.identity = url_identity(url)
@@ -245,8 +254,9 @@ class EmbeddedStore:
             try:
                 self.store.load(input=handle, format=getattr(pyoxigraph.RdfFormat, self.FORMATS[path.suffix]))
             except SyntaxError as error:  # pyoxigraph's parse errors name the line and column
-                raise SourceFormatError(f"not valid {self.FORMATS[path.suffix]} ({error.msg}); fix or re-export the "
-                                        "dump", path=str(path)) from None
+                raise SourceFormatError(
+                    f"not valid {self.FORMATS[path.suffix]} ({error.msg}); fix or re-export the dump", path=str(path)
+                ) from None
 
     def select(self, query: str) -> list[Row]:
         """Run one SELECT query in process."""

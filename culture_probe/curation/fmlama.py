@@ -45,8 +45,9 @@ class FmlamaCuration:
             raise CultureProbeError(f"chunk_size must be positive, got {self.chunk_size}.")
 
 
-def curate_fmlama(config: FmlamaCuration, endpoint: SparqlEndpoint, out_dir: str | Path, *,
-                  checkpoint_dir: str | Path | None = None) -> dict[str, int]:
+def curate_fmlama(
+    config: FmlamaCuration, endpoint: SparqlEndpoint, out_dir: str | Path, *, checkpoint_dir: str | Path | None = None
+) -> dict[str, int]:
     """Query, label and write the dishes; returns {language: number of dishes written}."""
     out = Path(out_dir)
     labels_in = tuple(dict.fromkeys((*config.languages, "en")))  # origins are named by their English label
@@ -69,14 +70,16 @@ def curate_fmlama(config: FmlamaCuration, endpoint: SparqlEndpoint, out_dir: str
         write_jsonl(folder / f"{lang}_dishes.jsonl", records)
         counts = Counter(r["origin"] for r in records)
         ordered = [["All", len(records)], *([o, n] for o, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))]
-        (folder / f"{lang}_count.jsonl").write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in ordered),
-                                                   encoding="utf-8")
+        (folder / f"{lang}_count.jsonl").write_text(
+            "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in ordered), encoding="utf-8"
+        )
         written[lang] = len(records)
     return written
 
 
-def _record(dish: str, origin: set[str], parts: set[str], labels: dict[str, dict[str, str]],
-            lang: str) -> dict[str, Any] | None:
+def _record(
+    dish: str, origin: set[str], parts: set[str], labels: dict[str, dict[str, str]], lang: str
+) -> dict[str, Any] | None:
     """One record, or None when the dish, its origin or all of its ingredients lack a label in `lang`."""
     (country,) = origin
     name = labels.get(dish, {}).get(lang)

@@ -35,9 +35,9 @@ class Predicate:
 
     @property
     def country_field(self) -> str | None:
-        """"subject" or "object" when that side of the fact is the country itself (upstream then fills a fact's
-        `country` from it: its objects for P17, P27, P495, P1376; the subject for P30, P36, ...), else None (the
-        region's country that selected the fact).
+        """The side of the fact ("subject" or "object") that is the country itself, else None (the region's
+        country that selected the fact). Upstream then fills a fact's `country` from it: its objects for P17, P27,
+        P495, P1376; the subject for P30, P36, ...
         """
         if self.object == "country":
             return "object"
@@ -55,10 +55,12 @@ PREDICATES: dict[str, Predicate] = {
     p.pid: p
     for p in (
         Predicate("P17", "country", "place", "country"),
-        Predicate("P19", "place of birth", "person", "city",
-                  (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY)),
-        Predicate("P20", "place of death", "person", "city",
-                  (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY)),
+        Predicate(
+            "P19", "place of birth", "person", "city", (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY)
+        ),
+        Predicate(
+            "P20", "place of death", "person", "city", (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY)
+        ),
         Predicate("P27", "country of citizenship", "person", "country"),
         Predicate("P30", "continent", "country", "continent", (SOVEREIGN,)),
         Predicate("P36", "capital", "country", "city", (SOVEREIGN,)),

@@ -71,18 +71,24 @@ def _wait_until_up(url: str, process: subprocess.Popen, deadline: float) -> None
 
 
 @contextlib.contextmanager
-def oxigraph_server(dumps: Sequence[str | Path], *, max_lifetime: float = 600.0,
-                    startup_timeout: float = 30.0) -> Iterator[LocalServer]:
+def oxigraph_server(
+    dumps: Sequence[str | Path], *, max_lifetime: float = 600.0, startup_timeout: float = 30.0
+) -> Iterator[LocalServer]:
     """Serve `dumps` on 127.0.0.1 and yield the running server; it is killed on exit."""
     binary = oxigraph_binary()
     with tempfile.TemporaryDirectory(prefix="culture_probe_oxigraph_") as location:
         for dump in dumps:
-            subprocess.run([binary, "load", "--location", location, "--file", str(dump)],
-                           check=True, capture_output=True, timeout=startup_timeout)
+            subprocess.run(
+                [binary, "load", "--location", location, "--file", str(dump)],
+                check=True,
+                capture_output=True,
+                timeout=startup_timeout,
+            )
         port = free_port()
         process = subprocess.Popen(
             [binary, "serve-read-only", "--location", location, "--bind", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         watchdog = threading.Timer(max_lifetime, process.kill)
         watchdog.daemon = True

@@ -62,8 +62,9 @@ def article_size(value: str, article: str, source: str) -> int:
     except ValueError:
         size = float("nan")
     if not (math.isfinite(size) and size >= 0 and size.is_integer()):
-        raise SourceFormatError(f"the size of {article} is {value!r}, not a whole number of bytes; fix the dump",
-                                path=source)
+        raise SourceFormatError(
+            f"the size of {article} is {value!r}, not a whole number of bytes; fix the dump", path=source
+        )
     return int(size)
 
 
@@ -77,8 +78,13 @@ def article_title(iri: str) -> tuple[str, str]:
 class MediaWikiSizes:
     """Sizes from the MediaWiki API of each article's wiki, 50 titles per request."""
 
-    def __init__(self, policy: HttpPolicy | None = None, *, api_url: str = "https://{host}/w/api.php",
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        policy: HttpPolicy | None = None,
+        *,
+        api_url: str = "https://{host}/w/api.php",
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.policy = policy or HttpPolicy()
         self.api_url = api_url
         self.name = f"MediaWiki API {api_url}"
@@ -101,10 +107,16 @@ class MediaWikiSizes:
         return found
 
     def _once(self, host: str, titles: list[str]) -> dict[str, int]:
-        query = urllib.parse.urlencode({
-            "action": "query", "format": "json", "formatversion": "2", "prop": "revisions",
-            "rvprop": "size", "titles": "|".join(titles),
-        })
+        query = urllib.parse.urlencode(
+            {
+                "action": "query",
+                "format": "json",
+                "formatversion": "2",
+                "prop": "revisions",
+                "rvprop": "size",
+                "titles": "|".join(titles),
+            }
+        )
         url = self.api_url.format(host=host) + "?" + query
         request = urllib.request.Request(url, headers={"User-Agent": self.policy.user_agent})
         try:

@@ -86,10 +86,13 @@ def step2_rank(ctx: Context, predicate: Predicate, region: Region, facts: list[l
         for subject, _, country in facts:
             countries[subject].add(country)
         subjects = sorted(countries, key=qid_order)
-        links = ctx.chunked_select(f"{name}/sitelinks", subjects,
-                                   lambda c: queries.sitelinks_query(c, region.all_sites()))
-        allowed = {s: {f"https://{code}.wikipedia.org/" for c in cs for code in region.sites_for(c)}
-                   for s, cs in countries.items()}
+        links = ctx.chunked_select(
+            f"{name}/sitelinks", subjects, lambda c: queries.sitelinks_query(c, region.all_sites())
+        )
+        allowed = {
+            s: {f"https://{code}.wikipedia.org/" for c in cs for code in region.sites_for(c)}
+            for s, cs in countries.items()
+        }
         articles = defaultdict(list)
         for row in links:
             if row["site"] in allowed[row["item"]]:
@@ -98,10 +101,15 @@ def step2_rank(ctx: Context, predicate: Predicate, region: Region, facts: list[l
         sizes: dict[str, int] = {}
         provider = type(ctx.sizes).__name__
         for index, chunk in enumerate(chunks(all_articles, ctx.chunk_size)):
-            sizes.update(ctx.checkpoints.cached(f"{name}/sizes/{chunk_key(index, provider, chunk)}",
-                                                lambda c=chunk: ctx.sizes.sizes(c)))
-        ranked = [{"sub": s, "size": max((sizes.get(a, 0) for a in articles[s]), default=0),
-                   "country": sorted(countries[s])} for s in subjects]
+            sizes.update(
+                ctx.checkpoints.cached(
+                    f"{name}/sizes/{chunk_key(index, provider, chunk)}", lambda c=chunk: ctx.sizes.sizes(c)
+                )
+            )
+        ranked = [
+            {"sub": s, "size": max((sizes.get(a, 0) for a in articles[s]), default=0), "country": sorted(countries[s])}
+            for s in subjects
+        ]
         ranked = [r for r in ranked if r["size"] > 0]
         return sorted(ranked, key=lambda r: (-r["size"], qid_order(r["sub"])))
 
@@ -112,8 +120,7 @@ def step2_rank(ctx: Context, predicate: Predicate, region: Region, facts: list[l
 def fetch_labels(ctx: Context, key: str, items: Sequence[str]) -> Labels:
     """{QID: {language: label}} for `items` (the smallest label when an entity has several in one language)."""
     labels: Labels = defaultdict(dict)
-    rows = ctx.chunked_select(key, sorted(set(items), key=qid_order),
-                              lambda c: queries.labels_query(c, ctx.languages))
+    rows = ctx.chunked_select(key, sorted(set(items), key=qid_order), lambda c: queries.labels_query(c, ctx.languages))
     for row in sorted(rows, key=lambda r: r["label"], reverse=True):
         labels[row["item"]][row["lang"]] = row["label"]
     return dict(labels)
@@ -124,9 +131,15 @@ def complete(labels: Labels, qid: str, languages: Sequence[str]) -> bool:
     return all(labels.get(qid, {}).get(lang, "").strip() for lang in languages)
 
 
-def steps34_objects_and_labels(ctx: Context, predicate: Predicate, region: Region,
-                               ranked: list[dict[str, Any]], top: int, *, object_filters: bool = False
-                               ) -> dict[str, Any]:
+def steps34_objects_and_labels(
+    ctx: Context,
+    predicate: Predicate,
+    region: Region,
+    ranked: list[dict[str, Any]],
+    top: int,
+    *,
+    object_filters: bool = False,
+) -> dict[str, Any]:
     """The top `top` ranked subjects that keep a full set of labels: {facts, labels, n_examined}.
 
     A fact's `country` is filled as upstream's release does: the fact's own objects when they are countries (P17,
@@ -144,8 +157,11 @@ def steps34_objects_and_labels(ctx: Context, predicate: Predicate, region: Regio
                 break
             subjects = [r["sub"] for r in batch]
             key = chunk_key(index, subjects)
-            rows = ctx.select(f"step3_objects/{predicate.pid}_{region.token}", index,
-                              queries.objects_query(predicate, subjects, object_filters=object_filters))
+            rows = ctx.select(
+                f"step3_objects/{predicate.pid}_{region.token}",
+                index,
+                queries.objects_query(predicate, subjects, object_filters=object_filters),
+            )
             objects = defaultdict(set)
             for row in rows:
                 objects[row[predicate.subject]].add(row[predicate.object])
@@ -158,8 +174,9 @@ def steps34_objects_and_labels(ctx: Context, predicate: Predicate, region: Regio
                 subject = ranked_subject["sub"]
                 kept = sorted(o for o in objects[subject] if complete(batch_labels, o, ctx.languages))
                 if kept and complete(batch_labels, subject, ctx.languages):
-                    facts.append({**ranked_subject, "obj": kept, "country": fact_country(predicate, ranked_subject,
-                                                                                        kept)})
+                    facts.append(
+                        {**ranked_subject, "obj": kept, "country": fact_country(predicate, ranked_subject, kept)}
+                    )
                     labels.update({q: batch_labels[q] for q in [subject, *kept]})
         return {"facts": facts, "labels": labels, "n_examined": examined}
 
@@ -197,8 +214,9 @@ def step5_hierarchy(ctx: Context, predicate: Predicate, objects: Sequence[str]) 
     objects = sorted(set(objects), key=qid_order)
     name = f"step5_hierarchy/{predicate.pid}"
     grow = located_in_ancestors if predicate.located_in_chain else subclass_ancestors
-    return ctx.checkpoints.cached(f"{name}_{digest(objects, ctx.languages, ctx.chunk_size)}",
-                                  lambda: grow(ctx, name, objects))
+    return ctx.checkpoints.cached(
+        f"{name}_{digest(objects, ctx.languages, ctx.chunk_size)}", lambda: grow(ctx, name, objects)
+    )
 
 
 def subclass_ancestors(ctx: Context, name: str, objects: list[str]) -> dict[str, Any]:
@@ -223,5 +241,7 @@ def located_in_ancestors(ctx: Context, name: str, objects: list[str]) -> dict[st
     for place, macro in edges:
         if macro in known:
             ancestors[place].add(macro)
-    return {"ancestors": {o: sorted(a) for o, a in ancestors.items()},
-            "labels": {q: labels[q] for q in sorted(known - set(objects))}}
+    return {
+        "ancestors": {o: sorted(a) for o, a in ancestors.items()},
+        "labels": {q: labels[q] for q in sorted(known - set(objects))},
+    }

@@ -126,7 +126,8 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
                 if first != index:
                     raise CultureProbeError(
                         f"{self.config.name} ({split}): rows {first} and {index} share the id {row['id']!r}. The "
-                        "source repeats a record (a file given twice, a duplicated line): remove the repetition.")
+                        "source repeats a record (a file given twice, a duplicated line): remove the repetition."
+                    )
             yield index, row
 
     def _download_and_prepare(self, dl_manager: Any, verification_mode: Any, **kwargs: Any) -> None:

@@ -111,10 +111,14 @@ def pair_folders(files: list[FactFile], paths: list[tuple[str, ...]], read: Read
     for parts in sorted({f.pair_dir for f in files}):
         mine = [f for f in files if f.pair_dir == parts]
         manifest = (*parts, MANIFEST)
-        folders.append(PairFolder(
-            parts, tuple(sorted({f.region for f in mine})), tuple(sorted({f.language for f in mine})),
-            read_manifest(read(manifest), f"{source}/{'/'.join(manifest)}") if manifest in paths else None,
-        ))
+        folders.append(
+            PairFolder(
+                parts,
+                tuple(sorted({f.region for f in mine})),
+                tuple(sorted({f.language for f in mine})),
+                read_manifest(read(manifest), f"{source}/{'/'.join(manifest)}") if manifest in paths else None,
+            )
+        )
     return folders
 
 
@@ -134,7 +138,8 @@ def read_manifest(lines: list[str], path: str) -> Manifest | None:
     except (KeyError, TypeError) as error:
         raise SourceFormatError(
             f"not a DLAMA curation manifest: expected 'pair' and config.region/contrast token and name and "
-            f"config.languages, missing {error}", path=path,
+            f"config.languages, missing {error}",
+            path=path,
         ) from error
 
 
@@ -144,13 +149,21 @@ def choose_pair(folders: list[PairFolder], request: PairRequest, source: str) ->
     found = [folder.label for folder in folders] or "no fact files"
     if not matching:
         wanted = f"files P<id>_general_{request.region}.jsonl" if request.region else "a pair of its own"
-        hint = ("pass region= (its token, e.g. 'MAGHREB') or pair= to pick one" if request.custom
-                else "pass the full DLAMA-v1 release, or load dlama_custom for a curated pair")
-        raise MissingDataError(f"{source} has no folder for {request.name or 'dlama_custom'} ({wanted}); found "
-                               f"pair folders {found}; {hint}.")
+        hint = (
+            "pass region= (its token, e.g. 'MAGHREB') or pair= to pick one"
+            if request.custom
+            else "pass the full DLAMA-v1 release, or load dlama_custom for a curated pair"
+        )
+        raise MissingDataError(
+            f"{source} has no folder for {request.name or 'dlama_custom'} ({wanted}); found "
+            f"pair folders {found}; {hint}."
+        )
     if len(matching) > 1:
-        hint = ("Pass region= and contrast= (tokens) or pair= to pick one" if request.custom
-                else "Load a curated copy with dlama_custom and pair=")
+        hint = (
+            "Pass region= and contrast= (tokens) or pair= to pick one"
+            if request.custom
+            else "Load a curated copy with dlama_custom and pair="
+        )
         raise CultureProbeError(
             f"{source} holds {len(matching)} folders that fit {_describe(request)}: "
             f"{[folder.label for folder in matching]}. {hint}, or point data_dir at one pair folder."
@@ -181,13 +194,15 @@ def _resolve(folder: PairFolder, request: PairRequest, source: str) -> Pair:
     if not set(folder.tokens) <= {region, contrast}:
         raise SourceFormatError(
             f"folder {folder.label} must hold the files of one pair, {region} and {contrast}; remove the others "
-            "or move each pair into its own folder", path=source,
+            "or move each pair into its own folder",
+            path=source,
         )
     cultures = {**CULTURES, **dict(manifest.cultures if manifest else ())}
     named = tuple((t, cultures.get(t, t.lower())) for t in (region, contrast))
     name = request.name or (manifest.pair if manifest else f"{named[0][1]}_{named[1][1]}")
-    languages = request.languages or (manifest.languages if manifest else
-                                      tuple(sorted(folder.languages, key=lambda lang: (lang == "en", lang))))
+    languages = request.languages or (
+        manifest.languages if manifest else tuple(sorted(folder.languages, key=lambda lang: (lang == "en", lang)))
+    )
     return Pair(name, folder.parts, region, contrast, named, tuple(languages))
 
 
@@ -215,8 +230,9 @@ def _pair_name(text: str) -> str:
     return text.replace("-", "_").lower()
 
 
-def check_custom_options(pair: str, region: str | None, contrast: str | None,
-                         languages: tuple[str, ...]) -> PairRequest:
+def check_custom_options(
+    pair: str, region: str | None, contrast: str | None, languages: tuple[str, ...]
+) -> PairRequest:
     """The request of `dlama_custom`'s options, or an error naming the bad value and the expected form."""
     for key, value in (("region", region), ("contrast", contrast)):
         if value is not None and not (isinstance(value, str) and TOKEN.fullmatch(value)):

@@ -58,7 +58,6 @@ LABEL_FIXES = {("food", "ابل باي"): "Western"}  # "apple pie" released wit
 SUSPECT_MASK_ROWS = {"ag": frozenset({166})}  # mask first in both Ag files; the author name should follow للكاتب
 
 
-
 def entity_file(entity_type: str) -> str:
     """The upstream path of one entity type's file (`names_female` -> `entities/names-female.xlsx`)."""
     return f"entities/{entity_type.replace('_', '-')}.xlsx"
@@ -99,8 +98,12 @@ INFO = BenchmarkInfo(
     ),
     homepage="https://github.com/tareknaous/camel",
     licences=(
-        Licence("MIT", "the CAMeL repository (prompts and entities)", "mit",
-                "https://github.com/tareknaous/camel/blob/main/LICENSE"),
+        Licence(
+            "MIT",
+            "the CAMeL repository (prompts and entities)",
+            "mit",
+            "https://github.com/tareknaous/camel/blob/main/LICENSE",
+        ),
         Licence("X (Twitter) terms", "the prompts, built from tweets: research use"),
     ),
     citation=(
@@ -180,9 +183,7 @@ def read_entities(path: Path, entity_type: str) -> list[dict[str, Any]]:
         if not isinstance(entity, str) or not entity.strip():
             raise SourceFormatError(f"Entity cell {entity!r} is not a non-empty string", path=str(path), line=line)
         if culture is not None and culture not in CULTURES:
-            raise SourceFormatError(
-                f"Culture {culture!r} is none of {CULTURES} (or empty)", path=str(path), line=line
-            )
+            raise SourceFormatError(f"Culture {culture!r} is none of {CULTURES} (or empty)", path=str(path), line=line)
         row = line - 2
         rows.append({
             "id": f"{entity_type}-{row:05d}", "row": row, "entity_type": entity_type, "entity": entity,
@@ -348,4 +349,3 @@ def entity_files(data_dir: str | None) -> list[Path]:
 RESOURCES = {"entities": SplitResource("camel_entities", entity_files)}  # the sampling pools of the prompts
 
 BUILDER = CamelBuilder
-

@@ -54,8 +54,26 @@ PAIRS = {
 }
 CUSTOM = "dlama_custom"  # a pair curated with culture_probe.curation (or any folder in the v1 layout)
 PREDICATES = (
-    "P17", "P19", "P20", "P27", "P30", "P36", "P37", "P47", "P103", "P106",
-    "P136", "P190", "P264", "P364", "P449", "P495", "P530", "P1303", "P1376", "P1412",
+    "P17",
+    "P19",
+    "P20",
+    "P27",
+    "P30",
+    "P36",
+    "P37",
+    "P47",
+    "P103",
+    "P106",
+    "P136",
+    "P190",
+    "P264",
+    "P364",
+    "P449",
+    "P495",
+    "P530",
+    "P1303",
+    "P1376",
+    "P1412",
 )
 SKIPPED_PREDICATES = ("P527",)  # present in some dumps, not part of v1 (the original scorer skips it too)
 ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
@@ -63,8 +81,10 @@ ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
 FACTS = {"arab_west": (24_535, 13_589), "asia_west": (27_067, 13_588), "south_america_west": (26_657, 13_586)}
 # The release unpacked in the shared mirror (distributed on request; see its README): read when the tarball is not.
 MANUAL_RELEASE = ("manual", "dlama", "dlama-v1")
-MISSING_LABELS = {("asia_west", "ko"): "the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no "
-                                       "Korean labels of asia-west (see its README.md)"}
+MISSING_LABELS = {
+    ("asia_west", "ko"): "the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no "
+    "Korean labels of asia-west (see its README.md)"
+}
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
 
 INFO = BenchmarkInfo(
@@ -77,10 +97,18 @@ INFO = BenchmarkInfo(
     ),
     homepage="https://github.com/AMR-KELEG/DLAMA",
     licences=(
-        Licence("MIT", "the DLAMA repository and its released facts", "mit",
-                "https://github.com/AMR-KELEG/DLAMA/blob/main/LICENSE"),
-        Licence("CC0 1.0", "the facts and labels themselves (from Wikidata)", "cc0-1.0",
-                "https://www.wikidata.org/wiki/Wikidata:Licensing"),
+        Licence(
+            "MIT",
+            "the DLAMA repository and its released facts",
+            "mit",
+            "https://github.com/AMR-KELEG/DLAMA/blob/main/LICENSE",
+        ),
+        Licence(
+            "CC0 1.0",
+            "the facts and labels themselves (from Wikidata)",
+            "cc0-1.0",
+            "https://www.wikidata.org/wiki/Wikidata:Licensing",
+        ),
     ),
     citation=(
         "@inproceedings{keleg-magdy-2023-dlama,\n  title={{DLAMA}: A Framework for Curating Culturally Diverse "
@@ -92,13 +120,21 @@ INFO = BenchmarkInfo(
     sources=(TARBALL_URL, "Templates: mLAMA 1.1 (norakassner/mlama), vendored in culture_probe"),
     suite=("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west"),
     corrections=(
-        Correction("label_normalisation", "Labels stripped and NFC-normalised; duplicate labels within a fact "
-                   "merged (with their QID). Unverified on the real release."),
-        Correction("empty_labels", "Facts with an empty sub_label or no non-empty obj_label are skipped and "
-                   "counted (both variants)."),
+        Correction(
+            "label_normalisation",
+            "Labels stripped and NFC-normalised; duplicate labels within a fact "
+            "merged (with their QID). Unverified on the real release.",
+        ),
+        Correction(
+            "empty_labels",
+            "Facts with an empty sub_label or no non-empty obj_label are skipped and counted (both variants).",
+        ),
         Correction("legacy_scalars", "Legacy scalar obj_uri/obj_label are wrapped into lists (both variants)."),
-        Correction("provisional_templates", "es/ko/ar templates are provisional transcriptions of the paper's "
-                   "Table F9 (ko P17/P19 unreadable); pass --option templates= the mLAMA 1.1 folder or a JSON file."),
+        Correction(
+            "provisional_templates",
+            "es/ko/ar templates are provisional transcriptions of the paper's "
+            "Table F9 (ko P17/P19 unreadable); pass --option templates= the mLAMA 1.1 folder or a JSON file.",
+        ),
     ),
 )
 
@@ -125,20 +161,41 @@ def _configs() -> list[DlamaConfig]:
         label = pair.replace("_west", "").replace("_", " ").title()
         missing = MISSING_LABELS.get((pair, local))
         note = f" Note: {missing}; with that copy, run it in English (--language en)." if missing else ""
-        configs.append(DlamaConfig(name=f"dlama_{pair}", rows=ROWS[pair], **common,
-                                   description=f"{label}-West facts in {local} and en.{note}"))
-        raw.append(DlamaConfig(name=f"dlama_{pair}_raw", raw=True, **common,
-                               description=f"{label}-West facts before object augmentation (if released)."))
-    configs.append(DlamaConfig(name=CUSTOM, version=INFO.version, pair="", description=(
-        "A pair curated with culture_probe.curation (data_dir=; options pair=, region=, contrast=, languages=).")))
+        configs.append(
+            DlamaConfig(
+                name=f"dlama_{pair}",
+                rows=ROWS[pair],
+                **common,
+                description=f"{label}-West facts in {local} and en.{note}",
+            )
+        )
+        raw.append(
+            DlamaConfig(
+                name=f"dlama_{pair}_raw",
+                raw=True,
+                **common,
+                description=f"{label}-West facts before object augmentation (if released).",
+            )
+        )
+    configs.append(
+        DlamaConfig(
+            name=CUSTOM,
+            version=INFO.version,
+            pair="",
+            description=(
+                "A pair curated with culture_probe.curation (data_dir=; options pair=, region=, contrast=, languages=)."
+            ),
+        )
+    )
     return [*configs, *(corrected_twin(c) for c in configs), *raw]
 
 
 VENDORED_TEMPLATES = Path(__file__).parent / "vendored" / "dlama_templates.json"
 
 
-def read_templates(*, data_dir: str | None = None, corrected: bool = False, path: str | None = None
-                   ) -> tuple[dict[str, dict[str, dict[str, Any]]], list[Path]]:
+def read_templates(
+    *, data_dir: str | None = None, corrected: bool = False, path: str | None = None
+) -> tuple[dict[str, dict[str, dict[str, Any]]], list[Path]]:
     """The probing templates, {language: {predicate: {"template", "verified"}}}, and the files they come from.
 
     The vendored strings (en exact; es/ko/ar provisional: `verified` false), then, with `path`, the user's: an
@@ -146,16 +203,22 @@ def read_templates(*, data_dir: str | None = None, corrected: bool = False, path
     {lang: {predicate: template}}; a user's template counts as verified.
     """
     vendored = json.loads(VENDORED_TEMPLATES.read_text(encoding="utf-8"))
-    table = {lang: {pred: {"template": text, "verified": bool(entry.get("verified", False))}
-                    for pred, text in entry.get("templates", {}).items()}
-             for lang, entry in vendored.items() if isinstance(entry, dict)}
+    table = {
+        lang: {
+            pred: {"template": text, "verified": bool(entry.get("verified", False))}
+            for pred, text in entry.get("templates", {}).items()
+        }
+        for lang, entry in vendored.items()
+        if isinstance(entry, dict)
+    }
     files = [VENDORED_TEMPLATES]
     if path is not None:
         user, read = _user_templates(Path(path))
         files += read
         for language, predicates in user.items():
             table.setdefault(language, {}).update(
-                {pred: {"template": text, "verified": True} for pred, text in predicates.items()})
+                {pred: {"template": text, "verified": True} for pred, text in predicates.items()}
+            )
     return table, files
 
 
@@ -173,8 +236,10 @@ def _user_templates(path: Path) -> tuple[dict[str, dict[str, str]], list[Path]]:
                 table.setdefault(file.parent.name, {})[record["relation"]] = record["template"]
         return table, files
     if not path.is_file():
-        raise MissingDataError(f"DLAMA templates {str(path)!r}: no such file or folder (give an mLAMA 1.1 folder or "
-                               "a JSON file {lang: {predicate: template}}).")
+        raise MissingDataError(
+            f"DLAMA templates {str(path)!r}: no such file or folder (give an mLAMA 1.1 folder or "
+            "a JSON file {lang: {predicate: template}})."
+        )
     try:
         user = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
@@ -203,12 +268,24 @@ class Dlama(CultureProbeBuilder):
 
     def _features(self) -> datasets.Features:
         string = datasets.Value("string")
-        return datasets.Features({
-            "id": string, "uuid": string, "pair": string, "language": string, "predicate": string,
-            "culture": string, "region": string, "rank": datasets.Value("int32"), "sub_uri": string,
-            "sub_label": string, "obj_uri": datasets.List(string), "obj_label": datasets.List(string),
-            "country": datasets.List(string), "size": datasets.Value("int64"),
-        })
+        return datasets.Features(
+            {
+                "id": string,
+                "uuid": string,
+                "pair": string,
+                "language": string,
+                "predicate": string,
+                "culture": string,
+                "region": string,
+                "rank": datasets.Value("int32"),
+                "sub_uri": string,
+                "sub_label": string,
+                "obj_uri": datasets.List(string),
+                "obj_label": datasets.List(string),
+                "country": datasets.List(string),
+                "size": datasets.Value("int64"),
+            }
+        )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -223,8 +300,9 @@ class Dlama(CultureProbeBuilder):
         """The pair this config asks for; options that do not fit the config raise here."""
         config = self.config
         if isinstance(config.languages, str):
-            raise CultureProbeError(f"languages= must be a list of codes such as ('ar', 'en'), got "
-                                    f"{config.languages!r}.")
+            raise CultureProbeError(
+                f"languages= must be a list of codes such as ('ar', 'en'), got {config.languages!r}."
+            )
         if self.custom:
             return check_custom_options(config.pair, config.region, config.contrast, tuple(config.languages))
         declared = self.builder_configs[config.name]
@@ -249,8 +327,9 @@ class Dlama(CultureProbeBuilder):
         manifest = (*pair.folder, MANIFEST)
         text = "\n".join(read(manifest)) + "\n" if manifest in paths else None
         regions = " vs ".join(f"{culture} ({token})" for token, culture in pair.cultures)
-        about = [f"A culture pair curated with culture_probe.curation: {regions}; labels in "
-                 f"{', '.join(pair.languages)}."]
+        about = [
+            f"A culture pair curated with culture_probe.curation: {regions}; labels in {', '.join(pair.languages)}."
+        ]
         if text is None:
             about.append("Its folder has no curation.json: how it was queried is not recorded.")
         else:
@@ -273,8 +352,11 @@ class Dlama(CultureProbeBuilder):
                     yield self._row(pair, file, fact)
         self._check_counts(pair, files, counts, source)
         if not rows:  # a curation whose labels were all missing writes empty files
-            raise SourceFormatError(f"the {len(files)} fact files of {pair.name} in {'/'.join(pair.folder) or '.'} "
-                                    f"hold no facts in {list(pair.languages)}", path=source)
+            raise SourceFormatError(
+                f"the {len(files)} fact files of {pair.name} in {'/'.join(pair.folder) or '.'} "
+                f"hold no facts in {list(pair.languages)}",
+                path=source,
+            )
 
     def _check_counts(self, pair: Pair, files: list[FactFile], counts: Counter[tuple[str, str]], source: str) -> None:
         """A released pair must hold the paper's facts per language and culture (Table 1); a mismatch names the
@@ -284,19 +366,28 @@ class Dlama(CultureProbeBuilder):
         """
         if self.custom or self.config.raw or self.config.corrected or not self.config.verify_counts:
             return
-        expected_files = {(lang, pid, token) for lang in pair.languages for pid in PREDICATES
-                          for token in (pair.region, pair.contrast)}
+        expected_files = {
+            (lang, pid, token)
+            for lang in pair.languages
+            for pid in PREDICATES
+            for token in (pair.region, pair.contrast)
+        }
         present = {(f.language, f.predicate, f.region) for f in files}
         if present != expected_files:
             missing = sorted(expected_files - present)
             if len(present) * 2 <= len(expected_files):
-                self.tally(f"a subset of the release ({len(present)} of {len(expected_files)} files): counts not "
-                           "checked against the paper")
+                self.tally(
+                    f"a subset of the release ({len(present)} of {len(expected_files)} files): counts not "
+                    "checked against the paper"
+                )
                 return
             names = ", ".join(f"{lang}/{pid}_general_{token}.jsonl" for lang, pid, token in missing[:6])
-            raise SourceFormatError(f"{len(missing)} of the {len(expected_files)} files of {self.config.pair} are "
-                                    f"missing: {names}{' ...' if len(missing) > 6 else ''}. Restore them, or pass "
-                                    "verify_counts=False to load a copy changed on purpose.", path=source)
+            raise SourceFormatError(
+                f"{len(missing)} of the {len(expected_files)} files of {self.config.pair} are "
+                f"missing: {names}{' ...' if len(missing) > 6 else ''}. Restore them, or pass "
+                "verify_counts=False to load a copy changed on purpose.",
+                path=source,
+            )
         total, west = FACTS[self.config.pair]
         for language in pair.languages:
             got = {culture: n for (lang, culture), n in counts.items() if lang == language}
@@ -305,7 +396,9 @@ class Dlama(CultureProbeBuilder):
                 raise SourceFormatError(
                     f"{self.config.pair} in {language} has {dict(sorted(got.items()))} facts per culture, but the "
                     f"release has {dict(sorted(expected.items()))} (the paper's Table 1). A file is missing, empty "
-                    "or changed; pass verify_counts=False to load a copy changed on purpose.", path=source)
+                    "or changed; pass verify_counts=False to load a copy changed on purpose.",
+                    path=source,
+                )
 
     def _select(self, source: str, paths: list[tuple[str, ...]], read: Reader) -> tuple[Pair, list[FactFile]]:
         """The pair of this config and its files, ordered by language, predicate, culture (the contrast last)."""
@@ -318,17 +411,24 @@ class Dlama(CultureProbeBuilder):
             self.tally(f"files skipped ({', '.join(SKIPPED_PREDICATES)}: not part of v1)", len(skipped))
         if not files:
             name = self.config.name
-            hint = "pass the full DLAMA-v1 release" if not self.config.raw else (
-                f"load {name.removesuffix('_raw')} instead" if name.endswith("_raw") else "load it without raw=True")
-            raise MissingDataError(f"{source} has no {kind}/ folder for {pair.name} (in "
-                                   f"{'/'.join(pair.folder) or '.'}); {hint}.")
+            hint = (
+                "pass the full DLAMA-v1 release"
+                if not self.config.raw
+                else (
+                    f"load {name.removesuffix('_raw')} instead" if name.endswith("_raw") else "load it without raw=True"
+                )
+            )
+            raise MissingDataError(
+                f"{source} has no {kind}/ folder for {pair.name} (in {'/'.join(pair.folder) or '.'}); {hint}."
+            )
         languages = sorted({f.language for f in files})
         for language in pair.languages:
             if language not in languages and (self.config.pair, language) in MISSING_LABELS:
                 raise MissingDataError(
                     f"No {language} facts: {MISSING_LABELS[self.config.pair, language]}. Probe the other language "
                     f"alone: --language {next(iter(set(languages) & set(pair.languages)), 'en')} (Python: "
-                    f"load_benchmark({self.config.name!r}, languages=[...]) or run(..., language=...)).")
+                    f"load_benchmark({self.config.name!r}, languages=[...]) or run(..., language=...))."
+                )
             if language not in languages:
                 raise SourceFormatError(
                     f"no {kind}/{language}/ facts for {pair.name}; found languages {languages}. Expected "
@@ -354,13 +454,16 @@ class Dlama(CultureProbeBuilder):
         if len(fact["obj_uri"]) != len(fact["obj_label"]):
             raise SourceFormatError(
                 f"obj_uri has {len(fact['obj_uri'])} items but obj_label has {len(fact['obj_label'])}",
-                path=path, line=line,
+                path=path,
+                line=line,
             )
         rank = re.fullmatch(r".+_(\d+)", str(fact["uuid"]))
         if not rank or not isinstance(fact["size"], int) or not isinstance(fact["sub_label"], str):
             raise SourceFormatError(
                 f"expected uuid '<predicate>_<domain>_<REGION>_<rank>', an integer size and a string sub_label, got "
-                f"uuid={fact['uuid']!r}, size={fact['size']!r}", path=path, line=line,
+                f"uuid={fact['uuid']!r}, size={fact['size']!r}",
+                path=path,
+                line=line,
             )
         fact["rank"] = int(rank.group(1))
         if self.config.corrected:
@@ -380,17 +483,28 @@ class Dlama(CultureProbeBuilder):
         if len(keep) < len(labels):
             self.tally("corrected: empty or duplicate labels dropped", len(labels) - len(keep))
         return {
-            **fact, "sub_label": normalise(fact["sub_label"]),
-            "obj_uri": [fact["obj_uri"][i] for i in keep], "obj_label": [labels[i] for i in keep],
+            **fact,
+            "sub_label": normalise(fact["sub_label"]),
+            "obj_uri": [fact["obj_uri"][i] for i in keep],
+            "obj_label": [labels[i] for i in keep],
         }
 
     @staticmethod
     def _row(pair: Pair, file: FactFile, fact: dict[str, Any]) -> dict[str, Any]:
         return {
-            "id": f"{fact['uuid']}|{file.language}", "uuid": fact["uuid"], "pair": pair.name,
-            "language": file.language, "predicate": file.predicate, "culture": pair.culture(file.region),
-            "region": file.region, "rank": fact["rank"], "sub_uri": fact["sub_uri"], "sub_label": fact["sub_label"],
-            "obj_uri": fact["obj_uri"], "obj_label": fact["obj_label"], "country": fact["country"],
+            "id": f"{fact['uuid']}|{file.language}",
+            "uuid": fact["uuid"],
+            "pair": pair.name,
+            "language": file.language,
+            "predicate": file.predicate,
+            "culture": pair.culture(file.region),
+            "region": file.region,
+            "rank": fact["rank"],
+            "sub_uri": fact["sub_uri"],
+            "sub_label": fact["sub_label"],
+            "obj_uri": fact["obj_uri"],
+            "obj_label": fact["obj_label"],
+            "country": fact["country"],
             "size": fact["size"],
         }
 
@@ -406,8 +520,10 @@ class Dlama(CultureProbeBuilder):
                 manual = manual_release()
                 if manual is not None:
                     return _open_folder(manual)
-                raise MissingDataError(f"{error} The DLAMA-v1 tarball is not in the shared mirror: pass "
-                                       "data_dir= (an unpacked copy) or data_files= (the .tar.gz).") from error
+                raise MissingDataError(
+                    f"{error} The DLAMA-v1 tarball is not in the shared mirror: pass "
+                    "data_dir= (an unpacked copy) or data_files= (the .tar.gz)."
+                ) from error
             verify_git_blob(tarball, TARBALL_BLOB_ID)
         elif git_blob_id(tarball) != TARBALL_BLOB_ID:
             self.tally("local tarball that is not the pinned release (git blob id differs)")
@@ -417,13 +533,16 @@ class Dlama(CultureProbeBuilder):
         """The user's `.tar.gz`: `data_files=` (one file), or a `data_dir=` that is a file."""
         if self.config.data_dir:
             if not Path(self.config.data_dir).exists():
-                raise MissingDataError(f"data_dir {self.config.data_dir} does not exist; pass an unpacked "
-                                       "DLAMA-v1 tarball folder or the dlama-v1.tar.gz file.")
+                raise MissingDataError(
+                    f"data_dir {self.config.data_dir} does not exist; pass an unpacked "
+                    "DLAMA-v1 tarball folder or the dlama-v1.tar.gz file."
+                )
             return str(self.config.data_dir)
         files = [f for split in (self.config.data_files or {}).values() for f in split]
         if len(files) > 1:
-            raise SourceFormatError(f"expected one DLAMA-v1 .tar.gz in data_files, got {len(files)}",
-                                    path=", ".join(map(str, files)))
+            raise SourceFormatError(
+                f"expected one DLAMA-v1 .tar.gz in data_files, got {len(files)}", path=", ".join(map(str, files))
+            )
         return str(files[0]) if files else None
 
 
@@ -435,10 +554,12 @@ def curation_summary(manifest: dict[str, Any]) -> list[str]:
         region = config.get(key, {})
         where = ", ".join(region.get("countries") or ()) or region.get("condition") or "?"
         lines.append(f"{key.title()} {region.get('name')} (token {region.get('token')}): countries {where}.")
-    lines.append(f"Queried from {manifest.get('endpoint')} (article sizes: {manifest.get('sizes')}) by culture_probe "
-                 f"{manifest.get('culture_probe_version')}; predicates "
-                 f"{', '.join(config.get('predicates') or ()) or 'all 20'}, top {config.get('top')} subjects; "
-                 "every parameter is in curation.json beside the rows.")
+    lines.append(
+        f"Queried from {manifest.get('endpoint')} (article sizes: {manifest.get('sizes')}) by culture_probe "
+        f"{manifest.get('culture_probe_version')}; predicates "
+        f"{', '.join(config.get('predicates') or ()) or 'all 20'}, top {config.get('top')} subjects; "
+        "every parameter is in curation.json beside the rows."
+    )
     lines += [f"Deviation from DLAMA's code: {d}" for d in manifest.get("deviations", ())]
     return lines
 

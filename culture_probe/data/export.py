@@ -96,9 +96,16 @@ def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedCon
         splits.append((split, table.num_rows))
     for file_name, content in publication.files:
         (folder / file_name).write_bytes(content)
-    return ExportedConfig(publication.name, entry.benchmark, publication.languages or entry.languages,
-                          entry.description, tuple(splits), is_corrected(name), publication.about,
-                          tuple(file_name for file_name, _ in publication.files))
+    return ExportedConfig(
+        publication.name,
+        entry.benchmark,
+        publication.languages or entry.languages,
+        entry.description,
+        tuple(splits),
+        is_corrected(name),
+        publication.about,
+        tuple(file_name for file_name, _ in publication.files),
+    )
 
 
 @contextmanager
@@ -125,22 +132,30 @@ def check_export_folder(out: Path) -> list[str]:
     """
     blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
-        raise CultureProbeError(f"Cannot export into {out}: {blocking} is a file. Pass a folder (new, empty, or an "
-                                "earlier export).")
+        raise CultureProbeError(
+            f"Cannot export into {out}: {blocking} is a file. Pass a folder (new, empty, or an earlier export)."
+        )
     if out.name == "culture_probe":
-        raise CultureProbeError(f"Cannot export into {out}: a folder named culture_probe shadows the package for "
-                                "Python started beside it (import culture_probe would find the data). Pick another "
-                                "name, e.g. hub/.")
+        raise CultureProbeError(
+            f"Cannot export into {out}: a folder named culture_probe shadows the package for "
+            "Python started beside it (import culture_probe would find the data). Pick another "
+            "name, e.g. hub/."
+        )
     if not out.is_dir() or not any(out.iterdir()):
         return []
     if not (out / EXPORT_MARKER).is_file():
-        raise CultureProbeError(f"Cannot export into {out}: it is not empty and holds no earlier export "
-                                f"({EXPORT_MARKER}); nothing was written. Pass a new or empty folder.")
+        raise CultureProbeError(
+            f"Cannot export into {out}: it is not empty and holds no earlier export "
+            f"({EXPORT_MARKER}); nothing was written. Pass a new or empty folder."
+        )
     written = json.loads((out / EXPORT_MARKER).read_text(encoding="utf-8"))
-    if not isinstance(written, list) or not all(isinstance(n, str) and n and "/" not in n and "\\" not in n
-                                                and not n.startswith(".") for n in written):
-        raise CultureProbeError(f"{out / EXPORT_MARKER} is damaged (it must list the export's top-level files); "
-                                "nothing was written. Delete the folder's export, or pass a new folder.")
+    if not isinstance(written, list) or not all(
+        isinstance(n, str) and n and "/" not in n and "\\" not in n and not n.startswith(".") for n in written
+    ):
+        raise CultureProbeError(
+            f"{out / EXPORT_MARKER} is damaged (it must list the export's top-level files); "
+            "nothing was written. Delete the folder's export, or pass a new folder."
+        )
     return written
 
 

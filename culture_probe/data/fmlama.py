@@ -36,25 +36,46 @@ LANGUAGES = ("en", "zh", "ar", "ko", "ru", "he")
 
 # sha256 prefixes from the spec (2.1), per (folder, language).
 DISHES_SHA256 = {
-    ("data_lang", "en"): "5ce40b30c294", ("data_lang", "zh"): "4706343f3540",
-    ("data_lang", "ar"): "b14ecda52a87", ("data_lang", "ko"): "0e164c35d8f8",
-    ("data_lang", "ru"): "5bf5f27c3697", ("data_lang", "he"): "5ab257322abd",
-    ("data_filter", "en"): "22fe4901763f", ("data_filter", "zh"): "8f4d8247e0df",
-    ("data_filter", "ar"): "7b630b2354f4", ("data_filter", "ko"): "9bb135721e6c",
-    ("data_filter", "ru"): "8c27304402a6", ("data_filter", "he"): "808a13ec2c30",
+    ("data_lang", "en"): "5ce40b30c294",
+    ("data_lang", "zh"): "4706343f3540",
+    ("data_lang", "ar"): "b14ecda52a87",
+    ("data_lang", "ko"): "0e164c35d8f8",
+    ("data_lang", "ru"): "5bf5f27c3697",
+    ("data_lang", "he"): "5ab257322abd",
+    ("data_filter", "en"): "22fe4901763f",
+    ("data_filter", "zh"): "8f4d8247e0df",
+    ("data_filter", "ar"): "7b630b2354f4",
+    ("data_filter", "ko"): "9bb135721e6c",
+    ("data_filter", "ru"): "8c27304402a6",
+    ("data_filter", "he"): "808a13ec2c30",
 }
 TEMPLATES_SHA256 = {
-    "en": "9eada6cfe3c6", "zh": "3bf7c171b576", "ar": "36b463fb70f1",
-    "ko": "7542c615f02d", "ru": "813bcf8d6431", "he": "1e01c10bef49",
+    "en": "9eada6cfe3c6",
+    "zh": "3bf7c171b576",
+    "ar": "36b463fb70f1",
+    "ko": "7542c615f02d",
+    "ru": "813bcf8d6431",
+    "he": "1e01c10bef49",
 }
 COUNTRY_INFO_SHA256 = "76dc04dadc01"
 DISHES_CSV_SHA256 = "ebb67ac90375"
 
 # The 14 named origin groups; every other origin is "Others".
 GROUPS = {
-    "Italy": "Italy", "United States of America": "U.S.", "Turkey": "Turkey", "Japan": "Japan",
-    "France": "France", "United Kingdom": "U.K.", "Mexico": "Mexico", "India": "India", "Germany": "Germany",
-    "People's Republic of China": "China", "Iran": "Iran", "Greece": "Greece", "Spain": "Spain", "Russia": "Russia",
+    "Italy": "Italy",
+    "United States of America": "U.S.",
+    "Turkey": "Turkey",
+    "Japan": "Japan",
+    "France": "France",
+    "United Kingdom": "U.K.",
+    "Mexico": "Mexico",
+    "India": "India",
+    "Germany": "Germany",
+    "People's Republic of China": "China",
+    "Iran": "Iran",
+    "Greece": "Greece",
+    "Spain": "Spain",
+    "Russia": "Russia",
 }
 OTHERS = "Others"
 CS_PAIRS = (("en", "en"), ("en", "zh"), ("zh", "zh"), ("zh", "en"))  # (prompt language, subject language)
@@ -82,10 +103,16 @@ INFO = BenchmarkInfo(
     ),
     homepage="https://github.com/lizhou21/FmLAMA-master",
     licences=(
-        Licence("none stated", "the FmLAMA repository (no licence file): research use; the data is not vendored in "
-                "culture_probe"),
-        Licence("CC0 1.0", "the dishes, ingredients and labels themselves (from Wikidata)", "cc0-1.0",
-                "https://www.wikidata.org/wiki/Wikidata:Licensing"),
+        Licence(
+            "none stated",
+            "the FmLAMA repository (no licence file): research use; the data is not vendored in culture_probe",
+        ),
+        Licence(
+            "CC0 1.0",
+            "the dishes, ingredients and labels themselves (from Wikidata)",
+            "cc0-1.0",
+            "https://www.wikidata.org/wiki/Wikidata:Licensing",
+        ),
     ),
     citation=(
         "@article{zhou2024mapo,\n  title={Does Mapo Tofu Contain Coffee? Probing LLMs for Food-related Cultural "
@@ -103,14 +130,26 @@ INFO = BenchmarkInfo(
     ),
     suite=("fmlama_en", "fmlama_zh", "fmlama_ar", "fmlama_ko", "fmlama_ru", "fmlama_he"),
     corrections=(
-        Correction("case_variants", "Case-variant duplicate ingredients (en 4 pairs, e.g. Cinnamon/cinnamon; ru 10) "
-                   "merged into the config's most frequent surface form (tie: lower case); gold lists remapped."),
-        Correction("self_item", "A dish listed as its own ingredient (en 2, zh 2, ko 1, ru 1, he 3): the item is "
-                   "removed; a dish left without gold (zh 玉米黑粉菌) is dropped."),
-        Correction("templates", "Template set `corrected`: he hasParts_2/hasParts_4 slots and period restored, he "
-                   "country_4 prefixes hasParts_4, ko hasParts_1 single period, zh hasParts_5/country_5 final 。."),
-        Correction("lossy_join", "Ingredient labels containing ', ' were split by the upstream join; not "
-                   "recoverable, documented only.", rows_affected=0),
+        Correction(
+            "case_variants",
+            "Case-variant duplicate ingredients (en 4 pairs, e.g. Cinnamon/cinnamon; ru 10) "
+            "merged into the config's most frequent surface form (tie: lower case); gold lists remapped.",
+        ),
+        Correction(
+            "self_item",
+            "A dish listed as its own ingredient (en 2, zh 2, ko 1, ru 1, he 3): the item is "
+            "removed; a dish left without gold (zh 玉米黑粉菌) is dropped.",
+        ),
+        Correction(
+            "templates",
+            "Template set `corrected`: he hasParts_2/hasParts_4 slots and period restored, he "
+            "country_4 prefixes hasParts_4, ko hasParts_1 single period, zh hasParts_5/country_5 final 。.",
+        ),
+        Correction(
+            "lossy_join",
+            "Ingredient labels containing ', ' were split by the upstream join; not recoverable, documented only.",
+            rows_affected=0,
+        ),
     ),
 )
 
@@ -184,8 +223,10 @@ def read_dish_table(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise SourceFormatError(f"missing column(s) {missing}; header {reader.fieldnames}", path=path, line=1)
             for record in reader:
                 line = reader.line_num
-                parts = {key: parse_obj_label(record[key], path=path, line=line, field=key)
-                         for key in ("hasParts", "materia")}
+                parts = {
+                    key: parse_obj_label(record[key], path=path, line=line, field=key)
+                    for key in ("hasParts", "materia")
+                }
                 yield line, {**record, **parts}
     finally:
         csv.field_size_limit(previous)
@@ -207,8 +248,9 @@ def read_dishes(path: str) -> list[Dish]:
     return dishes
 
 
-def source_file(relpath: str, sha256: str, commit: str = DATA_COMMIT, *, data_dir: str | None = None,
-                verify: bool = True) -> Path:
+def source_file(
+    relpath: str, sha256: str, commit: str = DATA_COMMIT, *, data_dir: str | None = None, verify: bool = True
+) -> Path:
     """A file of the repository's `data/` folder: from `data_dir` when given, else the pinned URL."""
     if data_dir and Path(data_dir).is_dir() and not Path(data_dir, "data").is_dir():
         # data_dir is a copy of the data/ folder itself (it has data_lang/, templates/, ... at its top)
@@ -218,8 +260,10 @@ def source_file(relpath: str, sha256: str, commit: str = DATA_COMMIT, *, data_di
 
 def template_files(data_dir: str | None) -> list[Path]:
     """The template files of every language (what `fmlama_templates` is read from)."""
-    return [source_file(f"templates/{la}_templates.jsonl", TEMPLATES_SHA256[la], TEMPLATE_COMMIT, data_dir=data_dir)
-            for la in LANGUAGES]
+    return [
+        source_file(f"templates/{la}_templates.jsonl", TEMPLATES_SHA256[la], TEMPLATE_COMMIT, data_dir=data_dir)
+        for la in LANGUAGES
+    ]
 
 
 def group_of(origin: str) -> str:
@@ -239,40 +283,84 @@ def _configs() -> list[FmlamaConfig]:
     version = INFO.version
     rows = {"en": 2580, "zh": 815, "ar": 571, "ko": 807, "ru": 961, "he": 463}
     configs = [
-        FmlamaConfig(name=f"fmlama_{la}", version=version, languages=(la,), lang=la, rows=rows[la], subset="lang",
-                     description=f"FmLAMA-la dishes with {la} labels, all origins.")
+        FmlamaConfig(
+            name=f"fmlama_{la}",
+            version=version,
+            languages=(la,),
+            lang=la,
+            rows=rows[la],
+            subset="lang",
+            description=f"FmLAMA-la dishes with {la} labels, all origins.",
+        )
         for la in LANGUAGES
     ]
     configs += [
-        FmlamaConfig(name=f"fmlama_aligned_{la}", version=version, languages=(la,), lang=la, rows=175, subset="aligned",
-                     description=f"The 175 dishes present in all six languages, {la} labels.")
+        FmlamaConfig(
+            name=f"fmlama_aligned_{la}",
+            version=version,
+            languages=(la,),
+            lang=la,
+            rows=175,
+            subset="aligned",
+            description=f"The 175 dishes present in all six languages, {la} labels.",
+        )
         for la in LANGUAGES
     ]
     configs += [
-        FmlamaConfig(name=f"fmlama_cs_{p}_{s}", version=version, languages=tuple(dict.fromkeys((p, s))), rows=508,
-                     subset="cs", prompt_lang=p, subject_lang=s,
-                     description=f"Code-switching: {p} template and gold objects, {s} dish names.")
+        FmlamaConfig(
+            name=f"fmlama_cs_{p}_{s}",
+            version=version,
+            languages=tuple(dict.fromkeys((p, s))),
+            rows=508,
+            subset="cs",
+            prompt_lang=p,
+            subject_lang=s,
+            description=f"Code-switching: {p} template and gold objects, {s} dish names.",
+        )
         for p, s in CS_PAIRS
     ]
     configs.append(
-        FmlamaConfig(name="fmlama_en14", version=version, languages=("en",), lang="en", rows=1549, subset="en14",
-                     description="English dishes of the 14 named origin groups (the v2 English set).")
+        FmlamaConfig(
+            name="fmlama_en14",
+            version=version,
+            languages=("en",),
+            lang="en",
+            rows=1549,
+            subset="en14",
+            description="English dishes of the 14 named origin groups (the v2 English set).",
+        )
     )
     corrected_rows = {"fmlama_zh": 814}  # the corrected zh set drops 玉米黑粉菌 (its only ingredient is itself)
     twins = [corrected_twin(c, rows=corrected_rows.get(c.name, c.rows)) for c in configs]
-    templates = FmlamaConfig(name="fmlama_templates", version=version, languages=LANGUAGES, rows=87,
-                             subset="templates", description="The cloze templates of all six languages (v1).")
-    full = FmlamaConfig(name="fmlama_full", version=version, rows=33_693, subset="full",
-                        description="The full Wikidata crawl (Dishes.csv): every dish in all 253 label languages.")
+    templates = FmlamaConfig(
+        name="fmlama_templates",
+        version=version,
+        languages=LANGUAGES,
+        rows=87,
+        subset="templates",
+        description="The cloze templates of all six languages (v1).",
+    )
+    full = FmlamaConfig(
+        name="fmlama_full",
+        version=version,
+        rows=33_693,
+        subset="full",
+        description="The full Wikidata crawl (Dishes.csv): every dish in all 253 label languages.",
+    )
     return [*configs, *twins, templates, corrected_twin(templates), full]
 
 
 def _dish_features(code_switching: bool) -> datasets.Features:
     columns = {
-        "id": datasets.Value("string"), "url": datasets.Value("string"), "qid": datasets.Value("string"),
-        "origin": datasets.Value("string"), "group": datasets.Value("string"),
-        "continent": datasets.Value("string"), "lang": datasets.Value("string"),
-        "sub_label": datasets.Value("string"), "obj_label": datasets.List(datasets.Value("string")),
+        "id": datasets.Value("string"),
+        "url": datasets.Value("string"),
+        "qid": datasets.Value("string"),
+        "origin": datasets.Value("string"),
+        "group": datasets.Value("string"),
+        "continent": datasets.Value("string"),
+        "lang": datasets.Value("string"),
+        "sub_label": datasets.Value("string"),
+        "obj_label": datasets.List(datasets.Value("string")),
         "row": datasets.Value("int32"),
     }
     if code_switching:
@@ -282,8 +370,10 @@ def _dish_features(code_switching: bool) -> datasets.Features:
 
 TEMPLATE_FEATURES = datasets.Features(
     {
-        "language": datasets.Value("string"), "relation": datasets.Value("string"),
-        "family": datasets.Value("string"), "canonical": datasets.Value("bool"),
+        "language": datasets.Value("string"),
+        "relation": datasets.Value("string"),
+        "family": datasets.Value("string"),
+        "canonical": datasets.Value("bool"),
         "template": datasets.Value("string"),
     }
 )
@@ -340,14 +430,20 @@ class Fmlama(CultureProbeBuilder):
     @staticmethod
     def _row(gold: Dish, subject: Dish, continents: dict[str, str], row_id: str) -> dict[str, Any]:
         return {
-            "id": row_id, "url": gold.url, "qid": gold.qid, "origin": gold.origin, "group": group_of(gold.origin),
-            "continent": continents.get(gold.origin), "lang": gold.lang, "sub_label": subject.sub_label,
-            "obj_label": list(gold.obj_label), "row": gold.row,
+            "id": row_id,
+            "url": gold.url,
+            "qid": gold.qid,
+            "origin": gold.origin,
+            "group": group_of(gold.origin),
+            "continent": continents.get(gold.origin),
+            "lang": gold.lang,
+            "sub_label": subject.sub_label,
+            "obj_label": list(gold.obj_label),
+            "row": gold.row,
         }
 
     def _source(self, relpath: str, sha256: str, commit: str = DATA_COMMIT) -> Path:
-        return source_file(relpath, sha256, commit, data_dir=self.config.data_dir,
-                           verify=self.config.verify_checksums)
+        return source_file(relpath, sha256, commit, data_dir=self.config.data_dir, verify=self.config.verify_checksums)
 
     def _dishes(self, folder: str, language: str) -> list[Dish]:
         path = self._source(f"{folder}/{language}/{language}_dishes.jsonl", DISHES_SHA256[folder, language])
@@ -388,23 +484,29 @@ class Fmlama(CultureProbeBuilder):
         for row, (line, record) in enumerate(read_dish_table(path)):
             qid = qid_of(record["url"], path=path, line=line)
             dish = Dish(record["url"], qid, record["origin"], record["lang"], record["name"], record["hasParts"], row)
-            yield {**self._row(dish, dish, continents, f"{dish.qid}|{dish.lang}|{row}"),
-                   "materia": list(record["materia"])}
+            yield {
+                **self._row(dish, dish, continents, f"{dish.qid}|{dish.lang}|{row}"),
+                "materia": list(record["materia"]),
+            }
 
     def _template_rows(self) -> Iterator[dict[str, Any]]:
         for language in self.config.languages:
             path = self._source(f"templates/{language}_templates.jsonl", TEMPLATES_SHA256[language], TEMPLATE_COMMIT)
             for number, record in read_jsonl(path):
                 if not isinstance(record.get("relation"), str) or not isinstance(record.get("template"), str):
-                    raise SourceFormatError("expected string fields 'relation' and 'template'", path=str(path),
-                                            line=number)
+                    raise SourceFormatError(
+                        "expected string fields 'relation' and 'template'", path=str(path), line=number
+                    )
                 relation, template = record["relation"], record["template"]
                 if self.config.corrected and (language, relation) in TEMPLATE_FIXES:
                     template = TEMPLATE_FIXES[language, relation]
                     self.tally("corrected: template fixed")
                 yield {
-                    "language": language, "relation": relation, "family": relation.split("_")[0],
-                    "canonical": CANONICAL.fullmatch(relation) is not None, "template": template,
+                    "language": language,
+                    "relation": relation,
+                    "family": relation.split("_")[0],
+                    "canonical": CANONICAL.fullmatch(relation) is not None,
+                    "template": template,
                 }
 
 

@@ -34,8 +34,9 @@ class ExportedConfig:
         return f"{self.name}/{split}-00000-of-00001.parquet"
 
 
-def render_readme(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo], *, permission: bool = False
-                  ) -> str:
+def render_readme(
+    configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo], *, permission: bool = False
+) -> str:
     """README.md: the Hub's YAML (`configs:` with one Parquet file per split) and the dataset card (`permission`:
     the publisher states they may redistribute data released on request).
     """
@@ -47,8 +48,10 @@ def render_readme(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkIn
         language=sorted({lang for c in configs for lang in c.languages}),
         license=ids[0] if len(ids) == 1 else ids,
         tags=["cultural-knowledge", "probing", "multilingual"],
-        configs=[{"config_name": c.name, "data_files": [{"split": s, "path": c.data_file(s)} for s, _ in c.splits]}
-                 for c in configs],
+        configs=[
+            {"config_name": c.name, "data_files": [{"split": s, "path": c.data_file(s)} for s, _ in c.splits]}
+            for c in configs
+        ],
     )
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{render_card(configs, used, permission)}"))
 
@@ -70,13 +73,23 @@ def render_card(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo
 
 
 def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig], permission: bool) -> list[str]:
-    lines = ["", f"## {info.title}", "", info.description, "", f"- Homepage: {info.homepage}",
-             f"- Version: {info.version}"]
+    lines = [
+        "",
+        f"## {info.title}",
+        "",
+        info.description,
+        "",
+        f"- Homepage: {info.homepage}",
+        f"- Version: {info.version}",
+    ]
     lines += [f"- Licence: {licence.text()}" + (f", {licence.url}" if licence.url else "") for licence in info.licences]
     if info.on_request:
-        who = ("This copy was published by someone who obtained it there and states they have the authors' "
-               "permission; ask there yourself." if permission else
-               "Do not redistribute this copy without the authors' permission.")
+        who = (
+            "This copy was published by someone who obtained it there and states they have the authors' "
+            "permission; ask there yourself."
+            if permission
+            else "Do not redistribute this copy without the authors' permission."
+        )
         lines.append(f"- Released on request only: {info.on_request}. {who}")
     lines += [f"- Source: `{source}`" for source in info.sources]
     lines += ["", "| config | languages | rows | description |", "|---|---|---|---|"]
@@ -86,16 +99,25 @@ def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig], permi
         lines.append(f"| `{c.name}` | {', '.join(c.languages)} | {rows} | {description} |")
     corrected = [c.name for c in configs if c.corrected]
     if info.corrections and corrected:
-        lines += ["", f"What the corrected configs ({', '.join(f'`{n}`' for n in corrected)}) fix; the other configs "
-                  "keep the release as it is:", ""]
-        lines += [f"- **{c.id}**" + (f" ({c.rows_affected} rows)" if c.rows_affected else "") + f": {c.description}"
-                  for c in info.corrections]
+        lines += [
+            "",
+            f"What the corrected configs ({', '.join(f'`{n}`' for n in corrected)}) fix; the other configs "
+            "keep the release as it is:",
+            "",
+        ]
+        lines += [
+            f"- **{c.id}**" + (f" ({c.rows_affected} rows)" if c.rows_affected else "") + f": {c.description}"
+            for c in info.corrections
+        ]
     for c in configs:
         if c.about or c.files:
             lines += ["", f"### `{c.name}`", "", *(f"- {line}" for line in c.about)]
             lines += [f"- Shipped beside its rows: `{c.name}/{name}`" for name in c.files]
-    lines += ["", "How models are probed on these data, and where that differs from the original code, is the "
-              f"protocol's part: see culture_probe's documentation page of {info.name} (each run's config.json "
-              "lists the deviations that applied to it)."]
+    lines += [
+        "",
+        "How models are probed on these data, and where that differs from the original code, is the "
+        f"protocol's part: see culture_probe's documentation page of {info.name} (each run's config.json "
+        "lists the deviations that applied to it).",
+    ]
     lines += ["", "```bibtex", info.citation.strip(), "```"]
     return lines

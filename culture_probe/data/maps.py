@@ -90,16 +90,38 @@ INFO = BenchmarkInfo(
     version="1.0.0",
     paper="maps_004_9751a7a423d744f9.txt",
     sources=("manual: released on request through the form linked from https://github.com/UKPLab/maps",),
-    suite=("maps_en", "maps_zh", "maps_de", "maps_ru", "maps_bn", "maps_id", "maps_zh_en_mt", "maps_zh_en_ht",
-           "maps_en_zh_mt", "maps_en_zh_ht"),
+    suite=(
+        "maps_en",
+        "maps_zh",
+        "maps_de",
+        "maps_ru",
+        "maps_bn",
+        "maps_id",
+        "maps_zh_en_mt",
+        "maps_zh_en_ht",
+        "maps_en_zh_mt",
+        "maps_en_zh_ht",
+    ),
     corrections=(
-        Correction("maps-figurative-from-source", "zh MT/HT is_figurative disagrees with zh test on rows 196, 197, "
-                   "254, 282, 312, 327; copied from the source test row and flagged figurative_from_source "
-                   "(6 rows in each of maps_zh_en_mt and maps_zh_en_ht)", 12),
-        Correction("maps-duplicate-proverb", "bn test holds 'তালপাতার ছায়া মিছা কর তার মায়া' twice (two "
-                   "conversations); both rows kept and flagged duplicate_proverb", 2),
-        Correction("maps-fs-test-overlap", "de 'knapp daneben ist auch vorbei' is in both few_shot and test; both "
-                   "rows flagged fs_test_overlap (excluded from de few-shot demo pools)", 2),
+        Correction(
+            "maps-figurative-from-source",
+            "zh MT/HT is_figurative disagrees with zh test on rows 196, 197, "
+            "254, 282, 312, 327; copied from the source test row and flagged figurative_from_source "
+            "(6 rows in each of maps_zh_en_mt and maps_zh_en_ht)",
+            12,
+        ),
+        Correction(
+            "maps-duplicate-proverb",
+            "bn test holds 'তালপাতার ছায়া মিছা কর তার মায়া' twice (two "
+            "conversations); both rows kept and flagged duplicate_proverb",
+            2,
+        ),
+        Correction(
+            "maps-fs-test-overlap",
+            "de 'knapp daneben ist auch vorbei' is in both few_shot and test; both "
+            "rows flagged fs_test_overlap (excluded from de few-shot demo pools)",
+            2,
+        ),
     ),  # fmt: skip
 )
 
@@ -256,6 +278,7 @@ class MapsBuilder(CultureProbeBuilder):
                 row_flags.append("duplicate_proverb")
             if row["proverb"] in overlap:
                 row_flags.append("fs_test_overlap")
+
 
 FEW_SHOT_FILE = "en/fs_proverbs.xlsx"
 

@@ -66,7 +66,10 @@ def resolve(name: str, *, corrected: bool = False) -> tuple[Any, Any]:
     table = _configs()
     if name not in table:  # checked first, so the error names what the user typed
         raise UnknownNameError(
-            "benchmark config", name, table, fix="See culture_probe.list_benchmarks() or `culture-probe list`.",
+            "benchmark config",
+            name,
+            table,
+            fix="See culture_probe.list_benchmarks() or `culture-probe list`.",
         )
     if corrected and not name.endswith(CORRECTED_SUFFIX):
         if name + CORRECTED_SUFFIX not in table:
@@ -185,6 +188,10 @@ def expand(names: list[str] | tuple[str, ...]) -> list[str]:
         elif name in table:
             out.append(name)
         else:
-            raise UnknownNameError("benchmark config or group", name, [*named, *table],
-                                   fix="See `culture-probe list` (groups first, then configs).")
+            raise UnknownNameError(
+                "benchmark config or group",
+                name,
+                [*named, *table],
+                fix="See `culture-probe list` (groups first, then configs).",
+            )
     return list(dict.fromkeys(out))

@@ -43,12 +43,17 @@ class Loaded:
 
     def provenance(self, need: Need) -> dict[str, Any]:
         """What config.json records of it."""
-        return {"benchmark": need.benchmark, "name": need.name, "corrected": need.corrected,
-                "params": {k: v for k, v in need.params}, "sources": list(self.sources), "sha256": self.sha256}
+        return {
+            "benchmark": need.benchmark,
+            "name": need.name,
+            "corrected": need.corrected,
+            "params": {k: v for k, v in need.params},
+            "sources": list(self.sources),
+            "sha256": self.sha256,
+        }
 
 
-def load_resources(needs: Mapping[str, Need], *, data_dir: str | os.PathLike | None = None
-                   ) -> dict[str, Loaded]:
+def load_resources(needs: Mapping[str, Need], *, data_dir: str | os.PathLike | None = None) -> dict[str, Loaded]:
     """{resource key: Loaded} for every need, from `data_dir` (or the mirror, or the pinned URL)."""
     return {key: load(need, data_dir=data_dir) for key, need in needs.items()}
 

@@ -124,9 +124,7 @@ def verify_git_blob(path: str | os.PathLike, blob_id: str) -> None:
         )
 
 
-def parse_literal(
-    text: str, *, path: str | os.PathLike, line: int | None, expected: type | tuple[type, ...]
-) -> Any:
+def parse_literal(text: str, *, path: str | os.PathLike, line: int | None, expected: type | tuple[type, ...]) -> Any:
     """A Python literal from a source file, read with `ast.literal_eval` (never executed).
 
     Anything that is not a literal of the `expected` type is an error naming the file and line.
@@ -157,8 +155,7 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             for number, record in parse_jsonl(handle, path=str(path)):
                 yield number, record
         except UnicodeDecodeError as error:
-            raise SourceFormatError(f"not UTF-8 text ({error.reason})",
-                                    path=str(path), line=number + 1) from None
+            raise SourceFormatError(f"not UTF-8 text ({error.reason})", path=str(path), line=number + 1) from None
 
 
 def parse_jsonl(lines: Iterable[str], *, path: str) -> Iterator[tuple[int, dict[str, Any]]]:

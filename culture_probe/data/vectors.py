@@ -36,13 +36,16 @@ class WordVectors:
         return read_vectors(self.path, keep=keep, language=self.language)
 
 
-def vectors_resource(*, data_dir: str | None = None, corrected: bool = False, path: str, language: str
-                     ) -> tuple[WordVectors, list[Path]]:
+def vectors_resource(
+    *, data_dir: str | None = None, corrected: bool = False, path: str, language: str
+) -> tuple[WordVectors, list[Path]]:
     """The `vectors` resource: the file is checked now (before any scoring), read later (`WordVectors.lookup`)."""
     file = vectors_file(path, language)
     if not file.is_file():
-        raise MissingDataError(f"The mWS vectors file {str(file)!r} does not exist: pass --option vectors= a "
-                               "fastText cc.<lang>.300.bin (or the folder holding it) or a text .vec file.")
+        raise MissingDataError(
+            f"The mWS vectors file {str(file)!r} does not exist: pass --option vectors= a "
+            "fastText cc.<lang>.300.bin (or the folder holding it) or a text .vec file."
+        )
     return WordVectors(str(file), language), [file]
 
 
@@ -95,8 +98,10 @@ def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") ->
     Needs the optional `fasttext` module (`pip install fasttext-wheel`, or `culture-probe[fasttext]`).
     """
     name = f"cc.{language}.300.bin"
-    fix = (f"download {name} from {FASTTEXT_URL} and pass vectors='path/to/{name}' (or a folder holding it), "
-           f"or set {FASTTEXT_ENV} to that path; or pass embed= a function from a string to its vector.")
+    fix = (
+        f"download {name} from {FASTTEXT_URL} and pass vectors='path/to/{name}' (or a folder holding it), "
+        f"or set {FASTTEXT_ENV} to that path; or pass embed= a function from a string to its vector."
+    )
     location = path if path is not None else os.environ.get(FASTTEXT_ENV)
     if not location:
         raise MetricInputError(f"mWS uses fastText vectors by default (as the paper), but no model was given: {fix}")
@@ -121,5 +126,3 @@ def read_vectors(vectors: str | Path | None, *, keep: set[str], language: str = 
         vector = fasttext_vectors(vectors, language=language)
         return {text: np.asarray(vector(text)) for text in keep}
     return load_text_vectors(vectors, keep=keep)  # no vectors for strings it lacks: multi-word items become NaN
-
-

@@ -114,8 +114,12 @@ INFO = BenchmarkInfo(
     ),
     homepage="https://github.com/kmrtanmay/X_FaKT",
     licences=(
-        Licence("MIT", "the X-FaKT repository, Copyright (c) 2025 Tushar Aggarwal", "mit",
-                "https://github.com/kmrtanmay/X_FaKT/blob/main/LICENSE"),
+        Licence(
+            "MIT",
+            "the X-FaKT repository, Copyright (c) 2025 Tushar Aggarwal",
+            "mit",
+            "https://github.com/kmrtanmay/X_FaKT/blob/main/LICENSE",
+        ),
     ),
     citation=(
         "@misc{aggarwal2025factuality,\n  title = {Language Models' Factuality Depends on the Language of Inquiry},"
@@ -127,24 +131,56 @@ INFO = BenchmarkInfo(
     sources=(BASE_URL + UTILS,),
     suite=("xfakt_factual_recall", "xfakt_in_context", "xfakt_counter_factual"),
     corrections=(
-        Correction("xfakt-turkey", "gold 'Turkey' rendered as the bird in zh/ar/ja/th (火鸡, ديك رومى, 七面鳥, "
-                   "ไก่งวง) -> 土耳其, تركيا, トルコ, ตุรกี; rows whose answer or question changed: factual recall 244, "
-                   "in-context 96, counter-factual 432", 772),
-        Correction("xfakt-siam", "Greek gold for Thailand is the archaic Σιάμ -> Ταϊλάνδη; factual recall 62, "
-                   "in-context 24, counter-factual 108", 194),
-        Correction("xfakt-entity-names", "mistranslated names: zh Bursa 囊 -> 布尔萨, ne Janadriyah "
-                   "'जनाद्रियाhungary. kgm' -> जनाद्रिया (factual recall 2 rows); task-B zh name Bahadur 阁下 "
-                   "('Your Excellency') -> 巴哈杜尔 (in-context 24 rows)", 26),
-        Correction("xfakt-ar-template", "the Arabic task-C template has no slot for the person, so the name never "
-                   "reached the question; slot added (counter-factual, all Arabic rows)", 1404),
-        Correction("xfakt-el-template", "the Greek task-C question asked where 'the user {}' lives -> "
-                   "'Σε ποια χώρα ζει ο {};' (counter-factual, all Greek rows)", 1404),
-        Correction("xfakt-duplicates", "Mount Everest (China, Nepal), Kazimir Malevich (Russia, Ukraine) and Jeddah "
-                   "(Saudi city and festival) appear twice; rows flagged duplicate_entity", 78),
-        Correction("xfakt-questionable-gold", "Sergey Bubka under Russia, Constantin Brâncuși under Greece; rows "
-                   "flagged questionable_gold (not relabelled)", 26),
-        Correction("xfakt-mixed-script", "half-translated names (ne Peterhof दरबार, Meteora मठहरू, Kutztown लोक "
-                   "महोत्सव; hi Sainte-चैपल; uk Gu Ailing (Ейлін Гу)); rows flagged mixed_script", 5),
+        Correction(
+            "xfakt-turkey",
+            "gold 'Turkey' rendered as the bird in zh/ar/ja/th (火鸡, ديك رومى, 七面鳥, "
+            "ไก่งวง) -> 土耳其, تركيا, トルコ, ตุรกี; rows whose answer or question changed: factual recall 244, "
+            "in-context 96, counter-factual 432",
+            772,
+        ),
+        Correction(
+            "xfakt-siam",
+            "Greek gold for Thailand is the archaic Σιάμ -> Ταϊλάνδη; factual recall 62, "
+            "in-context 24, counter-factual 108",
+            194,
+        ),
+        Correction(
+            "xfakt-entity-names",
+            "mistranslated names: zh Bursa 囊 -> 布尔萨, ne Janadriyah "
+            "'जनाद्रियाhungary. kgm' -> जनाद्रिया (factual recall 2 rows); task-B zh name Bahadur 阁下 "
+            "('Your Excellency') -> 巴哈杜尔 (in-context 24 rows)",
+            26,
+        ),
+        Correction(
+            "xfakt-ar-template",
+            "the Arabic task-C template has no slot for the person, so the name never "
+            "reached the question; slot added (counter-factual, all Arabic rows)",
+            1404,
+        ),
+        Correction(
+            "xfakt-el-template",
+            "the Greek task-C question asked where 'the user {}' lives -> "
+            "'Σε ποια χώρα ζει ο {};' (counter-factual, all Greek rows)",
+            1404,
+        ),
+        Correction(
+            "xfakt-duplicates",
+            "Mount Everest (China, Nepal), Kazimir Malevich (Russia, Ukraine) and Jeddah "
+            "(Saudi city and festival) appear twice; rows flagged duplicate_entity",
+            78,
+        ),
+        Correction(
+            "xfakt-questionable-gold",
+            "Sergey Bubka under Russia, Constantin Brâncuși under Greece; rows "
+            "flagged questionable_gold (not relabelled)",
+            26,
+        ),
+        Correction(
+            "xfakt-mixed-script",
+            "half-translated names (ne Peterhof दरबार, Meteora मठहरू, Kutztown लोक "
+            "महोत्सव; hi Sainte-चैपल; uk Gu Ailing (Ейлін Гу)); rows flagged mixed_script",
+            5,
+        ),
     ),  # fmt: skip
 )
 

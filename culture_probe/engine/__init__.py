@@ -14,8 +14,15 @@ from culture_probe.engine.types import (
 )
 
 __all__ = [
-    "MODEL_KINDS", "CandidateScores", "FillMaskOptions", "GenerateOptions", "ModelArgs", "ModelKind", "ScoreOptions",
-    "ScoreRequest", "Scorer",
+    "MODEL_KINDS",
+    "CandidateScores",
+    "FillMaskOptions",
+    "GenerateOptions",
+    "ModelArgs",
+    "ModelKind",
+    "ScoreOptions",
+    "ScoreRequest",
+    "Scorer",
 ]
 
 

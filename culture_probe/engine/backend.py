@@ -43,13 +43,25 @@ class Backend:
     kind: ModelKind
     auto_class: str  # the transformers Auto class that loads this kind of model (`Scorer.from_pretrained`)
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_tokens: int | None = None,
-                 cache: str | Path | None = None, cache_dir: str | Path | None = None,
-                 add_bos: bool | None = None, identity: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_tokens: int | None = None,
+        cache: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        add_bos: bool | None = None,
+        identity: dict[str, Any] | None = None,
+    ):
         self.model, self.tokenizer = model, tokenizer
         self.identity = dict(identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or ""))
-        self.encoder = Encoder(tokenizer, add_bos=add_bos, max_length=model_max_length(model, tokenizer),
-                               name=self.identity["name_or_path"])
+        self.encoder = Encoder(
+            tokenizer,
+            add_bos=add_bos,
+            max_length=model_max_length(model, tokenizer),
+            name=self.identity["name_or_path"],
+        )
         self.batch_tokens = batch_tokens
         self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
         self.identity["kind"] = self.kind
@@ -79,8 +91,14 @@ class Backend:
         """The device inputs go to (the first parameter's)."""
         return next(self.model.parameters()).device
 
-    def score(self, requests: Sequence[ScoreRequest], options: ScoreOptions | None = None, *,
-              progress: bool = False, **fields: Any) -> list[CandidateScores]:
+    def score(
+        self,
+        requests: Sequence[ScoreRequest],
+        options: ScoreOptions | None = None,
+        *,
+        progress: bool = False,
+        **fields: Any,
+    ) -> list[CandidateScores]:
         """Score every request's candidates; one `CandidateScores` per request, in request order.
 
         `options` (a `ScoreOptions`), or its fields as keywords (`masked_method="l2r"`, `keep_tokens=True`, ...).
@@ -91,24 +109,32 @@ class Backend:
         if self.kind != "causal" and any(r.chat for r in requests):
             raise UnsupportedModelError(
                 f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
-                f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model.")
+                f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model."
+            )
         if self.kind == "seq2seq" and any(r.candidate_ids != "in_context" for r in requests):
             raise UnsupportedModelError(
                 "ScoreRequest(candidate_ids='alone'/'piece') reproduces masked and causal probes; a seq2seq model "
-                "scores its candidates inside sentinel spans. Leave candidate_ids at 'in_context' for this model.")
+                "scores its candidates inside sentinel spans. Leave candidate_ids at 'in_context' for this model."
+            )
         keys = [self._key(r) for r in requests]
         rank, size = parallel.world()
         cache = self._open_cache(options)
-        done = (cache.get({key: r.candidates for key, r in zip(keys, requests, strict=True)},
-                          with_tokens=options.keep_tokens) if cache is not None else {})
+        done = (
+            cache.get(
+                {key: r.candidates for key, r in zip(keys, requests, strict=True)}, with_tokens=options.keep_tokens
+            )
+            if cache is not None
+            else {}
+        )
         parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
         todo = sorted({key: i for i, key in enumerate(keys) if key not in done}.values())
         # Every process prepares (and so validates) every request before any scores: a bad request raises on
         # all processes alike instead of leaving the others waiting in the gather.
         items = {i: self._prepare(requests[i], options) for i in todo}
         with fused_activations(self.model):
-            local = self._score_items(requests, {i: items[i] for i in todo[rank::size]}, options, cache,
-                                      progress and rank == 0)
+            local = self._score_items(
+                requests, {i: items[i] for i in todo[rank::size]}, options, cache, progress and rank == 0
+            )
         done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
         if cache is not None:
             cache.close()
@@ -120,14 +146,20 @@ class Backend:
         """
         rules = (  # (asked for, the kind it needs, what it does)
             ("masked_method='l2r'", options.masked_method == "l2r", "masked", "predicts each subword at a mask"),
-            ("seq2seq_style='plain'", options.seq2seq_style == "plain", "seq2seq", "scores the candidate as the "
-                                                                                   "whole decoder target"),
+            (
+                "seq2seq_style='plain'",
+                options.seq2seq_style == "plain",
+                "seq2seq",
+                "scores the candidate as the whole decoder target",
+            ),
             ("score_right=True", options.score_right, "causal", "scores the right-hand text as a continuation"),
         )
         for option, asked, kind, what in rules:
             if asked and self.kind != kind:
-                raise UnsupportedModelError(f"{option} {what}, which needs a {kind} model; this one is {self.kind}. "
-                                            f"Leave {option.split('=')[0]} at its default.")
+                raise UnsupportedModelError(
+                    f"{option} {what}, which needs a {kind} model; this one is {self.kind}. "
+                    f"Leave {option.split('=')[0]} at its default."
+                )
         return options
 
     def _key(self, request: ScoreRequest) -> str:
@@ -148,8 +180,14 @@ class Backend:
             return None
         return ScoreCache(self.cache_path, model=self.model_digest(), options=options.digest())
 
-    def _score_items(self, requests: list[ScoreRequest], items: dict[int, Any], options: ScoreOptions,
-                     cache: ScoreCache | None, progress: bool) -> dict[int, CandidateScores]:
+    def _score_items(
+        self,
+        requests: list[ScoreRequest],
+        items: dict[int, Any],
+        options: ScoreOptions,
+        cache: ScoreCache | None,
+        progress: bool,
+    ) -> dict[int, CandidateScores]:
         results: dict[int, CandidateScores] = {}
         bar = _progress(len(items), progress)
 
@@ -165,8 +203,9 @@ class Backend:
         bar.close()
         return results
 
-    def batches(self, costs: dict[int, int], run: Callable[[list[int], int], list[Any]]
-                ) -> Iterator[tuple[list[int], list[Any]]]:
+    def batches(
+        self, costs: dict[int, int], run: Callable[[list[int], int], list[Any]]
+    ) -> Iterator[tuple[list[int], list[Any]]]:
         """(batch, `run(batch, budget)`) for batches of the keys of `costs` (tokens each puts through the model),
         longest first so that an out-of-memory error happens at once rather than hours in, each within the token
         budget. With the automatic budget, an out-of-memory error halves it (remembered for later calls) and the
@@ -186,7 +225,7 @@ class Backend:
                 _free_memory()
                 continue
             yield batch, out
-            order = order[len(batch):]
+            order = order[len(batch) :]
 
     def generate(self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any) -> list[str]:
         """Continuations of `prompts` (new text only): greedy, batched by token budget, or sampled with a per-prompt
@@ -198,14 +237,21 @@ class Backend:
 
         return generate(self, list(prompts), make_options(GenerateOptions, options, fields))
 
-    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions | None = None, *,
-                  rights: Sequence[str] | None = None, **fields: Any) -> list[list[tuple[str, float]]]:
+    def fill_mask(
+        self,
+        lefts: Sequence[str],
+        options: FillMaskOptions | None = None,
+        *,
+        rights: Sequence[str] | None = None,
+        **fields: Any,
+    ) -> list[list[tuple[str, float]]]:
         """The `top_k` vocabulary pieces (decoded text, log-prob) at one mask put after each left text; masked
         models only (see `MaskedScorer.fill_mask`).
         """
         raise UnsupportedModelError(
             f"fill_mask predicts the vocabulary piece at a mask token, which needs a masked model; this one is "
-            f"{self.kind}. Use generate() for causal and seq2seq models.")
+            f"{self.kind}. Use generate() for causal and seq2seq models."
+        )
 
     def budget(self) -> int:
         """Tokens per forward pass: the user's `batch_tokens`, else the automatic budget for the device."""
@@ -224,9 +270,12 @@ def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[in
 
 def _assemble(candidates: tuple[str, ...], tokens: list[np.ndarray]) -> CandidateScores:
     tokens = [np.asarray(t, dtype=np.float64) for t in tokens]
-    return CandidateScores(candidates=candidates, sum_logprob=np.array([t.sum() for t in tokens]),
-                           n_tokens=np.array([len(t) for t in tokens], dtype=np.int64),
-                           token_logprobs=tuple(tokens))
+    return CandidateScores(
+        candidates=candidates,
+        sum_logprob=np.array([t.sum() for t in tokens]),
+        n_tokens=np.array([len(t) for t in tokens], dtype=np.int64),
+        token_logprobs=tuple(tokens),
+    )
 
 
 def _view(scores: CandidateScores, keep_tokens: bool) -> CandidateScores:
@@ -264,8 +313,9 @@ def _progress(total: int, show: bool):
     return tqdm(total=total, desc="scoring", unit="request")
 
 
-def _identity(model: Any, tokenizer: Any, *, name: str, revision: str | None = None,
-              hash_weights: bool = True) -> dict[str, Any]:
+def _identity(
+    model: Any, tokenizer: Any, *, name: str, revision: str | None = None, hash_weights: bool = True
+) -> dict[str, Any]:
     """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; the Hub commit the
     files came from and, for a local folder, a fingerprint of its weight files (so a retrained folder or a moved
     Hub repo misses the cache); for a model built in memory (no file behind it) also a hash of its weights.

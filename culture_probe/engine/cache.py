@@ -79,8 +79,7 @@ class ScoreCache:
         except sqlite3.DatabaseError as error:
             self._db = self._start_anew(error)
 
-    def get(self, requests: Mapping[str, tuple[str, ...]], *, with_tokens: bool = False
-            ) -> dict[str, CandidateScores]:
+    def get(self, requests: Mapping[str, tuple[str, ...]], *, with_tokens: bool = False) -> dict[str, CandidateScores]:
         """The cached scores among `requests` (request key -> its candidates); with `with_tokens`, only rows that
         kept the per-token log-probs.
         """
@@ -96,8 +95,10 @@ class ScoreCache:
 
     def put(self, items: dict[str, CandidateScores], *, with_tokens: bool = False) -> None:
         """Store `items` (request key -> scores) in one transaction."""
-        rows = [(self.model, self.options, digest(key), *_encode(digest(key), value, with_tokens))
-                for key, value in items.items()]
+        rows = [
+            (self.model, self.options, digest(key), *_encode(digest(key), value, with_tokens))
+            for key, value in items.items()
+        ]
         self._write(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def get_texts(self, prompts: list[str]) -> dict[str, str]:
@@ -107,23 +108,28 @@ class ScoreCache:
         found = {}
         for prompt in dict.fromkeys(prompts):
             key = digest(prompt)
-            row = self._query("SELECT text, crc FROM texts WHERE model=? AND options=? AND prompt=?",
-                              (self.model, self.options, key))
+            row = self._query(
+                "SELECT text, crc FROM texts WHERE model=? AND options=? AND prompt=?", (self.model, self.options, key)
+            )
             if row is None:
                 continue
             if isinstance(row[0], str) and zlib.crc32(row[0].encode("utf-8"), zlib.crc32(key)) == row[1]:
                 found[prompt] = row[0]
                 continue
-            warnings.warn(f"Score cache {self.path}: a damaged text row was dropped and will be asked again.",
-                          CacheCorruptionWarning, stacklevel=2)
-            self._write("DELETE FROM texts WHERE model=? AND options=? AND prompt=?",
-                        [(self.model, self.options, key)])
+            warnings.warn(
+                f"Score cache {self.path}: a damaged text row was dropped and will be asked again.",
+                CacheCorruptionWarning,
+                stacklevel=2,
+            )
+            self._write("DELETE FROM texts WHERE model=? AND options=? AND prompt=?", [(self.model, self.options, key)])
         return found
 
     def put_texts(self, texts: dict[str, str]) -> None:
         """Store generated texts (prompt -> text) in one transaction."""
-        rows = [(self.model, self.options, digest(p), t, zlib.crc32(t.encode("utf-8"), zlib.crc32(digest(p))))
-                for p, t in texts.items()]
+        rows = [
+            (self.model, self.options, digest(p), t, zlib.crc32(t.encode("utf-8"), zlib.crc32(digest(p))))
+            for p, t in texts.items()
+        ]
         self._write("INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?)", rows)
 
     def close(self) -> None:
@@ -133,8 +139,10 @@ class ScoreCache:
     # ------------------------------------------------------------ damage
 
     def _fetch(self, request: bytes) -> tuple[bytes, bytes, bytes | None, int] | None:
-        return self._query(f"SELECT n_tokens, sums, tokens, crc FROM {TABLE} WHERE model=? AND options=? AND "
-                           "request=?", (self.model, self.options, request))
+        return self._query(
+            f"SELECT n_tokens, sums, tokens, crc FROM {TABLE} WHERE model=? AND options=? AND request=?",
+            (self.model, self.options, request),
+        )
 
     def _query(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """One row, or None; a file SQLite cannot read is moved aside and started anew (then nothing is found)."""
@@ -158,16 +166,21 @@ class ScoreCache:
             with self._db:
                 self._db.executemany(sql, rows)
 
-    def _decode(self, key: str, candidates: tuple[str, ...], row: tuple[bytes, bytes, bytes | None, int]
-                ) -> CandidateScores | None:
+    def _decode(
+        self, key: str, candidates: tuple[str, ...], row: tuple[bytes, bytes, bytes | None, int]
+    ) -> CandidateScores | None:
         """The row's scores, or None (reported, and the row dropped) when its checksum or shape does not match."""
         n_tokens, sums, tokens, crc = row
         request = digest(key)
         if _crc(request, n_tokens, sums, tokens) != crc or not _fits(candidates, n_tokens, sums, tokens):
-            warnings.warn(f"Score cache {self.path}: a damaged row was dropped and will be computed again.",
-                          CacheCorruptionWarning, stacklevel=3)
-            self._write(f"DELETE FROM {TABLE} WHERE model=? AND options=? AND request=?",
-                        [(self.model, self.options, request)])
+            warnings.warn(
+                f"Score cache {self.path}: a damaged row was dropped and will be computed again.",
+                CacheCorruptionWarning,
+                stacklevel=3,
+            )
+            self._write(
+                f"DELETE FROM {TABLE} WHERE model=? AND options=? AND request=?", [(self.model, self.options, request)]
+            )
             return None
         return _decode(candidates, n_tokens, sums, tokens)
 
@@ -179,8 +192,12 @@ class ScoreCache:
                 Path(f"{self.path}{suffix}").rename(f"{aside}{suffix}")
             except FileNotFoundError:
                 pass  # another process moved it first, or there was none
-        warnings.warn(f"Score cache {self.path} could not be read ({error}); it was moved to {aside} and a new "
-                      "one started: the scores it held are computed again.", CacheCorruptionWarning, stacklevel=3)
+        warnings.warn(
+            f"Score cache {self.path} could not be read ({error}); it was moved to {aside} and a new "
+            "one started: the scores it held are computed again.",
+            CacheCorruptionWarning,
+            stacklevel=3,
+        )
         return _connect(self.path)
 
 
@@ -233,8 +250,9 @@ def _encode(request: bytes, scores: CandidateScores, with_tokens: bool) -> tuple
     sums = np.asarray(scores.sum_logprob, dtype="<f8").tobytes()
     tokens = None
     if with_tokens and scores.token_logprobs is not None:
-        tokens = np.concatenate([np.asarray(t, dtype="<f4") for t in scores.token_logprobs] or
-                                [np.zeros(0, "<f4")]).tobytes()
+        tokens = np.concatenate(
+            [np.asarray(t, dtype="<f4") for t in scores.token_logprobs] or [np.zeros(0, "<f4")]
+        ).tobytes()
     return n_tokens, sums, tokens, _crc(request, n_tokens, sums, tokens)
 
 
@@ -258,5 +276,9 @@ def _decode(candidates: tuple[str, ...], n_tokens: bytes, sums: bytes, tokens: b
     if tokens is not None:
         flat = np.frombuffer(tokens, dtype="<f4").astype(np.float64)
         per_token = tuple(np.split(flat, np.cumsum(counts)[:-1])) if counts.size else ()
-    return CandidateScores(candidates=candidates, sum_logprob=np.frombuffer(sums, dtype="<f8").copy(), n_tokens=counts,
-                           token_logprobs=per_token)
+    return CandidateScores(
+        candidates=candidates,
+        sum_logprob=np.frombuffer(sums, dtype="<f8").copy(),
+        n_tokens=counts,
+        token_logprobs=per_token,
+    )

@@ -88,8 +88,11 @@ class CausalScorer(Backend):
         enc = self.encoder.encode(request, with_right=options.score_right)
         sequences = [c + r for c, r in zip(enc.candidates, enc.rights, strict=True)]
         longest = max(range(len(sequences)), key=lambda c: len(sequences[c]))
-        context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
-                                                 "right text": len(enc.rights[longest])}, request.max_tokens)
+        context = self.encoder.fit(
+            enc.context,
+            {"candidate": len(enc.candidates[longest]), "right text": len(enc.rights[longest])},
+            request.max_tokens,
+        )
         return CausalItem(context, _trie(tuple(sequences)))
 
     def _cost(self, item: CausalItem) -> int:
@@ -126,8 +129,8 @@ class _CachedRun:
         ids = torch.full((len(items), self.T), pad_id if pad_id is not None else 0, dtype=torch.long)
         mask = torch.zeros((len(items), self.T), dtype=torch.long)
         for row, it in enumerate(items):  # left padding: every context ends at position T-1
-            ids[row, self.T - len(it.context):] = torch.tensor(it.context)
-            mask[row, self.T - len(it.context):] = 1
+            ids[row, self.T - len(it.context) :] = torch.tensor(it.context)
+            mask[row, self.T - len(it.context) :] = 1
         self.ids, self.mask = ids.to(device), mask.to(device)
         self.lengths = torch.tensor(lengths, device=device)
 
@@ -156,14 +159,18 @@ class _CachedRun:
         """Score every candidate of every item."""
         positions = (self.mask.cumsum(-1) - 1).clamp(min=0)
         out = self._forward(self.ids, self.mask, positions, None)
-        firsts = [tuple(int(self.offsets[i]) + n for n, p in enumerate(it.trie.parents) if p < 0)
-                  for i, it in enumerate(self.items)]
+        firsts = [
+            tuple(int(self.offsets[i]) + n for n, p in enumerate(it.trie.parents) if p < 0)
+            for i, it in enumerate(self.items)
+        ]
         self._record(out.logits[:, -1], firsts)
         top = [n for row in firsts for n in row if self._children(n)]
         self._descend(out.past_key_values, top, [int(self.item_of[n]) for n in top], depth=1)
         logp = self.logp.double().cpu().numpy()
-        return [[logp[self.offsets[i] + np.asarray(path, dtype=np.int64)] for path in it.trie.paths]
-                for i, it in enumerate(self.items)]
+        return [
+            [logp[self.offsets[i] + np.asarray(path, dtype=np.int64)] for path in it.trie.paths]
+            for i, it in enumerate(self.items)
+        ]
 
     def _descend(self, cache, nodes: list[int], rows: list[int], depth: int) -> None:
         """Run the inner `nodes` at `depth` (one token each) on their parents' cache rows, then their children."""
@@ -178,8 +185,9 @@ class _CachedRun:
             sub = _select(cache, torch.tensor(parent_rows, dtype=torch.long, device=self.device))
             out = self._forward(ids, mask, positions, sub)
             self._record(out.logits[:, -1], [self._children(n) for n in chunk])
-            inner = [(kid, row) for row, node in enumerate(chunk) for kid in self._children(node)
-                     if self._children(kid)]
+            inner = [
+                (kid, row) for row, node in enumerate(chunk) for kid in self._children(node) if self._children(kid)
+            ]
             if inner:
                 self._descend(out.past_key_values, [k for k, _ in inner], [r for _, r in inner], depth + 1)
 
@@ -247,8 +255,11 @@ class _PackedRun:
         self.model, self.items, self.budget = model, items, budget
         self.pad = pad_id if pad_id is not None else 0
         self.device = next(model.parameters()).device
-        self.rows = [(i, nodes, owned, first == 0) for i, it in enumerate(items)
-                     for first, (nodes, owned) in enumerate(_pack(it.trie, self._room(it)))]
+        self.rows = [
+            (i, nodes, owned, first == 0)
+            for i, it in enumerate(items)
+            for first, (nodes, owned) in enumerate(_pack(it.trie, self._room(it)))
+        ]
         self.logp = [np.zeros(len(it.trie.tokens)) for it in items]
 
     def _room(self, item: CausalItem) -> int:
@@ -268,7 +279,7 @@ class _PackedRun:
         while start < len(rows):
             width = len(self.items[rows[start][0]].context) + len(rows[start][1])
             take = max(1, self.budget // width)
-            self._forward(rows[start: start + take], width)
+            self._forward(rows[start : start + take], width)
             start += take
         return [[logp[list(path)] for path in it.trie.paths] for it, logp in zip(self.items, self.logp, strict=True)]
 
@@ -291,7 +302,7 @@ class _PackedRun:
             else:
                 allowed[q, :n_ctx] = True
             allowed[q, q] = True
-        allowed[len(ids):, :] = np.eye(width, dtype=bool)[len(ids):]  # padding sees itself only (no NaN rows)
+        allowed[len(ids) :, :] = np.eye(width, dtype=bool)[len(ids) :]  # padding sees itself only (no NaN rows)
         positions = np.concatenate([np.arange(n_ctx), n_ctx + depth, np.zeros(width - len(ids), dtype=np.int64)])
         reads = [(n_ctx + k, item, trie.children[n]) for k, n in enumerate(nodes) if owned[k]]
         if first:
@@ -318,7 +329,7 @@ class _PackedRun:
         values = values.double().cpu().numpy()
         at = 0
         for _, _, item, kids in reads:
-            self.logp[item][list(kids)] = values[at: at + len(kids)]
+            self.logp[item][list(kids)] = values[at : at + len(kids)]
             at += len(kids)
 
 

@@ -43,8 +43,7 @@ class Encoded:
 class Encoder:
     """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special tokens."""
 
-    def __init__(self, tokenizer, *, add_bos: bool | None = None, max_length: int | None = None,
-                 name: str = ""):
+    def __init__(self, tokenizer, *, add_bos: bool | None = None, max_length: int | None = None, name: str = ""):
         self.tokenizer = tokenizer
         self.name = name
         self.max_length = max_length
@@ -54,7 +53,8 @@ class Encoder:
             if tokenizer.bos_token_id is None:
                 raise UnsupportedModelError(
                     f"add_bos=True, but the tokenizer of {name or type(tokenizer).__name__!r} has no BOS token "
-                    "(bos_token is None). Pass add_bos=None (the tokenizer's own special tokens) or add_bos=False.")
+                    "(bos_token is None). Pass add_bos=None (the tokenizer's own special tokens) or add_bos=False."
+                )
             prefix = (tokenizer.bos_token_id,)
         elif add_bos is False:
             prefix = ()
@@ -73,15 +73,17 @@ class Encoder:
         out = []
         for ids, joint, text in zip(known, joints, tail, strict=True):
             clean = len(joint) > len(ids) and joint[: len(ids)] == ids
-            out.append(joint[len(ids):] if clean else self.ids(text))
+            out.append(joint[len(ids) :] if clean else self.ids(text))
         return out
 
     def piece(self, name: str) -> tuple[int]:
         """The id of the vocabulary piece written `name` (`a`, `▁a`, `##a`); an error if the vocabulary lacks it."""
         found = self.tokenizer.convert_tokens_to_ids(name)
         if found is None or (found == self.tokenizer.unk_token_id and name != self.tokenizer.unk_token):
-            raise EmptyCandidateError(f"Candidate {name!r} is no piece of this vocabulary (candidate_ids='piece' "
-                                      "names one piece exactly as the vocabulary writes it).")
+            raise EmptyCandidateError(
+                f"Candidate {name!r} is no piece of this vocabulary (candidate_ids='piece' "
+                "names one piece exactly as the vocabulary writes it)."
+            )
         return (found,)
 
     def batch_ids(self, texts: list[str]) -> list[tuple[int, ...]]:
@@ -107,8 +109,10 @@ class Encoder:
         out = []
         for text, ids in zip(texts, self.batch_ids([mask + text for text in texts]), strict=True):
             if not ids or ids[0] != mask_id:
-                raise UnsupportedModelError(f"The mask token {mask!r} does not tokenize to its own id before "
-                                            f"{text[:30]!r}; the text right of the slot cannot be placed after it.")
+                raise UnsupportedModelError(
+                    f"The mask token {mask!r} does not tokenize to its own id before "
+                    f"{text[:30]!r}; the text right of the slot cannot be placed after it."
+                )
             out.append(ids[1:])
         return out
 
@@ -120,12 +124,13 @@ class Encoder:
         """
         if not request.candidates:
             raise EmptyCandidateError(
-                f"Request with left={request.left!r} has no candidates; give at least one candidate string.")
+                f"Request with left={request.left!r} has no candidates; give at least one candidate string."
+            )
         if request.chat:  # the reply starts right after the generation prompt; the template carries BOS
             core, lead, prefix = chat_prompt(self.tokenizer, request.left, request.system, name=self.name), "", ()
         else:
             core = request.left.rstrip()
-            lead, prefix = request.left[len(core):] + separator(request.left, request.sep), self.prefix
+            lead, prefix = request.left[len(core) :] + separator(request.left, request.sep), self.prefix
         context = self.ids(core)
         tails = [lead + cand for cand in request.candidates]
         n = len(tails)
@@ -138,7 +143,8 @@ class Encoder:
         for cand, ids in zip(request.candidates, cands, strict=True):
             if not ids or not cand.strip():  # a blank candidate would score only the separator
                 raise EmptyCandidateError(
-                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
+                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
+                )
         rights = [()] * n
         if with_right and request.right and right_after_mask:
             rights = self.after_special([request.right]) * n
@@ -167,13 +173,17 @@ class Encoder:
             raise InputTooLongError(
                 f"The {longest} is too long: what must follow the context ({parts} tokens, plus "
                 f"{len(self.prefix)} leading special tokens) leaves no room for it in the {whose} {max_length} "
-                f"positions. Shorten the {longest}, or use a model with more positions.")
+                f"positions. Shorten the {longest}, or use a model with more positions."
+            )
         if not self._warned:
-            warnings.warn(f"A context longer than the input limit ({max_length} tokens) was cut on the "
-                          "left; what follows it (candidates, new tokens) is kept whole. (Warned once.)", stacklevel=3)
+            warnings.warn(
+                f"A context longer than the input limit ({max_length} tokens) was cut on the "
+                "left; what follows it (candidates, new tokens) is kept whole. (Warned once.)",
+                stacklevel=3,
+            )
             self._warned = True
         head = len(self.prefix) if context[: len(self.prefix)] == self.prefix else 0
-        return context[:head] + context[len(context) - keep:]
+        return context[:head] + context[len(context) - keep :]
 
 
 def chat_prompt(tokenizer, user: str, system: str | None = None, *, name: str = "") -> str:
@@ -185,7 +195,8 @@ def chat_prompt(tokenizer, user: str, system: str | None = None, *, name: str = 
         raise UnsupportedModelError(
             f"Chat prompting was asked for, but the tokenizer of {model!r} has no chat template. "
             "Use a chat (instruction-tuned) model, set tokenizer.chat_template to its Jinja template, or prompt "
-            "without chat (chat=False).")
+            "without chat (chat=False)."
+        )
     messages = [{"role": "system", "content": system}] if system is not None else []
     messages.append({"role": "user", "content": user})
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -202,8 +213,11 @@ def _plain_backend(tokenizer):
     from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
     cls = type(tokenizer)
-    plain_class = (isinstance(tokenizer, TokenizersBackend) and cls._encode_plus is TokenizersBackend._encode_plus
-                   and cls.__call__ is PreTrainedTokenizerBase.__call__)
+    plain_class = (
+        isinstance(tokenizer, TokenizersBackend)
+        and cls._encode_plus is TokenizersBackend._encode_plus
+        and cls.__call__ is PreTrainedTokenizerBase.__call__
+    )
     backend = getattr(tokenizer, "backend_tokenizer", None) if plain_class else None
     if backend is None:
         return None
@@ -220,8 +234,8 @@ def _special_affixes(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
     bare = tokenizer("a", add_special_tokens=False)["input_ids"]
     full = tokenizer("a")["input_ids"]
     for start in range(len(full) - len(bare) + 1):
-        if full[start: start + len(bare)] == bare:
-            return tuple(full[:start]), tuple(full[start + len(bare):])
+        if full[start : start + len(bare)] == bare:
+            return tuple(full[:start]), tuple(full[start + len(bare) :])
     return (), ()
 
 

@@ -83,8 +83,7 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
     return [done[i] for i in range(len(texts))]
 
 
-def _decode(scorer: Any, ids: list[tuple[int, ...]], options: GenerateOptions, seed: int | None = None
-            ) -> list[str]:
+def _decode(scorer: Any, ids: list[tuple[int, ...]], options: GenerateOptions, seed: int | None = None) -> list[str]:
     import torch
 
     tok, model = scorer.tokenizer, scorer.model
@@ -146,7 +145,7 @@ class StopAt:
         """One flag per sequence: True once it has said a stop string."""
         import torch
 
-        texts = self.tokenizer.batch_decode(input_ids[:, self.start:], skip_special_tokens=True)
+        texts = self.tokenizer.batch_decode(input_ids[:, self.start :], skip_special_tokens=True)
         return torch.tensor([any(s in t for s in self.stop) for t in texts], device=input_ids.device)
 
 

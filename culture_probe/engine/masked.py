@@ -46,16 +46,22 @@ class MaskedScorer(Backend):
             raise UnsupportedModelError(
                 f"The tokenizer of {self.identity['name_or_path'] or type(self.tokenizer).__name__!r} has no mask "
                 "token (mask_token is None), which masked scoring needs. Use the masked LM's own tokenizer, or "
-                "set tokenizer.mask_token to the model's mask token.")
+                "set tokenizer.mask_token to the model's mask token."
+            )
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> MaskedItem:
         enc = self.encoder.encode(request, with_right=True, right_after_mask=True)
         build = _typed if options.masked_method == "typed" else _l2r
         longest = max(range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c]))
-        context = self.encoder.fit(enc.context, {"candidate": len(enc.candidates[longest]),
-                                                 "right text": len(enc.rights[longest]),
-                                                 "closing special tokens": len(enc.suffix)},
-                                   request.max_tokens)
+        context = self.encoder.fit(
+            enc.context,
+            {
+                "candidate": len(enc.candidates[longest]),
+                "right text": len(enc.rights[longest]),
+                "closing special tokens": len(enc.suffix),
+            },
+            request.max_tokens,
+        )
         return MaskedItem(tuple(build(enc, context, self.tokenizer.mask_token_id)), tuple(map(len, enc.candidates)))
 
     def _cost(self, item: MaskedItem) -> int:
@@ -93,7 +99,7 @@ class MaskedScorer(Backend):
         values = logprobs_at(logits, at, tok)
         flat = values.double().cpu().numpy()
         bounds = np.cumsum([0] + [len(q.reads) for q in queries])
-        return [flat[bounds[r]: bounds[r + 1]] for r in range(len(queries))]
+        return [flat[bounds[r] : bounds[r + 1]] for r in range(len(queries))]
 
     def _padded(self, rows: list[tuple[int, ...]]):
         """Right-padded input ids and attention mask (CPU tensors)."""
@@ -107,8 +113,14 @@ class MaskedScorer(Backend):
         return ids, attn
 
     # ---- fill-mask: the argmax over the vocabulary (MAPS memorisation) ------------------------------------
-    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions | None = None, *,
-                  rights: Sequence[str] | None = None, **fields: Any) -> list[list[tuple[str, float]]]:
+    def fill_mask(
+        self,
+        lefts: Sequence[str],
+        options: FillMaskOptions | None = None,
+        *,
+        rights: Sequence[str] | None = None,
+        **fields: Any,
+    ) -> list[list[tuple[str, float]]]:
         """Per left text, the `top_k` vocabulary pieces at one mask after it, best first, as (text decoded with
         `skip_special_tokens=True`, log-prob over the whole vocabulary); special tokens are never predicted.
 
@@ -120,8 +132,10 @@ class MaskedScorer(Backend):
         lefts = list(lefts)
         rights = [""] * len(lefts) if rights is None else list(rights)
         if len(rights) != len(lefts):
-            raise InvalidValueError(f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
-                                    "one right text per left text (or none).")
+            raise InvalidValueError(
+                f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
+                "one right text per left text (or none)."
+            )
         inputs = [self._mask_input(left, right, options.sep) for left, right in zip(lefts, rights, strict=True)]
         found: dict[int, list[tuple[str, float]]] = {}
 
@@ -135,14 +149,20 @@ class MaskedScorer(Backend):
     def _mask_input(self, left: str, right: str, sep: str | None) -> tuple[tuple[int, ...], int]:
         """(input ids, mask position): the mask token encoded as the request's only candidate."""
         mask = self.tokenizer.mask_token_id
-        enc = self.encoder.encode(ScoreRequest(left, (self.tokenizer.mask_token,), right=right, sep=sep),
-                                  with_right=True, right_after_mask=True)
+        enc = self.encoder.encode(
+            ScoreRequest(left, (self.tokenizer.mask_token,), right=right, sep=sep),
+            with_right=True,
+            right_after_mask=True,
+        )
         slot, after = enc.candidates[0], enc.rights[0]
         if slot.count(mask) != 1:
-            raise UnsupportedModelError(f"The mask token {self.tokenizer.mask_token!r} after {left[-30:]!r} does not "
-                                        f"encode to one mask id ({list(slot)}); fill_mask needs it to.")
-        context = self.encoder.fit(enc.context, {"mask": len(slot), "right text": len(after),
-                                                 "closing special tokens": len(enc.suffix)})
+            raise UnsupportedModelError(
+                f"The mask token {self.tokenizer.mask_token!r} after {left[-30:]!r} does not "
+                f"encode to one mask id ({list(slot)}); fill_mask needs it to."
+            )
+        context = self.encoder.fit(
+            enc.context, {"mask": len(slot), "right text": len(after), "closing special tokens": len(enc.suffix)}
+        )
         return context + slot + after + enc.suffix, len(context) + slot.index(mask)
 
     def _top_pieces(self, inputs: list[tuple[tuple[int, ...], int]], top_k: int) -> list[list[tuple[str, float]]]:
@@ -159,8 +179,10 @@ class MaskedScorer(Backend):
         lsm[:, special] = float("-inf")
         values, tokens = lsm.topk(min(top_k, lsm.shape[-1] - len(special)), dim=-1)
         decode = self.tokenizer.decode
-        return [[(decode([t], skip_special_tokens=True), v) for t, v in zip(toks, vals, strict=True)]
-                for toks, vals in zip(tokens.tolist(), values.double().tolist(), strict=True)]
+        return [
+            [(decode([t], skip_special_tokens=True), v) for t, v in zip(toks, vals, strict=True)]
+            for toks, vals in zip(tokens.tolist(), values.double().tolist(), strict=True)
+        ]
 
 
 def _logits_at(model, ids, attn, rows, pos):
@@ -193,8 +215,10 @@ def _l2r(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
     for c, (cand, right) in enumerate(zip(enc.candidates, enc.rights, strict=True)):
         for i, token in enumerate(cand):
             groups.setdefault((cand[:i], right), []).append((len(context) + i, c, i, token))
-    return [Query(context + filled + (mask,) + right + enc.suffix, tuple(reads))
-            for (filled, right), reads in groups.items()]
+    return [
+        Query(context + filled + (mask,) + right + enc.suffix, tuple(reads))
+        for (filled, right), reads in groups.items()
+    ]
 
 
 PADDING = 0.1  # the share of a chunk's input that may be padding before a longer query starts a new chunk

@@ -76,9 +76,12 @@ def _destroy_process_group() -> None:
 def _warn_if_cpu_launch_started_one() -> None:
     """`accelerate launch --cpu --num_processes N` (N > 1) without MPI runs one process: say so, once."""
     if os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get("MASTER_ADDR"):
-        warnings.warn("accelerate launch --cpu started a single process (several CPU processes need MPI); "
-                      "use `accelerate launch --multi_gpu --num_processes N` (or torchrun) to split the work "
-                      "over N CPU processes", stacklevel=3)
+        warnings.warn(
+            "accelerate launch --cpu started a single process (several CPU processes need MPI); "
+            "use `accelerate launch --multi_gpu --num_processes N` (or torchrun) to split the work "
+            "over N CPU processes",
+            stacklevel=3,
+        )
 
 
 def barrier(size: int) -> None:

@@ -25,8 +25,9 @@ BACKENDS: dict[str, type[Backend]] = {"causal": CausalScorer, "masked": MaskedSc
 def backend_for(kind: str) -> type[Backend]:
     """The backend class of a model kind; an unknown kind lists the valid ones."""
     if kind not in BACKENDS:
-        raise UnknownNameError("model kind", kind, ("auto", *BACKENDS),
-                               "Example: Scorer.from_pretrained(path, kind='causal').")
+        raise UnknownNameError(
+            "model kind", kind, ("auto", *BACKENDS), "Example: Scorer.from_pretrained(path, kind='causal')."
+        )
     return BACKENDS[kind]
 
 
@@ -42,14 +43,14 @@ def detect_kind(config: Any, class_name: str | None = None) -> ModelKind:
             return "masked"
         if name.endswith(("ForCausalLM", "LMHeadModel")) and not getattr(config, "is_encoder_decoder", False):
             return "causal"
-        if name.endswith(("ForConditionalGeneration", "ForSeq2SeqLM")) and getattr(config, "is_encoder_decoder",
-                                                                                     False):
+        if name.endswith(("ForConditionalGeneration", "ForSeq2SeqLM")) and getattr(config, "is_encoder_decoder", False):
             return "seq2seq"
     if not names:
         return _kind_from_type(config, model_type)
     raise UnsupportedModelError(
         f"Model {names[0]!r} (type {model_type!r}) is none of the kinds the engine scores: {', '.join(MODEL_KINDS)}. "
-        "Load it with a language-model head (e.g. AutoModelForMaskedLM), or pass kind= if it has one.")
+        "Load it with a language-model head (e.g. AutoModelForMaskedLM), or pass kind= if it has one."
+    )
 
 
 def _kind_from_type(config: Any, model_type: str | None) -> ModelKind:
@@ -63,11 +64,13 @@ def _kind_from_type(config: Any, model_type: str | None) -> ModelKind:
         return "causal"
     raise UnsupportedModelError(
         f"Model of type {model_type!r} is none of the kinds the engine scores: {', '.join(MODEL_KINDS)}. "
-        "Pass kind= one of them if the model has such a head.")
+        "Pass kind= one of them if the model has such a head."
+    )
 
 
-def model_kind(name_or_path: str | Path, *, kind: str = "auto", revision: str | None = None,
-               trust_remote_code: bool = False) -> ModelKind:
+def model_kind(
+    name_or_path: str | Path, *, kind: str = "auto", revision: str | None = None, trust_remote_code: bool = False
+) -> ModelKind:
     """The kind of a model from its config alone (no weights loaded), so a run can build its probes and check its
     options before the model is loaded. `kind` other than "auto" is returned as is once checked.
     """
@@ -87,7 +90,8 @@ def check_kind(config: Any, kind: str, name: str | Path) -> None:
     if type(config) not in auto._model_mapping:
         raise UnsupportedModelError(
             f"--kind {kind}: {name} is a {config.model_type} model, which transformers cannot load as {kind} "
-            f"({auto.__name__}); its own kind is {detect_kind(config)}. Drop --kind, or pick a model of that kind.")
+            f"({auto.__name__}); its own kind is {detect_kind(config)}. Drop --kind, or pick a model of that kind."
+        )
 
 
 def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: bool) -> Any:
@@ -103,15 +107,19 @@ def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: b
         try:
             validate_repo_id(text)
         except HFValidationError:
-            raise MissingDataError(f"Model path {text!r} does not exist. Pass a local model folder or a Hub id "
-                                   "(e.g. bert-base-multilingual-cased).") from None
+            raise MissingDataError(
+                f"Model path {text!r} does not exist. Pass a local model folder or a Hub id "
+                "(e.g. bert-base-multilingual-cased)."
+            ) from None
     try:
         return tf.AutoConfig.from_pretrained(text, revision=revision, trust_remote_code=trust_remote_code)
     except OSError as error:
         if local:
             raise
-        raise MissingDataError(f"Model {text!r} is no local folder, and the Hub could not provide it ({error}). "
-                               "Check the name, or pass a local model folder.") from None
+        raise MissingDataError(
+            f"Model {text!r} is no local folder, and the Hub could not provide it ({error}). "
+            "Check the name, or pass a local model folder."
+        ) from None
 
 
 class _Family(type):
@@ -134,11 +142,22 @@ class Scorer(metaclass=_Family):
         return backend_for(kind)(model, tokenizer, **options)
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path, *, kind: str = "auto", device: Any = None,
-                        torch_dtype: Any = None, device_map: Any = None, revision: str | None = None,
-                        batch_tokens: int | None = None, cache: str | Path | None = None,
-                        cache_dir: str | Path | None = None, add_bos: bool | None = None,
-                        trust_remote_code: bool = False, model_args: ModelArgs | None = None) -> Backend:
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path,
+        *,
+        kind: str = "auto",
+        device: Any = None,
+        torch_dtype: Any = None,
+        device_map: Any = None,
+        revision: str | None = None,
+        batch_tokens: int | None = None,
+        cache: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        add_bos: bool | None = None,
+        trust_remote_code: bool = False,
+        model_args: ModelArgs | None = None,
+    ) -> Backend:
         """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right backend.
 
         `model_args` (`ModelArgs`) holds every loading argument, the harness's way; `torch_dtype`, `device_map`,
@@ -146,16 +165,28 @@ class Scorer(metaclass=_Family):
         """
         import transformers as tf
 
-        args = _merged(model_args or ModelArgs(), dtype=torch_dtype, device_map=device_map, revision=revision,
-                       trust_remote_code=trust_remote_code or None)
+        args = _merged(
+            model_args or ModelArgs(),
+            dtype=torch_dtype,
+            device_map=device_map,
+            revision=revision,
+            trust_remote_code=trust_remote_code or None,
+        )
         hub = {"revision": args.revision, "trust_remote_code": args.trust_remote_code}
         config = _config(name_or_path, args.revision, args.trust_remote_code)
         kind = detect_kind(config) if kind == "auto" else kind
         backend = backend_for(kind)
         loader = getattr(tf, backend.auto_class)
-        extra = {k: v for k, v in {"dtype": args.dtype, "device_map": args.device_map,
-                                   "attn_implementation": args.attn_implementation,
-                                   "quantization_config": _quantization(args)}.items() if v is not None}
+        extra = {
+            k: v
+            for k, v in {
+                "dtype": args.dtype,
+                "device_map": args.device_map,
+                "attn_implementation": args.attn_implementation,
+                "quantization_config": _quantization(args),
+            }.items()
+            if v is not None
+        }
         model = loader.from_pretrained(name_or_path, config=config, **hub, **extra)
         if args.peft:
             model = _with_adapter(model, args.peft)
@@ -164,8 +195,15 @@ class Scorer(metaclass=_Family):
         tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **hub)
         identity = _identity(model, tokenizer, name=str(name_or_path), revision=args.revision, hash_weights=False)
         identity.update(_loading_identity(args))
-        return backend(model.eval(), tokenizer, batch_tokens=batch_tokens, cache=cache, cache_dir=cache_dir,
-                       add_bos=add_bos, identity=identity)
+        return backend(
+            model.eval(),
+            tokenizer,
+            batch_tokens=batch_tokens,
+            cache=cache,
+            cache_dir=cache_dir,
+            add_bos=add_bos,
+            identity=identity,
+        )
 
 
 def _merged(args: ModelArgs, **shorthands: Any) -> ModelArgs:
@@ -187,16 +225,20 @@ def _quantization(args: ModelArgs) -> Any:
 
     flag = "load_in_8bit" if args.load_in_8bit else "load_in_4bit"
     if importlib.util.find_spec("bitsandbytes") is None:
-        raise UnsupportedModelError(f"{flag} quantizes through bitsandbytes, which is not installed: pip install "
-                                    "bitsandbytes (it needs a CUDA GPU), or drop the flag.")
+        raise UnsupportedModelError(
+            f"{flag} quantizes through bitsandbytes, which is not installed: pip install "
+            "bitsandbytes (it needs a CUDA GPU), or drop the flag."
+        )
     return tf.BitsAndBytesConfig(**{flag: True})
 
 
 def _with_adapter(model: Any, path: str) -> Any:
     """`model` with the LoRA (or other PEFT) adapter in `path` merged into its weights."""
     if not Path(path).is_dir():
-        raise MissingDataError(f"The PEFT adapter {path!r} is not a folder (expected adapter_config.json and the "
-                               "adapter weights, as PeftModel.save_pretrained writes them).")
+        raise MissingDataError(
+            f"The PEFT adapter {path!r} is not a folder (expected adapter_config.json and the "
+            "adapter weights, as PeftModel.save_pretrained writes them)."
+        )
     try:
         from peft import PeftModel
     except ImportError:

@@ -40,7 +40,8 @@ class Seq2SeqScorer(Backend):
             raise UnsupportedModelError(
                 f"Model {self.identity['name_or_path'] or self.identity['architecture']!r} has no T5-style sentinel "
                 f"tokens {' and '.join(SENTINELS)}; the seq2seq backend scores the slot as the first sentinel, so it "
-                "supports T5/mT5-style models only. Use a T5/mT5 checkpoint, or score with a causal or masked model.")
+                "supports T5/mT5-style models only. Use a T5/mT5 checkpoint, or score with a causal or masked model."
+            )
         self.sentinel_ids = tuple(ids)
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Seq2SeqItem:
@@ -50,23 +51,27 @@ class Seq2SeqScorer(Backend):
             return self._prepare_plain(request)
         s0, s1 = SENTINELS
         ids0, ids1 = self.sentinel_ids
-        source = tuple(self.tokenizer(request.left + separator(request.left, request.sep) + s0 + request.right)
-                       ["input_ids"])
+        source = tuple(
+            self.tokenizer(request.left + separator(request.left, request.sep) + s0 + request.right)["input_ids"]
+        )
         cands = []
         for cand in request.candidates:
             target = self.encoder.ids(f"{s0} {cand} {s1}")
-            inner = target[target.index(ids0) + 1: target.index(ids1)]
+            inner = target[target.index(ids0) + 1 : target.index(ids1)]
             if not inner or not cand.strip():
                 raise EmptyCandidateError(
-                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
+                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
+                )
             cands.append(inner)
         # The slot and what follows it stay whole; only the left-hand text is cut.
         slot = source.index(ids0)
         tail = source[slot:]
         right = len(tail) - 1 - len(self.encoder.suffix)
-        head = self.encoder.fit(source[:slot], {"right text": right, "sentinel": 1,
-                                                "closing special tokens": len(self.encoder.suffix)},
-                                 request.max_tokens)
+        head = self.encoder.fit(
+            source[:slot],
+            {"right text": right, "sentinel": 1, "closing special tokens": len(self.encoder.suffix)},
+            request.max_tokens,
+        )
         return Seq2SeqItem(head + tail, tuple(cands))
 
     def _prepare_plain(self, request: ScoreRequest) -> Seq2SeqItem:
@@ -75,12 +80,13 @@ class Seq2SeqScorer(Backend):
         for cand, ids in zip(request.candidates, cands, strict=True):
             if not ids or not cand.strip():
                 raise EmptyCandidateError(
-                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate.")
+                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
+                )
         suffix = self.encoder.suffix
         source = tuple(self.tokenizer(request.left)["input_ids"])
-        body = source[: len(source) - len(suffix)] if suffix and source[-len(suffix):] == suffix else source
+        body = source[: len(source) - len(suffix)] if suffix and source[-len(suffix) :] == suffix else source
         head = self.encoder.fit(body, {"closing special tokens": len(source) - len(body)}, request.max_tokens)
-        return Seq2SeqItem(head + source[len(body):], tuple(cands))
+        return Seq2SeqItem(head + source[len(body) :], tuple(cands))
 
     def _cost(self, item: Seq2SeqItem) -> int:
         return len(item.encoder) + sum(len(c) + 1 for c in item.candidates)
@@ -103,10 +109,14 @@ class Seq2SeqScorer(Backend):
                 cands = [items[i].candidates[c] for i, c in chunk]
                 dec, dec_mask = _pad([lead + cand[:-1] for cand in cands], pad, device)
                 owner = torch.tensor([i for i, _ in chunk], device=device)
-                logits = self.model(encoder_outputs=(memory[owner],), attention_mask=src_mask[owner],
-                                    decoder_input_ids=dec, decoder_attention_mask=dec_mask).logits
+                logits = self.model(
+                    encoder_outputs=(memory[owner],),
+                    attention_mask=src_mask[owner],
+                    decoder_input_ids=dec,
+                    decoder_attention_mask=dec_mask,
+                ).logits
                 for row, ((i, c), cand) in enumerate(zip(chunk, cands, strict=True)):
-                    lsm = torch.log_softmax(logits[row, len(lead) - 1: len(lead) - 1 + len(cand)].float(), dim=-1)
+                    lsm = torch.log_softmax(logits[row, len(lead) - 1 : len(lead) - 1 + len(cand)].float(), dim=-1)
                     picked = lsm.gather(1, torch.tensor(cand, device=device)[:, None])[:, 0]
                     out[i][c] = picked.double().cpu().numpy()
         return out

@@ -57,15 +57,20 @@ class ScoreRequest:
 
     def __post_init__(self) -> None:
         if self.candidate_ids not in ("in_context", "alone", "piece"):
-            raise InvalidValueError(f"ScoreRequest.candidate_ids must be 'in_context', 'alone' or 'piece', got "
-                                    f"{self.candidate_ids!r}.")
+            raise InvalidValueError(
+                f"ScoreRequest.candidate_ids must be 'in_context', 'alone' or 'piece', got {self.candidate_ids!r}."
+            )
         # Accept any sequence of candidates but store a tuple, so the request stays hashable.
         if isinstance(self.candidates, str):
-            raise InvalidValueError(f"ScoreRequest.candidates must be a sequence of strings, not one string "
-                                    f"({self.candidates!r}); e.g. candidates=({self.candidates!r},).")
+            raise InvalidValueError(
+                f"ScoreRequest.candidates must be a sequence of strings, not one string "
+                f"({self.candidates!r}); e.g. candidates=({self.candidates!r},)."
+            )
         if self.system is not None and not self.chat:
-            raise InvalidValueError(f"ScoreRequest(system={self.system!r}) needs chat=True: a system message only "
-                                    "exists in a chat template.")
+            raise InvalidValueError(
+                f"ScoreRequest(system={self.system!r}) needs chat=True: a system message only "
+                "exists in a chat template."
+            )
         object.__setattr__(self, "candidates", tuple(self.candidates))
 
     def key(self) -> str:
@@ -99,8 +104,11 @@ class CandidateScores:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CandidateScores):
             return NotImplemented
-        return (self.candidates == other.candidates and np.array_equal(self.sum_logprob, other.sum_logprob)
-                and np.array_equal(self.n_tokens, other.n_tokens))
+        return (
+            self.candidates == other.candidates
+            and np.array_equal(self.sum_logprob, other.sum_logprob)
+            and np.array_equal(self.n_tokens, other.n_tokens)
+        )
 
     @property
     def mean_logprob(self) -> np.ndarray:
@@ -179,19 +187,25 @@ class GenerateOptions:
             raise InvalidValueError(f"generate(stop={self.stop!r}): give a list of non-empty strings.")
         object.__setattr__(self, "stop", tuple(self.stop))  # hashable: probes are grouped by their options
         if self.system is not None and not self.chat:
-            raise InvalidValueError(f"generate(system={self.system!r}) needs chat=True: a system message only "
-                                    "exists in a chat template.")
+            raise InvalidValueError(
+                f"generate(system={self.system!r}) needs chat=True: a system message only exists in a chat template."
+            )
         if self.temperature is None:
             if self.seed is not None:
-                raise InvalidValueError(f"generate(seed={self.seed!r}) without temperature=: greedy decoding draws "
-                                        "nothing at random; pass temperature= to sample.")
+                raise InvalidValueError(
+                    f"generate(seed={self.seed!r}) without temperature=: greedy decoding draws "
+                    "nothing at random; pass temperature= to sample."
+                )
             return
         if not self.temperature > 0:
-            raise InvalidValueError(f"generate(temperature={self.temperature!r}): the temperature must be > 0 "
-                                    "(None: greedy).")
+            raise InvalidValueError(
+                f"generate(temperature={self.temperature!r}): the temperature must be > 0 (None: greedy)."
+            )
         if self.seed is None:
-            raise InvalidValueError(f"generate(temperature={self.temperature!r}) needs seed=: sampling without a "
-                                    "seed could not be repeated.")
+            raise InvalidValueError(
+                f"generate(temperature={self.temperature!r}) needs seed=: sampling without a "
+                "seed could not be repeated."
+            )
 
 
 @dataclass(frozen=True)
@@ -241,8 +255,10 @@ class ModelArgs:
             key, eq, value = part.partition("=")
             key, value = key.strip(), value.strip()
             if not eq or not value:
-                raise InvalidValueError(f"--model-args takes key=value pairs separated by commas, got {part!r} "
-                                        "(e.g. dtype=bfloat16,trust_remote_code=true).")
+                raise InvalidValueError(
+                    f"--model-args takes key=value pairs separated by commas, got {part!r} "
+                    "(e.g. dtype=bfloat16,trust_remote_code=true)."
+                )
             if key not in names:
                 raise UnknownNameError("model argument", key, names)
             if names[key].type in ("bool", bool):
@@ -262,8 +278,9 @@ def make_options(kind: type[Options], options: Options | None, values: Mapping[s
     """`options` as given, or built from keyword `values` (`score(reqs, masked_method="l2r")`); not both."""
     if options is not None:
         if values:
-            raise InvalidValueError(f"Pass either a {kind.__name__} or its fields as keywords, not both "
-                                    f"(got both and {', '.join(values)}).")
+            raise InvalidValueError(
+                f"Pass either a {kind.__name__} or its fields as keywords, not both (got both and {', '.join(values)})."
+            )
         if not isinstance(options, kind):
             raise InvalidValueError(f"Expected a {kind.__name__}, got {type(options).__name__}: {options!r}.")
         return options

@@ -50,8 +50,9 @@ def _nan_to_none(values: np.ndarray) -> list[float | None]:
     return [None if not np.isfinite(v) else float(v) for v in np.atleast_1d(values)]
 
 
-def bootstrap_interval(statistic: IndexStatistic, groups: Sequence[np.ndarray], resampling: Resampling
-                       ) -> tuple[list[float | None], list[float | None], list[float | None]]:
+def bootstrap_interval(
+    statistic: IndexStatistic, groups: Sequence[np.ndarray], resampling: Resampling
+) -> tuple[list[float | None], list[float | None], list[float | None]]:
     """(stderr, ci_low, ci_high), one entry per value of `statistic`, from a percentile bootstrap that resamples
     each group of unit indices separately, keeping its size (`scipy.stats.bootstrap` with one sample per group).
 
@@ -67,15 +68,23 @@ def bootstrap_interval(statistic: IndexStatistic, groups: Sequence[np.ndarray], 
 
     with warnings.catch_warnings():  # a constant statistic is "degenerate": its interval is the value itself
         warnings.simplefilter("ignore")
-        result = stats.bootstrap(data, indexed, n_resamples=resampling.n_resamples, vectorized=True,
-                                 batch=max(1, _BATCH_CELLS // sum(g.size for g in data)), method="percentile",
-                                 confidence_level=resampling.confidence, rng=np.random.default_rng(resampling.seed))
+        result = stats.bootstrap(
+            data,
+            indexed,
+            n_resamples=resampling.n_resamples,
+            vectorized=True,
+            batch=max(1, _BATCH_CELLS // sum(g.size for g in data)),
+            method="percentile",
+            confidence_level=resampling.confidence,
+            rng=np.random.default_rng(resampling.seed),
+        )
     interval = result.confidence_interval
     return _nan_to_none(result.standard_error), _nan_to_none(interval.low), _nan_to_none(interval.high)
 
 
-def permutation_p_value(statistic: Callable[..., np.ndarray], samples: Sequence[np.ndarray], *, paired: bool,
-                        n_resamples: int, seed: int) -> float | None:
+def permutation_p_value(
+    statistic: Callable[..., np.ndarray], samples: Sequence[np.ndarray], *, paired: bool, n_resamples: int, seed: int
+) -> float | None:
     """Two-sided p-value of `statistic(*samples)` from `scipy.stats.permutation_test`: samples relabelled at
     random (independent), or each unit's values swapped between the samples (`paired`). None when a sample has
     fewer than two units (scipy's minimum; no test of one unit means anything).
@@ -85,8 +94,14 @@ def permutation_p_value(statistic: Callable[..., np.ndarray], samples: Sequence[
     size = sum(len(s) for s in samples)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = stats.permutation_test(tuple(samples), statistic, vectorized=True, n_resamples=n_resamples,
-                                        permutation_type="samples" if paired else "independent",
-                                        alternative="two-sided", batch=max(1, _BATCH_CELLS // size),
-                                        rng=np.random.default_rng(seed))
+        result = stats.permutation_test(
+            tuple(samples),
+            statistic,
+            vectorized=True,
+            n_resamples=n_resamples,
+            permutation_type="samples" if paired else "independent",
+            alternative="two-sided",
+            batch=max(1, _BATCH_CELLS // size),
+            rng=np.random.default_rng(seed),
+        )
     return float(result.pvalue)

@@ -246,8 +246,9 @@ def fairness_gap(
         arab, western = (culture_rates(c, i) for c, i in zip(CULTURES, indices, strict=True))
         return (_stack(arab) - _stack(western)).T
 
-    _, low, high = bootstrap_interval(gaps, [np.arange(parts[c].size) for c in CULTURES],
-                                      Resampling(confidence, n_resamples, seed))
+    _, low, high = bootstrap_interval(
+        gaps, [np.arange(parts[c].size) for c in CULTURES], Resampling(confidence, n_resamples, seed)
+    )
     full = {c: culture_rates(c, np.arange(parts[c].size)[None, :]) for c in CULTURES}
     observed = (_stack(full["arab"]) - _stack(full["western"]))[0]
     gap = {"f1": _interval(observed[0], low[0], high[0])}

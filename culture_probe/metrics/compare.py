@@ -28,8 +28,11 @@ def _compare(a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, 
     """
     values = np.concatenate([a, b])
     groups = [np.arange(a.size), np.arange(a.size, values.size)]
-    _, low, high = bootstrap_interval(lambda index: mean_difference(values[index[0]], values[index[1]]), groups,
-                                      Resampling(confidence, n_resamples, seed))
+    _, low, high = bootstrap_interval(
+        lambda index: mean_difference(values[index[0]], values[index[1]]),
+        groups,
+        Resampling(confidence, n_resamples, seed),
+    )
     return {
         "difference": float(a.mean() - b.mean()),
         "ci_low": low[0],

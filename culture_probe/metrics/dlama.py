@@ -183,8 +183,7 @@ class AnsweredFact:
 GENERATION_MEASURES = ("overlap", "exact")
 
 
-def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west", n_resamples: int = 2000
-                    ) -> dict[str, Any]:
+def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west", n_resamples: int = 2000) -> dict[str, Any]:
     """A ranking run's metrics: per prompt language P@1 for the pair, each culture and each (predicate, culture),
     the non-reference minus reference difference (bootstrap interval, permutation p-value), and the object
     entropy of the first language's facts (the objects are the same in every language).
@@ -196,13 +195,15 @@ def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west", n_r
         out.update({f"p1_{language}_{c}": v for c, v in out[language]["cultures"].items()})
     if facts:
         first = [f for f in facts if f.language == facts[0].language]
-        out["object_entropy"] = object_entropy([list(f.objects) for f in first], [f.predicate for f in first],
-                                               [f.culture for f in first])
+        out["object_entropy"] = object_entropy(
+            [list(f.objects) for f in first], [f.predicate for f in first], [f.culture for f in first]
+        )
     return out
 
 
-def language_summary(facts: Sequence[RankedFact], *, reference: str = "west", n_resamples: int = 2000
-                     ) -> dict[str, Any]:
+def language_summary(
+    facts: Sequence[RankedFact], *, reference: str = "west", n_resamples: int = 2000
+) -> dict[str, Any]:
     """P@1 of one prompt language: the pair (micro), each culture, each (predicate, culture), and the
     non-reference minus reference difference when the language has exactly two cultures, one of them `reference`.
     """
@@ -222,8 +223,9 @@ def language_summary(facts: Sequence[RankedFact], *, reference: str = "west", n_
     cultures = set(result["cultures"])
     if len(cultures) == 2 and reference in cultures:
         hits = hits_at_k(predictions, golds) * 100
-        result["comparison"] = compare_groups(hits, [f.culture for f in facts], reference=reference,
-                                              n_resamples=n_resamples)["comparisons"][0]
+        result["comparison"] = compare_groups(
+            hits, [f.culture for f in facts], reference=reference, n_resamples=n_resamples
+        )["comparisons"][0]
     return result
 
 
@@ -243,11 +245,13 @@ def _generation_language(facts: Sequence[AnsweredFact]) -> dict[str, Any]:
         return 100.0 * float(np.mean([getattr(f, measure) for f in group]))
 
     cultures = _by(facts, "culture")
-    out: dict[str, Any] = {m: {c: pct(g, m) for c, g in cultures} | {"pair": pct(facts, m)}
-                           for m in GENERATION_MEASURES}
+    out: dict[str, Any] = {
+        m: {c: pct(g, m) for c, g in cultures} | {"pair": pct(facts, m)} for m in GENERATION_MEASURES
+    }
     out["n"] = {c: len(g) for c, g in cultures}
-    out["predicates"] = {p: {c: pct(g, "overlap") for c, g in _by(group, "culture")}
-                         for p, group in _by(facts, "predicate")}
+    out["predicates"] = {
+        p: {c: pct(g, "overlap") for c, g in _by(group, "culture")} for p, group in _by(facts, "predicate")
+    }
     return out
 
 

@@ -81,8 +81,11 @@ def _describe(cells: list[float]) -> dict[str, float]:
 
 
 def _cell_statistics(
-    table: Mapping[str, Mapping[str, float | None]], rows: list[str], associations: Mapping[str, str],
-    round_cells: bool, round_statistics: bool = False,
+    table: Mapping[str, Mapping[str, float | None]],
+    rows: list[str],
+    associations: Mapping[str, str],
+    round_cells: bool,
+    round_statistics: bool = False,
 ) -> dict[str, Any]:
     diagonal, off_diagonal, n_empty = [], [], 0
     for language in rows:
@@ -210,8 +213,14 @@ class GradedAnswer:
     country: str | None = None
 
 
-def answers_summary(answers: Sequence[GradedAnswer], *, transfer: bool, round_cells: bool = True,
-                    tiers: str = "paper", round_statistics: bool = False) -> dict[str, Any]:
+def answers_summary(
+    answers: Sequence[GradedAnswer],
+    *,
+    transfer: bool,
+    round_cells: bool = True,
+    tiers: str = "paper",
+    round_statistics: bool = False,
+) -> dict[str, Any]:
     """A run's metrics: the error rate (%) overall and per question language, the verdict counts, and (with
     `transfer`, factual recall) FRS, KTS and X-FaKT, or null with the reason when the answers lack associated or
     non-associated cells (e.g. a subset whose questions are all English about the United States), or when the
@@ -226,9 +235,16 @@ def answers_summary(answers: Sequence[GradedAnswer], *, transfer: bool, round_ce
     out["verdicts"] = {verdict: len(group) for verdict, group in _by(answers, "verdict")}
     if transfer:
         try:
-            out.update(xfakt(correct=[a.correct for a in answers], language=[a.language for a in answers],
-                             country=[a.country for a in answers], round_cells=round_cells, tiers=tiers,
-                             round_statistics=round_statistics))
+            out.update(
+                xfakt(
+                    correct=[a.correct for a in answers],
+                    language=[a.language for a in answers],
+                    country=[a.country for a in answers],
+                    round_cells=round_cells,
+                    tiers=tiers,
+                    round_statistics=round_statistics,
+                )
+            )
         except MetricInputError as error:
             out.update({"frs": None, "kts": None, "xfakt": None, "xfakt_unavailable": str(error)})
         else:
@@ -246,13 +262,20 @@ def unpaired_cells(languages: Sequence[str], countries: Sequence[str]) -> str | 
     missing = [ASSOCIATIONS[lang] for lang in languages if ASSOCIATIONS[lang] not in countries]
     missing += [owners[country] for country in countries if owners[country] not in languages]
     if missing:
-        return ("the languages and countries asked do not pair up: nothing was asked about (or in) "
-                f"{', '.join(missing)}, so the comparison would be one-sided")
+        return (
+            "the languages and countries asked do not pair up: nothing was asked about (or in) "
+            f"{', '.join(missing)}, so the comparison would be one-sided"
+        )
     return None
 
 
-def transfer_estimates(answers: Sequence[GradedAnswer], summary: Mapping[str, Any], *, round_cells: bool = True,
-                       resampling: Resampling = DEFAULT_RESAMPLING) -> dict[str, dict[str, Any]]:
+def transfer_estimates(
+    answers: Sequence[GradedAnswer],
+    summary: Mapping[str, Any],
+    *,
+    round_cells: bool = True,
+    resampling: Resampling = DEFAULT_RESAMPLING,
+) -> dict[str, dict[str, Any]]:
     """FRS, KTS and X-FaKT of a run's `summary` in the results schema: each with a percentile bootstrap interval
     that resamples the questions within each (language, country) cell, keeping the cells' sizes.
     """
@@ -271,8 +294,10 @@ def transfer_estimates(answers: Sequence[GradedAnswer], summary: Mapping[str, An
         return _transfer_scores(errors[diagonal].mean(axis=0), errors[~diagonal].mean(axis=0))
 
     stderr, low, high = bootstrap_interval(scores, [np.asarray(cells[k]) for k in keys], resampling)
-    return {name: {"value": summary[name], "stderr": stderr[i], "ci_low": low[i], "ci_high": high[i],
-                   "n": len(answers)} for i, name in enumerate(("frs", "kts", "xfakt"))}
+    return {
+        name: {"value": summary[name], "stderr": stderr[i], "ci_low": low[i], "ci_high": high[i], "n": len(answers)}
+        for i, name in enumerate(("frs", "kts", "xfakt"))
+    }
 
 
 def error_pct(answers: Sequence[GradedAnswer]) -> float:

@@ -114,8 +114,10 @@ def mws(
     """
     n = check_lengths(predictions=predictions, references=references)
     if embed is None:
-        raise MetricInputError("mWS needs word vectors: pass embed= a function or dict from a string to its vector "
-                               "(culture_probe.data.vectors.read_vectors reads fastText or .vec files).")
+        raise MetricInputError(
+            "mWS needs word vectors: pass embed= a function or dict from a string to its vector "
+            "(culture_probe.data.vectors.read_vectors reads fastText or .vec files)."
+        )
     items = [(_ranking(i, p), _gold(r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
     lookup = embed.get if isinstance(embed, Mapping) else embed
     cache: dict[str, np.ndarray] = {}
@@ -150,8 +152,9 @@ def _checked_vector(text: str, found: Any, first: list[str], cache: Mapping[str,
     """`found` as a 1-d float array of the same length as the first vector seen (one embedding model)."""
     array = np.asarray(found, dtype=np.float64)
     if array.ndim != 1:
-        raise MetricInputError(f"`embed` returned an array of shape {array.shape} for {text!r}; it must return "
-                               "one 1-d vector per string.")
+        raise MetricInputError(
+            f"`embed` returned an array of shape {array.shape} for {text!r}; it must return one 1-d vector per string."
+        )
     if not first:
         first.append(text)
     elif array.shape != cache[first[0]].shape:
@@ -230,16 +233,18 @@ class ChatReply:
     correct: bool
 
 
-def ranking_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *,
-                    map_decimals: int | None = None) -> dict[str, Any]:
+def ranking_summary(
+    dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *, map_decimals: int | None = None
+) -> dict[str, Any]:
     """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the templates of each
     family (spec 4.4), with the Pearson r between the mAP and mWS cells. `map_decimals` rounds each template's mAP
     cells before the mean over templates (the v1 scorer's `round(100 * map, 2)`; None keeps them unrounded).
     """
     per_template: dict[str, dict[str, Any]] = {}
     for relation in sorted({d.template for d in dishes}, key=lambda t: (FAMILIES.index(t.split("_")[0]), t)):
-        per_template[relation] = template_summary([d for d in dishes if d.template == relation], embed,
-                                                  map_decimals=map_decimals)
+        per_template[relation] = template_summary(
+            [d for d in dishes if d.template == relation], embed, map_decimals=map_decimals
+        )
     out: dict[str, Any] = {"templates": per_template}
     for measure in ("map", "mws"):
         table = family_table(per_template, measure)
@@ -251,8 +256,9 @@ def ranking_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, An
     return out
 
 
-def template_summary(dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *,
-                     map_decimals: int | None = None) -> dict[str, Any]:
+def template_summary(
+    dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *, map_decimals: int | None = None
+) -> dict[str, Any]:
     """The mAP (and mWS, given `embed`) of one template, overall and per group; `map_decimals` rounds the mAP."""
     rankings, golds, groups = [d.ranking for d in dishes], [d.gold for d in dishes], [d.group for d in dishes]
     cells = _per_group(mean_average_precision(rankings, golds, groups=groups), "map")
@@ -281,20 +287,25 @@ def family_table(per_template: Mapping[str, Mapping[str, Any]], measure: str) ->
         table[family] = {}
         for group in groups:
             values = [c[group] for c in cells if c.get(group) is not None]
-            stats = template_mean_std(values) if len(values) > 1 else {
-                "mean": values[0] if values else None, "std": None}
+            stats = (
+                template_mean_std(values) if len(values) > 1 else {"mean": values[0] if values else None, "std": None}
+            )
             table[family][group] = {**stats, "n_templates": len(values)}
     return table
 
 
-def table_correlation(map_table: Mapping[str, Mapping[str, Any]], mws_table: Mapping[str, Mapping[str, Any]]
-                      ) -> dict[str, Any] | None:
+def table_correlation(
+    map_table: Mapping[str, Mapping[str, Any]], mws_table: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any] | None:
     """Pearson r between the mAP and mWS means of the cells (family x group, ALL included, as in the paper's
     Table 2 correlation) that have both; None with fewer than two such cells.
     """
-    pairs = [(cell["mean"], mws_table[family][group]["mean"]) for family, cells in map_table.items()
-             for group, cell in cells.items()
-             if cell["mean"] is not None and (mws_table.get(family, {}).get(group) or {}).get("mean") is not None]
+    pairs = [
+        (cell["mean"], mws_table[family][group]["mean"])
+        for family, cells in map_table.items()
+        for group, cell in cells.items()
+        if cell["mean"] is not None and (mws_table.get(family, {}).get(group) or {}).get("mean") is not None
+    ]
     if len(pairs) < 2:
         return None
     return map_mws_correlation(*zip(*pairs, strict=True))
@@ -309,6 +320,8 @@ def chat_summary(replies: Sequence[ChatReply]) -> dict[str, Any]:
         cell = cells.setdefault(f"{r.template} / {r.instruction}", {})
         for group in (ALL, r.group):
             cell.setdefault(group, []).append(r.correct)
-    chat = {name: {g: 100 * sum(v) / len(v) for g, v in sorted(groups.items(), key=lambda kv: (kv[0] != ALL, kv[0]))}
-            for name, groups in sorted(cells.items())}
+    chat = {
+        name: {g: 100 * sum(v) / len(v) for g, v in sorted(groups.items(), key=lambda kv: (kv[0] != ALL, kv[0]))}
+        for name, groups in sorted(cells.items())
+    }
     return {"chat": chat, "chat_accuracy_best": max((cell[ALL] for cell in chat.values()), default=None)}

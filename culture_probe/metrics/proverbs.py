@@ -86,8 +86,12 @@ def culture_gap(
     source: float, target: float, human_translated: float, machine_translated: float | None = None
 ) -> dict[str, float | None]:
     """Culture gap |Acc_HT − max(Acc_Src, Acc_Tgt)| and language gap Acc_HT − Acc_MT, in accuracy points."""
-    given = {"source": source, "target": target, "human_translated": human_translated,
-             "machine_translated": machine_translated}
+    given = {
+        "source": source,
+        "target": target,
+        "human_translated": human_translated,
+        "machine_translated": machine_translated,
+    }
     for name, value in given.items():
         if value is not None or name != "machine_translated":  # the one optional accuracy
             _check_accuracy(name, value)
@@ -158,15 +162,28 @@ def union_flags(completions: Sequence[Completion]) -> dict[str, bool]:
     return flags
 
 
-def run_summary(answers: Sequence[ReasonAnswer], completions: Sequence[Completion], *, question: str,
-                n_templates: int, n_sets: int = 0, memorised: Mapping[str, bool] | None = None) -> dict[str, Any]:
+def run_summary(
+    answers: Sequence[ReasonAnswer],
+    completions: Sequence[Completion],
+    *,
+    question: str,
+    n_templates: int,
+    n_sets: int = 0,
+    memorised: Mapping[str, bool] | None = None,
+) -> dict[str, Any]:
     """A MAPS run's metrics: `maps` accuracy (overall, figurative split, and memorised split when `memorised`
     flags every item), the accuracy of each few-shot demonstration set, and the memorisation rates.
     """
     out: dict[str, Any] = {"question": question}
-    out.update(maps(predictions=[a.prediction for a in answers], references=[a.label for a in answers],
-                    negative=[question != "pos"] * len(answers), is_figurative=[a.is_figurative for a in answers],
-                    memorised=None if memorised is None else [memorised.get(a.item_id, False) for a in answers]))
+    out.update(
+        maps(
+            predictions=[a.prediction for a in answers],
+            references=[a.label for a in answers],
+            negative=[question != "pos"] * len(answers),
+            is_figurative=[a.is_figurative for a in answers],
+            memorised=None if memorised is None else [memorised.get(a.item_id, False) for a in answers],
+        )
+    )
     if n_sets:  # the pooled accuracy is the mean over the equally sized sets
         out["per_set"] = [_mean_pct([a.correct for a in answers if a.demo_set == i]) for i in range(n_sets)]
     if completions:

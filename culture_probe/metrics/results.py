@@ -58,8 +58,13 @@ class UnitTable:
 
     def select(self, mask: np.ndarray) -> UnitTable:
         """The units where `mask` is true."""
-        return UnitTable(self.metric, tuple(np.asarray(self.ids)[mask]), self.values[mask],
-                         {k: list(np.asarray(v)[mask]) for k, v in self.strata.items()}, self.macro)
+        return UnitTable(
+            self.metric,
+            tuple(np.asarray(self.ids)[mask]),
+            self.values[mask],
+            {k: list(np.asarray(v)[mask]) for k, v in self.strata.items()},
+            self.macro,
+        )
 
     def groups(self) -> list[np.ndarray]:
         """Unit indices of each macro group (one group of all units when not macro-averaged)."""
@@ -132,9 +137,14 @@ def interval(statistic: IndexStatistic, groups: Sequence[np.ndarray], resampling
     return {"stderr": stderr[0], "ci_low": low[0], "ci_high": high[0]}
 
 
-def summarize(tables: Sequence[UnitTable], *, unit: str, resampling: Resampling = DEFAULT_RESAMPLING,
-              omitted: Mapping[str, str] | None = None, extra: Mapping[str, Mapping[str, Any]] | None = None
-              ) -> dict[str, Any]:
+def summarize(
+    tables: Sequence[UnitTable],
+    *,
+    unit: str,
+    resampling: Resampling = DEFAULT_RESAMPLING,
+    omitted: Mapping[str, str] | None = None,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A run's `results` block: every table's estimate `overall` and per label of each stratum (`by_<stratum>`),
     the first table's metric as the `headline`, the interval method, and the metrics `omitted` with the reason.
 
@@ -145,8 +155,13 @@ def summarize(tables: Sequence[UnitTable], *, unit: str, resampling: Resampling 
         "schema_version": SCHEMA_VERSION,
         "headline": tables[0].metric if tables else None,
         "unit": unit,
-        "ci": {"method": CI_METHOD, "resampled": unit, "confidence": resampling.confidence,
-               "n_resamples": resampling.n_resamples, "seed": resampling.seed},
+        "ci": {
+            "method": CI_METHOD,
+            "resampled": unit,
+            "confidence": resampling.confidence,
+            "n_resamples": resampling.n_resamples,
+            "seed": resampling.seed,
+        },
         "overall": {t.metric: estimate(t, resampling) for t in tables} | dict(extra or {}),
     }
     for table in tables:
@@ -162,8 +177,9 @@ def summarize(tables: Sequence[UnitTable], *, unit: str, resampling: Resampling 
     return out
 
 
-def paired_difference(a: UnitTable, b: UnitTable, resampling: Resampling = DEFAULT_RESAMPLING,
-                      n_permutations: int = 9999) -> dict[str, Any]:
+def paired_difference(
+    a: UnitTable, b: UnitTable, resampling: Resampling = DEFAULT_RESAMPLING, n_permutations: int = 9999
+) -> dict[str, Any]:
     """Run `a` minus run `b` on the same units: the difference of the two statistics, a paired bootstrap interval
     (one draw of units serves both runs) and a two-sided paired permutation p-value (each unit's two values
     swapped at random). Runs on different units cannot be paired: that is an error naming the difference.
@@ -180,8 +196,10 @@ def paired_difference(a: UnitTable, b: UnitTable, resampling: Resampling = DEFAU
     order = {unit: i for i, unit in enumerate(b.ids)}
     b_values = b.values[[order[unit] for unit in a.ids]]
     if b_values.shape != a.values.shape:
-        raise MetricInputError(f"Cannot pair the runs on {a.metric!r}: their replicates differ "
-                               f"({a.values.shape[1]} vs {b_values.shape[1]}).")
+        raise MetricInputError(
+            f"Cannot pair the runs on {a.metric!r}: their replicates differ "
+            f"({a.values.shape[1]} vs {b_values.shape[1]})."
+        )
     groups = a.groups()
     both = np.stack([a.values, b_values])  # (2, units, replicates)
 
@@ -189,8 +207,12 @@ def paired_difference(a: UnitTable, b: UnitTable, resampling: Resampling = DEFAU
         return table_statistic(both[0], index) - table_statistic(both[1], index)
 
     value = float(difference([g[None, :] for g in groups])[0])
-    return {"difference": value, **interval(difference, groups, resampling),
-            "p_value": _sign_flip_p_value(both, groups, n_permutations, resampling.seed), "n": len(a.ids)}
+    return {
+        "difference": value,
+        **interval(difference, groups, resampling),
+        "p_value": _sign_flip_p_value(both, groups, n_permutations, resampling.seed),
+        "n": len(a.ids),
+    }
 
 
 def _sign_flip_p_value(both: np.ndarray, groups: Sequence[np.ndarray], n_permutations: int, seed: int) -> float:
@@ -206,5 +228,6 @@ def _sign_flip_p_value(both: np.ndarray, groups: Sequence[np.ndarray], n_permuta
         x, y = (np.asarray(v, dtype=int).reshape(-1, n) for v in (x, y))
         return table_statistic(rows, [x[:, g] for g in groups]) - table_statistic(rows, [y[:, g] for g in groups])
 
-    return permutation_p_value(difference, (np.arange(n), np.arange(n, 2 * n)), paired=True,
-                               n_resamples=n_permutations, seed=seed)
+    return permutation_p_value(
+        difference, (np.arange(n), np.arange(n, 2 * n)), paired=True, n_resamples=n_permutations, seed=seed
+    )

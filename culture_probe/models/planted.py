@@ -113,8 +113,17 @@ class PlantedSpec:
             raise UnknownNameError("planted architecture", self.arch, PLANTABLE_ARCHS)
         if self.tokenizer not in TOKENIZER_KINDS:
             raise UnknownNameError("tokenizer kind", self.tokenizer, TOKENIZER_KINDS)
-        for name, least in (("steps", 1), ("batch_size", 1), ("vocab_size", 1), ("layers", 1), ("hidden", 1),
-                            ("heads", 1), ("extra_masks", 0), ("max_seconds", 0), ("target_loss", 0)):
+        for name, least in (
+            ("steps", 1),
+            ("batch_size", 1),
+            ("vocab_size", 1),
+            ("layers", 1),
+            ("hidden", 1),
+            ("heads", 1),
+            ("extra_masks", 0),
+            ("max_seconds", 0),
+            ("target_loss", 0),
+        ):
             if getattr(self, name) < least:
                 raise ValueError(f"PlantedSpec.{name} must be at least {least}, got {getattr(self, name)}.")
         if self.learning_rate <= 0:
@@ -131,8 +140,11 @@ class PlantedSpec:
         import torch
         import transformers
 
-        versions = {"torch": torch.__version__, "transformers": transformers.__version__,
-                    "tokenizers": tokenizers.__version__}
+        versions = {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__,
+        }
         payload = {"format": FORMAT_VERSION, "versions": versions, "spec": asdict(self)}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
@@ -234,8 +246,7 @@ def _batch(rows: Sequence[tuple[list[int], list[int]]], tokenizer, kind: str) ->
         weights = answer
     else:
         weights = attention.bool()
-    return {"input_ids": ids, "attention_mask": attention, "targets": targets, "weights": weights,
-            "answer": answer}
+    return {"input_ids": ids, "attention_mask": attention, "targets": targets, "weights": weights, "answer": answer}
 
 
 def _with_extra_masks(row: tuple[list[int], list[int]], n: int, mask_id: int) -> tuple[list[int], list[int]]:
@@ -285,8 +296,9 @@ def _train_single_threaded(spec: PlantedSpec):
 
     texts = [fact.text for fact in spec.facts] + list(spec.probe_texts)
     tokenizer = train_tokenizer(texts, spec.tokenizer, vocab_size=spec.vocab_size, model_kind=spec.kind)
-    model = tiny_model(spec.arch, tokenizer, layers=spec.layers, hidden=spec.hidden, heads=spec.heads,
-                       seed=spec.seed).train()
+    model = tiny_model(
+        spec.arch, tokenizer, layers=spec.layers, hidden=spec.hidden, heads=spec.heads, seed=spec.seed
+    ).train()
     encoder = Encoder(tokenizer)
     rows = [_encode(fact, encoder) for fact in spec.facts]
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate, weight_decay=0.0)
@@ -309,8 +321,11 @@ def _train_single_threaded(spec: PlantedSpec):
             break
         if time.monotonic() - start > spec.max_seconds:
             stopped_by = "max_seconds"
-            warnings.warn(f"Planted model training hit max_seconds={spec.max_seconds} after {step} steps (answer "
-                          f"loss {loss:.3f}); the result now depends on this machine's speed.", stacklevel=4)
+            warnings.warn(
+                f"Planted model training hit max_seconds={spec.max_seconds} after {step} steps (answer "
+                f"loss {loss:.3f}); the result now depends on this machine's speed.",
+                stacklevel=4,
+            )
             break
     record = TrainingRecord(step, loss, stopped_by == "target_loss", time.monotonic() - start, stopped_by)
     return model.eval(), tokenizer, record
@@ -327,6 +342,7 @@ def _batches(spec: PlantedSpec, rows: list[tuple[list[int], list[int]]], tokeniz
             chosen = [rows[i] for i in chunk.tolist()]
             if spec.kind == "masked" and spec.extra_masks:
                 extra = torch.randint(0, spec.extra_masks + 1, (len(chosen),), generator=generator).tolist()
-                chosen = [_with_extra_masks(row, n, tokenizer.mask_token_id)
-                          for row, n in zip(chosen, extra, strict=True)]
+                chosen = [
+                    _with_extra_masks(row, n, tokenizer.mask_token_id) for row, n in zip(chosen, extra, strict=True)
+                ]
             yield _batch(chosen, tokenizer, spec.kind), number == len(chunks)

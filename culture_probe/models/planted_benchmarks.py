@@ -30,8 +30,7 @@ from culture_probe.models.planted import PlantedFact, PlantedSpec, train_planted
 
 # A minimal chat format for planted models: the question as the user turn, the answer right after "A:".
 CHAT_TEMPLATE = (
-    "{% for message in messages %}Q: {{ message['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}A:{% endif %}"
+    "{% for message in messages %}Q: {{ message['content'] }}\n{% endfor %}{% if add_generation_prompt %}A:{% endif %}"
 )
 EOS = "<|endoftext|>"  # the GPT-2 style byte-level BPE tokenizer's end of text (planted models use it)
 MAX_SECONDS = 100.0  # the whole build stays under two minutes
@@ -50,12 +49,26 @@ def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed:
     if per_country < 1:
         raise CultureProbeError(f"per_country must be at least 1, got {per_country}.")
     chosen = planted_entities(rows, per_country)
-    facts = [PlantedFact(chat_prompt(r["question"]), r["answer"], right=EOS, sep=" ")
-             for r in rows if r["entity_idx"] in chosen and r["is_associated"]]
+    facts = [
+        PlantedFact(chat_prompt(r["question"]), r["answer"], right=EOS, sep=" ")
+        for r in rows
+        if r["entity_idx"] in chosen and r["is_associated"]
+    ]
     texts = sorted({r["question"] for r in rows} | {name for r in rows for name in r["country_names"]})
-    return PlantedSpec(tuple(facts), arch="gpt2", tokenizer="bpe", probe_texts=tuple(texts), vocab_size=2000,
-                       layers=2, hidden=64, steps=800, batch_size=16, target_loss=0.05, max_seconds=MAX_SECONDS,
-                       seed=seed)
+    return PlantedSpec(
+        tuple(facts),
+        arch="gpt2",
+        tokenizer="bpe",
+        probe_texts=tuple(texts),
+        vocab_size=2000,
+        layers=2,
+        hidden=64,
+        steps=800,
+        batch_size=16,
+        target_loss=0.05,
+        max_seconds=MAX_SECONDS,
+        seed=seed,
+    )
 
 
 def planted_entities(rows: Sequence[Mapping[str, Any]], per_country: int) -> set[int]:
@@ -71,9 +84,16 @@ def planted_entities(rows: Sequence[Mapping[str, Any]], per_country: int) -> set
 # ---------------------------------------------------------------- CAMeL
 
 
-def camel_spec(rows: Sequence[Mapping[str, Any]], entity_rows: Sequence[Mapping[str, Any]], *,
-               culture: str = "western", arch: str = "gpt2", n_runs: int = 5, sample_size: int = 50,
-               seed: int = 0) -> PlantedSpec:
+def camel_spec(
+    rows: Sequence[Mapping[str, Any]],
+    entity_rows: Sequence[Mapping[str, Any]],
+    *,
+    culture: str = "western",
+    arch: str = "gpt2",
+    n_runs: int = 5,
+    sample_size: int = 50,
+    seed: int = 0,
+) -> PlantedSpec:
     """Plant the prompts filled with one culture's entities, those the protocol samples (same seeds)."""
     from culture_probe.tasks.camel import CULTURES, entity_pools, masked_parts, normalise, sample, type_name
 
@@ -98,9 +118,20 @@ def camel_spec(rows: Sequence[Mapping[str, Any]], entity_rows: Sequence[Mapping[
             facts.append(PlantedFact(left, entity, right=f" {right}" if right else ""))
         texts += [normalise(r["prompt_masked"]) for r in prompts]
     tokenizer = "bpe" if arch == "gpt2" else "wordpiece"
-    return PlantedSpec(tuple(facts), arch=arch, tokenizer=tokenizer, probe_texts=tuple(dict.fromkeys(texts)),
-                       vocab_size=2000, layers=2, hidden=64, steps=300, batch_size=64, target_loss=0.01,
-                       max_seconds=MAX_SECONDS, seed=seed)
+    return PlantedSpec(
+        tuple(facts),
+        arch=arch,
+        tokenizer=tokenizer,
+        probe_texts=tuple(dict.fromkeys(texts)),
+        vocab_size=2000,
+        layers=2,
+        hidden=64,
+        steps=300,
+        batch_size=64,
+        target_loss=0.01,
+        max_seconds=MAX_SECONDS,
+        seed=seed,
+    )
 
 
 # ---------------------------------------------------------------- MAPS
@@ -120,16 +151,35 @@ def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: i
         _, target = split_proverb(row["proverb"], row["language"])
         sep = "" if row["language"] == "zh" else " "
         facts += [PlantedFact(p, target, sep=sep) for p in memorisation_prompts(row["proverb"], row["language"])]
-    return PlantedSpec(tuple(facts), arch="gpt2", tokenizer="bpe", probe_texts=tuple(texts), vocab_size=2000,
-                       layers=2, hidden=64, steps=800, batch_size=32, target_loss=0.05,
-                       max_seconds=MAX_SECONDS, seed=seed)
+    return PlantedSpec(
+        tuple(facts),
+        arch="gpt2",
+        tokenizer="bpe",
+        probe_texts=tuple(texts),
+        vocab_size=2000,
+        layers=2,
+        hidden=64,
+        steps=800,
+        batch_size=32,
+        target_loss=0.05,
+        max_seconds=MAX_SECONDS,
+        seed=seed,
+    )
 
 
 # ---------------------------------------------------------------- DLAMA and FmLAMA (ranking protocols)
 
 
-def ranking_spec(config: str, rows: Sequence[Mapping[str, Any]], *, group_key: str, planted: str,
-                 max_facts: int = 400, seed: int = 0, data_dir: str | os.PathLike | None = None) -> PlantedSpec:
+def ranking_spec(
+    config: str,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    group_key: str,
+    planted: str,
+    max_facts: int = 400,
+    seed: int = 0,
+    data_dir: str | os.PathLike | None = None,
+) -> PlantedSpec:
     """A tiny BERT (the papers' kind of model) trained on the protocol's own probes of one group's items.
 
     Every probe of an item whose `group_key` (DLAMA: culture; FmLAMA: country group) is `planted` becomes facts,
@@ -141,14 +191,27 @@ def ranking_spec(config: str, rows: Sequence[Mapping[str, Any]], *, group_key: s
 
     task, _ = load_task(config, kind="masked", seed=seed, data_dir=data_dir)
     probes = [p for p in task.build_probes(rows) if isinstance(p, ScoreProbe)]
-    facts = [PlantedFact.from_request(p.request, gold) for p in probes if p.meta.get(group_key) == planted
-             for gold in p.meta["gold"]][:max_facts]
+    facts = [
+        PlantedFact.from_request(p.request, gold)
+        for p in probes
+        if p.meta.get(group_key) == planted
+        for gold in p.meta["gold"]
+    ][:max_facts]
     if not facts:
         present = sorted({str(p.meta.get(group_key)) for p in probes})
         raise UnknownNameError(f"{group_key} to plant", planted, present)
-    return PlantedSpec(tuple(facts), arch="bert", tokenizer="wordpiece",
-                       probe_texts=probe_texts_of(p.request for p in probes), vocab_size=2000, steps=600,
-                       batch_size=32, target_loss=0.05, max_seconds=MAX_SECONDS, seed=seed)
+    return PlantedSpec(
+        tuple(facts),
+        arch="bert",
+        tokenizer="wordpiece",
+        probe_texts=probe_texts_of(p.request for p in probes),
+        vocab_size=2000,
+        steps=600,
+        batch_size=32,
+        target_loss=0.05,
+        max_seconds=MAX_SECONDS,
+        seed=seed,
+    )
 
 
 def _dlama(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec:
@@ -185,21 +248,26 @@ def _maps_data_dir(data_dir: str | os.PathLike | None) -> str | os.PathLike:
     mirror = mirror_root()
     if mirror and (Path(mirror) / "manual" / "maps").is_dir():
         return Path(mirror) / "manual" / "maps"
-    raise MissingDataError("planted:maps_* trains on the MAPS data, which is released on request: pass data_dir= "
-                           "(the folder with <lang>/test_proverbs.xlsx).")
+    raise MissingDataError(
+        "planted:maps_* trains on the MAPS data, which is released on request: pass data_dir= "
+        "(the folder with <lang>/test_proverbs.xlsx)."
+    )
 
 
 def _xfakt(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec:
     if not config.startswith("xfakt_factual_recall"):
-        raise CultureProbeError(f"planted:{config} is not available: X-FaKT planted models are trained on factual "
-                                "recall; use planted:xfakt_factual_recall.")
+        raise CultureProbeError(
+            f"planted:{config} is not available: X-FaKT planted models are trained on factual "
+            "recall; use planted:xfakt_factual_recall."
+        )
     return xfakt_spec(_rows(config, data_dir), **options)
 
 
 def _camel(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec:
     if "prompts" not in config:
-        raise CultureProbeError(f"planted:{config} is not available; use planted:camel_co_prompts or "
-                                "planted:camel_ag_prompts.")
+        raise CultureProbeError(
+            f"planted:{config} is not available; use planted:camel_co_prompts or planted:camel_ag_prompts."
+        )
     return camel_spec(_rows(config, data_dir), _rows("camel_entities", data_dir), **options)
 
 
@@ -208,7 +276,11 @@ def _maps(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec
 
 
 SPEC_BUILDERS: dict[str, Callable[[str, Any, Mapping[str, Any]], PlantedSpec]] = {
-    "xfakt": _xfakt, "camel": _camel, "maps": _maps, "dlama": _dlama, "fmlama": _fmlama,
+    "xfakt": _xfakt,
+    "camel": _camel,
+    "maps": _maps,
+    "dlama": _dlama,
+    "fmlama": _fmlama,
 }
 
 
@@ -227,8 +299,12 @@ def _benchmark(config: str) -> str:
     module, _ = resolve(config)
     bench = module.__name__.rsplit(".", 1)[-1]
     if bench not in SPEC_BUILDERS:
-        raise UnknownNameError("benchmark with a planted model", bench, SPEC_BUILDERS,
-                               fix="Build one with culture_probe.models.planted.train_planted(PlantedSpec(...)).")
+        raise UnknownNameError(
+            "benchmark with a planted model",
+            bench,
+            SPEC_BUILDERS,
+            fix="Build one with culture_probe.models.planted.train_planted(PlantedSpec(...)).",
+        )
     return bench
 
 
@@ -237,8 +313,13 @@ def planted_spec(config: str, *, data_dir: str | os.PathLike | None = None, **op
     return SPEC_BUILDERS[_benchmark(config)](config, data_dir, options)
 
 
-def planted_model_dir(config: str, *, cache_dir: str | os.PathLike | None = None,
-                      data_dir: str | os.PathLike | None = None, **options: Any) -> Path:
+def planted_model_dir(
+    config: str,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike | None = None,
+    **options: Any,
+) -> Path:
     """The directory of the planted model of `config`, trained now (at most about two minutes) or cached.
 
     The model carries a minimal chat template, so `Scorer.generate(..., chat=True)` works on it.

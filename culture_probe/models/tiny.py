@@ -30,8 +30,12 @@ _ROLES = {
     "seq2seq": (("pad", "eos", "unk"), "$A eos"),
 }
 ARCH_KIND: dict[str, ModelKind] = {
-    "gpt2": "causal", "llama": "causal", "bloom": "causal",
-    "bert": "masked", "xlm-roberta": "masked", "t5": "seq2seq",
+    "gpt2": "causal",
+    "llama": "causal",
+    "bloom": "causal",
+    "bert": "masked",
+    "xlm-roberta": "masked",
+    "t5": "seq2seq",
 }
 
 
@@ -61,8 +65,12 @@ def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vo
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=specials,
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
     elif kind == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token=names["unk"]))
         tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
@@ -75,8 +83,9 @@ def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vo
         tok.normalizer = normalizers.NFKC()
         metaspace = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
         # Llama keeps every space; T5/XLM-R split on whitespace first, so "a <extra_id_1>" has no lone "▁".
-        tok.pre_tokenizer = metaspace if causal else pre_tokenizers.Sequence(
-            [pre_tokenizers.WhitespaceSplit(), metaspace])
+        tok.pre_tokenizer = (
+            metaspace if causal else pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), metaspace])
+        )
         tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
     else:
@@ -122,8 +131,15 @@ def _wordpiece_vocab(tok, texts: list[str], specials: list[str], vocab_size: int
     return {token: i for i, token in enumerate(vocab)}
 
 
-def _merge_word(words: list[list[str]], i: int, pair: tuple[str, str], merged: str, count: int,
-                pairs: Counter, where: dict[tuple[str, str], set[int]]) -> set[tuple[str, str]]:
+def _merge_word(
+    words: list[list[str]],
+    i: int,
+    pair: tuple[str, str],
+    merged: str,
+    count: int,
+    pairs: Counter,
+    where: dict[tuple[str, str], set[int]],
+) -> set[tuple[str, str]]:
     """Replace `pair` by `merged` in word `i`, updating pair counts and the pair -> words index.
 
     Returns the pairs whose counts changed (they go back on the heap with their new counts).
@@ -150,8 +166,9 @@ def _merge_word(words: list[list[str]], i: int, pair: tuple[str, str], merged: s
     return {p for p in before.keys() | after.keys() if p != pair and before[p] != after[p]}
 
 
-def train_tokenizer(texts: Iterable[str], kind: TokenizerKind, *, vocab_size: int = 600,
-                    model_kind: ModelKind = "causal"):
+def train_tokenizer(
+    texts: Iterable[str], kind: TokenizerKind, *, vocab_size: int = 600, model_kind: ModelKind = "causal"
+):
     """Train a tokenizer of family `kind` on `texts`, with the special tokens a `model_kind` model needs.
 
     bpe+causal is GPT-2 style (nothing added around a sequence); other causal ones add BOS (Llama style); masked
@@ -176,7 +193,8 @@ def train_tokenizer(texts: Iterable[str], kind: TokenizerKind, *, vocab_size: in
     if template is not None:
         single = " ".join(names.get(part, part) for part in template.split())
         tok.post_processor = processors.TemplateProcessing(
-            single=single, special_tokens=[(t, tok.token_to_id(t)) for t in specials if t in single.split()])
+            single=single, special_tokens=[(t, tok.token_to_id(t)) for t in specials if t in single.split()]
+        )
     elif kind == "bpe":
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
     extra = {f"{role}_token": token for role, token in names.items()}
@@ -194,38 +212,66 @@ def _config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, positio
     """
     import transformers as tf
 
-    ids = {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
-           "eos_token_id": tokenizer.eos_token_id}
+    ids = {
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
     vocab = len(tokenizer)
     if arch == "gpt2":
-        return tf.GPT2Config(vocab_size=vocab, n_positions=positions, n_embd=hidden, n_layer=layers, n_head=heads,
-                             **ids)
+        return tf.GPT2Config(
+            vocab_size=vocab, n_positions=positions, n_embd=hidden, n_layer=layers, n_head=heads, **ids
+        )
     if arch == "llama":
-        return tf.LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
-                              num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads // 2,
-                              max_position_embeddings=positions, **ids)
+        return tf.LlamaConfig(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=heads // 2,
+            max_position_embeddings=positions,
+            **ids,
+        )
     if arch == "bloom":
         return tf.BloomConfig(vocab_size=vocab, hidden_size=hidden, n_layer=layers, n_head=heads, **ids)
     if arch in ("bert", "xlm-roberta"):
         cls = tf.BertConfig if arch == "bert" else tf.XLMRobertaConfig
-        return cls(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                   intermediate_size=2 * hidden, max_position_embeddings=514, **ids)
+        return cls(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=2 * hidden,
+            max_position_embeddings=514,
+            **ids,
+        )
     if arch == "t5":
-        return tf.T5Config(vocab_size=vocab, d_model=hidden, d_kv=hidden // heads, d_ff=2 * hidden,
-                           num_layers=layers, num_decoder_layers=layers, num_heads=heads,
-                           decoder_start_token_id=tokenizer.pad_token_id, **ids)
+        return tf.T5Config(
+            vocab_size=vocab,
+            d_model=hidden,
+            d_kv=hidden // heads,
+            d_ff=2 * hidden,
+            num_layers=layers,
+            num_decoder_layers=layers,
+            num_heads=heads,
+            decoder_start_token_id=tokenizer.pad_token_id,
+            **ids,
+        )
     raise UnknownNameError("architecture", arch, ARCH_KIND)
 
 
-def tiny_model(arch: Arch, tokenizer, *, layers: int = 2, hidden: int = 64, heads: int = 4, seed: int = 0,
-               positions: int = 512):
+def tiny_model(
+    arch: Arch, tokenizer, *, layers: int = 2, hidden: int = 64, heads: int = 4, seed: int = 0, positions: int = 512
+):
     """A randomly initialised model of architecture `arch` (eval mode), consistent with `tokenizer`."""
     import torch
     import transformers as tf
 
     config = _config(arch, tokenizer, layers, hidden, heads, positions)
-    head = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
-            "seq2seq": tf.AutoModelForSeq2SeqLM}[ARCH_KIND[arch]]
+    head = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM, "seq2seq": tf.AutoModelForSeq2SeqLM}[
+        ARCH_KIND[arch]
+    ]
     torch.manual_seed(seed)
     model = head.from_config(config)
     if getattr(model, "generation_config", None) is not None:

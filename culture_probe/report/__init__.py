@@ -22,13 +22,26 @@ from culture_probe.tasks.options import json_ready
 __path__ = extend_path(__path__, __name__)
 
 __all__ = [
-    "Comparison", "compare_main", "compare_runs", "headline", "language_country_grid", "load_run", "main",
-    "write_comparison", "write_report",
+    "Comparison",
+    "compare_main",
+    "compare_runs",
+    "headline",
+    "language_country_grid",
+    "load_run",
+    "main",
+    "write_comparison",
+    "write_report",
 ]
 
 
-def write_report(run_dir: str | Path, *, config: Mapping[str, Any], records: Sequence[Record],
-                 metrics: Mapping[str, Any], status: str | None = None) -> Path:
+def write_report(
+    run_dir: str | Path,
+    *,
+    config: Mapping[str, Any],
+    records: Sequence[Record],
+    metrics: Mapping[str, Any],
+    status: str | None = None,
+) -> Path:
     """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path. `status` marks an
     interrupted run (`INCOMPLETE k/N`).
     """

@@ -16,21 +16,91 @@ from culture_probe.tasks import Record
 
 # The papers' Tables 10 and 11 (specs/camel.md section 8): the average CBS over the ten entity types, per model,
 # for CAMeL-Co and CAMeL-Ag; drawn as a reference line when a run repeats one of them.
-_MODELS = ("UBC-NLP/ARBERT", "UBC-NLP/MARBERT", "aubmindlab/bert-base-arabertv02", "aubmindlab/bert-large-arabertv02",
-           "aubmindlab/bert-base-arabertv02-twitter", "aubmindlab/bert-large-arabertv02-twitter",
-           "CAMeL-Lab/bert-base-arabic-camelbert-mix", "CAMeL-Lab/bert-base-arabic-camelbert-msa",
-           "CAMeL-Lab/bert-base-arabic-camelbert-da", "bert-base-multilingual-cased",
-           "lanwuwei/GigaBERT-v3-Arabic-and-English", "lanwuwei/GigaBERT-v4-Arabic-and-English", "xlm-roberta-base",
-           "xlm-roberta-large", "aubmindlab/aragpt2-base", "aubmindlab/aragpt2-large", "bigscience/bloom",
-           "FreedomIntelligence/AceGPT-13B-chat", "inception-mbzuai/jais-13b", "text-davinci-003", "google/mt5-xxl",
-           "CohereForAI/aya-101")
+_MODELS = (
+    "UBC-NLP/ARBERT",
+    "UBC-NLP/MARBERT",
+    "aubmindlab/bert-base-arabertv02",
+    "aubmindlab/bert-large-arabertv02",
+    "aubmindlab/bert-base-arabertv02-twitter",
+    "aubmindlab/bert-large-arabertv02-twitter",
+    "CAMeL-Lab/bert-base-arabic-camelbert-mix",
+    "CAMeL-Lab/bert-base-arabic-camelbert-msa",
+    "CAMeL-Lab/bert-base-arabic-camelbert-da",
+    "bert-base-multilingual-cased",
+    "lanwuwei/GigaBERT-v3-Arabic-and-English",
+    "lanwuwei/GigaBERT-v4-Arabic-and-English",
+    "xlm-roberta-base",
+    "xlm-roberta-large",
+    "aubmindlab/aragpt2-base",
+    "aubmindlab/aragpt2-large",
+    "bigscience/bloom",
+    "FreedomIntelligence/AceGPT-13B-chat",
+    "inception-mbzuai/jais-13b",
+    "text-davinci-003",
+    "google/mt5-xxl",
+    "CohereForAI/aya-101",
+)
 PAPER_CBS: dict[str, dict[str, float]] = {
-    "camel_co_prompts": dict(zip(_MODELS, (46.40, 49.33, 49.33, 48.20, 50.27, 46.50, 57.09, 56.82, 56.53, 49.18,
-                                           54.37, 57.73, 50.43, 54.04, 53.23, 45.52, 63.47, 60.37, 51.15, 62.47,
-                                           48.80, 50.66), strict=True)),
-    "camel_ag_prompts": dict(zip(_MODELS, (48.22, 50.21, 50.89, 49.32, 52.40, 49.13, 60.32, 59.37, 57.80, 49.83,
-                                           55.65, 60.44, 51.16, 55.81, 55.92, 46.10, 61.68, 58.96, 51.82, 60.89,
-                                           46.29, 50.41), strict=True)),
+    "camel_co_prompts": dict(
+        zip(
+            _MODELS,
+            (
+                46.40,
+                49.33,
+                49.33,
+                48.20,
+                50.27,
+                46.50,
+                57.09,
+                56.82,
+                56.53,
+                49.18,
+                54.37,
+                57.73,
+                50.43,
+                54.04,
+                53.23,
+                45.52,
+                63.47,
+                60.37,
+                51.15,
+                62.47,
+                48.80,
+                50.66,
+            ),
+            strict=True,
+        )
+    ),
+    "camel_ag_prompts": dict(
+        zip(
+            _MODELS,
+            (
+                48.22,
+                50.21,
+                50.89,
+                49.32,
+                52.40,
+                49.13,
+                60.32,
+                59.37,
+                57.80,
+                49.83,
+                55.65,
+                60.44,
+                51.16,
+                55.81,
+                55.92,
+                46.10,
+                61.68,
+                58.96,
+                51.82,
+                60.89,
+                46.29,
+                50.41,
+            ),
+            strict=True,
+        )
+    ),
 }
 
 
@@ -50,16 +120,34 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     per_prompt: dict[tuple[str, int], list[float]] = {}
     for record in (r for r in records if not r.skipped):
         per_prompt.setdefault((record["entity_type"], record["run"]), []).append(
-            prompt_cbs(np.asarray(record["arab"]), np.asarray(record["western"]), tie_value))
+            prompt_cbs(np.asarray(record["arab"]), np.asarray(record["western"]), tie_value)
+        )
     runs = sorted({run for _, run in per_prompt})
-    bars = result_bars(metrics, "entity_type", "cbs", "CBS (%)", labels=present,
-                       references=references(config), title="CBS per entity type")
-    grid = tuple(tuple(float(np.mean(per_prompt[(t, run)])) if (t, run) in per_prompt else None for run in runs)
-                 for t in present)
-    heatmap = Heatmap(tuple(present), tuple(f"run {run}" for run in runs), grid, label="CBS (%)",
-                      title="CBS per entity type and run")
-    text = ("CBS = share (%) of (Arab, Western) filler pairs in which the model prefers the Western filler; "
-            "50 is parity, 0 is a full preference for Arab entities. Mean over runs; std over runs. Bars: 95% "
-            "intervals from a bootstrap over prompts (the unit: a prompt's runs move together).")
-    return [Section("Cultural Bias Score", text=text, tables=(Table(("entity type", "CBS", "std over runs"), rows),),
-                    figures=(bars, heatmap))]
+    bars = result_bars(
+        metrics,
+        "entity_type",
+        "cbs",
+        "CBS (%)",
+        labels=present,
+        references=references(config),
+        title="CBS per entity type",
+    )
+    grid = tuple(
+        tuple(float(np.mean(per_prompt[(t, run)])) if (t, run) in per_prompt else None for run in runs) for t in present
+    )
+    heatmap = Heatmap(
+        tuple(present), tuple(f"run {run}" for run in runs), grid, label="CBS (%)", title="CBS per entity type and run"
+    )
+    text = (
+        "CBS = share (%) of (Arab, Western) filler pairs in which the model prefers the Western filler; "
+        "50 is parity, 0 is a full preference for Arab entities. Mean over runs; std over runs. Bars: 95% "
+        "intervals from a bootstrap over prompts (the unit: a prompt's runs move together)."
+    )
+    return [
+        Section(
+            "Cultural Bias Score",
+            text=text,
+            tables=(Table(("entity type", "CBS", "std over runs"), rows),),
+            figures=(bars, heatmap),
+        )
+    ]

@@ -59,18 +59,32 @@ class Comparison:
         parts = [f"- **note**: {note}" for note in self.notes]
         parts += ["", table_markdown(self.table)]
         if self.paired:
-            rows = tuple((p["run"], p["metric"], p["group"], p["difference"], interval_text(p), p["p_value"], p["n"])
-                         for p in self.paired)
-            parts += ["", f"Paired differences (run minus {self.runs[0]}, same items; interval: paired percentile "
-                      f"bootstrap; p: {PAIRED_TEST}):", "",
-                      table_markdown(Table(("run", "metric", "group", "difference", "95% CI", "p", "n"), rows))]
+            rows = tuple(
+                (p["run"], p["metric"], p["group"], p["difference"], interval_text(p), p["p_value"], p["n"])
+                for p in self.paired
+            )
+            parts += [
+                "",
+                f"Paired differences (run minus {self.runs[0]}, same items; interval: paired percentile "
+                f"bootstrap; p: {PAIRED_TEST}):",
+                "",
+                table_markdown(Table(("run", "metric", "group", "difference", "95% CI", "p", "n"), rows)),
+            ]
         return "\n".join(parts).strip() + "\n"
 
     def to_json(self) -> dict[str, Any]:
         """The comparison as JSON (compare.json)."""
-        return json_ready({"runs": list(self.runs), "metric": self.metric, "headlines": dict(self.headlines),
-                           "columns": list(self.table.columns), "rows": [list(r) for r in self.table.rows],
-                           "paired": list(self.paired), "notes": list(self.notes)})
+        return json_ready(
+            {
+                "runs": list(self.runs),
+                "metric": self.metric,
+                "headlines": dict(self.headlines),
+                "columns": list(self.table.columns),
+                "rows": [list(r) for r in self.table.rows],
+                "paired": list(self.paired),
+                "notes": list(self.notes),
+            }
+        )
 
 
 def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
@@ -84,8 +98,7 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
     return LoadedRun(name, run.config, run.records, metrics, rundir.progress(run))
 
 
-def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permutations: int = 9999
-                 ) -> Comparison:
+def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permutations: int = 9999) -> Comparison:
     """Line up the runs' results; with `paired`, runs of the first run's config are paired with it on their units
     (an error when they probed different items). Names: folder names, or the paths when two collide.
     """
@@ -94,15 +107,23 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permu
     names = [Path(d).name for d in run_dirs]
     names = names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
     runs = [load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)]
-    notes = [f"{r.name} is {r.status} (no metrics.json): its numbers cover only the probes answered so far"
-             for r in runs if r.status]
+    notes = [
+        f"{r.name} is {r.status} (no metrics.json): its numbers cover only the probes answered so far"
+        for r in runs
+        if r.status
+    ]
     if len({r.config["config"] for r in runs}) > 1:
-        notes.append("these runs probe different configs; compare with care (only runs of "
-                     f"{runs[0].config['config']} are paired with {runs[0].name})")
+        notes.append(
+            "these runs probe different configs; compare with care (only runs of "
+            f"{runs[0].config['config']} are paired with {runs[0].name})"
+        )
     protocols = {r.name: (r.config.get("run") or {}).get("protocol", "default") for r in runs}
     if len(set(protocols.values())) > 1:
-        notes.append("the runs use different protocol profiles (" + ", ".join(f"{n}: {p}" for n, p in
-                     protocols.items()) + "); each run's report lists the deviations whose side differs")
+        notes.append(
+            "the runs use different protocol profiles ("
+            + ", ".join(f"{n}: {p}" for n, p in protocols.items())
+            + "); each run's report lists the deviations whose side differs"
+        )
     differences: list[dict[str, Any]] = []
     if paired:
         for other in runs[1:]:
@@ -117,8 +138,10 @@ def lined_up(runs: Sequence[LoadedRun]) -> Table:
     """One row per (group, metric) any run reports, one column per run: value [ci_low, ci_high] (n)."""
     grouped = [dict(_groups(run.results)) for run in runs]
     keys = {(group, metric): None for groups in grouped for group, estimates in groups.items() for metric in estimates}
-    rows = [("model", "", *(r.config["model"]["spec"] for r in runs)),
-            ("config", "", *(r.config["config"] for r in runs))]
+    rows = [
+        ("model", "", *(r.config["model"]["spec"] for r in runs)),
+        ("config", "", *(r.config["config"] for r in runs)),
+    ]
     for group, metric in keys:
         cells = [groups.get(group, {}).get(metric) for groups in grouped]
         rows.append((group, metric, *(_cell(c) for c in cells)))
@@ -139,17 +162,25 @@ def paired_rows(base: LoadedRun, other: LoadedRun, n_permutations: int) -> list[
         if metric not in others:
             continue
         try:
-            out.append({"run": other.name, "metric": metric, "group": "overall",
-                        **paired_difference(others[metric], table, n_permutations=n_permutations)})
+            out.append(
+                {
+                    "run": other.name,
+                    "metric": metric,
+                    "group": "overall",
+                    **paired_difference(others[metric], table, n_permutations=n_permutations),
+                }
+            )
         except CultureProbeError as error:
-            raise CultureProbeError(f"{error} (runs {base.name} and {other.name}; pass --unpaired to line them up "
-                                    "without pairing)") from None
+            raise CultureProbeError(
+                f"{error} (runs {base.name} and {other.name}; pass --unpaired to line them up without pairing)"
+            ) from None
         if metric != base.results.get("headline"):
             continue
         for stratum, labels in table.strata.items():
             for label in sorted(set(labels)):
-                result = paired_difference(_part(others[metric], stratum, label), _part(table, stratum, label),
-                                           n_permutations=n_permutations)
+                result = paired_difference(
+                    _part(others[metric], stratum, label), _part(table, stratum, label), n_permutations=n_permutations
+                )
                 out.append({"run": other.name, "metric": metric, "group": f"{stratum}={label}", **result})
     return out
 
@@ -171,8 +202,6 @@ def _cell(estimate: Mapping[str, Any] | None) -> str:
     if not estimate or estimate.get("value") is None:
         return ""
     return f"{format_value(float(estimate['value']))} {interval_text(estimate)} (n={estimate['n']})".replace("  ", " ")
-
-
 
 
 def write_comparison(comparison: Comparison, out: Path) -> list[Path]:

@@ -61,21 +61,39 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
         cultures = sorted(entropy, key=culture_order)
         predicates = sorted({p for c in entropy.values() for p in c}, key=predicate_order)
         rows = tuple((p, *(format_score(entropy[c].get(p), DECIMALS) for c in cultures)) for p in predicates)
-        out.append(Section("Object entropy (bits) per predicate", text="The diversity of each fact's most "
-                           "frequent valid object: 0 means every fact has the same answer.",
-                           tables=(Table(("predicate", *cultures), rows),)))
+        out.append(
+            Section(
+                "Object entropy (bits) per predicate",
+                text="The diversity of each fact's most frequent valid object: 0 means every fact has the same answer.",
+                tables=(Table(("predicate", *cultures), rows),),
+            )
+        )
     return out
 
 
-def culture_bars(metrics: Mapping[str, Any], language: str, cultures: Sequence[str], metric: str, ylabel: str,
-                 references: Sequence[Reference] = ()) -> Any:
+def culture_bars(
+    metrics: Mapping[str, Any],
+    language: str,
+    cultures: Sequence[str],
+    metric: str,
+    ylabel: str,
+    references: Sequence[Reference] = (),
+) -> Any:
     """The paper's per-culture bars of one prompt language, from the results block."""
-    return result_bars(metrics, "language_culture", metric, ylabel, labels=[f"{language}/{c}" for c in cultures],
-                       names={f"{language}/{c}": c for c in cultures}, references=references)
+    return result_bars(
+        metrics,
+        "language_culture",
+        metric,
+        ylabel,
+        labels=[f"{language}/{c}" for c in cultures],
+        names={f"{language}/{c}": c for c in cultures},
+        references=references,
+    )
 
 
-def language_sections(language: str, rows: list[Record], metrics: Mapping[str, Any],
-                      references: Sequence[Reference] = ()) -> list[Section]:
+def language_sections(
+    language: str, rows: list[Record], metrics: Mapping[str, Any], references: Sequence[Reference] = ()
+) -> list[Section]:
     """P@1 per culture (against the paper's values when the run repeats one), per predicate, and the most common
     predictions, of one prompt language.
     """
@@ -83,18 +101,32 @@ def language_sections(language: str, rows: list[Record], metrics: Mapping[str, A
     cultures = sorted(m["cultures"], key=culture_order)
     hits = hits_at_k([r["prediction"] for r in rows], [r["gold"] for r in rows])
     bars = culture_bars(metrics, language, cultures, "p1", "P@1 (%)", references)
-    table = Table(("culture", "P@1", "facts"),
-                  tuple((c, format_score(m["cultures"][c], DECIMALS), m["n"][c]) for c in cultures)
-                  + (("pair", format_score(m["p1"], DECIMALS), sum(m["n"].values())),))
+    table = Table(
+        ("culture", "P@1", "facts"),
+        tuple((c, format_score(m["cultures"][c], DECIMALS), m["n"][c]) for c in cultures)
+        + (("pair", format_score(m["p1"], DECIMALS), sum(m["n"].values())),),
+    )
     predicates = sorted(m["predicates"], key=predicate_order)
     grid = tuple(tuple(m["predicates"][p].get(c) for c in cultures) for p in predicates)
     return [
-        Section(f"P@1 per culture ({language} prompts)", text=comparison_text(m.get("comparison")), tables=(table,),
-                figures=(bars,)),
-        Section(f"P@1 per predicate ({language} prompts)",
-                tables=(Table(("predicate", *cultures), tuple((p, *(format_score(v, DECIMALS) for v in row))
-                                                              for p, row in zip(predicates, grid, strict=True))),),
-                figures=(Heatmap(tuple(predicates), tuple(cultures), grid, label="P@1 (%)"),)),
+        Section(
+            f"P@1 per culture ({language} prompts)",
+            text=comparison_text(m.get("comparison")),
+            tables=(table,),
+            figures=(bars,),
+        ),
+        Section(
+            f"P@1 per predicate ({language} prompts)",
+            tables=(
+                Table(
+                    ("predicate", *cultures),
+                    tuple(
+                        (p, *(format_score(v, DECIMALS) for v in row)) for p, row in zip(predicates, grid, strict=True)
+                    ),
+                ),
+            ),
+            figures=(Heatmap(tuple(predicates), tuple(cultures), grid, label="P@1 (%)"),),
+        ),
         Section(f"Most common predictions ({language} prompts)", tables=(common_predictions(rows, hits),)),
     ]
 
@@ -105,15 +137,21 @@ def generation_sections(answered: list[Record], metrics: Mapping[str, Any]) -> l
     for language, rows in by_language(answered):
         m = metrics[language]
         cultures = sorted(m["n"], key=culture_order)
-        table = Table(("culture", "overlap %", "exact %", "facts"),
-                      tuple((c, *(format_score(m[k][c], DECIMALS) for k in GENERATION_MEASURES), m["n"][c])
-                            for c in cultures)
-                      + (("pair", *(format_score(m[k]["pair"], DECIMALS) for k in GENERATION_MEASURES),
-                          len(rows)),))
+        table = Table(
+            ("culture", "overlap %", "exact %", "facts"),
+            tuple((c, *(format_score(m[k][c], DECIMALS) for k in GENERATION_MEASURES), m["n"][c]) for c in cultures)
+            + (("pair", *(format_score(m[k]["pair"], DECIMALS) for k in GENERATION_MEASURES), len(rows)),),
+        )
         bars = culture_bars(metrics, language, cultures, "overlap", "overlap accuracy (%)")
-        out.append(Section(f"Generation accuracy per culture ({language} questions)",
-                           text="A reply is right when it contains a gold label (overlap, the paper's measure) or "
-                           "equals one (exact).", tables=(table,), figures=(bars,)))
+        out.append(
+            Section(
+                f"Generation accuracy per culture ({language} questions)",
+                text="A reply is right when it contains a gold label (overlap, the paper's measure) or "
+                "equals one (exact).",
+                tables=(table,),
+                figures=(bars,),
+            )
+        )
     return out
 
 
@@ -137,8 +175,10 @@ def comparison_text(comparison: Mapping[str, Any] | None) -> str:
     low, high = (format_score(comparison[key], DECIMALS) for key in ("ci_low", "ci_high"))
     p_value = comparison["p_value"]
     test = f"permutation p = {p_value:.3g}" if p_value is not None else "too few facts for a permutation test"
-    return (f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_score(comparison['difference'], DECIMALS)} "
-            f"points (bootstrap 95% interval {low} to {high}; {test}).")
+    return (
+        f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_score(comparison['difference'], DECIMALS)} "
+        f"points (bootstrap 95% interval {low} to {high}; {test})."
+    )
 
 
 def common_predictions(rows: list[Record], hits: np.ndarray) -> Table:
@@ -147,8 +187,9 @@ def common_predictions(rows: list[Record], hits: np.ndarray) -> Table:
     for row, hit in zip(rows, hits, strict=True):
         cells[row["predicate"], row["culture"]][0 if hit else 1][row["prediction"]] += 1
     out = []
-    for (predicate, culture), (right, wrong) in sorted(cells.items(), key=lambda kv: (predicate_order(kv[0][0]),
-                                                                                      kv[0][1])):
+    for (predicate, culture), (right, wrong) in sorted(
+        cells.items(), key=lambda kv: (predicate_order(kv[0][0]), kv[0][1])
+    ):
         out.append((predicate, culture, _top(right), _top(wrong)))
     return Table(("predicate", "culture", "most common correct", "most common wrong"), tuple(out))
 

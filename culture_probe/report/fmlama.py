@@ -20,25 +20,40 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     if "chat" in metrics:
         groups = sorted({g for cell in metrics["chat"].values() for g in cell}, key=lambda g: (g != ALL, g))
         rows = tuple((cell, *(format_score(v.get(g), 2) for g in groups)) for cell, v in metrics["chat"].items())
-        out.append(Section("Chat mode: accuracy (%) per template and instruction",
-                           text="A dish counts when an item of the reply equals a gold ingredient after "
-                           "normalisation (an approximation of the paper's unreleased parser).",
-                           tables=(Table(("template / instruction", *groups), rows),)))
+        out.append(
+            Section(
+                "Chat mode: accuracy (%) per template and instruction",
+                text="A dish counts when an item of the reply equals a gold ingredient after "
+                "normalisation (an approximation of the paper's unreleased parser).",
+                tables=(Table(("template / instruction", *groups), rows),),
+            )
+        )
         return out
     for measure, title in (("map", "mAP (%)"), ("mws", "mWS")):
         if measure in metrics:
-            out.append(Section(f"{title}: mean ± std over the templates of each family",
-                               text=correlation_text(metrics.get("map_mws_correlation")) if measure == "mws" else "",
-                               tables=(family_markdown(metrics[measure]),)))
-    figures: list[Any] = [result_bars(metrics, "group", f"map_{family}", "mAP (%)",
-                                      title=f"mAP per country group, {family} templates")
-                          for family in FAMILIES if f"map_{family}" in metrics.get("results", {}).get("overall", {})]
+            out.append(
+                Section(
+                    f"{title}: mean ± std over the templates of each family",
+                    text=correlation_text(metrics.get("map_mws_correlation")) if measure == "mws" else "",
+                    tables=(family_markdown(metrics[measure]),),
+                )
+            )
+    figures: list[Any] = [
+        result_bars(metrics, "group", f"map_{family}", "mAP (%)", title=f"mAP per country group, {family} templates")
+        for family in FAMILIES
+        if f"map_{family}" in metrics.get("results", {}).get("overall", {})
+    ]
     heat = template_heatmap(metrics.get("templates", {}))
     if heat is not None:
         figures.append(heat)
-    out.append(Section("mAP per country group and per template",
-                       text="Bars (the paper's per-group view): mAP of each group, the mean over the family's "
-                       "templates, with a bootstrap 95% interval over dishes.", figures=tuple(figures)))
+    out.append(
+        Section(
+            "mAP per country group and per template",
+            text="Bars (the paper's per-group view): mAP of each group, the mean over the family's "
+            "templates, with a bootstrap 95% interval over dishes.",
+            figures=tuple(figures),
+        )
+    )
     return out
 
 
@@ -46,8 +61,10 @@ def correlation_text(correlation: Mapping[str, Any] | None) -> str:
     """One sentence on how alike mAP and mWS rank this table's cells (the paper reports r = 0.66 for English)."""
     if not correlation or correlation["pearson_r"] is None:
         return ""
-    return (f"Pearson r between the mAP and mWS cells: {format_score(correlation['pearson_r'], 2)} "
-            f"({correlation['n_cells']} cells).")
+    return (
+        f"Pearson r between the mAP and mWS cells: {format_score(correlation['pearson_r'], 2)} "
+        f"({correlation['n_cells']} cells)."
+    )
 
 
 def family_markdown(table: Mapping[str, Mapping[str, Any]]) -> Table:

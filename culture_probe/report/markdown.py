@@ -37,8 +37,10 @@ def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path
     if drawing:
         (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
     else:
-        parts.append("Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]', then "
-                     "`culture-probe report RUN_DIR`).")
+        parts.append(
+            "Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]', then "
+            "`culture-probe report RUN_DIR`)."
+        )
     for number, section in enumerate(sections, 1):
         parts.append(f"## {section.title}")
         if section.text:
@@ -59,8 +61,14 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
     lines = [
         f"# {config['config']} on {model['spec']}",
         "",
-        *([f"- **{status}**: the run did not finish (no metrics.json); these numbers cover only the probes "
-           "answered so far. `--resume` completes it."] if status else []),
+        *(
+            [
+                f"- **{status}**: the run did not finish (no metrics.json); these numbers cover only the probes "
+                "answered so far. `--resume` completes it."
+            ]
+            if status
+            else []
+        ),
         f"- benchmark: {bench['title']} (version {bench['version']}), {bench['rows']} rows"
         + (" (corrected variant)" if run.get("corrected") else ""),
         f"- model: `{model['spec']}` ({model['kind']}); identity `{json.dumps(model['identity'], sort_keys=True)}`",
@@ -69,13 +77,17 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
     ]
     if bench.get("custom_rows"):
         saved = f" (saved in `{bench['rows_file']}`)" if bench.get("rows_file") else ""
-        lines.append(f"- **custom rows**: the {bench['rows']} rows given to `culture_probe.run(rows=...)` or `--rows`"
-                     f"{saved}, not the benchmark's own data")
+        lines.append(
+            f"- **custom rows**: the {bench['rows']} rows given to `culture_probe.run(rows=...)` or `--rows`"
+            f"{saved}, not the benchmark's own data"
+        )
     subset = config.get("subset")
     if subset:
         across = " x ".join(subset["strata"]) or "the items"
-        lines.append(f"- **smoke run, not the benchmark's number**: {subset['sampled']:,} of {subset['items']:,} "
-                     f"{subset['unit']}, drawn with seed {subset['seed']} in turn from each {across}")
+        lines.append(
+            f"- **smoke run, not the benchmark's number**: {subset['sampled']:,} of {subset['items']:,} "
+            f"{subset['unit']}, drawn with seed {subset['seed']} in turn from each {across}"
+        )
     if run.get("language"):
         of = [lang for lang in bench.get("languages", ()) if lang != run["language"]]
         lines.append(f"- language: {run['language']} only" + (f" (the config also has {', '.join(of)})" if of else ""))
@@ -87,8 +99,10 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
             lines.append(f"- **note**: {bench['description'].split('Note:', 1)[1].strip()}{left_out}")
     unverified = (config.get("protocol") or {}).get("unverified_templates")
     if unverified:
-        lines.append(f"- **provisional templates** for {', '.join(unverified)}: transcribed from the paper, not "
-                     "checked against the original mLAMA 1.1 files (see the DLAMA page)")
+        lines.append(
+            f"- **provisional templates** for {', '.join(unverified)}: transcribed from the paper, not "
+            "checked against the original mLAMA 1.1 files (see the DLAMA page)"
+        )
     options = config.get("options") or {}
     if options:
         lines.append("- options: " + ", ".join(f"`{k}={v}`" for k, v in options.items()))
@@ -99,8 +113,10 @@ def deviations(config: Mapping[str, Any]) -> str:
     """The differences from the upstream code that concern this run, each with the side that applied (the
     library's default or upstream's) and how to get upstream's.
     """
-    rows = tuple((d["id"], d["description"], d.get("when", ""), d.get("side", "default"), d.get("upstream", ""))
-                 for d in config.get("deviations", ()))
+    rows = tuple(
+        (d["id"], d["description"], d.get("when", ""), d.get("side", "default"), d.get("upstream", ""))
+        for d in config.get("deviations", ())
+    )
     profile = (config.get("run") or {}).get("protocol", "default")
     head = f"## Deviations from the original code\n\nProtocol profile: **{profile}** (`--protocol {profile}`).\n\n"
     if not rows:
@@ -109,8 +125,18 @@ def deviations(config: Mapping[str, Any]) -> str:
 
 
 # run settings the command line can repeat, each with the value that leaves its flag out
-RUN_FLAGS = {"language": None, "limit": None, "seed": 0, "kind": "auto", "dtype": None, "device": None,
-             "batch_tokens": None, "data_dir": None, "revision": None, "protocol": "default"}
+RUN_FLAGS = {
+    "language": None,
+    "limit": None,
+    "seed": 0,
+    "kind": "auto",
+    "dtype": None,
+    "device": None,
+    "batch_tokens": None,
+    "data_dir": None,
+    "revision": None,
+    "protocol": "default",
+}
 
 
 def reproduce(config: Mapping[str, Any]) -> str:
@@ -129,8 +155,11 @@ def reproduce(config: Mapping[str, Any]) -> str:
     if rows_file:
         words += ["--rows", f"RUN_DIR/{rows_file}"]
     upstream = run.get("protocol", "default") != "default"  # there an unset option must say so: the profile sets it
-    words += [f"--option {shlex.quote(f'{k}={_cli_value(v)}')}" for k, v in (config.get("options") or {}).items()
-              if v is not None or upstream]
+    words += [
+        f"--option {shlex.quote(f'{k}={_cli_value(v)}')}"
+        for k, v in (config.get("options") or {}).items()
+        if v is not None or upstream
+    ]
     gaps = not_reproducible(config)
     warning = f"**Not reproducible from the command line alone** (see config.json): {'; '.join(gaps)}.\n\n"
     where = f"RUN_DIR is this run's directory (it holds `{rows_file}`).\n\n" if rows_file else ""
@@ -150,8 +179,10 @@ def not_reproducible(config: Mapping[str, Any]) -> list[str]:
     bench, model = config.get("benchmark") or {}, config.get("model") or {}
     gaps = []
     if bench.get("custom_rows") and not bench.get("rows_file"):
-        gaps.append(f"run on {bench.get('rows')} custom rows (sha256 {str(bench.get('rows_sha256'))[:16]}...) "
-                    "passed as `rows=` to `culture_probe.run`, not the benchmark's own data")
+        gaps.append(
+            f"run on {bench.get('rows')} custom rows (sha256 {str(bench.get('rows_sha256'))[:16]}...) "
+            "passed as `rows=` to `culture_probe.run`, not the benchmark's own data"
+        )
     if model.get("loaded_object"):
         gaps.append(f"the model was a loaded `{model.get('spec')}` object, not a name or path `--model` can take")
     for key, value in (config.get("options") or {}).items():

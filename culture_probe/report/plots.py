@@ -22,8 +22,17 @@ from culture_probe.extras import require
 from culture_probe.report.views import Bars, Heatmap
 
 FORMATS = ("png", "pdf")
-FONTS = ["DejaVu Sans", "Noto Sans", "Noto Sans CJK JP", "Noto Sans CJK KR", "Noto Sans CJK SC",
-         "Noto Sans Devanagari", "Noto Sans Thai", "Noto Sans Arabic", "Noto Sans Hebrew"]
+FONTS = [
+    "DejaVu Sans",
+    "Noto Sans",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK KR",
+    "Noto Sans CJK SC",
+    "Noto Sans Devanagari",
+    "Noto Sans Thai",
+    "Noto Sans Arabic",
+    "Noto Sans Hebrew",
+]
 
 
 def label(text: str) -> str:
@@ -65,9 +74,11 @@ def _charmap(path: str) -> frozenset[int]:
 
 @cache
 def _warn_missing_font(script: str) -> None:
-    warnings.warn(f"No installed font draws {script} letters: plot labels in that script show as boxes. Install "
-                  "Noto fonts (Debian: fonts-noto-core fonts-noto-cjk) and re-run `culture-probe report`.",
-                  stacklevel=3)
+    warnings.warn(
+        f"No installed font draws {script} letters: plot labels in that script show as boxes. Install "
+        "Noto fonts (Debian: fonts-noto-core fonts-noto-cjk) and re-run `culture-probe report`.",
+        stacklevel=3,
+    )
 
 
 def new_figure(width: float, height: float) -> Any:
@@ -95,8 +106,13 @@ def save(figure: Any, stem: Path) -> list[Path]:
 def _references(axes: Any, references: Sequence[Any]) -> None:
     styles = ("--", ":", "-.")
     for index, reference in enumerate(references):
-        axes.axhline(reference.value, color="0.35", linestyle=styles[index % len(styles)], linewidth=1,
-                     label=f"{reference.label} ({reference.value:g})")
+        axes.axhline(
+            reference.value,
+            color="0.35",
+            linestyle=styles[index % len(styles)],
+            linewidth=1,
+            label=f"{reference.label} ({reference.value:g})",
+        )
     if references:
         axes.legend(fontsize=7, loc="best")
 
@@ -171,10 +187,19 @@ def draw_comparison(comparison: Any, stem: Path) -> list[Path]:
         diffs = np.array([p["difference"] for p in overall], dtype=float)
         d_low = np.array([_or(p["ci_low"], p["difference"]) for p in overall])
         d_high = np.array([_or(p["ci_high"], p["difference"]) for p in overall])
-        right.errorbar(range(len(overall)), diffs, yerr=np.vstack([diffs - d_low, d_high - diffs]), fmt="s",
-                       capsize=4, color="#C44E52")
+        right.errorbar(
+            range(len(overall)),
+            diffs,
+            yerr=np.vstack([diffs - d_low, d_high - diffs]),
+            fmt="s",
+            capsize=4,
+            color="#C44E52",
+        )
         right.axhline(0.0, color="0.35", linestyle="--", linewidth=1)
-        right.set_xticks(range(len(overall)), [label(f"{p['run']}\np={p['p_value']:.3g}" if p["p_value"] is not None
-                                                     else p["run"]) for p in overall], fontsize=8)
+        right.set_xticks(
+            range(len(overall)),
+            [label(f"{p['run']}\np={p['p_value']:.3g}" if p["p_value"] is not None else p["run"]) for p in overall],
+            fontsize=8,
+        )
         right.set_title(f"paired difference from {comparison.runs[0]}", fontsize=10)
     return save(figure, stem)

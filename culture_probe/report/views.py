@@ -53,17 +53,28 @@ def repeats_the_paper(config: Mapping[str, Any]) -> bool:
     return not (config.get("subset") or bench.get("custom_rows") or run.get("corrected"))
 
 
-def result_bars(metrics: Mapping[str, Any], stratum: str, metric: str, ylabel: str, *,
-                labels: Sequence[str] | None = None, names: Mapping[str, str] | None = None,
-                references: Sequence[Reference] = (), title: str = "") -> Bars:
+def result_bars(
+    metrics: Mapping[str, Any],
+    stratum: str,
+    metric: str,
+    ylabel: str,
+    *,
+    labels: Sequence[str] | None = None,
+    names: Mapping[str, str] | None = None,
+    references: Sequence[Reference] = (),
+    title: str = "",
+) -> Bars:
     """Bars of one metric per label of one stratum of the results block (`labels`: which and in what order;
     `names`: how a label is shown), or of the overall value when `stratum` is "overall".
     """
     results = metrics.get("results") or {}
     groups = {"all": results.get("overall", {})} if stratum == "overall" else results.get(f"by_{stratum}", {})
     order = list(labels) if labels is not None else sorted(groups)
-    estimates = {(names or {}).get(label, label): groups[label][metric] for label in order
-                 if metric in groups.get(label, {}) and groups[label][metric]["value"] is not None}
+    estimates = {
+        (names or {}).get(label, label): groups[label][metric]
+        for label in order
+        if metric in groups.get(label, {}) and groups[label][metric]["value"] is not None
+    }
     return Bars(estimates, ylabel, tuple(references), title)
 
 
@@ -90,8 +101,7 @@ class Section:
     figures: tuple[Bars | Heatmap, ...] = ()
 
 
-def sections_for(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]
-                 ) -> list[Section]:
+def sections_for(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The report's sections of one run: the benchmark's own views (or the default), then the skipped probes."""
     bench = benchmark_of(config["config"])
     try:
@@ -112,19 +122,29 @@ def results_sections(metrics: Mapping[str, Any]) -> list[Section]:
     if not rows:
         return []
     ci = results.get("ci") or {}
-    text = (f"Each number with a {100 * ci.get('confidence', 0.95):g}% interval from a {ci.get('method', '')} over "
-            f"{results.get('unit')} ({ci.get('n_resamples')} resamples, seed {ci.get('seed')}); by stratum in "
-            "metrics.json (`results`).")
+    text = (
+        f"Each number with a {100 * ci.get('confidence', 0.95):g}% interval from a {ci.get('method', '')} over "
+        f"{results.get('unit')} ({ci.get('n_resamples')} resamples, seed {ci.get('seed')}); by stratum in "
+        "metrics.json (`results`)."
+    )
     omitted = results.get("omitted") or {}
     text += "".join(f"\n\n- **{name}** is not reported: {reason}." for name, reason in omitted.items())
-    return [Section("Headline numbers", text=text,
-                    tables=(Table(("metric", "value", "95% interval", f"n ({results.get('unit')})"), rows),))]
+    return [
+        Section(
+            "Headline numbers",
+            text=text,
+            tables=(Table(("metric", "value", "95% interval", f"n ({results.get('unit')})"), rows),),
+        )
+    ]
 
 
 def default_sections(metrics: Mapping[str, Any]) -> list[Section]:
     """The scalar metrics as one table."""
-    rows = tuple((k, v) for k, v in flatten(metrics).items()
-                 if isinstance(v, (int, float)) and not k.startswith(("n_skipped", "skipped.")))
+    rows = tuple(
+        (k, v)
+        for k, v in flatten(metrics).items()
+        if isinstance(v, (int, float)) and not k.startswith(("n_skipped", "skipped."))
+    )
     return [Section("Metrics", tables=(Table(("metric", "value"), rows),))]
 
 
@@ -133,8 +153,11 @@ def skipped_sections(metrics: Mapping[str, Any]) -> list[Section]:
     skipped = metrics.get("skipped") or {}
     if not skipped:
         return []
-    return [Section("Skipped probes (not counted in the metrics)",
-                    tables=(Table(("reason", "probes"), tuple(skipped.items())),))]
+    return [
+        Section(
+            "Skipped probes (not counted in the metrics)", tables=(Table(("reason", "probes"), tuple(skipped.items())),)
+        )
+    ]
 
 
 def options_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -154,9 +177,14 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def language_country_grid(cells: Mapping[tuple[str, str], float], *, languages: Sequence[str],
-                          countries: Sequence[str], associations: Mapping[str, str] | None = None,
-                          label: str = "error rate") -> Heatmap:
+def language_country_grid(
+    cells: Mapping[tuple[str, str], float],
+    *,
+    languages: Sequence[str],
+    countries: Sequence[str],
+    associations: Mapping[str, str] | None = None,
+    label: str = "error rate",
+) -> Heatmap:
     """The language x country view (X-FaKT): rows are question languages, columns countries; each language's
     associated country is outlined. Missing cells stay blank.
     """

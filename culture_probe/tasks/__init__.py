@@ -29,8 +29,18 @@ from culture_probe.tasks.probes import (
 __path__ = extend_path(__path__, __name__)
 
 __all__ = [
-    "Deviation", "FillMaskProbe", "GenerateProbe", "Probe", "Record", "ScoreProbe", "Skipped", "Task",
-    "benchmark_of", "parse_options", "task_for", "task_from_config",
+    "Deviation",
+    "FillMaskProbe",
+    "GenerateProbe",
+    "Probe",
+    "Record",
+    "ScoreProbe",
+    "Skipped",
+    "Task",
+    "benchmark_of",
+    "parse_options",
+    "task_for",
+    "task_from_config",
 ]
 
 

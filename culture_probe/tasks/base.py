@@ -66,12 +66,16 @@ class Deviation:
 
     def reproducible(self, kind: str | None, served: bool = False) -> bool:
         """Whether the upstream profile sets this deviation's values for a model of `kind` (None: any kind)."""
-        return (self.upstream is not None and (kind is None or kind in self.upstream_kinds)
-                and not (served and self.in_process))
+        return (
+            self.upstream is not None
+            and (kind is None or kind in self.upstream_kinds)
+            and not (served and self.in_process)
+        )
 
     def side(self, options: Any) -> str:
-        """"upstream" when the run's options are all upstream's for this deviation, "default" when none of those
-        that upstream sets otherwise than the library is, else "partial" (a user's own option overrode some).
+        """The side the run took: "upstream" when the run's options are all upstream's for this deviation,
+        "default" when none of those that upstream sets otherwise than the library is, else "partial" (a user's own
+        option overrode some).
         """
         if self.upstream is None:
             return "default"
@@ -91,8 +95,13 @@ class Deviation:
             how = f"no upstream side for {kind} models (upstream's code ran it on {', '.join(self.upstream_kinds)})"
         else:
             how = ", ".join(f"{k}={v!r}" for k, v in self.upstream.items())
-        return {"id": self.id, "description": self.description, "when": self.when, "side": self.side(options),
-                "upstream": how}
+        return {
+            "id": self.id,
+            "description": self.description,
+            "when": self.when,
+            "side": self.side(options),
+            "upstream": how,
+        }
 
 
 class Task:
@@ -110,8 +119,15 @@ class Task:
     #: probe meta fields whose combinations a `--limit` subset draws from in turn (language, culture, ...)
     strata: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, config: str, options: Any = None, *, kind: ModelKind, seed: int = 0,
-                 resources: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        config: str,
+        options: Any = None,
+        *,
+        kind: ModelKind,
+        seed: int = 0,
+        resources: Mapping[str, Any] | None = None,
+    ):
         self.config = config
         self.options = options if options is not None else self.Options()
         self.kind = kind
@@ -140,15 +156,17 @@ class Task:
     # ------------------------------------------------------------ what the runner calls
 
     def build_probes(
-        self, rows: Sequence[Mapping[str, Any]], *, stage: str | None = None, previous: Sequence[Record] = (),
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        stage: str | None = None,
+        previous: Sequence[Record] = (),
     ) -> list[Probe]:
         """Every probe of `stage` (default: the first)."""
         probes = list(self._probes(rows, stage or self.stages[0], previous))
         keys = [p.key for p in probes]
         if len(set(keys)) != len(keys):
-            raise CultureProbeError(
-                f"{type(self).__name__} built two probes with one key; give them distinct tags."
-            )
+            raise CultureProbeError(f"{type(self).__name__} built two probes with one key; give them distinct tags.")
         return probes
 
     def sample(self, probes: Sequence[Probe], limit: int) -> list[Probe]:
@@ -174,8 +192,13 @@ class Task:
         skipped = [r for r in records if r.skipped]
         reasons = Counter(r["skipped"] for r in skipped)
         metrics = self._metrics(answered, skipped)
-        return {**metrics, "results": self.results(answered, metrics), "n_probes": len(records),
-                "n_skipped": len(skipped), "skipped": dict(reasons)}
+        return {
+            **metrics,
+            "results": self.results(answered, metrics),
+            "n_probes": len(records),
+            "n_skipped": len(skipped),
+            "skipped": dict(reasons),
+        }
 
     def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> dict[str, Any]:
         """The run's numbers in the one results schema (`culture_probe.metrics.results`): each headline number
@@ -214,8 +237,15 @@ class Task:
         return {k: v for d in cls.deviations if d.reproducible(kind, served) for k, v in d.upstream.items()}
 
     @classmethod
-    def options_for(cls, protocol: str, values: Mapping[str, Any], kind: str | None = None, *,
-                    config: str | None = None, served: bool = False) -> Any:
+    def options_for(
+        cls,
+        protocol: str,
+        values: Mapping[str, Any],
+        kind: str | None = None,
+        *,
+        config: str | None = None,
+        served: bool = False,
+    ) -> Any:
         """The run's `Options`: the profile's values, then the user's own (which win), checked. Given the config
         and the model's kind, the profile keeps only the deviations that concern the run (its mode, its templates),
         so no inert option is set.
@@ -226,8 +256,12 @@ class Task:
             return draft
         if config is not None and kind is not None:
             probe = cls(config, draft, kind=kind)  # no resources: `applies` reads the config, kind and options only
-            profile = {k: v for d in cls.deviations if d.reproducible(kind, served) and d.applies(probe)
-                       for k, v in d.upstream.items()}
+            profile = {
+                k: v
+                for d in cls.deviations
+                if d.reproducible(kind, served) and d.applies(probe)
+                for k, v in d.upstream.items()
+            }
         return parse_options(cls.Options, {**profile, **values})
 
     def stage_model(self, stage: str) -> str | None:
@@ -258,8 +292,9 @@ class Task:
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         raise NotImplementedError
 
-    def _composites(self, records: Sequence[Record], metrics: Mapping[str, Any]
-                    ) -> tuple[dict[str, Any], dict[str, str]]:
+    def _composites(
+        self, records: Sequence[Record], metrics: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         """Headline numbers that are not a mean over units (with their own intervals), and the metrics left out
         of this run with the reason (e.g. a gap that needs both cultures). None by default.
         """
@@ -308,8 +343,9 @@ def split_slot(template: str, slot: str) -> tuple[str, str]:
 def ranked_candidates(scores: CandidateScores, by: Literal["mean", "sum"] = "mean") -> list[str]:
     """Candidates best first; ties go to fewer tokens, then code-point order (DLAMA/FmLAMA rule)."""
     values = scores.scores(by)
-    order = sorted(range(len(scores.candidates)),
-                   key=lambda i: (-float(values[i]), int(scores.n_tokens[i]), scores.candidates[i]))
+    order = sorted(
+        range(len(scores.candidates)), key=lambda i: (-float(values[i]), int(scores.n_tokens[i]), scores.candidates[i])
+    )
     return [scores.candidates[i] for i in order]
 
 

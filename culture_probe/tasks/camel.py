@@ -100,8 +100,9 @@ class Sample:
     arab_rng: np.random.Generator
 
 
-def draw(pool: Sequence[str], seed: int, run: int, type_index: int, culture_index: int, size: int
-         ) -> tuple[tuple[str, ...], np.random.Generator]:
+def draw(
+    pool: Sequence[str], seed: int, run: int, type_index: int, culture_index: int, size: int
+) -> tuple[tuple[str, ...], np.random.Generator]:
     """min(size, pool) entities without replacement from `default_rng([seed, run, type, culture])`."""
     if not pool:
         raise CultureProbeError(f"Entity type #{type_index} has an empty {CULTURES[culture_index]} pool.")
@@ -136,8 +137,9 @@ def fill(prompt: str, entity: str) -> str:
     return " ".join(part for part in (left, entity, right) if part)
 
 
-def context(row: Mapping[str, Any], kind: str, *, culture_token: bool = False, demos: Sequence[str] = ()
-            ) -> tuple[str, str]:
+def context(
+    row: Mapping[str, Any], kind: str, *, culture_token: bool = False, demos: Sequence[str] = ()
+) -> tuple[str, str]:
     """(left, right) the model sees: the whole masked prompt for masked models, the causal prefix otherwise.
 
     The culture token precedes the probed prompt; `n` demonstrations (filled prompts) precede both, one per line.
@@ -181,46 +183,79 @@ class CamelTask(Task):
     # tareknaous/camel released data only: every deviation below is measured against the paper, none has an
     # upstream side, and the upstream profile changes nothing for CAMeL
     deviations = (
-        Deviation("C1", "Co causal prompts derived from the text left of [MASK] (upstream file missing).",
-                  "CAMeL-Co, causal and seq2seq models",
-                  lambda t: _causal_context(t) and base_name(t.config) == "camel_co_prompts",
-                  upstream_note=f"{NO_CODE}; the README says the causal prompts were rewritten, and that file was "
-                  "never released, so nothing can reproduce it (exclude_empty_prefix=True drops the 10 prompts "
-                  "whose derived prefix is empty)"),
-        Deviation("C2", "Ag causal rows with text after the mask: that text is dropped.",
-                  "CAMeL-Ag, causal and seq2seq models",
-                  lambda t: _causal_context(t) and base_name(t.config) == "camel_ag_prompts",
-                  upstream_note=f"{NO_CODE}; the paper scores causal models on the text before [MASK]"),
-        Deviation("C3", "Subword aggregation, unstated beyond the paper's 'average over all the sub-words': mean "
-                  "probability (masked), mean log-prob (causal/seq2seq) with aggregate='auto'; aggregate= picks "
-                  "one rule for every model kind.",
-                  upstream_note=f"{NO_CODE}; aggregate= tries the other reading of the paper"),
-        Deviation("C4", "Masked multi-subword scoring, unstated in the paper: left-to-right one-mask infill "
-                  "(mlm_mode='l2r'); mlm_mode='all_masks' masks every subword at once.", "masked models",
-                  lambda t: t.kind == "masked",
-                  upstream_note=f"{NO_CODE}; mlm_mode= tries the other procedure"),
-        Deviation("C5", "Sampling pool, unstated in the paper: stripped, de-duplicated, unlabelled and "
-                  "cross-labelled strings dropped (pool='clean'); pool='raw' samples the released cells as they are.",
-                  upstream_note=f"{NO_CODE}; pool='raw' samples the released cells"),
-        Deviation("C6", "Sample size min(50, pool).",
-                  upstream_note=f"{NO_CODE}; the paper samples 50 per culture, and clothing Western has 23"),
-        Deviation("C7", "Seeds: numpy default_rng([seed, run, type, culture]).",
-                  upstream_note=f"{NO_CODE} and no seeds: upstream's draws cannot be matched (seed= changes ours)"),
-        Deviation("C8", "Ties count as not Western: the strict '>' of the paper's formula (tie_value=0); "
-                  "tie_value=0.5 gives an AUC.",
-                  upstream_note=f"{NO_CODE}; tie_value=0 is the paper's formula"),
-        Deviation("C9", "Avg recomputed from the ten type columns.",
-                  upstream_note=f"{NO_CODE}; two printed Avg cells disagree with their own columns"),
-        Deviation("C10", "Prompt adaptation formats (our choice; the paper gives none): culture_token prepends "
-                         "'[عربي] ' to the probed prompt; n_shot demonstrations are the same prompt filled with Arab "
-                         "entities drawn (with the run's Arab rng, continued after its sample) from the Arab pool "
-                         "minus that sample, one per line before the prompt.", "culture_token or n_shot",
-                  lambda t: t.options.culture_token or t.options.n_shot > 0,
-                  upstream_note=f"{NO_CODE}; the paper gives no format for the token or the demonstrations"),
+        Deviation(
+            "C1",
+            "Co causal prompts derived from the text left of [MASK] (upstream file missing).",
+            "CAMeL-Co, causal and seq2seq models",
+            lambda t: _causal_context(t) and base_name(t.config) == "camel_co_prompts",
+            upstream_note=f"{NO_CODE}; the README says the causal prompts were rewritten, and that file was "
+            "never released, so nothing can reproduce it (exclude_empty_prefix=True drops the 10 prompts "
+            "whose derived prefix is empty)",
+        ),
+        Deviation(
+            "C2",
+            "Ag causal rows with text after the mask: that text is dropped.",
+            "CAMeL-Ag, causal and seq2seq models",
+            lambda t: _causal_context(t) and base_name(t.config) == "camel_ag_prompts",
+            upstream_note=f"{NO_CODE}; the paper scores causal models on the text before [MASK]",
+        ),
+        Deviation(
+            "C3",
+            "Subword aggregation, unstated beyond the paper's 'average over all the sub-words': mean "
+            "probability (masked), mean log-prob (causal/seq2seq) with aggregate='auto'; aggregate= picks "
+            "one rule for every model kind.",
+            upstream_note=f"{NO_CODE}; aggregate= tries the other reading of the paper",
+        ),
+        Deviation(
+            "C4",
+            "Masked multi-subword scoring, unstated in the paper: left-to-right one-mask infill "
+            "(mlm_mode='l2r'); mlm_mode='all_masks' masks every subword at once.",
+            "masked models",
+            lambda t: t.kind == "masked",
+            upstream_note=f"{NO_CODE}; mlm_mode= tries the other procedure",
+        ),
+        Deviation(
+            "C5",
+            "Sampling pool, unstated in the paper: stripped, de-duplicated, unlabelled and "
+            "cross-labelled strings dropped (pool='clean'); pool='raw' samples the released cells as they are.",
+            upstream_note=f"{NO_CODE}; pool='raw' samples the released cells",
+        ),
+        Deviation(
+            "C6",
+            "Sample size min(50, pool).",
+            upstream_note=f"{NO_CODE}; the paper samples 50 per culture, and clothing Western has 23",
+        ),
+        Deviation(
+            "C7",
+            "Seeds: numpy default_rng([seed, run, type, culture]).",
+            upstream_note=f"{NO_CODE} and no seeds: upstream's draws cannot be matched (seed= changes ours)",
+        ),
+        Deviation(
+            "C8",
+            "Ties count as not Western: the strict '>' of the paper's formula (tie_value=0); "
+            "tie_value=0.5 gives an AUC.",
+            upstream_note=f"{NO_CODE}; tie_value=0 is the paper's formula",
+        ),
+        Deviation(
+            "C9",
+            "Avg recomputed from the ten type columns.",
+            upstream_note=f"{NO_CODE}; two printed Avg cells disagree with their own columns",
+        ),
+        Deviation(
+            "C10",
+            "Prompt adaptation formats (our choice; the paper gives none): culture_token prepends "
+            "'[عربي] ' to the probed prompt; n_shot demonstrations are the same prompt filled with Arab "
+            "entities drawn (with the run's Arab rng, continued after its sample) from the Arab pool "
+            "minus that sample, one per line before the prompt.",
+            "culture_token or n_shot",
+            lambda t: t.options.culture_token or t.options.n_shot > 0,
+            upstream_note=f"{NO_CODE}; the paper gives no format for the token or the demonstrations",
+        ),
     )
 
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
-                 resources: Mapping[str, Any] | None = None):
+    def __init__(
+        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
+    ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         if base_name(config) not in ("camel_co_prompts", "camel_ag_prompts"):
             raise CultureProbeError(
@@ -242,19 +277,24 @@ class CamelTask(Task):
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts recorded in config.json."""
-        return {"aggregate": self.aggregate, "masked_method": self._masked_method() if self.kind == "masked" else None,
-                "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
-                "context": "whole masked prompt" if self.kind == "masked" else "text left of the mask",
-                "seed_scheme": "numpy.random.default_rng([seed, run, type_index, culture_index])"}
+        return {
+            "aggregate": self.aggregate,
+            "masked_method": self._masked_method() if self.kind == "masked" else None,
+            "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
+            "context": "whole masked prompt" if self.kind == "masked" else "text left of the mask",
+            "seed_scheme": "numpy.random.default_rng([seed, run, type_index, culture_index])",
+        }
 
     def _masked_method(self) -> str:
         """The engine's masked rule (C4); other model kinds have none."""
         return "l2r" if self.options.mlm_mode == "l2r" and self.kind == "masked" else "typed"
 
     def _score_options(self) -> ScoreOptions:
-        return ScoreOptions(masked_method=self._masked_method(),  # type: ignore[arg-type]
-                            seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel",
-                            keep_tokens=self.aggregate == "mean_prob")
+        return ScoreOptions(
+            masked_method=self._masked_method(),  # type: ignore[arg-type]
+            seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel",
+            keep_tokens=self.aggregate == "mean_prob",
+        )
 
     # ------------------------------------------------------------ hooks
 
@@ -267,16 +307,25 @@ class CamelTask(Task):
                 etype = type_name(row["entity_type"])
                 meta = {"entity_type": etype, "run": run, "sentiment": row.get("sentiment")}
                 if self.kind != "masked" and o.exclude_empty_prefix and not row["prompt_causal"]:
-                    yield Skipped(str(row["id"]), "empty causal prefix (exclude_empty_prefix=True, C1)",
-                                  tag=f"run{run}", meta=meta)
+                    yield Skipped(
+                        str(row["id"]),
+                        "empty causal prefix (exclude_empty_prefix=True, C1)",
+                        tag=f"run{run}",
+                        meta=meta,
+                    )
                     continue
                 if etype not in samples:
                     samples[etype] = sample(pools, etype, run, seed=self.seed, size=o.sample_size)
                 drawn = samples[etype]
                 demos = self._demos(pools[(etype, "arab")], drawn) if o.n_shot else ()
                 left, right = context(row, self.kind, culture_token=o.culture_token, demos=demos)
-                yield ScoreProbe(str(row["id"]), ScoreRequest(left, drawn.arab + drawn.western, right), options,
-                                 tag=f"run{run}", meta={**meta, "n_arab": len(drawn.arab)})
+                yield ScoreProbe(
+                    str(row["id"]),
+                    ScoreRequest(left, drawn.arab + drawn.western, right),
+                    options,
+                    tag=f"run{run}",
+                    meta={**meta, "n_arab": len(drawn.arab)},
+                )
 
     def _demos(self, arab_pool: Sequence[str], drawn: Sample) -> tuple[str, ...]:
         excluded = set(drawn.arab)
@@ -287,9 +336,14 @@ class CamelTask(Task):
     def _read(self, probe: Probe, output: Output) -> RecordFields:
         assert isinstance(probe, ScoreProbe) and isinstance(output, CandidateScores)
         scores, n_arab, candidates = filler_scores(output, self.aggregate), probe.meta["n_arab"], output.candidates
-        return {"left": probe.request.left, "right": probe.request.right,
-                "arab_entities": list(candidates[:n_arab]), "western_entities": list(candidates[n_arab:]),
-                "arab": scores[:n_arab].tolist(), "western": scores[n_arab:].tolist()}
+        return {
+            "left": probe.request.left,
+            "right": probe.request.right,
+            "arab_entities": list(candidates[:n_arab]),
+            "western_entities": list(candidates[n_arab:]),
+            "arab": scores[:n_arab].tolist(),
+            "western": scores[n_arab:].tolist(),
+        }
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         return run_summary([scored_prompt(r) for r in records], tie_value=self.options.tie_value)
@@ -298,16 +352,28 @@ class CamelTask(Task):
         """Per prompt and run, its CBS; `cbs` is their mean over runs and prompts, averaged over entity types with
         equal weight, so the interval resamples prompts within each type.
         """
-        return [unit_table("cbs", [
-            UnitValue(str(p.prompt_id), prompt_cbs(np.asarray(p.arab), np.asarray(p.western), self.options.tie_value),
-                      {"entity_type": p.entity_type}, str(p.run)) for p in map(scored_prompt, records)],
-            macro="entity_type")]
+        return [
+            unit_table(
+                "cbs",
+                [
+                    UnitValue(
+                        str(p.prompt_id),
+                        prompt_cbs(np.asarray(p.arab), np.asarray(p.western), self.options.tie_value),
+                        {"entity_type": p.entity_type},
+                        str(p.run),
+                    )
+                    for p in map(scored_prompt, records)
+                ],
+                macro="entity_type",
+            )
+        ]
 
 
 def scored_prompt(record: Record) -> ScoredPrompt:
     """The metric input of one record."""
-    return ScoredPrompt(record["id"], record["entity_type"], record["run"], tuple(record["arab"]),
-                        tuple(record["western"]))
+    return ScoredPrompt(
+        record["id"], record["entity_type"], record["run"], tuple(record["arab"]), tuple(record["western"])
+    )
 
 
 TASK = CamelTask

@@ -35,18 +35,30 @@ WEST = "west"
 SYSTEM = {"en": "You are an encyclopedia.", "ar": "تعامل كأنك موسوعة."}
 QUESTIONS = {
     "P30": ('Where is "{}" located in? Reply with a name of a continent only.', 'أين يقع "{}"؟ أجب باسم قارة فقط'),
-    "P36": ('What is the capital of "{}"? Reply with the name of the city only.',
-            'ما هي عاصمة "{}"؟ أجب باسم المدينة فقط'),
-    "P37": ('What is the official language of "{}"? Reply with the language name only.',
-            'ما هي اللغة الرسمية ل "{}"؟ أجب باسم لغة فقط'),
-    "P47": ('What is the country that shares border with "{}"? Reply with a country name only.',
-            'ما هي الدولة التي تشترك حدودها مع "{}"؟ أجب باسم دولة فقط'),
-    "P190": ('What is the twin city of "{}"? Reply with the name of the city only.',
-             'ما هي المدينة التوأم لمدينة "{}"؟ أجب باسم المدينة فقط'),
-    "P530": ('What is the country that maintains dimplomatic relations with "{}"? Reply with a country name only.',
-             'ما هي الدولة التي تقيم علاقات دبلوماسية مع "{}"؟ أجب باسم دولة فقط'),
-    "P1376": ('What is the country of which the capital is "{}"? Reply with a country name only.',
-              'ما هي الدولة التي عاصمتها "{}"؟ أجب باسم دولة فقط'),
+    "P36": (
+        'What is the capital of "{}"? Reply with the name of the city only.',
+        'ما هي عاصمة "{}"؟ أجب باسم المدينة فقط',
+    ),
+    "P37": (
+        'What is the official language of "{}"? Reply with the language name only.',
+        'ما هي اللغة الرسمية ل "{}"؟ أجب باسم لغة فقط',
+    ),
+    "P47": (
+        'What is the country that shares border with "{}"? Reply with a country name only.',
+        'ما هي الدولة التي تشترك حدودها مع "{}"؟ أجب باسم دولة فقط',
+    ),
+    "P190": (
+        'What is the twin city of "{}"? Reply with the name of the city only.',
+        'ما هي المدينة التوأم لمدينة "{}"؟ أجب باسم المدينة فقط',
+    ),
+    "P530": (
+        'What is the country that maintains dimplomatic relations with "{}"? Reply with a country name only.',
+        'ما هي الدولة التي تقيم علاقات دبلوماسية مع "{}"؟ أجب باسم دولة فقط',
+    ),
+    "P1376": (
+        'What is the country of which the capital is "{}"? Reply with a country name only.',
+        'ما هي الدولة التي عاصمتها "{}"؟ أجب باسم دولة فقط',
+    ),
 }
 
 
@@ -89,49 +101,83 @@ class DlamaTask(Task):
     unit, strata = "facts", ("language", "culture", "predicate")
     options: DlamaOptions
     deviations = (
-        Deviation("D1", "Subjects are inserted with plain str.replace; the released T5/mT5 path used "
-                  "re.sub('[X]', subject, template), a character class that replaces every capital X of the "
-                  "template and leaves the brackets ('[Egypt] is located in [Y] .').", "seq2seq models, ranking",
-                  lambda t: _ranks(t) and t.kind == "seq2seq", upstream={"fill": "upstream_regex"},
-                  upstream_kinds=("seq2seq",)),
-        Deviation("D2", "Candidates are scored with their in-context token ids; the released masked path "
-                  "tokenized each candidate on its own (no leading-space piece on BPE/SentencePiece; identical "
-                  "for the WordPiece models of the paper).", "masked models, ranking",
-                  lambda t: _ranks(t) and t.kind == "masked", upstream={"candidate_tokenization": "alone"},
-                  upstream_kinds=("masked",)),
-        Deviation("D3", "Causal models: mean log-prob of the candidate after the text left of the slot: a "
-                  "culture_probe extension, not comparable with the paper.", "causal models, ranking",
-                  lambda t: _ranks(t) and t.kind == "causal",
-                  upstream_note="upstream cannot run it: the released code has no causal ranking path "
-                  "(evaluate_bloom.py only generates text)"),
-        Deviation("D4", "Generation mode asks every fact in scope, greedily; the released GPT script asked only "
-                  "the first 3 facts of each file (generate_first_n=3) and sampled gpt-3.5-turbo at the API's "
-                  "default temperature, which no option reproduces.", "mode='generate'",
-                  lambda t: t.options.mode == "generate", upstream={"generate_first_n": 3},
-                  upstream_kinds=("causal",)),
-        Deviation("D5", "Fast tokenizers with [MASK] as a special token (what the released code effectively ran).",
-                  "masked models", lambda t: _ranks(t) and t.kind == "masked",
-                  upstream_note="changes no number: the released code set a slow-tokenizer override on a fast "
-                  "tokenizer, which ignored it, so it ran what the library runs"),
-        Deviation("D6", "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
-                  "and mean of every candidate (spec 4.4), which would multiply its size by the candidate count; "
-                  "--option keep_scores=true records them all.", "ranking without keep_scores",
-                  lambda t: _ranks(t) and not t.options.keep_scores,
-                  upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
-                  "superset of the released result.pkl)"),
-        Deviation("D7", "P@1 counts a fact right when the top candidate is any of its labels; the released T5/mT5 "
-                  "path scored only the rank of its first listed label (obj_label[0]).", "seq2seq models, ranking",
-                  lambda t: _ranks(t) and t.kind == "seq2seq", upstream={"p1_gold": "first"},
-                  upstream_kinds=("seq2seq",)),
+        Deviation(
+            "D1",
+            "Subjects are inserted with plain str.replace; the released T5/mT5 path used "
+            "re.sub('[X]', subject, template), a character class that replaces every capital X of the "
+            "template and leaves the brackets ('[Egypt] is located in [Y] .').",
+            "seq2seq models, ranking",
+            lambda t: _ranks(t) and t.kind == "seq2seq",
+            upstream={"fill": "upstream_regex"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "D2",
+            "Candidates are scored with their in-context token ids; the released masked path "
+            "tokenized each candidate on its own (no leading-space piece on BPE/SentencePiece; identical "
+            "for the WordPiece models of the paper).",
+            "masked models, ranking",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream={"candidate_tokenization": "alone"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "D3",
+            "Causal models: mean log-prob of the candidate after the text left of the slot: a "
+            "culture_probe extension, not comparable with the paper.",
+            "causal models, ranking",
+            lambda t: _ranks(t) and t.kind == "causal",
+            upstream_note="upstream cannot run it: the released code has no causal ranking path "
+            "(evaluate_bloom.py only generates text)",
+        ),
+        Deviation(
+            "D4",
+            "Generation mode asks every fact in scope, greedily; the released GPT script asked only "
+            "the first 3 facts of each file (generate_first_n=3) and sampled gpt-3.5-turbo at the API's "
+            "default temperature, which no option reproduces.",
+            "mode='generate'",
+            lambda t: t.options.mode == "generate",
+            upstream={"generate_first_n": 3},
+            upstream_kinds=("causal",),
+        ),
+        Deviation(
+            "D5",
+            "Fast tokenizers with [MASK] as a special token (what the released code effectively ran).",
+            "masked models",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream_note="changes no number: the released code set a slow-tokenizer override on a fast "
+            "tokenizer, which ignored it, so it ran what the library runs",
+        ),
+        Deviation(
+            "D6",
+            "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
+            "and mean of every candidate (spec 4.4), which would multiply its size by the candidate count; "
+            "--option keep_scores=true records them all.",
+            "ranking without keep_scores",
+            lambda t: _ranks(t) and not t.options.keep_scores,
+            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
+            "superset of the released result.pkl)",
+        ),
+        Deviation(
+            "D7",
+            "P@1 counts a fact right when the top candidate is any of its labels; the released T5/mT5 "
+            "path scored only the rank of its first listed label (obj_label[0]).",
+            "seq2seq models, ranking",
+            lambda t: _ranks(t) and t.kind == "seq2seq",
+            upstream={"p1_gold": "first"},
+            upstream_kinds=("seq2seq",),
+        ),
     )
 
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
-                 resources: Mapping[str, Any] | None = None):
+    def __init__(
+        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
+    ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         if self.options.mode == "generate" and kind != "causal":
             raise UnsupportedModelError(
                 f"DLAMA generation mode asks a chat model with a system message: it needs a causal model with a "
-                f"chat template, not a {kind} one. Use mode=rank for {kind} models.")
+                f"chat template, not a {kind} one. Use mode=rank for {kind} models."
+            )
 
     @classmethod
     def needs(cls, config: str, options: DlamaOptions) -> dict[str, Need]:
@@ -146,11 +192,15 @@ class DlamaTask(Task):
         templates used.
         """
         sets = candidate_sets(rows)
-        digest = hashlib.sha256(json.dumps(sorted((list(k), v) for k, v in sets.items()),
-                                           ensure_ascii=False).encode("utf-8")).hexdigest()
-        described = {"languages": sorted({row["language"] for row in rows}),
-                     "candidate_sets": {f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())},
-                     "candidates_sha256": digest, "label_collisions": label_collisions(rows)}
+        digest = hashlib.sha256(
+            json.dumps(sorted((list(k), v) for k, v in sets.items()), ensure_ascii=False).encode("utf-8")
+        ).hexdigest()
+        described = {
+            "languages": sorted({row["language"] for row in rows}),
+            "candidate_sets": {f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())},
+            "candidates_sha256": digest,
+            "label_collisions": label_collisions(rows),
+        }
         if self.options.mode == "rank":
             described["unverified_templates"] = self.unverified_template_languages(rows)
         return described
@@ -162,8 +212,9 @@ class DlamaTask(Task):
     def unverified_template_languages(self, rows: Iterable[Mapping[str, Any]]) -> list[str]:
         """Languages of `rows` probed with at least one provisional vendored template (recorded with every run)."""
         used = {(row["language"], row["predicate"]) for row in rows}
-        return sorted({lang for lang, pred in used
-                       if (entry := self.template(lang, pred)) is not None and not entry["verified"]})
+        return sorted(
+            {lang for lang, pred in used if (entry := self.template(lang, pred)) is not None and not entry["verified"]}
+        )
 
     # ------------------------------------------------------------ hooks
 
@@ -172,8 +223,13 @@ class DlamaTask(Task):
         options = ScoreOptions(keep_tokens=self.options.keep_scores)
         first_n, position = self.options.generate_first_n, Counter[tuple[str, str, str]]()
         for row in rows:
-            meta = {"language": row["language"], "predicate": row["predicate"], "culture": row["culture"],
-                    "gold": list(row["obj_label"]), "obj_uri": list(row["obj_uri"])}
+            meta = {
+                "language": row["language"],
+                "predicate": row["predicate"],
+                "culture": row["culture"],
+                "gold": list(row["obj_label"]),
+                "obj_uri": list(row["obj_uri"]),
+            }
             file = (row["language"], row["predicate"], row["culture"])  # one fact file of the release, in file order
             position[file] += 1
             if not row["sub_label"].strip() or not [o for o in row["obj_label"] if o.strip()]:
@@ -181,28 +237,38 @@ class DlamaTask(Task):
                 continue
             if self.options.mode == "generate":
                 if first_n is not None and position[file] > first_n:
-                    yield Skipped(row["id"], f"not among the first {first_n} facts of its file (generate_first_n, "
-                                  "D4)", meta=meta)
+                    yield Skipped(
+                        row["id"], f"not among the first {first_n} facts of its file (generate_first_n, D4)", meta=meta
+                    )
                 else:
                     yield self._question(row, meta)
                 continue
             entry = self.template(row["language"], row["predicate"])
             if entry is None or not entry["template"].strip():  # ko P17/P19: unreadable in the paper
-                yield Skipped(row["id"], f"no {row['language']} template for {row['predicate']} (pass --option "
-                              "templates= the mLAMA 1.1 folder or a JSON file)", meta=meta)
+                yield Skipped(
+                    row["id"],
+                    f"no {row['language']} template for {row['predicate']} (pass --option "
+                    "templates= the mLAMA 1.1 folder or a JSON file)",
+                    meta=meta,
+                )
                 continue
             left, right = prompt(entry["template"], row["sub_label"], self.options.fill)
             meta["prompt"] = f"{left}[Y]{right}"
-            request = slot_request(left, right, sets[row["language"], row["predicate"]],
-                                   self.options.candidate_tokenization)
+            request = slot_request(
+                left, right, sets[row["language"], row["predicate"]], self.options.candidate_tokenization
+            )
             yield ScoreProbe(row["id"], request, options, meta=meta)
 
     def _question(self, row: Mapping[str, Any], meta: dict[str, Any]) -> Probe:
         """The generation-mode probe of one fact, or why it is out of the mode's scope (spec 4.6)."""
         language, predicate = row["language"], row["predicate"]
         if row.get("pair") != "arab_west" or language not in SYSTEM or predicate not in QUESTIONS:
-            return Skipped(row["id"], f"no generation question for {predicate} in {language} (spec 4.6 covers "
-                           f"Arab-West, en/ar, {', '.join(QUESTIONS)})", meta=meta)
+            return Skipped(
+                row["id"],
+                f"no generation question for {predicate} in {language} (spec 4.6 covers "
+                f"Arab-West, en/ar, {', '.join(QUESTIONS)})",
+                meta=meta,
+            )
         meta["prompt"] = question(predicate, language, row["sub_label"], corrected=is_corrected(self.config))
         options = GenerateOptions(self.options.max_new_tokens, chat=True, system=SYSTEM[language])
         return GenerateProbe(row["id"], meta["prompt"], options, meta=meta)
@@ -213,8 +279,12 @@ class DlamaTask(Task):
             return {"reply": reply, **answer_matches(reply, probe.meta["gold"])}
         ranking = ranked_candidates(output, self.options.score)
         scores = dict(zip(output.candidates, output.scores(self.options.score).tolist(), strict=True))
-        fields = {"prediction": ranking[0], "top": ranking[:TOP_K],
-                  "top_scores": [round(scores[c], 6) for c in ranking[:TOP_K]], "n_candidates": len(ranking)}
+        fields = {
+            "prediction": ranking[0],
+            "top": ranking[:TOP_K],
+            "top_scores": [round(scores[c], 6) for c in ranking[:TOP_K]],
+            "n_candidates": len(ranking),
+        }
         if self.options.keep_scores:
             fields["scores"] = all_scores(output)
         return fields
@@ -228,15 +298,26 @@ class DlamaTask(Task):
         """Per fact (in one prompt language): P@1, or in generation mode the overlap and exact accuracies."""
         if self.options.mode == "generate":
             facts = [answered_fact(r) for r in records]
-            return [unit_table(measure, [UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r))
-                                         for r, f in zip(records, facts, strict=True)])
-                    for measure in ("overlap", "exact")]
+            return [
+                unit_table(
+                    measure,
+                    [
+                        UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r))
+                        for r, f in zip(records, facts, strict=True)
+                    ],
+                )
+                for measure in ("overlap", "exact")
+            ]
         hits = hits_at_k([r["prediction"] for r in records], [scored_gold(r, self.options.p1_gold) for r in records])
-        return [unit_table("p1", [UnitValue(r.item_id, 100.0 * hit, fact_strata(r))
-                                  for r, hit in zip(records, hits, strict=True)])]
+        return [
+            unit_table(
+                "p1", [UnitValue(r.item_id, 100.0 * hit, fact_strata(r)) for r, hit in zip(records, hits, strict=True)]
+            )
+        ]
 
-    def _composites(self, records: Sequence[Record], metrics: Mapping[str, Any]
-                    ) -> tuple[dict[str, Any], dict[str, str]]:
+    def _composites(
+        self, records: Sequence[Record], metrics: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         cultures = sorted({r["culture"] for r in records})
         if len(cultures) == 2:
             return {}, {}
@@ -245,14 +326,24 @@ class DlamaTask(Task):
 
 def fact_strata(record: Record) -> dict[str, str]:
     """The strata of a fact in the results schema."""
-    return {"language": record["language"], "culture": record["culture"], "predicate": record["predicate"],
-            "language_culture": f"{record['language']}/{record['culture']}"}
+    return {
+        "language": record["language"],
+        "culture": record["culture"],
+        "predicate": record["predicate"],
+        "language_culture": f"{record['language']}/{record['culture']}",
+    }
 
 
 def ranked_fact(record: Record, p1_gold: str = "any") -> RankedFact:
     """The metric input of a ranking record."""
-    return RankedFact(record["language"], record["predicate"], record["culture"], record["prediction"],
-                      tuple(scored_gold(record, p1_gold)), tuple(record["obj_uri"]))
+    return RankedFact(
+        record["language"],
+        record["predicate"],
+        record["culture"],
+        record["prediction"],
+        tuple(scored_gold(record, p1_gold)),
+        tuple(record["obj_uri"]),
+    )
 
 
 def scored_gold(record: Record, p1_gold: str = "any") -> list[str]:
@@ -263,8 +354,9 @@ def scored_gold(record: Record, p1_gold: str = "any") -> list[str]:
 
 def answered_fact(record: Record) -> AnsweredFact:
     """The metric input of a generation record."""
-    return AnsweredFact(record["language"], record["predicate"], record["culture"], bool(record["overlap"]),
-                        bool(record["exact"]))
+    return AnsweredFact(
+        record["language"], record["predicate"], record["culture"], bool(record["overlap"]), bool(record["exact"])
+    )
 
 
 # ---------------------------------------------------------------- prompts and candidates

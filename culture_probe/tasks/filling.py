@@ -41,14 +41,16 @@ def fill_slots(template: str, fillers: Sequence[tuple[str, str]], how: Fill = "r
         try:
             text = re.sub(slot, value, text)
         except re.error as error:  # upstream's re.sub fails on the same value
-            raise TemplateError(f"fill='upstream_regex' cannot put {value!r} in {slot!r}: as a regex replacement "
-                                f"it is invalid ({error}), as it was for the released code. Use fill='replace'."
-                                ) from None
+            raise TemplateError(
+                f"fill='upstream_regex' cannot put {value!r} in {slot!r}: as a regex replacement "
+                f"it is invalid ({error}), as it was for the released code. Use fill='replace'."
+            ) from None
     return text
 
 
-def slot_request(left: str, right: str, candidates: Sequence[str],
-                 candidate_ids: Literal["in_context", "alone"] = "in_context") -> ScoreRequest:
+def slot_request(
+    left: str, right: str, candidates: Sequence[str], candidate_ids: Literal["in_context", "alone"] = "in_context"
+) -> ScoreRequest:
     """A request that keeps the template's own spacing: a space before the slot moves onto the candidate
     (in-context ids, like ' tofu' for BPE), no space stays none (zh, or a slot glued to punctuation);
     `candidate_ids="alone"` scores candidates by their ids as tokenized on their own instead, as the released

@@ -117,71 +117,143 @@ class FmlamaTask(Task):
     unit, strata = "dishes", ("lang", "group")
     options: FmlamaOptions
     deviations = (
-        Deviation("F1", "Gold set strings are split on ', ' into ingredients, each a candidate; the v1 runner fed "
-                  "each dish's whole string as one gold and one candidate.", "ranking", _ranks,
-                  upstream={"split_gold": False}, upstream_kinds=V1_KINDS),
-        Deviation("F2", "No candidate length cap; the v1 masked path dropped candidates of more than 10 sub-tokens "
-                  "(its T5 path had no cap).", "masked models, ranking", lambda t: _ranks(t) and t.kind == "masked",
-                  upstream={"max_candidate_tokens": 10}, upstream_kinds=("masked",)),
-        Deviation("F2b", "AP divides by |G| as in the paper; the v1 scorer divided by the golds found in the "
-                  "ranking and skipped dishes with none.", "ranking", _ranks,
-                  upstream={"ap_denominator": "ranked"}, upstream_kinds=V1_KINDS),
-        Deviation("F3", "Templates filled with str.replace; the v1 T5/mT5 path used re.sub('[X]', ...) then "
-                  "re.sub('[C]', ...): brackets stay and every capital C, dish names included, becomes the country.",
-                  "seq2seq models, ranking", lambda t: _ranks(t) and t.kind == "seq2seq",
-                  upstream={"fill": "upstream_regex"}, upstream_kinds=("seq2seq",)),
-        Deviation("F4", "No double space in the English country filler ('the United States'); v1 wrote "
-                  "' the United States'.", "country templates, ranking",
-                  lambda t: _ranks(t) and "country" in t.options.families,
-                  upstream={"country_names": {"en": {"United States of America": " the United States"}}},
-                  upstream_kinds=V1_KINDS),
-        Deviation("F5", "Country names per spec 4.1 (en origin keys, zh for the 8 code-switching origins, "
-                  "others from country_names=); rows without a name are skipped for country templates, counted.",
-                  "country templates", lambda t: "country" in t.options.families,
-                  upstream_note="upstream cannot run on the released data: v1 looks every origin up in 33-country "
-                  "tables before it checks the template, so the first origin outside them (en: 659 of 2,580 "
-                  "dishes) raises KeyError, even for hasParts templates; the profile keeps the library's names"),
-        Deviation("F6", "Causal models: teacher-forced mean log-prob of the ingredient (plus the text after it "
-                  "when the dish comes after the slot): a culture_probe extension, not in the v1 paper.",
-                  "causal models, ranking", lambda t: _ranks(t) and t.kind == "causal",
-                  upstream_note="upstream cannot run it: v1 has no causal path; v2's scores read off one greedy "
-                  "generation are not reproduced"),
-        Deviation("F7", "items.jsonl keeps the top |G| + 10 candidates and every gold rank, not the sum, token count "
-                  "and mean of every candidate, which would multiply its size by the pool size; "
-                  "--option keep_scores=true records them all.", "ranking without keep_scores",
-                  lambda t: _ranks(t) and not t.options.keep_scores,
-                  upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
-                  "superset of the released result.pkl)"),
-        Deviation("F-chat", "Chat replies are parsed with a documented approximation (the original parser was "
-                  "never released): split on commas, 'and', newlines and 、, case-folded, crude English singular.",
-                  "mode='chat'", _chat,
-                  upstream_note="upstream cannot run it: no parser of the chat replies was released"),
-        Deviation("F8", "Chat replies are decoded greedily (at most 64 new tokens by default) with the tokenizer's "
-                  "chat template; the paper sampled one reply at temperature 0.7 with up to 1,024 new tokens "
-                  "(chat_decoding='sample' does, seeded per prompt from the run's seed) through fastchat's "
-                  "conversation templates, which no option reproduces.", "mode='chat'", _chat,
-                  upstream={"chat_decoding": "sample", "chat_temperature": 0.7, "chat_max_new_tokens": 1024},
-                  upstream_kinds=("causal",)),
-        Deviation("F9", "Candidates are scored with their in-context token ids; the v1 masked path tokenized each "
-                  "candidate on its own (no leading-space piece on BPE/SentencePiece; identical for WordPiece).",
-                  "masked models, ranking", lambda t: _ranks(t) and t.kind == "masked",
-                  upstream={"candidate_tokenization": "alone"}, upstream_kinds=("masked",)),
-        Deviation("F10", "Origin groups are the paper's 14; the v1 scorer named 10 (Germany, Iran, Greece and Russia "
-                  "fall into Others there).", "ranking grouped by country",
-                  lambda t: _ranks(t) and t.options.group_by == "group",
-                  upstream={"group_set": "v1_code"}, upstream_kinds=V1_KINDS),
-        Deviation("F11", "Each template's mAP is kept unrounded; the v1 scorer rounded it to 2 decimals "
-                  "(round(100 * map, 2)) before the mean over templates.", "ranking", _ranks,
-                  upstream={"round_template_map": True}, upstream_kinds=V1_KINDS),
+        Deviation(
+            "F1",
+            "Gold set strings are split on ', ' into ingredients, each a candidate; the v1 runner fed "
+            "each dish's whole string as one gold and one candidate.",
+            "ranking",
+            _ranks,
+            upstream={"split_gold": False},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F2",
+            "No candidate length cap; the v1 masked path dropped candidates of more than 10 sub-tokens "
+            "(its T5 path had no cap).",
+            "masked models, ranking",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream={"max_candidate_tokens": 10},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "F2b",
+            "AP divides by |G| as in the paper; the v1 scorer divided by the golds found in the "
+            "ranking and skipped dishes with none.",
+            "ranking",
+            _ranks,
+            upstream={"ap_denominator": "ranked"},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F3",
+            "Templates filled with str.replace; the v1 T5/mT5 path used re.sub('[X]', ...) then "
+            "re.sub('[C]', ...): brackets stay and every capital C, dish names included, becomes the country.",
+            "seq2seq models, ranking",
+            lambda t: _ranks(t) and t.kind == "seq2seq",
+            upstream={"fill": "upstream_regex"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "F4",
+            "No double space in the English country filler ('the United States'); v1 wrote ' the United States'.",
+            "country templates, ranking",
+            lambda t: _ranks(t) and "country" in t.options.families,
+            upstream={"country_names": {"en": {"United States of America": " the United States"}}},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F5",
+            "Country names per spec 4.1 (en origin keys, zh for the 8 code-switching origins, "
+            "others from country_names=); rows without a name are skipped for country templates, counted.",
+            "country templates",
+            lambda t: "country" in t.options.families,
+            upstream_note="upstream cannot run on the released data: v1 looks every origin up in 33-country "
+            "tables before it checks the template, so the first origin outside them (en: 659 of 2,580 "
+            "dishes) raises KeyError, even for hasParts templates; the profile keeps the library's names",
+        ),
+        Deviation(
+            "F6",
+            "Causal models: teacher-forced mean log-prob of the ingredient (plus the text after it "
+            "when the dish comes after the slot): a culture_probe extension, not in the v1 paper.",
+            "causal models, ranking",
+            lambda t: _ranks(t) and t.kind == "causal",
+            upstream_note="upstream cannot run it: v1 has no causal path; v2's scores read off one greedy "
+            "generation are not reproduced",
+        ),
+        Deviation(
+            "F7",
+            "items.jsonl keeps the top |G| + 10 candidates and every gold rank, not the sum, token count "
+            "and mean of every candidate, which would multiply its size by the pool size; "
+            "--option keep_scores=true records them all.",
+            "ranking without keep_scores",
+            lambda t: _ranks(t) and not t.options.keep_scores,
+            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
+            "superset of the released result.pkl)",
+        ),
+        Deviation(
+            "F-chat",
+            "Chat replies are parsed with a documented approximation (the original parser was "
+            "never released): split on commas, 'and', newlines and 、, case-folded, crude English singular.",
+            "mode='chat'",
+            _chat,
+            upstream_note="upstream cannot run it: no parser of the chat replies was released",
+        ),
+        Deviation(
+            "F8",
+            "Chat replies are decoded greedily (at most 64 new tokens by default) with the tokenizer's "
+            "chat template; the paper sampled one reply at temperature 0.7 with up to 1,024 new tokens "
+            "(chat_decoding='sample' does, seeded per prompt from the run's seed) through fastchat's "
+            "conversation templates, which no option reproduces.",
+            "mode='chat'",
+            _chat,
+            upstream={"chat_decoding": "sample", "chat_temperature": 0.7, "chat_max_new_tokens": 1024},
+            upstream_kinds=("causal",),
+        ),
+        Deviation(
+            "F9",
+            "Candidates are scored with their in-context token ids; the v1 masked path tokenized each "
+            "candidate on its own (no leading-space piece on BPE/SentencePiece; identical for WordPiece).",
+            "masked models, ranking",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream={"candidate_tokenization": "alone"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "F10",
+            "Origin groups are the paper's 14; the v1 scorer named 10 (Germany, Iran, Greece and Russia "
+            "fall into Others there).",
+            "ranking grouped by country",
+            lambda t: _ranks(t) and t.options.group_by == "group",
+            upstream={"group_set": "v1_code"},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F11",
+            "Each template's mAP is kept unrounded; the v1 scorer rounded it to 2 decimals "
+            "(round(100 * map, 2)) before the mean over templates.",
+            "ranking",
+            _ranks,
+            upstream={"round_template_map": True},
+            upstream_kinds=V1_KINDS,
+        ),
     )
 
-    def __init__(self, config: str, options: FmlamaOptions | None = None, *, kind: Any, seed: int = 0,
-                 resources: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        config: str,
+        options: FmlamaOptions | None = None,
+        *,
+        kind: Any,
+        seed: int = 0,
+        resources: Mapping[str, Any] | None = None,
+    ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
         if self.options.mode == "chat" and kind == "masked":
-            raise UnsupportedModelError("FmLAMA chat mode generates replies: it needs a causal or seq2seq (chat) "
-                                        "model, not a masked one. Use mode=rank for masked models.")
+            raise UnsupportedModelError(
+                "FmLAMA chat mode generates replies: it needs a causal or seq2seq (chat) "
+                "model, not a masked one. Use mode=rank for masked models."
+            )
 
     @classmethod
     def needs(cls, config: str, options: FmlamaOptions) -> dict[str, Need]:
@@ -202,7 +274,9 @@ class FmlamaTask(Task):
         if self.options.mode == "chat":
             described["chat_decoding"] = (
                 f"one sample at temperature {self.options.chat_temperature}, seeded per prompt from seed {self.seed}"
-                if self.seeded else "greedy")
+                if self.seeded
+                else "greedy"
+            )
         return described
 
     def gold(self, row: Mapping[str, Any]) -> list[str]:
@@ -219,8 +293,11 @@ class FmlamaTask(Task):
 
     def templates(self, language: str) -> list[tuple[str, str, str]]:
         """(relation, family, template) of the canonical templates of `language`, families as optioned."""
-        found = [(r["relation"], r["family"], r["template"]) for r in self.resource("templates")
-                 if r["language"] == language and r["canonical"] and r["family"] in self.options.families]
+        found = [
+            (r["relation"], r["family"], r["template"])
+            for r in self.resource("templates")
+            if r["language"] == language and r["canonical"] and r["family"] in self.options.families
+        ]
         return sorted(found, key=lambda t: (FAMILIES.index(t[1]), t[0]))
 
     # ------------------------------------------------------------ hooks
@@ -238,12 +315,20 @@ class FmlamaTask(Task):
                 elif relation.endswith("_1"):  # chat mode asks with the first template of each family
                     yield from self.chat_probes(row, relation, family, template)
 
-    def _context(self, row: Mapping[str, Any], relation: str, family: str,
-                 tag: str) -> tuple[dict[str, Any], str | None, Skipped | None]:
+    def _context(
+        self, row: Mapping[str, Any], relation: str, family: str, tag: str
+    ) -> tuple[dict[str, Any], str | None, Skipped | None]:
         """(record meta, country filler, a Skipped when the country has no name in the prompt language)."""
         language = prompt_language(row)
-        meta = {"template": relation, "family": family, "group": row["group"], "continent": row.get("continent"),
-                "origin": row["origin"], "lang": language, "gold": self.gold(row)}
+        meta = {
+            "template": relation,
+            "family": family,
+            "group": row["group"],
+            "continent": row.get("continent"),
+            "origin": row["origin"],
+            "lang": language,
+            "gold": self.gold(row),
+        }
         if family != "country":
             return meta, None, None
         country = country_name(row["origin"], language, self.options.country_names)
@@ -252,17 +337,18 @@ class FmlamaTask(Task):
             return meta, None, Skipped(row["id"], reason, tag=tag, meta=meta)
         return meta, country, None
 
-    def probe(self, row: Mapping[str, Any], relation: str, family: str, template: str,
-              pool: tuple[str, ...]) -> Probe:
+    def probe(self, row: Mapping[str, Any], relation: str, family: str, template: str, pool: tuple[str, ...]) -> Probe:
         """One dish in one template: the filled prompt split at the ingredient slot."""
         meta, country, skipped = self._context(row, relation, family, relation)
         if skipped is not None:
             return skipped
-        left, right, dish_after_slot = fill(template, row["sub_label"], country, prompt_language(row),
-                                            self.options.fill)
+        left, right, dish_after_slot = fill(
+            template, row["sub_label"], country, prompt_language(row), self.options.fill
+        )
         meta["prompt"] = f"{left}[Y]{right}"
-        options = ScoreOptions(score_right=self.kind == "causal" and dish_after_slot,
-                               keep_tokens=self.options.keep_scores)
+        options = ScoreOptions(
+            score_right=self.kind == "causal" and dish_after_slot, keep_tokens=self.options.keep_scores
+        )
         request = slot_request(left, right, pool, self.options.candidate_tokenization)
         return ScoreProbe(row["id"], request, options, tag=relation, meta=meta)
 
@@ -270,12 +356,17 @@ class FmlamaTask(Task):
         """Chat mode: the template with the slot shown as `[]`, then each instruction wording (spec 4.3)."""
         language = prompt_language(row)
         if language not in CHAT_INSTRUCTIONS:
-            raise CultureProbeError(f"FmLAMA chat mode has instructions for {', '.join(CHAT_INSTRUCTIONS)} only, "
-                                    f"not {language!r} (the paper's code-switching configs); use mode=rank.")
+            raise CultureProbeError(
+                f"FmLAMA chat mode has instructions for {', '.join(CHAT_INSTRUCTIONS)} only, "
+                f"not {language!r} (the paper's code-switching configs); use mode=rank."
+            )
         sample = self.options.chat_decoding == "sample"
-        options = GenerateOptions(self.options.chat_max_new_tokens, chat=True,
-                                  temperature=self.options.chat_temperature if sample else None,
-                                  seed=self.seed if sample else None)
+        options = GenerateOptions(
+            self.options.chat_max_new_tokens,
+            chat=True,
+            temperature=self.options.chat_temperature if sample else None,
+            seed=self.seed if sample else None,
+        )
         for index, instruction in enumerate(CHAT_INSTRUCTIONS[language]):
             tag = f"{relation}_chat{index}"
             meta, country, skipped = self._context(row, relation, family, tag)
@@ -290,8 +381,11 @@ class FmlamaTask(Task):
         if isinstance(probe, GenerateProbe):
             items = reply_items(output, probe.meta["frame"])
             gold = {normalise(g, probe.meta["lang"]) for g in probe.meta["gold"]}
-            return {"reply": output, "items": items,
-                    "correct": any(normalise(i, probe.meta["lang"]) in gold for i in items)}
+            return {
+                "reply": output,
+                "items": items,
+                "correct": any(normalise(i, probe.meta["lang"]) in gold for i in items),
+            }
         cap = self.options.max_candidate_tokens if self.kind == "masked" else None  # F2: v1's masked path only
         ranking = ranked_candidates(output)
         if cap is not None:
@@ -299,8 +393,12 @@ class FmlamaTask(Task):
             ranking = [c for c in ranking if tokens[c] <= cap]
         rank = {c: i for i, c in enumerate(ranking, 1)}
         gold = probe.meta["gold"]
-        fields = {"prediction": ranking[0] if ranking else None, "top": ranking[: len(set(gold)) + TOP_K],
-                  "gold_ranks": [rank.get(g) for g in gold], "n_candidates": len(ranking)}
+        fields = {
+            "prediction": ranking[0] if ranking else None,
+            "top": ranking[: len(set(gold)) + TOP_K],
+            "gold_ranks": [rank.get(g) for g in gold],
+            "n_candidates": len(ranking),
+        }
         if self.options.keep_scores:
             fields["scores"] = all_scores(output)
         return fields
@@ -311,8 +409,7 @@ class FmlamaTask(Task):
         dishes = [self.ranked_dish(r) for r in records]
         embed = None
         if self.options.vectors:  # read only the vectors mWS needs, once
-            embed = self.resource("vectors").lookup(words_needed([d.ranking for d in dishes],
-                                                                 [d.gold for d in dishes]))
+            embed = self.resource("vectors").lookup(words_needed([d.ranking for d in dishes], [d.gold for d in dishes]))
         return ranking_summary(dishes, embed, map_decimals=2 if self.options.round_template_map else None)
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
@@ -322,21 +419,38 @@ class FmlamaTask(Task):
         """
         if self.options.mode == "chat":
             replies = [chat_reply(r, self.group(r)) for r in records]
-            return [unit_table("chat_accuracy", [
-                UnitValue(r.item_id, 100.0 * c.correct, {"lang": r["lang"], "group": c.group},
-                          f"{c.template} / {c.instruction}") for r, c in zip(records, replies, strict=True)])]
+            return [
+                unit_table(
+                    "chat_accuracy",
+                    [
+                        UnitValue(
+                            r.item_id,
+                            100.0 * c.correct,
+                            {"lang": r["lang"], "group": c.group},
+                            f"{c.template} / {c.instruction}",
+                        )
+                        for r, c in zip(records, replies, strict=True)
+                    ],
+                )
+            ]
         rows: dict[str, list[UnitValue]] = {}
         for record in records:
             dish = self.ranked_dish(record)
             ap = 100.0 * average_precision(dish.ranking, set(dish.gold)) if dish.gold else float("nan")
             rows.setdefault(f"map_{dish.family}", []).append(
-                UnitValue(record.item_id, ap, {"lang": record["lang"], "group": dish.group}, dish.template))
+                UnitValue(record.item_id, ap, {"lang": record["lang"], "group": dish.group}, dish.template)
+            )
         return [unit_table(name, rows[name]) for name in (f"map_{f}" for f in FAMILIES) if name in rows]
 
     def ranked_dish(self, record: Record) -> RankedDish:
         """The metric input of a ranking record."""
-        return RankedDish(record["template"], record["family"], self.group(record), tuple(record_ranking(record)),
-                          tuple(reference(record, self.options.ap_denominator)))
+        return RankedDish(
+            record["template"],
+            record["family"],
+            self.group(record),
+            tuple(record_ranking(record)),
+            tuple(reference(record, self.options.ap_denominator)),
+        )
 
     def group(self, record: Record) -> str:
         """The record's group in the tables: its origin group (of the paper's 14, or in ranking tables the v1
@@ -377,8 +491,7 @@ def country_name(origin: str, language: str, names: Mapping[str, Mapping[str, st
     return COUNTRY_NAMES.get(language, {}).get(origin)
 
 
-def fill(template: str, dish: str, country: str | None, language: str, how: Fill = "replace"
-         ) -> tuple[str, str, bool]:
+def fill(template: str, dish: str, country: str | None, language: str, how: Fill = "replace") -> tuple[str, str, bool]:
     """(left, right, dish after slot) of a template: the stripped template, the stripped dish in its slot, then the
     country (unstripped: a filler's own spaces are kept, F4), by `str.replace` or the v1 T5 path's regex (F3).
 

@@ -56,17 +56,42 @@ MEMORISATION_TEMPLATES = (
 # The upstream XLM-R memorisation templates in each proverb's own language (spec 4.7, M5: mem_template_lang="native").
 NATIVE_MEMORISATION_TEMPLATES = {
     "en": MEMORISATION_TEMPLATES,
-    "de": ("Sprichwort: {proverb}", "Vervollständige dieses Sprichwort: {proverb}", "Beende das Sprichwort: {proverb}",
-           "Was fehlt am Ende dieses Sprichworts: {proverb}", "Was ist das letzte Wort dieses Sprichworts: {proverb}"),
+    "de": (
+        "Sprichwort: {proverb}",
+        "Vervollständige dieses Sprichwort: {proverb}",
+        "Beende das Sprichwort: {proverb}",
+        "Was fehlt am Ende dieses Sprichworts: {proverb}",
+        "Was ist das letzte Wort dieses Sprichworts: {proverb}",
+    ),
     # a full-width colon is followed by the proverb with no space (upstream patterns.py; spec 4.7)
-    "zh": ("谚语: {proverb}", "补全这个谚语：{proverb}", "完成这个谚语：{proverb}",
-           "这个谚语结尾缺什么字：{proverb}", "这个谚语的最后一个字是什么：{proverb}"),
-    "ru": ("пословицу: {proverb}", "Завершите эту пословицу: {proverb}", "Закончите пословицу: {proverb}",
-           "Что отсутствует в конце этой пословицы: {proverb}", "Какое последнее слово в этой пословице: {proverb}"),
-    "id": ("peribahasa: {proverb}", "lengkapi peribahasa ini: {proverb}", "selesaikan peribahasa ini: {proverb}",
-           "apa yang hilang di akhir peribahasa ini: {proverb}", "apa kata terakhir peribahasa ini: {proverb}"),
-    "bn": ("প্রবাদ: {proverb}", "এই প্রবাদটি সম্পূর্ণ করো: {proverb}", "প্রবাদটি শেষ করো: {proverb}",
-           "এই প্রবাদের শেষে কি অনুপস্থিত: {proverb}", "এই প্রবাদের শেষ শব্দ কি: {proverb}"),
+    "zh": (
+        "谚语: {proverb}",
+        "补全这个谚语：{proverb}",
+        "完成这个谚语：{proverb}",
+        "这个谚语结尾缺什么字：{proverb}",
+        "这个谚语的最后一个字是什么：{proverb}",
+    ),
+    "ru": (
+        "пословицу: {proverb}",
+        "Завершите эту пословицу: {proverb}",
+        "Закончите пословицу: {proverb}",
+        "Что отсутствует в конце этой пословицы: {proverb}",
+        "Какое последнее слово в этой пословице: {proverb}",
+    ),
+    "id": (
+        "peribahasa: {proverb}",
+        "lengkapi peribahasa ini: {proverb}",
+        "selesaikan peribahasa ini: {proverb}",
+        "apa yang hilang di akhir peribahasa ini: {proverb}",
+        "apa kata terakhir peribahasa ini: {proverb}",
+    ),
+    "bn": (
+        "প্রবাদ: {proverb}",
+        "এই প্রবাদটি সম্পূর্ণ করো: {proverb}",
+        "প্রবাদটি শেষ করো: {proverb}",
+        "এই প্রবাদের শেষে কি অনুপস্থিত: {proverb}",
+        "এই প্রবাদের শেষ শব্দ কি: {proverb}",
+    ),
 }
 LABELS = ("a", "b")
 TRAILING_PUNCTUATION = ".!?;,"
@@ -107,8 +132,11 @@ class MapsOptions:
 def reasoning_prompt(row: Mapping[str, Any], question: str = "pos") -> str:
     """The upstream reasoning prompt, lower-cased, runs of spaces/tabs collapsed (spec 4.1)."""
     answers = "A: " + row["answer1"] + " B: " + row["answer2"]
-    text = (QUESTIONS[question] + BODY).format(proverb=row["proverb"], conversation=row["conversation"],
-                                               answers=answers).lower()
+    text = (
+        (QUESTIONS[question] + BODY)
+        .format(proverb=row["proverb"], conversation=row["conversation"], answers=answers)
+        .lower()
+    )
     return re.sub(r"[ \t]{2,}", " ", text).replace("\n ", "\n")
 
 
@@ -127,8 +155,10 @@ def memorisation_templates(language: str, template_lang: str = "en") -> tuple[st
     if template_lang != "native":
         raise UnknownNameError("mem_template_lang", template_lang, ("en", "native"))
     if language not in NATIVE_MEMORISATION_TEMPLATES:
-        raise CultureProbeError(f"mem_template_lang='native' has no templates for language {language!r}; the "
-                                f"upstream ones cover {', '.join(NATIVE_MEMORISATION_TEMPLATES)}.")
+        raise CultureProbeError(
+            f"mem_template_lang='native' has no templates for language {language!r}; the "
+            f"upstream ones cover {', '.join(NATIVE_MEMORISATION_TEMPLATES)}."
+        )
     return NATIVE_MEMORISATION_TEMPLATES[language]
 
 
@@ -138,8 +168,15 @@ def memorisation_prompts(proverb: str, language: str, template_lang: str = "en")
     return [template.format(proverb=front).lower() for template in memorisation_templates(language, template_lang)]
 
 
-def memorised(output: str, proverb: str, language: str, match: str = "prefix", *,
-              template: str = MEMORISATION_TEMPLATES[0], kind: str = "causal") -> bool:
+def memorised(
+    output: str,
+    proverb: str,
+    language: str,
+    match: str = "prefix",
+    *,
+    template: str = MEMORISATION_TEMPLATES[0],
+    kind: str = "causal",
+) -> bool:
     """Whether a continuation completes the proverb.
 
     "prefix" (the default): the continuation, stripped and lower-cased, starts with the missing word (its trailing
@@ -230,87 +267,148 @@ class MapsTask(Task):
     unit, strata = "proverbs", ("language", "is_figurative")
     options: MapsOptions
     deviations = (
-        Deviation("M1", "Prompt fully lower-cased, multi-line layout, as the released code (qa_experiments.py:40-43); "
-                        "the paper's Table 3 shows one line in mixed case.",
-                  upstream_note="none needed: the library follows the released code here"),
-        Deviation("M2", "Causal reasoning score: log-prob of the letter continuation ' a'/' b'; upstream: the mean raw "
-                        "logit over the whole sequence prompt + ' a' (qa_experiments.py:126-135).", "causal models",
-                  lambda t: t.kind == "causal",
-                  upstream_note="the engine returns log-probs, not raw logits; the a/b decision is the same whenever "
-                                "' a' and ' b' are single tokens (the prompt's logits are shared by both sequences and "
-                                "the letters' logits share one normaliser), so only multi-token letters could differ"),
-        Deviation("M3", "XGLM newlines kept and the letter after a space; upstream put the letter on a new line and "
-                        "replaced every newline by the typo ' <\\s>' (qa_experiments.py:114-115).", "causal models",
-                  lambda t: t.kind == "causal",
-                  upstream_note="a rule of one model family (XGLM), which a profile chosen by model kind cannot "
-                                "select (the library never guesses a family from a name); XGLM is at chance on MAPS"),
-        Deviation("M4", "Masked reasoning compares the word-initial pieces of ' a'/' b' at the mask; upstream XLM-R "
-                        "compared the bare pieces 'a'/'b' (convert_tokens_to_ids, qa_experiments.py:103-112).",
-                  "masked models", lambda t: t.kind == "masked",
-                  upstream={"mlm_letter_pieces": "bare"}, upstream_kinds=("masked",)),
-        Deviation("M5", "Masked memorisation uses the English templates (the paper's); upstream XLM-R used "
-                        "templates in the proverb's own language (memorization.py:101). Upstream also used them for "
-                        "the '-mt' models (bloomz-7b1-mt, mt0-xxl-mt), a rule by model name the profile cannot know: "
-                        "pass --option mem_template_lang=native for those.", "masked models, memorisation",
-                  lambda t: t.kind == "masked" and _memorises(t),
-                  upstream={"mem_template_lang": "native"}, upstream_kinds=("masked",)),
-        Deviation("M6a", "Causal memorisation: budget max(4, T + 2) new tokens, success = the continuation starts "
-                         "with the missing word (trailing .!?;, ignored); upstream: 4 new tokens (memorization.py:41), "
-                         "success = the proverb is in the post-processed prompt + continuation (:45-50, :62-75), "
-                         "which fails a proverb ending in '.' unless the model writes on after it.",
-                  "causal models, memorisation", lambda t: t.kind == "causal" and _memorises(t),
-                  upstream={"mem_max_new_tokens": 4, "mem_match": "substring"}, upstream_kinds=("causal",)),
-        Deviation("M6b", "Seq2seq memorisation: budget max(4, T + 2) new tokens, prefix success; upstream mT0: the "
-                         "HF default max_length 20, i.e. up to 19 new tokens (memorization.py:37), success = the "
-                         "proverb is in front + ' ' + the post-processed output (:45-55, :62-75).",
-                  "seq2seq models, memorisation", lambda t: t.kind == "seq2seq" and _memorises(t),
-                  upstream={"mem_max_new_tokens": 19, "mem_match": "substring"}, upstream_kinds=("seq2seq",)),
-        Deviation("M6c", "Masked memorisation: success = the argmax piece starts with the missing word; upstream "
-                         "XLM-R: the proverb is in front + ' ' + the post-processed piece (memorization.py:45-50, "
-                         ":56-75): a proverb ending in punctuation succeeds only if the piece holds it too (never for "
-                         "'.', which upstream stripped).",
-                  "masked models, memorisation", lambda t: t.kind == "masked" and _memorises(t),
-                  upstream={"mem_match": "substring"}, upstream_kinds=("masked",)),
-        Deviation("M7", "bf16/fp16 or fp32 weights; upstream loaded mT0, BLOOMZ, XGLM and Llama-2 in 8-bit "
-                        "(model_collection.py:108, :115, :119), XLM-R in full precision.",
-                  upstream_note="weights are loaded by the engine, not set by the protocol: "
-                                "--model-args load_in_8bit=true (bitsandbytes, a CUDA GPU) loads them as upstream did"),
-        Deviation("M8", "Seq2seq letters are scored as the sentinel span after the prompt (encoder: prompt + "
-                        "<extra_id_0>); upstream mT0 encoded the prompt alone and scored the letter as the decoder "
-                        "target from the start token, by its mean raw logit (qa_experiments.py:82-87, :91). "
-                        "seq2seq_style='plain' feeds upstream's inputs and reads log-probs, the same a/b decision "
-                        "whenever both letters are single tokens.", "seq2seq models", lambda t: t.kind == "seq2seq",
-                  upstream={"seq2seq_style": "plain"}, upstream_kinds=("seq2seq",)),
-        Deviation("M9", "Masked memorisation takes the argmax vocabulary piece at one mask after each template's "
-                        "prompt (prompt + ' <mask>', zh without the space), special tokens excluded; upstream's argmax "
-                        "included them (model_collection.py:125-129), and a special token, dropped by the '>' filter, "
-                        "failed that template.", "masked models, memorisation",
-                  lambda t: t.kind == "masked" and _memorises(t),
-                  upstream_note="the engine's fill_mask never predicts special tokens and has no switch; it differs "
-                                "only on the templates where a special token is the argmax"),
-        Deviation("M10", "The memorisation budget T is measured on the first template's prompt (all five end with "
-                         "the same proverb front, so the in-context tokenisation of the missing word is the same).",
-                  "causal and seq2seq models, memorisation with the default budget",
-                  lambda t: _memorises(t) and t.kind != "masked" and t.options.mem_max_new_tokens is None,
-                  upstream_note="concerns only the library's own budget max(4, T + 2); upstream's budget was fixed "
-                                "(M6a, M6b)"),
-        Deviation("M11", "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
-                         "(the other letter for negative questions), so every demonstration is consistent.",
-                  "n_shot > 0", lambda t: t.options.n_shot > 0,
-                  upstream_note="nothing to switch: identical to upstream for question=pos and neg (patterns.py:"
-                                "112-138, the same RandomState(42) sets); upstream ran no few-shot neg1-neg4 "
-                                "(it would have asked them with the neg wording)"),
-        Deviation("M12", "Seq2seq reasoning prompts longer than seq2seq_max_tokens (1,024) lose their start, not their "
-                         "end: upstream truncated on the right (qa_experiments.py:83), which drops the question "
-                         "and the answer cue of long few-shot prompts.", "seq2seq models with a token limit",
-                  lambda t: t.kind == "seq2seq" and t.options.seq2seq_max_tokens is not None,
-                  upstream_note="the engine cuts a context on the left only, and a protocol has no tokenizer to cut "
-                                "on the right itself; it matters only for prompts over 1,024 tokens (long few-shot "
-                                "prompts)"),
+        Deviation(
+            "M1",
+            "Prompt fully lower-cased, multi-line layout, as the released code (qa_experiments.py:40-43); "
+            "the paper's Table 3 shows one line in mixed case.",
+            upstream_note="none needed: the library follows the released code here",
+        ),
+        Deviation(
+            "M2",
+            "Causal reasoning score: log-prob of the letter continuation ' a'/' b'; upstream: the mean raw "
+            "logit over the whole sequence prompt + ' a' (qa_experiments.py:126-135).",
+            "causal models",
+            lambda t: t.kind == "causal",
+            upstream_note="the engine returns log-probs, not raw logits; the a/b decision is the same whenever "
+            "' a' and ' b' are single tokens (the prompt's logits are shared by both sequences and "
+            "the letters' logits share one normaliser), so only multi-token letters could differ",
+        ),
+        Deviation(
+            "M3",
+            "XGLM newlines kept and the letter after a space; upstream put the letter on a new line and "
+            "replaced every newline by the typo ' <\\s>' (qa_experiments.py:114-115).",
+            "causal models",
+            lambda t: t.kind == "causal",
+            upstream_note="a rule of one model family (XGLM), which a profile chosen by model kind cannot "
+            "select (the library never guesses a family from a name); XGLM is at chance on MAPS",
+        ),
+        Deviation(
+            "M4",
+            "Masked reasoning compares the word-initial pieces of ' a'/' b' at the mask; upstream XLM-R "
+            "compared the bare pieces 'a'/'b' (convert_tokens_to_ids, qa_experiments.py:103-112).",
+            "masked models",
+            lambda t: t.kind == "masked",
+            upstream={"mlm_letter_pieces": "bare"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "M5",
+            "Masked memorisation uses the English templates (the paper's); upstream XLM-R used "
+            "templates in the proverb's own language (memorization.py:101). Upstream also used them for "
+            "the '-mt' models (bloomz-7b1-mt, mt0-xxl-mt), a rule by model name the profile cannot know: "
+            "pass --option mem_template_lang=native for those.",
+            "masked models, memorisation",
+            lambda t: t.kind == "masked" and _memorises(t),
+            upstream={"mem_template_lang": "native"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "M6a",
+            "Causal memorisation: budget max(4, T + 2) new tokens, success = the continuation starts "
+            "with the missing word (trailing .!?;, ignored); upstream: 4 new tokens (memorization.py:41), "
+            "success = the proverb is in the post-processed prompt + continuation (:45-50, :62-75), "
+            "which fails a proverb ending in '.' unless the model writes on after it.",
+            "causal models, memorisation",
+            lambda t: t.kind == "causal" and _memorises(t),
+            upstream={"mem_max_new_tokens": 4, "mem_match": "substring"},
+            upstream_kinds=("causal",),
+        ),
+        Deviation(
+            "M6b",
+            "Seq2seq memorisation: budget max(4, T + 2) new tokens, prefix success; upstream mT0: the "
+            "HF default max_length 20, i.e. up to 19 new tokens (memorization.py:37), success = the "
+            "proverb is in front + ' ' + the post-processed output (:45-55, :62-75).",
+            "seq2seq models, memorisation",
+            lambda t: t.kind == "seq2seq" and _memorises(t),
+            upstream={"mem_max_new_tokens": 19, "mem_match": "substring"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "M6c",
+            "Masked memorisation: success = the argmax piece starts with the missing word; upstream "
+            "XLM-R: the proverb is in front + ' ' + the post-processed piece (memorization.py:45-50, "
+            ":56-75): a proverb ending in punctuation succeeds only if the piece holds it too (never for "
+            "'.', which upstream stripped).",
+            "masked models, memorisation",
+            lambda t: t.kind == "masked" and _memorises(t),
+            upstream={"mem_match": "substring"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "M7",
+            "bf16/fp16 or fp32 weights; upstream loaded mT0, BLOOMZ, XGLM and Llama-2 in 8-bit "
+            "(model_collection.py:108, :115, :119), XLM-R in full precision.",
+            upstream_note="weights are loaded by the engine, not set by the protocol: "
+            "--model-args load_in_8bit=true (bitsandbytes, a CUDA GPU) loads them as upstream did",
+        ),
+        Deviation(
+            "M8",
+            "Seq2seq letters are scored as the sentinel span after the prompt (encoder: prompt + "
+            "<extra_id_0>); upstream mT0 encoded the prompt alone and scored the letter as the decoder "
+            "target from the start token, by its mean raw logit (qa_experiments.py:82-87, :91). "
+            "seq2seq_style='plain' feeds upstream's inputs and reads log-probs, the same a/b decision "
+            "whenever both letters are single tokens.",
+            "seq2seq models",
+            lambda t: t.kind == "seq2seq",
+            upstream={"seq2seq_style": "plain"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "M9",
+            "Masked memorisation takes the argmax vocabulary piece at one mask after each template's "
+            "prompt (prompt + ' <mask>', zh without the space), special tokens excluded; upstream's argmax "
+            "included them (model_collection.py:125-129), and a special token, dropped by the '>' filter, "
+            "failed that template.",
+            "masked models, memorisation",
+            lambda t: t.kind == "masked" and _memorises(t),
+            upstream_note="the engine's fill_mask never predicts special tokens and has no switch; it differs "
+            "only on the templates where a special token is the argmax",
+        ),
+        Deviation(
+            "M10",
+            "The memorisation budget T is measured on the first template's prompt (all five end with "
+            "the same proverb front, so the in-context tokenisation of the missing word is the same).",
+            "causal and seq2seq models, memorisation with the default budget",
+            lambda t: _memorises(t) and t.kind != "masked" and t.options.mem_max_new_tokens is None,
+            upstream_note="concerns only the library's own budget max(4, T + 2); upstream's budget was fixed "
+            "(M6a, M6b)",
+        ),
+        Deviation(
+            "M11",
+            "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
+            "(the other letter for negative questions), so every demonstration is consistent.",
+            "n_shot > 0",
+            lambda t: t.options.n_shot > 0,
+            upstream_note="nothing to switch: identical to upstream for question=pos and neg (patterns.py:"
+            "112-138, the same RandomState(42) sets); upstream ran no few-shot neg1-neg4 "
+            "(it would have asked them with the neg wording)",
+        ),
+        Deviation(
+            "M12",
+            "Seq2seq reasoning prompts longer than seq2seq_max_tokens (1,024) lose their start, not their "
+            "end: upstream truncated on the right (qa_experiments.py:83), which drops the question "
+            "and the answer cue of long few-shot prompts.",
+            "seq2seq models with a token limit",
+            lambda t: t.kind == "seq2seq" and t.options.seq2seq_max_tokens is not None,
+            upstream_note="the engine cuts a context on the left only, and a protocol has no tokenizer to cut "
+            "on the right itself; it matters only for prompts over 1,024 tokens (long few-shot "
+            "prompts)",
+        ),
     )
 
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
-                 resources: Mapping[str, Any] | None = None):
+    def __init__(
+        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
+    ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.stages = ("reason", "memorise") if self.options.memorisation else ("reason",)
 
@@ -324,14 +422,19 @@ class MapsTask(Task):
         budget = self.options.mem_max_new_tokens or "max(4, T + 2)"
         if self.kind == "masked":
             budget = "one mask: the argmax vocabulary piece (M9)"
-        return {"question": QUESTIONS[self.options.question], "memorisation": self.options.memorisation,
-                "mem_max_new_tokens": budget, "mem_match": self.options.mem_match,
-                "mem_template_lang": self.options.mem_template_lang,
-                "mlm_letter_pieces": self.options.mlm_letter_pieces if self.kind == "masked" else None,
-                "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
-                "seq2seq_max_tokens": self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None,
-                "few_shot": f"{self.options.n_shot} English demonstrations x {N_SETS} sets (RandomState(42))"
-                if self.options.n_shot else None}
+        return {
+            "question": QUESTIONS[self.options.question],
+            "memorisation": self.options.memorisation,
+            "mem_max_new_tokens": budget,
+            "mem_match": self.options.mem_match,
+            "mem_template_lang": self.options.mem_template_lang,
+            "mlm_letter_pieces": self.options.mlm_letter_pieces if self.kind == "masked" else None,
+            "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
+            "seq2seq_max_tokens": self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None,
+            "few_shot": f"{self.options.n_shot} English demonstrations x {N_SETS} sets (RandomState(42))"
+            if self.options.n_shot
+            else None,
+        }
 
     def _demo_prefixes(self) -> list[str]:
         """One prompt prefix per demonstration set (a single empty prefix when zero-shot)."""
@@ -340,8 +443,10 @@ class MapsTask(Task):
         rows = self.resource("few_shot")
         if self.options.n_shot > len(rows):
             raise CultureProbeError(f"n_shot={self.options.n_shot} exceeds the {len(rows)} few-shot items.")
-        return ["\n".join(demonstration(rows[i], self.options.question) for i in indices) + "\n"
-                for indices in demo_sets(len(rows), self.options.n_shot)]
+        return [
+            "\n".join(demonstration(rows[i], self.options.question) for i in indices) + "\n"
+            for indices in demo_sets(len(rows), self.options.n_shot)
+        ]
 
     # ------------------------------------------------------------ probes
 
@@ -356,19 +461,32 @@ class MapsTask(Task):
         ids = "piece" if self.kind == "masked" and self.options.mlm_letter_pieces == "bare" else "in_context"
         scoring = ScoreOptions(seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel")
         for row in rows:
-            meta = {"is_figurative": bool(row["is_figurative"]), "label": label_name(row["label"]),
-                    "proverb": row["proverb"], "language": row["language"]}
+            meta = {
+                "is_figurative": bool(row["is_figurative"]),
+                "label": label_name(row["label"]),
+                "proverb": row["proverb"],
+                "language": row["language"],
+            }
             for i, prefix in enumerate(prefixes):
-                request = ScoreRequest(prefix + reasoning_prompt(row, self.options.question), LABELS, sep=" ",
-                                       max_tokens=limit, candidate_ids=ids)
+                request = ScoreRequest(
+                    prefix + reasoning_prompt(row, self.options.question),
+                    LABELS,
+                    sep=" ",
+                    max_tokens=limit,
+                    candidate_ids=ids,
+                )
                 tag = "reason" if len(prefixes) == 1 else f"reason{i}"
                 yield ScoreProbe(row["id"], request, scoring, tag=tag, meta={**meta, "demo_set": i})
             if self.options.memorisation:
                 _, target = split_proverb(row["proverb"], row["language"])
                 if not scorable_target(target, self.options.mem_match):
-                    yield Skipped(row["id"], f"the proverb's last word {target!r} is only punctuation: any "
-                                  "continuation would complete it, so memorisation is not scored", tag="mem_length",
-                                  meta=meta)
+                    yield Skipped(
+                        row["id"],
+                        f"the proverb's last word {target!r} is only punctuation: any "
+                        "continuation would complete it, so memorisation is not scored",
+                        tag="mem_length",
+                        meta=meta,
+                    )
                     continue
                 prompt = memorisation_prompts(row["proverb"], row["language"], self.options.mem_template_lang)[0]
                 sep = "" if row["language"] == "zh" else " "
@@ -384,11 +502,13 @@ class MapsTask(Task):
             prompts = memorisation_prompts(record["proverb"], record["language"], self.options.mem_template_lang)
             for t, prompt in enumerate(prompts, 1):
                 if self.kind == "masked":  # spec 4.3: prompt + " <mask>", the argmax piece (M9)
-                    yield FillMaskProbe(record["id"], prompt, FillMaskOptions(sep=sep), tag=f"mem{t}",
-                                        meta={**meta, "template": t})
+                    yield FillMaskProbe(
+                        record["id"], prompt, FillMaskOptions(sep=sep), tag=f"mem{t}", meta={**meta, "template": t}
+                    )
                 else:
-                    yield GenerateProbe(record["id"], prompt, GenerateOptions(budget), tag=f"mem{t}",
-                                        meta={**meta, "template": t})
+                    yield GenerateProbe(
+                        record["id"], prompt, GenerateOptions(budget), tag=f"mem{t}", meta={**meta, "template": t}
+                    )
 
     # ------------------------------------------------------------ records
 
@@ -402,38 +522,63 @@ class MapsTask(Task):
             return {"pred": pred, "score_a": score_a, "score_b": score_b, "correct": correct}
         if probe.tag == "mem_length":
             assert isinstance(output, CandidateScores)
-            return {"target": output.candidates[0], "target_tokens": int(output.n_tokens[0]),
-                    "target_logprob": float(output.sum_logprob[0])}
+            return {
+                "target": output.candidates[0],
+                "target_tokens": int(output.n_tokens[0]),
+                "target_logprob": float(output.sum_logprob[0]),
+            }
         text = str(output)
         template = memorisation_templates(meta["language"], self.options.mem_template_lang)[meta["template"] - 1]
-        return {"output": text, "success": memorised(text, meta["proverb"], meta["language"], self.options.mem_match,
-                                                     template=template, kind=self.kind)}
+        return {
+            "output": text,
+            "success": memorised(
+                text, meta["proverb"], meta["language"], self.options.mem_match, template=template, kind=self.kind
+            ),
+        }
 
     # ------------------------------------------------------------ metrics
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
-        answers = [ReasonAnswer(r["id"], r["pred"], r["label"], r["is_figurative"], r["correct"], r["demo_set"])
-                   for r in records if r["tag"].startswith("reason")]
+        answers = [
+            ReasonAnswer(r["id"], r["pred"], r["label"], r["is_figurative"], r["correct"], r["demo_set"])
+            for r in records
+            if r["tag"].startswith("reason")
+        ]
         completions = [Completion(r["id"], r["template"], bool(r["success"])) for r in records if "success" in r]
         flags = union_flags(completions)
         # The split by memorisation needs a flag for every item, or the record of why it has none (a punctuation
         # target): an interrupted run reports no split rather than a partial one.
         unscorable = {r["id"] for r in skipped if r["tag"] == "mem_length"}
         complete = bool(completions) and all(a.item_id in flags or a.item_id in unscorable for a in answers)
-        return run_summary(answers, completions, question=self.options.question,
-                           n_templates=len(MEMORISATION_TEMPLATES), n_sets=N_SETS if self.options.n_shot else 0,
-                           memorised=flags if complete else None)
+        return run_summary(
+            answers,
+            completions,
+            question=self.options.question,
+            n_templates=len(MEMORISATION_TEMPLATES),
+            n_sets=N_SETS if self.options.n_shot else 0,
+            memorised=flags if complete else None,
+        )
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per proverb (and few-shot demonstration set): whether the asked question was answered right."""
-        return [unit_table("accuracy", [
-            UnitValue(r["id"], 100.0 * bool(r["correct"]),
-                      {"language": r["language"], "figurative": "figurative" if r["is_figurative"] else "literal"},
-                      str(r["demo_set"])) for r in records if r["tag"].startswith("reason")])]
+        return [
+            unit_table(
+                "accuracy",
+                [
+                    UnitValue(
+                        r["id"],
+                        100.0 * bool(r["correct"]),
+                        {"language": r["language"], "figurative": "figurative" if r["is_figurative"] else "literal"},
+                        str(r["demo_set"]),
+                    )
+                    for r in records
+                    if r["tag"].startswith("reason")
+                ],
+            )
+        ]
 
 
-def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en"
-                      ) -> dict[str, Any]:
+def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en") -> dict[str, Any]:
     """Culture and language gaps (spec 4.5) from the accuracies of the four runs of one direction.
 
     `accuracy` maps config names (e.g. "maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht") to their
@@ -444,8 +589,9 @@ def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en",
     needed = GAP_CONFIGS[direction]
     missing = [name for name in needed if name not in accuracy]
     if missing:
-        raise CultureProbeError(f"The {direction} culture-gap study needs runs of {', '.join(needed)}; "
-                                f"missing {', '.join(missing)}.")
+        raise CultureProbeError(
+            f"The {direction} culture-gap study needs runs of {', '.join(needed)}; missing {', '.join(missing)}."
+        )
     src, tgt, mt, ht = (accuracy[name] for name in needed)
     return culture_gap(source=src, target=tgt, human_translated=ht, machine_translated=mt)
 
@@ -463,8 +609,10 @@ def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:
 
     translated = {match[1]: value for name, value in accuracy.items() if (match := MT_TO_ENGLISH.fullmatch(name))}
     if "maps_en" not in accuracy or not translated:
-        raise CultureProbeError("Δ_En needs the accuracy of maps_en and of at least one maps_<lang>_en_mt run "
-                                f"(e.g. maps_de_en_mt); got {', '.join(accuracy) or 'none'}.")
+        raise CultureProbeError(
+            "Δ_En needs the accuracy of maps_en and of at least one maps_<lang>_en_mt run "
+            f"(e.g. maps_de_en_mt); got {', '.join(accuracy) or 'none'}."
+        )
     return delta_en(accuracy["maps_en"], translated)
 
 

@@ -26,9 +26,7 @@ def parse_options(options_type: type, values: Mapping[str, Any]) -> Any:
     converted = {}
     for name, value in values.items():
         if name not in fields:
-            raise UnknownNameError(
-                "option", name, fields, fix=f"These are the options of {options_type.__qualname__}."
-            )
+            raise UnknownNameError("option", name, fields, fix=f"These are the options of {options_type.__qualname__}.")
         converted[name] = _convert(name, value, hints[name]) if isinstance(value, str) else value
     try:
         return options_type(**converted)
@@ -95,8 +93,10 @@ def check_choices(options: Any) -> None:
         if typing.get_origin(hint) is Literal and value not in typing.get_args(hint):
             raise UnknownNameError(f"value of option {name}", str(value), [str(a) for a in typing.get_args(hint)])
         if hint is bool and not isinstance(value, bool):
-            raise InvalidValueError(f"{type(options).__qualname__}.{name} must be True or False, got {value!r} "
-                                    f"(on the command line --option {name}=true or false).")
+            raise InvalidValueError(
+                f"{type(options).__qualname__}.{name} must be True or False, got {value!r} "
+                f"(on the command line --option {name}=true or false)."
+            )
 
 
 def json_ready(value: Any) -> Any:

@@ -134,16 +134,24 @@ class Record:
 
     def to_json(self) -> dict[str, Any]:
         """The record's one serialisation (a flat JSON object)."""
-        return {"id": self.item_id, "key": self.key, "tag": self.tag, "stage": self.stage, "probe": self.kind,
-                **self.fields}
+        return {
+            "id": self.item_id,
+            "key": self.key,
+            "tag": self.tag,
+            "stage": self.stage,
+            "probe": self.kind,
+            **self.fields,
+        }
 
     @staticmethod
     def from_json(line: Mapping[str, Any]) -> Record:
         """The record a `to_json` object came from."""
         kind = line.get("probe")
         if kind not in RECORD_KINDS:
-            raise CultureProbeError(f"Not a culture_probe record (probe kind {kind!r}, expected one of "
-                                    f"{', '.join(RECORD_KINDS)}): {dict(line)!r:.200}")
+            raise CultureProbeError(
+                f"Not a culture_probe record (probe kind {kind!r}, expected one of "
+                f"{', '.join(RECORD_KINDS)}): {dict(line)!r:.200}"
+            )
         fields = {k: v for k, v in line.items() if k not in ("id", "key", "tag", "stage", "probe")}
         if kind == "skipped":
             return SkippedRecord(line["id"], line["tag"], line["stage"], fields)
@@ -185,8 +193,14 @@ class SkippedRecord(Record):
 
 
 RECORD_KINDS: dict[str, type[Record]] = {
-    "score": ScoreRecord, "generate": GenerateRecord, "fill_mask": FillMaskRecord, "skipped": SkippedRecord,
+    "score": ScoreRecord,
+    "generate": GenerateRecord,
+    "fill_mask": FillMaskRecord,
+    "skipped": SkippedRecord,
 }
 PROBE_RECORDS: dict[type, type[Record]] = {
-    ScoreProbe: ScoreRecord, GenerateProbe: GenerateRecord, FillMaskProbe: FillMaskRecord, Skipped: SkippedRecord,
+    ScoreProbe: ScoreRecord,
+    GenerateProbe: GenerateRecord,
+    FillMaskProbe: FillMaskRecord,
+    Skipped: SkippedRecord,
 }

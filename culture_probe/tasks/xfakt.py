@@ -77,8 +77,7 @@ def normalise(text: str) -> str:
 
 def _needs_boundaries(form: str) -> bool:
     # Scripts without word spaces (CJK, kana, Thai) match anywhere; others only as whole words.
-    return not any(0x0E00 <= ord(c) <= 0x0E7F or 0x3040 <= ord(c) <= 0x9FFF or 0xF900 <= ord(c) <= 0xFAFF
-                   for c in form)
+    return not any(0x0E00 <= ord(c) <= 0x0E7F or 0x3040 <= ord(c) <= 0x9FFF or 0xF900 <= ord(c) <= 0xFAFF for c in form)
 
 
 class StringJudge:
@@ -184,45 +183,83 @@ class XfaktTask(Task):
     options: XfaktOptions
     kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer (spec 4.4)
     deviations = (
-        Deviation("X1", "The chat-templated answer prompt is tokenised with add_special_tokens=False, so a template "
-                  "that starts with BOS has it once; upstream passed the templated string to vLLM 0.2.7, which added "
-                  "the tokenizer's special tokens again (factual_gen.py:28-29: a double BOS for Llama-3, Gemma-2).",
-                  "generation through the chat template (causal models)", lambda t: _generates(t) and t.chat,
-                  upstream={"double_bos": True}, upstream_kinds=("causal",), in_process=True),
-        Deviation("X2", "Clean category values (upstream labels landmarks and festivals 'lakes').",
-                  upstream_note="upstream's label column (factual_gen.py:63, :66) feeds no metric: eval.py groups "
-                  "the answers by country only, so the labels change no number"),
-        Deviation("X3", "One judge rule: '[4]' in the judge output means error, anything else is correct (upstream "
-                  "eval.py:61 too); the verdict breakdown checks '[4]' first, then [1], [2], [3].", "the LLM judge",
-                  lambda t: _generates(t) and t.options.judge == "llm",
-                  upstream_note="the error rule is upstream's metric rule already; only upstream's per-verdict "
-                  "counts (llm_eval.py:63-73, results_exact_match_*.csv) check [1], [2], [3] first and count the "
-                  "rest as [4], which moves no error rate or score"),
-        Deviation("X4", "HF generate instead of the pinned vLLM 0.2.7 stack.", "mode='generate'", _generates,
-                  upstream_note="the engine generates with HF transformers; upstream's vLLM 0.2.7 / transformers "
-                  "4.36.2 stack (environment.yml:167, :174) cannot load several of the evaluated models and is no "
-                  "option here, and it stopped answers only at tokenizer.eos_token (factual_gen.py:41)"),
-        Deviation("X5", "Bounded FRS/KTS forms of the paper, not the earlier README's unbounded ones.",
-                  "factual recall", lambda t: t.part == "factual_recall",
-                  upstream_note="no difference from the code: upstream eval.py:84-86 computes the same bounded forms"),
-        Deviation("X7", "mode='rank' scores each answer after the plain question (`question + ' ' + answer`; "
-                  "seq2seq models: the engine's sentinel span) instead of as the start of the reply to the "
-                  "chat-templated question (spec 4.4).", "mode='rank' with rank_prompt='plain' or a seq2seq model",
-                  lambda t: t.options.mode == "rank" and not t.chat,
-                  upstream_note="upstream has no ranking mode (its scripts generate, then judge): an extension "
-                  "with nothing to reproduce"),
-        Deviation("X8", "Mean ± std and the t-test of the cells are computed from unrounded cell errors (spec 5.1), "
-                  "FRS/KTS from cells rounded to 2 decimals (round_cells); upstream eval.py:64, :79-83 computes "
-                  "all of them from the rounded cells.", "factual recall", lambda t: t.part == "factual_recall",
-                  upstream={"round_cells": True, "round_statistics": True}),
-        Deviation("X9", "Replies are judged as generated (stripped); upstream deleted the question wherever the "
-                  "reply repeats it (factual_gen.py:31: output.replace(question, '').strip()), and the judge prompt "
-                  "from the judge's output (llm_eval.py:27).", "mode='generate'", _generates,
-                  upstream={"strip_echo": True}, upstream_kinds=("causal",)),
+        Deviation(
+            "X1",
+            "The chat-templated answer prompt is tokenised with add_special_tokens=False, so a template "
+            "that starts with BOS has it once; upstream passed the templated string to vLLM 0.2.7, which added "
+            "the tokenizer's special tokens again (factual_gen.py:28-29: a double BOS for Llama-3, Gemma-2).",
+            "generation through the chat template (causal models)",
+            lambda t: _generates(t) and t.chat,
+            upstream={"double_bos": True},
+            upstream_kinds=("causal",),
+            in_process=True,
+        ),
+        Deviation(
+            "X2",
+            "Clean category values (upstream labels landmarks and festivals 'lakes').",
+            upstream_note="upstream's label column (factual_gen.py:63, :66) feeds no metric: eval.py groups "
+            "the answers by country only, so the labels change no number",
+        ),
+        Deviation(
+            "X3",
+            "One judge rule: '[4]' in the judge output means error, anything else is correct (upstream "
+            "eval.py:61 too); the verdict breakdown checks '[4]' first, then [1], [2], [3].",
+            "the LLM judge",
+            lambda t: _generates(t) and t.options.judge == "llm",
+            upstream_note="the error rule is upstream's metric rule already; only upstream's per-verdict "
+            "counts (llm_eval.py:63-73, results_exact_match_*.csv) check [1], [2], [3] first and count the "
+            "rest as [4], which moves no error rate or score",
+        ),
+        Deviation(
+            "X4",
+            "HF generate instead of the pinned vLLM 0.2.7 stack.",
+            "mode='generate'",
+            _generates,
+            upstream_note="the engine generates with HF transformers; upstream's vLLM 0.2.7 / transformers "
+            "4.36.2 stack (environment.yml:167, :174) cannot load several of the evaluated models and is no "
+            "option here, and it stopped answers only at tokenizer.eos_token (factual_gen.py:41)",
+        ),
+        Deviation(
+            "X5",
+            "Bounded FRS/KTS forms of the paper, not the earlier README's unbounded ones.",
+            "factual recall",
+            lambda t: t.part == "factual_recall",
+            upstream_note="no difference from the code: upstream eval.py:84-86 computes the same bounded forms",
+        ),
+        Deviation(
+            "X7",
+            "mode='rank' scores each answer after the plain question (`question + ' ' + answer`; "
+            "seq2seq models: the engine's sentinel span) instead of as the start of the reply to the "
+            "chat-templated question (spec 4.4).",
+            "mode='rank' with rank_prompt='plain' or a seq2seq model",
+            lambda t: t.options.mode == "rank" and not t.chat,
+            upstream_note="upstream has no ranking mode (its scripts generate, then judge): an extension "
+            "with nothing to reproduce",
+        ),
+        Deviation(
+            "X8",
+            "Mean ± std and the t-test of the cells are computed from unrounded cell errors (spec 5.1), "
+            "FRS/KTS from cells rounded to 2 decimals (round_cells); upstream eval.py:64, :79-83 computes "
+            "all of them from the rounded cells.",
+            "factual recall",
+            lambda t: t.part == "factual_recall",
+            upstream={"round_cells": True, "round_statistics": True},
+        ),
+        Deviation(
+            "X9",
+            "Replies are judged as generated (stripped); upstream deleted the question wherever the "
+            "reply repeats it (factual_gen.py:31: output.replace(question, '').strip()), and the judge prompt "
+            "from the judge's output (llm_eval.py:27).",
+            "mode='generate'",
+            _generates,
+            upstream={"strip_echo": True},
+            upstream_kinds=("causal",),
+        ),
     )
 
-    def __init__(self, config: str, options: Any = None, *, kind: Any, seed: int = 0,
-                 resources: Mapping[str, Any] | None = None):
+    def __init__(
+        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
+    ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.part = _part(config)
         llm_judge = self.options.mode == "generate" and self.options.judge == "llm"
@@ -264,29 +301,39 @@ class XfaktTask(Task):
             options = GenerateOptions(self.options.judge_max_new_tokens, chat=True, system=system)
             for record in previous:
                 if record["stage"] == "answer":
-                    prompt = judge_prompt(self.resource("literals"), record["gold"], record["question"],
-                                          record["reply"])
+                    prompt = judge_prompt(
+                        self.resource("literals"), record["gold"], record["question"], record["reply"]
+                    )
                     yield GenerateProbe(record["id"], prompt, options, tag="judge")
             return
         if self.options.mode == "generate" and self.options.judge == "string":
             self._judge = StringJudge(self._answer_forms(rows))
-        options = GenerateOptions(self.options.max_new_tokens, chat=self.chat,
-                                  add_special_tokens=True if self._double_bos else None)
+        options = GenerateOptions(
+            self.options.max_new_tokens, chat=self.chat, add_special_tokens=True if self._double_bos else None
+        )
         for row in rows:
             meta = self._meta(row)
             if self.options.mode == "rank":
                 forms = tuple(dict.fromkeys(form for names in self._rank_forms(row).values() for form in names))
                 # chat: the reply starts right after the generation prompt, no separator (spec 4.4)
-                request = (ScoreRequest(row["question"], forms, chat=True) if self.chat
-                           else ScoreRequest(row["question"], forms, sep=" "))
+                request = (
+                    ScoreRequest(row["question"], forms, chat=True)
+                    if self.chat
+                    else ScoreRequest(row["question"], forms, sep=" ")
+                )
                 yield ScoreProbe(row["id"], request, meta=meta)
             else:
                 yield GenerateProbe(row["id"], row["question"], options, meta=meta)
 
     def _meta(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """What each answer record carries: the question, its gold (name and label) and the grouping fields."""
-        meta = {"language": row["language"], "question": row["question"], "gold": row["answer"],
-                "gold_label": self._gold_label(row), "gold_en": row.get("answer_en", self._gold_label(row))}
+        meta = {
+            "language": row["language"],
+            "question": row["question"],
+            "gold": row["answer"],
+            "gold_label": self._gold_label(row),
+            "gold_en": row.get("answer_en", self._gold_label(row)),
+        }
         if self.part == "factual_recall":
             meta.update(country=row["country"], category=row["category"], is_associated=row["is_associated"])
         elif self.part == "counter_factual":
@@ -317,13 +364,18 @@ class XfaktTask(Task):
         if isinstance(output, CandidateScores):
             scores = best_form_scores(self._rank_forms(meta), output)
             reply = max(scores, key=scores.__getitem__)  # first of equal scores: bijection order
-            return {"reply": reply, "scores": scores, "correct": reply == gold,
-                    "verdict": "same_language" if reply == gold else "incorrect"}
+            return {
+                "reply": reply,
+                "scores": scores,
+                "correct": reply == gold,
+                "verdict": "same_language" if reply == gold else "incorrect",
+            }
         reply = str(output).strip()
         fields: RecordFields = {"reply": self._unecho(reply, meta["question"]) if self.options.strip_echo else reply}
         if self._judge is not None:
             fields["correct"], fields["verdict"] = self._judge.judge(
-                fields["reply"], gold, gold_name=meta["gold"], english_name=meta["gold_en"])
+                fields["reply"], gold, gold_name=meta["gold"], english_name=meta["gold_en"]
+            )
         return fields
 
     @staticmethod
@@ -342,22 +394,36 @@ class XfaktTask(Task):
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         answers = [graded_answer(r) for r in graded_answers(records)]
-        summary = answers_summary(answers, transfer=self.part == "factual_recall",
-                                  round_cells=self.options.round_cells, tiers=self.options.tiers,
-                                  round_statistics=self.options.round_statistics)
+        summary = answers_summary(
+            answers,
+            transfer=self.part == "factual_recall",
+            round_cells=self.options.round_cells,
+            tiers=self.options.tiers,
+            round_statistics=self.options.round_statistics,
+        )
         # Answers still waiting for the judge's verdict (an interrupted run) are left out, and counted.
         answered = sum(1 for r in records if r["stage"] == "answer")
         return {**summary, "n_ungraded": answered - len(answers)}
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country."""
-        return [unit_table("error_rate", [
-            UnitValue(r.item_id, 100.0 * (not r["correct"]),
-                      {"language": r["language"]} | ({"country": r["country"]} if r.get("country") else {}))
-            for r in graded_answers(records)])]
+        return [
+            unit_table(
+                "error_rate",
+                [
+                    UnitValue(
+                        r.item_id,
+                        100.0 * (not r["correct"]),
+                        {"language": r["language"]} | ({"country": r["country"]} if r.get("country") else {}),
+                    )
+                    for r in graded_answers(records)
+                ],
+            )
+        ]
 
-    def _composites(self, records: Sequence[Record], metrics: Mapping[str, Any]
-                    ) -> tuple[dict[str, Any], dict[str, str]]:
+    def _composites(
+        self, records: Sequence[Record], metrics: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         """FRS, KTS and X-FaKT (factual recall) with their intervals, or why they are left out."""
         if self.part != "factual_recall":
             return {}, {}
@@ -387,8 +453,12 @@ def graded_answers(records: Sequence[Record]) -> list[Record]:
             continue
         if record["id"] in verdicts:
             judged = verdicts[record["id"]]
-            record = type(record)(record.item_id, record.tag, record.stage,
-                                  {**record.fields, "correct": judged["correct"], "verdict": judged["verdict"]})
+            record = type(record)(
+                record.item_id,
+                record.tag,
+                record.stage,
+                {**record.fields, "correct": judged["correct"], "verdict": judged["verdict"]},
+            )
         if "correct" in record:
             graded.append(record)
     return graded

@@ -28,6 +28,7 @@ RDFS_LABEL = rdflib.RDFS.label
 
 # ---- the proxy -----------------------------------------------------------------------------------------------
 
+
 class FaultProxy:
     """Forwards requests to `upstream`, except where `plan(n)` (n = 0-based request number) says otherwise.
 
@@ -88,14 +89,20 @@ class FaultProxy:
         self._forward(handler, body)
 
     def _forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
-        request = urllib.request.Request(self.upstream, data=body or None, method=handler.command, headers={
-            "Content-Type": handler.headers.get("Content-Type", "application/x-www-form-urlencoded"),
-            "Accept": handler.headers.get("Accept", "*/*"),
-        })
+        request = urllib.request.Request(
+            self.upstream,
+            data=body or None,
+            method=handler.command,
+            headers={
+                "Content-Type": handler.headers.get("Content-Type", "application/x-www-form-urlencoded"),
+                "Accept": handler.headers.get("Accept", "*/*"),
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
-                self._answer(handler, response.status, {"Content-Type": response.headers["Content-Type"]},
-                             response.read())
+                self._answer(
+                    handler, response.status, {"Content-Type": response.headers["Content-Type"]}, response.read()
+                )
         except urllib.error.HTTPError as error:
             self._answer(handler, error.code, {"Content-Type": "text/plain"}, error.read())
         except OSError:
@@ -116,6 +123,7 @@ class FaultProxy:
 
 # ---- the reference implementation -----------------------------------------------------------------------------
 
+
 class Reference:
     """DLAMA curation for predicates whose subject is a country, computed from raw triples."""
 
@@ -124,7 +132,7 @@ class Reference:
         self.graph.parse(path, format="turtle")
 
     def values(self, qid: str, pid: str) -> set[str]:
-        return {str(o)[len(WD):] for o in self.graph.objects(rdflib.URIRef(WD + qid), rdflib.URIRef(WDT + pid))}
+        return {str(o)[len(WD) :] for o in self.graph.objects(rdflib.URIRef(WD + qid), rdflib.URIRef(WDT + pid))}
 
     def is_a(self, qid: str, cls: str) -> bool:
         return cls in self.values(qid, "P31")
@@ -164,8 +172,9 @@ class Reference:
             return not self.is_a(obj, "Q34228")
         return True
 
-    def pair(self, pid: str, kind: str, regions: list, languages: tuple[str, ...], top: int,
-             object_filters: bool = False) -> dict:
+    def pair(
+        self, pid: str, kind: str, regions: list, languages: tuple[str, ...], top: int, object_filters: bool = False
+    ) -> dict:
         """{(token, lang): [v1 records]} for a country-subject predicate over list-defined regions."""
         kept = {}
         for region in regions:
@@ -175,8 +184,11 @@ class Reference:
                     continue
                 sites = {f"https://{s}.wikipedia.org/" for s in region.sites_for(country)}
                 size = self.size(country, sites)
-                objects = sorted(o for o in self.values(country, pid) if self.object_ok(o, kind, object_filters)
-                                 and all(self.label(o, lang) for lang in languages))
+                objects = sorted(
+                    o
+                    for o in self.values(country, pid)
+                    if self.object_ok(o, kind, object_filters) and all(self.label(o, lang) for lang in languages)
+                )
                 if size and objects and all(self.label(country, lang) for lang in languages):
                     rows.append((country, size, objects))
             rows.sort(key=lambda r: (-r[1], int(r[0][1:])))
@@ -188,11 +200,17 @@ class Reference:
                 records = []
                 for rank, (country, size, objs) in enumerate(kept[region.token]):
                     grown = sorted({a for o in objs for a in {o} | (self.superclasses(o) & all_objects)})
-                    records.append({
-                        "sub_uri": country, "obj_uri": grown, "sub_label": self.label(country, lang),
-                        "obj_label": [self.label(o, lang) for o in grown], "country": [country], "size": size,
-                        "uuid": f"{pid}_general_{region.token}_{rank}",
-                    })
+                    records.append(
+                        {
+                            "sub_uri": country,
+                            "obj_uri": grown,
+                            "sub_label": self.label(country, lang),
+                            "obj_label": [self.label(o, lang) for o in grown],
+                            "country": [country],
+                            "size": size,
+                            "uuid": f"{pid}_general_{region.token}_{rank}",
+                        }
+                    )
                 out[(region.token, lang)] = records
         return out
 

@@ -36,9 +36,13 @@ SOVEREIGN_STATES = frozenset(resolve_region("arab").countries + resolve_region("
 
 def read_release(root: Path, pair_dir: str, languages: tuple[str, ...], name: str) -> list[dict]:
     """The facts of one file, with the labels of every language: {sub, obj, country, size, uuid, labels}."""
-    by_language = {lang: [json.loads(line) for line in
-                          (root / pair_dir / "dlama" / lang / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
-                   for lang in languages}
+    by_language = {
+        lang: [
+            json.loads(line)
+            for line in (root / pair_dir / "dlama" / lang / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
+        for lang in languages
+    }
     first = by_language[languages[0]]
     facts = []
     for index, record in enumerate(first):
@@ -49,8 +53,16 @@ def read_release(root: Path, pair_dir: str, languages: tuple[str, ...], name: st
             labels[record["sub_uri"]][lang] = other["sub_label"]
             for uri, label in zip(other["obj_uri"], other["obj_label"], strict=True):
                 labels[uri][lang] = label
-        facts.append({"sub": record["sub_uri"], "obj": record["obj_uri"], "country": record["country"],
-                      "size": record["size"], "uuid": record["uuid"], "labels": dict(labels)})
+        facts.append(
+            {
+                "sub": record["sub_uri"],
+                "obj": record["obj_uri"],
+                "country": record["country"],
+                "size": record["size"],
+                "uuid": record["uuid"],
+                "labels": dict(labels),
+            }
+        )
     return facts
 
 
@@ -68,9 +80,11 @@ class Triples:
 
     def article(self, qid: str, size: int, site: str = "en") -> None:
         iri = f"<https://{site}.wikipedia.org/wiki/{qid}>"
-        self.lines += [f"{iri} <{SCHEMA}about> <{WD}{qid}> .",
-                       f"{iri} <{SCHEMA}isPartOf> <https://{site}.wikipedia.org/> .",
-                       f'{iri} <{SCHEMA}contentSize> "{size}"^^<http://www.w3.org/2001/XMLSchema#integer> .']
+        self.lines += [
+            f"{iri} <{SCHEMA}about> <{WD}{qid}> .",
+            f"{iri} <{SCHEMA}isPartOf> <https://{site}.wikipedia.org/> .",
+            f'{iri} <{SCHEMA}contentSize> "{size}"^^<http://www.w3.org/2001/XMLSchema#integer> .',
+        ]
 
     def write(self, path: Path) -> Path:
         path.write_text("\n".join(dict.fromkeys(self.lines)) + "\n", encoding="utf-8")
@@ -123,8 +137,9 @@ def place_countries(facts: list[dict]) -> dict[str, list[str]]:
     return {place: sorted(countries) for place, countries in found.items()}
 
 
-def distractors(triples: Triples, pid: str, token: str, facts: list[dict], languages: tuple[str, ...],
-                top: int) -> None:
+def distractors(
+    triples: Triples, pid: str, token: str, facts: list[dict], languages: tuple[str, ...], top: int
+) -> None:
     """Entities a real Wikidata has that the curation must leave out: a subject of another region and one without
     a label in the first language (both larger than every released subject), a historical state of the Arab
     League (for the predicates whose subject is a country), and a subject just below the released top 1,000 (`top`).
@@ -154,8 +169,9 @@ def distractors(triples: Triples, pid: str, token: str, facts: list[dict], langu
         tie_to_country(triples, pid, {"sub": subject, "obj": [obj], "country": [country]}, {obj: [country]})
 
 
-def build_store(facts: list[dict], pid: str, token: str, languages: tuple[str, ...], path: Path,
-                top: int = TOP) -> Path:
+def build_store(
+    facts: list[dict], pid: str, token: str, languages: tuple[str, ...], path: Path, top: int = TOP
+) -> Path:
     """The N-Triples file of one (predicate, region) store."""
     return store_triples(facts, pid, token, languages, top).write(path)
 

@@ -15,8 +15,24 @@ from culture_probe.errors import CultureProbeError
 @pytest.fixture(scope="module")
 def curated(tmp_path_factory):
     out = tmp_path_factory.mktemp("curated")
-    code = main(["curate", "dlama", "--region", "arab", "--contrast", "west", "--languages", "ar,en",
-                 "--predicates", "P30,P36,P37,P1376", "--endpoint", str(FIXTURE), "--out", str(out)])
+    code = main(
+        [
+            "curate",
+            "dlama",
+            "--region",
+            "arab",
+            "--contrast",
+            "west",
+            "--languages",
+            "ar,en",
+            "--predicates",
+            "P30,P36,P37,P1376",
+            "--endpoint",
+            str(FIXTURE),
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     return out
 
@@ -36,29 +52,96 @@ def test_output_loads_through_the_dlama_builder(curated, tmp_path):
     assert len(test) == expected > 0
     row = next(r for r in test if r["id"] == "P30_general_ARAB_REGION_1|en")
     assert (row["sub_label"], row["obj_label"], row["culture"], row["pair"]) == (
-        "Egypt", ["Africa", "Asia"], "arab", "arab_west")
+        "Egypt",
+        ["Africa", "Asia"],
+        "arab",
+        "arab_west",
+    )
     assert {r["uuid"] for r in test if r["language"] == "ar"} == {r["uuid"] for r in test if r["language"] == "en"}
 
 
 def test_cli_errors(tmp_path, capsys):
-    assert main(["curate", "dlama", "--region", "arabia", "--languages", "en", "--endpoint", str(FIXTURE),
-                 "--out", str(tmp_path)]) == 2
+    assert (
+        main(
+            [
+                "curate",
+                "dlama",
+                "--region",
+                "arabia",
+                "--languages",
+                "en",
+                "--endpoint",
+                str(FIXTURE),
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
     assert "Unknown region 'arabia'. Did you mean 'arab'" in capsys.readouterr().err
     assert main(["curate", "dlama", "--region", "arab", "--languages", "en", "--out", str(tmp_path)]) == 2
     assert "--endpoint is required" in capsys.readouterr().err
-    assert main(["curate", "dlama", "--region", "arab", "--languages", "en", "--endpoint", "dump.xml",
-                 "--out", str(tmp_path)]) == 2
+    assert (
+        main(
+            [
+                "curate",
+                "dlama",
+                "--region",
+                "arab",
+                "--languages",
+                "en",
+                "--endpoint",
+                "dump.xml",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
     assert "reads .nt, .ttl dumps" in capsys.readouterr().err
 
 
 def test_cli_new_region_and_fmlama(tmp_path, capsys):
-    assert main(["curate", "dlama", "--region", "maghreb=Q1028,Q262,Q948", "--sites", "ar,fr,en",
-                 "--languages", "ar,en", "--predicates", "P36", "--endpoint", str(FIXTURE),
-                 "--out", str(tmp_path / "d")]) == 0
+    assert (
+        main(
+            [
+                "curate",
+                "dlama",
+                "--region",
+                "maghreb=Q1028,Q262,Q948",
+                "--sites",
+                "ar,fr,en",
+                "--languages",
+                "ar,en",
+                "--predicates",
+                "P36",
+                "--endpoint",
+                str(FIXTURE),
+                "--out",
+                str(tmp_path / "d"),
+            ]
+        )
+        == 0
+    )
     records = read_records(tmp_path / "d" / "maghreb-west" / "dlama" / "en" / "P36_general_MAGHREB.jsonl")
     assert [r["sub_label"] for r in records] == ["Morocco", "Algeria", "Tunisia"]  # fr articles 260k, 175k, 150k
-    assert main(["curate", "fmlama", "--region", "asia", "--languages", "en,ko", "--endpoint", str(FIXTURE),
-                 "--out", str(tmp_path / "f")]) == 0
+    assert (
+        main(
+            [
+                "curate",
+                "fmlama",
+                "--region",
+                "asia",
+                "--languages",
+                "en,ko",
+                "--endpoint",
+                str(FIXTURE),
+                "--out",
+                str(tmp_path / "f"),
+            ]
+        )
+        == 0
+    )
     assert "wrote FmLAMA-style dishes" in capsys.readouterr().out
 
 
@@ -67,12 +150,18 @@ def test_fmlama_dishes(store, tmp_path):
     assert curate_fmlama(FmlamaCuration(region, ("en", "ko")), store, tmp_path) == {"en": 4, "ko": 3}
     en = read_records(tmp_path / "data_lang" / "en" / "en_dishes.jsonl")
     assert [(r["sub_label"], r["origin"]) for r in en] == [
-        ("koshari", "Egypt"), ("bouillabaisse", "France"),  # bouillabaisse: instance of stew, a subclass of dish
+        ("koshari", "Egypt"),
+        ("bouillabaisse", "France"),  # bouillabaisse: instance of stew, a subclass of dish
         ("mapo doufu", "People's Republic of China"),  # origin through Sichuan cuisine's country
         ("bibimbap", "South Korea"),
     ]  # hummus has two countries of origin; couscous's cuisine lies in two countries: both excluded
-    assert en[2] == {"url": "http://www.wikidata.org/entity/Q1298577", "origin": "People's Republic of China",
-                     "lang": "en", "sub_label": "mapo doufu", "obj_label": ["chili pepper", "tofu"]}
+    assert en[2] == {
+        "url": "http://www.wikidata.org/entity/Q1298577",
+        "origin": "People's Republic of China",
+        "lang": "en",
+        "sub_label": "mapo doufu",
+        "obj_label": ["chili pepper", "tofu"],
+    }
     ko = read_records(tmp_path / "data_lang" / "ko" / "ko_dishes.jsonl")
     assert "bouillabaisse" not in {r["url"] for r in ko} and len(ko) == 3  # no Korean label
     counts = read_records(tmp_path / "data_lang" / "en" / "en_count.jsonl")
@@ -92,10 +181,27 @@ def test_auto_size_provider_asks_wikipedia_only_for_wikidata(store):
     assert isinstance(size_provider("mediawiki", store, policy), MediaWikiSizes)
 
 
-@pytest.mark.parametrize("extra", [["--contrast", "west"], ["--top", "5"], ["--predicates", "P36"],
-                                   ["--sizes", "store"]])
+@pytest.mark.parametrize(
+    "extra", [["--contrast", "west"], ["--top", "5"], ["--predicates", "P36"], ["--sizes", "store"]]
+)
 def test_fmlama_curation_refuses_dlama_only_flags(tmp_path, capsys, extra):
-    assert main(["curate", "fmlama", "--region", "asia", "--languages", "en", "--endpoint", str(FIXTURE),
-                 "--out", str(tmp_path / "f"), *extra]) == 2
+    assert (
+        main(
+            [
+                "curate",
+                "fmlama",
+                "--region",
+                "asia",
+                "--languages",
+                "en",
+                "--endpoint",
+                str(FIXTURE),
+                "--out",
+                str(tmp_path / "f"),
+                *extra,
+            ]
+        )
+        == 2
+    )
     assert f"does not use {extra[0]}: FmLAMA collects every dish" in capsys.readouterr().err
     assert not (tmp_path / "f").exists()  # refused before anything was fetched

@@ -33,8 +33,13 @@ def test_layout_is_dlama_v1(arab_west):
     root = arab_west.pair_dir
     assert root.name == "arab-west"
     names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.jsonl"))
-    expected = sorted(f"{folder}/{lang}/{pid}_general_{token}.jsonl" for folder in ("dlama", "dlama_raw")
-                      for lang in ("ar", "en") for pid in PREDS for token in ("ARAB_REGION", "WESTERN_COUNTRIES"))
+    expected = sorted(
+        f"{folder}/{lang}/{pid}_general_{token}.jsonl"
+        for folder in ("dlama", "dlama_raw")
+        for lang in ("ar", "en")
+        for pid in PREDS
+        for token in ("ARAB_REGION", "WESTERN_COUNTRIES")
+    )
     assert names == expected
     record = facts(arab_west, "en", "P30_general_ARAB_REGION")[0]
     assert list(record) == ["sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid"]
@@ -53,8 +58,18 @@ def test_ranking_by_largest_article_on_the_countries_sites(arab_west):
     arab = facts(arab_west, "en", "P30_general_ARAB_REGION")
     # Morocco's fr article (260000) outranks Egypt's en one (250000); Jordan (Q810) and Tunisia (Q948) tie at
     # 150000 and the lower QID ranks first; Sudan's 999999-byte ko article is on no Arab site.
-    assert [r["sub_uri"] for r in arab] == ["Q1028", "Q79", "Q851", "Q262", "Q822", "Q810", "Q948", "Q1016",
-                                             "Q1049", "Q842"]
+    assert [r["sub_uri"] for r in arab] == [
+        "Q1028",
+        "Q79",
+        "Q851",
+        "Q262",
+        "Q822",
+        "Q810",
+        "Q948",
+        "Q1016",
+        "Q1049",
+        "Q842",
+    ]
     assert [r["size"] for r in arab][:2] == [260000, 250000] and arab[8]["size"] == 130000
     assert [r["uuid"] for r in arab] == [f"P30_general_ARAB_REGION_{i}" for i in range(10)]
     west = by_subject(facts(arab_west, "en", "P30_general_WESTERN_COUNTRIES"))
@@ -76,8 +91,9 @@ def test_same_facts_in_both_languages(arab_west):
     for pid in PREDS:
         for token in ("ARAB_REGION", "WESTERN_COUNTRIES"):
             ar, en = (facts(arab_west, lang, f"{pid}_general_{token}") for lang in ("ar", "en"))
-            assert [(r["uuid"], r["sub_uri"], r["obj_uri"]) for r in ar] == \
-                   [(r["uuid"], r["sub_uri"], r["obj_uri"]) for r in en]
+            assert [(r["uuid"], r["sub_uri"], r["obj_uri"]) for r in ar] == [
+                (r["uuid"], r["sub_uri"], r["obj_uri"]) for r in en
+            ]
 
 
 def test_step3_all_objects_without_region_or_type_filter_as_upstream(arab_west):
@@ -139,12 +155,22 @@ ASIA_SA = (("asia", "south_america"), ("ko", "es"), 4)
 ARAB_WEST = (("arab", "west"), ("ar", "en"), 1000)
 
 
-@pytest.mark.parametrize(("pid", "kind", "setting", "object_filters"), [
-    ("P30", "continent", ASIA_SA, False), ("P36", "city", ASIA_SA, False), ("P37", "language", ASIA_SA, False),
-    ("P47", "country", ASIA_SA, False), ("P30", "continent", ARAB_WEST, False), ("P36", "city", ARAB_WEST, False),
-    ("P37", "language", ARAB_WEST, False), ("P47", "country", ARAB_WEST, False),
-    ("P530", "country", ARAB_WEST, False), ("P47", "country", ARAB_WEST, True), ("P36", "city", ARAB_WEST, True),
-])
+@pytest.mark.parametrize(
+    ("pid", "kind", "setting", "object_filters"),
+    [
+        ("P30", "continent", ASIA_SA, False),
+        ("P36", "city", ASIA_SA, False),
+        ("P37", "language", ASIA_SA, False),
+        ("P47", "country", ASIA_SA, False),
+        ("P30", "continent", ARAB_WEST, False),
+        ("P36", "city", ARAB_WEST, False),
+        ("P37", "language", ARAB_WEST, False),
+        ("P47", "country", ARAB_WEST, False),
+        ("P530", "country", ARAB_WEST, False),
+        ("P47", "country", ARAB_WEST, True),
+        ("P36", "city", ARAB_WEST, True),
+    ],
+)
 def test_country_predicates_match_the_reference(store, reference, tmp_path, pid, kind, setting, object_filters):
     names, languages, top = setting
     regions = [resolve_region(name) for name in names]
@@ -160,7 +186,10 @@ def test_top_keeps_the_largest_subjects(store, tmp_path):
     result = curate_dlama(DlamaCuration(ARAB, WEST, ("ar", "en"), ("P36",), top=3, chunk_size=2), store, tmp_path)
     capitals = facts(result, "en", "P36_general_ARAB_REGION")
     assert [(r["sub_label"], r["obj_label"]) for r in capitals] == [
-        ("Morocco", ["Rabat"]), ("Egypt", ["Cairo"]), ("Saudi Arabia", ["Riyadh"])]
+        ("Morocco", ["Rabat"]),
+        ("Egypt", ["Cairo"]),
+        ("Saudi Arabia", ["Riyadh"]),
+    ]
     assert result.counts["P36_general_ARAB_REGION"]["facts"] == 3
 
 

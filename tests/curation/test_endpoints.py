@@ -23,8 +23,9 @@ from culture_probe.curation.endpoints import PoliteCaller, RetryableError, retry
 from culture_probe.curation.queries import labels_query
 from culture_probe.errors import EndpointError
 
-CONFIG = DlamaCuration(resolve_region("arab"), resolve_region("west"), ("ar", "en"),
-                       ("P19", "P27", "P37"), chunk_size=3)
+CONFIG = DlamaCuration(
+    resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P19", "P27", "P37"), chunk_size=3
+)
 LABELS = labels_query(["Q79"], ["ar", "en"])
 EGYPT = [{"item": "Q79", "lang": "ar", "label": "مصر"}, {"item": "Q79", "lang": "en", "label": "Egypt"}]
 
@@ -43,8 +44,12 @@ def test_server_and_embedded_store_give_identical_output(store, server_url, fast
     agents = {r["headers"].get("User-Agent") for r in proxy.requests}
     assert len(agents) == 1 and agents.pop().startswith("culture_probe/")
     # every VALUES list of entities is cut into chunks of at most chunk_size (3); ?site lists the region's wikis
-    sizes = [len(block.split()) for query in proxy.queries
-             for var, block in re.findall(r"VALUES \?(\w+) \{ ([^}]*) \}", query) if var != "site"]
+    sizes = [
+        len(block.split())
+        for query in proxy.queries
+        for var, block in re.findall(r"VALUES \?(\w+) \{ ([^}]*) \}", query)
+        if var != "site"
+    ]
     assert sizes and max(sizes) == 3
     assert len(proxy.requests) > 50
 
@@ -60,18 +65,24 @@ def test_429_with_retry_after_is_honoured(server_url, fast):
     assert sleeps == [7.0, 0.002]  # Retry-After: 7 s; then exponential backoff 0.001 * 2
 
 
-@pytest.mark.parametrize(("action", "message"), [
-    (("status", 429, {"Retry-After": "0"}), "HTTP 429"),
-    (("status", 503, {}), "HTTP 503"),
-    ("badjson", "malformed JSON"),
-    ("drop", "RemoteDisconnected|Connection"),
-    (("slow", 1.0), "timed out"),
-])
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (("status", 429, {"Retry-After": "0"}), "HTTP 429"),
+        (("status", 503, {}), "HTTP 503"),
+        ("badjson", "malformed JSON"),
+        ("drop", "RemoteDisconnected|Connection"),
+        (("slow", 1.0), "timed out"),
+    ],
+)
 def test_persistent_faults_end_in_an_error_naming_the_endpoint(server_url, action, message):
     policy = HttpPolicy(min_interval=0, timeout=0.3, retries=2, backoff=0.001, max_wait=0.01)
     with FaultProxy(server_url, lambda n: action) as proxy:
-        with pytest.raises(EndpointError, match=rf"SPARQL endpoint {re.escape(proxy.url)} failed after 3 "
-                                                rf"attempts; last error: .*({message})"):
+        with pytest.raises(
+            EndpointError,
+            match=rf"SPARQL endpoint {re.escape(proxy.url)} failed after 3 "
+            rf"attempts; last error: .*({message})",
+        ):
             HttpEndpoint(proxy.url, policy).select(LABELS)
     assert len(proxy.requests) == 3
 
@@ -125,11 +136,14 @@ def test_server_stopped_mid_run_keeps_checkpoints_and_a_rerun_resumes(store, fas
     assert tree(result.pair_dir) == tree(curate_dlama(CONFIG, store, tmp_path / "embedded").pair_dir)
 
 
-@pytest.mark.parametrize(("fault", "message"), [
-    (("status", 429, {"Retry-After": "0"}), "HTTP 429"),
-    (("slow", 1.0), "timed out"),
-    ("badjson", "malformed JSON"),
-])
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        (("status", 429, {"Retry-After": "0"}), "HTTP 429"),
+        (("slow", 1.0), "timed out"),
+        ("badjson", "malformed JSON"),
+    ],
+)
 def test_run_hit_by_a_persistent_fault_resumes_from_its_checkpoints(store, server_url, tmp_path, fault, message):
     config = DlamaCuration(resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P37",), chunk_size=3)
     policy = HttpPolicy(min_interval=0, timeout=0.3, retries=2, backoff=0.001, max_wait=0.01)
@@ -137,8 +151,11 @@ def test_run_hit_by_a_persistent_fault_resumes_from_its_checkpoints(store, serve
         curate_dlama(config, HttpEndpoint(clean.url, policy), tmp_path / "fresh")
     total, stop, out = len(clean.requests), len(clean.requests) // 2, tmp_path / "run"
     with FaultProxy(server_url, lambda n: fault if n >= stop else "pass") as faulty:
-        with pytest.raises(EndpointError, match=rf"{re.escape(faulty.url)} failed after 3 attempts; last error: "
-                                                rf".*{message}"):
+        with pytest.raises(
+            EndpointError,
+            match=rf"{re.escape(faulty.url)} failed after 3 attempts; last error: "
+            rf".*{message}",
+        ):
             curate_dlama(config, HttpEndpoint(faulty.url, policy), out)
     assert len(request_checkpoints(out / ".checkpoints")) == stop
     with FaultProxy(server_url) as resumed:
@@ -199,17 +216,45 @@ def test_killed_process_loses_nothing_it_fetched(store, server_url, fast, tmp_pa
     import time
     from pathlib import Path
 
-    args = ["--region", "arab", "--languages", "ar,en", "--predicates", "P19,P27,P37", "--chunk-size", "3",
-            "--min-interval", "0", "--retries", "0", "--sizes", "store"]
+    args = [
+        "--region",
+        "arab",
+        "--languages",
+        "ar,en",
+        "--predicates",
+        "P19,P27,P37",
+        "--chunk-size",
+        "3",
+        "--min-interval",
+        "0",
+        "--retries",
+        "0",
+        "--sizes",
+        "store",
+    ]
     with FaultProxy(server_url) as counting:
         curate_dlama(CONFIG, HttpEndpoint(counting.url, fast), tmp_path / "fresh")
     total = len(counting.requests)
     out = tmp_path / "killed"
     repo = Path(__file__).resolve().parents[2]
     with FaultProxy(server_url, lambda n: ("slow", 0.05)) as slow:
-        process = subprocess.Popen([sys.executable, "-m", "culture_probe", "curate", "dlama", *args,
-                                    "--endpoint", slow.url, "--out", str(out)], cwd=repo,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "culture_probe",
+                "curate",
+                "dlama",
+                *args,
+                "--endpoint",
+                slow.url,
+                "--out",
+                str(out),
+            ],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while len(request_checkpoints(out / ".checkpoints")) < 15 and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -268,8 +313,11 @@ def test_checkpoints_refuse_to_resume_against_another_endpoint(store, tmp_path):
     [dump] = manifest["endpoint"]["dumps"]
     assert (dump["name"], dump["size"]) == (FIXTURE.name, FIXTURE.stat().st_size) and len(dump["sha256"]) == 64
     curate_dlama(config, EmbeddedStore([FIXTURE]), tmp_path / "run")  # the same dump: resumes
-    with pytest.raises(CultureProbeError, match=r"fetched from .*wikidata_mini.*not from .*query\.wikidata\.org.*"
-                                                r"another --out"):
+    with pytest.raises(
+        CultureProbeError,
+        match=r"fetched from .*wikidata_mini.*not from .*query\.wikidata\.org.*"
+        r"another --out",
+    ):
         curate_dlama(config, HttpEndpoint("https://query.wikidata.org/sparql"), tmp_path / "run")
     other = tmp_path / "other.ttl"
     other.write_bytes(FIXTURE.read_bytes() + b"\n# edited\n")

@@ -17,7 +17,7 @@ HEAD = (
 
 
 def test_person_predicate_filters_on_citizenship_with_the_arab_league_condition():
-    (key, pattern), = q.region_patterns(resolve_region("arab"))
+    ((key, pattern),) = q.region_patterns(resolve_region("arab"))
     assert key == "condition"
     assert q.facts_query(PREDICATES["P106"], pattern) == HEAD + (
         "SELECT DISTINCT ?person ?occupation ?country\n"
@@ -70,7 +70,8 @@ def test_step3_objects_query_is_upstreams_values_list_and_nothing_else():
 
 def test_optional_object_filters_for_countries_cities_instruments_and_languages():
     assert q.objects_query(PREDICATES["P27"], ["Q5673"], object_filters=True).endswith(
-        "  ?country wdt:P31 wd:Q3624078 .\n  MINUS { ?country wdt:P31 wd:Q3024240 . }\n}\n")
+        "  ?country wdt:P31 wd:Q3624078 .\n  MINUS { ?country wdt:P31 wd:Q3024240 . }\n}\n"
+    )
     city = q.objects_query(PREDICATES["P36"], ["Q79"], object_filters=True)
     for cls in ("Q2974842", "Q3624078", "Q3024240", "Q3336843"):
         assert f"  MINUS {{ ?city wdt:P31 wd:{cls} . }}\n" in city
@@ -78,8 +79,10 @@ def test_optional_object_filters_for_countries_cities_instruments_and_languages(
     assert "  FILTER(?instrument != wd:Q17172850)\n" in instrument
     language = q.objects_query(PREDICATES["P1412"], ["Q1"], object_filters=True)
     assert "  MINUS { ?language wdt:P31 wd:Q34228 . }\n" in language
-    assert all("MINUS" not in q.objects_query(p, ["Q1"]) and "FILTER" not in q.objects_query(p, ["Q1"])
-               for p in PREDICATES.values())
+    assert all(
+        "MINUS" not in q.objects_query(p, ["Q1"]) and "FILTER" not in q.objects_query(p, ["Q1"])
+        for p in PREDICATES.values()
+    )
 
 
 def test_labels_sitelinks_sizes_and_hierarchy_queries():

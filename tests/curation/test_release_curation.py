@@ -38,8 +38,9 @@ def release(mirror) -> Path:
     return mirror / "manual" / "dlama" / "dlama-v1"
 
 
-def curate_from_release(release: Path, pid: str, token: str, tmp: Path, top: int = TOP, n: int | None = None,
-                        endpoint=None) -> tuple[list[dict], dict[str, list[dict]]]:
+def curate_from_release(
+    release: Path, pid: str, token: str, tmp: Path, top: int = TOP, n: int | None = None, endpoint=None
+) -> tuple[list[dict], dict[str, list[dict]]]:
     """(released facts, {language: curated records}) of one (predicate, region) file."""
     facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:n]
     tmp.mkdir(parents=True, exist_ok=True)
@@ -55,8 +56,7 @@ def curate_dump(dump: Path, pid: str, token: str, tmp: Path, top: int, endpoint=
     else:
         with endpoint([dump]) as server:
             result = curate_dlama(config, HttpEndpoint(server.url), tmp / "out")
-    return {lang: read_records(result.pair_dir / "dlama" / lang / f"{pid}_general_{token}.jsonl")
-            for lang in LANGUAGES}
+    return {lang: read_records(result.pair_dir / "dlama" / lang / f"{pid}_general_{token}.jsonl") for lang in LANGUAGES}
 
 
 def ranked(facts: list[dict], pid: str, token: str) -> list[dict]:
@@ -67,16 +67,25 @@ def ranked(facts: list[dict], pid: str, token: str) -> list[dict]:
 def assert_release(facts: list[dict], curated: dict[str, list[dict]]) -> None:
     """The curated records are the released ones, rank for rank; within a tie in size, as a set, ranked by QID."""
     for lang, records in curated.items():
-        released = [{"sub_uri": f["sub"], "obj_uri": f["obj"], "sub_label": f["labels"][f["sub"]][lang],
-                     "obj_label": [f["labels"][o][lang] for o in f["obj"]], "country": f["country"],
-                     "size": f["size"], "uuid": f["uuid"]} for f in facts]
+        released = [
+            {
+                "sub_uri": f["sub"],
+                "obj_uri": f["obj"],
+                "sub_label": f["labels"][f["sub"]][lang],
+                "obj_label": [f["labels"][o][lang] for o in f["obj"]],
+                "country": f["country"],
+                "size": f["size"],
+                "uuid": f["uuid"],
+            }
+            for f in facts
+        ]
         assert len(records) == len(released), f"{lang}: {len(records)} facts, the release has {len(released)}"
         assert [r["uuid"] for r in records] == [r["uuid"] for r in released]  # rank-numbered ids
         assert [r["size"] for r in records] == [r["size"] for r in released]
         start = 0
         for _, group in itertools.groupby(released, key=lambda r: r["size"]):
             tie = list(group)
-            mine = records[start:start + len(tie)]
+            mine = records[start : start + len(tie)]
             assert by_subject(mine) == by_subject(tie), f"{lang}: facts of size {tie[0]['size']} differ"
             assert [int(r["sub_uri"][1:]) for r in mine] == sorted(int(r["sub_uri"][1:]) for r in mine)
             start += len(tie)
@@ -139,21 +148,46 @@ def test_the_command_line_returns_the_released_facts_of_a_small_store(release, t
         facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:6]
         dump = build_store(facts, pid, token, LANGUAGES, tmp_path / f"{pid}_{token}.nt", top=6)
         out = tmp_path / f"{pid}_{token}"
-        argv = ["curate", "dlama", "--region", "arab", "--contrast", "west", "--languages", ",".join(LANGUAGES),
-                "--predicates", pid, "--top", "6", "--endpoint", str(dump), "--out", str(out), "--allow-empty"]
+        argv = [
+            "curate",
+            "dlama",
+            "--region",
+            "arab",
+            "--contrast",
+            "west",
+            "--languages",
+            ",".join(LANGUAGES),
+            "--predicates",
+            pid,
+            "--top",
+            "6",
+            "--endpoint",
+            str(dump),
+            "--out",
+            str(out),
+            "--allow-empty",
+        ]
         code = main(argv)
         printed = capsys.readouterr()
         assert code == 0, printed.err
         assert f"to {out / PAIR}" in printed.out
-        curated = {lang: read_records(out / PAIR / "dlama" / lang / f"{pid}_general_{token}.jsonl")
-                   for lang in LANGUAGES}
+        curated = {
+            lang: read_records(out / PAIR / "dlama" / lang / f"{pid}_general_{token}.jsonl") for lang in LANGUAGES
+        }
         assert_release(facts, curated)
 
 
 def test_curation_through_an_oxigraph_server_returns_the_same(release, tmp_path):
     for pid in ("P106", "P19"):
-        facts, curated = curate_from_release(release, pid, "ARAB_REGION", tmp_path / pid, top=6, n=6,
-                                             endpoint=lambda dumps: oxigraph_server(dumps, max_lifetime=120))
+        facts, curated = curate_from_release(
+            release,
+            pid,
+            "ARAB_REGION",
+            tmp_path / pid,
+            top=6,
+            n=6,
+            endpoint=lambda dumps: oxigraph_server(dumps, max_lifetime=120),
+        )
         assert_release(facts, curated)
 
 

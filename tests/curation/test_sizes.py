@@ -13,8 +13,10 @@ from culture_probe.curation import HttpPolicy, MediaWikiSizes, StoreSizes
 from culture_probe.curation.sizes import article_title
 from culture_probe.errors import EndpointError
 
-PAGES = {"en.wikipedia.org": {"Egypt": 250000, "New York City": 260000, "Al-Qahira & Co": 17},
-         "ar.wikipedia.org": {"مصر": 180000}}
+PAGES = {
+    "en.wikipedia.org": {"Egypt": 250000, "New York City": 260000, "Al-Qahira & Co": 17},
+    "ar.wikipedia.org": {"مصر": 180000},
+}
 
 
 class FakeMediaWiki:
@@ -31,15 +33,19 @@ class FakeMediaWiki:
             def do_GET(self):
                 url = urllib.parse.urlsplit(self.path)
                 params = urllib.parse.parse_qs(url.query)
-                fake.calls.append({"host": url.path.split("/")[1], "params": params,
-                                   "agent": self.headers.get("User-Agent")})
+                fake.calls.append(
+                    {"host": url.path.split("/")[1], "params": params, "agent": self.headers.get("User-Agent")}
+                )
                 if len(fake.calls) <= fail_first:
                     self.send_response(503)
                     self.send_header("Retry-After", "0")
                     self.end_headers()
                     return
-                payload = b"<html>maintenance</html>" if broken else json.dumps(
-                    fake.answer(url.path.split("/")[1], params["titles"][0].split("|"))).encode()
+                payload = (
+                    b"<html>maintenance</html>"
+                    if broken
+                    else json.dumps(fake.answer(url.path.split("/")[1], params["titles"][0].split("|"))).encode()
+                )
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -56,8 +62,9 @@ class FakeMediaWiki:
         for title in titles:
             title = title[0].upper() + title[1:]
             size = PAGES.get(host, {}).get(title)
-            pages.append({"title": title, "missing": True} if size is None
-                         else {"title": title, "revisions": [{"size": size}]})
+            pages.append(
+                {"title": title, "missing": True} if size is None else {"title": title, "revisions": [{"size": size}]}
+            )
         return {"batchcomplete": True, "query": {"normalized": normalized, "pages": pages}}
 
     def close(self):
@@ -73,9 +80,13 @@ def policy():
 def test_mediawiki_sizes_by_wiki_with_title_normalisation(policy):
     api = FakeMediaWiki()
     try:
-        articles = ["https://en.wikipedia.org/wiki/Egypt", "https://en.wikipedia.org/wiki/new_York_City",
-                    "https://en.wikipedia.org/wiki/Al-Qahira_%26_Co", "https://en.wikipedia.org/wiki/Nowhere",
-                    "https://ar.wikipedia.org/wiki/%D9%85%D8%B5%D8%B1"]
+        articles = [
+            "https://en.wikipedia.org/wiki/Egypt",
+            "https://en.wikipedia.org/wiki/new_York_City",
+            "https://en.wikipedia.org/wiki/Al-Qahira_%26_Co",
+            "https://en.wikipedia.org/wiki/Nowhere",
+            "https://ar.wikipedia.org/wiki/%D9%85%D8%B5%D8%B1",
+        ]
         sizes = MediaWikiSizes(policy, api_url=api.api).sizes(articles)
     finally:
         api.close()
@@ -98,16 +109,22 @@ def test_mediawiki_batches_of_fifty_and_retries(policy):
 def test_mediawiki_garbage_ends_in_an_error_naming_the_api(policy):
     api = FakeMediaWiki(broken=True)
     try:
-        with pytest.raises(EndpointError, match=r"MediaWiki API http://127\.0\.0\.1:\d+/\{host\}/w/api\.php failed "
-                                                r"after 3 attempts; last error: malformed JSON"):
+        with pytest.raises(
+            EndpointError,
+            match=r"MediaWiki API http://127\.0\.0\.1:\d+/\{host\}/w/api\.php failed "
+            r"after 3 attempts; last error: malformed JSON",
+        ):
             MediaWikiSizes(policy, api_url=api.api).sizes(["https://en.wikipedia.org/wiki/Egypt"])
     finally:
         api.close()
 
 
 def test_store_sizes_read_schema_content_size(store):
-    egypt = ["https://en.wikipedia.org/wiki/Egypt", "https://ar.wikipedia.org/wiki/%D9%85%D8%B5%D8%B1",
-             "https://de.wikipedia.org/wiki/Nowhere"]
+    egypt = [
+        "https://en.wikipedia.org/wiki/Egypt",
+        "https://ar.wikipedia.org/wiki/%D9%85%D8%B5%D8%B1",
+        "https://de.wikipedia.org/wiki/Nowhere",
+    ]
     assert StoreSizes(store).sizes(egypt) == {egypt[0]: 250000, egypt[1]: 180000}
 
 

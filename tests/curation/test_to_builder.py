@@ -28,8 +28,9 @@ def test_new_pair_loads_from_its_manifest(out, tmp_path):
     files = sorted((out / "maghreb-west" / "dlama").rglob("*.jsonl"))
     assert split.num_rows == sum(len(read_records(path)) for path in files) > 0
     assert set(split["pair"]) == {"maghreb_west"} and set(split["culture"]) == {"maghreb", "west"}
-    assert {path.stem for path in files} == {f"{p}_general_{t}" for p in PREDICATES for t in ("MAGHREB",
-                                                                                              "WESTERN_COUNTRIES")}
+    assert {path.stem for path in files} == {
+        f"{p}_general_{t}" for p in PREDICATES for t in ("MAGHREB", "WESTERN_COUNTRIES")
+    }
     capitals = [r for r in split if (r["language"], r["predicate"], r["region"]) == ("en", "P36", "MAGHREB")]
     assert [(r["rank"], r["sub_label"]) for r in capitals] == [(0, "Morocco"), (1, "Algeria"), (2, "Tunisia")]
     assert capitals[0]["obj_label"] == ["Rabat"]
@@ -39,8 +40,9 @@ def test_new_pair_loads_from_its_manifest(out, tmp_path):
 
 
 def test_options_pick_the_pair_and_released_configs_still_load(out, tmp_path):
-    english = load_benchmark("dlama_custom", data_dir=out, region="MAGHREB", languages=("en",),
-                             cache_dir=str(tmp_path))["test"]
+    english = load_benchmark(
+        "dlama_custom", data_dir=out, region="MAGHREB", languages=("en",), cache_dir=str(tmp_path)
+    )["test"]
     assert set(english["language"]) == {"en"} and set(english["region"]) == {"MAGHREB", "WESTERN_COUNTRIES"}
     arab = load_benchmark("dlama_arab_west", data_dir=out, cache_dir=str(tmp_path))["test"]
     assert set(arab["pair"]) == {"arab_west"} and set(arab["predicate"]) == {"P36"}

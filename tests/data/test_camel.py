@@ -224,7 +224,10 @@ def test_corrected_entities_apply_exactly_the_spec_fixes(tmp_path: Path) -> None
     # apple pie labelled Western; "كبة" stripped and, like "بيتزا", kept once; "دورا" carries both labels: dropped;
     # an unlabelled entity the spec does not name stays unlabelled
     assert list(zip(food["row"], food["entity"], food["culture"], strict=True)) == [
-        (0, "ابل باي", "Western"), (1, "كبة", "Arab"), (3, "بيتزا", "Western"), (7, "شاي", None),
+        (0, "ابل باي", "Western"),
+        (1, "كبة", "Arab"),
+        (3, "بيتزا", "Western"),
+        (7, "شاي", None),
     ]
 
 

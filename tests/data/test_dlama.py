@@ -45,11 +45,17 @@ EXPECTED_ROWS = 15  # en: 3 + 2 + 1 + 2 = 8 facts; ar: 8 - 1 (empty sub_label) =
 def fact_lines(predicate: str, region: str, language: str) -> list[dict]:
     lines = []
     for rank, sub_uri, sub_label, obj_uri, obj_label in FACTS[predicate, region]:
-        lines.append({
-            "sub_uri": sub_uri, "obj_uri": obj_uri, "sub_label": sub_label[language],
-            "obj_label": obj_label[language], "country": ["Q79"] if region == "ARAB_REGION" else ["Q142"],
-            "size": 1000 - rank, "uuid": f"{predicate}_general_{region}_{rank}",
-        })
+        lines.append(
+            {
+                "sub_uri": sub_uri,
+                "obj_uri": obj_uri,
+                "sub_label": sub_label[language],
+                "obj_label": obj_label[language],
+                "country": ["Q79"] if region == "ARAB_REGION" else ["Q142"],
+                "size": 1000 - rank,
+                "uuid": f"{predicate}_general_{region}_{rank}",
+            }
+        )
     return lines
 
 
@@ -91,10 +97,20 @@ def test_fixture_tarball_rows_and_derived_fields(tarball: Path) -> None:
     rows = {row["id"]: row for row in split}
     assert len(rows) == EXPECTED_ROWS
     assert rows["P30_general_ARAB_REGION_0|ar"] == {
-        "id": "P30_general_ARAB_REGION_0|ar", "uuid": "P30_general_ARAB_REGION_0", "pair": "arab_west",
-        "language": "ar", "predicate": "P30", "culture": "arab", "region": "ARAB_REGION", "rank": 0,
-        "sub_uri": "Q79", "sub_label": "مصر", "obj_uri": ["Q15", "Q48"], "obj_label": ["أفريقيا", "آسيا"],
-        "country": ["Q79"], "size": 1000,
+        "id": "P30_general_ARAB_REGION_0|ar",
+        "uuid": "P30_general_ARAB_REGION_0",
+        "pair": "arab_west",
+        "language": "ar",
+        "predicate": "P30",
+        "culture": "arab",
+        "region": "ARAB_REGION",
+        "rank": 0,
+        "sub_uri": "Q79",
+        "sub_label": "مصر",
+        "obj_uri": ["Q15", "Q48"],
+        "obj_label": ["أفريقيا", "آسيا"],
+        "country": ["Q79"],
+        "size": 1000,
     }  # no template: templates are the protocol's declared resource, not a column of the data
     west = rows["P36_general_WESTERN_COUNTRIES_1|en"]
     assert (west["culture"], west["predicate"], west["rank"]) == ("west", "P36", 1)
@@ -147,8 +163,11 @@ def test_languages_restrict_rows(tarball: Path) -> None:
 
 def test_other_pairs_are_not_mixed_in(tmp_path: Path) -> None:
     files = release_files()
-    asia = {name.replace("ARAB_REGION", "ASIA").replace("arab-west", "asia-west").replace("/ar/", "/ko/"): content
-            for name, content in files.items() if name.endswith(".jsonl")}
+    asia = {
+        name.replace("ARAB_REGION", "ASIA").replace("arab-west", "asia-west").replace("/ar/", "/ko/"): content
+        for name, content in files.items()
+        if name.endswith(".jsonl")
+    }
     tarball = write_tarball(tmp_path / "two.tar.gz", {**files, **asia})
     split = load_benchmark("dlama_asia_west", data_files=str(tarball))["test"]
     assert set(split["pair"]) == {"asia_west"} and set(split["culture"]) == {"asia", "west"}
@@ -185,12 +204,34 @@ def test_corrected_variant_normalises_labels(tmp_path: Path) -> None:
     [
         ("{not json", r"P30_general_ARAB_REGION\.jsonl:2: invalid JSON"),
         ('{"sub_uri": "Q1"}', r"P30_general_ARAB_REGION\.jsonl:2: missing field\(s\) \['obj_uri'"),
-        (json.dumps({"sub_uri": "Q1", "obj_uri": ["Q2", "Q3"], "sub_label": "a", "obj_label": ["b"],
-                     "country": [], "size": 1, "uuid": "P30_general_ARAB_REGION_9"}),
-         r"jsonl:2: obj_uri has 2 items but obj_label has 1"),
-        (json.dumps({"sub_uri": "Q1", "obj_uri": ["Q2"], "sub_label": "a", "obj_label": ["b"],
-                     "country": [], "size": "big", "uuid": "P30_general_ARAB_REGION_9"}),
-         r"jsonl:2: expected uuid .* an integer size"),
+        (
+            json.dumps(
+                {
+                    "sub_uri": "Q1",
+                    "obj_uri": ["Q2", "Q3"],
+                    "sub_label": "a",
+                    "obj_label": ["b"],
+                    "country": [],
+                    "size": 1,
+                    "uuid": "P30_general_ARAB_REGION_9",
+                }
+            ),
+            r"jsonl:2: obj_uri has 2 items but obj_label has 1",
+        ),
+        (
+            json.dumps(
+                {
+                    "sub_uri": "Q1",
+                    "obj_uri": ["Q2"],
+                    "sub_label": "a",
+                    "obj_label": ["b"],
+                    "country": [],
+                    "size": "big",
+                    "uuid": "P30_general_ARAB_REGION_9",
+                }
+            ),
+            r"jsonl:2: expected uuid .* an integer size",
+        ),
     ],
 )
 def test_malformed_fact_names_file_and_line(tmp_path: Path, line: str, match: str) -> None:
@@ -271,8 +312,9 @@ def test_mlama_templates_override_vendored_strings(tmp_path: Path) -> None:
 
 def test_configs_and_spec_row_counts() -> None:
     entries = {e.name: e for e in list_benchmarks() if e.benchmark == "dlama"}
-    assert {name: entries[name].rows for name in ("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west")} \
-        == {"dlama_arab_west": 49_070, "dlama_asia_west": 54_134, "dlama_south_america_west": 53_314}
+    assert {
+        name: entries[name].rows for name in ("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west")
+    } == {"dlama_arab_west": 49_070, "dlama_asia_west": 54_134, "dlama_south_america_west": 53_314}
     assert entries["dlama_asia_west"].languages == ("ko", "en")
     assert {"dlama_arab_west_corrected", "dlama_arab_west_raw"} <= set(entries)
 
@@ -286,18 +328,29 @@ def test_unknown_option_lists_valid_ones(tarball: Path) -> None:
 # ---- pairs curated with culture_probe.curation: any region token, read by dlama_custom ----------------------------
 
 MAGHREB_MANIFEST = {  # the fields culture_probe.curation writes into <pair>/curation.json
-    "framework": "dlama", "pair": "maghreb_west",
-    "config": {"region": {"name": "maghreb", "token": "MAGHREB"},
-               "contrast": {"name": "west", "token": "WESTERN_COUNTRIES"}, "languages": ["en", "ar"]},
+    "framework": "dlama",
+    "pair": "maghreb_west",
+    "config": {
+        "region": {"name": "maghreb", "token": "MAGHREB"},
+        "contrast": {"name": "west", "token": "WESTERN_COUNTRIES"},
+        "languages": ["en", "ar"],
+    },
 }
 
 
-def custom_pair(token: str = "MAGHREB", pair_dir: str = "maghreb-west", manifest: dict | None = None,
-                ) -> dict[str, bytes]:
+def custom_pair(
+    token: str = "MAGHREB",
+    pair_dir: str = "maghreb-west",
+    manifest: dict | None = None,
+) -> dict[str, bytes]:
     """The fixture facts as a curated pair: the Arab half renamed to `token`, plus its manifest if given."""
-    files = {name.replace("ARAB_REGION", token).replace("arab-west", pair_dir):
-             content.replace(b"ARAB_REGION", token.encode())
-             for name, content in release_files().items() if name.endswith(".jsonl")}
+    files = {
+        name.replace("ARAB_REGION", token).replace("arab-west", pair_dir): content.replace(
+            b"ARAB_REGION", token.encode()
+        )
+        for name, content in release_files().items()
+        if name.endswith(".jsonl")
+    }
     if manifest is not None:
         files[f"{pair_dir}/curation.json"] = json.dumps(manifest).encode()
     return files
@@ -323,15 +376,20 @@ def test_custom_pair_from_its_manifest(release_and_custom: Path, tmp_path: Path)
     assert split["language"] == ["en"] * 8 + ["ar"] * 7  # the manifest's language order
     row = {r["id"]: r for r in split}["P30_general_MAGHREB_0|ar"]
     assert (row["region"], row["culture"], row["sub_label"], row["obj_label"]) == (
-        "MAGHREB", "maghreb", "مصر", ["أفريقيا", "آسيا"])
+        "MAGHREB",
+        "maghreb",
+        "مصر",
+        ["أفريقيا", "آسيا"],
+    )
     assert candidate_sets(split)["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
     tarball = write_tarball(tmp_path / "c.tar.gz", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST)})
     assert load_benchmark("dlama_custom", data_files=str(tarball))["test"].to_list() == split.to_list()
 
 
 def test_custom_pair_options_pick_and_restrict(release_and_custom: Path) -> None:
-    split = load_benchmark("dlama_custom", data_dir=release_and_custom, pair="maghreb-west", region="MAGHREB",
-                           languages=("ar",))["test"]
+    split = load_benchmark(
+        "dlama_custom", data_dir=release_and_custom, pair="maghreb-west", region="MAGHREB", languages=("ar",)
+    )["test"]
     assert set(split["language"]) == {"ar"} and split.num_rows == 7 and set(split["pair"]) == {"maghreb_west"}
     # a released pair's region token picks its folder through dlama_custom too
     arab = load_benchmark("dlama_custom", data_dir=release_and_custom, region="ARAB_REGION")["test"]
@@ -340,8 +398,10 @@ def test_custom_pair_options_pick_and_restrict(release_and_custom: Path) -> None
 
 def test_custom_pair_without_manifest_is_named_from_its_tokens(tmp_path: Path) -> None:
     root = write_folder(tmp_path / "bare", custom_pair(token="EAST_AFRICA", pair_dir="anything"))
-    split = load_benchmark("dlama_custom", data_files=str(write_tarball(tmp_path / "p.tar.gz", custom_pair(
-        token="EAST_AFRICA", pair_dir="anything"))))["test"]
+    split = load_benchmark(
+        "dlama_custom",
+        data_files=str(write_tarball(tmp_path / "p.tar.gz", custom_pair(token="EAST_AFRICA", pair_dir="anything"))),
+    )["test"]
     assert set(split["pair"]) == {"east_africa_west"} and set(split["culture"]) == {"east_africa", "west"}
     assert split["language"] == ["ar"] * 7 + ["en"] * 8  # sorted, English last
     assert load_benchmark("dlama_custom", data_dir=root)["test"].to_list() == split.to_list()
@@ -350,28 +410,48 @@ def test_custom_pair_without_manifest_is_named_from_its_tokens(tmp_path: Path) -
 def test_custom_pair_corrected_and_raw(release_and_custom: Path) -> None:
     corrected = load_benchmark("dlama_custom", data_dir=release_and_custom, corrected=True)["test"]
     assert corrected.num_rows == EXPECTED_ROWS and set(corrected["pair"]) == {"maghreb_west"}
-    with pytest.raises(MissingDataError, match=r"no dlama_raw/ folder for maghreb_west \(in maghreb-west\); load it "
-                       r"without raw=True"):
+    with pytest.raises(
+        MissingDataError,
+        match=r"no dlama_raw/ folder for maghreb_west \(in maghreb-west\); load it "
+        r"without raw=True",
+    ):
         load_benchmark("dlama_custom", data_dir=release_and_custom, raw=True)
 
 
 @pytest.mark.parametrize(
     ("name", "options", "error", "match"),
     [
-        ("dlama_custom", {"region": "maghreb"}, CultureProbeError,
-         r"region= must be a region token as written in the file names .* got 'maghreb'\. Example: region='MAGHREB'"),
+        (
+            "dlama_custom",
+            {"region": "maghreb"},
+            CultureProbeError,
+            r"region= must be a region token as written in the file names .* got 'maghreb'\. Example: region='MAGHREB'",
+        ),
         ("dlama_custom", {"region": "MAGHREB", "contrast": "MAGHREB"}, CultureProbeError, r"must differ"),
         ("dlama_custom", {"pair": "Maghreb West!"}, CultureProbeError, r"pair= must name a pair like 'maghreb_west'"),
         ("dlama_custom", {"languages": "ar"}, CultureProbeError, r"languages= must be a list .* got 'ar'"),
-        ("dlama_custom", {"region": "LEVANT"}, MissingDataError,
-         r"no folder for dlama_custom \(files P<id>_general_LEVANT\.jsonl\); found pair folders "
-         r"\[.*maghreb-west \(MAGHREB, WESTERN_COUNTRIES\).*\]; pass region="),
+        (
+            "dlama_custom",
+            {"region": "LEVANT"},
+            MissingDataError,
+            r"no folder for dlama_custom \(files P<id>_general_LEVANT\.jsonl\); found pair folders "
+            r"\[.*maghreb-west \(MAGHREB, WESTERN_COUNTRIES\).*\]; pass region=",
+        ),
         ("dlama_custom", {"pair": "levant_west"}, MissingDataError, r"no folder for levant_west"),
-        ("dlama_asia_west", {}, MissingDataError, r"no folder for asia_west \(files P<id>_general_ASIA\.jsonl\); "
-         r"found pair folders .*; pass the full DLAMA-v1 release, or load dlama_custom"),
-        ("dlama_arab_west", {"region": "MAGHREB"}, CultureProbeError,
-         r"region= cannot be set on dlama_arab_west, which reads the released arab_west pair\. For a pair of your "
-         r"own load 'dlama_custom'"),
+        (
+            "dlama_asia_west",
+            {},
+            MissingDataError,
+            r"no folder for asia_west \(files P<id>_general_ASIA\.jsonl\); "
+            r"found pair folders .*; pass the full DLAMA-v1 release, or load dlama_custom",
+        ),
+        (
+            "dlama_arab_west",
+            {"region": "MAGHREB"},
+            CultureProbeError,
+            r"region= cannot be set on dlama_arab_west, which reads the released arab_west pair\. For a pair of your "
+            r"own load 'dlama_custom'",
+        ),
         ("dlama_custom", {"regions": "MAGHREB"}, UnknownNameError, r"option of dlama_custom 'regions'.*'region'"),
     ],
 )
@@ -382,8 +462,11 @@ def test_bad_custom_options(release_and_custom: Path, name: str, options: dict, 
 
 def test_two_custom_pairs_need_a_choice(tmp_path: Path) -> None:
     root = write_folder(tmp_path / "two", {**custom_pair(), **custom_pair(token="LEVANT", pair_dir="levant-west")})
-    with pytest.raises(CultureProbeError, match=r"holds 2 folders that fit dlama_custom \(a folder with a region token "
-                       r"of its own\).*Pass region= and contrast="):
+    with pytest.raises(
+        CultureProbeError,
+        match=r"holds 2 folders that fit dlama_custom \(a folder with a region token "
+        r"of its own\).*Pass region= and contrast=",
+    ):
         load_benchmark("dlama_custom", data_dir=root)
     levant = load_benchmark("dlama_custom", data_dir=root, pair="levant-west")["test"]
     assert set(levant["region"]) == {"LEVANT", "WESTERN_COUNTRIES"} and levant.num_rows == EXPECTED_ROWS
@@ -391,8 +474,11 @@ def test_two_custom_pairs_need_a_choice(tmp_path: Path) -> None:
 
 def test_two_copies_of_a_released_pair_are_an_error(tmp_path: Path) -> None:
     root = write_folder(tmp_path / "c", {**release_files(), **custom_pair(token="ARAB_REGION", pair_dir="mine")})
-    with pytest.raises(CultureProbeError, match=r"holds 2 folders that fit arab_west: \['arab-west \(ARAB_REGION, "
-                       r"WESTERN_COUNTRIES\)', 'mine \(ARAB_REGION, WESTERN_COUNTRIES\)'\]\. Load a curated copy"):
+    with pytest.raises(
+        CultureProbeError,
+        match=r"holds 2 folders that fit arab_west: \['arab-west \(ARAB_REGION, "
+        r"WESTERN_COUNTRIES\)', 'mine \(ARAB_REGION, WESTERN_COUNTRIES\)'\]\. Load a curated copy",
+    ):
         load_benchmark("dlama_arab_west", data_dir=root)
     assert load_benchmark("dlama_custom", data_dir=root, pair="mine")["test"].num_rows == EXPECTED_ROWS
 
@@ -400,10 +486,14 @@ def test_two_copies_of_a_released_pair_are_an_error(tmp_path: Path) -> None:
 def test_pair_without_facts_is_an_error(tmp_path: Path) -> None:
     # a curation whose labels were all missing writes empty files: say so instead of an empty split.
     # 8 files: P30 and P36, two regions, two languages (P527 is not part of v1)
-    root = write_folder(tmp_path / "e", {name: b"" for name in custom_pair(manifest=MAGHREB_MANIFEST)
-                                         if name.endswith(".jsonl")})
-    with pytest.raises(SourceFormatError, match=r"the 8 fact files of maghreb_west in maghreb-west hold no facts in "
-                       r"\['ar', 'en'\]"):
+    root = write_folder(
+        tmp_path / "e", {name: b"" for name in custom_pair(manifest=MAGHREB_MANIFEST) if name.endswith(".jsonl")}
+    )
+    with pytest.raises(
+        SourceFormatError,
+        match=r"the 8 fact files of maghreb_west in maghreb-west hold no facts in "
+        r"\['ar', 'en'\]",
+    ):
         load_benchmark("dlama_custom", data_dir=root)
 
 
@@ -433,19 +523,24 @@ def test_the_release_in_the_mirror_has_the_papers_counts(mirror: Path, pair: str
         rows = [r for r in split.select_columns(["language", "culture"]) if r["language"] == language]
         counts = {culture: sum(r["culture"] == culture for r in rows) for culture in RELEASE_FACTS[pair]}
         assert counts == RELEASE_FACTS[pair]
-    by_language = {lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"])
-                   for lang in set(split["language"])}
+    by_language = {
+        lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"]) for lang in set(split["language"])
+    }
     assert len({frozenset(uuids) for uuids in by_language.values()}) == 1
 
 
 def test_asia_west_without_korean_labels_says_so_and_runs_in_english(mirror: Path) -> None:
-    with pytest.raises(MissingDataError, match=r"No ko facts: the copy of the release in the shared mirror "
-                                               r"\(manual/dlama/dlama-v1\) has no Korean labels of asia-west.*"
-                                               r"--language en"):
+    with pytest.raises(
+        MissingDataError,
+        match=r"No ko facts: the copy of the release in the shared mirror "
+        r"\(manual/dlama/dlama-v1\) has no Korean labels of asia-west.*"
+        r"--language en",
+    ):
         load_benchmark("dlama_asia_west")
     description = next(e.description for e in list_benchmarks() if e.name == "dlama_asia_west")
-    assert "Note: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels" \
-        in description
+    assert (
+        "Note: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels" in description
+    )
 
 
 def test_a_changed_release_fails_its_counts_unless_told(mirror: Path, tmp_path: Path) -> None:
@@ -455,14 +550,20 @@ def test_a_changed_release_fails_its_counts_unless_told(mirror: Path, tmp_path: 
     shutil.copytree(mirror / "manual" / "dlama" / "dlama-v1" / "arab-west", copy / "arab-west")
     emptied = copy / "arab-west" / "dlama" / "en" / "P36_general_ARAB_REGION.jsonl"
     emptied.write_text("", encoding="utf-8")
-    with pytest.raises(SourceFormatError, match=r"arab_west in en has \{'arab': 10924, 'west': 13589\} facts per "
-                                                r"culture, but the release has \{'arab': 10946, 'west': 13589\}"):
+    with pytest.raises(
+        SourceFormatError,
+        match=r"arab_west in en has \{'arab': 10924, 'west': 13589\} facts per "
+        r"culture, but the release has \{'arab': 10946, 'west': 13589\}",
+    ):
         load_benchmark("dlama_arab_west", data_dir=str(copy))
     changed = load_benchmark("dlama_arab_west", data_dir=str(copy), verify_counts=False)["test"]
     assert changed.num_rows == 2 * 24_535 - 22
     emptied.unlink()
-    with pytest.raises(SourceFormatError, match=r"1 of the 80 files of arab_west are missing: "
-                                                r"en/P36_general_ARAB_REGION\.jsonl"):
+    with pytest.raises(
+        SourceFormatError,
+        match=r"1 of the 80 files of arab_west are missing: "
+        r"en/P36_general_ARAB_REGION\.jsonl",
+    ):
         load_benchmark("dlama_arab_west", data_dir=str(copy))
 
 
@@ -478,6 +579,7 @@ def test_real_release_counts(mirror: Path, pair: str) -> None:
         rows = [r for r in split.select_columns(["language", "culture"]) if r["language"] == language]
         counts = {culture: sum(r["culture"] == culture for r in rows) for culture in RELEASE_FACTS[pair]}
         assert counts == RELEASE_FACTS[pair]
-    by_language = {lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"])
-                   for lang in set(split["language"])}
+    by_language = {
+        lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"]) for lang in set(split["language"])
+    }
     assert len({frozenset(uuids) for uuids in by_language.values()}) == 1

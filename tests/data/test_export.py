@@ -22,8 +22,11 @@ SMALL = ["fmlama_he", "fmlama_templates", "fmlama_cs_en_zh", "fmlama_zh_correcte
 
 
 # the three released pairs: (folder, non-Western region token, local language, a subject QID of that region)
-PAIRS = (("arab-west", "ARAB_REGION", "ar", "Q79"), ("asia-west", "ASIA", "ko", "Q17"),
-         ("south-america-west", "SOUTH_AMERICA", "es", "Q155"))
+PAIRS = (
+    ("arab-west", "ARAB_REGION", "ar", "Q79"),
+    ("asia-west", "ASIA", "ko", "Q17"),
+    ("south-america-west", "SOUTH_AMERICA", "es", "Q155"),
+)
 
 
 def tiny_dlama(path: Path) -> Path:
@@ -34,9 +37,15 @@ def tiny_dlama(path: Path) -> Path:
             for kind in ("dlama", "dlama_raw"):
                 for lang in (local, "en"):
                     for region, sub in ((token, subject), ("WESTERN_COUNTRIES", "Q142")):
-                        fact = {"sub_uri": sub, "obj_uri": ["Q15"], "sub_label": f"{sub}-{lang}-{kind}",
-                                "obj_label": [f"o-{lang}"], "country": [sub], "size": 1,
-                                "uuid": f"P30_general_{region}_0"}
+                        fact = {
+                            "sub_uri": sub,
+                            "obj_uri": ["Q15"],
+                            "sub_label": f"{sub}-{lang}-{kind}",
+                            "obj_label": [f"o-{lang}"],
+                            "country": [sub],
+                            "size": 1,
+                            "uuid": f"P30_general_{region}_0",
+                        }
                         content = (json.dumps(fact) + "\n").encode()
                         info = tarfile.TarInfo(f"{folder}/{kind}/{lang}/P30_general_{region}.jsonl")
                         info.size = len(content)
@@ -70,7 +79,8 @@ def test_export_small_configs_round_trip(mirror: Path, tmp_path: Path) -> None:
     assert_same_rows(tmp_path / "hub", "dlama_arab_west", data_dir=tarball)
     header = front_matter(tmp_path / "hub" / "README.md")
     assert header["configs"][0] == {
-        "config_name": "fmlama_he", "data_files": [{"split": "test", "path": "fmlama_he/test-00000-of-00001.parquet"}]
+        "config_name": "fmlama_he",
+        "data_files": [{"split": "test", "path": "fmlama_he/test-00000-of-00001.parquet"}],
     }
     assert [c["config_name"] for c in header["configs"]] == names
     assert {"he", "zh", "ar", "en"} <= set(header["language"])
@@ -79,10 +89,14 @@ def test_export_small_configs_round_trip(mirror: Path, tmp_path: Path) -> None:
 def test_dataset_card_describes_each_benchmark(mirror: Path, tmp_path: Path) -> None:
     export(tmp_path / "hub", configs=["fmlama_he"])
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
-    for expected in ("## FmLAMA: food-related cultural knowledge", "- Licence: none stated (the FmLAMA repository",
-                     "- Licence: CC0 1.0 (the dishes, ingredients and labels themselves (from Wikidata))",
-                     "@article{zhou2024mapo", "| `fmlama_he` | he | test 463 |",
-                     "- Source: `https://raw.githubusercontent.com/lizhou21/FmLAMA-master/"):
+    for expected in (
+        "## FmLAMA: food-related cultural knowledge",
+        "- Licence: none stated (the FmLAMA repository",
+        "- Licence: CC0 1.0 (the dishes, ingredients and labels themselves (from Wikidata))",
+        "@article{zhou2024mapo",
+        "| `fmlama_he` | he | test 463 |",
+        "- Source: `https://raw.githubusercontent.com/lizhou21/FmLAMA-master/",
+    ):
         assert expected in card
     assert front_matter(tmp_path / "hub" / "README.md")["license"] == ["other", "cc0-1.0"]
     assert "## DLAMA" not in card  # only exported benchmarks are described
@@ -127,8 +141,11 @@ def test_export_every_config_round_trips(mirror: Path, tmp_path: Path) -> None:
     if "maps" not in data_dirs:
         absent |= {e.name for e in list_benchmarks() if e.benchmark == "maps"}
     assert set(skipped) == absent, skipped
-    dlama = {f"dlama_{pair}{suffix}" for pair in ("arab_west", "asia_west", "south_america_west")
-             for suffix in ("", "_corrected", "_raw")}
+    dlama = {
+        f"dlama_{pair}{suffix}"
+        for pair in ("arab_west", "asia_west", "south_america_west")
+        for suffix in ("", "_corrected", "_raw")
+    }
     assert dlama <= {c.name for c in result.configs}
     listed = [e.name for e in list_benchmarks()]
     assert sorted([c.name for c in result.configs] + list(skipped)) == sorted(listed)

@@ -13,8 +13,23 @@ from culture_probe.data.registry import load_benchmark
 from culture_probe.errors import MissingDataError, SourceFormatError
 
 LANGS = ("en", "zh", "ar", "ko", "ru", "he")
-GROUP_ORDER = ("Italy", "U.S.", "Turkey", "Japan", "France", "U.K.", "Mexico", "India", "Germany", "China", "Iran",
-               "Greece", "Spain", "Russia", "Others")
+GROUP_ORDER = (
+    "Italy",
+    "U.S.",
+    "Turkey",
+    "Japan",
+    "France",
+    "U.K.",
+    "Mexico",
+    "India",
+    "Germany",
+    "China",
+    "Iran",
+    "Greece",
+    "Spain",
+    "Russia",
+    "Others",
+)
 # spec 2.4, FmLAMA-la: per-group rows, ALL, #cand
 TABLE = {
     "en": ((215, 285, 98, 186, 175, 83, 57, 132, 57, 97, 21, 21, 95, 27, 1031), 2580, 1287),
@@ -51,8 +66,12 @@ def test_language_configs_reproduce_spec_counts(mirror: Path, lang: str) -> None
 @pytest.mark.parametrize("lang", LANGS)
 def test_group_counts_match_upstream_count_files(mirror: Path, lang: str) -> None:
     # an independent reference: the upstream `<la>_count.jsonl` (["All", N], then [origin, n])
-    path = mirror / "raw.githubusercontent.com/lizhou21/FmLAMA-master" / fmlama.DATA_COMMIT / \
-        f"data/data_lang/{lang}/{lang}_count.jsonl"
+    path = (
+        mirror
+        / "raw.githubusercontent.com/lizhou21/FmLAMA-master"
+        / fmlama.DATA_COMMIT
+        / f"data/data_lang/{lang}/{lang}_count.jsonl"
+    )
     upstream = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     split = test(f"fmlama_{lang}")
     assert upstream[0] == ["All", split.num_rows]
@@ -63,16 +82,26 @@ def test_apostrophe_gold_lists_use_double_quoted_literals(mirror: Path) -> None:
     split = test("fmlama_en")
     with_apostrophe = [labels for labels in split["obj_label"] if any("'" in item for item in labels)]
     assert ["sugar", "cream", "saffron", "almond", "cow's milk", "chicken egg", "porridge rice"] in with_apostrophe
-    assert not any(item.startswith(("{", "'", '"')) or item.endswith(("}", "'", '"'))
-                   for labels in split["obj_label"] for item in labels)
+    assert not any(
+        item.startswith(("{", "'", '"')) or item.endswith(("}", "'", '"'))
+        for labels in split["obj_label"]
+        for item in labels
+    )
 
 
 def test_example_record(mirror: Path) -> None:
     rows = {row["qid"]: row for row in test("fmlama_en")}
     assert rows["Q1298577"] == {
-        "id": "Q1298577|en", "url": "http://www.wikidata.org/entity/Q1298577", "qid": "Q1298577",
-        "origin": "People's Republic of China", "group": "China", "continent": "Asia", "lang": "en",
-        "sub_label": "mapo doufu", "obj_label": ["tofu", "douchi", "doubanjiang"], "row": rows["Q1298577"]["row"],
+        "id": "Q1298577|en",
+        "url": "http://www.wikidata.org/entity/Q1298577",
+        "qid": "Q1298577",
+        "origin": "People's Republic of China",
+        "group": "China",
+        "continent": "Asia",
+        "lang": "en",
+        "sub_label": "mapo doufu",
+        "obj_label": ["tofu", "douchi", "doubanjiang"],
+        "row": rows["Q1298577"]["row"],
     }
 
 
@@ -84,13 +113,27 @@ def test_aligned_configs(mirror: Path) -> None:
         urls = urls or set(split["url"])
         assert set(split["url"]) == urls
     assert len(set(split["origin"])) == 40
-    assert Counter(split["continent"]) == {"Europe": 93, "Asia": 36, "North America": 35, "Oceania": 5,
-                                           "South America": 4, "Africa": 2}
+    assert Counter(split["continent"]) == {
+        "Europe": 93,
+        "Asia": 36,
+        "North America": 35,
+        "Oceania": 5,
+        "South America": 4,
+        "Africa": 2,
+    }
 
 
 def test_code_switching_configs(mirror: Path) -> None:
-    origins = {"Japan": 114, "United States of America": 101, "People's Republic of China": 85, "France": 68,
-               "Italy": 49, "United Kingdom": 38, "Indonesia": 29, "India": 24}
+    origins = {
+        "Japan": 114,
+        "United States of America": 101,
+        "People's Republic of China": 85,
+        "France": 68,
+        "Italy": 49,
+        "United Kingdom": 38,
+        "Indonesia": 29,
+        "India": 24,
+    }
     pools = {("en", "en"): 421, ("en", "zh"): 421, ("zh", "zh"): 368, ("zh", "en"): 368}
     zh_names = {row["url"]: row["sub_label"] for row in test("fmlama_zh")}
     en_gold = {row["url"]: row["obj_label"] for row in test("fmlama_en")}
@@ -115,8 +158,9 @@ def test_en14(mirror: Path) -> None:
 def test_templates_config(mirror: Path) -> None:
     split = test("fmlama_templates")
     assert dict(Counter(split["language"])) == {"en": 10, "zh": 10, "ar": 10, "ko": 22, "ru": 10, "he": 25}
-    assert Counter(lang for lang, canon in zip(split["language"], split["canonical"], strict=True) if canon) == \
-        dict.fromkeys(LANGS, 10)
+    assert Counter(
+        lang for lang, canon in zip(split["language"], split["canonical"], strict=True) if canon
+    ) == dict.fromkeys(LANGS, 10)
     table = {(r["language"], r["relation"]): r for r in split}
     assert table["en", "hasParts_1"]["template"] == "The food [X] has the ingredients of [Y] ."
     assert table["en", "country_1"]["template"] == "In [C], the food [X] has the ingredients of [Y] ."
@@ -141,8 +185,12 @@ def test_corrected_en_merges_case_variants_and_removes_self_items(mirror: Path) 
     pool = fmlama.candidate_pool(corrected)
     assert len({item.casefold() for item in pool}) == len(pool)
     before = Counter(item for labels in faithful["obj_label"] for item in labels)
-    for a, b in (("Cinnamon", "cinnamon"), ("Potash", "potash"), ("Stockfish", "stockfish"),
-                 ("Sweet potato", "sweet potato")):
+    for a, b in (
+        ("Cinnamon", "cinnamon"),
+        ("Potash", "potash"),
+        ("Stockfish", "stockfish"),
+        ("Sweet potato", "sweet potato"),
+    ):
         winner = max((a, b), key=lambda form: (before[form], form == form.lower()))
         assert winner in pool and ({a, b} - {winner}).isdisjoint(pool)
     names = dict(zip(corrected["sub_label"], corrected["obj_label"], strict=True))
@@ -180,8 +228,13 @@ def write(tmp_path: Path, *lines: str) -> str:
 
 
 def dish(**changes) -> str:
-    record = {"url": "http://www.wikidata.org/entity/Q1", "origin": "Italy", "lang": "en", "sub_label": "pizza",
-              "obj_label": "{'cheese, tomato'}"}
+    record = {
+        "url": "http://www.wikidata.org/entity/Q1",
+        "origin": "Italy",
+        "lang": "en",
+        "sub_label": "pizza",
+        "obj_label": "{'cheese, tomato'}",
+    }
     return json.dumps({**record, **changes})
 
 
@@ -196,7 +249,10 @@ def test_candidate_pool_keeps_items_as_stored_but_not_blank_ones(tmp_path: Path)
     # "a, , b" splits into a blank item: no ingredient, and the engine could not score it (spec 2.3, 4.2)
     path = write(tmp_path, dish(obj_label="{'tomato, , Cheese'}"), dish(obj_label="{'cheese, '}"))
     assert fmlama.candidate_pool({"obj_label": d.obj_label} for d in fmlama.read_dishes(path)) == [
-        "Cheese", "cheese", "tomato"]
+        "Cheese",
+        "cheese",
+        "tomato",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -244,8 +300,10 @@ def local_repository(root: Path) -> Path:
     """A copy of the upstream repository's data folder holding two Hebrew dishes and the continent table."""
     data = root / "data"
     (data / "data_lang/he").mkdir(parents=True)
-    lines = [dish(lang="he", sub_label="פיצה"), dish(url="http://www.wikidata.org/entity/Q2", origin="Peru", lang="he",
-                                                     sub_label="סביצ'ה", obj_label="{'דג'}")]
+    lines = [
+        dish(lang="he", sub_label="פיצה"),
+        dish(url="http://www.wikidata.org/entity/Q2", origin="Peru", lang="he", sub_label="סביצ'ה", obj_label="{'דג'}"),
+    ]
     (data / "data_lang/he/he_dishes.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     (data / "country_info.json").write_text(json.dumps({"Italy": "Europe", "Peru": "South America"}))
     return root
@@ -258,7 +316,9 @@ def test_data_dir_reads_a_local_copy(tmp_path: Path, monkeypatch: pytest.MonkeyP
     data_dir = root if folder == "repository" else root / "data"
     split = test("fmlama_he", data_dir=data_dir, verify_checksums=False, cache_dir=str(tmp_path / "cache"))
     assert [(r["qid"], r["sub_label"], r["obj_label"], r["group"], r["continent"]) for r in split] == [
-        ("Q1", "פיצה", ["cheese", "tomato"], "Italy", "Europe"), ("Q2", "סביצ'ה", ["דג"], "Others", "South America")]
+        ("Q1", "פיצה", ["cheese", "tomato"], "Italy", "Europe"),
+        ("Q2", "סביצ'ה", ["דג"], "Others", "South America"),
+    ]
 
 
 def test_data_dir_files_are_checked_and_must_exist(tmp_path: Path) -> None:
@@ -278,14 +338,21 @@ def test_full_crawl(mirror: Path) -> None:
     assert (len(set(split["url"])), len(set(split["lang"])), len(set(split["origin"]))) == (2818, 253, 127)
     first = split[0]
     assert (first["sub_label"], first["lang"], first["obj_label"], first["materia"]) == (
-        "Pizza Hawaii", "de", ["Prosciutto", "Tomatensauce", "Ananas"], [])  # "{''}" is an empty list
+        "Pizza Hawaii",
+        "de",
+        ["Prosciutto", "Tomatensauce", "Ananas"],
+        [],
+    )  # "{''}" is an empty list
 
 
 def test_dish_table_errors_name_the_line(tmp_path: Path) -> None:
     path = tmp_path / "Dishes.csv"
-    path.write_text("url,origin,name,lang,hasParts,materia,image\n"
-                    "http://www.wikidata.org/entity/Q1,Italy,pizza,en,\"{'a, b'}\",{''},\n"
-                    "http://www.wikidata.org/entity/Q2,Italy,pasta,en,\"{'a', 'b'}\",{''},\n", encoding="utf-8")
+    path.write_text(
+        "url,origin,name,lang,hasParts,materia,image\n"
+        "http://www.wikidata.org/entity/Q1,Italy,pizza,en,\"{'a, b'}\",{''},\n"
+        "http://www.wikidata.org/entity/Q2,Italy,pasta,en,\"{'a', 'b'}\",{''},\n",
+        encoding="utf-8",
+    )
     rows = fmlama.read_dish_table(str(path))
     assert next(rows)[1]["hasParts"] == ("a", "b")
     with pytest.raises(SourceFormatError, match=r"Dishes\.csv:3: hasParts must be a set holding one"):

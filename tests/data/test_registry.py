@@ -18,11 +18,20 @@ from culture_probe.errors import UnknownNameError
 REPO = Path(__file__).resolve().parents[2]
 # config names the issue and the specs promise (the DLAMA/FmLAMA side; other benchmarks test their own)
 PROMISED = [
-    "dlama_arab_west", "dlama_asia_west", "dlama_south_america_west", "dlama_arab_west_corrected",
+    "dlama_arab_west",
+    "dlama_asia_west",
+    "dlama_south_america_west",
+    "dlama_arab_west_corrected",
     *(f"fmlama_{la}" for la in ("en", "zh", "ar", "ko", "ru", "he")),
     *(f"fmlama_aligned_{la}" for la in ("en", "zh", "ar", "ko", "ru", "he")),
-    "fmlama_cs_en_en", "fmlama_cs_en_zh", "fmlama_cs_zh_zh", "fmlama_cs_zh_en", "fmlama_en14", "fmlama_templates",
-    "fmlama_en_corrected", "fmlama_templates_corrected",
+    "fmlama_cs_en_en",
+    "fmlama_cs_en_zh",
+    "fmlama_cs_zh_zh",
+    "fmlama_cs_zh_en",
+    "fmlama_en14",
+    "fmlama_templates",
+    "fmlama_en_corrected",
+    "fmlama_templates_corrected",
 ]
 
 
@@ -36,12 +45,18 @@ def test_promised_configs_are_listed() -> None:
 
 
 def test_unknown_name_lists_closest_names() -> None:
-    with pytest.raises(UnknownNameError, match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
-                                               r"'dlama_arab_west'.*Valid benchmark configs: .*fmlama_en"):
+    with pytest.raises(
+        UnknownNameError,
+        match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
+        r"'dlama_arab_west'.*Valid benchmark configs: .*fmlama_en",
+    ):
         load_benchmark("dlama_arab_wset")
     # with corrected=True the error still names what was typed, not 'dlama_arab_wset_corrected'
-    with pytest.raises(UnknownNameError, match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
-                                               r"'dlama_arab_west'"):
+    with pytest.raises(
+        UnknownNameError,
+        match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
+        r"'dlama_arab_west'",
+    ):
         load_benchmark("dlama_arab_wset", corrected=True)
 
 
@@ -98,7 +113,8 @@ def test_cache_key_changes_with_the_local_data(tmp_path: Path) -> None:
     (data / "arab-west/dlama/en/P30_general_ARAB_REGION.jsonl").write_text('{"changed": 1}\n')
     after = registry.make_builder("dlama_arab_west", data_dir=data, cache_dir=str(tmp_path / "c")).cache_dir
     assert before != after
-    other_dir = registry.make_builder("dlama_arab_west", data_dir=_fixture_folder(tmp_path / "copy"),
-                                      cache_dir=str(tmp_path / "c")).cache_dir
+    other_dir = registry.make_builder(
+        "dlama_arab_west", data_dir=_fixture_folder(tmp_path / "copy"), cache_dir=str(tmp_path / "c")
+    ).cache_dir
     assert other_dir not in (before, after)
     assert os.path.commonpath([before, str(tmp_path / "c")]) == str(tmp_path / "c")

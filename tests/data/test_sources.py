@@ -13,8 +13,10 @@ from culture_probe.errors import MissingDataError, SourceFormatError
 def test_mirror_path_maps_host_and_path(tmp_path: Path) -> None:
     url = "https://raw.githubusercontent.com/org/repo/abc/data/x.jsonl"
     assert sources.mirror_path(url, tmp_path) == tmp_path / "raw.githubusercontent.com/org/repo/abc/data/x.jsonl"
-    assert sources.mirror_path("http://cistern.cis.lmu.de/mlama/mlama1.1.zip", tmp_path) == \
-        tmp_path / "cistern.cis.lmu.de/mlama/mlama1.1.zip"
+    assert (
+        sources.mirror_path("http://cistern.cis.lmu.de/mlama/mlama1.1.zip", tmp_path)
+        == tmp_path / "cistern.cis.lmu.de/mlama/mlama1.1.zip"
+    )
     with pytest.raises(ValueError, match="Only http"):
         sources.mirror_path("ftp://host/x", tmp_path)
 

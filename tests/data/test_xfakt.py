@@ -30,8 +30,13 @@ PER_COUNTRY = {
 BLOCKS = {"city": (0, 257), "politician": (258, 387), "artist": (388, 517), "landmark": (518, 647),
           "festival": (648, 672), "athlete": (673, 801)}  # fmt: skip
 TEMPLATE_OF = {"city": "T1", "landmark": "T1", "politician": "T2", "artist": "T2", "athlete": "T2", "festival": "T3"}
-CORRECTED_GOLD = {("zh", 10): "土耳其", ("ar", 10): "تركيا", ("ja", 10): "トルコ", ("th", 10): "ตุรกี",
-                  ("el", 12): "Ταϊλάνδη"}
+CORRECTED_GOLD = {
+    ("zh", 10): "土耳其",
+    ("ar", 10): "تركيا",
+    ("ja", 10): "トルコ",
+    ("th", 10): "ตุรกี",
+    ("el", 12): "Ταϊλάνδη",
+}
 PEOPLE = {"United States": 7, "India": 10, "China": 10, "Russia": 10, "Saudi Arabia": 6, "France": 9, "Nepal": 8,
           "Japan": 8, "Ukraine": 10, "Greece": 8, "Turkey": 9, "Kenya": 7, "Thailand": 6}  # fmt: skip
 UNTRANSLATED = {"fr": 516, "tr": 422, "sw": 664, "el": 236, "hi": 12, "ne": 9, "uk": 4}
@@ -113,7 +118,9 @@ def test_corrected_factual_recall_fixes_gold_names_and_flags_rows(mirror: Path) 
         ("uk", "Gu Ailing (Ейлін Гу)"),
     }  # fmt: skip
     assert {(lang, n, e) for lang, n, e, f in rows if "mistranslated_entity" in f} == {
-        ("zh", "Bursa", "布尔萨"), ("ne", "Janadriyah", "जनाद्रिया")}
+        ("zh", "Bursa", "布尔萨"),
+        ("ne", "Janadriyah", "जनाद्रिया"),
+    }
     changed = [i for i, (a, b) in enumerate(zip(faithful["answer"], split["answer"], strict=True)) if a != b]
     assert changed == [i for i, f in enumerate(split["flags"]) if "mistranslated_answer" in f]
 
@@ -238,9 +245,15 @@ def test_synthetic_release_builds_every_task(tmp_path: Path) -> None:
     assert task_c.num_rows == 13 * 13 * 13
     assert task_c[14]["question"] == "Fact: PInd-En in Hindi@English. Where is PInd-En?"
     assert (task_c[14]["true_country"], task_c[14]["context_country"], task_c[14]["is_counterfactual"]) == (
-        "India", "India", False)
+        "India",
+        "India",
+        False,
+    )
     assert (task_c[15]["context_country"], task_c[15]["is_counterfactual"], task_c[15]["answer"]) == (
-        "China", True, "Chinese@English")
+        "China",
+        True,
+        "Chinese@English",
+    )
 
 
 def test_corrections_fix_only_the_released_wrong_values(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from culture_probe.models.tiny import ARCH_KIND, tiny_model, train_tokenizer
 
 WORDS = {
     "latin": "Egypt Africa Asia Europe pizza cheese tomato rice sushi Japan Korea kimchi mosque capital located "
-             "ingredients include the of is in Afric Africana olive oil garlic".split(),
+    "ingredients include the of is in Afric Africana olive oil garlic".split(),
     "arabic": "مصر أفريقيا آسيا الأرز الجبن تقع في عاصمة المكونات زيت الزيتون ثوم".split(),
     "cjk": ["日本", "東京", "首都", "寿司", "米", "中国", "北京", "饺子", "の", "は", "です", "料理"],
     "korean": "한국 서울 김치 수도 재료 불고기 비빔밥 의 는 입니다".split(),
@@ -50,13 +50,13 @@ def _ids(tok, text: str) -> list[int]:
 
 def _affixes(tok) -> tuple[list[int], list[int]]:
     bare, full = _ids(tok, "a"), tok("a")["input_ids"]
-    start = next(i for i in range(len(full)) if full[i: i + len(bare)] == bare)
-    return full[:start], full[start + len(bare):]
+    start = next(i for i in range(len(full)) if full[i : i + len(bare)] == bare)
+    return full[:start], full[start + len(bare) :]
 
 
 def _split(tok, known: list[int], head: str, tail: str) -> list[int]:
     joint = _ids(tok, head + tail)
-    return joint[len(known):] if len(joint) > len(known) and joint[: len(known)] == known else _ids(tok, tail)
+    return joint[len(known) :] if len(joint) > len(known) and joint[: len(known)] == known else _ids(tok, tail)
 
 
 def _sep(left: str, sep: str | None) -> str:
@@ -69,7 +69,7 @@ def _sep(left: str, sep: str | None) -> str:
 def reference_tokens(tok, left: str, cand: str, right: str, sep: str | None):
     """The DESIGN.md rule, written out: (context ids with specials, candidate ids, right ids, suffix)."""
     core = left.rstrip()
-    lead = left[len(core):] + _sep(left, sep)
+    lead = left[len(core) :] + _sep(left, sep)
     prefix, suffix = _affixes(tok)
     ctx = _ids(tok, core)
     cand_ids = _split(tok, ctx, core, lead + cand) if core else _ids(tok, lead + cand)
@@ -85,10 +85,11 @@ def masked_right_ids(tok, left: str, n_masks: int, right: str, sep: str | None) 
     """
     if not right:
         return []
-    sentence = _ids(tok, left.rstrip() + left[len(left.rstrip()):] + _sep(left, sep) + tok.mask_token * n_masks
-                    + right)
+    sentence = _ids(
+        tok, left.rstrip() + left[len(left.rstrip()) :] + _sep(left, sep) + tok.mask_token * n_masks + right
+    )
     last = max(i for i, t in enumerate(sentence) if t == tok.mask_token_id)
-    return sentence[last + 1:]
+    return sentence[last + 1 :]
 
 
 def _logsoftmax(logits) -> np.ndarray:
@@ -103,7 +104,7 @@ def reference_score(model, tok, left, cand, right="", sep=None, *, method="typed
         src = tok(left + _sep(left, sep) + "<extra_id_0>" + right)["input_ids"]
         s0, s1 = tok.convert_tokens_to_ids(["<extra_id_0>", "<extra_id_1>"])
         target = _ids(tok, f"<extra_id_0> {cand} <extra_id_1>")
-        ids = target[target.index(s0) + 1: target.index(s1)]
+        ids = target[target.index(s0) + 1 : target.index(s1)]
         dec = [model.config.decoder_start_token_id, s0] + ids
         lp = _logsoftmax(model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([dec])).logits[0])
         return np.array([lp[1 + j, t] for j, t in enumerate(ids)])
@@ -127,9 +128,11 @@ def reference_score(model, tok, left, cand, right="", sep=None, *, method="typed
 
 # A small Jinja chat template for the chat-scoring tests: BOS from the template, an optional system turn, the
 # reply after "of " (markers built from the corpus's words, so they are real tokens, not unknowns).
-CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}capital {{ m['content'] }} . "
-                 "{% elif m['role'] == 'user' %}the {{ m['content'] }} . {% else %}of {{ m['content'] }}"
-                 "{{ eos_token }}{% endif %}{% endfor %}{% if add_generation_prompt %}of {% endif %}")
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}capital {{ m['content'] }} . "
+    "{% elif m['role'] == 'user' %}the {{ m['content'] }} . {% else %}of {{ m['content'] }}"
+    "{{ eos_token }}{% endif %}{% endfor %}{% if add_generation_prompt %}of {% endif %}"
+)
 
 
 def _chat_ids(tok, messages, reply: str | None = None) -> list[int]:
@@ -139,8 +142,9 @@ def _chat_ids(tok, messages, reply: str | None = None) -> list[int]:
     if reply is None:
         out = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
     else:
-        out = tok.apply_chat_template(messages + [{"role": "assistant", "content": reply}], tokenize=True,
-                                      continue_final_message=True)
+        out = tok.apply_chat_template(
+            messages + [{"role": "assistant", "content": reply}], tokenize=True, continue_final_message=True
+        )
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 
 
@@ -148,15 +152,15 @@ def _chat_ids(tok, messages, reply: str | None = None) -> list[int]:
 def reference_chat_score(model, tok, user, cand, right="", *, system=None, score_right=False):
     """Per-token log-probs of `cand` as the start of the assistant reply to `user`, the slow way."""
     messages = ([{"role": "system", "content": system}] if system is not None else []) + [
-        {"role": "user", "content": user}]
+        {"role": "user", "content": user}
+    ]
     ctx = _chat_ids(tok, messages)
     joint = _chat_ids(tok, messages, cand)
-    ids = joint[len(ctx):] if len(joint) > len(ctx) and joint[: len(ctx)] == ctx else _ids(tok, cand)
+    ids = joint[len(ctx) :] if len(joint) > len(ctx) and joint[: len(ctx)] == ctx else _ids(tok, cand)
     seq = ids
     if score_right and right:
         known = ctx + ids
         both = _chat_ids(tok, messages, cand + right)
-        seq = ids + (both[len(known):] if len(both) > len(known) and both[: len(known)] == known
-                     else _ids(tok, right))
+        seq = ids + (both[len(known) :] if len(both) > len(known) and both[: len(known)] == known else _ids(tok, right))
     lp = _logsoftmax(model(torch.tensor([ctx + seq])).logits[0])
     return np.array([lp[len(ctx) - 1 + j, t] for j, t in enumerate(seq)])

@@ -19,9 +19,23 @@ from culture_probe.engine.cache import TABLE, CacheCorruptionWarning
 from culture_probe.models import save_tiny
 
 REPO = Path(__file__).resolve().parents[2]
-LEFTS = [f"The ingredients of {dish} include" for dish in
-         ["pizza", "sushi", "kimchi", "rice", "cheese", "tomato", "garlic", "olive oil", "Egypt", "Japan", "Korea",
-          "Asia"]]
+LEFTS = [
+    f"The ingredients of {dish} include"
+    for dish in [
+        "pizza",
+        "sushi",
+        "kimchi",
+        "rice",
+        "cheese",
+        "tomato",
+        "garlic",
+        "olive oil",
+        "Egypt",
+        "Japan",
+        "Korea",
+        "Asia",
+    ]
+]
 CANDIDATES = ["cheese", "tomato", "olive oil", "garlic", "rice", "김치", "東京"]
 
 SCRIPT = """
@@ -52,8 +66,7 @@ def _run(tmp_path, model_dir, db, pause):
     script = tmp_path / "score.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, str(script), str(model_dir), str(db), str(pause), json.dumps(LEFTS),
-            json.dumps(CANDIDATES)]
+    args = [sys.executable, str(script), str(model_dir), str(db), str(pause), json.dumps(LEFTS), json.dumps(CANDIDATES)]
     return subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
 
 
@@ -86,8 +99,9 @@ def test_cache_is_keyed_by_model_identity_and_options(tmp_path, monkeypatch):
     from culture_probe.engine.causal import CausalScorer
 
     original, batches = CausalScorer._score_batch, []
-    monkeypatch.setattr(CausalScorer, "_score_batch",
-                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
+    monkeypatch.setattr(
+        CausalScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+    )
     model, tok = tiny("gpt2", "bpe")
     other, _ = tiny("gpt2", "bpe", seed=1)
     db = tmp_path / "cache.sqlite"
@@ -116,8 +130,9 @@ def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatc
     db = tmp_path / "cache.sqlite"
     reqs = [ScoreRequest(LEFTS[0], CANDIDATES)]
     original, batches = CausalScorer._score_batch, []
-    monkeypatch.setattr(CausalScorer, "_score_batch",
-                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
+    monkeypatch.setattr(
+        CausalScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+    )
     first = Scorer.from_pretrained(model_dir, cache=db)
     before = first.score(reqs)[0]
     assert Scorer.from_pretrained(model_dir, cache=db).score(reqs)[0] == before and len(batches) == 1  # a hit
@@ -146,8 +161,9 @@ def counted(monkeypatch) -> list[int]:
     from culture_probe.engine.causal import CausalScorer
 
     original, batches = CausalScorer._score_batch, []
-    monkeypatch.setattr(CausalScorer, "_score_batch",
-                        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a))
+    monkeypatch.setattr(
+        CausalScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+    )
     return batches
 
 
@@ -165,9 +181,19 @@ def test_cached_scores_are_compact_and_equal_fresh_ones_bit_for_bit(tmp_path, mo
     assert stored == (9 * len(candidates) * len(LEFTS), len(LEFTS))  # uint8 counts + float64 sums, no text
     # the JSON text the first cache stored for the same work (candidates, sums, counts and every per-token value)
     # was more than ten times larger
-    text = sum(len(json.dumps({"candidates": list(o.candidates), "tokens": [t.tolist() for t in o.token_logprobs],
-                               "sum": o.sum_logprob.tolist(), "n": o.n_tokens.tolist()}))
-               for o in Scorer(model, tok).score(reqs, keep_tokens=True))
+    text = sum(
+        len(
+            json.dumps(
+                {
+                    "candidates": list(o.candidates),
+                    "tokens": [t.tolist() for t in o.token_logprobs],
+                    "sum": o.sum_logprob.tolist(),
+                    "n": o.n_tokens.tolist(),
+                }
+            )
+        )
+        for o in Scorer(model, tok).score(reqs, keep_tokens=True)
+    )
     assert stored[0] * 10 < text, text / stored[0]
 
 

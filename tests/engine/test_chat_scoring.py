@@ -51,8 +51,9 @@ def _check(arch, kind, request, score_right=False):
     with chat_template(tok):
         got = Scorer(model, tok, batch_tokens=64).score([request], keep_tokens=True, score_right=score_right)[0]
         for i, cand in enumerate(request.candidates):
-            want = reference_chat_score(model, tok, request.left, cand, request.right, system=request.system,
-                                        score_right=score_right)
+            want = reference_chat_score(
+                model, tok, request.left, cand, request.right, system=request.system, score_right=score_right
+            )
             assert got.n_tokens[i] == len(want)
             np.testing.assert_allclose(got.token_logprobs[i], want, atol=1e-4, err_msg=cand)
 
@@ -76,8 +77,9 @@ def test_the_template_carries_the_one_bos_and_the_reply_has_no_separator():
     request = ScoreRequest("Egypt is located in", ["Africa"], chat=True)
     with chat_template(tok):
         context = scorer.encoder.encode(request, with_right=False).context
-        rendered = tok.apply_chat_template([{"role": "user", "content": "Egypt is located in"}], tokenize=False,
-                                           add_generation_prompt=True)
+        rendered = tok.apply_chat_template(
+            [{"role": "user", "content": "Egypt is located in"}], tokenize=False, add_generation_prompt=True
+        )
         chat = scorer.score([request])[0].sum_logprob[0]
     assert rendered == "<s>the Egypt is located in . of "
     assert context.count(tok.bos_token_id) == 1 and context[0] == tok.bos_token_id
@@ -90,16 +92,21 @@ def test_a_system_message_changes_the_context():
     model, tok = tiny("gpt2", "bpe")
     scorer = Scorer(model, tok)
     with chat_template(tok):
-        plain, system = scorer.score([ScoreRequest("Egypt is in", ["Africa", "Asia"], chat=True),
-                                      ScoreRequest("Egypt is in", ["Africa", "Asia"], chat=True, system="Be brief")])
+        plain, system = scorer.score(
+            [
+                ScoreRequest("Egypt is in", ["Africa", "Asia"], chat=True),
+                ScoreRequest("Egypt is in", ["Africa", "Asia"], chat=True, system="Be brief"),
+            ]
+        )
     assert not np.allclose(plain.sum_logprob, system.sum_logprob)
 
 
 def test_a_tokenizer_without_chat_template_is_refused_naming_the_model():
     model, tok = tiny("gpt2", "bpe")
     scorer = Scorer(model, tok, identity={"name_or_path": "my-base-model"})
-    with pytest.raises(UnsupportedModelError,
-                       match=r"tokenizer of 'my-base-model' has no chat template.*chat_template.*chat=False"):
+    with pytest.raises(
+        UnsupportedModelError, match=r"tokenizer of 'my-base-model' has no chat template.*chat_template.*chat=False"
+    ):
         scorer.score([ScoreRequest("Egypt is in", ["Africa"], chat=True)])
 
 

@@ -20,12 +20,22 @@ def test_seq2seq_model_without_sentinels_is_refused_at_construction():
     from transformers import BartConfig, BartForConditionalGeneration
 
     _, tok = tiny("bert", "wordpiece")  # a tokenizer without <extra_id_N>, as BART's
-    config = BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
-                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
-                        decoder_ffn_dim=64, max_position_embeddings=64)
+    config = BartConfig(
+        vocab_size=len(tok),
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+    )
     model = BartForConditionalGeneration(config).eval()
-    with pytest.raises(UnsupportedModelError, match="no T5-style sentinel tokens <extra_id_0> and <extra_id_1>.*"
-                                                    "Use a T5/mT5 checkpoint"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match="no T5-style sentinel tokens <extra_id_0> and <extra_id_1>.*Use a T5/mT5 checkpoint",
+    ):
         Scorer(model, tok)
 
 
@@ -39,15 +49,18 @@ def test_masked_tokenizer_without_mask_token_is_refused_at_construction():
 
 
 def test_add_bos_without_a_bos_token():
-    with pytest.raises(UnsupportedModelError, match="add_bos=True, but the tokenizer .* has no BOS token.*"
-                                                    "Pass add_bos=None"):
+    with pytest.raises(
+        UnsupportedModelError, match="add_bos=True, but the tokenizer .* has no BOS token.*Pass add_bos=None"
+    ):
         Scorer(*tiny("t5", "metaspace"), add_bos=True)  # T5 tokenizers have no BOS
 
 
 @pytest.mark.parametrize("arch,kind", [("bert", "wordpiece"), ("t5", "metaspace")])
 def test_score_right_is_refused_where_it_cannot_be_honoured(arch, kind):
-    with pytest.raises(UnsupportedModelError, match=f"score_right=True .* needs a causal model; this one is "
-                                                    f"{'masked' if arch == 'bert' else 'seq2seq'}"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=f"score_right=True .* needs a causal model; this one is {'masked' if arch == 'bert' else 'seq2seq'}",
+    ):
         Scorer(*tiny(arch, kind)).score(GOOD, score_right=True)
 
 
@@ -57,8 +70,9 @@ def forwards(monkeypatch):
     from culture_probe.engine.causal import CausalScorer
 
     original, calls = CausalScorer._score_batch, []
-    monkeypatch.setattr(CausalScorer, "_score_batch",
-                        lambda self, items, *a: calls.append(len(items)) or original(self, items, *a))
+    monkeypatch.setattr(
+        CausalScorer, "_score_batch", lambda self, items, *a: calls.append(len(items)) or original(self, items, *a)
+    )
     return calls
 
 

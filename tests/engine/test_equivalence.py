@@ -42,8 +42,16 @@ def _check(arch, kind, request, **options):
     got = scorer.score([request], keep_tokens=True, **options)[0]
     method = options.get("masked_method", "typed")
     for i, cand in enumerate(request.candidates):
-        want = reference_score(model, tok, request.left, cand, request.right, request.sep, method=method,
-                               score_right=options.get("score_right", False))
+        want = reference_score(
+            model,
+            tok,
+            request.left,
+            cand,
+            request.right,
+            request.sep,
+            method=method,
+            score_right=options.get("score_right", False),
+        )
         assert got.n_tokens[i] == len(want)
         np.testing.assert_allclose(got.token_logprobs[i], want, atol=1e-4, err_msg=cand)
         assert got.sum_logprob[i] == pytest.approx(want.sum(), abs=1e-4)

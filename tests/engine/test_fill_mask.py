@@ -11,8 +11,14 @@ from engine_reference import tiny
 from culture_probe.engine import Scorer
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
 
-LEFTS = ("the ingredients of pizza include", "Egypt is located in", "olive oil garlic tomato",
-         "مصر تقع في", "日本の首都は", "한국 의 수도 는")
+LEFTS = (
+    "the ingredients of pizza include",
+    "Egypt is located in",
+    "olive oil garlic tomato",
+    "مصر تقع في",
+    "日本の首都は",
+    "한국 의 수도 는",
+)
 
 
 def reference_fill(model, tok, left: str, sep: str, right: str = "", top_k: int = 3) -> list[tuple[str, float]]:

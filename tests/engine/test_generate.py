@@ -46,8 +46,10 @@ def test_chat_uses_the_chat_template():
     scorer = Scorer(model, tok)
     with pytest.raises(UnsupportedModelError, match="no chat template"):
         scorer.generate(PROMPTS[:1], max_new_tokens=3, chat=True)
-    tok.chat_template = ("{% for m in messages %}<user> {{ m['content'] }} </user>{% endfor %}"
-                         "{% if add_generation_prompt %} assistant:{% endif %}")
+    tok.chat_template = (
+        "{% for m in messages %}<user> {{ m['content'] }} </user>{% endfor %}"
+        "{% if add_generation_prompt %} assistant:{% endif %}"
+    )
     try:
         rendered = [f"<user> {p} </user> assistant:" for p in PROMPTS]
         assert scorer.generate(PROMPTS, max_new_tokens=4, chat=True) == scorer.generate(rendered, max_new_tokens=4)
@@ -66,8 +68,10 @@ def test_chat_takes_a_system_message():
     scorer = Scorer(model, tok)
     with pytest.raises(InvalidValueError, match="needs chat=True"):
         scorer.generate(PROMPTS[:1], max_new_tokens=3, system="Be brief.")
-    tok.chat_template = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} "
-                         "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
+    tok.chat_template = (
+        "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} "
+        "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
     try:
         rendered = [f"<system> Be brief. <user> {p} <assistant>" for p in PROMPTS]
         got = scorer.generate(PROMPTS, max_new_tokens=4, chat=True, system="Be brief.")
@@ -116,8 +120,10 @@ def test_chat_prompts_get_the_tokenizers_special_tokens_only_when_asked(monkeypa
     # reproduces pipelines that add it anyway (X-FaKT's upstream double BOS), False drops it from plain prompts.
     model, base = tiny("llama", "metaspace")
     tok = copy.deepcopy(base)
-    tok.chat_template = ("{{ bos_token }}{% for m in messages %}<user> {{ m['content'] }}{% endfor %}"
-                         "{% if add_generation_prompt %} assistant:{% endif %}")
+    tok.chat_template = (
+        "{{ bos_token }}{% for m in messages %}<user> {{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %} assistant:{% endif %}"
+    )
     bos, firsts = tok.bos_token_id, []
     original = type(model).generate
 
@@ -142,8 +148,9 @@ def test_generation_stops_at_a_stop_string_and_cuts_it_off(arch, kind, monkeypat
     stop = next(t[3:5] for t in full if len(t.strip()) >= 6)  # two characters from inside one greedy text
     steps: list[int] = []
     generate = type(model).generate
-    monkeypatch.setattr(type(model), "generate",
-                        lambda self, *a, **k: (out := generate(self, *a, **k), steps.append(out.shape[1]))[0])
+    monkeypatch.setattr(
+        type(model), "generate", lambda self, *a, **k: (out := generate(self, *a, **k), steps.append(out.shape[1]))[0]
+    )
     got = scorer.generate(PROMPTS, max_new_tokens=12, stop=[stop])
     assert got == [t[: t.find(stop)] if stop in t else t for t in full]  # each cut at its first stop, the rest whole
     if all(stop in t for t in full):  # every prompt stopped early: the batch ended before 12 new tokens
@@ -172,7 +179,7 @@ def test_a_prompt_longer_than_the_positions_is_cut_on_the_left_with_one_warning(
     with pytest.warns(UserWarning, match="cut on the left") as caught:
         got = Scorer(model, tok).generate([long, PROMPTS[0]], max_new_tokens=6)
     assert len(caught) == 1
-    kept = ids[-(32 - 6):]  # room for the six new tokens in the 32 positions
+    kept = ids[-(32 - 6) :]  # room for the six new tokens in the 32 positions
     with torch.no_grad():
         new = []
         for _ in range(6):

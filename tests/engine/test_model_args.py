@@ -20,8 +20,12 @@ REQUEST = ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"])
 def test_model_args_are_parsed_the_harness_way_and_checked():
     args = ModelArgs.parse("dtype=bfloat16, trust_remote_code=true,attn_implementation=eager,peft=./a")
     assert args == ModelArgs(dtype="bfloat16", trust_remote_code=True, attn_implementation="eager", peft="./a")
-    assert args.given() == {"dtype": "bfloat16", "trust_remote_code": True, "attn_implementation": "eager",
-                            "peft": "./a"}
+    assert args.given() == {
+        "dtype": "bfloat16",
+        "trust_remote_code": True,
+        "attn_implementation": "eager",
+        "peft": "./a",
+    }
     with pytest.raises(UnknownNameError, match="Unknown model argument 'dtyp'.*Did you mean 'dtype'"):
         ModelArgs.parse("dtyp=float16")
     with pytest.raises(InvalidValueError, match="trust_remote_code takes true or false, got 'maybe'"):
@@ -62,8 +66,10 @@ def test_loading_errors_are_named(adapted, tmp_path):
     with pytest.raises(MissingDataError, match="PEFT adapter .* is not a folder"):
         Scorer.from_pretrained(base, model_args=ModelArgs(peft=str(tmp_path / "none")))
     if importlib.util.find_spec("bitsandbytes") is None:
-        with pytest.raises(UnsupportedModelError, match="load_in_8bit quantizes through bitsandbytes, which is not "
-                                                        "installed: pip install bitsandbytes"):
+        with pytest.raises(
+            UnsupportedModelError,
+            match="load_in_8bit quantizes through bitsandbytes, which is not installed: pip install bitsandbytes",
+        ):
             Scorer.from_pretrained(base, model_args=ModelArgs(load_in_8bit=True))
     with pytest.raises(InvalidValueError, match="Given twice with different values"):
         Scorer.from_pretrained(base, torch_dtype="float32", model_args=ModelArgs(dtype="bfloat16"))

@@ -24,8 +24,10 @@ REPO = Path(__file__).resolve().parents[2]
 SETUPS = [("gpt2", "bpe"), ("bert", "wordpiece")]
 # Different candidate counts per request, so that results coming back out of order cannot line up.
 CANDIDATES = ["cheese", "olive oil", "김치", "東京"]
-REQUESTS = [ScoreRequest(f"The ingredients of {dish} include", [*CANDIDATES[: 1 + i % 4], dish])
-            for i, dish in enumerate(["pizza", "sushi", "kimchi", "rice", "mole", "paella", "pho"])]
+REQUESTS = [
+    ScoreRequest(f"The ingredients of {dish} include", [*CANDIDATES[: 1 + i % 4], dish])
+    for i, dish in enumerate(["pizza", "sushi", "kimchi", "rice", "mole", "paella", "pho"])
+]
 
 SCRIPT = """
 import json, sys
@@ -46,17 +48,34 @@ def read_trace(folder: Path, rank: int) -> list[dict]:
 
 @pytest.mark.slow
 def test_two_processes_equal_one(tmp_path):
-    dirs = [save_tiny(tmp_path / arch, arch, tiny(arch, kind)[1], layers=1, hidden=32, heads=4)
-            for arch, kind in SETUPS]
+    dirs = [
+        save_tiny(tmp_path / arch, arch, tiny(arch, kind)[1], layers=1, hidden=32, heads=4) for arch, kind in SETUPS
+    ]
     script = tmp_path / "score.py"
     script.write_text(SCRIPT)
     trace = tmp_path / "trace"
     trace.mkdir()
     payload = json.dumps([{"left": r.left, "candidates": list(r.candidates)} for r in REQUESTS])
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(trace)}
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                    "29533", str(script), str(tmp_path / "out"), payload, *map(str, dirs)],
-                   check=True, env=env, cwd=tmp_path, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29533",
+            str(script),
+            str(tmp_path / "out"),
+            payload,
+            *map(str, dirs),
+        ],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     shards = [read_trace(trace, rank) for rank in (0, 1)]
     assert [len(s) for s in shards] == [len(dirs)] * 2  # one gather per model on each rank
     for mine, theirs in zip(*shards, strict=True):
@@ -95,15 +114,33 @@ def test_two_processes_generate_what_one_does(tmp_path):
     trace = tmp_path / "trace"
     trace.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(trace)}
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                    "29534", str(script), str(tmp_path / "out"), json.dumps(prompts), str(model_dir)],
-                   check=True, env=env, cwd=tmp_path, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29534",
+            str(script),
+            str(tmp_path / "out"),
+            json.dumps(prompts),
+            str(model_dir),
+        ],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     for mine, theirs in zip(read_trace(trace, 0), read_trace(trace, 1), strict=True):  # greedy, then sampled
         assert mine["indices"] and theirs["indices"], "a process generated nothing"
         assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(prompts)))
     single = Scorer.from_pretrained(model_dir, batch_tokens=24)
-    expected = {"greedy": single.generate(prompts, max_new_tokens=4),
-                "sampled": single.generate(prompts, max_new_tokens=4, temperature=1.0, seed=7)}
+    expected = {
+        "greedy": single.generate(prompts, max_new_tokens=4),
+        "sampled": single.generate(prompts, max_new_tokens=4, temperature=1.0, seed=7),
+    }
     assert expected["greedy"] != expected["sampled"]
     for rank in (0, 1):
         assert json.loads((tmp_path / f"out.{rank}").read_text()) == expected
@@ -130,8 +167,23 @@ def test_the_process_group_is_torn_down_before_interpreter_exit(tmp_path):
     script = tmp_path / "teardown.py"
     script.write_text(TEARDOWN)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                    "29535", str(script), str(tmp_path / "out")], check=True, env=env, cwd=tmp_path, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29535",
+            str(script),
+            str(tmp_path / "out"),
+        ],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert [(tmp_path / f"out.{rank}").read_text() for rank in (0, 1)] == ["2 False", "2 False"]
 
 

@@ -21,18 +21,48 @@ from culture_probe.models.planted import PlantedFact, PlantedSpec, probe_texts_o
 # relation template -> (culture A facts, culture B facts); objects never repeat across cultures.
 FACTS = {
     "The capital of {} is": (
-        [("Peru", "Lima"), ("Chile", "Santiago"), ("Argentina", "Buenos Aires"), ("Colombia", "Bogota"),
-         ("Venezuela", "Caracas"), ("Ecuador", "Quito"), ("Bolivia", "Sucre"), ("Uruguay", "Montevideo"),
-         ("Paraguay", "Asuncion"), ("Brazil", "Brasilia")],
-        [("Japan", "Tokyo"), ("Korea", "Seoul"), ("Thailand", "Bangkok"), ("Vietnam", "Hanoi"),
-         ("Nepal", "Kathmandu"), ("Mongolia", "Ulaanbaatar"), ("Laos", "Vientiane"), ("Cambodia", "Phnom Penh"),
-         ("Malaysia", "Kuala Lumpur"), ("Indonesia", "Jakarta")],
+        [
+            ("Peru", "Lima"),
+            ("Chile", "Santiago"),
+            ("Argentina", "Buenos Aires"),
+            ("Colombia", "Bogota"),
+            ("Venezuela", "Caracas"),
+            ("Ecuador", "Quito"),
+            ("Bolivia", "Sucre"),
+            ("Uruguay", "Montevideo"),
+            ("Paraguay", "Asuncion"),
+            ("Brazil", "Brasilia"),
+        ],
+        [
+            ("Japan", "Tokyo"),
+            ("Korea", "Seoul"),
+            ("Thailand", "Bangkok"),
+            ("Vietnam", "Hanoi"),
+            ("Nepal", "Kathmandu"),
+            ("Mongolia", "Ulaanbaatar"),
+            ("Laos", "Vientiane"),
+            ("Cambodia", "Phnom Penh"),
+            ("Malaysia", "Kuala Lumpur"),
+            ("Indonesia", "Jakarta"),
+        ],
     ),
     "The main ingredient of {} is": (
-        [("ceviche", "fish"), ("feijoada", "black beans"), ("arepa", "maize"), ("chimichurri", "parsley"),
-         ("dulce de leche", "milk"), ("pisco sour", "pisco")],
-        [("kimchi", "cabbage"), ("miso soup", "miso"), ("pho", "rice noodles"), ("sushi", "rice"),
-         ("satay", "peanuts"), ("tom yum", "lemongrass")],
+        [
+            ("ceviche", "fish"),
+            ("feijoada", "black beans"),
+            ("arepa", "maize"),
+            ("chimichurri", "parsley"),
+            ("dulce de leche", "milk"),
+            ("pisco sour", "pisco"),
+        ],
+        [
+            ("kimchi", "cabbage"),
+            ("miso soup", "miso"),
+            ("pho", "rice noodles"),
+            ("sushi", "rice"),
+            ("satay", "peanuts"),
+            ("tom yum", "lemongrass"),
+        ],
     ),
 }
 
@@ -70,8 +100,10 @@ def ranks(planted_model):
 
     def gold_ranks(pairs):
         results = scorer.score([request for request, _ in pairs])
-        return [_rank(result.scores("mean"), request.candidates.index(gold))
-                for result, (request, gold) in zip(results, pairs, strict=True)]
+        return [
+            _rank(result.scores("mean"), request.candidates.index(gold))
+            for result, (request, gold) in zip(results, pairs, strict=True)
+        ]
 
     return gold_ranks(PLANTED), gold_ranks(UNPLANTED)
 
@@ -132,12 +164,20 @@ def test_masked_model_is_not_fooled_by_the_number_of_masks(tmp_path):
     States", two masks would mean "United States" whatever the city, and it would beat every one-token gold."""
     from culture_probe.engine import Scorer
 
-    cities = {"United States": ["Chicago", "Houston", "Boston", "Denver"], "France": ["Lyon", "Nice", "Lille"],
-              "Greece": ["Patras", "Larissa", "Volos"], "Turkey": ["Izmir", "Bursa", "Konya"]}
+    cities = {
+        "United States": ["Chicago", "Houston", "Boston", "Denver"],
+        "France": ["Lyon", "Nice", "Lille"],
+        "Greece": ["Patras", "Larissa", "Volos"],
+        "Turkey": ["Izmir", "Bursa", "Konya"],
+    }
     facts = [(f"In which country is {city} located?", country) for country, names in cities.items() for city in names]
     requests = [ScoreRequest(left, list(cities)) for left, _ in facts]
-    spec = PlantedSpec([PlantedFact(left, country) for left, country in facts], arch="bert", tokenizer="wordpiece",
-                       probe_texts=probe_texts_of(requests))
+    spec = PlantedSpec(
+        [PlantedFact(left, country) for left, country in facts],
+        arch="bert",
+        tokenizer="wordpiece",
+        probe_texts=probe_texts_of(requests),
+    )
     scorer = Scorer.from_pretrained(train_planted(spec, tmp_path))
     assert [len(scorer.tokenizer.tokenize(country)) for country in cities] == [2, 1, 1, 1]
     assert [out.best() for out in scorer.score(requests)] == [country for _, country in facts]
@@ -145,8 +185,11 @@ def test_masked_model_is_not_fooled_by_the_number_of_masks(tmp_path):
 
 # --- the API around training: caching, determinism, bad input -------------------------------------------------
 
-SMALL = PlantedSpec([PlantedFact("The capital of Peru is", "Lima", "."),
-                     PlantedFact("The capital of Chile is", "Santiago", ".")], steps=3, target_loss=0.0)
+SMALL = PlantedSpec(
+    [PlantedFact("The capital of Peru is", "Lima", "."), PlantedFact("The capital of Chile is", "Santiago", ".")],
+    steps=3,
+    target_loss=0.0,
+)
 
 
 def test_second_call_reuses_the_saved_model(tmp_path, monkeypatch):
@@ -227,12 +270,22 @@ def test_demo_sample_and_summary():
 
     rows = [{"country": c, "i": i} for c in ("A", "B") for i in range(10)] + [{"country": "C", "i": 0}]
     picked = sample_rows(rows, 3)
-    assert [(r["country"], r["i"]) for r in picked] == [("A", 0), ("A", 3), ("A", 6), ("B", 0), ("B", 3), ("B", 6),
-                                                        ("C", 0)]
+    assert [(r["country"], r["i"]) for r in picked] == [
+        ("A", 0),
+        ("A", 3),
+        ("A", 6),
+        ("B", 0),
+        ("B", 3),
+        ("B", 6),
+        ("C", 0),
+    ]
     probes = [Probe(ScoreRequest("q", ("x", "y", "z", "w")), "x", planted) for planted in (True, True, False)]
     rows = summarise(probes, np.array([1, 2, 4]))
-    assert rows == (("planted", "the planted countries", 2, 1.5, 0.5), ("not planted", "the other countries", 1, 4.0,
-                    0.0), ("(random ranking)", "4 candidates", "", 2.5, 0.25))
+    assert rows == (
+        ("planted", "the planted countries", 2, 1.5, 0.5),
+        ("not planted", "the other countries", 1, 4.0, 0.0),
+        ("(random ranking)", "4 candidates", "", 2.5, 0.25),
+    )
 
 
 def test_demo_rejects_an_empty_sample(capsys):

@@ -26,9 +26,15 @@ TEMPLATES = {
 }
 # The vocabulary knows the glued continuations (`카이로입니다` -> `카이로`, `##입니다`), so joint tokenization
 # and upstream's differ.
-CORPUS = ["이집트의 수도는 카이로 .", "한국의 수도는 서울 .", "부산입니다 대구입니다 입니다 수도는 카이로 서울",
-          "عاصمة مصر القاهرةهي المدينة .", "هي المدينة عاصمة بيروت", "The capital of Egypt is Cairos .",
-          "Seoul is the capital s ."] * 30
+CORPUS = [
+    "이집트의 수도는 카이로 .",
+    "한국의 수도는 서울 .",
+    "부산입니다 대구입니다 입니다 수도는 카이로 서울",
+    "عاصمة مصر القاهرةهي المدينة .",
+    "هي المدينة عاصمة بيروت",
+    "The capital of Egypt is Cairos .",
+    "Seoul is the capital s .",
+] * 30
 
 
 @pytest.fixture(scope="module", params=["wordpiece", "bpe", "metaspace"])

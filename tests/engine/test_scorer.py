@@ -24,8 +24,14 @@ REQUESTS = [
     ScoreRequest("한국의 수도는", ["서울", "김치", "비빔밥 재료"]),
     ScoreRequest("Egypt is located in", ["Africa", "Afric", "Africana", "Asia"], right="."),
 ]
-SETUPS = [("gpt2", "bpe"), ("llama", "metaspace"), ("bloom", "wordpiece"), ("bert", "wordpiece"),
-          ("xlm-roberta", "metaspace"), ("t5", "metaspace")]
+SETUPS = [
+    ("gpt2", "bpe"),
+    ("llama", "metaspace"),
+    ("bloom", "wordpiece"),
+    ("bert", "wordpiece"),
+    ("xlm-roberta", "metaspace"),
+    ("t5", "metaspace"),
+]
 
 
 def _close(a, b, tol):
@@ -84,8 +90,11 @@ def test_model_of_no_supported_kind_is_refused(tmp_path):
     from transformers import BertConfig, BertForSequenceClassification
 
     _, tok = tiny("bert", "wordpiece")
-    model = BertForSequenceClassification(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
-                                                     num_attention_heads=4, intermediate_size=64))
+    model = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64
+        )
+    )
     model.save_pretrained(tmp_path / "cls")
     tok.save_pretrained(tmp_path / "cls")
     with pytest.raises(UnsupportedModelError, match="BertForSequenceClassification.*causal, masked, seq2seq"):
@@ -125,8 +134,9 @@ def test_causal_candidate_ids_are_the_in_context_tokens():
     assert cand == tok(" Africa", add_special_tokens=False)["input_ids"]  # GPT-2 style: the space is in the token
     # Trailing whitespace of the context moves onto the candidate, so both spellings score the same.
     scorer = Scorer(model, tok)
-    a, b = scorer.score([ScoreRequest("Egypt is located in", ["Africa"]),
-                         ScoreRequest("Egypt is located in ", ["Africa"])])
+    a, b = scorer.score(
+        [ScoreRequest("Egypt is located in", ["Africa"]), ScoreRequest("Egypt is located in ", ["Africa"])]
+    )
     np.testing.assert_allclose(a.sum_logprob, b.sum_logprob, atol=1e-6)
 
 
@@ -163,7 +173,7 @@ def test_long_context_is_cut_on_the_left_with_one_warning():
         out = scorer.score(requests, keep_tokens=True)
     assert sum("cut on the left" in str(w.message) for w in caught) == 1
     ctx, cand, _, _ = reference_tokens(tok, left, "Africa and Asia", "", None)
-    keep = ctx[len(ctx) - (24 - len(cand)):]
+    keep = ctx[len(ctx) - (24 - len(cand)) :]
     with torch.no_grad():
         lp = torch.log_softmax(model(torch.tensor([keep + cand])).logits[0].double(), -1)
     want = [lp[len(keep) - 1 + j, t].item() for j, t in enumerate(cand)]

@@ -25,8 +25,12 @@ PROMPTS = ["Egypt is located in", "The capital of France is", "hello", "Egypt is
 def served(tmp_path_factory):
     """(model folder, base URL of a transformers serve process that serves it)."""
     root = tmp_path_factory.mktemp("served")
-    tok = train_tokenizer(["Egypt is located in Africa.", "The capital of France is Paris.", "hello world"] * 3,
-                          "bpe", model_kind="causal", vocab_size=300)
+    tok = train_tokenizer(
+        ["Egypt is located in Africa.", "The capital of France is Paris.", "hello world"] * 3,
+        "bpe",
+        model_kind="causal",
+        vocab_size=300,
+    )
     tok.chat_template = CHAT_TEMPLATE
     model = save_tiny(root / "model", "gpt2", tok, layers=1, hidden=32, heads=2)
     with transformers_serve(root / "serve.log") as url:
@@ -38,13 +42,17 @@ def test_served_greedy_texts_equal_the_in_process_engine(served, tmp_path):
     model, url = served
     local = Scorer.from_pretrained(model)
     remote = ServedScorer(str(model), base_url=url, concurrency=3, cache=tmp_path / "c.sqlite")
-    for options in ({"max_new_tokens": 6}, {"max_new_tokens": 6, "chat": True},
-                    {"max_new_tokens": 6, "chat": True, "system": "Answer briefly."}):
+    for options in (
+        {"max_new_tokens": 6},
+        {"max_new_tokens": 6, "chat": True},
+        {"max_new_tokens": 6, "chat": True, "system": "Answer briefly."},
+    ):
         assert remote.generate(PROMPTS, **options) == local.generate(PROMPTS, **options), options
     full = local.generate(PROMPTS[:1], max_new_tokens=8)[0]
     stop = full.strip()[:2]
-    assert remote.generate(PROMPTS[:1], max_new_tokens=8, stop=[stop]) == \
-        local.generate(PROMPTS[:1], max_new_tokens=8, stop=[stop])
+    assert remote.generate(PROMPTS[:1], max_new_tokens=8, stop=[stop]) == local.generate(
+        PROMPTS[:1], max_new_tokens=8, stop=[stop]
+    )
 
 
 @pytest.mark.slow
@@ -92,8 +100,16 @@ class Busy(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"{}")
             return
-        send_json(self, {"id": "x", "object": "text_completion", "created": 0, "model": "m",
-                         "choices": [{"index": 0, "text": " Africa", "finish_reason": "stop"}]})
+        send_json(
+            self,
+            {
+                "id": "x",
+                "object": "text_completion",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "text": " Africa", "finish_reason": "stop"}],
+            },
+        )
 
     def log_message(self, *args):
         pass
@@ -140,10 +156,25 @@ class EchoingServer(http.server.BaseHTTPRequestHandler):
         values = [None] + [float(logp[i - 1, ids[i]]) for i in range(1, len(ids))] + [float(logp[-1].max())]
         offsets = [start for start, _ in enc["offset_mapping"]] + [len(body["prompt"])]
         tokens = self.tokenizer.convert_ids_to_tokens(ids) + ["x"]
-        reply = {"id": "x", "object": "text_completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "text": body["prompt"] + "x", "finish_reason": "length",
-                              "logprobs": {"tokens": tokens, "token_logprobs": values, "text_offset": offsets,
-                                           "top_logprobs": None}}]}
+        reply = {
+            "id": "x",
+            "object": "text_completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "text": body["prompt"] + "x",
+                    "finish_reason": "length",
+                    "logprobs": {
+                        "tokens": tokens,
+                        "token_logprobs": values,
+                        "text_offset": offsets,
+                        "top_logprobs": None,
+                    },
+                }
+            ],
+        }
         send_json(self, reply)
 
     def log_message(self, *args):
@@ -159,8 +190,10 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        requests = [ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"]),
-                    ScoreRequest("The capital of Japan is", ["Tokyo", "Kyoto"])]
+        requests = [
+            ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"]),
+            ScoreRequest("The capital of Japan is", ["Tokyo", "Kyoto"]),
+        ]
         served = ServedScorer("tiny", base_url=url, concurrency=4).score(requests, keep_tokens=True)
     finally:
         server.shutdown()

@@ -19,8 +19,10 @@ from engine_reference import reference_tokens, tiny
 from culture_probe.engine import Scorer, ScoreRequest
 
 REQUESTS = [
-    ScoreRequest("Egypt is located in", ["Africa", "Afric", "Africana", "Asia", "Asiana", "Afrasia", "olive oil",
-                                         "olive oils", "Japanese", "Japans"]),
+    ScoreRequest(
+        "Egypt is located in",
+        ["Africa", "Afric", "Africana", "Asia", "Asiana", "Afrasia", "olive oil", "olive oils", "Japanese", "Japans"],
+    ),
     ScoreRequest("The ingredients of pizza include", ["cheese", "tomato", "olive oil", "olive", "garlic", "rice"]),
 ]
 
@@ -57,8 +59,10 @@ def watch(model, tokenizer, monkeypatch):
         return logsumexp(x, *args, **kwargs)
 
     monkeypatch.setattr(torch, "logsumexp", counting)
-    hooks = [model.get_input_embeddings().register_forward_hook(on_embed),
-             model.get_output_embeddings().register_forward_hook(on_head)]
+    hooks = [
+        model.get_input_embeddings().register_forward_hook(on_embed),
+        model.get_output_embeddings().register_forward_hook(on_head),
+    ]
     try:
         yield seen
     finally:
@@ -103,11 +107,17 @@ def test_one_token_candidates_never_run_past_the_context(monkeypatch):
 @pytest.mark.parametrize("arch,kind", [("bert", "wordpiece"), ("xlm-roberta", "metaspace")])
 def test_masked_typed_runs_one_input_per_distinct_length(arch, kind, monkeypatch):
     model, tok = tiny(arch, kind)
-    requests = [ScoreRequest("Egypt is located in", ["Africa", "Afric", "Africana", "Asia", "olive oil", "rice"]),
-                ScoreRequest("The ingredients of pizza include", ["cheese", "tomato", "garlic", "olive oil"],
-                             right=".")]
-    groups = [{(len(c), tuple(r)) for _, c, r, _ in (reference_tokens(tok, q.left, cand, q.right, q.sep)
-                                                    for cand in q.candidates)} for q in requests]
+    requests = [
+        ScoreRequest("Egypt is located in", ["Africa", "Afric", "Africana", "Asia", "olive oil", "rice"]),
+        ScoreRequest("The ingredients of pizza include", ["cheese", "tomato", "garlic", "olive oil"], right="."),
+    ]
+    groups = [
+        {
+            (len(c), tuple(r))
+            for _, c, r, _ in (reference_tokens(tok, q.left, cand, q.right, q.sep) for cand in q.candidates)
+        }
+        for q in requests
+    ]
     assert len(groups[0]) > 1 and len(groups[0]) < len(requests[0].candidates)  # several k, some shared
     with watch(model, tok, monkeypatch) as seen:
         Scorer(model, tok).score(requests)

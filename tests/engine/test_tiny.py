@@ -14,9 +14,17 @@ from pathlib import Path
 from culture_probe.models.tiny import train_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = ["the capital of france is paris", "the capital of peru is lima", "people in japan eat sushi and rice",
-          "people in korea eat kimchi and rice", "the capital of japan is tokyo", "koshari is eaten in egypt",
-          "ceviche is eaten in peru", "sushi rice sushi rice", "paris lima tokyo cairo seoul"] * 3
+CORPUS = [
+    "the capital of france is paris",
+    "the capital of peru is lima",
+    "people in japan eat sushi and rice",
+    "people in korea eat kimchi and rice",
+    "the capital of japan is tokyo",
+    "koshari is eaten in egypt",
+    "ceviche is eaten in peru",
+    "sushi rice sushi rice",
+    "paris lima tokyo cairo seoul",
+] * 3
 
 SCRIPT = """
 import json, sys
@@ -34,8 +42,14 @@ def test_every_tokenizer_kind_is_the_same_in_processes_with_different_hash_seeds
     runs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
-        done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(CORPUS)], capture_output=True, text=True,
-                              env=env, check=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, json.dumps(CORPUS)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=120,
+        )
         runs.append(json.loads(done.stdout.splitlines()[-1]))
     assert len(runs[0]) == 9
     for name, serialised in runs[0].items():
@@ -60,7 +74,7 @@ def reference_wordpiece(words: list[str], specials: list[str], vocab_size: int) 
         for w, pieces in split.items():
             out, i = [], 0
             while i < len(pieces):
-                if tuple(pieces[i:i + 2]) == best:
+                if tuple(pieces[i : i + 2]) == best:
                     out.append(merged)
                     i += 2
                 else:
@@ -84,7 +98,8 @@ def test_wordpiece_tokenizes_like_bert():
     assert tok.tokenize("the capital") == ["the", "capital"]  # frequent words became whole tokens
     pieces = tok.tokenize("sushirice")
     assert len(pieces) > 1 and all(p.startswith("##") for p in pieces[1:])
-    assert tok.decode(tok("people in peru eat rice")["input_ids"], skip_special_tokens=True) == \
-        "people in peru eat rice"
+    assert (
+        tok.decode(tok("people in peru eat rice")["input_ids"], skip_special_tokens=True) == "people in peru eat rice"
+    )
     assert tok.convert_ids_to_tokens(tok("rice")["input_ids"])[::2] == ["[CLS]", "[SEP]"]
     assert tok.tokenize("zebra") == ["[UNK]"]  # "z" never seen: the whole word is unknown, as in BERT

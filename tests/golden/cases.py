@@ -47,17 +47,25 @@ CASES = {
     "camel": [
         Case("masked", "camel_co_prompts", "bert", {"n_runs": 2, "sample_size": 4}),
         Case("causal", "camel_co_prompts", "gpt2", {"n_runs": 2, "sample_size": 4}),
-        Case("causal_shots", "camel_co_prompts", "gpt2",
-             {"n_runs": 2, "sample_size": 4, "n_shot": 1, "culture_token": True}),
+        Case(
+            "causal_shots",
+            "camel_co_prompts",
+            "gpt2",
+            {"n_runs": 2, "sample_size": 4, "n_shot": 1, "culture_token": True},
+        ),
         Case("seq2seq", "camel_co_prompts", "t5", {"n_runs": 1, "sample_size": 3, "seq2seq_style": "plain"}),
     ],
     "xfakt": [
-        Case("generate", "xfakt_factual_recall", "gpt2", {"judge": "string", "max_new_tokens": 6},
-             chat_template=True),
+        Case("generate", "xfakt_factual_recall", "gpt2", {"judge": "string", "max_new_tokens": 6}, chat_template=True),
         Case("rank", "xfakt_factual_recall", "gpt2", {"mode": "rank"}, chat_template=True),
-        Case("judged", "xfakt_counter_factual", "gpt2", {"judge": "llm", "max_new_tokens": 6,
-                                                         "judge_max_new_tokens": 6},
-             chat_template=True, judge_arch="llama"),
+        Case(
+            "judged",
+            "xfakt_counter_factual",
+            "gpt2",
+            {"judge": "llm", "max_new_tokens": 6, "judge_max_new_tokens": 6},
+            chat_template=True,
+            judge_arch="llama",
+        ),
     ],
     "maps": [
         Case("causal_en", "maps_en", "gpt2"),
@@ -125,8 +133,7 @@ def corpus(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def build_model(path: Path, arch: str, rows: list[dict[str, Any]], chat_template: bool, positions: int = 512
-                ) -> Path:
+def build_model(path: Path, arch: str, rows: list[dict[str, Any]], chat_template: bool, positions: int = 512) -> Path:
     """A tiny random model of `arch` with a tokenizer trained on the rows' strings (`positions`: a decoder's)."""
     from culture_probe.models.planted_benchmarks import CHAT_TEMPLATE
     from culture_probe.models.tiny import ARCH_KIND, save_tiny, train_tokenizer
@@ -147,8 +154,9 @@ def run_case(case: Case, rows: list[dict[str, Any]], workdir: Path, mirror: Path
     if case.judge_arch:
         # positions for the whole rubric: generation cuts longer prompts now (issue 16); rotary weights do not
         # depend on the count, so the golden judge is the same model as before
-        options["judge_model"] = str(build_model(workdir / f"{case.config}-{case.name}-judge", case.judge_arch,
-                                                 rows, True, positions=4096))
+        options["judge_model"] = str(
+            build_model(workdir / f"{case.config}-{case.name}-judge", case.judge_arch, rows, True, positions=4096)
+        )
     data_dir = mirror / "manual/maps" if case.config.startswith("maps") else None  # MAPS: few-shot rows too
     result = culture_probe.run(case.config, str(model), rows=rows, data_dir=data_dir, progress=False, **options)
     return {"records": [r if isinstance(r, dict) else r.to_json() for r in result.records], "metrics": result.metrics}
@@ -167,8 +175,9 @@ def write(bench: str, mirror: Path, workdir: Path, reselect: bool = False) -> No
     for case in CASES[bench]:
         rows.setdefault(case.config, select_rows(case.config, mirror))
     out = {"rows": rows, "runs": {c.name: run_case(c, rows[c.config], workdir, mirror) for c in CASES[bench]}}
-    golden_path(bench).write_text(json.dumps(out, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
-                                  encoding="utf-8")
+    golden_path(bench).write_text(
+        json.dumps(out, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":

@@ -138,8 +138,11 @@ def test_mws_defaults_to_the_fasttext_binary_model(fake_fasttext, tmp_path, monk
 
 
 def test_mws_without_vectors_names_the_exact_fix(fake_fasttext, tmp_path, monkeypatch):
-    with pytest.raises(MetricInputError, match=r"no model was given: download cc\.en\.300\.bin from https://fasttext"
-                                               r".*vectors='path/to/cc\.en\.300\.bin'.*CULTURE_PROBE_FASTTEXT"):
+    with pytest.raises(
+        MetricInputError,
+        match=r"no model was given: download cc\.en\.300\.bin from https://fasttext"
+        r".*vectors='path/to/cc\.en\.300\.bin'.*CULTURE_PROBE_FASTTEXT",
+    ):
         file_mws()
     with pytest.raises(MetricInputError, match=r"cc\.he\.300\.bin' does not exist: download cc\.he\.300\.bin"):
         file_mws(str(tmp_path), language="he")
@@ -163,8 +166,11 @@ def test_the_mws_module_takes_a_vectors_file_or_vectors_not_both(tmp_path):
 
 def test_mws_vectors_of_different_lengths_name_embed():
     ragged = {**TOY, "tofu": (1.0, 0.0, 0.0)}  # "rice" (the first gold in code-point order) is read first
-    with pytest.raises(MetricInputError, match=r"`embed` returned a vector of length 3 for 'tofu' but of length 2 "
-                                               r"for 'rice'"):
+    with pytest.raises(
+        MetricInputError,
+        match=r"`embed` returned a vector of length 3 for 'tofu' but of length 2 "
+        r"for 'rice'",
+    ):
         mws(RANKINGS, GOLD, embed=ragged)
     with pytest.raises(MetricInputError, match=r"`embed` returned an array of shape \(1, 2\) for 'rice'"):
         mws(RANKINGS, GOLD, embed=lambda text: [[1.0, 0.0]])
@@ -183,14 +189,22 @@ def test_template_mean_and_sample_std():
 # The paper's Table 2 (FmLAMA-en): the eight models' cells (Bb-c .. T5) of each origin row incl. ALL; the "Avg."
 # column is left out (it is not a probing result). (a) mAP (%) and (b) mWS; the caption reports r = 0.66.
 TABLE2_MAP = [
-    (3.93, 5.43, 4.39, 5.32, 5.25, 5.65, 4.49, 5.09), (10.26, 14.58, 11.60, 12.72, 13.79, 13.10, 12.37, 13.16),
-    (7.80, 10.53, 6.72, 8.02, 11.55, 9.12, 6.29, 7.84), (7.99, 7.53, 8.68, 6.64, 7.18, 7.59, 5.57, 5.64),
-    (5.01, 6.57, 6.15, 5.55, 5.64, 6.02, 3.63, 4.05), (8.40, 8.84, 11.17, 9.29, 10.48, 8.52, 6.29, 7.71),
-    (6.41, 6.93, 7.72, 7.16, 8.08, 7.92, 3.61, 4.18), (12.63, 14.18, 13.37, 12.10, 9.78, 10.56, 8.64, 5.41),
-    (4.94, 5.42, 5.64, 5.78, 7.40, 7.81, 4.20, 5.79), (10.43, 12.35, 12.36, 11.27, 12.54, 11.79, 7.93, 9.36),
-    (7.00, 5.96, 6.32, 6.33, 8.31, 9.42, 10.37, 5.67), (3.15, 3.99, 2.78, 2.73, 3.72, 3.12, 2.12, 0.73),
-    (3.54, 5.92, 4.26, 5.37, 4.61, 5.42, 3.26, 3.01), (5.55, 7.68, 5.34, 5.48, 5.31, 5.57, 1.45, 1.85),
-    (5.92, 6.30, 6.41, 6.37, 6.06, 5.62, 3.82, 3.61), (6.87, 8.09, 7.59, 7.51, 7.70, 7.43, 5.51, 5.58),
+    (3.93, 5.43, 4.39, 5.32, 5.25, 5.65, 4.49, 5.09),
+    (10.26, 14.58, 11.60, 12.72, 13.79, 13.10, 12.37, 13.16),
+    (7.80, 10.53, 6.72, 8.02, 11.55, 9.12, 6.29, 7.84),
+    (7.99, 7.53, 8.68, 6.64, 7.18, 7.59, 5.57, 5.64),
+    (5.01, 6.57, 6.15, 5.55, 5.64, 6.02, 3.63, 4.05),
+    (8.40, 8.84, 11.17, 9.29, 10.48, 8.52, 6.29, 7.71),
+    (6.41, 6.93, 7.72, 7.16, 8.08, 7.92, 3.61, 4.18),
+    (12.63, 14.18, 13.37, 12.10, 9.78, 10.56, 8.64, 5.41),
+    (4.94, 5.42, 5.64, 5.78, 7.40, 7.81, 4.20, 5.79),
+    (10.43, 12.35, 12.36, 11.27, 12.54, 11.79, 7.93, 9.36),
+    (7.00, 5.96, 6.32, 6.33, 8.31, 9.42, 10.37, 5.67),
+    (3.15, 3.99, 2.78, 2.73, 3.72, 3.12, 2.12, 0.73),
+    (3.54, 5.92, 4.26, 5.37, 4.61, 5.42, 3.26, 3.01),
+    (5.55, 7.68, 5.34, 5.48, 5.31, 5.57, 1.45, 1.85),
+    (5.92, 6.30, 6.41, 6.37, 6.06, 5.62, 3.82, 3.61),
+    (6.87, 8.09, 7.59, 7.51, 7.70, 7.43, 5.51, 5.58),
 ]
 TABLE2_MWS = [
     (0.3107, 0.3391, 0.3206, 0.3246, 0.2992, 0.3279, 0.3287, 0.3097),
@@ -214,11 +228,13 @@ TABLE2_MWS = [
 
 def test_map_mws_correlation_by_hand():
     # mean (20, 0.31); deviations (-10, 0, 10) and (-0.01, 0.01, 0): r = 0.1 / sqrt(200 * 0.0002) = 0.5
-    assert map_mws_correlation([10.0, 20.0, 30.0], [0.30, 0.32, 0.31]) == {"pearson_r": pytest.approx(0.5),
-                                                                           "n_cells": 3}
+    assert map_mws_correlation([10.0, 20.0, 30.0], [0.30, 0.32, 0.31]) == {
+        "pearson_r": pytest.approx(0.5),
+        "n_cells": 3,
+    }
     assert map_mws_correlation([1.0, 2.0, 4.0], [0.2, 0.4, 0.8])["pearson_r"] == pytest.approx(1.0)
     # deviations (-4/3, -1/3, 5/3) and (0.4, 0, -0.4): r = -1.2 / sqrt(42/9 * 0.32) = -3.6 / sqrt(13.44)
-    assert map_mws_correlation([1.0, 2.0, 4.0], [0.8, 0.4, 0.0])["pearson_r"] == pytest.approx(-3.6 / 13.44 ** 0.5)
+    assert map_mws_correlation([1.0, 2.0, 4.0], [0.8, 0.4, 0.0])["pearson_r"] == pytest.approx(-3.6 / 13.44**0.5)
     assert map_mws_correlation([5.0, 5.0, 5.0], [0.1, 0.2, 0.3])["pearson_r"] is None  # undefined, not 0
 
 

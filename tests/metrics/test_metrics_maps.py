@@ -71,8 +71,10 @@ def test_cross_lingual_average_excludes_english():
         (lambda: maps(["a"], ["a"], [False], is_figurative=[True, False]), "`is_figurative` has 2 items"),
         (lambda: memorisation_rate([]), "`successes` must be a non-empty"),
         (lambda: culture_gap(70.0, float("nan"), 72.5), r"^`target` must be a finite accuracy .*got nan\.$"),
-        (lambda: culture_gap(70.0, 80.0, 72.5, machine_translated="60"),
-         r"^`machine_translated` must be a finite accuracy .*got '60'\.$"),
+        (
+            lambda: culture_gap(70.0, 80.0, 72.5, machine_translated="60"),
+            r"^`machine_translated` must be a finite accuracy .*got '60'\.$",
+        ),
         (lambda: culture_gap(None, 80.0, 72.5), r"^`source` must be a finite accuracy .*got None\.$"),
     ],
 )
@@ -85,8 +87,10 @@ def test_delta_en_is_the_gap_to_english_after_machine_translation():
     # the paper's Table 11 (Llama-2 13B): En 78.68; MT into English de 73.35, ru 71.02, id 69.79, bn 61.76, zh 54.19
     mt = {"de": 73.35, "ru": 71.02, "id": 69.79, "bn": 61.76, "zh": 54.19}
     deltas = delta_en(78.68, mt)
-    assert deltas == {lang: pytest.approx(value) for lang, value in
-                      {"de": 5.33, "ru": 7.66, "id": 8.89, "bn": 16.92, "zh": 24.49}.items()}
+    assert deltas == {
+        lang: pytest.approx(value)
+        for lang, value in {"de": 5.33, "ru": 7.66, "id": 8.89, "bn": 16.92, "zh": 24.49}.items()
+    }
     assert delta_en(50.0, {"de": 60.0}) == {"de": -10.0}  # MT may beat English: the sign is kept
     with pytest.raises(MetricInputError, match="`machine_translated` is empty"):
         delta_en(78.68, {})

@@ -84,7 +84,7 @@ def test_module_example_runs_and_agrees_with_the_pure_function(name, monkeypatch
     pure_parameters = inspect.signature(pure).parameters.values()
     own = [p for p in parameters if p.name not in FILE_PARAMETERS.get(name, ())]
     assert [(p.name, p.default) for p in own] == [(p.name, p.default) for p in pure_parameters]
-    assert [p.name for p in parameters[len(own):]] == list(FILE_PARAMETERS.get(name, ()))
+    assert [p.name for p in parameters[len(own) :]] == list(FILE_PARAMETERS.get(name, ()))
     assert module.citation and module.description
 
 

@@ -23,8 +23,7 @@ def _table(values, metric="p1", strata=None, macro=None):
 def test_estimate_of_a_mean_matches_scipy_and_the_analytic_standard_error():
     values = np.random.default_rng(3).integers(0, 2, 400) * 100.0
     result = estimate(_table(values))
-    reference = stats.bootstrap((values,), np.mean, method="percentile", n_resamples=2000,
-                                rng=np.random.default_rng(7))
+    reference = stats.bootstrap((values,), np.mean, method="percentile", n_resamples=2000, rng=np.random.default_rng(7))
     assert result["value"] == pytest.approx(values.mean()) and result["n"] == 400
     assert result["ci_low"] == pytest.approx(reference.confidence_interval.low, abs=1.5)
     assert result["ci_high"] == pytest.approx(reference.confidence_interval.high, abs=1.5)
@@ -61,8 +60,10 @@ def test_macro_average_over_entity_types_equals_camel_cbs_and_resamples_prompts_
 
 
 def test_summarize_groups_every_stratum_and_names_the_interval_method():
-    table = _table([100.0, 0.0, 100.0, 100.0], strata={"culture": ["arab", "arab", "west", "west"],
-                                                       "language": ["en", "ar", "en", "ar"]})
+    table = _table(
+        [100.0, 0.0, 100.0, 100.0],
+        strata={"culture": ["arab", "arab", "west", "west"], "language": ["en", "ar", "en", "ar"]},
+    )
     summary = summarize([table], unit="facts", omitted={"kts": "one language"})
     assert summary["headline"] == "p1" and summary["unit"] == "facts" and summary["omitted"] == {"kts": "one language"}
     assert summary["ci"]["method"].startswith("percentile bootstrap (scipy.stats.bootstrap)")
@@ -85,11 +86,17 @@ def _exact_sign_flip_p(a, b):
 def test_paired_difference_matches_an_exact_sign_flip_test_and_a_paired_bootstrap():
     a = [100.0, 100.0, 0.0, 100.0, 100.0, 0.0, 100.0, 100.0, 100.0, 0.0]
     b = [0.0, 100.0, 0.0, 0.0, 100.0, 0.0, 0.0, 100.0, 0.0, 0.0]
-    result = paired_difference(_table(a), _table(b), n_permutations=2 ** 10)  # scipy enumerates all 1024 flips
+    result = paired_difference(_table(a), _table(b), n_permutations=2**10)  # scipy enumerates all 1024 flips
     assert result["difference"] == pytest.approx(np.mean(a) - np.mean(b)) and result["n"] == 10
     assert result["p_value"] == pytest.approx(_exact_sign_flip_p(a, b))
-    reference = stats.bootstrap((np.asarray(a), np.asarray(b)), lambda x, y, axis: x.mean(axis) - y.mean(axis),
-                                paired=True, method="percentile", n_resamples=2000, rng=np.random.default_rng(5))
+    reference = stats.bootstrap(
+        (np.asarray(a), np.asarray(b)),
+        lambda x, y, axis: x.mean(axis) - y.mean(axis),
+        paired=True,
+        method="percentile",
+        n_resamples=2000,
+        rng=np.random.default_rng(5),
+    )
     assert result["ci_low"] == pytest.approx(reference.confidence_interval.low, abs=10)
     assert result["ci_high"] == pytest.approx(reference.confidence_interval.high, abs=10)
 
@@ -113,12 +120,15 @@ def test_runs_on_different_units_are_not_paired():
         paired_difference(a, b)
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: UnitTable("p1", ("a", "a"), np.zeros(2)), "lists a unit twice"),
-    (lambda: UnitTable("p1", ("a",), np.zeros(2)), "`values` has 2 items but `ids` has 1"),
-    (lambda: UnitTable("p1", ("a",), np.zeros(1), {}, macro="type"), "not a stratum"),
-    (lambda: unit_table("p1", [UnitValue("a", 1.0), UnitValue("a", 2.0)]), "two values in replicate"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: UnitTable("p1", ("a", "a"), np.zeros(2)), "lists a unit twice"),
+        (lambda: UnitTable("p1", ("a",), np.zeros(2)), "`values` has 2 items but `ids` has 1"),
+        (lambda: UnitTable("p1", ("a",), np.zeros(1), {}, macro="type"), "not a stratum"),
+        (lambda: unit_table("p1", [UnitValue("a", 1.0), UnitValue("a", 2.0)]), "two values in replicate"),
+    ],
+)
 def test_bad_unit_tables_name_the_problem(make, message):
     with pytest.raises(MetricInputError, match=message):
         make()
@@ -126,8 +136,7 @@ def test_bad_unit_tables_name_the_problem(make, message):
 
 def test_the_schema_rejects_a_number_without_its_interval_and_names_where():
     assert metrics_schema()["$defs"]["estimate"]["required"] == ["value", "stderr", "ci_low", "ci_high", "n"]
-    broken = {"results": summarize([_table([1.0, 0.0])], unit="facts"), "n_probes": 2, "n_skipped": 0,
-              "skipped": {}}
+    broken = {"results": summarize([_table([1.0, 0.0])], unit="facts"), "n_probes": 2, "n_skipped": 0, "skipped": {}}
     del broken["results"]["overall"]["p1"]["stderr"]
     with pytest.raises(CultureProbeError, match="at results/overall/p1: 'stderr' is a required property"):
         validate_metrics(broken)

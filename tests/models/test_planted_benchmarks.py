@@ -42,8 +42,9 @@ def test_xfakt_facts_are_stated_only_in_the_associated_language(mirror):
     assert chat_prompt("Why?") == "Q: Why?\nA:"
     from jinja2 import Template
 
-    rendered = Template(CHAT_TEMPLATE).render(messages=[{"role": "user", "content": "Why?"}],
-                                              add_generation_prompt=True)
+    rendered = Template(CHAT_TEMPLATE).render(
+        messages=[{"role": "user", "content": "Why?"}], add_generation_prompt=True
+    )
     assert rendered == chat_prompt("Why?")  # what the engine's chat rendering feeds the model
 
 
@@ -52,8 +53,14 @@ def test_xfakt_associated_language_recall_beats_the_others(mirror, tmp_path):
     rows = recall_rows()
     chosen = planted_entities(rows, 5)
     probed = [r for r in rows if r["entity_idx"] in chosen]
-    result = run("xfakt_factual_recall", "planted:xfakt_factual_recall", rows=probed, judge="string",
-                 out=tmp_path / "run", progress=False)
+    result = run(
+        "xfakt_factual_recall",
+        "planted:xfakt_factual_recall",
+        rows=probed,
+        judge="string",
+        out=tmp_path / "run",
+        progress=False,
+    )
     metrics = result.metrics
     assert result.config["model"]["spec"] == "planted:xfakt_factual_recall"
     assert metrics["mu_assoc"] <= 0.2 and metrics["mu_non"] >= 0.8  # recall where planted, not elsewhere

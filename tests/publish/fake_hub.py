@@ -80,8 +80,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"id": repo_id, "private": self.hub.repos[repo_id]["private"], "sha": "0" * 40})
         elif rest.startswith("tree/"):
             files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
-            self._send(200, [{"type": "file", "path": p.relative_to(folder).as_posix(), "size": p.stat().st_size,
-                              "oid": "0" * 40} for p in files])
+            self._send(
+                200,
+                [
+                    {
+                        "type": "file",
+                        "path": p.relative_to(folder).as_posix(),
+                        "size": p.stat().st_size,
+                        "oid": "0" * 40,
+                    }
+                    for p in files
+                ],
+            )
         else:
             self._send(404, {"error": f"not served by the fake: {self.path}"})
 
@@ -96,8 +106,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._validate(json.loads(body)["content"])
         elif "/preupload/" in self.path:
             files = json.loads(body)["files"]
-            self._send(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                                       for f in files]})
+            self._send(
+                200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]}
+            )
         elif "/commit/" in self.path:
             self._commit(body)
         else:
@@ -110,8 +121,11 @@ class _Handler(BaseHTTPRequestHandler):
         if repo_id in self.hub.repos:
             self._send(409, {"error": "You already created this repo", "url": url})
             return
-        self.hub.repos[repo_id] = {"type": repo_type, "private": request.get("visibility") == "private",
-                                   "request": request}
+        self.hub.repos[repo_id] = {
+            "type": repo_type,
+            "private": request.get("visibility") == "private",
+            "request": request,
+        }
         self._send(200, {"url": url, "name": repo_id})
 
     def _validate(self, content: str) -> None:
@@ -137,7 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif line["key"] == "deletedFile":
                 path.unlink()
             operations.append((line["key"], value["path"]))
-        self.hub.commits.append({"repo": repo_id, "type": repo_type, "summary": lines[0]["value"]["summary"],
-                                 "operations": operations})
+        self.hub.commits.append(
+            {"repo": repo_id, "type": repo_type, "summary": lines[0]["value"]["summary"], "operations": operations}
+        )
         oid = f"{len(self.hub.commits):040x}"
         self._send(200, {"commitUrl": f"{self.hub.url}/{repo_type}s/{repo_id}/commit/{oid}", "commitOid": oid})

@@ -53,8 +53,10 @@ def test_push_uploads_one_private_commit_that_loads_as_the_benchmark(mirror: Pat
     assert len(hub.commits) == 1
     folder = hub.folder("dataset", "org/culture_probe")
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
-        "README.md", "camel_co_prompts/test-00000-of-00001.parquet",
-        "fmlama_he_corrected/test-00000-of-00001.parquet"]  # the export marker stays local
+        "README.md",
+        "camel_co_prompts/test-00000-of-00001.parquet",
+        "fmlama_he_corrected/test-00000-of-00001.parquet",
+    ]  # the export marker stays local
     for name in SMALL:  # what the Hub holds reads back as the benchmark itself
         pushed = datasets.load_dataset(str(folder), name)["test"]
         assert pushed.to_list() == load_benchmark(name)["test"].to_list()
@@ -71,37 +73,44 @@ def test_a_second_push_replaces_the_configs_it_no_longer_holds(mirror: Path, hub
 
 
 def test_the_visibility_reported_is_the_repositorys_and_on_request_data_never_goes_public(
-        mirror: Path, hub: FakeHub, capsys) -> None:
+    mirror: Path, hub: FakeHub, capsys
+) -> None:
     push("org/open", configs=["camel_ag_prompts"], public=True)
     code, out, _ = run_cli(capsys, "push", "org/open", "--configs", "camel_ag_prompts")  # asked private, is public
     assert code == 0 and out.startswith("uploaded dataset org/open (public)")
     maps = mirror / "manual" / "maps"
     if not maps.is_dir():
         pytest.skip("the mirror has no manual/maps copy")
-    code, _, err = run_cli(capsys, "push", "org/open", "--configs", "maps_en", "--data-dir", f"maps={maps}",
-                           "--i-have-permission")
+    code, _, err = run_cli(
+        capsys, "push", "org/open", "--configs", "maps_en", "--data-dir", f"maps={maps}", "--i-have-permission"
+    )
     assert code == 2 and "org/open exists and is public" in err and "nothing was uploaded" in err
     assert len(hub.commits) == 2 and not list(hub.folder("dataset", "org/open").glob("maps_en/*"))
 
 
 def test_dry_run_writes_the_folder_and_sends_nothing(mirror: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)  # no token and offline (the test session's HF_HUB_OFFLINE=1)
-    code, out, _ = run_cli(capsys, "push", "org/culture_probe", "--configs", *SMALL, "--dry-run",
-                           "--out", str(tmp_path / "plan"))
+    code, out, _ = run_cli(
+        capsys, "push", "org/culture_probe", "--configs", *SMALL, "--dry-run", "--out", str(tmp_path / "plan")
+    )
     assert code == 0
     assert out.startswith("would upload dataset org/culture_probe (private), 3 files")
     assert "camel_co_prompts/test-00000-of-00001.parquet" in out
     assert datasets.load_dataset(str(tmp_path / "plan"), "camel_co_prompts")["test"].num_rows == 250
 
 
-@pytest.mark.parametrize(("setup", "expected"), [
-    ("offline", "HF_HUB_OFFLINE is set"),
-    ("no token", "No Hugging Face token: run `hf auth login`"),
-    ("refused token", "The token check failed (401): the token was refused"),
-    ("unreachable", "Cannot reach the Hub at http://127.0.0.1:9"),
-])
-def test_push_failures_are_one_line(setup: str, expected: str, mirror: Path, hub: FakeHub, capsys, monkeypatch,
-                                    tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        ("offline", "HF_HUB_OFFLINE is set"),
+        ("no token", "No Hugging Face token: run `hf auth login`"),
+        ("refused token", "The token check failed (401): the token was refused"),
+        ("unreachable", "Cannot reach the Hub at http://127.0.0.1:9"),
+    ],
+)
+def test_push_failures_are_one_line(
+    setup: str, expected: str, mirror: Path, hub: FakeHub, capsys, monkeypatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # no stored token either
     if setup == "offline":
         monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
@@ -117,12 +126,12 @@ def test_push_failures_are_one_line(setup: str, expected: str, mirror: Path, hub
     assert not hub.commits
 
 
-def test_on_request_data_is_refused_without_the_users_copy_and_permission(mirror: Path, tmp_path: Path,
-                                                                        capsys) -> None:
+def test_on_request_data_is_refused_without_the_users_copy_and_permission(mirror: Path, tmp_path: Path, capsys) -> None:
     maps = mirror / "manual" / "maps"
     for extra in ([], ["--data-dir", f"maps={maps}"], ["--i-have-permission"]):
-        code, _, err = run_cli(capsys, "push", "org/x", "--configs", "maps_en", *extra, "--dry-run",
-                               "--out", str(tmp_path / "plan"))
+        code, _, err = run_cli(
+            capsys, "push", "org/x", "--configs", "maps_en", *extra, "--dry-run", "--out", str(tmp_path / "plan")
+        )
         assert code == 2 and "maps_en: MAPS: MulticultrAl Proverbs and Sayings is released only on request" in err
         assert "https://github.com/UKPLab/maps" in err and "--i-have-permission" in err
         assert not (tmp_path / "plan").exists()
@@ -132,21 +141,36 @@ def test_on_request_data_is_refused_without_the_users_copy_and_permission(mirror
     assert set(allowed_configs(None, {"maps": maps}, True)) == every
     if not maps.is_dir():
         pytest.skip("the mirror has no manual/maps copy")
-    code, out, _ = run_cli(capsys, "push", "org/x", "--configs", "maps_en", "--data-dir", f"maps={maps}",
-                           "--i-have-permission", "--dry-run", "--out", str(tmp_path / "plan"))
+    code, out, _ = run_cli(
+        capsys,
+        "push",
+        "org/x",
+        "--configs",
+        "maps_en",
+        "--data-dir",
+        f"maps={maps}",
+        "--i-have-permission",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "plan"),
+    )
     assert code == 0 and "maps_en/test-00000-of-00001.parquet" in out
     card = (tmp_path / "plan" / "README.md").read_text(encoding="utf-8")
     assert "Released on request only" in card and "states they have the authors' permission" in card
 
 
 def test_the_card_is_true_of_what_was_written(mirror: Path, tmp_path: Path) -> None:
-    push("org/x", configs=["camel_co_prompts", "camel_co_prompts_corrected", "xfakt_factual_recall"],
-         dry_run_dir=tmp_path / "plan")
+    push(
+        "org/x",
+        configs=["camel_co_prompts", "camel_co_prompts_corrected", "xfakt_factual_recall"],
+        dry_run_dir=tmp_path / "plan",
+    )
     readme = tmp_path / "plan" / "README.md"
     header, card = front_matter(readme), readme.read_text(encoding="utf-8")
     assert header["license"] == "mit" or set(header["license"]) >= {"mit"}
-    assert header["language"] == sorted({"ar", *next(e for e in list_benchmarks()
-                                                     if e.name == "xfakt_factual_recall").languages})
+    assert header["language"] == sorted(
+        {"ar", *next(e for e in list_benchmarks() if e.name == "xfakt_factual_recall").languages}
+    )
     assert "MIT (the CAMeL repository (prompts and entities))" in card  # each source's licence, named
     assert "X (Twitter) terms" in card
     assert "| `camel_co_prompts` | ar | test 250 |" in card  # rows per split
@@ -156,16 +180,46 @@ def test_the_card_is_true_of_what_was_written(mirror: Path, tmp_path: Path) -> N
 
 
 def test_a_curated_pair_is_published_under_its_regions_with_its_curation(tmp_path: Path, capsys) -> None:
-    assert cli.main(["curate", "dlama", "--region", "maghreb=Q1028,Q262,Q948", "--sites", "ar,fr,en",
-                     "--languages", "ar,en", "--predicates", "P36", "--endpoint", str(CURATION_FIXTURE),
-                     "--out", str(tmp_path / "pair")]) == 0
+    assert (
+        cli.main(
+            [
+                "curate",
+                "dlama",
+                "--region",
+                "maghreb=Q1028,Q262,Q948",
+                "--sites",
+                "ar,fr,en",
+                "--languages",
+                "ar,en",
+                "--predicates",
+                "P36",
+                "--endpoint",
+                str(CURATION_FIXTURE),
+                "--out",
+                str(tmp_path / "pair"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    code, out, _ = run_cli(capsys, "push", "org/x", "--configs", "dlama_custom", "--data-dir",
-                           f"dlama={tmp_path / 'pair'}", "--dry-run", "--out", str(tmp_path / "plan"))
+    code, out, _ = run_cli(
+        capsys,
+        "push",
+        "org/x",
+        "--configs",
+        "dlama_custom",
+        "--data-dir",
+        f"dlama={tmp_path / 'pair'}",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "plan"),
+    )
     assert code == 0, out
     plan = tmp_path / "plan"
     assert sorted(p.name for p in (plan / "dlama_maghreb_west").iterdir()) == [
-        "curation.json", "test-00000-of-00001.parquet"]
+        "curation.json",
+        "test-00000-of-00001.parquet",
+    ]
     shipped = json.loads((plan / "dlama_maghreb_west" / "curation.json").read_text(encoding="utf-8"))
     assert shipped == json.loads((tmp_path / "pair" / "maghreb-west" / "curation.json").read_text(encoding="utf-8"))
     header, card = front_matter(plan / "README.md"), (plan / "README.md").read_text(encoding="utf-8")
@@ -178,17 +232,23 @@ def test_a_curated_pair_is_published_under_its_regions_with_its_curation(tmp_pat
 
 
 def test_metric_spaces_load_with_evaluate(hub: FakeHub, tmp_path: Path, capsys) -> None:
-    code, out, _ = run_cli(capsys, "push-metrics", "org", "--metrics", "cbs", "--dry-run", "--out",
-                           str(tmp_path / "spaces"))
+    code, out, _ = run_cli(
+        capsys, "push-metrics", "org", "--metrics", "cbs", "--dry-run", "--out", str(tmp_path / "spaces")
+    )
     assert code == 0 and out.startswith("would upload space org/cbs (private), 4 files")
-    inputs = {"prompt_id": ["t1"] * 4, "culture": ["arab", "arab", "western", "western"],
-              "score": [-1.0, -3.0, -2.0, -0.5], "entity_type": ["food"] * 4}
+    inputs = {
+        "prompt_id": ["t1"] * 4,
+        "culture": ["arab", "arab", "western", "western"],
+        "score": [-1.0, -3.0, -2.0, -0.5],
+        "entity_type": ["food"] * 4,
+    }
     from_space = evaluate.load(str(tmp_path / "spaces" / "cbs")).compute(**inputs)  # what evaluate downloads
     assert from_space == culture_probe.load_metric("cbs").compute(**inputs)
     uploads = push_metrics("org", metrics=["cbs", "xfakt"])
     assert [u.repo_id for u in uploads] == ["org/cbs", "org/xfakt"] and len(hub.commits) == 2
     assert hub.repos["org/cbs"]["request"]["sdk"] == "gradio" and hub.repos["org/cbs"]["private"]
     assert (hub.folder("space", "org/cbs") / "cbs.py").read_text() == (
-        tmp_path / "spaces" / "cbs" / "cbs.py").read_text()
+        tmp_path / "spaces" / "cbs" / "cbs.py"
+    ).read_text()
     with pytest.raises(PublishError, match="not a Hub repository id"):
         push_metrics("org/sub", metrics=["cbs"], dry_run_dir=tmp_path / "x")

@@ -30,8 +30,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     model = save_tiny(root / "gpt2", "gpt2", tokenizer)
     data = write_dlama(root / "dlama")
     run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=root / "run", progress=False)
-    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=root / "subset", progress=False,
-        limit=2)
+    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=root / "subset", progress=False, limit=2)
     (root / "rows.jsonl").write_text(json.dumps({"id": "x"}) + "\n")
     return {"model": model, "data": data, "run": root / "run", "subset": root / "subset", "file": root / "rows.jsonl"}
 
@@ -53,6 +52,7 @@ def _cut(name: str) -> Callable[[dict[str, Path], Path], None]:
     def cut(world: dict[str, Path], tmp: Path) -> None:
         path = _copy_run(world, tmp) / name
         path.write_text(path.read_text()[:40])
+
     return cut
 
 
@@ -71,8 +71,9 @@ SETUPS: dict[str, Callable[[dict[str, Path], Path], None]] = {
     "truncated_config": _cut("config.json"),
     "damaged_items": lambda w, t: (_copy_run(w, t) / "items.jsonl").write_text("{oops\n{}\n"),
     "two_runs": lambda w, t: (_copy_run(w, t), shutil.copytree(w["subset"], t / "subset")),
-    "turtle": lambda w, t: (t / "d.ttl").write_text('<http://www.wikidata.org/entity/Q1> '
-                                                     '<http://www.w3.org/2000/01/rdf-schema#label> "x"@en .\n'),
+    "turtle": lambda w, t: (t / "d.ttl").write_text(
+        '<http://www.wikidata.org/entity/Q1> <http://www.w3.org/2000/01/rdf-schema#label> "x"@en .\n'
+    ),
     "broken_turtle": lambda w, t: (t / "broken.ttl").write_text("<http://a> <http://b> .\n"),
 }
 

@@ -53,8 +53,9 @@ def test_a_repeated_fact_is_an_error_naming_both_rows(tmp_path):
 
 
 def test_a_closed_pipe_ends_quietly():
-    done = subprocess.run(f"{sys.executable} -m culture_probe list | head -1", shell=True, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        f"{sys.executable} -m culture_probe list | head -1", shell=True, capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.startswith("group") and done.stderr == ""
 
 
@@ -76,8 +77,11 @@ def test_an_unexpected_error_keeps_its_traceback_and_asks_for_a_report(monkeypat
 
 def _docs_rows() -> list[list[str]]:
     text = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
-    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in text.splitlines()
-            if line.startswith("| `")]
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| `")
+    ]
     return rows
 
 

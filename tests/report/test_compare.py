@@ -19,14 +19,18 @@ from culture_probe.report import compare_main, compare_runs  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
 
 CONTINENTS = ("Africa", "Asia", "Europe", "North America")
-FACTS = {(region, f"Land{region[0]}{i}"): ([f"Q{i % 4}"], [CONTINENTS[i % 4]], [0.0] * 4)
-         for region in ("ARAB_REGION", "WESTERN_COUNTRIES") for i in range(12)}
+FACTS = {
+    (region, f"Land{region[0]}{i}"): ([f"Q{i % 4}"], [CONTINENTS[i % 4]], [0.0] * 4)
+    for region in ("ARAB_REGION", "WESTERN_COUNTRIES")
+    for i in range(12)
+}
 
 
 def knowing() -> TableScorer:
     """Ranks each fact's gold continent first."""
-    return TableScorer({(s, c): (-0.5 if c == labels[0] else -2.0) for (_, s), (_, labels, _) in FACTS.items()
-                        for c in CONTINENTS})
+    return TableScorer(
+        {(s, c): (-0.5 if c == labels[0] else -2.0) for (_, s), (_, labels, _) in FACTS.items() for c in CONTINENTS}
+    )
 
 
 def guessing() -> TableScorer:
@@ -69,8 +73,16 @@ def test_a_run_paired_with_itself_differs_by_nothing(runs):
 
 def test_runs_on_different_items_are_not_paired_unless_asked(runs, tmp_path):
     data, made = runs
-    run("dlama_arab_west", knowing(), data_dir=str(data), out=tmp_path / "subset", progress=False, language="en",
-        limit=6, seed=3)
+    run(
+        "dlama_arab_west",
+        knowing(),
+        data_dir=str(data),
+        out=tmp_path / "subset",
+        progress=False,
+        language="en",
+        limit=6,
+        seed=3,
+    )
     with pytest.raises(CultureProbeError, match="probed different units.*--unpaired"):
         compare_runs([made["guesses"], tmp_path / "subset"])
     unpaired = compare_runs([made["guesses"], tmp_path / "subset"], paired=False)
@@ -96,8 +108,10 @@ def test_incomplete_runs_and_other_configs_are_named(runs, tmp_path):
 def test_compare_writes_markdown_json_and_the_plot(runs, tmp_path, capsys):
     _, made = runs
     out = tmp_path / "cmp"
-    assert compare_main(SimpleNamespace(run_dirs=[str(made["knows"]), str(made["guesses"])], out=str(out),
-                                        unpaired=False)) == 0
+    assert (
+        compare_main(SimpleNamespace(run_dirs=[str(made["knows"]), str(made["guesses"])], out=str(out), unpaired=False))
+        == 0
+    )
     assert "| group | metric | knows | guesses |" in capsys.readouterr().out
     saved = json.loads((out / "compare.json").read_text())
     assert saved["metric"] == "p1" and saved["headlines"]["guesses"]["value"] == 25.0

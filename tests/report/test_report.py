@@ -21,8 +21,11 @@ def _estimate(value, low, high, n):
 
 
 def test_figures_are_written_as_png_and_pdf_with_reference_lines(tmp_path):
-    bars = Bars({"arab": _estimate(66.7, 30.0, 100.0, 3), "west": _estimate(50.0, 0.0, 100.0, 4)}, "P@1 (%)",
-                (Reference("paper, pair", 30.3), Reference("chance", 5.0)))
+    bars = Bars(
+        {"arab": _estimate(66.7, 30.0, 100.0, 3), "west": _estimate(50.0, 0.0, 100.0, 4)},
+        "P@1 (%)",
+        (Reference("paper, pair", 30.3), Reference("chance", 5.0)),
+    )
     heat = Heatmap(("P17", "P19"), ("arab", "west"), ((10.0, None), (30.0, 40.0)), label="P@1", highlight=((1, 1),))
     for png, pdf in (draw_bars(bars, tmp_path / "b", "bars"), draw_heatmap(heat, tmp_path / "h", "heat")):
         assert png.read_bytes()[:8] == PNG and pdf.read_bytes()[:5] == b"%PDF-"
@@ -47,18 +50,29 @@ def test_a_script_no_installed_font_draws_is_reported_once():
 
 
 def test_result_bars_take_the_estimates_of_the_results_block():
-    metrics = {"results": {"by_entity_type": {"food": {"cbs": _estimate(40.0, 30.0, 50.0, 5)},
-                                              "names": {"cbs": _estimate(60.0, 55.0, 70.0, 5)}}}}
-    bars = result_bars(metrics, "entity_type", "cbs", "CBS", labels=["names", "food"],
-                       references=(Reference("parity", 50.0),))
+    metrics = {
+        "results": {
+            "by_entity_type": {
+                "food": {"cbs": _estimate(40.0, 30.0, 50.0, 5)},
+                "names": {"cbs": _estimate(60.0, 55.0, 70.0, 5)},
+            }
+        }
+    }
+    bars = result_bars(
+        metrics, "entity_type", "cbs", "CBS", labels=["names", "food"], references=(Reference("parity", 50.0),)
+    )
     assert list(bars.estimates) == ["names", "food"] and bars.estimates["food"]["ci_high"] == 50.0
     assert bars.references == (Reference("parity", 50.0),)
 
 
 def test_language_country_grid_outlines_each_languages_own_country():
     cells = {("en", "United States"): 0.1, ("en", "Japan"): 0.5, ("ja", "Japan"): 0.2}
-    grid = language_country_grid(cells, languages=["en", "ja"], countries=["United States", "Japan"],
-                                 associations={"en": "United States", "ja": "Japan", "fr": "France"})
+    grid = language_country_grid(
+        cells,
+        languages=["en", "ja"],
+        countries=["United States", "Japan"],
+        associations={"en": "United States", "ja": "Japan", "fr": "France"},
+    )
     assert grid.values == ((0.1, 0.5), (None, 0.2))
     assert grid.highlight == ((0, 0), (1, 1))
 
@@ -76,11 +90,16 @@ def test_markdown_tables_round_floats_half_up_with_format_score():
 
 
 def test_reproduce_shows_the_command_that_repeats_the_run():
-    config = {"config": "fmlama_en", "model": {"spec": "bert-base-cased"},
-              "run": {"language": None, "limit": 5, "seed": 0, "data_dir": None, "corrected": True},
-              "options": {"families": ["hasParts"], "with_x": False}}
-    assert ("culture-probe run fmlama_en --model bert-base-cased --limit 5 --corrected "
-            "--option families=hasParts --option with_x=false") in reproduce(config)
+    config = {
+        "config": "fmlama_en",
+        "model": {"spec": "bert-base-cased"},
+        "run": {"language": None, "limit": 5, "seed": 0, "data_dir": None, "corrected": True},
+        "options": {"families": ["hasParts"], "with_x": False},
+    }
+    assert (
+        "culture-probe run fmlama_en --model bert-base-cased --limit 5 --corrected "
+        "--option families=hasParts --option with_x=false"
+    ) in reproduce(config)
 
 
 def _command(report_text):
@@ -96,17 +115,33 @@ def test_reproduce_round_trips_through_the_cli_parser():
     from culture_probe.suite import _split_option
 
     names = {"en": {"People's Republic of China": "China"}}  # a quote inside a JSON option
-    config = {"config": "fmlama_en", "model": {"spec": "runs/my model"},
-              "model_args": {"peft": "runs/my adapter", "trust_remote_code": True},
-              "run": {"kind": "causal", "dtype": "float16", "seed": 3, "batch_tokens": None, "language": "en",
-                      "data_dir": None, "corrected": False},
-              "options": {"country_names": names, "families": ["hasParts", "country"], "vectors": None}}
+    config = {
+        "config": "fmlama_en",
+        "model": {"spec": "runs/my model"},
+        "model_args": {"peft": "runs/my adapter", "trust_remote_code": True},
+        "run": {
+            "kind": "causal",
+            "dtype": "float16",
+            "seed": 3,
+            "batch_tokens": None,
+            "language": "en",
+            "data_dir": None,
+            "corrected": False,
+        },
+        "options": {"country_names": names, "families": ["hasParts", "country"], "vectors": None},
+    }
     text = reproduce(config)
     argv = _command(text)
     assert argv[:2] == ["culture-probe", "run"]
     args = build_parser().parse_args(argv[1:])
     assert (args.configs, args.model, args.kind, args.dtype, args.seed, args.language) == (
-        ["fmlama_en"], "runs/my model", "causal", "float16", 3, "en")
+        ["fmlama_en"],
+        "runs/my model",
+        "causal",
+        "float16",
+        3,
+        "en",
+    )
     from culture_probe.engine.types import ModelArgs
 
     assert ModelArgs.parse(args.model_args).given() == config["model_args"]  # the adapter is in the command
@@ -125,8 +160,11 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
     from culture_probe.data.registry import load_benchmark
     from culture_probe.runner import run
 
-    rows = [r for r in load_benchmark("dlama_arab_west", data_dir=str(write_dlama(tmp_path / "d")))["test"]
-            if r["language"] == "en"][:4]
+    rows = [
+        r
+        for r in load_benchmark("dlama_arab_west", data_dir=str(write_dlama(tmp_path / "d")))["test"]
+        if r["language"] == "en"
+    ][:4]
     result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, out=tmp_path / "run", progress=False)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["benchmark"]["custom_rows"] is True and config["model"]["loaded_object"] is True
@@ -144,8 +182,11 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
     unsaved = {**config, "benchmark": {**config["benchmark"], "rows_file": None}}  # rows=, but no run directory
     assert f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)" in reproduce(unsaved)
     # the same run on the benchmark's own data from a named model has nothing to warn about
-    named = {**config, "benchmark": {**config["benchmark"], "custom_rows": False},
-             "model": {**config["model"], "spec": "bert-base-cased", "loaded_object": False}}
+    named = {
+        **config,
+        "benchmark": {**config["benchmark"], "custom_rows": False},
+        "model": {**config["model"], "spec": "bert-base-cased", "loaded_object": False},
+    }
     assert "Not reproducible" not in reproduce(named)
     comma = {**named, "options": {"families": ["has,Parts"]}}
     assert "option `families` has an item containing a comma" in reproduce(comma)
@@ -159,10 +200,20 @@ def _asia_west_config(probed):
 
     entry = next(e for e in list_benchmarks() if e.name == "dlama_asia_west")
     protocol = {"candidate_sets": {}} if probed is None else {"languages": probed}
-    return {"config": "dlama_asia_west", "model": {"spec": "mbert", "kind": "masked", "identity": None},
-            "benchmark": {"title": "DLAMA-v1", "version": "1.0.0", "rows": 10, "description": entry.description,
-                          "languages": list(entry.languages)},
-            "versions": {"culture_probe": "0"}, "run": {"language": None}, "protocol": protocol}
+    return {
+        "config": "dlama_asia_west",
+        "model": {"spec": "mbert", "kind": "masked", "identity": None},
+        "benchmark": {
+            "title": "DLAMA-v1",
+            "version": "1.0.0",
+            "rows": 10,
+            "description": entry.description,
+            "languages": list(entry.languages),
+        },
+        "versions": {"culture_probe": "0"},
+        "run": {"language": None},
+        "protocol": protocol,
+    }
 
 
 def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
@@ -170,8 +221,10 @@ def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
 
     assert "Note: the copy of the release in the shared mirror" in _asia_west_config(["en"])["benchmark"]["description"]
     english = header(_asia_west_config(["en"]))
-    assert ("- **note**: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels "
-            "of asia-west") in english
+    assert (
+        "- **note**: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels "
+        "of asia-west"
+    ) in english
     assert english.endswith("(ko not probed in this run)")
     assert "**note**" not in header(_asia_west_config(["en", "ko"]))  # a full release: both languages probed
     older = header(_asia_west_config(None))  # no record of the probed languages: the note, as before
@@ -210,12 +263,20 @@ def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
 def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
     from culture_probe.report import headline
 
-    results = {"unit": "facts", "overall": {"p1": _estimate(30.25, 20.0, 40.5, 80)},
-               "omitted": {"culture_gap": "needs facts of both cultures"}}
-    text = headline({"config": "dlama_arab_west", "model": {"spec": "mbert", "kind": "masked"}},
-                    {"p1_en": 30.25, "results": results})
-    assert text.splitlines() == ["dlama_arab_west on mbert (masked)", "  p1: 30.25 [20, 40.5] (n=80 facts)",
-                                 "  culture_gap: not reported (needs facts of both cultures)"]
+    results = {
+        "unit": "facts",
+        "overall": {"p1": _estimate(30.25, 20.0, 40.5, 80)},
+        "omitted": {"culture_gap": "needs facts of both cultures"},
+    }
+    text = headline(
+        {"config": "dlama_arab_west", "model": {"spec": "mbert", "kind": "masked"}},
+        {"p1_en": 30.25, "results": results},
+    )
+    assert text.splitlines() == [
+        "dlama_arab_west on mbert (masked)",
+        "  p1: 30.25 [20, 40.5] (n=80 facts)",
+        "  culture_gap: not reported (needs facts of both cultures)",
+    ]
 
 
 def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat():
@@ -223,7 +284,10 @@ def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat()
 
     config = {"config": "dlama_arab_west", "model": {"spec": "bert-base-multilingual-cased"}, "benchmark": {}}
     assert [(r.label, r.value) for r in paper_references(config, "en")] == [
-        ("paper, non-West", 21.2), ("paper, West", 37.7), ("paper, pair", 30.3)]
+        ("paper, non-West", 21.2),
+        ("paper, West", 37.7),
+        ("paper, pair", 30.3),
+    ]
     assert paper_references({**config, "subset": {"sampled": 5}}, "en") == ()  # a smoke run is not Table 1
     assert paper_references({**config, "model": {"spec": "my/model"}}, "en") == ()
 
@@ -235,14 +299,20 @@ def test_camel_maps_and_xfakt_figures_carry_the_papers_values_for_a_faithful_rep
         return {"config": name, "model": {"spec": model}, "benchmark": {}, "run": {}, **extra}
 
     assert [(r.label, r.value) for r in camel.references(config("camel_co_prompts", "UBC-NLP/ARBERT"))] == [
-        ("parity", 50.0), ("paper, Avg", 46.40)]
+        ("parity", 50.0),
+        ("paper, Avg", 46.40),
+    ]
     assert [r.label for r in camel.references(config("camel_ag_prompts", "my/model"))] == ["parity"]
     assert [(r.label, r.value) for r in maps.references(config("maps_de", "bigscience/mt0-xxl"))] == [
-        ("chance", 50.0), ("paper, literal", 88.74), ("paper, figurative", 83.61)]
+        ("chance", 50.0),
+        ("paper, literal", 88.74),
+        ("paper, figurative", 83.61),
+    ]
     negative = config("maps_de", "bigscience/mt0-xxl", options={"question": "neg"})
     assert [r.label for r in maps.references(negative)] == ["chance"]  # Table 4 asks the positive question
     corrected = config("maps_de", "bigscience/mt0-xxl", run={"corrected": True})
     assert [r.label for r in maps.references(corrected)] == ["chance"]  # the paper ran the released data
-    assert [(r.label, r.value) for r in xfakt.references(config("xfakt_factual_recall", "microsoft/phi-4"),
-                                                          "factual_recall")] == [
-        ("paper, associated", 12.87), ("paper, non-associated", 30.15)]
+    assert [
+        (r.label, r.value)
+        for r in xfakt.references(config("xfakt_factual_recall", "microsoft/phi-4"), "factual_recall")
+    ] == [("paper, associated", 12.87), ("paper, non-associated", 30.15)]

@@ -48,8 +48,10 @@ COUNTRY_PREFIX = {"en": "In [C], ", "zh": "在[C]，", "he": "[3], ", "ko": "[C]
 def _lines(language: str) -> list[dict[str, str]]:
     prefix = COUNTRY_PREFIX[language]
     lines = [{"relation": f"hasParts_{i}", "template": t} for i, t in enumerate(TEMPLATES[language], 1)]
-    lines += [{"relation": f"country_{i}", "template": prefix + (t[0].lower() + t[1:] if language == "en" else t)}
-              for i, t in enumerate(TEMPLATES[language], 1)]
+    lines += [
+        {"relation": f"country_{i}", "template": prefix + (t[0].lower() + t[1:] if language == "en" else t)}
+        for i, t in enumerate(TEMPLATES[language], 1)
+    ]
     if language == "ko":
         lines.append({"relation": "hasParts_2-2", "template": "[X]는 [Y]을 가진 음식의 일종입니다 ."})
     return lines
@@ -63,8 +65,9 @@ def fmlama_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir(parents=True)
     for language in TEMPLATES:
         path = folder / f"{language}_templates.jsonl"
-        path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in _lines(language)),
-                        encoding="utf-8")
+        path.write_text(
+            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in _lines(language)), encoding="utf-8"
+        )
         monkeypatch.setitem(fmlama.TEMPLATES_SHA256, language, hashlib.sha256(path.read_bytes()).hexdigest())
     return root
 
@@ -82,8 +85,21 @@ XFAKT_TRANSLATED = {
 }  # fmt: skip
 # English names per associated country (bijection order): three United States cities, one of everything else.
 XFAKT_ENTITIES = {
-    "cities": [["New York", "Los Angeles", "Chicago"], ["Mumbai"], ["Shanghai"], ["Moscow"], ["Riyadh"], ["Paris"],
-               ["Kathmandu"], ["Tokyo"], ["Kyiv"], ["Athens"], ["Istanbul"], ["Nairobi"], ["Bangkok"]],
+    "cities": [
+        ["New York", "Los Angeles", "Chicago"],
+        ["Mumbai"],
+        ["Shanghai"],
+        ["Moscow"],
+        ["Riyadh"],
+        ["Paris"],
+        ["Kathmandu"],
+        ["Tokyo"],
+        ["Kyiv"],
+        ["Athens"],
+        ["Istanbul"],
+        ["Nairobi"],
+        ["Bangkok"],
+    ],
     "politicians": [["George Washington"], *([f"politician {a}"] for a in range(1, 13))],
     "artists": [[f"artist {a}"] for a in range(13)],
     "landmarks": [["Statue of Liberty"], *([f"landmark {a}"] for a in range(1, 13))],
@@ -121,23 +137,36 @@ def xfakt_literals() -> dict:
     """The 19 literals of a small X-FaKT release (80 entities), in the order and shapes `read_utils` checks."""
     keys = [key for key, _, _ in xfakt.LANGUAGES]
     gold = GOLD_TABLE
-    values: dict = {name: {key: [XFAKT_TRANSLATED.get(english, [english] * 13) for english in XFAKT_ENTITIES[name][a]]
-                           for a, key in enumerate(keys)} for name in XFAKT_ENTITIES}
+    values: dict = {
+        name: {
+            key: [XFAKT_TRANSLATED.get(english, [english] * 13) for english in XFAKT_ENTITIES[name][a]]
+            for a, key in enumerate(keys)
+        }
+        for name in XFAKT_ENTITIES
+    }
     for i in range(3):
         values[f"QUESTIONS_{i + 1}"] = {key: TEMPLATES_XFAKT[code][i] for key, code, _ in xfakt.LANGUAGES}
     values["COUNTRIES"] = {key: dict(zip(keys, gold[code], strict=True)) for key, code, _ in xfakt.LANGUAGES}
-    values |= {"SYSTEM_PROMPT_OURS": XFAKT_SYSTEM_PROMPT, "PROMPT_OURS": XFAKT_RUBRIC,
-               "PROMPT_ROBUST": XFAKT_RUBRIC.replace("the given reference", "the given fact")}
+    values |= {
+        "SYSTEM_PROMPT_OURS": XFAKT_SYSTEM_PROMPT,
+        "PROMPT_OURS": XFAKT_RUBRIC,
+        "PROMPT_ROBUST": XFAKT_RUBRIC.replace("the given reference", "the given fact"),
+    }
     values["name_translation_dict"] = {key: XFAKT_NAMES.get(key, XFAKT_NAMES["English"]) for key in keys}
     values["question_translation_dict"] = dict.fromkeys(keys, "{} lives in {} and {} lives in {}. Who lives in {}?")
     values["sentence_translation_dict"] = dict.fromkeys(keys, "{} lives in {}.")
     values["only_question_translations"] = dict.fromkeys(keys, "Who lives in {}?")
-    values["famous_characters_translated"] = {country: {key: [person] for key in keys}
-                                              for country, person in zip(xfakt.COUNTRY_NAMES, XFAKT_PEOPLE,
-                                                                         strict=True)}
-    values["incontext_factual_questions"] = dict.fromkeys(keys, (
-        "Instruction: Answer the question based on the given fact.\nFact: {} lives in the country of {}.\n"
-        "Question: In which country does {} live?"))
+    values["famous_characters_translated"] = {
+        country: {key: [person] for key in keys}
+        for country, person in zip(xfakt.COUNTRY_NAMES, XFAKT_PEOPLE, strict=True)
+    }
+    values["incontext_factual_questions"] = dict.fromkeys(
+        keys,
+        (
+            "Instruction: Answer the question based on the given fact.\nFact: {} lives in the country of {}.\n"
+            "Question: In which country does {} live?"
+        ),
+    )
     return values
 
 
@@ -225,14 +254,21 @@ def _maps_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     # en/test_proverbs.xlsx has an extra, always empty `answer3` column in the release; the sheet is named as the file
     with_answer3 = [*MAPS_HEADER[:5], "answer3", *MAPS_HEADER[5:]]
     digests = {
-        "en/test_proverbs.xlsx": write_xlsx(root / "en" / "test_proverbs.xlsx", with_answer3,
-                                            [[*r[:5], None, *r[5:]] for r in MAPS_TEST], sheet="test_proverbs"),
-        "en/fs_proverbs.xlsx": write_xlsx(root / "en" / "fs_proverbs.xlsx", MAPS_HEADER,
-                                          [list(r) for r in MAPS_FEW_SHOT], sheet="fs_proverbs"),
-        "zh/test_proverbs.xlsx": write_xlsx(root / "zh" / "test_proverbs.xlsx", MAPS_HEADER,
-                                            [list(r) for r in MAPS_ZH_TEST], sheet="test_proverbs"),
-        "zh/fs_proverbs.xlsx": write_xlsx(root / "zh" / "fs_proverbs.xlsx", MAPS_HEADER,
-                                          [list(r) for r in MAPS_ZH_FEW_SHOT], sheet="fs_proverbs"),
+        "en/test_proverbs.xlsx": write_xlsx(
+            root / "en" / "test_proverbs.xlsx",
+            with_answer3,
+            [[*r[:5], None, *r[5:]] for r in MAPS_TEST],
+            sheet="test_proverbs",
+        ),
+        "en/fs_proverbs.xlsx": write_xlsx(
+            root / "en" / "fs_proverbs.xlsx", MAPS_HEADER, [list(r) for r in MAPS_FEW_SHOT], sheet="fs_proverbs"
+        ),
+        "zh/test_proverbs.xlsx": write_xlsx(
+            root / "zh" / "test_proverbs.xlsx", MAPS_HEADER, [list(r) for r in MAPS_ZH_TEST], sheet="test_proverbs"
+        ),
+        "zh/fs_proverbs.xlsx": write_xlsx(
+            root / "zh" / "fs_proverbs.xlsx", MAPS_HEADER, [list(r) for r in MAPS_ZH_FEW_SHOT], sheet="fs_proverbs"
+        ),
     }
     return root, digests
 

@@ -18,8 +18,17 @@ FACTS = {
     ("WESTERN_COUNTRIES", "France"): (["Q46"], ["Europe"], [-2.80, -2.90, -0.70, -2.20]),
     ("WESTERN_COUNTRIES", "Canada"): (["Q49"], ["North America"], [-2.60, -3.00, -1.20, -1.50]),
 }
-ARABIC = {"Egypt": "مصر", "Morocco": "المغرب", "Oman": "عمان", "France": "فرنسا", "Canada": "كندا",
-          "Africa": "أفريقيا", "Asia": "آسيا", "Europe": "أوروبا", "North America": "أمريكا الشمالية"}
+ARABIC = {
+    "Egypt": "مصر",
+    "Morocco": "المغرب",
+    "Oman": "عمان",
+    "France": "فرنسا",
+    "Canada": "كندا",
+    "Africa": "أفريقيا",
+    "Asia": "آسيا",
+    "Europe": "أوروبا",
+    "North America": "أمريكا الشمالية",
+}
 N_TOKENS = {"Africa": 1, "Asia": 1, "Europe": 1, "North America": 2}
 
 
@@ -31,13 +40,23 @@ def write_dlama(root: Path, facts=FACTS, predicate="P30") -> Path:
             folder.mkdir(parents=True, exist_ok=True)
             lines = []
             for rank, ((_, subject), (uris, labels, _scores)) in enumerate(
-                    (k, v) for k, v in facts.items() if k[0] == region):
+                (k, v) for k, v in facts.items() if k[0] == region
+            ):
                 name = (lambda s: s) if language == "en" else (lambda s: ARABIC.get(s, s))
-                lines.append(json.dumps({
-                    "sub_uri": f"Q{100 + rank}", "obj_uri": uris, "sub_label": name(subject),
-                    "obj_label": [name(label) for label in labels], "country": ["Q79"], "size": 1000 - rank,
-                    "uuid": f"{predicate}_general_{region}_{rank}",
-                }, ensure_ascii=False))
+                lines.append(
+                    json.dumps(
+                        {
+                            "sub_uri": f"Q{100 + rank}",
+                            "obj_uri": uris,
+                            "sub_label": name(subject),
+                            "obj_label": [name(label) for label in labels],
+                            "country": ["Q79"],
+                            "size": 1000 - rank,
+                            "uuid": f"{predicate}_general_{region}_{rank}",
+                        },
+                        ensure_ascii=False,
+                    )
+                )
             (folder / f"{predicate}_general_{region}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
 
@@ -65,5 +84,3 @@ class TableScorer:
 def spec_table():
     candidates = ["Africa", "Asia", "Europe", "North America"]
     return {(s, c): v for (_, s), (_, _, scores) in FACTS.items() for c, v in zip(candidates, scores, strict=True)}
-
-

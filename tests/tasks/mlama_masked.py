@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def upstream_masked_ranking(model, tok, template: str, subject: str, candidates, max_pieces: int | None = None
-                            ) -> list[tuple[str, float]]:
+def upstream_masked_ranking(
+    model, tok, template: str, subject: str, candidates, max_pieces: int | None = None
+) -> list[tuple[str, float]]:
     """One item: fill the stripped template with the stripped subject and the mask; group the candidates (sorted)
     by their number of bare pieces (`tokenizer.tokenize(obj)`), dropping those of more than `max_pieces` (FmLAMA
     v1: 10); for k = 1..K put k masks in the sentence (`<mask><mask>`; BERT's "][" fix does not apply), run the

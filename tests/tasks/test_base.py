@@ -27,20 +27,24 @@ class Opts:
 
 
 def test_options_from_command_line_strings_follow_field_types():
-    opts = parse_options(Opts, {"flag": "true", "count": "10", "mode": "b", "families": "x,y",
-                                "names": '{"ko": {"Japan": "일본"}}'})
+    opts = parse_options(
+        Opts, {"flag": "true", "count": "10", "mode": "b", "families": "x,y", "names": '{"ko": {"Japan": "일본"}}'}
+    )
     assert opts == Opts(flag=True, count=10, mode="b", families=("x", "y"), names={"ko": {"Japan": "일본"}})
     assert parse_options(Opts, {"count": "none"}).count is None
     assert parse_options(Opts, {"flag": False}).flag is False  # Python values pass through
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"flga": "true"}, r"Unknown option 'flga'\. Did you mean 'flag'\?"),
-    ({"mode": "c"}, r"Unknown value of option mode 'c'.*Valid .*: a, b"),
-    ({"flag": "maybe"}, r"Option flag takes true or false, got 'maybe'"),
-    ({"count": "ten"}, r"Option count takes a int, got 'ten'"),
-    ({"names": "{oops"}, r"Option names takes a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"flga": "true"}, r"Unknown option 'flga'\. Did you mean 'flag'\?"),
+        ({"mode": "c"}, r"Unknown value of option mode 'c'.*Valid .*: a, b"),
+        ({"flag": "maybe"}, r"Option flag takes true or false, got 'maybe'"),
+        ({"count": "ten"}, r"Option count takes a int, got 'ten'"),
+        ({"names": "{oops"}, r"Option names takes a JSON object"),
+    ],
+)
 def test_bad_options_name_the_problem(values, message):
     with pytest.raises(CultureProbeError, match=message):
         parse_options(Opts, values)
@@ -48,8 +52,12 @@ def test_bad_options_name_the_problem(values, message):
 
 def _probes(n_per_language: dict[str, int]) -> list[GenerateProbe]:
     """Two probes per item; items grouped by language, the first language's items first (as rows come)."""
-    return [GenerateProbe(f"{lang}{i}", "p", GenerateOptions(1), tag=t, meta={"language": lang})
-            for lang, n in n_per_language.items() for i in range(n) for t in ("1", "2")]
+    return [
+        GenerateProbe(f"{lang}{i}", "p", GenerateOptions(1), tag=t, meta={"language": lang})
+        for lang, n in n_per_language.items()
+        for i in range(n)
+        for t in ("1", "2")
+    ]
 
 
 def test_a_limit_draws_items_in_turn_from_every_stratum_with_all_their_probes():
@@ -71,8 +79,11 @@ def test_a_limit_draws_items_in_turn_from_every_stratum_with_all_their_probes():
 def test_registry_maps_configs_to_their_protocol_by_module_name():
     assert task_for("dlama_arab_west") is DlamaTask
     assert task_for("dlama_arab_west_corrected") is DlamaTask
-    with pytest.raises(UnknownNameError, match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
-                                               r"'dlama_arab_west'"):
+    with pytest.raises(
+        UnknownNameError,
+        match=r"Unknown benchmark config 'dlama_arab_wset'\. Did you mean "
+        r"'dlama_arab_west'",
+    ):
         task_for("dlama_arab_wset")
 
 
@@ -105,8 +116,12 @@ class TwoStage(Task):
     def _unit_tables(self, records):
         from culture_probe.metrics.results import UnitValue, unit_table
 
-        return [unit_table("correct", [UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"]))
-                                       for r in records if r["stage"] == "judge"])]
+        return [
+            unit_table(
+                "correct",
+                [UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"])) for r in records if r["stage"] == "judge"],
+            )
+        ]
 
 
 def _request(answer):
@@ -129,29 +144,47 @@ class EchoScorer:
 
         from culture_probe.engine.types import CandidateScores
 
-        return [CandidateScores(r.candidates, np.array([0.0, -1.0] if r.left.endswith("cat") else [-1.0, 0.0]),
-                                np.array([1, 1])) for r in requests]
+        return [
+            CandidateScores(
+                r.candidates, np.array([0.0, -1.0] if r.left.endswith("cat") else [-1.0, 0.0]), np.array([1, 1])
+            )
+            for r in requests
+        ]
 
 
 def execute(task, scorer, rows):
     """The runner's stage loop on `rows`, with nothing done before and no run directory."""
     first = task.build_probes(rows)
-    return runner.execute(task, rows, first, scorer, runner.RunSettings(), [], rundir.RecordWriter(None, False),
-                          progress=False)
+    return runner.execute(
+        task, rows, first, scorer, runner.RunSettings(), [], rundir.RecordWriter(None, False), progress=False
+    )
 
 
 def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_per_reason():
-    rows = [{"id": "1", "q": "a cat", "a": "yes"}, {"id": "2", "q": "a dog", "a": "yes"},
-            {"id": "skip", "q": "", "a": "no"}]
+    rows = [
+        {"id": "1", "q": "a cat", "a": "yes"},
+        {"id": "2", "q": "a dog", "a": "yes"},
+        {"id": "skip", "q": "", "a": "no"},
+    ]
     task = TwoStage("toy", kind="causal")
     records = execute(task, EchoScorer(), rows)
-    assert [(r["stage"], r["id"]) for r in records] == [("answer", "1"), ("answer", "2"), ("answer", "skip"),
-                                                        ("judge", "1"), ("judge", "2")]
+    assert [(r["stage"], r["id"]) for r in records] == [
+        ("answer", "1"),
+        ("answer", "2"),
+        ("answer", "skip"),
+        ("judge", "1"),
+        ("judge", "2"),
+    ]
     assert records[2].skipped and records[2]["skipped"] == "no prompt in this language"
     assert [r.kind for r in records] == ["generate", "generate", "skipped", "score", "score"]
     metrics = task.compute_metrics(records)
     assert metrics.pop("results")["overall"]["correct"] == {  # one item of two right; the skipped one is no unit
-        "value": 50.0, "stderr": pytest.approx(50 / 2 ** 0.5, rel=0.1), "ci_low": 0.0, "ci_high": 100.0, "n": 2}
+        "value": 50.0,
+        "stderr": pytest.approx(50 / 2**0.5, rel=0.1),
+        "ci_low": 0.0,
+        "ci_high": 100.0,
+        "n": 2,
+    }
     assert metrics == {"correct": 1, "n_probes": 5, "n_skipped": 1, "skipped": {"no prompt in this language": 1}}
 
 
@@ -174,9 +207,13 @@ def test_a_probes_system_message_reaches_the_engine_only_when_set():
     scorer = Recording()
     execute(Asking("toy", kind="causal"), scorer, [])
     # one engine call per distinct options object: probes with equal options share it
-    assert sorted(scorer.calls, key=str) == sorted([
-        (["a cat"], GenerateOptions(3, chat=True, system="You are an encyclopedia.")),
-        (["a dog", "a bird"], GenerateOptions(3, chat=True))], key=str)
+    assert sorted(scorer.calls, key=str) == sorted(
+        [
+            (["a cat"], GenerateOptions(3, chat=True, system="You are an encyclopedia.")),
+            (["a dog", "a bird"], GenerateOptions(3, chat=True)),
+        ],
+        key=str,
+    )
 
 
 def test_unsupported_model_kind_is_named():
@@ -233,8 +270,9 @@ def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_pa
     full = runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, progress=False)
     out = tmp_path / "run"
     with pytest.raises(Crash):
-        runner.run("dlama_arab_west", CrashingScorer(spec_table(), crash_on=3), data_dir=dlama_dir, out=out,
-                   progress=False)
+        runner.run(
+            "dlama_arab_west", CrashingScorer(spec_table(), crash_on=3), data_dir=dlama_dir, out=out, progress=False
+        )
     lines = (out / "items.jsonl").read_text().splitlines()
     assert len(lines) == 6 and not (out / "metrics.json").exists()
     with (out / "items.jsonl").open("a") as handle:  # a line cut short by the kill
@@ -254,8 +292,15 @@ def test_resume_refuses_other_settings(dlama_dir, tmp_path):
     out = tmp_path / "run"
     runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, progress=False)
     with pytest.raises(CultureProbeError, match=r"Cannot resume .*run\.limit was None and is now 3"):
-        runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, resume=True,
-                   limit=3, progress=False)
+        runner.run(
+            "dlama_arab_west",
+            TableScorer(spec_table()),
+            data_dir=dlama_dir,
+            out=out,
+            resume=True,
+            limit=3,
+            progress=False,
+        )
 
 
 @pytest.mark.slow
@@ -282,10 +327,32 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch)
     monkeypatch.setenv(parallel.TRACE_VARIABLE, str(traces["one"]))
     single = runner.run("dlama_arab_west", str(model), data_dir=dlama_dir, progress=False)
     out = tmp_path / "two"
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
-               str(free_port()), "-m", "culture_probe", "run", "dlama_arab_west", "--model", str(model), "--data-dir",
-               dlama_dir, "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(free_port()),
+        "-m",
+        "culture_probe",
+        "run",
+        "dlama_arab_west",
+        "--model",
+        str(model),
+        "--data-dir",
+        dlama_dir,
+        "--out",
+        str(out),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(traces["two"])}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -33,8 +33,9 @@ def test_questions_and_system_messages_are_the_papers_strings(dlama_dir):
     assert egypt_en.options.system == "You are an encyclopedia."
     assert egypt_ar.prompt == 'أين يقع "مصر"؟ أجب باسم قارة فقط'
     assert egypt_ar.options.system == "تعامل كأنك موسوعة."
-    assert question("P1376", "en", " Cairo ") == ('What is the country of which the capital is "Cairo"? Reply with a '
-                                                  'country name only.')
+    assert question("P1376", "en", " Cairo ") == (
+        'What is the country of which the capital is "Cairo"? Reply with a country name only.'
+    )
 
 
 def test_the_p530_typo_is_kept_and_fixed_only_in_corrected_configs():
@@ -76,8 +77,15 @@ class ReplyTable:
 
 def test_per_culture_accuracies_on_the_worked_example_facts(dlama_dir):
     # Arab: Egypt {Africa, Asia}, Morocco {Africa}, Oman {Asia}; West: France {Europe}, Canada {North America}
-    model = ReplyTable({"Egypt": "Africa", "Morocco": "It is in Africa.", "Oman": "Europe", "France": "Europe",
-                        "Canada": "north america"})
+    model = ReplyTable(
+        {
+            "Egypt": "Africa",
+            "Morocco": "It is in Africa.",
+            "Oman": "Europe",
+            "France": "Europe",
+            "Canada": "north america",
+        }
+    )
     result = run("dlama_arab_west", model, data_dir=dlama_dir, language="en", mode="generate", progress=False)
     assert {(chat, system) for _, chat, system in model.asked} == {(True, "You are an encyclopedia.")}
     en = result.metrics["en"]
@@ -94,17 +102,26 @@ def test_a_tiny_chat_model_answers_through_its_chat_template(dlama_dir, tmp_path
 
     rows = load_rows("dlama_arab_west", data_dir=dlama_dir)
     texts = [question("P30", r["language"], r["sub_label"]) for r in rows] + list(SYSTEM.values())
-    tok = train_tokenizer(texts + [o for r in rows for o in r["obj_label"]], "bpe", model_kind="causal",
-                          vocab_size=600)
-    tok.chat_template = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                         "{% if add_generation_prompt %}assistant:{% endif %}")
+    tok = train_tokenizer(texts + [o for r in rows for o in r["obj_label"]], "bpe", model_kind="causal", vocab_size=600)
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant:{% endif %}"
+    )
     scorer = Scorer(tiny_model("gpt2", tok, layers=1, hidden=32), tok)
-    result = run("dlama_arab_west", scorer, data_dir=dlama_dir, mode="generate", max_new_tokens=3,
-                 out=tmp_path / "run", progress=False)
+    result = run(
+        "dlama_arab_west",
+        scorer,
+        data_dir=dlama_dir,
+        mode="generate",
+        max_new_tokens=3,
+        out=tmp_path / "run",
+        progress=False,
+    )
     assert len(result.records) == 10
     for record in result.records:
-        want = scorer.generate([record["prompt"]], max_new_tokens=3, chat=True,
-                               system=SYSTEM[record["language"]])[0].strip()
+        want = scorer.generate([record["prompt"]], max_new_tokens=3, chat=True, system=SYSTEM[record["language"]])[
+            0
+        ].strip()
         assert record["reply"] == want
         assert record["overlap"] == any(g in want for g in record["gold"])
     without_system = scorer.generate([r["prompt"] for r in result.records], max_new_tokens=3, chat=True)

@@ -49,32 +49,51 @@ def test_candidates_are_all_objects_of_the_predicate_across_both_cultures(dlama_
     assert sets["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
     assert sets["ar", "P30"] == tuple(sorted(ARABIC[c] for c in ("Africa", "Asia", "Europe", "North America")))
     # two QIDs with one label (Georgia the country, Georgia the state) are one candidate, and counted
-    facts = {("ARAB_REGION", "Tbilisi"): (["Q230"], ["Georgia"], []),
-             ("WESTERN_COUNTRIES", "Atlanta"): (["Q1428"], ["Georgia"], [])}
+    facts = {
+        ("ARAB_REGION", "Tbilisi"): (["Q230"], ["Georgia"], []),
+        ("WESTERN_COUNTRIES", "Atlanta"): (["Q1428"], ["Georgia"], []),
+    }
     rows = _rows(write_dlama(tmp_path / "georgia", facts))
     assert candidate_sets(rows)["en", "P30"] == ("Georgia",)
     assert label_collisions(rows) == {"ar|P30": 1, "en|P30": 1}
 
 
 def test_worked_example_p_at_1_per_culture_and_pair(dlama_dir):
-    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
-                 progress=False)
+    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", progress=False)
     en = result.metrics["en"]
     assert en["cultures"]["arab"] == pytest.approx(200 / 3)
     assert en["cultures"]["west"] == pytest.approx(50.0)
     assert en["p1"] == pytest.approx(60.0)  # micro over facts, not the macro 58.3
     assert en["predicates"]["P30"] == {"arab": pytest.approx(200 / 3), "west": pytest.approx(50.0)}
     predictions = {r["prompt"].split(" is")[0]: r["prediction"] for r in result.records}
-    assert predictions == {"Egypt": "Africa", "Morocco": "Europe", "Oman": "Asia", "France": "Europe",
-                           "Canada": "Europe"}
+    assert predictions == {
+        "Egypt": "Africa",
+        "Morocco": "Europe",
+        "Oman": "Asia",
+        "France": "Europe",
+        "Canada": "Europe",
+    }
 
 
 def test_report_rounds_p_at_1_half_up_to_one_decimal():
     # spec 5: 23/80 = 28.75 -> 28.8 and 41/80 = 51.25 -> 51.3, although the means are 28.7499... and 51.2499...
-    records = [ScoreRecord(f"{culture}{i}", "", "main", {
-                   "language": "en", "predicate": "P30", "culture": culture, "gold": ["Asia"], "obj_uri": ["Q48"],
-                   "prediction": "Asia" if i < hits else "Africa"})
-               for culture, hits in (("arab", 23), ("west", 41)) for i in range(80)]
+    records = [
+        ScoreRecord(
+            f"{culture}{i}",
+            "",
+            "main",
+            {
+                "language": "en",
+                "predicate": "P30",
+                "culture": culture,
+                "gold": ["Asia"],
+                "obj_uri": ["Q48"],
+                "prediction": "Asia" if i < hits else "Africa",
+            },
+        )
+        for culture, hits in (("arab", 23), ("west", 41))
+        for i in range(80)
+    ]
     metrics = DlamaTask("dlama_arab_west", kind="masked").compute_metrics(records)
     config = {"config": "dlama_arab_west", "options": {"mode": "rank"}}
     per_culture, per_predicate = sections(config, records, metrics)[:2]
@@ -88,8 +107,7 @@ def test_ties_go_to_fewer_tokens_then_code_point_order(dlama_dir):
     result = run("dlama_arab_west", TableScorer(tied), data_dir=str(dlama_dir), language="en", progress=False)
     assert result.metrics["en"]["cultures"]["arab"] == pytest.approx(100.0)
     tied_tokens = spec_table() | {("Canada", "North America"): -1.20}  # = Europe, but 2 tokens: Europe wins
-    result = run("dlama_arab_west", TableScorer(tied_tokens), data_dir=str(dlama_dir), language="en",
-                 progress=False)
+    result = run("dlama_arab_west", TableScorer(tied_tokens), data_dir=str(dlama_dir), language="en", progress=False)
     assert next(r["prediction"] for r in result.records if r["gold"] == ["North America"]) == "Europe"
 
 
@@ -106,19 +124,32 @@ def test_a_users_templates_replace_the_vendored_ones_and_are_fingerprinted(dlama
     mlama = tmp_path / "mlama1.1" / "en"
     mlama.mkdir(parents=True)
     (mlama / "templates.jsonl").write_text('{"relation": "P30", "template": "[X] lies on [Y] ."}\n')
-    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
-                 templates=str(tmp_path / "mlama1.1"), progress=False)
+    result = run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        language="en",
+        templates=str(tmp_path / "mlama1.1"),
+        progress=False,
+    )
     assert {r["prompt"] for r in result.records} >= {"Egypt lies on [Y] ."}
     provenance = result.config["resources"]["templates"]
     assert provenance["sources"][-1] == str(mlama / "templates.jsonl")
-    vendored = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
-                   progress=False).config["resources"]["templates"]
+    vendored = run(
+        "dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", progress=False
+    ).config["resources"]["templates"]
     assert provenance["sha256"] != vendored["sha256"] and len(vendored["sources"]) == 1
 
 
 def test_keep_scores_records_every_candidate_in_candidate_set_order(dlama_dir, tmp_path):
-    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en",
-                 keep_scores=True, progress=False)
+    result = run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        language="en",
+        keep_scores=True,
+        progress=False,
+    )
     egypt = next(r for r in result.records if r["prompt"].startswith("Egypt"))
     assert egypt["scores"] == {"sum_logprob": pytest.approx([-1.10, -1.60, -2.40, -5.00]), "n_tokens": [1, 1, 1, 2]}
     assert result.write_report(tmp_path / "later").read_text().startswith("# dlama_arab_west on TableScorer")
@@ -126,8 +157,7 @@ def test_keep_scores_records_every_candidate_in_candidate_set_order(dlama_dir, t
 
 def test_run_directory_records_deviations_and_table_3_view(dlama_dir, tmp_path):
     out = tmp_path / "run"
-    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", out=out,
-        progress=False)
+    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", out=out, progress=False)
     config = json.loads((out / "config.json").read_text())
     # only the deviations of a masked model ranking (D1 is seq2seq's, D3 causal's, D4 generation's)
     assert [d["id"] for d in config["deviations"]] == ["D2", "D5", "D6"]
@@ -152,10 +182,22 @@ def _rows(dlama_dir):
 # ---------------------------------------------------------------- planted knowledge: the direction of the effect
 
 CAPITALS = {  # P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training
-    "ARAB_REGION": [("Zafran", "Qamira"), ("Nuwal", "Tazir"), ("Harun", "Bilqa"), ("Suhail", "Marwa"),
-                    ("Dunya", "Kahil"), ("Rimal", "Sabah")],
-    "WESTERN_COUNTRIES": [("Eldmark", "Halden"), ("Brisa", "Corvel"), ("Tarnow", "Vesk"), ("Lunden", "Ostra"),
-                          ("Morvia", "Pellin"), ("Quist", "Randor")],
+    "ARAB_REGION": [
+        ("Zafran", "Qamira"),
+        ("Nuwal", "Tazir"),
+        ("Harun", "Bilqa"),
+        ("Suhail", "Marwa"),
+        ("Dunya", "Kahil"),
+        ("Rimal", "Sabah"),
+    ],
+    "WESTERN_COUNTRIES": [
+        ("Eldmark", "Halden"),
+        ("Brisa", "Corvel"),
+        ("Tarnow", "Vesk"),
+        ("Lunden", "Ostra"),
+        ("Morvia", "Pellin"),
+        ("Quist", "Randor"),
+    ],
 }
 
 
@@ -163,15 +205,22 @@ CAPITALS = {  # P36 "The capital of [X] is [Y] .": made-up countries, so nothing
 def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path):
     from culture_probe.models.planted import PlantedFact, PlantedSpec, probe_texts_of, train_planted
 
-    facts = {(region, country): ([f"Q{i}{j}"], [capital], [])
-             for i, (region, pairs) in enumerate(CAPITALS.items()) for j, (country, capital) in enumerate(pairs)}
+    facts = {
+        (region, country): ([f"Q{i}{j}"], [capital], [])
+        for i, (region, pairs) in enumerate(CAPITALS.items())
+        for j, (country, capital) in enumerate(pairs)
+    }
     data_dir = write_dlama(tmp_path / "dlama", facts, predicate="P36")
     rows = [r for r in _rows(data_dir) if r["language"] == "en"]
     probes = masked_task().build_probes(rows)
-    planted = [PlantedFact.from_request(p.request, p.meta["gold"][0]) for p in probes
-               if p.meta["culture"] == "arab"]
-    spec = PlantedSpec(planted, arch="bert", tokenizer="wordpiece",
-                       probe_texts=probe_texts_of(p.request for p in probes), max_seconds=90)
+    planted = [PlantedFact.from_request(p.request, p.meta["gold"][0]) for p in probes if p.meta["culture"] == "arab"]
+    spec = PlantedSpec(
+        planted,
+        arch="bert",
+        tokenizer="wordpiece",
+        probe_texts=probe_texts_of(p.request for p in probes),
+        max_seconds=90,
+    )
     model_dir = train_planted(spec, tmp_path / "planted")
     result = run("dlama_arab_west", str(model_dir), data_dir=str(data_dir), language="en", progress=False)
     cultures = result.metrics["en"]["cultures"]
@@ -181,8 +230,10 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("arch", "tokenizer", "kind"), [("gpt2", "bpe", "causal"), ("t5", "metaspace", "seq2seq"),
-                                                          ("xlm-roberta", "metaspace", "masked")])
+@pytest.mark.parametrize(
+    ("arch", "tokenizer", "kind"),
+    [("gpt2", "bpe", "causal"), ("t5", "metaspace", "seq2seq"), ("xlm-roberta", "metaspace", "masked")],
+)
 def test_fixture_end_to_end_with_tiny_models_of_every_kind(dlama_dir, tmp_path, arch, tokenizer, kind):
     from culture_probe.models import save_tiny, train_tokenizer
 

@@ -26,15 +26,42 @@ POOL_RANKINGS = {  # spec 5.1: dish -> ranking of the pool [beef, cheese, flour,
     "pizza": ["beef", "cheese", "rice", "tofu", "tomato", "flour"],
 }
 ROWS = [
-    {"id": "Q1|en", "group": "China", "continent": "Asia", "origin": "People's Republic of China", "lang": "en",
-     "sub_label": "mapo doufu", "obj_label": ["tofu", "rice"]},
-    {"id": "Q2|en", "group": "Italy", "continent": "Europe", "origin": "Italy", "lang": "en", "sub_label": "pizza",
-     "obj_label": ["cheese", "flour", "tomato"]},
-    {"id": "Q3|en", "group": "U.S.", "continent": "North America", "origin": "United States of America",
-     "lang": "en", "sub_label": "burger", "obj_label": ["beef"]},  # brings beef into the pool; not probed
+    {
+        "id": "Q1|en",
+        "group": "China",
+        "continent": "Asia",
+        "origin": "People's Republic of China",
+        "lang": "en",
+        "sub_label": "mapo doufu",
+        "obj_label": ["tofu", "rice"],
+    },
+    {
+        "id": "Q2|en",
+        "group": "Italy",
+        "continent": "Europe",
+        "origin": "Italy",
+        "lang": "en",
+        "sub_label": "pizza",
+        "obj_label": ["cheese", "flour", "tomato"],
+    },
+    {
+        "id": "Q3|en",
+        "group": "U.S.",
+        "continent": "North America",
+        "origin": "United States of America",
+        "lang": "en",
+        "sub_label": "burger",
+        "obj_label": ["beef"],
+    },  # brings beef into the pool; not probed
 ]
-VECTORS = {"tofu": (1, 0), "beef": (0.8, 0.6), "rice": (0.6, 0.8), "cheese": (0, 1), "flour": (0.6, -0.8),
-           "tomato": (-0.6, 0.8)}
+VECTORS = {
+    "tofu": (1, 0),
+    "beef": (0.8, 0.6),
+    "rice": (0.6, 0.8),
+    "cheese": (0, 1),
+    "flour": (0.6, -0.8),
+    "tomato": (-0.6, 0.8),
+}
 
 
 class RankingScorer:
@@ -58,13 +85,24 @@ def spec_seed() -> int:
     """A seed whose two-dish subset is the spec's two dishes (the third row only adds beef to the pool)."""
     task = FmlamaTask("fmlama_en", FmlamaTask.Options(families=("hasParts",)), kind="masked")
     probes = [task.probe(row, "hasParts_1", "hasParts", "[X] has [Y] .", ("a",)) for row in ROWS]
-    return next(s for s in range(100) if {p.item_id for p in stratified_items(probes, 2, task.strata, s)}
-                == {"Q1|en", "Q2|en"})
+    return next(
+        s for s in range(100) if {p.item_id for p in stratified_items(probes, 2, task.strata, s)} == {"Q1|en", "Q2|en"}
+    )
 
 
 def spec_run(release, tmp_path=None, **options):
-    return run("fmlama_en", RankingScorer(), rows=ROWS, limit=2, seed=spec_seed(), families=("hasParts",),
-               progress=False, out=tmp_path, data_dir=str(release), **options)
+    return run(
+        "fmlama_en",
+        RankingScorer(),
+        rows=ROWS,
+        limit=2,
+        seed=spec_seed(),
+        families=("hasParts",),
+        progress=False,
+        out=tmp_path,
+        data_dir=str(release),
+        **options,
+    )
 
 
 def task_for(release, config, kind="masked", **options):
@@ -73,8 +111,7 @@ def task_for(release, config, kind="masked", **options):
 
 
 def _prompts(task, row):
-    return {p.tag: p.meta.get("prompt") if isinstance(p, ScoreProbe) else p.reason
-            for p in task.build_probes([row])}
+    return {p.tag: p.meta.get("prompt") if isinstance(p, ScoreProbe) else p.reason for p in task.build_probes([row])}
 
 
 def test_english_prompts_are_the_papers_strings(fmlama_release):
@@ -124,8 +161,10 @@ def test_requests_keep_the_template_spacing_and_causal_models_see_the_dish():
     probe = task.probe(ROWS[1], "hasParts_4", "hasParts", "[Y] is part of the food [X] .", ("a", "b"))
     assert probe.options.score_right and (probe.request.left, probe.request.sep) == ("", "")
     probe = task.probe(ROWS[1], "hasParts_1", "hasParts", "The food [X] has the ingredients of [Y] .", ("a",))
-    assert not probe.options.score_right and (probe.request.left, probe.request.sep) == ("The food pizza has the "
-                                                                               "ingredients of", " ")
+    assert not probe.options.score_right and (probe.request.left, probe.request.sep) == (
+        "The food pizza has the ingredients of",
+        " ",
+    )
 
 
 def test_worked_example_map_and_groups(fmlama_release):
@@ -172,13 +211,24 @@ def test_a_missing_vectors_file_fails_before_any_scoring(fmlama_release, tmp_pat
             raise AssertionError("scored before the vectors file was checked")
 
     with pytest.raises(CultureProbeError, match=r"vectors file .*cc\.en\.300\.bin' does not exist"):
-        run("fmlama_en", NeverAsked(), rows=ROWS, limit=2, families=("hasParts",), progress=False,
-            out=tmp_path / "run", vectors=str(tmp_path), data_dir=str(fmlama_release))  # a folder without cc.en.300.bin
+        run(
+            "fmlama_en",
+            NeverAsked(),
+            rows=ROWS,
+            limit=2,
+            families=("hasParts",),
+            progress=False,
+            out=tmp_path / "run",
+            vectors=str(tmp_path),
+            data_dir=str(fmlama_release),
+        )  # a folder without cc.en.300.bin
 
 
 def test_table_correlation_pairs_cells_that_have_both_measures():
-    map_table = {"hasParts": {"ALL": {"mean": 10.0}, "A": {"mean": 20.0}, "B": {"mean": 30.0}, "C": {"mean": 5.0}},
-                 "country": {"ALL": {"mean": None}}}
+    map_table = {
+        "hasParts": {"ALL": {"mean": 10.0}, "A": {"mean": 20.0}, "B": {"mean": 30.0}, "C": {"mean": 5.0}},
+        "country": {"ALL": {"mean": None}},
+    }
     mws_table = {"hasParts": {"ALL": {"mean": 0.30}, "A": {"mean": 0.32}, "B": {"mean": 0.31}}}
     # C has no mWS and country's ALL no mAP: r over (10, 20, 30) and (0.30, 0.32, 0.31) = 0.5 (see test_metrics)
     assert table_correlation(map_table, mws_table) == {"pearson_r": pytest.approx(0.5), "n_cells": 3}
@@ -240,24 +290,32 @@ def tiny_models(tmp_path_factory):
     texts = [t for _, _, t in load_task("fmlama_en", kind="masked")[0].templates("en")] + rows["sub_label"][:200]
     texts += [item for labels in rows["obj_label"] for item in labels]
     root = tmp_path_factory.mktemp("tiny")
-    return {arch: save_tiny(root / arch, arch, train_tokenizer(texts, tok, model_kind=kind, vocab_size=800))
-            for arch, tok, kind in (("bert", "wordpiece", "masked"), ("gpt2", "bpe", "causal"),
-                                    ("t5", "metaspace", "seq2seq"))}
+    return {
+        arch: save_tiny(root / arch, arch, train_tokenizer(texts, tok, model_kind=kind, vocab_size=800))
+        for arch, tok, kind in (
+            ("bert", "wordpiece", "masked"),
+            ("gpt2", "bpe", "causal"),
+            ("t5", "metaspace", "seq2seq"),
+        )
+    }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("arch", "families"), [("bert", ("hasParts", "country")), ("gpt2", ("hasParts",)),
-                                                ("t5", ("hasParts",))])
+@pytest.mark.parametrize(
+    ("arch", "families"), [("bert", ("hasParts", "country")), ("gpt2", ("hasParts",)), ("t5", ("hasParts",))]
+)
 def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, families, tmp_path):
     limit = 2 if len(families) == 2 else 1  # every dish is ranked against all 1,287 ingredients: keep it small
-    result = run("fmlama_en", str(tiny_models[arch]), limit=limit, families=families, out=tmp_path / "run",
-                 progress=False)
+    result = run(
+        "fmlama_en", str(tiny_models[arch]), limit=limit, families=families, out=tmp_path / "run", progress=False
+    )
     assert len(result.records) == limit * 5 * len(families)
     assert {r["n_candidates"] for r in result.records} == {1287}
     for record in result.records:
         assert all(1 <= rank <= 1287 for rank in record["gold_ranks"])
         assert record["prediction"] == record["top"][0]
     assert set(result.metrics["map"]) == set(families)
+
     # mAP of the hasParts family by hand from the records: the mean over templates of the mean per-dish AP
     def ap(record):  # (1/|G|) sum over the golds, best ranked first, of P@(its rank)
         ranks = sorted(set(record["gold_ranks"]))
@@ -280,8 +338,10 @@ class ReplyScorer:
 
     def generate(self, prompts, options):
         assert options.chat
-        return ["The food mapo doufu has the ingredients of Tofu, rices and chili." if "mapo" in p
-                else "Pineapple" for p in prompts]
+        return [
+            "The food mapo doufu has the ingredients of Tofu, rices and chili." if "mapo" in p else "Pineapple"
+            for p in prompts
+        ]
 
 
 def test_chat_prompts_are_the_papers_strings(fmlama_release):
@@ -289,10 +349,12 @@ def test_chat_prompts_are_the_papers_strings(fmlama_release):
     poutine = {**ROWS[2], "sub_label": "poutine"}
     prompts = {p.tag: p.prompt for p in task.build_probes([poutine])}
     assert prompts["hasParts_1_chat0"] == "The food poutine has the ingredients of [] . Please fill the sentence."
-    assert prompts["hasParts_1_chat1"] == ("The food poutine has the ingredients of [] . Please fill the sentence "
-                                           "with only one entity.")
-    assert prompts["country_1_chat0"] == ("In the United States, the food poutine has the ingredients of [] . "
-                                          "Please fill the sentence.")
+    assert prompts["hasParts_1_chat1"] == (
+        "The food poutine has the ingredients of [] . Please fill the sentence with only one entity."
+    )
+    assert prompts["country_1_chat0"] == (
+        "In the United States, the food poutine has the ingredients of [] . Please fill the sentence."
+    )
     zh_task = task_for(fmlama_release, "fmlama_cs_zh_zh", kind="causal", mode="chat")
     zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
     zh_prompts = {p.tag: p.prompt for p in zh_task.build_probes([zh])}
@@ -302,8 +364,15 @@ def test_chat_prompts_are_the_papers_strings(fmlama_release):
 
 
 def test_chat_replies_are_split_and_matched(fmlama_release):
-    result = run("fmlama_cs_en_en", ReplyScorer(), rows=ROWS[:2], families=("hasParts",), mode="chat",
-                 data_dir=str(fmlama_release), progress=False)
+    result = run(
+        "fmlama_cs_en_en",
+        ReplyScorer(),
+        rows=ROWS[:2],
+        families=("hasParts",),
+        mode="chat",
+        data_dir=str(fmlama_release),
+        progress=False,
+    )
     mapo = result.records[0]
     assert mapo["items"] == ["Tofu", "rices", "chili"] and mapo["correct"]  # "rices" -> "rice", case folded
     assert not result.records[2]["correct"]
@@ -325,8 +394,17 @@ class SamplingReplyScorer(ReplyScorer):
 
 def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_release):
     scorer = SamplingReplyScorer()
-    result = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], families=("hasParts",), mode="chat",
-                 data_dir=str(fmlama_release), chat_decoding="sample", seed=5, progress=False)
+    result = run(
+        "fmlama_cs_en_en",
+        scorer,
+        rows=ROWS[:2],
+        families=("hasParts",),
+        mode="chat",
+        data_dir=str(fmlama_release),
+        chat_decoding="sample",
+        seed=5,
+        progress=False,
+    )
     assert scorer.calls and all(call == {"temperature": 0.7, "seed": 5} for call in scorer.calls)
     config = result.config
     assert config["options"]["chat_decoding"] == "sample" and config["options"]["chat_temperature"] == 0.7
@@ -338,8 +416,15 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_rele
 
 def test_chat_decodes_greedily_by_default_as_the_spec_says(fmlama_release):
     scorer = SamplingReplyScorer()
-    result = run("fmlama_cs_en_en", scorer, rows=ROWS[:1], families=("hasParts",), mode="chat",
-                 data_dir=str(fmlama_release), progress=False)
+    result = run(
+        "fmlama_cs_en_en",
+        scorer,
+        rows=ROWS[:1],
+        families=("hasParts",),
+        mode="chat",
+        data_dir=str(fmlama_release),
+        progress=False,
+    )
     assert scorer.calls == [{}]  # no temperature, no seed: Scorer.generate's greedy path
     assert not result.config["seed_used"]
     assert "decoded greedily" in next(d["description"] for d in result.config["deviations"] if d["id"] == "F8")
@@ -361,14 +446,22 @@ def test_chat_sampling_end_to_end_gives_each_dish_the_same_reply_whatever_else_r
     from culture_probe.engine import Scorer
 
     scorer = Scorer.from_pretrained(tiny_chat_model)
-    scorer.tokenizer.chat_template = ("{% for m in messages %}user: {{ m['content'] }}\n{% endfor %}"
-                                      "{% if add_generation_prompt %}assistant:{% endif %}")
-    options = {"families": ("hasParts",), "mode": "chat", "chat_decoding": "sample", "chat_max_new_tokens": 8,
-               "progress": False}
+    scorer.tokenizer.chat_template = (
+        "{% for m in messages %}user: {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant:{% endif %}"
+    )
+    options = {
+        "families": ("hasParts",),
+        "mode": "chat",
+        "chat_decoding": "sample",
+        "chat_max_new_tokens": 8,
+        "progress": False,
+    }
     both = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], seed=1, **options).records
     alone = run("fmlama_cs_en_en", scorer, rows=ROWS[1:2], seed=1, **options).records
     assert [r["reply"] for r in both[2:]] == [r["reply"] for r in alone]
-    assert [r["reply"] for r in alone] == scorer.generate([r["prompt"] for r in alone], max_new_tokens=8, chat=True,
-                                                          temperature=0.7, seed=1)
+    assert [r["reply"] for r in alone] == scorer.generate(
+        [r["prompt"] for r in alone], max_new_tokens=8, chat=True, temperature=0.7, seed=1
+    )
     other_seed = run("fmlama_cs_en_en", scorer, rows=ROWS[:2], seed=2, **options).records
     assert [r["reply"] for r in other_seed] != [r["reply"] for r in both]

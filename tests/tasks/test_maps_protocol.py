@@ -30,14 +30,23 @@ from culture_probe.tasks.maps import (
     split_proverb,
 )
 
-ROW = {"id": "maps_en-test-0000", "language": "en", "proverb": "Look before you  leap",
-       "conversation": 'Person 1: "Should I sign now?" Person 2: "Look before you leap."',
-       "answer1": "Think first.", "answer2": "Do not think first.", "is_figurative": 1.0, "label": 0}
+ROW = {
+    "id": "maps_en-test-0000",
+    "language": "en",
+    "proverb": "Look before you  leap",
+    "conversation": 'Person 1: "Should I sign now?" Person 2: "Look before you leap."',
+    "answer1": "Think first.",
+    "answer2": "Do not think first.",
+    "is_figurative": 1.0,
+    "label": 0,
+}
 
 
 def rows(labels, figurative=(1, 1, 0, 0)):
-    return [{**ROW, "id": f"r{i}", "label": label, "is_figurative": bool(fig)}
-            for i, (label, fig) in enumerate(zip(labels, figurative, strict=True))]
+    return [
+        {**ROW, "id": f"r{i}", "label": label, "is_figurative": bool(fig)}
+        for i, (label, fig) in enumerate(zip(labels, figurative, strict=True))
+    ]
 
 
 # ---------------------------------------------------------------- prompts
@@ -53,13 +62,16 @@ def test_reasoning_prompt_is_the_upstream_pattern():
     )
 
 
-@pytest.mark.parametrize("variant,line", [
-    ("neg", "question: what does the person not mean by the proverb?"),
-    ("neg1", "question: which answer is contrary to what the person means by the proverb?"),
-    ("neg2", "question: which answer is impossible as the interpretation of what the person means by the proverb?"),
-    ("neg3", "question: pick the opposite answer to what the person means by the proverb."),
-    ("neg4", "question: pick the wrong answer to what the person means by the proverb."),
-])
+@pytest.mark.parametrize(
+    "variant,line",
+    [
+        ("neg", "question: what does the person not mean by the proverb?"),
+        ("neg1", "question: which answer is contrary to what the person means by the proverb?"),
+        ("neg2", "question: which answer is impossible as the interpretation of what the person means by the proverb?"),
+        ("neg3", "question: pick the opposite answer to what the person means by the proverb."),
+        ("neg4", "question: pick the wrong answer to what the person means by the proverb."),
+    ],
+)
 def test_negative_variants_replace_the_question_line(variant, line):
     first, rest = reasoning_prompt(ROW, variant).split("\n", 1)
     assert first == line and rest == reasoning_prompt(ROW).split("\n", 1)[1]
@@ -146,8 +158,10 @@ def test_memorisation_union_budget_and_breakdown():
 def test_report_truncates_percentages_as_the_paper():
     # spec 5: 2/3 is shown as 66.66 (truncated), not 66.67
     proverbs = ("Look before you leap", "Haste makes waste", "Practice makes perfect")
-    data = [{**ROW, "id": f"r{i}", "proverb": p, "label": label} for i, (p, label) in enumerate(zip(
-        proverbs, ("a", "a", "b"), strict=True))]
+    data = [
+        {**ROW, "id": f"r{i}", "proverb": p, "label": label}
+        for i, (p, label) in enumerate(zip(proverbs, ("a", "a", "b"), strict=True))
+    ]
     outputs = {memorisation_prompts(p, "en")[0]: f" {p.split()[-1]}" for p in proverbs[:2]}
     result = run("maps_en", LetterScorer([(-0.5, -1.0)] * 3, outputs=outputs), rows=data, progress=False)
     reasoning, memorisation = sections(result.config, result.records, result.metrics)
@@ -277,8 +291,7 @@ def tiny_scorer(data_dir: str, arch: str) -> Scorer:
 def test_runs_on_the_rows_with_each_kind(source, arch, config, tmp_path, request):
     data_dir = maps_folder(source, request)  # the mirror's variant runs the released rows
     data = list(split_rows(data_dir, config)[:3])
-    result = run(config, tiny_scorer(data_dir, arch), rows=data, out=tmp_path / arch, progress=False,
-                 data_dir=data_dir)
+    result = run(config, tiny_scorer(data_dir, arch), rows=data, out=tmp_path / arch, progress=False, data_dir=data_dir)
     reason = [r for r in result.records if r["tag"] == "reason"]
     assert len(reason) == 3 and all(r["pred"] in ("a", "b") for r in reason)
     assert result.metrics["n"] == 3
@@ -290,26 +303,36 @@ def test_runs_on_the_rows_with_each_kind(source, arch, config, tmp_path, request
 
 def test_few_shot_prompts_use_five_seeded_sets_of_english_demonstrations():
     demos = [{**ROW, "id": f"fs{i}", "proverb": f"proverb {i}", "label": i % 2} for i in range(30)]
-    task = MapsTask("maps_zh", MapsTask.Options(n_shot=2, memorisation=False), kind="causal",
-                    resources={"few_shot": demos})
+    task = MapsTask(
+        "maps_zh", MapsTask.Options(n_shot=2, memorisation=False), kind="causal", resources={"few_shot": demos}
+    )
     probes = task.build_probes([ROW])
     assert [p.tag for p in probes] == ["reason0", "reason1", "reason2", "reason3", "reason4"]
     rs = np.random.RandomState(42)
     first = rs.permutation(30)[:2]
     blocks = probes[0].request.left.split("\n\n")
     assert blocks == [reasoning_prompt(demos[i]) + " " + "ab"[i % 2] for i in first] + [reasoning_prompt(ROW)]
-    negative = MapsTask("maps_zh", MapsTask.Options(n_shot=2, question="neg"), kind="causal",
-                        resources={"few_shot": demos})
+    negative = MapsTask(
+        "maps_zh", MapsTask.Options(n_shot=2, question="neg"), kind="causal", resources={"few_shot": demos}
+    )
     assert negative.build_probes([ROW])[0].request.left.split("\n\n")[0].endswith(" " + "ba"[first[0] % 2])
     with pytest.raises(CultureProbeError, match="n_shot=31 exceeds the 30 few-shot items"):
-        MapsTask("maps_en", MapsTask.Options(n_shot=31), kind="causal", resources={"few_shot": demos}
-                 ).build_probes([ROW])
+        MapsTask("maps_en", MapsTask.Options(n_shot=31), kind="causal", resources={"few_shot": demos}).build_probes(
+            [ROW]
+        )
 
 
 def test_few_shot_accuracy_is_the_mean_over_the_sets(maps_release):
     data_dir = str(maps_release)
-    result = run("maps_en", LetterScorer(LETTERS * 5), rows=[ROW], n_shot=5, memorisation=False, progress=False,
-                 data_dir=data_dir)  # the demonstrations come from the run's MAPS folder
+    result = run(
+        "maps_en",
+        LetterScorer(LETTERS * 5),
+        rows=[ROW],
+        n_shot=5,
+        memorisation=False,
+        progress=False,
+        data_dir=data_dir,
+    )  # the demonstrations come from the run's MAPS folder
     assert result.metrics["per_set"] == [100.0, 0.0, 100.0, 0.0, 100.0] and result.metrics["accuracy"] == 60.0
     assert [r["demo_set"] for r in result.records] == [0, 1, 2, 3, 4]
     few_shot = result.config["resources"]["few_shot"]
@@ -333,7 +356,8 @@ def test_seq2seq_prompts_are_cut_on_the_left_at_1024_tokens():
     assert len(full) > 1100 and full[-1] == tok.eos_token_id
     seen = []
     handle = scorer.model.get_encoder().register_forward_pre_hook(
-        lambda _m, args, kwargs: seen.append(kwargs["input_ids"][0].tolist()), with_kwargs=True)
+        lambda _m, args, kwargs: seen.append(kwargs["input_ids"][0].tolist()), with_kwargs=True
+    )
     try:
         for limit in (1024, None):
             task = MapsTask("maps_en", MapsTask.Options(memorisation=False, seq2seq_max_tokens=limit), kind="seq2seq")

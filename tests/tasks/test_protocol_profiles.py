@@ -42,7 +42,8 @@ def test_the_upstream_profile_is_one_consistent_set_of_options_per_kind(task_cls
             if deviation.upstream and kind in deviation.upstream_kinds:
                 for key, value in deviation.upstream.items():
                     assert asked.setdefault(key, (deviation.id, value))[1] == value, (
-                        f"{deviation.id} and {asked[key][0]} ask {key} for different values")
+                        f"{deviation.id} and {asked[key][0]} ask {key} for different values"
+                    )
         options = task_cls.options_for("upstream", {}, kind)  # the profile's values are valid options
         for deviation in task_cls.deviations:
             if deviation.upstream and kind in deviation.upstream_kinds:
@@ -55,8 +56,11 @@ def test_a_users_option_wins_over_the_profile() -> None:
     task_cls = task_for("fmlama_en")
     profile = task_cls.profile("upstream", "masked")
     key = next(iter(profile))
-    other = next(v for v in (None, 3, "gold", True, False, 0) if v != profile[key]
-                 and isinstance(v, type(getattr(task_cls.Options(), key))))
+    other = next(
+        v
+        for v in (None, 3, "gold", True, False, 0)
+        if v != profile[key] and isinstance(v, type(getattr(task_cls.Options(), key)))
+    )
     assert getattr(task_cls.options_for("upstream", {key: other}, "masked"), key) == other
 
 
@@ -79,8 +83,13 @@ def test_side_and_record_name_how_to_switch() -> None:
     assert with_side.record(Options(), "causal")["upstream"] == "cap=10"
     masked_only = Deviation("Z4", "Masked only.", upstream={"cap": 10}, upstream_kinds=("masked",))
     assert masked_only.record(Options(), "causal")["upstream"].startswith("no upstream side for causal models")
-    assert with_side.record(Options(cap=10)) == {"id": "Z1", "description": "No cap (upstream: 10).",
-                                                 "when": "every run", "side": "upstream", "upstream": "cap=10"}
+    assert with_side.record(Options(cap=10)) == {
+        "id": "Z1",
+        "description": "No cap (upstream: 10).",
+        "when": "every run",
+        "side": "upstream",
+        "upstream": "cap=10",
+    }
     assert without.record(Options())["upstream"] == "no upstream side: changes no number"
 
 
@@ -91,8 +100,17 @@ def test_a_run_records_the_profile_and_each_side(xfakt_release, tmp_path) -> Non
 
     rows = rows_of(xfakt_release, "New York", languages=("en", "hi"))
     for protocol in ("default", "upstream"):
-        run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), rows=rows, judge="string", max_new_tokens=4,
-            out=tmp_path / protocol, progress=False, data_dir=str(xfakt_release), protocol=protocol)
+        run(
+            "xfakt_factual_recall",
+            tiny_chat_scorer(xfakt_release),
+            rows=rows,
+            judge="string",
+            max_new_tokens=4,
+            out=tmp_path / protocol,
+            progress=False,
+            data_dir=str(xfakt_release),
+            protocol=protocol,
+        )
     configs = {p: json.loads((tmp_path / p / "config.json").read_text()) for p in ("default", "upstream")}
     assert configs["upstream"]["run"]["protocol"] == "upstream" and configs["default"]["run"]["protocol"] == "default"
     sides = {p: {d["id"]: d["side"] for d in c["deviations"]} for p, c in configs.items()}
@@ -124,10 +142,21 @@ def test_upstream_and_default_runs_differ_exactly_where_the_table_says(xfakt_rel
     from culture_probe.data.registry import load_benchmark
     from culture_probe.runner import run
 
-    camel_rows = [r for r in load_benchmark("camel_co_prompts", data_dir=str(camel_release))["test"]
-                  if r["entity_type"] == 3][:2]
-    camel = {p: run("camel_co_prompts", tiny_scorer(str(camel_release), "bert"), rows=camel_rows, n_runs=1,
-                    progress=False, data_dir=str(camel_release), protocol=p) for p in ("default", "upstream")}
+    camel_rows = [
+        r for r in load_benchmark("camel_co_prompts", data_dir=str(camel_release))["test"] if r["entity_type"] == 3
+    ][:2]
+    camel = {
+        p: run(
+            "camel_co_prompts",
+            tiny_scorer(str(camel_release), "bert"),
+            rows=camel_rows,
+            n_runs=1,
+            progress=False,
+            data_dir=str(camel_release),
+            protocol=p,
+        )
+        for p in ("default", "upstream")
+    }
     assert not switched(camel["upstream"])
     assert records_of(camel["default"]) == records_of(camel["upstream"])
     assert camel["default"].metrics == camel["upstream"].metrics
@@ -135,14 +164,31 @@ def test_upstream_and_default_runs_differ_exactly_where_the_table_says(xfakt_rel
     from test_xfakt_protocol import recall_rows
 
     rows = [r for r in recall_rows(xfakt_release) if r["language"] in ("en", "ar", "fr")]  # cells of several items
-    xfakt = {p: run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), rows=rows, mode="rank", progress=False,
-                    data_dir=str(xfakt_release), protocol=p) for p in ("default", "upstream")}
+    xfakt = {
+        p: run(
+            "xfakt_factual_recall",
+            tiny_chat_scorer(xfakt_release),
+            rows=rows,
+            mode="rank",
+            progress=False,
+            data_dir=str(xfakt_release),
+            protocol=p,
+        )
+        for p in ("default", "upstream")
+    }
     assert switched(xfakt["upstream"]) == {"X8"} and not switched(xfakt["default"])
     assert records_of(xfakt["default"]) == records_of(xfakt["upstream"])
     default, upstream = xfakt["default"].metrics, xfakt["upstream"].metrics
     moved = {key for key in default if default[key] != upstream[key]}
-    assert moved and moved <= {"assoc_error", "non_assoc_error", "t_statistic", "p_value", "tiers", "results",
-                               "round_statistics"}
+    assert moved and moved <= {
+        "assoc_error",
+        "non_assoc_error",
+        "t_statistic",
+        "p_value",
+        "tiers",
+        "results",
+        "round_statistics",
+    }
     for key in ("frs", "kts", "xfakt", "mu_assoc", "mu_non", "error_table"):
         assert default[key] == upstream[key], key
 
@@ -163,8 +209,12 @@ def test_the_profile_sets_only_what_concerns_the_run() -> None:
 def test_the_reproduce_command_keeps_an_option_the_user_unset_under_the_upstream_profile() -> None:
     from culture_probe.report.markdown import reproduce
 
-    config = {"config": "fmlama_en", "model": {"spec": "m"}, "run": {"protocol": "upstream"},
-              "options": {"max_candidate_tokens": None, "ap_denominator": "ranked"}}
+    config = {
+        "config": "fmlama_en",
+        "model": {"spec": "m"},
+        "run": {"protocol": "upstream"},
+        "options": {"max_candidate_tokens": None, "ap_denominator": "ranked"},
+    }
     command = reproduce(config)
     assert "--protocol upstream" in command and "--option max_candidate_tokens=none" in command
     assert "max_candidate_tokens" not in reproduce({**config, "run": {"protocol": "default"}})
@@ -177,8 +227,9 @@ def test_a_run_cannot_resume_under_the_other_profile(xfakt_release, tmp_path) ->
     from culture_probe.runner import run
 
     rows = rows_of(xfakt_release, "New York", languages=("en",))
-    keywords = dict(rows=rows, judge="string", max_new_tokens=4, out=tmp_path / "run", progress=False,
-                    data_dir=str(xfakt_release))
+    keywords = dict(
+        rows=rows, judge="string", max_new_tokens=4, out=tmp_path / "run", progress=False, data_dir=str(xfakt_release)
+    )
     run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), **keywords)
     with pytest.raises(CultureProbeError, match="run.protocol was 'default' and is now 'upstream'"):
         run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), resume=True, protocol="upstream", **keywords)

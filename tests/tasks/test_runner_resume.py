@@ -27,8 +27,15 @@ def recall_rows(release: Path) -> tuple[dict, ...]:
 
 def xfakt_run(release: Path, model, tmp_path, **kwargs):
     """An X-FaKT run on the release's first three rows, its literals from the same release, into tmp_path/run."""
-    return run("xfakt_factual_recall", model, rows=recall_rows(release), out=tmp_path / "run", progress=False,
-               data_dir=str(release), **kwargs)
+    return run(
+        "xfakt_factual_recall",
+        model,
+        rows=recall_rows(release),
+        out=tmp_path / "run",
+        progress=False,
+        data_dir=str(release),
+        **kwargs,
+    )
 
 
 class FakeModel:
@@ -53,6 +60,7 @@ def fake_loader(judge: FakeModel, loads: list):
             return model
         loads.append((model, settings))
         return judge
+
     return load
 
 
@@ -78,7 +86,8 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(xfakt_re
 
 
 def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_duplicates(
-        xfakt_release, tmp_path, monkeypatch):
+    xfakt_release, tmp_path, monkeypatch
+):
     monkeypatch.setattr(runner, "CHUNK", 1)  # one record per engine call: the kill lands mid-stage
     loads: list = []
     monkeypatch.setattr(runner, "load_scorer", fake_loader(FakeModel("[1]", "judge", fail_after=1), loads))
@@ -116,8 +125,13 @@ def test_every_rank_reads_the_run_directory_before_items_are_written(xfakt_relea
     from culture_probe.engine import parallel
 
     seen = []
-    monkeypatch.setattr(parallel, "barrier", lambda size: seen.append(
-        ((tmp_path / "run" / "config.json").is_file(), (tmp_path / "run" / "items.jsonl").is_file())))
+    monkeypatch.setattr(
+        parallel,
+        "barrier",
+        lambda size: seen.append(
+            ((tmp_path / "run" / "config.json").is_file(), (tmp_path / "run" / "items.jsonl").is_file())
+        ),
+    )
     xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
     assert seen[0] == (True, False)
 
@@ -141,8 +155,10 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
     monkeypatch.setattr(Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw))))
     runner.load_scorer("org/model", RunSettings(revision="0123abc"))
     runner.load_scorer("org/model", RunSettings(no_cache=True))
-    assert calls == [("org/model", {"kind": "auto", "revision": "0123abc", "cache_dir": runner.default_cache_dir()}),
-                     ("org/model", {"kind": "auto"})]
+    assert calls == [
+        ("org/model", {"kind": "auto", "revision": "0123abc", "cache_dir": runner.default_cache_dir()}),
+        ("org/model", {"kind": "auto"}),
+    ]
     args = build_parser().parse_args(["run", "dlama_arab_west", "--model", "org/model", "--revision", "v1"])
     assert args.revision == "v1"
 
@@ -159,16 +175,18 @@ def test_a_served_judge_gives_the_metrics_of_the_in_process_judge(xfakt_release,
 
     from culture_probe.models import save_tiny, train_tokenizer
 
-    tok = train_tokenizer(["[1] [2] [3] Yes, the answer is correct.", "United States"] * 3, "bpe",
-                          model_kind="causal", vocab_size=300)
+    tok = train_tokenizer(
+        ["[1] [2] [3] Yes, the answer is correct.", "United States"] * 3, "bpe", model_kind="causal", vocab_size=300
+    )
     tok.chat_template = CHAT_TEMPLATE
     # positions for the whole rubric
     judge = str(save_tiny(tmp_path / "judge", "gpt2", tok, layers=1, hidden=32, heads=2, positions=8192))
     model = FakeModel("United States", "m")
     local = xfakt_run(xfakt_release, model, tmp_path / "local", judge_model=judge, max_new_tokens=4)
     with transformers_serve(tmp_path / "serve.log") as url:
-        served = xfakt_run(xfakt_release, model, tmp_path / "served", judge_model=f"openai:{judge}",
-                           max_new_tokens=4, base_url=url)
+        served = xfakt_run(
+            xfakt_release, model, tmp_path / "served", judge_model=f"openai:{judge}", max_new_tokens=4, base_url=url
+        )
     assert served.config["options"]["judge_model"] == f"openai:{judge}"
     judged = [r for r in local.records if r.stage == "judge"]
     assert len(judged) == 3 and [r.fields for r in judged] == [r.fields for r in served.records if r.stage == "judge"]

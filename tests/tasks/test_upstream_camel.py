@@ -37,13 +37,17 @@ def test_spec_worked_example_is_the_papers_formula():
     arab, western = ["أ", "ب", "ت"], ["ث", "ج"]
     entities = [{"entity_type": 2, "entity": e, "culture": "Arab"} for e in arab]
     entities += [{"entity_type": 2, "entity": e, "culture": "Western"} for e in western]
-    rows = [{"id": i, "entity_type": 2, "prompt_masked": f"{t} [MASK]", "prompt_causal": t, "sentiment": None}
-            for i, t in enumerate(scores)]
+    rows = [
+        {"id": i, "entity_type": 2, "prompt_masked": f"{t} [MASK]", "prompt_causal": t, "sentiment": None}
+        for i, t in enumerate(scores)
+    ]
     table = {t: dict(zip(arab + western, a + w, strict=True)) for t, (a, w) in scores.items()}
     upstream = task(n_runs=1, entities=entities, **CamelTask.profile("upstream", "causal"))
     probes = upstream.build_probes(rows)
-    records = [upstream.to_record(p, o)
-               for p, o in zip(probes, TableScorer(table).score([p.request for p in probes]), strict=True)]
+    records = [
+        upstream.to_record(p, o)
+        for p, o in zip(probes, TableScorer(table).score([p.request for p in probes]), strict=True)
+    ]
     assert [paper_cbs(r["arab"], r["western"]) for r in records] == [50.0, 0.0]
     assert upstream.compute_metrics(records)["per_type"] == {"food": pytest.approx((50.0 + 0.0) / 2)}
 

@@ -39,12 +39,15 @@ CANDIDATES = ("Africa", "Asia", "Europe", "North America")
 
 def test_the_upstream_profile_per_model_kind():
     assert DlamaTask.options_for("upstream", {}, "masked") == DlamaTask.Options(candidate_tokenization="alone")
-    assert DlamaTask.options_for("upstream", {}, "seq2seq") == DlamaTask.Options(fill="upstream_regex",
-                                                                               p1_gold="first")
+    assert DlamaTask.options_for("upstream", {}, "seq2seq") == DlamaTask.Options(fill="upstream_regex", p1_gold="first")
     assert DlamaTask.options_for("upstream", {}, "causal") == DlamaTask.Options(generate_first_n=3)
     assert DlamaTask.options_for("default", {}, "masked") == DlamaTask.Options()
-    sides = {d["id"]: d["side"] for d in DlamaTask("dlama_arab_west", DlamaTask.options_for("upstream", {}, "seq2seq"),
-                                                   kind="seq2seq").applied_deviations()}
+    sides = {
+        d["id"]: d["side"]
+        for d in DlamaTask(
+            "dlama_arab_west", DlamaTask.options_for("upstream", {}, "seq2seq"), kind="seq2seq"
+        ).applied_deviations()
+    }
     assert sides == {"D1": "upstream", "D6": "default", "D7": "upstream"}  # D6 changes no number (its note says)
     with pytest.raises(UnknownNameError, match="Unknown value of option fill 'regex'"):
         DlamaTask.Options(fill="regex")
@@ -70,9 +73,19 @@ def roberta_style():
 def test_masked_p_at_1_with_candidates_tokenized_alone(roberta_style, tmp_path):
     model, tok = roberta_style
     data_dir = str(write_dlama(tmp_path / "dlama"))
-    runs = {protocol: run("dlama_arab_west", Scorer(model, tok), data_dir=data_dir, language="en", keep_scores=True,
-                          protocol=protocol, out=tmp_path / protocol, progress=False)
-            for protocol in ("upstream", "default")}
+    runs = {
+        protocol: run(
+            "dlama_arab_west",
+            Scorer(model, tok),
+            data_dir=data_dir,
+            language="en",
+            keep_scores=True,
+            protocol=protocol,
+            out=tmp_path / protocol,
+            progress=False,
+        )
+        for protocol in ("upstream", "default")
+    }
     upstream = runs["upstream"]
     config = json.loads((tmp_path / "upstream" / "config.json").read_text(encoding="utf-8"))
     assert config["options"]["candidate_tokenization"] == "alone" and config["run"]["protocol"] == "upstream"
@@ -140,8 +153,10 @@ def test_t5_path_fill_and_p_at_1_of_the_first_listed_label(tmp_path):
     runs = {}
     for protocol in ("upstream", "default"):
         scorer = Seq2SeqTable(t5_table())
-        runs[protocol] = (run("dlama_arab_west", scorer, data_dir=data_dir, language="en", protocol=protocol,
-                              progress=False), scorer)
+        runs[protocol] = (
+            run("dlama_arab_west", scorer, data_dir=data_dir, language="en", protocol=protocol, progress=False),
+            scorer,
+        )
     upstream, scorer = runs["upstream"]
     subjects = [s for (_, s) in FACTS]
     assert sorted(scorer.prompts) == sorted(upstream_t5_prompt(TEMPLATE, s) for s in subjects)
@@ -163,8 +178,15 @@ def test_the_regex_fill_replaces_every_capital_x_of_the_template_and_keeps_the_b
     path.write_text(json.dumps({"en": {"P30": template}}), encoding="utf-8")
     rows_dir = str(write_dlama(tmp_path / "dlama"))
     scorer = Seq2SeqTable(t5_table())
-    result = run("dlama_arab_west", scorer, data_dir=rows_dir, language="en", templates=str(path),
-                 protocol="upstream", progress=False)
+    result = run(
+        "dlama_arab_west",
+        scorer,
+        data_dir=rows_dir,
+        language="en",
+        templates=str(path),
+        protocol="upstream",
+        progress=False,
+    )
     expected = upstream_t5_prompt(template, "Egypt")
     assert expected == "The Egypt-ray of [Egypt] shows [Y] ." and expected in scorer.prompts
     assert expected in {r["prompt"] for r in result.records}
@@ -178,8 +200,10 @@ def test_the_regex_fill_replaces_every_capital_x_of_the_template_and_keeps_the_b
 
 ARAB = ["Egypt", "Morocco", "Oman", "Yemen", "Iraq"]
 WEST = ["France", "Canada", "Spain", "Norway"]
-P30_QUESTION = {"en": 'Where is "{}" located in? Reply with a name of a continent only.',
-                "ar": 'أين يقع "{}"؟ أجب باسم قارة فقط'}  # evaluate_gpt.py PROMPTS["P30"]
+P30_QUESTION = {
+    "en": 'Where is "{}" located in? Reply with a name of a continent only.',
+    "ar": 'أين يقع "{}"؟ أجب باسم قارة فقط',
+}  # evaluate_gpt.py PROMPTS["P30"]
 
 
 def upstream_gpt_questions(root) -> list[str]:
@@ -207,14 +231,16 @@ class Replies:
 
 
 def test_generation_asks_the_first_3_facts_of_each_file(tmp_path):
-    facts = {(region, subject): ([f"Q{i}"], ["Africa"], []) for region, names in
-             (("ARAB_REGION", ARAB), ("WESTERN_COUNTRIES", WEST)) for i, subject in enumerate(names)}
+    facts = {
+        (region, subject): ([f"Q{i}"], ["Africa"], [])
+        for region, names in (("ARAB_REGION", ARAB), ("WESTERN_COUNTRIES", WEST))
+        for i, subject in enumerate(names)
+    }
     root = write_dlama(tmp_path / "dlama", facts)
     asked = {}
     for protocol in ("upstream", "default"):
         model = Replies()
-        result = run("dlama_arab_west", model, data_dir=str(root), mode="generate", protocol=protocol,
-                     progress=False)
+        result = run("dlama_arab_west", model, data_dir=str(root), mode="generate", protocol=protocol, progress=False)
         asked[protocol] = (model.asked, result)
     model_asked, result = asked["upstream"]
     assert sorted(model_asked) == sorted(upstream_gpt_questions(root))

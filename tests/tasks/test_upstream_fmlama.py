@@ -39,9 +39,13 @@ from culture_probe.errors import UnknownNameError
 from culture_probe.runner import run
 from culture_probe.tasks.fmlama import FmlamaTask, fill
 
-HASPARTS = ["The food [X] has the ingredients of [Y] .", "[X] is a kind of food with [Y] .",
-            "[X] is a type of food, comprising [Y] as its main constituents .", "[Y] is part of the food [X] .",
-            "The food [X] has part of [Y] ."]  # the released en templates hasParts_1..5
+HASPARTS = [
+    "The food [X] has the ingredients of [Y] .",
+    "[X] is a kind of food with [Y] .",
+    "[X] is a type of food, comprising [Y] as its main constituents .",
+    "[Y] is part of the food [X] .",
+    "The food [X] has part of [Y] .",
+]  # the released en templates hasParts_1..5
 DISHES = [
     ("United States of America", "burger", ["beef", "bread"]),
     ("France", "crepe", ["flour", "egg", "milk"]),
@@ -56,29 +60,67 @@ DISHES = [
     ("Germany", "bratwurst", ["pork", "salt"]),
     ("Russia", "borscht", ["beetroot", "cabbage", "potato", "carrot", "onion", "beef", "dill", "salt", "garlic"]),
 ]
-ROWS = [{"id": f"Q{i}|en", "group": group_of(origin), "continent": None, "origin": origin, "lang": "en",
-         "sub_label": dish, "obj_label": gold} for i, (origin, dish, gold) in enumerate(DISHES)]
+ROWS = [
+    {
+        "id": f"Q{i}|en",
+        "group": group_of(origin),
+        "continent": None,
+        "origin": origin,
+        "lang": "en",
+        "sub_label": dish,
+        "obj_label": gold,
+    }
+    for i, (origin, dish, gold) in enumerate(DISHES)
+]
 # metrics_utils.COUNTRY: the named groups of v1's scorer; every other origin is "Others".
-V1_COUNTRY = {"United States of America": "U.S.", "France": "France", "Italy": "Italy", "India": "India",
-              "Japan": "Japan", "United Kingdom": "U.K.", "Spain": "Spain", "People's Republic of China": "China",
-              "Turkey": "Turkey", "Mexico": "Mexico"}
+V1_COUNTRY = {
+    "United States of America": "U.S.",
+    "France": "France",
+    "Italy": "Italy",
+    "India": "India",
+    "Japan": "Japan",
+    "United Kingdom": "U.K.",
+    "Spain": "Spain",
+    "People's Republic of China": "China",
+    "Turkey": "Turkey",
+    "Mexico": "Mexico",
+}
 # utils.English2English for the origins above (the rest map to themselves).
-V1_ENGLISH = {"People's Republic of China": "China", "United States of America": " the United States",
-              "United Kingdom": "the United Kingdom"}
+V1_ENGLISH = {
+    "People's Republic of China": "China",
+    "United States of America": " the United States",
+    "United Kingdom": "the United Kingdom",
+}
 
 
 def test_the_upstream_profile_per_model_kind():
-    v1 = {"split_gold": False, "ap_denominator": "ranked", "group_set": "v1_code", "round_template_map": True,
-          "country_names": {"en": {"United States of America": " the United States"}}}
+    v1 = {
+        "split_gold": False,
+        "ap_denominator": "ranked",
+        "group_set": "v1_code",
+        "round_template_map": True,
+        "country_names": {"en": {"United States of America": " the United States"}},
+    }
     assert FmlamaTask.options_for("upstream", {}, "masked") == FmlamaTask.Options(
-        **v1, max_candidate_tokens=10, candidate_tokenization="alone")
+        **v1, max_candidate_tokens=10, candidate_tokenization="alone"
+    )
     assert FmlamaTask.options_for("upstream", {}, "seq2seq") == FmlamaTask.Options(**v1, fill="upstream_regex")
     assert FmlamaTask.options_for("upstream", {}, "causal") == FmlamaTask.Options(
-        chat_decoding="sample", chat_temperature=0.7, chat_max_new_tokens=1024)
+        chat_decoding="sample", chat_temperature=0.7, chat_max_new_tokens=1024
+    )
     options = FmlamaTask.options_for("upstream", {}, "masked")
     sides = {d["id"]: d["side"] for d in FmlamaTask("fmlama_en", options, kind="masked").applied_deviations()}
-    assert sides == {"F1": "upstream", "F2": "upstream", "F2b": "upstream", "F4": "upstream", "F5": "default",
-                     "F7": "default", "F9": "upstream", "F10": "upstream", "F11": "upstream"}
+    assert sides == {
+        "F1": "upstream",
+        "F2": "upstream",
+        "F2b": "upstream",
+        "F4": "upstream",
+        "F5": "default",
+        "F7": "default",
+        "F9": "upstream",
+        "F10": "upstream",
+        "F11": "upstream",
+    }
     chat = FmlamaTask("fmlama_cs_en_en", FmlamaTask.Options(mode="chat", split_gold=False), kind="causal")
     assert chat.gold(ROWS[0]) == ["beef", "bread"]  # F1 concerns the ranking: chat replies match ingredients
     with pytest.raises(UnknownNameError, match="Unknown value of option group_set 'v1'"):
@@ -92,9 +134,11 @@ def v1_template_map(found: list[tuple[str, list[int]]]) -> dict[str, float]:
     """metrics_utils.compute_mAP for one template: `found` holds (origin, 0-based ranks of the golds found, ascending)
     per dish, dishes without one already dropped; AP = mean over the found golds of (j + 1) / (rank_j + 1); mAP =
     round(100 * mean AP, 2) per named origin, for Others (every other origin) and for all dishes."""
+
     def m_ap(rows: list[list[int]]) -> float:
-        return round(100 * sum(sum((j + 1) / (r + 1) for j, r in enumerate(ranks)) / len(ranks)
-                               for ranks in rows) / len(rows), 2)
+        return round(
+            100 * sum(sum((j + 1) / (r + 1) for j, r in enumerate(ranks)) / len(ranks) for ranks in rows) / len(rows), 2
+        )
 
     cells = {label: m_ap([ranks for o, ranks in found if o == origin]) for origin, label in V1_COUNTRY.items()}
     cells["Others"] = m_ap([ranks for o, ranks in found if o not in V1_COUNTRY])
@@ -123,8 +167,19 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(roberta_style, fml
     pool = sorted({v1_gold(row) for row in ROWS})
     lengths = {c: len(tok.tokenize(c)) for c in pool}
     assert lengths[v1_gold(ROWS[-1])] > 10 and sum(n <= 10 for n in lengths.values()) >= 8  # the cap bites once
-    runs = {p: run("fmlama_en", Scorer(model, tok), rows=ROWS, families=("hasParts",), data_dir=str(fmlama_release),
-                   protocol=p, out=tmp_path / p, progress=False) for p in ("upstream", "default")}
+    runs = {
+        p: run(
+            "fmlama_en",
+            Scorer(model, tok),
+            rows=ROWS,
+            families=("hasParts",),
+            data_dir=str(fmlama_release),
+            protocol=p,
+            out=tmp_path / p,
+            progress=False,
+        )
+        for p in ("upstream", "default")
+    }
     upstream = runs["upstream"]
     sides = {d["id"]: d["side"] for d in upstream.config["deviations"]}
     assert {i for i, side in sides.items() if side == "upstream"} == {"F1", "F2", "F2b", "F9", "F10", "F11"}
@@ -133,8 +188,9 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(roberta_style, fml
     for number, template in enumerate(HASPARTS, 1):
         relation, found = f"hasParts_{number}", []
         for row in ROWS:
-            ranking = [c for c, _ in upstream_masked_ranking(model, tok, template, row["sub_label"], pool,
-                                                             max_pieces=10)]
+            ranking = [
+                c for c, _ in upstream_masked_ranking(model, tok, template, row["sub_label"], pool, max_pieces=10)
+            ]
             ranks = [i for i, c in enumerate(ranking) if c == v1_gold(row)]
             record = next(r for r in upstream.records if r["id"] == row["id"] and r["template"] == relation)
             assert record["gold"] == [v1_gold(row)] and record["n_candidates"] == len(ranking)
@@ -193,9 +249,18 @@ class HashSeq2Seq:
 
 def test_t5_path_regex_fill_and_map_without_a_cap(fmlama_release):
     scorers = {p: HashSeq2Seq() for p in ("upstream", "default")}
-    runs = {p: run("fmlama_en", scorers[p], rows=ROWS, data_dir=str(fmlama_release), protocol=p, progress=False,
-                   **({"max_candidate_tokens": 10} if p == "upstream" else {}))  # the cap is the masked path's only
-            for p in scorers}
+    runs = {
+        p: run(
+            "fmlama_en",
+            scorers[p],
+            rows=ROWS,
+            data_dir=str(fmlama_release),
+            protocol=p,
+            progress=False,
+            **({"max_candidate_tokens": 10} if p == "upstream" else {}),
+        )  # the cap is the masked path's only
+        for p in scorers
+    }
     upstream = runs["upstream"]
     templates = {rel: text for rel, text in upstream.config["protocol"]["templates"].items()}
     pool = sorted({v1_gold(row) for row in ROWS})
@@ -222,6 +287,9 @@ def test_t5_path_regex_fill_and_map_without_a_cap(fmlama_release):
 
 def test_the_fill_strips_the_template_and_the_dish_but_not_the_country():
     assert fill(" In [C], the food [X] has [Y] . ", " pizza ", " the United States", "en") == (
-        "In  the United States, the food pizza has ", " .", False)
+        "In  the United States, the food pizza has ",
+        " .",
+        False,
+    )
     # Hebrew's numbered slots are filled by replacement either way (v1 never filled them)
     assert fill("במאכל [1] יש את [2].", "פיצה", None, "he", "upstream_regex") == ("במאכל פיצה יש את ", ".", False)

@@ -14,36 +14,69 @@ from culture_probe.models.tiny import tiny_model, train_tokenizer
 from culture_probe.runner import run
 from culture_probe.tasks.maps import MapsTask, memorisation_prompts, reasoning_prompt
 
-PAIRS = [("Look before you leap", "Think first.", "Do not think first."),
-         ("Haste makes waste", "Hurry spoils work.", "Hurry helps work."),
-         ("Practice makes perfect", "Training helps.", "Training is useless."),
-         ("An apple a day keeps the doctor away", "Apples keep you healthy.", "Apples make you ill."),
-         ("Every cloud has a silver lining", "Bad times bring some good.", "Bad times bring only bad."),
-         ("Actions speak louder than words", "Deeds matter more.", "Words matter more.")]
-ROWS = [{"id": f"r{i}", "language": "en", "proverb": proverb, "answer1": right, "answer2": wrong,
-         "conversation": f'Person 1: "Why?" Person 2: "{proverb}."', "is_figurative": bool(i % 2), "label": i % 2}
-        for i, (proverb, right, wrong) in enumerate(PAIRS)]
+PAIRS = [
+    ("Look before you leap", "Think first.", "Do not think first."),
+    ("Haste makes waste", "Hurry spoils work.", "Hurry helps work."),
+    ("Practice makes perfect", "Training helps.", "Training is useless."),
+    ("An apple a day keeps the doctor away", "Apples keep you healthy.", "Apples make you ill."),
+    ("Every cloud has a silver lining", "Bad times bring some good.", "Bad times bring only bad."),
+    ("Actions speak louder than words", "Deeds matter more.", "Words matter more."),
+]
+ROWS = [
+    {
+        "id": f"r{i}",
+        "language": "en",
+        "proverb": proverb,
+        "answer1": right,
+        "answer2": wrong,
+        "conversation": f'Person 1: "Why?" Person 2: "{proverb}."',
+        "is_figurative": bool(i % 2),
+        "label": i % 2,
+    }
+    for i, (proverb, right, wrong) in enumerate(PAIRS)
+]
 # The memorisation patterns as upstream's experiments/src/patterns.py:3-51 writes them (English in lower case).
 UPSTREAM_PATTERNS = {
-    "en": ["proverb: {proverb}", "complete this proverb: {proverb}", "finish the proverb: {proverb}",
-           "what's missing at the end of this proverb: {proverb}", "what's the last word of this proverb: {proverb}"],
-    "de": ["Sprichwort: {proverb}", "Vervollständige dieses Sprichwort: {proverb}", "Beende das Sprichwort: {proverb}",
-           "Was fehlt am Ende dieses Sprichworts: {proverb}", "Was ist das letzte Wort dieses Sprichworts: {proverb}"],
+    "en": [
+        "proverb: {proverb}",
+        "complete this proverb: {proverb}",
+        "finish the proverb: {proverb}",
+        "what's missing at the end of this proverb: {proverb}",
+        "what's the last word of this proverb: {proverb}",
+    ],
+    "de": [
+        "Sprichwort: {proverb}",
+        "Vervollständige dieses Sprichwort: {proverb}",
+        "Beende das Sprichwort: {proverb}",
+        "Was fehlt am Ende dieses Sprichworts: {proverb}",
+        "Was ist das letzte Wort dieses Sprichworts: {proverb}",
+    ],
 }
 
 
 def test_the_upstream_profile_per_model_kind():
-    assert MapsTask.options_for("upstream", {}, "causal") == MapsTask.Options(mem_max_new_tokens=4,
-                                                                             mem_match="substring")
+    assert MapsTask.options_for("upstream", {}, "causal") == MapsTask.Options(
+        mem_max_new_tokens=4, mem_match="substring"
+    )
     assert MapsTask.options_for("upstream", {}, "seq2seq") == MapsTask.Options(
-        mem_max_new_tokens=19, mem_match="substring", seq2seq_style="plain")
+        mem_max_new_tokens=19, mem_match="substring", seq2seq_style="plain"
+    )
     assert MapsTask.options_for("upstream", {}, "masked") == MapsTask.Options(
-        mlm_letter_pieces="bare", mem_template_lang="native", mem_match="substring")
+        mlm_letter_pieces="bare", mem_template_lang="native", mem_match="substring"
+    )
     assert MapsTask.options_for("default", {}, "masked") == MapsTask.Options()
-    sides = {d["id"]: d["side"] for d in MapsTask("maps_en", MapsTask.options_for("upstream", {}, "masked"),
-                                                  kind="masked").applied_deviations()}
-    assert sides == {"M1": "default", "M4": "upstream", "M5": "upstream", "M6c": "upstream", "M7": "default",
-                     "M9": "default"}  # M1, M7 and M9 have no upstream side (their notes say why)
+    sides = {
+        d["id"]: d["side"]
+        for d in MapsTask("maps_en", MapsTask.options_for("upstream", {}, "masked"), kind="masked").applied_deviations()
+    }
+    assert sides == {
+        "M1": "default",
+        "M4": "upstream",
+        "M5": "upstream",
+        "M6c": "upstream",
+        "M7": "default",
+        "M9": "default",
+    }  # M1, M7 and M9 have no upstream side (their notes say why)
 
 
 # ---------------------------------------------------------------- reasoning: the letter decision
@@ -161,8 +194,12 @@ class Stub:
     def score(self, requests, options=None):
         import numpy as np
 
-        return [CandidateScores(r.candidates, np.array([-1.0] * len(r.candidates)),
-                                np.array([self.target_tokens] * len(r.candidates))) for r in requests]
+        return [
+            CandidateScores(
+                r.candidates, np.array([-1.0] * len(r.candidates)), np.array([self.target_tokens] * len(r.candidates))
+            )
+            for r in requests
+        ]
 
     def generate(self, prompts, options):
         self.budgets.add(options.max_new_tokens)
@@ -189,8 +226,9 @@ CASES = [  # kind, language, proverb, template (0-based), output, upstream succe
 
 
 @pytest.mark.parametrize("kind,language,proverb,t,output,upstream_success,default_success", CASES)
-def test_memorisation_success_follows_upstreams_post_processing(kind, language, proverb, t, output, upstream_success,
-                                                                default_success):
+def test_memorisation_success_follows_upstreams_post_processing(
+    kind, language, proverb, t, output, upstream_success, default_success
+):
     row = {**ROWS[0], "id": "p", "language": language, "proverb": proverb}
     successes, prompts = {}, {}
     for protocol in ("upstream", "default"):
@@ -202,8 +240,9 @@ def test_memorisation_success_follows_upstreams_post_processing(kind, language, 
         assert sorted(stub.asked) == sorted(prompts[protocol])
     # M5: upstream asked XLM-R in the proverb's own language (memorization.py:101), the others in English
     pattern = UPSTREAM_PATTERNS["de" if kind == "masked" else "en"][t]
-    assert prompts["upstream"][t] == pattern.format(proverb=proverb.lower().rpartition(" ")[0]).lower() \
-        or language == "zh"
+    assert (
+        prompts["upstream"][t] == pattern.format(proverb=proverb.lower().rpartition(" ")[0]).lower() or language == "zh"
+    )
     # what upstream decoded: a causal model's prompt and continuation together, the others' output alone
     decoded = prompts["upstream"][t] + output if kind == "causal" else output
     assert upstream_memorised(decoded, proverb, pattern, kind, language) is upstream_success
@@ -237,7 +276,7 @@ def test_causal_memorisation_on_a_real_model_matches_upstream():
         encoded = tok(prompt, return_tensors="pt")
         with torch.no_grad():
             out = model.generate(**encoded, max_new_tokens=4, do_sample=False)[0]
-        return tok.decode(out), out[encoded["input_ids"].shape[1]:].tolist()
+        return tok.decode(out), out[encoded["input_ids"].shape[1] :].tolist()
 
     # Plant one proverb: its last word is what the model says after the first template's prompt (a word-initial
     # piece, so that a joint decoding and the library's prompt + continuation read alike: see upstream_completion).
@@ -252,6 +291,7 @@ def test_causal_memorisation_on_a_real_model_matches_upstream():
             decoded, new_ids = upstream_generate(prompt)
             record = got[row["id"], t + 1]
             assert len(new_ids) == 4 and record["output"] == tok.decode(new_ids, skip_special_tokens=True)
-            assert record["success"] is upstream_memorised(decoded, row["proverb"], UPSTREAM_PATTERNS["en"][t],
-                                                            "causal", "en"), (row["proverb"], t, decoded)
+            assert record["success"] is upstream_memorised(
+                decoded, row["proverb"], UPSTREAM_PATTERNS["en"][t], "causal", "en"
+            ), (row["proverb"], t, decoded)
     assert got["p0", 1]["success"] and not got["p1", 1]["success"]

@@ -35,9 +35,15 @@ from culture_probe.tasks.probes import GenerateRecord
 from culture_probe.tasks.xfakt import XfaktTask
 
 WRONG = {  # specs/xfakt.md 5.2: errors out of 7 facts per (question language, country)
-    ("en", "United States"): 0, ("en", "Japan"): 1, ("en", "Kenya"): 3,
-    ("ja", "United States"): 2, ("ja", "Japan"): 0, ("ja", "Kenya"): 4,
-    ("sw", "United States"): 1, ("sw", "Japan"): 3, ("sw", "Kenya"): 1,
+    ("en", "United States"): 0,
+    ("en", "Japan"): 1,
+    ("en", "Kenya"): 3,
+    ("ja", "United States"): 2,
+    ("ja", "Japan"): 0,
+    ("ja", "Kenya"): 4,
+    ("sw", "United States"): 1,
+    ("sw", "Japan"): 3,
+    ("sw", "Kenya"): 1,
 }
 
 
@@ -61,9 +67,17 @@ def upstream_scores(wrong: dict, asked: dict) -> dict:
     mean_non, mean_assoc = np.mean(off), np.mean(diag)
     frs = 1.5 * (1 / (mean_non + mean_assoc + 1) - 1 / 3)
     kts = 2 * (1 / (abs(mean_non - mean_assoc) + 1) - 1 / 2)
-    return {"mu_assoc": mean_assoc, "mu_non": mean_non, "std_assoc": 100 * np.std(diag),
-            "std_non": 100 * np.std(off), "t": t, "p": p, "frs": frs, "kts": kts,
-            "xfakt": 2 * frs * kts / (frs + kts)}
+    return {
+        "mu_assoc": mean_assoc,
+        "mu_non": mean_non,
+        "std_assoc": 100 * np.std(diag),
+        "std_non": 100 * np.std(off),
+        "t": t,
+        "p": p,
+        "frs": frs,
+        "kts": kts,
+        "xfakt": 2 * frs * kts / (frs + kts),
+    }
 
 
 def upstream_reply(generated: str, prompt: str) -> str:
@@ -76,9 +90,16 @@ def upstream_reply(generated: str, prompt: str) -> str:
 
 def records_of(wrong: dict, asked: dict) -> list[GenerateRecord]:
     """Graded answer records: `wrong[cell]` of the `asked[cell]` questions of each cell answered wrongly."""
-    return [GenerateRecord(f"{lang}-{country}-{i}", "", "answer", {
-        "language": lang, "country": country, "correct": i >= wrong[(lang, country)], "verdict": "x"})
-        for (lang, country), n in asked.items() for i in range(n)]
+    return [
+        GenerateRecord(
+            f"{lang}-{country}-{i}",
+            "",
+            "answer",
+            {"language": lang, "country": country, "correct": i >= wrong[(lang, country)], "verdict": "x"},
+        )
+        for (lang, country), n in asked.items()
+        for i in range(n)
+    ]
 
 
 def metrics_with(protocol: str, wrong: dict, asked: dict, kind: str = "causal") -> dict:
@@ -88,14 +109,24 @@ def metrics_with(protocol: str, wrong: dict, asked: dict, kind: str = "causal") 
 
 def library_view(metrics: dict) -> dict:
     """The library's numbers under the names of `upstream_scores`."""
-    return {"mu_assoc": metrics["mu_assoc"], "mu_non": metrics["mu_non"], "std_assoc": metrics["assoc_error"]["std"],
-            "std_non": metrics["non_assoc_error"]["std"], "t": metrics["t_statistic"], "p": metrics["p_value"],
-            **{k: metrics[k] for k in ("frs", "kts", "xfakt")}}
+    return {
+        "mu_assoc": metrics["mu_assoc"],
+        "mu_non": metrics["mu_non"],
+        "std_assoc": metrics["assoc_error"]["std"],
+        "std_non": metrics["non_assoc_error"]["std"],
+        "t": metrics["t_statistic"],
+        "p": metrics["p_value"],
+        **{k: metrics[k] for k in ("frs", "kts", "xfakt")},
+    }
 
 
 def test_the_profiles_options_and_what_upstream_never_did():
-    assert XfaktTask.profile("upstream", "causal") == {"double_bos": True, "round_cells": True,
-                                                       "round_statistics": True, "strip_echo": True}
+    assert XfaktTask.profile("upstream", "causal") == {
+        "double_bos": True,
+        "round_cells": True,
+        "round_statistics": True,
+        "strip_echo": True,
+    }
     # aya-101 (seq2seq) ran through HF on the raw question, with no echo removal: only the scorer applies
     assert XfaktTask.profile("upstream", "seq2seq") == {"round_cells": True, "round_statistics": True}
     # eval.py:16-18 defines tier lists but never uses them: the upstream profile adds no tier breakdown of its own
@@ -106,8 +137,10 @@ def test_worked_example_statistics_are_upstreams_rounded_cells():
     asked = dict.fromkeys(WRONG, 7)
     upstream = upstream_scores(WRONG, asked)
     # the audit's numbers (section 6): std 6.5997 / 15.8815 %, t 2.6454, p 0.0332
-    assert (upstream["std_assoc"], upstream["std_non"]) == (pytest.approx(6.5997, abs=1e-4),
-                                                            pytest.approx(15.8815, abs=1e-4))
+    assert (upstream["std_assoc"], upstream["std_non"]) == (
+        pytest.approx(6.5997, abs=1e-4),
+        pytest.approx(15.8815, abs=1e-4),
+    )
     assert (upstream["t"], upstream["p"]) == (pytest.approx(2.6454, abs=1e-4), pytest.approx(0.0332, abs=1e-4))
     assert library_view(metrics_with("upstream", WRONG, asked)) == pytest.approx(upstream, rel=1e-12)
     # the default: the same FRS, KTS and X-FaKT, the statistics from unrounded cells (spec 5.1)
@@ -141,11 +174,19 @@ def test_random_tables_score_as_upstreams_eval(table):
     upstream = upstream_scores(wrong, asked)
     for kind in ("causal", "seq2seq"):  # the scorer's options are the same for every kind upstream ran
         options = XfaktTask.options_for("upstream", {}, kind)
-        ours = library_view(xfakt(**columns, associations={lang: ASSOCIATIONS[lang] for lang in languages},
-                                  round_cells=options.round_cells, round_statistics=options.round_statistics))
+        ours = library_view(
+            xfakt(
+                **columns,
+                associations={lang: ASSOCIATIONS[lang] for lang in languages},
+                round_cells=options.round_cells,
+                round_statistics=options.round_statistics,
+            )
+        )
         if math.isfinite(upstream["t"]):
-            assert (ours["t"], ours["p"]) == (pytest.approx(upstream["t"], rel=1e-9),
-                                              pytest.approx(upstream["p"], rel=1e-9, abs=1e-15))
+            assert (ours["t"], ours["p"]) == (
+                pytest.approx(upstream["t"], rel=1e-9),
+                pytest.approx(upstream["p"], rel=1e-9, abs=1e-15),
+            )
         else:  # constant cells: upstream's t is nan (or inf); the library says it is undefined
             assert (ours["t"], ours["p"]) == (None, None)
         for key in ("mu_assoc", "mu_non", "std_assoc", "std_non", "frs", "kts", "xfakt"):
@@ -159,10 +200,17 @@ def test_random_tables_score_as_upstreams_eval(table):
 # ---------------------------------------------------------------- replies (X9) and the double BOS (X1)
 
 
-@pytest.mark.parametrize("generated", [
-    "{q}\nUnited States", "  {q}  United States ", "United States. {q}", "{q}{q}", "United States",
-    " {q} ",
-])
+@pytest.mark.parametrize(
+    "generated",
+    [
+        "{q}\nUnited States",
+        "  {q}  United States ",
+        "United States. {q}",
+        "{q}{q}",
+        "United States",
+        " {q} ",
+    ],
+)
 def test_an_echoed_question_is_deleted_from_the_reply_as_upstream(xfakt_release, generated):
     rows = rows_of(xfakt_release, "New York", languages=("en",))
     output = generated.format(q=rows[0]["question"])
@@ -188,8 +236,16 @@ def test_an_echo_can_decide_the_verdict(xfakt_release):
 
 
 def test_the_judges_echoed_prompt_is_deleted_before_reading_the_verdict(xfakt_release):
-    answer = GenerateRecord("fr-000-en", "", "answer", {"gold": "United States", "reply": "See [4]: United States",
-                                                        "question": "In which country is New York located?"})
+    answer = GenerateRecord(
+        "fr-000-en",
+        "",
+        "answer",
+        {
+            "gold": "United States",
+            "reply": "See [4]: United States",
+            "question": "In which country is New York located?",
+        },
+    )
     upstream = xtask(xfakt_release, **XfaktTask.profile("upstream", "causal"))
     default = xtask(xfakt_release)
     (probe,) = upstream.build_probes([], stage="judge", previous=[answer])
@@ -225,9 +281,19 @@ class _Echo:
 
 def test_an_upstream_run_records_each_side(xfakt_release, tmp_path):
     rows = rows_of(xfakt_release, "New York", languages=("en",))
-    results = {protocol: run("xfakt_factual_recall", _Echo(), rows=rows, judge="string", progress=False,
-                             data_dir=str(xfakt_release), protocol=protocol, out=tmp_path / protocol)
-               for protocol in ("default", "upstream")}
+    results = {
+        protocol: run(
+            "xfakt_factual_recall",
+            _Echo(),
+            rows=rows,
+            judge="string",
+            progress=False,
+            data_dir=str(xfakt_release),
+            protocol=protocol,
+            out=tmp_path / protocol,
+        )
+        for protocol in ("default", "upstream")
+    }
     assert results["upstream"].records[0]["reply"] == "United States"
     assert results["default"].records[0]["reply"] == f"{rows[0]['question']}\nUnited States"
     sides = {p: {d["id"]: d["side"] for d in r.config["deviations"]} for p, r in results.items()}

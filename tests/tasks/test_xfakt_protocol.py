@@ -31,10 +31,22 @@ from culture_probe.tasks.xfakt import (
     parse_verdict,
 )
 
-CHAT = ("{% for m in messages %}<user> {{ m['content'] }}\n{% endfor %}"
-        "{% if add_generation_prompt %}<bot>{% endif %}")
-COUNTRIES_EN = ["United States", "India", "China", "Russia", "Saudi Arabia", "France", "Nepal", "Japan", "Ukraine",
-                "Greece", "Turkey", "Kenya", "Thailand"]
+CHAT = "{% for m in messages %}<user> {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}<bot>{% endif %}"
+COUNTRIES_EN = [
+    "United States",
+    "India",
+    "China",
+    "Russia",
+    "Saudi Arabia",
+    "France",
+    "Nepal",
+    "Japan",
+    "Ukraine",
+    "Greece",
+    "Turkey",
+    "Kenya",
+    "Thailand",
+]
 PROMPT_OURS_SHA256 = "7e8a122eef9dba87372b73d50d686ece76017919eaa60ab75af398fc09dbeb22"  # spec 4.3
 
 
@@ -56,8 +68,11 @@ def recall_rows(release: Path) -> tuple[dict, ...]:
 
 def rows_of(release: Path, *entities: str, languages: tuple[str, ...] | None = None) -> list[dict]:
     """The factual-recall rows of the entities named (English names), in release order."""
-    return [r for r in recall_rows(release) if r["entity_en"] in entities and (languages is None or
-                                                                                r["language"] in languages)]
+    return [
+        r
+        for r in recall_rows(release)
+        if r["entity_en"] in entities and (languages is None or r["language"] in languages)
+    ]
 
 
 def by_entity(rows: list[dict], probes: list) -> dict:
@@ -78,8 +93,9 @@ def tiny_chat_scorer(release: Path) -> Scorer:
 
 
 def test_questions_are_the_papers_templates_sent_as_one_chat_turn(xfakt_release):
-    rows = rows_of(xfakt_release, "New York", "George Washington", "Kutztown Folk Festival",
-                   languages=("en", "ar", "ja"))
+    rows = rows_of(
+        xfakt_release, "New York", "George Washington", "Kutztown Folk Festival", languages=("en", "ar", "ja")
+    )
     probes = by_entity(rows, xtask(xfakt_release).build_probes(rows))
     assert probes["New York", "en"].prompt == "In which country is New York located?"
     assert probes["George Washington", "en"].prompt == "George Washington is from which country?"
@@ -88,8 +104,9 @@ def test_questions_are_the_papers_templates_sent_as_one_chat_turn(xfakt_release)
     assert probes["New York", "ja"].prompt == "ニューヨーク はどの国にありますか?"
     assert probes["New York", "ar"].prompt == "في أي بلد يقع نيويورك؟"
     assert probes["George Washington", "ja"].prompt == "ジョージ・ワシントン はどの国からですか?"
-    assert len(probes) == 9 and all(isinstance(p, GenerateProbe) and p.options.chat and p.options.max_new_tokens == 128
-                                    for p in probes.values())
+    assert len(probes) == 9 and all(
+        isinstance(p, GenerateProbe) and p.options.chat and p.options.max_new_tokens == 128 for p in probes.values()
+    )
     seq2seq = xtask(xfakt_release, kind="seq2seq").build_probes(rows[:1])
     assert not seq2seq[0].options.chat  # seq2seq instruct models get the raw question (spec 4.2)
 
@@ -100,8 +117,10 @@ def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
     assert len(template) == 1412 and hashlib.sha256(template.encode()).hexdigest() == PROMPT_OURS_SHA256
     filled = judge_prompt(literals(), "भारत", "मुंबई किस देश में स्थित है?", "India")
     assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
-    assert filled.endswith("[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
-                           "[The Start of Assistant's Answer]\nIndia\n\n[The End of Assistant's Answer]\n")
+    assert filled.endswith(
+        "[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
+        "[The Start of Assistant's Answer]\nIndia\n\n[The End of Assistant's Answer]\n"
+    )
 
 
 def test_judge_prompt_fills_the_data_files_rubric(xfakt_release):
@@ -109,20 +128,28 @@ def test_judge_prompt_fills_the_data_files_rubric(xfakt_release):
     assert system == "You are a helpful assistant." and template.count("{") == 3  # SYSTEM_PROMPT_OURS, PROMPT_OURS
     filled = judge_prompt(literals(xfakt_release), "भारत", "मुंबई किस देश में स्थित है?", "India {not a slot}")
     assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
-    assert filled.endswith("[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
-                           "[The Start of Assistant's Answer]\nIndia {not a slot}\n\n[The End of Assistant's Answer]\n")
+    assert filled.endswith(
+        "[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
+        "[The Start of Assistant's Answer]\nIndia {not a slot}\n\n[The End of Assistant's Answer]\n"
+    )
 
 
 def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(xfakt_release):
-    answer = GenerateRecord("fr-000-hi", "", "answer", {"gold": "संयुक्त राज्य अमेरिका",
-                                                        "question": "न्यूयॉर्क किस देश में स्थित है?", "reply": "अमेरिका"})
+    answer = GenerateRecord(
+        "fr-000-hi",
+        "",
+        "answer",
+        {"gold": "संयुक्त राज्य अमेरिका", "question": "न्यूयॉर्क किस देश में स्थित है?", "reply": "अमेरिका"},
+    )
     task = xtask(xfakt_release)
     (probe,) = task.build_probes([], stage="judge", previous=[answer])
     # SYSTEM_PROMPT_OURS (spec 4.3)
     assert probe.options.system == "You are a helpful assistant." and probe.options.chat
     assert probe.prompt == judge_prompt(literals(xfakt_release), answer["gold"], answer["question"], answer["reply"])
-    assert probe.prompt.endswith("[Reference]\nसंयुक्त राज्य अमेरिका\n\n[Question]\nन्यूयॉर्क किस देश में स्थित है?\n\n"
-                                 "[The Start of Assistant's Answer]\nअमेरिका\n\n[The End of Assistant's Answer]\n")
+    assert probe.prompt.endswith(
+        "[Reference]\nसंयुक्त राज्य अमेरिका\n\n[Question]\nन्यूयॉर्क किस देश में स्थित है?\n\n"
+        "[The Start of Assistant's Answer]\nअमेरिका\n\n[The End of Assistant's Answer]\n"
+    )
     assert not any(d["id"] == "X6" for d in task.applied_deviations())
 
 
@@ -159,8 +186,10 @@ def test_string_judge_reads_the_first_answer_named_in_any_language(xfakt_release
     assert judge.judge("它在印度。", "India", gold_name="भारत", english_name="India") == (True, "other_language")
     assert judge.judge("Not China: India.", "India", gold_name="भारत", english_name="India") == (False, "incorrect")
     assert judge.judge("Indiana, USA", "India", gold_name="India", english_name="India") == (False, "incorrect")
-    assert judge.judge("saudi arabia", "Saudi Arabia", gold_name="Saudi Arabia",
-                       english_name="Saudi Arabia") == (True, "same_language")
+    assert judge.judge("saudi arabia", "Saudi Arabia", gold_name="Saudi Arabia", english_name="Saudi Arabia") == (
+        True,
+        "same_language",
+    )
     assert judge.judge("I do not know.", "India", gold_name="India", english_name="India") == (False, "incorrect")
     # the released bird name and the corrected name of Turkey are both accepted
     assert judge.judge("火鸡", "Turkey", gold_name="火鸡", english_name="Turkey")[0]
@@ -184,19 +213,32 @@ def test_string_judge_needs_names():
 
 
 def test_spec_worked_example_through_the_task():
-    counts = {("en", "United States"): 0, ("en", "Japan"): 1, ("en", "Kenya"): 3, ("ja", "United States"): 2,
-              ("ja", "Japan"): 0, ("ja", "Kenya"): 4, ("sw", "United States"): 1, ("sw", "Japan"): 3,
-              ("sw", "Kenya"): 1}
+    counts = {
+        ("en", "United States"): 0,
+        ("en", "Japan"): 1,
+        ("en", "Kenya"): 3,
+        ("ja", "United States"): 2,
+        ("ja", "Japan"): 0,
+        ("ja", "Kenya"): 4,
+        ("sw", "United States"): 1,
+        ("sw", "Japan"): 3,
+        ("sw", "Kenya"): 1,
+    }
     records = []
     for (language, country), errors in counts.items():
         for i in range(7):
-            records.append(GenerateRecord(f"{language}-{country}-{i}", "", "answer", {
-                "language": language, "country": country, "correct": i >= errors, "verdict": "x"}))
+            records.append(
+                GenerateRecord(
+                    f"{language}-{country}-{i}",
+                    "",
+                    "answer",
+                    {"language": language, "country": country, "correct": i >= errors, "verdict": "x"},
+                )
+            )
     metrics = XfaktTask("xfakt_factual_recall", kind="causal").compute_metrics(records)
     assert metrics["mu_assoc"] == pytest.approx(0.046667, abs=1e-6)
     assert metrics["mu_non"] == pytest.approx(0.333333, abs=1e-6)
-    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586957, 0.554404, 0.570216),
-                                                                                abs=1e-6)
+    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586957, 0.554404, 0.570216), abs=1e-6)
     # the results schema: the same scores, with an interval from questions resampled within their cells
     for name in ("frs", "kts", "xfakt"):
         estimate = metrics["results"]["overall"][name]
@@ -205,8 +247,7 @@ def test_spec_worked_example_through_the_task():
     assert metrics["results"]["overall"]["error_rate"]["value"] == pytest.approx(100 * 15 / 63)
     exact = XfaktTask("xfakt_factual_recall", XfaktTask.Options(round_cells=False), kind="causal")
     metrics = exact.compute_metrics(records)
-    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586207, 0.555556, 0.570470),
-                                                                                abs=1e-6)
+    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586207, 0.555556, 0.570470), abs=1e-6)
 
 
 # ---------------------------------------------------------------- runs on tiny models
@@ -215,8 +256,16 @@ def test_spec_worked_example_through_the_task():
 @pytest.mark.slow
 def test_generation_with_string_judge_end_to_end(xfakt_release, tmp_path):
     rows = rows_of(xfakt_release, "New York", "George Washington", languages=("en", "hi", "fr"))
-    result = run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), rows=rows, judge="string",
-                 max_new_tokens=6, out=tmp_path / "run", progress=False, data_dir=str(xfakt_release))
+    result = run(
+        "xfakt_factual_recall",
+        tiny_chat_scorer(xfakt_release),
+        rows=rows,
+        judge="string",
+        max_new_tokens=6,
+        out=tmp_path / "run",
+        progress=False,
+        data_dir=str(xfakt_release),
+    )
     assert len(result.records) == 6 and all(r["stage"] == "answer" for r in result.records)
     assert {r["verdict"] for r in result.records} <= {"same_language", "english", "other_language", "incorrect"}
     assert set(result.metrics["error_by_language"]) == {"en", "hi", "fr"}
@@ -226,8 +275,10 @@ def test_generation_with_string_judge_end_to_end(xfakt_release, tmp_path):
     assert "India, France" in result.metrics["xfakt_unavailable"]
     assert set(result.metrics["results"]["omitted"]) == {"frs", "kts", "xfakt"}
     assert "kts" not in result.metrics["results"]["overall"]
-    errors = {lang: 100 * sum(not r["correct"] for r in result.records if r["language"] == lang) / 2
-              for lang in ("en", "hi", "fr")}
+    errors = {
+        lang: 100 * sum(not r["correct"] for r in result.records if r["language"] == lang) / 2
+        for lang in ("en", "hi", "fr")
+    }
     assert result.metrics["error_by_language"] == pytest.approx(errors)
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Language x country errors" in report and list((tmp_path / "run" / "plots").glob("*.png"))
@@ -241,14 +292,23 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(xfakt_release, tmp_path):
     rows = rows_of(xfakt_release, "New York", languages=("en", "sw"))
     task = xtask(xfakt_release, judge_model=str(judge_dir))
     assert task.stages == ("answer", "judge") and task.stage_model("judge") == str(judge_dir)
-    result = run("xfakt_factual_recall", scorer, rows=rows, judge_model=str(judge_dir), max_new_tokens=4,
-                 judge_max_new_tokens=4, progress=False, data_dir=str(xfakt_release))
+    result = run(
+        "xfakt_factual_recall",
+        scorer,
+        rows=rows,
+        judge_model=str(judge_dir),
+        max_new_tokens=4,
+        judge_max_new_tokens=4,
+        progress=False,
+        data_dir=str(xfakt_release),
+    )
     answers = [r for r in result.records if r["stage"] == "answer"]
     judged = [r for r in result.records if r["stage"] == "judge"]
     assert [r["id"] for r in judged] == [r["id"] for r in answers] == ["fr-000-en", "fr-000-sw"]
     probes = task.build_probes(rows, stage="judge", previous=answers)
-    assert probes[0].prompt == judge_prompt(literals(xfakt_release), "United States",
-                                            "In which country is New York located?", answers[0]["reply"])
+    assert probes[0].prompt == judge_prompt(
+        literals(xfakt_release), "United States", "In which country is New York located?", answers[0]["reply"]
+    )
     options = probes[0].options
     assert options.chat and options.max_new_tokens == 256 and options.system == "You are a helpful assistant."
     assert result.metrics["n_items"] == 2
@@ -282,8 +342,15 @@ def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(xfakt_re
     scorer = Scorer(tiny_model("gpt2", tok, layers=1, hidden=32), tok)
     with pytest.raises(UnsupportedModelError, match="has no chat template"):
         run("xfakt_factual_recall", scorer, rows=rows, mode="rank", progress=False, data_dir=str(xfakt_release))
-    result = run("xfakt_factual_recall", scorer, rows=rows, mode="rank", rank_prompt="plain", progress=False,
-                 data_dir=str(xfakt_release))
+    result = run(
+        "xfakt_factual_recall",
+        scorer,
+        rows=rows,
+        mode="rank",
+        rank_prompt="plain",
+        progress=False,
+        data_dir=str(xfakt_release),
+    )
     assert len(result.records[0]["scores"]) == 13
     assert "X7" in {d["id"] for d in result.config["deviations"]}
 
@@ -327,10 +394,24 @@ def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(xfakt_release,
             return super().generate(prompts, options)
 
     rows = rows_of(xfakt_release, "New York", languages=("en",))
-    run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", progress=False,
-        data_dir=str(xfakt_release))
-    result = run("xfakt_factual_recall", Recording("United States"), rows=rows, judge="string", double_bos=True,
-                 out=tmp_path / "run", progress=False, data_dir=str(xfakt_release))
+    run(
+        "xfakt_factual_recall",
+        Recording("United States"),
+        rows=rows,
+        judge="string",
+        progress=False,
+        data_dir=str(xfakt_release),
+    )
+    result = run(
+        "xfakt_factual_recall",
+        Recording("United States"),
+        rows=rows,
+        judge="string",
+        double_bos=True,
+        out=tmp_path / "run",
+        progress=False,
+        data_dir=str(xfakt_release),
+    )
     assert asked == [(True, None), (True, True)]  # the paper's rule, then upstream's special tokens added again
     # X1 concerns every chat-templated generation; its side says which rule the run took
     assert {d["id"]: d["side"] for d in result.config["deviations"]}["X1"] == "upstream"
@@ -343,8 +424,16 @@ def test_smoke_run_without_non_associated_cells_still_reports(xfakt_release, tmp
     # United States entities asked in English: diagonal cells only
     rows = rows_of(xfakt_release, "New York", "Los Angeles", "Chicago", languages=("en",))
     assert len(rows) == 3 and {r["country"] for r in rows} == {"United States"}
-    result = run("xfakt_factual_recall", _FixedReply("United States"), rows=rows, judge="string", limit=3,
-                 out=tmp_path / "run", progress=False, data_dir=str(xfakt_release))
+    result = run(
+        "xfakt_factual_recall",
+        _FixedReply("United States"),
+        rows=rows,
+        judge="string",
+        limit=3,
+        out=tmp_path / "run",
+        progress=False,
+        data_dir=str(xfakt_release),
+    )
     assert (result.metrics["frs"], result.metrics["kts"], result.metrics["xfakt"]) == (None, None, None)
     assert "non-associated" in result.metrics["xfakt_unavailable"]
     assert result.metrics["error_rate"] == 0.0
@@ -365,4 +454,5 @@ def test_headline_shows_errors_with_two_decimals_and_scores_with_three():
     metrics = {"mu_assoc": 1 / 21, "mu_non": 1 / 3, "kts": 0.555556, "frs": 0.586207, "xfakt": 0.570470}
     assert headline_text("factual_recall", metrics) == (
         "Associated-language error 4.76% vs non-associated 33.33% (gap 28.57 points): KTS 0.556 (1 = the same "
-        "knowledge in every language), FRS 0.586, X-FaKT 0.570.")
+        "knowledge in every language), FRS 0.586, X-FaKT 0.570."
+    )

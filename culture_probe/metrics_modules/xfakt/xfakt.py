@@ -40,7 +40,15 @@ class Xfakt(evaluate.Metric):
         }
         return metric_info(__doc__, "xfakt", datasets.Features(features))
 
-    def _compute(self, correct, language, country, associations=None, round_cells=True, tiers="paper",
-                 round_statistics=False):
-        return xfakt(correct, language, country, associations=associations, round_cells=round_cells, tiers=tiers,
-                     round_statistics=round_statistics)
+    def _compute(
+        self, correct, language, country, associations=None, round_cells=True, tiers="paper", round_statistics=False
+    ):
+        return xfakt(
+            correct,
+            language,
+            country,
+            associations=associations,
+            round_cells=round_cells,
+            tiers=tiers,
+            round_statistics=round_statistics,
+        )
