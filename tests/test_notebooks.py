@@ -11,6 +11,7 @@ import argparse
 import ast
 import configparser
 import difflib
+import hashlib
 import os
 import re
 import shutil
@@ -25,6 +26,8 @@ from pathlib import Path
 import nbclient  # test extras (setup.cfg): a missing one fails the suite instead of skipping every notebook
 import nbformat
 import pytest
+
+from culture_probe.models.planted import PLANTABLE_ARCHS
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -148,19 +151,38 @@ def path_patterns() -> list[tuple[re.Pattern[str], str]]:
     ]
 
 
+def version_patterns() -> list[tuple[re.Pattern[str], str]]:
+    """(pattern, placeholder) pairs for what follows from the installed libraries' versions: the versions a report
+    prints, a planted model's folder name (`PlantedSpec.key()` hashes the torch, transformers and tokenizers
+    versions) and hex digests (a tokenizer's sha256, a git revision). Outputs are stored with the placeholders, so
+    a dependency release cannot make a stored output stale.
+    """
+    libraries = "culture_probe|torch|transformers|datasets|tokenizers|numpy|scipy|accelerate"
+    archs = "|".join(re.escape(arch) for arch in sorted(PLANTABLE_ARCHS, key=len, reverse=True))
+    return [
+        (re.compile(rf"\b({libraries}) \d+\.\d+[\w.+-]*"), r"\1 <version>"),
+        (re.compile(rf"\b({archs})-[0-9a-f]{{16}}\b"), r"\1-<key>"),
+        (re.compile(r"\b[0-9a-f]{40}(?:[0-9a-f]{24})?\b"), "<digest>"),
+    ]
+
+
+def placeholder_patterns() -> list[tuple[re.Pattern[str], str]]:
+    """Everything a stored output shows as a placeholder: paths of the machine, versions and what hashes them."""
+    return [*path_patterns(), *version_patterns()]
+
+
 def volatile_patterns() -> list[tuple[re.Pattern[str], str]]:
     """(pattern, replacement) pairs for text that differs between runs or machines but not with the library's
-    results: paths, durations, timestamps, memory addresses, versions of other packages. The numbers the library
-    computes are left alone.
+    results: the placeholders' text, durations, timestamps, memory addresses. The numbers the library computes are
+    left alone.
     """
     return [
-        *path_patterns(),
+        *placeholder_patterns(),
         (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"), "<timestamp>"),
         (re.compile(r"\b(in|after|took) \d+(\.\d+)? ?(s|ms|seconds?|minutes?)\b"), r"\1 <duration>"),
         (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x<address>"),
         # a model's identity holds (weight file, size, modification time in ns)
         (re.compile(r"""(["'][^"']+\.(safetensors|bin|pt|pth)["'], \d+, )\d{16,}"""), r"\1<mtime_ns>"),
-        (re.compile(r"\b(torch|transformers|datasets|tokenizers|numpy) \d+\.\d+[\w.+-]*"), r"\1 <version>"),
     ]
 
 
@@ -266,11 +288,10 @@ def storable(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> nbf
         if cell.cell_type != "code":
             continue
         # left out: the blank lines `tokenizers`' trainers print in place of their progress bars
-        cell.outputs = [
-            without_paths(o) for o in merged([o for o in cell.outputs if o.output_type != "stream" or o.text.strip()])
-        ]
+        shown = [o for o in cell.outputs if o.output_type != "stream" or o.text.strip()]
+        cell.outputs = [with_placeholders(o) for o in merged(shown)]
         if cell_lines(old, patterns) == cell_lines(cell, patterns) and images(old) == images(cell):
-            cell.outputs = [without_paths(o) for o in merged(old.outputs)]
+            cell.outputs = [with_placeholders(o) for o in merged(old.outputs)]
     return fresh
 
 
@@ -281,11 +302,13 @@ def text_fields(output: nbformat.NotebookNode) -> list[tuple[dict, str]]:
     return [(output["data"], mime) for mime in output.get("data", {}) if not IMAGE.match(mime)]
 
 
-def without_paths(output: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """`output` with every path of this machine replaced by its placeholder (`<mirror>`, `<tmp>/<dir>`, ...)."""
+def with_placeholders(output: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """`output` with every path of this machine, library version and digest replaced by its placeholder
+    (`<mirror>`, `<tmp>/<dir>`, `transformers <version>`, `bert-<key>`, ...).
+    """
     for holder, key in text_fields(output):
         text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
-        for pattern, placeholder in path_patterns():
+        for pattern, placeholder in placeholder_patterns():
             text = pattern.sub(placeholder, text)
         holder[key] = text
     return output
@@ -318,7 +341,7 @@ def test_notebook_imports_are_declared_dependencies(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_stored_outputs_name_no_path_of_this_machine(path: Path) -> None:
+def test_stored_outputs_hold_no_path_version_or_digest(path: Path) -> None:
     stored = nbformat.read(path, as_version=4)
     for number, cell in enumerate(stored.cells):
         for output in cell.get("outputs", []):
@@ -326,12 +349,52 @@ def test_stored_outputs_name_no_path_of_this_machine(path: Path) -> None:
                 text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
                 named = [
                     pattern.pattern
-                    for pattern, placeholder in path_patterns()
+                    for pattern, placeholder in placeholder_patterns()
                     if pattern.sub(placeholder, text) != text
                 ]
-                assert not named, f"notebooks/{path.name} cell {number} names a local path; run `{REGENERATE}`"
+                assert not named, (
+                    f"notebooks/{path.name} cell {number} names a local path, a library version or a digest "
+                    f"({named}); run `{REGENERATE}`"
+                )
 
 
+def report_output(monkeypatch: pytest.MonkeyPatch, transformers_version: str) -> nbformat.NotebookNode:
+    """A notebook cell showing a planted model's report header, as made with `transformers_version` installed: the
+    model's folder is named by the real `PlantedSpec.key()`, which hashes the installed versions.
+    """
+    import transformers
+
+    from culture_probe.models.planted import PlantedFact, PlantedSpec
+    from culture_probe.report.markdown import header
+
+    monkeypatch.setattr(transformers, "__version__", transformers_version)
+    spec = PlantedSpec(facts=(PlantedFact("Cairo is in", "Africa"),), arch="bert", tokenizer="wordpiece")
+    folder = f"/tmp/{SCRATCH_PREFIX}x1/tmp/planted/{spec.arch}-{spec.key()[:16]}"
+    tokenizer_sha = hashlib.sha256(f"tokenizer.json under {transformers_version}".encode()).hexdigest()
+    identity = {"name_or_path": folder, "tokenizer_sha256": tokenizer_sha}
+    config = {
+        "config": "dlama_arab_west",
+        "benchmark": {"title": "DLAMA-v1", "version": "1.0.0", "rows": 8},
+        "model": {"spec": folder, "kind": "masked", "identity": identity},
+        "run": {},
+        "versions": {"culture_probe": "0.1.0", "torch": "2.13.0+cpu", "transformers": transformers_version},
+    }
+    cell = nbformat.v4.new_code_cell(execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": header(config)})]
+    return cell
+
+
+def test_a_transformers_release_cannot_make_a_stored_output_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the header names the planted model's folder, its tokenizer digest and the versions: all change with a release
+    before, after = report_output(monkeypatch, "5.24.0"), report_output(monkeypatch, "5.99.1")
+    assert before.outputs[0].data["text/markdown"] != after.outputs[0].data["text/markdown"]
+    stored = nbformat.v4.new_notebook(cells=[before])
+    assert not mismatches(stored, nbformat.v4.new_notebook(cells=[after]))
+    text = nbformat.writes(storable(stored, nbformat.v4.new_notebook(cells=[after])))
+    assert "5.24.0" not in text and "5.99.1" not in text and "bert-<key>" in text and "<digest>" in text
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_and_its_stored_outputs_are_current(path: Path) -> None:
     stored = nbformat.read(path, as_version=4)
