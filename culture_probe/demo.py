@@ -38,11 +38,12 @@ from culture_probe.models.planted import (
     read_record,
     train_planted,
 )
+from culture_probe.models.tiny import Arch, TokenizerKind
 
 SELF_TEST_FILE = "self_test.md"  # the demo's own file beside the run directory's files
 CONFIG = "xfakt_factual_recall"
 PLANTED_COUNTRIES = ("United States", "France", "Russia", "Ukraine", "Greece", "Turkey")
-ARCH_TOKENIZER = {"gpt2": "bpe", "bert": "wordpiece"}
+ARCH_TOKENIZER: dict[str, TokenizerKind] = {"gpt2": "bpe", "bert": "wordpiece"}
 COLUMNS = ("facts", "group", "n", "mean rank", "P@1")
 MODEL = f"planted:{CONFIG}"
 PER_COUNTRY = 5  # entities per country the planted model saw (culture_probe.models.planted_benchmarks.xfakt_spec)
@@ -118,10 +119,10 @@ def build_probes(rows: Sequence[Mapping[str, Any]], planted_countries: Sequence[
     ]
 
 
-def plant(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path) -> Path:
+def plant(probes: Sequence[Probe], arch: Arch, *, seed: int, cache_dir: Path) -> Path:
     """A tiny `arch` model trained on the planted probes' facts; its tokenizer also covers every other probe."""
     spec = PlantedSpec(
-        [PlantedFact.from_request(p.request, p.gold) for p in probes if p.planted], arch=arch,
+        tuple(PlantedFact.from_request(p.request, p.gold) for p in probes if p.planted), arch=arch,
         tokenizer=ARCH_TOKENIZER[arch], probe_texts=probe_texts_of(p.request for p in probes), batch_size=16,
         steps=2000, seed=seed)  # fmt: skip
     return train_planted(spec, cache_dir)
@@ -142,7 +143,7 @@ def summarise(probes: Sequence[Probe], ranks: np.ndarray) -> tuple[tuple[Any, ..
     """One row per group (planted, unplanted) and the chance row: count, mean rank, P@1."""
     planted = np.array([p.planted for p in probes])
     n_candidates = len(probes[0].request.candidates)
-    rows = []
+    rows: list[tuple[str, str, int | str, float, float]] = []  # the chance row has no count
     for label, mask in (("planted", planted), ("not planted", ~planted)):
         group = "the planted countries" if label == "planted" else "the other countries"
         rows.append(
@@ -166,7 +167,7 @@ def summarise(probes: Sequence[Probe], ranks: np.ndarray) -> tuple[tuple[Any, ..
     return tuple(rows)
 
 
-def run_model(probes: Sequence[Probe], arch: str, *, seed: int, cache_dir: Path) -> ModelResult:
+def run_model(probes: Sequence[Probe], arch: Arch, *, seed: int, cache_dir: Path) -> ModelResult:
     """Train (or reuse) the planted `arch` model and probe it through the engine."""
     from culture_probe.engine import Scorer
 

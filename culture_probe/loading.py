@@ -13,6 +13,7 @@ from typing import Any
 
 from culture_probe.data.registry import load_benchmark, resolve
 from culture_probe.data.resources import load_resources
+from culture_probe.engine.types import ModelKind
 from culture_probe.tasks import Task, task_for, task_from_config
 
 
@@ -48,7 +49,7 @@ def load_side_data(config: str, options: Any, *, data_dir: str | os.PathLike | N
 
 
 def load_task(
-    config: str, options: Any = None, *, kind: str, seed: int = 0, data_dir: str | os.PathLike | None = None
+    config: str, options: Any = None, *, kind: ModelKind, seed: int = 0, data_dir: str | os.PathLike | None = None
 ) -> tuple[Task, dict[str, Any]]:
     """The protocol of `config` with its declared resources loaded, and their provenance for config.json."""
     task_cls = task_for(config)

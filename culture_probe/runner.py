@@ -22,12 +22,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
 from culture_probe.data.sources import cache_root
-from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs
+from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs, ModelKind
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
 from culture_probe.loading import load_rows, load_side_data
 from culture_probe.tasks import Task, task_for, task_from_config
@@ -244,7 +244,8 @@ def check_device(name: str | None) -> None:
         device = torch.device(name)
     except (RuntimeError, TypeError):
         raise InvalidValueError(f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps).") from None
-    available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}.get(device.type)
+    checks: dict[str, Callable[[], bool]] = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
+    available = checks.get(device.type)
     if available is not None and not available():
         raise InvalidValueError(
             f"--device {name}: this machine's torch sees no {device.type} device. Use --device "
@@ -294,7 +295,7 @@ def check_language(config: str, language: str | None, *, custom_rows: bool) -> N
         raise UnknownNameError("language", language, languages, fix=f"Config {config!r} has these.")
 
 
-def model_kind(model: Any, settings: RunSettings) -> str:
+def model_kind(model: Any, settings: RunSettings) -> ModelKind:
     """The model's kind without loading its weights (from its config, or the planted model's architecture)."""
     if not isinstance(model, (str, os.PathLike)):
         return model.kind
@@ -310,7 +311,8 @@ def model_kind(model: Any, settings: RunSettings) -> str:
     if text.startswith("planted:"):
         from culture_probe.models.planted_benchmarks import planted_kind
 
-        return planted_kind(text.split(":", 1)[1]) if settings.kind == "auto" else settings.kind
+        # a kind other than "auto" is one of MODEL_KINDS: RunSettings checks it when made
+        return planted_kind(text.split(":", 1)[1]) if settings.kind == "auto" else cast(ModelKind, settings.kind)
     from culture_probe.engine.scorer import model_kind as kind_of
 
     return kind_of(
@@ -332,7 +334,7 @@ def load_scorer(model: Any, settings: RunSettings):
     """
     if not isinstance(model, (str, os.PathLike)):
         return model
-    cache = {} if settings.no_cache else {"cache_dir": settings.cache_dir or default_cache_dir()}
+    cache: dict[str, Any] = {} if settings.no_cache else {"cache_dir": settings.cache_dir or default_cache_dir()}
     if str(model).startswith(SERVED):
         from culture_probe.engine.served import ServedScorer
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from culture_probe import rundir
 from culture_probe.data.registry import expand, groups, resolve
@@ -34,7 +34,7 @@ SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
 # run() keywords that are not protocol options
 _RUN_KEYWORDS = {f.name for f in fields(RunSettings)} | {"rows", "progress"}
 # MAPS' culture-gap study (spec 4.5): the four configs of one direction, in culture_gap_study's order
-GAP_STUDIES = {
+GAP_STUDIES: dict[Literal["zh_en", "en_zh"], tuple[str, ...]] = {
     "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
     "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
 }
@@ -145,13 +145,15 @@ def studies(runs: Mapping[str, RunResult]) -> dict[str, Any]:
     """MAPS' culture and language gaps (spec 4.5) for each direction whose four configs the suite ran in full."""
     from culture_probe.tasks.maps import culture_gap_study
 
-    accuracy = {
-        c: r.metrics.get("accuracy") for c, r in runs.items() if c.startswith("maps_") and not r.config.get("subset")
+    accuracy: dict[str, float] = {
+        c: r.metrics["accuracy"]
+        for c, r in runs.items()
+        if c.startswith("maps_") and not r.config.get("subset") and r.metrics.get("accuracy") is not None
     }
     return {
         f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
         for direction, needed in GAP_STUDIES.items()
-        if all(accuracy.get(c) is not None for c in needed)
+        if all(c in accuracy for c in needed)
     }
 
 

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ class LocalServer:
 
 
 def _wait_until_up(url: str, process: subprocess.Popen, deadline: float) -> None:
-    probe = url + "?query=" + urllib.request.quote("ASK {}")
+    probe = url + "?query=" + urllib.parse.quote("ASK {}")
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise CultureProbeError(f"The oxigraph server exited at start-up with code {process.returncode}.")

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -101,7 +102,7 @@ class MediaWikiSizes:
             names = sorted(titles)
             for start in range(0, len(names), MEDIAWIKI_BATCH):
                 batch = names[start : start + MEDIAWIKI_BATCH]
-                for title, size in self.caller(lambda h=host, b=batch: self._once(h, b)).items():
+                for title, size in self.caller(functools.partial(self._once, host, batch)).items():
                     if title in titles:
                         found[titles[title]] = size
         return found

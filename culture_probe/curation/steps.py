@@ -13,11 +13,12 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from culture_probe.curation import queries
 from culture_probe.curation.checkpoint import Checkpoints, chunk_key, digest
@@ -27,6 +28,7 @@ from culture_probe.curation.regions import Region
 from culture_probe.curation.sizes import SizeProvider
 
 Labels = dict[str, dict[str, str]]  # QID -> {language: label}
+T = TypeVar("T")
 
 
 def qid_order(qid: str) -> tuple[int, str]:
@@ -35,7 +37,7 @@ def qid_order(qid: str) -> tuple[int, str]:
     return (int(match.group(1)), "") if match else (1 << 62, qid)
 
 
-def chunks(items: Sequence[str], size: int) -> list[list[str]]:
+def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     """`items` cut into consecutive chunks of at most `size`."""
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
@@ -103,10 +105,10 @@ def step2_rank(ctx: Context, predicate: Predicate, region: Region, facts: list[l
         for index, chunk in enumerate(chunks(all_articles, ctx.chunk_size)):
             sizes.update(
                 ctx.checkpoints.cached(
-                    f"{name}/sizes/{chunk_key(index, provider, chunk)}", lambda c=chunk: ctx.sizes.sizes(c)
+                    f"{name}/sizes/{chunk_key(index, provider, chunk)}", functools.partial(ctx.sizes.sizes, chunk)
                 )
             )
-        ranked = [
+        ranked: list[dict[str, Any]] = [
             {"sub": s, "size": max((sizes.get(a, 0) for a in articles[s]), default=0), "country": sorted(countries[s])}
             for s in subjects
         ]

@@ -134,7 +134,7 @@ def read_manifest(lines: list[str], path: str) -> Manifest | None:
         config = data["config"]
         regions = (config["region"], config["contrast"])
         cultures = tuple((r["token"], r["name"]) for r in regions)
-        return Manifest(str(data["pair"]), *(token for token, _ in cultures), cultures, tuple(config["languages"]))
+        return Manifest(str(data["pair"]), cultures[0][0], cultures[1][0], cultures, tuple(config["languages"]))
     except (KeyError, TypeError) as error:
         raise SourceFormatError(
             f"not a DLAMA curation manifest: expected 'pair' and config.region/contrast token and name and "

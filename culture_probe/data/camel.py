@@ -247,7 +247,7 @@ def read_prompts(path: Path, *, with_sentiment: bool) -> list[PromptRow]:
                 path=str(path),
                 line=line,
             )
-        sentiment = record.get("Sentiment") if with_sentiment else None
+        sentiment: Any = record.get("Sentiment") if with_sentiment else None  # a cell: any type until checked
         if with_sentiment and sentiment not in SENTIMENTS:
             raise SourceFormatError(
                 f"Sentiment {sentiment!r} is none of {sorted(SENTIMENTS)}", path=str(path), line=line

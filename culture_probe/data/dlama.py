@@ -157,7 +157,6 @@ class DlamaConfig(CultureProbeConfig):
 def _configs() -> list[DlamaConfig]:
     configs, raw = [], []
     for pair, (_, local) in PAIRS.items():
-        common = {"version": INFO.version, "languages": (local, "en"), "pair": pair}
         label = pair.replace("_west", "").replace("_", " ").title()
         missing = MISSING_LABELS.get((pair, local))
         note = f" Note: {missing}; with that copy, run it in English (--language en)." if missing else ""
@@ -165,7 +164,9 @@ def _configs() -> list[DlamaConfig]:
             DlamaConfig(
                 name=f"dlama_{pair}",
                 rows=ROWS[pair],
-                **common,
+                version=INFO.version,
+                languages=(local, "en"),
+                pair=pair,
                 description=f"{label}-West facts in {local} and en.{note}",
             )
         )
@@ -173,7 +174,9 @@ def _configs() -> list[DlamaConfig]:
             DlamaConfig(
                 name=f"dlama_{pair}_raw",
                 raw=True,
-                **common,
+                version=INFO.version,
+                languages=(local, "en"),
+                pair=pair,
                 description=f"{label}-West facts before object augmentation (if released).",
             )
         )
@@ -592,7 +595,9 @@ def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Reader]:
             for member in archive:
                 if member.isfile() and member.name.split("/")[-1].endswith((".jsonl", MANIFEST)):
                     parts = tuple(p for p in member.name.split("/") if p not in ("", "."))
-                    contents[parts] = archive.extractfile(member).read()
+                    stream = archive.extractfile(member)
+                    assert stream is not None  # a regular member always has a stream
+                    contents[parts] = stream.read()
     except (tarfile.TarError, EOFError, OSError) as error:
         raise SourceFormatError(f"not a readable .tar.gz archive ({error})", path=path) from error
 

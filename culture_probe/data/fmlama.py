@@ -234,7 +234,7 @@ def read_dish_table(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def read_dishes(path: str) -> list[Dish]:
     """Every dish of one file, in file order (`row` = index among non-blank lines)."""
-    dishes = []
+    dishes: list[Dish] = []
     for number, record in read_jsonl(path):
         missing = [key for key in ("url", "origin", "lang", "sub_label", "obj_label") if key not in record]
         if missing:

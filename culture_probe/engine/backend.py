@@ -322,7 +322,7 @@ def _identity(
     """
     backend = getattr(tokenizer, "backend_tokenizer", None)
     text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
-    identity = {
+    identity: dict[str, Any] = {
         "name_or_path": str(Path(name).resolve()) if name and Path(name).exists() else name,
         "revision": revision,
         "dtype": str(next(model.parameters()).dtype),

@@ -126,6 +126,7 @@ class Encoder:
             raise EmptyCandidateError(
                 f"Request with left={request.left!r} has no candidates; give at least one candidate string."
             )
+        prefix: tuple[int, ...]
         if request.chat:  # the reply starts right after the generation prompt; the template carries BOS
             core, lead, prefix = chat_prompt(self.tokenizer, request.left, request.system, name=self.name), "", ()
         else:
@@ -145,7 +146,7 @@ class Encoder:
                 raise EmptyCandidateError(
                     f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
                 )
-        rights = [()] * n
+        rights: list[tuple[int, ...]] = [()] * n
         if with_right and request.right and right_after_mask:
             rights = self.after_special([request.right]) * n
         elif with_right and request.right:

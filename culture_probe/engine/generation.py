@@ -73,6 +73,7 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
 
     def run(batch: list[int], _budget: int) -> list[str]:
         if sampled:
+            assert options.seed is not None  # GenerateOptions requires a seed with a temperature
             return [_decode(scorer, [ids[i]], options, prompt_seed(options.seed, mine[i]))[0] for i in batch]
         return _decode(scorer, [ids[i] for i in batch], options)
 

@@ -116,15 +116,18 @@ class ServedScorer:
         common = {"model": self.name, "max_tokens": options.max_new_tokens, **sampling}
         if options.stop:
             common["stop"] = list(options.stop)
+        # The ignores below: the client's overloads cannot match a dict of kwargs, which leaves unset options out
+        # rather than passing the `omit` sentinel (not in every openai>=1.98); both endpoints take all of `common`.
         with _endpoint(self.base_url):
             if options.chat:
                 messages = [{"role": "system", "content": options.system}] if options.system else []
-                reply = self.client.chat.completions.create(
+                reply = self.client.chat.completions.create(  # type: ignore[call-overload]
                     messages=[*messages, {"role": "user", "content": prompt}], **common
                 )
                 text = reply.choices[0].message.content or ""
             else:
-                text = self.client.completions.create(prompt=prompt, **common).choices[0].text
+                completion = self.client.completions.create(prompt=prompt, **common)  # type: ignore[call-overload]
+                text = completion.choices[0].text
         return cut_at_stop(text, options.stop)
 
     # ------------------------------------------------------------ scoring

@@ -12,7 +12,7 @@ import numpy as np
 from culture_probe.errors import MetricInputError
 
 
-def check_lengths(**columns: Sequence[Any] | None) -> int:
+def check_lengths(**columns: Sequence[Any] | np.ndarray | None) -> int:
     """Check that the per-item arguments are non-empty and equally long; returns their length.
 
     `None` marks an optional argument that was not given. The first argument given is the reference length.
@@ -35,7 +35,7 @@ def check_lengths(**columns: Sequence[Any] | None) -> int:
     return n
 
 
-def finite_floats(name: str, values: Sequence[Any]) -> np.ndarray:
+def finite_floats(name: str, values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Per-item numbers as float64; NaN, infinity and non-numbers raise, naming the first bad index."""
     try:
         array = np.asarray(values, dtype=np.float64)

@@ -251,7 +251,9 @@ def fairness_gap(
     )
     full = {c: culture_rates(c, np.arange(parts[c].size)[None, :]) for c in CULTURES}
     observed = (_stack(full["arab"]) - _stack(full["western"]))[0]
-    gap = {"f1": _interval(observed[0], low[0], high[0])}
+    gap: dict[str, dict[str, float | None] | dict[str, dict[str, float | None]]] = {
+        "f1": _interval(observed[0], low[0], high[0])
+    }
     for rate, offset in (("fnr", 1), ("fpr", 1 + n_labels)):
         gap[rate] = {
             label: _interval(observed[offset + j], low[offset + j], high[offset + j])

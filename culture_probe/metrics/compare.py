@@ -42,7 +42,7 @@ def _compare(a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, 
 
 
 def compare_groups(
-    scores: Sequence[float],
+    scores: Sequence[float] | np.ndarray,
     groups: Sequence[Hashable],
     reference: str | None = None,
     n_resamples: int = 10_000,

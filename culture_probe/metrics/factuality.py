@@ -87,7 +87,9 @@ def _cell_statistics(
     round_cells: bool,
     round_statistics: bool = False,
 ) -> dict[str, Any]:
-    diagonal, off_diagonal, n_empty = [], [], 0
+    diagonal: list[float] = []
+    off_diagonal: list[float] = []
+    n_empty = 0
     for language in rows:
         for country, error in table[language].items():
             if error is None:
@@ -144,7 +146,7 @@ def _associations(associations: Mapping[str, str] | None) -> dict[str, str]:
 def xfakt(
     correct: Sequence[bool],
     language: Sequence[str],
-    country: Sequence[str],
+    country: Sequence[str | None],
     associations: Mapping[str, str] | None = None,
     round_cells: bool = True,
     tiers: str = "paper",
@@ -153,12 +155,12 @@ def xfakt(
     """FRS, KTS, X-FaKT and the paper's cell statistics from per-question correctness.
 
     One row per (question language, entity): whether the answer was judged correct, the question's language
-    code and the entity's country. Cell error e(l, c) = wrong / asked; µ_assoc and µ_non are unweighted means
-    of the associated and the other cells, each cell rounded to 2 decimals first as in the official scorer
-    (`round_cells=False`: exact). Mean ± std and the t-test use unrounded cells (spec 5.1);
-    `round_statistics=True` computes them from the cells rounded to 2 decimals, as the official scorer does
-    (upstream `src/eval.py`; deviation X8). Only the languages and countries present are used (`all_languages`
-    says whether all of `associations` were).
+    code and the entity's country (None, when unknown, is rejected like any unknown label). Cell error
+    e(l, c) = wrong / asked; µ_assoc and µ_non are unweighted means of the associated and the other cells, each
+    cell rounded to 2 decimals first as in the official scorer (`round_cells=False`: exact). Mean ± std and the
+    t-test use unrounded cells (spec 5.1); `round_statistics=True` computes them from the cells rounded to 2
+    decimals, as the official scorer does (upstream `src/eval.py`; deviation X8). Only the languages and countries
+    present are used (`all_languages` says whether all of `associations` were).
     """
     check_lengths(correct=correct, language=language, country=country)
     pairs = _associations(associations)
@@ -174,7 +176,7 @@ def xfakt(
         lang: {c: errors[(lang, c)] / asked[(lang, c)] if asked[(lang, c)] else None for c in columns} for lang in rows
     }
     result = _cell_statistics(table, rows, pairs, round_cells, round_statistics)
-    tier_results = {}
+    tier_results: dict[str, dict[str, Any] | None] = {}
     for tier, codes in TIERS[tiers].items():
         tier_rows = [lang for lang in rows if lang in codes]
         if tier_rows:
@@ -281,7 +283,7 @@ def transfer_estimates(
     """
     if summary.get("kts") is None:
         return {}
-    cells: dict[tuple[str, str], list[int]] = {}
+    cells: dict[tuple[str, str | None], list[int]] = {}
     for index, answer in enumerate(answers):
         cells.setdefault((answer.language, answer.country), []).append(index)
     keys = sorted(cells)

@@ -73,7 +73,7 @@ def memorisation_rate(successes: Sequence[Sequence[bool]]) -> dict[str, Any]:
         raise MetricInputError(
             f"`successes` must be a non-empty proverbs x templates table of True/False, got shape {table.shape}."
         )
-    flags = check_bools("successes", table.ravel().tolist()).reshape(table.shape)
+    flags: np.ndarray = check_bools("successes", table.ravel().tolist()).reshape(table.shape)
     return {
         "union": 100.0 * float(flags.any(axis=1).mean()),
         "per_template": [100.0 * float(v) for v in flags.mean(axis=0)],

@@ -215,8 +215,9 @@ def paired_difference(
     }
 
 
-def _sign_flip_p_value(both: np.ndarray, groups: Sequence[np.ndarray], n_permutations: int, seed: int) -> float:
-    """Two-sided p-value of the paired difference: under the null each unit's two values are exchangeable.
+def _sign_flip_p_value(both: np.ndarray, groups: Sequence[np.ndarray], n_permutations: int, seed: int) -> float | None:
+    """Two-sided p-value of the paired difference (None with fewer than two units): under the null each unit's two
+    values are exchangeable.
 
     The runs' rows are stacked (run a's units, then run b's) and scipy permutes, unit by unit, which run's row
     sits in which sample; the statistic reads the rows back through those indices.

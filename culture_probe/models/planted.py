@@ -149,6 +149,9 @@ class PlantedSpec:
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+StoppedBy = Literal["target_loss", "steps", "max_seconds"]  # what ended a planted model's training
+
+
 @dataclass(frozen=True)
 class TrainingRecord:
     """How a planted model's training went; saved next to the weights in `planted.json`."""
@@ -157,7 +160,7 @@ class TrainingRecord:
     answer_loss: float
     converged: bool
     seconds: float
-    stopped_by: Literal["target_loss", "steps", "max_seconds"]
+    stopped_by: StoppedBy
 
 
 def probe_texts_of(requests: Iterable[ScoreRequest]) -> tuple[str, ...]:
@@ -303,6 +306,7 @@ def _train_single_threaded(spec: PlantedSpec):
     rows = [_encode(fact, encoder) for fact in spec.facts]
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate, weight_decay=0.0)
     start, pass_loss, pass_tokens = time.monotonic(), 0.0, 0
+    stopped_by: StoppedBy
     for step, (batch, end_of_pass) in enumerate(_batches(spec, rows, tokenizer), start=1):
         losses = _token_losses(model, batch, spec.kind)
         optimizer.zero_grad()

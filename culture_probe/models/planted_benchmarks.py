@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from culture_probe.data.sources import mirror_root
+from culture_probe.engine.types import ModelKind
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
 from culture_probe.models.planted import PlantedFact, PlantedSpec, train_planted
+from culture_probe.models.tiny import Arch, TokenizerKind
 
 # A minimal chat format for planted models: the question as the user turn, the answer right after "A:".
 CHAT_TEMPLATE = (
@@ -89,7 +91,7 @@ def camel_spec(
     entity_rows: Sequence[Mapping[str, Any]],
     *,
     culture: str = "western",
-    arch: str = "gpt2",
+    arch: Arch = "gpt2",
     n_runs: int = 5,
     sample_size: int = 50,
     seed: int = 0,
@@ -117,7 +119,7 @@ def camel_spec(
                 left = normalise(row["prompt_causal"])
             facts.append(PlantedFact(left, entity, right=f" {right}" if right else ""))
         texts += [normalise(r["prompt_masked"]) for r in prompts]
-    tokenizer = "bpe" if arch == "gpt2" else "wordpiece"
+    tokenizer: TokenizerKind = "bpe" if arch == "gpt2" else "wordpiece"
     return PlantedSpec(
         tuple(facts),
         arch=arch,
@@ -285,10 +287,16 @@ SPEC_BUILDERS: dict[str, Callable[[str, Any, Mapping[str, Any]], PlantedSpec]] =
 
 
 #: the model kind of each benchmark's planted model (the architecture its spec builder trains by default)
-PLANTED_KINDS = {"xfakt": "causal", "camel": "causal", "maps": "causal", "dlama": "masked", "fmlama": "masked"}
+PLANTED_KINDS: dict[str, ModelKind] = {
+    "xfakt": "causal",
+    "camel": "causal",
+    "maps": "causal",
+    "dlama": "masked",
+    "fmlama": "masked",
+}
 
 
-def planted_kind(config: str) -> str:
+def planted_kind(config: str) -> ModelKind:
     """The kind of `planted:<config>` (known without training it)."""
     return PLANTED_KINDS[_benchmark(config)]
 

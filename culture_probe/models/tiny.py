@@ -24,7 +24,7 @@ N_SENTINELS = 10
 _ANGLE = {"bos": "<s>", "eos": "</s>", "unk": "<unk>", "pad": "<pad>", "mask": "<mask>"}
 _SQUARE = {"bos": "[CLS]", "eos": "[SEP]", "unk": "[UNK]", "pad": "[PAD]", "mask": "[MASK]"}
 # Which roles each model kind needs, and the template that adds them around one sequence.
-_ROLES = {
+_ROLES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "causal": (("bos", "eos", "unk", "pad"), "bos $A"),
     "masked": (("bos", "pad", "eos", "unk", "mask"), "bos $A eos"),
     "seq2seq": (("pad", "eos", "unk"), "$A eos"),
@@ -197,7 +197,7 @@ def train_tokenizer(
         )
     elif kind == "bpe":
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    extra = {f"{role}_token": token for role, token in names.items()}
+    extra: dict[str, str | list[str]] = {f"{role}_token": token for role, token in names.items()}
     if kind == "wordpiece" and model_kind == "masked":
         extra.update(cls_token=names["bos"], sep_token=names["eos"])
     sentinels = [t for t in specials if t.startswith("<extra_id_")]
@@ -255,7 +255,8 @@ def _config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, positio
             num_layers=layers,
             num_decoder_layers=layers,
             num_heads=heads,
-            decoder_start_token_id=tokenizer.pad_token_id,
+            # PreTrainedConfig takes extra kwargs at runtime (strict(accept_kwargs=True)); its typed __init__ does not
+            decoder_start_token_id=tokenizer.pad_token_id,  # type: ignore[call-arg]
             **ids,
         )
     raise UnknownNameError("architecture", arch, ARCH_KIND)

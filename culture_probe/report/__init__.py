@@ -4,6 +4,7 @@ and `culture-probe compare DIR...`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from pkgutil import extend_path
@@ -35,7 +36,7 @@ __all__ = [
 
 
 def write_report(
-    run_dir: str | Path,
+    run_dir: str | os.PathLike,
     *,
     config: Mapping[str, Any],
     records: Sequence[Record],

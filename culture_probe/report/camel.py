@@ -106,7 +106,7 @@ PAPER_CBS: dict[str, dict[str, float]] = {
 
 def references(config: Mapping[str, Any]) -> tuple[Reference, ...]:
     """Parity, and the paper's average CBS when the run repeats one of its models on the released prompts."""
-    paper = PAPER_CBS.get(config.get("config"), {}).get(config.get("model", {}).get("spec"))
+    paper = PAPER_CBS.get(config.get("config", ""), {}).get(config.get("model", {}).get("spec"))
     lines = (Reference("parity", 50.0),)
     return lines + ((Reference("paper, Avg", paper),) if paper is not None and repeats_the_paper(config) else ())
 

@@ -60,12 +60,12 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     if entropy:
         cultures = sorted(entropy, key=culture_order)
         predicates = sorted({p for c in entropy.values() for p in c}, key=predicate_order)
-        rows = tuple((p, *(format_score(entropy[c].get(p), DECIMALS) for c in cultures)) for p in predicates)
+        entropy_rows = tuple((p, *(format_score(entropy[c].get(p), DECIMALS) for c in cultures)) for p in predicates)
         out.append(
             Section(
                 "Object entropy (bits) per predicate",
                 text="The diversity of each fact's most frequent valid object: 0 means every fact has the same answer.",
-                tables=(Table(("predicate", *cultures), rows),),
+                tables=(Table(("predicate", *cultures), entropy_rows),),
             )
         )
     return out

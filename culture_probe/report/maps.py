@@ -72,7 +72,7 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
         templates = zip(
             memorisation_templates(language, options.get("mem_template_lang", "en")), mem["per_template"], strict=True
         )
-        rows = (
+        mem_rows = (
             ("union over templates", shown(mem["union"])),
             *((f"template `{t}`", shown(v)) for t, v in templates),
             ("mean per template", shown(mem["mean_per_template"])),
@@ -83,7 +83,7 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
             f"{name} {shown(subsets.get(name, {}).get('accuracy'))}" for name in ("memorised", "not_memorised")
         )
         text = f"Completion of the proverb's last word (%). Accuracy (%) on memorised vs other proverbs: {accuracy}"
-        out.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "%"), rows),)))
+        out.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "%"), mem_rows),)))
     return out
 
 

@@ -109,11 +109,13 @@ class Task:
 
     Options: ClassVar[type] = NoOptions
     deviations: ClassVar[tuple[Deviation, ...]] = ()
-    stages: ClassVar[tuple[str, ...]] = ("main",)
+    #: the stages probed in turn (not a ClassVar: an instance may set its own, from its options)
+    stages: tuple[str, ...] = ("main",)
     #: kinds of model the protocol supports (an UnsupportedModelError names them otherwise)
     kinds: ClassVar[tuple[str, ...]] = MODEL_KINDS
-    #: whether `self.seed` changes a number (random sampling); only then must a resumed run keep its seed
-    seeded: ClassVar[bool] = False
+    #: whether `self.seed` changes a number (random sampling); only then must a resumed run keep its seed (an
+    #: instance may set it, from its options)
+    seeded: bool = False
     #: what one item is, as `--limit` counts it (facts, dishes, prompts, questions, proverbs)
     unit: ClassVar[str] = "items"
     #: probe meta fields whose combinations a `--limit` subset draws from in turn (language, culture, ...)
@@ -234,14 +236,14 @@ class Task:
             raise UnknownNameError("protocol", protocol, PROTOCOLS)
         if protocol == "default":
             return {}
-        return {k: v for d in cls.deviations if d.reproducible(kind, served) for k, v in d.upstream.items()}
+        return {k: v for d in cls.deviations if d.reproducible(kind, served) for k, v in (d.upstream or {}).items()}
 
     @classmethod
     def options_for(
         cls,
         protocol: str,
         values: Mapping[str, Any],
-        kind: str | None = None,
+        kind: ModelKind | None = None,
         *,
         config: str | None = None,
         served: bool = False,
@@ -260,7 +262,7 @@ class Task:
                 k: v
                 for d in cls.deviations
                 if d.reproducible(kind, served) and d.applies(probe)
-                for k, v in d.upstream.items()
+                for k, v in (d.upstream or {}).items()
             }
         return parse_options(cls.Options, {**profile, **values})
 

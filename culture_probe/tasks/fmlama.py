@@ -393,7 +393,7 @@ class FmlamaTask(Task):
             ranking = [c for c in ranking if tokens[c] <= cap]
         rank = {c: i for i, c in enumerate(ranking, 1)}
         gold = probe.meta["gold"]
-        fields = {
+        fields: RecordFields = {
             "prediction": ranking[0] if ranking else None,
             "top": ranking[: len(set(gold)) + TOP_K],
             "gold_ranks": [rank.get(g) for g in gold],

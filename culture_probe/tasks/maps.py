@@ -458,7 +458,9 @@ class MapsTask(Task):
         limit = self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None
         # M4: upstream XLM-R read the bare pieces "a"/"b" at the mask; M8: upstream mT0 scored the letter as the
         # whole decoder target after the prompt alone (the engine's "plain" seq2seq style).
-        ids = "piece" if self.kind == "masked" and self.options.mlm_letter_pieces == "bare" else "in_context"
+        ids: Literal["piece", "in_context"] = (
+            "piece" if self.kind == "masked" and self.options.mlm_letter_pieces == "bare" else "in_context"
+        )
         scoring = ScoreOptions(seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel")
         for row in rows:
             meta = {

@@ -357,6 +357,7 @@ class XfaktTask(Task):
 
     def _read(self, probe: Probe, output: Output) -> RecordFields:
         if probe.tag == "judge":
+            assert isinstance(probe, GenerateProbe)  # `_probes` makes every judge probe a GenerateProbe
             judged = self._unecho(str(output), probe.prompt) if self.options.strip_echo else str(output)
             correct, verdict = parse_verdict(judged)
             return {"judge_output": judged, "correct": correct, "verdict": verdict}
