@@ -8,23 +8,49 @@ export CULTURE_PROBE_MIRROR ?= $(if $(wildcard $(MIRROR)),$(MIRROR),)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: test demo install lint bench docs notebooks clean
+.PHONY: test test-fast demo install lock lint bench docs notebooks clean
 
-$(STAMP): setup.cfg pyproject.toml
+# The development and test environment is the committed lock, installed exactly (packages not in it are removed,
+# every file's hash is checked), so a fresh machine gets the versions the suite was last green with. setup.cfg keeps
+# open ranges for users; `make lock` re-resolves them on purpose (tests/test_lock.py checks the two agree).
+LOCK := requirements/test.lock
+UV := $(BIN)/uv
+UV_VERSION = $(shell sed -n 's/^uv==\([^ ]*\).*/\1/p' $(LOCK))
+# torch is locked as its CPU build (torch==2.13.0+cpu), which PyPI does not serve (its torch pulls a multi-GB CUDA
+# build): this machine keeps the wheel in /opt/wheels, elsewhere it comes from PyTorch's CPU index.
+TORCH_WHEELS ?= $(or $(wildcard /opt/wheels),https://download.pytorch.org/whl/cpu/torch/)
+UV_FLAGS = --quiet --python $(BIN)/python --find-links $(TORCH_WHEELS)
+PYTEST = $(BIN)/python -m pytest -q -p no:cacheprovider --numprocesses $(or $(JOBS),auto) --dist loadfile
+
+$(UV):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	# torch is pinned exactly: any other spec pulls a multi-GB CUDA build.
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --no-deps uv==$(UV_VERSION)
+
+$(STAMP): $(LOCK) setup.cfg pyproject.toml | $(UV)
+	$(UV) pip sync $(UV_FLAGS) --require-hashes $(LOCK)
+	$(UV) pip install $(UV_FLAGS) --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# Re-resolve setup.cfg's ranges (and requirements/dev.in) to today's newest versions; say in the PR what moved.
+lock: | $(UV)
+	$(UV) pip compile $(UV_FLAGS) --upgrade --generate-hashes --custom-compile-command "make lock" \
+		--extra test setup.cfg requirements/dev.in -o $(LOCK)
+	@git diff --unified=0 $(LOCK) | sed -n 's/^\([-+]\)\([A-Za-z0-9_.-]*==[^ ]*\).*/\1 \2/p'
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
+# Everything, the slow end-to-end tests included (CI runs this).
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
+	$(PYTEST) --durations=15
+
+# The quick loop: everything not marked slow (notebooks, subprocess-heavy and training tests are).
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow"
 
 demo: $(STAMP)
 	$(BIN)/python -m culture_probe.demo --out runs/demo

@@ -16,6 +16,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["CULTURE_PROBE_CACHE"] = str(_SESSION_CACHE / "culture_probe")
+# Under pytest-xdist (make test, make test-fast) every core runs a worker: one torch thread each, or the workers'
+# thread pools fight over the cores (a tiny model's forward pass then takes many times longer).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "mirror"
