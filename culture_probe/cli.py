@@ -6,8 +6,12 @@ Each subcommand's work lives in its own module, imported on use, so `culture-pro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
+import warnings
+from collections.abc import Iterator
+from typing import Any
 
 from culture_probe.engine.types import MODEL_KINDS
 
@@ -16,6 +20,7 @@ EXAMPLES = """examples:
   culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert
   culture-probe run dlama fmlama_en camel_co_prompts --model bert-base-multilingual-cased --out runs/suite
   culture-probe run xfakt_factual_recall --model planted:xfakt_factual_recall --option judge=string --out runs/planted
+  culture-probe run camel_co_prompts --model planted:camel_co_prompts --limit smoke --out runs/smoke
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
   culture-probe export hub_folder --configs dlama_arab_west camel_entities
@@ -75,10 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--language", help="restrict to one language where the benchmark has several")
     run.add_argument(
         "--limit",
-        type=int,
+        type=limit_value,
+        metavar="N|smoke",
         help="smoke runs: probe N items drawn with --seed in turn from each "
         "language, culture, predicate or type (items: DLAMA facts, FmLAMA dishes, CAMeL prompts, "
-        "X-FaKT questions, MAPS proverbs)",
+        "X-FaKT questions, MAPS proverbs); smoke: the fewest that give every headline number (e.g. X-FaKT "
+        "factual recall 169, one question per language x country cell); a smaller N says what it will lack",
     )
     run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
     run.add_argument(
@@ -130,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser(
         "compare",
         help="several runs side by side; runs of one config on the same items "
-        "are paired with the first (paired bootstrap interval, permutation p-value)",
+        "are paired with the first (an interval and a p-value from one test)",
     )
     compare.add_argument("run_dirs", nargs="+")
     compare.add_argument("--out", help="folder for compare.md, compare.json and the plot (PNG and PDF)")
@@ -217,10 +224,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def limit_value(text: str) -> int | str:
+    """`--limit`: a whole number (checked by the runner, which names the bad value), or "smoke"."""
+    if text == "smoke":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r} (give a whole number, or smoke)") from None
+
+
 def _version() -> str:
     from culture_probe import __version__
 
     return __version__
+
+
+@contextlib.contextmanager
+def _library_warnings_as_lines() -> Iterator[None]:
+    """The library's own warnings (a smoke-limit notice, a cut context) as one line each on the terminal, as its
+    errors are; other packages' warnings keep Python's format, with the place that raised them.
+    """
+    plain = warnings.formatwarning
+
+    def formatted(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> str:
+        if category.__module__.startswith("culture_probe"):
+            return f"culture-probe: warning: {message}\n"
+        return plain(message, category, *args, **kwargs)
+
+    warnings.formatwarning = formatted
+    try:
+        yield
+    finally:
+        warnings.formatwarning = plain
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     module_name, function = HANDLERS[args.command].split(":")
     try:
         handler = getattr(importlib.import_module(module_name), function)
-        return int(handler(args) or 0)
+        with _library_warnings_as_lines():
+            return int(handler(args) or 0)
     except BrokenPipeError:  # `culture-probe list | head -1`: the reader left; nothing to say
         _silence_stdout()
         return 0

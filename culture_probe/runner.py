@@ -4,8 +4,10 @@ One pipeline, in one direction (the only module that knows the order):
 resolve the config and options -> validate them -> load rows and the task's declared resources -> build the first
 stage's probes -> load the model -> engine, stage by stage -> typed records -> metrics -> report.
 A bad option, language or limit fails before any data or model is loaded; a bad template or resource before the
-model is loaded. The run directory (`culture_probe.rundir`) makes an interrupted run resumable: probes already in
-items.jsonl are skipped, and the engine cache makes a half-finished batch cheap. Under
+model is loaded, which is also when a `limit` too small for the benchmark's headline numbers says what the run will
+lack (`limit="smoke"` picks the smallest that has them all: `Task.smoke_limit`). The run directory
+(`culture_probe.rundir`) makes an interrupted run resumable: probes already in items.jsonl are skipped, and the
+engine cache makes a half-finished batch cheap. Under
 `accelerate launch --num_processes N -m culture_probe run ...` every process runs this same code; the engine shards
 each batch of requests and gathers the results in request order, and only rank 0 writes files.
 """
@@ -17,6 +19,7 @@ import json
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -29,13 +32,20 @@ from culture_probe.data.registry import resolve
 from culture_probe.data.sources import cache_root
 from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs, ModelKind
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
-from culture_probe.loading import load_rows, load_side_data
+from culture_probe.loading import SideData, load_rows, load_side_data
 from culture_probe.tasks import Task, task_for, task_from_config
 from culture_probe.tasks.base import PROTOCOLS
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
+SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
+
+
+class SmallLimitWarning(UserWarning):
+    """A `limit` below the benchmark's smoke limit: the run will lack some headline numbers (the message says which
+    and why), said before any model loads.
+    """
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,7 @@ class RunSettings:
     """The runner's own switches, checked when made; those that change a number are recorded in config.json."""
 
     language: str | None = None
-    limit: int | None = None
+    limit: int | str | None = None  # N items, or "smoke": the config's smoke limit (config.json records the number)
     batch_tokens: int | None = None
     seed: int = 0
     kind: str = "auto"
@@ -62,8 +72,11 @@ class RunSettings:
     def __post_init__(self) -> None:
         for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1)):
             value = getattr(self, name)
+            if name == "limit" and value == SMOKE:
+                continue
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-                raise InvalidValueError(f"{name} must be a whole number >= {low}, got {value!r}.")
+                smoke = f' (or "{SMOKE}": the fewest items that give every headline number)' if name == "limit" else ""
+                raise InvalidValueError(f"{name} must be a whole number >= {low}, got {value!r}{smoke}.")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
         if self.kind not in ("auto", *MODEL_KINDS):
@@ -106,7 +119,7 @@ def run(
     out: str | os.PathLike | None = None,
     resume: bool = False,
     language: str | None = None,
-    limit: int | None = None,
+    limit: int | str | None = None,
     batch_tokens: int | None = None,
     seed: int = 0,
     kind: str = "auto",
@@ -130,6 +143,8 @@ def run(
 
     Keyword `options` are the protocol's switches (the task's `Options` fields, e.g. `with_country=True`);
     `rows` replaces the loaded `test` split (tests, custom data). With `out`, the run directory is written.
+    `limit` probes N items drawn in turn from each stratum; `limit="smoke"` the fewest that give every headline
+    number (the benchmark's smoke limit), and a smaller N warns (`SmallLimitWarning`) before the model loads.
     `revision` pins a Hub model (branch, tag or commit); config.json records it with the resolved commit.
     Scores are cached per model under `cache_dir` (default: `scores/` in the user cache folder), shared by every
     run and config of that model; `no_cache=True` skips the cache. A model named `openai:<name>` is asked through
@@ -161,29 +176,13 @@ def run(
     run_dir = Path(out) if out is not None else None
     if run_dir is not None:  # first: never load data or a model to find --out refused
         rundir.check_start(run_dir, resume=resume, folder=is_main_process())  # only the writer checks the folder
-    task_cls = task_for(config)
-    draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
-    check_language(config, language, custom_rows=rows is not None)
-    data = (
-        load_rows(config, data_dir=settings.data_dir, corrected=corrected, language=language)
-        if rows is None
-        else list(rows)
-    )
-    side = load_side_data(config, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
-    kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
-    served = isinstance(model, str) and model.startswith(SERVED)  # a suite passes the name beside its scorer
-    # an upstream profile depends on the model's kind and the run's mode
-    task_options = task_cls.options_for(settings.protocol, options, kind, config=config, served=served)
-    if task_cls.needs(config, task_options) != task_cls.needs(config, draft):
-        side = load_side_data(config, task_options, data_dir=settings.data_dir)
-    task = task_cls(config, task_options, kind=kind, seed=seed, resources=side.values)
-    with custom_rows_read(config, rows is not None):
-        if language is not None:
-            data = task.select_language(data, language)
-        every = task.build_probes(data, stage=task.stages[0])
-    first = every if limit is None else task.sample(every, limit)
+    ahead = plan(config, model, settings, options, rows=rows, scorer=scorer)
+    task, data, every = ahead.task, ahead.data, ahead.probes
+    number = limit_for(config, task, every, settings.limit)
+    first = every if number is None else task.sample(every, number)
+    subset = subset_of(task, every, first, settings.limit) if number is not None else None
+    settings = replace(settings, limit=number)  # config.json's run.limit: the number the run probed
     scorer = load_scorer(model, settings) if scorer is None else scorer
-    subset = subset_of(task, every, first) if limit is not None else None
     meta = describe_run(
         config,
         model,
@@ -191,7 +190,7 @@ def run(
         task,
         settings,
         data,
-        side.provenance,
+        ahead.side.provenance,
         subset=subset,
         custom_rows=rows is not None,
         rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
@@ -219,6 +218,74 @@ def run(
     if run_dir is None:
         meta = {**meta, "duration_s": round(time.monotonic() - started, 3)}
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run decides before its model loads: the protocol (options checked, resources loaded), its rows and
+    its first stage's probes.
+    """
+
+    task: Task
+    data: list[Mapping[str, Any]] = field(repr=False)
+    side: SideData = field(repr=False)
+    probes: list[Probe] = field(repr=False)
+
+
+def plan(
+    config: str,
+    model: Any,
+    settings: RunSettings,
+    options: Mapping[str, Any],
+    *,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+    scorer: Any = None,
+) -> Plan:
+    """The run of `config` up to its first stage's probes, with no model loaded (its kind is read from its config):
+    a bad option, language, template or resource fails here.
+    """
+    task_cls = task_for(config)
+    draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
+    check_language(config, settings.language, custom_rows=rows is not None)
+    data: list[Mapping[str, Any]] = (
+        list(load_rows(config, data_dir=settings.data_dir, corrected=settings.corrected, language=settings.language))
+        if rows is None
+        else list(rows)
+    )
+    side = load_side_data(config, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
+    kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
+    served = isinstance(model, str) and model.startswith(SERVED)  # a suite passes the name beside its scorer
+    # an upstream profile depends on the model's kind and the run's mode
+    task_options = task_cls.options_for(settings.protocol, options, kind, config=config, served=served)
+    if task_cls.needs(config, task_options) != task_cls.needs(config, draft):
+        side = load_side_data(config, task_options, data_dir=settings.data_dir)
+    task = task_cls(config, task_options, kind=kind, seed=settings.seed, resources=side.values)
+    with custom_rows_read(config, rows is not None):
+        if settings.language is not None:
+            data = task.select_language(data, settings.language)
+        probes = task.build_probes(data, stage=task.stages[0])
+    return Plan(task, data, side, probes)
+
+
+def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | str | None) -> int | None:
+    """The number of items a run probes: `limit`, or for "smoke" the benchmark's smoke limit. A number below the
+    smoke limit that leaves headline numbers out warns (`SmallLimitWarning`), naming them and why.
+    """
+    if limit is None:
+        return None
+    smoke = task.smoke_limit(probes)
+    if limit == SMOKE:
+        return max(smoke, 1)  # a run without items still takes a limit of at least one
+    number = int(limit)
+    shortfall = task.smoke_shortfall(probes, task.sample(probes, number)) if number < smoke else None
+    if shortfall:
+        warnings.warn(
+            f"--limit {number} is below the smoke limit of {config} ({smoke} {task.unit}): {shortfall}. "
+            f"--limit {SMOKE} probes {smoke}.",
+            SmallLimitWarning,
+            stacklevel=3,
+        )
+    return number
 
 
 # ---------------------------------------------------------------- validation and the model
@@ -413,6 +480,7 @@ def describe_run(
                 "loaded_object": not named,
                 "kind": scorer.kind,
                 "identity": _identity(scorer),
+                **planted_of(model, settings),
             },
             "task": type(task).__name__,
             "options": options_dict(task.options),
@@ -430,14 +498,29 @@ def describe_run(
     )
 
 
-def subset_of(task: Task, every: Sequence[Probe], first: Sequence[Probe]) -> dict[str, Any]:
-    """What a `--limit` run probed: how many of the items, in the benchmark's unit, drawn across which strata."""
+def planted_of(model: Any, settings: RunSettings) -> dict[str, str]:
+    """`{"planted": what it was trained on}` for a built-in planted model (`planted:<config>`), so that its report
+    says which pattern to expect; {} for any other model.
+    """
+    if not (isinstance(model, str) and model.startswith("planted:")):
+        return {}
+    from culture_probe.models.planted_benchmarks import planted_spec
+
+    return {"planted": planted_spec(model.split(":", 1)[1], data_dir=settings.data_dir).what}
+
+
+def subset_of(task: Task, every: Sequence[Probe], first: Sequence[Probe], limit: int | str | None) -> dict[str, Any]:
+    """What a `--limit` run probed: how many of the items, in the benchmark's unit, drawn across which strata; the
+    limit as given (a number or "smoke") and the benchmark's smoke limit for these items.
+    """
     return {
         "unit": task.unit,
         "strata": list(task.strata),
         "items": len({p.item_id for p in every}),
         "sampled": len({p.item_id for p in first}),
         "seed": task.seed,
+        "limit": limit,
+        "smoke_limit": task.smoke_limit(every),
     }
 
 

@@ -10,34 +10,31 @@ so a suite stopped half-way keeps what it computed; `--resume` continues it.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import expand, groups, resolve
 from culture_probe.errors import CultureProbeError
-from culture_probe.extras import available
 from culture_probe.runner import (
     RunResult,
     RunSettings,
+    SmallLimitWarning,
     as_model_args,
     check_language,
     is_main_process,
+    limit_for,
     load_scorer,
+    plan,
     run,
 )
 from culture_probe.tasks import task_for
 
-SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
 # run() keywords that are not protocol options
 _RUN_KEYWORDS = {f.name for f in fields(RunSettings)} | {"rows", "progress"}
-# MAPS' culture-gap study (spec 4.5): the four configs of one direction, in culture_gap_study's order
-GAP_STUDIES: dict[Literal["zh_en", "en_zh"], tuple[str, ...]] = {
-    "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
-    "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
-}
 
 
 @dataclass(frozen=True)
@@ -80,23 +77,31 @@ def run_suite(
         rundir.check_writable(folder)  # a suite folder is claimed like a run folder: new, empty, or ours
         folder.mkdir(parents=True, exist_ok=True)
         rundir.write_text(folder / rundir.MARKER, "A culture_probe suite folder (one run directory per config).\n")
+    from culture_probe.report.summary import SuiteRun, summarize_suite, write_summary
+
+    if isinstance(settings.limit, int):  # a limit too small for a config's headline numbers: said before the model
+        for config in configs:
+            ahead = plan(config, model, replace(settings, data_dir=data_dirs[config]), options)
+            limit_for(config, ahead.task, ahead.probes, settings.limit)
     scorer = load_scorer(model, settings)
     runs: dict[str, RunResult] = {}
     summary: dict[str, Any] = {}
-    for config in configs:
-        runs[config] = run(
-            config,
-            model,
-            out=folder / config if folder else None,
-            resume=resume,
-            progress=progress,
-            scorer=scorer,
-            data_dir=data_dirs[config],
-            **keywords,
-        )
-        summary = summarize_suite(model, runs)
-        if folder is not None:
-            write_summary(folder, summary)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given above
+        for config in configs:
+            runs[config] = run(
+                config,
+                model,
+                out=folder / config if folder else None,
+                resume=resume,
+                progress=progress,
+                scorer=scorer,
+                data_dir=data_dirs[config],
+                **keywords,
+            )
+            summary = summarize_suite(model, {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()})
+            if folder is not None:
+                write_summary(folder, summary)
     return SuiteResult(runs, summary, folder)
 
 
@@ -111,94 +116,6 @@ def data_dirs_of(data_dir: str | os.PathLike | Mapping[str, Any] | None, configs
     if not isinstance(data_dir, Mapping):
         return {config: data_dir for config in configs}
     return {config: data_dir.get(resolve(config)[0].INFO.name) for config in configs}
-
-
-def summarize_suite(model: Any, runs: Mapping[str, RunResult]) -> dict[str, Any]:
-    """One row per config: its headline number with interval, n and unit, and what it left out; and the
-    cross-config studies the suite's configs allow (MAPS' culture gap).
-    """
-    rows = []
-    for config, result in runs.items():
-        results = result.metrics.get("results", {})
-        metric = results.get("headline")
-        rows.append(
-            {
-                "config": config,
-                "benchmark": resolve(config)[0].INFO.name,
-                "metric": metric,
-                **(results.get("overall", {}).get(metric) or {}),
-                "unit": results.get("unit"),
-                "smoke": bool(result.config.get("subset")),
-                "omitted": results.get("omitted", {}),
-            }
-        )
-    protocols = sorted({(r.config.get("run") or {}).get("protocol", "default") for r in runs.values()})
-    return {
-        "model": str(model),
-        "protocol": ", ".join(protocols) or "default",
-        "configs": rows,
-        "studies": studies(runs),
-    }
-
-
-def studies(runs: Mapping[str, RunResult]) -> dict[str, Any]:
-    """MAPS' culture and language gaps (spec 4.5) for each direction whose four configs the suite ran in full."""
-    from culture_probe.tasks.maps import culture_gap_study
-
-    accuracy: dict[str, float] = {
-        c: r.metrics["accuracy"]
-        for c, r in runs.items()
-        if c.startswith("maps_") and not r.config.get("subset") and r.metrics.get("accuracy") is not None
-    }
-    return {
-        f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
-        for direction, needed in GAP_STUDIES.items()
-        if all(c in accuracy for c in needed)
-    }
-
-
-def write_summary(folder: Path, summary: Mapping[str, Any]) -> None:
-    """suite.json, suite.md and one figure per benchmark (headline per config, with intervals)."""
-    from culture_probe.metrics.display import format_value, interval_text
-    from culture_probe.report.markdown import table_markdown
-    from culture_probe.report.plots import draw_bars
-    from culture_probe.report.views import Bars, Table
-
-    rundir.write_json(folder / SUMMARY_JSON, dict(summary))
-    rows = tuple(
-        (
-            r["config"],
-            r["metric"],
-            r.get("value"),
-            interval_text(r),
-            r.get("n"),
-            r["unit"],
-            "smoke run (--limit)" if r["smoke"] else "; ".join(f"{k} left out: {v}" for k, v in r["omitted"].items()),
-        )
-        for r in summary["configs"]
-    )
-    parts = [
-        f"# Suite: {summary['model']}",
-        "",
-        f"Protocol profile: **{summary.get('protocol', 'default')}**.",
-        "",
-        table_markdown(Table(("config", "metric", "value", "95% CI", "n", "unit", "note"), rows)),
-    ]
-    for name, study in summary["studies"].items():
-        parts += ["", f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())]
-    plots = folder / "plots"
-    benchmarks = list(dict.fromkeys(r["benchmark"] for r in summary["configs"])) if available("matplotlib") else []
-    if benchmarks:
-        plots.mkdir(exist_ok=True)
-    for benchmark in benchmarks:
-        shown = {
-            r["config"]: r for r in summary["configs"] if r["benchmark"] == benchmark and r.get("value") is not None
-        }
-        if shown:
-            bars = Bars(shown, ylabel=next(iter(shown.values()))["metric"])
-            png, pdf = draw_bars(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config")
-            parts += ["", f"![{benchmark}](plots/{png.name}) ([PDF](plots/{pdf.name}))"]
-    rundir.write_text(folder / SUMMARY_MD, "\n".join(parts) + "\n")
 
 
 # ---------------------------------------------------------------- command line
@@ -235,7 +152,9 @@ def main(args: Any) -> int:
             raise CultureProbeError("--rows belongs to one config: run a suite without it, or name one config.")
         suite = run_suite(args.configs, args.model, **keywords)
         if is_main_process():
-            print("\n".join(f"{r['config']}: {r['metric']} {r.get('value')}" for r in suite.summary["configs"]))
+            from culture_probe.report.summary import SUMMARY_MD, summary_lines
+
+            print(summary_lines(suite.summary))
             if suite.out is not None:
                 print(f"wrote {suite.out / SUMMARY_MD}")
         return 0

@@ -69,7 +69,8 @@ class ToyTask(Task):
 
     def _unit_tables(self, records):
         hits = hits_at_k([r["prediction"] for r in records], [r["gold"] for r in records])
-        return [unit_table("p1", [UnitValue(r.item_id, 100 * hit) for r, hit in zip(records, hits)])]
+        table = unit_table("p1", [UnitValue(r.item_id, 100 * hit) for r, hit in zip(records, hits)])
+        return [table.with_scale(100, binary=True)]  # each fact a hit or a miss: a proportion
 
 
 TASK = ToyTask
@@ -139,10 +140,10 @@ def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(pl
     )
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
-    assert metrics.pop("results")["overall"]["p1"] == {
+    assert metrics.pop("results")["overall"]["p1"] == {  # 3 of 3 right: Wilson's interval, not certainty
         "value": 100.0,
         "stderr": 0.0,
-        "ci_low": 100.0,
+        "ci_low": pytest.approx(100 * 3 / (3 + 1.959964**2)),
         "ci_high": 100.0,
         "n": 3,
     }

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def test_run_report_compare(setup, tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "dlama_arab_west on" in out and "  p1: " in out and f"wrote {tmp_path / 'b'}" in out
+    assert "dlama_arab_west on" in out and "  p1 (%): " in out and f"wrote {tmp_path / 'b'}" in out
     for name in ("config.json", "items.jsonl", "metrics.json", "report.md"):
         assert (tmp_path / "a" / name).is_file()
     assert not (tmp_path / "a" / "cache.sqlite").exists()  # the score cache is the model's, not the run's
@@ -83,7 +84,15 @@ def test_run_report_compare(setup, tmp_path, capsys):
     n_en = sum(1 for line in (tmp_path / "a" / "items.jsonl").read_text().splitlines())
     assert (
         config["subset"]
-        == {"unit": "facts", "strata": ["language", "culture", "predicate"], "items": n_en, "sampled": 2, "seed": 0}
+        == {
+            "unit": "facts",
+            "strata": ["language", "culture", "predicate"],
+            "items": n_en,
+            "sampled": 2,
+            "seed": 0,
+            "limit": 2,
+            "smoke_limit": 2,  # one fact of each language x culture x predicate: en, P30, two cultures
+        }
         and config["seed_used"]
     )
     cultures = {json.loads(line)["culture"] for line in (tmp_path / "b" / "items.jsonl").read_text().splitlines()}
@@ -186,6 +195,43 @@ def test_bad_arguments_exit_2_with_a_clear_message(setup, capsys, extra, message
     data, model = setup
     assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(setup, tmp_path, capsys):
+    """`--limit smoke` resolves per config (one fact per language x culture x predicate here: 2), config.json says
+    it was asked for and what it gave; a smaller --limit warns, before the model loads, what it will lack.
+    """
+    data, model = setup
+    common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]
+    assert main([*common, "--limit", "smoke", "--out", str(tmp_path / "smoke")]) == 0
+    config = json.loads((tmp_path / "smoke" / "config.json").read_text())
+    assert config["run"]["limit"] == 2 and config["subset"]["limit"] == "smoke" and config["subset"]["sampled"] == 2
+    assert "--limit 2" in (tmp_path / "smoke" / "report.md").read_text()  # the command that repeats it, as a number
+    with pytest.warns(UserWarning, match=r"--limit 1 is below the smoke limit of dlama_arab_west \(2 facts\)"):
+        assert main([*common, "--limit", "1"]) == 0
+    with pytest.raises(SystemExit):
+        main([*common, "--limit", "ten"])
+    assert "invalid int value: 'ten' (give a whole number, or smoke)" in capsys.readouterr().err
+
+
+def test_the_library_warnings_are_one_line_on_the_terminal(setup):
+    """What `culture-probe` prints for the library's own warnings (the smoke-limit notice): one line, as its errors
+    are, not Python's location and source line; other packages' warnings keep Python's format.
+    """
+    data, model = setup
+    seen: list[str] = []
+
+    def shown(message, category, filename, lineno, file=None, line=None):
+        seen.append(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = shown
+        assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--limit", "1"]) == 0
+    assert "DeprecationWarning" in warnings.formatwarning("x", DeprecationWarning, "x.py", 1)  # restored after
+    notices = [text for text in seen if "smoke limit" in text]
+    assert len(notices) == 1 and notices[0].count("\n") == 1
+    assert notices[0].startswith("culture-probe: warning: --limit 1 is below the smoke limit")
 
 
 def test_unknown_config_suggests_close_names(capsys):

@@ -61,11 +61,11 @@ def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(
     assert (first["config"], first["metric"], first["unit"]) == ("dlama_arab_west", "p1", "facts")
     assert first["value"] == suite.runs["dlama_arab_west"].metrics["results"]["overall"]["p1"]["value"]
     text = (tmp_path / "suite" / "suite.md").read_text()
-    assert text.startswith("# Suite: some/model") and "| dlama_arab_west | p1 |" in text
+    assert text.startswith("# Suite: some/model") and "| dlama_arab_west | p1 (%) |" in text
     assert (tmp_path / "suite" / "plots" / "suite_dlama.pdf").is_file()
     report = (tmp_path / "suite" / "dlama_arab_west" / "report.md").read_text()
     p1 = first["value"]
-    assert "## Headline numbers" in report and f"| p1 | {p1:.2f} |" in report  # every report leads with them
+    assert "## Headline numbers" in report and f"| p1 (%) | {p1:.2f} † |" in report  # every report leads with them
 
 
 def test_an_option_one_config_lacks_fails_before_the_model_loads(tmp_path, one_load):
@@ -108,7 +108,7 @@ def test_the_cli_runs_a_suite_and_lists_groups(tmp_path, one_load, capsys):
 def test_a_suite_with_the_four_maps_gap_configs_reports_the_culture_gap():
     from types import SimpleNamespace
 
-    from culture_probe.suite import studies
+    from culture_probe.report.summary import studies
     from culture_probe.tasks.maps import culture_gap_study
 
     accuracy = {"maps_zh": 60.0, "maps_en": 80.0, "maps_zh_en_mt": 70.0, "maps_zh_en_ht": 72.0}
@@ -116,3 +116,56 @@ def test_a_suite_with_the_four_maps_gap_configs_reports_the_culture_gap():
     assert studies(runs) == {"maps_culture_gap_zh_en": culture_gap_study(accuracy, "zh_en")}
     runs["maps_zh_en_ht"] = SimpleNamespace(metrics={"accuracy": 72.0}, config={"subset": {"sampled": 3}})
     assert studies(runs) == {}  # a smoke run of one of the four gives no gap
+
+
+def _suite(tmp_path, **keywords):
+    data = write_dlama(tmp_path / "dlama")
+    configs = ["dlama_arab_west", "dlama_arab_west_corrected"]
+    return culture_probe.run_suite(
+        configs, "some/model", data_dir=str(data), out=tmp_path / "suite", progress=False, language="en", **keywords
+    )
+
+
+def test_a_suite_whose_figures_fail_still_writes_every_number(tmp_path, one_load, monkeypatch):
+    # `culture-probe run camel --limit 10 --out S` died in report/plots.py after all its runs finished:
+    # suite.md was never written
+    import culture_probe.report.markdown as markdown
+
+    def broken(figure, stem, title):
+        raise ValueError("'yerr' must not contain negative values")
+
+    monkeypatch.setattr(markdown, "draw", broken)
+    with pytest.warns(UserWarning, match="Figure 'dlama: headline per config' could not be drawn"):
+        suite = _suite(tmp_path)
+    folder = tmp_path / "suite"
+    for config in suite.runs:
+        assert (folder / config / "metrics.json").is_file() and (folder / config / "report.md").is_file()
+    assert json.loads((folder / "suite.json").read_text())["configs"][0]["config"] == "dlama_arab_west"
+    text = (folder / "suite.md").read_text()
+    assert "| dlama_arab_west | p1 (%) |" in text and "*Figure 'dlama: headline per config' could not be drawn" in text
+
+
+def test_report_rerenders_a_suite_folder(tmp_path, one_load, capsys):
+    # `culture-probe report S` refused a suite folder ("is not a run directory")
+    _suite(tmp_path)
+    folder = tmp_path / "suite"
+    (folder / "suite.md").unlink()
+    (folder / "dlama_arab_west" / "report.md").unlink()
+    (folder / "dlama_arab_west_corrected" / "metrics.json").unlink()  # an interrupted config: reported from its items
+    assert main(["report", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {folder / 'dlama_arab_west' / 'report.md'}" in out and f"wrote {folder / 'suite.md'}" in out
+    assert (folder / "dlama_arab_west" / "report.md").read_text().startswith("# dlama_arab_west on some/model")
+    corrected = (folder / "dlama_arab_west_corrected" / "report.md").read_text()
+    assert "**INCOMPLETE" in corrected
+    text = (folder / "suite.md").read_text()
+    assert "| dlama_arab_west | p1 (%) |" in text and "| dlama_arab_west_corrected | p1 (%) |" in text
+
+
+def test_the_terminal_lines_of_a_suite_round_as_suite_md(tmp_path, one_load, capsys):
+    data = write_dlama(tmp_path / "dlama")
+    argv = ["run", "dlama_arab_west", "dlama_arab_west_corrected", "--model", "m", "--data-dir", f"dlama={data}"]
+    assert main([*argv, "--language", "en", "--out", str(tmp_path / "suite")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    value = json.loads((tmp_path / "suite" / "suite.json").read_text())["configs"][0]["value"]
+    assert first.startswith(f"dlama_arab_west: p1 (%): {value:.2f} † [")  # 5 facts: marked, and rounded as suite.md

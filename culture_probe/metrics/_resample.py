@@ -1,23 +1,24 @@
-"""Seeded resampling through `scipy.stats`, shared by every metric that reports uncertainty (the results schema,
-compare_groups, fairness_gap).
+"""Seeded resampling: the bootstrap of `fairness_gap` (through `scipy.stats`) and the permutation test of
+`compare_groups`, whose interval is the set of shifts the test does not reject.
 
 Statistics are written over unit indices: a statistic gets one (batch, size) index array per group of units and
 returns (batch,) values, or (k, batch) for k values at once. Resampling indices, not values, lets one draw serve
-several arrays (two runs of a paired comparison, a unit's replicates) and keeps memory bounded (`batch`).
+several arrays and keeps memory bounded (`batch`).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import combinations
 
 import numpy as np
 from scipy import stats
 
 from culture_probe.errors import MetricInputError
 
-CI_METHOD = "percentile bootstrap (scipy.stats.bootstrap)"
 _BATCH_CELLS = 2_000_000  # drawn unit indices held at once, whatever n_resamples is
 
 IndexStatistic = Callable[[list[np.ndarray]], np.ndarray]
@@ -41,9 +42,6 @@ class Resampling:
 
     def __post_init__(self) -> None:
         check_resampling(self.n_resamples, self.confidence)
-
-
-DEFAULT_RESAMPLING = Resampling()
 
 
 def _nan_to_none(values: np.ndarray) -> list[float | None]:
@@ -82,26 +80,81 @@ def bootstrap_interval(
     return _nan_to_none(result.standard_error), _nan_to_none(interval.low), _nan_to_none(interval.high)
 
 
-def permutation_p_value(
-    statistic: Callable[..., np.ndarray], samples: Sequence[np.ndarray], *, paired: bool, n_resamples: int, seed: int
-) -> float | None:
-    """Two-sided p-value of `statistic(*samples)` from `scipy.stats.permutation_test`: samples relabelled at
-    random (independent), or each unit's values swapped between the samples (`paired`). None when a sample has
-    fewer than two units (scipy's minimum; no test of one unit means anything).
+@dataclass(frozen=True)
+class ShiftTest:
+    """A two-sided permutation test of "mean(a) - mean(b) = delta" for every delta at once, under a location shift
+    (a - delta and b exchangeable): for relabelling k of the pooled items the statistic is `moved[k] - delta *
+    share[k]` against the observed `difference - delta`, so one set of relabellings serves every delta, and the
+    interval (`interval`) holds exactly the deltas whose p-value (`p_value`) is at least 1 - confidence.
     """
-    if min(len(s) for s in samples) < 2:
+
+    difference: float
+    moved: np.ndarray = field(repr=False)
+    share: np.ndarray = field(repr=False)
+    exact: bool  # every relabelling enumerated (the observed one among them), else drawn at random
+
+    def p_value(self, delta: float = 0.0) -> float:
+        """Two-sided p-value of "the difference is `delta`": the share of relabellings at least as extreme (with
+        the observed one counted once more when they are drawn, so never 0).
+        """
+        observed = abs(self.difference - delta)
+        extreme = int(np.sum(np.abs(self.moved - delta * self.share) >= observed - 1e-9 * (1 + observed)))
+        return extreme / self.moved.size if self.exact else (extreme + 1) / (self.moved.size + 1)
+
+    def interval(self, confidence: float, step: float) -> tuple[float, float] | None:
+        """The deltas the test does not reject at 1 - `confidence`, searched outward from the estimate in steps of
+        `step` and bisected to its edges; None when the test cannot reject any delta (too few items). 0 is inside
+        exactly when `p_value(0)` is at least 1 - confidence, whatever the shape of the p-value curve.
+        """
+        alpha = 1 - confidence
+        zero_accepted = self.p_value(0.0) >= alpha
+        edges = []
+        for direction in (-1.0, 1.0):
+            inside, outside = self.difference, None
+            if direction * -self.difference > 0:  # 0 lies on this side
+                inside, outside = (0.0, None) if zero_accepted else (inside, 0.0)
+            if outside is None:
+                outside = self._rejected(inside, direction * step, alpha)
+            if outside is None:
+                return None
+            edges.append(self._edge(inside, outside, alpha))
+        return edges[0], edges[1]
+
+    def _rejected(self, start: float, step: float, alpha: float) -> float | None:
+        for doubling in range(64):
+            point = start + step * 2**doubling
+            if self.p_value(point) < alpha:
+                return point
         return None
-    size = sum(len(s) for s in samples)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = stats.permutation_test(
-            tuple(samples),
-            statistic,
-            vectorized=True,
-            n_resamples=n_resamples,
-            permutation_type="samples" if paired else "independent",
-            alternative="two-sided",
-            batch=max(1, _BATCH_CELLS // size),
-            rng=np.random.default_rng(seed),
+
+    def _edge(self, inside: float, outside: float, alpha: float) -> float:
+        for _ in range(200):
+            middle = (inside + outside) / 2
+            if middle in (inside, outside):
+                break
+            inside, outside = (middle, outside) if self.p_value(middle) >= alpha else (inside, middle)
+        return inside
+
+
+def shift_test(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> ShiftTest:
+    """The permutation distribution of mean(a) - mean(b) over relabellings of the pooled items into groups of the
+    same sizes: all of them when there are at most `n_resamples`, else `n_resamples` drawn with `seed`.
+    """
+    pooled = np.concatenate([a, b])
+    size, n_a = pooled.size, a.size
+    exact = math.comb(size, n_a) <= n_resamples
+    if exact:
+        chosen = np.asarray(list(combinations(range(size), n_a)), dtype=int).reshape(-1, n_a)
+    else:
+        rng = np.random.default_rng(seed)
+        batch = max(1, _BATCH_CELLS // size)
+        chosen = np.concatenate(
+            [
+                np.argsort(rng.random((min(batch, n_resamples - start), size)), axis=1)[:, :n_a]
+                for start in range(0, n_resamples, batch)
+            ]
         )
-    return float(result.pvalue)
+    weight = 1 / n_a + 1 / b.size
+    moved = pooled[chosen].sum(axis=1) * weight - pooled.sum() / b.size
+    share = (chosen < n_a).sum(axis=1) * weight - n_a / b.size
+    return ShiftTest(float(a.mean() - b.mean()), moved, share, exact)

@@ -1,7 +1,7 @@
 """Differences between groups (cultures, languages) of any per-item score, with their uncertainty.
 
-None of the five papers offers this; it lets a report say "the model knows Western facts better" together
-with a bootstrap 95% interval and a permutation-test p-value.
+None of the five papers offers this; it lets a report say "the model knows Western facts better" together with a
+95% interval and a p-value that come from one procedure, so that the interval excludes 0 exactly when p < 0.05.
 """
 
 from __future__ import annotations
@@ -14,7 +14,18 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_labels, check_lengths, finite_floats
-from culture_probe.metrics._resample import Resampling, bootstrap_interval, check_resampling, permutation_p_value
+from culture_probe.metrics._intervals import (
+    MIETTINEN_NURMINEN,
+    Interval,
+    bounded,
+    miettinen_nurminen_score,
+    no_interval,
+    score_interval,
+    score_p_value,
+)
+from culture_probe.metrics._resample import check_resampling, shift_test
+
+PERMUTATION = "permutation test; interval: the shifts of the first group it does not reject"
 
 
 def mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -22,22 +33,43 @@ def mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(a, axis=axis) - np.mean(b, axis=axis)
 
 
+def _fields(interval: Interval) -> dict[str, Any]:
+    """An interval's keys in a comparison: `ci_low`, `ci_high`, and `no_interval` when there is none."""
+    return {k: v for k, v in interval.fields().items() if k != "stderr"}
+
+
 def _compare(a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, seed: int) -> dict[str, Any]:
-    """One pair: the difference, a bootstrap interval resampling each group separately, a permutation p-value
-    (seeded per pair, so a pair's result does not depend on the other groups).
+    """One pair of any scores: the permutation test of the difference in means (seeded per pair, so a pair's
+    result does not depend on the other groups) and the interval that inverts it.
     """
-    values = np.concatenate([a, b])
-    groups = [np.arange(a.size), np.arange(a.size, values.size)]
-    _, low, high = bootstrap_interval(
-        lambda index: mean_difference(values[index[0]], values[index[1]]),
-        groups,
-        Resampling(confidence, n_resamples, seed),
-    )
+    difference = float(a.mean() - b.mean())
+    if min(a.size, b.size) < 2:
+        reason = "a group has one item"
+        return {"difference": difference, **_fields(no_interval(reason)), "p_value": None, "method": PERMUTATION}
+    spread = float(np.ptp(np.concatenate([a, b])))
+    if spread == 0:
+        reason = "every score is the same: the difference has no spread to estimate"
+        return {"difference": difference, **_fields(no_interval(reason)), "p_value": 1.0, "method": PERMUTATION}
+    test = shift_test(a, b, n_resamples, seed)
+    found = test.interval(confidence, step=spread / 8)
+    reason = f"with {a.size} and {b.size} items no shift can be rejected at {1 - confidence:.0%}"
+    interval = no_interval(reason) if found is None else bounded(difference, None, *found, None)
+    return {"difference": difference, **_fields(interval), "p_value": test.p_value(), "method": PERMUTATION}
+
+
+def _compare_proportions(a: np.ndarray, b: np.ndarray, success: float, confidence: float) -> dict[str, Any]:
+    """One pair of binary outcomes (0 or `success`): Miettinen and Nurminen's score interval of the difference of
+    proportions and its score test at 0, so a group's 0 of n still leaves the interval its width.
+    """
+    score = miettinen_nurminen_score(int(np.sum(a == success)), a.size, int(np.sum(b == success)), b.size)
+    d = float(a.mean() - b.mean()) / success
+    low, high = score_interval(score, d, confidence)
+    interval = bounded(success * d, None, success * low, success * high, None)
     return {
-        "difference": float(a.mean() - b.mean()),
-        "ci_low": low[0],
-        "ci_high": high[0],
-        "p_value": permutation_p_value(mean_difference, (a, b), paired=False, n_resamples=n_resamples, seed=seed),
+        "difference": success * d,
+        **_fields(interval),
+        "p_value": score_p_value(score),
+        "method": MIETTINEN_NURMINEN,
     }
 
 
@@ -48,16 +80,22 @@ def compare_groups(
     n_resamples: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
+    *,
+    success: float | None = None,
 ) -> dict[str, Any]:
     """Mean score per group and, for each pair of groups, mean(a) - mean(b) with a CI and a p-value.
 
-    Pairs are every pair of groups in sorted order, or each group against `reference`. The interval is the
-    percentile interval of a bootstrap that resamples each group separately; the p-value is a two-sided
-    permutation test of the difference in means. Both are seeded; no correction for multiple pairs is applied.
+    Pairs are every pair of groups in sorted order, or each group against `reference`. Scores that are binary
+    outcomes (0 or `success`, e.g. 100 for a hit in percent) get the Miettinen-Nurminen score interval and its
+    score test; any other scores a two-sided permutation test (every relabelling when there are at most
+    `n_resamples`, else that many drawn with `seed`) and as interval the shifts of group a it does not reject.
+    Either way interval and p-value come from one test (`method` names it). No correction for multiple pairs.
     """
     check_lengths(scores=scores, groups=groups)
     check_resampling(n_resamples, confidence)
     values = finite_floats("scores", scores)
+    if success is not None and not np.isin(values, (0.0, success)).all():
+        raise MetricInputError(f"`scores` must be 0 or {success:g} (`success`) for a comparison of proportions.")
     keys = np.asarray([str(g) for g in groups])
     names = sorted(set(keys.tolist()))
     if len(names) < 2:
@@ -67,10 +105,13 @@ def compare_groups(
         pairs = [(name, reference) for name in names if name != reference]
     else:
         pairs = list(combinations(names, 2))
-    comparisons = [
-        {"a": a, "b": b, **_compare(values[keys == a], values[keys == b], n_resamples, confidence, seed)}
-        for a, b in pairs
-    ]
+
+    def compare(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+        if success is not None:
+            return _compare_proportions(a, b, success, confidence)
+        return _compare(a, b, n_resamples, confidence, seed)
+
+    comparisons = [{"a": a, "b": b, **compare(values[keys == a], values[keys == b])} for a, b in pairs]
     means = {name: {"mean": float(values[keys == name].mean()), "n": int((keys == name).sum())} for name in names}
     return {
         "groups": means,

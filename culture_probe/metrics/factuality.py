@@ -19,7 +19,7 @@ from scipy import stats
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_labels, check_lengths
-from culture_probe.metrics._resample import DEFAULT_RESAMPLING, Resampling, bootstrap_interval
+from culture_probe.metrics._intervals import Design, Interval, bounded, critical, no_interval
 
 # The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
 ASSOCIATIONS: dict[str, str] = {
@@ -67,7 +67,7 @@ def xfakt_scores(mu_assoc: float, mu_non: float) -> dict[str, float]:
 
 
 def _transfer_scores(mu_assoc: np.ndarray, mu_non: np.ndarray) -> np.ndarray:
-    """FRS, KTS and their harmonic mean, element-wise (one value, or one per bootstrap draw)."""
+    """FRS, KTS and their harmonic mean, element-wise."""
     frs = 1.5 * (1 / (1 + mu_assoc + mu_non) - 1 / 3)
     kts = 2 * (1 / (1 + np.abs(mu_assoc - mu_non)) - 1 / 2)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -271,34 +271,96 @@ def unpaired_cells(languages: Sequence[str], countries: Sequence[str]) -> str | 
     return None
 
 
+TRANSFER_METHODS = {
+    "frs": "t interval of mu_assoc + mu_non (cells as strata, Satterthwaite df), mapped through FRS",
+    "kts": "t interval of mu_assoc - mu_non (cells as strata, Satterthwaite df), mapped through KTS",
+    "xfakt": "harmonic mean of the FRS and KTS interval ends (covers when both do)",
+}
+
+
 def transfer_estimates(
-    answers: Sequence[GradedAnswer],
-    summary: Mapping[str, Any],
-    *,
-    round_cells: bool = True,
-    resampling: Resampling = DEFAULT_RESAMPLING,
+    answers: Sequence[GradedAnswer], summary: Mapping[str, Any], *, confidence: float = 0.95
 ) -> dict[str, dict[str, Any]]:
-    """FRS, KTS and X-FaKT of a run's `summary` in the results schema: each with a percentile bootstrap interval
-    that resamples the questions within each (language, country) cell, keeping the cells' sizes.
+    """FRS, KTS and X-FaKT of a run's `summary` in the results schema, each naming its interval `method`.
+
+    mu_assoc and mu_non are means of cell error rates, so mu_assoc ± mu_non get t intervals from the cells'
+    binomial variances (each cell a stratum); FRS falls and KTS falls with |mu_assoc - mu_non|, so their intervals
+    are those intervals' images (KTS reaches 1 when the difference's interval holds 0), and X-FaKT, rising in both,
+    spans the harmonic means of their ends. A cell with one question has no variance to estimate, so then there
+    is no interval (the smoke run, one question per language x country cell, has none).
     """
     if summary.get("kts") is None:
         return {}
-    cells: dict[tuple[str, str | None], list[int]] = {}
-    for index, answer in enumerate(answers):
-        cells.setdefault((answer.language, answer.country), []).append(index)
-    keys = sorted(cells)
-    wrong = np.asarray([not a.correct for a in answers], dtype=float)
-    diagonal = np.asarray([ASSOCIATIONS[language] == country for language, country in keys])
-
-    def scores(index: list[np.ndarray]) -> np.ndarray:
-        errors = np.stack([wrong[i].mean(axis=-1) for i in index])  # (cells, batch)
-        errors = np.round(errors, 2) if round_cells else errors
-        return _transfer_scores(errors[diagonal].mean(axis=0), errors[~diagonal].mean(axis=0))
-
-    stderr, low, high = bootstrap_interval(scores, [np.asarray(cells[k]) for k in keys], resampling)
+    cells: dict[tuple[str, str | None], list[bool]] = {}
+    for answer in answers:
+        cells.setdefault((answer.language, answer.country), []).append(not answer.correct)
+    values = {name: summary[name] for name in TRANSFER_METHODS}
+    spread = _cell_design(cells)
+    reason = _cells_without_spread(cells, spread)
+    if reason:
+        intervals = {name: no_interval(reason) for name in values}
+    else:
+        intervals = _transfer_intervals(summary["mu_assoc"], summary["mu_non"], spread, values, confidence)
     return {
-        name: {"value": summary[name], "stderr": stderr[i], "ci_low": low[i], "ci_high": high[i], "n": len(answers)}
-        for i, name in enumerate(("frs", "kts", "xfakt"))
+        name: {"value": values[name], **intervals[name].fields(), "n": len(answers), "method": method}
+        for name, method in TRANSFER_METHODS.items()
+    }
+
+
+def _cell_design(cells: Mapping[tuple[str, str | None], list[bool]]) -> dict[bool, Design]:
+    """{associated?: the variance terms of that cell mean}: each cell's binomial variance of its error rate,
+    p(1 - p) / (k - 1), weighted by the cell's share of its mean (1 / cells).
+    """
+    out = {}
+    for diagonal in (True, False):
+        rates = [np.asarray(w, dtype=float) for (lang, c), w in cells.items() if (ASSOCIATIONS[lang] == c) == diagonal]
+        terms = [r.mean() * (1 - r.mean()) / (r.size - 1) if r.size > 1 else np.nan for r in rates]
+        out[diagonal] = Design(np.asarray(terms) / len(rates) ** 2, np.asarray([r.size - 1.0 for r in rates]))
+    return out
+
+
+def _cells_without_spread(cells: Mapping[Any, list[bool]], spread: Mapping[bool, Design]) -> str | None:
+    lone = sum(len(wrong) < 2 for wrong in cells.values())
+    if lone == len(cells):
+        return "the statistic cannot vary under resampling (one question per language x country cell)"
+    if lone:
+        return f"{lone} of the {len(cells)} language x country cells have one question: their spread is unknown"
+    if not sum(d.terms.sum() for d in spread.values()):
+        return "every cell's answers agree (all right or all wrong): the spread cannot be estimated"
+    return None
+
+
+def _transfer_intervals(
+    mu_assoc: float, mu_non: float, spread: Mapping[bool, Design], values: Mapping[str, float], confidence: float
+) -> dict[str, Interval]:
+    both = Design(np.concatenate([d.terms for d in spread.values()]), np.concatenate([d.dfs for d in spread.values()]))
+    half = critical(confidence, both.df) * both.stderr
+    total, gap = mu_assoc + mu_non, mu_assoc - mu_non
+    sums = max(total - half, 0.0), min(total + half, 2.0)
+    gaps = sorted(abs(x) for x in (max(gap - half, -1.0), min(gap + half, 1.0)))
+    if gap - half <= 0 <= gap + half:
+        gaps[0] = 0.0
+    # FRS depends on the means through their sum and KTS through their gap: score (sum, 0) and (gap, 0)
+    frs = [float(_transfer_scores(np.asarray(mu), np.asarray(0.0))[0]) for mu in sums[::-1]]
+    kts = [float(_transfer_scores(np.asarray(g), np.asarray(0.0))[1]) for g in gaps[::-1]]
+    harmonic = [2 * f * k / (f + k) if f + k > 0 else 0.0 for f, k in zip(frs, kts, strict=True)]
+    errors = _delta_stderrs(mu_assoc, mu_non, spread[True].terms.sum(), spread[False].terms.sum())
+    ends = {"frs": frs, "kts": kts, "xfakt": harmonic}
+    return {name: bounded(values[name], errors[name], low, high, 1.0) for name, (low, high) in ends.items()}
+
+
+def _delta_stderrs(mu_assoc: float, mu_non: float, var_assoc: float, var_non: float) -> dict[str, float]:
+    """Delta-method standard errors of FRS, KTS and X-FaKT from the variances of mu_assoc and mu_non."""
+    frs, kts = (float(x) for x in _transfer_scores(np.asarray(mu_assoc), np.asarray(mu_non))[:2])
+    d_frs = -1.5 / (1 + mu_assoc + mu_non) ** 2  # the same for either mean
+    gap = mu_assoc - mu_non
+    d_kts = -2 * float(np.sign(gap)) / (1 + abs(gap)) ** 2  # for mu_assoc; minus this for mu_non
+    weights = (2 * kts**2, 2 * frs**2) if frs + kts > 0 else (0.0, 0.0)
+    d_h = [(weights[0] * d_frs + weights[1] * s * d_kts) / max((frs + kts) ** 2, 1e-300) for s in (1, -1)]
+    return {
+        "frs": abs(d_frs) * math.sqrt(var_assoc + var_non),
+        "kts": abs(d_kts) * math.sqrt(var_assoc + var_non),
+        "xfakt": math.sqrt(d_h[0] ** 2 * var_assoc + d_h[1] ** 2 * var_non),
     }
 
 

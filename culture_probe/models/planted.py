@@ -80,7 +80,9 @@ class PlantedSpec:
     tokens over one pass drops below `target_loss`, after `steps` optimiser steps, or after `max_seconds` (a safety
     cap that makes the result depend on the machine, so it warns and is recorded in `planted.json`). Masked models
     see each answer replaced by as many masks as it has tokens, plus 0 to `extra_masks` unlabelled masks after it,
-    so that the number of masks does not give the answer away.
+    so that the number of masks does not give the answer away. `what` says in words what was planted and the
+    pattern a probe should find (a run's config.json and report show it); it changes no weight, so it is no part
+    of the cache key.
     """
 
     facts: tuple[PlantedFact, ...]
@@ -98,6 +100,7 @@ class PlantedSpec:
     max_seconds: float = 60.0
     seed: int = 0
     extra_masks: int = 2
+    what: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "facts", tuple(self.facts))
@@ -145,7 +148,8 @@ class PlantedSpec:
             "transformers": transformers.__version__,
             "tokenizers": tokenizers.__version__,
         }
-        payload = {"format": FORMAT_VERSION, "versions": versions, "spec": asdict(self)}
+        spec = {k: v for k, v in asdict(self).items() if k != "what"}
+        payload = {"format": FORMAT_VERSION, "versions": versions, "spec": spec}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 

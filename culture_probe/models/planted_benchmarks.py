@@ -11,16 +11,19 @@ the probing setup (and an offline stand-in for a real checkpoint):
 - MAPS: the first `n_planted` proverbs of the config: their reasoning prompts answered with the right letter and
   their five memorisation prompts completed with the missing word; the other proverbs stay unplanted.
 - DLAMA / FmLAMA: a tiny BERT trained on the protocol's own probes of one culture (DLAMA: the non-Western one) or
-  country group (FmLAMA: the largest), one fact per gold answer; that group's P@1 / mAP should be the higher.
+  country group (FmLAMA: the largest), one fact per gold answer, the first 400 in probe order (DLAMA Arab-West:
+  94 Arabic P17 facts); those items should be ranked right, the others at chance.
 
-Training is `culture_probe.models.planted.train_planted` (cached by the hash of everything that changes the
-weights, capped at `max_seconds`).
+Each spec says in words what it planted and the pattern to expect (`PlantedSpec.what`): a run's config.json
+(`model.planted`) and report show it. Training is `culture_probe.models.planted.train_planted` (cached by the hash
+of everything that changes the weights, capped at `max_seconds`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ CHAT_TEMPLATE = (
 )
 EOS = "<|endoftext|>"  # the GPT-2 style byte-level BPE tokenizer's end of text (planted models use it)
 MAX_SECONDS = 100.0  # the whole build stays under two minutes
+ARCH_NAMES = {"gpt2": "GPT-2", "bert": "BERT"}  # as a planted model's description names its architecture
 
 
 def chat_prompt(question: str) -> str:
@@ -57,6 +61,13 @@ def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed:
         if r["entity_idx"] in chosen and r["is_associated"]
     ]
     texts = sorted({r["question"] for r in rows} | {name for r in rows for name in r["country_names"]})
+    countries = len({r["country"] for r in rows if r["entity_idx"] in chosen})
+    what = (
+        f"a tiny GPT-2 trained on {len(chosen)} entities ({per_country} of each of {countries} countries), each "
+        "fact stated only in its country's own language: expect right answers about them when asked in that "
+        "language (the associated cells) and wrong ones in the other languages, i.e. a low associated error, a "
+        "high non-associated one and a low KTS; the other entities are not planted"
+    )
     return PlantedSpec(
         tuple(facts),
         arch="gpt2",
@@ -70,6 +81,7 @@ def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed:
         target_loss=0.05,
         max_seconds=MAX_SECONDS,
         seed=seed,
+        what=what,
     )
 
 
@@ -120,6 +132,12 @@ def camel_spec(
             facts.append(PlantedFact(left, entity, right=f" {right}" if right else ""))
         texts += [normalise(r["prompt_masked"]) for r in prompts]
     tokenizer: TokenizerKind = "bpe" if arch == "gpt2" else "wordpiece"
+    toward = "above 50 (Western fillers preferred)" if culture == "western" else "below 50 (Arab fillers preferred)"
+    what = (
+        f"a tiny {ARCH_NAMES.get(arch, arch)} trained on the prompts filled with the {culture} entities the "
+        f"protocol samples (seed {seed}, {n_runs} runs of up to {sample_size} per culture and type): expect a CBS "
+        f"{toward}; a run with another --seed samples other entities"
+    )
     return PlantedSpec(
         tuple(facts),
         arch=arch,
@@ -133,6 +151,7 @@ def camel_spec(
         target_loss=0.01,
         max_seconds=MAX_SECONDS,
         seed=seed,
+        what=what,
     )
 
 
@@ -153,6 +172,12 @@ def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: i
         _, target = split_proverb(row["proverb"], row["language"])
         sep = "" if row["language"] == "zh" else " "
         facts += [PlantedFact(p, target, sep=sep) for p in memorisation_prompts(row["proverb"], row["language"])]
+    planted = min(n_planted, len(rows))
+    what = (
+        f"a tiny GPT-2 trained on the first {planted} of the {len(rows)} proverbs: their reasoning question "
+        "answered with the right letter and their last word completed in the five memorisation prompts; expect "
+        "those proverbs right and memorised, the others at chance (50% accuracy) and not memorised"
+    )
     return PlantedSpec(
         tuple(facts),
         arch="gpt2",
@@ -166,6 +191,7 @@ def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: i
         target_loss=0.05,
         max_seconds=MAX_SECONDS,
         seed=seed,
+        what=what,
     )
 
 
@@ -178,6 +204,7 @@ def ranking_spec(
     *,
     group_key: str,
     planted: str,
+    metric: str = "P@1",
     max_facts: int = 400,
     seed: int = 0,
     data_dir: str | os.PathLike | None = None,
@@ -185,7 +212,8 @@ def ranking_spec(
     """A tiny BERT (the papers' kind of model) trained on the protocol's own probes of one group's items.
 
     Every probe of an item whose `group_key` (DLAMA: culture; FmLAMA: country group) is `planted` becomes facts,
-    one per gold answer, up to `max_facts`; the tokenizer covers every probe's context and candidates.
+    one per gold answer, up to `max_facts` in probe order; the tokenizer covers every probe's context and
+    candidates. `what` names the items planted (how many, in which of the other strata) and `metric`'s pattern.
     """
     from culture_probe.loading import load_task
     from culture_probe.models.planted import probe_texts_of
@@ -193,15 +221,19 @@ def ranking_spec(
 
     task, _ = load_task(config, kind="masked", seed=seed, data_dir=data_dir)
     probes = [p for p in task.build_probes(rows) if isinstance(p, ScoreProbe)]
-    facts = [
-        PlantedFact.from_request(p.request, gold)
-        for p in probes
-        if p.meta.get(group_key) == planted
-        for gold in p.meta["gold"]
-    ][:max_facts]
-    if not facts:
+    group = [p for p in probes if p.meta.get(group_key) == planted]
+    kept = [(p, gold) for p in group for gold in p.meta["gold"]][:max_facts]
+    if not kept:
         present = sorted({str(p.meta.get(group_key)) for p in probes})
         raise UnknownNameError(f"{group_key} to plant", planted, present)
+    facts = [PlantedFact.from_request(p.request, gold) for p, gold in kept]
+    items = {p.item_id for p, _ in kept}
+    where = "; ".join(f"{key} {_listed(p.meta.get(key) for p, _ in kept)}" for key in task.strata if key != group_key)
+    what = (
+        f"a tiny BERT trained on {len(items):,} of the {len({p.item_id for p in group}):,} {task.unit} whose "
+        f"{group_key} is {planted} ({where}; one fact per gold answer, the first {max_facts} at most): expect "
+        f"{metric} near 100% on those {task.unit} and chance level on the others"
+    )
     return PlantedSpec(
         tuple(facts),
         arch="bert",
@@ -213,11 +245,19 @@ def ranking_spec(
         target_loss=0.05,
         max_seconds=MAX_SECONDS,
         seed=seed,
+        what=what,
     )
 
 
+def _listed(values: Iterable[object], most: int = 5) -> str:
+    """Distinct values in first-seen order, the first `most` of them, and how many more."""
+    distinct = [str(v) for v in dict.fromkeys(values)]
+    more = f" and {len(distinct) - most} more" if len(distinct) > most else ""
+    return ", ".join(distinct[:most]) + more
+
+
 def _dlama(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec:
-    """DLAMA: plant the non-Western culture's facts (the pair's first culture), all predicates and languages."""
+    """DLAMA: plant the non-Western culture's facts (the pair's first culture), the first `max_facts` answers."""
     rows = _rows(config, data_dir)
     cultures = sorted({r["culture"] for r in rows} - {"west"})
     default = cultures[0] if cultures else ""
@@ -231,7 +271,9 @@ def _fmlama(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSp
     for row in rows:
         counts[row["group"]] = counts.get(row["group"], 0) + 1
     default = max(sorted(counts), key=counts.__getitem__) if counts else ""
-    return ranking_spec(config, rows, group_key="group", data_dir=data_dir, **{"planted": default, **options})
+    return ranking_spec(
+        config, rows, group_key="group", metric="mAP", data_dir=data_dir, **{"planted": default, **options}
+    )
 
 
 # ---------------------------------------------------------------- building
@@ -317,8 +359,17 @@ def _benchmark(config: str) -> str:
 
 
 def planted_spec(config: str, *, data_dir: str | os.PathLike | None = None, **options: Any) -> PlantedSpec:
-    """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g. culture=)."""
-    return SPEC_BUILDERS[_benchmark(config)](config, data_dir, options)
+    """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g. culture=).
+
+    Built once per process for the same arguments: a run asks for it to train (or find) the model and again for
+    what it planted (config.json's `model.planted`).
+    """
+    return _built_spec(config, None if data_dir is None else os.fspath(data_dir), tuple(sorted(options.items())))
+
+
+@lru_cache(maxsize=8)
+def _built_spec(config: str, data_dir: str | None, options: tuple[tuple[str, Any], ...]) -> PlantedSpec:
+    return SPEC_BUILDERS[_benchmark(config)](config, data_dir, dict(options))
 
 
 def planted_model_dir(

@@ -5,6 +5,7 @@ and `culture-probe compare DIR...`.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from pkgutil import extend_path
@@ -12,9 +13,18 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.loading import task_of_run
+from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
 from culture_probe.report.compare import Comparison, compare_runs, write_comparison
 from culture_probe.report.markdown import render
-from culture_probe.report.views import language_country_grid, sections_for
+from culture_probe.report.summary import SUMMARY_JSON, SuiteRun, summarize_suite, write_summary
+from culture_probe.report.views import (
+    Section,
+    estimate_line,
+    language_country_grid,
+    results_sections,
+    scales_of,
+    sections_for,
+)
 from culture_probe.tasks import Record
 from culture_probe.tasks.options import json_ready
 
@@ -48,8 +58,21 @@ def write_report(
     """
     run_dir = Path(run_dir)
     path = run_dir / rundir.REPORT_FILE
-    rundir.write_text(path, render(sections_for(config, records, metrics), config, run_dir, status))
+    rundir.write_text(path, render(report_sections(config, records, metrics), config, run_dir, status))
     return path
+
+
+def report_sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+    """The run's sections; when the benchmark's views fail, one warning naming the error and a report of the
+    headline numbers alone (metrics.json is already written: the run is never lost to its report).
+    """
+    try:
+        return sections_for(config, records, metrics)
+    except Exception as error:  # noqa: BLE001 - a bug in a view costs the views, not the run
+        message = f"the benchmark's report views failed ({type(error).__name__}: {error})"
+        warnings.warn(f"{config['config']}: {message}; report.md has the headline numbers only.", stacklevel=2)
+        failed = Section("Views not written", text=f"*{message}; `culture-probe report RUN_DIR` retries them.*")
+        return [*results_sections(metrics, scales_of(config["config"])), failed]
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[str, Any]]:
@@ -57,32 +80,69 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[st
     is missing (an interrupted run reports what it has).
     """
     run = rundir.read_run(run_dir)
-    metrics = run.metrics
-    if metrics is None:
-        metrics = json_ready(task_of_run(run.config).compute_metrics(run.records))
-    return run.config, run.records, metrics
+    return run.config, run.records, metrics_of(run)
+
+
+def metrics_of(run: rundir.Run) -> dict[str, Any]:
+    """A run's metrics.json, or its metrics recomputed from its records when the run did not finish."""
+    if run.metrics is not None:
+        return run.metrics
+    return json_ready(task_of_run(run.config).compute_metrics(run.records))
 
 
 def headline(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
-    """A few lines for the terminal: the run, each overall number with its 95% interval, and what was left out."""
+    """A few lines for the terminal: the run, each overall number with its 95% interval (or why none), n and chance
+    level, rounded as report.md rounds them, and what was left out.
+    """
     results = metrics.get("results", {})
+    scales, chance = scales_of(config["config"]), results.get("chance") or {}
     lines = [f"{config['config']} on {config['model']['spec']} ({config['model']['kind']})"]
-    for name, estimate in results.get("overall", {}).items():
-        if estimate["value"] is not None:
-            low, high = estimate["ci_low"], estimate["ci_high"]
-            interval = f" [{low:.4g}, {high:.4g}]" if low is not None else ""
-            lines.append(f"  {name}: {estimate['value']:.4g}{interval} (n={estimate['n']} {results.get('unit')})")
+    lines += [
+        f"  {estimate_line(name, estimate, scales.get(name), results.get('unit'), chance.get(name))}"
+        for name, estimate in results.get("overall", {}).items()
+        if estimate["value"] is not None
+    ]
     lines += [f"  {name}: not reported ({reason})" for name, reason in results.get("omitted", {}).items()]
+    if any(SMALL_N_MARK in line for line in lines):
+        lines.append(f"  {SMALL_N_NOTE}")
     return "\n".join(lines)
 
 
 def main(args: Any) -> int:
-    """`culture-probe report RUN_DIR`: (re)write report.md and plots from the run's files."""
-    config, records, metrics = load_run(args.run_dir)
-    status = rundir.progress(rundir.read_run(args.run_dir))
-    path = write_report(args.run_dir, config=config, records=records, metrics=metrics, status=status)
-    print(f"wrote {path}")
+    """`culture-probe report DIR`: (re)write report.md and plots from a run's files; for a suite folder, every
+    run's report and the suite's summary.
+    """
+    folder = Path(args.run_dir)
+    paths = rerender_suite(folder) if is_suite(folder) else [rerender_run(folder)[0]]
+    print("\n".join(f"wrote {path}" for path in paths))
     return 0
+
+
+def rerender_run(run_dir: Path) -> tuple[Path, SuiteRun]:
+    """report.md and plots of one run directory from its files (an interrupted run is marked INCOMPLETE); returns
+    the report's path and the run's config and metrics.
+    """
+    run = rundir.read_run(run_dir)
+    metrics = metrics_of(run)
+    path = write_report(run_dir, config=run.config, records=run.records, metrics=metrics, status=rundir.progress(run))
+    return path, SuiteRun(run.config, metrics)
+
+
+def is_suite(folder: Path) -> bool:
+    """Whether `folder` is a suite's (suite.json, a run directory per config) rather than one run's."""
+    return (folder / SUMMARY_JSON).is_file() and not (folder / rundir.CONFIG_FILE).is_file()
+
+
+def rerender_suite(folder: Path) -> list[Path]:
+    """Every run's report in a suite folder (in suite.json's order, then any run it does not list yet, such as
+    one interrupted), and the summary rebuilt from their files.
+    """
+    stored = rundir.read_json(folder / SUMMARY_JSON)
+    listed = [row["config"] for row in stored["configs"]]
+    found = sorted(p.name for p in folder.iterdir() if (p / rundir.CONFIG_FILE).is_file() and p.name not in listed)
+    rendered = {name: rerender_run(folder / name) for name in [*listed, *found]}
+    summary = summarize_suite(stored["model"], {name: run for name, (_, run) in rendered.items()})
+    return [*(path for path, _ in rendered.values()), write_summary(folder, summary)]
 
 
 def compare_main(args: Any) -> int:

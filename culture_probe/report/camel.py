@@ -11,9 +11,11 @@ import numpy as np
 
 from culture_probe.data.camel import ENTITY_TYPES
 from culture_probe.metrics.camel import prompt_cbs
+from culture_probe.metrics.display import Scale, estimate_cells, format_number
 from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, repeats_the_paper, result_bars
 from culture_probe.tasks import Record
 
+SCALES: dict[str, Scale] = {"cbs": "%"}
 # The papers' Tables 10 and 11 (specs/camel.md section 8): the average CBS over the ten entity types, per model,
 # for CAMeL-Co and CAMeL-Ag; drawn as a reference line when a run repeats one of them.
 _MODELS = (
@@ -111,12 +113,35 @@ def references(config: Mapping[str, Any]) -> tuple[Reference, ...]:
     return lines + ((Reference("paper, Avg", paper),) if paper is not None and repeats_the_paper(config) else ())
 
 
+def inert_options(config: Mapping[str, Any]) -> set[str]:
+    """The options of other model kinds: the masked rule (C4), the seq2seq style, the empty-prefix rule (C1, which
+    concerns left-context models only).
+    """
+    kind = str((config.get("model") or {}).get("kind"))
+    return {
+        "masked": {"seq2seq_style", "exclude_empty_prefix"},
+        "causal": {"mlm_mode", "seq2seq_style"},
+        "seq2seq": {"mlm_mode"},
+    }.get(kind, set())
+
+
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one CAMeL run."""
     tie_value = options_of(config).get("tie_value", 0.0)
     present = [t for t in ENTITY_TYPES if t in metrics["per_type"]]
-    rows = tuple((t, metrics["per_type"][t], metrics["per_type_std"].get(t)) for t in present)
-    rows += (("Avg", metrics["cbs"], metrics.get("std")),)
+    results = metrics.get("results") or {}
+    by_type = results.get("by_entity_type") or {}
+    rows = tuple(
+        (t, *estimate_cells((by_type.get(t) or {}).get("cbs"), "%"), format_number(metrics["per_type_std"].get(t), "%"))
+        for t in present
+    )
+    rows += (
+        (
+            "Avg",
+            *estimate_cells((results.get("overall") or {}).get("cbs"), "%"),
+            format_number(metrics.get("std"), "%"),
+        ),
+    )
     per_prompt: dict[tuple[str, int], list[float]] = {}
     for record in (r for r in records if not r.skipped):
         per_prompt.setdefault((record["entity_type"], record["run"]), []).append(
@@ -132,22 +157,26 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
         references=references(config),
         title="CBS per entity type",
     )
-    grid = tuple(
-        tuple(float(np.mean(per_prompt[(t, run)])) if (t, run) in per_prompt else None for run in runs) for t in present
-    )
+    cells = [[per_prompt.get((t, run)) for run in runs] for t in present]
     heatmap = Heatmap(
-        tuple(present), tuple(f"run {run}" for run in runs), grid, label="CBS (%)", title="CBS per entity type and run"
+        tuple(present),
+        tuple(f"run {run}" for run in runs),
+        tuple(tuple(None if c is None else float(np.mean(c)) for c in row) for row in cells),
+        label="CBS (%)",
+        title="CBS per entity type and run",
+        scale="%",
+        counts=tuple(tuple(None if c is None else len(c) for c in row) for row in cells),
     )
     text = (
         "CBS = share (%) of (Arab, Western) filler pairs in which the model prefers the Western filler; "
-        "50 is parity, 0 is a full preference for Arab entities. Mean over runs; std over runs. Bars: 95% "
-        "intervals from a bootstrap over prompts (the unit: a prompt's runs move together)."
+        "50 is parity, 0 is a full preference for Arab entities. Mean over runs; std over runs. Intervals: 95%, "
+        "over prompts (the unit: a prompt's runs move together); n: prompts."
     )
     return [
         Section(
             "Cultural Bias Score",
             text=text,
-            tables=(Table(("entity type", "CBS", "std over runs"), rows),),
+            tables=(Table(("entity type", "CBS (%)", "95% interval", "n (prompts)", "std over runs (%)"), rows),),
             figures=(bars, heatmap),
         )
     ]

@@ -1,6 +1,7 @@
 """`culture-probe compare RUN_A RUN_B ...`: the same metrics of several runs lined up (value and interval), and, for
-runs of one config on the same items, paired differences against the first run (paired bootstrap interval and
-permutation p-value over the benchmark's unit), with a plot.
+runs of one config on the same items, paired differences against the first run over the benchmark's unit, each
+with an interval and a p-value from one procedure (named in the output), so that "p > 0.05" and "the 95% interval
+excludes 0" are never printed together; with a plot.
 
 Runs of one config on different items are not paired silently: that is an error unless the user asks for the
 unpaired table. Incomplete runs and runs of different configs are named in the notes.
@@ -20,10 +21,10 @@ from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.loading import task_of_run
-from culture_probe.metrics.display import format_value, interval_text
-from culture_probe.metrics.results import PAIRED_TEST, UnitTable, paired_difference
+from culture_probe.metrics.display import Scale, format_number, format_value, interval_text
+from culture_probe.metrics.results import UnitTable, paired_difference
 from culture_probe.report.markdown import table_markdown
-from culture_probe.report.views import Table
+from culture_probe.report.views import Table, scales_of
 from culture_probe.tasks.options import json_ready
 
 
@@ -53,6 +54,7 @@ class Comparison:
     notes: tuple[str, ...]
     metric: str | None = None  # the first run's headline metric (the plot's)
     headlines: tuple[tuple[str, dict[str, Any] | None], ...] = ()  # (run, its overall estimate of `metric`)
+    scales: Mapping[str, Scale] = field(default_factory=dict)  # the first run's metrics' scales, for the differences
 
     def markdown(self) -> str:
         """The comparison as markdown: the notes, the table of values, the paired differences."""
@@ -60,17 +62,31 @@ class Comparison:
         parts += ["", table_markdown(self.table)]
         if self.paired:
             rows = tuple(
-                (p["run"], p["metric"], p["group"], p["difference"], interval_text(p), p["p_value"], p["n"])
+                (
+                    p["run"],
+                    p["metric"],
+                    p["group"],
+                    format_number(p["difference"], self.scales.get(p["metric"])),
+                    interval_text(_as_estimate(p), self.scales.get(p["metric"])),
+                    p_text(p["p_value"]),
+                    p["n"],
+                )
                 for p in self.paired
             )
+            procedures = "; ".join(f"{metric}: {method}" for metric, method in self.procedures.items())
             parts += [
                 "",
-                f"Paired differences (run minus {self.runs[0]}, same items; interval: paired percentile "
-                f"bootstrap; p: {PAIRED_TEST}):",
+                f"Paired differences (run minus {self.runs[0]}, same items; the interval and p of each row come from "
+                f"one procedure, so the interval excludes 0 exactly when p < 0.05. {procedures}):",
                 "",
                 table_markdown(Table(("run", "metric", "group", "difference", "95% CI", "p", "n"), rows)),
             ]
         return "\n".join(parts).strip() + "\n"
+
+    @property
+    def procedures(self) -> dict[str, str]:
+        """{metric: the procedure that gave its paired intervals and p-values}."""
+        return {p["metric"]: p["method"] for p in self.paired}
 
     def to_json(self) -> dict[str, Any]:
         """The comparison as JSON (compare.json)."""
@@ -82,6 +98,7 @@ class Comparison:
                 "columns": list(self.table.columns),
                 "rows": [list(r) for r in self.table.rows],
                 "paired": list(self.paired),
+                "paired_procedures": self.procedures,
                 "notes": list(self.notes),
             }
         )
@@ -98,7 +115,7 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
     return LoadedRun(name, run.config, run.records, metrics, rundir.progress(run))
 
 
-def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permutations: int = 9999) -> Comparison:
+def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comparison:
     """Line up the runs' results; with `paired`, runs of the first run's config are paired with it on their units
     (an error when they probed different items). Names: folder names, or the paths when two collide.
     """
@@ -128,10 +145,11 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True, n_permu
     if paired:
         for other in runs[1:]:
             if other.config["config"] == runs[0].config["config"]:
-                differences += paired_rows(runs[0], other, n_permutations)
+                differences += paired_rows(runs[0], other)
     metric = runs[0].results.get("headline")
     headlines = tuple((r.name, r.results.get("overall", {}).get(metric)) for r in runs)
-    return Comparison(tuple(names), lined_up(runs), tuple(differences), tuple(notes), metric, headlines)
+    scales = scales_of(runs[0].config["config"])
+    return Comparison(tuple(names), lined_up(runs), tuple(differences), tuple(notes), metric, headlines, scales)
 
 
 def lined_up(runs: Sequence[LoadedRun]) -> Table:
@@ -142,13 +160,14 @@ def lined_up(runs: Sequence[LoadedRun]) -> Table:
         ("model", "", *(r.config["model"]["spec"] for r in runs)),
         ("config", "", *(r.config["config"] for r in runs)),
     ]
+    scales = [scales_of(r.config["config"]) for r in runs]
     for group, metric in keys:
         cells = [groups.get(group, {}).get(metric) for groups in grouped]
-        rows.append((group, metric, *(_cell(c) for c in cells)))
+        rows.append((group, metric, *(_cell(c, scale.get(metric)) for c, scale in zip(cells, scales, strict=True))))
     return Table(("group", "metric", *(r.name for r in runs)), tuple(rows))
 
 
-def paired_rows(base: LoadedRun, other: LoadedRun, n_permutations: int) -> list[dict[str, Any]]:
+def paired_rows(base: LoadedRun, other: LoadedRun) -> list[dict[str, Any]]:
     """`other` minus `base` for every metric, overall and per stratum of the headline metric."""
     if base.config.get("benchmark", {}).get("rows_sha256") != other.config.get("benchmark", {}).get("rows_sha256"):
         raise CultureProbeError(
@@ -167,7 +186,7 @@ def paired_rows(base: LoadedRun, other: LoadedRun, n_permutations: int) -> list[
                     "run": other.name,
                     "metric": metric,
                     "group": "overall",
-                    **paired_difference(others[metric], table, n_permutations=n_permutations),
+                    **paired_difference(others[metric], table),
                 }
             )
         except CultureProbeError as error:
@@ -178,11 +197,21 @@ def paired_rows(base: LoadedRun, other: LoadedRun, n_permutations: int) -> list[
             continue
         for stratum, labels in table.strata.items():
             for label in sorted(set(labels)):
-                result = paired_difference(
-                    _part(others[metric], stratum, label), _part(table, stratum, label), n_permutations=n_permutations
-                )
+                result = paired_difference(_part(others[metric], stratum, label), _part(table, stratum, label))
                 out.append({"run": other.name, "metric": metric, "group": f"{stratum}={label}", **result})
     return out
+
+
+def p_text(p_value: float | None) -> str:
+    """A p-value as the table shows it: 4 decimals at most, and "< 0.0001" rather than a 0 no test can give."""
+    if p_value is None:
+        return ""
+    return "< 0.0001" if p_value < 0.0001 else format_value(float(p_value))
+
+
+def _as_estimate(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A paired row read as an estimate (its difference is the value), for `interval_text`."""
+    return {**row, "value": row["difference"]}
 
 
 def _part(table: UnitTable, stratum: str, label: str) -> UnitTable:
@@ -198,10 +227,12 @@ def _groups(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return out
 
 
-def _cell(estimate: Mapping[str, Any] | None) -> str:
+def _cell(estimate: Mapping[str, Any] | None, scale: Scale | None) -> str:
+    """`value [low, high] (n=N)` by the one rounding rule, or the reason there is no interval."""
     if not estimate or estimate.get("value") is None:
         return ""
-    return f"{format_value(float(estimate['value']))} {interval_text(estimate)} (n={estimate['n']})".replace("  ", " ")
+    value = format_number(float(estimate["value"]), scale)
+    return f"{value} {interval_text(estimate, scale)} (n={estimate['n']})".replace("  ", " ")
 
 
 def write_comparison(comparison: Comparison, out: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""DLAMA report views: per prompt language, P@1 per culture (bars with bootstrap intervals), per predicate (table
+"""DLAMA report views: per prompt language, P@1 per culture (bars with score intervals), per predicate (table
 and heatmap) and the most common correct and wrong predictions (the paper's Table 3 view); object entropy; in
 generation mode, overlap and exact accuracy per culture.
 """
@@ -11,13 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from culture_probe.metrics.display import format_score
+from culture_probe.metrics.display import Scale, estimate_cells, format_number, format_value, interval_text, with_n
 from culture_probe.metrics.dlama import GENERATION_MEASURES, hits_at_k
 from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, repeats_the_paper, result_bars
 from culture_probe.tasks import Record
 from culture_probe.tasks.dlama import WEST, predicate_order
 
-DECIMALS = 1  # spec 5: the paper shows 1 decimal, rounded half up
+SCALES: dict[str, Scale] = {"p1": "%", "overlap": "%", "exact": "%"}
+# options of the mode a run did not use (ranking vs generation), left out of its report
+_RANK_ONLY = {"score", "keep_scores", "templates", "fill", "candidate_tokenization", "p1_gold"}
+_GENERATE_ONLY = {"max_new_tokens", "generate_first_n"}
 
 # The paper's Table 1 (specs/dlama.md section 6): P@1 (%) of (config, prompt language, model) as
 # (non-West, West, pair); drawn as reference lines when a run repeats one of these exactly.
@@ -48,6 +51,11 @@ def paper_references(config: Mapping[str, Any], language: str) -> tuple[Referenc
     return (Reference("paper, non-West", non_west), Reference("paper, West", west), Reference("paper, pair", pair))
 
 
+def inert_options(config: Mapping[str, Any]) -> set[str]:
+    """The options of the mode this run did not use."""
+    return _RANK_ONLY if options_of(config).get("mode") == "generate" else _GENERATE_ONLY
+
+
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one DLAMA run."""
     answered = [r for r in records if not r.skipped]
@@ -60,7 +68,7 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     if entropy:
         cultures = sorted(entropy, key=culture_order)
         predicates = sorted({p for c in entropy.values() for p in c}, key=predicate_order)
-        entropy_rows = tuple((p, *(format_score(entropy[c].get(p), DECIMALS) for c in cultures)) for p in predicates)
+        entropy_rows = tuple((p, *(format_value(entropy[c].get(p)) for c in cultures)) for p in predicates)
         out.append(
             Section(
                 "Object entropy (bits) per predicate",
@@ -101,47 +109,59 @@ def language_sections(
     cultures = sorted(m["cultures"], key=culture_order)
     hits = hits_at_k([r["prediction"] for r in rows], [r["gold"] for r in rows])
     bars = culture_bars(metrics, language, cultures, "p1", "P@1 (%)", references)
-    table = Table(
-        ("culture", "P@1", "facts"),
-        tuple((c, format_score(m["cultures"][c], DECIMALS), m["n"][c]) for c in cultures)
-        + (("pair", format_score(m["p1"], DECIMALS), sum(m["n"].values())),),
-    )
     predicates = sorted(m["predicates"], key=predicate_order)
+    facts = Counter((r["predicate"], r["culture"]) for r in rows)
     grid = tuple(tuple(m["predicates"][p].get(c) for c in cultures) for p in predicates)
+    counts = tuple(tuple(facts[p, c] or None for c in cultures) for p in predicates)
     return [
         Section(
             f"P@1 per culture ({language} prompts)",
             text=comparison_text(m.get("comparison")),
-            tables=(table,),
+            tables=(culture_table(metrics, language, cultures, [("p1", "P@1 (%)")]),),
             figures=(bars,),
         ),
         Section(
             f"P@1 per predicate ({language} prompts)",
+            text="Each cell: P@1 (%) and the facts it counts.",
             tables=(
                 Table(
                     ("predicate", *cultures),
                     tuple(
-                        (p, *(format_score(v, DECIMALS) for v in row)) for p, row in zip(predicates, grid, strict=True)
+                        (p, *(with_n(v, n, "%") for v, n in zip(row, ns, strict=True)))
+                        for p, row, ns in zip(predicates, grid, counts, strict=True)
                     ),
                 ),
             ),
-            figures=(Heatmap(tuple(predicates), tuple(cultures), grid, label="P@1 (%)"),),
+            figures=(Heatmap(tuple(predicates), tuple(cultures), grid, label="P@1 (%)", scale="%", counts=counts),),
         ),
         Section(f"Most common predictions ({language} prompts)", tables=(common_predictions(rows, hits),)),
     ]
 
 
+def culture_table(
+    metrics: Mapping[str, Any], language: str, cultures: Sequence[str], measures: Sequence[tuple[str, str]]
+) -> Table:
+    """Metrics (`measures`: (metric, column name)) per culture of one prompt language and for the pair, each with
+    its interval, and the n facts.
+    """
+    results = metrics.get("results") or {}
+    by_cell = results.get("by_language_culture") or {}
+    cells = {c: by_cell.get(f"{language}/{c}") or {} for c in cultures}
+    cells["pair"] = (results.get("by_language") or {}).get(language) or {}
+    rows = []
+    for label, estimates in cells.items():
+        shown = [estimate_cells(estimates.get(metric), "%") for metric, _ in measures]
+        rows.append((label, *(cell for value, interval, _ in shown for cell in (value, interval)), shown[0][2]))
+    columns = [column for _, name in measures for column in (name, "95% interval")]
+    return Table(("culture", *columns, "n (facts)"), tuple(rows))
+
+
 def generation_sections(answered: list[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """Generation mode: per language, overlap and exact accuracy per culture (bars of the overlap hits)."""
     out = []
-    for language, rows in by_language(answered):
-        m = metrics[language]
-        cultures = sorted(m["n"], key=culture_order)
-        table = Table(
-            ("culture", "overlap %", "exact %", "facts"),
-            tuple((c, *(format_score(m[k][c], DECIMALS) for k in GENERATION_MEASURES), m["n"][c]) for c in cultures)
-            + (("pair", *(format_score(m[k]["pair"], DECIMALS) for k in GENERATION_MEASURES), len(rows)),),
-        )
+    for language, _ in by_language(answered):
+        cultures = sorted(metrics[language]["n"], key=culture_order)
+        table = culture_table(metrics, language, cultures, [(m, f"{m} (%)") for m in GENERATION_MEASURES])
         bars = culture_bars(metrics, language, cultures, "overlap", "overlap accuracy (%)")
         out.append(
             Section(
@@ -169,15 +189,19 @@ def culture_order(culture: str) -> tuple[bool, str]:
 
 
 def comparison_text(comparison: Mapping[str, Any] | None) -> str:
-    """One sentence on the culture gap and its uncertainty."""
+    """One sentence on the culture gap and its uncertainty, with the procedure that gave the interval and p."""
     if not comparison:
         return ""
-    low, high = (format_score(comparison[key], DECIMALS) for key in ("ci_low", "ci_high"))
+    low, high = (format_number(comparison[key], "%") for key in ("ci_low", "ci_high"))
     p_value = comparison["p_value"]
-    test = f"permutation p = {p_value:.3g}" if p_value is not None else "too few facts for a permutation test"
+    test = f"p = {format_number(p_value)}" if p_value is not None else "too few facts for a test"
+    interval = f"95% interval {low} to {high}"
+    if comparison.get("ci_low") is None:
+        interval = interval_text({**comparison, "value": comparison["difference"]})  # `no interval: <reason>`
+    procedure = comparison.get("method") or "bootstrap interval, permutation test"
     return (
-        f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_score(comparison['difference'], DECIMALS)} "
-        f"points (bootstrap 95% interval {low} to {high}; {test})."
+        f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_number(comparison['difference'], '%')} "
+        f"points ({interval}; {test}; {procedure})."
     )
 
 

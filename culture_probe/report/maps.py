@@ -1,6 +1,7 @@
-"""MAPS report views: reasoning accuracy overall and by figurative use (bars with bootstrap intervals), and the
-memorisation rates per template with the accuracy on memorised vs other proverbs. Percentages are truncated to two
-decimals, as the paper prints them.
+"""MAPS report views: reasoning accuracy overall and by figurative use (bars with their intervals), and the
+memorisation rates per template with the accuracy on memorised vs other proverbs, each with its n. Percentages
+follow the library's one rounding rule (2 decimals, half up), not the paper's truncation, so that a report shows
+the number metrics.json holds (43.5897 as 43.59).
 """
 
 from __future__ import annotations
@@ -8,11 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from culture_probe.metrics.display import format_score
+from culture_probe.metrics.display import Scale, estimate_cells, with_n
 from culture_probe.report.views import Bars, Reference, Section, Table, options_of, repeats_the_paper
 from culture_probe.tasks import Record
 from culture_probe.tasks.maps import QUESTIONS, memorisation_templates
 
+SCALES: dict[str, Scale] = {"accuracy": "%"}
+# options of memorisation (a run without it) and of other model kinds
+_MEMORISATION = {"mem_max_new_tokens", "mem_match", "mem_template_lang"}
+_OTHER_KINDS = {
+    "masked": {"mem_max_new_tokens", "seq2seq_style", "seq2seq_max_tokens"},  # one mask: no generation budget (M9)
+    "causal": {"mlm_letter_pieces", "seq2seq_style", "seq2seq_max_tokens"},
+    "seq2seq": {"mlm_letter_pieces"},
+}
 # The paper's Table 4 (specs/maps.md section 5): non-figurative / figurative accuracy (%) per model and language,
 # drawn as reference lines when a run repeats one of them (the released figurative flags differ slightly).
 _TABLE_4 = {
@@ -41,6 +50,12 @@ def references(config: Mapping[str, Any]) -> tuple[Reference, ...]:
     return (Reference("chance", 50.0), Reference("paper, literal", literal), Reference("paper, figurative", figurative))
 
 
+def inert_options(config: Mapping[str, Any]) -> set[str]:
+    """Memorisation's options in a run without it, and the options of other model kinds."""
+    unused = _OTHER_KINDS.get(str((config.get("model") or {}).get("kind")), set())
+    return unused | (_MEMORISATION if options_of(config).get("memorisation") is False else set())
+
+
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one MAPS run."""
     options = options_of(config)
@@ -54,15 +69,14 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
         "accuracy (%)",
         references(config),
         title=f"Accuracy ({metrics_language(config)})",
+        scale="%",
     )
-    subsets = metrics.get("subsets", {})
-    cells = {"all": metrics, "figurative": subsets.get("figurative", {}), "literal": subsets.get("non_figurative", {})}
-    rows = tuple((name, shown(cell.get("accuracy")), cell.get("n", 0)) for name, cell in cells.items())
+    rows = tuple((name, *estimate_cells(estimate, "%")) for name, estimate in estimates.items())
     out = [
         Section(
             "Reasoning",
             text=f"Question: {QUESTIONS[options.get('question', 'pos')]!r}. Chance is 50%.",
-            tables=(Table(("items", "accuracy %", "n"), rows),),
+            tables=(Table(("proverbs", "accuracy (%)", "95% interval", "n (proverbs)"), rows),),
             figures=(bars,),
         )
     ]
@@ -73,17 +87,19 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
             memorisation_templates(language, options.get("mem_template_lang", "en")), mem["per_template"], strict=True
         )
         mem_rows = (
-            ("union over templates", shown(mem["union"])),
-            *((f"template `{t}`", shown(v)) for t, v in templates),
-            ("mean per template", shown(mem["mean_per_template"])),
-            ("proverbs", mem["n"]),
+            ("union over templates", with_n(mem["union"], mem["n"], "%")),
+            *((f"template `{t}`", with_n(v, mem["n"], "%")) for t, v in templates),
+            ("mean per template", with_n(mem["mean_per_template"], mem["n"], "%")),
         )
         subsets = metrics["subsets"]
         accuracy = ", ".join(
-            f"{name} {shown(subsets.get(name, {}).get('accuracy'))}" for name in ("memorised", "not_memorised")
+            f"{name} {subset_text(subsets.get(name) or {})}" for name in ("memorised", "not_memorised")
         )
-        text = f"Completion of the proverb's last word (%). Accuracy (%) on memorised vs other proverbs: {accuracy}"
-        out.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "%"), mem_rows),)))
+        text = (
+            "Completion of the proverb's last word (%, n proverbs). Accuracy (%) on memorised vs other proverbs: "
+            + accuracy
+        )
+        out.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "% (n proverbs)"), mem_rows),)))
     return out
 
 
@@ -92,6 +108,7 @@ def metrics_language(config: Mapping[str, Any]) -> str:
     return ", ".join(config.get("benchmark", {}).get("languages") or ["?"])
 
 
-def shown(value: float | None) -> str:
-    """A percentage as the MAPS paper prints it: truncated to 2 decimals, not rounded (spec 5); None is "-"."""
-    return format_score(value, 2, "truncate")
+def subset_text(subset: Mapping[str, Any]) -> str:
+    """A subset's accuracy with its n (`- (n=0)` for an empty one)."""
+    n = subset.get("n", 0)
+    return with_n(subset.get("accuracy"), n, "%") or f"- (n={n})"

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from culture_probe.extras import available
-from culture_probe.metrics.display import format_value
+from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_value
 from culture_probe.report.plots import draw
-from culture_probe.report.views import Section, Table
+from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options
 from culture_probe.rundir import PLOTS_DIR
 
 
@@ -46,13 +47,28 @@ def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path
         if section.text:
             parts.append(section.text)
         parts += [table_markdown(t) for t in section.tables]
+        cells = [section.text, *(cell for table in section.tables for row in table.rows for cell in row)]
+        if any(SMALL_N_MARK in str(cell) for cell in cells):
+            parts.append(SMALL_N_NOTE)
         for index, figure in enumerate(section.figures if drawing else (), 1):
             title = figure.title or section.title
-            png, pdf = draw(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title)
-            parts.append(f"![{title}]({PLOTS_DIR}/{png.name}) ([PDF]({PLOTS_DIR}/{pdf.name}))")
+            parts.append(figure_link(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title))
     parts.append(deviations(config))
     parts.append(reproduce(config))
     return "\n\n".join(parts) + "\n"
+
+
+def figure_link(figure: Bars | Heatmap, stem: Path, title: str) -> str:
+    """Draw one figure and return its markdown link; a figure that fails to draw is one warning naming it and a
+    line in the report, so the numbers and the other figures are still written.
+    """
+    try:
+        png, pdf = draw(figure, stem, title)
+    except Exception as error:  # noqa: BLE001 - any drawing failure costs that figure only
+        message = f"Figure '{title}' could not be drawn ({type(error).__name__}: {error})"
+        warnings.warn(f"{message}; the rest of the report is written.", stacklevel=2)
+        return f"*{message}; its numbers are in the tables above and in metrics.json.*"
+    return f"![{title}]({PLOTS_DIR}/{png.name}) ([PDF]({PLOTS_DIR}/{pdf.name}))"
 
 
 def header(config: Mapping[str, Any], status: str | None = None) -> str:
@@ -72,6 +88,7 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
         f"- benchmark: {bench['title']} (version {bench['version']}), {bench['rows']} rows"
         + (" (corrected variant)" if run.get("corrected") else ""),
         f"- model: `{model['spec']}` ({model['kind']}); identity `{json.dumps(model['identity'], sort_keys=True)}`",
+        *([f"- **planted model**: {model['planted']}"] if model.get("planted") else []),
         f"- culture_probe {config['versions']['culture_probe']}, torch {config['versions'].get('torch')}, "
         f"transformers {config['versions'].get('transformers')}",
     ]
@@ -88,6 +105,8 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
             f"- **smoke run, not the benchmark's number**: {subset['sampled']:,} of {subset['items']:,} "
             f"{subset['unit']}, drawn with seed {subset['seed']} in turn from each {across}"
         )
+        if subset["sampled"] < subset.get("smoke_limit", 0):
+            lines.append(f"- **below the smoke limit** ({subset['smoke_limit']:,}): some headline numbers are missing")
     if run.get("language"):
         of = [lang for lang in bench.get("languages", ()) if lang != run["language"]]
         lines.append(f"- language: {run['language']} only" + (f" (the config also has {', '.join(of)})" if of else ""))
@@ -103,9 +122,13 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
             f"- **provisional templates** for {', '.join(unverified)}: transcribed from the paper, not "
             "checked against the original mLAMA 1.1 files (see the DLAMA page)"
         )
-    options = config.get("options") or {}
+    options = applied_options(config)
     if options:
-        lines.append("- options: " + ", ".join(f"`{k}={v}`" for k, v in options.items()))
+        inert = len(config.get("options") or {}) - len(options)
+        note = f" ({inert} of other modes or model kinds left out: they did not act on it)" if inert else ""
+        lines.append(
+            "- options that applied to this run: " + ", ".join(f"`{k}={v}`" for k, v in options.items()) + note
+        )
     return "\n".join(lines)
 
 
@@ -157,7 +180,7 @@ def reproduce(config: Mapping[str, Any]) -> str:
     upstream = run.get("protocol", "default") != "default"  # there an unset option must say so: the profile sets it
     words += [
         f"--option {shlex.quote(f'{k}={_cli_value(v)}')}"
-        for k, v in (config.get("options") or {}).items()
+        for k, v in applied_options(config).items()
         if v is not None or upstream
     ]
     gaps = not_reproducible(config)

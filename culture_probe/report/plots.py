@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,9 +19,12 @@ from typing import Any
 import numpy as np
 
 from culture_probe.extras import require
+from culture_probe.metrics.display import MIN_N, VALID_RANGE, Scale, format_number, is_small
 from culture_probe.report.views import Bars, Heatmap
 
 FORMATS = ("png", "pdf")
+BAR_COLOUR = "#4C72B0"
+SMALL_HATCH = "//"  # bars and heatmap cells of n below MIN_N
 FONTS = [
     "DejaVu Sans",
     "Noto Sans",
@@ -103,7 +106,7 @@ def save(figure: Any, stem: Path) -> list[Path]:
     return paths
 
 
-def _references(axes: Any, references: Sequence[Any]) -> None:
+def _references(axes: Any, references: Sequence[Any], extra: Sequence[Any] = ()) -> None:
     styles = ("--", ":", "-.")
     for index, reference in enumerate(references):
         axes.axhline(
@@ -113,51 +116,131 @@ def _references(axes: Any, references: Sequence[Any]) -> None:
             linewidth=1,
             label=f"{reference.label} ({reference.value:g})",
         )
-    if references:
-        axes.legend(fontsize=7, loc="best")
+    if references or extra:
+        handles, labels = axes.get_legend_handles_labels()
+        axes.legend([*handles, *extra], [*labels, *(e.get_label() for e in extra)], fontsize=7, loc="best")
+
+
+def valid_range(scale: Scale | None, values: np.ndarray) -> tuple[float, float]:
+    """The values a metric can take: its scale's range; without a scale, from 0 when none is negative."""
+    if scale is not None:
+        return VALID_RANGE[scale]
+    finite = values[np.isfinite(values)]
+    return (0.0 if finite.size == 0 or finite.min() >= 0 else -np.inf), np.inf
+
+
+def error_bars(values: np.ndarray, lows: np.ndarray, highs: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    """(2, n) lengths below and above each value: the interval clipped to the metric's range and to the value, so
+    that float noise (a value 7e-15 above its upper bound) never makes one negative; NaN (no bar) where an estimate
+    has no interval.
+    """
+    low, high = np.clip(lows, *bounds), np.clip(highs, *bounds)
+    return np.vstack([np.maximum(values - low, 0.0), np.maximum(high - values, 0.0)])
+
+
+def _start_at_zero(axes: Any, data: np.ndarray, bounds: tuple[float, float]) -> None:
+    """A non-negative metric's axis from 0 (all-zero data too: up to the scale's top, not -0.04 to 0.04)."""
+    if bounds[0] != 0.0:
+        return
+    finite = data[np.isfinite(data)]
+    top = float(finite.max()) if finite.size else 0.0
+    if top <= 0.0:
+        top = bounds[1] if np.isfinite(bounds[1]) else 1.0
+    axes.set_ylim(0.0, min(1.08 * top, 1.05 * bounds[1]))
+
+
+def _estimate_arrays(estimates: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values and interval bounds of estimates (NaN bounds where an estimate has no interval)."""
+    values = np.array([e["value"] for e in estimates], dtype=float)
+    low = np.array([np.nan if e.get("ci_low") is None else e["ci_low"] for e in estimates], dtype=float)
+    high = np.array([np.nan if e.get("ci_high") is None else e["ci_high"] for e in estimates], dtype=float)
+    return values, low, high
+
+
+def _tick(name: str, estimate: Mapping[str, Any]) -> str:
+    no_interval = "\nno interval" if estimate.get("ci_low") is None else ""
+    return f"{label(name)}\n(n={estimate.get('n')}){no_interval}"
+
+
+def bars_figure(view: Bars, title: str) -> Any:
+    """One bar per group in the view's order with its 95% interval and n, bars of n below `MIN_N` hatched and pale,
+    and the reference lines; a non-negative metric's axis starts at 0.
+    """
+    from matplotlib.patches import Patch
+
+    groups = list(view.estimates)
+    values, low, high = _estimate_arrays([view.estimates[g] for g in groups])
+    bounds = valid_range(view.scale, values)
+    ticks = [_tick(g, view.estimates[g]) for g in groups]
+    per_bar = max([0.9, *(0.07 * len(line) for tick in ticks for line in tick.splitlines())])
+    figure = new_figure(max(3.0, per_bar * len(groups) + 1.5, 0.08 * len(title)), 3.4)
+    axes = figure.add_subplot()
+    bars = axes.bar(range(len(groups)), values, yerr=error_bars(values, low, high, bounds), capsize=4, color=BAR_COLOUR)
+    small = [is_small(view.estimates[g].get("n")) for g in groups]
+    for patch, few in zip(bars.patches, small, strict=True):
+        if few:
+            patch.set(hatch=SMALL_HATCH, alpha=0.5, edgecolor="0.3")
+    axes.set_xticks(range(len(groups)), ticks, fontsize=8)
+    marker = Patch(facecolor=BAR_COLOUR, alpha=0.5, hatch=SMALL_HATCH, edgecolor="0.3", label=f"n < {MIN_N}")
+    _references(axes, view.references, [marker] if any(small) else [])
+    _start_at_zero(axes, np.concatenate([values, high, [r.value for r in view.references]]), bounds)
+    axes.set_ylabel(view.ylabel)
+    axes.set_title(label(title), fontsize=10)
+    return figure
 
 
 def draw_bars(view: Bars, stem: Path, title: str) -> list[Path]:
-    """One bar per group in the view's order, with its 95% interval and n, and the reference lines."""
-    groups = list(view.estimates)
-    values = np.array([view.estimates[g]["value"] for g in groups], dtype=float)
-    low = np.array([_or(view.estimates[g]["ci_low"], v) for g, v in zip(groups, values, strict=True)])
-    high = np.array([_or(view.estimates[g]["ci_high"], v) for g, v in zip(groups, values, strict=True)])
-    figure = new_figure(max(3.0, 0.9 * len(groups) + 1.5), 3.2)
-    axes = figure.add_subplot()
-    axes.bar(range(len(groups)), values, yerr=np.vstack([values - low, high - values]), capsize=4, color="#4C72B0")
-    axes.set_xticks(range(len(groups)), [f"{label(g)}\n(n={view.estimates[g]['n']})" for g in groups], fontsize=8)
-    _references(axes, view.references)
-    axes.set_ylabel(view.ylabel)
-    axes.set_title(label(title), fontsize=10)
-    return save(figure, stem)
+    """`bars_figure` saved as `stem`.png and `stem`.pdf."""
+    return save(bars_figure(view, title), stem)
 
 
-def _or(value: float | None, default: float) -> float:
-    return default if value is None else float(value)
+def colour_range(matrix: np.ndarray, scale: Scale | None) -> tuple[float, float]:
+    """The colour bar's span: the scale's whole range, or from 0 (a non-negative metric) to the largest value."""
+    if scale is not None:
+        return VALID_RANGE[scale]
+    finite = matrix[np.isfinite(matrix)]
+    low = min(0.0, float(finite.min())) if finite.size else 0.0
+    high = float(finite.max()) if finite.size else 1.0
+    return low, high if high > low else low + 1.0
 
 
-def draw_heatmap(view: Heatmap, stem: Path, title: str) -> list[Path]:
-    """A labelled matrix with each value printed in its cell; `view.highlight` cells are outlined."""
+def heatmap_figure(view: Heatmap, title: str) -> Any:
+    """A labelled matrix with each value (and its n, when known) printed in its cell, the colour bar from 0 for a
+    non-negative metric; cells of n below `MIN_N` hatched, `view.highlight` cells outlined.
+    """
     from matplotlib.patches import Rectangle
 
     matrix = np.array([[np.nan if v is None else v for v in row] for row in view.values], dtype=float)
     rows, cols = matrix.shape if matrix.size else (len(view.row_labels), len(view.col_labels))
-    figure = new_figure(max(4.0, 0.7 * cols + 2.5), max(2.5, 0.35 * rows + 1.5))
+    figure = new_figure(max(4.0, 0.8 * cols + 2.5), max(2.5, 0.45 * rows + 1.5))
     axes = figure.add_subplot()
-    image = axes.imshow(np.ma.masked_invalid(matrix), cmap="viridis", aspect="auto")
+    low, high = colour_range(matrix, view.scale)
+    image = axes.imshow(np.ma.masked_invalid(matrix), cmap="viridis", aspect="auto", vmin=low, vmax=high)
     figure.colorbar(image, ax=axes, label=view.label)
     axes.set_xticks(range(cols), [label(c) for c in view.col_labels], rotation=45, ha="right", fontsize=8)
     axes.set_yticks(range(rows), [label(r) for r in view.row_labels], fontsize=8)
-    low, high = (np.nanmin(matrix), np.nanmax(matrix)) if np.isfinite(matrix).any() else (0.0, 0.0)
+    small = False
     for (i, j), value in np.ndenumerate(matrix):
-        if not np.isnan(value):
-            bright = high > low and (value - low) / (high - low) > 0.6  # viridis is light at the top
-            axes.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=6, color="black" if bright else "white")
+        if np.isnan(value):
+            continue
+        n = view.counts[i][j] if view.counts else None
+        bright = (value - low) / (high - low) > 0.6  # viridis is light at the top
+        text = format_number(float(value), view.scale) + ("" if n is None else f"\nn={n}")
+        axes.text(j, i, text, ha="center", va="center", fontsize=6, color="black" if bright else "white")
+        if is_small(n):
+            small = True
+            axes.add_patch(
+                Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=SMALL_HATCH, edgecolor=(1, 1, 1, 0.35), lw=0)
+            )
     for i, j in view.highlight:
         axes.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
-    axes.set_title(label(title), fontsize=10)
-    return save(figure, stem)
+    axes.set_title(label(title) + (f"\n(hatched: n < {MIN_N})" if small else ""), fontsize=10)
+    return figure
+
+
+def draw_heatmap(view: Heatmap, stem: Path, title: str) -> list[Path]:
+    """`heatmap_figure` saved as `stem`.png and `stem`.pdf."""
+    return save(heatmap_figure(view, title), stem)
 
 
 def draw(view: Bars | Heatmap, stem: Path, title: str) -> list[Path]:
@@ -175,22 +258,20 @@ def draw_comparison(comparison: Any, stem: Path) -> list[Path]:
     overall = [p for p in comparison.paired if p["group"] == "overall" and p["metric"] == comparison.metric]
     figure = new_figure(max(4.0, 1.0 * len(runs) + 2.0) * (2 if overall else 1), 3.4)
     axes = figure.add_subplot(1, 2 if overall else 1, 1)
-    values = np.array([e["value"] for _, e in runs], dtype=float)
-    low = np.array([_or(e["ci_low"], e["value"]) for _, e in runs])
-    high = np.array([_or(e["ci_high"], e["value"]) for _, e in runs])
-    axes.errorbar(range(len(runs)), values, yerr=np.vstack([values - low, high - values]), fmt="o", capsize=4)
+    values, low, high = _estimate_arrays([e for _, e in runs])
+    bounds = valid_range(None, values)
+    axes.errorbar(range(len(runs)), values, yerr=error_bars(values, low, high, bounds), fmt="o", capsize=4)
+    _start_at_zero(axes, np.concatenate([values, high]), bounds)
     axes.set_xticks(range(len(runs)), [label(name) for name, _ in runs], rotation=20, ha="right", fontsize=8)
     axes.set_ylabel(comparison.metric)
     axes.set_title(f"{comparison.metric} per run (95% interval)", fontsize=10)
     if overall:
         right = figure.add_subplot(1, 2, 2)
-        diffs = np.array([p["difference"] for p in overall], dtype=float)
-        d_low = np.array([_or(p["ci_low"], p["difference"]) for p in overall])
-        d_high = np.array([_or(p["ci_high"], p["difference"]) for p in overall])
+        diffs, d_low, d_high = _estimate_arrays([{**p, "value": p["difference"]} for p in overall])
         right.errorbar(
             range(len(overall)),
             diffs,
-            yerr=np.vstack([diffs - d_low, d_high - diffs]),
+            yerr=error_bars(diffs, d_low, d_high, (-np.inf, np.inf)),
             fmt="s",
             capsize=4,
             color="#C44E52",
@@ -198,7 +279,10 @@ def draw_comparison(comparison: Any, stem: Path) -> list[Path]:
         right.axhline(0.0, color="0.35", linestyle="--", linewidth=1)
         right.set_xticks(
             range(len(overall)),
-            [label(f"{p['run']}\np={p['p_value']:.3g}" if p["p_value"] is not None else p["run"]) for p in overall],
+            [
+                label(f"{p['run']}\np={format_number(p['p_value'])}" if p["p_value"] is not None else p["run"])
+                for p in overall
+            ],
             fontsize=8,
         )
         right.set_title(f"paired difference from {comparison.runs[0]}", fontsize=10)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from culture_probe.metrics.display import interval_text
+from culture_probe.metrics.display import Scale, estimate_cells, format_number
 from culture_probe.tasks import Record, benchmark_of
 
 
@@ -43,6 +44,7 @@ class Bars:
     ylabel: str
     references: tuple[Reference, ...] = ()
     title: str = ""  # default: the section's title
+    scale: Scale | None = None  # the axis starts at 0 and error bars stay inside the scale's range
 
 
 def repeats_the_paper(config: Mapping[str, Any]) -> bool:
@@ -63,6 +65,7 @@ def result_bars(
     names: Mapping[str, str] | None = None,
     references: Sequence[Reference] = (),
     title: str = "",
+    scale: Scale | None = "%",
 ) -> Bars:
     """Bars of one metric per label of one stratum of the results block (`labels`: which and in what order;
     `names`: how a label is shown), or of the overall value when `stratum` is "overall".
@@ -75,12 +78,14 @@ def result_bars(
         for label in order
         if metric in groups.get(label, {}) and groups[label][metric]["value"] is not None
     }
-    return Bars(estimates, ylabel, tuple(references), title)
+    return Bars(estimates, ylabel, tuple(references), title, scale)
 
 
 @dataclass(frozen=True)
 class Heatmap:
-    """A matrix of values (rows x columns), e.g. P@1 per predicate x culture; None cells are blank."""
+    """A matrix of values (rows x columns), e.g. P@1 per predicate x culture; None cells are blank. `counts` (same
+    shape) gives each cell's n, printed in it; cells of n below `MIN_N` are hatched.
+    """
 
     row_labels: tuple[str, ...]
     col_labels: tuple[str, ...]
@@ -89,6 +94,8 @@ class Heatmap:
     # cells to outline, e.g. X-FaKT's associated (language, country) pairs
     highlight: tuple[tuple[int, int], ...] = ()
     title: str = ""  # default: the section's title
+    scale: Scale | None = None  # the colour bar spans the scale's range (0-100, 0-1)
+    counts: tuple[tuple[int | None, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,39 +110,98 @@ class Section:
 
 def sections_for(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The report's sections of one run: the benchmark's own views (or the default), then the skipped probes."""
-    bench = benchmark_of(config["config"])
+    module = views_module(benchmark_of(config["config"]))
+    views = module.sections(config, records, metrics) if module else default_sections(metrics)
+    return [*results_sections(metrics, scales_of(config["config"])), *views, *skipped_sections(metrics)]
+
+
+def views_module(bench: str) -> ModuleType | None:
+    """The benchmark's report module, `culture_probe/report/<bench>.py`, or None when it has none."""
     try:
-        module = importlib.import_module(f"{__package__}.{bench}")
+        return importlib.import_module(f"{__package__}.{bench}")
     except ModuleNotFoundError as error:
         if error.name != f"{__package__}.{bench}":
             raise
-        views = default_sections(metrics)
-    else:
-        views = module.sections(config, records, metrics)
-    return [*results_sections(metrics), *views, *skipped_sections(metrics)]
+        return None
 
 
-def results_sections(metrics: Mapping[str, Any]) -> list[Section]:
-    """The headline numbers of the results schema, each with its 95% interval and n, and what the run left out."""
+def scales_of(config_name: str) -> Mapping[str, Scale]:
+    """Each results metric's scale ("%" or "0-1") as the benchmark's report module declares it in `SCALES`."""
+    return getattr(views_module(benchmark_of(config_name)), "SCALES", {})
+
+
+def applied_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The protocol options that acted on the run: its options without those the benchmark's report module calls
+    inert for it (`inert_options(config)`: options of another mode, model kind or part), so that a report never
+    lists a switch, such as a judge, that did not run.
+    """
+    inert = getattr(views_module(benchmark_of(config["config"])), "inert_options", None)
+    unused = inert(config) if inert else set()
+    return {k: v for k, v in options_of(config).items() if k not in unused}
+
+
+def unit_label(name: str, scale: Scale | None) -> str:
+    """A metric's name with its scale, as table headers and axis labels name it: `p1 (%)`, `frs (0-1)`."""
+    return f"{name} ({scale})" if scale else name
+
+
+def estimate_line(
+    name: str, estimate: Mapping[str, Any], scale: Scale | None, unit: str | None, chance: Mapping[str, Any] | None
+) -> str:
+    """One estimate as the terminal prints it, rounded as the reports are:
+    `p1 (%): 30.25 [20.00, 40.50] (n=80 facts; chance 18.30)`.
+    """
+    value, interval, n = estimate_cells(estimate, scale)
+    level = f"; chance {format_number(chance['value'], scale)}" if chance else ""
+    return f"{unit_label(name, scale)}: {value} {interval} (n={n} {unit}{level})"
+
+
+def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | None = None) -> list[Section]:
+    """The headline numbers of the results schema, each with its 95% interval (or why it has none), n, and chance
+    level where the results give one; the interval method of each; what the run left out.
+    """
     results = metrics.get("results") or {}
-    rows = tuple((name, e["value"], interval_text(e), e["n"]) for name, e in (results.get("overall") or {}).items())
-    if not rows:
+    overall, scales, chance = results.get("overall") or {}, scales or {}, results.get("chance") or {}
+    if not overall:
         return []
-    ci = results.get("ci") or {}
-    text = (
-        f"Each number with a {100 * ci.get('confidence', 0.95):g}% interval from a {ci.get('method', '')} over "
-        f"{results.get('unit')} ({ci.get('n_resamples')} resamples, seed {ci.get('seed')}); by stratum in "
-        "metrics.json (`results`)."
+    rows = tuple(
+        (
+            unit_label(name, scales.get(name)),
+            *estimate_cells(e, scales.get(name)),
+            *((format_number((chance.get(name) or {}).get("value"), scales.get(name)),) if chance else ()),
+        )
+        for name, e in overall.items()
     )
+    columns = ("metric (unit)", "value", "95% interval", f"n ({results.get('unit')})")
+    text = " ".join(filter(None, (interval_methods(results, list(overall)), chance_text(chance))))
     omitted = results.get("omitted") or {}
     text += "".join(f"\n\n- **{name}** is not reported: {reason}." for name, reason in omitted.items())
     return [
-        Section(
-            "Headline numbers",
-            text=text,
-            tables=(Table(("metric", "value", "95% interval", f"n ({results.get('unit')})"), rows),),
-        )
+        Section("Headline numbers", text=text, tables=(Table(columns + (("chance level",) if chance else ()), rows),))
     ]
+
+
+def interval_methods(results: Mapping[str, Any], names: Sequence[str]) -> str:
+    """How the intervals were computed: each metric's method where the results name one, else the block's."""
+    ci = results.get("ci") or {}
+    methods = ci.get("methods") or {}
+    confidence = f"{100 * ci.get('confidence', 0.95):g}%"
+    if methods:
+        each = "; ".join(f"{name}: {methods[name]}" for name in names if name in methods)
+        return f"{confidence} intervals over {results.get('unit')} ({each}); by stratum in metrics.json (`results`)."
+    resamples = f" ({ci['n_resamples']} resamples, seed {ci.get('seed')})" if ci.get("n_resamples") else ""
+    return (
+        f"Each number with a {confidence} interval from a {ci.get('method', '')} over {results.get('unit')}"
+        f"{resamples}; by stratum in metrics.json (`results`)."
+    )
+
+
+def chance_text(chance: Mapping[str, Mapping[str, Any]]) -> str:
+    """How the chance levels in the table's last column were computed, once per method."""
+    metrics: dict[str, list[str]] = {}
+    for name, level in chance.items():
+        metrics.setdefault(str(level.get("method")), []).append(name)
+    return " ".join(f"Chance level of {', '.join(names)} (last column): {method}." for method, names in metrics.items())
 
 
 def default_sections(metrics: Mapping[str, Any]) -> list[Section]:
@@ -184,9 +250,11 @@ def language_country_grid(
     countries: Sequence[str],
     associations: Mapping[str, str] | None = None,
     label: str = "error rate",
+    counts: Mapping[tuple[str, str], int] | None = None,
+    scale: Scale | None = None,
 ) -> Heatmap:
     """The language x country view (X-FaKT): rows are question languages, columns countries; each language's
-    associated country is outlined. Missing cells stay blank.
+    associated country is outlined; `counts` gives each cell's n. Missing cells stay blank.
     """
     values = tuple(tuple(cells.get((lang, country)) for country in countries) for lang in languages)
     highlight = tuple(
@@ -194,4 +262,5 @@ def language_country_grid(
         for i, lang in enumerate(languages)
         if associations and associations.get(lang) in countries
     )
-    return Heatmap(tuple(languages), tuple(countries), values, label, highlight)
+    n = tuple(tuple(counts.get((lang, country)) for country in countries) for lang in languages) if counts else ()
+    return Heatmap(tuple(languages), tuple(countries), values, label, highlight, scale=scale, counts=n)

@@ -7,13 +7,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from culture_probe.metrics.display import format_score
+from culture_probe.metrics.display import Scale, estimate_cells, format_number
 from culture_probe.metrics.factuality import GradedAnswer, error_pct
-from culture_probe.report.views import Reference, Section, Table, language_country_grid, repeats_the_paper, result_bars
+from culture_probe.report.views import (
+    Reference,
+    Section,
+    Table,
+    language_country_grid,
+    options_of,
+    repeats_the_paper,
+    result_bars,
+)
 from culture_probe.tasks import Record
 from culture_probe.tasks.xfakt import ASSOCIATIONS, COUNTRIES, LANGUAGES, graded_answers
 
-HEADLINE = ("frs", "kts", "xfakt", "mu_assoc", "mu_non", "error_rate", "n_items")
+SCALES: dict[str, Scale] = {"error_rate": "%", "frs": "0-1", "kts": "0-1", "xfakt": "0-1"}
+# the headline table: each number with its unit, since it mixes % with 0-1 scores
+HEADLINE: dict[str, tuple[str, Scale | None]] = {
+    "frs": ("0-1 score", "0-1"),
+    "kts": ("0-1 score", "0-1"),
+    "xfakt": ("0-1 score", "0-1"),
+    "mu_assoc": ("0-1 share of wrong answers", "0-1"),
+    "mu_non": ("0-1 share of wrong answers", "0-1"),
+    "error_rate": ("% of wrong answers", "%"),
+    "n_items": ("questions", None),
+}
+# options that act only when replies are generated (and judged), only when answers are ranked, or only on the
+# language x country transfer scores of factual recall
+_GENERATE_ONLY = {"judge", "judge_model", "max_new_tokens", "judge_max_new_tokens", "double_bos", "strip_echo"}
+_LLM_JUDGE_ONLY = {"judge_model", "judge_max_new_tokens"}
+_TRANSFER_ONLY = {"round_cells", "round_statistics", "tiers"}
 # The paper's Table 2 (specs/xfakt.md section 6): mean associated and non-associated error (%) of factual recall per
 # model, drawn as reference lines when a run repeats one of them.
 PAPER_ERRORS: dict[str, tuple[float, float]] = {
@@ -40,66 +63,105 @@ def references(config: Mapping[str, Any], part: str | None) -> tuple[Reference, 
     return Reference("paper, associated", paper[0]), Reference("paper, non-associated", paper[1])
 
 
+def inert_options(config: Mapping[str, Any]) -> set[str]:
+    """The options that did not act on this run: a ranking run has no reply to generate and no judge; a generating
+    run ranks nothing, and its string judge needs no judge model; only factual recall has transfer scores; only a
+    causal model's chat template can double its BOS (X1).
+    """
+    options, part = options_of(config), (config.get("protocol") or {}).get("part")
+    if options.get("mode") == "rank":
+        unused = set(_GENERATE_ONLY)
+    else:
+        unused = {"rank_prompt"} | (_LLM_JUDGE_ONLY if options.get("judge") == "string" else set())
+        unused |= {"double_bos"} if (config.get("model") or {}).get("kind") not in (None, "causal") else set()
+    return unused | (_TRANSFER_ONLY if part is not None and part != "factual_recall" else set())
+
+
 def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one X-FaKT run."""
-    part = (config.get("protocol") or {}).get("part")
-    head = tuple((k, metrics[k]) for k in HEADLINE if k in metrics)
+    protocol = config.get("protocol") or {}
+    part = protocol.get("part")
+    head = tuple((k, format_number(metrics[k], scale), unit) for k, (unit, scale) in HEADLINE.items() if k in metrics)
+    by_language = (metrics.get("results") or {}).get("by_language") or {}
+    languages = [lang for lang in LANGUAGES if lang in metrics["error_by_language"]]
+    language_rows = tuple(
+        (lang, *estimate_cells((by_language.get(lang) or {}).get("error_rate"), "%")) for lang in languages
+    )
     out = [
-        Section("X-FaKT", text=headline_text(part, metrics), tables=(Table(("metric", "value"), head),)),
+        Section(
+            "X-FaKT",
+            text=headline_text(part, metrics, grading(config)),
+            tables=(Table(("metric", "value", "unit"), head),),
+        ),
         Section(
             "Error rate by question language (%)",
-            tables=(Table(("language", "error %"), tuple(metrics["error_by_language"].items())),),
+            tables=(Table(("language", "error (%)", "95% interval", "n (questions)"), language_rows),),
             figures=(
                 result_bars(
                     metrics,
                     "language",
                     "error_rate",
                     "error (%)",
-                    labels=[lang for lang in LANGUAGES if lang in metrics["error_by_language"]],
+                    labels=languages,
                     references=references(config, part),
                     title="Error rate per question language",
                 ),
             ),
         ),
     ]
-    if part == "factual_recall":
-        cells: dict[tuple[str, str], list[GradedAnswer]] = {}
-        for r in graded_answers(records):
-            cells.setdefault((r["language"], r["country"]), []).append(
-                GradedAnswer(r["language"], bool(r["correct"]), r["verdict"], r["country"])
-            )
+    cells: dict[tuple[str, str], list[GradedAnswer]] = {}
+    for r in graded_answers(records) if part == "factual_recall" else ():
+        cells.setdefault((r["language"], r["country"]), []).append(
+            GradedAnswer(r["language"], bool(r["correct"]), r["verdict"], r["country"])
+        )
+    if cells:
         errors = {key: error_pct(group) for key, group in cells.items()}
-        languages = [lang for lang in LANGUAGES if any(k[0] == lang for k in errors)]
-        countries = [c for c in COUNTRIES if any(k[1] == c for k in errors)]
         grid = language_country_grid(
-            errors, languages=languages, countries=countries, associations=ASSOCIATIONS, label="error %"
+            errors,
+            languages=[lang for lang in LANGUAGES if any(k[0] == lang for k in errors)],
+            countries=[c for c in COUNTRIES if any(k[1] == c for k in errors)],
+            associations=ASSOCIATIONS,
+            label="error (%)",
+            counts={key: len(group) for key, group in cells.items()},
+            scale="%",
         )
         out.append(
             Section(
                 "Language x country errors",
-                text="Rows: question language; columns: the entity's country; outlined: the associated pair.",
+                text="Rows: question language; columns: the entity's country; outlined: the associated pair; "
+                "each cell: error (%) and its n questions.",
                 figures=(grid,),
             )
         )
     return out
 
 
-def headline_text(part: str | None, metrics: Mapping[str, Any]) -> str:
-    """The scores in one sentence, or why FRS, KTS and X-FaKT are not available."""
+def grading(config: Mapping[str, Any]) -> str:
+    """How the run's answers were graded, as the headline sentence says it: ranked, or judged (by which judge)."""
+    if options_of(config).get("mode") == "rank":
+        return "of the top-ranked answers (the answer the model scores highest among the countries)"
+    judge = (config.get("protocol") or {}).get("judge")
+    return "of the replies, as graded by the judge" + (f" ({judge})" if judge else "")
+
+
+def headline_text(part: str | None, metrics: Mapping[str, Any], graded: str = "of the replies") -> str:
+    """The scores in one sentence, or why FRS, KTS and X-FaKT are not available; `graded` says how the answers
+    were graded (`grading`).
+    """
     if part != "factual_recall" or metrics.get("kts") is None:
         reason = metrics.get("xfakt_unavailable")
         note = f" FRS, KTS and X-FaKT are not available: {reason}" if reason else ""
-        return "Error rates of the replies, as graded by the judge." + note
+        return f"Error rates {graded}." + note
     gap = metrics["mu_non"] - metrics["mu_assoc"]
     pct = {
-        key: format_score(100 * value, 2)
+        key: format_number(100 * value, "%")
         for key, value in (
             ("assoc", metrics["mu_assoc"]),  # spec: errors
             ("non", metrics["mu_non"]),
             ("gap", gap),
         )
     }
-    score = {key: format_score(metrics[key], 3) for key in ("kts", "frs", "xfakt")}  # spec: scores, 3 decimals
+    score = {key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")}  # spec: scores, 3 decimals
     return (
         f"Associated-language error {pct['assoc']}% vs non-associated {pct['non']}% (gap {pct['gap']} points): "
         f"KTS {score['kts']} (1 = the same knowledge in every language), FRS {score['frs']}, "

@@ -13,7 +13,7 @@ from pkgutil import extend_path
 from typing import Any
 
 from culture_probe.errors import CultureProbeError
-from culture_probe.tasks.base import Deviation, Task
+from culture_probe.tasks.base import Deviation, Smoke, Task
 from culture_probe.tasks.options import options_from_dict, parse_options
 from culture_probe.tasks.probes import (
     FillMaskProbe,
@@ -36,6 +36,7 @@ __all__ = [
     "Record",
     "ScoreProbe",
     "Skipped",
+    "Smoke",
     "Task",
     "benchmark_of",
     "parse_options",

@@ -15,7 +15,10 @@ defines a `Task` subclass and `TASK = ThatClass`, with
   benchmark's metric functions in `culture_probe.metrics` (the base counts the skipped records per reason; a
   protocol only looks at them when a metric depends on why something was not asked); `_unit_tables(records)`
   gives each headline metric's value per unit, from which the results schema draws intervals (and
-  `_composites`, optionally, the numbers that are no mean over units and the metrics left out).
+  `_composites`, optionally, the numbers that are no mean over units and the metrics left out; `_chance_tables`,
+  optionally, each metric's value per unit under a random answer, for its chance level).
+- `smoke`: how many items of each stratum cell (`strata`) a run needs for its headline numbers, and which numbers
+  need them: `--limit smoke` probes that many, and a smaller `--limit` says what it will lack before any model loads.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any, ClassVar, Literal
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
 from culture_probe.errors import CultureProbeError, TemplateError, UnknownNameError, UnsupportedModelError
+from culture_probe.metrics.chance import chance_value
 from culture_probe.metrics.results import UnitTable, summarize
 from culture_probe.tasks.options import NoOptions, parse_options
 from culture_probe.tasks.probes import PROBE_RECORDS, Output, Probe, Record, Skipped
@@ -104,6 +108,19 @@ class Deviation:
         }
 
 
+@dataclass(frozen=True)
+class Smoke:
+    """What a benchmark's headline numbers need of a `--limit` subset: `per_cell` items in every cell of its strata
+    (each cell that has them), and in words which numbers need them (`needs`), for the notice of a smaller limit.
+
+    The limit sampler (`stratified_items`) gives every cell one item per round, so `per_cell` full rounds are the
+    smallest limit that guarantees it whatever the seed: the benchmark's smoke limit (`Task.smoke_limit`).
+    """
+
+    per_cell: int = 1
+    needs: str = "every number per stratum needs an item in each cell"
+
+
 class Task:
     """One benchmark's protocol. Subclasses set `Options`, `deviations`, and write the four hooks."""
 
@@ -120,6 +137,8 @@ class Task:
     unit: ClassVar[str] = "items"
     #: probe meta fields whose combinations a `--limit` subset draws from in turn (language, culture, ...)
     strata: ClassVar[tuple[str, ...]] = ()
+    #: items per cell of `strata` that the headline numbers need (not a ClassVar: an instance may set its own)
+    smoke: Smoke = Smoke()
 
     def __init__(
         self,
@@ -177,6 +196,28 @@ class Task:
         """
         return stratified_items(probes, limit, self.strata, self.seed)
 
+    def smoke_limit(self, probes: Sequence[Probe]) -> int:
+        """The smallest `--limit` whose subset has `smoke.per_cell` items in every cell of `strata` (all of a
+        smaller cell), whatever the seed: `--limit smoke`.
+        """
+        return sum(min(self.smoke.per_cell, len(items)) for items in strata_cells(probes, self.strata).values())
+
+    def smoke_shortfall(self, probes: Sequence[Probe], sampled: Sequence[Probe]) -> str | None:
+        """Why the subset `sampled` of `probes` lacks headline numbers (the cells it leaves short, and what needs
+        them), or None when it has them all.
+        """
+        cells = strata_cells(probes, self.strata)
+        have = strata_cells(sampled, self.strata)
+        short = [k for k, items in cells.items() if len(have.get(k, ())) < min(self.smoke.per_cell, len(items))]
+        if not short:
+            return None
+        get = "no item" if self.smoke.per_cell == 1 else f"fewer than {self.smoke.per_cell} items"
+        example = ", ".join("/".join(k) for k in sorted(short)[:3])
+        return (
+            f"{len(short)} of its {len(cells)} {' x '.join(self.strata)} cells get {get} (e.g. {example}), and "
+            f"{self.smoke.needs}"
+        )
+
     def to_record(self, probe: Probe, output: Output, *, stage: str | None = None) -> Record:
         """The typed record of one answered (or skipped) probe: the probe's meta, then `_read`'s fields."""
         fields = dict(probe.meta)
@@ -204,10 +245,22 @@ class Task:
 
     def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> dict[str, Any]:
         """The run's numbers in the one results schema (`culture_probe.metrics.results`): each headline number
-        with its bootstrap interval over this benchmark's unit, overall and per stratum, and what was left out.
+        with its 95% interval over this benchmark's unit, overall and per stratum, and what was left out.
         """
         extra, omitted = self._composites(answered, metrics)
-        return summarize(self.unit_tables(answered), unit=self.unit, extra=extra, omitted=omitted)
+        out = summarize(self.unit_tables(answered), unit=self.unit, extra=extra, omitted=omitted)
+        chance = self.chance(answered)
+        return {**out, "chance": chance} if chance else out
+
+    def chance(self, answered: Sequence[Record]) -> dict[str, dict[str, Any]]:
+        """Each headline metric's chance level where it has one: a random model's expected value on these very
+        units, aggregated as the metric is (`culture_probe.metrics.chance`), with how it was computed.
+        """
+        return {
+            table.metric: {"value": value, "method": method}
+            for table, method in self._chance_tables([r for r in answered if not r.skipped])
+            if (value := chance_value(table)) is not None
+        }
 
     def unit_tables(self, answered: Sequence[Record]) -> list[UnitTable]:
         """Each headline metric's value per unit (and replicate) of the answered records: what the results
@@ -302,6 +355,12 @@ class Task:
         """
         return {}, {}
 
+    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
+        """Per headline metric with a chance level: the `_unit_tables` table with each unit's expected value under
+        a random answer in place of its value, and how that expectation is computed. None by default.
+        """
+        return ()
+
 
 # ---------------------------------------------------------------- helpers shared by tasks
 
@@ -312,14 +371,9 @@ def stratified_items(probes: Sequence[Probe], limit: int, strata: Sequence[str],
     """
     if limit < 1:
         raise CultureProbeError(f"limit must be at least 1, got {limit}.")
-    first: dict[str, Probe] = {}
-    for probe in probes:
-        first.setdefault(probe.item_id, probe)
-    if len(first) <= limit:
+    groups = strata_cells(probes, strata)
+    if sum(len(items) for items in groups.values()) <= limit:
         return list(probes)
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for item, probe in first.items():
-        groups.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(item)
     rng = random.Random(seed)
     keys = sorted(groups)
     rng.shuffle(keys)
@@ -330,6 +384,17 @@ def stratified_items(probes: Sequence[Probe], limit: int, strata: Sequence[str],
             if queue and len(chosen) < limit:
                 chosen.add(queue.pop())
     return [p for p in probes if p.item_id in chosen]
+
+
+def strata_cells(probes: Sequence[Probe], strata: Sequence[str]) -> dict[tuple[str, ...], list[str]]:
+    """{cell: its items, in probe order}: each item (`item_id`) in the cell of its first probe's `strata` values."""
+    first: dict[str, Probe] = {}
+    for probe in probes:
+        first.setdefault(probe.item_id, probe)
+    cells: dict[tuple[str, ...], list[str]] = {}
+    for item, probe in first.items():
+        cells.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(item)
+    return cells
 
 
 def split_slot(template: str, slot: str) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreReque
 from culture_probe.errors import CultureProbeError
 from culture_probe.metrics.camel import ScoredPrompt, prompt_cbs, run_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Task
+from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
 
@@ -178,6 +178,11 @@ class CamelTask(Task):
 
     Options = CamelOptions
     unit, strata = "prompts", ("entity_type",)
+    smoke = Smoke(
+        2,
+        "the CBS averages the entity types with equal weight and its interval resamples prompts within each type, "
+        "which needs 2 prompts of every type",
+    )
     options: CamelOptions
     seeded = True  # the entity samples of each run are drawn with the seed
     # tareknaous/camel released data only: every deviation below is measured against the paper, none has an
@@ -350,7 +355,7 @@ class CamelTask(Task):
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per prompt and run, its CBS; `cbs` is their mean over runs and prompts, averaged over entity types with
-        equal weight, so the interval resamples prompts within each type.
+        equal weight, so the interval takes each type as a stratum of prompts.
         """
         return [
             unit_table(
@@ -365,7 +370,7 @@ class CamelTask(Task):
                     for p in map(scored_prompt, records)
                 ],
                 macro="entity_type",
-            )
+            ).with_scale(100.0)
         ]
 
 

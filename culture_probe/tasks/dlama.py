@@ -22,9 +22,10 @@ from culture_probe.data.card import is_corrected
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
 from culture_probe.errors import UnsupportedModelError
+from culture_probe.metrics import chance
 from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, hits_at_k, ranking_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
+from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task, all_scores, ranked_candidates, split_slot
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
 from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -99,6 +100,11 @@ class DlamaTask(Task):
 
     Options = DlamaOptions
     unit, strata = "facts", ("language", "culture", "predicate")
+    smoke = Smoke(
+        1,
+        "the numbers per predicate and culture in each language (the report's table) and the culture gap need a fact "
+        "in each",
+    )
     options: DlamaOptions
     deviations = (
         Deviation(
@@ -305,15 +311,23 @@ class DlamaTask(Task):
                         UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r))
                         for r, f in zip(records, facts, strict=True)
                     ],
-                )
+                ).with_scale(100.0, binary=True)
                 for measure in ("overlap", "exact")
             ]
         hits = hits_at_k([r["prediction"] for r in records], [scored_gold(r, self.options.p1_gold) for r in records])
-        return [
-            unit_table(
-                "p1", [UnitValue(r.item_id, 100.0 * hit, fact_strata(r)) for r, hit in zip(records, hits, strict=True)]
-            )
+        return [p1_table(records, 100.0 * hits).with_scale(100.0, binary=True)]
+
+    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
+        """Ranking: each fact's expected P@1 under a random ranking of its candidate set, g/N (none when a record
+        does not say how many candidates it ranked, e.g. one written by hand).
+        """
+        if self.options.mode != "rank" or not all("n_candidates" in r for r in records):
+            return ()
+        expected = [
+            100.0 * chance.random_precision_at_1(len(gold_labels(r, self.options.p1_gold)), r["n_candidates"])
+            for r in records
         ]
+        return [(p1_table(records, expected), chance.P_AT_1)]
 
     def _composites(
         self, records: Sequence[Record], metrics: Mapping[str, Any]
@@ -322,6 +336,20 @@ class DlamaTask(Task):
         if len(cultures) == 2:
             return {}, {}
         return {}, {"culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"}
+
+
+def p1_table(records: Sequence[Record], values: Iterable[float]) -> UnitTable:
+    """The `p1` table: one value (%) per fact, with its strata."""
+    return unit_table(
+        "p1", [UnitValue(r.item_id, value, fact_strata(r)) for r, value in zip(records, values, strict=True)]
+    )
+
+
+def gold_labels(record: Record, p1_gold: str = "any") -> set[str]:
+    """The distinct gold labels a top-1 prediction can hit: the scored gold that is among the fact's candidates
+    (every label that is not blank is one: `candidate_sets`).
+    """
+    return {label for label in scored_gold(record, p1_gold) if label.strip()}
 
 
 def fact_strata(record: Record) -> dict[str, str]:

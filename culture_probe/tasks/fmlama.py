@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from culture_probe.data.registry import resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.metrics import chance
 from culture_probe.metrics.fmlama import (
     FAMILIES,
     ChatReply,
@@ -30,7 +31,7 @@ from culture_probe.metrics.fmlama import (
     words_needed,
 )
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Task, all_scores, ranked_candidates, split_slot
+from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task, all_scores, ranked_candidates, split_slot
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
 from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -115,6 +116,7 @@ class FmlamaTask(Task):
 
     Options = FmlamaOptions
     unit, strata = "dishes", ("lang", "group")
+    smoke = Smoke(2, "the numbers per country group (the paper's table) need 2 dishes of each for an interval")
     options: FmlamaOptions
     deviations = (
         Deviation(
@@ -431,14 +433,28 @@ class FmlamaTask(Task):
                         )
                         for r, c in zip(records, replies, strict=True)
                     ],
-                )
+                ).with_scale(100.0, binary=True)
             ]
+        ranked = self._map_tables(records, lambda dish, _: average_precision(dish.ranking, set(dish.gold)))
+        return [table.with_scale(100.0) for table in ranked]
+
+    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
+        """Ranking: each dish's expected AP in each template under a random ranking of the candidates it was
+        ranked against (gold absent from the ranking, F2, count in the denominator as in its AP); none when a record
+        does not say how many candidates it ranked (e.g. one written by hand).
+        """
+        if self.options.mode != "rank" or not all("n_candidates" in r for r in records):
+            return ()
+        return [(table, chance.AVERAGE_PRECISION) for table in self._map_tables(records, random_ap)]
+
+    def _map_tables(self, records: Sequence[Record], ap: Callable[[RankedDish, Record], float]) -> list[UnitTable]:
+        """Per family, `map_<family>`: each dish's `ap(dish, record)` (%) per template (NaN without gold)."""
         rows: dict[str, list[UnitValue]] = {}
         for record in records:
             dish = self.ranked_dish(record)
-            ap = 100.0 * average_precision(dish.ranking, set(dish.gold)) if dish.gold else float("nan")
+            value = 100.0 * ap(dish, record) if dish.gold else float("nan")
             rows.setdefault(f"map_{dish.family}", []).append(
-                UnitValue(record.item_id, ap, {"lang": record["lang"], "group": dish.group}, dish.template)
+                UnitValue(record.item_id, value, {"lang": record["lang"], "group": dish.group}, dish.template)
             )
         return [unit_table(name, rows[name]) for name in (f"map_{f}" for f in FAMILIES) if name in rows]
 
@@ -461,6 +477,13 @@ class FmlamaTask(Task):
         if v1_code and self.options.group_by == "group" and group not in V1_CODE_GROUPS:
             return OTHERS
         return group
+
+
+def random_ap(dish: RankedDish, record: Record) -> float:
+    """A dish's expected AP (0-1) under a uniformly random ranking of the candidates it was ranked against."""
+    ranked = {g for g, rank in zip(record["gold"], record["gold_ranks"], strict=True) if rank is not None}
+    gold = set(dish.gold)
+    return chance.random_average_precision(len(ranked & gold), record["n_candidates"], len(gold))
 
 
 def chat_reply(record: Record, group: str) -> ChatReply:

@@ -16,7 +16,7 @@ tokens and upstream's substring success for causal models, M6a), or says why the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,9 +31,10 @@ from culture_probe.engine.types import (
     ScoreRequest,
 )
 from culture_probe.errors import CultureProbeError, UnknownNameError
+from culture_probe.metrics import chance
 from culture_probe.metrics.proverbs import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Task
+from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
 
@@ -265,6 +266,9 @@ class MapsTask(Task):
 
     Options = MapsOptions
     unit, strata = "proverbs", ("language", "is_figurative")
+    smoke = Smoke(
+        2, "accuracy on figurative and on literal proverbs (the paper's split) needs 2 of each for an interval"
+    )
     options: MapsOptions
     deviations = (
         Deviation(
@@ -563,21 +567,29 @@ class MapsTask(Task):
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per proverb (and few-shot demonstration set): whether the asked question was answered right."""
-        return [
-            unit_table(
-                "accuracy",
-                [
-                    UnitValue(
-                        r["id"],
-                        100.0 * bool(r["correct"]),
-                        {"language": r["language"], "figurative": "figurative" if r["is_figurative"] else "literal"},
-                        str(r["demo_set"]),
-                    )
-                    for r in records
-                    if r["tag"].startswith("reason")
-                ],
+        return [accuracy_table(records, lambda r: float(bool(r["correct"]))).with_scale(100.0, binary=True)]
+
+    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
+        """A random letter is right half the time, whichever question is asked."""
+        table = accuracy_table(records, lambda r: chance.random_precision_at_1(1, len(LABELS)))
+        return [(table, chance.CHOICE.format(options="two options (a, b): 1/2"))]
+
+
+def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) -> UnitTable:
+    """The `accuracy` table: each reasoning record's `right(record)` (0-1) in %, per proverb and demonstration set."""
+    return unit_table(
+        "accuracy",
+        [
+            UnitValue(
+                r["id"],
+                100.0 * right(r),
+                {"language": r["language"], "figurative": "figurative" if r["is_figurative"] else "literal"},
+                str(r["demo_set"]),
             )
-        ]
+            for r in records
+            if r["tag"].startswith("reason")
+        ],
+    )
 
 
 def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en") -> dict[str, Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,9 +29,10 @@ from culture_probe.data.resources import Need
 from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
 from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError
+from culture_probe.metrics import chance
 from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Task
+from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 
@@ -262,6 +263,7 @@ class XfaktTask(Task):
     ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.part = _part(config)
+        self.smoke = SMOKE[self.part]
         llm_judge = self.options.mode == "generate" and self.options.judge == "llm"
         self.stages = ("answer", "judge") if llm_judge else ("answer",)
         self._judge: StringJudge | None = None
@@ -408,19 +410,15 @@ class XfaktTask(Task):
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country."""
-        return [
-            unit_table(
-                "error_rate",
-                [
-                    UnitValue(
-                        r.item_id,
-                        100.0 * (not r["correct"]),
-                        {"language": r["language"]} | ({"country": r["country"]} if r.get("country") else {}),
-                    )
-                    for r in graded_answers(records)
-                ],
-            )
-        ]
+        return [error_table(graded_answers(records), lambda r: float(not r["correct"])).with_scale(100.0, binary=True)]
+
+    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
+        """Rank mode: each question's expected error when one of the answers it ranks is picked at random."""
+        if self.options.mode != "rank":
+            return ()
+        table = error_table(graded_answers(records), lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])))
+        options = "two people named in the question" if self.part == "in_context" else "13 countries"
+        return [(table, chance.CHOICE.format(options=f"ranked answers ({options}), wrong with probability 1 - 1/k"))]
 
     def _composites(
         self, records: Sequence[Record], metrics: Mapping[str, Any]
@@ -431,7 +429,34 @@ class XfaktTask(Task):
         if metrics.get("kts") is None:
             return {}, {name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")}
         answers = [graded_answer(r) for r in graded_answers(records)]
-        return transfer_estimates(answers, metrics, round_cells=self.options.round_cells), {}
+        return transfer_estimates(answers, metrics), {}
+
+
+# What each part's headline numbers need of a `--limit` subset (cells: language x country; in context: language)
+SMOKE = {
+    "factual_recall": Smoke(
+        1,
+        "FRS, KTS and X-FaKT average the error of every language x country cell (one question per cell gives them "
+        "no interval: resampling within a cell cannot move it; 2 per cell do)",
+    ),
+    "counter_factual": Smoke(1, "the error per language and context country needs a question in each cell"),
+    "in_context": Smoke(1, "the error per question language needs a question in each"),
+}
+
+
+def error_table(answers: Sequence[Record], wrong: Callable[[Record], float]) -> UnitTable:
+    """The `error_rate` table: each graded answer's `wrong(record)` (0-1) in %, by language and country."""
+    return unit_table(
+        "error_rate",
+        [
+            UnitValue(
+                r.item_id,
+                100.0 * wrong(r),
+                {"language": r["language"]} | ({"country": r["country"]} if r.get("country") else {}),
+            )
+            for r in answers
+        ],
+    )
 
 
 def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores) -> dict[str, float]:

@@ -1,4 +1,5 @@
-"""format_score: the one display formatter (DLAMA rounds half up to 1 decimal, MAPS truncates to 2)."""
+"""How numbers are shown: format_score (half up, or the MAPS paper's truncation), the one rounding rule of every report
+(format_number), intervals or why there is none, and the mark of rates from fewer than MIN_N units."""
 
 from __future__ import annotations
 
@@ -37,3 +38,33 @@ def test_values_without_digits_to_round():
 def test_unknown_display_names_the_choices():
     with pytest.raises(MetricInputError, match=r"display.*'round'.*'truncate'|display.*'truncate'.*'round'"):
         format_score(1.0, 2, "ceil")
+
+
+def test_one_rounding_rule_for_every_report():
+    from culture_probe.metrics.display import format_number
+
+    # MAPS printed 43.58 for metrics.json's 43.5897 (truncation); every report now rounds as the terminal does
+    assert format_number(43.5897, "%") == "43.59"
+    assert format_number(28.749999999999996, "%") == "28.75"  # 23/80 as a mean: the decimal it stands for
+    assert format_number(0.17834, "0-1") == "0.178" and format_number(1.0, "0-1") == "1.000"
+    assert (format_number(3), format_number(0.00021), format_number(12.345)) == ("3", "0.0002", "12.35")
+    assert format_number(None, "%") == "-"
+
+
+def test_an_estimate_without_an_interval_says_why():
+    from culture_probe.metrics.display import interval_text
+
+    lone = {"value": 0.1783, "stderr": None, "ci_low": None, "ci_high": None, "n": 1, "no_interval": "one unit"}
+    assert interval_text(lone, "0-1") == "no interval: one unit"  # never "[0.1783, 0.1783]" or a blank
+    assert interval_text({"value": 0.1783, "ci_low": 0.1021, "ci_high": 0.2544, "n": 169}, "0-1") == "[0.102, 0.254]"
+    assert interval_text({"value": None, "ci_low": None, "ci_high": None, "n": 0}) == ""
+
+
+def test_rates_from_few_units_carry_their_n_and_a_mark():
+    from culture_probe.metrics.display import MIN_N, SMALL_N_MARK, estimate_cells, with_n
+
+    assert MIN_N == 10
+    assert with_n(100.0, 1, "%") == f"100.00 (n=1) {SMALL_N_MARK}"  # one fact is not "100.0"
+    assert with_n(50.0, MIN_N, "%") == "50.00 (n=10)" and with_n(None, 0) == ""
+    estimate = {"value": 47.52, "ci_low": 30.1, "ci_high": 60.0, "n": 5}
+    assert estimate_cells(estimate, "%") == (f"47.52 {SMALL_N_MARK}", "[30.10, 60.00]", 5)

@@ -1,6 +1,6 @@
 """`culture-probe compare`: numbers lined up with their intervals, paired differences of runs on the same facts
-(a model that knows the facts against one that guesses), refusals to pair runs on different items, notes on
-incomplete runs, and the written files."""
+(a model that knows the facts against one that guesses) whose interval and p-value come from one named procedure,
+refusals to pair runs on different items, notes on incomplete runs, and the written files."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
 from dlama_fixture import TableScorer, write_dlama  # noqa: E402
 
 from culture_probe.errors import CultureProbeError  # noqa: E402
+from culture_probe.metrics._intervals import TANGO  # noqa: E402
 from culture_probe.report import compare_main, compare_runs  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
 
@@ -31,6 +32,17 @@ def knowing() -> TableScorer:
     return TableScorer(
         {(s, c): (-0.5 if c == labels[0] else -2.0) for (_, s), (_, labels, _) in FACTS.items() for c in CONTINENTS}
     )
+
+
+def forgetting(n: int) -> TableScorer:
+    """Knows every fact but the first `n` of the Arab region, where it names the next continent."""
+    forgotten = {subject for _, subject in sorted(FACTS)[:n]}
+    scores = {}
+    for (_, subject), (_, labels, _) in FACTS.items():
+        wrong = CONTINENTS[(CONTINENTS.index(labels[0]) + 1) % 4]
+        best = wrong if subject in forgotten else labels[0]
+        scores.update({(subject, c): -0.5 if c == best else -2.0 for c in CONTINENTS})
+    return TableScorer(scores)
 
 
 def guessing() -> TableScorer:
@@ -58,10 +70,25 @@ def test_knowing_beats_guessing_paired_on_the_same_facts(runs):
     by_culture = {p["group"]: p for p in comparison.paired if p["group"].startswith("culture=")}
     assert set(by_culture) == {"culture=arab", "culture=west"}
     rows = {(r[0], r[1]): r[2:] for r in comparison.table.rows}
-    assert rows[("overall", "p1")][0].startswith("100.00 [100.00, 100.00] (n=24)")
+    assert rows[("overall", "p1")][0].startswith("100.00 [86.20, 100.00] (n=24)")  # 24 of 24 is not certainty
     assert rows[("overall", "p1")][1].startswith("25.00 [")
     text = comparison.markdown()
     assert "Paired differences (run minus knows, same items" in text and "| guesses | p1 | overall | -75.00 |" in text
+
+
+def test_the_paired_interval_and_p_value_never_contradict_and_name_their_procedure(runs, tmp_path):
+    """A DLAMA compare printed an interval excluding 0 beside "permutation p = 0.08": a percentile bootstrap cannot
+    leave the 0/n boundary. 4 facts forgotten of 24 is that case (the old procedure: [-33.3, -4.2], p = 0.14)."""
+    data, made = runs
+    run("dlama_arab_west", forgetting(4), data_dir=str(data), out=tmp_path / "forgets", progress=False, language="en")
+    comparison = compare_runs([made["knows"], tmp_path / "forgets"])
+    for row in comparison.paired:
+        excludes_zero = row["ci_low"] is not None and (row["ci_low"] > 0 or row["ci_high"] < 0)
+        assert excludes_zero == (row["p_value"] < 0.05) and row["method"] == TANGO, row
+    overall = next(p for p in comparison.paired if p["group"] == "overall")
+    assert overall["difference"] == pytest.approx(-100 * 4 / 24)
+    assert comparison.procedures == {"p1": TANGO} and comparison.to_json()["paired_procedures"] == {"p1": TANGO}
+    assert f"p1: {TANGO}" in comparison.markdown() and "excludes 0 exactly when p < 0.05" in comparison.markdown()
 
 
 def test_a_run_paired_with_itself_differs_by_nothing(runs):
@@ -69,6 +96,9 @@ def test_a_run_paired_with_itself_differs_by_nothing(runs):
     comparison = compare_runs([made["knows"], made["knows"].parent / "knows"])
     overall = next(p for p in comparison.paired if p["group"] == "overall")
     assert (overall["difference"], overall["p_value"]) == (0.0, 1.0)
+    assert overall["ci_low"] < 0 < overall["ci_high"]  # agreeing on 24 facts still leaves a difference open
+    # a zero is shown by the one rounding rule of its scale (percent: 2 decimals), like every other number
+    assert "| p1 | overall | 0.00 | [-" in comparison.markdown()
 
 
 def test_runs_on_different_items_are_not_paired_unless_asked(runs, tmp_path):

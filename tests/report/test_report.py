@@ -274,7 +274,7 @@ def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
     )
     assert text.splitlines() == [
         "dlama_arab_west on mbert (masked)",
-        "  p1: 30.25 [20, 40.5] (n=80 facts)",
+        "  p1 (%): 30.25 [20.00, 40.50] (n=80 facts)",
         "  culture_gap: not reported (needs facts of both cultures)",
     ]
 
@@ -316,3 +316,213 @@ def test_camel_maps_and_xfakt_figures_carry_the_papers_values_for_a_faithful_rep
         (r.label, r.value)
         for r in xfakt.references(config("xfakt_factual_recall", "microsoft/phi-4"), "factual_recall")
     ] == [("paper, associated", 12.87), ("paper, non-associated", 30.15)]
+
+
+def _results(estimate, **extra):
+    ci = {"method": "Wilson score interval", "confidence": 0.95, "methods": {"p1": "Wilson score interval"}}
+    return {"headline": "p1", "unit": "facts", "ci": ci, "overall": {"p1": estimate}, "omitted": {}, **extra}
+
+
+def test_the_terminal_report_md_and_suite_md_print_a_number_alike():
+    # the terminal printed 3.015 (4 significant digits) where report.md rounded to 2 decimals
+    from culture_probe.report import headline
+    from culture_probe.report.markdown import table_markdown
+    from culture_probe.report.summary import summary_markdown
+    from culture_probe.report.views import results_sections
+
+    estimate = _estimate(3.0149999999999997, 1.0049999999999999, 5.5, 400)  # 3.015 and 1.005 as floats hold them
+    metrics = {"results": _results(estimate)}
+    config = {"config": "dlama_arab_west", "model": {"spec": "m", "kind": "masked"}}
+    assert headline(config, metrics).splitlines()[1] == "  p1 (%): 3.02 [1.01, 5.50] (n=400 facts)"
+    [section] = results_sections(metrics, {"p1": "%"})
+    assert "| p1 (%) | 3.02 | [1.01, 5.50] | 400 |" in table_markdown(section.tables[0])
+    row = {"config": "dlama_arab_west", "metric": "p1", "scale": "%", **estimate, "unit": "facts", "smoke": False}
+    suite = summary_markdown({"model": "m", "configs": [{**row, "omitted": {}}], "studies": {}})
+    assert "| dlama_arab_west | p1 (%) | 3.02 | [1.01, 5.50] | 400 | facts |" in suite
+
+
+def test_headline_numbers_print_the_chance_level_and_why_an_interval_is_missing():
+    from culture_probe.report.markdown import table_markdown
+    from culture_probe.report.views import results_sections
+
+    lone = {"value": 100.0, "stderr": None, "ci_low": None, "ci_high": None, "n": 1, "no_interval": "one unit"}
+    chance = {"p1": {"value": 18.333333, "method": "random ranking of each probe's candidates"}}
+    [section] = results_sections({"results": _results(lone, chance=chance)}, {"p1": "%"})
+    table = table_markdown(section.tables[0])
+    assert table.splitlines()[0] == "| metric (unit) | value | 95% interval | n (facts) | chance level |"
+    assert table.splitlines()[2] == "| p1 (%) | 100.00 † | no interval: one unit | 1 | 18.33 |"
+    assert "Chance level of p1 (last column): random ranking of each probe's candidates." in section.text
+    assert "p1: Wilson score interval" in section.text  # each metric's interval method
+
+
+def _xfakt_config(**options):
+    return {
+        "config": "xfakt_factual_recall",
+        "model": {"spec": "m", "kind": "causal", "identity": None},
+        "benchmark": {"title": "X-FaKT", "version": "1", "rows": 169},
+        "versions": {"culture_probe": "0"},
+        "run": {},
+        "protocol": {"part": "factual_recall", "mode": options.get("mode", "generate"), "judge": "Qwen/Qwen2.5-72B"},
+        "options": {
+            "mode": "generate",
+            "rank_prompt": "chat",
+            "judge": "llm",
+            "judge_model": "Qwen/Qwen2.5-72B",
+            "max_new_tokens": 128,
+            "judge_max_new_tokens": 256,
+            "round_cells": True,
+            "double_bos": False,
+            "strip_echo": False,
+            **options,
+        },
+        "deviations": [],
+    }
+
+
+def _xfakt_metrics():
+    error = {"value": 40.0, "stderr": 5.0, "ci_low": 30.0, "ci_high": 50.0, "n": 13}
+    return {
+        "error_rate": 40.0,
+        "frs": 0.17834,
+        "kts": 0.5,
+        "xfakt": 0.25,
+        "mu_assoc": 0.3,
+        "mu_non": 0.45,
+        "n_items": 169,
+        "error_by_language": {"en": 40.0},
+        "results": {
+            "unit": "questions",
+            "overall": {"error_rate": error},
+            "by_language": {"en": {"error_rate": error}},
+        },
+    }
+
+
+def test_a_ranking_run_never_mentions_a_judge(tmp_path):
+    # X-FaKT in rank mode said "as graded by the judge" and listed a judge that never ran
+    from culture_probe.report.markdown import render
+    from culture_probe.report.views import sections_for
+
+    def report(config):
+        metrics = _xfakt_metrics() | {"kts": None, "xfakt_unavailable": "a smoke run"}
+        return render(sections_for(config, [], metrics), config, tmp_path)
+
+    ranked = report(_xfakt_config(mode="rank"))
+    assert "judge" not in ranked.lower() and "max_new_tokens" not in ranked
+    assert "Error rates of the top-ranked answers" in ranked
+    assert "`mode=rank`, `rank_prompt=chat`" in ranked and "6 of other modes or model kinds left out" in ranked
+    generated = report(_xfakt_config())
+    assert "as graded by the judge (Qwen/Qwen2.5-72B)" in generated and "--option judge_model=" in generated
+    assert "rank_prompt" not in generated  # an option of ranking only
+    string = report(_xfakt_config(judge="string"))
+    assert "judge_model" not in string and "`judge=string`" in string
+
+
+def test_the_xfakt_headline_table_names_each_numbers_unit():
+    # error rate in % beside 0-1 scores, with no unit said
+    from culture_probe.report.xfakt import sections
+
+    head = sections(_xfakt_config(), [], _xfakt_metrics())[0].tables[0]
+    assert head.columns == ("metric", "value", "unit")
+    rows = {name: (value, unit) for name, value, unit in head.rows}
+    assert rows["frs"] == ("0.178", "0-1 score") and rows["error_rate"] == ("40.00", "% of wrong answers")
+    assert rows["mu_assoc"] == ("0.300", "0-1 share of wrong answers") and rows["n_items"] == ("169", "questions")
+
+
+def test_maps_rounds_as_metrics_json_and_shows_the_n_of_every_rate():
+    # MAPS printed 43.58 for metrics.json's 43.5897, and "memorised 100.00" from one proverb
+    from culture_probe.report.maps import sections
+
+    accuracy = {"value": 43.58974358974359, "stderr": 1.0, "ci_low": 30.0, "ci_high": 58.0, "n": 39}
+    metrics = {
+        "results": {"overall": {"accuracy": accuracy}, "by_figurative": {}},
+        "memorisation": {"union": 2.564, "per_template": [2.564] * 5, "mean_per_template": 2.564, "n": 39},
+        "subsets": {"memorised": {"accuracy": 100.0, "n": 1}, "not_memorised": {"accuracy": 42.1, "n": 38}},
+    }
+    config = {"config": "maps_en", "model": {"spec": "m"}, "options": {}}
+    reasoning, memorisation = sections(config, [{"tag": "mem0", "language": "en"}], metrics)
+    assert reasoning.tables[0].rows[0] == ("all", "43.59", "[30.00, 58.00]", 39)
+    assert "memorised 100.00 (n=1) †, not_memorised 42.10 (n=38)" in memorisation.text
+    assert memorisation.tables[0].rows[0] == ("union over templates", "2.56 (n=39)")
+
+
+def test_dlama_per_predicate_cells_show_their_facts_and_mark_few(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+    from dlama_fixture import TableScorer, spec_table, write_dlama
+
+    from culture_probe.report.views import Heatmap, sections_for
+    from culture_probe.runner import run
+
+    data = write_dlama(tmp_path / "d")
+    result = run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(data),
+        language="en",
+        out=tmp_path / "r",
+        progress=False,
+    )
+    report = (tmp_path / "r" / "report.md").read_text()
+    per_predicate = report.split("## P@1 per predicate (en prompts)")[1].split("##")[0]
+    assert "| P30 | 66.67 (n=3) † | 50.00 (n=2) † |" in per_predicate  # 2 of 3 Arab facts, 1 of 2 Western
+    assert "† fewer than 10 units" in per_predicate
+    assert "| arab | 66.67 † |" in report  # the per-culture table marks it too
+    assert "max_new_tokens" not in report  # a ranking run: the generation options did not act on it
+    sections = sections_for(result.config, result.records, result.metrics)
+    heatmaps = [f for s in sections for f in s.figures if isinstance(f, Heatmap)]
+    assert heatmaps[0].counts == ((3, 2),) and heatmaps[0].scale == "%"
+
+
+def test_a_figure_that_fails_costs_that_figure_only(tmp_path, monkeypatch):
+    import culture_probe.report.markdown as markdown
+    from culture_probe.report.views import Bars, Section
+
+    def broken(figure, stem, title):
+        raise ValueError("'yerr' must not contain negative values")
+
+    monkeypatch.setattr(markdown, "draw", broken)
+    config = {
+        "config": "dlama_arab_west",
+        "model": {"spec": "m", "kind": "masked", "identity": None},
+        "benchmark": {"title": "DLAMA", "version": "1", "rows": 2},
+        "versions": {"culture_probe": "0"},
+        "run": {},
+        "options": {},
+    }
+    section = Section(
+        "P@1 per culture",
+        tables=(Table(("culture", "P@1 (%)"), (("arab", "50.00"),)),),
+        figures=(Bars({"arab": _estimate(50.0, 40.0, 60.0, 20)}, "P@1 (%)"),),
+    )
+    with pytest.warns(UserWarning, match="Figure 'P@1 per culture' could not be drawn .*yerr.*the rest of the report"):
+        text = markdown.render([section], config, tmp_path)
+    assert "| arab | 50.00 |" in text and "## Reproduce" in text
+    assert "*Figure 'P@1 per culture' could not be drawn (ValueError:" in text
+
+
+def test_a_view_that_fails_leaves_the_run_and_its_headline_numbers(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+    from dlama_fixture import TableScorer, spec_table, write_dlama
+
+    import culture_probe.report.dlama as views
+    from culture_probe.runner import run
+
+    monkeypatch.setattr(views, "sections", lambda *a: 1 / 0)
+    with pytest.warns(UserWarning, match="dlama_arab_west: the benchmark's report views failed .ZeroDivisionError"):
+        run(
+            "dlama_arab_west",
+            TableScorer(spec_table()),
+            data_dir=str(write_dlama(tmp_path / "d")),
+            language="en",
+            out=tmp_path / "r",
+            progress=False,
+        )
+    assert (tmp_path / "r" / "metrics.json").is_file()
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "## Headline numbers" in report and "## Views not written" in report

@@ -8,6 +8,7 @@ from typing import Literal
 
 import pytest
 from dlama_fixture import TableScorer, spec_table, write_dlama
+from scipy import stats
 
 from culture_probe import rundir, runner
 from culture_probe.engine.types import GenerateOptions
@@ -120,7 +121,7 @@ class TwoStage(Task):
             unit_table(
                 "correct",
                 [UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"])) for r in records if r["stage"] == "judge"],
-            )
+            ).with_scale(100.0, binary=True)
         ]
 
 
@@ -180,9 +181,9 @@ def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_p
     metrics = task.compute_metrics(records)
     assert metrics.pop("results")["overall"]["correct"] == {  # one item of two right; the skipped one is no unit
         "value": 50.0,
-        "stderr": pytest.approx(50 / 2**0.5, rel=0.1),
-        "ci_low": 0.0,
-        "ci_high": 100.0,
+        "stderr": pytest.approx(50 / 2**0.5),
+        "ci_low": pytest.approx(100 * stats.chi2.ppf(0.025, 2) / 4),  # Wilson, with the exact Poisson limit at 1 of 2
+        "ci_high": pytest.approx(100 - 100 * stats.chi2.ppf(0.025, 2) / 4),
         "n": 2,
     }
     assert metrics == {"correct": 1, "n_probes": 5, "n_skipped": 1, "skipped": {"no prompt in this language": 1}}

@@ -75,8 +75,9 @@ def test_worked_example_p_at_1_per_culture_and_pair(dlama_dir):
     }
 
 
-def test_report_rounds_p_at_1_half_up_to_one_decimal():
-    # spec 5: 23/80 = 28.75 -> 28.8 and 41/80 = 51.25 -> 51.3, although the means are 28.7499... and 51.2499...
+def test_report_rounds_p_at_1_by_the_one_rule():
+    # 23/80 = 28.75 and 41/80 = 51.25 shown as such, although the means are 28.7499... and 51.2499... (2 decimals,
+    # the one rounding rule of reports: docs/results.md, "Reading a report"; the paper showed 1)
     records = [
         ScoreRecord(
             f"{culture}{i}",
@@ -97,9 +98,10 @@ def test_report_rounds_p_at_1_half_up_to_one_decimal():
     metrics = DlamaTask("dlama_arab_west", kind="masked").compute_metrics(records)
     config = {"config": "dlama_arab_west", "options": {"mode": "rank"}}
     per_culture, per_predicate = sections(config, records, metrics)[:2]
-    assert per_culture.tables[0].rows == (("arab", "28.8", 80), ("west", "51.3", 80), ("pair", "40.0", 160))
-    assert per_predicate.tables[0].rows == (("P30", "28.8", "51.3"),)
-    assert per_culture.text.startswith("P@1(arab) - P@1(west) = -22.5 points")
+    rows = per_culture.tables[0].rows
+    assert [(r[0], r[1], r[-1]) for r in rows] == [("arab", "28.75", 80), ("west", "51.25", 80), ("pair", "40.00", 160)]
+    assert per_predicate.tables[0].rows == (("P30", "28.75 (n=80)", "51.25 (n=80)"),)
+    assert per_culture.text.startswith("P@1(arab) - P@1(west) = -22.50 points")
 
 
 def test_ties_go_to_fewer_tokens_then_code_point_order(dlama_dir):
@@ -169,7 +171,7 @@ def test_run_directory_records_deviations_and_table_3_view(dlama_dir, tmp_path):
     assert "| P30 | west | Europe (1) | Europe (1) |" in report  # France right, Canada wrong, both "Europe"
     assert "| P30 | arab | Africa (1) | Europe (1) |" in report
     # entropy by hand: Arab keeps Q15, Q15, Q48 (Egypt's tie goes to the lower QID) -> 0.918 bits; West 1 bit
-    assert "| P30 | 0.9 | 1.0 |" in report
+    assert "| P30 | 0.9183 | 1.00 |" in report
     assert sorted(p.name for p in (out / "plots").iterdir())  # PNGs written
 
 

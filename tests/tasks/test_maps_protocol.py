@@ -155,8 +155,8 @@ def test_memorisation_union_budget_and_breakdown():
     assert set(compat.budgets) == {4}  # the upstream causal budget (M6a)
 
 
-def test_report_truncates_percentages_as_the_paper():
-    # spec 5: 2/3 is shown as 66.66 (truncated), not 66.67
+def test_report_rounds_percentages_as_metrics_json_and_shows_their_n():
+    # 2/3 is shown as 66.67 (the one rounding rule of reports), not truncated to 66.66 as the paper printed it
     proverbs = ("Look before you leap", "Haste makes waste", "Practice makes perfect")
     data = [
         {**ROW, "id": f"r{i}", "proverb": p, "label": label}
@@ -165,9 +165,9 @@ def test_report_truncates_percentages_as_the_paper():
     outputs = {memorisation_prompts(p, "en")[0]: f" {p.split()[-1]}" for p in proverbs[:2]}
     result = run("maps_en", LetterScorer([(-0.5, -1.0)] * 3, outputs=outputs), rows=data, progress=False)
     reasoning, memorisation = sections(result.config, result.records, result.metrics)
-    assert reasoning.tables[0].rows[0] == ("all", "66.66", 3)
-    assert memorisation.tables[0].rows[0] == ("union over templates", "66.66")
-    assert memorisation.text.endswith("memorised 100.00, not_memorised 0.00")
+    assert reasoning.tables[0].rows[0][:2] == ("all", "66.67 †") and reasoning.tables[0].rows[0][-1] == 3
+    assert memorisation.tables[0].rows[0] == ("union over templates", "66.67 (n=3) †")
+    assert memorisation.text.endswith("memorised 100.00 (n=2) †, not_memorised 0.00 (n=1) †")
 
 
 def test_culture_gap_from_four_runs():

@@ -1,0 +1,216 @@
+"""Interval methods with known coverage, shared by the results schema, `compare` and `compare_groups` (docs/results.md
+gives each method's measured coverage and its reference).
+
+A proportion gets Wilson's score interval (Clopper and Pearson's exact one, at the effective sample size, when units
+have replicates or strata). A difference of proportions gets Tango's (paired) or Miettinen and Nurminen's
+(independent) score interval: the inversion of a score test whose p-value at a difference of 0 is the one reported,
+so an interval excludes 0 exactly when the test rejects. Other means
+get a t interval from a design-based standard error (the variance summed over strata of units, Satterthwaite's
+degrees of freedom), corrected for the estimate's skewness by Hall's (1992) monotone transformation of t, which
+keeps coverage for skewed scores (most dishes' AP near 0) at small n; its two-sided test is the same procedure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+#: the per-metric method names that metrics.json (`results.ci.methods`) and the reports print
+WILSON = "Wilson score interval"
+KORN_GRAUBARD = "Clopper-Pearson interval at the design's effective sample size (Korn & Graubard 1998)"
+T_DESIGN = "skewness-corrected t interval from the design-based standard error (Hall 1992; Satterthwaite df)"
+TANGO = "Tango score interval; p: its score test at 0 (McNemar's test)"
+MIETTINEN_NURMINEN = "Miettinen-Nurminen score interval; p: its score test at 0"
+PAIRED_T = "paired skewness-corrected t interval and its t test (design-based standard error, Satterthwaite df)"
+
+_POISSON_EDGE = 3  # successes (or failures) up to which Wilson's limit is replaced by the exact Poisson one
+
+
+@dataclass(frozen=True)
+class Interval:
+    """`[low, high]` and the standard error behind it, or no interval (`low`/`high` None) and why not."""
+
+    stderr: float | None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None
+
+    def fields(self) -> dict[str, float | str | None]:
+        """The results schema's keys: `stderr`, `ci_low`, `ci_high`, and `no_interval` when there is none."""
+        out: dict[str, float | str | None] = {"stderr": self.stderr, "ci_low": self.low, "ci_high": self.high}
+        return out | ({"no_interval": self.reason} if self.reason else {})
+
+
+def no_interval(reason: str) -> Interval:
+    """No interval (and no standard error), with the reason a report prints."""
+    return Interval(None, reason=reason)
+
+
+def bounded(value: float, stderr: float | None, low: float, high: float, scale: float | None) -> Interval:
+    """An interval clipped to the metric's range [0, scale] (when it has one) that holds `value` exactly, so float
+    noise can never leave a value outside its own interval.
+    """
+    if scale is not None:
+        low, high = max(low, 0.0), min(high, scale)
+    return Interval(stderr, min(low, value), max(high, value))
+
+
+def critical(confidence: float, df: float | None = None) -> float:
+    """The two-sided critical value: normal, or Student's t with `df` degrees of freedom."""
+    quantile = 0.5 + confidence / 2
+    return float(stats.norm.ppf(quantile) if df is None else stats.t.ppf(quantile, df))
+
+
+def wilson(successes: float, n: float, confidence: float) -> tuple[float, float]:
+    """Wilson's (1927) score interval for a proportion; `n` may be an effective (non-integer) sample size.
+
+    With 1 to 3 successes, if they are rare (at most half of n), the lower limit is the exact Poisson one instead
+    (rare failures: the upper), which removes the coverage dips of Wilson's interval next to 0 and 1 (Brown, Cai &
+    DasGupta 2001, section 4.1.1). 0 of n gives [0, z^2 / (n + z^2)], never a point.
+    """
+    z = critical(confidence)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low, high = (0.0 if p <= 0 else centre - half), (1.0 if p >= 1 else centre + half)
+    edge = (1 - confidence) / 2
+    if 0 < successes <= min(_POISSON_EDGE, n / 2):
+        low = min(low, float(stats.chi2.ppf(edge, 2 * successes)) / (2 * n))
+    if 0 < n - successes <= min(_POISSON_EDGE, n / 2):
+        high = max(high, 1 - float(stats.chi2.ppf(edge, 2 * (n - successes))) / (2 * n))
+    return max(low, 0.0), min(high, 1.0)
+
+
+def clopper_pearson(successes: float, n: float, confidence: float) -> tuple[float, float]:
+    """Clopper and Pearson's exact interval from the beta quantiles, which accept an effective (non-integer) count
+    and size: Korn and Graubard's (1998) interval for a proportion estimated from a clustered or stratified sample.
+    """
+    edge = (1 - confidence) / 2
+    low = 0.0 if successes <= 0 else float(stats.beta.ppf(edge, successes, n - successes + 1))
+    high = 1.0 if successes >= n else float(stats.beta.ppf(1 - edge, successes + 1, n - successes))
+    return low, high
+
+
+@dataclass(frozen=True)
+class Design:
+    """The variance of a linear statistic as a sum over independent strata: each stratum's variance term and its
+    degrees of freedom (units in the stratum minus one), and the statistic's third cumulant (its skewness times
+    the cubed standard error; 0: symmetric).
+    """
+
+    terms: np.ndarray
+    dfs: np.ndarray
+    third: float = 0.0
+
+    @property
+    def stderr(self) -> float:
+        return math.sqrt(float(self.terms.sum()))
+
+    @property
+    def skewness(self) -> float:
+        return self.third / self.stderr**3
+
+    @property
+    def df(self) -> float:
+        """Satterthwaite's (1946) degrees of freedom of the summed variance."""
+        useful = self.terms > 0
+        return float(self.terms.sum() ** 2 / np.sum(self.terms[useful] ** 2 / self.dfs[useful]))
+
+
+def _hall(t: float, skewness: float) -> float:
+    """Hall's (1992) transformation of t = (estimate - truth) / stderr, in Zhou & Dinh's (2005) form: t + s t^2 / 3
+    + s^2 t^3 / 27 + s / 6 for an estimate of skewness s, which is nearly t-distributed even for skewed scores.
+    """
+    return t + skewness * t * t / 3 + skewness**2 * t**3 / 27 + skewness / 6
+
+
+def _hall_inverse(u: float, skewness: float) -> float:
+    """The t whose transformation is u (the transformation is increasing, so this is unique)."""
+    if abs(skewness) < 1e-12:
+        return u - skewness / 6
+    return 3 / skewness * (float(np.cbrt(1 + skewness * (u - skewness / 6))) - 1)
+
+
+def t_interval(value: float, design: Design, confidence: float, scale: float | None = None) -> Interval:
+    """The truths whose transformed t stays within Student's critical value (caller guarantees a positive
+    standard error); without skewness, `value` ± t · standard error.
+    """
+    q, skewness = critical(confidence, design.df), design.skewness
+    low, high = (value - design.stderr * _hall_inverse(u, skewness) for u in (q, -q))
+    return bounded(value, design.stderr, low, high, scale)
+
+
+def t_p_value(difference: float, design: Design) -> float:
+    """Two-sided p-value of a zero difference, from the transformed t that `t_interval` inverts."""
+    return float(2 * stats.t.sf(abs(_hall(difference / design.stderr, design.skewness)), design.df))
+
+
+Score = Callable[[float], float]
+
+
+def score_interval(score: Score, estimate: float, confidence: float) -> tuple[float, float]:
+    """The differences in [-1, 1] that a two-sided score test does not reject: `score(d)` is the signed statistic
+    for the hypothesis "the difference is d", decreasing in d and 0 at the estimate.
+    """
+    z = critical(confidence)
+    edge = 1 - 1e-12
+
+    def at(d: float) -> float:
+        return 0.0 if d == estimate else score(d)
+
+    low = -1.0 if estimate <= -edge or at(-edge) <= z else optimize.brentq(lambda d: at(d) - z, -edge, estimate)
+    high = 1.0 if estimate >= edge or at(edge) >= -z else optimize.brentq(lambda d: at(d) + z, estimate, edge)
+    return float(low), float(high)
+
+
+def score_p_value(score: Score) -> float:
+    """Two-sided p-value of the score test at a difference of 0 (1 when the data hold no evidence either way)."""
+    z = score(0.0)
+    return 1.0 if math.isnan(z) else float(2 * stats.norm.sf(abs(z)))
+
+
+def _ratio(numerator: float, variance: float) -> float:
+    """The numerator over sqrt(variance), signed infinity when the variance vanishes (NaN for 0 / 0)."""
+    if variance > 0:
+        return numerator / math.sqrt(variance)
+    return math.nan if numerator == 0 else math.copysign(math.inf, numerator)
+
+
+def tango_score(gained: int, lost: int, n: int) -> Score:
+    """Tango's (1998) score statistic for a paired difference of proportions, p(a) - p(b) = d: `gained` units only
+    run a got right, `lost` units only run b, of `n`. The restricted maximum likelihood of the discordant cells has a
+    closed form; at d = 0 the statistic is McNemar's (gained - lost) / sqrt(gained + lost).
+    """
+
+    def score(d: float) -> float:
+        w = -gained - lost + (2 * n - gained + lost) * d
+        q = (-w + math.sqrt(max(w * w + 8 * n * lost * d * (1 - d), 0.0))) / (4 * n)  # P(only b right) under d
+        return _ratio(gained - lost - n * d, n * (2 * q + d - d * d))
+
+    return score
+
+
+def miettinen_nurminen_score(x1: int, n1: int, x2: int, n2: int) -> Score:
+    """Miettinen and Nurminen's (1985) score statistic for p1 - p2 = d (x1 of n1 against x2 of n2), with their
+    N / (N - 1) variance factor; the restricted maximum likelihood is the closed-form root of a cubic (Farrington &
+    Manning 1990).
+    """
+    p1, p2, total = x1 / n1, x2 / n2, n1 + n2
+
+    def score(d: float) -> float:
+        theta = n2 / n1
+        a, b = 1 + theta, -(1 + theta + p1 + theta * p2 + d * (theta + 2))
+        c, e = d * d + d * (2 * p1 + theta + 1) + p1 + theta * p2, -p1 * d * (1 + d)
+        v = b**3 / (27 * a**3) - b * c / (6 * a * a) + e / (2 * a)
+        u = math.copysign(math.sqrt(max(b * b / (9 * a * a) - c / (3 * a), 0.0)), v)
+        w = (math.pi + math.acos(min(max(v / u**3, -1.0), 1.0))) / 3 if u else math.pi / 2
+        r1 = min(max(2 * u * math.cos(w) - b / (3 * a), 0.0), 1.0)
+        r2 = min(max(r1 - d, 0.0), 1.0)
+        variance = (r1 * (1 - r1) / n1 + r2 * (1 - r2) / n2) * total / max(total - 1, 1)
+        return _ratio(p1 - p2 - d, variance)
+
+    return score

@@ -1,0 +1,168 @@
+"""The summary of a suite folder (`culture-probe run CONFIG... --out DIR`): `suite.json`, `suite.md` and a figure per
+benchmark, one row per config with its headline number. Built from each run's config and metrics alone, so
+`culture-probe report DIR` rebuilds it from the run directories.
+
+The numbers are written before any figure is drawn, and a figure that fails is one warning and one line in
+`suite.md`: a suite whose runs all finished is never lost to a plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from culture_probe import rundir
+from culture_probe.data.registry import resolve
+from culture_probe.extras import available
+from culture_probe.metrics.display import (
+    SMALL_N_MARK,
+    SMALL_N_NOTE,
+    format_number,
+    format_value,
+    interval_text,
+    marked,
+)
+from culture_probe.report.markdown import figure_link, table_markdown
+from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
+
+SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
+# MAPS' culture-gap study (spec 4.5): the four configs of one direction, in culture_gap_study's order
+GAP_STUDIES: dict[Literal["zh_en", "en_zh"], tuple[str, ...]] = {
+    "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
+    "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
+}
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """What a summary reads of one run: its config.json and metrics.json."""
+
+    config: Mapping[str, Any]
+    metrics: Mapping[str, Any]
+
+
+def summarize_suite(model: Any, runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
+    """One row per config: its headline number with interval, n, unit, scale and chance level, and what it left
+    out; and the cross-config studies the suite's configs allow (MAPS' culture gap).
+    """
+    rows = []
+    for config, result in runs.items():
+        results = result.metrics.get("results", {})
+        metric = results.get("headline")
+        rows.append(
+            {
+                "config": config,
+                "benchmark": resolve(config)[0].INFO.name,
+                "metric": metric,
+                **(results.get("overall", {}).get(metric) or {}),
+                "unit": results.get("unit"),
+                "scale": scales_of(config).get(metric),
+                "chance": (results.get("chance") or {}).get(metric),
+                "smoke": bool(result.config.get("subset")),
+                "omitted": results.get("omitted", {}),
+            }
+        )
+    protocols = sorted({(r.config.get("run") or {}).get("protocol", "default") for r in runs.values()})
+    return {
+        "model": str(model),
+        "protocol": ", ".join(protocols) or "default",
+        "configs": rows,
+        "studies": studies(runs),
+    }
+
+
+def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
+    """MAPS' culture and language gaps (spec 4.5) for each direction whose four configs the suite ran in full."""
+    from culture_probe.tasks.maps import culture_gap_study
+
+    accuracy: dict[str, float] = {
+        c: r.metrics["accuracy"]
+        for c, r in runs.items()
+        if c.startswith("maps_") and not r.config.get("subset") and r.metrics.get("accuracy") is not None
+    }
+    return {
+        f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
+        for direction, needed in GAP_STUDIES.items()
+        if all(c in accuracy for c in needed)
+    }
+
+
+def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:
+    """suite.json and suite.md first, then one figure per benchmark (headline per config, with intervals) linked
+    from suite.md; returns suite.md's path.
+    """
+    rundir.write_json(folder / SUMMARY_JSON, dict(summary))
+    text = summary_markdown(summary)
+    path = folder / SUMMARY_MD
+    rundir.write_text(path, text + "\n")
+    links = summary_figures(folder, summary["configs"]) if available("matplotlib") else []
+    if links:
+        rundir.write_text(path, "\n\n".join([text, *links]) + "\n")
+    return path
+
+
+def summary_markdown(summary: Mapping[str, Any]) -> str:
+    """suite.md without its figures: the table of headline numbers, the footnote on small n, the studies."""
+    chance = any(r.get("chance") for r in summary["configs"])
+    rows = tuple(summary_row(r, chance) for r in summary["configs"])
+    columns = ("config", "metric (unit)", "value", "95% interval", "n", "unit", *(("chance level",) if chance else ()))
+    parts = [
+        f"# Suite: {summary['model']}",
+        f"Protocol profile: **{summary.get('protocol', 'default')}**.",
+        table_markdown(Table((*columns, "note"), rows)),
+    ]
+    if any(SMALL_N_MARK in str(cell) for row in rows for cell in row):
+        parts.append(SMALL_N_NOTE)
+    parts += [
+        f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())
+        for name, study in summary["studies"].items()
+    ]
+    return "\n\n".join(parts)
+
+
+def summary_lines(summary: Mapping[str, Any]) -> str:
+    """The terminal's lines of a suite: each config's headline number as suite.md shows it."""
+    lines = [
+        f"{r['config']}: "
+        + (
+            estimate_line(r["metric"], r, r.get("scale"), r["unit"], r.get("chance"))
+            if r.get("value") is not None
+            else f"{r['metric']} not reported"
+        )
+        for r in summary["configs"]
+    ]
+    return "\n".join(lines + ([SMALL_N_NOTE] if any(SMALL_N_MARK in line for line in lines) else []))
+
+
+def summary_row(row: Mapping[str, Any], chance: bool) -> tuple[Any, ...]:
+    """One config's cells in suite.md, by the one rounding rule of its scale; the value marked when n is small."""
+    scale = row.get("scale")
+    value = marked(format_number(row["value"], scale), row.get("n")) if row.get("value") is not None else ""
+    note = "smoke run (--limit)" if row["smoke"] else "; ".join(f"{k} left out: {v}" for k, v in row["omitted"].items())
+    level = (format_number((row.get("chance") or {}).get("value"), scale),) if chance else ()
+    return (
+        row["config"],
+        unit_label(row["metric"], scale),
+        value,
+        interval_text(row, scale),
+        row.get("n"),
+        row["unit"],
+        *level,
+        note,
+    )
+
+
+def summary_figures(folder: Path, rows: list[Mapping[str, Any]]) -> list[str]:
+    """One bar figure per benchmark (its configs' headline numbers), each as a markdown link or a failure line."""
+    plots = folder / rundir.PLOTS_DIR
+    links = []
+    for benchmark in dict.fromkeys(r["benchmark"] for r in rows):
+        shown = {r["config"]: r for r in rows if r["benchmark"] == benchmark and r.get("value") is not None}
+        if shown:
+            plots.mkdir(exist_ok=True)
+            first = next(iter(shown.values()))
+            bars = Bars(shown, ylabel=unit_label(first["metric"], first.get("scale")), scale=first.get("scale"))
+            links.append(figure_link(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config"))
+    return links

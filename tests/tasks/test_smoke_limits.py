@@ -1,0 +1,173 @@
+"""Smoke runs that mean something: each benchmark's smoke limit is the smallest `--limit` whose subset gives every
+headline number (one item fewer lacks one), `limit="smoke"` picks it, and a smaller limit says what it will lack
+before any model loads. Chance levels: a random model's score is read against the expectation on its own items."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from culture_probe import runner
+from culture_probe.engine.types import CandidateScores
+from culture_probe.errors import InvalidValueError
+from culture_probe.runner import SmallLimitWarning, run
+
+MAPS_DATA = "manual/maps"
+MODEL = "planted:camel_co_prompts"  # a name whose kind is known without loading (or training) it
+
+
+class RandomScorer:
+    """A causal model that scores every candidate at random (seeded, in the order asked) and always says `reply`."""
+
+    kind, identity = "causal", {"name_or_path": "random"}
+
+    def __init__(self, reply: str = "no idea"):
+        self.reply, self.rng = reply, np.random.default_rng(0)
+
+    def score(self, requests, options=None):
+        return [
+            CandidateScores(r.candidates, self.rng.normal(size=len(r.candidates)), np.ones(len(r.candidates)))
+            for r in requests
+        ]
+
+    def generate(self, prompts, options):
+        return [self.reply] * len(prompts)
+
+
+def smoke_run(config, limit, **keywords):
+    """A run of `config` on the random model at `limit`, and the SmallLimitWarnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run(config, RandomScorer(), limit=limit, progress=False, **keywords)
+    return result, [str(w.message) for w in caught if issubclass(w.category, SmallLimitWarning)]
+
+
+def at_smoke_and_one_below(config, expected_smoke, **keywords):
+    """(the run at `limit="smoke"`, the run at one item fewer, that run's warnings), checking the smoke number."""
+    smoke, said = smoke_run(config, "smoke", **keywords)
+    assert smoke.config["subset"]["limit"] == "smoke" and smoke.config["subset"]["smoke_limit"] == expected_smoke
+    assert smoke.config["run"]["limit"] == smoke.config["subset"]["sampled"] == expected_smoke and not said
+    below, warned = smoke_run(config, expected_smoke - 1, **keywords)
+    assert below.config["subset"] == {
+        **smoke.config["subset"],
+        "limit": expected_smoke - 1,
+        "sampled": expected_smoke - 1,
+    }
+    assert len(warned) == 1 and f"below the smoke limit of {config} ({expected_smoke} " in warned[0]
+    return smoke.metrics, below.metrics, warned[0]
+
+
+def with_interval(estimates: dict) -> set[str]:
+    """Labels whose estimate has an interval."""
+    return {label for label, e in estimates.items() if e["ci_low"] is not None}
+
+
+def predicate_cells(metrics: dict, language: str) -> set[tuple[str, str]]:
+    """(predicate, culture) cells of DLAMA's P@1 table in `language`."""
+    return {(p, c) for p, cultures in metrics[language]["predicates"].items() for c in cultures}
+
+
+def test_dlama_needs_a_fact_in_every_language_culture_predicate_cell(mirror):
+    smoke, below, said = at_smoke_and_one_below("dlama_arab_west", 40, language="en")
+    assert len(predicate_cells(smoke, "en")) == 40 and len(predicate_cells(below, "en")) == 39  # the table loses one
+    assert "numbers per predicate and culture" in said and "1 of its 40 language x culture x predicate cells" in said
+
+
+def test_fmlama_needs_two_dishes_of_every_group(mirror):
+    smoke, below, said = at_smoke_and_one_below("fmlama_en", 30, families=("hasParts",))
+    groups = smoke["results"]["by_group"]
+    assert len(groups) == 15 and all(g["map_hasParts"]["n"] == 2 for g in groups.values())
+    assert len(with_interval({k: v["map_hasParts"] for k, v in groups.items()})) == 15
+    short = {k: v["map_hasParts"] for k, v in below["results"]["by_group"].items()}
+    assert len(with_interval(short)) == 14 and "numbers per country group" in said
+
+
+def test_camel_needs_two_prompts_of_every_entity_type(mirror):
+    smoke, below, said = at_smoke_and_one_below("camel_co_prompts", 20, n_runs=1, sample_size=10)
+    types = {k: v["cbs"] for k, v in smoke["results"]["by_entity_type"].items()}
+    assert len(types) == 10 and all(t["n"] == 2 for t in types.values()) and len(with_interval(types)) == 10
+    short = {k: v["cbs"] for k, v in below["results"]["by_entity_type"].items()}
+    assert len(with_interval(short)) == 9 and "fewer than 2 items" in said and "entity type" in said
+
+
+def test_xfakt_transfer_scores_need_every_language_country_cell(mirror, tmp_path):
+    """The quickstart's smoke run: at --limit 30 it printed "frs/kts/xfakt: not reported" without saying why."""
+    smoke, below, said = at_smoke_and_one_below("xfakt_factual_recall", 169, judge="string")
+    assert smoke["n_empty_cells"] == 0 and {"frs", "kts", "xfakt"} <= smoke["results"]["overall"].keys()
+    assert below["n_empty_cells"] == 1 or below["frs"] is None  # one cell fewer: not the paper's statistic
+    assert "FRS, KTS and X-FaKT" in said
+    _, quickstart = smoke_run("xfakt_factual_recall", 30, judge="string", out=tmp_path / "quick")
+    assert "139 of its 169 language x country cells get no item" in quickstart[0]
+    assert "--limit smoke probes 169" in quickstart[0]
+    assert "**below the smoke limit** (169)" in (tmp_path / "quick" / "report.md").read_text()
+
+
+def test_maps_needs_two_figurative_and_two_literal_proverbs(mirror):
+    data = str(mirror / MAPS_DATA)
+    smoke, below, said = at_smoke_and_one_below("maps_en", 4, data_dir=data, memorisation=False)
+    kinds = {k: v["accuracy"] for k, v in smoke["results"]["by_figurative"].items()}
+    assert {k: v["n"] for k, v in kinds.items()} == {"figurative": 2, "literal": 2} and len(with_interval(kinds)) == 2
+    short = {k: v["accuracy"] for k, v in below["results"]["by_figurative"].items()}
+    assert len(with_interval(short)) == 1 and "figurative and on literal" in said
+
+
+def test_the_notice_comes_before_the_model_loads(mirror, monkeypatch):
+    def refuse(model, settings):
+        raise RuntimeError("the model was loaded")
+
+    monkeypatch.setattr(runner, "load_scorer", refuse)
+    with pytest.warns(SmallLimitWarning, match="FRS, KTS and X-FaKT"), pytest.raises(RuntimeError, match="loaded"):
+        run("xfakt_factual_recall", "planted:xfakt_factual_recall", judge="string", limit=30, progress=False)
+    with pytest.raises(InvalidValueError, match=r"limit must be a whole number >= 1, got 'some' \(or \"smoke\""):
+        run("xfakt_factual_recall", RandomScorer(), limit="some")
+
+
+def test_a_suite_says_what_each_config_lacks_before_its_model_loads(mirror, monkeypatch):
+    from culture_probe.suite import run_suite
+
+    said_before_load = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        monkeypatch.setattr(
+            "culture_probe.suite.load_scorer",
+            lambda model, settings: said_before_load.append(len(caught)) or RandomScorer(),
+        )
+        run_suite(["camel_co_prompts", "camel_ag_prompts"], MODEL, limit=12, n_runs=1, sample_size=2, progress=False)
+    said = [str(w.message) for w in caught if issubclass(w.category, SmallLimitWarning)]
+    assert len(said) == 2 and said_before_load == [2]  # each config's notice once, all before the model loads
+    assert "camel_co_prompts (20 prompts)" in said[0] and "camel_ag_prompts (" in said[1]
+
+
+def test_a_random_model_is_read_against_its_chance_level(mirror):
+    """A random ranking scores 15-20% P@1 on small candidate sets: the results block says what chance is, exactly."""
+    result, _ = smoke_run("dlama_arab_west", "smoke", language="en")
+    records = [r for r in result.records if not r.skipped]
+    expected = 100 * np.mean([len({g for g in r["gold"] if g.strip()}) / r["n_candidates"] for r in records])
+    chance = result.metrics["results"]["chance"]["p1"]
+    assert chance["value"] == pytest.approx(expected) and "g/N" in chance["method"]
+    assert abs(result.metrics["results"]["overall"]["p1"]["value"] - expected) < 15  # random: near chance
+    ranked, _ = smoke_run("xfakt_factual_recall", "smoke", mode="rank")
+    assert ranked.metrics["results"]["chance"]["error_rate"]["value"] == pytest.approx(100 * 12 / 13)
+    two, _ = smoke_run("xfakt_in_context", "smoke", mode="rank")  # each question ranks the two people it names
+    assert two.metrics["results"]["chance"]["error_rate"]["value"] == pytest.approx(50.0)
+    maps, _ = smoke_run("maps_en", "smoke", data_dir=str(mirror / MAPS_DATA), memorisation=False)
+    assert maps.metrics["results"]["chance"]["accuracy"]["value"] == pytest.approx(50.0)
+    judged, _ = smoke_run("xfakt_factual_recall", "smoke", judge="string")
+    assert "chance" not in judged.metrics["results"]  # an open answer has no chance level
+
+
+def test_fmlama_chance_is_the_expected_map_of_each_dish_candidate_set(mirror):
+    from culture_probe.metrics.chance import random_average_precision
+
+    result, _ = smoke_run("fmlama_en", 3, families=("hasParts",))
+    records = [r for r in result.records if not r.skipped]
+    per_dish = {}
+    for r in records:  # the mean over templates of the mean over dishes
+        per_dish.setdefault(r["template"], []).append(
+            100 * random_average_precision(len(set(r["gold"])), r["n_candidates"])
+        )
+    expected = np.mean([np.mean(v) for v in per_dish.values()])
+    assert result.metrics["results"]["chance"]["map_hasParts"]["value"] == pytest.approx(expected)
+    assert result.metrics["results"]["chance"]["map_hasParts"]["value"] < 2  # 1,287 candidates: chance is tiny
