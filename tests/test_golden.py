@@ -47,3 +47,9 @@ def test_golden_runs_do_not_move(bench, mirror, tmp_path):
         actual = json.loads(json.dumps(run_case(case, golden["rows"][case.config], tmp_path, mirror)))
         assert_same(golden["runs"][case.name], actual, f"{bench}/{case.name}")
         validate_metrics(actual["metrics"])  # every benchmark and mode follows the one results schema
+
+
+@pytest.mark.parametrize("bench", sorted(CASES))
+def test_each_golden_file_says_why_its_numbers_last_moved(bench):
+    changes = json.loads(golden_path(bench).read_text(encoding="utf-8")).get("changes")
+    assert changes and all(isinstance(c, str) and c.strip() for c in changes), f"{bench}.json: no `changes` entry"

@@ -2,16 +2,15 @@
 metrics were written before the pipeline refactor of issue 11 and must not move (a refactor guard, not proof of
 correctness: that comes from the protocol tests' references).
 
-`python tests/golden/cases.py [BENCH ...]` rewrites the golden runs on the stored rows (`--reselect` draws the rows
-anew from the mirror); do it only when a change is meant to move numbers, and say which and why in the commit
-message.
+`python tests/golden/cases.py [BENCH ...] --why "..."` rewrites the golden runs on the stored rows (`--reselect`
+draws the rows anew from the mirror); do it only when a change is meant to move numbers. The reason is appended to
+each file's `changes` (and belongs in the commit message too).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,27 +165,40 @@ def golden_path(bench: str) -> Path:
     return HERE / f"{bench}.json"
 
 
-def write(bench: str, mirror: Path, workdir: Path, reselect: bool = False) -> None:
+def write(bench: str, mirror: Path, workdir: Path, why: str, reselect: bool = False) -> None:
     """Run every case of `bench` on its stored rows (or on rows selected anew: `reselect`, or no golden file yet)
-    and write its golden file; keeping the rows keeps every number a change does not mean to move.
+    and write its golden file; keeping the rows keeps every number a change does not mean to move. `why` is added
+    to the file's `changes`, so the file itself says what moved its numbers and why.
     """
     path = golden_path(bench)
-    rows = {} if reselect or not path.is_file() else json.loads(path.read_text(encoding="utf-8"))["rows"]
+    old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    rows = {} if reselect else old.get("rows", {})
     for case in CASES[bench]:
         rows.setdefault(case.config, select_rows(case.config, mirror))
-    out = {"rows": rows, "runs": {c.name: run_case(c, rows[c.config], workdir, mirror) for c in CASES[bench]}}
+    out = {
+        "changes": [*old.get("changes", []), why],
+        "rows": rows,
+        "runs": {c.name: run_case(c, rows[c.config], workdir, mirror) for c in CASES[bench]},
+    }
     golden_path(bench).write_text(
         json.dumps(out, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
 
 
 if __name__ == "__main__":
+    import argparse
     import tempfile
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     mirror_root = Path(os.environ.get("CULTURE_PROBE_MIRROR") or HERE.parents[2] / "shared" / "mirror")
+    parser = argparse.ArgumentParser(description="Rewrite golden runs (only when a change is meant to move them).")
+    parser.add_argument("benches", nargs="*", help=f"benchmarks (default: all of {', '.join(CASES)})")
+    parser.add_argument("--why", required=True, help="what moved and why: kept in the golden file's `changes`")
+    parser.add_argument("--reselect", action="store_true", help="draw the rows anew from the mirror")
+    args = parser.parse_args()
+    if unknown := set(args.benches) - set(CASES):
+        parser.error(f"no golden runs for {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
-        names = [a for a in sys.argv[1:] if a != "--reselect"]
-        for name in names or CASES:
-            write(name, mirror_root, Path(tmp), reselect="--reselect" in sys.argv)
+        for name in args.benches or CASES:
+            write(name, mirror_root, Path(tmp), args.why, reselect=args.reselect)
             print(f"wrote {golden_path(name)}")
