@@ -317,20 +317,23 @@ def summarize(
     return out
 
 
-def paired_difference(a: UnitTable, b: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]:
+def paired_difference(
+    a: UnitTable, b: UnitTable, confidence: float = CONFIDENCE, names: tuple[str, str] = ("the first", "the second")
+) -> dict[str, Any]:
     """Run `a` minus run `b` on the same units: the difference of the two statistics, with an interval and a
     two-sided p-value from one procedure, so that the interval excludes 0 exactly when p < 1 - confidence
     (`method` names it): for one binary value per pooled unit, Tango's score interval and its score test
     (McNemar's at 0); otherwise the paired t interval and t test on the units' linearised differences, within the
-    macro groups. Runs on different units cannot be paired: that is an error naming the difference.
+    macro groups. Runs on different units cannot be paired: that is an error naming the difference, with the runs
+    called by `names` (`a`'s, then `b`'s).
     """
     if a.metric != b.metric:
         raise MetricInputError(f"Cannot pair {a.metric!r} with {b.metric!r}: compare one metric at a time.")
     if set(a.ids) != set(b.ids):
         only_a, only_b = sorted(set(a.ids) - set(b.ids)), sorted(set(b.ids) - set(a.ids))
         raise MetricInputError(
-            f"Cannot pair the runs on {a.metric!r}: they probed different units ({len(only_a)} only in the first, "
-            f"e.g. {only_a[:3]}; {len(only_b)} only in the second, e.g. {only_b[:3]}). Pair runs of one config on "
+            f"Cannot pair the runs on {a.metric!r}: they probed different units ({len(only_a)} only in {names[0]}, "
+            f"e.g. {only_a[:3]}; {len(only_b)} only in {names[1]}, e.g. {only_b[:3]}). Pair runs of one config on "
             "the same items (same --limit and --seed), or compare them unpaired."
         )
     order = {unit: i for i, unit in enumerate(b.ids)}

@@ -186,7 +186,7 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> list[dict[str, Any]]:
                     "run": other.name,
                     "metric": metric,
                     "group": "overall",
-                    **paired_difference(others[metric], table),
+                    **paired_difference(others[metric], table, names=(other.name, base.name)),
                 }
             )
         except CultureProbeError as error:

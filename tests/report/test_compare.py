@@ -113,8 +113,10 @@ def test_runs_on_different_items_are_not_paired_unless_asked(runs, tmp_path):
         limit=6,
         seed=3,
     )
-    with pytest.raises(CultureProbeError, match="probed different units.*--unpaired"):
+    with pytest.raises(CultureProbeError, match="probed different units.*--unpaired") as refused:
         compare_runs([made["guesses"], tmp_path / "subset"])
+    # the 18 facts the subset left out are named as the first run's, not the other way round
+    assert "(0 only in subset, " in str(refused.value) and "; 18 only in guesses, " in str(refused.value)
     unpaired = compare_runs([made["guesses"], tmp_path / "subset"], paired=False)
     assert unpaired.paired == () and ("overall", "p1") in {(r[0], r[1]) for r in unpaired.table.rows}
 
