@@ -120,6 +120,9 @@ def data_dirs_of(data_dir: str | os.PathLike | Mapping[str, Any] | None, configs
 
 # ---------------------------------------------------------------- command line
 
+# what a run without --out says, so that nobody looks for files that were never written
+NOT_SAVED = "nothing was written (no --out): pass --out DIR to keep metrics.json, items.jsonl and report.md"
+
 
 def main(args: Any) -> int:
     """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one config, or a
@@ -155,8 +158,7 @@ def main(args: Any) -> int:
             from culture_probe.report.summary import SUMMARY_MD, summary_lines
 
             print(summary_lines(suite.summary))
-            if suite.out is not None:
-                print(f"wrote {suite.out / SUMMARY_MD}")
+            print(f"wrote {suite.out / SUMMARY_MD}" if suite.out is not None else NOT_SAVED)
         return 0
     config = args.configs[0]
     keywords["data_dir"] = data_dirs_of(keywords["data_dir"], [config])[config]
@@ -165,8 +167,7 @@ def main(args: Any) -> int:
         from culture_probe.report import headline
 
         print(headline(result.config, result.metrics))
-        if result.run_dir is not None:
-            print(f"wrote {result.run_dir}")
+        print(f"wrote {result.run_dir}" if result.run_dir is not None else NOT_SAVED)
     return 0
 
 

@@ -234,6 +234,14 @@ def test_the_library_warnings_are_one_line_on_the_terminal(setup):
     assert notices[0].startswith("culture-probe: warning: --limit 1 is below the smoke limit")
 
 
+def test_a_run_without_out_says_that_nothing_was_written(setup, tmp_path, capsys, monkeypatch):
+    data, model = setup
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]) == 0
+    assert "nothing was written (no --out): pass --out DIR" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unknown_config_suggests_close_names(capsys):
     assert main(["run", "dlama_arab_wset", "--model", "x"]) == 2
     assert "Did you mean 'dlama_arab_west'" in capsys.readouterr().err
