@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="protocol option, e.g. --option with_country=true (repeatable)",
+        help="protocol option, e.g. --option judge=string (X-FaKT) or --option n_runs=2 (CAMeL) (repeatable)",
     )
 
     report = sub.add_parser("report", help="(re)write report.md and plots of a run directory")

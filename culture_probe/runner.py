@@ -141,7 +141,7 @@ def run(
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
 
-    Keyword `options` are the protocol's switches (the task's `Options` fields, e.g. `with_country=True`);
+    Keyword `options` are the protocol's switches (the task's `Options` fields, e.g. `judge="string"`);
     `rows` replaces the loaded `test` split (tests, custom data). With `out`, the run directory is written.
     `limit` probes N items drawn in turn from each stratum; `limit="smoke"` the fewest that give every headline
     number (the benchmark's smoke limit), and a smaller N warns (`SmallLimitWarning`) before the model loads.

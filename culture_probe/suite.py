@@ -173,6 +173,6 @@ def main(args: Any) -> int:
 
 def _split_option(text: str) -> tuple[str, str]:
     if "=" not in text:
-        raise CultureProbeError(f"--option takes KEY=VALUE, got {text!r} (e.g. --option with_country=true).")
+        raise CultureProbeError(f"--option takes KEY=VALUE, got {text!r} (e.g. --option judge=string).")
     key, value = text.split("=", 1)
     return key.strip(), value.strip()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -332,3 +333,21 @@ def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(setup, 
     ) in report and "(ko not probed in this run)" in report
     assert main(["run", "dlama_asia_west", "--model", str(model), "--limit", "2", "--out", str(tmp_path / "b")]) == 2
     assert "No ko facts: the copy of the release in the shared mirror" in capsys.readouterr().err
+
+
+def test_every_option_example_the_cli_gives_is_a_real_option():
+    """The --option examples in `run --help` and in the refusal of a bad --option name options of real benchmarks."""
+    import inspect
+
+    from culture_probe import suite
+    from culture_probe.cli import build_parser
+    from culture_probe.tasks import camel, dlama, fmlama, maps, xfakt
+
+    fields = set()
+    for module in (camel, dlama, fmlama, maps, xfakt):
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__name__.endswith("Options") and dataclasses.is_dataclass(cls):
+                fields |= {f.name for f in dataclasses.fields(cls)}
+    run_help = next(a for a in build_parser()._actions if a.dest == "command").choices["run"].format_help()
+    examples = re.findall(r"--option ([a-z_]+)=", run_help + inspect.getsource(suite._split_option))
+    assert examples and set(examples) <= fields, set(examples) - fields

@@ -6,7 +6,7 @@ Adding a task: see docs/adding-a-benchmark.md. In short, `culture_probe/tasks/<b
 defines a `Task` subclass and `TASK = ThatClass`, with
 
 - `Options`: a frozen dataclass whose fields are every switch that changes a number (defaults = the paper's
-  protocol). Users pass them as `run(config, model, with_country=True)` or `--option with_country=true`.
+  protocol). Users pass them as `run(config, model, judge="string")` or `--option judge=string`.
 - `deviations`: where the protocol differs from the original code, each with when it applies and the option values
   that give the original code's behaviour (the `upstream` profile sets them all: `--protocol upstream`).
 - `needs(config, options)` (optional): the side data to load (`culture_probe.data.resources.Need`).

@@ -142,7 +142,7 @@ CLI_CASES: tuple[CliCase, ...] = (
     ),
     CliCase(
         "option-without-equals",
-        "`--option with_country`",
+        "`--option score`",
         "one line with an example",
         (*RUN, "--option", "score"),
         "--option takes KEY=VALUE",
