@@ -328,11 +328,11 @@ def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(setup, 
     report = (out / "report.md").read_text()
     assert "- language: en only (the config also has ko)" in report
     assert (
-        "**note**: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels of "
-        "asia-west"
+        "**note**: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
+        "Korean labels of asia-west"
     ) in report and "(ko not probed in this run)" in report
     assert main(["run", "dlama_asia_west", "--model", str(model), "--limit", "2", "--out", str(tmp_path / "b")]) == 2
-    assert "No ko facts: the copy of the release in the shared mirror" in capsys.readouterr().err
+    assert "No ko facts: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR" in capsys.readouterr().err
 
 
 def test_every_option_example_the_cli_gives_is_a_real_option():

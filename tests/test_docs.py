@@ -123,3 +123,59 @@ def test_each_deviation_is_on_its_benchmark_page_with_its_upstream_side(benchmar
         assert row is not None, f"{benchmark}: {deviation.id} has no row in the deviation table"
         for option in deviation.upstream or {}:
             assert option in row, f"{benchmark} {deviation.id}: the row does not name {option}"
+
+
+#: citations of documents a user does not have: the internal design specs (`spec 4.4`, `spec section 7`,
+#: `specs/camel.md`, `spec dlama.md`, `(spec §5)`), DESIGN.md, and "the shared mirror" (users know only a local
+#: mirror set with CULTURE_PROBE_MIRROR)
+INTERNAL_CITATION = re.compile(
+    r"\bspecs?\s+(?:section\s+|table\s+|§\s*)?\d|\bspecs?\s*§|\bspecs/|\bspecs?\s+[a-z_]+\.md\b|\bDESIGN\.md\b"
+    r"|shared\s+mirror",
+    re.IGNORECASE,
+)
+
+
+def internal_citations(text: str) -> list[str]:
+    """The internal citations in a text, each with the line it is on."""
+    return [
+        f"{number}: {line.strip()}"
+        for number, line in enumerate(text.splitlines(), 1)
+        if INTERNAL_CITATION.search(line)
+    ]
+
+
+def test_internal_citation_pattern():
+    for cited in (
+        "(spec 4.4)",
+        "Spec section 7:",
+        "specs/camel.md 5.2",
+        "(spec §5.1)",
+        "spec dlama.md 2.2",
+        "in the shared mirror",
+        "see DESIGN.md",
+    ):
+        assert internal_citations(cited), cited
+    for fine in (
+        "the paper's section 4.4",
+        "model['spec']",
+        "a planted spec's hash",
+        "a local mirror (CULTURE_PROBE_MIRROR)",
+    ):
+        assert not internal_citations(fine), fine
+
+
+def test_user_facing_text_cites_only_what_users_have():
+    """Docstrings (rendered into the API docs), messages and descriptions of the package, the docs pages, the README
+    and the metric modules' READMEs cite the papers or the docs, never the design specs kept outside the repository."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "culture_probe").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):  # every string literal: docstrings, messages, `culture-probe list` descriptions
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found += [f"{path.relative_to(REPO)}:{node.lineno}+{hit}" for hit in internal_citations(node.value)]
+    pages = [REPO / "README.md", *DOCS.rglob("*.md"), *(REPO / "culture_probe" / "metrics_modules").rglob("README*")]
+    for path in sorted(pages):
+        found += [f"{path.relative_to(REPO)}:{hit}" for hit in internal_citations(path.read_text(encoding="utf-8"))]
+    assert not found, "user-facing text cites internal specs or the shared mirror:\n" + "\n".join(found)

@@ -4,9 +4,9 @@
     out/<region>-<contrast>/dlama_raw/<lang>/<P>_general_<TOKEN>.jsonl   facts before augmentation
     out/<region>-<contrast>/curation.json                                 what was run, with counts per file
 
-Records follow the v1 schema (spec dlama.md 2.3): sub_uri, obj_uri (sorted), sub_label, obj_label (aligned),
-country (sorted: the objects when they are countries, the subject when it is one, else the region's countries that
-selected the fact), size, uuid `{P}_general_{TOKEN}_{rank}`.
+Records follow the v1 schema (docs/benchmarks/dlama.md, Features): sub_uri, obj_uri (sorted), sub_label, obj_label
+(aligned), country (sorted: the objects when they are countries, the subject when it is one, else the region's countries
+that selected the fact), size, uuid `{P}_general_{TOKEN}_{rank}`.
 """
 
 from __future__ import annotations

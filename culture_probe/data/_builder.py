@@ -39,7 +39,7 @@ VARIANTS: tuple[str, ...] = ("faithful", "corrected")
 
 @dataclass
 class CultureProbeConfig(datasets.BuilderConfig):
-    """One loadable config: its languages, the row count the spec promises, and faithful or corrected data.
+    """One loadable config: its languages, the row count the benchmark promises, and faithful or corrected data.
 
     `languages` doubles as a filter: `load_benchmark("dlama_arab_west", languages=["en"])` keeps English rows.
     """
@@ -55,7 +55,7 @@ class CultureProbeConfig(datasets.BuilderConfig):
 
     @property
     def corrected(self) -> bool:
-        """True for the `_corrected` twin, which applies the spec's fixes to known data errors."""
+        """True for the `_corrected` twin, which applies the library's fixes to known data errors."""
         return self.variant == "corrected"
 
 

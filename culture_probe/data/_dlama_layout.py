@@ -2,7 +2,7 @@
 
 A pair folder holds `dlama/<lang>/P<id>_<domain>_<TOKEN>.jsonl` files (and maybe a `dlama_raw/` twin) for the two
 region tokens of one pair, plus, when `culture_probe.curation` wrote it, a `curation.json` manifest naming the pair,
-its regions and languages. A config finds its folder by region token, never by folder name (spec 2.2); folders of
+its regions and languages. A config finds its folder by region token, never by folder name; folders of
 other pairs are ignored, so one `data_dir` can hold the release next to newly curated pairs.
 """
 

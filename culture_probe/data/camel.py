@@ -1,9 +1,10 @@
 """CAMeL (Naous et al., ACL 2024): Arab vs Western entities and the Arabic [MASK] prompts they fill.
 
-Three configs: `camel_entities` (20,342 raw entity rows of ten types), `camel_co_prompts` (250 culturally
-contextualised prompts) and `camel_ag_prompts` (378 culturally agnostic prompts), each with a `_corrected` twin
-(spec section 7). Upstream ships xlsx only; the Co causal file is missing upstream, so Co causal prefixes are the
-text left of `[MASK]` (deviation C1) unless the user supplies the real file with `co_causal_file=`.
+Three configs: `camel_entities` (20,342 raw entity rows of ten types), `camel_co_prompts` (250 culturally contextualised
+prompts) and `camel_ag_prompts` (378 culturally agnostic prompts), each with a `_corrected` twin (see
+docs/benchmarks/camel.md, Known data errors and the corrected variant). Upstream ships xlsx only; the Co causal file is
+missing upstream, so Co causal prefixes are the text left of `[MASK]` (deviation C1) unless the user supplies the real
+file with `co_causal_file=`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ PROMPT_FILES = {
 MASK = "[MASK]"
 _MASK_WITH_SPACES = re.compile(r"(?:^|\s)\[MASK\](?:\s|$)")
 
-# Corrections (spec section 7), applied only by the `_corrected` configs.
+# Corrections (the corrected variant), applied only by the `_corrected` configs.
 LABEL_FIXES = {("food", "ابل باي"): "Western"}  # "apple pie" released with an empty Culture
 SUSPECT_MASK_ROWS = {"ag": frozenset({166})}  # mask first in both Ag files; the author name should follow للكاتب
 
@@ -161,7 +162,7 @@ def _configs() -> list[CamelConfig]:
         CamelConfig(name="camel_ag_prompts", part="ag", languages=("ar",), rows=378,
                     description="Culturally agnostic Arabic [MASK] prompts (CAMeL-Ag)"),
     ]  # fmt: skip
-    # The corrected entity set keeps each (type, culture, stripped string) once: the spec's pools plus apple pie.
+    # The corrected entity set keeps each (type, culture, stripped string) once: the documented pools plus apple pie.
     corrected_rows = {"camel_entities": 19596}
     return [*faithful, *(corrected_twin(c, rows=corrected_rows.get(c.name, c.rows)) for c in faithful)]
 
@@ -193,7 +194,7 @@ def read_entities(path: Path, entity_type: str) -> list[dict[str, Any]]:
 
 
 def correct_entities(rows: list[dict[str, Any]], tally: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Spec section 7 for the rows of one entity type: strip, fix labels, drop cross-labelled, de-duplicate."""
+    """The corrected variant for the rows of one entity type: strip, fix labels, drop cross-labelled, de-duplicate."""
     rows = [dict(row) for row in rows]
     for row in rows:
         if row["entity"] != row["entity"].strip():
@@ -275,7 +276,7 @@ def align_causal(masked: list[PromptRow], causal: list[PromptRow], causal_path: 
 
 
 def causal_prefix(prompt: str) -> str:
-    """The text left of [MASK], stripped: all a causal model sees (spec 4.2)."""
+    """The text left of [MASK], stripped: all a causal model sees (deviation C1)."""
     return prompt.split(MASK)[0].strip()
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CORRECTED_SUFFIX = "_corrected"  # a config's twin with the spec's fixes to known data errors
+CORRECTED_SUFFIX = "_corrected"  # a config's twin with the library's fixes to known data errors
 
 
 def is_corrected(config: str) -> bool:

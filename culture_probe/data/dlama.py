@@ -4,7 +4,7 @@ The builder reads (in this order) `data_dir=` (an unpacked tarball or the `.tar.
 `.tar.gz`), the pinned URL through the mirror rule (verified by its git blob id), or, when the tarball is not in
 the mirror, the mirror's unpacked copy of the release (`manual/dlama/dlama-v1`). Released pairs must hold the
 paper's Table 1 counts per language and culture (`verify_counts=False` opts out). The layout
-is spec dlama.md 2.2: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`, optionally under one extra folder and
+is the release tarball's: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`, optionally under one extra folder and
 with a `dlama_raw/` twin. Each row is one fact in one language. The probing templates are a resource the protocol
 declares (`RESOURCES["templates"]`: the vendored strings, or a user's file). `dlama_custom` reads a pair written by
 `culture_probe.curation` (any region token), from its `curation.json` or the options.
@@ -79,10 +79,14 @@ SKIPPED_PREDICATES = ("P527",)  # present in some dumps, not part of v1 (the ori
 ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
 # The paper's Table 1, which the release matches exactly: facts per language, and how many are Western.
 FACTS = {"arab_west": (24_535, 13_589), "asia_west": (27_067, 13_588), "south_america_west": (26_657, 13_586)}
-# The release unpacked in the shared mirror (distributed on request; see its README): read when the tarball is not.
+# The release unpacked in the local mirror (CULTURE_PROBE_MIRROR; distributed on request, see its README): read
+# when the tarball is not.
 MANUAL_RELEASE = ("manual", "dlama", "dlama-v1")
 MISSING_LABELS = {
-    ("asia_west", "ko"): "the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no "
+    (
+        "asia_west",
+        "ko",
+    ): "the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
     "Korean labels of asia-west (see its README.md)"
 }
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
@@ -443,7 +447,7 @@ class Dlama(CultureProbeBuilder):
         return pair, sorted(files, key=lambda f: (order[f.language], int(f.predicate[1:]), f.region == pair.contrast))
 
     def _fact(self, record: dict[str, Any], path: str, line: int) -> dict[str, Any] | None:
-        """One validated fact; None (counted) for facts the spec says to skip."""
+        """One validated fact; None (counted) for facts that are skipped (a blank subject or object)."""
         missing = [key for key in FIELDS if key not in record]
         if missing:
             raise SourceFormatError(f"missing field(s) {missing}; found {sorted(record)}", path=path, line=line)
@@ -524,7 +528,7 @@ class Dlama(CultureProbeBuilder):
                 if manual is not None:
                     return _open_folder(manual)
                 raise MissingDataError(
-                    f"{error} The DLAMA-v1 tarball is not in the shared mirror: pass "
+                    f"{error} The DLAMA-v1 tarball is not in the local mirror (CULTURE_PROBE_MIRROR): pass "
                     "data_dir= (an unpacked copy) or data_files= (the .tar.gz)."
                 ) from error
             verify_git_blob(tarball, TARBALL_BLOB_ID)

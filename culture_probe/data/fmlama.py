@@ -1,10 +1,10 @@
-"""FmLAMA (v1): dishes, their origin and their ingredients from Wikidata, in six languages (spec fmlama.md).
+"""FmLAMA (v1): dishes, their origin and their ingredients from Wikidata, in six languages.
 
 Gold lists are stringified Python sets holding ONE comma-joined string (`"{'tofu, douchi'}"`): they are read
 with `ast.literal_eval` and split on `", "`. Configs: one per language, the 175 dishes aligned across languages,
 four code-switching sets, the 14-group English set and the templates; each data config has a `_corrected` twin.
 Files come from the pinned URLs (mirror rule) or, with `data_dir=`, from a local copy of the upstream repository (or
-of its `data/` folder); either way they are checked against the spec's sha256 prefixes.
+of its `data/` folder); either way they are checked against the pinned sha256 prefixes of the release.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ TEMPLATE_COMMIT = "9cb17018b377509c000d4d7e29d62a9900dd6cfc"
 COUNTRY_COMMIT = "5db492048e9a8eb0b8c5f9c7814cacdae977a69b"
 LANGUAGES = ("en", "zh", "ar", "ko", "ru", "he")
 
-# sha256 prefixes from the spec (2.1), per (folder, language).
+# Pinned sha256 prefixes of the release, per (folder, language).
 DISHES_SHA256 = {
     ("data_lang", "en"): "5ce40b30c294",
     ("data_lang", "zh"): "4706343f3540",
@@ -82,7 +82,7 @@ CS_PAIRS = (("en", "en"), ("en", "zh"), ("zh", "zh"), ("zh", "en"))  # (prompt l
 CS_MIN_DISHES = 20  # code-switching keeps origins with MORE than this many en∩zh dishes
 CANONICAL = re.compile(r"(hasParts|country)_[1-5]")
 
-# Template fixes of the corrected set (spec 7); zh country_5 inherits hasParts_5's missing 。.
+# Template fixes of the corrected set; zh country_5 inherits hasParts_5's missing 。.
 TEMPLATE_FIXES = {
     ("he", "hasParts_2"): "[1] הוא מאכל עם [2].",
     ("he", "hasParts_4"): "[2] הוא מרכיב במאכל [1].",
@@ -273,8 +273,8 @@ def group_of(origin: str) -> str:
 
 def candidate_pool(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """The candidate pool the FmLAMA task scores: every gold ingredient of a split (or of any rows), sorted in
-    code-point order (spec 3). Items are kept exactly as stored; a blank item names no ingredient (2.3 reads
-    `{''}` as an empty list) and could not be scored, so it is left out.
+    code-point order. Items are kept exactly as stored; a blank item names no ingredient (`{''}` reads
+    as an empty list) and could not be scored, so it is left out.
     """
     return sorted({item for row in rows for item in row["obj_label"] if item.strip()})
 
@@ -380,7 +380,7 @@ TEMPLATE_FEATURES = datasets.Features(
 
 
 class Fmlama(CultureProbeBuilder):
-    """FmLAMA builder; `variant="corrected"` applies the fixes of spec section 7."""
+    """FmLAMA builder; `variant="corrected"` applies the fixes of the corrected variant (docs/benchmarks/fmlama.md)."""
 
     CARD = INFO
     BUILDER_CONFIG_CLASS = FmlamaConfig

@@ -1,10 +1,10 @@
 """MAPS (Liu et al., NAACL 2024): proverbs used in conversations, in six languages, plus translated sets.
 
-The data is released on request only (no download URL, no stated data licence), so every config needs
-`data_dir=`: a folder laid out as `<lang>/<file>.xlsx`. Configs: `maps_<lang>` (splits `test`, `few_shot`), the
-machine/human translation sets used by the culture-gap study (`maps_<src>_en_mt`, `maps_zh_en_ht`,
-`maps_en_zh_{mt,ht}`), `maps_en_transfer` (`train`, `test`), each with a `_corrected` twin that only aligns
-metadata and adds flags (spec section 7); labels, proverbs and conversations never change.
+The data is released on request only (no download URL, no stated data licence), so every config needs `data_dir=`: a
+folder laid out as `<lang>/<file>.xlsx`. Configs: `maps_<lang>` (splits `test`, `few_shot`), the machine/human
+translation sets used by the culture-gap study (`maps_<src>_en_mt`, `maps_zh_en_ht`, `maps_en_zh_{mt,ht}`),
+`maps_en_transfer` (`train`, `test`), each with a `_corrected` twin that only aligns metadata and adds flags (see
+docs/benchmarks/maps.md, Known data errors and the corrected variant); labels, proverbs and conversations never change.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ LANGUAGES = ("en", "zh", "de", "ru", "bn", "id")
 COLUMNS = ("proverb", "conversation", "explanation", "answer1", "answer2", "is_figurative", "answer_key")
 REQUIRED_TEXT = ("proverb", "conversation", "answer1", "answer2")
 LABELS = ("a", "b")
-# Pinned sha256 prefixes of the release (spec 2.1), by path under data_dir.
+# Pinned sha256 prefixes of the release, by path under data_dir.
 SHA256 = {
     "en/test_proverbs.xlsx": "20a033ef062a", "zh/test_proverbs.xlsx": "5bfd1b36b72a",
     "de/test_proverbs.xlsx": "68b5862f4919", "ru/test_proverbs.xlsx": "8a48cfa077c1",
@@ -246,7 +246,7 @@ class MapsBuilder(CultureProbeBuilder):
                    "source_language": self.config.source_language, **row, "flags": row_flags}  # fmt: skip
 
     def _correct(self, split: str, rows: list[dict[str, Any]], flags: list[list[str]]) -> None:
-        """Spec section 7: translations take metadata from their source; originals get repeat flags."""
+        """The corrected variant: translations take metadata from their source; originals get repeat flags."""
         if self.config.source_language != self.config.language:
             self._align_with_source(split, rows, flags)
         else:

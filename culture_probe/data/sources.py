@@ -97,7 +97,7 @@ def sha256_of(path: str | os.PathLike) -> str:
 
 
 def verify_sha256(path: str | os.PathLike, prefix: str, *, fix: str = REFETCH) -> None:
-    """Raise when the file's SHA-256 does not start with `prefix` (the pinned digest from the spec); `fix` says
+    """Raise when the file's SHA-256 does not start with `prefix` (the pinned digest of the release); `fix` says
     what the user can do about it.
     """
     actual = sha256_of(path)

@@ -1,9 +1,10 @@
 """X-FaKT (Aggarwal et al., 2025): country-related facts asked in 13 languages, each paired with one country.
 
-The whole release is Python literals in upstream `src/utils.py`. They are read with `ast.parse` and
-`ast.literal_eval` on each assigned value, never imported or executed. Three configs, each with a `_corrected`
-twin (spec section 7): `xfakt_factual_recall` (802 entities x 13 languages), `xfakt_in_context` (task B) and
-`xfakt_counter_factual` (task C). Rows are ordered by question language, in the language-country bijection order.
+The whole release is Python literals in upstream `src/utils.py`. They are read with `ast.parse` and `ast.literal_eval`
+on each assigned value, never imported or executed. Three configs, each with a `_corrected` twin (see
+docs/benchmarks/xfakt.md, Known data errors and the corrected variant): `xfakt_factual_recall` (802 entities x 13
+languages), `xfakt_in_context` (task B) and `xfakt_counter_factual` (task C). Rows are ordered by question language, in
+the language-country bijection order.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ NAMES = (
     "famous_characters_translated", "incontext_factual_questions",
 )  # fmt: skip
 
-# Corrections (spec section 7), applied only by the `_corrected` configs; each fixes only the released wrong value.
+# Corrections of the corrected variant, applied only by the `_corrected` configs; each fixes only the released
+# wrong value.
 COUNTRY_FIXES = {  # (question language, the country's language): (released, corrected)
     ("Chinese", "Turkish"): ("火鸡", "土耳其"), ("Arabic", "Turkish"): ("ديك رومى", "تركيا"),
     ("Japanese", "Turkish"): ("七面鳥", "トルコ"), ("Thai", "Turkish"): ("ไก่งวง", "ตุรกี"),
@@ -325,7 +327,7 @@ class Fixes:
 
 
 def correct(values: dict[str, Any]) -> tuple[dict[str, Any], Fixes]:
-    """A corrected copy of the literals (spec section 7) and the cells it changed.
+    """A corrected copy of the literals (the corrected variant) and the cells it changed.
 
     A cell is fixed only when it still holds the released wrong value, so the flags count real changes.
     """

@@ -120,7 +120,7 @@ class Encoder:
         """Encode `request`; trailing whitespace of `left` moves onto the candidates (never an empty one). A chat
         request's context is its rendered chat prompt, kept whole (its trailing newline belongs to the prompt).
         The right text is tokenized as it continues each candidate (a causal continuation), or on its own after
-        the mask tokens (`right_after_mask`: masked models, as the original probes and the specs do).
+        the mask tokens (`right_after_mask`: masked models, as the original probes do).
         """
         if not request.candidates:
             raise EmptyCandidateError(

@@ -1,6 +1,6 @@
 """Masked backend: candidates scored at [MASK] positions, with only their ids gathered, on the device.
 
-Two rules (DESIGN.md): "typed" querying (mLAMA/DLAMA/FmLAMA): a k-subword candidate fills k masks and every
+Two rules (docs/engine.md): "typed" querying (mLAMA/DLAMA/FmLAMA): a k-subword candidate fills k masks and every
 candidate of the same k shares one forward; "l2r" (CAMeL): subword i is predicted by one mask with subwords
 0..i-1 filled in, and candidates sharing those subwords share the forward.
 """

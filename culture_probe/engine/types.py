@@ -1,7 +1,7 @@
 """The engine's contract: what a caller asks (`ScoreRequest`, and the options of each call: `ScoreOptions`,
 `GenerateOptions`, `FillMaskOptions`) and what it gets back (`CandidateScores`).
 
-Benchmarks and outside users rely on these names and fields (see DESIGN.md). All are plain data: requests and
+Benchmarks and outside users rely on these names and fields (see docs/engine.md). All are plain data: requests and
 options are frozen and hashable, so they double as cache keys and group probes by engine call; results are
 returned, never written back into requests.
 """

@@ -1,8 +1,8 @@
 """CAMeL metrics: the Cultural Bias Score (and a run's summary from typed `ScoredPrompt`s), adjective odds ratios,
 and fairness gaps on extrinsic tasks.
 
-Formulas: specs/camel.md section 5 (Naous et al., 2024, "Having Beer after Prayer?", sections 4.2-4.4 and
-Appendix F.1). Cultures are labelled "arab" and "western"; every gap is arab minus western.
+Formulas: Naous et al., 2024, "Having Beer after Prayer?", sections 4.2-4.4 and Appendix F.1. Cultures are labelled
+"arab" and "western"; every gap is arab minus western.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """DLAMA metrics: precision at k over ranked candidates, the object entropy of a predicate within a culture, and a
 run's summary from typed per-fact inputs (`RankedFact`, `AnsweredFact`).
 
-Formulas: specs/dlama.md section 5 (Keleg & Magdy, 2023, "DLAMA", section 5.1 and Tables 1-2).
+Formulas: Keleg & Magdy, 2023, "DLAMA", section 5.1 and Tables 1-2.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """X-FaKT metrics: Factual Recall Score, Knowledge Transferability Score and their harmonic mean.
 
-Formulas: specs/xfakt.md section 5 (Aggarwal et al., 2025, "Language Models' Factuality Depends on the Language
-of Inquiry", section 4.2), reconciled with the upstream scorer, which rounds each cell error to 2 decimals.
+Formulas: Aggarwal et al., 2025, "Language Models' Factuality Depends on the Language of Inquiry", section 4.2,
+reconciled with the upstream scorer, which rounds each cell error to 2 decimals.
 """
 
 from __future__ import annotations
@@ -154,13 +154,13 @@ def xfakt(
 ) -> dict[str, Any]:
     """FRS, KTS, X-FaKT and the paper's cell statistics from per-question correctness.
 
-    One row per (question language, entity): whether the answer was judged correct, the question's language
-    code and the entity's country (None, when unknown, is rejected like any unknown label). Cell error
-    e(l, c) = wrong / asked; µ_assoc and µ_non are unweighted means of the associated and the other cells, each
-    cell rounded to 2 decimals first as in the official scorer (`round_cells=False`: exact). Mean ± std and the
-    t-test use unrounded cells (spec 5.1); `round_statistics=True` computes them from the cells rounded to 2
-    decimals, as the official scorer does (upstream `src/eval.py`; deviation X8). Only the languages and countries
-    present are used (`all_languages` says whether all of `associations` were).
+    One row per (question language, entity): whether the answer was judged correct, the question's language code and the
+    entity's country (None, when unknown, is rejected like any unknown label). Cell error e(l, c) = wrong / asked;
+    µ_assoc and µ_non are unweighted means of the associated and the other cells, each cell rounded to 2 decimals first
+    as in the official scorer (`round_cells=False`: exact). Mean ± std and the t-test use unrounded cells (as in the
+    paper's Table 2); `round_statistics=True` computes them from the cells rounded to 2 decimals, as the official scorer
+    does (upstream `src/eval.py`; deviation X8). Only the languages and countries present are used (`all_languages` says
+    whether all of `associations` were).
     """
     check_lengths(correct=correct, language=language, country=country)
     pairs = _associations(associations)

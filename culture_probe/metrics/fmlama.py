@@ -1,7 +1,7 @@
 """FmLAMA metrics: mean average precision over ranked ingredients, mean word similarity (mWS), and a run's summary
 from typed per-dish inputs (`RankedDish`, `ChatReply`).
 
-Formulas: specs/fmlama.md section 5 (Zhou et al., 2024, "Does Mapo Tofu Contain Coffee?", section 4.3).
+Formulas: Zhou et al., 2024, "Does Mapo Tofu Contain Coffee?", section 4.3.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def template_mean_std(values: Sequence[float]) -> dict[str, float]:
 
 
 def map_mws_correlation(map_values: Sequence[float], mws_values: Sequence[float]) -> dict[str, Any]:
-    """Pearson r between paired mAP and mWS cells of a results table (spec 5; the paper's r = 0.66 on Table 2).
+    """Pearson r between paired mAP and mWS cells of a results table (the paper's section 5.2: r = 0.66 on Table 2).
 
     Each position is one cell (e.g. a group x model mean) measured both ways; r says whether the exact-match and
     the fuzzy-match metric rank the cells alike. r is None when either column is constant (undefined).
@@ -236,9 +236,9 @@ class ChatReply:
 def ranking_summary(
     dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *, map_decimals: int | None = None
 ) -> dict[str, Any]:
-    """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the templates of each
-    family (spec 4.4), with the Pearson r between the mAP and mWS cells. `map_decimals` rounds each template's mAP
-    cells before the mean over templates (the v1 scorer's `round(100 * map, 2)`; None keeps them unrounded).
+    """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the templates of each family
+    (as in the paper's Table 2), with the Pearson r between the mAP and mWS cells. `map_decimals` rounds each template's
+    mAP cells before the mean over templates (the v1 scorer's `round(100 * map, 2)`; None keeps them unrounded).
     """
     per_template: dict[str, dict[str, Any]] = {}
     for relation in sorted({d.template for d in dishes}, key=lambda t: (FAMILIES.index(t.split("_")[0]), t)):
@@ -277,7 +277,7 @@ def _per_group(result: Mapping[str, Any], measure: str) -> dict[str, Any]:
 
 
 def family_table(per_template: Mapping[str, Mapping[str, Any]], measure: str) -> dict[str, dict[str, Any]]:
-    """{family: {group: {mean, std, n_templates}}} over the templates of each family (spec 4.4)."""
+    """{family: {group: {mean, std, n_templates}}} over the templates of each family (as in the paper's Table 2)."""
     table: dict[str, dict[str, Any]] = {}
     for family in FAMILIES:
         cells = [v[measure] for rel, v in per_template.items() if rel.startswith(family + "_") and measure in v]

@@ -1,7 +1,6 @@
 """MAPS metrics: proverb-reasoning accuracy (with negative questions and subsets), culture gap, memorisation.
 
-Formulas: specs/maps.md section 5 (Liu et al., 2024, "Are Multilingual LLMs Culturally-Diverse Reasoners?",
-sections 5.1-5.3).
+Formulas: Liu et al., 2024, "Are Multilingual LLMs Culturally-Diverse Reasoners?", sections 5.1-5.3.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from culture_probe.report.views import Heatmap, Reference, Section, Table, optio
 from culture_probe.tasks import Record
 
 SCALES: dict[str, Scale] = {"cbs": "%"}
-# The papers' Tables 10 and 11 (specs/camel.md section 8): the average CBS over the ten entity types, per model,
+# The papers' Tables 10 and 11: the average CBS over the ten entity types, per model,
 # for CAMeL-Co and CAMeL-Ag; drawn as a reference line when a run repeats one of them.
 _MODELS = (
     "UBC-NLP/ARBERT",

@@ -22,7 +22,7 @@ SCALES: dict[str, Scale] = {"p1": "%", "overlap": "%", "exact": "%"}
 _RANK_ONLY = {"score", "keep_scores", "templates", "fill", "candidate_tokenization", "p1_gold"}
 _GENERATE_ONLY = {"max_new_tokens", "generate_first_n"}
 
-# The paper's Table 1 (specs/dlama.md section 6): P@1 (%) of (config, prompt language, model) as
+# The paper's Table 1: P@1 (%) of (config, prompt language, model) as
 # (non-West, West, pair); drawn as reference lines when a run repeats one of these exactly.
 PAPER_P1: dict[tuple[str, str, str], tuple[float, float, float]] = {
     ("dlama_arab_west", "ar", "bert-base-multilingual-cased"): (13.7, 15.1, 14.5),

@@ -22,7 +22,7 @@ _OTHER_KINDS = {
     "causal": {"mlm_letter_pieces", "seq2seq_style", "seq2seq_max_tokens"},
     "seq2seq": {"mlm_letter_pieces"},
 }
-# The paper's Table 4 (specs/maps.md section 5): non-figurative / figurative accuracy (%) per model and language,
+# The paper's Table 4: non-figurative / figurative accuracy (%) per model and language,
 # drawn as reference lines when a run repeats one of them (the released figurative flags differ slightly).
 _TABLE_4 = {
     "bigscience/bloomz-3b": "58.76/57.60 53.12/61.97 53.33/60.52 51.66/47.54 52.43/45.13 55.88/49.26",

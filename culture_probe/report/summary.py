@@ -28,7 +28,7 @@ from culture_probe.report.markdown import figure_link, table_markdown
 from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
 
 SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
-# MAPS' culture-gap study (spec 4.5): the four configs of one direction, in culture_gap_study's order
+# MAPS' culture-gap study (the paper's section 5.3): the four configs of one direction, in culture_gap_study's order
 GAP_STUDIES: dict[Literal["zh_en", "en_zh"], tuple[str, ...]] = {
     "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
     "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
@@ -74,7 +74,9 @@ def summarize_suite(model: Any, runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
 
 
 def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
-    """MAPS' culture and language gaps (spec 4.5) for each direction whose four configs the suite ran in full."""
+    """MAPS' culture and language gaps (the paper's section 5.3) for each direction whose four configs the suite ran in
+    full.
+    """
     from culture_probe.tasks.maps import culture_gap_study
 
     accuracy: dict[str, float] = {

@@ -37,7 +37,7 @@ HEADLINE: dict[str, tuple[str, Scale | None]] = {
 _GENERATE_ONLY = {"judge", "judge_model", "max_new_tokens", "judge_max_new_tokens", "double_bos", "strip_echo"}
 _LLM_JUDGE_ONLY = {"judge_model", "judge_max_new_tokens"}
 _TRANSFER_ONLY = {"round_cells", "round_statistics", "tiers"}
-# The paper's Table 2 (specs/xfakt.md section 6): mean associated and non-associated error (%) of factual recall per
+# The paper's Table 2: mean associated and non-associated error (%) of factual recall per
 # model, drawn as reference lines when a run repeats one of them.
 PAPER_ERRORS: dict[str, tuple[float, float]] = {
     "meta-llama/Meta-Llama-3-70B-Instruct": (2.36, 9.85),

@@ -418,7 +418,7 @@ def ranked_candidates(scores: CandidateScores, by: Literal["mean", "sum"] = "mea
 
 def all_scores(output: CandidateScores) -> dict[str, list[Any]]:
     """Every candidate's summed log-prob, token count and (when kept) per-token log-probs, in the request's
-    candidate order: what any other normalisation needs later (spec convention; large, so opt-in).
+    candidate order: what any other normalisation needs later (large, so opt-in).
     """
     scores: dict[str, list[Any]] = {"sum_logprob": output.sum_logprob.tolist(), "n_tokens": output.n_tokens.tolist()}
     if output.token_logprobs is not None:

@@ -1,10 +1,10 @@
 """CAMeL protocol: score sampled Arab and Western fillers of each Arabic prompt; the CBS counts Western wins.
 
-Spec section 4: masked LMs see the whole prompt and score a filler by left-to-right one-mask infill (mean
-probability over its subwords); causal and seq2seq LMs see only the text left of the mask (mean log-prob). Per
-run r (five by default), entity type tau and culture kappa, `numpy.random.default_rng([seed, r, tau, kappa])`
-draws min(50, pool) entities from the cleaned pool; that sample fills every prompt of the type in the run. CBS per
-prompt, averaged per type, then over runs (`culture_probe.metrics.camel.cbs`).
+The paper's section 4.4 (Culturally-Appropriate Text Infilling): masked LMs see the whole prompt and score a filler by
+left-to-right one-mask infill (mean probability over its subwords); causal and seq2seq LMs see only the text left of the
+mask (mean log-prob). Per run r (five by default), entity type tau and culture kappa, `numpy.random.default_rng([seed,
+r, tau, kappa])` draws min(50, pool) entities from the cleaned pool; that sample fills every prompt of the type in the
+run. CBS per prompt, averaged per type, then over runs (`culture_probe.metrics.camel.cbs`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ NO_CODE = "tareknaous/camel released data only, no scoring, sampling or aggregat
 
 @dataclass(frozen=True)
 class CamelOptions:
-    """Switches of the CAMeL protocol (defaults: spec section 4; the deviation ids say why)."""
+    """Switches of the CAMeL protocol (defaults: the paper's section 4.4; the deviation ids say why)."""
 
     n_runs: int = 5
     sample_size: int = 50
@@ -48,7 +48,7 @@ class CamelOptions:
     tie_value: float = 0.0  # C8
     culture_token: bool = False  # paper 4.4 prompt adaptation
     n_shot: int = 0  # paper 4.4 demonstrations (Arab fillers)
-    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # spec 4.3: plain = encoder prefix, target entity
+    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # plain = encoder prefix, target entity
 
     def __post_init__(self) -> None:
         at_least("n_runs", self.n_runs, 1)
@@ -60,7 +60,7 @@ class CamelOptions:
 
 
 def normalise(text: str) -> str:
-    """Strip and collapse runs of spaces (spec 4.3): prompts keep their raw text in the dataset."""
+    """Strip and collapse runs of spaces: prompts keep their raw text in the dataset."""
     return re.sub(r" {2,}", " ", text.strip())
 
 
@@ -70,7 +70,7 @@ def type_name(value: Any) -> str:
 
 
 def entity_pools(rows: Iterable[Mapping[str, Any]], *, pool: str = "clean") -> dict[tuple[str, str], list[str]]:
-    """{(entity type, culture): sampling pool} from `camel_entities` rows (spec 4.4).
+    """{(entity type, culture): sampling pool} from `camel_entities` rows (see docs/benchmarks/camel.md, Protocol).
 
     "clean": strip, de-duplicate, drop unlabelled rows and strings labelled with both cultures, then sort by code
     point. "raw": every labelled cell as released, in row order.
@@ -158,7 +158,7 @@ def context(
 
 
 def filler_scores(output: CandidateScores, aggregate: str) -> np.ndarray:
-    """Mean probability or mean log-prob of each candidate's tokens (spec 4.3, C3)."""
+    """Mean probability or mean log-prob of each candidate's tokens (deviation C3)."""
     if aggregate == "mean_logprob":
         return np.asarray(output.mean_logprob, dtype=np.float64)
     if output.token_logprobs is None:
@@ -174,7 +174,7 @@ def _causal_context(task: CamelTask) -> bool:
 
 
 class CamelTask(Task):
-    """CAMeL-Co / CAMeL-Ag cultural bias score (spec section 4)."""
+    """CAMeL-Co / CAMeL-Ag cultural bias score (the paper's section 4.4)."""
 
     Options = CamelOptions
     unit, strata = "prompts", ("entity_type",)

@@ -1,10 +1,10 @@
-"""DLAMA protocol (spec dlama.md section 4): each fact's model ranks every object label of its predicate across
+"""DLAMA protocol (the paper's section 5.1): each fact's model ranks every object label of its predicate across
 both cultures of the pair, in the fact's language; P@1 per culture, per predicate and for the pair.
 
 Masked models use mLAMA typed querying (k masks for a k-subword candidate; the paper's protocol); causal models
 score the candidate after the text left of the slot (an extension, D3); seq2seq models the sentinel span.
 
-`mode="generate"` is the paper's optional generation mode (spec 4.6, Appendix D; not part of Table 1): chat models
+`mode="generate"` is the paper's optional generation mode (Appendix D; not part of Table 1): chat models
 answer a question per fact (Arab-West, seven predicates, en/ar) after an "encyclopedia" system message, greedily;
 a reply is right when it contains a gold label (overlap, the paper's measure) or equals one (exact).
 """
@@ -32,7 +32,8 @@ from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe,
 
 TOP_K = 5  # predictions kept per record
 WEST = "west"
-# Generation mode (spec 4.6): the system message per language and {predicate: (en, ar) question}, {} = sub_label.
+# Generation mode (the paper's Appendix D): the system message per language and {predicate: (en, ar) question}, {} =
+# sub_label.
 SYSTEM = {"en": "You are an encyclopedia.", "ar": "تعامل كأنك موسوعة."}
 QUESTIONS = {
     "P30": ('Where is "{}" located in? Reply with a name of a continent only.', 'أين يقع "{}"؟ أجب باسم قارة فقط'),
@@ -69,7 +70,7 @@ class DlamaOptions:
 
     score: Literal["mean", "sum"] = "mean"  # the paper ranks by the mean sub-token log-prob
     keep_scores: bool = False  # write every candidate's sum, token count and per-token log-probs to items.jsonl
-    mode: Literal["rank", "generate"] = "rank"  # generate: the optional chat-model mode of spec 4.6
+    mode: Literal["rank", "generate"] = "rank"  # generate: the optional chat-model mode of the paper's Appendix D
     max_new_tokens: int = 32  # generate mode (the paper does not say; replies are asked to be one name)
     templates: str | None = None  # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
     # D1: "upstream_regex" fills [X] with re.sub("[X]", ...) as the released T5/mT5 path did (brackets stay, every
@@ -157,7 +158,7 @@ class DlamaTask(Task):
         Deviation(
             "D6",
             "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
-            "and mean of every candidate (spec 4.4), which would multiply its size by the candidate count; "
+            "and mean of every candidate, which would multiply its size by the candidate count; "
             "--option keep_scores=true records them all.",
             "ranking without keep_scores",
             lambda t: _ranks(t) and not t.options.keep_scores,
@@ -266,12 +267,12 @@ class DlamaTask(Task):
             yield ScoreProbe(row["id"], request, options, meta=meta)
 
     def _question(self, row: Mapping[str, Any], meta: dict[str, Any]) -> Probe:
-        """The generation-mode probe of one fact, or why it is out of the mode's scope (spec 4.6)."""
+        """The generation-mode probe of one fact, or why it is out of the mode's scope (the paper's Appendix D)."""
         language, predicate = row["language"], row["predicate"]
         if row.get("pair") != "arab_west" or language not in SYSTEM or predicate not in QUESTIONS:
             return Skipped(
                 row["id"],
-                f"no generation question for {predicate} in {language} (spec 4.6 covers "
+                f"no generation question for {predicate} in {language} (the paper's Appendix D covers "
                 f"Arab-West, en/ar, {', '.join(QUESTIONS)})",
                 meta=meta,
             )
@@ -399,23 +400,24 @@ def prompt(template: str, subject: str, fill: Fill = "replace") -> tuple[str, st
 
 
 def question(predicate: str, language: str, subject: str, *, corrected: bool = False) -> str:
-    """The generation-mode question (spec 4.6); `corrected` fixes the P530 typo "dimplomatic" (spec 7)."""
+    """The generation-mode question (the paper's Appendix D); `corrected` fixes the P530 typo "dimplomatic"."""
     text = QUESTIONS[predicate][list(SYSTEM).index(language)].format(subject.strip())
     return text.replace("dimplomatic", "diplomatic") if corrected else text
 
 
 def answer_matches(reply: str, gold: Sequence[str]) -> dict[str, bool]:
-    """Spec 4.6: `overlap` (the paper's measure) iff some gold label is a substring of the reply; `exact` iff the
-    stripped reply equals a gold label.
+    """The generation mode (the paper's Appendix D): `overlap` (the paper's measure) iff some gold label is a substring
+    of the reply; `exact` iff the stripped reply equals a gold label.
     """
     labels = [g for g in gold if g.strip()]
     return {"overlap": any(g in reply for g in labels), "exact": reply.strip() in labels}
 
 
 def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[str, ...]]:
-    """{(language, predicate): every object label of both cultures, sorted by code point} (spec 4.2).
+    """{(language, predicate): every object label of both cultures, sorted by code point}: the candidate set
+    (docs/benchmarks/dlama.md, Protocol).
 
-    Blank labels are not objects (spec 2.3 skips facts left without one) and could not be scored, so they are
+    Blank labels are not objects (a fact left without one is skipped) and could not be scored, so they are
     left out; every other label is kept exactly as stored.
     """
     sets: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -425,7 +427,7 @@ def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], t
 
 
 def label_collisions(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """{"language|predicate": labels that name two or more QIDs} (they collapse into one candidate; spec 7)."""
+    """{"language|predicate": labels that name two or more QIDs} (they collapse into one candidate)."""
     uris: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for row in rows:
         for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):

@@ -1,4 +1,4 @@
-"""FmLAMA protocol (spec fmlama.md section 4): rank a language's whole ingredient pool for every dish, in five
+"""FmLAMA protocol (the paper's section 4): rank a language's whole ingredient pool for every dish, in five
 cloze templates without (`hasParts_k`) and with (`country_k`) the dish's country named.
 
 mAP and mWS per template and origin group, then mean ± sample std over the five templates of a family
@@ -40,14 +40,15 @@ TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl
 # Placeholders: (dish, ingredient slot, country); Hebrew templates number them.
 SLOTS = {"he": ("[1]", "[2]", "[3]")}
 DEFAULT_SLOTS = ("[X]", "[Y]", "[C]")
-# Country fillers of spec 4.1 (F4/F5): English keeps the origin key except three; Chinese for the 8 cs origins.
+# Country fillers of the with-context templates (the paper's section 4.1; F4/F5): English keeps the origin key except
+# three; Chinese for the 8 cs origins.
 COUNTRY_NAMES = {
     "en": {"People's Republic of China": "China", "United States of America": "the United States",
            "United Kingdom": "the United Kingdom"},
     "zh": {"Japan": "日本", "United States of America": "美国", "People's Republic of China": "中国", "France": "法国",
            "Italy": "意大利", "United Kingdom": "英国", "Indonesia": "印度尼西亚", "India": "印度"},
 }  # fmt: skip
-# Chat mode (spec 4.3, the paper's Table 3/13): the two instruction wordings appended to hasParts_1/country_1.
+# Chat mode (the paper's section 5.3, Tables 3 and 13): the two instruction wordings appended to hasParts_1/country_1.
 CHAT_INSTRUCTIONS = {
     "en": (" Please fill the sentence.", " Please fill the sentence with only one entity."),
     "zh": ("请填充这个句子。", "请用一个词填充这个句子。"),
@@ -64,7 +65,9 @@ class FmlamaOptions:
     """FmLAMA switches; defaults are the v1 paper's protocol."""
 
     families: tuple[str, ...] = FAMILIES  # template families to probe: hasParts (no context), country
-    template_set: Literal["faithful", "corrected"] = "faithful"  # corrected: spec 7 template fixes
+    template_set: Literal["faithful", "corrected"] = (
+        "faithful"  # corrected: the template fixes of the corrected variant
+    )
     country_names: dict[str, dict[str, str]] | None = None  # {lang: {origin key: name}} for the [C] slot
     # F1 (ranking): False feeds each dish's gold set string whole, as one candidate and one gold (the v1 runner); True
     # splits it on ", " into ingredients (the paper's tables)
@@ -89,7 +92,7 @@ class FmlamaOptions:
     mode: Literal["rank", "chat"] = "rank"  # chat: generate with the chat template (paper Table 3/13)
     chat_max_new_tokens: int = 64
     chat_decoding: Literal["greedy", "sample"] = "greedy"  # sample: the paper's one draw, seeded by the run's seed
-    chat_temperature: float = 0.7  # of chat_decoding="sample" (spec 4.3: the paper sampled at 0.7)
+    chat_temperature: float = 0.7  # of chat_decoding="sample" (the paper sampled at 0.7, section 5.3)
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.families if f not in FAMILIES]
@@ -165,7 +168,7 @@ class FmlamaTask(Task):
         ),
         Deviation(
             "F5",
-            "Country names per spec 4.1 (en origin keys, zh for the 8 code-switching origins, "
+            "Country names by the library's rules (en origin keys, zh for the 8 code-switching origins, "
             "others from country_names=); rows without a name are skipped for country templates, counted.",
             "country templates",
             lambda t: "country" in t.options.families,
@@ -355,7 +358,9 @@ class FmlamaTask(Task):
         return ScoreProbe(row["id"], request, options, tag=relation, meta=meta)
 
     def chat_probes(self, row: Mapping[str, Any], relation: str, family: str, template: str) -> Iterator[Probe]:
-        """Chat mode: the template with the slot shown as `[]`, then each instruction wording (spec 4.3)."""
+        """Chat mode: the template with the slot shown as `[]`, then each instruction wording (the paper's section
+        5.3).
+        """
         language = prompt_language(row)
         if language not in CHAT_INSTRUCTIONS:
             raise CultureProbeError(
@@ -506,7 +511,7 @@ def prompt_language(row: Mapping[str, Any]) -> str:
 
 
 def country_name(origin: str, language: str, names: Mapping[str, Mapping[str, str]] | None) -> str | None:
-    """The [C] filler: a user table first, then spec 4.1's rules; None when no name is known."""
+    """The [C] filler: a user table first, then the library's rules (F5); None when no name is known."""
     if names and origin in names.get(language, {}):
         return names[language][origin]
     if language == "en":

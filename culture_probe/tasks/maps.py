@@ -1,12 +1,12 @@
 """MAPS protocol: proverbs in conversations; choose the speaker's meaning (a/b) and complete the proverb.
 
-Spec section 4. Reasoning: the upstream prompt (lower-cased, multi-line), the model scores the option letters as
-the next token (`log p(" a" | s)` vs `log p(" b" | s)`, ties to `a`); negative-question variants ask for the wrong
-reading, so a prediction is correct when it differs from the label. Memorisation: the proverb without its last
-word, five English templates, greedy generation (masked models: the argmax vocabulary piece at one mask after
-the prompt); a proverb is memorised when any template's continuation starts with the missing word. The budget
-is `max(4, T + 2)` new tokens, where T is the in-context token count of the missing word (measured by a scoring
-stage first). The culture gap compares runs on the source, target and translated sets (`culture_gap_study`).
+The paper's section 4 (Experimental Setup). Reasoning: the upstream prompt (lower-cased, multi-line), the model scores
+the option letters as the next token (`log p(" a" | s)` vs `log p(" b" | s)`, ties to `a`); negative-question variants
+ask for the wrong reading, so a prediction is correct when it differs from the label. Memorisation: the proverb without
+its last word, five English templates, greedy generation (masked models: the argmax vocabulary piece at one mask after
+the prompt); a proverb is memorised when any template's continuation starts with the missing word. The budget is `max(4,
+T + 2)` new tokens, where T is the in-context token count of the missing word (measured by a scoring stage first). The
+culture gap compares runs on the source, target and translated sets (`culture_gap_study`).
 
 `--protocol upstream` reproduces the released code (UKPLab/maps) where it can: each deviation M1-M12 below holds
 the option values that give upstream's behaviour for the model kinds whose upstream path behaved so (e.g. 4 new
@@ -54,7 +54,7 @@ MEMORISATION_TEMPLATES = (
     "What's missing at the end of this proverb: {proverb}",
     "What's the last word of this proverb: {proverb}",
 )
-# The upstream XLM-R memorisation templates in each proverb's own language (spec 4.7, M5: mem_template_lang="native").
+# The upstream XLM-R memorisation templates in each proverb's own language (deviation M5: mem_template_lang="native").
 NATIVE_MEMORISATION_TEMPLATES = {
     "en": MEMORISATION_TEMPLATES,
     "de": (
@@ -64,7 +64,7 @@ NATIVE_MEMORISATION_TEMPLATES = {
         "Was fehlt am Ende dieses Sprichworts: {proverb}",
         "Was ist das letzte Wort dieses Sprichworts: {proverb}",
     ),
-    # a full-width colon is followed by the proverb with no space (upstream patterns.py; spec 4.7)
+    # a full-width colon is followed by the proverb with no space (upstream patterns.py)
     "zh": (
         "谚语: {proverb}",
         "补全这个谚语：{proverb}",
@@ -97,7 +97,8 @@ NATIVE_MEMORISATION_TEMPLATES = {
 LABELS = ("a", "b")
 TRAILING_PUNCTUATION = ".!?;,"
 N_SETS = 5  # few-shot demonstration sets, averaged
-# Translation sets of the culture-gap study (spec 4.5): direction -> (source, target, machine, human) configs.
+# Translation sets of the culture-gap study (the paper's section 5.3): direction -> (source, target, machine, human)
+# configs.
 GAP_CONFIGS = {
     "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
     "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
@@ -106,8 +107,9 @@ GAP_CONFIGS = {
 
 @dataclass(frozen=True)
 class MapsOptions:
-    """Switches of the MAPS protocol (defaults: spec section 4; `--protocol upstream` sets the values that reproduce
-    the released code, per model kind: see the deviations of `MapsTask`).
+    """Switches of the MAPS protocol (defaults: the paper's section 4, see docs/benchmarks/maps.md, Protocol;
+    `--protocol upstream` sets the values that reproduce the released code, per model kind: see the deviations of
+    `MapsTask`).
     """
 
     question: Literal["pos", "neg", "neg1", "neg2", "neg3", "neg4"] = "pos"
@@ -118,7 +120,7 @@ class MapsOptions:
     mlm_letter_pieces: Literal["word_initial", "bare"] = "word_initial"  # masked models; bare = upstream XLM-R (M4)
     seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # seq2seq letters; plain = upstream mT0 (M8)
     n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5), from data_dir
-    seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (spec 4.2, M12)
+    seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (M12)
 
     def __post_init__(self) -> None:
         at_least("mem_max_new_tokens", self.mem_max_new_tokens, 1, none_ok=True)
@@ -131,7 +133,7 @@ class MapsOptions:
 
 
 def reasoning_prompt(row: Mapping[str, Any], question: str = "pos") -> str:
-    """The upstream reasoning prompt, lower-cased, runs of spaces/tabs collapsed (spec 4.1)."""
+    """The upstream reasoning prompt, lower-cased, runs of spaces/tabs collapsed (the paper's Table 3)."""
     answers = "A: " + row["answer1"] + " B: " + row["answer2"]
     text = (
         (QUESTIONS[question] + BODY)
@@ -164,7 +166,9 @@ def memorisation_templates(language: str, template_lang: str = "en") -> tuple[st
 
 
 def memorisation_prompts(proverb: str, language: str, template_lang: str = "en") -> list[str]:
-    """The five lower-cased memorisation prompts of one proverb, in upstream order (spec 4.3)."""
+    """The five lower-cased memorisation prompts of one proverb, in upstream order (the paper's Table 8 lists 4 and 5
+    the other way round).
+    """
     front, _ = split_proverb(proverb, language)
     return [template.format(proverb=front).lower() for template in memorisation_templates(language, template_lang)]
 
@@ -237,7 +241,9 @@ def scorable_target(target: str, match: str = "prefix") -> bool:
 
 
 def demo_sets(n_rows: int, k: int, n_sets: int = N_SETS) -> list[list[int]]:
-    """The few-shot demo indices: a fresh `RandomState(42)`, then `permutation(n)[:k]` five times (spec 4.4)."""
+    """The few-shot demo indices: a fresh `RandomState(42)`, then `permutation(n)[:k]` five times (the paper's Appendix
+    D.5).
+    """
     rs = np.random.RandomState(42)
     return [rs.permutation(n_rows)[:k].tolist() for _ in range(n_sets)]
 
@@ -262,7 +268,7 @@ def _memorises(task: MapsTask) -> bool:
 
 
 class MapsTask(Task):
-    """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (spec section 4)."""
+    """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (the paper's section 4)."""
 
     Options = MapsOptions
     unit, strata = "proverbs", ("language", "is_figurative")
@@ -507,7 +513,7 @@ class MapsTask(Task):
             sep = "" if record["language"] == "zh" else " "
             prompts = memorisation_prompts(record["proverb"], record["language"], self.options.mem_template_lang)
             for t, prompt in enumerate(prompts, 1):
-                if self.kind == "masked":  # spec 4.3: prompt + " <mask>", the argmax piece (M9)
+                if self.kind == "masked":  # prompt + " <mask>", the argmax piece (M9)
                     yield FillMaskProbe(
                         record["id"], prompt, FillMaskOptions(sep=sep), tag=f"mem{t}", meta={**meta, "template": t}
                     )
@@ -593,7 +599,7 @@ def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) 
 
 
 def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en") -> dict[str, Any]:
-    """Culture and language gaps (spec 4.5) from the accuracies of the four runs of one direction.
+    """Culture and language gaps (the paper's section 5.3) from the accuracies of the four runs of one direction.
 
     `accuracy` maps config names (e.g. "maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht") to their
     positive-question accuracy (`run(...).metrics["accuracy"]`).
@@ -614,7 +620,7 @@ MT_TO_ENGLISH = re.compile(r"maps_([a-z]+)_en_mt")  # a language's items machine
 
 
 def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:
-    """Δ_En per language (spec 5, the paper's Table 11) from run accuracies: `maps_en` minus `maps_<lang>_en_mt`.
+    """Δ_En per language (the paper's Table 11) from run accuracies: `maps_en` minus `maps_<lang>_en_mt`.
 
     `accuracy` maps config names to positive-question accuracy; configs other than those two kinds are ignored,
     so the accuracies of a whole study can be passed at once.

@@ -1,6 +1,6 @@
 """X-FaKT protocol: country facts asked in 13 languages, answered by generation (then judged) or by ranking.
 
-Paper protocol (spec section 4.2-4.3): the question is the only user turn of the model's chat template, greedy,
+Paper protocol (the paper's section 4.1): the question is the only user turn of the model's chat template, greedy,
 at most 128 new tokens; a judge grades each reply against the gold country written in the question language.
 Two judges are built in, chosen by `judge=`:
 
@@ -9,11 +9,10 @@ Two judges are built in, chosen by `judge=`:
   Comparable with the paper only with the paper's judge (`judge_model="Qwen/Qwen2.5-72B-Instruct"`, the default).
 - `"string"`: offline string matching against the gold's names in every language (`StringJudge`).
 
-`mode="rank"` is the closed-set extension of spec 4.4: the 13 countries are ranked by the mean log-prob of their
-names as the start of the assistant reply to the chat-templated question (`rank_prompt="plain"` scores them after
-the plain question instead, for causal models without a chat template: deviation X7). Factual recall gives FRS,
-KTS and X-FaKT (`culture_probe.metrics.xfakt`); the in-context and counter-factual configs give per-language
-error rates.
+`mode="rank"` is a closed-set extension, not the paper's protocol: the 13 countries are ranked by the mean log-prob of
+their names as the start of the assistant reply to the chat-templated question (`rank_prompt="plain"` scores them after
+the plain question instead, for causal models without a chat template: deviation X7). Factual recall gives FRS, KTS and
+X-FaKT (`culture_probe.metrics.xfakt`); the in-context and counter-factual configs give per-language error rates.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ COUNTRIES = COUNTRY_NAMES
 ASSOCIATIONS = dict(zip(LANGUAGES, COUNTRIES, strict=True))
 PAPER_JUDGE = "Qwen/Qwen2.5-72B-Instruct"
 ERROR_MARK = "[4]"
-# Judge verdicts, checked in this order (spec 4.3); an output with none of them is an error.
+# Judge verdicts, checked in this order (the rubric of PROMPT_OURS); an output with none of them is an error.
 VERDICTS = (("[1]", "same_language"), ("[2]", "english"), ("[3]", "other_language"))
 
 
@@ -177,12 +176,12 @@ def _generates(task: XfaktTask) -> bool:
 
 
 class XfaktTask(Task):
-    """X-FaKT factual recall, in-context recall and counter-factual adherence (spec section 4)."""
+    """X-FaKT factual recall, in-context recall and counter-factual adherence (the paper's sections 3 and 4.1)."""
 
     Options = XfaktOptions
     unit, strata = "questions", ("language", "country")
     options: XfaktOptions
-    kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer (spec 4.4)
+    kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer
     deviations = (
         Deviation(
             "X1",
@@ -231,7 +230,7 @@ class XfaktTask(Task):
             "X7",
             "mode='rank' scores each answer after the plain question (`question + ' ' + answer`; "
             "seq2seq models: the engine's sentinel span) instead of as the start of the reply to the "
-            "chat-templated question (spec 4.4).",
+            "chat-templated question.",
             "mode='rank' with rank_prompt='plain' or a seq2seq model",
             lambda t: t.options.mode == "rank" and not t.chat,
             upstream_note="upstream has no ranking mode (its scripts generate, then judge): an extension "
@@ -239,8 +238,8 @@ class XfaktTask(Task):
         ),
         Deviation(
             "X8",
-            "Mean ± std and the t-test of the cells are computed from unrounded cell errors (spec 5.1), "
-            "FRS/KTS from cells rounded to 2 decimals (round_cells); upstream eval.py:64, :79-83 computes "
+            "Mean ± std and the t-test of the cells are computed from unrounded cell errors, as in the paper's "
+            "Table 2, FRS/KTS from cells rounded to 2 decimals (round_cells); upstream eval.py:64, :79-83 computes "
             "all of them from the rounded cells.",
             "factual recall",
             lambda t: t.part == "factual_recall",
@@ -317,7 +316,7 @@ class XfaktTask(Task):
             meta = self._meta(row)
             if self.options.mode == "rank":
                 forms = tuple(dict.fromkeys(form for names in self._rank_forms(row).values() for form in names))
-                # chat: the reply starts right after the generation prompt, no separator (spec 4.4)
+                # chat: the reply starts right after the generation prompt, no separator
                 request = (
                     ScoreRequest(row["question"], forms, chat=True)
                     if self.chat
@@ -460,7 +459,7 @@ def error_table(answers: Sequence[Record], wrong: Callable[[Record], float]) -> 
 
 
 def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores) -> dict[str, float]:
-    """{answer label: the best mean log-prob over its surface forms} (spec 4.4)."""
+    """{answer label: the best mean log-prob over its surface forms} (the ranking mode)."""
     means = dict(zip(output.candidates, (float(x) for x in output.mean_logprob), strict=True))
     return {label: max(means[form] for form in names) for label, names in forms.items()}
 

@@ -532,14 +532,15 @@ def test_the_release_in_the_mirror_has_the_papers_counts(mirror: Path, pair: str
 def test_asia_west_without_korean_labels_says_so_and_runs_in_english(mirror: Path) -> None:
     with pytest.raises(
         MissingDataError,
-        match=r"No ko facts: the copy of the release in the shared mirror "
-        r"\(manual/dlama/dlama-v1\) has no Korean labels of asia-west.*"
+        match=r"No ko facts: the copy of the release in the local mirror \(CULTURE_PROBE_MIRROR, "
+        r"manual/dlama/dlama-v1\) has no Korean labels of asia-west.*"
         r"--language en",
     ):
         load_benchmark("dlama_asia_west")
     description = next(e.description for e in list_benchmarks() if e.name == "dlama_asia_west")
     assert (
-        "Note: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels" in description
+        "Note: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
+        "Korean labels" in description
     )
 
 

@@ -219,11 +219,14 @@ def _asia_west_config(probed):
 def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
     from culture_probe.report.markdown import header
 
-    assert "Note: the copy of the release in the shared mirror" in _asia_west_config(["en"])["benchmark"]["description"]
+    assert (
+        "Note: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR"
+        in _asia_west_config(["en"])["benchmark"]["description"]
+    )
     english = header(_asia_west_config(["en"]))
     assert (
-        "- **note**: the copy of the release in the shared mirror (manual/dlama/dlama-v1) has no Korean labels "
-        "of asia-west"
+        "- **note**: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
+        "Korean labels of asia-west"
     ) in english
     assert english.endswith("(ko not probed in this run)")
     assert "**note**" not in header(_asia_west_config(["en", "ko"]))  # a full release: both languages probed

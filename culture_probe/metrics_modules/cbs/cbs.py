@@ -6,7 +6,7 @@ Inputs, one row per (prompt, filler): `prompt_id`, `culture` ("arab" or "western
 score). Options: `entity_type` and `run` (per row), `tie_value` (0: ties are not Western; 0.5 gives an AUC).
 Returns `cbs` (mean of the type values), `per_type` (mean over runs), `per_type_std`, `per_run`, `std`, `n_pairs`.
 
-Example (specs/camel.md 5.2):
+Example (constructed):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("cbs")
     >>> result = metric.compute(

@@ -7,7 +7,7 @@ Inputs: `predictions` and `references` (option letters "a"/"b") and `negative` (
 for the wrong interpretation: correct when the prediction differs from the label). Options: `is_figurative` and
 `memorised` (per item) add subsets. An empty subset gives None.
 
-Example (specs/maps.md 5; the tied third item went to "a"):
+Example (constructed; the tied third item went to "a"):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("maps")
     >>> result = metric.compute(

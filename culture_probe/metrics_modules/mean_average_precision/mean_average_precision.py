@@ -6,7 +6,7 @@ Inputs: `predictions` (per dish the ranked ingredient pool, best first) and `ref
 duplicates count once; a gold item missing from the ranking contributes 0). Option `groups` (per-dish key, e.g.
 the country of origin). Returns `map`, `p_at_1`, `p_at_5` (percent), `n`, `n_skipped` (dishes without gold).
 
-Example (specs/fmlama.md 5.1):
+Example (constructed):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("mean_average_precision")
     >>> result = metric.compute(

@@ -9,7 +9,7 @@ paper: cc.<language>.300.bin, or a folder holding it; needs `pip install fasttex
 With neither, the model named by the CULTURE_PROBE_FASTTEXT environment variable. A string without a vector makes
 its dish NaN, counted in `n_nan`.
 
-Example (specs/fmlama.md 5.1, toy 2-d vectors):
+Example (constructed, toy 2-d vectors):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("mws")
     >>> vectors = {"tofu": [1, 0], "beef": [0.8, 0.6], "rice": [0.6, 0.8], "cheese": [0, 1],

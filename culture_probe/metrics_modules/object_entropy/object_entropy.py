@@ -6,7 +6,7 @@ Inputs, one row per fact: `objects` (its valid object URIs), `predicate`, `cultu
 that is most frequent within the (predicate, culture) set (ties: lowest QID, Q4 before Q10); H is the entropy of
 the kept objects. `entropy` holds each culture's unweighted mean over predicates, `per_predicate` the cells.
 
-Example (specs/dlama.md 5.3):
+Example (constructed):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("object_entropy")
     >>> result = metric.compute(

@@ -7,7 +7,7 @@ item its valid answers). Options: `k` (1), `groups` (per-item key such as the cu
 `scores` and `n_tokens` (per-item lists aligned with `predictions`: the module then ranks by score, ties to
 fewer tokens, then code-point order). Items without valid answers are skipped and counted in `n_skipped`.
 
-Example (specs/dlama.md 5.3):
+Example (constructed):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("precision_at_k")
     >>> candidates = ["Africa", "Asia", "Europe", "North America"]

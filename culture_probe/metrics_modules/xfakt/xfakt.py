@@ -9,7 +9,7 @@ the official scorer does), `tiers` ("paper" or "upstream"), `round_statistics` (
 from the rounded cells too, as the official scorer; default unrounded). Returns `frs`, `kts`, `xfakt`,
 `mu_assoc`, `mu_non`, `error_table`, the paper's mean ± std (percent) and t-test, and per-tier statistics.
 
-Example (specs/xfakt.md 5.2: 7 facts per country, error counts per question language and country):
+Example (constructed: 7 facts per country, error counts per question language and country):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("xfakt")
     >>> wrong = {("en", "United States"): 0, ("en", "Japan"): 1, ("en", "Kenya"): 3,
