@@ -1,8 +1,10 @@
-"""Reports: bootstrap intervals, figures, markdown tables, `report` on a run directory, `compare` of runs."""
+"""Reports: intervals, figures, markdown tables, `report` on a run directory, `compare` of runs."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +14,9 @@ from culture_probe.report import load_run, main
 from culture_probe.report.markdown import reproduce, table_markdown
 from culture_probe.report.plots import draw_bars, draw_heatmap, label
 from culture_probe.report.views import Bars, Heatmap, Reference, Table, language_country_grid, result_bars
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -151,12 +156,6 @@ def test_reproduce_round_trips_through_the_cli_parser():
 
 
 def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
-    from dlama_fixture import TableScorer, spec_table, write_dlama
-
     from culture_probe.data.registry import load_benchmark
     from culture_probe.runner import run
 
@@ -240,12 +239,6 @@ def test_report_of_a_folder_that_is_not_a_run(tmp_path):
 
 
 def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
-    from dlama_fixture import TableScorer, spec_table, write_dlama
-
     from culture_probe.runner import run
 
     out = tmp_path / "run"
@@ -450,12 +443,6 @@ def test_maps_rounds_as_metrics_json_and_shows_the_n_of_every_rate():
 
 
 def test_dlama_per_predicate_cells_show_their_facts_and_mark_few(tmp_path):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
-    from dlama_fixture import TableScorer, spec_table, write_dlama
-
     from culture_probe.report.views import Heatmap, sections_for
     from culture_probe.runner import run
 
@@ -507,12 +494,6 @@ def test_a_figure_that_fails_costs_that_figure_only(tmp_path, monkeypatch):
 
 
 def test_a_view_that_fails_leaves_the_run_and_its_headline_numbers(tmp_path, monkeypatch):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
-    from dlama_fixture import TableScorer, spec_table, write_dlama
-
     import culture_probe.report.dlama as views
     from culture_probe.runner import run
 
