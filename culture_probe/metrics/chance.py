@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 from functools import cache
 
-import numpy as np
-
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics.results import UnitTable, table_statistic
+from culture_probe.metrics.results import UnitTable, point_value
 
 P_AT_1 = (
     "exact expectation under a uniformly random ranking of each item's own candidates: g/N for g gold among N "
@@ -71,7 +69,4 @@ def chance_value(table: UnitTable) -> float | None:
     on these units, averaged exactly as the metric averages (replicates, then units, then macro groups). None
     without a unit.
     """
-    groups = [g for g in table.groups() if np.isfinite(table.values[g]).any()]
-    if not groups:
-        return None
-    return float(table_statistic(table.values, [g[None, :] for g in groups])[0])
+    return point_value(table)

@@ -229,13 +229,19 @@ def _too_few(table: UnitTable, groups: Sequence[np.ndarray], labels: Sequence[st
     return f"one unit in {table.macro} {', '.join(lone[:3])}{' ...' if len(lone) > 3 else ''}: its spread is unknown"
 
 
+def point_value(table: UnitTable) -> float | None:
+    """The paper's statistic of `table` over the units that have a value (None without any)."""
+    groups, _ = _groups_with_units(table)
+    return float(table_statistic(table.values, [g[None, :] for g in groups])[0]) if groups else None
+
+
 def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """`{value, stderr, ci_low, ci_high, n}` of one table (and `no_interval`, the reason, when it has none)."""
     groups, labels = _groups_with_units(table)
     n = int(sum(g.size for g in groups))
-    if not n:
+    value = point_value(table)
+    if value is None:
         return {"value": None, "stderr": None, "ci_low": None, "ci_high": None, "n": 0}
-    value = float(table_statistic(table.values, [g[None, :] for g in groups])[0])
     reason = _too_few(table, groups, labels)
     if reason:
         interval = no_interval(reason)
