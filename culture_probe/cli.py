@@ -21,6 +21,7 @@ EXAMPLES = """examples:
   culture-probe run dlama fmlama_en camel_co_prompts --model bert-base-multilingual-cased --out runs/suite
   culture-probe run xfakt_factual_recall --model planted:xfakt_factual_recall --option judge=string --out runs/planted
   culture-probe run camel_co_prompts --model planted:camel_co_prompts --limit smoke --out runs/smoke
+  culture-probe run camel_co_prompts,camel_ag_prompts --model-args pretrained=UBC-NLP/ARBERT --limit 0.1 --out runs/a
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
   culture-probe export hub_folder --configs dlama_arab_west camel_entities
@@ -32,7 +33,7 @@ EXAMPLES = """examples:
 # subcommand -> "module:function" that takes the parsed arguments and returns an exit code.
 HANDLERS = {
     "list": "culture_probe.data.listing:main",
-    "run": "culture_probe.suite:main",
+    "run": "culture_probe.run_command:main",
     "report": "culture_probe.report:main",
     "compare": "culture_probe.report:compare_main",
     "export": "culture_probe.data.export:main",
@@ -66,25 +67,41 @@ def build_parser() -> argparse.ArgumentParser:
         "configs",
         nargs="+",
         metavar="CONFIG",
-        help="benchmark configs, e.g. dlama_arab_west, or groups, e.g. dlama (see `culture-probe list`); "
-        "several make a suite: one model load, one run directory per config under --out, and a summary",
+        help="benchmark configs, e.g. dlama_arab_west, or groups, e.g. dlama (see `culture-probe list`), separated "
+        "by spaces or commas; several make a suite: one model load, one run directory per config under --out, and "
+        "a summary; a config whose data cannot be had is skipped, saying why (exit code 3)",
     )
-    run.add_argument("--model", required=True, help="HF id, local dir, or planted:<config> (offline)")
+    run.add_argument(
+        "--model", help="HF id, local dir, or planted:<config> (offline); or name it with --model-args pretrained="
+    )
     run.add_argument("--revision", help="Hub revision of --model (branch, tag or commit), recorded in config.json")
     run.add_argument(
         "--model-args",
-        help="how --model is loaded, the harness's way: key=value,... with dtype, "
-        "revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
+        help="how the model is loaded, the harness's way: key=value,... with pretrained=NAME (in place of "
+        "--model), dtype, revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
         "peft=ADAPTER_DIR (recorded in config.json)",
     )
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="a suite stops (exit code 2) at the first config whose data cannot be had, instead of skipping it",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="load the data and the model's tokenizer only (no weights), print each stage's probe count and the "
+        "first --show probes exactly as the model will get them, and write nothing",
+    )
+    run.add_argument("--show", type=int, metavar="N", help="with --dry-run: probes shown per config (default 3)")
     run.add_argument("--language", help="restrict to one language where the benchmark has several")
     run.add_argument(
         "--limit",
         type=limit_value,
-        metavar="N|smoke",
+        metavar="N|FRACTION|smoke",
         help="smoke runs: probe N items drawn with --seed in turn from each "
         "language, culture, predicate or type (items: DLAMA facts, FmLAMA dishes, CAMeL prompts, "
-        "X-FaKT questions, MAPS proverbs); smoke: the fewest that give every headline number (e.g. X-FaKT "
+        "X-FaKT questions, MAPS proverbs); a fraction 0 < x < 1: that share of each of them, rounded up; "
+        "smoke: the fewest that give every headline number (e.g. X-FaKT "
         "factual recall 169, one question per language x country cell); a smaller N says what it will lack",
     )
     run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
@@ -224,14 +241,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def limit_value(text: str) -> int | str:
-    """`--limit`: a whole number (checked by the runner, which names the bad value), or "smoke"."""
+def limit_value(text: str) -> int | float | str:
+    """`--limit`: a whole number or a fraction (both checked by the runner, which names a bad value), or "smoke"."""
     if text == "smoke":
         return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r} (give a whole number, or smoke)") from None
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)")
 
 
 def _version() -> str:

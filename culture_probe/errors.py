@@ -13,11 +13,14 @@ class CultureProbeError(Exception):
 class UnknownNameError(CultureProbeError, KeyError):
     """A name (benchmark config, metric, model kind, ...) that is not one of the valid options."""
 
-    def __init__(self, what: str, name: str, valid: Iterable[str], fix: str = ""):
+    def __init__(self, what: str, name: str, valid: Iterable[str], fix: str = "", *, list_valid: bool = True):
+        """`list_valid=False` leaves out the list of valid names (dozens of configs), keeping the close matches and
+        `fix`, which then says where the list is.
+        """
         valid = sorted(valid)
         close = difflib.get_close_matches(name, valid, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        message = f"Unknown {what} {name!r}.{hint} Valid {what}s: {', '.join(valid)}."
+        message = f"Unknown {what} {name!r}.{hint}" + (f" Valid {what}s: {', '.join(valid)}." if list_valid else "")
         if fix:
             message += f" {fix}"
         super().__init__(message)
@@ -37,7 +40,9 @@ class SourceFormatError(CultureProbeError, ValueError):
 
 
 class MissingDataError(CultureProbeError, FileNotFoundError):
-    """Data that must be obtained by hand (or from the mirror) is not where it should be."""
+    """Data that must be obtained by hand (or from the mirror) is not where it should be. A suite skips a config
+    whose data raises it, saying why (`culture-probe run --strict` stops instead); other errors stop a suite.
+    """
 
 
 class TemplateError(CultureProbeError, ValueError):
@@ -66,3 +71,9 @@ class InvalidValueError(CultureProbeError, ValueError):
 
 class InputTooLongError(CultureProbeError, ValueError):
     """A candidate, right-hand text or set of special tokens that leaves no room for any context in the model."""
+
+
+class PublishError(CultureProbeError):
+    """A push that cannot go ahead (licence, token, network, the Hub's answer, a metric that cannot stand alone): one
+    line that says what to do.
+    """

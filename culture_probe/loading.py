@@ -25,7 +25,7 @@ def load_rows(
     """
     module, _ = resolve(config)
     only = {"languages": (language,)} if language is not None and module.BUILDER.LANGUAGE_FILTER else {}
-    return [dict(row) for row in load_benchmark(config, data_dir=data_dir, corrected=corrected, **only)["test"]]
+    return load_benchmark(config, data_dir=data_dir, corrected=corrected, **only)["test"].to_list()
 
 
 @dataclass(frozen=True)

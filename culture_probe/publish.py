@@ -9,9 +9,7 @@ the folder and prints what would be uploaded, without token or network.
 
 from __future__ import annotations
 
-import ast
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,15 +19,12 @@ from typing import Any
 
 from culture_probe.data.export import EXPORT_MARKER, check_export_folder, export, parse_data_dirs
 from culture_probe.data.registry import benchmark_modules, list_benchmarks
-from culture_probe.errors import CultureProbeError, UnknownNameError
-from culture_probe.metrics import MODULES_DIR, list_metrics
+from culture_probe.errors import PublishError, UnknownNameError
+from culture_probe.metric_spaces import write_metric_space
+from culture_probe.metrics import list_metrics
 
 # Remote files an upload replaces: rows and shipped files of configs no longer in the export go with it.
 STALE_PATTERNS = ("*.parquet", "*/curation.json")
-
-
-class PublishError(CultureProbeError):
-    """A push that cannot go ahead (licence, token, network, the Hub's answer): one line that says what to do."""
 
 
 @dataclass(frozen=True)
@@ -97,8 +92,8 @@ def push_metrics(
     dry_run_dir: str | os.PathLike | None = None,
 ) -> list[Upload]:
     """Publish each metric module as the Space `owner/<metric>`, so that `evaluate.load("owner/<metric>")` loads
-    it anywhere (the module imports `culture_probe`, which the user installs). With `dry_run_dir`: one folder per
-    metric there, nothing uploaded.
+    it anywhere, without culture_probe (`write_metric_space`). With `dry_run_dir`: one folder per metric there,
+    nothing uploaded.
     """
     names = list(dict.fromkeys(metrics or list_metrics()))
     for name in names:
@@ -230,31 +225,6 @@ def _upload(api: Any, upload: Upload, message: str, *, guard: str | None = None,
             **options,
         )
     return replace(upload, private=private, url=str(getattr(commit, "commit_url", commit)))
-
-
-def write_metric_space(folder: Path, owner: str, name: str) -> Path:
-    """A Space holding one metric module as `evaluate` expects it: `<name>.py`, a README with the module's
-    docstring, `app.py` (evaluate's widget) and `requirements.txt` (culture_probe, which the module imports).
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    source = MODULES_DIR / name / f"{name}.py"
-    shutil.copyfile(source, folder / f"{name}.py")
-    doc = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""
-    from culture_probe import __version__
-
-    (folder / "README.md").write_text(
-        f"---\ntitle: {name}\nsdk: gradio\napp_file: app.py\npinned: false\ntags:\n- evaluate\n- metric\n---\n\n"
-        f'# {name}\n\n{doc}\n\nLoad it with `evaluate.load("{owner}/{name}")` after `pip install culture_probe`; '
-        f"the formula is `culture_probe.metrics` (published from culture_probe {__version__}).\n",
-        encoding="utf-8",
-    )
-    (folder / "app.py").write_text(
-        "import evaluate\nfrom evaluate.utils import launch_gradio_widget\n\n"
-        f"launch_gradio_widget(evaluate.load({owner + '/' + name!r}))\n",
-        encoding="utf-8",
-    )
-    (folder / "requirements.txt").write_text(f"culture_probe>={__version__}\nevaluate\n", encoding="utf-8")
-    return folder
 
 
 def _files(folder: Path) -> tuple[tuple[str, int], ...]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,19 +28,26 @@ REPORT_FILE, PLOTS_DIR = "report.md", "plots"
 MARKER = ".culture_probe_run"  # names a folder as a run of this library: only such folders (or empty ones) are written
 LOCK_FILE = ".lock"  # held by the process writing the run: a second writer fails at once
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
-# run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded)
+# run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded). The options are
+# compared stage by stage (`changed_stages`).
 RESUME_KEYS = (
     "config",
     "model",
     "model_args",
     "run.protocol",
-    "options",
     "benchmark.rows_sha256",
     "run.language",
     "run.limit",
     "run.seed",
     "run.corrected",
 )
+# config.json keys that follow the options: a resume that changed some (a later stage's, or metrics-only ones)
+# rewrites them
+OPTION_KEYS = ("options", "stage_options", "stage_models", "protocol", "deviations")
+
+
+class ResumeNotice(UserWarning):
+    """A resumed run whose options changed where that is allowed: which, and the records dropped to be redone."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +82,12 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
-        check_resumable(read_json(existing), meta, run_dir)
-        return done
+        old = read_json(existing)
+        redo = check_resumable(old, meta, run_dir, ran={r.stage for r in done})
+        kept = [r for r in done if r.stage not in redo]
+        if main:
+            _say_changes(old, meta, run_dir, {stage: sum(r.stage == stage for r in done) for stage in redo})
+        return kept
     run_dir.mkdir(parents=True, exist_ok=True)
     if main:
         write_text(run_dir / MARKER, "A culture_probe run directory (culture-probe run --out).\n")
@@ -157,8 +169,12 @@ def lock(run_dir: Path | None) -> Iterator[None]:
         ) from None
 
 
-def check_resumable(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path) -> None:
-    """Refuse to continue a run with different settings (its records would mix two configurations)."""
+def check_resumable(
+    old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path, ran: Collection[str] = ()
+) -> tuple[str, ...]:
+    """Refuse to continue a run with different settings (its records would mix two configurations); returns the
+    stages to redo: those of the stages that `ran` (have records) whose options changed, other than the first.
+    """
     for key in RESUME_KEYS:
         before, after = _get(old, key), _get(new, key)
         if key == "model":
@@ -170,10 +186,72 @@ def check_resumable(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Pat
         if key == "run.seed" and not new.get("seed_used", True):
             continue  # the protocol draws nothing at random: the seed cannot change a number
         if before != after:
-            raise CultureProbeError(
-                f"Cannot resume {run_dir}: {key} was {before!r} and is now {after!r}. "
-                "Resume with the original settings, or start a new run with another --out."
+            raise _refusal(run_dir, f"{key} was {before!r} and is now {after!r}")
+    return changed_stages(old, new, run_dir, ran)
+
+
+def changed_stages(
+    old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path, ran: Collection[str]
+) -> tuple[str, ...]:
+    """The stages of the old run to redo because options of theirs changed (config.json's `stage_options`), and
+    every stage after the first of them (they were built on its records). A change to the first stage's options
+    is refused, as is any change of options in a run that did not record its stages' options (made before them).
+    """
+    before, after = old.get("options") or {}, new.get("options") or {}
+    if "stage_options" not in old:
+        if before != after:
+            raise _refusal(run_dir, f"options was {before!r} and is now {after!r}")
+        return ()
+    now = new.get("stage_options") or {}
+    redo: list[str] = []
+    for position, (stage, names) in enumerate(old["stage_options"].items()):
+        changed = [n for n in dict.fromkeys([*names, *now.get(stage, [])]) if before.get(n) != after.get(n)]
+        if stage not in ran or not (changed or redo or stage not in now):
+            continue
+        if position == 0:
+            what = (
+                f"option {changed[0]} of its {stage} stage, which already ran, was {before.get(changed[0])!r} and "
+                f"is now {after.get(changed[0])!r}"
+                if changed
+                else f"its {stage} stage, which already ran, is no longer asked"
             )
+            raise _refusal(run_dir, what)
+        redo.append(stage)
+    return tuple(redo)
+
+
+def _refusal(run_dir: Path, what: str) -> CultureProbeError:
+    return CultureProbeError(
+        f"Cannot resume {run_dir}: {what}. Resume with the original settings, or start a new run with another --out."
+    )
+
+
+def _say_changes(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path, dropped: Mapping[str, int]) -> None:
+    """Tell the terminal which options a resumed run changed, and which stages' records it drops and redoes."""
+    before, after = old.get("options") or {}, new.get("options") or {}
+    keys = [k for k in dict.fromkeys([*before, *after]) if before.get(k) != after.get(k)]
+    if not keys:
+        return
+    changes = ", ".join(f"{k}={after.get(k)!r} (was {before.get(k)!r})" for k in keys)
+    redone = "".join(
+        f"; the {n} record(s) of its {stage} stage are dropped"
+        + (" and asked again" if stage in new.get("stage_options", {}) else "")
+        for stage, n in dropped.items()
+    )
+    warnings.warn(f"Resuming {run_dir} with {changes}{redone}.", ResumeNotice, stacklevel=4)
+
+
+def follow_options(run_dir: Path, meta: Mapping[str, Any], kept: Sequence[Record]) -> None:
+    """After a resume that changed options (`prepare` allowed it): items.jsonl without the records it dropped, then
+    config.json's option keys (`OPTION_KEYS`) as `meta` has them. Items first: a crash in between leaves records
+    that the old options describe.
+    """
+    config = read_json(run_dir / CONFIG_FILE)
+    if config.get("options") == meta.get("options"):
+        return
+    if len(read_records(run_dir / ITEMS_FILE)) != len(kept):
+        write_text(run_dir / ITEMS_FILE, "".join(_line(record) for record in kept))
+    write_json(run_dir / CONFIG_FILE, {**config, **{key: meta[key] for key in OPTION_KEYS if key in meta}})
 
 
 def _get(tree: Mapping[str, Any], dotted: str) -> Any:
@@ -228,13 +306,18 @@ class RecordWriter:
     def append(self, record: Record) -> None:
         """Write one record."""
         if self.handle is not None:
-            self.handle.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+            self.handle.write(_line(record))
             self.handle.flush()
 
     def close(self) -> None:
         """Close the file."""
         if self.handle is not None:
             self.handle.close()
+
+
+def _line(record: Record) -> str:
+    """One record as its line of items.jsonl."""
+    return json.dumps(record.to_json(), ensure_ascii=False) + "\n"
 
 
 def read_json(path: Path) -> Any:

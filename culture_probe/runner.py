@@ -5,15 +5,19 @@ resolve the config and options -> validate them -> load rows and the task's decl
 stage's probes -> load the model -> engine, stage by stage -> typed records -> metrics -> report.
 A bad option, language or limit fails before any data or model is loaded; a bad template or resource before the
 model is loaded, which is also when a `limit` too small for the benchmark's headline numbers says what the run will
-lack (`limit="smoke"` picks the smallest that has them all: `Task.smoke_limit`). The run directory
-(`culture_probe.rundir`) makes an interrupted run resumable: probes already in items.jsonl are skipped, and the
-engine cache makes a half-finished batch cheap. Under
+lack (`limit="smoke"` picks the smallest that has them all: `Task.smoke_limit`). A model a stage cannot use (no chat
+template where the protocol asks through one, a kind it cannot ask, a judge that cannot be found) is refused then
+too, from configs and tokenizers (`check_models`), before any folder is made; a stage's own model (an LLM judge) is
+resolved there, with the memory its weights take. The run directory (`culture_probe.rundir`) makes an interrupted
+run resumable: probes already in items.jsonl are skipped, a later stage whose options changed (another judge) is
+asked again, and the engine cache makes a half-finished batch cheap. Under
 `accelerate launch --num_processes N -m culture_probe run ...` every process runs this same code; the engine shards
 each batch of requests and gathers the results in request order, and only rank 0 writes files.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,7 +26,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
@@ -30,11 +34,17 @@ from typing import Any, cast
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
 from culture_probe.data.sources import cache_root
-from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs, ModelKind
-from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
+from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs, ModelKind, Truncation
+from culture_probe.errors import (
+    CultureProbeError,
+    InvalidValueError,
+    MissingDataError,
+    UnknownNameError,
+    UnsupportedModelError,
+)
 from culture_probe.loading import SideData, load_rows, load_side_data
 from culture_probe.tasks import Task, task_for, task_from_config
-from culture_probe.tasks.base import PROTOCOLS
+from culture_probe.tasks.base import PROTOCOLS, ModelNeed
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
@@ -53,7 +63,7 @@ class RunSettings:
     """The runner's own switches, checked when made; those that change a number are recorded in config.json."""
 
     language: str | None = None
-    limit: int | str | None = None  # N items, or "smoke": the config's smoke limit (config.json records the number)
+    limit: int | float | str | None = None  # N items, a share (0 < x < 1) of each stratum, or "smoke" (recorded: N)
     batch_tokens: int | None = None
     seed: int = 0
     kind: str = "auto"
@@ -72,10 +82,15 @@ class RunSettings:
     def __post_init__(self) -> None:
         for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1)):
             value = getattr(self, name)
-            if name == "limit" and value == SMOKE:
-                continue
+            if name == "limit" and (value == SMOKE or isinstance(value, float) and 0 < value < 1):
+                continue  # a float in (0, 1) is a share of each stratum's items
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-                smoke = f' (or "{SMOKE}": the fewest items that give every headline number)' if name == "limit" else ""
+                smoke = (
+                    f' (or "{SMOKE}": the fewest items that give every headline number, or a fraction 0 < x < 1 of '
+                    "each stratum's items)"
+                    if name == "limit"
+                    else ""
+                )
                 raise InvalidValueError(f"{name} must be a whole number >= {low}, got {value!r}{smoke}.")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
@@ -119,7 +134,7 @@ def run(
     out: str | os.PathLike | None = None,
     resume: bool = False,
     language: str | None = None,
-    limit: int | str | None = None,
+    limit: int | float | str | None = None,
     batch_tokens: int | None = None,
     seed: int = 0,
     kind: str = "auto",
@@ -137,6 +152,7 @@ def run(
     model_args: str | Mapping[str, Any] | ModelArgs | None = None,
     scorer: Any = None,
     protocol: str = "default",
+    prepared: Plan | None = None,
     **options: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
@@ -144,13 +160,16 @@ def run(
     Keyword `options` are the protocol's switches (the task's `Options` fields, e.g. `judge="string"`);
     `rows` replaces the loaded `test` split (tests, custom data). With `out`, the run directory is written.
     `limit` probes N items drawn in turn from each stratum; `limit="smoke"` the fewest that give every headline
-    number (the benchmark's smoke limit), and a smaller N warns (`SmallLimitWarning`) before the model loads.
+    number (the benchmark's smoke limit), and a smaller N warns (`SmallLimitWarning`) before the model loads;
+    `limit=0.1` probes that share of each stratum's items, rounded up.
     `revision` pins a Hub model (branch, tag or commit); config.json records it with the resolved commit.
     Scores are cached per model under `cache_dir` (default: `scores/` in the user cache folder), shared by every
     run and config of that model; `no_cache=True` skips the cache. A model named `openai:<name>` is asked through
     the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time.
     `model_args` says how the model is loaded (`"dtype=bfloat16,peft=./adapter"`, a mapping, or a `ModelArgs`).
-    `scorer` is `model` already loaded (a suite loads its model once); the run records `model` as named.
+    `scorer` is `model` already loaded (a suite loads its model once); the run records `model` as named, and
+    `prepared` is this run's plan, made already with the same settings (a suite plans every config before its
+    model loads).
     `protocol="upstream"` sets every option that reproduces the benchmark's released code (each deviation's
     upstream side; options given here still win); config.json and the report show which side each deviation took.
     """
@@ -176,10 +195,11 @@ def run(
     run_dir = Path(out) if out is not None else None
     if run_dir is not None:  # first: never load data or a model to find --out refused
         rundir.check_start(run_dir, resume=resume, folder=is_main_process())  # only the writer checks the folder
-    ahead = plan(config, model, settings, options, rows=rows, scorer=scorer)
+    ahead = prepared if prepared is not None else plan(config, model, settings, options, rows=rows, scorer=scorer)
     task, data, every = ahead.task, ahead.data, ahead.probes
-    number = limit_for(config, task, every, settings.limit)
-    first = every if number is None else task.sample(every, number)
+    for stage, other in ahead.models.items() if is_main_process() else ():
+        warnings.warn(other.describe(stage), StageModelNotice, stacklevel=2)
+    number, first = first_probes(config, task, every, settings.limit)
     subset = subset_of(task, every, first, settings.limit) if number is not None else None
     settings = replace(settings, limit=number)  # config.json's run.limit: the number the run probed
     scorer = load_scorer(model, settings) if scorer is None else scorer
@@ -195,6 +215,7 @@ def run(
         custom_rows=rows is not None,
         rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
         planned={"stage": task.stages[0], "probes": len(first)},
+        models=ahead.models,
     )
     main = is_main_process()
     with rundir.lock(run_dir if main else None):  # a second writer of the same folder fails at once
@@ -202,13 +223,17 @@ def run(
         if rows is not None and run_dir is not None and not done and main:
             rundir.write_jsonl(run_dir / rundir.ROWS_FILE, data)
         _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
+        if run_dir is not None and done and main:
+            rundir.follow_options(run_dir, meta, done)  # a resume with other options: their records and config
         items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
         writer = rundir.RecordWriter(items, bool(done))
         try:
-            records = execute(task, data, first, scorer, settings, done, writer, progress)
+            records, cut = execute(task, data, first, scorer, settings, done, writer, progress)
         finally:
             writer.close()
         metrics = json_ready(task.compute_metrics(records))
+        if cut is not None:  # what the engine cut to fit the model, for the probes asked in this call
+            metrics["truncation"] = {**cut.to_json(), "resumed": bool(done)}
         if run_dir is not None and main:
             meta = rundir.add_duration(run_dir, time.monotonic() - started)
             rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
@@ -230,6 +255,7 @@ class Plan:
     data: list[Mapping[str, Any]] = field(repr=False)
     side: SideData = field(repr=False)
     probes: list[Probe] = field(repr=False)
+    models: dict[str, StageModel] = field(default_factory=dict)  # each stage's own model (a judge), resolved
 
 
 def plan(
@@ -242,7 +268,7 @@ def plan(
     scorer: Any = None,
 ) -> Plan:
     """The run of `config` up to its first stage's probes, with no model loaded (its kind is read from its config):
-    a bad option, language, template or resource fails here.
+    a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).
     """
     task_cls = task_for(config)
     draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
@@ -260,32 +286,53 @@ def plan(
     if task_cls.needs(config, task_options) != task_cls.needs(config, draft):
         side = load_side_data(config, task_options, data_dir=settings.data_dir)
     task = task_cls(config, task_options, kind=kind, seed=settings.seed, resources=side.values)
+    models = check_models(task, model if scorer is None else scorer, settings)  # before any folder or weights
     with custom_rows_read(config, rows is not None):
         if settings.language is not None:
             data = task.select_language(data, settings.language)
         probes = task.build_probes(data, stage=task.stages[0])
-    return Plan(task, data, side, probes)
+    return Plan(task, data, side, probes, models)
 
 
-def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | str | None) -> int | None:
-    """The number of items a run probes: `limit`, or for "smoke" the benchmark's smoke limit. A number below the
-    smoke limit that leaves headline numbers out warns (`SmallLimitWarning`), naming them and why.
+def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | float | str | None) -> int | None:
+    """The number of items a run probes: `limit`; for "smoke" the benchmark's smoke limit; for a fraction, the items
+    that share of each stratum draws (`Task.sample`). A number below the smoke limit that leaves headline numbers out
+    warns (`SmallLimitWarning`), naming them and why.
     """
     if limit is None:
         return None
     smoke = task.smoke_limit(probes)
     if limit == SMOKE:
         return max(smoke, 1)  # a run without items still takes a limit of at least one
-    number = int(limit)
-    shortfall = task.smoke_shortfall(probes, task.sample(probes, number)) if number < smoke else None
+    if isinstance(limit, float):  # a share of each stratum: the number is what it draws
+        sampled = task.sample(probes, limit)
+        number = len({p.item_id for p in sampled})
+        asked = f"{limit} ({number} {task.unit})"
+    else:
+        number = int(limit)
+        sampled = task.sample(probes, number)
+        asked = str(number)
+    shortfall = task.smoke_shortfall(probes, sampled) if number < smoke else None
     if shortfall:
         warnings.warn(
-            f"--limit {number} is below the smoke limit of {config} ({smoke} {task.unit}): {shortfall}. "
+            f"--limit {asked} is below the smoke limit of {config} ({smoke} {task.unit}): {shortfall}. "
             f"--limit {SMOKE} probes {smoke}.",
             SmallLimitWarning,
             stacklevel=3,
         )
     return number
+
+
+def first_probes(
+    config: str, task: Task, probes: Sequence[Probe], limit: int | float | str | None
+) -> tuple[int | None, list[Probe]]:
+    """The first stage's probes a run asks under `limit` (`limit_for`, then `Task.sample`) and their item count
+    (None: no limit, every probe).
+    """
+    number = limit_for(config, task, probes, limit)
+    if number is None:
+        return None, list(probes)
+    return number, task.sample(probes, limit if isinstance(limit, float) else number)
 
 
 # ---------------------------------------------------------------- validation and the model
@@ -435,6 +482,168 @@ def resolve_model(model: str, settings: RunSettings) -> str:
     return str(planted_model_dir(model.split(":", 1)[1], data_dir=settings.data_dir))
 
 
+# ---------------------------------------------------------------- each stage's model, before any folder or weights
+
+
+class StageModelNotice(UserWarning):
+    """A stage answered by a model of its own (an LLM judge) and the memory its weights take, said before the first
+    probe is asked.
+    """
+
+
+@dataclass(frozen=True)
+class StageModel:
+    """A stage's own model (an LLM judge) resolved from its config and tokenizer alone, before the first probe: its
+    kind and the memory its weights take (`parameters` and `dtype`; None for a served model, held by its server).
+    """
+
+    name: str
+    kind: str
+    parameters: int | None = None
+    dtype: str | None = None
+
+    @property
+    def weight_bytes(self) -> int | None:
+        """Parameters x bytes per parameter of the dtype it loads in (the weights alone, not activations)."""
+        if self.parameters is None or self.dtype is None:
+            return None
+        import torch
+
+        return self.parameters * getattr(torch, self.dtype).itemsize
+
+    def describe(self, stage: str) -> str:
+        """One line for the terminal: which model answers `stage`, and its memory."""
+        size = self.weight_bytes
+        if size is None or self.parameters is None:
+            return f"the {stage} stage is asked of {self.name} ({self.kind}), served: no weights load here."
+        return (
+            f"the {stage} stage loads {self.name} ({self.kind}) once the stages before it are done: "
+            f"{_scaled(self.parameters, 1000, ('', 'K', 'M', 'B'))} parameters, "
+            f"{_scaled(size, 1024, (' bytes', ' KiB', ' MiB', ' GiB'))} of weights in {self.dtype}."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """config.json's `stage_models` entry."""
+        return {**asdict(self), "weight_bytes": self.weight_bytes}
+
+
+def _scaled(value: int, base: int, units: tuple[str, ...]) -> str:
+    """`value` in the largest of `units` (each `base` times the last) that keeps it at least 1: 72.7B, 135.4 GiB."""
+    power = 0
+    while power + 1 < len(units) and value >= base ** (power + 1):
+        power += 1
+    return f"{value / base**power:.1f}{units[power]}" if power else f"{value}{units[0]}"
+
+
+def check_models(task: Task, model: Any, settings: RunSettings) -> dict[str, StageModel]:
+    """Each stage's model checked against what the stage needs (`Task.model_need`), from configs and tokenizers
+    only: the run's model where a stage asks it through its chat template, and each stage's own model, resolved
+    (`resolve_stage_model`). A model that cannot serve fails here, before any folder is made or weights load.
+    """
+    models = {}
+    for stage in task.stages:
+        need, own = task.model_need(stage), task.stage_model(stage)
+        if own is not None:
+            models[stage] = resolve_stage_model(own, stage, need, stage_settings(settings))
+        elif need.chat and (tokenizer := tokenizer_of(model, settings)) is not None:
+            need.check_chat(tokenizer, model_label(model))
+    return models
+
+
+def resolve_stage_model(name: str, stage: str, need: ModelNeed, settings: RunSettings) -> StageModel:
+    """`stage`'s own model, its kind checked and its memory counted without weights; a model that cannot be found,
+    read or asked fails naming the stage's alternatives (`need.instead`).
+    """
+    served = name.startswith(SERVED)  # its server holds the weights and applies the chat template
+    try:
+        kind = model_kind(name, settings)
+        if not served:
+            path = resolve_model(name, settings)
+            config = _hub_call(lambda: _auto("AutoConfig").from_pretrained(path))
+            tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(path))
+    except CultureProbeError as error:
+        reason = " ".join(str(error).split())
+        raise UnsupportedModelError(
+            f"The {stage} stage's model {name!r} cannot be used: {reason} Instead: {need.instead}."
+        ) from None
+    need.check_kind(kind, f"The {stage} stage")
+    if served:
+        return StageModel(name, kind)
+    need.check_chat(tokenizer, name)
+    return StageModel(name, kind, parameter_count(config, kind), load_dtype(config, settings))
+
+
+def _auto(name: str) -> Any:
+    import transformers
+
+    return getattr(transformers, name)
+
+
+def _hub_call(load: Callable[[], Any]) -> Any:
+    """A transformers loader whose file errors (missing, offline without a cache) become one-line library errors."""
+    try:
+        return load()
+    except (OSError, ValueError) as error:
+        raise MissingDataError(" ".join(str(error).split())) from None
+
+
+def parameter_count(config: Any, kind: str) -> int:
+    """The number of parameters of a model built from `config` on the meta device: no memory, no weights read
+    (tied weights, e.g. an input embedding shared with the output layer, count once, as they load).
+    """
+    import torch
+
+    from culture_probe.engine.scorer import backend_for
+
+    with torch.device("meta"):
+        empty = _auto(backend_for(kind).auto_class).from_config(config)
+    return sum(p.numel() for p in empty.parameters())
+
+
+def load_dtype(config: Any, settings: RunSettings) -> str:
+    """The dtype a model loads in: the run's --dtype, else its config's own (transformers loads "auto"), else
+    float32.
+    """
+    given = settings.model_args.dtype or settings.dtype
+    if given not in (None, "auto"):
+        return str(given)
+    own = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    return str(own).removeprefix("torch.") if own is not None else "float32"
+
+
+def tokenizer_of(model: Any, settings: RunSettings) -> Any:
+    """The run's model's tokenizer, without its weights; None for a served model (its server holds the template)."""
+    if not isinstance(model, (str, os.PathLike)):
+        return getattr(model, "tokenizer", None)
+    if str(model).startswith(SERVED):
+        return None
+    if str(model).startswith("planted:"):  # built from its spec: checking a template never trains a model
+        from culture_probe.models.planted_benchmarks import planted_parts
+
+        return planted_parts(str(model).split(":", 1)[1], data_dir=settings.data_dir)[0]
+    revision = settings.revision or settings.model_args.revision
+    trust = settings.model_args.trust_remote_code
+    path = resolve_model(str(model), settings)
+    return _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(path, revision=revision, trust_remote_code=trust))
+
+
+def model_label(model: Any) -> str:
+    """How an error names the run's model: as given, or a loaded scorer's path."""
+    if isinstance(model, (str, os.PathLike)):
+        return str(model)
+    identity = getattr(model, "identity", None)
+    return str(identity.get("name_or_path")) if isinstance(identity, dict) else type(model).__name__
+
+
+def stage_settings(settings: RunSettings) -> RunSettings:
+    """The settings of a stage's own model: its kind detected, the default batch budget and revision (the run's
+    --kind/--batch-tokens/--revision describe the probed model), dtype and device shared.
+    """
+    return replace(
+        settings, kind="auto", batch_tokens=None, revision=None, model_args=ModelArgs(dtype=settings.model_args.dtype)
+    )
+
+
 def describe_run(
     config: str,
     model: Any,
@@ -448,6 +657,7 @@ def describe_run(
     custom_rows: bool = False,
     rows_file: str | None = None,
     planned: dict[str, Any] | None = None,
+    models: Mapping[str, StageModel] | None = None,
 ) -> dict[str, Any]:
     """config.json: versions, the benchmark's card, the rows' and resources' fingerprints, model identity, seeds,
     options, and the deviations that apply to this run.
@@ -455,6 +665,8 @@ def describe_run(
     `custom_rows` (rows given to `run`) and a model given as an object are recorded; custom rows saved in the run
     directory (`rows_file`) can be repeated with `--rows`, a model object cannot, and the report says so.
     `planned` (the first stage and its probe count) lets a report of an interrupted run say how far it got.
+    `stage_options` names the options that change each stage's records (what `--resume` compares, stage by stage)
+    and `stage_models` each stage's own model (`models`: an LLM judge, with the memory its weights take).
     """
     module, builder_config = resolve(config)
     info = module.INFO
@@ -484,6 +696,8 @@ def describe_run(
             },
             "task": type(task).__name__,
             "options": options_dict(task.options),
+            "stage_options": {stage: list(task.stage_options(stage)) for stage in task.stages},
+            "stage_models": {stage: other.to_json() for stage, other in (models or {}).items()},
             "run": {k: v for k, v in settings.__dict__.items() if k != "model_args"},
             "model_args": settings.model_args.given(),
             "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
@@ -509,9 +723,11 @@ def planted_of(model: Any, settings: RunSettings) -> dict[str, str]:
     return {"planted": planted_spec(model.split(":", 1)[1], data_dir=settings.data_dir).what}
 
 
-def subset_of(task: Task, every: Sequence[Probe], first: Sequence[Probe], limit: int | str | None) -> dict[str, Any]:
+def subset_of(
+    task: Task, every: Sequence[Probe], first: Sequence[Probe], limit: int | float | str | None
+) -> dict[str, Any]:
     """What a `--limit` run probed: how many of the items, in the benchmark's unit, drawn across which strata; the
-    limit as given (a number or "smoke") and the benchmark's smoke limit for these items.
+    limit as given (a number, a fraction or "smoke") and the benchmark's smoke limit for these items.
     """
     return {
         "unit": task.unit,
@@ -624,12 +840,14 @@ def execute(
     done: list[Record],
     writer: rundir.RecordWriter,
     progress: bool,
-) -> list[Record]:
+) -> tuple[list[Record], Truncation | None]:
     """Run every stage's probes that are not done yet (`first`: the first stage's, already built); returns all
-    records in probe order.
+    records in probe order, and what the engine cut to fit the model while asking them (None: no scorer that
+    counts cuts was asked, e.g. a served model or a resume with nothing left).
     """
     done_by_key = {(r.stage, r.key): r for r in done}
     records: list[Record] = []
+    cuts: list[Truncation] = []
     for stage in task.stages:
         probes = first if stage == task.stages[0] else task.build_probes(rows, stage=stage, previous=records)
         if settings.limit is not None:  # later stages ask about the items the first stage sampled, and no others
@@ -639,32 +857,32 @@ def execute(
         needs_model = any(not isinstance(p, Skipped) for p in pending)  # load a stage's own model only then
         stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
         fresh = {}
-        for probe, output in _answers(pending, stage_scorer, progress, stage):
-            record = task.to_record(probe, output, stage=stage)
-            writer.append(record)
-            fresh[probe.key] = record
+        with _counting_cuts(stage_scorer, task.config, cuts):
+            for probe, output in _answers(pending, stage_scorer, progress, stage):
+                record = task.to_record(probe, output, stage=stage)
+                writer.append(record)
+                fresh[probe.key] = record
         records += [fresh.get(p.key) or done_by_key[stage, p.key] for p in probes]
-    return records
+    return records, functools.reduce(Truncation.plus, cuts) if cuts else None
+
+
+@contextmanager
+def _counting_cuts(scorer: Any, config: str, cuts: list[Truncation]) -> Iterator[None]:
+    """Count what `scorer` cuts to fit its input limit inside the block (its warning names `config`) and add the
+    count to `cuts`; a scorer that does not count (served, or a stand-in) is asked as it is.
+    """
+    if getattr(scorer, "recording", None) is None:
+        yield
+        return
+    with scorer.recording(config):
+        yield
+    cuts.append(scorer.truncation)
 
 
 def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
-    """The run's scorer, or the stage's own model (an LLM judge): its kind is detected and it gets the default
-    batch budget and revision (the run's --kind/--batch-tokens/--revision describe the probed model), while
-    dtype and device are shared.
-    """
+    """The run's scorer, or the stage's own model (an LLM judge), loaded with `stage_settings`."""
     other = task.stage_model(stage)
-    if other is None:
-        return scorer
-    return load_scorer(
-        other,
-        replace(
-            settings,
-            kind="auto",
-            batch_tokens=None,
-            revision=None,
-            model_args=ModelArgs(dtype=settings.model_args.dtype),
-        ),
-    )
+    return scorer if other is None else load_scorer(other, stage_settings(settings))
 
 
 def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[tuple[Probe, Any]]:

@@ -3,29 +3,33 @@ runs several configs (or named groups: each benchmark's paper experiments, see `
 loaded once, into one folder: a run directory per config, and a summary across them (`suite.md`, `suite.json`, a
 figure per benchmark).
 
-Every config's options are checked before the model loads. The summary is rewritten after each config finishes,
-so a suite stopped half-way keeps what it computed; `--resume` continues it.
+Before the model loads, every config's options are checked and then its run is planned: rows and languages,
+declared resources, first-stage probes. A config whose data cannot be had (`MissingDataError`: MAPS without its
+folder, a DLAMA language the release lacks) is skipped with its reason, said at once and kept in `suite.md` and
+`suite.json`; `strict=True` (`--strict`) stops instead, and a suite with nothing left to run is an error. The
+summary is rewritten after each config finishes, so a suite stopped half-way keeps what it computed; `--resume`
+continues it.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from culture_probe import rundir
-from culture_probe.data.registry import expand, groups, resolve
-from culture_probe.errors import CultureProbeError
+from culture_probe.data.registry import expand, resolve
+from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError
 from culture_probe.runner import (
+    Plan,
     RunResult,
     RunSettings,
     SmallLimitWarning,
     as_model_args,
     check_language,
-    is_main_process,
     limit_for,
     load_scorer,
     plan,
@@ -35,15 +39,23 @@ from culture_probe.tasks import task_for
 
 # run() keywords that are not protocol options
 _RUN_KEYWORDS = {f.name for f in fields(RunSettings)} | {"rows", "progress"}
+T = TypeVar("T")
+# the exit code of a suite that ran, but skipped configs whose data it could not have (2 is an error)
+SKIPPED_EXIT = 3
+
+
+class SkippedConfigWarning(UserWarning):
+    """A suite's config whose data cannot be had (the message says why): skipped, said before the model loads."""
 
 
 @dataclass(frozen=True)
 class SuiteResult:
-    """Every config's run, and the summary across them."""
+    """Every config's run, the configs skipped for want of data ({config: why}), and the summary across them."""
 
     runs: dict[str, RunResult]
     summary: dict[str, Any]
     out: Path | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def run_suite(
@@ -53,19 +65,18 @@ def run_suite(
     out: str | os.PathLike | None = None,
     resume: bool = False,
     progress: bool = True,
+    strict: bool = False,
     **keywords: Any,
 ) -> SuiteResult:
     """Run every config that `names` (configs or groups) name on `model`, loaded once; keywords as `run` takes
     them (settings and protocol options, applied to every config). With `out`, each config's run goes to
-    `out/<config>` and the summary to `out/suite.md` and `out/suite.json`.
+    `out/<config>` and the summary to `out/suite.md` and `out/suite.json`. A config whose data cannot be had is
+    skipped (`SkippedConfigWarning`, `SuiteResult.skipped`) unless `strict`.
     """
     configs = expand(list(names))
     data_dirs = data_dirs_of(keywords.pop("data_dir", None), configs)
-    settings = RunSettings(
-        **{k: v for k, v in keywords.items() if k in _RUN_KEYWORDS - {"rows", "progress", "model_args"}},
-        model_args=as_model_args(keywords.get("model_args")),
-    )
-    options = {k: v for k, v in keywords.items() if k not in _RUN_KEYWORDS}
+    check_paths(data_dirs)
+    settings, options = settings_and_options(keywords)
     for config in configs:  # every config's options and language, before the model loads
         try:
             task_for(config).options_for(settings.protocol, options)
@@ -75,20 +86,18 @@ def run_suite(
     folder = Path(out) if out is not None else None
     if folder is not None:
         rundir.check_writable(folder)  # a suite folder is claimed like a run folder: new, empty, or ours
+    plans, skipped = plan_each(configs, lambda config: planned(config, model, settings, options, data_dirs), strict)
+    if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         rundir.write_text(folder / rundir.MARKER, "A culture_probe suite folder (one run directory per config).\n")
     from culture_probe.report.summary import SuiteRun, summarize_suite, write_summary
 
-    if isinstance(settings.limit, int):  # a limit too small for a config's headline numbers: said before the model
-        for config in configs:
-            ahead = plan(config, model, replace(settings, data_dir=data_dirs[config]), options)
-            limit_for(config, ahead.task, ahead.probes, settings.limit)
     scorer = load_scorer(model, settings)
     runs: dict[str, RunResult] = {}
     summary: dict[str, Any] = {}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given above
-        for config in configs:
+        warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given by plan_suite
+        for config in list(plans):  # each plan is dropped as its run starts
             runs[config] = run(
                 config,
                 model,
@@ -97,12 +106,73 @@ def run_suite(
                 progress=progress,
                 scorer=scorer,
                 data_dir=data_dirs[config],
+                prepared=plans.pop(config),
                 **keywords,
             )
-            summary = summarize_suite(model, {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()})
+            summary = summarize_suite(model, {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()}, skipped)
             if folder is not None:
                 write_summary(folder, summary)
-    return SuiteResult(runs, summary, folder)
+    return SuiteResult(runs, summary, folder, skipped)
+
+
+def settings_and_options(keywords: Mapping[str, Any]) -> tuple[RunSettings, dict[str, Any]]:
+    """`run`'s keywords split into its settings and the protocol's options."""
+    settings = RunSettings(
+        **{k: v for k, v in keywords.items() if k in _RUN_KEYWORDS - {"rows", "progress", "model_args"}},
+        model_args=as_model_args(keywords.get("model_args")),
+    )
+    return settings, {k: v for k, v in keywords.items() if k not in _RUN_KEYWORDS}
+
+
+def planned(
+    config: str, model: Any, settings: RunSettings, options: Mapping[str, Any], data_dirs: Mapping[str, Any]
+) -> Plan:
+    """One config's run planned before the model loads (rows, languages, resources, first-stage probes), with the
+    notice of a limit too small for its headline numbers.
+    """
+    ahead = plan(config, model, replace(settings, data_dir=data_dirs[config]), options)
+    limit_for(config, ahead.task, ahead.probes, settings.limit)
+    return ahead
+
+
+def plan_each(
+    configs: Sequence[str], plan_one: Callable[[str], T], strict: bool
+) -> tuple[dict[str, T], dict[str, str]]:
+    """`plan_one(config)` for every config, before any model loads; returns the plans, and {config: why} for those
+    whose data cannot be had (`MissingDataError`: skipped, said at once). Any other error stops, naming the config,
+    as does missing data under `strict`, in a single config, or in every config.
+    """
+    plans: dict[str, T] = {}
+    skipped: dict[str, str] = {}
+    for config in configs:
+        try:
+            plans[config] = plan_one(config)
+        except MissingDataError as error:
+            if len(configs) == 1:
+                raise
+            if strict:
+                raise MissingDataError(f"In the suite's config {config}: {error}") from None
+            skipped[config] = str(error)
+            warnings.warn(f"{config} skipped: {error}", SkippedConfigWarning, stacklevel=3)
+        except CultureProbeError as error:
+            if len(configs) == 1:
+                raise
+            raise CultureProbeError(f"In the suite's config {config}: {error}") from None
+    if len(skipped) == len(configs):
+        reasons = {reason: [c for c, r in skipped.items() if r == reason] for reason in skipped.values()}
+        raise MissingDataError(
+            "No config of the suite has its data: "
+            + "; ".join(f"{', '.join(c)}: {r.rstrip('.')}" for r, c in reasons.items())
+            + "."
+        )
+    return plans, skipped
+
+
+def check_paths(data_dirs: Mapping[str, Any]) -> None:
+    """A `--data-dir` that does not exist is a mistyped path, an error: a suite skips only data that cannot be had."""
+    for path in dict.fromkeys(p for p in data_dirs.values() if p is not None):
+        if not Path(path).exists():
+            raise InvalidValueError(f"--data-dir {path} does not exist: check the path.")
 
 
 def data_dirs_of(data_dir: str | os.PathLike | Mapping[str, Any] | None, configs: Sequence[str]) -> dict[str, Any]:
@@ -116,63 +186,3 @@ def data_dirs_of(data_dir: str | os.PathLike | Mapping[str, Any] | None, configs
     if not isinstance(data_dir, Mapping):
         return {config: data_dir for config in configs}
     return {config: data_dir.get(resolve(config)[0].INFO.name) for config in configs}
-
-
-# ---------------------------------------------------------------- command line
-
-# what a run without --out says, so that nobody looks for files that were never written
-NOT_SAVED = "nothing was written (no --out): pass --out DIR to keep metrics.json, items.jsonl and report.md"
-
-
-def main(args: Any) -> int:
-    """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one config, or a
-    suite when several configs or a group are named.
-    """
-    options = dict(_split_option(text) for text in args.option)
-    keywords = dict(
-        out=args.out,
-        resume=args.resume,
-        language=args.language,
-        limit=args.limit,
-        batch_tokens=args.batch_tokens,
-        seed=args.seed,
-        kind=args.kind,
-        device=args.device,
-        dtype=args.dtype,
-        data_dir=args.data_dir,
-        corrected=args.corrected,
-        revision=args.revision,
-        cache_dir=args.cache_dir,
-        no_cache=args.no_cache,
-        base_url=args.base_url,
-        concurrency=args.concurrency,
-        model_args=args.model_args,
-        protocol=args.protocol,
-        **options,
-    )
-    if len(args.configs) > 1 or args.configs[0] in groups():
-        if args.rows:
-            raise CultureProbeError("--rows belongs to one config: run a suite without it, or name one config.")
-        suite = run_suite(args.configs, args.model, **keywords)
-        if is_main_process():
-            from culture_probe.report.summary import SUMMARY_MD, summary_lines
-
-            print(summary_lines(suite.summary))
-            print(f"wrote {suite.out / SUMMARY_MD}" if suite.out is not None else NOT_SAVED)
-        return 0
-    config = args.configs[0]
-    keywords["data_dir"] = data_dirs_of(keywords["data_dir"], [config])[config]
-    result = run(config, args.model, rows=rundir.read_rows(args.rows) if args.rows else None, **keywords)
-    if is_main_process():
-        from culture_probe.report import headline
-
-        print(headline(result.config, result.metrics))
-        print(f"wrote {result.run_dir}" if result.run_dir is not None else NOT_SAVED)
-    return 0
-
-
-def _split_option(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise CultureProbeError(f"--option takes KEY=VALUE, got {text!r} (e.g. --option judge=string).")
-    key, value = text.split("=", 1)
-    return key.strip(), value.strip()

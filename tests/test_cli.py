@@ -212,7 +212,7 @@ def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(set
         assert main([*common, "--limit", "1"]) == 0
     with pytest.raises(SystemExit):
         main([*common, "--limit", "ten"])
-    assert "invalid int value: 'ten' (give a whole number, or smoke)" in capsys.readouterr().err
+    assert "invalid value: 'ten' (give a whole number, a fraction such as 0.1, or smoke)" in capsys.readouterr().err
 
 
 def test_the_library_warnings_are_one_line_on_the_terminal(setup):
@@ -339,7 +339,7 @@ def test_every_option_example_the_cli_gives_is_a_real_option():
     """The --option examples in `run --help` and in the refusal of a bad --option name options of real benchmarks."""
     import inspect
 
-    from culture_probe import suite
+    from culture_probe import run_command
     from culture_probe.cli import build_parser
     from culture_probe.tasks import camel, dlama, fmlama, maps, xfakt
 
@@ -349,5 +349,67 @@ def test_every_option_example_the_cli_gives_is_a_real_option():
             if cls.__name__.endswith("Options") and dataclasses.is_dataclass(cls):
                 fields |= {f.name for f in dataclasses.fields(cls)}
     run_help = next(a for a in build_parser()._actions if a.dest == "command").choices["run"].format_help()
-    examples = re.findall(r"--option ([a-z_]+)=", run_help + inspect.getsource(suite._split_option))
+    examples = re.findall(r"--option ([a-z_]+)=", run_help + inspect.getsource(run_command._split_option))
     assert examples and set(examples) <= fields, set(examples) - fields
+
+
+def test_a_fractional_limit_takes_that_share_of_each_stratum_rounded_up(setup, tmp_path, capsys):
+    """`--limit 0.5` of 6 Arab and 2 Western facts probes 3 and 1 (the harness's fractional limit, per stratum; an
+    integer limit of 4 would draw 2 and 2), recorded as the number probed (run.limit) and as given (subset.limit)."""
+    sys.path.insert(0, str(REPO / "tests" / "tasks"))
+    from dlama_fixture import write_dlama
+
+    _, model = setup
+    facts = {("ARAB_REGION", f"Arab{i}"): (["Q48"], ["Asia"], []) for i in range(6)}
+    facts |= {("WESTERN_COUNTRIES", f"West{i}"): (["Q46"], ["Europe"], []) for i in range(2)}
+    data = write_dlama(tmp_path / "dlama", facts)
+    common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]
+    assert main([*common, "--limit", "0.5", "--out", str(tmp_path / "half")]) == 0
+    config = json.loads((tmp_path / "half" / "config.json").read_text())
+    assert (config["run"]["limit"], config["subset"]["limit"], config["subset"]["sampled"]) == (4, 0.5, 4)
+    items = [json.loads(line) for line in (tmp_path / "half" / "items.jsonl").read_text().splitlines()]
+    assert sorted(item["culture"] for item in items) == ["arab"] * 3 + ["west"]
+    for bad in ("1.5", "0", "-0.1"):
+        assert main([*common, "--limit", bad]) == 2
+        err = capsys.readouterr().err
+        assert f"limit must be a whole number >= 1, got {bad} (or " in err and "or a fraction 0 < x < 1 of each" in err
+
+
+def test_a_share_of_each_stratum_is_rounded_up_exactly_and_keeps_every_probe_of_an_item():
+    """0.1 of 30 items is 3 (in floats 0.1 * 30 rounds up to 4), 0.1 of 7 is 1; an item's probes stay together."""
+    import culture_probe
+    from culture_probe.errors import InvalidValueError
+    from culture_probe.tasks.base import stratified_share
+    from culture_probe.tasks.probes import Skipped
+
+    cells = {"arab": 30, "west": 7}
+    probes = [
+        Skipped(f"{culture}{i}", "", tag=tag, meta={"culture": culture})
+        for culture, n in cells.items()
+        for i in range(n)
+        for tag in ("a", "b")
+    ]
+    for share, expected in ((0.1, {"arab": 3, "west": 1}), (0.5, {"arab": 15, "west": 4})):
+        chosen = stratified_share(probes, share, ["culture"], seed=0)
+        items = {p.item_id: p.meta["culture"] for p in chosen}
+        assert {c: list(items.values()).count(c) for c in cells} == expected and len(chosen) == 2 * len(items)
+        assert (
+            chosen
+            == stratified_share(probes, share, ["culture"], seed=0)
+            != stratified_share(probes, share, ["culture"], seed=1)
+        )
+    with pytest.raises(InvalidValueError, match=r"limit must be a whole number >= 1, got 1\.5 \(or "):
+        culture_probe.run("dlama_arab_west", "any/model", limit=1.5)
+
+
+def test_the_model_can_be_named_by_model_args_pretrained_as_in_the_harness(setup, tmp_path, capsys):
+    data, model = setup
+    common = ["run", "dlama_arab_west", "--data-dir", str(data), "--language", "en", "--limit", "2"]
+    assert main([*common, "--model-args", f"pretrained={model},dtype=float32", "--out", str(tmp_path / "r")]) == 0
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["model"]["spec"] == str(model) and config["model_args"] == {"dtype": "float32"}
+    capsys.readouterr()
+    assert main([*common, "--model", "hf", "--model-args", f"pretrained={model}"]) == 2
+    assert f"Two models are named (hf, {model}): give one" in capsys.readouterr().err
+    assert main([*common, "--model-args", "dtype=float32"]) == 2
+    assert "Name the model: --model NAME, or --model-args pretrained=NAME" in capsys.readouterr().err

@@ -1,8 +1,10 @@
 """The README's first screen works as written: every `culture-probe` line parses with the real command line, every
-config, group and metric it names exists, and the offline Python lines run."""
+config, group and metric it names exists, the run, report and compare lines run on the shipped data (with stand-in
+models and a small limit), and the offline Python lines run."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -10,9 +12,12 @@ from pathlib import Path
 import pytest
 
 import culture_probe
-from culture_probe.cli import build_parser
-from culture_probe.data.registry import groups, list_benchmarks
+from culture_probe import runner
+from culture_probe.cli import build_parser, main
+from culture_probe.data.registry import expand, groups, list_benchmarks
 from culture_probe.metrics import list_metrics
+from culture_probe.run_command import config_names
+from culture_probe.suite import SKIPPED_EXIT, SkippedConfigWarning
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -44,7 +49,8 @@ def test_the_first_screen_starts_with_the_two_commands() -> None:
 def test_each_command_parses_and_names_what_exists(argv: list[str]) -> None:
     args = build_parser().parse_args(argv)
     known = {e.name for e in list_benchmarks()} | set(groups())
-    for config in [*(getattr(args, "configs", None) or [])]:
+    named = getattr(args, "configs", None)
+    for config in config_names(named) if named else []:
         assert config in known, config
     if args.command == "push-metrics":
         assert set(args.metrics or list_metrics()) <= set(list_metrics())
@@ -80,3 +86,57 @@ def test_a_compare_line_pairs_runs_of_one_config() -> None:
             made[args.out] = tuple(args.configs)
         if args.command == "compare":
             assert len({made[run_dir] for run_dir in args.run_dirs}) == 1, args.run_dirs
+
+
+@pytest.fixture
+def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every model the README names is a tiny random BERT here (they are all masked models), read for its kind and
+    loaded from its folder; what runs around it (data, protocol, engine, metrics, reports) is the real code.
+    """
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    texts = ["Egypt is located in Africa . rice salt Paris", "مصر في أفريقيا اسمها فاطمة", "米 北京 是 中国"] * 3
+    tokenizer = train_tokenizer(texts, "wordpiece", model_kind="masked", vocab_size=300)
+    folder = save_tiny(tmp_path_factory.mktemp("stand_in") / "bert", "bert", tokenizer, layers=1, hidden=32, heads=2)
+    kind = runner.model_kind
+    monkeypatch.setattr(runner, "resolve_model", lambda model, settings: str(folder))
+    monkeypatch.setattr(
+        runner, "model_kind", lambda model, settings: kind(folder if isinstance(model, str) else model, settings)
+    )
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
+def test_the_run_report_and_compare_lines_run_on_the_shipped_data(
+    stand_in: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each `run` line (a small --limit added where it has none), then `report` and `compare` on what they wrote,
+    with `dlama-v1/` the unpacked DLAMA-v1 release; the suite skips asia-west, whose Korean labels that copy lacks,
+    says so, and exits 3.
+    """
+    for module in ("markdown", "summary", "compare"):  # figures have their own tests; here they would double the time
+        monkeypatch.setattr(f"culture_probe.report.{module}.available", lambda name: name != "matplotlib")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dlama-v1").symlink_to(mirror / "manual" / "dlama" / "dlama-v1")
+    suites = 0
+    for argv in (argv for argv in command_lines() if argv[0] in ("run", "report", "compare")):
+        args = build_parser().parse_args(argv)
+        if args.command != "run":
+            assert main(argv) == 0, argv
+            continue
+        configs = expand(config_names(args.configs))
+        limited = [*argv, *(["--limit", "3"] if args.limit is None else [])]
+        if "dlama_asia_west" not in configs:
+            assert main(limited) == 0, argv
+        else:
+            with pytest.warns(SkippedConfigWarning, match="^dlama_asia_west skipped: No ko facts"):
+                assert main(limited) == SKIPPED_EXIT, argv
+        if len(configs) == 1:
+            assert (Path(args.out) / "metrics.json").is_file(), argv
+            continue
+        suites += 1
+        summary = json.loads((Path(args.out) / "suite.json").read_text(encoding="utf-8"))
+        assert [row["config"] for row in summary["configs"]] == [c for c in configs if c not in summary["skipped"]]
+        assert set(summary["skipped"]) <= {"dlama_asia_west"}
+    assert suites, "the README shows a suite"

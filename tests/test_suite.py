@@ -16,7 +16,7 @@ import culture_probe  # noqa: E402
 from culture_probe import runner  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.data.registry import expand, groups  # noqa: E402
-from culture_probe.errors import CultureProbeError, UnknownNameError  # noqa: E402
+from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError, UnknownNameError  # noqa: E402
 
 
 @pytest.fixture
@@ -169,3 +169,59 @@ def test_the_terminal_lines_of_a_suite_round_as_suite_md(tmp_path, one_load, cap
     first = capsys.readouterr().out.splitlines()[0]
     value = json.loads((tmp_path / "suite" / "suite.json").read_text())["configs"][0]["value"]
     assert first.startswith(f"dlama_arab_west: p1 (%): {value:.2f} † [")  # 5 facts: marked, and rounded as suite.md
+
+
+def test_a_config_whose_data_cannot_be_had_is_skipped_saying_why(tmp_path, one_load, capsys):
+    """The folder holds the arab-west pair only: asia-west is skipped, said at once, in suite.md and suite.json, and
+    in the exit code (3); the other config runs on the model loaded once."""
+    from culture_probe.suite import SkippedConfigWarning
+
+    data, folder = write_dlama(tmp_path / "dlama"), tmp_path / "suite"
+    argv = ["run", "dlama_arab_west,dlama_asia_west", "--model", "m", "--data-dir", f"dlama={data}", "--language", "en"]
+    with pytest.warns(SkippedConfigWarning, match=r"^dlama_asia_west skipped: .* has no folder for asia_west \(files"):
+        assert main([*argv, "--out", str(folder)]) == 3
+    assert one_load == ["m"] and (folder / "dlama_arab_west" / "metrics.json").is_file()
+    assert not (folder / "dlama_asia_west").exists()
+    why = json.loads((folder / "suite.json").read_text())["skipped"]["dlama_asia_west"]
+    assert "has no folder for asia_west" in why and "\n" not in why
+    assert f"- dlama_asia_west: {why}" in (folder / "suite.md").read_text()
+    assert f"dlama_asia_west: skipped ({why})" in capsys.readouterr().out
+    (folder / "suite.md").unlink()
+    assert main(["report", str(folder)]) == 0  # re-rendered from the folder, the skipped block stays
+    assert f"- dlama_asia_west: {why}" in (folder / "suite.md").read_text()
+
+
+def test_strict_stops_before_the_model_loads_and_a_suite_with_nothing_to_run_is_an_error(tmp_path, one_load, capsys):
+    data = write_dlama(tmp_path / "dlama")
+    argv = ["run", "dlama_arab_west", "dlama_asia_west", "--model", "m", "--data-dir", f"dlama={data}"]
+    assert main([*argv, "--strict", "--out", str(tmp_path / "strict")]) == 2
+    assert "error: In the suite's config dlama_asia_west: " in capsys.readouterr().err
+    assert one_load == [] and not (tmp_path / "strict").exists()
+    with pytest.raises(
+        MissingDataError,
+        match=r"has its data: dlama_asia_west: .* asia_west .* pair; dlama_south_america_west: .*pair\.$",
+    ):
+        culture_probe.run_suite(["dlama_asia_west", "dlama_south_america_west"], "m", data_dir=str(data))
+    assert one_load == []
+
+
+def test_a_mistyped_data_dir_or_option_stops_the_suite_instead_of_skipping(tmp_path, one_load):
+    with pytest.raises(InvalidValueError, match="--data-dir no/such/dlama does not exist"):
+        culture_probe.run_suite(["dlama_arab_west", "camel_co_prompts"], "m", data_dir="dlama=no/such/dlama")
+    with pytest.raises(CultureProbeError, match="In the suite's config camel_co_prompts: Unknown option 'score'"):
+        culture_probe.run_suite(["dlama_arab_west", "camel_co_prompts"], "m", score="sum")
+    assert one_load == []
+
+
+def test_configs_are_named_with_commas_or_spaces_once_each_and_a_typo_gets_a_short_hint(tmp_path, one_load, capsys):
+    data = write_dlama(tmp_path / "dlama")
+    argv = ["--model", "m", "--data-dir", f"dlama={data}", "--language", "en", "--out", str(tmp_path / "suite")]
+    names = ["dlama_arab_west_corrected,dlama_arab_west", "dlama_arab_west_corrected"]
+    assert main(["run", *names, *argv]) == 0
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "suite" / "suite.json").read_text())
+    assert [row["config"] for row in summary["configs"]] == ["dlama_arab_west_corrected", "dlama_arab_west"]
+    assert main(["run", "camel_co_prompts,camel_ag_prompt", "--model", "m"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown benchmark config or group 'camel_ag_prompt'. Did you mean 'camel_ag_prompts'" in err
+    assert "fmlama_he" not in err and len(err.splitlines()) == 1 and one_load == ["m"]

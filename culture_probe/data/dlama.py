@@ -17,8 +17,8 @@ import re
 import tarfile
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,15 @@ from culture_probe.data._dlama_layout import (
     pair_folders,
 )
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo, Correction, FileResource, Licence, base_name
-from culture_probe.data.sources import fetch, git_blob_id, mirror_root, parse_jsonl, read_jsonl, verify_git_blob
+from culture_probe.data.sources import (
+    fetch,
+    git_blob_id,
+    mirror_root,
+    parse_jsonl,
+    read_jsonl,
+    sha256_of,
+    verify_git_blob,
+)
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 
 TARBALL_URL = (
@@ -121,7 +129,7 @@ INFO = BenchmarkInfo(
     ),
     version="1.0.0",
     paper="papers/dlama_000_ab2a3dec4437f5c7.txt",
-    sources=(TARBALL_URL, "Templates: mLAMA 1.1 (norakassner/mlama), vendored in culture_probe"),
+    sources=(TARBALL_URL,),  # where each config's rows were read from, and its templates, are on its card
     suite=("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west"),
     corrections=(
         Correction(
@@ -323,11 +331,14 @@ class Dlama(CultureProbeBuilder):
         return PairRequest(config.pair, PAIRS[config.pair][0], WEST, tuple(config.languages))
 
     def publication(self) -> Publication:
-        """A curated pair is published under its own name (`dlama_maghreb_west`), with its regions, languages and
-        `curation.json` (endpoint and query parameters); a released pair as declared.
+        """Every pair's card says where its rows were read from and how its languages' probing templates stand
+        (vendored provisional transcriptions or mLAMA's own). A curated pair is published under its own name
+        (`dlama_maghreb_west`), with its regions, languages and `curation.json` (endpoint and query parameters).
         """
+        origin = self._locate().describe()
         if not self.custom:
-            return super().publication()
+            published = super().publication()
+            return replace(published, about=(origin, *template_notes(published.languages)))
         source, paths, read = self._open_source()
         pair, _ = self._select(source, paths, read)
         suffix = ("_raw" if self.config.raw else "") + (CORRECTED_SUFFIX if self.config.corrected else "")
@@ -335,12 +346,14 @@ class Dlama(CultureProbeBuilder):
         text = "\n".join(read(manifest)) + "\n" if manifest in paths else None
         regions = " vs ".join(f"{culture} ({token})" for token, culture in pair.cultures)
         about = [
-            f"A culture pair curated with culture_probe.curation: {regions}; labels in {', '.join(pair.languages)}."
+            f"A culture pair curated with culture_probe.curation: {regions}; labels in {', '.join(pair.languages)}.",
+            origin,
         ]
         if text is None:
             about.append("Its folder has no curation.json: how it was queried is not recorded.")
         else:
             about += curation_summary(json.loads(text))
+        about += template_notes(pair.languages)
         files = (("curation.json", text.encode("utf-8")),) if text is not None else ()
         return Publication(f"dlama_{pair.name}{suffix}", pair.languages, files, tuple(about))
 
@@ -517,8 +530,15 @@ class Dlama(CultureProbeBuilder):
 
     def _open_source(self) -> tuple[str, list[tuple[str, ...]], Reader]:
         """(name for errors, every path in the source, reader of one path's lines)."""
+        source = self._locate()
+        return _open_folder(Path(source.path)) if source.folder else _open_tarball(source.path)
+
+    def _locate(self) -> RowsSource:
+        """Where the rows are read from: `data_dir` (a folder or a tarball), `data_files`, the pinned URL (verified),
+        or the mirror's unpacked copy of the release.
+        """
         if self.config.data_dir and Path(self.config.data_dir).is_dir():
-            return _open_folder(Path(self.config.data_dir))
+            return RowsSource(str(self.config.data_dir), folder=True)
         tarball = self._tarball()
         if tarball is None:
             try:
@@ -526,15 +546,17 @@ class Dlama(CultureProbeBuilder):
             except MissingDataError as error:
                 manual = manual_release()
                 if manual is not None:
-                    return _open_folder(manual)
+                    return RowsSource(str(manual), folder=True, mirror=True)
                 raise MissingDataError(
                     f"{error} The DLAMA-v1 tarball is not in the local mirror (CULTURE_PROBE_MIRROR): pass "
                     "data_dir= (an unpacked copy) or data_files= (the .tar.gz)."
                 ) from error
             verify_git_blob(tarball, TARBALL_BLOB_ID)
-        elif git_blob_id(tarball) != TARBALL_BLOB_ID:
+            return RowsSource(tarball, folder=False, blob_id=TARBALL_BLOB_ID)
+        blob_id = git_blob_id(tarball)
+        if blob_id != TARBALL_BLOB_ID:
             self.tally("local tarball that is not the pinned release (git blob id differs)")
-        return _open_tarball(tarball)
+        return RowsSource(tarball, folder=False, blob_id=blob_id)
 
     def _tarball(self) -> str | None:
         """The user's `.tar.gz`: `data_files=` (one file), or a `data_dir=` that is a file."""
@@ -569,6 +591,59 @@ def curation_summary(manifest: dict[str, Any]) -> list[str]:
     )
     lines += [f"Deviation from DLAMA's code: {d}" for d in manifest.get("deviations", ())]
     return lines
+
+
+@dataclass(frozen=True)
+class RowsSource:
+    """Where a config's rows are read from, as its dataset card says it: a folder (the user's, or the unpacked
+    release in the mirror), or a `.tar.gz` with its git blob id (the pinned release's, or another).
+    """
+
+    path: str
+    folder: bool
+    blob_id: str = ""
+    mirror: bool = False
+
+    def describe(self) -> str:
+        """The card's line: the folder, or the tarball with its checksums (the pinned URL when it is the release)."""
+        unpinned = "not from the pinned release tarball (no checksum ties a folder to it)"
+        if self.mirror:
+            where = "/".join(MANUAL_RELEASE)
+            return f"Rows read from the unpacked release in a local mirror (CULTURE_PROBE_MIRROR, {where}), {unpinned}."
+        if self.folder:
+            return f"Rows read from the local folder `{Path(self.path).name}`, {unpinned}."
+        digest = f"sha256 {sha256_of(self.path)}"
+        if self.blob_id == TARBALL_BLOB_ID:
+            return f"Rows read from the pinned release tarball {TARBALL_URL} (git blob id {self.blob_id}, {digest})."
+        return (
+            f"Rows read from the local tarball `{Path(self.path).name}`, which is not the pinned release "
+            f"{TARBALL_URL} (git blob id {self.blob_id}, not {TARBALL_BLOB_ID}; {digest})."
+        )
+
+
+def template_notes(languages: Sequence[str]) -> tuple[str, ...]:
+    """What a card says of the probing templates of `languages` (the protocol applies them; they are no column of
+    the rows): per language, mLAMA's own strings or a provisional transcription, from the vendored file's record.
+    """
+    vendored = json.loads(VENDORED_TEMPLATES.read_text(encoding="utf-8"))
+    parts = []
+    for language in languages:
+        entry = vendored.get(language)
+        if not isinstance(entry, dict):
+            parts.append(f"{language}: none vendored (a run needs --option templates=)")
+        elif entry.get("verified"):
+            parts.append(f"{language}: {entry.get('source')}, exact")
+        else:
+            notes = "; ".join(f"{predicate} {note}" for predicate, note in entry.get("notes", {}).items())
+            parts.append(
+                f"{language}: provisional, {entry.get('source')}, not the released mLAMA 1.1 file"
+                + (f" ({notes})" if notes else "")
+            )
+    provisional = any("provisional" in part for part in parts)
+    fix = " Runs can use the released ones with --option templates= an mLAMA 1.1 folder." if provisional else ""
+    return (
+        f"Probing templates (applied by culture_probe's protocol, not stored in the rows): {'; '.join(parts)}.{fix}",
+    )
 
 
 def manual_release() -> Path | None:

@@ -22,6 +22,7 @@ import datasets
 
 from culture_probe import __version__
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
+from culture_probe.data.sources import mirror_root
 from culture_probe.errors import UnknownNameError
 
 
@@ -130,8 +131,11 @@ def _check_options(config: Any, kwargs: dict[str, Any]) -> None:
 
 
 def _cache_hash(module: Any, data_dir: str | None, data_files: Any) -> str:
-    """Hash of the builder code, the library version and the local data the builder reads."""
+    """Hash of the builder code, the library version, the mirror its downloads are read from (a mirror without a
+    release file falls back to another source) and the local data the builder reads.
+    """
     digest = hashlib.sha256(__version__.encode())
+    digest.update(f"mirror={mirror_root()}".encode())
     here = Path(__file__).parent
     for source in (Path(module.__file__), here / "_builder.py", here / "sources.py", *sorted(here.glob("vendored/*"))):
         digest.update(source.read_bytes())
@@ -178,7 +182,7 @@ def groups() -> dict[str, tuple[str, ...]]:
 
 def expand(names: list[str] | tuple[str, ...]) -> list[str]:
     """Config and group names -> the configs they name, each once, in the order given; an unknown name is an
-    error naming the configs and groups there are.
+    error naming the closest configs and groups (the whole list, some ninety names, is `culture-probe list`).
     """
     table, named = _configs(), groups()
     out: list[str] = []
@@ -193,5 +197,6 @@ def expand(names: list[str] | tuple[str, ...]) -> list[str]:
                 name,
                 [*named, *table],
                 fix="See `culture-probe list` (groups first, then configs).",
+                list_valid=False,
             )
     return list(dict.fromkeys(out))

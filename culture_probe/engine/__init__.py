@@ -5,17 +5,20 @@ from __future__ import annotations
 from culture_probe.engine.types import (
     MODEL_KINDS,
     CandidateScores,
+    Cuts,
     FillMaskOptions,
     GenerateOptions,
     ModelArgs,
     ModelKind,
     ScoreOptions,
     ScoreRequest,
+    Truncation,
 )
 
 __all__ = [
     "MODEL_KINDS",
     "CandidateScores",
+    "Cuts",
     "FillMaskOptions",
     "GenerateOptions",
     "ModelArgs",
@@ -23,6 +26,7 @@ __all__ = [
     "ScoreOptions",
     "ScoreRequest",
     "Scorer",
+    "Truncation",
 ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from culture_probe.engine.types import (
     ModelKind,
     ScoreOptions,
     ScoreRequest,
+    Truncation,
     make_options,
 )
 from culture_probe.errors import UnsupportedModelError
@@ -127,10 +128,15 @@ class Backend:
             else {}
         )
         parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
-        todo = sorted({key: i for i, key in enumerate(keys) if key not in done}.values())
-        # Every process prepares (and so validates) every request before any scores: a bad request raises on
-        # all processes alike instead of leaving the others waiting in the gather.
-        items = {i: self._prepare(requests[i], options) for i in todo}
+        # Every process prepares (and so validates) every request before any scores, its cached ones too: a bad
+        # request raises on all processes alike instead of leaving the others waiting in the gather, and the
+        # truncation record counts every context whatever the cache held.
+        items = {}
+        for i in sorted({key: i for i, key in enumerate(keys)}.values()):
+            item = self._prepare(requests[i], options)
+            if keys[i] not in done:
+                items[i] = item
+        todo = list(items)
         with fused_activations(self.model):
             local = self._score_items(
                 requests, {i: items[i] for i in todo[rank::size]}, options, cache, progress and rank == 0
@@ -174,6 +180,19 @@ class Backend:
     def model_digest(self) -> str:
         """A digest of the model identity: the cache's model key and the name of its file in a cache folder."""
         return identity_digest(self.identity)
+
+    @property
+    def truncation(self) -> Truncation:
+        """What was cut on the left to fit the model's input limit (contexts, generation prompts) since the scorer
+        was made or `recording` last began.
+        """
+        return self.encoder.truncation
+
+    def recording(self, label: str | None = None) -> AbstractContextManager[None]:
+        """`with scorer.recording("dlama_ar_west"):` counts cuts afresh for one run (read `truncation` after the
+        block) and warns afresh, once per kind of input, naming `label`.
+        """
+        return self.encoder.recording(label)
 
     def _open_cache(self, options: ScoreOptions) -> ScoreCache | None:
         if self.cache_path is None:

@@ -18,13 +18,13 @@ import sqlite3
 import time
 import warnings
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from culture_probe.engine.types import CandidateScores
+from culture_probe.engine.types import CandidateScores, GenerateOptions
 from culture_probe.errors import CultureProbeError
 
 TABLE = "scores_v2"  # v1 (JSON text values, per run) is ignored: its rows are simply not found
@@ -199,6 +199,33 @@ class ScoreCache:
             stacklevel=3,
         )
         return _connect(self.path)
+
+
+def cached_texts(
+    path: Path | None,
+    *,
+    model: str,
+    options: GenerateOptions,
+    prompts: Sequence[str],
+    produce: Callable[[list[str]], Iterable[Mapping[str, str]]],
+) -> dict[str, str]:
+    """The generated text of each of `prompts` (prompt -> text) by the model whose identity digest is `model`, for
+    the in-process engine and served models alike: texts stored in the cache file `path` under these `options`
+    (every field is in the key, a sampled text's seed too) are read, a damaged row is reported and asked again;
+    the rest come from `produce(missing prompts)`, which yields them in groups, each stored as it arrives, so an
+    interrupted run asks only what is missing. With `path` None nothing is cached.
+    """
+    cache = ScoreCache(path, model=model, options=repr(options)) if path is not None else None
+    try:
+        done = cache.get_texts(list(prompts)) if cache is not None else {}
+        for answered in produce([p for p in dict.fromkeys(prompts) if p not in done]):
+            done.update(answered)
+            if cache is not None:
+                cache.put_texts(dict(answered))
+    finally:
+        if cache is not None:
+            cache.close()
+    return done
 
 
 def _connect(path: Path) -> sqlite3.Connection:

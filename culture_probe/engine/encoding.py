@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from culture_probe.engine.types import ScoreRequest
+from culture_probe.engine.types import ScoreRequest, Truncation
 from culture_probe.errors import EmptyCandidateError, InputTooLongError, UnsupportedModelError
 
 # Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao, Khmer, Myanmar.
@@ -41,13 +43,17 @@ class Encoded:
 
 
 class Encoder:
-    """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special tokens."""
+    """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special tokens.
+    `truncation` counts what `fit` cut since the encoder was made or `recording` last began.
+    """
 
     def __init__(self, tokenizer, *, add_bos: bool | None = None, max_length: int | None = None, name: str = ""):
         self.tokenizer = tokenizer
         self.name = name
         self.max_length = max_length
-        self._warned = False
+        self.truncation = Truncation()
+        self.label: str | None = None  # named in the warnings (a run's config)
+        self._warned: set[str] = set()  # the kinds of cut already warned of
         prefix, self.suffix = _special_affixes(tokenizer)
         if add_bos is True:
             if tokenizer.bos_token_id is None:
@@ -157,14 +163,18 @@ class Encoder:
             full = (start if start is not None else self.tokenizer.eos_token_id,)
         return Encoded(full, tuple(cands), tuple(rights), self.suffix)
 
-    def fit(self, context: tuple[int, ...], rest: dict[str, int], limit: int | None = None) -> tuple[int, ...]:
+    def fit(
+        self, context: tuple[int, ...], rest: dict[str, int], limit: int | None = None, *, kind: str = "contexts"
+    ) -> tuple[int, ...]:
         """Cut `context` on the left (keeping its leading special tokens) so that the `rest` of the input fits;
         `rest` maps each part that follows the context ("candidate", "right text", ...) to its token count.
-        `limit` (a request's `max_tokens`) tightens the model's own maximum length.
+        `limit` (a request's `max_tokens`) tightens the model's own maximum length. Every call is counted in
+        `truncation` under `kind` ("contexts", or "prompts" for generation), cut or not.
         """
         room = sum(rest.values())
         max_length = min((n for n in (self.max_length, limit) if n is not None), default=None)
         if max_length is None or len(context) + room <= max_length:
+            self.truncation = self.truncation.add(kind, 0)
             return context
         keep = max_length - room - len(self.prefix)
         if keep < 1:
@@ -176,15 +186,35 @@ class Encoder:
                 f"{len(self.prefix)} leading special tokens) leaves no room for it in the {whose} {max_length} "
                 f"positions. Shorten the {longest}, or use a model with more positions."
             )
-        if not self._warned:
-            warnings.warn(
-                f"A context longer than the input limit ({max_length} tokens) was cut on the "
-                "left; what follows it (candidates, new tokens) is kept whole. (Warned once.)",
-                stacklevel=3,
-            )
-            self._warned = True
         head = len(self.prefix) if context[: len(self.prefix)] == self.prefix else 0
-        return context[:head] + context[len(context) - keep :]
+        fitted = context[:head] + context[len(context) - keep :]
+        self.truncation = self.truncation.add(kind, len(context) - len(fitted))
+        self._warn(kind, max_length)
+        return fitted
+
+    def _warn(self, kind: str, max_length: int) -> None:
+        """Say once per kind of input (per `recording`) that one was cut, naming the recording's label."""
+        if kind in self._warned:
+            return
+        self._warned.add(kind)
+        what = f"A {kind[:-1]}" if self.label is None else f"{self.label}: a {kind[:-1]}"
+        warnings.warn(
+            f"{what} longer than the input limit ({max_length} tokens) was cut on the left; "
+            "what follows it (candidates, new tokens) is kept whole. (Warned once; scorer.truncation counts "
+            "every cut.)",
+            stacklevel=4,
+        )
+
+    @contextmanager
+    def recording(self, label: str | None = None) -> Iterator[None]:
+        """Count cuts afresh and warn afresh (once per kind of input) within the block, the warnings naming `label`
+        (a run's config, so that a suite's warnings say which); the counts stay in `truncation` after it.
+        """
+        self.truncation, self._warned, self.label = Truncation(), set(), label
+        try:
+            yield
+        finally:
+            self.label = None
 
 
 def chat_prompt(tokenizer, user: str, system: str | None = None, *, name: str = "") -> str:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 from culture_probe.engine import parallel
+from culture_probe.engine.cache import cached_texts
 from culture_probe.engine.encoding import chat_prompt
 from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import UnsupportedModelError
@@ -56,32 +58,40 @@ def prompt_texts(scorer: Any, prompts: list[str], options: GenerateOptions) -> t
 def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[str]:
     """Continuations of `prompts` (new text only, special tokens dropped), batched by token budget (halved on
     out-of-memory, as scoring is): greedy, or sampled at `options.temperature`, one prompt per call from a generator
-    seeded by `prompt_seed(options.seed, text)`. With several processes, each generates its share and every
-    process gets all texts.
+    seeded by `prompt_seed(options.seed, text)`. Texts are cached as a served model's are (`cached_texts`: keyed by
+    the model, the prompt as the model reads it, chat template applied, and every option). With several processes,
+    each generates its share of what the cache lacks and every process gets all texts.
     """
     if scorer.kind == "masked":
         raise UnsupportedModelError("generate() needs a causal or seq2seq model; this one is a masked LM.")
     if not prompts:
         return []
     texts, specials = prompt_texts(scorer, prompts, options)
+    distinct = list(dict.fromkeys(texts))
+    # Every process tokenizes (and fits) every prompt, cached or not: the truncation record counts them all.
+    ids = prompt_ids(scorer, distinct, specials, options.max_new_tokens)
     rank, size = parallel.world()
-    mine = {i: texts[i] for i in range(rank, len(texts), size)}
-    ids = dict(zip(mine, prompt_ids(scorer, list(mine.values()), specials, options.max_new_tokens), strict=True))
-    costs = {i: len(x) + options.max_new_tokens for i, x in ids.items()}
-    # Sampling decodes one prompt per call: its generator is seeded for that prompt alone.
-    sampled = options.temperature is not None
+    local: dict[int, str] = {}  # what this process generated, by position in `distinct`
 
     def run(batch: list[int], _budget: int) -> list[str]:
-        if sampled:
+        if options.temperature is not None:  # one prompt per call: its generator is seeded for that prompt alone
             assert options.seed is not None  # GenerateOptions requires a seed with a temperature
-            return [_decode(scorer, [ids[i]], options, prompt_seed(options.seed, mine[i]))[0] for i in batch]
+            return [_decode(scorer, [ids[i]], options, prompt_seed(options.seed, distinct[i]))[0] for i in batch]
         return _decode(scorer, [ids[i] for i in batch], options)
 
-    local: dict[int, str] = {}
-    for batch, decoded in scorer.batches(costs, run):
-        local.update(zip(batch, decoded, strict=True))
-    done = parallel.gather(local, size)
-    return [done[i] for i in range(len(texts))]
+    def produce(todo: list[str]) -> Iterator[dict[str, str]]:
+        parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
+        at = {text: i for i, text in enumerate(distinct)}
+        costs = {at[t]: len(ids[at[t]]) + options.max_new_tokens for t in todo[rank::size]}
+        for batch, decoded in scorer.batches(costs, run):
+            local.update(zip(batch, decoded, strict=True))
+            yield {distinct[i]: text for i, text in zip(batch, decoded, strict=True)}
+
+    done = cached_texts(
+        scorer.cache_path, model=scorer.model_digest(), options=options, prompts=distinct, produce=produce
+    )
+    done.update({distinct[i]: text for i, text in parallel.gather(local, size).items()})
+    return [done[t] for t in texts]
 
 
 def _decode(scorer: Any, ids: list[tuple[int, ...]], options: GenerateOptions, seed: int | None = None) -> list[str]:
@@ -121,7 +131,7 @@ def prompt_ids(scorer: Any, texts: list[str], specials: bool, max_new_tokens: in
         return []
     room = {"new tokens": max_new_tokens} if scorer.kind == "causal" else {}
     encoded = scorer.tokenizer(texts, add_special_tokens=specials)["input_ids"]
-    return [scorer.encoder.fit(tuple(x), room) for x in encoded]
+    return [scorer.encoder.fit(tuple(x), room, kind="prompts") for x in encoded]
 
 
 def left_padded(scorer: Any, ids: list[tuple[int, ...]], pad_id: int) -> dict[str, Any]:

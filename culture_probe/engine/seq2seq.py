@@ -91,13 +91,17 @@ class Seq2SeqScorer(Backend):
     def _cost(self, item: Seq2SeqItem) -> int:
         return len(item.encoder) + sum(len(c) + 1 for c in item.candidates)
 
+    def decoder_lead(self, options: ScoreOptions) -> tuple[int, ...]:
+        """The decoder ids before a candidate's: the decoder start, then (sentinel style) the first sentinel."""
+        start = self.model.config.decoder_start_token_id
+        return (start,) if options.seq2seq_style == "plain" else (start, self.sentinel_ids[0])
+
     def _score_batch(self, items: list[Seq2SeqItem], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
         import torch
 
         device = self.device
         pad = self.tokenizer.pad_token_id or 0
-        start = self.model.config.decoder_start_token_id
-        lead = (start,) if options.seq2seq_style == "plain" else (start, self.sentinel_ids[0])
+        lead = self.decoder_lead(options)
         with torch.inference_mode():
             src, src_mask = _pad([it.encoder for it in items], pad, device)
             memory = self.model.get_encoder()(input_ids=src, attention_mask=src_mask)[0]

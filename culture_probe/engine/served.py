@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from culture_probe.engine.cache import ScoreCache, cache_path, identity_digest
+from culture_probe.engine.cache import cache_path, cached_texts, identity_digest
 from culture_probe.engine.encoding import separator
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
 from culture_probe.engine.types import (
@@ -91,19 +91,16 @@ class ServedScorer:
                 "add_special_tokens= cannot be sent to a served model: the server tokenizes. Leave it unset."
             )
         prompts = list(prompts)
-        cache = self._cache(repr(options))
-        done = cache.get_texts(prompts) if cache is not None else {}
-        todo = [p for p in dict.fromkeys(prompts) if p not in done]
-        try:
+
+        def produce(todo: list[str]) -> Iterator[dict[str, str]]:
             with ThreadPoolExecutor(self.concurrency) as pool:
                 asked = {pool.submit(self._complete, p, options): p for p in todo}
                 for future in as_completed(asked):  # each answer is stored as soon as it arrives
-                    done[asked[future]] = future.result()
-                    if cache is not None:
-                        cache.put_texts({asked[future]: done[asked[future]]})
-        finally:
-            if cache is not None:
-                cache.close()
+                    yield {asked[future]: future.result()}
+
+        done = cached_texts(
+            self.cache_path, model=self.model_digest(), options=options, prompts=prompts, produce=produce
+        )
         return [done[p] for p in prompts]
 
     def _complete(self, prompt: str, options: GenerateOptions) -> str:
@@ -206,9 +203,6 @@ class ServedScorer:
     def fill_mask(self, *args: Any, **kwargs: Any) -> Any:
         """A served model is causal: there is no mask to fill."""
         raise UnsupportedModelError("fill_mask needs a masked model; a served model is causal. Use generate().")
-
-    def _cache(self, options: str) -> ScoreCache | None:
-        return ScoreCache(self.cache_path, model=self.model_digest(), options=options) if self.cache_path else None
 
 
 @contextmanager

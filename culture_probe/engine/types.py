@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, TypeVar, get_args
 
 import numpy as np
@@ -130,6 +130,77 @@ class CandidateScores:
     def best(self, by: ScoreKind = "mean") -> str:
         """The top-ranked candidate."""
         return self.candidates[int(self.ranking(by)[0])]
+
+
+@dataclass(frozen=True)
+class Cuts:
+    """Inputs of one kind fitted to the model's input limit: how many were fitted (`encoded`), how many of those
+    were cut on the left (`cut`), and the tokens cut from them in all (`tokens_cut`) and from the most cut one
+    (`max_cut`).
+    """
+
+    encoded: int = 0
+    cut: int = 0
+    tokens_cut: int = 0
+    max_cut: int = 0
+
+    def add(self, tokens_cut: int) -> Cuts:
+        """These counts and one more input, `tokens_cut` tokens shorter than it was (0: kept whole)."""
+        return Cuts(
+            self.encoded + 1,
+            self.cut + (tokens_cut > 0),
+            self.tokens_cut + tokens_cut,
+            max(self.max_cut, tokens_cut),
+        )
+
+    def plus(self, other: Cuts) -> Cuts:
+        """The counts of both (two models of one run: the probed model and a judge)."""
+        return Cuts(
+            self.encoded + other.encoded,
+            self.cut + other.cut,
+            self.tokens_cut + other.tokens_cut,
+            max(self.max_cut, other.max_cut),
+        )
+
+
+CUT_KINDS = ("contexts", "prompts")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """What a scorer cut on the left to fit its input limit (the model's, or a request's `max_tokens`) since the
+    count last began (`Scorer.recording`): the contexts of scored requests and fill-mask queries, and generation
+    prompts. Candidates, the right-hand text, special tokens and new tokens are never cut (an input that leaves no
+    room for its context is an error instead), so they have no count. Every request is counted whether its scores
+    came from the cache or the model, so the record does not depend on what the cache held.
+    """
+
+    contexts: Cuts = Cuts()
+    prompts: Cuts = Cuts()
+
+    def add(self, kind: str, tokens_cut: int) -> Truncation:
+        """The record with one more input of `kind` ("contexts" or "prompts")."""
+        if kind not in CUT_KINDS:
+            raise UnknownNameError("kind of cut input", kind, CUT_KINDS)
+        return replace(self, **{kind: getattr(self, kind).add(tokens_cut)})
+
+    def plus(self, other: Truncation) -> Truncation:
+        """Both records' counts, kind by kind."""
+        return Truncation(*(getattr(self, k).plus(getattr(other, k)) for k in CUT_KINDS))
+
+    @property
+    def any_cut(self) -> bool:
+        """Whether any input was cut."""
+        return any(getattr(self, k).cut for k in CUT_KINDS)
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        """{"contexts": {"encoded", "cut", "tokens_cut", "max_cut"}, "prompts": {...}}: metrics.json's `truncation`."""
+        return {k: asdict(getattr(self, k)) for k in CUT_KINDS}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Mapping[str, int]]) -> Truncation:
+        """The record `to_json` wrote."""
+        return cls(*(Cuts(**value[k]) for k in CUT_KINDS))
 
 
 # ---------------------------------------------------------------- the options of each engine call

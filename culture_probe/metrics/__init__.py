@@ -12,6 +12,7 @@ from typing import Any
 from culture_probe.errors import UnknownNameError
 from culture_probe.metrics.camel import cbs, fairness_gap, odds_ratio
 from culture_probe.metrics.compare import compare_groups
+from culture_probe.metrics.consistency import agreement, rankc
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.dlama import hits_at_k, object_entropy, precision_at_k, rank_candidates
 from culture_probe.metrics.factuality import ASSOCIATIONS, xfakt, xfakt_scores
@@ -23,6 +24,7 @@ MODULES_DIR = Path(__file__).resolve().parent.parent / "metrics_modules"
 __all__ = [
     "ASSOCIATIONS",
     "MODULES_DIR",
+    "agreement",
     "cbs",
     "compare_groups",
     "culture_gap",
@@ -41,6 +43,7 @@ __all__ = [
     "odds_ratio",
     "precision_at_k",
     "rank_candidates",
+    "rankc",
     "template_mean_std",
     "xfakt",
     "xfakt_scores",

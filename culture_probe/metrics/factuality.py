@@ -281,7 +281,8 @@ TRANSFER_METHODS = {
 def transfer_estimates(
     answers: Sequence[GradedAnswer], summary: Mapping[str, Any], *, confidence: float = 0.95
 ) -> dict[str, dict[str, Any]]:
-    """FRS, KTS and X-FaKT of a run's `summary` in the results schema, each naming its interval `method`.
+    """FRS, KTS and X-FaKT of a run's `summary` in the results schema, each naming its interval `method` (and higher
+    is better for all three).
 
     mu_assoc and mu_non are means of cell error rates, so mu_assoc ± mu_non get t intervals from the cells'
     binomial variances (each cell a stratum); FRS falls and KTS falls with |mu_assoc - mu_non|, so their intervals
@@ -302,7 +303,13 @@ def transfer_estimates(
     else:
         intervals = _transfer_intervals(summary["mu_assoc"], summary["mu_non"], spread, values, confidence)
     return {
-        name: {"value": values[name], **intervals[name].fields(), "n": len(answers), "method": method}
+        name: {
+            "value": values[name],
+            **intervals[name].fields(),
+            "n": len(answers),
+            "method": method,
+            "higher_is_better": True,  # FRS: fewer errors; KTS: errors that depend less on the language asked in
+        }
         for name, method in TRANSFER_METHODS.items()
     }
 

@@ -40,6 +40,13 @@ CITATIONS: dict[str, str] = {
   booktitle = {Proceedings of NAACL 2024},
   year = {2024}
 }""",
+    "rankc": """@inproceedings{qi-etal-2023-cross,
+  title = {Cross-Lingual Consistency of Factual Knowledge in Multilingual Language Models},
+  author = {Qi, Jirui and Fern{\\'a}ndez, Raquel and Bisazza, Arianna},
+  booktitle = {Proceedings of EMNLP 2023},
+  pages = {10650--10666},
+  year = {2023}
+}""",
     "culture_probe": """@software{culture_probe,
   title = {culture\\_probe: probing what language models know about cultures},
   year = {2026}

@@ -57,6 +57,9 @@ class UnitTable:
 
     `scale` is the metric's range [0, scale] (100 for a percentage; None: unbounded), which intervals never leave;
     `binary` declares every value an outcome, 0 or `scale`, so the metric is a proportion (see `with_scale`).
+    `higher_is_better` is the metric's direction, declared where the benchmark names it: True (P@1, accuracy),
+    False (an error rate), None for a metric with no better direction (a bias score whose midpoint means no bias,
+    a gap whose 0 is neutral); the results block gives it per metric.
     """
 
     metric: str
@@ -66,6 +69,7 @@ class UnitTable:
     macro: str | None = None
     scale: float | None = None
     binary: bool = False
+    higher_is_better: bool | None = None
 
     def __post_init__(self) -> None:
         values = np.asarray(self.values, dtype=float)
@@ -142,10 +146,12 @@ class UnitValue:
     replicate: str = ""
 
 
-def unit_table(metric: str, rows: Sequence[UnitValue], *, macro: str | None = None) -> UnitTable:
+def unit_table(
+    metric: str, rows: Sequence[UnitValue], *, macro: str | None = None, higher_is_better: bool | None = None
+) -> UnitTable:
     """A `UnitTable` from one value per (unit, replicate): units and replicates in first-seen order, NaN where a
     unit has no value in a replicate. A unit's strata are those of its first row; a repeated (unit, replicate)
-    is an error.
+    is an error. `higher_is_better`: the metric's direction (`UnitTable`).
     """
     units: dict[str, Mapping[str, Any]] = {}
     replicates: dict[str, int] = {}
@@ -161,7 +167,7 @@ def unit_table(metric: str, rows: Sequence[UnitValue], *, macro: str | None = No
         values[cell] = row.value
     names = list(next(iter(units.values()), {}))
     strata = {name: [str(s.get(name)) for s in units.values()] for name in names}
-    return UnitTable(metric, tuple(units), values, strata, macro)
+    return UnitTable(metric, tuple(units), values, strata, macro, higher_is_better=higher_is_better)
 
 
 def table_statistic(values: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndarray:
@@ -292,22 +298,26 @@ def summarize(
     extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A run's `results` block: every table's estimate `overall` and per label of each stratum (`by_<stratum>`),
-    the first table's metric as the `headline`, each metric's interval method, and the metrics `omitted` with the
-    reason.
+    the first table's metric as the `headline`, each metric's interval method and direction (`higher_is_better`),
+    and the metrics `omitted` with the reason.
 
     `extra` adds estimates computed elsewhere (e.g. X-FaKT's cell-level scores) to `overall`; each names its
-    interval method under `method`, which moves to `ci.methods`. No table (every probe skipped): no headline.
+    interval method under `method`, which moves to `ci.methods`, and its direction under `higher_is_better`,
+    which moves beside the tables' directions. No table (every probe skipped): no headline.
     """
     methods = {t.metric: t.method for t in tables}
+    directions = {t.metric: t.higher_is_better for t in tables}
     overall: dict[str, Any] = {t.metric: estimate(t, confidence) for t in tables}
     for name, given in (extra or {}).items():
-        overall[name] = {k: v for k, v in given.items() if k != "method"}
+        overall[name] = {k: v for k, v in given.items() if k not in ("method", "higher_is_better")}
         methods[name] = str(given.get("method", ""))
+        directions[name] = given.get("higher_is_better")
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "headline": tables[0].metric if tables else None,
         "unit": unit,
         "ci": {"method": "; ".join(dict.fromkeys(methods.values())), "methods": methods, "confidence": confidence},
+        "higher_is_better": directions,
         "overall": overall,
     }
     for table in tables:

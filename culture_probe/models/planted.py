@@ -298,11 +298,16 @@ def _train(spec: PlantedSpec):
         torch.set_num_threads(threads)
 
 
+def planted_tokenizer(spec: PlantedSpec):
+    """The tokenizer `spec`'s model is trained with (deterministic for a spec): built from its facts and probes."""
+    texts = [fact.text for fact in spec.facts] + list(spec.probe_texts)
+    return train_tokenizer(texts, spec.tokenizer, vocab_size=spec.vocab_size, model_kind=spec.kind)
+
+
 def _train_single_threaded(spec: PlantedSpec):
     import torch
 
-    texts = [fact.text for fact in spec.facts] + list(spec.probe_texts)
-    tokenizer = train_tokenizer(texts, spec.tokenizer, vocab_size=spec.vocab_size, model_kind=spec.kind)
+    tokenizer = planted_tokenizer(spec)
     model = tiny_model(
         spec.arch, tokenizer, layers=spec.layers, hidden=spec.hidden, heads=spec.heads, seed=spec.seed
     ).train()

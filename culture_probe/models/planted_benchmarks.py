@@ -361,14 +361,17 @@ def _benchmark(config: str) -> str:
 def planted_spec(config: str, *, data_dir: str | os.PathLike | None = None, **options: Any) -> PlantedSpec:
     """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g. culture=).
 
-    Built once per process for the same arguments: a run asks for it to train (or find) the model and again for
-    what it planted (config.json's `model.planted`).
+    Built once per process for the same arguments and mirror (the rows it plants are read from either): a run asks
+    for it to train (or find) the model and again for what it planted (config.json's `model.planted`).
     """
-    return _built_spec(config, None if data_dir is None else os.fspath(data_dir), tuple(sorted(options.items())))
+    folder = None if data_dir is None else os.fspath(data_dir)
+    return _built_spec(config, folder, tuple(sorted(options.items())), mirror_root())
 
 
 @lru_cache(maxsize=8)
-def _built_spec(config: str, data_dir: str | None, options: tuple[tuple[str, Any], ...]) -> PlantedSpec:
+def _built_spec(
+    config: str, data_dir: str | None, options: tuple[tuple[str, Any], ...], mirror: str | None
+) -> PlantedSpec:
     return SPEC_BUILDERS[_benchmark(config)](config, data_dir, dict(options))
 
 
@@ -386,6 +389,19 @@ def planted_model_dir(
     path = train_planted(planted_spec(config, data_dir=data_dir, **options), cache_dir)
     _ensure_chat_template(path)
     return path
+
+
+def planted_parts(config: str, *, data_dir: str | os.PathLike | None = None) -> tuple[Any, Any]:
+    """The tokenizer (with its chat template) and the transformers config of `planted:<config>`, built from its spec
+    without training or reading the model: what a run checks and a dry run shows before any weights exist.
+    """
+    from culture_probe.models.planted import planted_tokenizer
+    from culture_probe.models.tiny import tiny_config
+
+    spec = planted_spec(config, data_dir=data_dir)
+    tokenizer = planted_tokenizer(spec)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer, tiny_config(spec.arch, tokenizer, spec.layers, spec.hidden, spec.heads)
 
 
 def _ensure_chat_template(path: Path) -> None:

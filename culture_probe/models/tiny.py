@@ -206,7 +206,7 @@ def train_tokenizer(
     return PreTrainedTokenizerFast(tokenizer_object=tok, **extra)
 
 
-def _config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, positions: int = 512):
+def tiny_config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, positions: int = 512):
     """A transformers config of `arch` sized as asked (`positions`: the decoders' position count), with vocab and
     special ids taken from `tokenizer`.
     """
@@ -269,7 +269,7 @@ def tiny_model(
     import torch
     import transformers as tf
 
-    config = _config(arch, tokenizer, layers, hidden, heads, positions)
+    config = tiny_config(arch, tokenizer, layers, hidden, heads, positions)
     head = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM, "seq2seq": tf.AutoModelForSeq2SeqLM}[
         ARCH_KIND[arch]
     ]

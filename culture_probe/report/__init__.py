@@ -58,7 +58,8 @@ def write_report(
     """
     run_dir = Path(run_dir)
     path = run_dir / rundir.REPORT_FILE
-    rundir.write_text(path, render(report_sections(config, records, metrics), config, run_dir, status))
+    sections = report_sections(config, records, metrics)
+    rundir.write_text(path, render(sections, config, run_dir, status, truncation=metrics.get("truncation")))
     return path
 
 
@@ -141,7 +142,9 @@ def rerender_suite(folder: Path) -> list[Path]:
     listed = [row["config"] for row in stored["configs"]]
     found = sorted(p.name for p in folder.iterdir() if (p / rundir.CONFIG_FILE).is_file() and p.name not in listed)
     rendered = {name: rerender_run(folder / name) for name in [*listed, *found]}
-    summary = summarize_suite(stored["model"], {name: run for name, (_, run) in rendered.items()})
+    summary = summarize_suite(
+        stored["model"], {name: run for name, (_, run) in rendered.items()}, stored.get("skipped")
+    )
     return [*(path for path, _ in rendered.values()), write_summary(folder, summary)]
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from culture_probe.engine.types import CUT_KINDS, Truncation
 from culture_probe.extras import available
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_value
 from culture_probe.report.plots import draw
@@ -29,11 +30,17 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "figure"
 
 
-def render(sections: Sequence[Section], config: Mapping[str, Any], run_dir: Path, status: str | None = None) -> str:
+def render(
+    sections: Sequence[Section],
+    config: Mapping[str, Any],
+    run_dir: Path,
+    status: str | None = None,
+    truncation: Mapping[str, Any] | None = None,
+) -> str:
     """The whole report; figures are written to `run_dir/plots/` and linked relatively. `status` marks a run
-    that did not finish (`INCOMPLETE k/N`).
+    that did not finish (`INCOMPLETE k/N`); `truncation` is metrics.json's record of inputs cut to fit the model.
     """
-    parts = [header(config, status)]
+    parts = [header(config, status, truncation)]
     drawing = available("matplotlib")
     if drawing:
         (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
@@ -71,7 +78,7 @@ def figure_link(figure: Bars | Heatmap, stem: Path, title: str) -> str:
     return f"![{title}]({PLOTS_DIR}/{png.name}) ([PDF]({PLOTS_DIR}/{pdf.name}))"
 
 
-def header(config: Mapping[str, Any], status: str | None = None) -> str:
+def header(config: Mapping[str, Any], status: str | None = None, truncation: Mapping[str, Any] | None = None) -> str:
     """Title and the facts a reader needs to trust the numbers."""
     bench, model, run = config["benchmark"], config["model"], config["run"]
     lines = [
@@ -91,6 +98,7 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
         *([f"- **planted model**: {model['planted']}"] if model.get("planted") else []),
         f"- culture_probe {config['versions']['culture_probe']}, torch {config['versions'].get('torch')}, "
         f"transformers {config['versions'].get('transformers')}",
+        *truncation_lines(truncation),
     ]
     if bench.get("custom_rows"):
         saved = f" (saved in `{bench['rows_file']}`)" if bench.get("rows_file") else ""
@@ -130,6 +138,26 @@ def header(config: Mapping[str, Any], status: str | None = None) -> str:
             "- options that applied to this run: " + ", ".join(f"`{k}={v}`" for k, v in options.items()) + note
         )
     return "\n".join(lines)
+
+
+def truncation_lines(value: Mapping[str, Any] | None) -> list[str]:
+    """The header's line on inputs cut on the left to fit the model's input limit (metrics.json's `truncation`);
+    none when nothing was cut or the run has no record (a served model, an older run).
+    """
+    record = Truncation.from_json(value) if value else Truncation()
+    cuts = [(kind, getattr(record, kind)) for kind in CUT_KINDS]
+    parts = [
+        f"{c.cut:,} of {c.encoded:,} {kind} cut on the left, up to {c.max_cut:,} tokens ({c.tokens_cut:,} in all)"
+        for kind, c in cuts
+        if c.cut
+    ]
+    if not parts:
+        return []
+    scope = " (counted over the probes asked since the run was resumed)" if value and value.get("resumed") else ""
+    return [
+        f"- **inputs cut to fit the model**: {'; '.join(parts)}{scope}; candidates and new tokens were kept whole "
+        "(`truncation` in metrics.json)"
+    ]
 
 
 def deviations(config: Mapping[str, Any]) -> str:

@@ -43,9 +43,12 @@ class SuiteRun:
     metrics: Mapping[str, Any]
 
 
-def summarize_suite(model: Any, runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
+def summarize_suite(
+    model: Any, runs: Mapping[str, SuiteRun], skipped: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """One row per config: its headline number with interval, n, unit, scale and chance level, and what it left
-    out; and the cross-config studies the suite's configs allow (MAPS' culture gap).
+    out; the cross-config studies the suite's configs allow (MAPS' culture gap); and the configs `skipped` for want
+    of data, with why (those that have a run since are not).
     """
     rows = []
     for config, result in runs.items():
@@ -70,6 +73,7 @@ def summarize_suite(model: Any, runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
         "protocol": ", ".join(protocols) or "default",
         "configs": rows,
         "studies": studies(runs),
+        "skipped": {config: why for config, why in (skipped or {}).items() if config not in runs},
     }
 
 
@@ -121,6 +125,11 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())
         for name, study in summary["studies"].items()
     ]
+    if summary.get("skipped"):  # a suite summarized before skipping existed has none
+        parts.append(
+            "**Skipped** (their data could not be had; not run):\n\n"
+            + "\n".join(f"- {config}: {why}" for config, why in summary["skipped"].items())
+        )
     return "\n\n".join(parts)
 
 
@@ -135,6 +144,7 @@ def summary_lines(summary: Mapping[str, Any]) -> str:
         )
         for r in summary["configs"]
     ]
+    lines += [f"{config}: skipped ({why})" for config, why in summary.get("skipped", {}).items()]
     return "\n".join(lines + ([SMALL_N_NOTE] if any(SMALL_N_MARK in line for line in lines) else []))
 
 

@@ -19,7 +19,8 @@ from culture_probe.report.views import (
     result_bars,
 )
 from culture_probe.tasks import Record
-from culture_probe.tasks.xfakt import ASSOCIATIONS, COUNTRIES, LANGUAGES, graded_answers
+from culture_probe.tasks.options import options_from_dict
+from culture_probe.tasks.xfakt import ASSOCIATIONS, COUNTRIES, LANGUAGES, XfaktOptions, graded_answers
 
 SCALES: dict[str, Scale] = {"error_rate": "%", "frs": "0-1", "kts": "0-1", "xfakt": "0-1"}
 # the headline table: each number with its unit, since it mixes % with 0-1 scores
@@ -110,7 +111,11 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
         ),
     ]
     cells: dict[tuple[str, str], list[GradedAnswer]] = {}
-    for r in graded_answers(records) if part == "factual_recall" else ():
+    for r in (
+        graded_answers(records, llm_judged=options_from_dict(XfaktOptions, options_of(config)).llm_judged)
+        if part == "factual_recall"
+        else ()
+    ):
         cells.setdefault((r["language"], r["country"]), []).append(
             GradedAnswer(r["language"], bool(r["correct"]), r["verdict"], r["country"])
         )

@@ -10,6 +10,9 @@ defines a `Task` subclass and `TASK = ThatClass`, with
 - `deviations`: where the protocol differs from the original code, each with when it applies and the option values
   that give the original code's behaviour (the `upstream` profile sets them all: `--protocol upstream`).
 - `needs(config, options)` (optional): the side data to load (`culture_probe.data.resources.Need`).
+- `model_need(stage)` (optional): what the model answering a stage must be (`ModelNeed`: its kinds, a chat
+  template) and the options that ask without it, checked before any run folder is made; `stage_options(stage)`
+  (optional): the options that change a stage's records, so a resume may change the others (`--resume`).
 - four hooks: `_probes(rows, stage, previous)` yields probes; `_read(probe, output)` turns one engine output into
   the record's fields; `_metrics(records, skipped)` maps the answered records to typed inputs and calls the
   benchmark's metric functions in `culture_probe.metrics` (the base counts the skipped records per reason; a
@@ -23,10 +26,13 @@ defines a `Task` subclass and `TASK = ThatClass`, with
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar, Literal
 
 from culture_probe.data.resources import Need
@@ -121,6 +127,43 @@ class Smoke:
     needs: str = "every number per stratum needs an item in each cell"
 
 
+@dataclass(frozen=True)
+class ModelNeed:
+    """What a stage asks of the model that answers it: one of `kinds`, and a chat template when `chat`.
+
+    The task declares it (`Task.model_need`); the runner checks it on the model's config and tokenizer before any
+    run folder is made or weights load. `why` says in words what asks for it, `instead` the command-line options
+    under which the protocol asks no such thing (e.g. `--option mode=rank`), so that a refusal names what works.
+    """
+
+    kinds: tuple[str, ...] = MODEL_KINDS
+    chat: bool = False
+    why: str = ""
+    instead: str = ""
+
+    def check_kind(self, kind: str, who: str) -> None:
+        """Refuse a model of a kind not in `kinds` (`who`: the protocol or stage asking)."""
+        if kind in self.kinds:
+            return
+        fix = (
+            f"Use {self.instead}, or pick a model of a supported kind."
+            if self.instead
+            else "Pick a model of a supported kind, or force one with --kind."
+        )
+        why = f" {self.why}." if self.why else ""
+        raise UnsupportedModelError(
+            f"{who} cannot probe a {kind!r} model; it supports {', '.join(self.kinds)}.{why} {fix}"
+        )
+
+    def check_chat(self, tokenizer: Any, model: str) -> None:
+        """Refuse a tokenizer without a chat template when the stage asks through one (`model`: its name)."""
+        if not self.chat or getattr(tokenizer, "chat_template", None):
+            return
+        asks = self.why or "The protocol asks through the model's chat template"
+        instead = f"Use {self.instead}, or a chat (instruction-tuned) model." if self.instead else "Use a chat model."
+        raise UnsupportedModelError(f"{asks}, but the tokenizer of {model!r} has no chat template. {instead}")
+
+
 class Task:
     """One benchmark's protocol. Subclasses set `Options`, `deviations`, and write the four hooks."""
 
@@ -154,11 +197,9 @@ class Task:
         self.kind = kind
         self.seed = seed
         self.resources = dict(resources or {})
-        if kind not in self.kinds:
-            raise UnsupportedModelError(
-                f"{type(self).__name__} cannot probe a {kind!r} model; it supports {', '.join(self.kinds)}. "
-                "Pick a model of a supported kind, or force one with kind=."
-            )
+        for stage in self.stages:
+            if self.stage_model(stage) is None:  # a stage's own model (a judge) is checked by the runner
+                self.model_need(stage).check_kind(kind, type(self).__name__)
 
     @classmethod
     def needs(cls, config: str, options: Any) -> dict[str, Need]:
@@ -190,10 +231,13 @@ class Task:
             raise CultureProbeError(f"{type(self).__name__} built two probes with one key; give them distinct tags.")
         return probes
 
-    def sample(self, probes: Sequence[Probe], limit: int) -> list[Probe]:
+    def sample(self, probes: Sequence[Probe], limit: int | float) -> list[Probe]:
         """The probes of `limit` items, drawn with the run's seed in turn from each stratum (`strata`), so that a
-        smoke run sees every language, culture, predicate or type it can, not the first rows of one.
+        smoke run sees every language, culture, predicate or type it can, not the first rows of one; a fraction
+        (0 < limit < 1) takes that share of each stratum's items instead, keeping the strata's proportions.
         """
+        if isinstance(limit, float):
+            return stratified_share(probes, limit, self.strata, self.seed)
         return stratified_items(probes, limit, self.strata, self.seed)
 
     def smoke_limit(self, probes: Sequence[Probe]) -> int:
@@ -323,6 +367,17 @@ class Task:
         """The model that answers `stage` (None = the run's model); e.g. an LLM judge for X-FaKT."""
         return None
 
+    def model_need(self, stage: str) -> ModelNeed:
+        """What the model answering `stage` must be (its kind, a chat template), and the options that avoid it."""
+        return ModelNeed(self.kinds)
+
+    def stage_options(self, stage: str) -> tuple[str, ...]:
+        """The options that change `stage`'s records (config.json's `stage_options`): a resumed run compares them
+        for each stage that has records. By default every option; an option of no stage changes only metrics,
+        which every run recomputes from the records.
+        """
+        return tuple(f.name for f in dataclasses.fields(self.options))
+
     def select_language(self, rows: Sequence[Mapping[str, Any]], language: str) -> list[Mapping[str, Any]]:
         """Rows asked in `language` (column `language`, `lang` or `prompt_lang`); an unknown one is an error."""
         column = next((c for c in ("language", "lang", "prompt_lang") if rows and c in rows[0]), None)
@@ -383,6 +438,17 @@ def stratified_items(probes: Sequence[Probe], limit: int, strata: Sequence[str],
         for queue in queues:
             if queue and len(chosen) < limit:
                 chosen.add(queue.pop())
+    return [p for p in probes if p.item_id in chosen]
+
+
+def stratified_share(probes: Sequence[Probe], share: float, strata: Sequence[str], seed: int) -> list[Probe]:
+    """The probes (in probe order) of `share` of each stratum's items, rounded up (so at least one per stratum), each
+    stratum's drawn with `seed`: `--limit 0.1`, as lm-evaluation-harness reads a fractional limit, but per stratum.
+    """
+    exact = Fraction(repr(share))  # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
+    rng = random.Random(seed)
+    groups = strata_cells(probes, strata)
+    chosen = {item for key in sorted(groups) for item in rng.sample(groups[key], math.ceil(exact * len(groups[key])))}
     return [p for p in probes if p.item_id in chosen]
 
 

@@ -370,6 +370,7 @@ class CamelTask(Task):
                     for p in map(scored_prompt, records)
                 ],
                 macro="entity_type",
+                higher_is_better=None,  # 50 = no bias: neither direction is better
             ).with_scale(100.0)
         ]
 

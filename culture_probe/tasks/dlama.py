@@ -21,11 +21,19 @@ from typing import Any, Literal
 from culture_probe.data.card import is_corrected
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
-from culture_probe.errors import UnsupportedModelError
 from culture_probe.metrics import chance
 from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, hits_at_k, ranking_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task, all_scores, ranked_candidates, split_slot
+from culture_probe.tasks.base import (
+    Deviation,
+    ModelNeed,
+    RecordFields,
+    Smoke,
+    Task,
+    all_scores,
+    ranked_candidates,
+    split_slot,
+)
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
 from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -176,15 +184,12 @@ class DlamaTask(Task):
         ),
     )
 
-    def __init__(
-        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
-    ):
-        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
-        if self.options.mode == "generate" and kind != "causal":
-            raise UnsupportedModelError(
-                f"DLAMA generation mode asks a chat model with a system message: it needs a causal model with a "
-                f"chat template, not a {kind} one. Use mode=rank for {kind} models."
-            )
+    def model_need(self, stage: str) -> ModelNeed:
+        """Generation mode asks a causal model through its chat template (a refusal names --option mode=rank)."""
+        if self.options.mode != "generate":
+            return ModelNeed(self.kinds)
+        why = "DLAMA generation mode asks with a system message: it needs a causal model with a chat template"
+        return ModelNeed(("causal",), chat=True, why=why, instead="--option mode=rank")
 
     @classmethod
     def needs(cls, config: str, options: DlamaOptions) -> dict[str, Need]:
@@ -312,6 +317,7 @@ class DlamaTask(Task):
                         UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r))
                         for r, f in zip(records, facts, strict=True)
                     ],
+                    higher_is_better=True,
                 ).with_scale(100.0, binary=True)
                 for measure in ("overlap", "exact")
             ]
@@ -342,7 +348,9 @@ class DlamaTask(Task):
 def p1_table(records: Sequence[Record], values: Iterable[float]) -> UnitTable:
     """The `p1` table: one value (%) per fact, with its strata."""
     return unit_table(
-        "p1", [UnitValue(r.item_id, value, fact_strata(r)) for r, value in zip(records, values, strict=True)]
+        "p1",
+        [UnitValue(r.item_id, value, fact_strata(r)) for r, value in zip(records, values, strict=True)],
+        higher_is_better=True,
     )
 
 

@@ -19,7 +19,7 @@ from culture_probe.data.fmlama import OTHERS, candidate_pool
 from culture_probe.data.registry import resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
-from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.errors import CultureProbeError
 from culture_probe.metrics import chance
 from culture_probe.metrics.fmlama import (
     FAMILIES,
@@ -31,7 +31,16 @@ from culture_probe.metrics.fmlama import (
     words_needed,
 )
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task, all_scores, ranked_candidates, split_slot
+from culture_probe.tasks.base import (
+    Deviation,
+    ModelNeed,
+    RecordFields,
+    Smoke,
+    Task,
+    all_scores,
+    ranked_candidates,
+    split_slot,
+)
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
 from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -254,11 +263,13 @@ class FmlamaTask(Task):
     ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
-        if self.options.mode == "chat" and kind == "masked":
-            raise UnsupportedModelError(
-                "FmLAMA chat mode generates replies: it needs a causal or seq2seq (chat) "
-                "model, not a masked one. Use mode=rank for masked models."
-            )
+
+    def model_need(self, stage: str) -> ModelNeed:
+        """Chat mode asks a causal or seq2seq model through its chat template (a refusal names mode=rank)."""
+        if self.options.mode != "chat":
+            return ModelNeed(self.kinds)
+        why = "FmLAMA chat mode generates replies through the model's chat template (the paper's section 5.3)"
+        return ModelNeed(("causal", "seq2seq"), chat=True, why=why, instead="--option mode=rank")
 
     @classmethod
     def needs(cls, config: str, options: FmlamaOptions) -> dict[str, Need]:
@@ -438,6 +449,7 @@ class FmlamaTask(Task):
                         )
                         for r, c in zip(records, replies, strict=True)
                     ],
+                    higher_is_better=True,
                 ).with_scale(100.0, binary=True)
             ]
         ranked = self._map_tables(records, lambda dish, _: average_precision(dish.ranking, set(dish.gold)))
@@ -461,7 +473,11 @@ class FmlamaTask(Task):
             rows.setdefault(f"map_{dish.family}", []).append(
                 UnitValue(record.item_id, value, {"lang": record["lang"], "group": dish.group}, dish.template)
             )
-        return [unit_table(name, rows[name]) for name in (f"map_{f}" for f in FAMILIES) if name in rows]
+        return [
+            unit_table(name, rows[name], higher_is_better=True)
+            for name in (f"map_{f}" for f in FAMILIES)
+            if name in rows
+        ]
 
     def ranked_dish(self, record: Record) -> RankedDish:
         """The metric input of a ranking record."""

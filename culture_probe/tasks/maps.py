@@ -595,6 +595,7 @@ def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) 
             for r in records
             if r["tag"].startswith("reason")
         ],
+        higher_is_better=True,
     )
 
 

@@ -9,6 +9,9 @@ Two judges are built in, chosen by `judge=`:
   Comparable with the paper only with the paper's judge (`judge_model="Qwen/Qwen2.5-72B-Instruct"`, the default).
 - `"string"`: offline string matching against the gold's names in every language (`StringJudge`).
 
+Every generated reply carries the string judge's verdict, and the LLM judge's (when it is asked) is a stage of its
+own: so a resumed run may change the judge (`judge`, `judge_model`) and keep its answers (`Task.stage_options`).
+
 `mode="rank"` is a closed-set extension, not the paper's protocol: the 13 countries are ranked by the mean log-prob of
 their names as the start of the assistant reply to the chat-templated question (`rank_prompt="plain"` scores them after
 the plain question instead, for causal models without a chat template: deviation X7). Factual recall gives FRS, KTS and
@@ -31,7 +34,7 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.metrics import chance
 from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
+from culture_probe.tasks.base import Deviation, ModelNeed, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least, check_choices
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 
@@ -42,6 +45,22 @@ PAPER_JUDGE = "Qwen/Qwen2.5-72B-Instruct"
 ERROR_MARK = "[4]"
 # Judge verdicts, checked in this order (the rubric of PROMPT_OURS); an output with none of them is an error.
 VERDICTS = (("[1]", "same_language"), ("[2]", "english"), ("[3]", "other_language"))
+# The options that change each stage's records (the others change metrics only): a resumed run may change the
+# judge and keep its answers, which are read by the string judge in every generation run (docs/benchmarks/xfakt.md).
+STAGE_OPTIONS = {
+    "answer": ("mode", "rank_prompt", "max_new_tokens", "double_bos", "strip_echo"),
+    "judge": ("judge", "judge_model", "judge_max_new_tokens", "strip_echo"),
+}
+PLAIN_RANK = (
+    "--option mode=rank --option rank_prompt=plain (the 13 countries ranked after the plain question, deviation X7)"
+)
+JUDGE_NEED = ModelNeed(
+    ("causal", "seq2seq"),
+    chat=True,
+    why="The LLM judge grades each reply through its chat template, after the paper's system prompt (section 4.1)",
+    instead="--option judge=string (offline string matching), a local chat model as --option judge_model=PATH, or "
+    "a served one as --option judge_model=openai:NAME with --base-url",
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +84,11 @@ class XfaktOptions:
         at_least("max_new_tokens", self.max_new_tokens, 1)
         at_least("judge_max_new_tokens", self.judge_max_new_tokens, 1)
         check_choices(self)
+
+    @property
+    def llm_judged(self) -> bool:
+        """Whether the answers are graded by the LLM judge stage (else by the string judge, when generated)."""
+        return self.mode == "generate" and self.judge == "llm"
 
 
 # ---------------------------------------------------------------- judges
@@ -263,8 +287,7 @@ class XfaktTask(Task):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.part = _part(config)
         self.smoke = SMOKE[self.part]
-        llm_judge = self.options.mode == "generate" and self.options.judge == "llm"
-        self.stages = ("answer", "judge") if llm_judge else ("answer",)
+        self.stages = ("answer", "judge") if self.llm_judged else ("answer",)
         self._judge: StringJudge | None = None
 
     @classmethod
@@ -294,6 +317,27 @@ class XfaktTask(Task):
         """The LLM judge answers the `judge` stage."""
         return self.options.judge_model if stage == "judge" else None
 
+    def model_need(self, stage: str) -> ModelNeed:
+        """The judge and causal models asked through their chat template need one (rank_prompt=plain does not)."""
+        if stage == "judge":
+            return JUDGE_NEED
+        if not self.chat:
+            return ModelNeed(self.kinds)
+        if self.options.mode == "generate":
+            why = "X-FaKT asks each question as the only user turn of the model's chat template (section 4.1)"
+            return ModelNeed(self.kinds, chat=True, why=why, instead=PLAIN_RANK)
+        why = "X-FaKT's rank mode scores the countries as the start of the reply to the chat-templated question"
+        return ModelNeed(self.kinds, chat=True, why=why, instead="--option rank_prompt=plain")
+
+    def stage_options(self, stage: str) -> tuple[str, ...]:
+        """The answer stage's options and the judge's (`STAGE_OPTIONS`); rounding and tiers change metrics only."""
+        return STAGE_OPTIONS[stage]
+
+    @property
+    def llm_judged(self) -> bool:
+        """Whether the answers are graded by the LLM judge stage (`XfaktOptions.llm_judged`)."""
+        return self.options.llm_judged
+
     # ------------------------------------------------------------ probes
 
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
@@ -307,7 +351,7 @@ class XfaktTask(Task):
                     )
                     yield GenerateProbe(record["id"], prompt, options, tag="judge")
             return
-        if self.options.mode == "generate" and self.options.judge == "string":
+        if self.options.mode == "generate":  # every reply gets the string verdict: a resume may switch judges
             self._judge = StringJudge(self._answer_forms(rows))
         options = GenerateOptions(
             self.options.max_new_tokens, chat=self.chat, add_special_tokens=True if self._double_bos else None
@@ -394,8 +438,11 @@ class XfaktTask(Task):
 
     # ------------------------------------------------------------ metrics
 
+    def _graded(self, records: Sequence[Record]) -> list[Record]:
+        return graded_answers(records, llm_judged=self.llm_judged)
+
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
-        answers = [graded_answer(r) for r in graded_answers(records)]
+        answers = [graded_answer(r) for r in self._graded(records)]
         summary = answers_summary(
             answers,
             transfer=self.part == "factual_recall",
@@ -409,13 +456,13 @@ class XfaktTask(Task):
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country."""
-        return [error_table(graded_answers(records), lambda r: float(not r["correct"])).with_scale(100.0, binary=True)]
+        return [error_table(self._graded(records), lambda r: float(not r["correct"])).with_scale(100.0, binary=True)]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
         """Rank mode: each question's expected error when one of the answers it ranks is picked at random."""
         if self.options.mode != "rank":
             return ()
-        table = error_table(graded_answers(records), lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])))
+        table = error_table(self._graded(records), lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])))
         options = "two people named in the question" if self.part == "in_context" else "13 countries"
         return [(table, chance.CHOICE.format(options=f"ranked answers ({options}), wrong with probability 1 - 1/k"))]
 
@@ -427,7 +474,7 @@ class XfaktTask(Task):
             return {}, {}
         if metrics.get("kts") is None:
             return {}, {name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")}
-        answers = [graded_answer(r) for r in graded_answers(records)]
+        answers = [graded_answer(r) for r in self._graded(records)]
         return transfer_estimates(answers, metrics), {}
 
 
@@ -455,6 +502,7 @@ def error_table(answers: Sequence[Record], wrong: Callable[[Record], float]) -> 
             )
             for r in answers
         ],
+        higher_is_better=False,
     )
 
 
@@ -469,12 +517,15 @@ def graded_answer(record: Record) -> GradedAnswer:
     return GradedAnswer(record["language"], bool(record["correct"]), record["verdict"], record.get("country"))
 
 
-def graded_answers(records: Sequence[Record]) -> list[Record]:
-    """Answered records with their verdict merged in (from the judge stage when an LLM judged them)."""
+def graded_answers(records: Sequence[Record], *, llm_judged: bool = False) -> list[Record]:
+    """Answered records with their verdict: the judge stage's where an LLM judged them, else the answer's own (the
+    string judge's, or the ranking's). `llm_judged=True` (a run with judge=llm) keeps only the answers the LLM
+    judged, so that an interrupted judge stage leaves the others out rather than counting their string verdicts.
+    """
     verdicts = {r["id"]: r for r in records if r["stage"] == "judge" and not r.skipped}
     graded = []
     for record in records:
-        if record["stage"] != "answer" or record.skipped:
+        if record["stage"] != "answer" or record.skipped or (llm_judged and record["id"] not in verdicts):
             continue
         if record["id"] in verdicts:
             judged = verdicts[record["id"]]

@@ -177,3 +177,80 @@ def test_an_export_replaces_the_earlier_one_whole_and_refuses_other_folders(mirr
     with pytest.raises(CultureProbeError, match="is damaged"):
         export(out, configs=["camel_ag_prompts"])
     assert (mine / "notes.txt").read_text() == "keep"
+
+
+def config_section(card: str, name: str) -> list[str]:
+    """The lines the card gives one config under its own heading."""
+    return card.split(f"### `{name}`\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
+def test_dlama_card_says_where_its_rows_came_from(mirror: Path, tmp_path: Path, monkeypatch) -> None:
+    """The pinned tarball with its checksums, another tarball, an unpacked folder, the mirror's unpacked release."""
+    import hashlib
+    import shutil
+
+    from culture_probe.data import dlama
+
+    tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
+    content = tarball.read_bytes()
+    sha256 = hashlib.sha256(content).hexdigest()
+    blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()  # git's blob id (git hash-object)
+    export(tmp_path / "hub", configs=["dlama_arab_west"], data_dirs={"dlama": tarball})
+    line = config_section((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west")[0]
+    assert line.startswith("- Rows read from the local tarball `dlama-v1.tar.gz`, which is not the pinned release ")
+    assert f"(git blob id {blob}, not {dlama.TARBALL_BLOB_ID}; sha256 {sha256})" in line
+
+    # the same file as the pinned release at its URL (the mirror rule): the card names the URL and both checksums
+    fake = tmp_path / "mirror"
+    pinned = fake / dlama.TARBALL_URL.removeprefix("https://")
+    pinned.parent.mkdir(parents=True)
+    shutil.copyfile(tarball, pinned)
+    monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(fake))
+    monkeypatch.setattr(dlama, "TARBALL_BLOB_ID", blob)
+    export(tmp_path / "hub", configs=["dlama_arab_west"])
+    line = config_section((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west")[0]
+    assert (
+        line
+        == f"- Rows read from the pinned release tarball {dlama.TARBALL_URL} (git blob id {blob}, sha256 {sha256})."
+    )
+
+    unpacked = tmp_path / "my-dlama"
+    shutil.unpack_archive(tarball, unpacked)
+    export(tmp_path / "hub", configs=["dlama_arab_west"], data_dirs={"dlama": unpacked})
+    line = config_section((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west")[0]
+    assert line == (
+        "- Rows read from the local folder `my-dlama`, not from the pinned release tarball (no checksum ties a "
+        "folder to it)."
+    )
+
+
+def test_dlama_card_of_the_mirrors_unpacked_release_claims_no_tarball(mirror: Path, tmp_path: Path) -> None:
+    """The issue's case: rows from the unpacked release (the tarball is not in the mirror), ar templates provisional."""
+    from culture_probe.data import dlama
+    from culture_probe.data.sources import mirror_path
+
+    if dlama.manual_release() is None or mirror_path(dlama.TARBALL_URL).is_file():
+        pytest.skip("needs the mirror's unpacked DLAMA release and no tarball beside it")
+    export(tmp_path / "hub", configs=["dlama_arab_west"])
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    origin, templates = config_section(card, "dlama_arab_west")
+    assert origin == (
+        "- Rows read from the unpacked release in a local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1), "
+        "not from the pinned release tarball (no checksum ties a folder to it)."
+    )
+    assert "ar: provisional, DLAMA paper Table F9 (transcribed), not the released mLAMA 1.1 file" in templates
+    assert "en: mLAMA 1.1 / LAMA, exact" in templates and "--option templates= an mLAMA 1.1 folder" in templates
+    assert "vendored in culture_probe" not in card  # the old claim: every template vendored from mLAMA 1.1
+
+
+def test_dlama_card_names_each_languages_templates(mirror: Path, tmp_path: Path) -> None:
+    tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
+    export(tmp_path / "hub", configs=["dlama_asia_west", "dlama_south_america_west"], data_dirs={"dlama": tarball})
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    korean = config_section(card, "dlama_asia_west")[1]
+    assert korean.startswith("- Probing templates (applied by culture_probe's protocol, not stored in the rows): ko: ")
+    assert (
+        "ko: provisional, DLAMA paper Table F9 (transcribed), not the released mLAMA 1.1 file (P17 unreadable" in korean
+    )
+    assert "P19 unreadable in Table F9; machine translation" in korean and "en: mLAMA 1.1 / LAMA, exact" in korean
+    assert "es: provisional" in config_section(card, "dlama_south_america_west")[1]

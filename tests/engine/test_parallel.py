@@ -96,17 +96,26 @@ GENERATE = """
 import json, sys
 from culture_probe.engine import Scorer, parallel
 
-out, prompts, model = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-scorer = Scorer.from_pretrained(model, batch_tokens=24)
-texts = {"greedy": scorer.generate(prompts, max_new_tokens=4),
-         "sampled": scorer.generate(prompts, max_new_tokens=4, temperature=1.0, seed=7)}
+out, prompts, model, cache = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+scorer = Scorer.from_pretrained(model, batch_tokens=24, cache_dir=cache)
+calls = []
+generate = scorer.model.generate
+scorer.model.generate = lambda *args, **kwargs: calls.append(1) or generate(*args, **kwargs)
+
+def both():
+    return {"greedy": scorer.generate(prompts, max_new_tokens=4),
+            "sampled": scorer.generate(prompts, max_new_tokens=4, temperature=1.0, seed=7)}
+
+texts = both()
+asked = len(calls)
+again = both()  # every text is in the cache that both processes wrote
 with open(f"{out}.{parallel.world()[0]}", "w") as f:
-    json.dump(texts, f)
+    json.dump({"texts": texts, "again": again, "asked": asked, "asked_again": len(calls) - asked}, f)
 """
 
 
 @pytest.mark.slow
-def test_two_processes_generate_what_one_does(tmp_path):
+def test_two_processes_generate_what_one_does_and_share_the_text_cache(tmp_path):
     model_dir = save_tiny(tmp_path / "gpt2", "gpt2", tiny("gpt2", "bpe")[1], layers=1, hidden=32, heads=4)
     prompts = [r.left for r in REQUESTS]
     script = tmp_path / "generate.py"
@@ -127,15 +136,18 @@ def test_two_processes_generate_what_one_does(tmp_path):
             str(tmp_path / "out"),
             json.dumps(prompts),
             str(model_dir),
+            str(tmp_path / "cache"),
         ],
         check=True,
         env=env,
         cwd=tmp_path,
         timeout=300,
     )
-    for mine, theirs in zip(read_trace(trace, 0), read_trace(trace, 1), strict=True):  # greedy, then sampled
+    shards = [read_trace(trace, rank) for rank in (0, 1)]
+    for mine, theirs in zip(shards[0][:2], shards[1][:2], strict=True):  # greedy, then sampled
         assert mine["indices"] and theirs["indices"], "a process generated nothing"
         assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(prompts)))
+    assert [line["indices"] for shard in shards for line in shard[2:]] == [[]] * 4  # then all from the cache
     single = Scorer.from_pretrained(model_dir, batch_tokens=24)
     expected = {
         "greedy": single.generate(prompts, max_new_tokens=4),
@@ -143,7 +155,9 @@ def test_two_processes_generate_what_one_does(tmp_path):
     }
     assert expected["greedy"] != expected["sampled"]
     for rank in (0, 1):
-        assert json.loads((tmp_path / f"out.{rank}").read_text()) == expected
+        got = json.loads((tmp_path / f"out.{rank}").read_text())
+        assert got["texts"] == got["again"] == expected
+        assert got["asked"] > 0 and got["asked_again"] == 0
 
 
 TEARDOWN = """

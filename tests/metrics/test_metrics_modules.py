@@ -19,6 +19,7 @@ from culture_probe.errors import MetricInputError, UnknownNameError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NAMES = sorted(p.name for p in (REPO_ROOT / "metrics").iterdir() if (p / f"{p.name}.py").is_file())
 ISSUE_NAMES = {
+    "rankc",
     "precision_at_k",
     "object_entropy",
     "mean_average_precision",

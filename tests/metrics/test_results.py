@@ -5,6 +5,7 @@ differences whose interval and p-value agree, the published JSON Schema, and bad
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -170,6 +171,7 @@ def test_xfakt_transfer_scores_with_one_question_per_cell_have_no_interval_and_s
     for name in ("frs", "kts", "xfakt"):
         assert _has_honest_interval(enough[name]) and enough[name]["ci_low"] is not None and enough[name]["stderr"] > 0
         assert 0 <= enough[name]["ci_low"] and enough[name]["ci_high"] <= 1 and enough[name]["method"]
+        assert enough[name]["higher_is_better"] is True  # the paper: fewer errors, and errors less tied to language
 
 
 @pytest.mark.parametrize("make", [_table, _hits])
@@ -224,6 +226,27 @@ def test_an_estimate_computed_elsewhere_brings_its_method():
     summary = summarize([_hits([0.0, 100.0])], unit="questions", extra=extra)
     assert summary["overall"]["frs"] == {"value": 0.5, "stderr": 0.1, "ci_low": 0.3, "ci_high": 0.7, "n": 9}
     assert summary["ci"]["methods"]["frs"] == "by hand"
+
+
+def test_each_metric_gives_its_direction_and_the_schema_allows_only_a_direction_or_none():
+    """P@1 up, an error rate down, a bias score neither (50 = no bias), an estimate from elsewhere brings its own; the
+    direction is declared once, with the table, and stays through the table's other declarations and subsets.
+    """
+    errors = unit_table("error_rate", [UnitValue("q1", 0.0), UnitValue("q2", 100.0)], higher_is_better=False)
+    hits = replace(_hits([100.0, 0.0], strata={"culture": ["arab", "west"]}), higher_is_better=True)
+    bias = _table([40.0, 60.0], "cbs").with_scale(100.0)  # declares no direction: it has none
+    extra = {"frs": {"value": 0.5, "stderr": 0.1, "ci_low": 0.3, "ci_high": 0.7, "n": 9, "method": "m"}}
+    extra["kts"] = {**extra["frs"], "higher_is_better": True}
+    summary = summarize(
+        [hits.select(np.array([True, True])), errors.with_scale(100.0, binary=True), bias], unit="u", extra=extra
+    )
+    assert summary["higher_is_better"] == {"p1": True, "error_rate": False, "cbs": None, "frs": None, "kts": True}
+    assert "higher_is_better" not in summary["overall"]["kts"]  # beside the estimates, not inside them
+    metrics = {"results": summary, "n_probes": 2, "n_skipped": 0, "skipped": {}}
+    validate_metrics(metrics)
+    metrics["results"]["higher_is_better"]["cbs"] = "neither"
+    with pytest.raises(CultureProbeError, match="at results/higher_is_better/cbs: 'neither' is not of type"):
+        validate_metrics(metrics)
 
 
 # ---------------------------------------------------------------- paired differences

@@ -235,7 +235,7 @@ def test_metric_spaces_load_with_evaluate(hub: FakeHub, tmp_path: Path, capsys) 
     code, out, _ = run_cli(
         capsys, "push-metrics", "org", "--metrics", "cbs", "--dry-run", "--out", str(tmp_path / "spaces")
     )
-    assert code == 0 and out.startswith("would upload space org/cbs (private), 4 files")
+    assert code == 0 and out.startswith("would upload space org/cbs (private), 5 files")
     inputs = {
         "prompt_id": ["t1"] * 4,
         "culture": ["arab", "arab", "western", "western"],

@@ -33,7 +33,7 @@ CLI_CASES: tuple[CliCase, ...] = (
         "`run` a config that does not exist",
         "one line naming it and the closest configs",
         ("run", "dlama_arab_wst", "--model", "{model}"),
-        "Unknown benchmark config 'dlama_arab_wst'. Did you mean 'dlama_arab_west'",
+        "Unknown benchmark config or group 'dlama_arab_wst'. Did you mean 'dlama_arab_west'",
     ),
     CliCase(
         "unknown-group",
@@ -82,7 +82,7 @@ CLI_CASES: tuple[CliCase, ...] = (
         "`--limit ten`",
         "argparse's one line, exit 2",
         (*RUN, "--limit", "ten"),
-        "invalid int value: 'ten'",
+        "invalid value: 'ten'",
     ),
     CliCase(
         "bad-kind",

@@ -117,7 +117,7 @@ def _command(report_text):
 
 def test_reproduce_round_trips_through_the_cli_parser():
     from culture_probe.cli import build_parser
-    from culture_probe.suite import _split_option
+    from culture_probe.run_command import _split_option
 
     names = {"en": {"People's Republic of China": "China"}}  # a quote inside a JSON option
     config = {

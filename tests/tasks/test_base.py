@@ -156,9 +156,10 @@ class EchoScorer:
 def execute(task, scorer, rows):
     """The runner's stage loop on `rows`, with nothing done before and no run directory."""
     first = task.build_probes(rows)
-    return runner.execute(
+    records, _ = runner.execute(
         task, rows, first, scorer, runner.RunSettings(), [], rundir.RecordWriter(None, False), progress=False
     )
+    return records
 
 
 def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_per_reason():

@@ -103,7 +103,7 @@ def records_of(wrong: dict, asked: dict) -> list[GenerateRecord]:
 
 
 def metrics_with(protocol: str, wrong: dict, asked: dict, kind: str = "causal") -> dict:
-    options = XfaktTask.options_for(protocol, {}, kind)
+    options = XfaktTask.options_for(protocol, {"judge": "string"}, kind)
     return XfaktTask("xfakt_factual_recall", options, kind=kind).compute_metrics(records_of(wrong, asked))
 
 

@@ -235,7 +235,10 @@ def test_spec_worked_example_through_the_task():
                     {"language": language, "country": country, "correct": i >= errors, "verdict": "x"},
                 )
             )
-    metrics = XfaktTask("xfakt_factual_recall", kind="causal").compute_metrics(records)
+    # string-judged answers (with judge=llm only the judge stage's verdicts count)
+    metrics = XfaktTask("xfakt_factual_recall", XfaktTask.Options(judge="string"), kind="causal").compute_metrics(
+        records
+    )
     assert metrics["mu_assoc"] == pytest.approx(0.046667, abs=1e-6)
     assert metrics["mu_non"] == pytest.approx(0.333333, abs=1e-6)
     assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586957, 0.554404, 0.570216), abs=1e-6)
@@ -245,7 +248,7 @@ def test_spec_worked_example_through_the_task():
         assert estimate["value"] == metrics[name] and estimate["n"] == 63
         assert estimate["ci_low"] < estimate["value"] < estimate["ci_high"] and estimate["stderr"] > 0
     assert metrics["results"]["overall"]["error_rate"]["value"] == pytest.approx(100 * 15 / 63)
-    exact = XfaktTask("xfakt_factual_recall", XfaktTask.Options(round_cells=False), kind="causal")
+    exact = XfaktTask("xfakt_factual_recall", XfaktTask.Options(round_cells=False, judge="string"), kind="causal")
     metrics = exact.compute_metrics(records)
     assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586207, 0.555556, 0.570470), abs=1e-6)
 

@@ -1,0 +1,357 @@
+"""What a model will be given, without the model: each request, prompt or masked input encoded by the backends' own
+steps from the tokenizer and the model's config alone (`culture-probe run --dry-run`, docs/dry-run.md).
+
+A backend encodes with its tokenizer and reads two things of its model to do so: the config's input limit and, for
+seq2seq models, the decoder's start token. A backend built around `Weightless(config)` therefore runs exactly the
+encoding a run runs (`_prepare`, the fill-mask input, the generation prompt), fails as a run would on a model it
+cannot serve, and cannot score. A served model's requests are recorded by a client that sends nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Literal
+
+from culture_probe.engine.backend import Backend
+from culture_probe.engine.causal import CausalItem
+from culture_probe.engine.generation import prompt_ids, prompt_texts
+from culture_probe.engine.masked import MaskedItem, MaskedScorer
+from culture_probe.engine.seq2seq import Seq2SeqItem, Seq2SeqScorer
+from culture_probe.engine.types import FillMaskOptions, GenerateOptions, ScoreOptions, ScoreRequest
+from culture_probe.errors import UnsupportedModelError
+
+SHOWN_CANDIDATES = 5  # candidates (or served requests) a view's text shows; the view itself holds them all
+
+
+@dataclass(frozen=True)
+class Weightless:
+    """A model's config without its weights: all that a backend reads of its model to encode."""
+
+    config: Any
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Token ids with their vocabulary pieces and the text they decode to (special tokens kept)."""
+
+    ids: tuple[int, ...]
+    pieces: tuple[str, ...]
+    text: str
+
+    @classmethod
+    def of(cls, tokenizer: Any, ids: Sequence[int]) -> Tokens:
+        """The ids as `tokenizer` writes and decodes them."""
+        ids = [int(i) for i in ids]
+        return cls(tuple(ids), tuple(tokenizer.convert_ids_to_tokens(ids)), tokenizer.decode(ids))
+
+    def lines(self, name: str) -> list[str]:
+        """`name`: the decoded text, then the ids and the pieces."""
+        return [
+            f"{name} ({len(self.ids)} tokens): {self.text!r}",
+            f"  ids {list(self.ids)}",
+            f"  pieces {list(self.pieces)}",
+        ]
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """One sequence the model runs and what is read from it: `reads[j] = (position, token id)`, the log-prob of the
+    token in the prediction at that position (causal: the position before the token; masked: its mask; seq2seq: the
+    decoder position before it).
+    """
+
+    tokens: Tokens
+    reads: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    """One candidate: the tokens whose log-probs make its score, and the model inputs they are read from (causal: the
+    context and the candidate; masked: the sentence with its masks, one input per subword under `l2r`; seq2seq: the
+    decoder input, the encoder input being the request's `context`).
+    """
+
+    text: str
+    scored: Tokens
+    inputs: tuple[ModelInput, ...]
+
+
+@dataclass(frozen=True)
+class ScoreView:
+    """A scoring request as the model gets it: `context` (causal: the context after special tokens, chat template and
+    separator rule; seq2seq: the encoder input; None for masked models, whose inputs hold the masks inside the
+    sentence), each candidate, and the tokens cut on the left of the context to fit the input limit (`cut`).
+    """
+
+    request: ScoreRequest
+    options: ScoreOptions
+    kind: str
+    context: Tokens | None
+    candidates: tuple[CandidateView, ...]
+    cut: int = 0
+
+    def lines(self) -> list[str]:
+        """The view as text: the context, then the first candidates."""
+        out = [f"score {len(self.candidates)} candidates ({_score_rule(self.kind, self.options)})"]
+        if self.context is not None:
+            cut = f", {self.cut} tokens cut on the left" if self.cut else ""
+            out += self.context.lines(f"context{cut}")
+        for n, cand in enumerate(self.candidates[:SHOWN_CANDIDATES], 1):
+            out.append(f"candidate {n} {cand.text!r}: scored ids {list(cand.scored.ids)} {list(cand.scored.pieces)}")
+            context = self.context.ids if self.context is not None else ()
+            for model_input in cand.inputs:
+                if model_input.tokens.ids != context + cand.scored.ids:  # a causal input says nothing new
+                    out.append(f"  input {model_input.tokens.text!r}")
+                    out.append(f"    ids {list(model_input.tokens.ids)}")
+        return out + _more(len(self.candidates), "candidates")
+
+
+@dataclass(frozen=True)
+class GenerateView:
+    """A generation prompt as the model gets it: the text (chat template applied when the options ask for it), its
+    ids (special tokens added or not, cut on the left to fit the input limit: `cut` tokens), and the options.
+    """
+
+    prompt: str
+    tokens: Tokens
+    options: GenerateOptions
+    cut: int = 0
+
+    def lines(self) -> list[str]:
+        """The view as text: the rendered prompt, its ids, the generation options."""
+        cut = f", {self.cut} tokens cut on the left" if self.cut else ""
+        out = [f"generate ({_generation_rule(self.options)})", f"prompt: {self.prompt!r}"]
+        return out + self.tokens.lines(f"prompt ids{cut}")[1:]
+
+
+@dataclass(frozen=True)
+class FillMaskView:
+    """A fill-mask input as the model gets it: the ids with one mask at `mask` (the vocabulary's best pieces there
+    are the answer).
+    """
+
+    tokens: Tokens
+    mask: int
+    options: FillMaskOptions
+
+    def lines(self) -> list[str]:
+        """The view as text: the masked input and where its mask is."""
+        head = f"fill the mask at position {self.mask} (top {self.options.top_k} vocabulary pieces)"
+        return [head, *self.tokens.lines("input")]
+
+
+@dataclass(frozen=True)
+class ServedCall:
+    """One request to an OpenAI-compatible server: the endpoint and the JSON body the client would send."""
+
+    endpoint: Literal["completions", "chat.completions"]
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ServedView:
+    """What a served model (`openai:NAME`) would be sent for one probe: one call per candidate (scoring) or one call
+    (generation). The server tokenizes, so there are no ids to show.
+    """
+
+    calls: tuple[ServedCall, ...]
+
+    def lines(self) -> list[str]:
+        """The view as text: each request's endpoint and body."""
+        out = [f"POST /{c.endpoint.replace('.', '/')} {json.dumps(c.body, ensure_ascii=False)}" for c in self.calls]
+        return out[:SHOWN_CANDIDATES] + _more(len(self.calls), "requests")
+
+
+View = ScoreView | GenerateView | FillMaskView | ServedView
+
+
+class EncodingPreview:
+    """Previews of what an in-process backend (`scorer`) feeds its model, built by the backend's own encoding code."""
+
+    def __init__(self, scorer: Backend):
+        self.scorer = scorer
+
+    @classmethod
+    def weightless(cls, kind: str, tokenizer: Any, config: Any, *, name: str = "") -> EncodingPreview:
+        """The preview of a `kind` model from its tokenizer and its transformers config (no weights)."""
+        from culture_probe.engine.scorer import backend_for
+
+        return cls(backend_for(kind)(Weightless(config), tokenizer, identity={"name_or_path": name}))
+
+    def score(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> list[ScoreView]:
+        """How `Scorer.score(requests, options)` encodes each request."""
+        options = self.scorer._check_options(options)
+        views = []
+        for request in requests:
+            before = self._cut()
+            item = self.scorer._prepare(request, options)
+            context, candidates = _CANDIDATES[self.scorer.kind](self.scorer, request, item, options)
+            kind = self.scorer.kind
+            views.append(ScoreView(request, options, kind, context, tuple(candidates), self._cut() - before))
+        return views
+
+    def generate(self, prompts: Sequence[str], options: GenerateOptions) -> list[GenerateView]:
+        """How `Scorer.generate(prompts, options)` renders and encodes each prompt."""
+        texts, specials = prompt_texts(self.scorer, list(prompts), options)
+        views = []
+        for text in texts:
+            before = self._cut()
+            (ids,) = prompt_ids(self.scorer, [text], specials, options.max_new_tokens)
+            views.append(GenerateView(text, Tokens.of(self.scorer.tokenizer, ids), options, self._cut() - before))
+        return views
+
+    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions) -> list[FillMaskView]:
+        """How `Scorer.fill_mask(lefts, options)` builds each masked input."""
+        scorer = self.scorer
+        if not isinstance(scorer, MaskedScorer):
+            raise UnsupportedModelError(f"fill_mask needs a masked model; this one is {scorer.kind}.")
+        views = []
+        for left in lefts:
+            ids, mask = scorer._mask_input(left, "", options.sep)
+            views.append(FillMaskView(Tokens.of(scorer.tokenizer, ids), mask, options))
+        return views
+
+    def _cut(self) -> int:
+        """Tokens cut so far by the backend's encoder (contexts and prompts)."""
+        record = self.scorer.truncation
+        return record.contexts.tokens_cut + record.prompts.tokens_cut
+
+
+def _causal(backend: Backend, request: ScoreRequest, item: CausalItem, options: ScoreOptions):
+    """Causal: each candidate (with the right text when it is scored) continues the context."""
+    tok, context = backend.tokenizer, item.context
+    views = []
+    for text, path in zip(request.candidates, item.trie.paths, strict=True):
+        seq = tuple(item.trie.tokens[node] for node in path)
+        reads = tuple((len(context) - 1 + j, token) for j, token in enumerate(seq))
+        views.append(CandidateView(text, Tokens.of(tok, seq), (ModelInput(Tokens.of(tok, context + seq), reads),)))
+    return Tokens.of(tok, context), views
+
+
+def _masked(backend: Backend, request: ScoreRequest, item: MaskedItem, options: ScoreOptions):
+    """Masked: each candidate's subwords are read at the masks of the queries that hold them."""
+    tok = backend.tokenizer
+    inputs: list[list[ModelInput]] = [[] for _ in request.candidates]
+    subwords: list[dict[int, int]] = [{} for _ in request.candidates]
+    for query in item.queries:
+        reads: dict[int, list[tuple[int, int]]] = {}
+        for position, cand, sub, token in query.reads:
+            reads.setdefault(cand, []).append((position, token))
+            subwords[cand][sub] = token
+        tokens = Tokens.of(tok, query.ids)
+        for cand, pairs in reads.items():
+            inputs[cand].append(ModelInput(tokens, tuple(pairs)))
+    views = [
+        CandidateView(text, Tokens.of(tok, [subs[i] for i in sorted(subs)]), tuple(ins))
+        for text, ins, subs in zip(request.candidates, inputs, subwords, strict=True)
+    ]
+    return None, views
+
+
+def _seq2seq(backend: Backend, request: ScoreRequest, item: Seq2SeqItem, options: ScoreOptions):
+    """Seq2seq: the encoder input is shared; each candidate is the decoder's target after its lead."""
+    assert isinstance(backend, Seq2SeqScorer)
+    tok, lead = backend.tokenizer, backend.decoder_lead(options)
+    views = []
+    for text, cand in zip(request.candidates, item.candidates, strict=True):
+        reads = tuple((len(lead) - 1 + j, token) for j, token in enumerate(cand))
+        decoder = ModelInput(Tokens.of(tok, lead + cand[:-1]), reads)
+        views.append(CandidateView(text, Tokens.of(tok, cand), (decoder,)))
+    return Tokens.of(tok, item.encoder), views
+
+
+_CANDIDATES: dict[str, Any] = {"causal": _causal, "masked": _masked, "seq2seq": _seq2seq}
+
+
+class ServedPreview:
+    """The requests a served model (`openai:NAME`) would be sent, made by `ServedScorer`'s own code with a client
+    that records them and sends nothing.
+    """
+
+    def __init__(self, name: str, *, base_url: str):
+        from culture_probe.engine.served import ServedScorer
+
+        self.scorer = ServedScorer(name, base_url=base_url, concurrency=1)  # one at a time: calls recorded in order
+        self.client = _RecordingClient()
+        self.scorer.client = self.client  # type: ignore[assignment]
+
+    def score(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> list[ServedView]:
+        """The completions requests (prompt echoed with its log-probs) that score each request's candidates."""
+        views = []
+        for request in requests:
+            self.scorer.score([request], options)
+            views.append(ServedView(self.client.take()))
+        return views
+
+    def generate(self, prompts: Sequence[str], options: GenerateOptions) -> list[ServedView]:
+        """The completions or chat-completions request of each prompt."""
+        views = []
+        for prompt in prompts:
+            self.scorer.generate([prompt], options)
+            views.append(ServedView(self.client.take()))
+        return views
+
+    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions) -> list[ServedView]:
+        """A served model is causal: `ServedScorer.fill_mask` refuses."""
+        return self.scorer.fill_mask(lefts, options)
+
+
+class _RecordingClient:
+    """Stands in for the `openai` client: records each request and answers with an empty text (and one prompt
+    log-prob after the prompt), so that the scorer's own code runs to its end without a server.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[ServedCall] = []
+        self.completions = _Endpoint(self, "completions")
+        self.chat = SimpleNamespace(completions=_Endpoint(self, "chat.completions"))
+
+    def take(self) -> tuple[ServedCall, ...]:
+        """The calls recorded since the last `take`."""
+        calls, self.calls = tuple(self.calls), []
+        return calls
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    client: _RecordingClient
+    name: Literal["completions", "chat.completions"]
+
+    def create(self, **body: Any) -> Any:
+        """Record the request; answer as a server would, with nothing in it."""
+        self.client.calls.append(ServedCall(self.name, body))
+        end = len(body.get("prompt", ""))
+        logprobs = SimpleNamespace(token_logprobs=[0.0, 0.0], text_offset=[end, end])
+        choice = SimpleNamespace(text="", logprobs=logprobs, message=SimpleNamespace(content=""))
+        return SimpleNamespace(choices=[choice])
+
+
+def _score_rule(kind: str, options: ScoreOptions) -> str:
+    """The scoring rule of a `kind` model in words, as the view's heading says it."""
+    if kind == "masked":
+        return f"{options.masked_method} masks"
+    if kind == "seq2seq":
+        return f"{options.seq2seq_style} target"
+    return "log P(candidate + right text | context)" if options.score_right else "log P(candidate | context)"
+
+
+def _generation_rule(options: GenerateOptions) -> str:
+    """The generation options in words."""
+    how = (
+        "greedy"
+        if options.temperature is None
+        else f"sampled at temperature {options.temperature}, seed {options.seed}"
+    )
+    parts = [how, f"at most {options.max_new_tokens} new tokens"]
+    if options.stop:
+        parts.append(f"stop at {list(options.stop)}")
+    if options.chat:
+        parts.append("chat template" + (f", system {options.system!r}" if options.system is not None else ""))
+    return ", ".join(parts)
+
+
+def _more(total: int, what: str) -> list[str]:
+    return [f"... and {total - SHOWN_CANDIDATES} more {what}"] if total > SHOWN_CANDIDATES else []

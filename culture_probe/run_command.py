@@ -1,0 +1,121 @@
+"""`culture-probe run CONFIG... --model M ...`: the command line of `culture_probe.run` (one config),
+`run_suite` (several, or a group) and `dry_run` (`--dry-run`), with lm-evaluation-harness's spellings (configs
+separated by commas, `--model-args pretrained=NAME`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from culture_probe import rundir
+from culture_probe.data.registry import expand, groups
+from culture_probe.errors import CultureProbeError, InvalidValueError
+from culture_probe.runner import is_main_process, run
+from culture_probe.suite import SKIPPED_EXIT, data_dirs_of, run_suite
+
+# what a run without --out says, so that nobody looks for files that were never written
+NOT_SAVED = "nothing was written (no --out): pass --out DIR to keep metrics.json, items.jsonl and report.md"
+
+
+def main(args: Any) -> int:
+    """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one config, or a
+    suite when several configs or a group are named; exit code 3 (`SKIPPED_EXIT`) when a suite skipped configs.
+    """
+    options = dict(_split_option(text) for text in args.option)
+    model, model_args = model_of(args.model, args.model_args)
+    names = config_names(args.configs)
+    configs = expand(names)  # an unknown name fails here, with the close ones
+    keywords = dict(
+        out=args.out,
+        resume=args.resume,
+        language=args.language,
+        limit=args.limit,
+        batch_tokens=args.batch_tokens,
+        seed=args.seed,
+        kind=args.kind,
+        device=args.device,
+        dtype=args.dtype,
+        data_dir=args.data_dir,
+        corrected=args.corrected,
+        revision=args.revision,
+        cache_dir=args.cache_dir,
+        no_cache=args.no_cache,
+        base_url=args.base_url,
+        concurrency=args.concurrency,
+        model_args=model_args,
+        protocol=args.protocol,
+        **options,
+    )
+    if args.show is not None and not args.dry_run:
+        raise InvalidValueError("--show N sets how many probes --dry-run shows: add --dry-run, or drop --show.")
+    if args.dry_run:
+        return _dry_run(args, configs, model, keywords)
+    if len(configs) > 1 or set(names) & set(groups()):
+        if args.rows:
+            raise CultureProbeError("--rows belongs to one config: run a suite without it, or name one config.")
+        suite = run_suite(configs, model, strict=args.strict, **keywords)
+        if is_main_process():
+            from culture_probe.report.summary import SUMMARY_MD, summary_lines
+
+            print(summary_lines(suite.summary))
+            print(f"wrote {suite.out / SUMMARY_MD}" if suite.out is not None else NOT_SAVED)
+        return SKIPPED_EXIT if suite.skipped else 0
+    config = configs[0]
+    keywords["data_dir"] = data_dirs_of(keywords["data_dir"], [config])[config]
+    result = run(config, model, rows=rundir.read_rows(args.rows) if args.rows else None, **keywords)
+    if is_main_process():
+        from culture_probe.report import headline
+
+        print(headline(result.config, result.metrics))
+        print(f"wrote {result.run_dir}" if result.run_dir is not None else NOT_SAVED)
+    return 0
+
+
+def _dry_run(args: Any, configs: list[str], model: str, keywords: dict[str, Any]) -> int:
+    """`run ... --dry-run`: what the run would ask, printed; nothing written."""
+    from culture_probe.dryrun import SHOWN, dry_run
+
+    del keywords["resume"]
+    rows = rundir.read_rows(args.rows) if args.rows else None
+    shown = dry_run(
+        configs, model, n=SHOWN if args.show is None else args.show, rows=rows, strict=args.strict, **keywords
+    )
+    print(shown.text())
+    return SKIPPED_EXIT if shown.skipped else 0
+
+
+def config_names(words: Sequence[str]) -> list[str]:
+    """The CONFIG arguments as lm-evaluation-harness takes its tasks: separated by spaces, commas, or both."""
+    names = [name.strip() for word in words for name in word.split(",") if name.strip()]
+    if not names:
+        raise InvalidValueError(
+            "Name a benchmark config or group, e.g. camel_co_prompts or dlama (`culture-probe list`)."
+        )
+    return names
+
+
+def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None]:
+    """The model named by `--model` or by `--model-args pretrained=NAME` (lm-evaluation-harness's spelling), and the
+    `--model-args` left without `pretrained`, which names the model and is no load option.
+    """
+    parts = [part.strip() for part in (model_args or "").split(",") if part.strip()]
+    pretrained = [part for part in parts if part.partition("=")[0].strip() == "pretrained"]
+    given = ([model] if model is not None else []) + [part.partition("=")[2].strip() for part in pretrained]
+    if not given or not all(given):
+        raise InvalidValueError("Name the model: --model NAME, or --model-args pretrained=NAME,...")
+    names = list(dict.fromkeys(given))
+    if len(names) > 1:
+        raise InvalidValueError(
+            f"Two models are named ({', '.join(names)}): give one, with --model or --model-args pretrained=NAME "
+            "(--model is the model itself here, not a harness backend such as hf)."
+        )
+    rest = ",".join(part for part in parts if part not in pretrained)
+    return names[0], rest or None
+
+
+def _split_option(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise CultureProbeError(f"--option takes KEY=VALUE, got {text!r} (e.g. --option judge=string).")
+    key, value = text.split("=", 1)
+    return key.strip(), value.strip()
