@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from culture_probe.engine.served import MAX_RETRIES, REQUEST_TIMEOUT
 from culture_probe.engine.types import MODEL_KINDS
 
 EXAMPLES = """examples:
@@ -123,6 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
         "transformers serve), e.g. http://127.0.0.1:8000/v1",
     )
     run.add_argument("--concurrency", type=int, default=8, help="requests in flight to that server (default 8)")
+    run.add_argument(
+        "--request-timeout",
+        type=float,
+        default=REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds one request to that server may take, per try (default {REQUEST_TIMEOUT:g})",
+    )
+    run.add_argument(
+        "--max-retries",
+        type=int,
+        default=MAX_RETRIES,
+        metavar="N",
+        help=f"retries of a request that timed out or failed (5xx, 429, a dropped connection; default {MAX_RETRIES}); "
+        "a stalled server fails after about SECONDS x (N + 1)",
+    )
     run.add_argument(
         "--data-dir",
         help="local data (MAPS, DLAMA): a folder, or per benchmark in a suite, e.g. dlama=dlama-v1/,maps=maps/",
@@ -314,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def expected_failure(error: BaseException) -> str | None:
     """The one line that explains an expected failure, or None for an unexpected one (a bug)."""
+    import errno
     import json
     import sqlite3
 
@@ -321,6 +338,19 @@ def expected_failure(error: BaseException) -> str | None:
 
     if isinstance(error, CultureProbeError):
         return str(error)
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = error.filename or "the files it was writing (--debug shows which)"
+        return (
+            f"no space left on the device holding {where} ({_free_space(error.filename)}): free some space there, "
+            "or write elsewhere (another --out or --cache-dir); a run continues with --resume"
+        )
+    if isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        where = error.filename or "a file it was writing (--debug shows which)"
+        unreadable = "" if error.errno == errno.EROFS else " or not readable for this user"
+        return (
+            f"{where} is read-only{unreadable} ({error.strerror}): change its permissions, or pass another folder "
+            "(--out, --cache-dir)"
+        )
     if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)):
         return f"{error.strerror}: {error.filename} (check the path)"
     if isinstance(error, UnicodeDecodeError):
@@ -332,6 +362,18 @@ def expected_failure(error: BaseException) -> str | None:
     if isinstance(error, MemoryError):
         return "out of memory: lower --batch-tokens, or use a smaller dtype (--dtype bfloat16)"
     return None
+
+
+def _free_space(path: str | None) -> str:
+    """What is left on the device holding `path` (its nearest existing folder), for a full-disk error."""
+    import shutil
+    from pathlib import Path
+
+    place = Path(path or "").absolute()
+    folder = next((p for p in (place, *place.parents) if p.is_dir()), None) if path else None
+    if folder is None:
+        return "its free space unknown"
+    return f"{shutil.disk_usage(folder).free / 1e6:,.1f} MB free"
 
 
 def _silence_stdout() -> None:

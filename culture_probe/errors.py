@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import errno
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 
 class CultureProbeError(Exception):
@@ -77,3 +80,16 @@ class PublishError(CultureProbeError):
     """A push that cannot go ahead (licence, token, network, the Hub's answer, a metric that cannot stand alone): one
     line that says what to do.
     """
+
+
+@contextmanager
+def naming_folder(folder: str | os.PathLike) -> Iterator[None]:
+    """A full disk or a read-only folder met inside the block names `folder` (the OS names no file when a write
+    fails midway), so that the one-line error says where to make room.
+    """
+    try:
+        yield
+    except OSError as error:
+        if error.filename is None and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+            raise OSError(error.errno, error.strerror or os.strerror(error.errno), str(folder)) from error
+        raise

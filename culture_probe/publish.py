@@ -37,12 +37,14 @@ class Upload:
     folder: Path
     files: tuple[tuple[str, int], ...]
     url: str | None = None  # the commit, once uploaded
+    kept: tuple[str, ...] = ()  # files of the user's in a dry run's folder: left there, never uploaded
 
     def describe(self) -> list[str]:
         """What `--dry-run` prints (and a real push, after the commit)."""
         visibility = "private" if self.private else "public"
         head = f"{self.repo_type} {self.repo_id} ({visibility}), {len(self.files)} files from {self.folder}"
-        return [head, *(f"  {path}  {size:,} bytes" for path, size in self.files)]
+        kept = (f"  {path}  kept: no export wrote it; not uploaded" for path in self.kept)
+        return [head, *(f"  {path}  {size:,} bytes" for path, size in self.files), *kept]
 
 
 def push(
@@ -69,7 +71,7 @@ def push(
         result = export(folder, configs=names, data_dirs=data_dirs, permission=i_have_permission)
         if not result.configs:
             raise PublishError("Nothing to push: no config loaded (" + "; ".join(r for _, r in result.skipped) + ").")
-        upload = Upload(repo_id, "dataset", not public, folder, _files(folder))
+        upload = Upload(repo_id, "dataset", not public, folder, _files(folder, result.files), kept=result.kept)
         if api is None:
             return upload
         message = f"culture_probe export: {', '.join(c.name for c in result.configs)}"
@@ -227,9 +229,11 @@ def _upload(api: Any, upload: Upload, message: str, *, guard: str | None = None,
     return replace(upload, private=private, url=str(getattr(commit, "commit_url", commit)))
 
 
-def _files(folder: Path) -> tuple[tuple[str, int], ...]:
-    files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.name != EXPORT_MARKER)
-    return tuple((p.relative_to(folder).as_posix(), p.stat().st_size) for p in files)
+def _files(folder: Path, names: Sequence[str] | None = None) -> tuple[tuple[str, int], ...]:
+    """(path, bytes) of `names` in `folder` (default: every file there but the export marker)."""
+    if names is None:
+        names = [p.relative_to(folder).as_posix() for p in Path(folder).rglob("*") if p.is_file()]
+    return tuple((name, (Path(folder) / name).stat().st_size) for name in sorted(names) if name != EXPORT_MARKER)
 
 
 @contextmanager

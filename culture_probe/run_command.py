@@ -22,7 +22,7 @@ def main(args: Any) -> int:
     """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one config, or a
     suite when several configs or a group are named; exit code 3 (`SKIPPED_EXIT`) when a suite skipped configs.
     """
-    options = dict(_split_option(text) for text in args.option)
+    options = option_values(args.option)
     model, model_args = model_of(args.model, args.model_args)
     names = config_names(args.configs)
     configs = expand(names)  # an unknown name fails here, with the close ones
@@ -43,6 +43,8 @@ def main(args: Any) -> int:
         no_cache=args.no_cache,
         base_url=args.base_url,
         concurrency=args.concurrency,
+        request_timeout=args.request_timeout,
+        max_retries=args.max_retries,
         model_args=model_args,
         protocol=args.protocol,
         **options,
@@ -112,6 +114,16 @@ def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None
         )
     rest = ",".join(part for part in parts if part not in pretrained)
     return names[0], rest or None
+
+
+def option_values(texts: Sequence[str]) -> dict[str, str]:
+    """The `--option KEY=VALUE` arguments as a dict; a key given twice is an error naming both values."""
+    options: dict[str, str] = {}
+    for key, value in map(_split_option, texts):
+        if key in options:
+            raise InvalidValueError(f"--option {key} is given twice ({options[key]!r} and {value!r}): keep one.")
+        options[key] = value
+    return options
 
 
 def _split_option(text: str) -> tuple[str, str]:

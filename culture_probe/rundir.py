@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from culture_probe.errors import CultureProbeError
 from culture_probe.tasks.options import json_ready
@@ -26,6 +26,14 @@ CONFIG_FILE, ITEMS_FILE, METRICS_FILE = "config.json", "items.jsonl", "metrics.j
 ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` can repeat it
 REPORT_FILE, PLOTS_DIR = "report.md", "plots"
 MARKER = ".culture_probe_run"  # names a folder as a run of this library: only such folders (or empty ones) are written
+SUITE_MARKER = ".culture_probe_suite"  # names a suite's folder (a run directory per config): no run writes there
+# the markers' text; suites made before SUITE_MARKER wrote SUITE_NOTE into MARKER (`folder_kind` reads it so)
+RUN_NOTE, SUITE_NOTE = (
+    "A culture_probe run directory (culture-probe run --out).\n",
+    "A culture_probe suite folder (one run directory per config).\n",
+)
+Kind = Literal["run", "suite"]
+MARKERS: dict[Kind, str] = {"run": MARKER, "suite": SUITE_MARKER}
 LOCK_FILE = ".lock"  # held by the process writing the run: a second writer fails at once
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded). The options are
@@ -63,9 +71,15 @@ class Run:
 def read_run(run_dir: str | os.PathLike) -> Run:
     """The run in `run_dir`; a folder without config.json is not a run (the error says what to pass)."""
     path = Path(run_dir)
+    if folder_kind(path) == "suite":
+        runs = ", ".join(str(path / name) for name in runs_in(path)) or "none yet"
+        raise CultureProbeError(
+            f"{path} is a suite folder, not a run directory: pass one of its runs ({runs}); `culture-probe report "
+            f"{path}` reports the whole suite."
+        )
     if not (path / CONFIG_FILE).is_file():
         raise CultureProbeError(
-            f"{path} is not a run directory: it has no {CONFIG_FILE}. Pass the --out folder of a `culture-probe run`."
+            f"{path} is not a run directory: {_what_is(path)}. Pass the --out folder of a `culture-probe run`."
         )
     metrics = read_json(path / METRICS_FILE) if (path / METRICS_FILE).is_file() else None
     return Run(path, read_json(path / CONFIG_FILE), read_records(path / ITEMS_FILE), metrics)
@@ -90,7 +104,7 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
         return kept
     run_dir.mkdir(parents=True, exist_ok=True)
     if main:
-        write_text(run_dir / MARKER, "A culture_probe run directory (culture-probe run --out).\n")
+        write_text(run_dir / MARKER, RUN_NOTE)
         write_json(existing, meta)
     return []
 
@@ -127,44 +141,92 @@ def add_duration(run_dir: Path, seconds: float) -> dict[str, Any]:
     return config
 
 
-def check_writable(run_dir: Path) -> None:
-    """A run writes only into a new or empty folder, or a run of this library (its marker file, or the config.json
-    of a run made before the marker existed): never over a model's or anyone's files.
+def check_writable(run_dir: Path, kind: Kind = "run") -> None:
+    """A run (a suite: `kind`) writes only into a new or empty folder, or a folder of its own kind made by this
+    library (`folder_kind`): never over a model's or anyone's files, never a run into a suite's folder or back.
     """
     if run_dir.exists() and not run_dir.is_dir():
-        raise CultureProbeError(f"--out {run_dir} is a file; pass a folder (new or empty) for the run.")
+        raise CultureProbeError(f"--out {run_dir} is a file; pass a folder (new or empty) for the {kind}.")
     blocking = next((p for p in run_dir.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise CultureProbeError(f"--out {run_dir} lies under {blocking}, which is a file; pass a folder path.")
-    if not run_dir.is_dir() or (run_dir / MARKER).is_file() or all(p.name == LOCK_FILE for p in run_dir.iterdir()):
+    if not run_dir.is_dir() or all(p.name == LOCK_FILE for p in run_dir.iterdir()):
         return
-    try:
-        legacy = "culture_probe" in read_json(run_dir / CONFIG_FILE).get("versions", {})
-    except (OSError, CultureProbeError, AttributeError):
-        legacy = False
-    if not legacy:
+    found = folder_kind(run_dir)
+    if found == "suite" and kind == "run":
         raise CultureProbeError(
-            f"--out {run_dir} is not empty and is not a culture_probe run (no {MARKER}); nothing was written. "
-            "Pass a new or empty folder."
+            f"--out {run_dir} is a suite folder (runs of {', '.join(runs_in(run_dir)) or 'no config yet'}), and a "
+            "run of one config does not write into it; nothing was written. Pass a new --out, or add the config to "
+            "the suite: name it with the suite's configs, and --resume."
+        )
+    if found == "run" and kind == "suite":
+        raise CultureProbeError(
+            f"--out {run_dir} is the run directory of one config, and a suite (several configs) does not write "
+            "into it; nothing was written. Pass a new --out for the suite."
+        )
+    if found is None:
+        raise CultureProbeError(
+            f"--out {run_dir} is not empty and is not a culture_probe {kind} (no {MARKERS[kind]}); nothing was "
+            "written. Pass a new or empty folder."
         )
 
 
+def folder_kind(folder: Path) -> Kind | None:
+    """What `folder` is, by its marker: a suite's (`SUITE_MARKER`, or a suite made before it: `MARKER` holding
+    `SUITE_NOTE`), a run's (`MARKER`, or a run made before the marker: its config.json), or neither (None).
+    """
+    if (folder / SUITE_MARKER).is_file() or _read_marker(folder / MARKER) == SUITE_NOTE:
+        return "suite"
+    if (folder / MARKER).is_file():
+        return "run"
+    try:
+        return "run" if "culture_probe" in read_json(folder / CONFIG_FILE).get("versions", {}) else None
+    except (OSError, CultureProbeError, AttributeError):
+        return None
+
+
+def runs_in(folder: Path, first: Sequence[str] = ()) -> list[str]:
+    """The run directories (with config.json) in a suite folder: those of `first` (suite.json's order) that are
+    there, then the others by name.
+    """
+    found = sorted(p.name for p in folder.iterdir() if (p / CONFIG_FILE).is_file()) if folder.is_dir() else []
+    return [*(name for name in first if name in found), *(name for name in found if name not in first)]
+
+
+def _read_marker(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _what_is(path: Path) -> str:
+    """What a folder that is no run directory is, for the error that says so."""
+    if not path.exists():
+        return "it does not exist"
+    if not path.is_dir():
+        return "it is a file"
+    return f"it has no {CONFIG_FILE}" + ("" if any(path.iterdir()) else " (it is empty)")
+
+
 @contextmanager
-def lock(run_dir: Path | None) -> Iterator[None]:
-    """Hold the run directory's lock while writing it; a second writer fails at once (None: nothing to hold)."""
+def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
+    """Hold the run directory's (a suite folder's: `kind`) lock while writing it; a second writer fails at once
+    (None: nothing to hold).
+    """
     if run_dir is None:
         yield
         return
     from filelock import FileLock, Timeout
 
-    check_writable(run_dir)
+    check_writable(run_dir, kind)
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(run_dir / LOCK_FILE, timeout=0):
             yield
     except Timeout:
         raise CultureProbeError(
-            f"Another process is writing the run in {run_dir} (it holds {run_dir / LOCK_FILE}). "
+            f"Another process is writing the {kind} in {run_dir} (it holds {run_dir / LOCK_FILE}). "
             "Wait for it to finish, or pass another --out."
         ) from None
 

@@ -24,7 +24,7 @@ import os
 import platform
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -34,6 +34,7 @@ from typing import Any, cast
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
 from culture_probe.data.sources import cache_root
+from culture_probe.engine.served import MAX_RETRIES, REQUEST_TIMEOUT
 from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs, ModelKind, Truncation
 from culture_probe.errors import (
     CultureProbeError,
@@ -41,6 +42,7 @@ from culture_probe.errors import (
     MissingDataError,
     UnknownNameError,
     UnsupportedModelError,
+    naming_folder,
 )
 from culture_probe.loading import SideData, load_rows, load_side_data
 from culture_probe.tasks import Task, task_for, task_from_config
@@ -76,11 +78,13 @@ class RunSettings:
     no_cache: bool = False  # score without reading or writing any cache
     base_url: str | None = None  # the OpenAI-compatible server of `openai:<name>` models (the probed one, a judge)
     concurrency: int = 8  # requests in flight to that server
+    request_timeout: float = REQUEST_TIMEOUT  # seconds one request to that server may take, per try
+    max_retries: int = MAX_RETRIES  # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
     model_args: ModelArgs = ModelArgs()  # how the probed model is loaded (config.json: model_args)
     protocol: str = "default"  # the protocol profile: the library's ("default") or the released code's ("upstream")
 
     def __post_init__(self) -> None:
-        for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1)):
+        for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1), ("max_retries", 0)):
             value = getattr(self, name)
             if name == "limit" and (value == SMOKE or isinstance(value, float) and 0 < value < 1):
                 continue  # a float in (0, 1) is a share of each stratum's items
@@ -94,6 +98,9 @@ class RunSettings:
                 raise InvalidValueError(f"{name} must be a whole number >= {low}, got {value!r}{smoke}.")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
+        timeout = self.request_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise InvalidValueError(f"request_timeout must be a number of seconds > 0, got {timeout!r}.")
         if self.kind not in ("auto", *MODEL_KINDS):
             raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
         if self.protocol not in PROTOCOLS:
@@ -149,6 +156,8 @@ def run(
     no_cache: bool = False,
     base_url: str | None = None,
     concurrency: int = 8,
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_retries: int = MAX_RETRIES,
     model_args: str | Mapping[str, Any] | ModelArgs | None = None,
     scorer: Any = None,
     protocol: str = "default",
@@ -165,7 +174,8 @@ def run(
     `revision` pins a Hub model (branch, tag or commit); config.json records it with the resolved commit.
     Scores are cached per model under `cache_dir` (default: `scores/` in the user cache folder), shared by every
     run and config of that model; `no_cache=True` skips the cache. A model named `openai:<name>` is asked through
-    the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time.
+    the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time,
+    each allowed `request_timeout` seconds and `max_retries` retries, so that a stalled server fails in bounded time.
     `model_args` says how the model is loaded (`"dtype=bfloat16,peft=./adapter"`, a mapping, or a `ModelArgs`).
     `scorer` is `model` already loaded (a suite loads its model once); the run records `model` as named, and
     `prepared` is this run's plan, made already with the same settings (a suite plans every config before its
@@ -173,6 +183,16 @@ def run(
     `protocol="upstream"` sets every option that reproduces the benchmark's released code (each deviation's
     upstream side; options given here still win); config.json and the report show which side each deviation took.
     """
+    if not isinstance(config, str):
+        several = " (several configs: culture_probe.run_suite)" if isinstance(config, (list, tuple)) else ""
+        raise InvalidValueError(
+            f"run(config) takes one benchmark config name, e.g. 'maps_en'; got {config!r}{several}."
+        )
+    if not isinstance(model, (str, os.PathLike)) and not hasattr(scorer or model, "kind"):
+        raise InvalidValueError(
+            f"run(config, model) takes a model: a Hub id or local folder, 'planted:<config>', 'openai:<name>' or a "
+            f"loaded Scorer; got {model!r}."
+        )
     settings = RunSettings(
         language=language,
         limit=limit,
@@ -188,6 +208,8 @@ def run(
         no_cache=no_cache,
         base_url=base_url,
         concurrency=concurrency,
+        request_timeout=request_timeout,
+        max_retries=max_retries,
         model_args=as_model_args(model_args),
         protocol=protocol,
     )
@@ -218,7 +240,8 @@ def run(
         models=ahead.models,
     )
     main = is_main_process()
-    with rundir.lock(run_dir if main else None):  # a second writer of the same folder fails at once
+    # a second writer of the same folder fails at once; a full disk names the folder
+    with rundir.lock(run_dir if main else None), naming_folder(run_dir or Path(".")):
         done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
         if rows is not None and run_dir is not None and not done and main:
             rundir.write_jsonl(run_dir / rundir.ROWS_FILE, data)
@@ -276,7 +299,7 @@ def plan(
     data: list[Mapping[str, Any]] = (
         list(load_rows(config, data_dir=settings.data_dir, corrected=settings.corrected, language=settings.language))
         if rows is None
-        else list(rows)
+        else check_custom_rows(config, rows)
     )
     side = load_side_data(config, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
     kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
@@ -399,6 +422,57 @@ def custom_rows_read(config: str, custom: bool) -> Iterator[None]:
         ) from None
 
 
+def check_custom_rows(config: str, rows: Any) -> list[Mapping[str, Any]]:
+    """Custom rows as the config's dataset features take them: JSON objects whose columns hold a label of the label
+    set or a value of the column's type (null only in a string column the protocol does not read as text). The first
+    misfit is one error naming the row and the column, when the rows are read, not after the scoring that reads it.
+    """
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        raise InvalidValueError(
+            f"rows= takes a list of rows (dicts), got {type(rows).__name__}; rundir.read_rows reads a JSONL file."
+        )
+    module, builder_config = resolve(config)
+    features = module.BUILDER(config_name=builder_config.name).info.features
+    text_columns, rows = task_for(config).text_columns, list(rows)
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise InvalidValueError(f"Custom row {index + 1} is {row!r}, not a JSON object of the {config} columns.")
+        for column, value in row.items():
+            feature = features.get(column)
+            text = getattr(feature, "dtype", None) == "string"
+            fits = feature is None or (value is None and text and column not in text_columns)
+            problem = None if fits else _misfit(value, feature)
+            if problem:
+                raise InvalidValueError(
+                    f"Custom row {index + 1} (id {row.get('id')!r}): {column} {problem}, which the {config} "
+                    "protocol cannot read (a run's rows.jsonl or load_benchmark shows the columns)."
+                )
+    return rows
+
+
+def _misfit(value: Any, feature: Any) -> str | None:
+    """Why `value` does not fit a `datasets` feature (Value, ClassLabel, List): None when it does."""
+    import datasets
+
+    if value is None:
+        return "is null"
+    if isinstance(feature, datasets.ClassLabel):
+        if value in feature.names or (type(value) is int and 0 <= value < feature.num_classes):
+            return None
+        return f"is {value!r}, not one of the labels {', '.join(map(repr, feature.names))}"
+    if isinstance(feature, datasets.List):
+        if not isinstance(value, (list, tuple)):
+            return f"is {value!r}, not a list"
+        return next((f"holds an item that {p}" for p in (_misfit(v, feature.feature) for v in value) if p), None)
+    dtype = getattr(feature, "dtype", "")
+    if dtype == "bool":  # 0/1 cells too, as the release's spreadsheets hold them
+        return None if isinstance(value, (bool, int, float)) and value in (True, False) else f"is {value!r}, not a bool"
+    kind = str if dtype == "string" else int  # int32, int64
+    if isinstance(value, kind) and not isinstance(value, bool):
+        return None
+    return f"is {value!r}, not a {feature.dtype}"
+
+
 def check_language(config: str, language: str | None, *, custom_rows: bool) -> None:
     """A language the config does not have fails before anything loads (custom rows are checked on the rows)."""
     if language is None or custom_rows:
@@ -454,7 +528,12 @@ def load_scorer(model: Any, settings: RunSettings):
 
         model_kind(model, settings)  # a served model needs its URL
         return ServedScorer(
-            str(model)[len(SERVED) :], base_url=settings.base_url or "", concurrency=settings.concurrency, **cache
+            str(model)[len(SERVED) :],
+            base_url=settings.base_url or "",
+            concurrency=settings.concurrency,
+            timeout=settings.request_timeout,
+            retries=settings.max_retries,
+            **cache,
         )
     from culture_probe.engine import Scorer
 

@@ -8,7 +8,11 @@ declared resources, first-stage probes. A config whose data cannot be had (`Miss
 folder, a DLAMA language the release lacks) is skipped with its reason, said at once and kept in `suite.md` and
 `suite.json`; `strict=True` (`--strict`) stops instead, and a suite with nothing left to run is an error. The
 summary is rewritten after each config finishes, so a suite stopped half-way keeps what it computed; `--resume`
-continues it.
+continues it, or adds configs to it.
+
+A suite folder is marked as one (`rundir.SUITE_MARKER`): a run of one config refuses it, a suite refuses a run's
+folder, a second process writing it fails at once (its lock), and its summary lists every run it holds, also those
+of configs the current call does not name (docs/running.md, "Suites").
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from culture_probe import rundir
 from culture_probe.data.registry import expand, resolve
@@ -30,12 +35,16 @@ from culture_probe.runner import (
     SmallLimitWarning,
     as_model_args,
     check_language,
+    is_main_process,
     limit_for,
     load_scorer,
     plan,
     run,
 )
 from culture_probe.tasks import task_for
+
+if TYPE_CHECKING:
+    from culture_probe.report.summary import SuiteRun
 
 # run() keywords that are not protocol options
 _RUN_KEYWORDS = {f.name for f in fields(RunSettings)} | {"rows", "progress"}
@@ -71,7 +80,8 @@ def run_suite(
     """Run every config that `names` (configs or groups) name on `model`, loaded once; keywords as `run` takes
     them (settings and protocol options, applied to every config). With `out`, each config's run goes to
     `out/<config>` and the summary to `out/suite.md` and `out/suite.json`. A config whose data cannot be had is
-    skipped (`SkippedConfigWarning`, `SuiteResult.skipped`) unless `strict`.
+    skipped (`SkippedConfigWarning`, `SuiteResult.skipped`) unless `strict`. An `out` that holds a suite's runs
+    already takes `resume` (to continue it, or add configs to it) and the same model.
     """
     configs = expand(list(names))
     data_dirs = data_dirs_of(keywords.pop("data_dir", None), configs)
@@ -84,35 +94,68 @@ def run_suite(
         except CultureProbeError as error:
             raise CultureProbeError(f"In the suite's config {config}: {error}") from None
     folder = Path(out) if out is not None else None
-    if folder is not None:
-        rundir.check_writable(folder)  # a suite folder is claimed like a run folder: new, empty, or ours
-    plans, skipped = plan_each(configs, lambda config: planned(config, model, settings, options, data_dirs), strict)
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        rundir.write_text(folder / rundir.MARKER, "A culture_probe suite folder (one run directory per config).\n")
-    from culture_probe.report.summary import SuiteRun, summarize_suite, write_summary
+    main = is_main_process()
+    if folder is not None and main:  # only the writer checks whose folder it is, as a run's does
+        rundir.check_writable(folder, "suite")  # new, empty, or a suite's: never a run's nor anyone's
+    with ExitStack() as claim:
+        # A second writer of a suite folder fails at once (its lock); a new folder is made, and locked, only once
+        # the suite is planned, so that a suite refused while planning leaves nothing behind.
+        early = folder is not None and main and folder.is_dir()
+        claim.enter_context(rundir.lock(folder if early else None, "suite"))
+        earlier, skipped_before = held(folder, model, configs, resume) if folder is not None else ({}, {})
+        plans, skipped = plan_each(configs, lambda c: planned(c, model, settings, options, data_dirs), strict)
+        skipped = {**skipped_before, **skipped}
+        if folder is not None:
+            claim.enter_context(rundir.lock(None if early or not main else folder, "suite"))
+            folder.mkdir(parents=True, exist_ok=True)
+            if main:
+                rundir.write_text(folder / rundir.SUITE_MARKER, rundir.SUITE_NOTE)
+        from culture_probe.report.summary import SuiteRun, summarize_suite, write_summary
 
-    scorer = load_scorer(model, settings)
-    runs: dict[str, RunResult] = {}
-    summary: dict[str, Any] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given by plan_suite
-        for config in list(plans):  # each plan is dropped as its run starts
-            runs[config] = run(
-                config,
-                model,
-                out=folder / config if folder else None,
-                resume=resume,
-                progress=progress,
-                scorer=scorer,
-                data_dir=data_dirs[config],
-                prepared=plans.pop(config),
-                **keywords,
-            )
-            summary = summarize_suite(model, {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()}, skipped)
-            if folder is not None:
-                write_summary(folder, summary)
+        scorer = load_scorer(model, settings)
+        runs: dict[str, RunResult] = {}
+        summary: dict[str, Any] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given by plan_suite
+            for config in list(plans):  # each plan is dropped as its run starts
+                runs[config] = run(
+                    config,
+                    model,
+                    out=folder / config if folder else None,
+                    resume=resume,
+                    progress=progress,
+                    scorer=scorer,
+                    data_dir=data_dirs[config],
+                    prepared=plans.pop(config),
+                    **keywords,
+                )
+                done = {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()}
+                summary = summarize_suite(model, {**earlier, **done}, skipped)
+                if folder is not None:
+                    write_summary(folder, summary)
     return SuiteResult(runs, summary, folder, skipped)
+
+
+def held(folder: Path, model: Any, configs: Sequence[str], resume: bool) -> tuple[dict[str, SuiteRun], dict[str, str]]:
+    """What a suite folder holds already and its summary keeps listing: its runs that answered a probe, and the
+    configs it skipped that this suite does not name. A folder holding runs is refused without `resume`, and a
+    suite of another model always (its summary is one model's).
+    """
+    from culture_probe.report import suite_runs
+    from culture_probe.report.summary import read_summary
+
+    stored, runs = read_summary(folder), suite_runs(folder)
+    if runs and not resume:
+        raise CultureProbeError(
+            f"{folder} already holds a suite (runs of {', '.join(runs)}). Pass --resume (resume=True) to continue "
+            "it or to add configs to it, or choose a new --out."
+        )
+    if stored.get("model", str(model)) != str(model):
+        raise CultureProbeError(
+            f"Cannot resume {folder}: its suite ran {stored['model']}, not {model}, and a suite is one model's. "
+            "Choose a new --out."
+        )
+    return runs, {config: why for config, why in stored.get("skipped", {}).items() if config not in configs}
 
 
 def settings_and_options(keywords: Mapping[str, Any]) -> tuple[RunSettings, dict[str, Any]]:

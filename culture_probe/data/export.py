@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +19,7 @@ from typing import Any
 from culture_probe.data.card import is_corrected
 from culture_probe.data.hub_card import ExportedConfig, render_readme
 from culture_probe.data.registry import benchmark_modules, list_benchmarks, make_builder
-from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
+from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError, naming_folder
 
 
 class UsageError(CultureProbeError, ValueError):
@@ -28,11 +28,15 @@ class UsageError(CultureProbeError, ValueError):
 
 @dataclass(frozen=True)
 class ExportResult:
-    """What `export` wrote, and which configs it skipped (data that must be obtained by hand) and why."""
+    """What `export` wrote, which configs it skipped (data that must be obtained by hand) and why, and the files
+    found in the folder that no export wrote, which it kept as they were.
+    """
 
     out_dir: Path
     configs: tuple[ExportedConfig, ...]
     skipped: tuple[tuple[str, str], ...]
+    files: tuple[str, ...]  # what the export wrote (paths under out_dir), which is what `push` uploads
+    kept: tuple[str, ...]
 
 
 def export(
@@ -48,6 +52,10 @@ def export(
     With `configs=None` every config that loads is written; configs whose data is not available (MAPS without
     its folder, DLAMA without its tarball) are skipped and reported. Configs named explicitly must load.
     `permission`: the user states they may redistribute data released on request (the card says so).
+
+    The export is built in a temporary folder beside `out_dir` and swapped in only when complete, so a failure
+    (missing data, a full disk) leaves an earlier export as it was; files in `out_dir` that no export wrote are
+    kept, and one the new export would overwrite is refused, naming it.
     """
     out = Path(out_dir)
     entries = {e.name: e for e in list_benchmarks()}
@@ -56,13 +64,24 @@ def export(
         if name not in entries:
             raise UnknownNameError("benchmark config", name, entries, fix="See `culture-probe list`.")
     previous = check_export_folder(out)
-    for name in previous:  # an earlier export is replaced whole: no stale config folder left to be uploaded
-        if (out / name).is_dir():
-            shutil.rmtree(out / name)
-        else:
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    data_dirs = dict(data_dirs or {})
+    beside = out.resolve().parent
+    beside.mkdir(parents=True, exist_ok=True)
+    with naming_folder(out), tempfile.TemporaryDirectory(prefix=f".{out.name}.building-", dir=beside) as build:
+        written, skipped = _build(Path(build), names, entries, configs, dict(data_dirs or {}), permission)
+        files = _files_in(Path(build))
+        kept = _swap_in(Path(build), out, previous, files)
+    return ExportResult(out, tuple(written), tuple(skipped), files, kept)
+
+
+def _build(
+    build: Path,
+    names: list[str],
+    entries: Mapping[str, Any],
+    configs: Sequence[str] | None,
+    data_dirs: Mapping[str, str | os.PathLike],
+    permission: bool,
+) -> tuple[list[ExportedConfig], list[tuple[str, str]]]:
+    """Every config's files and the README in `build`; the configs written, and those skipped with the reason."""
     written, skipped = [], []
     for name in names:
         benchmark = entries[name].benchmark
@@ -74,14 +93,70 @@ def export(
                 raise
             skipped.append((name, str(error)))
             continue
-        written.append(_write_config(out, name, entries[name], builder))
+        written.append(_write_config(build, name, entries[name], builder))
     clash = next((c.name for c in written if [w.name for w in written].count(c.name) > 1), None)
     if clash:
         raise CultureProbeError(f"Two configs would be published as {clash}; export them into separate folders.")
     infos = [module.INFO for module in benchmark_modules().values()]
-    (out / "README.md").write_text(render_readme(written, infos, permission=permission), encoding="utf-8")
-    (out / EXPORT_MARKER).write_text(json.dumps(["README.md", *(c.name for c in written)]) + "\n", encoding="utf-8")
-    return ExportResult(out, tuple(written), tuple(skipped))
+    (build / "README.md").write_text(render_readme(written, infos, permission=permission), encoding="utf-8")
+    return written, skipped
+
+
+def _files_in(folder: Path) -> tuple[str, ...]:
+    """Every file under `folder`, as sorted POSIX paths relative to it (folders are not followed through links)."""
+    return tuple(
+        sorted(
+            (Path(root) / name).relative_to(folder).as_posix()
+            for root, dirs, names in os.walk(folder)
+            for name in [*names, *(d for d in dirs if (Path(root) / d).is_symlink())]
+        )
+    )
+
+
+def _swap_in(build: Path, out: Path, previous: Sequence[str], files: Sequence[str]) -> tuple[str, ...]:
+    """Move the complete export from `build` into `out`, replacing the earlier export's files (`previous`) and
+    keeping every other file there; the files kept. A file of the user's where the export writes one is refused.
+
+    The marker lists both exports' files while they are swapped, so an interruption leaves nothing the next export
+    would take for the user's.
+    """
+    present = _files_in(out) if out.is_dir() else ()
+    kept = tuple(f for f in present if not _listed(f, [*previous, EXPORT_MARKER]))
+    clashes = [f for f in files for k in kept if f == k or k.startswith(f + "/") or f.startswith(k + "/")]
+    if clashes:
+        raise CultureProbeError(
+            f"Cannot export into {out}: {', '.join(clashes)} would replace what no export wrote; nothing was "
+            "changed. Move it elsewhere, or pass another folder."
+        )
+    stale = [f for f in present if f not in kept and f != EXPORT_MARKER and f not in files]
+    out.mkdir(exist_ok=True)
+    _write_marker(out, sorted({*previous, *files}))
+    for file in files:
+        (out / file).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(build / file, out / file)
+    for file in stale:
+        _remove_with_empty_folders(out, file)
+    _write_marker(out, files)
+    return kept
+
+
+def _listed(file: str, listed: Sequence[str]) -> bool:
+    """Whether an export wrote `file`: the marker names it, or a folder above it (markers before files were
+    listed one by one named the top-level folders).
+    """
+    return any(file == entry or file.startswith(entry + "/") for entry in listed)
+
+
+def _remove_with_empty_folders(out: Path, file: str) -> None:
+    """Remove an earlier export's `file` and the folders under `out` that this leaves empty."""
+    (out / file).unlink(missing_ok=True)
+    for folder in Path(file).parents:
+        if folder != Path(".") and not any((out / folder).iterdir()):
+            (out / folder).rmdir()
+
+
+def _write_marker(out: Path, files: Sequence[str]) -> None:
+    (out / EXPORT_MARKER).write_text(json.dumps(list(files)) + "\n", encoding="utf-8")
 
 
 def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedConfig:
@@ -122,11 +197,11 @@ def quiet_progress() -> Iterator[None]:
             enable_progress_bars()
 
 
-EXPORT_MARKER = ".culture_probe_export"  # lists what an export wrote, so that the next one replaces exactly that
+EXPORT_MARKER = ".culture_probe_export"  # lists the files an export wrote: the next one replaces exactly those
 
 
 def check_export_folder(out: Path) -> list[str]:
-    """What an earlier export in `out` wrote (to be replaced), after refusing a folder that must not be written:
+    """The files an earlier export in `out` wrote (to be replaced), after refusing a folder that must not be written:
     a file, a non-empty folder that is no export, or one named like the package (it would shadow
     `import culture_probe` when Python runs from beside it).
     """
@@ -149,14 +224,17 @@ def check_export_folder(out: Path) -> list[str]:
             f"({EXPORT_MARKER}); nothing was written. Pass a new or empty folder."
         )
     written = json.loads((out / EXPORT_MARKER).read_text(encoding="utf-8"))
-    if not isinstance(written, list) or not all(
-        isinstance(n, str) and n and "/" not in n and "\\" not in n and not n.startswith(".") for n in written
-    ):
+    if not isinstance(written, list) or not all(isinstance(n, str) and _inside(n) for n in written):
         raise CultureProbeError(
-            f"{out / EXPORT_MARKER} is damaged (it must list the export's top-level files); "
+            f"{out / EXPORT_MARKER} is damaged (it must list the files the export wrote, as paths inside it); "
             "nothing was written. Delete the folder's export, or pass a new folder."
         )
     return written
+
+
+def _inside(path: str) -> bool:
+    """A marker entry: a relative POSIX path inside the export, through no hidden name (`..`, the marker)."""
+    return bool(path) and "\\" not in path and all(part and not part.startswith(".") for part in path.split("/"))
 
 
 def parse_data_dirs(text: str | None) -> dict[str, str]:
@@ -185,5 +263,7 @@ def main(args: Any) -> int:
         print(f"wrote   {config.name}: {rows}")
     for name, reason in result.skipped:
         print(f"skipped {name}: {reason}")
+    for file in result.kept:
+        print(f"kept    {file}: no export wrote it, so it was left as it was")
     print(f"{len(result.configs)} configs in {result.out_dir} (README.md declares them)")
     return 0

@@ -26,6 +26,7 @@ from culture_probe.engine.types import (
     ScoreOptions,
     ScoreRequest,
     Truncation,
+    check_prompts,
     make_options,
 )
 from culture_probe.errors import UnsupportedModelError
@@ -254,7 +255,10 @@ class Backend:
         """
         from culture_probe.engine.generation import generate
 
-        return generate(self, list(prompts), make_options(GenerateOptions, options, fields))
+        options = make_options(GenerateOptions, options, fields)
+        prompts = list(prompts)
+        check_prompts(prompts, options)
+        return generate(self, prompts, options)
 
     def fill_mask(
         self,

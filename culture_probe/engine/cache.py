@@ -6,12 +6,14 @@ their summed log-probs (float64, so a cached score equals a fresh one bit for bi
 kept them, the per-token log-probs (float32: the model computed them in float32, so nothing is lost). The
 candidates themselves are not stored: the request key covers them. Each row carries a CRC32 of its key and arrays,
 so a damaged row is detected, reported and computed again, never read; a file SQLite cannot read is moved aside
-(`<file>.corrupt-<time>`), reported, and started anew. Rows are committed batch by batch in WAL mode, so a run
+(`<file>.corrupt-<time>`), reported, and started anew. A full or read-only device is no damage: it is an error
+naming the cache's folder, and the file is left as it is. Rows are committed batch by batch in WAL mode, so a run
 killed with SIGKILL loses at most the batch in flight, and several processes can read and write one file at once.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import sqlite3
@@ -77,7 +79,7 @@ class ScoreCache:
         try:
             self._db = _connect(self.path)
         except sqlite3.DatabaseError as error:
-            self._db = self._start_anew(error)
+            self._db = self._start_anew(self._damage(error))
 
     def get(self, requests: Mapping[str, tuple[str, ...]], *, with_tokens: bool = False) -> dict[str, CandidateScores]:
         """The cached scores among `requests` (request key -> its candidates); with `with_tokens`, only rows that
@@ -149,9 +151,7 @@ class ScoreCache:
         try:
             return self._db.execute(sql, params).fetchone()
         except sqlite3.DatabaseError as error:
-            if _is_busy(error):
-                raise
-            self._db = self._start_anew(error)
+            self._db = self._start_anew(self._damage(error))
             return None
 
     def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
@@ -160,9 +160,7 @@ class ScoreCache:
             with self._db:
                 self._db.executemany(sql, rows)
         except sqlite3.DatabaseError as error:
-            if _is_busy(error):
-                raise
-            self._db = self._start_anew(error)
+            self._db = self._start_anew(self._damage(error))
             with self._db:
                 self._db.executemany(sql, rows)
 
@@ -183,6 +181,18 @@ class ScoreCache:
             )
             return None
         return _decode(candidates, n_tokens, sums, tokens)
+
+    def _damage(self, error: sqlite3.DatabaseError) -> sqlite3.DatabaseError:
+        """`error` when it means a damaged file; a lock held too long is raised as it is, and a full or read-only
+        device as the OSError it stands for, naming the cache's folder: the file is healthy, so never moved aside.
+        """
+        if _is_busy(error):
+            raise error
+        text = str(error).lower()
+        place = next((code for words, code in _PLACE_ERRORS if any(w in text for w in words)), None)
+        if place is not None:
+            raise OSError(place, f"SQLite: {error}", str(self.path.parent)) from error
+        return error
 
     def _start_anew(self, error: Exception) -> sqlite3.Connection:
         """Move a file SQLite cannot read aside (kept for inspection), report it, and open a new one."""
@@ -240,6 +250,14 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+# SQLite's words for a device that is full or read-only (not damage), and the OS error each stands for.
+_PLACE_ERRORS = (
+    (("disk is full",), errno.ENOSPC),
+    (("readonly", "read-only", "unable to open"), errno.EACCES),
+    (("disk i/o error",), errno.EIO),
+)
 
 
 def _is_busy(error: sqlite3.DatabaseError) -> bool:

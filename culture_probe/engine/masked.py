@@ -7,8 +7,9 @@ candidate of the same k shares one forward; "l2r" (CAMeL): subword i is predicte
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,7 @@ class MaskedScorer(Backend):
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> MaskedItem:
         enc = self.encoder.encode(request, with_right=True, right_after_mask=True)
+        self._refuse_mask_in(left=enc.context, candidates=chain(*enc.candidates), right=chain(*enc.rights))
         build = _typed if options.masked_method == "typed" else _l2r
         longest = max(range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c]))
         context = self.encoder.fit(
@@ -63,6 +65,16 @@ class MaskedScorer(Backend):
             request.max_tokens,
         )
         return MaskedItem(tuple(build(enc, context, self.tokenizer.mask_token_id)), tuple(map(len, enc.candidates)))
+
+    def _refuse_mask_in(self, **texts: Iterable[int]) -> None:
+        """A literal mask token in a request's text would be read as a second slot: refused, naming the text."""
+        mask = self.tokenizer.mask_token_id
+        for name, ids in texts.items():
+            if mask in ids:
+                raise InvalidValueError(
+                    f"The request's {name} text holds the mask token {self.tokenizer.mask_token!r}, which this masked "
+                    "model would read as a second slot: remove or rewrite it (the slot is marked by left/right)."
+                )
 
     def _cost(self, item: MaskedItem) -> int:
         return sum(len(q.ids) for q in item.queries)
@@ -155,6 +167,7 @@ class MaskedScorer(Backend):
             right_after_mask=True,
         )
         slot, after = enc.candidates[0], enc.rights[0]
+        self._refuse_mask_in(left=enc.context, right=after)
         if slot.count(mask) != 1:
             raise UnsupportedModelError(
                 f"The mask token {self.tokenizer.mask_token!r} after {left[-30:]!r} does not "

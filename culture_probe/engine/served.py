@@ -3,8 +3,11 @@ base URL. The server holds the model, on as many GPUs as it likes; culture_probe
 
 Generation and chat go through `/v1/completions` and `/v1/chat/completions` (greedy: temperature 0; sampling: the
 temperature and a per-prompt seed), several requests in flight at once, each with a timeout and bounded retries
-with backoff on 429 (honouring `Retry-After`) and 5xx (the `openai` client's own policy). Every answer lands in the
-model's cache as soon as it arrives, so an interrupted run asks only what is missing.
+with backoff on 429 (honouring `Retry-After`) and 5xx (the `openai` client's own policy), so that a stalled server
+fails within timeout x (retries + 1) plus the backoff; the first failure cancels the requests not yet sent. Every
+answer lands in the model's cache as soon as it arrives, so an interrupted run asks only what is missing. A reply is
+checked before it is used (a choice, its text, log-probs and offsets that match, finite and not positive): a bad
+one is an error naming the server, never a score.
 
 Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return: the completions
 API with `echo=True` and `logprobs` (vLLM) gives them, and the candidate's score is the sum over the tokens that
@@ -14,12 +17,14 @@ space included). A server that returns none gets a clear error.
 
 from __future__ import annotations
 
+import json
+import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -32,9 +37,19 @@ from culture_probe.engine.types import (
     GenerateOptions,
     ScoreOptions,
     ScoreRequest,
+    check_prompts,
     make_options,
 )
 from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
+
+# The defaults of `--request-timeout` and `--max-retries`. 120 s lets a loaded server finish a long reply (a
+# 1024-token chat answer, FmLAMA's upstream budget) that a shorter timeout would cut and ask again whole; 2 retries
+# (the `openai` client's own default, tuned for rate limits) bound a stalled server to about 6 minutes.
+REQUEST_TIMEOUT = 120.0
+MAX_RETRIES = 2
+RETRIED = (408, 409, 429)  # the statuses the `openai` client asks again (and 5xx)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class ServedScorer:
@@ -49,8 +64,8 @@ class ServedScorer:
         base_url: str,
         api_key: str | None = None,
         concurrency: int = 8,
-        timeout: float = 120.0,
-        retries: int = 5,
+        timeout: float = REQUEST_TIMEOUT,
+        retries: int = MAX_RETRIES,
         cache: str | Path | None = None,
         cache_dir: str | Path | None = None,
     ):
@@ -68,6 +83,7 @@ class ServedScorer:
         if concurrency < 1:
             raise InvalidValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}.")
         self.name, self.base_url, self.concurrency = name, base_url.rstrip("/"), concurrency
+        self.timeout, self.retries = timeout, retries
         self.client = OpenAI(
             base_url=self.base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
@@ -91,12 +107,11 @@ class ServedScorer:
                 "add_special_tokens= cannot be sent to a served model: the server tokenizes. Leave it unset."
             )
         prompts = list(prompts)
+        check_prompts(prompts, options)
 
         def produce(todo: list[str]) -> Iterator[dict[str, str]]:
-            with ThreadPoolExecutor(self.concurrency) as pool:
-                asked = {pool.submit(self._complete, p, options): p for p in todo}
-                for future in as_completed(asked):  # each answer is stored as soon as it arrives
-                    yield {asked[future]: future.result()}
+            for prompt, text in self._answers(lambda p: self._complete(p, options), todo):
+                yield {prompt: text}  # each answer is stored as soon as it arrives
 
         done = cached_texts(
             self.cache_path, model=self.model_digest(), options=options, prompts=prompts, produce=produce
@@ -113,18 +128,21 @@ class ServedScorer:
         common = {"model": self.name, "max_tokens": options.max_new_tokens, **sampling}
         if options.stop:
             common["stop"] = list(options.stop)
-        # The ignores below: the client's overloads cannot match a dict of kwargs, which leaves unset options out
-        # rather than passing the `omit` sentinel (not in every openai>=1.98); both endpoints take all of `common`.
-        with _endpoint(self.base_url):
-            if options.chat:
-                messages = [{"role": "system", "content": options.system}] if options.system else []
-                reply = self.client.chat.completions.create(  # type: ignore[call-overload]
-                    messages=[*messages, {"role": "user", "content": prompt}], **common
-                )
-                text = reply.choices[0].message.content or ""
-            else:
-                completion = self.client.completions.create(prompt=prompt, **common)  # type: ignore[call-overload]
-                text = completion.choices[0].text
+        # A dict of keywords leaves unset options out rather than passing the `omit` sentinel (not in every
+        # openai>=1.98); both endpoints take all of `common`.
+        if options.chat:
+            messages = [{"role": "system", "content": options.system}] if options.system else []
+            choice = self._ask(
+                self.client.chat.completions.create, messages=[*messages, {"role": "user", "content": prompt}], **common
+            )
+            message = getattr(choice, "message", None)
+            text = getattr(message, "content", None) or ""  # the chat schema allows a null content: no text
+            if message is None or not isinstance(text, str):
+                raise self._bad_reply(f"its choice has no message with a text content ({choice!r:.100})")
+        else:
+            text = getattr(self._ask(self.client.completions.create, prompt=prompt, **common), "text", None)
+            if not isinstance(text, str):
+                raise self._bad_reply(f"its choice's text is {text!r:.60}, not a string")
         return cut_at_stop(text, options.stop)
 
     # ------------------------------------------------------------ scoring
@@ -155,8 +173,8 @@ class ServedScorer:
                 "which a server does not take; score it with the model in process."
             )
         pairs = [(r.left, r.left + separator(r.left, r.sep), c) for r in requests for c in r.candidates]
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            scored = list(pool.map(lambda pair: self._prompt_logprobs(*pair), pairs))
+        answers = dict(self._answers(lambda i: self._prompt_logprobs(*pairs[i]), range(len(pairs))))
+        scored = [answers[i] for i in range(len(pairs))]
         out, start = [], 0
         for request in requests:
             part = scored[start : start + len(request.candidates)]
@@ -174,48 +192,123 @@ class ServedScorer:
 
     def _prompt_logprobs(self, left: str, prefix: str, candidate: str) -> list[float]:
         """The log-probs of the candidate's tokens in `prefix + candidate`, as the server echoes them."""
-        with _endpoint(self.base_url):
-            reply = self.client.completions.create(
-                model=self.name, prompt=prefix + candidate, max_tokens=1, temperature=0.0, echo=True, logprobs=1
-            )
-        logprobs = reply.choices[0].logprobs
-        if logprobs is None or not logprobs.token_logprobs or not logprobs.text_offset:
+        choice = self._ask(
+            self.client.completions.create,
+            model=self.name,
+            prompt=prefix + candidate,
+            max_tokens=1,
+            temperature=0.0,
+            echo=True,
+            logprobs=1,
+        )
+        logprobs = getattr(choice, "logprobs", None)
+        values, offsets = getattr(logprobs, "token_logprobs", None), getattr(logprobs, "text_offset", None)
+        if not values or not offsets:
             raise UnsupportedModelError(
                 f"The server at {self.base_url} returned no prompt log-probs for {self.name!r} (completions with "
                 "echo=True and logprobs), so it cannot score candidates. Serve the model with vLLM, or score it in "
                 "process; generation and chat work with any OpenAI-compatible server."
             )
+        if not isinstance(values, list) or not isinstance(offsets, list) or len(values) != len(offsets):
+            raise self._bad_reply(
+                f"its token_logprobs ({_length(values)}) and text_offset ({_length(offsets)}) do not pair up"
+            )
+        if not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets):
+            raise self._bad_reply(f"its text_offset holds more than whole numbers ({offsets!r:.60})")
         boundary = len(left)  # the candidate's tokens follow the context's (a leading space is the candidate's)
         # The echoed prompt comes first; the one generated token is left out.
-        n_prompt = len(logprobs.token_logprobs) - 1
-        values = [
-            v
-            for offset, v in zip(logprobs.text_offset[:n_prompt], logprobs.token_logprobs[:n_prompt], strict=True)
-            if offset >= boundary
-        ]
-        if not values or any(v is None for v in values):
+        kept = [v for offset, v in zip(offsets[:-1], values[:-1], strict=True) if offset >= boundary]
+        if not kept or any(v is None for v in kept):
             raise UnsupportedModelError(
                 f"The server's prompt log-probs for {prefix + candidate!r} cover no token of "
                 f"the candidate {candidate!r}."
             )
-        return values
+        bad = [v for v in kept if not _is_logprob(v)]
+        if bad:
+            raise self._bad_reply(
+                f"the log-probs of {candidate!r} include {bad[0]!r}; a log-probability is a finite number <= 0"
+            )
+        return kept
 
     def fill_mask(self, *args: Any, **kwargs: Any) -> Any:
         """A served model is causal: there is no mask to fill."""
         raise UnsupportedModelError("fill_mask needs a masked model; a served model is causal. Use generate().")
 
+    # ------------------------------------------------------------ the boundary
 
-@contextmanager
-def _endpoint(base_url: str) -> Iterator[None]:
-    """Turns the `openai` client's connection and status errors into one clear line naming the server."""
-    import openai
+    def _answers(self, ask: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[T, R]]:
+        """Each item with its answer, as the answers arrive, `concurrency` requests in flight. The first failure
+        cancels the requests not yet sent (those in flight end within their timeout) and is raised, so that a dying
+        server is reported after one request's retries, not after every queued request's.
+        """
+        pool = ThreadPoolExecutor(self.concurrency)
+        try:
+            asked = {pool.submit(ask, item): item for item in items}
+            for future in as_completed(asked):
+                yield asked[future], future.result()
+        finally:
+            pool.shutdown(cancel_futures=True)
 
-    try:
-        yield
-    except openai.APIConnectionError as error:
-        raise EndpointError(
-            f"The server at {base_url} could not be reached ({error}); start it, or check "
-            "--base-url (e.g. http://127.0.0.1:8000/v1)."
-        ) from None
-    except openai.APIStatusError as error:
-        raise EndpointError(f"The server at {base_url} answered {error.status_code}: {str(error)[:300]}") from None
+    def _ask(self, create: Callable[..., Any], **body: Any) -> Any:
+        """The first choice of the server's reply to one request; a failed or malformed reply is one line naming
+        the server (`EndpointError`).
+        """
+        with self._endpoint():
+            reply = create(**body)
+        if not hasattr(reply, "choices"):  # the client hands back a body it could not read as a completion
+            raise self._bad_reply(f"it is not a completion but {reply!r:.100}")
+        if not isinstance(reply.choices, list) or not reply.choices:
+            raise self._bad_reply(f"it holds no choices (choices: {reply.choices!r:.60})")
+        return reply.choices[0]
+
+    def _bad_reply(self, what: str) -> EndpointError:
+        """The error of a reply that is not what the OpenAI API returns."""
+        return EndpointError(
+            f"The server at {self.base_url} sent a malformed reply for {self.name!r}: {what}. "
+            "Check that --base-url is an OpenAI-compatible server (e.g. vLLM's http://127.0.0.1:8000/v1)."
+        )
+
+    @contextmanager
+    def _endpoint(self) -> Iterator[None]:
+        """Turns the `openai` client's timeout, connection, status and JSON errors into one line naming the server
+        and, for a timeout, the settings that bound the wait.
+        """
+        import openai
+
+        try:
+            yield
+        except openai.APITimeoutError:
+            tries = "1 try" if self.retries == 0 else f"{self.retries + 1} tries"
+            raise EndpointError(
+                f"The server at {self.base_url} did not answer: {tries} of {self.timeout:g} s timed out "
+                f"(--request-timeout {self.timeout:g}, --max-retries {self.retries}); check that it is up and not "
+                "overloaded, or raise --request-timeout."
+            ) from None
+        except openai.APIConnectionError as error:
+            raise EndpointError(
+                f"The server at {self.base_url} could not be reached ({error}); start it, or check "
+                "--base-url (e.g. http://127.0.0.1:8000/v1)."
+            ) from None
+        except openai.APIStatusError as error:
+            retried = (
+                f" (after --max-retries {self.retries})"
+                if error.status_code in RETRIED or error.status_code >= 500
+                else ""
+            )
+            raise EndpointError(
+                f"The server at {self.base_url} answered {error.status_code}{retried}: {str(error)[:300]}"
+            ) from None
+        except json.JSONDecodeError as error:
+            raise self._bad_reply(f"its body is not valid JSON ({error.msg}, char {error.pos})") from None
+
+
+def _length(values: Any) -> str:
+    """How many values a reply's list holds, or what it holds instead of a list (for an error)."""
+    return f"{len(values)} values" if isinstance(values, list) else repr(values)[:40]
+
+
+def _is_logprob(value: Any) -> bool:
+    """Whether a reply's value can be a log-probability: a finite number <= 0 (NaN, inf or a positive one says the
+    server is broken, and would give a score that means nothing).
+    """
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value <= 0

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, TypeVar, get_args
 
@@ -24,6 +25,33 @@ SERVED = "openai:"  # `openai:<name>`: a model asked through an OpenAI-compatibl
 ScoreKind = Literal["sum", "mean"]
 MaskedMethod = Literal["typed", "l2r"]
 Seq2SeqStyle = Literal["sentinel", "plain"]
+
+
+def check_text(what: str, value: Any) -> None:
+    """`value` is a string a tokenizer can take: not None or a number, and valid Unicode (a lone surrogate, as
+    from a wrongly decoded file, cannot be encoded).
+    """
+    if not isinstance(value, str):
+        raise InvalidValueError(f"{what} takes a string, got {value!r}.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidValueError(
+            f"{what} holds {value[error.start]!r} at character {error.start}, a lone surrogate that is no Unicode "
+            "text: decode the source as UTF-8 (errors='replace' to keep going)."
+        ) from None
+
+
+def check_prompts(prompts: Sequence[str], options: GenerateOptions) -> None:
+    """Each `generate` prompt is text, and not empty unless the chat template wraps it (a plain empty prompt
+    leaves a model nothing to continue).
+    """
+    for index, prompt in enumerate(prompts):
+        check_text(f"generate(prompts[{index}])", prompt)
+        if not prompt and not options.chat:
+            raise InvalidValueError(
+                f"generate(prompts[{index}]) is empty: a model needs text to continue (or chat=True)."
+            )
 
 
 @dataclass(frozen=True)
@@ -66,6 +94,12 @@ class ScoreRequest:
                 f"ScoreRequest.candidates must be a sequence of strings, not one string "
                 f"({self.candidates!r}); e.g. candidates=({self.candidates!r},)."
             )
+        if not isinstance(self.candidates, Iterable):
+            raise InvalidValueError(f"ScoreRequest.candidates takes a list of strings, got {self.candidates!r}.")
+        for name in ("left", "right"):
+            check_text(f"ScoreRequest.{name}", getattr(self, name))
+        for candidate in self.candidates:
+            check_text("ScoreRequest.candidates", candidate)
         if self.system is not None and not self.chat:
             raise InvalidValueError(
                 f"ScoreRequest(system={self.system!r}) needs chat=True: a system message only "
@@ -296,6 +330,12 @@ class FillMaskOptions:
 Options = TypeVar("Options", ScoreOptions, GenerateOptions, FillMaskOptions)
 
 
+# what transformers' from_pretrained takes, checked before any weights load
+ATTENTION = ("eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention")
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+DEVICE = re.compile(r"(cpu|cuda|mps|xpu|npu|hpu|meta)(:\d+)?")
+
+
 @dataclass(frozen=True)
 class ModelArgs:
     """How `Scorer.from_pretrained` loads a model: lm-evaluation-harness's `--model_args` spelling
@@ -316,12 +356,18 @@ class ModelArgs:
     def __post_init__(self) -> None:
         if self.load_in_8bit and self.load_in_4bit:
             raise InvalidValueError("load_in_8bit and load_in_4bit exclude each other: pick one.")
+        attn, device_map = self.attn_implementation, self.device_map
+        if attn is not None and attn not in ATTENTION and "/" not in attn:  # "/": a kernel from the Hub
+            raise UnknownNameError("attn_implementation", attn, ATTENTION, "Or a Hub kernel, owner/name.")
+        if device_map is not None and not (device_map in DEVICE_MAPS or DEVICE.fullmatch(str(device_map))):
+            raise UnknownNameError("device_map", str(device_map), DEVICE_MAPS, "Or one device, e.g. cuda:0 or cpu.")
 
     @classmethod
     def parse(cls, text: str) -> ModelArgs:
         """`key=value,key=value` (booleans as true/false) -> ModelArgs; an unknown key lists the valid ones."""
         names = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}
+        given: dict[str, str] = {}  # as written, to name both values of a key given twice
         for part in (p.strip() for p in text.split(",") if p.strip()):
             key, eq, value = part.partition("=")
             key, value = key.strip(), value.strip()
@@ -332,6 +378,9 @@ class ModelArgs:
                 )
             if key not in names:
                 raise UnknownNameError("model argument", key, names)
+            if key in given:
+                raise InvalidValueError(f"--model-args gives {key} twice ({given[key]} and {value}): keep one.")
+            given[key] = value
             if names[key].type in ("bool", bool):
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
                     raise InvalidValueError(f"--model-args {key} takes true or false, got {value!r}.")

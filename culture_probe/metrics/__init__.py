@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from culture_probe.errors import UnknownNameError
+from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.metrics.camel import cbs, fairness_gap, odds_ratio
 from culture_probe.metrics.compare import compare_groups
 from culture_probe.metrics.consistency import agreement, rankc
@@ -62,6 +62,8 @@ def load_metric(name: str, **load_options: Any) -> Any:
     evaluation). Example: `load_metric("cbs").compute(prompt_id=..., culture=..., score=...)`.
     """
     names = list_metrics()
+    if not isinstance(name, str):
+        raise InvalidValueError(f"load_metric(name) takes a metric's name, one of {', '.join(names)}; got {name!r}.")
     if name not in names:
         raise UnknownNameError("metric", name, names, fix="See docs/metrics.md for what each metric computes.")
     import evaluate  # deferred: importing evaluate loads datasets and pyarrow

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +20,18 @@ from culture_probe.metrics._checks import by_group, check_lengths, finite_floats
 Embed = Callable[[str], Any]
 
 
+def _strings(name: str, index: int, value: Any) -> list[str]:
+    """One dish's strings: a string, or a list of strings (a `None` or a number is named, not a TypeError)."""
+    if isinstance(value, str):
+        return [value]
+    values: list[Any] = list(value) if isinstance(value, Iterable) and not isinstance(value, Mapping) else [None]
+    if not all(isinstance(v, str) for v in values):
+        raise MetricInputError(f"`{name}` at index {index} must be a list of strings, got {value!r}.")
+    return values
+
+
 def _ranking(index: int, prediction: Sequence[str]) -> list[str]:
-    ranking = [prediction] if isinstance(prediction, str) else list(prediction)
+    ranking = _strings("predictions", index, prediction)
     if len(set(ranking)) != len(ranking):
         repeated = next(c for c in ranking if ranking.count(c) > 1)
         raise MetricInputError(
@@ -30,8 +40,8 @@ def _ranking(index: int, prediction: Sequence[str]) -> list[str]:
     return ranking
 
 
-def _gold(reference: Sequence[str]) -> set[str]:
-    return {reference} if isinstance(reference, str) else set(reference)
+def _gold(index: int, reference: Sequence[str]) -> set[str]:
+    return set(_strings("references", index, reference))
 
 
 def average_precision(ranking: Sequence[str], gold: set[str]) -> float:
@@ -71,7 +81,7 @@ def mean_average_precision(
     n = check_lengths(predictions=predictions, references=references)
     ap, p1, p5, skipped = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
     for index, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
-        ranking, gold = _ranking(index, prediction), _gold(reference)
+        ranking, gold = _ranking(index, prediction), _gold(index, reference)
         if not gold:
             skipped[index] = True
             continue
@@ -118,7 +128,7 @@ def mws(
             "mWS needs word vectors: pass embed= a function or dict from a string to its vector "
             "(culture_probe.data.vectors.read_vectors reads fastText or .vec files)."
         )
-    items = [(_ranking(i, p), _gold(r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
+    items = [(_ranking(i, p), _gold(i, r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
     lookup = embed.get if isinstance(embed, Mapping) else embed
     cache: dict[str, np.ndarray] = {}
     first: list[str] = []  # the first string with a vector: every other vector must have its length
@@ -144,7 +154,7 @@ def mws(
 
 def words_needed(predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]]) -> set[str]:
     """The strings whose vectors `mws` reads: every gold item and each dish's top-|G| predictions."""
-    items = [(_ranking(i, p), _gold(r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
+    items = [(_ranking(i, p), _gold(i, r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
     return {s for ranking, gold in items for s in (*gold, *ranking[: len(gold)])}
 
 

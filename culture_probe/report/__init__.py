@@ -16,7 +16,7 @@ from culture_probe.loading import task_of_run
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
 from culture_probe.report.compare import Comparison, compare_runs, write_comparison
 from culture_probe.report.markdown import render
-from culture_probe.report.summary import SUMMARY_JSON, SuiteRun, summarize_suite, write_summary
+from culture_probe.report.summary import SuiteRun, listed, read_summary, summarize_suite, write_summary
 from culture_probe.report.views import (
     Section,
     estimate_line,
@@ -130,22 +130,27 @@ def rerender_run(run_dir: Path) -> tuple[Path, SuiteRun]:
 
 
 def is_suite(folder: Path) -> bool:
-    """Whether `folder` is a suite's (suite.json, a run directory per config) rather than one run's."""
-    return (folder / SUMMARY_JSON).is_file() and not (folder / rundir.CONFIG_FILE).is_file()
+    """Whether `folder` is a suite's (a run directory per config) rather than one run's."""
+    return rundir.folder_kind(folder) == "suite"
 
 
 def rerender_suite(folder: Path) -> list[Path]:
     """Every run's report in a suite folder (in suite.json's order, then any run it does not list yet, such as
     one interrupted), and the summary rebuilt from their files.
     """
-    stored = rundir.read_json(folder / SUMMARY_JSON)
-    listed = [row["config"] for row in stored["configs"]]
-    found = sorted(p.name for p in folder.iterdir() if (p / rundir.CONFIG_FILE).is_file() and p.name not in listed)
-    rendered = {name: rerender_run(folder / name) for name in [*listed, *found]}
-    summary = summarize_suite(
-        stored["model"], {name: run for name, (_, run) in rendered.items()}, stored.get("skipped")
-    )
+    stored = read_summary(folder)
+    rendered = {name: rerender_run(folder / name) for name in rundir.runs_in(folder, listed(stored))}
+    model = stored.get("model") or ", ".join(dict.fromkeys(r.config["model"]["spec"] for _, r in rendered.values()))
+    summary = summarize_suite(model, {name: run for name, (_, run) in rendered.items()}, stored.get("skipped"))
     return [*(path for path, _ in rendered.values()), write_summary(folder, summary)]
+
+
+def suite_runs(folder: Path) -> dict[str, SuiteRun]:
+    """The runs a suite folder holds (suite.json's order, then the others), read from their files; a run
+    directory without an answered probe holds none yet.
+    """
+    runs = [rundir.read_run(folder / name) for name in rundir.runs_in(folder, listed(read_summary(folder)))]
+    return {run.path.name: SuiteRun(run.config, metrics_of(run)) for run in runs if run.records or run.metrics}
 
 
 def compare_main(args: Any) -> int:

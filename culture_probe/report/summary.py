@@ -77,6 +77,17 @@ def summarize_suite(
     }
 
 
+def read_summary(folder: Path) -> dict[str, Any]:
+    """A suite folder's suite.json; {} before its first config finished."""
+    path = folder / SUMMARY_JSON
+    return rundir.read_json(path) if path.is_file() else {}
+
+
+def listed(summary: Mapping[str, Any]) -> list[str]:
+    """The configs a summary lists, in its order."""
+    return [row["config"] for row in summary.get("configs", [])]
+
+
 def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
     """MAPS' culture and language gaps (the paper's section 5.3) for each direction whose four configs the suite ran in
     full.

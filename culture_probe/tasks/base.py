@@ -182,6 +182,9 @@ class Task:
     strata: ClassVar[tuple[str, ...]] = ()
     #: items per cell of `strata` that the headline numbers need (not a ClassVar: an instance may set its own)
     smoke: Smoke = Smoke()
+    #: string columns the protocol reads as text: custom rows with a null there are refused when read (a null in a
+    #: label, number, bool or list column always is)
+    text_columns: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,

@@ -20,11 +20,11 @@ from culture_probe.data.camel import ENTITY_TYPES
 from culture_probe.data.card import base_name, is_corrected
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreRequest
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.camel import ScoredPrompt, prompt_cbs, run_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
-from culture_probe.tasks.options import at_least
+from culture_probe.tasks.options import at_least, check_types, in_range
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
 
 MASK = "[MASK]"
@@ -51,6 +51,8 @@ class CamelOptions:
     seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # plain = encoder prefix, target entity
 
     def __post_init__(self) -> None:
+        check_types(self)
+        in_range("tie_value (C8: 0 the paper's strict '>', 0.5 an AUC)", self.tie_value, 0, 1)
         at_least("n_runs", self.n_runs, 1)
         at_least("sample_size", self.sample_size, 1)
         at_least("n_shot", self.n_shot, 0)
@@ -178,6 +180,7 @@ class CamelTask(Task):
 
     Options = CamelOptions
     unit, strata = "prompts", ("entity_type",)
+    text_columns = ("prompt_masked", "prompt_causal")
     smoke = Smoke(
         2,
         "the CBS averages the entity types with equal weight and its interval resamples prompts within each type, "
@@ -305,6 +308,14 @@ class CamelTask(Task):
 
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
         pools, o = entity_pools(self.resource("entities"), pool=self.options.pool), self.options
+        largest = max(map(len, pools.values()), default=0)
+        # known only once the pools are read, still before the model loads; the paper's 50 is min(50, pool)
+        if o.sample_size > max(largest, CamelOptions.sample_size):
+            raise InvalidValueError(
+                f"sample_size={o.sample_size} is above every entity pool (the largest holds {largest} entities, "
+                f"pool={o.pool!r}), so every run would draw whole pools: give at most {largest}, or the paper's "
+                f"{CamelOptions.sample_size} (section 4.4 draws min({CamelOptions.sample_size}, pool))."
+            )
         options = self._score_options()
         for run in range(o.n_runs):
             samples: dict[str, Sample] = {}

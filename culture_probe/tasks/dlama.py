@@ -35,7 +35,7 @@ from culture_probe.tasks.base import (
     split_slot,
 )
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
-from culture_probe.tasks.options import at_least, check_choices
+from culture_probe.tasks.options import at_least, check_types
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 TOP_K = 5  # predictions kept per record
@@ -95,9 +95,9 @@ class DlamaOptions:
     p1_gold: Literal["any", "first"] = "any"
 
     def __post_init__(self) -> None:
+        check_types(self)
         at_least("max_new_tokens", self.max_new_tokens, 1)
         at_least("generate_first_n", self.generate_first_n, 1, none_ok=True)
-        check_choices(self)
 
 
 def _ranks(task: DlamaTask) -> bool:

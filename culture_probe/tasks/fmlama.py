@@ -42,7 +42,7 @@ from culture_probe.tasks.base import (
     split_slot,
 )
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
-from culture_probe.tasks.options import at_least, check_choices
+from culture_probe.tasks.options import at_least, check_types, in_range
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl)
@@ -104,12 +104,13 @@ class FmlamaOptions:
     chat_temperature: float = 0.7  # of chat_decoding="sample" (the paper sampled at 0.7, section 5.3)
 
     def __post_init__(self) -> None:
+        check_types(self)
         unknown = [f for f in self.families if f not in FAMILIES]
         if unknown or not self.families:
             raise CultureProbeError(f"families must be some of {', '.join(FAMILIES)}, got {list(self.families)}.")
         at_least("max_candidate_tokens", self.max_candidate_tokens, 1, none_ok=True)
         at_least("chat_max_new_tokens", self.chat_max_new_tokens, 1)
-        check_choices(self)
+        in_range("chat_temperature", self.chat_temperature, 0, above=True)
 
 
 V1_KINDS = ("masked", "seq2seq")  # the model kinds of the released v1 code's two paths (masked, T5/mT5)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from culture_probe.data.maps import REQUIRED_TEXT
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import (
     CandidateScores,
@@ -35,7 +36,7 @@ from culture_probe.metrics import chance
 from culture_probe.metrics.proverbs import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
-from culture_probe.tasks.options import at_least, check_choices
+from culture_probe.tasks.options import at_least, check_types
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
 
 QUESTIONS = {
@@ -123,10 +124,10 @@ class MapsOptions:
     seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (M12)
 
     def __post_init__(self) -> None:
+        check_types(self)
         at_least("mem_max_new_tokens", self.mem_max_new_tokens, 1, none_ok=True)
         at_least("seq2seq_max_tokens", self.seq2seq_max_tokens, 1, none_ok=True)
         at_least("n_shot (the paper uses 2 and 5)", self.n_shot, 0)
-        check_choices(self)
 
 
 # ---------------------------------------------------------------- prompts
@@ -272,6 +273,7 @@ class MapsTask(Task):
 
     Options = MapsOptions
     unit, strata = "proverbs", ("language", "is_figurative")
+    text_columns = REQUIRED_TEXT
     smoke = Smoke(
         2, "accuracy on figurative and on literal proverbs (the paper's split) needs 2 of each for an interval"
     )

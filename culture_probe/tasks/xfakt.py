@@ -35,7 +35,7 @@ from culture_probe.metrics import chance
 from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, ModelNeed, RecordFields, Smoke, Task
-from culture_probe.tasks.options import at_least, check_choices
+from culture_probe.tasks.options import at_least, check_types
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 
 LANGUAGES = CODES
@@ -81,9 +81,9 @@ class XfaktOptions:
     strip_echo: bool = False  # True = upstream: the question deleted from the reply, the prompt from the judge's (X9)
 
     def __post_init__(self) -> None:
+        check_types(self)
         at_least("max_new_tokens", self.max_new_tokens, 1)
         at_least("judge_max_new_tokens", self.judge_max_new_tokens, 1)
-        check_choices(self)
 
     @property
     def llm_judged(self) -> bool:

@@ -1,0 +1,211 @@
+"""A served model (`openai:<name>`) ends in bounded, stated time and never scores a bad reply: a server on 127.0.0.1
+that stalls fails within --request-timeout x (--max-retries + 1) with one line naming the URL and both flags; one that
+answers 500 stops generation and scoring after one request's retries (queued requests are cancelled); a reply
+without choices, with a null text, an HTML or broken JSON body, log-probs and offsets that do not pair up, or a
+NaN, infinite or positive log-prob is one error naming the server and what was wrong."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import math
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from culture_probe.cli import main
+from culture_probe.engine import ScoreRequest
+from culture_probe.engine.served import ServedScorer
+from culture_probe.errors import EndpointError, InvalidValueError
+from culture_probe.runner import RunSettings, load_scorer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+from dlama_fixture import write_dlama  # noqa: E402
+
+LEFT, CANDIDATE = "Egypt is in", "Africa"
+
+
+@dataclass
+class Behaviour:
+    """What the test server does with every POST: stall (until released), answer `status`, or send `body`."""
+
+    stall: bool = False
+    status: int = 200
+    body: bytes = b"{}"
+    content_type: str = "application/json"
+    calls: list[float] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Behaviour]]:
+    """(base URL, behaviour) of a threaded HTTP server on 127.0.0.1; stalled requests are released at the end."""
+    behaviour = Behaviour()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            behaviour.calls.append(time.monotonic())
+            if behaviour.stall:
+                behaviour.release.wait(30)
+                return
+            self.send_response(behaviour.status)
+            self.send_header("Content-Type", behaviour.content_type)
+            self.send_header("Content-Length", str(len(behaviour.body)))
+            self.end_headers()
+            self.wfile.write(behaviour.body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", behaviour
+    finally:
+        behaviour.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def ask(scorer: ServedScorer, what: str) -> object:
+    """One generation (plain or chat) or one candidate scored, the served model's three kinds of request."""
+    if what == "score":
+        return scorer.score([ScoreRequest(LEFT, [CANDIDATE])])
+    return scorer.generate([LEFT], max_new_tokens=2, chat=what == "chat")
+
+
+@pytest.mark.parametrize("what", ["generate", "chat", "score"])
+def test_a_stalled_server_fails_within_timeout_times_tries_naming_the_url_and_both_flags(server, what):
+    url, behaviour = server
+    behaviour.stall = True
+    scorer = ServedScorer("m", base_url=url, timeout=0.2, retries=1)
+    started = time.monotonic()
+    with pytest.raises(EndpointError) as caught:
+        ask(scorer, what)
+    elapsed = time.monotonic() - started
+    message = str(caught.value)
+    assert url in message and "--request-timeout 0.2" in message and "--max-retries 1" in message
+    assert "\n" not in message
+    assert len(behaviour.calls) == 2  # the first try and one retry
+    assert elapsed < 0.2 * 2 + 0.5 + 1.0  # two timeouts, one backoff (at most 0.5 s), and slack
+
+
+@pytest.mark.parametrize("what", ["generate", "score"])
+def test_a_failing_server_stops_the_queue_after_one_requests_retries(server, what):
+    url, behaviour = server
+    behaviour.status, behaviour.body = 500, b'{"error": "the model died"}'
+    scorer = ServedScorer("m", base_url=url, concurrency=2, timeout=5, retries=1)
+    prompts = [f"prompt {i}" for i in range(30)]
+    with pytest.raises(EndpointError, match=rf"{url} answered 500 \(after --max-retries 1\)"):
+        if what == "score":
+            scorer.score([ScoreRequest(LEFT, prompts)])
+        else:
+            scorer.generate(prompts, max_new_tokens=2)
+    # two tries of the failed request, of the one beside it, and of the (at most two) that their threads took next;
+    # without the cancelling, every one of the 30 is tried twice
+    assert len(behaviour.calls) <= 8
+
+
+def completion(choice: dict) -> bytes:
+    return json.dumps(
+        {"id": "x", "object": "text_completion", "created": 0, "model": "m", "choices": [choice]}
+    ).encode()
+
+
+def echoed(values: list, offsets: list | None = None) -> bytes:
+    """A vLLM completion echoing `LEFT + " " + CANDIDATE` with these log-probs (the last is the generated token)."""
+    start = len(LEFT)
+    offsets = offsets if offsets is not None else [0, 6, 9, start, start + 7][-len(values) :]
+    logprobs = {"tokens": ["t"] * len(values), "token_logprobs": values, "text_offset": offsets, "top_logprobs": None}
+    return completion({"index": 0, "text": "x", "finish_reason": "length", "logprobs": logprobs})
+
+
+BAD_REPLIES = {
+    # case: (request, body, content type, what the error says)
+    "no-choices": ("generate", b'{"id": "x", "object": "text_completion"}', "application/json", "no choices"),
+    "empty-choices": ("score", b'{"id": "x", "choices": []}', "application/json", "no choices"),
+    "text-null": ("generate", completion({"index": 0, "text": None}), "application/json", "text is None"),
+    "chat-without-message": ("chat", completion({"index": 0}), "application/json", "no message"),
+    "html": ("generate", b"<html><body>502 Bad Gateway</body></html>", "text/html", "not a completion.*<html>"),
+    "html-scoring": ("score", b"<html>proxy login</html>", "text/html", "not a completion"),
+    "broken-json": ("generate", b'{"choices": [{"text": "Afr', "application/json", "not valid JSON"),
+    "lengths-differ": ("score", echoed([None, -1.0, -2.0, -0.5, -0.1], [0, 6, 9]), "application/json", "pair up"),
+    "nan": ("score", echoed([None, -1.0, -2.0, math.nan, -0.1]), "application/json", "include nan"),
+    "inf": ("score", echoed([None, -1.0, -2.0, -math.inf, -0.1]), "application/json", "include -inf"),
+    "positive": ("score", echoed([None, -1.0, -2.0, 0.7, -0.1]), "application/json", "include 0.7"),
+    "offset-not-a-number": (
+        "score",
+        echoed([None, -1.0, -0.5, -0.1], [0, "six", 11, 18]),
+        "application/json",
+        "whole numbers",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_REPLIES)
+def test_a_malformed_reply_is_one_error_naming_the_server_and_the_fault_never_a_score(server, case):
+    url, behaviour = server
+    what, behaviour.body, behaviour.content_type, fault = BAD_REPLIES[case]
+    with pytest.raises(EndpointError, match=fault) as caught:
+        ask(ServedScorer("m", base_url=url, retries=0), what)
+    message = str(caught.value)
+    assert message.startswith(f"The server at {url} sent a malformed reply") and "\n" not in message
+
+
+def test_a_well_formed_reply_still_scores(server):
+    url, behaviour = server
+    behaviour.body = echoed([None, -1.0, -2.0, -0.25, -0.1])
+    (scores,) = ServedScorer("m", base_url=url, retries=0).score([ScoreRequest(LEFT, [CANDIDATE])])
+    assert list(scores.sum_logprob) == [-0.25] and list(scores.n_tokens) == [1]
+
+
+@pytest.mark.parametrize(
+    "setting", [{"request_timeout": 0}, {"request_timeout": -1.0}, {"request_timeout": math.nan},
+                {"request_timeout": math.inf}, {"request_timeout": "10"}, {"request_timeout": True},
+                {"max_retries": -1}, {"max_retries": 1.5}, {"max_retries": True}]
+)  # fmt: skip
+def test_bad_timeouts_and_retries_are_refused_when_the_settings_are_made(setting):
+    ((name, value),) = setting.items()
+    with pytest.raises(InvalidValueError, match=rf"{name} must be .*got {value!r}"):
+        RunSettings(**setting)
+
+
+def test_the_run_settings_reach_the_served_model(server):
+    url, behaviour = server
+    behaviour.stall = True
+    scorer = load_scorer("openai:m", RunSettings(base_url=url, request_timeout=0.3, max_retries=0, no_cache=True))
+    with pytest.raises(EndpointError, match=r"--request-timeout 0.3, --max-retries 0"):
+        scorer.generate([LEFT], max_new_tokens=2)
+    assert len(behaviour.calls) == 1
+
+
+def test_the_cli_ends_a_run_on_a_stalled_server_in_one_line_and_records_the_settings(server, tmp_path, capsys):
+    url, behaviour = server
+    behaviour.stall = True
+    data = write_dlama(tmp_path / "dlama")
+    argv = ["run", "dlama_arab_west", "--model", "openai:m", "--base-url", url, "--data-dir", str(data)]
+    argv += ["--request-timeout", "0.2", "--max-retries", "0", "--no-cache", "--out", str(tmp_path / "run")]
+    started = time.monotonic()
+    assert main(argv) == 2
+    assert time.monotonic() - started < 10
+    err = capsys.readouterr().err.strip()
+    message = err.split("culture-probe: error: ")[-1]  # after the data loader's and the run's progress bars
+    assert message.startswith(f"The server at {url} did not answer: 1 try of 0.2 s timed out") and "\n" not in message
+    assert "(--request-timeout 0.2, --max-retries 0)" in message
+    run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
+    assert (run["request_timeout"], run["max_retries"]) == (0.2, 0)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--request-timeout", "0"), ("--max-retries", "-1")])
+def test_the_cli_refuses_a_bad_timeout_or_retry_count_before_anything_loads(tmp_path, capsys, flag, value):
+    argv = ["run", "dlama_arab_west", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1"]
+    assert main([*argv, "--data-dir", str(tmp_path / "absent"), flag, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith(f"culture-probe: error: {flag[2:].replace('-', '_')} must be")
