@@ -332,6 +332,7 @@ def expected_failure(error: BaseException) -> str | None:
     """The one line that explains an expected failure, or None for an unexpected one (a bug)."""
     import errno
     import json
+    import pickle
     import sqlite3
 
     from culture_probe.errors import CultureProbeError
@@ -361,6 +362,12 @@ def expected_failure(error: BaseException) -> str | None:
         return f"a database file is damaged or locked ({error}); delete the score cache (--cache-dir) or retry"
     if isinstance(error, MemoryError):
         return "out of memory: lower --batch-tokens, or use a smaller dtype (--dtype bfloat16)"
+    if isinstance(error, pickle.UnpicklingError):  # torch's weights_only load refused code in a weights file
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return (
+            f"a weights file is a pickle that torch will not load safely ({first}); nothing in it was run: use a "
+            "safetensors checkpoint of the model"
+        )
     return None
 
 

@@ -18,11 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, SourceFormatError
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
 
 CONFIG_FILE, ITEMS_FILE, METRICS_FILE = "config.json", "items.jsonl", "metrics.json"
+RUN_CONFIG_KEYS = ("config",)  # what every config.json names: the benchmark config the run probed
 ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` can repeat it
 REPORT_FILE, PLOTS_DIR = "report.md", "plots"
 MARKER = ".culture_probe_run"  # names a folder as a run of this library: only such folders (or empty ones) are written
@@ -81,8 +82,15 @@ def read_run(run_dir: str | os.PathLike) -> Run:
         raise CultureProbeError(
             f"{path} is not a run directory: {_what_is(path)}. Pass the --out folder of a `culture-probe run`."
         )
+    config = read_json(path / CONFIG_FILE)
+    if not isinstance(config, dict) or not all(key in config for key in RUN_CONFIG_KEYS):
+        raise SourceFormatError(
+            f"not a run's configuration (a JSON object with {', '.join(repr(k) for k in RUN_CONFIG_KEYS)}); the file "
+            "is damaged: run the config again into a new --out, or restore the file.",
+            path=str(path / CONFIG_FILE),
+        )
     metrics = read_json(path / METRICS_FILE) if (path / METRICS_FILE).is_file() else None
-    return Run(path, read_json(path / CONFIG_FILE), read_records(path / ITEMS_FILE), metrics)
+    return Run(path, config, read_records(path / ITEMS_FILE), metrics)
 
 
 def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool) -> list[Record]:

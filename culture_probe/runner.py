@@ -111,6 +111,10 @@ class RunSettings:
                 raise InvalidValueError(f"--{flag} {value} and --model-args {flag}={other} disagree: give it once.")
         check_dtype(self.dtype or self.model_args.dtype)
         check_device(self.device)
+        if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
+            raise InvalidValueError(
+                f"--cache-dir {self.cache_dir} is a file: pass a folder for the score caches (or --no-cache)."
+            )
 
 
 @dataclass(frozen=True)
@@ -969,11 +973,13 @@ def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> It
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(probes), desc=stage, unit="probe", disable=not progress or not is_main_process())
-    for start in range(0, len(probes), CHUNK):
-        chunk = probes[start : start + CHUNK]
-        yield from zip(chunk, _run_chunk(chunk, scorer), strict=True)
-        bar.update(len(chunk))
-    bar.close()
+    try:  # closed on an error too, so that the error's line starts on a line of its own
+        for start in range(0, len(probes), CHUNK):
+            chunk = probes[start : start + CHUNK]
+            yield from zip(chunk, _run_chunk(chunk, scorer), strict=True)
+            bar.update(len(chunk))
+    finally:
+        bar.close()
 
 
 #: how each probe kind is asked: the engine call over a group of probes that share one options object

@@ -878,4 +878,22 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "refused, naming the text, never a second slot",
         "tests/reliability/test_inputs.py::test_a_literal_mask_token_is_refused_not_made_a_second_slot",
     ),
+    (
+        "config-json-not-a-run",
+        "`report`/`compare` on a folder whose config.json is a list, a string, or lacks `config`",
+        "one line naming the file as damaged, exit 2",
+        "tests/reliability/test_damaged_runs.py::test_a_config_json_that_is_no_run_configuration_is_one_line_naming_the_file",
+    ),
+    (
+        "cache-dir-is-a-file",
+        "`--cache-dir` naming a file",
+        "refused when the settings are made, before data or model",
+        "tests/reliability/test_damaged_runs.py::test_a_cache_dir_that_is_a_file_is_refused_when_the_settings_are_made",
+    ),
+    (
+        "pickled-weights",
+        "a model whose weights file holds a pickle torch refuses",
+        "one line: nothing in it was run; use safetensors",
+        "tests/reliability/test_damaged_runs.py::test_a_weights_file_torch_refuses_to_unpickle_is_one_line_saying_nothing_ran",
+    ),
 )
