@@ -8,6 +8,7 @@ culture-probe run dlama_arab_west --data-dir my_dlama --model ...
 from __future__ import annotations
 
 import argparse
+import re
 
 from culture_probe.curation.dlama import DlamaCuration, curate_dlama
 from culture_probe.curation.endpoints import WIKIDATA_URL, HttpPolicy, SparqlEndpoint, open_endpoint
@@ -15,12 +16,32 @@ from culture_probe.curation.fmlama import FmlamaCuration, curate_fmlama
 from culture_probe.curation.predicates import PREDICATES
 from culture_probe.curation.regions import resolve_region
 from culture_probe.curation.sizes import MediaWikiSizes, SizeProvider, StoreSizes
-from culture_probe.errors import CultureProbeError
+from culture_probe.errors import CultureProbeError, InvalidValueError
 
 
 def split_list(text: str | None) -> tuple[str, ...]:
     """`'ar, en'` -> `('ar', 'en')`."""
     return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
+def check_sites(text: str | None, *regions: str | None) -> tuple[str, ...]:
+    """`--sites`, checked before any query: Wikipedia language codes (`en`, `ar`, `zh-yue`), for a region defined
+    as NAME=QID,... (the built-in regions use the paper's sites, Table F8). Default: en.
+    """
+    sites = split_list(text)
+    if not sites:
+        return ("en",)
+    bad = [site for site in sites if not re.fullmatch(r"[a-z]{2,3}(-[a-z0-9]+)*|simple", site)]
+    if bad:
+        raise InvalidValueError(
+            f"--sites takes Wikipedia language codes (e.g. en,ar or zh-yue), got {', '.join(map(repr, bad))}."
+        )
+    if not any(region and "=" in region for region in regions):
+        raise InvalidValueError(
+            "--sites sets the Wikipedia sites of a region defined as NAME=QID,...; the built-in regions use the "
+            "paper's sites (Table F8). Drop --sites, or define the region with its countries."
+        )
+    return sites
 
 
 def policy_from(args: argparse.Namespace) -> HttpPolicy:
@@ -70,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
             "for the offline embedded store. Example: --endpoint tests/curation/fixtures/wikidata_mini.ttl"
         )
     languages = split_list(args.languages)
-    sites = split_list(getattr(args, "sites", None)) or ("en",)
+    sites = check_sites(getattr(args, "sites", None), args.region, getattr(args, "contrast", None))
     region = resolve_region(args.region, sites=sites)
     policy = policy_from(args)
     endpoint = open_endpoint(args.endpoint, policy)

@@ -205,3 +205,26 @@ def test_fmlama_curation_refuses_dlama_only_flags(tmp_path, capsys, extra):
     )
     assert f"does not use {extra[0]}: FmLAMA collects every dish" in capsys.readouterr().err
     assert not (tmp_path / "f").exists()  # refused before anything was fetched
+
+
+@pytest.mark.parametrize(
+    ("region", "sites", "message"),
+    [
+        (
+            "maghreb=Q1028,Q262",
+            "english",
+            "--sites takes Wikipedia language codes (e.g. en,ar or zh-yue), got 'english'",
+        ),
+        ("arab", "ar,fr", "--sites sets the Wikipedia sites of a region defined as NAME=QID,..."),
+    ],
+)
+def test_cli_refuses_bad_sites_before_any_query(tmp_path, capsys, monkeypatch, region, sites, message):
+    import culture_probe.curation.cli as curation_cli
+
+    def no_query(*args, **kwargs):
+        raise AssertionError("an endpoint was opened before --sites was checked")
+
+    monkeypatch.setattr(curation_cli, "open_endpoint", no_query)
+    argv = ["curate", "dlama", "--region", region, "--sites", sites, "--languages", "ar,en"]
+    assert main([*argv, "--endpoint", str(FIXTURE), "--out", str(tmp_path / "d")]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "d").exists()

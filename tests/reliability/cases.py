@@ -896,4 +896,10 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "one line: nothing in it was run; use safetensors",
         "tests/reliability/test_damaged_runs.py::test_a_weights_file_torch_refuses_to_unpickle_is_one_line_saying_nothing_ran",
     ),
+    (
+        "curate-bad-sites",
+        "`curate --sites english`, or `--sites` with a built-in region",
+        "refused before any query, naming the codes or saying the sites belong to a NAME=QID region",
+        "tests/curation/test_cli_and_loading.py::test_cli_refuses_bad_sites_before_any_query",
+    ),
 )
