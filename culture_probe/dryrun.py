@@ -19,8 +19,8 @@ from culture_probe.data.registry import expand
 from culture_probe.engine.preview import EncodingPreview, ServedPreview, View
 from culture_probe.engine.types import SERVED
 from culture_probe.errors import CultureProbeError, InvalidValueError
-from culture_probe.runner import RunSettings, StageModel, first_probes, model_kind, plan
-from culture_probe.suite import data_dirs_of, plan_each, settings_and_options
+from culture_probe.runner import RunSettings, StageModel, first_probes, model_kind, model_parts, plan
+from culture_probe.suite import check_paths, data_dirs_of, plan_each, settings_and_options
 from culture_probe.tasks import Task
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, ScoreProbe, Skipped
 
@@ -133,6 +133,7 @@ def dry_run(
     if rows is not None and len(names) > 1:
         raise CultureProbeError("rows belong to one config: dry-run a suite without them, or name one config.")
     data_dirs = data_dirs_of(keywords.pop("data_dir", None), names)
+    check_paths(data_dirs)
     settings, options = settings_and_options(keywords)
     previewers: dict[tuple[str, str], Previewer] = {}
 
@@ -200,16 +201,5 @@ def load_previewer(model: str | os.PathLike, kind: str, settings: RunSettings) -
     name = str(model)
     if name.startswith(SERVED):
         return ServedPreview(name[len(SERVED) :], base_url=settings.base_url or "")
-    if name.startswith("planted:"):
-        from culture_probe.models.planted_benchmarks import planted_parts
-
-        tokenizer, config = planted_parts(name.split(":", 1)[1], data_dir=settings.data_dir)
-    else:
-        import transformers as tf
-
-        hub = {
-            "revision": settings.revision or settings.model_args.revision,
-            "trust_remote_code": settings.model_args.trust_remote_code,
-        }
-        tokenizer, config = tf.AutoTokenizer.from_pretrained(name, **hub), tf.AutoConfig.from_pretrained(name, **hub)
+    tokenizer, config = model_parts(name, settings)
     return EncodingPreview.weightless(kind, tokenizer, config, name=name)

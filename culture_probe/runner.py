@@ -337,9 +337,12 @@ def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | flo
         asked = f"{limit} ({number} {task.unit})"
     else:
         number = int(limit)
-        sampled = task.sample(probes, number)
         asked = str(number)
-    shortfall = task.smoke_shortfall(probes, sampled) if number < smoke else None
+    if number >= smoke:  # every headline number has its items: nothing to say, nothing to draw
+        return number
+    if not isinstance(limit, float):
+        sampled = task.sample(probes, number)
+    shortfall = task.smoke_shortfall(probes, sampled)
     if shortfall:
         warnings.warn(
             f"--limit {asked} is below the smoke limit of {config} ({smoke} {task.unit}): {shortfall}. "
@@ -641,9 +644,7 @@ def resolve_stage_model(name: str, stage: str, need: ModelNeed, settings: RunSet
     try:
         kind = model_kind(name, settings)
         if not served:
-            path = resolve_model(name, settings)
-            config = _hub_call(lambda: _auto("AutoConfig").from_pretrained(path))
-            tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(path))
+            tokenizer, config = model_parts(name, settings)
     except CultureProbeError as error:
         reason = " ".join(str(error).split())
         raise UnsupportedModelError(
@@ -700,14 +701,23 @@ def tokenizer_of(model: Any, settings: RunSettings) -> Any:
         return getattr(model, "tokenizer", None)
     if str(model).startswith(SERVED):
         return None
-    if str(model).startswith("planted:"):  # built from its spec: checking a template never trains a model
+    return model_parts(str(model), settings)[0]
+
+
+def model_parts(name: str, settings: RunSettings) -> tuple[Any, Any]:
+    """A model's tokenizer and transformers config, read without its weights: a planted model's built from its spec
+    (nothing trained), a Hub or local model's at the run's revision (a file the Hub cannot give is one line).
+    """
+    if name.startswith("planted:"):
         from culture_probe.models.planted_benchmarks import planted_parts
 
-        return planted_parts(str(model).split(":", 1)[1], data_dir=settings.data_dir)[0]
-    revision = settings.revision or settings.model_args.revision
-    trust = settings.model_args.trust_remote_code
-    path = resolve_model(str(model), settings)
-    return _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(path, revision=revision, trust_remote_code=trust))
+        return planted_parts(name.split(":", 1)[1], data_dir=settings.data_dir)
+    hub = {
+        "revision": settings.revision or settings.model_args.revision,
+        "trust_remote_code": settings.model_args.trust_remote_code,
+    }
+    tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(name, **hub))
+    return tokenizer, _hub_call(lambda: _auto("AutoConfig").from_pretrained(name, **hub))
 
 
 def model_label(model: Any) -> str:

@@ -101,12 +101,14 @@ def run_suite(
         # A second writer of a suite folder fails at once (its lock); a new folder is made, and locked, only once
         # the suite is planned, so that a suite refused while planning leaves nothing behind.
         early = folder is not None and main and folder.is_dir()
-        claim.enter_context(rundir.lock(folder if early else None, "suite"))
+        if early:
+            claim.enter_context(rundir.lock(folder, "suite"))
         earlier, skipped_before = held(folder, model, configs, resume) if folder is not None else ({}, {})
         plans, skipped = plan_each(configs, lambda c: planned(c, model, settings, options, data_dirs), strict)
         skipped = {**skipped_before, **skipped}
         if folder is not None:
-            claim.enter_context(rundir.lock(None if early or not main else folder, "suite"))
+            if main and not early:
+                claim.enter_context(rundir.lock(folder, "suite"))
             folder.mkdir(parents=True, exist_ok=True)
             if main:
                 rundir.write_text(folder / rundir.SUITE_MARKER, rundir.SUITE_NOTE)
@@ -185,21 +187,19 @@ def plan_each(
     whose data cannot be had (`MissingDataError`: skipped, said at once). Any other error stops, naming the config,
     as does missing data under `strict`, in a single config, or in every config.
     """
+    if len(configs) == 1:  # one config: its own error, as a run gives it
+        return {configs[0]: plan_one(configs[0])}, {}
     plans: dict[str, T] = {}
     skipped: dict[str, str] = {}
     for config in configs:
         try:
             plans[config] = plan_one(config)
         except MissingDataError as error:
-            if len(configs) == 1:
-                raise
             if strict:
                 raise MissingDataError(f"In the suite's config {config}: {error}") from None
             skipped[config] = str(error)
             warnings.warn(f"{config} skipped: {error}", SkippedConfigWarning, stacklevel=3)
         except CultureProbeError as error:
-            if len(configs) == 1:
-                raise
             raise CultureProbeError(f"In the suite's config {config}: {error}") from None
     if len(skipped) == len(configs):
         reasons = {reason: [c for c, r in skipped.items() if r == reason] for reason in skipped.values()}

@@ -180,12 +180,7 @@ class Cuts:
 
     def add(self, tokens_cut: int) -> Cuts:
         """These counts and one more input, `tokens_cut` tokens shorter than it was (0: kept whole)."""
-        return Cuts(
-            self.encoded + 1,
-            self.cut + (tokens_cut > 0),
-            self.tokens_cut + tokens_cut,
-            max(self.max_cut, tokens_cut),
-        )
+        return self.plus(Cuts(1, int(tokens_cut > 0), tokens_cut, tokens_cut))
 
     def plus(self, other: Cuts) -> Cuts:
         """The counts of both (two models of one run: the probed model and a judge)."""
