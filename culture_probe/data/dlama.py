@@ -99,6 +99,13 @@ MISSING_LABELS = {
 }
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
 
+# The paper's BibTeX: the dataset card's citation and that of the benchmark's `evaluate` metrics.
+CITATION = (
+    "@inproceedings{keleg-magdy-2023-dlama,\n  title={{DLAMA}: A Framework for Curating Culturally Diverse "
+    "Facts for Probing the Knowledge of Pretrained Language Models},\n  author={Keleg, Amr and Magdy, Walid},"
+    "\n  booktitle={Findings of the Association for Computational Linguistics: ACL 2023},\n  year={2023}\n}"
+)
+
 INFO = BenchmarkInfo(
     name="dlama",
     title="DLAMA-v1: culturally diverse facts for probing masked LMs",
@@ -122,11 +129,7 @@ INFO = BenchmarkInfo(
             "https://www.wikidata.org/wiki/Wikidata:Licensing",
         ),
     ),
-    citation=(
-        "@inproceedings{keleg-magdy-2023-dlama,\n  title={{DLAMA}: A Framework for Curating Culturally Diverse "
-        "Facts for Probing the Knowledge of Pretrained Language Models},\n  author={Keleg, Amr and Magdy, Walid},"
-        "\n  booktitle={Findings of the Association for Computational Linguistics: ACL 2023},\n  year={2023}\n}"
-    ),
+    citation=CITATION,
     version="1.0.0",
     paper="papers/dlama_000_ab2a3dec4437f5c7.txt",
     sources=(TARBALL_URL,),  # where each config's rows were read from, and its templates, are on its card
@@ -549,7 +552,8 @@ class Dlama(CultureProbeBuilder):
                     return RowsSource(str(manual), folder=True, mirror=True)
                 raise MissingDataError(
                     f"{error} The DLAMA-v1 tarball is not in the local mirror (CULTURE_PROBE_MIRROR): pass "
-                    "data_dir= (an unpacked copy) or data_files= (the .tar.gz)."
+                    "the release, an unpacked copy or the .tar.gz, with --data-dir (Python: data_dir=, or "
+                    "data_files= for the .tar.gz)."
                 ) from error
             verify_git_blob(tarball, TARBALL_BLOB_ID)
             return RowsSource(tarball, folder=False, blob_id=TARBALL_BLOB_ID)
@@ -563,7 +567,7 @@ class Dlama(CultureProbeBuilder):
         if self.config.data_dir:
             if not Path(self.config.data_dir).exists():
                 raise MissingDataError(
-                    f"data_dir {self.config.data_dir} does not exist; pass an unpacked "
+                    f"data_dir (--data-dir) {self.config.data_dir} does not exist; pass an unpacked "
                     "DLAMA-v1 tarball folder or the dlama-v1.tar.gz file."
                 )
             return str(self.config.data_dir)

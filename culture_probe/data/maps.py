@@ -45,7 +45,8 @@ SHA256 = {
 HOW_TO_GET = (
     "MAPS is distributed on request only: ask for it through the data request form linked from "
     "https://github.com/UKPLab/maps, unpack it so that it holds <lang>/test_proverbs.xlsx etc. for en, zh, de, ru, "
-    "bn, id, and pass that folder: load_benchmark('maps_en', data_dir='path/to/maps'). The offline mirror has it at "
+    "bn, id, and pass that folder: `--data-dir path/to/maps` on the command line, "
+    "load_benchmark('maps_en', data_dir='path/to/maps') in Python. The offline mirror has it at "
     "$CULTURE_PROBE_MIRROR/manual/maps."
 )
 
@@ -66,6 +67,14 @@ FEATURES = datasets.Features(
     }
 )
 
+# The paper's BibTeX: the dataset card's citation and that of the benchmark's `evaluate` metrics.
+CITATION = (
+    "@inproceedings{liu-etal-2024-multilingual,\n  title = {Are Multilingual {LLM}s Culturally-Diverse "
+    "Reasoners? An Investigation into Multicultural Proverbs and Sayings},\n  author = {Liu, Chen Cecilia and "
+    "Koto, Fajri and Baldwin, Timothy and Gurevych, Iryna},\n  booktitle = {Proceedings of NAACL 2024},\n"
+    "  year = {2024}\n}"
+)
+
 INFO = BenchmarkInfo(
     name="maps",
     title="MAPS: MulticultrAl Proverbs and Sayings",
@@ -81,12 +90,7 @@ INFO = BenchmarkInfo(
         Licence("none stated, released on request", "the proverbs and conversations: research use only"),
     ),
     on_request="the request form linked from https://github.com/UKPLab/maps (the MAPS authors, UKP Lab)",
-    citation=(
-        "@inproceedings{liu-etal-2024-multilingual,\n  title = {Are Multilingual {LLM}s Culturally-Diverse "
-        "Reasoners? An Investigation into Multicultural Proverbs and Sayings},\n  author = {Liu, Chen Cecilia and "
-        "Koto, Fajri and Baldwin, Timothy and Gurevych, Iryna},\n  booktitle = {Proceedings of NAACL 2024},\n"
-        "  year = {2024}\n}"
-    ),
+    citation=CITATION,
     version="1.0.0",
     paper="maps_004_9751a7a423d744f9.txt",
     sources=("manual: released on request through the form linked from https://github.com/UKPLab/maps",),
@@ -202,7 +206,7 @@ def read_proverbs(path: Path) -> list[dict[str, Any]]:
 def data_root(data_dir: str | os.PathLike | None) -> Path:
     """The MAPS folder the user obtained; its absence is an error that says how to get the data."""
     if not data_dir:
-        raise MissingDataError(f"MAPS needs data_dir= (no download URL exists). {HOW_TO_GET}")
+        raise MissingDataError(f"MAPS needs data_dir= (--data-dir; no download URL exists). {HOW_TO_GET}")
     root = Path(data_dir).expanduser()
     if not root.is_dir():
         raise MissingDataError(f"MAPS data_dir {str(data_dir)!r} is not a folder. {HOW_TO_GET}")

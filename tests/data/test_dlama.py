@@ -275,7 +275,7 @@ def test_raw_config_reads_dlama_raw(tmp_path: Path) -> None:
 def test_pinned_url_follows_the_mirror_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "mirror"))
     expected = tmp_path / "mirror" / "raw.githubusercontent.com/AMR-KELEG/DLAMA" / dlama.TARBALL_URL.split("DLAMA/")[1]
-    with pytest.raises(MissingDataError, match=rf"expected the file {expected}.*pass data_dir="):
+    with pytest.raises(MissingDataError, match=rf"expected the file {expected}.*with --data-dir \(Python: data_dir="):
         load_benchmark("dlama_arab_west")
     # a mirrored file that is not the pinned release fails its git blob id check
     expected.parent.mkdir(parents=True)

@@ -123,7 +123,7 @@ def test_data_dir_names_a_benchmark() -> None:
 
 def test_explicit_config_without_data_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "empty_mirror"))
-    with pytest.raises(FileNotFoundError, match="pass data_dir="):
+    with pytest.raises(FileNotFoundError, match=r"with --data-dir \(Python: data_dir="):
         export(tmp_path / "hub", configs=["dlama_arab_west"])
 
 

@@ -782,6 +782,12 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "tests/reliability/test_files.py::test_a_read_only_out_is_one_line_naming_it",
     ),
     (
+        "run-read-only",
+        "`report RUN` or `run --resume --out RUN` on a run folder mounted read-only",
+        "one line naming the folder; every file as it was",
+        "tests/reliability/test_files.py::test_report_and_resume_on_a_read_only_run_are_one_line_and_leave_it_as_it_was",
+    ),
+    (
         "re-export-fails",
         "a re-export whose data is missing, or that fills the disk",
         "the earlier export unchanged byte for byte; no temporary folder left",

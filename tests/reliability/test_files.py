@@ -9,6 +9,9 @@ import errno
 import json
 import os
 import sqlite3
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -216,3 +219,41 @@ def test_a_dry_run_push_keeps_the_users_files_and_lists_only_what_it_would_uploa
     printed = capsys.readouterr().out
     assert "2 files from" in printed and "camel_co_prompts/notes.md  kept: no export wrote it; not uploaded" in printed
     assert (out / "camel_co_prompts" / "notes.md").read_text() == "mine"
+
+
+@contextmanager
+def _read_only_mount(folder: Path) -> Iterator[None]:
+    """`folder` as a read-only mount (a bind mount remounted read-only, which stops root too), or read-only by chmod
+    for another user; skips where neither can be had.
+    """
+    if not ROOT:
+        modes = {p: p.stat().st_mode for p in [folder, *folder.rglob("*")]}
+        for path in modes:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            for path, mode in modes.items():
+                path.chmod(mode)
+        return
+    mount = ["mount", "--bind", str(folder), str(folder)]
+    if subprocess.run(mount, capture_output=True).returncode != 0:
+        pytest.skip("cannot bind-mount here, so a read-only folder cannot be made for root")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True, capture_output=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("command", [("report",), (*_RUN, "--no-cache", "--resume", "--out")])
+def test_report_and_resume_on_a_read_only_run_are_one_line_and_leave_it_as_it_was(command, tmp_path, capsys, mirror):
+    run = tmp_path / "run"
+    assert main([*_RUN, "--out", str(run), "--no-cache"]) == 0
+    before = _snapshot(run)
+    capsys.readouterr()
+    with _read_only_mount(run):
+        assert main([*command, str(run)]) == 2
+    line = _error_line(capsys.readouterr().err)
+    assert line.startswith(str(run)) and "is read-only" in line, line
+    assert _snapshot(run) == before
