@@ -19,6 +19,7 @@ __path__ = extend_path(__path__, __name__)
 __all__ = [
     "CandidateScores",
     "RunResult",
+    "RunSettings",
     "ScoreRequest",
     "Scorer",
     "__version__",
@@ -38,6 +39,7 @@ _LAZY = {
     "load_metric": "culture_probe.metrics",
     "run": "culture_probe.runner",
     "RunResult": "culture_probe.runner",
+    "RunSettings": "culture_probe.settings",
     "run_suite": "culture_probe.suite",
     "dry_run": "culture_probe.dryrun",
     "Scorer": "culture_probe.engine",

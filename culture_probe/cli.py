@@ -13,8 +13,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from culture_probe.engine.served import MAX_RETRIES, REQUEST_TIMEOUT
-from culture_probe.engine.types import MODEL_KINDS
+from culture_probe.settings import add_arguments
 
 EXAMPLES = """examples:
   culture-probe list
@@ -75,13 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model", help="HF id, local dir, or planted:<config> (offline); or name it with --model-args pretrained="
     )
-    run.add_argument("--revision", help="Hub revision of --model (branch, tag or commit), recorded in config.json")
-    run.add_argument(
-        "--model-args",
-        help="how the model is loaded, the harness's way: key=value,... with pretrained=NAME (in place of "
-        "--model), dtype, revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
-        "peft=ADAPTER_DIR (recorded in config.json)",
-    )
     run.add_argument(
         "--strict",
         action="store_true",
@@ -94,68 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
         "first --show probes exactly as the model will get them, and write nothing",
     )
     run.add_argument("--show", type=int, metavar="N", help="with --dry-run: probes shown per config (default 3)")
-    run.add_argument("--language", help="restrict to one language where the benchmark has several")
-    run.add_argument(
-        "--limit",
-        type=limit_value,
-        metavar="N|FRACTION|smoke",
-        help="smoke runs: probe N items drawn with --seed in turn from each "
-        "language, culture, predicate or type (items: DLAMA facts, FmLAMA dishes, CAMeL prompts, "
-        "X-FaKT questions, MAPS proverbs); a fraction 0 < x < 1: that share of each of them, rounded up; "
-        "smoke: the fewest that give every headline number (e.g. X-FaKT "
-        "factual recall 169, one question per language x country cell); a smaller N says what it will lack",
-    )
-    run.add_argument("--batch-tokens", type=int, help="token budget per forward batch")
     run.add_argument(
         "--out",
         help="run directory (config.json, items.jsonl, metrics.json, report.md, plots); a "
         "suite's folder (a run directory per config, suite.md, suite.json)",
     )
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    run.add_argument(
-        "--cache-dir",
-        help="folder of the per-model score caches, shared by every run "
-        "(default: scores/ in $CULTURE_PROBE_CACHE or ~/.cache/culture_probe)",
-    )
-    run.add_argument("--no-cache", action="store_true", help="score without reading or writing the score cache")
-    run.add_argument(
-        "--base-url",
-        help="OpenAI-compatible server of an openai:NAME model (vLLM, TGI, "
-        "transformers serve), e.g. http://127.0.0.1:8000/v1",
-    )
-    run.add_argument("--concurrency", type=int, default=8, help="requests in flight to that server (default 8)")
-    run.add_argument(
-        "--request-timeout",
-        type=float,
-        default=REQUEST_TIMEOUT,
-        metavar="SECONDS",
-        help=f"seconds one request to that server may take, per try (default {REQUEST_TIMEOUT:g})",
-    )
-    run.add_argument(
-        "--max-retries",
-        type=int,
-        default=MAX_RETRIES,
-        metavar="N",
-        help=f"retries of a request that timed out or failed (5xx, 429, a dropped connection; default {MAX_RETRIES}); "
-        "a stalled server fails after about SECONDS x (N + 1)",
-    )
-    run.add_argument(
-        "--data-dir",
-        help="local data (MAPS, DLAMA): a folder, or per benchmark in a suite, e.g. dlama=dlama-v1/,maps=maps/",
-    )
-    run.add_argument(
-        "--protocol",
-        choices=["default", "upstream"],
-        default="default",
-        help="default: the library's protocol; upstream: what each benchmark's released code did, "
-        "wherever it runs (the report's deviation table shows which side each difference took)",
-    )
-    run.add_argument("--corrected", action="store_true", help="use the corrected variant of the data")
     run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")
-    run.add_argument("--kind", choices=["auto", *MODEL_KINDS], default="auto")
-    run.add_argument("--device", help="torch device, e.g. cuda:0")
-    run.add_argument("--dtype", help="torch dtype, e.g. float16")
-    run.add_argument("--seed", type=int, default=0)
+    add_arguments(run)  # the settings' flags, generated from RunSettings' fields
     run.add_argument(
         "--option",
         action="append",
@@ -257,18 +195,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def limit_value(text: str) -> int | float | str:
-    """`--limit`: a whole number or a fraction (both checked by the runner, which names a bad value), or "smoke"."""
-    if text == "smoke":
-        return text
-    for number in (int, float):
-        try:
-            return number(text)
-        except ValueError:
-            pass
-    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)")
-
-
 def _version() -> str:
     from culture_probe import __version__
 
@@ -360,7 +286,7 @@ def expected_failure(error: BaseException) -> str | None:
         return f"invalid JSON ({error.msg}, line {error.lineno}); the file is damaged"
     if isinstance(error, sqlite3.DatabaseError):
         return f"a database file is damaged or locked ({error}); delete the score cache (--cache-dir) or retry"
-    if isinstance(error, MemoryError):
+    if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError":  # torch's is a RuntimeError
         return "out of memory: lower --batch-tokens, or use a smaller dtype (--dtype bfloat16)"
     if isinstance(error, pickle.UnpicklingError):  # torch's weights_only load refused code in a weights file
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -19,8 +19,9 @@ from culture_probe.data.registry import expand
 from culture_probe.engine.preview import EncodingPreview, ServedPreview, View
 from culture_probe.engine.types import SERVED
 from culture_probe.errors import CultureProbeError, InvalidValueError
-from culture_probe.runner import RunSettings, StageModel, first_probes, model_kind, model_parts, plan
-from culture_probe.suite import check_paths, data_dirs_of, plan_each, settings_and_options
+from culture_probe.runner import StageModel, first_probes, model_kind, model_parts, plan
+from culture_probe.settings import RunSettings
+from culture_probe.suite import plan_each, suite_settings
 from culture_probe.tasks import Task
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, ScoreProbe, Skipped
 
@@ -113,6 +114,7 @@ class DryRun:
 def dry_run(
     configs: str | Sequence[str],
     model: str | os.PathLike,
+    settings: RunSettings | None = None,
     *,
     n: int = SHOWN,
     rows: Sequence[Any] | None = None,
@@ -123,18 +125,16 @@ def dry_run(
     """Plan a run of `configs` (names or groups, as `run_suite` takes them) on `model` and show the first `n` probes
     of each config as the model will get them, loading the data and the model's tokenizer only and writing nothing.
 
-    `keywords` are `run`'s settings and protocol options; `rows` replaces the data of a single config; `out` is only
-    named (nothing is created). In a suite, a config whose data cannot be had is skipped with its reason, as
-    `run_suite` skips it, unless `strict`.
+    `settings` and `keywords` are `run`'s settings and protocol options; `rows` replaces the data of a single config;
+    `out` is only named (nothing is created). In a suite, a config whose data cannot be had is skipped with its
+    reason, as `run_suite` skips it, unless `strict`.
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise InvalidValueError(f"A dry run shows n >= 0 probes per config, got {n!r}.")
     names = expand([configs] if isinstance(configs, str) else list(configs))
     if rows is not None and len(names) > 1:
         raise CultureProbeError("rows belong to one config: dry-run a suite without them, or name one config.")
-    data_dirs = data_dirs_of(keywords.pop("data_dir", None), names)
-    check_paths(data_dirs)
-    settings, options = settings_and_options(keywords)
+    settings, options, data_dirs = suite_settings(names, settings, keywords)
     previewers: dict[tuple[str, str], Previewer] = {}
 
     def one(config: str) -> ConfigPlan:

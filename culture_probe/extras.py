@@ -14,6 +14,7 @@ from culture_probe.errors import CultureProbeError
 EXTRAS = {
     "SPARQLWrapper": "curation",
     "pyoxigraph": "curation",
+    "tenacity": "curation",
     "matplotlib": "plots",
     "arabic_reshaper": "plots",
     "bidi": "plots",

@@ -11,21 +11,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from culture_probe.data.registry import load_benchmark, resolve
+from culture_probe.data.registry import Benchmark, load_benchmark, resolve
 from culture_probe.data.resources import load_resources
 from culture_probe.engine.types import ModelKind
-from culture_probe.tasks import Task, task_for, task_from_config
+from culture_probe.tasks import Task, task_from_config
 
 
 def load_rows(
-    config: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, language: str | None = None
+    config: str | Benchmark,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    corrected: bool = False,
+    language: str | None = None,
 ) -> list[dict[str, Any]]:
     """The `test` split of `config` as a list of dicts; with `language`, a builder that can build one language
     (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing still runs).
     """
-    module, _ = resolve(config)
-    only = {"languages": (language,)} if language is not None and module.BUILDER.LANGUAGE_FILTER else {}
-    return load_benchmark(config, data_dir=data_dir, corrected=corrected, **only)["test"].to_list()
+    benchmark = resolve(config)
+    only = {"languages": (language,)} if language is not None and benchmark.module.BUILDER.LANGUAGE_FILTER else {}
+    return load_benchmark(benchmark, data_dir=data_dir, corrected=corrected, **only)["test"].to_list()
 
 
 @dataclass(frozen=True)
@@ -36,11 +40,12 @@ class SideData:
     provenance: dict[str, Any]
 
 
-def load_side_data(config: str, options: Any, *, data_dir: str | os.PathLike | None = None) -> SideData:
+def load_side_data(config: str | Benchmark, options: Any, *, data_dir: str | os.PathLike | None = None) -> SideData:
     """The resources `config`'s protocol declares for `options`, loaded from `data_dir` (or the mirror, or the
     pinned URL). Needs no model: a bad resource option (a missing template file) fails before the model is touched.
     """
-    needs = task_for(config).needs(config, options)
+    benchmark = resolve(config)
+    needs = benchmark.task_class.needs(benchmark, options)
     loaded = load_resources(needs, data_dir=data_dir)
     return SideData(
         {key: item.value for key, item in loaded.items()},
@@ -49,13 +54,19 @@ def load_side_data(config: str, options: Any, *, data_dir: str | os.PathLike | N
 
 
 def load_task(
-    config: str, options: Any = None, *, kind: ModelKind, seed: int = 0, data_dir: str | os.PathLike | None = None
+    config: str | Benchmark,
+    options: Any = None,
+    *,
+    kind: ModelKind,
+    seed: int = 0,
+    data_dir: str | os.PathLike | None = None,
 ) -> tuple[Task, dict[str, Any]]:
     """The protocol of `config` with its declared resources loaded, and their provenance for config.json."""
-    task_cls = task_for(config)
+    benchmark = resolve(config)
+    task_cls = benchmark.task_class
     options = options if options is not None else task_cls.Options()
-    side = load_side_data(config, options, data_dir=data_dir)
-    return task_cls(config, options, kind=kind, seed=seed, resources=side.values), side.provenance
+    side = load_side_data(benchmark, options, data_dir=data_dir)
+    return task_cls(benchmark, options, kind=kind, seed=seed, resources=side.values), side.provenance
 
 
 def task_of_run(meta: Mapping[str, Any]) -> Task:
@@ -64,5 +75,5 @@ def task_of_run(meta: Mapping[str, Any]) -> Task:
     """
     plain = task_from_config(meta)
     return load_task(
-        plain.config, plain.options, kind=plain.kind, seed=plain.seed, data_dir=meta["run"].get("data_dir")
+        plain.benchmark, plain.options, kind=plain.kind, seed=plain.seed, data_dir=meta["run"].get("data_dir")
     )[0]

@@ -11,7 +11,9 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.data.registry import expand, groups
 from culture_probe.errors import CultureProbeError, InvalidValueError
+from culture_probe.keyvalue import parse_pairs
 from culture_probe.runner import is_main_process, run
+from culture_probe.settings import from_arguments
 from culture_probe.suite import SKIPPED_EXIT, data_dirs_of, run_suite
 
 # what a run without --out says, so that nobody looks for files that were never written
@@ -26,29 +28,7 @@ def main(args: Any) -> int:
     model, model_args = model_of(args.model, args.model_args)
     names = config_names(args.configs)
     configs = expand(names)  # an unknown name fails here, with the close ones
-    keywords = dict(
-        out=args.out,
-        resume=args.resume,
-        language=args.language,
-        limit=args.limit,
-        batch_tokens=args.batch_tokens,
-        seed=args.seed,
-        kind=args.kind,
-        device=args.device,
-        dtype=args.dtype,
-        data_dir=args.data_dir,
-        corrected=args.corrected,
-        revision=args.revision,
-        cache_dir=args.cache_dir,
-        no_cache=args.no_cache,
-        base_url=args.base_url,
-        concurrency=args.concurrency,
-        request_timeout=args.request_timeout,
-        max_retries=args.max_retries,
-        model_args=model_args,
-        protocol=args.protocol,
-        **options,
-    )
+    keywords = {**from_arguments(args), "model_args": model_args, "out": args.out, "resume": args.resume, **options}
     if args.show is not None and not args.dry_run:
         raise InvalidValueError("--show N sets how many probes --dry-run shows: add --dry-run, or drop --show.")
     if args.dry_run:
@@ -101,33 +81,19 @@ def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None
     """The model named by `--model` or by `--model-args pretrained=NAME` (lm-evaluation-harness's spelling), and the
     `--model-args` left without `pretrained`, which names the model and is no load option.
     """
-    parts = [part.strip() for part in (model_args or "").split(",") if part.strip()]
-    pretrained = [part for part in parts if part.partition("=")[0].strip() == "pretrained"]
-    given = ([model] if model is not None else []) + [part.partition("=")[2].strip() for part in pretrained]
-    if not given or not all(given):
+    pairs = parse_pairs(model_args, what="--model-args", example="pretrained=NAME,dtype=bfloat16")
+    pretrained = pairs.pop("pretrained", None)
+    if model is None and pretrained is None:
         raise InvalidValueError("Name the model: --model NAME, or --model-args pretrained=NAME,...")
-    names = list(dict.fromkeys(given))
-    if len(names) > 1:
+    if model is not None and pretrained is not None and model != pretrained:
         raise InvalidValueError(
-            f"Two models are named ({', '.join(names)}): give one, with --model or --model-args pretrained=NAME "
+            f"Two models are named ({model}, {pretrained}): give one, with --model or --model-args pretrained=NAME "
             "(--model is the model itself here, not a harness backend such as hf)."
         )
-    rest = ",".join(part for part in parts if part not in pretrained)
-    return names[0], rest or None
+    rest = ",".join(f"{key}={value}" for key, value in pairs.items())
+    return str(model or pretrained), rest or None
 
 
 def option_values(texts: Sequence[str]) -> dict[str, str]:
     """The `--option KEY=VALUE` arguments as a dict; a key given twice is an error naming both values."""
-    options: dict[str, str] = {}
-    for key, value in map(_split_option, texts):
-        if key in options:
-            raise InvalidValueError(f"--option {key} is given twice ({options[key]!r} and {value!r}): keep one.")
-        options[key] = value
-    return options
-
-
-def _split_option(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise CultureProbeError(f"--option takes KEY=VALUE, got {text!r} (e.g. --option judge=string).")
-    key, value = text.split("=", 1)
-    return key.strip(), value.strip()
+    return parse_pairs(texts, what="--option", example="judge=string")

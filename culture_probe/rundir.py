@@ -50,6 +50,8 @@ RESUME_KEYS = (
     "run.seed",
     "run.corrected",
 )
+# run settings a config.json written before issue 27 kept in `run`, and now in `model_args` (`upgraded`)
+MOVED_TO_MODEL_ARGS = ("dtype", "revision")
 # config.json keys that follow the options: a resume that changed some (a later stage's, or metrics-only ones)
 # rewrites them
 OPTION_KEYS = ("options", "stage_options", "stage_models", "protocol", "deviations")
@@ -90,7 +92,7 @@ def read_run(run_dir: str | os.PathLike) -> Run:
             path=str(path / CONFIG_FILE),
         )
     metrics = read_json(path / METRICS_FILE) if (path / METRICS_FILE).is_file() else None
-    return Run(path, config, read_records(path / ITEMS_FILE), metrics)
+    return Run(path, upgraded(config), read_records(path / ITEMS_FILE), metrics)
 
 
 def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool) -> list[Record]:
@@ -104,7 +106,7 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
-        old = read_json(existing)
+        old = upgraded(read_json(existing))
         redo = check_resumable(old, meta, run_dir, ran={r.stage for r in done})
         kept = [r for r in done if r.stage not in redo]
         if main:
@@ -115,6 +117,22 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
         write_text(run_dir / MARKER, RUN_NOTE)
         write_json(existing, meta)
     return []
+
+
+def upgraded(config: dict[str, Any]) -> dict[str, Any]:
+    """A config.json as this version writes it, from one an earlier version wrote: the model's `dtype` and `revision`,
+    kept in `run` before `model_args` became their only home (`MOVED_TO_MODEL_ARGS`), move there, so that `report`,
+    `compare` and `--resume` read older runs as they read new ones.
+    """
+    run = config.get("run")
+    if not isinstance(run, dict) or not any(key in run for key in MOVED_TO_MODEL_ARGS):
+        return config
+    moved = {key: run[key] for key in MOVED_TO_MODEL_ARGS if run.get(key) is not None}
+    return {
+        **config,
+        "run": {key: value for key, value in run.items() if key not in MOVED_TO_MODEL_ARGS},
+        "model_args": {**moved, **(config.get("model_args") or {})},
+    }
 
 
 def check_start(run_dir: Path, *, resume: bool, folder: bool = True) -> list[Record]:
@@ -142,7 +160,7 @@ def add_duration(run_dir: Path, seconds: float) -> dict[str, Any]:
     """Add this process's time to config.json's `duration_s` (a resumed run sums its sessions) and stamp when it
     finished; returns the updated config.
     """
-    config = read_json(run_dir / CONFIG_FILE)
+    config = upgraded(read_json(run_dir / CONFIG_FILE))
     config["duration_s"] = round(float(config.get("duration_s") or 0.0) + seconds, 3)
     config["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     write_json(run_dir / CONFIG_FILE, config)
@@ -220,7 +238,8 @@ def _what_is(path: Path) -> str:
 @contextmanager
 def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
     """Hold the run directory's (a suite folder's: `kind`) lock while writing it; a second writer fails at once
-    (None: nothing to hold).
+    (None: nothing to hold). A folder made here that holds nothing but the lock when it is released (the work was
+    refused before writing) is removed again.
     """
     if run_dir is None:
         yield
@@ -228,6 +247,7 @@ def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     check_writable(run_dir, kind)
+    made = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(run_dir / LOCK_FILE, timeout=0):
@@ -237,6 +257,10 @@ def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
             f"Another process is writing the {kind} in {run_dir} (it holds {run_dir / LOCK_FILE}). "
             "Wait for it to finish, or pass another --out."
         ) from None
+    finally:
+        if made and run_dir.is_dir() and all(p.name == LOCK_FILE for p in run_dir.iterdir()):  # nothing written
+            (run_dir / LOCK_FILE).unlink(missing_ok=True)
+            run_dir.rmdir()
 
 
 def check_resumable(

@@ -29,92 +29,39 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from culture_probe import rundir
-from culture_probe.data.registry import resolve
-from culture_probe.data.sources import cache_root
-from culture_probe.engine.served import MAX_RETRIES, REQUEST_TIMEOUT
-from culture_probe.engine.types import MODEL_KINDS, SERVED, ModelArgs, ModelKind, Truncation
+from culture_probe import engine, rundir
+from culture_probe.data.registry import Benchmark, resolve
+from culture_probe.engine.loading import (
+    LoadOptions,
+    default_cache_dir,
+    load_dtype,
+    parameter_count,
+    planted_description,
+)
+from culture_probe.engine.types import SERVED, ModelArgs, ModelKind, Truncation
 from culture_probe.errors import (
     CultureProbeError,
     InvalidValueError,
-    MissingDataError,
     UnknownNameError,
     UnsupportedModelError,
     naming_folder,
 )
 from culture_probe.loading import SideData, load_rows, load_side_data
-from culture_probe.tasks import Task, task_for, task_from_config
-from culture_probe.tasks.base import PROTOCOLS, ModelNeed
+from culture_probe.settings import SMOKE, RunSettings
+from culture_probe.tasks import Task, task_from_config
+from culture_probe.tasks.base import ModelNeed
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
-SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
 
 
 class SmallLimitWarning(UserWarning):
     """A `limit` below the benchmark's smoke limit: the run will lack some headline numbers (the message says which
     and why), said before any model loads.
     """
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The runner's own switches, checked when made; those that change a number are recorded in config.json."""
-
-    language: str | None = None
-    limit: int | float | str | None = None  # N items, a share (0 < x < 1) of each stratum, or "smoke" (recorded: N)
-    batch_tokens: int | None = None
-    seed: int = 0
-    kind: str = "auto"
-    device: str | None = None
-    dtype: str | None = None
-    data_dir: str | None = None
-    corrected: bool = False
-    revision: str | None = None  # the model's hub revision (branch, tag or commit) when it is named by id
-    cache_dir: str | None = None  # the folder of the per-model score caches (default: the user cache folder)
-    no_cache: bool = False  # score without reading or writing any cache
-    base_url: str | None = None  # the OpenAI-compatible server of `openai:<name>` models (the probed one, a judge)
-    concurrency: int = 8  # requests in flight to that server
-    request_timeout: float = REQUEST_TIMEOUT  # seconds one request to that server may take, per try
-    max_retries: int = MAX_RETRIES  # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
-    model_args: ModelArgs = ModelArgs()  # how the probed model is loaded (config.json: model_args)
-    protocol: str = "default"  # the protocol profile: the library's ("default") or the released code's ("upstream")
-
-    def __post_init__(self) -> None:
-        for name, low in (("limit", 1), ("batch_tokens", 1), ("concurrency", 1), ("max_retries", 0)):
-            value = getattr(self, name)
-            if name == "limit" and (value == SMOKE or isinstance(value, float) and 0 < value < 1):
-                continue  # a float in (0, 1) is a share of each stratum's items
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
-                smoke = (
-                    f' (or "{SMOKE}": the fewest items that give every headline number, or a fraction 0 < x < 1 of '
-                    "each stratum's items)"
-                    if name == "limit"
-                    else ""
-                )
-                raise InvalidValueError(f"{name} must be a whole number >= {low}, got {value!r}{smoke}.")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
-        timeout = self.request_timeout
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
-            raise InvalidValueError(f"request_timeout must be a number of seconds > 0, got {timeout!r}.")
-        if self.kind not in ("auto", *MODEL_KINDS):
-            raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
-        if self.protocol not in PROTOCOLS:
-            raise UnknownNameError("protocol", self.protocol, PROTOCOLS)
-        for flag, value in (("dtype", self.dtype), ("revision", self.revision)):
-            other = getattr(self.model_args, flag)
-            if value is not None and other is not None and value != other:
-                raise InvalidValueError(f"--{flag} {value} and --model-args {flag}={other} disagree: give it once.")
-        check_dtype(self.dtype or self.model_args.dtype)
-        check_device(self.device)
-        if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
-            raise InvalidValueError(
-                f"--cache-dir {self.cache_dir} is a file: pass a folder for the score caches (or --no-cache)."
-            )
 
 
 @dataclass(frozen=True)
@@ -141,135 +88,141 @@ class RunResult:
 def run(
     config: str,
     model: Any,
+    settings: RunSettings | None = None,
     *,
     out: str | os.PathLike | None = None,
     resume: bool = False,
-    language: str | None = None,
-    limit: int | float | str | None = None,
-    batch_tokens: int | None = None,
-    seed: int = 0,
-    kind: str = "auto",
-    device: str | None = None,
-    dtype: str | None = None,
-    data_dir: str | None = None,
-    corrected: bool = False,
     rows: Sequence[Mapping[str, Any]] | None = None,
     progress: bool = True,
-    revision: str | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    no_cache: bool = False,
-    base_url: str | None = None,
-    concurrency: int = 8,
-    request_timeout: float = REQUEST_TIMEOUT,
-    max_retries: int = MAX_RETRIES,
-    model_args: str | Mapping[str, Any] | ModelArgs | None = None,
-    scorer: Any = None,
-    protocol: str = "default",
-    prepared: Plan | None = None,
     **options: Any,
 ) -> RunResult:
-    """Probe `model` (an id, a local dir, `planted:<config>`, or a loaded `Scorer`) on benchmark `config`.
+    """Probe `model` (an id, a local dir, `planted:<config>`, `openai:<name>`, or a loaded `Scorer`) on benchmark
+    `config`.
 
-    Keyword `options` are the protocol's switches (the task's `Options` fields, e.g. `judge="string"`);
-    `rows` replaces the loaded `test` split (tests, custom data). With `out`, the run directory is written.
-    `limit` probes N items drawn in turn from each stratum; `limit="smoke"` the fewest that give every headline
-    number (the benchmark's smoke limit), and a smaller N warns (`SmallLimitWarning`) before the model loads;
-    `limit=0.1` probes that share of each stratum's items, rounded up.
-    `revision` pins a Hub model (branch, tag or commit); config.json records it with the resolved commit.
-    Scores are cached per model under `cache_dir` (default: `scores/` in the user cache folder), shared by every
-    run and config of that model; `no_cache=True` skips the cache. A model named `openai:<name>` is asked through
-    the OpenAI-compatible server at `base_url` (vLLM, TGI, `transformers serve`), `concurrency` requests at a time,
-    each allowed `request_timeout` seconds and `max_retries` retries, so that a stalled server fails in bounded time.
-    `model_args` says how the model is loaded (`"dtype=bfloat16,peft=./adapter"`, a mapping, or a `ModelArgs`).
-    `scorer` is `model` already loaded (a suite loads its model once); the run records `model` as named, and
-    `prepared` is this run's plan, made already with the same settings (a suite plans every config before its
-    model loads).
-    `protocol="upstream"` sets every option that reproduces the benchmark's released code (each deviation's
-    upstream side; options given here still win); config.json and the report show which side each deviation took.
+    `settings` (`RunSettings`) are the runner's switches; any of its fields may be given as a keyword instead
+    (`limit="smoke"`, `seed=1`, `model_args="dtype=bfloat16"`, and the shorthands `dtype=`, `revision=`), over
+    `settings` when both are given. The other keyword `options` are the protocol's switches (the task's `Options`
+    fields, e.g. `judge="string"`); `protocol="upstream"` sets every option that reproduces the benchmark's released
+    code (options given here still win). `rows` replaces the loaded `test` split (tests, custom data). With `out`,
+    the run directory is written; `resume` continues the run in it. See `RunSettings` for what each setting does
+    (`limit`: N items, a share of each stratum, or "smoke"; `cache_dir`/`no_cache`: the per-model score cache;
+    `base_url`, `concurrency`, `request_timeout`, `max_retries`: an `openai:<name>` model's server).
     """
     if not isinstance(config, str):
         several = " (several configs: culture_probe.run_suite)" if isinstance(config, (list, tuple)) else ""
         raise InvalidValueError(
             f"run(config) takes one benchmark config name, e.g. 'maps_en'; got {config!r}{several}."
         )
+    if settings is not None and not isinstance(settings, RunSettings):
+        raise InvalidValueError(
+            f"run(config, model, settings) takes a RunSettings as settings, got {settings!r} (settings as keywords: "
+            "run(config, model, limit=10))."
+        )
+    settings, protocol_options = RunSettings.split(options, settings)
+    return run_with(config, model, settings, protocol_options, out=out, resume=resume, rows=rows, progress=progress)
+
+
+def run_with(
+    config: str,
+    model: Any,
+    settings: RunSettings,
+    options: Mapping[str, Any],
+    *,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+    progress: bool = True,
+    scorer: Any = None,
+    prepared: Plan | None = None,
+) -> RunResult:
+    """`run` with its settings and protocol options apart. `scorer` is `model` already loaded (a suite loads its
+    model once; the run records `model` as named), and `prepared` is this run's plan, made already with the same
+    settings (a suite plans every config before its model loads).
+    """
     if not isinstance(model, (str, os.PathLike)) and not hasattr(scorer or model, "kind"):
         raise InvalidValueError(
             f"run(config, model) takes a model: a Hub id or local folder, 'planted:<config>', 'openai:<name>' or a "
             f"loaded Scorer; got {model!r}."
         )
-    settings = RunSettings(
-        language=language,
-        limit=limit,
-        batch_tokens=batch_tokens,
-        seed=seed,
-        kind=kind,
-        device=device,
-        dtype=dtype,
-        data_dir=str(data_dir) if data_dir is not None else None,
-        corrected=corrected,
-        revision=revision,
-        cache_dir=str(cache_dir) if cache_dir is not None else None,
-        no_cache=no_cache,
-        base_url=base_url,
-        concurrency=concurrency,
-        request_timeout=request_timeout,
-        max_retries=max_retries,
-        model_args=as_model_args(model_args),
-        protocol=protocol,
-    )
     started = time.monotonic()
     run_dir = Path(out) if out is not None else None
-    if run_dir is not None:  # first: never load data or a model to find --out refused
-        rundir.check_start(run_dir, resume=resume, folder=is_main_process())  # only the writer checks the folder
-    ahead = prepared if prepared is not None else plan(config, model, settings, options, rows=rows, scorer=scorer)
-    task, data, every = ahead.task, ahead.data, ahead.probes
-    for stage, other in ahead.models.items() if is_main_process() else ():
-        warnings.warn(other.describe(stage), StageModelNotice, stacklevel=2)
-    number, first = first_probes(config, task, every, settings.limit)
-    subset = subset_of(task, every, first, settings.limit) if number is not None else None
-    settings = replace(settings, limit=number)  # config.json's run.limit: the number the run probed
-    scorer = load_scorer(model, settings) if scorer is None else scorer
-    meta = describe_run(
-        config,
-        model,
-        scorer,
-        task,
-        settings,
-        data,
-        ahead.side.provenance,
-        subset=subset,
-        custom_rows=rows is not None,
-        rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
-        planned={"stage": task.stages[0], "probes": len(first)},
-        models=ahead.models,
-    )
     main = is_main_process()
-    # a second writer of the same folder fails at once; a full disk names the folder
-    with rundir.lock(run_dir if main else None), naming_folder(run_dir or Path(".")):
-        done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
-        if rows is not None and run_dir is not None and not done and main:
-            rundir.write_jsonl(run_dir / rundir.ROWS_FILE, data)
-        _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
-        if run_dir is not None and done and main:
-            rundir.follow_options(run_dir, meta, done)  # a resume with other options: their records and config
-        items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
-        writer = rundir.RecordWriter(items, bool(done))
-        try:
-            records, cut = execute(task, data, first, scorer, settings, done, writer, progress)
-        finally:
-            writer.close()
-        metrics = json_ready(task.compute_metrics(records))
-        if cut is not None:  # what the engine cut to fit the model, for the probes asked in this call
-            metrics["truncation"] = {**cut.to_json(), "resumed": bool(done)}
-        if run_dir is not None and main:
-            meta = rundir.add_duration(run_dir, time.monotonic() - started)
-            rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
-            from culture_probe.report import write_report
-
-            write_report(run_dir, config=meta, records=records, metrics=metrics)
-    if run_dir is None:
-        meta = {**meta, "duration_s": round(time.monotonic() - started, 3)}
+    if run_dir is not None:  # first: never load data or a model to find --out refused
+        rundir.check_start(run_dir, resume=resume, folder=main)  # only the writer checks the folder
+    # a second writer of the same folder fails at once, before anything loads (a folder made here and left empty
+    # by a refusal while planning is removed again)
+    with rundir.lock(run_dir if main else None):
+        ahead = prepared if prepared is not None else plan(config, model, settings, options, rows=rows, scorer=scorer)
+        task, data, every = ahead.task, ahead.data, ahead.probes
+        for stage, other in ahead.models.items() if main else ():
+            warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
+        number, first = first_probes(config, task, every, settings.limit)
+        subset = subset_of(task, every, first, settings.limit) if number is not None else None
+        settings = replace(settings, limit=number)  # config.json's run.limit: the number the run probed
+        scorer = load_scorer(model, settings) if scorer is None else scorer
+        meta = describe_run(
+            model,
+            scorer,
+            task,
+            settings,
+            data,
+            ahead.side.provenance,
+            subset=subset,
+            custom_rows=rows is not None,
+            rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
+            planned={"stage": task.stages[0], "probes": len(first)},
+            models=ahead.models,
+        )
+        with naming_folder(run_dir or Path(".")):  # a full disk names the folder
+            done = open_folder(run_dir, meta, data, custom_rows=rows is not None, resume=resume, main=main)
+            items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
+            writer = rundir.RecordWriter(items, bool(done))
+            try:
+                records, cut = execute(task, data, first, scorer, settings, done, writer, progress)
+            finally:
+                writer.close()
+            metrics = json_ready(task.compute_metrics(records))
+            if cut is not None:  # what the engine cut to fit the model, for the probes asked in this call
+                metrics["truncation"] = {**cut.to_json(), "resumed": bool(done)}
+            meta = finish(run_dir if main else None, meta, records, metrics, time.monotonic() - started)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
+
+
+def open_folder(
+    run_dir: Path | None,
+    meta: dict[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    custom_rows: bool,
+    resume: bool,
+    main: bool,
+) -> list[Record]:
+    """The run's folder (None: no folder) made with config.json, and rows.jsonl for custom `rows`, or reopened:
+    returns the records a resumed run has already, kept after a change of options (`rundir.follow_options`).
+    """
+    done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
+    if custom_rows and run_dir is not None and not done and main:
+        rundir.write_jsonl(run_dir / rundir.ROWS_FILE, rows)
+    _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
+    if run_dir is not None and done and main:
+        rundir.follow_options(run_dir, meta, done)  # a resume with other options: their records and config
+    return done
+
+
+def finish(
+    run_dir: Path | None, meta: dict[str, Any], records: list[Record], metrics: dict[str, Any], seconds: float
+) -> dict[str, Any]:
+    """The run's config with its duration; in its folder (None: none, or another rank's), config.json with the
+    duration summed over sessions, metrics.json and the report.
+    """
+    if run_dir is None:
+        return {**meta, "duration_s": round(seconds, 3)}
+    meta = rundir.add_duration(run_dir, seconds)
+    rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
+    from culture_probe.report import write_report
+
+    write_report(run_dir, config=meta, records=records, metrics=metrics)
+    return meta
 
 
 @dataclass(frozen=True)
@@ -296,25 +249,27 @@ def plan(
 ) -> Plan:
     """The run of `config` up to its first stage's probes, with no model loaded (its kind is read from its config):
     a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).
+    The config's name is resolved here, once: every later step gets its `Benchmark` (`task.benchmark`).
     """
-    task_cls = task_for(config)
+    benchmark = resolve(config)
+    task_cls = benchmark.task_class
     draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
-    check_language(config, settings.language, custom_rows=rows is not None)
+    check_language(benchmark, settings.language, custom_rows=rows is not None)
     data: list[Mapping[str, Any]] = (
-        list(load_rows(config, data_dir=settings.data_dir, corrected=settings.corrected, language=settings.language))
+        list(load_rows(benchmark, data_dir=settings.data_dir, corrected=settings.corrected, language=settings.language))
         if rows is None
-        else check_custom_rows(config, rows)
+        else check_custom_rows(benchmark, rows)
     )
-    side = load_side_data(config, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
+    side = load_side_data(benchmark, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
     kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
     served = isinstance(model, str) and model.startswith(SERVED)  # a suite passes the name beside its scorer
     # an upstream profile depends on the model's kind and the run's mode
-    task_options = task_cls.options_for(settings.protocol, options, kind, config=config, served=served)
-    if task_cls.needs(config, task_options) != task_cls.needs(config, draft):
-        side = load_side_data(config, task_options, data_dir=settings.data_dir)
-    task = task_cls(config, task_options, kind=kind, seed=settings.seed, resources=side.values)
+    task_options = task_cls.options_for(settings.protocol, options, kind, config=benchmark, served=served)
+    if task_cls.needs(benchmark, task_options) != task_cls.needs(benchmark, draft):
+        side = load_side_data(benchmark, task_options, data_dir=settings.data_dir)
+    task = task_cls(benchmark, task_options, kind=kind, seed=settings.seed, resources=side.values)
     models = check_models(task, model if scorer is None else scorer, settings)  # before any folder or weights
-    with custom_rows_read(config, rows is not None):
+    with custom_rows_read(benchmark, rows is not None):
         if settings.language is not None:
             data = task.select_language(data, settings.language)
         probes = task.build_probes(data, stage=task.stages[0])
@@ -368,50 +323,8 @@ def first_probes(
 # ---------------------------------------------------------------- validation and the model
 
 
-def check_dtype(name: str | None) -> None:
-    """A dtype must name a torch dtype (or "auto"), checked before any data or model loads."""
-    if name is None or name == "auto":
-        return
-    import torch
-
-    if not isinstance(getattr(torch, str(name), None), torch.dtype):
-        raise InvalidValueError(f"dtype {name!r} is not a torch dtype: use float32, float16 or bfloat16 (or auto).")
-
-
-def check_device(name: str | None) -> None:
-    """A device must exist on this machine, checked before any data or model loads."""
-    if name is None:
-        return
-    import torch
-
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise InvalidValueError(f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps).") from None
-    checks: dict[str, Callable[[], bool]] = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
-    available = checks.get(device.type)
-    if available is not None and not available():
-        raise InvalidValueError(
-            f"--device {name}: this machine's torch sees no {device.type} device. Use --device "
-            "cpu, or install a torch build for that hardware."
-        )
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise InvalidValueError(f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s) here.")
-
-
-def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArgs:
-    """`--model-args` text, a mapping or a `ModelArgs` -> `ModelArgs` (checked before anything loads)."""
-    if value is None:
-        return ModelArgs()
-    if isinstance(value, ModelArgs):
-        return value
-    if isinstance(value, str):
-        return ModelArgs.parse(value)
-    return ModelArgs.parse(",".join(f"{k}={v}" for k, v in value.items()))
-
-
 @contextmanager
-def custom_rows_read(config: str, custom: bool) -> Iterator[None]:
+def custom_rows_read(benchmark: Benchmark, custom: bool) -> Iterator[None]:
     """Custom rows that lack a column the protocol reads: an error naming the column and the config's columns
     (its dataset features), before anything is probed, instead of a KeyError from inside the protocol.
     """
@@ -420,16 +333,15 @@ def custom_rows_read(config: str, custom: bool) -> Iterator[None]:
     except (KeyError, TypeError) as error:
         if not custom:
             raise
-        module, builder_config = resolve(config)
-        columns = ", ".join(module.BUILDER(config_name=builder_config.name).info.features)
+        columns = ", ".join(benchmark.features)
         what = f"the column {error.args[0]!r}" if isinstance(error, KeyError) else "rows as JSON objects"
         raise InvalidValueError(
-            f"The custom rows lack {what}, which the {config} protocol reads. Give rows with "
-            f"its columns ({columns}), e.g. a run's rows.jsonl or load_benchmark({config!r})."
+            f"The custom rows lack {what}, which the {benchmark.name} protocol reads. Give rows with "
+            f"its columns ({columns}), e.g. a run's rows.jsonl or load_benchmark({benchmark.name!r})."
         ) from None
 
 
-def check_custom_rows(config: str, rows: Any) -> list[Mapping[str, Any]]:
+def check_custom_rows(benchmark: Benchmark, rows: Any) -> list[Mapping[str, Any]]:
     """Custom rows as the config's dataset features take them: JSON objects whose columns hold a label of the label
     set or a value of the column's type (null only in a string column the protocol does not read as text). The first
     misfit is one error naming the row and the column, when the rows are read, not after the scoring that reads it.
@@ -438,9 +350,8 @@ def check_custom_rows(config: str, rows: Any) -> list[Mapping[str, Any]]:
         raise InvalidValueError(
             f"rows= takes a list of rows (dicts), got {type(rows).__name__}; rundir.read_rows reads a JSONL file."
         )
-    module, builder_config = resolve(config)
-    features = module.BUILDER(config_name=builder_config.name).info.features
-    text_columns, rows = task_for(config).text_columns, list(rows)
+    config, features = benchmark.name, benchmark.features
+    text_columns, rows = benchmark.task_class.text_columns, list(rows)
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise InvalidValueError(f"Custom row {index + 1} is {row!r}, not a JSON object of the {config} columns.")
@@ -480,92 +391,42 @@ def _misfit(value: Any, feature: Any) -> str | None:
     return f"is {value!r}, not a {feature.dtype}"
 
 
-def check_language(config: str, language: str | None, *, custom_rows: bool) -> None:
+def check_language(benchmark: Benchmark, language: str | None, *, custom_rows: bool) -> None:
     """A language the config does not have fails before anything loads (custom rows are checked on the rows)."""
     if language is None or custom_rows:
         return
-    _, builder_config = resolve(config)
-    languages = tuple(getattr(builder_config, "languages", ()) or ())
+    languages = benchmark.languages
     if languages and language not in languages:
-        raise UnknownNameError("language", language, languages, fix=f"Config {config!r} has these.")
+        raise UnknownNameError("language", language, languages, fix=f"Config {benchmark.name!r} has these.")
 
 
-def model_kind(model: Any, settings: RunSettings) -> ModelKind:
-    """The model's kind without loading its weights (from its config, or the planted model's architecture)."""
-    if not isinstance(model, (str, os.PathLike)):
-        return model.kind
-    text = str(model)
-    if text.startswith(SERVED):
-        if not settings.base_url:
-            raise InvalidValueError(
-                f"{text} is a served model: pass the server's --base-url (e.g. http://127.0.0.1:8000/v1)."
-            )
-        if settings.kind not in ("auto", "causal"):
-            raise UnknownNameError("kind of a served model", settings.kind, ("auto", "causal"))
-        return "causal"
-    if text.startswith("planted:"):
-        from culture_probe.models.planted_benchmarks import planted_kind
-
-        # a kind other than "auto" is one of MODEL_KINDS: RunSettings checks it when made
-        return planted_kind(text.split(":", 1)[1]) if settings.kind == "auto" else cast(ModelKind, settings.kind)
-    from culture_probe.engine.scorer import model_kind as kind_of
-
-    return kind_of(
-        text,
+def load_options(settings: RunSettings) -> LoadOptions:
+    """How the engine loads the run's model beside `settings.model_args`: its score cache in `default_cache_dir()`
+    unless --cache-dir or --no-cache say otherwise.
+    """
+    return LoadOptions(
         kind=settings.kind,
-        revision=settings.revision or settings.model_args.revision,
-        trust_remote_code=settings.model_args.trust_remote_code,
+        device=settings.device,
+        batch_tokens=settings.batch_tokens,
+        cache_dir=None if settings.no_cache else settings.cache_dir or default_cache_dir(),
+        data_dir=settings.data_dir,
+        base_url=settings.base_url,
+        concurrency=settings.concurrency,
+        request_timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
     )
 
 
-def default_cache_dir() -> Path:
-    """Where the per-model score caches live unless told otherwise: `scores/` in the library's cache folder."""
-    return cache_root() / "scores"
+def model_kind(model: Any, settings: RunSettings) -> ModelKind:
+    """The model's kind without loading its weights (`engine.model_kind`)."""
+    return engine.model_kind(model, settings.model_args, load_options(settings))
 
 
-def load_scorer(model: Any, settings: RunSettings):
-    """A `Scorer` for `model`, caching its scores in the model's file of the cache folder; an already loaded
-    scorer is used as is.
+def load_scorer(model: Any, settings: RunSettings) -> Any:
+    """A scorer for `model` (`engine.load`), caching its scores in the model's file of the cache folder; an already
+    loaded scorer is used as is.
     """
-    if not isinstance(model, (str, os.PathLike)):
-        return model
-    cache: dict[str, Any] = {} if settings.no_cache else {"cache_dir": settings.cache_dir or default_cache_dir()}
-    if str(model).startswith(SERVED):
-        from culture_probe.engine.served import ServedScorer
-
-        model_kind(model, settings)  # a served model needs its URL
-        return ServedScorer(
-            str(model)[len(SERVED) :],
-            base_url=settings.base_url or "",
-            concurrency=settings.concurrency,
-            timeout=settings.request_timeout,
-            retries=settings.max_retries,
-            **cache,
-        )
-    from culture_probe.engine import Scorer
-
-    kwargs: dict[str, Any] = {"kind": settings.kind}
-    if settings.model_args != ModelArgs():
-        kwargs["model_args"] = settings.model_args
-    if settings.batch_tokens is not None:
-        kwargs["batch_tokens"] = settings.batch_tokens
-    kwargs.update(cache)
-    if settings.device is not None:
-        kwargs["device"] = settings.device
-    if settings.dtype is not None:
-        kwargs["torch_dtype"] = settings.dtype
-    if settings.revision is not None:
-        kwargs["revision"] = settings.revision
-    return Scorer.from_pretrained(resolve_model(str(model), settings), **kwargs)
-
-
-def resolve_model(model: str, settings: RunSettings) -> str:
-    """`planted:<config>` -> the local directory of the built-in planted model (trained once, then cached)."""
-    if not model.startswith("planted:"):
-        return model
-    from culture_probe.models.planted_benchmarks import planted_model_dir
-
-    return str(planted_model_dir(model.split(":", 1)[1], data_dir=settings.data_dir))
+    return engine.load(model, settings.model_args, load_options(settings))
 
 
 # ---------------------------------------------------------------- each stage's model, before any folder or weights
@@ -654,70 +515,17 @@ def resolve_stage_model(name: str, stage: str, need: ModelNeed, settings: RunSet
     if served:
         return StageModel(name, kind)
     need.check_chat(tokenizer, name)
-    return StageModel(name, kind, parameter_count(config, kind), load_dtype(config, settings))
-
-
-def _auto(name: str) -> Any:
-    import transformers
-
-    return getattr(transformers, name)
-
-
-def _hub_call(load: Callable[[], Any]) -> Any:
-    """A transformers loader whose file errors (missing, offline without a cache) become one-line library errors."""
-    try:
-        return load()
-    except (OSError, ValueError) as error:
-        raise MissingDataError(" ".join(str(error).split())) from None
-
-
-def parameter_count(config: Any, kind: str) -> int:
-    """The number of parameters of a model built from `config` on the meta device: no memory, no weights read
-    (tied weights, e.g. an input embedding shared with the output layer, count once, as they load).
-    """
-    import torch
-
-    from culture_probe.engine.scorer import backend_for
-
-    with torch.device("meta"):
-        empty = _auto(backend_for(kind).auto_class).from_config(config)
-    return sum(p.numel() for p in empty.parameters())
-
-
-def load_dtype(config: Any, settings: RunSettings) -> str:
-    """The dtype a model loads in: the run's --dtype, else its config's own (transformers loads "auto"), else
-    float32.
-    """
-    given = settings.model_args.dtype or settings.dtype
-    if given not in (None, "auto"):
-        return str(given)
-    own = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
-    return str(own).removeprefix("torch.") if own is not None else "float32"
+    return StageModel(name, kind, parameter_count(config, kind), load_dtype(config, settings.model_args))
 
 
 def tokenizer_of(model: Any, settings: RunSettings) -> Any:
     """The run's model's tokenizer, without its weights; None for a served model (its server holds the template)."""
-    if not isinstance(model, (str, os.PathLike)):
-        return getattr(model, "tokenizer", None)
-    if str(model).startswith(SERVED):
-        return None
-    return model_parts(str(model), settings)[0]
+    return engine.tokenizer_of(model, settings.model_args, load_options(settings))
 
 
 def model_parts(name: str, settings: RunSettings) -> tuple[Any, Any]:
-    """A model's tokenizer and transformers config, read without its weights: a planted model's built from its spec
-    (nothing trained), a Hub or local model's at the run's revision (a file the Hub cannot give is one line).
-    """
-    if name.startswith("planted:"):
-        from culture_probe.models.planted_benchmarks import planted_parts
-
-        return planted_parts(name.split(":", 1)[1], data_dir=settings.data_dir)
-    hub = {
-        "revision": settings.revision or settings.model_args.revision,
-        "trust_remote_code": settings.model_args.trust_remote_code,
-    }
-    tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(name, **hub))
-    return tokenizer, _hub_call(lambda: _auto("AutoConfig").from_pretrained(name, **hub))
+    """A model's tokenizer and transformers config, read without its weights (`engine.model_parts`)."""
+    return engine.model_parts(name, settings.model_args, load_options(settings))
 
 
 def model_label(model: Any) -> str:
@@ -732,13 +540,10 @@ def stage_settings(settings: RunSettings) -> RunSettings:
     """The settings of a stage's own model: its kind detected, the default batch budget and revision (the run's
     --kind/--batch-tokens/--revision describe the probed model), dtype and device shared.
     """
-    return replace(
-        settings, kind="auto", batch_tokens=None, revision=None, model_args=ModelArgs(dtype=settings.model_args.dtype)
-    )
+    return replace(settings, kind="auto", batch_tokens=None, model_args=ModelArgs(dtype=settings.model_args.dtype))
 
 
 def describe_run(
-    config: str,
     model: Any,
     scorer: Any,
     task: Task,
@@ -761,18 +566,17 @@ def describe_run(
     `stage_options` names the options that change each stage's records (what `--resume` compares, stage by stage)
     and `stage_models` each stage's own model (`models`: an LLM judge, with the memory its weights take).
     """
-    module, builder_config = resolve(config)
-    info = module.INFO
+    benchmark, info = task.benchmark, task.benchmark.info
     named = isinstance(model, (str, os.PathLike))
     return json_ready(
         {
-            "config": config,
+            "config": benchmark.name,
             "benchmark": {
                 "name": info.name,
                 "version": info.version,
                 "title": info.title,
-                "description": builder_config.description or "",
-                "languages": list(getattr(builder_config, "languages", ()) or ()),
+                "description": benchmark.config.description or "",
+                "languages": list(benchmark.languages),
                 "corrections": [c.__dict__ for c in info.corrections],
                 "rows": len(rows),
                 "rows_sha256": rows_digest(rows),
@@ -791,7 +595,7 @@ def describe_run(
             "options": options_dict(task.options),
             "stage_options": {stage: list(task.stage_options(stage)) for stage in task.stages},
             "stage_models": {stage: other.to_json() for stage, other in (models or {}).items()},
-            "run": {k: v for k, v in settings.__dict__.items() if k != "model_args"},
+            "run": settings.recorded(),
             "model_args": settings.model_args.given(),
             "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
             "subset": subset,
@@ -809,11 +613,8 @@ def planted_of(model: Any, settings: RunSettings) -> dict[str, str]:
     """`{"planted": what it was trained on}` for a built-in planted model (`planted:<config>`), so that its report
     says which pattern to expect; {} for any other model.
     """
-    if not (isinstance(model, str) and model.startswith("planted:")):
-        return {}
-    from culture_probe.models.planted_benchmarks import planted_spec
-
-    return {"planted": planted_spec(model.split(":", 1)[1], data_dir=settings.data_dir).what}
+    what = planted_description(model, load_options(settings))
+    return {} if what is None else {"planted": what}
 
 
 def subset_of(
@@ -893,7 +694,7 @@ def hardware(scorer: Any, settings: RunSettings) -> dict[str, Any]:
 
     device = getattr(scorer, "device", None)
     model = getattr(scorer, "model", None)
-    dtype = getattr(model, "dtype", None) or settings.dtype
+    dtype = getattr(model, "dtype", None) or settings.model_args.dtype
     out: dict[str, Any] = {
         "device": str(device) if device is not None else None,
         "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None,

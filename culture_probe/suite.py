@@ -21,7 +21,7 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,23 +31,19 @@ from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDa
 from culture_probe.runner import (
     Plan,
     RunResult,
-    RunSettings,
     SmallLimitWarning,
-    as_model_args,
     check_language,
     is_main_process,
     limit_for,
     load_scorer,
     plan,
-    run,
+    run_with,
 )
-from culture_probe.tasks import task_for
+from culture_probe.settings import RunSettings
 
 if TYPE_CHECKING:
     from culture_probe.report.summary import SuiteRun
 
-# run() keywords that are not protocol options
-_RUN_KEYWORDS = {f.name for f in fields(RunSettings)} | {"rows", "progress"}
 T = TypeVar("T")
 # the exit code of a suite that ran, but skipped configs whose data it could not have (2 is an error)
 SKIPPED_EXIT = 3
@@ -70,6 +66,7 @@ class SuiteResult:
 def run_suite(
     names: Sequence[str],
     model: Any,
+    settings: RunSettings | None = None,
     *,
     out: str | os.PathLike | None = None,
     resume: bool = False,
@@ -77,20 +74,20 @@ def run_suite(
     strict: bool = False,
     **keywords: Any,
 ) -> SuiteResult:
-    """Run every config that `names` (configs or groups) name on `model`, loaded once; keywords as `run` takes
-    them (settings and protocol options, applied to every config). With `out`, each config's run goes to
-    `out/<config>` and the summary to `out/suite.md` and `out/suite.json`. A config whose data cannot be had is
-    skipped (`SkippedConfigWarning`, `SuiteResult.skipped`) unless `strict`. An `out` that holds a suite's runs
-    already takes `resume` (to continue it, or add configs to it) and the same model.
+    """Run every config that `names` (configs or groups) name on `model`, loaded once; `settings` and keywords as
+    `run` takes them (settings and protocol options, applied to every config; `data_dir` may name a folder per
+    benchmark). With `out`, each config's run goes to `out/<config>` and the summary to `out/suite.md` and
+    `out/suite.json`. A config whose data cannot be had is skipped (`SkippedConfigWarning`, `SuiteResult.skipped`)
+    unless `strict`. An `out` that holds a suite's runs already takes `resume` (to continue it, or add configs to
+    it) and the same model.
     """
     configs = expand(list(names))
-    data_dirs = data_dirs_of(keywords.pop("data_dir", None), configs)
-    check_paths(data_dirs)
-    settings, options = settings_and_options(keywords)
+    settings, options, data_dirs = suite_settings(configs, settings, keywords)
     for config in configs:  # every config's options and language, before the model loads
         try:
-            task_for(config).options_for(settings.protocol, options)
-            check_language(config, settings.language, custom_rows=False)
+            benchmark = resolve(config)
+            benchmark.task_class.options_for(settings.protocol, options)
+            check_language(benchmark, settings.language, custom_rows=False)
         except CultureProbeError as error:
             raise CultureProbeError(f"In the suite's config {config}: {error}") from None
     folder = Path(out) if out is not None else None
@@ -120,16 +117,16 @@ def run_suite(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given by plan_suite
             for config in list(plans):  # each plan is dropped as its run starts
-                runs[config] = run(
+                runs[config] = run_with(
                     config,
                     model,
+                    replace(settings, data_dir=data_dirs[config]),
+                    options,
                     out=folder / config if folder else None,
                     resume=resume,
                     progress=progress,
                     scorer=scorer,
-                    data_dir=data_dirs[config],
                     prepared=plans.pop(config),
-                    **keywords,
                 )
                 done = {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()}
                 summary = summarize_suite(model, {**earlier, **done}, skipped)
@@ -160,13 +157,18 @@ def held(folder: Path, model: Any, configs: Sequence[str], resume: bool) -> tupl
     return runs, {config: why for config, why in stored.get("skipped", {}).items() if config not in configs}
 
 
-def settings_and_options(keywords: Mapping[str, Any]) -> tuple[RunSettings, dict[str, Any]]:
-    """`run`'s keywords split into its settings and the protocol's options."""
-    settings = RunSettings(
-        **{k: v for k, v in keywords.items() if k in _RUN_KEYWORDS - {"rows", "progress", "model_args"}},
-        model_args=as_model_args(keywords.get("model_args")),
-    )
-    return settings, {k: v for k, v in keywords.items() if k not in _RUN_KEYWORDS}
+def suite_settings(
+    configs: Sequence[str], base: RunSettings | None, keywords: Mapping[str, Any]
+) -> tuple[RunSettings, dict[str, Any], dict[str, Any]]:
+    """A suite's settings (`base` and the setting keywords), its protocol options (the other keywords) and each
+    config's data folder (`data_dir`: one for all, or per benchmark), the folders checked to exist.
+    """
+    keywords = dict(keywords)
+    data_dir = keywords.pop("data_dir", None)
+    settings, options = RunSettings.split(keywords, base)
+    data_dirs = data_dirs_of(settings.data_dir if data_dir is None else data_dir, configs)
+    check_paths(data_dirs)
+    return settings, options, data_dirs
 
 
 def planned(
@@ -228,4 +230,4 @@ def data_dirs_of(data_dir: str | os.PathLike | Mapping[str, Any] | None, configs
         data_dir = parse_data_dirs(data_dir)
     if not isinstance(data_dir, Mapping):
         return {config: data_dir for config in configs}
-    return {config: data_dir.get(resolve(config)[0].INFO.name) for config in configs}
+    return {config: data_dir.get(resolve(config).info.name) for config in configs}

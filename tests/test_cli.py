@@ -349,7 +349,7 @@ def test_every_option_example_the_cli_gives_is_a_real_option():
             if cls.__name__.endswith("Options") and dataclasses.is_dataclass(cls):
                 fields |= {f.name for f in dataclasses.fields(cls)}
     run_help = next(a for a in build_parser()._actions if a.dest == "command").choices["run"].format_help()
-    examples = re.findall(r"--option ([a-z_]+)=", run_help + inspect.getsource(run_command._split_option))
+    examples = re.findall(r"--option ([a-z_]+)=", run_help + inspect.getsource(run_command.option_values))
     assert examples and set(examples) <= fields, set(examples) - fields
 
 

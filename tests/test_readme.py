@@ -99,7 +99,7 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     tokenizer = train_tokenizer(texts, "wordpiece", model_kind="masked", vocab_size=300)
     folder = save_tiny(tmp_path_factory.mktemp("stand_in") / "bert", "bert", tokenizer, layers=1, hidden=32, heads=2)
     kind = runner.model_kind
-    monkeypatch.setattr(runner, "resolve_model", lambda model, settings: str(folder))
+    monkeypatch.setattr("culture_probe.engine.loading.resolve_model", lambda model, options: str(folder))
     monkeypatch.setattr(
         runner, "model_kind", lambda model, settings: kind(folder if isinstance(model, str) else model, settings)
     )

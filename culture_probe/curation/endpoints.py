@@ -3,7 +3,8 @@
 Both return rows as `{variable: value}` dicts of strings, Wikidata entity IRIs shortened to QIDs, parsed from the
 same SPARQL JSON results format, so an embedded store and a server holding the same triples give identical rows.
 HTTP calls are polite (`HttpPolicy`): a descriptive User-Agent, a minimum interval between requests, and retries
-with exponential backoff on 429, 5xx, timeouts, dropped connections and malformed JSON, honouring Retry-After.
+with exponential backoff on 429, 5xx, timeouts, dropped connections and malformed JSON, honouring Retry-After
+(the retry loop is tenacity's).
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar, cast
 
 from culture_probe import __version__
 from culture_probe.curation.queries import WD
 from culture_probe.errors import CultureProbeError, EndpointError, SourceFormatError
 from culture_probe.extras import require
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 WIKIDATA_URL = "https://query.wikidata.org/sparql"
 # Wikimedia's User-Agent policy asks for a way to reach the operator: add it with --user-agent / HttpPolicy.
@@ -65,7 +69,9 @@ class RetryableError(Exception):
 
 
 class PoliteCaller:
-    """Runs one request function at a bounded rate, retrying retryable failures; raises EndpointError at the end."""
+    """Runs one request function at a bounded rate, retrying retryable failures (tenacity drives the loop: stop,
+    wait, sleep); raises EndpointError at the end. `sleep` is injectable so tests record waits instead of waiting.
+    """
 
     def __init__(
         self,
@@ -80,36 +86,61 @@ class PoliteCaller:
 
     def __call__(self, request: Callable[[], T]) -> T:
         """`request()` with rate limiting and retries."""
-        last_error = ""
-        for attempt in range(self.policy.retries + 1):
-            wait = self._last + self.policy.min_interval - time.monotonic()
-            if wait > 0:
-                self.sleep(wait)
-            self._last = time.monotonic()
-            try:
-                return request()
-            except RetryableError as error:
-                last_error = str(error)
-                if attempt == self.policy.retries:
-                    break
-                if error.retry_after is not None and error.retry_after > self.policy.max_retry_after:
-                    raise EndpointError(
-                        f"{self.name} asks to wait {error.retry_after:.0f} s before the next request (Retry-After), "
-                        f"more than --max-retry-after {self.policy.max_retry_after:.0f} s; last error: {last_error}. "
-                        "What was fetched is kept in the checkpoints: rerun the same command later, or raise "
-                        "--max-retry-after to wait."
-                    ) from None
-                delay = retry_delay(self.policy, attempt, error.retry_after)
-                self.notify(
-                    f"culture-probe: {self.name}: {last_error}; waiting {delay:.0f} s before retry "
-                    f"{attempt + 1} of {self.policy.retries}"
-                )
-                self.sleep(delay)
+        tenacity = require("tenacity")
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(RetryableError),
+            stop=tenacity.stop_any(tenacity.stop_after_attempt(self.policy.retries + 1), self._refused),
+            wait=self._delay,
+            sleep=self.sleep,
+            before=self._pace,
+            before_sleep=self._announce,
+            retry_error_callback=self._give_up,
+        )
+        result: T = retrying(request)
+        return result
+
+    def _pace(self, state: RetryCallState) -> None:
+        """Before each attempt: keep `min_interval` seconds between the starts of two requests."""
+        wait = self._last + self.policy.min_interval - time.monotonic()
+        if wait > 0:
+            self.sleep(wait)
+        self._last = time.monotonic()
+
+    def _delay(self, state: RetryCallState) -> float:
+        return retry_delay(self.policy, state.attempt_number - 1, _failure(state).retry_after)
+
+    def _refused(self, state: RetryCallState) -> bool:
+        """Whether the server asked to wait longer than `max_retry_after`: the step then ends at once."""
+        retry_after = _failure(state).retry_after
+        return retry_after is not None and retry_after > self.policy.max_retry_after
+
+    def _announce(self, state: RetryCallState) -> None:
+        """Every wait is visible: what failed, how long we wait, which retry comes."""
+        delay = state.next_action.sleep if state.next_action else 0.0
+        self.notify(
+            f"culture-probe: {self.name}: {_failure(state)}; waiting {delay:.0f} s before retry "
+            f"{state.attempt_number} of {self.policy.retries}"
+        )
+
+    def _give_up(self, state: RetryCallState) -> NoReturn:
+        error = _failure(state)
+        if self._refused(state):
+            raise EndpointError(
+                f"{self.name} asks to wait {error.retry_after:.0f} s before the next request (Retry-After), "
+                f"more than --max-retry-after {self.policy.max_retry_after:.0f} s; last error: {error}. "
+                "What was fetched is kept in the checkpoints: rerun the same command later, or raise "
+                "--max-retry-after to wait."
+            )
         raise EndpointError(
-            f"{self.name} failed after {self.policy.retries + 1} attempts; last error: {last_error}. "
+            f"{self.name} failed after {state.attempt_number} attempts; last error: {error}. "
             "Everything fetched so far is kept in the checkpoints: rerun the same command to resume "
             "(raise HttpPolicy.retries or lower the chunk size if the endpoint keeps failing)."
         )
+
+
+def _failure(state: RetryCallState) -> RetryableError:
+    """The failure of the attempt just made (only RetryableError is retried, so only it reaches the hooks)."""
+    return cast(RetryableError, state.outcome and state.outcome.exception())
 
 
 def retry_delay(policy: HttpPolicy, attempt: int, retry_after: float | None) -> float:

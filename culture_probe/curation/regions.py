@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from culture_probe.errors import CultureProbeError, UnknownNameError
+from culture_probe.keyvalue import split_pair
 
 QID = re.compile(r"^Q[1-9][0-9]*$")
 
@@ -184,8 +185,8 @@ def resolve_region(spec: str | Region, *, sites: tuple[str, ...] = ("en",)) -> R
     if isinstance(spec, Region):
         return spec
     if "=" in spec:
-        name, _, qids = spec.partition("=")
-        name = name.strip().lower()
+        name, qids = split_pair(spec, what="--region", example="east_africa=Q114,Q1037", shape="NAME=QID,QID,...")
+        name = name.lower()
         if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise CultureProbeError(
                 f"Region name {name!r} in {spec!r} must be lower-case letters, digits and '_' "

@@ -89,6 +89,13 @@ PROMPT_FEATURES = datasets.Features(
     }
 )
 
+# The paper's BibTeX: the dataset card's citation and that of the benchmark's `evaluate` metrics.
+CITATION = (
+    "@inproceedings{naous-etal-2024-beer,\n  title = {Having Beer after Prayer? Measuring Cultural Bias in "
+    "Large Language Models},\n  author = {Naous, Tarek and Ryan, Michael J. and Ritter, Alan and Xu, Wei},\n"
+    "  booktitle = {Proceedings of ACL 2024},\n  year = {2024},\n  note = {arXiv:2305.14456}\n}"
+)
+
 INFO = BenchmarkInfo(
     name="camel",
     title="CAMeL: Cultural Appropriateness Measure Set for LMs",
@@ -107,11 +114,7 @@ INFO = BenchmarkInfo(
         ),
         Licence("X (Twitter) terms", "the prompts, built from tweets: research use"),
     ),
-    citation=(
-        "@inproceedings{naous-etal-2024-beer,\n  title = {Having Beer after Prayer? Measuring Cultural Bias in "
-        "Large Language Models},\n  author = {Naous, Tarek and Ryan, Michael J. and Ritter, Alan and Xu, Wei},\n"
-        "  booktitle = {Proceedings of ACL 2024},\n  year = {2024},\n  note = {arXiv:2305.14456}\n}"
-    ),
+    citation=CITATION,
     version="1.0.0",
     paper="camel_002_e335cff66f386db0.txt",
     sources=(

@@ -20,10 +20,7 @@ from culture_probe.data.card import is_corrected
 from culture_probe.data.hub_card import ExportedConfig, render_readme
 from culture_probe.data.registry import benchmark_modules, list_benchmarks, make_builder
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError, naming_folder
-
-
-class UsageError(CultureProbeError, ValueError):
-    """A command-line value in the wrong form."""
+from culture_probe.keyvalue import parse_pairs
 
 
 @dataclass(frozen=True)
@@ -240,17 +237,10 @@ def _inside(path: str) -> bool:
 def parse_data_dirs(text: str | None) -> dict[str, str]:
     """`"maps=DIR,dlama=FILE"` -> {"maps": "DIR", "dlama": "FILE"} (the CLI's `--data-dir`)."""
     benchmarks = sorted(module.INFO.name for module in benchmark_modules().values())
-    found = {}
-    for item in filter(None, (text or "").split(",")):
-        benchmark, sep, path = item.partition("=")
-        if not sep or not path:
-            raise UsageError(
-                f"--data-dir takes BENCHMARK=PATH items separated by commas, got {item!r}; "
-                f"benchmarks: {', '.join(benchmarks)}. Example: --data-dir maps=mirror/manual/maps"
-            )
+    found = parse_pairs(text, what="--data-dir", example="maps=manual/maps,dlama=dlama-v1", shape="BENCHMARK=PATH")
+    for benchmark in found:
         if benchmark not in benchmarks:
             raise UnknownNameError("benchmark", benchmark, benchmarks)
-        found[benchmark] = path
     return found
 
 

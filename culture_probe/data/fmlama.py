@@ -92,6 +92,13 @@ TEMPLATE_FIXES = {
     ("zh", "country_5"): "在[C]，[X]是一道美味的食物，它需要使用[Y]制作而成。",
 }
 
+# The paper's BibTeX: the dataset card's citation and that of the benchmark's `evaluate` metrics.
+CITATION = (
+    "@article{zhou2024mapo,\n  title={Does Mapo Tofu Contain Coffee? Probing LLMs for Food-related Cultural "
+    "Knowledge},\n  author={Zhou, Li and Karidi, Taelin and Garneau, Nicolas and Cao, Yong and Liu, Wanlong "
+    "and Chen, Wenyu and Hershcovich, Daniel},\n  journal={arXiv preprint arXiv:2404.06833},\n  year={2024}\n}"
+)
+
 INFO = BenchmarkInfo(
     name="fmlama",
     title="FmLAMA: food-related cultural knowledge in six languages",
@@ -114,11 +121,7 @@ INFO = BenchmarkInfo(
             "https://www.wikidata.org/wiki/Wikidata:Licensing",
         ),
     ),
-    citation=(
-        "@article{zhou2024mapo,\n  title={Does Mapo Tofu Contain Coffee? Probing LLMs for Food-related Cultural "
-        "Knowledge},\n  author={Zhou, Li and Karidi, Taelin and Garneau, Nicolas and Cao, Yong and Liu, Wanlong "
-        "and Chen, Wenyu and Hershcovich, Daniel},\n  journal={arXiv preprint arXiv:2404.06833},\n  year={2024}\n}"
-    ),
+    citation=CITATION,
     version="1.0.0",
     paper="papers/fmlama_001_ece10dc1b62e9890.txt",
     sources=(

@@ -13,7 +13,7 @@ import hashlib
 import importlib
 import os
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import datasets
 from culture_probe import __version__
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
-from culture_probe.errors import UnknownNameError
+from culture_probe.errors import CultureProbeError, UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,65 @@ def _configs() -> dict[str, tuple[Any, Any]]:
     return table
 
 
-def resolve(name: str, *, corrected: bool = False) -> tuple[Any, Any]:
-    """(module, BuilderConfig) for `name`; `corrected=True` picks the `<name>_corrected` twin."""
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark config, resolved once (`resolve`) and handed down, so that no stage looks its name up again:
+    its data module (`BUILDER`, `INFO`), its `datasets` builder config, and whether it is a corrected variant.
+    """
+
+    name: str  # the config name, e.g. dlama_arab_west_corrected
+    module: Any = field(repr=False)  # the data module, culture_probe/data/<benchmark>.py
+    config: Any = field(repr=False)  # its BuilderConfig of this name
+    corrected: bool = False  # the corrected variant (the library's fixes to known data errors) of `base`
+
+    @property
+    def benchmark(self) -> str:
+        """The benchmark's module name (dlama), which names its protocol and report modules too."""
+        return str(self.module.__name__).rsplit(".", 1)[-1]
+
+    @property
+    def info(self) -> BenchmarkInfo:
+        """The benchmark's card."""
+        return self.module.INFO
+
+    @property
+    def base(self) -> str:
+        """The faithful config's name (the name itself unless it is a corrected variant)."""
+        return self.name.removesuffix(CORRECTED_SUFFIX) if self.corrected else self.name
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages the config holds (empty: the benchmark does not say)."""
+        return tuple(getattr(self.config, "languages", ()) or ())
+
+    @property
+    def features(self) -> Any:
+        """The config's `datasets` features: its columns and their types."""
+        return self.module.BUILDER(config_name=self.config.name).info.features
+
+    @property
+    def task_class(self) -> Any:
+        """The protocol (`Task` subclass) of the config: TASK of `culture_probe/tasks/<benchmark>.py`, found by the
+        same naming convention as the data module (imported by name: the protocols sit above the data).
+        """
+        name = f"culture_probe.tasks.{self.benchmark}"
+        try:
+            return importlib.import_module(name).TASK
+        except ModuleNotFoundError as error:
+            if error.name != name:
+                raise
+            raise CultureProbeError(
+                f"Benchmark {self.benchmark!r} (config {self.name!r}) has no protocol yet: expected "
+                f"culture_probe/tasks/{self.benchmark}.py defining TASK."
+            ) from None
+
+
+def resolve(name: str | Benchmark, *, corrected: bool = False) -> Benchmark:
+    """The `Benchmark` of config `name` (a `Benchmark` is returned as it is); `corrected=True` picks the
+    `<name>_corrected` twin.
+    """
+    if isinstance(name, Benchmark):
+        return name if not corrected or name.corrected else resolve(name.name, corrected=True)
     table = _configs()
     if name not in table:  # checked first, so the error names what the user typed
         raise UnknownNameError(
@@ -81,11 +138,12 @@ def resolve(name: str, *, corrected: bool = False) -> tuple[Any, Any]:
                 fix=f"{name!r} has no known data errors to correct; load it with corrected=False.",
             )
         name += CORRECTED_SUFFIX
-    return table[name]
+    module, config = table[name]
+    return Benchmark(name, module, config, corrected=name.endswith(CORRECTED_SUFFIX))
 
 
 def load_benchmark(
-    name: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
+    name: str | Benchmark, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
 ) -> datasets.DatasetDict:
     """Load one benchmark config as a `datasets.DatasetDict` (split `test`; MAPS also `few_shot`).
 
@@ -102,14 +160,15 @@ BUILDER_OPTIONS = ("cache_dir", "data_files", "writer_batch_size")
 
 
 def make_builder(
-    name: str, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
+    name: str | Benchmark, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
 ) -> datasets.DatasetBuilder:
     """The `datasets` builder of one config, with a cache key that changes with the code and the local data.
 
     Local paths are made absolute and fingerprinted (names, sizes, mtimes), so the cache is reused for the
     same files from any working directory and rebuilt when the files or the builder code change.
     """
-    module, config = resolve(name, corrected=corrected)
+    benchmark = resolve(name, corrected=corrected)
+    module, config = benchmark.module, benchmark.config
     _check_options(config, kwargs)
     if data_dir is not None:
         data_dir = os.path.abspath(os.fspath(data_dir))

@@ -104,6 +104,13 @@ FEATURES = {
     }),
 }  # fmt: skip
 
+# The paper's BibTeX: the dataset card's citation and that of the benchmark's `evaluate` metrics.
+CITATION = (
+    "@misc{aggarwal2025factuality,\n  title = {Language Models' Factuality Depends on the Language of Inquiry},"
+    "\n  author = {Aggarwal, Tushar and Tanmay, Kumar and Agrawal, Ayush and Ayush, Kumar and Palangi, Hamid "
+    "and Liang, Paul Pu},\n  year = {2025}\n}"
+)
+
 INFO = BenchmarkInfo(
     name="xfakt",
     title="X-FaKT: cross-lingual factual knowledge transfer",
@@ -123,11 +130,7 @@ INFO = BenchmarkInfo(
             "https://github.com/kmrtanmay/X_FaKT/blob/main/LICENSE",
         ),
     ),
-    citation=(
-        "@misc{aggarwal2025factuality,\n  title = {Language Models' Factuality Depends on the Language of Inquiry},"
-        "\n  author = {Aggarwal, Tushar and Tanmay, Kumar and Agrawal, Ayush and Ayush, Kumar and Palangi, Hamid "
-        "and Liang, Paul Pu},\n  year = {2025}\n}"
-    ),
+    citation=CITATION,
     version="1.0.0",
     paper="xfakt_003_85f5c3a437efb55e.txt",
     sources=(BASE_URL + UTILS,),

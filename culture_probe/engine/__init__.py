@@ -1,7 +1,11 @@
-"""The probing engine: knows models, not benchmarks."""
+"""The probing engine: knows models, not benchmarks. `load(model, model_args, options)` is its front door for a
+model given by name (a Hub id, a local folder, `planted:<config>`, `openai:<name>`); `Scorer` wraps one already
+loaded.
+"""
 
 from __future__ import annotations
 
+from culture_probe.engine.loading import LoadOptions, load, model_kind, model_parts, tokenizer_of
 from culture_probe.engine.types import (
     MODEL_KINDS,
     CandidateScores,
@@ -21,19 +25,25 @@ __all__ = [
     "Cuts",
     "FillMaskOptions",
     "GenerateOptions",
+    "LoadOptions",
     "ModelArgs",
     "ModelKind",
     "ScoreOptions",
     "ScoreRequest",
     "Scorer",
+    "ScorerProtocol",
     "Truncation",
+    "load",
+    "model_kind",
+    "model_parts",
+    "tokenizer_of",
 ]
 
 
 def __getattr__(name: str):
     # The scorer imports torch; keep `from culture_probe.engine import ScoreRequest` light.
-    if name == "Scorer":
-        from culture_probe.engine.scorer import Scorer
+    if name in ("Scorer", "ScorerProtocol"):
+        from culture_probe.engine import scorer
 
-        return Scorer
+        return getattr(scorer, name)
     raise AttributeError(name)

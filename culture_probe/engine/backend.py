@@ -308,9 +308,15 @@ def _view(scores: CandidateScores, keep_tokens: bool) -> CandidateScores:
 
 
 def _is_oom(error: Exception) -> bool:
+    """Whether a smaller batch could run: torch's out-of-memory error (`torch.cuda.OutOfMemoryError` is the
+    device-agnostic `torch.OutOfMemoryError` since torch 2.5; the floor is 2.4), or a RuntimeError that accelerate's
+    `should_reduce_batch_size` recognises by its allocator's exact words (CPU and MPS allocators that raise no typed
+    error, cuDNN's unsupported size). A RuntimeError that merely mentions memory is not one.
+    """
     import torch
+    from accelerate.utils.memory import should_reduce_batch_size
 
-    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
+    return isinstance(error, torch.cuda.OutOfMemoryError) or should_reduce_batch_size(error)
 
 
 def _free_memory() -> None:
@@ -320,20 +326,10 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _progress(total: int, show: bool):
-    if not show:
-        return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="scoring", unit="request")
+    return tqdm(total=total, desc="scoring", unit="request", disable=not show)
 
 
 def _identity(

@@ -6,16 +6,26 @@ nothing of this registry, so the modules import one way: scorer -> backends -> b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from culture_probe.engine import parallel
 from culture_probe.engine.backend import Backend, _identity, weight_fingerprint
 from culture_probe.engine.causal import CausalScorer
 from culture_probe.engine.masked import MaskedScorer
 from culture_probe.engine.seq2seq import Seq2SeqScorer
-from culture_probe.engine.types import MODEL_KINDS, ModelArgs, ModelKind
+from culture_probe.engine.types import (
+    MODEL_KINDS,
+    CandidateScores,
+    FillMaskOptions,
+    GenerateOptions,
+    ModelArgs,
+    ModelKind,
+    ScoreOptions,
+    ScoreRequest,
+)
 from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError, UnsupportedModelError
 
 #: model kind -> the backend that scores it (a new backend is one more entry)
@@ -122,18 +132,39 @@ def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: b
         ) from None
 
 
-class _Family(type):
-    """Makes every backend an instance of `Scorer` (`isinstance(scorer, Scorer)`), which only builds them."""
+class ScorerProtocol(Protocol):
+    """What a run asks of a model, whatever answers it: a backend that `Scorer` builds, a `ServedScorer`, or a
+    stand-in of one's own (tests, a custom engine). A type for annotations, checked by mypy; nothing tests it at
+    run time.
+    """
 
-    def __instancecheck__(cls, instance: Any) -> bool:
-        return isinstance(instance, Backend)
+    @property
+    def kind(self) -> str:
+        """One of `MODEL_KINDS`: what the protocols may ask of the model."""
+        ...
+
+    identity: dict[str, Any]  # what names the model in config.json and keys its score cache
+
+    def score(
+        self, requests: Sequence[ScoreRequest], options: ScoreOptions | None = None, **fields: Any
+    ) -> list[CandidateScores]:
+        """Log-probabilities of each request's candidates."""
+        ...
+
+    def generate(self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any) -> list[str]:
+        """Continuations of `prompts`."""
+        ...
+
+    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions | None = None, **fields: Any) -> Any:
+        """The best vocabulary pieces at a mask after each left text (masked models)."""
+        ...
 
 
-class Scorer(metaclass=_Family):
+class Scorer:
     """Scores candidate fillers with a masked, causal or seq2seq model, and generates.
 
-    `Scorer(model, tokenizer)` and `Scorer.from_pretrained(name_or_path)` return the backend for the model's kind
-    (`scorer.kind`); every backend counts as a `Scorer` (`isinstance(scorer, Scorer)`).
+    `Scorer(model, tokenizer)` and `Scorer.from_pretrained(name_or_path)` build and return the backend for the
+    model's kind (`scorer.kind`), which is no subclass of `Scorer`: annotate with `ScorerProtocol`.
     """
 
     def __new__(cls, model: Any, tokenizer: Any, *, kind: str = "auto", **options: Any) -> Backend:  # type: ignore[misc]

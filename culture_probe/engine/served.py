@@ -32,6 +32,8 @@ from culture_probe.engine.cache import cache_path, cached_texts, identity_digest
 from culture_probe.engine.encoding import separator
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
 from culture_probe.engine.types import (
+    MAX_RETRIES,
+    REQUEST_TIMEOUT,
     SERVED,
     CandidateScores,
     GenerateOptions,
@@ -42,11 +44,6 @@ from culture_probe.engine.types import (
 )
 from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
 
-# The defaults of `--request-timeout` and `--max-retries`. 120 s lets a loaded server finish a long reply (a
-# 1024-token chat answer, FmLAMA's upstream budget) that a shorter timeout would cut and ask again whole; 2 retries
-# (the `openai` client's own default, tuned for rate limits) bound a stalled server to about 6 minutes.
-REQUEST_TIMEOUT = 120.0
-MAX_RETRIES = 2
 RETRIED = (408, 409, 429)  # the statuses the `openai` client asks again (and 5xx)
 T = TypeVar("T")
 R = TypeVar("R")

@@ -12,16 +12,22 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar, get_args
 
 import numpy as np
 
 from culture_probe.errors import InvalidValueError, UnknownNameError
+from culture_probe.keyvalue import parse_pairs
 
 ModelKind = Literal["causal", "masked", "seq2seq"]
 MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)  # the model kinds the engine scores, defined once
 SERVED = "openai:"  # `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
+# The defaults of `--request-timeout` and `--max-retries` for such a server. 120 s lets a loaded server finish a long
+# reply (a 1024-token chat answer, FmLAMA's upstream budget) that a shorter timeout would cut and ask again whole;
+# 2 retries (the `openai` client's own default, tuned for rate limits) bound a stalled server to about 6 minutes.
+REQUEST_TIMEOUT = 120.0
+MAX_RETRIES = 2
 ScoreKind = Literal["sum", "mean"]
 MaskedMethod = Literal["typed", "l2r"]
 Seq2SeqStyle = Literal["sentinel", "plain"]
@@ -337,10 +343,20 @@ class ModelArgs:
     (`ModelArgs.parse("dtype=bfloat16,peft=./adapter")`). `load_in_8bit`/`load_in_4bit` quantize through
     transformers' `BitsAndBytesConfig` (bitsandbytes, a CUDA GPU); `peft` is a LoRA adapter folder, merged into the
     weights. Whatever changes a number is part of the model's identity, so the score cache keeps them apart.
+    The only home of these arguments: those marked `shorthand` also have a run flag and keyword (`--dtype`).
     """
 
-    dtype: str | None = None
-    revision: str | None = None
+    dtype: str | None = field(
+        default=None, metadata={"shorthand": True, "help": "torch dtype, e.g. float16", "metavar": "T"}
+    )
+    revision: str | None = field(
+        default=None,
+        metadata={
+            "shorthand": True,
+            "help": "Hub revision of --model (branch, tag or commit), kept in config.json",
+            "metavar": "REV",
+        },
+    )
     trust_remote_code: bool = False
     device_map: str | None = None
     attn_implementation: str | None = None
@@ -362,20 +378,10 @@ class ModelArgs:
         """`key=value,key=value` (booleans as true/false) -> ModelArgs; an unknown key lists the valid ones."""
         names = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}
-        given: dict[str, str] = {}  # as written, to name both values of a key given twice
-        for part in (p.strip() for p in text.split(",") if p.strip()):
-            key, eq, value = part.partition("=")
-            key, value = key.strip(), value.strip()
-            if not eq or not value:
-                raise InvalidValueError(
-                    f"--model-args takes key=value pairs separated by commas, got {part!r} "
-                    "(e.g. dtype=bfloat16,trust_remote_code=true)."
-                )
+        pairs = parse_pairs(text, what="--model-args", example="dtype=bfloat16,trust_remote_code=true")
+        for key, value in pairs.items():
             if key not in names:
                 raise UnknownNameError("model argument", key, names)
-            if key in given:
-                raise InvalidValueError(f"--model-args gives {key} twice ({given[key]} and {value}): keep one.")
-            given[key] = value
             if names[key].type in ("bool", bool):
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
                     raise InvalidValueError(f"--model-args {key} takes true or false, got {value!r}.")

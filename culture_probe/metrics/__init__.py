@@ -15,9 +15,9 @@ from culture_probe.metrics.compare import compare_groups
 from culture_probe.metrics.consistency import agreement, rankc
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.dlama import hits_at_k, object_entropy, precision_at_k, rank_candidates
-from culture_probe.metrics.factuality import ASSOCIATIONS, xfakt, xfakt_scores
 from culture_probe.metrics.fmlama import map_mws_correlation, mean_average_precision, mws, template_mean_std
-from culture_probe.metrics.proverbs import culture_gap, delta_en, maps, memorisation_rate
+from culture_probe.metrics.maps import culture_gap, delta_en, maps, memorisation_rate
+from culture_probe.metrics.xfakt import ASSOCIATIONS, xfakt, xfakt_scores
 
 MODULES_DIR = Path(__file__).resolve().parent.parent / "metrics_modules"
 

@@ -25,6 +25,11 @@ from culture_probe.metrics._intervals import (
 )
 from culture_probe.metrics._resample import check_resampling, shift_test
 
+#: The library's own: this comparison comes from no paper, so its `evaluate` metric cites culture_probe.
+CITATION = """@software{culture_probe,
+  title = {culture\\_probe: probing what language models know about cultures},
+  year = {2026}
+}"""
 PERMUTATION = "permutation test; interval: the shifts of the first group it does not reject"
 
 

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_lengths
-from culture_probe.metrics.results import UnitTable, paired_difference
+from culture_probe.metrics.results import UnitTable, estimate, paired_difference
+
+#: RankC's paper, which no benchmark module carries: the citation of the `rankc` `evaluate` metric.
+CITATION = """@inproceedings{qi-etal-2023-cross,
+  title = {Cross-Lingual Consistency of Factual Knowledge in Multilingual Language Models},
+  author = {Qi, Jirui and Fern{\\'a}ndez, Raquel and Bisazza, Arianna},
+  booktitle = {Proceedings of EMNLP 2023},
+  pages = {10650--10666},
+  year = {2023}
+}"""
 
 Weight = Literal["softmax", "norm1", "norm2"]
 WEIGHTS: tuple[str, ...] = ("softmax", "norm1", "norm2")
@@ -175,4 +185,126 @@ def agreement(correct_a: Mapping[Hashable, Any], correct_b: Mapping[Hashable, An
         "difference": paired_difference(table_a, table_b, names=("A", "B")),
         "unpaired_a": unpaired_a,
         "unpaired_b": unpaired_b,
+    }
+
+
+# ---------------------------------------------------------------- consistency of a run's languages
+
+#: The candidate ids a record keeps of its ranking over the aligned set, best first. With the softmax weights the
+#: depths beyond it weigh less than e^-20 ≈ 2.1e-9 together, which bounds how far RankC from these prefixes can be
+#: from RankC of the whole rankings (`prefix_rankc`); norm1 and norm2 need whole rankings.
+RANKING_DEPTH = 20
+PAIR_METRICS = ("rankc", "both_right")
+
+
+@dataclass(frozen=True)
+class AlignedAnswer:
+    """One fact as one language answered it, in ids that every language of the benchmark shares.
+
+    `fact` is the fact's id (the same in every language); `correct` its P@1 outcome; `ranking` the aligned
+    candidates' ids, best first: all `candidates` of them, or the first `RANKING_DEPTH` (empty: the protocol ranked
+    nothing, e.g. a generation, so only agreement applies). `candidate_set` names the aligned set (e.g. a hash of
+    its ids): two languages' rankings are compared only over the same set.
+    """
+
+    language: str
+    fact: str
+    correct: bool
+    ranking: tuple[str, ...] = ()
+    candidates: int = 0
+    candidate_set: str = ""
+
+    def same_candidates(self, other: AlignedAnswer) -> bool:
+        """Whether both ranked the same aligned candidate set."""
+        return self.candidates == other.candidates > 0 and self.candidate_set == other.candidate_set
+
+
+def prefix_rankc(a: Sequence[Hashable], b: Sequence[Hashable], n: int) -> float:
+    """Softmax RankC of one query over `n` aligned candidates from the first ids of each ranking.
+
+    The overlap is known at every depth both prefixes reach. Beyond, it lies between what it was at the last known
+    depth (or 2j - n, if more) and j, and is counted at the middle of that range: the value is within half the
+    weight of the unknown depths of the whole rankings' (≤ 1.1e-9 from depth 20 on). Whole rankings give the exact
+    value.
+    """
+    k = min(len(a), len(b), n)
+    if k == n:
+        return query_rankc({c: i for i, c in enumerate(a)}, {c: i for i, c in enumerate(b)}, "softmax")
+    in_b = {candidate: rank for rank, candidate in enumerate(b[:k])}
+    worse = [max(rank, in_b[c]) for rank, c in enumerate(a[:k]) if c in in_b]
+    overlap = np.cumsum(np.bincount(np.asarray(worse, dtype=np.int64), minlength=k))
+    depth = np.arange(1, n + 1, dtype=np.float64)
+    weights = rank_weights(n, "softmax")
+    known = weights[:k] @ (overlap / depth[:k])
+    low = np.maximum(overlap[-1], 2 * depth[k:] - n) / depth[k:]
+    return float(known + weights[k:] @ ((low + 1.0) / 2.0))
+
+
+def _by_language(answers: Sequence[AlignedAnswer]) -> dict[str, dict[str, AlignedAnswer]]:
+    table: dict[str, dict[str, AlignedAnswer]] = {}
+    for answer in answers:
+        facts = table.setdefault(answer.language, {})
+        if answer.fact in facts:
+            raise MetricInputError(
+                f"Fact {answer.fact!r} is answered twice in {answer.language!r}: align one answer per fact and "
+                "language (e.g. one template per fact)."
+            )
+        facts[answer.fact] = answer
+    return table
+
+
+def _pair(a: dict[str, AlignedAnswer], b: dict[str, AlignedAnswer], names: tuple[str, str]) -> dict[str, Any]:
+    """Agreement and RankC of two languages' answers, with what could not be paired counted."""
+    shared = [fact for fact in a if fact in b]
+    both_ranked = [f for f in shared if a[f].ranking and b[f].ranking]
+    ranked = [f for f in both_ranked if a[f].same_candidates(b[f])]
+    agreed = agreement({f: x.correct for f, x in a.items()}, {f: x.correct for f, x in b.items()})
+    unpaired = {"only_a": len(agreed["unpaired_a"]), "only_b": len(agreed["unpaired_b"])}
+    detail: dict[str, Any] = {k: v for k, v in agreed.items() if k not in ("unpaired_a", "unpaired_b")}
+    detail["difference"] = {**agreed["difference"], "of": f"P@1 in {names[0]} minus P@1 in {names[1]}"}
+    both = 100.0 * np.asarray([a[f].correct and b[f].correct for f in shared], dtype=float)
+    tables = [UnitTable("both_right", tuple(shared), both, higher_is_better=True).with_scale(100.0, binary=True)]
+    if ranked:
+        values = [100.0 * prefix_rankc(a[f].ranking, b[f].ranking, a[f].candidates) for f in ranked]
+        tables.insert(0, UnitTable("rankc", tuple(ranked), np.asarray(values), scale=100.0, higher_is_better=True))
+    return {
+        "estimates": {table.metric: estimate(table) for table in tables},
+        "methods": {table.metric: table.method for table in tables},
+        "detail": {
+            **detail,
+            "unpaired": unpaired,
+            "rankc_facts": len(ranked),
+            "rankc_left_out": {
+                "candidate sets differ": len(both_ranked) - len(ranked),
+                "not ranked": len(shared) - len(both_ranked),
+            },
+        },
+    }
+
+
+def language_consistency(answers: Sequence[AlignedAnswer], languages: Sequence[str] | None = None) -> dict[str, Any]:
+    """Every pair of languages of one run: RankC (softmax, in percent, a t interval over facts) and the share of
+    facts right in both (Wilson), as results strata `by_language_pair` ("a/b"), with each pair's agreement table,
+    its paired P@1 difference and what could not be paired. `languages` orders the pairs (default: sorted).
+    Empty when fewer than two languages answered.
+    """
+    table = _by_language(answers)
+    order = [lang for lang in (languages or sorted(table)) if lang in table]
+    pairs = {
+        f"{a}/{b}": _pair(table[a], table[b], (a, b))
+        for i, a in enumerate(order)
+        for b in order[i + 1 :]
+        if table[a].keys() & table[b].keys()
+    }
+    if not pairs:
+        return {}
+    methods: dict[str, str] = {}
+    for pair in pairs.values():
+        methods.update(pair["methods"])
+    return {
+        "by_language_pair": {name: pair["estimates"] for name, pair in pairs.items()},
+        "methods": methods,
+        "pairs": {name: pair["detail"] for name, pair in pairs.items()},
+        "weight": "softmax",
+        "depth": RANKING_DEPTH,
     }

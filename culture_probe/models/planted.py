@@ -35,6 +35,25 @@ FORMAT_VERSION = 1
 TOKENIZER_KINDS = ("bpe", "wordpiece", "metaspace")
 PLANTABLE_ARCHS = tuple(arch for arch, kind in ARCH_KIND.items() if kind in ("causal", "masked"))
 SPEC_FILE = "planted.json"
+# A minimal chat format for planted models: the question as the user turn, the answer right after "A:".
+CHAT_TEMPLATE = (
+    "{% for message in messages %}Q: {{ message['content'] }}\n{% endfor %}{% if add_generation_prompt %}A:{% endif %}"
+)
+EOS = "<|endoftext|>"  # the GPT-2 style byte-level BPE tokenizer's end of text (planted models use it)
+MAX_SECONDS = 100.0  # a built-in planted model's whole build stays under two minutes
+ARCH_NAMES = {"gpt2": "GPT-2", "bert": "BERT"}  # as a planted model's description names its architecture
+
+
+def chat_prompt(question: str) -> str:
+    """`question` rendered with `CHAT_TEMPLATE` and a generation prompt (what the engine feeds the model)."""
+    return f"Q: {question}\nA:"
+
+
+def benchmark_rows(config: str, data_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """The `test` rows of benchmark config `config`: what a built-in planted model is trained on."""
+    from culture_probe.data.registry import load_benchmark
+
+    return list(load_benchmark(config, data_dir=data_dir)["test"])
 
 
 @dataclass(frozen=True)

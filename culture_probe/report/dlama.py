@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from culture_probe.data.card import CORRECTED_SUFFIX
+from culture_probe.data.dlama import MISSING_LABELS
 from culture_probe.metrics.display import Scale, estimate_cells, format_number, format_value, interval_text, with_n
 from culture_probe.metrics.dlama import GENERATION_MEASURES, hits_at_k
 from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, repeats_the_paper, result_bars
@@ -49,6 +51,27 @@ def paper_references(config: Mapping[str, Any], language: str) -> tuple[Referenc
         return ()
     non_west, west, pair = PAPER_P1[key]
     return (Reference("paper, non-West", non_west), Reference("paper, West", west), Reference("paper, pair", pair))
+
+
+def header_lines(config: Mapping[str, Any]) -> list[str]:
+    """DLAMA's lines of the report header: the labels the local copy of the release lacks (`MISSING_LABELS`), when
+    a language was left out (or the run did not record its languages), and templates not yet checked against mLAMA.
+    """
+    bench, protocol = config.get("benchmark") or {}, config.get("protocol") or {}
+    lines = []
+    pair = str(config.get("config", "")).removeprefix("dlama_").removesuffix(CORRECTED_SUFFIX)
+    missing = [MISSING_LABELS[pair, lang] for lang in bench.get("languages", ()) if (pair, lang) in MISSING_LABELS]
+    probed = protocol.get("languages")
+    unprobed = [lang for lang in bench.get("languages", ()) if probed is not None and lang not in probed]
+    if missing and (probed is None or unprobed):
+        left_out = f" ({', '.join(unprobed)} not probed in this run)" if unprobed else ""
+        lines.append(f"- **note**: {missing[0]}; with that copy, run it in English (--language en).{left_out}")
+    if protocol.get("unverified_templates"):
+        lines.append(
+            f"- **provisional templates** for {', '.join(protocol['unverified_templates'])}: transcribed from the "
+            "paper, not checked against the original mLAMA 1.1 files (see the DLAMA page)"
+        )
+    return lines
 
 
 def inert_options(config: Mapping[str, Any]) -> set[str]:

@@ -7,6 +7,7 @@ import re
 import shlex
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,9 @@ from culture_probe.engine.types import CUT_KINDS, Truncation
 from culture_probe.extras import available
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_value
 from culture_probe.report.plots import draw
-from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options
+from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options, report_module
 from culture_probe.rundir import PLOTS_DIR
+from culture_probe.settings import RunSettings
 
 
 def table_markdown(table: Table) -> str:
@@ -118,18 +120,8 @@ def header(config: Mapping[str, Any], status: str | None = None, truncation: Map
     if run.get("language"):
         of = [lang for lang in bench.get("languages", ()) if lang != run["language"]]
         lines.append(f"- language: {run['language']} only" + (f" (the config also has {', '.join(of)})" if of else ""))
-    if "Note:" in (bench.get("description") or ""):  # a note on missing data: only when a language was left out
-        probed = (config.get("protocol") or {}).get("languages")
-        unprobed = [lang for lang in bench.get("languages", ()) if probed is not None and lang not in probed]
-        if probed is None or unprobed:
-            left_out = f" ({', '.join(unprobed)} not probed in this run)" if unprobed else ""
-            lines.append(f"- **note**: {bench['description'].split('Note:', 1)[1].strip()}{left_out}")
-    unverified = (config.get("protocol") or {}).get("unverified_templates")
-    if unverified:
-        lines.append(
-            f"- **provisional templates** for {', '.join(unverified)}: transcribed from the paper, not "
-            "checked against the original mLAMA 1.1 files (see the DLAMA page)"
-        )
+    own_lines = getattr(report_module(config["config"]), "header_lines", None)  # the benchmark's own notes
+    lines += own_lines(config) if own_lines else []
     options = applied_options(config)
     if options:
         inert = len(config.get("options") or {}) - len(options)
@@ -175,30 +167,15 @@ def deviations(config: Mapping[str, Any]) -> str:
     return head + table_markdown(Table(("id", "description", "applies to", "side", "upstream's side"), rows))
 
 
-# run settings the command line can repeat, each with the value that leaves its flag out
-RUN_FLAGS = {
-    "language": None,
-    "limit": None,
-    "seed": 0,
-    "kind": "auto",
-    "dtype": None,
-    "device": None,
-    "batch_tokens": None,
-    "data_dir": None,
-    "revision": None,
-    "protocol": "default",
-}
-
-
 def reproduce(config: Mapping[str, Any]) -> str:
     """The command that repeats this run, after a warning naming any run input the command cannot express."""
     run = config["run"]
     words = ["culture-probe run", config["config"], "--model", shlex.quote(str(config["model"]["spec"]))]
-    for flag, default in RUN_FLAGS.items():
-        if run.get(flag) not in (None, default):
-            words += [f"--{flag.replace('_', '-')}", shlex.quote(str(run[flag]))]
-    if run.get("corrected"):
-        words.append("--corrected")
+    for spec in fields(RunSettings):  # every setting config.json's `run` holds, as its flag spells it
+        value, flag = run.get(spec.name), f"--{spec.name.replace('_', '-')}"
+        if spec.name == "model_args" or value is None or value is False or value == spec.default:
+            continue
+        words += [flag] if value is True else [flag, shlex.quote(str(value))]
     if config.get("model_args"):
         given = ",".join(f"{k}={_cli_value(v)}" for k, v in config["model_args"].items())
         words += ["--model-args", shlex.quote(given)]

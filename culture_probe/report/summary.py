@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
@@ -26,13 +26,9 @@ from culture_probe.metrics.display import (
 )
 from culture_probe.report.markdown import figure_link, table_markdown
 from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
+from culture_probe.tasks import Task, task_for
 
 SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
-# MAPS' culture-gap study (the paper's section 5.3): the four configs of one direction, in culture_gap_study's order
-GAP_STUDIES: dict[Literal["zh_en", "en_zh"], tuple[str, ...]] = {
-    "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
-    "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
-}
 
 
 @dataclass(frozen=True)
@@ -57,7 +53,7 @@ def summarize_suite(
         rows.append(
             {
                 "config": config,
-                "benchmark": resolve(config)[0].INFO.name,
+                "benchmark": resolve(config).info.name,
                 "metric": metric,
                 **(results.get("overall", {}).get(metric) or {}),
                 "unit": results.get("unit"),
@@ -89,21 +85,14 @@ def listed(summary: Mapping[str, Any]) -> list[str]:
 
 
 def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
-    """MAPS' culture and language gaps (the paper's section 5.3) for each direction whose four configs the suite ran in
-    full.
+    """The studies across configs that each benchmark's protocol declares (`Task.suite_studies`: MAPS' culture and
+    language gaps), from the suite's full runs (a smoke run gives no study).
     """
-    from culture_probe.tasks.maps import culture_gap_study
-
-    accuracy: dict[str, float] = {
-        c: r.metrics["accuracy"]
-        for c, r in runs.items()
-        if c.startswith("maps_") and not r.config.get("subset") and r.metrics.get("accuracy") is not None
-    }
-    return {
-        f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
-        for direction, needed in GAP_STUDIES.items()
-        if all(c in accuracy for c in needed)
-    }
+    by_task: dict[type[Task], dict[str, Mapping[str, Any]]] = {}
+    for config, result in runs.items():
+        if not result.config.get("subset"):
+            by_task.setdefault(task_for(config), {})[config] = result.metrics
+    return {name: value for task, metrics in by_task.items() for name, value in task.suite_studies(metrics).items()}
 
 
 def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:

@@ -8,6 +8,7 @@ default view: its scalar metrics as one table. Every report ends with the skippe
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -110,9 +111,17 @@ class Section:
 
 def sections_for(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The report's sections of one run: the benchmark's own views (or the default), then the skipped probes."""
-    module = views_module(benchmark_of(config["config"]))
+    module = report_module(config["config"])
     views = module.sections(config, records, metrics) if module else default_sections(metrics)
     return [*results_sections(metrics, scales_of(config["config"])), *views, *skipped_sections(metrics)]
+
+
+@functools.cache
+def report_module(config_name: str) -> ModuleType | None:
+    """The report module of the benchmark defining `config_name` (`views_module`), looked up once per config: a
+    report asks it for its views, its scales and its inert options.
+    """
+    return views_module(benchmark_of(config_name))
 
 
 def views_module(bench: str) -> ModuleType | None:
@@ -127,7 +136,7 @@ def views_module(bench: str) -> ModuleType | None:
 
 def scales_of(config_name: str) -> Mapping[str, Scale]:
     """Each results metric's scale ("%" or "0-1") as the benchmark's report module declares it in `SCALES`."""
-    return getattr(views_module(benchmark_of(config_name)), "SCALES", {})
+    return getattr(report_module(config_name), "SCALES", {})
 
 
 def applied_options(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,7 +144,7 @@ def applied_options(config: Mapping[str, Any]) -> dict[str, Any]:
     inert for it (`inert_options(config)`: options of another mode, model kind or part), so that a report never
     lists a switch, such as a judge, that did not run.
     """
-    inert = getattr(views_module(benchmark_of(config["config"])), "inert_options", None)
+    inert = getattr(report_module(config["config"]), "inert_options", None)
     unused = inert(config) if inert else set()
     return {k: v for k, v in options_of(config).items() if k not in unused}
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.metrics.display import Scale, estimate_cells, format_number
-from culture_probe.metrics.factuality import GradedAnswer, error_pct
+from culture_probe.metrics.xfakt import GradedAnswer, error_pct
 from culture_probe.report.views import (
     Reference,
     Section,

@@ -7,12 +7,11 @@ add a task.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pkgutil import extend_path
 from typing import Any
 
-from culture_probe.errors import CultureProbeError
+from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.tasks.base import Deviation, Smoke, Task
 from culture_probe.tasks.options import options_from_dict, parse_options
 from culture_probe.tasks.probes import (
@@ -45,31 +44,18 @@ __all__ = [
 ]
 
 
-def benchmark_of(config: str) -> str:
+def benchmark_of(config: str | Benchmark) -> str:
     """The benchmark (data module name) that defines `config`; unknown names list the valid configs."""
-    from culture_probe.data.registry import resolve
-
-    data_module, _ = resolve(config)
-    return data_module.__name__.rsplit(".", 1)[-1]
+    return resolve(config).benchmark
 
 
-def task_for(config: str) -> type[Task]:
+def task_for(config: str | Benchmark) -> type[Task]:
     """The Task class that probes benchmark config `config` (unknown names list the valid configs)."""
-    bench = benchmark_of(config)
-    try:
-        module = importlib.import_module(f"{__name__}.{bench}")
-    except ModuleNotFoundError as error:
-        if error.name != f"{__name__}.{bench}":
-            raise
-        raise CultureProbeError(
-            f"Benchmark {bench!r} (config {config!r}) has no protocol yet: expected "
-            f"culture_probe/tasks/{bench}.py defining TASK."
-        ) from None
-    return module.TASK
+    return resolve(config).task_class
 
 
 def task_from_config(meta: Mapping[str, Any]) -> Task:
     """A run's Task rebuilt from its config.json, without resources: enough to read its records into metrics."""
-    task_cls = task_for(meta["config"])
-    options = options_from_dict(task_cls.Options, meta["options"])
-    return task_cls(meta["config"], options, kind=meta["model"]["kind"], seed=meta["run"]["seed"])
+    benchmark = resolve(meta["config"])
+    options = options_from_dict(benchmark.task_class.Options, meta["options"])
+    return benchmark.task_class(benchmark, options, kind=meta["model"]["kind"], seed=meta["run"]["seed"])

@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Literal
 
+from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
 from culture_probe.errors import CultureProbeError, TemplateError, UnknownNameError, UnsupportedModelError
 from culture_probe.metrics.chance import chance_value
 from culture_probe.metrics.results import UnitTable, summarize
 from culture_probe.tasks.options import NoOptions, parse_options
-from culture_probe.tasks.probes import PROBE_RECORDS, Output, Probe, Record, Skipped
+from culture_probe.tasks.probes import PROBE_KINDS, Output, Probe, Record, Skipped
 
 RecordFields = dict[str, Any]
 
@@ -188,14 +189,16 @@ class Task:
 
     def __init__(
         self,
-        config: str,
+        config: str | Benchmark,
         options: Any = None,
         *,
         kind: ModelKind,
         seed: int = 0,
         resources: Mapping[str, Any] | None = None,
     ):
-        self.config = config
+        self.config = config.name if isinstance(config, Benchmark) else config
+        # the runner hands the config down resolved, so that its name is looked up once
+        self._benchmark = config if isinstance(config, Benchmark) else None
         self.options = options if options is not None else self.Options()
         self.kind = kind
         self.seed = seed
@@ -204,9 +207,23 @@ class Task:
             if self.stage_model(stage) is None:  # a stage's own model (a judge) is checked by the runner
                 self.model_need(stage).check_kind(kind, type(self).__name__)
 
+    @property
+    def benchmark(self) -> Benchmark:
+        """The config resolved: the data module, builder config, card, and whether it is a corrected variant (a
+        task made from a name, as tests make them, looks it up here).
+        """
+        return self._benchmark if self._benchmark is not None else resolve(self.config)
+
     @classmethod
-    def needs(cls, config: str, options: Any) -> dict[str, Need]:
+    def needs(cls, config: str | Benchmark, options: Any) -> dict[str, Need]:
         """The side data this protocol reads, by key (loaded by the data layer into `resources`)."""
+        return {}
+
+    @classmethod
+    def suite_studies(cls, metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """The studies across this benchmark's configs that a suite reports, by name, from the metrics of the
+        suite's full runs of them ({config: metrics}; smoke runs left out): e.g. MAPS' culture gap. None by default.
+        """
         return {}
 
     def resource(self, key: str) -> Any:
@@ -272,7 +289,7 @@ class Task:
             fields["skipped"] = probe.reason
         else:
             fields.update(self._read(probe, output))
-        return PROBE_RECORDS[type(probe)](probe.item_id, probe.tag, stage or self.stages[0], fields)
+        return Record(probe.item_id, probe.tag, stage or self.stages[0], fields, kind=PROBE_KINDS[type(probe)])
 
     def compute_metrics(self, records: Sequence[Record]) -> dict[str, Any]:
         """Metrics from records alone (so a resumed run and `culture-probe report` give the same numbers): the
@@ -345,7 +362,7 @@ class Task:
         values: Mapping[str, Any],
         kind: ModelKind | None = None,
         *,
-        config: str | None = None,
+        config: str | Benchmark | None = None,
         served: bool = False,
     ) -> Any:
         """The run's `Options`: the profile's values, then the user's own (which win), checked. Given the config

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from culture_probe.data.camel import ENTITY_TYPES
-from culture_probe.data.card import base_name, is_corrected
+from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError, InvalidValueError
@@ -195,7 +195,7 @@ class CamelTask(Task):
             "C1",
             "Co causal prompts derived from the text left of [MASK] (upstream file missing).",
             "CAMeL-Co, causal and seq2seq models",
-            lambda t: _causal_context(t) and base_name(t.config) == "camel_co_prompts",
+            lambda t: _causal_context(t) and t.benchmark.base == "camel_co_prompts",
             upstream_note=f"{NO_CODE}; the README says the causal prompts were rewritten, and that file was "
             "never released, so nothing can reproduce it (exclude_empty_prefix=True drops the 10 prompts "
             "whose derived prefix is empty)",
@@ -204,7 +204,7 @@ class CamelTask(Task):
             "C2",
             "Ag causal rows with text after the mask: that text is dropped.",
             "CAMeL-Ag, causal and seq2seq models",
-            lambda t: _causal_context(t) and base_name(t.config) == "camel_ag_prompts",
+            lambda t: _causal_context(t) and t.benchmark.base == "camel_ag_prompts",
             upstream_note=f"{NO_CODE}; the paper scores causal models on the text before [MASK]",
         ),
         Deviation(
@@ -262,19 +262,25 @@ class CamelTask(Task):
     )
 
     def __init__(
-        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
+        self,
+        config: str | Benchmark,
+        options: Any = None,
+        *,
+        kind: Any,
+        seed: int = 0,
+        resources: Mapping[str, Any] | None = None,
     ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
-        if base_name(config) not in ("camel_co_prompts", "camel_ag_prompts"):
+        if self.benchmark.base not in ("camel_co_prompts", "camel_ag_prompts"):
             raise CultureProbeError(
-                f"{config!r} holds no prompts to probe; run camel_co_prompts or camel_ag_prompts (the entities "
+                f"{self.config!r} holds no prompts to probe; run camel_co_prompts or camel_ag_prompts (the entities "
                 "are loaded by the protocol)."
             )
 
     @classmethod
-    def needs(cls, config: str, options: CamelOptions) -> dict[str, Need]:
+    def needs(cls, config: str | Benchmark, options: CamelOptions) -> dict[str, Need]:
         """The entity pools: camel_entities, corrected with the prompts."""
-        return {"entities": Need("camel", "entities", corrected=is_corrected(config))}
+        return {"entities": Need("camel", "entities", corrected=resolve(config).corrected)}
 
     @property
     def aggregate(self) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from culture_probe.data.card import is_corrected
+from culture_probe.data.registry import Benchmark
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
 from culture_probe.metrics import chance
@@ -192,7 +192,7 @@ class DlamaTask(Task):
         return ModelNeed(("causal",), chat=True, why=why, instead="--option mode=rank")
 
     @classmethod
-    def needs(cls, config: str, options: DlamaOptions) -> dict[str, Need]:
+    def needs(cls, config: str | Benchmark, options: DlamaOptions) -> dict[str, Need]:
         """The probing templates (vendored, or the user's file given as `templates=`)."""
         if options.mode != "rank":
             return {}
@@ -281,7 +281,7 @@ class DlamaTask(Task):
                 f"Arab-West, en/ar, {', '.join(QUESTIONS)})",
                 meta=meta,
             )
-        meta["prompt"] = question(predicate, language, row["sub_label"], corrected=is_corrected(self.config))
+        meta["prompt"] = question(predicate, language, row["sub_label"], corrected=self.benchmark.corrected)
         options = GenerateOptions(self.options.max_new_tokens, chat=True, system=SYSTEM[language])
         return GenerateProbe(row["id"], meta["prompt"], options, meta=meta)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from culture_probe.data.fmlama import OTHERS, candidate_pool
-from culture_probe.data.registry import resolve
+from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
 from culture_probe.errors import CultureProbeError
@@ -255,7 +255,7 @@ class FmlamaTask(Task):
 
     def __init__(
         self,
-        config: str,
+        config: str | Benchmark,
         options: FmlamaOptions | None = None,
         *,
         kind: Any,
@@ -273,7 +273,7 @@ class FmlamaTask(Task):
         return ModelNeed(("causal", "seq2seq"), chat=True, why=why, instead="--option mode=rank")
 
     @classmethod
-    def needs(cls, config: str, options: FmlamaOptions) -> dict[str, Need]:
+    def needs(cls, config: str | Benchmark, options: FmlamaOptions) -> dict[str, Need]:
         """The templates (faithful or corrected set), and the mWS vectors when `vectors=` names them."""
         needs = {"templates": Need("fmlama", "templates", corrected=options.template_set == "corrected")}
         if options.vectors and options.mode == "rank":
@@ -516,9 +516,9 @@ def chat_reply(record: Record, group: str) -> ChatReply:
 # ---------------------------------------------------------------- prompts
 
 
-def config_language(config: str) -> str:
+def config_language(config: str | Benchmark) -> str:
     """The prompt language of a config (its `prompt_lang`, else its `lang`)."""
-    _, builder_config = resolve(config)
+    builder_config = resolve(config).config
     return getattr(builder_config, "prompt_lang", "") or getattr(builder_config, "lang", "") or "en"
 
 

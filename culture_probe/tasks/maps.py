@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from culture_probe.data.maps import REQUIRED_TEXT
+from culture_probe.data.registry import Benchmark
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import (
     CandidateScores,
@@ -33,7 +34,7 @@ from culture_probe.engine.types import (
 )
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics import chance
-from culture_probe.metrics.proverbs import Completion, ReasonAnswer, run_summary, union_flags
+from culture_probe.metrics.maps import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least, check_types
@@ -100,7 +101,7 @@ TRAILING_PUNCTUATION = ".!?;,"
 N_SETS = 5  # few-shot demonstration sets, averaged
 # Translation sets of the culture-gap study (the paper's section 5.3): direction -> (source, target, machine, human)
 # configs.
-GAP_CONFIGS = {
+GAP_CONFIGS: dict[Literal["zh_en", "en_zh"], tuple[str, str, str, str]] = {
     "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
     "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
 }
@@ -419,13 +420,29 @@ class MapsTask(Task):
     )
 
     def __init__(
-        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
+        self,
+        config: str | Benchmark,
+        options: Any = None,
+        *,
+        kind: Any,
+        seed: int = 0,
+        resources: Mapping[str, Any] | None = None,
     ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.stages = ("reason", "memorise") if self.options.memorisation else ("reason",)
 
     @classmethod
-    def needs(cls, config: str, options: MapsOptions) -> dict[str, Need]:
+    def suite_studies(cls, metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """The culture and language gaps (the paper's section 5.3) of each direction whose four configs ran."""
+        accuracy = {c: m["accuracy"] for c, m in metrics.items() if m.get("accuracy") is not None}
+        return {
+            f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
+            for direction, needed in GAP_CONFIGS.items()
+            if all(c in accuracy for c in needed)
+        }
+
+    @classmethod
+    def needs(cls, config: str | Benchmark, options: MapsOptions) -> dict[str, Need]:
         """The English few-shot split, when demonstrations are asked for (from the run's MAPS folder)."""
         return {"few_shot": Need("maps", "few_shot")} if options.n_shot else {}
 
@@ -607,7 +624,7 @@ def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en",
     `accuracy` maps config names (e.g. "maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht") to their
     positive-question accuracy (`run(...).metrics["accuracy"]`).
     """
-    from culture_probe.metrics.proverbs import culture_gap
+    from culture_probe.metrics.maps import culture_gap
 
     needed = GAP_CONFIGS[direction]
     missing = [name for name in needed if name not in accuracy]
@@ -628,7 +645,7 @@ def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:
     `accuracy` maps config names to positive-question accuracy; configs other than those two kinds are ignored,
     so the accuracies of a whole study can be passed at once.
     """
-    from culture_probe.metrics.proverbs import delta_en
+    from culture_probe.metrics.maps import delta_en
 
     translated = {match[1]: value for name, value in accuracy.items() if (match := MT_TO_ENGLISH.fullmatch(name))}
     if "maps_en" not in accuracy or not translated:

@@ -3,18 +3,19 @@
 A probe is tied to one benchmark item (`item_id`); one item may have several probes (templates, runs), told apart
 by `tag`. Each probe kind carries the engine call's options as one typed object (`ScoreOptions`,
 `GenerateOptions`, `FillMaskOptions`), so probes with equal options share an engine call. A `Skipped` probe is an
-item the protocol cannot ask, with the reason: it becomes a `SkippedRecord`, counted per reason, never run.
+item the protocol cannot ask, with the reason: it becomes a record of kind "skipped", counted per reason, never run.
 
-Records are typed, one class per probe kind, and serialised one way (`Record.to_json` / `Record.from_json`): one
-flat JSON object per line, `id`, `key`, `tag`, `stage`, `probe` (the kind), then the probe's meta and what the
-protocol read from the engine's output (a skipped record has `skipped: reason` instead).
+Records are one type, `Record`, whose `kind` names the probe kind that asked it, serialised one way
+(`Record.to_json` / `Record.from_json`): one flat JSON object per line, `id`, `key`, `tag`, `stage`, `probe` (the
+kind), then the probe's meta and what the protocol read from the engine's output (a skipped record has
+`skipped: reason` instead).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Literal
 
 from culture_probe.engine.types import CandidateScores, FillMaskOptions, GenerateOptions, ScoreOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError
@@ -94,19 +95,34 @@ Output = CandidateScores | str | None
 
 # ---------------------------------------------------------------- records
 
+RecordKind = Literal["score", "generate", "fill_mask", "skipped"]
+RECORD_KINDS: tuple[RecordKind, ...] = ("score", "generate", "fill_mask", "skipped")
+#: the record kind of each probe type (a record is read the same way whatever asked it)
+PROBE_KINDS: dict[type, RecordKind] = {
+    ScoreProbe: "score",
+    GenerateProbe: "generate",
+    FillMaskProbe: "fill_mask",
+    Skipped: "skipped",
+}
+_IDENTITY = ("id", "key", "tag", "stage", "probe")  # the keys of a line that are not the record's fields
+
 
 @dataclass(frozen=True)
 class Record:
-    """One answered probe as `items.jsonl` holds it: identity, stage, and `fields` (the probe's meta, then what the
-    protocol read from the output). Read a field as `record["gold"]`.
+    """One answered probe as `items.jsonl` holds it: identity, stage, `fields` (the probe's meta, then what the
+    protocol read from the output) and `kind`, the probe kind that asked it (one of `RECORD_KINDS`). Read a field
+    as `record["gold"]`.
     """
 
     item_id: str
     tag: str
     stage: str
     fields: Mapping[str, Any] = field(default_factory=dict)
+    kind: RecordKind = field(kw_only=True)
 
-    kind: ClassVar[str]
+    def __post_init__(self) -> None:
+        if self.kind not in RECORD_KINDS:
+            raise CultureProbeError(f"Record kind {self.kind!r} is none of {', '.join(RECORD_KINDS)}.")
 
     @property
     def key(self) -> str:
@@ -115,8 +131,8 @@ class Record:
 
     @property
     def skipped(self) -> bool:
-        """Whether the probe was skipped (not asked)."""
-        return False
+        """Whether the probe was skipped (not asked); its `fields["skipped"]` says why."""
+        return self.kind == "skipped"
 
     def __getitem__(self, name: str) -> Any:
         if name == "id":
@@ -145,62 +161,12 @@ class Record:
 
     @staticmethod
     def from_json(line: Mapping[str, Any]) -> Record:
-        """The record a `to_json` object came from."""
+        """The record a `to_json` object came from (every release wrote this same line)."""
         kind = line.get("probe")
         if kind not in RECORD_KINDS:
             raise CultureProbeError(
                 f"Not a culture_probe record (probe kind {kind!r}, expected one of "
                 f"{', '.join(RECORD_KINDS)}): {dict(line)!r:.200}"
             )
-        fields = {k: v for k, v in line.items() if k not in ("id", "key", "tag", "stage", "probe")}
-        if kind == "skipped":
-            return SkippedRecord(line["id"], line["tag"], line["stage"], fields)
-        return RECORD_KINDS[kind](line["id"], line["tag"], line["stage"], fields)
-
-
-class ScoreRecord(Record):
-    """The record of a `ScoreProbe`."""
-
-    kind = "score"
-
-
-class GenerateRecord(Record):
-    """The record of a `GenerateProbe`."""
-
-    kind = "generate"
-
-
-class FillMaskRecord(Record):
-    """The record of a `FillMaskProbe`."""
-
-    kind = "fill_mask"
-
-
-class SkippedRecord(Record):
-    """The record of a `Skipped` probe: its meta and `skipped` (the reason)."""
-
-    kind = "skipped"
-
-    @property
-    def skipped(self) -> bool:
-        """Always true."""
-        return True
-
-    @property
-    def reason(self) -> str:
-        """Why the probe was not asked."""
-        return self.fields["skipped"]
-
-
-RECORD_KINDS: dict[str, type[Record]] = {
-    "score": ScoreRecord,
-    "generate": GenerateRecord,
-    "fill_mask": FillMaskRecord,
-    "skipped": SkippedRecord,
-}
-PROBE_RECORDS: dict[type, type[Record]] = {
-    ScoreProbe: ScoreRecord,
-    GenerateProbe: GenerateRecord,
-    FillMaskProbe: FillMaskRecord,
-    Skipped: SkippedRecord,
-}
+        fields = {k: v for k, v in line.items() if k not in _IDENTITY}
+        return Record(line["id"], line["tag"], line["stage"], fields, kind=kind)

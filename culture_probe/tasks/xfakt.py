@@ -23,17 +23,17 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from culture_probe.data.card import base_name
+from culture_probe.data.registry import Benchmark
 from culture_probe.data.resources import Need
 from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
 from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError
 from culture_probe.metrics import chance
-from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
+from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.tasks.base import Deviation, ModelNeed, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least, check_types
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
@@ -282,16 +282,22 @@ class XfaktTask(Task):
     )
 
     def __init__(
-        self, config: str, options: Any = None, *, kind: Any, seed: int = 0, resources: Mapping[str, Any] | None = None
+        self,
+        config: str | Benchmark,
+        options: Any = None,
+        *,
+        kind: Any,
+        seed: int = 0,
+        resources: Mapping[str, Any] | None = None,
     ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
-        self.part = _part(config)
+        self.part = _part(self.benchmark)
         self.smoke = SMOKE[self.part]
         self.stages = ("answer", "judge") if self.llm_judged else ("answer",)
         self._judge: StringJudge | None = None
 
     @classmethod
-    def needs(cls, config: str, options: XfaktOptions) -> dict[str, Need]:
+    def needs(cls, config: str | Benchmark, options: XfaktOptions) -> dict[str, Need]:
         """The data file's literals, released and corrected (country names in every language, judge prompts)."""
         return {"literals": Need("xfakt", "literals"), "corrected_literals": Need("xfakt", "literals", corrected=True)}
 
@@ -529,21 +535,17 @@ def graded_answers(records: Sequence[Record], *, llm_judged: bool = False) -> li
             continue
         if record["id"] in verdicts:
             judged = verdicts[record["id"]]
-            record = type(record)(
-                record.item_id,
-                record.tag,
-                record.stage,
-                {**record.fields, "correct": judged["correct"], "verdict": judged["verdict"]},
-            )
+            verdict = {"correct": judged["correct"], "verdict": judged["verdict"]}
+            record = replace(record, fields={**record.fields, **verdict})
         if "correct" in record:
             graded.append(record)
     return graded
 
 
-def _part(config: str) -> str:
-    base = base_name(config).removeprefix("xfakt_")
+def _part(benchmark: Benchmark) -> str:
+    base = benchmark.base.removeprefix("xfakt_")
     if base not in ("factual_recall", "in_context", "counter_factual"):
-        raise CultureProbeError(f"{config!r} is not an X-FaKT config this protocol knows.")
+        raise CultureProbeError(f"{benchmark.name!r} is not an X-FaKT config this protocol knows.")
     return base
 
 

@@ -289,7 +289,8 @@ def test_retry_after_beyond_the_backoff_cap_is_honoured_up_to_its_own_maximum():
     assert said == ["culture-probe: x: HTTP 429; waiting 300 s before retry 1 of 1"]  # every wait is visible
 
 
-def test_a_retry_after_beyond_the_cap_ends_the_step_at_once_with_the_fix():
+@pytest.mark.parametrize("retries", [5, 0])  # 0: the refused wait is also the last attempt; still said so
+def test_a_retry_after_beyond_the_cap_ends_the_step_at_once_with_the_fix(retries):
     from culture_probe.errors import EndpointError
 
     sleeps, sleep = sleeps_recorder()
@@ -297,7 +298,7 @@ def test_a_retry_after_beyond_the_cap_ends_the_step_at_once_with_the_fix():
     def busy():
         raise RetryableError("HTTP 429", retry_after=3600.0)
 
-    caller = PoliteCaller("Wikidata", HttpPolicy(min_interval=0, retries=5), sleep, lambda text: None)
+    caller = PoliteCaller("Wikidata", HttpPolicy(min_interval=0, retries=retries), sleep, lambda text: None)
     with pytest.raises(EndpointError, match=r"asks to wait 3600 s .* more than --max-retry-after 120 s.*rerun"):
         caller(busy)
     assert sleeps == []  # no hour of silent sleep

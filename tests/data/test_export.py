@@ -112,7 +112,7 @@ def test_cli_export(mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "wrote   fmlama_he: test 463" in capsys.readouterr().out
     assert (tmp_path / "out" / "fmlama_he" / "test-00000-of-00001.parquet").is_file()
     assert cli.main(["export", str(tmp_path / "out"), "--configs", "fmlama_he", "--data-dir", "manual/maps"]) == 2
-    assert "--data-dir takes BENCHMARK=PATH items" in capsys.readouterr().err
+    assert "--data-dir takes BENCHMARK=PATH, got 'manual/maps'" in capsys.readouterr().err
 
 
 def test_data_dir_names_a_benchmark() -> None:

@@ -61,10 +61,16 @@ def test_unknown_name_lists_closest_names() -> None:
 
 
 def test_corrected_flag_picks_the_twin() -> None:
-    module, config = registry.resolve("fmlama_en", corrected=True)
-    assert (config.name, config.variant) == ("fmlama_en_corrected", "corrected")
-    assert registry.resolve("fmlama_en_corrected", corrected=True)[1].name == "fmlama_en_corrected"
-    assert registry.resolve("fmlama_en")[1].variant == "faithful"
+    twin = registry.resolve("fmlama_en", corrected=True)
+    assert (twin.name, twin.config.name, twin.config.variant, twin.corrected) == (
+        "fmlama_en_corrected",
+        "fmlama_en_corrected",
+        "corrected",
+        True,
+    )
+    assert twin.base == "fmlama_en" and twin.info.name == "fmlama"  # the faithful name without parsing it again
+    assert registry.resolve("fmlama_en_corrected", corrected=True).name == "fmlama_en_corrected"
+    assert registry.resolve("fmlama_en").config.variant == "faithful" and not registry.resolve("fmlama_en").corrected
     with pytest.raises(UnknownNameError, match=r"'dlama_arab_west_raw' has no known data errors to correct"):
         registry.resolve("dlama_arab_west_raw", corrected=True)
 

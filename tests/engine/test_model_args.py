@@ -30,7 +30,7 @@ def test_model_args_are_parsed_the_harness_way_and_checked():
         ModelArgs.parse("dtyp=float16")
     with pytest.raises(InvalidValueError, match="trust_remote_code takes true or false, got 'maybe'"):
         ModelArgs.parse("trust_remote_code=maybe")
-    with pytest.raises(InvalidValueError, match="key=value pairs separated by commas, got 'float16'"):
+    with pytest.raises(InvalidValueError, match="--model-args takes KEY=VALUE, got 'float16'"):
         ModelArgs.parse("float16")
     with pytest.raises(InvalidValueError, match="exclude each other"):
         ModelArgs.parse("load_in_8bit=true,load_in_4bit=true")

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from culture_probe.metrics.factuality import ASSOCIATIONS, GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, estimate, paired_difference
+from culture_probe.metrics.xfakt import ASSOCIATIONS, GradedAnswer, answers_summary, transfer_estimates
 
 NOMINAL_FLOOR = 0.93  # the bar: a 95% interval that covers less than this is not honest
 SIMULATIONS = 1000  # per design: a coverage of 0.95 is measured to about ±0.007 (one standard error)

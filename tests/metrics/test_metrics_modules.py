@@ -14,6 +14,7 @@ import pytest
 
 import culture_probe
 import culture_probe.metrics as metrics
+from culture_probe.data.registry import benchmark_modules
 from culture_probe.errors import MetricInputError, UnknownNameError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +33,19 @@ ISSUE_NAMES = {
     "compare_groups",
 }
 
+
+#: the benchmark whose paper each metric implements (rankc and compare_groups come from no benchmark)
+BENCHMARK_OF = {
+    "precision_at_k": "dlama",
+    "object_entropy": "dlama",
+    "mean_average_precision": "fmlama",
+    "mws": "fmlama",
+    "cbs": "camel",
+    "odds_ratio": "camel",
+    "fairness_gap": "camel",
+    "xfakt": "xfakt",
+    "maps": "maps",
+}
 
 #: parameters a module adds to its pure function to read inputs from files (through culture_probe.data)
 FILE_PARAMETERS = {"mws": ("vectors", "language")}
@@ -87,6 +101,16 @@ def test_module_example_runs_and_agrees_with_the_pure_function(name, monkeypatch
     assert [(p.name, p.default) for p in own] == [(p.name, p.default) for p in pure_parameters]
     assert [p.name for p in parameters[len(own) :]] == list(FILE_PARAMETERS.get(name, ()))
     assert module.citation and module.description
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARK_OF))
+def test_a_benchmarks_metric_cites_the_paper_its_dataset_card_cites(name):
+    card = benchmark_modules()[BENCHMARK_OF[name]].INFO
+    assert culture_probe.load_metric(name).citation == card.citation
+
+
+def test_rankc_cites_its_own_paper():
+    assert "@inproceedings{qi-etal-2023-cross" in culture_probe.load_metric("rankc").citation
 
 
 @pytest.mark.parametrize("name", NAMES)

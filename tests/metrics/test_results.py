@@ -15,8 +15,8 @@ from scipy.special import xlogy
 from culture_probe.errors import CultureProbeError, MetricInputError
 from culture_probe.metrics._intervals import KORN_GRAUBARD, PAIRED_T, T_DESIGN, TANGO, WILSON
 from culture_probe.metrics.camel import cbs
-from culture_probe.metrics.factuality import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.results import UnitTable, UnitValue, estimate, paired_difference, summarize, unit_table
+from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.schemas import metrics_schema, validate_metrics
 
 

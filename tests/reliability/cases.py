@@ -110,7 +110,7 @@ CLI_CASES: tuple[CliCase, ...] = (
         "`--model-args trust_remote_code`",
         "one line with an example",
         (*RUN, "--model-args", "trust_remote_code"),
-        "--model-args takes key=value pairs",
+        "--model-args takes KEY=VALUE, got 'trust_remote_code'",
     ),
     CliCase(
         "model-args-unknown",
@@ -578,8 +578,8 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
     (
         "second-writer-lock",
         "two runs into one folder at once",
-        "the second fails at once",
-        "tests/tasks/test_runner_resume.py::test_a_second_writer_of_the_same_run_fails_at_once",
+        "the second fails at once, before it reads data or loads its model",
+        "tests/reliability/test_folders.py::test_a_second_writer_of_a_run_fails_before_planning_or_loading",
     ),
     (
         "records-kept",

@@ -101,6 +101,28 @@ def test_a_second_writer_of_a_suite_fails_at_once(tmp_path, data, loads):
     assert loads == [] and listed(folder) == [A] and not (folder / B).exists()
 
 
+def test_a_second_writer_of_a_run_fails_before_planning_or_loading(tmp_path, data, loads, monkeypatch):
+    # a single run took its folder's lock only once its model had loaded: a second writer read the data and
+    # loaded the model first, to fail after
+    from filelock import FileLock
+
+    planned: list = []
+    monkeypatch.setattr(runner, "plan", lambda *args, **kwargs: planned.append(args))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with FileLock(folder / rundir.LOCK_FILE, timeout=0):  # another process writing this run
+        with pytest.raises(CultureProbeError, match=f"Another process is writing the run in {folder} "):
+            culture_probe.run(A, "some/model", out=folder, data_dir=str(data), progress=False)
+    assert planned == [] and loads == []
+
+
+def test_a_run_refused_while_planning_leaves_no_folder_behind(tmp_path, data, loads):
+    # the lock is taken before planning, in a folder made for it: a refusal must not leave that folder
+    with pytest.raises(CultureProbeError, match="Unknown option 'colour'"):
+        culture_probe.run(A, "some/model", out=tmp_path / "new", data_dir=str(data), progress=False, colour="red")
+    assert not (tmp_path / "new").exists() and loads == []
+
+
 def test_suite_json_lists_every_config_the_folder_holds_resumed_or_not(tmp_path, data, loads):
     # `--resume` with fewer configs, or a suite of other configs into the same folder, dropped the others
     folder = tmp_path / "suite"

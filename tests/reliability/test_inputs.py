@@ -78,7 +78,7 @@ def _cli_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_a_model_argument_given_twice_names_both_values():
-    with pytest.raises(InvalidValueError, match=r"dtype twice \(float32 and bfloat16\)"):
+    with pytest.raises(InvalidValueError, match=r"--model-args gives dtype twice \('float32' and 'bfloat16'\)"):
         ModelArgs.parse("dtype=float32,dtype=bfloat16")
 
 
@@ -100,7 +100,7 @@ def test_an_option_given_twice_names_both_values(capsys):
         ["run", "maps_en", "--model", "planted:maps_en", "--option", "question=pos", "--option", "question=neg"],
         capsys,
     )
-    assert re.search(r"--option question is given twice \('pos' and 'neg'\)", line), line
+    assert re.search(r"--option gives question twice \('pos' and 'neg'\)", line), line
 
 
 # ---------------------------------------------------------------- options: type and range, before any data

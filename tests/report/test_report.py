@@ -117,16 +117,15 @@ def _command(report_text):
 
 def test_reproduce_round_trips_through_the_cli_parser():
     from culture_probe.cli import build_parser
-    from culture_probe.run_command import _split_option
+    from culture_probe.run_command import option_values
 
     names = {"en": {"People's Republic of China": "China"}}  # a quote inside a JSON option
     config = {
         "config": "fmlama_en",
         "model": {"spec": "runs/my model"},
-        "model_args": {"peft": "runs/my adapter", "trust_remote_code": True},
+        "model_args": {"peft": "runs/my adapter", "trust_remote_code": True, "dtype": "float16"},
         "run": {
             "kind": "causal",
-            "dtype": "float16",
             "seed": 3,
             "batch_tokens": None,
             "language": "en",
@@ -139,18 +138,12 @@ def test_reproduce_round_trips_through_the_cli_parser():
     argv = _command(text)
     assert argv[:2] == ["culture-probe", "run"]
     args = build_parser().parse_args(argv[1:])
-    assert (args.configs, args.model, args.kind, args.dtype, args.seed, args.language) == (
-        ["fmlama_en"],
-        "runs/my model",
-        "causal",
-        "float16",
-        3,
-        "en",
-    )
+    expected = (["fmlama_en"], "runs/my model", "causal", 3, "en")
+    assert (args.configs, args.model, args.kind, args.seed, args.language) == expected
     from culture_probe.engine.types import ModelArgs
 
     assert ModelArgs.parse(args.model_args).given() == config["model_args"]  # the adapter is in the command
-    options = dict(map(_split_option, args.option))
+    options = option_values(args.option)
     assert json.loads(options["country_names"]) == names and options["families"] == "hasParts,country"
     assert "Not reproducible" not in text  # everything of this run is in the command
 

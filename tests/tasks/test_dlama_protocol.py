@@ -14,7 +14,7 @@ from culture_probe.report.dlama import sections
 from culture_probe.runner import run
 from culture_probe.tasks import ScoreProbe
 from culture_probe.tasks.dlama import DlamaTask, candidate_sets, label_collisions, prompt
-from culture_probe.tasks.probes import ScoreRecord
+from culture_probe.tasks.probes import Record
 
 
 def masked_task():
@@ -79,7 +79,7 @@ def test_report_rounds_p_at_1_by_the_one_rule():
     # 23/80 = 28.75 and 41/80 = 51.25 shown as such, although the means are 28.7499... and 51.2499... (2 decimals,
     # the one rounding rule of reports: docs/results.md, "Reading a report"; the paper showed 1)
     records = [
-        ScoreRecord(
+        Record(
             f"{culture}{i}",
             "",
             "main",
@@ -91,6 +91,7 @@ def test_report_rounds_p_at_1_by_the_one_rule():
                 "obj_uri": ["Q48"],
                 "prediction": "Asia" if i < hits else "Africa",
             },
+            kind="score",
         )
         for culture, hits in (("arab", 23), ("west", 41))
         for i in range(80)

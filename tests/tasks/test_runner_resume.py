@@ -8,6 +8,7 @@ small `src/utils.py` of tests/tasks/conftest.py, which also gives the task its l
 from __future__ import annotations
 
 import json
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -82,7 +83,12 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(xfakt_re
     judged_run(xfakt_release, model, tmp_path, kind="causal", dtype="float16", device="cpu", batch_tokens=77)
     assert [name for name, _ in loads] == ["fake/judge"]
     settings = loads[0][1]
-    assert (settings.kind, settings.batch_tokens, settings.dtype, settings.device) == ("auto", None, "float16", "cpu")
+    assert (settings.kind, settings.batch_tokens, settings.model_args.dtype, settings.device) == (
+        "auto",
+        None,
+        "float16",
+        "cpu",
+    )
     result = judged_run(xfakt_release, model, tmp_path, resume=True, kind="causal", dtype="float16", device="cpu")
     assert len(loads) == 1  # a finished run resumes without loading the judge
     assert result.metrics["n_items"] == 3
@@ -156,12 +162,12 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
 
     calls = []
     monkeypatch.setattr(Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw))))
-    runner.load_scorer("org/model", RunSettings(revision="0123abc"))
+    runner.load_scorer("org/model", RunSettings.of(revision="0123abc"))
     runner.load_scorer("org/model", RunSettings(no_cache=True))
-    assert calls == [
-        ("org/model", {"kind": "auto", "revision": "0123abc", "cache_dir": runner.default_cache_dir()}),
-        ("org/model", {"kind": "auto"}),
-    ]
+    (name, pinned), (_, plain) = calls
+    assert name == "org/model" and pinned["model_args"].revision == "0123abc"  # the loader's only source of it
+    assert pinned.get("revision") in (None, "0123abc") and pinned["cache_dir"] == runner.default_cache_dir()
+    assert plain == {"kind": "auto"}
     args = build_parser().parse_args(["run", "dlama_arab_west", "--model", "org/model", "--revision", "v1"])
     assert args.revision == "v1"
 
@@ -169,7 +175,8 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
 def test_config_records_the_revision(xfakt_release, tmp_path):
     xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", revision="v1")
     config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["run"]["revision"] == "v1" and config["seed_used"] is False
+    assert config["model_args"]["revision"] == "v1" and "revision" not in config["run"]  # ModelArgs: its only home
+    assert config["seed_used"] is False
 
 
 @pytest.mark.slow
@@ -242,3 +249,36 @@ def test_a_run_made_before_the_marker_existed_still_resumes(xfakt_release, tmp_p
     (tmp_path / "run" / ".culture_probe_run").unlink()  # as runs of earlier versions were written
     again = xfakt_run(xfakt_release, model, tmp_path, judge="string", resume=True)
     assert again.metrics == first.metrics and len(model.prompts) == 3
+
+
+def test_a_run_made_before_model_args_held_dtype_and_revision_reports_compares_and_resumes(xfakt_release, tmp_path):
+    # config.json of runs made before issue 27 kept the model's dtype and revision in `run`, not in `model_args`
+    from culture_probe.cli import main
+
+    settings = {"judge": "string", "revision": "v1", "dtype": "float32"}
+    first = xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, **settings)
+    path = tmp_path / "run" / "config.json"
+    new = json.loads(path.read_text())
+    assert new["model_args"] == {"dtype": "float32", "revision": "v1"} and "dtype" not in new["run"]
+    old = {k: v for k, v in new.items() if k != "model_args"}
+    old["run"] = {**new["run"], "dtype": "float32", "revision": "v1"}
+    path.write_text(json.dumps(old))
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert "--model-args dtype=float32,revision=v1" in (tmp_path / "run" / "report.md").read_text()
+    shutil.copytree(tmp_path / "run", tmp_path / "copy")
+    assert main(["compare", str(tmp_path / "run"), str(tmp_path / "copy")]) == 0
+    again = xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, resume=True, **settings)
+    assert again.metrics == first.metrics and json.loads(path.read_text())["model_args"] == new["model_args"]
+
+
+def test_a_run_looks_its_config_name_up_once(xfakt_release, monkeypatch):
+    # every stage resolved the name again (six lookups in one run): now the plan resolves it and hands it down
+    from culture_probe.data import registry
+
+    rows = recall_rows(xfakt_release)  # the test's own rows, read before counting
+    lookups: list[str] = []
+    table = registry._configs
+    monkeypatch.setattr(registry, "_configs", lambda: lookups.append("lookup") or table())
+    model = FakeModel("United States", "m")
+    run("xfakt_factual_recall", model, rows=rows, progress=False, data_dir=str(xfakt_release), judge="string")
+    assert len(lookups) == 1

@@ -29,9 +29,9 @@ from scipy import stats
 from test_xfakt_protocol import rows_of, xtask
 
 from culture_probe.data.registry import load_benchmark
-from culture_probe.metrics.factuality import ASSOCIATIONS, xfakt
+from culture_probe.metrics.xfakt import ASSOCIATIONS, xfakt
 from culture_probe.runner import run
-from culture_probe.tasks.probes import GenerateRecord
+from culture_probe.tasks.probes import Record
 from culture_probe.tasks.xfakt import XfaktTask
 
 WRONG = {  # specs/xfakt.md 5.2: errors out of 7 facts per (question language, country)
@@ -88,14 +88,15 @@ def upstream_reply(generated: str, prompt: str) -> str:
 # ---------------------------------------------------------------- the library with each profile
 
 
-def records_of(wrong: dict, asked: dict) -> list[GenerateRecord]:
+def records_of(wrong: dict, asked: dict) -> list[Record]:
     """Graded answer records: `wrong[cell]` of the `asked[cell]` questions of each cell answered wrongly."""
     return [
-        GenerateRecord(
+        Record(
             f"{lang}-{country}-{i}",
             "",
             "answer",
             {"language": lang, "country": country, "correct": i >= wrong[(lang, country)], "verdict": "x"},
+            kind="generate",
         )
         for (lang, country), n in asked.items()
         for i in range(n)
@@ -236,7 +237,7 @@ def test_an_echo_can_decide_the_verdict(xfakt_release):
 
 
 def test_the_judges_echoed_prompt_is_deleted_before_reading_the_verdict(xfakt_release):
-    answer = GenerateRecord(
+    answer = Record(
         "fr-000-en",
         "",
         "answer",
@@ -245,6 +246,7 @@ def test_the_judges_echoed_prompt_is_deleted_before_reading_the_verdict(xfakt_re
             "reply": "See [4]: United States",
             "question": "In which country is New York located?",
         },
+        kind="generate",
     )
     upstream = xtask(xfakt_release, **XfaktTask.profile("upstream", "causal"))
     default = xtask(xfakt_release)

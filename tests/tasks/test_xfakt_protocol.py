@@ -21,7 +21,7 @@ from culture_probe.models.tiny import save_tiny, tiny_model, train_tokenizer
 from culture_probe.report.xfakt import headline_text
 from culture_probe.runner import run
 from culture_probe.tasks import GenerateProbe, ScoreProbe
-from culture_probe.tasks.probes import GenerateRecord
+from culture_probe.tasks.probes import Record
 from culture_probe.tasks.xfakt import (
     StringJudge,
     XfaktTask,
@@ -135,11 +135,12 @@ def test_judge_prompt_fills_the_data_files_rubric(xfakt_release):
 
 
 def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(xfakt_release):
-    answer = GenerateRecord(
+    answer = Record(
         "fr-000-hi",
         "",
         "answer",
         {"gold": "संयुक्त राज्य अमेरिका", "question": "न्यूयॉर्क किस देश में स्थित है?", "reply": "अमेरिका"},
+        kind="generate",
     )
     task = xtask(xfakt_release)
     (probe,) = task.build_probes([], stage="judge", previous=[answer])
@@ -228,11 +229,12 @@ def test_spec_worked_example_through_the_task():
     for (language, country), errors in counts.items():
         for i in range(7):
             records.append(
-                GenerateRecord(
+                Record(
                     f"{language}-{country}-{i}",
                     "",
                     "answer",
                     {"language": language, "country": country, "correct": i >= errors, "verdict": "x"},
+                    kind="generate",
                 )
             )
     # string-judged answers (with judge=llm only the judge stage's verdicts count)
@@ -372,8 +374,10 @@ def test_in_context_and_counter_factual_report_error_rates(xfakt_release):
 
 
 def test_unknown_config_is_refused():
-    with pytest.raises(CultureProbeError, match="not an X-FaKT config"):
+    with pytest.raises(CultureProbeError, match="Unknown benchmark config 'xfakt_other'"):
         XfaktTask("xfakt_other", kind="causal")
+    with pytest.raises(CultureProbeError, match="'fmlama_en' is not an X-FaKT config"):
+        XfaktTask("fmlama_en", kind="causal")
 
 
 class _FixedReply:
@@ -446,7 +450,7 @@ def test_smoke_run_without_non_associated_cells_still_reports(xfakt_release, tmp
 
 def test_pure_xfakt_metric_still_refuses_missing_cells():
     from culture_probe.errors import MetricInputError
-    from culture_probe.metrics.factuality import xfakt
+    from culture_probe.metrics.xfakt import xfakt
 
     with pytest.raises(MetricInputError, match="non-associated"):
         xfakt(correct=[True], language=["en"], country=["United States"])

@@ -116,7 +116,7 @@ def test_the_judges_memory_is_counted_from_its_config_and_stated(xfakt_release, 
     # no weights are read: the folder without its weight file gives the same count, in the run's dtype
     bare = tmp_path / "bare"
     shutil.copytree(judge, bare, ignore=shutil.ignore_patterns("*.safetensors"))
-    half = resolve_stage_model(str(bare), "judge", JUDGE_NEED, RunSettings(dtype="bfloat16"))
+    half = resolve_stage_model(str(bare), "judge", JUDGE_NEED, RunSettings.of(dtype="bfloat16"))
     assert (half.parameters, half.weight_bytes, half.dtype) == (reference, 2 * reference, "bfloat16")
 
 

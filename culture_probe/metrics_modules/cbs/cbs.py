@@ -22,6 +22,7 @@ Example (constructed):
 import datasets
 import evaluate
 
+from culture_probe.data.camel import CITATION
 from culture_probe.metrics import cbs
 from culture_probe.metrics.info import metric_info
 
@@ -35,7 +36,7 @@ class Cbs(evaluate.Metric):
             "culture": datasets.Value("string"),
             "score": datasets.Value("float64"),
         }
-        return metric_info(__doc__, "camel", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, prompt_id, culture, score, entity_type=None, run=None, tie_value=0.0):
         return cbs(prompt_id, culture, score, entity_type=entity_type, run=run, tie_value=tie_value)

@@ -28,6 +28,7 @@ import datasets
 import evaluate
 
 from culture_probe.metrics import compare_groups
+from culture_probe.metrics.compare import CITATION
 from culture_probe.metrics.info import metric_info
 
 
@@ -36,7 +37,7 @@ class CompareGroups(evaluate.Metric):
 
     def _info(self):
         features = {"scores": datasets.Value("float64"), "groups": datasets.Value("string")}
-        return metric_info(__doc__, "culture_probe", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, scores, groups, reference=None, n_resamples=10_000, confidence=0.95, seed=0, success=None):
         return compare_groups(

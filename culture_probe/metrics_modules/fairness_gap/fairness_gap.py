@@ -23,6 +23,7 @@ Example (constructed: equal F1, but Arab positives are missed and called negativ
 import datasets
 import evaluate
 
+from culture_probe.data.camel import CITATION
 from culture_probe.metrics import fairness_gap
 from culture_probe.metrics.info import metric_info
 
@@ -36,7 +37,7 @@ class FairnessGap(evaluate.Metric):
             "references": datasets.Value("string"),
             "culture": datasets.Value("string"),
         }
-        return metric_info(__doc__, "camel", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, predictions, references, culture, labels=None, n_resamples=1000, confidence=0.95, seed=0):
         return fairness_gap(

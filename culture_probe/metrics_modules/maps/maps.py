@@ -23,6 +23,7 @@ Example (constructed; the tied third item went to "a"):
 import datasets
 import evaluate
 
+from culture_probe.data.maps import CITATION
 from culture_probe.metrics import maps
 from culture_probe.metrics.info import metric_info
 
@@ -36,7 +37,7 @@ class Maps(evaluate.Metric):
             "references": datasets.Value("string"),
             "negative": datasets.Value("bool"),
         }
-        return metric_info(__doc__, "maps", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, predictions, references, negative, is_figurative=None, memorised=None):
         return maps(predictions, references, negative=negative, is_figurative=is_figurative, memorised=memorised)

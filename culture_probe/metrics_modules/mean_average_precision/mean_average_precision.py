@@ -21,6 +21,7 @@ Example (constructed):
 import datasets
 import evaluate
 
+from culture_probe.data.fmlama import CITATION
 from culture_probe.metrics import mean_average_precision
 from culture_probe.metrics.info import metric_info
 
@@ -33,7 +34,7 @@ class MeanAveragePrecision(evaluate.Metric):
             "predictions": datasets.Sequence(datasets.Value("string")),
             "references": datasets.Sequence(datasets.Value("string")),
         }
-        return metric_info(__doc__, "fmlama", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, predictions, references, groups=None):
         return mean_average_precision(predictions, references, groups=groups)

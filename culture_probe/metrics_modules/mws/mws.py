@@ -27,6 +27,7 @@ Example (constructed, toy 2-d vectors):
 import datasets
 import evaluate
 
+from culture_probe.data.fmlama import CITATION
 from culture_probe.data.vectors import read_vectors
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics import mws
@@ -42,7 +43,7 @@ class Mws(evaluate.Metric):
             "predictions": datasets.Sequence(datasets.Value("string")),
             "references": datasets.Sequence(datasets.Value("string")),
         }
-        return metric_info(__doc__, "fmlama", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, predictions, references, embed=None, groups=None, vectors=None, language="en"):
         if embed is not None and vectors is not None:

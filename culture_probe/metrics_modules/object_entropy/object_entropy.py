@@ -21,6 +21,7 @@ Example (constructed):
 import datasets
 import evaluate
 
+from culture_probe.data.dlama import CITATION
 from culture_probe.metrics import object_entropy
 from culture_probe.metrics.info import metric_info
 
@@ -34,7 +35,7 @@ class ObjectEntropy(evaluate.Metric):
             "predicate": datasets.Value("string"),
             "culture": datasets.Value("string"),
         }
-        return metric_info(__doc__, "dlama", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, objects, predicate, culture):
         return object_entropy(objects, predicate, culture)

@@ -21,6 +21,7 @@ Example (constructed; no smoothing: OR(rich) = (3/1) / (1/3) = 9):
 import datasets
 import evaluate
 
+from culture_probe.data.camel import CITATION
 from culture_probe.metrics import odds_ratio
 from culture_probe.metrics.info import metric_info
 
@@ -30,7 +31,7 @@ class OddsRatio(evaluate.Metric):
 
     def _info(self):
         features = {"word": datasets.Value("string"), "culture": datasets.Value("string")}
-        return metric_info(__doc__, "camel", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, word, culture, smoothing=0.5, confidence=0.95):
         return odds_ratio(word, culture, smoothing=smoothing, confidence=confidence)

@@ -26,6 +26,7 @@ Example (constructed):
 import datasets
 import evaluate
 
+from culture_probe.data.dlama import CITATION
 from culture_probe.metrics import precision_at_k
 from culture_probe.metrics.info import metric_info
 
@@ -38,7 +39,7 @@ class PrecisionAtK(evaluate.Metric):
     def _info(self):
         return metric_info(
             __doc__,
-            "dlama",
+            CITATION,
             [
                 datasets.Features(
                     {"predictions": datasets.Sequence(datasets.Value("string")), "references": _REFERENCES}

@@ -21,6 +21,7 @@ import datasets
 import evaluate
 
 from culture_probe.metrics import rankc
+from culture_probe.metrics.consistency import CITATION
 from culture_probe.metrics.info import metric_info
 
 
@@ -32,7 +33,7 @@ class Rankc(evaluate.Metric):
             "rankings_a": datasets.Sequence(datasets.Value("string")),
             "rankings_b": datasets.Sequence(datasets.Value("string")),
         }
-        return metric_info(__doc__, "rankc", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, rankings_a, rankings_b, weight="softmax"):
         return rankc(rankings_a, rankings_b, weight=weight)

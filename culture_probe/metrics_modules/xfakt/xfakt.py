@@ -25,6 +25,7 @@ Example (constructed: 7 facts per country, error counts per question language an
 import datasets
 import evaluate
 
+from culture_probe.data.xfakt import CITATION
 from culture_probe.metrics import xfakt
 from culture_probe.metrics.info import metric_info
 
@@ -38,7 +39,7 @@ class Xfakt(evaluate.Metric):
             "language": datasets.Value("string"),
             "country": datasets.Value("string"),
         }
-        return metric_info(__doc__, "xfakt", datasets.Features(features))
+        return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(
         self, correct, language, country, associations=None, round_cells=True, tiers="paper", round_statistics=False

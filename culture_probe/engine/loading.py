@@ -1,0 +1,204 @@
+"""`load(model, model_args, options)`: the engine's one front door for a model given by name.
+
+A name is one of three forms, told apart here and nowhere else:
+- `openai:<name>`: a model asked through an OpenAI-compatible server (`ServedScorer`; `LoadOptions.base_url`);
+- `planted:<config>`: the built-in planted model of a benchmark config, trained on its data once, then cached
+  (`culture_probe.models.planted_benchmarks`);
+- anything else: a Hub id or a local folder (`Scorer.from_pretrained`).
+
+A run asks of a named model before its weights load (its kind, its tokenizer and config, the memory its weights
+take), so that a model that cannot serve fails before any folder is made; those questions are answered here too,
+from configs and tokenizers only. Light at import (no torch): the backends load when a model does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from culture_probe.data.sources import cache_root
+from culture_probe.engine.types import MAX_RETRIES, MODEL_KINDS, REQUEST_TIMEOUT, SERVED, ModelArgs, ModelKind
+from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError
+
+if TYPE_CHECKING:
+    from culture_probe.engine.scorer import ScorerProtocol
+
+PLANTED = "planted:"  # `planted:<config>`: the built-in planted model of a benchmark config
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How the engine loads and asks a model given by name, beside `ModelArgs` (how transformers loads its weights:
+    dtype, revision, ...). The kind is checked when they are made, the others where they are used (a run checks them
+    all before it starts: `RunSettings`).
+    """
+
+    kind: str = "auto"  # "auto" (from the model's config) or one of MODEL_KINDS
+    device: str | None = None  # default: the process's accelerator, else the CPU
+    batch_tokens: int | None = None  # tokens per forward pass; default: the automatic budget, halved on OOM
+    cache_dir: str | os.PathLike | None = None  # the folder of the per-model score caches; None: no cache
+    data_dir: str | os.PathLike | None = None  # the benchmark data a planted model is trained on
+    base_url: str | None = None  # the OpenAI-compatible server of an `openai:<name>` model
+    concurrency: int = 8  # requests in flight to that server
+    request_timeout: float = REQUEST_TIMEOUT  # seconds one request to that server may take, per try
+    max_retries: int = MAX_RETRIES  # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("auto", *MODEL_KINDS):
+            raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
+
+
+def default_cache_dir() -> Path:
+    """Where the per-model score caches live unless told otherwise: `scores/` in the library's cache folder."""
+    return cache_root() / "scores"
+
+
+def is_named(model: Any) -> bool:
+    """Whether `model` is a name (to load) rather than a scorer already loaded."""
+    return isinstance(model, (str, os.PathLike))
+
+
+def load(model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()) -> ScorerProtocol:
+    """A scorer for `model` (a Hub id, a local folder, `planted:<config>` or `openai:<name>`); a scorer already
+    loaded is returned as is.
+    """
+    if not is_named(model):
+        return model
+    args = model_args or ModelArgs()
+    name = str(model)
+    cache: dict[str, Any] = {} if options.cache_dir is None else {"cache_dir": options.cache_dir}
+    if name.startswith(SERVED):
+        from culture_probe.engine.served import ServedScorer
+
+        model_kind(name, args, options)  # a served model needs its URL
+        return ServedScorer(
+            name[len(SERVED) :],
+            base_url=options.base_url or "",
+            concurrency=options.concurrency,
+            timeout=options.request_timeout,
+            retries=options.max_retries,
+            **cache,
+        )
+    from culture_probe.engine.scorer import Scorer
+
+    kwargs: dict[str, Any] = {"kind": options.kind}
+    if args != ModelArgs():
+        kwargs["model_args"] = args
+    if options.batch_tokens is not None:
+        kwargs["batch_tokens"] = options.batch_tokens
+    kwargs.update(cache)
+    if options.device is not None:
+        kwargs["device"] = options.device
+    return Scorer.from_pretrained(resolve_model(name, options), **kwargs)
+
+
+def resolve_model(name: str, options: LoadOptions = LoadOptions()) -> str:
+    """`planted:<config>` -> the local folder of the built-in planted model (trained once, then cached)."""
+    if not name.startswith(PLANTED):
+        return name
+    from culture_probe.models.planted_benchmarks import planted_model_dir
+
+    return str(planted_model_dir(name[len(PLANTED) :], data_dir=options.data_dir))
+
+
+def model_kind(model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()) -> ModelKind:
+    """The model's kind without loading its weights (from its config, or the planted model's architecture); a
+    served model needs its server's URL and is causal.
+    """
+    if not is_named(model):
+        return model.kind
+    args = model_args or ModelArgs()
+    name = str(model)
+    if name.startswith(SERVED):
+        if not options.base_url:
+            raise InvalidValueError(
+                f"{name} is a served model: pass the server's --base-url (e.g. http://127.0.0.1:8000/v1)."
+            )
+        if options.kind not in ("auto", "causal"):
+            raise UnknownNameError("kind of a served model", options.kind, ("auto", "causal"))
+        return "causal"
+    if name.startswith(PLANTED):
+        from culture_probe.models.planted_benchmarks import planted_kind
+
+        # a kind other than "auto" is one of MODEL_KINDS: LoadOptions checks it when made
+        return planted_kind(name[len(PLANTED) :]) if options.kind == "auto" else cast(ModelKind, options.kind)
+    from culture_probe.engine.scorer import model_kind as kind_of
+
+    return kind_of(name, kind=options.kind, revision=args.revision, trust_remote_code=args.trust_remote_code)
+
+
+def model_parts(
+    name: str, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
+) -> tuple[Any, Any]:
+    """A model's tokenizer and transformers config, read without its weights: a planted model's built from its spec
+    (nothing trained), a Hub or local model's at its revision (a file the Hub cannot give is one line).
+    """
+    if name.startswith(PLANTED):
+        from culture_probe.models.planted_benchmarks import planted_parts
+
+        return planted_parts(name[len(PLANTED) :], data_dir=options.data_dir)
+    args = model_args or ModelArgs()
+    hub = {"revision": args.revision, "trust_remote_code": args.trust_remote_code}
+    tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(name, **hub))
+    return tokenizer, _hub_call(lambda: _auto("AutoConfig").from_pretrained(name, **hub))
+
+
+def tokenizer_of(model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()) -> Any:
+    """A model's tokenizer, without its weights; None for a served model (its server holds the chat template)."""
+    if not is_named(model):
+        return getattr(model, "tokenizer", None)
+    if str(model).startswith(SERVED):
+        return None
+    return model_parts(str(model), model_args, options)[0]
+
+
+def planted_description(model: Any, options: LoadOptions = LoadOptions()) -> str | None:
+    """What a built-in planted model was trained on and the pattern to expect (its spec's `what`, which config.json
+    and the report show); None for any other model.
+    """
+    if not (isinstance(model, str) and model.startswith(PLANTED)):
+        return None
+    from culture_probe.models.planted_benchmarks import planted_spec
+
+    return planted_spec(model[len(PLANTED) :], data_dir=options.data_dir).what
+
+
+def parameter_count(config: Any, kind: str) -> int:
+    """The number of parameters of a model built from `config` on the meta device: no memory, no weights read
+    (tied weights, e.g. an input embedding shared with the output layer, count once, as they load).
+    """
+    import torch
+
+    from culture_probe.engine.scorer import backend_for
+
+    with torch.device("meta"):
+        empty = _auto(backend_for(kind).auto_class).from_config(config)
+    return sum(p.numel() for p in empty.parameters())
+
+
+def load_dtype(config: Any, model_args: ModelArgs | None = None) -> str:
+    """The dtype a model loads in: `model_args.dtype`, else its config's own (transformers loads "auto"), else
+    float32.
+    """
+    given = (model_args or ModelArgs()).dtype
+    if given not in (None, "auto"):
+        return str(given)
+    own = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    return str(own).removeprefix("torch.") if own is not None else "float32"
+
+
+def _auto(name: str) -> Any:
+    import transformers
+
+    return getattr(transformers, name)
+
+
+def _hub_call(load: Callable[[], Any]) -> Any:
+    """A transformers loader whose file errors (missing, offline without a cache) become one-line library errors."""
+    try:
+        return load()
+    except (OSError, ValueError) as error:
+        raise MissingDataError(" ".join(str(error).split())) from None

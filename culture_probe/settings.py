@@ -1,0 +1,273 @@
+"""A run's settings, declared once. Each `RunSettings` field carries its help, and its bounds where it has some, in
+its metadata; the command line's run flags (`add_arguments`: `--batch-tokens` for `batch_tokens`), `run(...)`'s
+keywords and a suite's settings are all made from the fields, and checked in one place (`RunSettings.__post_init__`).
+How the model loads is `ModelArgs`' (`--model-args`); its fields marked `shorthand` (`dtype`, `revision`) also have a
+flag and a keyword of their own, which write into it. Adding a run option is one field here plus its use.
+
+Light on purpose (no torch, no datasets at import): the command line builds its parser from this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from culture_probe.engine.types import MAX_RETRIES, MODEL_KINDS, REQUEST_TIMEOUT, ModelArgs
+from culture_probe.errors import InvalidValueError, UnknownNameError
+
+SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
+PROTOCOLS = ("default", "upstream")  # the two protocol profiles (`--protocol`): the library's, and the released code's
+
+
+def limit_value(text: str) -> int | float | str:
+    """`--limit`: a whole number or a fraction (both checked by `RunSettings`, which names a bad value), or "smoke"."""
+    if text == SMOKE:
+        return text
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)")
+
+
+def setting(
+    default: Any,
+    help: str,
+    *,
+    low: int | None = None,
+    metavar: str | None = None,
+    choices: tuple[str, ...] | None = None,
+    parse: Callable[[str], Any] | None = None,
+) -> Any:
+    """A `RunSettings` field: its default, the help of its flag (`--name-with-dashes`), the least value it takes
+    (`low`), and how the command line shows and reads it (`metavar`, `choices`, `parse`: else by its annotation).
+    """
+    meta = {"help": help, "low": low, "metavar": metavar, "choices": choices, "parse": parse}
+    return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
+
+
+LIMIT_HELP = (
+    "smoke runs: probe N items drawn with --seed in turn from each language, culture, predicate or type (items: "
+    "DLAMA facts, FmLAMA dishes, CAMeL prompts, X-FaKT questions, MAPS proverbs); a fraction 0 < x < 1: that share "
+    "of each of them, rounded up; smoke: the fewest that give every headline number (e.g. X-FaKT factual recall "
+    "169, one question per language x country cell); a smaller N says what it will lack"
+)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The runner's own switches, checked when made; those that change a number are recorded in config.json."""
+
+    language: str | None = setting(None, "restrict to one language where the benchmark has several", metavar="L")
+    limit: int | float | str | None = setting(None, LIMIT_HELP, low=1, metavar="N|FRACTION|smoke", parse=limit_value)
+    batch_tokens: int | None = setting(None, "token budget per forward batch", low=1, metavar="T")
+    seed: int = setting(0, "seed of every random draw (a --limit sample, a protocol's random samples)", metavar="S")
+    kind: str = setting("auto", "the model's kind, when its config does not say it", choices=("auto", *MODEL_KINDS))
+    device: str | None = setting(None, "torch device, e.g. cuda:0", metavar="D")
+    data_dir: str | None = setting(
+        None,
+        "local data (MAPS, DLAMA): a folder, or per benchmark in a suite, e.g. dlama=dlama-v1/,maps=maps/",
+        metavar="DIR",
+    )
+    corrected: bool = setting(False, "use the corrected variant of the data")
+    cache_dir: str | None = setting(
+        None,
+        "folder of the per-model score caches, shared by every run (default: scores/ in $CULTURE_PROBE_CACHE or "
+        "~/.cache/culture_probe)",
+        metavar="DIR",
+    )
+    no_cache: bool = setting(False, "score without reading or writing the score cache")
+    base_url: str | None = setting(
+        None,
+        "OpenAI-compatible server of an openai:NAME model (vLLM, TGI, transformers serve), e.g. "
+        "http://127.0.0.1:8000/v1",
+        metavar="URL",
+    )
+    concurrency: int = setting(8, "requests in flight to that server", low=1, metavar="N")
+    request_timeout: float = setting(
+        REQUEST_TIMEOUT, "seconds one request to that server may take, per try", metavar="SECONDS"
+    )
+    max_retries: int = setting(
+        MAX_RETRIES,
+        "retries of a request that timed out or failed (5xx, 429, a dropped connection); a stalled server fails "
+        "after about SECONDS x (N + 1)",
+        low=0,
+        metavar="N",
+    )
+    model_args: ModelArgs = setting(
+        ModelArgs(),
+        "how the model is loaded, the harness's way: key=value,... with pretrained=NAME (in place of --model), "
+        "dtype, revision, trust_remote_code, device_map, attn_implementation, load_in_8bit, load_in_4bit, "
+        "peft=ADAPTER_DIR (recorded in config.json)",
+        metavar="KEY=VALUE,...",
+        parse=str,
+    )
+    protocol: str = setting(
+        "default",
+        "default: the library's protocol; upstream: what each benchmark's released code did, wherever it runs (the "
+        "report's deviation table shows which side each difference took)",
+        choices=PROTOCOLS,
+    )
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            value, low = getattr(self, spec.name), spec.metadata.get("low")
+            if low is None or value is None or spec.name == "limit" and _share_or_smoke(value):
+                continue  # a float in (0, 1) is a share of each stratum's items
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                smoke = (
+                    f' (or "{SMOKE}": the fewest items that give every headline number, or a fraction 0 < x < 1 of '
+                    "each stratum's items)"
+                    if spec.name == "limit"
+                    else ""
+                )
+                raise InvalidValueError(f"{spec.name} must be a whole number >= {low}, got {value!r}{smoke}.")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
+        timeout = self.request_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise InvalidValueError(f"request_timeout must be a number of seconds > 0, got {timeout!r}.")
+        if self.kind not in ("auto", *MODEL_KINDS):
+            raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
+        if self.protocol not in PROTOCOLS:
+            raise UnknownNameError("protocol", self.protocol, PROTOCOLS)
+        if not isinstance(self.model_args, ModelArgs):
+            raise InvalidValueError(f"model_args must be a ModelArgs, got {self.model_args!r} (RunSettings.of: text).")
+        check_dtype(self.model_args.dtype)
+        check_device(self.device)
+        if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
+            raise InvalidValueError(
+                f"--cache-dir {self.cache_dir} is a file: pass a folder for the score caches (or --no-cache)."
+            )
+
+    @classmethod
+    def of(cls, base: RunSettings | None = None, **keywords: Any) -> RunSettings:
+        """Settings from `run`'s keywords over `base` (default: the defaults): the fields, with `model_args` as text,
+        a mapping or a `ModelArgs`, and its shorthands (`dtype=`, `revision=`) written into it; a shorthand that
+        disagrees with `model_args` is an error. Paths may be `os.PathLike`.
+        """
+        shorthands = {name: keywords.pop(name) for name in SHORTHANDS if name in keywords}
+        unknown = set(keywords) - set(NAMES)
+        if unknown:
+            raise UnknownNameError("run setting", sorted(unknown)[0], NAMES)
+        values = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in keywords.items()}
+        settings = replace(base or cls(), **{k: v for k, v in values.items() if k != "model_args"})
+        model_args = as_model_args(values["model_args"]) if "model_args" in values else settings.model_args
+        return replace(settings, model_args=with_shorthands(model_args, shorthands))
+
+    @classmethod
+    def split(cls, keywords: Mapping[str, Any], base: RunSettings | None = None) -> tuple[RunSettings, dict[str, Any]]:
+        """`run`'s keywords split into the settings (over `base`) and the protocol's options (all others)."""
+        own = {k: v for k, v in keywords.items() if k in NAMES or k in SHORTHANDS}
+        return cls.of(base, **own), {k: v for k, v in keywords.items() if k not in own}
+
+    def recorded(self) -> dict[str, Any]:
+        """config.json's `run` block: every setting but `model_args` (recorded as its own block)."""
+        return {name: getattr(self, name) for name in NAMES if name != "model_args"}
+
+
+def _share_or_smoke(value: Any) -> bool:
+    return value == SMOKE or isinstance(value, float) and 0 < value < 1
+
+
+NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunSettings))
+#: ModelArgs fields with a flag and a run keyword of their own (`--dtype`), written into `model_args`
+SHORTHANDS: tuple[str, ...] = tuple(f.name for f in fields(ModelArgs) if f.metadata.get("shorthand"))
+
+
+def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArgs:
+    """`--model-args` text, a mapping or a `ModelArgs` -> `ModelArgs` (checked before anything loads)."""
+    if value is None:
+        return ModelArgs()
+    if isinstance(value, ModelArgs):
+        return value
+    if isinstance(value, str):
+        return ModelArgs.parse(value)
+    return ModelArgs.parse(",".join(f"{k}={v}" for k, v in value.items()))
+
+
+def with_shorthands(model_args: ModelArgs, given: Mapping[str, Any]) -> ModelArgs:
+    """`model_args` with the shorthands given (`--dtype`, `--revision`); one that disagrees with it is an error."""
+    given = {k: v for k, v in given.items() if v is not None}
+    for name, value in given.items():
+        other = getattr(model_args, name)
+        if other is not None and value != other:
+            raise InvalidValueError(f"--{name} {value} and --model-args {name}={other} disagree: give it once.")
+    return replace(model_args, **given)
+
+
+def check_dtype(name: str | None) -> None:
+    """A dtype must name a torch dtype (or "auto"), checked before any data or model loads."""
+    if name is None or name == "auto":
+        return
+    import torch
+
+    if not isinstance(getattr(torch, str(name), None), torch.dtype):
+        raise InvalidValueError(f"dtype {name!r} is not a torch dtype: use float32, float16 or bfloat16 (or auto).")
+
+
+def check_device(name: str | None) -> None:
+    """A device must exist on this machine, checked before any data or model loads."""
+    if name is None:
+        return
+    import torch
+
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise InvalidValueError(f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps).") from None
+    checks: dict[str, Callable[[], bool]] = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
+    available = checks.get(device.type)
+    if available is not None and not available():
+        raise InvalidValueError(
+            f"--device {name}: this machine's torch sees no {device.type} device. Use --device "
+            "cpu, or install a torch build for that hardware."
+        )
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise InvalidValueError(f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s) here.")
+
+
+# ---------------------------------------------------------------- the command line's run flags
+
+
+def flag_fields() -> list[Field]:
+    """Every field that has a run flag: RunSettings' own, then ModelArgs' shorthands."""
+    return [*fields(RunSettings), *(f for f in fields(ModelArgs) if f.name in SHORTHANDS)]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per `flag_fields()` field: `--name-with-dashes`, its help, its type (`parse`, else the annotation's),
+    choices and default from the field; a bool field is a switch. Values are checked when the settings are made.
+    """
+    hints = {**typing.get_type_hints(ModelArgs), **typing.get_type_hints(RunSettings)}
+    for spec in flag_fields():
+        flag, meta, default = "--" + spec.name.replace("_", "-"), spec.metadata, spec.default
+        if hints[spec.name] is bool:
+            parser.add_argument(flag, action="store_true", help=meta["help"])
+            continue
+        shown = isinstance(default, (int, float)) and not isinstance(default, bool)
+        parser.add_argument(
+            flag,
+            type=meta.get("parse") or _scalar(hints[spec.name]),
+            default=default if shown or isinstance(default, str) else None,
+            metavar=meta.get("metavar"),
+            choices=meta.get("choices"),
+            help=meta["help"] + (" (default %(default)s)" if shown else ""),
+        )
+
+
+def from_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The run flags' values as `RunSettings.of` takes them (`--model-args` text as given)."""
+    return {spec.name: getattr(args, spec.name) for spec in flag_fields()}
+
+
+def _scalar(hint: Any) -> Callable[[str], Any]:
+    """The command-line type of an annotation: `int | None` -> int; a string otherwise."""
+    options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    return next((t for t in options if t in (int, float)), str)
