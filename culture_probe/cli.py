@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from culture_probe.board.command import add_board_parsers  # light: the site's modules load on use
 from culture_probe.settings import add_arguments
 
 EXAMPLES = """examples:
@@ -24,6 +25,8 @@ EXAMPLES = """examples:
   culture-probe run camel_co_prompts,camel_ag_prompts --model-args pretrained=UBC-NLP/ARBERT --limit 0.1 --out runs/a
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
+  culture-probe board runs/mbert runs/xlmr runs/suite --out board
+  culture-probe push-board my-org/culture-results runs/suite --dry-run --out space
   culture-probe export hub_folder --configs dlama_arab_west camel_entities
   culture-probe push my-org/culture_probe --configs camel_co_prompts camel_entities
   culture-probe push-metrics my-org --dry-run --out metric_spaces
@@ -40,6 +43,8 @@ HANDLERS = {
     "push": "culture_probe.publish:main",
     "push-metrics": "culture_probe.publish:main",
     "curate": "culture_probe.curation.cli:main",
+    "board": "culture_probe.board.command:board_main",
+    "push-board": "culture_probe.board.command:push_board_main",
 }
 
 
@@ -153,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="write the folder and print what would be uploaded; nothing is sent (needs --out)",
         )
         command.add_argument("--out", help="the dry run's folder")
+    add_board_parsers(sub)
 
     curate = sub.add_parser("curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint")
     curate.add_argument("framework", choices=["dlama", "fmlama"])

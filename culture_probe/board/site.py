@@ -1,0 +1,199 @@
+"""Write the board as a static site that opens from `file://`: one `index.html`, the script and style in `assets/`,
+and the data as JavaScript files in `data/` that assign to a global (a browser refuses `fetch()` of a local JSON
+file, but loads a local script). The leaderboard's data loads with the page; a run's page loads its item index
+when opened, and the full records in pages of `PAGE_SIZE` only when an item is opened, so a 49,000-record run opens
+as fast as a small one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from culture_probe import rundir
+from culture_probe.board.build import (
+    BoardRun,
+    Outcomes,
+    comparison,
+    item_index,
+    item_records,
+    leaderboard,
+    load_runs,
+    outcomes,
+    pairs,
+    run_page,
+)
+from culture_probe.errors import CultureProbeError
+
+PAGE_SIZE = 1000  # records per data file: one file is what opening an item loads
+MARKER = ".culture_probe_board"  # names a folder as a board, which a new board may replace
+ASSETS = ("board.js", "board.css")  # written for this package: nothing vendored
+WRITTEN = ("index.html", "assets", "data", "figures")  # what a board writes, and a new board replaces
+
+
+@dataclass(frozen=True)
+class Site:
+    """A written board: its folder, the runs and comparisons it shows, and its size in bytes."""
+
+    folder: Path
+    runs: tuple[str, ...]
+    comparisons: tuple[str, ...]
+    size: int
+    withheld: tuple[str, ...] = ()  # benchmarks whose records were left out
+
+    def describe(self) -> str:
+        """One line for the terminal."""
+        return (
+            f"board of {len(self.runs)} run(s) and {len(self.comparisons)} comparison(s) in {self.folder} "
+            f"({self.size / 1e6:,.1f} MB); open {self.folder / 'index.html'}"
+        )
+
+
+def build_board(
+    paths: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    title: str = "culture_probe results",
+    withhold: Mapping[str, str] | None = None,
+) -> Site:
+    """Write the board of the runs and suites in `paths` into `out` (new, empty, or an earlier board). Records of
+    the benchmarks in `withhold` ({benchmark: why}) are left out: their numbers are shown, their items are not.
+    """
+    folder = Path(out)
+    check_board_folder(folder)
+    runs = load_runs(paths)
+    if not runs:
+        raise CultureProbeError("No run under the paths given has answered a probe yet: nothing to show.")
+    withhold = dict(withhold or {})
+    clear(folder)
+    (folder / "data").mkdir(parents=True)
+    judged = {run.id: outcomes(run) for run in runs}
+    for run in runs:
+        write_run(folder, run, judged[run.id], withhold.get(run.benchmark))
+    shown = pairs(runs)
+    for pair in shown:
+        data = comparison(pair, judged, with_items=pair.base.benchmark not in withhold)
+        write_data(folder / "data" / f"compare-{pair.id}.js", "compare", pair.id, data)
+    board = {
+        "title": title,
+        "made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "leaderboard": leaderboard(runs),
+        "runs": [run_summary(run) for run in runs],
+        "comparisons": [{"id": p.id, "config": p.base.name, "base": p.base.id, "other": p.other.id} for p in shown],
+    }
+    write_data(folder / "data" / "board.js", "board", "", board)
+    copy_assets(folder / "assets")
+    rundir.write_text(folder / "index.html", index_html(title))
+    rundir.write_text(folder / MARKER, "A culture_probe results board (culture-probe board --out).\n")
+    left_out = tuple(dict.fromkeys(r.benchmark for r in runs if r.benchmark in withhold))
+    return Site(folder, tuple(r.id for r in runs), tuple(p.id for p in shown), folder_size(folder), left_out)
+
+
+def run_summary(run: BoardRun) -> dict[str, Any]:
+    """A run's line in the board's list of runs."""
+    return {
+        "id": run.id,
+        "config": run.name,
+        "model": run.model,
+        "protocol": run.protocol,
+        "smoke": run.smoke,
+        "status": run.status,
+        "records": len(run.run.records),
+    }
+
+
+def write_run(folder: Path, run: BoardRun, judged: Outcomes, withheld: str | None) -> None:
+    """The run's page data, its figures, and (unless `withheld`) its item index, records and candidate lists."""
+    figures = copy_figures(run, folder / "figures" / run.id)
+    page = {"page": run_page(run, figures), "page_size": PAGE_SIZE, "withheld": withheld}
+    data = folder / "data"
+    if withheld is None:
+        records = item_records(run, judged)
+        page["index"] = item_index(run, judged)
+        for number, start in enumerate(range(0, len(records), PAGE_SIZE)):
+            chunk = records[start : start + PAGE_SIZE]
+            write_data(data / f"items-{run.id}-{number}.js", "items", f"{run.id}/{number}", chunk)
+        write_data(data / f"cands-{run.id}.js", "cands", run.id, run.prompts.candidate_sets)
+    write_data(data / f"run-{run.id}.js", "run", run.id, page)
+
+
+def copy_figures(run: BoardRun, target: Path) -> list[str]:
+    """The run's PNG figures (report.md's), copied into the site; their paths relative to index.html."""
+    plots = sorted((run.run.path / rundir.PLOTS_DIR).glob("*.png"))
+    if plots:
+        target.mkdir(parents=True, exist_ok=True)
+    for plot in plots:
+        shutil.copyfile(plot, target / plot.name)
+    return [f"figures/{run.id}/{plot.name}" for plot in plots]
+
+
+def write_data(path: Path, kind: str, key: str, value: Any) -> None:
+    """One data file: a script that hands `value` to the board (`CP_DATA(kind, key, value)`)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    path.write_text(f"CP_DATA({json.dumps(kind)},{json.dumps(key, ensure_ascii=False)},{text});\n", encoding="utf-8")
+
+
+def copy_assets(target: Path) -> None:
+    """The board's script, style and licence (the package's `board/assets`)."""
+    target.mkdir(parents=True, exist_ok=True)
+    source = resources.files("culture_probe.board") / "assets"
+    for name in ASSETS:
+        (target / name).write_bytes((source / name).read_bytes())
+
+
+def index_html(title: str) -> str:
+    """The one page of the board: the views are drawn by assets/board.js from the data files."""
+    from html import escape
+
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title>
+<link rel="stylesheet" href="assets/board.css">
+<script src="assets/board.js"></script>
+<script src="data/board.js"></script>
+</head>
+<body>
+<header><a href="#" id="home">{escape(title)}</a></header>
+<main id="main"><noscript>The board is drawn by JavaScript: allow scripts for this file.</noscript></main>
+</body>
+</html>
+"""
+
+
+def check_board_folder(folder: Path) -> None:
+    """A board writes only into a new or empty folder, or over an earlier board (its marker): never over anyone's
+    files, nor into a run or suite folder.
+    """
+    if folder.exists() and not folder.is_dir():
+        raise CultureProbeError(f"--out {folder} is a file; pass a folder (new, empty, or an earlier board).")
+    if not folder.is_dir() or not any(folder.iterdir()) or (folder / MARKER).is_file():
+        return
+    raise CultureProbeError(
+        f"--out {folder} is not empty and holds no earlier board ({MARKER}); nothing was written. Pass a new or "
+        "empty folder."
+    )
+
+
+def clear(folder: Path) -> None:
+    """Remove what an earlier board wrote in `folder` (its files only)."""
+    for name in WRITTEN:
+        path = folder / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes of every file in `folder`."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
