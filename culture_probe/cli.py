@@ -25,6 +25,7 @@ EXAMPLES = """examples:
   culture-probe run camel_co_prompts,camel_ag_prompts --model-args pretrained=UBC-NLP/ARBERT --limit 0.1 --out runs/a
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
+  culture-probe consistency runs/mbert_en runs/mbert_ar --out runs/consistency
   culture-probe board runs/mbert runs/xlmr runs/suite --out board
   culture-probe push-board my-org/culture-results runs/suite --dry-run --out space
   culture-probe export hub_folder --configs dlama_arab_west camel_entities
@@ -39,6 +40,7 @@ HANDLERS = {
     "run": "culture_probe.run_command:main",
     "report": "culture_probe.report:main",
     "compare": "culture_probe.report:compare_main",
+    "consistency": "culture_probe.report:consistency_main",
     "export": "culture_probe.data.export:main",
     "push": "culture_probe.publish:main",
     "push-metrics": "culture_probe.publish:main",
@@ -110,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="(re)write report.md and plots of a run directory")
     report.add_argument("run_dir")
 
+    consistency = sub.add_parser(
+        "consistency",
+        help="two runs of one model in two languages, paired fact by fact: agreement and RankC (docs/consistency.md)",
+    )
+    consistency.add_argument("run_dirs", nargs=2, metavar="RUN_DIR")
+    consistency.add_argument("--out", help="folder for consistency.md (with its heatmap) and consistency.json")
     compare = sub.add_parser(
         "compare",
         help="several runs side by side; runs of one config on the same items "

@@ -285,11 +285,12 @@ def _pair(a: dict[str, AlignedAnswer], b: dict[str, AlignedAnswer], names: tuple
 def language_consistency(answers: Sequence[AlignedAnswer], languages: Sequence[str] | None = None) -> dict[str, Any]:
     """Every pair of languages of one run: RankC (softmax, in percent, a t interval over facts) and the share of
     facts right in both (Wilson), as results strata `by_language_pair` ("a/b"), with each pair's agreement table,
-    its paired P@1 difference and what could not be paired. `languages` orders the pairs (default: sorted).
+    its paired P@1 difference and what could not be paired. `languages` orders the pairs (the others follow, sorted).
     Empty when fewer than two languages answered.
     """
     table = _by_language(answers)
-    order = [lang for lang in (languages or sorted(table)) if lang in table]
+    given = [lang for lang in languages or () if lang in table]
+    order = [*given, *sorted(set(table) - set(given))]
     pairs = {
         f"{a}/{b}": _pair(table[a], table[b], (a, b))
         for i, a in enumerate(order)
@@ -308,3 +309,23 @@ def language_consistency(answers: Sequence[AlignedAnswer], languages: Sequence[s
         "weight": "softmax",
         "depth": RANKING_DEPTH,
     }
+
+
+def with_language_pairs(results: Mapping[str, Any], across: Mapping[str, Any]) -> dict[str, Any]:
+    """A results block with the consistency estimates per pair of languages as stratum `by_language_pair`, their
+    interval methods and directions beside the others'.
+    """
+    methods = {**results["ci"]["methods"], **across["methods"]}
+    return {
+        **results,
+        "ci": {**results["ci"], "methods": methods, "method": "; ".join(dict.fromkeys(methods.values()))},
+        "higher_is_better": {**results.get("higher_is_better", {}), **dict.fromkeys(across["methods"], True)},
+        "by_language_pair": across["by_language_pair"],
+    }
+
+
+def consistency_detail(across: Mapping[str, Any]) -> dict[str, Any]:
+    """What metrics.json's `consistency` keeps beside the estimates: each pair's agreement table, paired
+    difference and what was not paired, and how RankC was computed.
+    """
+    return {key: across[key] for key in ("weight", "depth", "pairs")}

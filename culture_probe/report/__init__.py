@@ -15,6 +15,7 @@ from culture_probe import rundir
 from culture_probe.loading import task_of_run
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
 from culture_probe.report.compare import Comparison, compare_runs, write_comparison
+from culture_probe.report.consistency import consistency_of_runs, consistency_sections, write_consistency
 from culture_probe.report.markdown import render
 from culture_probe.report.summary import SuiteRun, listed, read_summary, summarize_suite, write_summary
 from culture_probe.report.views import (
@@ -68,7 +69,7 @@ def report_sections(config: Mapping[str, Any], records: Sequence[Record], metric
     headline numbers alone (metrics.json is already written: the run is never lost to its report).
     """
     try:
-        return sections_for(config, records, metrics)
+        return sections_for(config, records, metrics, more=consistency_sections(metrics))
     except Exception as error:  # noqa: BLE001 - a bug in a view costs the views, not the run
         message = f"the benchmark's report views failed ({type(error).__name__}: {error})"
         warnings.warn(f"{config['config']}: {message}; report.md has the headline numbers only.", stacklevel=2)
@@ -151,6 +152,18 @@ def suite_runs(folder: Path) -> dict[str, SuiteRun]:
     """
     runs = [rundir.read_run(folder / name) for name in rundir.runs_in(folder, listed(read_summary(folder)))]
     return {run.path.name: SuiteRun(run.config, metrics_of(run)) for run in runs if run.records or run.metrics}
+
+
+def consistency_main(args: Any) -> int:
+    """`culture-probe consistency RUN_A RUN_B`: two runs of one model in two languages, paired fact by fact (stdout;
+    with --out, consistency.md with its heatmap and consistency.json in that folder).
+    """
+    result = consistency_of_runs(*args.run_dirs)
+    print(result.markdown(), end="")
+    if args.out:
+        for path in write_consistency(result, Path(args.out)):
+            print(f"wrote {path}")
+    return 0
 
 
 def compare_main(args: Any) -> int:

@@ -3,16 +3,29 @@ agreement table with the paired P@1 difference, RankC where the protocol ranks a
 language heatmap, every number with its n.
 
 It reads what the metrics wrote (`results.by_language_pair`, `consistency`), for any benchmark whose task aligns its
-languages; a run with one language has no such section.
+languages; a run with one language has no such section. `culture-probe consistency RUN_A RUN_B` pairs two runs of
+one language each the same way.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from culture_probe.metrics.display import format_number, interval_text, marked
+from culture_probe import rundir
+from culture_probe.errors import CultureProbeError
+from culture_probe.extras import available
+from culture_probe.metrics.consistency import consistency_detail, language_consistency
+from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_number, interval_text, marked
+from culture_probe.report.compare import load_for_comparison, p_text
+from culture_probe.report.markdown import figure_link, slug, table_markdown
 from culture_probe.report.views import Heatmap, Section, Table
+from culture_probe.rundir import PLOTS_DIR
+from culture_probe.tasks import task_from_config
+from culture_probe.tasks.options import json_ready
 
 TITLE = "Consistency across languages"
 COLUMNS = (
@@ -43,9 +56,10 @@ def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
 def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tuple[Any, ...]:
     difference, rankc = pair["difference"], estimates.get("rankc") or {}
     n = pair["n"]
+    p = p_text(difference.get("p_value"))
     shift = (
-        f"{format_number(difference['difference'], '%')} {interval_text(_as_estimate(difference), '%')}; "
-        f"p = {difference['p_value']:.3g}"
+        f"{format_number(difference['difference'], '%')} {interval_text(_as_estimate(difference), '%')}"
+        + (f"; p = {p}" if p else "")
         if difference.get("difference") is not None
         else ""
     )
@@ -118,3 +132,80 @@ def _text(detail: Mapping[str, Any]) -> str:
         "docs/consistency.md says how to read the table and the heatmap.",
     )
     return "\n\n".join(line for line in lines if line)
+
+
+@dataclass(frozen=True)
+class RunsConsistency:
+    """`culture-probe consistency RUN_A RUN_B`: two runs of one model and benchmark, one language each, paired
+    fact by fact as within a run.
+    """
+
+    runs: tuple[str, str]
+    metrics: dict[str, Any]  # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
+
+    def markdown(self, out: Path | None = None) -> str:
+        """The consistency section as markdown; its figure is drawn into `out/plots/` when given."""
+        (section,) = consistency_sections(self.metrics)
+        parts = [f"# Consistency of {self.runs[0]} and {self.runs[1]}", section.text]
+        parts += [table_markdown(table) for table in section.tables]
+        if any(SMALL_N_MARK in str(cell) for table in section.tables for row in table.rows for cell in row):
+            parts.append(SMALL_N_NOTE)
+        if out is not None and available("matplotlib"):
+            (out / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
+            parts += [figure_link(f, out / PLOTS_DIR / slug(f.title), f.title) for f in section.figures]
+        return "\n\n".join(parts) + "\n"
+
+
+def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency:
+    """Consistency between two runs that probed different languages of one benchmark with one model and protocol
+    options: refused (naming the difference) otherwise, or when the benchmark's data do not align its languages.
+    """
+    runs = [load_for_comparison(path, Path(path).name) for path in (run_a, run_b)]
+    _check_same_probe(*runs)
+    tasks = [task_from_config(run.config) for run in runs]
+    answers = [
+        task.aligned_answers([r for r in run.records if not r.skipped]) for task, run in zip(tasks, runs, strict=True)
+    ]
+    if tasks[0].alignment is None or not all(answers):
+        raise CultureProbeError(
+            f"culture_probe aligns no facts across the languages of {runs[0].config['config']} (docs/consistency.md, "
+            "'Alignment per benchmark', says why): no consistency can be computed for its runs."
+        )
+    languages = [sorted({a.language for a in found}) for found in answers]
+    if set(languages[0]) & set(languages[1]):
+        raise CultureProbeError(
+            f"{runs[0].name} and {runs[1].name} both probed {', '.join(sorted(set(languages[0]) & set(languages[1])))}"
+            ": pass runs of different languages (a run of several languages reports its own consistency)."
+        )
+    across = language_consistency([*answers[0], *answers[1]], [*languages[0], *languages[1]])
+    if not across:
+        raise CultureProbeError(f"{runs[0].name} and {runs[1].name} share no fact: they probed different items.")
+    metrics = {
+        "results": {"by_language_pair": across["by_language_pair"], "ci": {"methods": across["methods"]}},
+        "consistency": {"alignment": tasks[0].alignment, **consistency_detail(across)},
+    }
+    return RunsConsistency((runs[0].name, runs[1].name), metrics)
+
+
+def _check_same_probe(a: Any, b: Any) -> None:
+    """One model, one benchmark and the same protocol options, as `compare` requires to pair runs."""
+    checks = (
+        ("model", a.config["model"].get("identity"), b.config["model"].get("identity")),
+        ("benchmark", a.config["benchmark"].get("name"), b.config["benchmark"].get("name")),
+        ("protocol options", a.config.get("options"), b.config.get("options")),
+    )
+    for what, first, second in checks:
+        if first != second:
+            raise CultureProbeError(
+                f"Cannot pair {a.name} with {b.name}: their {what} differ ({first!r:.120} vs {second!r:.120}). "
+                "Consistency compares one model's answers under one protocol in two languages."
+            )
+
+
+def write_consistency(result: RunsConsistency, out: Path) -> list[Path]:
+    """consistency.md (with its figure) and consistency.json in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    rundir.write_text(out / "consistency.md", result.markdown(out))
+    body = {"runs": list(result.runs), **result.metrics}
+    rundir.write_text(out / "consistency.json", json.dumps(json_ready(body), ensure_ascii=False, indent=2) + "\n")
+    return [out / "consistency.md", out / "consistency.json"]

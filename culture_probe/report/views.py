@@ -109,11 +109,18 @@ class Section:
     figures: tuple[Bars | Heatmap, ...] = ()
 
 
-def sections_for(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
-    """The report's sections of one run: the benchmark's own views (or the default), then the skipped probes."""
+def sections_for(
+    config: Mapping[str, Any],
+    records: Sequence[Record],
+    metrics: Mapping[str, Any],
+    more: Sequence[Section] = (),
+) -> list[Section]:
+    """The report's sections of one run: the benchmark's own views (or the default), `more` (views common to every
+    benchmark), then the skipped probes.
+    """
     module = report_module(config["config"])
     views = module.sections(config, records, metrics) if module else default_sections(metrics)
-    return [*results_sections(metrics, scales_of(config["config"])), *views, *skipped_sections(metrics)]
+    return [*results_sections(metrics, scales_of(config["config"])), *views, *more, *skipped_sections(metrics)]
 
 
 @functools.cache

@@ -40,6 +40,12 @@ from culture_probe.data.resources import Need
 from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
 from culture_probe.errors import CultureProbeError, TemplateError, UnknownNameError, UnsupportedModelError
 from culture_probe.metrics.chance import chance_value
+from culture_probe.metrics.consistency import (
+    AlignedAnswer,
+    consistency_detail,
+    language_consistency,
+    with_language_pairs,
+)
 from culture_probe.metrics.results import UnitTable, summarize
 from culture_probe.tasks.options import NoOptions, parse_options
 from culture_probe.tasks.probes import PROBE_KINDS, Output, Probe, Record, Skipped
@@ -186,6 +192,9 @@ class Task:
     #: string columns the protocol reads as text: custom rows with a null there are refused when read (a null in a
     #: label, number, bool or list column always is)
     text_columns: ClassVar[tuple[str, ...]] = ()
+    #: how the facts (and ranked candidates) of the benchmark's languages are matched, by id (docs/consistency.md);
+    #: None where its data do not align exactly, so no consistency across languages is computed
+    alignment: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -299,9 +308,15 @@ class Task:
         skipped = [r for r in records if r.skipped]
         reasons = Counter(r["skipped"] for r in skipped)
         metrics = self._metrics(answered, skipped)
+        results = self.results(answered, metrics)
+        aligned = self.aligned_answers(answered)
+        across = language_consistency(aligned, self.benchmark.languages) if aligned else {}
+        if across:  # two or more languages answered the same facts
+            results = with_language_pairs(results, across)
+            metrics = {**metrics, "consistency": {"alignment": self.alignment, **consistency_detail(across)}}
         return {
             **metrics,
-            "results": self.results(answered, metrics),
+            "results": results,
             "n_probes": len(records),
             "n_skipped": len(skipped),
             "skipped": dict(reasons),
@@ -315,6 +330,12 @@ class Task:
         out = summarize(self.unit_tables(answered), unit=self.unit, extra=extra, omitted=omitted)
         chance = self.chance(answered)
         return {**out, "chance": chance} if chance else out
+
+    def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
+        """Each answered fact in ids that all the benchmark's languages share (`alignment` says how), for the
+        consistency across the run's languages; none by default.
+        """
+        return []
 
     def chance(self, answered: Sequence[Record]) -> dict[str, dict[str, Any]]:
         """Each headline metric's chance level where it has one: a random model's expected value on these very

@@ -16,12 +16,15 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from types import MappingProxyType
 from typing import Any, Literal
 
 from culture_probe.data.registry import Benchmark
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
 from culture_probe.metrics import chance
+from culture_probe.metrics.consistency import RANKING_DEPTH, AlignedAnswer
 from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, hits_at_k, ranking_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import (
@@ -115,6 +118,13 @@ class DlamaTask(Task):
         "in each",
     )
     options: DlamaOptions
+    # each (language, predicate)'s aligned candidates, set when the probes are built (`aligned_candidates`)
+    _aligned: Mapping[tuple[str, str], AlignedCandidates] = MappingProxyType({})
+    alignment = (
+        "facts by their released id (`uuid`: the same subject and objects, by QID, in every language); candidates by "
+        "object QID. A label that names two QIDs in some language collapses them into one candidate there, so RankC "
+        "leaves those QIDs out in every language of the run (config.json's `label_collisions` counts them)."
+    )
     deviations = (
         Deviation(
             "D1",
@@ -232,10 +242,12 @@ class DlamaTask(Task):
 
     def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
         sets = candidate_sets(rows)
+        self._aligned = aligned_candidates(rows)  # read back by `_read`: each ranking's aligned QIDs
         options = ScoreOptions(keep_tokens=self.options.keep_scores)
         first_n, position = self.options.generate_first_n, Counter[tuple[str, str, str]]()
         for row in rows:
             meta = {
+                "uuid": row["uuid"],
                 "language": row["language"],
                 "predicate": row["predicate"],
                 "culture": row["culture"],
@@ -296,10 +308,49 @@ class DlamaTask(Task):
             "top": ranking[:TOP_K],
             "top_scores": [round(scores[c], 6) for c in ranking[:TOP_K]],
             "n_candidates": len(ranking),
+            **self._aligned_ranking(probe.meta, ranking),
         }
         if self.options.keep_scores:
             fields["scores"] = all_scores(output)
         return fields
+
+    def _aligned_ranking(self, meta: Mapping[str, Any], ranking: Sequence[str]) -> RecordFields:
+        """What consistency across languages needs of a ranking (docs/consistency.md): its first `RANKING_DEPTH`
+        aligned candidates as QIDs, how many there are, and which set they come from.
+        """
+        aligned = self._aligned.get((meta["language"], meta["predicate"]))
+        if aligned is None:
+            return {}
+        ids = (aligned.ids[label] for label in ranking if label in aligned.ids)
+        return {
+            "ranked_ids": list(islice(ids, RANKING_DEPTH)),
+            "n_aligned": len(aligned.ids),
+            "aligned_set": aligned.set_id,
+        }
+
+    def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
+        """Each fact's P@1 (generation: overlap) and aligned ranking, by its released id (records written before
+        the id was kept have none and are left out).
+        """
+        facts = [r for r in answered if "uuid" in r]
+        if not facts:
+            return []
+        if self.options.mode == "generate":
+            hits = [bool(r["overlap"]) for r in facts]
+        else:
+            found = hits_at_k([r["prediction"] for r in facts], [scored_gold(r, self.options.p1_gold) for r in facts])
+            hits = [bool(hit) for hit in found]
+        return [
+            AlignedAnswer(
+                r["language"],
+                r["uuid"],
+                bool(hit),
+                tuple(r.get("ranked_ids", ())),
+                r.get("n_aligned", 0),
+                r.get("aligned_set", ""),
+            )
+            for r, hit in zip(facts, hits, strict=True)
+        ]
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         if self.options.mode == "generate":
@@ -443,6 +494,45 @@ def label_collisions(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
                 uris[row["language"], row["predicate"], label].add(uri)
     counts = Counter(f"{lang}|{pred}" for (lang, pred, _), found in uris.items() if len(found) > 1)
     return dict(sorted(counts.items()))
+
+
+@dataclass(frozen=True)
+class AlignedCandidates:
+    """A predicate's candidates that align across the languages of a run, as one language names them: label -> QID,
+    and an id of the aligned set (the same in every language).
+    """
+
+    ids: Mapping[str, str]
+    set_id: str
+
+
+def aligned_candidates(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], AlignedCandidates]:
+    """{(language, predicate): AlignedCandidates}: the QIDs that are candidates in every language of `rows` under
+    a label of their own. A label naming two QIDs collapses them into one candidate (`label_collisions`), which no
+    other language's candidates match, so those QIDs are left out in every language; QIDs are compared, never labels.
+    """
+    uris: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    languages: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        languages[row["predicate"]].add(row["language"])
+        for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):
+            if label.strip():
+                uris[row["language"], row["predicate"], label].add(uri)
+    named: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (language, predicate) -> {QID: label}
+    left_out: dict[str, set[str]] = defaultdict(set)
+    for (language, predicate, label), found in uris.items():
+        (uri,) = found if len(found) == 1 else (None,)
+        if uri is None or uri in named[language, predicate]:  # collapsed, or one QID under two labels
+            left_out[predicate] |= found
+        else:
+            named[language, predicate][uri] = label
+    aligned = {}
+    for predicate, langs in languages.items():
+        shared = set.intersection(*(set(named[lang, predicate]) for lang in langs)) - left_out[predicate]
+        set_id = hashlib.sha256("\n".join(sorted(shared)).encode()).hexdigest()[:16]
+        for lang in langs:
+            aligned[lang, predicate] = AlignedCandidates({named[lang, predicate][q]: q for q in shared}, set_id)
+    return aligned
 
 
 def predicate_order(predicate: str) -> tuple[int, str]:

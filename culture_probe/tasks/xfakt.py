@@ -32,6 +32,7 @@ from culture_probe.data.xfakt import CODES, COUNTRY_NAMES, KEYS
 from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError
 from culture_probe.metrics import chance
+from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.tasks.base import Deviation, ModelNeed, RecordFields, Smoke, Task
@@ -206,6 +207,11 @@ class XfaktTask(Task):
     unit, strata = "questions", ("language", "country")
     options: XfaktOptions
     kinds = ("causal", "seq2seq")  # no cloze slot: masked LMs cannot answer
+    alignment = (
+        "factual recall: questions by (country, entity) (the release's entity index: the same entity and template "
+        "asked in every language); in rank mode candidates by country (the 13 countries, each ranking whole). "
+        "In-context recall and counter-factual adherence are not aligned: no consistency is computed for them."
+    )
     deviations = (
         Deviation(
             "X1",
@@ -386,7 +392,12 @@ class XfaktTask(Task):
             "gold_en": row.get("answer_en", self._gold_label(row)),
         }
         if self.part == "factual_recall":
-            meta.update(country=row["country"], category=row["category"], is_associated=row["is_associated"])
+            meta.update(
+                country=row["country"],
+                entity_idx=row["entity_idx"],
+                category=row["category"],
+                is_associated=row["is_associated"],
+            )
         elif self.part == "counter_factual":
             meta.update(country=row["context_country"], is_counterfactual=row["is_counterfactual"])
         else:
@@ -446,6 +457,22 @@ class XfaktTask(Task):
 
     def _graded(self, records: Sequence[Record]) -> list[Record]:
         return graded_answers(records, llm_judged=self.llm_judged)
+
+    def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
+        """Factual recall: each question's verdict (as the metrics grade it) and, in rank mode, its ranking of the 13
+        countries, by (country, entity index); records written before the index was kept are left out.
+        """
+        if self.part != "factual_recall":
+            return []
+        answers = []
+        for r in self._graded(answered):
+            if "entity_idx" in r:
+                ranking = ranked_answers(r.get("scores") or {})
+                fact = f"{r['country']}|{r['entity_idx']}"
+                answers.append(
+                    AlignedAnswer(r["language"], fact, bool(r["correct"]), ranking, len(ranking), "countries")
+                )
+        return answers
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         answers = [graded_answer(r) for r in self._graded(records)]
@@ -516,6 +543,11 @@ def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores
     """{answer label: the best mean log-prob over its surface forms} (the ranking mode)."""
     means = dict(zip(output.candidates, (float(x) for x in output.mean_logprob), strict=True))
     return {label: max(means[form] for form in names) for label, names in forms.items()}
+
+
+def ranked_answers(scores: Mapping[str, float]) -> tuple[str, ...]:
+    """The rank mode's answers, best first; equal scores keep the bijection order, as the reply does."""
+    return tuple(sorted(scores, key=lambda answer: -scores[answer]))
 
 
 def graded_answer(record: Record) -> GradedAnswer:
