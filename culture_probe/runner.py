@@ -251,7 +251,7 @@ def plan(
     a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).
     The config's name is resolved here, once: every later step gets its `Benchmark` (`task.benchmark`).
     """
-    benchmark = resolve(config)
+    benchmark = resolve(config, corrected=settings.corrected)  # the corrected twin's protocol too, not only its rows
     task_cls = benchmark.task_class
     draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
     check_language(benchmark, settings.language, custom_rows=rows is not None)

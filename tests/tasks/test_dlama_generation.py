@@ -128,3 +128,18 @@ def test_a_tiny_chat_model_answers_through_its_chat_template(dlama_dir, tmp_path
     assert any(r["reply"] != w.strip() for r, w in zip(result.records, without_system, strict=True))
     assert set(result.metrics["ar"]["overlap"]) == {"arab", "west", "pair"}
     assert "Generation accuracy per culture (ar questions)" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_a_corrected_run_asks_the_corrected_question_not_only_the_corrected_rows(tmp_path):
+    data = str(write_dlama(tmp_path / "p530", predicate="P530"))
+    replies = {"Egypt": "x", "Morocco": "x", "Oman": "x", "France": "x", "Canada": "x"}
+    asked = {}
+    for corrected in (False, True):
+        model = ReplyTable(replies)
+        result = run(
+            "dlama_arab_west", model, data_dir=data, language="en", mode="generate", corrected=corrected, progress=False
+        )
+        asked[corrected] = {prompt for prompt, _, _ in model.asked}
+        assert result.config["config"] == "dlama_arab_west" + ("_corrected" if corrected else "")
+    assert all("dimplomatic" in p for p in asked[False]) and all("diplomatic" in p for p in asked[True])
+    assert not any("dimplomatic" in p for p in asked[True])
