@@ -182,14 +182,20 @@ SHORTHANDS: tuple[str, ...] = tuple(f.name for f in fields(ModelArgs) if f.metad
 
 
 def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArgs:
-    """`--model-args` text, a mapping or a `ModelArgs` -> `ModelArgs` (checked before anything loads)."""
+    """`--model-args` text, a mapping of Python values or a `ModelArgs` -> `ModelArgs` (checked before anything
+    loads).
+    """
     if value is None:
         return ModelArgs()
     if isinstance(value, ModelArgs):
         return value
     if isinstance(value, str):
         return ModelArgs.parse(value)
-    return ModelArgs.parse(",".join(f"{k}={v}" for k, v in value.items()))
+    names = [f.name for f in fields(ModelArgs)]
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        raise UnknownNameError("model argument", unknown[0], names)
+    return ModelArgs(**value)  # Python values, type-checked as they are (not read as text)
 
 
 def with_shorthands(model_args: ModelArgs, given: Mapping[str, Any]) -> ModelArgs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -19,6 +20,7 @@ import numpy as np
 
 from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.keyvalue import parse_pairs
+from culture_probe.typecheck import check_types
 
 ModelKind = Literal["causal", "masked", "seq2seq"]
 MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)  # the model kinds the engine scores, defined once
@@ -365,6 +367,9 @@ class ModelArgs:
     peft: str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.peft, os.PathLike):  # an adapter folder given as a Path
+            object.__setattr__(self, "peft", os.fspath(self.peft))
+        check_types(self, flag="--model-args")  # ModelArgs(...) from Python is checked as the parsed text is
         if self.load_in_8bit and self.load_in_4bit:
             raise InvalidValueError("load_in_8bit and load_in_4bit exclude each other: pick one.")
         attn, device_map = self.attn_implementation, self.device_map

@@ -24,8 +24,9 @@ from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.camel import ScoredPrompt, prompt_cbs, run_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
-from culture_probe.tasks.options import at_least, check_types, in_range
+from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
+from culture_probe.typecheck import check_types
 
 MASK = "[MASK]"
 CULTURE_TOKEN = "[عربي] "

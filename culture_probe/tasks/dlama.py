@@ -38,8 +38,9 @@ from culture_probe.tasks.base import (
     split_slot,
 )
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
-from culture_probe.tasks.options import at_least, check_types
+from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.typecheck import check_types
 
 TOP_K = 5  # predictions kept per record
 WEST = "west"

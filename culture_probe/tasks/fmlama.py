@@ -42,8 +42,9 @@ from culture_probe.tasks.base import (
     split_slot,
 )
 from culture_probe.tasks.filling import Fill, fill_slots, slot_request
-from culture_probe.tasks.options import at_least, check_types, in_range
+from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.typecheck import check_types
 
 TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl)
 # Placeholders: (dish, ingredient slot, country); Hebrew templates number them.

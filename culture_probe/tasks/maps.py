@@ -37,8 +37,9 @@ from culture_probe.metrics import chance
 from culture_probe.metrics.maps import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
-from culture_probe.tasks.options import at_least, check_types
+from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
+from culture_probe.typecheck import check_types
 
 QUESTIONS = {
     "pos": "Question: What does the person mean by the proverb?",

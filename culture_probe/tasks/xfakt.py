@@ -36,8 +36,9 @@ from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.tasks.base import Deviation, ModelNeed, RecordFields, Smoke, Task
-from culture_probe.tasks.options import at_least, check_types
+from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
+from culture_probe.typecheck import check_types
 
 LANGUAGES = CODES
 COUNTRIES = COUNTRY_NAMES

@@ -862,7 +862,7 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
     (
         "api-wrong-argument",
         "`run(None)`, `run([...])`, `run(cfg, None)`, `load_metric(None)`, `ScoreRequest(candidates=None)` or "
-        "integer candidates, a lone surrogate",
+        "integer candidates, a lone surrogate, `ModelArgs(dtype=16)` or `model_args={'trust_remote_code': 'yes'}`",
         "a `CultureProbeError` naming the argument and what it takes",
         "tests/reliability/test_inputs.py::test_a_wrong_argument_names_the_argument_and_what_it_takes",
     ),

@@ -179,6 +179,11 @@ def test_a_rows_file_with_a_wrong_label_is_one_line(tmp_path, capsys):
         (lambda: ScoreRequest("Egypt is in", None), r"ScoreRequest.candidates takes a list of strings, got None"),
         (lambda: ScoreRequest("Egypt is in", [1, 2]), r"ScoreRequest.candidates takes a string, got 1"),
         (lambda: ScoreRequest(None, ["Africa"]), r"ScoreRequest.left takes a string, got None"),
+        (
+            lambda: run("maps_en", NeverCalled(), model_args={"trust_remote_code": "yes"}),
+            r"ModelArgs.trust_remote_code must be True or False, got 'yes' \(on the command line --model-args",
+        ),
+        (lambda: ModelArgs(dtype=16), r"ModelArgs.dtype must be a string or None, got 16"),
         (lambda: ScoreRequest("Egypt \ud800 is in", ["Africa"]), r"ScoreRequest.left holds '\\ud800' at character 6"),
     ],
 )
