@@ -281,9 +281,11 @@ def expected_failure(error: BaseException) -> str | None:
         return str(error)
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
         where = error.filename or "the files it was writing (--debug shows which)"
+        needed = getattr(error, "needed", None)
+        more = f"; the rest of the run's records need about {needed / 1e6:,.1f} MB more" if needed else ""
         return (
-            f"no space left on the device holding {where} ({_free_space(error.filename)}): free some space there, "
-            "or write elsewhere (another --out or --cache-dir); a run continues with --resume"
+            f"no space left on the device holding {where} ({_free_space(error.filename)}{more}): free some space "
+            "there, or write elsewhere (another --out or --cache-dir); a run continues with --resume"
         )
     if isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         where = error.filename or "a file it was writing (--debug shows which)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import errno
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 
@@ -82,14 +82,27 @@ class PublishError(CultureProbeError):
     """
 
 
+class NoSpaceError(OSError):
+    """A full disk (or quota) under `filename`, with the bytes the rest of the write needs where they can be told
+    (`needed`; None when they cannot).
+    """
+
+    def __init__(self, code: int, message: str, folder: str, needed: int | None = None):
+        super().__init__(code, message, folder)
+        self.needed = needed
+
+
 @contextmanager
-def naming_folder(folder: str | os.PathLike) -> Iterator[None]:
+def naming_folder(folder: str | os.PathLike, needed: Callable[[], int | None] | None = None) -> Iterator[None]:
     """A full disk or a read-only folder met inside the block names `folder` (the OS names no file when a write
-    fails midway), so that the one-line error says where to make room.
+    fails midway), so that the one-line error says where to make room; `needed` estimates how much.
     """
     try:
         yield
     except OSError as error:
-        if error.filename is None and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+        if error.filename is None and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            message = error.strerror or os.strerror(error.errno)
+            raise NoSpaceError(error.errno, message, str(folder), needed() if needed else None) from error
+        if error.filename is None and error.errno in (errno.EROFS, errno.EACCES):
             raise OSError(error.errno, error.strerror or os.strerror(error.errno), str(folder)) from error
         raise

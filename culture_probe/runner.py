@@ -173,7 +173,8 @@ def run_with(
             planned={"stage": task.stages[0], "probes": len(first)},
             models=ahead.models,
         )
-        with naming_folder(run_dir or Path(".")):  # a full disk names the folder
+        # a full disk names the folder, and the space the rest of the records need
+        with naming_folder(run_dir or Path("."), needed=lambda: space_needed(run_dir, len(first))):
             done = open_folder(run_dir, meta, data, custom_rows=rows is not None, resume=resume, main=main)
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
@@ -186,6 +187,18 @@ def run_with(
                 metrics["truncation"] = {**cut.to_json(), "resumed": bool(done)}
             meta = finish(run_dir if main else None, meta, records, metrics, time.monotonic() - started)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
+
+
+def space_needed(run_dir: Path | None, planned: int) -> int | None:
+    """Bytes the rest of a run's `planned` first-stage records need, at the mean size of the records written so far
+    (None before the first is written).
+    """
+    items = run_dir / rundir.ITEMS_FILE if run_dir is not None else None
+    if items is None or not items.is_file():
+        return None
+    with items.open("rb") as lines:
+        written = sum(1 for _ in lines)
+    return round(items.stat().st_size / written * max(planned - written, 1)) if written else None
 
 
 def open_folder(

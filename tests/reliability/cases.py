@@ -776,6 +776,12 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "tests/reliability/test_files.py::test_a_full_disk_under_out_is_one_line_and_exit_2",
     ),
     (
+        "out-fills-mid-run",
+        "the disk under `--out` fills after some records are written",
+        "one line naming the folder, its free space and about how much more the rest of the records need",
+        "tests/reliability/test_files.py::test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need",
+    ),
+    (
         "out-read-only",
         "`run --out` a read-only folder",
         "one line naming it",

@@ -118,6 +118,27 @@ def test_a_full_disk_under_out_is_one_line_and_exit_2(tmp_path, monkeypatch, cap
     assert line.startswith(f"no space left on the device holding {out}")
 
 
+def test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need(tmp_path, monkeypatch, capsys, mirror):
+    from culture_probe import rundir
+
+    out, append, written = tmp_path / "run", rundir.RecordWriter.append, []
+
+    def fills(self: rundir.RecordWriter, record: object) -> None:
+        if len(written) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a write to a full disk: no file named
+        written.append(record)
+        append(self, record)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rundir.RecordWriter, "append", fills)
+    assert main([*_RUN, "--out", str(out), "--no-cache"]) == 2
+    line = _error_line(capsys.readouterr().err)
+    planned = json.loads((out / "config.json").read_text(encoding="utf-8"))["planned"]["probes"]
+    per_record = (out / "items.jsonl").stat().st_size / 3
+    needed = float(line.split("need about ")[1].split(" MB")[0])
+    assert line.startswith(f"no space left on the device holding {out} (") and "MB free" in line
+    assert needed == pytest.approx(per_record * (planned - 3) / 1e6, abs=0.06)
+
+
 def test_a_read_only_out_is_one_line_naming_it(tmp_path, monkeypatch, capsys, mirror):
     out = tmp_path / "run"
     out.mkdir()
