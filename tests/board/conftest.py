@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 TESTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(TESTS / "tasks"))
 sys.path.insert(0, str(TESTS / "report"))
+from board_runs import Runs  # noqa: E402
 from dlama_fixture import TableScorer, write_dlama  # noqa: E402
 from test_compare import FACTS, forgetting, guessing, knowing  # noqa: E402
 
@@ -52,18 +53,6 @@ class Lengths:
             ones = np.ones(len(request.candidates), dtype=int)
             out.append(CandidateScores(request.candidates, scores, ones, tuple(s[None] for s in scores)))
         return out
-
-
-@dataclass(frozen=True)
-class Runs:
-    """The session's run folders."""
-
-    data: Path
-    knows: Path
-    guesses: Path
-    smoke: Path
-    suite: Path
-    camel: Path | None  # a smoke run of CAMeL (needs the mirror)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
-from conftest import Runs
+from board_runs import Runs
 
 from culture_probe import rundir
 from culture_probe.board import build_board

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from board_runs import Runs
 from browser import artifacts, chrome, missing, problems
-from conftest import Runs
 
 from culture_probe.board import Site, build_board
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import huggingface_hub
 import pytest
 import yaml
-from conftest import Runs
+from board_runs import Runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "publish"))
 from fake_hub import FakeHub, serve  # noqa: E402
