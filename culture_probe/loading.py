@@ -7,13 +7,13 @@ same place as its rows (`data_dir`, the mirror, or the pinned URL), with the pro
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from culture_probe.data.registry import Benchmark, load_benchmark, resolve
 from culture_probe.data.resources import load_resources
 from culture_probe.engine.types import ModelKind
+from culture_probe.record import RunRecord
 from culture_probe.tasks import Task, task_from_config
 
 
@@ -69,11 +69,9 @@ def load_task(
     return task_cls(benchmark, options, kind=kind, seed=seed, resources=side.values), side.provenance
 
 
-def task_of_run(meta: Mapping[str, Any]) -> Task:
+def task_of_run(record: RunRecord) -> Task:
     """A run's Task rebuilt from its config.json, with its resources loaded again from the run's `data_dir` (or the
     mirror, or the pinned URL): what metrics need besides the records (FmLAMA's word vectors for mWS).
     """
-    plain = task_from_config(meta)
-    return load_task(
-        plain.benchmark, plain.options, kind=plain.kind, seed=plain.seed, data_dir=meta["run"].get("data_dir")
-    )[0]
+    plain = task_from_config(record.to_json())
+    return load_task(plain.benchmark, plain.options, kind=plain.kind, seed=plain.seed, data_dir=record.run.data_dir)[0]

@@ -15,10 +15,12 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
 from culture_probe.errors import CultureProbeError, SourceFormatError
+from culture_probe.record import RunRecord
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
 
@@ -36,22 +38,21 @@ RUN_NOTE, SUITE_NOTE = (
 Kind = Literal["run", "suite"]
 MARKERS: dict[Kind, str] = {"run": MARKER, "suite": SUITE_MARKER}
 LOCK_FILE = ".lock"  # held by the process writing the run: a second writer fails at once
-# config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size);
+# config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size), each
+# with the `RunRecord` field that reads it (older runs read with the defaults: no model_args, the default protocol);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded). The options are
 # compared stage by stage (`changed_stages`).
-RESUME_KEYS = (
-    "config",
-    "model",
-    "model_args",
-    "run.protocol",
-    "benchmark.rows_sha256",
-    "run.language",
-    "run.limit",
-    "run.seed",
-    "run.corrected",
-)
-# run settings a config.json written before issue 27 kept in `run`, and now in `model_args` (`upgraded`)
-MOVED_TO_MODEL_ARGS = ("dtype", "revision")
+RESUME_KEYS = {
+    "config": "config",
+    "model": "model.identity",
+    "model_args": "model_args",
+    "run.protocol": "run.protocol",
+    "benchmark.rows_sha256": "benchmark.rows_sha256",
+    "run.language": "run.language",
+    "run.limit": "run.limit",
+    "run.seed": "run.seed",
+    "run.corrected": "run.corrected",
+}
 # config.json keys that follow the options: a resume that changed some (a later stage's, or metrics-only ones)
 # rewrites them
 OPTION_KEYS = ("options", "stage_options", "stage_models", "protocol", "deviations")
@@ -63,12 +64,19 @@ class ResumeNotice(UserWarning):
 
 @dataclass(frozen=True)
 class Run:
-    """A run read back: its config.json, its records, and its metrics.json (None when the run did not finish)."""
+    """A run read back: its config.json (typed), its records, and its metrics.json (None when the run did not
+    finish).
+    """
 
     path: Path
-    config: dict[str, Any]
+    record: RunRecord
     records: list[Record] = field(repr=False)
     metrics: dict[str, Any] | None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """config.json as written (upgraded to this version's shape)."""
+        return self.record.to_json()
 
 
 def read_run(run_dir: str | os.PathLike) -> Run:
@@ -92,7 +100,7 @@ def read_run(run_dir: str | os.PathLike) -> Run:
             path=str(path / CONFIG_FILE),
         )
     metrics = read_json(path / METRICS_FILE) if (path / METRICS_FILE).is_file() else None
-    return Run(path, upgraded(config), read_records(path / ITEMS_FILE), metrics)
+    return Run(path, RunRecord.from_json(config), read_records(path / ITEMS_FILE), metrics)
 
 
 def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool) -> list[Record]:
@@ -106,33 +114,17 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
-        old = upgraded(read_json(existing))
-        redo = check_resumable(old, meta, run_dir, ran={r.stage for r in done})
+        old, new = RunRecord.from_json(read_json(existing)), RunRecord.from_json(meta)
+        redo = check_resumable(old, new, run_dir, ran={r.stage for r in done})
         kept = [r for r in done if r.stage not in redo]
         if main:
-            _say_changes(old, meta, run_dir, {stage: sum(r.stage == stage for r in done) for stage in redo})
+            _say_changes(old, new, run_dir, {stage: sum(r.stage == stage for r in done) for stage in redo})
         return kept
     run_dir.mkdir(parents=True, exist_ok=True)
     if main:
         write_text(run_dir / MARKER, RUN_NOTE)
         write_json(existing, meta)
     return []
-
-
-def upgraded(config: dict[str, Any]) -> dict[str, Any]:
-    """A config.json as this version writes it, from one an earlier version wrote: the model's `dtype` and `revision`,
-    kept in `run` before `model_args` became their only home (`MOVED_TO_MODEL_ARGS`), move there, so that `report`,
-    `compare` and `--resume` read older runs as they read new ones.
-    """
-    run = config.get("run")
-    if not isinstance(run, dict) or not any(key in run for key in MOVED_TO_MODEL_ARGS):
-        return config
-    moved = {key: run[key] for key in MOVED_TO_MODEL_ARGS if run.get(key) is not None}
-    return {
-        **config,
-        "run": {key: value for key, value in run.items() if key not in MOVED_TO_MODEL_ARGS},
-        "model_args": {**moved, **(config.get("model_args") or {})},
-    }
 
 
 def check_start(run_dir: Path, *, resume: bool, folder: bool = True) -> list[Record]:
@@ -160,9 +152,12 @@ def add_duration(run_dir: Path, seconds: float) -> dict[str, Any]:
     """Add this process's time to config.json's `duration_s` (a resumed run sums its sessions) and stamp when it
     finished; returns the updated config.
     """
-    config = upgraded(read_json(run_dir / CONFIG_FILE))
-    config["duration_s"] = round(float(config.get("duration_s") or 0.0) + seconds, 3)
-    config["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    record = RunRecord.from_json(read_json(run_dir / CONFIG_FILE))
+    config = {
+        **record.to_json(),
+        "duration_s": round(record.duration_s + seconds, 3),
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     write_json(run_dir / CONFIG_FILE, config)
     return config
 
@@ -263,42 +258,32 @@ def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
             run_dir.rmdir()
 
 
-def check_resumable(
-    old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path, ran: Collection[str] = ()
-) -> tuple[str, ...]:
+def check_resumable(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str] = ()) -> tuple[str, ...]:
     """Refuse to continue a run with different settings (its records would mix two configurations); returns the
     stages to redo: those of the stages that `ran` (have records) whose options changed, other than the first.
     """
-    for key in RESUME_KEYS:
-        before, after = _get(old, key), _get(new, key)
-        if key == "model":
-            before, after = before.get("identity"), after.get("identity")
-        if key == "model_args":  # runs made before model_args was recorded loaded the model plainly
-            before, after = before or {}, after or {}
-        if key == "run.protocol":  # runs made before the profiles ran the library's protocol
-            before, after = before or "default", after or "default"
-        if key == "run.seed" and not new.get("seed_used", True):
+    for key, path in RESUME_KEYS.items():
+        if key == "run.seed" and not new.seed_used:
             continue  # the protocol draws nothing at random: the seed cannot change a number
+        before, after = attrgetter(path)(old), attrgetter(path)(new)
         if before != after:
             raise _refusal(run_dir, f"{key} was {before!r} and is now {after!r}")
     return changed_stages(old, new, run_dir, ran)
 
 
-def changed_stages(
-    old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path, ran: Collection[str]
-) -> tuple[str, ...]:
+def changed_stages(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str]) -> tuple[str, ...]:
     """The stages of the old run to redo because options of theirs changed (config.json's `stage_options`), and
     every stage after the first of them (they were built on its records). A change to the first stage's options
     is refused, as is any change of options in a run that did not record its stages' options (made before them).
     """
-    before, after = old.get("options") or {}, new.get("options") or {}
-    if "stage_options" not in old:
+    before, after = old.options, new.options
+    if old.stage_options is None:
         if before != after:
             raise _refusal(run_dir, f"options was {before!r} and is now {after!r}")
         return ()
-    now = new.get("stage_options") or {}
+    now = new.stage_options or {}
     redo: list[str] = []
-    for position, (stage, names) in enumerate(old["stage_options"].items()):
+    for position, (stage, names) in enumerate(old.stage_options.items()):
         changed = [n for n in dict.fromkeys([*names, *now.get(stage, [])]) if before.get(n) != after.get(n)]
         if stage not in ran or not (changed or redo or stage not in now):
             continue
@@ -320,16 +305,16 @@ def _refusal(run_dir: Path, what: str) -> CultureProbeError:
     )
 
 
-def _say_changes(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: Path, dropped: Mapping[str, int]) -> None:
+def _say_changes(old: RunRecord, new: RunRecord, run_dir: Path, dropped: Mapping[str, int]) -> None:
     """Tell the terminal which options a resumed run changed, and which stages' records it drops and redoes."""
-    before, after = old.get("options") or {}, new.get("options") or {}
+    before, after = old.options, new.options
     keys = [k for k in dict.fromkeys([*before, *after]) if before.get(k) != after.get(k)]
     if not keys:
         return
     changes = ", ".join(f"{k}={after.get(k)!r} (was {before.get(k)!r})" for k in keys)
     redone = "".join(
         f"; the {n} record(s) of its {stage} stage are dropped"
-        + (" and asked again" if stage in new.get("stage_options", {}) else "")
+        + (" and asked again" if stage in (new.stage_options or {}) else "")
         for stage, n in dropped.items()
     )
     warnings.warn(f"Resuming {run_dir} with {changes}{redone}.", ResumeNotice, stacklevel=4)
@@ -348,19 +333,13 @@ def follow_options(run_dir: Path, meta: Mapping[str, Any], kept: Sequence[Record
     write_json(run_dir / CONFIG_FILE, {**config, **{key: meta[key] for key in OPTION_KEYS if key in meta}})
 
 
-def _get(tree: Mapping[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        tree = tree.get(part, {}) if isinstance(tree, Mapping) else {}
-    return tree
-
-
 def progress(run: Run) -> str | None:
     """`INCOMPLETE k/N` for a run that did not finish (no metrics.json): k of the N probes its first stage
     planned were answered (later stages, such as a judge, come after); None for a finished run.
     """
     if run.metrics is not None:
         return None
-    planned = run.config.get("planned") or {}
+    planned = run.record.planned
     done = sum(1 for r in run.records if r.stage == planned.get("stage"))
     if "probes" not in planned:  # a run made before the plan was recorded
         return f"INCOMPLETE ({len(run.records)} probes)"

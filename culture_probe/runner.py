@@ -49,6 +49,7 @@ from culture_probe.errors import (
     naming_folder,
 )
 from culture_probe.loading import SideData, load_rows, load_side_data
+from culture_probe.record import RunRecord
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.tasks import Task, task_from_config
 from culture_probe.tasks.base import ModelNeed
@@ -72,6 +73,11 @@ class RunResult:
     records: list[Record] = field(repr=False)
     metrics: dict[str, Any]
     run_dir: Path | None = None
+
+    @property
+    def record(self) -> RunRecord:
+        """`config` typed, as reports read it (`config` stays the dict config.json holds)."""
+        return RunRecord.from_json(self.config)
 
     def task(self) -> Task:
         """The protocol object of this run (without resources: enough to read its records)."""

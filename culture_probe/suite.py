@@ -128,7 +128,7 @@ def run_suite(
                     scorer=scorer,
                     prepared=plans.pop(config),
                 )
-                done = {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()}
+                done = {c: SuiteRun(r.record, r.metrics) for c, r in runs.items()}
                 summary = summarize_suite(model, {**earlier, **done}, skipped)
                 if folder is not None:
                     write_summary(folder, summary)

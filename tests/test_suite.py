@@ -106,15 +106,15 @@ def test_the_cli_runs_a_suite_and_lists_groups(tmp_path, one_load, capsys):
 
 
 def test_a_suite_with_the_four_maps_gap_configs_reports_the_culture_gap():
-    from types import SimpleNamespace
-
-    from culture_probe.report.summary import studies
+    from culture_probe.record import RunRecord
+    from culture_probe.report.summary import SuiteRun, studies
     from culture_probe.tasks.maps import culture_gap_study
 
     accuracy = {"maps_zh": 60.0, "maps_en": 80.0, "maps_zh_en_mt": 70.0, "maps_zh_en_ht": 72.0}
-    runs = {c: SimpleNamespace(metrics={"accuracy": a}, config={}) for c, a in accuracy.items()}
+    runs = {c: SuiteRun(RunRecord.from_json({"config": c}), {"accuracy": a}) for c, a in accuracy.items()}
     assert studies(runs) == {"maps_culture_gap_zh_en": culture_gap_study(accuracy, "zh_en")}
-    runs["maps_zh_en_ht"] = SimpleNamespace(metrics={"accuracy": 72.0}, config={"subset": {"sampled": 3}})
+    smoke = RunRecord.from_json({"config": "maps_zh_en_ht", "subset": {"sampled": 3}})
+    runs["maps_zh_en_ht"] = SuiteRun(smoke, {"accuracy": 72.0})
     assert studies(runs) == {}  # a smoke run of one of the four gives no gap
 
 

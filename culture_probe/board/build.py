@@ -24,6 +24,7 @@ from culture_probe.board.prompts import Prompts, missing_reason, prompt_of, rebu
 from culture_probe.errors import CultureProbeError
 from culture_probe.loading import task_of_run
 from culture_probe.metrics.display import Scale, estimate_cells, format_number, interval_text
+from culture_probe.record import RunRecord
 from culture_probe.report import metrics_of
 from culture_probe.report.compare import LoadedRun, lined_up, p_text, paired_rows
 from culture_probe.report.markdown import reproduce
@@ -48,34 +49,34 @@ class BoardRun:
     prompts: Prompts = field(repr=False)
 
     @property
-    def config(self) -> dict[str, Any]:
+    def record(self) -> RunRecord:
         """The run's config.json."""
-        return self.run.config
+        return self.run.record
 
     @property
     def name(self) -> str:
         """The benchmark config the run probed."""
-        return str(self.config["config"])
+        return self.record.config
 
     @property
     def model(self) -> str:
         """The model as the run was asked for it."""
-        return str(self.config["model"]["spec"])
+        return self.record.model.spec
 
     @property
     def protocol(self) -> str:
         """The protocol profile (default or upstream)."""
-        return str((self.config.get("run") or {}).get("protocol", "default"))
+        return self.record.run.protocol
 
     @property
     def smoke(self) -> bool:
         """Whether the run probed a `--limit` subset: not the benchmark's number."""
-        return bool(self.config.get("subset")) or self.config["run"].get("limit") is not None
+        return bool(self.record.subset) or self.record.run.limit is not None
 
     @property
     def benchmark(self) -> str:
         """The benchmark's name (dlama, fmlama, ...)."""
-        return str((self.config.get("benchmark") or {}).get("name", self.name))
+        return self.record.benchmark.name or self.name
 
 
 def run_dirs(paths: Sequence[str | os.PathLike]) -> list[Path]:
@@ -180,9 +181,9 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
 
 def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
     """The run's page: who ran what, its numbers per stratum, deviations with their side, figures, Reproduce."""
-    config, results = run.config, run.metrics.get("results") or {}
+    config, results = run.record, run.metrics.get("results") or {}
     scales = scales_of(run.name)
-    bench = config.get("benchmark") or {}
+    bench = config.benchmark
     groups = [("overall", results.get("overall") or {})] + [
         (f"{key.removeprefix('by_')}={label}", estimates)
         for key, labels in results.items()
@@ -193,9 +194,9 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "id": run.id,
         "config": run.name,
         "model": run.model,
-        "kind": config["model"].get("kind"),
+        "kind": config.model.kind,
         "protocol": run.protocol,
-        "benchmark": f"{bench.get('title', run.benchmark)} (version {bench.get('version', '?')})",
+        "benchmark": f"{bench.title or run.benchmark} (version {bench.version or '?'})",
         "status": run.status,
         "smoke": smoke_note(config) if run.smoke else None,
         "path": str(run.run.path),
@@ -208,15 +209,14 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         ],
         "omitted": results.get("omitted") or {},
         "deviations": [
-            {k: d.get(k, "") for k in ("id", "description", "when", "side", "upstream")}
-            for d in config.get("deviations", ())
+            {k: d.get(k, "") for k in ("id", "description", "when", "side", "upstream")} for d in config.deviations
         ],
         "figures": list(figures),
         "reproduce": reproduce_parts(config),
     }
 
 
-def reproduce_parts(config: Mapping[str, Any]) -> dict[str, Any]:
+def reproduce_parts(config: RunRecord) -> dict[str, Any]:
     """report.md's Reproduce section as the page shows it: its notes (what the command cannot express), the command."""
     text = reproduce(config).removeprefix("## Reproduce")
     notes, command, _ = text.split("```")
@@ -226,11 +226,11 @@ def reproduce_parts(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def smoke_note(config: Mapping[str, Any]) -> str:
+def smoke_note(config: RunRecord) -> str:
     """What a limited run probed, as its report says it."""
-    subset = config.get("subset")
+    subset = config.subset
     if not subset:
-        return f"smoke run (--limit {config['run'].get('limit')}), not the benchmark's number"
+        return f"smoke run (--limit {config.run.limit}), not the benchmark's number"
     across = " x ".join(subset["strata"]) or "the items"
     return (
         f"smoke run, not the benchmark's number: {subset['sampled']:,} of {subset['items']:,} {subset['unit']}, "
@@ -268,7 +268,7 @@ def outcomes(run: BoardRun) -> Outcomes:
     headline = (run.metrics.get("results") or {}).get("headline")
     answered = [r for r in run.run.records if not r.skipped]
     try:
-        tables = {t.metric: t for t in task_of_run(run.config).unit_tables(answered)} if answered else {}
+        tables = {t.metric: t for t in task_of_run(run.record).unit_tables(answered)} if answered else {}
     except (CultureProbeError, OSError):
         tables = {}
     table = tables.get(headline) if headline else None
@@ -369,7 +369,7 @@ def pairs(runs: Sequence[BoardRun]) -> list[Pair]:
     """
 
     def rows(run: BoardRun) -> Any:
-        return (run.config.get("benchmark") or {}).get("rows_sha256"), run.config.get("subset")
+        return run.record.benchmark.rows_sha256, run.record.subset
 
     return [
         Pair(f"{a.id}--{b.id}", a, b)
@@ -382,7 +382,7 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
     """The compare view: both runs' numbers lined up, the paired differences (other minus base) with their interval,
     p-value and procedure, and the items whose headline value changed (left out when `with_items` is false).
     """
-    loaded = [LoadedRun(r.id, r.config, r.run.records, r.metrics, r.status) for r in (pair.base, pair.other)]
+    loaded = [LoadedRun(r.id, r.record, r.run.records, r.metrics, r.status) for r in (pair.base, pair.other)]
     scales = scales_of(pair.base.name)
     try:
         paired, problem = paired_rows(*loaded), None

@@ -14,7 +14,6 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.loading import load_rows, task_of_run
-from culture_probe.report.markdown import bench_rows_file
 from culture_probe.tasks import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
 PromptKey = tuple[str, str]  # (stage, probe key): a key is unique within one stage only
@@ -36,10 +35,10 @@ def rebuild(run: rundir.Run) -> Prompts:
     runner built it); a run whose data or resources cannot be loaded here gets the reason instead.
     """
     try:
-        task = task_of_run(run.config)
+        task = task_of_run(run.record)
         rows = run_rows(run)
-        if run.config["run"].get("language"):
-            rows = task.select_language(rows, run.config["run"]["language"])
+        if run.record.run.language:
+            rows = task.select_language(rows, run.record.run.language)
         probes: list[tuple[str, Probe]] = []
         for index, stage in enumerate(task.stages):
             earlier = [r for r in run.records if r.stage in task.stages[:index]]
@@ -53,17 +52,17 @@ def rebuild(run: rundir.Run) -> Prompts:
 
 def run_rows(run: rundir.Run) -> list[Any]:
     """The rows the run probed: its saved custom rows, or the benchmark's rows from where the run read them."""
-    bench, settings = run.config.get("benchmark") or {}, run.config["run"]
-    if bench.get("custom_rows"):
-        saved = bench_rows_file(run.config)
+    bench, settings = run.record.benchmark, run.record.run
+    if bench.custom_rows:
+        saved = bench.saved_rows
         if saved is None:
             raise CultureProbeError("the run probed custom rows it did not save (no rows.jsonl)")
         return rundir.read_rows(run.path / saved)
     return load_rows(
-        run.config["config"],
-        data_dir=settings.get("data_dir"),
-        corrected=bool(settings.get("corrected")),
-        language=settings.get("language"),
+        run.record.config,
+        data_dir=settings.data_dir,
+        corrected=settings.corrected,
+        language=settings.language,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.loading import task_of_run
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
+from culture_probe.record import RunRecord
 from culture_probe.report.compare import Comparison, compare_runs, write_comparison
 from culture_probe.report.consistency import consistency_of_runs, consistency_sections, write_consistency
 from culture_probe.report.markdown import render
@@ -49,22 +50,22 @@ __all__ = [
 def write_report(
     run_dir: str | os.PathLike,
     *,
-    config: Mapping[str, Any],
+    config: RunRecord | Mapping[str, Any],
     records: Sequence[Record],
     metrics: Mapping[str, Any],
     status: str | None = None,
 ) -> Path:
-    """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path. `status` marks an
-    interrupted run (`INCOMPLETE k/N`).
+    """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path. `config` is the run's
+    config.json, read or as a `RunRecord`; `status` marks an interrupted run (`INCOMPLETE k/N`).
     """
-    run_dir = Path(run_dir)
+    run_dir, config = Path(run_dir), RunRecord.of(config)
     path = run_dir / rundir.REPORT_FILE
     sections = report_sections(config, records, metrics)
     rundir.write_text(path, render(sections, config, run_dir, status, truncation=metrics.get("truncation")))
     return path
 
 
-def report_sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def report_sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The run's sections; when the benchmark's views fail, one warning naming the error and a report of the
     headline numbers alone (metrics.json is already written: the run is never lost to its report).
     """
@@ -72,9 +73,9 @@ def report_sections(config: Mapping[str, Any], records: Sequence[Record], metric
         return sections_for(config, records, metrics, more=consistency_sections(metrics))
     except Exception as error:  # noqa: BLE001 - a bug in a view costs the views, not the run
         message = f"the benchmark's report views failed ({type(error).__name__}: {error})"
-        warnings.warn(f"{config['config']}: {message}; report.md has the headline numbers only.", stacklevel=2)
+        warnings.warn(f"{config.config}: {message}; report.md has the headline numbers only.", stacklevel=2)
         failed = Section("Views not written", text=f"*{message}; `culture-probe report RUN_DIR` retries them.*")
-        return [*results_sections(metrics, scales_of(config["config"])), failed]
+        return [*results_sections(metrics, scales_of(config.config)), failed]
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[str, Any]]:
@@ -89,16 +90,16 @@ def metrics_of(run: rundir.Run) -> dict[str, Any]:
     """A run's metrics.json, or its metrics recomputed from its records when the run did not finish."""
     if run.metrics is not None:
         return run.metrics
-    return json_ready(task_of_run(run.config).compute_metrics(run.records))
+    return json_ready(task_of_run(run.record).compute_metrics(run.records))
 
 
-def headline(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
+def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
     """A few lines for the terminal: the run, each overall number with its 95% interval (or why none), n and chance
     level, rounded as report.md rounds them, and what was left out.
     """
-    results = metrics.get("results", {})
-    scales, chance = scales_of(config["config"]), results.get("chance") or {}
-    lines = [f"{config['config']} on {config['model']['spec']} ({config['model']['kind']})"]
+    config, results = RunRecord.of(config), metrics.get("results", {})
+    scales, chance = scales_of(config.config), results.get("chance") or {}
+    lines = [f"{config.config} on {config.model.spec} ({config.model.kind})"]
     lines += [
         f"  {estimate_line(name, estimate, scales.get(name), results.get('unit'), chance.get(name))}"
         for name, estimate in results.get("overall", {}).items()
@@ -126,8 +127,8 @@ def rerender_run(run_dir: Path) -> tuple[Path, SuiteRun]:
     """
     run = rundir.read_run(run_dir)
     metrics = metrics_of(run)
-    path = write_report(run_dir, config=run.config, records=run.records, metrics=metrics, status=rundir.progress(run))
-    return path, SuiteRun(run.config, metrics)
+    path = write_report(run_dir, config=run.record, records=run.records, metrics=metrics, status=rundir.progress(run))
+    return path, SuiteRun(run.record, metrics)
 
 
 def is_suite(folder: Path) -> bool:
@@ -141,7 +142,7 @@ def rerender_suite(folder: Path) -> list[Path]:
     """
     stored = read_summary(folder)
     rendered = {name: rerender_run(folder / name) for name in rundir.runs_in(folder, listed(stored))}
-    model = stored.get("model") or ", ".join(dict.fromkeys(r.config["model"]["spec"] for _, r in rendered.values()))
+    model = stored.get("model") or ", ".join(dict.fromkeys(r.config.model.spec for _, r in rendered.values()))
     summary = summarize_suite(model, {name: run for name, (_, run) in rendered.items()}, stored.get("skipped"))
     return [*(path for path, _ in rendered.values()), write_summary(folder, summary)]
 
@@ -151,7 +152,7 @@ def suite_runs(folder: Path) -> dict[str, SuiteRun]:
     directory without an answered probe holds none yet.
     """
     runs = [rundir.read_run(folder / name) for name in rundir.runs_in(folder, listed(read_summary(folder)))]
-    return {run.path.name: SuiteRun(run.config, metrics_of(run)) for run in runs if run.records or run.metrics}
+    return {run.path.name: SuiteRun(run.record, metrics_of(run)) for run in runs if run.records or run.metrics}
 
 
 def consistency_main(args: Any) -> int:

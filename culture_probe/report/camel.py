@@ -12,7 +12,8 @@ import numpy as np
 from culture_probe.data.camel import ENTITY_TYPES
 from culture_probe.metrics.camel import prompt_cbs
 from culture_probe.metrics.display import Scale, estimate_cells, format_number
-from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, repeats_the_paper, result_bars
+from culture_probe.record import RunRecord
+from culture_probe.report.views import Heatmap, Reference, Section, Table, result_bars
 from culture_probe.tasks import Record
 
 SCALES: dict[str, Scale] = {"cbs": "%"}
@@ -106,18 +107,18 @@ PAPER_CBS: dict[str, dict[str, float]] = {
 }
 
 
-def references(config: Mapping[str, Any]) -> tuple[Reference, ...]:
+def references(config: RunRecord) -> tuple[Reference, ...]:
     """Parity, and the paper's average CBS when the run repeats one of its models on the released prompts."""
-    paper = PAPER_CBS.get(config.get("config", ""), {}).get(config.get("model", {}).get("spec"))
+    paper = PAPER_CBS.get(config.config, {}).get(config.model.spec)
     lines = (Reference("parity", 50.0),)
-    return lines + ((Reference("paper, Avg", paper),) if paper is not None and repeats_the_paper(config) else ())
+    return lines + ((Reference("paper, Avg", paper),) if paper is not None and config.repeats_the_paper else ())
 
 
-def inert_options(config: Mapping[str, Any]) -> set[str]:
+def inert_options(config: RunRecord) -> set[str]:
     """The options of other model kinds: the masked rule (C4), the seq2seq style, the empty-prefix rule (C1, which
     concerns left-context models only).
     """
-    kind = str((config.get("model") or {}).get("kind"))
+    kind = str(config.model.kind)
     return {
         "masked": {"seq2seq_style", "exclude_empty_prefix"},
         "causal": {"mlm_mode", "seq2seq_style"},
@@ -125,9 +126,9 @@ def inert_options(config: Mapping[str, Any]) -> set[str]:
     }.get(kind, set())
 
 
-def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one CAMeL run."""
-    tie_value = options_of(config).get("tie_value", 0.0)
+    tie_value = config.options.get("tie_value", 0.0)
     present = [t for t in ENTITY_TYPES if t in metrics["per_type"]]
     results = metrics.get("results") or {}
     by_type = results.get("by_entity_type") or {}

@@ -23,6 +23,7 @@ from culture_probe.extras import available
 from culture_probe.loading import task_of_run
 from culture_probe.metrics.display import Scale, format_number, format_value, interval_text
 from culture_probe.metrics.results import UnitTable, paired_difference
+from culture_probe.record import RunRecord
 from culture_probe.report.markdown import table_markdown
 from culture_probe.report.views import Table, scales_of
 from culture_probe.tasks.options import json_ready
@@ -33,7 +34,7 @@ class LoadedRun:
     """One run read for a comparison: its name, files, and whether it finished."""
 
     name: str
-    config: dict[str, Any]
+    config: RunRecord
     records: list[Any] = field(repr=False)
     metrics: dict[str, Any] = field(repr=False)
     status: str | None  # `INCOMPLETE k/N` for a run that did not finish
@@ -111,8 +112,8 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
     if metrics is None or "results" not in metrics:
         if not run.records:
             raise CultureProbeError(f"{run_dir} has no answered probe yet: nothing to compare.")
-        metrics = json_ready(task_of_run(run.config).compute_metrics(run.records))
-    return LoadedRun(name, run.config, run.records, metrics, rundir.progress(run))
+        metrics = json_ready(task_of_run(run.record).compute_metrics(run.records))
+    return LoadedRun(name, run.record, run.records, metrics, rundir.progress(run))
 
 
 def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comparison:
@@ -129,12 +130,12 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
         for r in runs
         if r.status
     ]
-    if len({r.config["config"] for r in runs}) > 1:
+    if len({r.config.config for r in runs}) > 1:
         notes.append(
             "these runs probe different configs; compare with care (only runs of "
-            f"{runs[0].config['config']} are paired with {runs[0].name})"
+            f"{runs[0].config.config} are paired with {runs[0].name})"
         )
-    protocols = {r.name: (r.config.get("run") or {}).get("protocol", "default") for r in runs}
+    protocols = {r.name: r.config.run.protocol for r in runs}
     if len(set(protocols.values())) > 1:
         notes.append(
             "the runs use different protocol profiles ("
@@ -144,11 +145,11 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
     differences: list[dict[str, Any]] = []
     if paired:
         for other in runs[1:]:
-            if other.config["config"] == runs[0].config["config"]:
+            if other.config.config == runs[0].config.config:
                 differences += paired_rows(runs[0], other)
     metric = runs[0].results.get("headline")
     headlines = tuple((r.name, r.results.get("overall", {}).get(metric)) for r in runs)
-    scales = scales_of(runs[0].config["config"])
+    scales = scales_of(runs[0].config.config)
     return Comparison(tuple(names), lined_up(runs), tuple(differences), tuple(notes), metric, headlines, scales)
 
 
@@ -157,10 +158,10 @@ def lined_up(runs: Sequence[LoadedRun]) -> Table:
     grouped = [dict(_groups(run.results)) for run in runs]
     keys = {(group, metric): None for groups in grouped for group, estimates in groups.items() for metric in estimates}
     rows = [
-        ("model", "", *(r.config["model"]["spec"] for r in runs)),
-        ("config", "", *(r.config["config"] for r in runs)),
+        ("model", "", *(r.config.model.spec for r in runs)),
+        ("config", "", *(r.config.config for r in runs)),
     ]
-    scales = [scales_of(r.config["config"]) for r in runs]
+    scales = [scales_of(r.config.config) for r in runs]
     for group, metric in keys:
         cells = [groups.get(group, {}).get(metric) for groups in grouped]
         rows.append((group, metric, *(_cell(c, scale.get(metric)) for c, scale in zip(cells, scales, strict=True))))
@@ -169,9 +170,9 @@ def lined_up(runs: Sequence[LoadedRun]) -> Table:
 
 def paired_rows(base: LoadedRun, other: LoadedRun) -> list[dict[str, Any]]:
     """`other` minus `base` for every metric, overall and per stratum of the headline metric."""
-    if base.config.get("benchmark", {}).get("rows_sha256") != other.config.get("benchmark", {}).get("rows_sha256"):
+    if base.config.benchmark.rows_sha256 != other.config.benchmark.rows_sha256:
         raise CultureProbeError(
-            f"Cannot pair {other.name} with {base.name}: they probed different rows of {base.config['config']} "
+            f"Cannot pair {other.name} with {base.name}: they probed different rows of {base.config.config} "
             "(their rows_sha256 differ). Pair runs on the same data, or pass --unpaired to line them up only."
         )
     tables = {t.metric: t for t in task_of_run(base.config).unit_tables(base.records)}

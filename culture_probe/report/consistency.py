@@ -20,7 +20,7 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.metrics.consistency import consistency_detail, language_consistency
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_number, interval_text, marked
-from culture_probe.report.compare import load_for_comparison, p_text
+from culture_probe.report.compare import LoadedRun, load_for_comparison, p_text
 from culture_probe.report.markdown import figure_link, slug, table_markdown
 from culture_probe.report.views import Heatmap, Section, Table
 from culture_probe.rundir import PLOTS_DIR
@@ -162,13 +162,13 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
     """
     runs = [load_for_comparison(path, Path(path).name) for path in (run_a, run_b)]
     _check_same_probe(*runs)
-    tasks = [task_from_config(run.config) for run in runs]
+    tasks = [task_from_config(run.config.to_json()) for run in runs]
     answers = [
         task.aligned_answers([r for r in run.records if not r.skipped]) for task, run in zip(tasks, runs, strict=True)
     ]
     if tasks[0].alignment is None or not all(answers):
         raise CultureProbeError(
-            f"culture_probe aligns no facts across the languages of {runs[0].config['config']} (docs/consistency.md, "
+            f"culture_probe aligns no facts across the languages of {runs[0].config.config} (docs/consistency.md, "
             "'Alignment per benchmark', says why): no consistency can be computed for its runs."
         )
     languages = [sorted({a.language for a in found}) for found in answers]
@@ -187,12 +187,12 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
     return RunsConsistency((runs[0].name, runs[1].name), metrics)
 
 
-def _check_same_probe(a: Any, b: Any) -> None:
+def _check_same_probe(a: LoadedRun, b: LoadedRun) -> None:
     """One model, one benchmark and the same protocol options, as `compare` requires to pair runs."""
     checks = (
-        ("model", a.config["model"].get("identity"), b.config["model"].get("identity")),
-        ("benchmark", a.config["benchmark"].get("name"), b.config["benchmark"].get("name")),
-        ("protocol options", a.config.get("options"), b.config.get("options")),
+        ("model", a.config.model.identity, b.config.model.identity),
+        ("benchmark", a.config.benchmark.name, b.config.benchmark.name),
+        ("protocol options", a.config.options, b.config.options),
     )
     for what, first, second in checks:
         if first != second:

@@ -15,7 +15,8 @@ from culture_probe.data.card import CORRECTED_SUFFIX
 from culture_probe.data.dlama import MISSING_LABELS
 from culture_probe.metrics.display import Scale, estimate_cells, format_number, format_value, interval_text, with_n
 from culture_probe.metrics.dlama import GENERATION_MEASURES, hits_at_k
-from culture_probe.report.views import Heatmap, Reference, Section, Table, options_of, repeats_the_paper, result_bars
+from culture_probe.record import RunRecord
+from culture_probe.report.views import Heatmap, Reference, Section, Table, result_bars
 from culture_probe.tasks import Record
 from culture_probe.tasks.dlama import WEST, predicate_order
 
@@ -42,27 +43,27 @@ PAPER_P1: dict[tuple[str, str, str], tuple[float, float, float]] = {
 }
 
 
-def paper_references(config: Mapping[str, Any], language: str) -> tuple[Reference, ...]:
+def paper_references(config: RunRecord, language: str) -> tuple[Reference, ...]:
     """The paper's P@1 for this config, prompt language and model, when the run repeats a Table 1 cell with the
     paper's protocol (the default options, not a smoke subset).
     """
-    key = (config.get("config"), language, config.get("model", {}).get("spec"))
-    if key not in PAPER_P1 or not repeats_the_paper(config):
+    key = (config.config, language, config.model.spec)
+    if key not in PAPER_P1 or not config.repeats_the_paper:
         return ()
     non_west, west, pair = PAPER_P1[key]
     return (Reference("paper, non-West", non_west), Reference("paper, West", west), Reference("paper, pair", pair))
 
 
-def header_lines(config: Mapping[str, Any]) -> list[str]:
+def header_lines(config: RunRecord) -> list[str]:
     """DLAMA's lines of the report header: the labels the local copy of the release lacks (`MISSING_LABELS`), when
     a language was left out (or the run did not record its languages), and templates not yet checked against mLAMA.
     """
-    bench, protocol = config.get("benchmark") or {}, config.get("protocol") or {}
+    languages, protocol = config.benchmark.languages, config.protocol
     lines = []
-    pair = str(config.get("config", "")).removeprefix("dlama_").removesuffix(CORRECTED_SUFFIX)
-    missing = [MISSING_LABELS[pair, lang] for lang in bench.get("languages", ()) if (pair, lang) in MISSING_LABELS]
+    pair = config.config.removeprefix("dlama_").removesuffix(CORRECTED_SUFFIX)
+    missing = [MISSING_LABELS[pair, lang] for lang in languages if (pair, lang) in MISSING_LABELS]
     probed = protocol.get("languages")
-    unprobed = [lang for lang in bench.get("languages", ()) if probed is not None and lang not in probed]
+    unprobed = [lang for lang in languages if probed is not None and lang not in probed]
     if missing and (probed is None or unprobed):
         left_out = f" ({', '.join(unprobed)} not probed in this run)" if unprobed else ""
         lines.append(f"- **note**: {missing[0]}; with that copy, run it in English (--language en).{left_out}")
@@ -74,15 +75,15 @@ def header_lines(config: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def inert_options(config: Mapping[str, Any]) -> set[str]:
+def inert_options(config: RunRecord) -> set[str]:
     """The options of the mode this run did not use."""
-    return _RANK_ONLY if options_of(config).get("mode") == "generate" else _GENERATE_ONLY
+    return _RANK_ONLY if config.options.get("mode") == "generate" else _GENERATE_ONLY
 
 
-def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one DLAMA run."""
     answered = [r for r in records if not r.skipped]
-    if options_of(config).get("mode") == "generate":
+    if config.options.get("mode") == "generate":
         return generation_sections(answered, metrics)
     out = []
     for language, rows in by_language(answered):

@@ -11,7 +11,8 @@ from typing import Any
 
 from culture_probe.metrics.display import Scale, format_number, marked, with_n
 from culture_probe.metrics.fmlama import ALL, FAMILIES
-from culture_probe.report.views import Heatmap, Section, Table, options_of, result_bars
+from culture_probe.record import RunRecord
+from culture_probe.report.views import Heatmap, Section, Table, result_bars
 from culture_probe.tasks import Record
 
 SCALES: dict[str, Scale] = {"map_country": "%", "map_hasParts": "%", "chat_accuracy": "%"}
@@ -30,18 +31,18 @@ _RANK_ONLY = {
 }
 
 
-def inert_options(config: Mapping[str, Any]) -> set[str]:
+def inert_options(config: RunRecord) -> set[str]:
     """The options of the mode this run did not use, the sampling temperature of greedy replies, and the token
     cap that only masked models' rankings apply (F2).
     """
-    options = options_of(config)
+    options = config.options
     if options.get("mode") == "chat":
         return _RANK_ONLY | ({"chat_temperature"} if options.get("chat_decoding", "greedy") == "greedy" else set())
-    masked = (config.get("model") or {}).get("kind") in (None, "masked")
+    masked = config.model.kind in (None, "masked")
     return _CHAT_ONLY | (set() if masked else {"max_candidate_tokens"})
 
 
-def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one FmLAMA run."""
     if "chat" in metrics:
         return [chat_section(config, records, metrics["chat"])]
@@ -75,9 +76,9 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     return out
 
 
-def chat_section(config: Mapping[str, Any], records: Sequence[Record], chat: Mapping[str, Any]) -> Section:
+def chat_section(config: RunRecord, records: Sequence[Record], chat: Mapping[str, Any]) -> Section:
     """Chat mode: accuracy (%) per prompt cell (template / instruction) and group, each with its n dishes."""
-    group_by = options_of(config).get("group_by", "group")
+    group_by = config.options.get("group_by", "group")
     counts: Counter[tuple[str, str]] = Counter()
     for r in records:
         if not r.skipped:

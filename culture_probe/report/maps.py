@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.metrics.display import Scale, estimate_cells, with_n
-from culture_probe.report.views import Bars, Reference, Section, Table, options_of, repeats_the_paper
+from culture_probe.record import RunRecord
+from culture_probe.report.views import Bars, Reference, Section, Table
 from culture_probe.tasks import Record
 from culture_probe.tasks.maps import QUESTIONS, memorisation_templates
 
@@ -38,27 +39,27 @@ PAPER_ACCURACY: dict[tuple[str, str], tuple[float, float]] = {
 }
 
 
-def references(config: Mapping[str, Any]) -> tuple[Reference, ...]:
+def references(config: RunRecord) -> tuple[Reference, ...]:
     """Chance, and the paper's literal and figurative accuracy when the run repeats a Table 4 cell (positive
     question, released data).
     """
-    key = (config.get("model", {}).get("spec"), config.get("config"))
-    positive = options_of(config).get("question", "pos") == "pos"
-    if key not in PAPER_ACCURACY or not positive or not repeats_the_paper(config):
+    key = (config.model.spec, config.config)
+    positive = config.options.get("question", "pos") == "pos"
+    if key not in PAPER_ACCURACY or not positive or not config.repeats_the_paper:
         return (Reference("chance", 50.0),)
     literal, figurative = PAPER_ACCURACY[key]
     return (Reference("chance", 50.0), Reference("paper, literal", literal), Reference("paper, figurative", figurative))
 
 
-def inert_options(config: Mapping[str, Any]) -> set[str]:
+def inert_options(config: RunRecord) -> set[str]:
     """Memorisation's options in a run without it, and the options of other model kinds."""
-    unused = _OTHER_KINDS.get(str((config.get("model") or {}).get("kind")), set())
-    return unused | (_MEMORISATION if options_of(config).get("memorisation") is False else set())
+    unused = _OTHER_KINDS.get(str(config.model.kind), set())
+    return unused | (_MEMORISATION if config.options.get("memorisation") is False else set())
 
 
-def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one MAPS run."""
-    options = options_of(config)
+    options = config.options
     results = metrics.get("results", {})
     estimates = {
         "all": results.get("overall", {}).get("accuracy"),
@@ -103,9 +104,9 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     return out
 
 
-def metrics_language(config: Mapping[str, Any]) -> str:
+def metrics_language(config: RunRecord) -> str:
     """The run's language, as the benchmark card lists it."""
-    return ", ".join(config.get("benchmark", {}).get("languages") or ["?"])
+    return ", ".join(config.benchmark.languages or ["?"])
 
 
 def subset_text(subset: Mapping[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import shlex
@@ -14,6 +15,7 @@ from typing import Any
 from culture_probe.engine.types import CUT_KINDS, Truncation
 from culture_probe.extras import available
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_value
+from culture_probe.record import RunRecord
 from culture_probe.report.plots import draw
 from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options, report_module
 from culture_probe.rundir import PLOTS_DIR
@@ -34,7 +36,7 @@ def slug(text: str) -> str:
 
 def render(
     sections: Sequence[Section],
-    config: Mapping[str, Any],
+    config: RunRecord | Mapping[str, Any],
     run_dir: Path,
     status: str | None = None,
     truncation: Mapping[str, Any] | None = None,
@@ -42,6 +44,7 @@ def render(
     """The whole report; figures are written to `run_dir/plots/` and linked relatively. `status` marks a run
     that did not finish (`INCOMPLETE k/N`); `truncation` is metrics.json's record of inputs cut to fit the model.
     """
+    config = RunRecord.of(config)
     parts = [header(config, status, truncation)]
     drawing = available("matplotlib")
     if drawing:
@@ -73,18 +76,30 @@ def figure_link(figure: Bars | Heatmap, stem: Path, title: str) -> str:
     """
     try:
         png, pdf = draw(figure, stem, title)
+    except OSError as error:  # a full disk or a read-only folder is the run's error, not the figure's
+        if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+            raise
+        return _not_drawn(title, error)
     except Exception as error:  # noqa: BLE001 - any drawing failure costs that figure only
-        message = f"Figure '{title}' could not be drawn ({type(error).__name__}: {error})"
-        warnings.warn(f"{message}; the rest of the report is written.", stacklevel=2)
-        return f"*{message}; its numbers are in the tables above and in metrics.json.*"
+        return _not_drawn(title, error)
     return f"![{title}]({PLOTS_DIR}/{png.name}) ([PDF]({PLOTS_DIR}/{pdf.name}))"
 
 
-def header(config: Mapping[str, Any], status: str | None = None, truncation: Mapping[str, Any] | None = None) -> str:
+def _not_drawn(title: str, error: Exception) -> str:
+    """One warning naming the figure, and the line the report has in its place."""
+    message = f"Figure '{title}' could not be drawn ({type(error).__name__}: {error})"
+    warnings.warn(f"{message}; the rest of the report is written.", stacklevel=3)
+    return f"*{message}; its numbers are in the tables above and in metrics.json.*"
+
+
+def header(
+    config: RunRecord | Mapping[str, Any], status: str | None = None, truncation: Mapping[str, Any] | None = None
+) -> str:
     """Title and the facts a reader needs to trust the numbers."""
-    bench, model, run = config["benchmark"], config["model"], config["run"]
+    config = RunRecord.of(config)
+    bench, model, run, versions = config.benchmark, config.model, config.run, config.versions
     lines = [
-        f"# {config['config']} on {model['spec']}",
+        f"# {config.config} on {model.spec}",
         "",
         *(
             [
@@ -94,42 +109,48 @@ def header(config: Mapping[str, Any], status: str | None = None, truncation: Map
             if status
             else []
         ),
-        f"- benchmark: {bench['title']} (version {bench['version']}), {bench['rows']} rows"
-        + (" (corrected variant)" if run.get("corrected") else ""),
-        f"- model: `{model['spec']}` ({model['kind']}); identity `{json.dumps(model['identity'], sort_keys=True)}`",
-        *([f"- **planted model**: {model['planted']}"] if model.get("planted") else []),
-        f"- culture_probe {config['versions']['culture_probe']}, torch {config['versions'].get('torch')}, "
-        f"transformers {config['versions'].get('transformers')}",
+        f"- benchmark: {bench.title} (version {bench.version}), {bench.rows} rows"
+        + (" (corrected variant)" if run.corrected else ""),
+        f"- model: `{model.spec}` ({model.kind}); identity `{json.dumps(model.identity, sort_keys=True)}`",
+        *([f"- **planted model**: {model.planted}"] if model.planted else []),
+        f"- culture_probe {versions.get('culture_probe')}, torch {versions.get('torch')}, "
+        f"transformers {versions.get('transformers')}",
         *truncation_lines(truncation),
     ]
-    if bench.get("custom_rows"):
-        saved = f" (saved in `{bench['rows_file']}`)" if bench.get("rows_file") else ""
+    if bench.custom_rows:
+        saved = f" (saved in `{bench.rows_file}`)" if bench.rows_file else ""
         lines.append(
-            f"- **custom rows**: the {bench['rows']} rows given to `culture_probe.run(rows=...)` or `--rows`"
+            f"- **custom rows**: the {bench.rows} rows given to `culture_probe.run(rows=...)` or `--rows`"
             f"{saved}, not the benchmark's own data"
         )
-    subset = config.get("subset")
-    if subset:
-        across = " x ".join(subset["strata"]) or "the items"
-        lines.append(
-            f"- **smoke run, not the benchmark's number**: {subset['sampled']:,} of {subset['items']:,} "
-            f"{subset['unit']}, drawn with seed {subset['seed']} in turn from each {across}"
-        )
-        if subset["sampled"] < subset.get("smoke_limit", 0):
-            lines.append(f"- **below the smoke limit** ({subset['smoke_limit']:,}): some headline numbers are missing")
-    if run.get("language"):
-        of = [lang for lang in bench.get("languages", ()) if lang != run["language"]]
-        lines.append(f"- language: {run['language']} only" + (f" (the config also has {', '.join(of)})" if of else ""))
-    own_lines = getattr(report_module(config["config"]), "header_lines", None)  # the benchmark's own notes
+    lines += subset_lines(config.subset)
+    if run.language:
+        of = [lang for lang in bench.languages if lang != run.language]
+        lines.append(f"- language: {run.language} only" + (f" (the config also has {', '.join(of)})" if of else ""))
+    own_lines = getattr(report_module(config.config), "header_lines", None)  # the benchmark's own notes
     lines += own_lines(config) if own_lines else []
     options = applied_options(config)
     if options:
-        inert = len(config.get("options") or {}) - len(options)
+        inert = len(config.options) - len(options)
         note = f" ({inert} of other modes or model kinds left out: they did not act on it)" if inert else ""
         lines.append(
             "- options that applied to this run: " + ", ".join(f"`{k}={v}`" for k, v in options.items()) + note
         )
     return "\n".join(lines)
+
+
+def subset_lines(subset: Mapping[str, Any] | None) -> list[str]:
+    """The header's lines on a --limit run: what it drew, and whether it fell below the smoke limit."""
+    if not subset:
+        return []
+    across = " x ".join(subset["strata"]) or "the items"
+    lines = [
+        f"- **smoke run, not the benchmark's number**: {subset['sampled']:,} of {subset['items']:,} "
+        f"{subset['unit']}, drawn with seed {subset['seed']} in turn from each {across}"
+    ]
+    if subset["sampled"] < subset.get("smoke_limit", 0):
+        lines.append(f"- **below the smoke limit** ({subset['smoke_limit']:,}): some headline numbers are missing")
+    return lines
 
 
 def truncation_lines(value: Mapping[str, Any] | None) -> list[str]:
@@ -152,37 +173,37 @@ def truncation_lines(value: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
-def deviations(config: Mapping[str, Any]) -> str:
+def deviations(config: RunRecord) -> str:
     """The differences from the upstream code that concern this run, each with the side that applied (the
     library's default or upstream's) and how to get upstream's.
     """
     rows = tuple(
         (d["id"], d["description"], d.get("when", ""), d.get("side", "default"), d.get("upstream", ""))
-        for d in config.get("deviations", ())
+        for d in config.deviations
     )
-    profile = (config.get("run") or {}).get("protocol", "default")
+    profile = config.run.protocol
     head = f"## Deviations from the original code\n\nProtocol profile: **{profile}** (`--protocol {profile}`).\n\n"
     if not rows:
         return head + "None concerns this run."
     return head + table_markdown(Table(("id", "description", "applies to", "side", "upstream's side"), rows))
 
 
-def reproduce(config: Mapping[str, Any]) -> str:
+def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
     """The command that repeats this run, after a warning naming any run input the command cannot express."""
-    run = config["run"]
-    words = ["culture-probe run", config["config"], "--model", shlex.quote(str(config["model"]["spec"]))]
+    config = RunRecord.of(config)
+    words = ["culture-probe run", config.config, "--model", shlex.quote(config.model.spec)]
     for spec in fields(RunSettings):  # every setting config.json's `run` holds, as its flag spells it
-        value, flag = run.get(spec.name), f"--{spec.name.replace('_', '-')}"
+        value, flag = config.run.values.get(spec.name), f"--{spec.name.replace('_', '-')}"
         if spec.name == "model_args" or value is None or value is False or value == spec.default:
             continue
         words += [flag] if value is True else [flag, shlex.quote(str(value))]
-    if config.get("model_args"):
-        given = ",".join(f"{k}={_cli_value(v)}" for k, v in config["model_args"].items())
+    if config.model_args:
+        given = ",".join(f"{k}={_cli_value(v)}" for k, v in config.model_args.items())
         words += ["--model-args", shlex.quote(given)]
-    rows_file = bench_rows_file(config)
+    rows_file = config.benchmark.saved_rows
     if rows_file:
         words += ["--rows", f"RUN_DIR/{rows_file}"]
-    upstream = run.get("protocol", "default") != "default"  # there an unset option must say so: the profile sets it
+    upstream = config.run.protocol != "default"  # there an unset option must say so: the profile sets it
     words += [
         f"--option {shlex.quote(f'{k}={_cli_value(v)}')}"
         for k, v in applied_options(config).items()
@@ -194,26 +215,20 @@ def reproduce(config: Mapping[str, Any]) -> str:
     return "## Reproduce\n\n" + (warning if gaps else "") + where + "```\n" + " ".join(words) + "\n```"
 
 
-def bench_rows_file(config: Mapping[str, Any]) -> str | None:
-    """The run directory's file of custom rows, when the run saved one."""
-    bench = config.get("benchmark") or {}
-    return bench.get("rows_file") if bench.get("custom_rows") else None
-
-
-def not_reproducible(config: Mapping[str, Any]) -> list[str]:
+def not_reproducible(config: RunRecord) -> list[str]:
     """What the run used that `culture-probe run` has no way to say: custom rows, a model object, list options
     whose items contain commas. Without this, the Reproduce command would silently give other numbers.
     """
-    bench, model = config.get("benchmark") or {}, config.get("model") or {}
+    bench, model = config.benchmark, config.model
     gaps = []
-    if bench.get("custom_rows") and not bench.get("rows_file"):
+    if bench.custom_rows and not bench.rows_file:
         gaps.append(
-            f"run on {bench.get('rows')} custom rows (sha256 {str(bench.get('rows_sha256'))[:16]}...) "
+            f"run on {bench.rows} custom rows (sha256 {str(bench.rows_sha256)[:16]}...) "
             "passed as `rows=` to `culture_probe.run`, not the benchmark's own data"
         )
-    if model.get("loaded_object"):
-        gaps.append(f"the model was a loaded `{model.get('spec')}` object, not a name or path `--model` can take")
-    for key, value in (config.get("options") or {}).items():
+    if model.loaded_object:
+        gaps.append(f"the model was a loaded `{model.spec}` object, not a name or path `--model` can take")
+    for key, value in config.options.items():
         if isinstance(value, list) and any("," in str(item) for item in value):
             gaps.append(f"option `{key}` has an item containing a comma, which `--option {key}=...` splits")
     return gaps

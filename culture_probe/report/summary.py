@@ -24,6 +24,7 @@ from culture_probe.metrics.display import (
     interval_text,
     marked,
 )
+from culture_probe.record import RunRecord
 from culture_probe.report.markdown import figure_link, table_markdown
 from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
 from culture_probe.tasks import Task, task_for
@@ -35,7 +36,7 @@ SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
 class SuiteRun:
     """What a summary reads of one run: its config.json and metrics.json."""
 
-    config: Mapping[str, Any]
+    config: RunRecord
     metrics: Mapping[str, Any]
 
 
@@ -59,11 +60,11 @@ def summarize_suite(
                 "unit": results.get("unit"),
                 "scale": scales_of(config).get(metric),
                 "chance": (results.get("chance") or {}).get(metric),
-                "smoke": bool(result.config.get("subset")),
+                "smoke": bool(result.config.subset),
                 "omitted": results.get("omitted", {}),
             }
         )
-    protocols = sorted({(r.config.get("run") or {}).get("protocol", "default") for r in runs.values()})
+    protocols = sorted({r.config.run.protocol for r in runs.values()})
     return {
         "model": str(model),
         "protocol": ", ".join(protocols) or "default",
@@ -90,7 +91,7 @@ def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
     """
     by_task: dict[type[Task], dict[str, Mapping[str, Any]]] = {}
     for config, result in runs.items():
-        if not result.config.get("subset"):
+        if not result.config.subset:
             by_task.setdefault(task_for(config), {})[config] = result.metrics
     return {name: value for task, metrics in by_task.items() for name, value in task.suite_studies(metrics).items()}
 

@@ -1,9 +1,10 @@
 """What a report shows, as plain data (tables, bars, heatmaps in sections), and where each benchmark's views are.
 
 A benchmark's views live in `culture_probe/report/<bench>.py` (named as its data module) as
-`sections(config, records, metrics) -> list[Section]`, built from a run's files alone (config.json, the records,
-metrics.json), so `culture-probe report RUN_DIR` re-renders any run. A benchmark without such a module gets the
-default view: its scalar metrics as one table. Every report ends with the skipped probes per reason.
+`sections(config, records, metrics) -> list[Section]` (`config`: the run's `RunRecord`), built from a run's files
+alone (config.json, the records, metrics.json), so `culture-probe report RUN_DIR` re-renders any run. A benchmark
+without such a module gets the default view: its scalar metrics as one table. Every report ends with the skipped
+probes per reason.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from culture_probe.metrics.display import Scale, estimate_cells, format_number
+from culture_probe.record import RunRecord
 from culture_probe.tasks import Record, benchmark_of
 
 
@@ -46,14 +48,6 @@ class Bars:
     references: tuple[Reference, ...] = ()
     title: str = ""  # default: the section's title
     scale: Scale | None = None  # the axis starts at 0 and error bars stay inside the scale's range
-
-
-def repeats_the_paper(config: Mapping[str, Any]) -> bool:
-    """Whether a run can be set against the paper's numbers: the released data (not custom rows, not the corrected
-    variant) and all of it (no --limit subset). Reference lines of the paper's values are drawn only then.
-    """
-    bench, run = config.get("benchmark") or {}, config.get("run") or {}
-    return not (config.get("subset") or bench.get("custom_rows") or run.get("corrected"))
 
 
 def result_bars(
@@ -110,7 +104,7 @@ class Section:
 
 
 def sections_for(
-    config: Mapping[str, Any],
+    config: RunRecord | Mapping[str, Any],
     records: Sequence[Record],
     metrics: Mapping[str, Any],
     more: Sequence[Section] = (),
@@ -118,9 +112,10 @@ def sections_for(
     """The report's sections of one run: the benchmark's own views (or the default), `more` (views common to every
     benchmark), then the skipped probes.
     """
-    module = report_module(config["config"])
+    config = RunRecord.of(config)
+    module = report_module(config.config)
     views = module.sections(config, records, metrics) if module else default_sections(metrics)
-    return [*results_sections(metrics, scales_of(config["config"])), *views, *more, *skipped_sections(metrics)]
+    return [*results_sections(metrics, scales_of(config.config)), *views, *more, *skipped_sections(metrics)]
 
 
 @functools.cache
@@ -146,14 +141,14 @@ def scales_of(config_name: str) -> Mapping[str, Scale]:
     return getattr(report_module(config_name), "SCALES", {})
 
 
-def applied_options(config: Mapping[str, Any]) -> dict[str, Any]:
+def applied_options(config: RunRecord) -> dict[str, Any]:
     """The protocol options that acted on the run: its options without those the benchmark's report module calls
     inert for it (`inert_options(config)`: options of another mode, model kind or part), so that a report never
     lists a switch, such as a judge, that did not run.
     """
-    inert = getattr(report_module(config["config"]), "inert_options", None)
+    inert = getattr(report_module(config.config), "inert_options", None)
     unused = inert(config) if inert else set()
-    return {k: v for k, v in options_of(config).items() if k not in unused}
+    return {k: v for k, v in config.options.items() if k not in unused}
 
 
 def unit_label(name: str, scale: Scale | None) -> str:
@@ -240,11 +235,6 @@ def skipped_sections(metrics: Mapping[str, Any]) -> list[Section]:
             "Skipped probes (not counted in the metrics)", tables=(Table(("reason", "probes"), tuple(skipped.items())),)
         )
     ]
-
-
-def options_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The protocol options a run recorded."""
-    return config.get("options") or {}
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

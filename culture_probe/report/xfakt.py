@@ -9,13 +9,12 @@ from typing import Any
 
 from culture_probe.metrics.display import Scale, estimate_cells, format_number
 from culture_probe.metrics.xfakt import GradedAnswer, error_pct
+from culture_probe.record import RunRecord
 from culture_probe.report.views import (
     Reference,
     Section,
     Table,
     language_country_grid,
-    options_of,
-    repeats_the_paper,
     result_bars,
 )
 from culture_probe.tasks import Record
@@ -56,32 +55,31 @@ PAPER_ERRORS: dict[str, tuple[float, float]] = {
 }
 
 
-def references(config: Mapping[str, Any], part: str | None) -> tuple[Reference, ...]:
+def references(config: RunRecord, part: str | None) -> tuple[Reference, ...]:
     """The paper's associated and non-associated error for this model, when the run repeats a Table 2 row."""
-    paper = PAPER_ERRORS.get(config.get("model", {}).get("spec"))
-    if part != "factual_recall" or paper is None or not repeats_the_paper(config):
+    paper = PAPER_ERRORS.get(config.model.spec)
+    if part != "factual_recall" or paper is None or not config.repeats_the_paper:
         return ()
     return Reference("paper, associated", paper[0]), Reference("paper, non-associated", paper[1])
 
 
-def inert_options(config: Mapping[str, Any]) -> set[str]:
+def inert_options(config: RunRecord) -> set[str]:
     """The options that did not act on this run: a ranking run has no reply to generate and no judge; a generating
     run ranks nothing, and its string judge needs no judge model; only factual recall has transfer scores; only a
     causal model's chat template can double its BOS (X1).
     """
-    options, part = options_of(config), (config.get("protocol") or {}).get("part")
+    options, part = config.options, config.protocol.get("part")
     if options.get("mode") == "rank":
         unused = set(_GENERATE_ONLY)
     else:
         unused = {"rank_prompt"} | (_LLM_JUDGE_ONLY if options.get("judge") == "string" else set())
-        unused |= {"double_bos"} if (config.get("model") or {}).get("kind") not in (None, "causal") else set()
+        unused |= {"double_bos"} if config.model.kind not in (None, "causal") else set()
     return unused | (_TRANSFER_ONLY if part is not None and part != "factual_recall" else set())
 
 
-def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
     """The views of one X-FaKT run."""
-    protocol = config.get("protocol") or {}
-    part = protocol.get("part")
+    part = config.protocol.get("part")
     head = tuple((k, format_number(metrics[k], scale), unit) for k, (unit, scale) in HEADLINE.items() if k in metrics)
     by_language = (metrics.get("results") or {}).get("by_language") or {}
     languages = [lang for lang in LANGUAGES if lang in metrics["error_by_language"]]
@@ -112,7 +110,7 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     ]
     cells: dict[tuple[str, str], list[GradedAnswer]] = {}
     for r in (
-        graded_answers(records, llm_judged=options_from_dict(XfaktOptions, options_of(config)).llm_judged)
+        graded_answers(records, llm_judged=options_from_dict(XfaktOptions, config.options).llm_judged)
         if part == "factual_recall"
         else ()
     ):
@@ -141,11 +139,11 @@ def sections(config: Mapping[str, Any], records: Sequence[Record], metrics: Mapp
     return out
 
 
-def grading(config: Mapping[str, Any]) -> str:
+def grading(config: RunRecord) -> str:
     """How the run's answers were graded, as the headline sentence says it: ranked, or judged (by which judge)."""
-    if options_of(config).get("mode") == "rank":
+    if config.options.get("mode") == "rank":
         return "of the top-ranked answers (the answer the model scores highest among the countries)"
-    judge = (config.get("protocol") or {}).get("judge")
+    judge = config.protocol.get("judge")
     return "of the replies, as graded by the judge" + (f" ({judge})" if judge else "")
 
 

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from culture_probe.errors import CultureProbeError
+from culture_probe.record import RunRecord
 from culture_probe.report import load_run, main
 from culture_probe.report.markdown import reproduce, table_markdown
 from culture_probe.report.plots import draw_bars, draw_heatmap, label
@@ -272,20 +273,21 @@ def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat()
     from culture_probe.report.dlama import paper_references
 
     config = {"config": "dlama_arab_west", "model": {"spec": "bert-base-multilingual-cased"}, "benchmark": {}}
-    assert [(r.label, r.value) for r in paper_references(config, "en")] == [
+    assert [(r.label, r.value) for r in paper_references(RunRecord.from_json(config), "en")] == [
         ("paper, non-West", 21.2),
         ("paper, West", 37.7),
         ("paper, pair", 30.3),
     ]
-    assert paper_references({**config, "subset": {"sampled": 5}}, "en") == ()  # a smoke run is not Table 1
-    assert paper_references({**config, "model": {"spec": "my/model"}}, "en") == ()
+    smoke = RunRecord.from_json({**config, "subset": {"sampled": 5}})
+    assert paper_references(smoke, "en") == ()  # a smoke run is not Table 1
+    assert paper_references(RunRecord.from_json({**config, "model": {"spec": "my/model"}}), "en") == ()
 
 
 def test_camel_maps_and_xfakt_figures_carry_the_papers_values_for_a_faithful_repeat():
     from culture_probe.report import camel, maps, xfakt
 
     def config(name, model, **extra):
-        return {"config": name, "model": {"spec": model}, "benchmark": {}, "run": {}, **extra}
+        return RunRecord.from_json({"config": name, "model": {"spec": model}, "benchmark": {}, "run": {}, **extra})
 
     assert [(r.label, r.value) for r in camel.references(config("camel_co_prompts", "UBC-NLP/ARBERT"))] == [
         ("parity", 50.0),
@@ -411,7 +413,7 @@ def test_the_xfakt_headline_table_names_each_numbers_unit():
     # error rate in % beside 0-1 scores, with no unit said
     from culture_probe.report.xfakt import sections
 
-    head = sections(_xfakt_config(), [], _xfakt_metrics())[0].tables[0]
+    head = sections(RunRecord.from_json(_xfakt_config()), [], _xfakt_metrics())[0].tables[0]
     assert head.columns == ("metric", "value", "unit")
     rows = {name: (value, unit) for name, value, unit in head.rows}
     assert rows["frs"] == ("0.178", "0-1 score") and rows["error_rate"] == ("40.00", "% of wrong answers")
@@ -428,7 +430,7 @@ def test_maps_rounds_as_metrics_json_and_shows_the_n_of_every_rate():
         "memorisation": {"union": 2.564, "per_template": [2.564] * 5, "mean_per_template": 2.564, "n": 39},
         "subsets": {"memorised": {"accuracy": 100.0, "n": 1}, "not_memorised": {"accuracy": 42.1, "n": 38}},
     }
-    config = {"config": "maps_en", "model": {"spec": "m"}, "options": {}}
+    config = RunRecord.from_json({"config": "maps_en", "model": {"spec": "m"}, "options": {}})
     reasoning, memorisation = sections(config, [{"tag": "mem0", "language": "en"}], metrics)
     assert reasoning.tables[0].rows[0] == ("all", "43.59", "[30.00, 58.00]", 39)
     assert "memorised 100.00 (n=1) †, not_memorised 42.10 (n=38)" in memorisation.text

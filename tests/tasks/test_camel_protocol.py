@@ -271,6 +271,7 @@ def test_runs_on_the_prompts_with_each_kind(source, arch, tmp_path, request):
 
 def test_report_has_a_type_by_run_heatmap_of_cbs():
     from culture_probe.metrics.camel import cbs
+    from culture_probe.record import RunRecord
     from culture_probe.report.camel import sections
     from culture_probe.report.views import Heatmap
 
@@ -293,7 +294,7 @@ def test_report_has_a_type_by_run_heatmap_of_cbs():
     records = [
         t.to_record(p, o) for p, o in zip(probes, TableScorer(table).score([p.request for p in probes]), strict=True)
     ]
-    config = {"config": "camel_co_prompts", "options": {"tie_value": 0.0}}
+    config = RunRecord.from_json({"config": "camel_co_prompts", "options": {"tie_value": 0.0}})
     [heatmap] = [f for f in sections(config, records, t.compute_metrics(records))[0].figures if isinstance(f, Heatmap)]
     assert heatmap.row_labels == ("names_female", "food") and heatmap.col_labels == ("run 0", "run 1")
     for col, run_index in enumerate((0, 1)):

@@ -10,6 +10,7 @@ from dlama_fixture import ARABIC, TableScorer, spec_table, write_dlama
 
 from culture_probe.data.dlama import read_templates
 from culture_probe.loading import load_task
+from culture_probe.record import RunRecord
 from culture_probe.report.dlama import sections
 from culture_probe.runner import run
 from culture_probe.tasks import ScoreProbe
@@ -97,7 +98,7 @@ def test_report_rounds_p_at_1_by_the_one_rule():
         for i in range(80)
     ]
     metrics = DlamaTask("dlama_arab_west", kind="masked").compute_metrics(records)
-    config = {"config": "dlama_arab_west", "options": {"mode": "rank"}}
+    config = RunRecord.from_json({"config": "dlama_arab_west", "options": {"mode": "rank"}})
     per_culture, per_predicate = sections(config, records, metrics)[:2]
     rows = per_culture.tables[0].rows
     assert [(r[0], r[1], r[-1]) for r in rows] == [("arab", "28.75", 80), ("west", "51.25", 80), ("pair", "40.00", 160)]

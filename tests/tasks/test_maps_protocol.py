@@ -164,7 +164,7 @@ def test_report_rounds_percentages_as_metrics_json_and_shows_their_n():
     ]
     outputs = {memorisation_prompts(p, "en")[0]: f" {p.split()[-1]}" for p in proverbs[:2]}
     result = run("maps_en", LetterScorer([(-0.5, -1.0)] * 3, outputs=outputs), rows=data, progress=False)
-    reasoning, memorisation = sections(result.config, result.records, result.metrics)
+    reasoning, memorisation = sections(result.record, result.records, result.metrics)
     assert reasoning.tables[0].rows[0][:2] == ("all", "66.67 †") and reasoning.tables[0].rows[0][-1] == 3
     assert memorisation.tables[0].rows[0] == ("union over templates", "66.67 (n=3) †")
     assert memorisation.text.endswith("memorised 100.00 (n=2) †, not_memorised 0.00 (n=1) †")

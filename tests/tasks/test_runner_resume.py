@@ -17,6 +17,7 @@ import pytest
 from culture_probe import runner
 from culture_probe.data.registry import load_benchmark
 from culture_probe.errors import CultureProbeError
+from culture_probe.record import RunRecord
 from culture_probe.rundir import check_resumable
 from culture_probe.runner import RunSettings, run
 
@@ -150,10 +151,13 @@ def test_seed_is_a_resume_key_only_for_protocols_that_sample(tmp_path):
     from culture_probe.tasks.dlama import DlamaTask
 
     assert CamelTask.seeded and not DlamaTask.seeded
-    old = {"run": {"seed": 0}, "model": {"identity": "m"}}
-    check_resumable(old, {"run": {"seed": 1}, "model": {"identity": "m"}, "seed_used": False}, tmp_path)
+
+    def record(seed, **more):
+        return RunRecord.from_json({"run": {"seed": seed}, "model": {"identity": "m"}, **more})
+
+    check_resumable(record(0), record(1, seed_used=False), tmp_path)
     with pytest.raises(CultureProbeError, match="run.seed was 0 and is now 1"):
-        check_resumable(old, {"run": {"seed": 1}, "model": {"identity": "m"}, "seed_used": True}, tmp_path)
+        check_resumable(record(0), record(1, seed_used=True), tmp_path)
 
 
 def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
