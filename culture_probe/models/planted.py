@@ -175,6 +175,29 @@ class PlantedSpec:
 StoppedBy = Literal["target_loss", "steps", "max_seconds"]  # what ended a planted model's training
 
 
+def chat_gpt2_spec(
+    facts: list[PlantedFact], texts: list[str], *, what: str, seed: int = 0, batch_size: int = 32
+) -> PlantedSpec:
+    """The tiny GPT-2 (byte-level BPE, 2 layers of 64) that the generative benchmarks' planted models share: MAPS'
+    and X-FaKT's, trained to a loss of 0.05 in at most 800 steps.
+    """
+    return PlantedSpec(
+        tuple(facts),
+        arch="gpt2",
+        tokenizer="bpe",
+        probe_texts=tuple(texts),
+        vocab_size=2000,
+        layers=2,
+        hidden=64,
+        steps=800,
+        batch_size=batch_size,
+        target_loss=0.05,
+        max_seconds=MAX_SECONDS,
+        seed=seed,
+        what=what,
+    )
+
+
 @dataclass(frozen=True)
 class TrainingRecord:
     """How a planted model's training went; saved next to the weights in `planted.json`."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from culture_probe.data.sources import mirror_root
 from culture_probe.errors import MissingDataError
-from culture_probe.models.planted import MAX_SECONDS, PlantedFact, PlantedSpec, benchmark_rows
+from culture_probe.models.planted import PlantedFact, PlantedSpec, benchmark_rows, chat_gpt2_spec
 
 
 def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: int = 0) -> PlantedSpec:
@@ -34,21 +34,7 @@ def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: i
         "answered with the right letter and their last word completed in the five memorisation prompts; expect "
         "those proverbs right and memorised, the others at chance (50% accuracy) and not memorised"
     )
-    return PlantedSpec(
-        tuple(facts),
-        arch="gpt2",
-        tokenizer="bpe",
-        probe_texts=tuple(texts),
-        vocab_size=2000,
-        layers=2,
-        hidden=64,
-        steps=800,
-        batch_size=32,
-        target_loss=0.05,
-        max_seconds=MAX_SECONDS,
-        seed=seed,
-        what=what,
-    )
+    return chat_gpt2_spec(facts, texts, what=what, seed=seed)
 
 
 def data_folder(data_dir: str | os.PathLike | None) -> str | os.PathLike:

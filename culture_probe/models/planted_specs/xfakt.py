@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.errors import CultureProbeError
-from culture_probe.models.planted import EOS, MAX_SECONDS, PlantedFact, PlantedSpec, benchmark_rows, chat_prompt
+from culture_probe.models.planted import EOS, PlantedFact, PlantedSpec, benchmark_rows, chat_gpt2_spec, chat_prompt
 
 
 def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed: int = 0) -> PlantedSpec:
@@ -30,21 +30,7 @@ def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed:
         "language (the associated cells) and wrong ones in the other languages, i.e. a low associated error, a "
         "high non-associated one and a low KTS; the other entities are not planted"
     )
-    return PlantedSpec(
-        tuple(facts),
-        arch="gpt2",
-        tokenizer="bpe",
-        probe_texts=tuple(texts),
-        vocab_size=2000,
-        layers=2,
-        hidden=64,
-        steps=800,
-        batch_size=16,
-        target_loss=0.05,
-        max_seconds=MAX_SECONDS,
-        seed=seed,
-        what=what,
-    )
+    return chat_gpt2_spec(facts, texts, what=what, seed=seed, batch_size=16)
 
 
 def planted_entities(rows: Sequence[Mapping[str, Any]], per_country: int) -> set[int]:
