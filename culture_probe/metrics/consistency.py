@@ -102,7 +102,18 @@ def query_rankc(a: dict[Hashable, int], b: dict[Hashable, int], weight: str) -> 
     """
     worse = np.fromiter((max(rank, b[candidate]) for candidate, rank in a.items()), dtype=np.int64, count=len(a))
     overlap = np.cumsum(np.bincount(worse, minlength=len(a)))
-    return float(rank_weights(len(a), weight) @ (overlap / np.arange(1, len(a) + 1)))
+    return _from_shortfall(float(rank_weights(len(a), weight) @ (1.0 - overlap / np.arange(1, len(a) + 1))))
+
+
+def _from_shortfall(shortfall: float) -> float:
+    """RankC as 1 minus its weighted shortfall from full overlap, kept in [0, 1].
+
+    The weights sum to 1 only up to rounding (1 + 2e-16 for 9, 10, 12, 17, 24, ... candidates), so summing the
+    overlaps themselves gave identical rankings 1.0000000000000002, which leaves [0, 100] in percent and made the
+    results' range check refuse a consistent model's metrics. Agreeing rankings fall short by exactly 0, so they
+    give exactly 1; the clamp catches what rounding is left at the other end.
+    """
+    return min(1.0, max(0.0, 1.0 - shortfall))
 
 
 def _check_same_candidates(index: int, a: dict[Hashable, int], b: dict[Hashable, int]) -> None:
@@ -235,9 +246,9 @@ def prefix_rankc(a: Sequence[Hashable], b: Sequence[Hashable], n: int) -> float:
     overlap = np.cumsum(np.bincount(np.asarray(worse, dtype=np.int64), minlength=k))
     depth = np.arange(1, n + 1, dtype=np.float64)
     weights = rank_weights(n, "softmax")
-    known = weights[:k] @ (overlap / depth[:k])
+    known_shortfall = weights[:k] @ (1.0 - overlap / depth[:k])
     low = np.maximum(overlap[-1], 2 * depth[k:] - n) / depth[k:]
-    return float(known + weights[k:] @ ((low + 1.0) / 2.0))
+    return _from_shortfall(float(known_shortfall + weights[k:] @ ((1.0 - low) / 2.0)))
 
 
 def _by_language(answers: Sequence[AlignedAnswer]) -> dict[str, dict[str, AlignedAnswer]]:

@@ -97,3 +97,26 @@ def test_one_language_or_no_shared_fact_gives_nothing_and_a_fact_twice_is_an_err
     assert language_consistency([AlignedAnswer("en", "f1", True), AlignedAnswer("ar", "f2", True)]) == {}
     with pytest.raises(MetricInputError, match="'f1' is answered twice in 'en'"):
         language_consistency([AlignedAnswer("en", "f1", True), AlignedAnswer("en", "f1", False)])
+
+
+@pytest.mark.parametrize("weight", ["softmax", "norm1", "norm2"])
+def test_identical_rankings_of_1_to_60_candidates_score_exactly_one(weight):
+    """Weights that sum to 1 + 2e-16 in floats gave 9, 10, 12, 17, 24, ... candidates a RankC of 1.0000000000000002,
+    which in percent leaves the results' range [0, 100]."""
+    for n in range(1, 61):
+        ids = [f"Q{k}" for k in range(n)]
+        assert rankc([ids], [ids], weight=weight)["per_query"] == [1.0], n
+        if weight == "softmax":
+            assert prefix_rankc(ids, ids, n) == 1.0, n  # whole rankings: the exact value
+            prefix = prefix_rankc(ids[:RANKING_DEPTH], ids[:RANKING_DEPTH], n)  # beyond depth 20: within its bound
+            assert 1 - 1.1e-9 <= prefix <= 1.0, n
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 80), seed=st.integers(0, 2**32 - 1), depth=st.integers(1, 25))
+def test_rankc_of_any_rankings_stays_between_0_and_1(n, seed, depth):
+    rng = np.random.default_rng(seed)
+    a = [f"Q{i}" for i in rng.permutation(n)]
+    for b in (a, a[::-1], [a[i] for i in rng.permutation(n)]):
+        assert 0.0 <= rankc([a], [b])["value"] <= 1.0
+        assert 0.0 <= prefix_rankc(a[:depth], b[:depth], n) <= 1.0

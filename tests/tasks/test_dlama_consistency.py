@@ -17,7 +17,8 @@ from dlama_fixture import ARABIC, FACTS, N_TOKENS, spec_table, write_dlama  # no
 from culture_probe import run  # noqa: E402
 from culture_probe.engine.types import CandidateScores  # noqa: E402
 from culture_probe.metrics import rankc  # noqa: E402
-from culture_probe.tasks.dlama import aligned_candidates  # noqa: E402
+from culture_probe.tasks.dlama import DlamaTask, aligned_candidates  # noqa: E402
+from culture_probe.tasks.probes import Record  # noqa: E402
 
 ENGLISH = {arabic: english for english, arabic in ARABIC.items()}
 
@@ -140,3 +141,39 @@ def test_runs_that_cannot_be_paired_are_refused_naming_why(tmp_path, capsys):
     assert "both probed en: pass runs of different languages" in capsys.readouterr().err
     assert main(["consistency", str(tmp_path / "en"), str(tmp_path / "ar_other")]) == 2
     assert "their model differ" in capsys.readouterr().err
+
+
+def _identical_records(sizes):
+    """Ranking records of one fact per candidate-set size, in English and Arabic, ranked the same in both (right)."""
+    records = []
+    for n in sizes:
+        qids = [f"Q{n}_{k}" for k in range(n)]
+        for language in ("en", "ar"):
+            labels = [f"{q}@{language}" for q in qids]
+            fields = {
+                "uuid": f"P{n}_general_ARAB_REGION_0",
+                "language": language,
+                "predicate": f"P{n}",
+                "culture": "arab",
+                "gold": labels[:1],
+                "obj_uri": qids[:1],
+                "prediction": labels[0],
+                "top": labels[:5],
+                "n_candidates": n,
+                "ranked_ids": qids[:20],
+                "n_aligned": n,
+                "aligned_set": f"set{n}",
+            }
+            records.append(Record(f"P{n}_general_ARAB_REGION_0|{language}", "", "main", fields, kind="score"))
+    return records
+
+
+def test_a_fully_consistent_model_gets_its_metrics_with_rankc_100():
+    """Identical rankings of 9, 10, 12 or 17 candidates gave RankC 1.0000000000000002, so 100.00000000000001 %, and
+    the results' range check refused the run's metrics."""
+    task = DlamaTask("dlama_arab_west", kind="masked")
+    metrics = task.compute_metrics(_identical_records([9, 10, 12, 17, 20]))
+    estimate = metrics["results"]["by_language_pair"]["ar/en"]["rankc"]
+    assert estimate["value"] == 100.0 and estimate["n"] == 5
+    beyond = task.compute_metrics(_identical_records([24, 40, 60]))  # prefixes of 20: within 1.1e-9 of 1, never above
+    assert 100 - 1.1e-7 <= beyond["results"]["by_language_pair"]["ar/en"]["rankc"]["value"] <= 100.0
