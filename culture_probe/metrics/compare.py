@@ -6,7 +6,7 @@ None of the five papers offers this; it lets a report say "the model knows Weste
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -31,6 +31,28 @@ CITATION = """@software{culture_probe,
   year = {2026}
 }"""
 PERMUTATION = "permutation test; interval: the shifts of the first group it does not reject"
+HOLM = "Holm (1979) step-down adjustment"
+
+
+def holm(p_values: Iterable[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values of a family of tests, in the order given; None (no test was possible) stays None and
+    does not count as a test.
+
+    With the m p-values sorted, p_(1) <= ... <= p_(m), the adjusted p_(k) is max over j <= k of (m - j + 1) p_(j),
+    capped at 1: the smallest family-wise level at which Holm's step-down procedure rejects that hypothesis. It is
+    never below the raw p-value and keeps the order of the raw ones (ties get the same adjusted value).
+    """
+    given = list(p_values)
+    tested = [(float(p), i) for i, p in enumerate(given) if p is not None]
+    for p, i in tested:
+        if not 0.0 <= p <= 1.0:  # NaN fails both comparisons
+            raise MetricInputError(f"`p_values[{i}]` must be a p-value in [0, 1], got {p!r}.")
+    out: list[float | None] = [None] * len(given)
+    running, m = 0.0, len(tested)
+    for rank, (p, i) in enumerate(sorted(tested)):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
 
 
 def mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -94,7 +116,9 @@ def compare_groups(
     outcomes (0 or `success`, e.g. 100 for a hit in percent) get the Miettinen-Nurminen score interval and its
     score test; any other scores a two-sided permutation test (every relabelling when there are at most
     `n_resamples`, else that many drawn with `seed`) and as interval the shifts of group a it does not reject.
-    Either way interval and p-value come from one test (`method` names it). No correction for multiple pairs.
+    Either way interval and p-value come from one test (`method` names it). Each comparison also has `p_holm`, its
+    p-value adjusted by Holm's step-down procedure over the `n_tests` comparisons of this call that have a p-value
+    (equal to `p_value` when there is one); the intervals are not adjusted.
     """
     check_lengths(scores=scores, groups=groups)
     check_resampling(n_resamples, confidence)
@@ -117,10 +141,13 @@ def compare_groups(
         return _compare(a, b, n_resamples, confidence, seed)
 
     comparisons = [{"a": a, "b": b, **compare(values[keys == a], values[keys == b])} for a, b in pairs]
+    adjusted = holm(c["p_value"] for c in comparisons)
+    comparisons = [{**c, "p_holm": p} for c, p in zip(comparisons, adjusted, strict=True)]
     means = {name: {"mean": float(values[keys == name].mean()), "n": int((keys == name).sum())} for name in names}
     return {
         "groups": means,
         "comparisons": comparisons,
+        "n_tests": sum(p is not None for p in adjusted),
         "n_resamples": int(n_resamples),
         "confidence": float(confidence),
         "seed": int(seed),

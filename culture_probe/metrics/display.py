@@ -3,8 +3,17 @@ is read at without a warning, and intervals (or why there is none). metrics.json
 
 The rule (`format_number`): round half up on the decimal the value stands for (float noise below 1e-9 removed
 first, so 28.749999999999996 shows as 28.75; never "-0.00"); percentages (0-100) to 2 decimals, 0-1 scores to 3,
-any other number (a count, bits, a p-value, a correlation) to 2 decimals at or above 1 and up to 4 below 1.
+any other number (a count, bits, a correlation) to 2 decimals at or above 1 and up to 4 below 1.
 `format_score` is the primitive underneath, with the MAPS paper's truncation kept for reproducing its tables.
+
+Two kinds of number are read against thresholds, so their rounding must not move them across one:
+- a p-value (`format_p`) is never rounded across 0.05 or 0.01: 3 significant digits below 0.1 (more where 3 would
+  land on or across a threshold: 0.04997 shows as "0.04997", not "0.0500"), 2 decimals at or above 0.1, and
+  "< 0.0001" below that;
+- an interval end (`bound_text`) that is not 0 but rounds to it shows as "< 0.01" ("> -0.01" below 0; "< 0.001" on
+  0-1 scores, "< 0.0001" for numbers of no scale), and one that rounds to the top of its scale without reaching it
+  as "> 99.99" ("> 0.999"). "0.00" (or "100.00") therefore means exactly 0 (or exactly the top), float noise
+  below 1e-9 removed.
 """
 
 from __future__ import annotations
@@ -17,6 +26,10 @@ from typing import Any, Literal
 from culture_probe.metrics._checks import check_choice
 
 _MODES = {"truncate": ROUND_DOWN, "round": ROUND_HALF_UP}
+# The levels a p-value is read against: its printed value stays on the same side of each (or on it, when it is on it).
+P_THRESHOLDS = (Decimal("0.05"), Decimal("0.01"))
+P_FLOOR = 0.0001  # below this a p-value prints as "< 0.0001": no test here is accurate to more digits than that
+P_DIGITS = 3  # significant digits of a p-value below 0.1
 
 Scale = Literal["%", "0-1"]
 DECIMALS: dict[str, int] = {"%": 2, "0-1": 3}
@@ -51,6 +64,67 @@ def format_score(value: float | None, decimals: int = 2, display: str = "round")
     return str(shown.copy_abs() if shown.is_zero() else shown)  # -0.001 -> "0.00", never "-0.00"
 
 
+def _clean(number: float) -> Decimal:
+    """The decimal a finite float stands for: its shortest repr, float noise below 1e-9 removed (half even)."""
+    with localcontext() as context:
+        context.prec = 400
+        return Decimal(repr(number)).quantize(Decimal("1e-9"), rounding=ROUND_HALF_EVEN)
+
+
+def format_p(p_value: float | None) -> str:
+    """A p-value as every report, the terminal, compare.md and the board print it (module docstring): never rounded
+    across 0.05 or 0.01, "< 0.0001" for the tiniest; None prints as an empty cell (no test was possible).
+
+    >>> format_p(0.04997), format_p(0.05001), format_p(0.0754), format_p(0.53), format_p(0.00002)
+    ('0.04997', '0.05001', '0.0754', '0.53', '< 0.0001')
+    """
+    if p_value is None:
+        return ""
+    number = float(p_value)
+    if not math.isfinite(number):
+        return str(number)
+    if number < P_FLOOR:
+        return f"< {P_FLOOR:g}" if number >= 0 else str(number)
+    if number >= 0.1:
+        return format_score(number, 2)
+    exact = _clean(number)
+    digits = P_DIGITS
+    while True:  # ends: at 9 decimals the shown value is the cleaned one, on the same side of everything
+        shown = exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_HALF_UP)
+        if shown >= Decimal("0.1"):  # 0.09996: as any p-value of 0.1 or more
+            return format_score(number, 2)
+        if all((shown > t) - (shown < t) == (exact > t) - (exact < t) for t in P_THRESHOLDS):
+            return format(shown, "f")
+        digits += 1
+
+
+def p_clause(p_value: float | None, name: str = "p") -> str:
+    """`p = 0.0123`, or `p < 0.0001` for the tiniest (never "p = < 0.0001"); empty when there is no p-value."""
+    text = format_p(p_value)
+    if not text:
+        return ""
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+
+
+def bound_text(value: float, scale: Scale | None = None) -> str:
+    """One end of an interval by the one rule, except that it is never rounded onto 0 or onto the top of its scale
+    when it does not reach it (module docstring): a lower end of 0.003 % shows as "< 0.01", not "0.00".
+    """
+    text = format_number(value, scale)
+    number = float(value)
+    if not math.isfinite(number):
+        return text
+    exact, shown = _clean(number), Decimal(text)
+    step = Decimal(1).scaleb(-(DECIMALS[scale] if scale else 4))  # the last digit shown below 1
+    if shown.is_zero() and not exact.is_zero():
+        return f"< {step}" if exact > 0 else f"> -{step}"
+    if scale is not None:
+        top = Decimal(repr(VALID_RANGE[scale][1]))
+        if shown == top and exact < top:
+            return f"> {top - step}"
+    return text
+
+
 def format_number(value: float | None, scale: Scale | None = None) -> str:
     """A number by the one rule (module docstring): 2 decimals for percentages, 3 for 0-1 scores, `format_value`'s
     rule for numbers of no scale; None prints as "-".
@@ -77,15 +151,16 @@ def format_value(value: Any) -> str:
 
 
 def interval_text(estimate: Mapping[str, Any], scale: Scale | None = None) -> str:
-    """An estimate's interval as every report shows it: `[low, high]`, or `no interval: <reason>` when the results
-    block gives none (a single unit, a statistic that cannot vary); empty for an estimate without a value.
+    """An estimate's interval as every report shows it: `[low, high]` (each end by `bound_text`), or
+    `no interval: <reason>` when the results block gives none (a single unit, a statistic that cannot vary); empty
+    for an estimate without a value.
     """
     if estimate.get("value") is None:
         return ""
     if estimate.get("ci_low") is None or estimate.get("ci_high") is None:
         reason = estimate.get("no_interval")
         return f"no interval: {reason}" if reason else "no interval"
-    return f"[{format_number(float(estimate['ci_low']), scale)}, {format_number(float(estimate['ci_high']), scale)}]"
+    return f"[{bound_text(float(estimate['ci_low']), scale)}, {bound_text(float(estimate['ci_high']), scale)}]"
 
 
 def is_small(n: int | None) -> bool:

@@ -68,3 +68,68 @@ def test_rates_from_few_units_carry_their_n_and_a_mark():
     assert with_n(50.0, MIN_N, "%") == "50.00 (n=10)" and with_n(None, 0) == ""
     estimate = {"value": 47.52, "ci_low": 30.1, "ci_high": 60.0, "n": 5}
     assert estimate_cells(estimate, "%") == (f"47.52 {SMALL_N_MARK}", "[30.10, 60.00]", 5)
+
+
+def test_a_p_value_is_never_rounded_across_005_or_001():
+    """p = 0.04997 (its interval excludes 0) and p = 0.05001 (it does not) both printed "0.05" (issue 34)."""
+    from culture_probe.metrics.display import format_p
+
+    assert (format_p(0.04997), format_p(0.05001)) == ("0.04997", "0.05001")
+    assert (format_p(0.0099996), format_p(0.0100004)) == ("0.0099996", "0.0100004")
+    # 3 significant digits below 0.1, 2 decimals at or above it, a floor below which no digit means anything
+    assert (format_p(0.0754), format_p(0.008150971593502691), format_p(0.000123456)) == (
+        "0.0754",
+        "0.00815",
+        "0.000123",
+    )
+    assert (format_p(0.53), format_p(0.09996), format_p(1.0)) == ("0.53", "0.10", "1.00")
+    assert (format_p(0.00002), format_p(0.0), format_p(None)) == ("< 0.0001", "< 0.0001", "")
+    # on a threshold is on it (float noise below 1e-9 removed first, as for every number)
+    assert (format_p(0.05), format_p(0.01), format_p(0.049999999999999996)) == ("0.0500", "0.0100", "0.0500")
+
+
+def test_the_printed_p_value_stays_on_the_side_of_each_threshold_the_true_one_is_on():
+    from culture_probe.metrics.display import P_FLOOR, format_p
+
+    rng = np.random.default_rng(34)
+    near = [t + d for t in (0.05, 0.01) for d in rng.uniform(-1e-5, 1e-5, 400)]
+    values = [*near, *10 ** rng.uniform(-4, 0, 2000), *(t + k * 1e-8 for t in (0.05, 0.01) for k in range(-20, 21))]
+    for p in values:
+        text = format_p(p)
+        if p < P_FLOOR:
+            assert text == "< 0.0001"
+            continue
+        shown = float(text)
+        for threshold in (0.05, 0.01):
+            assert np.sign(round(shown - threshold, 12)) == np.sign(round(p - threshold, 12)), (p, text)
+        assert abs(shown - p) <= max(0.005, p * 0.005), (p, text)  # no more than the digits shown need
+
+
+def test_p_in_a_sentence_never_reads_p_equals_less_than():
+    from culture_probe.metrics.display import p_clause
+
+    assert (p_clause(0.0027), p_clause(1e-9), p_clause(None)) == ("p = 0.00270", "p < 0.0001", "")
+    assert p_clause(0.151, "Holm-adjusted p") == "Holm-adjusted p = 0.15"
+
+
+def test_an_interval_end_below_the_display_precision_is_not_printed_as_zero():
+    """[0.003, 5.2] on the % scale printed "[0.00, 5.20]", an interval that seems to touch 0; exactly 0 (a Wilson
+    interval of 0 hits) still prints 0.00, so 0.00 means 0."""
+    from culture_probe.metrics.display import bound_text, interval_text
+
+    assert interval_text({"value": 1.0, "ci_low": 0.003, "ci_high": 5.2}, "%") == "[< 0.01, 5.20]"
+    assert interval_text({"value": -1.0, "ci_low": -5.2, "ci_high": -0.004}, "%") == "[-5.20, > -0.01]"
+    assert interval_text({"value": 0.0, "ci_low": 0.0, "ci_high": 16.11}, "%") == "[0.00, 16.11]"
+    assert bound_text(1e-12, "%") == "0.00"  # float noise, as for any number
+    assert (bound_text(0.0004, "0-1"), bound_text(0.00003), bound_text(-0.00003)) == (
+        "< 0.001",
+        "< 0.0001",
+        "> -0.0001",
+    )
+    # the top of a scale likewise: 99.997 is not certainty
+    assert (bound_text(99.997, "%"), bound_text(100.0, "%"), bound_text(0.9996, "0-1")) == (
+        "> 99.99",
+        "100.00",
+        "> 0.999",
+    )
+    assert (bound_text(0.005, "%"), bound_text(5.2, "%"), bound_text(-2.5, None)) == ("0.01", "5.20", "-2.50")

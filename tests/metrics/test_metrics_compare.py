@@ -11,6 +11,7 @@ from scipy import stats
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics import compare_groups
+from culture_probe.metrics.compare import holm
 
 WEST = [0.9, 0.8, 0.75, 0.6]
 ARAB = [0.5, 0.55, 0.3, 0.7]
@@ -113,8 +114,24 @@ def test_seeded_and_a_pair_does_not_depend_on_other_groups():
     assert first == compare_groups(scores, groups, n_resamples=300)
     assert first != compare_groups(scores, groups, n_resamples=300, seed=1)
     three = compare_groups([*scores, 0.1, 0.2], [*groups, "asia", "asia"], n_resamples=300)
-    assert [c for c in three["comparisons"] if (c["a"], c["b"]) == ("arab", "west")] == first["comparisons"]
+    pair = next(c for c in three["comparisons"] if (c["a"], c["b"]) == ("arab", "west"))
+    # the pair's own test does not move; only its Holm-adjusted p, which is the family's by definition
+    assert {k: v for k, v in pair.items() if k != "p_holm"} == {
+        k: v for k, v in first["comparisons"][0].items() if k != "p_holm"
+    }
     assert [(c["a"], c["b"]) for c in three["comparisons"]] == [("arab", "asia"), ("arab", "west"), ("asia", "west")]
+
+
+def test_several_pairs_carry_holm_adjusted_p_values():
+    """Three groups make three tests: each pair says so and carries its p-value adjusted over them (one pair: the
+    adjusted p is the raw one)."""
+    scores, groups = WEST * 3 + ARAB * 3, ["west"] * 12 + ["arab"] * 12
+    one = compare_groups(scores, groups, n_resamples=300)
+    assert one["n_tests"] == 1 and one["comparisons"][0]["p_holm"] == one["comparisons"][0]["p_value"]
+    three = compare_groups([*scores, 0.1, 0.2, 0.3], [*groups, "asia", "asia", "asia"], n_resamples=300)
+    raw = [c["p_value"] for c in three["comparisons"]]
+    assert three["n_tests"] == 3 and [c["p_holm"] for c in three["comparisons"]] == holm(raw)
+    assert all(c["p_holm"] >= c["p_value"] for c in three["comparisons"])
 
 
 @pytest.mark.parametrize(
