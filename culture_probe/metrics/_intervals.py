@@ -1,13 +1,13 @@
 """Interval methods with known coverage, shared by the results schema, `compare` and `compare_groups` (docs/results.md
-gives each method's measured coverage and its reference).
+gives each method's measured coverage, the sampling designs it was measured under, and its reference).
 
-A proportion gets Wilson's score interval (Clopper and Pearson's exact one, at the effective sample size, when units
-have replicates or strata). A difference of proportions gets Tango's (paired) or Miettinen and Nurminen's
-(independent) score interval: the inversion of a score test whose p-value at a difference of 0 is the one reported,
-so an interval excludes 0 exactly when the test rejects. Other means
-get a t interval from a design-based standard error (the variance summed over strata of units, Satterthwaite's
-degrees of freedom), corrected for the estimate's skewness by Hall's (1992) monotone transformation of t, which
-keeps coverage for skewed scores (most dishes' AP near 0) at small n; its two-sided test is the same procedure.
+A proportion gets Wilson's score interval, at the design's effective sample size when units are clusters of answers
+(Korn & Graubard). A mean of bounded scores gets a skewness-corrected t interval (Hall) once it has enough units, and
+Wilson's interval at its bound (a mean on [0, 1] has variance at most p(1 - p)) before; a mean over units crossed with
+random replicates (CAMeL's prompts and entity samples) a t interval from variance components. A paired difference of
+proportions gets Tango's score interval with a continuity correction (on design-adjusted counts for clustered
+answers), any other paired difference a sign-flip permutation test inverted under a shift: each the inversion of the
+test whose p-value at a difference of 0 is the one reported, so an interval excludes 0 exactly when the test rejects.
 """
 
 from __future__ import annotations
@@ -21,11 +21,29 @@ from scipy import optimize, stats
 
 #: the per-metric method names that metrics.json (`results.ci.methods`) and the reports print
 WILSON = "Wilson score interval"
-KORN_GRAUBARD = "Clopper-Pearson interval at the design's effective sample size (Korn & Graubard 1998)"
-T_DESIGN = "skewness-corrected t interval from the design-based standard error (Hall 1992; Satterthwaite df)"
-TANGO = "Tango score interval; p: its score test at 0 (McNemar's test)"
+WILSON_EFFECTIVE = "Wilson score interval at the design's effective sample size (Korn & Graubard 1998)"
+#: below these, a t interval of a skewed bounded mean covers too little (docs/results.md); BOUNDED_MEAN says so
+MIN_T_UNITS = 30
+MIN_OFF_EDGE = 3
+BOUNDED_MEAN = (
+    f"skewness-corrected t interval from the design-based standard error (Hall 1992; Satterthwaite df) from "
+    f"{MIN_T_UNITS} units on, {MIN_OFF_EDGE} or more of them off each end of the range; otherwise Wilson's interval "
+    "at the mean's bound (a mean on [0, 1] has variance at most p(1 - p))"
+)
+CROSSED = (
+    "t interval from variance components of units crossed with random replicates (two-way ANOVA within each "
+    "stratum, components truncated at 0; df: the smaller factor's, Satterthwaite across strata)"
+)
+TANGO_CC = (
+    "Tango score interval with continuity correction, on counts divided by the design effect of clustered answers "
+    "(Rao & Scott 1992); p: its score test at 0 (McNemar's test with continuity correction)"
+)
 MIETTINEN_NURMINEN = "Miettinen-Nurminen score interval; p: its score test at 0"
-PAIRED_T = "paired skewness-corrected t interval and its t test (design-based standard error, Satterthwaite df)"
+SIGN_FLIP = (
+    "sign-flip permutation test of the units' paired differences (every sign pattern up to 13 units, else 9,999 "
+    "drawn with seed 0) and, as interval, the shifts it does not reject"
+)
+PAIRED_CROSSED = "paired t interval and t test from variance components of units crossed with random replicates"
 
 _POISSON_EDGE = 3  # successes (or failures) up to which Wilson's limit is replaced by the exact Poisson one
 
@@ -50,13 +68,20 @@ def no_interval(reason: str) -> Interval:
     return Interval(None, reason=reason)
 
 
-def bounded(value: float, stderr: float | None, low: float, high: float, scale: float | None) -> Interval:
+def bounded(
+    value: float, stderr: float | None, low: float, high: float, scale: float | None, confidence: float = 0.95
+) -> Interval:
     """An interval clipped to the metric's range [0, scale] (when it has one) that holds `value` exactly, so float
-    noise can never leave a value outside its own interval.
+    noise can never leave a value outside its own interval. A standard error that its plug-in formula makes 0 beside
+    an interval of some width (0 of n, two equal means) is the interval's width over 2z instead, so that no reader
+    sees "± 0" beside a range.
     """
     if scale is not None:
         low, high = max(low, 0.0), min(high, scale)
-    return Interval(stderr, min(low, value), max(high, value))
+    low, high = min(low, value), max(high, value)
+    if stderr is not None and stderr <= 1e-12 * max(abs(value), high - low, 1.0) and high > low:
+        stderr = (high - low) / (2 * critical(confidence))
+    return Interval(stderr, low, high)
 
 
 def critical(confidence: float, df: float | None = None) -> float:
@@ -180,16 +205,20 @@ def _ratio(numerator: float, variance: float) -> float:
     return math.nan if numerator == 0 else math.copysign(math.inf, numerator)
 
 
-def tango_score(gained: int, lost: int, n: int) -> Score:
+def tango_score(gained: float, lost: float, n: float, correction: float = 1.0) -> Score:
     """Tango's (1998) score statistic for a paired difference of proportions, p(a) - p(b) = d: `gained` units only
-    run a got right, `lost` units only run b, of `n`. The restricted maximum likelihood of the discordant cells has a
-    closed form; at d = 0 the statistic is McNemar's (gained - lost) / sqrt(gained + lost).
+    run a got right, `lost` units only run b, of `n` (effective, non-integer counts allowed). The restricted maximum
+    likelihood of the discordant cells has a closed form. The numerator moves `correction` towards 0 (Edwards'
+    continuity correction): at d = 0 the statistic is McNemar's (|gained - lost| - 1) / sqrt(gained + lost), whose
+    size stays below 5% at every number of discordant pairs, where the uncorrected test rejects a true null up to 8%
+    of the time when most pairs are discordant (two models with opposite answer priors).
     """
 
     def score(d: float) -> float:
         w = -gained - lost + (2 * n - gained + lost) * d
         q = (-w + math.sqrt(max(w * w + 8 * n * lost * d * (1 - d), 0.0))) / (4 * n)  # P(only b right) under d
-        return _ratio(gained - lost - n * d, n * (2 * q + d - d * d))
+        numerator = gained - lost - n * d
+        return _ratio(math.copysign(max(abs(numerator) - correction, 0.0), numerator), n * (2 * q + d - d * d))
 
     return score
 

@@ -1,5 +1,5 @@
-"""Seeded resampling: the bootstrap of `fairness_gap` (through `scipy.stats`) and the permutation test of
-`compare_groups`, whose interval is the set of shifts the test does not reject.
+"""Seeded resampling: the bootstrap of `fairness_gap` (through `scipy.stats`), the permutation test of
+`compare_groups` and the sign-flip test of a paired difference, whose intervals are the shifts the test does not reject.
 
 Statistics are written over unit indices: a statistic gets one (batch, size) index array per group of units and
 returns (batch,) values, or (k, batch) for k values at once. Resampling indices, not values, lets one draw serve
@@ -82,10 +82,11 @@ def bootstrap_interval(
 
 @dataclass(frozen=True)
 class ShiftTest:
-    """A two-sided permutation test of "mean(a) - mean(b) = delta" for every delta at once, under a location shift
-    (a - delta and b exchangeable): for relabelling k of the pooled items the statistic is `moved[k] - delta *
-    share[k]` against the observed `difference - delta`, so one set of relabellings serves every delta, and the
-    interval (`interval`) holds exactly the deltas whose p-value (`p_value`) is at least 1 - confidence.
+    """A two-sided permutation test of "the difference is delta" for every delta at once, under a location shift:
+    for rearrangement k (a relabelling of two groups' pooled items, or a sign pattern of paired units) the statistic
+    is `moved[k] - delta * share[k]` against the observed `difference - delta`, so one set of rearrangements serves
+    every delta, and the interval (`interval`) holds exactly the deltas whose p-value (`p_value`) is at least
+    1 - confidence.
     """
 
     difference: float
@@ -158,3 +159,36 @@ def shift_test(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> Shi
     moved = pooled[chosen].sum(axis=1) * weight - pooled.sum() / b.size
     share = (chosen < n_a).sum(axis=1) * weight - n_a / b.size
     return ShiftTest(float(a.mean() - b.mean()), moved, share, exact)
+
+
+#: sign patterns of a paired test are enumerated up to this many units (2^13 = 8,192), else drawn
+EXACT_SIGN_UNITS = 13
+
+
+def sign_flip_test(parts: np.ndarray, weights: np.ndarray, n_resamples: int, seed: int) -> ShiftTest:
+    """The sign-flip distribution of a paired difference that is the sum of its units' `parts` (each unit's
+    contribution to the difference; `weights` sum to 1): under "the difference is delta" with the two runs
+    exchangeable up to that shift, each unit's `part - delta * weight` is symmetric about 0, so flipping its sign
+    leaves the distribution unchanged. Every sign pattern up to `EXACT_SIGN_UNITS` units (the observed one among
+    them: the test is exact, and n units that all differ the same way give p = 2 / 2^n); else `n_resamples` patterns
+    drawn with `seed` (p = (extreme + 1) / (n_resamples + 1), also exact in size). A studentized statistic would
+    order the patterns the same way, since flipping signs leaves the sum of squares unchanged.
+    """
+    size = parts.size
+    exact = size <= EXACT_SIGN_UNITS
+    values = np.stack([parts, weights], axis=1)
+    if exact:
+        patterns = 1.0 - 2.0 * ((np.arange(2**size)[:, None] >> np.arange(size)) & 1)
+        totals = patterns @ values
+    else:
+        rng = np.random.default_rng(seed)
+        batch = max(1, _BATCH_CELLS // size)
+        starts = range(0, n_resamples, batch)
+        totals = np.concatenate([_random_signs(rng, min(batch, n_resamples - s), size) @ values for s in starts])
+    return ShiftTest(float(parts.sum()), totals[:, 0], totals[:, 1], exact)
+
+
+def _random_signs(rng: np.random.Generator, count: int, size: int) -> np.ndarray:
+    """`count` patterns of `size` fair random signs (+1/-1), eight from each random byte."""
+    bits = np.unpackbits(rng.integers(0, 256, (count, (size + 7) // 8), dtype=np.uint8), axis=1)[:, :size]
+    return 1.0 - 2.0 * bits

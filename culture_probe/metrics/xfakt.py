@@ -19,7 +19,7 @@ from scipy import stats
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_labels, check_lengths
-from culture_probe.metrics._intervals import Design, Interval, bounded, critical, no_interval
+from culture_probe.metrics._intervals import Interval, bounded, critical, wilson
 
 # The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
 ASSOCIATIONS: dict[str, str] = {
@@ -272,8 +272,10 @@ def unpaired_cells(languages: Sequence[str], countries: Sequence[str]) -> str | 
 
 
 TRANSFER_METHODS = {
-    "frs": "t interval of mu_assoc + mu_non (cells as strata, Satterthwaite df), mapped through FRS",
-    "kts": "t interval of mu_assoc - mu_non (cells as strata, Satterthwaite df), mapped through KTS",
+    "frs": "MOVER-Wilson interval of mu_assoc + mu_non (each a Wilson interval at its cells' effective size), "
+    "mapped through FRS",
+    "kts": "MOVER-Wilson interval of mu_assoc - mu_non (each a Wilson interval at its cells' effective size), "
+    "mapped through KTS",
     "xfakt": "harmonic mean of the FRS and KTS interval ends (covers when both do)",
 }
 
@@ -284,24 +286,22 @@ def transfer_estimates(
     """FRS, KTS and X-FaKT of a run's `summary` in the results schema, each naming its interval `method` (and higher
     is better for all three).
 
-    mu_assoc and mu_non are means of cell error rates, so mu_assoc ± mu_non get t intervals from the cells'
-    binomial variances (each cell a stratum); FRS falls and KTS falls with |mu_assoc - mu_non|, so their intervals
-    are those intervals' images (KTS reaches 1 when the difference's interval holds 0), and X-FaKT, rising in both,
-    spans the harmonic means of their ends. A cell with one question has no variance to estimate, so then there
-    is no interval (the smoke run, one question per language x country cell, has none).
+    The design: each language x country cell is a stratum whose questions are drawn at random, and mu_assoc and
+    mu_non are the means of their cells' error rates. Each mean gets Wilson's interval at its cells' effective
+    size (Kish's C^2 / sum(1/k) for C cells of k questions), whose variance p(1 - p) at the mean's own rate bounds
+    the cells' binomial variances, so a cell whose few answers all agree (a strong model: most cells all right)
+    cannot narrow it, and one question per cell still gives an interval. Newcombe's MOVER combines the two into
+    intervals of mu_assoc + mu_non and mu_assoc - mu_non (Zou & Donner 2008); FRS falls with the sum and KTS with
+    |mu_assoc - mu_non|, so their intervals are those intervals' images (KTS reaches 1 when the difference's interval
+    holds 0), and X-FaKT, rising in both, spans the harmonic means of their ends.
     """
     if summary.get("kts") is None:
         return {}
-    cells: dict[tuple[str, str | None], list[bool]] = {}
-    for answer in answers:
-        cells.setdefault((answer.language, answer.country), []).append(not answer.correct)
+    cells: dict[tuple[str, str | None], int] = Counter((a.language, a.country) for a in answers)
+    means = {diagonal: summary["mu_assoc" if diagonal else "mu_non"] for diagonal in (True, False)}
+    bounds = {diagonal: _cell_mean_interval(cells, diagonal, means[diagonal], confidence) for diagonal in means}
     values = {name: summary[name] for name in TRANSFER_METHODS}
-    spread = _cell_design(cells)
-    reason = _cells_without_spread(cells, spread)
-    if reason:
-        intervals = {name: no_interval(reason) for name in values}
-    else:
-        intervals = _transfer_intervals(summary["mu_assoc"], summary["mu_non"], spread, values, confidence)
+    intervals = _transfer_intervals(means, bounds, values, confidence)
     return {
         name: {
             "value": values[name],
@@ -314,44 +314,40 @@ def transfer_estimates(
     }
 
 
-def _cell_design(cells: Mapping[tuple[str, str | None], list[bool]]) -> dict[bool, Design]:
-    """{associated?: the variance terms of that cell mean}: each cell's binomial variance of its error rate,
-    p(1 - p) / (k - 1), weighted by the cell's share of its mean (1 / cells).
+def _cell_mean_interval(
+    cells: Mapping[tuple[str, str | None], int], diagonal: bool, mean: float, confidence: float
+) -> tuple[float, float]:
+    """Wilson's interval of a mean of cell error rates (the associated cells, or the others) at Kish's effective
+    size C^2 / sum(1/k) of its C cells of k questions (the unweighted mean gives each question weight 1/(C k)).
     """
-    out = {}
-    for diagonal in (True, False):
-        rates = [np.asarray(w, dtype=float) for (lang, c), w in cells.items() if (ASSOCIATIONS[lang] == c) == diagonal]
-        terms = [r.mean() * (1 - r.mean()) / (r.size - 1) if r.size > 1 else np.nan for r in rates]
-        out[diagonal] = Design(np.asarray(terms) / len(rates) ** 2, np.asarray([r.size - 1.0 for r in rates]))
-    return out
-
-
-def _cells_without_spread(cells: Mapping[Any, list[bool]], spread: Mapping[bool, Design]) -> str | None:
-    lone = sum(len(wrong) < 2 for wrong in cells.values())
-    if lone == len(cells):
-        return "the statistic cannot vary under resampling (one question per language x country cell)"
-    if lone:
-        return f"{lone} of the {len(cells)} language x country cells have one question: their spread is unknown"
-    if not sum(d.terms.sum() for d in spread.values()):
-        return "every cell's answers agree (all right or all wrong): the spread cannot be estimated"
-    return None
+    sizes = [k for (lang, country), k in cells.items() if (ASSOCIATIONS[lang] == country) == diagonal]
+    effective = len(sizes) ** 2 / sum(1 / k for k in sizes)
+    return wilson(mean * effective, effective, confidence)
 
 
 def _transfer_intervals(
-    mu_assoc: float, mu_non: float, spread: Mapping[bool, Design], values: Mapping[str, float], confidence: float
+    means: Mapping[bool, float],
+    bounds: Mapping[bool, tuple[float, float]],
+    values: Mapping[str, float],
+    confidence: float,
 ) -> dict[str, Interval]:
-    both = Design(np.concatenate([d.terms for d in spread.values()]), np.concatenate([d.dfs for d in spread.values()]))
-    half = critical(confidence, both.df) * both.stderr
-    total, gap = mu_assoc + mu_non, mu_assoc - mu_non
-    sums = max(total - half, 0.0), min(total + half, 2.0)
-    gaps = sorted(abs(x) for x in (max(gap - half, -1.0), min(gap + half, 1.0)))
-    if gap - half <= 0 <= gap + half:
+    """FRS, KTS and X-FaKT intervals from the two means' intervals, combined by MOVER into intervals of their sum
+    and difference; standard errors from the same intervals (each mean's half-width over z).
+    """
+    (a, (a_low, a_high)), (b, (b_low, b_high)) = ((means[d], bounds[d]) for d in (True, False))
+    total, gap = a + b, a - b
+    sums = max(total - math.hypot(a - a_low, b - b_low), 0.0), min(total + math.hypot(a_high - a, b_high - b), 2.0)
+    gap_low, gap_high = gap - math.hypot(a - a_low, b_high - b), gap + math.hypot(a_high - a, b - b_low)
+    gaps = sorted(abs(x) for x in (max(gap_low, -1.0), min(gap_high, 1.0)))
+    if gap_low <= 0 <= gap_high:
         gaps[0] = 0.0
     # FRS depends on the means through their sum and KTS through their gap: score (sum, 0) and (gap, 0)
     frs = [float(_transfer_scores(np.asarray(mu), np.asarray(0.0))[0]) for mu in sums[::-1]]
     kts = [float(_transfer_scores(np.asarray(g), np.asarray(0.0))[1]) for g in gaps[::-1]]
     harmonic = [2 * f * k / (f + k) if f + k > 0 else 0.0 for f, k in zip(frs, kts, strict=True)]
-    errors = _delta_stderrs(mu_assoc, mu_non, spread[True].terms.sum(), spread[False].terms.sum())
+    z = critical(confidence)
+    variances = [((high - low) / (2 * z)) ** 2 for low, high in (bounds[True], bounds[False])]
+    errors = _delta_stderrs(a, b, *variances)
     ends = {"frs": frs, "kts": kts, "xfakt": harmonic}
     return {name: bounded(values[name], errors[name], low, high, 1.0) for name, (low, high) in ends.items()}
 

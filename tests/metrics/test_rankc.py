@@ -15,7 +15,7 @@ from scipy import special, stats
 import culture_probe
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics import agreement, list_metrics, rankc
-from culture_probe.metrics._intervals import TANGO
+from culture_probe.metrics._intervals import TANGO_CC
 
 WEIGHTS = ("softmax", "norm1", "norm2")
 E = math.e
@@ -180,8 +180,8 @@ def test_bad_rankings_are_refused_naming_the_problem(a, b, weight, message):
 
 
 def mcnemar_p(gained: int, lost: int) -> float:
-    """McNemar's test without continuity correction: the Tango score test at a difference of 0."""
-    return float(stats.chi2.sf((gained - lost) ** 2 / (gained + lost), df=1))
+    """McNemar's test with Edwards' continuity correction: the corrected Tango score test at a difference of 0."""
+    return float(stats.chi2.sf(max(abs(gained - lost) - 1, 0) ** 2 / (gained + lost), df=1))
 
 
 def test_agreement_counts_the_table_and_pairs_the_difference():
@@ -198,9 +198,9 @@ def test_agreement_counts_the_table_and_pairs_the_difference():
     assert (result["accuracy_a"], result["accuracy_b"]) == (60.0, 40.0)
     difference = result["difference"]
     assert difference["difference"] == pytest.approx(20.0) and difference["n"] == 20
-    assert difference["method"] == TANGO
+    assert difference["method"] == TANGO_CC
     assert difference["p_value"] == pytest.approx(mcnemar_p(7, 3))
-    assert difference["ci_low"] < 0 < difference["ci_high"]  # p = 0.21: the interval holds 0
+    assert difference["ci_low"] < 0 < difference["ci_high"]  # p = 0.34: the interval holds 0
     assert result["unpaired_a"] == result["unpaired_b"] == []
 
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
 from dlama_fixture import TableScorer, write_dlama  # noqa: E402
 
 from culture_probe.errors import CultureProbeError  # noqa: E402
-from culture_probe.metrics._intervals import TANGO  # noqa: E402
+from culture_probe.metrics._intervals import TANGO_CC  # noqa: E402
 from culture_probe.report import compare_main, compare_runs  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
 
@@ -84,11 +84,11 @@ def test_the_paired_interval_and_p_value_never_contradict_and_name_their_procedu
     comparison = compare_runs([made["knows"], tmp_path / "forgets"])
     for row in comparison.paired:
         excludes_zero = row["ci_low"] is not None and (row["ci_low"] > 0 or row["ci_high"] < 0)
-        assert excludes_zero == (row["p_value"] < 0.05) and row["method"] == TANGO, row
+        assert excludes_zero == (row["p_value"] < 0.05) and row["method"] == TANGO_CC, row
     overall = next(p for p in comparison.paired if p["group"] == "overall")
     assert overall["difference"] == pytest.approx(-100 * 4 / 24)
-    assert comparison.procedures == {"p1": TANGO} and comparison.to_json()["paired_procedures"] == {"p1": TANGO}
-    assert f"p1: {TANGO}" in comparison.markdown() and "excludes 0 exactly when p < 0.05" in comparison.markdown()
+    assert comparison.procedures == {"p1": TANGO_CC} and comparison.to_json()["paired_procedures"] == {"p1": TANGO_CC}
+    assert f"p1: {TANGO_CC}" in comparison.markdown() and "excludes 0 exactly when p < 0.05" in comparison.markdown()
 
 
 def test_a_run_paired_with_itself_differs_by_nothing(runs):
