@@ -23,10 +23,18 @@ from culture_probe import rundir
 from culture_probe.board.prompts import Prompts, missing_reason, prompt_of, rebuild
 from culture_probe.errors import CultureProbeError
 from culture_probe.loading import task_of_run
-from culture_probe.metrics.display import Scale, estimate_cells, format_number, interval_text
+from culture_probe.metrics.display import Scale, estimate_cells, format_number, format_p, interval_text
 from culture_probe.record import RunRecord
 from culture_probe.report import metrics_of
-from culture_probe.report.compare import LoadedRun, lined_up, p_text, paired_rows
+from culture_probe.report.compare import (
+    LoadedRun,
+    PairedRows,
+    holm_cell,
+    lined_up,
+    multiplicity_text,
+    one_unit_text,
+    paired_rows,
+)
 from culture_probe.report.markdown import reproduce
 from culture_probe.report.summary import listed, read_summary
 from culture_probe.report.views import interval_methods, scales_of, unit_label
@@ -380,14 +388,18 @@ def pairs(runs: Sequence[BoardRun]) -> list[Pair]:
 
 def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> dict[str, Any]:
     """The compare view: both runs' numbers lined up, the paired differences (other minus base) with their interval,
-    p-value and procedure, and the items whose headline value changed (left out when `with_items` is false).
+    p-value (raw and Holm-adjusted, with the sentence on how many tests) and procedure, the strata of one unit
+    counted, and the items whose headline value changed (left out when `with_items` is false).
     """
     loaded = [LoadedRun(r.id, r.record, r.run.records, r.metrics, r.status) for r in (pair.base, pair.other)]
     scales = scales_of(pair.base.name)
     try:
-        paired, problem = paired_rows(*loaded), None
+        found, problem = paired_rows(*loaded), None
     except CultureProbeError as error:  # units that do not pair (different subsets): said on the page
-        paired, problem = [], str(error)
+        found, problem = PairedRows((), ()), str(error)
+    paired = found.rows
+    tests = sum(p["p_holm"] is not None for p in paired)
+    planned = next((p["metric"] for p in paired if p["planned"]), None)
     table = lined_up(loaded)
     base, other = shown[pair.base.id], shown[pair.other.id]
     changed = [
@@ -409,12 +421,15 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
                 "group": p["group"],
                 "difference": format_number(p["difference"], scales.get(p["metric"])),
                 "interval": interval_text({**p, "value": p["difference"]}, scales.get(p["metric"])),
-                "p": p_text(p["p_value"]),
+                "p": format_p(p["p_value"]),
+                "p_holm": holm_cell(p),
                 "n": p["n"],
                 "method": p["method"],
             }
             for p in paired
         ],
+        "multiplicity": multiplicity_text(planned, {pair.other.id: tests}) if paired else None,
+        "one_unit": one_unit_text(found.one_unit) if found.one_unit else None,
         "changed": (
             [
                 {"id": i, "base": format_number(a, base.scale), "other": format_number(b, base.scale)}

@@ -17,7 +17,7 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import by_group, check_lengths, finite_floats
-from culture_probe.metrics.compare import compare_groups
+from culture_probe.metrics.compare import compare_groups, holm
 
 _QID = re.compile(r"^([A-Za-z]*)(\d+)$")
 
@@ -185,14 +185,18 @@ GENERATION_MEASURES = ("overlap", "exact")
 
 def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west") -> dict[str, Any]:
     """A ranking run's metrics: per prompt language P@1 for the pair, each culture and each (predicate, culture),
-    the non-reference minus reference difference (score interval and test of two proportions), and the object
-    entropy of the first language's facts (the objects are the same in every language).
+    the non-reference minus reference difference (score interval and test of two proportions; its `p_holm` is
+    Holm-adjusted over the run's `n_tests` culture gaps, one per prompt language), and the object entropy of the
+    first language's facts (the objects are the same in every language).
     """
     out: dict[str, Any] = {"n_facts": len(facts)}
     for language, rows in _by(facts, "language"):
         out[language] = language_summary(rows, reference=reference)
         out[f"p1_{language}"] = out[language]["p1"]
         out.update({f"p1_{language}_{c}": v for c, v in out[language]["cultures"].items()})
+    gaps = [out[language]["comparison"] for language, _ in _by(facts, "language") if "comparison" in out[language]]
+    for gap, adjusted in zip(gaps, holm(g["p_value"] for g in gaps), strict=True):
+        gap.update(p_holm=adjusted, n_tests=sum(g["p_value"] is not None for g in gaps))
     if facts:
         first = [f for f in facts if f.language == facts[0].language]
         out["object_entropy"] = object_entropy(

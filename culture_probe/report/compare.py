@@ -3,6 +3,11 @@ runs of one config on the same items, paired differences against the first run o
 with an interval and a p-value from one procedure (named in the output), so that "p > 0.05" and "the 95% interval
 excludes 0" are never printed together; with a plot.
 
+Multiplicity: the headline metric overall is the planned comparison of each paired run and is not adjusted; every
+other row of that run (other metrics overall, the headline per stratum) belongs to one family whose p-values are
+Holm-adjusted (`p_holm`), and the table says how many tests each family holds. A stratum with one unit has no
+paired test and no row: such strata are counted in one line under the table.
+
 Runs of one config on different items are not paired silently: that is an error unless the user asks for the
 unpaired table. Incomplete runs and runs of different configs are named in the notes.
 """
@@ -21,12 +26,15 @@ from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.loading import task_of_run
-from culture_probe.metrics.display import Scale, format_number, format_value, interval_text
+from culture_probe.metrics.compare import HOLM, holm
+from culture_probe.metrics.display import Scale, format_number, format_p, interval_text
 from culture_probe.metrics.results import UnitTable, paired_difference
 from culture_probe.record import RunRecord
 from culture_probe.report.markdown import table_markdown
 from culture_probe.report.views import Table, scales_of
 from culture_probe.tasks.options import json_ready
+
+PLANNED = "planned: not adjusted"  # the p (Holm) cell of the headline row
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class Comparison:
     metric: str | None = None  # the first run's headline metric (the plot's)
     headlines: tuple[tuple[str, dict[str, Any] | None], ...] = ()  # (run, its overall estimate of `metric`)
     scales: Mapping[str, Scale] = field(default_factory=dict)  # the first run's metrics' scales, for the differences
+    one_unit: tuple[str, ...] = ()  # strata (`stratum=label`) of one unit: no paired test, no row
 
     def markdown(self) -> str:
         """The comparison as markdown: the notes, the table of values, the paired differences."""
@@ -69,7 +78,8 @@ class Comparison:
                     p["group"],
                     format_number(p["difference"], self.scales.get(p["metric"])),
                     interval_text(_as_estimate(p), self.scales.get(p["metric"])),
-                    p_text(p["p_value"]),
+                    format_p(p["p_value"]),
+                    holm_cell(p),
                     p["n"],
                 )
                 for p in self.paired
@@ -80,14 +90,26 @@ class Comparison:
                 f"Paired differences (run minus {self.runs[0]}, same items; the interval and p of each row come from "
                 f"one procedure, so the interval excludes 0 exactly when p < 0.05. {procedures}):",
                 "",
-                table_markdown(Table(("run", "metric", "group", "difference", "95% CI", "p", "n"), rows)),
+                table_markdown(Table(("run", "metric", "group", "difference", "95% CI", "p", "p (Holm)", "n"), rows)),
+                "",
+                multiplicity_text(self.metric if any(p["planned"] for p in self.paired) else None, self.tests),
             ]
+            if self.one_unit:
+                parts += ["", one_unit_text(self.one_unit)]
         return "\n".join(parts).strip() + "\n"
 
     @property
     def procedures(self) -> dict[str, str]:
         """{metric: the procedure that gave its paired intervals and p-values}."""
         return {p["metric"]: p["method"] for p in self.paired}
+
+    @property
+    def tests(self) -> dict[str, int]:
+        """{run: how many tests its family of Holm-adjusted rows holds (the planned row not counted)}."""
+        out = {p["run"]: 0 for p in self.paired}
+        for p in self.paired:
+            out[p["run"]] += p["p_holm"] is not None
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The comparison as JSON (compare.json)."""
@@ -100,6 +122,12 @@ class Comparison:
                 "rows": [list(r) for r in self.table.rows],
                 "paired": list(self.paired),
                 "paired_procedures": self.procedures,
+                "multiplicity": {
+                    "method": HOLM,
+                    "planned": f"{self.metric} overall",
+                    "tests": self.tests,
+                    "one_unit_strata": list(self.one_unit),
+                },
                 "notes": list(self.notes),
             }
         )
@@ -143,14 +171,19 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
             + "); each run's report lists the deviations whose side differs"
         )
     differences: list[dict[str, Any]] = []
+    one_unit: dict[str, None] = {}
     if paired:
         for other in runs[1:]:
             if other.config.config == runs[0].config.config:
-                differences += paired_rows(runs[0], other)
+                found = paired_rows(runs[0], other)
+                differences += found.rows
+                one_unit.update(dict.fromkeys(found.one_unit))
     metric = runs[0].results.get("headline")
     headlines = tuple((r.name, r.results.get("overall", {}).get(metric)) for r in runs)
     scales = scales_of(runs[0].config.config)
-    return Comparison(tuple(names), lined_up(runs), tuple(differences), tuple(notes), metric, headlines, scales)
+    return Comparison(
+        tuple(names), lined_up(runs), tuple(differences), tuple(notes), metric, headlines, scales, tuple(one_unit)
+    )
 
 
 def lined_up(runs: Sequence[LoadedRun]) -> Table:
@@ -168,46 +201,91 @@ def lined_up(runs: Sequence[LoadedRun]) -> Table:
     return Table(("group", "metric", *(r.name for r in runs)), tuple(rows))
 
 
-def paired_rows(base: LoadedRun, other: LoadedRun) -> list[dict[str, Any]]:
-    """`other` minus `base` for every metric, overall and per stratum of the headline metric."""
+@dataclass(frozen=True)
+class PairedRows:
+    """One run paired with the base: its rows, the planned one (the headline metric overall) first, each other row
+    with its Holm-adjusted p-value (`p_holm`) over that family; and the strata of one unit, which get no row.
+    """
+
+    rows: tuple[dict[str, Any], ...]
+    one_unit: tuple[str, ...]  # `stratum=label`
+
+
+def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
+    """`other` minus `base` for every metric, overall and per stratum of the headline metric (strata of one unit
+    left out and named), with `planned` (the headline metric overall, not adjusted) and `p_holm` on each row.
+    """
     if base.config.benchmark.rows_sha256 != other.config.benchmark.rows_sha256:
         raise CultureProbeError(
             f"Cannot pair {other.name} with {base.name}: they probed different rows of {base.config.config} "
             "(their rows_sha256 differ). Pair runs on the same data, or pass --unpaired to line them up only."
         )
+    headline = base.results.get("headline")
     tables = {t.metric: t for t in task_of_run(base.config).unit_tables(base.records)}
     others = {t.metric: t for t in task_of_run(other.config).unit_tables(other.records)}
-    out = []
+    out, one_unit = [], []
     for metric, table in tables.items():
         if metric not in others:
             continue
         try:
-            out.append(
-                {
-                    "run": other.name,
-                    "metric": metric,
-                    "group": "overall",
-                    **paired_difference(others[metric], table, names=(other.name, base.name)),
-                }
-            )
+            overall = paired_difference(others[metric], table, names=(other.name, base.name))
         except CultureProbeError as error:
             raise CultureProbeError(
                 f"{error} (runs {base.name} and {other.name}; pass --unpaired to line them up without pairing)"
             ) from None
-        if metric != base.results.get("headline"):
+        out.append({"run": other.name, "metric": metric, "group": "overall", **overall, "planned": metric == headline})
+        if metric != headline:
             continue
         for stratum, labels in table.strata.items():
             for label in sorted(set(labels)):
                 result = paired_difference(_part(others[metric], stratum, label), _part(table, stratum, label))
-                out.append({"run": other.name, "metric": metric, "group": f"{stratum}={label}", **result})
-    return out
+                if result["n"] < 2:  # no test on one unit: counted under the table, not a row of blanks
+                    one_unit.append(f"{stratum}={label}")
+                    continue
+                out.append(
+                    {"run": other.name, "metric": metric, "group": f"{stratum}={label}", **result, "planned": False}
+                )
+    out.sort(key=lambda row: not row["planned"])  # stable: the planned row first, the others in their order
+    family = [row for row in out if not row["planned"]]
+    for row, adjusted in zip(family, holm(row["p_value"] for row in family), strict=True):
+        row["p_holm"] = adjusted
+    for row in out:
+        row.setdefault("p_holm", None)
+    return PairedRows(tuple(out), tuple(one_unit))
 
 
-def p_text(p_value: float | None) -> str:
-    """A p-value as the table shows it: 4 decimals at most, and "< 0.0001" rather than a 0 no test can give."""
-    if p_value is None:
-        return ""
-    return "< 0.0001" if p_value < 0.0001 else format_value(float(p_value))
+def holm_cell(row: Mapping[str, Any]) -> str:
+    """A paired row's Holm-adjusted p as the table shows it; the planned row says it is not adjusted."""
+    return PLANNED if row.get("planned") else format_p(row.get("p_holm"))
+
+
+def multiplicity_text(planned: str | None, tests: Mapping[str, int]) -> str:
+    """The sentence under a table of paired rows: which row was planned (the headline metric; None: no such row),
+    how many tests each run's family holds.
+    """
+    counts = ", ".join(f"{run}: {k}" for run, k in tests.items())
+    first = (
+        f"Multiplicity: the row marked planned ({planned} overall, the headline comparison) is not adjusted; the "
+        "other rows"
+        if planned
+        else "Multiplicity: the rows"
+    )
+    return (
+        f"{first} of each run are one family of exploratory tests ({counts}), their p-values adjusted by Holm's "
+        "step-down procedure in p (Holm), which keeps the chance of any false positive in a family at 5% when read "
+        "against 0.05. The 95% intervals are per row, not adjusted."
+    )
+
+
+def one_unit_text(groups: Sequence[str]) -> str:
+    """The line that counts the strata of one unit, which have no row (a paired test needs two units)."""
+    by_stratum: dict[str, int] = {}
+    for group in groups:
+        stratum = group.split("=", 1)[0]
+        by_stratum[stratum] = by_stratum.get(stratum, 0) + 1
+    kinds = ", ".join(f"{stratum}: {k}" for stratum, k in by_stratum.items())
+    noun = "stratum" if len(groups) == 1 else "strata"
+    return f"Not listed: {len(groups)} {noun} of a single unit ({kinds}): a paired test needs at least two units."
 
 
 def _as_estimate(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.metrics.consistency import consistency_detail, language_consistency
-from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_number, interval_text, marked
-from culture_probe.report.compare import LoadedRun, load_for_comparison, p_text
+from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_number, interval_text, marked, p_clause
+from culture_probe.report.compare import LoadedRun, load_for_comparison
 from culture_probe.report.markdown import figure_link, slug, table_markdown
 from culture_probe.report.views import Heatmap, Section, Table
 from culture_probe.rundir import PLOTS_DIR
@@ -56,10 +56,10 @@ def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
 def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tuple[Any, ...]:
     difference, rankc = pair["difference"], estimates.get("rankc") or {}
     n = pair["n"]
-    p = p_text(difference.get("p_value"))
+    p = p_clause(difference.get("p_value"))
     shift = (
         f"{format_number(difference['difference'], '%')} {interval_text(_as_estimate(difference), '%')}"
-        + (f"; p = {p}" if p else "")
+        + (f"; {p}" if p else "")
         if difference.get("difference") is not None
         else ""
     )

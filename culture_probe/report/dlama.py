@@ -13,7 +13,16 @@ import numpy as np
 
 from culture_probe.data.card import CORRECTED_SUFFIX
 from culture_probe.data.dlama import MISSING_LABELS
-from culture_probe.metrics.display import Scale, estimate_cells, format_number, format_value, interval_text, with_n
+from culture_probe.metrics.display import (
+    Scale,
+    bound_text,
+    estimate_cells,
+    format_number,
+    format_value,
+    interval_text,
+    p_clause,
+    with_n,
+)
 from culture_probe.metrics.dlama import GENERATION_MEASURES, hits_at_k
 from culture_probe.record import RunRecord
 from culture_probe.report.views import Heatmap, Reference, Section, Table, result_bars
@@ -213,15 +222,21 @@ def culture_order(culture: str) -> tuple[bool, str]:
 
 
 def comparison_text(comparison: Mapping[str, Any] | None) -> str:
-    """One sentence on the culture gap and its uncertainty, with the procedure that gave the interval and p."""
+    """One sentence on the culture gap and its uncertainty, with the procedure that gave the interval and p, and,
+    when the run has a gap per prompt language, its p-value Holm-adjusted over them (how many tests, said).
+    """
     if not comparison:
         return ""
-    low, high = (format_number(comparison[key], "%") for key in ("ci_low", "ci_high"))
-    p_value = comparison["p_value"]
-    test = f"p = {format_number(p_value)}" if p_value is not None else "too few facts for a test"
-    interval = f"95% interval {low} to {high}"
     if comparison.get("ci_low") is None:
         interval = interval_text({**comparison, "value": comparison["difference"]})  # `no interval: <reason>`
+    else:
+        interval = f"95% interval {bound_text(comparison['ci_low'], '%')} to {bound_text(comparison['ci_high'], '%')}"
+    p_value = comparison["p_value"]
+    test = p_clause(p_value) if p_value is not None else "too few facts for a test"
+    n_tests = comparison.get("n_tests") or 0
+    if p_value is not None and n_tests > 1 and comparison.get("p_holm") is not None:
+        adjusted = p_clause(comparison["p_holm"], "Holm-adjusted p")
+        test += f"; {adjusted} over this run's {n_tests} culture gaps, one per prompt language"
     procedure = comparison.get("method") or "bootstrap interval, permutation test"
     return (
         f"P@1({comparison['a']}) - P@1({comparison['b']}) = {format_number(comparison['difference'], '%')} "

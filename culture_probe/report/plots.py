@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from culture_probe.extras import require
-from culture_probe.metrics.display import MIN_N, VALID_RANGE, Scale, format_number, is_small
+from culture_probe.metrics.display import MIN_N, VALID_RANGE, Scale, format_number, is_small, p_clause
 from culture_probe.report.views import Bars, Heatmap
 
 FORMATS = ("png", "pdf")
@@ -279,10 +279,7 @@ def draw_comparison(comparison: Any, stem: Path) -> list[Path]:
         right.axhline(0.0, color="0.35", linestyle="--", linewidth=1)
         right.set_xticks(
             range(len(overall)),
-            [
-                label(f"{p['run']}\np={format_number(p['p_value'])}" if p["p_value"] is not None else p["run"])
-                for p in overall
-            ],
+            [label(f"{p['run']}\n{p_clause(p['p_value'])}" if p["p_value"] is not None else p["run"]) for p in overall],
             fontsize=8,
         )
         right.set_title(f"paired difference from {comparison.runs[0]}", fontsize=10)

@@ -20,7 +20,9 @@ from culture_probe.board.build import RIGHT, WRONG, leaderboard, load_runs, outc
 from culture_probe.board.command import board_main
 from culture_probe.board.site import PAGE_SIZE
 from culture_probe.errors import CultureProbeError
+from culture_probe.metrics.display import format_p
 from culture_probe.report import compare_runs
+from culture_probe.report.compare import PLANNED, holm_cell
 
 
 def read_data(path: Path) -> object:
@@ -115,6 +117,19 @@ def test_runs_of_one_config_are_compared_as_compare_pairs_them(runs: Runs, tmp_p
         if (r["prediction"] in r["gold"]) != (records[r.key]["prediction"] in records[r.key]["gold"])
     }
     assert {c["id"] for c in shown["changed"]} == changed and shown["n_changed"] == len(changed) > 0
+
+
+def test_the_compare_view_prints_p_values_as_compare_does_and_says_how_many_tests(runs: Runs, tmp_path: Path) -> None:
+    """The board printed compare's p-values without the Holm-adjusted ones or the count of tests (issue 34)."""
+    site = build_board([runs.knows, runs.guesses], tmp_path / "site")
+    shown = read_data(tmp_path / "site" / "data" / f"compare-{site.comparisons[0]}.js")
+    reference = compare_runs([runs.knows, runs.guesses])
+    assert [(row["p"], row["p_holm"]) for row in shown["paired"]] == [
+        (format_p(p["p_value"]), holm_cell(p)) for p in reference.paired
+    ]
+    assert shown["paired"][0]["p_holm"] == PLANNED and shown["paired"][0]["group"] == "overall"
+    tests = sum(p["p_holm"] is not None for p in reference.paired)
+    assert f"one family of exploratory tests ({shown['other']['id']}: {tests})" in shown["multiplicity"]
 
 
 def test_records_of_a_withheld_benchmark_are_left_out_and_its_numbers_kept(runs: Runs, tmp_path: Path) -> None:

@@ -338,8 +338,10 @@ async function showCompare(id) {
     table(data.columns, data.rows, { id: "lined-up" }),
     el("h2", {}, "Paired differences (" + data.other.id + " minus " + data.base.id + ", same items)"),
     data.problem ? el("p", { class: "error" }, data.problem) : null,
-    table(["metric", "group", "difference", "95% interval", "p", "n", "procedure"],
-      data.paired.map((p) => [p.metric, p.group, p.difference, p.interval, p.p, String(p.n), p.method]), { id: "paired" }),
+    table(["metric", "group", "difference", "95% interval", "p", "p (Holm)", "n", "procedure"],
+      data.paired.map((p) => [p.metric, p.group, p.difference, p.interval, p.p, p.p_holm, String(p.n), p.method]), { id: "paired" }),
+    data.multiplicity ? el("p", { class: "note", id: "multiplicity" }, data.multiplicity) : null,
+    data.one_unit ? el("p", { class: "note", id: "one-unit" }, data.one_unit) : null,
     el("h2", {}, "Items that changed (" + data.n_changed.toLocaleString("en") + ")"),
     data.changed === null
       ? el("p", { class: "note" }, "Left out: this benchmark's data is released only on request.")
