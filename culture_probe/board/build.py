@@ -30,9 +30,9 @@ from culture_probe.report.compare import (
     LoadedRun,
     PairedRows,
     holm_cell,
+    left_out_text,
     lined_up,
     multiplicity_text,
-    one_unit_text,
     paired_rows,
 )
 from culture_probe.report.markdown import reproduce
@@ -388,8 +388,8 @@ def pairs(runs: Sequence[BoardRun]) -> list[Pair]:
 
 def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> dict[str, Any]:
     """The compare view: both runs' numbers lined up, the paired differences (other minus base) with their interval,
-    p-value (raw and Holm-adjusted, with the sentence on how many tests) and procedure, the strata of one unit
-    counted, and the items whose headline value changed (left out when `with_items` is false).
+    p-value (raw and Holm-adjusted, with the sentence on how many tests) and procedure, the strata left out
+    said, and the items whose headline value changed (left out when `with_items` is false).
     """
     loaded = [LoadedRun(r.id, r.record, r.run.records, r.metrics, r.status) for r in (pair.base, pair.other)]
     scales = scales_of(pair.base.name)
@@ -429,7 +429,7 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
             for p in paired
         ],
         "multiplicity": multiplicity_text(planned, {pair.other.id: tests}) if paired else None,
-        "one_unit": one_unit_text(found.one_unit) if found.one_unit else None,
+        "left_out": left_out_text(found.one_unit, found.repeats),
         "changed": (
             [
                 {"id": i, "base": format_number(a, base.scale), "other": format_number(b, base.scale)}

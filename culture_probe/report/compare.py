@@ -6,7 +6,9 @@ excludes 0" are never printed together; with a plot.
 Multiplicity: the headline metric overall is the planned comparison of each paired run and is not adjusted; every
 other row of that run (other metrics overall, the headline per stratum) belongs to one family whose p-values are
 Holm-adjusted (`p_holm`), and the table says how many tests each family holds. A stratum with one unit has no
-paired test and no row: such strata are counted in one line under the table.
+paired test and no row: such strata are counted in one line under the table; a stratum with exactly the units of an
+earlier row (a one-language run's `language=en` is `overall`) is that row's test again, named under the table
+rather than counted twice.
 
 Runs of one config on different items are not paired silently: that is an error unless the user asks for the
 unpaired table. Incomplete runs and runs of different configs are named in the notes.
@@ -28,7 +30,7 @@ from culture_probe.extras import available
 from culture_probe.loading import task_of_run
 from culture_probe.metrics.compare import HOLM, holm
 from culture_probe.metrics.display import Scale, format_number, format_p, interval_text
-from culture_probe.metrics.results import UnitTable, paired_difference
+from culture_probe.metrics.results import paired_difference
 from culture_probe.record import RunRecord
 from culture_probe.report.markdown import table_markdown
 from culture_probe.report.views import Table, scales_of
@@ -65,6 +67,7 @@ class Comparison:
     headlines: tuple[tuple[str, dict[str, Any] | None], ...] = ()  # (run, its overall estimate of `metric`)
     scales: Mapping[str, Scale] = field(default_factory=dict)  # the first run's metrics' scales, for the differences
     one_unit: tuple[str, ...] = ()  # strata (`stratum=label`) of one unit: no paired test, no row
+    repeats: tuple[tuple[str, str], ...] = ()  # (stratum, the earlier row with the same units): the same test, no row
 
     def markdown(self) -> str:
         """The comparison as markdown: the notes, the table of values, the paired differences."""
@@ -94,8 +97,7 @@ class Comparison:
                 "",
                 multiplicity_text(self.metric if any(p["planned"] for p in self.paired) else None, self.tests),
             ]
-            if self.one_unit:
-                parts += ["", one_unit_text(self.one_unit)]
+            parts += [line for text in left_out_text(self.one_unit, self.repeats) for line in ("", text)]
         return "\n".join(parts).strip() + "\n"
 
     @property
@@ -127,6 +129,7 @@ class Comparison:
                     "planned": f"{self.metric} overall",
                     "tests": self.tests,
                     "one_unit_strata": list(self.one_unit),
+                    "repeated_strata": dict(self.repeats),
                 },
                 "notes": list(self.notes),
             }
@@ -172,17 +175,27 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
         )
     differences: list[dict[str, Any]] = []
     one_unit: dict[str, None] = {}
+    repeats: dict[str, str] = {}
     if paired:
         for other in runs[1:]:
             if other.config.config == runs[0].config.config:
                 found = paired_rows(runs[0], other)
                 differences += found.rows
                 one_unit.update(dict.fromkeys(found.one_unit))
+                repeats.update(found.repeats)
     metric = runs[0].results.get("headline")
     headlines = tuple((r.name, r.results.get("overall", {}).get(metric)) for r in runs)
     scales = scales_of(runs[0].config.config)
     return Comparison(
-        tuple(names), lined_up(runs), tuple(differences), tuple(notes), metric, headlines, scales, tuple(one_unit)
+        tuple(names),
+        lined_up(runs),
+        tuple(differences),
+        tuple(notes),
+        metric,
+        headlines,
+        scales,
+        tuple(one_unit),
+        tuple(repeats.items()),
     )
 
 
@@ -204,16 +217,19 @@ def lined_up(runs: Sequence[LoadedRun]) -> Table:
 @dataclass(frozen=True)
 class PairedRows:
     """One run paired with the base: its rows, the planned one (the headline metric overall) first, each other row
-    with its Holm-adjusted p-value (`p_holm`) over that family; and the strata of one unit, which get no row.
+    with its Holm-adjusted p-value (`p_holm`) over that family; and the strata that get no row: those of one unit
+    (no test), and those whose units are an earlier row's (the same test again, which would count twice).
     """
 
     rows: tuple[dict[str, Any], ...]
     one_unit: tuple[str, ...]  # `stratum=label`
+    repeats: tuple[tuple[str, str], ...] = ()  # (`stratum=label`, the earlier row's group)
 
 
 def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
     """`other` minus `base` for every metric, overall and per stratum of the headline metric (strata of one unit
-    left out and named), with `planned` (the headline metric overall, not adjusted) and `p_holm` on each row.
+    and strata with the units of an earlier row left out and named), with `planned` (the headline metric overall,
+    not adjusted) and `p_holm` on each row.
     """
     if base.config.benchmark.rows_sha256 != other.config.benchmark.rows_sha256:
         raise CultureProbeError(
@@ -223,7 +239,7 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
     headline = base.results.get("headline")
     tables = {t.metric: t for t in task_of_run(base.config).unit_tables(base.records)}
     others = {t.metric: t for t in task_of_run(other.config).unit_tables(other.records)}
-    out, one_unit = [], []
+    out, one_unit, repeats = [], [], []
     for metric, table in tables.items():
         if metric not in others:
             continue
@@ -236,22 +252,27 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
         out.append({"run": other.name, "metric": metric, "group": "overall", **overall, "planned": metric == headline})
         if metric != headline:
             continue
+        seen: dict[bytes, str] = {}  # the units of each row so far: a one-language run's language=en is `overall`
         for stratum, labels in table.strata.items():
+            seen.setdefault(np.ones(len(labels), dtype=bool).tobytes(), "overall")
             for label in sorted(set(labels)):
-                result = paired_difference(_part(others[metric], stratum, label), _part(table, stratum, label))
-                if result["n"] < 2:  # no test on one unit: counted under the table, not a row of blanks
-                    one_unit.append(f"{stratum}={label}")
+                group, mask = f"{stratum}={label}", np.asarray([x == label for x in labels])
+                if mask.tobytes() in seen:
+                    repeats.append((group, seen[mask.tobytes()]))
                     continue
-                out.append(
-                    {"run": other.name, "metric": metric, "group": f"{stratum}={label}", **result, "planned": False}
-                )
+                result = paired_difference(others[metric].select(mask), table.select(mask))
+                if result["n"] < 2:  # no test on one unit: counted under the table, not a row of blanks
+                    one_unit.append(group)
+                    continue
+                seen[mask.tobytes()] = group
+                out.append({"run": other.name, "metric": metric, "group": group, **result, "planned": False})
     out.sort(key=lambda row: not row["planned"])  # stable: the planned row first, the others in their order
     family = [row for row in out if not row["planned"]]
     for row, adjusted in zip(family, holm(row["p_value"] for row in family), strict=True):
         row["p_holm"] = adjusted
     for row in out:
         row.setdefault("p_holm", None)
-    return PairedRows(tuple(out), tuple(one_unit))
+    return PairedRows(tuple(out), tuple(one_unit), tuple(repeats))
 
 
 def holm_cell(row: Mapping[str, Any]) -> str:
@@ -263,7 +284,7 @@ def multiplicity_text(planned: str | None, tests: Mapping[str, int]) -> str:
     """The sentence under a table of paired rows: which row was planned (the headline metric; None: no such row),
     how many tests each run's family holds.
     """
-    counts = ", ".join(f"{run}: {k}" for run, k in tests.items())
+    counts = ", ".join(f"{run}: {k} test{'' if k == 1 else 's'}" for run, k in tests.items())
     first = (
         f"Multiplicity: the row marked planned ({planned} overall, the headline comparison) is not adjusted; the "
         "other rows"
@@ -277,24 +298,30 @@ def multiplicity_text(planned: str | None, tests: Mapping[str, int]) -> str:
     )
 
 
-def one_unit_text(groups: Sequence[str]) -> str:
-    """The line that counts the strata of one unit, which have no row (a paired test needs two units)."""
-    by_stratum: dict[str, int] = {}
-    for group in groups:
-        stratum = group.split("=", 1)[0]
-        by_stratum[stratum] = by_stratum.get(stratum, 0) + 1
-    kinds = ", ".join(f"{stratum}: {k}" for stratum, k in by_stratum.items())
-    noun = "stratum" if len(groups) == 1 else "strata"
-    return f"Not listed: {len(groups)} {noun} of a single unit ({kinds}): a paired test needs at least two units."
+def left_out_text(one_unit: Sequence[str], repeats: Sequence[tuple[str, str]]) -> list[str]:
+    """The lines under a table of paired rows on the strata that have no row: those of one unit, counted (a paired
+    test needs two units), and those with the units of an earlier row, named with it (the same test again).
+    """
+    lines = []
+    if one_unit:
+        by_stratum: dict[str, int] = {}
+        for group in one_unit:
+            stratum = group.split("=", 1)[0]
+            by_stratum[stratum] = by_stratum.get(stratum, 0) + 1
+        kinds = ", ".join(f"{stratum}: {k}" for stratum, k in by_stratum.items())
+        noun = "stratum" if len(one_unit) == 1 else "strata"
+        lines.append(
+            f"Not listed: {len(one_unit)} {noun} of a single unit ({kinds}): a paired test needs at least two units."
+        )
+    if repeats:
+        same = ", ".join(f"{group} (as {earlier})" for group, earlier in repeats)
+        lines.append(f"Not listed, the same units and so the same test as an earlier row: {same}.")
+    return lines
 
 
 def _as_estimate(row: Mapping[str, Any]) -> dict[str, Any]:
     """A paired row read as an estimate (its difference is the value), for `interval_text`."""
     return {**row, "value": row["difference"]}
-
-
-def _part(table: UnitTable, stratum: str, label: str) -> UnitTable:
-    return table.select(np.asarray([x == label for x in table.strata[stratum]]))
 
 
 def _groups(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:

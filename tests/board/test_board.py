@@ -22,7 +22,7 @@ from culture_probe.board.site import PAGE_SIZE
 from culture_probe.errors import CultureProbeError
 from culture_probe.metrics.display import format_p
 from culture_probe.report import compare_runs
-from culture_probe.report.compare import PLANNED, holm_cell
+from culture_probe.report.compare import PLANNED, holm_cell, left_out_text
 
 
 def read_data(path: Path) -> object:
@@ -129,7 +129,8 @@ def test_the_compare_view_prints_p_values_as_compare_does_and_says_how_many_test
     ]
     assert shown["paired"][0]["p_holm"] == PLANNED and shown["paired"][0]["group"] == "overall"
     tests = sum(p["p_holm"] is not None for p in reference.paired)
-    assert f"one family of exploratory tests ({shown['other']['id']}: {tests})" in shown["multiplicity"]
+    assert f"one family of exploratory tests ({shown['other']['id']}: {tests} tests)" in shown["multiplicity"]
+    assert shown["left_out"] == left_out_text(reference.one_unit, reference.repeats)
 
 
 def test_records_of_a_withheld_benchmark_are_left_out_and_its_numbers_kept(runs: Runs, tmp_path: Path) -> None:

@@ -57,8 +57,8 @@ def runs(tmp_path_factory):
 
 
 def test_paired_rows_but_the_planned_one_are_holm_adjusted_and_the_table_counts_its_tests(runs, tmp_path):
-    """compare.md printed ~45 per-stratum p-values for DLAMA with no correction and no sentence saying so, and a
-    row of blanks for each stratum of one fact."""
+    """compare.md printed ~45 per-stratum p-values for DLAMA with no correction and no sentence saying so, a row of
+    blanks for each stratum of one fact, and a one-language run's strata that repeat another row's units."""
     comparison = compare_runs([runs["knows"], runs["guesses"]])
     planned, *others = comparison.paired
     assert (planned["group"], planned["metric"], planned["planned"], planned["p_holm"]) == ("overall", "p1", True, None)
@@ -73,8 +73,19 @@ def test_paired_rows_but_the_planned_one_are_holm_adjusted_and_the_table_counts_
     text = comparison.markdown()
     assert "| run | metric | group | difference | 95% CI | p | p (Holm) | n |" in text
     assert "| guesses | p1 | overall | -72.00 | " in text and f"| {PLANNED} | 25 |" in text
-    assert f"one family of exploratory tests (guesses: {len(others)})" in text and "not adjusted" in text
+    assert f"one family of exploratory tests (guesses: {len(others)} tests)" in text and "not adjusted" in text
     assert "Not listed: 1 stratum of a single unit (predicate: 1): a paired test needs at least two units." in text
+    # a one-language run's language=en is overall again, and en/arab is culture=arab: the same test is not counted twice
+    repeats = {
+        "language=en": "overall",
+        "language_culture=en/arab": "culture=arab",
+        "language_culture=en/west": "culture=west",
+    }
+    assert dict(comparison.repeats) == repeats and not set(repeats) & {row["group"] for row in comparison.paired}
+    assert [row["group"] for row in others] == ["culture=arab", "culture=west", "predicate=P30"]
+    assert (
+        "the same test as an earlier row: language=en (as overall), language_culture=en/arab (as culture=arab)" in text
+    )
     for row in others:
         assert f"| {format_p(row['p_value'])} | {format_p(row['p_holm'])} | {row['n']} |" in text
 
@@ -85,6 +96,7 @@ def test_paired_rows_but_the_planned_one_are_holm_adjusted_and_the_table_counts_
         saved["multiplicity"]["tests"] == {"guesses": len(others)} and saved["multiplicity"]["planned"] == "p1 overall"
     )
     assert saved["multiplicity"]["one_unit_strata"] == ["predicate=P17"] and "Holm" in saved["multiplicity"]["method"]
+    assert saved["multiplicity"]["repeated_strata"] == repeats
     assert [row["p_holm"] for row in saved["paired"]] == [None, *(row["p_holm"] for row in others)]
 
 

@@ -341,7 +341,7 @@ async function showCompare(id) {
     table(["metric", "group", "difference", "95% interval", "p", "p (Holm)", "n", "procedure"],
       data.paired.map((p) => [p.metric, p.group, p.difference, p.interval, p.p, p.p_holm, String(p.n), p.method]), { id: "paired" }),
     data.multiplicity ? el("p", { class: "note", id: "multiplicity" }, data.multiplicity) : null,
-    data.one_unit ? el("p", { class: "note", id: "one-unit" }, data.one_unit) : null,
+    (data.left_out || []).map((text) => el("p", { class: "note" }, text)),
     el("h2", {}, "Items that changed (" + data.n_changed.toLocaleString("en") + ")"),
     data.changed === null
       ? el("p", { class: "note" }, "Left out: this benchmark's data is released only on request.")
