@@ -35,6 +35,7 @@ from culture_probe.metrics import chance
 from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
+from culture_probe.metrics.xfakt_chance import random_answers, transfer_warning
 from culture_probe.tasks.base import Deviation, ModelNeed, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
@@ -499,6 +500,27 @@ class XfaktTask(Task):
         table = error_table(self._graded(records), lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])))
         options = "two people named in the question" if self.part == "in_context" else "13 countries"
         return [(table, chance.CHOICE.format(options=f"ranked answers ({options}), wrong with probability 1 - 1/k"))]
+
+    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """The results schema (`Task.results`), and for FRS, KTS and X-FaKT their reference points: in rank mode
+        what random answers score on these cells (`results.chance`), and in every mode a warning
+        (`results.warnings`) when the error rates cannot be told from a model that knows nothing, so that KTS says
+        nothing about transfer (`culture_probe.metrics.xfakt_chance`).
+        """
+        out = super().results(answered, metrics)
+        if "kts" not in out["overall"]:
+            return out
+        chance, p_random = dict(out.get("chance") or {}), None
+        if self.options.mode == "rank":
+            cells: dict[tuple[str, str], list[float]] = {}
+            for r in self._graded([r for r in answered if not r.skipped]):
+                cells.setdefault((r["language"], r["country"]), []).append(1 - 1 / len(r["scores"]))
+            random = random_answers(cells, round_cells=self.options.round_cells)
+            chance.update(random.reference(out["ci"]["confidence"]))
+            p_random = random.p_value(metrics["mu_assoc"], metrics["mu_non"])
+            out["chance"] = chance
+        warning = transfer_warning(out["overall"], chance, p_random, confidence=out["ci"]["confidence"])
+        return {**out, "warnings": {"kts": warning}} if warning else out
 
     def _composites(
         self, records: Sequence[Record], metrics: Mapping[str, Any]

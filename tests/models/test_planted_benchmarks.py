@@ -65,6 +65,7 @@ def test_xfakt_associated_language_recall_beats_the_others(mirror, tmp_path):
     assert result.config["model"]["spec"] == "planted:xfakt_factual_recall"
     assert metrics["mu_assoc"] <= 0.2 and metrics["mu_non"] >= 0.8  # recall where planted, not elsewhere
     assert metrics["kts"] < 0.4 and metrics["frs"] < 0.5
+    assert "warnings" not in metrics["results"]  # a model that knows its facts: its low KTS says something
     by_language = {}
     for r in result.records:
         by_language.setdefault((r["language"], r["is_associated"]), []).append(r["correct"])

@@ -7,6 +7,7 @@ holding the paper's templates and country names; the released rubric itself is c
 from __future__ import annotations
 
 import hashlib
+import random
 from functools import cache
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from culture_probe.loading import load_task
 from culture_probe.models.tiny import save_tiny, tiny_model, train_tokenizer
 from culture_probe.report.xfakt import headline_text
 from culture_probe.runner import run
+from culture_probe.schemas import validate_metrics
 from culture_probe.tasks import GenerateProbe, ScoreProbe
 from culture_probe.tasks.probes import Record
 from culture_probe.tasks.xfakt import (
@@ -47,6 +49,7 @@ COUNTRIES_EN = [
     "Kenya",
     "Thailand",
 ]
+LANGUAGE_CODES = ["en", "hi", "zh", "ru", "ar", "fr", "ne", "ja", "uk", "el", "tr", "sw", "th"]
 PROMPT_OURS_SHA256 = "7e8a122eef9dba87372b73d50d686ece76017919eaa60ab75af398fc09dbeb22"  # spec 4.3
 
 
@@ -253,6 +256,71 @@ def test_spec_worked_example_through_the_task():
     exact = XfaktTask("xfakt_factual_recall", XfaktTask.Options(round_cells=False, judge="string"), kind="causal")
     metrics = exact.compute_metrics(records)
     assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586207, 0.555556, 0.570470), abs=1e-6)
+
+
+def recall_records(right, per_cell, *, mode="rank", seed=0):
+    """Factual recall answered `per_cell` times in every language x country cell, each answer right with
+    probability `right(language, country)`: ranked among the 13 countries (rank mode) or a judged reply.
+    """
+    rng = random.Random(seed)
+    records = []
+    for language, home in zip(LANGUAGE_CODES, COUNTRIES_EN, strict=True):
+        for country in COUNTRIES_EN:
+            for i in range(per_cell):
+                correct = rng.random() < right(language, country, home)
+                fields = {"language": language, "country": country, "correct": correct}
+                fields["verdict"] = "same_language" if correct else "incorrect"
+                if mode == "rank":
+                    fields["scores"] = dict.fromkeys(COUNTRIES_EN, 0.0)  # what chance needs: the 13 answers ranked
+                kind = "score" if mode == "rank" else "generate"
+                records.append(Record(f"{language}-{country}-{i}", "", "answer", fields, kind=kind))
+    return records
+
+
+def recall_metrics(records, **options):
+    task = XfaktTask("xfakt_factual_recall", XfaktTask.Options(**options), kind="causal")
+    metrics = task.compute_metrics(records)
+    validate_metrics(metrics)  # the new keys follow the one results schema
+    return metrics
+
+
+def test_rank_mode_says_what_random_answers_score_and_warns_at_chance():
+    # two random models scored KTS 0.72 and 0.98 with no reference point: a run answering at random (one of the 13
+    # countries each time) gets the expected scores of random answers on its own cells, their range, and a warning
+    results = recall_metrics(recall_records(lambda *_: 1 / 13, 2), mode="rank")["results"]
+    chance = results["chance"]
+    assert list(chance) == ["error_rate", "frs", "kts", "xfakt"]
+    for name in ("frs", "kts", "xfakt"):
+        assert chance[name]["low"] <= chance[name]["value"] <= chance[name]["high"] <= 1
+        assert chance[name]["method"].startswith("exact distribution of the score when every question is answered")
+    assert chance["kts"]["value"] == pytest.approx(0.9186, abs=1e-4) and chance["kts"]["high"] == 1.0
+    assert chance["frs"]["value"] == pytest.approx(1.5 * (1 / (1 + 24 / 13) - 1 / 3), abs=1e-3)
+    warning = results["warnings"]["kts"]
+    assert warning.startswith("KTS says nothing about transfer here: the error rates cannot be told from random")
+    assert "score KTS 0.919 on these cells (95% of random models between 0.783 and 1.000)" in warning
+
+
+@pytest.mark.parametrize(
+    ("knows", "what"),
+    [
+        (lambda language, country, home: 0.9, "its facts in every language"),
+        (lambda language, country, home: 0.95 if country == home else 0.05, "its facts in their own language"),
+        (lambda language, country, home: 0.3, "a little, in every language"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["rank", "generate"])
+def test_a_model_that_knows_facts_gets_no_warning(knows, what, mode):
+    metrics = recall_metrics(recall_records(knows, 2, mode=mode, seed=1), mode=mode, judge="string")
+    assert "warnings" not in metrics["results"], what
+    assert ("frs" in metrics["results"].get("chance", {})) is (mode == "rank")
+
+
+def test_a_generating_model_that_answers_everything_wrong_gets_the_warning_and_no_chance_level():
+    # generation has no random pick: a model that knows nothing may refuse (KTS 1), name one country whatever the
+    # language (KTS 1), or name the language's own country (KTS 0), so no chance level; all wrong is the reference
+    metrics = recall_metrics(recall_records(lambda *_: 0.0, 1, mode="generate"), judge="string")
+    assert metrics["kts"] == 1.0 and "chance" not in metrics["results"]
+    assert "cannot be told from a model that answers every question wrong" in metrics["results"]["warnings"]["kts"]
 
 
 # ---------------------------------------------------------------- runs on tiny models
