@@ -106,6 +106,7 @@ def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any]) 
         if estimate["value"] is not None
     ]
     lines += [f"  {name}: not reported ({reason})" for name, reason in results.get("omitted", {}).items()]
+    lines += [f"  {name}: warning: {warning}" for name, warning in (results.get("warnings") or {}).items()]
     if any(SMALL_N_MARK in line for line in lines):
         lines.append(f"  {SMALL_N_NOTE}")
     return "\n".join(lines)

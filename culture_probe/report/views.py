@@ -163,8 +163,20 @@ def estimate_line(
     `p1 (%): 30.25 [20.00, 40.50] (n=80 facts; chance 18.30)`.
     """
     value, interval, n = estimate_cells(estimate, scale)
-    level = f"; chance {format_number(chance['value'], scale)}" if chance else ""
+    level = f"; chance {chance_cell(chance, scale)}" if chance else ""
     return f"{unit_label(name, scale)}: {value} {interval} (n={n} {unit}{level})"
+
+
+def chance_cell(chance: Mapping[str, Any] | None, scale: Scale | None) -> str:
+    """A chance level as tables print it: its value, and the range random models fall in where the results give
+    one (`0.889 [0.705, 1.000]`); "-" without one.
+    """
+    if not chance:
+        return format_number(None, scale)
+    value = format_number(chance.get("value"), scale)
+    if chance.get("low") is None or chance.get("high") is None:
+        return value
+    return f"{value} [{format_number(chance['low'], scale)}, {format_number(chance['high'], scale)}]"
 
 
 def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | None = None) -> list[Section]:
@@ -179,7 +191,7 @@ def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | N
         (
             unit_label(name, scales.get(name)),
             *estimate_cells(e, scales.get(name)),
-            *((format_number((chance.get(name) or {}).get("value"), scales.get(name)),) if chance else ()),
+            *((chance_cell(chance.get(name), scales.get(name)),) if chance else ()),
         )
         for name, e in overall.items()
     )
@@ -187,6 +199,7 @@ def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | N
     text = " ".join(filter(None, (interval_methods(results, list(overall)), chance_text(chance))))
     omitted = results.get("omitted") or {}
     text += "".join(f"\n\n- **{name}** is not reported: {reason}." for name, reason in omitted.items())
+    text += "".join(f"\n\n**Warning ({name}).** {warning}" for name, warning in (results.get("warnings") or {}).items())
     return [
         Section("Headline numbers", text=text, tables=(Table(columns + (("chance level",) if chance else ()), rows),))
     ]
@@ -208,7 +221,9 @@ def interval_methods(results: Mapping[str, Any], names: Sequence[str]) -> str:
 
 
 def chance_text(chance: Mapping[str, Mapping[str, Any]]) -> str:
-    """How the chance levels in the table's last column were computed, once per method."""
+    """How the chance levels in the table's last column (with, in brackets, the range random models fall in where
+    the results give one) were computed, once per method.
+    """
     metrics: dict[str, list[str]] = {}
     for name, level in chance.items():
         metrics.setdefault(str(level.get("method")), []).append(name)

@@ -14,6 +14,7 @@ from culture_probe.report.views import (
     Reference,
     Section,
     Table,
+    chance_cell,
     language_country_grid,
     result_bars,
 )
@@ -165,8 +166,11 @@ def headline_text(part: str | None, metrics: Mapping[str, Any], graded: str = "o
         )
     }
     score = {key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")}  # spec: scores, 3 decimals
+    random = ((metrics.get("results") or {}).get("chance") or {}).get("kts")
+    # KTS is high for a model at chance by construction: say what random answers score on these cells beside it
+    reference = f"; random answers score {chance_cell(random, '0-1')} on these cells" if random else ""
     return (
         f"Associated-language error {pct['assoc']}% vs non-associated {pct['non']}% (gap {pct['gap']} points): "
-        f"KTS {score['kts']} (1 = the same knowledge in every language), FRS {score['frs']}, "
+        f"KTS {score['kts']} (1 = the same knowledge in every language{reference}), FRS {score['frs']}, "
         f"X-FaKT {score['xfakt']}."
     )

@@ -505,3 +505,50 @@ def test_a_view_that_fails_leaves_the_run_and_its_headline_numbers(tmp_path, mon
     assert (tmp_path / "r" / "metrics.json").is_file()
     report = (tmp_path / "r" / "report.md").read_text()
     assert "## Headline numbers" in report and "## Views not written" in report
+
+
+def test_an_xfakt_run_at_chance_shows_what_random_answers_score_and_warns(tmp_path):
+    # KTS 0.72 and 0.98 from two random models, printed with no reference point: the report gives the range random
+    # answers score on the run's own cells beside KTS, and one sentence saying KTS says nothing about transfer
+    import random
+
+    from culture_probe.report import headline
+    from culture_probe.report.markdown import render
+    from culture_probe.report.views import sections_for
+    from culture_probe.tasks.probes import Record
+    from culture_probe.tasks.xfakt import ASSOCIATIONS, XfaktTask
+
+    rng = random.Random(0)
+    records = [
+        Record(
+            f"{language}-{country}-{i}",
+            "",
+            "answer",
+            {
+                "language": language,
+                "country": country,
+                "correct": (right := rng.random() < 1 / 13),
+                "verdict": "same_language" if right else "incorrect",
+                "scores": dict.fromkeys(ASSOCIATIONS.values(), 0.0),
+            },
+            kind="score",
+        )
+        for language in ASSOCIATIONS
+        for country in ASSOCIATIONS.values()
+        for i in range(2)
+    ]
+    task = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal")
+    metrics = task.compute_metrics(records)
+    config = _xfakt_config(mode="rank")
+    report = render(sections_for(config, records, metrics), config, tmp_path)
+    kts = metrics["results"]["overall"]["kts"]
+    [row] = [line for line in report.splitlines() if line.startswith("| kts (0-1) |")]
+    assert row.endswith("| 338 | 0.919 [0.783, 1.000] |")  # the chance level with the range random models fall in
+    assert "Chance level of frs, kts, xfakt (last column): exact distribution of the score" in report
+    assert "\n\n**Warning (kts).** KTS says nothing about transfer here: the error rates cannot be told from" in report
+    assert f"KTS {kts['value']:.3f} (1 = the same knowledge in every language; random answers score 0.919 [0.783, " in (
+        report
+    )
+    terminal = headline(config, metrics)
+    assert "kts (0-1): " in terminal and "chance 0.919 [0.783, 1.000])" in terminal
+    assert "  kts: warning: KTS says nothing about transfer here" in terminal
