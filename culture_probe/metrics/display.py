@@ -137,9 +137,9 @@ def format_number(value: float | None, scale: Scale | None = None) -> str:
 
 
 def format_value(value: Any) -> str:
-    """Numbers the tasks left unformatted: 2 decimals, or up to 4 below 1 (p-values, cosines; trailing zeros
+    """Numbers the tasks left unformatted: 2 decimals, or up to 4 below 1 (cosines, correlations; trailing zeros
     dropped), rounded half up by `format_score`; None as an empty cell. Values of a known scale go through
-    `format_number` first.
+    `format_number` first, p-values through `format_p`, which never rounds them across 0.05 or 0.01.
     """
     if value is None:
         return ""
