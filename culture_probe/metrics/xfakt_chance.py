@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from culture_probe.errors import MetricInputError
+from culture_probe.metrics.display import format_number, interval_text, p_clause
 from culture_probe.metrics.xfakt import ASSOCIATIONS, _transfer_scores
 
 SCORES = ("frs", "kts", "xfakt")
@@ -240,7 +241,7 @@ def transfer_warning(
         random = chance["kts"]
         return (
             "KTS says nothing about transfer here: the error rates cannot be told from random answers (test of "
-            f"random answering on these cells, p = {p_random:.2f}), and random answers, equally wrong in every "
+            f"random answering on these cells, {p_clause(p_random)}), and random answers, equally wrong in every "
             f"language, score KTS {_number(random['value'])} on these cells ({100 * confidence:g}% of random models "
             f"between {_number(random['low'])} and {_number(random['high'])})."
         )
@@ -265,8 +266,8 @@ def _has_interval(*estimates: Mapping[str, Any]) -> bool:
 
 
 def _number(value: float) -> str:
-    return f"{value:.3f}"
+    return format_number(value, "0-1")  # the one rounding rule of 0-1 scores
 
 
 def _span(estimate: Mapping[str, Any]) -> str:
-    return f"[{_number(estimate['ci_low'])}, {_number(estimate['ci_high'])}]"
+    return interval_text(estimate, "0-1")  # its ends never rounded onto 0 or 1 when they are not

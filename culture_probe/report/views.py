@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from culture_probe.metrics.display import Scale, estimate_cells, format_number
+from culture_probe.metrics.display import Scale, bound_text, estimate_cells, format_number
 from culture_probe.record import RunRecord
 from culture_probe.tasks import Record, benchmark_of
 
@@ -176,7 +176,7 @@ def chance_cell(chance: Mapping[str, Any] | None, scale: Scale | None) -> str:
     value = format_number(chance.get("value"), scale)
     if chance.get("low") is None or chance.get("high") is None:
         return value
-    return f"{value} [{format_number(chance['low'], scale)}, {format_number(chance['high'], scale)}]"
+    return f"{value} [{bound_text(chance['low'], scale)}, {bound_text(chance['high'], scale)}]"
 
 
 def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | None = None) -> list[Section]:

@@ -133,3 +133,19 @@ def test_an_interval_end_below_the_display_precision_is_not_printed_as_zero():
         "> 0.999",
     )
     assert (bound_text(0.005, "%"), bound_text(5.2, "%"), bound_text(-2.5, None)) == ("0.01", "5.20", "-2.50")
+
+
+def test_p_values_and_ranges_in_other_sentences_follow_the_same_rules():
+    """X-FaKT's warning printed its test of random answering with 2 decimals (p = 0.0501 as "p = 0.05"), and the
+    chance range of random models rounded a top of 0.9996 to 1.000."""
+    from culture_probe.metrics.xfakt_chance import transfer_warning
+    from culture_probe.report.views import chance_cell
+
+    chance = {"kts": {"value": 0.95, "low": 0.7, "high": 0.9996}}
+    at_chance = {
+        k: {"value": v, "ci_low": lo, "ci_high": hi, "n": 169}
+        for k, v, lo, hi in [("frs", 0.03, 0.01, 0.07), ("kts", 0.95, 0.56, 1.0)]
+    }
+    sentence = transfer_warning(at_chance, chance, 0.0501)
+    assert "p = 0.0501)" in sentence
+    assert chance_cell(chance["kts"], "0-1") == "0.950 [0.700, > 0.999]"
