@@ -12,6 +12,7 @@ test whose p-value at a difference of 0 is the one reported, so an interval excl
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,10 @@ from scipy import optimize, stats
 
 #: the per-metric method names that metrics.json (`results.ci.methods`) and the reports print
 WILSON = "Wilson score interval"
-WILSON_EFFECTIVE = "Wilson score interval at the design's effective sample size (Korn & Graubard 1998)"
+WILSON_EFFECTIVE = (
+    "Wilson score interval at the design's effective sample size (Korn & Graubard 1998; the number of units when "
+    "fewer than 3 of them hold the rarer outcome)"
+)
 #: below these, a t interval of a skewed bounded mean covers too little (docs/results.md); BOUNDED_MEAN says so
 MIN_T_UNITS = 30
 MIN_OFF_EDGE = 3
@@ -84,8 +88,11 @@ def bounded(
     return Interval(stderr, low, high)
 
 
+@functools.lru_cache(maxsize=4096)
 def critical(confidence: float, df: float | None = None) -> float:
-    """The two-sided critical value: normal, or Student's t with `df` degrees of freedom."""
+    """The two-sided critical value: normal, or Student's t with `df` degrees of freedom (cached: scipy's quantile
+    functions cost more than the rest of an estimate).
+    """
     quantile = 0.5 + confidence / 2
     return float(stats.norm.ppf(quantile) if df is None else stats.t.ppf(quantile, df))
 

@@ -104,8 +104,9 @@ class ShiftTest:
 
     def interval(self, confidence: float, step: float) -> tuple[float, float] | None:
         """The deltas the test does not reject at 1 - `confidence`, searched outward from the estimate in steps of
-        `step` and bisected to its edges; None when the test cannot reject any delta (too few items). 0 is inside
-        exactly when `p_value(0)` is at least 1 - confidence, whatever the shape of the p-value curve.
+        `step` and bisected to its edges (to a billionth of `step`); None when the test cannot reject any delta (too
+        few items). 0 is inside exactly when `p_value(0)` is at least 1 - confidence, whatever the shape of the
+        p-value curve.
         """
         alpha = 1 - confidence
         zero_accepted = self.p_value(0.0) >= alpha
@@ -118,7 +119,7 @@ class ShiftTest:
                 outside = self._rejected(inside, direction * step, alpha)
             if outside is None:
                 return None
-            edges.append(self._edge(inside, outside, alpha))
+            edges.append(self._edge(inside, outside, alpha, 1e-9 * abs(step)))
         return edges[0], edges[1]
 
     def _rejected(self, start: float, step: float, alpha: float) -> float | None:
@@ -128,10 +129,10 @@ class ShiftTest:
                 return point
         return None
 
-    def _edge(self, inside: float, outside: float, alpha: float) -> float:
+    def _edge(self, inside: float, outside: float, alpha: float, tolerance: float) -> float:
         for _ in range(200):
             middle = (inside + outside) / 2
-            if middle in (inside, outside):
+            if middle in (inside, outside) or abs(outside - inside) <= tolerance:
                 break
             inside, outside = (middle, outside) if self.p_value(middle) >= alpha else (inside, middle)
         return inside
@@ -175,20 +176,30 @@ def sign_flip_test(parts: np.ndarray, weights: np.ndarray, n_resamples: int, see
     order the patterns the same way, since flipping signs leaves the sum of squares unchanged.
     """
     size = parts.size
-    exact = size <= EXACT_SIGN_UNITS
     values = np.stack([parts, weights], axis=1)
-    if exact:
+    if size <= EXACT_SIGN_UNITS:
         patterns = 1.0 - 2.0 * ((np.arange(2**size)[:, None] >> np.arange(size)) & 1)
         totals = patterns @ values
     else:
-        rng = np.random.default_rng(seed)
-        batch = max(1, _BATCH_CELLS // size)
-        starts = range(0, n_resamples, batch)
-        totals = np.concatenate([_random_signs(rng, min(batch, n_resamples - s), size) @ values for s in starts])
-    return ShiftTest(float(parts.sum()), totals[:, 0], totals[:, 1], exact)
+        totals = _random_sign_sums(np.random.default_rng(seed), n_resamples, values)
+    return ShiftTest(float(parts.sum()), totals[:, 0], totals[:, 1], size <= EXACT_SIGN_UNITS)
 
 
-def _random_signs(rng: np.random.Generator, count: int, size: int) -> np.ndarray:
-    """`count` patterns of `size` fair random signs (+1/-1), eight from each random byte."""
-    bits = np.unpackbits(rng.integers(0, 256, (count, (size + 7) // 8), dtype=np.uint8), axis=1)[:, :size]
-    return 1.0 - 2.0 * bits
+def _random_sign_sums(rng: np.random.Generator, count: int, values: np.ndarray) -> np.ndarray:
+    """`count` sums of `values`' rows under fair random signs, (count, columns): eight units' signs come from one
+    random byte, and each byte's 256 sums of its eight rows are tabulated once, so a pattern costs one look-up per
+    eight units instead of a sign and a product per unit (octets are taken in chunks, to bound memory).
+    """
+    octets = -(-len(values) // 8)
+    padded = np.zeros((octets * 8, values.shape[1]))
+    padded[: len(values)] = values
+    signs = 1.0 - 2.0 * ((np.arange(256)[:, None] >> np.arange(8)) & 1)  # (byte, bit)
+    tables = (signs[None] @ padded.reshape(octets, 8, -1)).transpose(2, 0, 1)  # (column, octet, byte)
+    draws = rng.integers(0, 256, (octets, count), dtype=np.uint8)
+    totals = np.zeros((values.shape[1], count))
+    chunk = max(1, _BATCH_CELLS // count)
+    for start in range(0, octets, chunk):
+        index = draws[start : start + chunk].astype(np.intp) + 256 * np.arange(min(chunk, octets - start))[:, None]
+        for column, table in enumerate(tables[:, start : start + chunk].reshape(values.shape[1], -1)):
+            totals[column] += np.take(table, index).sum(axis=0)
+    return totals.T

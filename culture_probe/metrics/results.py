@@ -439,9 +439,11 @@ def _crossed_interval(table: UnitTable, groups: Sequence[np.ndarray], value: flo
 def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
     """Wilson's interval for one value per pooled unit (a plain binomial sample); otherwise Wilson's at the design's
     effective sample size n_eff = p(1 - p) / var (Korn & Graubard 1998; at most the number of answers), shrunk by
-    (z / t_df)^2 for the degrees of freedom of the estimated variance (units minus groups). When p is 0 or 1 or the
-    variance vanishes, no correlation between a unit's answers can be estimated, and n_eff is the number of units
-    (as if each unit's answers agreed): 0 of 15 answers from 5 proverbs is as strong as 0 of 5, not 0 of 15.
+    (z / t_df)^2 for the degrees of freedom of the estimated variance (units minus groups). When fewer than
+    `MIN_OFF_EDGE` units hold the rarer outcome (none: p is 0 or 1), the correlation of a unit's answers cannot be
+    estimated, and n_eff is the number of units, as if each unit's answers agreed: 0 of 15 answers from 5 proverbs is
+    as strong as 0 of 5, not 0 of 15, and 1 success among 300 answers of 100 proverbs covered 89% with the estimated
+    n_eff.
     """
     scale = float(table.scale or 1.0)
     p = min(max(value / scale, 0.0), 1.0)
@@ -451,7 +453,9 @@ def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: 
         return bounded(value, scale * math.sqrt(p * (1 - p) / n), scale * low, scale * high, scale, confidence)
     spread = design([unit_contributions(table, table.values / scale, g) for g in groups])
     answers = int(sum(np.isfinite(table.values[g]).sum() for g in groups))
-    if 0 < p < 1 and not _no_spread(spread.stderr, p, 1.0):
+    units = _unit_means(table, groups)
+    rarer = min(int(np.sum(units > 0)), int(np.sum(units < scale)))
+    if rarer >= MIN_OFF_EDGE and not _no_spread(spread.stderr, p, 1.0):
         shrink = (critical(confidence) / critical(confidence, n - len(groups))) ** 2
         effective = min(answers, p * (1 - p) / spread.stderr**2) * shrink
     else:
@@ -587,18 +591,10 @@ def _tango(
 def _sign_flip(
     table: UnitTable, a: np.ndarray, b: np.ndarray, groups: Sequence[np.ndarray], value: float, confidence: float
 ) -> dict[str, Any]:
-    """The sign-flip test of the units' paired differences and, as interval, the shifts it does not reject: each
-    unit's part of the difference is its group's weight times (the group's difference + the unit's linearised
-    contribution) over the group's units, so that the parts sum to the difference; none when so few units cannot
-    reject any shift (5 units: the smallest p is 2 / 32).
+    """The sign-flip test of the units' paired differences (`sign_flip_parts`) and, as interval, the shifts it does
+    not reject; none when so few units cannot reject any shift (5 units: the smallest p is 2 / 32).
     """
-    parts, weights = [], []
-    for rows in groups:
-        contribution = unit_contributions(table, a, rows) - unit_contributions(table, b, rows)
-        own = table_statistic(a, [rows[None, :]])[0] - table_statistic(b, [rows[None, :]])[0]
-        parts.append((own + contribution) / (len(groups) * contribution.size))
-        weights.append(np.full(contribution.size, 1 / (len(groups) * contribution.size)))
-    part, weight = np.concatenate(parts), np.concatenate(weights)
+    part, weight = sign_flip_parts(table, a, b, groups)
     test = sign_flip_test(part, weight, SIGN_FLIPS, seed=0)
     spread = float(np.sqrt(np.sum((part - value * weight) ** 2)))
     found = test.interval(confidence, step=spread)
@@ -606,3 +602,19 @@ def _sign_flip(
         reason = f"with {part.size} units no difference can be rejected at {1 - confidence:.0%}"
         return {**no_interval(reason).fields(), "p_value": test.p_value(0.0)}
     return {**bounded(value, spread, *found, None, confidence).fields(), "p_value": test.p_value(0.0)}
+
+
+def sign_flip_parts(
+    table: UnitTable, a: np.ndarray, b: np.ndarray, groups: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's part of the paired difference of `a` and `b` (values aligned with `table`'s rows) and its weight:
+    the group's weight times (the group's difference + the unit's linearised contribution) over the group's units,
+    so that the parts sum to the difference and the weights to 1 (what `sign_flip_test` flips).
+    """
+    parts, weights = [], []
+    for rows in groups:
+        contribution = unit_contributions(table, a, rows) - unit_contributions(table, b, rows)
+        own = table_statistic(a, [rows[None, :]])[0] - table_statistic(b, [rows[None, :]])[0]
+        parts.append((own + contribution) / (len(groups) * contribution.size))
+        weights.append(np.full(contribution.size, 1 / (len(groups) * contribution.size)))
+    return np.concatenate(parts), np.concatenate(weights)
