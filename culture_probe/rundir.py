@@ -268,7 +268,19 @@ def check_resumable(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collecti
         before, after = attrgetter(path)(old), attrgetter(path)(new)
         if before != after:
             raise _refusal(run_dir, f"{key} was {before!r} and is now {after!r}")
+    if old.subset and new.subset and _drawn(old.subset) != _drawn(new.subset):
+        # the same limit counts other units (a run made before DLAMA drew each fact in every language)
+        raise _refusal(
+            run_dir,
+            f"its --limit subset was drawn as {_drawn(old.subset)!r} and is now drawn as {_drawn(new.subset)!r} "
+            "(unit, strata, the fields that name one unit in every language)",
+        )
     return changed_stages(old, new, run_dir, ran)
+
+
+def _drawn(subset: Mapping[str, Any]) -> tuple[Any, ...]:
+    """How a --limit subset was drawn: its unit, strata and parallel fields (what the limit counts)."""
+    return subset.get("unit"), subset.get("strata"), (subset.get("parallel") or {}).get("fields")
 
 
 def changed_stages(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str]) -> tuple[str, ...]:

@@ -52,7 +52,7 @@ from culture_probe.loading import SideData, load_rows, load_side_data
 from culture_probe.record import RunRecord
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.tasks import Task, task_from_config
-from culture_probe.tasks.base import ModelNeed
+from culture_probe.tasks.base import ModelNeed, asked_in
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 
@@ -296,19 +296,21 @@ def plan(
 
 
 def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | float | str | None) -> int | None:
-    """The number of items a run probes: `limit`; for "smoke" the benchmark's smoke limit; for a fraction, the items
-    that share of each stratum draws (`Task.sample`). A number below the smoke limit that leaves headline numbers out
-    warns (`SmallLimitWarning`), naming them and why.
+    """The number of units a run probes (`Task.limit_unit`: items, or facts each asked in every language): `limit`;
+    for "smoke" the benchmark's smoke limit; for a fraction, the units that share of each stratum draws
+    (`Task.sample`). A number below the smoke limit that leaves headline numbers out warns (`SmallLimitWarning`),
+    naming them and why.
     """
     if limit is None:
         return None
     smoke = task.smoke_limit(probes)
     if limit == SMOKE:
         return max(smoke, 1)  # a run without items still takes a limit of at least one
+    unit = task.limit_unit
     if isinstance(limit, float):  # a share of each stratum: the number is what it draws
         sampled = task.sample(probes, limit)
-        number = len({p.item_id for p in sampled})
-        asked = f"{limit} ({number} {task.unit})"
+        number = task.limit_units(sampled)
+        asked = f"{limit} ({number} {unit})"
     else:
         number = int(limit)
         asked = str(number)
@@ -318,9 +320,10 @@ def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | flo
         sampled = task.sample(probes, number)
     shortfall = task.smoke_shortfall(probes, sampled)
     if shortfall:
+        each = asked_in(task.parallel_values(probes))
         warnings.warn(
-            f"--limit {asked} is below the smoke limit of {config} ({smoke} {task.unit}): {shortfall}. "
-            f"--limit {SMOKE} probes {smoke}.",
+            f"--limit {asked} is below the smoke limit of {config} ({smoke} {unit}{each}): {shortfall}. "
+            f"--limit {SMOKE} probes {smoke} {unit}.",
             SmallLimitWarning,
             stacklevel=3,
         )
@@ -639,18 +642,26 @@ def planted_of(model: Any, settings: RunSettings) -> dict[str, str]:
 def subset_of(
     task: Task, every: Sequence[Probe], first: Sequence[Probe], limit: int | float | str | None
 ) -> dict[str, Any]:
-    """What a `--limit` run probed: how many of the items, in the benchmark's unit, drawn across which strata; the
-    limit as given (a number, a fraction or "smoke") and the benchmark's smoke limit for these items.
+    """What a `--limit` run probed: how many of the units (`Task.limit_unit`), drawn across which strata; the limit as
+    given (a number, a fraction or "smoke") and the benchmark's smoke limit for these items. A task that draws
+    parallel units adds `parallel`: the probe fields that name a unit, and the languages each unit was asked in.
     """
-    return {
-        "unit": task.unit,
-        "strata": list(task.strata),
-        "items": len({p.item_id for p in every}),
-        "sampled": len({p.item_id for p in first}),
+    subset: dict[str, Any] = {
+        "unit": task.limit_unit,
+        "strata": list(task.limit_strata),
+        "items": task.limit_units(every),
+        "sampled": task.limit_units(first),
         "seed": task.seed,
         "limit": limit,
         "smoke_limit": task.smoke_limit(every),
     }
+    if task.parallel is not None:
+        subset["parallel"] = {
+            "fields": list(task.parallel.fields),
+            "across": task.parallel.across,
+            "values": task.parallel_values(every),
+        }
+    return subset
 
 
 def rows_digest(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -54,9 +54,11 @@ def setting(
 
 LIMIT_HELP = (
     "smoke runs: probe N items drawn with --seed in turn from each language, culture, predicate or type (items: "
-    "DLAMA facts, FmLAMA dishes, CAMeL prompts, X-FaKT questions, MAPS proverbs); a fraction 0 < x < 1: that share "
-    "of each of them, rounded up; smoke: the fewest that give every headline number (e.g. X-FaKT factual recall "
-    "169, one question per language x country cell); a smaller N says what it will lack"
+    "DLAMA facts and X-FaKT factual-recall entities, each asked in every language of the config; FmLAMA dishes, "
+    "CAMeL prompts, other X-FaKT questions, MAPS proverbs); a fraction 0 < x < 1: that share of each of them, "
+    "rounded up; smoke: the fewest that give every headline number (e.g. X-FaKT factual recall 13 entities, one "
+    "of each country asked in 13 languages: a question per language x country cell); a smaller N says what it will "
+    "lack"
 )
 
 

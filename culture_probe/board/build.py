@@ -35,7 +35,7 @@ from culture_probe.report.compare import (
     multiplicity_text,
     paired_rows,
 )
-from culture_probe.report.markdown import reproduce
+from culture_probe.report.markdown import reproduce, subset_text
 from culture_probe.report.summary import listed, read_summary
 from culture_probe.report.views import interval_methods, scales_of, unit_label
 from culture_probe.tasks import Record
@@ -239,11 +239,7 @@ def smoke_note(config: RunRecord) -> str:
     subset = config.subset
     if not subset:
         return f"smoke run (--limit {config.run.limit}), not the benchmark's number"
-    across = " x ".join(subset["strata"]) or "the items"
-    return (
-        f"smoke run, not the benchmark's number: {subset['sampled']:,} of {subset['items']:,} {subset['unit']}, "
-        f"drawn with seed {subset['seed']} in turn from each {across}"
-    )
+    return f"smoke run, not the benchmark's number: {subset_text(subset)}"
 
 
 # ---------------------------------------------------------------- items

@@ -20,6 +20,7 @@ from culture_probe.report.plots import draw
 from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options, report_module
 from culture_probe.rundir import PLOTS_DIR
 from culture_probe.settings import RunSettings
+from culture_probe.tasks.base import asked_in
 
 
 def table_markdown(table: Table) -> str:
@@ -139,15 +140,23 @@ def header(
     return "\n".join(lines)
 
 
+def subset_text(subset: Mapping[str, Any]) -> str:
+    """What a --limit run drew: "2 of 24,535 facts, each asked in ar and en, drawn with seed 0 in turn from each
+    culture x predicate".
+    """
+    across = " x ".join(subset["strata"]) or "the items"
+    each = asked_in((subset.get("parallel") or {}).get("values") or ())
+    return (
+        f"{subset['sampled']:,} of {subset['items']:,} {subset['unit']}{each}, drawn with seed {subset['seed']} in "
+        f"turn from each {across}"
+    )
+
+
 def subset_lines(subset: Mapping[str, Any] | None) -> list[str]:
     """The header's lines on a --limit run: what it drew, and whether it fell below the smoke limit."""
     if not subset:
         return []
-    across = " x ".join(subset["strata"]) or "the items"
-    lines = [
-        f"- **smoke run, not the benchmark's number**: {subset['sampled']:,} of {subset['items']:,} "
-        f"{subset['unit']}, drawn with seed {subset['seed']} in turn from each {across}"
-    ]
+    lines = [f"- **smoke run, not the benchmark's number**: {subset_text(subset)}"]
     if subset["sampled"] < subset.get("smoke_limit", 0):
         lines.append(f"- **below the smoke limit** ({subset['smoke_limit']:,}): some headline numbers are missing")
     return lines

@@ -22,11 +22,15 @@ defines a `Task` subclass and `TASK = ThatClass`, with
   optionally, each metric's value per unit under a random answer, for its chance level).
 - `smoke`: how many items of each stratum cell (`strata`) a run needs for its headline numbers, and which numbers
   need them: `--limit smoke` probes that many, and a smaller `--limit` says what it will lack before any model loads.
+- `parallel` (optional): the probe meta fields that name one item across the config's languages (DLAMA: the fact's
+  `uuid`), so that `--limit` draws those units and probes each in every language: consistency across languages and
+  paired language comparisons then exist in any subset.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 from collections import Counter
@@ -127,11 +131,37 @@ class Smoke:
     (each cell that has them), and in words which numbers need them (`needs`), for the notice of a smaller limit.
 
     The limit sampler (`stratified_items`) gives every cell one item per round, so `per_cell` full rounds are the
-    smallest limit that guarantees it whatever the seed: the benchmark's smoke limit (`Task.smoke_limit`).
+    smallest limit that guarantees it whatever the seed: the benchmark's smoke limit (`Task.smoke_limit`). Where
+    the task draws parallel units (`Parallel`), the rounds are over its cells without the language, and the smoke
+    limit counts those units.
     """
 
     per_cell: int = 1
     needs: str = "every number per stratum needs an item in each cell"
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """How one item of a benchmark is named across its languages, so that a `--limit` subset draws that item in all
+    of them: the probe meta `fields` whose values name it (DLAMA: the release's `uuid`; X-FaKT factual recall: the
+    country and entity index), what `--limit` then counts (`unit`: "facts", "entities"), and the stratum that varies
+    within one unit (`across`: the prompt language).
+
+    A subset draws units stratified by the task's other strata and probes each in every language it has, so that
+    consistency across languages and paired language comparisons exist at any limit; items drawn per language
+    separately would share almost no fact at smoke size.
+    """
+
+    fields: tuple[str, ...]
+    unit: str
+    across: str = "language"
+
+    def key(self, probe: Probe) -> str:
+        """The unit of `probe`: its `fields` values (a probe that lacks one is a unit of its own item)."""
+        values = [probe.meta.get(name) for name in self.fields]
+        if any(value is None for value in values):
+            return f"#{probe.item_id}"
+        return "=" + json.dumps(values, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True)
@@ -195,6 +225,9 @@ class Task:
     #: how the facts (and ranked candidates) of the benchmark's languages are matched, by id (docs/consistency.md);
     #: None where its data do not align exactly, so no consistency across languages is computed
     alignment: ClassVar[str | None] = None
+    #: the probe meta fields that name one item in every language (`Parallel`): `--limit` then draws those units,
+    #: each probed in every language; None draws items one by one (not a ClassVar: an instance may set its own)
+    parallel: Parallel | None = None
 
     def __init__(
         self,
@@ -260,20 +293,70 @@ class Task:
             raise CultureProbeError(f"{type(self).__name__} built two probes with one key; give them distinct tags.")
         return probes
 
-    def sample(self, probes: Sequence[Probe], limit: int | float) -> list[Probe]:
-        """The probes of `limit` items, drawn with the run's seed in turn from each stratum (`strata`), so that a
-        smoke run sees every language, culture, predicate or type it can, not the first rows of one; a fraction
-        (0 < limit < 1) takes that share of each stratum's items instead, keeping the strata's proportions.
+    @property
+    def limit_unit(self) -> str:
+        """What `--limit` counts: the parallel unit where the task has one (DLAMA facts, each in every language),
+        else one item (`unit`).
         """
+        return self.parallel.unit if self.parallel is not None else self.unit
+
+    @property
+    def limit_strata(self) -> tuple[str, ...]:
+        """The strata a `--limit` subset draws its units from in turn: `strata`, without the language where the
+        units are parallel (a unit holds every language).
+        """
+        if self.parallel is None:
+            return self.strata
+        return tuple(name for name in self.strata if name != self.parallel.across)
+
+    def limit_key(self, probe: Probe) -> str:
+        """The unit `--limit` draws `probe` with: its parallel unit, else its item."""
+        return self.parallel.key(probe) if self.parallel is not None else probe.item_id
+
+    def limit_units(self, probes: Sequence[Probe]) -> int:
+        """How many units `--limit` counts in `probes` (`limit_unit`)."""
+        return len({self.limit_key(p) for p in probes})
+
+    def parallel_values(self, probes: Sequence[Probe]) -> list[str]:
+        """The languages (`Parallel.across` values) every drawn unit is probed in, sorted; none without units."""
+        if self.parallel is None:
+            return []
+        return sorted({str(p.meta.get(self.parallel.across)) for p in probes})
+
+    def sample(self, probes: Sequence[Probe], limit: int | float) -> list[Probe]:
+        """The probes of `limit` units (`limit_unit`), drawn with the run's seed in turn from each stratum
+        (`limit_strata`), so that a smoke run sees every language, culture, predicate or type it can, not the first
+        rows of one; a fraction (0 < limit < 1) takes that share of each stratum's units instead, keeping the
+        strata's proportions. A parallel unit comes with its probes in every language.
+        """
+        unit = self.limit_key if self.parallel is not None else None
         if isinstance(limit, float):
-            return stratified_share(probes, limit, self.strata, self.seed)
-        return stratified_items(probes, limit, self.strata, self.seed)
+            return stratified_share(probes, limit, self.limit_strata, self.seed, unit=unit)
+        return stratified_items(probes, limit, self.limit_strata, self.seed, unit=unit)
 
     def smoke_limit(self, probes: Sequence[Probe]) -> int:
         """The smallest `--limit` whose subset has `smoke.per_cell` items in every cell of `strata` (all of a
-        smaller cell), whatever the seed: `--limit smoke`.
+        smaller cell), whatever the seed: `--limit smoke`, in `limit_unit`s.
+
+        Parallel units are drawn a round at a time from each cell of `limit_strata`; a cell needs as many rounds as
+        its units that lack some language, plus the units that language's items need, before every draw is sure
+        to give each of its language cells enough (all of its units where every unit has every language).
         """
-        return sum(min(self.smoke.per_cell, len(items)) for items in strata_cells(probes, self.strata).values())
+        if self.parallel is None:
+            return sum(min(self.smoke.per_cell, len(items)) for items in strata_cells(probes, self.strata).values())
+        units = strata_cells(probes, self.limit_strata, unit=self.limit_key)
+        cell_of = {unit: cell for cell, members in units.items() for unit in members}
+        first = {p.item_id: p for p in reversed(probes)}  # each item's first probe, which places it in a cell
+        rounds = 0
+        for items in strata_cells(probes, self.strata).values():
+            holders: dict[tuple[str, ...], set[str]] = {}
+            for item in items:
+                unit = self.limit_key(first[item])
+                holders.setdefault(cell_of[unit], set()).add(unit)
+            need = min(self.smoke.per_cell, len(items))
+            for cell, having in holders.items():
+                rounds = max(rounds, len(units[cell]) - len(having) + min(need, len(having)))
+        return sum(min(rounds, len(members)) for members in units.values())
 
     def smoke_shortfall(self, probes: Sequence[Probe], sampled: Sequence[Probe]) -> str | None:
         """Why the subset `sampled` of `probes` lacks headline numbers (the cells it leaves short, and what needs
@@ -286,9 +369,18 @@ class Task:
             return None
         get = "no item" if self.smoke.per_cell == 1 else f"fewer than {self.smoke.per_cell} items"
         example = ", ".join("/".join(k) for k in sorted(short)[:3])
+        drawn = ""
+        if self.parallel is not None and self.limit_strata:
+            units = strata_cells(probes, self.limit_strata, unit=self.limit_key)
+            empty = len(units.keys() - strata_cells(sampled, self.limit_strata, unit=self.limit_key).keys())
+            if empty:
+                drawn = (
+                    f"the {self.limit_units(sampled)} {self.limit_unit} drawn leave {empty} of its {len(units)} "
+                    f"{' x '.join(self.limit_strata)} cells without one, so "
+                )
         return (
-            f"{len(short)} of its {len(cells)} {' x '.join(self.strata)} cells get {get} (e.g. {example}), and "
-            f"{self.smoke.needs}"
+            f"{drawn}{len(short)} of its {len(cells)} {' x '.join(self.strata)} cells get {get} (e.g. {example}), "
+            f"and {self.smoke.needs}"
         )
 
     def to_record(self, probe: Probe, output: Output, *, stage: str | None = None) -> Record:
@@ -461,14 +553,36 @@ class Task:
 # ---------------------------------------------------------------- helpers shared by tasks
 
 
-def stratified_items(probes: Sequence[Probe], limit: int, strata: Sequence[str], seed: int) -> list[Probe]:
-    """The probes (in probe order) of `limit` items: the items are grouped by their first probe's `strata` meta
-    values, each group shuffled with `seed`, and the groups, in a seeded order, give one item each in turn.
+Unit = Callable[[Probe], str]  # the unit a probe is drawn with (default: its item)
+
+
+def asked_in(languages: Sequence[str]) -> str:
+    """How a parallel unit is asked, as a clause: ", each asked in ar and en" (", each asked in its 13 languages"
+    from three on); nothing for a unit in one language.
+    """
+    if len(languages) < 2:
+        return ""
+    if len(languages) == 2:
+        return f", each asked in {languages[0]} and {languages[1]}"
+    return f", each asked in its {len(languages)} languages"
+
+
+def _item(probe: Probe) -> str:
+    return probe.item_id
+
+
+def stratified_items(
+    probes: Sequence[Probe], limit: int, strata: Sequence[str], seed: int, *, unit: Unit | None = None
+) -> list[Probe]:
+    """The probes (in probe order) of `limit` units (items, or what `unit` names, e.g. a fact in every language):
+    the units are grouped by their first probe's `strata` meta values, each group shuffled with `seed`, and the
+    groups, in a seeded order, give one unit each in turn.
     """
     if limit < 1:
         raise CultureProbeError(f"limit must be at least 1, got {limit}.")
-    groups = strata_cells(probes, strata)
-    if sum(len(items) for items in groups.values()) <= limit:
+    key = unit or _item
+    groups = strata_cells(probes, strata, unit=key)
+    if sum(len(units) for units in groups.values()) <= limit:
         return list(probes)
     rng = random.Random(seed)
     keys = sorted(groups)
@@ -479,28 +593,37 @@ def stratified_items(probes: Sequence[Probe], limit: int, strata: Sequence[str],
         for queue in queues:
             if queue and len(chosen) < limit:
                 chosen.add(queue.pop())
-    return [p for p in probes if p.item_id in chosen]
+    return [p for p in probes if key(p) in chosen]
 
 
-def stratified_share(probes: Sequence[Probe], share: float, strata: Sequence[str], seed: int) -> list[Probe]:
-    """The probes (in probe order) of `share` of each stratum's items, rounded up (so at least one per stratum), each
-    stratum's drawn with `seed`: `--limit 0.1`, as lm-evaluation-harness reads a fractional limit, but per stratum.
+def stratified_share(
+    probes: Sequence[Probe], share: float, strata: Sequence[str], seed: int, *, unit: Unit | None = None
+) -> list[Probe]:
+    """The probes (in probe order) of `share` of each stratum's units (items, or what `unit` names), rounded up (so
+    at least one per stratum), each stratum's drawn with `seed`: `--limit 0.1`, as lm-evaluation-harness reads a
+    fractional limit, but per stratum.
     """
     exact = Fraction(repr(share))  # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
     rng = random.Random(seed)
-    groups = strata_cells(probes, strata)
-    chosen = {item for key in sorted(groups) for item in rng.sample(groups[key], math.ceil(exact * len(groups[key])))}
-    return [p for p in probes if p.item_id in chosen]
+    key = unit or _item
+    groups = strata_cells(probes, strata, unit=key)
+    chosen = {item for k in sorted(groups) for item in rng.sample(groups[k], math.ceil(exact * len(groups[k])))}
+    return [p for p in probes if key(p) in chosen]
 
 
-def strata_cells(probes: Sequence[Probe], strata: Sequence[str]) -> dict[tuple[str, ...], list[str]]:
-    """{cell: its items, in probe order}: each item (`item_id`) in the cell of its first probe's `strata` values."""
+def strata_cells(
+    probes: Sequence[Probe], strata: Sequence[str], *, unit: Unit | None = None
+) -> dict[tuple[str, ...], list[str]]:
+    """{cell: its units, in probe order}: each unit (an item, or what `unit` names) in the cell of its first probe's
+    `strata` values.
+    """
+    key = unit or _item
     first: dict[str, Probe] = {}
     for probe in probes:
-        first.setdefault(probe.item_id, probe)
+        first.setdefault(key(probe), probe)
     cells: dict[tuple[str, ...], list[str]] = {}
-    for item, probe in first.items():
-        cells.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(item)
+    for name, probe in first.items():
+        cells.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(name)
     return cells
 
 

@@ -30,6 +30,7 @@ from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import (
     Deviation,
     ModelNeed,
+    Parallel,
     RecordFields,
     Smoke,
     Task,
@@ -113,6 +114,8 @@ class DlamaTask(Task):
 
     Options = DlamaOptions
     unit, strata = "facts", ("language", "culture", "predicate")
+    # `--limit` draws facts by their released id, each asked in every language of the pair (`Parallel`)
+    parallel = Parallel(("uuid",), "facts")
     smoke = Smoke(
         1,
         "the numbers per predicate and culture in each language (the report's table) and the culture gap need a fact "

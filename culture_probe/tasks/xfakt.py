@@ -36,7 +36,7 @@ from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.xfakt_chance import random_answers, transfer_warning
-from culture_probe.tasks.base import Deviation, ModelNeed, RecordFields, Smoke, Task
+from culture_probe.tasks.base import Deviation, ModelNeed, Parallel, RecordFields, Smoke, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 from culture_probe.typecheck import check_types
@@ -301,6 +301,8 @@ class XfaktTask(Task):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.part = _part(self.benchmark)
         self.smoke = SMOKE[self.part]
+        # factual recall asks each entity in all 13 languages: `--limit` draws entities, each in every language
+        self.parallel = ENTITIES if self.part == "factual_recall" else None
         self.stages = ("answer", "judge") if self.llm_judged else ("answer",)
         self._judge: StringJudge | None = None
 
@@ -534,12 +536,14 @@ class XfaktTask(Task):
         return transfer_estimates(answers, metrics), {}
 
 
+# Factual recall asks the same entity (and template) of a country in every language: the unit `--limit` draws
+ENTITIES = Parallel(("country", "entity_idx"), "entities")
 # What each part's headline numbers need of a `--limit` subset (cells: language x country; in context: language)
 SMOKE = {
     "factual_recall": Smoke(
         1,
-        "FRS, KTS and X-FaKT average the error of every language x country cell (one question per cell gives them "
-        "no interval: resampling within a cell cannot move it; 2 per cell do)",
+        "FRS, KTS and X-FaKT average the error of every language x country cell: an entity of each country, asked "
+        "in every language, gives each cell a question",
     ),
     "counter_factual": Smoke(1, "the error per language and context country needs a question in each cell"),
     "in_context": Smoke(1, "the error per question language needs a question in each"),

@@ -261,10 +261,11 @@ class CrashingScorer(TableScorer):
         return super().score(requests, options)
 
 
-def test_limit_probes_the_first_items_only(dlama_dir):
+def test_limit_probes_that_many_facts_each_in_every_language(dlama_dir):
     result = runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, limit=2, progress=False)
-    assert len(result.records) == 2
-    assert result.config["run"]["limit"] == 2
+    facts = {r["uuid"]: sorted(x["language"] for x in result.records if x["uuid"] == r["uuid"]) for r in result.records}
+    assert len(facts) == 2 and all(languages == ["ar", "en"] for languages in facts.values())
+    assert result.config["run"]["limit"] == 2 and result.config["subset"]["sampled"] == 2
 
 
 def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_path, monkeypatch):

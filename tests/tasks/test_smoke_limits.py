@@ -93,15 +93,20 @@ def test_camel_needs_two_prompts_of_every_entity_type(mirror):
 
 
 def test_xfakt_transfer_scores_need_every_language_country_cell(mirror, tmp_path):
-    """The quickstart's smoke run: at --limit 30 it printed "frs/kts/xfakt: not reported" without saying why."""
-    smoke, below, said = at_smoke_and_one_below("xfakt_factual_recall", 169, judge="string")
+    """The quickstart's smoke run: at --limit 30 it printed "frs/kts/xfakt: not reported" without saying why. A limit
+    counts entities, each asked in all 13 languages: one of each country gives every language x country cell."""
+    smoke, below, said = at_smoke_and_one_below("xfakt_factual_recall", 13, judge="string")
     assert smoke["n_empty_cells"] == 0 and {"frs", "kts", "xfakt"} <= smoke["results"]["overall"].keys()
-    assert below["n_empty_cells"] == 1 or below["frs"] is None  # one cell fewer: not the paper's statistic
-    assert "FRS, KTS and X-FaKT" in said
-    _, quickstart = smoke_run("xfakt_factual_recall", 30, judge="string", out=tmp_path / "quick")
-    assert "139 of its 169 language x country cells get no item" in quickstart[0]
-    assert "--limit smoke probes 169" in quickstart[0]
-    assert "**below the smoke limit** (169)" in (tmp_path / "quick" / "report.md").read_text()
+    assert below["n_empty_cells"] == 13 or below["frs"] is None  # a country fewer: not the paper's statistic
+    assert "FRS, KTS and X-FaKT" in said and "(13 entities, each asked in its 13 languages)" in said
+    assert len(smoke["results"]["by_language_pair"]) == 13 * 12 / 2  # every pair of languages, on the same entities
+    _, short = smoke_run("xfakt_factual_recall", 10, judge="string", out=tmp_path / "quick")
+    assert (
+        "the 10 entities drawn leave 3 of its 13 country cells without one, so 39 of its 169 language x country "
+        "cells get no item" in short[0]
+    )
+    assert "--limit smoke probes 13 entities" in short[0]
+    assert "**below the smoke limit** (13)" in (tmp_path / "quick" / "report.md").read_text()
 
 
 def test_maps_needs_two_figurative_and_two_literal_proverbs(mirror):
@@ -119,7 +124,7 @@ def test_the_notice_comes_before_the_model_loads(mirror, monkeypatch):
 
     monkeypatch.setattr(runner, "load_scorer", refuse)
     with pytest.warns(SmallLimitWarning, match="FRS, KTS and X-FaKT"), pytest.raises(RuntimeError, match="loaded"):
-        run("xfakt_factual_recall", "planted:xfakt_factual_recall", judge="string", limit=30, progress=False)
+        run("xfakt_factual_recall", "planted:xfakt_factual_recall", judge="string", limit=10, progress=False)
     with pytest.raises(InvalidValueError, match=r"limit must be a whole number >= 1, got 'some' \(or \"smoke\""):
         run("xfakt_factual_recall", RandomScorer(), limit="some")
 
