@@ -18,7 +18,7 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
-from culture_probe.metrics.consistency import consistency_detail, language_consistency
+from culture_probe.metrics.consistency import PAIR_METRICS, consistency_detail, language_consistency
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_number, interval_text, marked, p_clause
 from culture_probe.report.compare import LoadedRun, load_for_comparison
 from culture_probe.report.markdown import figure_link, slug, table_markdown
@@ -43,14 +43,24 @@ COLUMNS = (
 
 
 def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
-    """The consistency section of a run whose languages were aligned, else nothing."""
+    """The consistency section of a run whose languages were aligned; for a run of an aligned benchmark that could
+    not pair its languages (`results.omitted` names RankC or per-fact agreement), the section saying why; else
+    nothing (a benchmark whose languages are not aligned).
+    """
     detail = metrics.get("consistency") or {}
-    estimates = (metrics.get("results") or {}).get("by_language_pair") or {}
+    results = metrics.get("results") or {}
+    estimates = results.get("by_language_pair") or {}
+    left_out = [
+        f"- **{name}** is not reported: {why}."
+        for name, why in (results.get("omitted") or {}).items()
+        if name.split(" (")[0] in PAIR_METRICS  # "rankc", or "rankc (ar/en)" for one pair of languages
+    ]
     if not detail.get("pairs") or not estimates:
-        return []
+        return [Section(TITLE, text="\n".join(left_out))] if left_out else []
     rows = tuple(_row(name, detail["pairs"][name], estimates.get(name) or {}) for name in detail["pairs"])
     figure = _heatmap(detail["pairs"], estimates)
-    return [Section(TITLE, text=_text(detail), tables=(Table(COLUMNS, rows),), figures=(figure,) if figure else ())]
+    text = "\n\n".join(filter(None, (_text(detail), "\n".join(left_out))))
+    return [Section(TITLE, text=text, tables=(Table(COLUMNS, rows),), figures=(figure,) if figure else ())]
 
 
 def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -45,6 +45,7 @@ from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
 from culture_probe.errors import CultureProbeError, TemplateError, UnknownNameError, UnsupportedModelError
 from culture_probe.metrics.chance import chance_value
 from culture_probe.metrics.consistency import (
+    PAIR_METRICS,
     AlignedAnswer,
     consistency_detail,
     language_consistency,
@@ -406,6 +407,9 @@ class Task:
         if across:  # two or more languages answered the same facts
             results = with_language_pairs(results, across)
             metrics = {**metrics, "consistency": {"alignment": self.alignment, **consistency_detail(across)}}
+        left_out = self.consistency_omitted(answered, aligned, across)
+        if left_out:  # said in results.omitted, as the metrics a protocol leaves out are: never silently missing
+            results = {**results, "omitted": {**results.get("omitted", {}), **left_out}}
         return {
             **metrics,
             "results": results,
@@ -428,6 +432,59 @@ class Task:
         consistency across the run's languages; none by default.
         """
         return []
+
+    def consistency_omitted(
+        self, answered: Sequence[Record], aligned: Sequence[AlignedAnswer], across: Mapping[str, Any]
+    ) -> dict[str, str]:
+        """Why consistency across languages (RankC, and per-fact agreement `both_right` with its paired P@1
+        difference) is not reported, by metric, or by metric and pair of languages ("rankc (ar/en)") where only some
+        pairs lack it; nothing for a benchmark whose languages are not aligned (`alignment` None).
+        """
+        if self.alignment is None:
+            return {}
+        if not aligned:
+            return dict.fromkeys(PAIR_METRICS, self.unaligned(answered))
+        facts: dict[str, set[str]] = {}
+        for answer in aligned:
+            facts.setdefault(answer.language, set()).add(answer.fact)
+        if len(facts) == 1:
+            (language,) = facts
+            why = (
+                f"it compares two languages' answers to the same facts, and this run answered in {language} only "
+                "(`culture-probe consistency RUN_A RUN_B` pairs runs of one language each)"
+            )
+            return dict.fromkeys(PAIR_METRICS, why)
+        if not across:
+            answered_in = ", ".join(f"{len(ids)} in {language}" for language, ids in sorted(facts.items()))
+            why = f"its languages answered no fact in common ({answered_in}), and facts are paired by id only"
+            return dict.fromkeys(PAIR_METRICS, why)
+        out: dict[str, str] = {}
+        given = [language for language in self.benchmark.languages if language in facts]
+        order = [*given, *sorted(set(facts) - set(given))]  # as `language_consistency` orders its pairs
+        for i, a in enumerate(order):
+            for b in order[i + 1 :]:
+                if not facts[a] & facts[b]:
+                    why = f"{a} and {b} answered no fact in common ({len(facts[a])} and {len(facts[b])} facts)"
+                    out.update({f"{metric} ({a}/{b})": why for metric in PAIR_METRICS})
+        for metric in PAIR_METRICS:
+            lacking = {
+                pair: _unpaired_reason(metric, across["pairs"][pair])
+                for pair, estimates in across["by_language_pair"].items()
+                if metric not in estimates
+            }
+            if len(lacking) == len(across["by_language_pair"]) and len(set(lacking.values())) == 1:
+                out[metric] = next(iter(lacking.values()))
+            else:
+                out.update({f"{metric} ({pair})": why for pair, why in lacking.items()})
+        return out
+
+    def unaligned(self, answered: Sequence[Record]) -> str:
+        """Why none of `answered` could be aligned across languages (`aligned_answers` gave none): e.g. records
+        without the id that matches a fact across languages, or a part of the benchmark that is not aligned.
+        """
+        if not answered:
+            return "no probe was answered"
+        return "no answered record carries the id that matches its item across languages"
 
     def chance(self, answered: Sequence[Record]) -> dict[str, dict[str, Any]]:
         """Each headline metric's chance level where it has one: a random model's expected value on these very
@@ -551,6 +608,24 @@ class Task:
 
 
 # ---------------------------------------------------------------- helpers shared by tasks
+
+
+def _unpaired_reason(metric: str, pair: Mapping[str, Any]) -> str:
+    """Why one pair of languages has no `metric` (`language_consistency` gives `both_right` to every pair that shares
+    a fact, and RankC to those that ranked one over the same candidates in both languages).
+    """
+    if metric != "rankc":
+        return f"no fact of the pair has {metric}"
+    left_out = pair["rankc_left_out"]
+    if left_out["not ranked"] == pair["n"]:
+        return (
+            "the answers rank no candidates (a generated reply is one answer, not a ranking), so RankC has no "
+            "rankings to compare; per-fact agreement (both_right) is reported"
+        )
+    return (
+        f"no fact was ranked over the same aligned candidates in both languages ({left_out['candidate sets differ']} "
+        f"over candidate sets that differ, {left_out['not ranked']} not ranked)"
+    )
 
 
 Unit = Callable[[Probe], str]  # the unit a probe is drawn with (default: its item)

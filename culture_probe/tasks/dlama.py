@@ -356,6 +356,15 @@ class DlamaTask(Task):
             for r, hit in zip(facts, hits, strict=True)
         ]
 
+    def unaligned(self, answered: Sequence[Record]) -> str:
+        """Records without the fact's released id (written before it was kept) cannot be matched across languages."""
+        if answered and not any("uuid" in r for r in answered):
+            return (
+                "its records carry no fact id (`uuid`: records written before the id was kept), so no fact can be "
+                "matched across languages"
+            )
+        return super().unaligned(answered)
+
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         if self.options.mode == "generate":
             return generation_summary([answered_fact(r) for r in records])

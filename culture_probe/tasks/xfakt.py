@@ -478,6 +478,23 @@ class XfaktTask(Task):
                 )
         return answers
 
+    def unaligned(self, answered: Sequence[Record]) -> str:
+        """In-context recall and counter-factual adherence ask no question in every language; factual recall records
+        written before the entity index was kept cannot be matched.
+        """
+        if self.part != "factual_recall":
+            what = "in-context recall" if self.part == "in_context" else "counter-factual adherence"
+            return (
+                f"{what} does not ask one question in every language (only factual recall asks each entity in all "
+                "13), so no answer is matched across languages"
+            )
+        if answered and not any("entity_idx" in r for r in answered):
+            return (
+                "its records carry no entity index (`entity_idx`: records written before it was kept), so no "
+                "question can be matched across languages"
+            )
+        return super().unaligned(answered)
+
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         answers = [graded_answer(r) for r in self._graded(records)]
         summary = answers_summary(

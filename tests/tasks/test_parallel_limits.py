@@ -2,8 +2,7 @@
 entity, each asked in every language of the config, stratified by the other strata, so that consistency across
 languages and paired language comparisons exist at smoke size (drawn per language, English and Arabic shared almost
 no fact). A benchmark without such units draws as before. A run that cannot report consistency says why, in
-`results.omitted` and the report.
-"""
+`results.omitted` and the report."""
 
 from __future__ import annotations
 
@@ -12,22 +11,24 @@ import math
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from dlama_fixture import TableScorer, spec_table, write_dlama
 
 from culture_probe import run
+from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError
 from culture_probe.tasks import Skipped
 from culture_probe.tasks.base import Smoke
 from culture_probe.tasks.dlama import DlamaOptions, DlamaTask
+from culture_probe.tasks.probes import Record
 
 CULTURES, PREDICATES = ("arab", "west"), ("P17", "P30")
 
 
 def fact_probes(per_cell: int, lacking: dict[str, tuple[str, ...]] | None = None) -> list[Skipped]:
     """DLAMA-like probes (the sampler reads only ids and meta): `per_cell` facts of each culture x predicate, each in
-    English and Arabic but for the languages `lacking` names per fact id.
-    """
+    English and Arabic but for the languages `lacking` names per fact id."""
     probes = []
     for culture in CULTURES:
         for predicate in PREDICATES:
@@ -135,8 +136,7 @@ def test_the_smoke_limit_counts_facts_and_gives_every_language_cell_whatever_the
 
 def test_facts_missing_in_a_language_raise_the_smoke_limit_to_what_guarantees_every_cell():
     """Three of the five Arab P17 facts lack Arabic: a draw of that cell may give those three first, so four rounds are
-    needed before its Arabic cell is sure to get one.
-    """
+    needed before its Arabic cell is sure to get one."""
     probes = fact_probes(5, lacking={f"P17_arab_{i}": ("ar",) for i in range(3)})
     task = dlama()
     assert task.smoke_limit(probes) == 4 * 4
@@ -192,3 +192,134 @@ def test_resuming_a_limited_run_drawn_per_language_is_refused(dlama_dir, tmp_pat
     (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(CultureProbeError, match=r"Cannot resume .*its --limit subset was drawn as"):
         run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), limit=2, out=out, resume=True)
+
+
+# ---------------------------------------------------------------- why consistency is not reported
+
+
+def ranked(language, uuid, *, right=True, n=4, aligned_set="s", keep_uuid=True):
+    """A DLAMA ranking record: `n` aligned candidates ranked in QID order, the first gold when `right`."""
+    qids = [f"Q{k}" for k in range(n)]
+    fields = {
+        "uuid": uuid,
+        "language": language,
+        "predicate": "P30",
+        "culture": "arab",
+        "gold": ["c0" if right else "c1"],
+        "obj_uri": ["Q0" if right else "Q1"],
+        "prediction": "c0",
+        "top": ["c0"],
+        "n_candidates": n,
+        "ranked_ids": qids,
+        "n_aligned": n,
+        "aligned_set": aligned_set,
+    }
+    if not keep_uuid:
+        del fields["uuid"]
+    return Record(f"{uuid}|{language}", "", "main", fields, kind="score")
+
+
+def generated(language, uuid, right=True):
+    fields = {
+        "uuid": uuid,
+        "language": language,
+        "predicate": "P30",
+        "culture": "arab",
+        "gold": ["Asia"],
+        "obj_uri": ["Q48"],
+        "reply": "Asia" if right else "Europe",
+        "overlap": right,
+        "exact": right,
+    }
+    return Record(f"{uuid}|{language}", "", "main", fields, kind="generate")
+
+
+def omitted(task, records) -> dict[str, str]:
+    metrics = task.compute_metrics(records)
+    return {k: v for k, v in metrics["results"]["omitted"].items() if k.startswith(("rankc", "both_right"))}
+
+
+def test_one_language_says_that_consistency_needs_two(dlama_dir, tmp_path):
+    out = tmp_path / "en"
+    result = run(
+        "dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", out=out, progress=False
+    )
+    left_out = result.metrics["results"]["omitted"]
+    assert "this run answered in en only" in left_out["rankc"] and left_out["both_right"] == left_out["rankc"]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    section = report.split("## Consistency across languages", 1)[1].split("\n## ", 1)[0]
+    assert "- **rankc** is not reported: it compares two languages' answers to the same facts" in section
+    assert "culture-probe consistency RUN_A RUN_B" in section
+
+
+def test_languages_without_a_shared_fact_say_so():
+    records = [ranked("en", "f1"), ranked("en", "f2"), ranked("ar", "f3")]
+    why = omitted(dlama(), records)
+    assert why["rankc"] == why["both_right"]
+    assert "answered no fact in common (1 in ar, 2 in en)" in why["rankc"]
+
+
+def test_generated_answers_get_agreement_and_say_why_rankc_is_missing():
+    task = dlama(mode="generate")
+    records = [generated(lang, f"f{i}", right=i % 2 == 0) for i in range(4) for lang in ("en", "ar")]
+    metrics = task.compute_metrics(records)
+    assert list(metrics["results"]["by_language_pair"]["ar/en"]) == ["both_right"]
+    assert "rank no candidates" in metrics["results"]["omitted"]["rankc"]
+    assert "both_right" not in metrics["results"]["omitted"]
+
+
+def test_records_without_fact_ids_say_they_cannot_be_aligned():
+    records = [ranked(lang, f"f{i}", keep_uuid=False) for i in range(3) for lang in ("en", "ar")]
+    why = omitted(dlama(), records)
+    assert set(why) == {"rankc", "both_right"} and "carry no fact id (`uuid`" in why["rankc"]
+
+
+def test_a_pair_left_out_or_ranked_over_other_candidates_is_named_per_pair():
+    # es shares no fact with ar or en; en and ar rank f2 over different candidate sets, f1 over the same
+    records = [ranked("en", "f1"), ranked("ar", "f1"), ranked("es", "f9")]
+    records += [ranked("en", "f2"), ranked("ar", "f2", aligned_set="other")]
+    why = omitted(dlama(), records)
+    assert set(why) == {"rankc (ar/es)", "both_right (ar/es)", "rankc (en/es)", "both_right (en/es)"}
+    assert why["rankc (ar/es)"].startswith("ar and es answered no fact in common (2 and 1 facts)")
+    other = omitted(dlama(), [ranked("en", "f2"), ranked("ar", "f2", aligned_set="other")])
+    assert other == {
+        "rankc": "no fact was ranked over the same aligned candidates in both languages (1 over "
+        "candidate sets that differ, 0 not ranked)"
+    }
+
+
+class Answers:
+    """A causal model that replies one text to every question (X-FaKT's string judge grades it)."""
+
+    kind, identity = "causal", {"name_or_path": "fixed"}
+
+    def score(self, requests, options=None):
+        return [
+            CandidateScores(r.candidates, np.zeros(len(r.candidates)), np.ones(len(r.candidates))) for r in requests
+        ]
+
+    def generate(self, prompts, options):
+        return ["no idea"] * len(prompts)
+
+
+@pytest.mark.parametrize(("config", "what"), [("xfakt_in_context", "in-context"), ("xfakt_counter_factual", "counter")])
+def test_xfakt_parts_that_are_not_aligned_say_so(mirror, tmp_path, config, what):
+    out = tmp_path / "run"
+    result = run(config, Answers(), judge="string", limit="smoke", out=out, progress=False)
+    left_out = result.metrics["results"]["omitted"]
+    assert left_out["rankc"] == left_out["both_right"] and what in left_out["rankc"]
+    assert "does not ask one question in every language" in left_out["rankc"]
+    assert "parallel" not in result.config["subset"]  # drawn per question, as before
+    assert "- **rankc** is not reported" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_xfakt_factual_recall_draws_entities_in_every_language_and_generation_has_no_rankc(mirror):
+    result = run("xfakt_factual_recall", Answers(), judge="string", limit=2, progress=False)
+    entities = {(r["country"], r["entity_idx"]) for r in result.records}
+    assert len(entities) == 2 and len(result.records) == 2 * 13
+    assert result.config["subset"]["unit"] == "entities" and result.config["subset"]["strata"] == ["country"]
+    pairs = result.metrics["results"]["by_language_pair"]
+    assert len(pairs) == 78 and all(list(p) == ["both_right"] for p in pairs.values())
+    assert "rank no candidates" in result.metrics["results"]["omitted"]["rankc"]
+    ranked_run = run("xfakt_factual_recall", Answers(), mode="rank", rank_prompt="plain", limit=2, progress=False)
+    assert all({"rankc", "both_right"} <= set(p) for p in ranked_run.metrics["results"]["by_language_pair"].values())

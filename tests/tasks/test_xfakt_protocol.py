@@ -346,7 +346,9 @@ def test_generation_with_string_judge_end_to_end(xfakt_release, tmp_path):
     # left out with the reason, in metrics.json and in the results block (the formula is tested in tests/metrics)
     assert (result.metrics["kts"], result.metrics["frs"], result.metrics["xfakt"]) == (None, None, None)
     assert "India, France" in result.metrics["xfakt_unavailable"]
-    assert set(result.metrics["results"]["omitted"]) == {"frs", "kts", "xfakt"}
+    # and RankC, with why: generated replies rank no candidates (per-fact agreement is reported for each pair)
+    assert set(result.metrics["results"]["omitted"]) == {"frs", "kts", "xfakt", "rankc"}
+    assert "rank no candidates" in result.metrics["results"]["omitted"]["rankc"]
     assert "kts" not in result.metrics["results"]["overall"]
     errors = {
         lang: 100 * sum(not r["correct"] for r in result.records if r["language"] == lang) / 2
