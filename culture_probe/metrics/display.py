@@ -180,6 +180,17 @@ def with_n(value: float | None, n: int | None, scale: Scale | None = None) -> st
     return marked(f"{format_number(value, scale)} (n={n})", n)
 
 
+def count_text(estimate: Mapping[str, Any] | None, observations: str | None = None) -> str:
+    """An estimate's n as a table cell: its units, and where a unit holds several answers (a DLAMA fact asked in two
+    languages) how many answers they are, named by the design (`observations`): `24 (48 fact-language answers)`.
+    """
+    if not estimate or estimate.get("n") is None:
+        return ""
+    if estimate.get("n_observations") is None:
+        return str(estimate["n"])
+    return f"{estimate['n']} ({estimate['n_observations']} {observations or 'answers'})"
+
+
 def estimate_cells(estimate: Mapping[str, Any] | None, scale: Scale | None = None) -> tuple[str, str, Any]:
     """(value, interval, n) of a results-block estimate as table cells, the value marked when n is small."""
     if not estimate or estimate.get("value") is None:

@@ -361,13 +361,14 @@ def point_value(table: UnitTable) -> float | None:
 
 def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """`{value, stderr, ci_low, ci_high, n}` of one table (and `no_interval`, the reason, when it has none); `n` counts
-    units, and a table of clustered rows adds `n_observations`, the answers they hold (DLAMA: n facts, m
-    fact-language answers).
+    units, and a table whose units hold several rows adds `n_observations`, the answers they hold (DLAMA: n facts,
+    m fact-language answers).
     """
     groups, labels = _groups_with_units(table)
     n = sum(_unit_counts(table, groups)) if groups else 0
     value = point_value(table)
-    observations = {"n_observations": int(np.isfinite(table.values).sum())} if table.clusters is not None else {}
+    answers = int(np.isfinite(table.values).sum())
+    observations = {"n_observations": answers} if table.clusters is not None and answers != n else {}
     if value is None:
         return {"value": None, "stderr": None, "ci_low": None, "ci_high": None, "n": 0, **observations}
     reason = _too_few(table, groups, labels)

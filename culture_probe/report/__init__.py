@@ -99,9 +99,10 @@ def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any]) 
     """
     config, results = RunRecord.of(config), metrics.get("results", {})
     scales, chance = scales_of(config.config), results.get("chance") or {}
+    observations = (results.get("design") or {}).get("observations")
     lines = [f"{config.config} on {config.model.spec} ({config.model.kind})"]
     lines += [
-        f"  {estimate_line(name, estimate, scales.get(name), results.get('unit'), chance.get(name))}"
+        f"  {estimate_line(name, estimate, scales.get(name), results.get('unit'), chance.get(name), observations)}"
         for name, estimate in results.get("overall", {}).items()
         if estimate["value"] is not None
     ]

@@ -19,6 +19,7 @@ from culture_probe.extras import available
 from culture_probe.metrics.display import (
     SMALL_N_MARK,
     SMALL_N_NOTE,
+    count_text,
     format_number,
     format_value,
     interval_text,
@@ -58,6 +59,7 @@ def summarize_suite(
                 "metric": metric,
                 **(results.get("overall", {}).get(metric) or {}),
                 "unit": results.get("unit"),
+                "observations": (results.get("design") or {}).get("observations"),
                 "scale": scales_of(config).get(metric),
                 "chance": (results.get("chance") or {}).get(metric),
                 "smoke": bool(result.config.subset),
@@ -139,7 +141,7 @@ def summary_lines(summary: Mapping[str, Any]) -> str:
     lines = [
         f"{r['config']}: "
         + (
-            estimate_line(r["metric"], r, r.get("scale"), r["unit"], r.get("chance"))
+            estimate_line(r["metric"], r, r.get("scale"), r["unit"], r.get("chance"), r.get("observations"))
             if r.get("value") is not None
             else f"{r['metric']} not reported"
         )
@@ -160,7 +162,7 @@ def summary_row(row: Mapping[str, Any], chance: bool) -> tuple[Any, ...]:
         unit_label(row["metric"], scale),
         value,
         interval_text(row, scale),
-        row.get("n"),
+        count_text(row, row.get("observations")),
         row["unit"],
         *level,
         note,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from culture_probe.metrics.display import Scale, bound_text, estimate_cells, format_number
+from culture_probe.metrics.display import Scale, bound_text, count_text, estimate_cells, format_number
 from culture_probe.record import RunRecord
 from culture_probe.tasks import Record, benchmark_of
 
@@ -157,14 +157,20 @@ def unit_label(name: str, scale: Scale | None) -> str:
 
 
 def estimate_line(
-    name: str, estimate: Mapping[str, Any], scale: Scale | None, unit: str | None, chance: Mapping[str, Any] | None
+    name: str,
+    estimate: Mapping[str, Any],
+    scale: Scale | None,
+    unit: str | None,
+    chance: Mapping[str, Any] | None,
+    observations: str | None = None,
 ) -> str:
     """One estimate as the terminal prints it, rounded as the reports are:
-    `p1 (%): 30.25 [20.00, 40.50] (n=80 facts; chance 18.30)`.
+    `p1 (%): 30.25 [20.00, 40.50] (n=40 facts, 80 fact-language answers; chance 18.30)`.
     """
     value, interval, n = estimate_cells(estimate, scale)
     level = f"; chance {chance_cell(chance, scale)}" if chance else ""
-    return f"{unit_label(name, scale)}: {value} {interval} (n={n} {unit}{level})"
+    answers = f", {estimate['n_observations']} {observations or 'answers'}" if "n_observations" in estimate else ""
+    return f"{unit_label(name, scale)}: {value} {interval} (n={n} {unit}{answers}{level})"
 
 
 def chance_cell(chance: Mapping[str, Any] | None, scale: Scale | None) -> str:
@@ -187,10 +193,12 @@ def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | N
     overall, scales, chance = results.get("overall") or {}, scales or {}, results.get("chance") or {}
     if not overall:
         return []
+    observations = (results.get("design") or {}).get("observations")
     rows = tuple(
         (
             unit_label(name, scales.get(name)),
-            *estimate_cells(e, scales.get(name)),
+            *estimate_cells(e, scales.get(name))[:2],
+            count_text(e, observations),
             *((chance_cell(chance.get(name), scales.get(name)),) if chance else ()),
         )
         for name, e in overall.items()

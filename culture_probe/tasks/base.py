@@ -166,6 +166,33 @@ class Parallel:
 
 
 @dataclass(frozen=True)
+class SamplingDesign:
+    """What a benchmark draws at random, which its intervals and paired tests follow (docs/results.md, "Sampling
+    designs"): the `unit` drawn from a population (`n` counts these), the factors `repeated` on one unit (answers
+    that share a unit are not independent: a fact asked in two languages, a dish under several templates), a random
+    factor `crossed` with the units (drawn once and shared by every unit of a stratum, as CAMeL's entity samples
+    fill every prompt of a type, so that its spread joins the interval), what `n_observations` counts where a unit
+    holds several rows, and a `note` a reader needs.
+    """
+
+    unit: str
+    repeated: tuple[str, ...] = ()
+    crossed: str | None = None
+    observations: str | None = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The design as metrics.json's `results.design` gives it."""
+        out: dict[str, Any] = {
+            "unit": self.unit,
+            "repeated": list(self.repeated),
+            "crossed": self.crossed,
+            "observations": self.observations,
+        }
+        return out | ({"note": self.note} if self.note else {})
+
+
+@dataclass(frozen=True)
 class ModelNeed:
     """What a stage asks of the model that answers it: one of `kinds`, and a chat template when `chat`.
 
@@ -229,6 +256,9 @@ class Task:
     #: the probe meta fields that name one item in every language (`Parallel`): `--limit` then draws those units,
     #: each probed in every language; None draws items one by one (not a ClassVar: an instance may set its own)
     parallel: Parallel | None = None
+    #: what the benchmark draws at random (`SamplingDesign`), which its unit tables follow and results.design states
+    #: (not a ClassVar: an instance may set its own, as X-FaKT's parts do)
+    design: SamplingDesign = SamplingDesign("item")
 
     def __init__(
         self,
@@ -424,8 +454,17 @@ class Task:
         """
         extra, omitted = self._composites(answered, metrics)
         out = summarize(self.unit_tables(answered), unit=self.unit, extra=extra, omitted=omitted)
+        out["design"] = self.design.to_json()
         chance = self.chance(answered)
         return {**out, "chance": chance} if chance else out
+
+    def cluster_of(self, record: Record) -> str | None:
+        """The sampled unit a record's answer belongs to where the design repeats a unit across the config's
+        languages (its `parallel` fields: a DLAMA fact by its release id), else None: the record is its own unit.
+        """
+        if self.parallel is None or any(record.get(name) is None for name in self.parallel.fields):
+            return None
+        return "|".join(str(record[name]) for name in self.parallel.fields)
 
     def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
         """Each answered fact in ids that all the benchmark's languages share (`alignment` says how), for the

@@ -23,7 +23,7 @@ from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreReque
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.camel import ScoredPrompt, prompt_cbs, run_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
+from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Smoke, Task
 from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
 from culture_probe.typecheck import check_types
@@ -181,11 +181,17 @@ class CamelTask(Task):
 
     Options = CamelOptions
     unit, strata = "prompts", ("entity_type",)
+    design = SamplingDesign(
+        "prompt",
+        crossed="entity samples",
+        note="each entity type is a stratum of prompts; each run draws one entity sample per type, which fills every "
+        "prompt of the type, so the runs are a random factor crossed with the prompts",
+    )
     text_columns = ("prompt_masked", "prompt_causal")
     smoke = Smoke(
         2,
-        "the CBS averages the entity types with equal weight and its interval resamples prompts within each type, "
-        "which needs 2 prompts of every type",
+        "the CBS averages the entity types with equal weight and its interval holds the spread of prompts within "
+        "each type and of the runs' entity samples, which needs 2 prompts of every type (and n_runs of 2 or more)",
     )
     options: CamelOptions
     seeded = True  # the entity samples of each run are drawn with the seed
@@ -373,7 +379,8 @@ class CamelTask(Task):
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per prompt and run, its CBS; `cbs` is their mean over runs and prompts, averaged over entity types with
-        equal weight, so the interval takes each type as a stratum of prompts.
+        equal weight. The design: each type is a stratum of prompts crossed with its runs' entity samples (every
+        prompt of a type is filled from the same draw), so the interval holds the spread between entity samples too.
         """
         return [
             unit_table(
@@ -389,6 +396,7 @@ class CamelTask(Task):
                 ],
                 macro="entity_type",
                 higher_is_better=None,  # 50 = no bias: neither direction is better
+                crossed=self.design.crossed,
             ).with_scale(100.0)
         ]
 

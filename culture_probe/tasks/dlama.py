@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from types import MappingProxyType
@@ -32,6 +32,7 @@ from culture_probe.tasks.base import (
     ModelNeed,
     Parallel,
     RecordFields,
+    SamplingDesign,
     Smoke,
     Task,
     all_scores,
@@ -116,6 +117,13 @@ class DlamaTask(Task):
     unit, strata = "facts", ("language", "culture", "predicate")
     # `--limit` draws facts by their released id, each asked in every language of the pair (`Parallel`)
     parallel = Parallel(("uuid",), "facts")
+    design = SamplingDesign(
+        "fact (its release uuid)",
+        repeated=("prompt language",),
+        observations="fact-language answers",
+        note="pooled numbers (overall, per culture, per predicate) count a fact once however many languages ask it; "
+        "the numbers of one prompt language have one answer per fact",
+    )
     smoke = Smoke(
         1,
         "the numbers per predicate and culture in each language (the report's table) and the culture gap need a fact "
@@ -371,14 +379,16 @@ class DlamaTask(Task):
         return ranking_summary([ranked_fact(r, self.options.p1_gold) for r in records], reference=WEST)
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per fact (in one prompt language): P@1, or in generation mode the overlap and exact accuracies."""
+        """Per fact and prompt language: P@1, or in generation mode the overlap and exact accuracies. The design's
+        unit is the fact (its release id): its answers in the config's languages are repeated measures on it.
+        """
         if self.options.mode == "generate":
             facts = [answered_fact(r) for r in records]
             return [
                 unit_table(
                     measure,
                     [
-                        UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r))
+                        UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r), cluster=self.cluster_of(r))
                         for r, f in zip(records, facts, strict=True)
                     ],
                     higher_is_better=True,
@@ -386,7 +396,7 @@ class DlamaTask(Task):
                 for measure in ("overlap", "exact")
             ]
         hits = hits_at_k([r["prediction"] for r in records], [scored_gold(r, self.options.p1_gold) for r in records])
-        return [p1_table(records, 100.0 * hits).with_scale(100.0, binary=True)]
+        return [p1_table(records, 100.0 * hits, self.cluster_of).with_scale(100.0, binary=True)]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
         """Ranking: each fact's expected P@1 under a random ranking of its candidate set, g/N (none when a record
@@ -398,7 +408,7 @@ class DlamaTask(Task):
             100.0 * chance.random_precision_at_1(len(gold_labels(r, self.options.p1_gold)), r["n_candidates"])
             for r in records
         ]
-        return [(p1_table(records, expected), chance.P_AT_1)]
+        return [(p1_table(records, expected, self.cluster_of), chance.P_AT_1)]
 
     def _composites(
         self, records: Sequence[Record], metrics: Mapping[str, Any]
@@ -409,11 +419,16 @@ class DlamaTask(Task):
         return {}, {"culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"}
 
 
-def p1_table(records: Sequence[Record], values: Iterable[float]) -> UnitTable:
-    """The `p1` table: one value (%) per fact, with its strata."""
+def p1_table(
+    records: Sequence[Record], values: Iterable[float], cluster_of: Callable[[Record], str | None]
+) -> UnitTable:
+    """The `p1` table: one value (%) per fact and prompt language, with its strata and its fact (`cluster_of`)."""
     return unit_table(
         "p1",
-        [UnitValue(r.item_id, value, fact_strata(r)) for r, value in zip(records, values, strict=True)],
+        [
+            UnitValue(r.item_id, value, fact_strata(r), cluster=cluster_of(r))
+            for r, value in zip(records, values, strict=True)
+        ],
         higher_is_better=True,
     )
 

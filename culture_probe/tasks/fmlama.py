@@ -35,6 +35,7 @@ from culture_probe.tasks.base import (
     Deviation,
     ModelNeed,
     RecordFields,
+    SamplingDesign,
     Smoke,
     Task,
     all_scores,
@@ -130,6 +131,7 @@ class FmlamaTask(Task):
 
     Options = FmlamaOptions
     unit, strata = "dishes", ("lang", "group")
+    design = SamplingDesign("dish", repeated=("template (chat mode: prompt cell, template x instruction)",))
     smoke = Smoke(2, "the numbers per country group (the paper's table) need 2 dishes of each for an interval")
     options: FmlamaOptions
     deviations = (

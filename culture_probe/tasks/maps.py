@@ -36,7 +36,7 @@ from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics import chance
 from culture_probe.metrics.maps import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, Smoke, Task
+from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Smoke, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
 from culture_probe.typecheck import check_types
@@ -275,6 +275,7 @@ class MapsTask(Task):
 
     Options = MapsOptions
     unit, strata = "proverbs", ("language", "is_figurative")
+    design = SamplingDesign("proverb", repeated=("demonstration set (few-shot)",))
     text_columns = REQUIRED_TEXT
     smoke = Smoke(
         2, "accuracy on figurative and on literal proverbs (the paper's split) needs 2 of each for an interval"

@@ -36,7 +36,7 @@ from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.xfakt_chance import random_answers, transfer_warning
-from culture_probe.tasks.base import Deviation, ModelNeed, Parallel, RecordFields, Smoke, Task
+from culture_probe.tasks.base import Deviation, ModelNeed, Parallel, RecordFields, SamplingDesign, Smoke, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 from culture_probe.typecheck import check_types
@@ -303,6 +303,7 @@ class XfaktTask(Task):
         self.smoke = SMOKE[self.part]
         # factual recall asks each entity in all 13 languages: `--limit` draws entities, each in every language
         self.parallel = ENTITIES if self.part == "factual_recall" else None
+        self.design = DESIGNS.get(self.part, SamplingDesign("question"))
         self.stages = ("answer", "judge") if self.llm_judged else ("answer",)
         self._judge: StringJudge | None = None
 
@@ -509,14 +510,19 @@ class XfaktTask(Task):
         return {**summary, "n_ungraded": answered - len(answers)}
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country."""
-        return [error_table(self._graded(records), lambda r: float(not r["correct"])).with_scale(100.0, binary=True)]
+        """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country; in
+        factual recall an entity asked in every language is one unit (the design's), its questions repeated measures.
+        """
+        wrong = error_table(self._graded(records), lambda r: float(not r["correct"]), self.cluster_of)
+        return [wrong.with_scale(100.0, binary=True)]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
         """Rank mode: each question's expected error when one of the answers it ranks is picked at random."""
         if self.options.mode != "rank":
             return ()
-        table = error_table(self._graded(records), lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])))
+        table = error_table(
+            self._graded(records), lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])), self.cluster_of
+        )
         options = "two people named in the question" if self.part == "in_context" else "13 countries"
         return [(table, chance.CHOICE.format(options=f"ranked answers ({options}), wrong with probability 1 - 1/k"))]
 
@@ -555,6 +561,15 @@ class XfaktTask(Task):
 
 # Factual recall asks the same entity (and template) of a country in every language: the unit `--limit` draws
 ENTITIES = Parallel(("country", "entity_idx"), "entities")
+DESIGNS = {
+    "factual_recall": SamplingDesign(
+        "entity (country, entity index)",
+        repeated=("question language",),
+        observations="questions",
+        note="FRS, KTS and X-FaKT: the questions of each language x country cell are drawn at random, the cells "
+        "fixed; the error rate of one language has one question per entity",
+    )
+}
 # What each part's headline numbers need of a `--limit` subset (cells: language x country; in context: language)
 SMOKE = {
     "factual_recall": Smoke(
@@ -567,8 +582,12 @@ SMOKE = {
 }
 
 
-def error_table(answers: Sequence[Record], wrong: Callable[[Record], float]) -> UnitTable:
-    """The `error_rate` table: each graded answer's `wrong(record)` (0-1) in %, by language and country."""
+def error_table(
+    answers: Sequence[Record], wrong: Callable[[Record], float], cluster_of: Callable[[Record], str | None]
+) -> UnitTable:
+    """The `error_rate` table: each graded answer's `wrong(record)` (0-1) in %, by language and country, and its
+    entity (`cluster_of`: factual recall asks one entity in every language, a unit with repeated measures).
+    """
     return unit_table(
         "error_rate",
         [
@@ -576,6 +595,7 @@ def error_table(answers: Sequence[Record], wrong: Callable[[Record], float]) -> 
                 r.item_id,
                 100.0 * wrong(r),
                 {"language": r["language"]} | ({"country": r["country"]} if r.get("country") else {}),
+                cluster=cluster_of(r),
             )
             for r in answers
         ],

@@ -41,7 +41,9 @@ def test_the_leaderboard_has_one_row_per_model_with_the_headline_as_metrics_json
     assert not cell["smoke"] and cell["run"].endswith("knows") and cell["others"][0].endswith("smoke")
     expected = rundir.read_run(runs.knows).metrics["results"]["overall"]["p1"]
     shown = cell["overall"]
-    assert shown["text"] == f"{expected['value']:.2f}" and shown["n"] == expected["n"] == 48
+    # 24 facts, each asked in both languages: the fact is the unit, its 48 answers the observations
+    assert shown["text"] == f"{expected['value']:.2f}" and shown["n"] == expected["n"] == 24
+    assert expected["n_observations"] == 48
     assert shown["interval"] == f"[{expected['ci_low']:.2f}, {expected['ci_high']:.2f}]"
     by_language = rundir.read_run(runs.knows).metrics["results"]["by_language"]
     assert set(cell["by_language"]) == {"ar", "en"}

@@ -5,6 +5,7 @@ xlsx layout); the spec's pool sizes, and the same runs on the released prompts, 
 
 from __future__ import annotations
 
+import zlib
 from functools import cache
 
 import numpy as np
@@ -14,6 +15,7 @@ from culture_probe.data.registry import load_benchmark
 from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError
+from culture_probe.metrics._intervals import CROSSED
 from culture_probe.models.tiny import tiny_model, train_tokenizer
 from culture_probe.runner import run
 from culture_probe.tasks.camel import CamelTask, entity_pools, filler_scores, sample
@@ -183,6 +185,38 @@ def test_spec_worked_example_cbs_through_the_task():
     assert metrics["per_type"] == {"food": pytest.approx(25.0)} and metrics["cbs"] == pytest.approx(25.0)
     ties = task(n_runs=1, entities=entities, tie_value=0.5)
     assert ties.compute_metrics(records)["per_type"]["food"] == pytest.approx((100 * 3.5 / 6 + 0) / 2)
+
+
+class EntityPriorScorer:
+    """Scores each candidate by a fixed random prior of the entity alone, whatever the prompt: the CBS of a run then
+    depends on the entity sample drawn, not on the prompt (a random GPT-2's CBS moved 1.98 points between runs)."""
+
+    def score(self, requests, options=None):
+        prior = lambda entity: float(np.random.default_rng(zlib.crc32(entity.encode())).normal())  # noqa: E731
+        return [
+            CandidateScores(r.candidates, np.array([prior(c) for c in r.candidates]), np.ones(len(r.candidates), int))
+            for r in requests
+        ]
+
+
+def test_the_cbs_interval_holds_the_spread_between_entity_samples():
+    """The CBS interval was conditional on one draw of the entities (authors 46.50 [46.25, 46.75] beside a run-to-run
+    std of 1.98): prompts are crossed with the runs' entity samples, whose spread now joins the interval."""
+    entities = [{"entity_type": 2, "entity": f"a{i}", "culture": "Arab"} for i in range(30)]
+    entities += [{"entity_type": 2, "entity": f"w{i}", "culture": "Western"} for i in range(30)]
+    rows = [
+        {"id": i, "entity_type": 2, "prompt_masked": f"p{i} [MASK]", "prompt_causal": f"p{i}", "sentiment": None}
+        for i in range(6)
+    ]
+    t = task(n_runs=4, sample_size=5, entities=entities)
+    probes = t.build_probes(rows)
+    outputs = EntityPriorScorer().score([p.request for p in probes])
+    records = [t.to_record(p, o) for p, o in zip(probes, outputs, strict=True)]
+    results = t.compute_metrics(records)["results"]
+    cbs = results["overall"]["cbs"]
+    run_means = t.unit_tables(records)[0].values.mean(axis=0)  # every prompt of a run scores alike: one sample
+    assert results["design"]["crossed"] == "entity samples" and results["ci"]["methods"]["cbs"] == CROSSED
+    assert cbs["n"] == 6 and cbs["ci_high"] - cbs["ci_low"] > run_means.std(ddof=1) > 0
 
 
 def test_aggregation_rules_order_the_spec_example_oppositely():

@@ -177,3 +177,18 @@ def test_a_fully_consistent_model_gets_its_metrics_with_rankc_100():
     assert estimate["value"] == 100.0 and estimate["n"] == 5
     beyond = task.compute_metrics(_identical_records([24, 40, 60]))  # prefixes of 20: within 1.1e-9 of 1, never above
     assert 100 - 1.1e-7 <= beyond["results"]["by_language_pair"]["ar/en"]["rankc"]["value"] <= 100.0
+
+
+def test_pooled_numbers_count_each_fact_once_and_say_how_many_answers_they_hold(tmp_path):
+    """DLAMA's overall and per-culture P@1 took "fact X in English" and "fact X in Arabic" for two independent units
+    and called them n facts: the design's unit is the fact (its release id), asked in both languages."""
+    result, out = _run(tmp_path, knows_arabic=True)
+    results = result.metrics["results"]
+    overall, english = results["overall"]["p1"], results["by_language"]["en"]["p1"]
+    assert overall["n"] == len(FACTS) and overall["n_observations"] == 2 * len(FACTS)
+    assert english["n"] == len(FACTS) and "n_observations" not in english  # one answer per fact
+    assert results["design"]["unit"] == "fact (its release uuid)"
+    assert results["design"]["repeated"] == ["prompt language"]
+    assert results["ci"]["methods"]["p1"].startswith("Wilson score interval at the design's effective sample size")
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"| {len(FACTS)} ({2 * len(FACTS)} fact-language answers) |" in report

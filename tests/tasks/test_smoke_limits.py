@@ -84,12 +84,16 @@ def test_fmlama_needs_two_dishes_of_every_group(mirror):
     assert len(with_interval(short)) == 14 and "numbers per country group" in said
 
 
-def test_camel_needs_two_prompts_of_every_entity_type(mirror):
-    smoke, below, said = at_smoke_and_one_below("camel_co_prompts", 20, n_runs=1, sample_size=10)
+def test_camel_needs_two_prompts_of_every_entity_type_and_two_entity_samples(mirror):
+    smoke, below, said = at_smoke_and_one_below("camel_co_prompts", 20, n_runs=2, sample_size=10)
     types = {k: v["cbs"] for k, v in smoke["results"]["by_entity_type"].items()}
     assert len(types) == 10 and all(t["n"] == 2 for t in types.values()) and len(with_interval(types)) == 10
     short = {k: v["cbs"] for k, v in below["results"]["by_entity_type"].items()}
     assert len(with_interval(short)) == 9 and "fewer than 2 items" in said and "entity type" in said
+    # one run is one entity sample per type: the CBS would be conditional on that draw, so it gets no interval
+    one_sample, _ = smoke_run("camel_co_prompts", "smoke", n_runs=1, sample_size=10)
+    overall = one_sample.metrics["results"]["overall"]["cbs"]
+    assert overall["ci_low"] is None and "one entity sample per group" in overall["no_interval"]
 
 
 def test_xfakt_transfer_scores_need_every_language_country_cell(mirror, tmp_path):
