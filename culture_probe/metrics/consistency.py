@@ -20,6 +20,7 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_lengths
+from culture_probe.metrics.compare import holm
 from culture_probe.metrics.results import UnitTable, estimate, paired_difference
 
 #: RankC's paper, which no benchmark module carries: the citation of the `rankc` `evaluate` metric.
@@ -294,9 +295,10 @@ def _pair(a: dict[str, AlignedAnswer], b: dict[str, AlignedAnswer], names: tuple
 
 
 def language_consistency(answers: Sequence[AlignedAnswer], languages: Sequence[str] | None = None) -> dict[str, Any]:
-    """Every pair of languages of one run: RankC (softmax, in percent, a t interval over facts) and the share of
-    facts right in both (Wilson), as results strata `by_language_pair` ("a/b"), with each pair's agreement table,
-    its paired P@1 difference and what could not be paired. `languages` orders the pairs (the others follow, sorted).
+    """Every pair of languages of one run: RankC (softmax, in percent, the bounded mean's interval over facts) and the
+    share of facts right in both (Wilson), as results strata `by_language_pair` ("a/b"), with each pair's agreement
+    table, its paired P@1 difference (with `p_holm`, adjusted over the run's pairs, and `n_tests`) and what could not
+    be paired. `languages` orders the pairs (the others follow, sorted).
     Empty when fewer than two languages answered.
     """
     table = _by_language(answers)
@@ -310,6 +312,10 @@ def language_consistency(answers: Sequence[AlignedAnswer], languages: Sequence[s
     }
     if not pairs:
         return {}
+    differences = [pair["detail"]["difference"] for pair in pairs.values()]
+    tested = sum(d.get("p_value") is not None for d in differences)
+    for difference, adjusted in zip(differences, holm(d.get("p_value") for d in differences), strict=True):
+        difference.update(p_holm=adjusted, n_tests=tested)  # one test per pair of languages: one Holm family
     methods: dict[str, str] = {}
     for pair in pairs.values():
         methods.update(pair["methods"])

@@ -19,7 +19,15 @@ from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.metrics.consistency import PAIR_METRICS, consistency_detail, language_consistency
-from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_number, interval_text, marked, p_clause
+from culture_probe.metrics.display import (
+    SMALL_N_MARK,
+    SMALL_N_NOTE,
+    format_number,
+    format_p,
+    interval_text,
+    marked,
+    p_clause,
+)
 from culture_probe.report.compare import LoadedRun, load_for_comparison
 from culture_probe.report.markdown import figure_link, slug, table_markdown
 from culture_probe.report.views import Heatmap, Section, Table
@@ -36,6 +44,7 @@ COLUMNS = (
     "right in B only",
     "both wrong",
     "P@1 A - B (95% interval; p)",
+    "p (Holm)",
     "RankC % (95% interval)",
     "n (RankC)",
     "not paired",
@@ -82,6 +91,7 @@ def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tu
         _share(pair["right_only_b"], n),
         _share(pair["both_wrong"], n),
         marked(shift, n),
+        format_p(difference.get("p_holm")) if difference.get("p_holm") is not None else "",
         marked(f"{format_number(rankc['value'], '%')} {interval_text(rankc, '%')}", rankc.get("n")) if rankc else "",
         rankc.get("n", 0) if rankc else 0,
         f"{left} facts in one language only" if left else "",
@@ -134,14 +144,28 @@ def _text(detail: Mapping[str, Any]) -> str:
     lines: Sequence[str] = (
         "Whether the facts the model gets right in one language are those it gets right in another (per-fact "
         "agreement of P@1 on the facts probed in both, with the paired difference: Tango's interval and McNemar's "
-        "test), and how far its rankings of the same candidates agree whatever their accuracy (RankC, Qi et al. "
-        "2023, softmax weights, in percent; a t interval over facts).",
+        "test, both with continuity correction), and how far its rankings of the same candidates agree whatever "
+        "their accuracy (RankC, Qi et al. 2023, softmax weights, in percent; the bounded mean's interval over "
+        "facts).",
+        _multiplicity(detail),
         f"Alignment: {detail['alignment']}" if detail.get("alignment") else "",
         f"RankC is computed from each record's first {detail.get('depth')} aligned candidates: the depths beyond "
         "weigh less than 2.1e-9 together, which bounds its difference from RankC of the whole rankings.",
         "docs/consistency.md says how to read the table and the heatmap.",
     )
     return "\n\n".join(line for line in lines if line)
+
+
+def _multiplicity(detail: Mapping[str, Any]) -> str:
+    """How many paired tests the table holds, and how they are adjusted (none to say for a single pair)."""
+    tests = max((pair["difference"].get("n_tests") or 0 for pair in (detail.get("pairs") or {}).values()), default=0)
+    if tests < 2:
+        return ""
+    return (
+        f"The paired P@1 differences are {tests} tests, one per pair of languages: `p (Holm)` adjusts them by Holm's "
+        "step-down procedure, which keeps the chance of any false positive among them at 5% when read against 0.05; "
+        "the 95% intervals are per pair, not adjusted."
+    )
 
 
 @dataclass(frozen=True)

@@ -122,3 +122,21 @@ def test_rankc_of_any_rankings_stays_between_0_and_1(n, seed, depth):
     for b in (a, a[::-1], [a[i] for i in rng.permutation(n)]):
         assert 0.0 <= rankc([a], [b])["value"] <= 1.0
         assert 0.0 <= prefix_rankc(a[:depth], b[:depth], n) <= 1.0
+
+
+def test_the_paired_differences_of_many_language_pairs_are_one_holm_family():
+    """X-FaKT's 13 languages give 78 paired P@1 differences with no correction and no count: each pair now carries
+    its Holm-adjusted p over the run's pairs, and the report's table says how many tests it holds."""
+    from culture_probe.metrics.compare import holm
+    from culture_probe.report.consistency import consistency_sections
+
+    rng = np.random.default_rng(3)
+    rates = {"a": 0.2, "b": 0.3, "c": 0.5, "d": 0.7}
+    outcomes = {lang: {f"f{i}": bool(rng.random() < rate) for i in range(40)} for lang, rate in rates.items()}
+    answers = [AlignedAnswer(lang, fact, right) for lang, facts in outcomes.items() for fact, right in facts.items()]
+    out = language_consistency(answers)
+    differences = [pair["difference"] for pair in out["pairs"].values()]
+    assert len(differences) == 6 and {d["n_tests"] for d in differences} == {6}
+    assert [d["p_holm"] for d in differences] == holm([d["p_value"] for d in differences])
+    (section,) = consistency_sections({"consistency": out, "results": {"by_language_pair": out["by_language_pair"]}})
+    assert "are 6 tests, one per pair of languages" in section.text and "p (Holm)" in section.tables[0].columns
