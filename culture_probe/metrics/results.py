@@ -340,7 +340,8 @@ def _too_few(table: UnitTable, groups: Sequence[np.ndarray], labels: Sequence[st
     """Why the units leave no spread to estimate: one unit, a macro group of one unit, or one crossed replicate."""
     counts = _unit_counts(table, groups)
     if sum(counts) < 2:
-        return "one unit"
+        rows = sum(g.size for g in groups)
+        return "one unit" if rows < 2 else f"one unit: its {rows} answers are repeated measures on it, not a sample"
     lone = [label for count, label in zip(counts, labels, strict=True) if count < 2]
     if len(lone) == len(labels):
         return f"the statistic cannot vary under resampling (one unit per {table.macro})"
