@@ -117,16 +117,6 @@ def wilson(successes: float, n: float, confidence: float) -> tuple[float, float]
     return max(low, 0.0), min(high, 1.0)
 
 
-def clopper_pearson(successes: float, n: float, confidence: float) -> tuple[float, float]:
-    """Clopper and Pearson's exact interval from the beta quantiles, which accept an effective (non-integer) count
-    and size: Korn and Graubard's (1998) interval for a proportion estimated from a clustered or stratified sample.
-    """
-    edge = (1 - confidence) / 2
-    low = 0.0 if successes <= 0 else float(stats.beta.ppf(edge, successes, n - successes + 1))
-    high = 1.0 if successes >= n else float(stats.beta.ppf(1 - edge, successes + 1, n - successes))
-    return low, high
-
-
 @dataclass(frozen=True)
 class Design:
     """The variance of a linear statistic as a sum over independent strata: each stratum's variance term and its

@@ -12,19 +12,14 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
-from dlama_fixture import TableScorer, write_dlama  # noqa: E402
+from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama  # noqa: E402
 
 from culture_probe.errors import CultureProbeError  # noqa: E402
 from culture_probe.metrics._intervals import TANGO_CC  # noqa: E402
 from culture_probe.report import compare_main, compare_runs  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
 
-CONTINENTS = ("Africa", "Asia", "Europe", "North America")
-FACTS = {
-    (region, f"Land{region[0]}{i}"): ([f"Q{i % 4}"], [CONTINENTS[i % 4]], [0.0] * 4)
-    for region in ("ARAB_REGION", "WESTERN_COUNTRIES")
-    for i in range(12)
-}
+FACTS = CONTINENT_FACTS
 
 
 def knowing() -> TableScorer:

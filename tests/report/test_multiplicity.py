@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
-from dlama_fixture import TableScorer, write_dlama  # noqa: E402
+from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama  # noqa: E402
 
 from culture_probe.metrics.compare import holm  # noqa: E402
 from culture_probe.metrics.display import format_p, p_clause  # noqa: E402
@@ -23,12 +23,7 @@ from culture_probe.report.compare import PLANNED  # noqa: E402
 from culture_probe.report.dlama import comparison_text  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
 
-CONTINENTS = ("Africa", "Asia", "Europe", "North America")
-FACTS = {
-    (region, f"Land{region[0]}{i}"): ([f"Q{i % 4}"], [CONTINENTS[i % 4]], [0.0] * 4)
-    for region in ("ARAB_REGION", "WESTERN_COUNTRIES")
-    for i in range(12)
-}
+FACTS = CONTINENT_FACTS
 # one more predicate with a single fact: its stratum has one unit
 LONE = {"sub_uri": "Q900", "obj_uri": ["Q79"], "sub_label": "Cairo", "obj_label": ["Egypt"], "country": ["Q79"]}
 

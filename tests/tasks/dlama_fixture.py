@@ -30,6 +30,13 @@ ARABIC = {
     "North America": "أمريكا الشمالية",
 }
 N_TOKENS = {"Africa": 1, "Asia": 1, "Europe": 1, "North America": 2}
+# 24 facts of P30 (12 per culture), each country's gold one of four continents in turn: what compare's tests pair
+CONTINENTS = ("Africa", "Asia", "Europe", "North America")
+CONTINENT_FACTS = {
+    (region, f"Land{region[0]}{i}"): ([f"Q{i % 4}"], [CONTINENTS[i % 4]], [0.0] * 4)
+    for region in ("ARAB_REGION", "WESTERN_COUNTRIES")
+    for i in range(12)
+}
 
 
 def write_dlama(root: Path, facts=FACTS, predicate="P30") -> Path:

@@ -73,14 +73,20 @@ def test_a_limit_draws_that_many_facts_each_in_every_language_across_culture_and
     assert len(share) == 8 and all(languages == {"en", "ar"} for languages in share.values())
 
 
-def _old_stratified_items(probes, limit, strata, seed):
-    """The limit sampler before parallel units (a reference for tasks without them), unchanged."""
+def _old_groups(probes, strata):
+    """The old samplers' cells: each item in the cell of its first probe's strata values."""
     first = {}
     for probe in probes:
         first.setdefault(probe.item_id, probe)
     groups = {}
     for item, probe in first.items():
         groups.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(item)
+    return groups
+
+
+def _old_stratified_items(probes, limit, strata, seed):
+    """The limit sampler before parallel units (a reference for tasks without them), unchanged."""
+    groups = _old_groups(probes, strata)
     if sum(len(items) for items in groups.values()) <= limit:
         return list(probes)
     rng = random.Random(seed)
@@ -96,12 +102,7 @@ def _old_stratified_items(probes, limit, strata, seed):
 
 
 def _old_stratified_share(probes, share, strata, seed):
-    first = {}
-    for probe in probes:
-        first.setdefault(probe.item_id, probe)
-    groups = {}
-    for item, probe in first.items():
-        groups.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(item)
+    groups = _old_groups(probes, strata)
     rng = random.Random(seed)
     exact = Fraction(repr(share))
     chosen = {i for k in sorted(groups) for i in rng.sample(groups[k], math.ceil(exact * len(groups[k])))}
