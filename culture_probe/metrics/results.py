@@ -556,7 +556,8 @@ def paired_difference(
     if _no_spread(spread.stderr, value, a.scale):
         same = "the two runs agree on every unit" if value == 0 else "every unit differs by the same amount"
         fields = no_interval(f"{same}: the difference has no spread to estimate").fields()
-        return {**row, **fields, "p_value": 1.0 if value == 0 else min(1.0, 2.0 / 2.0**n)}
+        # the sign-flip test's exact p: 2 of the 2^n sign patterns are as extreme (the smallest positive float beyond)
+        return {**row, **fields, "p_value": 1.0 if value == 0 else math.ldexp(1.0, max(1 - n, -1074))}
     if a.crossed:
         return {**row, **t_interval(value, spread, confidence).fields(), "p_value": t_p_value(value, spread)}
     return {**row, **_sign_flip(a, a.values, b_values, groups, value, confidence)}

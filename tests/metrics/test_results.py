@@ -512,6 +512,8 @@ def test_a_difference_with_no_spread_gets_an_exact_p_never_0():
     same = paired_difference(_table(x + 5, "map").with_scale(100), _table(x, "map").with_scale(100))
     assert same["p_value"] == pytest.approx(2 / 2**4) and same["ci_low"] is None
     assert "every unit differs by the same amount" in same["no_interval"]
+    many = np.linspace(10.0, 80.0, 2000)  # 2^-1999 is below every float: the smallest positive one, never 0
+    assert paired_difference(_table(many + 5, "map"), _table(many, "map"))["p_value"] == 5e-324
     five = paired_difference(_table([12.0, 40, 33, 80, 9], "map").with_scale(100), _table([2.0, 37, 31, 60, 8], "map"))
     assert five["p_value"] == pytest.approx(2 / 32) and "no difference can be rejected" in five["no_interval"]
 
