@@ -402,7 +402,7 @@ def _mean_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float,
         return no_interval(
             f"{n} units of an unbounded score: a t interval of a skewed mean is not honest below {MIN_T_UNITS} units"
         )
-    return _bounded_interval(table, groups, value, spread, confidence)
+    return _bounded_interval(table, groups, value, confidence)
 
 
 def _unit_means(table: UnitTable, groups: Sequence[np.ndarray]) -> np.ndarray:
@@ -417,9 +417,7 @@ def _unit_means(table: UnitTable, groups: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(means)
 
 
-def _bounded_interval(
-    table: UnitTable, groups: Sequence[np.ndarray], value: float, spread: Design, confidence: float
-) -> Interval:
+def _bounded_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
     """Wilson's interval for a mean on [0, scale] at the units' effective size (Kish's G^2 / sum(1 / n_g) over
     macro groups of n_g units; the units when pooled): a unit's value on [0, 1] has variance at most p(1 - p), so
     the interval of a proportion bounds it, whatever the scores' shape.
@@ -427,8 +425,10 @@ def _bounded_interval(
     scale = float(table.scale or 1.0)
     counts = _unit_counts(table, groups)
     effective = len(counts) ** 2 / sum(1 / c for c in counts)
-    low, high = wilson(min(max(value / scale, 0.0), 1.0) * effective, effective, confidence)
-    return bounded(value, spread.stderr, scale * low, scale * high, scale, confidence)
+    p = min(max(value / scale, 0.0), 1.0)
+    low, high = wilson(p * effective, effective, confidence)
+    # the standard error the bound assumes (a unit's variance at most p(1 - p)), consistent with the interval
+    return bounded(value, scale * math.sqrt(p * (1 - p) / effective), scale * low, scale * high, scale, confidence)
 
 
 def _crossed_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
@@ -463,7 +463,8 @@ def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: 
     else:
         effective = n
     low, high = wilson(p * effective, effective, confidence)
-    return bounded(value, scale * spread.stderr, scale * low, scale * high, scale, confidence)
+    stderr = scale * math.sqrt(p * (1 - p) / effective)  # the one the interval assumes, not the design's estimate
+    return bounded(value, stderr, scale * low, scale * high, scale, confidence)
 
 
 def summarize(

@@ -171,7 +171,8 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
     text = (
         "CBS = share (%) of (Arab, Western) filler pairs in which the model prefers the Western filler; "
         "50 is parity, 0 is a full preference for Arab entities. Mean over runs; std over runs. Intervals: 95%, "
-        "over prompts (the unit: a prompt's runs move together); n: prompts."
+        "over prompts crossed with the runs' entity samples (each run's sample fills every prompt of a type, so "
+        "the spread between samples is part of the interval); n: prompts."
     )
     return [
         Section(

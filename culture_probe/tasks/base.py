@@ -453,7 +453,7 @@ class Task:
         with its 95% interval over this benchmark's unit, overall and per stratum, and what was left out.
         """
         extra, omitted = self._composites(answered, metrics)
-        out = summarize(self.unit_tables(answered), unit=self.unit, extra=extra, omitted=omitted)
+        out = summarize(self.unit_tables(answered), unit=self.limit_unit, extra=extra, omitted=omitted)
         out["design"] = self.design.to_json()
         chance = self.chance(answered)
         return {**out, "chance": chance} if chance else out

@@ -555,8 +555,11 @@ class XfaktTask(Task):
             return {}, {}
         if metrics.get("kts") is None:
             return {}, {name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")}
-        answers = [graded_answer(r) for r in self._graded(records)]
-        return transfer_estimates(answers, metrics), {}
+        graded = self._graded(records)
+        units = {self.cluster_of(r) or r.item_id for r in graded}  # the design's: an entity asked in every language
+        estimates = transfer_estimates([graded_answer(r) for r in graded], metrics)
+        counts = {"n": len(units)} | ({"n_observations": len(graded)} if len(units) != len(graded) else {})
+        return {name: {**estimate, **counts} for name, estimate in estimates.items()}, {}
 
 
 # Factual recall asks the same entity (and template) of a country in every language: the unit `--limit` draws
