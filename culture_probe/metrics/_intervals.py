@@ -6,15 +6,16 @@ A proportion gets Wilson's score interval, at the design's effective sample size
 Wilson's interval at its bound (a mean on [0, 1] has variance at most p(1 - p)) before; a mean over units crossed with
 random replicates (CAMeL's prompts and entity samples) a t interval from variance components. A paired difference of
 proportions gets Tango's score interval with a continuity correction (on design-adjusted counts for clustered
-answers), any other paired difference a sign-flip permutation test inverted under a shift: each the inversion of the
-test whose p-value at a difference of 0 is the one reported, so an interval excludes 0 exactly when the test rejects.
+answers), a paired difference over crossed units a t interval from the variance components of the differences, any
+other paired difference a sign-flip permutation test inverted under a shift: each the inversion of the test whose
+p-value at a difference of 0 is the one reported, so an interval excludes 0 exactly when the test rejects.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,15 +144,10 @@ class Design:
         return float(self.terms.sum() ** 2 / np.sum(self.terms[useful] ** 2 / self.dfs[useful]))
 
 
-def _hall(t: float, skewness: float) -> float:
-    """Hall's (1992) transformation of t = (estimate - truth) / stderr, in Zhou & Dinh's (2005) form: t + s t^2 / 3
-    + s^2 t^3 / 27 + s / 6 for an estimate of skewness s, which is nearly t-distributed even for skewed scores.
-    """
-    return t + skewness * t * t / 3 + skewness**2 * t**3 / 27 + skewness / 6
-
-
 def _hall_inverse(u: float, skewness: float) -> float:
-    """The t whose transformation is u (the transformation is increasing, so this is unique)."""
+    """The t whose Hall (1992) transformation, t + s t^2 / 3 + s^2 t^3 / 27 + s / 6 in Zhou & Dinh's (2005) form, is u
+    (the transformation is increasing, so this is unique): an estimate of skewness s is then nearly t-distributed.
+    """
     if abs(skewness) < 1e-12:
         return u - skewness / 6
     return 3 / skewness * (float(np.cbrt(1 + skewness * (u - skewness / 6))) - 1)
@@ -167,8 +163,17 @@ def t_interval(value: float, design: Design, confidence: float, scale: float | N
 
 
 def t_p_value(difference: float, design: Design) -> float:
-    """Two-sided p-value of a zero difference, from the transformed t that `t_interval` inverts."""
-    return float(2 * stats.t.sf(abs(_hall(difference / design.stderr, design.skewness)), design.df))
+    """Two-sided p-value of a zero difference, from the t that `t_interval` inverts (a design without skewness: the
+    paired differences of crossed units).
+    """
+    return float(2 * stats.t.sf(abs(difference / design.stderr), design.df))
+
+
+def kish_size(counts: Sequence[int]) -> float:
+    """Kish's effective size of an equal-weight mean of group means of `counts` units each: G^2 / sum(1 / n_g) (the
+    units themselves when there is one group).
+    """
+    return len(counts) ** 2 / sum(1 / count for count in counts)
 
 
 Score = Callable[[float], float]

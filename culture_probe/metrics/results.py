@@ -41,6 +41,7 @@ from culture_probe.metrics._intervals import (
     Interval,
     bounded,
     critical,
+    kish_size,
     no_interval,
     score_interval,
     score_p_value,
@@ -351,6 +352,11 @@ def _too_few(table: UnitTable, groups: Sequence[np.ndarray], labels: Sequence[st
         )
     if table.crossed and min(_complete_block(table.values[g]).shape[1] for g in groups) < 2:
         return f"one {table.crossed.rstrip('s')} per group: the spread between {table.crossed} is unknown"
+    if table.crossed and min(_complete_block(table.values[g]).shape[0] for g in groups) < 2:
+        return (
+            f"fewer than 2 units of a group have a value under every one of its {table.crossed} (an interrupted "
+            "run): the crossed spread cannot be estimated"
+        )
     return None
 
 
@@ -385,24 +391,44 @@ def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]
 
 
 def _mean_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
-    """Hall's skewness-corrected t interval from `MIN_T_UNITS` units on, with `MIN_OFF_EDGE` or more units off each
-    end of the range; else, for a bounded metric, Wilson's interval at the bound (`_bounded_interval`), which the
-    coverage simulations show honest where t is not: a skewed or bimodal mean of few units, or a rare mode (most
-    dishes' AP 0) that a sample can miss entirely.
+    """Hall's skewness-corrected t interval from `MIN_T_UNITS` units on in every group, with `MIN_OFF_EDGE` or more
+    of them off each end of the range; else, for a bounded metric, Wilson's interval at the bound
+    (`_bounded_interval`), which the coverage simulations show honest where t is not: a skewed or bimodal mean of few
+    units, or a rare mode (most dishes' AP 0) that a sample can miss entirely.
     """
     spread = design([unit_contributions(table, table.values, g) for g in groups])
-    units = _unit_means(table, groups)
-    n = units.size
-    edges = min(int(np.sum(units > 0)), int(np.sum(units < table.scale))) if table.scale is not None else n
-    if n >= MIN_T_UNITS and edges >= MIN_OFF_EDGE and not _no_spread(spread.stderr, value, table.scale):
+    n = sum(_unit_counts(table, groups))
+    if _t_holds(table, groups) and not _no_spread(spread.stderr, value, table.scale):
         return t_interval(value, spread, confidence, table.scale)
     if table.scale is None:
         if _no_spread(spread.stderr, value, None):
             return no_interval("the statistic cannot vary under resampling (every unit has the same value)")
         return no_interval(
-            f"{n} units of an unbounded score: a t interval of a skewed mean is not honest below {MIN_T_UNITS} units"
+            f"{n} units of an unbounded score: a t interval of a skewed mean is not honest below {MIN_T_UNITS} units "
+            "(in every group)"
         )
     return _bounded_interval(table, groups, value, confidence)
+
+
+def _t_holds(table: UnitTable, groups: Sequence[np.ndarray]) -> bool:
+    """Whether every group has the units a t interval of a skewed mean needs: `MIN_T_UNITS`, with `MIN_OFF_EDGE` of
+    them off each end of the range (a macro group of few units, or all at an edge, would contribute no spread).
+    """
+    for rows in groups:
+        units = _unit_means(table, [rows])
+        edges = min(int(np.sum(units > 0)), int(np.sum(units < table.scale))) if table.scale is not None else units.size
+        if units.size < MIN_T_UNITS or edges < MIN_OFF_EDGE:
+            return False
+    return True
+
+
+def _rarer(table: UnitTable, groups: Sequence[np.ndarray], scale: float) -> int:
+    """The fewest units, over the groups, that hold a group's rarer outcome (any success, or any failure)."""
+    counts = []
+    for rows in groups:
+        units = _unit_means(table, [rows])
+        counts.append(min(int(np.sum(units > 0)), int(np.sum(units < scale))))
+    return min(counts)
 
 
 def _unit_means(table: UnitTable, groups: Sequence[np.ndarray]) -> np.ndarray:
@@ -423,8 +449,7 @@ def _bounded_interval(table: UnitTable, groups: Sequence[np.ndarray], value: flo
     the interval of a proportion bounds it, whatever the scores' shape.
     """
     scale = float(table.scale or 1.0)
-    counts = _unit_counts(table, groups)
-    effective = len(counts) ** 2 / sum(1 / c for c in counts)
+    effective = kish_size(_unit_counts(table, groups))
     p = min(max(value / scale, 0.0), 1.0)
     low, high = wilson(p * effective, effective, confidence)
     # the standard error the bound assumes (a unit's variance at most p(1 - p)), consistent with the interval
@@ -455,13 +480,11 @@ def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: 
         return bounded(value, scale * math.sqrt(p * (1 - p) / n), scale * low, scale * high, scale, confidence)
     spread = design([unit_contributions(table, table.values / scale, g) for g in groups])
     answers = int(sum(np.isfinite(table.values[g]).sum() for g in groups))
-    units = _unit_means(table, groups)
-    rarer = min(int(np.sum(units > 0)), int(np.sum(units < scale)))
-    if rarer >= MIN_OFF_EDGE and not _no_spread(spread.stderr, p, 1.0):
-        shrink = (critical(confidence) / critical(confidence, n - len(groups))) ** 2
+    if _rarer(table, groups, float(table.scale or 1.0)) >= MIN_OFF_EDGE and not _no_spread(spread.stderr, p, 1.0):
+        shrink = (critical(confidence) / critical(confidence, spread.df)) ** 2
         effective = min(answers, p * (1 - p) / spread.stderr**2) * shrink
     else:
-        effective = n
+        effective = kish_size(_unit_counts(table, groups))
     low, high = wilson(p * effective, effective, confidence)
     stderr = scale * math.sqrt(p * (1 - p) / effective)  # the one the interval assumes, not the design's estimate
     return bounded(value, stderr, scale * low, scale * high, scale, confidence)
@@ -539,29 +562,35 @@ def paired_difference(
             f"Cannot pair the runs on {a.metric!r}: their replicates differ "
             f"({a.values.shape[1]} vs {b_values.shape[1]})."
         )
-    groups, labels = _groups_with_units(replace(a, values=np.where(np.isnan(a.values), b_values, a.values)))
+    both = np.isfinite(a.values) & np.isfinite(b_values)  # a pair is a cell both runs answered
+    a_values, b_values = np.where(both, a.values, np.nan), np.where(both, b_values, np.nan)
+    paired = replace(a, values=a_values)
+    groups, labels = _groups_with_units(paired)
     index = [g[None, :] for g in groups]
-    value = float(table_statistic(a.values, index)[0] - table_statistic(b_values, index)[0])
+    value = float(table_statistic(a_values, index)[0] - table_statistic(b_values, index)[0]) if groups else 0.0
     n = sum(_unit_counts(a, groups))
     row = {"difference": value, "n": n, "method": a.paired_method}
-    reason = _too_few(a, groups, labels)
+    reason = _too_few(paired, groups, labels) if groups else "no unit answered in both runs"
     if reason:
         return {**row, **no_interval(reason).fields(), "p_value": None}
     if a.paired_method == TANGO_CC:
-        return {**row, **_tango(a, a.values, b_values, groups[0], value, confidence)}
+        return {**row, **_tango(a, a_values, b_values, groups[0], value, confidence)}
     if a.crossed:
-        spread = crossed_design(a, a.values - b_values, groups)
-    else:
-        parts = [unit_contributions(a, a.values, g) - unit_contributions(a, b_values, g) for g in groups]
-        spread = design(parts)
-    if _no_spread(spread.stderr, value, a.scale):
-        same = "the two runs agree on every unit" if value == 0 else "every unit differs by the same amount"
-        fields = no_interval(f"{same}: the difference has no spread to estimate").fields()
-        # the sign-flip test's exact p: 2 of the 2^n sign patterns are as extreme (the smallest positive float beyond)
-        return {**row, **fields, "p_value": 1.0 if value == 0 else math.ldexp(1.0, max(1 - n, -1074))}
-    if a.crossed:
-        return {**row, **t_interval(value, spread, confidence).fields(), "p_value": t_p_value(value, spread)}
-    return {**row, **_sign_flip(a, a.values, b_values, groups, value, confidence)}
+        return {**row, **_paired_crossed(paired, a_values - b_values, groups, value, confidence)}
+    return {**row, **_sign_flip(a, a_values, b_values, groups, value, confidence)}
+
+
+def _paired_crossed(
+    table: UnitTable, differences: np.ndarray, groups: Sequence[np.ndarray], value: float, confidence: float
+) -> dict[str, Any]:
+    """The t interval and test of a paired difference over units crossed with random replicates (CAMeL), from the
+    variance components of the differences; none where they do not vary within any group.
+    """
+    spread = crossed_design(table, differences, groups)
+    if _no_spread(spread.stderr, value, table.scale):
+        reason = "the difference does not vary within any group: its crossed spread cannot be estimated"
+        return {**no_interval(reason).fields(), "p_value": None}
+    return {**t_interval(value, spread, confidence).fields(), "p_value": t_p_value(value, spread)}
 
 
 def _tango(
@@ -596,12 +625,18 @@ def _sign_flip(
     table: UnitTable, a: np.ndarray, b: np.ndarray, groups: Sequence[np.ndarray], value: float, confidence: float
 ) -> dict[str, Any]:
     """The sign-flip test of the units' paired differences (`sign_flip_parts`) and, as interval, the shifts it does
-    not reject; none when so few units cannot reject any shift (5 units: the smallest p is 2 / 32).
+    not reject; none when so few units cannot reject any shift (5 units: the smallest p is 2 / 32). When every unit
+    differs by the same amount there is no spread to estimate an interval from, and the test's p is exact: 2 of the
+    2^n sign patterns are as extreme (1 when the runs agree).
     """
     part, weight = sign_flip_parts(table, a, b, groups)
+    if np.allclose(part / weight, value, rtol=0.0, atol=1e-12 * max(abs(value), table.scale or 0.0, 1.0)):
+        same = "the two runs agree on every unit" if value == 0 else "every unit differs by the same amount"
+        p_value = 1.0 if value == 0 else math.ldexp(1.0, max(1 - part.size, -1074))  # never 0
+        return {**no_interval(f"{same}: the difference has no spread to estimate").fields(), "p_value": p_value}
     test = sign_flip_test(part, weight, SIGN_FLIPS, seed=0)
-    spread = float(np.sqrt(np.sum((part - value * weight) ** 2)))
-    found = test.interval(confidence, step=spread)
+    spread = design([unit_contributions(table, a, g) - unit_contributions(table, b, g) for g in groups]).stderr
+    found = test.interval(confidence, step=float(np.sqrt(np.sum((part - value * weight) ** 2))))
     if found is None:
         reason = f"with {part.size} units no difference can be rejected at {1 - confidence:.0%}"
         return {**no_interval(reason).fields(), "p_value": test.p_value(0.0)}

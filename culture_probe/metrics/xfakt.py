@@ -19,7 +19,7 @@ from scipy import stats
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_labels, check_lengths
-from culture_probe.metrics._intervals import Interval, bounded, critical, wilson
+from culture_probe.metrics._intervals import MIN_OFF_EDGE, Interval, bounded, critical, wilson
 
 # The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
 ASSOCIATIONS: dict[str, str] = {
@@ -206,13 +206,15 @@ def xfakt(
 @dataclass(frozen=True)
 class GradedAnswer:
     """One graded answer: its question language, whether it was judged correct and the verdict, and (factual
-    recall) the entity's country.
+    recall) the entity's country and the entity itself (`entity`: the same id in every language it is asked in; None
+    when unknown, and the answer is then a unit of its own).
     """
 
     language: str
     correct: bool
     verdict: str
     country: str | None = None
+    entity: str | None = None
 
 
 def answers_summary(
@@ -272,10 +274,10 @@ def unpaired_cells(languages: Sequence[str], countries: Sequence[str]) -> str | 
 
 
 TRANSFER_METHODS = {
-    "frs": "MOVER-Wilson interval of mu_assoc + mu_non (each a Wilson interval at its cells' effective size), "
-    "mapped through FRS",
-    "kts": "MOVER-Wilson interval of mu_assoc - mu_non (each a Wilson interval at its cells' effective size), "
-    "mapped through KTS",
+    "frs": "MOVER-Wilson interval of mu_assoc + mu_non (each a Wilson interval at its effective size over entities "
+    "asked in every language; their correlation from the entities), mapped through FRS",
+    "kts": "MOVER-Wilson interval of mu_assoc - mu_non (each a Wilson interval at its effective size over entities "
+    "asked in every language; their correlation from the entities), mapped through KTS",
     "xfakt": "harmonic mean of the FRS and KTS interval ends (covers when both do)",
 }
 
@@ -284,29 +286,33 @@ def transfer_estimates(
     answers: Sequence[GradedAnswer], summary: Mapping[str, Any], *, confidence: float = 0.95
 ) -> dict[str, dict[str, Any]]:
     """FRS, KTS and X-FaKT of a run's `summary` in the results schema, each naming its interval `method` (and higher
-    is better for all three).
+    is better for all three); `n` counts entities (with the questions as `n_observations`).
 
-    The design: each language x country cell is a stratum whose questions are drawn at random, and mu_assoc and
-    mu_non are the means of their cells' error rates. Each mean gets Wilson's interval at its cells' effective
-    size (Kish's C^2 / sum(1/k) for C cells of k questions), whose variance p(1 - p) at the mean's own rate bounds
-    the cells' binomial variances, so a cell whose few answers all agree (a strong model: most cells all right)
-    cannot narrow it, and one question per cell still gives an interval. Newcombe's MOVER combines the two into
-    intervals of mu_assoc + mu_non and mu_assoc - mu_non (Zou & Donner 2008); FRS falls with the sum and KTS with
-    |mu_assoc - mu_non|, so their intervals are those intervals' images (KTS reaches 1 when the difference's interval
-    holds 0), and X-FaKT, rising in both, spans the harmonic means of their ends.
+    The design: the language x country cells are fixed, and each country's entities are drawn at random and asked in
+    every language, so one entity's answers in the 13 languages are repeated measures, shared by the associated mean
+    mu_assoc and the other mean mu_non. Each mean gets Wilson's interval at its effective size (Korn & Graubard: its
+    binomial variance over its variance from the entities' linearised contributions, countries as strata, shrunk for
+    the variance's degrees of freedom); where that variance cannot be estimated (one entity per country, fewer than
+    3 entities holding the rarer outcome) the effective size is the entities' (Kish's, over countries), as if an
+    entity's answers always agreed. Newcombe's MOVER (Zou & Donner 2008), with the two means' correlation from the
+    same contributions (1 for the sum and 0 for the difference where it cannot be estimated: the widest), gives
+    intervals of mu_assoc + mu_non and mu_assoc - mu_non; FRS falls with the sum and KTS with |mu_assoc - mu_non|,
+    so their intervals are those intervals' images (KTS reaches 1 when the difference's interval holds 0), and
+    X-FaKT, rising in both, spans the harmonic means of their ends.
     """
     if summary.get("kts") is None:
         return {}
-    cells: dict[tuple[str, str | None], int] = Counter((a.language, a.country) for a in answers)
-    means = {diagonal: summary["mu_assoc" if diagonal else "mu_non"] for diagonal in (True, False)}
-    bounds = {diagonal: _cell_mean_interval(cells, diagonal, means[diagonal], confidence) for diagonal in means}
+    spread = transfer_spread(answers)
+    means = {True: summary["mu_assoc"], False: summary["mu_non"]}
+    bounds = {side: spread.interval(side, means[side], confidence) for side in means}
     values = {name: summary[name] for name in TRANSFER_METHODS}
-    intervals = _transfer_intervals(means, bounds, values, confidence)
+    intervals = _transfer_intervals(means, bounds, spread.correlation(), values, confidence)
+    counts = {"n": spread.units} | ({"n_observations": len(answers)} if spread.units != len(answers) else {})
     return {
         name: {
             "value": values[name],
             **intervals[name].fields(),
-            "n": len(answers),
+            **counts,
             "method": method,
             "higher_is_better": True,  # FRS: fewer errors; KTS: errors that depend less on the language asked in
         }
@@ -314,30 +320,116 @@ def transfer_estimates(
     }
 
 
-def _cell_mean_interval(
-    cells: Mapping[tuple[str, str | None], int], diagonal: bool, mean: float, confidence: float
-) -> tuple[float, float]:
-    """Wilson's interval of a mean of cell error rates (the associated cells, or the others) at Kish's effective
-    size C^2 / sum(1/k) of its C cells of k questions (the unweighted mean gives each question weight 1/(C k)).
+@dataclass(frozen=True)
+class TransferSpread:
+    """What the entities tell about the two means of cell error rates (`True`: associated, `False`: the others):
+    their variances and covariance from the entities' linearised contributions (None where a country has one
+    entity), their degrees of freedom, and per mean its answers, its entities' Kish size and how many entities hold
+    its rarer outcome.
     """
-    sizes = [k for (lang, country), k in cells.items() if (ASSOCIATIONS[lang] == country) == diagonal]
-    effective = len(sizes) ** 2 / sum(1 / k for k in sizes)
-    return wilson(mean * effective, effective, confidence)
+
+    variance: Mapping[bool, float] | None
+    covariance: float | None
+    df: float
+    answers: Mapping[bool, int]
+    kish: Mapping[bool, float]
+    rarer: Mapping[bool, int]
+    units: int
+
+    def estimated(self, side: bool) -> bool:
+        """Whether the mean's variance is estimated from the entities (else: the conservative effective size)."""
+        return self.variance is not None and self.rarer[side] >= MIN_OFF_EDGE and self.variance[side] > 0
+
+    def interval(self, side: bool, mean: float, confidence: float) -> tuple[float, float]:
+        """Wilson's interval of one mean at its effective size."""
+        if self.variance is not None and self.estimated(side):
+            shrink = (critical(confidence) / critical(confidence, self.df)) ** 2
+            effective = min(self.answers[side], mean * (1 - mean) / self.variance[side]) * shrink
+        else:
+            effective = self.kish[side]
+        return wilson(mean * effective, effective, confidence)
+
+    def correlation(self) -> tuple[float, float]:
+        """The two means' correlation for MOVER's sum and difference: estimated, or the widest (1 and 0)."""
+        if self.variance is None or self.covariance is None or not (self.estimated(True) and self.estimated(False)):
+            return 1.0, 0.0
+        r = self.covariance / math.sqrt(self.variance[True] * self.variance[False])
+        r = min(max(r, -1.0), 1.0)
+        return r, r
+
+
+def transfer_spread(answers: Sequence[GradedAnswer]) -> TransferSpread:
+    """The entities' contributions to mu_assoc and mu_non: each answer's deviation from its cell's error rate over
+    (cells of its mean x answers of its cell), summed per entity (an answer without an entity is its own); entities
+    are drawn within countries (an answer of its own, within its cell), so the variance is summed over those strata.
+    """
+    wrong = np.asarray([not a.correct for a in answers], dtype=float)
+    diagonal = np.asarray([ASSOCIATIONS[a.language] == a.country for a in answers])
+    cells = _index([(a.language, a.country) for a in answers])
+    entities = _index([a.entity or f"#{i}" for i, a in enumerate(answers)])
+    strata = _index([str(a.country) if a.entity else f"{a.language}|{a.country}" for a in answers])
+    size = np.bincount(cells)
+    deviation = wrong - (np.bincount(cells, weights=wrong) / size)[cells]
+    sides = {side: diagonal == side for side in (True, False)}
+    share = {side: len(set(cells[sides[side]].tolist())) for side in sides}
+    parts, weights = {}, {}
+    for side, on in sides.items():
+        weight = np.where(on, 1.0 / (share[side] * size[cells]), 0.0)
+        parts[side] = np.bincount(entities, weights=deviation * weight)
+        weights[side] = np.bincount(entities, weights=weight)
+    stratum = np.zeros(entities.max() + 1, dtype=int)
+    stratum[entities] = strata
+    members = np.bincount(stratum)
+    df = float(np.sum(members - 1))
+    variance = covariance = None
+    if members.min() >= 2:
+        factor = (members / (members - 1))[stratum]
+        variance = {side: float(np.sum(factor * parts[side] ** 2)) for side in sides}
+        covariance = float(np.sum(factor * parts[True] * parts[False]))
+    return TransferSpread(
+        variance,
+        covariance,
+        df,
+        {side: int(on.sum()) for side, on in sides.items()},
+        {side: 1.0 / float(np.sum(weights[side] ** 2)) for side in sides},
+        {side: _rarer_entities(wrong, entities, on) for side, on in sides.items()},
+        int(entities.max()) + 1,
+    )
+
+
+def _index(keys: Sequence[Any]) -> np.ndarray:
+    """Each key's index among the distinct keys (first-seen order)."""
+    order: dict[Any, int] = {}
+    return np.asarray([order.setdefault(key, len(order)) for key in keys], dtype=int)
+
+
+def _rarer_entities(wrong: np.ndarray, entities: np.ndarray, on: np.ndarray) -> int:
+    """How many entities hold the rarer outcome among their answers in one mean's cells (any wrong, or any right)."""
+    asked = set(entities[on].tolist())
+    any_wrong = set(entities[on & (wrong > 0)].tolist())
+    any_right = set(entities[on & (wrong == 0)].tolist())
+    return min(len(any_wrong), len(any_right)) if asked else 0
 
 
 def _transfer_intervals(
     means: Mapping[bool, float],
     bounds: Mapping[bool, tuple[float, float]],
+    correlation: tuple[float, float],
     values: Mapping[str, float],
     confidence: float,
 ) -> dict[str, Interval]:
-    """FRS, KTS and X-FaKT intervals from the two means' intervals, combined by MOVER into intervals of their sum
-    and difference; standard errors from the same intervals (each mean's half-width over z).
+    """FRS, KTS and X-FaKT intervals from the two means' intervals, combined by MOVER (with the means' correlation,
+    for the sum and for the difference) into intervals of their sum and difference; standard errors from the same
+    intervals (each mean's half-width over z) by the delta method.
     """
     (a, (a_low, a_high)), (b, (b_low, b_high)) = ((means[d], bounds[d]) for d in (True, False))
+    r_sum, r_gap = correlation
     total, gap = a + b, a - b
-    sums = max(total - math.hypot(a - a_low, b - b_low), 0.0), min(total + math.hypot(a_high - a, b_high - b), 2.0)
-    gap_low, gap_high = gap - math.hypot(a - a_low, b_high - b), gap + math.hypot(a_high - a, b - b_low)
+    sums = (
+        max(total - _mover(a - a_low, b - b_low, r_sum), 0.0),
+        min(total + _mover(a_high - a, b_high - b, r_sum), 2.0),
+    )
+    gap_low, gap_high = gap - _mover(a - a_low, b_high - b, -r_gap), gap + _mover(a_high - a, b - b_low, -r_gap)
     gaps = sorted(abs(x) for x in (max(gap_low, -1.0), min(gap_high, 1.0)))
     if gap_low <= 0 <= gap_high:
         gaps[0] = 0.0
@@ -346,14 +438,23 @@ def _transfer_intervals(
     kts = [float(_transfer_scores(np.asarray(g), np.asarray(0.0))[1]) for g in gaps[::-1]]
     harmonic = [2 * f * k / (f + k) if f + k > 0 else 0.0 for f, k in zip(frs, kts, strict=True)]
     z = critical(confidence)
-    variances = [((high - low) / (2 * z)) ** 2 for low, high in (bounds[True], bounds[False])]
-    errors = _delta_stderrs(a, b, *variances)
+    spreads = [(high - low) / (2 * z) for low, high in (bounds[True], bounds[False])]
+    errors = _delta_stderrs(a, b, spreads[0] ** 2, spreads[1] ** 2, r_sum * spreads[0] * spreads[1])
     ends = {"frs": frs, "kts": kts, "xfakt": harmonic}
     return {name: bounded(values[name], errors[name], low, high, 1.0) for name, (low, high) in ends.items()}
 
 
-def _delta_stderrs(mu_assoc: float, mu_non: float, var_assoc: float, var_non: float) -> dict[str, float]:
-    """Delta-method standard errors of FRS, KTS and X-FaKT from the variances of mu_assoc and mu_non."""
+def _mover(one: float, other: float, correlation: float) -> float:
+    """MOVER's half-width of a sum from two estimates' distances to their limits and their correlation."""
+    return math.sqrt(max(one * one + other * other + 2 * correlation * one * other, 0.0))
+
+
+def _delta_stderrs(
+    mu_assoc: float, mu_non: float, var_assoc: float, var_non: float, covariance: float = 0.0
+) -> dict[str, float]:
+    """Delta-method standard errors of FRS, KTS and X-FaKT from the variances of mu_assoc and mu_non and their
+    covariance.
+    """
     frs, kts = (float(x) for x in _transfer_scores(np.asarray(mu_assoc), np.asarray(mu_non))[:2])
     d_frs = -1.5 / (1 + mu_assoc + mu_non) ** 2  # the same for either mean
     gap = mu_assoc - mu_non
@@ -361,9 +462,11 @@ def _delta_stderrs(mu_assoc: float, mu_non: float, var_assoc: float, var_non: fl
     weights = (2 * kts**2, 2 * frs**2) if frs + kts > 0 else (0.0, 0.0)
     d_h = [(weights[0] * d_frs + weights[1] * s * d_kts) / max((frs + kts) ** 2, 1e-300) for s in (1, -1)]
     return {
-        "frs": abs(d_frs) * math.sqrt(var_assoc + var_non),
-        "kts": abs(d_kts) * math.sqrt(var_assoc + var_non),
-        "xfakt": math.sqrt(d_h[0] ** 2 * var_assoc + d_h[1] ** 2 * var_non),
+        "frs": abs(d_frs) * math.sqrt(max(var_assoc + var_non + 2 * covariance, 0.0)),
+        "kts": abs(d_kts) * math.sqrt(max(var_assoc + var_non - 2 * covariance, 0.0)),
+        "xfakt": math.sqrt(
+            max(d_h[0] ** 2 * var_assoc + d_h[1] ** 2 * var_non + 2 * d_h[0] * d_h[1] * covariance, 0.0)
+        ),
     }
 
 

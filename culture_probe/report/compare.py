@@ -260,7 +260,8 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
                 if mask.tobytes() in seen:
                     repeats.append((group, seen[mask.tobytes()]))
                     continue
-                result = paired_difference(others[metric].select(mask), table.select(mask))
+                own = np.asarray([x == label for x in others[metric].strata[stratum]])  # its own rows' labels
+                result = paired_difference(others[metric].select(own), table.select(mask))
                 if result["n"] < 2:  # no test on one unit: counted under the table, not a row of blanks
                     one_unit.append(group)
                     continue

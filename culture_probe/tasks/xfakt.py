@@ -555,11 +555,8 @@ class XfaktTask(Task):
             return {}, {}
         if metrics.get("kts") is None:
             return {}, {name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")}
-        graded = self._graded(records)
-        units = {self.cluster_of(r) or r.item_id for r in graded}  # the design's: an entity asked in every language
-        estimates = transfer_estimates([graded_answer(r) for r in graded], metrics)
-        counts = {"n": len(units)} | ({"n_observations": len(graded)} if len(units) != len(graded) else {})
-        return {name: {**estimate, **counts} for name, estimate in estimates.items()}, {}
+        answers = [graded_answer(r, self.cluster_of(r)) for r in self._graded(records)]
+        return transfer_estimates(answers, metrics), {}
 
 
 # Factual recall asks the same entity (and template) of a country in every language: the unit `--limit` draws
@@ -617,9 +614,9 @@ def ranked_answers(scores: Mapping[str, float]) -> tuple[str, ...]:
     return tuple(sorted(scores, key=lambda answer: -scores[answer]))
 
 
-def graded_answer(record: Record) -> GradedAnswer:
-    """The metric input of a graded record."""
-    return GradedAnswer(record["language"], bool(record["correct"]), record["verdict"], record.get("country"))
+def graded_answer(record: Record, entity: str | None = None) -> GradedAnswer:
+    """The metric input of a graded record (`entity`: its unit where one entity is asked in every language)."""
+    return GradedAnswer(record["language"], bool(record["correct"]), record["verdict"], record.get("country"), entity)
 
 
 def graded_answers(records: Sequence[Record], *, llm_judged: bool = False) -> list[Record]:

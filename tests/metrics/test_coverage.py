@@ -202,30 +202,61 @@ def camel_design(types: int, prompts: int, runs: int, spreads: tuple[float, floa
     return _simulated(design, "t (variance components)", results())
 
 
-def xfakt_design(per_cell: int, rates: tuple[float, float], languages: int = 5) -> list[Coverage]:
-    """X-FaKT's FRS, KTS and X-FaKT over `languages` x their countries, `per_cell` questions per cell: cell error
-    rates scattered around `rates` (associated, other); the truth is each score of the true cell rates.
+def macro_groups(sizes: tuple[int, ...], binary: bool) -> Coverage:
+    """A metric averaged over groups with equal weight (a user's own strata), groups of `sizes` units, true means
+    0.2 and 0.3 alternating: proportions, or bounded skewed scores (half zeros); the truth is the mean of the means.
     """
-    rng = np.random.default_rng(per_cell + int(100 * rates[0]))
+    rng = np.random.default_rng(sum(sizes) + int(binary))
+    means = np.resize([0.2, 0.3], len(sizes))
+    labels = [f"g{g}" for g, size in enumerate(sizes) for _ in range(size)]
+    truth = 100 * float(means.mean())
+
+    def draw(mean: float, size: int) -> np.ndarray:
+        if binary:
+            return (rng.random(size) < mean).astype(float)
+        return np.where(rng.random(size) < 0.5, 0.0, rng.beta(2 * mean, 1 - 2 * mean, size) * 1.0)
+
+    def results() -> Iterator[tuple[dict, float]]:
+        for _ in range(SIMULATIONS):
+            values = 100 * np.concatenate([draw(m, size) for m, size in zip(means, sizes, strict=True)])
+            table = UnitTable("m", _ids(len(labels)), values, {"g": labels}, macro="g").with_scale(100, binary=binary)
+            yield estimate(table), truth
+
+    kind = "proportions" if binary else "bounded scores (half zeros)"
+    return _simulated(f"macro groups of {' + '.join(map(str, sizes))} units, {kind}", "per table", results())
+
+
+def xfakt_design(entities: int, rates: tuple[float, float], rho: float, languages: int = 5) -> list[Coverage]:
+    """X-FaKT's FRS, KTS and X-FaKT over `languages` x their countries: each country's `entities` asked in every
+    language, an entity's answers correlated across languages (`rho`, the latent correlation of a Gaussian copula:
+    an entity known in one language tends to be known in the others), cell error rates scattered around `rates`
+    (associated, other); the truth is each score of the true cell rates (the cells fixed, the entities drawn).
+    """
+    rng = np.random.default_rng(entities + int(100 * rates[0]) + int(10 * rho))
     codes = list(ASSOCIATIONS)[:languages]
     countries = [ASSOCIATIONS[c] for c in codes]
     associated = np.eye(languages, dtype=bool)
     draws: dict[str, list[tuple[dict, float]]] = {name: [] for name in ("frs", "kts", "xfakt")}
     for _ in range(SIMULATIONS):
         spread = rng.normal(0, max(rates) / 3, associated.shape)
-        cell_rates = np.clip(np.where(associated, rates[0], rates[1]) + spread, 0.0, 0.98)
+        cell_rates = np.clip(np.where(associated, rates[0], rates[1]) + spread, 0.005, 0.98)
         truth = _transfer_truth(cell_rates[associated].mean(), cell_rates[~associated].mean())
-        wrong = rng.random((languages, languages, per_cell)) < cell_rates[..., None]
+        shared = rng.normal(size=(1, languages, entities))  # per (country, entity), the same in every language
+        latent = np.sqrt(rho) * shared + np.sqrt(1 - rho) * rng.normal(size=(languages, languages, entities))
+        wrong = latent < stats.norm.ppf(cell_rates)[..., None]  # [language, country, entity]
         answers = [
-            GradedAnswer(codes[i], not wrong[i, j, q], "", countries[j])
+            GradedAnswer(codes[i], not wrong[i, j, e], "", countries[j], f"{countries[j]}|{e}")
             for i in range(languages)
             for j in range(languages)
-            for q in range(per_cell)
+            for e in range(entities)
         ]
         summary = answers_summary(answers, transfer=True, round_cells=False)
         for name, result in transfer_estimates(answers, summary).items():
             draws[name].append((result, truth[name]))
-    design = f"X-FaKT: {languages} x {languages} cells x {per_cell} questions, error rates {rates[0]}/{rates[1]}"
+    design = (
+        f"X-FaKT: {languages} x {languages} cells, {entities} entities per country in every language, "
+        f"correlation {rho}, error rates {rates[0]}/{rates[1]}"
+    )
     return [_simulated(f"{design}, {name}", "MOVER-Wilson, mapped", iter(v)) for name, v in draws.items()]
 
 
@@ -253,8 +284,15 @@ DESIGNS: dict[str, Callable[[], list[Coverage]]] = {
         for runs in (2, 5)
         for spreads in ((5.0, 2.0, 3.0), (2.0, 4.0, 2.0))
     ],
+    "macro groups": lambda: [
+        macro_groups(sizes, binary) for sizes in ((3, 100), (5, 50), (10, 40), (40, 60)) for binary in (True, False)
+    ],
     "xfakt": lambda: [
-        c for k in (1, 2, 5) for rates in ((0.02, 0.05), (0.05, 0.1), (0.3, 0.5)) for c in xfakt_design(k, rates)
+        c
+        for k in (1, 2, 5)
+        for rates in ((0.02, 0.05), (0.05, 0.1), (0.3, 0.5))
+        for rho in (0.0, 0.5, 0.9)
+        for c in xfakt_design(k, rates, rho)
     ],
 }
 

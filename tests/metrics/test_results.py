@@ -25,7 +25,7 @@ from culture_probe.metrics._intervals import (
 )
 from culture_probe.metrics.camel import cbs
 from culture_probe.metrics.results import UnitTable, UnitValue, estimate, paired_difference, summarize, unit_table
-from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
+from culture_probe.metrics.xfakt import ASSOCIATIONS, GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.schemas import metrics_schema, validate_metrics
 
 
@@ -113,11 +113,11 @@ def test_a_mean_gets_a_t_interval_and_a_stratified_mean_satterthwaite_degrees_of
     reference = stats.ttest_1samp(values, 0).confidence_interval()
     assert (result["ci_low"], result["ci_high"]) == pytest.approx((reference.low, reference.high))
     assert result["stderr"] == pytest.approx(stats.sem(values))
-    a, b = _symmetric(30.0, 13), _symmetric(45.0, 21)  # each type symmetric
-    types = ["food"] * 13 + ["names"] * 21
+    a, b = _symmetric(30.0, 31), _symmetric(45.0, 41)  # each type symmetric, each with the units t needs
+    types = ["food"] * 31 + ["names"] * 41
     macro = estimate(_table(np.concatenate([a, b]), strata={"type": types}, macro="type"))
-    terms = np.array([a.var(ddof=1) / 13, b.var(ddof=1) / 21]) / 4
-    df = terms.sum() ** 2 / (terms[0] ** 2 / 12 + terms[1] ** 2 / 20)
+    terms = np.array([a.var(ddof=1) / 31, b.var(ddof=1) / 41]) / 4
+    df = terms.sum() ** 2 / (terms[0] ** 2 / 30 + terms[1] ** 2 / 40)
     half = stats.t.ppf(0.975, df) * math.sqrt(terms.sum())
     assert macro["value"] == pytest.approx((a.mean() + b.mean()) / 2)
     assert (macro["ci_low"], macro["ci_high"]) == pytest.approx((macro["value"] - half, macro["value"] + half))
@@ -298,6 +298,27 @@ def test_a_unit_lies_in_one_macro_group():
     rows = [UnitValue("en/1", 1.0, {"t": "a"}, cluster="f1"), UnitValue("ar/1", 1.0, {"t": "b"}, cluster="f1")]
     with pytest.raises(MetricInputError, match="unit 'f1' lies in two t groups"):
         unit_table("p1", rows, macro="t")
+
+
+def test_xfakt_counts_an_entity_asked_in_every_language_once():
+    """Factual recall asks each entity in every language: its 13 answers are repeated measures shared by mu_assoc and
+    mu_non. Taken as independent questions per cell, FRS covered 0.72-0.84 when an entity known in one language is
+    known in the others; the entities are now the units (n), their answers the observations."""
+    codes = list(ASSOCIATIONS)[:4]
+    rng = np.random.default_rng(5)
+    known = rng.random((4, 6)) < 0.7  # [country, entity]: known in every language or in none
+    answers = [
+        GradedAnswer(language, bool(known[j, e]), "", ASSOCIATIONS[country], f"{country}|{e}")
+        for language in codes
+        for j, country in enumerate(codes)
+        for e in range(6)
+    ]
+    clustered = transfer_estimates(answers, answers_summary(answers, transfer=True))
+    independent = [replace(a, entity=None) for a in answers]
+    separate = transfer_estimates(independent, answers_summary(independent, transfer=True))
+    assert clustered["frs"]["n"] == 24 and clustered["frs"]["n_observations"] == 96 and separate["frs"]["n"] == 96
+    width = {name: e["frs"]["ci_high"] - e["frs"]["ci_low"] for name, e in (("c", clustered), ("s", separate))}
+    assert width["c"] > 1.3 * width["s"]
 
 
 @pytest.mark.parametrize("make", [_table, _hits])
@@ -516,6 +537,44 @@ def test_a_difference_with_no_spread_gets_an_exact_p_never_0():
     assert paired_difference(_table(many + 5, "map"), _table(many, "map"))["p_value"] == 5e-324
     five = paired_difference(_table([12.0, 40, 33, 80, 9], "map").with_scale(100), _table([2.0, 37, 31, 60, 8], "map"))
     assert five["p_value"] == pytest.approx(2 / 32) and "no difference can be rejected" in five["no_interval"]
+
+
+def test_groups_that_differ_by_constant_amounts_are_tested_not_declared_without_spread():
+    """Differences of +2 in one entity type and -1 in the other, constant within each, have no within-group spread;
+    they were reported as "every unit differs by the same amount" with p = 2/2^n (0.031), where the sign-flip test of
+    the same parts gives 0.625."""
+    types = {"t": ["a"] * 3 + ["b"] * 3}
+    x = np.array([20.0, 40.0, 60.0, 30.0, 50.0, 70.0])
+    shifted = x + np.array([2.0, 2.0, 2.0, -1.0, -1.0, -1.0])
+    result = paired_difference(
+        _table(shifted, "map", types, "t").with_scale(100), _table(x, "map", types, "t").with_scale(100)
+    )
+    assert result["p_value"] == pytest.approx(0.625) and result["ci_low"] < 0 < result["ci_high"]
+
+
+def test_a_pair_is_a_cell_both_runs_answered():
+    """An interrupted run's missing cells made the difference and the interval come from different cells (difference
+    -25 with the interval [-25, 63.9] and p = 0.043): both now come from the cells both runs answered."""
+    rng = np.random.default_rng(12)
+    for _ in range(100):
+        a, b = (100.0 * (rng.random((20, 2)) < 0.5) for _ in range(2))
+        a[rng.random(20) < 0.7, 1] = np.nan  # the second replicate of run a mostly missing
+        result = paired_difference(*(_table(v).with_scale(100, binary=True) for v in (a, b)))
+        both = ~np.isnan(a)
+        shared = (
+            np.nanmean(np.where(both, a, np.nan), axis=0).mean() - np.nanmean(np.where(both, b, np.nan), axis=0).mean()
+        )
+        assert result["difference"] == pytest.approx(shared)
+        assert _excludes_zero(result) == (result["p_value"] < 0.05)
+
+
+def test_an_interrupted_crossed_run_has_no_interval_instead_of_a_division_by_zero():
+    values = 50 + np.arange(12.0).reshape(6, 2)
+    values[1:, 1] = np.nan  # the second entity sample reached one prompt only
+    table = replace(_table(values, "cbs").with_scale(100), crossed="entity samples")
+    result = estimate(table)
+    assert result["ci_low"] is None and "an interrupted run" in result["no_interval"]
+    assert paired_difference(table, table)["p_value"] is None
 
 
 def test_paired_camel_differences_follow_the_crossed_design():
