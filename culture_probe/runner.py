@@ -37,8 +37,8 @@ from culture_probe.engine.loading import (
     LoadOptions,
     default_cache_dir,
     load_dtype,
+    model_description,
     parameter_count,
-    planted_description,
 )
 from culture_probe.engine.types import SERVED, ModelArgs, ModelKind, Truncation
 from culture_probe.errors import (
@@ -49,6 +49,7 @@ from culture_probe.errors import (
     naming_folder,
 )
 from culture_probe.loading import SideData, load_rows, load_side_data
+from culture_probe.models.planted_benchmarks import PLANTED_SOURCES
 from culture_probe.record import RunRecord
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.tasks import Task, task_from_config
@@ -436,6 +437,7 @@ def load_options(settings: RunSettings) -> LoadOptions:
         concurrency=settings.concurrency,
         request_timeout=settings.request_timeout,
         max_retries=settings.max_retries,
+        sources=PLANTED_SOURCES,
     )
 
 
@@ -635,7 +637,7 @@ def planted_of(model: Any, settings: RunSettings) -> dict[str, str]:
     """`{"planted": what it was trained on}` for a built-in planted model (`planted:<config>`), so that its report
     says which pattern to expect; {} for any other model.
     """
-    what = planted_description(model, load_options(settings))
+    what = model_description(model, load_options(settings))
     return {} if what is None else {"planted": what}
 
 

@@ -2,8 +2,9 @@
 
 A name is one of three forms, told apart here and nowhere else:
 - `openai:<name>`: a model asked through an OpenAI-compatible server (`ServedScorer`; `LoadOptions.base_url`);
-- `planted:<config>`: the built-in planted model of a benchmark config, trained on its data once, then cached
-  (`culture_probe.models.planted_benchmarks`);
+- `<prefix><name>` for a prefix of `LoadOptions.sources`: a model a layer above builds (`ModelSource`), such as
+  `planted:<config>`, the built-in planted model of a benchmark config (`culture_probe.models.planted_benchmarks`,
+  which the run layer hands down), so that the engine imports nothing that knows a benchmark;
 - anything else: a Hub id or a local folder (`Scorer.from_pretrained`).
 
 A run asks of a named model before its weights load (its kind, its tokenizer and config, the memory its weights
@@ -14,10 +15,11 @@ from configs and tokenizers only. Light at import (no torch): the backends load 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from culture_probe.data.sources import cache_root
 from culture_probe.engine.types import MAX_RETRIES, MODEL_KINDS, REQUEST_TIMEOUT, SERVED, ModelArgs, ModelKind
@@ -26,7 +28,28 @@ from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNam
 if TYPE_CHECKING:
     from culture_probe.engine.scorer import ScorerProtocol
 
-PLANTED = "planted:"  # `planted:<config>`: the built-in planted model of a benchmark config
+
+class ModelSource(Protocol):
+    """Models named `<prefix><name>` that a layer above the engine builds (the benchmarks' planted models), handed
+    to the engine in `LoadOptions.sources`: where the model's folder is (built on first use), its kind, its
+    tokenizer and config without its weights, and what it was built to show.
+    """
+
+    def model_dir(self, name: str, data_dir: str | os.PathLike | None) -> str:
+        """The model's local folder, built from `data_dir` on first use."""
+        ...
+
+    def kind(self, name: str) -> ModelKind:
+        """The model's kind, known without building it."""
+        ...
+
+    def parts(self, name: str, data_dir: str | os.PathLike | None) -> tuple[Any, Any]:
+        """Its tokenizer and transformers config, without weights."""
+        ...
+
+    def description(self, name: str, data_dir: str | os.PathLike | None) -> str:
+        """What the model was built to show."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -45,10 +68,29 @@ class LoadOptions:
     concurrency: int = 8  # requests in flight to that server
     request_timeout: float = REQUEST_TIMEOUT  # seconds one request to that server may take, per try
     max_retries: int = MAX_RETRIES  # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
+    sources: Mapping[str, ModelSource] = field(default_factory=dict)  # prefix -> the source of `<prefix><name>`
 
     def __post_init__(self) -> None:
         if self.kind not in ("auto", *MODEL_KINDS):
             raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
+
+    def source(self, name: str) -> tuple[ModelSource, str] | None:
+        """The source of `name` and the name it knows (the prefix cut), or None for a served, Hub or local model. A
+        name with another `word:` prefix that is no folder here is an error naming the prefixes there are.
+        """
+        for prefix, source in self.sources.items():
+            if name.startswith(prefix):
+                return source, name[len(prefix) :]
+        found = re.match(r"[A-Za-z]+:", name)
+        if found and found.group() != SERVED and not Path(name).exists():
+            raise UnknownNameError(
+                "model source",
+                found.group(),
+                (SERVED, *self.sources),
+                fix="Load it through culture_probe.run, whose load options name the model sources, or give a Hub id "
+                "or a local folder.",
+            )
+        return None
 
 
 def default_cache_dir() -> Path:
@@ -96,12 +138,9 @@ def load(model: Any, model_args: ModelArgs | None = None, options: LoadOptions =
 
 
 def resolve_model(name: str, options: LoadOptions = LoadOptions()) -> str:
-    """`planted:<config>` -> the local folder of the built-in planted model (trained once, then cached)."""
-    if not name.startswith(PLANTED):
-        return name
-    from culture_probe.models.planted_benchmarks import planted_model_dir
-
-    return str(planted_model_dir(name[len(PLANTED) :], data_dir=options.data_dir))
+    """A source's model (`planted:<config>`) -> its local folder (built once, then cached); any other name as is."""
+    found = options.source(name)
+    return name if found is None else found[0].model_dir(found[1], options.data_dir)
 
 
 def model_kind(model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()) -> ModelKind:
@@ -120,11 +159,9 @@ def model_kind(model: Any, model_args: ModelArgs | None = None, options: LoadOpt
         if options.kind not in ("auto", "causal"):
             raise UnknownNameError("kind of a served model", options.kind, ("auto", "causal"))
         return "causal"
-    if name.startswith(PLANTED):
-        from culture_probe.models.planted_benchmarks import planted_kind
-
+    if (found := options.source(name)) is not None:
         # a kind other than "auto" is one of MODEL_KINDS: LoadOptions checks it when made
-        return planted_kind(name[len(PLANTED) :]) if options.kind == "auto" else cast(ModelKind, options.kind)
+        return found[0].kind(found[1]) if options.kind == "auto" else cast(ModelKind, options.kind)
     from culture_probe.engine.scorer import model_kind as kind_of
 
     return kind_of(name, kind=options.kind, revision=args.revision, trust_remote_code=args.trust_remote_code)
@@ -136,10 +173,8 @@ def model_parts(
     """A model's tokenizer and transformers config, read without its weights: a planted model's built from its spec
     (nothing trained), a Hub or local model's at its revision (a file the Hub cannot give is one line).
     """
-    if name.startswith(PLANTED):
-        from culture_probe.models.planted_benchmarks import planted_parts
-
-        return planted_parts(name[len(PLANTED) :], data_dir=options.data_dir)
+    if (found := options.source(name)) is not None:
+        return found[0].parts(found[1], options.data_dir)
     args = model_args or ModelArgs()
     hub = {"revision": args.revision, "trust_remote_code": args.trust_remote_code}
     tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(name, **hub))
@@ -155,15 +190,12 @@ def tokenizer_of(model: Any, model_args: ModelArgs | None = None, options: LoadO
     return model_parts(str(model), model_args, options)[0]
 
 
-def planted_description(model: Any, options: LoadOptions = LoadOptions()) -> str | None:
-    """What a built-in planted model was trained on and the pattern to expect (its spec's `what`, which config.json
-    and the report show); None for any other model.
+def model_description(model: Any, options: LoadOptions = LoadOptions()) -> str | None:
+    """What a source's model was built to show (a planted model: what it was trained on and the pattern to expect,
+    which config.json and the report show); None for any other model.
     """
-    if not (isinstance(model, str) and model.startswith(PLANTED)):
-        return None
-    from culture_probe.models.planted_benchmarks import planted_spec
-
-    return planted_spec(model[len(PLANTED) :], data_dir=options.data_dir).what
+    found = options.source(model) if isinstance(model, str) else None
+    return None if found is None else found[0].description(found[1], options.data_dir)
 
 
 def parameter_count(config: Any, kind: str) -> int:

@@ -37,6 +37,8 @@ __all__ = [
     "chat_prompt",
     "maps_spec",
     "planted_entities",
+    "PLANTED_SOURCES",
+    "PlantedModels",
     "planted_kind",
     "planted_model_dir",
     "planted_parts",
@@ -139,3 +141,29 @@ def _ensure_chat_template(path: Path) -> None:
     if tokenizer.chat_template != CHAT_TEMPLATE:
         tokenizer.chat_template = CHAT_TEMPLATE
         tokenizer.save_pretrained(path)
+
+
+class PlantedModels:
+    """The `planted:<config>` models as an engine `ModelSource`: the run layer hands `PLANTED_SOURCES` to the engine
+    in its load options, so that the engine, which knows no benchmark, never imports this module.
+    """
+
+    def model_dir(self, name: str, data_dir: str | os.PathLike | None) -> str:
+        """`planted_model_dir`: trained on first use, then cached."""
+        return str(planted_model_dir(name, data_dir=data_dir))
+
+    def kind(self, name: str) -> ModelKind:
+        """`planted_kind`: the benchmark's architecture."""
+        return planted_kind(name)
+
+    def parts(self, name: str, data_dir: str | os.PathLike | None) -> tuple[Any, Any]:
+        """`planted_parts`: built from the spec, nothing trained."""
+        return planted_parts(name, data_dir=data_dir)
+
+    def description(self, name: str, data_dir: str | os.PathLike | None) -> str:
+        """The spec's `what`: the facts planted and the pattern to expect."""
+        return planted_spec(name, data_dir=data_dir).what
+
+
+#: the model sources the run layer gives the engine: `planted:<config>`
+PLANTED_SOURCES = {"planted:": PlantedModels()}

@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from culture_probe.engine import LoadOptions, ModelArgs, load, model_kind, model_parts, tokenizer_of
+from culture_probe.engine import LoadOptions, ModelArgs, load, loading, model_kind, model_parts, tokenizer_of
 from culture_probe.engine.served import ServedScorer
 from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError, UnsupportedModelError
 from culture_probe.models import save_tiny, train_tokenizer
 from culture_probe.models.planted import CHAT_TEMPLATE
+from culture_probe.models.planted_benchmarks import PLANTED_SOURCES
 
 TEXTS = ["Egypt is located in Africa .", "Paris is the capital of France ."] * 3
 URL = "http://127.0.0.1:9/v1"  # never asked: nothing here sends a request
+PLANTED = LoadOptions(sources=PLANTED_SOURCES)  # what the run layer hands the engine
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +43,22 @@ def test_a_planted_name_has_its_benchmarks_kind_without_training(monkeypatch):
         raise AssertionError("the kind of a planted model is known without training it")
 
     monkeypatch.setattr("culture_probe.models.planted_benchmarks.planted_model_dir", never)
-    assert model_kind("planted:dlama_arab_west") == "masked"
-    assert model_kind("planted:xfakt_factual_recall") == "causal"
-    assert model_kind("planted:dlama_arab_west", options=LoadOptions(kind="causal")) == "causal"  # forced
+    assert model_kind("planted:dlama_arab_west", options=PLANTED) == "masked"
+    assert model_kind("planted:xfakt_factual_recall", options=PLANTED) == "causal"
+    forced = LoadOptions(kind="causal", sources=PLANTED_SOURCES)
+    assert model_kind("planted:dlama_arab_west", options=forced) == "causal"
     with pytest.raises(UnknownNameError, match="dlama_arab_wst"):
-        model_kind("planted:dlama_arab_wst")
+        model_kind("planted:dlama_arab_wst", options=PLANTED)
+
+
+def test_the_engine_knows_no_benchmark_it_is_given_its_model_sources():
+    """The engine imported models/ (which knows every benchmark) to load planted:<config>; the run layer now hands the
+    source down, and a name with a prefix no source has is one line naming the ones there are."""
+    with pytest.raises(UnknownNameError, match="'planted:'.*openai:"):
+        model_kind("planted:dlama_arab_west")
+    assert "culture_probe.models" not in " ".join(
+        line for line in Path(loading.__file__).read_text().splitlines() if line.lstrip().startswith(("from", "import"))
+    )
 
 
 def test_a_planted_name_loads_the_folder_its_benchmark_trains(bert, tmp_path, monkeypatch):
@@ -56,7 +69,8 @@ def test_a_planted_name_loads_the_folder_its_benchmark_trains(bert, tmp_path, mo
         return bert
 
     monkeypatch.setattr("culture_probe.models.planted_benchmarks.planted_model_dir", trained)
-    scorer = load("planted:dlama_arab_west", options=LoadOptions(data_dir=str(tmp_path), cache_dir=tmp_path / "c"))
+    options = LoadOptions(data_dir=str(tmp_path), cache_dir=tmp_path / "c", sources=PLANTED_SOURCES)
+    scorer = load("planted:dlama_arab_west", options=options)
     assert asked == [("dlama_arab_west", str(tmp_path))]
     assert scorer.kind == "masked" and scorer.identity["name_or_path"] == str(bert)
     assert Path(scorer.cache_path).parent == tmp_path / "c"
@@ -65,7 +79,7 @@ def test_a_planted_name_loads_the_folder_its_benchmark_trains(bert, tmp_path, mo
 @pytest.mark.mirror
 def test_a_planted_models_tokenizer_and_config_come_from_its_spec_untrained(mirror, monkeypatch):
     monkeypatch.setattr("culture_probe.models.planted_benchmarks.planted_model_dir", None)  # calling it fails
-    tokenizer, config = model_parts("planted:xfakt_factual_recall")
+    tokenizer, config = model_parts("planted:xfakt_factual_recall", options=PLANTED)
     assert tokenizer.chat_template == CHAT_TEMPLATE and config.model_type == "gpt2"
 
 
