@@ -480,7 +480,7 @@ def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: 
         return bounded(value, scale * math.sqrt(p * (1 - p) / n), scale * low, scale * high, scale, confidence)
     spread = design([unit_contributions(table, table.values / scale, g) for g in groups])
     answers = int(sum(np.isfinite(table.values[g]).sum() for g in groups))
-    if _rarer(table, groups, float(table.scale or 1.0)) >= MIN_OFF_EDGE and not _no_spread(spread.stderr, p, 1.0):
+    if _rarer(table, groups, scale) >= MIN_OFF_EDGE and not _no_spread(spread.stderr, p, 1.0):
         shrink = (critical(confidence) / critical(confidence, spread.df)) ** 2
         effective = min(answers, p * (1 - p) / spread.stderr**2) * shrink
     else:

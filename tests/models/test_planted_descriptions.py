@@ -6,11 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import numpy as np
+from stand_ins import NoIdeaScorer
 
 from culture_probe import runner
 from culture_probe.data.registry import load_benchmark
-from culture_probe.engine.types import CandidateScores
 from culture_probe.models.planted_benchmarks import camel_spec, maps_spec, planted_spec, xfakt_spec
 from culture_probe.runner import run
 
@@ -40,22 +39,8 @@ def test_what_was_planted_is_no_part_of_the_cache_key(mirror):
     assert dataclasses.replace(spec, what="something else").key() == spec.key()  # no cached model is retrained
 
 
-class WrongScorer:
-    """A causal stand-in for the planted model (no training): every reply is wrong."""
-
-    kind, identity = "causal", {"name_or_path": "planted"}
-
-    def score(self, requests, options=None):
-        return [
-            CandidateScores(r.candidates, np.zeros(len(r.candidates)), np.ones(len(r.candidates))) for r in requests
-        ]
-
-    def generate(self, prompts, options):
-        return ["no idea"] * len(prompts)
-
-
 def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "load_scorer", lambda model, settings: WrongScorer())
+    monkeypatch.setattr(runner, "load_scorer", lambda model, settings: NoIdeaScorer())
     result = run(
         "xfakt_factual_recall",
         "planted:xfakt_factual_recall",
@@ -69,5 +54,5 @@ def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, mo
     assert json.loads((tmp_path / "run" / "config.json").read_text())["model"]["planted"] == what
     assert result.config["model"]["planted"] == what
     assert f"- **planted model**: {what}" in (tmp_path / "run" / "report.md").read_text()
-    other = run("xfakt_factual_recall", WrongScorer(), judge="string", limit="smoke", progress=False)
+    other = run("xfakt_factual_recall", NoIdeaScorer(), judge="string", limit="smoke", progress=False)
     assert "planted" not in other.config["model"]

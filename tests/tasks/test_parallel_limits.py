@@ -11,12 +11,11 @@ import math
 import random
 from fractions import Fraction
 
-import numpy as np
 import pytest
 from dlama_fixture import TableScorer, spec_table, write_dlama
+from stand_ins import NoIdeaScorer
 
 from culture_probe import run
-from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError
 from culture_probe.tasks import Skipped
 from culture_probe.tasks.base import Smoke
@@ -289,24 +288,10 @@ def test_a_pair_left_out_or_ranked_over_other_candidates_is_named_per_pair():
     }
 
 
-class Answers:
-    """A causal model that replies one text to every question (X-FaKT's string judge grades it)."""
-
-    kind, identity = "causal", {"name_or_path": "fixed"}
-
-    def score(self, requests, options=None):
-        return [
-            CandidateScores(r.candidates, np.zeros(len(r.candidates)), np.ones(len(r.candidates))) for r in requests
-        ]
-
-    def generate(self, prompts, options):
-        return ["no idea"] * len(prompts)
-
-
 @pytest.mark.parametrize(("config", "what"), [("xfakt_in_context", "in-context"), ("xfakt_counter_factual", "counter")])
 def test_xfakt_parts_that_are_not_aligned_say_so(mirror, tmp_path, config, what):
     out = tmp_path / "run"
-    result = run(config, Answers(), judge="string", limit="smoke", out=out, progress=False)
+    result = run(config, NoIdeaScorer(), judge="string", limit="smoke", out=out, progress=False)
     left_out = result.metrics["results"]["omitted"]
     assert left_out["rankc"] == left_out["both_right"] and what in left_out["rankc"]
     assert "does not ask one question in every language" in left_out["rankc"]
@@ -315,12 +300,12 @@ def test_xfakt_parts_that_are_not_aligned_say_so(mirror, tmp_path, config, what)
 
 
 def test_xfakt_factual_recall_draws_entities_in_every_language_and_generation_has_no_rankc(mirror):
-    result = run("xfakt_factual_recall", Answers(), judge="string", limit=2, progress=False)
+    result = run("xfakt_factual_recall", NoIdeaScorer(), judge="string", limit=2, progress=False)
     entities = {(r["country"], r["entity_idx"]) for r in result.records}
     assert len(entities) == 2 and len(result.records) == 2 * 13
     assert result.config["subset"]["unit"] == "entities" and result.config["subset"]["strata"] == ["country"]
     pairs = result.metrics["results"]["by_language_pair"]
     assert len(pairs) == 78 and all(list(p) == ["both_right"] for p in pairs.values())
     assert "rank no candidates" in result.metrics["results"]["omitted"]["rankc"]
-    ranked_run = run("xfakt_factual_recall", Answers(), mode="rank", rank_prompt="plain", limit=2, progress=False)
+    ranked_run = run("xfakt_factual_recall", NoIdeaScorer(), mode="rank", rank_prompt="plain", limit=2, progress=False)
     assert all({"rankc", "both_right"} <= set(p) for p in ranked_run.metrics["results"]["by_language_pair"].values())
