@@ -157,12 +157,18 @@ class Parallel:
     unit: str
     across: str = "language"
 
+    def name(self, fields: Any) -> str | None:
+        """The unit that a probe's meta or a record (anything with `.get`) names by its `fields`; None when it lacks
+        one (an older record, a probe of no parallel unit).
+        """
+        values = [fields.get(name) for name in self.fields]
+        if any(value is None for value in values):
+            return None
+        return "=" + json.dumps(values, ensure_ascii=False, default=str)
+
     def key(self, probe: Probe) -> str:
         """The unit of `probe`: its `fields` values (a probe that lacks one is a unit of its own item)."""
-        values = [probe.meta.get(name) for name in self.fields]
-        if any(value is None for value in values):
-            return f"#{probe.item_id}"
-        return "=" + json.dumps(values, ensure_ascii=False, default=str)
+        return self.name(probe.meta) or f"#{probe.item_id}"
 
 
 @dataclass(frozen=True)
@@ -462,9 +468,7 @@ class Task:
         """The sampled unit a record's answer belongs to where the design repeats a unit across the config's
         languages (its `parallel` fields: a DLAMA fact by its release id), else None: the record is its own unit.
         """
-        if self.parallel is None or any(record.get(name) is None for name in self.parallel.fields):
-            return None
-        return "|".join(str(record[name]) for name in self.parallel.fields)
+        return None if self.parallel is None else self.parallel.name(record)
 
     def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
         """Each answered fact in ids that all the benchmark's languages share (`alignment` says how), for the
