@@ -914,4 +914,10 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "refused before any query, naming the codes or saying the sites belong to a NAME=QID region",
         "tests/curation/test_cli_and_loading.py::test_cli_refuses_bad_sites_before_any_query",
     ),
+    # --- issue 35: secrets (entries of this part go right below this line) ---
+    # --- issue 35: read-back (entries of this part go right below this line) ---
+    # --- issue 35: output folders (entries of this part go right below this line) ---
+    # --- issue 35: timeouts and the Python API (entries of this part go right below this line) ---
+    # --- issue 35: damaged and old run folders (entries of this part go right below this line) ---
+    # --- issue 35: previews and interrupted runs (entries of this part go right below this line) ---
 )
