@@ -15,12 +15,15 @@ Prints each time, each ratio and PASS/FAIL for each target; exits with status 1 
 CULTURE_PROBE_MIRROR (or the network).
 
     python benchmarks/bench_engine.py [--dishes 20] [--candidates N] [--hidden 768] [--heads 12] [--threads 2]
-                                      [--repeat 1]
+                                      [--repeat 1] [--device cpu]
 
 The models have the width of GPT-2 small and BERT-base (768, 12 heads) and six layers, the shape of distilgpt2 and
 DistilBERT; `--hidden 256 --heads 4` runs four times faster, with the engine's fixed costs (tokenization) a larger
 share. `--repeat N` times each side N times and keeps the best time, as `timeit` does: on a shared machine the
 shortest run is the one least disturbed by other work.
+
+`--device cuda` runs every model, both sides of each comparison and the FLOP-rate matmul on the GPU
+(benchmarks/gpu_check.py does that on a GPU machine); the targets were set for this project's 2-core CPU machine.
 
 `--candidates N` keeps every (len(pool) // N)-th ingredient, for a quick check that the script works (the pool
 target then fails, by design).
@@ -92,7 +95,7 @@ def harness_loglikelihood(model, tok, requests: list[ScoreRequest]) -> np.ndarra
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
-    lm = HFLM(pretrained=model, tokenizer=tok, batch_size=64, device="cpu")
+    lm = HFLM(pretrained=model, tokenizer=tok, batch_size=64, device=str(model.device))
     pairs = [(r.left, " " + c) for r in requests for c in r.candidates]
     instances = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
     return np.array([logprob for logprob, _ in lm.loglikelihood(instances, disable_tqdm=True)])
@@ -105,11 +108,11 @@ def per_candidate_masked(model, items: list[tuple[list[int], list[int], list[int
     for start in range(0, len(items), 64):
         batch = items[start : start + 64]
         seqs = [ctx + [tok.mask_token_id] * len(cand) + suffix for ctx, cand, suffix in batch]
-        ids, mask = _padded(seqs, tok.pad_token_id)
+        ids, mask = (t.to(model.device) for t in _padded(seqs, tok.pad_token_id))
         logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)
         for row, (ctx, cand, _) in enumerate(batch):
-            pos = torch.arange(len(ctx), len(ctx) + len(cand))
-            out[start + row] = logp[row, pos, torch.tensor(cand)].sum().item()
+            pos = torch.arange(len(ctx), len(ctx) + len(cand), device=model.device)
+            out[start + row] = logp[row, pos, torch.tensor(cand, device=model.device)].sum().item()
     return out
 
 
@@ -151,18 +154,27 @@ def counted_tokens(model) -> list[int]:
     return seen
 
 
-def matmul_rate() -> float:
-    """Float32 FLOP/s of this machine on a GPT-2-sized matmul (best of five)."""
-    a, b = torch.randn(4096, 768), torch.randn(768, 3072)
-    torch.mm(a, b)
-    seconds, _ = best_time(lambda: torch.mm(a, b), 5)
-    return 2 * a.shape[0] * a.shape[1] * b.shape[1] / seconds
+def matmul_rate(device: torch.device) -> float:
+    """Float32 FLOP/s of `device` on a GPT-2-sized matmul (best of five; on a GPU, 20 products per timing)."""
+    a, b = torch.randn(4096, 768, device=device), torch.randn(768, 3072, device=device)
+    times = 20 if device.type == "cuda" else 1
+
+    def products() -> None:
+        for _ in range(times):
+            torch.mm(a, b)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    products()
+    seconds, _ = best_time(products, 5)
+    return 2 * times * a.shape[0] * a.shape[1] * b.shape[1] / seconds
 
 
-def causal_case(dishes, pool, shape, positions: int, repeat: int, rate: float) -> bool:
+def causal_case(dishes, pool, shape, positions: int, repeat: int, rate: float, device: torch.device) -> bool:
     """The engine against lm-eval's HFLM and against its FLOP bound, GPT-2 with `positions` positions."""
     tok = fmlama_tokenizer("bpe", "gpt2", dishes, pool)
     model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0, positions=positions)
+    model.to(device)
     scorer = Scorer(model, tok)
     requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
     warm = [ScoreRequest(LEFT.format(dish="bread"), pool[:64])]  # allocator, kernels: outside the timings
@@ -200,10 +212,10 @@ def causal_case(dishes, pool, shape, positions: int, repeat: int, rate: float) -
     )
 
 
-def masked_case(dishes, pool, shape, repeat: int) -> bool:
+def masked_case(dishes, pool, shape, repeat: int, device: torch.device) -> bool:
     """The engine's typed querying against per-candidate typed querying, BERT."""
     tok = fmlama_tokenizer("wordpiece", "bert", dishes, pool)
-    model = tiny_model("bert", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0)
+    model = tiny_model("bert", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0).to(device)
     scorer = Scorer(model, tok)
     requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
     warm = [ScoreRequest(LEFT.format(dish="bread"), pool[:64])]
@@ -236,16 +248,16 @@ def generate_one_by_one(model, tok, prompts: list[str]) -> list[str]:
     """What a user without the engine writes: `model.generate` per prompt, greedy."""
     texts = []
     for prompt in prompts:
-        ids = tok(prompt, return_tensors="pt")
+        ids = tok(prompt, return_tensors="pt").to(model.device)
         out = model.generate(**ids, max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=tok.pad_token_id)
         texts.append(tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True))
     return texts
 
 
-def generation_case(dishes, pool, shape, repeat: int) -> bool:
+def generation_case(dishes, pool, shape, repeat: int, device: torch.device) -> bool:
     """The engine's batched greedy generation against a per-prompt loop: same texts, and how much faster."""
     tok = fmlama_tokenizer("bpe", "gpt2", dishes, pool)
-    model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0)
+    model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0).to(device)
     scorer = Scorer(model, tok)
     prompts = [LEFT.format(dish=d) for d in (dishes * N_PROMPTS)[:N_PROMPTS]]
     prompts = [p if i % 2 else p + " rice and" for i, p in enumerate(prompts)]  # unequal lengths: left padding
@@ -273,7 +285,11 @@ def startup_case() -> bool:
     times = {}
     for args in (["--help"], ["list"]):
         command = [sys.executable, "-m", "culture_probe.cli", *args]
-        times[" ".join(args)], _ = best_time(lambda c=command: subprocess.run(c, capture_output=True, check=True), 3)
+        times[" ".join(args)], done = best_time(lambda c=command: subprocess.run(c, capture_output=True), 3)
+        if done.returncode:  # e.g. a GPU image without the data libraries: a failed target, not a crash
+            last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            print(f"start-up: culture-probe {' '.join(args)} failed: {last}")
+            return report({f"culture-probe {' '.join(args)} runs": False})
     print("start-up: " + "   ".join(f"culture-probe {k} {v:.2f} s" for k, v in times.items()))
     return report(
         {f"culture-probe {k} < {STARTUP_SECONDS:.0f} s ({v:.2f} s)": v < STARTUP_SECONDS for k, v in times.items()}
@@ -288,7 +304,9 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=1, help="time each side this many times, keep the best")
+    parser.add_argument("--device", default="cpu", help="where the models run: cpu, cuda, cuda:1, ...")
     args = parser.parse_args()
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     dishes, pool = load(args.dishes)
     if len(pool) < MIN_CANDIDATES:
@@ -298,11 +316,12 @@ def main() -> None:
         )
     if args.candidates:
         pool = pool[:: max(1, len(pool) // args.candidates)][: args.candidates]
-    shape, rate = (args.hidden, args.heads), matmul_rate()
-    passed = [causal_case(dishes, pool, shape, positions, args.repeat, rate) for positions in POSITIONS]
+    shape, rate = (args.hidden, args.heads), matmul_rate(device)
+    print(f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}")
+    passed = [causal_case(dishes, pool, shape, positions, args.repeat, rate, device) for positions in POSITIONS]
     passed += [
-        masked_case(dishes, pool, shape, args.repeat),
-        generation_case(dishes, pool, shape, args.repeat),
+        masked_case(dishes, pool, shape, args.repeat, device),
+        generation_case(dishes, pool, shape, args.repeat, device),
         startup_case(),
     ]
     sys.exit(0 if all(passed) else 1)
