@@ -93,12 +93,15 @@ class RunSettings:
     )
     concurrency: int = setting(8, "requests in flight to that server", low=1, metavar="N")
     request_timeout: float = setting(
-        REQUEST_TIMEOUT, "seconds one request to that server may take, per try", metavar="SECONDS"
+        REQUEST_TIMEOUT,
+        "seconds each try of a request to that server may take in all: connecting, sending, waiting and a reply "
+        "that trickles in",
+        metavar="SECONDS",
     )
     max_retries: int = setting(
         MAX_RETRIES,
-        "retries of a request that timed out or failed (5xx, 429, a dropped connection); a stalled server fails "
-        "after about SECONDS x (N + 1)",
+        "retries of a request that timed out or failed (5xx, 429, a dropped connection); a server that stalls or "
+        "trickles fails after at most SECONDS x (N + 1) plus the backoff (0.5 s, 1 s, 2 s, ... up to 8 s)",
         low=0,
         metavar="N",
     )

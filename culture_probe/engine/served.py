@@ -2,12 +2,12 @@
 base URL. The server holds the model, on as many GPUs as it likes; culture_probe drives the protocol.
 
 Generation and chat go through `/v1/completions` and `/v1/chat/completions` (greedy: temperature 0; sampling: the
-temperature and a per-prompt seed), several requests in flight at once, each with a timeout and bounded retries
-with backoff on 429 (honouring `Retry-After`) and 5xx (the `openai` client's own policy), so that a stalled server
-fails within timeout x (retries + 1) plus the backoff; the first failure cancels the requests not yet sent. Every
-answer lands in the model's cache as soon as it arrives, so an interrupted run asks only what is missing. A reply is
-checked before it is used (a choice, its text, log-probs and offsets that match, finite and not positive): a bad
-one is an error naming the server, never a score.
+temperature and a per-prompt seed), several requests in flight at once, each try bounded whole by the timeout
+(engine.deadline) and retried with backoff on 429 (honouring `Retry-After`) and 5xx (the `openai` client's own
+policy), so that a server that stalls, trickles or half-answers fails within timeout x (retries + 1) plus the
+backoff; the first failure cancels the requests not yet sent. Every answer lands in the model's cache as soon as it
+arrives, so an interrupted run asks only what is missing. A reply is checked before it is used (a choice, its text,
+log-probs and offsets that match, finite and not positive): a bad one is an error naming the server, never a score.
 
 Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return: the completions
 API with `echo=True` and `logprobs` (vLLM) gives them, and the candidate's score is the sum over the tokens that
@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from culture_probe.engine.cache import cache_path, cached_texts, identity_digest
+from culture_probe.engine.deadline import bounded_http_client
 from culture_probe.engine.encoding import separator
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
 from culture_probe.engine.types import (
@@ -86,6 +87,7 @@ class ServedScorer:
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
             timeout=timeout,
             max_retries=retries,
+            http_client=bounded_http_client(timeout),  # the timeout bounds each try whole, not each read
         )
         self.identity = {"name_or_path": SERVED + name, "base_url": self.base_url, "kind": self.kind, "served": True}
         self.cache_path = cache_path(cache, cache_dir, self.identity)

@@ -27,7 +27,8 @@ MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)  # the model kinds the engine
 SERVED = "openai:"  # `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
 # The defaults of `--request-timeout` and `--max-retries` for such a server. 120 s lets a loaded server finish a long
 # reply (a 1024-token chat answer, FmLAMA's upstream budget) that a shorter timeout would cut and ask again whole;
-# 2 retries (the `openai` client's own default, tuned for rate limits) bound a stalled server to about 6 minutes.
+# 2 retries (the `openai` client's own default, tuned for rate limits) bound a server that stalls or trickles to about
+# 6 minutes (each try is bounded whole: engine.deadline).
 REQUEST_TIMEOUT = 120.0
 MAX_RETRIES = 2
 ScoreKind = Literal["sum", "mean"]

@@ -6,17 +6,15 @@ NaN, infinite or positive log-prob is one error naming the server and what was w
 
 from __future__ import annotations
 
-import http.server
 import json
 import math
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from served_helpers import Behaviour, fake_server
 
 from culture_probe.cli import main
 from culture_probe.engine import ScoreRequest
@@ -30,48 +28,11 @@ from dlama_fixture import write_dlama  # noqa: E402
 LEFT, CANDIDATE = "Egypt is in", "Africa"
 
 
-@dataclass
-class Behaviour:
-    """What the test server does with every POST: stall (until released), answer `status`, or send `body`."""
-
-    stall: bool = False
-    status: int = 200
-    body: bytes = b"{}"
-    content_type: str = "application/json"
-    calls: list[float] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[str, Behaviour]]:
-    """(base URL, behaviour) of a threaded HTTP server on 127.0.0.1; stalled requests are released at the end."""
-    behaviour = Behaviour()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's name)
-            self.rfile.read(int(self.headers["Content-Length"]))
-            behaviour.calls.append(time.monotonic())
-            if behaviour.stall:
-                behaviour.release.wait(30)
-                return
-            self.send_response(behaviour.status)
-            self.send_header("Content-Type", behaviour.content_type)
-            self.send_header("Content-Length", str(len(behaviour.body)))
-            self.end_headers()
-            self.wfile.write(behaviour.body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", behaviour
-    finally:
-        behaviour.release.set()
-        httpd.shutdown()
-        httpd.server_close()
+    """(base URL, behaviour) of the fake server (tests/served_helpers.py)."""
+    with fake_server() as (url, behaviour):
+        yield url, behaviour
 
 
 def ask(scorer: ServedScorer, what: str) -> object:

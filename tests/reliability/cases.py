@@ -918,6 +918,20 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
     # --- issue 35: read-back (entries of this part go right below this line) ---
     # --- issue 35: output folders (entries of this part go right below this line) ---
     # --- issue 35: timeouts and the Python API (entries of this part go right below this line) ---
+    (
+        "served-trickles",
+        "a served model whose server stalls, trickles its reply a byte every 0.25 s (from the status line, or once "
+        "the headers are out) or sends its headers and half a body and hangs, with `--request-timeout 1 "
+        "--max-retries 1`",
+        "one line naming the URL and both flags, within 1 s x 2 plus the backoff",
+        "tests/engine/test_served_timeouts.py::test_a_server_that_stalls_trickles_or_half_answers_fails_within_timeout_times_tries",
+    ),
+    (
+        "served-trickle-cli",
+        "`run --model openai:NAME --request-timeout 1 --max-retries 0` on a server that trickles its reply",
+        "exit 2 in seconds, one line naming the URL and both flags",
+        "tests/engine/test_served_timeouts.py::test_the_cli_ends_a_run_on_a_trickling_server_in_one_line",
+    ),
     # --- issue 35: damaged and old run folders (entries of this part go right below this line) ---
     # --- issue 35: previews and interrupted runs (entries of this part go right below this line) ---
 )

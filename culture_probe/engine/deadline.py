@@ -1,0 +1,98 @@
+"""Each try of a request to a served model bounded as a whole. The HTTP client's own timeouts bound one operation
+each (connecting, one send, one read), so a server that sends a byte every half second, or its headers and half a
+body, never trips them and holds a run forever. Here every socket operation of a try waits at most until that try's
+deadline, set when the try is sent: a try ends within its timeout whatever the server does, and the `openai`
+client's retry policy (which errors it asks again, its backoff, `Retry-After`) stays its own.
+
+The classes wrap whichever of httpcore/httpcore2 the installed `openai` client uses (they share one interface), so
+they are duck-typed rather than subclasses of either.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+# How long a socket operation may still wait once its try's deadline has passed: enough to hand back bytes already
+# received, too short for a trickling server to send more.
+PAST_DEADLINE = 1e-3
+
+
+class Deadline:
+    """The deadline of the try that each thread is sending: the HTTP client sends a try and reads its reply in the
+    thread that asked, so a thread-local deadline is that try's, on whichever pooled connection it goes.
+    """
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._local = threading.local()
+
+    def start(self, request: Any) -> None:
+        """An HTTP client's request hook: a try (the first, a retry or a redirect) is sent now."""
+        self._local.at = time.monotonic() + self.seconds
+
+    def clip(self, timeout: float | None) -> float | None:
+        """A socket operation's own timeout, cut to what is left of its try."""
+        at = getattr(self._local, "at", None)
+        if at is None:
+            return timeout
+        left = max(at - time.monotonic(), PAST_DEADLINE)
+        return left if timeout is None else min(timeout, left)
+
+
+def bounded_http_client(seconds: float) -> Any:
+    """The `openai` client's default HTTP client (its limits, redirects and the environment's proxies) in which each
+    try ends within `seconds`: connecting, sending, waiting and a reply that trickles in, all together.
+    """
+    from openai import DefaultHttpxClient
+
+    deadline = Deadline(seconds)
+    client = DefaultHttpxClient(timeout=seconds, event_hooks={"request": [deadline.start]})
+    # httpx takes no network backend, so the one of each connection pool (direct, and each proxy's) is wrapped.
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        if pool is not None:
+            pool._network_backend = _Backend(pool._network_backend, deadline)
+    return client
+
+
+class _Backend:
+    """A network backend whose connections wait no longer than their try's deadline."""
+
+    def __init__(self, backend: Any, deadline: Deadline):
+        self._backend, self._deadline = backend, deadline
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, **options: Any) -> _Stream:
+        stream = self._backend.connect_tcp(host, port, self._deadline.clip(timeout), **options)
+        return _Stream(stream, self._deadline)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> _Stream:
+        return _Stream(self._backend.connect_unix_socket(path, self._deadline.clip(timeout), **options), self._deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class _Stream:
+    """A connection whose every read and write waits no longer than the deadline of the try using it."""
+
+    def __init__(self, stream: Any, deadline: Deadline):
+        self._stream, self._deadline = stream, deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data: bytes = self._stream.read(max_bytes, self._deadline.clip(timeout))
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._deadline.clip(timeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
+        stream = self._stream.start_tls(ssl_context, server_hostname, self._deadline.clip(timeout))
+        return _Stream(stream, self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
