@@ -19,6 +19,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
+from culture_probe import jsonl
 from culture_probe.errors import CultureProbeError, SourceFormatError
 from culture_probe.record import RunRecord
 from culture_probe.tasks.options import json_ready
@@ -363,11 +364,11 @@ def read_records(path: Path) -> list[Record]:
     if not path.is_file():
         return []
     records = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = jsonl.split(path.read_bytes())
     for number, line in enumerate(lines, 1):
         try:
             records.append(Record.from_json(json.loads(line)))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):  # a crash can cut a character too
             if number != len(lines):
                 raise CultureProbeError(f"{path}:{number} is not valid JSON; the run directory is damaged.") from None
     return records
@@ -402,7 +403,7 @@ class RecordWriter:
 
 def _line(record: Record) -> str:
     """One record as its line of items.jsonl."""
-    return json.dumps(record.to_json(), ensure_ascii=False) + "\n"
+    return jsonl.line(record.to_json())
 
 
 def read_json(path: Path) -> Any:
@@ -430,7 +431,7 @@ def write_json(path: Path, value: Any) -> None:
 
 def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     """Write one JSON object per line, atomically."""
-    write_text(path, "".join(json.dumps(json_ready(row), ensure_ascii=False, default=str) + "\n" for row in rows))
+    write_text(path, "".join(jsonl.line(json_ready(row), default=str) for row in rows))
 
 
 def read_rows(path: str | os.PathLike) -> list[dict[str, Any]]:

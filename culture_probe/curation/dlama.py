@@ -11,14 +11,13 @@ that selected the fact), size, uuid `{P}_general_{TOKEN}_{rank}`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from culture_probe import __version__
+from culture_probe import __version__, jsonl
 from culture_probe.curation.checkpoint import Checkpoints, write_json_atomic
 from culture_probe.curation.endpoints import SparqlEndpoint, endpoint_identity
 from culture_probe.curation.predicates import PREDICATES, Predicate, resolve_predicates
@@ -118,7 +117,7 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:
         for item in records:
-            handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+            handle.write(jsonl.line(item))
     os.replace(tmp, path)
 
 

@@ -9,12 +9,12 @@ label, lang, sub_label, obj_label as a list: the v2 field format the FmLAMA buil
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from culture_probe import jsonl
 from culture_probe.curation import queries
 from culture_probe.curation.checkpoint import Checkpoints
 from culture_probe.curation.dlama import write_jsonl
@@ -71,7 +71,7 @@ def curate_fmlama(
         counts = Counter(r["origin"] for r in records)
         ordered = [["All", len(records)], *([o, n] for o, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))]
         (folder / f"{lang}_count.jsonl").write_text(
-            "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in ordered), encoding="utf-8"
+            "".join(jsonl.line(c) for c in ordered), encoding="utf-8"
         )
         written[lang] = len(records)
     return written

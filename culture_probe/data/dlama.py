@@ -48,6 +48,7 @@ from culture_probe.data.sources import (
     verify_git_blob,
 )
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
+from culture_probe.jsonl import decode, read_lines
 
 TARBALL_URL = (
     "https://raw.githubusercontent.com/AMR-KELEG/DLAMA/61ea3bbc6c932d8332b053529e3d05b3ad12eb12/data/dlama-v1.tar.gz"
@@ -662,10 +663,7 @@ def _open_folder(root: Path) -> tuple[str, list[tuple[str, ...]], Reader]:
     paths = sorted(p.relative_to(root).parts for p in files if p.is_file())
 
     def read(parts: tuple[str, ...]) -> list[str]:
-        try:
-            return root.joinpath(*parts).read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as error:
-            raise SourceFormatError(f"not UTF-8 ({error})", path=str(root.joinpath(*parts))) from error
+        return read_lines(root.joinpath(*parts))
 
     return str(root), paths, read
 
@@ -685,10 +683,7 @@ def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Reader]:
         raise SourceFormatError(f"not a readable .tar.gz archive ({error})", path=path) from error
 
     def read(parts: tuple[str, ...]) -> list[str]:
-        try:
-            return contents[parts].decode("utf-8").splitlines()
-        except UnicodeDecodeError as error:
-            raise SourceFormatError(f"not UTF-8 ({error})", path=f"{path}/{'/'.join(parts)}") from error
+        return decode(contents[parts], path=f"{path}/{'/'.join(parts)}")
 
     return path, sorted(contents), read
 

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from culture_probe.errors import MissingDataError, SourceFormatError
+from culture_probe.jsonl import read_lines
 
 MIRROR_ENV = "CULTURE_PROBE_MIRROR"
 CACHE_ENV = "CULTURE_PROBE_CACHE"  # where downloads and planted models are kept
@@ -146,16 +147,10 @@ def parse_literal(text: str, *, path: str | os.PathLike, line: int | None, expec
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line; a bad line (or bytes that are not UTF-8) is an error naming
-    file and line.
+    """(line number, object) for every non-blank line, split as `culture_probe.jsonl` splits them; a bad line (or
+    bytes that are not UTF-8) is an error naming file and line.
     """
-    with open(path, encoding="utf-8") as handle:
-        number = 0
-        try:
-            for number, record in parse_jsonl(handle, path=str(path)):
-                yield number, record
-        except UnicodeDecodeError as error:
-            raise SourceFormatError(f"not UTF-8 text ({error.reason})", path=str(path), line=number + 1) from None
+    yield from parse_jsonl(read_lines(path), path=str(path))
 
 
 def parse_jsonl(lines: Iterable[str], *, path: str) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -10,12 +10,13 @@ whatever `--num_processes` says; `world()` warns when it sees that.
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import warnings
 from pathlib import Path
 from typing import Any
+
+from culture_probe import jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ def _trace(rank: int, size: int, indices: list[int]) -> None:
     folder = os.environ.get(TRACE_VARIABLE)
     if folder:
         with open(Path(folder) / f"rank{rank}.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps({"rank": rank, "size": size, "indices": indices}) + "\n")
+            f.write(jsonl.line({"rank": rank, "size": size, "indices": indices}))
 
 
 def local_device(device: Any = None) -> Any:

@@ -916,6 +916,45 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
     ),
     # --- issue 35: secrets (entries of this part go right below this line) ---
     # --- issue 35: read-back (entries of this part go right below this line) ---
+    (
+        "jsonl-any-text",
+        "any text written to a JSON Lines file: U+0085, U+2028, U+2029 and the other characters `str.splitlines` "
+        "splits on, in keys and values, nested",
+        "one line per record, read back as written, also with CRLF line ends",
+        "tests/reliability/test_roundtrip.py::test_any_text_round_trips_through_the_jsonl_writer_and_reader",
+    ),
+    (
+        "records-any-text",
+        "records holding those characters, written to items.jsonl now or raw by an earlier version",
+        "read back equal; a resume cuts nothing",
+        "tests/reliability/test_roundtrip.py::test_records_round_trip_through_items_jsonl_written_now_or_before_the_escapes",
+    ),
+    (
+        "separator-damaged-line",
+        "a damaged line in items.jsonl after lines holding raw U+2028; a last line cut inside a character",
+        "one line naming the file and the damaged line's own number; the cut line dropped and redone",
+        "tests/reliability/test_roundtrip.py::test_a_damaged_line_after_raw_separators_is_named_by_its_own_line_number",
+    ),
+    (
+        "separator-labels-run",
+        "`run` DLAMA data whose labels hold U+2028, U+2029 or U+0085, then `report`, `--resume`, `compare`, `board` "
+        "and `consistency`",
+        "exit 0 each; every record read back; the resume redoes nothing",
+        "tests/reliability/test_roundtrip.py::test_a_run_whose_labels_hold_separators_reads_back_in_every_command",
+    ),
+    (
+        "separator-rows-run",
+        "`run --rows` rows holding the separators, by a model whose generated text holds them too; then `report`, "
+        "`--resume`, `compare`, `board`, and `--rows` the run's rows.jsonl",
+        "exit 0 each; the rows and the generated text read back as written",
+        "tests/reliability/test_roundtrip.py::test_rows_and_generated_text_with_separators_read_back_in_every_command",
+    ),
+    (
+        "separator-old-run",
+        "an earlier run whose items.jsonl holds the separators raw",
+        "read back whole by `report`, `--resume`, `compare`, `board` and `consistency`; no record redone",
+        "tests/reliability/test_roundtrip.py::test_a_run_written_before_the_escapes_reads_back_whole",
+    ),
     # --- issue 35: output folders (entries of this part go right below this line) ---
     # --- issue 35: timeouts and the Python API (entries of this part go right below this line) ---
     (
