@@ -14,13 +14,14 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar, get_args
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.keyvalue import parse_pairs
 from culture_probe.typecheck import check_types
+
+if TYPE_CHECKING:  # numpy loads with the first scores, so that `culture-probe list` starts without it
+    import numpy as np
 
 ModelKind = Literal["causal", "masked", "seq2seq"]
 MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)  # the model kinds the engine scores, defined once
@@ -147,6 +148,8 @@ class CandidateScores:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CandidateScores):
             return NotImplemented
+        import numpy as np
+
         return (
             self.candidates == other.candidates
             and np.array_equal(self.sum_logprob, other.sum_logprob)
@@ -156,6 +159,8 @@ class CandidateScores:
     @property
     def mean_logprob(self) -> np.ndarray:
         """Sum divided by token count: the papers' "mean-pooled" score."""
+        import numpy as np
+
         return self.sum_logprob / np.maximum(self.n_tokens, 1)
 
     def scores(self, by: ScoreKind = "mean") -> np.ndarray:
@@ -168,6 +173,8 @@ class CandidateScores:
 
     def ranking(self, by: ScoreKind = "mean") -> np.ndarray:
         """Candidate indices, best first; stable, so ties keep request order."""
+        import numpy as np
+
         return np.argsort(-self.scores(by), kind="stable")
 
     def best(self, by: ScoreKind = "mean") -> str:
