@@ -5,6 +5,12 @@ that reports, suites, the board and `--resume` read, so that no reader digs thro
 The parts every reader uses are typed (the model, the run settings, the benchmark card, versions, the `--limit`
 subset); the benchmark's own parts (options, its protocol description, deviations, resources, stage models) stay
 mappings, as each benchmark's report module reads them.
+
+Both files a run writes for its readers are checked when read: every field of config.json the record holds, and the
+parts of metrics.json that the reports, the board, `compare`, `consistency` and suite summaries read (`read_metrics`:
+the results block, the skipped probes, the truncation and consistency records), each against its type, numbers
+finite. A value of another type (a string `model`, a NaN estimate) is one line naming the file and the field, not a
+traceback in a reader, nor a number shown with the interval it no longer has. The bytes are never changed.
 """
 
 from __future__ import annotations
@@ -12,7 +18,20 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
+
+from culture_probe.typecheck import check_document, read_dataclass
+
+# what a damaged file's one-line error says to do
+CONFIG_FIX = "the run folder is damaged: restore the file, or run the config again into a new --out."
+METRICS_FIX = (
+    "the run folder is damaged: restore the file, or delete it and repeat the run's command with --resume, which "
+    "recomputes it from items.jsonl."
+)
+RECORD_FIX = (
+    "the run folder is damaged: restore the file, or delete that line and resume the run (--resume), which asks its "
+    "probe again."
+)
 
 # run settings a config.json written before issue 27 kept in `run`, and now in `model_args` (`upgraded`)
 MOVED_TO_MODEL_ARGS = ("dtype", "revision")
@@ -25,14 +44,53 @@ def upgraded(config: Mapping[str, Any]) -> dict[str, Any]:
     """
     config = dict(config)
     run = config.get("run")
-    if not isinstance(run, dict) or not any(key in run for key in MOVED_TO_MODEL_ARGS):
-        return config
+    kept = config.get("model_args") or {}
+    if not isinstance(run, dict) or not isinstance(kept, dict) or not any(key in run for key in MOVED_TO_MODEL_ARGS):
+        return config  # nothing to move (or a damaged block, which `RunRecord.from_json` names)
     moved = {key: run[key] for key in MOVED_TO_MODEL_ARGS if run.get(key) is not None}
     return {
         **config,
         "run": {key: value for key, value in run.items() if key not in MOVED_TO_MODEL_ARGS},
-        "model_args": {**moved, **(config.get("model_args") or {})},
+        "model_args": {**moved, **kept},
     }
+
+
+class _Deviation(TypedDict):
+    id: str
+    description: str
+
+
+class Deviation(_Deviation, total=False):
+    """One entry of config.json's `deviations`: a difference from the upstream code that concerns the run, with the
+    side that applied (`Deviation.recorded` in tasks/base.py writes it).
+    """
+
+    when: str
+    side: str
+    upstream: str
+
+
+class _Subset(TypedDict):
+    sampled: int
+
+
+class Subset(_Subset, total=False):
+    """config.json's `subset`: what a --limit run drew (`runner.subset_of` writes it)."""
+
+    unit: str
+    strata: list[str]
+    items: int
+    seed: int | None
+    limit: int | float | str | None
+    smoke_limit: int
+    parallel: dict[str, Any]
+
+
+class Planned(TypedDict, total=False):
+    """config.json's `planned`: the first stage and the probes it planned (what INCOMPLETE k/N counts against)."""
+
+    stage: str
+    probes: int
 
 
 @dataclass(frozen=True)
@@ -48,15 +106,9 @@ class ModelRecord:
     loaded_object: bool = False
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ModelRecord:
-        """The block as written (keys missing in partial or older records take their defaults)."""
-        return cls(
-            spec=str(data.get("spec", "")),
-            kind=data.get("kind"),
-            identity=data.get("identity"),
-            planted=data.get("planted"),
-            loaded_object=bool(data.get("loaded_object")),
-        )
+    def from_json(cls, data: Any, source: str = "config.json") -> ModelRecord:
+        """The block as written (keys missing in partial or older records take their defaults), read from `source`."""
+        return read_dataclass(cls, data, source, "model", CONFIG_FIX)
 
 
 @dataclass(frozen=True)
@@ -65,7 +117,7 @@ class SettingsRecord:
     Reproduce command spells them back.
     """
 
-    limit: Any = None
+    limit: int | float | str | None = None
     seed: int | None = None
     language: str | None = None
     protocol: str = "default"  # runs made before the profiles ran the library's protocol
@@ -74,17 +126,9 @@ class SettingsRecord:
     values: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SettingsRecord:
-        """The block as written (keys missing in partial or older records take their defaults)."""
-        return cls(
-            limit=data.get("limit"),
-            seed=data.get("seed"),
-            language=data.get("language"),
-            protocol=data.get("protocol") or "default",
-            data_dir=data.get("data_dir"),
-            corrected=bool(data.get("corrected")),
-            values=data,
-        )
+    def from_json(cls, data: Any, source: str = "config.json") -> SettingsRecord:
+        """The block as written (keys missing in partial or older records take their defaults), read from `source`."""
+        return read_dataclass(cls, data, source, "run", CONFIG_FIX, values=data)
 
 
 @dataclass(frozen=True)
@@ -102,19 +146,9 @@ class BenchmarkRecord:
     rows_file: str | None = None  # the run directory's copy of custom rows, when saved
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BenchmarkRecord:
-        """The block as written (keys missing in partial or older records take their defaults)."""
-        return cls(
-            name=data.get("name"),
-            title=str(data.get("title", "")),
-            version=str(data.get("version", "")),
-            description=str(data.get("description") or ""),
-            languages=tuple(data.get("languages") or ()),
-            rows=data.get("rows"),
-            rows_sha256=data.get("rows_sha256"),
-            custom_rows=bool(data.get("custom_rows")),
-            rows_file=data.get("rows_file"),
-        )
+    def from_json(cls, data: Any, source: str = "config.json") -> BenchmarkRecord:
+        """The block as written (keys missing in partial or older records take their defaults), read from `source`."""
+        return read_dataclass(cls, data, source, "benchmark", CONFIG_FIX)
 
     @property
     def saved_rows(self) -> str | None:
@@ -138,34 +172,34 @@ class RunRecord:
     stage_options: Mapping[str, Sequence[str]] | None = None
     seed_used: bool = True  # whether the seed can change a number (a protocol that draws, or a --limit subset)
     protocol: Mapping[str, Any] = field(default_factory=dict)  # the task's description of its protocol
-    deviations: tuple[Mapping[str, Any], ...] = ()
-    subset: Mapping[str, Any] | None = None  # what a --limit run probed (None: every item)
-    planned: Mapping[str, Any] = field(default_factory=dict)  # the first stage and its probe count
+    deviations: tuple[Deviation, ...] = ()
+    subset: Subset | None = None  # what a --limit run probed (None: every item)
+    planned: Planned = field(default_factory=Planned)  # the first stage and its probe count
     versions: Mapping[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
-        """A config.json's contents, as this version or an earlier one wrote them (`upgraded`); a part a partial or
-        older record lacks takes its default, as every reader took it before.
+    def from_json(cls, data: Mapping[str, Any], source: str = "config.json") -> RunRecord:
+        """A config.json's contents (read from `source`), as this version or an earlier one wrote them (`upgraded`);
+        a part a partial or older record lacks takes its default, as every reader took it before; a part of another
+        type is the damaged file's one-line error, naming the field.
         """
         data = upgraded(copy.deepcopy(dict(data)))
-        return cls(
-            config=str(data.get("config", "")),
-            model=ModelRecord.from_json(data.get("model") or {}),
-            run=SettingsRecord.from_json(data.get("run") or {}),
-            benchmark=BenchmarkRecord.from_json(data.get("benchmark") or {}),
-            model_args=data.get("model_args") or {},
-            options=data.get("options") or {},
-            stage_options=data.get("stage_options"),
-            seed_used=bool(data.get("seed_used", True)),
-            protocol=data.get("protocol") or {},
-            deviations=tuple(data.get("deviations") or ()),
-            subset=data.get("subset") or None,
-            planned=data.get("planned") or {},
-            versions=data.get("versions") or {},
-            duration_s=float(data.get("duration_s") or 0.0),
+        config, subset = data.get("config", ""), data.get("subset") or None
+        check_document(config, str, source, CONFIG_FIX, "config")
+        check_document(subset, Subset | None, source, CONFIG_FIX, "subset")
+        return read_dataclass(
+            cls,
+            data,
+            source,
+            "",
+            CONFIG_FIX,
+            config=config,
+            model=ModelRecord.from_json(data.get("model") or {}, source),
+            run=SettingsRecord.from_json(data.get("run") or {}, source),
+            benchmark=BenchmarkRecord.from_json(data.get("benchmark") or {}, source),
+            subset=subset,
             data=data,
         )
 
@@ -184,3 +218,156 @@ class RunRecord:
         corrected variant) and all of it (no --limit subset). Reference lines of the paper's values only then.
         """
         return not (self.subset or self.benchmark.custom_rows or self.run.corrected)
+
+
+# ---------------------------------------------------------------- metrics.json, as its readers read it
+
+
+class _Estimate(TypedDict):
+    value: float | None
+    n: int
+
+
+class Estimate(_Estimate, total=False):
+    """One number of metrics.json's results block (`metrics.results.estimate` writes it): its value, standard
+    error and 95% interval (None where undefined; `no_interval` says why there is none), and the units it averages.
+    """
+
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    no_interval: str
+    n_observations: int
+
+
+class Chance(TypedDict, total=False):
+    """A metric's chance level, how it was computed, and where a score is no mean the range random models fall in."""
+
+    value: float
+    low: float
+    high: float
+    method: str
+
+
+class Intervals(TypedDict, total=False):
+    """How the results block's intervals were computed: one method, or one per metric."""
+
+    method: str
+    methods: dict[str, str]
+    confidence: float
+    n_resamples: int | None
+    seed: int | None
+
+
+class Design(TypedDict, total=False):
+    """The sampling design the intervals follow: the unit, and what its answers are called."""
+
+    unit: str
+    repeated: list[str]
+    crossed: str | None
+    observations: str | None
+    note: str
+
+
+class Results(TypedDict, total=False):
+    """metrics.json's `results`, the one schema of every benchmark (its `by_<stratum>` keys, each a label ->
+    `{metric: Estimate}`, are checked beside it: `read_metrics`).
+    """
+
+    schema_version: int
+    headline: str | None
+    unit: str | None
+    ci: Intervals
+    higher_is_better: dict[str, bool | None]
+    overall: dict[str, Estimate]
+    omitted: dict[str, str]
+    warnings: dict[str, str]
+    design: Design
+    chance: dict[str, Chance]
+
+
+class Cuts(TypedDict):
+    """Inputs of one kind encoded, and those cut on the left to fit the model (`engine.types.Cuts`)."""
+
+    encoded: int
+    cut: int
+    tokens_cut: int
+    max_cut: int
+
+
+class _Truncation(TypedDict):
+    contexts: Cuts
+    prompts: Cuts
+
+
+class Truncation(_Truncation, total=False):
+    """metrics.json's `truncation` (`engine.types.Truncation.to_json`, and whether a resume began the count)."""
+
+    resumed: bool
+
+
+class _PairDifference(TypedDict):
+    ci_low: float | None
+    ci_high: float | None
+
+
+class PairDifference(_PairDifference, total=False):
+    """The paired P@1 difference of two languages on the facts both answered, with its test."""
+
+    difference: float | None
+    p_value: float | None
+    p_holm: float | None
+    n_tests: int | None
+
+
+class Unpaired(TypedDict):
+    """Facts one language of a pair answered and the other did not."""
+
+    only_a: int
+    only_b: int
+
+
+class LanguagePair(TypedDict):
+    """Per-fact agreement of two languages (`metrics.consistency.consistency_detail`)."""
+
+    n: int
+    both_right: int
+    right_only_a: int
+    right_only_b: int
+    both_wrong: int
+    difference: PairDifference
+    unpaired: Unpaired
+
+
+class Consistency(TypedDict, total=False):
+    """metrics.json's `consistency`: how the languages were aligned, RankC's depth, and each pair's agreement."""
+
+    alignment: str | None
+    depth: int
+    pairs: dict[str, LanguagePair]
+
+
+class Metrics(TypedDict, total=False):
+    """The parts of metrics.json that reports, the board, `compare`, `consistency` and suite summaries read; the
+    benchmark's own detail (read by its report module alone, whose failure costs its views, not the report) is let be.
+    """
+
+    results: Results
+    n_probes: int
+    n_skipped: int
+    skipped: dict[str, int]
+    truncation: Truncation
+    consistency: Consistency
+
+
+def read_metrics(data: Any, source: str = "metrics.json") -> dict[str, Any]:
+    """metrics.json's contents (read from `source`), checked against what its readers read (`Metrics`, and every
+    `results.by_<stratum>` block), every number finite: a part of another type, or a NaN or infinite number, is the
+    damaged file's one-line error naming the field, not a traceback in a reader nor a number shown as "nan" with
+    the interval it had. The contents are returned as they are.
+    """
+    check_document(data, Metrics, source, METRICS_FIX)
+    results = data.get("results") or {}
+    for key in (key for key in results if key.startswith("by_")):
+        check_document(results[key], dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}")
+    return data

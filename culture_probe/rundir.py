@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from culture_probe import jsonl
 from culture_probe.errors import CultureProbeError, SourceFormatError
-from culture_probe.record import RunRecord
+from culture_probe.record import RunRecord, read_metrics
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
 
@@ -100,8 +100,9 @@ def read_run(run_dir: str | os.PathLike) -> Run:
             "is damaged: run the config again into a new --out, or restore the file.",
             path=str(path / CONFIG_FILE),
         )
-    metrics = read_json(path / METRICS_FILE) if (path / METRICS_FILE).is_file() else None
-    return Run(path, RunRecord.from_json(config), read_records(path / ITEMS_FILE), metrics)
+    found = path / METRICS_FILE  # both files checked against what their readers read (record.py)
+    metrics = read_metrics(read_json(found), str(found)) if found.is_file() else None
+    return Run(path, RunRecord.from_json(config, str(path / CONFIG_FILE)), read_records(path / ITEMS_FILE), metrics)
 
 
 def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool) -> list[Record]:
@@ -115,7 +116,7 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
-        old, new = RunRecord.from_json(read_json(existing)), RunRecord.from_json(meta)
+        old, new = RunRecord.from_json(read_json(existing), str(existing)), RunRecord.from_json(meta)
         redo = check_resumable(old, new, run_dir, ran={r.stage for r in done})
         kept = [r for r in done if r.stage not in redo]
         if main:

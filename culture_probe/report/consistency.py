@@ -28,12 +28,14 @@ from culture_probe.metrics.display import (
     marked,
     p_clause,
 )
+from culture_probe.record import RECORD_FIX
 from culture_probe.report.compare import LoadedRun, load_for_comparison
 from culture_probe.report.markdown import figure_link, slug, table_markdown
 from culture_probe.report.views import Heatmap, Section, Table
 from culture_probe.rundir import PLOTS_DIR
-from culture_probe.tasks import task_from_config
+from culture_probe.tasks import Record, task_from_config
 from culture_probe.tasks.options import json_ready
+from culture_probe.typecheck import check_document
 
 TITLE = "Consistency across languages"
 COLUMNS = (
@@ -197,14 +199,18 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
     runs = [load_for_comparison(path, Path(path).name) for path in (run_a, run_b)]
     _check_same_probe(*runs)
     tasks = [task_from_config(run.config.to_json()) for run in runs]
-    answers = [
-        task.aligned_answers([r for r in run.records if not r.skipped]) for task, run in zip(tasks, runs, strict=True)
-    ]
-    if tasks[0].alignment is None or not all(answers):
+    if tasks[0].alignment is None:
         raise CultureProbeError(
             f"culture_probe aligns no facts across the languages of {runs[0].config.config} (docs/consistency.md, "
             "'Alignment per benchmark', says why): no consistency can be computed for its runs."
         )
+    answered = [[r for r in run.records if not r.skipped] for run in runs]
+    for path, run, task in zip((run_a, run_b), runs, tasks, strict=True):
+        _check_aligned_fields(Path(path) / rundir.ITEMS_FILE, run.records, task.aligned_fields)
+    answers = [task.aligned_answers(found) for task, found in zip(tasks, answered, strict=True)]
+    for run, task, found, aligned in zip(runs, tasks, answered, answers, strict=True):
+        if not aligned:
+            raise CultureProbeError(f"{run.name} has no answer to pair with another run's: {task.unaligned(found)}.")
     languages = [sorted({a.language for a in found}) for found in answers]
     if set(languages[0]) & set(languages[1]):
         raise CultureProbeError(
@@ -219,6 +225,16 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
         "consistency": {"alignment": tasks[0].alignment, **consistency_detail(across)},
     }
     return RunsConsistency((runs[0].name, runs[1].name), metrics)
+
+
+def _check_aligned_fields(items: Path, records: Sequence[Record], fields: Mapping[str, Any]) -> None:
+    """Refuse a record whose fields that the alignment reads (`Task.aligned_fields`) are of another type, naming its
+    line of items.jsonl (every record is one line, in order), rather than failing in the metrics.
+    """
+    for line, record in enumerate(records, 1):
+        for name, hint in fields.items():
+            if name in record:
+                check_document(record[name], hint, str(items), RECORD_FIX, name, line=line)
 
 
 def _check_same_probe(a: LoadedRun, b: LoadedRun) -> None:

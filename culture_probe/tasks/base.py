@@ -259,6 +259,9 @@ class Task:
     #: how the facts (and ranked candidates) of the benchmark's languages are matched, by id (docs/consistency.md);
     #: None where its data do not align exactly, so no consistency across languages is computed
     alignment: ClassVar[str | None] = None
+    #: the record fields `aligned_answers` reads, by type: checked where runs are read back to be paired
+    #: (`culture-probe consistency`), so that a damaged record is named by its line
+    aligned_fields: ClassVar[Mapping[str, Any]] = {}
     #: the probe meta fields that name one item in every language (`Parallel`): `--limit` then draws those units,
     #: each probed in every language; None draws items one by one (not a ClassVar: an instance may set its own)
     parallel: Parallel | None = None
@@ -527,7 +530,10 @@ class Task:
         """
         if not answered:
             return "no probe was answered"
-        return "no answered record carries the id that matches its item across languages"
+        return (
+            "no answered record carries the id that matches its item across languages (the run was made before "
+            "consistency alignment: re-run it to get it)"
+        )
 
     def chance(self, answered: Sequence[Record]) -> dict[str, dict[str, Any]]:
         """Each headline metric's chance level where it has one: a random model's expected value on these very

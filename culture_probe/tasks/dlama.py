@@ -137,6 +137,16 @@ class DlamaTask(Task):
         "object QID. A label that names two QIDs in some language collapses them into one candidate there, so RankC "
         "leaves those QIDs out in every language of the run (config.json's `label_collisions` counts them)."
     )
+    aligned_fields = {
+        "uuid": str,
+        "language": str,
+        "prediction": str,
+        "gold": list[str],
+        "overlap": bool,
+        "ranked_ids": list[str],
+        "n_aligned": int,
+        "aligned_set": str,
+    }
     deviations = (
         Deviation(
             "D1",
@@ -368,8 +378,8 @@ class DlamaTask(Task):
         """Records without the fact's released id (written before it was kept) cannot be matched across languages."""
         if answered and not any("uuid" in r for r in answered):
             return (
-                "its records carry no fact id (`uuid`: records written before the id was kept), so no fact can be "
-                "matched across languages"
+                "its records carry no fact id (`uuid`: the run was made before consistency alignment; re-run it to "
+                "get it), so no fact can be matched across languages"
             )
         return super().unaligned(answered)
 

@@ -214,6 +214,13 @@ class XfaktTask(Task):
         "asked in every language); in rank mode candidates by country (the 13 countries, each ranking whole). "
         "In-context recall and counter-factual adherence are not aligned: no consistency is computed for them."
     )
+    aligned_fields = {
+        "language": str,
+        "country": str,
+        "entity_idx": int,
+        "correct": bool | None,
+        "scores": dict[str, Any],
+    }
     deviations = (
         Deviation(
             "X1",
@@ -491,8 +498,8 @@ class XfaktTask(Task):
             )
         if answered and not any("entity_idx" in r for r in answered):
             return (
-                "its records carry no entity index (`entity_idx`: records written before it was kept), so no "
-                "question can be matched across languages"
+                "its records carry no entity index (`entity_idx`: the run was made before consistency alignment; "
+                "re-run it to get it), so no question can be matched across languages"
             )
         return super().unaligned(answered)
 

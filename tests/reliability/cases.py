@@ -972,5 +972,41 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "tests/engine/test_served_timeouts.py::test_the_cli_ends_a_run_on_a_trickling_server_in_one_line",
     ),
     # --- issue 35: damaged and old run folders (entries of this part go right below this line) ---
+    (
+        "config-json-wrong-type",
+        "`report`, `board`, `compare`, `consistency` on a config.json with a string `model` or `duration_s`",
+        "one line naming config.json and the field (`model.spec`, `deviations[0].id`), exit 2",
+        "tests/reliability/test_damaged_documents.py::test_a_block_of_the_wrong_type_is_one_line_naming_the_file_and_the_field",
+    ),
+    (
+        "config-json-wrong-type-list",
+        "the same on a config.json with a list `options` or a number `deviations`",
+        "one line naming config.json and the field, exit 2",
+        "tests/reliability/test_damaged_documents.py::test_a_block_of_the_wrong_type_is_one_line_naming_the_file_and_the_field",
+    ),
+    (
+        "metrics-json-wrong-type",
+        "the same on a metrics.json with a string `value`, a list `results` or a number `skipped`",
+        "one line naming metrics.json and the field (`results.overall.p1.value`), exit 2",
+        "tests/reliability/test_damaged_documents.py::test_a_block_of_the_wrong_type_is_one_line_naming_the_file_and_the_field",
+    ),
+    (
+        "metrics-json-not-a-number",
+        "`report`, `board` or `compare` on a metrics.json with a NaN or infinite value, interval end or chance",
+        "one line naming the file and the field, never `nan †` beside the old interval, exit 2",
+        "tests/reliability/test_damaged_documents.py::test_a_non_finite_number_in_metrics_json_is_refused_never_shown_with_an_interval",
+    ),
+    (
+        "consistency-damaged-record",
+        "`consistency` on a run whose items.jsonl has `ranked_ids` that are no list of strings (or a bad `uuid`)",
+        "one line naming items.jsonl, the line and the field, exit 2",
+        "tests/reliability/test_damaged_documents.py::test_a_damaged_record_in_consistency_is_one_line_naming_the_file_line_and_field",
+    ),
+    (
+        "consistency-before-alignment",
+        "`consistency` on a DLAMA run made before its records had the alignment fields (`uuid`, `ranked_ids`)",
+        "one line: made before consistency alignment; re-run it to get it (not: DLAMA cannot be aligned)",
+        "tests/reliability/test_damaged_documents.py::test_a_dlama_run_made_before_consistency_alignment_is_told_so_by_name",
+    ),
     # --- issue 35: previews and interrupted runs (entries of this part go right below this line) ---
 )
