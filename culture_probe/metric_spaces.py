@@ -18,6 +18,7 @@ from pathlib import Path
 
 from culture_probe.errors import PublishError
 from culture_probe.metrics import MODULES_DIR
+from culture_probe.sharing import front_matter
 
 FORMULAS = "culture_probe_formulas"  # the Space's sibling module holding the library code its metric runs
 LIBRARY = Path(__file__).resolve().parent  # the installed package, whose source the formulas are copied from
@@ -39,9 +40,10 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
     from culture_probe import __version__
 
     doc = ast.get_docstring(ast.parse(module.text)) or ""
+    card = {"title": name, "sdk": "gradio", "app_file": "app.py", "pinned": False, "tags": ["evaluate", "metric"]}
     (folder / "README.md").write_text(
-        f"---\ntitle: {name}\nsdk: gradio\napp_file: app.py\npinned: false\ntags:\n- evaluate\n- metric\n---\n\n"
-        f'# {name}\n\n{doc}\n\nLoad it with `evaluate.load("{owner}/{name}")`; it needs only the packages of '
+        front_matter(card) + f"\n# {name}\n\n{doc}\n\n"
+        f'Load it with `evaluate.load("{owner}/{name}")`; it needs only the packages of '
         f"`requirements.txt`. The formula is culture_probe's, copied into `{FORMULAS}.py` from culture_probe "
         f"{__version__} when this Space was published.\n",
         encoding="utf-8",

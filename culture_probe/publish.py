@@ -22,6 +22,7 @@ from culture_probe.data.registry import benchmark_modules, list_benchmarks
 from culture_probe.errors import PublishError, UnknownNameError
 from culture_probe.metric_spaces import write_metric_space
 from culture_probe.metrics import list_metrics
+from culture_probe.sharing import check_upload
 
 # Remote files an upload replaces: rows and shipped files of configs no longer in the export go with it.
 STALE_PATTERNS = ("*.parquet", "*/curation.json")
@@ -38,6 +39,11 @@ class Upload:
     files: tuple[tuple[str, int], ...]
     url: str | None = None  # the commit, once uploaded
     kept: tuple[str, ...] = ()  # files of the user's in a dry run's folder: left there, never uploaded
+
+    def check(self, token: str | None = None) -> None:
+        """Refuse, naming the file, an upload holding a secret, a key or the home folder's path (`check_upload`)."""
+        names = [path for path, _ in self.files]
+        check_upload(self.folder, names, to=f"the {self.repo_type} {self.repo_id}", tokens=[token])
 
     def describe(self) -> list[str]:
         """What `--dry-run` prints (and a real push, after the commit)."""
@@ -72,6 +78,7 @@ def push(
         if not result.configs:
             raise PublishError("Nothing to push: no config loaded (" + "; ".join(r for _, r in result.skipped) + ").")
         upload = Upload(repo_id, "dataset", not public, folder, _files(folder, result.files), kept=result.kept)
+        upload.check(token)  # a dry run too: it shows what a push would send
         if api is None:
             return upload
         message = f"culture_probe export: {', '.join(c.name for c in result.configs)}"
@@ -108,6 +115,7 @@ def push_metrics(
         for name in names:
             folder = write_metric_space(Path(root) / name, owner, name)
             upload = Upload(f"{owner}/{name}", "space", not public, folder, _files(folder))
+            upload.check(token)
             uploads.append(upload if api is None else _upload(api, upload, f"culture_probe metric {name}"))
     return uploads
 

@@ -52,6 +52,7 @@ from culture_probe.loading import SideData, load_rows, load_side_data
 from culture_probe.models.planted_benchmarks import PLANTED_SOURCES
 from culture_probe.record import RunRecord
 from culture_probe.settings import SMOKE, RunSettings
+from culture_probe.sharing import redacted
 from culture_probe.tasks import Task, task_from_config
 from culture_probe.tasks.base import ModelNeed, asked_in
 from culture_probe.tasks.options import json_ready, options_dict
@@ -592,44 +593,46 @@ def describe_run(
     """
     benchmark, info = task.benchmark, task.benchmark.info
     named = isinstance(model, (str, os.PathLike))
-    return json_ready(
-        {
-            "config": benchmark.name,
-            "benchmark": {
-                "name": info.name,
-                "version": info.version,
-                "title": info.title,
-                "description": benchmark.config.description or "",
-                "languages": list(benchmark.languages),
-                "corrections": [c.__dict__ for c in info.corrections],
-                "rows": len(rows),
-                "rows_sha256": rows_digest(rows),
-                "custom_rows": custom_rows,
-                "rows_file": rows_file,
-            },
-            "resources": dict(resources),
-            "model": {
-                "spec": str(model) if named else type(model).__name__,
-                "loaded_object": not named,
-                "kind": scorer.kind,
-                "identity": _identity(scorer),
-                **planted_of(model, settings),
-            },
-            "task": type(task).__name__,
-            "options": options_dict(task.options),
-            "stage_options": {stage: list(task.stage_options(stage)) for stage in task.stages},
-            "stage_models": {stage: other.to_json() for stage, other in (models or {}).items()},
-            "run": settings.recorded(),
-            "model_args": settings.model_args.given(),
-            "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
-            "subset": subset,
-            "planned": planned,
-            "protocol": task.describe(rows),
-            "deviations": task.applied_deviations(),
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "hardware": hardware(scorer, settings),
-            "versions": versions(),
-        }
+    return redacted(  # credentials in a URL (--base-url, a resource's source) are used, never recorded
+        json_ready(
+            {
+                "config": benchmark.name,
+                "benchmark": {
+                    "name": info.name,
+                    "version": info.version,
+                    "title": info.title,
+                    "description": benchmark.config.description or "",
+                    "languages": list(benchmark.languages),
+                    "corrections": [c.__dict__ for c in info.corrections],
+                    "rows": len(rows),
+                    "rows_sha256": rows_digest(rows),
+                    "custom_rows": custom_rows,
+                    "rows_file": rows_file,
+                },
+                "resources": dict(resources),
+                "model": {
+                    "spec": str(model) if named else type(model).__name__,
+                    "loaded_object": not named,
+                    "kind": scorer.kind,
+                    "identity": _identity(scorer),
+                    **planted_of(model, settings),
+                },
+                "task": type(task).__name__,
+                "options": options_dict(task.options),
+                "stage_options": {stage: list(task.stage_options(stage)) for stage in task.stages},
+                "stage_models": {stage: other.to_json() for stage, other in (models or {}).items()},
+                "run": settings.recorded(),
+                "model_args": settings.model_args.given(),
+                "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
+                "subset": subset,
+                "planned": planned,
+                "protocol": task.describe(rows),
+                "deviations": task.applied_deviations(),
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "hardware": hardware(scorer, settings),
+                "versions": versions(),
+            }
+        )
     )
 
 

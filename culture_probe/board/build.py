@@ -38,6 +38,7 @@ from culture_probe.report.compare import (
 from culture_probe.report.markdown import reproduce, subset_text
 from culture_probe.report.summary import listed, read_summary
 from culture_probe.report.views import interval_methods, scales_of, unit_label
+from culture_probe.sharing import inside, redacted
 from culture_probe.tasks import Record
 
 # a record's outcome on its unit's headline value: at the metric's best end, its worst end, in between
@@ -68,8 +69,8 @@ class BoardRun:
 
     @property
     def model(self) -> str:
-        """The model as the run was asked for it."""
-        return self.record.model.spec
+        """The model as the run was asked for it (a path in the home folder from ~, as a board is published)."""
+        return redacted(self.record.model.spec, home=True)
 
     @property
     def protocol(self) -> str:
@@ -106,6 +107,8 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[BoardRun]:
     """Every run under `paths`, read with its metrics and its probes' inputs rebuilt; ids unique and stable."""
     runs, taken = [], set[str]()
     for path in run_dirs(paths):
+        for name in (rundir.CONFIG_FILE, rundir.ITEMS_FILE, rundir.METRICS_FILE, rundir.ROWS_FILE):
+            inside(path / name, path)  # what the board publishes of a run is never read through a link out of it
         run = rundir.read_run(path)
         if not run.records and run.metrics is None:
             continue  # a run that answered nothing yet has nothing to show
@@ -198,7 +201,7 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         if key.startswith("by_")
         for label, estimates in labels.items()
     ]
-    return {
+    page = {
         "id": run.id,
         "config": run.name,
         "model": run.model,
@@ -222,6 +225,7 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "figures": list(figures),
         "reproduce": reproduce_parts(config),
     }
+    return redacted(page, home=True)  # published by push-board: no credentials, the home folder as ~
 
 
 def reproduce_parts(config: RunRecord) -> dict[str, Any]:

@@ -25,16 +25,16 @@ EXAMPLES = """examples:
   culture-probe board runs/mbert runs/xlmr runs/suite --out board
   culture-probe push-board my-org/culture-results runs/suite --dry-run --out space
 """
-SPACE_README = """---
-title: {title}
-emoji: 🌍
-colorFrom: indigo
-colorTo: green
-sdk: static
-app_file: index.html
-pinned: false
----
-
+# the Space's front matter but its title, which a YAML library writes with them (a colon or newline adds no key)
+SPACE_CARD = {
+    "emoji": "🌍",
+    "colorFrom": "indigo",
+    "colorTo": "green",
+    "sdk": "static",
+    "app_file": "index.html",
+    "pinned": False,
+}
+SPACE_README = """
 # {title}
 
 Results of culture_probe runs: a leaderboard across models, a page per run with its item records, and paired
@@ -130,6 +130,7 @@ def push_board(
         site = build_board(paths, folder, title=title, withhold=withhold)
         (folder / "README.md").write_text(space_readme(title, site, withhold), encoding="utf-8")
         upload = Upload(repo_id, "space", not public, folder, files_of(folder))
+        upload.check(token)  # a dry run too: it shows what a push would send
         if api is None:
             return upload
         return upload_space(api, upload, f"culture_probe board: {len(site.runs)} run(s)")
@@ -151,8 +152,11 @@ def on_request_benchmarks() -> dict[str, str]:
 
 def space_readme(title: str, site: Site, withhold: dict[str, str]) -> str:
     """The Space's README: the front matter that makes it a static Space, and what it holds."""
+    from culture_probe.sharing import front_matter
+
     note = "".join(f"\n{withhold[name]}\n" for name in site.withheld)
-    return SPACE_README.format(title=title, withheld=note)
+    heading = " ".join(title.split())  # one line, whatever the title holds
+    return front_matter({"title": title, **SPACE_CARD}) + SPACE_README.format(title=heading, withheld=note)
 
 
 def upload_space(api: Any, upload: Any, message: str) -> Any:

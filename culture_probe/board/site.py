@@ -31,6 +31,7 @@ from culture_probe.board.build import (
     run_page,
 )
 from culture_probe.errors import CultureProbeError
+from culture_probe.sharing import inside
 
 PAGE_SIZE = 1000  # records per data file: one file is what opening an item loads
 MARKER = ".culture_probe_board"  # names a folder as a board, which a new board may replace
@@ -129,8 +130,8 @@ def copy_figures(run: BoardRun, target: Path) -> list[str]:
     plots = sorted((run.run.path / rundir.PLOTS_DIR).glob("*.png"))
     if plots:
         target.mkdir(parents=True, exist_ok=True)
-    for plot in plots:
-        shutil.copyfile(plot, target / plot.name)
+    for plot in plots:  # a link out of the run folder is refused, one inside is copied as the file it names
+        shutil.copyfile(inside(plot, run.run.path), target / plot.name)
     return [f"figures/{run.id}/{plot.name}" for plot in plots]
 
 

@@ -44,6 +44,7 @@ from culture_probe.engine.types import (
     make_options,
 )
 from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
+from culture_probe.sharing import redact_url, redacted
 
 RETRIED = (408, 409, 429)  # the statuses the `openai` client asks again (and 5xx)
 T = TypeVar("T")
@@ -89,7 +90,8 @@ class ServedScorer:
             max_retries=retries,
             http_client=bounded_http_client(timeout),  # the timeout bounds each try whole, not each read
         )
-        self.identity = {"name_or_path": SERVED + name, "base_url": self.base_url, "kind": self.kind, "served": True}
+        self.shown_url = redact_url(self.base_url)  # a password or key in the URL is sent, never shown or recorded
+        self.identity = {"name_or_path": SERVED + name, "base_url": self.shown_url, "kind": self.kind, "served": True}
         self.cache_path = cache_path(cache, cache_dir, self.identity)
 
     def model_digest(self) -> str:
@@ -204,7 +206,7 @@ class ServedScorer:
         values, offsets = getattr(logprobs, "token_logprobs", None), getattr(logprobs, "text_offset", None)
         if not values or not offsets:
             raise UnsupportedModelError(
-                f"The server at {self.base_url} returned no prompt log-probs for {self.name!r} (completions with "
+                f"The server at {self.shown_url} returned no prompt log-probs for {self.name!r} (completions with "
                 "echo=True and logprobs), so it cannot score candidates. Serve the model with vLLM, or score it in "
                 "process; generation and chat work with any OpenAI-compatible server."
             )
@@ -263,7 +265,7 @@ class ServedScorer:
     def _bad_reply(self, what: str) -> EndpointError:
         """The error of a reply that is not what the OpenAI API returns."""
         return EndpointError(
-            f"The server at {self.base_url} sent a malformed reply for {self.name!r}: {what}. "
+            f"The server at {self.shown_url} sent a malformed reply for {self.name!r}: {what}. "
             "Check that --base-url is an OpenAI-compatible server (e.g. vLLM's http://127.0.0.1:8000/v1)."
         )
 
@@ -279,13 +281,13 @@ class ServedScorer:
         except openai.APITimeoutError:
             tries = "1 try" if self.retries == 0 else f"{self.retries + 1} tries"
             raise EndpointError(
-                f"The server at {self.base_url} did not answer: {tries} of {self.timeout:g} s timed out "
+                f"The server at {self.shown_url} did not answer: {tries} of {self.timeout:g} s timed out "
                 f"(--request-timeout {self.timeout:g}, --max-retries {self.retries}); check that it is up and not "
                 "overloaded, or raise --request-timeout."
             ) from None
         except openai.APIConnectionError as error:
             raise EndpointError(
-                f"The server at {self.base_url} could not be reached ({error}); start it, or check "
+                f"The server at {self.shown_url} could not be reached ({error}); start it, or check "
                 "--base-url (e.g. http://127.0.0.1:8000/v1)."
             ) from None
         except openai.APIStatusError as error:
@@ -295,7 +297,7 @@ class ServedScorer:
                 else ""
             )
             raise EndpointError(
-                f"The server at {self.base_url} answered {error.status_code}{retried}: {str(error)[:300]}"
+                f"The server at {self.shown_url} answered {error.status_code}{retried}: {redacted(str(error)[:300])}"
             ) from None
         except json.JSONDecodeError as error:
             raise self._bad_reply(f"its body is not valid JSON ({error.msg}, char {error.pos})") from None

@@ -20,6 +20,7 @@ from culture_probe.report.plots import draw
 from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options, report_module
 from culture_probe.rundir import PLOTS_DIR
 from culture_probe.settings import RunSettings
+from culture_probe.sharing import redacted
 from culture_probe.tasks.base import asked_in
 
 
@@ -68,7 +69,7 @@ def render(
             parts.append(figure_link(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title))
     parts.append(deviations(config))
     parts.append(reproduce(config))
-    return "\n\n".join(parts) + "\n"
+    return redacted("\n\n".join(parts) + "\n")  # also a run recorded before its URLs' credentials were blanked
 
 
 def figure_link(figure: Bars | Heatmap, stem: Path, title: str) -> str:

@@ -915,6 +915,86 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "tests/curation/test_cli_and_loading.py::test_cli_refuses_bad_sites_before_any_query",
     ),
     # --- issue 35: secrets (entries of this part go right below this line) ---
+    (
+        "base-url-password",
+        "a password and a key in `--base-url` (`http://user:pass@host/v1?api_key=...`)",
+        "used for the requests; config.json, report.md (identity, Reproduce) and the board show `http://***@host/v1?api_key=***`",
+        "tests/reliability/test_secrets.py::test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere",
+    ),
+    (
+        "base-url-password-older-run",
+        "`report` or `push-board` of a run whose config.json holds a password in a URL",
+        "blanked in report.md and on the board",
+        "tests/reliability/test_secrets.py::test_a_run_recorded_with_a_password_in_its_url_shows_it_nowhere",
+    ),
+    (
+        "served-credentials",
+        "a served model with a password in `--base-url` and `OPENAI_API_KEY` set",
+        "both sent to the server; its identity and errors name it without them; the key is written nowhere",
+        "tests/reliability/test_secrets.py::test_a_served_model_sends_its_credentials_but_names_its_server_without_them",
+    ),
+    (
+        "url-credentials",
+        "a URL with `user@`, or a query or fragment key named like a token, key, secret, password or signature",
+        "that value shown as `***`, the rest as given; a URL without any unchanged",
+        "tests/reliability/test_secrets.py::test_credentials_in_a_url_are_blanked_and_nothing_else",
+    ),
+    (
+        "push-board-secret",
+        "`push-board` of runs holding the Hub token, an environment secret, text shaped like a key (`hf_`, `sk-`, "
+        "`AKIA`, a private key) or the home folder's path",
+        "one line naming the file and what it holds, never the value; nothing uploaded; `--dry-run` says the same",
+        "tests/reliability/test_secrets.py::test_push_board_refuses_a_board_holding_a_secret_and_uploads_nothing",
+    ),
+    (
+        "secret-refusal-cli",
+        "`push-board --dry-run` of a run holding the value of `$MY_SERVICE_PASSWORD`",
+        "one line naming the file and the variable, exit 2",
+        "tests/reliability/test_secrets.py::test_the_refusal_is_one_line_and_never_shows_the_secret",
+    ),
+    (
+        "push-secret",
+        "`push` of an export holding the Hub token",
+        "one line naming the file; nothing uploaded",
+        "tests/reliability/test_secrets.py::test_push_refuses_an_export_holding_a_secret_and_uploads_nothing",
+    ),
+    (
+        "push-metrics-secret",
+        "`push-metrics` of a Space holding an environment secret",
+        "one line naming the file; nothing uploaded",
+        "tests/reliability/test_secrets.py::test_push_metrics_refuses_a_space_holding_a_secret_and_uploads_nothing",
+    ),
+    (
+        "binary-upload-secret",
+        "a PNG to be uploaded holding the home folder's path",
+        "refused by name; another user's folder is no home path",
+        "tests/reliability/test_secrets.py::test_binary_files_are_read_too",
+    ),
+    (
+        "board-home-paths",
+        "`push-board` of runs under the home folder",
+        "their paths shown from `~`; pushed",
+        "tests/reliability/test_secrets.py::test_a_board_under_the_home_folder_shows_its_paths_from_home_and_can_be_pushed",
+    ),
+    (
+        "plots-link-outside",
+        "a received run whose `plots/x.png` links to `~/.cache/huggingface/token`",
+        "`board` and `push-board` refuse the link by name, nothing copied or uploaded; a link inside the run is "
+        "copied as the file",
+        "tests/reliability/test_secrets.py::test_a_link_out_of_a_run_folder_is_refused_by_name_and_nothing_leaves",
+    ),
+    (
+        "records-link-outside",
+        "a run whose items.jsonl links to a file outside it",
+        "`board` refuses the link by name",
+        "tests/reliability/test_secrets.py::test_records_linked_from_outside_the_run_are_refused_by_name",
+    ),
+    (
+        "push-board-title-yaml",
+        '`push-board --title "Results: v2"`, or a title with a newline and `sdk: docker`',
+        "the Space's title in valid front matter with exactly its keys (written by YAML)",
+        "tests/reliability/test_secrets.py::test_a_hostile_title_is_the_spaces_title_and_adds_no_key",
+    ),
     # --- issue 35: read-back (entries of this part go right below this line) ---
     (
         "jsonl-any-text",
