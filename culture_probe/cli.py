@@ -283,9 +283,10 @@ def expected_failure(error: BaseException) -> str | None:
         where = error.filename or "the files it was writing (--debug shows which)"
         needed = getattr(error, "needed", None)
         more = f"; the rest of the run's records need about {needed / 1e6:,.1f} MB more" if needed else ""
+        after = getattr(error, "then", None) or "a run continues with --resume"
         return (
             f"no space left on the device holding {where} ({_free_space(error.filename)}{more}): free some space "
-            "there, or write elsewhere (another --out or --cache-dir); a run continues with --resume"
+            f"there, or write elsewhere (another --out or --cache-dir); {after}"
         )
     if isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         where = error.filename or "a file it was writing (--debug shows which)"

@@ -84,25 +84,34 @@ class PublishError(CultureProbeError):
 
 class NoSpaceError(OSError):
     """A full disk (or quota) under `filename`, with the bytes the rest of the write needs where they can be told
-    (`needed`; None when they cannot).
+    (`needed`; None when they cannot), and what the user can do after making room (`then`; None: resume the run).
     """
 
-    def __init__(self, code: int, message: str, folder: str, needed: int | None = None):
+    def __init__(self, code: int, message: str, folder: str, needed: int | None = None, then: str | None = None):
         super().__init__(code, message, folder)
-        self.needed = needed
+        self.needed, self.then = needed, then
 
 
 @contextmanager
-def naming_folder(folder: str | os.PathLike, needed: Callable[[], int | None] | None = None) -> Iterator[None]:
+def naming_folder(
+    folder: str | os.PathLike,
+    needed: Callable[[], int | None] | None = None,
+    *,
+    then: str | None = None,
+    within: str | None = None,
+) -> Iterator[None]:
     """A full disk or a read-only folder met inside the block names `folder` (the OS names no file when a write
-    fails midway), so that the one-line error says where to make room; `needed` estimates how much.
+    fails midway), so that the one-line error says where to make room; `needed` estimates how much, `then` what is
+    left after the failure. A full disk under a path beginning with `within` (a temporary folder, gone after the
+    failure) names `folder` too.
     """
     try:
         yield
     except OSError as error:
-        if error.filename is None and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        unnamed = error.filename is None or (within is not None and str(error.filename).startswith(within))
+        if unnamed and error.errno in (errno.ENOSPC, errno.EDQUOT):
             message = error.strerror or os.strerror(error.errno)
-            raise NoSpaceError(error.errno, message, str(folder), needed() if needed else None) from error
+            raise NoSpaceError(error.errno, message, str(folder), needed() if needed else None, then) from error
         if error.filename is None and error.errno in (errno.EROFS, errno.EACCES):
             raise OSError(error.errno, error.strerror or os.strerror(error.errno), str(folder)) from error
         raise

@@ -19,7 +19,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
-from culture_probe import jsonl
+from culture_probe import jsonl, outfolder
 from culture_probe.errors import CultureProbeError, SourceFormatError
 from culture_probe.record import RunRecord, read_metrics
 from culture_probe.tasks.options import json_ready
@@ -38,7 +38,7 @@ RUN_NOTE, SUITE_NOTE = (
 )
 Kind = Literal["run", "suite"]
 MARKERS: dict[Kind, str] = {"run": MARKER, "suite": SUITE_MARKER}
-LOCK_FILE = ".lock"  # held by the process writing the run: a second writer fails at once
+LOCK_FILE = outfolder.LOCK_FILE  # held by the process writing the run: a second writer fails at once
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size), each
 # with the `RunRecord` field that reads it (older runs read with the defaults: no model_args, the default protocol);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded). The options are
@@ -241,23 +241,9 @@ def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
     if run_dir is None:
         yield
         return
-    from filelock import FileLock, Timeout
-
     check_writable(run_dir, kind)
-    made = not run_dir.exists()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        with FileLock(run_dir / LOCK_FILE, timeout=0):
-            yield
-    except Timeout:
-        raise CultureProbeError(
-            f"Another process is writing the {kind} in {run_dir} (it holds {run_dir / LOCK_FILE}). "
-            "Wait for it to finish, or pass another --out."
-        ) from None
-    finally:
-        if made and run_dir.is_dir() and all(p.name == LOCK_FILE for p in run_dir.iterdir()):  # nothing written
-            (run_dir / LOCK_FILE).unlink(missing_ok=True)
-            run_dir.rmdir()
+    with outfolder.lock(run_dir, f"the {kind}"):
+        yield
 
 
 def check_resumable(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str] = ()) -> tuple[str, ...]:

@@ -83,7 +83,10 @@ def board_main(args: Any) -> int:
     """`culture-probe board`: write the site, say where and how large."""
     from culture_probe.board.site import build_board
 
-    print(build_board(args.paths, args.out, title=args.title).describe())
+    site = build_board(args.paths, args.out, title=args.title)
+    print(site.describe())
+    for file in site.kept:
+        print(f"kept    {file}: no board wrote it, so it was left as it was")
     return 0
 
 
@@ -127,9 +130,10 @@ def push_board(
     api = None if dry_run_dir is not None else hub_api(token)  # offline or tokenless: refused before building
     withhold = {} if i_have_permission else on_request_benchmarks()
     with _folder(dry_run_dir) as folder:
-        site = build_board(paths, folder, title=title, withhold=withhold)
-        (folder / "README.md").write_text(space_readme(title, site, withhold), encoding="utf-8")
-        upload = Upload(repo_id, "space", not public, folder, files_of(folder))
+        site = build_board(
+            paths, folder, title=title, withhold=withhold, readme=lambda s: space_readme(title, s, withhold)
+        )
+        upload = Upload(repo_id, "space", not public, folder, files_of(folder, site.files))
         upload.check(token)  # a dry run too: it shows what a push would send
         if api is None:
             return upload
@@ -166,6 +170,7 @@ def upload_space(api: Any, upload: Any, message: str) -> Any:
     from dataclasses import replace
 
     from culture_probe.board.site import MARKER
+    from culture_probe.outfolder import LOCK_FILE
     from culture_probe.publish import hub_errors
 
     with hub_errors(api, f"Push to {upload.repo_id}"):
@@ -176,23 +181,20 @@ def upload_space(api: Any, upload: Any, message: str) -> Any:
             repo_type="space",
             folder_path=upload.folder,
             commit_message=message,
-            ignore_patterns=[MARKER],
+            ignore_patterns=[MARKER, LOCK_FILE],
             delete_patterns=["data/*", "figures/**"],
         )
     return replace(upload, private=private, url=str(getattr(commit, "commit_url", commit)))
 
 
-def files_of(folder: Path) -> tuple[tuple[str, int], ...]:
-    """(path, bytes) of every file the upload sends."""
-    from culture_probe.board.site import MARKER
-
-    found = (p for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MARKER)
-    return tuple((p.relative_to(folder).as_posix(), p.stat().st_size) for p in found)
+def files_of(folder: Path, names: Sequence[str]) -> tuple[tuple[str, int], ...]:
+    """(path, bytes) of the files the upload sends: `names`, what the board wrote (never a user's file beside it)."""
+    return tuple((name, (folder / name).stat().st_size) for name in names)
 
 
 @contextmanager
 def _folder(dry_run_dir: str | os.PathLike | None) -> Iterator[Path]:
-    """The dry run's folder (kept), or a temporary one (removed after the upload)."""
+    """The dry run's folder (kept; `build_board` rebuilds it), or a temporary one (removed after the upload)."""
     if dry_run_dir is not None:
         yield Path(dry_run_dir)
         return

@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from culture_probe import rundir
+from culture_probe import outfolder, rundir
 from culture_probe.board.build import (
     BoardRun,
     Outcomes,
+    Pair,
     comparison,
     item_index,
     item_records,
@@ -34,20 +35,28 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.sharing import inside
 
 PAGE_SIZE = 1000  # records per data file: one file is what opening an item loads
-MARKER = ".culture_probe_board"  # names a folder as a board, which a new board may replace
+MARKER = ".culture_probe_board"  # lists the files a board wrote: the next board replaces exactly those
 ASSETS = ("board.js", "board.css")  # written for this package: nothing vendored
-WRITTEN = ("index.html", "assets", "data", "figures")  # what a board writes, and a new board replaces
+BOARD = outfolder.Output(
+    "board",
+    MARKER,
+    before=("index.html", "assets", "data", "figures"),  # what boards wrote before the marker listed their files
+    locked=True,
+    taken=rundir.folder_kind,
+)
 
 
 @dataclass(frozen=True)
 class Site:
-    """A written board: its folder, the runs and comparisons it shows, and its size in bytes."""
+    """A written board: its folder, the runs and comparisons it shows, its size in bytes, and its files."""
 
     folder: Path
     runs: tuple[str, ...]
     comparisons: tuple[str, ...]
     size: int
     withheld: tuple[str, ...] = ()  # benchmarks whose records were left out
+    files: tuple[str, ...] = ()  # what the board wrote (paths under folder), which is what push-board uploads
+    kept: tuple[str, ...] = ()  # files in the folder that no board wrote, left as they were
 
     def describe(self) -> str:
         """One line for the terminal."""
@@ -63,18 +72,31 @@ def build_board(
     *,
     title: str = "culture_probe results",
     withhold: Mapping[str, str] | None = None,
+    readme: Callable[[Site], str] | None = None,
 ) -> Site:
     """Write the board of the runs and suites in `paths` into `out` (new, empty, or an earlier board). Records of
     the benchmarks in `withhold` ({benchmark: why}) are left out: their numbers are shown, their items are not.
+    `readme` gives a README.md written with the board (push-board's Space card).
+
+    The board is built beside `out` and swapped in when complete (`culture_probe.outfolder`), under the folder's
+    lock: a failure leaves an earlier board as it was, and files in `out` that no board wrote are kept.
     """
-    folder = Path(out)
-    check_board_folder(folder)
-    runs = load_runs(paths)
-    if not runs:
-        raise CultureProbeError("No run under the paths given has answered a probe yet: nothing to show.")
-    withhold = dict(withhold or {})
-    clear(folder)
-    (folder / "data").mkdir(parents=True)
+    with outfolder.rebuilding(out, BOARD) as build:
+        runs = load_runs(paths)
+        if not runs:
+            raise CultureProbeError("No run under the paths given has answered a probe yet: nothing to show.")
+        withhold = dict(withhold or {})
+        shown = write_site(build.folder, runs, title, withhold)
+        left_out = tuple(dict.fromkeys(r.benchmark for r in runs if r.benchmark in withhold))
+        site = Site(Path(out), tuple(r.id for r in runs), tuple(p.id for p in shown), 0, left_out)
+        if readme is not None:
+            rundir.write_text(build.folder / "README.md", readme(site))
+    return replace(site, size=folder_size(site.folder), files=build.files, kept=build.kept)
+
+
+def write_site(folder: Path, runs: Sequence[BoardRun], title: str, withhold: Mapping[str, str]) -> list[Pair]:
+    """Every file of the board of `runs` in `folder`; the comparisons shown."""
+    (folder / "data").mkdir()
     judged = {run.id: outcomes(run) for run in runs}
     for run in runs:
         write_run(folder, run, judged[run.id], withhold.get(run.benchmark))
@@ -92,9 +114,7 @@ def build_board(
     write_data(folder / "data" / "board.js", "board", "", board)
     copy_assets(folder / "assets")
     rundir.write_text(folder / "index.html", index_html(title))
-    rundir.write_text(folder / MARKER, "A culture_probe results board (culture-probe board --out).\n")
-    left_out = tuple(dict.fromkeys(r.benchmark for r in runs if r.benchmark in withhold))
-    return Site(folder, tuple(r.id for r in runs), tuple(p.id for p in shown), folder_size(folder), left_out)
+    return shown
 
 
 def run_summary(run: BoardRun) -> dict[str, Any]:
@@ -169,30 +189,6 @@ def index_html(title: str) -> str:
 </body>
 </html>
 """
-
-
-def check_board_folder(folder: Path) -> None:
-    """A board writes only into a new or empty folder, or over an earlier board (its marker): never over anyone's
-    files, nor into a run or suite folder.
-    """
-    if folder.exists() and not folder.is_dir():
-        raise CultureProbeError(f"--out {folder} is a file; pass a folder (new, empty, or an earlier board).")
-    if not folder.is_dir() or not any(folder.iterdir()) or (folder / MARKER).is_file():
-        return
-    raise CultureProbeError(
-        f"--out {folder} is not empty and holds no earlier board ({MARKER}); nothing was written. Pass a new or "
-        "empty folder."
-    )
-
-
-def clear(folder: Path) -> None:
-    """Remove what an earlier board wrote in `folder` (its files only)."""
-    for name in WRITTEN:
-        path = folder / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
 
 
 def folder_size(folder: Path) -> int:

@@ -7,19 +7,18 @@
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from culture_probe import outfolder
 from culture_probe.data.card import is_corrected
 from culture_probe.data.hub_card import ExportedConfig, render_readme
 from culture_probe.data.registry import benchmark_modules, list_benchmarks, make_builder
-from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError, naming_folder
+from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
 from culture_probe.keyvalue import parse_pairs
 
 
@@ -60,14 +59,10 @@ def export(
     for name in names:
         if name not in entries:
             raise UnknownNameError("benchmark config", name, entries, fix="See `culture-probe list`.")
-    previous = check_export_folder(out)
-    beside = out.resolve().parent
-    beside.mkdir(parents=True, exist_ok=True)
-    with naming_folder(out), tempfile.TemporaryDirectory(prefix=f".{out.name}.building-", dir=beside) as build:
-        written, skipped = _build(Path(build), names, entries, configs, dict(data_dirs or {}), permission)
-        files = _files_in(Path(build))
-        kept = _swap_in(Path(build), out, previous, files)
-    return ExportResult(out, tuple(written), tuple(skipped), files, kept)
+    check_export_folder(out)
+    with outfolder.rebuilding(out, EXPORT) as build:
+        written, skipped = _build(build.folder, names, entries, configs, dict(data_dirs or {}), permission)
+    return ExportResult(out, tuple(written), tuple(skipped), build.files, build.kept)
 
 
 def _build(
@@ -97,63 +92,6 @@ def _build(
     infos = [module.INFO for module in benchmark_modules().values()]
     (build / "README.md").write_text(render_readme(written, infos, permission=permission), encoding="utf-8")
     return written, skipped
-
-
-def _files_in(folder: Path) -> tuple[str, ...]:
-    """Every file under `folder`, as sorted POSIX paths relative to it (folders are not followed through links)."""
-    return tuple(
-        sorted(
-            (Path(root) / name).relative_to(folder).as_posix()
-            for root, dirs, names in os.walk(folder)
-            for name in [*names, *(d for d in dirs if (Path(root) / d).is_symlink())]
-        )
-    )
-
-
-def _swap_in(build: Path, out: Path, previous: Sequence[str], files: Sequence[str]) -> tuple[str, ...]:
-    """Move the complete export from `build` into `out`, replacing the earlier export's files (`previous`) and
-    keeping every other file there; the files kept. A file of the user's where the export writes one is refused.
-
-    The marker lists both exports' files while they are swapped, so an interruption leaves nothing the next export
-    would take for the user's.
-    """
-    present = _files_in(out) if out.is_dir() else ()
-    kept = tuple(f for f in present if not _listed(f, [*previous, EXPORT_MARKER]))
-    clashes = [f for f in files for k in kept if f == k or k.startswith(f + "/") or f.startswith(k + "/")]
-    if clashes:
-        raise CultureProbeError(
-            f"Cannot export into {out}: {', '.join(clashes)} would replace what no export wrote; nothing was "
-            "changed. Move it elsewhere, or pass another folder."
-        )
-    stale = [f for f in present if f not in kept and f != EXPORT_MARKER and f not in files]
-    out.mkdir(exist_ok=True)
-    _write_marker(out, sorted({*previous, *files}))
-    for file in files:
-        (out / file).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(build / file, out / file)
-    for file in stale:
-        _remove_with_empty_folders(out, file)
-    _write_marker(out, files)
-    return kept
-
-
-def _listed(file: str, listed: Sequence[str]) -> bool:
-    """Whether an export wrote `file`: the marker names it, or a folder above it (markers before files were
-    listed one by one named the top-level folders).
-    """
-    return any(file == entry or file.startswith(entry + "/") for entry in listed)
-
-
-def _remove_with_empty_folders(out: Path, file: str) -> None:
-    """Remove an earlier export's `file` and the folders under `out` that this leaves empty."""
-    (out / file).unlink(missing_ok=True)
-    for folder in Path(file).parents:
-        if folder != Path(".") and not any((out / folder).iterdir()):
-            (out / folder).rmdir()
-
-
-def _write_marker(out: Path, files: Sequence[str]) -> None:
-    (out / EXPORT_MARKER).write_text(json.dumps(list(files)) + "\n", encoding="utf-8")
 
 
 def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedConfig:
@@ -195,43 +133,21 @@ def quiet_progress() -> Iterator[None]:
 
 
 EXPORT_MARKER = ".culture_probe_export"  # lists the files an export wrote: the next one replaces exactly those
+EXPORT = outfolder.Output("export", EXPORT_MARKER)
 
 
 def check_export_folder(out: Path) -> list[str]:
     """The files an earlier export in `out` wrote (to be replaced), after refusing a folder that must not be written:
-    a file, a non-empty folder that is no export, or one named like the package (it would shadow
+    a file, a non-empty folder that is no export, a damaged marker, or one named like the package (it would shadow
     `import culture_probe` when Python runs from beside it).
     """
-    blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise CultureProbeError(
-            f"Cannot export into {out}: {blocking} is a file. Pass a folder (new, empty, or an earlier export)."
-        )
     if out.name == "culture_probe":
         raise CultureProbeError(
             f"Cannot export into {out}: a folder named culture_probe shadows the package for "
             "Python started beside it (import culture_probe would find the data). Pick another "
             "name, e.g. hub/."
         )
-    if not out.is_dir() or not any(out.iterdir()):
-        return []
-    if not (out / EXPORT_MARKER).is_file():
-        raise CultureProbeError(
-            f"Cannot export into {out}: it is not empty and holds no earlier export "
-            f"({EXPORT_MARKER}); nothing was written. Pass a new or empty folder."
-        )
-    written = json.loads((out / EXPORT_MARKER).read_text(encoding="utf-8"))
-    if not isinstance(written, list) or not all(isinstance(n, str) and _inside(n) for n in written):
-        raise CultureProbeError(
-            f"{out / EXPORT_MARKER} is damaged (it must list the files the export wrote, as paths inside it); "
-            "nothing was written. Delete the folder's export, or pass a new folder."
-        )
-    return written
-
-
-def _inside(path: str) -> bool:
-    """A marker entry: a relative POSIX path inside the export, through no hidden name (`..`, the marker)."""
-    return bool(path) and "\\" not in path and all(part and not part.startswith(".") for part in path.split("/"))
+    return outfolder.written_before(outfolder.check(out, EXPORT), EXPORT)
 
 
 def parse_data_dirs(text: str | None) -> dict[str, str]:

@@ -11,12 +11,12 @@ from pathlib import Path
 from pkgutil import extend_path
 from typing import Any
 
-from culture_probe import rundir
+from culture_probe import outfolder, rundir
 from culture_probe.loading import task_of_run
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
 from culture_probe.record import RunRecord
-from culture_probe.report.compare import Comparison, compare_runs, write_comparison
-from culture_probe.report.consistency import consistency_of_runs, consistency_sections, write_consistency
+from culture_probe.report.compare import COMPARISON, Comparison, compare_runs, write_comparison
+from culture_probe.report.consistency import CONSISTENCY, consistency_of_runs, consistency_sections, write_consistency
 from culture_probe.report.markdown import render
 from culture_probe.report.summary import SuiteRun, listed, read_summary, summarize_suite, write_summary
 from culture_probe.report.views import (
@@ -161,10 +161,12 @@ def consistency_main(args: Any) -> int:
     """`culture-probe consistency RUN_A RUN_B`: two runs of one model in two languages, paired fact by fact (stdout;
     with --out, consistency.md with its heatmap and consistency.json in that folder).
     """
+    if args.out is not None:
+        outfolder.check(args.out, CONSISTENCY)  # a folder it may not write is refused before the runs are read
     result = consistency_of_runs(*args.run_dirs)
     print(result.markdown(), end="")
-    if args.out:
-        for path in write_consistency(result, Path(args.out)):
+    if args.out is not None:
+        for path in write_consistency(result, args.out):
             print(f"wrote {path}")
     return 0
 
@@ -173,9 +175,11 @@ def compare_main(args: Any) -> int:
     """`culture-probe compare RUN_A RUN_B ...`: the runs' numbers lined up, paired differences of runs on the same
     items (stdout; with --out, compare.md, compare.json and the plot in that folder).
     """
+    if args.out is not None:
+        outfolder.check(args.out, COMPARISON)  # a folder it may not write is refused before the runs are read
     comparison = compare_runs(args.run_dirs, paired=not args.unpaired)
     print(comparison.markdown(), end="")
-    if args.out:
-        for path in write_comparison(comparison, Path(args.out)):
+    if args.out is not None:
+        for path in write_comparison(comparison, args.out):
             print(f"wrote {path}")
     return 0

@@ -17,6 +17,7 @@ unpaired table. Incomplete runs and runs of different configs are named in the n
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from culture_probe import rundir
+from culture_probe import outfolder, rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.loading import task_of_run
@@ -342,12 +343,21 @@ def _cell(estimate: Mapping[str, Any] | None, scale: Scale | None) -> str:
     return f"{value} {interval_text(estimate, scale)} (n={estimate['n']})".replace("  ", " ")
 
 
-def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
-    """compare.md, compare.json and the comparison plot (PNG and PDF, when matplotlib is installed) in `out`."""
+COMPARISON = outfolder.Output(
+    "comparison", ".culture_probe_compare", shared=True, locked=True, taken=rundir.folder_kind
+)  # `compare --out`: a folder of the user's, whose other files stay; never a run's
+
+
+def write_comparison(comparison: Comparison, out: str | os.PathLike) -> list[Path]:
+    """compare.md, compare.json and the comparison plot (PNG and PDF, when matplotlib is installed) in `out`, built
+    beside it and swapped in when complete (`culture_probe.outfolder`); the paths written.
+    """
     from culture_probe.report.plots import draw_comparison
 
-    out.mkdir(parents=True, exist_ok=True)
-    rundir.write_text(out / "compare.md", comparison.markdown())
-    rundir.write_text(out / "compare.json", json.dumps(comparison.to_json(), ensure_ascii=False, indent=2) + "\n")
-    plots = draw_comparison(comparison, out / "compare") if available("matplotlib") else []
-    return [out / "compare.md", out / "compare.json", *plots]
+    with outfolder.rebuilding(out, COMPARISON) as build:
+        rundir.write_text(build.folder / "compare.md", comparison.markdown())
+        text = json.dumps(comparison.to_json(), ensure_ascii=False, indent=2) + "\n"
+        rundir.write_text(build.folder / "compare.json", text)
+        if available("matplotlib"):
+            draw_comparison(comparison, build.folder / "compare")
+    return [Path(out) / name for name in build.files]

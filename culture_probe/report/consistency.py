@@ -10,12 +10,13 @@ one language each the same way.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from culture_probe import rundir
+from culture_probe import outfolder, rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
 from culture_probe.metrics.consistency import PAIR_METRICS, consistency_detail, language_consistency
@@ -252,10 +253,17 @@ def _check_same_probe(a: LoadedRun, b: LoadedRun) -> None:
             )
 
 
-def write_consistency(result: RunsConsistency, out: Path) -> list[Path]:
-    """consistency.md (with its figure) and consistency.json in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    rundir.write_text(out / "consistency.md", result.markdown(out))
-    body = {"runs": list(result.runs), **result.metrics}
-    rundir.write_text(out / "consistency.json", json.dumps(json_ready(body), ensure_ascii=False, indent=2) + "\n")
-    return [out / "consistency.md", out / "consistency.json"]
+CONSISTENCY = outfolder.Output(
+    "consistency report", ".culture_probe_consistency", shared=True, locked=True, taken=rundir.folder_kind
+)  # `consistency --out`: a folder of the user's, whose other files stay; never a run's
+
+
+def write_consistency(result: RunsConsistency, out: str | os.PathLike) -> list[Path]:
+    """consistency.md (with its figure) and consistency.json in `out`, built beside it and swapped in when complete
+    (`culture_probe.outfolder`); the paths written.
+    """
+    with outfolder.rebuilding(out, CONSISTENCY) as build:
+        rundir.write_text(build.folder / "consistency.md", result.markdown(build.folder))
+        body = json.dumps(json_ready({"runs": list(result.runs), **result.metrics}), ensure_ascii=False, indent=2)
+        rundir.write_text(build.folder / "consistency.json", body + "\n")
+    return [Path(out) / name for name in build.files]

@@ -1036,6 +1036,48 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "tests/reliability/test_roundtrip.py::test_a_run_written_before_the_escapes_reads_back_whole",
     ),
     # --- issue 35: output folders (entries of this part go right below this line) ---
+    (
+        "rebuild-full-disk",
+        "`board`, `consistency --out` or `compare --out` rebuilt in its folder on a full disk",
+        "one line naming the folder and its free space; the earlier output byte for byte, no half-built folder",
+        "tests/reliability/test_output_folders.py::test_a_rebuild_on_a_full_disk_is_one_line_and_leaves_the_old_output",
+    ),
+    (
+        "board-rebuild-user-files",
+        "`board` rebuilt in a folder holding the user's files, also under `data/` and `figures/`",
+        "kept and listed; the earlier board's files replaced",
+        "tests/reliability/test_output_folders.py::test_a_board_rebuilt_in_place_keeps_the_users_files",
+    ),
+    (
+        "push-board-dry-run-readme",
+        "`push-board --dry-run --out` into a board or a folder holding the user's README.md",
+        "refused, naming README.md, nothing changed; in an earlier dry run, the user's files kept and not listed",
+        "tests/reliability/test_output_folders.py::test_a_dry_run_push_board_never_overwrites_the_users_readme",
+    ),
+    (
+        "consistency-user-file",
+        "`consistency --out` into a folder holding the user's consistency.md",
+        "refused, naming it; nothing changed; the user's other files kept",
+        "tests/reliability/test_output_folders.py::test_consistency_refuses_to_overwrite_the_users_file_and_keeps_the_others",
+    ),
+    (
+        "out-is-run-or-suite",
+        "a run or suite folder as `--out` of `board`, `consistency` or `compare`",
+        "refused in one line; the folder unchanged",
+        "tests/reliability/test_output_folders.py::test_a_run_or_suite_folder_as_out_is_refused",
+    ),
+    (
+        "two-writers-one-folder",
+        "two `board` (`consistency`, `compare`) commands into one folder at once",
+        "the second refused in one line (the folder's lock)",
+        "tests/reliability/test_output_folders.py::test_a_second_writer_of_the_folder_is_refused_in_one_line",
+    ),
+    (
+        "out-empty-text",
+        '`board --out ""` (or `consistency`, `compare`)',
+        "refused in one line; the current folder untouched",
+        "tests/reliability/test_output_folders.py::test_an_empty_out_is_refused_not_the_current_folder",
+    ),
     # --- issue 35: timeouts and the Python API (entries of this part go right below this line) ---
     (
         "served-trickles",
