@@ -24,6 +24,7 @@ from culture_probe.settings import RunSettings
 from culture_probe.suite import plan_each, suite_settings
 from culture_probe.tasks import Task
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, ScoreProbe, Skipped
+from culture_probe.typecheck import names_given
 
 SHOWN = 3  # probes shown per config unless told otherwise (`--show N`)
 
@@ -131,7 +132,7 @@ def dry_run(
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise InvalidValueError(f"A dry run shows n >= 0 probes per config, got {n!r}.")
-    names = expand([configs] if isinstance(configs, str) else list(configs))
+    names = expand(names_given(configs, "dry_run(configs)"))
     if rows is not None and len(names) > 1:
         raise CultureProbeError("rows belong to one config: dry-run a suite without them, or name one config.")
     settings, options, data_dirs = suite_settings(names, settings, keywords)

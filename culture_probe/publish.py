@@ -23,6 +23,7 @@ from culture_probe.errors import PublishError, UnknownNameError
 from culture_probe.metric_spaces import write_metric_space
 from culture_probe.metrics import list_metrics
 from culture_probe.sharing import check_upload
+from culture_probe.typecheck import checked
 
 # Remote files an upload replaces: rows and shipped files of configs no longer in the export go with it.
 STALE_PATTERNS = ("*.parquet", "*/curation.json")
@@ -254,6 +255,7 @@ def _folder(dry_run_dir: str | os.PathLike | None) -> Iterator[Path]:
         yield Path(folder)
 
 
+@checked()
 def push_to_hub(
     repo_id: str,
     configs: Sequence[str] | None = None,

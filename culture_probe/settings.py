@@ -19,6 +19,7 @@ from typing import Any
 
 from culture_probe.engine.types import MAX_RETRIES, MODEL_KINDS, REQUEST_TIMEOUT, ModelArgs
 from culture_probe.errors import InvalidValueError, UnknownNameError
+from culture_probe.typecheck import check_types
 
 SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
 PROTOCOLS = ("default", "upstream")  # the two protocol profiles (`--protocol`): the library's, and the released code's
@@ -144,7 +145,10 @@ class RunSettings:
             raise UnknownNameError("protocol", self.protocol, PROTOCOLS)
         if not isinstance(self.model_args, ModelArgs):
             raise InvalidValueError(f"model_args must be a ModelArgs, got {self.model_args!r} (RunSettings.of: text).")
-        check_dtype(self.model_args.dtype)
+        for spec in fields(self):  # a folder given as a Path (a suite's data_dir) is its path's text
+            if isinstance(getattr(self, spec.name), os.PathLike):
+                object.__setattr__(self, spec.name, os.fspath(getattr(self, spec.name)))
+        check_types(self, flag=lambda name: f"--{name.replace('_', '-')}")  # run(data_dir=123) as --data-dir 123
         check_device(self.device)
         if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
             raise InvalidValueError(
@@ -211,16 +215,6 @@ def with_shorthands(model_args: ModelArgs, given: Mapping[str, Any]) -> ModelArg
         if other is not None and value != other:
             raise InvalidValueError(f"--{name} {value} and --model-args {name}={other} disagree: give it once.")
     return replace(model_args, **given)
-
-
-def check_dtype(name: str | None) -> None:
-    """A dtype must name a torch dtype (or "auto"), checked before any data or model loads."""
-    if name is None or name == "auto":
-        return
-    import torch
-
-    if not isinstance(getattr(torch, str(name), None), torch.dtype):
-        raise InvalidValueError(f"dtype {name!r} is not a torch dtype: use float32, float16 or bfloat16 (or auto).")
 
 
 def check_device(name: str | None) -> None:

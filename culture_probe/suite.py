@@ -40,6 +40,7 @@ from culture_probe.runner import (
     run_with,
 )
 from culture_probe.settings import RunSettings
+from culture_probe.typecheck import names_given
 
 if TYPE_CHECKING:
     from culture_probe.report.summary import SuiteRun
@@ -64,7 +65,7 @@ class SuiteResult:
 
 
 def run_suite(
-    names: Sequence[str],
+    names: str | Sequence[str],
     model: Any,
     settings: RunSettings | None = None,
     *,
@@ -79,9 +80,9 @@ def run_suite(
     benchmark). With `out`, each config's run goes to `out/<config>` and the summary to `out/suite.md` and
     `out/suite.json`. A config whose data cannot be had is skipped (`SkippedConfigWarning`, `SuiteResult.skipped`)
     unless `strict`. An `out` that holds a suite's runs already takes `resume` (to continue it, or add configs to
-    it) and the same model.
+    it) and the same model. `names` is one name or a list of them.
     """
-    configs = expand(list(names))
+    configs = expand(names_given(names, "run_suite(names)"))
     settings, options, data_dirs = suite_settings(configs, settings, keywords)
     for config in configs:  # every config's options and language, before the model loads
         try:

@@ -8,22 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
+import numbers
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union
 
-from culture_probe.errors import InvalidValueError, SourceFormatError, UnknownNameError
+from culture_probe.errors import CultureProbeError, InvalidValueError, SourceFormatError, UnknownNameError
 
 T = TypeVar("T")
 _LISTS = (tuple, list, Sequence)  # the annotations a JSON list reads as
 
 
-def check_types(options: Any, flag: str = "--option") -> None:
+def check_types(options: Any, flag: str | typing.Callable[[str], str] = "--option") -> None:
     """Every field of the dataclass `options` holds a value of its annotated type (bool, int, finite float, str,
     Literal, Optional, tuple of, dict of): what Python code passing `Options(...)` or `ModelArgs(...)` directly (not
-    parsed from text) could get wrong, and what a parsed JSON value could, named as the command line `flag` would.
+    parsed from text) could get wrong, and what a parsed JSON value could, named as the command line `flag` would
+    (`--option name=VALUE`; a function of the field's name where each field has a flag of its own).
     """
     for name, hint in typing.get_type_hints(type(options)).items():
         value = getattr(options, name)
@@ -32,7 +35,7 @@ def check_types(options: Any, flag: str = "--option") -> None:
         if not _fits(value, hint):
             raise InvalidValueError(
                 f"{type(options).__qualname__}.{name} must be {_describe(hint)}, got {value!r} "
-                f"(on the command line {flag} {name}=VALUE)."
+                f"(on the command line {flag(name) if callable(flag) else f'{flag} {name}=VALUE'})."
             )
 
 
@@ -166,3 +169,166 @@ def _wrong(value: Any, hint: Any, where: str) -> str:
 
 def _at(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
+
+
+# ---------------------------------------------------------------- the Python API's arguments
+
+F = TypeVar("F", bound=typing.Callable[..., Any])
+
+
+def checked(error: type[CultureProbeError] = InvalidValueError, *, pure: bool = False) -> typing.Callable[[F], F]:
+    """A public function whose arguments are checked against its annotations when it is called: a value of the wrong
+    kind (None or a number where a list is needed, a string where a number is), or a list holding one where its items
+    must be lists or mappings, is `error` naming the function and the argument (and the item), where Python would
+    raise a TypeError from deep inside. Only kinds are checked (a list, a mapping, a number, a string, a class);
+    what the values mean (finite, known labels, equal lengths, not empty) stays the function's own check. A `pure`
+    function (a metric: no side effects) is still called with a faulty argument, so that its own error, which says
+    more (`must be a finite accuracy`), wins where it has one.
+    """
+
+    def wrap(function: F) -> F:
+        signature = inspect.signature(function)
+        hints = _parameter_hints(function, signature)
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as wrong_call:
+                raise error(f"{function.__name__}: {wrong_call}.") from None
+            faults = (
+                _api_fault(value, hints[name], name)
+                for name, value in bound.arguments.items()
+                if name in hints and value is not signature.parameters[name].default
+            )
+            fault = _first(faults)
+            if fault is None:
+                return function(*args, **kwargs)
+            if pure:
+                try:
+                    function(*args, **kwargs)
+                except CultureProbeError:
+                    raise
+                except Exception:  # what the check above is there to name
+                    pass
+            raise error(f"{function.__name__}: {fault}.")
+
+        return typing.cast(F, call)
+
+    return wrap
+
+
+def names_given(value: Any, argument: str) -> list[str]:
+    """A name or a list of names -> the names: a string is one name (never read letter by letter); anything else,
+    an empty list or an item that is no string is refused naming `argument` (`run_suite(names)`).
+    """
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bytes) or not _is_sequence(value):
+        raise InvalidValueError(f"{argument} takes a name or a list of names, got {value!r:.80}.")
+    if not value:
+        raise InvalidValueError(f"{argument} is an empty list: give at least one name.")
+    for index, name in enumerate(value):
+        if not isinstance(name, str):
+            raise InvalidValueError(f"{argument} takes names (strings); item {index} is {name!r:.80}.")
+    return list(value)
+
+
+def _parameter_hints(function: Any, signature: inspect.Signature) -> dict[str, Any]:
+    """Each named parameter's annotation, evaluated; one that names what only type checkers import is left out."""
+    hints = {}
+    for name, parameter in signature.parameters.items():
+        annotation = parameter.annotation
+        if annotation is inspect.Parameter.empty or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        try:
+            hints[name] = eval(annotation, function.__globals__) if isinstance(annotation, str) else annotation
+        except (NameError, AttributeError, TypeError):
+            continue
+    return hints
+
+
+def _api_fault(value: Any, hint: Any, where: str, item: bool = False) -> str | None:
+    """Why the argument `value` (at `where`, `references[3]`) is not of the kind `hint` names; None when it is.
+    `item`: the value is an item of a list, where a string may stand for a list of strings.
+    """
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if any(_api_fault(value, a, where, item) is None for a in args):
+            return None
+        # a list (or mapping) holding a wrong item is named at the item
+        kinds = [a for a in args if _api_fault(value, _outer(a), where, item) is None]
+        return _api_fault(value, kinds[0], where, item) if len(kinds) == 1 else _api_wrong(value, hint, where)
+    if origin in _LISTS or hint in (list, tuple):
+        if isinstance(value, str) and item:
+            return None
+        if isinstance(value, (str, bytes)) or not _is_sequence(value):
+            return _api_wrong(value, hint, where)
+        inner = args[0] if args else Any
+        if not _holds_containers(inner):
+            return None  # items that are numbers, strings or labels: the function's own check
+        return _first(_api_fault(v, inner, f"{where}[{i}]", True) for i, v in enumerate(value))
+    if origin in (dict, Mapping) or hint in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            return _api_wrong(value, hint, where)
+        inner = args[1] if args else Any
+        if not _holds_containers(inner):
+            return None
+        return _first(_api_fault(v, inner, f"{where}[{k!r}]", True) for k, v in value.items())
+    return None if _api_fits(value, hint) else _api_wrong(value, hint, where)
+
+
+def _api_fits(value: Any, hint: Any) -> bool:
+    """Whether a value is of a scalar or class annotation; numpy's numbers count as numbers."""
+    if typing.get_origin(hint) is Literal:
+        return value in typing.get_args(hint)
+    if hint is bool:
+        return not hasattr(value, "__len__") and value in (True, False)
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if hint is type(None):
+        return value is None
+    if not isinstance(hint, type):
+        return True  # a protocol, a type variable: nothing to check here
+    try:
+        return isinstance(value, hint)
+    except TypeError:  # a protocol that cannot be checked at run time
+        return True
+
+
+def _outer(hint: Any) -> Any:
+    """The kind of container an annotation names (list for Sequence[str]), or the annotation itself."""
+    origin = typing.get_origin(hint)
+    if origin in _LISTS:
+        return list
+    return dict if origin in (dict, Mapping) else hint
+
+
+def _holds_containers(hint: Any) -> bool:
+    """Whether an annotation (or a member of it) names a list or a mapping, whose items are checked in turn."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
+    return any(_outer(member) is not member for member in members)
+
+
+def _is_sequence(value: Any) -> bool:
+    """A list, tuple, array or series: sized, iterable, and no mapping."""
+    return hasattr(value, "__len__") and hasattr(value, "__iter__") and not isinstance(value, Mapping)
+
+
+def _api_wrong(value: Any, hint: Any, where: str) -> str:
+    return f"`{where}` must be {_kind(hint)}, got {value!r:.80}"
+
+
+def _kind(hint: Any) -> str:
+    """The kind an annotation names, in words: `a list`, `a whole number`, `a RunSettings`."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_kind(a) for a in typing.get_args(hint)))
+    outer = _outer(hint)
+    if outer is list:
+        return "a list"
+    if outer is dict:
+        return "a mapping"
+    words = {bool: "True or False", int: "a whole number", float: "a number", str: "a string", type(None): "None"}
+    return words.get(outer, f"a {getattr(outer, '__name__', str(outer))}")

@@ -24,6 +24,7 @@ from culture_probe import __version__
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
 from culture_probe.errors import CultureProbeError, UnknownNameError
+from culture_probe.typecheck import checked
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def resolve(name: str | Benchmark, *, corrected: bool = False) -> Benchmark:
     return Benchmark(name, module, config, corrected=name.endswith(CORRECTED_SUFFIX))
 
 
+@checked()
 def load_benchmark(
     name: str | Benchmark, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
 ) -> datasets.DatasetDict:

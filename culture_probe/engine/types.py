@@ -378,6 +378,7 @@ class ModelArgs:
         if isinstance(self.peft, os.PathLike):  # an adapter folder given as a Path
             object.__setattr__(self, "peft", os.fspath(self.peft))
         check_types(self, flag="--model-args")  # ModelArgs(...) from Python is checked as the parsed text is
+        check_dtype(self.dtype)
         if self.load_in_8bit and self.load_in_4bit:
             raise InvalidValueError("load_in_8bit and load_in_4bit exclude each other: pick one.")
         attn, device_map = self.attn_implementation, self.device_map
@@ -406,6 +407,18 @@ class ModelArgs:
     def given(self) -> dict[str, Any]:
         """The arguments that differ from the defaults (what config.json records)."""
         return {k: v for k, v in asdict(self).items() if v != getattr(ModelArgs, k)}
+
+
+def check_dtype(name: str | None) -> None:
+    """A dtype must name a torch dtype (or "auto"): ModelArgs checks it when made, from `--dtype`, `--model-args`
+    or Python alike, before any data or model loads.
+    """
+    if name is None or name == "auto":
+        return
+    import torch  # deferred: only a dtype that is given needs it
+
+    if not isinstance(getattr(torch, name, None), torch.dtype):
+        raise InvalidValueError(f"dtype {name!r} is not a torch dtype: use float32, float16 or bfloat16 (or auto).")
 
 
 def make_options(kind: type[Options], options: Options | None, values: Mapping[str, Any]) -> Options:

@@ -20,6 +20,7 @@ from scipy import stats
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_labels, check_lengths, finite_floats, none_if_nan
 from culture_probe.metrics._resample import Resampling, bootstrap_interval, check_resampling
+from culture_probe.typecheck import checked
 
 CULTURES = ("arab", "western")
 
@@ -39,6 +40,7 @@ def _mean_std(values: list[float]) -> tuple[float, float | None]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
 
 
+@checked(MetricInputError, pure=True)
 def cbs(
     prompt_id: Sequence[Hashable],
     culture: Sequence[str],
@@ -125,6 +127,7 @@ def run_summary(prompts: Sequence[ScoredPrompt], *, tie_value: float = 0.0) -> d
     return result
 
 
+@checked(MetricInputError, pure=True)
 def odds_ratio(
     word: Sequence[str], culture: Sequence[str], smoothing: float = 0.5, confidence: float = 0.95
 ) -> dict[str, Any]:
@@ -209,6 +212,7 @@ def _interval(value: float, low: float | None, high: float | None) -> dict[str, 
     return {"value": none_if_nan(value), "ci_low": low, "ci_high": high}
 
 
+@checked(MetricInputError, pure=True)
 def fairness_gap(
     predictions: Sequence[Hashable],
     references: Sequence[Hashable],

@@ -24,6 +24,7 @@ from culture_probe.metrics._intervals import (
     score_p_value,
 )
 from culture_probe.metrics._resample import check_resampling, shift_test
+from culture_probe.typecheck import checked
 
 #: The library's own: this comparison comes from no paper, so its `evaluate` metric cites culture_probe.
 CITATION = """@software{culture_probe,
@@ -100,6 +101,7 @@ def _compare_proportions(a: np.ndarray, b: np.ndarray, success: float, confidenc
     }
 
 
+@checked(MetricInputError, pure=True)
 def compare_groups(
     scores: Sequence[float] | np.ndarray,
     groups: Sequence[Hashable],

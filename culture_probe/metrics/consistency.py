@@ -22,6 +22,7 @@ from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_lengths
 from culture_probe.metrics.compare import holm
 from culture_probe.metrics.results import UnitTable, estimate, paired_difference
+from culture_probe.typecheck import checked
 
 #: RankC's paper, which no benchmark module carries: the citation of the `rankc` `evaluate` metric.
 CITATION = """@inproceedings{qi-etal-2023-cross,
@@ -127,6 +128,7 @@ def _check_same_candidates(index: int, a: dict[Hashable, int], b: dict[Hashable,
         )
 
 
+@checked(MetricInputError, pure=True)
 def rankc(
     rankings_a: Sequence[Sequence[Hashable]],
     rankings_b: Sequence[Sequence[Hashable]],
@@ -164,6 +166,7 @@ def _outcomes(name: str, correct: Mapping[Hashable, Any]) -> dict[str, bool]:
     return outcomes
 
 
+@checked(MetricInputError, pure=True)
 def agreement(correct_a: Mapping[Hashable, Any], correct_b: Mapping[Hashable, Any]) -> AgreementResult:
     """Per-fact agreement of P@1 in languages A and B, on the facts probed in both (matched by fact id).
 

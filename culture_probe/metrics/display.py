@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Literal
 
+from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_choice
+from culture_probe.typecheck import checked
 
 _MODES = {"truncate": ROUND_DOWN, "round": ROUND_HALF_UP}
 # The levels a p-value is read against: its printed value stays on the same side of each (or on it, when it is on it).
@@ -44,6 +46,7 @@ SMALL_N_NOTE = (
 )
 
 
+@checked(MetricInputError, pure=True)
 def format_score(value: float | None, decimals: int = 2, display: str = "round") -> str:
     """Format a metric value for a table; metrics themselves always keep full precision.
 

@@ -18,10 +18,12 @@ import numpy as np
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import by_group, check_lengths, finite_floats
 from culture_probe.metrics.compare import compare_groups, holm
+from culture_probe.typecheck import checked
 
 _QID = re.compile(r"^([A-Za-z]*)(\d+)$")
 
 
+@checked(MetricInputError, pure=True)
 def rank_candidates(
     candidates: Sequence[str], scores: Sequence[float], n_tokens: Sequence[int] | None = None
 ) -> list[str]:
@@ -30,8 +32,10 @@ def rank_candidates(
     The rule reproduces the insertion order of the original scorer, so a ranking never depends on the order in
     which equal-scored candidates were given.
     """
+    check_lengths(candidates=candidates, scores=scores, n_tokens=n_tokens)
+    values = finite_floats("scores", scores).tolist()
     tokens = n_tokens if n_tokens is not None else [0] * len(candidates)
-    order = sorted(zip(candidates, scores, tokens, strict=True), key=lambda c: (-c[1], c[2], c[0]))
+    order = sorted(zip(candidates, values, tokens, strict=True), key=lambda c: (-c[1], c[2], c[0]))
     return [candidate for candidate, _, _ in order]
 
 
@@ -59,8 +63,9 @@ def _ranked_lists(
     return ranked
 
 
+@checked(MetricInputError, pure=True)
 def hits_at_k(
-    predictions: Sequence[Any],
+    predictions: Sequence[str | Sequence[str]],
     references: Sequence[Sequence[str]],
     k: int = 1,
     scores: Sequence[Sequence[float]] | None = None,
@@ -88,8 +93,9 @@ def _precision(hits: np.ndarray) -> dict[str, Any]:
     return {"precision": value, "n": int(scored.size), "n_skipped": int(hits.size - scored.size)}
 
 
+@checked(MetricInputError, pure=True)
 def precision_at_k(
-    predictions: Sequence[Any],
+    predictions: Sequence[str | Sequence[str]],
     references: Sequence[Sequence[str]],
     k: int = 1,
     groups: Sequence[Hashable] | Mapping[str, Sequence[Hashable]] | None = None,
@@ -123,6 +129,7 @@ def _entropy_bits(kept: list[str]) -> float:
     return float(abs(-(p * np.log2(p)).sum()))
 
 
+@checked(MetricInputError, pure=True)
 def object_entropy(
     objects: Sequence[Sequence[str]], predicate: Sequence[Hashable], culture: Sequence[Hashable]
 ) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import by_group, check_lengths, finite_floats, none_if_nan
+from culture_probe.typecheck import checked
 
 Embed = Callable[[str], Any]
 
@@ -68,6 +69,7 @@ def _summary(ap: np.ndarray, p1: np.ndarray, p5: np.ndarray, skipped: np.ndarray
     return {"map": mean(ap), "p_at_1": mean(p1), "p_at_5": mean(p5), "n": n, "n_skipped": int(skipped.sum())}
 
 
+@checked(MetricInputError, pure=True)
 def mean_average_precision(
     predictions: Sequence[Sequence[str]],
     references: Sequence[Sequence[str]],
@@ -110,6 +112,7 @@ def _nan_first(value: float) -> float:
     return math.inf if math.isnan(value) else value
 
 
+@checked(MetricInputError, pure=True)
 def mws(
     predictions: Sequence[Sequence[str]],
     references: Sequence[Sequence[str]],
@@ -186,13 +189,16 @@ def _ws_summary(ws: np.ndarray, skipped: np.ndarray) -> dict[str, Any]:
     }
 
 
+@checked(MetricInputError, pure=True)
 def template_mean_std(values: Sequence[float]) -> dict[str, float]:
     """Mean and sample standard deviation over templates, as the paper reports mAP/mWS (mean ± std)."""
     if len(values) < 2:
         raise MetricInputError(f"`values` needs at least two templates for a sample std, got {len(values)}.")
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values)}
+    numbers = finite_floats("values", values).tolist()
+    return {"mean": statistics.fmean(numbers), "std": statistics.stdev(numbers)}
 
 
+@checked(MetricInputError, pure=True)
 def map_mws_correlation(map_values: Sequence[float], mws_values: Sequence[float]) -> dict[str, Any]:
     """Pearson r between paired mAP and mWS cells of a results table (the paper's section 5.2: r = 0.66 on Table 2).
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_labels, check_lengths, finite_floats
+from culture_probe.typecheck import checked
 
 LETTERS = ("a", "b")
 # Table 9 and 12's cross-lingual average: the five non-English languages.
@@ -25,6 +26,7 @@ def _accuracy(correct: np.ndarray) -> dict[str, Any]:
     return {"accuracy": 100.0 * float(correct.mean()) if correct.size else None, "n": int(correct.size)}
 
 
+@checked(MetricInputError, pure=True)
 def maps(
     predictions: Sequence[str],
     references: Sequence[str],
@@ -61,6 +63,7 @@ def maps(
     return {**_accuracy(correct), "subsets": subsets}
 
 
+@checked(MetricInputError, pure=True)
 def memorisation_rate(successes: Sequence[Sequence[bool]]) -> dict[str, Any]:
     """Memorisation in percent from a proverbs x templates table of completion successes.
 
@@ -81,6 +84,7 @@ def memorisation_rate(successes: Sequence[Sequence[bool]]) -> dict[str, Any]:
     }
 
 
+@checked(MetricInputError, pure=True)
 def culture_gap(
     source: float, target: float, human_translated: float, machine_translated: float | None = None
 ) -> dict[str, float | None]:
@@ -106,6 +110,7 @@ def _check_accuracy(name: str, value: Any) -> None:
         raise MetricInputError(f"`{name}` must be a finite accuracy in points (0-100), got {value!r}.")
 
 
+@checked(MetricInputError, pure=True)
 def delta_en(english: float, machine_translated: Mapping[str, float]) -> dict[str, float]:
     """Δ_En per language: Acc(maps_en) − Acc(<lang>_en_mt), the paper's Table 11.
 

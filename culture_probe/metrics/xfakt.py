@@ -20,6 +20,7 @@ from scipy import stats
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_labels, check_lengths
 from culture_probe.metrics._intervals import MIN_OFF_EDGE, Interval, bounded, critical, wilson
+from culture_probe.typecheck import checked
 
 # The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
 ASSOCIATIONS: dict[str, str] = {
@@ -53,6 +54,7 @@ TIERS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+@checked(MetricInputError, pure=True)
 def xfakt_scores(mu_assoc: float, mu_non: float) -> dict[str, float]:
     """FRS, KTS and X-FaKT from the mean associated and non-associated error rates (fractions in [0, 1]).
 
@@ -143,6 +145,7 @@ def _associations(associations: Mapping[str, str] | None) -> dict[str, str]:
     return pairs
 
 
+@checked(MetricInputError, pure=True)
 def xfakt(
     correct: Sequence[bool],
     language: Sequence[str],

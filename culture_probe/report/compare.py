@@ -36,6 +36,7 @@ from culture_probe.record import RunRecord
 from culture_probe.report.markdown import table_markdown
 from culture_probe.report.views import Table, scales_of
 from culture_probe.tasks.options import json_ready
+from culture_probe.typecheck import checked
 
 PLANNED = "planned: not adjusted"  # the p (Holm) cell of the headline row
 
@@ -148,12 +149,16 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
     return LoadedRun(name, run.record, run.records, metrics, rundir.progress(run))
 
 
+@checked()
 def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comparison:
     """Line up the runs' results; with `paired`, runs of the first run's config are paired with it on their units
     (an error when they probed different items). Names: folder names, or the paths when two collide.
     """
     if len(run_dirs) < 2:
-        raise CultureProbeError("compare needs at least two run directories.")
+        raise CultureProbeError("compare needs at least two run directories (compare_runs(run_dirs)).")
+    for index, run_dir in enumerate(run_dirs):
+        if not isinstance(run_dir, (str, os.PathLike)):
+            raise CultureProbeError(f"compare_runs(run_dirs) takes folders; item {index} is {run_dir!r:.80}.")
     names = [Path(d).name for d in run_dirs]
     names = names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
     runs = [load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)]

@@ -1093,6 +1093,39 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "exit 2 in seconds, one line naming the URL and both flags",
         "tests/engine/test_served_timeouts.py::test_the_cli_ends_a_run_on_a_trickling_server_in_one_line",
     ),
+    (
+        "api-modelargs-dtype",
+        "`ModelArgs(dtype=\"float17\")` from Python",
+        "refused as `--dtype float17` is: one check in `ModelArgs`, for the command line and Python alike",
+        "tests/reliability/test_api_types.py::test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argument",
+    ),
+    (
+        "api-run-suite-one-name",
+        "`run_suite(\"maps_en\", ...)`",
+        "one config, never read letter by letter",
+        "tests/reliability/test_api_types.py::test_run_suite_takes_one_name_as_one_name",
+    ),
+    (
+        "api-wrong-kind",
+        "`run(data_dir=123)`, `run_suite([\"maps_en\", None])`, `compare_runs(None)`, `precision_at_k` with a None "
+        "reference or empty inputs",
+        "the library's own error naming the argument (and the item)",
+        "tests/reliability/test_api_types.py::test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argument",
+    ),
+    (
+        "api-metrics-any-wrong-kind",
+        "any public metric function given None, a number, a string, a mapping, a list of None or an empty list in "
+        "any argument",
+        "returns, or a `MetricInputError` naming that argument; never a raw Python error",
+        "tests/reliability/test_api_types.py::test_a_metric_given_a_wrong_kind_of_value_names_the_argument",
+    ),
+    (
+        "api-top-level-no-name",
+        "`run`, `run_suite`, `dry_run`, `load_benchmark`, `load_metric`, `push_to_hub` or `compare_runs` given no "
+        "name (None, a number, a mapping, a list of None)",
+        "a `CultureProbeError` naming the argument",
+        "tests/reliability/test_api_types.py::test_a_top_level_function_given_no_name_names_the_argument",
+    ),
     # --- issue 35: damaged and old run folders (entries of this part go right below this line) ---
     (
         "config-json-wrong-type",
