@@ -301,9 +301,14 @@ class _Truncation(TypedDict):
 
 
 class Truncation(_Truncation, total=False):
-    """metrics.json's `truncation` (`engine.types.Truncation.to_json`, and whether a resume began the count)."""
+    """metrics.json's `truncation` (`engine.types.Truncation.to_json`) summed over the processes that made the run
+    (`provenance.ProcessLog.truncation`: how many, and those whose counts were not kept); a run made before
+    `processes` counted from its last resume (`resumed`).
+    """
 
     resumed: bool
+    processes: int
+    uncounted: int
 
 
 class _PairDifference(TypedDict):

@@ -55,10 +55,9 @@ def main(args: Any) -> int:
 
 
 def _dry_run(args: Any, configs: list[str], model: str, keywords: dict[str, Any]) -> int:
-    """`run ... --dry-run`: what the run would ask, printed; nothing written."""
+    """`run ... --dry-run`: what the run would ask (with --resume: what is left), printed; nothing written."""
     from culture_probe.dryrun import SHOWN, dry_run
 
-    del keywords["resume"]
     rows = rundir.read_rows(args.rows) if args.rows else None
     shown = dry_run(
         configs, model, n=SHOWN if args.show is None else args.show, rows=rows, strict=args.strict, **keywords

@@ -1,7 +1,8 @@
 """The run directory: its layout, atomic writes, the resume check, and reading a run back.
 
 A run directory holds `config.json` (everything needed to repeat the run), `items.jsonl` (one record per probe,
-appended as probes finish), `metrics.json`, `rows.jsonl` (a run on custom rows), `report.md` and `plots/`. The
+appended as probes finish), `processes.json` (each process that made it: `culture_probe.provenance`),
+`metrics.json`, `rows.jsonl` (a run on custom rows), `report.md` and `plots/`. The
 engine's score cache is not here: it is one file per model, shared by every run (`runner.default_cache_dir`).
 The runner writes it and `report`/`compare` read it, both through here.
 """
@@ -150,14 +151,13 @@ def check_start(run_dir: Path, *, resume: bool, folder: bool = True) -> list[Rec
     return done
 
 
-def add_duration(run_dir: Path, seconds: float) -> dict[str, Any]:
-    """Add this process's time to config.json's `duration_s` (a resumed run sums its sessions) and stamp when it
-    finished; returns the updated config.
+def record_finish(run_dir: Path, processes: Mapping[str, Any]) -> dict[str, Any]:
+    """config.json with the record of the processes that made the run (`duration_s` summed over them, how many,
+    the versions seen: `provenance.ProcessLog.provenance`) and when the last finished; returns the updated config.
     """
-    record = RunRecord.from_json(read_json(run_dir / CONFIG_FILE))
     config = {
-        **record.to_json(),
-        "duration_s": round(record.duration_s + seconds, 3),
+        **RunRecord.from_json(read_json(run_dir / CONFIG_FILE)).to_json(),
+        **processes,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     write_json(run_dir / CONFIG_FILE, config)

@@ -17,7 +17,6 @@ each batch of requests and gathers the results in request order, and only rank 0
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -50,6 +49,7 @@ from culture_probe.errors import (
 )
 from culture_probe.loading import SideData, load_rows, load_side_data
 from culture_probe.models.planted_benchmarks import PLANTED_SOURCES
+from culture_probe.provenance import ProcessLog
 from culture_probe.record import RunRecord
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.sharing import redacted
@@ -165,35 +165,27 @@ def run_with(
         for stage, other in ahead.models.items() if main else ():
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
         number, first = first_probes(config, task, every, settings.limit)
-        subset = subset_of(task, every, first, settings.limit) if number is not None else None
-        settings = replace(settings, limit=number)  # config.json's run.limit: the number the run probed
         scorer = load_scorer(model, settings) if scorer is None else scorer
-        meta = describe_run(
-            model,
-            scorer,
-            task,
-            settings,
-            data,
-            ahead.side.provenance,
-            subset=subset,
-            custom_rows=rows is not None,
-            rows_file=rundir.ROWS_FILE if rows is not None and run_dir is not None else None,
-            planned={"stage": task.stages[0], "probes": len(first)},
-            models=ahead.models,
-        )
+        custom, folder = rows is not None, run_dir is not None
+        meta = describe_plan(model, scorer, ahead, settings, number, first, rows=custom, folder=folder)
+        settings = replace(settings, limit=number)  # config.json's run.limit: the number the run probed
         # a full disk names the folder, and the space the rest of the records need
         with naming_folder(run_dir or Path("."), needed=lambda: space_needed(run_dir, len(first))):
             done = open_folder(run_dir, meta, data, custom_rows=rows is not None, resume=resume, main=main)
+            log = ProcessLog.begin(
+                run_dir, meta["versions"], done, clock=started, counting=counts_cuts(scorer), write=main
+            )
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
             try:
-                records, cut = execute(task, data, first, scorer, settings, done, writer, progress)
+                records = execute(task, data, first, scorer, settings, done, writer, progress, log)
             finally:
                 writer.close()
             metrics = json_ready(task.compute_metrics(records))
-            if cut is not None:  # what the engine cut to fit the model, for the probes asked in this call
-                metrics["truncation"] = {**cut.to_json(), "resumed": bool(done)}
-            meta = finish(run_dir if main else None, meta, records, metrics, time.monotonic() - started)
+            truncation = log.truncation()  # what the engine cut to fit the model, over every process of the run
+            if truncation is not None:
+                metrics["truncation"] = truncation
+            meta = finish(run_dir if main else None, meta, records, metrics, log)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
 
 
@@ -231,14 +223,15 @@ def open_folder(
 
 
 def finish(
-    run_dir: Path | None, meta: dict[str, Any], records: list[Record], metrics: dict[str, Any], seconds: float
+    run_dir: Path | None, meta: dict[str, Any], records: list[Record], metrics: dict[str, Any], log: ProcessLog
 ) -> dict[str, Any]:
-    """The run's config with its duration; in its folder (None: none, or another rank's), config.json with the
-    duration summed over sessions, metrics.json and the report.
+    """The run's config with the record of its processes (`ProcessLog.provenance`: the duration summed over them);
+    in its folder (None: none, or another rank's), config.json so, metrics.json and the report.
     """
+    log.finish()
     if run_dir is None:
-        return {**meta, "duration_s": round(seconds, 3)}
-    meta = rundir.add_duration(run_dir, seconds)
+        return {**meta, **log.provenance()}
+    meta = rundir.record_finish(run_dir, log.provenance())
     rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
     from culture_probe.report import write_report
 
@@ -568,6 +561,37 @@ def stage_settings(settings: RunSettings) -> RunSettings:
     return replace(settings, kind="auto", batch_tokens=None, model_args=ModelArgs(dtype=settings.model_args.dtype))
 
 
+def describe_plan(
+    model: Any,
+    scorer: Any,
+    ahead: Plan,
+    settings: RunSettings,
+    number: int | None,
+    first: Sequence[Probe],
+    *,
+    rows: bool,
+    folder: bool,
+) -> dict[str, Any]:
+    """config.json of the run `ahead` plans, asking the first stage's probes `first` (`first_probes`: `number` units
+    under `settings.limit`) of `scorer`; `rows`: on custom rows, saved in the run's folder when it has one (`folder`).
+    The run writes it, and a dry run compares it with a run it would resume.
+    """
+    task = ahead.task
+    return describe_run(
+        model,
+        scorer,
+        task,
+        replace(settings, limit=number),  # config.json's run.limit: the number the run probed
+        ahead.data,
+        ahead.side.provenance,
+        subset=subset_of(task, ahead.probes, first, settings.limit) if number is not None else None,
+        custom_rows=rows,
+        rows_file=rundir.ROWS_FILE if rows and folder else None,
+        planned={"stage": task.stages[0], "probes": len(first)},
+        models=ahead.models,
+    )
+
+
 def describe_run(
     model: Any,
     scorer: Any,
@@ -769,14 +793,14 @@ def execute(
     done: list[Record],
     writer: rundir.RecordWriter,
     progress: bool,
-) -> tuple[list[Record], Truncation | None]:
+    log: ProcessLog,
+) -> list[Record]:
     """Run every stage's probes that are not done yet (`first`: the first stage's, already built); returns all
-    records in probe order, and what the engine cut to fit the model while asking them (None: no scorer that
-    counts cuts was asked, e.g. a served model or a resume with nothing left).
+    records in probe order. Each chunk's records are written, then noted in `log` with what the engine has cut to
+    fit the model in the stage so far.
     """
     done_by_key = {(r.stage, r.key): r for r in done}
     records: list[Record] = []
-    cuts: list[Truncation] = []
     for stage in task.stages:
         probes = first if stage == task.stages[0] else task.build_probes(rows, stage=stage, previous=records)
         if settings.limit is not None:  # later stages ask about the items the first stage sampled, and no others
@@ -786,26 +810,37 @@ def execute(
         needs_model = any(not isinstance(p, Skipped) for p in pending)  # load a stage's own model only then
         stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
         fresh = {}
-        with _counting_cuts(stage_scorer, task.config, cuts):
-            for probe, output in _answers(pending, stage_scorer, progress, stage):
-                record = task.to_record(probe, output, stage=stage)
-                writer.append(record)
-                fresh[probe.key] = record
+        with _counting_cuts(stage_scorer, task.config):
+            for chunk in _answers(pending, stage_scorer, progress, stage):
+                for probe, output in chunk:
+                    record = task.to_record(probe, output, stage=stage)
+                    writer.append(record)
+                    fresh[probe.key] = record
+                log.answered(stage, len(chunk), cut_so_far(stage_scorer))
         records += [fresh.get(p.key) or done_by_key[stage, p.key] for p in probes]
-    return records, functools.reduce(Truncation.plus, cuts) if cuts else None
+    return records
+
+
+def counts_cuts(scorer: Any) -> bool:
+    """Whether `scorer` counts what it cuts to fit its input limit (`Scorer.recording`; not a served model)."""
+    return getattr(scorer, "recording", None) is not None
+
+
+def cut_so_far(scorer: Any) -> Truncation | None:
+    """What `scorer` has cut since its count began (`_counting_cuts`); None for a scorer that does not count."""
+    return scorer.truncation if counts_cuts(scorer) else None
 
 
 @contextmanager
-def _counting_cuts(scorer: Any, config: str, cuts: list[Truncation]) -> Iterator[None]:
-    """Count what `scorer` cuts to fit its input limit inside the block (its warning names `config`) and add the
-    count to `cuts`; a scorer that does not count (served, or a stand-in) is asked as it is.
+def _counting_cuts(scorer: Any, config: str) -> Iterator[None]:
+    """Count what `scorer` cuts to fit its input limit afresh inside the block (its warning names `config`; read
+    `scorer.truncation` in it); a scorer that does not count (served, or a stand-in) is asked as it is.
     """
-    if getattr(scorer, "recording", None) is None:
+    if not counts_cuts(scorer):
         yield
         return
     with scorer.recording(config):
         yield
-    cuts.append(scorer.truncation)
 
 
 def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
@@ -814,15 +849,15 @@ def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
     return scorer if other is None else load_scorer(other, stage_settings(settings))
 
 
-def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[tuple[Probe, Any]]:
-    """(probe, output) pairs in probe order, computed chunk by chunk under a progress bar with an ETA."""
+def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[list[tuple[Probe, Any]]]:
+    """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(probes), desc=stage, unit="probe", disable=not progress or not is_main_process())
     try:  # closed on an error too, so that the error's line starts on a line of its own
         for start in range(0, len(probes), CHUNK):
             chunk = probes[start : start + CHUNK]
-            yield from zip(chunk, _run_chunk(chunk, scorer), strict=True)
+            yield list(zip(chunk, _run_chunk(chunk, scorer), strict=True))
             bar.update(len(chunk))
     finally:
         bar.close()

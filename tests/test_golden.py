@@ -13,10 +13,11 @@ from culture_probe.schemas import validate_metrics
 
 #: keys a later change added to records or metrics on purpose (structure, not numbers): the record's probe kind
 #: (issue 11: typed records), the skipped-probe counts every protocol's metrics now carry, and X-FaKT's count of
-#: answers still waiting for a verdict (always 0 in a finished run), the results block's chance levels (issue 24), and
-#: DLAMA's culture gap per language Holm-adjusted over the run's languages, with how many tests that is (issue 34)
+#: answers still waiting for a verdict (always 0 in a finished run), the results block's chance levels (issue 24),
+#: DLAMA's culture gap per language Holm-adjusted over the run's languages, with how many tests that is (issue 34), and
+#: the processes a truncation record sums over (issue 35)
 ADDED_KEYS: frozenset[str] = frozenset(
-    {"probe", "n_probes", "n_skipped", "skipped", "n_ungraded", "chance", "p_holm", "n_tests"}
+    {"probe", "n_probes", "n_skipped", "skipped", "n_ungraded", "chance", "p_holm", "n_tests", "processes"}
 )
 
 

@@ -128,9 +128,9 @@ def rerender_run(run_dir: Path) -> tuple[Path, SuiteRun]:
     the report's path and the run's config and metrics.
     """
     run = rundir.read_run(run_dir)
-    metrics = metrics_of(run)
-    path = write_report(run_dir, config=run.record, records=run.records, metrics=metrics, status=rundir.progress(run))
-    return path, SuiteRun(run.record, metrics)
+    metrics, status = metrics_of(run), rundir.progress(run)
+    path = write_report(run_dir, config=run.record, records=run.records, metrics=metrics, status=status)
+    return path, SuiteRun(run.record, metrics, status)
 
 
 def is_suite(folder: Path) -> bool:
@@ -154,7 +154,11 @@ def suite_runs(folder: Path) -> dict[str, SuiteRun]:
     directory without an answered probe holds none yet.
     """
     runs = [rundir.read_run(folder / name) for name in rundir.runs_in(folder, listed(read_summary(folder)))]
-    return {run.path.name: SuiteRun(run.record, metrics_of(run)) for run in runs if run.records or run.metrics}
+    return {
+        run.path.name: SuiteRun(run.record, metrics_of(run), rundir.progress(run))
+        for run in runs
+        if run.records or run.metrics
+    }
 
 
 def consistency_main(args: Any) -> int:

@@ -149,6 +149,13 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
     return LoadedRun(name, run.record, run.records, metrics, rundir.progress(run))
 
 
+def incomplete_note(name: str, status: str) -> str:
+    """What a reader of runs paired, lined up or summarised must know of one that did not finish (`status`:
+    `INCOMPLETE k/N`).
+    """
+    return f"{name} is {status} (no metrics.json): its numbers cover only the probes answered so far"
+
+
 @checked()
 def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comparison:
     """Line up the runs' results; with `paired`, runs of the first run's config are paired with it on their units
@@ -162,11 +169,7 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
     names = [Path(d).name for d in run_dirs]
     names = names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
     runs = [load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)]
-    notes = [
-        f"{r.name} is {r.status} (no metrics.json): its numbers cover only the probes answered so far"
-        for r in runs
-        if r.status
-    ]
+    notes = [incomplete_note(r.name, r.status) for r in runs if r.status]
     if len({r.config.config for r in runs}) > 1:
         notes.append(
             "these runs probe different configs; compare with care (only runs of "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from culture_probe.metrics.display import (
     p_clause,
 )
 from culture_probe.record import RECORD_FIX
-from culture_probe.report.compare import LoadedRun, load_for_comparison
+from culture_probe.report.compare import LoadedRun, incomplete_note, load_for_comparison
 from culture_probe.report.markdown import figure_link, slug, table_markdown
 from culture_probe.report.views import Heatmap, Section, Table
 from culture_probe.rundir import PLOTS_DIR
@@ -174,16 +174,20 @@ def _multiplicity(detail: Mapping[str, Any]) -> str:
 @dataclass(frozen=True)
 class RunsConsistency:
     """`culture-probe consistency RUN_A RUN_B`: two runs of one model and benchmark, one language each, paired
-    fact by fact as within a run.
+    fact by fact as within a run; `incomplete` marks those that did not finish ({run: `INCOMPLETE k/N`}).
     """
 
     runs: tuple[str, str]
     metrics: dict[str, Any]  # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
+    incomplete: Mapping[str, str] = field(default_factory=dict)
 
     def markdown(self, out: Path | None = None) -> str:
-        """The consistency section as markdown; its figure is drawn into `out/plots/` when given."""
+        """The consistency section as markdown, after a note on each run that did not finish; its figure is drawn
+        into `out/plots/` when given.
+        """
         (section,) = consistency_sections(self.metrics)
-        parts = [f"# Consistency of {self.runs[0]} and {self.runs[1]}", section.text]
+        notes = "\n".join(f"- **note**: {incomplete_note(run, status)}" for run, status in self.incomplete.items())
+        parts = [f"# Consistency of {self.runs[0]} and {self.runs[1]}", *([notes] if notes else []), section.text]
         parts += [table_markdown(table) for table in section.tables]
         if any(SMALL_N_MARK in str(cell) for table in section.tables for row in table.rows for cell in row):
             parts.append(SMALL_N_NOTE)
@@ -191,6 +195,10 @@ class RunsConsistency:
             (out / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
             parts += [figure_link(f, out / PLOTS_DIR / slug(f.title), f.title) for f in section.figures]
         return "\n\n".join(parts) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """consistency.json: the runs, those that did not finish, and the metrics."""
+        return json_ready({"runs": list(self.runs), "incomplete": dict(self.incomplete), **self.metrics})
 
 
 def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency:
@@ -225,7 +233,8 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
         "results": {"by_language_pair": across["by_language_pair"], "ci": {"methods": across["methods"]}},
         "consistency": {"alignment": tasks[0].alignment, **consistency_detail(across)},
     }
-    return RunsConsistency((runs[0].name, runs[1].name), metrics)
+    incomplete = {run.name: run.status for run in runs if run.status}
+    return RunsConsistency((runs[0].name, runs[1].name), metrics, incomplete)
 
 
 def _check_aligned_fields(items: Path, records: Sequence[Record], fields: Mapping[str, Any]) -> None:
@@ -264,6 +273,6 @@ def write_consistency(result: RunsConsistency, out: str | os.PathLike) -> list[P
     """
     with outfolder.rebuilding(out, CONSISTENCY) as build:
         rundir.write_text(build.folder / "consistency.md", result.markdown(build.folder))
-        body = json.dumps(json_ready({"runs": list(result.runs), **result.metrics}), ensure_ascii=False, indent=2)
+        body = json.dumps(result.to_json(), ensure_ascii=False, indent=2)
         rundir.write_text(build.folder / "consistency.json", body + "\n")
     return [Path(out) / name for name in build.files]

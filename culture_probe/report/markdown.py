@@ -176,11 +176,25 @@ def truncation_lines(value: Mapping[str, Any] | None) -> list[str]:
     ]
     if not parts:
         return []
-    scope = " (counted over the probes asked since the run was resumed)" if value and value.get("resumed") else ""
+    scope = truncation_scope(value or {})
     return [
         f"- **inputs cut to fit the model**: {'; '.join(parts)}{scope}; candidates and new tokens were kept whole "
         "(`truncation` in metrics.json)"
     ]
+
+
+def truncation_scope(value: Mapping[str, Any]) -> str:
+    """Which probes a truncation record counts: those of every process that made the run, some of them (a run
+    made before counts were kept per process, then resumed), or those since the last resume (a record made before
+    `processes`).
+    """
+    processes, uncounted = value.get("processes"), value.get("uncounted")
+    if processes is None:
+        return " (counted over the probes asked since the run was resumed)" if value.get("resumed") else ""
+    if uncounted:
+        counted = processes - uncounted
+        return f" (counted in {counted} of the {processes} processes that made the run; the others' were not kept)"
+    return f" (summed over the {processes} processes that made the run)" if processes > 1 else ""
 
 
 def deviations(config: RunRecord) -> str:

@@ -26,6 +26,7 @@ from culture_probe.metrics.display import (
     marked,
 )
 from culture_probe.record import RunRecord
+from culture_probe.report.compare import incomplete_note
 from culture_probe.report.markdown import figure_link, table_markdown
 from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
 from culture_probe.tasks import Task, task_for
@@ -35,17 +36,21 @@ SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
 
 @dataclass(frozen=True)
 class SuiteRun:
-    """What a summary reads of one run: its config.json and metrics.json."""
+    """What a summary reads of one run: its config.json and metrics.json (recomputed from its records when it did not
+    finish), and `status`: `INCOMPLETE k/N` for a run that did not finish (`rundir.progress`).
+    """
 
     config: RunRecord
     metrics: Mapping[str, Any]
+    status: str | None = None
 
 
 def summarize_suite(
     model: Any, runs: Mapping[str, SuiteRun], skipped: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """One row per config: its headline number with interval, n, unit, scale and chance level, and what it left
-    out; the cross-config studies the suite's configs allow (MAPS' culture gap); and the configs `skipped` for want
+    """One row per config: its headline number with interval, n, unit, scale and chance level, what it left out,
+    and `status` (`INCOMPLETE k/N`: a run that did not finish, whose numbers cover the probes answered so far); the
+    cross-config studies the suite's finished configs allow (MAPS' culture gap); and the configs `skipped` for want
     of data, with why (those that have a run since are not).
     """
     rows = []
@@ -64,6 +69,7 @@ def summarize_suite(
                 "chance": (results.get("chance") or {}).get(metric),
                 "smoke": bool(result.config.subset),
                 "omitted": results.get("omitted", {}),
+                "status": result.status,
             }
         )
     protocols = sorted({r.config.run.protocol for r in runs.values()})
@@ -89,11 +95,11 @@ def listed(summary: Mapping[str, Any]) -> list[str]:
 
 def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
     """The studies across configs that each benchmark's protocol declares (`Task.suite_studies`: MAPS' culture and
-    language gaps), from the suite's full runs (a smoke run gives no study).
+    language gaps), from the suite's full, finished runs (a smoke or interrupted run gives no study).
     """
     by_task: dict[type[Task], dict[str, Mapping[str, Any]]] = {}
     for config, result in runs.items():
-        if not result.config.subset:
+        if not result.config.subset and result.status is None:
             by_task.setdefault(task_for(config), {})[config] = result.metrics
     return {name: value for task, metrics in by_task.items() for name, value in task.suite_studies(metrics).items()}
 
@@ -124,6 +130,7 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     ]
     if any(SMALL_N_MARK in str(cell) for row in rows for cell in row):
         parts.append(SMALL_N_NOTE)
+    parts += [f"**note**: {incomplete_note(r['config'], r['status'])}." for r in summary["configs"] if r.get("status")]
     parts += [
         f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())
         for name, study in summary["studies"].items()
@@ -137,9 +144,12 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
 
 
 def summary_lines(summary: Mapping[str, Any]) -> str:
-    """The terminal's lines of a suite: each config's headline number as suite.md shows it."""
+    """The terminal's lines of a suite: each config's headline number as suite.md shows it, an interrupted run's
+    marked.
+    """
     lines = [
         f"{r['config']}: "
+        + (f"{r['status']}, so far: " if r.get("status") else "")
         + (
             estimate_line(r["metric"], r, r.get("scale"), r["unit"], r.get("chance"), r.get("observations"))
             if r.get("value") is not None
@@ -156,6 +166,7 @@ def summary_row(row: Mapping[str, Any], chance: bool) -> tuple[Any, ...]:
     scale = row.get("scale")
     value = marked(format_number(row["value"], scale), row.get("n")) if row.get("value") is not None else ""
     note = "smoke run (--limit)" if row["smoke"] else "; ".join(f"{k} left out: {v}" for k, v in row["omitted"].items())
+    note = f"**{row['status']}**" + (f"; {note}" if note else "") if row.get("status") else note
     level = (format_number((row.get("chance") or {}).get("value"), scale),) if chance else ()
     return (
         row["config"],

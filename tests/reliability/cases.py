@@ -1164,4 +1164,35 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "tests/reliability/test_damaged_documents.py::test_a_dlama_run_made_before_consistency_alignment_is_told_so_by_name",
     ),
     # --- issue 35: previews and interrupted runs (entries of this part go right below this line) ---
+    (
+        "dry-run-resume-refused",
+        "`run --dry-run --resume --out RUN` on a finished run with another `--limit`",
+        "the refusal the resume gives, word for word (one line, exit 2); the run folder unchanged",
+        "tests/reliability/test_previews_and_incomplete.py::test_a_dry_run_resume_of_a_finished_run_with_another_limit_gives_the_resumes_refusal",
+    ),
+    (
+        "dry-run-resume-left",
+        "`run --dry-run --resume --out RUN` on an interrupted run, or on a suite folder",
+        "the probes left of those planned, the first of them shown; per config in a suite",
+        "tests/reliability/test_previews_and_incomplete.py::test_a_dry_run_resume_of_an_interrupted_run_shows_the_probes_left",
+    ),
+    (
+        "consistency-incomplete",
+        "`consistency` of a finished run and an interrupted one",
+        "a note `INCOMPLETE k/N` on the terminal and in consistency.md; `incomplete` in consistency.json",
+        "tests/reliability/test_previews_and_incomplete.py::test_consistency_marks_an_interrupted_run_incomplete",
+    ),
+    (
+        "suite-incomplete",
+        "a suite stopped in a config, then `report SUITE`, or resumed for its other configs",
+        "the config marked `INCOMPLETE k/N` in suite.md, suite.json and the terminal lines",
+        "tests/reliability/test_previews_and_incomplete.py::test_a_suite_summary_marks_an_interrupted_config",
+    ),
+    (
+        "resume-keeps-provenance",
+        "a run killed after some probes, then `--resume` (and a finished run resumed again)",
+        "metrics.json's `truncation` counts every probe the run holds, summed over its `processes`; config.json's "
+        "duration sums them; processes.json keeps each process",
+        "tests/reliability/test_previews_and_incomplete.py::test_a_run_killed_and_resumed_keeps_the_earlier_processes_provenance",
+    ),
 )

@@ -60,7 +60,6 @@ def ranking_spec(
         max_seconds=MAX_SECONDS,
         seed=seed,
         what=what,
-        items=tuple(items),
     )
 
 
