@@ -51,6 +51,10 @@ class ModelSource(Protocol):
         """What the model was built to show."""
         ...
 
+    def known_items(self, name: str, data_dir: str | os.PathLike | None) -> frozenset[str]:
+        """The benchmark items (row ids) the model was built to know; empty where it knows no items as such."""
+        ...
+
 
 @dataclass(frozen=True)
 class LoadOptions:
@@ -196,6 +200,14 @@ def model_description(model: Any, options: LoadOptions = LoadOptions()) -> str |
     """
     found = options.source(model) if isinstance(model, str) else None
     return None if found is None else found[0].description(found[1], options.data_dir)
+
+
+def known_items(model: Any, options: LoadOptions = LoadOptions()) -> frozenset[str]:
+    """The benchmark items a source's model was built to know (a planted model's planted items), so that a limited
+    run draws some of them; empty for any other model.
+    """
+    found = options.source(model) if isinstance(model, str) else None
+    return frozenset() if found is None else found[0].known_items(found[1], options.data_dir)
 
 
 def parameter_count(config: Any, kind: str) -> int:

@@ -100,8 +100,9 @@ class PlantedSpec:
     cap that makes the result depend on the machine, so it warns and is recorded in `planted.json`). Masked models
     see each answer replaced by as many masks as it has tokens, plus 0 to `extra_masks` unlabelled masks after it,
     so that the number of masks does not give the answer away. `what` says in words what was planted and the
-    pattern a probe should find (a run's config.json and report show it); it changes no weight, so it is no part
-    of the cache key.
+    pattern a probe should find (a run's config.json and report show it); `items` names the benchmark items planted,
+    so that a limited run draws some of them and its report splits planted from not planted. Neither changes a
+    weight, so neither is part of the cache key.
     """
 
     facts: tuple[PlantedFact, ...]
@@ -120,10 +121,12 @@ class PlantedSpec:
     seed: int = 0
     extra_masks: int = 2
     what: str = ""
+    items: tuple[str, ...] = ()  # the benchmark items (row ids) whose facts were planted; () where none are
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "facts", tuple(self.facts))
         object.__setattr__(self, "probe_texts", tuple(self.probe_texts))
+        object.__setattr__(self, "items", tuple(sorted(self.items)))
         if not self.facts:
             raise ValueError("PlantedSpec needs at least one fact to plant; got an empty `facts`.")
         if self.arch not in PLANTABLE_ARCHS:
@@ -167,7 +170,7 @@ class PlantedSpec:
             "transformers": transformers.__version__,
             "tokenizers": tokenizers.__version__,
         }
-        spec = {k: v for k, v in asdict(self).items() if k != "what"}
+        spec = {k: v for k, v in asdict(self).items() if k not in ("what", "items")}  # words and labels: no weight
         payload = {"format": FORMAT_VERSION, "versions": versions, "spec": spec}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
@@ -176,7 +179,13 @@ StoppedBy = Literal["target_loss", "steps", "max_seconds"]  # what ended a plant
 
 
 def chat_gpt2_spec(
-    facts: list[PlantedFact], texts: list[str], *, what: str, seed: int = 0, batch_size: int = 32
+    facts: list[PlantedFact],
+    texts: list[str],
+    *,
+    what: str,
+    seed: int = 0,
+    batch_size: int = 32,
+    items: tuple[str, ...] = (),
 ) -> PlantedSpec:
     """The tiny GPT-2 (byte-level BPE, 2 layers of 64) that the generative benchmarks' planted models share: MAPS'
     and X-FaKT's, trained to a loss of 0.05 in at most 800 steps.
@@ -195,6 +204,7 @@ def chat_gpt2_spec(
         max_seconds=MAX_SECONDS,
         seed=seed,
         what=what,
+        items=items,
     )
 
 

@@ -164,6 +164,10 @@ class PlantedModels:
         """The spec's `what`: the facts planted and the pattern to expect."""
         return planted_spec(name, data_dir=data_dir).what
 
+    def known_items(self, name: str, data_dir: str | os.PathLike | None) -> frozenset[str]:
+        """The spec's `items`: the benchmark items whose facts were planted."""
+        return frozenset(planted_spec(name, data_dir=data_dir).items)
+
 
 #: the model sources the run layer gives the engine: `planted:<config>`
 PLANTED_SOURCES = {"planted:": PlantedModels()}

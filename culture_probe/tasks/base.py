@@ -34,9 +34,10 @@ import json
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import zip_longest
 from typing import Any, ClassVar, Literal
 
 from culture_probe.data.registry import Benchmark, resolve
@@ -363,16 +364,18 @@ class Task:
             return []
         return sorted({str(p.meta.get(self.parallel.across)) for p in probes})
 
-    def sample(self, probes: Sequence[Probe], limit: int | float) -> list[Probe]:
+    def sample(self, probes: Sequence[Probe], limit: int | float, known: Set[str] = frozenset()) -> list[Probe]:
         """The probes of `limit` units (`limit_unit`), drawn with the run's seed in turn from each stratum
         (`limit_strata`), so that a smoke run sees every language, culture, predicate or type it can, not the first
         rows of one; a fraction (0 < limit < 1) takes that share of each stratum's units instead, keeping the
-        strata's proportions. A parallel unit comes with its probes in every language.
+        strata's proportions. A parallel unit comes with its probes in every language. `known` items (a planted
+        model's) and the others take turns in each stratum's draw, so that a number of units holds both.
         """
         unit = self.limit_key if self.parallel is not None else None
         if isinstance(limit, float):
             return stratified_share(probes, limit, self.limit_strata, self.seed, unit=unit)
-        return stratified_items(probes, limit, self.limit_strata, self.seed, unit=unit)
+        favoured = {self.limit_key(p) for p in probes if p.item_id in known}
+        return stratified_items(probes, limit, self.limit_strata, self.seed, unit=unit, favoured=favoured)
 
     def smoke_limit(self, probes: Sequence[Probe]) -> int:
         """The smallest `--limit` whose subset has `smoke.per_cell` items in every cell of `strata` (all of a
@@ -696,11 +699,19 @@ def _item(probe: Probe) -> str:
 
 
 def stratified_items(
-    probes: Sequence[Probe], limit: int, strata: Sequence[str], seed: int, *, unit: Unit | None = None
+    probes: Sequence[Probe],
+    limit: int,
+    strata: Sequence[str],
+    seed: int,
+    *,
+    unit: Unit | None = None,
+    favoured: Set[str] = frozenset(),
 ) -> list[Probe]:
     """The probes (in probe order) of `limit` units (items, or what `unit` names, e.g. a fact in every language):
     the units are grouped by their first probe's `strata` meta values, each group shuffled with `seed`, and the
-    groups, in a seeded order, give one unit each in turn.
+    groups, in a seeded order, give one unit each in turn. Where some units are `favoured` (a planted model's), each
+    group gives favoured and other units by turns, every other group starting with a favoured one, so that any
+    number of units holds both kinds in about equal parts, with the same units per group as without.
     """
     if limit < 1:
         raise CultureProbeError(f"limit must be at least 1, got {limit}.")
@@ -712,12 +723,24 @@ def stratified_items(
     keys = sorted(groups)
     rng.shuffle(keys)
     queues = [rng.sample(groups[k], len(groups[k])) for k in keys]
+    if favoured:
+        queues = [_by_turns(queue, favoured, i % 2 == 0) for i, queue in enumerate(queues)]
     chosen: set[str] = set()
     while len(chosen) < limit:
         for queue in queues:
             if queue and len(chosen) < limit:
                 chosen.add(queue.pop())
     return [p for p in probes if key(p) in chosen]
+
+
+def _by_turns(queue: list[str], favoured: Set[str], favoured_first: bool) -> list[str]:
+    """`queue` (drawn from its end) reordered so that favoured and other units come by turns, each kind in its
+    shuffled order.
+    """
+    known, other = [u for u in queue if u in favoured], [u for u in queue if u not in favoured]
+    first, second = (known[::-1], other[::-1]) if favoured_first else (other[::-1], known[::-1])
+    turns = [u for pair in zip_longest(first, second) for u in pair if u is not None]
+    return turns[::-1]
 
 
 def stratified_share(

@@ -34,7 +34,8 @@ def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: i
         "answered with the right letter and their last word completed in the five memorisation prompts; expect "
         "those proverbs right and memorised, the others at chance (50% accuracy) and not memorised"
     )
-    return chat_gpt2_spec(facts, texts, what=what, seed=seed)
+    items = tuple(str(row["id"]) for row in rows[:n_planted])
+    return chat_gpt2_spec(facts, texts, what=what, seed=seed, items=items)
 
 
 def data_folder(data_dir: str | os.PathLike | None) -> str | os.PathLike:

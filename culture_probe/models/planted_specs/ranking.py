@@ -60,6 +60,7 @@ def ranking_spec(
         max_seconds=MAX_SECONDS,
         seed=seed,
         what=what,
+        items=tuple(items),
     )
 
 

@@ -30,7 +30,8 @@ def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed:
         "language (the associated cells) and wrong ones in the other languages, i.e. a low associated error, a "
         "high non-associated one and a low KTS; the other entities are not planted"
     )
-    return chat_gpt2_spec(facts, texts, what=what, seed=seed, batch_size=16)
+    items = tuple(str(r["id"]) for r in rows if r["entity_idx"] in chosen)  # each entity in every language
+    return chat_gpt2_spec(facts, texts, what=what, seed=seed, batch_size=16, items=items)
 
 
 def planted_entities(rows: Sequence[Mapping[str, Any]], per_country: int) -> set[int]:
