@@ -131,7 +131,7 @@ def test_a_suite_whose_figures_fail_still_writes_every_number(tmp_path, one_load
     # suite.md was never written
     import culture_probe.report.markdown as markdown
 
-    def broken(figure, stem, title):
+    def broken(figure, stem, title, note):
         raise ValueError("'yerr' must not contain negative values")
 
     monkeypatch.setattr(markdown, "draw", broken)

@@ -1,7 +1,8 @@
 """`culture-probe compare RUN_A RUN_B ...`: the same metrics of several runs lined up (value and interval), and, for
 runs of one config on the same items, paired differences against the first run over the benchmark's unit, each
 with an interval and a p-value from one procedure (named in the output), so that "p > 0.05" and "the 95% interval
-excludes 0" are never printed together; with a plot.
+excludes 0" are never printed together; with a figure (`plots.comparison_figure`): the paired differences as a
+forest plot, the headline first, or the headline numbers side by side when nothing was paired.
 
 Multiplicity: the headline metric overall is the planned comparison of each paired run and is not adjusted; every
 other row of that run (other metrics overall, the headline per stratum) belongs to one family whose p-values are
@@ -34,6 +35,7 @@ from culture_probe.metrics.display import Scale, format_number, format_p, interv
 from culture_probe.metrics.results import paired_difference
 from culture_probe.record import RunRecord
 from culture_probe.report.markdown import table_markdown
+from culture_probe.report.plots import context_note
 from culture_probe.report.views import Table, scales_of
 from culture_probe.tasks.options import json_ready
 from culture_probe.typecheck import checked
@@ -70,6 +72,7 @@ class Comparison:
     scales: Mapping[str, Scale] = field(default_factory=dict)  # the first run's metrics' scales, for the differences
     one_unit: tuple[str, ...] = ()  # strata (`stratum=label`) of one unit: no paired test, no row
     repeats: tuple[tuple[str, str], ...] = ()  # (stratum, the earlier row with the same units): the same test, no row
+    context: tuple[str, ...] = ()  # each smoke or incomplete run's note (`run: smoke run: ...`), said in the figure
 
     def markdown(self) -> str:
         """The comparison as markdown: the notes, the table of values, the paired differences."""
@@ -205,6 +208,7 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
         scales,
         tuple(one_unit),
         tuple(repeats.items()),
+        tuple(f"{r.name}: {note}" for r in runs if (note := context_note(r.config.subset, r.status))),
     )
 
 

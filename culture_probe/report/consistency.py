@@ -193,7 +193,8 @@ class RunsConsistency:
             parts.append(SMALL_N_NOTE)
         if out is not None and available("matplotlib"):
             (out / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
-            parts += [figure_link(f, out / PLOTS_DIR / slug(f.title), f.title) for f in section.figures]
+            note = "; ".join(f"{run}: {status}" for run, status in self.incomplete.items())  # said in the image
+            parts += [figure_link(f, out / PLOTS_DIR / slug(f.title), f.title, note) for f in section.figures]
         return "\n\n".join(parts) + "\n"
 
     def to_json(self) -> dict[str, Any]:

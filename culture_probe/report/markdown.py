@@ -16,7 +16,7 @@ from culture_probe.engine.types import CUT_KINDS, Truncation
 from culture_probe.extras import available
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_value
 from culture_probe.record import RunRecord
-from culture_probe.report.plots import draw
+from culture_probe.report.plots import context_note, draw
 from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options, report_module
 from culture_probe.rundir import PLOTS_DIR
 from culture_probe.settings import RunSettings
@@ -48,6 +48,7 @@ def render(
     """
     config = RunRecord.of(config)
     parts = [header(config, status, truncation)]
+    note = context_note(config.subset, status)  # said inside every figure: it survives being copied into slides
     drawing = available("matplotlib")
     if drawing:
         (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
@@ -66,18 +67,19 @@ def render(
             parts.append(SMALL_N_NOTE)
         for index, figure in enumerate(section.figures if drawing else (), 1):
             title = figure.title or section.title
-            parts.append(figure_link(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title))
+            parts.append(figure_link(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title, note))
     parts.append(deviations(config))
     parts.append(reproduce(config))
     return redacted("\n\n".join(parts) + "\n")  # also a run recorded before its URLs' credentials were blanked
 
 
-def figure_link(figure: Bars | Heatmap, stem: Path, title: str) -> str:
-    """Draw one figure and return its markdown link; a figure that fails to draw is one warning naming it and a
-    line in the report, so the numbers and the other figures are still written.
+def figure_link(figure: Bars | Heatmap, stem: Path, title: str, note: str = "") -> str:
+    """Draw one figure (with `note`, a smoke or incomplete run's, inside it) and return its markdown link; a figure
+    that fails to draw is one warning naming it and a line in the report, so the numbers and the other figures are
+    still written.
     """
     try:
-        png, pdf = draw(figure, stem, title)
+        png, pdf = draw(figure, stem, title, note)
     except OSError as error:  # a full disk or a read-only folder is the run's error, not the figure's
         if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
             raise

@@ -20,11 +20,14 @@ import numpy as np
 
 from culture_probe.extras import require
 from culture_probe.metrics.display import MIN_N, VALID_RANGE, Scale, format_number, is_small, p_clause
-from culture_probe.report.views import Bars, Heatmap
+from culture_probe.report.views import CHANCE, Bars, Heatmap, Reference, unit_label
 
 FORMATS = ("png", "pdf")
 BAR_COLOUR = "#4C72B0"
 SMALL_HATCH = "//"  # bars and heatmap cells of n below MIN_N
+CHANCE_COLOUR = "#C44E52"  # chance lines and marks: red, so that a bar near one reads as luck
+NOTE_COLOUR = "#B22222"  # the corner note of a smoke or incomplete run
+DIFFERENCE_COLOUR = "#C44E52"
 FONTS = [
     "DejaVu Sans",
     "Noto Sans",
@@ -106,19 +109,53 @@ def save(figure: Any, stem: Path) -> list[Path]:
     return paths
 
 
-def _references(axes: Any, references: Sequence[Any], extra: Sequence[Any] = ()) -> None:
-    styles = ("--", ":", "-.")
-    for index, reference in enumerate(references):
+def level_text(value: float, scale: Scale | None) -> str:
+    """A reference level as a legend prints it, by the one rounding rule and with its unit: `3.14%`, `0.889`."""
+    return format_number(value, scale) + ("%" if scale == "%" else "")
+
+
+def _references(
+    axes: Any, references: Sequence[Reference], scale: Scale | None = None, extra: Sequence[Any] = ()
+) -> None:
+    """The reference lines with their values in the legend (`chance (3.14%)`); chance drawn red and dotted, so that
+    a bar near it reads as luck, the paper's values in grey.
+    """
+    styles = ("--", "-.", (0, (5, 1, 1, 1)))
+    others = 0
+    for reference in references:
+        chance = reference.label == CHANCE
         axes.axhline(
             reference.value,
-            color="0.35",
-            linestyle=styles[index % len(styles)],
-            linewidth=1,
-            label=f"{reference.label} ({reference.value:g})",
+            color=CHANCE_COLOUR if chance else "0.35",
+            linestyle=":" if chance else styles[others % len(styles)],
+            linewidth=1.5 if chance else 1,
+            label=f"{reference.label} ({level_text(reference.value, scale)})",
         )
-    if references or extra:
-        handles, labels = axes.get_legend_handles_labels()
+        others += not chance
+    handles, labels = axes.get_legend_handles_labels()  # the lines, and chance marks drawn before
+    if handles or extra:
         axes.legend([*handles, *extra], [*labels, *(e.get_label() for e in extra)], fontsize=7, loc="best")
+
+
+def context_note(subset: Mapping[str, Any] | None, status: str | None) -> str:
+    """What a figure must say inside the image, so that it survives being copied into slides: a --limit run's
+    draw (`smoke run: 40 of 1,000 facts`) and a run that did not finish (`INCOMPLETE 64/300`); "" for a full,
+    finished run.
+    """
+    parts = [status] if status else []
+    if subset:
+        of = f" of {subset['items']:,}" if subset.get("items") is not None else ""
+        parts.append(f"smoke run: {subset['sampled']:,}{of} {subset.get('unit') or 'items'}")
+    return "; ".join(parts)
+
+
+def stamp(figure: Any, note: str) -> Any:
+    """`note` (`context_note`) as the figure's top line, in red and wrapped to its width; tight_layout keeps the
+    axes below it.
+    """
+    if note:
+        figure.suptitle(label(note), fontsize=8, color=NOTE_COLOUR, fontweight="bold", wrap=True)
+    return figure
 
 
 def valid_range(scale: Scale | None, values: np.ndarray) -> tuple[float, float]:
@@ -158,8 +195,27 @@ def _estimate_arrays(estimates: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray
 
 
 def _tick(name: str, estimate: Mapping[str, Any]) -> str:
-    no_interval = "\nno interval" if estimate.get("ci_low") is None else ""
-    return f"{label(name)}\n(n={estimate.get('n')}){no_interval}"
+    """A bar's label: its group, n, and what a reader must know of it: no interval, a suite row's smoke or
+    INCOMPLETE run.
+    """
+    notes = [
+        *(["no interval"] if estimate.get("ci_low") is None else []),
+        *(["smoke run"] if estimate.get("smoke") else []),
+        *([estimate["status"]] if estimate.get("status") else []),
+    ]
+    return "\n".join([label(name), f"(n={estimate.get('n')})", *notes])
+
+
+def _chance_marks(axes: Any, levels: Sequence[float | None]) -> None:
+    """A red dotted mark across each bar at its own chance level (`levels`, None where a bar has none): a suite's
+    configs each have their own candidates, so one line would be wrong for all but one.
+    """
+    shown = [(x, level) for x, level in enumerate(levels) if level is not None]
+    if shown:
+        xs, ys = zip(*shown, strict=True)
+        axes.hlines(
+            ys, [x - 0.45 for x in xs], [x + 0.45 for x in xs], colors=CHANCE_COLOUR, linestyles=":", linewidth=1.5
+        ).set_label(f"{CHANCE} (each bar's own)")
 
 
 def bars_figure(view: Bars, title: str) -> Any:
@@ -182,8 +238,11 @@ def bars_figure(view: Bars, title: str) -> Any:
             patch.set(hatch=SMALL_HATCH, alpha=0.5, edgecolor="0.3")
     axes.set_xticks(range(len(groups)), ticks, fontsize=8)
     marker = Patch(facecolor=BAR_COLOUR, alpha=0.5, hatch=SMALL_HATCH, edgecolor="0.3", label=f"n < {MIN_N}")
-    _references(axes, view.references, [marker] if any(small) else [])
-    _start_at_zero(axes, np.concatenate([values, high, [r.value for r in view.references]]), bounds)
+    own = [(view.estimates[g].get("chance") or {}).get("value") for g in groups]
+    _chance_marks(axes, own)
+    _references(axes, view.references, view.scale, [marker] if any(small) else [])
+    levels = [r.value for r in view.references] + [v for v in own if v is not None]
+    _start_at_zero(axes, np.concatenate([values, high, levels]), bounds)
     axes.set_ylabel(view.ylabel)
     axes.set_title(label(title), fontsize=10)
     return figure
@@ -216,7 +275,14 @@ def heatmap_figure(view: Heatmap, title: str) -> Any:
     axes = figure.add_subplot()
     low, high = colour_range(matrix, view.scale)
     image = axes.imshow(np.ma.masked_invalid(matrix), cmap="viridis", aspect="auto", vmin=low, vmax=high)
-    figure.colorbar(image, ax=axes, label=view.label)
+    bar = figure.colorbar(image, ax=axes, label=view.label)
+    for reference in view.references:  # a level every cell is read against, e.g. X-FaKT's chance error
+        bar.ax.axhline(
+            reference.value,
+            color=CHANCE_COLOUR,
+            linewidth=2,
+            label=f"{reference.label} ({level_text(reference.value, view.scale)})",
+        )
     axes.set_xticks(range(cols), [label(c) for c in view.col_labels], rotation=45, ha="right", fontsize=8)
     axes.set_yticks(range(rows), [label(r) for r in view.row_labels], fontsize=8)
     small = False
@@ -234,7 +300,10 @@ def heatmap_figure(view: Heatmap, title: str) -> Any:
             )
     for i, j in view.highlight:
         axes.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
-    axes.set_title(label(title) + (f"\n(hatched: n < {MIN_N})" if small else ""), fontsize=10)
+    notes = ([f"(hatched: n < {MIN_N})"] if small else []) + [
+        f"(red on the colour bar: {r.get_label()})" for r in bar.ax.lines
+    ]
+    axes.set_title("\n".join([label(title), *notes]), fontsize=10)
     return figure
 
 
@@ -243,44 +312,88 @@ def draw_heatmap(view: Heatmap, stem: Path, title: str) -> list[Path]:
     return save(heatmap_figure(view, title), stem)
 
 
-def draw(view: Bars | Heatmap, stem: Path, title: str) -> list[Path]:
-    """Draw any figure view to `stem`.png and `stem`.pdf."""
-    if isinstance(view, Bars):
-        return draw_bars(view, stem, title)
-    return draw_heatmap(view, stem, title)
+def figure_of(view: Bars | Heatmap, title: str, note: str = "") -> Any:
+    """Any figure view drawn, with `note` (`context_note`: a smoke or incomplete run) inside the image."""
+    figure = bars_figure(view, title) if isinstance(view, Bars) else heatmap_figure(view, title)
+    return stamp(figure, note)
 
 
-def draw_comparison(comparison: Any, stem: Path) -> list[Path]:
-    """The compared runs' headline number with its interval, side by side, and (when runs were paired) each
-    paired difference from the first run with its interval and a zero line.
+def draw(view: Bars | Heatmap, stem: Path, title: str, note: str = "") -> list[Path]:
+    """Draw any figure view to `stem`.png and `stem`.pdf, saying `note` inside the image."""
+    return save(figure_of(view, title, note), stem)
+
+
+def comparison_figure(comparison: Any) -> Any:
+    """Paired runs: a forest plot of the paired differences from the first run, one panel per metric (each on its
+    own scale), the headline metric's on top with its planned overall row first, each row with its 95% interval
+    (none where a row has none) against a zero line. Unpaired runs: their headline numbers side by side. The
+    runs' smoke and incomplete notes are said inside the image.
     """
+    figure = forest_figure(comparison) if comparison.paired else headlines_figure(comparison)
+    return stamp(figure, "; ".join(comparison.context))
+
+
+def headlines_figure(comparison: Any) -> Any:
+    """The runs' headline number with its interval, side by side (runs that could not be paired)."""
     runs = [(name, estimate) for name, estimate in comparison.headlines if estimate and estimate["value"] is not None]
-    overall = [p for p in comparison.paired if p["group"] == "overall" and p["metric"] == comparison.metric]
-    figure = new_figure(max(4.0, 1.0 * len(runs) + 2.0) * (2 if overall else 1), 3.4)
-    axes = figure.add_subplot(1, 2 if overall else 1, 1)
+    scale = comparison.scales.get(comparison.metric or "")
+    figure = new_figure(max(4.0, 1.0 * len(runs) + 2.0), 3.4)
+    axes = figure.add_subplot()
     values, low, high = _estimate_arrays([e for _, e in runs])
-    bounds = valid_range(None, values)
+    bounds = valid_range(scale, values)
     axes.errorbar(range(len(runs)), values, yerr=error_bars(values, low, high, bounds), fmt="o", capsize=4)
     _start_at_zero(axes, np.concatenate([values, high]), bounds)
     axes.set_xticks(range(len(runs)), [label(name) for name, _ in runs], rotation=20, ha="right", fontsize=8)
-    axes.set_ylabel(comparison.metric)
-    axes.set_title(f"{comparison.metric} per run (95% interval)", fontsize=10)
-    if overall:
-        right = figure.add_subplot(1, 2, 2)
-        diffs, d_low, d_high = _estimate_arrays([{**p, "value": p["difference"]} for p in overall])
-        right.errorbar(
-            range(len(overall)),
-            diffs,
-            yerr=error_bars(diffs, d_low, d_high, (-np.inf, np.inf)),
-            fmt="s",
-            capsize=4,
-            color="#C44E52",
-        )
-        right.axhline(0.0, color="0.35", linestyle="--", linewidth=1)
-        right.set_xticks(
-            range(len(overall)),
-            [label(f"{p['run']}\n{p_clause(p['p_value'])}" if p["p_value"] is not None else p["run"]) for p in overall],
-            fontsize=8,
-        )
-        right.set_title(f"paired difference from {comparison.runs[0]}", fontsize=10)
-    return save(figure, stem)
+    axes.set_ylabel(unit_label(str(comparison.metric), scale))
+    axes.set_title(f"{comparison.metric} per run (95% interval; not paired)", fontsize=10)
+    return figure
+
+
+def forest_rows(comparison: Any) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(metric, its paired rows) in the figure's order, top to bottom: the headline metric first, and in each
+    metric the overall rows (the headline's planned one) before the strata, each run's in the table's order.
+    """
+    panels: dict[str, list[dict[str, Any]]] = {}
+    for row in comparison.paired:
+        panels.setdefault(row["metric"], []).append(row)
+    order = sorted(panels, key=lambda metric: metric != comparison.metric)  # stable: the others as compare found them
+    return [(metric, sorted(panels[metric], key=lambda row: row["group"] != "overall")) for metric in order]
+
+
+def _forest_tick(row: Mapping[str, Any], several: bool) -> str:
+    run = f"{row['run']}: " if several else ""
+    test = f", {p_clause(row['p_value'])}" if row.get("p_value") is not None else ""
+    planned = " (planned)" if row.get("planned") else ""
+    no_interval = "; no interval" if row.get("ci_low") is None else ""
+    return label(f"{run}{row['group']}{planned}\n(n={row.get('n')}{test}{no_interval})")
+
+
+def forest_figure(comparison: Any) -> Any:
+    """`comparison_figure` of paired runs: one row per paired difference, one panel per metric."""
+    panels = forest_rows(comparison)
+    several = len({row["run"] for row in comparison.paired}) > 1
+    heights = [len(rows) + 1.2 for _, rows in panels]
+    figure = new_figure(7.0, 0.42 * sum(heights) + 1.0)
+    grid = figure.add_gridspec(len(panels), 1, height_ratios=heights)
+    for index, (metric, rows) in enumerate(panels):
+        axes = figure.add_subplot(grid[index])
+        diffs, low, high = _estimate_arrays([{**row, "value": row["difference"]} for row in rows])
+        ys = np.arange(len(rows))
+        yerr = error_bars(diffs, low, high, (-np.inf, np.inf))
+        axes.errorbar(diffs, ys, xerr=yerr, fmt="s", capsize=3, color=DIFFERENCE_COLOUR)
+        axes.axvline(0.0, color="0.35", linestyle="--", linewidth=1, label="no difference")
+        axes.set_yticks(ys, [_forest_tick(row, several) for row in rows], fontsize=7)
+        for tick, row in zip(axes.get_yticklabels(), rows, strict=True):
+            tick.set_fontweight("bold" if row.get("planned") else "normal")
+        axes.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
+        axes.set_xlabel(f"difference in {unit_label(metric, comparison.scales.get(metric))}", fontsize=8)
+        if index == 0:
+            axes.set_title(
+                label(f"Paired differences from {comparison.runs[0]} (run minus it; 95% intervals)"), fontsize=10
+            )
+    return figure
+
+
+def draw_comparison(comparison: Any, stem: Path) -> list[Path]:
+    """`comparison_figure` saved as `stem`.png and `stem`.pdf."""
+    return save(comparison_figure(comparison), stem)

@@ -37,6 +37,17 @@ class Reference:
     value: float
 
 
+CHANCE = "chance"  # the label of a chance level's line, which figures draw in their own style
+
+
+def chance_reference(metrics: Mapping[str, Any], metric: str) -> tuple[Reference, ...]:
+    """The run's chance level of `metric` (the results block's `chance`, as the headline table gives it) as a
+    line, where it has one: a figure of that metric is read against what random answers score on the run's items.
+    """
+    level = ((metrics.get("results") or {}).get("chance") or {}).get(metric)
+    return (Reference(CHANCE, level["value"]),) if level else ()
+
+
 @dataclass(frozen=True)
 class Bars:
     """Per-group bars of estimates from metrics.json's results block (value, 95% interval over the benchmark's
@@ -63,7 +74,8 @@ def result_bars(
     scale: Scale | None = "%",
 ) -> Bars:
     """Bars of one metric per label of one stratum of the results block (`labels`: which and in what order;
-    `names`: how a label is shown), or of the overall value when `stratum` is "overall".
+    `names`: how a label is shown), or of the overall value when `stratum` is "overall"; with `references`, the
+    metric's chance level where the results give one.
     """
     results = metrics.get("results") or {}
     groups = {"all": results.get("overall", {})} if stratum == "overall" else results.get(f"by_{stratum}", {})
@@ -73,7 +85,7 @@ def result_bars(
         for label in order
         if metric in groups.get(label, {}) and groups[label][metric]["value"] is not None
     }
-    return Bars(estimates, ylabel, tuple(references), title, scale)
+    return Bars(estimates, ylabel, (*references, *chance_reference(metrics, metric)), title, scale)
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,7 @@ class Heatmap:
     title: str = ""  # default: the section's title
     scale: Scale | None = None  # the colour bar spans the scale's range (0-100, 0-1)
     counts: tuple[tuple[int | None, ...], ...] = ()
+    references: tuple[Reference, ...] = ()  # levels marked on the colour bar, each true of every cell
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ language x country error grid with the associated pairs outlined.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from culture_probe.metrics.display import Scale, estimate_cells, format_number
@@ -15,6 +16,7 @@ from culture_probe.report.views import (
     Section,
     Table,
     chance_cell,
+    chance_reference,
     language_country_grid,
     result_bars,
 )
@@ -129,6 +131,8 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
             counts={key: len(group) for key, group in cells.items()},
             scale="%",
         )
+        # every question ranks the same countries, so its chance error (1 - 1/k) is the same in every cell
+        grid = replace(grid, references=chance_reference(metrics, "error_rate"))
         out.append(
             Section(
                 "Language x country errors",

@@ -41,6 +41,8 @@ def test_a_value_a_hair_above_its_upper_bound_draws(tmp_path):
         ),
         metric="cbs",
         runs=("first", "second"),
+        scales={"cbs": "%"},
+        context=(),
     )
     assert all(p.is_file() for p in draw_comparison(comparison, tmp_path / "c"))
 

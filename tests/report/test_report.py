@@ -465,7 +465,7 @@ def test_a_figure_that_fails_costs_that_figure_only(tmp_path, monkeypatch):
     import culture_probe.report.markdown as markdown
     from culture_probe.report.views import Bars, Section
 
-    def broken(figure, stem, title):
+    def broken(figure, stem, title, note):
         raise ValueError("'yerr' must not contain negative values")
 
     monkeypatch.setattr(markdown, "draw", broken)
