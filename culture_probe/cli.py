@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from culture_probe.board.command import add_board_parsers  # light: the site's modules load on use
-from culture_probe.settings import add_arguments
+from culture_probe.settings import TOKENS_PER_SEQUENCE, add_arguments, batch_size
 
 EXAMPLES = """examples:
   culture-probe list
@@ -67,19 +67,31 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="run benchmark configs (or groups) on one model",
+        description="Run benchmark configs (or groups) on one model. lm-evaluation-harness 0.4's spellings work too: "
+        "--tasks (CONFIG), --model hf --model_args pretrained=NAME (--model-args), --output_path (--out) and "
+        "--batch_size N|auto (a --batch-tokens budget).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
         "configs",
-        nargs="+",
+        nargs="*",
         metavar="CONFIG",
         help="benchmark configs, e.g. dlama_arab_west, or groups, e.g. dlama (see `culture-probe list`), separated "
         "by spaces or commas; several make a suite: one model load, one run directory per config under --out, and "
         "a summary; a config whose data cannot be had is skipped, saying why (exit code 3)",
     )
     run.add_argument(
-        "--model", help="HF id, local dir, or planted:<config> (offline); or name it with --model-args pretrained="
+        "--tasks",
+        action="append",
+        default=[],
+        metavar="CONFIG,...",
+        help="lm-evaluation-harness's spelling of CONFIG (give the configs one way)",
+    )
+    run.add_argument(
+        "--model",
+        help="HF id, local dir, or planted:<config> (offline); or name it with --model-args pretrained= (then "
+        "lm-evaluation-harness's --model hf is taken as the harness's backend name)",
     )
     run.add_argument(
         "--strict",
@@ -95,12 +107,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--show", type=int, metavar="N", help="with --dry-run: probes shown per config (default 3)")
     run.add_argument(
         "--out",
+        "--output_path",
         help="run directory (config.json, items.jsonl, metrics.json, report.md, plots); a "
         "suite's folder (a run directory per config, suite.md, suite.json)",
     )
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")
     add_arguments(run)  # the settings' flags, generated from RunSettings' fields
+    run.add_argument(
+        "--batch_size",
+        type=batch_size,
+        metavar="N|auto",
+        help="lm-evaluation-harness's batch size, as a token budget: auto is the engine's own (halved on "
+        f"out-of-memory), N is --batch-tokens N x {TOKENS_PER_SEQUENCE} (the engine packs batches by tokens)",
+    )
     run.add_argument(
         "--option",
         action="append",

@@ -16,6 +16,17 @@ from culture_probe.runner import is_main_process, run
 from culture_probe.settings import from_arguments
 from culture_probe.suite import SKIPPED_EXIT, data_dirs_of, run_suite
 
+# lm-evaluation-harness's `--model` names a backend: its in-process ones are this library's own way, its served ones
+# are `openai:NAME` here.
+HARNESS_BACKENDS = ("hf", "hf-auto", "huggingface")
+SERVED_BACKENDS = (
+    "vllm",
+    "local-completions",
+    "local-chat-completions",
+    "openai-completions",
+    "openai-chat-completions",
+)
+
 # what a run without --out says, so that nobody looks for files that were never written
 NOT_SAVED = "nothing was written (no --out): pass --out DIR to keep metrics.json, items.jsonl and report.md"
 
@@ -24,11 +35,7 @@ def main(args: Any) -> int:
     """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one config, or a
     suite when several configs or a group are named; exit code 3 (`SKIPPED_EXIT`) when a suite skipped configs.
     """
-    options = option_values(args.option)
-    model, model_args = model_of(args.model, args.model_args)
-    names = config_names(args.configs)
-    configs = expand(names)  # an unknown name fails here, with the close ones
-    keywords = {**from_arguments(args), "model_args": model_args, "out": args.out, "resume": args.resume, **options}
+    names, configs, model, keywords = planned(args)
     if args.show is not None and not args.dry_run:
         raise InvalidValueError("--show N sets how many probes --dry-run shows: add --dry-run, or drop --show.")
     if args.dry_run:
@@ -54,6 +61,19 @@ def main(args: Any) -> int:
     return 0
 
 
+def planned(args: Any) -> tuple[list[str], list[str], str, dict[str, Any]]:
+    """What the command line asks for, whichever spellings it used: the names given, the configs they expand to,
+    the model, and the keywords of `run`/`run_suite`.
+    """
+    options = option_values(args.option)
+    model, model_args = model_of(args.model, args.model_args)
+    names = config_names(configs_given(args.configs, args.tasks))
+    configs = expand(names)  # an unknown name fails here, with the close ones
+    keywords = {**from_arguments(args), "model_args": model_args, "out": args.out, "resume": args.resume, **options}
+    keywords["batch_tokens"] = batch_tokens_of(args.batch_tokens, args.batch_size)
+    return names, configs, model, keywords
+
+
 def _dry_run(args: Any, configs: list[str], model: str, keywords: dict[str, Any]) -> int:
     """`run ... --dry-run`: what the run would ask (with --resume: what is left), printed; nothing written."""
     from culture_probe.dryrun import SHOWN, dry_run
@@ -64,6 +84,22 @@ def _dry_run(args: Any, configs: list[str], model: str, keywords: dict[str, Any]
     )
     print(shown.text())
     return SKIPPED_EXIT if shown.skipped else 0
+
+
+def configs_given(configs: Sequence[str], tasks: Sequence[str]) -> list[str]:
+    """The CONFIG arguments, or lm-evaluation-harness's `--tasks`: one of the two."""
+    if configs and tasks:
+        raise InvalidValueError("The configs are named twice (CONFIG and --tasks): give them one way.")
+    return [*configs, *tasks]
+
+
+def batch_tokens_of(batch_tokens: int | None, batch_size: int | str | None) -> int | None:
+    """`--batch-tokens`, or lm-evaluation-harness's `--batch_size` as a token budget ("auto": the engine's own)."""
+    if batch_size is None:
+        return batch_tokens
+    if batch_tokens is not None:
+        raise InvalidValueError("--batch-tokens and --batch_size both set the batch: give one.")
+    return None if batch_size == "auto" else int(batch_size)
 
 
 def config_names(words: Sequence[str]) -> list[str]:
@@ -82,6 +118,13 @@ def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None
     """
     pairs = parse_pairs(model_args, what="--model-args", example="pretrained=NAME,dtype=bfloat16")
     pretrained = pairs.pop("pretrained", None)
+    if model in SERVED_BACKENDS:
+        raise InvalidValueError(
+            f"--model {model} is lm-evaluation-harness's backend for a served model; here it is "
+            "--model openai:NAME --base-url http://HOST:PORT/v1."
+        )
+    if model in HARNESS_BACKENDS and pretrained is not None:
+        model = None  # `--model hf --model_args pretrained=NAME`: the harness's backend name, the model in pretrained
     if model is None and pretrained is None:
         raise InvalidValueError("Name the model: --model NAME, or --model-args pretrained=NAME,...")
     if model is not None and pretrained is not None and model != pretrained:

@@ -37,6 +37,22 @@ def limit_value(text: str) -> int | float | str:
     raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)")
 
 
+# lm-evaluation-harness's `--batch_size N` counts sequences; the engine packs its batches by tokens, so N becomes a
+# budget of N sequences of this many tokens (a FmLAMA or DLAMA prompt with its candidate is 10-40).
+TOKENS_PER_SEQUENCE = 256
+
+
+def batch_size(text: str) -> int | str:
+    """`--batch_size` (lm-evaluation-harness's spelling): "auto" (the engine's own budget), or N sequences as a
+    token budget of N x TOKENS_PER_SEQUENCE.
+    """
+    if text == "auto":
+        return text
+    if text.isdigit() and int(text) > 0:
+        return int(text) * TOKENS_PER_SEQUENCE
+    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number of sequences, or auto)")
+
+
 def setting(
     default: Any,
     help: str,
@@ -45,11 +61,13 @@ def setting(
     metavar: str | None = None,
     choices: tuple[str, ...] | None = None,
     parse: Callable[[str], Any] | None = None,
+    alias: str | None = None,
 ) -> Any:
     """A `RunSettings` field: its default, the help of its flag (`--name-with-dashes`), the least value it takes
-    (`low`), and how the command line shows and reads it (`metavar`, `choices`, `parse`: else by its annotation).
+    (`low`), and how the command line shows and reads it (`metavar`, `choices`, `parse`: else by its annotation;
+    `alias`: lm-evaluation-harness's spelling of the same flag, shown after the native one).
     """
-    meta = {"help": help, "low": low, "metavar": metavar, "choices": choices, "parse": parse}
+    meta = {"help": help, "low": low, "metavar": metavar, "choices": choices, "parse": parse, "alias": alias}
     return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
 
 
@@ -113,6 +131,7 @@ class RunSettings:
         "peft=ADAPTER_DIR (recorded in config.json)",
         metavar="KEY=VALUE,...",
         parse=str,
+        alias="--model_args",
     )
     protocol: str = setting(
         "default",
@@ -258,7 +277,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         shown = isinstance(default, (int, float)) and not isinstance(default, bool)
         parser.add_argument(
-            flag,
+            *[flag, *filter(None, [meta.get("alias")])],
             type=meta.get("parse") or _scalar(hints[spec.name]),
             default=default if shown or isinstance(default, str) else None,
             metavar=meta.get("metavar"),
