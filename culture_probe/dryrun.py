@@ -26,7 +26,16 @@ from culture_probe.engine.preview import EncodingPreview, ServedPreview, View
 from culture_probe.engine.types import SERVED
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.record import RunRecord
-from culture_probe.runner import Plan, StageModel, describe_plan, first_probes, model_kind, model_parts, plan
+from culture_probe.runner import (
+    Plan,
+    StageModel,
+    describe_plan,
+    first_probes,
+    known_of,
+    model_kind,
+    model_parts,
+    plan,
+)
 from culture_probe.settings import RunSettings
 from culture_probe.suite import held, plan_each, suite_settings
 from culture_probe.tasks import Task
@@ -193,7 +202,7 @@ def plan_config(
     previewer = previewers[str(model), kind]
     ahead = plan(config, model, settings, options, rows=rows, scorer=previewer.scorer)
     task = ahead.task
-    number, first = first_probes(config, task, ahead.probes, settings.limit)
+    number, first = first_probes(config, task, ahead.probes, settings.limit, known_of(model, settings))
     kept = resumed_records(run_dir, done, model, previewer, ahead, settings, number, first, rows is not None)
     answered = {r.key for r in kept if r.stage == task.stages[0]}
     asked = [p for p in first if not isinstance(p, Skipped) and p.key not in answered][:n]

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from culture_probe.data.registry import Benchmark, load_benchmark, resolve
+from culture_probe.data.registry import Benchmark, load_benchmark, quiet_progress, resolve
 from culture_probe.data.resources import load_resources
 from culture_probe.engine.types import ModelKind
 from culture_probe.record import RunRecord
@@ -29,7 +29,8 @@ def load_rows(
     """
     benchmark = resolve(config)
     only = {"languages": (language,)} if language is not None and benchmark.module.BUILDER.LANGUAGE_FILTER else {}
-    return load_benchmark(benchmark, data_dir=data_dir, corrected=corrected, **only)["test"].to_list()
+    with quiet_progress():  # the run prints its own progress
+        return load_benchmark(benchmark, data_dir=data_dir, corrected=corrected, **only)["test"].to_list()
 
 
 @dataclass(frozen=True)

@@ -352,6 +352,13 @@ class Consistency(TypedDict, total=False):
     pairs: dict[str, LanguagePair]
 
 
+class PlantedPart(TypedDict, total=False):
+    """A planted model's headline numbers on one side (its planted items, or the others), or why there are none."""
+
+    overall: dict[str, Estimate]
+    reason: str
+
+
 class Metrics(TypedDict, total=False):
     """The parts of metrics.json that reports, the board, `compare`, `consistency` and suite summaries read; the
     benchmark's own detail (read by its report module alone, whose failure costs its views, not the report) is let be.
@@ -363,6 +370,7 @@ class Metrics(TypedDict, total=False):
     skipped: dict[str, int]
     truncation: Truncation
     consistency: Consistency
+    planted: dict[str, PlantedPart]
 
 
 def read_metrics(data: Any, source: str = "metrics.json") -> dict[str, Any]:

@@ -23,7 +23,7 @@ import os
 import platform
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -35,6 +35,7 @@ from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.engine.loading import (
     LoadOptions,
     default_cache_dir,
+    known_items,
     load_dtype,
     model_description,
     parameter_count,
@@ -164,7 +165,7 @@ def run_with(
         task, data, every = ahead.task, ahead.data, ahead.probes
         for stage, other in ahead.models.items() if main else ():
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
-        number, first = first_probes(config, task, every, settings.limit)
+        number, first = first_probes(config, task, every, settings.limit, known_of(model, settings))
         scorer = load_scorer(model, settings) if scorer is None else scorer
         custom, folder = rows is not None, run_dir is not None
         meta = describe_plan(model, scorer, ahead, settings, number, first, rows=custom, folder=folder)
@@ -182,11 +183,31 @@ def run_with(
             finally:
                 writer.close()
             metrics = json_ready(task.compute_metrics(records))
+            if known := known_of(model, settings):
+                metrics["planted"] = planted_split(task, records, known)
             truncation = log.truncation()  # what the engine cut to fit the model, over every process of the run
             if truncation is not None:
                 metrics["truncation"] = truncation
             meta = finish(run_dir if main else None, meta, records, metrics, log)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
+
+
+def planted_split(task: Task, records: Sequence[Record], known: Set[str]) -> dict[str, Any]:
+    """The headline numbers on the items a planted model was trained on and on the others, each with its n, as
+    `make demo`'s self-test shows them: {"planted": {"overall": ...}, "not planted": {...}}; a side with no records,
+    or whose numbers the protocol cannot compute alone, gives its reason instead.
+    """
+    split: dict[str, Any] = {}
+    for side, keep in (("planted", True), ("not planted", False)):
+        part = [r for r in records if (r.item_id in known) == keep]
+        if not part:
+            split[side] = {"reason": "no item of this side was probed"}
+            continue
+        try:
+            split[side] = {"overall": json_ready(task.compute_metrics(part))["results"]["overall"]}
+        except CultureProbeError as error:
+            split[side] = {"reason": str(error)}
+    return split
 
 
 def space_needed(run_dir: Path | None, planned: int) -> int | None:
@@ -326,15 +347,24 @@ def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | flo
 
 
 def first_probes(
-    config: str, task: Task, probes: Sequence[Probe], limit: int | float | str | None
+    config: str,
+    task: Task,
+    probes: Sequence[Probe],
+    limit: int | float | str | None,
+    known: Set[str] = frozenset(),
 ) -> tuple[int | None, list[Probe]]:
-    """The first stage's probes a run asks under `limit` (`limit_for`, then `Task.sample`) and their item count
-    (None: no limit, every probe).
+    """The first stage's probes a run asks under `limit` (`limit_for`, then `Task.sample`, which draws the model's
+    `known` items and others by turns) and their item count (None: no limit, every probe).
     """
     number = limit_for(config, task, probes, limit)
     if number is None:
         return None, list(probes)
-    return number, task.sample(probes, limit if isinstance(limit, float) else number)
+    return number, task.sample(probes, limit if isinstance(limit, float) else number, known)
+
+
+def known_of(model: Any, settings: RunSettings) -> frozenset[str]:
+    """The items `model` was built to know (a planted model's planted items; `engine.known_items`), else none."""
+    return known_items(model, load_options(settings))
 
 
 # ---------------------------------------------------------------- validation and the model
@@ -811,7 +841,7 @@ def execute(
         stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
         fresh = {}
         with _counting_cuts(stage_scorer, task.config):
-            for chunk in _answers(pending, stage_scorer, progress, stage):
+            for chunk in _answers(pending, stage_scorer, progress, f"{task.config} {stage}"):
                 for probe, output in chunk:
                     record = task.to_record(probe, output, stage=stage)
                     writer.append(record)
@@ -849,11 +879,13 @@ def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
     return scorer if other is None else load_scorer(other, stage_settings(settings))
 
 
-def _answers(probes: list[Probe], scorer: Any, progress: bool, stage: str) -> Iterator[list[tuple[Probe, Any]]]:
-    """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA."""
+def _answers(probes: list[Probe], scorer: Any, progress: bool, label: str) -> Iterator[list[tuple[Probe, Any]]]:
+    """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA, labelled
+    with the config and stage (`fmlama_en main`), so that a suite's bars say which config is at 21%.
+    """
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(probes), desc=stage, unit="probe", disable=not progress or not is_main_process())
+    bar = tqdm(total=len(probes), desc=label, unit="probe", disable=not progress or not is_main_process())
     try:  # closed on an error too, so that the error's line starts on a line of its own
         for start in range(0, len(probes), CHUNK):
             chunk = probes[start : start + CHUNK]

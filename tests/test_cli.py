@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import os
 import re
 import subprocess
@@ -329,11 +330,10 @@ def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(setup, 
     report = (out / "report.md").read_text()
     assert "- language: en only (the config also has ko)" in report
     assert (
-        "**note**: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
-        "Korean labels of asia-west"
+        "**note**: the release tarball holds both languages; a copy that lacks the Korean labels of asia-west"
     ) in report and "(ko not probed in this run)" in report
     assert main(["run", "dlama_asia_west", "--model", str(model), "--limit", "2", "--out", str(tmp_path / "b")]) == 2
-    assert "No ko facts: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR" in capsys.readouterr().err
+    assert "No ko facts: the copy read (dlama-v1) lacks the Korean labels" in capsys.readouterr().err
 
 
 def test_every_option_example_the_cli_gives_is_a_real_option():
@@ -410,7 +410,17 @@ def test_the_model_can_be_named_by_model_args_pretrained_as_in_the_harness(setup
     config = json.loads((tmp_path / "r" / "config.json").read_text())
     assert config["model"]["spec"] == str(model) and config["model_args"] == {"dtype": "float32"}
     capsys.readouterr()
-    assert main([*common, "--model", "hf", "--model-args", f"pretrained={model}"]) == 2
-    assert f"Two models are named (hf, {model}): give one" in capsys.readouterr().err
+    assert main([*common, "--model", "other/model", "--model-args", f"pretrained={model}"]) == 2
+    assert f"Two models are named (other/model, {model}): give one" in capsys.readouterr().err
     assert main([*common, "--model-args", "dtype=float32"]) == 2
     assert "Name the model: --model NAME, or --model-args pretrained=NAME" in capsys.readouterr().err
+
+
+def test_progress_names_the_config_and_stage_and_datasets_bars_are_quiet(setup, tmp_path, capsys):
+    data, model = setup
+    fresh = shutil.copytree(data, tmp_path / "dlama")  # new files: the builder prepares them (a bar per split)
+    common = ["--model", str(model), "--data-dir", str(fresh), "--language", "en", "--no-cache"]
+    assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    assert "dlama_arab_west main:" in err, err  # which config a suite's bar is at
+    assert "Generating" not in err and "split" not in err, err

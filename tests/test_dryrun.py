@@ -264,7 +264,9 @@ def test_a_served_model_shows_the_requests_it_would_be_sent(models, sealed, monk
         def __init__(self, **kwargs):
             self.completions = self.chat = None
 
-    monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=OpenAI))
+    client = types.SimpleNamespace(_transport=None, _mounts={})  # an HTTP client that holds no connection
+    stub = types.SimpleNamespace(OpenAI=OpenAI, DefaultHttpxClient=lambda **kwargs: client)
+    monkeypatch.setitem(sys.modules, "openai", stub)
     url = "http://127.0.0.1:9/v1"
     (generate,) = sealed(
         "xfakt_factual_recall", "openai:tiny", base_url=url, n=1, language="en", judge="string"

@@ -8,8 +8,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from culture_probe import outfolder
 from culture_probe.data.card import is_corrected
 from culture_probe.data.hub_card import ExportedConfig, render_readme
-from culture_probe.data.registry import benchmark_modules, list_benchmarks, make_builder
+from culture_probe.data.registry import benchmark_modules, list_benchmarks, make_builder, quiet_progress
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
 from culture_probe.keyvalue import parse_pairs
 
@@ -116,20 +115,6 @@ def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedCon
         publication.about,
         tuple(file_name for file_name, _ in publication.files),
     )
-
-
-@contextmanager
-def quiet_progress() -> Iterator[None]:
-    """`datasets` progress bars off for a while (and back on only if they were on)."""
-    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
-    was_disabled = are_progress_bars_disabled()
-    disable_progress_bars()
-    try:
-        yield
-    finally:
-        if not was_disabled:
-            enable_progress_bars()
 
 
 EXPORT_MARKER = ".culture_probe_export"  # lists the files an export wrote: the next one replaces exactly those

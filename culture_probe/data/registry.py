@@ -13,6 +13,8 @@ import hashlib
 import importlib
 import os
 import pkgutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -218,6 +220,22 @@ def _fingerprint(path: Path) -> str:
         stat = file.stat() if file.exists() else None
         parts.append(f"{file}:{stat.st_size}:{stat.st_mtime_ns}" if stat else f"{file}:missing")
     return "\n".join(parts)
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """`datasets` progress bars off for a while (and back on only if they were on): its bar per split and file
+    is noise where the command prints its own progress (a run, a dry run, an export).
+    """
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            enable_progress_bars()
 
 
 def list_benchmarks() -> list[BenchmarkEntry]:

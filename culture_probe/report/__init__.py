@@ -23,6 +23,7 @@ from culture_probe.report.views import (
     Section,
     estimate_line,
     language_country_grid,
+    planted_rows,
     results_sections,
     scales_of,
     sections_for,
@@ -105,6 +106,10 @@ def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any]) 
         f"  {estimate_line(name, estimate, scales.get(name), results.get('unit'), chance.get(name), observations)}"
         for name, estimate in results.get("overall", {}).items()
         if estimate["value"] is not None
+    ]
+    lines += [
+        f"  {side}: {name} {value} {interval} (n={n})".rstrip()
+        for side, name, value, interval, n in planted_rows(metrics, scales)
     ]
     lines += [f"  {name}: not reported ({reason})" for name, reason in results.get("omitted", {}).items()]
     lines += [f"  {name}: warning: {warning}" for name, warning in (results.get("warnings") or {}).items()]

@@ -128,7 +128,9 @@ def sections_for(
     config = RunRecord.of(config)
     module = report_module(config.config)
     views = module.sections(config, records, metrics) if module else default_sections(metrics)
-    return [*results_sections(metrics, scales_of(config.config)), *views, *more, *skipped_sections(metrics)]
+    scales = scales_of(config.config)
+    planted = planted_sections(metrics, scales)
+    return [*results_sections(metrics, scales), *planted, *views, *more, *skipped_sections(metrics)]
 
 
 @functools.cache
@@ -224,6 +226,37 @@ def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | N
     return [
         Section("Headline numbers", text=text, tables=(Table(columns + (("chance level",) if chance else ()), rows),))
     ]
+
+
+def planted_rows(metrics: Mapping[str, Any], scales: Mapping[str, Scale]) -> list[tuple[str, str, str, str, str]]:
+    """(side, metric, value, interval, n) of a planted model's run split into the items it was trained on and
+    the others (`metrics["planted"]`); a side without numbers gives its reason as its value.
+    """
+    unit = (metrics.get("results") or {}).get("unit")
+    rows = []
+    for side, part in (metrics.get("planted") or {}).items():
+        if "reason" in part:
+            rows.append((side, "", part["reason"], "", ""))
+        for name, estimate in (part.get("overall") or {}).items():
+            value, interval, n = estimate_cells(estimate, scales.get(name))
+            rows.append((side, unit_label(name, scales.get(name)), value, interval, f"{n} {unit or ''}".strip()))
+    return rows
+
+
+def planted_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale]) -> list[Section]:
+    """A planted model's headline numbers on its planted items and on the others: the pattern its self-test
+    expects (planted right, the others at chance), whatever items a limit drew.
+    """
+    rows = planted_rows(metrics, scales)
+    if not rows:
+        return []
+    text = (
+        "The model was trained on some of these items (config.json's `model.planted` says which and what to "
+        "expect); a limited run draws planted and other items by turns. A probe that works scores the planted "
+        "items far above the others."
+    )
+    columns = ("items", "metric (unit)", "value", "95% interval", "n")
+    return [Section("Planted and not planted", text=text, tables=(Table(columns, tuple(rows)),))]
 
 
 def interval_methods(results: Mapping[str, Any], names: Sequence[str]) -> str:
