@@ -93,7 +93,7 @@ def read_dataclass(cls: type[T], data: Any, source: str, block: str, fix: str, /
     one-line error (`fix`: what to do), naming the file and the field.
     """
     check_document(data, Mapping[str, Any], source, fix, block)
-    hints = _hints(cls)
+    hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable
     read = {}
     for name in (f.name for f in dataclasses.fields(cls)):  # type: ignore[arg-type]  # cls is a dataclass
         if name in given or data.get(name) is None:
