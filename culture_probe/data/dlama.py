@@ -91,13 +91,9 @@ FACTS = {"arab_west": (24_535, 13_589), "asia_west": (27_067, 13_588), "south_am
 # The release unpacked in the local mirror (CULTURE_PROBE_MIRROR; distributed on request, see its README): read
 # when the tarball is not.
 MANUAL_RELEASE = ("manual", "dlama", "dlama-v1")
-MISSING_LABELS = {
-    (
-        "asia_west",
-        "ko",
-    ): "the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
-    "Korean labels of asia-west (see its README.md)"
-}
+# The labels an unpacked copy of the release may lack (the release tarball holds them): the note of the config,
+# its report and the error that skips it in a suite say so of the data the user has.
+MISSING_LABELS = {("asia_west", "ko"): "the Korean labels of asia-west (asia-west/dlama/ko/)"}
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
 
 # The paper's BibTeX: the dataset card's citation and that of the benchmark's `evaluate` metrics.
@@ -170,12 +166,17 @@ class DlamaConfig(CultureProbeConfig):
     verify_counts: bool = True  # released pairs: the paper's facts per language and culture, or an error
 
 
+def missing_note(missing: str) -> str:
+    """What the config's description and its report say of labels a copy may lack (`MISSING_LABELS`)."""
+    return f"the release tarball holds both languages; a copy that lacks {missing} runs in English (--language en)."
+
+
 def _configs() -> list[DlamaConfig]:
     configs, raw = [], []
     for pair, (_, local) in PAIRS.items():
         label = pair.replace("_west", "").replace("_", " ").title()
         missing = MISSING_LABELS.get((pair, local))
-        note = f" Note: {missing}; with that copy, run it in English (--language en)." if missing else ""
+        note = f" Note: {missing_note(missing)}" if missing else ""
         configs.append(
             DlamaConfig(
                 name=f"dlama_{pair}",
@@ -449,8 +450,10 @@ class Dlama(CultureProbeBuilder):
         for language in pair.languages:
             if language not in languages and (self.config.pair, language) in MISSING_LABELS:
                 raise MissingDataError(
-                    f"No {language} facts: {MISSING_LABELS[self.config.pair, language]}. Probe the other language "
-                    f"alone: --language {next(iter(set(languages) & set(pair.languages)), 'en')} (Python: "
+                    f"No {language} facts: the copy read ({Path(source).name}) lacks "
+                    f"{MISSING_LABELS[self.config.pair, language]}, which the release tarball holds: pass it with "
+                    f"--data-dir, or probe the other language alone: --language "
+                    f"{next(iter(set(languages) & set(pair.languages)), 'en')} (Python: "
                     f"load_benchmark({self.config.name!r}, languages=[...]) or run(..., language=...))."
                 )
             if language not in languages:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from culture_probe.data.card import CORRECTED_SUFFIX
-from culture_probe.data.dlama import MISSING_LABELS
+from culture_probe.data.dlama import MISSING_LABELS, missing_note
 from culture_probe.metrics.display import (
     Scale,
     bound_text,
@@ -64,7 +64,7 @@ def paper_references(config: RunRecord, language: str) -> tuple[Reference, ...]:
 
 
 def header_lines(config: RunRecord) -> list[str]:
-    """DLAMA's lines of the report header: the labels the local copy of the release lacks (`MISSING_LABELS`), when
+    """DLAMA's lines of the report header: the labels a copy of the release may lack (`MISSING_LABELS`), when
     a language was left out (or the run did not record its languages), and templates not yet checked against mLAMA.
     """
     languages, protocol = config.benchmark.languages, config.protocol
@@ -75,7 +75,7 @@ def header_lines(config: RunRecord) -> list[str]:
     unprobed = [lang for lang in languages if probed is not None and lang not in probed]
     if missing and (probed is None or unprobed):
         left_out = f" ({', '.join(unprobed)} not probed in this run)" if unprobed else ""
-        lines.append(f"- **note**: {missing[0]}; with that copy, run it in English (--language en).{left_out}")
+        lines.append(f"- **note**: {missing_note(missing[0])}{left_out}")
     if protocol.get("unverified_templates"):
         lines.append(
             f"- **provisional templates** for {', '.join(protocol['unverified_templates'])}: transcribed from the "

@@ -532,16 +532,16 @@ def test_the_release_in_the_mirror_has_the_papers_counts(mirror: Path, pair: str
 def test_asia_west_without_korean_labels_says_so_and_runs_in_english(mirror: Path) -> None:
     with pytest.raises(
         MissingDataError,
-        match=r"No ko facts: the copy of the release in the local mirror \(CULTURE_PROBE_MIRROR, "
-        r"manual/dlama/dlama-v1\) has no Korean labels of asia-west.*"
-        r"--language en",
+        match=r"No ko facts: the copy read \(dlama-v1\) lacks the Korean labels of asia-west .*, which the release "
+        r"tarball holds: pass it with --data-dir, or probe the other language alone: --language en",
     ):
         load_benchmark("dlama_asia_west")
     description = next(e.description for e in list_benchmarks() if e.name == "dlama_asia_west")
     assert (
-        "Note: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
-        "Korean labels" in description
+        "Note: the release tarball holds both languages; a copy that lacks the Korean labels of asia-west "
+        "(asia-west/dlama/ko/) runs in English (--language en)." in description
     )
+    assert "mirror" not in description  # what `list` says holds for the data a user has
 
 
 def test_a_changed_release_fails_its_counts_unless_told(mirror: Path, tmp_path: Path) -> None:

@@ -213,18 +213,18 @@ def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
     from culture_probe.report.markdown import header
 
     assert (
-        "Note: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR"
+        "Note: the release tarball holds both languages; a copy that lacks the Korean labels"
         in _asia_west_config(["en"])["benchmark"]["description"]
     )
     english = header(_asia_west_config(["en"]))
     assert (
-        "- **note**: the copy of the release in the local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1) has no "
-        "Korean labels of asia-west"
+        "- **note**: the release tarball holds both languages; a copy that lacks the Korean labels of asia-west "
+        "(asia-west/dlama/ko/) runs in English (--language en)."
     ) in english
     assert english.endswith("(ko not probed in this run)")
     assert "**note**" not in header(_asia_west_config(["en", "ko"]))  # a full release: both languages probed
     older = header(_asia_west_config(None))  # no record of the probed languages: the note, as before
-    assert "- **note**: the copy of the release" in older and "not probed in this run" not in older
+    assert "- **note**: the release tarball holds both" in older and "not probed in this run" not in older
 
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path):
