@@ -5,11 +5,16 @@ the user's Hub token, the value of an environment secret, anything shaped like a
 refused by name, and nothing is sent. A file copied out of a run folder never follows a link out of it (`inside`),
 and front matter is written by a YAML library (`front_matter`), so no text given by a user adds keys to it.
 
+What is written for others (the board, a Space) names nothing of this machine (`redacted(..., shared=True)`,
+`shown_model`): a local model is its folder's name and digest, the mirror's folder `$CULTURE_PROBE_MIRROR`, the home
+folder `~`.
+
 Light on purpose (the standard library; yaml and huggingface_hub load on use): the engine names its server with it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -36,6 +41,8 @@ KEY_SHAPES: dict[str, re.Pattern[bytes]] = {
     "a private key (-----BEGIN ... PRIVATE KEY-----)": re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
 }
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")  # a URL inside other text
+MIRROR_ENV = "CULTURE_PROBE_MIRROR"  # the offline mirror's folder (culture_probe.data.sources reads it)
+DIGEST_LENGTH = 8  # hex digits of a local model's digest shown
 T = TypeVar("T")
 
 
@@ -66,19 +73,34 @@ def _blanked(query: str) -> str:
     )
 
 
-def redacted(value: T, *, home: bool = False) -> T:
+def redacted(value: T, *, shared: bool = False) -> T:
     """`value` (a string, or JSON-like lists and mappings of them) with the credentials of every URL in it blanked
-    (`redact_url`); with `home`, the home folder's path is also shown as `~`, for what is published.
+    (`redact_url`); with `shared` (what is published), the mirror's folder is also shown as `$CULTURE_PROBE_MIRROR`
+    and the home folder as `~` (`local_folders`).
     """
+    return _redacted(value, local_folders() if shared else [])
+
+
+def _redacted(value: T, folders: list[tuple[re.Pattern[str], str]]) -> T:
     if isinstance(value, str):
         text = URL.sub(lambda found: redact_url(found.group()), value)
-        pattern = home_pattern() if home else None
-        return pattern.sub("~", text) if pattern else text  # type: ignore[return-value]
+        for pattern, shown in folders:
+            text = pattern.sub(shown, text)  # neither placeholder holds a backslash
+        return text  # type: ignore[return-value]
     if isinstance(value, Mapping):
-        return {key: redacted(item, home=home) for key, item in value.items()}  # type: ignore[return-value]
+        return {key: _redacted(item, folders) for key, item in value.items()}  # type: ignore[return-value]
     if isinstance(value, (list, tuple)):
-        return type(value)(redacted(item, home=home) for item in value)
+        return type(value)(_redacted(item, folders) for item in value)
     return value
+
+
+def local_folders() -> list[tuple[re.Pattern[str], str]]:
+    """The folders of this machine that shared text names by a placeholder, with it: the mirror's first (it may lie
+    in the home folder), then the home folder's.
+    """
+    mirror, home = os.environ.get(MIRROR_ENV), home_pattern()
+    found = [(_folder_pattern(mirror), "$" + MIRROR_ENV)] if mirror and len(mirror.rstrip("/\\")) > 1 else []
+    return found + ([(home, "~")] if home else [])
 
 
 def home_pattern() -> re.Pattern[str] | None:
@@ -89,9 +111,41 @@ def home_pattern() -> re.Pattern[str] | None:
         home = str(Path.home())
     except RuntimeError:
         return None
-    if len(home.rstrip("/\\")) < 2:
+    return _folder_pattern(home) if len(home.rstrip("/\\")) > 1 else None
+
+
+def _folder_pattern(folder: str) -> re.Pattern[str]:
+    """`folder` (as given, or with its links resolved) where it starts a path, and not a longer name."""
+    spellings = sorted({folder.rstrip("/\\"), str(Path(folder).resolve())}, key=len, reverse=True)
+    return re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, spellings)) + r")(?![\w.-])")
+
+
+def shown_model(spec: str, identity: Any) -> str:
+    """A model as what is shared names it: a Hub id (or any name) as given; a local folder by its name and the
+    digest of its recorded identity without the path (`my-model (sha256:ab12cd34)`), which tells two models of one
+    folder name apart, where the folder's path would only say whose machine it was on.
+    """
+    name = local_model(spec, identity)
+    return spec if name is None else f"{name} (sha256:{model_digest(identity)[:DIGEST_LENGTH]})"
+
+
+def local_model(spec: str, identity: Any) -> str | None:
+    """The folder name of a model loaded from a folder of this machine (its spec or recorded path is one); None
+    for a Hub id or any other name.
+    """
+    path = identity.get("name_or_path") if isinstance(identity, Mapping) else None
+    path = path if isinstance(path, str) and path else None
+    if not Path(spec).expanduser().is_absolute() and not (path and Path(path).is_absolute()):
         return None
-    return re.compile(r"(?<![\w.-])" + re.escape(home.rstrip("/\\")) + r"(?![\w.-])")
+    return Path(path or spec).name or spec
+
+
+def model_digest(identity: Any) -> str:
+    """The sha256 of a model's recorded identity (its weights' digest or files, tokenizer, dtype, architecture and
+    loading options) without the path it was loaded from, so that the path of the folder cannot change it.
+    """
+    fields = {k: v for k, v in identity.items() if k != "name_or_path"} if isinstance(identity, Mapping) else identity
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def front_matter(fields: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from culture_probe.report.compare import (
 from culture_probe.report.markdown import reproduce, subset_text
 from culture_probe.report.summary import listed, read_summary
 from culture_probe.report.views import interval_methods, scales_of, unit_label
-from culture_probe.sharing import inside, redacted
+from culture_probe.sharing import inside, local_model, redacted, shown_model
 from culture_probe.tasks import Record
 
 # a record's outcome on its unit's headline value: at the metric's best end, its worst end, in between
@@ -69,8 +69,8 @@ class BoardRun:
 
     @property
     def model(self) -> str:
-        """The model as the run was asked for it (a path in the home folder from ~, as a board is published)."""
-        return redacted(self.record.model.spec, home=True)
+        """The model as a published board names it: a Hub id as given, a local folder by its name and digest."""
+        return redacted(shown_model(self.record.model.spec, self.record.model.identity), shared=True)
 
     @property
     def protocol(self) -> str:
@@ -210,7 +210,7 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "benchmark": f"{bench.title or run.benchmark} (version {bench.version or '?'})",
         "status": run.status,
         "smoke": smoke_note(config) if run.smoke else None,
-        "path": str(run.run.path),
+        "run": run.run.path.name,  # the run's name: where its folder lies is this machine's business
         "methods": interval_methods(results, list(results.get("overall") or {})) if results else "",
         "numbers": [
             {"group": group, "metric": unit_label(metric, scales.get(metric)), **estimate}
@@ -225,15 +225,20 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "figures": list(figures),
         "reproduce": reproduce_parts(config),
     }
-    return redacted(page, home=True)  # published by push-board: no credentials, the home folder as ~
+    return redacted(page, shared=True)  # published by push-board: no credentials, no folder of this machine
 
 
 def reproduce_parts(config: RunRecord) -> dict[str, Any]:
-    """report.md's Reproduce section as the page shows it: its notes (what the command cannot express), the command."""
-    text = reproduce(config).removeprefix("## Reproduce")
-    notes, command, _ = text.split("```")
+    """report.md's Reproduce section as the page shows it: its notes (what the command cannot express), the command.
+    A local model is named by its folder's name, and a note says to pass its path.
+    """
+    model = config.model
+    name = local_model(model.spec, model.identity)
+    shown = config if name is None else replace(config, model=replace(model, spec=name))
+    notes, command, _ = reproduce(shown).removeprefix("## Reproduce").split("```")
+    where = [f"{shown_model(model.spec, model.identity)} is a local model folder: pass its path to --model."]
     return {
-        "notes": [p.strip().replace("**", "") for p in notes.split("\n\n") if p.strip()],
+        "notes": [p.strip().replace("**", "") for p in notes.split("\n\n") if p.strip()] + (where if name else []),
         "command": command.strip(),
     }
 

@@ -973,8 +973,8 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
     (
         "board-home-paths",
         "`push-board` of runs under the home folder",
-        "their paths shown from `~`; pushed",
-        "tests/reliability/test_secrets.py::test_a_board_under_the_home_folder_shows_its_paths_from_home_and_can_be_pushed",
+        "the runs shown by their names, no path of the home folder; pushed",
+        "tests/reliability/test_secrets.py::test_a_board_under_the_home_folder_names_no_path_of_it_and_can_be_pushed",
     ),
     (
         "plots-link-outside",

@@ -196,7 +196,7 @@ def test_the_refusal_is_one_line_and_never_shows_the_secret(
     assert "correct-horse-battery" not in err
 
 
-def test_a_board_under_the_home_folder_shows_its_paths_from_home_and_can_be_pushed(
+def test_a_board_under_the_home_folder_names_no_path_of_it_and_can_be_pushed(
     runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tmp_path / "home" / "alice"
@@ -204,7 +204,7 @@ def test_a_board_under_the_home_folder_shows_its_paths_from_home_and_can_be_push
     folder = Path(shutil.copytree(runs.knows, home / "runs" / "knows"))
     upload = push_board("org/results", [folder], dry_run_dir=tmp_path / "space")
     page = next((tmp_path / "space" / "data").glob("run-*.js")).read_text(encoding="utf-8")
-    assert '"path":"~/runs/knows"' in page and str(home) not in page and upload.files
+    assert '"run":"knows"' in page and str(home) not in page and upload.files  # the run by its name
 
 
 def test_a_link_out_of_a_run_folder_is_refused_by_name_and_nothing_leaves(

@@ -188,7 +188,7 @@ async function showRun(id) {
       el("li", {}, "benchmark: " + page.benchmark),
       el("li", {}, "model: " + page.model + " (" + page.kind + ")"),
       el("li", {}, "protocol profile: " + page.protocol),
-      el("li", {}, "run directory: ", el("code", {}, page.path))),
+      el("li", {}, "run: ", el("code", {}, page.run))),
     el("h2", {}, "Numbers"),
     el("p", { class: "note" }, page.methods),
     table(["group", "metric", "value", "95% interval", "n"],
