@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings

@@ -70,9 +70,7 @@ def curate_fmlama(
         write_jsonl(folder / f"{lang}_dishes.jsonl", records)
         counts = Counter(r["origin"] for r in records)
         ordered = [["All", len(records)], *([o, n] for o, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))]
-        (folder / f"{lang}_count.jsonl").write_text(
-            "".join(jsonl.line(c) for c in ordered), encoding="utf-8"
-        )
+        (folder / f"{lang}_count.jsonl").write_text("".join(jsonl.line(c) for c in ordered), encoding="utf-8")
         written[lang] = len(records)
     return written
 

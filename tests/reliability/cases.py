@@ -1095,19 +1095,19 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
     ),
     (
         "api-modelargs-dtype",
-        "`ModelArgs(dtype=\"float17\")` from Python",
+        '`ModelArgs(dtype="float17")` from Python',
         "refused as `--dtype float17` is: one check in `ModelArgs`, for the command line and Python alike",
         "tests/reliability/test_api_types.py::test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argument",
     ),
     (
         "api-run-suite-one-name",
-        "`run_suite(\"maps_en\", ...)`",
+        '`run_suite("maps_en", ...)`',
         "one config, never read letter by letter",
         "tests/reliability/test_api_types.py::test_run_suite_takes_one_name_as_one_name",
     ),
     (
         "api-wrong-kind",
-        "`run(data_dir=123)`, `run_suite([\"maps_en\", None])`, `compare_runs(None)`, `precision_at_k` with a None "
+        '`run(data_dir=123)`, `run_suite(["maps_en", None])`, `compare_runs(None)`, `precision_at_k` with a None '
         "reference or empty inputs",
         "the library's own error naming the argument (and the item)",
         "tests/reliability/test_api_types.py::test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argument",
