@@ -8,20 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
-from dlama_fixture import write_dlama  # noqa: E402
-from test_dlama_consistency import BilingualScorer  # noqa: E402
-
-from culture_probe import rundir  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.record import RunRecord, read_metrics  # noqa: E402
-from culture_probe.runner import run  # noqa: E402
+from culture_probe import rundir
+from culture_probe.cli import main
+from culture_probe.record import RunRecord, read_metrics
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -60,17 +54,6 @@ NUMBERS = {
     "ci_high": "results.overall.p1.ci_high",
     "chance": "results.chance.p1.value",
 }
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two finished DLAMA runs of one model, one language each (what every command reads; `consistency` pairs them)."""
-    root = tmp_path_factory.mktemp("damaged_documents")
-    data = write_dlama(root / "dlama")
-    made = {language: root / language for language in ("en", "ar")}
-    for language, out in made.items():
-        run("dlama_arab_west", BilingualScorer(False), data_dir=str(data), language=language, out=out, progress=False)
-    return made
 
 
 def _copies(runs: dict[str, Path], tmp_path: Path) -> dict[str, Path]:

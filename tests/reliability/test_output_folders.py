@@ -9,30 +9,13 @@ from __future__ import annotations
 
 import errno
 import os
-import sys
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
-from dlama_fixture import write_dlama  # noqa: E402
-from test_dlama_consistency import BilingualScorer  # noqa: E402
-
-from culture_probe import rundir  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.runner import run  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two finished runs of one model, one language each (what `consistency` pairs; `compare` lines them up)."""
-    root = tmp_path_factory.mktemp("output_folders")
-    data = write_dlama(root / "dlama")
-    made = {language: root / language for language in ("en", "ar")}
-    for language, out in made.items():
-        run("dlama_arab_west", BilingualScorer(False), data_dir=str(data), language=language, out=out, progress=False)
-    return made
+from culture_probe import rundir
+from culture_probe.cli import main
 
 
 def _commands(runs: dict[str, Path]) -> dict[str, list[str]]:
