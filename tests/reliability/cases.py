@@ -360,7 +360,7 @@ CLI_CASES: tuple[CliCase, ...] = (
         "`export` onto a file",
         "refused, the file untouched",
         ("export", "{tmp}/notes.txt", "--configs", "camel_co_prompts"),
-        "Cannot export into",
+        "Cannot write the export into",
         setup="a_file",
         unchanged=("notes.txt",),
     ),

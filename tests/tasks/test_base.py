@@ -13,6 +13,7 @@ from scipy import stats
 from culture_probe import rundir, runner
 from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
+from culture_probe.provenance import ProcessLog
 from culture_probe.tasks import GenerateProbe, ScoreProbe, Skipped, Task, parse_options, task_for
 from culture_probe.tasks.base import stratified_items
 from culture_probe.tasks.dlama import DlamaTask
@@ -156,10 +157,9 @@ class EchoScorer:
 def execute(task, scorer, rows):
     """The runner's stage loop on `rows`, with nothing done before and no run directory."""
     first = task.build_probes(rows)
-    records, _ = runner.execute(
-        task, rows, first, scorer, runner.RunSettings(), [], rundir.RecordWriter(None, False), progress=False
-    )
-    return records
+    log = ProcessLog.begin(None, {}, [], clock=0.0, counting=False, write=False)
+    writer = rundir.RecordWriter(None, False)
+    return runner.execute(task, rows, first, scorer, runner.RunSettings(), [], writer, progress=False, log=log)
 
 
 def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_per_reason():
