@@ -14,7 +14,7 @@ from culture_probe.data.registry import Benchmark, load_benchmark, quiet_progres
 from culture_probe.data.resources import load_resources
 from culture_probe.engine.types import ModelKind
 from culture_probe.record import RunRecord
-from culture_probe.tasks import Task, task_from_config
+from culture_probe.tasks import Task, task_for, task_from_config
 
 
 def load_rows(
@@ -46,7 +46,7 @@ def load_side_data(config: str | Benchmark, options: Any, *, data_dir: str | os.
     pinned URL). Needs no model: a bad resource option (a missing template file) fails before the model is touched.
     """
     benchmark = resolve(config)
-    needs = benchmark.task_class.needs(benchmark, options)
+    needs = task_for(benchmark).needs(benchmark, options)
     loaded = load_resources(needs, data_dir=data_dir)
     return SideData(
         {key: item.value for key, item in loaded.items()},
@@ -64,7 +64,7 @@ def load_task(
 ) -> tuple[Task, dict[str, Any]]:
     """The protocol of `config` with its declared resources loaded, and their provenance for config.json."""
     benchmark = resolve(config)
-    task_cls = benchmark.task_class
+    task_cls = task_for(benchmark)
     options = options if options is not None else task_cls.Options()
     side = load_side_data(benchmark, options, data_dir=data_dir)
     return task_cls(benchmark, options, kind=kind, seed=seed, resources=side.values), side.provenance

@@ -7,11 +7,13 @@ add a task.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pkgutil import extend_path
 from typing import Any
 
 from culture_probe.data.registry import Benchmark, resolve
+from culture_probe.errors import CultureProbeError
 from culture_probe.tasks.base import Deviation, Smoke, Task
 from culture_probe.tasks.options import options_from_dict, parse_options
 from culture_probe.tasks.probes import (
@@ -50,12 +52,31 @@ def benchmark_of(config: str | Benchmark) -> str:
 
 
 def task_for(config: str | Benchmark) -> type[Task]:
-    """The Task class that probes benchmark config `config` (unknown names list the valid configs)."""
-    return resolve(config).task_class
+    """The Task class that probes benchmark config `config` (unknown names list the valid configs): TASK of
+    `culture_probe/tasks/<benchmark>.py`, the twin of the data module that defines the config. Found here, by name,
+    so that the data layer never reaches up into the protocols.
+    """
+    benchmark = resolve(config)
+    name = f"{__name__}.{benchmark.benchmark}"
+    try:
+        task: type[Task] = importlib.import_module(name).TASK
+    except ModuleNotFoundError as error:
+        if error.name != name:
+            raise
+        raise CultureProbeError(
+            f"Benchmark {benchmark.benchmark!r} (config {benchmark.name!r}) has no protocol yet: expected "
+            f"culture_probe/tasks/{benchmark.benchmark}.py defining TASK."
+        ) from None
+    return task
 
 
 def task_from_config(meta: Mapping[str, Any]) -> Task:
     """A run's Task rebuilt from its config.json, without resources: enough to read its records into metrics."""
     benchmark = resolve(meta["config"])
-    options = options_from_dict(benchmark.task_class.Options, meta["options"])
-    return benchmark.task_class(benchmark, options, kind=meta["model"]["kind"], seed=meta["run"]["seed"])
+    task = task_for(benchmark)
+    return task(
+        benchmark,
+        options_from_dict(task.Options, meta["options"]),
+        kind=meta["model"]["kind"],
+        seed=meta["run"]["seed"],
+    )
