@@ -56,11 +56,6 @@ def holm(p_values: Iterable[float | None]) -> list[float | None]:
     return out
 
 
-def mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    """mean(a) - mean(b) along `axis` (vectorized, as scipy's resampling tests call it)."""
-    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
-
-
 def _fields(interval: Interval) -> dict[str, Any]:
     """An interval's keys in a comparison: `ci_low`, `ci_high`, and `no_interval` when there is none."""
     return {k: v for k, v in interval.fields().items() if k != "stderr"}
