@@ -7,9 +7,21 @@ from __future__ import annotations
 
 import importlib
 from pkgutil import extend_path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from culture_probe.version import __version__
+
+if TYPE_CHECKING:  # a type checker sees each public name typed; at run time each loads on first use (`_LAZY`)
+    from culture_probe.data.registry import list_benchmarks, load_benchmark
+    from culture_probe.dryrun import dry_run
+    from culture_probe.engine import Scorer
+    from culture_probe.engine.types import CandidateScores, ScoreRequest
+    from culture_probe.metrics import load_metric
+    from culture_probe.publish import push_to_hub
+    from culture_probe.record import RunRecord
+    from culture_probe.runner import RunResult, run
+    from culture_probe.settings import RunSettings
+    from culture_probe.suite import run_suite
 
 
 # Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
@@ -18,6 +30,7 @@ __path__ = extend_path(__path__, __name__)
 
 __all__ = [
     "CandidateScores",
+    "RunRecord",
     "RunResult",
     "RunSettings",
     "ScoreRequest",
@@ -39,6 +52,7 @@ _LAZY = {
     "load_metric": "culture_probe.metrics",
     "run": "culture_probe.runner",
     "RunResult": "culture_probe.runner",
+    "RunRecord": "culture_probe.record",
     "RunSettings": "culture_probe.settings",
     "run_suite": "culture_probe.suite",
     "dry_run": "culture_probe.dryrun",

@@ -126,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="protocol option, e.g. --option judge=string (X-FaKT) or --option n_runs=2 (CAMeL) (repeatable)",
+        help="protocol option, e.g. --option judge=string (X-FaKT) or --option n_runs=2 (CAMeL) (repeatable); in a "
+        "suite it goes to every config that has it, and a prefix gives it to one benchmark's or config's runs only: "
+        "xfakt.judge=string, xfakt_in_context.judge=string",
     )
 
     report = sub.add_parser("report", help="(re)write report.md and plots of a run directory")
@@ -230,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from culture_probe import __version__
+    from culture_probe.version import __version__
 
     return __version__
 

@@ -37,7 +37,7 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.py").write_text(module.text, encoding="utf-8")
     (folder / f"{FORMULAS}.py").write_text(formulas.text, encoding="utf-8")
-    from culture_probe import __version__
+    from culture_probe.version import __version__
 
     doc = ast.get_docstring(ast.parse(module.text)) or ""
     card = {"title": name, "sdk": "gradio", "app_file": "app.py", "pinned": False, "tags": ["evaluate", "metric"]}
@@ -98,7 +98,7 @@ def formulas_source(needed: Sequence[tuple[str, str]], *, used_by: str) -> Sourc
     """One module holding the library definitions that `needed` (module, name) use, transitively, copied from the
     library's source (dependencies first), with only the standard-library and third-party imports they use.
     """
-    from culture_probe import __version__
+    from culture_probe.version import __version__
 
     formulas = _Formulas(used_by)
     for module, name in needed:

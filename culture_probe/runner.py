@@ -742,11 +742,11 @@ def versions() -> dict[str, str | None]:
     """Library versions that can change a number, and the git revision of culture_probe's checkout."""
     import importlib.metadata as md
 
-    import culture_probe
+    from culture_probe.version import __version__
 
     out: dict[str, str | None] = {
-        "culture_probe": culture_probe.__version__,
-        "culture_probe_git": git_revision(Path(culture_probe.__file__).parent),
+        "culture_probe": __version__,
+        "culture_probe_git": git_revision(Path(__file__).parent),
         "python": platform.python_version(),
     }
     for name in ("torch", "transformers", "tokenizers", "datasets", "numpy", "scipy", "accelerate"):

@@ -14,12 +14,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "culture_probe"
 # Bottom first. A module belongs to the floor of its subpackage (culture_probe/<name>/) or, at the top level, of its
 # own name; `culture_probe` itself (the lazy front door) hands names on and belongs to no floor.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("errors", "typecheck", "keyvalue", "jsonl", "outfolder", "sharing", "extras", "schemas", "record"),
+    ("errors", "typecheck", "keyvalue", "jsonl", "outfolder", "sharing", "extras", "schemas", "record", "version"),
     ("data", "curation"),
     ("engine",),
     ("metrics",),
     ("tasks", "settings", "metrics_modules"),
-    ("loading", "rundir"),
+    ("loading", "rundir", "throughput"),
     ("models", "provenance"),
     ("report",),
     ("runner", "suite", "dryrun", "run_command", "publish", "metric_spaces"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -218,3 +219,16 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
         check=True,
     ).stdout
     assert metric.strip() == "cbs"
+
+
+def test_every_public_name_is_typed_for_a_checker_and_loads_from_the_same_module():
+    """`culture_probe.run` and the other front-door names load on first use (`_LAZY`); the TYPE_CHECKING imports
+    give a type checker the same names from the same modules, so a user's checker sees their signatures.
+    """
+    import ast
+
+    tree = ast.parse(Path(culture_probe.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    typed = {alias.name: node.module for node in block.body for alias in node.names}
+    assert typed == culture_probe._LAZY
+    assert set(typed) | {"__version__"} == set(culture_probe.__all__)

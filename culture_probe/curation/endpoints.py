@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar, cast
 
-from culture_probe import __version__
 from culture_probe.curation.queries import WD
 from culture_probe.errors import CultureProbeError, EndpointError, SourceFormatError
 from culture_probe.extras import require
+from culture_probe.version import __version__
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState

@@ -22,11 +22,11 @@ from typing import Any
 
 import datasets
 
-from culture_probe import __version__
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.typecheck import checked
+from culture_probe.version import __version__
 
 
 @dataclass(frozen=True)
