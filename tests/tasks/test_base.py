@@ -307,10 +307,13 @@ def test_resume_refuses_other_settings(dlama_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch):
+@pytest.mark.parametrize("machines", [1, 2], ids=["one-machine", "two-machines"])
+def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch, machines):
     """`accelerate launch --multi_gpu --num_processes 2 -m culture_probe run ...` on CPUs: two processes really
     run, each scores its own half of every engine call, the records and metrics equal one process's, and only
-    rank 0 writes the run directory. (`--cpu` would start one process: several CPU processes need MPI there.)"""
+    rank 0 writes the run directory. (`--cpu` would start one process: several CPU processes need MPI there.)
+    With two machines (`--num_machines 2 --machine_rank 0/1 --main_process_ip 127.0.0.1`, one process each, on
+    this host) the same holds: the ranks are global, so machine 1's only process is rank 1 and writes nothing."""
     import os
     import subprocess
     import sys
@@ -329,22 +332,15 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch)
         folder.mkdir()
     monkeypatch.setenv(parallel.TRACE_VARIABLE, str(traces["one"]))
     single = runner.run("dlama_arab_west", str(model), data_dir=dlama_dir, progress=False)
-    out = tmp_path / "two"
-    command = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        str(free_port()),
+    out, port = tmp_path / "two", str(free_port())
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
+    launch += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port]
+    machine = (
+        [["--num_machines", "1"]]
+        if machines == 1
+        else [["--num_machines", "2", "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1"] for rank in (0, 1)]
+    )
+    run_args = [
         "-m",
         "culture_probe",
         "run",
@@ -357,8 +353,12 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch)
         str(out),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(traces["two"])}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    started = [
+        subprocess.Popen([*launch, *each, *run_args], stderr=subprocess.PIPE, text=True, env=env) for each in machine
+    ]
+    for process in started:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-3000:]
 
     def calls(folder, rank):
         return [json.loads(line) for line in (folder / f"rank{rank}.jsonl").read_text().splitlines()]
