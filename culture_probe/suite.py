@@ -7,8 +7,10 @@ Before the model loads, every config's options are checked and then its run is p
 declared resources, first-stage probes. A config whose data cannot be had (`MissingDataError`: MAPS without its
 folder, a DLAMA language the release lacks) is skipped with its reason, said at once and kept in `suite.md` and
 `suite.json`; `strict=True` (`--strict`) stops instead, and a suite with nothing left to run is an error. The
-summary is rewritten after each config finishes, so a suite stopped half-way keeps what it computed; `--resume`
-continues it, or adds configs to it.
+summary is written once the model is loaded (every planned config listed, those not started as not run), after
+each config finishes, and when the suite stops on an error or Ctrl-C (the config it was running marked INCOMPLETE
+k/N), so a suite stopped half-way keeps what it computed; `--resume` continues it, or adds configs to it, and names
+at its start the configs it continues and those not run yet.
 
 A suite folder is marked as one (`rundir.SUITE_MARKER`): a run of one config refuses it, a suite refuses a run's
 folder, a second process writing it fails at once (its lock), and its summary lists every run it holds, also those
@@ -52,6 +54,12 @@ SKIPPED_EXIT = 3
 
 class SkippedConfigWarning(UserWarning):
     """A suite's config whose data cannot be had (the message says why): skipped, said before the model loads."""
+
+
+class SuiteResumeNotice(UserWarning):
+    """A suite resumed: the configs it continues (INCOMPLETE k/N) and those not run yet, said before the model
+    loads.
+    """
 
 
 @dataclass(frozen=True)
@@ -110,30 +118,77 @@ def run_suite(
             folder.mkdir(parents=True, exist_ok=True)
             if main:
                 rundir.write_text(folder / rundir.SUITE_MARKER, rundir.SUITE_NOTE)
-        from culture_probe.report.summary import SuiteRun, summarize_suite, write_summary
+        from culture_probe.report.summary import SuiteRun, planned_of, read_summary, summarize_suite, write_summary
 
+        order = [*(planned_of(read_summary(folder)) if folder is not None else ()), *configs]
+        if resume and main and (notice := resume_notice(earlier, configs, order, skipped)):
+            warnings.warn(f"Resuming the suite in {folder}: {notice}.", SuiteResumeNotice, stacklevel=2)
         scorer = load_scorer(model, settings)
         runs: dict[str, RunResult] = {}
-        summary: dict[str, Any] = {}
+        summary = summarize_suite(model, earlier, skipped, order)
+        if folder is not None and main:  # every planned config listed from the start, those not started as not run
+            write_summary(folder, summary)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given by plan_suite
-            for config in list(plans):  # each plan is dropped as its run starts
-                runs[config] = run_with(
-                    config,
-                    model,
-                    replace(settings, data_dir=data_dirs[config]),
-                    options,
-                    out=folder / config if folder else None,
-                    resume=resume,
-                    progress=progress,
-                    scorer=scorer,
-                    prepared=plans.pop(config),
-                )
-                done = {c: SuiteRun(r.record, r.metrics) for c, r in runs.items()}
-                summary = summarize_suite(model, {**earlier, **done}, skipped)
-                if folder is not None:
-                    write_summary(folder, summary)
+            try:
+                for config in list(plans):  # each plan is dropped as its run starts
+                    runs[config] = run_with(
+                        config,
+                        model,
+                        replace(settings, data_dir=data_dirs[config]),
+                        options,
+                        out=folder / config if folder else None,
+                        resume=resume,
+                        progress=progress,
+                        scorer=scorer,
+                        prepared=plans.pop(config),
+                    )
+                    done = {c: SuiteRun(r.record, r.metrics) for c, r in runs.items()}
+                    summary = summarize_suite(model, {**earlier, **done}, skipped, order)
+                    if folder is not None:
+                        write_summary(folder, summary)
+            except BaseException:
+                if folder is not None and main:
+                    keep_stopped(folder, model, skipped, order)
+                raise
     return SuiteResult(runs, summary, folder, skipped)
+
+
+def resume_notice(
+    earlier: Mapping[str, SuiteRun], configs: Sequence[str], planned: Sequence[str], skipped: Mapping[str, str]
+) -> str:
+    """What a resumed suite will do, said at its start: the configs it continues (`INCOMPLETE k/N`), those not run
+    yet that it runs now, and those it leaves as they are (planned before, not named now); "" when nothing is left.
+    """
+    unfinished = {c: run.status for c, run in earlier.items() if run.status}
+    later = [c for c in dict.fromkeys(planned) if c not in configs and c not in skipped]
+    parts = [
+        ("continuing", [f"{c} ({unfinished[c]})" for c in configs if c in unfinished]),
+        ("not run yet, running now", [c for c in configs if c not in earlier and c not in skipped]),
+        (
+            "left as they are (not named now)",
+            [f"{c} ({unfinished.get(c, 'not run')})" for c in later if c not in earlier or c in unfinished],
+        ),
+    ]
+    return "; ".join(f"{what}: {', '.join(names)}" for what, names in parts if names)
+
+
+def keep_stopped(folder: Path, model: Any, skipped: Mapping[str, str], planned: Sequence[str]) -> None:
+    """A suite stopped by an error or Ctrl-C: its summary rebuilt from the folder as it stands, the config it was
+    running marked INCOMPLETE k/N rather than not run; a summary that cannot be made is one warning (the stop's own
+    error follows it).
+    """
+    from culture_probe.report import suite_runs
+    from culture_probe.report.summary import summarize_suite, write_summary
+
+    try:
+        write_summary(folder, summarize_suite(model, suite_runs(folder), skipped, planned))
+    except Exception as error:  # noqa: BLE001 - the error that stopped the suite is the one to raise
+        warnings.warn(
+            f"The summary of {folder} could not be updated ({type(error).__name__}: {error}); "
+            f"`culture-probe report {folder}` rebuilds it.",
+            stacklevel=3,
+        )
 
 
 def held(folder: Path, model: Any, configs: Sequence[str], resume: bool) -> tuple[dict[str, SuiteRun], dict[str, str]]:

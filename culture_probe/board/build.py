@@ -34,6 +34,7 @@ from culture_probe.report.compare import (
     lined_up,
     multiplicity_text,
     paired_rows,
+    single_text,
 )
 from culture_probe.report.markdown import reproduce, subset_text
 from culture_probe.report.summary import listed, read_summary
@@ -394,7 +395,8 @@ def pairs(runs: Sequence[BoardRun]) -> list[Pair]:
 def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> dict[str, Any]:
     """The compare view: both runs' numbers lined up, the paired differences (other minus base) with their interval,
     p-value (raw and Holm-adjusted, with the sentence on how many tests) and procedure, the strata left out
-    said, and the items whose headline value changed (left out when `with_items` is false).
+    said, and the items whose headline value changed (left out when `with_items` is false). The page names the runs
+    base first, as its columns do, and marks one that did not finish (`status`).
     """
     loaded = [LoadedRun(r.id, r.record, r.run.records, r.metrics, r.status) for r in (pair.base, pair.other)]
     scales = scales_of(pair.base.name)
@@ -405,7 +407,7 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
     paired = found.rows
     tests = sum(p["p_holm"] is not None for p in paired)
     planned = next((p["metric"] for p in paired if p["planned"]), None)
-    table = lined_up(loaded)
+    table, single = lined_up(loaded)
     base, other = shown[pair.base.id], shown[pair.other.id]
     changed = [
         (item, value, other.values[item])
@@ -415,8 +417,13 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
     return {
         "id": pair.id,
         "config": pair.base.name,
-        "base": {"id": pair.base.id, "model": pair.base.model, "smoke": pair.base.smoke},
-        "other": {"id": pair.other.id, "model": pair.other.model, "smoke": pair.other.smoke},
+        "base": {"id": pair.base.id, "model": pair.base.model, "smoke": pair.base.smoke, "status": pair.base.status},
+        "other": {
+            "id": pair.other.id,
+            "model": pair.other.model,
+            "smoke": pair.other.smoke,
+            "status": pair.other.status,
+        },
         "problem": problem,
         "columns": list(table.columns),
         "rows": [[str(c) for c in row] for row in table.rows],
@@ -434,6 +441,7 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
             for p in paired
         ],
         "multiplicity": multiplicity_text(planned, {pair.other.id: tests}) if paired else None,
+        "single": single_text(single) if single else None,
         "left_out": left_out_text(found.one_unit, found.repeats),
         "changed": (
             [

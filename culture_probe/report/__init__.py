@@ -18,7 +18,15 @@ from culture_probe.record import RunRecord
 from culture_probe.report.compare import COMPARISON, Comparison, compare_runs, write_comparison
 from culture_probe.report.consistency import CONSISTENCY, consistency_of_runs, consistency_sections, write_consistency
 from culture_probe.report.markdown import render
-from culture_probe.report.summary import SuiteRun, listed, read_summary, summarize_suite, write_summary
+from culture_probe.report.summary import (
+    SuiteRun,
+    listed,
+    planned_of,
+    read_summary,
+    summarize_suite,
+    summary_lines,
+    write_summary,
+)
 from culture_probe.report.views import (
     Section,
     estimate_line,
@@ -94,14 +102,16 @@ def metrics_of(run: rundir.Run) -> dict[str, Any]:
     return json_ready(task_of_run(run.record).compute_metrics(run.records))
 
 
-def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
+def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any], status: str | None = None) -> str:
     """A few lines for the terminal: the run, each overall number with its 95% interval (or why none), n and chance
-    level, rounded as report.md rounds them, and what was left out.
+    level, rounded as report.md rounds them, and what was left out; `status` (`INCOMPLETE k/N`) marks a run that
+    did not finish on its first line, so its numbers never read as a finished run's.
     """
     config, results = RunRecord.of(config), metrics.get("results", {})
     scales, chance = scales_of(config.config), results.get("chance") or {}
     observations = (results.get("design") or {}).get("observations")
-    lines = [f"{config.config} on {config.model.spec} ({config.model.kind})"]
+    mark = f": {status}, numbers so far" if status else ""
+    lines = [f"{config.config} on {config.model.spec} ({config.model.kind}){mark}"]
     lines += [
         f"  {estimate_line(name, estimate, scales.get(name), results.get('unit'), chance.get(name), observations)}"
         for name, estimate in results.get("overall", {}).items()
@@ -123,7 +133,14 @@ def main(args: Any) -> int:
     run's report and the suite's summary.
     """
     folder = Path(args.run_dir)
-    paths = rerender_suite(folder) if is_suite(folder) else [rerender_run(folder)[0]]
+    if is_suite(folder):
+        paths = rerender_suite(folder)
+        print(summary_lines(read_summary(folder)))
+    else:
+        path, run = rerender_run(folder)
+        paths = [path]
+        if run.status:  # a finished run's numbers are in report.md; an interrupted one's are said to be partial
+            print(headline(run.config, run.metrics, run.status))
     print("\n".join(f"wrote {path}" for path in paths))
     return 0
 
@@ -150,7 +167,8 @@ def rerender_suite(folder: Path) -> list[Path]:
     stored = read_summary(folder)
     rendered = {name: rerender_run(folder / name) for name in rundir.runs_in(folder, listed(stored))}
     model = stored.get("model") or ", ".join(dict.fromkeys(r.config.model.spec for _, r in rendered.values()))
-    summary = summarize_suite(model, {name: run for name, (_, run) in rendered.items()}, stored.get("skipped"))
+    runs = {name: run for name, (_, run) in rendered.items()}
+    summary = summarize_suite(model, runs, stored.get("skipped"), planned_of(stored))
     return [*(path for path, _ in rendered.values()), write_summary(folder, summary)]
 
 

@@ -13,6 +13,11 @@ rather than counted twice.
 
 Runs of one config on different items are not paired silently: that is an error unless the user asks for the
 unpaired table. Incomplete runs and runs of different configs are named in the notes.
+
+The output reads top down: the headline comparison first (the headline metric overall of every run, each run's
+`INCOMPLETE k/N` or smoke draw beside its number, and the planned paired difference), then the notes, the numbers
+lined up (strata where every run has one unit are counted in one line, not given rows of n=1 without an interval),
+then every paired difference.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from culture_probe.metrics.results import paired_difference
 from culture_probe.record import RunRecord
 from culture_probe.report.markdown import table_markdown
 from culture_probe.report.plots import context_note
-from culture_probe.report.views import Table, scales_of
+from culture_probe.report.views import Table, scales_of, unit_label
 from culture_probe.tasks.options import json_ready
 from culture_probe.typecheck import checked
 
@@ -72,12 +77,23 @@ class Comparison:
     scales: Mapping[str, Scale] = field(default_factory=dict)  # the first run's metrics' scales, for the differences
     one_unit: tuple[str, ...] = ()  # strata (`stratum=label`) of one unit: no paired test, no row
     repeats: tuple[tuple[str, str], ...] = ()  # (stratum, the earlier row with the same units): the same test, no row
-    context: tuple[str, ...] = ()  # each smoke or incomplete run's note (`run: smoke run: ...`), said in the figure
+    marks: tuple[tuple[str, str], ...] = ()  # (run, its smoke or incomplete note; "" for a full, finished run)
+    single: tuple[str, ...] = ()  # lined-up strata (`stratum=label`) where every run has one unit: counted, no row
+
+    @property
+    def context(self) -> tuple[str, ...]:
+        """Each smoke or incomplete run's note (`run: smoke run: ...`), said in the figure."""
+        return tuple(f"{run}: {note}" for run, note in self.marks if note)
 
     def markdown(self) -> str:
-        """The comparison as markdown: the notes, the table of values, the paired differences."""
-        parts = [f"- **note**: {note}" for note in self.notes]
+        """The comparison as markdown: the headline comparison, the notes, the table of values (strata of one unit
+        counted under it), the paired differences.
+        """
+        parts = [self.headline_markdown()] if self.metric else []
+        notes = [f"- **note**: {note}" for note in self.notes]
+        parts += ["", *notes] if notes else []
         parts += ["", table_markdown(self.table)]
+        parts += ["", single_text(self.single)] if self.single else []
         if self.paired:
             rows = tuple(
                 (
@@ -104,6 +120,40 @@ class Comparison:
             ]
             parts += [line for text in left_out_text(self.one_unit, self.repeats) for line in ("", text)]
         return "\n".join(parts).strip() + "\n"
+
+    def headline_markdown(self) -> str:
+        """The headline comparison: each run's headline metric overall (its smoke or incomplete note beside it) and
+        its planned paired difference from the first run.
+        """
+        scale = self.scales.get(self.metric or "")
+        planned = {p["run"]: p for p in self.paired if p["planned"]}
+        notes = dict(self.marks)
+        rows = []
+        for index, (run, estimate) in enumerate(self.headlines):
+            row = planned.get(run)
+            difference = (
+                f"{format_number(row['difference'], scale)} {interval_text(_as_estimate(row), scale)}".strip()
+                if row
+                else ("(base)" if index == 0 else "not paired")
+            )
+            rows.append(
+                (
+                    run,
+                    _cell(estimate, scale) or "not reported",
+                    difference,
+                    format_p(row["p_value"]) if row else "",
+                    notes.get(run, ""),
+                )
+            )
+        columns = (
+            "run",
+            f"{unit_label(self.metric or '', scale)} overall",
+            f"minus {self.runs[0]} (95% CI)",
+            "p",
+            "note",
+        )
+        title = f"**Headline**: {self.metric} overall (the planned comparison, not adjusted for multiplicity)."
+        return f"{title}\n\n{table_markdown(Table(columns, tuple(rows)))}"
 
     @property
     def procedures(self) -> dict[str, str]:
@@ -136,6 +186,8 @@ class Comparison:
                     "one_unit_strata": list(self.one_unit),
                     "repeated_strata": dict(self.repeats),
                 },
+                "single_unit_groups": list(self.single),
+                "status": {run: note for run, note in self.marks if note},
                 "notes": list(self.notes),
             }
         )
@@ -171,7 +223,12 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
             raise CultureProbeError(f"compare_runs(run_dirs) takes folders; item {index} is {run_dir!r:.80}.")
     names = [Path(d).name for d in run_dirs]
     names = names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
-    runs = [load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)]
+    return comparison_of([load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)], paired=paired)
+
+
+def comparison_of(runs: Sequence[LoadedRun], *, paired: bool = True) -> Comparison:
+    """The comparison of runs read (`compare_runs` without the reading): the first is the base."""
+    names = [r.name for r in runs]
     notes = [incomplete_note(r.name, r.status) for r in runs if r.status]
     if len({r.config.config for r in runs}) > 1:
         notes.append(
@@ -198,9 +255,10 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
     metric = runs[0].results.get("headline")
     headlines = tuple((r.name, r.results.get("overall", {}).get(metric)) for r in runs)
     scales = scales_of(runs[0].config.config)
+    table, single = lined_up(runs)
     return Comparison(
         tuple(names),
-        lined_up(runs),
+        table,
         tuple(differences),
         tuple(notes),
         metric,
@@ -208,23 +266,50 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
         scales,
         tuple(one_unit),
         tuple(repeats.items()),
-        tuple(f"{r.name}: {note}" for r in runs if (note := context_note(r.config.subset, r.status))),
+        tuple((r.name, context_note(r.config.subset, r.status)) for r in runs),
+        single,
     )
 
 
-def lined_up(runs: Sequence[LoadedRun]) -> Table:
-    """One row per (group, metric) any run reports, one column per run: value [ci_low, ci_high] (n)."""
+def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
+    """One row per (group, metric) any run reports, one column per run (named with its `INCOMPLETE k/N`): value
+    [ci_low, ci_high] (n); and the strata left out, those where every run has at most one unit (no interval).
+    """
     grouped = [dict(_groups(run.results)) for run in runs]
     keys = {(group, metric): None for groups in grouped for group, estimates in groups.items() for metric in estimates}
+    single = {
+        group: None
+        for group, _ in keys
+        if group != "overall" and all((e.get("n") or 0) <= 1 for g in grouped for e in g.get(group, {}).values())
+    }
     rows = [
         ("model", "", *(r.config.model.spec for r in runs)),
         ("config", "", *(r.config.config for r in runs)),
     ]
     scales = [scales_of(r.config.config) for r in runs]
     for group, metric in keys:
+        if group in single:
+            continue
         cells = [groups.get(group, {}).get(metric) for groups in grouped]
         rows.append((group, metric, *(_cell(c, scale.get(metric)) for c, scale in zip(cells, scales, strict=True))))
-    return Table(("group", "metric", *(r.name for r in runs)), tuple(rows))
+    columns = ("group", "metric", *(f"{r.name} ({r.status})" if r.status else r.name for r in runs))
+    return Table(columns, tuple(rows)), tuple(single)
+
+
+def single_text(groups: Sequence[str]) -> str:
+    """The line under the lined-up numbers that counts the strata with one unit in every run, by stratum: an
+    estimate of one unit has no interval, and rows of them bury the others (each run's metrics.json keeps them).
+    """
+    by_stratum: dict[str, int] = {}
+    for group in groups:
+        stratum = group.split("=", 1)[0]
+        by_stratum[stratum] = by_stratum.get(stratum, 0) + 1
+    kinds = ", ".join(f"{stratum}: {k}" for stratum, k in by_stratum.items())
+    noun = "stratum with one unit is" if len(groups) == 1 else "strata with one unit each are"
+    return (
+        f"{len(groups)} {noun} not shown ({kinds}): an estimate of one unit has no interval; each run's "
+        "metrics.json keeps them."
+    )
 
 
 @dataclass(frozen=True)

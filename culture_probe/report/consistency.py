@@ -3,7 +3,9 @@ agreement table with the paired P@1 difference, RankC where the protocol ranks a
 language heatmap, every number with its n.
 
 It reads what the metrics wrote (`results.by_language_pair`, `consistency`), for any benchmark whose task aligns its
-languages; a run with one language has no such section. `culture-probe consistency RUN_A RUN_B` pairs two runs of
+languages; a run with one language has no such section. A run that ranked nothing (generation mode: no RankC) gets
+the heatmap of facts right in both languages and one summary line instead of a table of near-identical rows with
+an empty RankC column; metrics.json keeps every pair's table. `culture-probe consistency RUN_A RUN_B` pairs two runs of
 one language each the same way.
 """
 
@@ -15,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from culture_probe import outfolder, rundir
 from culture_probe.errors import CultureProbeError
@@ -69,10 +73,19 @@ def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
     ]
     if not detail.get("pairs") or not estimates:
         return [Section(TITLE, text="\n".join(left_out))] if left_out else []
-    rows = tuple(_row(name, detail["pairs"][name], estimates.get(name) or {}) for name in detail["pairs"])
     figure = _heatmap(detail["pairs"], estimates)
+    figures = (figure,) if figure else ()
+    if not any("rankc" in e for e in estimates.values()):  # nothing ranked: agreement alone, said in one line
+        lines = (
+            _agreement_text(detail),
+            _multiplicity(detail),
+            _summary_line(detail["pairs"], estimates),
+            "\n".join(left_out),
+        )
+        return [Section(TITLE, text="\n\n".join(filter(None, lines)), figures=figures)]
+    rows = tuple(_row(name, detail["pairs"][name], estimates.get(name) or {}) for name in detail["pairs"])
     text = "\n\n".join(filter(None, (_text(detail), "\n".join(left_out))))
-    return [Section(TITLE, text=text, tables=(Table(COLUMNS, rows),), figures=(figure,) if figure else ())]
+    return [Section(TITLE, text=text, tables=(Table(COLUMNS, rows),), figures=figures)]
 
 
 def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -159,6 +172,62 @@ def _text(detail: Mapping[str, Any]) -> str:
     return "\n\n".join(line for line in lines if line)
 
 
+def _agreement_text(detail: Mapping[str, Any]) -> str:
+    """What the section of a run that ranked nothing shows: agreement only, no claim about RankC."""
+    lines = (
+        "Whether the facts the model gets right in one language are those it gets right in another: per pair of "
+        "languages, the share of facts right in both (the heatmap, each cell with its n) and the paired P@1 "
+        "difference on the facts probed in both (Tango's interval and McNemar's test, both with continuity "
+        "correction). RankC needs the same candidates ranked in both languages and is not reported; each pair's "
+        "agreement table is in metrics.json (`consistency.pairs`).",
+        f"Alignment: {detail['alignment']}" if detail.get("alignment") else "",
+    )
+    return "\n\n".join(line for line in lines if line)
+
+
+def _summary_line(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> str:
+    """One line for every pair of a run that ranked nothing: one pair's agreement and paired difference; for
+    several, the range and median of the share right in both and how many paired differences exclude 0 after Holm.
+    """
+    if len(pairs) == 1:
+        ((name, pair),) = pairs.items()
+        a, b = name.split("/", 1)
+        n, difference = pair["n"], pair["difference"]
+        shift = (
+            f"; P@1 {a} - {b} {format_number(difference['difference'], '%')} "
+            f"{interval_text(_as_estimate(difference), '%')}"
+            + (f", {p}" if (p := p_clause(difference.get("p_value"))) else "")
+            if difference.get("difference") is not None
+            else ""
+        )
+        return (
+            f"**{name}**: {marked(str(n), n)} facts in both; right in both {_share(pair['both_right'], n)}, in {a} "
+            f"only {_share(pair['right_only_a'], n)}, in {b} only {_share(pair['right_only_b'], n)}, both wrong "
+            f"{_share(pair['both_wrong'], n)}{shift}."
+        )
+    shares = sorted(
+        (found["value"], name)
+        for name, e in estimates.items()
+        if (found := e.get("both_right") or {}).get("value") is not None
+    )
+    counts = [pair["n"] for pair in pairs.values()]
+    adjusted = {name: pair["difference"].get("p_holm") for name, pair in pairs.items()}
+    excluded = [name for name, p in adjusted.items() if p is not None and p < 0.05]
+    facts = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)} to {max(counts)}"
+    spread = (
+        f"right in both from {format_number(shares[0][0], '%')}% ({shares[0][1]}) to "
+        f"{format_number(shares[-1][0], '%')}% ({shares[-1][1]}), median "
+        f"{format_number(float(np.median([v for v, _ in shares])), '%')}%; "
+        if shares
+        else ""
+    )
+    named = f" ({', '.join(excluded[:5])}{', ...' if len(excluded) > 5 else ''})" if excluded else ""
+    return (
+        f"**{len(pairs)} pairs of {len(_languages(pairs))} languages**, {facts} facts in both per pair: {spread}"
+        f"the paired P@1 difference has p (Holm) < 0.05 in {len(excluded)} of {len(pairs)} pairs{named}."
+    )
+
+
 def _multiplicity(detail: Mapping[str, Any]) -> str:
     """How many paired tests the table holds, and how they are adjusted (none to say for a single pair)."""
     tests = max((pair["difference"].get("n_tests") or 0 for pair in (detail.get("pairs") or {}).values()), default=0)
@@ -189,7 +258,8 @@ class RunsConsistency:
         notes = "\n".join(f"- **note**: {incomplete_note(run, status)}" for run, status in self.incomplete.items())
         parts = [f"# Consistency of {self.runs[0]} and {self.runs[1]}", *([notes] if notes else []), section.text]
         parts += [table_markdown(table) for table in section.tables]
-        if any(SMALL_N_MARK in str(cell) for table in section.tables for row in table.rows for cell in row):
+        cells = [section.text, *(cell for table in section.tables for row in table.rows for cell in row)]
+        if any(SMALL_N_MARK in str(cell) for cell in cells):
             parts.append(SMALL_N_NOTE)
         if out is not None and available("matplotlib"):
             (out / PLOTS_DIR).mkdir(parents=True, exist_ok=True)

@@ -103,7 +103,7 @@ def header(
     config = RunRecord.of(config)
     bench, model, run, versions = config.benchmark, config.model, config.run, config.versions
     lines = [
-        f"# {config.config} on {model.spec}",
+        f"# {config.config} on {model.spec}" + (f" ({status})" if status else ""),  # its numbers are partial
         "",
         *(
             [

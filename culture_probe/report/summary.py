@@ -4,11 +4,15 @@ benchmark, one row per config with its headline number. Built from each run's co
 
 The numbers are written before any figure is drawn, and a figure that fails is one warning and one line in
 `suite.md`: a suite whose runs all finished is never lost to a plot.
+
+A run that did not finish never stands as a finished one: its value says `(incomplete)` beside it and its row
+`INCOMPLETE k/N` (suite.md, suite.json's `status`, the terminal, the figure's label). A config the suite planned
+and never started is listed as not run (suite.json's `not_run`), from the configs it planned (`planned`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +34,11 @@ from culture_probe.report.compare import incomplete_note
 from culture_probe.report.markdown import figure_link, table_markdown
 from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
 from culture_probe.tasks import Task, task_for
+from culture_probe.tasks.routing import options_set
 
 SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
+NOT_RUN = "not run"  # a planned config that never started
+INCOMPLETE_MARK = "(incomplete)"  # beside the number of a run that did not finish
 
 
 @dataclass(frozen=True)
@@ -46,12 +53,16 @@ class SuiteRun:
 
 
 def summarize_suite(
-    model: Any, runs: Mapping[str, SuiteRun], skipped: Mapping[str, str] | None = None
+    model: Any,
+    runs: Mapping[str, SuiteRun],
+    skipped: Mapping[str, str] | None = None,
+    planned: Sequence[str] = (),
 ) -> dict[str, Any]:
     """One row per config: its headline number with interval, n, unit, scale and chance level, what it left out,
     and `status` (`INCOMPLETE k/N`: a run that did not finish, whose numbers cover the probes answered so far); the
-    cross-config studies the suite's finished configs allow (MAPS' culture gap); and the configs `skipped` for want
-    of data, with why (those that have a run since are not).
+    cross-config studies the suite's finished configs allow (MAPS' culture gap); the configs `skipped` for want
+    of data, with why (those that have a run since are not); and the configs `planned` that have neither a run nor
+    a skip (`not_run`).
     """
     rows = []
     for config, result in runs.items():
@@ -70,15 +81,20 @@ def summarize_suite(
                 "smoke": bool(result.config.subset),
                 "omitted": results.get("omitted", {}),
                 "status": result.status,
+                "options": options_set(config, result.config.options),  # what this config got, defaults aside
             }
         )
     protocols = sorted({r.config.run.protocol for r in runs.values()})
+    skipped = {config: why for config, why in (skipped or {}).items() if config not in runs}
+    planned = list(dict.fromkeys([*planned, *runs]))
     return {
         "model": str(model),
         "protocol": ", ".join(protocols) or "default",
         "configs": rows,
         "studies": studies(runs),
-        "skipped": {config: why for config, why in (skipped or {}).items() if config not in runs},
+        "skipped": skipped,
+        "planned": planned,
+        "not_run": [config for config in planned if config not in runs and config not in skipped],
     }
 
 
@@ -91,6 +107,11 @@ def read_summary(folder: Path) -> dict[str, Any]:
 def listed(summary: Mapping[str, Any]) -> list[str]:
     """The configs a summary lists, in its order."""
     return [row["config"] for row in summary.get("configs", [])]
+
+
+def planned_of(summary: Mapping[str, Any]) -> list[str]:
+    """The configs a stored summary's suite planned (its listed ones, for a summary written before `planned`)."""
+    return list(summary.get("planned") or listed(summary))
 
 
 def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
@@ -140,6 +161,11 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
             "**Skipped** (their data could not be had; not run):\n\n"
             + "\n".join(f"- {config}: {why}" for config, why in summary["skipped"].items())
         )
+    if summary.get("not_run"):
+        parts.append(
+            "**Not run** (planned, not started; `--resume` runs them):\n\n"
+            + "\n".join(f"- {config}: {NOT_RUN}" for config in summary["not_run"])
+        )
     return "\n\n".join(parts)
 
 
@@ -158,6 +184,7 @@ def summary_lines(summary: Mapping[str, Any]) -> str:
         for r in summary["configs"]
     ]
     lines += [f"{config}: skipped ({why})" for config, why in summary.get("skipped", {}).items()]
+    lines += [f"{config}: {NOT_RUN}" for config in summary.get("not_run", [])]
     return "\n".join(lines + ([SMALL_N_NOTE] if any(SMALL_N_MARK in line for line in lines) else []))
 
 
@@ -165,6 +192,7 @@ def summary_row(row: Mapping[str, Any], chance: bool) -> tuple[Any, ...]:
     """One config's cells in suite.md, by the one rounding rule of its scale; the value marked when n is small."""
     scale = row.get("scale")
     value = marked(format_number(row["value"], scale), row.get("n")) if row.get("value") is not None else ""
+    value = f"{value} {INCOMPLETE_MARK}" if value and row.get("status") else value
     note = "smoke run (--limit)" if row["smoke"] else "; ".join(f"{k} left out: {v}" for k, v in row["omitted"].items())
     note = f"**{row['status']}**" + (f"; {note}" if note else "") if row.get("status") else note
     level = (format_number((row.get("chance") or {}).get("value"), scale),) if chance else ()
@@ -192,3 +220,4 @@ def summary_figures(folder: Path, rows: list[Mapping[str, Any]]) -> list[str]:
             bars = Bars(shown, ylabel=unit_label(first["metric"], first.get("scale")), scale=first.get("scale"))
             links.append(figure_link(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config"))
     return links
+

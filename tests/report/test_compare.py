@@ -143,7 +143,7 @@ def test_compare_writes_markdown_json_and_the_plot(runs, tmp_path, capsys):
     saved = json.loads((out / "compare.json").read_text())
     assert saved["metric"] == "p1" and saved["headlines"]["guesses"]["value"] == 25.0
     assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG" and (out / "compare.pdf").read_bytes()[:4] == b"%PDF"
-    assert (out / "compare.md").read_text().startswith("| group | metric |")
+    assert (out / "compare.md").read_text().startswith("**Headline**: p1 overall")  # the headline comparison first
 
 
 def test_compare_needs_two_runs(runs):

@@ -107,7 +107,7 @@ function showBoard() {
     el("h2", {}, "Comparisons"),
     board.comparisons.length
       ? el("ul", { id: "comparisons" }, board.comparisons.map((c) => el("li", {},
-        el("a", { href: "#compare/" + encodeURIComponent(c.id) }, c.config + ": " + c.other + " vs " + c.base))))
+        el("a", { href: "#compare/" + encodeURIComponent(c.id) }, c.config + ": " + c.base + " vs " + c.other))))
       : el("p", { class: "note" }, "No two runs of one config on the same rows."));
   draw();
 }
@@ -329,13 +329,18 @@ function promptView(prompt, sets, missing) {
 async function showCompare(id) {
   await load("data/compare-" + id + ".js");
   const data = store.compare[id];
-  const name = (side) => el("a", { href: "#run/" + encodeURIComponent(side.id) }, side.id);
-  document.title = "compare " + data.config;
+  // the runs in one order everywhere: base first, as the columns of the numbers name them
+  const name = (side) => [el("a", { href: "#run/" + encodeURIComponent(side.id) }, side.id),
+    side.status ? [" ", badge(side.status, "incomplete")] : null];
+  document.title = "compare " + data.config + ": " + data.base.id + " vs " + data.other.id;
   add(
-    el("h1", {}, data.config + ": ", name(data.other), " vs ", name(data.base)),
+    el("h1", {}, data.config + ": ", name(data.base), " vs ", name(data.other)),
     [data.base, data.other].some((s) => s.smoke) ? el("p", {}, badge("smoke"), " a smoke run: not the benchmark's number") : null,
+    [data.base, data.other].filter((s) => s.status).map((s) =>
+      el("p", {}, badge(s.status, "incomplete"), " " + s.id + " did not finish: its numbers cover the probes answered so far")),
     el("h2", {}, "Numbers"),
     table(data.columns, data.rows, { id: "lined-up" }),
+    data.single ? el("p", { class: "note", id: "single" }, data.single) : null,
     el("h2", {}, "Paired differences (" + data.other.id + " minus " + data.base.id + ", same items)"),
     data.problem ? el("p", { class: "error" }, data.problem) : null,
     table(["metric", "group", "difference", "95% interval", "p", "p (Holm)", "n", "procedure"],
