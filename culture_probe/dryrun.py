@@ -148,12 +148,13 @@ def dry_run(
     out: str | os.PathLike | None = None,
     resume: bool = False,
     strict: bool = False,
+    options: Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> DryRun:
     """Plan a run of `configs` (names or groups, as `run_suite` takes them) on `model` and show the first `n` probes
     of each config as the model will get them, loading the data and the model's tokenizer only and writing nothing.
 
-    `settings` and `keywords` are `run`'s settings and protocol options; `rows` replaces the data of a single config.
+    `settings`, `options` and `keywords` are `run_suite`'s; `rows` replaces the data of a single config.
     `out` is read, never written: refused as the run would refuse it, and with `resume` the run in it (a suite's:
     each config's) is compared with this one as the resume would compare it, which then shows the probes left. In a
     suite, a config whose data cannot be had is skipped with its reason, as `run_suite` skips it, unless `strict`.
@@ -163,7 +164,7 @@ def dry_run(
     names = expand(names_given(configs, "dry_run(configs)"))
     if rows is not None and len(names) > 1:
         raise CultureProbeError("rows belong to one config: dry-run a suite without them, or name one config.")
-    settings, options, data_dirs = suite_settings(names, settings, keywords)
+    settings, each, data_dirs = suite_settings(names, settings, keywords, options)
     folder = None if out is None else Path(out)
     if folder is not None and len(names) > 1:  # a suite's folder, checked as the suite checks it
         rundir.check_writable(folder, "suite")
@@ -173,7 +174,7 @@ def dry_run(
     def one(config: str) -> ConfigPlan:
         run_dir = folder / config if folder is not None and len(names) > 1 else folder
         config_settings = replace(settings, data_dir=data_dirs[config])
-        return plan_config(config, model, config_settings, options, rows, n, previewers, run_dir, resume)
+        return plan_config(config, model, config_settings, each[config], rows, n, previewers, run_dir, resume)
 
     plans, skipped = plan_each(names, one, strict)
     return DryRun(str(model), tuple(plans.values()), skipped, None if out is None else str(out))

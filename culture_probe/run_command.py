@@ -69,7 +69,8 @@ def planned(args: Any) -> tuple[list[str], list[str], str, dict[str, Any]]:
     model, model_args = model_of(args.model, args.model_args)
     names = config_names(configs_given(args.configs, args.tasks))
     configs = expand(names)  # an unknown name fails here, with the close ones
-    keywords = {**from_arguments(args), "model_args": model_args, "out": args.out, "resume": args.resume, **options}
+    keywords = {**from_arguments(args), "model_args": model_args, "out": args.out, "resume": args.resume}
+    keywords["options"] = options  # each config takes those it has, or those its prefix names
     keywords["batch_tokens"] = batch_tokens_of(args.batch_tokens, args.batch_size)
     return names, configs, model, keywords
 
@@ -137,5 +138,7 @@ def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None
 
 
 def option_values(texts: Sequence[str]) -> dict[str, str]:
-    """The `--option KEY=VALUE` arguments as a dict; a key given twice is an error naming both values."""
+    """The `--option KEY=VALUE` arguments as a dict (KEY may be prefixed, `xfakt.judge`: see
+    `tasks.routing.options_per_config`); a key given twice is an error naming both values.
+    """
     return parse_pairs(texts, what="--option", example="judge=string")

@@ -58,6 +58,7 @@ from culture_probe.tasks import Task, task_from_config
 from culture_probe.tasks.base import ModelNeed, asked_in
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.routing import joined, options_per_config
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
 
@@ -103,19 +104,22 @@ def run(
     resume: bool = False,
     rows: Sequence[Mapping[str, Any]] | None = None,
     progress: bool = True,
-    **options: Any,
+    options: Mapping[str, Any] | None = None,
+    **keywords: Any,
 ) -> RunResult:
     """Probe `model` (an id, a local dir, `planted:<config>`, `openai:<name>`, or a loaded `Scorer`) on benchmark
     `config`.
 
     `settings` (`RunSettings`) are the runner's switches; any of its fields may be given as a keyword instead
     (`limit="smoke"`, `seed=1`, `model_args="dtype=bfloat16"`, and the shorthands `dtype=`, `revision=`), over
-    `settings` when both are given. The other keyword `options` are the protocol's switches (the task's `Options`
-    fields, e.g. `judge="string"`); `protocol="upstream"` sets every option that reproduces the benchmark's released
-    code (options given here still win). `rows` replaces the loaded `test` split (tests, custom data). With `out`,
-    the run directory is written; `resume` continues the run in it. See `RunSettings` for what each setting does
-    (`limit`: N items, a share of each stratum, or "smoke"; `cache_dir`/`no_cache`: the per-model score cache;
-    `base_url`, `concurrency`, `request_timeout`, `max_retries`: an `openai:<name>` model's server).
+    `settings` when both are given. The other keywords, and `options`, are the protocol's switches (the task's
+    `Options` fields, e.g. `judge="string"`; a key of `options` may name the config or its benchmark before a dot, as
+    in a suite: `{"xfakt.judge": "string"}`); `protocol="upstream"` sets every option that reproduces the
+    benchmark's released code (options given here still win). `rows` replaces the loaded `test` split (tests,
+    custom data). With `out`, the run directory is written; `resume` continues the run in it. See `RunSettings` for
+    what each setting does (`limit`: N items, a share of each stratum, or "smoke"; `cache_dir`/`no_cache`: the
+    per-model score cache; `base_url`, `concurrency`, `request_timeout`, `max_retries`: an `openai:<name>` model's
+    server).
     """
     if not isinstance(config, str):
         several = " (several configs: culture_probe.run_suite)" if isinstance(config, (list, tuple)) else ""
@@ -127,8 +131,9 @@ def run(
             f"run(config, model, settings) takes a RunSettings as settings, got {settings!r} (settings as keywords: "
             "run(config, model, limit=10))."
         )
-    settings, protocol_options = RunSettings.split(options, settings)
-    return run_with(config, model, settings, protocol_options, out=out, resume=resume, rows=rows, progress=progress)
+    settings, protocol = RunSettings.split(keywords, settings)
+    protocol = options_per_config([config], joined(options, protocol))[config]  # its own options, before anything
+    return run_with(config, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress)
 
 
 def run_with(

@@ -42,6 +42,7 @@ from culture_probe.runner import (
     run_with,
 )
 from culture_probe.settings import RunSettings
+from culture_probe.tasks.routing import joined, options_per_config
 from culture_probe.typecheck import names_given
 
 if TYPE_CHECKING:
@@ -81,21 +82,24 @@ def run_suite(
     resume: bool = False,
     progress: bool = True,
     strict: bool = False,
+    options: Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> SuiteResult:
     """Run every config that `names` (configs or groups) name on `model`, loaded once; `settings` and keywords as
-    `run` takes them (settings and protocol options, applied to every config; `data_dir` may name a folder per
-    benchmark). With `out`, each config's run goes to `out/<config>` and the summary to `out/suite.md` and
-    `out/suite.json`. A config whose data cannot be had is skipped (`SkippedConfigWarning`, `SuiteResult.skipped`)
-    unless `strict`. An `out` that holds a suite's runs already takes `resume` (to continue it, or add configs to
-    it) and the same model. `names` is one name or a list of them.
+    `run` takes them (`data_dir` may name a folder per benchmark). A protocol option (a keyword, or a key of
+    `options`) goes to every config that has it; a prefixed key of `options` (`{"xfakt.judge": "string"}`) to the
+    configs of that benchmark or to that config only (`tasks.routing.options_per_config`). With `out`, each config's
+    run goes to `out/<config>` and the summary to `out/suite.md` and `out/suite.json`. A config whose data cannot be
+    had is skipped (`SkippedConfigWarning`, `SuiteResult.skipped`) unless `strict`. An `out` that holds a suite's
+    runs already takes `resume` (to continue it, or add configs to it) and the same model. `names` is one name or a
+    list of them.
     """
     configs = expand(names_given(names, "run_suite(names)"))
-    settings, options, data_dirs = suite_settings(configs, settings, keywords)
+    settings, each, data_dirs = suite_settings(configs, settings, keywords, options)
     for config in configs:  # every config's options and language, before the model loads
         try:
             benchmark = resolve(config)
-            benchmark.task_class.options_for(settings.protocol, options)
+            benchmark.task_class.options_for(settings.protocol, each[config])
             check_language(benchmark, settings.language, custom_rows=False)
         except CultureProbeError as error:
             raise CultureProbeError(f"In the suite's config {config}: {error}") from None
@@ -110,7 +114,7 @@ def run_suite(
         if early:
             claim.enter_context(rundir.lock(folder, "suite"))
         earlier, skipped_before = held(folder, model, configs, resume) if folder is not None else ({}, {})
-        plans, skipped = plan_each(configs, lambda c: planned(c, model, settings, options, data_dirs), strict)
+        plans, skipped = plan_each(configs, lambda c: planned(c, model, settings, each[c], data_dirs), strict)
         skipped = {**skipped_before, **skipped}
         if folder is not None:
             if main and not early:
@@ -136,7 +140,7 @@ def run_suite(
                         config,
                         model,
                         replace(settings, data_dir=data_dirs[config]),
-                        options,
+                        each[config],
                         out=folder / config if folder else None,
                         resume=resume,
                         progress=progress,
@@ -214,17 +218,22 @@ def held(folder: Path, model: Any, configs: Sequence[str], resume: bool) -> tupl
 
 
 def suite_settings(
-    configs: Sequence[str], base: RunSettings | None, keywords: Mapping[str, Any]
-) -> tuple[RunSettings, dict[str, Any], dict[str, Any]]:
-    """A suite's settings (`base` and the setting keywords), its protocol options (the other keywords) and each
-    config's data folder (`data_dir`: one for all, or per benchmark), the folders checked to exist.
+    configs: Sequence[str],
+    base: RunSettings | None,
+    keywords: Mapping[str, Any],
+    options: Mapping[str, Any] | None = None,
+) -> tuple[RunSettings, dict[str, dict[str, Any]], dict[str, Any]]:
+    """A suite's settings (`base` and the setting keywords), each config's protocol options (the other keywords
+    and `options`, each to the configs that have it or that its prefix names) and each config's data folder
+    (`data_dir`: one for all, or per benchmark), the folders checked to exist.
     """
     keywords = dict(keywords)
     data_dir = keywords.pop("data_dir", None)
-    settings, options = RunSettings.split(keywords, base)
+    settings, protocol = RunSettings.split(keywords, base)
+    each = options_per_config(configs, joined(options, protocol))
     data_dirs = data_dirs_of(settings.data_dir if data_dir is None else data_dir, configs)
     check_paths(data_dirs)
-    return settings, options, data_dirs
+    return settings, each, data_dirs
 
 
 def planned(

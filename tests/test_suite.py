@@ -68,10 +68,15 @@ def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(
     assert "## Headline numbers" in report and f"| p1 (%) | {p1:.2f} † |" in report  # every report leads with them
 
 
-def test_an_option_one_config_lacks_fails_before_the_model_loads(tmp_path, one_load):
+def test_an_option_given_to_a_config_that_lacks_it_fails_before_the_model_loads(tmp_path, one_load):
+    # a plain option goes to the configs that have it (tests/test_suite_options.py); a prefix names the config
     with pytest.raises(CultureProbeError, match="In the suite's config dlama_arab_west: Unknown option 'tie_value'"):
         culture_probe.run_suite(
-            ["camel_co_prompts", "dlama_arab_west"], "some/model", tie_value=0.5, out=tmp_path / "s", progress=False
+            ["camel_co_prompts", "dlama_arab_west"],
+            "some/model",
+            options={"dlama_arab_west.tie_value": 0.5},
+            out=tmp_path / "s",
+            progress=False,
         )
     assert one_load == [] and not (tmp_path / "s").exists()
 
@@ -209,7 +214,7 @@ def test_a_mistyped_data_dir_or_option_stops_the_suite_instead_of_skipping(tmp_p
     with pytest.raises(InvalidValueError, match="--data-dir no/such/dlama does not exist"):
         culture_probe.run_suite(["dlama_arab_west", "camel_co_prompts"], "m", data_dir="dlama=no/such/dlama")
     with pytest.raises(CultureProbeError, match="In the suite's config camel_co_prompts: Unknown option 'score'"):
-        culture_probe.run_suite(["dlama_arab_west", "camel_co_prompts"], "m", score="sum")
+        culture_probe.run_suite(["dlama_arab_west", "camel_co_prompts"], "m", options={"camel.score": "sum"})
     assert one_load == []
 
 

@@ -10,13 +10,10 @@ they are duck-typed rather than subclasses of either.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from typing import Any
-
-# How long a socket operation may still wait once its try's deadline has passed: enough to hand back bytes already
-# received, too short for a trickling server to send more.
-PAST_DEADLINE = 1e-3
 
 
 class Deadline:
@@ -32,13 +29,24 @@ class Deadline:
         """An HTTP client's request hook: a try (the first, a retry or a redirect) is sent now."""
         self._local.at = time.monotonic() + self.seconds
 
-    def clip(self, timeout: float | None) -> float | None:
-        """A socket operation's own timeout, cut to what is left of its try."""
+    def clip(self, timeout: float | None, expired: type[Exception]) -> float | None:
+        """A socket operation's own timeout, cut to what is left of its try; `expired` (the HTTP library's timeout
+        of that operation) once nothing is left, so that a server sending faster than any wait cannot go on.
+        """
         at = getattr(self._local, "at", None)
         if at is None:
             return timeout
-        left = max(at - time.monotonic(), PAST_DEADLINE)
+        left = at - time.monotonic()
+        if left <= 0:
+            raise expired(f"the try's {self.seconds:g} s ran out")
         return left if timeout is None else min(timeout, left)
+
+
+def _errors(wrapped: Any) -> Any:
+    """The HTTP library (httpcore or httpcore2) whose object `wrapped` is: its timeout exceptions are the ones its
+    callers map and retry.
+    """
+    return importlib.import_module(type(wrapped).__module__.split(".")[0])
 
 
 def bounded_http_client(seconds: float) -> Any:
@@ -62,13 +70,15 @@ class _Backend:
 
     def __init__(self, backend: Any, deadline: Deadline):
         self._backend, self._deadline = backend, deadline
+        self._expired = _errors(backend).ConnectTimeout
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, **options: Any) -> _Stream:
-        stream = self._backend.connect_tcp(host, port, self._deadline.clip(timeout), **options)
+        stream = self._backend.connect_tcp(host, port, self._deadline.clip(timeout, self._expired), **options)
         return _Stream(stream, self._deadline)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> _Stream:
-        return _Stream(self._backend.connect_unix_socket(path, self._deadline.clip(timeout), **options), self._deadline)
+        timeout = self._deadline.clip(timeout, self._expired)
+        return _Stream(self._backend.connect_unix_socket(path, timeout, **options), self._deadline)
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
@@ -78,20 +88,22 @@ class _Stream:
     """A connection whose every read and write waits no longer than the deadline of the try using it."""
 
     def __init__(self, stream: Any, deadline: Deadline):
-        self._stream, self._deadline = stream, deadline
+        self._stream, self._deadline, self._library = stream, deadline, _errors(stream)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data: bytes = self._stream.read(max_bytes, self._deadline.clip(timeout))
+        data: bytes = self._stream.read(max_bytes, self._deadline.clip(timeout, self._library.ReadTimeout))
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, self._deadline.clip(timeout))
+        self._stream.write(buffer, self._deadline.clip(timeout, self._library.WriteTimeout))
 
     def close(self) -> None:
         self._stream.close()
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
-        stream = self._stream.start_tls(ssl_context, server_hostname, self._deadline.clip(timeout))
+        stream = self._stream.start_tls(
+            ssl_context, server_hostname, self._deadline.clip(timeout, self._library.ConnectTimeout)
+        )
         return _Stream(stream, self._deadline)
 
     def get_extra_info(self, info: str) -> Any:

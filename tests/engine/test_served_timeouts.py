@@ -85,3 +85,19 @@ def test_the_cli_ends_a_run_on_a_trickling_server_in_one_line(server, tmp_path, 
     message = capsys.readouterr().err.strip().split("culture-probe: error: ")[-1]
     assert message.startswith(f"The server at {url} did not answer: 1 try of 1 s timed out") and "\n" not in message
     assert "(--request-timeout 1, --max-retries 0)" in message
+
+
+def test_a_socket_operation_after_the_deadline_fails_however_fast_the_server_answers():
+    """Once a try's time is spent, every further read, write or connect is the HTTP library's timeout at once, not
+    a short wait that a server sending faster than it would always satisfy."""
+    import httpcore2
+
+    from culture_probe.engine.deadline import Deadline
+
+    deadline = Deadline(0.05)
+    assert deadline.clip(7.0, httpcore2.ReadTimeout) == 7.0  # no try sent yet: the library's own timeout
+    deadline.start(request=None)
+    assert 0 < deadline.clip(None, httpcore2.ReadTimeout) <= 0.05
+    time.sleep(0.06)
+    with pytest.raises(httpcore2.ReadTimeout, match="0.05 s ran out"):
+        deadline.clip(None, httpcore2.ReadTimeout)

@@ -170,10 +170,31 @@ CLI_CASES: tuple[CliCase, ...] = (
     ),
     CliCase(
         "suite-option-one-config-lacks",
-        "a suite with an option one config does not have",
+        "a suite with an option prefixed for a config that does not have it",
         "refused before the model loads, naming that config",
-        ("run", "camel_co_prompts", "dlama_arab_west", "--model", "{model}", "--option", "tie_value=0.5"),
+        ("run", "camel_co_prompts", "dlama_arab_west", "--model", "{model}", "--option", "dlama.tie_value=0.5"),
         "In the suite's config dlama_arab_west: Unknown option 'tie_value'",
+    ),
+    CliCase(
+        "option-no-config-has",
+        "`--option rank_prompt=plain` where no config of the run has it",
+        "one line naming the configs that have it",
+        ("run", "camel_co_prompts", "dlama_arab_west", "--model", "{model}", "--option", "rank_prompt=plain"),
+        r"No config of this run \(camel_co_prompts, dlama_arab_west\) has option rank_prompt; xfakt's configs",
+    ),
+    CliCase(
+        "option-prefix-unknown",
+        "`--option xfak.judge=string`: a prefix naming no config or benchmark of the run",
+        "one line naming the run's benchmarks and configs",
+        ("run", "camel_co_prompts", "dlama_arab_west", "--model", "{model}", "--option", "xfak.judge=string"),
+        r"Unknown option prefix 'xfak'.* name a benchmark or config of this run: camel, dlama, camel_co_prompts",
+    ),
+    CliCase(
+        "option-two-values-for-one-config",
+        "`--option score=mean --option dlama.score=sum`",
+        "refused, naming both values (neither overrides the other)",
+        (*RUN, "--option", "score=mean", "--option", "dlama.score=sum"),
+        "Option score of dlama_arab_west is given twice: score=mean and dlama.score=sum",
     ),
     CliCase(
         "suite-with-rows",
