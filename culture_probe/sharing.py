@@ -41,6 +41,9 @@ KEY_SHAPES: dict[str, re.Pattern[bytes]] = {
     "a private key (-----BEGIN ... PRIVATE KEY-----)": re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
 }
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")  # a URL inside other text
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # a value that is a URL starts so
+# what is left of a user and password after URL stopped at a quote, a space or a bracket in it (`u:p'x@host`)
+USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
 MIRROR_ENV = "CULTURE_PROBE_MIRROR"  # the offline mirror's folder (culture_probe.data.sources reads it)
 DIGEST_LENGTH = 8  # hex digits of a local model's digest shown
 T = TypeVar("T")
@@ -83,7 +86,9 @@ def redacted(value: T, *, shared: bool = False) -> T:
 
 def _redacted(value: T, folders: list[tuple[re.Pattern[str], str]]) -> T:
     if isinstance(value, str):
-        text = URL.sub(lambda found: redact_url(found.group()), value)
+        whole = SCHEME.match(value) is not None  # a setting that is a URL (--base-url): its every character is it
+        text = redact_url(value) if whole else URL.sub(lambda found: redact_url(found.group()), value)
+        text = USERINFO.sub(BLANK + "@", text)
         for pattern, shown in folders:
             text = pattern.sub(shown, text)  # neither placeholder holds a backslash
         return text  # type: ignore[return-value]

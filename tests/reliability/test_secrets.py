@@ -34,7 +34,7 @@ from culture_probe.errors import CultureProbeError, EndpointError, PublishError 
 from culture_probe.metric_spaces import write_metric_space  # noqa: E402
 from culture_probe.report import rerender_run  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
-from culture_probe.sharing import check_upload, redact_url  # noqa: E402
+from culture_probe.sharing import check_upload, redact_url, redacted  # noqa: E402
 
 
 def _board_fixtures():
@@ -141,6 +141,19 @@ def test_a_served_model_sends_its_credentials_but_names_its_server_without_them(
 )
 def test_credentials_in_a_url_are_blanked_and_nothing_else(url: str, shown: str) -> None:
     assert redact_url(url) == shown and redact_url(shown) == shown
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("http://u:p'x@h/v1", "http://***@h/v1"),  # a quote, where a URL inside text stops
+        ("http://u:p x@h/v1", "http://***@h/v1"),  # a space
+        ("run --base-url 'http://u:p'\\''x@h/v1' --out x", "run --base-url 'http://***@h/v1' --out x"),  # shell-quoted
+        ("see http://h/v1 and write to me@x.org", "see http://h/v1 and write to me@x.org"),  # no user in the URL
+    ],
+)
+def test_a_password_with_a_quote_or_a_space_is_blanked_too(value: str, shown: str) -> None:
+    assert redacted(value) == shown
 
 
 def plant_secret(kind: str, folder: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
