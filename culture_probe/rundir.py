@@ -23,6 +23,7 @@ from typing import Any, Literal
 from culture_probe import jsonl, outfolder
 from culture_probe.errors import CultureProbeError, SourceFormatError
 from culture_probe.record import RunRecord, read_metrics
+from culture_probe.sharing import redacted
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
 
@@ -253,7 +254,8 @@ def check_resumable(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collecti
     for key, path in RESUME_KEYS.items():
         if key == "run.seed" and not new.seed_used:
             continue  # the protocol draws nothing at random: the seed cannot change a number
-        before, after = attrgetter(path)(old), attrgetter(path)(new)
+        # credentials in a URL are recorded blanked (runs made before held them as given): compared and shown so
+        before, after = redacted(attrgetter(path)(old)), redacted(attrgetter(path)(new))
         if before != after:
             raise _refusal(run_dir, f"{key} was {before!r} and is now {after!r}")
     if old.subset and new.subset and _drawn(old.subset) != _drawn(new.subset):

@@ -32,6 +32,7 @@ from culture_probe.cli import main  # noqa: E402
 from culture_probe.engine.served import ServedScorer  # noqa: E402
 from culture_probe.errors import CultureProbeError, EndpointError, PublishError  # noqa: E402
 from culture_probe.metric_spaces import write_metric_space  # noqa: E402
+from culture_probe.record import RunRecord  # noqa: E402
 from culture_probe.report import rerender_run  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
 from culture_probe.sharing import check_upload, redact_url, redacted  # noqa: E402
@@ -309,3 +310,18 @@ def test_binary_files_are_read_too(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         check_upload(tmp_path, ["figure.png"], to="the space org/x")
     (tmp_path / "figure.png").write_bytes(b"\x89PNG\x00" + str(tmp_path).encode() + b"/home/alicea\x00")
     check_upload(tmp_path, ["figure.png"], to="the space org/x")  # another user's folder is no home path
+
+
+def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(runs, tmp_path: Path) -> None:
+    """Runs made before credentials were blanked hold them as given: the resume compares the settings blanked, so
+    the same server is the same setting, and a refusal shows the credential blanked."""
+    record = json.loads((runs.knows / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
+
+    def served(url: str) -> RunRecord:
+        return RunRecord.of({**record, "model": {**record["model"], "identity": {"base_url": url}}})
+
+    old = served(f"http://user:{PASSWORD}@127.0.0.1:8000/v1")
+    assert rundir.check_resumable(old, served("http://***@127.0.0.1:8000/v1"), tmp_path) == ()
+    with pytest.raises(CultureProbeError, match=r"http://\*\*\*@127\.0\.0\.1:8000/v1") as refused:
+        rundir.check_resumable(old, served("http://***@127.0.0.1:9000/v1"), tmp_path)
+    assert PASSWORD not in str(refused.value)
