@@ -81,10 +81,11 @@ def check(out: str | os.PathLike, output: Output) -> Path:
             f"Cannot write the {output.name} into {folder}: {blocking} is a file. Pass a folder (new, empty, or an "
             f"earlier {output.name})."
         )
-    kind = output.taken(folder) if output.taken is not None and folder.is_dir() else None
-    if kind is not None:
+    taken = _taken(folder, output.taken) if output.taken is not None else None
+    if taken is not None:
+        where = "it is" if taken[0] in (folder, folder.resolve()) else f"it lies in {taken[0]}, which is"
         raise CultureProbeError(
-            f"Cannot write the {output.name} into {folder}: it is a culture_probe {kind} folder, which no "
+            f"Cannot write the {output.name} into {folder}: {where} a culture_probe {taken[1]} folder, which no "
             f"{output.name} is written into; nothing was written. Pass another folder (--out), e.g. one beside it."
         )
     if not output.shared and _holds_files(folder) and not (folder / output.marker).is_file():
@@ -93,6 +94,17 @@ def check(out: str | os.PathLike, output: Output) -> Path:
             f"({output.marker}); nothing was written. Pass a new or empty folder."
         )
     return folder
+
+
+def _taken(folder: Path, taken: Callable[[Path], str | None]) -> tuple[Path, str] | None:
+    """The folder of another kind that `folder` is or lies in, and its kind (`compare A B --out A/plots` would put a
+    figure among the run's own); None when there is none.
+    """
+    for candidate in (folder, *folder.resolve().parents):
+        kind = taken(candidate) if candidate.is_dir() else None
+        if kind is not None:
+            return candidate, kind
+    return None
 
 
 def _holds_files(folder: Path) -> bool:
@@ -180,7 +192,12 @@ def _remove_with_empty_folders(out: Path, file: str) -> None:
 
 
 def _write_marker(path: Path, files: Sequence[str]) -> None:
-    path.write_text(json.dumps(list(files)) + "\n", encoding="utf-8")
+    """Write the marker whole or not at all (beside it, then renamed): a marker cut short by a full disk or a kill
+    would make the next rebuild take the user's files for the command's, or refuse the folder.
+    """
+    partial = path.with_name(f"{path.name}.partial")
+    partial.write_text(json.dumps(list(files)) + "\n", encoding="utf-8")
+    os.replace(partial, path)
 
 
 @contextmanager

@@ -147,7 +147,7 @@ def write_run(folder: Path, run: BoardRun, judged: Outcomes, withheld: str | Non
 
 def copy_figures(run: BoardRun, target: Path) -> list[str]:
     """The run's PNG figures (report.md's), copied into the site; their paths relative to index.html."""
-    plots = sorted((run.run.path / rundir.PLOTS_DIR).glob("*.png"))
+    plots = sorted(p for p in (run.run.path / rundir.PLOTS_DIR).glob("*.png") if not p.name.startswith("."))
     if plots:
         target.mkdir(parents=True, exist_ok=True)
     for plot in plots:  # a link out of the run folder is refused, one inside is copied as the file it names

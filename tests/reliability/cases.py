@@ -1058,6 +1058,24 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
     ),
     # --- issue 35: output folders (entries of this part go right below this line) ---
     (
+        "out-inside-a-run",
+        "`compare A B --out A/plots` (a folder inside a run)",
+        "refused, naming the run it lies in; the run unchanged",
+        "tests/reliability/test_output_folders.py::test_a_folder_inside_a_run_as_out_is_refused",
+    ),
+    (
+        "marker-cut-short",
+        "the disk fills while a board's marker is written",
+        "the marker is written whole or not at all; the next rebuild keeps the user's files",
+        "tests/reliability/test_output_folders.py::test_a_marker_is_written_whole_or_not_at_all",
+    ),
+    (
+        "hidden-run-figure",
+        "a received run with `plots/.x.png`",
+        "not copied; later rebuilds still read their marker",
+        "tests/reliability/test_output_folders.py::test_a_hidden_figure_of_a_run_is_not_copied",
+    ),
+    (
         "rebuild-full-disk",
         "`board`, `consistency --out` or `compare --out` rebuilt in its folder on a full disk",
         "one line naming the folder and its free space; the earlier output byte for byte, no half-built folder",

@@ -140,6 +140,49 @@ def test_a_run_or_suite_folder_as_out_is_refused(command, kind, runs, tmp_path, 
 
 
 @pytest.mark.parametrize("command", ["board", "consistency", "compare"])
+def test_a_folder_inside_a_run_as_out_is_refused(command, runs, capsys):
+    folder = runs["en"] / "plots"  # the board would show compare's figure as the run's own
+    before = _snapshot(runs["en"])
+    line = _fails([*_commands(runs)[command], "--out", str(folder)], capsys)
+    assert f"into {folder}: it lies in {runs['en']}, which is a culture_probe run folder" in line
+    assert _snapshot(runs["en"]) == before
+
+
+def test_a_marker_is_written_whole_or_not_at_all(runs, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "board"
+    assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
+    (out / "data" / "mine.csv").write_text("the user's own", encoding="utf-8")
+    marker = next(out.glob(".culture_probe_*"))
+    listed = marker.read_bytes()
+    write_text = Path.write_text
+
+    def full(self: Path, *args: object, **kwargs: object) -> int:  # the disk fills while a marker is written
+        if self.name.startswith(marker.name):
+            self.open("w").close()  # opened for writing, so emptied, before the first byte fails
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", full)
+    assert main([*_commands(runs)["board"], "--out", str(out)]) == 2
+    assert marker.read_bytes() == listed  # not cut short: the next rebuild still knows which files are its own
+    monkeypatch.undo()
+    assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
+    assert (out / "data" / "mine.csv").read_text(encoding="utf-8") == "the user's own"
+
+
+def test_a_hidden_figure_of_a_run_is_not_copied(runs, tmp_path):
+    hidden = runs["en"] / "plots" / ".preview.png"
+    hidden.write_bytes(b"\x89PNG")
+    try:
+        out = tmp_path / "board"
+        assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
+        assert main([*_commands(runs)["board"], "--out", str(out)]) == 0  # its marker stays readable
+        assert not list(out.rglob(".preview.png"))
+    finally:
+        hidden.unlink()
+
+
+@pytest.mark.parametrize("command", ["board", "consistency", "compare"])
 def test_a_second_writer_of_the_folder_is_refused_in_one_line(command, runs, tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
