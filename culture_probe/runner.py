@@ -54,7 +54,7 @@ from culture_probe.provenance import ProcessLog
 from culture_probe.record import RunRecord
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.sharing import redacted
-from culture_probe.tasks import Task, task_from_config
+from culture_probe.tasks import Task, task_for, task_from_config
 from culture_probe.tasks.base import ModelNeed, asked_in
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
@@ -292,7 +292,7 @@ def plan(
     The config's name is resolved here, once: every later step gets its `Benchmark` (`task.benchmark`).
     """
     benchmark = resolve(config, corrected=settings.corrected)  # the corrected twin's protocol too, not only its rows
-    task_cls = benchmark.task_class
+    task_cls = task_for(benchmark)
     draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
     check_language(benchmark, settings.language, custom_rows=rows is not None)
     data: list[Mapping[str, Any]] = (
@@ -403,7 +403,7 @@ def check_custom_rows(benchmark: Benchmark, rows: Any) -> list[Mapping[str, Any]
             f"rows= takes a list of rows (dicts), got {type(rows).__name__}; rundir.read_rows reads a JSONL file."
         )
     config, features = benchmark.name, benchmark.features
-    text_columns, rows = benchmark.task_class.text_columns, list(rows)
+    text_columns, rows = task_for(benchmark).text_columns, list(rows)
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise InvalidValueError(f"Custom row {index + 1} is {row!r}, not a JSON object of the {config} columns.")

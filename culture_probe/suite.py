@@ -42,6 +42,7 @@ from culture_probe.runner import (
     run_with,
 )
 from culture_probe.settings import RunSettings
+from culture_probe.tasks import task_for
 from culture_probe.tasks.routing import joined, options_per_config
 from culture_probe.typecheck import names_given
 
@@ -99,7 +100,7 @@ def run_suite(
     for config in configs:  # every config's options and language, before the model loads
         try:
             benchmark = resolve(config)
-            benchmark.task_class.options_for(settings.protocol, each[config])
+            task_for(benchmark).options_for(settings.protocol, each[config])
             check_language(benchmark, settings.language, custom_rows=False)
         except CultureProbeError as error:
             raise CultureProbeError(f"In the suite's config {config}: {error}") from None

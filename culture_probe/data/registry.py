@@ -24,7 +24,7 @@ import datasets
 
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
-from culture_probe.errors import CultureProbeError, UnknownNameError
+from culture_probe.errors import UnknownNameError
 from culture_probe.typecheck import checked
 from culture_probe.version import __version__
 
@@ -100,22 +100,6 @@ class Benchmark:
     def features(self) -> Any:
         """The config's `datasets` features: its columns and their types."""
         return self.module.BUILDER(config_name=self.config.name).info.features
-
-    @property
-    def task_class(self) -> Any:
-        """The protocol (`Task` subclass) of the config: TASK of `culture_probe/tasks/<benchmark>.py`, found by the
-        same naming convention as the data module (imported by name: the protocols sit above the data).
-        """
-        name = f"culture_probe.tasks.{self.benchmark}"
-        try:
-            return importlib.import_module(name).TASK
-        except ModuleNotFoundError as error:
-            if error.name != name:
-                raise
-            raise CultureProbeError(
-                f"Benchmark {self.benchmark!r} (config {self.name!r}) has no protocol yet: expected "
-                f"culture_probe/tasks/{self.benchmark}.py defining TASK."
-            ) from None
 
 
 def resolve(name: str | Benchmark, *, corrected: bool = False) -> Benchmark:
