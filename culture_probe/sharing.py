@@ -167,7 +167,7 @@ def inside(path: Path, root: Path) -> Path:
     target, folder = path.resolve(), root.resolve()
     if not target.is_relative_to(folder):
         raise CultureProbeError(
-            f"{path} is a link to {target}, outside the run folder {root}: nothing is copied from outside a run. "
+            f"{path} is a link to {target}, outside the folder {root}: nothing is published from outside it. "
             "Put the file itself there, or remove the link."
         )
     return target

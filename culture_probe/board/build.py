@@ -95,7 +95,8 @@ def run_dirs(paths: Sequence[str | os.PathLike]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if rundir.folder_kind(path) == "suite":
-            found += [path / name for name in rundir.runs_in(path, listed(read_summary(path)))]
+            # a suite's run is read inside it: an entry linking to another run on this machine is refused by name
+            found += [inside(path / name, path) for name in rundir.runs_in(path, listed(read_summary(path)))]
         else:
             rundir.read_run(path)  # a folder that is no run is refused here, saying what to pass
             found.append(path)

@@ -234,7 +234,7 @@ def test_a_link_out_of_a_run_folder_is_refused_by_name_and_nothing_leaves(
     copied = board.folder / "figures" / "received-knows" / "zz_inside.png"
     assert copied.is_file() and not copied.is_symlink()
     (plots / "zz_leak.png").symlink_to(Path("..", "..", "..", "elsewhere", "token"))
-    says = r"plots/zz_leak\.png is a link to .*elsewhere/token, outside the run folder"
+    says = r"plots/zz_leak\.png is a link to .*elsewhere/token, outside the folder"
     with pytest.raises(CultureProbeError, match=says):
         build_board([folder], tmp_path / "board2")
     with pytest.raises(CultureProbeError, match=says):
@@ -247,7 +247,7 @@ def test_records_linked_from_outside_the_run_are_refused_by_name(runs: Runs, tmp
     elsewhere = tmp_path / "elsewhere.jsonl"
     shutil.move(folder / rundir.ITEMS_FILE, elsewhere)
     (folder / rundir.ITEMS_FILE).symlink_to(elsewhere)
-    with pytest.raises(CultureProbeError, match=r"items\.jsonl is a link to .*elsewhere\.jsonl, outside the run"):
+    with pytest.raises(CultureProbeError, match=r"items\.jsonl is a link to .*elsewhere\.jsonl, outside the folder"):
         build_board([folder], tmp_path / "board")
 
 
@@ -325,3 +325,13 @@ def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(ru
     with pytest.raises(CultureProbeError, match=r"http://\*\*\*@127\.0\.0\.1:8000/v1") as refused:
         rundir.check_resumable(old, served("http://***@127.0.0.1:9000/v1"), tmp_path)
     assert PASSWORD not in str(refused.value)
+
+
+def test_a_suite_entry_linking_to_another_run_is_refused_by_name(runs: Runs, tmp_path: Path) -> None:
+    """A suite received from someone else cannot make the board publish a run of this machine through a link."""
+    suite = Path(shutil.copytree(runs.suite, tmp_path / "received-suite", symlinks=True))
+    entry = next(p for p in sorted(suite.iterdir()) if (p / rundir.CONFIG_FILE).is_file())
+    shutil.rmtree(entry)
+    entry.symlink_to(runs.knows)
+    with pytest.raises(CultureProbeError, match=rf"{entry.name} is a link to .*, outside the folder"):
+        build_board([suite], tmp_path / "board")
