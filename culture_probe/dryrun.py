@@ -5,7 +5,9 @@ stage's probes, the `--limit` subset) and reads the model's tokenizer and config
 model's tokenizer is built from its spec, untrained). It says how many probes each stage asks and shows the first
 ones as the engine encodes them (`culture_probe.engine.preview`), and writes nothing: no run folder, no score cache,
 no planted model. Stages built from an earlier stage's records (X-FaKT's judge, MAPS memorisation) cannot be shown
-before that stage has run: they are named, with their own model if they have one.
+before that stage has run: they are named, with their own model if they have one. What the first stage costs is
+counted by the same encoding (`throughput`: probes, candidates, tokens through the model after prefix sharing) and
+timed at the rate a run of the model measured on this machine, once per config and in total.
 
 With `--out`, the dry run checks the folder as the run would (`rundir.check_start`), and with `--resume` it shows
 what the resume would do: the run's settings compared with those of the run in the folder by the run's own check
@@ -22,7 +24,7 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import expand
-from culture_probe.engine.preview import EncodingPreview, ServedPreview, View
+from culture_probe.engine.preview import EncodingPreview, ServedPreview, View, Workload
 from culture_probe.engine.types import SERVED
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.record import RunRecord
@@ -36,10 +38,11 @@ from culture_probe.runner import (
     model_parts,
     plan,
 )
-from culture_probe.settings import RunSettings
+from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.suite import held, plan_each, suite_settings
 from culture_probe.tasks import Task
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.throughput import Rate, cost_line, probe_workload, rate_of, seconds_at, total_line
 from culture_probe.typecheck import names_given
 
 SHOWN = 3  # probes shown per config unless told otherwise (`--show N`)
@@ -84,6 +87,15 @@ class ConfigPlan:
     stages: tuple[StagePlan, ...]
     shown: tuple[ShownProbe, ...]
     resumes: str | None = None
+    work: Workload = Workload()
+    rate: Rate | None = None
+    model: str = ""
+    omits: str = ""  # what a smoke run of the config leaves out (`Smoke.omits`)
+
+    def cost(self) -> str:
+        """What the first stage's probes (those left, on a resume) put through the model, and the time they take."""
+        later = " (later stages are counted once they run)" if len(self.stages) > 1 else ""
+        return cost_line(f"  cost of stage {self.stages[0].name}{later}", self.work, self.rate, self.model)
 
     def lines(self) -> list[str]:
         """The plan as text: counts, stages, then each shown probe."""
@@ -104,6 +116,9 @@ class ConfigPlan:
                 skipped = f" ({stage.skipped} skipped: never asked)" if stage.skipped else ""
                 count = f"{stage.probes - stage.answered} probes left of {stage.probes}" if self.resumes else ""
                 out.append(f"  stage {stage.name}: {count or f'{stage.probes} probes'}{skipped}{kept}{model}")
+        out.append(self.cost())
+        if self.omits:
+            out.append(f"  a smoke run asks fewer: it leaves out {self.omits}")
         if self.shown:
             one = len(self.shown) == 1
             first = "the first probe" if one else f"the first {len(self.shown)} probes"
@@ -135,7 +150,14 @@ class DryRun:
         for config in self.configs:
             out += ["", *config.lines()]
         out += [f"\n{config}: skipped, {why}" for config, why in self.skipped.items()]
+        if len(self.configs) > 1:
+            out += ["", self.total()]
         return "\n".join(out)
+
+    def total(self) -> str:
+        """The first stages of every config planned, together."""
+        parts = [(c.work, seconds_at(c.work, c.rate)) for c in self.configs]
+        return total_line(f"total of {len(self.configs)} configs' first stages", parts)
 
 
 def dry_run(
@@ -206,7 +228,7 @@ def plan_config(
     number, first = first_probes(config, task, ahead.probes, settings.limit, known_of(model, settings))
     kept = resumed_records(run_dir, done, model, previewer, ahead, settings, number, first, rows is not None)
     answered = {r.key for r in kept if r.stage == task.stages[0]}
-    asked = [p for p in first if not isinstance(p, Skipped) and p.key not in answered][:n]
+    left = [p for p in first if not isinstance(p, Skipped) and p.key not in answered]
     return ConfigPlan(
         config,
         task.kind,
@@ -214,8 +236,12 @@ def plan_config(
         len({p.item_id for p in ahead.probes}),
         len({p.item_id for p in first}),
         stage_plans(task, first, ahead.models, kept),
-        tuple(ShownProbe(p, SHOW[type(p)](previewer, p)) for p in asked),
+        tuple(ShownProbe(p, SHOW[type(p)](previewer, p)) for p in left[:n]),
         str(run_dir) if done else None,
+        probe_workload(previewer, left),
+        rate_of(str(model), config),
+        str(model),
+        task.smoke.omits if settings.limit == SMOKE else "",
     )
 
 

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from culture_probe import engine, rundir
+from culture_probe import engine, rundir, shards
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.engine.loading import (
     LoadOptions,
@@ -59,6 +59,7 @@ from culture_probe.tasks.base import ModelNeed, asked_in
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 from culture_probe.tasks.routing import joined, options_per_config
+from culture_probe.throughput import metered
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
 
@@ -171,6 +172,8 @@ def run_with(
         for stage, other in ahead.models.items() if main else ():
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
         number, first = first_probes(config, task, every, settings.limit, known_of(model, settings))
+        part = shards.part_of(task, first, settings.shard)  # --shard K/N: its units of those probes, else all
+        first = part.probes
         scorer = load_scorer(model, settings) if scorer is None else scorer
         custom, folder = rows is not None, run_dir is not None
         meta = describe_plan(model, scorer, ahead, settings, number, first, rows=custom, folder=folder)
@@ -178,13 +181,15 @@ def run_with(
         # a full disk names the folder, and the space the rest of the records need
         with naming_folder(run_dir or Path("."), needed=lambda: space_needed(run_dir, len(first))):
             done = open_folder(run_dir, meta, data, custom_rows=rows is not None, resume=resume, main=main)
+            part.save(run_dir if main else None)  # a shard's place in the whole run, which the merge sorts by
             log = ProcessLog.begin(
                 run_dir, meta["versions"], done, clock=started, counting=counts_cuts(scorer), write=main
             )
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
-            try:
-                records = execute(task, data, first, scorer, settings, done, writer, progress, log)
+            try:  # says what the run will cost, then keeps the rate it measured
+                with metered(config, model_label(model), scorer, task.stages[0], first, done, show=progress, keep=main):
+                    records = execute(task, data, first, scorer, settings, done, writer, progress, log)
             finally:
                 writer.close()
             metrics = json_ready(task.compute_metrics(records))
@@ -364,7 +369,8 @@ def first_probes(
     number = limit_for(config, task, probes, limit)
     if number is None:
         return None, list(probes)
-    return number, task.sample(probes, limit if isinstance(limit, float) else number, known)
+    sampled = task.sample(probes, limit if isinstance(limit, float) else number, known)
+    return number, task.smoke.asked(sampled) if limit == SMOKE else sampled  # a smoke run asks its `Smoke.tags`
 
 
 def known_of(model: Any, settings: RunSettings) -> frozenset[str]:
@@ -838,7 +844,7 @@ def execute(
     records: list[Record] = []
     for stage in task.stages:
         probes = first if stage == task.stages[0] else task.build_probes(rows, stage=stage, previous=records)
-        if settings.limit is not None:  # later stages ask about the items the first stage sampled, and no others
+        if settings.limit is not None or settings.shard is not None:  # later stages ask only the first's items
             sampled = {p.item_id for p in first}
             probes = [p for p in probes if p.item_id in sampled]
         pending = [p for p in probes if (stage, p.key) not in done_by_key]

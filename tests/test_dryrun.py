@@ -296,3 +296,83 @@ def test_a_planted_model_is_previewed_with_the_tokenizer_training_would_give(sea
     for shown in plan.shown:
         assert shown.view.prompt == chat_prompt(shown.probe.prompt)
         _check_generate(trained, shown.probe, shown.view)
+
+
+def _forward_tokens(model) -> list[tuple[int, int]]:
+    """A list that grows by the shape (rows, length) of the input of every forward pass of `model`'s body (as
+    benchmarks/bench_engine.py's `counted_tokens`): what the engine really puts through the model, padding and
+    repeated contexts included."""
+    seen: list[tuple[int, int]] = []
+
+    def count(_, args, kwargs):
+        ids = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]
+        seen.append(tuple(ids.shape))
+
+    model.base_model.register_forward_pre_hook(count, with_kwargs=True)
+    return seen
+
+
+@pytest.mark.parametrize(("model", "budget"), [("gpt2", None), ("bert", 1)])
+def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(model, budget, models, fmlama_rows, sealed):
+    """The dry run's count is the engine's own (its batches' costs), and what a forward hook sees go through the
+    model: exactly, where the engine runs a request in one pass without padding (causal: context and candidate trie
+    in one packed row; masked: one query per forward), more where a long trie takes several rows that each repeat
+    the context (FmLAMA's templates that score the text after the slot)."""
+    folder, _ = models[model]
+    (plan,) = sealed("fmlama_en", folder, n=0, rows=fmlama_rows).configs
+    scorer = Scorer.from_pretrained(folder, batch_tokens=budget)
+    seen = _forward_tokens(scorer.model)
+    ahead = runner.plan("fmlama_en", folder, runner.RunSettings(), {}, rows=fmlama_rows)
+    one_pass = 0
+    for probe in ahead.probes:
+        before, ran = len(seen), scorer.tokens_run
+        scorer.score([probe.request], probe.options)
+        if all(rows == 1 for rows, _ in seen[before:]):  # one unpadded row per forward
+            assert sum(n for _, n in seen[before:]) == scorer.tokens_run - ran  # a request's tokens, each run once
+            one_pass += 1
+    candidates = sum(len(p.request.candidates) for p in ahead.probes)
+    assert plan.work.probes == len(ahead.probes) == 80 and plan.work.candidates == candidates
+    assert plan.work.tokens == scorer.tokens_run <= sum(rows * n for rows, n in seen) and one_pass >= 40
+    line = f"cost of stage main: 80 probes, {candidates:,} candidates, {plan.work.tokens:,} tokens through the model"
+    assert line + "; no time estimate: no rate measured for" in "\n".join(plan.lines())
+
+
+def test_the_dry_run_estimates_the_time_at_the_rate_a_run_measured_here(
+    models, dlama_dir, fmlama_rows, tmp_path, monkeypatch
+):
+    from culture_probe import throughput
+
+    folder, _ = models["bert"]
+    scorer = Scorer.from_pretrained(folder)
+    monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
+    before = dry_run(["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2)
+    assert all(c.rate is None for c in before.configs) and "a config has no rate measured" in before.total()
+    runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), progress=False, no_cache=True)
+    small = throughput.rate_of(str(folder), "dlama_arab_west")
+    assert 0 < scorer.tokens_run < throughput.MIN_TOKENS and small is None  # too few tokens to measure a rate
+    runner.run("fmlama_en", scorer, rows=fmlama_rows, progress=False, no_cache=True)
+    rate = throughput.rate_of(str(folder), "dlama_arab_west")  # the model's latest: fmlama_en's
+    assert rate is not None and rate.config == "fmlama_en" and 0 < rate.tokens < scorer.tokens_run  # its own count
+    throughput.record_rate(str(folder), "fmlama_en", 12_000, 3.0, "cpu")  # 4,000 tokens/s
+    throughput.record_rate(str(folder), "dlama_arab_west", 12_000, 3.0, "cpu")
+    plan = dry_run(["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2)
+    text, total = plan.text(), sum(c.work.tokens for c in plan.configs)
+    for config in plan.configs:
+        seconds = throughput.duration(config.work.tokens / 4000)
+        assert f"{config.work.tokens:,} tokens through the model; {seconds} at 4,000 tokens/s, measured on " in text
+    assert f"total of 2 configs' first stages: {sum(c.work.probes for c in plan.configs)} probes" in plan.total()
+    assert f"{total:,} tokens through the model; {throughput.duration(total / 4000)}, each config at" in plan.total()
+    assert plan.total() in text and f"by a run of {folder} on dlama_arab_west (" in text
+
+
+def test_a_run_says_what_it_will_cost_as_it_starts(models, dlama_dir, tmp_path, monkeypatch):
+    from culture_probe.throughput import RunCostNotice
+
+    folder, scorer = models["gpt2"]
+    monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
+    (plan,) = dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir), limit=2).configs
+    with pytest.warns(RunCostNotice) as said:
+        runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), limit=2, no_cache=True)
+    (line,) = [str(w.message) for w in said if w.category is RunCostNotice]
+    assert line.startswith(f"dlama_arab_west starts, stage main: {plan.work.probes} probes, ")
+    assert f"{plan.work.tokens:,} tokens through the model; no time estimate" in line

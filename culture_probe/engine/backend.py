@@ -66,6 +66,7 @@ class Backend:
         )
         self.batch_tokens = batch_tokens
         self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
+        self.tokens_run = 0  # tokens put through the model so far (its batches' costs): what a run's rate counts
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
         self.cache_path = cache_path(cache, cache_dir, self.identity)
@@ -244,6 +245,7 @@ class Backend:
                 self.auto_budget = budget
                 _free_memory()
                 continue
+            self.tokens_run += sum(costs[i] for i in batch)
             yield batch, out
             order = order[len(batch) :]
 

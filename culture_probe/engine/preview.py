@@ -168,6 +168,24 @@ class ServedView:
 View = ScoreView | GenerateView | FillMaskView | ServedView
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What probes put through a model: `probes` asked, `candidates` scored, and `tokens`, the tokens the backend
+    runs for them (its own `_cost`: a causal request's context and the inner nodes of its candidate trie, so
+    candidates that share a prefix share its tokens; a masked request's queries; a seq2seq request's encoder and
+    decoder inputs; a generation prompt and its new tokens at most; a fill-mask input), each distinct request once,
+    as an empty score cache runs them. None for a served model: its server tokenizes.
+    """
+
+    probes: int = 0
+    candidates: int = 0
+    tokens: int | None = 0
+
+    def __add__(self, other: Workload) -> Workload:
+        tokens = None if self.tokens is None or other.tokens is None else self.tokens + other.tokens
+        return Workload(self.probes + other.probes, self.candidates + other.candidates, tokens)
+
+
 class EncodingPreview:
     """Previews of what an in-process backend (`scorer`) feeds its model, built by the backend's own encoding code."""
 
@@ -213,6 +231,25 @@ class EncodingPreview:
             ids, mask = scorer._mask_input(left, "", options.sep)
             views.append(FillMaskView(Tokens.of(scorer.tokenizer, ids), mask, options))
         return views
+
+    def score_workload(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> Workload:
+        """What `Scorer.score(requests, options)` runs: each distinct request (by its cache key) prepared by the
+        backend and counted by the backend's own `_cost`, as its batches count it.
+        """
+        options = self.scorer._check_options(options)
+        distinct = {self.scorer._key(r): r for r in requests}
+        tokens = sum(self.scorer._cost(self.scorer._prepare(r, options)) for r in distinct.values())
+        return Workload(len(requests), sum(len(r.candidates) for r in requests), tokens)
+
+    def generate_workload(self, prompts: Sequence[str], options: GenerateOptions) -> Workload:
+        """What `Scorer.generate(prompts, options)` runs at most: each distinct prompt's ids and `max_new_tokens`."""
+        texts, specials = prompt_texts(self.scorer, list(prompts), options)
+        ids = prompt_ids(self.scorer, list(dict.fromkeys(texts)), specials, options.max_new_tokens)
+        return Workload(len(prompts), 0, sum(len(i) + options.max_new_tokens for i in ids))
+
+    def fill_mask_workload(self, lefts: Sequence[str], options: FillMaskOptions) -> Workload:
+        """What `Scorer.fill_mask(lefts, options)` runs: one masked input per text."""
+        return Workload(len(lefts), 0, sum(len(view.tokens.ids) for view in self.fill_mask(lefts, options)))
 
     def _cut(self) -> int:
         """Tokens cut so far by the backend's encoder (contexts and prompts)."""
@@ -297,6 +334,19 @@ class ServedPreview:
     def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions) -> list[ServedView]:
         """A served model is causal: `ServedScorer.fill_mask` refuses."""
         return self.scorer.fill_mask(lefts, options)
+
+    def score_workload(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> Workload:
+        """The requests and candidates; the server tokenizes, so no tokens are counted here."""
+        return Workload(len(requests), sum(len(r.candidates) for r in requests), None)
+
+    def generate_workload(self, prompts: Sequence[str], options: GenerateOptions) -> Workload:
+        """The prompts; the server tokenizes."""
+        return Workload(len(prompts), 0, None)
+
+    def fill_mask_workload(self, lefts: Sequence[str], options: FillMaskOptions) -> Workload:
+        """A served model is causal: `ServedScorer.fill_mask` refuses."""
+        self.scorer.fill_mask(lefts, options)
+        return Workload(len(lefts), 0, None)
 
 
 class _RecordingClient:

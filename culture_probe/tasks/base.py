@@ -140,6 +140,15 @@ class Smoke:
 
     per_cell: int = 1
     needs: str = "every number per stratum needs an item in each cell"
+    #: the probe tags a smoke run asks of each item (None: all), where asking every one costs much and a few give
+    #: every headline number (FmLAMA: two templates of each family, for a mean and a std over templates)
+    tags: tuple[str, ...] | None = None
+    #: what a smoke run leaves out in words (the dry run says it), beside the items it does not draw
+    omits: str = ""
+
+    def asked(self, probes: Sequence[Probe]) -> list[Probe]:
+        """The probes of a smoke run's drawn items that it asks: those with one of `tags`, or all."""
+        return list(probes) if self.tags is None else [p for p in probes if p.tag in self.tags]
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,25 @@ def test_fmlama_needs_two_dishes_of_every_group(mirror):
     assert len(with_interval(short)) == 14 and "numbers per country group" in said
 
 
+def test_a_fmlama_smoke_ranks_two_templates_of_each_family_and_keeps_every_headline_number(mirror):
+    """A smoke run ranked the 1,287-ingredient pool in all 10 templates of 30 dishes (about 15 minutes on the 2-core
+    machine); it asks templates 1-2 of each family, two-fifths of that, and keeps every number: each family's mAP
+    with its interval, its mean and std over templates, and each group's mAP with an interval."""
+    smoke, said = smoke_run("fmlama_en", "smoke")
+    asked = {r.tag for r in smoke.records}
+    assert asked == {"hasParts_1", "hasParts_2", "country_1", "country_2"} and not said
+    assert len(smoke.records) == 30 * 4 and smoke.config["subset"]["sampled"] == 30
+    results = smoke.metrics["results"]
+    for family in ("hasParts", "country"):
+        assert results["overall"][f"map_{family}"]["ci_low"] is not None
+        cells = smoke.metrics["map"][family]
+        assert all(c["std"] is not None and c["n_templates"] == 2 for c in cells.values())  # a spread over templates
+        assert len(cells) == 16  # ALL and the 15 groups
+        assert len(with_interval({k: v[f"map_{family}"] for k, v in results["by_group"].items()})) == 15
+    full, _ = smoke_run("fmlama_en", 30)  # the same dishes at --limit 30: every template
+    assert {r.item_id for r in full.records} == {r.item_id for r in smoke.records} and len(full.records) == 300
+
+
 def test_camel_needs_two_prompts_of_every_entity_type_and_two_entity_samples(mirror):
     smoke, below, said = at_smoke_and_one_below("camel_co_prompts", 20, n_runs=2, sample_size=10)
     types = {k: v["cbs"] for k, v in smoke["results"]["by_entity_type"].items()}
