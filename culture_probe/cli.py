@@ -23,6 +23,7 @@ EXAMPLES = """examples:
   culture-probe run xfakt_factual_recall --model planted:xfakt_factual_recall --option judge=string --out runs/planted
   culture-probe run camel_co_prompts --model planted:camel_co_prompts --limit smoke --out runs/smoke
   culture-probe run camel_co_prompts,camel_ag_prompts --model-args pretrained=UBC-NLP/ARBERT --limit 0.1 --out runs/a
+  culture-probe run fmlama_en --model gpt2 --shard 2/4 --out shards/2   (then: culture-probe merge shards/* --out run)
   culture-probe report runs/mbert
   culture-probe compare runs/mbert runs/xlmr
   culture-probe consistency runs/mbert_en runs/mbert_ar --out runs/consistency
@@ -47,6 +48,7 @@ HANDLERS = {
     "curate": "culture_probe.curation.cli:main",
     "board": "culture_probe.board.command:board_main",
     "push-board": "culture_probe.board.command:push_board_main",
+    "merge": "culture_probe.merge:main",
 }
 
 
@@ -189,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         command.add_argument("--out", help="the dry run's folder")
     add_board_parsers(sub)
+    add_merge_parser(sub)
 
     curate = sub.add_parser("curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint")
     curate.add_argument("framework", choices=["dlama", "fmlama"])
@@ -229,6 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     curate.add_argument("--user-agent", help="HTTP User-Agent (default names culture_probe and its purpose)")
     return parser
+
+
+def add_merge_parser(subparsers: Any) -> None:
+    """`merge`: the N shards of a run or suite (`run ... --shard K/N`) joined into the one-process run."""
+    merge = subparsers.add_parser(
+        "merge",
+        help="join the folders of a run's (or suite's) N shards, made with run --shard K/N, into one run (or suite) "
+        "equal to the one-process run",
+    )
+    merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the N shard folders, each once")
+    merge.add_argument("--out", required=True, help="the merged run's (or suite's) folder: new or empty")
 
 
 def _version() -> str:

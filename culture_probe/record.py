@@ -123,6 +123,7 @@ class SettingsRecord:
     protocol: str = "default"  # runs made before the profiles ran the library's protocol
     data_dir: str | None = None
     corrected: bool = False
+    shard: str | None = None  # `--shard K/N`: the slice of the run this folder holds (None: all of it)
     values: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod

@@ -55,6 +55,7 @@ RESUME_KEYS = {
     "run.limit": "run.limit",
     "run.seed": "run.seed",
     "run.corrected": "run.corrected",
+    "run.shard": "run.shard",  # a shard resumes on its own, never in another shard's folder
 }
 # config.json keys that follow the options: a resume that changed some (a later stage's, or metrics-only ones)
 # rewrites them

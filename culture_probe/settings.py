@@ -37,6 +37,27 @@ def limit_value(text: str) -> int | float | str:
     raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)")
 
 
+@dataclass(frozen=True, order=True)
+class Shard:
+    """`--shard K/N`: the K-th (1-based `index`) of N (`count`) slices of a run (`culture_probe.shards`)."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`K/N` with 1 <= K <= N; anything else is an error naming the flag and the form."""
+        index, _, count = str(text).strip().partition("/")
+        if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+            raise InvalidValueError(
+                f"--shard takes K/N, the K-th of N slices with 1 <= K <= N (e.g. 2/4), got {text!r}."
+            )
+        return cls(int(index), int(count))
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
 # lm-evaluation-harness's `--batch_size N` counts sequences; the engine packs its batches by tokens, so N becomes a
 # budget of N sequences of this many tokens (a FmLAMA or DLAMA prompt with its candidate is 10-40).
 TOKENS_PER_SEQUENCE = 256
@@ -139,6 +160,12 @@ class RunSettings:
         "report's deviation table shows which side each difference took)",
         choices=PROTOCOLS,
     )
+    shard: str | None = setting(
+        None,
+        "run the K-th of N disjoint slices of the run's items (whole --limit units, balanced by cost) into its own "
+        "--out; `culture-probe merge` joins the N folders into the one-process run (docs/sharding.md)",
+        metavar="K/N",
+    )
 
     def __post_init__(self) -> None:
         for spec in fields(self):
@@ -168,6 +195,8 @@ class RunSettings:
             if isinstance(getattr(self, spec.name), os.PathLike):
                 object.__setattr__(self, spec.name, os.fspath(getattr(self, spec.name)))
         check_types(self, flag=lambda name: f"--{name.replace('_', '-')}")  # run(data_dir=123) as --data-dir 123
+        if self.shard is not None:  # K/N checked, and kept as K/N, before anything loads
+            object.__setattr__(self, "shard", str(Shard.parse(self.shard)))
         check_device(self.device)
         if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
             raise InvalidValueError(

@@ -1234,4 +1234,37 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "duration sums them; processes.json keeps each process",
         "tests/reliability/test_previews_and_incomplete.py::test_a_run_killed_and_resumed_keeps_the_earlier_processes_provenance",
     ),
+    # --- issue 38: sharded runs (entries of this part go right below this line) ---
+    (
+        "shard-bad-k-n",
+        "`run --shard 5/4` (or `0/4`, `2`, `a/b`; `run(shard=...)` alike)",
+        "one line: --shard takes K/N with 1 <= K <= N, before anything loads; nothing written",
+        "tests/test_shards.py::test_a_bad_shard_is_refused_before_anything_loads",
+    ),
+    (
+        "merge-shard-refused",
+        "`merge` with a shard missing, one given twice, one made with other settings or another N, or a folder run "
+        "without --shard",
+        "one line naming the shard and its folder (the setting that differs, with both values); nothing written",
+        "tests/test_shards.py::test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it",
+    ),
+    (
+        "merge-shard-incomplete",
+        "`merge` with a shard that was killed before it finished",
+        "one line: the shard and its folder is `INCOMPLETE k/N`, resume it first; nothing written",
+        "tests/test_shards.py::test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it",
+    ),
+    (
+        "merge-out-not-empty",
+        "`merge ... --out RUN` into a folder that holds a run (or any files)",
+        "one line: the merge writes a new run, pass a new or empty folder; the folder unchanged",
+        "tests/test_shards.py::test_the_cli_merges_and_refuses_in_one_line",
+    ),
+    (
+        "shard-resume-other-shard",
+        "a shard killed mid-run, resumed; or resumed with another shard's `--shard`",
+        "the shard continues to the uninterrupted shard's records; another shard's resume refused, naming run.shard's "
+        "two values",
+        "tests/test_shards.py::test_a_shard_resumes_on_its_own_and_never_in_another_shards_folder",
+    ),
 )
