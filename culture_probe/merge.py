@@ -86,7 +86,7 @@ def check_shards(found: Sequence[ShardRun]) -> None:
     """Shards 1..N of one run, each once, made with the same settings, no item in two of them, every probe of the
     run in one of them; the first that is not is named in the error.
     """
-    first, by_index = found[0], {}
+    first, by_index = found[0], dict[int, ShardRun]()
     for shard in found:
         if shard.shard.count != first.shard.count:
             raise CultureProbeError(
