@@ -20,9 +20,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("metrics",),
     ("tasks", "settings", "metrics_modules"),
     ("loading", "rundir", "throughput"),
-    ("models", "provenance"),
+    ("models", "provenance", "shards"),
     ("report",),
-    ("runner", "suite", "dryrun", "run_command", "publish", "metric_spaces"),
+    ("runner", "suite", "dryrun", "run_command", "merge", "publish", "metric_spaces"),
     ("board", "cli", "demo", "__main__"),
 )
 FLOOR = {name: level for level, names in enumerate(FLOORS) for name in names}

@@ -220,4 +220,3 @@ def summary_figures(folder: Path, rows: list[Mapping[str, Any]]) -> list[str]:
             bars = Bars(shown, ylabel=unit_label(first["metric"], first.get("scale")), scale=first.get("scale"))
             links.append(figure_link(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config"))
     return links
-
