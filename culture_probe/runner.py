@@ -133,12 +133,13 @@ def run(
             "run(config, model, limit=10))."
         )
     settings, protocol = RunSettings.split(keywords, settings)
-    protocol = options_per_config([config], joined(options, protocol))[config]  # its own options, before anything
-    return run_with(config, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress)
+    benchmark = resolve(config, corrected=settings.corrected)  # the name looked up once, and handed down
+    protocol = options_per_config([benchmark], joined(options, protocol))[benchmark.name]  # before anything loads
+    return run_with(benchmark, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress)
 
 
 def run_with(
-    config: str,
+    config: str | Benchmark,
     model: Any,
     settings: RunSettings,
     options: Mapping[str, Any],
@@ -171,7 +172,7 @@ def run_with(
         task, data, every = ahead.task, ahead.data, ahead.probes
         for stage, other in ahead.models.items() if main else ():
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
-        number, first = first_probes(config, task, every, settings.limit, known_of(model, settings))
+        number, first = first_probes(task.config, task, every, settings.limit, known_of(model, settings))
         part = shards.part_of(task, first, settings.shard)  # --shard K/N: its units of those probes, else all
         first = part.probes
         scorer = load_scorer(model, settings) if scorer is None else scorer
@@ -188,7 +189,9 @@ def run_with(
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
             try:  # says what the run will cost, then keeps the rate it measured
-                with metered(config, model_label(model), scorer, task.stages[0], first, done, show=progress, keep=main):
+                with metered(
+                    task.config, model_label(model), scorer, task.stages[0], first, done, show=progress, keep=main
+                ):
                     records = execute(task, data, first, scorer, settings, done, writer, progress, log)
             finally:
                 writer.close()
@@ -284,7 +287,7 @@ class Plan:
 
 
 def plan(
-    config: str,
+    config: str | Benchmark,
     model: Any,
     settings: RunSettings,
     options: Mapping[str, Any],

@@ -9,24 +9,25 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from culture_probe.data.registry import groups, resolve
+from culture_probe.data.registry import Benchmark, groups, resolve
 from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.tasks import task_for
 from culture_probe.tasks.options import options_dict
 
 
-def options_per_config(configs: Sequence[str], options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def options_per_config(configs: Sequence[str | Benchmark], options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """{config: its options} out of a run's `options`: a plain `key` goes to every config whose protocol declares
     it (refused when none does, naming the configs that have it), `CONFIG.key` to that config and `BENCHMARK.key`
     to the run's configs of that benchmark (`xfakt.judge`; a prefix naming none is refused). A key that reaches one
     config twice with two values (`mode=rank` and `xfakt.mode=generate`) is refused naming both: neither spelling
     overrides the other. Names only: the values are checked by each protocol (`Task.options_for`).
     """
-    benchmarks = {config: resolve(config).info.name for config in configs}
-    given: dict[str, dict[str, tuple[str, Any]]] = {config: {} for config in configs}
+    resolved = {b.name: b for b in map(resolve, configs)}  # each name looked up once (a Benchmark is not again)
+    benchmarks = {name: benchmark.info.name for name, benchmark in resolved.items()}
+    given: dict[str, dict[str, tuple[str, Any]]] = {name: {} for name in resolved}
     for spelled, value in options.items():
         prefix, _, key = spelled.rpartition(".")
-        for config in _named(prefix, spelled, benchmarks) if prefix else _declaring(key, configs):
+        for config in _named(prefix, spelled, benchmarks) if prefix else _declaring(key, resolved):
             first, before = given[config].setdefault(key, (spelled, value))
             if not same(before, value):
                 raise InvalidValueError(
@@ -54,7 +55,7 @@ def same(one: Any, other: Any) -> bool:
     return one is other or one == other
 
 
-def option_names(config: str) -> frozenset[str]:
+def option_names(config: str | Benchmark) -> frozenset[str]:
     """The options that `config`'s protocol declares."""
     return frozenset(f.name for f in dataclasses.fields(task_for(config).Options))
 
@@ -75,11 +76,12 @@ def _named(prefix: str, spelled: str, benchmarks: Mapping[str, str]) -> list[str
     return named
 
 
-def _declaring(key: str, configs: Sequence[str]) -> list[str]:
+def _declaring(key: str, resolved: Mapping[str, Benchmark]) -> list[str]:
     """The configs whose protocol has option `key`. None is an error naming the benchmarks whose configs have it, or
     else the run's options closest to it.
     """
-    takers = [config for config in configs if key in option_names(config)]
+    configs = list(resolved)
+    takers = [config for config, benchmark in resolved.items() if key in option_names(benchmark)]
     if takers:
         return takers
     elsewhere = {name: members for name, members in groups().items() if key in option_names(members[0])}
@@ -89,11 +91,11 @@ def _declaring(key: str, configs: Sequence[str]) -> list[str]:
             + "; ".join(f"{name}'s configs ({_few(members)}) have it" for name, members in elsewhere.items())
             + f". Drop {key}=..., or run those configs."
         )
-    classes = dict.fromkeys(task_for(config).Options.__qualname__ for config in configs)
+    classes = dict.fromkeys(task_for(benchmark).Options.__qualname__ for benchmark in resolved.values())
     raise UnknownNameError(
         "option",
         key,
-        {name for config in configs for name in option_names(config)},
+        {name for benchmark in resolved.values() for name in option_names(benchmark)},
         fix=f"These are the options of {', '.join(classes)}.",
     )
 
