@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,15 +297,17 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
     return Table(columns, tuple(rows)), tuple(single)
 
 
+def counted_by_stratum(groups: Sequence[str]) -> str:
+    """`language: 3, culture: 2` for groups named `language=ar`, ...: how many of them each stratum has."""
+    counts = Counter(group.split("=", 1)[0] for group in groups)
+    return ", ".join(f"{stratum}: {k}" for stratum, k in counts.items())
+
+
 def single_text(groups: Sequence[str]) -> str:
     """The line under the lined-up numbers that counts the strata with one unit in every run, by stratum: an
     estimate of one unit has no interval, and rows of them bury the others (each run's metrics.json keeps them).
     """
-    by_stratum: dict[str, int] = {}
-    for group in groups:
-        stratum = group.split("=", 1)[0]
-        by_stratum[stratum] = by_stratum.get(stratum, 0) + 1
-    kinds = ", ".join(f"{stratum}: {k}" for stratum, k in by_stratum.items())
+    kinds = counted_by_stratum(groups)
     noun = "stratum with one unit is" if len(groups) == 1 else "strata with one unit each are"
     return (
         f"{len(groups)} {noun} not shown ({kinds}): an estimate of one unit has no interval; each run's "
@@ -403,11 +406,7 @@ def left_out_text(one_unit: Sequence[str], repeats: Sequence[tuple[str, str]]) -
     """
     lines = []
     if one_unit:
-        by_stratum: dict[str, int] = {}
-        for group in one_unit:
-            stratum = group.split("=", 1)[0]
-            by_stratum[stratum] = by_stratum.get(stratum, 0) + 1
-        kinds = ", ".join(f"{stratum}: {k}" for stratum, k in by_stratum.items())
+        kinds = counted_by_stratum(one_unit)
         noun = "stratum" if len(one_unit) == 1 else "strata"
         lines.append(
             f"Not listed: {len(one_unit)} {noun} of a single unit ({kinds}): a paired test needs at least two units."
