@@ -32,8 +32,7 @@ from culture_probe.runner import (
     Plan,
     StageModel,
     describe_plan,
-    first_probes,
-    known_of,
+    first_asked,
     model_kind,
     model_parts,
     plan,
@@ -91,17 +90,23 @@ class ConfigPlan:
     rate: Rate | None = None
     model: str = ""
     omits: str = ""  # what a smoke run of the config leaves out (`Smoke.omits`)
+    shard: str | None = None  # --shard K/N: `sampled` counts the shard's items
+
+    @property
+    def seconds(self) -> float | None:
+        """The estimated time of the first stage (None: no rate, or tokens unknown)."""
+        return seconds_at(self.work, self.rate, self.config)
 
     def cost(self) -> str:
         """What the first stage's probes (those left, on a resume) put through the model, and the time they take."""
         later = " (later stages are counted once they run)" if len(self.stages) > 1 else ""
-        return cost_line(f"  cost of stage {self.stages[0].name}{later}", self.work, self.rate, self.model)
+        name = f"  cost of stage {self.stages[0].name}{later}"
+        return cost_line(name, self.config, self.work, self.rate, self.model)
 
     def lines(self) -> list[str]:
         """The plan as text: counts, stages, then each shown probe."""
-        items = (
-            f"{self.sampled} of {self.items} items (--limit)" if self.sampled != self.items else f"{self.items} items"
-        )
+        why = f"shard {self.shard}" if self.shard else "--limit"
+        items = f"{self.sampled} of {self.items} items ({why})" if self.sampled != self.items else f"{self.items} items"
         out = [f"{self.config}: a {self.kind} model, {self.rows} rows, {items}"]
         if self.resumes is not None:
             out.append(f"  resumes {self.resumes}: the probes its records answer are not asked again")
@@ -156,7 +161,7 @@ class DryRun:
 
     def total(self) -> str:
         """The first stages of every config planned, together."""
-        parts = [(c.work, seconds_at(c.work, c.rate)) for c in self.configs]
+        parts = [(c.work, c.seconds) for c in self.configs]
         return total_line(f"total of {len(self.configs)} configs' first stages", parts)
 
 
@@ -225,7 +230,8 @@ def plan_config(
     previewer = previewers[str(model), kind]
     ahead = plan(config, model, settings, options, rows=rows, scorer=previewer.scorer)
     task = ahead.task
-    number, first = first_probes(config, task, ahead.probes, settings.limit, known_of(model, settings))
+    number, part = first_asked(task, ahead.probes, settings, model)  # --limit, then --shard K/N's part
+    first = part.probes
     kept = resumed_records(run_dir, done, model, previewer, ahead, settings, number, first, rows is not None)
     answered = {r.key for r in kept if r.stage == task.stages[0]}
     left = [p for p in first if not isinstance(p, Skipped) and p.key not in answered]
@@ -242,6 +248,7 @@ def plan_config(
         rate_of(str(model), config),
         str(model),
         task.smoke.omits if settings.limit == SMOKE else "",
+        settings.shard,
     )
 
 

@@ -59,7 +59,7 @@ from culture_probe.tasks.base import ModelNeed, asked_in
 from culture_probe.tasks.options import json_ready, options_dict
 from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
 from culture_probe.tasks.routing import joined, options_per_config
-from culture_probe.throughput import metered
+from culture_probe.throughput import start_meter
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
 
@@ -172,8 +172,7 @@ def run_with(
         task, data, every = ahead.task, ahead.data, ahead.probes
         for stage, other in ahead.models.items() if main else ():
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
-        number, first = first_probes(task.config, task, every, settings.limit, known_of(model, settings))
-        part = shards.part_of(task, first, settings.shard)  # --shard K/N: its units of those probes, else all
+        number, part = first_asked(task, every, settings, model)
         first = part.probes
         scorer = load_scorer(model, settings) if scorer is None else scorer
         custom, folder = rows is not None, run_dir is not None
@@ -188,11 +187,13 @@ def run_with(
             )
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
-            try:  # says what the run will cost, then keeps the rate it measured
-                with metered(
-                    task.config, model_label(model), scorer, task.stages[0], first, done, show=progress, keep=main
-                ):
-                    records = execute(task, data, first, scorer, settings, done, writer, progress, log)
+            label = model_label(model)
+            meter = start_meter(  # says what the run will cost; keeps the rate it measured once it is written
+                task.config, label, scorer, task.stages[0], first, done, began=started, show=progress
+            )
+            try:
+                records = execute(task, data, first, scorer, settings, done, writer, progress, log)
+                meter.staged()
             finally:
                 writer.close()
             metrics = json_ready(task.compute_metrics(records))
@@ -202,6 +203,8 @@ def run_with(
             if truncation is not None:
                 metrics["truncation"] = truncation
             meta = finish(run_dir if main else None, meta, records, metrics, log)
+            if main:
+                meter.keep(label, task.config)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
 
 
@@ -374,6 +377,16 @@ def first_probes(
         return None, list(probes)
     sampled = task.sample(probes, limit if isinstance(limit, float) else number, known)
     return number, task.smoke.asked(sampled) if limit == SMOKE else sampled  # a smoke run asks its `Smoke.tags`
+
+
+def first_asked(
+    task: Task, probes: Sequence[Probe], settings: RunSettings, model: Any
+) -> tuple[int | None, shards.Part]:
+    """The first stage's probes a run of `model` asks: under --limit (`first_probes`), then its --shard's units of
+    them (all of them without a shard), with the limit's item count.
+    """
+    number, first = first_probes(task.config, task, probes, settings.limit, known_of(model, settings))
+    return number, shards.part_of(task, first, settings.shard)
 
 
 def known_of(model: Any, settings: RunSettings) -> frozenset[str]:

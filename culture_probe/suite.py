@@ -35,15 +35,18 @@ from culture_probe.runner import (
     RunResult,
     SmallLimitWarning,
     check_language,
+    first_asked,
     is_main_process,
     limit_for,
     load_scorer,
+    model_label,
     plan,
     run_with,
 )
 from culture_probe.settings import RunSettings
 from culture_probe.tasks import task_for
 from culture_probe.tasks.routing import joined, options_per_config
+from culture_probe.throughput import RunCostNotice, loaded_workload, rate_of, seconds_at, total_line
 from culture_probe.typecheck import names_given
 
 if TYPE_CHECKING:
@@ -129,6 +132,10 @@ def run_suite(
         if resume and main and (notice := resume_notice(earlier, configs, order, skipped)):
             warnings.warn(f"Resuming the suite in {folder}: {notice}.", SuiteResumeNotice, stacklevel=2)
         scorer = load_scorer(model, settings)
+        if progress and main and len(plans) > 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SmallLimitWarning)  # said by plan_each already
+                warnings.warn(suite_cost(plans, model, scorer, settings, folder), RunCostNotice, stacklevel=2)
         runs: dict[str, RunResult] = {}
         summary = summarize_suite(model, earlier, skipped, order)
         if folder is not None and main:  # every planned config listed from the start, those not started as not run
@@ -157,6 +164,22 @@ def run_suite(
                     keep_stopped(folder, model, skipped, order)
                 raise
     return SuiteResult(runs, summary, folder, skipped)
+
+
+def suite_cost(plans: Mapping[str, Plan], model: Any, scorer: Any, settings: RunSettings, folder: Path | None) -> str:
+    """What the suite's configs will put through its model, together, said once the model has loaded: each config's
+    first stage as its run will ask it (--limit, --shard, less the probes a resumed folder answers), timed at the
+    config's own rate; each run says its own part as it starts.
+    """
+    label = model_label(model)
+    parts = []
+    for config, ahead in plans.items():
+        _, part = first_asked(ahead.task, ahead.probes, settings, model)
+        done = rundir.read_records(folder / config / rundir.ITEMS_FILE) if folder is not None else []
+        answered = {r.key for r in done if r.stage == ahead.task.stages[0]}
+        work = loaded_workload(scorer, [p for p in part.probes if p.key not in answered])
+        parts.append((work, seconds_at(work, rate_of(label, config), config)))
+    return total_line(f"the suite starts: {len(plans)} configs' first stages", parts)
 
 
 def resume_notice(

@@ -3,10 +3,12 @@ sharing, counted by the engine's own encoding: `culture_probe.engine.preview.Wor
 the rate a run of the same model measured on this machine (docs/dry-run.md, "What it will cost").
 
 A run measures its rate as the tokens its model ran (`Backend.tokens_run`: its batches' costs, so scores the cache
-held count nothing) over the wall time of its stages, and keeps it in `rates.json` in the library's cache folder,
+held count nothing) over the wall time of its stages, and the rest of its wall time (reading and planning, metrics
+and their intervals, the folder) as its fixed part, and keeps both in `rates.json` in the library's cache folder,
 per machine, model and config: the rate of the same config is used where there is one (a benchmark's cost per token
-depends on its candidates and prompts), else the model's latest. `culture-probe run --dry-run` and the start of every
-run read it; a model with no rate measured here gets no time, and the line says how to measure one.
+depends on its candidates and prompts, its fixed part on its rows), else the model's latest, without a fixed part.
+`culture-probe run --dry-run` and the start of every run read it; a model with no rate measured here gets no time,
+and the line says how to measure one.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ import os
 import platform
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,11 +44,16 @@ class Rate:
     seconds: float
     device: str
     date: str
+    fixed: float = 0.0  # the rest of the run's wall time: reading, planning, metrics, the folder (0: not measured)
 
     @property
     def per_second(self) -> float:
         """Tokens per second."""
         return self.tokens / self.seconds
+
+    def fixed_for(self, config: str) -> float:
+        """The fixed part of a run of `config`: this run's, when it ran `config` (another config reads other rows)."""
+        return self.fixed if config == self.config else 0.0
 
 
 def machine() -> str:
@@ -79,13 +85,14 @@ def rate_of(model: str, config: str) -> Rate | None:
     return None
 
 
-def record_rate(model: str, config: str, tokens: int, seconds: float, device: str) -> Rate | None:
-    """Keep the rate of a run of `model` on `config` that ran `tokens` in `seconds`, as the config's and as the
-    model's latest (None: too few tokens to measure one).
+def record_rate(model: str, config: str, tokens: int, seconds: float, device: str, fixed: float = 0.0) -> Rate | None:
+    """Keep the rate of a run of `model` on `config` that ran `tokens` in `seconds` of stages and `fixed` seconds
+    besides, as the config's and as the model's latest (None: too few tokens to measure one).
     """
     if tokens < MIN_TOKENS or seconds <= 0:
         return None
-    rate = Rate(model, config, tokens, round(seconds, 3), device, datetime.now(timezone.utc).date().isoformat())
+    today = datetime.now(timezone.utc).date().isoformat()
+    rate = Rate(model, config, tokens, round(seconds, 3), device, today, round(max(fixed, 0.0), 3))
     rates = _read()
     rates.setdefault(machine(), {}).update({f"{model} {config}": asdict(rate), model: asdict(rate)})
     path = rates_path()
@@ -99,11 +106,13 @@ def record_rate(model: str, config: str, tokens: int, seconds: float, device: st
     return rate
 
 
-def seconds_at(work: Workload, rate: Rate | None) -> float | None:
-    """The time `work` takes at `rate` (None: no rate, or a workload of unknown tokens)."""
+def seconds_at(work: Workload, rate: Rate | None, config: str) -> float | None:
+    """The time a run of `config` doing `work` takes at `rate`: its tokens at the rate, and the fixed part the rate's
+    run measured on `config` (None: no rate, or a workload of unknown tokens).
+    """
     if rate is None or work.tokens is None:
         return None
-    return work.tokens / rate.per_second
+    return work.tokens / rate.per_second + rate.fixed_for(config)
 
 
 def duration(seconds: float) -> str:
@@ -115,13 +124,13 @@ def duration(seconds: float) -> str:
     return f"~{seconds / 3600:.1f} h"
 
 
-def cost_line(name: str, work: Workload, rate: Rate | None, model: str) -> str:
-    """One line of what `work` is and the time it takes: probes, candidates, tokens, and the estimate with where
-    its rate comes from (or why there is none).
+def cost_line(name: str, config: str, work: Workload, rate: Rate | None, model: str) -> str:
+    """One line of what a run of `config` doing `work` is and the time it takes: probes, candidates, tokens, and the
+    estimate with where its rate comes from (or why there is none).
     """
     if work.tokens is None:
         return f"{counts(name, work)}; no tokens or time estimated (a served model tokenizes)"
-    return f"{counts(name, work)}; {estimate_words(seconds_at(work, rate), rate, model)}"
+    return f"{counts(name, work)}; {estimate_words(work, rate, config, model)}"
 
 
 def total_line(name: str, parts: Sequence[tuple[Workload, float | None]]) -> str:
@@ -131,41 +140,57 @@ def total_line(name: str, parts: Sequence[tuple[Workload, float | None]]) -> str
         return f"{counts(name, work)}; no tokens or time estimated (a served model tokenizes)"
     if any(seconds is None for _, seconds in parts):
         return f"{counts(name, work)}; no time estimate: a config has no rate measured on this machine"
-    return f"{counts(name, work)}; {duration(sum(s or 0.0 for _, s in parts))}, each config at its rate above"
+    return f"{counts(name, work)}; {duration(sum(s or 0.0 for _, s in parts))}, each config at its own rate"
 
 
 def counts(name: str, work: Workload) -> str:
     """`name`: the probes, candidates and tokens of `work`."""
     candidates = f", {work.candidates:,} candidates" if work.candidates else ""
-    tokens = f", {work.tokens:,} tokens through the model" if work.tokens is not None else ""
+    about = "" if work.exact else "about "
+    counted = "" if work.exact else " (counted on a sample of its requests)"
+    tokens = f", {about}{work.tokens:,} tokens through the model{counted}" if work.tokens is not None else ""
     return f"{name}: {work.probes:,} probes{candidates}{tokens}"
 
 
-def estimate_words(seconds: float | None, rate: Rate | None, model: str) -> str:
-    """The estimate and its source in words."""
+def estimate_words(work: Workload, rate: Rate | None, config: str, model: str) -> str:
+    """The estimate of a run of `config` doing `work` and its source in words."""
+    seconds = seconds_at(work, rate, config)
     if rate is None or seconds is None:
         return f"no time estimate: no rate measured for {model} on this machine yet (a run measures it, e.g. --limit 5)"
+    fixed = rate.fixed_for(config)
+    besides = f" and {fixed:,.0f} s of reading, planning and metrics" if fixed >= 0.5 else ""
     return (
-        f"{duration(seconds)} at {rate.per_second:,.0f} tokens/s, measured on this machine ({rate.device}) by a run "
-        f"of {rate.model} on {rate.config} ({rate.date})"
+        f"{duration(seconds)} at {rate.per_second:,.0f} tokens/s{besides}, measured on this machine ({rate.device}) "
+        f"by a run of {rate.model} on {rate.config} ({rate.date})"
     )
 
 
 class Meter:
-    """A run's measurement: the tokens its model ran and the wall time, from `start` to `stop`."""
+    """A run's measurement: the tokens its model ran in its stages (from `start` to `staged`), the stages' wall
+    time, and the rest of the run's wall time since `began` (its clock at the start), kept by `keep`.
+    """
 
-    def __init__(self, scorer: Any):
+    def __init__(self, scorer: Any, began: float):
         self.scorer = scorer
         self.tokens = getattr(scorer, "tokens_run", None)  # None: a served model or a stand-in counts nothing
-        self.began = time.monotonic()
+        self.began = began
+        self.stages_began = time.monotonic()
+        self.stage_seconds: float | None = None
 
-    def stop(self, model: str, config: str) -> Rate | None:
-        """Keep the run's rate for `model` on `config` (None: nothing counted, or too little)."""
-        if self.tokens is None:
+    def staged(self) -> None:
+        """The stages are done: their wall time is measured."""
+        self.stage_seconds = time.monotonic() - self.stages_began
+
+    def keep(self, model: str, config: str) -> Rate | None:
+        """Keep the run's rate for `model` on `config`, with the rest of its wall time as the fixed part (None:
+        nothing counted, or too little).
+        """
+        if self.tokens is None or self.stage_seconds is None:
             return None
         ran = self.scorer.tokens_run - self.tokens
         device = str(getattr(self.scorer, "device", "cpu"))
-        return record_rate(model, config, ran, time.monotonic() - self.began, device)
+        fixed = time.monotonic() - self.began - self.stage_seconds
+        return record_rate(model, config, ran, self.stage_seconds, device, fixed)
 
 
 #: what each probe kind puts through the model: the workload of the engine call that `runner.ASK` makes for a group
@@ -191,8 +216,7 @@ class RunCostNotice(UserWarning):
     """What a run will ask and the time it will take here, said as it starts (`cost_line`)."""
 
 
-@contextmanager
-def metered(
+def start_meter(
     config: str,
     model: str,
     scorer: Any,
@@ -200,24 +224,21 @@ def metered(
     first: Sequence[Probe],
     done: Sequence[Record],
     *,
+    began: float,
     show: bool,
-    keep: bool,
-) -> Iterator[None]:
-    """Around a run's stages: say what the probes of its first `stage` not yet `done` will cost (`show`), then keep
-    the rate the stages measured (`keep`: the process that writes).
+) -> Meter:
+    """As a run's stages start: say what the probes of its first `stage` not yet `done` will cost (`show`), and
+    start measuring its rate (`Meter`; `began`: the run's clock at its start).
     """
     if show:
         answered = {r.key for r in done if r.stage == stage}
-        work = _loaded_workload(scorer, [p for p in first if p.key not in answered])
+        work = loaded_workload(scorer, [p for p in first if p.key not in answered])
         name = f"{config} starts, stage {stage}"
-        warnings.warn(cost_line(name, work, rate_of(model, config), model), RunCostNotice, stacklevel=3)
-    meter = Meter(scorer)
-    yield
-    if keep:
-        meter.stop(model, config)
+        warnings.warn(cost_line(name, config, work, rate_of(model, config), model), RunCostNotice, stacklevel=3)
+    return Meter(scorer, began)
 
 
-def _loaded_workload(scorer: Any, probes: Sequence[Probe]) -> Workload:
+def loaded_workload(scorer: Any, probes: Sequence[Probe]) -> Workload:
     """`probe_workload` of a loaded scorer: counted by its own encoding where it runs in this process."""
     from culture_probe.engine.backend import Backend
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from culture_probe import runner  # noqa: E402
 from culture_probe.dryrun import dry_run  # noqa: E402
 from culture_probe.engine import Scorer  # noqa: E402
 from culture_probe.engine.encoding import separator  # noqa: E402
-from culture_probe.engine.preview import EncodingPreview, GenerateView, ScoreView, ServedView  # noqa: E402
+from culture_probe.engine.preview import EncodingPreview, GenerateView, ScoreView, ServedView, Workload  # noqa: E402
 from culture_probe.engine.types import FillMaskOptions  # noqa: E402
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError  # noqa: E402
 from culture_probe.models import save_tiny, train_tokenizer  # noqa: E402
@@ -350,19 +351,78 @@ def test_the_dry_run_estimates_the_time_at_the_rate_a_run_measured_here(
     runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), progress=False, no_cache=True)
     small = throughput.rate_of(str(folder), "dlama_arab_west")
     assert 0 < scorer.tokens_run < throughput.MIN_TOKENS and small is None  # too few tokens to measure a rate
+    began = time.monotonic()
     runner.run("fmlama_en", scorer, rows=fmlama_rows, progress=False, no_cache=True)
+    wall = time.monotonic() - began
     rate = throughput.rate_of(str(folder), "dlama_arab_west")  # the model's latest: fmlama_en's
     assert rate is not None and rate.config == "fmlama_en" and 0 < rate.tokens < scorer.tokens_run  # its own count
+    assert 0 < rate.fixed and rate.seconds + rate.fixed <= wall + 0.01  # the rest of the run: rows, metrics, ...
+    assert rate.fixed_for("dlama_arab_west") == 0  # another config's rows are another config's
     throughput.record_rate(str(folder), "fmlama_en", 12_000, 3.0, "cpu")  # 4,000 tokens/s
-    throughput.record_rate(str(folder), "dlama_arab_west", 12_000, 3.0, "cpu")
+    throughput.record_rate(str(folder), "dlama_arab_west", 12_000, 3.0, "cpu", fixed=30.0)  # and 30 s besides
     plan = dry_run(["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2)
     text, total = plan.text(), sum(c.work.tokens for c in plan.configs)
+    fixed = {"dlama_arab_west": 30.0, "fmlama_en": 0.0}
     for config in plan.configs:
-        seconds = throughput.duration(config.work.tokens / 4000)
-        assert f"{config.work.tokens:,} tokens through the model; {seconds} at 4,000 tokens/s, measured on " in text
+        seconds = throughput.duration(config.work.tokens / 4000 + fixed[config.config])
+        besides = " and 30 s of reading, planning and metrics" if fixed[config.config] else ""
+        assert (
+            f"{config.work.tokens:,} tokens through the model; {seconds} at 4,000 tokens/s{besides}, measured on "
+        ) in text
     assert f"total of 2 configs' first stages: {sum(c.work.probes for c in plan.configs)} probes" in plan.total()
-    assert f"{total:,} tokens through the model; {throughput.duration(total / 4000)}, each config at" in plan.total()
+    both = throughput.duration(total / 4000 + 30)
+    assert f"{total:,} tokens through the model; {both}, each config at its own rate" in plan.total()
     assert plan.total() in text and f"by a run of {folder} on dlama_arab_west (" in text
+
+
+def test_a_workload_too_large_to_count_is_counted_on_a_sample_and_says_so(models, fmlama_rows, monkeypatch):
+    """Beyond `COUNTED_CANDIDATES` candidates the tokens are counted on a seeded sample of the requests and scaled
+    up: close to the exact count, the same each time, and said to be an estimate."""
+    from culture_probe.engine import preview
+
+    folder, _ = models["gpt2"]
+    (exact,) = dry_run("fmlama_en", folder, n=0, rows=fmlama_rows).configs
+    monkeypatch.setattr(preview, "COUNTED_CANDIDATES", exact.work.candidates // 4)
+    (sampled,) = dry_run("fmlama_en", folder, n=0, rows=fmlama_rows).configs
+    (again,) = dry_run("fmlama_en", folder, n=0, rows=fmlama_rows).configs
+    assert exact.work.exact and not sampled.work.exact and sampled.work == again.work
+    assert (sampled.work.probes, sampled.work.candidates) == (exact.work.probes, exact.work.candidates)
+    assert sampled.work.tokens != exact.work.tokens and abs(sampled.work.tokens / exact.work.tokens - 1) < 0.05
+    counted = f"about {sampled.work.tokens:,} tokens through the model (counted on a sample of its requests)"
+    assert counted in sampled.cost() and "about" not in exact.cost()
+
+
+def test_a_dry_run_of_a_shard_plans_what_the_shard_asks(models, dlama_dir):
+    """`--shard K/N` in a dry run: each shard's part of the items and probes, which together are the whole run's,
+    and what the shard's run then asks."""
+    folder, scorer = models["gpt2"]
+    (whole,) = dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir)).configs
+    parts = [
+        dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir), shard=f"{k}/2").configs[0] for k in (1, 2)
+    ]
+    assert sum(p.sampled for p in parts) == whole.items and all(0 < p.sampled < whole.items for p in parts)
+    assert sum((p.work for p in parts), Workload()) == whole.work
+    assert f"{parts[0].sampled} of {whole.items} items (shard 1/2)" in parts[0].lines()[0]
+    run = runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), shard="1/2", progress=False, no_cache=True)
+    assert len(run.records) == parts[0].work.probes
+
+
+def test_a_suite_says_its_total_cost_once_its_model_has_loaded(models, dlama_dir, tmp_path, monkeypatch):
+    """A suite's first notice is the total of its configs' first stages, as the dry run counts them; each run then
+    says its own part."""
+    from culture_probe.suite import run_suite
+    from culture_probe.throughput import RunCostNotice
+
+    folder, _ = models["gpt2"]
+    monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
+    names, data = ["dlama_arab_west", "fmlama_en"], f"dlama={dlama_dir}"
+    plan = dry_run(names, folder, n=0, data_dir=data, limit=2)
+    with pytest.warns(RunCostNotice) as said:
+        run_suite(names, folder, data_dir=data, limit=2, no_cache=True)
+    first, *each = [str(w.message) for w in said if w.category is RunCostNotice]
+    counted = plan.total().split("; ")[0].split(": ", 1)[1]  # probes, candidates and tokens, as the dry run counts
+    assert first.startswith(f"the suite starts: 2 configs' first stages: {counted}; ")
+    assert [line.split(" starts")[0] for line in each] == names
 
 
 def test_a_run_says_what_it_will_cost_as_it_starts(models, dlama_dir, tmp_path, monkeypatch):

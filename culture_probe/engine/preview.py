@@ -10,6 +10,7 @@ cannot serve, and cannot score. A served model's requests are recorded by a clie
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -24,6 +25,9 @@ from culture_probe.engine.types import FillMaskOptions, GenerateOptions, ScoreOp
 from culture_probe.errors import UnsupportedModelError
 
 SHOWN_CANDIDATES = 5  # candidates (or served requests) a view's text shows; the view itself holds them all
+#: candidates whose tokens a workload counts exactly; beyond it, on a seeded sample of its requests: preparing a
+#: candidate takes 30-100 microseconds on a 2-core machine, so a full FmLAMA run's 33 million would take an hour
+COUNTED_CANDIDATES = 50_000
 
 
 @dataclass(frozen=True)
@@ -180,10 +184,27 @@ class Workload:
     probes: int = 0
     candidates: int = 0
     tokens: int | None = 0
+    exact: bool = True  # False: `tokens` scaled up from a sample of the requests (`COUNTED_CANDIDATES`)
 
     def __add__(self, other: Workload) -> Workload:
         tokens = None if self.tokens is None or other.tokens is None else self.tokens + other.tokens
-        return Workload(self.probes + other.probes, self.candidates + other.candidates, tokens)
+        exact = self.exact and other.exact
+        return Workload(self.probes + other.probes, self.candidates + other.candidates, tokens, exact)
+
+
+def counted_sample(requests: Sequence[ScoreRequest]) -> list[ScoreRequest]:
+    """All of `requests` when they hold at most `COUNTED_CANDIDATES` candidates, else a seeded random sample of
+    them that holds that many (the same sample for the same requests).
+    """
+    if sum(len(r.candidates) for r in requests) <= COUNTED_CANDIDATES:
+        return list(requests)
+    sample, held = [], 0
+    for i in random.Random(0).sample(range(len(requests)), len(requests)):
+        sample.append(requests[i])
+        held += len(requests[i].candidates)
+        if held >= COUNTED_CANDIDATES:
+            break
+    return sample
 
 
 class EncodingPreview:
@@ -235,11 +256,17 @@ class EncodingPreview:
     def score_workload(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> Workload:
         """What `Scorer.score(requests, options)` runs: each distinct request (by its cache key) prepared by the
         backend and counted by the backend's own `_cost`, as its batches count it.
+        Beyond `COUNTED_CANDIDATES` candidates, the requests counted are a seeded random sample of them holding that
+        many, and the tokens are scaled up by the candidates (`Workload.exact` is False).
         """
         options = self.scorer._check_options(options)
-        distinct = {self.scorer._key(r): r for r in requests}
-        tokens = sum(self.scorer._cost(self.scorer._prepare(r, options)) for r in distinct.values())
-        return Workload(len(requests), sum(len(r.candidates) for r in requests), tokens)
+        distinct = list({self.scorer._key(r): r for r in requests}.values())
+        counted = counted_sample(distinct)
+        tokens = sum(self.scorer._cost(self.scorer._prepare(r, options)) for r in counted)
+        if len(counted) < len(distinct):
+            tokens = round(tokens * sum(len(r.candidates) for r in distinct) / sum(len(r.candidates) for r in counted))
+        exact = len(counted) == len(distinct)
+        return Workload(len(requests), sum(len(r.candidates) for r in requests), tokens, exact)
 
     def generate_workload(self, prompts: Sequence[str], options: GenerateOptions) -> Workload:
         """What `Scorer.generate(prompts, options)` runs at most: each distinct prompt's ids and `max_new_tokens`."""
