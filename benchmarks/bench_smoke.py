@@ -84,13 +84,26 @@ def timed_run(config: str, scorer: Any, limit: int | str) -> float:
     return time.monotonic() - began
 
 
+def has_data(config: str) -> bool:
+    """Whether `config`'s data can be had here; a config without them is skipped, said, as a suite skips it."""
+    from culture_probe.data.registry import resolve
+    from culture_probe.errors import MissingDataError
+    from culture_probe.loading import load_rows
+
+    try:
+        load_rows(resolve(config), data_dir=options_of(config).get("data_dir"))
+    except MissingDataError as error:
+        print(f"{config:28s} skipped: {error}", flush=True)
+        return False
+    return True
+
+
 def estimate(config: str, model: Path) -> tuple[float | None, str]:
     """The dry run's estimate of `config`'s smoke (seconds, None without a rate) and its cost line."""
     from culture_probe.dryrun import dry_run
-    from culture_probe.throughput import seconds_at
 
     plan = dry_run(config, model, n=0, limit="smoke", no_cache=True, **options_of(config)).configs[0]
-    return seconds_at(plan.work, plan.rate), plan.cost().strip()
+    return plan.seconds, plan.cost().strip()
 
 
 def main() -> int:
@@ -116,6 +129,8 @@ def main() -> int:
         times: dict[str, float] = {}
         estimates: dict[str, tuple[float | None, str]] = {}
         for config in configs:
+            if not has_data(config):
+                continue
             if config in args.compare:
                 warm = timed_run(config, scorer, WARM_UP)
                 print(f"  (warm-up: {config} --limit {WARM_UP}, {warm:.1f} s, measures its rate; not in the total)")
