@@ -56,7 +56,9 @@ GENERATE_SPEEDUP, N_PROMPTS, NEW_TOKENS, STARTUP_SECONDS = 5.0, 32, 16, 1.0
 POSITIONS = (256, 1024)
 
 
-def reference_inputs(tok, requests: list[ScoreRequest]) -> list[tuple[list[int], list[int], list[int]]]:
+def reference_inputs(
+    tok, requests: list[ScoreRequest]
+) -> list[tuple[list[int], list[int], list[int]]]:
     """(context ids with the tokenizer's specials, candidate ids, suffix ids) per (request, candidate), built
     without the engine by the tests' slow reference (tests/engine/engine_reference.py: one rule, one copy).
     """
@@ -66,7 +68,9 @@ def reference_inputs(tok, requests: list[ScoreRequest]) -> list[tuple[list[int],
     out = []
     for request in requests:
         for candidate in request.candidates:
-            context, ids, right, suffix = reference_tokens(tok, request.left, candidate, request.right, request.sep)
+            context, ids, right, suffix = reference_tokens(
+                tok, request.left, candidate, request.right, request.sep
+            )
             out.append((context, ids, right + suffix))
     return out
 
@@ -102,7 +106,9 @@ def harness_loglikelihood(model, tok, requests: list[ScoreRequest]) -> np.ndarra
 
 
 @torch.inference_mode()
-def per_candidate_masked(model, items: list[tuple[list[int], list[int], list[int]]], tok) -> list[float]:
+def per_candidate_masked(
+    model, items: list[tuple[list[int], list[int], list[int]]], tok
+) -> list[float]:
     """Typed querying, one forward per (context, candidate) with k masks, batches of 64, full log_softmax."""
     out = [0.0] * len(items)
     for start in range(0, len(items), 64):
@@ -136,8 +142,12 @@ def report(targets: dict[str, bool]) -> bool:
 
 
 def fmlama_tokenizer(kind: str, arch: str, dishes: list[str], pool: list[str]):
-    texts = [LEFT.format(dish=d) + " " + ", ".join(pool[i::50]) for i, d in enumerate(dishes * 3)] + pool
-    return train_tokenizer(texts, kind, vocab_size=8000, model_kind="causal" if arch == "gpt2" else "masked")
+    texts = [
+        LEFT.format(dish=d) + " " + ", ".join(pool[i::50]) for i, d in enumerate(dishes * 3)
+    ] + pool
+    return train_tokenizer(
+        texts, kind, vocab_size=8000, model_kind="causal" if arch == "gpt2" else "masked"
+    )
 
 
 def counted_tokens(model) -> list[int]:
@@ -147,7 +157,11 @@ def counted_tokens(model) -> list[int]:
     seen: list[int] = []
     model.base_model.register_forward_pre_hook(
         lambda _, args, kwargs: seen.append(
-            int((kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]).numel())
+            int(
+                (
+                    kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]
+                ).numel()
+            )
         ),
         with_kwargs=True,
     )
@@ -170,14 +184,20 @@ def matmul_rate(device: torch.device) -> float:
     return 2 * times * a.shape[0] * a.shape[1] * b.shape[1] / seconds
 
 
-def causal_case(dishes, pool, shape, positions: int, repeat: int, rate: float, device: torch.device) -> bool:
+def causal_case(
+    dishes, pool, shape, positions: int, repeat: int, rate: float, device: torch.device
+) -> bool:
     """The engine against lm-eval's HFLM and against its FLOP bound, GPT-2 with `positions` positions."""
     tok = fmlama_tokenizer("bpe", "gpt2", dishes, pool)
-    model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0, positions=positions)
+    model = tiny_model(
+        "gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0, positions=positions
+    )
     model.to(device)
     scorer = Scorer(model, tok)
     requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
-    warm = [ScoreRequest(LEFT.format(dish="bread"), pool[:64])]  # allocator, kernels: outside the timings
+    warm = [
+        ScoreRequest(LEFT.format(dish="bread"), pool[:64])
+    ]  # allocator, kernels: outside the timings
     scorer.score(warm)
     harness_loglikelihood(model, tok, warm)
     tokens = counted_tokens(model)
@@ -204,7 +224,8 @@ def causal_case(dishes, pool, shape, positions: int, repeat: int, rate: float, d
     return report(
         {
             f"pool >= {MIN_CANDIDATES:,} candidates ({len(pool):,})": len(pool) >= MIN_CANDIDATES,
-            f"speed-up over lm-eval >= {HARNESS_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup >= HARNESS_SPEEDUP,
+            f"speed-up over lm-eval >= {HARNESS_SPEEDUP:.0f}x ({speedup:.1f}x)": speedup
+            >= HARNESS_SPEEDUP,
             f"within {FLOP_BOUND:.0f}x of the FLOP bound ({engine_time / bound:.1f}x)": engine_time
             <= FLOP_BOUND * bound,
             f"max |diff| <= {MAX_DIFF:.0e} ({diff:.1e})": diff <= MAX_DIFF,
@@ -249,7 +270,9 @@ def generate_one_by_one(model, tok, prompts: list[str]) -> list[str]:
     texts = []
     for prompt in prompts:
         ids = tok(prompt, return_tensors="pt").to(model.device)
-        out = model.generate(**ids, max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=tok.pad_token_id)
+        out = model.generate(
+            **ids, max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=tok.pad_token_id
+        )
         texts.append(tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True))
     return texts
 
@@ -260,10 +283,14 @@ def generation_case(dishes, pool, shape, repeat: int, device: torch.device) -> b
     model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0).to(device)
     scorer = Scorer(model, tok)
     prompts = [LEFT.format(dish=d) for d in (dishes * N_PROMPTS)[:N_PROMPTS]]
-    prompts = [p if i % 2 else p + " rice and" for i, p in enumerate(prompts)]  # unequal lengths: left padding
+    prompts = [
+        p if i % 2 else p + " rice and" for i, p in enumerate(prompts)
+    ]  # unequal lengths: left padding
     scorer.generate(prompts[:2], max_new_tokens=2)
     generate_one_by_one(model, tok, prompts[:2])
-    engine_time, engine = best_time(lambda: scorer.generate(prompts, max_new_tokens=NEW_TOKENS), repeat)
+    engine_time, engine = best_time(
+        lambda: scorer.generate(prompts, max_new_tokens=NEW_TOKENS), repeat
+    )
     loop_time, loop = best_time(lambda: generate_one_by_one(model, tok, prompts), repeat)
     same = sum(a == b for a, b in zip(engine, loop, strict=True))
     speedup = loop_time / engine_time
@@ -285,26 +312,43 @@ def startup_case() -> bool:
     times = {}
     for args in (["--help"], ["list"]):
         command = [sys.executable, "-m", "culture_probe.cli", *args]
-        times[" ".join(args)], done = best_time(lambda c=command: subprocess.run(c, capture_output=True), 3)
-        if done.returncode:  # e.g. a GPU image without the data libraries: a failed target, not a crash
+        times[" ".join(args)], done = best_time(
+            lambda c=command: subprocess.run(c, capture_output=True), 3
+        )
+        if (
+            done.returncode
+        ):  # e.g. a GPU image without the data libraries: a failed target, not a crash
             last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
             print(f"start-up: culture-probe {' '.join(args)} failed: {last}")
             return report({f"culture-probe {' '.join(args)} runs": False})
     print("start-up: " + "   ".join(f"culture-probe {k} {v:.2f} s" for k, v in times.items()))
     return report(
-        {f"culture-probe {k} < {STARTUP_SECONDS:.0f} s ({v:.2f} s)": v < STARTUP_SECONDS for k, v in times.items()}
+        {
+            f"culture-probe {k} < {STARTUP_SECONDS:.0f} s ({v:.2f} s)": v < STARTUP_SECONDS
+            for k, v in times.items()
+        }
     )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dishes", type=int, default=20)
-    parser.add_argument("--candidates", type=int, default=None, help="a subset of the pool, for a quick check")
-    parser.add_argument("--hidden", type=int, default=768, help="model width (GPT-2 small's and BERT-base's)")
+    parser.add_argument(
+        "--candidates", type=int, default=None, help="a subset of the pool, for a quick check"
+    )
+    parser.add_argument(
+        "--hidden", type=int, default=768, help="model width (GPT-2 small's and BERT-base's)"
+    )
     parser.add_argument("--heads", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=1, help="time each side this many times, keep the best")
-    parser.add_argument("--device", default="cpu", help="where the models run: cpu, cuda, cuda:1, ...")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="time each side this many times, keep the best"
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where the models run: cpu, cuda, cuda:1, ..."
+    )
     args = parser.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
@@ -318,7 +362,10 @@ def main() -> None:
         pool = pool[:: max(1, len(pool) // args.candidates)][: args.candidates]
     shape, rate = (args.hidden, args.heads), matmul_rate(device)
     print(f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}")
-    passed = [causal_case(dishes, pool, shape, positions, args.repeat, rate, device) for positions in POSITIONS]
+    passed = [
+        causal_case(dishes, pool, shape, positions, args.repeat, rate, device)
+        for positions in POSITIONS
+    ]
     passed += [
         masked_case(dishes, pool, shape, args.repeat, device),
         generation_case(dishes, pool, shape, args.repeat, device),

@@ -102,16 +102,26 @@ def estimate(config: str, model: Path) -> tuple[float | None, str]:
     """The dry run's estimate of `config`'s smoke (seconds, None without a rate) and its cost line."""
     from culture_probe.dryrun import dry_run
 
-    plan = dry_run(config, model, n=0, limit="smoke", no_cache=True, **options_of(config)).configs[0]
+    plan = dry_run(config, model, n=0, limit="smoke", no_cache=True, **options_of(config)).configs[
+        0
+    ]
     return plan.seconds, plan.cost().strip()
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--groups", action="store_true", help="every config of the five groups, not one of each")
-    parser.add_argument("--compare", nargs="*", default=list(COMPARED), help="configs whose estimate is compared")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--groups", action="store_true", help="every config of the five groups, not one of each"
+    )
+    parser.add_argument(
+        "--compare", nargs="*", default=list(COMPARED), help="configs whose estimate is compared"
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--model", type=Path, help="a model folder to use instead of the tiny GPT-2")
+    parser.add_argument(
+        "--model", type=Path, help="a model folder to use instead of the tiny GPT-2"
+    )
     args = parser.parse_args()
 
     import torch
@@ -133,17 +143,23 @@ def main() -> int:
                 continue
             if config in args.compare:
                 warm = timed_run(config, scorer, WARM_UP)
-                print(f"  (warm-up: {config} --limit {WARM_UP}, {warm:.1f} s, measures its rate; not in the total)")
+                print(
+                    f"  (warm-up: {config} --limit {WARM_UP}, {warm:.1f} s, measures its rate; not in the total)"
+                )
                 estimates[config] = estimate(config, model)
             times[config] = timed_run(config, scorer, "smoke")
             print(f"{config:28s} {times[config]:7.1f} s", flush=True)
     total = sum(times.values())
-    print(f"{'total (' + str(len(times)) + ' configs)':28s} {total:7.1f} s  (target < {TARGET_SECONDS:.0f} s)")
+    print(
+        f"{'total (' + str(len(times)) + ' configs)':28s} {total:7.1f} s  (target < {TARGET_SECONDS:.0f} s)"
+    )
     print("\ndry run's estimate (first stage) against the measured wall time of the whole run:")
     for config, (seconds, line) in estimates.items():
         ratio = f"{seconds / times[config]:.2f}" if seconds else "n/a"
         shown = f"{seconds:.1f} s" if seconds else "none"
-        print(f"  {config:26s} estimate {shown:>8s}  measured {times[config]:6.1f} s  ratio {ratio}\n    {line}")
+        print(
+            f"  {config:26s} estimate {shown:>8s}  measured {times[config]:6.1f} s  ratio {ratio}\n    {line}"
+        )
     return 0 if total < TARGET_SECONDS else 1
 
 

@@ -44,15 +44,22 @@ def run(command: list[str], timeout: float) -> tuple[int, str, float]:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO)
         status, output = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as expired:
-        status, output = 124, f"{expired.stdout or ''}{expired.stderr or ''}\ntimed out after {timeout:.0f} s"
+        status, output = (
+            124,
+            f"{expired.stdout or ''}{expired.stderr or ''}\ntimed out after {timeout:.0f} s",
+        )
     print(output, flush=True)
     return status, output, time.perf_counter() - start
 
 
 def engine_rows(quick: bool) -> list[tuple[str, str]]:
     """The engine benchmark on the GPU: one row per comparison, with both times and the ratio."""
-    size = ["--dishes", "4", "--candidates", "200"] if quick else ["--dishes", "20", "--repeat", "2"]
-    status, output, seconds = run([sys.executable, str(HERE / "bench_engine.py"), "--device", "cuda", *size], 480)
+    size = (
+        ["--dishes", "4", "--candidates", "200"] if quick else ["--dishes", "20", "--repeat", "2"]
+    )
+    status, output, seconds = run(
+        [sys.executable, str(HERE / "bench_engine.py"), "--device", "cuda", *size], 480
+    )
     rows, case = [], ""
     for line in output.splitlines():
         if line and not line[0].isspace() and "(" in line:
@@ -63,16 +70,22 @@ def engine_rows(quick: bool) -> list[tuple[str, str]]:
             rows.append((case, f"engine {engine} s, {baseline} {other} s: {ratio}x{rest}"))
         elif "FLOP bound" in line:
             rows.append((case, line.strip()))
-    rows.append(("engine benchmark", f"exit {status} in {seconds:.0f} s (targets are the CPU machine's)"))
+    rows.append(
+        ("engine benchmark", f"exit {status} in {seconds:.0f} s (targets are the CPU machine's)")
+    )
     return rows
 
 
 def parallel_rows(count: int) -> list[tuple[str, str]]:
     """The slow multi-process equality tests, one GPU per process; skipped with the reason on one GPU."""
     if count < 2:
-        return [("multi-process equality", f"not run: {count} GPU(s); nccl needs one GPU per process")]
+        return [
+            ("multi-process equality", f"not run: {count} GPU(s); nccl needs one GPU per process")
+        ]
     test = "tests/engine/test_parallel.py"
-    status, output, seconds = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], 300)
+    status, output, seconds = run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], 300
+    )
     summary = (output.strip().splitlines() or ["no output"])[-1]
     return [("multi-process equality", f"exit {status} in {seconds:.0f} s: {summary}")]
 
@@ -89,8 +102,12 @@ def served_rows() -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a small benchmark, to check the script")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a small benchmark, to check the script"
+    )
     args = parser.parse_args()
     count, name = gpus()
     if not count:

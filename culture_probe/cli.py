@@ -106,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="load the data and the model's tokenizer only (no weights), print each stage's probe count and the "
         "first --show probes exactly as the model will get them, and write nothing",
     )
-    run.add_argument("--show", type=int, metavar="N", help="with --dry-run: probes shown per config (default 3)")
+    run.add_argument(
+        "--show", type=int, metavar="N", help="with --dry-run: probes shown per config (default 3)"
+    )
     run.add_argument(
         "--out",
         "--output_path",
@@ -114,7 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
         "suite's folder (a run directory per config, suite.md, suite.json)",
     )
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    run.add_argument("--rows", help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's")
+    run.add_argument(
+        "--rows",
+        help="probe these rows (JSONL, e.g. a run's rows.jsonl) instead of the benchmark's",
+    )
     add_arguments(run)  # the settings' flags, generated from RunSettings' fields
     run.add_argument(
         "--batch_size",
@@ -141,14 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="two runs of one model in two languages, paired fact by fact: agreement and RankC (docs/consistency.md)",
     )
     consistency.add_argument("run_dirs", nargs=2, metavar="RUN_DIR")
-    consistency.add_argument("--out", help="folder for consistency.md (with its heatmap) and consistency.json")
+    consistency.add_argument(
+        "--out", help="folder for consistency.md (with its heatmap) and consistency.json"
+    )
     compare = sub.add_parser(
         "compare",
         help="several runs side by side; runs of one config on the same items "
         "are paired with the first (an interval and a p-value from one test)",
     )
     compare.add_argument("run_dirs", nargs="+")
-    compare.add_argument("--out", help="folder for compare.md, compare.json and the plot (PNG and PDF)")
+    compare.add_argument(
+        "--out", help="folder for compare.md, compare.json and the plot (PNG and PDF)"
+    )
     compare.add_argument(
         "--unpaired",
         action="store_true",
@@ -158,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write Parquet + README `configs:` (Hub layout)")
     export.add_argument("out_dir")
     export.add_argument("--configs", nargs="+", help="configs to export (default: all that load)")
-    export.add_argument("--data-dir", help="local data per benchmark, e.g. maps=DIR,dlama=dlama-v1.tar.gz")
+    export.add_argument(
+        "--data-dir", help="local data per benchmark, e.g. maps=DIR,dlama=dlama-v1.tar.gz"
+    )
 
     push = sub.add_parser(
         "push",
@@ -167,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     push.add_argument("repo_id", metavar="REPO_ID", help="OWNER/NAME of the dataset repository")
     push.add_argument(
-        "--configs", nargs="+", help="configs to push (default: every config that loads and may be redistributed)"
+        "--configs",
+        nargs="+",
+        help="configs to push (default: every config that loads and may be redistributed)",
     )
     push.add_argument("--data-dir", help="local data per benchmark, e.g. dlama=my_pair,maps=DIR")
     push.add_argument(
@@ -183,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("owner", metavar="OWNER", help="user or organisation on the Hub")
     metrics.add_argument("--metrics", nargs="+", help="metrics to publish (default: all)")
     for command in (push, metrics):
-        command.add_argument("--public", action="store_true", help="make new repositories public (default private)")
+        command.add_argument(
+            "--public", action="store_true", help="make new repositories public (default private)"
+        )
         command.add_argument(
             "--dry-run",
             action="store_true",
@@ -193,16 +208,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_board_parsers(sub)
     add_merge_parser(sub)
 
-    curate = sub.add_parser("curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint")
+    curate = sub.add_parser(
+        "curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint"
+    )
     curate.add_argument("framework", choices=["dlama", "fmlama"])
-    curate.add_argument("--region", required=True, help="region name or comma-separated country QIDs")
+    curate.add_argument(
+        "--region", required=True, help="region name or comma-separated country QIDs"
+    )
     curate.add_argument("--contrast", help="dlama: the contrasting region (default west)")
     curate.add_argument("--languages", required=True, help="label languages, e.g. ar,en")
-    curate.add_argument("--predicates", help="dlama: comma-separated predicate ids (default: all 20)")
+    curate.add_argument(
+        "--predicates", help="dlama: comma-separated predicate ids (default: all 20)"
+    )
     curate.add_argument("--endpoint", help="SPARQL URL, or a .nt/.ttl dump for the embedded store")
-    curate.add_argument("--top", type=int, help="dlama: subjects kept per predicate and region (default 1000)")
+    curate.add_argument(
+        "--top", type=int, help="dlama: subjects kept per predicate and region (default 1000)"
+    )
     curate.add_argument("--out", required=True)
-    curate.add_argument("--sites", help="Wikipedia sites of a NAME=QID,... region's countries (default en)")
+    curate.add_argument(
+        "--sites", help="Wikipedia sites of a NAME=QID,... region's countries (default en)"
+    )
     curate.add_argument(
         "--sizes",
         choices=["auto", "store", "mediawiki"],
@@ -215,9 +240,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="dlama: drop non-sovereign/historical countries, lost cities, 'voice' and sign languages "
         "from the objects (culture_probe's option; upstream and the release have no such filter)",
     )
-    curate.add_argument("--checkpoints", help="checkpoint folder (default OUT/.checkpoints); rerun to resume")
-    curate.add_argument("--min-interval", type=float, help="seconds between HTTP requests (default 1)")
-    curate.add_argument("--timeout", type=float, help="seconds before an HTTP request times out (default 60)")
+    curate.add_argument(
+        "--checkpoints", help="checkpoint folder (default OUT/.checkpoints); rerun to resume"
+    )
+    curate.add_argument(
+        "--min-interval", type=float, help="seconds between HTTP requests (default 1)"
+    )
+    curate.add_argument(
+        "--timeout", type=float, help="seconds before an HTTP request times out (default 60)"
+    )
     curate.add_argument("--retries", type=int, help="retries on 429/5xx/timeouts (default 5)")
     curate.add_argument(
         "--max-retry-after",
@@ -230,7 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept a predicate (dlama) or language (fmlama) with no facts instead of an error",
     )
-    curate.add_argument("--user-agent", help="HTTP User-Agent (default names culture_probe and its purpose)")
+    curate.add_argument(
+        "--user-agent", help="HTTP User-Agent (default names culture_probe and its purpose)"
+    )
     return parser
 
 
@@ -241,8 +274,12 @@ def add_merge_parser(subparsers: Any) -> None:
         help="join the folders of a run's (or suite's) N shards, made with run --shard K/N, into one run (or suite) "
         "equal to the one-process run",
     )
-    merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the N shard folders, each once")
-    merge.add_argument("--out", required=True, help="the merged run's (or suite's) folder: new or empty")
+    merge.add_argument(
+        "shards", nargs="+", metavar="SHARD_DIR", help="the N shard folders, each once"
+    )
+    merge.add_argument(
+        "--out", required=True, help="the merged run's (or suite's) folder: new or empty"
+    )
 
 
 def _version() -> str:
@@ -258,7 +295,9 @@ def _library_warnings_as_lines() -> Iterator[None]:
     """
     plain = warnings.formatwarning
 
-    def formatted(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> str:
+    def formatted(
+        message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any
+    ) -> str:
         if category.__module__.startswith("culture_probe"):
             return f"culture-probe: warning: {message}\n"
         return plain(message, category, *args, **kwargs)
@@ -285,7 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except KeyboardInterrupt:
-        print("culture-probe: interrupted; a run continues with the same command and --resume", file=sys.stderr)
+        print(
+            "culture-probe: interrupted; a run continues with the same command and --resume",
+            file=sys.stderr,
+        )
         return 130
     except Exception as error:  # noqa: BLE001 - every error ends here, as one line or with its traceback
         message = expected_failure(error)
@@ -318,7 +360,11 @@ def expected_failure(error: BaseException) -> str | None:
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
         where = error.filename or "the files it was writing (--debug shows which)"
         needed = getattr(error, "needed", None)
-        more = f"; the rest of the run's records need about {needed / 1e6:,.1f} MB more" if needed else ""
+        more = (
+            f"; the rest of the run's records need about {needed / 1e6:,.1f} MB more"
+            if needed
+            else ""
+        )
         after = getattr(error, "then", None) or "a run continues with --resume"
         return (
             f"no space left on the device holding {where} ({_free_space(error.filename)}{more}): free some space "
@@ -331,7 +377,16 @@ def expected_failure(error: BaseException) -> str | None:
             f"{where} is read-only{unreadable} ({error.strerror}): change its permissions, or pass another folder "
             "(--out, --cache-dir)"
         )
-    if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)):
+    if isinstance(
+        error,
+        (
+            FileNotFoundError,
+            IsADirectoryError,
+            NotADirectoryError,
+            PermissionError,
+            FileExistsError,
+        ),
+    ):
         return f"{error.strerror}: {error.filename} (check the path)"
     if isinstance(error, UnicodeDecodeError):
         return f"a file is not UTF-8 text ({error.reason}); save it as UTF-8"
@@ -339,9 +394,13 @@ def expected_failure(error: BaseException) -> str | None:
         return f"invalid JSON ({error.msg}, line {error.lineno}); the file is damaged"
     if isinstance(error, sqlite3.DatabaseError):
         return f"a database file is damaged or locked ({error}); delete the score cache (--cache-dir) or retry"
-    if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError":  # torch's is a RuntimeError
+    if (
+        isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError"
+    ):  # torch's is a RuntimeError
         return "out of memory: lower --batch-tokens, or use a smaller dtype (--dtype bfloat16)"
-    if isinstance(error, pickle.UnpicklingError):  # torch's weights_only load refused code in a weights file
+    if isinstance(
+        error, pickle.UnpicklingError
+    ):  # torch's weights_only load refused code in a weights file
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return (
             f"a weights file is a pickle that torch will not load safely ({first}); nothing in it was run: use a "

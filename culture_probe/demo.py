@@ -64,7 +64,9 @@ def run_xfakt(out: Path) -> Any:
     import culture_probe
 
     resume = (out / rundir.CONFIG_FILE).is_file()
-    return culture_probe.run(CONFIG, MODEL, rows=probed_rows(), judge="string", out=out, resume=resume, progress=False)
+    return culture_probe.run(
+        CONFIG, MODEL, rows=probed_rows(), judge="string", out=out, resume=resume, progress=False
+    )
 
 
 def xfakt_summary(metrics: Mapping[str, Any]) -> str:
@@ -104,10 +106,16 @@ def sample_rows(rows: Sequence[Mapping[str, Any]], per_country: int) -> list[Map
     by_country: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_country.setdefault(row["country"], []).append(row)
-    return [row for group in by_country.values() for row in group[:: max(1, len(group) // per_country)][:per_country]]
+    return [
+        row
+        for group in by_country.values()
+        for row in group[:: max(1, len(group) // per_country)][:per_country]
+    ]
 
 
-def build_probes(rows: Sequence[Mapping[str, Any]], planted_countries: Sequence[str]) -> list[Probe]:
+def build_probes(
+    rows: Sequence[Mapping[str, Any]], planted_countries: Sequence[str]
+) -> list[Probe]:
     """The log-prob form of the question: the reply starts with one of the 13 country names."""
     return [
         Probe(
@@ -208,15 +216,21 @@ def render(results: Sequence[ModelResult], planted_countries: Sequence[str], n_p
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The demo's options; the defaults are what `make demo` runs."""
-    parser = argparse.ArgumentParser(prog="python -m culture_probe.demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m culture_probe.demo", description=__doc__.split("\n")[0]
+    )
     parser.add_argument(
         "--out",
         default="runs/demo",
         help="the run directory (config.json, items.jsonl, report.md, plots), with the self-test's "
         "self_test.md and models",
     )
-    parser.add_argument("--arch", nargs="+", default=list(ARCH_TOKENIZER), choices=list(ARCH_TOKENIZER))
-    parser.add_argument("--per-country", type=_positive, default=20, help="entities probed per country")
+    parser.add_argument(
+        "--arch", nargs="+", default=list(ARCH_TOKENIZER), choices=list(ARCH_TOKENIZER)
+    )
+    parser.add_argument(
+        "--per-country", type=_positive, default=20, help="entities probed per country"
+    )
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
@@ -234,17 +248,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     start, out = time.monotonic(), Path(args.out)
-    print(f"Part 1: X-FaKT factual recall on {MODEL} (trains the planted model once, then cached) ...", flush=True)
+    print(
+        f"Part 1: X-FaKT factual recall on {MODEL} (trains the planted model once, then cached) ...",
+        flush=True,
+    )
     result = run_xfakt(out)
     print("Part 2: ranking self-test ...", flush=True)
     rows = sample_rows(load_benchmark(CONFIG, languages=("en",))["test"], args.per_country)
     probes = build_probes(rows, PLANTED_COUNTRIES)
-    results = [run_model(probes, arch, seed=args.seed, cache_dir=out / "models") for arch in args.arch]
+    results = [
+        run_model(probes, arch, seed=args.seed, cache_dir=out / "models") for arch in args.arch
+    ]
     self_test = render(results, PLANTED_COUNTRIES, len(probes))
     rundir.write_text(out / SELF_TEST_FILE, self_test)
     print(self_test)
     print(xfakt_summary(result.metrics))
-    print(f"Wrote {out / rundir.REPORT_FILE} and {out / SELF_TEST_FILE} in {time.monotonic() - start:.0f} s.")
+    print(
+        f"Wrote {out / rundir.REPORT_FILE} and {out / SELF_TEST_FILE} in {time.monotonic() - start:.0f} s."
+    )
     return 0
 
 

@@ -40,8 +40,22 @@ from culture_probe.runner import (
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.suite import held, plan_each, suite_settings
 from culture_probe.tasks import Task
-from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
-from culture_probe.throughput import Rate, cost_line, probe_workload, rate_of, seconds_at, total_line
+from culture_probe.tasks.probes import (
+    FillMaskProbe,
+    GenerateProbe,
+    Probe,
+    Record,
+    ScoreProbe,
+    Skipped,
+)
+from culture_probe.throughput import (
+    Rate,
+    cost_line,
+    probe_workload,
+    rate_of,
+    seconds_at,
+    total_line,
+)
 from culture_probe.typecheck import names_given
 
 SHOWN = 3  # probes shown per config unless told otherwise (`--show N`)
@@ -106,21 +120,41 @@ class ConfigPlan:
     def lines(self) -> list[str]:
         """The plan as text: counts, stages, then each shown probe."""
         why = f"shard {self.shard}" if self.shard else "--limit"
-        items = f"{self.sampled} of {self.items} items ({why})" if self.sampled != self.items else f"{self.items} items"
+        items = (
+            f"{self.sampled} of {self.items} items ({why})"
+            if self.sampled != self.items
+            else f"{self.items} items"
+        )
         out = [f"{self.config}: a {self.kind} model, {self.rows} rows, {items}"]
         if self.resumes is not None:
-            out.append(f"  resumes {self.resumes}: the probes its records answer are not asked again")
+            out.append(
+                f"  resumes {self.resumes}: the probes its records answer are not asked again"
+            )
         for i, stage in enumerate(self.stages):
-            model = f"; {stage.about}" if stage.about else f", answered by {stage.model}" if stage.model else ""
-            kept = f"; {stage.answered} already answered in {self.resumes}" if stage.answered else ""
+            model = (
+                f"; {stage.about}"
+                if stage.about
+                else f", answered by {stage.model}"
+                if stage.model
+                else ""
+            )
+            kept = (
+                f"; {stage.answered} already answered in {self.resumes}" if stage.answered else ""
+            )
             if stage.probes is None:
                 earlier = self.stages[i - 1].name
                 known = f"built from the records of stage {earlier}; its probe count is known once that stage has run"
                 out.append(f"  stage {stage.name}: {known}{kept}{model}")
             else:
                 skipped = f" ({stage.skipped} skipped: never asked)" if stage.skipped else ""
-                count = f"{stage.probes - stage.answered} probes left of {stage.probes}" if self.resumes else ""
-                out.append(f"  stage {stage.name}: {count or f'{stage.probes} probes'}{skipped}{kept}{model}")
+                count = (
+                    f"{stage.probes - stage.answered} probes left of {stage.probes}"
+                    if self.resumes
+                    else ""
+                )
+                out.append(
+                    f"  stage {stage.name}: {count or f'{stage.probes} probes'}{skipped}{kept}{model}"
+                )
         out.append(self.cost())
         if self.omits:
             out.append(f"  a smoke run asks fewer: it leaves out {self.omits}")
@@ -128,7 +162,9 @@ class ConfigPlan:
             one = len(self.shown) == 1
             first = "the first probe" if one else f"the first {len(self.shown)} probes"
             first += " left" if self.resumes else ""
-            out.append(f"  {first} of stage {self.stages[0].name}, as the model will get {'it' if one else 'them'}:")
+            out.append(
+                f"  {first} of stage {self.stages[0].name}, as the model will get {'it' if one else 'them'}:"
+            )
         for n, shown in enumerate(self.shown, 1):
             tag = f" #{shown.probe.tag}" if shown.probe.tag else ""
             out.append(f"  [{n}] item {shown.probe.item_id}{tag}")
@@ -149,9 +185,15 @@ class DryRun:
 
     def text(self) -> str:
         """The dry run as the terminal shows it."""
-        created = "was read, not changed" if self.out is not None and Path(self.out).exists() else "was not created"
+        created = (
+            "was read, not changed"
+            if self.out is not None and Path(self.out).exists()
+            else "was not created"
+        )
         where = f" (--out {self.out} {created})" if self.out is not None else ""
-        out = [f"dry run of {self.model}: its tokenizer and config were read, no weights; nothing was written{where}."]
+        out = [
+            f"dry run of {self.model}: its tokenizer and config were read, no weights; nothing was written{where}."
+        ]
         for config in self.configs:
             out += ["", *config.lines()]
         out += [f"\n{config}: skipped, {why}" for config, why in self.skipped.items()]
@@ -190,7 +232,9 @@ def dry_run(
         raise InvalidValueError(f"A dry run shows n >= 0 probes per config, got {n!r}.")
     names = expand(names_given(configs, "dry_run(configs)"))
     if rows is not None and len(names) > 1:
-        raise CultureProbeError("rows belong to one config: dry-run a suite without them, or name one config.")
+        raise CultureProbeError(
+            "rows belong to one config: dry-run a suite without them, or name one config."
+        )
     settings, each, data_dirs = suite_settings(names, settings, keywords, options)
     folder = None if out is None else Path(out)
     if folder is not None and len(names) > 1:  # a suite's folder, checked as the suite checks it
@@ -201,7 +245,9 @@ def dry_run(
     def one(config: str) -> ConfigPlan:
         run_dir = folder / config if folder is not None and len(names) > 1 else folder
         config_settings = replace(settings, data_dir=data_dirs[config])
-        return plan_config(config, model, config_settings, each[config], rows, n, previewers, run_dir, resume)
+        return plan_config(
+            config, model, config_settings, each[config], rows, n, previewers, run_dir, resume
+        )
 
     plans, skipped = plan_each(names, one, strict)
     return DryRun(str(model), tuple(plans.values()), skipped, None if out is None else str(out))
@@ -230,9 +276,13 @@ def plan_config(
     previewer = previewers[str(model), kind]
     ahead = plan(config, model, settings, options, rows=rows, scorer=previewer.scorer)
     task = ahead.task
-    number, part = first_asked(task, ahead.probes, settings, model)  # --limit, then --shard K/N's part
+    number, part = first_asked(
+        task, ahead.probes, settings, model
+    )  # --limit, then --shard K/N's part
     first = part.probes
-    kept = resumed_records(run_dir, done, model, previewer, ahead, settings, number, first, rows is not None)
+    kept = resumed_records(
+        run_dir, done, model, previewer, ahead, settings, number, first, rows is not None
+    )
     answered = {r.key for r in kept if r.stage == task.stages[0]}
     left = [p for p in first if not isinstance(p, Skipped) and p.key not in answered]
     return ConfigPlan(
@@ -280,9 +330,17 @@ def resumed_records(
         return []
     old = RunRecord.from_json(rundir.read_json(run_dir / rundir.CONFIG_FILE))
     served = isinstance(previewer, ServedPreview)
-    scorer = previewer.scorer if served else Previewed(previewer.scorer.kind, identity_of(old, str(model)))
-    new = describe_plan(model, scorer, ahead, settings, number, first, rows=custom_rows, folder=True)
-    redo = rundir.check_resumable(old, RunRecord.from_json(new), run_dir, ran={r.stage for r in done})
+    scorer = (
+        previewer.scorer
+        if served
+        else Previewed(previewer.scorer.kind, identity_of(old, str(model)))
+    )
+    new = describe_plan(
+        model, scorer, ahead, settings, number, first, rows=custom_rows, folder=True
+    )
+    redo = rundir.check_resumable(
+        old, RunRecord.from_json(new), run_dir, ran={r.stage for r in done}
+    )
     return [r for r in done if r.stage not in redo]
 
 
@@ -292,12 +350,17 @@ def identity_of(old: RunRecord, model: str) -> Any:
     """
     named = str(Path(model).resolve()) if Path(model).exists() else model
     identity = old.model.identity
-    same = old.model.spec == model or (isinstance(identity, Mapping) and identity.get("name_or_path") == named)
+    same = old.model.spec == model or (
+        isinstance(identity, Mapping) and identity.get("name_or_path") == named
+    )
     return identity if same else {"name_or_path": named}
 
 
 def stage_plans(
-    task: Task, first: Sequence[Probe], models: Mapping[str, StageModel], kept: Sequence[Record] = ()
+    task: Task,
+    first: Sequence[Probe],
+    models: Mapping[str, StageModel],
+    kept: Sequence[Record] = (),
 ) -> tuple[StagePlan, ...]:
     """The first stage counted; later stages named (they are built from the records before them), each with its own
     model as the plan resolved it (`models`) and the records of it that a resume keeps (`kept`).
@@ -310,7 +373,10 @@ def stage_plans(
         return StagePlan(name, probes, skipped, task.stage_model(name), about, answered)
 
     head, *later = task.stages
-    return (stage(head, len(first), sum(isinstance(p, Skipped) for p in first)), *(stage(s, None) for s in later))
+    return (
+        stage(head, len(first), sum(isinstance(p, Skipped) for p in first)),
+        *(stage(s, None) for s in later),
+    )
 
 
 #: how each probe kind is previewed: the preview of the engine call that `runner.ASK` makes for it

@@ -16,14 +16,18 @@ class CultureProbeError(Exception):
 class UnknownNameError(CultureProbeError, KeyError):
     """A name (benchmark config, metric, model kind, ...) that is not one of the valid options."""
 
-    def __init__(self, what: str, name: str, valid: Iterable[str], fix: str = "", *, list_valid: bool = True):
+    def __init__(
+        self, what: str, name: str, valid: Iterable[str], fix: str = "", *, list_valid: bool = True
+    ):
         """`list_valid=False` leaves out the list of valid names (dozens of configs), keeping the close matches and
         `fix`, which then says where the list is.
         """
         valid = sorted(valid)
         close = difflib.get_close_matches(name, valid, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        message = f"Unknown {what} {name!r}.{hint}" + (f" Valid {what}s: {', '.join(valid)}." if list_valid else "")
+        message = f"Unknown {what} {name!r}.{hint}" + (
+            f" Valid {what}s: {', '.join(valid)}." if list_valid else ""
+        )
         if fix:
             message += f" {fix}"
         super().__init__(message)
@@ -87,7 +91,14 @@ class NoSpaceError(OSError):
     (`needed`; None when they cannot), and what the user can do after making room (`then`; None: resume the run).
     """
 
-    def __init__(self, code: int, message: str, folder: str, needed: int | None = None, then: str | None = None):
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        folder: str,
+        needed: int | None = None,
+        then: str | None = None,
+    ):
         super().__init__(code, message, folder)
         self.needed, self.then = needed, then
 
@@ -108,10 +119,16 @@ def naming_folder(
     try:
         yield
     except OSError as error:
-        unnamed = error.filename is None or (within is not None and str(error.filename).startswith(within))
+        unnamed = error.filename is None or (
+            within is not None and str(error.filename).startswith(within)
+        )
         if unnamed and error.errno in (errno.ENOSPC, errno.EDQUOT):
             message = error.strerror or os.strerror(error.errno)
-            raise NoSpaceError(error.errno, message, str(folder), needed() if needed else None, then) from error
+            raise NoSpaceError(
+                error.errno, message, str(folder), needed() if needed else None, then
+            ) from error
         if error.filename is None and error.errno in (errno.EROFS, errno.EACCES):
-            raise OSError(error.errno, error.strerror or os.strerror(error.errno), str(folder)) from error
+            raise OSError(
+                error.errno, error.strerror or os.strerror(error.errno), str(folder)
+            ) from error
         raise

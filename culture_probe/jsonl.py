@@ -19,7 +19,9 @@ from typing import Any
 from culture_probe.errors import SourceFormatError
 
 _ESCAPES = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-_LINE_END = re.compile(rb"\r\n|\r|\n")  # the line ends of universal newlines; JSON escapes "\n" and "\r" in strings
+_LINE_END = re.compile(
+    rb"\r\n|\r|\n"
+)  # the line ends of universal newlines; JSON escapes "\n" and "\r" in strings
 
 
 def line(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
@@ -40,7 +42,9 @@ def decode(data: bytes, *, path: str) -> list[str]:
         try:
             lines.append(raw.decode("utf-8"))
         except UnicodeDecodeError as error:
-            raise SourceFormatError(f"not UTF-8 text ({error.reason})", path=path, line=number) from None
+            raise SourceFormatError(
+                f"not UTF-8 text ({error.reason})", path=path, line=number
+            ) from None
     return lines
 
 

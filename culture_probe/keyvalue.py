@@ -17,7 +17,9 @@ def split_pair(text: str, *, what: str, example: str, shape: str = "KEY=VALUE") 
     key, eq, value = text.partition("=")
     key, value = key.strip(), value.strip()
     if not eq or not key or not value:
-        raise InvalidValueError(f"{what} takes {shape}, got {text.strip()!r} (e.g. {what} {example}).")
+        raise InvalidValueError(
+            f"{what} takes {shape}, got {text.strip()!r} (e.g. {what} {example})."
+        )
     return key, value
 
 
@@ -32,6 +34,8 @@ def parse_pairs(
     for item in (i for i in items if i.strip()):
         key, value = split_pair(item, what=what, example=example, shape=shape)
         if key in pairs:
-            raise InvalidValueError(f"{what} gives {key} twice ({pairs[key]!r} and {value!r}): keep one.")
+            raise InvalidValueError(
+                f"{what} gives {key} twice ({pairs[key]!r} and {value!r}): keep one."
+            )
         pairs[key] = value
     return pairs

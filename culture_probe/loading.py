@@ -28,9 +28,15 @@ def load_rows(
     (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing still runs).
     """
     benchmark = resolve(config)
-    only = {"languages": (language,)} if language is not None and benchmark.module.BUILDER.LANGUAGE_FILTER else {}
+    only = (
+        {"languages": (language,)}
+        if language is not None and benchmark.module.BUILDER.LANGUAGE_FILTER
+        else {}
+    )
     with quiet_progress():  # the run prints its own progress
-        return load_benchmark(benchmark, data_dir=data_dir, corrected=corrected, **only)["test"].to_list()
+        return load_benchmark(benchmark, data_dir=data_dir, corrected=corrected, **only)[
+            "test"
+        ].to_list()
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,9 @@ class SideData:
     provenance: dict[str, Any]
 
 
-def load_side_data(config: str | Benchmark, options: Any, *, data_dir: str | os.PathLike | None = None) -> SideData:
+def load_side_data(
+    config: str | Benchmark, options: Any, *, data_dir: str | os.PathLike | None = None
+) -> SideData:
     """The resources `config`'s protocol declares for `options`, loaded from `data_dir` (or the mirror, or the
     pinned URL). Needs no model: a bad resource option (a missing template file) fails before the model is touched.
     """
@@ -67,7 +75,9 @@ def load_task(
     task_cls = task_for(benchmark)
     options = options if options is not None else task_cls.Options()
     side = load_side_data(benchmark, options, data_dir=data_dir)
-    return task_cls(benchmark, options, kind=kind, seed=seed, resources=side.values), side.provenance
+    return task_cls(
+        benchmark, options, kind=kind, seed=seed, resources=side.values
+    ), side.provenance
 
 
 def task_of_run(record: RunRecord) -> Task:
@@ -75,4 +85,10 @@ def task_of_run(record: RunRecord) -> Task:
     mirror, or the pinned URL): what metrics need besides the records (FmLAMA's word vectors for mWS).
     """
     plain = task_from_config(record.to_json())
-    return load_task(plain.benchmark, plain.options, kind=plain.kind, seed=plain.seed, data_dir=record.run.data_dir)[0]
+    return load_task(
+        plain.benchmark,
+        plain.options,
+        kind=plain.kind,
+        seed=plain.seed,
+        data_dir=record.run.data_dir,
+    )[0]

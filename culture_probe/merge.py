@@ -41,10 +41,26 @@ from culture_probe.tasks.probes import Record
 
 # config.json keys that say how, when and where a shard ran, not what it computed: the merge keeps the first
 # shard's date, versions and hardware and records the processes of all
-PROVENANCE = ("date", "finished", "duration_s", "processes", "versions", "versions_seen", "hardware")
+PROVENANCE = (
+    "date",
+    "finished",
+    "duration_s",
+    "processes",
+    "versions",
+    "versions_seen",
+    "hardware",
+)
 # run settings that each machine may set its own way (the batch its memory takes, its device, its cache, its server
 # traffic), as --resume lets them differ
-MACHINE_SETTINGS = ("device", "batch_tokens", "cache_dir", "no_cache", "concurrency", "request_timeout", "max_retries")
+MACHINE_SETTINGS = (
+    "device",
+    "batch_tokens",
+    "cache_dir",
+    "no_cache",
+    "concurrency",
+    "request_timeout",
+    "max_retries",
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +115,9 @@ def check_shards(found: Sequence[ShardRun]) -> None:
                 "Pass each shard's folder once."
             )
         by_index[shard.shard.index] = shard
-    missing = [Shard(k, first.shard.count) for k in range(1, first.shard.count + 1) if k not in by_index]
+    missing = [
+        Shard(k, first.shard.count) for k in range(1, first.shard.count + 1) if k not in by_index
+    ]
     if missing:
         raise CultureProbeError(
             f"shard {missing[0]} is missing ({len(missing)} of {first.shard.count} missing): pass its folder too "
@@ -117,7 +135,9 @@ def check_shards(found: Sequence[ShardRun]) -> None:
     for shard in found:
         for item in {r.item_id for r in shard.run.records}:
             if holder.setdefault(item, shard) is not shard:
-                raise CultureProbeError(f"item {item} is in two shards: {holder[item].name} and {shard.name}.")
+                raise CultureProbeError(
+                    f"item {item} is in two shards: {holder[item].name} and {shard.name}."
+                )
     placed = sorted(position for shard in found for position in shard.part["positions"].values())
     if placed != list(range(first.part["probes"])):
         raise CultureProbeError(
@@ -131,18 +151,26 @@ def settings_of(shard: ShardRun) -> dict[str, Any]:
     machine's own settings; and the whole run's size as shard.json gives it.
     """
     config = {k: v for k, v in shard.run.config.items() if k not in PROVENANCE}
-    config["run"] = {k: v for k, v in config["run"].items() if k not in ("shard", *MACHINE_SETTINGS)}
+    config["run"] = {
+        k: v for k, v in config["run"].items() if k not in ("shard", *MACHINE_SETTINGS)
+    }
     config["planned"] = {k: v for k, v in (config.get("planned") or {}).items() if k != "probes"}
     config["subset"] = {k: v for k, v in (config.get("subset") or {}).items() if k != "sampled"}
     whole = {k: v for k, v in shard.part.items() if k not in ("shard", "positions")}
-    return {"run": config.pop("run"), **config, "shard.json": whole}  # the settings first: the likely difference
+    return {
+        "run": config.pop("run"),
+        **config,
+        "shard.json": whole,
+    }  # the settings first: the likely difference
 
 
 def difference(mine: Any, theirs: Any, key: str = "") -> tuple[str, Any, Any] | None:
     """The first key (dotted) at which two JSON values differ, with both values; None when equal."""
     if isinstance(mine, Mapping) and isinstance(theirs, Mapping):
         for name in dict.fromkeys([*mine, *theirs]):
-            found = difference(mine.get(name), theirs.get(name), f"{key}.{name}" if key else str(name))
+            found = difference(
+                mine.get(name), theirs.get(name), f"{key}.{name}" if key else str(name)
+            )
             if found is not None:
                 return found
         return None
@@ -159,14 +187,24 @@ def in_run_order(found: Sequence[ShardRun], stages: Sequence[str]) -> list[Recor
     for shard in found:
         for record in shard.run.records:
             if record.stage == stage:
-                item_place[record.item_id] = min(item_place.get(record.item_id, math.inf), places[record.key])
+                item_place[record.item_id] = min(
+                    item_place.get(record.item_id, math.inf), places[record.key]
+                )
     rank = {name: i for i, name in enumerate(stages)}
 
     def place(shard: int, index: int, record: Record) -> tuple[float, ...]:
-        within = places[record.key] if record.stage == stage else item_place.get(record.item_id, math.inf)
+        within = (
+            places[record.key]
+            if record.stage == stage
+            else item_place.get(record.item_id, math.inf)
+        )
         return rank.get(record.stage, len(rank)), within, shard, index
 
-    tagged = [(place(s, i, r), r) for s, shard in enumerate(found) for i, r in enumerate(shard.run.records)]
+    tagged = [
+        (place(s, i, r), r)
+        for s, shard in enumerate(found)
+        for i, r in enumerate(shard.run.records)
+    ]
     return [record for _, record in sorted(tagged, key=lambda pair: pair[0])]
 
 
@@ -191,7 +229,9 @@ class Merge:
         task = task_of_run(first.run.record)
         records = in_run_order(self.shards, task.stages)
         processes = [p for s in self.shards for p in read_processes(s.run.path, s.run.records)]
-        log = ProcessLog(None, processes[:-1], processes[-1], clock=0.0)  # read, never saved: their record
+        log = ProcessLog(
+            None, processes[:-1], processes[-1], clock=0.0
+        )  # read, never saved: their record
         with rundir.lock(out):
             check_empty(out, "run")
             out.mkdir(parents=True, exist_ok=True)
@@ -210,7 +250,11 @@ class Merge:
 
     def config(self) -> dict[str, Any]:
         """The first shard's config.json as the one run's: no shard, the whole run's planned probes and units."""
-        config = {k: v for k, v in self.shards[0].run.config.items() if k not in ("finished", "versions_seen")}
+        config = {
+            k: v
+            for k, v in self.shards[0].run.config.items()
+            if k not in ("finished", "versions_seen")
+        }
         config["run"] = {**config["run"], "shard": None}
         config["planned"] = {**config["planned"], "probes": self.shards[0].part["probes"]}
         if config.get("subset"):
@@ -238,7 +282,9 @@ class Merge:
 def check_empty(out: Path, kind: rundir.Kind) -> None:
     """A merge writes a new run or suite: into a new or empty folder only, never over another run."""
     if out.is_dir() and any(p.name != rundir.LOCK_FILE for p in out.iterdir()):
-        raise CultureProbeError(f"--out {out} is not empty: the merge writes a new {kind}; pass a new or empty folder.")
+        raise CultureProbeError(
+            f"--out {out} is not empty: the merge writes a new {kind}; pass a new or empty folder."
+        )
 
 
 def merge_runs(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> RunResult:
@@ -256,9 +302,15 @@ def merge_suites(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike
     folders, folder = [Path(d) for d in shard_dirs], Path(out)
     for path in folders:
         if rundir.folder_kind(path) != "suite":
-            raise CultureProbeError(f"{path} is not a suite folder: merge the N folders of one sharded suite.")
+            raise CultureProbeError(
+                f"{path} is not a suite folder: merge the N folders of one sharded suite."
+            )
     summary = read_summary(folders[0])
-    configs = [c for c in planned_of(summary) if any((f / c / rundir.CONFIG_FILE).is_file() for f in folders)]
+    configs = [
+        c
+        for c in planned_of(summary)
+        if any((f / c / rundir.CONFIG_FILE).is_file() for f in folders)
+    ]
     merges = {config: Merge.of([f / config for f in folders]) for config in configs}
     with rundir.lock(folder, "suite"):
         check_empty(folder, "suite")

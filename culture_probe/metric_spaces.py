@@ -20,8 +20,12 @@ from culture_probe.errors import PublishError
 from culture_probe.metrics import MODULES_DIR
 from culture_probe.sharing import front_matter
 
-FORMULAS = "culture_probe_formulas"  # the Space's sibling module holding the library code its metric runs
-LIBRARY = Path(__file__).resolve().parent  # the installed package, whose source the formulas are copied from
+FORMULAS = (
+    "culture_probe_formulas"  # the Space's sibling module holding the library code its metric runs
+)
+LIBRARY = (
+    Path(__file__).resolve().parent
+)  # the installed package, whose source the formulas are copied from
 
 
 def write_metric_space(folder: Path, owner: str, name: str) -> Path:
@@ -32,7 +36,9 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
     the packages the two files import, with culture_probe's own version ranges). `evaluate.load` fetches the
     sibling because the module imports it relatively (evaluate/loading.py `get_imports`).
     """
-    module = _space_module((MODULES_DIR / name / f"{name}.py").read_text(encoding="utf-8"), f"{owner}/{name}")
+    module = _space_module(
+        (MODULES_DIR / name / f"{name}.py").read_text(encoding="utf-8"), f"{owner}/{name}"
+    )
     formulas = formulas_source(module.needed, used_by=f"{name}.py")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.py").write_text(module.text, encoding="utf-8")
@@ -40,7 +46,13 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
     from culture_probe.version import __version__
 
     doc = ast.get_docstring(ast.parse(module.text)) or ""
-    card = {"title": name, "sdk": "gradio", "app_file": "app.py", "pinned": False, "tags": ["evaluate", "metric"]}
+    card = {
+        "title": name,
+        "sdk": "gradio",
+        "app_file": "app.py",
+        "pinned": False,
+        "tags": ["evaluate", "metric"],
+    }
     (folder / "README.md").write_text(
         front_matter(card) + f"\n# {name}\n\n{doc}\n\n"
         f'Load it with `evaluate.load("{owner}/{name}")`; it needs only the packages of '
@@ -54,7 +66,9 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
         encoding="utf-8",
     )
     packages = sorted({*module.packages, *formulas.packages})
-    (folder / "requirements.txt").write_text("".join(f"{requirement(p)}\n" for p in packages), encoding="utf-8")
+    (folder / "requirements.txt").write_text(
+        "".join(f"{requirement(p)}\n" for p in packages), encoding="utf-8"
+    )
     return folder
 
 
@@ -72,13 +86,19 @@ def _space_module(text: str, repo_id: str) -> Source:
     import ...` line (where the first was), and its docstring example loads the Space instead of the library.
     """
     tree = ast.parse(text)
-    imports = [n for n in tree.body if isinstance(n, ast.ImportFrom) and not n.level and _in_library(n.module or "")]
+    imports = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and not n.level and _in_library(n.module or "")
+    ]
     for node in tree.body:
         if node not in imports:
             _no_library_inside(node, repo_id)
     needed = tuple((node.module or "", alias.name) for node in imports for alias in node.names)
     names = ", ".join(
-        alias.name + (f" as {alias.asname}" if alias.asname else "") for n in imports for alias in n.names
+        alias.name + (f" as {alias.asname}" if alias.asname else "")
+        for n in imports
+        for alias in n.names
     )
     lines = text.splitlines(keepends=True)
     drop = {i for node in imports for i in range(node.lineno - 1, node.end_lineno or node.lineno)}
@@ -86,7 +106,9 @@ def _space_module(text: str, repo_id: str) -> Source:
     kept = [line for i, line in enumerate(lines) if i not in drop]
     kept.insert(first, f"from .{FORMULAS} import {names}\n")
     body = "".join(kept).replace(">>> import culture_probe", ">>> import evaluate")
-    body = re.sub(r"culture_probe\.load_metric\((['\"])\w+\1\)", f'evaluate.load("{repo_id}")', body)
+    body = re.sub(
+        r"culture_probe\.load_metric\((['\"])\w+\1\)", f'evaluate.load("{repo_id}")', body
+    )
     return Source(body, needed, _packages(tree))
 
 
@@ -111,8 +133,12 @@ def formulas_source(needed: Sequence[tuple[str, str]], *, used_by: str) -> Sourc
         width=116,
     )
     body = "\n\n\n".join(_library_module(module).segment(name) for module, name in formulas.order)
-    text = f'"""{doc}\n"""\n\nfrom __future__ import annotations\n\n{formulas.imports()}\n\n\n{body}\n'
-    return Source(text, (), _third_party({module.split(".")[0] for module, _, _ in formulas.bound.values()}))
+    text = (
+        f'"""{doc}\n"""\n\nfrom __future__ import annotations\n\n{formulas.imports()}\n\n\n{body}\n'
+    )
+    return Source(
+        text, (), _third_party({module.split(".")[0] for module, _, _ in formulas.bound.values()})
+    )
 
 
 Binding = tuple[str, str, str]  # an import: (module, name imported from it or "", alias or "")
@@ -137,12 +163,18 @@ class _Formulas:
         if name in source.library:  # imported there: the definition lives in another library module
             target = source.library[name]
             if target[1] != name:
-                raise PublishError(f"{module} imports {target[1]} as {name}: import it under its own name to publish.")
+                raise PublishError(
+                    f"{module} imports {target[1]} as {name}: import it under its own name to publish."
+                )
             self.visit(*target)
             return
         if name not in source.definitions:
-            raise PublishError(f"{self.used_by} imports {name} from {module}, which does not define it at its top.")
-        if name in self.defined:  # copied already, being copied (recursion), or another thing of that name
+            raise PublishError(
+                f"{self.used_by} imports {name} from {module}, which does not define it at its top."
+            )
+        if (
+            name in self.defined
+        ):  # copied already, being copied (recursion), or another thing of that name
             copied = self.defined[name]
             if copied != module and _library_module(copied).segment(name) != source.segment(name):
                 raise self._clash(name, f"{copied}.{name}", f"{module}.{name}")
@@ -156,7 +188,10 @@ class _Formulas:
             if used in source.definitions or used in source.library:
                 self.visit(module, used)
             elif used in source.external:
-                if self.bound.setdefault(used, source.external[used]) != source.external[used] or used in self.defined:
+                if (
+                    self.bound.setdefault(used, source.external[used]) != source.external[used]
+                    or used in self.defined
+                ):
                     raise self._clash(used, f"what {module} imports as {used}", "another")
         self.order.append((module, name))
 
@@ -168,12 +203,16 @@ class _Formulas:
 
     def imports(self) -> str:
         """The import statements of the bound names: plain imports, then one `from` line per module."""
-        plain = sorted(f"import {m}" + (f" as {a}" if a else "") for m, n, a in self.bound.values() if not n)
+        plain = sorted(
+            f"import {m}" + (f" as {a}" if a else "") for m, n, a in self.bound.values() if not n
+        )
         names: dict[str, list[str]] = {}
         for module, name, alias in sorted(self.bound.values()):
             if name:
                 names.setdefault(module, []).append(name + (f" as {alias}" if alias else ""))
-        return "\n".join([*plain, *(f"from {m} import {', '.join(n)}" for m, n in sorted(names.items()))])
+        return "\n".join(
+            [*plain, *(f"from {m} import {', '.join(n)}" for m, n in sorted(names.items()))]
+        )
 
 
 @dataclass(frozen=True)
@@ -213,12 +252,18 @@ def _library_module(module: str) -> _LibraryModule:
                     external[local] = (node.module or "", alias.name, alias.asname or "")
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                external[alias.asname or alias.name.split(".")[0]] = (alias.name, "", alias.asname or "")
+                external[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name,
+                    "",
+                    alias.asname or "",
+                )
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             definitions[node.name] = node
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            definitions.update({n.id: node for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)})
+            definitions.update(
+                {n.id: node for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            )
     return _LibraryModule(tuple(text.splitlines(keepends=True)), definitions, library, external)
 
 

@@ -28,10 +28,16 @@ class Output:
 
     name: str  # as the messages name it: "export", "board", "consistency report", "comparison"
     marker: str  # the file listing what it wrote (a JSON list of paths inside the folder)
-    shared: bool = False  # written into a folder holding others' files too (else: new, empty, or its own)
-    before: tuple[str, ...] | None = None  # what a marker of an earlier version (plain text) says it wrote
+    shared: bool = (
+        False  # written into a folder holding others' files too (else: new, empty, or its own)
+    )
+    before: tuple[str, ...] | None = (
+        None  # what a marker of an earlier version (plain text) says it wrote
+    )
     locked: bool = False  # a second writer of the folder is refused at once
-    taken: Callable[[Path], str | None] | None = None  # what else a folder may be (a run's): never written
+    taken: Callable[[Path], str | None] | None = (
+        None  # what else a folder may be (a run's): never written
+    )
 
 
 @dataclass
@@ -73,7 +79,9 @@ def check(out: str | os.PathLike, output: Output) -> Path:
     (unless `Output.shared`) a folder holding files but no output of this command. Reads nothing else.
     """
     if not os.fspath(out):
-        raise CultureProbeError(f'The {output.name}\'s folder is empty text (--out ""): pass a folder path.')
+        raise CultureProbeError(
+            f'The {output.name}\'s folder is empty text (--out ""): pass a folder path.'
+        )
     folder = Path(out)
     blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
@@ -83,7 +91,11 @@ def check(out: str | os.PathLike, output: Output) -> Path:
         )
     taken = _taken(folder, output.taken) if output.taken is not None else None
     if taken is not None:
-        where = "it is" if taken[0] in (folder, folder.resolve()) else f"it lies in {taken[0]}, which is"
+        where = (
+            "it is"
+            if taken[0] in (folder, folder.resolve())
+            else f"it lies in {taken[0]}, which is"
+        )
         raise CultureProbeError(
             f"Cannot write the {output.name} into {folder}: {where} a culture_probe {taken[1]} folder, which no "
             f"{output.name} is written into; nothing was written. Pass another folder (--out), e.g. one beside it."
@@ -119,7 +131,9 @@ def written_before(folder: Path, output: Output) -> list[str]:
     try:
         listed = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
-        listed = None if output.before is None else list(output.before)  # a marker from before the lists
+        listed = (
+            None if output.before is None else list(output.before)
+        )  # a marker from before the lists
     if not isinstance(listed, list) or not all(isinstance(n, str) and _inside(n) for n in listed):
         raise CultureProbeError(
             f"{path} is damaged (it must list the files the {output.name} wrote, as paths inside it); nothing was "
@@ -130,7 +144,11 @@ def written_before(folder: Path, output: Output) -> list[str]:
 
 def _inside(path: str) -> bool:
     """A marker entry: a relative POSIX path inside the folder, through no hidden name (`..`, a marker, `.git`)."""
-    return bool(path) and "\\" not in path and all(part and not part.startswith(".") for part in path.split("/"))
+    return (
+        bool(path)
+        and "\\" not in path
+        and all(part and not part.startswith(".") for part in path.split("/"))
+    )
 
 
 def files_in(folder: Path) -> tuple[str, ...]:
@@ -144,7 +162,9 @@ def files_in(folder: Path) -> tuple[str, ...]:
     )
 
 
-def _swap_in(build: Path, out: Path, output: Output, previous: Sequence[str], files: Sequence[str]) -> tuple[str, ...]:
+def _swap_in(
+    build: Path, out: Path, output: Output, previous: Sequence[str], files: Sequence[str]
+) -> tuple[str, ...]:
     """Move the complete output from `build` into `out`, replacing the earlier output's files (`previous`) and
     keeping every other file there; the files kept. A file of someone else's where the output writes one is refused.
 
@@ -153,7 +173,9 @@ def _swap_in(build: Path, out: Path, output: Output, previous: Sequence[str], fi
     """
     present = [f for f in files_in(out) if not _bookkeeping(f)] if out.is_dir() else []
     kept = tuple(f for f in present if not _listed(f, previous))
-    clashes = [f for f in files for k in kept if f == k or k.startswith(f + "/") or f.startswith(k + "/")]
+    clashes = [
+        f for f in files for k in kept if f == k or k.startswith(f + "/") or f.startswith(k + "/")
+    ]
     if clashes:
         raise CultureProbeError(
             f"Cannot write the {output.name} into {out}: {', '.join(clashes)} would replace what no {output.name} "
@@ -218,6 +240,8 @@ def lock(folder: Path, what: str) -> Iterator[None]:
             "or pass another --out."
         ) from None
     finally:
-        if made and folder.is_dir() and all(p.name == LOCK_FILE for p in folder.iterdir()):  # nothing written
+        if (
+            made and folder.is_dir() and all(p.name == LOCK_FILE for p in folder.iterdir())
+        ):  # nothing written
             (folder / LOCK_FILE).unlink(missing_ok=True)
             folder.rmdir()

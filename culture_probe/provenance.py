@@ -47,11 +47,17 @@ class Process:
         """
         if self.truncation is None:
             return self
-        return replace(self, truncation={s: cut for s, cut in self.truncation.items() if s in stages})
+        return replace(
+            self, truncation={s: cut for s, cut in self.truncation.items() if s in stages}
+        )
 
     def to_json(self) -> dict[str, Any]:
         """processes.json's entry."""
-        cuts = None if self.truncation is None else {s: cut.to_json() for s, cut in self.truncation.items()}
+        cuts = (
+            None
+            if self.truncation is None
+            else {s: cut.to_json() for s, cut in self.truncation.items()}
+        )
         return {
             "started": self.started,
             "duration_s": round(self.duration_s, 3),
@@ -70,7 +76,9 @@ class Process:
             duration_s=float(data["duration_s"]),
             records=int(data["records"]),
             versions=dict(data["versions"]),
-            truncation=None if cuts is None else {s: Truncation.from_json(c) for s, c in cuts.items()},
+            truncation=None
+            if cuts is None
+            else {s: Truncation.from_json(c) for s, c in cuts.items()},
             finished=bool(data["finished"]),
         )
 
@@ -103,7 +111,12 @@ class ProcessLog:
         earlier = read_processes(run_dir, kept) if run_dir is not None and kept else []
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         current = Process(started, versions=versions, truncation={} if counting else None)
-        log = cls(run_dir / PROCESSES_FILE if run_dir is not None and write else None, earlier, current, clock)
+        log = cls(
+            run_dir / PROCESSES_FILE if run_dir is not None and write else None,
+            earlier,
+            current,
+            clock,
+        )
         log.save()
         return log
 
@@ -140,7 +153,9 @@ class ProcessLog:
         counted = [p.truncation for p in self.processes if p.truncation is not None]
         if not counted:
             return None
-        total = functools.reduce(Truncation.plus, (cut for cuts in counted for cut in cuts.values()), Truncation())
+        total = functools.reduce(
+            Truncation.plus, (cut for cuts in counted for cut in cuts.values()), Truncation()
+        )
         every = len(self.processes)
         uncounted = {"uncounted": every - len(counted)} if len(counted) < every else {}
         return {**total.to_json(), "resumed": every > 1, "processes": every, **uncounted}

@@ -39,7 +39,9 @@ class Upload:
     folder: Path
     files: tuple[tuple[str, int], ...]
     url: str | None = None  # the commit, once uploaded
-    kept: tuple[str, ...] = ()  # files of the user's in a dry run's folder: left there, never uploaded
+    kept: tuple[
+        str, ...
+    ] = ()  # files of the user's in a dry run's folder: left there, never uploaded
 
     def check(self, token: str | None = None) -> None:
         """Refuse, naming the file, an upload holding a secret, a key or the home folder's path (`check_upload`)."""
@@ -77,8 +79,14 @@ def push(
     with _folder(dry_run_dir) as folder:
         result = export(folder, configs=names, data_dirs=data_dirs, permission=i_have_permission)
         if not result.configs:
-            raise PublishError("Nothing to push: no config loaded (" + "; ".join(r for _, r in result.skipped) + ").")
-        upload = Upload(repo_id, "dataset", not public, folder, _files(folder, result.files), kept=result.kept)
+            raise PublishError(
+                "Nothing to push: no config loaded ("
+                + "; ".join(r for _, r in result.skipped)
+                + ")."
+            )
+        upload = Upload(
+            repo_id, "dataset", not public, folder, _files(folder, result.files), kept=result.kept
+        )
         upload.check(token)  # a dry run too: it shows what a push would send
         if api is None:
             return upload
@@ -117,11 +125,15 @@ def push_metrics(
             folder = write_metric_space(Path(root) / name, owner, name)
             upload = Upload(f"{owner}/{name}", "space", not public, folder, _files(folder))
             upload.check(token)
-            uploads.append(upload if api is None else _upload(api, upload, f"culture_probe metric {name}"))
+            uploads.append(
+                upload if api is None else _upload(api, upload, f"culture_probe metric {name}")
+            )
     return uploads
 
 
-def allowed_configs(configs: Sequence[str] | None, data_dirs: Mapping[str, Any], permission: bool) -> list[str]:
+def allowed_configs(
+    configs: Sequence[str] | None, data_dirs: Mapping[str, Any], permission: bool
+) -> list[str]:
     """The configs to export: those named (refused when their data is on request and not permitted), or every
     config whose data may be redistributed (on-request benchmarks only when permitted).
     """
@@ -129,7 +141,9 @@ def allowed_configs(configs: Sequence[str] | None, data_dirs: Mapping[str, Any],
     names = list(dict.fromkeys(configs)) if configs else list(entries)
     for name in names:
         if name not in entries:
-            raise UnknownNameError("benchmark config", name, entries, fix="See `culture-probe list`.")
+            raise UnknownNameError(
+                "benchmark config", name, entries, fix="See `culture-probe list`."
+            )
     refused = [
         n
         for n in names
@@ -148,7 +162,9 @@ def allowed_configs(configs: Sequence[str] | None, data_dirs: Mapping[str, Any],
 
 def on_request_info(benchmark: str) -> Any:
     """The card of a benchmark whose data is released only on request, else None."""
-    info = next(module.INFO for module in benchmark_modules().values() if module.INFO.name == benchmark)
+    info = next(
+        module.INFO for module in benchmark_modules().values() if module.INFO.name == benchmark
+    )
     return info if info.on_request else None
 
 
@@ -191,7 +207,9 @@ def hub_api(token: str | None) -> Any:
 def hub_errors(api: Any, what: str) -> Iterator[None]:
     """The Hub's refusals and network failures as one line that says what to do."""
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-    from huggingface_hub.utils import httpx  # the client's own HTTP library: its network failures are no OSError
+    from huggingface_hub.utils import (
+        httpx,
+    )  # the client's own HTTP library: its network failures are no OSError
 
     try:
         yield
@@ -203,7 +221,9 @@ def hub_errors(api: Any, what: str) -> Iterator[None]:
         }.get(status, "the Hub refused it")
         raise PublishError(f"{what} failed ({status}): {hint}.") from None
     except OfflineModeIsEnabled:
-        raise PublishError("Pushing needs the network, but HF_HUB_OFFLINE is set: run with HF_HUB_OFFLINE=0.") from None
+        raise PublishError(
+            "Pushing needs the network, but HF_HUB_OFFLINE is set: run with HF_HUB_OFFLINE=0."
+        ) from None
     except (httpx.TransportError, OSError) as error:  # connection refused, DNS, timeouts
         raise PublishError(
             f"Cannot reach the Hub at {api.endpoint} ({type(error).__name__}: {error}); check the "
@@ -211,7 +231,9 @@ def hub_errors(api: Any, what: str) -> Iterator[None]:
         ) from None
 
 
-def _upload(api: Any, upload: Upload, message: str, *, guard: str | None = None, **options: Any) -> Upload:
+def _upload(
+    api: Any, upload: Upload, message: str, *, guard: str | None = None, **options: Any
+) -> Upload:
     """Create the repository if needed and upload the folder in one commit. An existing repository keeps its
     visibility, so the result says the one it has; `guard` (why a public repository must not get this upload)
     refuses before anything is sent to a public one.
@@ -242,7 +264,11 @@ def _files(folder: Path, names: Sequence[str] | None = None) -> tuple[tuple[str,
     """(path, bytes) of `names` in `folder` (default: every file there but the export marker)."""
     if names is None:
         names = [p.relative_to(folder).as_posix() for p in Path(folder).rglob("*") if p.is_file()]
-    return tuple((name, (Path(folder) / name).stat().st_size) for name in sorted(names) if name != EXPORT_MARKER)
+    return tuple(
+        (name, (Path(folder) / name).stat().st_size)
+        for name in sorted(names)
+        if name != EXPORT_MARKER
+    )
 
 
 @contextmanager
@@ -276,7 +302,9 @@ def main(args: Any) -> int:
     if args.dry_run and not args.out:
         raise PublishError("--dry-run writes the folder it would upload: pass --out DIR as well.")
     if args.out and not args.dry_run:
-        raise PublishError("--out is the folder of a --dry-run; a push uploads from a temporary folder.")
+        raise PublishError(
+            "--out is the folder of a --dry-run; a push uploads from a temporary folder."
+        )
     if args.out and args.command == "push-metrics":
         folder = Path(args.out)
         if folder.exists() and any(folder.iterdir()):
@@ -284,7 +312,9 @@ def main(args: Any) -> int:
     elif args.out:
         check_export_folder(Path(args.out))
     if args.command == "push-metrics":
-        uploads = push_metrics(args.owner, metrics=args.metrics, public=args.public, dry_run_dir=args.out)
+        uploads = push_metrics(
+            args.owner, metrics=args.metrics, public=args.public, dry_run_dir=args.out
+        )
     else:
         uploads = [
             push(
@@ -297,7 +327,9 @@ def main(args: Any) -> int:
             )
         ]
     for upload in uploads:
-        print(("would upload " if upload.url is None else "uploaded ") + "\n".join(upload.describe()))
+        print(
+            ("would upload " if upload.url is None else "uploaded ") + "\n".join(upload.describe())
+        )
         if upload.url:
             print(f"commit: {upload.url}")
     return 0

@@ -23,7 +23,9 @@ from typing import Any, TypedDict
 from culture_probe.typecheck import check_document, read_dataclass
 
 # what a damaged file's one-line error says to do
-CONFIG_FIX = "the run folder is damaged: restore the file, or run the config again into a new --out."
+CONFIG_FIX = (
+    "the run folder is damaged: restore the file, or run the config again into a new --out."
+)
 METRICS_FIX = (
     "the run folder is damaged: restore the file, or delete it and repeat the run's command with --resume, which "
     "recomputes it from items.jsonl."
@@ -45,7 +47,11 @@ def upgraded(config: Mapping[str, Any]) -> dict[str, Any]:
     config = dict(config)
     run = config.get("run")
     kept = config.get("model_args") or {}
-    if not isinstance(run, dict) or not isinstance(kept, dict) or not any(key in run for key in MOVED_TO_MODEL_ARGS):
+    if (
+        not isinstance(run, dict)
+        or not isinstance(kept, dict)
+        or not any(key in run for key in MOVED_TO_MODEL_ARGS)
+    ):
         return config  # nothing to move (or a damaged block, which `RunRecord.from_json` names)
     moved = {key: run[key] for key in MOVED_TO_MODEL_ARGS if run.get(key) is not None}
     return {
@@ -100,7 +106,9 @@ class ModelRecord:
     """
 
     spec: str = ""
-    kind: str | None = None  # None: a run record that does not say (the reports then assume the benchmark's own)
+    kind: str | None = (
+        None  # None: a run record that does not say (the reports then assume the benchmark's own)
+    )
     identity: Any = None
     planted: str | None = None
     loaded_object: bool = False
@@ -123,7 +131,9 @@ class SettingsRecord:
     protocol: str = "default"  # runs made before the profiles ran the library's protocol
     data_dir: str | None = None
     corrected: bool = False
-    shard: str | None = None  # `--shard K/N`: the slice of the run this folder holds (None: all of it)
+    shard: str | None = (
+        None  # `--shard K/N`: the slice of the run this folder holds (None: all of it)
+    )
     values: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -171,8 +181,12 @@ class RunRecord:
     options: Mapping[str, Any] = field(default_factory=dict)  # the protocol options, by name
     # the options that change each stage's records (None: a run made before they were recorded)
     stage_options: Mapping[str, Sequence[str]] | None = None
-    seed_used: bool = True  # whether the seed can change a number (a protocol that draws, or a --limit subset)
-    protocol: Mapping[str, Any] = field(default_factory=dict)  # the task's description of its protocol
+    seed_used: bool = (
+        True  # whether the seed can change a number (a protocol that draws, or a --limit subset)
+    )
+    protocol: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # the task's description of its protocol
     deviations: tuple[Deviation, ...] = ()
     subset: Subset | None = None  # what a --limit run probed (None: every item)
     planned: Planned = field(default_factory=Planned)  # the first stage and its probe count
@@ -383,5 +397,7 @@ def read_metrics(data: Any, source: str = "metrics.json") -> dict[str, Any]:
     check_document(data, Metrics, source, METRICS_FIX)
     results = data.get("results") or {}
     for key in (key for key in results if key.startswith("by_")):
-        check_document(results[key], dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}")
+        check_document(
+            results[key], dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}"
+        )
     return data

@@ -28,7 +28,9 @@ SERVED_BACKENDS = (
 )
 
 # what a run without --out says, so that nobody looks for files that were never written
-NOT_SAVED = "nothing was written (no --out): pass --out DIR to keep metrics.json, items.jsonl and report.md"
+NOT_SAVED = (
+    "nothing was written (no --out): pass --out DIR to keep metrics.json, items.jsonl and report.md"
+)
 
 
 def main(args: Any) -> int:
@@ -37,12 +39,16 @@ def main(args: Any) -> int:
     """
     names, configs, model, keywords = planned(args)
     if args.show is not None and not args.dry_run:
-        raise InvalidValueError("--show N sets how many probes --dry-run shows: add --dry-run, or drop --show.")
+        raise InvalidValueError(
+            "--show N sets how many probes --dry-run shows: add --dry-run, or drop --show."
+        )
     if args.dry_run:
         return _dry_run(args, configs, model, keywords)
     if len(configs) > 1 or set(names) & set(groups()):
         if args.rows:
-            raise CultureProbeError("--rows belongs to one config: run a suite without it, or name one config.")
+            raise CultureProbeError(
+                "--rows belongs to one config: run a suite without it, or name one config."
+            )
         suite = run_suite(configs, model, strict=args.strict, **keywords)
         if is_main_process():
             from culture_probe.report.summary import SUMMARY_MD, summary_lines
@@ -69,7 +75,12 @@ def planned(args: Any) -> tuple[list[str], list[str], str, dict[str, Any]]:
     model, model_args = model_of(args.model, args.model_args)
     names = config_names(configs_given(args.configs, args.tasks))
     configs = expand(names)  # an unknown name fails here, with the close ones
-    keywords = {**from_arguments(args), "model_args": model_args, "out": args.out, "resume": args.resume}
+    keywords = {
+        **from_arguments(args),
+        "model_args": model_args,
+        "out": args.out,
+        "resume": args.resume,
+    }
     keywords["options"] = options  # each config takes those it has, or those its prefix names
     keywords["batch_tokens"] = batch_tokens_of(args.batch_tokens, args.batch_size)
     return names, configs, model, keywords
@@ -81,7 +92,12 @@ def _dry_run(args: Any, configs: list[str], model: str, keywords: dict[str, Any]
 
     rows = rundir.read_rows(args.rows) if args.rows else None
     shown = dry_run(
-        configs, model, n=SHOWN if args.show is None else args.show, rows=rows, strict=args.strict, **keywords
+        configs,
+        model,
+        n=SHOWN if args.show is None else args.show,
+        rows=rows,
+        strict=args.strict,
+        **keywords,
     )
     print(shown.text())
     return SKIPPED_EXIT if shown.skipped else 0
@@ -90,7 +106,9 @@ def _dry_run(args: Any, configs: list[str], model: str, keywords: dict[str, Any]
 def configs_given(configs: Sequence[str], tasks: Sequence[str]) -> list[str]:
     """The CONFIG arguments, or lm-evaluation-harness's `--tasks`: one of the two."""
     if configs and tasks:
-        raise InvalidValueError("The configs are named twice (CONFIG and --tasks): give them one way.")
+        raise InvalidValueError(
+            "The configs are named twice (CONFIG and --tasks): give them one way."
+        )
     return [*configs, *tasks]
 
 

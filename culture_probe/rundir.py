@@ -40,7 +40,9 @@ RUN_NOTE, SUITE_NOTE = (
 )
 Kind = Literal["run", "suite"]
 MARKERS: dict[Kind, str] = {"run": MARKER, "suite": SUITE_MARKER}
-LOCK_FILE = outfolder.LOCK_FILE  # held by the process writing the run: a second writer fails at once
+LOCK_FILE = (
+    outfolder.LOCK_FILE
+)  # held by the process writing the run: a second writer fails at once
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size), each
 # with the `RunRecord` field that reads it (older runs read with the defaults: no model_args, the default protocol);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded). The options are
@@ -105,7 +107,12 @@ def read_run(run_dir: str | os.PathLike) -> Run:
         )
     found = path / METRICS_FILE  # both files checked against what their readers read (record.py)
     metrics = read_metrics(read_json(found), str(found)) if found.is_file() else None
-    return Run(path, RunRecord.from_json(config, str(path / CONFIG_FILE)), read_records(path / ITEMS_FILE), metrics)
+    return Run(
+        path,
+        RunRecord.from_json(config, str(path / CONFIG_FILE)),
+        read_records(path / ITEMS_FILE),
+        metrics,
+    )
 
 
 def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool) -> list[Record]:
@@ -119,11 +126,16 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
-        old, new = RunRecord.from_json(read_json(existing), str(existing)), RunRecord.from_json(meta)
+        old, new = (
+            RunRecord.from_json(read_json(existing), str(existing)),
+            RunRecord.from_json(meta),
+        )
         redo = check_resumable(old, new, run_dir, ran={r.stage for r in done})
         kept = [r for r in done if r.stage not in redo]
         if main:
-            _say_changes(old, new, run_dir, {stage: sum(r.stage == stage for r in done) for stage in redo})
+            _say_changes(
+                old, new, run_dir, {stage: sum(r.stage == stage for r in done) for stage in redo}
+            )
         return kept
     run_dir.mkdir(parents=True, exist_ok=True)
     if main:
@@ -171,10 +183,14 @@ def check_writable(run_dir: Path, kind: Kind = "run") -> None:
     library (`folder_kind`): never over a model's or anyone's files, never a run into a suite's folder or back.
     """
     if run_dir.exists() and not run_dir.is_dir():
-        raise CultureProbeError(f"--out {run_dir} is a file; pass a folder (new or empty) for the {kind}.")
+        raise CultureProbeError(
+            f"--out {run_dir} is a file; pass a folder (new or empty) for the {kind}."
+        )
     blocking = next((p for p in run_dir.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:
-        raise CultureProbeError(f"--out {run_dir} lies under {blocking}, which is a file; pass a folder path.")
+        raise CultureProbeError(
+            f"--out {run_dir} lies under {blocking}, which is a file; pass a folder path."
+        )
     if not run_dir.is_dir() or all(p.name == LOCK_FILE for p in run_dir.iterdir()):
         return
     found = folder_kind(run_dir)
@@ -205,7 +221,11 @@ def folder_kind(folder: Path) -> Kind | None:
     if (folder / MARKER).is_file():
         return "run"
     try:
-        return "run" if "culture_probe" in read_json(folder / CONFIG_FILE).get("versions", {}) else None
+        return (
+            "run"
+            if "culture_probe" in read_json(folder / CONFIG_FILE).get("versions", {})
+            else None
+        )
     except (OSError, CultureProbeError, AttributeError):
         return None
 
@@ -214,8 +234,15 @@ def runs_in(folder: Path, first: Sequence[str] = ()) -> list[str]:
     """The run directories (with config.json) in a suite folder: those of `first` (suite.json's order) that are
     there, then the others by name.
     """
-    found = sorted(p.name for p in folder.iterdir() if (p / CONFIG_FILE).is_file()) if folder.is_dir() else []
-    return [*(name for name in first if name in found), *(name for name in found if name not in first)]
+    found = (
+        sorted(p.name for p in folder.iterdir() if (p / CONFIG_FILE).is_file())
+        if folder.is_dir()
+        else []
+    )
+    return [
+        *(name for name in first if name in found),
+        *(name for name in found if name not in first),
+    ]
 
 
 def _read_marker(path: Path) -> str | None:
@@ -248,7 +275,9 @@ def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
         yield
 
 
-def check_resumable(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str] = ()) -> tuple[str, ...]:
+def check_resumable(
+    old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str] = ()
+) -> tuple[str, ...]:
     """Refuse to continue a run with different settings (its records would mix two configurations); returns the
     stages to redo: those of the stages that `ran` (have records) whose options changed, other than the first.
     """
@@ -274,7 +303,9 @@ def _drawn(subset: Mapping[str, Any]) -> tuple[Any, ...]:
     return subset.get("unit"), subset.get("strata"), (subset.get("parallel") or {}).get("fields")
 
 
-def changed_stages(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str]) -> tuple[str, ...]:
+def changed_stages(
+    old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str]
+) -> tuple[str, ...]:
     """The stages of the old run to redo because options of theirs changed (config.json's `stage_options`), and
     every stage after the first of them (they were built on its records). A change to the first stage's options
     is refused, as is any change of options in a run that did not record its stages' options (made before them).
@@ -287,7 +318,9 @@ def changed_stages(old: RunRecord, new: RunRecord, run_dir: Path, ran: Collectio
     now = new.stage_options or {}
     redo: list[str] = []
     for position, (stage, names) in enumerate(old.stage_options.items()):
-        changed = [n for n in dict.fromkeys([*names, *now.get(stage, [])]) if before.get(n) != after.get(n)]
+        changed = [
+            n for n in dict.fromkeys([*names, *now.get(stage, [])]) if before.get(n) != after.get(n)
+        ]
         if stage not in ran or not (changed or redo or stage not in now):
             continue
         if position == 0:
@@ -333,7 +366,9 @@ def follow_options(run_dir: Path, meta: Mapping[str, Any], kept: Sequence[Record
         return
     if len(read_records(run_dir / ITEMS_FILE)) != len(kept):
         write_text(run_dir / ITEMS_FILE, "".join(_line(record) for record in kept))
-    write_json(run_dir / CONFIG_FILE, {**config, **{key: meta[key] for key in OPTION_KEYS if key in meta}})
+    write_json(
+        run_dir / CONFIG_FILE, {**config, **{key: meta[key] for key in OPTION_KEYS if key in meta}}
+    )
 
 
 def progress(run: Run) -> str | None:
@@ -360,7 +395,9 @@ def read_records(path: Path) -> list[Record]:
             records.append(Record.from_json(json.loads(line)))
         except (json.JSONDecodeError, UnicodeDecodeError):  # a crash can cut a character too
             if number != len(lines):
-                raise CultureProbeError(f"{path}:{number} is not valid JSON; the run directory is damaged.") from None
+                raise CultureProbeError(
+                    f"{path}:{number} is not valid JSON; the run directory is damaged."
+                ) from None
     return records
 
 
@@ -429,8 +466,12 @@ def read_rows(path: str | os.PathLike) -> list[dict[str, Any]]:
     from culture_probe.data.sources import read_jsonl
 
     if not Path(path).is_file():
-        raise CultureProbeError(f"--rows {str(path)!r}: no such file (give a JSONL file, e.g. a run's rows.jsonl).")
+        raise CultureProbeError(
+            f"--rows {str(path)!r}: no such file (give a JSONL file, e.g. a run's rows.jsonl)."
+        )
     rows = [row for _, row in read_jsonl(path)]
     if not rows:
-        raise CultureProbeError(f"{path} holds no rows: --rows takes a JSONL file with one benchmark row per line.")
+        raise CultureProbeError(
+            f"{path} holds no rows: --rows takes a JSONL file with one benchmark row per line."
+        )
     return rows

@@ -57,7 +57,14 @@ from culture_probe.sharing import redacted
 from culture_probe.tasks import Task, task_for, task_from_config
 from culture_probe.tasks.base import ModelNeed, asked_in
 from culture_probe.tasks.options import json_ready, options_dict
-from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.probes import (
+    FillMaskProbe,
+    GenerateProbe,
+    Probe,
+    Record,
+    ScoreProbe,
+    Skipped,
+)
 from culture_probe.tasks.routing import joined, options_per_config
 from culture_probe.throughput import start_meter
 
@@ -123,7 +130,11 @@ def run(
     server).
     """
     if not isinstance(config, str):
-        several = " (several configs: culture_probe.run_suite)" if isinstance(config, (list, tuple)) else ""
+        several = (
+            " (several configs: culture_probe.run_suite)"
+            if isinstance(config, (list, tuple))
+            else ""
+        )
         raise InvalidValueError(
             f"run(config) takes one benchmark config name, e.g. 'maps_en'; got {config!r}{several}."
         )
@@ -133,9 +144,15 @@ def run(
             "run(config, model, limit=10))."
         )
     settings, protocol = RunSettings.split(keywords, settings)
-    benchmark = resolve(config, corrected=settings.corrected)  # the name looked up once, and handed down
-    protocol = options_per_config([benchmark], joined(options, protocol))[benchmark.name]  # before anything loads
-    return run_with(benchmark, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress)
+    benchmark = resolve(
+        config, corrected=settings.corrected
+    )  # the name looked up once, and handed down
+    protocol = options_per_config([benchmark], joined(options, protocol))[
+        benchmark.name
+    ]  # before anything loads
+    return run_with(
+        benchmark, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress
+    )
 
 
 def run_with(
@@ -168,7 +185,11 @@ def run_with(
     # a second writer of the same folder fails at once, before anything loads (a folder made here and left empty
     # by a refusal while planning is removed again)
     with rundir.lock(run_dir if main else None):
-        ahead = prepared if prepared is not None else plan(config, model, settings, options, rows=rows, scorer=scorer)
+        ahead = (
+            prepared
+            if prepared is not None
+            else plan(config, model, settings, options, rows=rows, scorer=scorer)
+        )
         task, data, every = ahead.task, ahead.data, ahead.probes
         for stage, other in ahead.models.items() if main else ():
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
@@ -176,20 +197,40 @@ def run_with(
         first = part.probes
         scorer = load_scorer(model, settings) if scorer is None else scorer
         custom, folder = rows is not None, run_dir is not None
-        meta = describe_plan(model, scorer, ahead, settings, number, first, rows=custom, folder=folder)
-        settings = replace(settings, limit=number)  # config.json's run.limit: the number the run probed
+        meta = describe_plan(
+            model, scorer, ahead, settings, number, first, rows=custom, folder=folder
+        )
+        settings = replace(
+            settings, limit=number
+        )  # config.json's run.limit: the number the run probed
         # a full disk names the folder, and the space the rest of the records need
         with naming_folder(run_dir or Path("."), needed=lambda: space_needed(run_dir, len(first))):
-            done = open_folder(run_dir, meta, data, custom_rows=rows is not None, resume=resume, main=main)
-            part.save(run_dir if main else None)  # a shard's place in the whole run, which the merge sorts by
+            done = open_folder(
+                run_dir, meta, data, custom_rows=rows is not None, resume=resume, main=main
+            )
+            part.save(
+                run_dir if main else None
+            )  # a shard's place in the whole run, which the merge sorts by
             log = ProcessLog.begin(
-                run_dir, meta["versions"], done, clock=started, counting=counts_cuts(scorer), write=main
+                run_dir,
+                meta["versions"],
+                done,
+                clock=started,
+                counting=counts_cuts(scorer),
+                write=main,
             )
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
             label = model_label(model)
             meter = start_meter(  # says what the run will cost; keeps the rate it measured once it is written
-                task.config, label, scorer, task.stages[0], first, done, began=started, show=progress
+                task.config,
+                label,
+                scorer,
+                task.stages[0],
+                first,
+                done,
+                began=started,
+                show=progress,
             )
             try:
                 records = execute(task, data, first, scorer, settings, done, writer, progress, log)
@@ -199,7 +240,9 @@ def run_with(
             metrics = json_ready(task.compute_metrics(records))
             if known := known_of(model, settings):
                 metrics["planted"] = planted_split(task, records, known)
-            truncation = log.truncation()  # what the engine cut to fit the model, over every process of the run
+            truncation = (
+                log.truncation()
+            )  # what the engine cut to fit the model, over every process of the run
             if truncation is not None:
                 metrics["truncation"] = truncation
             meta = finish(run_dir if main else None, meta, records, metrics, log)
@@ -255,12 +298,18 @@ def open_folder(
         rundir.write_jsonl(run_dir / rundir.ROWS_FILE, rows)
     _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
     if run_dir is not None and done and main:
-        rundir.follow_options(run_dir, meta, done)  # a resume with other options: their records and config
+        rundir.follow_options(
+            run_dir, meta, done
+        )  # a resume with other options: their records and config
     return done
 
 
 def finish(
-    run_dir: Path | None, meta: dict[str, Any], records: list[Record], metrics: dict[str, Any], log: ProcessLog
+    run_dir: Path | None,
+    meta: dict[str, Any],
+    records: list[Record],
+    metrics: dict[str, Any],
+    log: ProcessLog,
 ) -> dict[str, Any]:
     """The run's config with the record of its processes (`ProcessLog.provenance`: the duration summed over them);
     in its folder (None: none, or another rank's), config.json so, metrics.json and the report.
@@ -286,7 +335,9 @@ class Plan:
     data: list[Mapping[str, Any]] = field(repr=False)
     side: SideData = field(repr=False)
     probes: list[Probe] = field(repr=False)
-    models: dict[str, StageModel] = field(default_factory=dict)  # each stage's own model (a judge), resolved
+    models: dict[str, StageModel] = field(
+        default_factory=dict
+    )  # each stage's own model (a judge), resolved
 
 
 def plan(
@@ -302,24 +353,45 @@ def plan(
     a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).
     The config's name is resolved here, once: every later step gets its `Benchmark` (`task.benchmark`).
     """
-    benchmark = resolve(config, corrected=settings.corrected)  # the corrected twin's protocol too, not only its rows
+    benchmark = resolve(
+        config, corrected=settings.corrected
+    )  # the corrected twin's protocol too, not only its rows
     task_cls = task_for(benchmark)
-    draft = task_cls.options_for(settings.protocol, options)  # a bad option fails before any data or model is read
+    draft = task_cls.options_for(
+        settings.protocol, options
+    )  # a bad option fails before any data or model is read
     check_language(benchmark, settings.language, custom_rows=rows is not None)
     data: list[Mapping[str, Any]] = (
-        list(load_rows(benchmark, data_dir=settings.data_dir, corrected=settings.corrected, language=settings.language))
+        list(
+            load_rows(
+                benchmark,
+                data_dir=settings.data_dir,
+                corrected=settings.corrected,
+                language=settings.language,
+            )
+        )
         if rows is None
         else check_custom_rows(benchmark, rows)
     )
-    side = load_side_data(benchmark, draft, data_dir=settings.data_dir)  # before the model: a bad file is named
-    kind = model_kind(model if scorer is None else scorer, settings)  # from its config: no weights loaded
-    served = isinstance(model, str) and model.startswith(SERVED)  # a suite passes the name beside its scorer
+    side = load_side_data(
+        benchmark, draft, data_dir=settings.data_dir
+    )  # before the model: a bad file is named
+    kind = model_kind(
+        model if scorer is None else scorer, settings
+    )  # from its config: no weights loaded
+    served = isinstance(model, str) and model.startswith(
+        SERVED
+    )  # a suite passes the name beside its scorer
     # an upstream profile depends on the model's kind and the run's mode
-    task_options = task_cls.options_for(settings.protocol, options, kind, config=benchmark, served=served)
+    task_options = task_cls.options_for(
+        settings.protocol, options, kind, config=benchmark, served=served
+    )
     if task_cls.needs(benchmark, task_options) != task_cls.needs(benchmark, draft):
         side = load_side_data(benchmark, task_options, data_dir=settings.data_dir)
     task = task_cls(benchmark, task_options, kind=kind, seed=settings.seed, resources=side.values)
-    models = check_models(task, model if scorer is None else scorer, settings)  # before any folder or weights
+    models = check_models(
+        task, model if scorer is None else scorer, settings
+    )  # before any folder or weights
     with custom_rows_read(benchmark, rows is not None):
         if settings.language is not None:
             data = task.select_language(data, settings.language)
@@ -327,7 +399,9 @@ def plan(
     return Plan(task, data, side, probes, models)
 
 
-def limit_for(config: str, task: Task, probes: Sequence[Probe], limit: int | float | str | None) -> int | None:
+def limit_for(
+    config: str, task: Task, probes: Sequence[Probe], limit: int | float | str | None
+) -> int | None:
     """The number of units a run probes (`Task.limit_unit`: items, or facts each asked in every language): `limit`;
     for "smoke" the benchmark's smoke limit; for a fraction, the units that share of each stratum draws
     (`Task.sample`). A number below the smoke limit that leaves headline numbers out warns (`SmallLimitWarning`),
@@ -376,7 +450,9 @@ def first_probes(
     if number is None:
         return None, list(probes)
     sampled = task.sample(probes, limit if isinstance(limit, float) else number, known)
-    return number, task.smoke.asked(sampled) if limit == SMOKE else sampled  # a smoke run asks its `Smoke.tags`
+    return number, task.smoke.asked(
+        sampled
+    ) if limit == SMOKE else sampled  # a smoke run asks its `Smoke.tags`
 
 
 def first_asked(
@@ -385,7 +461,9 @@ def first_asked(
     """The first stage's probes a run of `model` asks: under --limit (`first_probes`), then its --shard's units of
     them (all of them without a shard), with the limit's item count.
     """
-    number, first = first_probes(task.config, task, probes, settings.limit, known_of(model, settings))
+    number, first = first_probes(
+        task.config, task, probes, settings.limit, known_of(model, settings)
+    )
     return number, shards.part_of(task, first, settings.shard)
 
 
@@ -408,7 +486,11 @@ def custom_rows_read(benchmark: Benchmark, custom: bool) -> Iterator[None]:
         if not custom:
             raise
         columns = ", ".join(benchmark.features)
-        what = f"the column {error.args[0]!r}" if isinstance(error, KeyError) else "rows as JSON objects"
+        what = (
+            f"the column {error.args[0]!r}"
+            if isinstance(error, KeyError)
+            else "rows as JSON objects"
+        )
         raise InvalidValueError(
             f"The custom rows lack {what}, which the {benchmark.name} protocol reads. Give rows with "
             f"its columns ({columns}), e.g. a run's rows.jsonl or load_benchmark({benchmark.name!r})."
@@ -428,7 +510,9 @@ def check_custom_rows(benchmark: Benchmark, rows: Any) -> list[Mapping[str, Any]
     text_columns, rows = task_for(benchmark).text_columns, list(rows)
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            raise InvalidValueError(f"Custom row {index + 1} is {row!r}, not a JSON object of the {config} columns.")
+            raise InvalidValueError(
+                f"Custom row {index + 1} is {row!r}, not a JSON object of the {config} columns."
+            )
         for column, value in row.items():
             feature = features.get(column)
             text = getattr(feature, "dtype", None) == "string"
@@ -455,10 +539,17 @@ def _misfit(value: Any, feature: Any) -> str | None:
     if isinstance(feature, datasets.List):
         if not isinstance(value, (list, tuple)):
             return f"is {value!r}, not a list"
-        return next((f"holds an item that {p}" for p in (_misfit(v, feature.feature) for v in value) if p), None)
+        return next(
+            (f"holds an item that {p}" for p in (_misfit(v, feature.feature) for v in value) if p),
+            None,
+        )
     dtype = getattr(feature, "dtype", "")
     if dtype == "bool":  # 0/1 cells too, as the release's spreadsheets hold them
-        return None if isinstance(value, (bool, int, float)) and value in (True, False) else f"is {value!r}, not a bool"
+        return (
+            None
+            if isinstance(value, (bool, int, float)) and value in (True, False)
+            else f"is {value!r}, not a bool"
+        )
     kind = str if dtype == "string" else int  # int32, int64
     if isinstance(value, kind) and not isinstance(value, bool):
         return None
@@ -471,7 +562,9 @@ def check_language(benchmark: Benchmark, language: str | None, *, custom_rows: b
         return
     languages = benchmark.languages
     if languages and language not in languages:
-        raise UnknownNameError("language", language, languages, fix=f"Config {benchmark.name!r} has these.")
+        raise UnknownNameError(
+            "language", language, languages, fix=f"Config {benchmark.name!r} has these."
+        )
 
 
 def load_options(settings: RunSettings) -> LoadOptions:
@@ -572,7 +665,9 @@ def check_models(task: Task, model: Any, settings: RunSettings) -> dict[str, Sta
     return models
 
 
-def resolve_stage_model(name: str, stage: str, need: ModelNeed, settings: RunSettings) -> StageModel:
+def resolve_stage_model(
+    name: str, stage: str, need: ModelNeed, settings: RunSettings
+) -> StageModel:
     """`stage`'s own model, its kind checked and its memory counted without weights; a model that cannot be found,
     read or asked fails naming the stage's alternatives (`need.instead`).
     """
@@ -590,7 +685,9 @@ def resolve_stage_model(name: str, stage: str, need: ModelNeed, settings: RunSet
     if served:
         return StageModel(name, kind)
     need.check_chat(tokenizer, name)
-    return StageModel(name, kind, parameter_count(config, kind), load_dtype(config, settings.model_args))
+    return StageModel(
+        name, kind, parameter_count(config, kind), load_dtype(config, settings.model_args)
+    )
 
 
 def tokenizer_of(model: Any, settings: RunSettings) -> Any:
@@ -615,7 +712,12 @@ def stage_settings(settings: RunSettings) -> RunSettings:
     """The settings of a stage's own model: its kind detected, the default batch budget and revision (the run's
     --kind/--batch-tokens/--revision describe the probed model), dtype and device shared.
     """
-    return replace(settings, kind="auto", batch_tokens=None, model_args=ModelArgs(dtype=settings.model_args.dtype))
+    return replace(
+        settings,
+        kind="auto",
+        batch_tokens=None,
+        model_args=ModelArgs(dtype=settings.model_args.dtype),
+    )
 
 
 def describe_plan(
@@ -674,45 +776,52 @@ def describe_run(
     """
     benchmark, info = task.benchmark, task.benchmark.info
     named = isinstance(model, (str, os.PathLike))
-    return redacted(  # credentials in a URL (--base-url, a resource's source) are used, never recorded
-        json_ready(
-            {
-                "config": benchmark.name,
-                "benchmark": {
-                    "name": info.name,
-                    "version": info.version,
-                    "title": info.title,
-                    "description": benchmark.config.description or "",
-                    "languages": list(benchmark.languages),
-                    "corrections": [c.__dict__ for c in info.corrections],
-                    "rows": len(rows),
-                    "rows_sha256": rows_digest(rows),
-                    "custom_rows": custom_rows,
-                    "rows_file": rows_file,
-                },
-                "resources": dict(resources),
-                "model": {
-                    "spec": str(model) if named else type(model).__name__,
-                    "loaded_object": not named,
-                    "kind": scorer.kind,
-                    "identity": _identity(scorer),
-                    **planted_of(model, settings),
-                },
-                "task": type(task).__name__,
-                "options": options_dict(task.options),
-                "stage_options": {stage: list(task.stage_options(stage)) for stage in task.stages},
-                "stage_models": {stage: other.to_json() for stage, other in (models or {}).items()},
-                "run": settings.recorded(),
-                "model_args": settings.model_args.given(),
-                "seed_used": task.seeded or subset is not None,  # a --limit subset is drawn with the seed
-                "subset": subset,
-                "planned": planned,
-                "protocol": task.describe(rows),
-                "deviations": task.applied_deviations(),
-                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "hardware": hardware(scorer, settings),
-                "versions": versions(),
-            }
+    return (
+        redacted(  # credentials in a URL (--base-url, a resource's source) are used, never recorded
+            json_ready(
+                {
+                    "config": benchmark.name,
+                    "benchmark": {
+                        "name": info.name,
+                        "version": info.version,
+                        "title": info.title,
+                        "description": benchmark.config.description or "",
+                        "languages": list(benchmark.languages),
+                        "corrections": [c.__dict__ for c in info.corrections],
+                        "rows": len(rows),
+                        "rows_sha256": rows_digest(rows),
+                        "custom_rows": custom_rows,
+                        "rows_file": rows_file,
+                    },
+                    "resources": dict(resources),
+                    "model": {
+                        "spec": str(model) if named else type(model).__name__,
+                        "loaded_object": not named,
+                        "kind": scorer.kind,
+                        "identity": _identity(scorer),
+                        **planted_of(model, settings),
+                    },
+                    "task": type(task).__name__,
+                    "options": options_dict(task.options),
+                    "stage_options": {
+                        stage: list(task.stage_options(stage)) for stage in task.stages
+                    },
+                    "stage_models": {
+                        stage: other.to_json() for stage, other in (models or {}).items()
+                    },
+                    "run": settings.recorded(),
+                    "model_args": settings.model_args.given(),
+                    "seed_used": task.seeded
+                    or subset is not None,  # a --limit subset is drawn with the seed
+                    "subset": subset,
+                    "planned": planned,
+                    "protocol": task.describe(rows),
+                    "deviations": task.applied_deviations(),
+                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "hardware": hardware(scorer, settings),
+                    "versions": versions(),
+                }
+            )
         )
     )
 
@@ -754,7 +863,11 @@ def rows_digest(rows: Sequence[Mapping[str, Any]]) -> str:
     """A digest of the probed rows: two runs with equal digests saw the same data."""
     digest = hashlib.sha256()
     for row in rows:
-        digest.update(json.dumps(json_ready(row), sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+        digest.update(
+            json.dumps(json_ready(row), sort_keys=True, ensure_ascii=False, default=str).encode(
+                "utf-8"
+            )
+        )
     return digest.hexdigest()
 
 
@@ -792,7 +905,11 @@ def git_revision(folder: Path) -> str | None:
 
     def git(*args: str) -> str:
         return subprocess.run(
-            ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10, check=True
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
 
     try:
@@ -859,12 +976,20 @@ def execute(
     done_by_key = {(r.stage, r.key): r for r in done}
     records: list[Record] = []
     for stage in task.stages:
-        probes = first if stage == task.stages[0] else task.build_probes(rows, stage=stage, previous=records)
-        if settings.limit is not None or settings.shard is not None:  # later stages ask only the first's items
+        probes = (
+            first
+            if stage == task.stages[0]
+            else task.build_probes(rows, stage=stage, previous=records)
+        )
+        if (
+            settings.limit is not None or settings.shard is not None
+        ):  # later stages ask only the first's items
             sampled = {p.item_id for p in first}
             probes = [p for p in probes if p.item_id in sampled]
         pending = [p for p in probes if (stage, p.key) not in done_by_key]
-        needs_model = any(not isinstance(p, Skipped) for p in pending)  # load a stage's own model only then
+        needs_model = any(
+            not isinstance(p, Skipped) for p in pending
+        )  # load a stage's own model only then
         stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
         fresh = {}
         with _counting_cuts(stage_scorer, task.config):
@@ -906,13 +1031,17 @@ def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
     return scorer if other is None else load_scorer(other, stage_settings(settings))
 
 
-def _answers(probes: list[Probe], scorer: Any, progress: bool, label: str) -> Iterator[list[tuple[Probe, Any]]]:
+def _answers(
+    probes: list[Probe], scorer: Any, progress: bool, label: str
+) -> Iterator[list[tuple[Probe, Any]]]:
     """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA, labelled
     with the config and stage (`fmlama_en main`), so that a suite's bars say which config is at 21%.
     """
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(probes), desc=label, unit="probe", disable=not progress or not is_main_process())
+    bar = tqdm(
+        total=len(probes), desc=label, unit="probe", disable=not progress or not is_main_process()
+    )
     try:  # closed on an error too, so that the error's line starts on a line of its own
         for start in range(0, len(probes), CHUNK):
             chunk = probes[start : start + CHUNK]
@@ -925,7 +1054,9 @@ def _answers(probes: list[Probe], scorer: Any, progress: bool, label: str) -> It
 #: how each probe kind is asked: the engine call over a group of probes that share one options object
 ASK: dict[type, Callable[[Any, list[Any], Any], list[Any]]] = {
     ScoreProbe: lambda scorer, probes, options: scorer.score([p.request for p in probes], options),
-    GenerateProbe: lambda scorer, probes, options: scorer.generate([p.prompt for p in probes], options),
+    GenerateProbe: lambda scorer, probes, options: scorer.generate(
+        [p.prompt for p in probes], options
+    ),
     FillMaskProbe: lambda scorer, probes, options: [
         best[0][0] for best in scorer.fill_mask([p.left for p in probes], options)
     ],
@@ -945,6 +1076,8 @@ def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
         groups.setdefault((type(probe), probe.options), []).append(i)
     outputs: list[Any] = [None] * len(chunk)
     for (kind, options), indices in groups.items():
-        for i, result in zip(indices, ASK[kind](scorer, [chunk[i] for i in indices], options), strict=True):
+        for i, result in zip(
+            indices, ASK[kind](scorer, [chunk[i] for i in indices], options), strict=True
+        ):
             outputs[i] = result
     return outputs

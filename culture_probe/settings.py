@@ -22,7 +22,10 @@ from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.typecheck import check_types
 
 SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
-PROTOCOLS = ("default", "upstream")  # the two protocol profiles (`--protocol`): the library's, and the released code's
+PROTOCOLS = (
+    "default",
+    "upstream",
+)  # the two protocol profiles (`--protocol`): the library's, and the released code's
 
 
 def limit_value(text: str) -> int | float | str:
@@ -34,7 +37,9 @@ def limit_value(text: str) -> int | float | str:
             return number(text)
         except ValueError:
             pass
-    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)")
+    raise argparse.ArgumentTypeError(
+        f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)"
+    )
 
 
 @dataclass(frozen=True, order=True)
@@ -71,7 +76,9 @@ def batch_size(text: str) -> int | str:
         return text
     if text.isdigit() and int(text) > 0:
         return int(text) * TOKENS_PER_SEQUENCE
-    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (give a whole number of sequences, or auto)")
+    raise argparse.ArgumentTypeError(
+        f"invalid value: {text!r} (give a whole number of sequences, or auto)"
+    )
 
 
 def setting(
@@ -88,7 +95,14 @@ def setting(
     (`low`), and how the command line shows and reads it (`metavar`, `choices`, `parse`: else by its annotation;
     `alias`: lm-evaluation-harness's spelling of the same flag, shown after the native one).
     """
-    meta = {"help": help, "low": low, "metavar": metavar, "choices": choices, "parse": parse, "alias": alias}
+    meta = {
+        "help": help,
+        "low": low,
+        "metavar": metavar,
+        "choices": choices,
+        "parse": parse,
+        "alias": alias,
+    }
     return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
 
 
@@ -106,11 +120,19 @@ LIMIT_HELP = (
 class RunSettings:
     """The runner's own switches, checked when made; those that change a number are recorded in config.json."""
 
-    language: str | None = setting(None, "restrict to one language where the benchmark has several", metavar="L")
-    limit: int | float | str | None = setting(None, LIMIT_HELP, low=1, metavar="N|FRACTION|smoke", parse=limit_value)
+    language: str | None = setting(
+        None, "restrict to one language where the benchmark has several", metavar="L"
+    )
+    limit: int | float | str | None = setting(
+        None, LIMIT_HELP, low=1, metavar="N|FRACTION|smoke", parse=limit_value
+    )
     batch_tokens: int | None = setting(None, "token budget per forward batch", low=1, metavar="T")
-    seed: int = setting(0, "seed of every random draw (a --limit sample, a protocol's random samples)", metavar="S")
-    kind: str = setting("auto", "the model's kind, when its config does not say it", choices=("auto", *MODEL_KINDS))
+    seed: int = setting(
+        0, "seed of every random draw (a --limit sample, a protocol's random samples)", metavar="S"
+    )
+    kind: str = setting(
+        "auto", "the model's kind, when its config does not say it", choices=("auto", *MODEL_KINDS)
+    )
     device: str | None = setting(None, "torch device, e.g. cuda:0", metavar="D")
     data_dir: str | None = setting(
         None,
@@ -179,26 +201,44 @@ class RunSettings:
                     if spec.name == "limit"
                     else ""
                 )
-                raise InvalidValueError(f"{spec.name} must be a whole number >= {low}, got {value!r}{smoke}.")
+                raise InvalidValueError(
+                    f"{spec.name} must be a whole number >= {low}, got {value!r}{smoke}."
+                )
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InvalidValueError(f"seed must be a whole number, got {self.seed!r}.")
         timeout = self.request_timeout
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
-            raise InvalidValueError(f"request_timeout must be a number of seconds > 0, got {timeout!r}.")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout < float("inf")
+        ):
+            raise InvalidValueError(
+                f"request_timeout must be a number of seconds > 0, got {timeout!r}."
+            )
         if self.kind not in ("auto", *MODEL_KINDS):
             raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
         if self.protocol not in PROTOCOLS:
             raise UnknownNameError("protocol", self.protocol, PROTOCOLS)
         if not isinstance(self.model_args, ModelArgs):
-            raise InvalidValueError(f"model_args must be a ModelArgs, got {self.model_args!r} (RunSettings.of: text).")
-        for spec in fields(self):  # a folder given as a Path (a suite's data_dir) is its path's text
+            raise InvalidValueError(
+                f"model_args must be a ModelArgs, got {self.model_args!r} (RunSettings.of: text)."
+            )
+        for spec in fields(
+            self
+        ):  # a folder given as a Path (a suite's data_dir) is its path's text
             if isinstance(getattr(self, spec.name), os.PathLike):
                 object.__setattr__(self, spec.name, os.fspath(getattr(self, spec.name)))
-        check_types(self, flag=lambda name: f"--{name.replace('_', '-')}")  # run(data_dir=123) as --data-dir 123
+        check_types(
+            self, flag=lambda name: f"--{name.replace('_', '-')}"
+        )  # run(data_dir=123) as --data-dir 123
         if self.shard is not None:  # K/N checked, and kept as K/N, before anything loads
             object.__setattr__(self, "shard", str(Shard.parse(self.shard)))
         check_device(self.device)
-        if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
+        if (
+            self.cache_dir is not None
+            and Path(self.cache_dir).exists()
+            and not Path(self.cache_dir).is_dir()
+        ):
             raise InvalidValueError(
                 f"--cache-dir {self.cache_dir} is a file: pass a folder for the score caches (or --no-cache)."
             )
@@ -215,11 +255,15 @@ class RunSettings:
             raise UnknownNameError("run setting", sorted(unknown)[0], NAMES)
         values = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in keywords.items()}
         settings = replace(base or cls(), **{k: v for k, v in values.items() if k != "model_args"})
-        model_args = as_model_args(values["model_args"]) if "model_args" in values else settings.model_args
+        model_args = (
+            as_model_args(values["model_args"]) if "model_args" in values else settings.model_args
+        )
         return replace(settings, model_args=with_shorthands(model_args, shorthands))
 
     @classmethod
-    def split(cls, keywords: Mapping[str, Any], base: RunSettings | None = None) -> tuple[RunSettings, dict[str, Any]]:
+    def split(
+        cls, keywords: Mapping[str, Any], base: RunSettings | None = None
+    ) -> tuple[RunSettings, dict[str, Any]]:
         """`run`'s keywords split into the settings (over `base`) and the protocol's options (all others)."""
         own = {k: v for k, v in keywords.items() if k in NAMES or k in SHORTHANDS}
         return cls.of(base, **own), {k: v for k, v in keywords.items() if k not in own}
@@ -235,7 +279,9 @@ def _share_or_smoke(value: Any) -> bool:
 
 NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunSettings))
 #: ModelArgs fields with a flag and a run keyword of their own (`--dtype`), written into `model_args`
-SHORTHANDS: tuple[str, ...] = tuple(f.name for f in fields(ModelArgs) if f.metadata.get("shorthand"))
+SHORTHANDS: tuple[str, ...] = tuple(
+    f.name for f in fields(ModelArgs) if f.metadata.get("shorthand")
+)
 
 
 def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArgs:
@@ -261,7 +307,9 @@ def with_shorthands(model_args: ModelArgs, given: Mapping[str, Any]) -> ModelArg
     for name, value in given.items():
         other = getattr(model_args, name)
         if other is not None and value != other:
-            raise InvalidValueError(f"--{name} {value} and --model-args {name}={other} disagree: give it once.")
+            raise InvalidValueError(
+                f"--{name} {value} and --model-args {name}={other} disagree: give it once."
+            )
     return replace(model_args, **given)
 
 
@@ -274,16 +322,27 @@ def check_device(name: str | None) -> None:
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
-        raise InvalidValueError(f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps).") from None
-    checks: dict[str, Callable[[], bool]] = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
+        raise InvalidValueError(
+            f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps)."
+        ) from None
+    checks: dict[str, Callable[[], bool]] = {
+        "cuda": torch.cuda.is_available,
+        "mps": torch.backends.mps.is_available,
+    }
     available = checks.get(device.type)
     if available is not None and not available():
         raise InvalidValueError(
             f"--device {name}: this machine's torch sees no {device.type} device. Use --device "
             "cpu, or install a torch build for that hardware."
         )
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise InvalidValueError(f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s) here.")
+    if (
+        device.type == "cuda"
+        and device.index is not None
+        and device.index >= torch.cuda.device_count()
+    ):
+        raise InvalidValueError(
+            f"--device {name}: there are {torch.cuda.device_count()} CUDA device(s) here."
+        )
 
 
 # ---------------------------------------------------------------- the command line's run flags

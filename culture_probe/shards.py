@@ -38,7 +38,9 @@ def assign(probes: Sequence[Probe], unit: Callable[[Probe], str], count: int) ->
     for probe in probes:
         costs[unit(probe)] = costs.get(unit(probe), 0) + cost(probe)
     loads, shard_of = [0] * count, {}
-    for key in sorted(costs, key=lambda k: -costs[k]):  # a stable sort: equal costs keep probe order
+    for key in sorted(
+        costs, key=lambda k: -costs[k]
+    ):  # a stable sort: equal costs keep probe order
         chosen = min(range(count), key=lambda i: (loads[i], i))
         shard_of[key], loads[chosen] = chosen, loads[chosen] + costs[key]
     return shard_of

@@ -28,7 +28,9 @@ from culture_probe.errors import CultureProbeError, PublishError
 
 BLANK = "***"  # what a credential is shown as
 # query parameters (and fragment keys) whose value is a credential: named like one of these, in any case
-SECRET_PARAMETER = re.compile(r"key|token|secret|passw|pwd|auth|credential|signature|^(sig|code|session)$", re.I)
+SECRET_PARAMETER = re.compile(
+    r"key|token|secret|passw|pwd|auth|credential|signature|^(sig|code|session)$", re.I
+)
 # environment variables whose value is a secret (of SECRET_LENGTH characters or more: shorter ones are flags)
 SECRET_VARIABLE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
 SECRET_LENGTH = 8
@@ -36,15 +38,23 @@ SECRET_LENGTH = 8
 KEY_SHAPES: dict[str, re.Pattern[bytes]] = {
     "a Hugging Face token (hf_...)": re.compile(rb"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}"),
     "an API key (sk-...)": re.compile(rb"(?<![\w-])sk-(?=[\w-]*[0-9])[A-Za-z0-9_-]{20,}"),
-    "an AWS access key (AKIA...)": re.compile(rb"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    "a GitHub token (ghp_...)": re.compile(rb"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{40,})"),
-    "a private key (-----BEGIN ... PRIVATE KEY-----)": re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
+    "an AWS access key (AKIA...)": re.compile(
+        rb"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"
+    ),
+    "a GitHub token (ghp_...)": re.compile(
+        rb"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{40,})"
+    ),
+    "a private key (-----BEGIN ... PRIVATE KEY-----)": re.compile(
+        rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
+    ),
 }
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")  # a URL inside other text
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # a value that is a URL starts so
 # what is left of a user and password after URL stopped at a quote, a space or a bracket in it (`u:p'x@host`)
 USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
-MIRROR_ENV = "CULTURE_PROBE_MIRROR"  # the offline mirror's folder (culture_probe.data.sources reads it)
+MIRROR_ENV = (
+    "CULTURE_PROBE_MIRROR"  # the offline mirror's folder (culture_probe.data.sources reads it)
+)
 DIGEST_LENGTH = 8  # hex digits of a local model's digest shown
 T = TypeVar("T")
 
@@ -61,7 +71,9 @@ def redact_url(url: str) -> str:
     except ValueError:  # not a URL after all (an unclosed IPv6 bracket): blank anything before an @
         return re.sub(r"(?<=://)[^/?#]*@", BLANK + "@", url)
     netloc = f"{BLANK}@{parts.netloc.rpartition('@')[2]}" if "@" in parts.netloc else parts.netloc
-    blanked = parts._replace(netloc=netloc, query=_blanked(parts.query), fragment=_blanked(parts.fragment))
+    blanked = parts._replace(
+        netloc=netloc, query=_blanked(parts.query), fragment=_blanked(parts.fragment)
+    )
     return url if blanked == parts else urlunsplit(blanked)
 
 
@@ -71,7 +83,9 @@ def _blanked(query: str) -> str:
         return query
     pairs = (piece.partition("=") for piece in query.split("&"))
     return "&".join(
-        f"{name}={BLANK}" if equals and SECRET_PARAMETER.search(unquote(name)) else name + equals + value
+        f"{name}={BLANK}"
+        if equals and SECRET_PARAMETER.search(unquote(name))
+        else name + equals + value
         for name, equals, value in pairs
     )
 
@@ -86,8 +100,12 @@ def redacted(value: T, *, shared: bool = False) -> T:
 
 def _redacted(value: T, folders: list[tuple[re.Pattern[str], str]]) -> T:
     if isinstance(value, str):
-        whole = SCHEME.match(value) is not None  # a setting that is a URL (--base-url): its every character is it
-        text = redact_url(value) if whole else URL.sub(lambda found: redact_url(found.group()), value)
+        whole = (
+            SCHEME.match(value) is not None
+        )  # a setting that is a URL (--base-url): its every character is it
+        text = (
+            redact_url(value) if whole else URL.sub(lambda found: redact_url(found.group()), value)
+        )
         text = USERINFO.sub(BLANK + "@", text)
         for pattern, shown in folders:
             text = pattern.sub(shown, text)  # neither placeholder holds a backslash
@@ -104,7 +122,11 @@ def local_folders() -> list[tuple[re.Pattern[str], str]]:
     in the home folder), then the home folder's.
     """
     mirror, home = os.environ.get(MIRROR_ENV), home_pattern()
-    found = [(_folder_pattern(mirror), "$" + MIRROR_ENV)] if mirror and len(mirror.rstrip("/\\")) > 1 else []
+    found = (
+        [(_folder_pattern(mirror), "$" + MIRROR_ENV)]
+        if mirror and len(mirror.rstrip("/\\")) > 1
+        else []
+    )
     return found + ([(home, "~")] if home else [])
 
 
@@ -149,8 +171,14 @@ def model_digest(identity: Any) -> str:
     """The sha256 of a model's recorded identity (its weights' digest or files, tokenizer, dtype, architecture and
     loading options) without the path it was loaded from, so that the path of the folder cannot change it.
     """
-    fields = {k: v for k, v in identity.items() if k != "name_or_path"} if isinstance(identity, Mapping) else identity
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+    fields = (
+        {k: v for k, v in identity.items() if k != "name_or_path"}
+        if isinstance(identity, Mapping)
+        else identity
+    )
+    return hashlib.sha256(
+        json.dumps(fields, sort_keys=True, default=str).encode("utf-8")
+    ).hexdigest()
 
 
 def front_matter(fields: Mapping[str, Any]) -> str:
@@ -199,7 +227,9 @@ def secrets(tokens: Iterable[str | None] = ()) -> list[Secret]:
     return found
 
 
-def check_upload(folder: Path, names: Sequence[str], *, to: str, tokens: Iterable[str | None] = ()) -> None:
+def check_upload(
+    folder: Path, names: Sequence[str], *, to: str, tokens: Iterable[str | None] = ()
+) -> None:
     """Read each file `names` (relative to `folder`) that would be uploaded `to` a repository before anything is
     sent: one holding a secret (`secrets`), text shaped like a key (`KEY_SHAPES`) or the home folder's path, or a
     link out of `folder`, is refused by name. Binary files (Parquet, PNG, PDF) are read as bytes alike.
@@ -217,7 +247,9 @@ def check_upload(folder: Path, names: Sequence[str], *, to: str, tokens: Iterabl
             )
 
 
-def _found(path: Path, folder: Path, known: list[tuple[str, bytes]], home: re.Pattern[bytes] | None) -> str | None:
+def _found(
+    path: Path, folder: Path, known: list[tuple[str, bytes]], home: re.Pattern[bytes] | None
+) -> str | None:
     """What of the secrets `path` holds (the first found), or None."""
     if path.is_symlink() and not path.resolve().is_relative_to(Path(folder).resolve()):
         return f"a link to {path.resolve()}, outside the folder uploaded"

@@ -110,15 +110,21 @@ def run_suite(
     folder = Path(out) if out is not None else None
     main = is_main_process()
     if folder is not None and main:  # only the writer checks whose folder it is, as a run's does
-        rundir.check_writable(folder, "suite")  # new, empty, or a suite's: never a run's nor anyone's
+        rundir.check_writable(
+            folder, "suite"
+        )  # new, empty, or a suite's: never a run's nor anyone's
     with ExitStack() as claim:
         # A second writer of a suite folder fails at once (its lock); a new folder is made, and locked, only once
         # the suite is planned, so that a suite refused while planning leaves nothing behind.
         early = folder is not None and main and folder.is_dir()
         if early:
             claim.enter_context(rundir.lock(folder, "suite"))
-        earlier, skipped_before = held(folder, model, configs, resume) if folder is not None else ({}, {})
-        plans, skipped = plan_each(configs, lambda c: planned(c, model, settings, each[c], data_dirs), strict)
+        earlier, skipped_before = (
+            held(folder, model, configs, resume) if folder is not None else ({}, {})
+        )
+        plans, skipped = plan_each(
+            configs, lambda c: planned(c, model, settings, each[c], data_dirs), strict
+        )
         skipped = {**skipped_before, **skipped}
         if folder is not None:
             if main and not early:
@@ -126,22 +132,36 @@ def run_suite(
             folder.mkdir(parents=True, exist_ok=True)
             if main:
                 rundir.write_text(folder / rundir.SUITE_MARKER, rundir.SUITE_NOTE)
-        from culture_probe.report.summary import SuiteRun, planned_of, read_summary, summarize_suite, write_summary
+        from culture_probe.report.summary import (
+            SuiteRun,
+            planned_of,
+            read_summary,
+            summarize_suite,
+            write_summary,
+        )
 
         order = [*(planned_of(read_summary(folder)) if folder is not None else ()), *configs]
         if resume and main and (notice := resume_notice(earlier, configs, order, skipped)):
-            warnings.warn(f"Resuming the suite in {folder}: {notice}.", SuiteResumeNotice, stacklevel=2)
+            warnings.warn(
+                f"Resuming the suite in {folder}: {notice}.", SuiteResumeNotice, stacklevel=2
+            )
         scorer = load_scorer(model, settings)
         if progress and main and len(plans) > 1:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SmallLimitWarning)  # said by plan_each already
-                warnings.warn(suite_cost(plans, model, scorer, settings, folder), RunCostNotice, stacklevel=2)
+                warnings.warn(
+                    suite_cost(plans, model, scorer, settings, folder), RunCostNotice, stacklevel=2
+                )
         runs: dict[str, RunResult] = {}
         summary = summarize_suite(model, earlier, skipped, order)
-        if folder is not None and main:  # every planned config listed from the start, those not started as not run
+        if (
+            folder is not None and main
+        ):  # every planned config listed from the start, those not started as not run
             write_summary(folder, summary)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SmallLimitWarning)  # each run's notice was given by plan_suite
+            warnings.simplefilter(
+                "ignore", SmallLimitWarning
+            )  # each run's notice was given by plan_suite
             try:
                 for config in list(plans):  # each plan is dropped as its run starts
                     runs[config] = run_with(
@@ -166,7 +186,9 @@ def run_suite(
     return SuiteResult(runs, summary, folder, skipped)
 
 
-def suite_cost(plans: Mapping[str, Plan], model: Any, scorer: Any, settings: RunSettings, folder: Path | None) -> str:
+def suite_cost(
+    plans: Mapping[str, Plan], model: Any, scorer: Any, settings: RunSettings, folder: Path | None
+) -> str:
     """What the suite's configs will put through its model, together, said once the model has loaded: each config's
     first stage as its run will ask it (--limit, --shard, less the probes a resumed folder answers), timed at the
     config's own rate; each run says its own part as it starts.
@@ -175,7 +197,9 @@ def suite_cost(plans: Mapping[str, Plan], model: Any, scorer: Any, settings: Run
     parts = []
     for config, ahead in plans.items():
         _, part = first_asked(ahead.task, ahead.probes, settings, model)
-        done = rundir.read_records(folder / config / rundir.ITEMS_FILE) if folder is not None else []
+        done = (
+            rundir.read_records(folder / config / rundir.ITEMS_FILE) if folder is not None else []
+        )
         answered = {r.key for r in done if r.stage == ahead.task.stages[0]}
         work = loaded_workload(scorer, [p for p in part.probes if p.key not in answered])
         parts.append((work, seconds_at(work, rate_of(label, config), config)))
@@ -183,7 +207,10 @@ def suite_cost(plans: Mapping[str, Plan], model: Any, scorer: Any, settings: Run
 
 
 def resume_notice(
-    earlier: Mapping[str, SuiteRun], configs: Sequence[str], planned: Sequence[str], skipped: Mapping[str, str]
+    earlier: Mapping[str, SuiteRun],
+    configs: Sequence[str],
+    planned: Sequence[str],
+    skipped: Mapping[str, str],
 ) -> str:
     """What a resumed suite will do, said at its start: the configs it continues (`INCOMPLETE k/N`), those not run
     yet that it runs now, and those it leaves as they are (planned before, not named now); "" when nothing is left.
@@ -195,13 +222,19 @@ def resume_notice(
         ("not run yet, running now", [c for c in configs if c not in earlier and c not in skipped]),
         (
             "left as they are (not named now)",
-            [f"{c} ({unfinished.get(c, 'not run')})" for c in later if c not in earlier or c in unfinished],
+            [
+                f"{c} ({unfinished.get(c, 'not run')})"
+                for c in later
+                if c not in earlier or c in unfinished
+            ],
         ),
     ]
     return "; ".join(f"{what}: {', '.join(names)}" for what, names in parts if names)
 
 
-def keep_stopped(folder: Path, model: Any, skipped: Mapping[str, str], planned: Sequence[str]) -> None:
+def keep_stopped(
+    folder: Path, model: Any, skipped: Mapping[str, str], planned: Sequence[str]
+) -> None:
     """A suite stopped by an error or Ctrl-C: its summary rebuilt from the folder as it stands, the config it was
     running marked INCOMPLETE k/N rather than not run; a summary that cannot be made is one warning (the stop's own
     error follows it).
@@ -219,7 +252,9 @@ def keep_stopped(folder: Path, model: Any, skipped: Mapping[str, str], planned: 
         )
 
 
-def held(folder: Path, model: Any, configs: Sequence[str], resume: bool) -> tuple[dict[str, SuiteRun], dict[str, str]]:
+def held(
+    folder: Path, model: Any, configs: Sequence[str], resume: bool
+) -> tuple[dict[str, SuiteRun], dict[str, str]]:
     """What a suite folder holds already and its summary keeps listing: its runs that answered a probe, and the
     configs it skipped that this suite does not name. A folder holding runs is refused without `resume`, and a
     suite of another model always (its summary is one model's).
@@ -238,7 +273,9 @@ def held(folder: Path, model: Any, configs: Sequence[str], resume: bool) -> tupl
             f"Cannot resume {folder}: its suite ran {stored['model']}, not {model}, and a suite is one model's. "
             "Choose a new --out."
         )
-    return runs, {config: why for config, why in stored.get("skipped", {}).items() if config not in configs}
+    return runs, {
+        config: why for config, why in stored.get("skipped", {}).items() if config not in configs
+    }
 
 
 def suite_settings(
@@ -261,7 +298,11 @@ def suite_settings(
 
 
 def planned(
-    config: str, model: Any, settings: RunSettings, options: Mapping[str, Any], data_dirs: Mapping[str, Any]
+    config: str,
+    model: Any,
+    settings: RunSettings,
+    options: Mapping[str, Any],
+    data_dirs: Mapping[str, Any],
 ) -> Plan:
     """One config's run planned before the model loads (rows, languages, resources, first-stage probes), with the
     notice of a limit too small for its headline numbers.
@@ -293,7 +334,9 @@ def plan_each(
         except CultureProbeError as error:
             raise CultureProbeError(f"In the suite's config {config}: {error}") from None
     if len(skipped) == len(configs):
-        reasons = {reason: [c for c, r in skipped.items() if r == reason] for reason in skipped.values()}
+        reasons = {
+            reason: [c for c, r in skipped.items() if r == reason] for reason in skipped.values()
+        }
         raise MissingDataError(
             "No config of the suite has its data: "
             + "; ".join(f"{', '.join(c)}: {r.rstrip('.')}" for r, c in reasons.items())
@@ -309,7 +352,9 @@ def check_paths(data_dirs: Mapping[str, Any]) -> None:
             raise InvalidValueError(f"--data-dir {path} does not exist: check the path.")
 
 
-def data_dirs_of(data_dir: str | os.PathLike | Mapping[str, Any] | None, configs: Sequence[str]) -> dict[str, Any]:
+def data_dirs_of(
+    data_dir: str | os.PathLike | Mapping[str, Any] | None, configs: Sequence[str]
+) -> dict[str, Any]:
     """Each config's local data: one folder for all (a suite of one benchmark), or per benchmark
     (`"dlama=dlama-v1/,maps=maps/"` or a mapping, as `culture-probe export` takes it).
     """

@@ -26,10 +26,19 @@ from typing import Any
 
 from culture_probe.data.sources import cache_root
 from culture_probe.engine.preview import EncodingPreview, Workload
-from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.probes import (
+    FillMaskProbe,
+    GenerateProbe,
+    Probe,
+    Record,
+    ScoreProbe,
+    Skipped,
+)
 
 RATES_FILE = "rates.json"
-MIN_TOKENS = 1000  # a run that ran fewer tokens measures mostly its start-up: no rate is kept from it
+MIN_TOKENS = (
+    1000  # a run that ran fewer tokens measures mostly its start-up: no rate is kept from it
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,10 @@ def rates_path() -> Path:
 def _read() -> dict[str, Any]:
     try:
         return json.loads(rates_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # no rate measured yet, or a damaged file: the runs measure them again
+    except (
+        OSError,
+        ValueError,
+    ):  # no rate measured yet, or a damaged file: the runs measure them again
         return {}
 
 
@@ -85,7 +97,9 @@ def rate_of(model: str, config: str) -> Rate | None:
     return None
 
 
-def record_rate(model: str, config: str, tokens: int, seconds: float, device: str, fixed: float = 0.0) -> Rate | None:
+def record_rate(
+    model: str, config: str, tokens: int, seconds: float, device: str, fixed: float = 0.0
+) -> Rate | None:
     """Keep the rate of a run of `model` on `config` that ran `tokens` in `seconds` of stages and `fixed` seconds
     besides, as the config's and as the model's latest (None: too few tokens to measure one).
     """
@@ -139,7 +153,9 @@ def total_line(name: str, parts: Sequence[tuple[Workload, float | None]]) -> str
     if work.tokens is None:
         return f"{counts(name, work)}; no tokens or time estimated (a served model tokenizes)"
     if any(seconds is None for _, seconds in parts):
-        return f"{counts(name, work)}; no time estimate: a config has no rate measured on this machine"
+        return (
+            f"{counts(name, work)}; no time estimate: a config has no rate measured on this machine"
+        )
     return f"{counts(name, work)}; {duration(sum(s or 0.0 for _, s in parts))}, each config at its own rate"
 
 
@@ -148,7 +164,11 @@ def counts(name: str, work: Workload) -> str:
     candidates = f", {work.candidates:,} candidates" if work.candidates else ""
     about = "" if work.exact else "about "
     counted = "" if work.exact else " (counted on a sample of its requests)"
-    tokens = f", {about}{work.tokens:,} tokens through the model{counted}" if work.tokens is not None else ""
+    tokens = (
+        f", {about}{work.tokens:,} tokens through the model{counted}"
+        if work.tokens is not None
+        else ""
+    )
     return f"{name}: {work.probes:,} probes{candidates}{tokens}"
 
 
@@ -172,7 +192,9 @@ class Meter:
 
     def __init__(self, scorer: Any, began: float):
         self.scorer = scorer
-        self.tokens = getattr(scorer, "tokens_run", None)  # None: a served model or a stand-in counts nothing
+        self.tokens = getattr(
+            scorer, "tokens_run", None
+        )  # None: a served model or a stand-in counts nothing
         self.began = began
         self.stages_began = time.monotonic()
         self.stage_seconds: float | None = None
@@ -195,9 +217,15 @@ class Meter:
 
 #: what each probe kind puts through the model: the workload of the engine call that `runner.ASK` makes for a group
 WORK: dict[type, Callable[[Any, list[Any], Any], Workload]] = {
-    ScoreProbe: lambda previewer, probes, options: previewer.score_workload([p.request for p in probes], options),
-    GenerateProbe: lambda previewer, probes, options: previewer.generate_workload([p.prompt for p in probes], options),
-    FillMaskProbe: lambda previewer, probes, options: previewer.fill_mask_workload([p.left for p in probes], options),
+    ScoreProbe: lambda previewer, probes, options: previewer.score_workload(
+        [p.request for p in probes], options
+    ),
+    GenerateProbe: lambda previewer, probes, options: previewer.generate_workload(
+        [p.prompt for p in probes], options
+    ),
+    FillMaskProbe: lambda previewer, probes, options: previewer.fill_mask_workload(
+        [p.left for p in probes], options
+    ),
 }
 
 
@@ -209,7 +237,10 @@ def probe_workload(previewer: Any, probes: Sequence[Probe]) -> Workload:
     for probe in probes:
         if not isinstance(probe, Skipped):
             groups.setdefault((type(probe), probe.options), []).append(probe)
-    return sum((WORK[kind](previewer, group, options) for (kind, options), group in groups.items()), Workload())
+    return sum(
+        (WORK[kind](previewer, group, options) for (kind, options), group in groups.items()),
+        Workload(),
+    )
 
 
 class RunCostNotice(UserWarning):
@@ -234,7 +265,11 @@ def start_meter(
         answered = {r.key for r in done if r.stage == stage}
         work = loaded_workload(scorer, [p for p in first if p.key not in answered])
         name = f"{config} starts, stage {stage}"
-        warnings.warn(cost_line(name, config, work, rate_of(model, config), model), RunCostNotice, stacklevel=3)
+        warnings.warn(
+            cost_line(name, config, work, rate_of(model, config), model),
+            RunCostNotice,
+            stacklevel=3,
+        )
     return Meter(scorer, began)
 
 
@@ -245,4 +280,6 @@ def loaded_workload(scorer: Any, probes: Sequence[Probe]) -> Workload:
     if isinstance(scorer, Backend):
         return probe_workload(EncodingPreview(scorer), probes)
     asked = [p for p in probes if not isinstance(p, Skipped)]
-    return Workload(len(asked), sum(len(p.request.candidates) for p in asked if isinstance(p, ScoreProbe)), None)
+    return Workload(
+        len(asked), sum(len(p.request.candidates) for p in asked if isinstance(p, ScoreProbe)), None
+    )

@@ -16,7 +16,12 @@ import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union
 
-from culture_probe.errors import CultureProbeError, InvalidValueError, SourceFormatError, UnknownNameError
+from culture_probe.errors import (
+    CultureProbeError,
+    InvalidValueError,
+    SourceFormatError,
+    UnknownNameError,
+)
 
 T = TypeVar("T")
 _LISTS = (tuple, list, Sequence)  # the annotations a JSON list reads as
@@ -31,7 +36,9 @@ def check_types(options: Any, flag: str | typing.Callable[[str], str] = "--optio
     for name, hint in typing.get_type_hints(type(options)).items():
         value = getattr(options, name)
         if typing.get_origin(hint) is Literal and value not in typing.get_args(hint):
-            raise UnknownNameError(f"value of option {name}", str(value), [str(a) for a in typing.get_args(hint)])
+            raise UnknownNameError(
+                f"value of option {name}", str(value), [str(a) for a in typing.get_args(hint)]
+            )
         if not _fits(value, hint):
             raise InvalidValueError(
                 f"{type(options).__qualname__}.{name} must be {_describe(hint)}, got {value!r} "
@@ -51,7 +58,9 @@ def _fits(value: Any, hint: Any) -> bool:
     if origin in _LISTS:
         return isinstance(value, (tuple, list)) and all(_fits(v, args[0]) for v in value)
     if origin in (dict, Mapping):
-        return isinstance(value, Mapping) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+        return isinstance(value, Mapping) and all(
+            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()
+        )
     if _container(hint) == (Mapping,):  # a TypedDict
         return _mismatch(value, hint, "") is None
     if hint is bool:
@@ -59,7 +68,9 @@ def _fits(value: Any, hint: Any) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        )
     if hint is type(None):
         return value is None
     return isinstance(value, hint)
@@ -76,17 +87,28 @@ def _describe(hint: Any) -> str:
         return "a JSON object"
     if origin in (dict, Mapping):
         return f"a JSON object {_shape(hint)}"
-    words = {bool: "True or False", int: "a whole number", float: "a finite number", str: "a string"}
+    words = {
+        bool: "True or False",
+        int: "a whole number",
+        float: "a finite number",
+        str: "a string",
+    }
     return words.get(hint, "None" if hint is type(None) else str(hint))
 
 
 def _shape(hint: Any) -> str:
     """A nested dict annotation as JSON reads: dict[str, dict[str, str]] -> {str: {str: str}}."""
     args = typing.get_args(hint)
-    return f"{{{_shape(args[0])}: {_shape(args[1])}}}" if args else getattr(hint, "__name__", str(hint))
+    return (
+        f"{{{_shape(args[0])}: {_shape(args[1])}}}"
+        if args
+        else getattr(hint, "__name__", str(hint))
+    )
 
 
-def read_dataclass(cls: type[T], data: Any, source: str, block: str, fix: str, /, **given: Any) -> T:
+def read_dataclass(
+    cls: type[T], data: Any, source: str, block: str, fix: str, /, **given: Any
+) -> T:
     """The dataclass `cls` from the JSON object `data`, the `block` of the file `source` (config.json's `model`):
     each field whose key is there checked against the field's annotation (a list read as the tuple it annotates), a
     missing or null key its default, the fields in `given` as given. A value of another type is the damaged file's
@@ -103,7 +125,9 @@ def read_dataclass(cls: type[T], data: Any, source: str, block: str, fix: str, /
     return cls(**read, **given)
 
 
-def check_document(value: Any, hint: Any, source: str, fix: str, where: str = "", line: int | None = None) -> None:
+def check_document(
+    value: Any, hint: Any, source: str, fix: str, where: str = "", line: int | None = None
+) -> None:
     """Refuse a value read from the file `source` (`where`: its place there, `results.overall`; `line`: its line in
     a JSON Lines file) that is not of type `hint` (a TypedDict for a JSON object of known keys: those it requires
     present, every key it names of its type; other keys are let be), in one line naming the file and the first field
@@ -130,7 +154,9 @@ def _mismatch(value: Any, hint: Any, where: str) -> str | None:
         missing = [key for key in fields if key in hint.__required_keys__ and key not in value]
         if missing:
             return f"`{where}` lacks `{missing[0]}` ({_describe(fields[missing[0]])})"
-        return _first(_mismatch(value[key], fields[key], _at(where, key)) for key in fields if key in value)
+        return _first(
+            _mismatch(value[key], fields[key], _at(where, key)) for key in fields if key in value
+        )
     if origin in _LISTS:
         return _first(_mismatch(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
     if origin in (dict, Mapping):
@@ -176,7 +202,9 @@ def _at(where: str, key: str) -> str:
 F = TypeVar("F", bound=typing.Callable[..., Any])
 
 
-def checked(error: type[CultureProbeError] = InvalidValueError, *, pure: bool = False) -> typing.Callable[[F], F]:
+def checked(
+    error: type[CultureProbeError] = InvalidValueError, *, pure: bool = False
+) -> typing.Callable[[F], F]:
     """A public function whose arguments are checked against its annotations when it is called: a value of the wrong
     kind (None or a number where a list is needed, a string where a number is), or a list holding one where its items
     must be lists or mappings, is `error` naming the function and the argument (and the item), where Python would
@@ -230,7 +258,9 @@ def names_given(value: Any, argument: str) -> list[str]:
         raise InvalidValueError(f"{argument} is an empty list: give at least one name.")
     for index, name in enumerate(value):
         if not isinstance(name, str):
-            raise InvalidValueError(f"{argument} takes names (strings); item {index} is {name!r:.80}.")
+            raise InvalidValueError(
+                f"{argument} takes names (strings); item {index} is {name!r:.80}."
+            )
     return list(value)
 
 
@@ -239,10 +269,17 @@ def _parameter_hints(function: Any, signature: inspect.Signature) -> dict[str, A
     hints = {}
     for name, parameter in signature.parameters.items():
         annotation = parameter.annotation
-        if annotation is inspect.Parameter.empty or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+        if annotation is inspect.Parameter.empty or parameter.kind in (
+            parameter.VAR_POSITIONAL,
+            parameter.VAR_KEYWORD,
+        ):
             continue
         try:
-            hints[name] = eval(annotation, function.__globals__) if isinstance(annotation, str) else annotation
+            hints[name] = (
+                eval(annotation, function.__globals__)
+                if isinstance(annotation, str)
+                else annotation
+            )
         except (NameError, AttributeError, TypeError):
             continue
     return hints
@@ -258,7 +295,11 @@ def _api_fault(value: Any, hint: Any, where: str, item: bool = False) -> str | N
             return None
         # a list (or mapping) holding a wrong item is named at the item
         kinds = [a for a in args if _api_fault(value, _outer(a), where, item) is None]
-        return _api_fault(value, kinds[0], where, item) if len(kinds) == 1 else _api_wrong(value, hint, where)
+        return (
+            _api_fault(value, kinds[0], where, item)
+            if len(kinds) == 1
+            else _api_wrong(value, hint, where)
+        )
     if origin in _LISTS or hint in (list, tuple):
         if isinstance(value, str) and item:
             return None
@@ -308,13 +349,17 @@ def _outer(hint: Any) -> Any:
 
 def _holds_containers(hint: Any) -> bool:
     """Whether an annotation (or a member of it) names a list or a mapping, whose items are checked in turn."""
-    members = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
+    members = (
+        typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
+    )
     return any(_outer(member) is not member for member in members)
 
 
 def _is_sequence(value: Any) -> bool:
     """A list, tuple, array or series: sized, iterable, and no mapping."""
-    return hasattr(value, "__len__") and hasattr(value, "__iter__") and not isinstance(value, Mapping)
+    return (
+        hasattr(value, "__len__") and hasattr(value, "__iter__") and not isinstance(value, Mapping)
+    )
 
 
 def _api_wrong(value: Any, hint: Any, where: str) -> str:
@@ -330,5 +375,11 @@ def _kind(hint: Any) -> str:
         return "a list"
     if outer is dict:
         return "a mapping"
-    words = {bool: "True or False", int: "a whole number", float: "a number", str: "a string", type(None): "None"}
+    words = {
+        bool: "True or False",
+        int: "a whole number",
+        float: "a number",
+        str: "a string",
+        type(None): "None",
+    }
     return words.get(outer, f"a {getattr(outer, '__name__', str(outer))}")

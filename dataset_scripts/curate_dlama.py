@@ -33,13 +33,21 @@ from culture_probe.errors import CultureProbeError
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--region", default="arab", help="arab, asia, south_america, or NAME=QID,QID,...")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--region", default="arab", help="arab, asia, south_america, or NAME=QID,QID,..."
+    )
     parser.add_argument("--contrast", default="west")
     parser.add_argument("--languages", required=True, help="label languages, e.g. ar,en")
     parser.add_argument("--predicates", help="comma-separated ids (default: all 20)")
-    parser.add_argument("--top", type=int, default=1000, help="facts kept per predicate and region (paper: 1000)")
-    parser.add_argument("--chunk-size", type=int, default=50, help="entities per VALUES list (upstream: 50)")
+    parser.add_argument(
+        "--top", type=int, default=1000, help="facts kept per predicate and region (paper: 1000)"
+    )
+    parser.add_argument(
+        "--chunk-size", type=int, default=50, help="entities per VALUES list (upstream: 50)"
+    )
     parser.add_argument("--min-interval", type=float, default=1.0, help="seconds between requests")
     parser.add_argument("--timeout", type=float, default=60.0, help="WDQS stops queries after 60 s")
     parser.add_argument(
@@ -53,7 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")  # one line per finished file
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(message)s"
+    )  # one line per finished file
     policy = HttpPolicy(
         user_agent=f"{HttpPolicy().user_agent} contact: {args.contact}",
         min_interval=args.min_interval,
@@ -69,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         chunk_size=args.chunk_size,
     )
     try:
-        result = curate_dlama(config, HttpEndpoint(WIKIDATA_URL, policy), args.out, sizes=MediaWikiSizes(policy))
+        result = curate_dlama(
+            config, HttpEndpoint(WIKIDATA_URL, policy), args.out, sizes=MediaWikiSizes(policy)
+        )
     except CultureProbeError as error:
         print(f"stopped: {error}", file=sys.stderr)
         return 1

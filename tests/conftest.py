@@ -32,7 +32,9 @@ def mirror() -> Path:
     """The shared mirror of upstream files; skips (saying why) when it is absent."""
     root = os.environ.get("CULTURE_PROBE_MIRROR")
     if not root or not Path(root).is_dir():
-        pytest.skip("../shared/mirror is absent (set CULTURE_PROBE_MIRROR to run the data-count tests)")
+        pytest.skip(
+            "../shared/mirror is absent (set CULTURE_PROBE_MIRROR to run the data-count tests)"
+        )
     return Path(root)
 
 
@@ -43,7 +45,9 @@ def no_mirror(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def score_cache_per_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def score_cache_per_test(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each test gets its own score-cache folder, so that counting engine calls in one test never depends on what
     another test scored with the same model (planted models are still shared through CULTURE_PROBE_CACHE).
     """

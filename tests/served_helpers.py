@@ -51,7 +51,9 @@ def transformers_serve(log: Path) -> Iterator[str]:
                     break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"transformers serve did not start: {log.read_text()[-2000:]}") from None
+                    raise RuntimeError(
+                        f"transformers serve did not start: {log.read_text()[-2000:]}"
+                    ) from None
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
@@ -124,7 +126,9 @@ def fake_server() -> Iterator[tuple[str, Behaviour]]:
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", behaviour
     finally:

@@ -16,7 +16,8 @@ class NoIdeaScorer:
 
     def score(self, requests, options=None):
         return [
-            CandidateScores(r.candidates, np.zeros(len(r.candidates)), np.ones(len(r.candidates))) for r in requests
+            CandidateScores(r.candidates, np.zeros(len(r.candidates)), np.ones(len(r.candidates)))
+            for r in requests
         ]
 
     def generate(self, prompts, options):

@@ -105,21 +105,31 @@ def plugin(tmp_path):
     root = tmp_path / "plugin"
     for layer, text in (("data", DATA_MODULE), ("tasks", TASK_MODULE)):
         (root / "culture_probe" / layer).mkdir(parents=True)
-        (root / "culture_probe" / layer / "toy.py").write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+        (root / "culture_probe" / layer / "toy.py").write_text(
+            textwrap.dedent(text).lstrip(), encoding="utf-8"
+        )
     lines = sum(len(t.strip().splitlines()) for t in (DATA_MODULE, TASK_MODULE))
     assert lines < 150, f"a benchmark should take two short modules, these take {lines} lines"
     data = tmp_path / "toy_data"
     data.mkdir()
     (data / "capitals.jsonl").write_text(
-        "".join(json.dumps({"country": c, "capital": k}) + "\n" for c, k in FACTS.items()), encoding="utf-8"
+        "".join(json.dumps({"country": c, "capital": k}) + "\n" for c, k in FACTS.items()),
+        encoding="utf-8",
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
     return root, data, env
 
 
 def _cli(env, *args):
     return subprocess.run(
-        [sys.executable, "-m", "culture_probe", *args], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-m", "culture_probe", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
 
 
@@ -141,9 +151,13 @@ def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(pl
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
     low = 100 * 3 / (3 + 1.959964**2)
-    assert metrics.pop("results")["overall"]["p1"] == {  # 3 of 3 right: Wilson's interval, not certainty
+    assert metrics.pop("results")["overall"][
+        "p1"
+    ] == {  # 3 of 3 right: Wilson's interval, not certainty
         "value": 100.0,
-        "stderr": pytest.approx((100 - low) / (2 * 1.959964)),  # the interval's, never 0 beside a width
+        "stderr": pytest.approx(
+            (100 - low) / (2 * 1.959964)
+        ),  # the interval's, never 0 beside a width
         "ci_low": pytest.approx(low),
         "ci_high": 100.0,
         "n": 3,
@@ -162,12 +176,26 @@ def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(pl
         hidden=32,
     )
     ran = _cli(
-        env, "run", "toy_capitals", "--model", str(model), "--data-dir", str(data), "--out", str(tmp_path / "cli")
+        env,
+        "run",
+        "toy_capitals",
+        "--model",
+        str(model),
+        "--data-dir",
+        str(data),
+        "--out",
+        str(tmp_path / "cli"),
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
-    records = [json.loads(line) for line in (tmp_path / "cli" / "items.jsonl").read_text().splitlines()]
-    assert [r["id"] for r in records] == ["c1", "c2", "c3"] and all(r["probe"] == "score" for r in records)
+    records = [
+        json.loads(line) for line in (tmp_path / "cli" / "items.jsonl").read_text().splitlines()
+    ]
+    assert [r["id"] for r in records] == ["c1", "c2", "c3"] and all(
+        r["probe"] == "score" for r in records
+    )
     assert all(r["prediction"] in FACTS.values() for r in records)
     hits = [r["prediction"] == r["gold"][0] for r in records]
-    assert json.loads((tmp_path / "cli" / "metrics.json").read_text())["p1"] == pytest.approx(100 * sum(hits) / 3)
+    assert json.loads((tmp_path / "cli" / "metrics.json").read_text())["p1"] == pytest.approx(
+        100 * sum(hits) / 3
+    )
     assert Path(tmp_path / "cli" / "report.md").is_file()

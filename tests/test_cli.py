@@ -52,9 +52,13 @@ def setup(tmp_path_factory):
                 for i, (r, s, o) in enumerate(FACTS)
                 if r == region
             ]
-            (folder / f"P30_general_{region}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            (folder / f"P30_general_{region}.jsonl").write_text(
+                "\n".join(lines) + "\n", encoding="utf-8"
+            )
     texts = ["Egypt Oman France Canada is located in Africa Asia Europe North America ."] * 3
-    model = save_tiny(root / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    model = save_tiny(
+        root / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked")
+    )
     return root / "dlama", model
 
 
@@ -63,23 +67,53 @@ def test_help_shows_runnable_examples(capsys):
         main(["run", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert "culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert" in out
+    assert (
+        "culture-probe run dlama_arab_west --model bert-base-multilingual-cased --out runs/mbert"
+        in out
+    )
     assert "--resume" in out and "--limit" in out and "--batch-tokens" in out
 
 
 def test_run_report_compare(setup, tmp_path, capsys):
     data, model = setup
     common = ["--model", str(model), "--data-dir", str(data), "--language", "en"]
-    assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "a"), "--batch-tokens", "64"]) == 0
     assert (
-        main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "b"), "--option", "score=sum", "--limit", "2"])
+        main(
+            [
+                "run",
+                "dlama_arab_west",
+                *common,
+                "--out",
+                str(tmp_path / "a"),
+                "--batch-tokens",
+                "64",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "run",
+                "dlama_arab_west",
+                *common,
+                "--out",
+                str(tmp_path / "b"),
+                "--option",
+                "score=sum",
+                "--limit",
+                "2",
+            ]
+        )
         == 0
     )
     out = capsys.readouterr().out
     assert "dlama_arab_west on" in out and "  p1 (%): " in out and f"wrote {tmp_path / 'b'}" in out
     for name in ("config.json", "items.jsonl", "metrics.json", "report.md"):
         assert (tmp_path / "a" / name).is_file()
-    assert not (tmp_path / "a" / "cache.sqlite").exists()  # the score cache is the model's, not the run's
+    assert not (
+        tmp_path / "a" / "cache.sqlite"
+    ).exists()  # the score cache is the model's, not the run's
     config = json.loads((tmp_path / "b" / "config.json").read_text())
     defaults = dataclasses.asdict(DlamaOptions())
     assert config["options"] == {**defaults, "score": "sum"} and config["run"]["limit"] == 2
@@ -88,7 +122,10 @@ def test_run_report_compare(setup, tmp_path, capsys):
         config["subset"]
         == {
             "unit": "facts",
-            "strata": ["culture", "predicate"],  # each fact drawn is asked in every language of the run: here en
+            "strata": [
+                "culture",
+                "predicate",
+            ],  # each fact drawn is asked in every language of the run: here en
             "items": n_en,
             "sampled": 2,
             "seed": 0,
@@ -98,14 +135,19 @@ def test_run_report_compare(setup, tmp_path, capsys):
         }
         and config["seed_used"]
     )
-    cultures = {json.loads(line)["culture"] for line in (tmp_path / "b" / "items.jsonl").read_text().splitlines()}
+    cultures = {
+        json.loads(line)["culture"]
+        for line in (tmp_path / "b" / "items.jsonl").read_text().splitlines()
+    }
     assert cultures == {"arab", "west"}  # two facts: one of each culture, not the first two rows
     assert (
         f"smoke run, not the benchmark's number**: 2 of {n_en} facts, drawn with seed 0 in turn from each "
         "culture x predicate" in (tmp_path / "b" / "report.md").read_text()
     )
     assert config["run"]["language"] == "en" and config["model"]["kind"] == "masked"
-    assert {"culture_probe", "culture_probe_git", "torch", "transformers", "datasets"} <= set(config["versions"])
+    assert {"culture_probe", "culture_probe_git", "torch", "transformers", "datasets"} <= set(
+        config["versions"]
+    )
     assert config["versions"]["culture_probe_git"]  # this checkout's commit
     assert config["hardware"]["device"] == "cpu" and config["hardware"]["processes"] == 1
     assert config["hardware"]["dtype"] == "float32" and config["duration_s"] > 0
@@ -115,7 +157,9 @@ def test_run_report_compare(setup, tmp_path, capsys):
     (tmp_path / "a" / "report.md").unlink()
     assert main(["report", str(tmp_path / "a")]) == 0
     assert (tmp_path / "a" / "report.md").read_text().startswith("# dlama_arab_west on")
-    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2  # b probed 2 facts, a all of them
+    assert (
+        main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    )  # b probed 2 facts, a all of them
     assert "probed different units" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--unpaired"]) == 0
     assert "| overall | p1 |" in capsys.readouterr().out
@@ -130,9 +174,21 @@ def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path, monkeypatc
     monkeypatch.setattr(
         Backend,
         "score",
-        lambda self, requests, *a, **k: (calls.append(len(requests)), score(self, requests, *a, **k))[1],
+        lambda self, requests, *a, **k: (
+            calls.append(len(requests)),
+            score(self, requests, *a, **k),
+        )[1],
     )
-    args = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--out", str(tmp_path / "r")]
+    args = [
+        "run",
+        "dlama_arab_west",
+        "--model",
+        str(model),
+        "--data-dir",
+        str(data),
+        "--out",
+        str(tmp_path / "r"),
+    ]
     assert main(args) == 0
     asked = sum(calls)
     before = (tmp_path / "r" / "items.jsonl").read_text()
@@ -142,7 +198,9 @@ def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path, monkeypatc
     assert (tmp_path / "r" / "items.jsonl").read_text() == before
 
 
-def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(setup, tmp_path, monkeypatch):
+def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(
+    setup, tmp_path, monkeypatch
+):
     from culture_probe import runner
     from culture_probe.engine.masked import MaskedScorer
 
@@ -150,7 +208,9 @@ def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(setup, t
     batches: list[int] = []
     original = MaskedScorer._score_batch
     monkeypatch.setattr(
-        MaskedScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+        MaskedScorer,
+        "_score_batch",
+        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a),
     )
     common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data)]
     assert main([*common, "--out", str(tmp_path / "first")]) == 0
@@ -158,7 +218,9 @@ def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(setup, t
     assert computed > 0
     (cache,) = runner.default_cache_dir().glob("*.sqlite")  # one file, named after the model
     assert cache.name.startswith(Path(model).name)
-    assert main([*common, "--out", str(tmp_path / "second"), "--option", "score=sum"]) == 0  # another run, config
+    assert (
+        main([*common, "--out", str(tmp_path / "second"), "--option", "score=sum"]) == 0
+    )  # another run, config
     assert len(batches) == computed  # every score came from the cache
     assert (tmp_path / "first" / "items.jsonl").read_text().count("\n") == (
         tmp_path / "second" / "items.jsonl"
@@ -175,7 +237,11 @@ def test_a_run_on_custom_rows_is_repeated_by_its_reproduce_command(setup, tmp_pa
     from culture_probe.runner import run
 
     data, model = setup
-    rows = [r for r in load_benchmark("dlama_arab_west", data_dir=str(data))["test"] if r["language"] == "en"][1:3]
+    rows = [
+        r
+        for r in load_benchmark("dlama_arab_west", data_dir=str(data))["test"]
+        if r["language"] == "en"
+    ][1:3]
     first = run("dlama_arab_west", str(model), rows=rows, out=tmp_path / "first", progress=False)
     command = (tmp_path / "first" / "report.md").read_text().split("```\n")[-2].strip()
     argv = [word.replace("RUN_DIR", str(tmp_path / "first")) for word in command.split()[1:]]
@@ -196,25 +262,50 @@ def test_a_run_on_custom_rows_is_repeated_by_its_reproduce_command(setup, tmp_pa
 )
 def test_bad_arguments_exit_2_with_a_clear_message(setup, capsys, extra, message):
     data, model = setup
-    assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), *extra]) == 2
+    assert (
+        main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), *extra])
+        == 2
+    )
     assert message in capsys.readouterr().err
 
 
-def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(setup, tmp_path, capsys):
+def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(
+    setup, tmp_path, capsys
+):
     """`--limit smoke` resolves per config (one fact per language x culture x predicate here: 2), config.json says
     it was asked for and what it gave; a smaller --limit warns, before the model loads, what it will lack.
     """
     data, model = setup
-    common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]
+    common = [
+        "run",
+        "dlama_arab_west",
+        "--model",
+        str(model),
+        "--data-dir",
+        str(data),
+        "--language",
+        "en",
+    ]
     assert main([*common, "--limit", "smoke", "--out", str(tmp_path / "smoke")]) == 0
     config = json.loads((tmp_path / "smoke" / "config.json").read_text())
-    assert config["run"]["limit"] == 2 and config["subset"]["limit"] == "smoke" and config["subset"]["sampled"] == 2
-    assert "--limit 2" in (tmp_path / "smoke" / "report.md").read_text()  # the command that repeats it, as a number
-    with pytest.warns(UserWarning, match=r"--limit 1 is below the smoke limit of dlama_arab_west \(2 facts\)"):
+    assert (
+        config["run"]["limit"] == 2
+        and config["subset"]["limit"] == "smoke"
+        and config["subset"]["sampled"] == 2
+    )
+    assert (
+        "--limit 2" in (tmp_path / "smoke" / "report.md").read_text()
+    )  # the command that repeats it, as a number
+    with pytest.warns(
+        UserWarning, match=r"--limit 1 is below the smoke limit of dlama_arab_west \(2 facts\)"
+    ):
         assert main([*common, "--limit", "1"]) == 0
     with pytest.raises(SystemExit):
         main([*common, "--limit", "ten"])
-    assert "invalid value: 'ten' (give a whole number, a fraction such as 0.1, or smoke)" in capsys.readouterr().err
+    assert (
+        "invalid value: 'ten' (give a whole number, a fraction such as 0.1, or smoke)"
+        in capsys.readouterr().err
+    )
 
 
 def test_the_library_warnings_are_one_line_on_the_terminal(setup):
@@ -230,8 +321,24 @@ def test_the_library_warnings_are_one_line_on_the_terminal(setup):
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = shown
-        assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--limit", "1"]) == 0
-    assert "DeprecationWarning" in warnings.formatwarning("x", DeprecationWarning, "x.py", 1)  # restored after
+        assert (
+            main(
+                [
+                    "run",
+                    "dlama_arab_west",
+                    "--model",
+                    str(model),
+                    "--data-dir",
+                    str(data),
+                    "--limit",
+                    "1",
+                ]
+            )
+            == 0
+        )
+    assert "DeprecationWarning" in warnings.formatwarning(
+        "x", DeprecationWarning, "x.py", 1
+    )  # restored after
     notices = [text for text in seen if "smoke limit" in text]
     assert len(notices) == 1 and notices[0].count("\n") == 1
     assert notices[0].startswith("culture-probe: warning: --limit 1 is below the smoke limit")
@@ -240,7 +347,21 @@ def test_the_library_warnings_are_one_line_on_the_terminal(setup):
 def test_a_run_without_out_says_that_nothing_was_written(setup, tmp_path, capsys, monkeypatch):
     data, model = setup
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "dlama_arab_west",
+                "--model",
+                str(model),
+                "--data-dir",
+                str(data),
+                "--language",
+                "en",
+            ]
+        )
+        == 0
+    )
     assert "nothing was written (no --out): pass --out DIR" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
 
@@ -253,7 +374,12 @@ def test_unknown_config_suggests_close_names(capsys):
 def test_module_entry_point_lists_benchmarks():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "culture_probe", "list"], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+        [sys.executable, "-m", "culture_probe", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     assert "dlama_arab_west" in done.stdout
@@ -267,21 +393,43 @@ def test_module_entry_point_lists_benchmarks():
         (["--language", "fr"], "Unknown language 'fr'"),
         (["--limit", "0"], "limit must be a whole number >= 1, got 0"),
         (["--batch-tokens", "-5"], "batch_tokens must be a whole number >= 1, got -5"),
-        (["--option", "templates=./no/such/templates.json"], "no/such/templates.json': no such file"),
+        (
+            ["--option", "templates=./no/such/templates.json"],
+            "no/such/templates.json': no such file",
+        ),
     ],
 )
 def test_a_bad_option_is_named_before_a_missing_model_is_touched(setup, capsys, extra, message):
     """The pipeline validates before it loads: a model path that does not exist is not what the error is about."""
     data, _ = setup
-    assert main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data), *extra]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "dlama_arab_west",
+                "--model",
+                "./no/such/model",
+                "--data-dir",
+                str(data),
+                *extra,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert message in err and "no/such/model" not in err
 
 
 def test_a_served_model_without_its_server_url_is_named_before_anything_loads(setup, capsys):
     data, _ = setup
-    assert main(["run", "dlama_arab_west", "--model", "openai:org/model", "--data-dir", str(data)]) == 2
-    assert "openai:org/model is a served model: pass the server's --base-url" in capsys.readouterr().err
+    assert (
+        main(["run", "dlama_arab_west", "--model", "openai:org/model", "--data-dir", str(data)])
+        == 2
+    )
+    assert (
+        "openai:org/model is a served model: pass the server's --base-url"
+        in capsys.readouterr().err
+    )
 
 
 def test_model_args_load_a_lora_adapter_and_are_recorded(setup, tmp_path, capsys):
@@ -291,10 +439,20 @@ def test_model_args_load_a_lora_adapter_and_are_recorded(setup, tmp_path, capsys
 
     data, model = setup
     lora = get_peft_model(
-        Scorer.from_pretrained(model).model, LoraConfig(r=4, target_modules=["query", "value"], init_lora_weights=False)
+        Scorer.from_pretrained(model).model,
+        LoraConfig(r=4, target_modules=["query", "value"], init_lora_weights=False),
     )
     lora.save_pretrained(tmp_path / "adapter")
-    common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]
+    common = [
+        "run",
+        "dlama_arab_west",
+        "--model",
+        str(model),
+        "--data-dir",
+        str(data),
+        "--language",
+        "en",
+    ]
     assert main([*common, "--out", str(tmp_path / "plain")]) == 0
     adapted = [
         *common,
@@ -305,26 +463,59 @@ def test_model_args_load_a_lora_adapter_and_are_recorded(setup, tmp_path, capsys
     ]
     assert main(adapted) == 0
     config = json.loads((tmp_path / "lora" / "config.json").read_text())
-    assert config["model_args"] == {"peft": str(tmp_path / "adapter"), "attn_implementation": "eager"}
+    assert config["model_args"] == {
+        "peft": str(tmp_path / "adapter"),
+        "attn_implementation": "eager",
+    }
     assert config["model"]["identity"]["peft"]["path"] == str((tmp_path / "adapter").resolve())
-    assert (tmp_path / "lora" / "items.jsonl").read_text() != (tmp_path / "plain" / "items.jsonl").read_text()
+    assert (tmp_path / "lora" / "items.jsonl").read_text() != (
+        tmp_path / "plain" / "items.jsonl"
+    ).read_text()
     assert (
-        main([*adapted[:-2], "--out", str(tmp_path / "x"), "--model-args", "dtype=float32", "--dtype", "bfloat16"]) == 2
+        main(
+            [
+                *adapted[:-2],
+                "--out",
+                str(tmp_path / "x"),
+                "--model-args",
+                "dtype=float32",
+                "--dtype",
+                "bfloat16",
+            ]
+        )
+        == 2
     )
     assert "--dtype bfloat16 and --model-args dtype=float32 disagree" in capsys.readouterr().err
 
 
 def test_a_missing_model_path_is_named_as_a_path(setup, capsys):
     data, _ = setup
-    assert main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data)]) == 2
+    assert (
+        main(["run", "dlama_arab_west", "--model", "./no/such/model", "--data-dir", str(data)]) == 2
+    )
     assert "Model path './no/such/model' does not exist" in capsys.readouterr().err
 
 
-def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(setup, mirror, tmp_path, capsys):
+def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(
+    setup, mirror, tmp_path, capsys
+):
     _, model = setup
     out = tmp_path / "asia"
     assert (
-        main(["run", "dlama_asia_west", "--model", str(model), "--language", "en", "--limit", "2", "--out", str(out)])
+        main(
+            [
+                "run",
+                "dlama_asia_west",
+                "--model",
+                str(model),
+                "--language",
+                "en",
+                "--limit",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
         == 0
     )
     report = (out / "report.md").read_text()
@@ -332,8 +523,24 @@ def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(setup, 
     assert (
         "**note**: the release tarball holds both languages; a copy that lacks the Korean labels of asia-west"
     ) in report and "(ko not probed in this run)" in report
-    assert main(["run", "dlama_asia_west", "--model", str(model), "--limit", "2", "--out", str(tmp_path / "b")]) == 2
-    assert "No ko facts: the copy read (dlama-v1) lacks the Korean labels" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "run",
+                "dlama_asia_west",
+                "--model",
+                str(model),
+                "--limit",
+                "2",
+                "--out",
+                str(tmp_path / "b"),
+            ]
+        )
+        == 2
+    )
+    assert (
+        "No ko facts: the copy read (dlama-v1) lacks the Korean labels" in capsys.readouterr().err
+    )
 
 
 def test_every_option_example_the_cli_gives_is_a_real_option():
@@ -349,8 +556,12 @@ def test_every_option_example_the_cli_gives_is_a_real_option():
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__name__.endswith("Options") and dataclasses.is_dataclass(cls):
                 fields |= {f.name for f in dataclasses.fields(cls)}
-    run_help = next(a for a in build_parser()._actions if a.dest == "command").choices["run"].format_help()
-    examples = re.findall(r"--option ([a-z_]+)=", run_help + inspect.getsource(run_command.option_values))
+    run_help = (
+        next(a for a in build_parser()._actions if a.dest == "command").choices["run"].format_help()
+    )
+    examples = re.findall(
+        r"--option ([a-z_]+)=", run_help + inspect.getsource(run_command.option_values)
+    )
     assert examples and set(examples) <= fields, set(examples) - fields
 
 
@@ -364,16 +575,34 @@ def test_a_fractional_limit_takes_that_share_of_each_stratum_rounded_up(setup, t
     facts = {("ARAB_REGION", f"Arab{i}"): (["Q48"], ["Asia"], []) for i in range(6)}
     facts |= {("WESTERN_COUNTRIES", f"West{i}"): (["Q46"], ["Europe"], []) for i in range(2)}
     data = write_dlama(tmp_path / "dlama", facts)
-    common = ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data), "--language", "en"]
+    common = [
+        "run",
+        "dlama_arab_west",
+        "--model",
+        str(model),
+        "--data-dir",
+        str(data),
+        "--language",
+        "en",
+    ]
     assert main([*common, "--limit", "0.5", "--out", str(tmp_path / "half")]) == 0
     config = json.loads((tmp_path / "half" / "config.json").read_text())
-    assert (config["run"]["limit"], config["subset"]["limit"], config["subset"]["sampled"]) == (4, 0.5, 4)
-    items = [json.loads(line) for line in (tmp_path / "half" / "items.jsonl").read_text().splitlines()]
+    assert (config["run"]["limit"], config["subset"]["limit"], config["subset"]["sampled"]) == (
+        4,
+        0.5,
+        4,
+    )
+    items = [
+        json.loads(line) for line in (tmp_path / "half" / "items.jsonl").read_text().splitlines()
+    ]
     assert sorted(item["culture"] for item in items) == ["arab"] * 3 + ["west"]
     for bad in ("1.5", "0", "-0.1"):
         assert main([*common, "--limit", bad]) == 2
         err = capsys.readouterr().err
-        assert f"limit must be a whole number >= 1, got {bad} (or " in err and "or a fraction 0 < x < 1 of each" in err
+        assert (
+            f"limit must be a whole number >= 1, got {bad} (or " in err
+            and "or a fraction 0 < x < 1 of each" in err
+        )
 
 
 def test_a_share_of_each_stratum_is_rounded_up_exactly_and_keeps_every_probe_of_an_item():
@@ -393,32 +622,51 @@ def test_a_share_of_each_stratum_is_rounded_up_exactly_and_keeps_every_probe_of_
     for share, expected in ((0.1, {"arab": 3, "west": 1}), (0.5, {"arab": 15, "west": 4})):
         chosen = stratified_share(probes, share, ["culture"], seed=0)
         items = {p.item_id: p.meta["culture"] for p in chosen}
-        assert {c: list(items.values()).count(c) for c in cells} == expected and len(chosen) == 2 * len(items)
+        assert {c: list(items.values()).count(c) for c in cells} == expected and len(
+            chosen
+        ) == 2 * len(items)
         assert (
             chosen
             == stratified_share(probes, share, ["culture"], seed=0)
             != stratified_share(probes, share, ["culture"], seed=1)
         )
-    with pytest.raises(InvalidValueError, match=r"limit must be a whole number >= 1, got 1\.5 \(or "):
+    with pytest.raises(
+        InvalidValueError, match=r"limit must be a whole number >= 1, got 1\.5 \(or "
+    ):
         culture_probe.run("dlama_arab_west", "any/model", limit=1.5)
 
 
 def test_the_model_can_be_named_by_model_args_pretrained_as_in_the_harness(setup, tmp_path, capsys):
     data, model = setup
     common = ["run", "dlama_arab_west", "--data-dir", str(data), "--language", "en", "--limit", "2"]
-    assert main([*common, "--model-args", f"pretrained={model},dtype=float32", "--out", str(tmp_path / "r")]) == 0
+    assert (
+        main(
+            [
+                *common,
+                "--model-args",
+                f"pretrained={model},dtype=float32",
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
     config = json.loads((tmp_path / "r" / "config.json").read_text())
     assert config["model"]["spec"] == str(model) and config["model_args"] == {"dtype": "float32"}
     capsys.readouterr()
     assert main([*common, "--model", "other/model", "--model-args", f"pretrained={model}"]) == 2
     assert f"Two models are named (other/model, {model}): give one" in capsys.readouterr().err
     assert main([*common, "--model-args", "dtype=float32"]) == 2
-    assert "Name the model: --model NAME, or --model-args pretrained=NAME" in capsys.readouterr().err
+    assert (
+        "Name the model: --model NAME, or --model-args pretrained=NAME" in capsys.readouterr().err
+    )
 
 
 def test_progress_names_the_config_and_stage_and_datasets_bars_are_quiet(setup, tmp_path, capsys):
     data, model = setup
-    fresh = shutil.copytree(data, tmp_path / "dlama")  # new files: the builder prepares them (a bar per split)
+    fresh = shutil.copytree(
+        data, tmp_path / "dlama"
+    )  # new files: the builder prepares them (a bar per split)
     common = ["--model", str(model), "--data-dir", str(fresh), "--language", "en", "--no-cache"]
     assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "run")]) == 0
     err = capsys.readouterr().err

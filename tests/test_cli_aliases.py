@@ -19,7 +19,18 @@ def _planned(argv: list[str]):
 @pytest.mark.parametrize(
     "native, alias",
     [
-        (NATIVE, ["run", "--tasks", "camel_co_prompts,maps_en", "--model", "gpt2", "--model_args", "dtype=float32"]),
+        (
+            NATIVE,
+            [
+                "run",
+                "--tasks",
+                "camel_co_prompts,maps_en",
+                "--model",
+                "gpt2",
+                "--model_args",
+                "dtype=float32",
+            ],
+        ),
         (
             NATIVE,
             [
@@ -32,12 +43,22 @@ def _planned(argv: list[str]):
                 "pretrained=gpt2,dtype=float32",
             ],
         ),
-        (NATIVE, ["run", *NATIVE[1:3], "--model", "hf", "--model_args", "pretrained=gpt2,dtype=float32"]),
+        (
+            NATIVE,
+            ["run", *NATIVE[1:3], "--model", "hf", "--model_args", "pretrained=gpt2,dtype=float32"],
+        ),
         ([*NATIVE, "--out", "runs/x"], [*NATIVE, "--output_path", "runs/x"]),
         ([*NATIVE, "--batch-tokens", str(8 * TOKENS_PER_SEQUENCE)], [*NATIVE, "--batch_size", "8"]),
         (NATIVE, [*NATIVE, "--batch_size", "auto"]),
     ],
-    ids=["tasks-model_args", "tasks-twice-pretrained", "model-hf", "output_path", "batch_size", "batch_size-auto"],
+    ids=[
+        "tasks-model_args",
+        "tasks-twice-pretrained",
+        "model-hf",
+        "output_path",
+        "batch_size",
+        "batch_size-auto",
+    ],
 )
 def test_an_lm_eval_spelling_asks_for_what_the_native_one_does(native, alias):
     assert _planned(alias) == _planned(native)
@@ -56,9 +77,18 @@ def test_help_shows_the_native_spelling_first_and_names_the_aliases(capsys):
     "argv, message",
     [
         ([*NATIVE, "--tasks", "maps_en"], "named twice (CONFIG and --tasks)"),
-        ([*NATIVE, "--batch-tokens", "64", "--batch_size", "2"], "--batch-tokens and --batch_size both"),
-        (["run", "maps_en", "--model", "vllm", "--model_args", "pretrained=x"], "--model openai:NAME --base-url"),
-        (["run", "maps_en", "--model", "gpt2", "--batch_size", "0"], "give a whole number of sequences, or auto"),
+        (
+            [*NATIVE, "--batch-tokens", "64", "--batch_size", "2"],
+            "--batch-tokens and --batch_size both",
+        ),
+        (
+            ["run", "maps_en", "--model", "vllm", "--model_args", "pretrained=x"],
+            "--model openai:NAME --base-url",
+        ),
+        (
+            ["run", "maps_en", "--model", "gpt2", "--batch_size", "0"],
+            "give a whole number of sequences, or auto",
+        ),
         (["run", "--model", "gpt2"], "Name a benchmark config"),
     ],
     ids=["configs-twice", "batch-twice", "served-backend", "batch-size-zero", "no-config"],
@@ -70,4 +100,6 @@ def test_a_clash_or_a_bad_alias_value_is_one_line(argv, message, capsys):
         code = exit.code
     err = capsys.readouterr().err
     assert code == 2
-    assert message in err.strip().splitlines()[-1] and "Traceback" not in err, err  # argparse's usage, then one line
+    assert message in err.strip().splitlines()[-1] and "Traceback" not in err, (
+        err
+    )  # argparse's usage, then one line

@@ -113,11 +113,17 @@ def test_each_deviation_is_on_its_benchmark_page_with_its_upstream_side(benchmar
     import importlib
 
     task = importlib.import_module(f"culture_probe.tasks.{benchmark}").TASK
-    section = deviation_section((DOCS / "benchmarks" / f"{benchmark}.md").read_text(encoding="utf-8"))
+    section = deviation_section(
+        (DOCS / "benchmarks" / f"{benchmark}.md").read_text(encoding="utf-8")
+    )
     assert "--protocol upstream" in section
     for deviation in task.deviations:
         row = next(
-            (line for line in section.splitlines() if re.match(rf"\|\s*\**{re.escape(deviation.id)}\**\s*\|", line)),
+            (
+                line
+                for line in section.splitlines()
+                if re.match(rf"\|\s*\**{re.escape(deviation.id)}\**\s*\|", line)
+            ),
             None,
         )
         assert row is not None, f"{benchmark}: {deviation.id} has no row in the deviation table"
@@ -172,10 +178,24 @@ def test_user_facing_text_cites_only_what_users_have():
     found = []
     for path in sorted((REPO / "culture_probe").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):  # every string literal: docstrings, messages, `culture-probe list` descriptions
+        for node in ast.walk(
+            tree
+        ):  # every string literal: docstrings, messages, `culture-probe list` descriptions
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found += [f"{path.relative_to(REPO)}:{node.lineno}+{hit}" for hit in internal_citations(node.value)]
-    pages = [REPO / "README.md", *DOCS.rglob("*.md"), *(REPO / "culture_probe" / "metrics_modules").rglob("README*")]
+                found += [
+                    f"{path.relative_to(REPO)}:{node.lineno}+{hit}"
+                    for hit in internal_citations(node.value)
+                ]
+    pages = [
+        REPO / "README.md",
+        *DOCS.rglob("*.md"),
+        *(REPO / "culture_probe" / "metrics_modules").rglob("README*"),
+    ]
     for path in sorted(pages):
-        found += [f"{path.relative_to(REPO)}:{hit}" for hit in internal_citations(path.read_text(encoding="utf-8"))]
-    assert not found, "user-facing text cites internal specs or the shared mirror:\n" + "\n".join(found)
+        found += [
+            f"{path.relative_to(REPO)}:{hit}"
+            for hit in internal_citations(path.read_text(encoding="utf-8"))
+        ]
+    assert not found, "user-facing text cites internal specs or the shared mirror:\n" + "\n".join(
+        found
+    )

@@ -22,13 +22,21 @@ from culture_probe import runner  # noqa: E402
 from culture_probe.dryrun import dry_run  # noqa: E402
 from culture_probe.engine import Scorer  # noqa: E402
 from culture_probe.engine.encoding import separator  # noqa: E402
-from culture_probe.engine.preview import EncodingPreview, GenerateView, ScoreView, ServedView, Workload  # noqa: E402
+from culture_probe.engine.preview import (
+    EncodingPreview,
+    GenerateView,
+    ScoreView,
+    ServedView,
+    Workload,
+)  # noqa: E402
 from culture_probe.engine.types import FillMaskOptions  # noqa: E402
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError  # noqa: E402
 from culture_probe.models import save_tiny, train_tokenizer  # noqa: E402
 from culture_probe.tasks.probes import GenerateProbe, ScoreProbe  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")  # small limits keep it fast
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::culture_probe.runner.SmallLimitWarning"
+)  # small limits keep it fast
 CHAT = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
@@ -114,7 +122,9 @@ def _mirror(*parts: str) -> str:
 # (config, options, model): every benchmark on every kind of model its protocol takes
 CASES = [
     *[("dlama_arab_west", {}, m) for m in ("bert", "gpt2", "t5")],
-    *[("fmlama_en", {}, m) for m in ("bert", "gpt2", "t5")],  # on a few dishes: a few hundred candidates
+    *[
+        ("fmlama_en", {}, m) for m in ("bert", "gpt2", "t5")
+    ],  # on a few dishes: a few hundred candidates
     ("fmlama_en", {"mode": "chat"}, "llama-chat"),
     *[("camel_co_prompts", {"limit": 2, "sample_size": 5}, m) for m in ("bert", "gpt2", "t5")],
     ("xfakt_factual_recall", {"judge": "string", "language": "en"}, "llama-chat"),
@@ -135,11 +145,17 @@ def _data_dir(config, dlama_dir):
     return None
 
 
-@pytest.mark.parametrize(("config", "options", "model"), CASES, ids=[f"{c}-{m}-{len(o)}" for c, o, m in CASES])
-def test_the_preview_is_what_the_engine_feeds_the_model(config, options, model, models, dlama_dir, sealed, request):
+@pytest.mark.parametrize(
+    ("config", "options", "model"), CASES, ids=[f"{c}-{m}-{len(o)}" for c, o, m in CASES]
+)
+def test_the_preview_is_what_the_engine_feeds_the_model(
+    config, options, model, models, dlama_dir, sealed, request
+):
     folder, scorer = models[model]
     rows = request.getfixturevalue("fmlama_rows") if config.startswith("fmlama") else None
-    result = sealed(config, folder, n=2, data_dir=_data_dir(config, dlama_dir), rows=rows, **options)
+    result = sealed(
+        config, folder, n=2, data_dir=_data_dir(config, dlama_dir), rows=rows, **options
+    )
     (plan,) = result.configs
     assert plan.kind == scorer.kind and len(plan.shown) == 2 and plan.stages[0].probes > 0
     for shown in plan.shown:
@@ -159,7 +175,9 @@ def _check_score(scorer, probe, view):
     for n, cand in enumerate(view.candidates[:3]):
         reads = [_replay(scorer, view, model_input) for model_input in cand.inputs]
         assert sum(len(r) for r in reads) == want.n_tokens[n]
-        np.testing.assert_allclose(sum(sum(r) for r in reads), want.sum_logprob[n], atol=1e-4, err_msg=cand.text)
+        np.testing.assert_allclose(
+            sum(sum(r) for r in reads), want.sum_logprob[n], atol=1e-4, err_msg=cand.text
+        )
 
 
 def _replay(scorer, view, model_input):
@@ -167,7 +185,9 @@ def _replay(scorer, view, model_input):
     ids = torch.tensor([model_input.tokens.ids])
     with torch.inference_mode():
         if scorer.kind == "seq2seq":
-            logits = scorer.model(input_ids=torch.tensor([view.context.ids]), decoder_input_ids=ids).logits[0]
+            logits = scorer.model(
+                input_ids=torch.tensor([view.context.ids]), decoder_input_ids=ids
+            ).logits[0]
         else:
             logits = scorer.model(input_ids=ids).logits[0]
     logp = torch.log_softmax(logits.float(), dim=-1)
@@ -203,8 +223,12 @@ def test_a_chat_template_is_applied_as_the_engine_applies_it(models, sealed):
     (plan,) = sealed("xfakt_factual_recall", folder, n=1, language="en", judge="string").configs
     view = plan.shown[0].view
     question = plan.shown[0].probe.prompt
-    assert view.prompt == f"<s><|user|>{question}\n<|assistant|>"  # the template above, rendered by hand
-    assert view.tokens.ids.count(scorer.tokenizer.bos_token_id) == 1  # the template's BOS, not a second one
+    assert (
+        view.prompt == f"<s><|user|>{question}\n<|assistant|>"
+    )  # the template above, rendered by hand
+    assert (
+        view.tokens.ids.count(scorer.tokenizer.bos_token_id) == 1
+    )  # the template's BOS, not a second one
 
 
 def test_a_causal_model_without_chat_template_cannot_preview_a_chat_protocol(models, sealed):
@@ -219,8 +243,15 @@ def test_later_stages_are_named_with_their_model_and_no_count(models, sealed):
     (plan,) = sealed("xfakt_factual_recall", folder, n=0, language="en", judge_model=judge).configs
     answer, judged = plan.stages
     assert (answer.name, judged.name) == ("answer", "judge") and answer.probes == plan.sampled
-    assert judged.probes is None and judged.model == judge and judge in judged.about and plan.shown == ()
-    known = "built from the records of stage answer; its probe count is known once that stage has run"
+    assert (
+        judged.probes is None
+        and judged.model == judge
+        and judge in judged.about
+        and plan.shown == ()
+    )
+    known = (
+        "built from the records of stage answer; its probe count is known once that stage has run"
+    )
     assert f"stage judge: {known}; {judged.about}" in "\n".join(plan.lines())
 
 
@@ -228,7 +259,9 @@ def test_a_limit_counts_the_sampled_items_and_skipped_probes_are_counted(models,
     folder, _ = models["gpt2"]
     (full,) = sealed("maps_en", folder, n=0, data_dir=_mirror("manual", "maps")).configs
     (small,) = sealed("maps_en", folder, n=0, data_dir=_mirror("manual", "maps"), limit=3).configs
-    assert full.sampled == full.items == full.rows and small.sampled == 3 and small.items == full.items
+    assert (
+        full.sampled == full.items == full.rows and small.sampled == 3 and small.items == full.items
+    )
     assert small.stages[0].probes < full.stages[0].probes
     assert [s.name for s in full.stages] == ["reason", "memorise"] and full.stages[1].probes is None
 
@@ -237,8 +270,13 @@ def test_a_suite_skips_a_config_whose_data_is_missing_unless_strict(models, seal
     folder, _ = models["bert"]
     result = sealed(["dlama_arab_west", "maps_en"], folder, n=1, data_dir=f"dlama={dlama_dir}")
     assert [p.config for p in result.configs] == ["dlama_arab_west"]
-    assert "data_dir" in result.skipped["maps_en"] and "maps_en: skipped, MAPS needs data_dir=" in result.text()
-    with pytest.raises(MissingDataError, match="In the suite's config maps_en: MAPS needs data_dir="):
+    assert (
+        "data_dir" in result.skipped["maps_en"]
+        and "maps_en: skipped, MAPS needs data_dir=" in result.text()
+    )
+    with pytest.raises(
+        MissingDataError, match="In the suite's config maps_en: MAPS needs data_dir="
+    ):
         sealed(["dlama_arab_west", "maps_en"], folder, data_dir=f"dlama={dlama_dir}", strict=True)
 
 
@@ -254,7 +292,11 @@ def test_a_fill_mask_preview_is_the_engine_input(models, monkeypatch):
     options = FillMaskOptions(sep=None)
     views = preview.fill_mask(lefts, options)
     fed = []
-    monkeypatch.setattr(scorer, "_top_pieces", lambda inputs, top_k: fed.extend(inputs) or [[("", 0.0)]] * len(inputs))
+    monkeypatch.setattr(
+        scorer,
+        "_top_pieces",
+        lambda inputs, top_k: fed.extend(inputs) or [[("", 0.0)]] * len(inputs),
+    )
     scorer.fill_mask(lefts, options)
     assert [(v.tokens.ids, v.mask) for v in views] == fed
     assert all(v.tokens.pieces[v.mask] == scorer.tokenizer.mask_token for v in views)
@@ -265,7 +307,9 @@ def test_a_served_model_shows_the_requests_it_would_be_sent(models, sealed, monk
         def __init__(self, **kwargs):
             self.completions = self.chat = None
 
-    client = types.SimpleNamespace(_transport=None, _mounts={})  # an HTTP client that holds no connection
+    client = types.SimpleNamespace(
+        _transport=None, _mounts={}
+    )  # an HTTP client that holds no connection
     stub = types.SimpleNamespace(OpenAI=OpenAI, DefaultHttpxClient=lambda **kwargs: client)
     monkeypatch.setitem(sys.modules, "openai", stub)
     url = "http://127.0.0.1:9/v1"
@@ -275,13 +319,19 @@ def test_a_served_model_shows_the_requests_it_would_be_sent(models, sealed, monk
     probe, view = generate.shown[0].probe, generate.shown[0].view
     assert isinstance(probe, GenerateProbe) and isinstance(view, ServedView)
     (call,) = view.calls
-    assert call.endpoint == "chat.completions" and call.body["messages"] == [{"role": "user", "content": probe.prompt}]
-    assert call.body["max_tokens"] == probe.options.max_new_tokens and call.body["temperature"] == 0.0
+    assert call.endpoint == "chat.completions" and call.body["messages"] == [
+        {"role": "user", "content": probe.prompt}
+    ]
+    assert (
+        call.body["max_tokens"] == probe.options.max_new_tokens and call.body["temperature"] == 0.0
+    )
     (score,) = sealed("camel_co_prompts", "openai:tiny", base_url=url, n=1, limit=1).configs
     probe, view = score.shown[0].probe, score.shown[0].view
     request = probe.request
     sent = [request.left + separator(request.left, request.sep) + c for c in request.candidates]
-    assert [c.body["prompt"] for c in view.calls] == sent and all(c.body["echo"] for c in view.calls)
+    assert [c.body["prompt"] for c in view.calls] == sent and all(
+        c.body["echo"] for c in view.calls
+    )
     assert "POST /completions" in "\n".join(score.lines())
 
 
@@ -290,9 +340,13 @@ def test_a_planted_model_is_previewed_with_the_tokenizer_training_would_give(sea
     from culture_probe.models.planted_benchmarks import CHAT_TEMPLATE, chat_prompt, planted_spec
 
     _mirror()
-    (plan,) = sealed("xfakt_factual_recall", "planted:xfakt_factual_recall", n=2, judge="string").configs
+    (plan,) = sealed(
+        "xfakt_factual_recall", "planted:xfakt_factual_recall", n=2, judge="string"
+    ).configs
     spec = planted_spec("xfakt_factual_recall")
-    trained = Scorer.from_pretrained(train_planted(dataclasses.replace(spec, steps=1), tmp_path / "planted"))
+    trained = Scorer.from_pretrained(
+        train_planted(dataclasses.replace(spec, steps=1), tmp_path / "planted")
+    )
     trained.tokenizer.chat_template = CHAT_TEMPLATE  # as planted_model_dir saves it
     for shown in plan.shown:
         assert shown.view.prompt == chat_prompt(shown.probe.prompt)
@@ -314,7 +368,9 @@ def _forward_tokens(model) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize(("model", "budget"), [("gpt2", None), ("bert", 1)])
-def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(model, budget, models, fmlama_rows, sealed):
+def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(
+    model, budget, models, fmlama_rows, sealed
+):
     """The dry run's count is the engine's own (its batches' costs), and what a forward hook sees go through the
     model: exactly, where the engine runs a request in one pass without padding (causal: context and candidate trie
     in one packed row; masked: one query per forward), more where a long trie takes several rows that each repeat
@@ -329,11 +385,16 @@ def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(model, 
         before, ran = len(seen), scorer.tokens_run
         scorer.score([probe.request], probe.options)
         if all(rows == 1 for rows, _ in seen[before:]):  # one unpadded row per forward
-            assert sum(n for _, n in seen[before:]) == scorer.tokens_run - ran  # a request's tokens, each run once
+            assert (
+                sum(n for _, n in seen[before:]) == scorer.tokens_run - ran
+            )  # a request's tokens, each run once
             one_pass += 1
     candidates = sum(len(p.request.candidates) for p in ahead.probes)
     assert plan.work.probes == len(ahead.probes) == 80 and plan.work.candidates == candidates
-    assert plan.work.tokens == scorer.tokens_run <= sum(rows * n for rows, n in seen) and one_pass >= 40
+    assert (
+        plan.work.tokens == scorer.tokens_run <= sum(rows * n for rows, n in seen)
+        and one_pass >= 40
+    )
     line = f"cost of stage main: 80 probes, {candidates:,} candidates, {plan.work.tokens:,} tokens through the model"
     assert line + "; no time estimate: no rate measured for" in "\n".join(plan.lines())
 
@@ -346,21 +407,36 @@ def test_the_dry_run_estimates_the_time_at_the_rate_a_run_measured_here(
     folder, _ = models["bert"]
     scorer = Scorer.from_pretrained(folder)
     monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
-    before = dry_run(["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2)
-    assert all(c.rate is None for c in before.configs) and "a config has no rate measured" in before.total()
+    before = dry_run(
+        ["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2
+    )
+    assert (
+        all(c.rate is None for c in before.configs)
+        and "a config has no rate measured" in before.total()
+    )
     runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), progress=False, no_cache=True)
     small = throughput.rate_of(str(folder), "dlama_arab_west")
-    assert 0 < scorer.tokens_run < throughput.MIN_TOKENS and small is None  # too few tokens to measure a rate
+    assert (
+        0 < scorer.tokens_run < throughput.MIN_TOKENS and small is None
+    )  # too few tokens to measure a rate
     began = time.monotonic()
     runner.run("fmlama_en", scorer, rows=fmlama_rows, progress=False, no_cache=True)
     wall = time.monotonic() - began
     rate = throughput.rate_of(str(folder), "dlama_arab_west")  # the model's latest: fmlama_en's
-    assert rate is not None and rate.config == "fmlama_en" and 0 < rate.tokens < scorer.tokens_run  # its own count
-    assert 0 < rate.fixed and rate.seconds + rate.fixed <= wall + 0.01  # the rest of the run: rows, metrics, ...
+    assert (
+        rate is not None and rate.config == "fmlama_en" and 0 < rate.tokens < scorer.tokens_run
+    )  # its own count
+    assert (
+        0 < rate.fixed and rate.seconds + rate.fixed <= wall + 0.01
+    )  # the rest of the run: rows, metrics, ...
     assert rate.fixed_for("dlama_arab_west") == 0  # another config's rows are another config's
     throughput.record_rate(str(folder), "fmlama_en", 12_000, 3.0, "cpu")  # 4,000 tokens/s
-    throughput.record_rate(str(folder), "dlama_arab_west", 12_000, 3.0, "cpu", fixed=30.0)  # and 30 s besides
-    plan = dry_run(["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2)
+    throughput.record_rate(
+        str(folder), "dlama_arab_west", 12_000, 3.0, "cpu", fixed=30.0
+    )  # and 30 s besides
+    plan = dry_run(
+        ["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2
+    )
     text, total = plan.text(), sum(c.work.tokens for c in plan.configs)
     fixed = {"dlama_arab_west": 30.0, "fmlama_en": 0.0}
     for config in plan.configs:
@@ -369,13 +445,20 @@ def test_the_dry_run_estimates_the_time_at_the_rate_a_run_measured_here(
         assert (
             f"{config.work.tokens:,} tokens through the model; {seconds} at 4,000 tokens/s{besides}, measured on "
         ) in text
-    assert f"total of 2 configs' first stages: {sum(c.work.probes for c in plan.configs)} probes" in plan.total()
+    assert (
+        f"total of 2 configs' first stages: {sum(c.work.probes for c in plan.configs)} probes"
+        in plan.total()
+    )
     both = throughput.duration(total / 4000 + 30)
-    assert f"{total:,} tokens through the model; {both}, each config at its own rate" in plan.total()
+    assert (
+        f"{total:,} tokens through the model; {both}, each config at its own rate" in plan.total()
+    )
     assert plan.total() in text and f"by a run of {folder} on dlama_arab_west (" in text
 
 
-def test_a_workload_too_large_to_count_is_counted_on_a_sample_and_says_so(models, fmlama_rows, monkeypatch):
+def test_a_workload_too_large_to_count_is_counted_on_a_sample_and_says_so(
+    models, fmlama_rows, monkeypatch
+):
     """Beyond `COUNTED_CANDIDATES` candidates the tokens are counted on a seeded sample of the requests and scaled
     up: close to the exact count, the same each time, and said to be an estimate."""
     from culture_probe.engine import preview
@@ -386,8 +469,14 @@ def test_a_workload_too_large_to_count_is_counted_on_a_sample_and_says_so(models
     (sampled,) = dry_run("fmlama_en", folder, n=0, rows=fmlama_rows).configs
     (again,) = dry_run("fmlama_en", folder, n=0, rows=fmlama_rows).configs
     assert exact.work.exact and not sampled.work.exact and sampled.work == again.work
-    assert (sampled.work.probes, sampled.work.candidates) == (exact.work.probes, exact.work.candidates)
-    assert sampled.work.tokens != exact.work.tokens and abs(sampled.work.tokens / exact.work.tokens - 1) < 0.05
+    assert (sampled.work.probes, sampled.work.candidates) == (
+        exact.work.probes,
+        exact.work.candidates,
+    )
+    assert (
+        sampled.work.tokens != exact.work.tokens
+        and abs(sampled.work.tokens / exact.work.tokens - 1) < 0.05
+    )
     counted = f"about {sampled.work.tokens:,} tokens through the model (counted on a sample of its requests)"
     assert counted in sampled.cost() and "about" not in exact.cost()
 
@@ -398,16 +487,28 @@ def test_a_dry_run_of_a_shard_plans_what_the_shard_asks(models, dlama_dir):
     folder, scorer = models["gpt2"]
     (whole,) = dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir)).configs
     parts = [
-        dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir), shard=f"{k}/2").configs[0] for k in (1, 2)
+        dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir), shard=f"{k}/2").configs[0]
+        for k in (1, 2)
     ]
-    assert sum(p.sampled for p in parts) == whole.items and all(0 < p.sampled < whole.items for p in parts)
+    assert sum(p.sampled for p in parts) == whole.items and all(
+        0 < p.sampled < whole.items for p in parts
+    )
     assert sum((p.work for p in parts), Workload()) == whole.work
     assert f"{parts[0].sampled} of {whole.items} items (shard 1/2)" in parts[0].lines()[0]
-    run = runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), shard="1/2", progress=False, no_cache=True)
+    run = runner.run(
+        "dlama_arab_west",
+        scorer,
+        data_dir=str(dlama_dir),
+        shard="1/2",
+        progress=False,
+        no_cache=True,
+    )
     assert len(run.records) == parts[0].work.probes
 
 
-def test_a_suite_says_its_total_cost_once_its_model_has_loaded(models, dlama_dir, tmp_path, monkeypatch):
+def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
+    models, dlama_dir, tmp_path, monkeypatch
+):
     """A suite's first notice is the total of its configs' first stages, as the dry run counts them; each run then
     says its own part."""
     from culture_probe.suite import run_suite
@@ -420,7 +521,9 @@ def test_a_suite_says_its_total_cost_once_its_model_has_loaded(models, dlama_dir
     with pytest.warns(RunCostNotice) as said:
         run_suite(names, folder, data_dir=data, limit=2, no_cache=True)
     first, *each = [str(w.message) for w in said if w.category is RunCostNotice]
-    counted = plan.total().split("; ")[0].split(": ", 1)[1]  # probes, candidates and tokens, as the dry run counts
+    counted = (
+        plan.total().split("; ")[0].split(": ", 1)[1]
+    )  # probes, candidates and tokens, as the dry run counts
     assert first.startswith(f"the suite starts: 2 configs' first stages: {counted}; ")
     assert [line.split(" starts")[0] for line in each] == names
 

@@ -14,7 +14,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "culture_probe"
 # Bottom first. A module belongs to the floor of its subpackage (culture_probe/<name>/) or, at the top level, of its
 # own name; `culture_probe` itself (the lazy front door) hands names on and belongs to no floor.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("errors", "typecheck", "keyvalue", "jsonl", "outfolder", "sharing", "extras", "schemas", "record", "version"),
+    (
+        "errors",
+        "typecheck",
+        "keyvalue",
+        "jsonl",
+        "outfolder",
+        "sharing",
+        "extras",
+        "schemas",
+        "record",
+        "version",
+    ),
     ("data", "curation"),
     ("engine",),
     ("metrics",),
@@ -32,7 +43,9 @@ ENGINE_READS = {"culture_probe.data.sources"}
 
 def modules() -> dict[str, Path]:
     return {
-        ".".join(("culture_probe", *p.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__"): p
+        ".".join(("culture_probe", *p.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        ): p
         for p in PACKAGE.rglob("*.py")
     }
 
@@ -49,7 +62,10 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             head = ".".join(base[: len(base) - node.level + 1]) if node.level else ""
             module = ".".join(part for part in (head, node.module or "") if part)
-            targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in known else module for a in node.names]
+            targets = [
+                f"{module}.{a.name}" if f"{module}.{a.name}" in known else module
+                for a in node.names
+            ]
         else:
             continue
         for target in targets:
@@ -78,7 +94,9 @@ def test_no_import_runs_up_a_floor():
         f"{module} (floor {floor_of(module)}) imports {target} (floor {floor_of(target)})"
         for module, targets in GRAPH.items()
         for target in targets
-        if floor_of(module) is not None and floor_of(target) is not None and floor_of(target) > floor_of(module)
+        if floor_of(module) is not None
+        and floor_of(target) is not None
+        and floor_of(target) > floor_of(module)
     ]
     assert upward == []
 

@@ -11,7 +11,11 @@ from transformers.generation.utils import GenerationMixin
 from culture_probe import run
 from culture_probe.models import save_tiny, train_tokenizer
 
-TEXTS = ["In which country is New York located?", "The answer is United States.", "a bird in the hand"] * 3
+TEXTS = [
+    "In which country is New York located?",
+    "The answer is United States.",
+    "a bird in the hand",
+] * 3
 
 
 @pytest.fixture
@@ -19,7 +23,9 @@ def model_dir(tmp_path):
     """A tiny causal chat model saved to a folder, as a user's model would be."""
     tok = train_tokenizer(TEXTS, "bpe", model_kind="causal", vocab_size=300)
     tok.chat_template = CHAT_TEMPLATE
-    return str(save_tiny(tmp_path / "gpt2", "gpt2", tok, layers=1, hidden=32, heads=2, positions=1024))
+    return str(
+        save_tiny(tmp_path / "gpt2", "gpt2", tok, layers=1, hidden=32, heads=2, positions=1024)
+    )
 
 
 @pytest.fixture
@@ -40,14 +46,27 @@ def asked(monkeypatch) -> list[int]:
     "config,options,folder",
     [
         ("xfakt_factual_recall", {"judge": "string", "max_new_tokens": 8}, None),
-        ("maps_en", {}, "manual/maps"),  # MAPS is given on request: the mirror keeps the folder a user unpacks
+        (
+            "maps_en",
+            {},
+            "manual/maps",
+        ),  # MAPS is given on request: the mirror keeps the folder a user unpacks
     ],
 )
-def test_a_second_run_asks_the_model_nothing(config, options, folder, mirror, model_dir, asked, tmp_path):
+def test_a_second_run_asks_the_model_nothing(
+    config, options, folder, mirror, model_dir, asked, tmp_path
+):
     def probe(**more):
         data = {"data_dir": str(mirror / folder)} if folder else {}
         return run(
-            config, model_dir, limit="smoke", cache_dir=tmp_path / "cache", progress=False, **data, **options, **more
+            config,
+            model_dir,
+            limit="smoke",
+            cache_dir=tmp_path / "cache",
+            progress=False,
+            **data,
+            **options,
+            **more,
         )
 
     first = probe()

@@ -17,16 +17,26 @@ from culture_probe.schemas import validate_metrics
 #: DLAMA's culture gap per language Holm-adjusted over the run's languages, with how many tests that is (issue 34), and
 #: the processes a truncation record sums over (issue 35)
 ADDED_KEYS: frozenset[str] = frozenset(
-    {"probe", "n_probes", "n_skipped", "skipped", "n_ungraded", "chance", "p_holm", "n_tests", "processes"}
+    {
+        "probe",
+        "n_probes",
+        "n_skipped",
+        "skipped",
+        "n_ungraded",
+        "chance",
+        "p_holm",
+        "n_tests",
+        "processes",
+    }
 )
 
 
 def assert_same(expected: Any, actual: Any, where: str = "") -> None:
     """Equal JSON values; floats within 1e-6 (relative) so that another CPU's rounding does not fail the test."""
     if isinstance(expected, float) or isinstance(actual, float):
-        assert isinstance(actual, (int, float)) and math.isclose(expected, actual, rel_tol=1e-6, abs_tol=1e-9), (
-            f"{where}: {actual!r} != golden {expected!r}"
-        )
+        assert isinstance(actual, (int, float)) and math.isclose(
+            expected, actual, rel_tol=1e-6, abs_tol=1e-9
+        ), f"{where}: {actual!r} != golden {expected!r}"
     elif isinstance(expected, dict):
         assert isinstance(actual, dict), f"{where}: {type(actual).__name__} != golden dict"
         missing = expected.keys() - actual.keys()
@@ -36,7 +46,9 @@ def assert_same(expected: Any, actual: Any, where: str = "") -> None:
         for key in expected:
             assert_same(expected[key], actual[key], f"{where}.{key}")
     elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
+        assert isinstance(actual, list) and len(actual) == len(expected), (
+            f"{where}: {actual!r} != {expected!r}"
+        )
         for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             assert_same(e, a, f"{where}[{i}]")
     else:
@@ -48,12 +60,18 @@ def assert_same(expected: Any, actual: Any, where: str = "") -> None:
 def test_golden_runs_do_not_move(bench, mirror, tmp_path):
     golden = json.loads(golden_path(bench).read_text(encoding="utf-8"))
     for case in CASES[bench]:
-        actual = json.loads(json.dumps(run_case(case, golden["rows"][case.config], tmp_path, mirror)))
+        actual = json.loads(
+            json.dumps(run_case(case, golden["rows"][case.config], tmp_path, mirror))
+        )
         assert_same(golden["runs"][case.name], actual, f"{bench}/{case.name}")
-        validate_metrics(actual["metrics"])  # every benchmark and mode follows the one results schema
+        validate_metrics(
+            actual["metrics"]
+        )  # every benchmark and mode follows the one results schema
 
 
 @pytest.mark.parametrize("bench", sorted(CASES))
 def test_each_golden_file_says_why_its_numbers_last_moved(bench):
     changes = json.loads(golden_path(bench).read_text(encoding="utf-8")).get("changes")
-    assert changes and all(isinstance(c, str) and c.strip() for c in changes), f"{bench}.json: no `changes` entry"
+    assert changes and all(isinstance(c, str) and c.strip() for c in changes), (
+        f"{bench}.json: no `changes` entry"
+    )

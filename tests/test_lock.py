@@ -34,12 +34,18 @@ def declared(extras: tuple[str, ...] = ("test",)) -> list[Requirement]:
     config = configparser.ConfigParser()
     config.read(REPO / "setup.cfg")
     sections = config["options.extras_require"]
-    requirements = [Requirement(line) for line in config["options"]["install_requires"].splitlines() if lines(line)]
+    requirements = [
+        Requirement(line)
+        for line in config["options"]["install_requires"].splitlines()
+        if lines(line)
+    ]
     pending, seen = list(extras), set()
     while pending:
         extra = pending.pop()
         seen.add(extra)
-        for requirement in (Requirement(line) for line in sections[extra].splitlines() if lines(line)):
+        for requirement in (
+            Requirement(line) for line in sections[extra].splitlines() if lines(line)
+        ):
             if canonicalize_name(requirement.name) == "culture-probe":
                 pending += [name for name in requirement.extras if name not in seen]
             else:
@@ -63,13 +69,19 @@ def test_every_declared_requirement_is_locked_within_its_range() -> None:
         for r in applicable
         if not r.specifier.contains(pins[canonicalize_name(r.name)], prereleases=True)
     }
-    assert not outside, f"{LOCK.name} pins versions setup.cfg's ranges exclude: {outside}; run `make lock`"
+    assert not outside, (
+        f"{LOCK.name} pins versions setup.cfg's ranges exclude: {outside}; run `make lock`"
+    )
 
 
 def test_every_pin_carries_a_hash() -> None:
     text = LOCK.read_text(encoding="utf-8")
-    entries = re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2])  # after the two header comment lines
-    unhashed = [entry.split()[0] for entry in entries if PIN.match(entry) and "--hash=sha256:" not in entry]
+    entries = re.split(
+        r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2]
+    )  # after the two header comment lines
+    unhashed = [
+        entry.split()[0] for entry in entries if PIN.match(entry) and "--hash=sha256:" not in entry
+    ]
     assert len(entries) == len(locked()) and not unhashed, unhashed
 
 
@@ -86,4 +98,6 @@ def test_the_environment_under_test_is_the_lock() -> None:
             wrong[name] = (str(pinned), str(installed))
     if Path(sys.prefix).resolve() != REPO / ".venv":
         pytest.skip(f"not run from `make install`'s venv ({sys.prefix})")
-    assert not wrong, f"installed versions differ from {LOCK.name} (locked, installed): {wrong}; run `make install`"
+    assert not wrong, (
+        f"installed versions differ from {LOCK.name} (locked, installed): {wrong}; run `make install`"
+    )

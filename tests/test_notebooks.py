@@ -51,14 +51,19 @@ QUIET_WARNINGS = "ignore:IProgress not found"
 IMAGE = re.compile(r"image/")
 SCRATCH_PREFIX = "culture_probe_notebook_"
 # `path:line: SomeWarning: message` and its source line, from an installed package (versions vary by environment)
-THIRD_PARTY_WARNING = re.compile(r"^\S*(site|dist)-packages/\S+:\d+: \w*Warning: .*\n(  .*\n)?", re.MULTILINE)
+THIRD_PARTY_WARNING = re.compile(
+    r"^\S*(site|dist)-packages/\S+:\d+: \w*Warning: .*\n(  .*\n)?", re.MULTILINE
+)
 
 
 def declared_distributions() -> set[str]:
     """Normalised names in setup.cfg's install_requires and `test` extra (what a test environment installs)."""
     config = configparser.ConfigParser()
     config.read(REPO / "setup.cfg")
-    lines = config["options"]["install_requires"].split() + config["options.extras_require"]["test"].split()
+    lines = (
+        config["options"]["install_requires"].split()
+        + config["options.extras_require"]["test"].split()
+    )
     return {normalised(re.split(r"[<>=!~\[;]", line)[0]) for line in lines if line}
 
 
@@ -72,7 +77,11 @@ def imported_modules(path: Path) -> set[str]:
     modules = set()
     for cell in nbformat.read(path, as_version=4).cells:
         if cell.cell_type == "code":
-            code = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            code = "\n".join(
+                line
+                for line in cell.source.splitlines()
+                if not line.lstrip().startswith(("%", "!"))
+            )
             for node in ast.walk(ast.parse(code)):
                 if isinstance(node, ast.Import):
                     modules |= {alias.name.split(".")[0] for alias in node.names}
@@ -97,7 +106,12 @@ def kernel_environment(scratch: Path) -> dict[str, str]:
     """The kernel's environment: this one, plus the repo on sys.path (also before `pip install -e .`), its caches
     and temporary files in `scratch`, and KERNEL_ENV.
     """
-    folders = {"TMPDIR": "tmp", "HF_HOME": "hf", "HF_DATASETS_CACHE": "datasets", "CULTURE_PROBE_CACHE": "cache"}
+    folders = {
+        "TMPDIR": "tmp",
+        "HF_HOME": "hf",
+        "HF_DATASETS_CACHE": "datasets",
+        "CULTURE_PROBE_CACHE": "cache",
+    }
     for name in folders.values():
         (scratch / name).mkdir()
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
@@ -145,9 +159,19 @@ def path_patterns() -> list[tuple[re.Pattern[str], str]]:
     ]
     return [
         (re.compile(rf"(/[\w.-]+)*/{SCRATCH_PREFIX}\w+/tmp{anchor}"), "<tmp>"),  # a kernel's TMPDIR
-        (re.compile(rf"(/[\w.-]+)*/shared/mirror{anchor}"), "<mirror>"),  # the default mirror beside any checkout
-        *((re.compile(re.escape(place) + anchor), name) for place, name in places if len(place) > 1),
-        (re.compile(r"<tmp>/(?!<dir>)[^/\s'\"`]+"), "<tmp>/<dir>"),  # tempfile.mkdtemp's random names
+        (
+            re.compile(rf"(/[\w.-]+)*/shared/mirror{anchor}"),
+            "<mirror>",
+        ),  # the default mirror beside any checkout
+        *(
+            (re.compile(re.escape(place) + anchor), name)
+            for place, name in places
+            if len(place) > 1
+        ),
+        (
+            re.compile(r"<tmp>/(?!<dir>)[^/\s'\"`]+"),
+            "<tmp>/<dir>",
+        ),  # tempfile.mkdtemp's random names
     ]
 
 
@@ -178,11 +202,20 @@ def volatile_patterns() -> list[tuple[re.Pattern[str], str]]:
     """
     return [
         *placeholder_patterns(),
-        (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"), "<timestamp>"),
-        (re.compile(r"\b(in|after|took) \d+(\.\d+)? ?(s|ms|seconds?|minutes?)\b"), r"\1 <duration>"),
+        (
+            re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"),
+            "<timestamp>",
+        ),
+        (
+            re.compile(r"\b(in|after|took) \d+(\.\d+)? ?(s|ms|seconds?|minutes?)\b"),
+            r"\1 <duration>",
+        ),
         (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x<address>"),
         # a model's identity holds (weight file, size, modification time in ns)
-        (re.compile(r"""(["'][^"']+\.(safetensors|bin|pt|pth)["'], \d+, )\d{16,}"""), r"\1<mtime_ns>"),
+        (
+            re.compile(r"""(["'][^"']+\.(safetensors|bin|pt|pth)["'], \d+, )\d{16,}"""),
+            r"\1<mtime_ns>",
+        ),
     ]
 
 
@@ -233,7 +266,9 @@ def output_lines(output: nbformat.NotebookNode) -> list[str]:
     return lines
 
 
-def cell_lines(cell: nbformat.NotebookNode, patterns: list[tuple[re.Pattern[str], str]]) -> list[str]:
+def cell_lines(
+    cell: nbformat.NotebookNode, patterns: list[tuple[re.Pattern[str], str]]
+) -> list[str]:
     """A code cell's execution count and outputs as lines, volatile text normalised."""
     text = "\n".join(
         [
@@ -255,7 +290,12 @@ def mismatches(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> l
             continue
         diff = list(
             difflib.unified_diff(
-                cell_lines(old, patterns), cell_lines(new, patterns), "stored", "fresh", n=1, lineterm=""
+                cell_lines(old, patterns),
+                cell_lines(new, patterns),
+                "stored",
+                "fresh",
+                n=1,
+                lineterm="",
             )
         )
         if diff:
@@ -266,12 +306,22 @@ def mismatches(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> l
 
 def error_outputs(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     """Error outputs of any cell (a cell tagged raises-exception runs on after one)."""
-    return [o for cell in notebook.cells for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    return [
+        o
+        for cell in notebook.cells
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
 
 
 def images(cell: nbformat.NotebookNode) -> list[str]:
     """The image data of a code cell's outputs, as stored (base64)."""
-    return [data for output in cell.outputs for mime, data in output.get("data", {}).items() if IMAGE.match(mime)]
+    return [
+        data
+        for output in cell.outputs
+        for mime, data in output.get("data", {}).items()
+        if IMAGE.match(mime)
+    ]
 
 
 def storable(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -337,7 +387,9 @@ def test_notebook_imports_are_declared_dependencies(path: Path) -> None:
         for module in third_party
         if not {normalised(d) for d in owners.get(module, [module])} & declared
     }
-    assert not undeclared, f"{path.name} imports {undeclared}: add them to setup.cfg (install_requires or test extras)"
+    assert not undeclared, (
+        f"{path.name} imports {undeclared}: add them to setup.cfg (install_requires or test extras)"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -358,7 +410,9 @@ def test_stored_outputs_hold_no_path_version_or_digest(path: Path) -> None:
                 )
 
 
-def report_output(monkeypatch: pytest.MonkeyPatch, transformers_version: str) -> nbformat.NotebookNode:
+def report_output(
+    monkeypatch: pytest.MonkeyPatch, transformers_version: str
+) -> nbformat.NotebookNode:
     """A notebook cell showing a planted model's report header, as made with `transformers_version` installed: the
     model's folder is named by the real `PlantedSpec.key()`, which hashes the installed versions.
     """
@@ -368,30 +422,45 @@ def report_output(monkeypatch: pytest.MonkeyPatch, transformers_version: str) ->
     from culture_probe.report.markdown import header
 
     monkeypatch.setattr(transformers, "__version__", transformers_version)
-    spec = PlantedSpec(facts=(PlantedFact("Cairo is in", "Africa"),), arch="bert", tokenizer="wordpiece")
+    spec = PlantedSpec(
+        facts=(PlantedFact("Cairo is in", "Africa"),), arch="bert", tokenizer="wordpiece"
+    )
     folder = f"/tmp/{SCRATCH_PREFIX}x1/tmp/planted/{spec.arch}-{spec.key()[:16]}"
-    tokenizer_sha = hashlib.sha256(f"tokenizer.json under {transformers_version}".encode()).hexdigest()
+    tokenizer_sha = hashlib.sha256(
+        f"tokenizer.json under {transformers_version}".encode()
+    ).hexdigest()
     identity = {"name_or_path": folder, "tokenizer_sha256": tokenizer_sha}
     config = {
         "config": "dlama_arab_west",
         "benchmark": {"title": "DLAMA-v1", "version": "1.0.0", "rows": 8},
         "model": {"spec": folder, "kind": "masked", "identity": identity},
         "run": {},
-        "versions": {"culture_probe": "0.1.0", "torch": "2.13.0+cpu", "transformers": transformers_version},
+        "versions": {
+            "culture_probe": "0.1.0",
+            "torch": "2.13.0+cpu",
+            "transformers": transformers_version,
+        },
     }
     cell = nbformat.v4.new_code_cell(execution_count=1)
     cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": header(config)})]
     return cell
 
 
-def test_a_transformers_release_cannot_make_a_stored_output_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_transformers_release_cannot_make_a_stored_output_stale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # the header names the planted model's folder, its tokenizer digest and the versions: all change with a release
     before, after = report_output(monkeypatch, "5.24.0"), report_output(monkeypatch, "5.99.1")
     assert before.outputs[0].data["text/markdown"] != after.outputs[0].data["text/markdown"]
     stored = nbformat.v4.new_notebook(cells=[before])
     assert not mismatches(stored, nbformat.v4.new_notebook(cells=[after]))
     text = nbformat.writes(storable(stored, nbformat.v4.new_notebook(cells=[after])))
-    assert "5.24.0" not in text and "5.99.1" not in text and "bert-<key>" in text and "<digest>" in text
+    assert (
+        "5.24.0" not in text
+        and "5.99.1" not in text
+        and "bert-<key>" in text
+        and "<digest>" in text
+    )
 
 
 @pytest.mark.slow
@@ -410,7 +479,9 @@ def test_notebook_runs_and_its_stored_outputs_are_current(path: Path) -> None:
 def main() -> None:
     """`make notebooks`: re-execute the notebooks (all, or those named) and store their outputs."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--update", action="store_true", required=True, help="write the outputs into the files")
+    parser.add_argument(
+        "--update", action="store_true", required=True, help="write the outputs into the files"
+    )
     parser.add_argument("names", nargs="*", help="notebook names (default: all)")
     names = {name.removesuffix(".ipynb") for name in parser.parse_args().names}
     if unknown := names - {path.stem for path in NOTEBOOKS}:

@@ -47,14 +47,19 @@ def test_public_api_names_resolve(module):
 
 
 def test_unknown_name_error_suggests_close_names():
-    error = UnknownNameError("benchmark config", "dlama_arab_wets", ["dlama_arab_west", "camel_entities"])
+    error = UnknownNameError(
+        "benchmark config", "dlama_arab_wets", ["dlama_arab_west", "camel_entities"]
+    )
     assert "Did you mean 'dlama_arab_west'?" in str(error)
     assert "camel_entities" in str(error)
 
 
 def test_cli_help_shows_runnable_examples():
     result = subprocess.run(
-        [sys.executable, "-m", "culture_probe", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "culture_probe", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "culture-probe run dlama_arab_west --model" in result.stdout
 
@@ -81,8 +86,18 @@ def _names(block: str) -> set[str]:
 def test_core_dependencies_and_extras_are_declared_as_the_docs_say():
     cfg = _setup_cfg()
     core = _names(cfg["options"]["install_requires"])
-    assert {"torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub", "pyyaml"} <= core
-    assert not {"sparqlwrapper", "pyoxigraph", "matplotlib"} & core  # extras: most users never curate or plot
+    assert {
+        "torch",
+        "transformers",
+        "datasets",
+        "evaluate",
+        "accelerate",
+        "huggingface_hub",
+        "pyyaml",
+    } <= core
+    assert (
+        not {"sparqlwrapper", "pyoxigraph", "matplotlib"} & core
+    )  # extras: most users never curate or plot
     extras = cfg["options.extras_require"]
     assert {"sparqlwrapper", "pyoxigraph"} <= _names(extras["curation"])
     assert {"matplotlib", "arabic-reshaper", "python-bidi"} <= _names(extras["plots"])
@@ -116,7 +131,9 @@ def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch, tmp_path, c
     assert capsys.readouterr().err.strip() == expected
 
 
-def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures(monkeypatch, tmp_path):
+def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures(
+    monkeypatch, tmp_path
+):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
@@ -133,7 +150,10 @@ def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures
         progress=False,
     )
     report = (tmp_path / "run" / "report.md").read_text()
-    assert "Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]'" in report
+    assert (
+        "Figures are left out: matplotlib is not installed (pip install 'culture_probe[plots]'"
+        in report
+    )
     assert "## Headline numbers" in report and not (tmp_path / "run" / "plots").exists()
     assert result.metrics["results"]["overall"]["p1"]["value"] is not None
 
@@ -170,7 +190,9 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
     wheel = next((tmp_path / "dist").glob("culture_probe-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        metadata = Parser().parsestr(archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
+        metadata = Parser().parsestr(
+            archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        )
     for data_file in (
         "culture_probe/schemas/metrics.schema.json",
         "culture_probe/metrics_modules/cbs/cbs.py",
@@ -179,15 +201,29 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
     ):
         assert data_file in names
     requires = " ".join(metadata.get_all("Requires-Dist")).lower().replace("-", "_")
-    for dependency in ("torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub", "pyyaml"):
+    for dependency in (
+        "torch",
+        "transformers",
+        "datasets",
+        "evaluate",
+        "accelerate",
+        "huggingface_hub",
+        "pyyaml",
+    ):
         assert dependency in requires
     assert 'extra == "curation"' in requires and 'extra == "plots"' in requires
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
-    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}  # the dependencies, not the checkout
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": sysconfig.get_paths()["purelib"],
+    }  # the dependencies, not the checkout
     where = subprocess.run(
         [str(python), "-c", "import culture_probe; print(culture_probe.__file__)"],
         env=env,
@@ -198,7 +234,12 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
     ).stdout
     assert where.startswith(str(venv)), where
     listed = subprocess.run(
-        [str(venv / "bin" / "culture-probe"), "list"], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+        [str(venv / "bin" / "culture-probe"), "list"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "dlama_arab_west" in listed and "maps_en" in listed
     version = subprocess.run(
@@ -228,7 +269,11 @@ def test_every_public_name_is_typed_for_a_checker_and_loads_from_the_same_module
     import ast
 
     tree = ast.parse(Path(culture_probe.__file__).read_text(encoding="utf-8"))
-    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
     typed = {alias.name: node.module for node in block.body for alias in node.names}
     assert typed == culture_probe._LAZY
     assert set(typed) | {"__version__"} == set(culture_probe.__all__)

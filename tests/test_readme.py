@@ -35,7 +35,9 @@ def command_lines() -> list[list[str]]:
         words = shlex.split(line, comments=True)
         if "culture-probe" in words:
             commands.append(words[words.index("culture-probe") + 1 :])
-        elif "culture_probe" in words and "-m" in words:  # accelerate launch ... -m culture_probe run ...
+        elif (
+            "culture_probe" in words and "-m" in words
+        ):  # accelerate launch ... -m culture_probe run ...
             commands.append(words[words.index("culture_probe") + 1 :])
     return commands
 
@@ -58,7 +60,9 @@ def test_each_command_parses_and_names_what_exists(argv: list[str]) -> None:
 
 def test_each_config_and_metric_the_python_lines_name_exists() -> None:
     python = "\n".join(blocks("python"))
-    configs = set(re.findall(r'load_benchmark\("(\w+)"', python)) | set(re.findall(r'run\("(\w+)"', python))
+    configs = set(re.findall(r'load_benchmark\("(\w+)"', python)) | set(
+        re.findall(r'run\("(\w+)"', python)
+    )
     configs |= set(re.findall(r'load_dataset\("[\w-]+/culture_probe", "(\w+)"\)', python))
     assert configs and configs <= {e.name for e in list_benchmarks()}
     metrics = set(re.findall(r'load\("(?:metrics/|my-org/)?(\w+)"\)', python)) | set(
@@ -69,12 +73,16 @@ def test_each_config_and_metric_the_python_lines_name_exists() -> None:
         assert callable(getattr(culture_probe, name)), name
 
 
-def test_the_offline_metric_lines_run_from_the_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_offline_metric_lines_run_from_the_repository_root(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import evaluate
 
     monkeypatch.chdir(REPO)
     inputs = {"prompt_id": ["t"] * 2, "culture": ["arab", "western"], "score": [-1.0, -2.0]}
-    assert evaluate.load("metrics/cbs").compute(**inputs) == culture_probe.load_metric("cbs").compute(**inputs)
+    assert evaluate.load("metrics/cbs").compute(**inputs) == culture_probe.load_metric(
+        "cbs"
+    ).compute(**inputs)
 
 
 def test_a_compare_line_pairs_runs_of_one_config() -> None:
@@ -95,13 +103,28 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     """
     from culture_probe.models import save_tiny, train_tokenizer
 
-    texts = ["Egypt is located in Africa . rice salt Paris", "مصر في أفريقيا اسمها فاطمة", "米 北京 是 中国"] * 3
+    texts = [
+        "Egypt is located in Africa . rice salt Paris",
+        "مصر في أفريقيا اسمها فاطمة",
+        "米 北京 是 中国",
+    ] * 3
     tokenizer = train_tokenizer(texts, "wordpiece", model_kind="masked", vocab_size=300)
-    folder = save_tiny(tmp_path_factory.mktemp("stand_in") / "bert", "bert", tokenizer, layers=1, hidden=32, heads=2)
+    folder = save_tiny(
+        tmp_path_factory.mktemp("stand_in") / "bert",
+        "bert",
+        tokenizer,
+        layers=1,
+        hidden=32,
+        heads=2,
+    )
     kind = runner.model_kind
-    monkeypatch.setattr("culture_probe.engine.loading.resolve_model", lambda model, options: str(folder))
     monkeypatch.setattr(
-        runner, "model_kind", lambda model, settings: kind(folder if isinstance(model, str) else model, settings)
+        "culture_probe.engine.loading.resolve_model", lambda model, options: str(folder)
+    )
+    monkeypatch.setattr(
+        runner,
+        "model_kind",
+        lambda model, settings: kind(folder if isinstance(model, str) else model, settings),
     )
     return folder
 
@@ -115,8 +138,14 @@ def test_the_run_report_and_compare_lines_run_on_the_shipped_data(
     with `dlama-v1/` the unpacked DLAMA-v1 release; the suite skips asia-west, whose Korean labels that copy lacks,
     says so, and exits 3.
     """
-    for module in ("markdown", "summary", "compare"):  # figures have their own tests; here they would double the time
-        monkeypatch.setattr(f"culture_probe.report.{module}.available", lambda name: name != "matplotlib")
+    for module in (
+        "markdown",
+        "summary",
+        "compare",
+    ):  # figures have their own tests; here they would double the time
+        monkeypatch.setattr(
+            f"culture_probe.report.{module}.available", lambda name: name != "matplotlib"
+        )
     monkeypatch.chdir(tmp_path)
     (tmp_path / "dlama-v1").symlink_to(mirror / "manual" / "dlama" / "dlama-v1")
     suites = 0
@@ -137,6 +166,8 @@ def test_the_run_report_and_compare_lines_run_on_the_shipped_data(
             continue
         suites += 1
         summary = json.loads((Path(args.out) / "suite.json").read_text(encoding="utf-8"))
-        assert [row["config"] for row in summary["configs"]] == [c for c in configs if c not in summary["skipped"]]
+        assert [row["config"] for row in summary["configs"]] == [
+            c for c in configs if c not in summary["skipped"]
+        ]
         assert set(summary["skipped"]) <= {"dlama_asia_west"}
     assert suites, "the README shows a suite"

@@ -24,20 +24,44 @@ def test_every_setting_is_a_run_flag_with_the_fields_help_and_default():
     for spec in flag_fields():
         action = flags[f"--{spec.name.replace('_', '-')}"]
         assert action.help.startswith(spec.metadata["help"]), spec.name
-    assert RunSettings.of(**from_arguments(run_flags())) == RunSettings()  # no flag: every field's default
+    assert (
+        RunSettings.of(**from_arguments(run_flags())) == RunSettings()
+    )  # no flag: every field's default
 
 
 def test_flags_and_keywords_make_the_same_settings():
-    argv = ("--limit", "smoke", "--seed", "3", "--corrected", "--max-retries", "0", "--dtype", "float16")
-    keywords = {"limit": "smoke", "seed": 3, "corrected": True, "max_retries": 0, "dtype": "float16"}
+    argv = (
+        "--limit",
+        "smoke",
+        "--seed",
+        "3",
+        "--corrected",
+        "--max-retries",
+        "0",
+        "--dtype",
+        "float16",
+    )
+    keywords = {
+        "limit": "smoke",
+        "seed": 3,
+        "corrected": True,
+        "max_retries": 0,
+        "dtype": "float16",
+    }
     assert RunSettings.of(**from_arguments(run_flags(*argv))) == RunSettings.of(**keywords)
 
 
 def test_dtype_and_revision_are_written_into_model_args_their_only_home():
-    settings, options = RunSettings.split({"dtype": "bfloat16", "revision": "v1", "judge": "string"})
-    assert settings.model_args == ModelArgs(dtype="bfloat16", revision="v1") and options == {"judge": "string"}
+    settings, options = RunSettings.split(
+        {"dtype": "bfloat16", "revision": "v1", "judge": "string"}
+    )
+    assert settings.model_args == ModelArgs(dtype="bfloat16", revision="v1") and options == {
+        "judge": "string"
+    }
     assert "dtype" not in settings.recorded() and "revision" not in settings.recorded()
-    with pytest.raises(InvalidValueError, match="--dtype float16 and --model-args dtype=float32 disagree"):
+    with pytest.raises(
+        InvalidValueError, match="--dtype float16 and --model-args dtype=float32 disagree"
+    ):
         RunSettings.of(dtype="float16", model_args="dtype=float32")
 
 
@@ -63,15 +87,23 @@ def parsers():
 
 @pytest.mark.parametrize("flag", ["--model-args", "--option", "--data-dir", "--region"])
 def test_every_key_value_flag_refuses_a_malformed_pair_naming_the_flag_and_the_text(flag):
-    with pytest.raises(InvalidValueError, match=f"^{flag} takes [A-Z]+=[A-Z]+.*, got '=x' \\(e\\.g\\. {flag} "):
+    with pytest.raises(
+        InvalidValueError, match=f"^{flag} takes [A-Z]+=[A-Z]+.*, got '=x' \\(e\\.g\\. {flag} "
+    ):
         parsers()[flag]("=x")
 
 
 @pytest.mark.parametrize(
     "flag,text",
-    [("--model-args", "dtype=float16,dtype=float32"), ("--option", "n=1,n=2"), ("--data-dir", "maps=a,maps=b")],
+    [
+        ("--model-args", "dtype=float16,dtype=float32"),
+        ("--option", "n=1,n=2"),
+        ("--data-dir", "maps=a,maps=b"),
+    ],
 )
 def test_every_key_value_flag_refuses_a_key_given_twice_naming_both_values(flag, text):
     key = text.split("=")[0]
-    with pytest.raises(InvalidValueError, match=f"^{flag} gives {key} twice \\('.*' and '.*'\\): keep one"):
+    with pytest.raises(
+        InvalidValueError, match=f"^{flag} gives {key} twice \\('.*' and '.*'\\): keep one"
+    ):
         parsers()[flag](text)

@@ -26,8 +26,17 @@ from culture_probe.suite import run_suite  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = "dlama_arab_west"
 # 15 facts in two languages: 5 of the spec's example, 10 more with five candidates each (they cost more)
-MORE = {(region, f"Land{region[0]}{i}"): ([f"Q9{i}"], ["Asia"], [0.0] * 4) for region in FACTS for i in range(5)}
-ONE_PROCESS = ("date", "finished", "duration_s", "processes")  # config.json's provenance, the merge's own
+MORE = {
+    (region, f"Land{region[0]}{i}"): ([f"Q9{i}"], ["Asia"], [0.0] * 4)
+    for region in FACTS
+    for i in range(5)
+}
+ONE_PROCESS = (
+    "date",
+    "finished",
+    "duration_s",
+    "processes",
+)  # config.json's provenance, the merge's own
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +46,9 @@ def data(tmp_path_factory):
 
 
 def run(data, out=None, **keywords):
-    return runner.run(CONFIG, TableScorer(spec_table()), data_dir=data, out=out, progress=False, **keywords)
+    return runner.run(
+        CONFIG, TableScorer(spec_table()), data_dir=data, out=out, progress=False, **keywords
+    )
 
 
 def shard_runs(data, root, count, **keywords):
@@ -53,21 +64,44 @@ def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost
         held = [{task.limit_key(p) for p in part.probes} for part in parts]
         assert set().union(*held) == units and sum(map(len, held)) == len(units)  # every unit, once
         assert sorted(p.key for part in parts for p in part.probes) == sorted(p.key for p in probes)
-        for part in parts:  # a unit's probes all in one shard (a fact in both languages), in the run's order
-            assert [p.key for p in part.probes] == [p.key for p in probes if p.key in part.record["positions"]]
+        for part in (
+            parts
+        ):  # a unit's probes all in one shard (a fact in both languages), in the run's order
+            assert [p.key for p in part.probes] == [
+                p.key for p in probes if p.key in part.record["positions"]
+            ]
         loads = [sum(shards.cost(p) for p in part.probes) for part in parts]
         largest = max(sum(shards.cost(p) for p in probes if task.limit_key(p) == u) for u in units)
         assert max(loads) - min(loads) <= largest  # balanced within one unit's cost
-        assert parts == [shards.part_of(task, probes, f"{k}/{count}") for k in range(1, count + 1)]  # determined
-    with pytest.raises(InvalidValueError, match="asks 15 facts here, fewer than 16 shards; give N <= 15"):
+        assert parts == [
+            shards.part_of(task, probes, f"{k}/{count}") for k in range(1, count + 1)
+        ]  # determined
+    with pytest.raises(
+        InvalidValueError, match="asks 15 facts here, fewer than 16 shards; give N <= 15"
+    ):
         shards.part_of(task, probes, "1/16")
 
 
 @pytest.mark.parametrize("bad", ["0/4", "5/4", "2", "a/b", "1/0", "-1/3"])
 def test_a_bad_shard_is_refused_before_anything_loads(bad, tmp_path, capsys):
-    with pytest.raises(InvalidValueError, match=r"--shard takes K/N, the K-th of N slices with 1 <= K <= N"):
+    with pytest.raises(
+        InvalidValueError, match=r"--shard takes K/N, the K-th of N slices with 1 <= K <= N"
+    ):
         runner.run(CONFIG, "no/such-model", shard=bad, out=tmp_path / "run")
-    assert main(["run", CONFIG, "--model", "no/such-model", f"--shard={bad}", "--out", str(tmp_path / "r")]) == 2
+    assert (
+        main(
+            [
+                "run",
+                CONFIG,
+                "--model",
+                "no/such-model",
+                f"--shard={bad}",
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 2
+    )
     assert "--shard takes K/N" in capsys.readouterr().err and not (tmp_path / "run").exists()
 
 
@@ -75,10 +109,18 @@ def test_merged_shards_equal_the_one_process_run(data, tmp_path):
     full = run(data, tmp_path / "full")
     shard_runs(data, tmp_path / "shards", 3)
     merged = merge_runs([tmp_path / "shards" / k for k in ("3", "1", "2")], tmp_path / "merged")
-    items = [(tmp_path / name / "items.jsonl").read_text(encoding="utf-8") for name in ("full", "merged")]
+    items = [
+        (tmp_path / name / "items.jsonl").read_text(encoding="utf-8") for name in ("full", "merged")
+    ]
     assert items[0] == items[1]  # line for line, in the one-process run's order
-    assert json.loads((tmp_path / "merged" / "metrics.json").read_text()) == full.metrics == merged.metrics
-    configs = [json.loads((tmp_path / name / "config.json").read_text()) for name in ("full", "merged")]
+    assert (
+        json.loads((tmp_path / "merged" / "metrics.json").read_text())
+        == full.metrics
+        == merged.metrics
+    )
+    configs = [
+        json.loads((tmp_path / name / "config.json").read_text()) for name in ("full", "merged")
+    ]
     assert [{k: v for k, v in c.items() if k not in ONE_PROCESS} for c in configs[:1]] == [
         {k: v for k, v in configs[1].items() if k not in ONE_PROCESS}
     ]
@@ -91,7 +133,10 @@ def test_merged_shards_of_a_limited_run_equal_it(data, tmp_path):
     shard_runs(data, tmp_path / "shards", 2, limit=6)
     merged = merge_runs([tmp_path / "shards" / k for k in ("1", "2")], tmp_path / "merged")
     assert merged.records == full.records and merged.metrics == full.metrics
-    assert merged.config["subset"] == full.config["subset"] and merged.config["planned"] == full.config["planned"]
+    assert (
+        merged.config["subset"] == full.config["subset"]
+        and merged.config["planned"] == full.config["planned"]
+    )
 
 
 def test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it(data, tmp_path):
@@ -101,15 +146,27 @@ def test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it(
     run(data, tmp_path / "four", shard="2/4")
     run(data, tmp_path / "whole")
     cases = {
-        "missing": ([root / "1", root / "3"], r"shard 2/3 is missing \(1 of 3 missing\): pass its folder too"),
-        "repeated": ([root / "1", root / "2", root / "2", root / "3"], f"shard 2/3 is given twice: {root / '2'}"),
+        "missing": (
+            [root / "1", root / "3"],
+            r"shard 2/3 is missing \(1 of 3 missing\): pass its folder too",
+        ),
+        "repeated": (
+            [root / "1", root / "2", root / "2", root / "3"],
+            f"shard 2/3 is given twice: {root / '2'}",
+        ),
         "other settings": (
             [root / "1", tmp_path / "other", root / "3"],
             rf"shard 2/3 \({tmp_path / 'other'}\) was made with other settings than shard 1/3 .*: run.language is "
             "'en' there and None here",
         ),
-        "other count": ([root / "1", tmp_path / "four"], r"is one of 4 shards, shard 1/3 .* one of 3"),
-        "not a shard": ([root / "1", tmp_path / "whole"], f"{tmp_path / 'whole'} is not a shard: it was run without"),
+        "other count": (
+            [root / "1", tmp_path / "four"],
+            r"is one of 4 shards, shard 1/3 .* one of 3",
+        ),
+        "not a shard": (
+            [root / "1", tmp_path / "whole"],
+            f"{tmp_path / 'whole'} is not a shard: it was run without",
+        ),
     }
     for name, (folders, says) in cases.items():
         with pytest.raises(CultureProbeError, match=says):
@@ -118,7 +175,9 @@ def test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it(
     (root / "2" / "metrics.json").unlink()  # a shard killed before it finished
     lines = (root / "2" / "items.jsonl").read_text().splitlines(keepends=True)
     (root / "2" / "items.jsonl").write_text("".join(lines[:-1]))
-    with pytest.raises(CultureProbeError, match=rf"shard 2/3 \({root / '2'}\) is INCOMPLETE {len(lines) - 1}/"):
+    with pytest.raises(
+        CultureProbeError, match=rf"shard 2/3 \({root / '2'}\) is INCOMPLETE {len(lines) - 1}/"
+    ):
         merge_runs([root / k for k in ("1", "2", "3")], tmp_path / "incomplete")
 
 
@@ -126,9 +185,31 @@ def test_the_cli_merges_and_refuses_in_one_line(data, tmp_path, capsys):
     shard_runs(data, tmp_path / "s", 2)
     assert main(["merge", str(tmp_path / "s" / "1"), "--out", str(tmp_path / "m")]) == 2
     assert "shard 2/2 is missing" in capsys.readouterr().err
-    assert main(["merge", str(tmp_path / "s" / "1"), str(tmp_path / "s" / "2"), "--out", str(tmp_path / "m")]) == 0
+    assert (
+        main(
+            [
+                "merge",
+                str(tmp_path / "s" / "1"),
+                str(tmp_path / "s" / "2"),
+                "--out",
+                str(tmp_path / "m"),
+            ]
+        )
+        == 0
+    )
     assert f"wrote {tmp_path / 'm'}" in capsys.readouterr().out
-    assert main(["merge", str(tmp_path / "s" / "1"), str(tmp_path / "s" / "2"), "--out", str(tmp_path / "m")]) == 2
+    assert (
+        main(
+            [
+                "merge",
+                str(tmp_path / "s" / "1"),
+                str(tmp_path / "s" / "2"),
+                "--out",
+                str(tmp_path / "m"),
+            ]
+        )
+        == 2
+    )
     assert "is not empty: the merge writes a new run" in capsys.readouterr().err
 
 
@@ -150,9 +231,18 @@ def test_a_shard_resumes_on_its_own_and_never_in_another_shards_folder(data, tmp
     whole = run(data, tmp_path / "whole", shard="1/2")
     out = tmp_path / "killed"
     with pytest.raises(Crash):
-        runner.run(CONFIG, CrashingScorer(spec_table()), data_dir=data, out=out, progress=False, shard="1/2")
+        runner.run(
+            CONFIG,
+            CrashingScorer(spec_table()),
+            data_dir=data,
+            out=out,
+            progress=False,
+            shard="1/2",
+        )
     assert len((out / "items.jsonl").read_text().splitlines()) == 2
-    with pytest.raises(CultureProbeError, match=r"Cannot resume .*: run.shard was '1/2' and is now '2/2'"):
+    with pytest.raises(
+        CultureProbeError, match=r"Cannot resume .*: run.shard was '1/2' and is now '2/2'"
+    ):
         run(data, out, shard="2/2", resume=True)
     resumed = run(data, out, shard="1/2", resume=True)
     assert resumed.records == whole.records and resumed.metrics == whole.metrics
@@ -170,7 +260,10 @@ def test_a_suite_of_shards_merges_config_by_config(data, tmp_path):
     assert merged.runs[CONFIG].records == full.runs[CONFIG].records
     assert merged.runs[CONFIG].metrics == full.runs[CONFIG].metrics
     assert merged.summary == full.summary
-    assert main(["merge", str(tmp_path / "1"), str(tmp_path / "2"), "--out", str(tmp_path / "cli")]) == 0
+    assert (
+        main(["merge", str(tmp_path / "1"), str(tmp_path / "2"), "--out", str(tmp_path / "cli")])
+        == 0
+    )
 
 
 def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process_run(tmp_path):
@@ -178,8 +271,12 @@ def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process
     model, then the merge it names: the one-process run's records and metrics."""
     from culture_probe.models import save_tiny, train_tokenizer
 
-    texts = ["Egypt Oman France Canada Morocco is located in Africa Asia Europe North America ."] * 3
-    model = save_tiny(tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    texts = [
+        "Egypt Oman France Canada Morocco is located in Africa Asia Europe North America ."
+    ] * 3
+    model = save_tiny(
+        tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked")
+    )
     data = write_dlama(tmp_path / "dlama")  # 5 facts: 3 and 2
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env |= {"CONFIG": CONFIG, "MODEL": str(model), "SHARDS": "2", "OUT": str(tmp_path / "shards")}
@@ -187,17 +284,27 @@ def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process
     extra = ["--data-dir", str(data), "--no-cache"]
     for k in (1, 2):
         done = subprocess.run(
-            ["bash", str(script), *extra], env={**env, "SLURM_ARRAY_TASK_ID": str(k)}, capture_output=True, text=True
+            ["bash", str(script), *extra],
+            env={**env, "SLURM_ARRAY_TASK_ID": str(k)},
+            capture_output=True,
+            text=True,
         )
         assert done.returncode == 0, done.stderr
     shard_dirs = sorted(str(p) for p in (tmp_path / "shards").iterdir())
     assert main(["merge", *shard_dirs, "--out", str(tmp_path / "run")]) == 0
     assert main(["run", CONFIG, "--model", str(model), *extra, "--out", str(tmp_path / "one")]) == 0
-    items = [(tmp_path / name / "items.jsonl").read_text(encoding="utf-8") for name in ("run", "one")]
-    metrics = [json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("run", "one")]
+    items = [
+        (tmp_path / name / "items.jsonl").read_text(encoding="utf-8") for name in ("run", "one")
+    ]
+    metrics = [
+        json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("run", "one")
+    ]
     assert items[0] == items[1]
     assert [{k: v for k, v in m.items() if k != "truncation"} for m in metrics[:1]] == [
         {k: v for k, v in metrics[1].items() if k != "truncation"}
     ]
-    truncation = [{k: v for k, v in m["truncation"].items() if k not in ("resumed", "processes")} for m in metrics]
+    truncation = [
+        {k: v for k, v in m["truncation"].items() if k not in ("resumed", "processes")}
+        for m in metrics
+    ]
     assert truncation[0] == truncation[1]  # what the engine cut, summed over the shards' processes

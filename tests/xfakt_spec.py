@@ -4,19 +4,55 @@ and Σιάμ mistranslations included: the corrected configs fix them)."""
 
 # spec 4.1, verbatim
 TEMPLATES = {
-    "en": ("In which country is {} located?", "{} is from which country?", "In which country is {} widely celebrated?"),
+    "en": (
+        "In which country is {} located?",
+        "{} is from which country?",
+        "In which country is {} widely celebrated?",
+    ),
     "hi": ("{} किस देश में स्थित है?", "{} किस देश से है?", "किस देश में {} व्यापक रूप से मनाया जाता है?"),
     "zh": ("{} 位于哪个国家？", "{} 来自哪个国家？", "在哪个国家广泛庆祝{}？"),
-    "ru": ("В какой стране находится {}?", "{} из какой страны?", "В какой стране {} широко отмечается?"),
+    "ru": (
+        "В какой стране находится {}?",
+        "{} из какой страны?",
+        "В какой стране {} широко отмечается?",
+    ),
     "ar": ("في أي بلد يقع {}؟", "{} من أي بلد؟", "في أي بلد يتم الاحتفال بـ {} على نطاق واسع؟"),
-    "fr": ("Dans quel pays se trouve {} ?", "{} est de quel pays ?", "Dans quel pays {} est-il largement célébré ?"),
+    "fr": (
+        "Dans quel pays se trouve {} ?",
+        "{} est de quel pays ?",
+        "Dans quel pays {} est-il largement célébré ?",
+    ),
     "ne": ("{} कुन देशमा अवस्थित छ?", "{} कुन देशबाट हो?", "कुन देशमा {} व्यापक रूपमा मनाइन्छ?"),
-    "ja": ("{} はどの国にありますか?", "{} はどの国からですか?", "{} が広く祝われている国はどこですか?"),
-    "uk": ("У якій країні знаходиться {}?", "{} з якої країни?", "У якій країні широко відзначається {}?"),
-    "el": ("Σε ποια χώρα βρίσκεται το {};", "Το {} είναι από ποια χώρα;", "Σε ποια χώρα γιορτάζεται ευρέως το {};"),
-    "tr": ("{} hangi ülkede yer almaktadır?", "{} hangi ülkedendir?", "{} hangi ülkede yaygın olarak kutlanıyor?"),
-    "sw": ("{} iko katika nchi gani?", "{} anatoka nchi gani?", "Ni katika nchi gani {} inaadhimishwa sana?"),
-    "th": ("{} ตั้งอยู่ในประเทศใด?", "{} มาจากประเทศใด?", "ในประเทศใดที่ {} ได้รับการเฉลิมฉลองอย่างกว้างขวาง?"),
+    "ja": (
+        "{} はどの国にありますか?",
+        "{} はどの国からですか?",
+        "{} が広く祝われている国はどこですか?",
+    ),
+    "uk": (
+        "У якій країні знаходиться {}?",
+        "{} з якої країни?",
+        "У якій країні широко відзначається {}?",
+    ),
+    "el": (
+        "Σε ποια χώρα βρίσκεται το {};",
+        "Το {} είναι από ποια χώρα;",
+        "Σε ποια χώρα γιορτάζεται ευρέως το {};",
+    ),
+    "tr": (
+        "{} hangi ülkede yer almaktadır?",
+        "{} hangi ülkedendir?",
+        "{} hangi ülkede yaygın olarak kutlanıyor?",
+    ),
+    "sw": (
+        "{} iko katika nchi gani?",
+        "{} anatoka nchi gani?",
+        "Ni katika nchi gani {} inaadhimishwa sana?",
+    ),
+    "th": (
+        "{} ตั้งอยู่ในประเทศใด?",
+        "{} มาจากประเทศใด?",
+        "ในประเทศใดที่ {} ได้รับการเฉลิมฉลองอย่างกว้างขวาง?",
+    ),
 }
 # spec 4.1 gold names, as released (errors included)
 GOLD = """

@@ -23,7 +23,13 @@ from culture_probe import rundir
 from culture_probe.board.prompts import Prompts, missing_reason, prompt_of, rebuild
 from culture_probe.errors import CultureProbeError
 from culture_probe.loading import task_of_run
-from culture_probe.metrics.display import Scale, estimate_cells, format_number, format_p, interval_text
+from culture_probe.metrics.display import (
+    Scale,
+    estimate_cells,
+    format_number,
+    format_p,
+    interval_text,
+)
 from culture_probe.record import RunRecord
 from culture_probe.report import metrics_of
 from culture_probe.report.compare import (
@@ -45,7 +51,10 @@ from culture_probe.tasks import Record
 # a record's outcome on its unit's headline value: at the metric's best end, its worst end, in between
 RIGHT, WRONG, PARTLY, SKIPPED, NONE = "right", "wrong", "partly", "skipped", "no outcome"
 # record fields that the item list shows as the answer and the gold (protocols name them so; the card shows all)
-ANSWER_FIELDS, GOLD_FIELDS = ("prediction", "pred", "reply", "output"), ("gold_label", "gold", "label", "target")
+ANSWER_FIELDS, GOLD_FIELDS = (
+    ("prediction", "pred", "reply", "output"),
+    ("gold_label", "gold", "label", "target"),
+)
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,9 @@ class BoardRun:
     @property
     def model(self) -> str:
         """The model as a published board names it: a Hub id as given, a local folder by its name and digest."""
-        return redacted(shown_model(self.record.model.spec, self.record.model.identity), shared=True)
+        return redacted(
+            shown_model(self.record.model.spec, self.record.model.identity), shared=True
+        )
 
     @property
     def protocol(self) -> str:
@@ -96,12 +107,17 @@ def run_dirs(paths: Sequence[str | os.PathLike]) -> list[Path]:
         path = Path(given)
         if rundir.folder_kind(path) == "suite":
             # a suite's run is read inside it: an entry linking to another run on this machine is refused by name
-            found += [inside(path / name, path) for name in rundir.runs_in(path, listed(read_summary(path)))]
+            found += [
+                inside(path / name, path)
+                for name in rundir.runs_in(path, listed(read_summary(path)))
+            ]
         else:
             rundir.read_run(path)  # a folder that is no run is refused here, saying what to pass
             found.append(path)
     if not found:
-        raise CultureProbeError("No run to show: pass run directories or suite folders (culture-probe run --out).")
+        raise CultureProbeError(
+            "No run to show: pass run directories or suite folders (culture-probe run --out)."
+        )
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
@@ -110,7 +126,9 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[BoardRun]:
     runs, taken = [], set[str]()
     for path in run_dirs(paths):
         for name in (rundir.CONFIG_FILE, rundir.ITEMS_FILE, rundir.METRICS_FILE, rundir.ROWS_FILE):
-            inside(path / name, path)  # what the board publishes of a run is never read through a link out of it
+            inside(
+                path / name, path
+            )  # what the board publishes of a run is never read through a link out of it
         run = rundir.read_run(path)
         if not run.records and run.metrics is None:
             continue  # a run that answered nothing yet has nothing to show
@@ -148,9 +166,15 @@ def headline_of(run: BoardRun, language: str | None = None) -> dict[str, Any] | 
         return None
     block = results.get("overall") or {}
     if language is not None:
-        block = next((results[k].get(language) or {} for k in ("by_language", "by_lang") if k in results), {})
+        block = next(
+            (results[k].get(language) or {} for k in ("by_language", "by_lang") if k in results), {}
+        )
     estimate = estimate_json(block.get(metric), scales_of(run.name).get(metric))
-    return None if estimate is None else {**estimate, "metric": unit_label(metric, scales_of(run.name).get(metric))}
+    return (
+        None
+        if estimate is None
+        else {**estimate, "metric": unit_label(metric, scales_of(run.name).get(metric))}
+    )
 
 
 def languages_of(run: BoardRun) -> list[str]:
@@ -166,7 +190,9 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
     configs = list(dict.fromkeys(r.name for r in runs))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
-        row = rows.setdefault((run.model, run.protocol), {"model": run.model, "protocol": run.protocol, "cells": {}})
+        row = rows.setdefault(
+            (run.model, run.protocol), {"model": run.model, "protocol": run.protocol, "cells": {}}
+        )
         if run.name in row["cells"] and not (row["cells"][run.name]["smoke"] and not run.smoke):
             row["cells"][run.name].setdefault("others", []).append(run.id)
             continue  # a full run is shown before a smoke run of the same config; the others are linked
@@ -181,7 +207,9 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
         {
             "config": name,
             "benchmark": next(r.benchmark for r in runs if r.name == name),
-            "unit": next((r.metrics.get("results") or {}).get("unit") for r in runs if r.name == name),
+            "unit": next(
+                (r.metrics.get("results") or {}).get("unit") for r in runs if r.name == name
+            ),
             "languages": sorted({lang for r in runs if r.name == name for lang in languages_of(r)}),
         }
         for name in configs
@@ -222,12 +250,15 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         ],
         "omitted": results.get("omitted") or {},
         "deviations": [
-            {k: d.get(k, "") for k in ("id", "description", "when", "side", "upstream")} for d in config.deviations
+            {k: d.get(k, "") for k in ("id", "description", "when", "side", "upstream")}
+            for d in config.deviations
         ],
         "figures": list(figures),
         "reproduce": reproduce_parts(config),
     }
-    return redacted(page, shared=True)  # published by push-board: no credentials, no folder of this machine
+    return redacted(
+        page, shared=True
+    )  # published by push-board: no credentials, no folder of this machine
 
 
 def reproduce_parts(config: RunRecord) -> dict[str, Any]:
@@ -238,9 +269,12 @@ def reproduce_parts(config: RunRecord) -> dict[str, Any]:
     name = local_model(model.spec, model.identity)
     shown = config if name is None else replace(config, model=replace(model, spec=name))
     notes, command, _ = reproduce(shown).removeprefix("## Reproduce").split("```")
-    where = [f"{shown_model(model.spec, model.identity)} is a local model folder: pass its path to --model."]
+    where = [
+        f"{shown_model(model.spec, model.identity)} is a local model folder: pass its path to --model."
+    ]
     return {
-        "notes": [p.strip().replace("**", "") for p in notes.split("\n\n") if p.strip()] + (where if name else []),
+        "notes": [p.strip().replace("**", "") for p in notes.split("\n\n") if p.strip()]
+        + (where if name else []),
         "command": command.strip(),
     }
 
@@ -283,7 +317,9 @@ def outcomes(run: BoardRun) -> Outcomes:
     headline = (run.metrics.get("results") or {}).get("headline")
     answered = [r for r in run.run.records if not r.skipped]
     try:
-        tables = {t.metric: t for t in task_of_run(run.record).unit_tables(answered)} if answered else {}
+        tables = (
+            {t.metric: t for t in task_of_run(run.record).unit_tables(answered)} if answered else {}
+        )
     except (CultureProbeError, OSError):
         tables = {}
     table = tables.get(headline) if headline else None
@@ -291,7 +327,9 @@ def outcomes(run: BoardRun) -> Outcomes:
     if table is None:
         return Outcomes(headline, {}, None, None, scale)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # a unit with no replicate value: NaN, no outcome
+        warnings.simplefilter(
+            "ignore", RuntimeWarning
+        )  # a unit with no replicate value: NaN, no outcome
         means = np.nanmean(table.values, axis=1) if table.values.size else np.zeros(0)
     values = dict(zip(table.ids, means.tolist(), strict=True))
     if table.scale is None or table.higher_is_better is None:
@@ -318,7 +356,13 @@ def first_field(record: Record, names: Iterable[str]) -> Any:
 
 def short(value: Any, width: int = 80) -> str:
     """A field as one short line of the item list."""
-    text = ", ".join(map(str, value)) if isinstance(value, list) else "" if value is None else str(value)
+    text = (
+        ", ".join(map(str, value))
+        if isinstance(value, list)
+        else ""
+        if value is None
+        else str(value)
+    )
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -358,7 +402,9 @@ def item_records(run: BoardRun, judged: Outcomes) -> list[dict[str, Any]]:
                 "stage": record.stage,
                 "probe": record.kind,
                 "outcome": judged.outcome(record),
-                "value": None if value is None or np.isnan(value) else format_number(value, judged.scale),
+                "value": None
+                if value is None or np.isnan(value)
+                else format_number(value, judged.scale),
                 "prompt": prompt_of(run.prompts, record),
                 "fields": dict(record.fields),
             }
@@ -399,11 +445,16 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
     said, and the items whose headline value changed (left out when `with_items` is false). The page names the runs
     base first, as its columns do, and marks one that did not finish (`status`).
     """
-    loaded = [LoadedRun(r.id, r.record, r.run.records, r.metrics, r.status) for r in (pair.base, pair.other)]
+    loaded = [
+        LoadedRun(r.id, r.record, r.run.records, r.metrics, r.status)
+        for r in (pair.base, pair.other)
+    ]
     scales = scales_of(pair.base.name)
     try:
         found, problem = paired_rows(*loaded), None
-    except CultureProbeError as error:  # units that do not pair (different subsets): said on the page
+    except (
+        CultureProbeError
+    ) as error:  # units that do not pair (different subsets): said on the page
         found, problem = PairedRows((), ()), str(error)
     paired = found.rows
     tests = sum(p["p_holm"] is not None for p in paired)
@@ -413,12 +464,19 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
     changed = [
         (item, value, other.values[item])
         for item, value in base.values.items()
-        if item in other.values and value != other.values[item] and not np.isnan([value, other.values[item]]).all()
+        if item in other.values
+        and value != other.values[item]
+        and not np.isnan([value, other.values[item]]).all()
     ]
     return {
         "id": pair.id,
         "config": pair.base.name,
-        "base": {"id": pair.base.id, "model": pair.base.model, "smoke": pair.base.smoke, "status": pair.base.status},
+        "base": {
+            "id": pair.base.id,
+            "model": pair.base.model,
+            "smoke": pair.base.smoke,
+            "status": pair.base.status,
+        },
         "other": {
             "id": pair.other.id,
             "model": pair.other.model,
@@ -446,7 +504,11 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
         "left_out": left_out_text(found.one_unit, found.repeats),
         "changed": (
             [
-                {"id": i, "base": format_number(a, base.scale), "other": format_number(b, base.scale)}
+                {
+                    "id": i,
+                    "base": format_number(a, base.scale),
+                    "other": format_number(b, base.scale),
+                }
                 for i, a, b in changed
             ]
             if with_items

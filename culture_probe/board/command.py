@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from culture_probe.errors import PublishError
 
-if TYPE_CHECKING:  # the parsers are built at every start of the command line: the site's modules load on use
+if (
+    TYPE_CHECKING
+):  # the parsers are built at every start of the command line: the site's modules load on use
     from culture_probe.board.site import Site
 
 EXAMPLES = """examples:
@@ -51,8 +53,12 @@ def add_board_parsers(subparsers: Any) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    board.add_argument("paths", nargs="+", metavar="RUN_OR_SUITE_DIR", help="run directories and suite folders")
-    board.add_argument("--out", required=True, help="the site's folder (new, empty, or an earlier board)")
+    board.add_argument(
+        "paths", nargs="+", metavar="RUN_OR_SUITE_DIR", help="run directories and suite folders"
+    )
+    board.add_argument(
+        "--out", required=True, help="the site's folder (new, empty, or an earlier board)"
+    )
     board.add_argument("--title", default="culture_probe results", help="the board's title")
 
     push = subparsers.add_parser(
@@ -63,14 +69,18 @@ def add_board_parsers(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     push.add_argument("repo_id", metavar="OWNER/NAME", help="the Space to create or update")
-    push.add_argument("paths", nargs="+", metavar="RUN_OR_SUITE_DIR", help="run directories and suite folders")
+    push.add_argument(
+        "paths", nargs="+", metavar="RUN_OR_SUITE_DIR", help="run directories and suite folders"
+    )
     push.add_argument("--title", default="culture_probe results", help="the board's title")
     push.add_argument(
         "--i-have-permission",
         action="store_true",
         help="publish the records of data released only on request (MAPS): you hold the authors' permission",
     )
-    push.add_argument("--public", action="store_true", help="make a new Space public (default private)")
+    push.add_argument(
+        "--public", action="store_true", help="make a new Space public (default private)"
+    )
     push.add_argument(
         "--dry-run",
         action="store_true",
@@ -95,7 +105,9 @@ def push_board_main(args: Any) -> int:
     if args.dry_run and not args.out:
         raise PublishError("--dry-run writes the folder it would upload: pass --out DIR as well.")
     if args.out and not args.dry_run:
-        raise PublishError("--out is the folder of a --dry-run; a push uploads from a temporary folder.")
+        raise PublishError(
+            "--out is the folder of a --dry-run; a push uploads from a temporary folder."
+        )
     upload = push_board(
         args.repo_id,
         args.paths,
@@ -127,11 +139,17 @@ def push_board(
     from culture_probe.publish import Upload, check_repo_id, hub_api
 
     check_repo_id(repo_id)
-    api = None if dry_run_dir is not None else hub_api(token)  # offline or tokenless: refused before building
+    api = (
+        None if dry_run_dir is not None else hub_api(token)
+    )  # offline or tokenless: refused before building
     withhold = {} if i_have_permission else on_request_benchmarks()
     with _folder(dry_run_dir) as folder:
         site = build_board(
-            paths, folder, title=title, withhold=withhold, readme=lambda s: space_readme(title, s, withhold)
+            paths,
+            folder,
+            title=title,
+            withhold=withhold,
+            readme=lambda s: space_readme(title, s, withhold),
         )
         upload = Upload(repo_id, "space", not public, folder, files_of(folder, site.files))
         upload.check(token)  # a dry run too: it shows what a push would send
@@ -144,7 +162,11 @@ def on_request_benchmarks() -> dict[str, str]:
     """{benchmark: why its records are left out} for every benchmark whose data is released only on request."""
     from culture_probe.data.registry import benchmark_modules
 
-    infos = {module.INFO.name: module.INFO for module in benchmark_modules().values() if module.INFO.on_request}
+    infos = {
+        module.INFO.name: module.INFO
+        for module in benchmark_modules().values()
+        if module.INFO.on_request
+    }
     return {
         name: (
             f"The records of {info.title} are left out: its data is released only on request ({info.license}; "
@@ -160,7 +182,9 @@ def space_readme(title: str, site: Site, withhold: dict[str, str]) -> str:
 
     note = "".join(f"\n{withhold[name]}\n" for name in site.withheld)
     heading = " ".join(title.split())  # one line, whatever the title holds
-    return front_matter({"title": title, **SPACE_CARD}) + SPACE_README.format(title=heading, withheld=note)
+    return front_matter({"title": title, **SPACE_CARD}) + SPACE_README.format(
+        title=heading, withheld=note
+    )
 
 
 def upload_space(api: Any, upload: Any, message: str) -> Any:
@@ -174,7 +198,13 @@ def upload_space(api: Any, upload: Any, message: str) -> Any:
     from culture_probe.publish import hub_errors
 
     with hub_errors(api, f"Push to {upload.repo_id}"):
-        api.create_repo(upload.repo_id, repo_type="space", space_sdk="static", private=upload.private, exist_ok=True)
+        api.create_repo(
+            upload.repo_id,
+            repo_type="space",
+            space_sdk="static",
+            private=upload.private,
+            exist_ok=True,
+        )
         private = bool(api.repo_info(upload.repo_id, repo_type="space").private)
         commit = api.upload_folder(
             repo_id=upload.repo_id,

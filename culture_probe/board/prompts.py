@@ -44,7 +44,9 @@ def rebuild(run: rundir.Run) -> Prompts:
             earlier = [r for r in run.records if r.stage in task.stages[:index]]
             probes += [(stage, p) for p in task.build_probes(rows, stage=stage, previous=earlier)]
     except (CultureProbeError, OSError) as error:
-        return Prompts(missing=f"the prompts could not be rebuilt ({type(error).__name__}: {error})")
+        return Prompts(
+            missing=f"the prompts could not be rebuilt ({type(error).__name__}: {error})"
+        )
     sets: dict[tuple[str, ...], int] = {}
     by_key = {(stage, probe.key): probe_input(probe, sets) for stage, probe in probes}
     return Prompts(by_key, [list(candidates) for candidates in sets])

@@ -35,12 +35,19 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.sharing import inside
 
 PAGE_SIZE = 1000  # records per data file: one file is what opening an item loads
-MARKER = ".culture_probe_board"  # lists the files a board wrote: the next board replaces exactly those
+MARKER = (
+    ".culture_probe_board"  # lists the files a board wrote: the next board replaces exactly those
+)
 ASSETS = ("board.js", "board.css")  # written for this package: nothing vendored
 BOARD = outfolder.Output(
     "board",
     MARKER,
-    before=("index.html", "assets", "data", "figures"),  # what boards wrote before the marker listed their files
+    before=(
+        "index.html",
+        "assets",
+        "data",
+        "figures",
+    ),  # what boards wrote before the marker listed their files
     locked=True,
     taken=rundir.folder_kind,
 )
@@ -55,7 +62,9 @@ class Site:
     comparisons: tuple[str, ...]
     size: int
     withheld: tuple[str, ...] = ()  # benchmarks whose records were left out
-    files: tuple[str, ...] = ()  # what the board wrote (paths under folder), which is what push-board uploads
+    files: tuple[
+        str, ...
+    ] = ()  # what the board wrote (paths under folder), which is what push-board uploads
     kept: tuple[str, ...] = ()  # files in the folder that no board wrote, left as they were
 
     def describe(self) -> str:
@@ -84,7 +93,9 @@ def build_board(
     with outfolder.rebuilding(out, BOARD) as build:
         runs = load_runs(paths)
         if not runs:
-            raise CultureProbeError("No run under the paths given has answered a probe yet: nothing to show.")
+            raise CultureProbeError(
+                "No run under the paths given has answered a probe yet: nothing to show."
+            )
         withhold = dict(withhold or {})
         shown = write_site(build.folder, runs, title, withhold)
         left_out = tuple(dict.fromkeys(r.benchmark for r in runs if r.benchmark in withhold))
@@ -94,7 +105,9 @@ def build_board(
     return replace(site, size=folder_size(site.folder), files=build.files, kept=build.kept)
 
 
-def write_site(folder: Path, runs: Sequence[BoardRun], title: str, withhold: Mapping[str, str]) -> list[Pair]:
+def write_site(
+    folder: Path, runs: Sequence[BoardRun], title: str, withhold: Mapping[str, str]
+) -> list[Pair]:
     """Every file of the board of `runs` in `folder`; the comparisons shown."""
     (folder / "data").mkdir()
     judged = {run.id: outcomes(run) for run in runs}
@@ -109,7 +122,10 @@ def write_site(folder: Path, runs: Sequence[BoardRun], title: str, withhold: Map
         "made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "leaderboard": leaderboard(runs),
         "runs": [run_summary(run) for run in runs],
-        "comparisons": [{"id": p.id, "config": p.base.name, "base": p.base.id, "other": p.other.id} for p in shown],
+        "comparisons": [
+            {"id": p.id, "config": p.base.name, "base": p.base.id, "other": p.other.id}
+            for p in shown
+        ],
     }
     write_data(folder / "data" / "board.js", "board", "", board)
     copy_assets(folder / "assets")
@@ -147,10 +163,14 @@ def write_run(folder: Path, run: BoardRun, judged: Outcomes, withheld: str | Non
 
 def copy_figures(run: BoardRun, target: Path) -> list[str]:
     """The run's PNG figures (report.md's), copied into the site; their paths relative to index.html."""
-    plots = sorted(p for p in (run.run.path / rundir.PLOTS_DIR).glob("*.png") if not p.name.startswith("."))
+    plots = sorted(
+        p for p in (run.run.path / rundir.PLOTS_DIR).glob("*.png") if not p.name.startswith(".")
+    )
     if plots:
         target.mkdir(parents=True, exist_ok=True)
-    for plot in plots:  # a link out of the run folder is refused, one inside is copied as the file it names
+    for plot in (
+        plots
+    ):  # a link out of the run folder is refused, one inside is copied as the file it names
         shutil.copyfile(inside(plot, run.run.path), target / plot.name)
     return [f"figures/{run.id}/{plot.name}" for plot in plots]
 
@@ -158,7 +178,10 @@ def copy_figures(run: BoardRun, target: Path) -> list[str]:
 def write_data(path: Path, kind: str, key: str, value: Any) -> None:
     """One data file: a script that hands `value` to the board (`CP_DATA(kind, key, value)`)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    path.write_text(f"CP_DATA({json.dumps(kind)},{json.dumps(key, ensure_ascii=False)},{text});\n", encoding="utf-8")
+    path.write_text(
+        f"CP_DATA({json.dumps(kind)},{json.dumps(key, ensure_ascii=False)},{text});\n",
+        encoding="utf-8",
+    )
 
 
 def copy_assets(target: Path) -> None:

@@ -48,7 +48,9 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 
 def _content_digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(
+        json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    ).hexdigest()
 
 
 class Checkpoints:
@@ -64,7 +66,9 @@ class Checkpoints:
     def _check_endpoint(self, endpoint: dict[str, Any]) -> None:
         """Record `endpoint` in the manifest, or refuse when the folder was fetched from another endpoint."""
         path = self.path(MANIFEST)
-        recorded = json.loads(path.read_text(encoding="utf-8")).get("endpoint") if path.is_file() else None
+        recorded = (
+            json.loads(path.read_text(encoding="utf-8")).get("endpoint") if path.is_file() else None
+        )
         if recorded is None:
             write_json_atomic(path, {"endpoint": endpoint})
         elif recorded != endpoint:
@@ -103,15 +107,22 @@ class Checkpoints:
                 f"corrupt checkpoint ({error.msg}); {fix}", path=str(path), line=error.lineno
             ) from error
         except UnicodeDecodeError:
-            raise SourceFormatError(f"corrupt checkpoint (not UTF-8); {fix}", path=str(path)) from None
+            raise SourceFormatError(
+                f"corrupt checkpoint (not UTF-8); {fix}", path=str(path)
+            ) from None
         if not isinstance(saved, dict) or set(saved) != {"key", "sha256", "value"}:
-            raise SourceFormatError(f"not a checkpoint of this version (no key and digest); {fix}", path=str(path))
+            raise SourceFormatError(
+                f"not a checkpoint of this version (no key and digest); {fix}", path=str(path)
+            )
         if saved["key"] != key:
             raise SourceFormatError(
-                f"checkpoint made for {saved['key']!r}, read as {key!r} (a moved or copied file); {fix}", path=str(path)
+                f"checkpoint made for {saved['key']!r}, read as {key!r} (a moved or copied file); {fix}",
+                path=str(path),
             )
         if saved["sha256"] != _content_digest(saved["value"]):
-            raise SourceFormatError(f"checkpoint content changed since it was fetched; {fix}", path=str(path))
+            raise SourceFormatError(
+                f"checkpoint content changed since it was fetched; {fix}", path=str(path)
+            )
         return saved["value"]
 
     def keys(self, prefix: str = "") -> list[str]:

@@ -74,7 +74,11 @@ DLAMA_ONLY = ("contrast", "top", "predicates", "sizes", "object_filters")
 
 def _refuse_dlama_only(args: argparse.Namespace) -> None:
     """FmLAMA curation has no contrast region, subject ranking or predicates: say so instead of ignoring them."""
-    given = [f"--{name.replace('_', '-')}" for name in DLAMA_ONLY if getattr(args, name, None) not in (None, False)]
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in DLAMA_ONLY
+        if getattr(args, name, None) not in (None, False)
+    ]
     if given:
         raise CultureProbeError(
             f"`culture-probe curate fmlama` does not use {', '.join(given)}: FmLAMA collects every dish of --region "
@@ -95,7 +99,9 @@ def main(args: argparse.Namespace) -> int:
     region = resolve_region(args.region, sites=sites)
     policy = policy_from(args)
     endpoint = open_endpoint(args.endpoint, policy)
-    chunk = 50 if getattr(args, "chunk_size", None) is None else args.chunk_size  # 0 is refused, never coerced
+    chunk = (
+        50 if getattr(args, "chunk_size", None) is None else args.chunk_size
+    )  # 0 is refused, never coerced
     if args.framework == "fmlama":
         _refuse_dlama_only(args)
         written = curate_fmlama(
@@ -125,7 +131,9 @@ def main(args: argparse.Namespace) -> int:
     )
     facts = sum(c["facts"] for c in result.counts.values())
     print(f"wrote {facts} facts ({len(result.files)} files) to {result.pair_dir}")
-    return refuse_empty(args, {name: 0 for name, c in result.counts.items() if not c["facts"]}, "facts for")
+    return refuse_empty(
+        args, {name: 0 for name, c in result.counts.items() if not c["facts"]}, "facts for"
+    )
 
 
 def refuse_empty(args: argparse.Namespace, empty: dict[str, int], what: str) -> int:

@@ -69,13 +69,21 @@ class DlamaCuration:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "languages", tuple(self.languages))
-        object.__setattr__(self, "predicates", tuple(p.pid for p in resolve_predicates(self.predicates)))
+        object.__setattr__(
+            self, "predicates", tuple(p.pid for p in resolve_predicates(self.predicates))
+        )
         if not self.languages:
-            raise CultureProbeError("Give at least one label language, e.g. languages=('ar', 'en').")
+            raise CultureProbeError(
+                "Give at least one label language, e.g. languages=('ar', 'en')."
+            )
         if self.top < 1 or self.chunk_size < 1:
-            raise CultureProbeError(f"top and chunk_size must be positive, got {self.top} and {self.chunk_size}.")
+            raise CultureProbeError(
+                f"top and chunk_size must be positive, got {self.top} and {self.chunk_size}."
+            )
         if self.region.token == self.contrast.token:
-            raise CultureProbeError(f"The two regions of a pair must differ, got {self.region.name!r} twice.")
+            raise CultureProbeError(
+                f"The two regions of a pair must differ, got {self.region.name!r} twice."
+            )
 
     @property
     def pair_dir(self) -> str:
@@ -137,7 +145,13 @@ def curate_dlama(
     """
     out = Path(out_dir)
     checkpoints = Checkpoints(checkpoint_dir or out / ".checkpoints", endpoint_identity(endpoint))
-    ctx = Context(endpoint, sizes or StoreSizes(endpoint), checkpoints, tuple(config.languages), config.chunk_size)
+    ctx = Context(
+        endpoint,
+        sizes or StoreSizes(endpoint),
+        checkpoints,
+        tuple(config.languages),
+        config.chunk_size,
+    )
     pair_root = out / config.pair_dir
     counts: dict[str, dict[str, int]] = {}
     files: list[Path] = []
@@ -166,7 +180,9 @@ def _write_predicate(
     ctx: Context, predicate: Predicate, per_region: dict[Region, dict[str, Any]], pair_root: Path
 ) -> list[Path]:
     objects = [o for result in per_region.values() for fact in result["facts"] for o in fact["obj"]]
-    hierarchy = step5_hierarchy(ctx, predicate, objects) if objects else {"ancestors": {}, "labels": {}}
+    hierarchy = (
+        step5_hierarchy(ctx, predicate, objects) if objects else {"ancestors": {}, "labels": {}}
+    )
     written = []
     for region, result in per_region.items():
         labels = {**result["labels"], **hierarchy["labels"]}
@@ -185,12 +201,18 @@ def _write_predicate(
     return written
 
 
-def _write_manifest(config: DlamaCuration, ctx: Context, pair_root: Path, counts: dict[str, dict[str, int]]) -> None:
+def _write_manifest(
+    config: DlamaCuration, ctx: Context, pair_root: Path, counts: dict[str, dict[str, int]]
+) -> None:
     manifest = {
         "framework": "dlama",
         "culture_probe_version": __version__,
         "pair": config.pair,
-        "config": {**asdict(config), "region": asdict(config.region), "contrast": asdict(config.contrast)},
+        "config": {
+            **asdict(config),
+            "region": asdict(config.region),
+            "contrast": asdict(config.contrast),
+        },
         "endpoint": ctx.endpoint.name,
         "sizes": ctx.sizes.name,
         "counts": counts,

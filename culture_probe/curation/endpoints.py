@@ -89,7 +89,9 @@ class PoliteCaller:
         tenacity = require("tenacity")
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(RetryableError),
-            stop=tenacity.stop_any(tenacity.stop_after_attempt(self.policy.retries + 1), self._refused),
+            stop=tenacity.stop_any(
+                tenacity.stop_after_attempt(self.policy.retries + 1), self._refused
+            ),
             wait=self._delay,
             sleep=self.sleep,
             before=self._pace,
@@ -169,7 +171,13 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-TRANSIENT = (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException)
+TRANSIENT = (
+    urllib.error.URLError,
+    socket.timeout,
+    TimeoutError,
+    ConnectionError,
+    http.client.HTTPException,
+)
 
 
 def classify_http_error(error: BaseException) -> RetryableError | None:
@@ -216,7 +224,10 @@ class HttpEndpoint:
     """A SPARQL endpoint over HTTP (Wikidata's, an Oxigraph server, any URL), queried through SPARQLWrapper."""
 
     def __init__(
-        self, url: str = WIKIDATA_URL, policy: HttpPolicy | None = None, sleep: Callable[[float], None] = time.sleep
+        self,
+        url: str = WIKIDATA_URL,
+        policy: HttpPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self.url = url
         self.name = f"SPARQL endpoint {url}"
@@ -235,19 +246,25 @@ class HttpEndpoint:
         wrapper.setMethod(sparql.POST)  # long VALUES lists do not fit in a URL
         wrapper.setReturnFormat(sparql.JSON)
         wrapper.setQuery(query)
-        wrapper.timeout = self.policy.timeout  # setTimeout() would truncate sub-second timeouts to 0 (= none)
+        wrapper.timeout = (
+            self.policy.timeout
+        )  # setTimeout() would truncate sub-second timeouts to 0 (= none)
         try:
             data = wrapper.query().convert()
         except failures.EndPointInternalError as error:
             raise RetryableError(f"HTTP 500: {str(error)[:300]}") from error
-        except failures.SPARQLWrapperException as error:  # 400 bad query, 404, 401, 414: retrying cannot help
+        except (
+            failures.SPARQLWrapperException
+        ) as error:  # 400 bad query, 404, 401, 414: retrying cannot help
             raise EndpointError(f"{self.name} rejected the query: {str(error)[:500]}") from error
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise RetryableError(f"malformed JSON from {self.url}: {error}") from error
         except Exception as error:
             retry = classify_http_error(error)
             if retry is None:
-                raise EndpointError(f"{self.name} failed: {type(error).__name__}: {error}") from error
+                raise EndpointError(
+                    f"{self.name} failed: {type(error).__name__}: {error}"
+                ) from error
             raise retry from error
         if not isinstance(data, dict):
             raise RetryableError(f"malformed JSON from {self.url}: not a JSON object")
@@ -283,10 +300,13 @@ class EmbeddedStore:
             raise CultureProbeError(f"No such RDF dump: {path}")
         with path.open("rb") as handle:
             try:
-                self.store.load(input=handle, format=getattr(pyoxigraph.RdfFormat, self.FORMATS[path.suffix]))
+                self.store.load(
+                    input=handle, format=getattr(pyoxigraph.RdfFormat, self.FORMATS[path.suffix])
+                )
             except SyntaxError as error:  # pyoxigraph's parse errors name the line and column
                 raise SourceFormatError(
-                    f"not valid {self.FORMATS[path.suffix]} ({error.msg}); fix or re-export the dump", path=str(path)
+                    f"not valid {self.FORMATS[path.suffix]} ({error.msg}); fix or re-export the dump",
+                    path=str(path),
                 ) from None
 
     def select(self, query: str) -> list[Row]:
@@ -312,7 +332,11 @@ def url_identity(url: str) -> dict[str, str]:
     except ValueError:
         local = False
     if local:
-        return {"url": urllib.parse.urlunsplit((parts.scheme, "localhost:*", parts.path, parts.query, ""))}
+        return {
+            "url": urllib.parse.urlunsplit(
+                (parts.scheme, "localhost:*", parts.path, parts.query, "")
+            )
+        }
     return {"url": url}
 
 
@@ -333,7 +357,9 @@ def endpoint_identity(endpoint: Any) -> dict[str, Any] | None:
     return dict(identity) if isinstance(identity, dict) else None
 
 
-def open_endpoint(spec: str | Path | SparqlEndpoint, policy: HttpPolicy | None = None) -> SparqlEndpoint:
+def open_endpoint(
+    spec: str | Path | SparqlEndpoint, policy: HttpPolicy | None = None
+) -> SparqlEndpoint:
     """`wikidata`, an http(s) SPARQL URL, or one or more comma-separated .nt/.ttl dumps (embedded store)."""
     if not isinstance(spec, str | Path):
         return spec

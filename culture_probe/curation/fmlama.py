@@ -40,17 +40,25 @@ class FmlamaCuration:
                 "SPARQL condition. Define it as NAME=QID,QID,..."
             )
         if not self.languages:
-            raise CultureProbeError("Give at least one label language, e.g. languages=('en', 'zh').")
+            raise CultureProbeError(
+                "Give at least one label language, e.g. languages=('en', 'zh')."
+            )
         if self.chunk_size < 1:
             raise CultureProbeError(f"chunk_size must be positive, got {self.chunk_size}.")
 
 
 def curate_fmlama(
-    config: FmlamaCuration, endpoint: SparqlEndpoint, out_dir: str | Path, *, checkpoint_dir: str | Path | None = None
+    config: FmlamaCuration,
+    endpoint: SparqlEndpoint,
+    out_dir: str | Path,
+    *,
+    checkpoint_dir: str | Path | None = None,
 ) -> dict[str, int]:
     """Query, label and write the dishes; returns {language: number of dishes written}."""
     out = Path(out_dir)
-    labels_in = tuple(dict.fromkeys((*config.languages, "en")))  # origins are named by their English label
+    labels_in = tuple(
+        dict.fromkeys((*config.languages, "en"))
+    )  # origins are named by their English label
     checkpoints = Checkpoints(checkpoint_dir or out / ".checkpoints", endpoint_identity(endpoint))
     ctx = Context(endpoint, StoreSizes(endpoint), checkpoints, labels_in, config.chunk_size)
     ingredients: dict[str, set[str]] = defaultdict(set)
@@ -69,8 +77,13 @@ def curate_fmlama(
         folder = out / "data_lang" / lang
         write_jsonl(folder / f"{lang}_dishes.jsonl", records)
         counts = Counter(r["origin"] for r in records)
-        ordered = [["All", len(records)], *([o, n] for o, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))]
-        (folder / f"{lang}_count.jsonl").write_text("".join(jsonl.line(c) for c in ordered), encoding="utf-8")
+        ordered = [
+            ["All", len(records)],
+            *([o, n] for o, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))),
+        ]
+        (folder / f"{lang}_count.jsonl").write_text(
+            "".join(jsonl.line(c) for c in ordered), encoding="utf-8"
+        )
         written[lang] = len(records)
     return written
 
@@ -85,4 +98,10 @@ def _record(
     found = sorted({labels[p][lang] for p in parts if labels.get(p, {}).get(lang)})
     if not name or not origin_label or not found:
         return None
-    return {"url": queries.WD + dish, "origin": origin_label, "lang": lang, "sub_label": name, "obj_label": found}
+    return {
+        "url": queries.WD + dish,
+        "origin": origin_label,
+        "lang": lang,
+        "sub_label": name,
+        "obj_label": found,
+    }

@@ -56,10 +56,18 @@ PREDICATES: dict[str, Predicate] = {
     for p in (
         Predicate("P17", "country", "place", "country"),
         Predicate(
-            "P19", "place of birth", "person", "city", (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY)
+            "P19",
+            "place of birth",
+            "person",
+            "city",
+            (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY),
         ),
         Predicate(
-            "P20", "place of death", "person", "city", (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY)
+            "P20",
+            "place of death",
+            "person",
+            "city",
+            (CITY_IN_COUNTRY, CITY_NOT_SOVEREIGN, CITY_NOT_UK_COUNTRY),
         ),
         Predicate("P27", "country of citizenship", "person", "country"),
         Predicate("P30", "continent", "country", "continent", (SOVEREIGN,)),
@@ -69,10 +77,24 @@ PREDICATES: dict[str, Predicate] = {
         Predicate("P103", "native language", "person", "language", (CITIZEN,)),
         Predicate("P106", "occupation", "person", "occupation", (CITIZEN,)),
         Predicate("P136", "genre", "person", "genre", (CITIZEN,)),
-        Predicate("P190", "twinned administrative body", "city", "city1", (CITY_IN_COUNTRY, BIG_CITY, BIG_CITY1)),
+        Predicate(
+            "P190",
+            "twinned administrative body",
+            "city",
+            "city1",
+            (CITY_IN_COUNTRY, BIG_CITY, BIG_CITY1),
+        ),
         Predicate("P264", "record label", "person", "record_label", (CITIZEN,)),
-        Predicate("P364", "original language of film or TV show", "piece_of_work", "language", (WORK_ORIGIN,)),
-        Predicate("P449", "original broadcaster", "piece_of_work", "original_network", (WORK_ORIGIN,)),
+        Predicate(
+            "P364",
+            "original language of film or TV show",
+            "piece_of_work",
+            "language",
+            (WORK_ORIGIN,),
+        ),
+        Predicate(
+            "P449", "original broadcaster", "piece_of_work", "original_network", (WORK_ORIGIN,)
+        ),
         Predicate("P495", "country of origin", "piece_of_work", "country"),
         Predicate("P530", "diplomatic relation", "country", "country1", (SOVEREIGN, SOVEREIGN1)),
         Predicate("P1303", "instrument", "person", "instrument", (CITIZEN,)),
@@ -96,9 +118,15 @@ def object_type_patterns(predicate: Predicate) -> tuple[str, ...]:
     patterns: list[str] = []
     for var in (predicate.subject, predicate.object):
         if var in ("country", "country1"):
-            patterns += [f"?{var} wdt:P31 wd:Q3624078 .", f"MINUS {{ ?{var} wdt:P31 wd:Q3024240 . }}"]
+            patterns += [
+                f"?{var} wdt:P31 wd:Q3624078 .",
+                f"MINUS {{ ?{var} wdt:P31 wd:Q3024240 . }}",
+            ]
     if predicate.object == "city":
-        patterns += [f"MINUS {{ ?city wdt:P31 wd:{q} . }}" for q in ("Q2974842", "Q3624078", "Q3024240", "Q3336843")]
+        patterns += [
+            f"MINUS {{ ?city wdt:P31 wd:{q} . }}"
+            for q in ("Q2974842", "Q3624078", "Q3024240", "Q3336843")
+        ]
     if predicate.object == "instrument":
         patterns.append("FILTER(?instrument != wd:Q17172850)")
     if predicate.object == "language":

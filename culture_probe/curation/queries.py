@@ -44,7 +44,9 @@ def _select(variables: Iterable[str], body: Iterable[str], *, distinct: bool = T
 def values(var: str, ids: Sequence[str]) -> str:
     """`VALUES ?var { wd:Q1 wd:Q2 }` for QIDs, or `<iri>` terms for IRIs."""
     if not ids:
-        raise CultureProbeError(f"An empty VALUES list for ?{var}: nothing to query (a caller bug).")
+        raise CultureProbeError(
+            f"An empty VALUES list for ?{var}: nothing to query (a caller bug)."
+        )
     terms = []
     for item in ids:
         if QID.match(item):
@@ -52,7 +54,9 @@ def values(var: str, ids: Sequence[str]) -> str:
         elif item.startswith(("http://", "https://")) and not re.search(r"[\s<>\"{}|^`\\]", item):
             terms.append(f"<{item}>")
         else:
-            raise CultureProbeError(f"{item!r} is neither a Wikidata QID (Q123) nor an absolute IRI.")
+            raise CultureProbeError(
+                f"{item!r} is neither a Wikidata QID (Q123) nor an absolute IRI."
+            )
     return f"VALUES ?{var} {{ {' '.join(terms)} }}"
 
 
@@ -68,7 +72,11 @@ def facts_query(predicate: Predicate, region_pattern: str) -> str:
     variables = [predicate.subject, predicate.object]
     if "country" not in variables:
         variables.append("country")
-    body = [region_pattern, f"?{predicate.subject} wdt:{predicate.pid} ?{predicate.object} .", *predicate.patterns]
+    body = [
+        region_pattern,
+        f"?{predicate.subject} wdt:{predicate.pid} ?{predicate.object} .",
+        *predicate.patterns,
+    ]
     return _select(variables, body)
 
 
@@ -85,10 +93,14 @@ def sitelinks_query(items: Sequence[str], sites: Sequence[str]) -> str:
 
 def article_sizes_query(articles: Sequence[str]) -> str:
     """Step 2 offline: byte sizes stored on article IRIs under `schema:contentSize`."""
-    return _select(["article", "size"], [values("article", articles), "?article schema:contentSize ?size ."])
+    return _select(
+        ["article", "size"], [values("article", articles), "?article schema:contentSize ?size ."]
+    )
 
 
-def objects_query(predicate: Predicate, subjects: Sequence[str], *, object_filters: bool = False) -> str:
+def objects_query(
+    predicate: Predicate, subjects: Sequence[str], *, object_filters: bool = False
+) -> str:
     """Step 3: all objects of the kept subjects, with no region filter (so non-region objects count too) and, as
     upstream, no other pattern; `object_filters` adds culture_probe's optional type filters.
     """
@@ -104,7 +116,9 @@ def labels_query(items: Sequence[str], languages: Sequence[str]) -> str:
     """Step 4: `rdfs:label` of `items` in `languages` (the language comes back as its own column)."""
     bad = [lang for lang in languages if not LANGUAGE_CODE.match(lang)]
     if bad:
-        raise CultureProbeError(f"Label languages must be Wikimedia language codes such as 'ar' or 'en', got {bad}.")
+        raise CultureProbeError(
+            f"Label languages must be Wikimedia language codes such as 'ar' or 'en', got {bad}."
+        )
     wanted = ", ".join(f'"{lang}"' for lang in languages)
     body = [
         values("item", items),

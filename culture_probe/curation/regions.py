@@ -57,7 +57,9 @@ class Region:
 
     def all_sites(self) -> tuple[str, ...]:
         """Every Wikipedia language code any country of the region uses, sorted."""
-        return tuple(sorted({s for _, codes in self.sites for s in codes} | set(self.default_sites)))
+        return tuple(
+            sorted({s for _, codes in self.sites for s in codes} | set(self.default_sites))
+        )
 
 
 def _sites(table: dict[str, str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -185,7 +187,9 @@ def resolve_region(spec: str | Region, *, sites: tuple[str, ...] = ("en",)) -> R
     if isinstance(spec, Region):
         return spec
     if "=" in spec:
-        name, qids = split_pair(spec, what="--region", example="east_africa=Q114,Q1037", shape="NAME=QID,QID,...")
+        name, qids = split_pair(
+            spec, what="--region", example="east_africa=Q114,Q1037", shape="NAME=QID,QID,..."
+        )
         name = name.lower()
         if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise CultureProbeError(
@@ -196,6 +200,9 @@ def resolve_region(spec: str | Region, *, sites: tuple[str, ...] = ("en",)) -> R
         return Region(name, name.upper(), countries, default_sites=tuple(sites))
     if spec not in REGIONS:
         raise UnknownNameError(
-            "region", spec, REGIONS, fix="Or define one as NAME=QID,QID,... (e.g. east_africa=Q114,Q1037)."
+            "region",
+            spec,
+            REGIONS,
+            fix="Or define one as NAME=QID,QID,... (e.g. east_africa=Q114,Q1037).",
         )
     return REGIONS[spec]

@@ -62,13 +62,17 @@ def _wait_until_up(url: str, process: subprocess.Popen, deadline: float) -> None
     probe = url + "?query=" + urllib.parse.quote("ASK {}")
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise CultureProbeError(f"The oxigraph server exited at start-up with code {process.returncode}.")
+            raise CultureProbeError(
+                f"The oxigraph server exited at start-up with code {process.returncode}."
+            )
         try:
             with urllib.request.urlopen(probe, timeout=1):
                 return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.05)
-    raise CultureProbeError(f"The oxigraph server did not answer at {url} within the start-up timeout.")
+    raise CultureProbeError(
+        f"The oxigraph server did not answer at {url} within the start-up timeout."
+    )
 
 
 @contextlib.contextmanager

@@ -51,7 +51,9 @@ class StoreSizes:
     def sizes(self, articles: Sequence[str]) -> dict[str, int]:
         """One SPARQL query for the whole chunk."""
         rows = self.endpoint.select(article_sizes_query(articles))
-        return {row["article"]: article_size(row["size"], row["article"], self.name) for row in rows}
+        return {
+            row["article"]: article_size(row["size"], row["article"], self.name) for row in rows
+        }
 
 
 def article_size(value: str, article: str, source: str) -> int:
@@ -64,7 +66,8 @@ def article_size(value: str, article: str, source: str) -> int:
         size = float("nan")
     if not (math.isfinite(size) and size >= 0 and size.is_integer()):
         raise SourceFormatError(
-            f"the size of {article} is {value!r}, not a whole number of bytes; fix the dump", path=source
+            f"the size of {article} is {value!r}, not a whole number of bytes; fix the dump",
+            path=source,
         )
     return int(size)
 
@@ -128,7 +131,9 @@ class MediaWikiSizes:
         except Exception as error:
             retry = classify_http_error(error)
             if retry is None:
-                raise EndpointError(f"{self.name} failed for {host}: {type(error).__name__}: {error}") from error
+                raise EndpointError(
+                    f"{self.name} failed for {host}: {type(error).__name__}: {error}"
+                ) from error
             raise retry from error
         return _revision_sizes(data, url)
 

@@ -54,9 +54,13 @@ class Context:
 
     def select(self, key: str, index: int, query: str) -> list[dict]:
         """Rows of one query, checkpointed under `key/` by the hash of its text."""
-        return self.checkpoints.cached(f"{key}/{chunk_key(index, query)}", lambda: self.endpoint.select(query))
+        return self.checkpoints.cached(
+            f"{key}/{chunk_key(index, query)}", lambda: self.endpoint.select(query)
+        )
 
-    def chunked_select(self, key: str, items: Sequence[str], build: Callable[[list[str]], str]) -> list[dict]:
+    def chunked_select(
+        self, key: str, items: Sequence[str], build: Callable[[list[str]], str]
+    ) -> list[dict]:
         """Rows of `build(chunk)` over every chunk of `items`, each query checkpointed under `key/`."""
         rows: list[dict] = []
         for index, chunk in enumerate(chunks(items, self.chunk_size)):
@@ -67,7 +71,9 @@ class Context:
 def step1_facts(ctx: Context, predicate: Predicate, region: Region) -> list[list[str]]:
     """Sorted unique [subject, object, country] rows; one query per listed country (or one for a condition)."""
     name = f"step1_facts/{predicate.pid}_{region.token}"
-    texts = [queries.facts_query(predicate, pattern) for _, pattern in queries.region_patterns(region)]
+    texts = [
+        queries.facts_query(predicate, pattern) for _, pattern in queries.region_patterns(region)
+    ]
 
     def compute() -> list[list[str]]:
         found = set()
@@ -79,7 +85,9 @@ def step1_facts(ctx: Context, predicate: Predicate, region: Region) -> list[list
     return ctx.checkpoints.cached(f"{name}_{digest(texts)}", compute)
 
 
-def step2_rank(ctx: Context, predicate: Predicate, region: Region, facts: list[list[str]]) -> list[dict[str, Any]]:
+def step2_rank(
+    ctx: Context, predicate: Predicate, region: Region, facts: list[list[str]]
+) -> list[dict[str, Any]]:
     """[{sub, size, country}] by size (largest first; ties by QID), only subjects with an article."""
     name = f"step2_rank/{predicate.pid}_{region.token}"
 
@@ -105,11 +113,16 @@ def step2_rank(ctx: Context, predicate: Predicate, region: Region, facts: list[l
         for index, chunk in enumerate(chunks(all_articles, ctx.chunk_size)):
             sizes.update(
                 ctx.checkpoints.cached(
-                    f"{name}/sizes/{chunk_key(index, provider, chunk)}", functools.partial(ctx.sizes.sizes, chunk)
+                    f"{name}/sizes/{chunk_key(index, provider, chunk)}",
+                    functools.partial(ctx.sizes.sizes, chunk),
                 )
             )
         ranked: list[dict[str, Any]] = [
-            {"sub": s, "size": max((sizes.get(a, 0) for a in articles[s]), default=0), "country": sorted(countries[s])}
+            {
+                "sub": s,
+                "size": max((sizes.get(a, 0) for a in articles[s]), default=0),
+                "country": sorted(countries[s]),
+            }
             for s in subjects
         ]
         ranked = [r for r in ranked if r["size"] > 0]
@@ -122,7 +135,9 @@ def step2_rank(ctx: Context, predicate: Predicate, region: Region, facts: list[l
 def fetch_labels(ctx: Context, key: str, items: Sequence[str]) -> Labels:
     """{QID: {language: label}} for `items` (the smallest label when an entity has several in one language)."""
     labels: Labels = defaultdict(dict)
-    rows = ctx.chunked_select(key, sorted(set(items), key=qid_order), lambda c: queries.labels_query(c, ctx.languages))
+    rows = ctx.chunked_select(
+        key, sorted(set(items), key=qid_order), lambda c: queries.labels_query(c, ctx.languages)
+    )
     for row in sorted(rows, key=lambda r: r["label"], reverse=True):
         labels[row["item"]][row["lang"]] = row["label"]
     return dict(labels)
@@ -168,16 +183,24 @@ def steps34_objects_and_labels(
             for row in rows:
                 objects[row[predicate.subject]].add(row[predicate.object])
             wanted = subjects + sorted({o for found in objects.values() for o in found})
-            batch_labels = fetch_labels(ctx, f"step4_labels/{predicate.pid}_{region.token}/{key}", wanted)
+            batch_labels = fetch_labels(
+                ctx, f"step4_labels/{predicate.pid}_{region.token}/{key}", wanted
+            )
             for ranked_subject in batch:
                 if len(facts) >= top:
                     break
                 examined += 1
                 subject = ranked_subject["sub"]
-                kept = sorted(o for o in objects[subject] if complete(batch_labels, o, ctx.languages))
+                kept = sorted(
+                    o for o in objects[subject] if complete(batch_labels, o, ctx.languages)
+                )
                 if kept and complete(batch_labels, subject, ctx.languages):
                     facts.append(
-                        {**ranked_subject, "obj": kept, "country": fact_country(predicate, ranked_subject, kept)}
+                        {
+                            **ranked_subject,
+                            "obj": kept,
+                            "country": fact_country(predicate, ranked_subject, kept),
+                        }
                     )
                     labels.update({q: batch_labels[q] for q in [subject, *kept]})
         return {"facts": facts, "labels": labels, "n_examined": examined}
@@ -227,7 +250,9 @@ def subclass_ancestors(ctx: Context, name: str, objects: list[str]) -> dict[str,
     parts = chunks(objects, ctx.chunk_size)
     for i, subs in enumerate(parts):
         for j, sups in enumerate(parts):
-            rows = ctx.select(f"{name}/subclass", i * len(parts) + j, queries.subclass_query(subs, sups))
+            rows = ctx.select(
+                f"{name}/subclass", i * len(parts) + j, queries.subclass_query(subs, sups)
+            )
             edges += [(r["sub"], r["super"]) for r in rows if r["sub"] != r["super"]]
     return {"ancestors": ancestors_within(objects, edges), "labels": {}}
 

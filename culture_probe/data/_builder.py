@@ -113,7 +113,10 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
         return Publication(self.config.name, tuple(self.config.languages or ()))
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split}) for split in self.SPLITS]
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
+            for split in self.SPLITS
+        ]
 
     def _generate_examples(self, split: str) -> Iterator[tuple[int, dict[str, Any]]]:
         """The rows with their keys; a row id seen twice is an error naming both rows (probes, records and

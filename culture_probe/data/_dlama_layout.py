@@ -105,7 +105,9 @@ def find_fact_files(paths: list[tuple[str, ...]]) -> list[FactFile]:
     return found
 
 
-def pair_folders(files: list[FactFile], paths: list[tuple[str, ...]], read: Reader, source: str) -> list[PairFolder]:
+def pair_folders(
+    files: list[FactFile], paths: list[tuple[str, ...]], read: Reader, source: str
+) -> list[PairFolder]:
     """Every folder holding fact files, with the manifest written next to them (if any)."""
     folders = []
     for parts in sorted({f.pair_dir for f in files}):
@@ -116,7 +118,9 @@ def pair_folders(files: list[FactFile], paths: list[tuple[str, ...]], read: Read
                 parts,
                 tuple(sorted({f.region for f in mine})),
                 tuple(sorted({f.language for f in mine})),
-                read_manifest(read(manifest), f"{source}/{'/'.join(manifest)}") if manifest in paths else None,
+                read_manifest(read(manifest), f"{source}/{'/'.join(manifest)}")
+                if manifest in paths
+                else None,
             )
         )
     return folders
@@ -127,14 +131,18 @@ def read_manifest(lines: list[str], path: str) -> Manifest | None:
     try:
         data = json.loads("\n".join(lines))
     except json.JSONDecodeError as error:
-        raise SourceFormatError(f"invalid JSON ({error.msg})", path=path, line=error.lineno) from error
+        raise SourceFormatError(
+            f"invalid JSON ({error.msg})", path=path, line=error.lineno
+        ) from error
     if not isinstance(data, dict) or data.get("framework") != "dlama":
         return None
     try:
         config = data["config"]
         regions = (config["region"], config["contrast"])
         cultures = tuple((r["token"], r["name"]) for r in regions)
-        return Manifest(str(data["pair"]), cultures[0][0], cultures[1][0], cultures, tuple(config["languages"]))
+        return Manifest(
+            str(data["pair"]), cultures[0][0], cultures[1][0], cultures, tuple(config["languages"])
+        )
     except (KeyError, TypeError) as error:
         raise SourceFormatError(
             f"not a DLAMA curation manifest: expected 'pair' and config.region/contrast token and name and "
@@ -148,7 +156,9 @@ def choose_pair(folders: list[PairFolder], request: PairRequest, source: str) ->
     matching = [folder for folder in folders if _matches(folder, request)]
     found = [folder.label for folder in folders] or "no fact files"
     if not matching:
-        wanted = f"files P<id>_general_{request.region}.jsonl" if request.region else "a pair of its own"
+        wanted = (
+            f"files P<id>_general_{request.region}.jsonl" if request.region else "a pair of its own"
+        )
         hint = (
             "pass region= (its token, e.g. 'MAGHREB') or pair= to pick one"
             if request.custom
@@ -184,7 +194,9 @@ def _matches(folder: PairFolder, request: PairRequest) -> bool:
 
 def _resolve(folder: PairFolder, request: PairRequest, source: str) -> Pair:
     manifest = folder.manifest
-    region = request.region or (manifest.region if manifest else _only_region(folder, request, source))
+    region = request.region or (
+        manifest.region if manifest else _only_region(folder, request, source)
+    )
     if request.contrast or not request.custom:
         contrast = request.contrast or WEST
     elif manifest and manifest.region == region:
@@ -201,7 +213,9 @@ def _resolve(folder: PairFolder, request: PairRequest, source: str) -> Pair:
     named = tuple((t, cultures.get(t, t.lower())) for t in (region, contrast))
     name = request.name or (manifest.pair if manifest else f"{named[0][1]}_{named[1][1]}")
     languages = request.languages or (
-        manifest.languages if manifest else tuple(sorted(folder.languages, key=lambda lang: (lang == "en", lang)))
+        manifest.languages
+        if manifest
+        else tuple(sorted(folder.languages, key=lambda lang: (lang == "en", lang)))
     )
     return Pair(name, folder.parts, region, contrast, named, tuple(languages))
 
@@ -222,7 +236,11 @@ def _describe(request: PairRequest) -> str:
         return str(request.name)
     asked = {"pair": request.name, "region": request.region, "contrast": request.contrast}
     given = ", ".join(f"{key}={value!r}" for key, value in asked.items() if value)
-    return f"dlama_custom({given})" if given else "dlama_custom (a folder with a region token of its own)"
+    return (
+        f"dlama_custom({given})"
+        if given
+        else "dlama_custom (a folder with a region token of its own)"
+    )
 
 
 def _pair_name(text: str) -> str:

@@ -14,7 +14,8 @@ from culture_probe.data.sources import fetch, verify_sha256
 from culture_probe.errors import MissingDataError
 
 ACCEPT_MODIFIED = (
-    "So this is not the pinned release: replace the file, or pass verify_checksums=False to build from a modified copy."
+    "So this is not the pinned release: replace the file, or pass verify_checksums=False to build "
+    "from a modified copy."
 )
 
 
@@ -24,7 +25,12 @@ def verify_pinned(path: str | os.PathLike, sha256: str) -> None:
 
 
 def pinned_file(
-    base_url: str, relpath: str, sha256: str, *, data_dir: str | os.PathLike | None = None, verify: bool = True
+    base_url: str,
+    relpath: str,
+    sha256: str,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    verify: bool = True,
 ) -> Path:
     """The local path of `base_url + relpath` (or `data_dir/relpath`), checked against its pinned sha256 prefix."""
     if data_dir:

@@ -56,7 +56,9 @@ _MASK_WITH_SPACES = re.compile(r"(?:^|\s)\[MASK\](?:\s|$)")
 
 # Corrections (the corrected variant), applied only by the `_corrected` configs.
 LABEL_FIXES = {("food", "ابل باي"): "Western"}  # "apple pie" released with an empty Culture
-SUSPECT_MASK_ROWS = {"ag": frozenset({166})}  # mask first in both Ag files; the author name should follow للكاتب
+SUSPECT_MASK_ROWS = {
+    "ag": frozenset({166})
+}  # mask first in both Ag files; the author name should follow للكاتب
 
 
 def entity_file(entity_type: str) -> str:
@@ -123,14 +125,20 @@ INFO = BenchmarkInfo(
     ),
     suite=("camel_co_prompts", "camel_ag_prompts"),
     corrections=(
-        Correction("camel-strip", "camel_entities: leading/trailing spaces stripped from entity cells", 68),
+        Correction(
+            "camel-strip", "camel_entities: leading/trailing spaces stripped from entity cells", 68
+        ),
         Correction(
             "camel-dedupe",
             "camel_entities: an entity repeated within one type and culture after stripping is kept once (first "
             "row); 696 of the 739 dropped rows are locations, mostly homonymous US towns",
             739,
         ),
-        Correction("camel-apple-pie", "camel_entities: food 'ابل باي' (apple pie) had no Culture; labelled Western", 1),
+        Correction(
+            "camel-apple-pie",
+            "camel_entities: food 'ابل باي' (apple pie) had no Culture; labelled Western",
+            1,
+        ),
         Correction(
             "camel-cross-labelled",
             "camel_entities: location strings labelled both Arab and Western (القاهرة, الإسكندرية, دورا: an Arab "
@@ -167,7 +175,10 @@ def _configs() -> list[CamelConfig]:
     ]  # fmt: skip
     # The corrected entity set keeps each (type, culture, stripped string) once: the documented pools plus apple pie.
     corrected_rows = {"camel_entities": 19596}
-    return [*faithful, *(corrected_twin(c, rows=corrected_rows.get(c.name, c.rows)) for c in faithful)]
+    return [
+        *faithful,
+        *(corrected_twin(c, rows=corrected_rows.get(c.name, c.rows)) for c in faithful),
+    ]
 
 
 def _text(cell: Any) -> str | None:
@@ -185,9 +196,13 @@ def read_entities(path: Path, entity_type: str) -> list[dict[str, Any]]:
     for line, record in read_xlsx(path, required=required):
         entity, culture = record.get("Entity"), _text(record.get("Culture"))
         if not isinstance(entity, str) or not entity.strip():
-            raise SourceFormatError(f"Entity cell {entity!r} is not a non-empty string", path=str(path), line=line)
+            raise SourceFormatError(
+                f"Entity cell {entity!r} is not a non-empty string", path=str(path), line=line
+            )
         if culture is not None and culture not in CULTURES:
-            raise SourceFormatError(f"Culture {culture!r} is none of {CULTURES} (or empty)", path=str(path), line=line)
+            raise SourceFormatError(
+                f"Culture {culture!r} is none of {CULTURES} (or empty)", path=str(path), line=line
+            )
         row = line - 2
         rows.append({
             "id": f"{entity_type}-{row:05d}", "row": row, "entity_type": entity_type, "entity": entity,
@@ -196,7 +211,9 @@ def read_entities(path: Path, entity_type: str) -> list[dict[str, Any]]:
     return rows
 
 
-def correct_entities(rows: list[dict[str, Any]], tally: Callable[[str], None]) -> list[dict[str, Any]]:
+def correct_entities(
+    rows: list[dict[str, Any]], tally: Callable[[str], None]
+) -> list[dict[str, Any]]:
     """The corrected variant for the rows of one entity type: strip, fix labels, drop cross-labelled, de-duplicate."""
     rows = [dict(row) for row in rows]
     for row in rows:
@@ -236,27 +253,41 @@ class PromptRow:
 
 def read_prompts(path: Path, *, with_sentiment: bool) -> list[PromptRow]:
     """The rows of one prompt file, each checked: a known Entity Type and exactly one space-delimited [MASK]."""
-    required = ("Entity Type", "Prompt", "Sentiment") if with_sentiment else ("Entity Type", "Prompt")
+    required = (
+        ("Entity Type", "Prompt", "Sentiment") if with_sentiment else ("Entity Type", "Prompt")
+    )
     rows = []
     for line, record in read_xlsx(path, required=required):
         raw_type, prompt = record.get("Entity Type"), record.get("Prompt")
         if raw_type not in PROMPT_TYPES:
             raise SourceFormatError(
-                f"Entity Type {raw_type!r} is none of {sorted(PROMPT_TYPES)}", path=str(path), line=line
+                f"Entity Type {raw_type!r} is none of {sorted(PROMPT_TYPES)}",
+                path=str(path),
+                line=line,
             )
-        if not isinstance(prompt, str) or prompt.count(MASK) != 1 or not _MASK_WITH_SPACES.search(prompt):
+        if (
+            not isinstance(prompt, str)
+            or prompt.count(MASK) != 1
+            or not _MASK_WITH_SPACES.search(prompt)
+        ):
             raise SourceFormatError(
                 f"Prompt {prompt!r} must hold exactly one {MASK} with whitespace (or the string boundary) on both "
                 "sides",
                 path=str(path),
                 line=line,
             )
-        sentiment: Any = record.get("Sentiment") if with_sentiment else None  # a cell: any type until checked
+        sentiment: Any = (
+            record.get("Sentiment") if with_sentiment else None
+        )  # a cell: any type until checked
         if with_sentiment and sentiment not in SENTIMENTS:
             raise SourceFormatError(
-                f"Sentiment {sentiment!r} is none of {sorted(SENTIMENTS)}", path=str(path), line=line
+                f"Sentiment {sentiment!r} is none of {sorted(SENTIMENTS)}",
+                path=str(path),
+                line=line,
             )
-        rows.append(PromptRow(line, raw_type, prompt, SENTIMENTS.get(sentiment) if with_sentiment else None))
+        rows.append(
+            PromptRow(line, raw_type, prompt, SENTIMENTS.get(sentiment) if with_sentiment else None)
+        )
     return rows
 
 
@@ -296,7 +327,11 @@ class CamelBuilder(CultureProbeBuilder):
 
     def _source(self, relpath: str, sha256: str) -> Path:
         return pinned_file(
-            BASE_URL, relpath, sha256, data_dir=self.config.data_dir, verify=self.config.verify_checksums
+            BASE_URL,
+            relpath,
+            sha256,
+            data_dir=self.config.data_dir,
+            verify=self.config.verify_checksums,
         )
 
     def _rows(self, split: str) -> Iterator[dict[str, Any]]:
@@ -347,9 +382,14 @@ class CamelBuilder(CultureProbeBuilder):
 
 def entity_files(data_dir: str | None) -> list[Path]:
     """The ten entity files `camel_entities` is read from."""
-    return [pinned_file(BASE_URL, entity_file(t), ENTITY_SHA256[t], data_dir=data_dir) for t in ENTITY_TYPES]
+    return [
+        pinned_file(BASE_URL, entity_file(t), ENTITY_SHA256[t], data_dir=data_dir)
+        for t in ENTITY_TYPES
+    ]
 
 
-RESOURCES = {"entities": SplitResource("camel_entities", entity_files)}  # the sampling pools of the prompts
+RESOURCES = {
+    "entities": SplitResource("camel_entities", entity_files)
+}  # the sampling pools of the prompts
 
 BUILDER = CamelBuilder

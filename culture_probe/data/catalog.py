@@ -32,7 +32,9 @@ def digest(modules: list[str]) -> str:
     """A digest of the files that define the configs of `modules` (names and contents)."""
     hashed = hashlib.sha256()
     for path in _defining_files(modules):
-        hashed.update(f"{path.name}\0".encode() + (path.read_bytes() if path.exists() else b"missing"))
+        hashed.update(
+            f"{path.name}\0".encode() + (path.read_bytes() if path.exists() else b"missing")
+        )
     return hashed.hexdigest()[:16]
 
 
@@ -44,7 +46,9 @@ def live() -> dict[str, Any]:
     return {
         "digest": digest(benchmarks),
         "benchmarks": benchmarks,
-        "modules": sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")),
+        "modules": sorted(
+            m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
+        ),
         "groups": {name: list(configs) for name, configs in groups().items()},
         "configs": [{**asdict(e), "languages": list(e.languages)} for e in list_benchmarks()],
     }
@@ -56,8 +60,12 @@ def table() -> dict[str, Any]:
         stored = json.loads(CATALOG.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return live()
-    present = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
-    if present != stored.get("modules") or digest(stored.get("benchmarks", [])) != stored.get("digest"):
+    present = sorted(
+        m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
+    )
+    if present != stored.get("modules") or digest(stored.get("benchmarks", [])) != stored.get(
+        "digest"
+    ):
         return live()
     return stored
 

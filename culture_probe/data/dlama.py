@@ -24,7 +24,12 @@ from typing import Any
 
 import datasets
 
-from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, Publication, corrected_twin
+from culture_probe.data._builder import (
+    CultureProbeBuilder,
+    CultureProbeConfig,
+    Publication,
+    corrected_twin,
+)
 from culture_probe.data._dlama_layout import (
     MANIFEST,
     WEST,
@@ -37,7 +42,14 @@ from culture_probe.data._dlama_layout import (
     find_fact_files,
     pair_folders,
 )
-from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo, Correction, FileResource, Licence, base_name
+from culture_probe.data.card import (
+    CORRECTED_SUFFIX,
+    BenchmarkInfo,
+    Correction,
+    FileResource,
+    Licence,
+    base_name,
+)
 from culture_probe.data.sources import (
     fetch,
     git_blob_id,
@@ -50,9 +62,7 @@ from culture_probe.data.sources import (
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 from culture_probe.jsonl import decode, read_lines
 
-TARBALL_URL = (
-    "https://raw.githubusercontent.com/AMR-KELEG/DLAMA/61ea3bbc6c932d8332b053529e3d05b3ad12eb12/data/dlama-v1.tar.gz"
-)
+TARBALL_URL = "https://raw.githubusercontent.com/AMR-KELEG/DLAMA/61ea3bbc6c932d8332b053529e3d05b3ad12eb12/data/dlama-v1.tar.gz"
 TARBALL_BLOB_ID = "49f09ec2e66fdd604dd3495ed360b3e4b7bb9a32"
 
 # pair -> (non-Western region token, local language); the region token in file names identifies the pair.
@@ -61,7 +71,9 @@ PAIRS = {
     "asia_west": ("ASIA", "ko"),
     "south_america_west": ("SOUTH_AMERICA", "es"),
 }
-CUSTOM = "dlama_custom"  # a pair curated with culture_probe.curation (or any folder in the v1 layout)
+CUSTOM = (
+    "dlama_custom"  # a pair curated with culture_probe.curation (or any folder in the v1 layout)
+)
 PREDICATES = (
     "P17",
     "P19",
@@ -84,10 +96,16 @@ PREDICATES = (
     "P1376",
     "P1412",
 )
-SKIPPED_PREDICATES = ("P527",)  # present in some dumps, not part of v1 (the original scorer skips it too)
+SKIPPED_PREDICATES = (
+    "P527",
+)  # present in some dumps, not part of v1 (the original scorer skips it too)
 ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
 # The paper's Table 1, which the release matches exactly: facts per language, and how many are Western.
-FACTS = {"arab_west": (24_535, 13_589), "asia_west": (27_067, 13_588), "south_america_west": (26_657, 13_586)}
+FACTS = {
+    "arab_west": (24_535, 13_589),
+    "asia_west": (27_067, 13_588),
+    "south_america_west": (26_657, 13_586),
+}
 # The release unpacked in the local mirror (CULTURE_PROBE_MIRROR; distributed on request, see its README): read
 # when the tarball is not.
 MANUAL_RELEASE = ("manual", "dlama", "dlama-v1")
@@ -129,7 +147,9 @@ INFO = BenchmarkInfo(
     citation=CITATION,
     version="1.0.0",
     paper="papers/dlama_000_ab2a3dec4437f5c7.txt",
-    sources=(TARBALL_URL,),  # where each config's rows were read from, and its templates, are on its card
+    sources=(
+        TARBALL_URL,
+    ),  # where each config's rows were read from, and its templates, are on its card
     suite=("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west"),
     corrections=(
         Correction(
@@ -141,7 +161,10 @@ INFO = BenchmarkInfo(
             "empty_labels",
             "Facts with an empty sub_label or no non-empty obj_label are skipped and counted (both variants).",
         ),
-        Correction("legacy_scalars", "Legacy scalar obj_uri/obj_label are wrapped into lists (both variants)."),
+        Correction(
+            "legacy_scalars",
+            "Legacy scalar obj_uri/obj_label are wrapped into lists (both variants).",
+        ),
         Correction(
             "provisional_templates",
             "es/ko/ar templates are provisional transcriptions of the paper's "
@@ -163,7 +186,9 @@ class DlamaConfig(CultureProbeConfig):
     region: str | None = None
     contrast: str | None = None
     raw: bool = False
-    verify_counts: bool = True  # released pairs: the paper's facts per language and culture, or an error
+    verify_counts: bool = (
+        True  # released pairs: the paper's facts per language and culture, or an error
+    )
 
 
 def missing_note(missing: str) -> str:
@@ -247,12 +272,18 @@ def _user_templates(path: Path) -> tuple[dict[str, dict[str, str]], list[Path]]:
     if path.is_dir():
         files = sorted(path.glob("*/templates.jsonl"))
         if not files:
-            raise MissingDataError(f"{path} holds no <lang>/templates.jsonl (the mLAMA 1.1 layout).")
+            raise MissingDataError(
+                f"{path} holds no <lang>/templates.jsonl (the mLAMA 1.1 layout)."
+            )
         table: dict[str, dict[str, str]] = {}
         for file in files:
             for number, record in read_jsonl(file):
-                if not isinstance(record.get("relation"), str) or not isinstance(record.get("template"), str):
-                    raise SourceFormatError("expected 'relation' and 'template' strings", path=str(file), line=number)
+                if not isinstance(record.get("relation"), str) or not isinstance(
+                    record.get("template"), str
+                ):
+                    raise SourceFormatError(
+                        "expected 'relation' and 'template' strings", path=str(file), line=number
+                    )
                 table.setdefault(file.parent.name, {})[record["relation"]] = record["template"]
         return table, files
     if not path.is_file():
@@ -263,9 +294,13 @@ def _user_templates(path: Path) -> tuple[dict[str, dict[str, str]], list[Path]]:
     try:
         user = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise SourceFormatError(f"invalid JSON ({error.msg})", path=str(path), line=error.lineno) from None
+        raise SourceFormatError(
+            f"invalid JSON ({error.msg})", path=str(path), line=error.lineno
+        ) from None
     if not isinstance(user, dict) or not all(isinstance(v, dict) for v in user.values()):
-        raise SourceFormatError("expected a JSON object {lang: {predicate: template}}", path=str(path))
+        raise SourceFormatError(
+            "expected a JSON object {lang: {predicate: template}}", path=str(path)
+        )
     return user, [path]
 
 
@@ -324,9 +359,15 @@ class Dlama(CultureProbeBuilder):
                 f"languages= must be a list of codes such as ('ar', 'en'), got {config.languages!r}."
             )
         if self.custom:
-            return check_custom_options(config.pair, config.region, config.contrast, tuple(config.languages))
+            return check_custom_options(
+                config.pair, config.region, config.contrast, tuple(config.languages)
+            )
         declared = self.builder_configs[config.name]
-        changed = [key for key in ("pair", "region", "contrast") if getattr(config, key) != getattr(declared, key)]
+        changed = [
+            key
+            for key in ("pair", "region", "contrast")
+            if getattr(config, key) != getattr(declared, key)
+        ]
         if changed:
             raise CultureProbeError(
                 f"{', '.join(changed)}= cannot be set on {config.name}, which reads the released {declared.pair} "
@@ -346,7 +387,9 @@ class Dlama(CultureProbeBuilder):
             return replace(published, about=(origin, *template_notes(published.languages)))
         source, paths, read = self._open_source()
         pair, _ = self._select(source, paths, read)
-        suffix = ("_raw" if self.config.raw else "") + (CORRECTED_SUFFIX if self.config.corrected else "")
+        suffix = ("_raw" if self.config.raw else "") + (
+            CORRECTED_SUFFIX if self.config.corrected else ""
+        )
         manifest = (*pair.folder, MANIFEST)
         text = "\n".join(read(manifest)) + "\n" if manifest in paths else None
         regions = " vs ".join(f"{culture} ({token})" for token, culture in pair.cultures)
@@ -383,7 +426,9 @@ class Dlama(CultureProbeBuilder):
                 path=source,
             )
 
-    def _check_counts(self, pair: Pair, files: list[FactFile], counts: Counter[tuple[str, str]], source: str) -> None:
+    def _check_counts(
+        self, pair: Pair, files: list[FactFile], counts: Counter[tuple[str, str]], source: str
+    ) -> None:
         """A released pair must hold the paper's facts per language and culture (Table 1); a mismatch names the
         numbers (`verify_counts=False` accepts data changed on purpose). A copy with only a few of the pair's
         files (a test fixture, a subset) is not the release: it is counted in the card, not checked; one with more
@@ -406,7 +451,9 @@ class Dlama(CultureProbeBuilder):
                     "checked against the paper"
                 )
                 return
-            names = ", ".join(f"{lang}/{pid}_general_{token}.jsonl" for lang, pid, token in missing[:6])
+            names = ", ".join(
+                f"{lang}/{pid}_general_{token}.jsonl" for lang, pid, token in missing[:6]
+            )
             raise SourceFormatError(
                 f"{len(missing)} of the {len(expected_files)} files of {self.config.pair} are "
                 f"missing: {names}{' ...' if len(missing) > 6 else ''}. Restore them, or pass "
@@ -416,7 +463,9 @@ class Dlama(CultureProbeBuilder):
         total, west = FACTS[self.config.pair]
         for language in pair.languages:
             got = {culture: n for (lang, culture), n in counts.items() if lang == language}
-            expected = {culture: west if culture == "west" else total - west for _, culture in pair.cultures}
+            expected = {
+                culture: west if culture == "west" else total - west for _, culture in pair.cultures
+            }
             if got != expected:
                 raise SourceFormatError(
                     f"{self.config.pair} in {language} has {dict(sorted(got.items()))} facts per culture, but the "
@@ -425,7 +474,9 @@ class Dlama(CultureProbeBuilder):
                     path=source,
                 )
 
-    def _select(self, source: str, paths: list[tuple[str, ...]], read: Reader) -> tuple[Pair, list[FactFile]]:
+    def _select(
+        self, source: str, paths: list[tuple[str, ...]], read: Reader
+    ) -> tuple[Pair, list[FactFile]]:
         """The pair of this config and its files, ordered by language, predicate, culture (the contrast last)."""
         kind = "dlama_raw" if self.config.raw else "dlama"
         found = find_fact_files(paths)
@@ -433,14 +484,18 @@ class Dlama(CultureProbeBuilder):
         files = [f for f in found if f.kind == kind and f.pair_dir == pair.folder]
         skipped = [f for f in files if f.predicate in SKIPPED_PREDICATES]
         if skipped:
-            self.tally(f"files skipped ({', '.join(SKIPPED_PREDICATES)}: not part of v1)", len(skipped))
+            self.tally(
+                f"files skipped ({', '.join(SKIPPED_PREDICATES)}: not part of v1)", len(skipped)
+            )
         if not files:
             name = self.config.name
             hint = (
                 "pass the full DLAMA-v1 release"
                 if not self.config.raw
                 else (
-                    f"load {name.removesuffix('_raw')} instead" if name.endswith("_raw") else "load it without raw=True"
+                    f"load {name.removesuffix('_raw')} instead"
+                    if name.endswith("_raw")
+                    else "load it without raw=True"
                 )
             )
             raise MissingDataError(
@@ -464,20 +519,29 @@ class Dlama(CultureProbeBuilder):
                 )
         order = {language: i for i, language in enumerate(pair.languages)}
         files = [f for f in files if f.language in order and f.predicate not in SKIPPED_PREDICATES]
-        return pair, sorted(files, key=lambda f: (order[f.language], int(f.predicate[1:]), f.region == pair.contrast))
+        return pair, sorted(
+            files,
+            key=lambda f: (order[f.language], int(f.predicate[1:]), f.region == pair.contrast),
+        )
 
     def _fact(self, record: dict[str, Any], path: str, line: int) -> dict[str, Any] | None:
         """One validated fact; None (counted) for facts that are skipped (a blank subject or object)."""
         missing = [key for key in FIELDS if key not in record]
         if missing:
-            raise SourceFormatError(f"missing field(s) {missing}; found {sorted(record)}", path=path, line=line)
+            raise SourceFormatError(
+                f"missing field(s) {missing}; found {sorted(record)}", path=path, line=line
+            )
         fact = dict(record)
         for key in ("obj_uri", "obj_label", "country"):
             if isinstance(fact[key], str):
                 fact[key] = [fact[key]]
                 self.tally(f"legacy scalar {key} wrapped into a list")
-            if not isinstance(fact[key], list) or not all(isinstance(item, str) for item in fact[key]):
-                raise SourceFormatError(f"{key} must be a list of strings, got {fact[key]!r}", path=path, line=line)
+            if not isinstance(fact[key], list) or not all(
+                isinstance(item, str) for item in fact[key]
+            ):
+                raise SourceFormatError(
+                    f"{key} must be a list of strings, got {fact[key]!r}", path=path, line=line
+                )
         if len(fact["obj_uri"]) != len(fact["obj_label"]):
             raise SourceFormatError(
                 f"obj_uri has {len(fact['obj_uri'])} items but obj_label has {len(fact['obj_label'])}",
@@ -578,7 +642,8 @@ class Dlama(CultureProbeBuilder):
         files = [f for split in (self.config.data_files or {}).values() for f in split]
         if len(files) > 1:
             raise SourceFormatError(
-                f"expected one DLAMA-v1 .tar.gz in data_files, got {len(files)}", path=", ".join(map(str, files))
+                f"expected one DLAMA-v1 .tar.gz in data_files, got {len(files)}",
+                path=", ".join(map(str, files)),
             )
         return str(files[0]) if files else None
 
@@ -590,7 +655,9 @@ def curation_summary(manifest: dict[str, Any]) -> list[str]:
     for key in ("region", "contrast"):
         region = config.get(key, {})
         where = ", ".join(region.get("countries") or ()) or region.get("condition") or "?"
-        lines.append(f"{key.title()} {region.get('name')} (token {region.get('token')}): countries {where}.")
+        lines.append(
+            f"{key.title()} {region.get('name')} (token {region.get('token')}): countries {where}."
+        )
     lines.append(
         f"Queried from {manifest.get('endpoint')} (article sizes: {manifest.get('sizes')}) by culture_probe "
         f"{manifest.get('culture_probe_version')}; predicates "
@@ -642,13 +709,19 @@ def template_notes(languages: Sequence[str]) -> tuple[str, ...]:
         elif entry.get("verified"):
             parts.append(f"{language}: {entry.get('source')}, exact")
         else:
-            notes = "; ".join(f"{predicate} {note}" for predicate, note in entry.get("notes", {}).items())
+            notes = "; ".join(
+                f"{predicate} {note}" for predicate, note in entry.get("notes", {}).items()
+            )
             parts.append(
                 f"{language}: provisional, {entry.get('source')}, not the released mLAMA 1.1 file"
                 + (f" ({notes})" if notes else "")
             )
     provisional = any("provisional" in part for part in parts)
-    fix = " Runs can use the released ones with --option templates= an mLAMA 1.1 folder." if provisional else ""
+    fix = (
+        " Runs can use the released ones with --option templates= an mLAMA 1.1 folder."
+        if provisional
+        else ""
+    )
     return (
         f"Probing templates (applied by culture_probe's protocol, not stored in the rows): {'; '.join(parts)}.{fix}",
     )

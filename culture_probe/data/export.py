@@ -16,7 +16,12 @@ from typing import Any
 from culture_probe import outfolder
 from culture_probe.data.card import is_corrected
 from culture_probe.data.hub_card import ExportedConfig, render_readme
-from culture_probe.data.registry import benchmark_modules, list_benchmarks, make_builder, quiet_progress
+from culture_probe.data.registry import (
+    benchmark_modules,
+    list_benchmarks,
+    make_builder,
+    quiet_progress,
+)
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
 from culture_probe.keyvalue import parse_pairs
 
@@ -30,7 +35,9 @@ class ExportResult:
     out_dir: Path
     configs: tuple[ExportedConfig, ...]
     skipped: tuple[tuple[str, str], ...]
-    files: tuple[str, ...]  # what the export wrote (paths under out_dir), which is what `push` uploads
+    files: tuple[
+        str, ...
+    ]  # what the export wrote (paths under out_dir), which is what `push` uploads
     kept: tuple[str, ...]
 
 
@@ -54,13 +61,19 @@ def export(
     """
     out = Path(out_dir)
     entries = {e.name: e for e in list_benchmarks()}
-    names = list(dict.fromkeys(configs)) if configs else list(entries)  # a config named twice is written once
+    names = (
+        list(dict.fromkeys(configs)) if configs else list(entries)
+    )  # a config named twice is written once
     for name in names:
         if name not in entries:
-            raise UnknownNameError("benchmark config", name, entries, fix="See `culture-probe list`.")
+            raise UnknownNameError(
+                "benchmark config", name, entries, fix="See `culture-probe list`."
+            )
     check_export_folder(out)
     with outfolder.rebuilding(out, EXPORT) as build:
-        written, skipped = _build(build.folder, names, entries, configs, dict(data_dirs or {}), permission)
+        written, skipped = _build(
+            build.folder, names, entries, configs, dict(data_dirs or {}), permission
+        )
     return ExportResult(out, tuple(written), tuple(skipped), build.files, build.kept)
 
 
@@ -87,9 +100,13 @@ def _build(
         written.append(_write_config(build, name, entries[name], builder))
     clash = next((c.name for c in written if [w.name for w in written].count(c.name) > 1), None)
     if clash:
-        raise CultureProbeError(f"Two configs would be published as {clash}; export them into separate folders.")
+        raise CultureProbeError(
+            f"Two configs would be published as {clash}; export them into separate folders."
+        )
     infos = [module.INFO for module in benchmark_modules().values()]
-    (build / "README.md").write_text(render_readme(written, infos, permission=permission), encoding="utf-8")
+    (build / "README.md").write_text(
+        render_readme(written, infos, permission=permission), encoding="utf-8"
+    )
     return written, skipped
 
 
@@ -117,7 +134,9 @@ def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedCon
     )
 
 
-EXPORT_MARKER = ".culture_probe_export"  # lists the files an export wrote: the next one replaces exactly those
+EXPORT_MARKER = (
+    ".culture_probe_export"  # lists the files an export wrote: the next one replaces exactly those
+)
 EXPORT = outfolder.Output("export", EXPORT_MARKER)
 
 
@@ -138,7 +157,9 @@ def check_export_folder(out: Path) -> list[str]:
 def parse_data_dirs(text: str | None) -> dict[str, str]:
     """`"maps=DIR,dlama=FILE"` -> {"maps": "DIR", "dlama": "FILE"} (the CLI's `--data-dir`)."""
     benchmarks = sorted(module.INFO.name for module in benchmark_modules().values())
-    found = parse_pairs(text, what="--data-dir", example="maps=manual/maps,dlama=dlama-v1", shape="BENCHMARK=PATH")
+    found = parse_pairs(
+        text, what="--data-dir", example="maps=manual/maps,dlama=dlama-v1", shape="BENCHMARK=PATH"
+    )
     for benchmark in found:
         if benchmark not in benchmarks:
             raise UnknownNameError("benchmark", benchmark, benchmarks)

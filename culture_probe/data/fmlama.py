@@ -78,7 +78,12 @@ GROUPS = {
     "Russia": "Russia",
 }
 OTHERS = "Others"
-CS_PAIRS = (("en", "en"), ("en", "zh"), ("zh", "zh"), ("zh", "en"))  # (prompt language, subject language)
+CS_PAIRS = (
+    ("en", "en"),
+    ("en", "zh"),
+    ("zh", "zh"),
+    ("zh", "en"),
+)  # (prompt language, subject language)
 CS_MIN_DISHES = 20  # code-switching keeps origins with MORE than this many en∩zh dishes
 CANONICAL = re.compile(r"(hasParts|country)_[1-5]")
 
@@ -191,16 +196,22 @@ def url(path: str, commit: str = DATA_COMMIT) -> str:
     return f"{REPO}/{commit}/{path}"
 
 
-def parse_obj_label(value: Any, *, path: str, line: int, field: str = "obj_label") -> tuple[str, ...]:
+def parse_obj_label(
+    value: Any, *, path: str, line: int, field: str = "obj_label"
+) -> tuple[str, ...]:
     """Gold ingredients from the stringified one-element set (v1) or a list (v2), split on `", "`."""
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
     if not isinstance(value, str):
-        raise SourceFormatError(f"{field} must be a string or a list, got {value!r}", path=path, line=line)
+        raise SourceFormatError(
+            f"{field} must be a string or a list, got {value!r}", path=path, line=line
+        )
     parsed = parse_literal(value, path=path, line=line, expected=set)
     if len(parsed) != 1 or not isinstance(next(iter(parsed)), str):
         raise SourceFormatError(
-            f"{field} must be a set holding one comma-joined string, got {value[:80]!r}", path=path, line=line
+            f"{field} must be a set holding one comma-joined string, got {value[:80]!r}",
+            path=path,
+            line=line,
         )
     text = next(iter(parsed))
     return tuple(text.split(", ")) if text else ()  # Dishes.csv writes an empty list as {''}
@@ -217,13 +228,17 @@ def qid_of(iri: Any, *, path: str, line: int) -> str:
 def read_dish_table(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, row) of `Dishes.csv`: `hasParts` and `materia` parsed like `obj_label`; a bad row names its line."""
     columns = ("url", "origin", "name", "lang", "hasParts", "materia")
-    previous = csv.field_size_limit(1 << 30)  # some gold lists exceed the default 128 KiB field limit
+    previous = csv.field_size_limit(
+        1 << 30
+    )  # some gold lists exceed the default 128 KiB field limit
     try:
         with open(path, encoding="utf-8", newline="") as handle:
             reader = csv.DictReader(handle)
             missing = [c for c in columns if c not in (reader.fieldnames or [])]
             if missing:
-                raise SourceFormatError(f"missing column(s) {missing}; header {reader.fieldnames}", path=path, line=1)
+                raise SourceFormatError(
+                    f"missing column(s) {missing}; header {reader.fieldnames}", path=path, line=1
+                )
             for record in reader:
                 line = reader.line_num
                 parts = {
@@ -239,20 +254,33 @@ def read_dishes(path: str) -> list[Dish]:
     """Every dish of one file, in file order (`row` = index among non-blank lines)."""
     dishes: list[Dish] = []
     for number, record in read_jsonl(path):
-        missing = [key for key in ("url", "origin", "lang", "sub_label", "obj_label") if key not in record]
+        missing = [
+            key for key in ("url", "origin", "lang", "sub_label", "obj_label") if key not in record
+        ]
         if missing:
-            raise SourceFormatError(f"missing field(s) {missing}; found {sorted(record)}", path=path, line=number)
+            raise SourceFormatError(
+                f"missing field(s) {missing}; found {sorted(record)}", path=path, line=number
+            )
         qid = qid_of(record["url"], path=path, line=number)
         gold = parse_obj_label(record["obj_label"], path=path, line=number)
         row = len(dishes)
-        dishes.append(Dish(record["url"], qid, record["origin"], record["lang"], record["sub_label"], gold, row))
+        dishes.append(
+            Dish(
+                record["url"], qid, record["origin"], record["lang"], record["sub_label"], gold, row
+            )
+        )
     if not dishes:
         raise SourceFormatError("the file holds no dishes", path=path)
     return dishes
 
 
 def source_file(
-    relpath: str, sha256: str, commit: str = DATA_COMMIT, *, data_dir: str | None = None, verify: bool = True
+    relpath: str,
+    sha256: str,
+    commit: str = DATA_COMMIT,
+    *,
+    data_dir: str | None = None,
+    verify: bool = True,
 ) -> Path:
     """A file of the repository's `data/` folder: from `data_dir` when given, else the pinned URL."""
     if data_dir and Path(data_dir).is_dir() and not Path(data_dir, "data").is_dir():
@@ -264,7 +292,12 @@ def source_file(
 def template_files(data_dir: str | None) -> list[Path]:
     """The template files of every language (what `fmlama_templates` is read from)."""
     return [
-        source_file(f"templates/{la}_templates.jsonl", TEMPLATES_SHA256[la], TEMPLATE_COMMIT, data_dir=data_dir)
+        source_file(
+            f"templates/{la}_templates.jsonl",
+            TEMPLATES_SHA256[la],
+            TEMPLATE_COMMIT,
+            data_dir=data_dir,
+        )
         for la in LANGUAGES
     ]
 
@@ -333,7 +366,9 @@ def _configs() -> list[FmlamaConfig]:
             description="English dishes of the 14 named origin groups (the v2 English set).",
         )
     )
-    corrected_rows = {"fmlama_zh": 814}  # the corrected zh set drops 玉米黑粉菌 (its only ingredient is itself)
+    corrected_rows = {
+        "fmlama_zh": 814
+    }  # the corrected zh set drops 玉米黑粉菌 (its only ingredient is itself)
     twins = [corrected_twin(c, rows=corrected_rows.get(c.name, c.rows)) for c in configs]
     templates = FmlamaConfig(
         name="fmlama_templates",
@@ -426,7 +461,9 @@ class Fmlama(CultureProbeBuilder):
         gold = self._correct([by_lang[prompt][u] for u in kept])
         continents = self._continents()
         for dish in gold:
-            row = self._row(dish, by_lang[subject][dish.url], continents, f"{dish.qid}|{prompt}_{subject}")
+            row = self._row(
+                dish, by_lang[subject][dish.url], continents, f"{dish.qid}|{prompt}_{subject}"
+            )
             row.update(row=by_lang["en"][dish.url].row, prompt_lang=prompt, subject_lang=subject)
             yield row
 
@@ -446,10 +483,18 @@ class Fmlama(CultureProbeBuilder):
         }
 
     def _source(self, relpath: str, sha256: str, commit: str = DATA_COMMIT) -> Path:
-        return source_file(relpath, sha256, commit, data_dir=self.config.data_dir, verify=self.config.verify_checksums)
+        return source_file(
+            relpath,
+            sha256,
+            commit,
+            data_dir=self.config.data_dir,
+            verify=self.config.verify_checksums,
+        )
 
     def _dishes(self, folder: str, language: str) -> list[Dish]:
-        path = self._source(f"{folder}/{language}/{language}_dishes.jsonl", DISHES_SHA256[folder, language])
+        path = self._source(
+            f"{folder}/{language}/{language}_dishes.jsonl", DISHES_SHA256[folder, language]
+        )
         return read_dishes(str(path))
 
     def _continents(self) -> dict[str, str]:
@@ -457,7 +502,9 @@ class Fmlama(CultureProbeBuilder):
         try:
             table = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
-            raise SourceFormatError(f"invalid JSON ({error.msg})", path=str(path), line=error.lineno) from error
+            raise SourceFormatError(
+                f"invalid JSON ({error.msg})", path=str(path), line=error.lineno
+            ) from error
         if not isinstance(table, dict):
             raise SourceFormatError("expected a JSON object {country: continent}", path=str(path))
         return table
@@ -479,14 +526,27 @@ class Fmlama(CultureProbeBuilder):
         merged = sum(form != target for form, target in canonical.items())
         if merged:
             self.tally("corrected: case-variant labels merged", merged)
-        return [dataclasses.replace(d, obj_label=tuple(dict.fromkeys(canonical[i] for i in d.obj_label))) for d in kept]
+        return [
+            dataclasses.replace(
+                d, obj_label=tuple(dict.fromkeys(canonical[i] for i in d.obj_label))
+            )
+            for d in kept
+        ]
 
     def _full_rows(self) -> Iterator[dict[str, Any]]:
         path = str(self._source("Dishes.csv", DISHES_CSV_SHA256))
         continents = self._continents()
         for row, (line, record) in enumerate(read_dish_table(path)):
             qid = qid_of(record["url"], path=path, line=line)
-            dish = Dish(record["url"], qid, record["origin"], record["lang"], record["name"], record["hasParts"], row)
+            dish = Dish(
+                record["url"],
+                qid,
+                record["origin"],
+                record["lang"],
+                record["name"],
+                record["hasParts"],
+                row,
+            )
             yield {
                 **self._row(dish, dish, continents, f"{dish.qid}|{dish.lang}|{row}"),
                 "materia": list(record["materia"]),
@@ -494,11 +554,17 @@ class Fmlama(CultureProbeBuilder):
 
     def _template_rows(self) -> Iterator[dict[str, Any]]:
         for language in self.config.languages:
-            path = self._source(f"templates/{language}_templates.jsonl", TEMPLATES_SHA256[language], TEMPLATE_COMMIT)
+            path = self._source(
+                f"templates/{language}_templates.jsonl", TEMPLATES_SHA256[language], TEMPLATE_COMMIT
+            )
             for number, record in read_jsonl(path):
-                if not isinstance(record.get("relation"), str) or not isinstance(record.get("template"), str):
+                if not isinstance(record.get("relation"), str) or not isinstance(
+                    record.get("template"), str
+                ):
                     raise SourceFormatError(
-                        "expected string fields 'relation' and 'template'", path=str(path), line=number
+                        "expected string fields 'relation' and 'template'",
+                        path=str(path),
+                        line=number,
                     )
                 relation, template = record["relation"], record["template"]
                 if self.config.corrected and (language, relation) in TEMPLATE_FIXES:
@@ -527,7 +593,9 @@ def case_canonical_forms(items: Iterator[str] | list[str]) -> dict[str, str]:
 
 
 RESOURCES = {
-    "templates": SplitResource("fmlama_templates", template_files),  # the probing templates, every language
+    "templates": SplitResource(
+        "fmlama_templates", template_files
+    ),  # the probing templates, every language
     "vectors": FileResource(vectors_resource),  # mWS word vectors (params: path, language)
 }
 

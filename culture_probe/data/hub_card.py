@@ -49,14 +49,21 @@ def render_readme(
         license=ids[0] if len(ids) == 1 else ids,
         tags=["cultural-knowledge", "probing", "multilingual"],
         configs=[
-            {"config_name": c.name, "data_files": [{"split": s, "path": c.data_file(s)} for s, _ in c.splits]}
+            {
+                "config_name": c.name,
+                "data_files": [{"split": s, "path": c.data_file(s)} for s, _ in c.splits],
+            }
             for c in configs
         ],
     )
-    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{render_card(configs, used, permission)}"))
+    return str(
+        DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{render_card(configs, used, permission)}")
+    )
 
 
-def render_card(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo], permission: bool = False) -> str:
+def render_card(
+    configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo], permission: bool = False
+) -> str:
     """The card's text: how to load a config, then one section per benchmark."""
     lines = [
         "# culture_probe benchmarks",
@@ -68,11 +75,15 @@ def render_card(configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo
         "source keeps its own licence, listed per benchmark below.",
     ]
     for info in infos:
-        lines += _benchmark_section(info, [c for c in configs if c.benchmark == info.name], permission)
+        lines += _benchmark_section(
+            info, [c for c in configs if c.benchmark == info.name], permission
+        )
     return "\n".join(lines) + "\n"
 
 
-def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig], permission: bool) -> list[str]:
+def _benchmark_section(
+    info: BenchmarkInfo, configs: list[ExportedConfig], permission: bool
+) -> list[str]:
     lines = [
         "",
         f"## {info.title}",
@@ -82,7 +93,10 @@ def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig], permi
         f"- Homepage: {info.homepage}",
         f"- Version: {info.version}",
     ]
-    lines += [f"- Licence: {licence.text()}" + (f", {licence.url}" if licence.url else "") for licence in info.licences]
+    lines += [
+        f"- Licence: {licence.text()}" + (f", {licence.url}" if licence.url else "")
+        for licence in info.licences
+    ]
     if info.on_request:
         who = (
             "This copy was published by someone who obtained it there and states they have the authors' "
@@ -106,7 +120,9 @@ def _benchmark_section(info: BenchmarkInfo, configs: list[ExportedConfig], permi
             "",
         ]
         lines += [
-            f"- **{c.id}**" + (f" ({c.rows_affected} rows)" if c.rows_affected else "") + f": {c.description}"
+            f"- **{c.id}**"
+            + (f" ({c.rows_affected} rows)" if c.rows_affected else "")
+            + f": {c.description}"
             for c in info.corrections
         ]
     for c in configs:

@@ -20,5 +20,7 @@ def main(args=None) -> int:
     for e in entries:
         rows = "" if e["rows"] is None else str(e["rows"])
         languages = ",".join(e["languages"])
-        print(f"{e['name']:<{width}}  {e['benchmark']:<9}  {languages:<12}  {rows:>7}  {e['description']}")
+        print(
+            f"{e['name']:<{width}}  {e['benchmark']:<9}  {languages:<12}  {rows:>7}  {e['description']}"
+        )
     return 0

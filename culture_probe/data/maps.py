@@ -18,14 +18,26 @@ from typing import Any
 
 import datasets
 
-from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, with_corrected_twins
+from culture_probe.data._builder import (
+    CultureProbeBuilder,
+    CultureProbeConfig,
+    with_corrected_twins,
+)
 from culture_probe.data._pinned import verify_pinned
 from culture_probe.data.card import BenchmarkInfo, Correction, Licence, SplitResource, base_name
 from culture_probe.data.sources import read_xlsx
 from culture_probe.errors import MissingDataError, SourceFormatError
 
 LANGUAGES = ("en", "zh", "de", "ru", "bn", "id")
-COLUMNS = ("proverb", "conversation", "explanation", "answer1", "answer2", "is_figurative", "answer_key")
+COLUMNS = (
+    "proverb",
+    "conversation",
+    "explanation",
+    "answer1",
+    "answer2",
+    "is_figurative",
+    "answer_key",
+)
 REQUIRED_TEXT = ("proverb", "conversation", "answer1", "answer2")
 LABELS = ("a", "b")
 # Pinned sha256 prefixes of the release, by path under data_dir.
@@ -86,14 +98,23 @@ INFO = BenchmarkInfo(
     ),
     homepage="https://github.com/UKPLab/maps",
     licences=(
-        Licence("Apache-2.0", "the MAPS code", "apache-2.0", "https://github.com/UKPLab/maps/blob/main/LICENSE"),
-        Licence("none stated, released on request", "the proverbs and conversations: research use only"),
+        Licence(
+            "Apache-2.0",
+            "the MAPS code",
+            "apache-2.0",
+            "https://github.com/UKPLab/maps/blob/main/LICENSE",
+        ),
+        Licence(
+            "none stated, released on request", "the proverbs and conversations: research use only"
+        ),
     ),
     on_request="the request form linked from https://github.com/UKPLab/maps (the MAPS authors, UKP Lab)",
     citation=CITATION,
     version="1.0.0",
     paper="maps_004_9751a7a423d744f9.txt",
-    sources=("manual: released on request through the form linked from https://github.com/UKPLab/maps",),
+    sources=(
+        "manual: released on request through the form linked from https://github.com/UKPLab/maps",
+    ),
     suite=(
         "maps_en",
         "maps_zh",
@@ -185,7 +206,9 @@ def read_proverbs(path: Path) -> list[dict[str, Any]]:
     rows = []
     for line, record in read_xlsx(path, required=COLUMNS):
         if all(cell is None or str(cell).strip() == "" for cell in record.values()):
-            raise SourceFormatError("empty row inside the data (rows must be contiguous)", path=str(path), line=line)
+            raise SourceFormatError(
+                "empty row inside the data (rows must be contiguous)", path=str(path), line=line
+            )
         for column in REQUIRED_TEXT:
             if not isinstance(record.get(column), str) or not record[column].strip():
                 raise SourceFormatError(f"{column} {record.get(column)!r} is not a non-empty string", path=str(path),
@@ -206,7 +229,9 @@ def read_proverbs(path: Path) -> list[dict[str, Any]]:
 def data_root(data_dir: str | os.PathLike | None) -> Path:
     """The MAPS folder the user obtained; its absence is an error that says how to get the data."""
     if not data_dir:
-        raise MissingDataError(f"MAPS needs data_dir= (--data-dir; no download URL exists). {HOW_TO_GET}")
+        raise MissingDataError(
+            f"MAPS needs data_dir= (--data-dir; no download URL exists). {HOW_TO_GET}"
+        )
     root = Path(data_dir).expanduser()
     if not root.is_dir():
         raise MissingDataError(f"MAPS data_dir {str(data_dir)!r} is not a folder. {HOW_TO_GET}")
@@ -226,12 +251,17 @@ class MapsBuilder(CultureProbeBuilder):
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         data_root(self.config.data_dir)  # fail before any split is written
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split}) for split, _ in self.config.files]
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
+            for split, _ in self.config.files
+        ]
 
     def _read(self, relpath: str) -> list[dict[str, Any]]:
         path = data_root(self.config.data_dir) / relpath
         if not path.is_file():
-            raise MissingDataError(f"The MAPS folder has no {relpath}: expected the file {path}. {HOW_TO_GET}")
+            raise MissingDataError(
+                f"The MAPS folder has no {relpath}: expected the file {path}. {HOW_TO_GET}"
+            )
         if self.config.verify_checksums and relpath in SHA256:
             verify_pinned(path, SHA256[relpath])
         return read_proverbs(path)
@@ -256,7 +286,9 @@ class MapsBuilder(CultureProbeBuilder):
         else:
             self._flag_repeats(split, rows, flags)
 
-    def _align_with_source(self, split: str, rows: list[dict[str, Any]], flags: list[list[str]]) -> None:
+    def _align_with_source(
+        self, split: str, rows: list[dict[str, Any]], flags: list[list[str]]
+    ) -> None:
         """Copy `is_figurative` from the source test row (labels already agree; the zh MT/HT flags do not)."""
         source_path = f"{self.config.source_language}/test_proverbs.xlsx"
         source = self._read(source_path)
@@ -292,6 +324,8 @@ def few_shot_files(data_dir: str | None) -> list[Path]:
     return [data_root(data_dir) / FEW_SHOT_FILE]
 
 
-RESOURCES = {"few_shot": SplitResource("maps_en", few_shot_files, split="few_shot")}  # demonstrations (App. D.5)
+RESOURCES = {
+    "few_shot": SplitResource("maps_en", few_shot_files, split="few_shot")
+}  # demonstrations (App. D.5)
 
 BUILDER = MapsBuilder

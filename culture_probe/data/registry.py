@@ -74,7 +74,9 @@ class Benchmark:
     name: str  # the config name, e.g. dlama_arab_west_corrected
     module: Any = field(repr=False)  # the data module, culture_probe/data/<benchmark>.py
     config: Any = field(repr=False)  # its BuilderConfig of this name
-    corrected: bool = False  # the corrected variant (the library's fixes to known data errors) of `base`
+    corrected: bool = (
+        False  # the corrected variant (the library's fixes to known data errors) of `base`
+    )
 
     @property
     def benchmark(self) -> str:
@@ -131,7 +133,11 @@ def resolve(name: str | Benchmark, *, corrected: bool = False) -> Benchmark:
 
 @checked()
 def load_benchmark(
-    name: str | Benchmark, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
+    name: str | Benchmark,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    corrected: bool = False,
+    **kwargs: Any,
 ) -> datasets.DatasetDict:
     """Load one benchmark config as a `datasets.DatasetDict` (split `test`; MAPS also `few_shot`).
 
@@ -148,7 +154,11 @@ BUILDER_OPTIONS = ("cache_dir", "data_files", "writer_batch_size")
 
 
 def make_builder(
-    name: str | Benchmark, *, data_dir: str | os.PathLike | None = None, corrected: bool = False, **kwargs: Any
+    name: str | Benchmark,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    corrected: bool = False,
+    **kwargs: Any,
 ) -> datasets.DatasetBuilder:
     """The `datasets` builder of one config, with a cache key that changes with the code and the local data.
 
@@ -169,11 +179,16 @@ def make_builder(
 def _check_options(config: Any, kwargs: dict[str, Any]) -> None:
     """Unknown keyword arguments fail here with the valid options, not deep inside `datasets`."""
     fixed = {"name", "version", "description", "data_dir", "data_files", "rows", "variant"}
-    valid = [f.name for f in dataclasses.fields(config) if f.name not in fixed] + list(BUILDER_OPTIONS)
+    valid = [f.name for f in dataclasses.fields(config) if f.name not in fixed] + list(
+        BUILDER_OPTIONS
+    )
     for key in kwargs:
         if key not in valid:
             raise UnknownNameError(
-                f"option of {config.name}", key, valid, fix="Pass corrected=True for the corrected variant."
+                f"option of {config.name}",
+                key,
+                valid,
+                fix="Pass corrected=True for the corrected variant.",
             )
 
 
@@ -184,7 +199,12 @@ def _cache_hash(module: Any, data_dir: str | None, data_files: Any) -> str:
     digest = hashlib.sha256(__version__.encode())
     digest.update(f"mirror={mirror_root()}".encode())
     here = Path(__file__).parent
-    for source in (Path(module.__file__), here / "_builder.py", here / "sources.py", *sorted(here.glob("vendored/*"))):
+    for source in (
+        Path(module.__file__),
+        here / "_builder.py",
+        here / "sources.py",
+        *sorted(here.glob("vendored/*")),
+    ):
         digest.update(source.read_bytes())
     paths = [data_dir] if data_dir else []
     if isinstance(data_files, str):
@@ -211,7 +231,11 @@ def quiet_progress() -> Iterator[None]:
     """`datasets` progress bars off for a while (and back on only if they were on): its bar per split and file
     is noise where the command prints its own progress (a run, a dry run, an export).
     """
-    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from datasets.utils import (
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
 
     was_disabled = are_progress_bars_disabled()
     disable_progress_bars()
@@ -240,7 +264,11 @@ def list_benchmarks() -> list[BenchmarkEntry]:
 
 def groups() -> dict[str, tuple[str, ...]]:
     """{benchmark name: the configs of its paper's experiments}: what `culture-probe run <benchmark>` runs."""
-    return {module.INFO.name: module.INFO.suite for module in benchmark_modules().values() if module.INFO.suite}
+    return {
+        module.INFO.name: module.INFO.suite
+        for module in benchmark_modules().values()
+        if module.INFO.suite
+    }
 
 
 def expand(names: list[str] | tuple[str, ...]) -> list[str]:

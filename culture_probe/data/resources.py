@@ -53,7 +53,9 @@ class Loaded:
         }
 
 
-def load_resources(needs: Mapping[str, Need], *, data_dir: str | os.PathLike | None = None) -> dict[str, Loaded]:
+def load_resources(
+    needs: Mapping[str, Need], *, data_dir: str | os.PathLike | None = None
+) -> dict[str, Loaded]:
     """{resource key: Loaded} for every need, from `data_dir` (or the mirror, or the pinned URL)."""
     return {key: load(need, data_dir=data_dir) for key, need in needs.items()}
 
@@ -70,16 +72,22 @@ def load(need: Need, *, data_dir: str | os.PathLike | None = None) -> Loaded:
     root = os.fspath(data_dir) if data_dir is not None else None
     params = dict(need.params)
     if isinstance(resource, SplitResource):
-        split = load_benchmark(resource.config, data_dir=root, corrected=need.corrected)[resource.split]
+        split = load_benchmark(resource.config, data_dir=root, corrected=need.corrected)[
+            resource.split
+        ]
         value, files = [dict(row) for row in split], resource.files(root)
     elif isinstance(resource, FileResource):
         value, files = resource.read(data_dir=root, corrected=need.corrected, **params)
     else:
-        raise TypeError(f"{need.benchmark}.RESOURCES[{need.name!r}] is neither a SplitResource nor a FileResource.")
+        raise TypeError(
+            f"{need.benchmark}.RESOURCES[{need.name!r}] is neither a SplitResource nor a FileResource."
+        )
     return Loaded(value, tuple(str(f) for f in files), files_digest(files))
 
 
-LARGE = 1 << 30  # files above 1 GiB (a 7 GB fastText model) are fingerprinted by their size, start and end
+LARGE = (
+    1 << 30
+)  # files above 1 GiB (a 7 GB fastText model) are fingerprinted by their size, start and end
 EDGE = 64 << 20
 
 

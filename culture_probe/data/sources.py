@@ -39,7 +39,9 @@ def mirror_path(url: str, mirror: str | os.PathLike | None = None) -> Path | Non
     return Path(root) / parts.netloc / parts.path.lstrip("/")
 
 
-def fetch(url: str, *, sha256: str | None = None, cache_dir: str | os.PathLike | None = None) -> Path:
+def fetch(
+    url: str, *, sha256: str | None = None, cache_dir: str | os.PathLike | None = None
+) -> Path:
     """A local file holding `url`: from the mirror when one is set (no network fallback), else downloaded.
 
     `sha256` is a hex prefix the file's digest must start with; a mismatch is an error, never a warning.
@@ -125,7 +127,9 @@ def verify_git_blob(path: str | os.PathLike, blob_id: str) -> None:
         )
 
 
-def parse_literal(text: str, *, path: str | os.PathLike, line: int | None, expected: type | tuple[type, ...]) -> Any:
+def parse_literal(
+    text: str, *, path: str | os.PathLike, line: int | None, expected: type | tuple[type, ...]
+) -> Any:
     """A Python literal from a source file, read with `ast.literal_eval` (never executed).
 
     Anything that is not a literal of the `expected` type is an error naming the file and line.
@@ -134,10 +138,14 @@ def parse_literal(text: str, *, path: str | os.PathLike, line: int | None, expec
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as error:
         raise SourceFormatError(
-            f"not a Python literal ({type(error).__name__}): {text[:80]!r}", path=str(path), line=line
+            f"not a Python literal ({type(error).__name__}): {text[:80]!r}",
+            path=str(path),
+            line=line,
         ) from error
     if not isinstance(value, expected):
-        names = " or ".join(t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,)))
+        names = " or ".join(
+            t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,))
+        )
         raise SourceFormatError(
             f"expected a Python {names} literal, got {type(value).__name__}: {text[:80]!r}",
             path=str(path),
@@ -161,7 +169,9 @@ def parse_jsonl(lines: Iterable[str], *, path: str) -> Iterator[tuple[int, dict[
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise SourceFormatError(f"invalid JSON ({error.msg})", path=path, line=number) from error
+            raise SourceFormatError(
+                f"invalid JSON ({error.msg})", path=path, line=number
+            ) from error
         if not isinstance(record, dict):
             raise SourceFormatError("expected a JSON object per line", path=path, line=number)
         yield number, record
@@ -179,7 +189,9 @@ def read_xlsx(
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as error:  # openpyxl raises several unrelated types for a damaged file
-        raise SourceFormatError(f"not a readable .xlsx workbook ({error})", path=str(path)) from error
+        raise SourceFormatError(
+            f"not a readable .xlsx workbook ({error})", path=str(path)
+        ) from error
     try:
         worksheet = book[sheet] if sheet else book.worksheets[0]
         rows = [list(row) for row in worksheet.iter_rows(values_only=True)]
@@ -197,4 +209,7 @@ def read_xlsx(
             path=str(path),
             line=1,
         )
-    return [(number, dict(zip(header, row, strict=False))) for number, row in enumerate(rows[1:], start=2)]
+    return [
+        (number, dict(zip(header, row, strict=False)))
+        for number, row in enumerate(rows[1:], start=2)
+    ]

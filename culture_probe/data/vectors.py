@@ -104,7 +104,9 @@ def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") ->
     )
     location = path if path is not None else os.environ.get(FASTTEXT_ENV)
     if not location:
-        raise MetricInputError(f"mWS uses fastText vectors by default (as the paper), but no model was given: {fix}")
+        raise MetricInputError(
+            f"mWS uses fastText vectors by default (as the paper), but no model was given: {fix}"
+        )
     model = vectors_file(location, language)
     if not model.is_file():
         raise MetricInputError(f"fastText model {str(model)!r} does not exist: {fix}")
@@ -118,11 +120,15 @@ def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") ->
     return fasttext.load_model(str(model)).get_word_vector
 
 
-def read_vectors(vectors: str | Path | None, *, keep: set[str], language: str = "en") -> dict[str, np.ndarray]:
+def read_vectors(
+    vectors: str | Path | None, *, keep: set[str], language: str = "en"
+) -> dict[str, np.ndarray]:
     """The vectors of the strings in `keep`: from a fastText binary model (`.bin`, or a folder holding
     `cc.<language>.300.bin`; None: `fasttext_vectors`' default) or from text vectors (any other file).
     """
     if vectors is None or Path(vectors).is_dir() or Path(vectors).suffix == ".bin":
         vector = fasttext_vectors(vectors, language=language)
         return {text: np.asarray(vector(text)) for text in keep}
-    return load_text_vectors(vectors, keep=keep)  # no vectors for strings it lacks: multi-word items become NaN
+    return load_text_vectors(
+        vectors, keep=keep
+    )  # no vectors for strings it lacks: multi-word items become NaN

@@ -22,7 +22,11 @@ from typing import Any, Literal, NoReturn
 
 import datasets
 
-from culture_probe.data._builder import CultureProbeBuilder, CultureProbeConfig, with_corrected_twins
+from culture_probe.data._builder import (
+    CultureProbeBuilder,
+    CultureProbeConfig,
+    with_corrected_twins,
+)
 from culture_probe.data._pinned import pinned_file
 from culture_probe.data.card import BenchmarkInfo, Correction, FileResource, Licence
 from culture_probe.errors import SourceFormatError, UnknownNameError
@@ -68,7 +72,9 @@ COUNTRY_FIXES = {  # (question language, the country's language): (released, cor
 ENTITY_FIXES = {  # (language, English name): (released, corrected)
     ("Chinese", "Bursa"): ("囊", "布尔萨"), ("Nepali", "Janadriyah"): ("जनाद्रियाhungary. kgm", "जनाद्रिया"),
 }  # fmt: skip
-NAME_FIXES = {("Chinese", 6): ("阁下", "巴哈杜尔")}  # task-B names: (language, index) -> (released, corrected)
+NAME_FIXES = {
+    ("Chinese", 6): ("阁下", "巴哈杜尔")
+}  # task-B names: (language, index) -> (released, corrected)
 TEMPLATE_FIXES = {  # task-C templates: language -> (released substring, corrected substring)
     "Arabic": ("في أي بلد يعيش ؟", "في أي بلد يعيش {}؟"),
     "Greek": ("Σε ποια χώρα ζει ο χρήστης {};", "Σε ποια χώρα ζει ο {};"),
@@ -208,7 +214,9 @@ BUILDER_CONFIGS = with_corrected_twins([
 ])  # fmt: skip
 
 
-def source_file(*, data_dir: str | os.PathLike | None = None, verify_checksums: bool = True) -> Path:
+def source_file(
+    *, data_dir: str | os.PathLike | None = None, verify_checksums: bool = True
+) -> Path:
     """The pinned `src/utils.py` (mirror rule), or `data_dir/src/utils.py` from a local copy of the repository."""
     return pinned_file(BASE_URL, UTILS, UTILS_SHA256, data_dir=data_dir, verify=verify_checksums)
 
@@ -223,24 +231,36 @@ def read_utils(path: str | os.PathLike) -> dict[str, Any]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, ValueError) as error:
         line = getattr(error, "lineno", None)
-        raise SourceFormatError(f"not Python source ({error})", path=str(path), line=line) from error
+        raise SourceFormatError(
+            f"not Python source ({error})", path=str(path), line=line
+        ) from error
     values: dict[str, Any] = {}
     nodes: dict[str, ast.expr] = {}
     for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             raise SourceFormatError(
                 f"expected only `NAME = <literal>` statements, found a {type(node).__name__} statement",
                 path=str(path), line=node.lineno,
             )  # fmt: skip
         name = node.targets[0].id
         if name not in NAMES or name in values:
-            problem = "assigned twice" if name in values else f"is not one of the 19 expected names {list(NAMES)}"
+            problem = (
+                "assigned twice"
+                if name in values
+                else f"is not one of the 19 expected names {list(NAMES)}"
+            )
             raise SourceFormatError(f"{name!r} {problem}", path=str(path), line=node.lineno)
         try:
             values[name] = ast.literal_eval(node.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as error:
             raise SourceFormatError(
-                f"the value of {name!r} is not a Python literal ({error})", path=str(path), line=node.value.lineno
+                f"the value of {name!r} is not a Python literal ({error})",
+                path=str(path),
+                line=node.value.lineno,
             ) from error
         nodes[name] = node.value
     missing = [name for name in NAMES if name not in values]
@@ -260,7 +280,9 @@ class _Checker:
     def fail(self, message: str, node: ast.AST) -> NoReturn:
         raise SourceFormatError(message, path=str(self.path), line=getattr(node, "lineno", None))
 
-    def entries(self, name: str, value: Any, node: ast.AST, keys: tuple[str, ...]) -> Iterator[tuple]:
+    def entries(
+        self, name: str, value: Any, node: ast.AST, keys: tuple[str, ...]
+    ) -> Iterator[tuple]:
         """(key, value, node) of a dict that must have exactly `keys`."""
         if not isinstance(value, dict) or set(value) != set(keys):
             found = sorted(map(str, value)) if isinstance(value, dict) else type(value).__name__
@@ -272,7 +294,10 @@ class _Checker:
     def strings(self, name: str, value: Any, node: ast.AST, length: int | None = None) -> None:
         ok = isinstance(value, list) and all(isinstance(s, str) and s.strip() for s in value)
         if not ok or (length is not None and len(value) != length):
-            self.fail(f"{name} must be a list of {length or 'some'} non-empty strings; found {value!r:.120}", node)
+            self.fail(
+                f"{name} must be a list of {length or 'some'} non-empty strings; found {value!r:.120}",
+                node,
+            )
 
     def template(self, name: str, value: Any, node: ast.AST, slots: tuple[int, int]) -> None:
         """A `str.format` template with `slots[0]..slots[1]` positional `{}` fields and nothing else."""
@@ -283,14 +308,20 @@ class _Checker:
         low, high = slots
         if any(fields) or not low <= len(fields) <= high:
             wanted = f"{low}" if low == high else f"{low} to {high}"
-            self.fail(f"{name} must be a str.format template with {wanted} '{{}}' slots; found {value!r}", node)
+            self.fail(
+                f"{name} must be a str.format template with {wanted} '{{}}' slots; found {value!r}",
+                node,
+            )
 
     def check(self, values: dict[str, Any]) -> None:
         n = self.nodes
         for name, _, _ in CATEGORIES:
             for key, entities, node in self.entries(name, values[name], n[name], KEYS):
                 if not isinstance(entities, list) or not entities:
-                    self.fail(f"{name}[{key!r}] must be a non-empty list of entities; found {entities!r:.80}", node)
+                    self.fail(
+                        f"{name}[{key!r}] must be a non-empty list of entities; found {entities!r:.80}",
+                        node,
+                    )
                 for i, entity in enumerate(entities):
                     self.strings(f"{name}[{key!r}][{i}]", entity, _item(node, i), len(KEYS))
         for name, slots in TEMPLATE_SLOTS.items():
@@ -305,7 +336,9 @@ class _Checker:
         people = values["famous_characters_translated"]
         for country, by_lang, node in self.entries("famous_characters_translated", people,
                                                    n["famous_characters_translated"], COUNTRY_NAMES):  # fmt: skip
-            for key, names, cell in self.entries(f"famous_characters_translated[{country!r}]", by_lang, node, KEYS):
+            for key, names, cell in self.entries(
+                f"famous_characters_translated[{country!r}]", by_lang, node, KEYS
+            ):
                 self.strings(f"famous_characters_translated[{country!r}][{key!r}]", names, cell,
                              len(by_lang["English"]) if isinstance(by_lang["English"], list) else None)  # fmt: skip
         for name in ("SYSTEM_PROMPT_OURS", "PROMPT_OURS", "PROMPT_ROBUST"):
@@ -335,7 +368,11 @@ def correct(values: dict[str, Any]) -> tuple[dict[str, Any], Fixes]:
     A cell is fixed only when it still holds the released wrong value, so the flags count real changes.
     """
     values = copy.deepcopy(values)
-    countries = {pair for pair, (old, _) in COUNTRY_FIXES.items() if values["COUNTRIES"][pair[0]][pair[1]] == old}
+    countries = {
+        pair
+        for pair, (old, _) in COUNTRY_FIXES.items()
+        if values["COUNTRIES"][pair[0]][pair[1]] == old
+    }
     for q, a in countries:
         values["COUNTRIES"][q][a] = COUNTRY_FIXES[q, a][1]
     entities = set()
@@ -346,15 +383,25 @@ def correct(values: dict[str, Any]) -> tuple[dict[str, Any], Fixes]:
                 if entity[i] == old:
                     entity[i] = new
                     entities.add((key, entity[0]))
-    names = {cell for cell, (old, _) in NAME_FIXES.items() if values["name_translation_dict"][cell[0]][cell[1]] == old}
+    names = {
+        cell
+        for cell, (old, _) in NAME_FIXES.items()
+        if values["name_translation_dict"][cell[0]][cell[1]] == old
+    }
     for key, index in names:
         values["name_translation_dict"][key][index] = NAME_FIXES[key, index][1]
-    templates = {key for key, (old, _) in TEMPLATE_FIXES.items() if old in values["incontext_factual_questions"][key]}
+    templates = {
+        key
+        for key, (old, _) in TEMPLATE_FIXES.items()
+        if old in values["incontext_factual_questions"][key]
+    }
     for key in templates:
-        values["incontext_factual_questions"][key] = values["incontext_factual_questions"][key].replace(
-            *TEMPLATE_FIXES[key]
-        )
-    return values, Fixes(frozenset(countries), frozenset(entities), frozenset(names), frozenset(templates))
+        values["incontext_factual_questions"][key] = values["incontext_factual_questions"][
+            key
+        ].replace(*TEMPLATE_FIXES[key])
+    return values, Fixes(
+        frozenset(countries), frozenset(entities), frozenset(names), frozenset(templates)
+    )
 
 
 def entity_table(values: dict[str, Any]) -> list[tuple[str, str, int, list[str]]]:
@@ -372,7 +419,11 @@ def factual_recall_rows(
 ) -> Iterator[dict]:
     """Task A: every entity asked in every selected language; `corrected` adds the section-7 flags."""
     table = entity_table(values)
-    twice = {n for n, c in Counter(names[0] for *_, names in table).items() if c > 1} if corrected else set()
+    twice = (
+        {n for n, c in Counter(names[0] for *_, names in table).items() if c > 1}
+        if corrected
+        else set()
+    )
     for q, (qkey, qcode, _) in enumerate(LANGUAGES):
         if qcode not in codes:
             continue
@@ -420,7 +471,9 @@ def in_context_rows(values: dict[str, Any], codes: tuple[str, ...], fixes: Fixes
                 }  # fmt: skip
 
 
-def counter_factual_rows(values: dict[str, Any], codes: tuple[str, ...], fixes: Fixes) -> Iterator[dict]:
+def counter_factual_rows(
+    values: dict[str, Any], codes: tuple[str, ...], fixes: Fixes
+) -> Iterator[dict]:
     """Task C: each person placed in each of the 13 countries (one of them the true one, a control)."""
     people = values["famous_characters_translated"]
     for qkey, qcode, _ in LANGUAGES:
@@ -429,7 +482,9 @@ def counter_factual_rows(values: dict[str, Any], codes: tuple[str, ...], fixes: 
         countries, template = values["COUNTRIES"][qkey], values["incontext_factual_questions"][qkey]
         index = 0
         for c, country in enumerate(COUNTRY_NAMES):
-            for person, person_en in zip(people[country][qkey], people[country]["English"], strict=True):
+            for person, person_en in zip(
+                people[country][qkey], people[country]["English"], strict=True
+            ):
                 for y, ykey in enumerate(KEYS):
                     flags = [flag for flag, hit in (
                         ("mistranslated_answer", (qkey, ykey) in fixes.countries),
@@ -461,7 +516,9 @@ class XfaktBuilder(CultureProbeBuilder):
         unknown = [code for code in codes if code not in CODES]
         if unknown:
             raise UnknownNameError("X-FaKT language code", unknown[0], CODES)
-        path = source_file(data_dir=self.config.data_dir, verify_checksums=self.config.verify_checksums)
+        path = source_file(
+            data_dir=self.config.data_dir, verify_checksums=self.config.verify_checksums
+        )
         values, fixes = read_utils(path), Fixes()
         if self.config.corrected:
             values, fixes = correct(values)
@@ -477,7 +534,9 @@ class XfaktBuilder(CultureProbeBuilder):
             yield row
 
 
-def read_literals(*, data_dir: str | None = None, corrected: bool = False) -> tuple[dict[str, Any], list[Path]]:
+def read_literals(
+    *, data_dir: str | None = None, corrected: bool = False
+) -> tuple[dict[str, Any], list[Path]]:
     """The `literals` resource: the literals of `utils.py` (country names per language, the judge's prompts),
     corrected when asked, and the file they come from.
     """

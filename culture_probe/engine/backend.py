@@ -43,7 +43,9 @@ class Backend:
     """
 
     kind: ModelKind
-    auto_class: str  # the transformers Auto class that loads this kind of model (`Scorer.from_pretrained`)
+    auto_class: (
+        str  # the transformers Auto class that loads this kind of model (`Scorer.from_pretrained`)
+    )
 
     def __init__(
         self,
@@ -57,7 +59,9 @@ class Backend:
         identity: dict[str, Any] | None = None,
     ):
         self.model, self.tokenizer = model, tokenizer
-        self.identity = dict(identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or ""))
+        self.identity = dict(
+            identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or "")
+        )
         self.encoder = Encoder(
             tokenizer,
             add_bos=add_bos,
@@ -65,8 +69,12 @@ class Backend:
             name=self.identity["name_or_path"],
         )
         self.batch_tokens = batch_tokens
-        self.auto_budget: int | None = None  # the automatic budget, once out-of-memory errors have lowered it
-        self.tokens_run = 0  # tokens put through the model so far (its batches' costs): what a run's rate counts
+        self.auto_budget: int | None = (
+            None  # the automatic budget, once out-of-memory errors have lowered it
+        )
+        self.tokens_run = (
+            0  # tokens put through the model so far (its batches' costs): what a run's rate counts
+        )
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
         self.cache_path = cache_path(cache, cache_dir, self.identity)
@@ -84,7 +92,9 @@ class Backend:
         """Tokens a work item puts through the model (for batching by token budget)."""
         raise NotImplementedError
 
-    def _score_batch(self, items: list[Any], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+    def _score_batch(
+        self, items: list[Any], options: ScoreOptions, budget: int
+    ) -> list[list[np.ndarray]]:
         """Per item, per candidate, the log-prob of each scored token (float64)."""
         raise NotImplementedError
 
@@ -124,12 +134,15 @@ class Backend:
         cache = self._open_cache(options)
         done = (
             cache.get(
-                {key: r.candidates for key, r in zip(keys, requests, strict=True)}, with_tokens=options.keep_tokens
+                {key: r.candidates for key, r in zip(keys, requests, strict=True)},
+                with_tokens=options.keep_tokens,
             )
             if cache is not None
             else {}
         )
-        parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
+        parallel.barrier(
+            size
+        )  # every process has read the cache before any writes to it: same shards
         # Every process prepares (and so validates) every request before any scores, its cached ones too: a bad
         # request raises on all processes alike instead of leaving the others waiting in the gather, and the
         # truncation record counts every context whatever the cache held.
@@ -141,7 +154,11 @@ class Backend:
         todo = list(items)
         with fused_activations(self.model):
             local = self._score_items(
-                requests, {i: items[i] for i in todo[rank::size]}, options, cache, progress and rank == 0
+                requests,
+                {i: items[i] for i in todo[rank::size]},
+                options,
+                cache,
+                progress and rank == 0,
             )
         done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
         if cache is not None:
@@ -153,14 +170,24 @@ class Backend:
         cache keys of equal scores).
         """
         rules = (  # (asked for, the kind it needs, what it does)
-            ("masked_method='l2r'", options.masked_method == "l2r", "masked", "predicts each subword at a mask"),
+            (
+                "masked_method='l2r'",
+                options.masked_method == "l2r",
+                "masked",
+                "predicts each subword at a mask",
+            ),
             (
                 "seq2seq_style='plain'",
                 options.seq2seq_style == "plain",
                 "seq2seq",
                 "scores the candidate as the whole decoder target",
             ),
-            ("score_right=True", options.score_right, "causal", "scores the right-hand text as a continuation"),
+            (
+                "score_right=True",
+                options.score_right,
+                "causal",
+                "scores the right-hand text as a continuation",
+            ),
         )
         for option, asked, kind, what in rules:
             if asked and self.kind != kind:
@@ -216,10 +243,16 @@ class Backend:
             return self._score_batch([items[i] for i in batch], options, budget)
 
         for batch, scored in self.batches({i: self._cost(item) for i, item in items.items()}, run):
-            new = {i: _assemble(requests[i].candidates, tokens) for i, tokens in zip(batch, scored, strict=True)}
+            new = {
+                i: _assemble(requests[i].candidates, tokens)
+                for i, tokens in zip(batch, scored, strict=True)
+            }
             results.update(new)
             if cache is not None:
-                cache.put({self._key(requests[i]): value for i, value in new.items()}, with_tokens=options.keep_tokens)
+                cache.put(
+                    {self._key(requests[i]): value for i, value in new.items()},
+                    with_tokens=options.keep_tokens,
+                )
             bar.update(len(batch))
         bar.close()
         return results
@@ -249,7 +282,9 @@ class Backend:
             yield batch, out
             order = order[len(batch) :]
 
-    def generate(self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any) -> list[str]:
+    def generate(
+        self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any
+    ) -> list[str]:
         """Continuations of `prompts` (new text only): greedy, batched by token budget, or sampled with a per-prompt
         seed so that the same seed gives the same texts whatever the batch size or process count.
 
@@ -280,7 +315,11 @@ class Backend:
 
     def budget(self) -> int:
         """Tokens per forward pass: the user's `batch_tokens`, else the automatic budget for the device."""
-        return self.batch_tokens or self.auto_budget or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
+        return (
+            self.batch_tokens
+            or self.auto_budget
+            or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
+        )
 
 
 def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:
@@ -342,7 +381,11 @@ def _identity(
     Hub repo misses the cache); for a model built in memory (no file behind it) also a hash of its weights.
     """
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    text = (
+        backend.to_str()
+        if backend is not None
+        else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    )
     identity: dict[str, Any] = {
         "name_or_path": str(Path(name).resolve()) if name and Path(name).exists() else name,
         "revision": revision,

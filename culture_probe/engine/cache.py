@@ -45,7 +45,9 @@ class CacheCorruptionWarning(UserWarning):
     """A cache file or row was damaged; it was set aside and the scores are computed again."""
 
 
-def cache_path(cache: str | Path | None, cache_dir: str | Path | None, identity: Mapping[str, Any]) -> Path | None:
+def cache_path(
+    cache: str | Path | None, cache_dir: str | Path | None, identity: Mapping[str, Any]
+) -> Path | None:
     """Where a model's scores are cached: the file `cache`, else the model's own file in the folder `cache_dir`
     (its readable name, then its identity digest, which decides), else nowhere.
     """
@@ -53,7 +55,10 @@ def cache_path(cache: str | Path | None, cache_dir: str | Path | None, identity:
         return Path(cache)
     if cache_dir is None:
         return None
-    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(identity["name_or_path"]).name or "model")
+    slug = "".join(
+        c if c.isalnum() or c in "-_." else "_"
+        for c in Path(identity["name_or_path"]).name or "model"
+    )
     return Path(cache_dir) / f"{slug[:60]}-{identity_digest(identity)[:16]}.sqlite"
 
 
@@ -73,7 +78,9 @@ class ScoreCache:
     def __init__(self, path: str | Path, *, model: str, options: str):
         self.path = Path(path)
         if self.path.is_dir():
-            raise CultureProbeError(f"The score cache {self.path} is a folder; pass a file path (or cache_dir=).")
+            raise CultureProbeError(
+                f"The score cache {self.path} is a folder; pass a file path (or cache_dir=)."
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.model, self.options = digest(model), digest(options)
         try:
@@ -81,7 +88,9 @@ class ScoreCache:
         except sqlite3.DatabaseError as error:
             self._db = self._start_anew(self._damage(error))
 
-    def get(self, requests: Mapping[str, tuple[str, ...]], *, with_tokens: bool = False) -> dict[str, CandidateScores]:
+    def get(
+        self, requests: Mapping[str, tuple[str, ...]], *, with_tokens: bool = False
+    ) -> dict[str, CandidateScores]:
         """The cached scores among `requests` (request key -> its candidates); with `with_tokens`, only rows that
         kept the per-token log-probs.
         """
@@ -111,11 +120,15 @@ class ScoreCache:
         for prompt in dict.fromkeys(prompts):
             key = digest(prompt)
             row = self._query(
-                "SELECT text, crc FROM texts WHERE model=? AND options=? AND prompt=?", (self.model, self.options, key)
+                "SELECT text, crc FROM texts WHERE model=? AND options=? AND prompt=?",
+                (self.model, self.options, key),
             )
             if row is None:
                 continue
-            if isinstance(row[0], str) and zlib.crc32(row[0].encode("utf-8"), zlib.crc32(key)) == row[1]:
+            if (
+                isinstance(row[0], str)
+                and zlib.crc32(row[0].encode("utf-8"), zlib.crc32(key)) == row[1]
+            ):
                 found[prompt] = row[0]
                 continue
             warnings.warn(
@@ -123,13 +136,22 @@ class ScoreCache:
                 CacheCorruptionWarning,
                 stacklevel=2,
             )
-            self._write("DELETE FROM texts WHERE model=? AND options=? AND prompt=?", [(self.model, self.options, key)])
+            self._write(
+                "DELETE FROM texts WHERE model=? AND options=? AND prompt=?",
+                [(self.model, self.options, key)],
+            )
         return found
 
     def put_texts(self, texts: dict[str, str]) -> None:
         """Store generated texts (prompt -> text) in one transaction."""
         rows = [
-            (self.model, self.options, digest(p), t, zlib.crc32(t.encode("utf-8"), zlib.crc32(digest(p))))
+            (
+                self.model,
+                self.options,
+                digest(p),
+                t,
+                zlib.crc32(t.encode("utf-8"), zlib.crc32(digest(p))),
+            )
             for p, t in texts.items()
         ]
         self._write("INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?, ?)", rows)
@@ -170,14 +192,17 @@ class ScoreCache:
         """The row's scores, or None (reported, and the row dropped) when its checksum or shape does not match."""
         n_tokens, sums, tokens, crc = row
         request = digest(key)
-        if _crc(request, n_tokens, sums, tokens) != crc or not _fits(candidates, n_tokens, sums, tokens):
+        if _crc(request, n_tokens, sums, tokens) != crc or not _fits(
+            candidates, n_tokens, sums, tokens
+        ):
             warnings.warn(
                 f"Score cache {self.path}: a damaged row was dropped and will be computed again.",
                 CacheCorruptionWarning,
                 stacklevel=3,
             )
             self._write(
-                f"DELETE FROM {TABLE} WHERE model=? AND options=? AND request=?", [(self.model, self.options, request)]
+                f"DELETE FROM {TABLE} WHERE model=? AND options=? AND request=?",
+                [(self.model, self.options, request)],
             )
             return None
         return _decode(candidates, n_tokens, sums, tokens)
@@ -285,12 +310,16 @@ def _crc(request: bytes, n_tokens: bytes, sums: bytes, tokens: bytes | None) -> 
     return zlib.crc32(tokens or b"", zlib.crc32(sums, zlib.crc32(n_tokens, zlib.crc32(request))))
 
 
-def _encode(request: bytes, scores: CandidateScores, with_tokens: bool) -> tuple[bytes, bytes, bytes | None, int]:
+def _encode(
+    request: bytes, scores: CandidateScores, with_tokens: bool
+) -> tuple[bytes, bytes, bytes | None, int]:
     """(n_tokens as uint8 or uint16, sums as float64, per-token log-probs as float32 or None, CRC32)."""
     counts = np.asarray(scores.n_tokens)
     longest = int(counts.max()) if counts.size else 0
     if longest > np.iinfo(np.uint16).max:
-        raise CultureProbeError(f"A candidate of {longest} tokens cannot be cached (at most 65,535).")
+        raise CultureProbeError(
+            f"A candidate of {longest} tokens cannot be cached (at most 65,535)."
+        )
     n_tokens = counts.astype("<u1" if longest <= np.iinfo(np.uint8).max else "<u2").tobytes()
     sums = np.asarray(scores.sum_logprob, dtype="<f8").tobytes()
     tokens = None
@@ -315,7 +344,9 @@ def _counts(n_tokens: bytes, n: int) -> np.ndarray:
     return np.frombuffer(n_tokens, dtype=width).astype(np.int64)
 
 
-def _decode(candidates: tuple[str, ...], n_tokens: bytes, sums: bytes, tokens: bytes | None) -> CandidateScores:
+def _decode(
+    candidates: tuple[str, ...], n_tokens: bytes, sums: bytes, tokens: bytes | None
+) -> CandidateScores:
     counts = _counts(n_tokens, len(candidates))
     per_token = None
     if tokens is not None:

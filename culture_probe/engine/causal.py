@@ -98,7 +98,9 @@ class CausalScorer(Backend):
     def _cost(self, item: CausalItem) -> int:
         return len(item.context) + item.trie.inner
 
-    def _score_batch(self, items: list[CausalItem], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+    def _score_batch(
+        self, items: list[CausalItem], options: ScoreOptions, budget: int
+    ) -> list[list[np.ndarray]]:
         import torch
 
         run = _PackedRun if _can_pack(self.model) else _CachedRun
@@ -121,12 +123,16 @@ class _CachedRun:
         # Flatten every item's trie into one node table; offsets map local node ids to global ones.
         sizes = [len(it.trie.tokens) for it in items]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.tokens = torch.tensor([t for it in items for t in it.trie.tokens], dtype=torch.long, device=device)
+        self.tokens = torch.tensor(
+            [t for it in items for t in it.trie.tokens], dtype=torch.long, device=device
+        )
         self.item_of = np.repeat(np.arange(len(items)), sizes)
         self.logp = torch.zeros(int(self.offsets[-1]), dtype=torch.float32, device=device)
         lengths = [len(it.context) for it in items]
         self.T = max(lengths)
-        ids = torch.full((len(items), self.T), pad_id if pad_id is not None else 0, dtype=torch.long)
+        ids = torch.full(
+            (len(items), self.T), pad_id if pad_id is not None else 0, dtype=torch.long
+        )
         mask = torch.zeros((len(items), self.T), dtype=torch.long)
         for row, it in enumerate(items):  # left padding: every context ends at position T-1
             ids[row, self.T - len(it.context) :] = torch.tensor(it.context)
@@ -143,7 +149,9 @@ class _CachedRun:
         kwargs = {"position_ids": positions} if self.pass_positions else {}
         if self.keep_last:
             kwargs["logits_to_keep"] = 1
-        return self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs)
+        return self.model(
+            input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs
+        )
 
     def _record(self, logits, kids_per_row: list[tuple[int, ...]]) -> None:
         """Store the log-probs of the nodes each row predicts."""
@@ -186,10 +194,15 @@ class _CachedRun:
             out = self._forward(ids, mask, positions, sub)
             self._record(out.logits[:, -1], [self._children(n) for n in chunk])
             inner = [
-                (kid, row) for row, node in enumerate(chunk) for kid in self._children(node) if self._children(kid)
+                (kid, row)
+                for row, node in enumerate(chunk)
+                for kid in self._children(node)
+                if self._children(kid)
             ]
             if inner:
-                self._descend(out.past_key_values, [k for k, _ in inner], [r for _, r in inner], depth + 1)
+                self._descend(
+                    out.past_key_values, [k for k, _ in inner], [r for _, r in inner], depth + 1
+                )
 
 
 def _select(cache, rows):
@@ -197,7 +210,9 @@ def _select(cache, rows):
     from transformers import DynamicCache
 
     if hasattr(cache, "layers"):
-        return DynamicCache(ddp_cache_data=[(layer.keys[rows], layer.values[rows]) for layer in cache.layers])
+        return DynamicCache(
+            ddp_cache_data=[(layer.keys[rows], layer.values[rows]) for layer in cache.layers]
+        )
     return tuple((k[rows], v[rows]) for k, v in cache)
 
 
@@ -270,7 +285,9 @@ class _PackedRun:
         n_ctx = len(item.context)
         room = max(min(max(ROW_TOKENS - n_ctx, n_ctx), self.budget - n_ctx), 4)
         rows = -(-item.trie.inner // room)
-        return max(-(-item.trie.inner // max(rows, 1)), 4)  # even rows: they batch with little padding
+        return max(
+            -(-item.trie.inner // max(rows, 1)), 4
+        )  # even rows: they batch with little padding
 
     def run(self) -> list[list[np.ndarray]]:
         """Score every candidate of every item."""
@@ -281,7 +298,10 @@ class _PackedRun:
             take = max(1, self.budget // width)
             self._forward(rows[start : start + take], width)
             start += take
-        return [[logp[list(path)] for path in it.trie.paths] for it, logp in zip(self.items, self.logp, strict=True)]
+        return [
+            [logp[list(path)] for path in it.trie.paths]
+            for it, logp in zip(self.items, self.logp, strict=True)
+        ]
 
     def _layout(self, row, width: int):
         """Ids, positions, additive mask and reads (position, item, predicted nodes) of one packed row."""
@@ -302,8 +322,12 @@ class _PackedRun:
             else:
                 allowed[q, :n_ctx] = True
             allowed[q, q] = True
-        allowed[len(ids) :, :] = np.eye(width, dtype=bool)[len(ids) :]  # padding sees itself only (no NaN rows)
-        positions = np.concatenate([np.arange(n_ctx), n_ctx + depth, np.zeros(width - len(ids), dtype=np.int64)])
+        allowed[len(ids) :, :] = np.eye(width, dtype=bool)[
+            len(ids) :
+        ]  # padding sees itself only (no NaN rows)
+        positions = np.concatenate(
+            [np.arange(n_ctx), n_ctx + depth, np.zeros(width - len(ids), dtype=np.int64)]
+        )
         reads = [(n_ctx + k, item, trie.children[n]) for k, n in enumerate(nodes) if owned[k]]
         if first:
             reads.append((n_ctx - 1, item, tuple(n for n, p in enumerate(trie.parents) if p < 0)))
@@ -319,13 +343,19 @@ class _PackedRun:
         dtype = next(self.model.parameters()).dtype
         mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-        reads = [(b, pos, item, kids) for b, lay in enumerate(layouts) for pos, item, kids in lay[3]]
+        reads = [
+            (b, pos, item, kids) for b, lay in enumerate(layouts) for pos, item, kids in lay[3]
+        ]
         b_idx = torch.tensor([r[0] for r in reads], device=self.device)
         p_idx = torch.tensor([r[1] for r in reads], device=self.device)
         logits = _logits_at(self.model, ids, mask, positions, b_idx, p_idx)
         owner = [k for k, r in enumerate(reads) for _ in r[3]]
         tokens = [self.items[r[2]].trie.tokens[n] for r in reads for n in r[3]]
-        values = logprobs_at(logits, torch.tensor(owner, device=self.device), torch.tensor(tokens, device=self.device))
+        values = logprobs_at(
+            logits,
+            torch.tensor(owner, device=self.device),
+            torch.tensor(tokens, device=self.device),
+        )
         values = values.double().cpu().numpy()
         at = 0
         for _, _, item, kids in reads:
@@ -339,7 +369,15 @@ def _logits_at(model, ids, mask, positions, b_idx, p_idx):
     """
     config = model.config
     head = model.get_output_embeddings()
-    if head is None or getattr(config, "final_logit_softcapping", None) or getattr(config, "logit_scale", None):
-        return model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[b_idx, p_idx]
-    hidden = model.base_model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)[0]
+    if (
+        head is None
+        or getattr(config, "final_logit_softcapping", None)
+        or getattr(config, "logit_scale", None)
+    ):
+        return model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[
+            b_idx, p_idx
+        ]
+    hidden = model.base_model(
+        input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False
+    )[0]
     return head(hidden[b_idx, p_idx])

@@ -72,11 +72,17 @@ class _Backend:
         self._backend, self._deadline = backend, deadline
         self._expired = _errors(backend).ConnectTimeout
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, **options: Any) -> _Stream:
-        stream = self._backend.connect_tcp(host, port, self._deadline.clip(timeout, self._expired), **options)
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, **options: Any
+    ) -> _Stream:
+        stream = self._backend.connect_tcp(
+            host, port, self._deadline.clip(timeout, self._expired), **options
+        )
         return _Stream(stream, self._deadline)
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> _Stream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, **options: Any
+    ) -> _Stream:
         timeout = self._deadline.clip(timeout, self._expired)
         return _Stream(self._backend.connect_unix_socket(path, timeout, **options), self._deadline)
 
@@ -91,7 +97,9 @@ class _Stream:
         self._stream, self._deadline, self._library = stream, deadline, _errors(stream)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data: bytes = self._stream.read(max_bytes, self._deadline.clip(timeout, self._library.ReadTimeout))
+        data: bytes = self._stream.read(
+            max_bytes, self._deadline.clip(timeout, self._library.ReadTimeout)
+        )
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -100,7 +108,9 @@ class _Stream:
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> _Stream:
         stream = self._stream.start_tls(
             ssl_context, server_hostname, self._deadline.clip(timeout, self._library.ConnectTimeout)
         )

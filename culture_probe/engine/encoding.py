@@ -47,7 +47,14 @@ class Encoder:
     `truncation` counts what `fit` cut since the encoder was made or `recording` last began.
     """
 
-    def __init__(self, tokenizer, *, add_bos: bool | None = None, max_length: int | None = None, name: str = ""):
+    def __init__(
+        self,
+        tokenizer,
+        *,
+        add_bos: bool | None = None,
+        max_length: int | None = None,
+        name: str = "",
+    ):
         self.tokenizer = tokenizer
         self.name = name
         self.max_length = max_length
@@ -71,7 +78,9 @@ class Encoder:
         """Token ids of `text` without special tokens."""
         return self.batch_ids([text])[0] if text else ()
 
-    def _after(self, known: list[tuple[int, ...]], head: list[str], tail: list[str]) -> list[tuple[int, ...]]:
+    def _after(
+        self, known: list[tuple[int, ...]], head: list[str], tail: list[str]
+    ) -> list[tuple[int, ...]]:
         """Ids of each `tail` as tokenized right after its `head` (whose ids are `known`): jointly when the joint
         ids start with `known` and add something, else `tail` alone (a token spanned the boundary).
         """
@@ -85,7 +94,9 @@ class Encoder:
     def piece(self, name: str) -> tuple[int]:
         """The id of the vocabulary piece written `name` (`a`, `▁a`, `##a`); an error if the vocabulary lacks it."""
         found = self.tokenizer.convert_tokens_to_ids(name)
-        if found is None or (found == self.tokenizer.unk_token_id and name != self.tokenizer.unk_token):
+        if found is None or (
+            found == self.tokenizer.unk_token_id and name != self.tokenizer.unk_token
+        ):
             raise EmptyCandidateError(
                 f"Candidate {name!r} is no piece of this vocabulary (candidate_ids='piece' "
                 "names one piece exactly as the vocabulary writes it)."
@@ -99,7 +110,10 @@ class Encoder:
         if not texts:
             return []
         if self._backend is not None:
-            return [tuple(enc.ids) for enc in self._backend.encode_batch(texts, add_special_tokens=False)]
+            return [
+                tuple(enc.ids)
+                for enc in self._backend.encode_batch(texts, add_special_tokens=False)
+            ]
         return [tuple(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def after_special(self, texts: list[str]) -> list[tuple[int, ...]]:
@@ -122,7 +136,9 @@ class Encoder:
             out.append(ids[1:])
         return out
 
-    def encode(self, request: ScoreRequest, *, with_right: bool, right_after_mask: bool = False) -> Encoded:
+    def encode(
+        self, request: ScoreRequest, *, with_right: bool, right_after_mask: bool = False
+    ) -> Encoded:
         """Encode `request`; trailing whitespace of `left` moves onto the candidates (never an empty one). A chat
         request's context is its rendered chat prompt, kept whole (its trailing newline belongs to the prompt).
         The right text is tokenized as it continues each candidate (a causal continuation), or on its own after
@@ -133,11 +149,20 @@ class Encoder:
                 f"Request with left={request.left!r} has no candidates; give at least one candidate string."
             )
         prefix: tuple[int, ...]
-        if request.chat:  # the reply starts right after the generation prompt; the template carries BOS
-            core, lead, prefix = chat_prompt(self.tokenizer, request.left, request.system, name=self.name), "", ()
+        if (
+            request.chat
+        ):  # the reply starts right after the generation prompt; the template carries BOS
+            core, lead, prefix = (
+                chat_prompt(self.tokenizer, request.left, request.system, name=self.name),
+                "",
+                (),
+            )
         else:
             core = request.left.rstrip()
-            lead, prefix = request.left[len(core) :] + separator(request.left, request.sep), self.prefix
+            lead, prefix = (
+                request.left[len(core) :] + separator(request.left, request.sep),
+                self.prefix,
+            )
         context = self.ids(core)
         tails = [lead + cand for cand in request.candidates]
         n = len(tails)
@@ -156,7 +181,9 @@ class Encoder:
         if with_right and request.right and right_after_mask:
             rights = self.after_special([request.right]) * n
         elif with_right and request.right:
-            rights = self._after([context + ids for ids in cands], [core + t for t in tails], [request.right] * n)
+            rights = self._after(
+                [context + ids for ids in cands], [core + t for t in tails], [request.right] * n
+            )
         full = prefix + context
         if not full:  # an empty context starts from BOS, or EOS when there is none
             start = self.tokenizer.bos_token_id
@@ -164,7 +191,12 @@ class Encoder:
         return Encoded(full, tuple(cands), tuple(rights), self.suffix)
 
     def fit(
-        self, context: tuple[int, ...], rest: dict[str, int], limit: int | None = None, *, kind: str = "contexts"
+        self,
+        context: tuple[int, ...],
+        rest: dict[str, int],
+        limit: int | None = None,
+        *,
+        kind: str = "contexts",
     ) -> tuple[int, ...]:
         """Cut `context` on the left (keeping its leading special tokens) so that the `rest` of the input fits;
         `rest` maps each part that follows the context ("candidate", "right text", ...) to its token count.
@@ -277,7 +309,9 @@ def model_max_length(model, tokenizer) -> int | None:
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
             # RoBERTa-style models offset positions by padding_idx + 1.
-            offset = config.pad_token_id + 1 if config.model_type in ("roberta", "xlm-roberta") else 0
+            offset = (
+                config.pad_token_id + 1 if config.model_type in ("roberta", "xlm-roberta") else 0
+            )
             return value - offset
     limit = getattr(tokenizer, "model_max_length", None)
     return limit if isinstance(limit, int) and limit < 10**7 else None

@@ -44,7 +44,9 @@ def prompt_seed(seed: int, text: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1  # torch seeds must fit a signed 64-bit integer
 
 
-def prompt_texts(scorer: Any, prompts: list[str], options: GenerateOptions) -> tuple[list[str], bool]:
+def prompt_texts(
+    scorer: Any, prompts: list[str], options: GenerateOptions
+) -> tuple[list[str], bool]:
     """The texts to encode and whether the tokenizer should add its special tokens: by default yes for plain
     prompts and no for chat prompts (the template already holds them); `options.add_special_tokens` overrides.
     """
@@ -63,7 +65,9 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
     each generates its share of what the cache lacks and every process gets all texts.
     """
     if scorer.kind == "masked":
-        raise UnsupportedModelError("generate() needs a causal or seq2seq model; this one is a masked LM.")
+        raise UnsupportedModelError(
+            "generate() needs a causal or seq2seq model; this one is a masked LM."
+        )
     if not prompts:
         return []
     texts, specials = prompt_texts(scorer, prompts, options)
@@ -74,13 +78,20 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
     local: dict[int, str] = {}  # what this process generated, by position in `distinct`
 
     def run(batch: list[int], _budget: int) -> list[str]:
-        if options.temperature is not None:  # one prompt per call: its generator is seeded for that prompt alone
+        if (
+            options.temperature is not None
+        ):  # one prompt per call: its generator is seeded for that prompt alone
             assert options.seed is not None  # GenerateOptions requires a seed with a temperature
-            return [_decode(scorer, [ids[i]], options, prompt_seed(options.seed, distinct[i]))[0] for i in batch]
+            return [
+                _decode(scorer, [ids[i]], options, prompt_seed(options.seed, distinct[i]))[0]
+                for i in batch
+            ]
         return _decode(scorer, [ids[i] for i in batch], options)
 
     def produce(todo: list[str]) -> Iterator[dict[str, str]]:
-        parallel.barrier(size)  # every process has read the cache before any writes to it: same shards
+        parallel.barrier(
+            size
+        )  # every process has read the cache before any writes to it: same shards
         at = {text: i for i, text in enumerate(distinct)}
         costs = {at[t]: len(ids[at[t]]) + options.max_new_tokens for t in todo[rank::size]}
         for batch, decoded in scorer.batches(costs, run):
@@ -88,13 +99,19 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
             yield {distinct[i]: text for i, text in zip(batch, decoded, strict=True)}
 
     done = cached_texts(
-        scorer.cache_path, model=scorer.model_digest(), options=options, prompts=distinct, produce=produce
+        scorer.cache_path,
+        model=scorer.model_digest(),
+        options=options,
+        prompts=distinct,
+        produce=produce,
     )
     done.update({distinct[i]: text for i, text in parallel.gather(local, size).items()})
     return [done[t] for t in texts]
 
 
-def _decode(scorer: Any, ids: list[tuple[int, ...]], options: GenerateOptions, seed: int | None = None) -> list[str]:
+def _decode(
+    scorer: Any, ids: list[tuple[int, ...]], options: GenerateOptions, seed: int | None = None
+) -> list[str]:
     import torch
 
     tok, model = scorer.tokenizer, scorer.model
@@ -104,14 +121,19 @@ def _decode(scorer: Any, ids: list[tuple[int, ...]], options: GenerateOptions, s
     device = torch.device(scorer.device)
     # Sampling draws from the global generator (transformers takes no generator argument): fork it so the
     # caller's random state is left untouched, and seed it for this prompt alone.
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.inference_mode():
+    with (
+        torch.random.fork_rng(devices=[device] if device.type == "cuda" else []),
+        torch.inference_mode(),
+    ):
         if seed is not None:
             torch.manual_seed(seed)
         start = 0 if scorer.kind == "seq2seq" else batch["input_ids"].shape[1]
         stopping = [StopAt(tok, options.stop, start)] if options.stop else None
         out = model.generate(**batch, generation_config=config, stopping_criteria=stopping)
     new = out[:, start:]
-    return [cut_at_stop(text, options.stop) for text in tok.batch_decode(new, skip_special_tokens=True)]
+    return [
+        cut_at_stop(text, options.stop) for text in tok.batch_decode(new, skip_special_tokens=True)
+    ]
 
 
 def pad_token_id(tokenizer: Any) -> int:
@@ -122,7 +144,9 @@ def pad_token_id(tokenizer: Any) -> int:
     return next((i for i in ids if i is not None), 0)
 
 
-def prompt_ids(scorer: Any, texts: list[str], specials: bool, max_new_tokens: int) -> list[tuple[int, ...]]:
+def prompt_ids(
+    scorer: Any, texts: list[str], specials: bool, max_new_tokens: int
+) -> list[tuple[int, ...]]:
     """The token ids of each prompt (tokenized once); a prompt too long for the model's positions is cut on the
     left (its leading special tokens kept, warned once, as scoring does) to leave room for the new tokens of a
     decoder-only model.
@@ -157,7 +181,9 @@ class StopAt:
         import torch
 
         texts = self.tokenizer.batch_decode(input_ids[:, self.start :], skip_special_tokens=True)
-        return torch.tensor([any(s in t for s in self.stop) for t in texts], device=input_ids.device)
+        return torch.tensor(
+            [any(s in t for s in self.stop) for t in texts], device=input_ids.device
+        )
 
 
 def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:

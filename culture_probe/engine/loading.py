@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from culture_probe.data.sources import cache_root
-from culture_probe.engine.types import MAX_RETRIES, MODEL_KINDS, REQUEST_TIMEOUT, SERVED, ModelArgs, ModelKind
+from culture_probe.engine.types import (
+    MAX_RETRIES,
+    MODEL_KINDS,
+    REQUEST_TIMEOUT,
+    SERVED,
+    ModelArgs,
+    ModelKind,
+)
 from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError
 
 if TYPE_CHECKING:
@@ -65,14 +72,22 @@ class LoadOptions:
 
     kind: str = "auto"  # "auto" (from the model's config) or one of MODEL_KINDS
     device: str | None = None  # default: the process's accelerator, else the CPU
-    batch_tokens: int | None = None  # tokens per forward pass; default: the automatic budget, halved on OOM
-    cache_dir: str | os.PathLike | None = None  # the folder of the per-model score caches; None: no cache
+    batch_tokens: int | None = (
+        None  # tokens per forward pass; default: the automatic budget, halved on OOM
+    )
+    cache_dir: str | os.PathLike | None = (
+        None  # the folder of the per-model score caches; None: no cache
+    )
     data_dir: str | os.PathLike | None = None  # the benchmark data a planted model is trained on
     base_url: str | None = None  # the OpenAI-compatible server of an `openai:<name>` model
     concurrency: int = 8  # requests in flight to that server
     request_timeout: float = REQUEST_TIMEOUT  # seconds one request to that server may take, per try
-    max_retries: int = MAX_RETRIES  # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
-    sources: Mapping[str, ModelSource] = field(default_factory=dict)  # prefix -> the source of `<prefix><name>`
+    max_retries: int = (
+        MAX_RETRIES  # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
+    )
+    sources: Mapping[str, ModelSource] = field(
+        default_factory=dict
+    )  # prefix -> the source of `<prefix><name>`
 
     def __post_init__(self) -> None:
         if self.kind not in ("auto", *MODEL_KINDS):
@@ -107,7 +122,9 @@ def is_named(model: Any) -> bool:
     return isinstance(model, (str, os.PathLike))
 
 
-def load(model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()) -> ScorerProtocol:
+def load(
+    model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
+) -> ScorerProtocol:
     """A scorer for `model` (a Hub id, a local folder, `planted:<config>` or `openai:<name>`); a scorer already
     loaded is returned as is.
     """
@@ -147,7 +164,9 @@ def resolve_model(name: str, options: LoadOptions = LoadOptions()) -> str:
     return name if found is None else found[0].model_dir(found[1], options.data_dir)
 
 
-def model_kind(model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()) -> ModelKind:
+def model_kind(
+    model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
+) -> ModelKind:
     """The model's kind without loading its weights (from its config, or the planted model's architecture); a
     served model needs its server's URL and is causal.
     """
@@ -168,7 +187,9 @@ def model_kind(model: Any, model_args: ModelArgs | None = None, options: LoadOpt
         return found[0].kind(found[1]) if options.kind == "auto" else cast(ModelKind, options.kind)
     from culture_probe.engine.scorer import model_kind as kind_of
 
-    return kind_of(name, kind=options.kind, revision=args.revision, trust_remote_code=args.trust_remote_code)
+    return kind_of(
+        name, kind=options.kind, revision=args.revision, trust_remote_code=args.trust_remote_code
+    )
 
 
 def model_parts(
@@ -185,7 +206,9 @@ def model_parts(
     return tokenizer, _hub_call(lambda: _auto("AutoConfig").from_pretrained(name, **hub))
 
 
-def tokenizer_of(model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()) -> Any:
+def tokenizer_of(
+    model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
+) -> Any:
     """A model's tokenizer, without its weights; None for a served model (its server holds the chat template)."""
     if not is_named(model):
         return getattr(model, "tokenizer", None)

@@ -52,9 +52,13 @@ class MaskedScorer(Backend):
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> MaskedItem:
         enc = self.encoder.encode(request, with_right=True, right_after_mask=True)
-        self._refuse_mask_in(left=enc.context, candidates=chain(*enc.candidates), right=chain(*enc.rights))
+        self._refuse_mask_in(
+            left=enc.context, candidates=chain(*enc.candidates), right=chain(*enc.rights)
+        )
         build = _typed if options.masked_method == "typed" else _l2r
-        longest = max(range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c]))
+        longest = max(
+            range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c])
+        )
         context = self.encoder.fit(
             enc.context,
             {
@@ -64,7 +68,10 @@ class MaskedScorer(Backend):
             },
             request.max_tokens,
         )
-        return MaskedItem(tuple(build(enc, context, self.tokenizer.mask_token_id)), tuple(map(len, enc.candidates)))
+        return MaskedItem(
+            tuple(build(enc, context, self.tokenizer.mask_token_id)),
+            tuple(map(len, enc.candidates)),
+        )
 
     def _refuse_mask_in(self, **texts: Iterable[int]) -> None:
         """A literal mask token in a request's text would be read as a second slot: refused, naming the text."""
@@ -79,12 +86,17 @@ class MaskedScorer(Backend):
     def _cost(self, item: MaskedItem) -> int:
         return sum(len(q.ids) for q in item.queries)
 
-    def _score_batch(self, items: list[MaskedItem], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+    def _score_batch(
+        self, items: list[MaskedItem], options: ScoreOptions, budget: int
+    ) -> list[list[np.ndarray]]:
         import torch
 
         # Shortest first, in chunks padded to their own longest input: a request's queries range from k = 1 to its
         # longest candidate's k masks, and padding them all to the longest wasted more than half the tokens.
-        queries = sorted(((i, q) for i, item in enumerate(items) for q in item.queries), key=lambda iq: len(iq[1].ids))
+        queries = sorted(
+            ((i, q) for i, item in enumerate(items) for q in item.queries),
+            key=lambda iq: len(iq[1].ids),
+        )
         out = [[np.zeros(n) for n in item.lengths] for item in items]
         with torch.inference_mode():
             for chunk in _length_chunks(queries, budget):
@@ -106,7 +118,9 @@ class MaskedScorer(Backend):
         rows = torch.tensor([r for r, _ in slot], device=device)
         pos = torch.tensor([p for _, p in slot], device=device)
         logits = _logits_at(self.model, ids.to(device), attn.to(device), rows, pos)
-        at = torch.tensor([slot[(r, p)] for r, q in enumerate(queries) for p, _, _, _ in q.reads], device=device)
+        at = torch.tensor(
+            [slot[(r, p)] for r, q in enumerate(queries) for p, _, _, _ in q.reads], device=device
+        )
         tok = torch.tensor([t for q in queries for _, _, _, t in q.reads], device=device)
         values = logprobs_at(logits, at, tok)
         flat = values.double().cpu().numpy()
@@ -117,7 +131,9 @@ class MaskedScorer(Backend):
         """Right-padded input ids and attention mask (CPU tensors)."""
         import torch
 
-        ids = torch.full((len(rows), max(map(len, rows))), self.tokenizer.pad_token_id or 0, dtype=torch.long)
+        ids = torch.full(
+            (len(rows), max(map(len, rows))), self.tokenizer.pad_token_id or 0, dtype=torch.long
+        )
         attn = torch.zeros_like(ids)
         for row, seq in enumerate(rows):
             ids[row, : len(seq)] = torch.tensor(seq)
@@ -148,7 +164,10 @@ class MaskedScorer(Backend):
                 f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
                 "one right text per left text (or none)."
             )
-        inputs = [self._mask_input(left, right, options.sep) for left, right in zip(lefts, rights, strict=True)]
+        inputs = [
+            self._mask_input(left, right, options.sep)
+            for left, right in zip(lefts, rights, strict=True)
+        ]
         found: dict[int, list[tuple[str, float]]] = {}
 
         def run(batch: list[int], _budget: int) -> list[list[tuple[str, float]]]:
@@ -174,11 +193,18 @@ class MaskedScorer(Backend):
                 f"encode to one mask id ({list(slot)}); fill_mask needs it to."
             )
         context = self.encoder.fit(
-            enc.context, {"mask": len(slot), "right text": len(after), "closing special tokens": len(enc.suffix)}
+            enc.context,
+            {
+                "mask": len(slot),
+                "right text": len(after),
+                "closing special tokens": len(enc.suffix),
+            },
         )
         return context + slot + after + enc.suffix, len(context) + slot.index(mask)
 
-    def _top_pieces(self, inputs: list[tuple[tuple[int, ...], int]], top_k: int) -> list[list[tuple[str, float]]]:
+    def _top_pieces(
+        self, inputs: list[tuple[tuple[int, ...], int]], top_k: int
+    ) -> list[list[tuple[str, float]]]:
         import torch
 
         device = self.device
@@ -234,10 +260,14 @@ def _l2r(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
     ]
 
 
-PADDING = 0.1  # the share of a chunk's input that may be padding before a longer query starts a new chunk
+PADDING = (
+    0.1  # the share of a chunk's input that may be padding before a longer query starts a new chunk
+)
 
 
-def _length_chunks(queries: list[tuple[int, Query]], budget: int) -> Iterator[list[tuple[int, Query]]]:
+def _length_chunks(
+    queries: list[tuple[int, Query]], budget: int
+) -> Iterator[list[tuple[int, Query]]]:
     """Consecutive chunks of `queries` (sorted by length) whose padded size (count x longest) fits `budget` and
     holds at most `PADDING` of padding.
     """

@@ -58,7 +58,9 @@ def _init_process_group() -> None:
     import torch
     from accelerate import PartialState
 
-    accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    accelerator = (
+        torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    )
     PartialState(cpu=accelerator is None or accelerator.type == "mps")
     atexit.register(_destroy_process_group)
 
@@ -76,7 +78,9 @@ def _destroy_process_group() -> None:
 
 def _warn_if_cpu_launch_started_one() -> None:
     """`accelerate launch --cpu --num_processes N` (N > 1) without MPI runs one process: say so, once."""
-    if os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get("MASTER_ADDR"):
+    if os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get(
+        "MASTER_ADDR"
+    ):
         warnings.warn(
             "accelerate launch --cpu started a single process (several CPU processes need MPI); "
             "use `accelerate launch --multi_gpu --num_processes N` (or torchrun) to split the work "

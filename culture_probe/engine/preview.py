@@ -24,7 +24,9 @@ from culture_probe.engine.seq2seq import Seq2SeqItem, Seq2SeqScorer
 from culture_probe.engine.types import FillMaskOptions, GenerateOptions, ScoreOptions, ScoreRequest
 from culture_probe.errors import UnsupportedModelError
 
-SHOWN_CANDIDATES = 5  # candidates (or served requests) a view's text shows; the view itself holds them all
+SHOWN_CANDIDATES = (
+    5  # candidates (or served requests) a view's text shows; the view itself holds them all
+)
 #: candidates whose tokens a workload counts exactly; beyond it, on a seeded sample of its requests: preparing a
 #: candidate takes 30-100 microseconds on a 2-core machine, so a full FmLAMA run's 33 million would take an hour
 COUNTED_CANDIDATES = 50_000
@@ -104,10 +106,14 @@ class ScoreView:
             cut = f", {self.cut} tokens cut on the left" if self.cut else ""
             out += self.context.lines(f"context{cut}")
         for n, cand in enumerate(self.candidates[:SHOWN_CANDIDATES], 1):
-            out.append(f"candidate {n} {cand.text!r}: scored ids {list(cand.scored.ids)} {list(cand.scored.pieces)}")
+            out.append(
+                f"candidate {n} {cand.text!r}: scored ids {list(cand.scored.ids)} {list(cand.scored.pieces)}"
+            )
             context = self.context.ids if self.context is not None else ()
             for model_input in cand.inputs:
-                if model_input.tokens.ids != context + cand.scored.ids:  # a causal input says nothing new
+                if (
+                    model_input.tokens.ids != context + cand.scored.ids
+                ):  # a causal input says nothing new
                     out.append(f"  input {model_input.tokens.text!r}")
                     out.append(f"    ids {list(model_input.tokens.ids)}")
         return out + _more(len(self.candidates), "candidates")
@@ -165,7 +171,10 @@ class ServedView:
 
     def lines(self) -> list[str]:
         """The view as text: each request's endpoint and body."""
-        out = [f"POST /{c.endpoint.replace('.', '/')} {json.dumps(c.body, ensure_ascii=False)}" for c in self.calls]
+        out = [
+            f"POST /{c.endpoint.replace('.', '/')} {json.dumps(c.body, ensure_ascii=False)}"
+            for c in self.calls
+        ]
         return out[:SHOWN_CANDIDATES] + _more(len(self.calls), "requests")
 
 
@@ -184,12 +193,16 @@ class Workload:
     probes: int = 0
     candidates: int = 0
     tokens: int | None = 0
-    exact: bool = True  # False: `tokens` scaled up from a sample of the requests (`COUNTED_CANDIDATES`)
+    exact: bool = (
+        True  # False: `tokens` scaled up from a sample of the requests (`COUNTED_CANDIDATES`)
+    )
 
     def __add__(self, other: Workload) -> Workload:
         tokens = None if self.tokens is None or other.tokens is None else self.tokens + other.tokens
         exact = self.exact and other.exact
-        return Workload(self.probes + other.probes, self.candidates + other.candidates, tokens, exact)
+        return Workload(
+            self.probes + other.probes, self.candidates + other.candidates, tokens, exact
+        )
 
 
 def counted_sample(requests: Sequence[ScoreRequest]) -> list[ScoreRequest]:
@@ -214,11 +227,15 @@ class EncodingPreview:
         self.scorer = scorer
 
     @classmethod
-    def weightless(cls, kind: str, tokenizer: Any, config: Any, *, name: str = "") -> EncodingPreview:
+    def weightless(
+        cls, kind: str, tokenizer: Any, config: Any, *, name: str = ""
+    ) -> EncodingPreview:
         """The preview of a `kind` model from its tokenizer and its transformers config (no weights)."""
         from culture_probe.engine.scorer import backend_for
 
-        return cls(backend_for(kind)(Weightless(config), tokenizer, identity={"name_or_path": name}))
+        return cls(
+            backend_for(kind)(Weightless(config), tokenizer, identity={"name_or_path": name})
+        )
 
     def score(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> list[ScoreView]:
         """How `Scorer.score(requests, options)` encodes each request."""
@@ -229,7 +246,9 @@ class EncodingPreview:
             item = self.scorer._prepare(request, options)
             context, candidates = _CANDIDATES[self.scorer.kind](self.scorer, request, item, options)
             kind = self.scorer.kind
-            views.append(ScoreView(request, options, kind, context, tuple(candidates), self._cut() - before))
+            views.append(
+                ScoreView(request, options, kind, context, tuple(candidates), self._cut() - before)
+            )
         return views
 
     def generate(self, prompts: Sequence[str], options: GenerateOptions) -> list[GenerateView]:
@@ -239,14 +258,20 @@ class EncodingPreview:
         for text in texts:
             before = self._cut()
             (ids,) = prompt_ids(self.scorer, [text], specials, options.max_new_tokens)
-            views.append(GenerateView(text, Tokens.of(self.scorer.tokenizer, ids), options, self._cut() - before))
+            views.append(
+                GenerateView(
+                    text, Tokens.of(self.scorer.tokenizer, ids), options, self._cut() - before
+                )
+            )
         return views
 
     def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions) -> list[FillMaskView]:
         """How `Scorer.fill_mask(lefts, options)` builds each masked input."""
         scorer = self.scorer
         if not isinstance(scorer, MaskedScorer):
-            raise UnsupportedModelError(f"fill_mask needs a masked model; this one is {scorer.kind}.")
+            raise UnsupportedModelError(
+                f"fill_mask needs a masked model; this one is {scorer.kind}."
+            )
         views = []
         for left in lefts:
             ids, mask = scorer._mask_input(left, "", options.sep)
@@ -264,7 +289,11 @@ class EncodingPreview:
         counted = counted_sample(distinct)
         tokens = sum(self.scorer._cost(self.scorer._prepare(r, options)) for r in counted)
         if len(counted) < len(distinct):
-            tokens = round(tokens * sum(len(r.candidates) for r in distinct) / sum(len(r.candidates) for r in counted))
+            tokens = round(
+                tokens
+                * sum(len(r.candidates) for r in distinct)
+                / sum(len(r.candidates) for r in counted)
+            )
         exact = len(counted) == len(distinct)
         return Workload(len(requests), sum(len(r.candidates) for r in requests), tokens, exact)
 
@@ -276,7 +305,9 @@ class EncodingPreview:
 
     def fill_mask_workload(self, lefts: Sequence[str], options: FillMaskOptions) -> Workload:
         """What `Scorer.fill_mask(lefts, options)` runs: one masked input per text."""
-        return Workload(len(lefts), 0, sum(len(view.tokens.ids) for view in self.fill_mask(lefts, options)))
+        return Workload(
+            len(lefts), 0, sum(len(view.tokens.ids) for view in self.fill_mask(lefts, options))
+        )
 
     def _cut(self) -> int:
         """Tokens cut so far by the backend's encoder (contexts and prompts)."""
@@ -291,7 +322,11 @@ def _causal(backend: Backend, request: ScoreRequest, item: CausalItem, options: 
     for text, path in zip(request.candidates, item.trie.paths, strict=True):
         seq = tuple(item.trie.tokens[node] for node in path)
         reads = tuple((len(context) - 1 + j, token) for j, token in enumerate(seq))
-        views.append(CandidateView(text, Tokens.of(tok, seq), (ModelInput(Tokens.of(tok, context + seq), reads),)))
+        views.append(
+            CandidateView(
+                text, Tokens.of(tok, seq), (ModelInput(Tokens.of(tok, context + seq), reads),)
+            )
+        )
     return Tokens.of(tok, context), views
 
 
@@ -338,7 +373,9 @@ class ServedPreview:
     def __init__(self, name: str, *, base_url: str):
         from culture_probe.engine.served import ServedScorer
 
-        self.scorer = ServedScorer(name, base_url=base_url, concurrency=1)  # one at a time: calls recorded in order
+        self.scorer = ServedScorer(
+            name, base_url=base_url, concurrency=1
+        )  # one at a time: calls recorded in order
         self.client = _RecordingClient()
         self.scorer.client = self.client  # type: ignore[assignment]
 
@@ -412,7 +449,11 @@ def _score_rule(kind: str, options: ScoreOptions) -> str:
         return f"{options.masked_method} masks"
     if kind == "seq2seq":
         return f"{options.seq2seq_style} target"
-    return "log P(candidate + right text | context)" if options.score_right else "log P(candidate | context)"
+    return (
+        "log P(candidate + right text | context)"
+        if options.score_right
+        else "log P(candidate | context)"
+    )
 
 
 def _generation_rule(options: GenerateOptions) -> str:
@@ -426,7 +467,9 @@ def _generation_rule(options: GenerateOptions) -> str:
     if options.stop:
         parts.append(f"stop at {list(options.stop)}")
     if options.chat:
-        parts.append("chat template" + (f", system {options.system!r}" if options.system is not None else ""))
+        parts.append(
+            "chat template" + (f", system {options.system!r}" if options.system is not None else "")
+        )
     return ", ".join(parts)
 
 

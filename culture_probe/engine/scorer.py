@@ -26,17 +26,29 @@ from culture_probe.engine.types import (
     ScoreOptions,
     ScoreRequest,
 )
-from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError, UnsupportedModelError
+from culture_probe.errors import (
+    InvalidValueError,
+    MissingDataError,
+    UnknownNameError,
+    UnsupportedModelError,
+)
 
 #: model kind -> the backend that scores it (a new backend is one more entry)
-BACKENDS: dict[str, type[Backend]] = {"causal": CausalScorer, "masked": MaskedScorer, "seq2seq": Seq2SeqScorer}
+BACKENDS: dict[str, type[Backend]] = {
+    "causal": CausalScorer,
+    "masked": MaskedScorer,
+    "seq2seq": Seq2SeqScorer,
+}
 
 
 def backend_for(kind: str) -> type[Backend]:
     """The backend class of a model kind; an unknown kind lists the valid ones."""
     if kind not in BACKENDS:
         raise UnknownNameError(
-            "model kind", kind, ("auto", *BACKENDS), "Example: Scorer.from_pretrained(path, kind='causal')."
+            "model kind",
+            kind,
+            ("auto", *BACKENDS),
+            "Example: Scorer.from_pretrained(path, kind='causal').",
         )
     return BACKENDS[kind]
 
@@ -51,9 +63,13 @@ def detect_kind(config: Any, class_name: str | None = None) -> ModelKind:
     for name in names:
         if name.endswith("ForMaskedLM"):
             return "masked"
-        if name.endswith(("ForCausalLM", "LMHeadModel")) and not getattr(config, "is_encoder_decoder", False):
+        if name.endswith(("ForCausalLM", "LMHeadModel")) and not getattr(
+            config, "is_encoder_decoder", False
+        ):
             return "causal"
-        if name.endswith(("ForConditionalGeneration", "ForSeq2SeqLM")) and getattr(config, "is_encoder_decoder", False):
+        if name.endswith(("ForConditionalGeneration", "ForSeq2SeqLM")) and getattr(
+            config, "is_encoder_decoder", False
+        ):
             return "seq2seq"
     if not names:
         return _kind_from_type(config, model_type)
@@ -66,7 +82,10 @@ def detect_kind(config: Any, class_name: str | None = None) -> ModelKind:
 def _kind_from_type(config: Any, model_type: str | None) -> ModelKind:
     from transformers.models.auto import modeling_auto as auto
 
-    if getattr(config, "is_encoder_decoder", False) and model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+    if (
+        getattr(config, "is_encoder_decoder", False)
+        and model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+    ):
         return "seq2seq"
     if model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         return "masked"
@@ -79,7 +98,11 @@ def _kind_from_type(config: Any, model_type: str | None) -> ModelKind:
 
 
 def model_kind(
-    name_or_path: str | Path, *, kind: str = "auto", revision: str | None = None, trust_remote_code: bool = False
+    name_or_path: str | Path,
+    *,
+    kind: str = "auto",
+    revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> ModelKind:
     """The kind of a model from its config alone (no weights loaded), so a run can build its probes and check its
     options before the model is loaded. `kind` other than "auto" is returned as is once checked.
@@ -122,7 +145,9 @@ def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: b
                 "(e.g. bert-base-multilingual-cased)."
             ) from None
     try:
-        return tf.AutoConfig.from_pretrained(text, revision=revision, trust_remote_code=trust_remote_code)
+        return tf.AutoConfig.from_pretrained(
+            text, revision=revision, trust_remote_code=trust_remote_code
+        )
     except OSError as error:
         if local:
             raise
@@ -151,11 +176,15 @@ class ScorerProtocol(Protocol):
         """Log-probabilities of each request's candidates."""
         ...
 
-    def generate(self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any) -> list[str]:
+    def generate(
+        self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any
+    ) -> list[str]:
         """Continuations of `prompts`."""
         ...
 
-    def fill_mask(self, lefts: Sequence[str], options: FillMaskOptions | None = None, **fields: Any) -> Any:
+    def fill_mask(
+        self, lefts: Sequence[str], options: FillMaskOptions | None = None, **fields: Any
+    ) -> Any:
         """The best vocabulary pieces at a mask after each left text (masked models)."""
         ...
 
@@ -224,7 +253,9 @@ class Scorer:
         if args.device_map is None and "quantization_config" not in extra:
             model = model.to(parallel.local_device(device))
         tokenizer = tf.AutoTokenizer.from_pretrained(name_or_path, **hub)
-        identity = _identity(model, tokenizer, name=str(name_or_path), revision=args.revision, hash_weights=False)
+        identity = _identity(
+            model, tokenizer, name=str(name_or_path), revision=args.revision, hash_weights=False
+        )
         identity.update(_loading_identity(args))
         return backend(
             model.eval(),
@@ -240,9 +271,15 @@ class Scorer:
 def _merged(args: ModelArgs, **shorthands: Any) -> ModelArgs:
     """`args` with the shorthand keywords that were given; one given twice with two values is an error."""
     given = {k: v for k, v in shorthands.items() if v is not None}
-    clash = {k: (getattr(args, k), v) for k, v in given.items() if getattr(args, k) not in (None, False, v)}
+    clash = {
+        k: (getattr(args, k), v)
+        for k, v in given.items()
+        if getattr(args, k) not in (None, False, v)
+    }
     if clash:
-        raise InvalidValueError(f"Given twice with different values (model_args and a keyword): {clash}.")
+        raise InvalidValueError(
+            f"Given twice with different values (model_args and a keyword): {clash}."
+        )
     return replace(args, **given)
 
 

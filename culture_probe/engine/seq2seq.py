@@ -52,7 +52,9 @@ class Seq2SeqScorer(Backend):
         s0, s1 = SENTINELS
         ids0, ids1 = self.sentinel_ids
         source = tuple(
-            self.tokenizer(request.left + separator(request.left, request.sep) + s0 + request.right)["input_ids"]
+            self.tokenizer(
+                request.left + separator(request.left, request.sep) + s0 + request.right
+            )["input_ids"]
         )
         cands = []
         for cand in request.candidates:
@@ -69,7 +71,11 @@ class Seq2SeqScorer(Backend):
         right = len(tail) - 1 - len(self.encoder.suffix)
         head = self.encoder.fit(
             source[:slot],
-            {"right text": right, "sentinel": 1, "closing special tokens": len(self.encoder.suffix)},
+            {
+                "right text": right,
+                "sentinel": 1,
+                "closing special tokens": len(self.encoder.suffix),
+            },
             request.max_tokens,
         )
         return Seq2SeqItem(head + tail, tuple(cands))
@@ -84,8 +90,14 @@ class Seq2SeqScorer(Backend):
                 )
         suffix = self.encoder.suffix
         source = tuple(self.tokenizer(request.left)["input_ids"])
-        body = source[: len(source) - len(suffix)] if suffix and source[-len(suffix) :] == suffix else source
-        head = self.encoder.fit(body, {"closing special tokens": len(source) - len(body)}, request.max_tokens)
+        body = (
+            source[: len(source) - len(suffix)]
+            if suffix and source[-len(suffix) :] == suffix
+            else source
+        )
+        head = self.encoder.fit(
+            body, {"closing special tokens": len(source) - len(body)}, request.max_tokens
+        )
         return Seq2SeqItem(head + source[len(body) :], tuple(cands))
 
     def _cost(self, item: Seq2SeqItem) -> int:
@@ -96,7 +108,9 @@ class Seq2SeqScorer(Backend):
         start = self.model.config.decoder_start_token_id
         return (start,) if options.seq2seq_style == "plain" else (start, self.sentinel_ids[0])
 
-    def _score_batch(self, items: list[Seq2SeqItem], options: ScoreOptions, budget: int) -> list[list[np.ndarray]]:
+    def _score_batch(
+        self, items: list[Seq2SeqItem], options: ScoreOptions, budget: int
+    ) -> list[list[np.ndarray]]:
         import torch
 
         device = self.device
@@ -120,7 +134,9 @@ class Seq2SeqScorer(Backend):
                     decoder_attention_mask=dec_mask,
                 ).logits
                 for row, ((i, c), cand) in enumerate(zip(chunk, cands, strict=True)):
-                    lsm = torch.log_softmax(logits[row, len(lead) - 1 : len(lead) - 1 + len(cand)].float(), dim=-1)
+                    lsm = torch.log_softmax(
+                        logits[row, len(lead) - 1 : len(lead) - 1 + len(cand)].float(), dim=-1
+                    )
                     picked = lsm.gather(1, torch.tensor(cand, device=device)[:, None])[:, 0]
                     out[i][c] = picked.double().cpu().numpy()
         return out

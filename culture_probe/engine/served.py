@@ -80,7 +80,9 @@ class ServedScorer:
                 f"{SERVED}{name} needs the server's base URL (--base-url http://HOST:PORT/v1, or base_url=)."
             )
         if concurrency < 1:
-            raise InvalidValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}.")
+            raise InvalidValueError(
+                f"concurrency must be a whole number >= 1, got {concurrency!r}."
+            )
         self.name, self.base_url, self.concurrency = name, base_url.rstrip("/"), concurrency
         self.timeout, self.retries = timeout, retries
         self.client = OpenAI(
@@ -88,10 +90,19 @@ class ServedScorer:
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
             timeout=timeout,
             max_retries=retries,
-            http_client=bounded_http_client(timeout),  # the timeout bounds each try whole, not each read
+            http_client=bounded_http_client(
+                timeout
+            ),  # the timeout bounds each try whole, not each read
         )
-        self.shown_url = redact_url(self.base_url)  # a password or key in the URL is sent, never shown or recorded
-        self.identity = {"name_or_path": SERVED + name, "base_url": self.shown_url, "kind": self.kind, "served": True}
+        self.shown_url = redact_url(
+            self.base_url
+        )  # a password or key in the URL is sent, never shown or recorded
+        self.identity = {
+            "name_or_path": SERVED + name,
+            "base_url": self.shown_url,
+            "kind": self.kind,
+            "served": True,
+        }
         self.cache_path = cache_path(cache, cache_dir, self.identity)
 
     def model_digest(self) -> str:
@@ -100,7 +111,9 @@ class ServedScorer:
 
     # ------------------------------------------------------------ generation
 
-    def generate(self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any) -> list[str]:
+    def generate(
+        self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any
+    ) -> list[str]:
         """Continuations of `prompts`, as `Scorer.generate` gives them, asked of the server."""
         options = make_options(GenerateOptions, options, fields)
         if options.add_special_tokens is not None:
@@ -115,7 +128,11 @@ class ServedScorer:
                 yield {prompt: text}  # each answer is stored as soon as it arrives
 
         done = cached_texts(
-            self.cache_path, model=self.model_digest(), options=options, prompts=prompts, produce=produce
+            self.cache_path,
+            model=self.model_digest(),
+            options=options,
+            prompts=prompts,
+            produce=produce,
         )
         return [done[p] for p in prompts]
 
@@ -124,7 +141,10 @@ class ServedScorer:
         sampling = (
             {"temperature": 0.0}
             if options.temperature is None
-            else {"temperature": options.temperature, "seed": prompt_seed(options.seed or 0, prompt) % (2**31)}
+            else {
+                "temperature": options.temperature,
+                "seed": prompt_seed(options.seed or 0, prompt) % (2**31),
+            }
         )
         common = {"model": self.name, "max_tokens": options.max_new_tokens, **sampling}
         if options.stop:
@@ -134,14 +154,22 @@ class ServedScorer:
         if options.chat:
             messages = [{"role": "system", "content": options.system}] if options.system else []
             choice = self._ask(
-                self.client.chat.completions.create, messages=[*messages, {"role": "user", "content": prompt}], **common
+                self.client.chat.completions.create,
+                messages=[*messages, {"role": "user", "content": prompt}],
+                **common,
             )
             message = getattr(choice, "message", None)
-            text = getattr(message, "content", None) or ""  # the chat schema allows a null content: no text
+            text = (
+                getattr(message, "content", None) or ""
+            )  # the chat schema allows a null content: no text
             if message is None or not isinstance(text, str):
-                raise self._bad_reply(f"its choice has no message with a text content ({choice!r:.100})")
+                raise self._bad_reply(
+                    f"its choice has no message with a text content ({choice!r:.100})"
+                )
         else:
-            text = getattr(self._ask(self.client.completions.create, prompt=prompt, **common), "text", None)
+            text = getattr(
+                self._ask(self.client.completions.create, prompt=prompt, **common), "text", None
+            )
             if not isinstance(text, str):
                 raise self._bad_reply(f"its choice's text is {text!r:.60}, not a string")
         return cut_at_stop(text, options.stop)
@@ -158,7 +186,11 @@ class ServedScorer:
     ) -> list[CandidateScores]:
         """Log P(candidate | left) for every candidate, from the prompt log-probs the server echoes."""
         options = make_options(ScoreOptions, options, fields)
-        if options.masked_method != "typed" or options.seq2seq_style != "sentinel" or options.score_right:
+        if (
+            options.masked_method != "typed"
+            or options.seq2seq_style != "sentinel"
+            or options.score_right
+        ):
             raise UnsupportedModelError(
                 "A served model scores log P(candidate | left) only; leave masked_method, "
                 "seq2seq_style and score_right at their defaults."
@@ -173,7 +205,9 @@ class ServedScorer:
                 "ScoreRequest(candidate_ids='alone'/'piece') needs the model's token ids, "
                 "which a server does not take; score it with the model in process."
             )
-        pairs = [(r.left, r.left + separator(r.left, r.sep), c) for r in requests for c in r.candidates]
+        pairs = [
+            (r.left, r.left + separator(r.left, r.sep), c) for r in requests for c in r.candidates
+        ]
         answers = dict(self._answers(lambda i: self._prompt_logprobs(*pairs[i]), range(len(pairs))))
         scored = [answers[i] for i in range(len(pairs))]
         out, start = [], 0
@@ -203,22 +237,35 @@ class ServedScorer:
             logprobs=1,
         )
         logprobs = getattr(choice, "logprobs", None)
-        values, offsets = getattr(logprobs, "token_logprobs", None), getattr(logprobs, "text_offset", None)
+        values, offsets = (
+            getattr(logprobs, "token_logprobs", None),
+            getattr(logprobs, "text_offset", None),
+        )
         if not values or not offsets:
             raise UnsupportedModelError(
                 f"The server at {self.shown_url} returned no prompt log-probs for {self.name!r} (completions with "
                 "echo=True and logprobs), so it cannot score candidates. Serve the model with vLLM, or score it in "
                 "process; generation and chat work with any OpenAI-compatible server."
             )
-        if not isinstance(values, list) or not isinstance(offsets, list) or len(values) != len(offsets):
+        if (
+            not isinstance(values, list)
+            or not isinstance(offsets, list)
+            or len(values) != len(offsets)
+        ):
             raise self._bad_reply(
                 f"its token_logprobs ({_length(values)}) and text_offset ({_length(offsets)}) do not pair up"
             )
         if not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets):
-            raise self._bad_reply(f"its text_offset holds more than whole numbers ({offsets!r:.60})")
-        boundary = len(left)  # the candidate's tokens follow the context's (a leading space is the candidate's)
+            raise self._bad_reply(
+                f"its text_offset holds more than whole numbers ({offsets!r:.60})"
+            )
+        boundary = len(
+            left
+        )  # the candidate's tokens follow the context's (a leading space is the candidate's)
         # The echoed prompt comes first; the one generated token is left out.
-        kept = [v for offset, v in zip(offsets[:-1], values[:-1], strict=True) if offset >= boundary]
+        kept = [
+            v for offset, v in zip(offsets[:-1], values[:-1], strict=True) if offset >= boundary
+        ]
         if not kept or any(v is None for v in kept):
             raise UnsupportedModelError(
                 f"The server's prompt log-probs for {prefix + candidate!r} cover no token of "
@@ -233,7 +280,9 @@ class ServedScorer:
 
     def fill_mask(self, *args: Any, **kwargs: Any) -> Any:
         """A served model is causal: there is no mask to fill."""
-        raise UnsupportedModelError("fill_mask needs a masked model; a served model is causal. Use generate().")
+        raise UnsupportedModelError(
+            "fill_mask needs a masked model; a served model is causal. Use generate()."
+        )
 
     # ------------------------------------------------------------ the boundary
 
@@ -256,7 +305,9 @@ class ServedScorer:
         """
         with self._endpoint():
             reply = create(**body)
-        if not hasattr(reply, "choices"):  # the client hands back a body it could not read as a completion
+        if not hasattr(
+            reply, "choices"
+        ):  # the client hands back a body it could not read as a completion
             raise self._bad_reply(f"it is not a completion but {reply!r:.100}")
         if not isinstance(reply.choices, list) or not reply.choices:
             raise self._bad_reply(f"it holds no choices (choices: {reply.choices!r:.60})")
@@ -300,7 +351,9 @@ class ServedScorer:
                 f"The server at {self.shown_url} answered {error.status_code}{retried}: {redacted(str(error)[:300])}"
             ) from None
         except json.JSONDecodeError as error:
-            raise self._bad_reply(f"its body is not valid JSON ({error.msg}, char {error.pos})") from None
+            raise self._bad_reply(
+                f"its body is not valid JSON ({error.msg}, char {error.pos})"
+            ) from None
 
 
 def _length(values: Any) -> str:
@@ -312,4 +365,9 @@ def _is_logprob(value: Any) -> bool:
     """Whether a reply's value can be a log-probability: a finite number <= 0 (NaN, inf or a positive one says the
     server is broken, and would give a score that means nothing).
     """
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value <= 0
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value <= 0
+    )

@@ -20,12 +20,18 @@ from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.keyvalue import parse_pairs
 from culture_probe.typecheck import check_types
 
-if TYPE_CHECKING:  # numpy loads with the first scores, so that `culture-probe list` starts without it
+if (
+    TYPE_CHECKING
+):  # numpy loads with the first scores, so that `culture-probe list` starts without it
     import numpy as np
 
 ModelKind = Literal["causal", "masked", "seq2seq"]
-MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)  # the model kinds the engine scores, defined once
-SERVED = "openai:"  # `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
+MODEL_KINDS: tuple[str, ...] = get_args(
+    ModelKind
+)  # the model kinds the engine scores, defined once
+SERVED = (
+    "openai:"  # `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
+)
 # The defaults of `--request-timeout` and `--max-retries` for such a server. 120 s lets a loaded server finish a long
 # reply (a 1024-token chat answer, FmLAMA's upstream budget) that a shorter timeout would cut and ask again whole;
 # 2 retries (the `openai` client's own default, tuned for rate limits) bound a server that stalls or trickles to about
@@ -105,7 +111,9 @@ class ScoreRequest:
                 f"({self.candidates!r}); e.g. candidates=({self.candidates!r},)."
             )
         if not isinstance(self.candidates, Iterable):
-            raise InvalidValueError(f"ScoreRequest.candidates takes a list of strings, got {self.candidates!r}.")
+            raise InvalidValueError(
+                f"ScoreRequest.candidates takes a list of strings, got {self.candidates!r}."
+            )
         for name in ("left", "right"):
             check_text(f"ScoreRequest.{name}", getattr(self, name))
         for candidate in self.candidates:
@@ -120,7 +128,9 @@ class ScoreRequest:
     def key(self) -> str:
         """A stable digest of the request (the cache key's request half)."""
         fields: list = [self.left, list(self.candidates), self.right, self.sep]
-        if self.chat:  # only when set, so the keys of plain requests (and caches built before chat) stay valid
+        if (
+            self.chat
+        ):  # only when set, so the keys of plain requests (and caches built before chat) stay valid
             fields.append({"chat": True, "system": self.system})
         if self.max_tokens is not None:  # likewise only when set
             fields.append({"max_tokens": self.max_tokens})
@@ -169,7 +179,9 @@ class CandidateScores:
             return self.mean_logprob
         if by == "sum":
             return self.sum_logprob
-        raise UnknownNameError("score kind", by, ("mean", "sum"), "Example: scores.ranking(by='mean').")
+        raise UnknownNameError(
+            "score kind", by, ("mean", "sum"), "Example: scores.ranking(by='mean')."
+        )
 
     def ranking(self, by: ScoreKind = "mean") -> np.ndarray:
         """Candidate indices, best first; stable, so ties keep request order."""
@@ -268,7 +280,10 @@ class ScoreOptions:
     keep_tokens: bool = False
 
     def __post_init__(self) -> None:
-        for name, valid in (("masked_method", get_args(MaskedMethod)), ("seq2seq_style", get_args(Seq2SeqStyle))):
+        for name, valid in (
+            ("masked_method", get_args(MaskedMethod)),
+            ("seq2seq_style", get_args(Seq2SeqStyle)),
+        ):
             if getattr(self, name) not in valid:
                 raise UnknownNameError(name, getattr(self, name), valid)
 
@@ -298,10 +313,16 @@ class GenerateOptions:
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise InvalidValueError(f"max_new_tokens must be a whole number >= 1, got {self.max_new_tokens!r}.")
+            raise InvalidValueError(
+                f"max_new_tokens must be a whole number >= 1, got {self.max_new_tokens!r}."
+            )
         if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
-            raise InvalidValueError(f"generate(stop={self.stop!r}): give a list of non-empty strings.")
-        object.__setattr__(self, "stop", tuple(self.stop))  # hashable: probes are grouped by their options
+            raise InvalidValueError(
+                f"generate(stop={self.stop!r}): give a list of non-empty strings."
+            )
+        object.__setattr__(
+            self, "stop", tuple(self.stop)
+        )  # hashable: probes are grouped by their options
         if self.system is not None and not self.chat:
             raise InvalidValueError(
                 f"generate(system={self.system!r}) needs chat=True: a system message only exists in a chat template."
@@ -357,7 +378,8 @@ class ModelArgs:
     """
 
     dtype: str | None = field(
-        default=None, metadata={"shorthand": True, "help": "torch dtype, e.g. float16", "metavar": "T"}
+        default=None,
+        metadata={"shorthand": True, "help": "torch dtype, e.g. float16", "metavar": "T"},
     )
     revision: str | None = field(
         default=None,
@@ -377,28 +399,42 @@ class ModelArgs:
     def __post_init__(self) -> None:
         if isinstance(self.peft, os.PathLike):  # an adapter folder given as a Path
             object.__setattr__(self, "peft", os.fspath(self.peft))
-        check_types(self, flag="--model-args")  # ModelArgs(...) from Python is checked as the parsed text is
+        check_types(
+            self, flag="--model-args"
+        )  # ModelArgs(...) from Python is checked as the parsed text is
         check_dtype(self.dtype)
         if self.load_in_8bit and self.load_in_4bit:
             raise InvalidValueError("load_in_8bit and load_in_4bit exclude each other: pick one.")
         attn, device_map = self.attn_implementation, self.device_map
-        if attn is not None and attn not in ATTENTION and "/" not in attn:  # "/": a kernel from the Hub
-            raise UnknownNameError("attn_implementation", attn, ATTENTION, "Or a Hub kernel, owner/name.")
-        if device_map is not None and not (device_map in DEVICE_MAPS or DEVICE.fullmatch(str(device_map))):
-            raise UnknownNameError("device_map", str(device_map), DEVICE_MAPS, "Or one device, e.g. cuda:0 or cpu.")
+        if (
+            attn is not None and attn not in ATTENTION and "/" not in attn
+        ):  # "/": a kernel from the Hub
+            raise UnknownNameError(
+                "attn_implementation", attn, ATTENTION, "Or a Hub kernel, owner/name."
+            )
+        if device_map is not None and not (
+            device_map in DEVICE_MAPS or DEVICE.fullmatch(str(device_map))
+        ):
+            raise UnknownNameError(
+                "device_map", str(device_map), DEVICE_MAPS, "Or one device, e.g. cuda:0 or cpu."
+            )
 
     @classmethod
     def parse(cls, text: str) -> ModelArgs:
         """`key=value,key=value` (booleans as true/false) -> ModelArgs; an unknown key lists the valid ones."""
         names = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}
-        pairs = parse_pairs(text, what="--model-args", example="dtype=bfloat16,trust_remote_code=true")
+        pairs = parse_pairs(
+            text, what="--model-args", example="dtype=bfloat16,trust_remote_code=true"
+        )
         for key, value in pairs.items():
             if key not in names:
                 raise UnknownNameError("model argument", key, names)
             if names[key].type in ("bool", bool):
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise InvalidValueError(f"--model-args {key} takes true or false, got {value!r}.")
+                    raise InvalidValueError(
+                        f"--model-args {key} takes true or false, got {value!r}."
+                    )
                 values[key] = value.lower() in ("true", "1", "yes")
             else:
                 values[key] = value
@@ -418,10 +454,14 @@ def check_dtype(name: str | None) -> None:
     import torch  # deferred: only a dtype that is given needs it
 
     if not isinstance(getattr(torch, name, None), torch.dtype):
-        raise InvalidValueError(f"dtype {name!r} is not a torch dtype: use float32, float16 or bfloat16 (or auto).")
+        raise InvalidValueError(
+            f"dtype {name!r} is not a torch dtype: use float32, float16 or bfloat16 (or auto)."
+        )
 
 
-def make_options(kind: type[Options], options: Options | None, values: Mapping[str, Any]) -> Options:
+def make_options(
+    kind: type[Options], options: Options | None, values: Mapping[str, Any]
+) -> Options:
     """`options` as given, or built from keyword `values` (`score(reqs, masked_method="l2r")`); not both."""
     if options is not None:
         if values:
@@ -429,7 +469,9 @@ def make_options(kind: type[Options], options: Options | None, values: Mapping[s
                 f"Pass either a {kind.__name__} or its fields as keywords, not both (got both and {', '.join(values)})."
             )
         if not isinstance(options, kind):
-            raise InvalidValueError(f"Expected a {kind.__name__}, got {type(options).__name__}: {options!r}.")
+            raise InvalidValueError(
+                f"Expected a {kind.__name__}, got {type(options).__name__}: {options!r}."
+            )
         return options
     valid = [f.name for f in fields(kind)]
     for name in values:

@@ -15,7 +15,12 @@ from culture_probe.metrics.compare import compare_groups
 from culture_probe.metrics.consistency import agreement, rankc
 from culture_probe.metrics.display import format_score
 from culture_probe.metrics.dlama import hits_at_k, object_entropy, precision_at_k, rank_candidates
-from culture_probe.metrics.fmlama import map_mws_correlation, mean_average_precision, mws, template_mean_std
+from culture_probe.metrics.fmlama import (
+    map_mws_correlation,
+    mean_average_precision,
+    mws,
+    template_mean_std,
+)
 from culture_probe.metrics.maps import culture_gap, delta_en, maps, memorisation_rate
 from culture_probe.metrics.xfakt import ASSOCIATIONS, xfakt, xfakt_scores
 
@@ -63,9 +68,13 @@ def load_metric(name: str, **load_options: Any) -> Any:
     """
     names = list_metrics()
     if not isinstance(name, str):
-        raise InvalidValueError(f"load_metric(name) takes a metric's name, one of {', '.join(names)}; got {name!r}.")
+        raise InvalidValueError(
+            f"load_metric(name) takes a metric's name, one of {', '.join(names)}; got {name!r}."
+        )
     if name not in names:
-        raise UnknownNameError("metric", name, names, fix="See docs/metrics.md for what each metric computes.")
+        raise UnknownNameError(
+            "metric", name, names, fix="See docs/metrics.md for what each metric computes."
+        )
     import evaluate  # deferred: importing evaluate loads datasets and pyarrow
 
     return evaluate.load(str(MODULES_DIR / name), **load_options)

@@ -42,7 +42,9 @@ def finite_floats(name: str, values: Sequence[Any] | np.ndarray) -> np.ndarray:
     except (TypeError, ValueError) as error:
         raise MetricInputError(f"`{name}` must hold numbers, one per item ({error}).") from None
     if array.ndim != 1:
-        raise MetricInputError(f"`{name}` must be one-dimensional (one number per item), got shape {array.shape}.")
+        raise MetricInputError(
+            f"`{name}` must be one-dimensional (one number per item), got shape {array.shape}."
+        )
     bad = np.flatnonzero(~np.isfinite(array))
     if bad.size:
         raise MetricInputError(
@@ -71,8 +73,13 @@ def check_bools(name: str, values: Sequence[Any]) -> np.ndarray:
     """Per-item flags: True/False or 1/0; anything else (NaN, 2, 'yes') raises."""
     flags = []
     for index, value in enumerate(values):
-        if not (isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1))):
-            raise MetricInputError(f"`{name}` must hold True/False (or 1/0) per item; index {index} is {value!r}.")
+        if not (
+            isinstance(value, (bool, np.bool_))
+            or (isinstance(value, (int, np.integer)) and value in (0, 1))
+        ):
+            raise MetricInputError(
+                f"`{name}` must hold True/False (or 1/0) per item; index {index} is {value!r}."
+            )
         flags.append(bool(value))
     return np.asarray(flags, dtype=bool)
 
@@ -100,9 +107,13 @@ def by_group(
     (e.g. {"culture": [...], "predicate": [...]}), which gives one table per grouping.
     """
     if isinstance(groups, Mapping):
-        return {str(key): by_group(keys, n, summary, f"{name}[{key!r}]") for key, keys in groups.items()}
+        return {
+            str(key): by_group(keys, n, summary, f"{name}[{key!r}]") for key, keys in groups.items()
+        }
     if isinstance(groups, (str, bytes)) or len(groups) != n:
         count = "a string" if isinstance(groups, (str, bytes)) else f"{len(groups)} items"
-        raise MetricInputError(f"`{name}` has {count} but there are {n} items: pass one group key per item.")
+        raise MetricInputError(
+            f"`{name}` has {count} but there are {n} items: pass one group key per item."
+        )
     keys = np.asarray([str(g) for g in groups])
     return {key: summary(keys == key) for key in sorted(set(keys.tolist()))}

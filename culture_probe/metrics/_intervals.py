@@ -48,9 +48,13 @@ SIGN_FLIP = (
     "sign-flip permutation test of the units' paired differences (every sign pattern up to 13 units, else 9,999 "
     "drawn with seed 0) and, as interval, the shifts it does not reject"
 )
-PAIRED_CROSSED = "paired t interval and t test from variance components of units crossed with random replicates"
+PAIRED_CROSSED = (
+    "paired t interval and t test from variance components of units crossed with random replicates"
+)
 
-_POISSON_EDGE = 3  # successes (or failures) up to which Wilson's limit is replaced by the exact Poisson one
+_POISSON_EDGE = (
+    3  # successes (or failures) up to which Wilson's limit is replaced by the exact Poisson one
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,11 @@ class Interval:
 
     def fields(self) -> dict[str, float | str | None]:
         """The results schema's keys: `stderr`, `ci_low`, `ci_high`, and `no_interval` when there is none."""
-        out: dict[str, float | str | None] = {"stderr": self.stderr, "ci_low": self.low, "ci_high": self.high}
+        out: dict[str, float | str | None] = {
+            "stderr": self.stderr,
+            "ci_low": self.low,
+            "ci_high": self.high,
+        }
         return out | ({"no_interval": self.reason} if self.reason else {})
 
 
@@ -74,7 +82,12 @@ def no_interval(reason: str) -> Interval:
 
 
 def bounded(
-    value: float, stderr: float | None, low: float, high: float, scale: float | None, confidence: float = 0.95
+    value: float,
+    stderr: float | None,
+    low: float,
+    high: float,
+    scale: float | None,
+    confidence: float = 0.95,
 ) -> Interval:
     """An interval clipped to the metric's range [0, scale] (when it has one) that holds `value` exactly, so float
     noise can never leave a value outside its own interval. A standard error that its plug-in formula makes 0 beside
@@ -153,7 +166,9 @@ def _hall_inverse(u: float, skewness: float) -> float:
     return 3 / skewness * (float(np.cbrt(1 + skewness * (u - skewness / 6))) - 1)
 
 
-def t_interval(value: float, design: Design, confidence: float, scale: float | None = None) -> Interval:
+def t_interval(
+    value: float, design: Design, confidence: float, scale: float | None = None
+) -> Interval:
     """The truths whose transformed t stays within Student's critical value (caller guarantees a positive
     standard error); without skewness, `value` ± t · standard error.
     """
@@ -189,8 +204,16 @@ def score_interval(score: Score, estimate: float, confidence: float) -> tuple[fl
     def at(d: float) -> float:
         return 0.0 if d == estimate else score(d)
 
-    low = -1.0 if estimate <= -edge or at(-edge) <= z else optimize.brentq(lambda d: at(d) - z, -edge, estimate)
-    high = 1.0 if estimate >= edge or at(edge) >= -z else optimize.brentq(lambda d: at(d) + z, estimate, edge)
+    low = (
+        -1.0
+        if estimate <= -edge or at(-edge) <= z
+        else optimize.brentq(lambda d: at(d) - z, -edge, estimate)
+    )
+    high = (
+        1.0
+        if estimate >= edge or at(edge) >= -z
+        else optimize.brentq(lambda d: at(d) + z, estimate, edge)
+    )
     return float(low), float(high)
 
 
@@ -218,9 +241,13 @@ def tango_score(gained: float, lost: float, n: float, correction: float = 1.0) -
 
     def score(d: float) -> float:
         w = -gained - lost + (2 * n - gained + lost) * d
-        q = (-w + math.sqrt(max(w * w + 8 * n * lost * d * (1 - d), 0.0))) / (4 * n)  # P(only b right) under d
+        q = (-w + math.sqrt(max(w * w + 8 * n * lost * d * (1 - d), 0.0))) / (
+            4 * n
+        )  # P(only b right) under d
         numerator = gained - lost - n * d
-        return _ratio(math.copysign(max(abs(numerator) - correction, 0.0), numerator), n * (2 * q + d - d * d))
+        return _ratio(
+            math.copysign(max(abs(numerator) - correction, 0.0), numerator), n * (2 * q + d - d * d)
+        )
 
     return score
 

@@ -26,10 +26,16 @@ IndexStatistic = Callable[[list[np.ndarray]], np.ndarray]
 
 def check_resampling(n_resamples: int, confidence: float) -> None:
     """Validate the two options every resampling metric takes."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 1
+    ):
         raise MetricInputError(f"`n_resamples` must be a positive integer, got {n_resamples!r}.")
     if not 0 < confidence < 1:
-        raise MetricInputError(f"`confidence` must be between 0 and 1 (e.g. 0.95), got {confidence!r}.")
+        raise MetricInputError(
+            f"`confidence` must be between 0 and 1 (e.g. 0.95), got {confidence!r}."
+        )
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,9 @@ def bootstrap_interval(
     def indexed(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
         return statistic([np.asarray(s, dtype=int).reshape(-1, s.shape[-1]) for s in samples])
 
-    with warnings.catch_warnings():  # a constant statistic is "degenerate": its interval is the value itself
+    with (
+        warnings.catch_warnings()
+    ):  # a constant statistic is "degenerate": its interval is the value itself
         warnings.simplefilter("ignore")
         result = stats.bootstrap(
             data,
@@ -77,7 +85,11 @@ def bootstrap_interval(
             rng=np.random.default_rng(resampling.seed),
         )
     interval = result.confidence_interval
-    return _nan_to_none(result.standard_error), _nan_to_none(interval.low), _nan_to_none(interval.high)
+    return (
+        _nan_to_none(result.standard_error),
+        _nan_to_none(interval.low),
+        _nan_to_none(interval.high),
+    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,9 @@ class ShiftTest:
         the observed one counted once more when they are drawn, so never 0).
         """
         observed = abs(self.difference - delta)
-        extreme = int(np.sum(np.abs(self.moved - delta * self.share) >= observed - 1e-9 * (1 + observed)))
+        extreme = int(
+            np.sum(np.abs(self.moved - delta * self.share) >= observed - 1e-9 * (1 + observed))
+        )
         return extreme / self.moved.size if self.exact else (extreme + 1) / (self.moved.size + 1)
 
     def interval(self, confidence: float, step: float) -> tuple[float, float] | None:
@@ -134,7 +148,9 @@ class ShiftTest:
             middle = (inside + outside) / 2
             if middle in (inside, outside) or abs(outside - inside) <= tolerance:
                 break
-            inside, outside = (middle, outside) if self.p_value(middle) >= alpha else (inside, middle)
+            inside, outside = (
+                (middle, outside) if self.p_value(middle) >= alpha else (inside, middle)
+            )
         return inside
 
 
@@ -166,7 +182,9 @@ def shift_test(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> Shi
 EXACT_SIGN_UNITS = 13
 
 
-def sign_flip_test(parts: np.ndarray, weights: np.ndarray, n_resamples: int, seed: int) -> ShiftTest:
+def sign_flip_test(
+    parts: np.ndarray, weights: np.ndarray, n_resamples: int, seed: int
+) -> ShiftTest:
     """The sign-flip distribution of a paired difference that is the sum of its units' `parts` (each unit's
     contribution to the difference; `weights` sum to 1): under "the difference is delta" with the two runs
     exchangeable up to that shift, each unit's `part - delta * weight` is symmetric about 0, so flipping its sign
@@ -194,12 +212,19 @@ def _random_sign_sums(rng: np.random.Generator, count: int, values: np.ndarray) 
     padded = np.zeros((octets * 8, values.shape[1]))
     padded[: len(values)] = values
     signs = 1.0 - 2.0 * ((np.arange(256)[:, None] >> np.arange(8)) & 1)  # (byte, bit)
-    tables = (signs[None] @ padded.reshape(octets, 8, -1)).transpose(2, 0, 1)  # (column, octet, byte)
+    tables = (signs[None] @ padded.reshape(octets, 8, -1)).transpose(
+        2, 0, 1
+    )  # (column, octet, byte)
     draws = rng.integers(0, 256, (octets, count), dtype=np.uint8)
     totals = np.zeros((values.shape[1], count))
     chunk = max(1, _BATCH_CELLS // count)
     for start in range(0, octets, chunk):
-        index = draws[start : start + chunk].astype(np.intp) + 256 * np.arange(min(chunk, octets - start))[:, None]
-        for column, table in enumerate(tables[:, start : start + chunk].reshape(values.shape[1], -1)):
+        index = (
+            draws[start : start + chunk].astype(np.intp)
+            + 256 * np.arange(min(chunk, octets - start))[:, None]
+        )
+        for column, table in enumerate(
+            tables[:, start : start + chunk].reshape(values.shape[1], -1)
+        ):
             totals[column] += np.take(table, index).sum(axis=0)
     return totals.T

@@ -55,16 +55,24 @@ def cbs(
     Type CBS of a run = mean over its prompts; reported type CBS = mean over runs (with the sample std over
     runs); `cbs` = the plain mean of the type values. Ties count as not Western unless `tie_value` says so.
     """
-    n = check_lengths(prompt_id=prompt_id, culture=culture, score=score, entity_type=entity_type, run=run)
+    n = check_lengths(
+        prompt_id=prompt_id, culture=culture, score=score, entity_type=entity_type, run=run
+    )
     labels = check_labels("culture", culture, CULTURES)
     values = finite_floats("score", score)
     if not 0 <= tie_value <= 1:
-        raise MetricInputError(f"`tie_value` must be in [0, 1] (0: ties are not Western; 0.5: AUC), got {tie_value}.")
+        raise MetricInputError(
+            f"`tie_value` must be in [0, 1] (0: ties are not Western; 0.5: AUC), got {tie_value}."
+        )
     types = ["all"] * n if entity_type is None else [str(t) for t in entity_type]
     runs = ["0"] * n if run is None else [str(r) for r in run]
-    rows: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: {"arab": [], "western": []})
+    rows: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(
+        lambda: {"arab": [], "western": []}
+    )
     for index in range(n):
-        rows[(runs[index], types[index], str(prompt_id[index]))][labels[index]].append(values[index])
+        rows[(runs[index], types[index], str(prompt_id[index]))][labels[index]].append(
+            values[index]
+        )
     by_run_type: dict[tuple[str, str], list[float]] = defaultdict(list)
     n_pairs = 0
     for (run_key, type_key, prompt), filled in sorted(rows.items()):
@@ -85,7 +93,10 @@ def cbs(
         per_type[type_key], per_type_std[type_key] = _mean_std(
             [v for (_, t), v in per_run_type.items() if t == type_key]
         )
-    per_run = {r: statistics.fmean([v for (rr, _), v in per_run_type.items() if rr == r]) for r in run_names}
+    per_run = {
+        r: statistics.fmean([v for (rr, _), v in per_run_type.items() if rr == r])
+        for r in run_names
+    }
     return {
         "cbs": statistics.fmean(per_type.values()),
         "per_type": per_type,
@@ -122,7 +133,14 @@ def run_summary(prompts: Sequence[ScoredPrompt], *, tie_value: float = 0.0) -> d
             scores += list(values)
             types += [prompt.entity_type] * len(values)
             runs += [prompt.run] * len(values)
-    result = cbs(prompt_id=ids, culture=cultures, score=scores, entity_type=types, run=runs, tie_value=tie_value)
+    result = cbs(
+        prompt_id=ids,
+        culture=cultures,
+        score=scores,
+        entity_type=types,
+        run=runs,
+        tie_value=tie_value,
+    )
     result["n_runs"] = len({p.run for p in prompts})
     return result
 
@@ -143,19 +161,29 @@ def odds_ratio(
         raise MetricInputError(
             f"`smoothing` must be >= 0 and `confidence` in (0, 1), got {smoothing} and {confidence}."
         )
-    counts = {c: Counter(str(w) for w, lab in zip(word, labels, strict=True) if lab == c) for c in CULTURES}
+    counts = {
+        c: Counter(str(w) for w, lab in zip(word, labels, strict=True) if lab == c)
+        for c in CULTURES
+    }
     totals = {c: sum(counts[c].values()) for c in CULTURES}
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     words = {}
     for item in sorted(set(counts["arab"]) | set(counts["western"])):
         w, a = counts["western"][item], counts["arab"][item]
-        cells = np.array([w, totals["western"] - w, a, totals["arab"] - a], dtype=np.float64) + smoothing
+        cells = (
+            np.array([w, totals["western"] - w, a, totals["arab"] - a], dtype=np.float64)
+            + smoothing
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.log(cells)
             log_or = float(logs[0] - logs[1] - logs[2] + logs[3])
             spread = z * float(np.sqrt((1 / cells).sum()))
         # An empty cell (only possible without smoothing) leaves the ratio at 0 or infinity and the interval open.
-        low, high = (math.exp(log_or - spread), math.exp(log_or + spread)) if math.isfinite(spread) else (0.0, math.inf)
+        low, high = (
+            (math.exp(log_or - spread), math.exp(log_or + spread))
+            if math.isfinite(spread)
+            else (0.0, math.inf)
+        )
         words[item] = {
             "odds_ratio": none_if_nan(math.exp(log_or)),
             "ci_low": low,
@@ -200,7 +228,9 @@ def _nanmean_last(values: np.ndarray) -> np.ndarray:
         return np.where(defined, values, 0).sum(axis=-1) / defined.sum(axis=-1)
 
 
-def _confusions(gold: np.ndarray, pred: np.ndarray, n_labels: int, indices: np.ndarray) -> np.ndarray:
+def _confusions(
+    gold: np.ndarray, pred: np.ndarray, n_labels: int, indices: np.ndarray
+) -> np.ndarray:
     """One confusion matrix per row of `indices` (resampled item positions), via a single bincount."""
     rows = np.arange(indices.shape[0])[:, None] * n_labels * n_labels
     flat = (rows + gold[indices] * n_labels + pred[indices]).ravel()
@@ -240,7 +270,9 @@ def fairness_gap(
     parts = {c: np.flatnonzero(cultures == c) for c in CULTURES}
     for name, positions in parts.items():
         if not positions.size:
-            raise MetricInputError(f"`culture` has no {name!r} item: a fairness gap needs items of both cultures.")
+            raise MetricInputError(
+                f"`culture` has no {name!r} item: a fairness gap needs items of both cultures."
+            )
     n_labels = len(label_set)
 
     def culture_rates(name: str, indices: np.ndarray) -> dict[str, np.ndarray]:
@@ -251,7 +283,9 @@ def fairness_gap(
         return (_stack(arab) - _stack(western)).T
 
     _, low, high = bootstrap_interval(
-        gaps, [np.arange(parts[c].size) for c in CULTURES], Resampling(confidence, n_resamples, seed)
+        gaps,
+        [np.arange(parts[c].size) for c in CULTURES],
+        Resampling(confidence, n_resamples, seed),
     )
     full = {c: culture_rates(c, np.arange(parts[c].size)[None, :]) for c in CULTURES}
     observed = (_stack(full["arab"]) - _stack(full["western"]))[0]

@@ -45,7 +45,9 @@ def harmonic(n: int) -> float:
     return math.fsum(1 / k for k in range(1, n + 1))
 
 
-def random_average_precision(n_gold: int, n_candidates: int, denominator: int | None = None) -> float:
+def random_average_precision(
+    n_gold: int, n_candidates: int, denominator: int | None = None
+) -> float:
     """Expected AP (0-1) of a uniformly random ranking of `n_candidates` of which `n_gold` are relevant.
 
     AP = (1/D) Σ_k rel(k) · P@k. Position k holds a relevant candidate with probability g/N, and positions j != k
@@ -56,7 +58,9 @@ def random_average_precision(n_gold: int, n_candidates: int, denominator: int | 
     _check(n_gold, n_candidates)
     denominator = n_gold if denominator is None else denominator
     if denominator < n_gold or denominator < 1:
-        raise MetricInputError(f"AP divides by at least its {n_gold} ranked gold and by one, got {denominator}.")
+        raise MetricInputError(
+            f"AP divides by at least its {n_gold} ranked gold and by one, got {denominator}."
+        )
     if n_gold == 0:
         return 0.0
     h, n = harmonic(n_candidates), n_candidates

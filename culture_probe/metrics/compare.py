@@ -61,30 +61,51 @@ def _fields(interval: Interval) -> dict[str, Any]:
     return {k: v for k, v in interval.fields().items() if k != "stderr"}
 
 
-def _compare(a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, seed: int) -> dict[str, Any]:
+def _compare(
+    a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, seed: int
+) -> dict[str, Any]:
     """One pair of any scores: the permutation test of the difference in means (seeded per pair, so a pair's
     result does not depend on the other groups) and the interval that inverts it.
     """
     difference = float(a.mean() - b.mean())
     if min(a.size, b.size) < 2:
         reason = "a group has one item"
-        return {"difference": difference, **_fields(no_interval(reason)), "p_value": None, "method": PERMUTATION}
+        return {
+            "difference": difference,
+            **_fields(no_interval(reason)),
+            "p_value": None,
+            "method": PERMUTATION,
+        }
     spread = float(np.ptp(np.concatenate([a, b])))
     if spread == 0:
         reason = "every score is the same: the difference has no spread to estimate"
-        return {"difference": difference, **_fields(no_interval(reason)), "p_value": 1.0, "method": PERMUTATION}
+        return {
+            "difference": difference,
+            **_fields(no_interval(reason)),
+            "p_value": 1.0,
+            "method": PERMUTATION,
+        }
     test = shift_test(a, b, n_resamples, seed)
     found = test.interval(confidence, step=spread / 8)
     reason = f"with {a.size} and {b.size} items no shift can be rejected at {1 - confidence:.0%}"
     interval = no_interval(reason) if found is None else bounded(difference, None, *found, None)
-    return {"difference": difference, **_fields(interval), "p_value": test.p_value(), "method": PERMUTATION}
+    return {
+        "difference": difference,
+        **_fields(interval),
+        "p_value": test.p_value(),
+        "method": PERMUTATION,
+    }
 
 
-def _compare_proportions(a: np.ndarray, b: np.ndarray, success: float, confidence: float) -> dict[str, Any]:
+def _compare_proportions(
+    a: np.ndarray, b: np.ndarray, success: float, confidence: float
+) -> dict[str, Any]:
     """One pair of binary outcomes (0 or `success`): Miettinen and Nurminen's score interval of the difference of
     proportions and its score test at 0, so a group's 0 of n still leaves the interval its width.
     """
-    score = miettinen_nurminen_score(int(np.sum(a == success)), a.size, int(np.sum(b == success)), b.size)
+    score = miettinen_nurminen_score(
+        int(np.sum(a == success)), a.size, int(np.sum(b == success)), b.size
+    )
     d = float(a.mean() - b.mean()) / success
     low, high = score_interval(score, d, confidence)
     interval = bounded(success * d, None, success * low, success * high, None)
@@ -121,11 +142,15 @@ def compare_groups(
     check_resampling(n_resamples, confidence)
     values = finite_floats("scores", scores)
     if success is not None and not np.isin(values, (0.0, success)).all():
-        raise MetricInputError(f"`scores` must be 0 or {success:g} (`success`) for a comparison of proportions.")
+        raise MetricInputError(
+            f"`scores` must be 0 or {success:g} (`success`) for a comparison of proportions."
+        )
     keys = np.asarray([str(g) for g in groups])
     names = sorted(set(keys.tolist()))
     if len(names) < 2:
-        raise MetricInputError(f"`groups` has only the group {names[0]!r}: a comparison needs at least two groups.")
+        raise MetricInputError(
+            f"`groups` has only the group {names[0]!r}: a comparison needs at least two groups."
+        )
     if reference is not None:
         check_labels("reference", [reference], names)
         pairs = [(name, reference) for name in names if name != reference]
@@ -137,10 +162,15 @@ def compare_groups(
             return _compare_proportions(a, b, success, confidence)
         return _compare(a, b, n_resamples, confidence, seed)
 
-    comparisons = [{"a": a, "b": b, **compare(values[keys == a], values[keys == b])} for a, b in pairs]
+    comparisons = [
+        {"a": a, "b": b, **compare(values[keys == a], values[keys == b])} for a, b in pairs
+    ]
     adjusted = holm(c["p_value"] for c in comparisons)
     comparisons = [{**c, "p_holm": p} for c, p in zip(comparisons, adjusted, strict=True)]
-    means = {name: {"mean": float(values[keys == name].mean()), "n": int((keys == name).sum())} for name in names}
+    means = {
+        name: {"mean": float(values[keys == name].mean()), "n": int((keys == name).sum())}
+        for name in names
+    }
     return {
         "groups": means,
         "comparisons": comparisons,

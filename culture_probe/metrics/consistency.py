@@ -86,7 +86,9 @@ def _positions(name: str, index: int, ranking: Sequence[Hashable]) -> dict[Hasha
             f"{ranking!r:.60}."
         )
     if len(ranking) == 0:
-        raise MetricInputError(f"`{name}[{index}]` is empty: every query needs its ranked candidates.")
+        raise MetricInputError(
+            f"`{name}[{index}]` is empty: every query needs its ranked candidates."
+        )
     positions = {candidate: rank for rank, candidate in enumerate(ranking)}
     if len(positions) != len(ranking):
         repeated = sorted(str(c) for c, count in Counter(ranking).items() if count > 1)
@@ -102,9 +104,13 @@ def query_rankc(a: dict[Hashable, int], b: dict[Hashable, int], weight: str) -> 
     A candidate is in both top-j sets exactly when its worse rank of the two is below j, so the overlap at every
     depth is a cumulative count of those worse ranks (O(n) instead of the released code's O(n²) set building).
     """
-    worse = np.fromiter((max(rank, b[candidate]) for candidate, rank in a.items()), dtype=np.int64, count=len(a))
+    worse = np.fromiter(
+        (max(rank, b[candidate]) for candidate, rank in a.items()), dtype=np.int64, count=len(a)
+    )
     overlap = np.cumsum(np.bincount(worse, minlength=len(a)))
-    return _from_shortfall(float(rank_weights(len(a), weight) @ (1.0 - overlap / np.arange(1, len(a) + 1))))
+    return _from_shortfall(
+        float(rank_weights(len(a), weight) @ (1.0 - overlap / np.arange(1, len(a) + 1)))
+    )
 
 
 def _from_shortfall(shortfall: float) -> float:
@@ -120,7 +126,10 @@ def _from_shortfall(shortfall: float) -> float:
 
 def _check_same_candidates(index: int, a: dict[Hashable, int], b: dict[Hashable, int]) -> None:
     if a.keys() != b.keys():
-        only_a, only_b = sorted(map(str, a.keys() - b.keys())), sorted(map(str, b.keys() - a.keys()))
+        only_a, only_b = (
+            sorted(map(str, a.keys() - b.keys())),
+            sorted(map(str, b.keys() - a.keys())),
+        )
         raise MetricInputError(
             f"Query {index} ranks different candidates in the two languages ({len(only_a)} only in `rankings_a`, "
             f"e.g. {only_a[:3]}; {len(only_b)} only in `rankings_b`, e.g. {only_b[:3]}): RankC compares rankings "
@@ -149,7 +158,12 @@ def rankc(
         b = _positions("rankings_b", index, rankings_b[index])
         _check_same_candidates(index, a, b)
         per_query.append(query_rankc(a, b, weight))
-    return {"value": float(np.mean(per_query)), "per_query": per_query, "n_queries": n, "weight": weight}
+    return {
+        "value": float(np.mean(per_query)),
+        "per_query": per_query,
+        "n_queries": n,
+        "weight": weight,
+    }
 
 
 def _outcomes(name: str, correct: Mapping[Hashable, Any]) -> dict[str, bool]:
@@ -160,14 +174,20 @@ def _outcomes(name: str, correct: Mapping[Hashable, Any]) -> dict[str, bool]:
         )
     if not correct:
         raise MetricInputError(f"`{name}` is empty: pass one P@1 outcome per fact id.")
-    outcomes = dict(zip(map(str, correct), check_bools(name, list(correct.values())).tolist(), strict=True))
+    outcomes = dict(
+        zip(map(str, correct), check_bools(name, list(correct.values())).tolist(), strict=True)
+    )
     if len(outcomes) != len(correct):
-        raise MetricInputError(f"`{name}` has fact ids that are equal as strings (e.g. 1 and '1'): ids must differ.")
+        raise MetricInputError(
+            f"`{name}` has fact ids that are equal as strings (e.g. 1 and '1'): ids must differ."
+        )
     return outcomes
 
 
 @checked(MetricInputError, pure=True)
-def agreement(correct_a: Mapping[Hashable, Any], correct_b: Mapping[Hashable, Any]) -> AgreementResult:
+def agreement(
+    correct_a: Mapping[Hashable, Any], correct_b: Mapping[Hashable, Any]
+) -> AgreementResult:
     """Per-fact agreement of P@1 in languages A and B, on the facts probed in both (matched by fact id).
 
     Counts both right / right only in A / right only in B / both wrong, each language's accuracy (percent), and
@@ -186,7 +206,9 @@ def agreement(correct_a: Mapping[Hashable, Any], correct_b: Mapping[Hashable, An
     hits_a = np.asarray([a[fact] for fact in shared])
     hits_b = np.asarray([b[fact] for fact in shared])
     table_a, table_b = (
-        UnitTable("p1", tuple(shared), 100.0 * hits, higher_is_better=True).with_scale(100.0, binary=True)
+        UnitTable("p1", tuple(shared), 100.0 * hits, higher_is_better=True).with_scale(
+            100.0, binary=True
+        )
         for hits in (hits_a, hits_b)
     )
     return {
@@ -244,7 +266,9 @@ def prefix_rankc(a: Sequence[Hashable], b: Sequence[Hashable], n: int) -> float:
     """
     k = min(len(a), len(b), n)
     if k == n:
-        return query_rankc({c: i for i, c in enumerate(a)}, {c: i for i, c in enumerate(b)}, "softmax")
+        return query_rankc(
+            {c: i for i, c in enumerate(a)}, {c: i for i, c in enumerate(b)}, "softmax"
+        )
     in_b = {candidate: rank for rank, candidate in enumerate(b[:k])}
     worse = [max(rank, in_b[c]) for rank, c in enumerate(a[:k]) if c in in_b]
     overlap = np.cumsum(np.bincount(np.asarray(worse, dtype=np.int64), minlength=k))
@@ -268,20 +292,36 @@ def _by_language(answers: Sequence[AlignedAnswer]) -> dict[str, dict[str, Aligne
     return table
 
 
-def _pair(a: dict[str, AlignedAnswer], b: dict[str, AlignedAnswer], names: tuple[str, str]) -> dict[str, Any]:
+def _pair(
+    a: dict[str, AlignedAnswer], b: dict[str, AlignedAnswer], names: tuple[str, str]
+) -> dict[str, Any]:
     """Agreement and RankC of two languages' answers, with what could not be paired counted."""
     shared = [fact for fact in a if fact in b]
     both_ranked = [f for f in shared if a[f].ranking and b[f].ranking]
     ranked = [f for f in both_ranked if a[f].same_candidates(b[f])]
     agreed = agreement({f: x.correct for f, x in a.items()}, {f: x.correct for f, x in b.items()})
     unpaired = {"only_a": len(agreed["unpaired_a"]), "only_b": len(agreed["unpaired_b"])}
-    detail: dict[str, Any] = {k: v for k, v in agreed.items() if k not in ("unpaired_a", "unpaired_b")}
-    detail["difference"] = {**agreed["difference"], "of": f"P@1 in {names[0]} minus P@1 in {names[1]}"}
+    detail: dict[str, Any] = {
+        k: v for k, v in agreed.items() if k not in ("unpaired_a", "unpaired_b")
+    }
+    detail["difference"] = {
+        **agreed["difference"],
+        "of": f"P@1 in {names[0]} minus P@1 in {names[1]}",
+    }
     both = 100.0 * np.asarray([a[f].correct and b[f].correct for f in shared], dtype=float)
-    tables = [UnitTable("both_right", tuple(shared), both, higher_is_better=True).with_scale(100.0, binary=True)]
+    tables = [
+        UnitTable("both_right", tuple(shared), both, higher_is_better=True).with_scale(
+            100.0, binary=True
+        )
+    ]
     if ranked:
         values = [100.0 * prefix_rankc(a[f].ranking, b[f].ranking, a[f].candidates) for f in ranked]
-        tables.insert(0, UnitTable("rankc", tuple(ranked), np.asarray(values), scale=100.0, higher_is_better=True))
+        tables.insert(
+            0,
+            UnitTable(
+                "rankc", tuple(ranked), np.asarray(values), scale=100.0, higher_is_better=True
+            ),
+        )
     return {
         "estimates": {table.metric: estimate(table) for table in tables},
         "methods": {table.metric: table.method for table in tables},
@@ -297,7 +337,9 @@ def _pair(a: dict[str, AlignedAnswer], b: dict[str, AlignedAnswer], names: tuple
     }
 
 
-def language_consistency(answers: Sequence[AlignedAnswer], languages: Sequence[str] | None = None) -> dict[str, Any]:
+def language_consistency(
+    answers: Sequence[AlignedAnswer], languages: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Every pair of languages of one run: RankC (softmax, in percent, the bounded mean's interval over facts) and the
     share of facts right in both (Wilson), as results strata `by_language_pair` ("a/b"), with each pair's agreement
     table, its paired P@1 difference (with `p_holm`, adjusted over the run's pairs, and `n_tests`) and what could not
@@ -317,8 +359,12 @@ def language_consistency(answers: Sequence[AlignedAnswer], languages: Sequence[s
         return {}
     differences = [pair["detail"]["difference"] for pair in pairs.values()]
     tested = sum(d.get("p_value") is not None for d in differences)
-    for difference, adjusted in zip(differences, holm(d.get("p_value") for d in differences), strict=True):
-        difference.update(p_holm=adjusted, n_tests=tested)  # one test per pair of languages: one Holm family
+    for difference, adjusted in zip(
+        differences, holm(d.get("p_value") for d in differences), strict=True
+    ):
+        difference.update(
+            p_holm=adjusted, n_tests=tested
+        )  # one test per pair of languages: one Holm family
     methods: dict[str, str] = {}
     for pair in pairs.values():
         methods.update(pair["methods"])
@@ -338,8 +384,15 @@ def with_language_pairs(results: Mapping[str, Any], across: Mapping[str, Any]) -
     methods = {**results["ci"]["methods"], **across["methods"]}
     return {
         **results,
-        "ci": {**results["ci"], "methods": methods, "method": "; ".join(dict.fromkeys(methods.values()))},
-        "higher_is_better": {**results.get("higher_is_better", {}), **dict.fromkeys(across["methods"], True)},
+        "ci": {
+            **results["ci"],
+            "methods": methods,
+            "method": "; ".join(dict.fromkeys(methods.values())),
+        },
+        "higher_is_better": {
+            **results.get("higher_is_better", {}),
+            **dict.fromkeys(across["methods"], True),
+        },
         "by_language_pair": across["by_language_pair"],
     }
 

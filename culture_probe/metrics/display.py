@@ -61,7 +61,9 @@ def format_score(value: float | None, decimals: int = 2, display: str = "round")
     if not math.isfinite(number):  # Decimal cannot quantize these; print them as Python does
         return str(number)
     with localcontext() as context:
-        context.prec = 400  # enough digits for any finite float at 1e-9, so quantize never overflows
+        context.prec = (
+            400  # enough digits for any finite float at 1e-9, so quantize never overflows
+        )
         clean = Decimal(repr(number)).quantize(Decimal("1e-9"), rounding=ROUND_HALF_EVEN)
         shown = clean.quantize(Decimal(1).scaleb(-decimals), rounding=_MODES[display])
     return str(shown.copy_abs() if shown.is_zero() else shown)  # -0.001 -> "0.00", never "-0.00"
@@ -92,8 +94,12 @@ def format_p(p_value: float | None) -> str:
         return format_score(number, 2)
     exact = _clean(number)
     digits = P_DIGITS
-    while True:  # ends: at 9 decimals the shown value is the cleaned one, on the same side of everything
-        shown = exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_HALF_UP)
+    while (
+        True
+    ):  # ends: at 9 decimals the shown value is the cleaned one, on the same side of everything
+        shown = exact.quantize(
+            Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_HALF_UP
+        )
         if shown >= Decimal("0.1"):  # 0.09996: as any p-value of 0.1 or more
             return format_score(number, 2)
         if all((shown > t) - (shown < t) == (exact > t) - (exact < t) for t in P_THRESHOLDS):
@@ -149,7 +155,11 @@ def format_value(value: Any) -> str:
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, float):
-        return format_score(value, 4).rstrip("0").rstrip(".") if abs(value) < 1 else format_score(value, 2)
+        return (
+            format_score(value, 4).rstrip("0").rstrip(".")
+            if abs(value) < 1
+            else format_score(value, 2)
+        )
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
@@ -194,7 +204,9 @@ def count_text(estimate: Mapping[str, Any] | None, observations: str | None = No
     return f"{estimate['n']} ({estimate['n_observations']} {observations or 'answers'})"
 
 
-def estimate_cells(estimate: Mapping[str, Any] | None, scale: Scale | None = None) -> tuple[str, str, Any]:
+def estimate_cells(
+    estimate: Mapping[str, Any] | None, scale: Scale | None = None
+) -> tuple[str, str, Any]:
     """(value, interval, n) of a results-block estimate as table cells, the value marked when n is small."""
     if not estimate or estimate.get("value") is None:
         return "", "", (estimate or {}).get("n", "")

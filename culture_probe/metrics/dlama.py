@@ -40,7 +40,9 @@ def rank_candidates(
 
 
 def _ranked_lists(
-    predictions: Sequence[Any], scores: Sequence[Sequence[float]] | None, n_tokens: Sequence[Sequence[int]] | None
+    predictions: Sequence[Any],
+    scores: Sequence[Sequence[float]] | None,
+    n_tokens: Sequence[Sequence[int]] | None,
 ) -> list[list[str]]:
     ranked = []
     for index, prediction in enumerate(predictions):
@@ -52,7 +54,11 @@ def _ranked_lists(
         if scores is not None:
             item_scores = finite_floats(f"scores[{index}]", scores[index])
             item_tokens = None if n_tokens is None else n_tokens[index]
-            lengths = {len(candidates), len(item_scores), len(candidates if item_tokens is None else item_tokens)}
+            lengths = {
+                len(candidates),
+                len(item_scores),
+                len(candidates if item_tokens is None else item_tokens),
+            }
             if len(lengths) != 1:
                 raise MetricInputError(
                     f"`scores`/`n_tokens` at index {index} do not have one value per candidate in `predictions` "
@@ -149,13 +155,17 @@ def object_entropy(
         else:
             n_skipped += 1
     if not cells:
-        raise MetricInputError("`objects` has no fact with at least one object: nothing to compute.")
+        raise MetricInputError(
+            "`objects` has no fact with at least one object: nothing to compute."
+        )
     per_predicate: dict[str, dict[str, float]] = defaultdict(dict)
     for (cult, pred), facts in sorted(cells.items()):
         counts = Counter(uri for uris in facts for uri in uris)
         kept = [min(uris, key=lambda u: (-counts[u], _natural_key(u))) for uris in facts]
         per_predicate[cult][pred] = _entropy_bits(kept)
-    entropy = {cult: math.fsum(values.values()) / len(values) for cult, values in per_predicate.items()}
+    entropy = {
+        cult: math.fsum(values.values()) / len(values) for cult, values in per_predicate.items()
+    }
     return {"entropy": entropy, "per_predicate": dict(per_predicate), "n_skipped": n_skipped}
 
 
@@ -201,13 +211,19 @@ def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west") -> 
         out[language] = language_summary(rows, reference=reference)
         out[f"p1_{language}"] = out[language]["p1"]
         out.update({f"p1_{language}_{c}": v for c, v in out[language]["cultures"].items()})
-    gaps = [out[language]["comparison"] for language, _ in _by(facts, "language") if "comparison" in out[language]]
+    gaps = [
+        out[language]["comparison"]
+        for language, _ in _by(facts, "language")
+        if "comparison" in out[language]
+    ]
     for gap, adjusted in zip(gaps, holm(g["p_value"] for g in gaps), strict=True):
         gap.update(p_holm=adjusted, n_tests=sum(g["p_value"] is not None for g in gaps))
     if facts:
         first = [f for f in facts if f.language == facts[0].language]
         out["object_entropy"] = object_entropy(
-            [list(f.objects) for f in first], [f.predicate for f in first], [f.culture for f in first]
+            [list(f.objects) for f in first],
+            [f.predicate for f in first],
+            [f.culture for f in first],
         )
     return out
 
@@ -218,7 +234,9 @@ def language_summary(facts: Sequence[RankedFact], *, reference: str = "west") ->
     """
     predictions, golds = [f.prediction for f in facts], [list(f.gold) for f in facts]
     by_culture = precision_at_k(predictions, golds, groups=[f.culture for f in facts])
-    by_cell = precision_at_k(predictions, golds, groups=[f"{f.predicate}|{f.culture}" for f in facts])
+    by_cell = precision_at_k(
+        predictions, golds, groups=[f"{f.predicate}|{f.culture}" for f in facts]
+    )
     predicates: dict[str, dict[str, float | None]] = defaultdict(dict)
     for key, value in by_cell["groups"].items():
         predicate, culture = key.split("|")
@@ -232,7 +250,9 @@ def language_summary(facts: Sequence[RankedFact], *, reference: str = "west") ->
     cultures = set(result["cultures"])
     if len(cultures) == 2 and reference in cultures:
         hits = hits_at_k(predictions, golds) * 100
-        compared = compare_groups(hits, [f.culture for f in facts], reference=reference, success=100.0)
+        compared = compare_groups(
+            hits, [f.culture for f in facts], reference=reference, success=100.0
+        )
         result["comparison"] = compared["comparisons"][0]
     return result
 
@@ -244,7 +264,13 @@ def generation_summary(facts: Sequence[AnsweredFact]) -> dict[str, Any]:
     out: dict[str, Any] = {"n_facts": len(facts)}
     for language, rows in _by(facts, "language"):
         out[language] = _generation_language(rows)
-        out.update({f"{m}_{language}_{c}": v for m in GENERATION_MEASURES for c, v in out[language][m].items()})
+        out.update(
+            {
+                f"{m}_{language}_{c}": v
+                for m in GENERATION_MEASURES
+                for c, v in out[language][m].items()
+            }
+        )
     return out
 
 
@@ -254,11 +280,13 @@ def _generation_language(facts: Sequence[AnsweredFact]) -> dict[str, Any]:
 
     cultures = _by(facts, "culture")
     out: dict[str, Any] = {
-        m: {c: pct(g, m) for c, g in cultures} | {"pair": pct(facts, m)} for m in GENERATION_MEASURES
+        m: {c: pct(g, m) for c, g in cultures} | {"pair": pct(facts, m)}
+        for m in GENERATION_MEASURES
     }
     out["n"] = {c: len(g) for c, g in cultures}
     out["predicates"] = {
-        p: {c: pct(g, "overlap") for c, g in _by(group, "culture")} for p, group in _by(facts, "predicate")
+        p: {c: pct(g, "overlap") for c, g in _by(group, "culture")}
+        for p, group in _by(facts, "predicate")
     }
     return out
 

@@ -25,9 +25,13 @@ def _strings(name: str, index: int, value: Any) -> list[str]:
     """One dish's strings: a string, or a list of strings (a `None` or a number is named, not a TypeError)."""
     if isinstance(value, str):
         return [value]
-    values: list[Any] = list(value) if isinstance(value, Iterable) and not isinstance(value, Mapping) else [None]
+    values: list[Any] = (
+        list(value) if isinstance(value, Iterable) and not isinstance(value, Mapping) else [None]
+    )
     if not all(isinstance(v, str) for v in values):
-        raise MetricInputError(f"`{name}` at index {index} must be a list of strings, got {value!r}.")
+        raise MetricInputError(
+            f"`{name}` at index {index} must be a list of strings, got {value!r}."
+        )
     return values
 
 
@@ -66,7 +70,13 @@ def _summary(ap: np.ndarray, p1: np.ndarray, p5: np.ndarray, skipped: np.ndarray
     def mean(values: np.ndarray) -> float | None:
         return 100.0 * float(values[kept].mean()) if n else None
 
-    return {"map": mean(ap), "p_at_1": mean(p1), "p_at_5": mean(p5), "n": n, "n_skipped": int(skipped.sum())}
+    return {
+        "map": mean(ap),
+        "p_at_1": mean(p1),
+        "p_at_5": mean(p5),
+        "n": n,
+        "n_skipped": int(skipped.sum()),
+    }
 
 
 @checked(MetricInputError, pure=True)
@@ -91,16 +101,22 @@ def mean_average_precision(
         p1[index], p5[index] = _precision_at(ranking, gold, 1), _precision_at(ranking, gold, 5)
     result = _summary(ap, p1, p5, skipped)
     if groups is not None:
-        result["groups"] = by_group(groups, n, lambda mask: _summary(ap[mask], p1[mask], p5[mask], skipped[mask]))
+        result["groups"] = by_group(
+            groups, n, lambda mask: _summary(ap[mask], p1[mask], p5[mask], skipped[mask])
+        )
     return result
 
 
 def _cosine(u: np.ndarray, v: np.ndarray) -> float:
     norm = float(np.linalg.norm(u) * np.linalg.norm(v))
-    return float(np.dot(u, v)) / norm if norm else math.nan  # a zero vector (unknown string) leaves cos undefined
+    return (
+        float(np.dot(u, v)) / norm if norm else math.nan
+    )  # a zero vector (unknown string) leaves cos undefined
 
 
-def word_similarity(ranking: Sequence[str], gold: set[str], vector: Callable[[str], np.ndarray]) -> float:
+def word_similarity(
+    ranking: Sequence[str], gold: set[str], vector: Callable[[str], np.ndarray]
+) -> float:
     """WS = mean over gold g of max over the top-|G| predictions p of cos(v_g, v_p); NaN if a vector is zero."""
     top = list(ranking[: len(gold)])
     best = [max((_cosine(vector(g), vector(p)) for p in top), key=_nan_first) for g in sorted(gold)]
@@ -131,7 +147,10 @@ def mws(
             "mWS needs word vectors: pass embed= a function or dict from a string to its vector "
             "(culture_probe.data.vectors.read_vectors reads fastText or .vec files)."
         )
-    items = [(_ranking(i, p), _gold(i, r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
+    items = [
+        (_ranking(i, p), _gold(i, r))
+        for i, (p, r) in enumerate(zip(predictions, references, strict=True))
+    ]
     lookup = embed.get if isinstance(embed, Mapping) else embed
     cache: dict[str, np.ndarray] = {}
     first: list[str] = []  # the first string with a vector: every other vector must have its length
@@ -139,7 +158,9 @@ def mws(
     def vector(text: str) -> np.ndarray:
         if text not in cache:
             found = lookup(text)
-            cache[text] = np.zeros(1) if found is None else _checked_vector(text, found, first, cache)
+            cache[text] = (
+                np.zeros(1) if found is None else _checked_vector(text, found, first, cache)
+            )
         return cache[text]
 
     ws = np.full(n, np.nan)
@@ -155,13 +176,20 @@ def mws(
     return result
 
 
-def words_needed(predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]]) -> set[str]:
+def words_needed(
+    predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]]
+) -> set[str]:
     """The strings whose vectors `mws` reads: every gold item and each dish's top-|G| predictions."""
-    items = [(_ranking(i, p), _gold(i, r)) for i, (p, r) in enumerate(zip(predictions, references, strict=True))]
+    items = [
+        (_ranking(i, p), _gold(i, r))
+        for i, (p, r) in enumerate(zip(predictions, references, strict=True))
+    ]
     return {s for ranking, gold in items for s in (*gold, *ranking[: len(gold)])}
 
 
-def _checked_vector(text: str, found: Any, first: list[str], cache: Mapping[str, np.ndarray]) -> np.ndarray:
+def _checked_vector(
+    text: str, found: Any, first: list[str], cache: Mapping[str, np.ndarray]
+) -> np.ndarray:
     """`found` as a 1-d float array of the same length as the first vector seen (one embedding model)."""
     array = np.asarray(found, dtype=np.float64)
     if array.ndim != 1:
@@ -193,7 +221,9 @@ def _ws_summary(ws: np.ndarray, skipped: np.ndarray) -> dict[str, Any]:
 def template_mean_std(values: Sequence[float]) -> dict[str, float]:
     """Mean and sample standard deviation over templates, as the paper reports mAP/mWS (mean ± std)."""
     if len(values) < 2:
-        raise MetricInputError(f"`values` needs at least two templates for a sample std, got {len(values)}.")
+        raise MetricInputError(
+            f"`values` needs at least two templates for a sample std, got {len(values)}."
+        )
     numbers = finite_floats("values", values).tolist()
     return {"mean": statistics.fmean(numbers), "std": statistics.stdev(numbers)}
 
@@ -250,14 +280,19 @@ class ChatReply:
 
 
 def ranking_summary(
-    dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *, map_decimals: int | None = None
+    dishes: Sequence[RankedDish],
+    embed: Embed | Mapping[str, Any] | None = None,
+    *,
+    map_decimals: int | None = None,
 ) -> dict[str, Any]:
     """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the templates of each family
     (as in the paper's Table 2), with the Pearson r between the mAP and mWS cells. `map_decimals` rounds each template's
     mAP cells before the mean over templates (the v1 scorer's `round(100 * map, 2)`; None keeps them unrounded).
     """
     per_template: dict[str, dict[str, Any]] = {}
-    for relation in sorted({d.template for d in dishes}, key=lambda t: (FAMILIES.index(t.split("_")[0]), t)):
+    for relation in sorted(
+        {d.template for d in dishes}, key=lambda t: (FAMILIES.index(t.split("_")[0]), t)
+    ):
         per_template[relation] = template_summary(
             [d for d in dishes if d.template == relation], embed, map_decimals=map_decimals
         )
@@ -266,17 +301,30 @@ def ranking_summary(
         table = family_table(per_template, measure)
         if table:
             out[measure] = table
-            out.update({f"{measure}_{fam}": cells[ALL]["mean"] for fam, cells in table.items() if cells.get(ALL)})
+            out.update(
+                {
+                    f"{measure}_{fam}": cells[ALL]["mean"]
+                    for fam, cells in table.items()
+                    if cells.get(ALL)
+                }
+            )
     if "mws" in out:
         out["map_mws_correlation"] = table_correlation(out["map"], out["mws"])
     return out
 
 
 def template_summary(
-    dishes: Sequence[RankedDish], embed: Embed | Mapping[str, Any] | None = None, *, map_decimals: int | None = None
+    dishes: Sequence[RankedDish],
+    embed: Embed | Mapping[str, Any] | None = None,
+    *,
+    map_decimals: int | None = None,
 ) -> dict[str, Any]:
     """The mAP (and mWS, given `embed`) of one template, overall and per group; `map_decimals` rounds the mAP."""
-    rankings, golds, groups = [d.ranking for d in dishes], [d.gold for d in dishes], [d.group for d in dishes]
+    rankings, golds, groups = (
+        [d.ranking for d in dishes],
+        [d.gold for d in dishes],
+        [d.group for d in dishes],
+    )
     cells = _per_group(mean_average_precision(rankings, golds, groups=groups), "map")
     if map_decimals is not None:
         cells = {g: None if v is None else round(v, map_decimals) for g, v in cells.items()}
@@ -292,11 +340,17 @@ def _per_group(result: Mapping[str, Any], measure: str) -> dict[str, Any]:
     return cells
 
 
-def family_table(per_template: Mapping[str, Mapping[str, Any]], measure: str) -> dict[str, dict[str, Any]]:
+def family_table(
+    per_template: Mapping[str, Mapping[str, Any]], measure: str
+) -> dict[str, dict[str, Any]]:
     """{family: {group: {mean, std, n_templates}}} over the templates of each family (as in the paper's Table 2)."""
     table: dict[str, dict[str, Any]] = {}
     for family in FAMILIES:
-        cells = [v[measure] for rel, v in per_template.items() if rel.startswith(family + "_") and measure in v]
+        cells = [
+            v[measure]
+            for rel, v in per_template.items()
+            if rel.startswith(family + "_") and measure in v
+        ]
         if not cells:
             continue
         groups = sorted({g for c in cells for g in c}, key=lambda g: (g != ALL, g))
@@ -304,7 +358,9 @@ def family_table(per_template: Mapping[str, Mapping[str, Any]], measure: str) ->
         for group in groups:
             values = [c[group] for c in cells if c.get(group) is not None]
             stats = (
-                template_mean_std(values) if len(values) > 1 else {"mean": values[0] if values else None, "std": None}
+                template_mean_std(values)
+                if len(values) > 1
+                else {"mean": values[0] if values else None, "std": None}
             )
             table[family][group] = {**stats, "n_templates": len(values)}
     return table
@@ -320,7 +376,8 @@ def table_correlation(
         (cell["mean"], mws_table[family][group]["mean"])
         for family, cells in map_table.items()
         for group, cell in cells.items()
-        if cell["mean"] is not None and (mws_table.get(family, {}).get(group) or {}).get("mean") is not None
+        if cell["mean"] is not None
+        and (mws_table.get(family, {}).get(group) or {}).get("mean") is not None
     ]
     if len(pairs) < 2:
         return None
@@ -337,7 +394,13 @@ def chat_summary(replies: Sequence[ChatReply]) -> dict[str, Any]:
         for group in (ALL, r.group):
             cell.setdefault(group, []).append(r.correct)
     chat = {
-        name: {g: 100 * sum(v) / len(v) for g, v in sorted(groups.items(), key=lambda kv: (kv[0] != ALL, kv[0]))}
+        name: {
+            g: 100 * sum(v) / len(v)
+            for g, v in sorted(groups.items(), key=lambda kv: (kv[0] != ALL, kv[0]))
+        }
         for name, groups in sorted(cells.items())
     }
-    return {"chat": chat, "chat_accuracy_best": max((cell[ALL] for cell in chat.values()), default=None)}
+    return {
+        "chat": chat,
+        "chat_accuracy_best": max((cell[ALL] for cell in chat.values()), default=None),
+    }

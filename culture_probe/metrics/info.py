@@ -13,7 +13,9 @@ import datasets
 import evaluate
 
 
-def metric_info(doc: str, citation: str, features: datasets.Features | list[datasets.Features]) -> evaluate.MetricInfo:
+def metric_info(
+    doc: str, citation: str, features: datasets.Features | list[datasets.Features]
+) -> evaluate.MetricInfo:
     """The `_info` of a module: its docstring (first paragraph as description), the paper's BibTeX, inputs."""
     return evaluate.MetricInfo(
         description=doc.strip().split("\n\n")[0],

@@ -23,7 +23,10 @@ CROSS_LINGUAL = ("de", "zh", "ru", "id", "bn")
 
 
 def _accuracy(correct: np.ndarray) -> dict[str, Any]:
-    return {"accuracy": 100.0 * float(correct.mean()) if correct.size else None, "n": int(correct.size)}
+    return {
+        "accuracy": 100.0 * float(correct.mean()) if correct.size else None,
+        "n": int(correct.size),
+    }
 
 
 @checked(MetricInputError, pure=True)
@@ -100,14 +103,18 @@ def culture_gap(
             _check_accuracy(name, value)
     return {
         "culture_gap": abs(human_translated - max(source, target)),
-        "language_gap": None if machine_translated is None else human_translated - machine_translated,
+        "language_gap": None
+        if machine_translated is None
+        else human_translated - machine_translated,
     }
 
 
 def _check_accuracy(name: str, value: Any) -> None:
     """One accuracy argument: a finite number, or an error that names that argument."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
-        raise MetricInputError(f"`{name}` must be a finite accuracy in points (0-100), got {value!r}.")
+        raise MetricInputError(
+            f"`{name}` must be a finite accuracy in points (0-100), got {value!r}."
+        )
 
 
 @checked(MetricInputError, pure=True)
@@ -118,17 +125,23 @@ def delta_en(english: float, machine_translated: Mapping[str, float]) -> dict[st
     translation cannot recover is knowledge, not language). Keys are language codes (or any label).
     """
     if not machine_translated:
-        raise MetricInputError("`machine_translated` is empty: pass {language: accuracy of <lang>_en_mt}.")
+        raise MetricInputError(
+            "`machine_translated` is empty: pass {language: accuracy of <lang>_en_mt}."
+        )
     finite_floats("english", [english])
     finite_floats("machine_translated", list(machine_translated.values()))
     return {lang: english - accuracy for lang, accuracy in machine_translated.items()}
 
 
-def cross_lingual_average(per_language: Mapping[str, float], languages: Sequence[str] = CROSS_LINGUAL) -> float:
+def cross_lingual_average(
+    per_language: Mapping[str, float], languages: Sequence[str] = CROSS_LINGUAL
+) -> float:
     """Plain mean over the non-English languages (de, zh, ru, id, bn), as in the paper's Tables 9 and 12."""
     missing = [lang for lang in languages if lang not in per_language]
     if missing:
-        raise MetricInputError(f"`per_language` lacks {missing}; the cross-lingual average needs {list(languages)}.")
+        raise MetricInputError(
+            f"`per_language` lacks {missing}; the cross-lingual average needs {list(languages)}."
+        )
     return math.fsum(per_language[lang] for lang in languages) / len(languages)
 
 
@@ -185,15 +198,21 @@ def run_summary(
             references=[a.label for a in answers],
             negative=[question != "pos"] * len(answers),
             is_figurative=[a.is_figurative for a in answers],
-            memorised=None if memorised is None else [memorised.get(a.item_id, False) for a in answers],
+            memorised=None
+            if memorised is None
+            else [memorised.get(a.item_id, False) for a in answers],
         )
     )
     if n_sets:  # the pooled accuracy is the mean over the equally sized sets
-        out["per_set"] = [_mean_pct([a.correct for a in answers if a.demo_set == i]) for i in range(n_sets)]
+        out["per_set"] = [
+            _mean_pct([a.correct for a in answers if a.demo_set == i]) for i in range(n_sets)
+        ]
     if completions:
         success = {(c.item_id, c.template): c.success for c in completions}
         templates = range(1, n_templates + 1)
-        table = [[success.get((item, t), False) for t in templates] for item in union_flags(completions)]
+        table = [
+            [success.get((item, t), False) for t in templates] for item in union_flags(completions)
+        ]
         out["memorisation"] = memorisation_rate(successes=table)
     else:
         out["memorisation"] = None

@@ -93,11 +93,20 @@ class UnitTable:
         values = values.reshape(len(values), -1) if values.ndim < 2 else values
         object.__setattr__(self, "values", values)
         clusters = {} if self.clusters is None else {"clusters": self.clusters}
-        check_lengths(ids=self.ids, values=values, **clusters, **{f"strata[{k!r}]": v for k, v in self.strata.items()})
+        check_lengths(
+            ids=self.ids,
+            values=values,
+            **clusters,
+            **{f"strata[{k!r}]": v for k, v in self.strata.items()},
+        )
         if len(set(self.ids)) != len(self.ids):
-            raise MetricInputError(f"UnitTable {self.metric!r} lists a row twice: ids must be unique.")
+            raise MetricInputError(
+                f"UnitTable {self.metric!r} lists a row twice: ids must be unique."
+            )
         if self.macro is not None and self.macro not in self.strata:
-            raise MetricInputError(f"UnitTable {self.metric!r} averages over {self.macro!r}, which is not a stratum.")
+            raise MetricInputError(
+                f"UnitTable {self.metric!r} averages over {self.macro!r}, which is not a stratum."
+            )
         if self.crossed and self.clusters is not None:
             raise MetricInputError(
                 f"UnitTable {self.metric!r}: crossed replicates of clustered rows are not supported."
@@ -119,7 +128,9 @@ class UnitTable:
     def _check_scale(self, finite: np.ndarray) -> None:
         if self.scale is None:
             if self.binary:
-                raise MetricInputError(f"UnitTable {self.metric!r} is binary: give the value of a success as `scale`.")
+                raise MetricInputError(
+                    f"UnitTable {self.metric!r} is binary: give the value of a success as `scale`."
+                )
             return
         if self.binary and not np.isin(finite, (0.0, self.scale)).all():
             raise MetricInputError(
@@ -156,13 +167,17 @@ class UnitTable:
 
     def group_labels(self) -> list[str]:
         """The macro groups' labels, in the order of `groups()`."""
-        return sorted({str(x) for x in self.strata[self.macro]}) if self.macro is not None else ["all"]
+        return (
+            sorted({str(x) for x in self.strata[self.macro]}) if self.macro is not None else ["all"]
+        )
 
     def units_of(self, rows: np.ndarray) -> np.ndarray:
         """Each of `rows`' unit, as an index into the distinct units of those rows (first-seen order)."""
         if self.clusters is None:
             return np.arange(rows.size)
-        _, first, inverse = np.unique(np.asarray(self.clusters)[rows], return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(
+            np.asarray(self.clusters)[rows], return_index=True, return_inverse=True
+        )
         order = np.argsort(np.argsort(first))  # renumber units by first appearance
         return order[inverse]
 
@@ -223,13 +238,26 @@ def unit_table(
     for row in rows:
         cell = index[row.unit], replicates[row.replicate]
         if not np.isnan(values[cell]):
-            raise MetricInputError(f"{metric}: unit {row.unit!r} has two values in replicate {row.replicate!r}.")
+            raise MetricInputError(
+                f"{metric}: unit {row.unit!r} has two values in replicate {row.replicate!r}."
+            )
         values[cell] = row.value
     names = list(next(iter(units.values())).strata) if units else []
     strata = {name: [str(u.strata.get(name)) for u in units.values()] for name in names}
     clustered = any(u.cluster is not None for u in units.values())
     clusters = tuple(u.cluster or key for key, u in units.items()) if clustered else None
-    return UnitTable(metric, tuple(units), values, strata, macro, None, False, higher_is_better, clusters, crossed)
+    return UnitTable(
+        metric,
+        tuple(units),
+        values,
+        strata,
+        macro,
+        None,
+        False,
+        higher_is_better,
+        clusters,
+        crossed,
+    )
 
 
 def table_statistic(values: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndarray:
@@ -239,7 +267,9 @@ def table_statistic(values: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndar
     means = []
     for index in groups:
         cells = values[index]  # (batch, size, replicates)
-        with warnings.catch_warnings():  # a replicate no row of a group has: NaN, left out of the mean
+        with (
+            warnings.catch_warnings()
+        ):  # a replicate no row of a group has: NaN, left out of the mean
             warnings.simplefilter("ignore", RuntimeWarning)
             means.append(np.nanmean(np.nanmean(cells, axis=-2), axis=-1))
     return np.mean(means, axis=0)
@@ -257,7 +287,9 @@ def contributions(values: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         means = np.nanmean(values[:, used], axis=0)
-    deviations = np.where(finite[:, used], values[:, used] - means, 0.0) * (len(values) / counts[used])
+    deviations = np.where(finite[:, used], values[:, used] - means, 0.0) * (
+        len(values) / counts[used]
+    )
     return deviations.mean(axis=1)
 
 
@@ -304,7 +336,9 @@ def crossed_design(table: UnitTable, values: np.ndarray, groups: Sequence[np.nda
         error = float(np.sum(residual**2)) / ((units - 1) * (replicates - 1))
         between_units = max(unit_square - error, 0.0) / replicates
         between_replicates = max(replicate_square - error, 0.0) / units
-        variance = between_units / units + between_replicates / replicates + error / (units * replicates)
+        variance = (
+            between_units / units + between_replicates / replicates + error / (units * replicates)
+        )
         terms.append(weight**2 * variance)
         dfs.append(float(min(units, replicates) - 1))
     return Design(np.asarray(terms), np.asarray(dfs))
@@ -342,14 +376,17 @@ def _too_few(table: UnitTable, groups: Sequence[np.ndarray], labels: Sequence[st
     counts = _unit_counts(table, groups)
     if sum(counts) < 2:
         rows = sum(g.size for g in groups)
-        return "one unit" if rows < 2 else f"one unit: its {rows} answers are repeated measures on it, not a sample"
+        return (
+            "one unit"
+            if rows < 2
+            else f"one unit: its {rows} answers are repeated measures on it, not a sample"
+        )
     lone = [label for count, label in zip(counts, labels, strict=True) if count < 2]
     if len(lone) == len(labels):
         return f"the statistic cannot vary under resampling (one unit per {table.macro})"
     if lone:
-        return (
-            f"one unit in {table.macro} {', '.join(lone[:3])}{' ...' if len(lone) > 3 else ''}: its spread is unknown"
-        )
+        more = " ..." if len(lone) > 3 else ""
+        return f"one unit in {table.macro} {', '.join(lone[:3])}{more}: its spread is unknown"
     if table.crossed and min(_complete_block(table.values[g]).shape[1] for g in groups) < 2:
         return f"one {table.crossed.rstrip('s')} per group: the spread between {table.crossed} is unknown"
     if table.crossed and min(_complete_block(table.values[g]).shape[0] for g in groups) < 2:
@@ -375,9 +412,18 @@ def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]
     n = sum(_unit_counts(table, groups)) if groups else 0
     value = point_value(table)
     answers = int(np.isfinite(table.values).sum())
-    observations = {"n_observations": answers} if table.clusters is not None and answers != n else {}
+    observations = (
+        {"n_observations": answers} if table.clusters is not None and answers != n else {}
+    )
     if value is None:
-        return {"value": None, "stderr": None, "ci_low": None, "ci_high": None, "n": 0, **observations}
+        return {
+            "value": None,
+            "stderr": None,
+            "ci_low": None,
+            "ci_high": None,
+            "n": 0,
+            **observations,
+        }
     reason = _too_few(table, groups, labels)
     if reason:
         interval = no_interval(reason)
@@ -390,7 +436,9 @@ def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]
     return {"value": value, **interval.fields(), "n": n, **observations}
 
 
-def _mean_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
+def _mean_interval(
+    table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float
+) -> Interval:
     """Hall's skewness-corrected t interval from `MIN_T_UNITS` units on in every group, with `MIN_OFF_EDGE` or more
     of them off each end of the range; else, for a bounded metric, Wilson's interval at the bound
     (`_bounded_interval`), which the coverage simulations show honest where t is not: a skewed or bimodal mean of few
@@ -402,7 +450,9 @@ def _mean_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float,
         return t_interval(value, spread, confidence, table.scale)
     if table.scale is None:
         if _no_spread(spread.stderr, value, None):
-            return no_interval("the statistic cannot vary under resampling (every unit has the same value)")
+            return no_interval(
+                "the statistic cannot vary under resampling (every unit has the same value)"
+            )
         return no_interval(
             f"{n} units of an unbounded score: a t interval of a skewed mean is not honest below {MIN_T_UNITS} units "
             "(in every group)"
@@ -416,7 +466,11 @@ def _t_holds(table: UnitTable, groups: Sequence[np.ndarray]) -> bool:
     """
     for rows in groups:
         units = _unit_means(table, [rows])
-        edges = min(int(np.sum(units > 0)), int(np.sum(units < table.scale))) if table.scale is not None else units.size
+        edges = (
+            min(int(np.sum(units > 0)), int(np.sum(units < table.scale)))
+            if table.scale is not None
+            else units.size
+        )
         if units.size < MIN_T_UNITS or edges < MIN_OFF_EDGE:
             return False
     return True
@@ -443,7 +497,9 @@ def _unit_means(table: UnitTable, groups: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(means)
 
 
-def _bounded_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
+def _bounded_interval(
+    table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float
+) -> Interval:
     """Wilson's interval for a mean on [0, scale] at the units' effective size (Kish's G^2 / sum(1 / n_g) over
     macro groups of n_g units; the units when pooled): a unit's value on [0, 1] has variance at most p(1 - p), so
     the interval of a proportion bounds it, whatever the scores' shape.
@@ -453,17 +509,30 @@ def _bounded_interval(table: UnitTable, groups: Sequence[np.ndarray], value: flo
     p = min(max(value / scale, 0.0), 1.0)
     low, high = wilson(p * effective, effective, confidence)
     # the standard error the bound assumes (a unit's variance at most p(1 - p)), consistent with the interval
-    return bounded(value, scale * math.sqrt(p * (1 - p) / effective), scale * low, scale * high, scale, confidence)
+    return bounded(
+        value,
+        scale * math.sqrt(p * (1 - p) / effective),
+        scale * low,
+        scale * high,
+        scale,
+        confidence,
+    )
 
 
-def _crossed_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
+def _crossed_interval(
+    table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float
+) -> Interval:
     spread = crossed_design(table, table.values, groups)
     if _no_spread(spread.stderr, value, table.scale):
-        return no_interval("the statistic cannot vary under resampling (every unit has the same value)")
+        return no_interval(
+            "the statistic cannot vary under resampling (every unit has the same value)"
+        )
     return t_interval(value, spread, confidence, table.scale)
 
 
-def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float) -> Interval:
+def _proportion_interval(
+    table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float
+) -> Interval:
     """Wilson's interval for one value per pooled unit (a plain binomial sample); otherwise Wilson's at the design's
     effective sample size n_eff = p(1 - p) / var (Korn & Graubard 1998; at most the number of answers), shrunk by
     (z / t_df)^2 for the degrees of freedom of the estimated variance (units minus groups). When fewer than
@@ -477,7 +546,9 @@ def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: 
     n = sum(_unit_counts(table, groups))
     if table.simple:
         low, high = wilson(p * n, n, confidence)
-        return bounded(value, scale * math.sqrt(p * (1 - p) / n), scale * low, scale * high, scale, confidence)
+        return bounded(
+            value, scale * math.sqrt(p * (1 - p) / n), scale * low, scale * high, scale, confidence
+        )
     spread = design([unit_contributions(table, table.values / scale, g) for g in groups])
     answers = int(sum(np.isfinite(table.values[g]).sum() for g in groups))
     if _rarer(table, groups, scale) >= MIN_OFF_EDGE and not _no_spread(spread.stderr, p, 1.0):
@@ -486,7 +557,9 @@ def _proportion_interval(table: UnitTable, groups: Sequence[np.ndarray], value: 
     else:
         effective = kish_size(_unit_counts(table, groups))
     low, high = wilson(p * effective, effective, confidence)
-    stderr = scale * math.sqrt(p * (1 - p) / effective)  # the one the interval assumes, not the design's estimate
+    stderr = scale * math.sqrt(
+        p * (1 - p) / effective
+    )  # the one the interval assumes, not the design's estimate
     return bounded(value, stderr, scale * low, scale * high, scale, confidence)
 
 
@@ -517,7 +590,11 @@ def summarize(
         "schema_version": SCHEMA_VERSION,
         "headline": tables[0].metric if tables else None,
         "unit": unit,
-        "ci": {"method": "; ".join(dict.fromkeys(methods.values())), "methods": methods, "confidence": confidence},
+        "ci": {
+            "method": "; ".join(dict.fromkeys(methods.values())),
+            "methods": methods,
+            "confidence": confidence,
+        },
         "higher_is_better": directions,
         "overall": overall,
     }
@@ -535,7 +612,10 @@ def summarize(
 
 
 def paired_difference(
-    a: UnitTable, b: UnitTable, confidence: float = CONFIDENCE, names: tuple[str, str] = ("the first", "the second")
+    a: UnitTable,
+    b: UnitTable,
+    confidence: float = CONFIDENCE,
+    names: tuple[str, str] = ("the first", "the second"),
 ) -> dict[str, Any]:
     """Run `a` minus run `b` on the same units: the difference of the two statistics, with an interval and a
     two-sided p-value from one procedure, so that the interval excludes 0 exactly when p < 1 - confidence
@@ -547,7 +627,9 @@ def paired_difference(
     cannot be paired: that is an error naming the difference, with the runs called by `names` (`a`'s, then `b`'s).
     """
     if a.metric != b.metric:
-        raise MetricInputError(f"Cannot pair {a.metric!r} with {b.metric!r}: compare one metric at a time.")
+        raise MetricInputError(
+            f"Cannot pair {a.metric!r} with {b.metric!r}: compare one metric at a time."
+        )
     if set(a.ids) != set(b.ids):
         only_a, only_b = sorted(set(a.ids) - set(b.ids)), sorted(set(b.ids) - set(a.ids))
         raise MetricInputError(
@@ -567,7 +649,11 @@ def paired_difference(
     paired = replace(a, values=a_values)
     groups, labels = _groups_with_units(paired)
     index = [g[None, :] for g in groups]
-    value = float(table_statistic(a_values, index)[0] - table_statistic(b_values, index)[0]) if groups else 0.0
+    value = (
+        float(table_statistic(a_values, index)[0] - table_statistic(b_values, index)[0])
+        if groups
+        else 0.0
+    )
     n = sum(_unit_counts(a, groups))
     row = {"difference": value, "n": n, "method": a.paired_method}
     reason = _too_few(paired, groups, labels) if groups else "no unit answered in both runs"
@@ -581,20 +667,31 @@ def paired_difference(
 
 
 def _paired_crossed(
-    table: UnitTable, differences: np.ndarray, groups: Sequence[np.ndarray], value: float, confidence: float
+    table: UnitTable,
+    differences: np.ndarray,
+    groups: Sequence[np.ndarray],
+    value: float,
+    confidence: float,
 ) -> dict[str, Any]:
     """The t interval and test of a paired difference over units crossed with random replicates (CAMeL), from the
     variance components of the differences; none where they do not vary within any group.
     """
     spread = crossed_design(table, differences, groups)
     if _no_spread(spread.stderr, value, table.scale):
-        reason = "the difference does not vary within any group: its crossed spread cannot be estimated"
+        reason = (
+            "the difference does not vary within any group: its crossed spread cannot be estimated"
+        )
         return {**no_interval(reason).fields(), "p_value": None}
     return {**t_interval(value, spread, confidence).fields(), "p_value": t_p_value(value, spread)}
 
 
 def _tango(
-    table: UnitTable, a: np.ndarray, b: np.ndarray, rows: np.ndarray, value: float, confidence: float
+    table: UnitTable,
+    a: np.ndarray,
+    b: np.ndarray,
+    rows: np.ndarray,
+    value: float,
+    confidence: float,
 ) -> dict[str, Any]:
     """Tango's score interval with continuity correction and its test, for proportions (0 or `scale` per answer),
     around `value`, the difference of the two statistics. Answers clustered in units (a fact in two languages, a
@@ -605,24 +702,39 @@ def _tango(
     scale = float(table.scale or 1.0)
     paired = np.isfinite(a[rows]) & np.isfinite(b[rows])
     ones_a, ones_b = (x[rows][paired] > 0 for x in (a, b))
-    gained, lost, answers = int(np.sum(ones_a & ~ones_b)), int(np.sum(~ones_a & ones_b)), int(paired.sum())
+    gained, lost, answers = (
+        int(np.sum(ones_a & ~ones_b)),
+        int(np.sum(~ones_a & ones_b)),
+        int(paired.sum()),
+    )
     d = (gained - lost) / answers
     plain = max((gained + lost) / answers - d * d, 0.0) / answers
     effect = 1.0
     if not table.simple:
         units = _unit_counts(table, [rows])[0]
-        parts = unit_contributions(table, a / scale, rows) - unit_contributions(table, b / scale, rows)
+        parts = unit_contributions(table, a / scale, rows) - unit_contributions(
+            table, b / scale, rows
+        )
         clustered = design([parts]).stderr ** 2
         per_unit = answers / units
-        effect = min(max(clustered / plain, 1.0), per_unit) if plain > 0 and clustered > 0 else per_unit
+        effect = (
+            min(max(clustered / plain, 1.0), per_unit) if plain > 0 and clustered > 0 else per_unit
+        )
     score = tango_score(gained / effect, lost / effect, answers / effect)
     low, high = score_interval(score, d, confidence)
-    interval = bounded(value, scale * math.sqrt(plain * effect), scale * low, scale * high, None, confidence)
+    interval = bounded(
+        value, scale * math.sqrt(plain * effect), scale * low, scale * high, None, confidence
+    )
     return {**interval.fields(), "p_value": score_p_value(score)}
 
 
 def _sign_flip(
-    table: UnitTable, a: np.ndarray, b: np.ndarray, groups: Sequence[np.ndarray], value: float, confidence: float
+    table: UnitTable,
+    a: np.ndarray,
+    b: np.ndarray,
+    groups: Sequence[np.ndarray],
+    value: float,
+    confidence: float,
 ) -> dict[str, Any]:
     """The sign-flip test of the units' paired differences (`sign_flip_parts`) and, as interval, the shifts it does
     not reject; none when so few units cannot reject any shift (5 units: the smallest p is 2 / 32). When every unit
@@ -630,17 +742,31 @@ def _sign_flip(
     2^n sign patterns are as extreme (1 when the runs agree).
     """
     part, weight = sign_flip_parts(table, a, b, groups)
-    if np.allclose(part / weight, value, rtol=0.0, atol=1e-12 * max(abs(value), table.scale or 0.0, 1.0)):
-        same = "the two runs agree on every unit" if value == 0 else "every unit differs by the same amount"
+    if np.allclose(
+        part / weight, value, rtol=0.0, atol=1e-12 * max(abs(value), table.scale or 0.0, 1.0)
+    ):
+        same = (
+            "the two runs agree on every unit"
+            if value == 0
+            else "every unit differs by the same amount"
+        )
         p_value = 1.0 if value == 0 else math.ldexp(1.0, max(1 - part.size, -1074))  # never 0
-        return {**no_interval(f"{same}: the difference has no spread to estimate").fields(), "p_value": p_value}
+        return {
+            **no_interval(f"{same}: the difference has no spread to estimate").fields(),
+            "p_value": p_value,
+        }
     test = sign_flip_test(part, weight, SIGN_FLIPS, seed=0)
-    spread = design([unit_contributions(table, a, g) - unit_contributions(table, b, g) for g in groups]).stderr
+    spread = design(
+        [unit_contributions(table, a, g) - unit_contributions(table, b, g) for g in groups]
+    ).stderr
     found = test.interval(confidence, step=float(np.sqrt(np.sum((part - value * weight) ** 2))))
     if found is None:
         reason = f"with {part.size} units no difference can be rejected at {1 - confidence:.0%}"
         return {**no_interval(reason).fields(), "p_value": test.p_value(0.0)}
-    return {**bounded(value, spread, *found, None, confidence).fields(), "p_value": test.p_value(0.0)}
+    return {
+        **bounded(value, spread, *found, None, confidence).fields(),
+        "p_value": test.p_value(0.0),
+    }
 
 
 def sign_flip_parts(

@@ -109,8 +109,13 @@ def _cell_statistics(
         return math.fsum(round(e, 2) if round_cells else e for e in cells) / len(cells)
 
     mu_assoc, mu_non = mean(diagonal), mean(off_diagonal)
-    if round_statistics:  # upstream eval.py:64, :79-83: mean, std and the t-test all from the rounded cells (X8)
-        diagonal, off_diagonal = [round(e, 2) for e in diagonal], [round(e, 2) for e in off_diagonal]
+    if (
+        round_statistics
+    ):  # upstream eval.py:64, :79-83: mean, std and the t-test all from the rounded cells (X8)
+        diagonal, off_diagonal = (
+            [round(e, 2) for e in diagonal],
+            [round(e, 2) for e in off_diagonal],
+        )
     test = _t_test(off_diagonal, diagonal)
     return {
         **xfakt_scores(mu_assoc, mu_non),
@@ -128,7 +133,9 @@ def _t_test(off_diagonal: list[float], diagonal: list[float]) -> tuple[float | N
     """The paper's two-sided Student t-test (equal variances); None when undefined (too few or constant cells)."""
     if len(diagonal) < 2 or len(off_diagonal) < 2:
         return None, None
-    with warnings.catch_warnings():  # constant cells: scipy warns about precision and returns NaN or inf
+    with (
+        warnings.catch_warnings()
+    ):  # constant cells: scipy warns about precision and returns NaN or inf
         warnings.simplefilter("ignore", RuntimeWarning)
         test = stats.ttest_ind(off_diagonal, diagonal)
     statistic, p_value = float(test.statistic), float(test.pvalue)
@@ -138,10 +145,14 @@ def _t_test(off_diagonal: list[float], diagonal: list[float]) -> tuple[float | N
 def _associations(associations: Mapping[str, str] | None) -> dict[str, str]:
     pairs = dict(ASSOCIATIONS if associations is None else associations)
     if not pairs:
-        raise MetricInputError("`associations` is empty: pass language code -> associated country pairs.")
+        raise MetricInputError(
+            "`associations` is empty: pass language code -> associated country pairs."
+        )
     repeated = [c for c, k in Counter(pairs.values()).items() if k > 1]
     if repeated:
-        raise MetricInputError(f"`associations` maps several languages to {repeated[0]!r}: it must be one-to-one.")
+        raise MetricInputError(
+            f"`associations` maps several languages to {repeated[0]!r}: it must be one-to-one."
+        )
     return pairs
 
 
@@ -172,11 +183,17 @@ def xfakt(
     languages = check_labels("language", language, pairs)
     countries = check_labels("country", country, set(pairs.values()))
     cells = list(zip(languages, countries, strict=True))
-    asked, errors = Counter(cells), Counter(cell for cell, is_wrong in zip(cells, wrong, strict=True) if is_wrong)
+    asked, errors = (
+        Counter(cells),
+        Counter(cell for cell, is_wrong in zip(cells, wrong, strict=True) if is_wrong),
+    )
     rows = [lang for lang in pairs if lang in set(languages)]
     columns = [c for c in pairs.values() if c in set(countries)]
     table = {
-        lang: {c: errors[(lang, c)] / asked[(lang, c)] if asked[(lang, c)] else None for c in columns} for lang in rows
+        lang: {
+            c: errors[(lang, c)] / asked[(lang, c)] if asked[(lang, c)] else None for c in columns
+        }
+        for lang in rows
     }
     result = _cell_statistics(table, rows, pairs, round_cells, round_statistics)
     tier_results: dict[str, dict[str, Any] | None] = {}
@@ -184,11 +201,16 @@ def xfakt(
         tier_rows = [lang for lang in rows if lang in codes]
         if tier_rows:
             try:
-                tier_results[tier] = _cell_statistics(table, tier_rows, pairs, round_cells, round_statistics)
-            except MetricInputError:  # e.g. a tier whose associated countries are all absent from this subset
+                tier_results[tier] = _cell_statistics(
+                    table, tier_rows, pairs, round_cells, round_statistics
+                )
+            except (
+                MetricInputError
+            ):  # e.g. a tier whose associated countries are all absent from this subset
                 tier_results[tier] = None
     language_error = {
-        lang: sum(errors[(lang, c)] for c in columns) / sum(asked[(lang, c)] for c in columns) for lang in rows
+        lang: sum(errors[(lang, c)] for c in columns) / sum(asked[(lang, c)] for c in columns)
+        for lang in rows
     }
     return {
         **result,
@@ -236,7 +258,9 @@ def answers_summary(
     (the cell statistics are still given). `all_languages` says whether all 13 were asked.
     """
     if not answers:
-        raise MetricInputError("No graded X-FaKT answers: the run has no records with a verdict yet.")
+        raise MetricInputError(
+            "No graded X-FaKT answers: the run has no records with a verdict yet."
+        )
     out: dict[str, Any] = {"n_items": len(answers), "error_rate": error_pct(answers)}
     out["error_by_language"] = {lang: error_pct(group) for lang, group in _by(answers, "language")}
     out["verdicts"] = {verdict: len(group) for verdict, group in _by(answers, "verdict")}
@@ -310,7 +334,9 @@ def transfer_estimates(
     bounds = {side: spread.interval(side, means[side], confidence) for side in means}
     values = {name: summary[name] for name in TRANSFER_METHODS}
     intervals = _transfer_intervals(means, bounds, spread.correlation(), values, confidence)
-    counts = {"n": spread.units} | ({"n_observations": len(answers)} if spread.units != len(answers) else {})
+    counts = {"n": spread.units} | (
+        {"n_observations": len(answers)} if spread.units != len(answers) else {}
+    )
     return {
         name: {
             "value": values[name],
@@ -341,7 +367,11 @@ class TransferSpread:
 
     def estimated(self, side: bool) -> bool:
         """Whether the mean's variance is estimated from the entities (else: the conservative effective size)."""
-        return self.variance is not None and self.rarer[side] >= MIN_OFF_EDGE and self.variance[side] > 0
+        return (
+            self.variance is not None
+            and self.rarer[side] >= MIN_OFF_EDGE
+            and self.variance[side] > 0
+        )
 
     def interval(self, side: bool, mean: float, confidence: float) -> tuple[float, float]:
         """Wilson's interval of one mean at its effective size."""
@@ -354,7 +384,11 @@ class TransferSpread:
 
     def correlation(self) -> tuple[float, float]:
         """The two means' correlation for MOVER's sum and difference: estimated, or the widest (1 and 0)."""
-        if self.variance is None or self.covariance is None or not (self.estimated(True) and self.estimated(False)):
+        if (
+            self.variance is None
+            or self.covariance is None
+            or not (self.estimated(True) and self.estimated(False))
+        ):
             return 1.0, 0.0
         r = self.covariance / math.sqrt(self.variance[True] * self.variance[False])
         r = min(max(r, -1.0), 1.0)
@@ -432,7 +466,10 @@ def _transfer_intervals(
         max(total - _mover(a - a_low, b - b_low, r_sum), 0.0),
         min(total + _mover(a_high - a, b_high - b, r_sum), 2.0),
     )
-    gap_low, gap_high = gap - _mover(a - a_low, b_high - b, -r_gap), gap + _mover(a_high - a, b - b_low, -r_gap)
+    gap_low, gap_high = (
+        gap - _mover(a - a_low, b_high - b, -r_gap),
+        gap + _mover(a_high - a, b - b_low, -r_gap),
+    )
     gaps = sorted(abs(x) for x in (max(gap_low, -1.0), min(gap_high, 1.0)))
     if gap_low <= 0 <= gap_high:
         gaps[0] = 0.0
@@ -444,7 +481,10 @@ def _transfer_intervals(
     spreads = [(high - low) / (2 * z) for low, high in (bounds[True], bounds[False])]
     errors = _delta_stderrs(a, b, spreads[0] ** 2, spreads[1] ** 2, r_sum * spreads[0] * spreads[1])
     ends = {"frs": frs, "kts": kts, "xfakt": harmonic}
-    return {name: bounded(values[name], errors[name], low, high, 1.0) for name, (low, high) in ends.items()}
+    return {
+        name: bounded(values[name], errors[name], low, high, 1.0)
+        for name, (low, high) in ends.items()
+    }
 
 
 def _mover(one: float, other: float, correlation: float) -> float:
@@ -463,12 +503,18 @@ def _delta_stderrs(
     gap = mu_assoc - mu_non
     d_kts = -2 * float(np.sign(gap)) / (1 + abs(gap)) ** 2  # for mu_assoc; minus this for mu_non
     weights = (2 * kts**2, 2 * frs**2) if frs + kts > 0 else (0.0, 0.0)
-    d_h = [(weights[0] * d_frs + weights[1] * s * d_kts) / max((frs + kts) ** 2, 1e-300) for s in (1, -1)]
+    d_h = [
+        (weights[0] * d_frs + weights[1] * s * d_kts) / max((frs + kts) ** 2, 1e-300)
+        for s in (1, -1)
+    ]
     return {
         "frs": abs(d_frs) * math.sqrt(max(var_assoc + var_non + 2 * covariance, 0.0)),
         "kts": abs(d_kts) * math.sqrt(max(var_assoc + var_non - 2 * covariance, 0.0)),
         "xfakt": math.sqrt(
-            max(d_h[0] ** 2 * var_assoc + d_h[1] ** 2 * var_non + 2 * d_h[0] * d_h[1] * covariance, 0.0)
+            max(
+                d_h[0] ** 2 * var_assoc + d_h[1] ** 2 * var_non + 2 * d_h[0] * d_h[1] * covariance,
+                0.0,
+            )
         ),
     }
 

@@ -38,7 +38,9 @@ from culture_probe.metrics.xfakt import ASSOCIATIONS, _transfer_scores
 SCORES = ("frs", "kts", "xfakt")
 SEED = 0
 N_RANDOM_MODELS = 20_000
-_MAX_DENOMINATOR = 100  # exact cells: on the lattice 1/L, L their sizes' least common multiple, when at most this
+_MAX_DENOMINATOR = (
+    100  # exact cells: on the lattice 1/L, L their sizes' least common multiple, when at most this
+)
 _MAX_GRID = 1_000_000  # (mu_assoc, mu_non) lattice points: above, simulate
 _TINY = 1e-15  # probability below which a lattice point is dropped
 
@@ -52,7 +54,11 @@ def chance_method(round_cells: bool, *, exact: bool, level: float = 0.95) -> str
         if exact
         else f"distribution over {N_RANDOM_MODELS} random models simulated with seed {SEED}"
     )
-    cells = "each cell's error rounded to 2 decimals as the score's are" if round_cells else "exact cell errors"
+    cells = (
+        "each cell's error rounded to 2 decimals as the score's are"
+        if round_cells
+        else "exact cell errors"
+    )
     return (
         f"{how} of the score when every question is answered at random (wrong with probability 1 - 1/k for its k "
         f"ranked answers) on this run's own language x country cells and question counts ({cells}): its mean "
@@ -82,7 +88,12 @@ class RandomAnswers:
         out = {}
         for name, values in zip(SCORES, scores, strict=True):
             low, high = _central(values, self.weights, level)
-            out[name] = {"value": float(np.dot(values, self.weights)), "low": low, "high": high, "method": method}
+            out[name] = {
+                "value": float(np.dot(values, self.weights)),
+                "low": low,
+                "high": high,
+                "method": method,
+            }
         return out
 
     def p_value(self, mu_assoc: float, mu_non: float) -> float:
@@ -90,7 +101,10 @@ class RandomAnswers:
         (mu_assoc, mu_non) as this run, in squared standard deviations of each mean summed (independent cells).
         Exact on the lattice; from the simulated models, (1 + as far) / (1 + models).
         """
-        far = self._distance(self.mu_assoc, self.mu_non) >= self._distance(mu_assoc, mu_non) * (1 - 1e-9) - 1e-12
+        far = (
+            self._distance(self.mu_assoc, self.mu_non)
+            >= self._distance(mu_assoc, mu_non) * (1 - 1e-9) - 1e-12
+        )
         if self.exact:
             return float(min(self.weights[far].sum(), 1.0))
         return float((1 + far.sum()) / (1 + far.size))
@@ -102,7 +116,9 @@ class RandomAnswers:
             mean = float(np.dot(values, self.weights))
             variance = float(np.dot((values - mean) ** 2, self.weights))
             gap = np.asarray(mu, dtype=float) - mean
-            total = total + (gap**2 / variance if variance > 0 else np.where(np.abs(gap) > 1e-12, np.inf, 0.0))
+            total = total + (
+                gap**2 / variance if variance > 0 else np.where(np.abs(gap) > 1e-12, np.inf, 0.0)
+            )
         return total
 
 
@@ -134,7 +150,9 @@ def random_answers(
             f"{len(groups[True])} and {len(groups[False])}."
         )
     denominator = 100 if round_cells else math.lcm(*(len(e) for e in groups[True] + groups[False]))
-    lattice = _lattice(groups, denominator, round_cells) if denominator <= _MAX_DENOMINATOR else None
+    lattice = (
+        _lattice(groups, denominator, round_cells) if denominator <= _MAX_DENOMINATOR else None
+    )
     if lattice is not None:
         return RandomAnswers(*lattice, exact=True, round_cells=round_cells)
     means = _simulate(groups, round_cells)
@@ -161,7 +179,10 @@ def _lattice(
     """Every point (mu_assoc, mu_non) of the lattice that random answers reach, flattened, and its probability;
     None when there are too many.
     """
-    sums = {diagonal: _sum_distribution(cells, denominator, round_cells) for diagonal, cells in groups.items()}
+    sums = {
+        diagonal: _sum_distribution(cells, denominator, round_cells)
+        for diagonal, cells in groups.items()
+    }
     # only the points chance reaches: one question per cell, rounded, reaches every 100th point of 1/100
     (offset_a, pmf_a), (offset_n, pmf_n) = sums[True], sums[False]
     reached_a, reached_n = np.flatnonzero(pmf_a), np.flatnonzero(pmf_n)
@@ -174,7 +195,9 @@ def _lattice(
     return grid_a.ravel(), grid_n.ravel(), weights / weights.sum()
 
 
-def _sum_distribution(cells: Sequence[Sequence[float]], denominator: int, round_cells: bool) -> tuple[int, np.ndarray]:
+def _sum_distribution(
+    cells: Sequence[Sequence[float]], denominator: int, round_cells: bool
+) -> tuple[int, np.ndarray]:
     """The distribution of the sum of the cells' error rates in units of 1/denominator: (first value, pmf)."""
     offset, pmf = 0, np.ones(1)
     made: dict[tuple[int, tuple[float, ...]], np.ndarray] = {}
@@ -189,7 +212,9 @@ def _sum_distribution(cells: Sequence[Sequence[float]], denominator: int, round_
     return offset, pmf
 
 
-def _simulate(groups: Mapping[bool, list[Sequence[float]]], round_cells: bool) -> dict[bool, np.ndarray]:
+def _simulate(
+    groups: Mapping[bool, list[Sequence[float]]], round_cells: bool
+) -> dict[bool, np.ndarray]:
     """{associated?: the mean of those cells' errors} of `N_RANDOM_MODELS` models answering at random (seeded)."""
     rng = np.random.default_rng(SEED)
     means = {}
@@ -197,7 +222,9 @@ def _simulate(groups: Mapping[bool, list[Sequence[float]]], round_cells: bool) -
         total = np.zeros(N_RANDOM_MODELS)
         for errors in cells:
             cdf = np.cumsum(_wrong_counts(errors))
-            wrong = np.minimum(np.searchsorted(cdf, rng.random(N_RANDOM_MODELS), side="right"), len(errors))
+            wrong = np.minimum(
+                np.searchsorted(cdf, rng.random(N_RANDOM_MODELS), side="right"), len(errors)
+            )
             total += np.asarray(_cell_values(len(errors), round_cells))[wrong]
         means[diagonal] = total / len(cells)
     return means

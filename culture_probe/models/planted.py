@@ -37,11 +37,15 @@ PLANTABLE_ARCHS = tuple(arch for arch, kind in ARCH_KIND.items() if kind in ("ca
 SPEC_FILE = "planted.json"
 # A minimal chat format for planted models: the question as the user turn, the answer right after "A:".
 CHAT_TEMPLATE = (
-    "{% for message in messages %}Q: {{ message['content'] }}\n{% endfor %}{% if add_generation_prompt %}A:{% endif %}"
+    "{% for message in messages %}Q: {{ message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}A:{% endif %}"
 )
 EOS = "<|endoftext|>"  # the GPT-2 style byte-level BPE tokenizer's end of text (planted models use it)
 MAX_SECONDS = 100.0  # a built-in planted model's whole build stays under two minutes
-ARCH_NAMES = {"gpt2": "GPT-2", "bert": "BERT"}  # as a planted model's description names its architecture
+ARCH_NAMES = {
+    "gpt2": "GPT-2",
+    "bert": "BERT",
+}  # as a planted model's description names its architecture
 
 
 def chat_prompt(question: str) -> str:
@@ -121,7 +125,9 @@ class PlantedSpec:
     seed: int = 0
     extra_masks: int = 2
     what: str = ""
-    items: tuple[str, ...] = ()  # the benchmark items (row ids) whose facts were planted; () where none are
+    items: tuple[
+        str, ...
+    ] = ()  # the benchmark items (row ids) whose facts were planted; () where none are
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "facts", tuple(self.facts))
@@ -150,9 +156,13 @@ class PlantedSpec:
             ("target_loss", 0),
         ):
             if getattr(self, name) < least:
-                raise ValueError(f"PlantedSpec.{name} must be at least {least}, got {getattr(self, name)}.")
+                raise ValueError(
+                    f"PlantedSpec.{name} must be at least {least}, got {getattr(self, name)}."
+                )
         if self.learning_rate <= 0:
-            raise ValueError(f"PlantedSpec.learning_rate must be positive, got {self.learning_rate}.")
+            raise ValueError(
+                f"PlantedSpec.learning_rate must be positive, got {self.learning_rate}."
+            )
 
     @property
     def kind(self) -> Literal["causal", "masked"]:
@@ -170,9 +180,13 @@ class PlantedSpec:
             "transformers": transformers.__version__,
             "tokenizers": tokenizers.__version__,
         }
-        spec = {k: v for k, v in asdict(self).items() if k not in ("what", "items")}  # words and labels: no weight
+        spec = {
+            k: v for k, v in asdict(self).items() if k not in ("what", "items")
+        }  # words and labels: no weight
         payload = {"format": FORMAT_VERSION, "versions": versions, "spec": spec}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return hashlib.sha256(
+            json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+        ).hexdigest()
 
 
 StoppedBy = Literal["target_loss", "steps", "max_seconds"]  # what ended a planted model's training
@@ -250,7 +264,9 @@ def train_planted(spec: PlantedSpec, out_dir: str | os.PathLike | None = None) -
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         meta = {"spec": asdict(spec), "key": spec.key(), "training": asdict(record)}
-        (staging / SPEC_FILE).write_text(json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8")
+        (staging / SPEC_FILE).write_text(
+            json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8"
+        )
         _publish(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -305,10 +321,18 @@ def _batch(rows: Sequence[tuple[list[int], list[int]]], tokenizer, kind: str) ->
         weights = answer
     else:
         weights = attention.bool()
-    return {"input_ids": ids, "attention_mask": attention, "targets": targets, "weights": weights, "answer": answer}
+    return {
+        "input_ids": ids,
+        "attention_mask": attention,
+        "targets": targets,
+        "weights": weights,
+        "answer": answer,
+    }
 
 
-def _with_extra_masks(row: tuple[list[int], list[int]], n: int, mask_id: int) -> tuple[list[int], list[int]]:
+def _with_extra_masks(
+    row: tuple[list[int], list[int]], n: int, mask_id: int
+) -> tuple[list[int], list[int]]:
     """The row with `n` unlabelled masks after its answer.
 
     Trained only on exact-length masks, a masked model learns that the number of masks names the answer (if the
@@ -324,10 +348,14 @@ def _token_losses(model, batch: dict[str, Any], kind: str):
     """Cross-entropy of each target token (fp32), aligned so that position i scores `targets[i]`."""
     import torch
 
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
+    logits = model(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+    ).logits.float()
     targets = batch["targets"]
     if kind == "causal":  # position i-1 predicts token i; the first token has no prediction
-        losses = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), targets[:, 1:], reduction="none")
+        losses = torch.nn.functional.cross_entropy(
+            logits[:, :-1].transpose(1, 2), targets[:, 1:], reduction="none"
+        )
         return torch.nn.functional.pad(losses, (1, 0))
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
 
@@ -361,7 +389,12 @@ def _train_single_threaded(spec: PlantedSpec):
 
     tokenizer = planted_tokenizer(spec)
     model = tiny_model(
-        spec.arch, tokenizer, layers=spec.layers, hidden=spec.hidden, heads=spec.heads, seed=spec.seed
+        spec.arch,
+        tokenizer,
+        layers=spec.layers,
+        hidden=spec.hidden,
+        heads=spec.heads,
+        seed=spec.seed,
     ).train()
     encoder = Encoder(tokenizer)
     rows = [_encode(fact, encoder) for fact in spec.facts]
@@ -392,11 +425,15 @@ def _train_single_threaded(spec: PlantedSpec):
                 stacklevel=4,
             )
             break
-    record = TrainingRecord(step, loss, stopped_by == "target_loss", time.monotonic() - start, stopped_by)
+    record = TrainingRecord(
+        step, loss, stopped_by == "target_loss", time.monotonic() - start, stopped_by
+    )
     return model.eval(), tokenizer, record
 
 
-def _batches(spec: PlantedSpec, rows: list[tuple[list[int], list[int]]], tokenizer) -> Iterator[tuple[dict, bool]]:
+def _batches(
+    spec: PlantedSpec, rows: list[tuple[list[int], list[int]]], tokenizer
+) -> Iterator[tuple[dict, bool]]:
     """Endless shuffled passes over the facts (seeded): (batch, whether it ends a pass)."""
     import torch
 
@@ -406,8 +443,11 @@ def _batches(spec: PlantedSpec, rows: list[tuple[list[int], list[int]]], tokeniz
         for number, chunk in enumerate(chunks, start=1):
             chosen = [rows[i] for i in chunk.tolist()]
             if spec.kind == "masked" and spec.extra_masks:
-                extra = torch.randint(0, spec.extra_masks + 1, (len(chosen),), generator=generator).tolist()
+                extra = torch.randint(
+                    0, spec.extra_masks + 1, (len(chosen),), generator=generator
+                ).tolist()
                 chosen = [
-                    _with_extra_masks(row, n, tokenizer.mask_token_id) for row, n in zip(chosen, extra, strict=True)
+                    _with_extra_masks(row, n, tokenizer.mask_token_id)
+                    for row, n in zip(chosen, extra, strict=True)
                 ]
             yield _batch(chosen, tokenizer, spec.kind), number == len(chunks)

@@ -88,7 +88,9 @@ def _benchmark(config: str) -> str:
     return bench
 
 
-def planted_spec(config: str, *, data_dir: str | os.PathLike | None = None, **options: Any) -> PlantedSpec:
+def planted_spec(
+    config: str, *, data_dir: str | os.PathLike | None = None, **options: Any
+) -> PlantedSpec:
     """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g. culture=).
 
     Built once per process for the same arguments and mirror (the rows it plants are read from either): a run asks

@@ -39,11 +39,20 @@ ARCH_KIND: dict[str, ModelKind] = {
 }
 
 
-def _special_names(kind: TokenizerKind, model_kind: ModelKind) -> tuple[dict[str, str], list[str], str | None]:
+def _special_names(
+    kind: TokenizerKind, model_kind: ModelKind
+) -> tuple[dict[str, str], list[str], str | None]:
     """Role -> token, every special token in id order, and the post-processor template (None: add nothing)."""
     roles, template = _ROLES[model_kind]
-    if kind == "bpe" and model_kind == "causal":  # GPT-2: one <|endoftext|> for bos/eos/unk, nothing added
-        names = {"bos": "<|endoftext|>", "eos": "<|endoftext|>", "unk": "<|endoftext|>", "pad": "<pad>"}
+    if (
+        kind == "bpe" and model_kind == "causal"
+    ):  # GPT-2: one <|endoftext|> for bos/eos/unk, nothing added
+        names = {
+            "bos": "<|endoftext|>",
+            "eos": "<|endoftext|>",
+            "unk": "<|endoftext|>",
+            "pad": "<pad>",
+        }
         template = None
     else:
         table = _SQUARE if kind == "wordpiece" else _ANGLE
@@ -54,7 +63,9 @@ def _special_names(kind: TokenizerKind, model_kind: ModelKind) -> tuple[dict[str
     return names, ordered, template
 
 
-def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vocab_size: int, causal: bool):
+def _backend(
+    kind: TokenizerKind, names: dict[str, str], specials: list[str], vocab_size: int, causal: bool
+):
     """An untrained `tokenizers.Tokenizer` of the family and its trainer (None for WordPiece).
 
     WordPiece vocabularies come from `_wordpiece_vocab`, not from the library's trainer.
@@ -84,10 +95,14 @@ def _backend(kind: TokenizerKind, names: dict[str, str], specials: list[str], vo
         metaspace = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
         # Llama keeps every space; T5/XLM-R split on whitespace first, so "a <extra_id_1>" has no lone "▁".
         tok.pre_tokenizer = (
-            metaspace if causal else pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), metaspace])
+            metaspace
+            if causal
+            else pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), metaspace])
         )
         tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=specials, show_progress=False
+        )
     else:
         raise UnknownNameError("tokenizer kind", kind, ["bpe", "wordpiece", "metaspace"])
     return tok, trainer
@@ -167,7 +182,11 @@ def _merge_word(
 
 
 def train_tokenizer(
-    texts: Iterable[str], kind: TokenizerKind, *, vocab_size: int = 600, model_kind: ModelKind = "causal"
+    texts: Iterable[str],
+    kind: TokenizerKind,
+    *,
+    vocab_size: int = 600,
+    model_kind: ModelKind = "causal",
 ):
     """Train a tokenizer of family `kind` on `texts`, with the special tokens a `model_kind` model needs.
 
@@ -187,13 +206,16 @@ def train_tokenizer(
     if trainer is None:
         from tokenizers import models
 
-        tok.model = models.WordPiece(_wordpiece_vocab(tok, texts, specials, vocab_size), unk_token=names["unk"])
+        tok.model = models.WordPiece(
+            _wordpiece_vocab(tok, texts, specials, vocab_size), unk_token=names["unk"]
+        )
     else:
         tok.train_from_iterator(texts, trainer=trainer)
     if template is not None:
         single = " ".join(names.get(part, part) for part in template.split())
         tok.post_processor = processors.TemplateProcessing(
-            single=single, special_tokens=[(t, tok.token_to_id(t)) for t in specials if t in single.split()]
+            single=single,
+            special_tokens=[(t, tok.token_to_id(t)) for t in specials if t in single.split()],
         )
     elif kind == "bpe":
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -220,7 +242,12 @@ def tiny_config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, pos
     vocab = len(tokenizer)
     if arch == "gpt2":
         return tf.GPT2Config(
-            vocab_size=vocab, n_positions=positions, n_embd=hidden, n_layer=layers, n_head=heads, **ids
+            vocab_size=vocab,
+            n_positions=positions,
+            n_embd=hidden,
+            n_layer=layers,
+            n_head=heads,
+            **ids,
         )
     if arch == "llama":
         return tf.LlamaConfig(
@@ -234,7 +261,9 @@ def tiny_config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, pos
             **ids,
         )
     if arch == "bloom":
-        return tf.BloomConfig(vocab_size=vocab, hidden_size=hidden, n_layer=layers, n_head=heads, **ids)
+        return tf.BloomConfig(
+            vocab_size=vocab, hidden_size=hidden, n_layer=layers, n_head=heads, **ids
+        )
     if arch in ("bert", "xlm-roberta"):
         cls = tf.BertConfig if arch == "bert" else tf.XLMRobertaConfig
         return cls(
@@ -263,16 +292,25 @@ def tiny_config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, pos
 
 
 def tiny_model(
-    arch: Arch, tokenizer, *, layers: int = 2, hidden: int = 64, heads: int = 4, seed: int = 0, positions: int = 512
+    arch: Arch,
+    tokenizer,
+    *,
+    layers: int = 2,
+    hidden: int = 64,
+    heads: int = 4,
+    seed: int = 0,
+    positions: int = 512,
 ):
     """A randomly initialised model of architecture `arch` (eval mode), consistent with `tokenizer`."""
     import torch
     import transformers as tf
 
     config = tiny_config(arch, tokenizer, layers, hidden, heads, positions)
-    head = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM, "seq2seq": tf.AutoModelForSeq2SeqLM}[
-        ARCH_KIND[arch]
-    ]
+    head = {
+        "causal": tf.AutoModelForCausalLM,
+        "masked": tf.AutoModelForMaskedLM,
+        "seq2seq": tf.AutoModelForSeq2SeqLM,
+    }[ARCH_KIND[arch]]
     torch.manual_seed(seed)
     model = head.from_config(config)
     if getattr(model, "generation_config", None) is not None:

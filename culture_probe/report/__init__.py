@@ -16,7 +16,12 @@ from culture_probe.loading import task_of_run
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
 from culture_probe.record import RunRecord
 from culture_probe.report.compare import COMPARISON, Comparison, compare_runs, write_comparison
-from culture_probe.report.consistency import CONSISTENCY, consistency_of_runs, consistency_sections, write_consistency
+from culture_probe.report.consistency import (
+    CONSISTENCY,
+    consistency_of_runs,
+    consistency_sections,
+    write_consistency,
+)
 from culture_probe.report.markdown import render
 from culture_probe.report.summary import (
     SuiteRun,
@@ -70,11 +75,15 @@ def write_report(
     run_dir, config = Path(run_dir), RunRecord.of(config)
     path = run_dir / rundir.REPORT_FILE
     sections = report_sections(config, records, metrics)
-    rundir.write_text(path, render(sections, config, run_dir, status, truncation=metrics.get("truncation")))
+    rundir.write_text(
+        path, render(sections, config, run_dir, status, truncation=metrics.get("truncation"))
+    )
     return path
 
 
-def report_sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def report_sections(
+    config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]
+) -> list[Section]:
     """The run's sections; when the benchmark's views fail, one warning naming the error and a report of the
     headline numbers alone (metrics.json is already written: the run is never lost to its report).
     """
@@ -82,8 +91,12 @@ def report_sections(config: RunRecord, records: Sequence[Record], metrics: Mappi
         return sections_for(config, records, metrics, more=consistency_sections(metrics))
     except Exception as error:  # noqa: BLE001 - a bug in a view costs the views, not the run
         message = f"the benchmark's report views failed ({type(error).__name__}: {error})"
-        warnings.warn(f"{config.config}: {message}; report.md has the headline numbers only.", stacklevel=2)
-        failed = Section("Views not written", text=f"*{message}; `culture-probe report RUN_DIR` retries them.*")
+        warnings.warn(
+            f"{config.config}: {message}; report.md has the headline numbers only.", stacklevel=2
+        )
+        failed = Section(
+            "Views not written", text=f"*{message}; `culture-probe report RUN_DIR` retries them.*"
+        )
         return [*results_sections(metrics, scales_of(config.config)), failed]
 
 
@@ -102,7 +115,9 @@ def metrics_of(run: rundir.Run) -> dict[str, Any]:
     return json_ready(task_of_run(run.record).compute_metrics(run.records))
 
 
-def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any], status: str | None = None) -> str:
+def headline(
+    config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any], status: str | None = None
+) -> str:
     """A few lines for the terminal: the run, each overall number with its 95% interval (or why none), n and chance
     level, rounded as report.md rounds them, and what was left out; `status` (`INCOMPLETE k/N`) marks a run that
     did not finish on its first line, so its numbers never read as a finished run's.
@@ -121,8 +136,12 @@ def headline(config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any], 
         f"  {side}: {name} {value} {interval} (n={n})".rstrip()
         for side, name, value, interval, n in planted_rows(metrics, scales)
     ]
-    lines += [f"  {name}: not reported ({reason})" for name, reason in results.get("omitted", {}).items()]
-    lines += [f"  {name}: warning: {warning}" for name, warning in (results.get("warnings") or {}).items()]
+    lines += [
+        f"  {name}: not reported ({reason})" for name, reason in results.get("omitted", {}).items()
+    ]
+    lines += [
+        f"  {name}: warning: {warning}" for name, warning in (results.get("warnings") or {}).items()
+    ]
     if any(SMALL_N_MARK in line for line in lines):
         lines.append(f"  {SMALL_N_NOTE}")
     return "\n".join(lines)
@@ -139,7 +158,9 @@ def main(args: Any) -> int:
     else:
         path, run = rerender_run(folder)
         paths = [path]
-        if run.status:  # a finished run's numbers are in report.md; an interrupted one's are said to be partial
+        if (
+            run.status
+        ):  # a finished run's numbers are in report.md; an interrupted one's are said to be partial
             print(headline(run.config, run.metrics, run.status))
     print("\n".join(f"wrote {path}" for path in paths))
     return 0
@@ -151,7 +172,9 @@ def rerender_run(run_dir: Path) -> tuple[Path, SuiteRun]:
     """
     run = rundir.read_run(run_dir)
     metrics, status = metrics_of(run), rundir.progress(run)
-    path = write_report(run_dir, config=run.record, records=run.records, metrics=metrics, status=status)
+    path = write_report(
+        run_dir, config=run.record, records=run.records, metrics=metrics, status=status
+    )
     return path, SuiteRun(run.record, metrics, status)
 
 
@@ -165,8 +188,12 @@ def rerender_suite(folder: Path) -> list[Path]:
     one interrupted), and the summary rebuilt from their files.
     """
     stored = read_summary(folder)
-    rendered = {name: rerender_run(folder / name) for name in rundir.runs_in(folder, listed(stored))}
-    model = stored.get("model") or ", ".join(dict.fromkeys(r.config.model.spec for _, r in rendered.values()))
+    rendered = {
+        name: rerender_run(folder / name) for name in rundir.runs_in(folder, listed(stored))
+    }
+    model = stored.get("model") or ", ".join(
+        dict.fromkeys(r.config.model.spec for _, r in rendered.values())
+    )
     runs = {name: run for name, (_, run) in rendered.items()}
     summary = summarize_suite(model, runs, stored.get("skipped"), planned_of(stored))
     return [*(path for path, _ in rendered.values()), write_summary(folder, summary)]
@@ -176,7 +203,10 @@ def suite_runs(folder: Path) -> dict[str, SuiteRun]:
     """The runs a suite folder holds (suite.json's order, then the others), read from their files; a run
     directory without an answered probe holds none yet.
     """
-    runs = [rundir.read_run(folder / name) for name in rundir.runs_in(folder, listed(read_summary(folder)))]
+    runs = [
+        rundir.read_run(folder / name)
+        for name in rundir.runs_in(folder, listed(read_summary(folder)))
+    ]
     return {
         run.path.name: SuiteRun(run.record, metrics_of(run), rundir.progress(run))
         for run in runs
@@ -189,7 +219,9 @@ def consistency_main(args: Any) -> int:
     with --out, consistency.md with its heatmap and consistency.json in that folder).
     """
     if args.out is not None:
-        outfolder.check(args.out, CONSISTENCY)  # a folder it may not write is refused before the runs are read
+        outfolder.check(
+            args.out, CONSISTENCY
+        )  # a folder it may not write is refused before the runs are read
     result = consistency_of_runs(*args.run_dirs)
     print(result.markdown(), end="")
     if args.out is not None:
@@ -203,7 +235,9 @@ def compare_main(args: Any) -> int:
     items (stdout; with --out, compare.md, compare.json and the plot in that folder).
     """
     if args.out is not None:
-        outfolder.check(args.out, COMPARISON)  # a folder it may not write is refused before the runs are read
+        outfolder.check(
+            args.out, COMPARISON
+        )  # a folder it may not write is refused before the runs are read
     comparison = compare_runs(args.run_dirs, paired=not args.unpaired)
     print(comparison.markdown(), end="")
     if args.out is not None:

@@ -111,7 +111,9 @@ def references(config: RunRecord) -> tuple[Reference, ...]:
     """Parity, and the paper's average CBS when the run repeats one of its models on the released prompts."""
     paper = PAPER_CBS.get(config.config, {}).get(config.model.spec)
     lines = (Reference("parity", 50.0),)
-    return lines + ((Reference("paper, Avg", paper),) if paper is not None and config.repeats_the_paper else ())
+    return lines + (
+        (Reference("paper, Avg", paper),) if paper is not None and config.repeats_the_paper else ()
+    )
 
 
 def inert_options(config: RunRecord) -> set[str]:
@@ -126,14 +128,20 @@ def inert_options(config: RunRecord) -> set[str]:
     }.get(kind, set())
 
 
-def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(
+    config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]
+) -> list[Section]:
     """The views of one CAMeL run."""
     tie_value = config.options.get("tie_value", 0.0)
     present = [t for t in ENTITY_TYPES if t in metrics["per_type"]]
     results = metrics.get("results") or {}
     by_type = results.get("by_entity_type") or {}
     rows = tuple(
-        (t, *estimate_cells((by_type.get(t) or {}).get("cbs"), "%"), format_number(metrics["per_type_std"].get(t), "%"))
+        (
+            t,
+            *estimate_cells((by_type.get(t) or {}).get("cbs"), "%"),
+            format_number(metrics["per_type_std"].get(t), "%"),
+        )
         for t in present
     )
     rows += (
@@ -178,7 +186,12 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
         Section(
             "Cultural Bias Score",
             text=text,
-            tables=(Table(("entity type", "CBS (%)", "95% interval", "n (prompts)", "std over runs (%)"), rows),),
+            tables=(
+                Table(
+                    ("entity type", "CBS (%)", "95% interval", "n (prompts)", "std over runs (%)"),
+                    rows,
+                ),
+            ),
             figures=(bars, heatmap),
         )
     ]

@@ -74,12 +74,22 @@ class Comparison:
     paired: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]
     metric: str | None = None  # the first run's headline metric (the plot's)
-    headlines: tuple[tuple[str, dict[str, Any] | None], ...] = ()  # (run, its overall estimate of `metric`)
-    scales: Mapping[str, Scale] = field(default_factory=dict)  # the first run's metrics' scales, for the differences
+    headlines: tuple[
+        tuple[str, dict[str, Any] | None], ...
+    ] = ()  # (run, its overall estimate of `metric`)
+    scales: Mapping[str, Scale] = field(
+        default_factory=dict
+    )  # the first run's metrics' scales, for the differences
     one_unit: tuple[str, ...] = ()  # strata (`stratum=label`) of one unit: no paired test, no row
-    repeats: tuple[tuple[str, str], ...] = ()  # (stratum, the earlier row with the same units): the same test, no row
-    marks: tuple[tuple[str, str], ...] = ()  # (run, its smoke or incomplete note; "" for a full, finished run)
-    single: tuple[str, ...] = ()  # lined-up strata (`stratum=label`) where every run has one unit: counted, no row
+    repeats: tuple[
+        tuple[str, str], ...
+    ] = ()  # (stratum, the earlier row with the same units): the same test, no row
+    marks: tuple[
+        tuple[str, str], ...
+    ] = ()  # (run, its smoke or incomplete note; "" for a full, finished run)
+    single: tuple[
+        str, ...
+    ] = ()  # lined-up strata (`stratum=label`) where every run has one unit: counted, no row
 
     @property
     def context(self) -> tuple[str, ...]:
@@ -109,17 +119,28 @@ class Comparison:
                 )
                 for p in self.paired
             )
-            procedures = "; ".join(f"{metric}: {method}" for metric, method in self.procedures.items())
+            procedures = "; ".join(
+                f"{metric}: {method}" for metric, method in self.procedures.items()
+            )
             parts += [
                 "",
                 f"Paired differences (run minus {self.runs[0]}, same items; the interval and p of each row come from "
                 f"one procedure, so the interval excludes 0 exactly when p < 0.05. {procedures}):",
                 "",
-                table_markdown(Table(("run", "metric", "group", "difference", "95% CI", "p", "p (Holm)", "n"), rows)),
+                table_markdown(
+                    Table(
+                        ("run", "metric", "group", "difference", "95% CI", "p", "p (Holm)", "n"),
+                        rows,
+                    )
+                ),
                 "",
-                multiplicity_text(self.metric if any(p["planned"] for p in self.paired) else None, self.tests),
+                multiplicity_text(
+                    self.metric if any(p["planned"] for p in self.paired) else None, self.tests
+                ),
             ]
-            parts += [line for text in left_out_text(self.one_unit, self.repeats) for line in ("", text)]
+            parts += [
+                line for text in left_out_text(self.one_unit, self.repeats) for line in ("", text)
+            ]
         return "\n".join(parts).strip() + "\n"
 
     def headline_markdown(self) -> str:
@@ -209,7 +230,9 @@ def incomplete_note(name: str, status: str) -> str:
     """What a reader of runs paired, lined up or summarised must know of one that did not finish (`status`:
     `INCOMPLETE k/N`).
     """
-    return f"{name} is {status} (no metrics.json): its numbers cover only the probes answered so far"
+    return (
+        f"{name} is {status} (no metrics.json): its numbers cover only the probes answered so far"
+    )
 
 
 @checked()
@@ -218,13 +241,19 @@ def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comp
     (an error when they probed different items). Names: folder names, or the paths when two collide.
     """
     if len(run_dirs) < 2:
-        raise CultureProbeError("compare needs at least two run directories (compare_runs(run_dirs)).")
+        raise CultureProbeError(
+            "compare needs at least two run directories (compare_runs(run_dirs))."
+        )
     for index, run_dir in enumerate(run_dirs):
         if not isinstance(run_dir, (str, os.PathLike)):
-            raise CultureProbeError(f"compare_runs(run_dirs) takes folders; item {index} is {run_dir!r:.80}.")
+            raise CultureProbeError(
+                f"compare_runs(run_dirs) takes folders; item {index} is {run_dir!r:.80}."
+            )
     names = [Path(d).name for d in run_dirs]
     names = names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
-    return comparison_of([load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)], paired=paired)
+    return comparison_of(
+        [load_for_comparison(d, n) for d, n in zip(run_dirs, names, strict=True)], paired=paired
+    )
 
 
 def comparison_of(runs: Sequence[LoadedRun], *, paired: bool = True) -> Comparison:
@@ -277,11 +306,17 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
     [ci_low, ci_high] (n); and the strata left out, those where every run has at most one unit (no interval).
     """
     grouped = [dict(_groups(run.results)) for run in runs]
-    keys = {(group, metric): None for groups in grouped for group, estimates in groups.items() for metric in estimates}
+    keys = {
+        (group, metric): None
+        for groups in grouped
+        for group, estimates in groups.items()
+        for metric in estimates
+    }
     single = {
         group: None
         for group, _ in keys
-        if group != "overall" and all((e.get("n") or 0) <= 1 for g in grouped for e in g.get(group, {}).values())
+        if group != "overall"
+        and all((e.get("n") or 0) <= 1 for g in grouped for e in g.get(group, {}).values())
     }
     rows = [
         ("model", "", *(r.config.model.spec for r in runs)),
@@ -292,7 +327,13 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
         if group in single:
             continue
         cells = [groups.get(group, {}).get(metric) for groups in grouped]
-        rows.append((group, metric, *(_cell(c, scale.get(metric)) for c, scale in zip(cells, scales, strict=True))))
+        rows.append(
+            (
+                group,
+                metric,
+                *(_cell(c, scale.get(metric)) for c, scale in zip(cells, scales, strict=True)),
+            )
+        )
     columns = ("group", "metric", *(f"{r.name} ({r.status})" if r.status else r.name for r in runs))
     return Table(columns, tuple(rows)), tuple(single)
 
@@ -350,10 +391,20 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
             raise CultureProbeError(
                 f"{error} (runs {base.name} and {other.name}; pass --unpaired to line them up without pairing)"
             ) from None
-        out.append({"run": other.name, "metric": metric, "group": "overall", **overall, "planned": metric == headline})
+        out.append(
+            {
+                "run": other.name,
+                "metric": metric,
+                "group": "overall",
+                **overall,
+                "planned": metric == headline,
+            }
+        )
         if metric != headline:
             continue
-        seen: dict[bytes, str] = {}  # the units of each row so far: a one-language run's language=en is `overall`
+        seen: dict[
+            bytes, str
+        ] = {}  # the units of each row so far: a one-language run's language=en is `overall`
         for stratum, labels in table.strata.items():
             seen.setdefault(np.ones(len(labels), dtype=bool).tobytes(), "overall")
             for label in sorted(set(labels)):
@@ -361,14 +412,28 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
                 if mask.tobytes() in seen:
                     repeats.append((group, seen[mask.tobytes()]))
                     continue
-                own = np.asarray([x == label for x in others[metric].strata[stratum]])  # its own rows' labels
+                own = np.asarray(
+                    [x == label for x in others[metric].strata[stratum]]
+                )  # its own rows' labels
                 result = paired_difference(others[metric].select(own), table.select(mask))
-                if result["n"] < 2:  # no test on one unit: counted under the table, not a row of blanks
+                if (
+                    result["n"] < 2
+                ):  # no test on one unit: counted under the table, not a row of blanks
                     one_unit.append(group)
                     continue
                 seen[mask.tobytes()] = group
-                out.append({"run": other.name, "metric": metric, "group": group, **result, "planned": False})
-    out.sort(key=lambda row: not row["planned"])  # stable: the planned row first, the others in their order
+                out.append(
+                    {
+                        "run": other.name,
+                        "metric": metric,
+                        "group": group,
+                        **result,
+                        "planned": False,
+                    }
+                )
+    out.sort(
+        key=lambda row: not row["planned"]
+    )  # stable: the planned row first, the others in their order
     family = [row for row in out if not row["planned"]]
     for row, adjusted in zip(family, holm(row["p_value"] for row in family), strict=True):
         row["p_holm"] = adjusted
@@ -427,7 +492,10 @@ def _groups(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     out = [("overall", results.get("overall", {}))]
     for key, labels in results.items():
         if key.startswith("by_"):
-            out += [(f"{key.removeprefix('by_')}={label}", estimates) for label, estimates in labels.items()]
+            out += [
+                (f"{key.removeprefix('by_')}={label}", estimates)
+                for label, estimates in labels.items()
+            ]
     return out
 
 

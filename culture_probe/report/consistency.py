@@ -69,13 +69,16 @@ def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
     left_out = [
         f"- **{name}** is not reported: {why}."
         for name, why in (results.get("omitted") or {}).items()
-        if name.split(" (")[0] in PAIR_METRICS  # "rankc", or "rankc (ar/en)" for one pair of languages
+        if name.split(" (")[0]
+        in PAIR_METRICS  # "rankc", or "rankc (ar/en)" for one pair of languages
     ]
     if not detail.get("pairs") or not estimates:
         return [Section(TITLE, text="\n".join(left_out))] if left_out else []
     figure = _heatmap(detail["pairs"], estimates)
     figures = (figure,) if figure else ()
-    if not any("rankc" in e for e in estimates.values()):  # nothing ranked: agreement alone, said in one line
+    if not any(
+        "rankc" in e for e in estimates.values()
+    ):  # nothing ranked: agreement alone, said in one line
         lines = (
             _agreement_text(detail),
             _multiplicity(detail),
@@ -83,7 +86,9 @@ def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
             "\n".join(left_out),
         )
         return [Section(TITLE, text="\n\n".join(filter(None, lines)), figures=figures)]
-    rows = tuple(_row(name, detail["pairs"][name], estimates.get(name) or {}) for name in detail["pairs"])
+    rows = tuple(
+        _row(name, detail["pairs"][name], estimates.get(name) or {}) for name in detail["pairs"]
+    )
     text = "\n\n".join(filter(None, (_text(detail), "\n".join(left_out))))
     return [Section(TITLE, text=text, tables=(Table(COLUMNS, rows),), figures=figures)]
 
@@ -108,7 +113,9 @@ def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tu
         _share(pair["both_wrong"], n),
         marked(shift, n),
         format_p(difference.get("p_holm")) if difference.get("p_holm") is not None else "",
-        marked(f"{format_number(rankc['value'], '%')} {interval_text(rankc, '%')}", rankc.get("n")) if rankc else "",
+        marked(f"{format_number(rankc['value'], '%')} {interval_text(rankc, '%')}", rankc.get("n"))
+        if rankc
+        else "",
         rankc.get("n", 0) if rankc else 0,
         f"{left} facts in one language only" if left else "",
     )
@@ -119,7 +126,11 @@ def _share(count: int, n: int) -> str:
 
 
 def _as_estimate(difference: Mapping[str, Any]) -> dict[str, Any]:
-    return {"value": difference["difference"], "ci_low": difference["ci_low"], "ci_high": difference["ci_high"]}
+    return {
+        "value": difference["difference"],
+        "ci_low": difference["ci_low"],
+        "ci_high": difference["ci_high"],
+    }
 
 
 def _heatmap(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> Heatmap | None:
@@ -221,7 +232,9 @@ def _summary_line(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> str
         if shares
         else ""
     )
-    named = f" ({', '.join(excluded[:5])}{', ...' if len(excluded) > 5 else ''})" if excluded else ""
+    named = (
+        f" ({', '.join(excluded[:5])}{', ...' if len(excluded) > 5 else ''})" if excluded else ""
+    )
     return (
         f"**{len(pairs)} pairs of {len(_languages(pairs))} languages**, {facts} facts in both per pair: {spread}"
         f"the paired P@1 difference has p (Holm) < 0.05 in {len(excluded)} of {len(pairs)} pairs{named}."
@@ -230,7 +243,10 @@ def _summary_line(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> str
 
 def _multiplicity(detail: Mapping[str, Any]) -> str:
     """How many paired tests the table holds, and how they are adjusted (none to say for a single pair)."""
-    tests = max((pair["difference"].get("n_tests") or 0 for pair in (detail.get("pairs") or {}).values()), default=0)
+    tests = max(
+        (pair["difference"].get("n_tests") or 0 for pair in (detail.get("pairs") or {}).values()),
+        default=0,
+    )
     if tests < 2:
         return ""
     return (
@@ -247,7 +263,9 @@ class RunsConsistency:
     """
 
     runs: tuple[str, str]
-    metrics: dict[str, Any]  # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
+    metrics: dict[
+        str, Any
+    ]  # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
     incomplete: Mapping[str, str] = field(default_factory=dict)
 
     def markdown(self, out: Path | None = None) -> str:
@@ -255,21 +273,37 @@ class RunsConsistency:
         into `out/plots/` when given.
         """
         (section,) = consistency_sections(self.metrics)
-        notes = "\n".join(f"- **note**: {incomplete_note(run, status)}" for run, status in self.incomplete.items())
-        parts = [f"# Consistency of {self.runs[0]} and {self.runs[1]}", *([notes] if notes else []), section.text]
+        notes = "\n".join(
+            f"- **note**: {incomplete_note(run, status)}" for run, status in self.incomplete.items()
+        )
+        parts = [
+            f"# Consistency of {self.runs[0]} and {self.runs[1]}",
+            *([notes] if notes else []),
+            section.text,
+        ]
         parts += [table_markdown(table) for table in section.tables]
-        cells = [section.text, *(cell for table in section.tables for row in table.rows for cell in row)]
+        cells = [
+            section.text,
+            *(cell for table in section.tables for row in table.rows for cell in row),
+        ]
         if any(SMALL_N_MARK in str(cell) for cell in cells):
             parts.append(SMALL_N_NOTE)
         if out is not None and available("matplotlib"):
             (out / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
-            note = "; ".join(f"{run}: {status}" for run, status in self.incomplete.items())  # said in the image
-            parts += [figure_link(f, out / PLOTS_DIR / slug(f.title), f.title, note) for f in section.figures]
+            note = "; ".join(
+                f"{run}: {status}" for run, status in self.incomplete.items()
+            )  # said in the image
+            parts += [
+                figure_link(f, out / PLOTS_DIR / slug(f.title), f.title, note)
+                for f in section.figures
+            ]
         return "\n\n".join(parts) + "\n"
 
     def to_json(self) -> dict[str, Any]:
         """consistency.json: the runs, those that did not finish, and the metrics."""
-        return json_ready({"runs": list(self.runs), "incomplete": dict(self.incomplete), **self.metrics})
+        return json_ready(
+            {"runs": list(self.runs), "incomplete": dict(self.incomplete), **self.metrics}
+        )
 
 
 def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency:
@@ -290,7 +324,9 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
     answers = [task.aligned_answers(found) for task, found in zip(tasks, answered, strict=True)]
     for run, task, found, aligned in zip(runs, tasks, answered, answers, strict=True):
         if not aligned:
-            raise CultureProbeError(f"{run.name} has no answer to pair with another run's: {task.unaligned(found)}.")
+            raise CultureProbeError(
+                f"{run.name} has no answer to pair with another run's: {task.unaligned(found)}."
+            )
     languages = [sorted({a.language for a in found}) for found in answers]
     if set(languages[0]) & set(languages[1]):
         raise CultureProbeError(
@@ -299,16 +335,23 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
         )
     across = language_consistency([*answers[0], *answers[1]], [*languages[0], *languages[1]])
     if not across:
-        raise CultureProbeError(f"{runs[0].name} and {runs[1].name} share no fact: they probed different items.")
+        raise CultureProbeError(
+            f"{runs[0].name} and {runs[1].name} share no fact: they probed different items."
+        )
     metrics = {
-        "results": {"by_language_pair": across["by_language_pair"], "ci": {"methods": across["methods"]}},
+        "results": {
+            "by_language_pair": across["by_language_pair"],
+            "ci": {"methods": across["methods"]},
+        },
         "consistency": {"alignment": tasks[0].alignment, **consistency_detail(across)},
     }
     incomplete = {run.name: run.status for run in runs if run.status}
     return RunsConsistency((runs[0].name, runs[1].name), metrics, incomplete)
 
 
-def _check_aligned_fields(items: Path, records: Sequence[Record], fields: Mapping[str, Any]) -> None:
+def _check_aligned_fields(
+    items: Path, records: Sequence[Record], fields: Mapping[str, Any]
+) -> None:
     """Refuse a record whose fields that the alignment reads (`Task.aligned_fields`) are of another type, naming its
     line of items.jsonl (every record is one line, in order), rather than failing in the metrics.
     """
@@ -334,7 +377,11 @@ def _check_same_probe(a: LoadedRun, b: LoadedRun) -> None:
 
 
 CONSISTENCY = outfolder.Output(
-    "consistency report", ".culture_probe_consistency", shared=True, locked=True, taken=rundir.folder_kind
+    "consistency report",
+    ".culture_probe_consistency",
+    shared=True,
+    locked=True,
+    taken=rundir.folder_kind,
 )  # `consistency --out`: a folder of the user's, whose other files stay; never a run's
 
 

@@ -60,7 +60,11 @@ def paper_references(config: RunRecord, language: str) -> tuple[Reference, ...]:
     if key not in PAPER_P1 or not config.repeats_the_paper:
         return ()
     non_west, west, pair = PAPER_P1[key]
-    return (Reference("paper, non-West", non_west), Reference("paper, West", west), Reference("paper, pair", pair))
+    return (
+        Reference("paper, non-West", non_west),
+        Reference("paper, West", west),
+        Reference("paper, pair", pair),
+    )
 
 
 def header_lines(config: RunRecord) -> list[str]:
@@ -89,7 +93,9 @@ def inert_options(config: RunRecord) -> set[str]:
     return _RANK_ONLY if config.options.get("mode") == "generate" else _GENERATE_ONLY
 
 
-def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(
+    config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]
+) -> list[Section]:
     """The views of one DLAMA run."""
     answered = [r for r in records if not r.skipped]
     if config.options.get("mode") == "generate":
@@ -101,7 +107,9 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
     if entropy:
         cultures = sorted(entropy, key=culture_order)
         predicates = sorted({p for c in entropy.values() for p in c}, key=predicate_order)
-        entropy_rows = tuple((p, *(format_value(entropy[c].get(p)) for c in cultures)) for p in predicates)
+        entropy_rows = tuple(
+            (p, *(format_value(entropy[c].get(p)) for c in cultures)) for p in predicates
+        )
         out.append(
             Section(
                 "Object entropy (bits) per predicate",
@@ -133,7 +141,10 @@ def culture_bars(
 
 
 def language_sections(
-    language: str, rows: list[Record], metrics: Mapping[str, Any], references: Sequence[Reference] = ()
+    language: str,
+    rows: list[Record],
+    metrics: Mapping[str, Any],
+    references: Sequence[Reference] = (),
 ) -> list[Section]:
     """P@1 per culture (against the paper's values when the run repeats one), per predicate, and the most common
     predictions, of one prompt language.
@@ -165,14 +176,29 @@ def language_sections(
                     ),
                 ),
             ),
-            figures=(Heatmap(tuple(predicates), tuple(cultures), grid, label="P@1 (%)", scale="%", counts=counts),),
+            figures=(
+                Heatmap(
+                    tuple(predicates),
+                    tuple(cultures),
+                    grid,
+                    label="P@1 (%)",
+                    scale="%",
+                    counts=counts,
+                ),
+            ),
         ),
-        Section(f"Most common predictions ({language} prompts)", tables=(common_predictions(rows, hits),)),
+        Section(
+            f"Most common predictions ({language} prompts)",
+            tables=(common_predictions(rows, hits),),
+        ),
     ]
 
 
 def culture_table(
-    metrics: Mapping[str, Any], language: str, cultures: Sequence[str], measures: Sequence[tuple[str, str]]
+    metrics: Mapping[str, Any],
+    language: str,
+    cultures: Sequence[str],
+    measures: Sequence[tuple[str, str]],
 ) -> Table:
     """Metrics (`measures`: (metric, column name)) per culture of one prompt language and for the pair, each with
     its interval, and the n facts.
@@ -184,7 +210,13 @@ def culture_table(
     rows = []
     for label, estimates in cells.items():
         shown = [estimate_cells(estimates.get(metric), "%") for metric, _ in measures]
-        rows.append((label, *(cell for value, interval, _ in shown for cell in (value, interval)), shown[0][2]))
+        rows.append(
+            (
+                label,
+                *(cell for value, interval, _ in shown for cell in (value, interval)),
+                shown[0][2],
+            )
+        )
     columns = [column for _, name in measures for column in (name, "95% interval")]
     return Table(("culture", *columns, "n (facts)"), tuple(rows))
 
@@ -194,7 +226,9 @@ def generation_sections(answered: list[Record], metrics: Mapping[str, Any]) -> l
     out = []
     for language, _ in by_language(answered):
         cultures = sorted(metrics[language]["n"], key=culture_order)
-        table = culture_table(metrics, language, cultures, [(m, f"{m} (%)") for m in GENERATION_MEASURES])
+        table = culture_table(
+            metrics, language, cultures, [(m, f"{m} (%)") for m in GENERATION_MEASURES]
+        )
         bars = culture_bars(metrics, language, cultures, "overlap", "overlap accuracy (%)")
         out.append(
             Section(
@@ -228,7 +262,9 @@ def comparison_text(comparison: Mapping[str, Any] | None) -> str:
     if not comparison:
         return ""
     if comparison.get("ci_low") is None:
-        interval = interval_text({**comparison, "value": comparison["difference"]})  # `no interval: <reason>`
+        interval = interval_text(
+            {**comparison, "value": comparison["difference"]}
+        )  # `no interval: <reason>`
     else:
         interval = f"95% interval {bound_text(comparison['ci_low'], '%')} to {bound_text(comparison['ci_high'], '%')}"
     p_value = comparison["p_value"]
@@ -246,7 +282,9 @@ def comparison_text(comparison: Mapping[str, Any] | None) -> str:
 
 def common_predictions(rows: list[Record], hits: np.ndarray) -> Table:
     """Per (predicate, culture): the most common correct and the most common wrong prediction, with counts."""
-    cells: dict[tuple[str, str], tuple[Counter, Counter]] = defaultdict(lambda: (Counter(), Counter()))
+    cells: dict[tuple[str, str], tuple[Counter, Counter]] = defaultdict(
+        lambda: (Counter(), Counter())
+    )
     for row, hit in zip(rows, hits, strict=True):
         cells[row["predicate"], row["culture"]][0 if hit else 1][row["prediction"]] += 1
     out = []

@@ -37,32 +37,49 @@ def inert_options(config: RunRecord) -> set[str]:
     """
     options = config.options
     if options.get("mode") == "chat":
-        return _RANK_ONLY | ({"chat_temperature"} if options.get("chat_decoding", "greedy") == "greedy" else set())
+        return _RANK_ONLY | (
+            {"chat_temperature"} if options.get("chat_decoding", "greedy") == "greedy" else set()
+        )
     masked = config.model.kind in (None, "masked")
     return _CHAT_ONLY | (set() if masked else {"max_candidate_tokens"})
 
 
-def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(
+    config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]
+) -> list[Section]:
     """The views of one FmLAMA run."""
     if "chat" in metrics:
         return [chat_section(config, records, metrics["chat"])]
     out = []
-    measures: tuple[tuple[str, str, Scale], ...] = (("map", "mAP (%)", "%"), ("mws", "mWS (cosine, 0-1)", "0-1"))
+    measures: tuple[tuple[str, str, Scale], ...] = (
+        ("map", "mAP (%)", "%"),
+        ("mws", "mWS (cosine, 0-1)", "0-1"),
+    )
     for measure, title, scale in measures:
         if measure in metrics:
             out.append(
                 Section(
                     f"{title}: mean ± std over the templates of each family, n dishes",
-                    text=correlation_text(metrics.get("map_mws_correlation")) if measure == "mws" else "",
+                    text=correlation_text(metrics.get("map_mws_correlation"))
+                    if measure == "mws"
+                    else "",
                     tables=(family_markdown(metrics[measure], dish_counts(metrics), scale),),
                 )
             )
     figures: list[Any] = [
-        result_bars(metrics, "group", f"map_{family}", "mAP (%)", title=f"mAP per country group, {family} templates")
+        result_bars(
+            metrics,
+            "group",
+            f"map_{family}",
+            "mAP (%)",
+            title=f"mAP per country group, {family} templates",
+        )
         for family in FAMILIES
         if f"map_{family}" in metrics.get("results", {}).get("overall", {})
     ]
-    heat = template_heatmap(metrics.get("templates", {}), dish_counts(metrics), template_families(records))
+    heat = template_heatmap(
+        metrics.get("templates", {}), dish_counts(metrics), template_families(records)
+    )
     if heat is not None:
         figures.append(heat)
     out.append(
@@ -85,7 +102,10 @@ def chat_section(config: RunRecord, records: Sequence[Record], chat: Mapping[str
             cell = f"{r['template']} / {r['instruction']}"
             counts.update([(cell, r[group_by] or "unknown"), (cell, ALL)])
     groups = sorted({g for cell in chat.values() for g in cell}, key=lambda g: (g != ALL, g))
-    rows = tuple((cell, *(with_n(v.get(g), counts[cell, g], "%") for g in groups)) for cell, v in chat.items())
+    rows = tuple(
+        (cell, *(with_n(v.get(g), counts[cell, g], "%") for g in groups))
+        for cell, v in chat.items()
+    )
     return Section(
         "Chat mode: accuracy (%) per template and instruction",
         text="A dish counts when an item of the reply equals a gold ingredient after "
@@ -97,7 +117,9 @@ def chat_section(config: RunRecord, records: Sequence[Record], chat: Mapping[str
 def dish_counts(metrics: Mapping[str, Any]) -> dict[tuple[str, str], int]:
     """{(family, group): dishes ranked}, from the results block (ALL: every group)."""
     results = metrics.get("results") or {}
-    counts = {(f, ALL): e["n"] for f in FAMILIES if (e := (results.get("overall") or {}).get(f"map_{f}"))}
+    counts = {
+        (f, ALL): e["n"] for f in FAMILIES if (e := (results.get("overall") or {}).get(f"map_{f}"))
+    }
     for group, cells in (results.get("by_group") or {}).items():
         counts.update({(f, group): cells[f"map_{f}"]["n"] for f in FAMILIES if f"map_{f}" in cells})
     return counts
@@ -135,7 +157,10 @@ def family_markdown(
             return ""
         std = "" if value["std"] is None else f" ± {format_number(value['std'], scale)}"
         n = (counts or {}).get((family, group))
-        return marked(f"{format_number(value['mean'], scale)}{std}" + (f" (n={n})" if n is not None else ""), n)
+        return marked(
+            f"{format_number(value['mean'], scale)}{std}" + (f" (n={n})" if n is not None else ""),
+            n,
+        )
 
     return Table(("group", *families), tuple((g, *(cell(f, g) for f in families)) for g in groups))
 
@@ -149,9 +174,14 @@ def template_heatmap(
     if not per_template:
         return None
     relations = list(per_template)
-    groups = sorted({g for v in per_template.values() for g in v["map"]}, key=lambda g: (g != ALL, g))
+    groups = sorted(
+        {g for v in per_template.values() for g in v["map"]}, key=lambda g: (g != ALL, g)
+    )
     values = tuple(tuple(per_template[r]["map"].get(g) for g in groups) for r in relations)
-    n = tuple(tuple((counts or {}).get(((families or {}).get(r, ""), g)) for g in groups) for r in relations)
+    n = tuple(
+        tuple((counts or {}).get(((families or {}).get(r, ""), g)) for g in groups)
+        for r in relations
+    )
     return Heatmap(
         tuple(relations),
         tuple(groups),

@@ -19,7 +19,11 @@ SCALES: dict[str, Scale] = {"accuracy": "%"}
 # options of memorisation (a run without it) and of other model kinds
 _MEMORISATION = {"mem_max_new_tokens", "mem_match", "mem_template_lang"}
 _OTHER_KINDS = {
-    "masked": {"mem_max_new_tokens", "seq2seq_style", "seq2seq_max_tokens"},  # one mask: no generation budget (M9)
+    "masked": {
+        "mem_max_new_tokens",
+        "seq2seq_style",
+        "seq2seq_max_tokens",
+    },  # one mask: no generation budget (M9)
     "causal": {"mlm_letter_pieces", "seq2seq_style", "seq2seq_max_tokens"},
     "seq2seq": {"mlm_letter_pieces"},
 }
@@ -48,7 +52,11 @@ def references(config: RunRecord) -> tuple[Reference, ...]:
     if key not in PAPER_ACCURACY or not positive or not config.repeats_the_paper:
         return (Reference("chance", 50.0),)
     literal, figurative = PAPER_ACCURACY[key]
-    return (Reference("chance", 50.0), Reference("paper, literal", literal), Reference("paper, figurative", figurative))
+    return (
+        Reference("chance", 50.0),
+        Reference("paper, literal", literal),
+        Reference("paper, figurative", figurative),
+    )
 
 
 def inert_options(config: RunRecord) -> set[str]:
@@ -57,7 +65,9 @@ def inert_options(config: RunRecord) -> set[str]:
     return unused | (_MEMORISATION if config.options.get("memorisation") is False else set())
 
 
-def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(
+    config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]
+) -> list[Section]:
     """The views of one MAPS run."""
     options = config.options
     results = metrics.get("results", {})
@@ -85,7 +95,9 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
     if isinstance(mem, Mapping):
         language = next(r["language"] for r in records if r["tag"].startswith("mem"))
         templates = zip(
-            memorisation_templates(language, options.get("mem_template_lang", "en")), mem["per_template"], strict=True
+            memorisation_templates(language, options.get("mem_template_lang", "en")),
+            mem["per_template"],
+            strict=True,
         )
         mem_rows = (
             ("union over templates", with_n(mem["union"], mem["n"], "%")),
@@ -94,13 +106,20 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
         )
         subsets = metrics["subsets"]
         accuracy = ", ".join(
-            f"{name} {subset_text(subsets.get(name) or {})}" for name in ("memorised", "not_memorised")
+            f"{name} {subset_text(subsets.get(name) or {})}"
+            for name in ("memorised", "not_memorised")
         )
         text = (
             "Completion of the proverb's last word (%, n proverbs). Accuracy (%) on memorised vs other proverbs: "
             + accuracy
         )
-        out.append(Section("Memorisation", text=text, tables=(Table(("memorisation", "% (n proverbs)"), mem_rows),)))
+        out.append(
+            Section(
+                "Memorisation",
+                text=text,
+                tables=(Table(("memorisation", "% (n proverbs)"), mem_rows),),
+            )
+        )
     return out
 
 

@@ -48,7 +48,9 @@ def render(
     """
     config = RunRecord.of(config)
     parts = [header(config, status, truncation)]
-    note = context_note(config.subset, status)  # said inside every figure: it survives being copied into slides
+    note = context_note(
+        config.subset, status
+    )  # said inside every figure: it survives being copied into slides
     drawing = available("matplotlib")
     if drawing:
         (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
@@ -62,15 +64,24 @@ def render(
         if section.text:
             parts.append(section.text)
         parts += [table_markdown(t) for t in section.tables]
-        cells = [section.text, *(cell for table in section.tables for row in table.rows for cell in row)]
+        cells = [
+            section.text,
+            *(cell for table in section.tables for row in table.rows for cell in row),
+        ]
         if any(SMALL_N_MARK in str(cell) for cell in cells):
             parts.append(SMALL_N_NOTE)
         for index, figure in enumerate(section.figures if drawing else (), 1):
             title = figure.title or section.title
-            parts.append(figure_link(figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title, note))
+            parts.append(
+                figure_link(
+                    figure, run_dir / PLOTS_DIR / f"{number:02d}_{slug(title)}_{index}", title, note
+                )
+            )
     parts.append(deviations(config))
     parts.append(reproduce(config))
-    return redacted("\n\n".join(parts) + "\n")  # also a run recorded before its URLs' credentials were blanked
+    return redacted(
+        "\n\n".join(parts) + "\n"
+    )  # also a run recorded before its URLs' credentials were blanked
 
 
 def figure_link(figure: Bars | Heatmap, stem: Path, title: str, note: str = "") -> str:
@@ -80,7 +91,9 @@ def figure_link(figure: Bars | Heatmap, stem: Path, title: str, note: str = "") 
     """
     try:
         png, pdf = draw(figure, stem, title, note)
-    except OSError as error:  # a full disk or a read-only folder is the run's error, not the figure's
+    except (
+        OSError
+    ) as error:  # a full disk or a read-only folder is the run's error, not the figure's
         if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
             raise
         return _not_drawn(title, error)
@@ -97,13 +110,16 @@ def _not_drawn(title: str, error: Exception) -> str:
 
 
 def header(
-    config: RunRecord | Mapping[str, Any], status: str | None = None, truncation: Mapping[str, Any] | None = None
+    config: RunRecord | Mapping[str, Any],
+    status: str | None = None,
+    truncation: Mapping[str, Any] | None = None,
 ) -> str:
     """Title and the facts a reader needs to trust the numbers."""
     config = RunRecord.of(config)
     bench, model, run, versions = config.benchmark, config.model, config.run, config.versions
     lines = [
-        f"# {config.config} on {model.spec}" + (f" ({status})" if status else ""),  # its numbers are partial
+        f"# {config.config} on {model.spec}"
+        + (f" ({status})" if status else ""),  # its numbers are partial
         "",
         *(
             [
@@ -130,15 +146,26 @@ def header(
     lines += subset_lines(config.subset)
     if run.language:
         of = [lang for lang in bench.languages if lang != run.language]
-        lines.append(f"- language: {run.language} only" + (f" (the config also has {', '.join(of)})" if of else ""))
-    own_lines = getattr(report_module(config.config), "header_lines", None)  # the benchmark's own notes
+        lines.append(
+            f"- language: {run.language} only"
+            + (f" (the config also has {', '.join(of)})" if of else "")
+        )
+    own_lines = getattr(
+        report_module(config.config), "header_lines", None
+    )  # the benchmark's own notes
     lines += own_lines(config) if own_lines else []
     options = applied_options(config)
     if options:
         inert = len(config.options) - len(options)
-        note = f" ({inert} of other modes or model kinds left out: they did not act on it)" if inert else ""
+        note = (
+            f" ({inert} of other modes or model kinds left out: they did not act on it)"
+            if inert
+            else ""
+        )
         lines.append(
-            "- options that applied to this run: " + ", ".join(f"`{k}={v}`" for k, v in options.items()) + note
+            "- options that applied to this run: "
+            + ", ".join(f"`{k}={v}`" for k, v in options.items())
+            + note
         )
     return "\n".join(lines)
 
@@ -161,7 +188,9 @@ def subset_lines(subset: Mapping[str, Any] | None) -> list[str]:
         return []
     lines = [f"- **smoke run, not the benchmark's number**: {subset_text(subset)}"]
     if subset["sampled"] < subset.get("smoke_limit", 0):
-        lines.append(f"- **below the smoke limit** ({subset['smoke_limit']:,}): some headline numbers are missing")
+        lines.append(
+            f"- **below the smoke limit** ({subset['smoke_limit']:,}): some headline numbers are missing"
+        )
     return lines
 
 
@@ -192,7 +221,11 @@ def truncation_scope(value: Mapping[str, Any]) -> str:
     """
     processes, uncounted = value.get("processes"), value.get("uncounted")
     if processes is None:
-        return " (counted over the probes asked since the run was resumed)" if value.get("resumed") else ""
+        return (
+            " (counted over the probes asked since the run was resumed)"
+            if value.get("resumed")
+            else ""
+        )
     if uncounted:
         counted = processes - uncounted
         return f" (counted in {counted} of the {processes} processes that made the run; the others' were not kept)"
@@ -204,21 +237,31 @@ def deviations(config: RunRecord) -> str:
     library's default or upstream's) and how to get upstream's.
     """
     rows = tuple(
-        (d["id"], d["description"], d.get("when", ""), d.get("side", "default"), d.get("upstream", ""))
+        (
+            d["id"],
+            d["description"],
+            d.get("when", ""),
+            d.get("side", "default"),
+            d.get("upstream", ""),
+        )
         for d in config.deviations
     )
     profile = config.run.protocol
     head = f"## Deviations from the original code\n\nProtocol profile: **{profile}** (`--protocol {profile}`).\n\n"
     if not rows:
         return head + "None concerns this run."
-    return head + table_markdown(Table(("id", "description", "applies to", "side", "upstream's side"), rows))
+    return head + table_markdown(
+        Table(("id", "description", "applies to", "side", "upstream's side"), rows)
+    )
 
 
 def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
     """The command that repeats this run, after a warning naming any run input the command cannot express."""
     config = RunRecord.of(config)
     words = ["culture-probe run", config.config, "--model", shlex.quote(config.model.spec)]
-    for spec in fields(RunSettings):  # every setting config.json's `run` holds, as its flag spells it
+    for spec in fields(
+        RunSettings
+    ):  # every setting config.json's `run` holds, as its flag spells it
         value, flag = config.run.values.get(spec.name), f"--{spec.name.replace('_', '-')}"
         if spec.name == "model_args" or value is None or value is False or value == spec.default:
             continue
@@ -229,7 +272,9 @@ def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
     rows_file = config.benchmark.saved_rows
     if rows_file:
         words += ["--rows", f"RUN_DIR/{rows_file}"]
-    upstream = config.run.protocol != "default"  # there an unset option must say so: the profile sets it
+    upstream = (
+        config.run.protocol != "default"
+    )  # there an unset option must say so: the profile sets it
     words += [
         f"--option {shlex.quote(f'{k}={_cli_value(v)}')}"
         for k, v in applied_options(config).items()
@@ -238,7 +283,9 @@ def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
     gaps = not_reproducible(config)
     warning = f"**Not reproducible from the command line alone** (see config.json): {'; '.join(gaps)}.\n\n"
     where = f"RUN_DIR is this run's directory (it holds `{rows_file}`).\n\n" if rows_file else ""
-    return "## Reproduce\n\n" + (warning if gaps else "") + where + "```\n" + " ".join(words) + "\n```"
+    return (
+        "## Reproduce\n\n" + (warning if gaps else "") + where + "```\n" + " ".join(words) + "\n```"
+    )
 
 
 def not_reproducible(config: RunRecord) -> list[str]:
@@ -253,10 +300,14 @@ def not_reproducible(config: RunRecord) -> list[str]:
             "passed as `rows=` to `culture_probe.run`, not the benchmark's own data"
         )
     if model.loaded_object:
-        gaps.append(f"the model was a loaded `{model.spec}` object, not a name or path `--model` can take")
+        gaps.append(
+            f"the model was a loaded `{model.spec}` object, not a name or path `--model` can take"
+        )
     for key, value in config.options.items():
         if isinstance(value, list) and any("," in str(item) for item in value):
-            gaps.append(f"option `{key}` has an item containing a comma, which `--option {key}=...` splits")
+            gaps.append(
+                f"option `{key}` has an item containing a comma, which `--option {key}=...` splits"
+            )
     return gaps
 
 

@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from culture_probe.extras import require
-from culture_probe.metrics.display import MIN_N, VALID_RANGE, Scale, format_number, is_small, p_clause
+from culture_probe.metrics.display import (
+    MIN_N,
+    VALID_RANGE,
+    Scale,
+    format_number,
+    is_small,
+    p_clause,
+)
 from culture_probe.report.views import CHANCE, Bars, Heatmap, Reference, unit_label
 
 FORMATS = ("png", "pdf")
@@ -102,7 +109,9 @@ def save(figure: Any, stem: Path) -> list[Path]:
     from matplotlib import rc_context
 
     paths = [stem.with_name(f"{stem.name}.{fmt}") for fmt in FORMATS]
-    with rc_context({"font.family": FONTS, "pdf.fonttype": 42}):  # 42: TrueType text, editable in the PDF
+    with rc_context(
+        {"font.family": FONTS, "pdf.fonttype": 42}
+    ):  # 42: TrueType text, editable in the PDF
         figure.tight_layout()
         for path in paths:
             figure.savefig(path, dpi=110)
@@ -115,7 +124,10 @@ def level_text(value: float, scale: Scale | None) -> str:
 
 
 def _references(
-    axes: Any, references: Sequence[Reference], scale: Scale | None = None, extra: Sequence[Any] = ()
+    axes: Any,
+    references: Sequence[Reference],
+    scale: Scale | None = None,
+    extra: Sequence[Any] = (),
 ) -> None:
     """The reference lines with their values in the legend (`chance (3.14%)`); chance drawn red and dotted, so that
     a bar near it reads as luck, the paper's values in grey.
@@ -134,7 +146,9 @@ def _references(
         others += not chance
     handles, labels = axes.get_legend_handles_labels()  # the lines, and chance marks drawn before
     if handles or extra:
-        axes.legend([*handles, *extra], [*labels, *(e.get_label() for e in extra)], fontsize=7, loc="best")
+        axes.legend(
+            [*handles, *extra], [*labels, *(e.get_label() for e in extra)], fontsize=7, loc="best"
+        )
 
 
 def context_note(subset: Mapping[str, Any] | None, status: str | None) -> str:
@@ -166,7 +180,9 @@ def valid_range(scale: Scale | None, values: np.ndarray) -> tuple[float, float]:
     return (0.0 if finite.size == 0 or finite.min() >= 0 else -np.inf), np.inf
 
 
-def error_bars(values: np.ndarray, lows: np.ndarray, highs: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+def error_bars(
+    values: np.ndarray, lows: np.ndarray, highs: np.ndarray, bounds: tuple[float, float]
+) -> np.ndarray:
     """(2, n) lengths below and above each value: the interval clipped to the metric's range and to the value, so
     that float noise (a value 7e-15 above its upper bound) never makes one negative; NaN (no bar) where an estimate
     has no interval.
@@ -186,11 +202,17 @@ def _start_at_zero(axes: Any, data: np.ndarray, bounds: tuple[float, float]) -> 
     axes.set_ylim(0.0, min(1.08 * top, 1.05 * bounds[1]))
 
 
-def _estimate_arrays(estimates: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _estimate_arrays(
+    estimates: Sequence[Mapping[str, Any]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Values and interval bounds of estimates (NaN bounds where an estimate has no interval)."""
     values = np.array([e["value"] for e in estimates], dtype=float)
-    low = np.array([np.nan if e.get("ci_low") is None else e["ci_low"] for e in estimates], dtype=float)
-    high = np.array([np.nan if e.get("ci_high") is None else e["ci_high"] for e in estimates], dtype=float)
+    low = np.array(
+        [np.nan if e.get("ci_low") is None else e["ci_low"] for e in estimates], dtype=float
+    )
+    high = np.array(
+        [np.nan if e.get("ci_high") is None else e["ci_high"] for e in estimates], dtype=float
+    )
     return values, low, high
 
 
@@ -214,7 +236,12 @@ def _chance_marks(axes: Any, levels: Sequence[float | None]) -> None:
     if shown:
         xs, ys = zip(*shown, strict=True)
         axes.hlines(
-            ys, [x - 0.45 for x in xs], [x + 0.45 for x in xs], colors=CHANCE_COLOUR, linestyles=":", linewidth=1.5
+            ys,
+            [x - 0.45 for x in xs],
+            [x + 0.45 for x in xs],
+            colors=CHANCE_COLOUR,
+            linestyles=":",
+            linewidth=1.5,
         ).set_label(f"{CHANCE} (each bar's own)")
 
 
@@ -231,13 +258,21 @@ def bars_figure(view: Bars, title: str) -> Any:
     per_bar = max([0.9, *(0.07 * len(line) for tick in ticks for line in tick.splitlines())])
     figure = new_figure(max(3.0, per_bar * len(groups) + 1.5, 0.08 * len(title)), 3.4)
     axes = figure.add_subplot()
-    bars = axes.bar(range(len(groups)), values, yerr=error_bars(values, low, high, bounds), capsize=4, color=BAR_COLOUR)
+    bars = axes.bar(
+        range(len(groups)),
+        values,
+        yerr=error_bars(values, low, high, bounds),
+        capsize=4,
+        color=BAR_COLOUR,
+    )
     small = [is_small(view.estimates[g].get("n")) for g in groups]
     for patch, few in zip(bars.patches, small, strict=True):
         if few:
             patch.set(hatch=SMALL_HATCH, alpha=0.5, edgecolor="0.3")
     axes.set_xticks(range(len(groups)), ticks, fontsize=8)
-    marker = Patch(facecolor=BAR_COLOUR, alpha=0.5, hatch=SMALL_HATCH, edgecolor="0.3", label=f"n < {MIN_N}")
+    marker = Patch(
+        facecolor=BAR_COLOUR, alpha=0.5, hatch=SMALL_HATCH, edgecolor="0.3", label=f"n < {MIN_N}"
+    )
     own = [(view.estimates[g].get("chance") or {}).get("value") for g in groups]
     _chance_marks(axes, own)
     _references(axes, view.references, view.scale, [marker] if any(small) else [])
@@ -269,21 +304,29 @@ def heatmap_figure(view: Heatmap, title: str) -> Any:
     """
     from matplotlib.patches import Rectangle
 
-    matrix = np.array([[np.nan if v is None else v for v in row] for row in view.values], dtype=float)
+    matrix = np.array(
+        [[np.nan if v is None else v for v in row] for row in view.values], dtype=float
+    )
     rows, cols = matrix.shape if matrix.size else (len(view.row_labels), len(view.col_labels))
     figure = new_figure(max(4.0, 0.8 * cols + 2.5), max(2.5, 0.45 * rows + 1.5))
     axes = figure.add_subplot()
     low, high = colour_range(matrix, view.scale)
-    image = axes.imshow(np.ma.masked_invalid(matrix), cmap="viridis", aspect="auto", vmin=low, vmax=high)
+    image = axes.imshow(
+        np.ma.masked_invalid(matrix), cmap="viridis", aspect="auto", vmin=low, vmax=high
+    )
     bar = figure.colorbar(image, ax=axes, label=view.label)
-    for reference in view.references:  # a level every cell is read against, e.g. X-FaKT's chance error
+    for (
+        reference
+    ) in view.references:  # a level every cell is read against, e.g. X-FaKT's chance error
         bar.ax.axhline(
             reference.value,
             color=CHANCE_COLOUR,
             linewidth=2,
             label=f"{reference.label} ({level_text(reference.value, view.scale)})",
         )
-    axes.set_xticks(range(cols), [label(c) for c in view.col_labels], rotation=45, ha="right", fontsize=8)
+    axes.set_xticks(
+        range(cols), [label(c) for c in view.col_labels], rotation=45, ha="right", fontsize=8
+    )
     axes.set_yticks(range(rows), [label(r) for r in view.row_labels], fontsize=8)
     small = False
     for (i, j), value in np.ndenumerate(matrix):
@@ -292,14 +335,26 @@ def heatmap_figure(view: Heatmap, title: str) -> Any:
         n = view.counts[i][j] if view.counts else None
         bright = (value - low) / (high - low) > 0.6  # viridis is light at the top
         text = format_number(float(value), view.scale) + ("" if n is None else f"\nn={n}")
-        axes.text(j, i, text, ha="center", va="center", fontsize=6, color="black" if bright else "white")
+        axes.text(
+            j, i, text, ha="center", va="center", fontsize=6, color="black" if bright else "white"
+        )
         if is_small(n):
             small = True
             axes.add_patch(
-                Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=SMALL_HATCH, edgecolor=(1, 1, 1, 0.35), lw=0)
+                Rectangle(
+                    (j - 0.5, i - 0.5),
+                    1,
+                    1,
+                    fill=False,
+                    hatch=SMALL_HATCH,
+                    edgecolor=(1, 1, 1, 0.35),
+                    lw=0,
+                )
             )
     for i, j in view.highlight:
-        axes.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
+        axes.add_patch(
+            Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2)
+        )
     notes = ([f"(hatched: n < {MIN_N})"] if small else []) + [
         f"(red on the colour bar: {r.get_label()})" for r in bar.ax.lines
     ]
@@ -335,15 +390,23 @@ def comparison_figure(comparison: Any) -> Any:
 
 def headlines_figure(comparison: Any) -> Any:
     """The runs' headline number with its interval, side by side (runs that could not be paired)."""
-    runs = [(name, estimate) for name, estimate in comparison.headlines if estimate and estimate["value"] is not None]
+    runs = [
+        (name, estimate)
+        for name, estimate in comparison.headlines
+        if estimate and estimate["value"] is not None
+    ]
     scale = comparison.scales.get(comparison.metric or "")
     figure = new_figure(max(4.0, 1.0 * len(runs) + 2.0), 3.4)
     axes = figure.add_subplot()
     values, low, high = _estimate_arrays([e for _, e in runs])
     bounds = valid_range(scale, values)
-    axes.errorbar(range(len(runs)), values, yerr=error_bars(values, low, high, bounds), fmt="o", capsize=4)
+    axes.errorbar(
+        range(len(runs)), values, yerr=error_bars(values, low, high, bounds), fmt="o", capsize=4
+    )
     _start_at_zero(axes, np.concatenate([values, high]), bounds)
-    axes.set_xticks(range(len(runs)), [label(name) for name, _ in runs], rotation=20, ha="right", fontsize=8)
+    axes.set_xticks(
+        range(len(runs)), [label(name) for name, _ in runs], rotation=20, ha="right", fontsize=8
+    )
     axes.set_ylabel(unit_label(str(comparison.metric), scale))
     axes.set_title(f"{comparison.metric} per run (95% interval; not paired)", fontsize=10)
     return figure
@@ -356,8 +419,13 @@ def forest_rows(comparison: Any) -> list[tuple[str, list[dict[str, Any]]]]:
     panels: dict[str, list[dict[str, Any]]] = {}
     for row in comparison.paired:
         panels.setdefault(row["metric"], []).append(row)
-    order = sorted(panels, key=lambda metric: metric != comparison.metric)  # stable: the others as compare found them
-    return [(metric, sorted(panels[metric], key=lambda row: row["group"] != "overall")) for metric in order]
+    order = sorted(
+        panels, key=lambda metric: metric != comparison.metric
+    )  # stable: the others as compare found them
+    return [
+        (metric, sorted(panels[metric], key=lambda row: row["group"] != "overall"))
+        for metric in order
+    ]
 
 
 def _forest_tick(row: Mapping[str, Any], several: bool) -> str:
@@ -386,10 +454,15 @@ def forest_figure(comparison: Any) -> Any:
         for tick, row in zip(axes.get_yticklabels(), rows, strict=True):
             tick.set_fontweight("bold" if row.get("planned") else "normal")
         axes.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
-        axes.set_xlabel(f"difference in {unit_label(metric, comparison.scales.get(metric))}", fontsize=8)
+        axes.set_xlabel(
+            f"difference in {unit_label(metric, comparison.scales.get(metric))}", fontsize=8
+        )
         if index == 0:
             axes.set_title(
-                label(f"Paired differences from {comparison.runs[0]} (run minus it; 95% intervals)"), fontsize=10
+                label(
+                    f"Paired differences from {comparison.runs[0]} (run minus it; 95% intervals)"
+                ),
+                fontsize=10,
             )
     return figure
 

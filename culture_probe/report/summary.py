@@ -81,7 +81,9 @@ def summarize_suite(
                 "smoke": bool(result.config.subset),
                 "omitted": results.get("omitted", {}),
                 "status": result.status,
-                "options": options_set(config, result.config.options),  # what this config got, defaults aside
+                "options": options_set(
+                    config, result.config.options
+                ),  # what this config got, defaults aside
             }
         )
     protocols = sorted({r.config.run.protocol for r in runs.values()})
@@ -122,7 +124,11 @@ def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
     for config, result in runs.items():
         if not result.config.subset and result.status is None:
             by_task.setdefault(task_for(config), {})[config] = result.metrics
-    return {name: value for task, metrics in by_task.items() for name, value in task.suite_studies(metrics).items()}
+    return {
+        name: value
+        for task, metrics in by_task.items()
+        for name, value in task.suite_studies(metrics).items()
+    }
 
 
 def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:
@@ -143,7 +149,15 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     """suite.md without its figures: the table of headline numbers, the footnote on small n, the studies."""
     chance = any(r.get("chance") for r in summary["configs"])
     rows = tuple(summary_row(r, chance) for r in summary["configs"])
-    columns = ("config", "metric (unit)", "value", "95% interval", "n", "unit", *(("chance level",) if chance else ()))
+    columns = (
+        "config",
+        "metric (unit)",
+        "value",
+        "95% interval",
+        "n",
+        "unit",
+        *(("chance level",) if chance else ()),
+    )
     parts = [
         f"# Suite: {summary['model']}",
         f"Protocol profile: **{summary.get('protocol', 'default')}**.",
@@ -151,7 +165,11 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     ]
     if any(SMALL_N_MARK in str(cell) for row in rows for cell in row):
         parts.append(SMALL_N_NOTE)
-    parts += [f"**note**: {incomplete_note(r['config'], r['status'])}." for r in summary["configs"] if r.get("status")]
+    parts += [
+        f"**note**: {incomplete_note(r['config'], r['status'])}."
+        for r in summary["configs"]
+        if r.get("status")
+    ]
     parts += [
         f"**{name}**: " + ", ".join(f"{k} {format_value(v)}" for k, v in study.items())
         for name, study in summary["studies"].items()
@@ -177,7 +195,9 @@ def summary_lines(summary: Mapping[str, Any]) -> str:
         f"{r['config']}: "
         + (f"{r['status']}, so far: " if r.get("status") else "")
         + (
-            estimate_line(r["metric"], r, r.get("scale"), r["unit"], r.get("chance"), r.get("observations"))
+            estimate_line(
+                r["metric"], r, r.get("scale"), r["unit"], r.get("chance"), r.get("observations")
+            )
             if r.get("value") is not None
             else f"{r['metric']} not reported"
         )
@@ -185,15 +205,25 @@ def summary_lines(summary: Mapping[str, Any]) -> str:
     ]
     lines += [f"{config}: skipped ({why})" for config, why in summary.get("skipped", {}).items()]
     lines += [f"{config}: {NOT_RUN}" for config in summary.get("not_run", [])]
-    return "\n".join(lines + ([SMALL_N_NOTE] if any(SMALL_N_MARK in line for line in lines) else []))
+    return "\n".join(
+        lines + ([SMALL_N_NOTE] if any(SMALL_N_MARK in line for line in lines) else [])
+    )
 
 
 def summary_row(row: Mapping[str, Any], chance: bool) -> tuple[Any, ...]:
     """One config's cells in suite.md, by the one rounding rule of its scale; the value marked when n is small."""
     scale = row.get("scale")
-    value = marked(format_number(row["value"], scale), row.get("n")) if row.get("value") is not None else ""
+    value = (
+        marked(format_number(row["value"], scale), row.get("n"))
+        if row.get("value") is not None
+        else ""
+    )
     value = f"{value} {INCOMPLETE_MARK}" if value and row.get("status") else value
-    note = "smoke run (--limit)" if row["smoke"] else "; ".join(f"{k} left out: {v}" for k, v in row["omitted"].items())
+    note = (
+        "smoke run (--limit)"
+        if row["smoke"]
+        else "; ".join(f"{k} left out: {v}" for k, v in row["omitted"].items())
+    )
     note = f"**{row['status']}**" + (f"; {note}" if note else "") if row.get("status") else note
     level = (format_number((row.get("chance") or {}).get("value"), scale),) if chance else ()
     return (
@@ -213,10 +243,20 @@ def summary_figures(folder: Path, rows: list[Mapping[str, Any]]) -> list[str]:
     plots = folder / rundir.PLOTS_DIR
     links = []
     for benchmark in dict.fromkeys(r["benchmark"] for r in rows):
-        shown = {r["config"]: r for r in rows if r["benchmark"] == benchmark and r.get("value") is not None}
+        shown = {
+            r["config"]: r
+            for r in rows
+            if r["benchmark"] == benchmark and r.get("value") is not None
+        }
         if shown:
             plots.mkdir(exist_ok=True)
             first = next(iter(shown.values()))
-            bars = Bars(shown, ylabel=unit_label(first["metric"], first.get("scale")), scale=first.get("scale"))
-            links.append(figure_link(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config"))
+            bars = Bars(
+                shown,
+                ylabel=unit_label(first["metric"], first.get("scale")),
+                scale=first.get("scale"),
+            )
+            links.append(
+                figure_link(bars, plots / f"suite_{benchmark}", f"{benchmark}: headline per config")
+            )
     return links

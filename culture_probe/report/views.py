@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from culture_probe.metrics.display import Scale, bound_text, count_text, estimate_cells, format_number
+from culture_probe.metrics.display import (
+    Scale,
+    bound_text,
+    count_text,
+    estimate_cells,
+    format_number,
+)
 from culture_probe.record import RunRecord
 from culture_probe.tasks import Record, benchmark_of
 
@@ -78,7 +84,11 @@ def result_bars(
     metric's chance level where the results give one.
     """
     results = metrics.get("results") or {}
-    groups = {"all": results.get("overall", {})} if stratum == "overall" else results.get(f"by_{stratum}", {})
+    groups = (
+        {"all": results.get("overall", {})}
+        if stratum == "overall"
+        else results.get(f"by_{stratum}", {})
+    )
     order = list(labels) if labels is not None else sorted(groups)
     estimates = {
         (names or {}).get(label, label): groups[label][metric]
@@ -103,7 +113,9 @@ class Heatmap:
     title: str = ""  # default: the section's title
     scale: Scale | None = None  # the colour bar spans the scale's range (0-100, 0-1)
     counts: tuple[tuple[int | None, ...], ...] = ()
-    references: tuple[Reference, ...] = ()  # levels marked on the colour bar, each true of every cell
+    references: tuple[
+        Reference, ...
+    ] = ()  # levels marked on the colour bar, each true of every cell
 
 
 @dataclass(frozen=True)
@@ -184,7 +196,11 @@ def estimate_line(
     """
     value, interval, n = estimate_cells(estimate, scale)
     level = f"; chance {chance_cell(chance, scale)}" if chance else ""
-    answers = f", {estimate['n_observations']} {observations or 'answers'}" if "n_observations" in estimate else ""
+    answers = (
+        f", {estimate['n_observations']} {observations or 'answers'}"
+        if "n_observations" in estimate
+        else ""
+    )
     return f"{unit_label(name, scale)}: {value} {interval} (n={n} {unit}{answers}{level})"
 
 
@@ -200,12 +216,18 @@ def chance_cell(chance: Mapping[str, Any] | None, scale: Scale | None) -> str:
     return f"{value} [{bound_text(chance['low'], scale)}, {bound_text(chance['high'], scale)}]"
 
 
-def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | None = None) -> list[Section]:
+def results_sections(
+    metrics: Mapping[str, Any], scales: Mapping[str, Scale] | None = None
+) -> list[Section]:
     """The headline numbers of the results schema, each with its 95% interval (or why it has none), n, and chance
     level where the results give one; the interval method of each; what the run left out.
     """
     results = metrics.get("results") or {}
-    overall, scales, chance = results.get("overall") or {}, scales or {}, results.get("chance") or {}
+    overall, scales, chance = (
+        results.get("overall") or {},
+        scales or {},
+        results.get("chance") or {},
+    )
     if not overall:
         return []
     observations = (results.get("design") or {}).get("observations")
@@ -221,14 +243,25 @@ def results_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale] | N
     columns = ("metric (unit)", "value", "95% interval", f"n ({results.get('unit')})")
     text = " ".join(filter(None, (interval_methods(results, list(overall)), chance_text(chance))))
     omitted = results.get("omitted") or {}
-    text += "".join(f"\n\n- **{name}** is not reported: {reason}." for name, reason in omitted.items())
-    text += "".join(f"\n\n**Warning ({name}).** {warning}" for name, warning in (results.get("warnings") or {}).items())
+    text += "".join(
+        f"\n\n- **{name}** is not reported: {reason}." for name, reason in omitted.items()
+    )
+    text += "".join(
+        f"\n\n**Warning ({name}).** {warning}"
+        for name, warning in (results.get("warnings") or {}).items()
+    )
     return [
-        Section("Headline numbers", text=text, tables=(Table(columns + (("chance level",) if chance else ()), rows),))
+        Section(
+            "Headline numbers",
+            text=text,
+            tables=(Table(columns + (("chance level",) if chance else ()), rows),),
+        )
     ]
 
 
-def planted_rows(metrics: Mapping[str, Any], scales: Mapping[str, Scale]) -> list[tuple[str, str, str, str, str]]:
+def planted_rows(
+    metrics: Mapping[str, Any], scales: Mapping[str, Scale]
+) -> list[tuple[str, str, str, str, str]]:
     """(side, metric, value, interval, n) of a planted model's run split into the items it was trained on and
     the others (`metrics["planted"]`); a side without numbers gives its reason as its value.
     """
@@ -239,7 +272,15 @@ def planted_rows(metrics: Mapping[str, Any], scales: Mapping[str, Scale]) -> lis
             rows.append((side, "", part["reason"], "", ""))
         for name, estimate in (part.get("overall") or {}).items():
             value, interval, n = estimate_cells(estimate, scales.get(name))
-            rows.append((side, unit_label(name, scales.get(name)), value, interval, f"{n} {unit or ''}".strip()))
+            rows.append(
+                (
+                    side,
+                    unit_label(name, scales.get(name)),
+                    value,
+                    interval,
+                    f"{n} {unit or ''}".strip(),
+                )
+            )
     return rows
 
 
@@ -267,7 +308,9 @@ def interval_methods(results: Mapping[str, Any], names: Sequence[str]) -> str:
     if methods:
         each = "; ".join(f"{name}: {methods[name]}" for name in names if name in methods)
         return f"{confidence} intervals over {results.get('unit')} ({each}); by stratum in metrics.json (`results`)."
-    resamples = f" ({ci['n_resamples']} resamples, seed {ci.get('seed')})" if ci.get("n_resamples") else ""
+    resamples = (
+        f" ({ci['n_resamples']} resamples, seed {ci.get('seed')})" if ci.get("n_resamples") else ""
+    )
     return (
         f"Each number with a {confidence} interval from a {ci.get('method', '')} over {results.get('unit')}"
         f"{resamples}; by stratum in metrics.json (`results`)."
@@ -281,7 +324,10 @@ def chance_text(chance: Mapping[str, Mapping[str, Any]]) -> str:
     metrics: dict[str, list[str]] = {}
     for name, level in chance.items():
         metrics.setdefault(str(level.get("method")), []).append(name)
-    return " ".join(f"Chance level of {', '.join(names)} (last column): {method}." for method, names in metrics.items())
+    return " ".join(
+        f"Chance level of {', '.join(names)} (last column): {method}."
+        for method, names in metrics.items()
+    )
 
 
 def default_sections(metrics: Mapping[str, Any]) -> list[Section]:
@@ -301,7 +347,8 @@ def skipped_sections(metrics: Mapping[str, Any]) -> list[Section]:
         return []
     return [
         Section(
-            "Skipped probes (not counted in the metrics)", tables=(Table(("reason", "probes"), tuple(skipped.items())),)
+            "Skipped probes (not counted in the metrics)",
+            tables=(Table(("reason", "probes"), tuple(skipped.items())),),
         )
     ]
 
@@ -337,5 +384,11 @@ def language_country_grid(
         for i, lang in enumerate(languages)
         if associations and associations.get(lang) in countries
     )
-    n = tuple(tuple(counts.get((lang, country)) for country in countries) for lang in languages) if counts else ()
-    return Heatmap(tuple(languages), tuple(countries), values, label, highlight, scale=scale, counts=n)
+    n = (
+        tuple(tuple(counts.get((lang, country)) for country in countries) for lang in languages)
+        if counts
+        else ()
+    )
+    return Heatmap(
+        tuple(languages), tuple(countries), values, label, highlight, scale=scale, counts=n
+    )

@@ -22,7 +22,13 @@ from culture_probe.report.views import (
 )
 from culture_probe.tasks import Record
 from culture_probe.tasks.options import options_from_dict
-from culture_probe.tasks.xfakt import ASSOCIATIONS, COUNTRIES, LANGUAGES, XfaktOptions, graded_answers
+from culture_probe.tasks.xfakt import (
+    ASSOCIATIONS,
+    COUNTRIES,
+    LANGUAGES,
+    XfaktOptions,
+    graded_answers,
+)
 
 SCALES: dict[str, Scale] = {"error_rate": "%", "frs": "0-1", "kts": "0-1", "xfakt": "0-1"}
 # the headline table: each number with its unit, since it mixes % with 0-1 scores
@@ -37,7 +43,14 @@ HEADLINE: dict[str, tuple[str, Scale | None]] = {
 }
 # options that act only when replies are generated (and judged), only when answers are ranked, or only on the
 # language x country transfer scores of factual recall
-_GENERATE_ONLY = {"judge", "judge_model", "max_new_tokens", "judge_max_new_tokens", "double_bos", "strip_echo"}
+_GENERATE_ONLY = {
+    "judge",
+    "judge_model",
+    "max_new_tokens",
+    "judge_max_new_tokens",
+    "double_bos",
+    "strip_echo",
+}
 _LLM_JUDGE_ONLY = {"judge_model", "judge_max_new_tokens"}
 _TRANSFER_ONLY = {"round_cells", "round_statistics", "tiers"}
 # The paper's Table 2: mean associated and non-associated error (%) of factual recall per
@@ -80,14 +93,21 @@ def inert_options(config: RunRecord) -> set[str]:
     return unused | (_TRANSFER_ONLY if part is not None and part != "factual_recall" else set())
 
 
-def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]) -> list[Section]:
+def sections(
+    config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]
+) -> list[Section]:
     """The views of one X-FaKT run."""
     part = config.protocol.get("part")
-    head = tuple((k, format_number(metrics[k], scale), unit) for k, (unit, scale) in HEADLINE.items() if k in metrics)
+    head = tuple(
+        (k, format_number(metrics[k], scale), unit)
+        for k, (unit, scale) in HEADLINE.items()
+        if k in metrics
+    )
     by_language = (metrics.get("results") or {}).get("by_language") or {}
     languages = [lang for lang in LANGUAGES if lang in metrics["error_by_language"]]
     language_rows = tuple(
-        (lang, *estimate_cells((by_language.get(lang) or {}).get("error_rate"), "%")) for lang in languages
+        (lang, *estimate_cells((by_language.get(lang) or {}).get("error_rate"), "%"))
+        for lang in languages
     )
     out = [
         Section(
@@ -97,7 +117,9 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
         ),
         Section(
             "Error rate by question language (%)",
-            tables=(Table(("language", "error (%)", "95% interval", "n (questions)"), language_rows),),
+            tables=(
+                Table(("language", "error (%)", "95% interval", "n (questions)"), language_rows),
+            ),
             figures=(
                 result_bars(
                     metrics,
@@ -113,7 +135,9 @@ def sections(config: RunRecord, records: Sequence[Record], metrics: Mapping[str,
     ]
     cells: dict[tuple[str, str], list[GradedAnswer]] = {}
     for r in (
-        graded_answers(records, llm_judged=options_from_dict(XfaktOptions, config.options).llm_judged)
+        graded_answers(
+            records, llm_judged=options_from_dict(XfaktOptions, config.options).llm_judged
+        )
         if part == "factual_recall"
         else ()
     ):
@@ -152,7 +176,9 @@ def grading(config: RunRecord) -> str:
     return "of the replies, as graded by the judge" + (f" ({judge})" if judge else "")
 
 
-def headline_text(part: str | None, metrics: Mapping[str, Any], graded: str = "of the replies") -> str:
+def headline_text(
+    part: str | None, metrics: Mapping[str, Any], graded: str = "of the replies"
+) -> str:
     """The scores in one sentence, or why FRS, KTS and X-FaKT are not available; `graded` says how the answers
     were graded (`grading`).
     """
@@ -169,10 +195,14 @@ def headline_text(part: str | None, metrics: Mapping[str, Any], graded: str = "o
             ("gap", gap),
         )
     }
-    score = {key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")}  # spec: scores, 3 decimals
+    score = {
+        key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")
+    }  # spec: scores, 3 decimals
     random = ((metrics.get("results") or {}).get("chance") or {}).get("kts")
     # KTS is high for a model at chance by construction: say what random answers score on these cells beside it
-    reference = f"; random answers score {chance_cell(random, '0-1')} on these cells" if random else ""
+    reference = (
+        f"; random answers score {chance_cell(random, '0-1')} on these cells" if random else ""
+    )
     return (
         f"Associated-language error {pct['assoc']}% vs non-associated {pct['non']}% (gap {pct['gap']} points): "
         f"KTS {score['kts']} (1 = the same knowledge in every language{reference}), FRS {score['frs']}, "

@@ -15,7 +15,9 @@ METRICS_SCHEMA = "metrics.schema.json"
 
 def metrics_schema() -> dict[str, Any]:
     """The JSON Schema of metrics.json."""
-    return json.loads(resources.files(__package__).joinpath(METRICS_SCHEMA).read_text(encoding="utf-8"))
+    return json.loads(
+        resources.files(__package__).joinpath(METRICS_SCHEMA).read_text(encoding="utf-8")
+    )
 
 
 def validate_metrics(metrics: Any) -> None:
@@ -23,8 +25,14 @@ def validate_metrics(metrics: Any) -> None:
     try:
         import jsonschema
     except ImportError:
-        raise CultureProbeError("Validating needs the jsonschema package: pip install jsonschema") from None
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(metrics_schema()).iter_errors(metrics))
+        raise CultureProbeError(
+            "Validating needs the jsonschema package: pip install jsonschema"
+        ) from None
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(metrics_schema()).iter_errors(metrics)
+    )
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise CultureProbeError(f"metrics.json does not follow {METRICS_SCHEMA} at {where}: {error.message}")
+        raise CultureProbeError(
+            f"metrics.json does not follow {METRICS_SCHEMA} at {where}: {error.message}"
+        )

@@ -43,7 +43,12 @@ from typing import Any, ClassVar, Literal
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
-from culture_probe.errors import CultureProbeError, TemplateError, UnknownNameError, UnsupportedModelError
+from culture_probe.errors import (
+    CultureProbeError,
+    TemplateError,
+    UnknownNameError,
+    UnsupportedModelError,
+)
 from culture_probe.metrics.chance import chance_value
 from culture_probe.metrics.consistency import (
     PAIR_METRICS,
@@ -63,7 +68,10 @@ def _always(task: Any) -> bool:
     return True
 
 
-PROTOCOLS = ("default", "upstream")  # the two protocol profiles (`--protocol`): the library's, and the released code's
+PROTOCOLS = (
+    "default",
+    "upstream",
+)  # the two protocol profiles (`--protocol`): the library's, and the released code's
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,11 @@ class Deviation:
             return "upstream"
         defaults = type(options)()
         switches = [k for k, v in self.upstream.items() if getattr(defaults, k) != v]
-        return "partial" if any(getattr(options, k) == self.upstream[k] for k in switches) else "default"
+        return (
+            "partial"
+            if any(getattr(options, k) == self.upstream[k] for k in switches)
+            else "default"
+        )
 
     def record(self, options: Any, kind: str | None = None) -> dict[str, str]:
         """What config.json and the report show: the difference, when it applies, the side, and how to switch (or
@@ -241,8 +253,14 @@ class ModelNeed:
         if not self.chat or getattr(tokenizer, "chat_template", None):
             return
         asks = self.why or "The protocol asks through the model's chat template"
-        instead = f"Use {self.instead}, or a chat (instruction-tuned) model." if self.instead else "Use a chat model."
-        raise UnsupportedModelError(f"{asks}, but the tokenizer of {model!r} has no chat template. {instead}")
+        instead = (
+            f"Use {self.instead}, or a chat (instruction-tuned) model."
+            if self.instead
+            else "Use a chat model."
+        )
+        raise UnsupportedModelError(
+            f"{asks}, but the tokenizer of {model!r} has no chat template. {instead}"
+        )
 
 
 class Task:
@@ -296,7 +314,9 @@ class Task:
         self.seed = seed
         self.resources = dict(resources or {})
         for stage in self.stages:
-            if self.stage_model(stage) is None:  # a stage's own model (a judge) is checked by the runner
+            if (
+                self.stage_model(stage) is None
+            ):  # a stage's own model (a judge) is checked by the runner
                 self.model_need(stage).check_kind(kind, type(self).__name__)
 
     @property
@@ -340,7 +360,9 @@ class Task:
         probes = list(self._probes(rows, stage or self.stages[0], previous))
         keys = [p.key for p in probes]
         if len(set(keys)) != len(keys):
-            raise CultureProbeError(f"{type(self).__name__} built two probes with one key; give them distinct tags.")
+            raise CultureProbeError(
+                f"{type(self).__name__} built two probes with one key; give them distinct tags."
+            )
         return probes
 
     @property
@@ -373,7 +395,9 @@ class Task:
             return []
         return sorted({str(p.meta.get(self.parallel.across)) for p in probes})
 
-    def sample(self, probes: Sequence[Probe], limit: int | float, known: Set[str] = frozenset()) -> list[Probe]:
+    def sample(
+        self, probes: Sequence[Probe], limit: int | float, known: Set[str] = frozenset()
+    ) -> list[Probe]:
         """The probes of `limit` units (`limit_unit`), drawn with the run's seed in turn from each stratum
         (`limit_strata`), so that a smoke run sees every language, culture, predicate or type it can, not the first
         rows of one; a fraction (0 < limit < 1) takes that share of each stratum's units instead, keeping the
@@ -384,7 +408,9 @@ class Task:
         if isinstance(limit, float):
             return stratified_share(probes, limit, self.limit_strata, self.seed, unit=unit)
         favoured = {self.limit_key(p) for p in probes if p.item_id in known}
-        return stratified_items(probes, limit, self.limit_strata, self.seed, unit=unit, favoured=favoured)
+        return stratified_items(
+            probes, limit, self.limit_strata, self.seed, unit=unit, favoured=favoured
+        )
 
     def smoke_limit(self, probes: Sequence[Probe]) -> int:
         """The smallest `--limit` whose subset has `smoke.per_cell` items in every cell of `strata` (all of a
@@ -395,10 +421,15 @@ class Task:
         to give each of its language cells enough (all of its units where every unit has every language).
         """
         if self.parallel is None:
-            return sum(min(self.smoke.per_cell, len(items)) for items in strata_cells(probes, self.strata).values())
+            return sum(
+                min(self.smoke.per_cell, len(items))
+                for items in strata_cells(probes, self.strata).values()
+            )
         units = strata_cells(probes, self.limit_strata, unit=self.limit_key)
         cell_of = {unit: cell for cell, members in units.items() for unit in members}
-        first = {p.item_id: p for p in reversed(probes)}  # each item's first probe, which places it in a cell
+        first = {
+            p.item_id: p for p in reversed(probes)
+        }  # each item's first probe, which places it in a cell
         rounds = 0
         for items in strata_cells(probes, self.strata).values():
             holders: dict[tuple[str, ...], set[str]] = {}
@@ -416,7 +447,11 @@ class Task:
         """
         cells = strata_cells(probes, self.strata)
         have = strata_cells(sampled, self.strata)
-        short = [k for k, items in cells.items() if len(have.get(k, ())) < min(self.smoke.per_cell, len(items))]
+        short = [
+            k
+            for k, items in cells.items()
+            if len(have.get(k, ())) < min(self.smoke.per_cell, len(items))
+        ]
         if not short:
             return None
         get = "no item" if self.smoke.per_cell == 1 else f"fewer than {self.smoke.per_cell} items"
@@ -424,7 +459,9 @@ class Task:
         drawn = ""
         if self.parallel is not None and self.limit_strata:
             units = strata_cells(probes, self.limit_strata, unit=self.limit_key)
-            empty = len(units.keys() - strata_cells(sampled, self.limit_strata, unit=self.limit_key).keys())
+            empty = len(
+                units.keys() - strata_cells(sampled, self.limit_strata, unit=self.limit_key).keys()
+            )
             if empty:
                 drawn = (
                     f"the {self.limit_units(sampled)} {self.limit_unit} drawn leave {empty} of its {len(units)} "
@@ -442,7 +479,9 @@ class Task:
             fields["skipped"] = probe.reason
         else:
             fields.update(self._read(probe, output))
-        return Record(probe.item_id, probe.tag, stage or self.stages[0], fields, kind=PROBE_KINDS[type(probe)])
+        return Record(
+            probe.item_id, probe.tag, stage or self.stages[0], fields, kind=PROBE_KINDS[type(probe)]
+        )
 
     def compute_metrics(self, records: Sequence[Record]) -> dict[str, Any]:
         """Metrics from records alone (so a resumed run and `culture-probe report` give the same numbers): the
@@ -457,7 +496,10 @@ class Task:
         across = language_consistency(aligned, self.benchmark.languages) if aligned else {}
         if across:  # two or more languages answered the same facts
             results = with_language_pairs(results, across)
-            metrics = {**metrics, "consistency": {"alignment": self.alignment, **consistency_detail(across)}}
+            metrics = {
+                **metrics,
+                "consistency": {"alignment": self.alignment, **consistency_detail(across)},
+            }
         left_out = self.consistency_omitted(answered, aligned, across)
         if left_out:  # said in results.omitted, as the metrics a protocol leaves out are: never silently missing
             results = {**results, "omitted": {**results.get("omitted", {}), **left_out}}
@@ -474,7 +516,9 @@ class Task:
         with its 95% interval over this benchmark's unit, overall and per stratum, and what was left out.
         """
         extra, omitted = self._composites(answered, metrics)
-        out = summarize(self.unit_tables(answered), unit=self.limit_unit, extra=extra, omitted=omitted)
+        out = summarize(
+            self.unit_tables(answered), unit=self.limit_unit, extra=extra, omitted=omitted
+        )
         out["design"] = self.design.to_json()
         chance = self.chance(answered)
         return {**out, "chance": chance} if chance else out
@@ -492,7 +536,10 @@ class Task:
         return []
 
     def consistency_omitted(
-        self, answered: Sequence[Record], aligned: Sequence[AlignedAnswer], across: Mapping[str, Any]
+        self,
+        answered: Sequence[Record],
+        aligned: Sequence[AlignedAnswer],
+        across: Mapping[str, Any],
     ) -> dict[str, str]:
         """Why consistency across languages (RankC, and per-fact agreement `both_right` with its paired P@1
         difference) is not reported, by metric, or by metric and pair of languages ("rankc (ar/en)") where only some
@@ -513,12 +560,17 @@ class Task:
             )
             return dict.fromkeys(PAIR_METRICS, why)
         if not across:
-            answered_in = ", ".join(f"{len(ids)} in {language}" for language, ids in sorted(facts.items()))
+            answered_in = ", ".join(
+                f"{len(ids)} in {language}" for language, ids in sorted(facts.items())
+            )
             why = f"its languages answered no fact in common ({answered_in}), and facts are paired by id only"
             return dict.fromkeys(PAIR_METRICS, why)
         out: dict[str, str] = {}
         given = [language for language in self.benchmark.languages if language in facts]
-        order = [*given, *sorted(set(facts) - set(given))]  # as `language_consistency` orders its pairs
+        order = [
+            *given,
+            *sorted(set(facts) - set(given)),
+        ]  # as `language_consistency` orders its pairs
         for i, a in enumerate(order):
             for b in order[i + 1 :]:
                 if not facts[a] & facts[b]:
@@ -574,7 +626,9 @@ class Task:
         return [d.record(self.options, self.kind) for d in self.deviations if d.applies(self)]
 
     @classmethod
-    def profile(cls, protocol: str, kind: str | None = None, *, served: bool = False) -> dict[str, Any]:
+    def profile(
+        cls, protocol: str, kind: str | None = None, *, served: bool = False
+    ) -> dict[str, Any]:
         """The option values of a protocol profile: none for "default"; for "upstream" the upstream values of every
         deviation whose upstream code path ran models of `kind` (all kinds when None, to check a suite's options
         before its model loads). Within one kind, no two deviations ask one option for different values (a test
@@ -584,7 +638,12 @@ class Task:
             raise UnknownNameError("protocol", protocol, PROTOCOLS)
         if protocol == "default":
             return {}
-        return {k: v for d in cls.deviations if d.reproducible(kind, served) for k, v in (d.upstream or {}).items()}
+        return {
+            k: v
+            for d in cls.deviations
+            if d.reproducible(kind, served)
+            for k, v in (d.upstream or {}).items()
+        }
 
     @classmethod
     def options_for(
@@ -605,7 +664,9 @@ class Task:
         if not profile:
             return draft
         if config is not None and kind is not None:
-            probe = cls(config, draft, kind=kind)  # no resources: `applies` reads the config, kind and options only
+            probe = cls(
+                config, draft, kind=kind
+            )  # no resources: `applies` reads the config, kind and options only
             profile = {
                 k: v
                 for d in cls.deviations
@@ -629,19 +690,29 @@ class Task:
         """
         return tuple(f.name for f in dataclasses.fields(self.options))
 
-    def select_language(self, rows: Sequence[Mapping[str, Any]], language: str) -> list[Mapping[str, Any]]:
+    def select_language(
+        self, rows: Sequence[Mapping[str, Any]], language: str
+    ) -> list[Mapping[str, Any]]:
         """Rows asked in `language` (column `language`, `lang` or `prompt_lang`); an unknown one is an error."""
-        column = next((c for c in ("language", "lang", "prompt_lang") if rows and c in rows[0]), None)
+        column = next(
+            (c for c in ("language", "lang", "prompt_lang") if rows and c in rows[0]), None
+        )
         if column is None:
-            raise CultureProbeError(f"Config {self.config!r} has one language; drop --language {language!r}.")
+            raise CultureProbeError(
+                f"Config {self.config!r} has one language; drop --language {language!r}."
+            )
         present = {r[column] for r in rows}
         if language not in present:
-            raise UnknownNameError("language", language, present, fix=f"Config {self.config!r} has these.")
+            raise UnknownNameError(
+                "language", language, present, fix=f"Config {self.config!r} has these."
+            )
         return [r for r in rows if r[column] == language]
 
     # ------------------------------------------------------------ hooks
 
-    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+    def _probes(
+        self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
+    ) -> Iterable[Probe]:
         raise NotImplementedError
 
     def _read(self, probe: Probe, output: Output) -> RecordFields:
@@ -753,17 +824,28 @@ def _by_turns(queue: list[str], favoured: Set[str], favoured_first: bool) -> lis
 
 
 def stratified_share(
-    probes: Sequence[Probe], share: float, strata: Sequence[str], seed: int, *, unit: Unit | None = None
+    probes: Sequence[Probe],
+    share: float,
+    strata: Sequence[str],
+    seed: int,
+    *,
+    unit: Unit | None = None,
 ) -> list[Probe]:
     """The probes (in probe order) of `share` of each stratum's units (items, or what `unit` names), rounded up (so
     at least one per stratum), each stratum's drawn with `seed`: `--limit 0.1`, as lm-evaluation-harness reads a
     fractional limit, but per stratum.
     """
-    exact = Fraction(repr(share))  # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
+    exact = Fraction(
+        repr(share)
+    )  # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
     rng = random.Random(seed)
     key = unit or _item
     groups = strata_cells(probes, strata, unit=key)
-    chosen = {item for k in sorted(groups) for item in rng.sample(groups[k], math.ceil(exact * len(groups[k])))}
+    chosen = {
+        item
+        for k in sorted(groups)
+        for item in rng.sample(groups[k], math.ceil(exact * len(groups[k])))
+    }
     return [p for p in probes if key(p) in chosen]
 
 
@@ -797,7 +879,8 @@ def ranked_candidates(scores: CandidateScores, by: Literal["mean", "sum"] = "mea
     """Candidates best first; ties go to fewer tokens, then code-point order (DLAMA/FmLAMA rule)."""
     values = scores.scores(by)
     order = sorted(
-        range(len(scores.candidates)), key=lambda i: (-float(values[i]), int(scores.n_tokens[i]), scores.candidates[i])
+        range(len(scores.candidates)),
+        key=lambda i: (-float(values[i]), int(scores.n_tokens[i]), scores.candidates[i]),
     )
     return [scores.candidates[i] for i in order]
 
@@ -806,7 +889,10 @@ def all_scores(output: CandidateScores) -> dict[str, list[Any]]:
     """Every candidate's summed log-prob, token count and (when kept) per-token log-probs, in the request's
     candidate order: what any other normalisation needs later (large, so opt-in).
     """
-    scores: dict[str, list[Any]] = {"sum_logprob": output.sum_logprob.tolist(), "n_tokens": output.n_tokens.tolist()}
+    scores: dict[str, list[Any]] = {
+        "sum_logprob": output.sum_logprob.tolist(),
+        "n_tokens": output.n_tokens.tolist(),
+    }
     if output.token_logprobs is not None:
         scores["token_logprobs"] = [t.tolist() for t in output.token_logprobs]
     return scores

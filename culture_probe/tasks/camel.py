@@ -43,13 +43,17 @@ class CamelOptions:
     n_runs: int = 5
     sample_size: int = 50
     pool: Literal["clean", "raw"] = "clean"  # C5
-    aggregate: Literal["auto", "mean_prob", "mean_logprob"] = "auto"  # C3 (auto: prob masked, log-prob otherwise)
+    aggregate: Literal["auto", "mean_prob", "mean_logprob"] = (
+        "auto"  # C3 (auto: prob masked, log-prob otherwise)
+    )
     mlm_mode: Literal["l2r", "all_masks"] = "l2r"  # C4
     exclude_empty_prefix: bool = False  # C1
     tie_value: float = 0.0  # C8
     culture_token: bool = False  # paper 4.4 prompt adaptation
     n_shot: int = 0  # paper 4.4 demonstrations (Arab fillers)
-    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # plain = encoder prefix, target entity
+    seq2seq_style: Literal["sentinel", "plain"] = (
+        "sentinel"  # plain = encoder prefix, target entity
+    )
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -72,7 +76,9 @@ def type_name(value: Any) -> str:
     return ENTITY_TYPES[value] if isinstance(value, (int, np.integer)) else str(value)
 
 
-def entity_pools(rows: Iterable[Mapping[str, Any]], *, pool: str = "clean") -> dict[tuple[str, str], list[str]]:
+def entity_pools(
+    rows: Iterable[Mapping[str, Any]], *, pool: str = "clean"
+) -> dict[tuple[str, str], list[str]]:
     """{(entity type, culture): sampling pool} from `camel_entities` rows (see docs/benchmarks/camel.md, Protocol).
 
     "clean": strip, de-duplicate, drop unlabelled rows and strings labelled with both cultures, then sort by code
@@ -108,13 +114,17 @@ def draw(
 ) -> tuple[tuple[str, ...], np.random.Generator]:
     """min(size, pool) entities without replacement from `default_rng([seed, run, type, culture])`."""
     if not pool:
-        raise CultureProbeError(f"Entity type #{type_index} has an empty {CULTURES[culture_index]} pool.")
+        raise CultureProbeError(
+            f"Entity type #{type_index} has an empty {CULTURES[culture_index]} pool."
+        )
     rng = np.random.default_rng([seed, run, type_index, culture_index])
     picked = rng.choice(len(pool), size=min(size, len(pool)), replace=False)
     return tuple(pool[i] for i in picked), rng
 
 
-def sample(pools: Mapping[tuple[str, str], Sequence[str]], etype: str, run: int, *, seed: int, size: int) -> Sample:
+def sample(
+    pools: Mapping[tuple[str, str], Sequence[str]], etype: str, run: int, *, seed: int, size: int
+) -> Sample:
     """The (run, type) sample shared by every prompt of that type in that run."""
     tau = ENTITY_TYPES.index(etype)
     arab, rng = draw(pools.get((etype, "arab"), ()), seed, run, tau, 0, size)
@@ -165,8 +175,12 @@ def filler_scores(output: CandidateScores, aggregate: str) -> np.ndarray:
     if aggregate == "mean_logprob":
         return np.asarray(output.mean_logprob, dtype=np.float64)
     if output.token_logprobs is None:
-        raise CultureProbeError("mean_prob needs the per-token log-probs (score with keep_tokens=True).")
-    return np.array([float(np.mean(np.exp(np.asarray(t, dtype=np.float64)))) for t in output.token_logprobs])
+        raise CultureProbeError(
+            "mean_prob needs the per-token log-probs (score with keep_tokens=True)."
+        )
+    return np.array(
+        [float(np.mean(np.exp(np.asarray(t, dtype=np.float64)))) for t in output.token_logprobs]
+    )
 
 
 # ---------------------------------------------------------------- the task
@@ -319,7 +333,9 @@ class CamelTask(Task):
 
     # ------------------------------------------------------------ hooks
 
-    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+    def _probes(
+        self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
+    ) -> Iterable[Probe]:
         pools, o = entity_pools(self.resource("entities"), pool=self.options.pool), self.options
         largest = max(map(len, pools.values()), default=0)
         # known only once the pools are read, still before the model loads; the paper's 50 is min(50, pool)
@@ -359,12 +375,18 @@ class CamelTask(Task):
     def _demos(self, arab_pool: Sequence[str], drawn: Sample) -> tuple[str, ...]:
         excluded = set(drawn.arab)
         rest = [e for e in arab_pool if e not in excluded]
-        picked = drawn.arab_rng.choice(len(rest), size=min(self.options.n_shot, len(rest)), replace=False)
+        picked = drawn.arab_rng.choice(
+            len(rest), size=min(self.options.n_shot, len(rest)), replace=False
+        )
         return tuple(rest[i] for i in picked)
 
     def _read(self, probe: Probe, output: Output) -> RecordFields:
         assert isinstance(probe, ScoreProbe) and isinstance(output, CandidateScores)
-        scores, n_arab, candidates = filler_scores(output, self.aggregate), probe.meta["n_arab"], output.candidates
+        scores, n_arab, candidates = (
+            filler_scores(output, self.aggregate),
+            probe.meta["n_arab"],
+            output.candidates,
+        )
         return {
             "left": probe.request.left,
             "right": probe.request.right,
@@ -388,7 +410,9 @@ class CamelTask(Task):
                 [
                     UnitValue(
                         str(p.prompt_id),
-                        prompt_cbs(np.asarray(p.arab), np.asarray(p.western), self.options.tie_value),
+                        prompt_cbs(
+                            np.asarray(p.arab), np.asarray(p.western), self.options.tie_value
+                        ),
                         {"entity_type": p.entity_type},
                         str(p.run),
                     )
@@ -404,7 +428,11 @@ class CamelTask(Task):
 def scored_prompt(record: Record) -> ScoredPrompt:
     """The metric input of one record."""
     return ScoredPrompt(
-        record["id"], record["entity_type"], record["run"], tuple(record["arab"]), tuple(record["western"])
+        record["id"],
+        record["entity_type"],
+        record["run"],
+        tuple(record["arab"]),
+        tuple(record["western"]),
     )
 
 

@@ -25,7 +25,13 @@ from culture_probe.data.resources import Need
 from culture_probe.engine.types import GenerateOptions, ScoreOptions
 from culture_probe.metrics import chance
 from culture_probe.metrics.consistency import RANKING_DEPTH, AlignedAnswer
-from culture_probe.metrics.dlama import AnsweredFact, RankedFact, generation_summary, hits_at_k, ranking_summary
+from culture_probe.metrics.dlama import (
+    AnsweredFact,
+    RankedFact,
+    generation_summary,
+    hits_at_k,
+    ranking_summary,
+)
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import (
     Deviation,
@@ -50,7 +56,10 @@ WEST = "west"
 # sub_label.
 SYSTEM = {"en": "You are an encyclopedia.", "ar": "تعامل كأنك موسوعة."}
 QUESTIONS = {
-    "P30": ('Where is "{}" located in? Reply with a name of a continent only.', 'أين يقع "{}"؟ أجب باسم قارة فقط'),
+    "P30": (
+        'Where is "{}" located in? Reply with a name of a continent only.',
+        'أين يقع "{}"؟ أجب باسم قارة فقط',
+    ),
     "P36": (
         'What is the capital of "{}"? Reply with the name of the city only.',
         'ما هي عاصمة "{}"؟ أجب باسم المدينة فقط',
@@ -83,10 +92,18 @@ class DlamaOptions:
     """DLAMA switches; defaults are the paper's protocol."""
 
     score: Literal["mean", "sum"] = "mean"  # the paper ranks by the mean sub-token log-prob
-    keep_scores: bool = False  # write every candidate's sum, token count and per-token log-probs to items.jsonl
-    mode: Literal["rank", "generate"] = "rank"  # generate: the optional chat-model mode of the paper's Appendix D
-    max_new_tokens: int = 32  # generate mode (the paper does not say; replies are asked to be one name)
-    templates: str | None = None  # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
+    keep_scores: bool = (
+        False  # write every candidate's sum, token count and per-token log-probs to items.jsonl
+    )
+    mode: Literal["rank", "generate"] = (
+        "rank"  # generate: the optional chat-model mode of the paper's Appendix D
+    )
+    max_new_tokens: int = (
+        32  # generate mode (the paper does not say; replies are asked to be one name)
+    )
+    templates: str | None = (
+        None  # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
+    )
     # D1: "upstream_regex" fills [X] with re.sub("[X]", ...) as the released T5/mT5 path did (brackets stay, every
     # capital X of the template becomes the subject); "replace" is plain str.replace
     fill: Fill = "replace"
@@ -237,11 +254,15 @@ class DlamaTask(Task):
         """
         sets = candidate_sets(rows)
         digest = hashlib.sha256(
-            json.dumps(sorted((list(k), v) for k, v in sets.items()), ensure_ascii=False).encode("utf-8")
+            json.dumps(sorted((list(k), v) for k, v in sets.items()), ensure_ascii=False).encode(
+                "utf-8"
+            )
         ).hexdigest()
         described = {
             "languages": sorted({row["language"] for row in rows}),
-            "candidate_sets": {f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())},
+            "candidate_sets": {
+                f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())
+            },
             "candidates_sha256": digest,
             "label_collisions": label_collisions(rows),
         }
@@ -257,14 +278,22 @@ class DlamaTask(Task):
         """Languages of `rows` probed with at least one provisional vendored template (recorded with every run)."""
         used = {(row["language"], row["predicate"]) for row in rows}
         return sorted(
-            {lang for lang, pred in used if (entry := self.template(lang, pred)) is not None and not entry["verified"]}
+            {
+                lang
+                for lang, pred in used
+                if (entry := self.template(lang, pred)) is not None and not entry["verified"]
+            }
         )
 
     # ------------------------------------------------------------ hooks
 
-    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+    def _probes(
+        self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
+    ) -> Iterable[Probe]:
         sets = candidate_sets(rows)
-        self._aligned = aligned_candidates(rows)  # read back by `_read`: each ranking's aligned QIDs
+        self._aligned = aligned_candidates(
+            rows
+        )  # read back by `_read`: each ranking's aligned QIDs
         options = ScoreOptions(keep_tokens=self.options.keep_scores)
         first_n, position = self.options.generate_first_n, Counter[tuple[str, str, str]]()
         for row in rows:
@@ -276,7 +305,11 @@ class DlamaTask(Task):
                 "gold": list(row["obj_label"]),
                 "obj_uri": list(row["obj_uri"]),
             }
-            file = (row["language"], row["predicate"], row["culture"])  # one fact file of the release, in file order
+            file = (
+                row["language"],
+                row["predicate"],
+                row["culture"],
+            )  # one fact file of the release, in file order
             position[file] += 1
             if not row["sub_label"].strip() or not [o for o in row["obj_label"] if o.strip()]:
                 yield Skipped(row["id"], "empty subject or object label", meta=meta)
@@ -284,13 +317,17 @@ class DlamaTask(Task):
             if self.options.mode == "generate":
                 if first_n is not None and position[file] > first_n:
                     yield Skipped(
-                        row["id"], f"not among the first {first_n} facts of its file (generate_first_n, D4)", meta=meta
+                        row["id"],
+                        f"not among the first {first_n} facts of its file (generate_first_n, D4)",
+                        meta=meta,
                     )
                 else:
                     yield self._question(row, meta)
                 continue
             entry = self.template(row["language"], row["predicate"])
-            if entry is None or not entry["template"].strip():  # ko P17/P19: unreadable in the paper
+            if (
+                entry is None or not entry["template"].strip()
+            ):  # ko P17/P19: unreadable in the paper
                 yield Skipped(
                     row["id"],
                     f"no {row['language']} template for {row['predicate']} (pass --option "
@@ -301,7 +338,10 @@ class DlamaTask(Task):
             left, right = prompt(entry["template"], row["sub_label"], self.options.fill)
             meta["prompt"] = f"{left}[Y]{right}"
             request = slot_request(
-                left, right, sets[row["language"], row["predicate"]], self.options.candidate_tokenization
+                left,
+                right,
+                sets[row["language"], row["predicate"]],
+                self.options.candidate_tokenization,
             )
             yield ScoreProbe(row["id"], request, options, meta=meta)
 
@@ -315,7 +355,9 @@ class DlamaTask(Task):
                 f"Arab-West, en/ar, {', '.join(QUESTIONS)})",
                 meta=meta,
             )
-        meta["prompt"] = question(predicate, language, row["sub_label"], corrected=self.benchmark.corrected)
+        meta["prompt"] = question(
+            predicate, language, row["sub_label"], corrected=self.benchmark.corrected
+        )
         options = GenerateOptions(self.options.max_new_tokens, chat=True, system=SYSTEM[language])
         return GenerateProbe(row["id"], meta["prompt"], options, meta=meta)
 
@@ -324,7 +366,9 @@ class DlamaTask(Task):
             reply = str(output).strip()
             return {"reply": reply, **answer_matches(reply, probe.meta["gold"])}
         ranking = ranked_candidates(output, self.options.score)
-        scores = dict(zip(output.candidates, output.scores(self.options.score).tolist(), strict=True))
+        scores = dict(
+            zip(output.candidates, output.scores(self.options.score).tolist(), strict=True)
+        )
         fields = {
             "prediction": ranking[0],
             "top": ranking[:TOP_K],
@@ -360,7 +404,10 @@ class DlamaTask(Task):
         if self.options.mode == "generate":
             hits = [bool(r["overlap"]) for r in facts]
         else:
-            found = hits_at_k([r["prediction"] for r in facts], [scored_gold(r, self.options.p1_gold) for r in facts])
+            found = hits_at_k(
+                [r["prediction"] for r in facts],
+                [scored_gold(r, self.options.p1_gold) for r in facts],
+            )
             hits = [bool(hit) for hit in found]
         return [
             AlignedAnswer(
@@ -386,7 +433,9 @@ class DlamaTask(Task):
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         if self.options.mode == "generate":
             return generation_summary([answered_fact(r) for r in records])
-        return ranking_summary([ranked_fact(r, self.options.p1_gold) for r in records], reference=WEST)
+        return ranking_summary(
+            [ranked_fact(r, self.options.p1_gold) for r in records], reference=WEST
+        )
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per fact and prompt language: P@1, or in generation mode the overlap and exact accuracies. The design's
@@ -398,14 +447,22 @@ class DlamaTask(Task):
                 unit_table(
                     measure,
                     [
-                        UnitValue(r.item_id, 100.0 * getattr(f, measure), fact_strata(r), cluster=self.cluster_of(r))
+                        UnitValue(
+                            r.item_id,
+                            100.0 * getattr(f, measure),
+                            fact_strata(r),
+                            cluster=self.cluster_of(r),
+                        )
                         for r, f in zip(records, facts, strict=True)
                     ],
                     higher_is_better=True,
                 ).with_scale(100.0, binary=True)
                 for measure in ("overlap", "exact")
             ]
-        hits = hits_at_k([r["prediction"] for r in records], [scored_gold(r, self.options.p1_gold) for r in records])
+        hits = hits_at_k(
+            [r["prediction"] for r in records],
+            [scored_gold(r, self.options.p1_gold) for r in records],
+        )
         return [p1_table(records, 100.0 * hits, self.cluster_of).with_scale(100.0, binary=True)]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
@@ -415,7 +472,10 @@ class DlamaTask(Task):
         if self.options.mode != "rank" or not all("n_candidates" in r for r in records):
             return ()
         expected = [
-            100.0 * chance.random_precision_at_1(len(gold_labels(r, self.options.p1_gold)), r["n_candidates"])
+            100.0
+            * chance.random_precision_at_1(
+                len(gold_labels(r, self.options.p1_gold)), r["n_candidates"]
+            )
             for r in records
         ]
         return [(p1_table(records, expected, self.cluster_of), chance.P_AT_1)]
@@ -426,7 +486,9 @@ class DlamaTask(Task):
         cultures = sorted({r["culture"] for r in records})
         if len(cultures) == 2:
             return {}, {}
-        return {}, {"culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"}
+        return {}, {
+            "culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"
+        }
 
 
 def p1_table(
@@ -481,7 +543,11 @@ def scored_gold(record: Record, p1_gold: str = "any") -> list[str]:
 def answered_fact(record: Record) -> AnsweredFact:
     """The metric input of a generation record."""
     return AnsweredFact(
-        record["language"], record["predicate"], record["culture"], bool(record["overlap"]), bool(record["exact"])
+        record["language"],
+        record["predicate"],
+        record["culture"],
+        bool(record["overlap"]),
+        bool(record["exact"]),
     )
 
 
@@ -519,7 +585,9 @@ def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], t
     """
     sets: dict[tuple[str, str], set[str]] = defaultdict(set)
     for row in rows:
-        sets[row["language"], row["predicate"]].update(label for label in row["obj_label"] if label.strip())
+        sets[row["language"], row["predicate"]].update(
+            label for label in row["obj_label"] if label.strip()
+        )
     return {key: tuple(sorted(labels)) for key, labels in sets.items()}
 
 
@@ -544,7 +612,9 @@ class AlignedCandidates:
     set_id: str
 
 
-def aligned_candidates(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], AlignedCandidates]:
+def aligned_candidates(
+    rows: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, str], AlignedCandidates]:
     """{(language, predicate): AlignedCandidates}: the QIDs that are candidates in every language of `rows` under
     a label of their own. A label naming two QIDs collapses them into one candidate (`label_collisions`), which no
     other language's candidates match, so those QIDs are left out in every language; QIDs are compared, never labels.
@@ -556,20 +626,28 @@ def aligned_candidates(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str
         for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):
             if label.strip():
                 uris[row["language"], row["predicate"], label].add(uri)
-    named: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (language, predicate) -> {QID: label}
+    named: dict[tuple[str, str], dict[str, str]] = defaultdict(
+        dict
+    )  # (language, predicate) -> {QID: label}
     left_out: dict[str, set[str]] = defaultdict(set)
     for (language, predicate, label), found in uris.items():
         (uri,) = found if len(found) == 1 else (None,)
-        if uri is None or uri in named[language, predicate]:  # collapsed, or one QID under two labels
+        if (
+            uri is None or uri in named[language, predicate]
+        ):  # collapsed, or one QID under two labels
             left_out[predicate] |= found
         else:
             named[language, predicate][uri] = label
     aligned = {}
     for predicate, langs in languages.items():
-        shared = set.intersection(*(set(named[lang, predicate]) for lang in langs)) - left_out[predicate]
+        shared = (
+            set.intersection(*(set(named[lang, predicate]) for lang in langs)) - left_out[predicate]
+        )
         set_id = hashlib.sha256("\n".join(sorted(shared)).encode()).hexdigest()[:16]
         for lang in langs:
-            aligned[lang, predicate] = AlignedCandidates({named[lang, predicate][q]: q for q in shared}, set_id)
+            aligned[lang, predicate] = AlignedCandidates(
+                {named[lang, predicate][q]: q for q in shared}, set_id
+            )
     return aligned
 
 

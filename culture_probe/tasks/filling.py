@@ -49,7 +49,10 @@ def fill_slots(template: str, fillers: Sequence[tuple[str, str]], how: Fill = "r
 
 
 def slot_request(
-    left: str, right: str, candidates: Sequence[str], candidate_ids: Literal["in_context", "alone"] = "in_context"
+    left: str,
+    right: str,
+    candidates: Sequence[str],
+    candidate_ids: Literal["in_context", "alone"] = "in_context",
 ) -> ScoreRequest:
     """A request that keeps the template's own spacing: a space before the slot moves onto the candidate
     (in-context ids, like ' tofu' for BPE), no space stays none (zh, or a slot glued to punctuation);
@@ -58,4 +61,10 @@ def slot_request(
     """
     stripped = left.rstrip()
     sep = " " if stripped != left else ""
-    return ScoreRequest(left=stripped, candidates=tuple(candidates), right=right, sep=sep, candidate_ids=candidate_ids)
+    return ScoreRequest(
+        left=stripped,
+        candidates=tuple(candidates),
+        right=right,
+        sep=sep,
+        candidate_ids=candidate_ids,
+    )

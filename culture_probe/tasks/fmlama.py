@@ -66,7 +66,18 @@ CHAT_INSTRUCTIONS = {
 }
 # The named origin groups of the released v1 scorer (metrics_utils.COUNTRY; Indonesia and Korea commented out):
 # every other origin, Germany, Iran, Greece and Russia included, is "Others" there (F10).
-V1_CODE_GROUPS = ("U.S.", "France", "Italy", "India", "Japan", "U.K.", "Spain", "China", "Turkey", "Mexico")
+V1_CODE_GROUPS = (
+    "U.S.",
+    "France",
+    "Italy",
+    "India",
+    "Japan",
+    "U.K.",
+    "Spain",
+    "China",
+    "Turkey",
+    "Mexico",
+)
 REPLY_SPLIT = re.compile(r",|，|、|\n|\band\b")
 PUNCTUATION = " \t.。!！?？;；:：\"'“”‘’()（）[]*-"
 
@@ -75,18 +86,24 @@ PUNCTUATION = " \t.。!！?？;；:：\"'“”‘’()（）[]*-"
 class FmlamaOptions:
     """FmLAMA switches; defaults are the v1 paper's protocol."""
 
-    families: tuple[str, ...] = FAMILIES  # template families to probe: hasParts (no context), country
+    families: tuple[str, ...] = (
+        FAMILIES  # template families to probe: hasParts (no context), country
+    )
     template_set: Literal["faithful", "corrected"] = (
         "faithful"  # corrected: the template fixes of the corrected variant
     )
-    country_names: dict[str, dict[str, str]] | None = None  # {lang: {origin key: name}} for the [C] slot
+    country_names: dict[str, dict[str, str]] | None = (
+        None  # {lang: {origin key: name}} for the [C] slot
+    )
     # F1 (ranking): False feeds each dish's gold set string whole, as one candidate and one gold (the v1 runner); True
     # splits it on ", " into ingredients (the paper's tables)
     split_gold: bool = True
     # F2: 10 drops candidates of more than 10 tokens from the ranking, as the v1 masked path did; it applies to masked
     # models only, as there (the v1 T5 path had no cap)
     max_candidate_tokens: int | None = None
-    ap_denominator: Literal["gold", "ranked"] = "gold"  # F2b: "ranked" divides AP by the golds found in the ranking
+    ap_denominator: Literal["gold", "ranked"] = (
+        "gold"  # F2b: "ranked" divides AP by the golds found in the ranking
+    )
     # F3: "upstream_regex" fills [X] then [C] with re.sub as the v1 T5/mT5 path did (brackets stay, every capital X of
     # the template and every capital C of the text, dish names included, is replaced); "replace" is str.replace
     fill: Fill = "replace"
@@ -96,26 +113,42 @@ class FmlamaOptions:
     # F10 (ranking): "v1_code" keeps the 10 named origin groups of the released scorer (Germany, Iran, Greece, Russia
     # become Others); "paper" the paper's 14
     group_set: Literal["paper", "v1_code"] = "paper"
-    round_template_map: bool = False  # F11: round each template's mAP cells to 2 decimals before the mean, as v1 did
-    vectors: str | None = None  # for mWS: fastText cc.<lang>.300.bin (or its folder) or text .vec; None: no mWS
+    round_template_map: bool = (
+        False  # F11: round each template's mAP cells to 2 decimals before the mean, as v1 did
+    )
+    vectors: str | None = (
+        None  # for mWS: fastText cc.<lang>.300.bin (or its folder) or text .vec; None: no mWS
+    )
     group_by: Literal["group", "continent"] = "group"  # the aligned-175 tables group by continent
-    keep_scores: bool = False  # write every candidate's sum, token count and per-token log-probs (large)
-    mode: Literal["rank", "chat"] = "rank"  # chat: generate with the chat template (paper Table 3/13)
+    keep_scores: bool = (
+        False  # write every candidate's sum, token count and per-token log-probs (large)
+    )
+    mode: Literal["rank", "chat"] = (
+        "rank"  # chat: generate with the chat template (paper Table 3/13)
+    )
     chat_max_new_tokens: int = 64
-    chat_decoding: Literal["greedy", "sample"] = "greedy"  # sample: the paper's one draw, seeded by the run's seed
-    chat_temperature: float = 0.7  # of chat_decoding="sample" (the paper sampled at 0.7, section 5.3)
+    chat_decoding: Literal["greedy", "sample"] = (
+        "greedy"  # sample: the paper's one draw, seeded by the run's seed
+    )
+    chat_temperature: float = (
+        0.7  # of chat_decoding="sample" (the paper sampled at 0.7, section 5.3)
+    )
 
     def __post_init__(self) -> None:
         check_types(self)
         unknown = [f for f in self.families if f not in FAMILIES]
         if unknown or not self.families:
-            raise CultureProbeError(f"families must be some of {', '.join(FAMILIES)}, got {list(self.families)}.")
+            raise CultureProbeError(
+                f"families must be some of {', '.join(FAMILIES)}, got {list(self.families)}."
+            )
         at_least("max_candidate_tokens", self.max_candidate_tokens, 1, none_ok=True)
         at_least("chat_max_new_tokens", self.chat_max_new_tokens, 1)
         in_range("chat_temperature", self.chat_temperature, 0, above=True)
 
 
-GROUP_NEEDS = "the numbers per country group (the paper's table) need 2 dishes of each for an interval"
+GROUP_NEEDS = (
+    "the numbers per country group (the paper's table) need 2 dishes of each for an interval"
+)
 # A smoke run ranks the pool (1,287 ingredients in English) in the first two templates of each family, not all five:
 # the family's mAP, its mean and std over templates and every group's number are there, at two-fifths of the cost.
 RANK_SMOKE = Smoke(
@@ -124,7 +157,10 @@ RANK_SMOKE = Smoke(
     tags=tuple(f"{family}_{n}" for family in FAMILIES for n in (1, 2)),
     omits="templates 3-5 of each family (the mean and std over templates are over templates 1-2)",
 )
-V1_KINDS = ("masked", "seq2seq")  # the model kinds of the released v1 code's two paths (masked, T5/mT5)
+V1_KINDS = (
+    "masked",
+    "seq2seq",
+)  # the model kinds of the released v1 code's two paths (masked, T5/mT5)
 
 
 def _ranks(task: FmlamaTask) -> bool:
@@ -140,7 +176,9 @@ class FmlamaTask(Task):
 
     Options = FmlamaOptions
     unit, strata = "dishes", ("lang", "group")
-    design = SamplingDesign("dish", repeated=("template (chat mode: prompt cell, template x instruction)",))
+    design = SamplingDesign(
+        "dish", repeated=("template (chat mode: prompt cell, template x instruction)",)
+    )
     smoke = Smoke(2, GROUP_NEEDS)
     options: FmlamaOptions
     deviations = (
@@ -233,7 +271,11 @@ class FmlamaTask(Task):
             "conversation templates, which no option reproduces.",
             "mode='chat'",
             _chat,
-            upstream={"chat_decoding": "sample", "chat_temperature": 0.7, "chat_max_new_tokens": 1024},
+            upstream={
+                "chat_decoding": "sample",
+                "chat_temperature": 0.7,
+                "chat_max_new_tokens": 1024,
+            },
             upstream_kinds=("causal",),
         ),
         Deviation(
@@ -276,7 +318,9 @@ class FmlamaTask(Task):
     ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
-        if self.options.mode == "rank":  # ranking the whole pool is the costly part: two templates per family
+        if (
+            self.options.mode == "rank"
+        ):  # ranking the whole pool is the costly part: two templates per family
             self.smoke = RANK_SMOKE
 
     def model_need(self, stage: str) -> ModelNeed:
@@ -289,7 +333,9 @@ class FmlamaTask(Task):
     @classmethod
     def needs(cls, config: str | Benchmark, options: FmlamaOptions) -> dict[str, Need]:
         """The templates (faithful or corrected set), and the mWS vectors when `vectors=` names them."""
-        needs = {"templates": Need("fmlama", "templates", corrected=options.template_set == "corrected")}
+        needs = {
+            "templates": Need("fmlama", "templates", corrected=options.template_set == "corrected")
+        }
         if options.vectors and options.mode == "rank":
             params = (("path", options.vectors), ("language", config_language(config)))
             needs["vectors"] = Need("fmlama", "vectors", params=params)
@@ -301,7 +347,11 @@ class FmlamaTask(Task):
         digest = hashlib.sha256(json.dumps(pool, ensure_ascii=False).encode("utf-8")).hexdigest()
         language = prompt_language(rows[0]) if rows else None
         templates = {rel: text for rel, _, text in self.templates(language)} if language else {}
-        described: dict[str, Any] = {"n_candidates": len(pool), "candidates_sha256": digest, "templates": templates}
+        described: dict[str, Any] = {
+            "n_candidates": len(pool),
+            "candidates_sha256": digest,
+            "templates": templates,
+        }
         if self.options.mode == "chat":
             described["chat_decoding"] = (
                 f"one sample at temperature {self.options.chat_temperature}, seeded per prompt from seed {self.seed}"
@@ -316,7 +366,9 @@ class FmlamaTask(Task):
         """
         if self.options.split_gold or self.options.mode != "rank" or not row["obj_label"]:
             return list(row["obj_label"])
-        return [", ".join(row["obj_label"])]  # the loader split the released string on ", ": this rejoins it exactly
+        return [
+            ", ".join(row["obj_label"])
+        ]  # the loader split the released string on ", ": this rejoins it exactly
 
     def pool(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The candidates every dish is ranked against: the gold items of all rows, in code-point order."""
@@ -333,7 +385,9 @@ class FmlamaTask(Task):
 
     # ------------------------------------------------------------ hooks
 
-    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+    def _probes(
+        self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
+    ) -> Iterable[Probe]:
         pool = self.pool(rows)
         by_language = {}
         for row in rows:
@@ -343,7 +397,9 @@ class FmlamaTask(Task):
             for relation, family, template in by_language[language]:
                 if self.options.mode == "rank":
                     yield self.probe(row, relation, family, template, pool)
-                elif relation.endswith("_1"):  # chat mode asks with the first template of each family
+                elif relation.endswith(
+                    "_1"
+                ):  # chat mode asks with the first template of each family
                     yield from self.chat_probes(row, relation, family, template)
 
     def _context(
@@ -368,7 +424,14 @@ class FmlamaTask(Task):
             return meta, None, Skipped(row["id"], reason, tag=tag, meta=meta)
         return meta, country, None
 
-    def probe(self, row: Mapping[str, Any], relation: str, family: str, template: str, pool: tuple[str, ...]) -> Probe:
+    def probe(
+        self,
+        row: Mapping[str, Any],
+        relation: str,
+        family: str,
+        template: str,
+        pool: tuple[str, ...],
+    ) -> Probe:
         """One dish in one template: the filled prompt split at the ingredient slot."""
         meta, country, skipped = self._context(row, relation, family, relation)
         if skipped is not None:
@@ -378,12 +441,15 @@ class FmlamaTask(Task):
         )
         meta["prompt"] = f"{left}[Y]{right}"
         options = ScoreOptions(
-            score_right=self.kind == "causal" and dish_after_slot, keep_tokens=self.options.keep_scores
+            score_right=self.kind == "causal" and dish_after_slot,
+            keep_tokens=self.options.keep_scores,
         )
         request = slot_request(left, right, pool, self.options.candidate_tokenization)
         return ScoreProbe(row["id"], request, options, tag=relation, meta=meta)
 
-    def chat_probes(self, row: Mapping[str, Any], relation: str, family: str, template: str) -> Iterator[Probe]:
+    def chat_probes(
+        self, row: Mapping[str, Any], relation: str, family: str, template: str
+    ) -> Iterator[Probe]:
         """Chat mode: the template with the slot shown as `[]`, then each instruction wording (the paper's section
         5.3).
         """
@@ -406,8 +472,12 @@ class FmlamaTask(Task):
             if skipped is not None:
                 yield skipped
                 continue
-            left, right, _ = fill(template, row["sub_label"], country, language)  # F3 concerns the T5 ranking only
-            meta.update(prompt=f"{left}[]{right}{instruction}", instruction=index, frame=[left, right])
+            left, right, _ = fill(
+                template, row["sub_label"], country, language
+            )  # F3 concerns the T5 ranking only
+            meta.update(
+                prompt=f"{left}[]{right}{instruction}", instruction=index, frame=[left, right]
+            )
             yield GenerateProbe(row["id"], meta["prompt"], options, tag=tag, meta=meta)
 
     def _read(self, probe: Probe, output: Any) -> RecordFields:
@@ -419,7 +489,9 @@ class FmlamaTask(Task):
                 "items": items,
                 "correct": any(normalise(i, probe.meta["lang"]) in gold for i in items),
             }
-        cap = self.options.max_candidate_tokens if self.kind == "masked" else None  # F2: v1's masked path only
+        cap = (
+            self.options.max_candidate_tokens if self.kind == "masked" else None
+        )  # F2: v1's masked path only
         ranking = ranked_candidates(output)
         if cap is not None:
             tokens = dict(zip(output.candidates, output.n_tokens.tolist(), strict=True))
@@ -442,8 +514,12 @@ class FmlamaTask(Task):
         dishes = [self.ranked_dish(r) for r in records]
         embed = None
         if self.options.vectors:  # read only the vectors mWS needs, once
-            embed = self.resource("vectors").lookup(words_needed([d.ranking for d in dishes], [d.gold for d in dishes]))
-        return ranking_summary(dishes, embed, map_decimals=2 if self.options.round_template_map else None)
+            embed = self.resource("vectors").lookup(
+                words_needed([d.ranking for d in dishes], [d.gold for d in dishes])
+            )
+        return ranking_summary(
+            dishes, embed, map_decimals=2 if self.options.round_template_map else None
+        )
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per dish, per template of a family: its AP (mAP = the mean over templates of the mean over dishes, as
@@ -467,7 +543,9 @@ class FmlamaTask(Task):
                     higher_is_better=True,
                 ).with_scale(100.0, binary=True)
             ]
-        ranked = self._map_tables(records, lambda dish, _: average_precision(dish.ranking, set(dish.gold)))
+        ranked = self._map_tables(
+            records, lambda dish, _: average_precision(dish.ranking, set(dish.gold))
+        )
         return [table.with_scale(100.0) for table in ranked]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
@@ -479,14 +557,21 @@ class FmlamaTask(Task):
             return ()
         return [(table, chance.AVERAGE_PRECISION) for table in self._map_tables(records, random_ap)]
 
-    def _map_tables(self, records: Sequence[Record], ap: Callable[[RankedDish, Record], float]) -> list[UnitTable]:
+    def _map_tables(
+        self, records: Sequence[Record], ap: Callable[[RankedDish, Record], float]
+    ) -> list[UnitTable]:
         """Per family, `map_<family>`: each dish's `ap(dish, record)` (%) per template (NaN without gold)."""
         rows: dict[str, list[UnitValue]] = {}
         for record in records:
             dish = self.ranked_dish(record)
             value = 100.0 * ap(dish, record) if dish.gold else float("nan")
             rows.setdefault(f"map_{dish.family}", []).append(
-                UnitValue(record.item_id, value, {"lang": record["lang"], "group": dish.group}, dish.template)
+                UnitValue(
+                    record.item_id,
+                    value,
+                    {"lang": record["lang"], "group": dish.group},
+                    dish.template,
+                )
             )
         return [
             unit_table(name, rows[name], higher_is_better=True)
@@ -517,7 +602,9 @@ class FmlamaTask(Task):
 
 def random_ap(dish: RankedDish, record: Record) -> float:
     """A dish's expected AP (0-1) under a uniformly random ranking of the candidates it was ranked against."""
-    ranked = {g for g, rank in zip(record["gold"], record["gold_ranks"], strict=True) if rank is not None}
+    ranked = {
+        g for g, rank in zip(record["gold"], record["gold_ranks"], strict=True) if rank is not None
+    }
     gold = set(dish.gold)
     return chance.random_average_precision(len(ranked & gold), record["n_candidates"], len(gold))
 
@@ -541,7 +628,9 @@ def prompt_language(row: Mapping[str, Any]) -> str:
     return row.get("prompt_lang") or row["lang"]
 
 
-def country_name(origin: str, language: str, names: Mapping[str, Mapping[str, str]] | None) -> str | None:
+def country_name(
+    origin: str, language: str, names: Mapping[str, Mapping[str, str]] | None
+) -> str | None:
     """The [C] filler: a user table first, then the library's rules (F5); None when no name is known."""
     if names and origin in names.get(language, {}):
         return names[language][origin]
@@ -550,7 +639,9 @@ def country_name(origin: str, language: str, names: Mapping[str, Mapping[str, st
     return COUNTRY_NAMES.get(language, {}).get(origin)
 
 
-def fill(template: str, dish: str, country: str | None, language: str, how: Fill = "replace") -> tuple[str, str, bool]:
+def fill(
+    template: str, dish: str, country: str | None, language: str, how: Fill = "replace"
+) -> tuple[str, str, bool]:
     """(left, right, dish after slot) of a template: the stripped template, the stripped dish in its slot, then the
     country (unstripped: a filler's own spaces are kept, F4), by `str.replace` or the v1 T5 path's regex (F3).
 
@@ -562,7 +653,9 @@ def fill(template: str, dish: str, country: str | None, language: str, how: Fill
     dish_slot, slot, country_slot = SLOTS.get(language, DEFAULT_SLOTS)
     template = template.strip()
     dish_after_slot = template.index(dish_slot) > template.index(slot)
-    fillers = [(dish_slot, dish.strip())] + ([(country_slot, country)] if country is not None else [])
+    fillers = [(dish_slot, dish.strip())] + (
+        [(country_slot, country)] if country is not None else []
+    )
     text = fill_slots(template, fillers, "replace" if language in SLOTS else how)
     left, right = split_slot(text, slot)
     return left, right, dish_after_slot
@@ -602,7 +695,9 @@ def record_ranking(record: Mapping[str, Any] | Record) -> list[str]:
     rank, unique fillers elsewhere (the records do not keep the whole pool order).
     """
     ranks = [r for r in record["gold_ranks"] if r is not None]
-    ranking = list(record["top"]) + [f"\0{i}" for i in range(len(record["top"]), max(ranks, default=0))]
+    ranking = list(record["top"]) + [
+        f"\0{i}" for i in range(len(record["top"]), max(ranks, default=0))
+    ]
     for gold, rank in zip(record["gold"], record["gold_ranks"], strict=True):
         if rank is not None:
             ranking[rank - 1] = gold
@@ -612,7 +707,11 @@ def record_ranking(record: Mapping[str, Any] | Record) -> list[str]:
 def reference(record: Mapping[str, Any] | Record, denominator: str) -> list[str]:
     """Gold items; with the v1 code's `ranked` denominator only those present in the ranking (F2)."""
     if denominator == "ranked":
-        return [g for g, rank in zip(record["gold"], record["gold_ranks"], strict=True) if rank is not None]
+        return [
+            g
+            for g, rank in zip(record["gold"], record["gold_ranks"], strict=True)
+            if rank is not None
+        ]
     return list(record["gold"])
 
 

@@ -38,7 +38,15 @@ from culture_probe.metrics.maps import Completion, ReasonAnswer, run_summary, un
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Smoke, Task
 from culture_probe.tasks.options import at_least
-from culture_probe.tasks.probes import FillMaskProbe, GenerateProbe, Output, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.probes import (
+    FillMaskProbe,
+    GenerateProbe,
+    Output,
+    Probe,
+    Record,
+    ScoreProbe,
+    Skipped,
+)
 from culture_probe.typecheck import check_types
 
 QUESTIONS = {
@@ -117,12 +125,22 @@ class MapsOptions:
 
     question: Literal["pos", "neg", "neg1", "neg2", "neg3", "neg4"] = "pos"
     memorisation: bool = True
-    mem_max_new_tokens: int | None = None  # None: max(4, T + 2); upstream: 4 causal (M6a), 19 seq2seq (M6b)
-    mem_match: Literal["prefix", "substring"] = "prefix"  # substring = upstream's search and post-processing (M6)
+    mem_max_new_tokens: int | None = (
+        None  # None: max(4, T + 2); upstream: 4 causal (M6a), 19 seq2seq (M6b)
+    )
+    mem_match: Literal["prefix", "substring"] = (
+        "prefix"  # substring = upstream's search and post-processing (M6)
+    )
     mem_template_lang: Literal["en", "native"] = "en"  # native = upstream XLM-R (M5)
-    mlm_letter_pieces: Literal["word_initial", "bare"] = "word_initial"  # masked models; bare = upstream XLM-R (M4)
-    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"  # seq2seq letters; plain = upstream mT0 (M8)
-    n_shot: int = 0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5), from data_dir
+    mlm_letter_pieces: Literal["word_initial", "bare"] = (
+        "word_initial"  # masked models; bare = upstream XLM-R (M4)
+    )
+    seq2seq_style: Literal["sentinel", "plain"] = (
+        "sentinel"  # seq2seq letters; plain = upstream mT0 (M8)
+    )
+    n_shot: int = (
+        0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5), from data_dir
+    )
     seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (M12)
 
     def __post_init__(self) -> None:
@@ -173,7 +191,10 @@ def memorisation_prompts(proverb: str, language: str, template_lang: str = "en")
     the other way round).
     """
     front, _ = split_proverb(proverb, language)
-    return [template.format(proverb=front).lower() for template in memorisation_templates(language, template_lang)]
+    return [
+        template.format(proverb=front).lower()
+        for template in memorisation_templates(language, template_lang)
+    ]
 
 
 def memorised(
@@ -195,7 +216,10 @@ def memorised(
     front, target = split_proverb(proverb, language)
     if match == "substring":
         text = upstream_completion(output, front, language, template=template, kind=kind)
-        return proverb.lower() in text or text == upstream_template(template).format(proverb=proverb).lower()
+        return (
+            proverb.lower() in text
+            or text == upstream_template(template).format(proverb=proverb).lower()
+        )
     return output.strip().lower().startswith(target.lower().rstrip(TRAILING_PUNCTUATION))
 
 
@@ -230,7 +254,12 @@ def upstream_completion(output: str, front: str, language: str, *, template: str
     if kind != "masked":
         text = text.replace("</s>", "")
     text = text.replace(">", "> ").replace(literal.split(":")[0] + ":", "").strip()
-    text = " ".join(token.strip() for token in text.split(" ") if ">" not in token).strip().lower().strip(".")
+    text = (
+        " ".join(token.strip() for token in text.split(" ") if ">" not in token)
+        .strip()
+        .lower()
+        .strip(".")
+    )
     if kind == "seq2seq":
         return front.lower() + joiner + text
     if kind == "masked":  # upstream's front held " <mask>" (zh "<mask>"), removed and stripped here
@@ -278,7 +307,8 @@ class MapsTask(Task):
     design = SamplingDesign("proverb", repeated=("demonstration set (few-shot)",))
     text_columns = REQUIRED_TEXT
     smoke = Smoke(
-        2, "accuracy on figurative and on literal proverbs (the paper's split) needs 2 of each for an interval"
+        2,
+        "accuracy on figurative and on literal proverbs (the paper's split) needs 2 of each for an interval",
     )
     options: MapsOptions
     deviations = (
@@ -461,7 +491,9 @@ class MapsTask(Task):
             "mem_template_lang": self.options.mem_template_lang,
             "mlm_letter_pieces": self.options.mlm_letter_pieces if self.kind == "masked" else None,
             "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
-            "seq2seq_max_tokens": self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None,
+            "seq2seq_max_tokens": self.options.seq2seq_max_tokens
+            if self.kind == "seq2seq"
+            else None,
             "few_shot": f"{self.options.n_shot} English demonstrations x {N_SETS} sets (RandomState(42))"
             if self.options.n_shot
             else None,
@@ -473,7 +505,9 @@ class MapsTask(Task):
             return [""]
         rows = self.resource("few_shot")
         if self.options.n_shot > len(rows):
-            raise CultureProbeError(f"n_shot={self.options.n_shot} exceeds the {len(rows)} few-shot items.")
+            raise CultureProbeError(
+                f"n_shot={self.options.n_shot} exceeds the {len(rows)} few-shot items."
+            )
         return [
             "\n".join(demonstration(rows[i], self.options.question) for i in indices) + "\n"
             for indices in demo_sets(len(rows), self.options.n_shot)
@@ -481,7 +515,9 @@ class MapsTask(Task):
 
     # ------------------------------------------------------------ probes
 
-    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+    def _probes(
+        self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
+    ) -> Iterable[Probe]:
         if stage == "memorise":
             yield from self._generation_probes(previous)
             return
@@ -490,9 +526,13 @@ class MapsTask(Task):
         # M4: upstream XLM-R read the bare pieces "a"/"b" at the mask; M8: upstream mT0 scored the letter as the
         # whole decoder target after the prompt alone (the engine's "plain" seq2seq style).
         ids: Literal["piece", "in_context"] = (
-            "piece" if self.kind == "masked" and self.options.mlm_letter_pieces == "bare" else "in_context"
+            "piece"
+            if self.kind == "masked" and self.options.mlm_letter_pieces == "bare"
+            else "in_context"
         )
-        scoring = ScoreOptions(seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel")
+        scoring = ScoreOptions(
+            seq2seq_style=self.options.seq2seq_style if self.kind == "seq2seq" else "sentinel"
+        )
         for row in rows:
             meta = {
                 "is_figurative": bool(row["is_figurative"]),
@@ -521,9 +561,13 @@ class MapsTask(Task):
                         meta=meta,
                     )
                     continue
-                prompt = memorisation_prompts(row["proverb"], row["language"], self.options.mem_template_lang)[0]
+                prompt = memorisation_prompts(
+                    row["proverb"], row["language"], self.options.mem_template_lang
+                )[0]
                 sep = "" if row["language"] == "zh" else " "
-                yield ScoreProbe(row["id"], ScoreRequest(prompt, (target,), sep=sep), tag="mem_length", meta=meta)
+                yield ScoreProbe(
+                    row["id"], ScoreRequest(prompt, (target,), sep=sep), tag="mem_length", meta=meta
+                )
 
     def _generation_probes(self, previous: Sequence[Record]) -> Iterator[Probe]:
         for record in previous:
@@ -532,15 +576,25 @@ class MapsTask(Task):
             budget = self.options.mem_max_new_tokens or max(4, record["target_tokens"] + 2)
             meta = {k: record[k] for k in ("is_figurative", "label", "proverb", "language")}
             sep = "" if record["language"] == "zh" else " "
-            prompts = memorisation_prompts(record["proverb"], record["language"], self.options.mem_template_lang)
+            prompts = memorisation_prompts(
+                record["proverb"], record["language"], self.options.mem_template_lang
+            )
             for t, prompt in enumerate(prompts, 1):
                 if self.kind == "masked":  # prompt + " <mask>", the argmax piece (M9)
                     yield FillMaskProbe(
-                        record["id"], prompt, FillMaskOptions(sep=sep), tag=f"mem{t}", meta={**meta, "template": t}
+                        record["id"],
+                        prompt,
+                        FillMaskOptions(sep=sep),
+                        tag=f"mem{t}",
+                        meta={**meta, "template": t},
                     )
                 else:
                     yield GenerateProbe(
-                        record["id"], prompt, GenerateOptions(budget), tag=f"mem{t}", meta={**meta, "template": t}
+                        record["id"],
+                        prompt,
+                        GenerateOptions(budget),
+                        tag=f"mem{t}",
+                        meta={**meta, "template": t},
                     )
 
     # ------------------------------------------------------------ records
@@ -551,7 +605,9 @@ class MapsTask(Task):
             assert isinstance(output, CandidateScores)
             score_a, score_b = (float(x) for x in output.sum_logprob)
             pred = "b" if score_b > score_a else "a"
-            correct = pred == meta["label"] if self.options.question == "pos" else pred != meta["label"]
+            correct = (
+                pred == meta["label"] if self.options.question == "pos" else pred != meta["label"]
+            )
             return {"pred": pred, "score_a": score_a, "score_b": score_b, "correct": correct}
         if probe.tag == "mem_length":
             assert isinstance(output, CandidateScores)
@@ -561,11 +617,18 @@ class MapsTask(Task):
                 "target_logprob": float(output.sum_logprob[0]),
             }
         text = str(output)
-        template = memorisation_templates(meta["language"], self.options.mem_template_lang)[meta["template"] - 1]
+        template = memorisation_templates(meta["language"], self.options.mem_template_lang)[
+            meta["template"] - 1
+        ]
         return {
             "output": text,
             "success": memorised(
-                text, meta["proverb"], meta["language"], self.options.mem_match, template=template, kind=self.kind
+                text,
+                meta["proverb"],
+                meta["language"],
+                self.options.mem_match,
+                template=template,
+                kind=self.kind,
             ),
         }
 
@@ -573,16 +636,24 @@ class MapsTask(Task):
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         answers = [
-            ReasonAnswer(r["id"], r["pred"], r["label"], r["is_figurative"], r["correct"], r["demo_set"])
+            ReasonAnswer(
+                r["id"], r["pred"], r["label"], r["is_figurative"], r["correct"], r["demo_set"]
+            )
             for r in records
             if r["tag"].startswith("reason")
         ]
-        completions = [Completion(r["id"], r["template"], bool(r["success"])) for r in records if "success" in r]
+        completions = [
+            Completion(r["id"], r["template"], bool(r["success"]))
+            for r in records
+            if "success" in r
+        ]
         flags = union_flags(completions)
         # The split by memorisation needs a flag for every item, or the record of why it has none (a punctuation
         # target): an interrupted run reports no split rather than a partial one.
         unscorable = {r["id"] for r in skipped if r["tag"] == "mem_length"}
-        complete = bool(completions) and all(a.item_id in flags or a.item_id in unscorable for a in answers)
+        complete = bool(completions) and all(
+            a.item_id in flags or a.item_id in unscorable for a in answers
+        )
         return run_summary(
             answers,
             completions,
@@ -594,7 +665,11 @@ class MapsTask(Task):
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
         """Per proverb (and few-shot demonstration set): whether the asked question was answered right."""
-        return [accuracy_table(records, lambda r: float(bool(r["correct"]))).with_scale(100.0, binary=True)]
+        return [
+            accuracy_table(records, lambda r: float(bool(r["correct"]))).with_scale(
+                100.0, binary=True
+            )
+        ]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
         """A random letter is right half the time, whichever question is asked."""
@@ -610,7 +685,10 @@ def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) 
             UnitValue(
                 r["id"],
                 100.0 * right(r),
-                {"language": r["language"], "figurative": "figurative" if r["is_figurative"] else "literal"},
+                {
+                    "language": r["language"],
+                    "figurative": "figurative" if r["is_figurative"] else "literal",
+                },
                 str(r["demo_set"]),
             )
             for r in records
@@ -620,7 +698,9 @@ def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) 
     )
 
 
-def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en") -> dict[str, Any]:
+def culture_gap_study(
+    accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en"
+) -> dict[str, Any]:
     """Culture and language gaps (the paper's section 5.3) from the accuracies of the four runs of one direction.
 
     `accuracy` maps config names (e.g. "maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht") to their
@@ -638,7 +718,9 @@ def culture_gap_study(accuracy: Mapping[str, float], direction: Literal["zh_en",
     return culture_gap(source=src, target=tgt, human_translated=ht, machine_translated=mt)
 
 
-MT_TO_ENGLISH = re.compile(r"maps_([a-z]+)_en_mt")  # a language's items machine-translated into English
+MT_TO_ENGLISH = re.compile(
+    r"maps_([a-z]+)_en_mt"
+)  # a language's items machine-translated into English
 
 
 def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:
@@ -649,7 +731,11 @@ def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:
     """
     from culture_probe.metrics.maps import delta_en
 
-    translated = {match[1]: value for name, value in accuracy.items() if (match := MT_TO_ENGLISH.fullmatch(name))}
+    translated = {
+        match[1]: value
+        for name, value in accuracy.items()
+        if (match := MT_TO_ENGLISH.fullmatch(name))
+    }
     if "maps_en" not in accuracy or not translated:
         raise CultureProbeError(
             "Δ_En needs the accuracy of maps_en and of at least one maps_<lang>_en_mt run "

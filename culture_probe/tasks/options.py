@@ -27,7 +27,9 @@ def parse_options(options_type: type, values: Mapping[str, Any]) -> Any:
     converted = {}
     for name, value in values.items():
         if name not in fields:
-            raise UnknownNameError("option", name, fields, fix=f"These are the options of {options_type.__qualname__}.")
+            raise UnknownNameError(
+                "option", name, fields, fix=f"These are the options of {options_type.__qualname__}."
+            )
         converted[name] = _convert(name, value, hints[name]) if isinstance(value, str) else value
     try:
         return options_type(**converted)
@@ -62,7 +64,9 @@ def _convert(name: str, text: str, hint: Any) -> Any:
         try:
             return hint(text)
         except ValueError:
-            raise CultureProbeError(f"Option {name} takes a {hint.__name__}, got {text!r}.") from None
+            raise CultureProbeError(
+                f"Option {name} takes a {hint.__name__}, got {text!r}."
+            ) from None
     return text
 
 
@@ -85,7 +89,9 @@ def at_least(name: str, value: int | None, low: int, *, none_ok: bool = False) -
         raise InvalidValueError(f"{name} must be a whole number >= {low}{extra}, got {value!r}.")
 
 
-def in_range(name: str, value: float, low: float, high: float = math.inf, *, above: bool = False) -> None:
+def in_range(
+    name: str, value: float, low: float, high: float = math.inf, *, above: bool = False
+) -> None:
     """Raise `InvalidValueError` unless `low <= value <= high` (`low < value` when `above`); after `check_types`."""
     if not (low < value if above else low <= value) or value > high:
         bound = f"> {low}" if above else f">= {low}"

@@ -17,7 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from culture_probe.engine.types import CandidateScores, FillMaskOptions, GenerateOptions, ScoreOptions, ScoreRequest
+from culture_probe.engine.types import (
+    CandidateScores,
+    FillMaskOptions,
+    GenerateOptions,
+    ScoreOptions,
+    ScoreRequest,
+)
 from culture_probe.errors import CultureProbeError
 
 
@@ -104,7 +110,13 @@ PROBE_KINDS: dict[type, RecordKind] = {
     FillMaskProbe: "fill_mask",
     Skipped: "skipped",
 }
-_IDENTITY = ("id", "key", "tag", "stage", "probe")  # the keys of a line that are not the record's fields
+_IDENTITY = (
+    "id",
+    "key",
+    "tag",
+    "stage",
+    "probe",
+)  # the keys of a line that are not the record's fields
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,9 @@ class Record:
 
     def __post_init__(self) -> None:
         if self.kind not in RECORD_KINDS:
-            raise CultureProbeError(f"Record kind {self.kind!r} is none of {', '.join(RECORD_KINDS)}.")
+            raise CultureProbeError(
+                f"Record kind {self.kind!r} is none of {', '.join(RECORD_KINDS)}."
+            )
 
     @property
     def key(self) -> str:

@@ -15,14 +15,18 @@ from culture_probe.tasks import task_for
 from culture_probe.tasks.options import options_dict
 
 
-def options_per_config(configs: Sequence[str | Benchmark], options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def options_per_config(
+    configs: Sequence[str | Benchmark], options: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
     """{config: its options} out of a run's `options`: a plain `key` goes to every config whose protocol declares
     it (refused when none does, naming the configs that have it), `CONFIG.key` to that config and `BENCHMARK.key`
     to the run's configs of that benchmark (`xfakt.judge`; a prefix naming none is refused). A key that reaches one
     config twice with two values (`mode=rank` and `xfakt.mode=generate`) is refused naming both: neither spelling
     overrides the other. Names only: the values are checked by each protocol (`Task.options_for`).
     """
-    resolved = {b.name: b for b in map(resolve, configs)}  # each name looked up once (a Benchmark is not again)
+    resolved = {
+        b.name: b for b in map(resolve, configs)
+    }  # each name looked up once (a Benchmark is not again)
     benchmarks = {name: benchmark.info.name for name, benchmark in resolved.items()}
     given: dict[str, dict[str, tuple[str, Any]]] = {name: {} for name in resolved}
     for spelled, value in options.items():
@@ -34,7 +38,9 @@ def options_per_config(configs: Sequence[str | Benchmark], options: Mapping[str,
                     f"Option {key} of {config} is given twice: {first}={before} and {spelled}={value}. Give one "
                     "value (neither spelling overrides the other)."
                 )
-    return {config: {key: value for key, (_, value) in keys.items()} for config, keys in given.items()}
+    return {
+        config: {key: value for key, (_, value) in keys.items()} for config, keys in given.items()
+    }
 
 
 def joined(options: Mapping[str, Any] | None, keywords: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,14 +90,20 @@ def _declaring(key: str, resolved: Mapping[str, Benchmark]) -> list[str]:
     takers = [config for config, benchmark in resolved.items() if key in option_names(benchmark)]
     if takers:
         return takers
-    elsewhere = {name: members for name, members in groups().items() if key in option_names(members[0])}
+    elsewhere = {
+        name: members for name, members in groups().items() if key in option_names(members[0])
+    }
     if elsewhere:
         raise InvalidValueError(
             f"No config of this run ({_few(configs)}) has option {key}; "
-            + "; ".join(f"{name}'s configs ({_few(members)}) have it" for name, members in elsewhere.items())
+            + "; ".join(
+                f"{name}'s configs ({_few(members)}) have it" for name, members in elsewhere.items()
+            )
             + f". Drop {key}=..., or run those configs."
         )
-    classes = dict.fromkeys(task_for(benchmark).Options.__qualname__ for benchmark in resolved.values())
+    classes = dict.fromkeys(
+        task_for(benchmark).Options.__qualname__ for benchmark in resolved.values()
+    )
     raise UnknownNameError(
         "option",
         key,
@@ -111,4 +123,8 @@ def options_set(config: str, recorded: Mapping[str, Any]) -> dict[str, Any]:
     `options`), as suite.json lists them per config.
     """
     defaults = options_dict(task_for(config).Options())
-    return {key: value for key, value in recorded.items() if key not in defaults or defaults[key] != value}
+    return {
+        key: value
+        for key, value in recorded.items()
+        if key not in defaults or defaults[key] != value
+    }

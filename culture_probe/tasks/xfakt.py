@@ -36,7 +36,15 @@ from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.xfakt_chance import random_answers, transfer_warning
-from culture_probe.tasks.base import Deviation, ModelNeed, Parallel, RecordFields, SamplingDesign, Smoke, Task
+from culture_probe.tasks.base import (
+    Deviation,
+    ModelNeed,
+    Parallel,
+    RecordFields,
+    SamplingDesign,
+    Smoke,
+    Task,
+)
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
 from culture_probe.typecheck import check_types
@@ -55,7 +63,8 @@ STAGE_OPTIONS = {
     "judge": ("judge", "judge_model", "judge_max_new_tokens", "strip_echo"),
 }
 PLAIN_RANK = (
-    "--option mode=rank --option rank_prompt=plain (the 13 countries ranked after the plain question, deviation X7)"
+    "--option mode=rank --option rank_prompt=plain "
+    "(the 13 countries ranked after the plain question, deviation X7)"
 )
 JUDGE_NEED = ModelNeed(
     ("causal", "seq2seq"),
@@ -71,16 +80,24 @@ class XfaktOptions:
     """Switches of the X-FaKT protocol (defaults: the paper's generation protocol and judge)."""
 
     mode: Literal["generate", "rank"] = "generate"
-    rank_prompt: Literal["chat", "plain"] = "chat"  # plain: for causal models without a chat template (X7)
+    rank_prompt: Literal["chat", "plain"] = (
+        "chat"  # plain: for causal models without a chat template (X7)
+    )
     judge: Literal["llm", "string"] = "llm"
     judge_model: str = PAPER_JUDGE
     max_new_tokens: int = 128
     judge_max_new_tokens: int = 256
-    round_cells: bool = True  # FRS/KTS from cells rounded to 2 decimals, as upstream eval.py (False: exact cells)
-    round_statistics: bool = False  # True = upstream: mean ± std and the t-test from the rounded cells too (X8)
+    round_cells: bool = (
+        True  # FRS/KTS from cells rounded to 2 decimals, as upstream eval.py (False: exact cells)
+    )
+    round_statistics: bool = (
+        False  # True = upstream: mean ± std and the t-test from the rounded cells too (X8)
+    )
     # a breakdown upstream never computed: eval.py defines its tier lists but uses them nowhere (see the docs)
     tiers: Literal["paper", "upstream"] = "paper"
-    double_bos: bool = False  # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
+    double_bos: bool = (
+        False  # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
+    )
     strip_echo: bool = False  # True = upstream: the question deleted from the reply, the prompt from the judge's (X9)
 
     def __post_init__(self) -> None:
@@ -104,7 +121,10 @@ def normalise(text: str) -> str:
 
 def _needs_boundaries(form: str) -> bool:
     # Scripts without word spaces (CJK, kana, Thai) match anywhere; others only as whole words.
-    return not any(0x0E00 <= ord(c) <= 0x0E7F or 0x3040 <= ord(c) <= 0x9FFF or 0xF900 <= ord(c) <= 0xFAFF for c in form)
+    return not any(
+        0x0E00 <= ord(c) <= 0x0E7F or 0x3040 <= ord(c) <= 0x9FFF or 0xF900 <= ord(c) <= 0xFAFF
+        for c in form
+    )
 
 
 class StringJudge:
@@ -136,7 +156,9 @@ class StringJudge:
         match = self._pattern.search(normalise(reply))
         return None if match is None else (self._label[match.group(0)], match.group(0))
 
-    def judge(self, reply: str, gold: str, *, gold_name: str = "", english_name: str = "") -> tuple[bool, str]:
+    def judge(
+        self, reply: str, gold: str, *, gold_name: str = "", english_name: str = ""
+    ) -> tuple[bool, str]:
         """(correct, verdict): verdict is same_language / english / other_language / incorrect."""
         found = self.first_answer(reply)
         if found is None or found[0] != gold:
@@ -171,7 +193,9 @@ def judge_prompt(literals: Mapping[str, Any], gold: str, question: str, reply: s
 def country_table(literals: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """{question language code: the 13 country names written in it, bijection order}."""
     countries = literals["COUNTRIES"]
-    return {code: tuple(countries[key][k] for k in KEYS) for key, code in zip(KEYS, CODES, strict=True)}
+    return {
+        code: tuple(countries[key][k] for k in KEYS) for key, code in zip(KEYS, CODES, strict=True)
+    }
 
 
 def country_forms(*literal_sets: Mapping[str, Any]) -> dict[str, set[str]]:
@@ -192,7 +216,10 @@ def country_forms(*literal_sets: Mapping[str, Any]) -> dict[str, set[str]]:
 def rank_forms(corrected_literals: Mapping[str, Any], language: str) -> dict[str, tuple[str, ...]]:
     """Surface forms ranked in `mode="rank"`: each country's corrected name in `language`, and its English name."""
     names = country_table(corrected_literals)[language]
-    return {country: tuple(dict.fromkeys((name, country))) for country, name in zip(COUNTRIES, names, strict=True)}
+    return {
+        country: tuple(dict.fromkeys((name, country)))
+        for country, name in zip(COUNTRIES, names, strict=True)
+    }
 
 
 # ---------------------------------------------------------------- the task
@@ -317,15 +344,27 @@ class XfaktTask(Task):
     @classmethod
     def needs(cls, config: str | Benchmark, options: XfaktOptions) -> dict[str, Need]:
         """The data file's literals, released and corrected (country names in every language, judge prompts)."""
-        return {"literals": Need("xfakt", "literals"), "corrected_literals": Need("xfakt", "literals", corrected=True)}
+        return {
+            "literals": Need("xfakt", "literals"),
+            "corrected_literals": Need("xfakt", "literals", corrected=True),
+        }
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Protocol facts recorded in config.json."""
         if self.options.mode == "rank":
             judge = "argmax of the ranked answers"
         else:
-            judge = self.options.judge_model if self.options.judge == "llm" else "string matching (StringJudge)"
-        return {"part": self.part, "mode": self.options.mode, "judge": judge, "chat_template": self.chat}
+            judge = (
+                self.options.judge_model
+                if self.options.judge == "llm"
+                else "string matching (StringJudge)"
+            )
+        return {
+            "part": self.part,
+            "mode": self.options.mode,
+            "judge": judge,
+            "chat_template": self.chat,
+        }
 
     @property
     def _double_bos(self) -> bool:
@@ -335,7 +374,9 @@ class XfaktTask(Task):
     @property
     def chat(self) -> bool:
         """Whether the model is asked through its chat template (causal models; in rank mode unless plain)."""
-        return self.kind == "causal" and (self.options.mode == "generate" or self.options.rank_prompt == "chat")
+        return self.kind == "causal" and (
+            self.options.mode == "generate" or self.options.rank_prompt == "chat"
+        )
 
     def stage_model(self, stage: str) -> str | None:
         """The LLM judge answers the `judge` stage."""
@@ -364,26 +405,39 @@ class XfaktTask(Task):
 
     # ------------------------------------------------------------ probes
 
-    def _probes(self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]) -> Iterable[Probe]:
+    def _probes(
+        self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
+    ) -> Iterable[Probe]:
         if stage == "judge":
             system, _ = judge_template(self.resource("literals"))
             options = GenerateOptions(self.options.judge_max_new_tokens, chat=True, system=system)
             for record in previous:
                 if record["stage"] == "answer":
                     prompt = judge_prompt(
-                        self.resource("literals"), record["gold"], record["question"], record["reply"]
+                        self.resource("literals"),
+                        record["gold"],
+                        record["question"],
+                        record["reply"],
                     )
                     yield GenerateProbe(record["id"], prompt, options, tag="judge")
             return
-        if self.options.mode == "generate":  # every reply gets the string verdict: a resume may switch judges
+        if (
+            self.options.mode == "generate"
+        ):  # every reply gets the string verdict: a resume may switch judges
             self._judge = StringJudge(self._answer_forms(rows))
         options = GenerateOptions(
-            self.options.max_new_tokens, chat=self.chat, add_special_tokens=True if self._double_bos else None
+            self.options.max_new_tokens,
+            chat=self.chat,
+            add_special_tokens=True if self._double_bos else None,
         )
         for row in rows:
             meta = self._meta(row)
             if self.options.mode == "rank":
-                forms = tuple(dict.fromkeys(form for names in self._rank_forms(row).values() for form in names))
+                forms = tuple(
+                    dict.fromkeys(
+                        form for names in self._rank_forms(row).values() for form in names
+                    )
+                )
                 # chat: the reply starts right after the generation prompt, no separator
                 request = (
                     ScoreRequest(row["question"], forms, chat=True)
@@ -431,8 +485,12 @@ class XfaktTask(Task):
 
     def _read(self, probe: Probe, output: Output) -> RecordFields:
         if probe.tag == "judge":
-            assert isinstance(probe, GenerateProbe)  # `_probes` makes every judge probe a GenerateProbe
-            judged = self._unecho(str(output), probe.prompt) if self.options.strip_echo else str(output)
+            assert isinstance(
+                probe, GenerateProbe
+            )  # `_probes` makes every judge probe a GenerateProbe
+            judged = (
+                self._unecho(str(output), probe.prompt) if self.options.strip_echo else str(output)
+            )
             correct, verdict = parse_verdict(judged)
             return {"judge_output": judged, "correct": correct, "verdict": verdict}
         meta, gold = probe.meta, probe.meta["gold_label"]
@@ -446,7 +504,9 @@ class XfaktTask(Task):
                 "verdict": "same_language" if reply == gold else "incorrect",
             }
         reply = str(output).strip()
-        fields: RecordFields = {"reply": self._unecho(reply, meta["question"]) if self.options.strip_echo else reply}
+        fields: RecordFields = {
+            "reply": self._unecho(reply, meta["question"]) if self.options.strip_echo else reply
+        }
         if self._judge is not None:
             fields["correct"], fields["verdict"] = self._judge.judge(
                 fields["reply"], gold, gold_name=meta["gold"], english_name=meta["gold_en"]
@@ -482,7 +542,9 @@ class XfaktTask(Task):
                 ranking = ranked_answers(r.get("scores") or {})
                 fact = f"{r['country']}|{r['entity_idx']}"
                 answers.append(
-                    AlignedAnswer(r["language"], fact, bool(r["correct"]), ranking, len(ranking), "countries")
+                    AlignedAnswer(
+                        r["language"], fact, bool(r["correct"]), ranking, len(ranking), "countries"
+                    )
                 )
         return answers
 
@@ -520,7 +582,9 @@ class XfaktTask(Task):
         """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country; in
         factual recall an entity asked in every language is one unit (the design's), its questions repeated measures.
         """
-        wrong = error_table(self._graded(records), lambda r: float(not r["correct"]), self.cluster_of)
+        wrong = error_table(
+            self._graded(records), lambda r: float(not r["correct"]), self.cluster_of
+        )
         return [wrong.with_scale(100.0, binary=True)]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
@@ -528,10 +592,21 @@ class XfaktTask(Task):
         if self.options.mode != "rank":
             return ()
         table = error_table(
-            self._graded(records), lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])), self.cluster_of
+            self._graded(records),
+            lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])),
+            self.cluster_of,
         )
-        options = "two people named in the question" if self.part == "in_context" else "13 countries"
-        return [(table, chance.CHOICE.format(options=f"ranked answers ({options}), wrong with probability 1 - 1/k"))]
+        options = (
+            "two people named in the question" if self.part == "in_context" else "13 countries"
+        )
+        return [
+            (
+                table,
+                chance.CHOICE.format(
+                    options=f"ranked answers ({options}), wrong with probability 1 - 1/k"
+                ),
+            )
+        ]
 
     def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> dict[str, Any]:
         """The results schema (`Task.results`), and for FRS, KTS and X-FaKT their reference points: in rank mode
@@ -551,7 +626,9 @@ class XfaktTask(Task):
             chance.update(random.reference(out["ci"]["confidence"]))
             p_random = random.p_value(metrics["mu_assoc"], metrics["mu_non"])
             out["chance"] = chance
-        warning = transfer_warning(out["overall"], chance, p_random, confidence=out["ci"]["confidence"])
+        warning = transfer_warning(
+            out["overall"], chance, p_random, confidence=out["ci"]["confidence"]
+        )
         return {**out, "warnings": {"kts": warning}} if warning else out
 
     def _composites(
@@ -561,7 +638,9 @@ class XfaktTask(Task):
         if self.part != "factual_recall":
             return {}, {}
         if metrics.get("kts") is None:
-            return {}, {name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")}
+            return {}, {
+                name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")
+            }
         answers = [graded_answer(r, self.cluster_of(r)) for r in self._graded(records)]
         return transfer_estimates(answers, metrics), {}
 
@@ -584,13 +663,17 @@ SMOKE = {
         "FRS, KTS and X-FaKT average the error of every language x country cell: an entity of each country, asked "
         "in every language, gives each cell a question",
     ),
-    "counter_factual": Smoke(1, "the error per language and context country needs a question in each cell"),
+    "counter_factual": Smoke(
+        1, "the error per language and context country needs a question in each cell"
+    ),
     "in_context": Smoke(1, "the error per question language needs a question in each"),
 }
 
 
 def error_table(
-    answers: Sequence[Record], wrong: Callable[[Record], float], cluster_of: Callable[[Record], str | None]
+    answers: Sequence[Record],
+    wrong: Callable[[Record], float],
+    cluster_of: Callable[[Record], str | None],
 ) -> UnitTable:
     """The `error_rate` table: each graded answer's `wrong(record)` (0-1) in %, by language and country, and its
     entity (`cluster_of`: factual recall asks one entity in every language, a unit with repeated measures).
@@ -601,7 +684,8 @@ def error_table(
             UnitValue(
                 r.item_id,
                 100.0 * wrong(r),
-                {"language": r["language"]} | ({"country": r["country"]} if r.get("country") else {}),
+                {"language": r["language"]}
+                | ({"country": r["country"]} if r.get("country") else {}),
                 cluster=cluster_of(r),
             )
             for r in answers
@@ -610,7 +694,9 @@ def error_table(
     )
 
 
-def best_form_scores(forms: Mapping[str, Sequence[str]], output: CandidateScores) -> dict[str, float]:
+def best_form_scores(
+    forms: Mapping[str, Sequence[str]], output: CandidateScores
+) -> dict[str, float]:
     """{answer label: the best mean log-prob over its surface forms} (the ranking mode)."""
     means = dict(zip(output.candidates, (float(x) for x in output.mean_logprob), strict=True))
     return {label: max(means[form] for form in names) for label, names in forms.items()}
@@ -623,7 +709,13 @@ def ranked_answers(scores: Mapping[str, float]) -> tuple[str, ...]:
 
 def graded_answer(record: Record, entity: str | None = None) -> GradedAnswer:
     """The metric input of a graded record (`entity`: its unit where one entity is asked in every language)."""
-    return GradedAnswer(record["language"], bool(record["correct"]), record["verdict"], record.get("country"), entity)
+    return GradedAnswer(
+        record["language"],
+        bool(record["correct"]),
+        record["verdict"],
+        record.get("country"),
+        entity,
+    )
 
 
 def graded_answers(records: Sequence[Record], *, llm_judged: bool = False) -> list[Record]:
@@ -634,7 +726,11 @@ def graded_answers(records: Sequence[Record], *, llm_judged: bool = False) -> li
     verdicts = {r["id"]: r for r in records if r["stage"] == "judge" and not r.skipped}
     graded = []
     for record in records:
-        if record["stage"] != "answer" or record.skipped or (llm_judged and record["id"] not in verdicts):
+        if (
+            record["stage"] != "answer"
+            or record.skipped
+            or (llm_judged and record["id"] not in verdicts)
+        ):
             continue
         if record["id"] in verdicts:
             judged = verdicts[record["id"]]

@@ -51,7 +51,9 @@ class Lengths:
         for request in requests:
             scores = -np.array([float(len(c)) for c in request.candidates])
             ones = np.ones(len(request.candidates), dtype=int)
-            out.append(CandidateScores(request.candidates, scores, ones, tuple(s[None] for s in scores)))
+            out.append(
+                CandidateScores(request.candidates, scores, ones, tuple(s[None] for s in scores))
+            )
         return out
 
 
@@ -65,10 +67,35 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     mirror = os.environ.get("CULTURE_PROBE_MIRROR")
     camel = root / "camel" if mirror and Path(mirror).is_dir() else None
     made = Runs(data, root / "knows", root / "guesses", root / "smoke", root / "suite", camel)
-    run("dlama_arab_west", Knowing(knowing().table), data_dir=str(data), out=made.knows, progress=False)
-    run("dlama_arab_west", Guessing(guessing().table), data_dir=str(data), out=made.guesses, progress=False)
-    run("dlama_arab_west", Knowing(knowing().table), data_dir=str(data), out=made.smoke, progress=False, limit=8)
-    run_suite(["dlama_arab_west"], Forgetting(forgetting(4).table), data_dir=str(data), out=made.suite, progress=False)
+    run(
+        "dlama_arab_west",
+        Knowing(knowing().table),
+        data_dir=str(data),
+        out=made.knows,
+        progress=False,
+    )
+    run(
+        "dlama_arab_west",
+        Guessing(guessing().table),
+        data_dir=str(data),
+        out=made.guesses,
+        progress=False,
+    )
+    run(
+        "dlama_arab_west",
+        Knowing(knowing().table),
+        data_dir=str(data),
+        out=made.smoke,
+        progress=False,
+        limit=8,
+    )
+    run_suite(
+        ["dlama_arab_west"],
+        Forgetting(forgetting(4).table),
+        data_dir=str(data),
+        out=made.suite,
+        progress=False,
+    )
     if camel is not None:
         run("camel_co_prompts", Lengths(), out=camel, progress=False, limit="smoke")
     return made

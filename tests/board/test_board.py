@@ -32,13 +32,17 @@ def read_data(path: Path) -> object:
     return json.loads("[" + text[len("CP_DATA(") : -3] + "]")[2]
 
 
-def test_the_leaderboard_has_one_row_per_model_with_the_headline_as_metrics_json_has_it(runs: Runs) -> None:
+def test_the_leaderboard_has_one_row_per_model_with_the_headline_as_metrics_json_has_it(
+    runs: Runs,
+) -> None:
     board = leaderboard(load_runs([runs.knows, runs.guesses, runs.smoke, runs.suite]))
     assert sorted(row["model"] for row in board["rows"]) == ["Forgetting", "Guessing", "Knowing"]
     knowing = next(row for row in board["rows"] if row["model"] == "Knowing")
     cell = knowing["cells"]["dlama_arab_west"]
     # the full run is shown, not the smoke run of the same model and config, which is linked beside it
-    assert not cell["smoke"] and cell["run"].endswith("knows") and cell["others"][0].endswith("smoke")
+    assert (
+        not cell["smoke"] and cell["run"].endswith("knows") and cell["others"][0].endswith("smoke")
+    )
     expected = rundir.read_run(runs.knows).metrics["results"]["overall"]["p1"]
     shown = cell["overall"]
     # 24 facts, each asked in both languages: the fact is the unit, its 48 answers the observations
@@ -67,10 +71,19 @@ def test_each_record_shows_the_exact_input_its_protocol_gave_the_model(runs: Run
     for record in run.run.records:
         prompt = run.prompts.by_key[(record.stage, record.key)]
         # the protocol's own record of its template, with the slot where each candidate is scored after `sep`
-        assert f"{prompt['left']}{prompt['sep']}[Y]{prompt['right']}" == record["prompt"] and prompt["kind"] == "score"
+        assert (
+            f"{prompt['left']}{prompt['sep']}[Y]{prompt['right']}" == record["prompt"]
+            and prompt["kind"] == "score"
+        )
         candidates = run.prompts.candidate_sets[prompt["candidates"]]
-        assert set(record["top"]) == set(candidates) and prompt["n_candidates"] == record["n_candidates"] == 4
-    arabic_sets = [run.prompts.candidate_sets[run.prompts.by_key[("main", r.key)]["candidates"]] for r in arabic]
+        assert (
+            set(record["top"]) == set(candidates)
+            and prompt["n_candidates"] == record["n_candidates"] == 4
+        )
+    arabic_sets = [
+        run.prompts.candidate_sets[run.prompts.by_key[("main", r.key)]["candidates"]]
+        for r in arabic
+    ]
     assert all("أوروبا" in candidates for candidates in arabic_sets)  # Europe in Arabic
 
 
@@ -78,14 +91,20 @@ def test_right_and_wrong_follow_the_benchmark_scoring_of_each_item(runs: Runs) -
     for folder in (runs.knows, runs.guesses):
         (run,) = load_runs([folder])
         judged = outcomes(run)
-        for record in run.run.records:  # DLAMA's P@1: the top-ranked candidate is one of the gold objects
-            assert judged.outcome(record) == (RIGHT if record["prediction"] in record["gold"] else WRONG)
+        for (
+            record
+        ) in run.run.records:  # DLAMA's P@1: the top-ranked candidate is one of the gold objects
+            assert judged.outcome(record) == (
+                RIGHT if record["prediction"] in record["gold"] else WRONG
+            )
     (guesses,) = load_runs([runs.guesses])
     english = [r for r in guesses.run.records if r["language"] == "en"]
     assert sum(outcomes(guesses).outcome(r) == RIGHT for r in english) == 6  # the six Europe facts
 
 
-def test_the_site_pages_every_record_and_names_no_network_address(runs: Runs, tmp_path: Path) -> None:
+def test_the_site_pages_every_record_and_names_no_network_address(
+    runs: Runs, tmp_path: Path
+) -> None:
     site = build_board([runs.knows, runs.guesses], tmp_path / "site")
     for run_id, folder in zip(site.runs, (runs.knows, runs.guesses), strict=True):
         pages = sorted((tmp_path / "site" / "data").glob(f"items-{run_id}-*.js"))
@@ -116,12 +135,15 @@ def test_runs_of_one_config_are_compared_as_compare_pairs_them(runs: Runs, tmp_p
     changed = {
         r.item_id
         for r in rundir.read_run(runs.guesses).records
-        if (r["prediction"] in r["gold"]) != (records[r.key]["prediction"] in records[r.key]["gold"])
+        if (r["prediction"] in r["gold"])
+        != (records[r.key]["prediction"] in records[r.key]["gold"])
     }
     assert {c["id"] for c in shown["changed"]} == changed and shown["n_changed"] == len(changed) > 0
 
 
-def test_the_compare_view_prints_p_values_as_compare_does_and_says_how_many_tests(runs: Runs, tmp_path: Path) -> None:
+def test_the_compare_view_prints_p_values_as_compare_does_and_says_how_many_tests(
+    runs: Runs, tmp_path: Path
+) -> None:
     """The board printed compare's p-values without the Holm-adjusted ones or the count of tests (issue 34)."""
     site = build_board([runs.knows, runs.guesses], tmp_path / "site")
     shown = read_data(tmp_path / "site" / "data" / f"compare-{site.comparisons[0]}.js")
@@ -131,16 +153,31 @@ def test_the_compare_view_prints_p_values_as_compare_does_and_says_how_many_test
     ]
     assert shown["paired"][0]["p_holm"] == PLANNED and shown["paired"][0]["group"] == "overall"
     tests = sum(p["p_holm"] is not None for p in reference.paired)
-    assert f"one family of exploratory tests ({shown['other']['id']}: {tests} tests)" in shown["multiplicity"]
+    assert (
+        f"one family of exploratory tests ({shown['other']['id']}: {tests} tests)"
+        in shown["multiplicity"]
+    )
     assert shown["left_out"] == left_out_text(reference.one_unit, reference.repeats)
 
 
-def test_records_of_a_withheld_benchmark_are_left_out_and_its_numbers_kept(runs: Runs, tmp_path: Path) -> None:
-    site = build_board([runs.knows, runs.guesses], tmp_path / "site", withhold={"dlama": "released on request"})
+def test_records_of_a_withheld_benchmark_are_left_out_and_its_numbers_kept(
+    runs: Runs, tmp_path: Path
+) -> None:
+    site = build_board(
+        [runs.knows, runs.guesses], tmp_path / "site", withhold={"dlama": "released on request"}
+    )
     data = tmp_path / "site" / "data"
-    assert not list(data.glob("items-*")) and not list(data.glob("cands-*")) and site.withheld == ("dlama",)
+    assert (
+        not list(data.glob("items-*"))
+        and not list(data.glob("cands-*"))
+        and site.withheld == ("dlama",)
+    )
     page = read_data(data / f"run-{site.runs[0]}.js")
-    assert page["withheld"] == "released on request" and "index" not in page and page["page"]["numbers"]
+    assert (
+        page["withheld"] == "released on request"
+        and "index" not in page
+        and page["page"]["numbers"]
+    )
     assert read_data(data / f"compare-{site.comparisons[0]}.js")["changed"] is None
 
 
@@ -150,7 +187,9 @@ def test_the_board_command_writes_the_site_and_replaces_only_an_earlier_board(
     out = tmp_path / "site"
     assert board_main(Namespace(paths=[str(runs.knows)], out=str(out), title="t")) == 0
     assert "board of 1 run(s)" in capsys.readouterr().out and (out / "index.html").is_file()
-    assert board_main(Namespace(paths=[str(runs.guesses)], out=str(out), title="t")) == 0  # an earlier board
+    assert (
+        board_main(Namespace(paths=[str(runs.guesses)], out=str(out), title="t")) == 0
+    )  # an earlier board
     assert len(list((out / "data").glob("run-*.js"))) == 1 and read_id(out).endswith("guesses")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
@@ -175,8 +214,14 @@ def test_the_subcommands_parse_as_the_docs_write_them() -> None:
     parser = argparse.ArgumentParser(prog="culture-probe")
     add_board_parsers(parser.add_subparsers(dest="command", required=True))
     board = parser.parse_args(["board", "runs/mbert", "runs/suite", "--out", "board"])
-    assert (board.command, board.paths, board.out) == ("board", ["runs/mbert", "runs/suite"], "board")
-    push = parser.parse_args(["push-board", "org/results", "runs/suite", "--dry-run", "--out", "space"])
+    assert (board.command, board.paths, board.out) == (
+        "board",
+        ["runs/mbert", "runs/suite"],
+        "board",
+    )
+    push = parser.parse_args(
+        ["push-board", "org/results", "runs/suite", "--dry-run", "--out", "space"]
+    )
     assert (push.repo_id, push.paths, push.dry_run, push.public, push.i_have_permission) == (
         "org/results",
         ["runs/suite"],
@@ -185,4 +230,6 @@ def test_the_subcommands_parse_as_the_docs_write_them() -> None:
         False,
     )
     with pytest.raises(SystemExit):
-        parser.parse_args(["board", "runs/mbert"])  # --out is required: a board is written somewhere
+        parser.parse_args(
+            ["board", "runs/mbert"]
+        )  # --out is required: a board is written somewhere

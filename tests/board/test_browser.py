@@ -21,7 +21,9 @@ pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 @pytest.fixture(scope="module")
 def site(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Site:
     extra = [runs.camel] if runs.camel is not None else []
-    return build_board([runs.knows, runs.guesses, runs.smoke, runs.suite, *extra], tmp_path_factory.mktemp("site"))
+    return build_board(
+        [runs.knows, runs.guesses, runs.smoke, runs.suite, *extra], tmp_path_factory.mktemp("site")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +63,9 @@ def choose(driver, select_id: str, label: str) -> None:
     Select(driver.find_element(By.ID, select_id)).select_by_visible_text(label)
 
 
-def test_the_leaderboard_has_a_row_per_model_and_sorts_and_filters(driver, site: Site, tmp_path: Path) -> None:
+def test_the_leaderboard_has_a_row_per_model_and_sorts_and_filters(
+    driver, site: Site, tmp_path: Path
+) -> None:
     from selenium.webdriver.common.by import By
 
     open_view(driver, site)
@@ -89,7 +93,9 @@ def test_the_leaderboard_has_a_row_per_model_and_sorts_and_filters(driver, site:
     assert problems(driver) == []
 
 
-def test_the_item_browser_filters_and_shows_arabic_right_to_left(driver, site: Site, tmp_path: Path) -> None:
+def test_the_item_browser_filters_and_shows_arabic_right_to_left(
+    driver, site: Site, tmp_path: Path
+) -> None:
     from selenium.webdriver.common.by import By
 
     run = next(r for r in site.runs if r.endswith("knows"))
@@ -97,12 +103,18 @@ def test_the_item_browser_filters_and_shows_arabic_right_to_left(driver, site: S
     wait(driver, "#items tbody tr.item")
     count = driver.find_element(By.ID, "item-count").text
     assert count.startswith("48 of 48 records")
-    for select_id, label in (("facet-language", "ar"), ("facet-culture", "west"), ("outcome-filter", "wrong")):
+    for select_id, label in (
+        ("facet-language", "ar"),
+        ("facet-culture", "west"),
+        ("outcome-filter", "wrong"),
+    ):
         before = driver.find_element(By.ID, "item-count").text
         choose(driver, select_id, label)
         assert driver.find_element(By.ID, "item-count").text != before, select_id
     rows = driver.find_elements(By.CSS_SELECTOR, "#items tr.item")
-    assert rows and all("ar" in row.text and "west" in row.text and "wrong" in row.text for row in rows)
+    assert rows and all(
+        "ar" in row.text and "west" in row.text and "wrong" in row.text for row in rows
+    )
     rows[0].click()
     prompt = wait(driver, "tr.detail pre.prompt")[0]
     assert "[candidate]" in prompt.text and "في" in prompt.text
@@ -110,11 +122,15 @@ def test_the_item_browser_filters_and_shows_arabic_right_to_left(driver, site: S
     driver.execute_script("document.getElementById('items-title').scrollIntoView()")
     driver.save_screenshot(str(artifacts(tmp_path) / "board-items.png"))
     driver.find_element(By.ID, "item-search").send_keys("|en")
-    assert driver.find_element(By.ID, "item-count").text.startswith("0 of 48")  # the filters above still hold
+    assert driver.find_element(By.ID, "item-count").text.startswith(
+        "0 of 48"
+    )  # the filters above still hold
     assert problems(driver) == []
 
 
-def test_the_run_page_and_the_compare_view_draw_without_errors(driver, site: Site, tmp_path: Path) -> None:
+def test_the_run_page_and_the_compare_view_draw_without_errors(
+    driver, site: Site, tmp_path: Path
+) -> None:
     run = next(r for r in site.runs if r.endswith("guesses"))
     open_view(driver, site, f"#run/{run}")
     wait(driver, "#numbers tbody tr")

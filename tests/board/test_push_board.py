@@ -47,12 +47,16 @@ def test_a_dry_run_writes_a_private_static_space_and_sends_nothing(
     readme = (tmp_path / "space" / "README.md").read_text(encoding="utf-8")
     front = yaml.safe_load(readme.split("---\n")[1])
     assert front["sdk"] == "static" and front["app_file"] == "index.html"
-    assert (tmp_path / "space" / "index.html").is_file() and list((tmp_path / "space" / "data").glob("items-*"))
+    assert (tmp_path / "space" / "index.html").is_file() and list(
+        (tmp_path / "space" / "data").glob("items-*")
+    )
     assert push_board_main(args(runs, tmp_path / "public", public=True)) == 0
     assert capsys.readouterr().out.startswith("would upload space org/results (public),")
 
 
-def test_push_board_refuses_as_push_does(runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_push_board_refuses_as_push_does(
+    runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(PublishError, match="HF_HUB_OFFLINE is set"):  # the test session is offline
         push_board_main(args(runs, None))
     with pytest.raises(PublishError, match="pass --out DIR as well"):
@@ -67,14 +71,22 @@ def test_push_board_refuses_as_push_does(runs: Runs, tmp_path: Path, monkeypatch
     assert not (tmp_path / "x").exists()  # refused before anything was built
 
 
-def test_on_request_records_stay_out_unless_permitted(runs: Runs, tmp_path: Path, monkeypatch) -> None:
+def test_on_request_records_stay_out_unless_permitted(
+    runs: Runs, tmp_path: Path, monkeypatch
+) -> None:
     assert set(on_request_benchmarks()) == {"maps"}  # the benchmarks released only on request
     # DLAMA stands in for an on-request benchmark here, as a MAPS run needs the authors' data
-    monkeypatch.setattr(command, "on_request_benchmarks", lambda: {"dlama": "DLAMA withheld (test)."})
+    monkeypatch.setattr(
+        command, "on_request_benchmarks", lambda: {"dlama": "DLAMA withheld (test)."}
+    )
     upload = push_board("org/results", [runs.knows], dry_run_dir=tmp_path / "withheld")
     assert not any(path.startswith("data/items-") for path, _ in upload.files)
-    assert "DLAMA withheld (test)." in (tmp_path / "withheld" / "README.md").read_text(encoding="utf-8")
-    upload = push_board("org/results", [runs.knows], i_have_permission=True, dry_run_dir=tmp_path / "permitted")
+    assert "DLAMA withheld (test)." in (tmp_path / "withheld" / "README.md").read_text(
+        encoding="utf-8"
+    )
+    upload = push_board(
+        "org/results", [runs.knows], i_have_permission=True, dry_run_dir=tmp_path / "permitted"
+    )
     assert any(path.startswith("data/items-") for path, _ in upload.files)
 
 
@@ -88,7 +100,10 @@ def test_the_board_lands_in_a_private_static_space(runs: Runs, tmp_path: Path, m
         upload = push_board("org/results", [runs.knows, runs.guesses])
     finally:
         server.shutdown()
-    assert fake.repos["org/results"]["request"]["sdk"] == "static" and fake.repos["org/results"]["private"]
+    assert (
+        fake.repos["org/results"]["request"]["sdk"] == "static"
+        and fake.repos["org/results"]["private"]
+    )
     assert upload.private and upload.url and len(fake.commits) == 1
     landed = fake.folder("space", "org/results")
     assert (landed / "index.html").is_file() and (landed / "assets" / "board.js").is_file()

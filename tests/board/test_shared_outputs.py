@@ -46,8 +46,14 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(mirror))
     data = write_dlama(mirror / "manual" / "dlama" / "dlama-v1")
-    texts = ["Egypt Morocco Oman France Canada is located in Africa Asia Europe North America ."] * 3
-    model = save_tiny(home / "models" / "my-model", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    texts = [
+        "Egypt Morocco Oman France Canada is located in Africa Asia Europe North America ."
+    ] * 3
+    model = save_tiny(
+        home / "models" / "my-model",
+        "bert",
+        train_tokenizer(texts, "wordpiece", model_kind="masked"),
+    )
     out = home / "runs" / "mine"
     run("dlama_arab_west", str(model), data_dir=str(data), language="en", out=out, progress=False)
     return Machine(home, mirror, out, data)
@@ -72,15 +78,25 @@ def test_nothing_written_for_others_names_the_machine(machine: Machine, tmp_path
     build_board([machine.run], tmp_path / "board")
     push_board("org/results", [machine.run], dry_run_dir=tmp_path / "space")
     export(tmp_path / "export", configs=["dlama_arab_west"], data_dirs={"dlama": str(machine.data)})
-    push("org/data", configs=["dlama_arab_west"], data_dirs={"dlama": str(machine.data)}, dry_run_dir=tmp_path / "hub")
+    push(
+        "org/data",
+        configs=["dlama_arab_west"],
+        data_dirs={"dlama": str(machine.data)},
+        dry_run_dir=tmp_path / "hub",
+    )
     for folder in ("board", "space", "export", "hub"):
         assert leaks(tmp_path / folder, machine) == [], folder
 
     page = next((tmp_path / "space" / "data").glob("run-*.js")).read_text(encoding="utf-8")
     assert '"model":"my-model (sha256:' in page  # the local model by its folder's name and digest
     assert '"run":"mine"' in page  # the run by its name
-    assert "--model my-model " in page and "--data-dir $CULTURE_PROBE_MIRROR/manual/dlama/dlama-v1" in page
-    assert "my-model (sha256:" in page and "is a local model folder: pass its path to --model." in page
+    assert (
+        "--model my-model " in page
+        and "--data-dir $CULTURE_PROBE_MIRROR/manual/dlama/dlama-v1" in page
+    )
+    assert (
+        "my-model (sha256:" in page and "is a local model folder: pass its path to --model." in page
+    )
     board = (tmp_path / "space" / "data" / "board.js").read_text(encoding="utf-8")
     assert '"model":"my-model (sha256:' in board
 
@@ -88,15 +104,25 @@ def test_nothing_written_for_others_names_the_machine(machine: Machine, tmp_path
 def test_a_local_model_is_its_folder_name_and_digest_and_a_hub_id_is_as_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    identity = {"name_or_path": "/home/ann/models/my-model", "dtype": "torch.float32", "tokenizer_sha256": "ab"}
+    identity = {
+        "name_or_path": "/home/ann/models/my-model",
+        "dtype": "torch.float32",
+        "tokenizer_sha256": "ab",
+    }
     moved = {**identity, "name_or_path": "/srv/elsewhere/my-model"}
     shown = shown_model("/home/ann/models/my-model", identity)
-    assert shown.startswith("my-model (sha256:") and shown == shown_model("../elsewhere/my-model", moved)
-    assert shown != shown_model("/home/ann/models/my-model", {**identity, "dtype": "torch.bfloat16"})
+    assert shown.startswith("my-model (sha256:") and shown == shown_model(
+        "../elsewhere/my-model", moved
+    )
+    assert shown != shown_model(
+        "/home/ann/models/my-model", {**identity, "dtype": "torch.bfloat16"}
+    )
     assert shown_model("org/bert-base", {"name_or_path": "org/bert-base"}) == "org/bert-base"
     assert shown_model("planted:maps_en", None) == "planted:maps_en"
     monkeypatch.setenv("HOME", str(tmp_path / "ann"))
-    monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "ann" / "mirror"))  # the mirror in the home folder
+    monkeypatch.setenv(
+        "CULTURE_PROBE_MIRROR", str(tmp_path / "ann" / "mirror")
+    )  # the mirror in the home folder
     text = f"--data-dir {tmp_path}/ann/mirror/manual/maps --rows {tmp_path}/ann/rows.jsonl {tmp_path}/anna/x"
     assert redacted(text, shared=True) == (
         f"--data-dir $CULTURE_PROBE_MIRROR/manual/maps --rows ~/rows.jsonl {tmp_path}/anna/x"

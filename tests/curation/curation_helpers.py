@@ -74,14 +74,18 @@ class FaultProxy:
     def handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         with self.lock:
             number = len(self.requests)
-            self.requests.append({"headers": dict(handler.headers), "body": body.decode(), "path": handler.path})
+            self.requests.append(
+                {"headers": dict(handler.headers), "body": body.decode(), "path": handler.path}
+            )
         action = self.plan(number)
         if action == "drop":
             handler.close_connection = True
             handler.connection.shutdown(2)
             return
         if action == "badjson":
-            return self._answer(handler, 200, {"Content-Type": "application/sparql-results+json"}, b'{"head": {"va')
+            return self._answer(
+                handler, 200, {"Content-Type": "application/sparql-results+json"}, b'{"head": {"va'
+            )
         if isinstance(action, tuple) and action[0] == "status":
             return self._answer(handler, action[1], action[2], b"busy")
         if isinstance(action, tuple) and action[0] == "slow":
@@ -94,19 +98,26 @@ class FaultProxy:
             data=body or None,
             method=handler.command,
             headers={
-                "Content-Type": handler.headers.get("Content-Type", "application/x-www-form-urlencoded"),
+                "Content-Type": handler.headers.get(
+                    "Content-Type", "application/x-www-form-urlencoded"
+                ),
                 "Accept": handler.headers.get("Accept", "*/*"),
             },
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 self._answer(
-                    handler, response.status, {"Content-Type": response.headers["Content-Type"]}, response.read()
+                    handler,
+                    response.status,
+                    {"Content-Type": response.headers["Content-Type"]},
+                    response.read(),
                 )
         except urllib.error.HTTPError as error:
             self._answer(handler, error.code, {"Content-Type": "text/plain"}, error.read())
         except OSError:
-            self._answer(handler, 502, {"Content-Type": "text/plain"}, b"bad gateway: upstream is down")
+            self._answer(
+                handler, 502, {"Content-Type": "text/plain"}, b"bad gateway: upstream is down"
+            )
 
     @staticmethod
     def _answer(handler: BaseHTTPRequestHandler, code: int, headers: dict, payload: bytes) -> None:
@@ -132,21 +143,33 @@ class Reference:
         self.graph.parse(path, format="turtle")
 
     def values(self, qid: str, pid: str) -> set[str]:
-        return {str(o)[len(WD) :] for o in self.graph.objects(rdflib.URIRef(WD + qid), rdflib.URIRef(WDT + pid))}
+        return {
+            str(o)[len(WD) :]
+            for o in self.graph.objects(rdflib.URIRef(WD + qid), rdflib.URIRef(WDT + pid))
+        }
 
     def is_a(self, qid: str, cls: str) -> bool:
         return cls in self.values(qid, "P31")
 
     def label(self, qid: str, lang: str) -> str | None:
-        found = [str(o) for o in self.graph.objects(rdflib.URIRef(WD + qid), RDFS_LABEL) if o.language == lang]
+        found = [
+            str(o)
+            for o in self.graph.objects(rdflib.URIRef(WD + qid), RDFS_LABEL)
+            if o.language == lang
+        ]
         return min(found) if found else None
 
     def size(self, qid: str, sites: set[str]) -> int:
         best = 0
-        for article in self.graph.subjects(rdflib.URIRef(SCHEMA + "about"), rdflib.URIRef(WD + qid)):
+        for article in self.graph.subjects(
+            rdflib.URIRef(SCHEMA + "about"), rdflib.URIRef(WD + qid)
+        ):
             site = str(next(self.graph.objects(article, rdflib.URIRef(SCHEMA + "isPartOf"))))
             if site in sites:
-                best = max(best, int(next(self.graph.objects(article, rdflib.URIRef(SCHEMA + "contentSize")))))
+                best = max(
+                    best,
+                    int(next(self.graph.objects(article, rdflib.URIRef(SCHEMA + "contentSize")))),
+                )
         return best
 
     def superclasses(self, qid: str) -> set[str]:
@@ -167,13 +190,21 @@ class Reference:
         if kind == "country":
             return self.is_a(obj, "Q3624078") and not self.is_a(obj, "Q3024240")
         if kind == "city":
-            return not any(self.is_a(obj, c) for c in ("Q2974842", "Q3624078", "Q3024240", "Q3336843"))
+            return not any(
+                self.is_a(obj, c) for c in ("Q2974842", "Q3624078", "Q3024240", "Q3336843")
+            )
         if kind == "language":
             return not self.is_a(obj, "Q34228")
         return True
 
     def pair(
-        self, pid: str, kind: str, regions: list, languages: tuple[str, ...], top: int, object_filters: bool = False
+        self,
+        pid: str,
+        kind: str,
+        regions: list,
+        languages: tuple[str, ...],
+        top: int,
+        object_filters: bool = False,
     ) -> dict:
         """{(token, lang): [v1 records]} for a country-subject predicate over list-defined regions."""
         kept = {}
@@ -187,7 +218,8 @@ class Reference:
                 objects = sorted(
                     o
                     for o in self.values(country, pid)
-                    if self.object_ok(o, kind, object_filters) and all(self.label(o, lang) for lang in languages)
+                    if self.object_ok(o, kind, object_filters)
+                    and all(self.label(o, lang) for lang in languages)
                 )
                 if size and objects and all(self.label(country, lang) for lang in languages):
                     rows.append((country, size, objects))
@@ -199,7 +231,9 @@ class Reference:
             for lang in languages:
                 records = []
                 for rank, (country, size, objs) in enumerate(kept[region.token]):
-                    grown = sorted({a for o in objs for a in {o} | (self.superclasses(o) & all_objects)})
+                    grown = sorted(
+                        {a for o in objs for a in {o} | (self.superclasses(o) & all_objects)}
+                    )
                     records.append(
                         {
                             "sub_uri": country,

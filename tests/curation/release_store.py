@@ -39,7 +39,9 @@ def read_release(root: Path, pair_dir: str, languages: tuple[str, ...], name: st
     by_language = {
         lang: [
             json.loads(line)
-            for line in (root / pair_dir / "dlama" / lang / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+            for line in (root / pair_dir / "dlama" / lang / f"{name}.jsonl")
+            .read_text(encoding="utf-8")
+            .splitlines()
         ]
         for lang in languages
     }
@@ -99,14 +101,18 @@ def region_countries(token: str) -> list[str]:
 def tie_to_country(triples: Triples, pid: str, fact: dict, places: dict[str, list[str]]) -> None:
     """The pattern of step 1 that ties a released fact to its region's country (see `PREDICATES`)."""
     predicate = PREDICATES[pid]
-    if predicate.country_field is not None:  # the object or subject is the country: its own membership decides
+    if (
+        predicate.country_field is not None
+    ):  # the object or subject is the country: its own membership decides
         return
     for country in fact["country"]:
         if predicate.subject == "person":
             triples.fact(fact["sub"], "P27", country)
         elif predicate.subject == "piece_of_work":
             triples.fact(fact["sub"], "P495", country)
-        elif predicate.subject == "city":  # P190: the subject city lies in the country; both cities are big
+        elif (
+            predicate.subject == "city"
+        ):  # P190: the subject city lies in the country; both cities are big
             triples.fact(fact["sub"], "P17", country)
             triples.fact(fact["sub"], "P31", BIG_CITY)
     if predicate.object == "city":  # P19, P20: the place lies in the country
@@ -118,7 +124,9 @@ def tie_to_country(triples: Triples, pid: str, fact: dict, places: dict[str, lis
             # step 1 leaves those out) lost its label later; stand in for it with a place labelled in one language.
             place = f"Q96{fact['sub'][1:]}"
             triples.fact(fact["sub"], pid, place)
-            triples.label(place, "en", f"a place in {fact['country'][0]} without a label in every language")
+            triples.label(
+                place, "en", f"a place in {fact['country'][0]} without a label in every language"
+            )
             for country in fact["country"]:
                 triples.fact(place, "P17", country)
     if predicate.object == "city1":
@@ -133,7 +141,9 @@ def place_countries(facts: list[dict]) -> dict[str, list[str]]:
     found: dict[str, set[str]] = {}
     for fact in facts:
         for place in fact["obj"]:
-            found[place] = found[place] & set(fact["country"]) if place in found else set(fact["country"])
+            found[place] = (
+                found[place] & set(fact["country"]) if place in found else set(fact["country"])
+            )
     return {place: sorted(countries) for place, countries in found.items()}
 
 
@@ -147,11 +157,18 @@ def distractors(
     predicate = PREDICATES[pid]
     home = next(c for f in facts for c in f["country"] if c in region_countries(token))
     top_size = max(f["size"] for f in facts) + 1000
-    cases = [(f"Q980{pid[1:]}", ELSEWHERE, languages, top_size), (f"Q981{pid[1:]}", home, languages[1:], top_size)]
+    cases = [
+        (f"Q980{pid[1:]}", ELSEWHERE, languages, top_size),
+        (f"Q981{pid[1:]}", home, languages[1:], top_size),
+    ]
     if len(facts) == top:
         cases.append((f"Q982{pid[1:]}", home, languages, min(f["size"] for f in facts) - 1))
-    if predicate.country_field == "subject":  # the subject is the country: another region's, or a historical one
-        cases = [("Q9800000", "Q9800000", languages, top_size)]  # a sovereign state of neither region
+    if (
+        predicate.country_field == "subject"
+    ):  # the subject is the country: another region's, or a historical one
+        cases = [
+            ("Q9800000", "Q9800000", languages, top_size)
+        ]  # a sovereign state of neither region
         triples.fact("Q9800000", "P31", SOVEREIGN)
         if token == "ARAB_REGION":
             triples.fact("Q9900000", "P463", ARAB_LEAGUE)
@@ -166,7 +183,9 @@ def distractors(
         if obj != country:  # a made-up object needs labels; a real country has the release's
             for lang in languages:
                 triples.label(obj, lang, f"distractor {obj}")
-        tie_to_country(triples, pid, {"sub": subject, "obj": [obj], "country": [country]}, {obj: [country]})
+        tie_to_country(
+            triples, pid, {"sub": subject, "obj": [obj], "country": [country]}, {obj: [country]}
+        )
 
 
 def build_store(
@@ -176,14 +195,20 @@ def build_store(
     return store_triples(facts, pid, token, languages, top).write(path)
 
 
-def store_triples(facts: list[dict], pid: str, token: str, languages: tuple[str, ...], top: int = TOP) -> Triples:
+def store_triples(
+    facts: list[dict], pid: str, token: str, languages: tuple[str, ...], top: int = TOP
+) -> Triples:
     """The statements of one (predicate, region) store: the released facts and the distractors."""
     triples = Triples()
     for country in SOVEREIGN_STATES:
         triples.fact(country, "P31", SOVEREIGN)
     members = set(region_countries("ARAB_REGION"))
-    if token == "ARAB_REGION" and PREDICATES[pid].country_field != "object":  # the League's members then, e.g.
-        members |= {c for fact in facts for c in fact["country"]}  # the Emirate of Transjordan (Q1121819)
+    if (
+        token == "ARAB_REGION" and PREDICATES[pid].country_field != "object"
+    ):  # the League's members then, e.g.
+        members |= {
+            c for fact in facts for c in fact["country"]
+        }  # the Emirate of Transjordan (Q1121819)
     for country in members:
         triples.fact(country, "P463", ARAB_LEAGUE)
     places = place_countries(facts)
@@ -207,19 +232,35 @@ def tie_qids(triples: Triples, subject: str) -> tuple[str, str]:
     """
     used = {int(n) for n in re.findall(rf"<{re.escape(WD)}Q(\d+)>", "\n".join(triples.lines))}
     number, digits = int(subject[1:]), len(subject) - 1  # fewer digits: below; more digits: above
-    below = next((k for k in range(10 ** (digits - 1) - 1, 0, -1) if k not in used and str(k) > str(number)), None)
-    above = next((k for k in range(10**digits, 10 ** (digits + 1)) if k not in used and str(k) < str(number)), None)
-    assert below is not None and above is not None, f"{subject}: no QIDs around it in the other text order"
+    below = next(
+        (k for k in range(10 ** (digits - 1) - 1, 0, -1) if k not in used and str(k) > str(number)),
+        None,
+    )
+    above = next(
+        (
+            k
+            for k in range(10**digits, 10 ** (digits + 1))
+            if k not in used and str(k) < str(number)
+        ),
+        None,
+    )
+    assert below is not None and above is not None, (
+        f"{subject}: no QIDs around it in the other text order"
+    )
     return f"Q{below}", f"Q{above}"
 
 
-def add_tie(triples: Triples, pid: str, fact: dict, subject: str, languages: tuple[str, ...]) -> dict:
+def add_tie(
+    triples: Triples, pid: str, fact: dict, subject: str, languages: tuple[str, ...]
+) -> dict:
     """A subject `subject` of the same region as the released `fact`, with its size, objects and countries and a
     label in every language; returns its fact (`uuid` left to the caller: it is rank-numbered). Not for predicates
     whose subject is the country, or whose objects are places (P19, P20: the place decides the region).
     """
     predicate = PREDICATES[pid]
-    assert predicate.country_field != "subject" and predicate.object != "city", f"{pid}: no tie subject"
+    assert predicate.country_field != "subject" and predicate.object != "city", (
+        f"{pid}: no tie subject"
+    )
     labels = {obj: fact["labels"][obj] for obj in fact["obj"]}
     labels[subject] = {lang: f"tie {subject} ({lang})" for lang in languages}
     tie = {**fact, "sub": subject, "labels": labels}

@@ -57,7 +57,9 @@ def test_output_loads_through_the_dlama_builder(curated, tmp_path):
         "arab",
         "arab_west",
     )
-    assert {r["uuid"] for r in test if r["language"] == "ar"} == {r["uuid"] for r in test if r["language"] == "en"}
+    assert {r["uuid"] for r in test if r["language"] == "ar"} == {
+        r["uuid"] for r in test if r["language"] == "en"
+    }
 
 
 def test_cli_errors(tmp_path, capsys):
@@ -79,7 +81,10 @@ def test_cli_errors(tmp_path, capsys):
         == 2
     )
     assert "Unknown region 'arabia'. Did you mean 'arab'" in capsys.readouterr().err
-    assert main(["curate", "dlama", "--region", "arab", "--languages", "en", "--out", str(tmp_path)]) == 2
+    assert (
+        main(["curate", "dlama", "--region", "arab", "--languages", "en", "--out", str(tmp_path)])
+        == 2
+    )
     assert "--endpoint is required" in capsys.readouterr().err
     assert (
         main(
@@ -123,8 +128,14 @@ def test_cli_new_region_and_fmlama(tmp_path, capsys):
         )
         == 0
     )
-    records = read_records(tmp_path / "d" / "maghreb-west" / "dlama" / "en" / "P36_general_MAGHREB.jsonl")
-    assert [r["sub_label"] for r in records] == ["Morocco", "Algeria", "Tunisia"]  # fr articles 260k, 175k, 150k
+    records = read_records(
+        tmp_path / "d" / "maghreb-west" / "dlama" / "en" / "P36_general_MAGHREB.jsonl"
+    )
+    assert [r["sub_label"] for r in records] == [
+        "Morocco",
+        "Algeria",
+        "Tunisia",
+    ]  # fr articles 260k, 175k, 150k
     assert (
         main(
             [
@@ -147,7 +158,10 @@ def test_cli_new_region_and_fmlama(tmp_path, capsys):
 
 def test_fmlama_dishes(store, tmp_path):
     region = Region("mix", "MIX", ("Q148", "Q142", "Q79", "Q884", "Q822", "Q1028", "Q262"))
-    assert curate_fmlama(FmlamaCuration(region, ("en", "ko")), store, tmp_path) == {"en": 4, "ko": 3}
+    assert curate_fmlama(FmlamaCuration(region, ("en", "ko")), store, tmp_path) == {
+        "en": 4,
+        "ko": 3,
+    }
     en = read_records(tmp_path / "data_lang" / "en" / "en_dishes.jsonl")
     assert [(r["sub_label"], r["origin"]) for r in en] == [
         ("koshari", "Egypt"),
@@ -167,16 +181,28 @@ def test_fmlama_dishes(store, tmp_path):
     counts = read_records(tmp_path / "data_lang" / "en" / "en_count.jsonl")
     assert counts[0] == ["All", 4]
     with pytest.raises(CultureProbeError, match="needs the origin countries as QIDs"):
-        FmlamaCuration(Region("arab", "ARAB_REGION", condition="?country wdt:P463 wd:Q7172 ."), ("en",))
+        FmlamaCuration(
+            Region("arab", "ARAB_REGION", condition="?country wdt:P463 wd:Q7172 ."), ("en",)
+        )
 
 
 def test_auto_size_provider_asks_wikipedia_only_for_wikidata(store):
-    from culture_probe.curation import WIKIDATA_URL, HttpEndpoint, HttpPolicy, MediaWikiSizes, StoreSizes
+    from culture_probe.curation import (
+        WIKIDATA_URL,
+        HttpEndpoint,
+        HttpPolicy,
+        MediaWikiSizes,
+        StoreSizes,
+    )
     from culture_probe.curation.cli import size_provider
 
     policy = HttpPolicy()
-    assert isinstance(size_provider("auto", HttpEndpoint(WIKIDATA_URL, policy), policy), MediaWikiSizes)
-    assert isinstance(size_provider("auto", HttpEndpoint("http://127.0.0.1:1/query", policy), policy), StoreSizes)
+    assert isinstance(
+        size_provider("auto", HttpEndpoint(WIKIDATA_URL, policy), policy), MediaWikiSizes
+    )
+    assert isinstance(
+        size_provider("auto", HttpEndpoint("http://127.0.0.1:1/query", policy), policy), StoreSizes
+    )
     assert isinstance(size_provider("auto", store, policy), StoreSizes)
     assert isinstance(size_provider("mediawiki", store, policy), MediaWikiSizes)
 
@@ -218,7 +244,9 @@ def test_fmlama_curation_refuses_dlama_only_flags(tmp_path, capsys, extra):
         ("arab", "ar,fr", "--sites sets the Wikipedia sites of a region defined as NAME=QID,..."),
     ],
 )
-def test_cli_refuses_bad_sites_before_any_query(tmp_path, capsys, monkeypatch, region, sites, message):
+def test_cli_refuses_bad_sites_before_any_query(
+    tmp_path, capsys, monkeypatch, region, sites, message
+):
     import culture_probe.curation.cli as curation_cli
 
     def no_query(*args, **kwargs):

@@ -42,7 +42,15 @@ def test_layout_is_dlama_v1(arab_west):
     )
     assert names == expected
     record = facts(arab_west, "en", "P30_general_ARAB_REGION")[0]
-    assert list(record) == ["sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid"]
+    assert list(record) == [
+        "sub_uri",
+        "obj_uri",
+        "sub_label",
+        "obj_label",
+        "country",
+        "size",
+        "uuid",
+    ]
 
 
 def test_spec_worked_example_p30(arab_west):
@@ -51,7 +59,10 @@ def test_spec_worked_example_p30(arab_west):
     assert en["Q1028"]["obj_label"] == ["Africa"] and en["Q842"]["obj_label"] == ["Asia"]
     west = by_subject(facts(arab_west, "en", "P30_general_WESTERN_COUNTRIES"))
     assert west["Q142"]["obj_label"] == ["Europe"] and west["Q16"]["obj_label"] == ["North America"]
-    assert by_subject(facts(arab_west, "ar", "P30_general_ARAB_REGION"))["Q79"]["obj_label"] == ["أفريقيا", "آسيا"]
+    assert by_subject(facts(arab_west, "ar", "P30_general_ARAB_REGION"))["Q79"]["obj_label"] == [
+        "أفريقيا",
+        "آسيا",
+    ]
 
 
 def test_ranking_by_largest_article_on_the_countries_sites(arab_west):
@@ -73,7 +84,9 @@ def test_ranking_by_largest_article_on_the_countries_sites(arab_west):
     assert [r["size"] for r in arab][:2] == [260000, 250000] and arab[8]["size"] == 130000
     assert [r["uuid"] for r in arab] == [f"P30_general_ARAB_REGION_{i}" for i in range(10)]
     west = by_subject(facts(arab_west, "en", "P30_general_WESTERN_COUNTRIES"))
-    assert west["Q16"]["size"] == 220000  # Canada's ar article (500000) is not on Canada's sites (en, fr)
+    assert (
+        west["Q16"]["size"] == 220000
+    )  # Canada's ar article (500000) is not on Canada's sites (en, fr)
     assert west["Q145"]["size"] == 290000  # the UK ranks by en only
     assert west["Q39"]["size"] == 145000  # Switzerland's rm article counts
 
@@ -102,28 +115,48 @@ def test_step3_all_objects_without_region_or_type_filter_as_upstream(arab_west):
     # asks for every object; the objects are countries, so they are the fact's `country` (upstream's rule)
     assert gibran["obj_uri"] == ["Q12560", "Q30", "Q822"] and gibran["country"] == gibran["obj_uri"]
     einstein = by_subject(facts(arab_west, "en", "P27_general_WESTERN_COUNTRIES"))["Q937"]
-    assert einstein["obj_uri"] == ["Q30", "Q39", "Q43287"] and einstein["country"] == einstein["obj_uri"]
+    assert (
+        einstein["obj_uri"] == ["Q30", "Q39", "Q43287"]
+        and einstein["country"] == einstein["obj_uri"]
+    )
     hilton = by_subject(facts(arab_west, "en", "P1412_general_WESTERN_COUNTRIES"))["Q47899"]
-    assert hilton["obj_label"] == ["American Sign Language", "English"]  # obj_uri order: Q14759, Q1860
+    assert hilton["obj_label"] == [
+        "American Sign Language",
+        "English",
+    ]  # obj_uri order: Q14759, Q1860
     born = by_subject(facts(arab_west, "en", "P19_general_WESTERN_COUNTRIES"))
-    assert born["Q22686"]["country"] == ["Q30"]  # places of birth: the region's country that selected the fact
+    assert born["Q22686"]["country"] == [
+        "Q30"
+    ]  # places of birth: the region's country that selected the fact
 
 
 def test_object_filters_are_an_opt_in_option(store, tmp_path):
-    config = DlamaCuration(ARAB, WEST, ("ar", "en"), ("P27", "P1412"), chunk_size=4, object_filters=True)
+    config = DlamaCuration(
+        ARAB, WEST, ("ar", "en"), ("P27", "P1412"), chunk_size=4, object_filters=True
+    )
     result = curate_dlama(config, store, tmp_path)
     gibran = by_subject(facts(result, "en", "P27_general_ARAB_REGION"))["Q5673"]
-    assert gibran["obj_uri"] == ["Q30", "Q822"] and gibran["country"] == ["Q30", "Q822"]  # the Ottoman Empire
+    assert gibran["obj_uri"] == ["Q30", "Q822"] and gibran["country"] == [
+        "Q30",
+        "Q822",
+    ]  # the Ottoman Empire
     hilton = by_subject(facts(result, "en", "P1412_general_WESTERN_COUNTRIES"))["Q47899"]
     assert hilton["obj_label"] == ["English"]  # American Sign Language dropped
     manifest = json.loads((result.pair_dir / "curation.json").read_text())
-    assert manifest["config"]["object_filters"] and any("object_filters=True" in d for d in manifest["deviations"])
+    assert manifest["config"]["object_filters"] and any(
+        "object_filters=True" in d for d in manifest["deviations"]
+    )
 
 
 def test_step5_subclass_augmentation_within_the_predicates_objects(arab_west):
     usa = by_subject(facts(arab_west, "en", "P37_general_WESTERN_COUNTRIES"))["Q30"]
-    assert (usa["obj_uri"], usa["obj_label"]) == (["Q1860", "Q7976"], ["English", "American English"])
-    raw_usa = by_subject(facts(arab_west, "en", "P37_general_WESTERN_COUNTRIES", "dlama_raw"))["Q30"]
+    assert (usa["obj_uri"], usa["obj_label"]) == (
+        ["Q1860", "Q7976"],
+        ["English", "American English"],
+    )
+    raw_usa = by_subject(facts(arab_west, "en", "P37_general_WESTERN_COUNTRIES", "dlama_raw"))[
+        "Q30"
+    ]
     assert raw_usa["obj_label"] == ["American English"]
     queen = by_subject(facts(arab_west, "en", "P1412_general_WESTERN_COUNTRIES"))["Q9682"]
     assert queen["obj_label"] == ["English", "British English"]
@@ -136,7 +169,9 @@ def test_step5_located_in_chain_for_places_of_birth(arab_west):
     assert sorted(born["Q47899"]["obj_label"]) == ["New York", "New York City"]
     assert born["Q9682"]["obj_label"] == ["London"]  # England (a country of the UK) stops the chain
     died = by_subject(facts(arab_west, "en", "P20_general_WESTERN_COUNTRIES"))
-    assert "Q5673" in died  # Gibran died in New York City: a Western fact for P20 (the place decides)
+    assert (
+        "Q5673" in died
+    )  # Gibran died in New York City: a Western fact for P20 (the place decides)
     assert sorted(died["Q937"]["obj_label"]) == ["New Jersey", "Princeton"]
 
 
@@ -171,19 +206,27 @@ ARAB_WEST = (("arab", "west"), ("ar", "en"), 1000)
         ("P36", "city", ARAB_WEST, True),
     ],
 )
-def test_country_predicates_match_the_reference(store, reference, tmp_path, pid, kind, setting, object_filters):
+def test_country_predicates_match_the_reference(
+    store, reference, tmp_path, pid, kind, setting, object_filters
+):
     names, languages, top = setting
     regions = [resolve_region(name) for name in names]
-    config = DlamaCuration(*regions, languages, (pid,), top=top, chunk_size=3, object_filters=object_filters)
+    config = DlamaCuration(
+        *regions, languages, (pid,), top=top, chunk_size=3, object_filters=object_filters
+    )
     result = curate_dlama(config, store, tmp_path)
     expected = reference.pair(pid, kind, regions, languages, top=top, object_filters=object_filters)
     for (token, lang), records in expected.items():
-        assert records, "the reference must see facts for every region, or the comparison proves nothing"
+        assert records, (
+            "the reference must see facts for every region, or the comparison proves nothing"
+        )
         assert facts(result, lang, f"{pid}_general_{token}") == records
 
 
 def test_top_keeps_the_largest_subjects(store, tmp_path):
-    result = curate_dlama(DlamaCuration(ARAB, WEST, ("ar", "en"), ("P36",), top=3, chunk_size=2), store, tmp_path)
+    result = curate_dlama(
+        DlamaCuration(ARAB, WEST, ("ar", "en"), ("P36",), top=3, chunk_size=2), store, tmp_path
+    )
     capitals = facts(result, "en", "P36_general_ARAB_REGION")
     assert [(r["sub_label"], r["obj_label"]) for r in capitals] == [
         ("Morocco", ["Rabat"]),
@@ -230,4 +273,6 @@ def test_changed_settings_never_reuse_stale_checkpoints(store, tmp_path):
     larger = curate_dlama(DlamaCuration(ARAB, WEST, ("ar", "en"), ("P30",), top=5), store, tmp_path)
     assert len(facts(larger, "en", "P30_general_ARAB_REGION")) == 5
     english = curate_dlama(DlamaCuration(ARAB, WEST, ("en",), ("P30",)), store, tmp_path)
-    assert "Q398" in by_subject(facts(english, "en", "P30_general_ARAB_REGION"))  # Bahrain: no ar label needed
+    assert "Q398" in by_subject(
+        facts(english, "en", "P30_general_ARAB_REGION")
+    )  # Bahrain: no ar label needed

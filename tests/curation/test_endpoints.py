@@ -19,15 +19,27 @@ from culture_probe.curation import (
     oxigraph_server,
     resolve_region,
 )
-from culture_probe.curation.endpoints import PoliteCaller, RetryableError, retry_after_seconds, retry_delay
+from culture_probe.curation.endpoints import (
+    PoliteCaller,
+    RetryableError,
+    retry_after_seconds,
+    retry_delay,
+)
 from culture_probe.curation.queries import labels_query
 from culture_probe.errors import EndpointError
 
 CONFIG = DlamaCuration(
-    resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P19", "P27", "P37"), chunk_size=3
+    resolve_region("arab"),
+    resolve_region("west"),
+    ("ar", "en"),
+    ("P19", "P27", "P37"),
+    chunk_size=3,
 )
 LABELS = labels_query(["Q79"], ["ar", "en"])
-EGYPT = [{"item": "Q79", "lang": "ar", "label": "مصر"}, {"item": "Q79", "lang": "en", "label": "Egypt"}]
+EGYPT = [
+    {"item": "Q79", "lang": "ar", "label": "مصر"},
+    {"item": "Q79", "lang": "en", "label": "Egypt"},
+]
 
 
 def sleeps_recorder():
@@ -123,7 +135,9 @@ def test_server_stopped_mid_run_keeps_checkpoints_and_a_rerun_resumes(store, fas
         curate_dlama(CONFIG, fresh, tmp_path / "fresh")
     with oxigraph_server([FIXTURE], max_lifetime=120) as server:
         doomed = Counting(HttpEndpoint(server.url, fast), server, stop_at)
-        with pytest.raises(EndpointError, match=rf"SPARQL endpoint {re.escape(server.url)} failed .*Connection"):
+        with pytest.raises(
+            EndpointError, match=rf"SPARQL endpoint {re.escape(server.url)} failed .*Connection"
+        ):
             curate_dlama(CONFIG, doomed, out)
     saved = Checkpoints(out / ".checkpoints")
     for key in saved.keys():
@@ -132,8 +146,12 @@ def test_server_stopped_mid_run_keeps_checkpoints_and_a_rerun_resumes(store, fas
     with oxigraph_server([FIXTURE], max_lifetime=120) as server:  # back up, on another port
         resumed = Counting(HttpEndpoint(server.url, fast))
         result = curate_dlama(CONFIG, resumed, out)
-    assert resumed.calls == fresh.calls - stop_at  # nothing fetched before the stop is fetched again
-    assert tree(result.pair_dir) == tree(curate_dlama(CONFIG, store, tmp_path / "embedded").pair_dir)
+    assert (
+        resumed.calls == fresh.calls - stop_at
+    )  # nothing fetched before the stop is fetched again
+    assert tree(result.pair_dir) == tree(
+        curate_dlama(CONFIG, store, tmp_path / "embedded").pair_dir
+    )
 
 
 @pytest.mark.parametrize(
@@ -144,8 +162,12 @@ def test_server_stopped_mid_run_keeps_checkpoints_and_a_rerun_resumes(store, fas
         ("badjson", "malformed JSON"),
     ],
 )
-def test_run_hit_by_a_persistent_fault_resumes_from_its_checkpoints(store, server_url, tmp_path, fault, message):
-    config = DlamaCuration(resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P37",), chunk_size=3)
+def test_run_hit_by_a_persistent_fault_resumes_from_its_checkpoints(
+    store, server_url, tmp_path, fault, message
+):
+    config = DlamaCuration(
+        resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P37",), chunk_size=3
+    )
     policy = HttpPolicy(min_interval=0, timeout=0.3, retries=2, backoff=0.001, max_wait=0.01)
     with FaultProxy(server_url) as clean:
         curate_dlama(config, HttpEndpoint(clean.url, policy), tmp_path / "fresh")
@@ -161,7 +183,9 @@ def test_run_hit_by_a_persistent_fault_resumes_from_its_checkpoints(store, serve
     with FaultProxy(server_url) as resumed:
         result = curate_dlama(config, HttpEndpoint(resumed.url, policy), out)
     assert len(resumed.requests) == total - stop
-    assert tree(result.pair_dir) == tree(curate_dlama(config, store, tmp_path / "embedded").pair_dir)
+    assert tree(result.pair_dir) == tree(
+        curate_dlama(config, store, tmp_path / "embedded").pair_dir
+    )
 
 
 def test_rate_limit_spaces_requests():
@@ -181,8 +205,12 @@ def test_retry_after_forms():
 
     assert 25 < retry_after_seconds(email.utils.formatdate(time.time() + 30, usegmt=True)) <= 30
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: go now
-    caller = PoliteCaller("x", HttpPolicy(min_interval=0, retries=1, backoff=1, max_wait=5), lambda s: None)
-    with pytest.raises(EndpointError, match="x failed after 2 attempts; last error: boom.*rerun the same command"):
+    caller = PoliteCaller(
+        "x", HttpPolicy(min_interval=0, retries=1, backoff=1, max_wait=5), lambda s: None
+    )
+    with pytest.raises(
+        EndpointError, match="x failed after 2 attempts; last error: boom.*rerun the same command"
+    ):
         caller(lambda: (_ for _ in ()).throw(RetryableError("boom")))
 
 
@@ -267,13 +295,17 @@ def test_killed_process_loses_nothing_it_fetched(store, server_url, fast, tmp_pa
     with FaultProxy(server_url) as resumed:
         result = curate_dlama(CONFIG, HttpEndpoint(resumed.url, fast), out)
     assert len(resumed.requests) == total - len(saved)
-    assert tree(result.pair_dir) == tree(curate_dlama(CONFIG, store, tmp_path / "embedded").pair_dir)
+    assert tree(result.pair_dir) == tree(
+        curate_dlama(CONFIG, store, tmp_path / "embedded").pair_dir
+    )
 
 
 def test_retry_after_beyond_the_backoff_cap_is_honoured_up_to_its_own_maximum():
     policy = HttpPolicy(backoff=1.0, max_wait=120.0, max_retry_after=3600.0)
     assert retry_delay(policy, 10, None) == 120.0  # computed backoff: capped
-    assert retry_delay(policy, 0, 600.0) == 600.0  # the server asked for 10 minutes: wait 10 minutes
+    assert (
+        retry_delay(policy, 0, 600.0) == 600.0
+    )  # the server asked for 10 minutes: wait 10 minutes
     assert retry_delay(policy, 0, 7200.0) == 3600.0  # beyond the documented maximum
     assert retry_delay(HttpPolicy(max_retry_after=30.0), 0, 600.0) == 30.0
     sleeps, sleep = sleeps_recorder()
@@ -286,10 +318,14 @@ def test_retry_after_beyond_the_backoff_cap_is_honoured_up_to_its_own_maximum():
     said: list[str] = []
     patient = HttpPolicy(min_interval=0, retries=1, backoff=1, max_wait=5, max_retry_after=600)
     assert PoliteCaller("x", patient, sleep, said.append)(busy_once) == "ok" and sleeps == [300.0]
-    assert said == ["culture-probe: x: HTTP 429; waiting 300 s before retry 1 of 1"]  # every wait is visible
+    assert said == [
+        "culture-probe: x: HTTP 429; waiting 300 s before retry 1 of 1"
+    ]  # every wait is visible
 
 
-@pytest.mark.parametrize("retries", [5, 0])  # 0: the refused wait is also the last attempt; still said so
+@pytest.mark.parametrize(
+    "retries", [5, 0]
+)  # 0: the refused wait is also the last attempt; still said so
 def test_a_retry_after_beyond_the_cap_ends_the_step_at_once_with_the_fix(retries):
     from culture_probe.errors import EndpointError
 
@@ -298,8 +334,12 @@ def test_a_retry_after_beyond_the_cap_ends_the_step_at_once_with_the_fix(retries
     def busy():
         raise RetryableError("HTTP 429", retry_after=3600.0)
 
-    caller = PoliteCaller("Wikidata", HttpPolicy(min_interval=0, retries=retries), sleep, lambda text: None)
-    with pytest.raises(EndpointError, match=r"asks to wait 3600 s .* more than --max-retry-after 120 s.*rerun"):
+    caller = PoliteCaller(
+        "Wikidata", HttpPolicy(min_interval=0, retries=retries), sleep, lambda text: None
+    )
+    with pytest.raises(
+        EndpointError, match=r"asks to wait 3600 s .* more than --max-retry-after 120 s.*rerun"
+    ):
         caller(busy)
     assert sleeps == []  # no hour of silent sleep
 
@@ -308,11 +348,15 @@ def test_checkpoints_refuse_to_resume_against_another_endpoint(store, tmp_path):
     from culture_probe.curation.endpoints import endpoint_identity, url_identity
     from culture_probe.errors import CultureProbeError
 
-    config = DlamaCuration(resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P37",), chunk_size=3)
+    config = DlamaCuration(
+        resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P37",), chunk_size=3
+    )
     curate_dlama(config, store, tmp_path / "run")
     manifest = json.loads((tmp_path / "run" / ".checkpoints" / "manifest.json").read_text())
     [dump] = manifest["endpoint"]["dumps"]
-    assert (dump["name"], dump["size"]) == (FIXTURE.name, FIXTURE.stat().st_size) and len(dump["sha256"]) == 64
+    assert (dump["name"], dump["size"]) == (FIXTURE.name, FIXTURE.stat().st_size) and len(
+        dump["sha256"]
+    ) == 64
     curate_dlama(config, EmbeddedStore([FIXTURE]), tmp_path / "run")  # the same dump: resumes
     with pytest.raises(
         CultureProbeError,
@@ -325,6 +369,10 @@ def test_checkpoints_refuse_to_resume_against_another_endpoint(store, tmp_path):
     with pytest.raises(CultureProbeError, match="mix two sources"):
         curate_dlama(config, EmbeddedStore([other]), tmp_path / "run")
     # a local server restarted on another port is the same endpoint; another host is not
-    assert url_identity("http://127.0.0.1:5001/query") == url_identity("http://localhost:6002/query")
+    assert url_identity("http://127.0.0.1:5001/query") == url_identity(
+        "http://localhost:6002/query"
+    )
     assert url_identity("https://example.org/sparql") != url_identity("https://example.com/sparql")
-    assert endpoint_identity(type("Custom", (), {"name": "my endpoint"})()) is None  # declares no identity
+    assert (
+        endpoint_identity(type("Custom", (), {"name": "my endpoint"})()) is None
+    )  # declares no identity

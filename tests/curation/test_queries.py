@@ -153,7 +153,10 @@ def test_every_predicate_query_parses_and_projects_its_columns(store):
         columns = list(dict.fromkeys([predicate.subject, predicate.object, "country"]))
         # a second SPARQL parser agrees on what each query selects, and Oxigraph runs it
         assert [str(v) for v in prepareQuery(facts).algebra["PV"]] == columns
-        assert [str(v) for v in prepareQuery(objects).algebra["PV"]] == [predicate.subject, predicate.object]
+        assert [str(v) for v in prepareQuery(objects).algebra["PV"]] == [
+            predicate.subject,
+            predicate.object,
+        ]
         assert f"?{predicate.subject} wdt:{predicate.pid} ?{predicate.object} ." in facts
         for query, names in ((facts, columns), (objects, [predicate.subject, predicate.object])):
             assert all(set(row) <= set(names) for row in store.select(query))
@@ -188,5 +191,9 @@ def test_bad_inputs_get_clear_errors():
 
 def test_new_region_from_qids():
     region = resolve_region("maghreb=Q1028, Q262,Q948", sites=("ar", "fr", "en"))
-    assert (region.name, region.token, region.countries) == ("maghreb", "MAGHREB", ("Q1028", "Q262", "Q948"))
+    assert (region.name, region.token, region.countries) == (
+        "maghreb",
+        "MAGHREB",
+        ("Q1028", "Q262", "Q948"),
+    )
     assert region.sites_for("Q262") == ("ar", "fr", "en")

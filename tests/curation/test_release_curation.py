@@ -39,7 +39,13 @@ def release(mirror) -> Path:
 
 
 def curate_from_release(
-    release: Path, pid: str, token: str, tmp: Path, top: int = TOP, n: int | None = None, endpoint=None
+    release: Path,
+    pid: str,
+    token: str,
+    tmp: Path,
+    top: int = TOP,
+    n: int | None = None,
+    endpoint=None,
 ) -> tuple[list[dict], dict[str, list[dict]]]:
     """(released facts, {language: curated records}) of one (predicate, region) file."""
     facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:n]
@@ -48,15 +54,22 @@ def curate_from_release(
     return facts, curate_dump(dump, pid, token, tmp, top, endpoint)
 
 
-def curate_dump(dump: Path, pid: str, token: str, tmp: Path, top: int, endpoint=None) -> dict[str, list[dict]]:
+def curate_dump(
+    dump: Path, pid: str, token: str, tmp: Path, top: int, endpoint=None
+) -> dict[str, list[dict]]:
     """{language: curated records} of one (predicate, region) file, curated from the store `dump`."""
-    config = DlamaCuration(resolve_region("arab"), resolve_region("west"), LANGUAGES, (pid,), top=top)
+    config = DlamaCuration(
+        resolve_region("arab"), resolve_region("west"), LANGUAGES, (pid,), top=top
+    )
     if endpoint is None:
         result = curate_dlama(config, EmbeddedStore([dump]), tmp / "out")
     else:
         with endpoint([dump]) as server:
             result = curate_dlama(config, HttpEndpoint(server.url), tmp / "out")
-    return {lang: read_records(result.pair_dir / "dlama" / lang / f"{pid}_general_{token}.jsonl") for lang in LANGUAGES}
+    return {
+        lang: read_records(result.pair_dir / "dlama" / lang / f"{pid}_general_{token}.jsonl")
+        for lang in LANGUAGES
+    }
 
 
 def ranked(facts: list[dict], pid: str, token: str) -> list[dict]:
@@ -79,15 +92,21 @@ def assert_release(facts: list[dict], curated: dict[str, list[dict]]) -> None:
             }
             for f in facts
         ]
-        assert len(records) == len(released), f"{lang}: {len(records)} facts, the release has {len(released)}"
+        assert len(records) == len(released), (
+            f"{lang}: {len(records)} facts, the release has {len(released)}"
+        )
         assert [r["uuid"] for r in records] == [r["uuid"] for r in released]  # rank-numbered ids
         assert [r["size"] for r in records] == [r["size"] for r in released]
         start = 0
         for _, group in itertools.groupby(released, key=lambda r: r["size"]):
             tie = list(group)
             mine = records[start : start + len(tie)]
-            assert by_subject(mine) == by_subject(tie), f"{lang}: facts of size {tie[0]['size']} differ"
-            assert [int(r["sub_uri"][1:]) for r in mine] == sorted(int(r["sub_uri"][1:]) for r in mine)
+            assert by_subject(mine) == by_subject(tie), (
+                f"{lang}: facts of size {tie[0]['size']} differ"
+            )
+            assert [int(r["sub_uri"][1:]) for r in mine] == sorted(
+                int(r["sub_uri"][1:]) for r in mine
+            )
             start += len(tie)
 
 
@@ -110,7 +129,9 @@ def test_equal_sizes_are_ranked_by_qid_in_numeric_order(release, tmp_path, pid, 
     """
     facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:6]
     kept = facts[2]
-    assert facts[1]["size"] > kept["size"] > facts[3]["size"]  # no tie in the release's own facts here
+    assert (
+        facts[1]["size"] > kept["size"] > facts[3]["size"]
+    )  # no tie in the release's own facts here
     triples = store_triples(facts, pid, token, LANGUAGES, top=8)
     below, above = tie_qids(triples, kept["sub"])
     ties = [add_tie(triples, pid, kept, qid, LANGUAGES) for qid in (below, above)]
@@ -172,7 +193,8 @@ def test_the_command_line_returns_the_released_facts_of_a_small_store(release, t
         assert code == 0, printed.err
         assert f"to {out / PAIR}" in printed.out
         curated = {
-            lang: read_records(out / PAIR / "dlama" / lang / f"{pid}_general_{token}.jsonl") for lang in LANGUAGES
+            lang: read_records(out / PAIR / "dlama" / lang / f"{pid}_general_{token}.jsonl")
+            for lang in LANGUAGES
         }
         assert_release(facts, curated)
 

@@ -34,7 +34,11 @@ class FakeMediaWiki:
                 url = urllib.parse.urlsplit(self.path)
                 params = urllib.parse.parse_qs(url.query)
                 fake.calls.append(
-                    {"host": url.path.split("/")[1], "params": params, "agent": self.headers.get("User-Agent")}
+                    {
+                        "host": url.path.split("/")[1],
+                        "params": params,
+                        "agent": self.headers.get("User-Agent"),
+                    }
                 )
                 if len(fake.calls) <= fail_first:
                     self.send_response(503)
@@ -44,7 +48,9 @@ class FakeMediaWiki:
                 payload = (
                     b"<html>maintenance</html>"
                     if broken
-                    else json.dumps(fake.answer(url.path.split("/")[1], params["titles"][0].split("|"))).encode()
+                    else json.dumps(
+                        fake.answer(url.path.split("/")[1], params["titles"][0].split("|"))
+                    ).encode()
                 )
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -57,13 +63,17 @@ class FakeMediaWiki:
 
     @staticmethod
     def answer(host: str, titles: list[str]) -> dict:
-        normalized = [{"from": t, "to": t[0].upper() + t[1:]} for t in titles if t[0] != t[0].upper()]
+        normalized = [
+            {"from": t, "to": t[0].upper() + t[1:]} for t in titles if t[0] != t[0].upper()
+        ]
         pages = []
         for title in titles:
             title = title[0].upper() + title[1:]
             size = PAGES.get(host, {}).get(title)
             pages.append(
-                {"title": title, "missing": True} if size is None else {"title": title, "revisions": [{"size": size}]}
+                {"title": title, "missing": True}
+                if size is None
+                else {"title": title, "revisions": [{"size": size}]}
             )
         return {"batchcomplete": True, "query": {"normalized": normalized, "pages": pages}}
 
@@ -93,7 +103,9 @@ def test_mediawiki_sizes_by_wiki_with_title_normalisation(policy):
     assert sizes == {articles[0]: 250000, articles[1]: 260000, articles[2]: 17, articles[4]: 180000}
     assert sorted(c["host"] for c in api.calls) == ["ar.wikipedia.org", "en.wikipedia.org"]
     assert all(c["agent"].startswith("culture_probe/") for c in api.calls)
-    assert api.calls[0]["params"]["rvprop"] == ["size"] and api.calls[0]["params"]["formatversion"] == ["2"]
+    assert api.calls[0]["params"]["rvprop"] == ["size"] and api.calls[0]["params"][
+        "formatversion"
+    ] == ["2"]
 
 
 def test_mediawiki_batches_of_fifty_and_retries(policy):
@@ -103,7 +115,12 @@ def test_mediawiki_batches_of_fifty_and_retries(policy):
         assert MediaWikiSizes(policy, api_url=api.api).sizes(articles) == {}
     finally:
         api.close()
-    assert [len(c["params"]["titles"][0].split("|")) for c in api.calls] == [50, 50, 50, 20]  # first try: 503
+    assert [len(c["params"]["titles"][0].split("|")) for c in api.calls] == [
+        50,
+        50,
+        50,
+        20,
+    ]  # first try: 503
 
 
 def test_mediawiki_garbage_ends_in_an_error_naming_the_api(policy):
@@ -129,5 +146,11 @@ def test_store_sizes_read_schema_content_size(store):
 
 
 def test_article_title():
-    assert article_title("https://en.wikipedia.org/wiki/Washington,_D.C.") == ("en.wikipedia.org", "Washington, D.C.")
-    assert article_title("https://ar.wikipedia.org/wiki/%D9%85%D8%B5%D8%B1") == ("ar.wikipedia.org", "مصر")
+    assert article_title("https://en.wikipedia.org/wiki/Washington,_D.C.") == (
+        "en.wikipedia.org",
+        "Washington, D.C.",
+    )
+    assert article_title("https://ar.wikipedia.org/wiki/%D9%85%D8%B5%D8%B1") == (
+        "ar.wikipedia.org",
+        "مصر",
+    )

@@ -31,19 +31,32 @@ def test_new_pair_loads_from_its_manifest(out, tmp_path):
     assert {path.stem for path in files} == {
         f"{p}_general_{t}" for p in PREDICATES for t in ("MAGHREB", "WESTERN_COUNTRIES")
     }
-    capitals = [r for r in split if (r["language"], r["predicate"], r["region"]) == ("en", "P36", "MAGHREB")]
-    assert [(r["rank"], r["sub_label"]) for r in capitals] == [(0, "Morocco"), (1, "Algeria"), (2, "Tunisia")]
+    capitals = [
+        r for r in split if (r["language"], r["predicate"], r["region"]) == ("en", "P36", "MAGHREB")
+    ]
+    assert [(r["rank"], r["sub_label"]) for r in capitals] == [
+        (0, "Morocco"),
+        (1, "Algeria"),
+        (2, "Tunisia"),
+    ]
     assert capitals[0]["obj_label"] == ["Rabat"]
     languages = split["language"]
-    assert languages == ["ar"] * languages.count("ar") + ["en"] * languages.count("en")  # curation's order
-    assert {r["uuid"] for r in split if r["language"] == "ar"} == {r["uuid"] for r in split if r["language"] == "en"}
+    assert languages == ["ar"] * languages.count("ar") + ["en"] * languages.count(
+        "en"
+    )  # curation's order
+    assert {r["uuid"] for r in split if r["language"] == "ar"} == {
+        r["uuid"] for r in split if r["language"] == "en"
+    }
 
 
 def test_options_pick_the_pair_and_released_configs_still_load(out, tmp_path):
     english = load_benchmark(
         "dlama_custom", data_dir=out, region="MAGHREB", languages=("en",), cache_dir=str(tmp_path)
     )["test"]
-    assert set(english["language"]) == {"en"} and set(english["region"]) == {"MAGHREB", "WESTERN_COUNTRIES"}
+    assert set(english["language"]) == {"en"} and set(english["region"]) == {
+        "MAGHREB",
+        "WESTERN_COUNTRIES",
+    }
     arab = load_benchmark("dlama_arab_west", data_dir=out, cache_dir=str(tmp_path))["test"]
     assert set(arab["pair"]) == {"arab_west"} and set(arab["predicate"]) == {"P36"}
     assert "MAGHREB" not in set(arab["region"])

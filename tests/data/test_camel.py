@@ -55,13 +55,20 @@ def type_name(split, index: int) -> str:
 def test_entities_reproduce_raw_counts(mirror: Path) -> None:
     split = test("camel_entities")
     assert split.num_rows == 20342
-    counts = Counter((type_name(split, t), c) for t, c in zip(split["entity_type"], split["culture"], strict=True))
+    counts = Counter(
+        (type_name(split, t), c)
+        for t, c in zip(split["entity_type"], split["culture"], strict=True)
+    )
     for entity_type, (arab, western, unlabelled) in RAW.items():
         assert (counts[entity_type, "Arab"], counts[entity_type, "Western"], counts[entity_type, None]) == (
             arab, western, unlabelled,
         ), entity_type  # fmt: skip
     assert split.features["entity_type"].names == list(camel.ENTITY_TYPES)
-    with_country = {type_name(split, t) for t, c in zip(split["entity_type"], split["country"], strict=True) if c}
+    with_country = {
+        type_name(split, t)
+        for t, c in zip(split["entity_type"], split["country"], strict=True)
+        if c
+    }
     assert with_country == {"authors", "locations", "sports_clubs"}
     assert split[0]["id"] == "names_female-00000" and split[0]["row"] == 0
 
@@ -77,17 +84,31 @@ def test_faithful_entities_keep_raw_cells(mirror: Path) -> None:
 
 def test_corrected_entities_are_the_sampling_pools(mirror: Path) -> None:
     split = test("camel_entities", corrected=True)
-    counts = Counter((type_name(split, t), c) for t, c in zip(split["entity_type"], split["culture"], strict=True))
+    counts = Counter(
+        (type_name(split, t), c)
+        for t, c in zip(split["entity_type"], split["culture"], strict=True)
+    )
     # the pools of spec 2.3, plus apple pie, which the corrected variant labels Western
-    expected = {(t, c): n for t, pair in POOL.items() for c, n in zip(("Arab", "Western"), pair, strict=True)}
+    expected = {
+        (t, c): n
+        for t, pair in POOL.items()
+        for c, n in zip(("Arab", "Western"), pair, strict=True)
+    }
     expected["food", "Western"] += 1
     assert dict(counts) == expected
     assert split.num_rows == sum(expected.values()) == 19596
     entities = split["entity"]
     assert all(e == e.strip() for e in entities)
-    locations = {e for t, e in zip(split["entity_type"], entities, strict=True) if type_name(split, t) == "locations"}
+    locations = {
+        e
+        for t, e in zip(split["entity_type"], entities, strict=True)
+        if type_name(split, t) == "locations"
+    }
     assert not {"القاهرة", "الإسكندرية", "دورا"} & locations
-    assert len(set(zip(split["entity_type"], split["culture"], entities, strict=True))) == split.num_rows
+    assert (
+        len(set(zip(split["entity_type"], split["culture"], entities, strict=True)))
+        == split.num_rows
+    )
 
 
 def test_card_counts_match_the_corrections_applied(mirror: Path) -> None:
@@ -95,7 +116,12 @@ def test_card_counts_match_the_corrections_applied(mirror: Path) -> None:
     counted = dict(re.findall(r"(camel-[a-z-]+): [^:;]+: (\d+)", description))
     card = {c.id: c.rows_affected for c in camel.INFO.corrections}
     assert {k: int(v) for k, v in counted.items()} == {k: card[k] for k in counted}
-    assert set(counted) == {"camel-strip", "camel-dedupe", "camel-apple-pie", "camel-cross-labelled"}
+    assert set(counted) == {
+        "camel-strip",
+        "camel-dedupe",
+        "camel-apple-pie",
+        "camel-cross-labelled",
+    }
     assert card["camel-strip"] == sum(UNSTRIPPED.values())
     assert card["camel-suspect-mask"] == 1
 
@@ -117,7 +143,9 @@ def test_prompts_reproduce_type_and_sentiment_counts(mirror: Path, name: str, ta
 @pytest.mark.parametrize(("name", "start", "end", "spaced", "doubled"), [
     ("camel_co_prompts", 10, 32, 35, 55), ("camel_ag_prompts", 1, 71, 37, 71),
 ])  # fmt: skip
-def test_prompts_keep_raw_text(mirror: Path, name: str, start: int, end: int, spaced: int, doubled: int) -> None:
+def test_prompts_keep_raw_text(
+    mirror: Path, name: str, start: int, end: int, spaced: int, doubled: int
+) -> None:
     prompts = test(name)["prompt_masked"]
     assert sum(p.strip().startswith("[MASK]") for p in prompts) == start
     assert sum(p.strip().endswith("[MASK]") for p in prompts) == end
@@ -130,8 +158,12 @@ def test_co_causal_prefixes_are_derived_left_of_mask(mirror: Path) -> None:
     assert set(split["causal_source"]) == {"derived_left_of_mask"}
     empty = [row["id"] for row in split if row["causal_prefix_empty"]]
     assert empty == [0, 1, 7, 8, 11, 20, 119, 120, 151, 152]
-    assert [split[i]["entity_type_raw"] for i in empty] == ["Beverage"] * 6 + ["Location"] * 2 + ["Names-Male"] * 2
-    example = next(r for r in split if r["prompt_masked"] == "كان في الابتدائي معاي بنت عربية اسمها [MASK]")
+    assert [split[i]["entity_type_raw"] for i in empty] == ["Beverage"] * 6 + ["Location"] * 2 + [
+        "Names-Male"
+    ] * 2
+    example = next(
+        r for r in split if r["prompt_masked"] == "كان في الابتدائي معاي بنت عربية اسمها [MASK]"
+    )
     assert example["prompt_causal"] == "كان في الابتدائي معاي بنت عربية اسمها"
     assert example["entity_type_raw"] == "Names-Female"
 
@@ -182,13 +214,23 @@ def make_repo(root: Path) -> Path:
     for entity_type in camel.ENTITY_TYPES:
         path = root / camel.entity_file(entity_type)
         if entity_type in camel.TYPES_WITH_COUNTRY:
-            write_xlsx(path, ["Entity", "Country", "Culture"], [["عربي ", "مصر", "Arab"], ["غربي", "USA", "Western"]])
+            write_xlsx(
+                path,
+                ["Entity", "Country", "Culture"],
+                [["عربي ", "مصر", "Arab"], ["غربي", "USA", "Western"]],
+            )
         else:
             write_xlsx(path, ["Entity", "Culture"], [["عربي", "Arab"], ["غربي", "Western"]])
     prompts = [["Food", "اكلت [MASK] اليوم", "positive"], ["Location", "[MASK] مدينة جميلة", "NA"],
                ["Authors", "قرأت كتاب [MASK]", "neutral"]]  # fmt: skip
-    write_xlsx(root / camel.PROMPT_FILES["co_masked"][0], ["Entity Type", "Prompt", "Sentiment"], prompts)
-    write_xlsx(root / camel.PROMPT_FILES["ag_masked"][0], ["Entity Type", "Prompt", "Sentiment", None], prompts)
+    write_xlsx(
+        root / camel.PROMPT_FILES["co_masked"][0], ["Entity Type", "Prompt", "Sentiment"], prompts
+    )
+    write_xlsx(
+        root / camel.PROMPT_FILES["ag_masked"][0],
+        ["Entity Type", "Prompt", "Sentiment", None],
+        prompts,
+    )
     causal = [[t, p + " بعد", None] for t, p, _ in prompts]
     write_xlsx(root / camel.PROMPT_FILES["ag_causal"][0], ["Entity Type", "Prompt", None], causal)
     return root
@@ -200,7 +242,12 @@ def test_local_copy_builds_with_typed_rows(tmp_path: Path) -> None:
     assert entities.num_rows == 20
     assert entities[0] == {"id": "names_female-00000", "row": 0, "entity_type": 0, "entity": "عربي",
                            "culture": "Arab", "country": None}  # fmt: skip
-    assert test("camel_entities", data_dir=str(repo), verify_checksums=False, corrected=True)["entity"][10] == "عربي"
+    assert (
+        test("camel_entities", data_dir=str(repo), verify_checksums=False, corrected=True)[
+            "entity"
+        ][10]
+        == "عربي"
+    )
     ag = test("camel_ag_prompts", data_dir=str(repo), verify_checksums=False)
     assert ag[0] == {
         "id": 0, "entity_type": camel.ENTITY_TYPES.index("food"), "entity_type_raw": "Food",
@@ -218,7 +265,11 @@ def test_corrected_entities_apply_exactly_the_spec_fixes(tmp_path: Path) -> None
     ])  # fmt: skip
     faithful = test("camel_entities", data_dir=str(repo), verify_checksums=False)
     food = faithful.filter(lambda r: r["id"].startswith("food-"))
-    assert food["entity"][:2] == ["ابل باي", " كبة"] and food["culture"][0] is None and food.num_rows == 8
+    assert (
+        food["entity"][:2] == ["ابل باي", " كبة"]
+        and food["culture"][0] is None
+        and food.num_rows == 8
+    )
     corrected = test("camel_entities", data_dir=str(repo), verify_checksums=False, corrected=True)
     food = corrected.filter(lambda r: r["id"].startswith("food-"))
     # apple pie labelled Western; "كبة" stripped and, like "بيتزا", kept once; "دورا" carries both labels: dropped;
@@ -231,7 +282,9 @@ def test_corrected_entities_apply_exactly_the_spec_fixes(tmp_path: Path) -> None
     ]
 
 
-def test_second_load_reads_the_cache_not_the_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_load_reads_the_cache_not_the_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = make_repo(tmp_path / "camel")
     first = test("camel_co_prompts", data_dir=str(repo), verify_checksums=False)
 
@@ -239,25 +292,48 @@ def test_second_load_reads_the_cache_not_the_sources(tmp_path: Path, monkeypatch
         raise AssertionError("the sources were parsed again")
 
     monkeypatch.setattr(camel, "read_prompts", no_parsing)
-    assert test("camel_co_prompts", data_dir=str(repo), verify_checksums=False).to_list() == first.to_list()
+    assert (
+        test("camel_co_prompts", data_dir=str(repo), verify_checksums=False).to_list()
+        == first.to_list()
+    )
 
 
 def test_co_causal_file_is_used_when_supplied(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "camel")
     good = write_xlsx(tmp_path / "co_causal.xlsx", ["Entity Type", "Prompt"],
                       [["Food", "اكلت امس [MASK]"], ["Location", "في [MASK]"], ["Authors", "قرأت [MASK]"]])  # fmt: skip
-    co = test("camel_co_prompts", data_dir=str(repo), verify_checksums=False, co_causal_file=str(good))
+    co = test(
+        "camel_co_prompts", data_dir=str(repo), verify_checksums=False, co_causal_file=str(good)
+    )
     assert co["prompt_causal"] == ["اكلت امس", "في", "قرأت"]
     assert set(co["causal_source"]) == {"upstream_causal_file"}
     misaligned = write_xlsx(tmp_path / "bad.xlsx", ["Entity Type", "Prompt"],
                             [["Food", "a [MASK]"], ["Authors", "b [MASK]"], ["Location", "c [MASK]"]])  # fmt: skip
-    with pytest.raises(SourceFormatError, match=r"bad\.xlsx:3: Entity Type 'Authors' differs from the masked"):
-        test("camel_co_prompts", data_dir=str(repo), verify_checksums=False, co_causal_file=str(misaligned))
-    with pytest.raises(CultureProbeError, match=r"camel_ag_prompts does not use it\. Load camel_co_prompts"):
-        test("camel_ag_prompts", data_dir=str(repo), verify_checksums=False, co_causal_file=str(good))
+    with pytest.raises(
+        SourceFormatError, match=r"bad\.xlsx:3: Entity Type 'Authors' differs from the masked"
+    ):
+        test(
+            "camel_co_prompts",
+            data_dir=str(repo),
+            verify_checksums=False,
+            co_causal_file=str(misaligned),
+        )
+    with pytest.raises(
+        CultureProbeError, match=r"camel_ag_prompts does not use it\. Load camel_co_prompts"
+    ):
+        test(
+            "camel_ag_prompts", data_dir=str(repo), verify_checksums=False, co_causal_file=str(good)
+        )
     short = write_xlsx(tmp_path / "short.xlsx", ["Entity Type", "Prompt"], [["Food", "a [MASK]"]])
-    with pytest.raises(SourceFormatError, match=r"short\.xlsx: the causal prompt file has 1 rows but the masked"):
-        test("camel_co_prompts", data_dir=str(repo), verify_checksums=False, co_causal_file=str(short))
+    with pytest.raises(
+        SourceFormatError, match=r"short\.xlsx: the causal prompt file has 1 rows but the masked"
+    ):
+        test(
+            "camel_co_prompts",
+            data_dir=str(repo),
+            verify_checksums=False,
+            co_causal_file=str(short),
+        )
 
 
 @pytest.mark.parametrize(("relpath", "header", "rows", "match"), [
@@ -268,7 +344,9 @@ def test_co_causal_file_is_used_when_supplied(tmp_path: Path) -> None:
     ("entities/food.xlsx", ["Entity", "Culture"], [[None, "Arab"], ["y", "Arab"]], r"food\.xlsx:2: Entity cell None"),
     ("entities/food.xlsx", [], [], r"food\.xlsx: the sheet is empty"),
 ])  # fmt: skip
-def test_malformed_entity_files_name_file_and_line(tmp_path: Path, relpath, header, rows, match) -> None:
+def test_malformed_entity_files_name_file_and_line(
+    tmp_path: Path, relpath, header, rows, match
+) -> None:
     repo = make_repo(tmp_path / "camel")
     write_xlsx(repo / relpath, header, rows)
     with pytest.raises(SourceFormatError, match=match):
@@ -294,23 +372,37 @@ def test_unreadable_or_misaligned_ag_files(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "camel")
     write_xlsx(repo / camel.PROMPT_FILES["ag_causal"][0], ["Entity Type", "Prompt"],
                [["Food", "a [MASK]"], ["Food", "b [MASK]"], ["Authors", "c [MASK]"]])  # fmt: skip
-    with pytest.raises(SourceFormatError, match=r"causal-lms\.xlsx:3: Entity Type 'Food' differs .* 'Location'"):
+    with pytest.raises(
+        SourceFormatError, match=r"causal-lms\.xlsx:3: Entity Type 'Food' differs .* 'Location'"
+    ):
         test("camel_ag_prompts", data_dir=str(repo), verify_checksums=False)
     (repo / camel.PROMPT_FILES["ag_causal"][0]).write_bytes(b"")
-    with pytest.raises(SourceFormatError, match=r"causal-lms\.xlsx: not a readable \.xlsx workbook"):
+    with pytest.raises(
+        SourceFormatError, match=r"causal-lms\.xlsx: not a readable \.xlsx workbook"
+    ):
         test("camel_ag_prompts", data_dir=str(repo), verify_checksums=False)
 
 
 def test_local_copy_is_checked_against_the_pinned_digest(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "camel")
-    with pytest.raises(SourceFormatError, match=r"names-female\.xlsx: checksum mismatch.*verify_checksums=False"):
+    with pytest.raises(
+        SourceFormatError, match=r"names-female\.xlsx: checksum mismatch.*verify_checksums=False"
+    ):
         test("camel_entities", data_dir=str(repo))
     (repo / "entities/food.xlsx").unlink()
-    with pytest.raises(MissingDataError, match=r"has no entities/food\.xlsx: expected the file .*food\.xlsx"):
+    with pytest.raises(
+        MissingDataError, match=r"has no entities/food\.xlsx: expected the file .*food\.xlsx"
+    ):
         test("camel_entities", data_dir=str(repo), verify_checksums=False)
 
 
-def test_missing_mirror_file_names_the_expected_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_mirror_file_names_the_expected_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "empty_mirror"))
-    with pytest.raises(MissingDataError, match=r"empty_mirror/raw\.githubusercontent\.com/tareknaous/camel/"):
-        test("camel_co_prompts", cache_dir=str(tmp_path / "cache"))  # a fresh cache: the shared one has it built
+    with pytest.raises(
+        MissingDataError, match=r"empty_mirror/raw\.githubusercontent\.com/tareknaous/camel/"
+    ):
+        test(
+            "camel_co_prompts", cache_dir=str(tmp_path / "cache")
+        )  # a fresh cache: the shared one has it built

@@ -13,7 +13,9 @@ from culture_probe.data import catalog
 
 def test_the_committed_catalog_equals_the_builders():
     stored = json.loads(catalog.CATALOG.read_text(encoding="utf-8"))
-    assert stored == catalog.live(), "catalog.json is stale: run `python -m culture_probe.data.catalog`"
+    assert stored == catalog.live(), (
+        "catalog.json is stale: run `python -m culture_probe.data.catalog`"
+    )
     assert catalog.table() == stored  # current, so it is what `list` shows
 
 
@@ -26,7 +28,9 @@ def test_list_imports_neither_datasets_nor_torch():
         "assert 'dlama_arab_west' in out.getvalue()\n"
         "print(sorted({'datasets', 'torch', 'pandas', 'pyarrow', 'numpy'} & set(sys.modules)))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
@@ -35,6 +39,8 @@ def test_a_stale_catalog_is_read_live(tmp_path, monkeypatch):
     stale = tmp_path / "catalog.json"
     stale.write_text(json.dumps({**stored, "digest": "0" * 16, "configs": []}), encoding="utf-8")
     monkeypatch.setattr(catalog, "CATALOG", stale)
-    assert catalog.table()["configs"] == stored["configs"]  # the builders', not the stale file's empty list
+    assert (
+        catalog.table()["configs"] == stored["configs"]
+    )  # the builders', not the stale file's empty list
     stale.write_text("{not json", encoding="utf-8")
     assert catalog.table()["configs"] == stored["configs"]

@@ -12,7 +12,12 @@ import pytest
 
 from culture_probe.data import dlama
 from culture_probe.data.registry import list_benchmarks, load_benchmark
-from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError, UnknownNameError
+from culture_probe.errors import (
+    CultureProbeError,
+    MissingDataError,
+    SourceFormatError,
+    UnknownNameError,
+)
 from culture_probe.tasks.dlama import candidate_sets, label_collisions
 
 # (predicate, region) -> facts; each fact: uuid suffix, sub_uri, {lang: sub_label}, obj_uri, {lang: obj_label}.
@@ -20,20 +25,38 @@ from culture_probe.tasks.dlama import candidate_sets, label_collisions
 # (Morocco, en), an empty sub_label (ar only: skipped and counted), identical uuids across ar and en.
 FACTS = {
     ("P30", "ARAB_REGION"): [
-        (0, "Q79", {"en": "Egypt", "ar": "مصر"}, ["Q15", "Q48"], {"en": ["Africa", "Asia"], "ar": ["أفريقيا", "آسيا"]}),
+        (
+            0,
+            "Q79",
+            {"en": "Egypt", "ar": "مصر"},
+            ["Q15", "Q48"],
+            {"en": ["Africa", "Asia"], "ar": ["أفريقيا", "آسيا"]},
+        ),
         (1, "Q1028", {"en": "Morocco", "ar": "المغرب"}, "Q15", {"en": "Africa", "ar": ["أفريقيا"]}),
         (2, "Q842", {"en": "Oman", "ar": ""}, ["Q48"], {"en": ["Asia"], "ar": ["آسيا"]}),
     ],
     ("P30", "WESTERN_COUNTRIES"): [
         (0, "Q142", {"en": "France", "ar": "فرنسا"}, ["Q46"], {"en": ["Europe"], "ar": ["أوروبا"]}),
-        (1, "Q16", {"en": "Canada", "ar": "كندا"}, ["Q49"], {"en": ["North America"], "ar": ["أمريكا الشمالية"]}),
+        (
+            1,
+            "Q16",
+            {"en": "Canada", "ar": "كندا"},
+            ["Q49"],
+            {"en": ["North America"], "ar": ["أمريكا الشمالية"]},
+        ),
     ],
     ("P36", "ARAB_REGION"): [
         (0, "Q79", {"en": "Egypt", "ar": "مصر"}, ["Q85"], {"en": ["Cairo"], "ar": ["القاهرة"]}),
     ],
     ("P36", "WESTERN_COUNTRIES"): [
         (0, "Q142", {"en": "France", "ar": "فرنسا"}, ["Q90"], {"en": ["Paris"], "ar": ["باريس"]}),
-        (1, "Q111", {"en": "Lamar County", "ar": "مقاطعة لامار"}, ["Q830149"], {"en": ["Paris"], "ar": ["باريس"]}),
+        (
+            1,
+            "Q111",
+            {"en": "Lamar County", "ar": "مقاطعة لامار"},
+            ["Q830149"],
+            {"en": ["Paris"], "ar": ["باريس"]},
+        ),
     ],
     ("P527", "ARAB_REGION"): [  # not part of v1: must be skipped
         (0, "Q79", {"en": "Egypt", "ar": "مصر"}, ["Q1"], {"en": ["x"], "ar": ["x"]}),
@@ -140,7 +163,12 @@ def test_candidates_follow_the_spec_worked_example(tarball: Path) -> None:
 def test_blank_labels_are_not_candidates_nor_collisions() -> None:
     # spec 2.3: a blank label is no object (a fact left without one is skipped); labels are otherwise kept as stored
     rows = [
-        {"language": "en", "predicate": "P30", "obj_uri": ["Q15", "Q1"], "obj_label": ["Africa", " "]},
+        {
+            "language": "en",
+            "predicate": "P30",
+            "obj_uri": ["Q15", "Q1"],
+            "obj_label": ["Africa", " "],
+        },
         {"language": "en", "predicate": "P30", "obj_uri": ["Q2", "Q3"], "obj_label": [" ", ""]},
         {"language": "en", "predicate": "P30", "obj_uri": ["Q48"], "obj_label": [" Asia"]},
     ]
@@ -148,9 +176,13 @@ def test_blank_labels_are_not_candidates_nor_collisions() -> None:
     assert label_collisions(rows) == {}
 
 
-def test_unpacked_folder_with_extra_leading_dir_and_renamed_pair_folder(tmp_path: Path, tarball: Path) -> None:
+def test_unpacked_folder_with_extra_leading_dir_and_renamed_pair_folder(
+    tmp_path: Path, tarball: Path
+) -> None:
     # the pair comes from the region tokens in the file names, not from the folder names
-    root = write_folder(tmp_path / "unpacked", release_files(pair_dir="whatever", prefix="dlama-v1/"))
+    root = write_folder(
+        tmp_path / "unpacked", release_files(pair_dir="whatever", prefix="dlama-v1/")
+    )
     from_folder = load_benchmark("dlama_arab_west", data_dir=root)["test"]
     from_tarball = load_benchmark("dlama_arab_west", data_files=str(tarball))["test"]
     assert from_folder.to_list() == from_tarball.to_list()
@@ -164,7 +196,9 @@ def test_languages_restrict_rows(tarball: Path) -> None:
 def test_other_pairs_are_not_mixed_in(tmp_path: Path) -> None:
     files = release_files()
     asia = {
-        name.replace("ARAB_REGION", "ASIA").replace("arab-west", "asia-west").replace("/ar/", "/ko/"): content
+        name.replace("ARAB_REGION", "ASIA")
+        .replace("arab-west", "asia-west")
+        .replace("/ar/", "/ko/"): content
         for name, content in files.items()
         if name.endswith(".jsonl")
     }
@@ -172,13 +206,17 @@ def test_other_pairs_are_not_mixed_in(tmp_path: Path) -> None:
     split = load_benchmark("dlama_asia_west", data_files=str(tarball))["test"]
     assert set(split["pair"]) == {"asia_west"} and set(split["culture"]) == {"asia", "west"}
     assert set(split["language"]) == {"ko", "en"} and split.num_rows == EXPECTED_ROWS
-    assert load_benchmark("dlama_arab_west", data_files=str(tarball))["test"].num_rows == EXPECTED_ROWS
+    assert (
+        load_benchmark("dlama_arab_west", data_files=str(tarball))["test"].num_rows == EXPECTED_ROWS
+    )
 
 
 def test_missing_language_folder_is_an_error(tmp_path: Path) -> None:
     files = {k: v for k, v in release_files().items() if "/ar/" not in k}
     tarball = write_tarball(tmp_path / "en_only.tar.gz", files)
-    with pytest.raises(SourceFormatError, match=r"no dlama/ar/ facts for arab_west; found languages \['en'\]"):
+    with pytest.raises(
+        SourceFormatError, match=r"no dlama/ar/ facts for arab_west; found languages \['en'\]"
+    ):
         load_benchmark("dlama_arab_west", data_files=str(tarball))
 
 
@@ -187,15 +225,25 @@ def test_corrected_variant_normalises_labels(tmp_path: Path) -> None:
     name = "arab-west/dlama/en/P30_general_WESTERN_COUNTRIES.jsonl"
     decomposed = unicodedata.normalize("NFD", "Réunion")
     lines = fact_lines("P30", "WESTERN_COUNTRIES", "en")
-    lines[0]["obj_uri"], lines[0]["obj_label"] = ["Q46", "Q999", "Q17"], ["Europe ", "Europe", decomposed]
+    lines[0]["obj_uri"], lines[0]["obj_label"] = (
+        ["Q46", "Q999", "Q17"],
+        ["Europe ", "Europe", decomposed],
+    )
     files[name] = "".join(json.dumps(x) + "\n" for x in lines).encode()
     tarball = write_tarball(tmp_path / "messy.tar.gz", files)
-    faithful = {r["id"]: r for r in load_benchmark("dlama_arab_west", data_files=str(tarball))["test"]}
-    corrected_split = load_benchmark("dlama_arab_west", data_files=str(tarball), corrected=True)["test"]
+    faithful = {
+        r["id"]: r for r in load_benchmark("dlama_arab_west", data_files=str(tarball))["test"]
+    }
+    corrected_split = load_benchmark("dlama_arab_west", data_files=str(tarball), corrected=True)[
+        "test"
+    ]
     corrected = {r["id"]: r for r in corrected_split}
     key = "P30_general_WESTERN_COUNTRIES_0|en"
     assert faithful[key]["obj_label"] == ["Europe ", "Europe", decomposed]
-    assert corrected[key]["obj_label"] == ["Europe", "Réunion"] and corrected[key]["obj_uri"] == ["Q46", "Q17"]
+    assert corrected[key]["obj_label"] == ["Europe", "Réunion"] and corrected[key]["obj_uri"] == [
+        "Q46",
+        "Q17",
+    ]
     assert "corrected: empty or duplicate labels dropped: 1" in corrected_split.info.description
 
 
@@ -246,16 +294,22 @@ def test_malformed_fact_names_file_and_line(tmp_path: Path, line: str, match: st
 def test_not_a_tarball(tmp_path: Path) -> None:
     bogus = tmp_path / "dlama-v1.tar.gz"
     bogus.write_text("not an archive")
-    with pytest.raises(SourceFormatError, match=r"dlama-v1\.tar\.gz: not a readable \.tar\.gz archive"):
+    with pytest.raises(
+        SourceFormatError, match=r"dlama-v1\.tar\.gz: not a readable \.tar\.gz archive"
+    ):
         load_benchmark("dlama_arab_west", data_files=str(bogus))
 
 
 def test_folder_with_two_non_western_regions(tmp_path: Path) -> None:
     files = release_files()
     files["arab-west/dlama/en/P17_general_ASIA.jsonl"] = b""
-    match = r"folder arab-west \(ARAB_REGION, ASIA, WESTERN_COUNTRIES\) must hold the files of one pair"
+    match = (
+        r"folder arab-west \(ARAB_REGION, ASIA, WESTERN_COUNTRIES\) must hold the files of one pair"
+    )
     with pytest.raises(SourceFormatError, match=match):
-        load_benchmark("dlama_arab_west", data_files=str(write_tarball(tmp_path / "x.tar.gz", files)))
+        load_benchmark(
+            "dlama_arab_west", data_files=str(write_tarball(tmp_path / "x.tar.gz", files))
+        )
 
 
 def test_raw_config_without_raw_folder(tarball: Path) -> None:
@@ -272,15 +326,27 @@ def test_raw_config_reads_dlama_raw(tmp_path: Path) -> None:
     assert set(split["test"]["predicate"]) == {"P30"} and split["test"].num_rows == 9
 
 
-def test_pinned_url_follows_the_mirror_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pinned_url_follows_the_mirror_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "mirror"))
-    expected = tmp_path / "mirror" / "raw.githubusercontent.com/AMR-KELEG/DLAMA" / dlama.TARBALL_URL.split("DLAMA/")[1]
-    with pytest.raises(MissingDataError, match=rf"expected the file {expected}.*with --data-dir \(Python: data_dir="):
+    expected = (
+        tmp_path
+        / "mirror"
+        / "raw.githubusercontent.com/AMR-KELEG/DLAMA"
+        / dlama.TARBALL_URL.split("DLAMA/")[1]
+    )
+    with pytest.raises(
+        MissingDataError,
+        match=rf"expected the file {expected}.*with --data-dir \(Python: data_dir=",
+    ):
         load_benchmark("dlama_arab_west")
     # a mirrored file that is not the pinned release fails its git blob id check
     expected.parent.mkdir(parents=True)
     write_tarball(expected, release_files())
-    with pytest.raises(SourceFormatError, match=r"git blob id [0-9a-f]{40} is not the pinned 49f09ec2e66f"):
+    with pytest.raises(
+        SourceFormatError, match=r"git blob id [0-9a-f]{40} is not the pinned 49f09ec2e66f"
+    ):
         load_benchmark("dlama_arab_west")
 
 
@@ -296,13 +362,24 @@ def test_english_templates_are_the_mlama_strings() -> None:
 def test_mlama_templates_override_vendored_strings(tmp_path: Path) -> None:
     (tmp_path / "mlama1.1" / "ar").mkdir(parents=True)
     user = tmp_path / "mlama1.1" / "ar" / "templates.jsonl"
-    user.write_text(json.dumps({"relation": "P30", "template": "[X] يقع في [Y] ."}) + "\n", encoding="utf-8")
+    user.write_text(
+        json.dumps({"relation": "P30", "template": "[X] يقع في [Y] ."}) + "\n", encoding="utf-8"
+    )
     table, files = dlama.read_templates(path=str(tmp_path / "mlama1.1"))
-    assert table["ar"]["P30"] == {"template": "[X] يقع في [Y] .", "verified": True} and files[-1] == user
-    assert table["ar"]["P36"] == {"template": "عاصمة [X] هي [Y].", "verified": False}  # still the vendored one
+    assert (
+        table["ar"]["P30"] == {"template": "[X] يقع في [Y] .", "verified": True}
+        and files[-1] == user
+    )
+    assert table["ar"]["P36"] == {
+        "template": "عاصمة [X] هي [Y].",
+        "verified": False,
+    }  # still the vendored one
     overrides = tmp_path / "mine.json"
     overrides.write_text(json.dumps({"fr": {"P30": "[X] est situé en [Y] ."}}), encoding="utf-8")
-    assert dlama.read_templates(path=str(overrides))[0]["fr"]["P30"]["template"] == "[X] est situé en [Y] ."
+    assert (
+        dlama.read_templates(path=str(overrides))[0]["fr"]["P30"]["template"]
+        == "[X] est situé en [Y] ."
+    )
     with pytest.raises(SourceFormatError, match=r"mine\.json.*expected a JSON object"):
         overrides.write_text("[1]", encoding="utf-8")
         dlama.read_templates(path=str(overrides))
@@ -313,7 +390,8 @@ def test_mlama_templates_override_vendored_strings(tmp_path: Path) -> None:
 def test_configs_and_spec_row_counts() -> None:
     entries = {e.name: e for e in list_benchmarks() if e.benchmark == "dlama"}
     assert {
-        name: entries[name].rows for name in ("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west")
+        name: entries[name].rows
+        for name in ("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west")
     } == {"dlama_arab_west": 49_070, "dlama_asia_west": 54_134, "dlama_south_america_west": 53_314}
     assert entries["dlama_asia_west"].languages == ("ko", "en")
     assert {"dlama_arab_west_corrected", "dlama_arab_west_raw"} <= set(entries)
@@ -360,13 +438,18 @@ def custom_pair(
 def release_and_custom(tmp_path: Path) -> Path:
     """One data_dir with the release, a curated Maghreb pair and a half-written West-only folder."""
     partial = {"partial/dlama/en/P30_general_WESTERN_COUNTRIES.jsonl": b""}
-    return write_folder(tmp_path / "out", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST), **partial})
+    return write_folder(
+        tmp_path / "out", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST), **partial}
+    )
 
 
 def test_released_pair_ignores_folders_of_other_pairs(release_and_custom: Path) -> None:
     split = load_benchmark("dlama_arab_west", data_dir=release_and_custom)["test"]
     assert split.num_rows == EXPECTED_ROWS
-    assert set(split["pair"]) == {"arab_west"} and set(split["region"]) == {"ARAB_REGION", "WESTERN_COUNTRIES"}
+    assert set(split["pair"]) == {"arab_west"} and set(split["region"]) == {
+        "ARAB_REGION",
+        "WESTERN_COUNTRIES",
+    }
 
 
 def test_custom_pair_from_its_manifest(release_and_custom: Path, tmp_path: Path) -> None:
@@ -382,15 +465,27 @@ def test_custom_pair_from_its_manifest(release_and_custom: Path, tmp_path: Path)
         ["أفريقيا", "آسيا"],
     )
     assert candidate_sets(split)["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
-    tarball = write_tarball(tmp_path / "c.tar.gz", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST)})
-    assert load_benchmark("dlama_custom", data_files=str(tarball))["test"].to_list() == split.to_list()
+    tarball = write_tarball(
+        tmp_path / "c.tar.gz", {**release_files(), **custom_pair(manifest=MAGHREB_MANIFEST)}
+    )
+    assert (
+        load_benchmark("dlama_custom", data_files=str(tarball))["test"].to_list() == split.to_list()
+    )
 
 
 def test_custom_pair_options_pick_and_restrict(release_and_custom: Path) -> None:
     split = load_benchmark(
-        "dlama_custom", data_dir=release_and_custom, pair="maghreb-west", region="MAGHREB", languages=("ar",)
+        "dlama_custom",
+        data_dir=release_and_custom,
+        pair="maghreb-west",
+        region="MAGHREB",
+        languages=("ar",),
     )["test"]
-    assert set(split["language"]) == {"ar"} and split.num_rows == 7 and set(split["pair"]) == {"maghreb_west"}
+    assert (
+        set(split["language"]) == {"ar"}
+        and split.num_rows == 7
+        and set(split["pair"]) == {"maghreb_west"}
+    )
     # a released pair's region token picks its folder through dlama_custom too
     arab = load_benchmark("dlama_custom", data_dir=release_and_custom, region="ARAB_REGION")["test"]
     assert set(arab["culture"]) == {"arab", "west"} and arab.num_rows == EXPECTED_ROWS
@@ -400,9 +495,16 @@ def test_custom_pair_without_manifest_is_named_from_its_tokens(tmp_path: Path) -
     root = write_folder(tmp_path / "bare", custom_pair(token="EAST_AFRICA", pair_dir="anything"))
     split = load_benchmark(
         "dlama_custom",
-        data_files=str(write_tarball(tmp_path / "p.tar.gz", custom_pair(token="EAST_AFRICA", pair_dir="anything"))),
+        data_files=str(
+            write_tarball(
+                tmp_path / "p.tar.gz", custom_pair(token="EAST_AFRICA", pair_dir="anything")
+            )
+        ),
     )["test"]
-    assert set(split["pair"]) == {"east_africa_west"} and set(split["culture"]) == {"east_africa", "west"}
+    assert set(split["pair"]) == {"east_africa_west"} and set(split["culture"]) == {
+        "east_africa",
+        "west",
+    }
     assert split["language"] == ["ar"] * 7 + ["en"] * 8  # sorted, English last
     assert load_benchmark("dlama_custom", data_dir=root)["test"].to_list() == split.to_list()
 
@@ -427,9 +529,24 @@ def test_custom_pair_corrected_and_raw(release_and_custom: Path) -> None:
             CultureProbeError,
             r"region= must be a region token as written in the file names .* got 'maghreb'\. Example: region='MAGHREB'",
         ),
-        ("dlama_custom", {"region": "MAGHREB", "contrast": "MAGHREB"}, CultureProbeError, r"must differ"),
-        ("dlama_custom", {"pair": "Maghreb West!"}, CultureProbeError, r"pair= must name a pair like 'maghreb_west'"),
-        ("dlama_custom", {"languages": "ar"}, CultureProbeError, r"languages= must be a list .* got 'ar'"),
+        (
+            "dlama_custom",
+            {"region": "MAGHREB", "contrast": "MAGHREB"},
+            CultureProbeError,
+            r"must differ",
+        ),
+        (
+            "dlama_custom",
+            {"pair": "Maghreb West!"},
+            CultureProbeError,
+            r"pair= must name a pair like 'maghreb_west'",
+        ),
+        (
+            "dlama_custom",
+            {"languages": "ar"},
+            CultureProbeError,
+            r"languages= must be a list .* got 'ar'",
+        ),
         (
             "dlama_custom",
             {"region": "LEVANT"},
@@ -452,16 +569,25 @@ def test_custom_pair_corrected_and_raw(release_and_custom: Path) -> None:
             r"region= cannot be set on dlama_arab_west, which reads the released arab_west pair\. For a pair of your "
             r"own load 'dlama_custom'",
         ),
-        ("dlama_custom", {"regions": "MAGHREB"}, UnknownNameError, r"option of dlama_custom 'regions'.*'region'"),
+        (
+            "dlama_custom",
+            {"regions": "MAGHREB"},
+            UnknownNameError,
+            r"option of dlama_custom 'regions'.*'region'",
+        ),
     ],
 )
-def test_bad_custom_options(release_and_custom: Path, name: str, options: dict, error: type, match: str) -> None:
+def test_bad_custom_options(
+    release_and_custom: Path, name: str, options: dict, error: type, match: str
+) -> None:
     with pytest.raises(error, match=match):
         load_benchmark(name, data_dir=release_and_custom, **options)
 
 
 def test_two_custom_pairs_need_a_choice(tmp_path: Path) -> None:
-    root = write_folder(tmp_path / "two", {**custom_pair(), **custom_pair(token="LEVANT", pair_dir="levant-west")})
+    root = write_folder(
+        tmp_path / "two", {**custom_pair(), **custom_pair(token="LEVANT", pair_dir="levant-west")}
+    )
     with pytest.raises(
         CultureProbeError,
         match=r"holds 2 folders that fit dlama_custom \(a folder with a region token "
@@ -469,25 +595,33 @@ def test_two_custom_pairs_need_a_choice(tmp_path: Path) -> None:
     ):
         load_benchmark("dlama_custom", data_dir=root)
     levant = load_benchmark("dlama_custom", data_dir=root, pair="levant-west")["test"]
-    assert set(levant["region"]) == {"LEVANT", "WESTERN_COUNTRIES"} and levant.num_rows == EXPECTED_ROWS
+    assert (
+        set(levant["region"]) == {"LEVANT", "WESTERN_COUNTRIES"}
+        and levant.num_rows == EXPECTED_ROWS
+    )
 
 
 def test_two_copies_of_a_released_pair_are_an_error(tmp_path: Path) -> None:
-    root = write_folder(tmp_path / "c", {**release_files(), **custom_pair(token="ARAB_REGION", pair_dir="mine")})
+    root = write_folder(
+        tmp_path / "c", {**release_files(), **custom_pair(token="ARAB_REGION", pair_dir="mine")}
+    )
     with pytest.raises(
         CultureProbeError,
         match=r"holds 2 folders that fit arab_west: \['arab-west \(ARAB_REGION, "
         r"WESTERN_COUNTRIES\)', 'mine \(ARAB_REGION, WESTERN_COUNTRIES\)'\]\. Load a curated copy",
     ):
         load_benchmark("dlama_arab_west", data_dir=root)
-    assert load_benchmark("dlama_custom", data_dir=root, pair="mine")["test"].num_rows == EXPECTED_ROWS
+    assert (
+        load_benchmark("dlama_custom", data_dir=root, pair="mine")["test"].num_rows == EXPECTED_ROWS
+    )
 
 
 def test_pair_without_facts_is_an_error(tmp_path: Path) -> None:
     # a curation whose labels were all missing writes empty files: say so instead of an empty split.
     # 8 files: P30 and P36, two regions, two languages (P527 is not part of v1)
     root = write_folder(
-        tmp_path / "e", {name: b"" for name in custom_pair(manifest=MAGHREB_MANIFEST) if name.endswith(".jsonl")}
+        tmp_path / "e",
+        {name: b"" for name in custom_pair(manifest=MAGHREB_MANIFEST) if name.endswith(".jsonl")},
     )
     with pytest.raises(
         SourceFormatError,
@@ -500,7 +634,9 @@ def test_pair_without_facts_is_an_error(tmp_path: Path) -> None:
 def test_malformed_manifest_names_the_file(tmp_path: Path) -> None:
     broken = {**MAGHREB_MANIFEST, "config": {"languages": ["ar"]}}
     root = write_folder(tmp_path / "m", custom_pair(manifest=broken))
-    with pytest.raises(SourceFormatError, match=r"maghreb-west/curation\.json: not a DLAMA curation manifest"):
+    with pytest.raises(
+        SourceFormatError, match=r"maghreb-west/curation\.json: not a DLAMA curation manifest"
+    ):
         load_benchmark("dlama_custom", data_dir=root)
 
 
@@ -516,15 +652,22 @@ RELEASE_FACTS = {
 @pytest.mark.parametrize("pair", list(RELEASE_FACTS))
 def test_the_release_in_the_mirror_has_the_papers_counts(mirror: Path, pair: str) -> None:
     """The unpacked release (manual/dlama/dlama-v1) is read without data_dir; asia-west has English only."""
-    languages = [lang for lang in (dlama.PAIRS[pair][1], "en") if (pair, lang) not in dlama.MISSING_LABELS]
+    languages = [
+        lang for lang in (dlama.PAIRS[pair][1], "en") if (pair, lang) not in dlama.MISSING_LABELS
+    ]
     split = load_benchmark(f"dlama_{pair}", languages=languages)["test"]
     assert split.num_rows == len(languages) * sum(RELEASE_FACTS[pair].values())
     for language in languages:
-        rows = [r for r in split.select_columns(["language", "culture"]) if r["language"] == language]
-        counts = {culture: sum(r["culture"] == culture for r in rows) for culture in RELEASE_FACTS[pair]}
+        rows = [
+            r for r in split.select_columns(["language", "culture"]) if r["language"] == language
+        ]
+        counts = {
+            culture: sum(r["culture"] == culture for r in rows) for culture in RELEASE_FACTS[pair]
+        }
         assert counts == RELEASE_FACTS[pair]
     by_language = {
-        lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"]) for lang in set(split["language"])
+        lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"])
+        for lang in set(split["language"])
     }
     assert len({frozenset(uuids) for uuids in by_language.values()}) == 1
 
@@ -571,16 +714,25 @@ def test_a_changed_release_fails_its_counts_unless_told(mirror: Path, tmp_path: 
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", list(RELEASE_FACTS))
 def test_real_release_counts(mirror: Path, pair: str) -> None:
-    tarball = mirror / "raw.githubusercontent.com/AMR-KELEG/DLAMA" / dlama.TARBALL_URL.split("DLAMA/")[1]
+    tarball = (
+        mirror / "raw.githubusercontent.com/AMR-KELEG/DLAMA" / dlama.TARBALL_URL.split("DLAMA/")[1]
+    )
     if not tarball.is_file():
-        pytest.skip(f"the DLAMA-v1 tarball is not in the mirror (expected {tarball}); counts checked on fixtures only")
+        pytest.skip(
+            f"the DLAMA-v1 tarball is not in the mirror (expected {tarball}); counts checked on fixtures only"
+        )
     split = load_benchmark(f"dlama_{pair}")["test"]
     assert split.num_rows == dlama.ROWS[pair]
     for language in dlama.PAIRS[pair][1], "en":
-        rows = [r for r in split.select_columns(["language", "culture"]) if r["language"] == language]
-        counts = {culture: sum(r["culture"] == culture for r in rows) for culture in RELEASE_FACTS[pair]}
+        rows = [
+            r for r in split.select_columns(["language", "culture"]) if r["language"] == language
+        ]
+        counts = {
+            culture: sum(r["culture"] == culture for r in rows) for culture in RELEASE_FACTS[pair]
+        }
         assert counts == RELEASE_FACTS[pair]
     by_language = {
-        lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"]) for lang in set(split["language"])
+        lang: set(split.filter(lambda r, lang=lang: r["language"] == lang)["uuid"])
+        for lang in set(split["language"])
     }
     assert len({frozenset(uuids) for uuids in by_language.values()}) == 1

@@ -111,17 +111,27 @@ def test_cli_export(mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert cli.main(["export", str(tmp_path / "out"), "--configs", "fmlama_he"]) == 0
     assert "wrote   fmlama_he: test 463" in capsys.readouterr().out
     assert (tmp_path / "out" / "fmlama_he" / "test-00000-of-00001.parquet").is_file()
-    assert cli.main(["export", str(tmp_path / "out"), "--configs", "fmlama_he", "--data-dir", "manual/maps"]) == 2
+    assert (
+        cli.main(
+            ["export", str(tmp_path / "out"), "--configs", "fmlama_he", "--data-dir", "manual/maps"]
+        )
+        == 2
+    )
     assert "--data-dir takes BENCHMARK=PATH, got 'manual/maps'" in capsys.readouterr().err
 
 
 def test_data_dir_names_a_benchmark() -> None:
-    assert export_module.parse_data_dirs("fmlama=a,dlama=b.tar.gz") == {"fmlama": "a", "dlama": "b.tar.gz"}
+    assert export_module.parse_data_dirs("fmlama=a,dlama=b.tar.gz") == {
+        "fmlama": "a",
+        "dlama": "b.tar.gz",
+    }
     with pytest.raises(UnknownNameError, match=r"Unknown benchmark 'dlam'\. Did you mean 'dlama'"):
         export_module.parse_data_dirs("dlam=x")
 
 
-def test_explicit_config_without_data_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explicit_config_without_data_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "empty_mirror"))
     with pytest.raises(FileNotFoundError, match=r"with --data-dir \(Python: data_dir="):
         export(tmp_path / "hub", configs=["dlama_arab_west"])
@@ -157,14 +167,24 @@ def test_export_every_config_round_trips(mirror: Path, tmp_path: Path) -> None:
     assert os.path.getsize(tmp_path / "hub" / "README.md") > 1000
 
 
-def test_an_export_replaces_the_earlier_one_whole_and_refuses_other_folders(mirror: Path, tmp_path: Path) -> None:
+def test_an_export_replaces_the_earlier_one_whole_and_refuses_other_folders(
+    mirror: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "hub"
-    export(out, configs=["camel_co_prompts", "camel_ag_prompts", "camel_co_prompts"])  # named twice: written once
+    export(
+        out, configs=["camel_co_prompts", "camel_ag_prompts", "camel_co_prompts"]
+    )  # named twice: written once
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert readme.count("config_name: camel_co_prompts\n") == 1
     export(out, configs=["camel_ag_prompts"])
-    assert sorted(p.name for p in out.iterdir()) == [".culture_probe_export", "README.md", "camel_ag_prompts"]
-    assert "camel_co_prompts" not in (out / "README.md").read_text(encoding="utf-8")  # no stale config declared
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".culture_probe_export",
+        "README.md",
+        "camel_ag_prompts",
+    ]
+    assert "camel_co_prompts" not in (out / "README.md").read_text(
+        encoding="utf-8"
+    )  # no stale config declared
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep")
@@ -184,7 +204,9 @@ def config_section(card: str, name: str) -> list[str]:
     return card.split(f"### `{name}`\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
 
 
-def test_dlama_card_says_where_its_rows_came_from(mirror: Path, tmp_path: Path, monkeypatch) -> None:
+def test_dlama_card_says_where_its_rows_came_from(
+    mirror: Path, tmp_path: Path, monkeypatch
+) -> None:
     """The pinned tarball with its checksums, another tarball, an unpacked folder, the mirror's unpacked release."""
     import hashlib
     import shutil
@@ -194,10 +216,16 @@ def test_dlama_card_says_where_its_rows_came_from(mirror: Path, tmp_path: Path, 
     tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
     content = tarball.read_bytes()
     sha256 = hashlib.sha256(content).hexdigest()
-    blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()  # git's blob id (git hash-object)
+    blob = hashlib.sha1(
+        b"blob %d\0" % len(content) + content
+    ).hexdigest()  # git's blob id (git hash-object)
     export(tmp_path / "hub", configs=["dlama_arab_west"], data_dirs={"dlama": tarball})
-    line = config_section((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west")[0]
-    assert line.startswith("- Rows read from the local tarball `dlama-v1.tar.gz`, which is not the pinned release ")
+    line = config_section(
+        (tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west"
+    )[0]
+    assert line.startswith(
+        "- Rows read from the local tarball `dlama-v1.tar.gz`, which is not the pinned release "
+    )
     assert f"(git blob id {blob}, not {dlama.TARBALL_BLOB_ID}; sha256 {sha256})" in line
 
     # the same file as the pinned release at its URL (the mirror rule): the card names the URL and both checksums
@@ -208,7 +236,9 @@ def test_dlama_card_says_where_its_rows_came_from(mirror: Path, tmp_path: Path, 
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(fake))
     monkeypatch.setattr(dlama, "TARBALL_BLOB_ID", blob)
     export(tmp_path / "hub", configs=["dlama_arab_west"])
-    line = config_section((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west")[0]
+    line = config_section(
+        (tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west"
+    )[0]
     assert (
         line
         == f"- Rows read from the pinned release tarball {dlama.TARBALL_URL} (git blob id {blob}, sha256 {sha256})."
@@ -217,14 +247,18 @@ def test_dlama_card_says_where_its_rows_came_from(mirror: Path, tmp_path: Path, 
     unpacked = tmp_path / "my-dlama"
     shutil.unpack_archive(tarball, unpacked)
     export(tmp_path / "hub", configs=["dlama_arab_west"], data_dirs={"dlama": unpacked})
-    line = config_section((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west")[0]
+    line = config_section(
+        (tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west"
+    )[0]
     assert line == (
         "- Rows read from the local folder `my-dlama`, not from the pinned release tarball (no checksum ties a "
         "folder to it)."
     )
 
 
-def test_dlama_card_of_the_mirrors_unpacked_release_claims_no_tarball(mirror: Path, tmp_path: Path) -> None:
+def test_dlama_card_of_the_mirrors_unpacked_release_claims_no_tarball(
+    mirror: Path, tmp_path: Path
+) -> None:
     """The issue's case: rows from the unpacked release (the tarball is not in the mirror), ar templates provisional."""
     from culture_probe.data import dlama
     from culture_probe.data.sources import mirror_path
@@ -238,19 +272,37 @@ def test_dlama_card_of_the_mirrors_unpacked_release_claims_no_tarball(mirror: Pa
         "- Rows read from the unpacked release in a local mirror (CULTURE_PROBE_MIRROR, manual/dlama/dlama-v1), "
         "not from the pinned release tarball (no checksum ties a folder to it)."
     )
-    assert "ar: provisional, DLAMA paper Table F9 (transcribed), not the released mLAMA 1.1 file" in templates
-    assert "en: mLAMA 1.1 / LAMA, exact" in templates and "--option templates= an mLAMA 1.1 folder" in templates
-    assert "vendored in culture_probe" not in card  # the old claim: every template vendored from mLAMA 1.1
+    assert (
+        "ar: provisional, DLAMA paper Table F9 (transcribed), not the released mLAMA 1.1 file"
+        in templates
+    )
+    assert (
+        "en: mLAMA 1.1 / LAMA, exact" in templates
+        and "--option templates= an mLAMA 1.1 folder" in templates
+    )
+    assert (
+        "vendored in culture_probe" not in card
+    )  # the old claim: every template vendored from mLAMA 1.1
 
 
 def test_dlama_card_names_each_languages_templates(mirror: Path, tmp_path: Path) -> None:
     tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
-    export(tmp_path / "hub", configs=["dlama_asia_west", "dlama_south_america_west"], data_dirs={"dlama": tarball})
+    export(
+        tmp_path / "hub",
+        configs=["dlama_asia_west", "dlama_south_america_west"],
+        data_dirs={"dlama": tarball},
+    )
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     korean = config_section(card, "dlama_asia_west")[1]
-    assert korean.startswith("- Probing templates (applied by culture_probe's protocol, not stored in the rows): ko: ")
-    assert (
-        "ko: provisional, DLAMA paper Table F9 (transcribed), not the released mLAMA 1.1 file (P17 unreadable" in korean
+    assert korean.startswith(
+        "- Probing templates (applied by culture_probe's protocol, not stored in the rows): ko: "
     )
-    assert "P19 unreadable in Table F9; machine translation" in korean and "en: mLAMA 1.1 / LAMA, exact" in korean
+    assert (
+        "ko: provisional, DLAMA paper Table F9 (transcribed), not the released mLAMA 1.1 file (P17 unreadable"
+        in korean
+    )
+    assert (
+        "P19 unreadable in Table F9; machine translation" in korean
+        and "en: mLAMA 1.1 / LAMA, exact" in korean
+    )
     assert "es: provisional" in config_section(card, "dlama_south_america_west")[1]

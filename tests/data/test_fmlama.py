@@ -72,7 +72,9 @@ def test_group_counts_match_upstream_count_files(mirror: Path, lang: str) -> Non
         / fmlama.DATA_COMMIT
         / f"data/data_lang/{lang}/{lang}_count.jsonl"
     )
-    upstream = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    upstream = [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     split = test(f"fmlama_{lang}")
     assert upstream[0] == ["All", split.num_rows]
     assert dict(map(tuple, upstream[1:])) == dict(Counter(split["origin"]))
@@ -80,8 +82,18 @@ def test_group_counts_match_upstream_count_files(mirror: Path, lang: str) -> Non
 
 def test_apostrophe_gold_lists_use_double_quoted_literals(mirror: Path) -> None:
     split = test("fmlama_en")
-    with_apostrophe = [labels for labels in split["obj_label"] if any("'" in item for item in labels)]
-    assert ["sugar", "cream", "saffron", "almond", "cow's milk", "chicken egg", "porridge rice"] in with_apostrophe
+    with_apostrophe = [
+        labels for labels in split["obj_label"] if any("'" in item for item in labels)
+    ]
+    assert [
+        "sugar",
+        "cream",
+        "saffron",
+        "almond",
+        "cow's milk",
+        "chicken egg",
+        "porridge rice",
+    ] in with_apostrophe
     assert not any(
         item.startswith(("{", "'", '"')) or item.endswith(("}", "'", '"'))
         for labels in split["obj_label"]
@@ -145,7 +157,9 @@ def test_code_switching_configs(mirror: Path) -> None:
         assert split[0]["id"].endswith(f"|{prompt}_{subject}")
     en_zh = test("fmlama_cs_en_zh")
     # EN_zh: English template and gold objects, Chinese dish names
-    assert all(zh_names[r["url"]] == r["sub_label"] and en_gold[r["url"]] == r["obj_label"] for r in en_zh)
+    assert all(
+        zh_names[r["url"]] == r["sub_label"] and en_gold[r["url"]] == r["obj_label"] for r in en_zh
+    )
     assert en_zh["row"] == sorted(en_zh["row"])  # en file order
 
 
@@ -157,20 +171,35 @@ def test_en14(mirror: Path) -> None:
 
 def test_templates_config(mirror: Path) -> None:
     split = test("fmlama_templates")
-    assert dict(Counter(split["language"])) == {"en": 10, "zh": 10, "ar": 10, "ko": 22, "ru": 10, "he": 25}
+    assert dict(Counter(split["language"])) == {
+        "en": 10,
+        "zh": 10,
+        "ar": 10,
+        "ko": 22,
+        "ru": 10,
+        "he": 25,
+    }
     assert Counter(
         lang for lang, canon in zip(split["language"], split["canonical"], strict=True) if canon
     ) == dict.fromkeys(LANGS, 10)
     table = {(r["language"], r["relation"]): r for r in split}
     assert table["en", "hasParts_1"]["template"] == "The food [X] has the ingredients of [Y] ."
-    assert table["en", "country_1"]["template"] == "In [C], the food [X] has the ingredients of [Y] ."
+    assert (
+        table["en", "country_1"]["template"] == "In [C], the food [X] has the ingredients of [Y] ."
+    )
     assert table["ko", "hasParts_1"]["template"] == "음식 [X]에는 [Y]의 성분이 포함되어 있습니다. ."
     assert table["he", "hasParts_2"]["template"] == ".[2] הוא מאכל עם [1]"
-    assert (table["ko", "hasParts_2-2"]["family"], table["ko", "hasParts_2-2"]["canonical"]) == ("hasParts", False)
+    assert (table["ko", "hasParts_2-2"]["family"], table["ko", "hasParts_2-2"]["canonical"]) == (
+        "hasParts",
+        False,
+    )
 
 
 def test_corrected_templates(mirror: Path) -> None:
-    table = {(r["language"], r["relation"]): r["template"] for r in test("fmlama_templates", corrected=True)}
+    table = {
+        (r["language"], r["relation"]): r["template"]
+        for r in test("fmlama_templates", corrected=True)
+    }
     assert table["he", "hasParts_2"] == "[1] הוא מאכל עם [2]."
     assert table["he", "hasParts_4"] == "[2] הוא מרכיב במאכל [1]."
     assert table["he", "country_4"] == "[3], [2] הוא מרכיב במאכל [1]."
@@ -205,14 +234,18 @@ def test_corrected_zh_drops_the_dish_left_without_gold(mirror: Path) -> None:
     assert "玉米黑粉菌" in test("fmlama_zh")["sub_label"]
 
 
-def test_second_load_reuses_the_cache(mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_load_reuses_the_cache(
+    mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = []
     original = fmlama.read_dishes
 
     def parse_once(path: str):
         calls.append(path)
         if len(calls) > 1:
-            raise AssertionError("sources parsed again although the datasets cache holds the config")
+            raise AssertionError(
+                "sources parsed again although the datasets cache holds the config"
+            )
         return original(path)
 
     monkeypatch.setattr(fmlama, "read_dishes", parse_once)
@@ -239,7 +272,13 @@ def dish(**changes) -> str:
 
 
 def test_read_dishes_parses_the_stringified_set(tmp_path: Path) -> None:
-    path = write(tmp_path, dish(), "", dish(url="http://www.wikidata.org/entity/Q2", obj_label=["a", "b"]), "")
+    path = write(
+        tmp_path,
+        dish(),
+        "",
+        dish(url="http://www.wikidata.org/entity/Q2", obj_label=["a", "b"]),
+        "",
+    )
     dishes = fmlama.read_dishes(path)
     assert [d.obj_label for d in dishes] == [("cheese", "tomato"), ("a", "b")]
     assert [(d.qid, d.row) for d in dishes] == [("Q1", 0), ("Q2", 1)]
@@ -258,8 +297,14 @@ def test_candidate_pool_keeps_items_as_stored_but_not_blank_ones(tmp_path: Path)
 @pytest.mark.parametrize(
     ("line", "match"),
     [
-        (dish(obj_label="{'a', 'b'}"), r"xx_dishes\.jsonl:2: obj_label must be a set holding one comma-joined"),
-        (dish(obj_label="['a, b']"), r"xx_dishes\.jsonl:2: expected a Python set literal, got list"),
+        (
+            dish(obj_label="{'a', 'b'}"),
+            r"xx_dishes\.jsonl:2: obj_label must be a set holding one comma-joined",
+        ),
+        (
+            dish(obj_label="['a, b']"),
+            r"xx_dishes\.jsonl:2: expected a Python set literal, got list",
+        ),
         (dish(obj_label="__import__('os').getcwd()"), r"xx_dishes\.jsonl:2: not a Python literal"),
         (dish(obj_label="{'a, b'"), r"xx_dishes\.jsonl:2: not a Python literal \(SyntaxError\)"),
         (dish(url="Q1"), r"xx_dishes\.jsonl:2: url is not a Wikidata entity IRI"),
@@ -279,12 +324,18 @@ def test_empty_dish_file(tmp_path: Path) -> None:
 
 def fake_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path))
-    return tmp_path / "raw.githubusercontent.com/lizhou21/FmLAMA-master" / fmlama.DATA_COMMIT / "data"
+    return (
+        tmp_path / "raw.githubusercontent.com/lizhou21/FmLAMA-master" / fmlama.DATA_COMMIT / "data"
+    )
 
 
-def test_missing_mirror_file_names_the_expected_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_mirror_file_names_the_expected_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = fake_mirror(tmp_path, monkeypatch)
-    with pytest.raises(MissingDataError, match=rf"expected the file {data}/data_lang/he/he_dishes\.jsonl"):
+    with pytest.raises(
+        MissingDataError, match=rf"expected the file {data}/data_lang/he/he_dishes\.jsonl"
+    ):
         load_benchmark("fmlama_he", cache_dir=str(tmp_path / "cache"))
 
 
@@ -292,7 +343,9 @@ def test_mirror_file_with_wrong_checksum(tmp_path: Path, monkeypatch: pytest.Mon
     data = fake_mirror(tmp_path, monkeypatch)
     (data / "data_lang/he").mkdir(parents=True)
     (data / "data_lang/he/he_dishes.jsonl").write_text(dish() + "\n")
-    with pytest.raises(SourceFormatError, match=r"he_dishes\.jsonl: checksum mismatch.*pinned 5ab257322abd"):
+    with pytest.raises(
+        SourceFormatError, match=r"he_dishes\.jsonl: checksum mismatch.*pinned 5ab257322abd"
+    ):
         load_benchmark("fmlama_he", cache_dir=str(tmp_path / "cache"))
 
 
@@ -302,20 +355,38 @@ def local_repository(root: Path) -> Path:
     (data / "data_lang/he").mkdir(parents=True)
     lines = [
         dish(lang="he", sub_label="פיצה"),
-        dish(url="http://www.wikidata.org/entity/Q2", origin="Peru", lang="he", sub_label="סביצ'ה", obj_label="{'דג'}"),
+        dish(
+            url="http://www.wikidata.org/entity/Q2",
+            origin="Peru",
+            lang="he",
+            sub_label="סביצ'ה",
+            obj_label="{'דג'}",
+        ),
     ]
-    (data / "data_lang/he/he_dishes.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    (data / "country_info.json").write_text(json.dumps({"Italy": "Europe", "Peru": "South America"}))
+    (data / "data_lang/he/he_dishes.jsonl").write_text(
+        "".join(line + "\n" for line in lines), encoding="utf-8"
+    )
+    (data / "country_info.json").write_text(
+        json.dumps({"Italy": "Europe", "Peru": "South America"})
+    )
     return root
 
 
 @pytest.mark.parametrize("folder", ["repository", "data folder"])
-def test_data_dir_reads_a_local_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str) -> None:
-    fake_mirror(tmp_path / "empty_mirror", monkeypatch)  # the mirror is never consulted when data_dir is given
+def test_data_dir_reads_a_local_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    fake_mirror(
+        tmp_path / "empty_mirror", monkeypatch
+    )  # the mirror is never consulted when data_dir is given
     root = local_repository(tmp_path / "FmLAMA-master")
     data_dir = root if folder == "repository" else root / "data"
-    split = test("fmlama_he", data_dir=data_dir, verify_checksums=False, cache_dir=str(tmp_path / "cache"))
-    assert [(r["qid"], r["sub_label"], r["obj_label"], r["group"], r["continent"]) for r in split] == [
+    split = test(
+        "fmlama_he", data_dir=data_dir, verify_checksums=False, cache_dir=str(tmp_path / "cache")
+    )
+    assert [
+        (r["qid"], r["sub_label"], r["obj_label"], r["group"], r["continent"]) for r in split
+    ] == [
         ("Q1", "פיצה", ["cheese", "tomato"], "Italy", "Europe"),
         ("Q2", "סביצ'ה", ["דג"], "Others", "South America"),
     ]
@@ -335,7 +406,11 @@ def test_data_dir_files_are_checked_and_must_exist(tmp_path: Path) -> None:
 def test_full_crawl(mirror: Path) -> None:
     split = test("fmlama_full")
     assert split.num_rows == 33_693
-    assert (len(set(split["url"])), len(set(split["lang"])), len(set(split["origin"]))) == (2818, 253, 127)
+    assert (len(set(split["url"])), len(set(split["lang"])), len(set(split["origin"]))) == (
+        2818,
+        253,
+        127,
+    )
     first = split[0]
     assert (first["sub_label"], first["lang"], first["obj_label"], first["materia"]) == (
         "Pizza Hawaii",
@@ -355,7 +430,9 @@ def test_dish_table_errors_name_the_line(tmp_path: Path) -> None:
     )
     rows = fmlama.read_dish_table(str(path))
     assert next(rows)[1]["hasParts"] == ("a", "b")
-    with pytest.raises(SourceFormatError, match=r"Dishes\.csv:3: hasParts must be a set holding one"):
+    with pytest.raises(
+        SourceFormatError, match=r"Dishes\.csv:3: hasParts must be a set holding one"
+    ):
         next(rows)
     path.write_text("url,origin,name\n", encoding="utf-8")
     match = r"Dishes\.csv:1: missing column\(s\) \['lang', 'hasParts', 'materia'\]"

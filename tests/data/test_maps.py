@@ -51,7 +51,10 @@ def test_language_configs_reproduce_spec_counts(release: Path, lang: str) -> Non
     assert Counter(test["is_figurative"]) == {False: literal, True: figurative}
     assert Counter(label_names(test)) == {"a": a, "b": b}
     assert sum(e is None for e in test["explanation"]) == empty
-    assert sum(few_shot["is_figurative"]) == fs_fig and Counter(label_names(few_shot)) == {"a": 15, "b": 15}
+    assert sum(few_shot["is_figurative"]) == fs_fig and Counter(label_names(few_shot)) == {
+        "a": 15,
+        "b": 15,
+    }
     assert test.num_rows + few_shot.num_rows == PAPER_TOTALS[lang]
     assert set(test["language"]) == set(test["source_language"]) == {lang}
     assert test["id"][:2] == [f"maps_{lang}-test-0000", f"maps_{lang}-test-0001"]
@@ -82,10 +85,20 @@ def test_translations_are_aligned_with_their_source(release: Path, name: str) ->
     assert list(load(name, release)) == ["test"]
     assert split.num_rows == source.num_rows
     assert split["label"] == source["label"]
-    assert set(split["language"]) == {language} and set(split["source_language"]) == {source_language}
-    differ = [i for i, (x, y) in enumerate(zip(split["is_figurative"], source["is_figurative"], strict=True)) if x != y]
+    assert set(split["language"]) == {language} and set(split["source_language"]) == {
+        source_language
+    }
+    differ = [
+        i
+        for i, (x, y) in enumerate(
+            zip(split["is_figurative"], source["is_figurative"], strict=True)
+        )
+        if x != y
+    ]
     assert differ == (ZH_FIGURATIVE_DIFF if source_language == "zh" else [])
-    assert sum(split["is_figurative"]) == sum(source["is_figurative"])  # the six disagreements cancel out
+    assert sum(split["is_figurative"]) == sum(
+        source["is_figurative"]
+    )  # the six disagreements cancel out
     corrected = load(name, release, corrected=True)["test"]
     assert corrected["is_figurative"] == source["is_figurative"]
     assert [i for i, f in enumerate(corrected["flags"]) if f] == differ
@@ -121,7 +134,10 @@ def test_corrected_flags_duplicates_and_overlaps(release: Path) -> None:
         ("de", "test", "fs_test_overlap"): ["knapp daneben ist auch vorbei"],
         ("de", "few_shot", "fs_test_overlap"): ["knapp daneben ist auch vorbei"],
     }
-    faithful, corrected = load("maps_bn", release)["test"], load("maps_bn", release, corrected=True)["test"]
+    faithful, corrected = (
+        load("maps_bn", release)["test"],
+        load("maps_bn", release, corrected=True)["test"],
+    )
     for column in ("proverb", "conversation", "answer1", "answer2", "label", "is_figurative", "id"):
         assert faithful[column] == corrected[column]
     card = {c.id: c.rows_affected for c in maps.INFO.corrections}
@@ -146,11 +162,27 @@ def test_missing_data_dir_says_how_to_get_the_data() -> None:
 
 # ---- synthetic files with the release's headers and quirks ------------------------------------------------------
 
-HEADER = ["proverb", "conversation", "explanation", "answer1", "answer2", "is_figurative", "answer_key"]
+HEADER = [
+    "proverb",
+    "conversation",
+    "explanation",
+    "answer1",
+    "answer2",
+    "is_figurative",
+    "answer_key",
+]
 
 
 def item(i: int, figurative: float = 1.0, key: str = "a") -> list:
-    return [f"proverb {i}", f"A: talk {i}", None if i % 2 else f"gloss {i}", f"yes {i}", f"no {i}", figurative, key]
+    return [
+        f"proverb {i}",
+        f"A: talk {i}",
+        None if i % 2 else f"gloss {i}",
+        f"yes {i}",
+        f"no {i}",
+        figurative,
+        key,
+    ]
 
 
 def write_xlsx(path: Path, header: list, rows: list[list], phantom: int = 0) -> Path:
@@ -160,7 +192,9 @@ def write_xlsx(path: Path, header: list, rows: list[list], phantom: int = 0) -> 
     sheet.title = path.stem
     for row in [header, *rows]:
         sheet.append(row)
-    for extra in range(phantom):  # styled empty cells: openpyxl reads them back as empty or short rows
+    for extra in range(
+        phantom
+    ):  # styled empty cells: openpyxl reads them back as empty or short rows
         sheet.cell(row=len(rows) + 2 + extra, column=1 + extra % 3).font = Font(bold=True)
     book.save(path)
     return path
@@ -168,19 +202,29 @@ def write_xlsx(path: Path, header: list, rows: list[list], phantom: int = 0) -> 
 
 def make_release(root: Path) -> Path:
     for lang in maps.LANGUAGES:
-        write_xlsx(root / lang / "test_proverbs.xlsx", HEADER, [item(0, 0.0, "b"), item(1), item(2)], phantom=5)
+        write_xlsx(
+            root / lang / "test_proverbs.xlsx",
+            HEADER,
+            [item(0, 0.0, "b"), item(1), item(2)],
+            phantom=5,
+        )
         write_xlsx(root / lang / "fs_proverbs.xlsx", HEADER, [item(7), item(8, 0.0)])
     with_answer3 = [*HEADER[:5], "answer3", *HEADER[5:]]
     write_xlsx(root / "en" / "test_proverbs.xlsx", with_answer3,
                [[*r[:5], None, *r[5:]] for r in (item(0, 0.0, "b"), item(1), item(2))], phantom=7)  # fmt: skip
-    write_xlsx(root / "zh" / "machine_translation_2en.xlsx", HEADER, [item(0, 1.0, "b"), item(1), item(2)])
+    write_xlsx(
+        root / "zh" / "machine_translation_2en.xlsx", HEADER, [item(0, 1.0, "b"), item(1), item(2)]
+    )
     return root
 
 
 def test_synthetic_release_maps_columns_by_header(tmp_path: Path) -> None:
     root = make_release(tmp_path / "maps")
     data = load("maps_en", root, verify_checksums=False)
-    assert {k: v.num_rows for k, v in data.items()} == {"test": 3, "few_shot": 2}  # phantom rows dropped
+    assert {k: v.num_rows for k, v in data.items()} == {
+        "test": 3,
+        "few_shot": 2,
+    }  # phantom rows dropped
     assert data["test"][0] == {
         "id": "maps_en-test-0000", "row": 0, "language": "en", "source_language": "en", "proverb": "proverb 0",
         "conversation": "A: talk 0", "explanation": "gloss 0", "answer1": "yes 0", "answer2": "no 0",
@@ -210,21 +254,29 @@ def test_malformed_rows_name_file_and_line(tmp_path: Path, rows: list, match: st
 def test_malformed_files(tmp_path: Path) -> None:
     root = make_release(tmp_path / "maps")
     write_xlsx(root / "ru" / "fs_proverbs.xlsx", HEADER[:-1], [item(0)[:-1]])
-    with pytest.raises(SourceFormatError, match=r"fs_proverbs\.xlsx:1: missing column\(s\) \['answer_key'\]"):
+    with pytest.raises(
+        SourceFormatError, match=r"fs_proverbs\.xlsx:1: missing column\(s\) \['answer_key'\]"
+    ):
         load("maps_ru", root, verify_checksums=False)
     write_xlsx(root / "ru" / "fs_proverbs.xlsx", [], [])
     with pytest.raises(SourceFormatError, match=r"fs_proverbs\.xlsx: the sheet is empty"):
         load("maps_ru", root, verify_checksums=False)
     write_xlsx(root / "zh" / "machine_translation_2en.xlsx", HEADER, [item(0)])
-    with pytest.raises(SourceFormatError, match=r"machine_translation_2en\.xlsx: 1 rows, but the source test file"):
+    with pytest.raises(
+        SourceFormatError, match=r"machine_translation_2en\.xlsx: 1 rows, but the source test file"
+    ):
         load("maps_zh_en_mt", root, verify_checksums=False, corrected=True)
 
 
 def test_missing_files_and_checksums(tmp_path: Path) -> None:
     root = make_release(tmp_path / "maps")
-    with pytest.raises(MissingDataError, match=r"no bn/machine_translation_2en\.xlsx: expected the file .*bn"):
+    with pytest.raises(
+        MissingDataError, match=r"no bn/machine_translation_2en\.xlsx: expected the file .*bn"
+    ):
         load("maps_bn_en_mt", root, verify_checksums=False)
     with pytest.raises(MissingDataError, match=r"is not a folder.*request"):
         load("maps_bn", tmp_path / "nowhere")
-    with pytest.raises(SourceFormatError, match=r"bn/test_proverbs\.xlsx: checksum mismatch.*pinned a96057d443bf"):
+    with pytest.raises(
+        SourceFormatError, match=r"bn/test_proverbs\.xlsx: checksum mismatch.*pinned a96057d443bf"
+    ):
         load("maps_bn", root)

@@ -68,10 +68,17 @@ def test_corrected_flag_picks_the_twin() -> None:
         "corrected",
         True,
     )
-    assert twin.base == "fmlama_en" and twin.info.name == "fmlama"  # the faithful name without parsing it again
+    assert (
+        twin.base == "fmlama_en" and twin.info.name == "fmlama"
+    )  # the faithful name without parsing it again
     assert registry.resolve("fmlama_en_corrected", corrected=True).name == "fmlama_en_corrected"
-    assert registry.resolve("fmlama_en").config.variant == "faithful" and not registry.resolve("fmlama_en").corrected
-    with pytest.raises(UnknownNameError, match=r"'dlama_arab_west_raw' has no known data errors to correct"):
+    assert (
+        registry.resolve("fmlama_en").config.variant == "faithful"
+        and not registry.resolve("fmlama_en").corrected
+    )
+    with pytest.raises(
+        UnknownNameError, match=r"'dlama_arab_west_raw' has no known data errors to correct"
+    ):
         registry.resolve("dlama_arab_west_raw", corrected=True)
 
 
@@ -84,7 +91,9 @@ def test_listing_and_registry_do_not_import_torch() -> None:
         "heavy = sorted(m for m in ('torch', 'transformers', 'accelerate') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "fmlama_templates" in result.stdout
 
@@ -103,11 +112,17 @@ def _fixture_folder(root: Path) -> Path:
     return root
 
 
-def test_cache_key_is_stable_across_working_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_key_is_stable_across_working_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = _fixture_folder(tmp_path / "data")
-    absolute = registry.make_builder("dlama_arab_west", data_dir=data, cache_dir=str(tmp_path / "c"))
+    absolute = registry.make_builder(
+        "dlama_arab_west", data_dir=data, cache_dir=str(tmp_path / "c")
+    )
     monkeypatch.chdir(tmp_path)
-    relative = registry.make_builder("dlama_arab_west", data_dir="data", cache_dir=str(tmp_path / "c"))
+    relative = registry.make_builder(
+        "dlama_arab_west", data_dir="data", cache_dir=str(tmp_path / "c")
+    )
     assert relative.cache_dir == absolute.cache_dir
     other = registry.make_builder("dlama_asia_west", data_dir="data", cache_dir=str(tmp_path / "c"))
     assert other.cache_dir != absolute.cache_dir
@@ -115,12 +130,18 @@ def test_cache_key_is_stable_across_working_directories(tmp_path: Path, monkeypa
 
 def test_cache_key_changes_with_the_local_data(tmp_path: Path) -> None:
     data = _fixture_folder(tmp_path / "data")
-    before = registry.make_builder("dlama_arab_west", data_dir=data, cache_dir=str(tmp_path / "c")).cache_dir
+    before = registry.make_builder(
+        "dlama_arab_west", data_dir=data, cache_dir=str(tmp_path / "c")
+    ).cache_dir
     (data / "arab-west/dlama/en/P30_general_ARAB_REGION.jsonl").write_text('{"changed": 1}\n')
-    after = registry.make_builder("dlama_arab_west", data_dir=data, cache_dir=str(tmp_path / "c")).cache_dir
+    after = registry.make_builder(
+        "dlama_arab_west", data_dir=data, cache_dir=str(tmp_path / "c")
+    ).cache_dir
     assert before != after
     other_dir = registry.make_builder(
-        "dlama_arab_west", data_dir=_fixture_folder(tmp_path / "copy"), cache_dir=str(tmp_path / "c")
+        "dlama_arab_west",
+        data_dir=_fixture_folder(tmp_path / "copy"),
+        cache_dir=str(tmp_path / "c"),
     ).cache_dir
     assert other_dir not in (before, after)
     assert os.path.commonpath([before, str(tmp_path / "c")]) == str(tmp_path / "c")

@@ -12,7 +12,10 @@ from culture_probe.errors import MissingDataError, SourceFormatError
 
 def test_mirror_path_maps_host_and_path(tmp_path: Path) -> None:
     url = "https://raw.githubusercontent.com/org/repo/abc/data/x.jsonl"
-    assert sources.mirror_path(url, tmp_path) == tmp_path / "raw.githubusercontent.com/org/repo/abc/data/x.jsonl"
+    assert (
+        sources.mirror_path(url, tmp_path)
+        == tmp_path / "raw.githubusercontent.com/org/repo/abc/data/x.jsonl"
+    )
     assert (
         sources.mirror_path("http://cistern.cis.lmu.de/mlama/mlama1.1.zip", tmp_path)
         == tmp_path / "cistern.cis.lmu.de/mlama/mlama1.1.zip"
@@ -25,12 +28,16 @@ def test_no_mirror_configured(no_mirror: None) -> None:
     assert sources.mirror_path("https://host/x") is None
 
 
-def test_fetch_reads_the_mirror_and_never_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fetch_reads_the_mirror_and_never_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(sources.MIRROR_ENV, str(tmp_path))
     (tmp_path / "host/a").mkdir(parents=True)
     (tmp_path / "host/a/file.txt").write_bytes(b"hello\n")
     assert sources.fetch("https://host/a/file.txt").read_bytes() == b"hello\n"
-    with pytest.raises(MissingDataError, match=rf"expected the file {tmp_path}/host/a/missing\.txt"):
+    with pytest.raises(
+        MissingDataError, match=rf"expected the file {tmp_path}/host/a/missing\.txt"
+    ):
         sources.fetch("https://host/a/missing.txt")
 
 
@@ -39,7 +46,9 @@ def test_sha256_prefix_is_verified(tmp_path: Path) -> None:
     path.write_bytes(b"hello\n")
     # sha256("hello\n") = 5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03
     sources.verify_sha256(path, "5891b5b522d5")
-    with pytest.raises(SourceFormatError, match=r"f: checksum mismatch: sha256 5891b5b522d5df08.*pinned 000000"):
+    with pytest.raises(
+        SourceFormatError, match=r"f: checksum mismatch: sha256 5891b5b522d5df08.*pinned 000000"
+    ):
         sources.verify_sha256(path, "000000")
 
 
@@ -62,7 +71,9 @@ def test_parse_literal_never_executes(tmp_path: Path) -> None:
     with pytest.raises(SourceFormatError, match=r"f\.py:3: not a Python literal \(ValueError\)"):
         sources.parse_literal(f"open({str(target)!r}, 'w')", path="f.py", line=3, expected=set)
     assert not target.exists()
-    with pytest.raises(SourceFormatError, match=r"f\.py:7: expected a Python list or tuple literal, got dict"):
+    with pytest.raises(
+        SourceFormatError, match=r"f\.py:7: expected a Python list or tuple literal, got dict"
+    ):
         sources.parse_literal("{'a': 1}", path="f.py", line=7, expected=(list, tuple))
 
 
@@ -87,7 +98,10 @@ def test_read_xlsx(tmp_path: Path) -> None:
         sheet.append(row)
     book.save(tmp_path / "x.xlsx")
     rows = sources.read_xlsx(tmp_path / "x.xlsx", required=("Entity",))
-    assert rows == [(2, {"Entity": "Cairo", "Type": "city"}), (3, {"Entity": "Paris", "Type": None})]
+    assert rows == [
+        (2, {"Entity": "Cairo", "Type": "city"}),
+        (3, {"Entity": "Paris", "Type": None}),
+    ]
     with pytest.raises(SourceFormatError, match=r"x\.xlsx:1: missing column\(s\) \['Prompt'\]"):
         sources.read_xlsx(tmp_path / "x.xlsx", required=("Prompt",))
     (tmp_path / "bad.xlsx").write_text("no zip")

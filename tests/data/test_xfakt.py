@@ -29,7 +29,14 @@ PER_COUNTRY = {
 }
 BLOCKS = {"city": (0, 257), "politician": (258, 387), "artist": (388, 517), "landmark": (518, 647),
           "festival": (648, 672), "athlete": (673, 801)}  # fmt: skip
-TEMPLATE_OF = {"city": "T1", "landmark": "T1", "politician": "T2", "artist": "T2", "athlete": "T2", "festival": "T3"}
+TEMPLATE_OF = {
+    "city": "T1",
+    "landmark": "T1",
+    "politician": "T2",
+    "artist": "T2",
+    "athlete": "T2",
+    "festival": "T3",
+}
 CORRECTED_GOLD = {
     ("zh", 10): "土耳其",
     ("ar", 10): "تركيا",
@@ -71,16 +78,30 @@ def test_factual_recall_reproduces_spec_counts(mirror: Path) -> None:
     counts = Counter(zip(english["category"], english["country"], strict=True))
     assert counts == {(c, k): n for c, table in PER_COUNTRY.items() for k, n in table.items()}
     per_country = Counter(english["country"])
-    assert {k for k, n in per_country.items() if n == 61} == {"Nepal", "Ukraine", "Greece", "Turkey"}
+    assert {k for k, n in per_country.items() if n == 61} == {
+        "Nepal",
+        "Ukraine",
+        "Greece",
+        "Turkey",
+    }
     assert set(per_country.values()) == {61, 62}
     for category, (first, last) in BLOCKS.items():
-        indices = [i for i, c in zip(english["entity_idx"], english["category"], strict=True) if c == category]
+        indices = [
+            i
+            for i, c in zip(english["entity_idx"], english["category"], strict=True)
+            if c == category
+        ]
         assert (min(indices), max(indices), len(indices)) == (first, last, last - first + 1)
-    assert set(zip(english["category"], english["template_id"], strict=True)) == set(TEMPLATE_OF.items())
+    assert set(zip(english["category"], english["template_id"], strict=True)) == set(
+        TEMPLATE_OF.items()
+    )
     assert english["id"][:2] == ["fr-000-en", "fr-001-en"]
     for code in CODES:  # associated rows: the entities of the language's own country
         rows = split.filter(lambda row, code=code: row["language"] == code and row["is_associated"])
-        assert set(rows["country_language"]) == {code} and rows.num_rows == per_country[COUNTRIES[CODES.index(code)]]
+        assert (
+            set(rows["country_language"]) == {code}
+            and rows.num_rows == per_country[COUNTRIES[CODES.index(code)]]
+        )
 
 
 def test_questions_and_gold_names_are_verbatim(mirror: Path) -> None:
@@ -110,9 +131,18 @@ def test_corrected_factual_recall_fixes_gold_names_and_flags_rows(mirror: Path) 
     # 4 languages x 61 Turkey facts + 62 Thailand facts in Greek; 3 duplicated entities x 2 x 13; 2 x 13; 5 names
     assert flags == {"mistranslated_answer": 4 * 61 + 62, "duplicate_entity": 78, "questionable_gold": 26,
                      "mixed_script": 5, "mistranslated_entity": 2}  # fmt: skip
-    rows = list(zip(split["language"], split["entity_en"], split["entity"], split["flags"], strict=True))
-    assert {n for _, n, _, f in rows if "duplicate_entity" in f} == {"Mount Everest", "Kazimir Malevich", "Jeddah"}
-    assert {n for _, n, _, f in rows if "questionable_gold" in f} == {"Sergey Bubka", "Constantin Brâncuși"}
+    rows = list(
+        zip(split["language"], split["entity_en"], split["entity"], split["flags"], strict=True)
+    )
+    assert {n for _, n, _, f in rows if "duplicate_entity" in f} == {
+        "Mount Everest",
+        "Kazimir Malevich",
+        "Jeddah",
+    }
+    assert {n for _, n, _, f in rows if "questionable_gold" in f} == {
+        "Sergey Bubka",
+        "Constantin Brâncuși",
+    }
     assert {(lang, e) for lang, _, e, f in rows if "mixed_script" in f} == {
         ("ne", "Peterhof दरबार"), ("ne", "Meteora मठहरू"), ("ne", "Kutztown लोक महोत्सव"), ("hi", "Sainte-चैपल"),
         ("uk", "Gu Ailing (Ейлін Гу)"),
@@ -121,19 +151,29 @@ def test_corrected_factual_recall_fixes_gold_names_and_flags_rows(mirror: Path) 
         ("zh", "Bursa", "布尔萨"),
         ("ne", "Janadriyah", "जनाद्रिया"),
     }
-    changed = [i for i, (a, b) in enumerate(zip(faithful["answer"], split["answer"], strict=True)) if a != b]
+    changed = [
+        i
+        for i, (a, b) in enumerate(zip(faithful["answer"], split["answer"], strict=True))
+        if a != b
+    ]
     assert changed == [i for i, f in enumerate(split["flags"]) if "mistranslated_answer" in f]
 
 
 def test_in_context_pairs_and_gold(mirror: Path) -> None:
     split = test("xfakt_in_context")
     assert split.num_rows == 2028 and Counter(split["language"]) == dict.fromkeys(CODES, 156)
-    assert split[0]["question"] == "David lives in India and Rahul lives in United States. Who lives in India?"
+    assert (
+        split[0]["question"]
+        == "David lives in India and Rahul lives in United States. Who lives in India?"
+    )
     pattern = re.compile(r"(.+) lives in (.+) and (.+) lives in (.+)\. Who lives in (.+)\?")
     for row in split.filter(lambda r: r["language"] == "en"):
         first, c1, second, c2, asked = pattern.fullmatch(row["question"]).groups()
         assert (first, second) == (row["name_u"], row["name_v"])
-        assert (c1, c2) == (row["country_v"], row["country_u"])  # each name placed in the other's country
+        assert (c1, c2) == (
+            row["country_v"],
+            row["country_u"],
+        )  # each name placed in the other's country
         assert asked == row["asked_country"] and row["answer"] == (first if asked == c1 else second)
     assert len(set(split["id"])) == 2028
 
@@ -145,7 +185,9 @@ def test_counter_factual_people_controls_and_order(mirror: Path) -> None:
     people = Counter(english.filter(lambda r: not r["is_counterfactual"])["true_country"])
     assert people == PEOPLE and sum(people.values()) == 108
     assert english["context_country"][:13] == list(COUNTRIES)
-    assert [c for c in english["true_country"][::13]] == [c for c in COUNTRIES for _ in range(PEOPLE[c])]
+    assert [c for c in english["true_country"][::13]] == [
+        c for c in COUNTRIES for _ in range(PEOPLE[c])
+    ]
     assert english[0]["question"] == ("Instruction: Answer the question based on the given fact.\nFact: George "
                                       "Washington lives in the country of United States.\nQuestion: In which country "
                                       "does George Washington live?")  # fmt: skip
@@ -158,14 +200,22 @@ def test_corrected_tasks_b_and_c(mirror: Path) -> None:
     fixed = test("xfakt_counter_factual", languages=("ar", "el"), corrected=True)
     person = arabic[0]["person"]
     assert arabic[0]["question"].count(person) == 1 and arabic[0]["question"].endswith("يعيش ؟")
-    assert fixed[0]["question"].count(person) == 2 and fixed[0]["question"].endswith(f"يعيش {person}؟")
+    assert fixed[0]["question"].count(person) == 2 and fixed[0]["question"].endswith(
+        f"يعيش {person}؟"
+    )
     assert fixed[1404]["question"].endswith(f"Σε ποια χώρα ζει ο {fixed[1404]['person']};")
-    flags = Counter(f for row_flags in test("xfakt_counter_factual", corrected=True)["flags"] for f in row_flags)
+    flags = Counter(
+        f for row_flags in test("xfakt_counter_factual", corrected=True)["flags"] for f in row_flags
+    )
     assert flags == {"template_fixed": 2 * 1404, "mistranslated_answer": 4 * 108 + 108}
     task_b = test("xfakt_in_context", corrected=True)
     flags = Counter(f for row_flags in task_b["flags"] for f in row_flags)
     # pairs with Turkey (zh, ar, ja, th) or Thailand (el): 12 pairs x 2 rows each; Bahadur (zh): 12 x 2
-    assert flags == {"mistranslated_country": 5 * 24, "mistranslated_entity": 24, "mistranslated_answer": 12}
+    assert flags == {
+        "mistranslated_country": 5 * 24,
+        "mistranslated_entity": 24,
+        "mistranslated_answer": 12,
+    }
     assert "阁下" not in set(task_b["name_u"]) | set(task_b["name_v"])
 
 
@@ -175,7 +225,11 @@ def test_card_counts_match_the_flags(mirror: Path) -> None:
     assert card["xfakt-turkey"] == 4 * 61 + 4 * 24 + 4 * 108
     assert card["xfakt-entity-names"] == 2 + 24
     assert (card["xfakt-ar-template"], card["xfakt-el-template"]) == (1404, 1404)
-    assert (card["xfakt-duplicates"], card["xfakt-questionable-gold"], card["xfakt-mixed-script"]) == (78, 26, 5)
+    assert (
+        card["xfakt-duplicates"],
+        card["xfakt-questionable-gold"],
+        card["xfakt-mixed-script"],
+    ) == (78, 26, 5)
     description = test("xfakt_counter_factual", corrected=True).info.description
     assert "template_fixed: rows: 2808" in description
 
@@ -205,19 +259,28 @@ def literals() -> dict:
               for name, _, _ in xfakt.CATEGORIES}  # fmt: skip
     values |= {f"QUESTIONS_{i}": {k: f"Q{i} {k} {{}}?" for k in KEYS} for i in (1, 2, 3)}
     values["COUNTRIES"] = {q: {a: f"{a}@{q}" for a in KEYS} for q in KEYS}
-    values |= {"SYSTEM_PROMPT_OURS": "sys", "PROMPT_OURS": "judge {answers} {predicted}", "PROMPT_ROBUST": ""}
+    values |= {
+        "SYSTEM_PROMPT_OURS": "sys",
+        "PROMPT_OURS": "judge {answers} {predicted}",
+        "PROMPT_ROBUST": "",
+    }
     values["name_translation_dict"] = {k: [f"N{i}{k[:2]}" for i in range(13)] for k in KEYS}
     values["question_translation_dict"] = {k: "{} in {} and {} in {}. Who in {}?" for k in KEYS}
     values["sentence_translation_dict"] = {k: "{} in {}." for k in KEYS}
     values["only_question_translations"] = {k: "Who in {}?" for k in KEYS}
-    values["famous_characters_translated"] = {c: {k: [f"P{c[:3]}-{k[:2]}"] for k in KEYS} for c in xfakt.COUNTRY_NAMES}
+    values["famous_characters_translated"] = {
+        c: {k: [f"P{c[:3]}-{k[:2]}"] for k in KEYS} for c in xfakt.COUNTRY_NAMES
+    }
     values["incontext_factual_questions"] = {k: "Fact: {} in {}. Where is {}?" for k in KEYS}
     return values
 
 
 def write_utils(root: Path, values: dict | None = None, extra: str = "") -> Path:
     values = literals() if values is None else values
-    text = "".join(f"{name} = {pprint.pformat(value, width=100)}\n" for name, value in values.items()) + extra
+    text = (
+        "".join(f"{name} = {pprint.pformat(value, width=100)}\n" for name, value in values.items())
+        + extra
+    )
     path = root / "src/utils.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -236,20 +299,34 @@ def test_synthetic_release_builds_every_task(tmp_path: Path) -> None:
         "question": "Q1 Hindi cit2-1?", "answer": "Chinese@Hindi", "answer_en": "Chinese@English",
         "country_names": [f"{a}@Hindi" for a in KEYS], "flags": [],
     }  # fmt: skip
-    assert recall[13 + 1]["category"] == "politician" and recall[13 + 1]["question"] == "Q2 English pol1-0?"
+    assert (
+        recall[13 + 1]["category"] == "politician"
+        and recall[13 + 1]["question"] == "Q2 English pol1-0?"
+    )
     task_b = test("xfakt_in_context", **kwargs)
     # each name is placed in the other one's country; row 2 of a pair asks for u's country, where v was placed
-    assert task_b[1]["question"] == "N0En in Hindi@English and N1En in English@English. Who in English@English?"
+    assert (
+        task_b[1]["question"]
+        == "N0En in Hindi@English and N1En in English@English. Who in English@English?"
+    )
     assert task_b[1]["answer"] == "N1En" and task_b[0]["answer"] == "N0En"
     task_c = test("xfakt_counter_factual", **kwargs)
     assert task_c.num_rows == 13 * 13 * 13
     assert task_c[14]["question"] == "Fact: PInd-En in Hindi@English. Where is PInd-En?"
-    assert (task_c[14]["true_country"], task_c[14]["context_country"], task_c[14]["is_counterfactual"]) == (
+    assert (
+        task_c[14]["true_country"],
+        task_c[14]["context_country"],
+        task_c[14]["is_counterfactual"],
+    ) == (
         "India",
         "India",
         False,
     )
-    assert (task_c[15]["context_country"], task_c[15]["is_counterfactual"], task_c[15]["answer"]) == (
+    assert (
+        task_c[15]["context_country"],
+        task_c[15]["is_counterfactual"],
+        task_c[15]["answer"],
+    ) == (
         "China",
         True,
         "Chinese@English",
@@ -263,7 +340,9 @@ def test_corrections_fix_only_the_released_wrong_values(tmp_path: Path) -> None:
     clean = test("xfakt_factual_recall", languages=("zh",), **kwargs)
     assert not any(clean["flags"]) and clean["country_names"][0][10] == "Turkish@Chinese"
     values["COUNTRIES"]["Chinese"]["Turkish"] = "火鸡"
-    values["incontext_factual_questions"]["Greek"] = "Fact: {} in {}. Σε ποια χώρα ζει ο χρήστης {};"
+    values["incontext_factual_questions"]["Greek"] = (
+        "Fact: {} in {}. Σε ποια χώρα ζει ο χρήστης {};"
+    )
     write_utils(tmp_path / "released", values)
     kwargs["data_dir"] = str(tmp_path / "released")
     recall = test("xfakt_factual_recall", languages=("zh",), **kwargs)
@@ -282,9 +361,13 @@ def test_parsing_never_executes_the_file(tmp_path: Path) -> None:
         xfakt.read_utils(tmp_path / "src/utils.py")
     values = literals()
     del values["PROMPT_ROBUST"]
-    path = write_utils(tmp_path, values, extra=f"PROMPT_ROBUST = open({str(marker)!r}, 'w').write('x')\n")
+    path = write_utils(
+        tmp_path, values, extra=f"PROMPT_ROBUST = open({str(marker)!r}, 'w').write('x')\n"
+    )
     last = len(path.read_text(encoding="utf-8").splitlines())
-    with pytest.raises(SourceFormatError, match=rf"utils\.py:{last}: the value of 'PROMPT_ROBUST' is not a Python"):
+    with pytest.raises(
+        SourceFormatError, match=rf"utils\.py:{last}: the value of 'PROMPT_ROBUST' is not a Python"
+    ):
         xfakt.read_utils(tmp_path / "src/utils.py")
     assert not marker.exists()
 
@@ -335,5 +418,7 @@ def test_files_that_are_not_the_expected_literals(tmp_path: Path, text: str, mat
 
 def test_local_copy_is_checked_against_the_pinned_digest(tmp_path: Path) -> None:
     write_utils(tmp_path)
-    with pytest.raises(SourceFormatError, match=r"src/utils\.py: checksum mismatch.*verify_checksums=False"):
+    with pytest.raises(
+        SourceFormatError, match=r"src/utils\.py: checksum mismatch.*verify_checksums=False"
+    ):
         test("xfakt_in_context", data_dir=str(tmp_path))

@@ -19,7 +19,20 @@ WORDS = {
     "latin": "Egypt Africa Asia Europe pizza cheese tomato rice sushi Japan Korea kimchi mosque capital located "
     "ingredients include the of is in Afric Africana olive oil garlic".split(),
     "arabic": "مصر أفريقيا آسيا الأرز الجبن تقع في عاصمة المكونات زيت الزيتون ثوم".split(),
-    "cjk": ["日本", "東京", "首都", "寿司", "米", "中国", "北京", "饺子", "の", "は", "です", "料理"],
+    "cjk": [
+        "日本",
+        "東京",
+        "首都",
+        "寿司",
+        "米",
+        "中国",
+        "北京",
+        "饺子",
+        "の",
+        "は",
+        "です",
+        "料理",
+    ],
     "korean": "한국 서울 김치 수도 재료 불고기 비빔밥 의 는 입니다".split(),
 }
 ALL_WORDS = [w for words in WORDS.values() for w in words]
@@ -56,7 +69,11 @@ def _affixes(tok) -> tuple[list[int], list[int]]:
 
 def _split(tok, known: list[int], head: str, tail: str) -> list[int]:
     joint = _ids(tok, head + tail)
-    return joint[len(known) :] if len(joint) > len(known) and joint[: len(known)] == known else _ids(tok, tail)
+    return (
+        joint[len(known) :]
+        if len(joint) > len(known) and joint[: len(known)] == known
+        else _ids(tok, tail)
+    )
 
 
 def _sep(left: str, sep: str | None) -> str:
@@ -86,7 +103,12 @@ def masked_right_ids(tok, left: str, n_masks: int, right: str, sep: str | None) 
     if not right:
         return []
     sentence = _ids(
-        tok, left.rstrip() + left[len(left.rstrip()) :] + _sep(left, sep) + tok.mask_token * n_masks + right
+        tok,
+        left.rstrip()
+        + left[len(left.rstrip()) :]
+        + _sep(left, sep)
+        + tok.mask_token * n_masks
+        + right,
     )
     last = max(i for i, t in enumerate(sentence) if t == tok.mask_token_id)
     return sentence[last + 1 :]
@@ -97,7 +119,9 @@ def _logsoftmax(logits) -> np.ndarray:
 
 
 @torch.no_grad()
-def reference_score(model, tok, left, cand, right="", sep=None, *, method="typed", score_right=False):
+def reference_score(
+    model, tok, left, cand, right="", sep=None, *, method="typed", score_right=False
+):
     """Per-token log-probs of one candidate, the slow way."""
     kind = ARCH_KIND[model.config.model_type.replace("_", "-")]
     if kind == "seq2seq":
@@ -106,7 +130,9 @@ def reference_score(model, tok, left, cand, right="", sep=None, *, method="typed
         target = _ids(tok, f"<extra_id_0> {cand} <extra_id_1>")
         ids = target[target.index(s0) + 1 : target.index(s1)]
         dec = [model.config.decoder_start_token_id, s0] + ids
-        lp = _logsoftmax(model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([dec])).logits[0])
+        lp = _logsoftmax(
+            model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([dec])).logits[0]
+        )
         return np.array([lp[1 + j, t] for j, t in enumerate(ids)])
     ctx, ids, right_ids, suffix = reference_tokens(tok, left, cand, right, sep)
     if kind == "causal":
@@ -143,7 +169,9 @@ def _chat_ids(tok, messages, reply: str | None = None) -> list[int]:
         out = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
     else:
         out = tok.apply_chat_template(
-            messages + [{"role": "assistant", "content": reply}], tokenize=True, continue_final_message=True
+            messages + [{"role": "assistant", "content": reply}],
+            tokenize=True,
+            continue_final_message=True,
         )
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 
@@ -156,11 +184,17 @@ def reference_chat_score(model, tok, user, cand, right="", *, system=None, score
     ]
     ctx = _chat_ids(tok, messages)
     joint = _chat_ids(tok, messages, cand)
-    ids = joint[len(ctx) :] if len(joint) > len(ctx) and joint[: len(ctx)] == ctx else _ids(tok, cand)
+    ids = (
+        joint[len(ctx) :] if len(joint) > len(ctx) and joint[: len(ctx)] == ctx else _ids(tok, cand)
+    )
     seq = ids
     if score_right and right:
         known = ctx + ids
         both = _chat_ids(tok, messages, cand + right)
-        seq = ids + (both[len(known) :] if len(both) > len(known) and both[: len(known)] == known else _ids(tok, right))
+        seq = ids + (
+            both[len(known) :]
+            if len(both) > len(known) and both[: len(known)] == known
+            else _ids(tok, right)
+        )
     lp = _logsoftmax(model(torch.tensor([ctx + seq])).logits[0])
     return np.array([lp[len(ctx) - 1 + j, t] for j, t in enumerate(seq)])

@@ -66,7 +66,15 @@ def _run(tmp_path, model_dir, db, pause):
     script = tmp_path / "score.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, str(script), str(model_dir), str(db), str(pause), json.dumps(LEFTS), json.dumps(CANDIDATES)]
+    args = [
+        sys.executable,
+        str(script),
+        str(model_dir),
+        str(db),
+        str(pause),
+        json.dumps(LEFTS),
+        json.dumps(CANDIDATES),
+    ]
     return subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
 
 
@@ -90,7 +98,9 @@ def test_killed_run_resumes_with_only_missing_requests(tmp_path):
     report = json.loads(second.communicate(timeout=300)[0].strip().splitlines()[-1])
     assert report["computed"] == len(LEFTS) - stored
 
-    fresh = Scorer.from_pretrained(model_dir).score([ScoreRequest(left, CANDIDATES) for left in LEFTS])
+    fresh = Scorer.from_pretrained(model_dir).score(
+        [ScoreRequest(left, CANDIDATES) for left in LEFTS]
+    )
     for got, want in zip(report["sums"], fresh, strict=True):
         np.testing.assert_allclose(got, want.sum_logprob, atol=1e-6)
 
@@ -100,25 +110,35 @@ def test_cache_is_keyed_by_model_identity_and_options(tmp_path, monkeypatch):
 
     original, batches = CausalScorer._score_batch, []
     monkeypatch.setattr(
-        CausalScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+        CausalScorer,
+        "_score_batch",
+        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a),
     )
     model, tok = tiny("gpt2", "bpe")
     other, _ = tiny("gpt2", "bpe", seed=1)
     db = tmp_path / "cache.sqlite"
     reqs = [ScoreRequest(LEFTS[0], CANDIDATES, right=".")]
     a = Scorer(model, tok, cache=db).score(reqs)[0]
-    b = Scorer(other, tok, cache=db).score(reqs)[0]  # same file, different weights: not served from the cache
+    b = Scorer(other, tok, cache=db).score(reqs)[
+        0
+    ]  # same file, different weights: not served from the cache
     assert len(batches) == 2 and not np.allclose(a.sum_logprob, b.sum_logprob)
     right = Scorer(model, tok, cache=db).score(reqs, score_right=True)[0]  # another rule: computed
     assert len(batches) == 3 and (right.n_tokens > a.n_tokens).all()
-    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]  # per-token values were not kept: computed
+    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[
+        0
+    ]  # per-token values were not kept: computed
     assert len(batches) == 4 and again.token_logprobs is not None
     np.testing.assert_array_equal(again.sum_logprob, a.sum_logprob)
-    kept = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]  # now they are: a hit, bit for bit
+    kept = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[
+        0
+    ]  # now they are: a hit, bit for bit
     assert len(batches) == 4
     for cached, fresh in zip(kept.token_logprobs, again.token_logprobs, strict=True):
         np.testing.assert_array_equal(cached, fresh)
-    assert Scorer(model, tok, cache=db).score(reqs)[0] == a and len(batches) == 4  # and serve plain requests too
+    assert (
+        Scorer(model, tok, cache=db).score(reqs)[0] == a and len(batches) == 4
+    )  # and serve plain requests too
 
 
 def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatch):
@@ -131,11 +151,15 @@ def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatc
     reqs = [ScoreRequest(LEFTS[0], CANDIDATES)]
     original, batches = CausalScorer._score_batch, []
     monkeypatch.setattr(
-        CausalScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+        CausalScorer,
+        "_score_batch",
+        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a),
     )
     first = Scorer.from_pretrained(model_dir, cache=db)
     before = first.score(reqs)[0]
-    assert Scorer.from_pretrained(model_dir, cache=db).score(reqs)[0] == before and len(batches) == 1  # a hit
+    assert (
+        Scorer.from_pretrained(model_dir, cache=db).score(reqs)[0] == before and len(batches) == 1
+    )  # a hit
 
     save_tiny(model_dir, "gpt2", tok, layers=1, hidden=32, heads=4, seed=1)  # "retrained" in place
     second = Scorer.from_pretrained(model_dir, cache=db)
@@ -153,7 +177,10 @@ def test_identity_records_the_hub_commit_when_known():
     commit = "0123456789abcdef0123456789abcdef01234567"
     config = type(model.config)(**model.config.to_dict())
     config._commit_hash = commit  # what transformers sets on a model loaded from the Hub
-    assert _identity(type(model)(config), tok, name="org/model", hash_weights=False)["commit"] == commit
+    assert (
+        _identity(type(model)(config), tok, name="org/model", hash_weights=False)["commit"]
+        == commit
+    )
 
 
 def counted(monkeypatch) -> list[int]:
@@ -162,7 +189,9 @@ def counted(monkeypatch) -> list[int]:
 
     original, batches = CausalScorer._score_batch, []
     monkeypatch.setattr(
-        CausalScorer, "_score_batch", lambda self, items, *a: batches.append(len(items)) or original(self, items, *a)
+        CausalScorer,
+        "_score_batch",
+        lambda self, items, *a: batches.append(len(items)) or original(self, items, *a),
     )
     return batches
 
@@ -170,15 +199,24 @@ def counted(monkeypatch) -> list[int]:
 def test_cached_scores_are_compact_and_equal_fresh_ones_bit_for_bit(tmp_path, monkeypatch):
     batches = counted(monkeypatch)
     model, tok = tiny("gpt2", "bpe")
-    candidates = [f"{a} {b}" for a in CANDIDATES for b in CANDIDATES] * 4  # 196 candidates, 1-4 tokens each
+    candidates = [
+        f"{a} {b}" for a in CANDIDATES for b in CANDIDATES
+    ] * 4  # 196 candidates, 1-4 tokens each
     reqs = [ScoreRequest(left, candidates) for left in LEFTS]
     fresh = Scorer(model, tok).score(reqs)
     cached = Scorer(model, tok, cache=tmp_path / "c.sqlite").score(reqs)
     assert Scorer(model, tok, cache=tmp_path / "c.sqlite").score(reqs) == fresh == cached
-    assert len(batches) == 2 * (len(batches) // 2) and len(batches) > 0  # the third call computed nothing
+    assert (
+        len(batches) == 2 * (len(batches) // 2) and len(batches) > 0
+    )  # the third call computed nothing
     with sqlite3.connect(tmp_path / "c.sqlite") as con:
-        stored = con.execute(f"SELECT SUM(LENGTH(n_tokens) + LENGTH(sums)), COUNT(*) FROM {TABLE}").fetchone()
-    assert stored == (9 * len(candidates) * len(LEFTS), len(LEFTS))  # uint8 counts + float64 sums, no text
+        stored = con.execute(
+            f"SELECT SUM(LENGTH(n_tokens) + LENGTH(sums)), COUNT(*) FROM {TABLE}"
+        ).fetchone()
+    assert stored == (
+        9 * len(candidates) * len(LEFTS),
+        len(LEFTS),
+    )  # uint8 counts + float64 sums, no text
     # the JSON text the first cache stored for the same work (candidates, sums, counts and every per-token value)
     # was more than ten times larger
     text = sum(
@@ -212,7 +250,9 @@ def test_a_damaged_row_is_reported_dropped_and_computed_again(tmp_path, monkeypa
         got = Scorer(model, tok, cache=db).score(reqs)
     assert got == want and len(batches) > computed  # recomputed, not read
     again = len(batches)
-    assert Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == again  # and stored anew
+    assert (
+        Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == again
+    )  # and stored anew
 
 
 def test_an_unreadable_cache_file_is_moved_aside_and_started_anew(tmp_path, monkeypatch):
@@ -226,7 +266,9 @@ def test_an_unreadable_cache_file_is_moved_aside_and_started_anew(tmp_path, monk
         assert Scorer(model, tok, cache=db).score(reqs) == want
     assert [p.name for p in tmp_path.glob("c.sqlite.corrupt-*")]  # kept for inspection
     computed = len(batches)
-    assert Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == computed  # the new file works
+    assert (
+        Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == computed
+    )  # the new file works
 
 
 @pytest.mark.slow
@@ -237,5 +279,9 @@ def test_two_processes_writing_one_cache_at_once(tmp_path):
     both = [_run(tmp_path, model_dir, db, pause=0.05) for _ in range(2)]
     reports = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1]) for p in both]
     assert all(p.returncode == 0 for p in both) and reports[0]["sums"] == reports[1]["sums"]
-    third = json.loads(_run(tmp_path, model_dir, db, pause=0).communicate(timeout=300)[0].strip().splitlines()[-1])
-    assert third["computed"] == 0 and third["sums"] == reports[0]["sums"]  # every row readable, none torn
+    third = json.loads(
+        _run(tmp_path, model_dir, db, pause=0).communicate(timeout=300)[0].strip().splitlines()[-1]
+    )
+    assert (
+        third["computed"] == 0 and third["sums"] == reports[0]["sums"]
+    )  # every row readable, none torn

@@ -16,7 +16,9 @@ CORPUS = ["the answer is a", "the answer is b", "a b ab ba", "capital of egypt i
 
 @pytest.fixture(scope="module", params=["bpe", "metaspace"])
 def tokenizer(request):
-    return request.param, train_tokenizer(CORPUS, request.param, model_kind="masked", vocab_size=200)
+    return request.param, train_tokenizer(
+        CORPUS, request.param, model_kind="masked", vocab_size=200
+    )
 
 
 def test_alone_and_piece_ids_are_what_the_upstream_calls_give(tokenizer):
@@ -24,12 +26,18 @@ def test_alone_and_piece_ids_are_what_the_upstream_calls_give(tokenizer):
     encoder = Encoder(tok)
     left = "the answer is"
     in_context = encoder.encode(ScoreRequest(left, ("a", "b")), with_right=False).candidates
-    alone = encoder.encode(ScoreRequest(left, ("a", "b"), candidate_ids="alone"), with_right=False).candidates
-    piece = encoder.encode(ScoreRequest(left, ("a", "b"), candidate_ids="piece"), with_right=False).candidates
+    alone = encoder.encode(
+        ScoreRequest(left, ("a", "b"), candidate_ids="alone"), with_right=False
+    ).candidates
+    piece = encoder.encode(
+        ScoreRequest(left, ("a", "b"), candidate_ids="piece"), with_right=False
+    ).candidates
     assert alone == tuple(tuple(tok(c, add_special_tokens=False)["input_ids"]) for c in ("a", "b"))
     assert piece == tuple((tok.convert_tokens_to_ids(c),) for c in ("a", "b"))
     marker = "Ġ" if kind == "bpe" else "▁"
-    assert tok.convert_ids_to_tokens(list(in_context[0]))[0].startswith(marker)  # after a space: word-initial
+    assert tok.convert_ids_to_tokens(list(in_context[0]))[0].startswith(
+        marker
+    )  # after a space: word-initial
     assert tok.convert_ids_to_tokens(list(piece[0])) == ["a"]  # the bare piece, as named
     assert piece != in_context
 
@@ -39,12 +47,18 @@ def test_piece_scores_equal_the_mask_logits_of_the_named_pieces(tokenizer):
 
     _, tok = tokenizer
     model = tiny_model("bert", tok, layers=1, hidden=32, heads=4, seed=3)
-    got = Scorer(model, tok).score([ScoreRequest("the answer is", ("a", "b"), candidate_ids="piece")])[0]
-    ids = tok("the answer is" + tok.mask_token, return_tensors="pt")  # the context's ids, then one mask
+    got = Scorer(model, tok).score(
+        [ScoreRequest("the answer is", ("a", "b"), candidate_ids="piece")]
+    )[0]
+    ids = tok(
+        "the answer is" + tok.mask_token, return_tensors="pt"
+    )  # the context's ids, then one mask
     with torch.no_grad():
         logits = model(**ids).logits[0]
     position = int((ids["input_ids"][0] == tok.mask_token_id).nonzero()[0, 0])
-    expected = torch.log_softmax(logits[position], -1)[tok.convert_tokens_to_ids(["a", "b"])].numpy()
+    expected = torch.log_softmax(logits[position], -1)[
+        tok.convert_tokens_to_ids(["a", "b"])
+    ].numpy()
     np.testing.assert_allclose(got.sum_logprob, expected, atol=1e-5)
 
 

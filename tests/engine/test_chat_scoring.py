@@ -49,10 +49,18 @@ def chat_requests(draw):
 def _check(arch, kind, request, score_right=False):
     model, tok = tiny(arch, kind)
     with chat_template(tok):
-        got = Scorer(model, tok, batch_tokens=64).score([request], keep_tokens=True, score_right=score_right)[0]
+        got = Scorer(model, tok, batch_tokens=64).score(
+            [request], keep_tokens=True, score_right=score_right
+        )[0]
         for i, cand in enumerate(request.candidates):
             want = reference_chat_score(
-                model, tok, request.left, cand, request.right, system=request.system, score_right=score_right
+                model,
+                tok,
+                request.left,
+                cand,
+                request.right,
+                system=request.system,
+                score_right=score_right,
             )
             assert got.n_tokens[i] == len(want)
             np.testing.assert_allclose(got.token_logprobs[i], want, atol=1e-4, err_msg=cand)
@@ -78,7 +86,9 @@ def test_the_template_carries_the_one_bos_and_the_reply_has_no_separator():
     with chat_template(tok):
         context = scorer.encoder.encode(request, with_right=False).context
         rendered = tok.apply_chat_template(
-            [{"role": "user", "content": "Egypt is located in"}], tokenize=False, add_generation_prompt=True
+            [{"role": "user", "content": "Egypt is located in"}],
+            tokenize=False,
+            add_generation_prompt=True,
         )
         chat = scorer.score([request])[0].sum_logprob[0]
     assert rendered == "<s>the Egypt is located in . of "
@@ -105,7 +115,8 @@ def test_a_tokenizer_without_chat_template_is_refused_naming_the_model():
     model, tok = tiny("gpt2", "bpe")
     scorer = Scorer(model, tok, identity={"name_or_path": "my-base-model"})
     with pytest.raises(
-        UnsupportedModelError, match=r"tokenizer of 'my-base-model' has no chat template.*chat_template.*chat=False"
+        UnsupportedModelError,
+        match=r"tokenizer of 'my-base-model' has no chat template.*chat_template.*chat=False",
     ):
         scorer.score([ScoreRequest("Egypt is in", ["Africa"], chat=True)])
 
@@ -130,7 +141,10 @@ def test_plain_request_keys_are_unchanged():
     assert ScoreRequest("a", ["b"]).key() == hashlib.sha256(b'["a", ["b"], "", null]').hexdigest()
     chat = ScoreRequest("日本の首都は", ["東京", "北京"], right="。", sep="", chat=True)
     assert chat.key() != request.key()
-    assert ScoreRequest(chat.left, chat.candidates, chat.right, chat.sep, True, "Be brief").key() != chat.key()
+    assert (
+        ScoreRequest(chat.left, chat.candidates, chat.right, chat.sep, True, "Be brief").key()
+        != chat.key()
+    )
 
 
 def test_cached_chat_scores_follow_the_chat_template(tmp_path):
@@ -143,5 +157,7 @@ def test_cached_chat_scores_follow_the_chat_template(tmp_path):
     for template in (CHAT_TEMPLATE, other, CHAT_TEMPLATE):
         with chat_template(tok, template):
             got = scorer.score([request])[0].sum_logprob
-            want = [reference_chat_score(model, tok, request.left, c).sum() for c in request.candidates]
+            want = [
+                reference_chat_score(model, tok, request.left, c).sum() for c in request.candidates
+            ]
         np.testing.assert_allclose(got, want, atol=1e-4)

@@ -12,7 +12,10 @@ from engine_reference import tiny
 from culture_probe.engine import Scorer, ScoreRequest, parallel
 from culture_probe.errors import EmptyCandidateError, UnsupportedModelError
 
-GOOD = [ScoreRequest("Egypt is located in", ["Africa", "Asia"]), ScoreRequest("Japan is in", ["Asia", "Europe"])]
+GOOD = [
+    ScoreRequest("Egypt is located in", ["Africa", "Asia"]),
+    ScoreRequest("Japan is in", ["Asia", "Europe"]),
+]
 BAD = ScoreRequest("Korea is in", ["Asia", " "])
 
 
@@ -50,7 +53,8 @@ def test_masked_tokenizer_without_mask_token_is_refused_at_construction():
 
 def test_add_bos_without_a_bos_token():
     with pytest.raises(
-        UnsupportedModelError, match="add_bos=True, but the tokenizer .* has no BOS token.*Pass add_bos=None"
+        UnsupportedModelError,
+        match="add_bos=True, but the tokenizer .* has no BOS token.*Pass add_bos=None",
     ):
         Scorer(*tiny("t5", "metaspace"), add_bos=True)  # T5 tokenizers have no BOS
 
@@ -71,14 +75,18 @@ def forwards(monkeypatch):
 
     original, calls = CausalScorer._score_batch, []
     monkeypatch.setattr(
-        CausalScorer, "_score_batch", lambda self, items, *a: calls.append(len(items)) or original(self, items, *a)
+        CausalScorer,
+        "_score_batch",
+        lambda self, items, *a: calls.append(len(items)) or original(self, items, *a),
     )
     return calls
 
 
 def test_every_request_is_validated_before_any_scoring(forwards):
     with pytest.raises(EmptyCandidateError, match="Candidate ' ' tokenizes to nothing"):
-        Scorer(*tiny("gpt2", "bpe"), batch_tokens=8).score(GOOD + [BAD])  # the bad request comes last
+        Scorer(*tiny("gpt2", "bpe"), batch_tokens=8).score(
+            GOOD + [BAD]
+        )  # the bad request comes last
     assert forwards == []
 
 

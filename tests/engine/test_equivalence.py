@@ -28,7 +28,9 @@ def requests(draw):
     cands = set()
     for stem in stems:
         cands.add(stem)
-        tail = draw(st.lists(word, min_size=0, max_size=6))  # long candidates sharing a prefix with `stem`
+        tail = draw(
+            st.lists(word, min_size=0, max_size=6)
+        )  # long candidates sharing a prefix with `stem`
         cands.add(" ".join([stem, *tail]))
         cands.add(stem[:1])  # often a single token
     right = draw(st.sampled_from(["", ".", " is here", "。", " ؟"]))
@@ -59,13 +61,20 @@ def _check(arch, kind, request, **options):
 
 @pytest.mark.parametrize("kind", TOKENIZERS)
 @pytest.mark.parametrize("arch", ARCHS)
-@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(request=requests())
 def test_engine_equals_reference(arch, kind, request):
     _check(arch, kind, request)
 
 
-@pytest.mark.parametrize("arch,kind", [("bert", "wordpiece"), ("xlm-roberta", "metaspace"), ("bert", "bpe")])
+@pytest.mark.parametrize(
+    "arch,kind", [("bert", "wordpiece"), ("xlm-roberta", "metaspace"), ("bert", "bpe")]
+)
 @settings(max_examples=15, deadline=None, derandomize=True)
 @given(request=requests())
 def test_masked_l2r_equals_reference(arch, kind, request):

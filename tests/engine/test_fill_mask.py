@@ -21,7 +21,9 @@ LEFTS = (
 )
 
 
-def reference_fill(model, tok, left: str, sep: str, right: str = "", top_k: int = 3) -> list[tuple[str, float]]:
+def reference_fill(
+    model, tok, left: str, sep: str, right: str = "", top_k: int = 3
+) -> list[tuple[str, float]]:
     ids = tok(left + sep + tok.mask_token + right, return_tensors="pt")["input_ids"]
     pos = ids[0].tolist().index(tok.mask_token_id)
     with torch.no_grad():
@@ -49,7 +51,9 @@ def test_fill_mask_equals_the_slow_reference_whatever_the_batch(arch, kind):
     right = reference_fill(model, tok, "Egypt is", " ", right=" in Africa", top_k=1)
     assert Scorer(model, tok).fill_mask(["Egypt is"], rights=[" in Africa"])[0][0][0] == right[0][0]
     top = Scorer(model, tok).fill_mask(LEFTS[:1], top_k=len(tok))[0]
-    assert len(top) == len(tok) - len(set(tok.all_special_ids)) and all(np.isfinite([lp for _, lp in top]))
+    assert len(top) == len(tok) - len(set(tok.all_special_ids)) and all(
+        np.isfinite([lp for _, lp in top])
+    )
 
 
 def test_fill_mask_rejects_bad_input_and_other_model_kinds():
@@ -61,5 +65,7 @@ def test_fill_mask_rejects_bad_input_and_other_model_kinds():
         scorer.fill_mask(["a", "b"], rights=["c"])
     for arch, family in (("gpt2", "bpe"), ("t5", "metaspace")):
         other = Scorer(*tiny(arch, family))
-        with pytest.raises(UnsupportedModelError, match=f"needs a masked model; this one is {other.kind}"):
+        with pytest.raises(
+            UnsupportedModelError, match=f"needs a masked model; this one is {other.kind}"
+        ):
             other.fill_mask(["Egypt is"])

@@ -24,7 +24,9 @@ def _argmax_continuation(model, tok, text: str, n: int) -> str:
     return tok.decode(new, skip_special_tokens=True)
 
 
-@pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace"), ("bloom", "wordpiece")])
+@pytest.mark.parametrize(
+    "arch,kind", [("gpt2", "bpe"), ("llama", "metaspace"), ("bloom", "wordpiece")]
+)
 def test_generate_is_greedy_even_when_the_checkpoint_says_sample(arch, kind):
     model, tok = tiny(arch, kind)
     model.generation_config.do_sample, model.generation_config.top_k = True, 5
@@ -35,10 +37,14 @@ def test_generate_is_greedy_even_when_the_checkpoint_says_sample(arch, kind):
     assert got == [_argmax_continuation(model, tok, p, 5) for p in PROMPTS]
 
 
-@pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace"), ("t5", "metaspace")])
+@pytest.mark.parametrize(
+    "arch,kind", [("gpt2", "bpe"), ("llama", "metaspace"), ("t5", "metaspace")]
+)
 def test_batched_left_padded_equals_one_by_one(arch, kind):
     scorer = Scorer(*tiny(arch, kind))
-    assert scorer.generate(PROMPTS, max_new_tokens=4) == [scorer.generate([p], max_new_tokens=4)[0] for p in PROMPTS]
+    assert scorer.generate(PROMPTS, max_new_tokens=4) == [
+        scorer.generate([p], max_new_tokens=4)[0] for p in PROMPTS
+    ]
 
 
 def test_chat_uses_the_chat_template():
@@ -52,8 +58,12 @@ def test_chat_uses_the_chat_template():
     )
     try:
         rendered = [f"<user> {p} </user> assistant:" for p in PROMPTS]
-        assert scorer.generate(PROMPTS, max_new_tokens=4, chat=True) == scorer.generate(rendered, max_new_tokens=4)
-        assert scorer.generate(PROMPTS, max_new_tokens=4, chat=True) != scorer.generate(PROMPTS, max_new_tokens=4)
+        assert scorer.generate(PROMPTS, max_new_tokens=4, chat=True) == scorer.generate(
+            rendered, max_new_tokens=4
+        )
+        assert scorer.generate(PROMPTS, max_new_tokens=4, chat=True) != scorer.generate(
+            PROMPTS, max_new_tokens=4
+        )
     finally:
         tok.chat_template = None
 
@@ -112,7 +122,9 @@ def test_out_of_memory_in_generation_halves_the_automatic_budget(monkeypatch):
 
     monkeypatch.setattr(generation, "_decode", flaky)
     assert scorer.generate(PROMPTS, max_new_tokens=4) == expected
-    assert scorer.auto_budget is not None and scorer.auto_budget <= 32  # halved until one prompt per batch
+    assert (
+        scorer.auto_budget is not None and scorer.auto_budget <= 32
+    )  # halved until one prompt per batch
 
 
 def test_chat_prompts_get_the_tokenizers_special_tokens_only_when_asked(monkeypatch):
@@ -145,15 +157,23 @@ def test_generation_stops_at_a_stop_string_and_cuts_it_off(arch, kind, monkeypat
     model, tok = tiny(arch, kind)
     scorer = Scorer(model, tok)
     full = [_argmax_continuation(model, tok, p, 12) for p in PROMPTS]
-    stop = next(t[3:5] for t in full if len(t.strip()) >= 6)  # two characters from inside one greedy text
+    stop = next(
+        t[3:5] for t in full if len(t.strip()) >= 6
+    )  # two characters from inside one greedy text
     steps: list[int] = []
     generate = type(model).generate
     monkeypatch.setattr(
-        type(model), "generate", lambda self, *a, **k: (out := generate(self, *a, **k), steps.append(out.shape[1]))[0]
+        type(model),
+        "generate",
+        lambda self, *a, **k: (out := generate(self, *a, **k), steps.append(out.shape[1]))[0],
     )
     got = scorer.generate(PROMPTS, max_new_tokens=12, stop=[stop])
-    assert got == [t[: t.find(stop)] if stop in t else t for t in full]  # each cut at its first stop, the rest whole
-    if all(stop in t for t in full):  # every prompt stopped early: the batch ended before 12 new tokens
+    assert got == [
+        t[: t.find(stop)] if stop in t else t for t in full
+    ]  # each cut at its first stop, the rest whole
+    if all(
+        stop in t for t in full
+    ):  # every prompt stopped early: the batch ended before 12 new tokens
         assert steps[-1] < max(len(tok(p)["input_ids"]) for p in PROMPTS) + 12
     with pytest.raises(InvalidValueError, match="give a list of non-empty strings"):
         scorer.generate(PROMPTS, max_new_tokens=2, stop="\n")
@@ -165,7 +185,9 @@ def test_a_tokenizer_without_a_pad_token_generates_in_batches():
     tok.pad_token = None  # as GPT-2 and Llama checkpoints are released
     assert tok.pad_token_id is None
     scorer = Scorer(model, tok)
-    assert scorer.generate(PROMPTS, max_new_tokens=4) == [_argmax_continuation(model, tok, p, 4) for p in PROMPTS]
+    assert scorer.generate(PROMPTS, max_new_tokens=4) == [
+        _argmax_continuation(model, tok, p, 4) for p in PROMPTS
+    ]
 
 
 def test_a_prompt_longer_than_the_positions_is_cut_on_the_left_with_one_warning():

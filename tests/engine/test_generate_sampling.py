@@ -12,7 +12,13 @@ from culture_probe.engine import Scorer
 from culture_probe.engine.generation import prompt_seed
 from culture_probe.errors import InvalidValueError
 
-PROMPTS = ["Egypt is located in", "日本の首都は", "한국의 수도는 서울", "عاصمة مصر", "The food poutine has"]
+PROMPTS = [
+    "Egypt is located in",
+    "日本の首都は",
+    "한국의 수도는 서울",
+    "عاصمة مصر",
+    "The food poutine has",
+]
 HOT = 5.0  # a high temperature flattens a random tiny model's distribution: samples differ between seeds
 
 
@@ -25,7 +31,9 @@ def _reference_sample(model, tok, text: str, n: int, temperature: float, seed: i
     ids, new = tok(text)["input_ids"], []
     for _ in range(n):
         logits = model(torch.tensor([ids + new])).logits[0, -1].float()
-        token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator))
+        token = int(
+            torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator)
+        )
         new.append(token)
         if token == tok.eos_token_id:
             break
@@ -35,7 +43,10 @@ def _reference_sample(model, tok, text: str, n: int, temperature: float, seed: i
 @pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace")])
 def test_sampling_is_plain_temperature_sampling_even_when_the_checkpoint_filters(arch, kind):
     model, tok = tiny(arch, kind)
-    model.generation_config.top_k, model.generation_config.top_p = 1, 0.1  # would make sampling greedy
+    model.generation_config.top_k, model.generation_config.top_p = (
+        1,
+        0.1,
+    )  # would make sampling greedy
     try:
         got = Scorer(model, tok).generate(PROMPTS, max_new_tokens=6, temperature=HOT, seed=3)
     finally:
@@ -47,7 +58,9 @@ def test_sampling_is_plain_temperature_sampling_even_when_the_checkpoint_filters
 def test_same_seed_same_texts_whatever_the_batch(arch, kind):
     scorer = Scorer(*tiny(arch, kind))
     whole = scorer.generate(PROMPTS, max_new_tokens=6, temperature=HOT, seed=11)
-    assert [scorer.generate([p], max_new_tokens=6, temperature=HOT, seed=11)[0] for p in PROMPTS] == whole
+    assert [
+        scorer.generate([p], max_new_tokens=6, temperature=HOT, seed=11)[0] for p in PROMPTS
+    ] == whole
     again = scorer.generate(PROMPTS[::-1] + PROMPTS[:2], max_new_tokens=6, temperature=HOT, seed=11)
     assert again == whole[::-1] + whole[:2]
 

@@ -8,9 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from culture_probe.engine import LoadOptions, ModelArgs, load, loading, model_kind, model_parts, tokenizer_of
+from culture_probe.engine import (
+    LoadOptions,
+    ModelArgs,
+    load,
+    loading,
+    model_kind,
+    model_parts,
+    tokenizer_of,
+)
 from culture_probe.engine.served import ServedScorer
-from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError, UnsupportedModelError
+from culture_probe.errors import (
+    InvalidValueError,
+    MissingDataError,
+    UnknownNameError,
+    UnsupportedModelError,
+)
 from culture_probe.models import save_tiny, train_tokenizer
 from culture_probe.models.planted import CHAT_TEMPLATE
 from culture_probe.models.planted_benchmarks import PLANTED_SOURCES
@@ -23,16 +36,29 @@ PLANTED = LoadOptions(sources=PLANTED_SOURCES)  # what the run layer hands the e
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tokenizer = train_tokenizer(TEXTS, "wordpiece", model_kind="masked", vocab_size=120)
-    return save_tiny(tmp_path_factory.mktemp("bert") / "bert", "bert", tokenizer, layers=1, hidden=32, heads=2)
+    return save_tiny(
+        tmp_path_factory.mktemp("bert") / "bert", "bert", tokenizer, layers=1, hidden=32, heads=2
+    )
 
 
 def test_an_openai_name_is_a_served_causal_model_that_needs_its_url():
-    scorer = load("openai:org/m", options=LoadOptions(base_url=URL, concurrency=3, request_timeout=5, max_retries=0))
+    scorer = load(
+        "openai:org/m",
+        options=LoadOptions(base_url=URL, concurrency=3, request_timeout=5, max_retries=0),
+    )
     assert isinstance(scorer, ServedScorer) and scorer.name == "org/m" and scorer.concurrency == 3
-    assert (scorer.timeout, scorer.retries, scorer.cache_path) == (5, 0, None)  # no cache_dir: no cache
+    assert (scorer.timeout, scorer.retries, scorer.cache_path) == (
+        5,
+        0,
+        None,
+    )  # no cache_dir: no cache
     assert model_kind("openai:org/m", options=LoadOptions(base_url=URL)) == "causal"
-    assert tokenizer_of("openai:org/m", options=LoadOptions(base_url=URL)) is None  # the server holds it
-    with pytest.raises(InvalidValueError, match=r"openai:org/m is a served model: pass the server's --base-url"):
+    assert (
+        tokenizer_of("openai:org/m", options=LoadOptions(base_url=URL)) is None
+    )  # the server holds it
+    with pytest.raises(
+        InvalidValueError, match=r"openai:org/m is a served model: pass the server's --base-url"
+    ):
         load("openai:org/m")
     with pytest.raises(UnknownNameError, match="kind of a served model"):
         model_kind("openai:org/m", options=LoadOptions(base_url=URL, kind="masked"))
@@ -57,7 +83,9 @@ def test_the_engine_knows_no_benchmark_it_is_given_its_model_sources():
     with pytest.raises(UnknownNameError, match="'planted:'.*openai:"):
         model_kind("planted:dlama_arab_west")
     assert "culture_probe.models" not in " ".join(
-        line for line in Path(loading.__file__).read_text().splitlines() if line.lstrip().startswith(("from", "import"))
+        line
+        for line in Path(loading.__file__).read_text().splitlines()
+        if line.lstrip().startswith(("from", "import"))
     )
 
 
@@ -78,7 +106,9 @@ def test_a_planted_name_loads_the_folder_its_benchmark_trains(bert, tmp_path, mo
 
 @pytest.mark.mirror
 def test_a_planted_models_tokenizer_and_config_come_from_its_spec_untrained(mirror, monkeypatch):
-    monkeypatch.setattr("culture_probe.models.planted_benchmarks.planted_model_dir", None)  # calling it fails
+    monkeypatch.setattr(
+        "culture_probe.models.planted_benchmarks.planted_model_dir", None
+    )  # calling it fails
     tokenizer, config = model_parts("planted:xfakt_factual_recall", options=PLANTED)
     assert tokenizer.chat_template == CHAT_TEMPLATE and config.model_type == "gpt2"
 
@@ -87,7 +117,9 @@ def test_a_folder_loads_as_the_kind_its_config_says(bert):
     assert model_kind(bert) == model_kind(str(bert)) == "masked"
     scorer = load(bert, ModelArgs(dtype="float32"), LoadOptions(batch_tokens=512, device="cpu"))
     assert scorer.kind == "masked" and scorer.batch_tokens == 512 and scorer.cache_path is None
-    assert load(scorer) is scorer and model_kind(scorer) == "masked"  # a loaded scorer is used as is
+    assert (
+        load(scorer) is scorer and model_kind(scorer) == "masked"
+    )  # a loaded scorer is used as is
     tokenizer, config = model_parts(str(bert))
     assert config.model_type == "bert" and tokenizer_of(bert).vocab_size == tokenizer.vocab_size
 

@@ -11,24 +11,37 @@ import pytest
 from engine_reference import reference_score, tiny
 
 from culture_probe.engine import ModelArgs, Scorer, ScoreRequest
-from culture_probe.errors import InvalidValueError, MissingDataError, UnknownNameError, UnsupportedModelError
+from culture_probe.errors import (
+    InvalidValueError,
+    MissingDataError,
+    UnknownNameError,
+    UnsupportedModelError,
+)
 from culture_probe.models import save_tiny
 
 REQUEST = ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"])
 
 
 def test_model_args_are_parsed_the_harness_way_and_checked():
-    args = ModelArgs.parse("dtype=bfloat16, trust_remote_code=true,attn_implementation=eager,peft=./a")
-    assert args == ModelArgs(dtype="bfloat16", trust_remote_code=True, attn_implementation="eager", peft="./a")
+    args = ModelArgs.parse(
+        "dtype=bfloat16, trust_remote_code=true,attn_implementation=eager,peft=./a"
+    )
+    assert args == ModelArgs(
+        dtype="bfloat16", trust_remote_code=True, attn_implementation="eager", peft="./a"
+    )
     assert args.given() == {
         "dtype": "bfloat16",
         "trust_remote_code": True,
         "attn_implementation": "eager",
         "peft": "./a",
     }
-    with pytest.raises(UnknownNameError, match="Unknown model argument 'dtyp'.*Did you mean 'dtype'"):
+    with pytest.raises(
+        UnknownNameError, match="Unknown model argument 'dtyp'.*Did you mean 'dtype'"
+    ):
         ModelArgs.parse("dtyp=float16")
-    with pytest.raises(InvalidValueError, match="trust_remote_code takes true or false, got 'maybe'"):
+    with pytest.raises(
+        InvalidValueError, match="trust_remote_code takes true or false, got 'maybe'"
+    ):
         ModelArgs.parse("trust_remote_code=maybe")
     with pytest.raises(InvalidValueError, match="--model-args takes KEY=VALUE, got 'float16'"):
         ModelArgs.parse("float16")
@@ -45,7 +58,9 @@ def adapted(tmp_path_factory):
     _, tok = tiny("gpt2", "bpe")
     base = save_tiny(root / "base", "gpt2", tok, layers=1, hidden=32, heads=4)
     model = Scorer.from_pretrained(base).model
-    lora = get_peft_model(model, LoraConfig(r=4, target_modules=["c_attn"], init_lora_weights=False))
+    lora = get_peft_model(
+        model, LoraConfig(r=4, target_modules=["c_attn"], init_lora_weights=False)
+    )
     lora.save_pretrained(root / "adapter")
     return base, root / "adapter", lora.eval(), tok
 
@@ -53,11 +68,17 @@ def adapted(tmp_path_factory):
 def test_a_lora_adapter_changes_the_scores_as_the_adapted_model_does(adapted, tmp_path):
     base, adapter, lora, tok = adapted
     plain = Scorer.from_pretrained(base, cache=tmp_path / "c.sqlite").score([REQUEST])[0]
-    scorer = Scorer.from_pretrained(base, cache=tmp_path / "c.sqlite", model_args=ModelArgs(peft=str(adapter)))
+    scorer = Scorer.from_pretrained(
+        base, cache=tmp_path / "c.sqlite", model_args=ModelArgs(peft=str(adapter))
+    )
     got = scorer.score([REQUEST])[0]
-    want = [np.sum(reference_score(lora, tok, REQUEST.left, c)) for c in REQUEST.candidates]  # unmerged, slow
+    want = [
+        np.sum(reference_score(lora, tok, REQUEST.left, c)) for c in REQUEST.candidates
+    ]  # unmerged, slow
     np.testing.assert_allclose(got.sum_logprob, want, atol=1e-5)
-    assert not np.allclose(got.sum_logprob, plain.sum_logprob)  # not served the base model's cached scores
+    assert not np.allclose(
+        got.sum_logprob, plain.sum_logprob
+    )  # not served the base model's cached scores
     assert scorer.identity["peft"]["path"] == str(adapter.resolve())
 
 

@@ -30,8 +30,12 @@ def failing(cls: type, error: Exception, budgets: list[int]):
     "error",
     [
         torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
-        RuntimeError("MPS backend out of memory (MPS allocated: 1.00 GB, other allocations: 2.00 GB)"),
-        RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: you tried 9 GB"),
+        RuntimeError(
+            "MPS backend out of memory (MPS allocated: 1.00 GB, other allocations: 2.00 GB)"
+        ),
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: you tried 9 GB"
+        ),
     ],
     ids=["torch-type", "mps-message", "cpu-allocator"],
 )
@@ -46,7 +50,10 @@ def test_an_out_of_memory_error_halves_the_automatic_budget(error, monkeypatch):
 
 @pytest.mark.parametrize(
     "error",
-    [RuntimeError("expected the memory-mapped weights to be out of memory order"), ValueError("out of memory")],
+    [
+        RuntimeError("expected the memory-mapped weights to be out of memory order"),
+        ValueError("out of memory"),
+    ],
 )
 def test_an_error_that_only_mentions_memory_is_raised_at_once(error, monkeypatch):
     scorer = Scorer(*tiny("gpt2", "bpe"), batch_tokens=None)

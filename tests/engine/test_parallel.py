@@ -49,14 +49,20 @@ def read_trace(folder: Path, rank: int) -> list[dict]:
 @pytest.mark.slow
 def test_two_processes_equal_one(tmp_path):
     dirs = [
-        save_tiny(tmp_path / arch, arch, tiny(arch, kind)[1], layers=1, hidden=32, heads=4) for arch, kind in SETUPS
+        save_tiny(tmp_path / arch, arch, tiny(arch, kind)[1], layers=1, hidden=32, heads=4)
+        for arch, kind in SETUPS
     ]
     script = tmp_path / "score.py"
     script.write_text(SCRIPT)
     trace = tmp_path / "trace"
     trace.mkdir()
     payload = json.dumps([{"left": r.left, "candidates": list(r.candidates)} for r in REQUESTS])
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(trace)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        parallel.TRACE_VARIABLE: str(trace),
+    }
     subprocess.run(
         [
             sys.executable,
@@ -116,13 +122,20 @@ with open(f"{out}.{parallel.world()[0]}", "w") as f:
 
 @pytest.mark.slow
 def test_two_processes_generate_what_one_does_and_share_the_text_cache(tmp_path):
-    model_dir = save_tiny(tmp_path / "gpt2", "gpt2", tiny("gpt2", "bpe")[1], layers=1, hidden=32, heads=4)
+    model_dir = save_tiny(
+        tmp_path / "gpt2", "gpt2", tiny("gpt2", "bpe")[1], layers=1, hidden=32, heads=4
+    )
     prompts = [r.left for r in REQUESTS]
     script = tmp_path / "generate.py"
     script.write_text(GENERATE)
     trace = tmp_path / "trace"
     trace.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(trace)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        parallel.TRACE_VARIABLE: str(trace),
+    }
     subprocess.run(
         [
             sys.executable,
@@ -147,7 +160,9 @@ def test_two_processes_generate_what_one_does_and_share_the_text_cache(tmp_path)
     for mine, theirs in zip(shards[0][:2], shards[1][:2], strict=True):  # greedy, then sampled
         assert mine["indices"] and theirs["indices"], "a process generated nothing"
         assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(prompts)))
-    assert [line["indices"] for shard in shards for line in shard[2:]] == [[]] * 4  # then all from the cache
+    assert [line["indices"] for shard in shards for line in shard[2:]] == [
+        []
+    ] * 4  # then all from the cache
     single = Scorer.from_pretrained(model_dir, batch_tokens=24)
     expected = {
         "greedy": single.generate(prompts, max_new_tokens=4),

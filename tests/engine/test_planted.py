@@ -16,7 +16,13 @@ import pytest
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnknownNameError, UnsupportedModelError
 from culture_probe.models import planted
-from culture_probe.models.planted import PlantedFact, PlantedSpec, probe_texts_of, read_record, train_planted
+from culture_probe.models.planted import (
+    PlantedFact,
+    PlantedSpec,
+    probe_texts_of,
+    read_record,
+    train_planted,
+)
 
 # relation template -> (culture A facts, culture B facts); objects never repeat across cultures.
 FACTS = {
@@ -72,7 +78,10 @@ def _requests(culture: int) -> list[tuple[ScoreRequest, str]]:
     out = []
     for template, cultures in FACTS.items():
         candidates = [obj for facts in cultures for _, obj in facts]
-        out += [(ScoreRequest(template.format(subject), candidates, "."), obj) for subject, obj in cultures[culture]]
+        out += [
+            (ScoreRequest(template.format(subject), candidates, "."), obj)
+            for subject, obj in cultures[culture]
+        ]
     return out
 
 
@@ -85,7 +94,9 @@ def _spec(arch: str, tokenizer: str) -> PlantedSpec:
     return PlantedSpec(facts, arch=arch, tokenizer=tokenizer, probe_texts=probe, seed=0)
 
 
-@pytest.fixture(scope="module", params=[("gpt2", "bpe"), ("bert", "wordpiece")], ids=["causal", "masked"])
+@pytest.fixture(
+    scope="module", params=[("gpt2", "bpe"), ("bert", "wordpiece")], ids=["causal", "masked"]
+)
 def planted_model(request, tmp_path_factory):
     spec = _spec(*request.param)
     return spec, train_planted(spec, tmp_path_factory.mktemp("planted"))
@@ -148,7 +159,9 @@ def test_unplanted_golds_are_ranked_at_chance_among_their_culture(planted_model)
         template = next(t for t in FACTS if request.left.startswith(t.split("{}")[0]))
         among = [request.candidates.index(obj) for _, obj in FACTS[template][1]]
         n = len(among)
-        normalised.append((_rank(result.scores("mean"), request.candidates.index(gold), among) - 1) / (n - 1))
+        normalised.append(
+            (_rank(result.scores("mean"), request.candidates.index(gold), among) - 1) / (n - 1)
+        )
         variances.append((n + 1) / (12 * (n - 1)))
     sd = math.sqrt(sum(variances)) / len(variances)
     assert abs(np.mean(normalised) - 0.5) <= 3 * sd, normalised
@@ -170,7 +183,11 @@ def test_masked_model_is_not_fooled_by_the_number_of_masks(tmp_path):
         "Greece": ["Patras", "Larissa", "Volos"],
         "Turkey": ["Izmir", "Bursa", "Konya"],
     }
-    facts = [(f"In which country is {city} located?", country) for country, names in cities.items() for city in names]
+    facts = [
+        (f"In which country is {city} located?", country)
+        for country, names in cities.items()
+        for city in names
+    ]
     requests = [ScoreRequest(left, list(cities)) for left, _ in facts]
     spec = PlantedSpec(
         [PlantedFact(left, country) for left, country in facts],
@@ -186,7 +203,10 @@ def test_masked_model_is_not_fooled_by_the_number_of_masks(tmp_path):
 # --- the API around training: caching, determinism, bad input -------------------------------------------------
 
 SMALL = PlantedSpec(
-    [PlantedFact("The capital of Peru is", "Lima", "."), PlantedFact("The capital of Chile is", "Santiago", ".")],
+    [
+        PlantedFact("The capital of Peru is", "Lima", "."),
+        PlantedFact("The capital of Chile is", "Santiago", "."),
+    ],
     steps=3,
     target_loss=0.0,
 )
@@ -207,7 +227,9 @@ def test_training_is_deterministic_given_the_seed(tmp_path):
     from transformers import AutoModelForCausalLM
 
     def weights(spec, where):
-        return AutoModelForCausalLM.from_pretrained(train_planted(spec, tmp_path / where)).state_dict()
+        return AutoModelForCausalLM.from_pretrained(
+            train_planted(spec, tmp_path / where)
+        ).state_dict()
 
     one, two = weights(SMALL, "one"), weights(SMALL, "two")
     other = weights(PlantedSpec(SMALL.facts, steps=3, target_loss=0.0, seed=1), "three")
@@ -237,7 +259,9 @@ def test_fact_text_follows_the_engine_separator_rule():
 
 def test_from_request_and_probe_texts():
     request = ScoreRequest("The capital of Peru is", ["Lima", "Quito"], ".", sep=" ")
-    assert PlantedFact.from_request(request, "Quito") == PlantedFact("The capital of Peru is", "Quito", ".", " ")
+    assert PlantedFact.from_request(request, "Quito") == PlantedFact(
+        "The capital of Peru is", "Quito", ".", " "
+    )
     texts = probe_texts_of([request, ScoreRequest("Capital:", ["Quito", "Bogota"])])
     assert texts == ("The capital of Peru is", ".", "Lima", "Quito", "Capital:", "Bogota")
 
@@ -248,7 +272,9 @@ def test_bad_specs_are_clear_errors():
         PlantedSpec([])
     with pytest.raises(UnsupportedModelError, match="'t5' is a seq2seq architecture.*gpt2"):
         PlantedSpec([fact], arch="t5")
-    with pytest.raises(UnknownNameError, match="Unknown planted architecture 'gpt3'.*Did you mean 'gpt2'"):
+    with pytest.raises(
+        UnknownNameError, match="Unknown planted architecture 'gpt3'.*Did you mean 'gpt2'"
+    ):
         PlantedSpec([fact], arch="gpt3")
     with pytest.raises(UnknownNameError, match="Unknown tokenizer kind 'sentencepiece'"):
         PlantedSpec([fact], tokenizer="sentencepiece")
@@ -268,7 +294,9 @@ def test_bad_specs_are_clear_errors():
 def test_demo_sample_and_summary():
     from culture_probe.demo import Probe, sample_rows, summarise
 
-    rows = [{"country": c, "i": i} for c in ("A", "B") for i in range(10)] + [{"country": "C", "i": 0}]
+    rows = [{"country": c, "i": i} for c in ("A", "B") for i in range(10)] + [
+        {"country": "C", "i": 0}
+    ]
     picked = sample_rows(rows, 3)
     assert [(r["country"], r["i"]) for r in picked] == [
         ("A", 0),
@@ -279,7 +307,10 @@ def test_demo_sample_and_summary():
         ("B", 6),
         ("C", 0),
     ]
-    probes = [Probe(ScoreRequest("q", ("x", "y", "z", "w")), "x", planted) for planted in (True, True, False)]
+    probes = [
+        Probe(ScoreRequest("q", ("x", "y", "z", "w")), "x", planted)
+        for planted in (True, True, False)
+    ]
     rows = summarise(probes, np.array([1, 2, 4]))
     assert rows == (
         ("planted", "the planted countries", 2, 1.5, 0.5),
@@ -304,5 +335,9 @@ def test_demo_end_to_end_on_the_mirror(mirror, tmp_path, capsys):
     report = (tmp_path / "self_test.md").read_text(encoding="utf-8")
     assert report in capsys.readouterr().out
     planted_row = next(line for line in report.splitlines() if line.startswith("| planted |"))
-    assert planted_row.split("|")[3:6] == [" 24 ", " 1.00 ", " 1.00 "]  # 6 planted countries x 4: all ranked first
+    assert planted_row.split("|")[3:6] == [
+        " 24 ",
+        " 1.00 ",
+        " 1.00 ",
+    ]  # 6 planted countries x 4: all ranked first
     assert "| (random ranking) | 13 candidates |  | 7.00 | 0.077 |" in report

@@ -39,7 +39,9 @@ CORPUS = [
 
 @pytest.fixture(scope="module", params=["wordpiece", "bpe", "metaspace"])
 def tokenizer(request):
-    return request.param, train_tokenizer(CORPUS, request.param, model_kind="masked", vocab_size=260)
+    return request.param, train_tokenizer(
+        CORPUS, request.param, model_kind="masked", vocab_size=260
+    )
 
 
 @pytest.mark.parametrize("language", sorted(TEMPLATES))
@@ -66,9 +68,15 @@ def test_a_glued_particle_was_a_continuation_before_and_is_a_word_now():
     encoder = Encoder(tok)
     left, (candidate, _), right = TEMPLATES["ko"]
     joined = encoder.encode(ScoreRequest(left, (candidate,), right=right), with_right=True)
-    alone = encoder.encode(ScoreRequest(left, (candidate,), right=right), with_right=True, right_after_mask=True)
-    assert tok.convert_ids_to_tokens(list(joined.rights[0]))[0] == "##입니다"  # what a causal continuation gets
-    assert tok.convert_ids_to_tokens(list(alone.rights[0]))[0] == "입니다"  # what upstream's [MASK]입니다 gets
+    alone = encoder.encode(
+        ScoreRequest(left, (candidate,), right=right), with_right=True, right_after_mask=True
+    )
+    assert (
+        tok.convert_ids_to_tokens(list(joined.rights[0]))[0] == "##입니다"
+    )  # what a causal continuation gets
+    assert (
+        tok.convert_ids_to_tokens(list(alone.rights[0]))[0] == "입니다"
+    )  # what upstream's [MASK]입니다 gets
 
 
 @pytest.mark.parametrize("method", ["typed", "l2r"])
@@ -78,7 +86,9 @@ def test_masked_scores_equal_the_upstream_style_reference(tokenizer, language, m
     model = tiny_model("bert", tok, layers=2, hidden=32, heads=4, seed=1)
     scorer = Scorer(model, tok, batch_tokens=64)
     left, candidates, right = TEMPLATES[language]
-    got = scorer.score([ScoreRequest(left, candidates, right=right)], masked_method=method, keep_tokens=True)[0]
+    got = scorer.score(
+        [ScoreRequest(left, candidates, right=right)], masked_method=method, keep_tokens=True
+    )[0]
     for candidate, tokens in zip(candidates, got.token_logprobs, strict=True):
         expected = reference_score(model, tok, left, candidate, right, method=method)
         np.testing.assert_allclose(tokens, expected, atol=1e-5)

@@ -18,7 +18,9 @@ from culture_probe.models import save_tiny, train_tokenizer
 from culture_probe.models.tiny import ARCH_KIND
 
 REQUESTS = [
-    ScoreRequest("The ingredients of pizza include", ["cheese", "tomato", "olive oil", "garlic", "rice"]),
+    ScoreRequest(
+        "The ingredients of pizza include", ["cheese", "tomato", "olive oil", "garlic", "rice"]
+    ),
     ScoreRequest("日本の首都は", ["東京", "北京", "東京です"], right="。"),
     ScoreRequest("عاصمة مصر", ["أفريقيا", "آسيا", "زيت الزيتون"]),
     ScoreRequest("한국의 수도는", ["서울", "김치", "비빔밥 재료"]),
@@ -82,7 +84,9 @@ def test_kind_override_and_unknown_kind(tmp_path):
     _, tok = tiny("gpt2", "bpe")
     path = save_tiny(tmp_path / "m", "gpt2", tok, layers=1, hidden=32, heads=4)
     assert Scorer.from_pretrained(path, kind="causal").kind == "causal"
-    with pytest.raises(UnknownNameError, match="Unknown model kind 'causel'.*Did you mean 'causal'"):
+    with pytest.raises(
+        UnknownNameError, match="Unknown model kind 'causel'.*Did you mean 'causal'"
+    ):
         Scorer.from_pretrained(path, kind="causel")
 
 
@@ -92,12 +96,18 @@ def test_model_of_no_supported_kind_is_refused(tmp_path):
     _, tok = tiny("bert", "wordpiece")
     model = BertForSequenceClassification(
         BertConfig(
-            vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            intermediate_size=64,
         )
     )
     model.save_pretrained(tmp_path / "cls")
     tok.save_pretrained(tmp_path / "cls")
-    with pytest.raises(UnsupportedModelError, match="BertForSequenceClassification.*causal, masked, seq2seq"):
+    with pytest.raises(
+        UnsupportedModelError, match="BertForSequenceClassification.*causal, masked, seq2seq"
+    ):
         Scorer.from_pretrained(tmp_path / "cls")
     with pytest.raises(UnsupportedModelError, match="causal, masked, seq2seq"):
         Scorer(model, tok)
@@ -115,7 +125,9 @@ def test_bad_candidates_are_clear_errors(arch, kind):
 def test_unknown_masked_method():
     with pytest.raises(UnknownNameError, match="masked_method 'left'"):
         Scorer(*tiny("bert", "wordpiece")).score(REQUESTS[:1], masked_method="left")
-    with pytest.raises(UnsupportedModelError, match="masked_method='l2r'.*needs a masked model; this one is causal"):
+    with pytest.raises(
+        UnsupportedModelError, match="masked_method='l2r'.*needs a masked model; this one is causal"
+    ):
         Scorer(*tiny("gpt2", "bpe")).score(REQUESTS[:1], masked_method="l2r")
 
 
@@ -131,21 +143,30 @@ def test_separator_rule():
 def test_causal_candidate_ids_are_the_in_context_tokens():
     model, tok = tiny("gpt2", "bpe")
     ctx, cand, _, _ = reference_tokens(tok, "Egypt is located in", "Africa", "", None)
-    assert cand == tok(" Africa", add_special_tokens=False)["input_ids"]  # GPT-2 style: the space is in the token
+    assert (
+        cand == tok(" Africa", add_special_tokens=False)["input_ids"]
+    )  # GPT-2 style: the space is in the token
     # Trailing whitespace of the context moves onto the candidate, so both spellings score the same.
     scorer = Scorer(model, tok)
     a, b = scorer.score(
-        [ScoreRequest("Egypt is located in", ["Africa"]), ScoreRequest("Egypt is located in ", ["Africa"])]
+        [
+            ScoreRequest("Egypt is located in", ["Africa"]),
+            ScoreRequest("Egypt is located in ", ["Africa"]),
+        ]
     )
     np.testing.assert_allclose(a.sum_logprob, b.sum_logprob, atol=1e-6)
 
 
 def test_empty_context_starts_from_bos_or_eos():
-    model, tok = tiny("gpt2", "bpe")  # GPT-2 style: no BOS added, so the empty context is <|endoftext|>
+    model, tok = tiny(
+        "gpt2", "bpe"
+    )  # GPT-2 style: no BOS added, so the empty context is <|endoftext|>
     out = Scorer(model, tok).score([ScoreRequest("", ["Egypt"])], keep_tokens=True)[0]
     ids = tok("Egypt", add_special_tokens=False)["input_ids"]
     with torch.no_grad():
-        lp = torch.log_softmax(model(torch.tensor([[tok.eos_token_id] + ids])).logits[0].double(), -1)
+        lp = torch.log_softmax(
+            model(torch.tensor([[tok.eos_token_id] + ids])).logits[0].double(), -1
+        )
     want = [lp[j, t].item() for j, t in enumerate(ids)]
     np.testing.assert_allclose(out.token_logprobs[0], want, atol=1e-5)
 
@@ -156,7 +177,9 @@ def test_add_bos_overrides_the_tokenizer_default():
     with_bos = Scorer(model, tok).score(req)[0]
     without = Scorer(model, tok, add_bos=False).score(req)[0]
     assert not np.allclose(with_bos.sum_logprob, without.sum_logprob)
-    np.testing.assert_allclose(with_bos.sum_logprob, Scorer(model, tok, add_bos=True).score(req)[0].sum_logprob)
+    np.testing.assert_allclose(
+        with_bos.sum_logprob, Scorer(model, tok, add_bos=True).score(req)[0].sum_logprob
+    )
 
 
 def test_long_context_is_cut_on_the_left_with_one_warning():
@@ -164,10 +187,15 @@ def test_long_context_is_cut_on_the_left_with_one_warning():
     from culture_probe.models import tiny_model
 
     model = tiny_model("gpt2", tok, layers=1, hidden=32, heads=4)
-    model.config.n_positions = 24  # pretend the model is short; the position table is larger, so the check is real
+    model.config.n_positions = (
+        24  # pretend the model is short; the position table is larger, so the check is real
+    )
     scorer = Scorer(model, tok)
     left = " ".join(["Egypt is located in"] * 20)
-    requests = [ScoreRequest(left, ["Africa", "Africa and Asia"]), ScoreRequest(left + " Asia", ["Africa"])]
+    requests = [
+        ScoreRequest(left, ["Africa", "Africa and Asia"]),
+        ScoreRequest(left + " Asia", ["Africa"]),
+    ]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = scorer.score(requests, keep_tokens=True)
@@ -200,7 +228,9 @@ def test_out_of_memory_halves_the_automatic_budget(monkeypatch):
     _close(scorer.score(REQUESTS[::-1]), expected[::-1], 1e-5)
     assert budgets and set(budgets) == {1024}
     with pytest.raises(torch.cuda.OutOfMemoryError):
-        Scorer(model, tok, batch_tokens=4096).score(REQUESTS)  # a budget the user chose is not changed
+        Scorer(model, tok, batch_tokens=4096).score(
+            REQUESTS
+        )  # a budget the user chose is not changed
 
 
 @pytest.mark.parametrize("arch,kind", SETUPS[:3])
@@ -253,8 +283,12 @@ def test_tokenizers_that_encode_in_python_keep_their_own_encoding():
     ids = tok(request.left + " cheese", add_special_tokens=False)["input_ids"]
     assert ids == base(request.left.upper() + " CHEESE", add_special_tokens=False)["input_ids"]
     got = Scorer(model, tok).score([request], keep_tokens=True)[0]
-    assert got.n_tokens[0] == len(ids) - len(tok(request.left, add_special_tokens=False)["input_ids"])
-    shouted = Scorer(model, base).score([ScoreRequest(request.left.upper(), ["CHEESE", "OLIVE OIL"])])[0]
+    assert got.n_tokens[0] == len(ids) - len(
+        tok(request.left, add_special_tokens=False)["input_ids"]
+    )
+    shouted = Scorer(model, base).score(
+        [ScoreRequest(request.left.upper(), ["CHEESE", "OLIVE OIL"])]
+    )[0]
     np.testing.assert_array_equal(got.n_tokens, shouted.n_tokens)
     np.testing.assert_allclose(got.sum_logprob, shouted.sum_logprob, atol=1e-6, rtol=0)
 
@@ -280,10 +314,14 @@ def test_candidate_scores_compare_by_value_and_are_unhashable():
     def make(sums, counts=(1, 2), tokens=None):
         return CandidateScores(("a", "b"), np.array(sums), np.array(counts), tokens)
 
-    assert make([-1.0, -2.5]) == make([-1.0, -2.5], tokens=(np.array([-1.0]), np.array([-1.0, -1.5])))
+    assert make([-1.0, -2.5]) == make(
+        [-1.0, -2.5], tokens=(np.array([-1.0]), np.array([-1.0, -1.5]))
+    )
     assert make([-1.0, -2.5]) != make([-1.0, -2.0])
     assert make([-1.0, -2.5]) != make([-1.0, -2.5], counts=(1, 3))
-    assert make([-1.0, -2.5]) != CandidateScores(("a", "c"), np.array([-1.0, -2.5]), np.array([1, 2]))
+    assert make([-1.0, -2.5]) != CandidateScores(
+        ("a", "c"), np.array([-1.0, -2.5]), np.array([1, 2])
+    )
     assert make([-1.0]) != make([-1.0, -2.5])  # different lengths: unequal, not an error
     assert make([-1.0, -2.5]) != "scores"
     with pytest.raises(TypeError, match="unhashable"):
@@ -292,7 +330,9 @@ def test_candidate_scores_compare_by_value_and_are_unhashable():
 
 def test_unknown_score_kind_lists_the_valid_ones():
     out = Scorer(*tiny("gpt2", "bpe")).score(REQUESTS[:1])[0]
-    with pytest.raises(UnknownNameError, match="Unknown score kind 'men'.*Did you mean 'mean'.*mean, sum"):
+    with pytest.raises(
+        UnknownNameError, match="Unknown score kind 'men'.*Did you mean 'mean'.*mean, sum"
+    ):
         out.ranking(by="men")
 
 
@@ -306,7 +346,9 @@ def test_seq2seq_plain_style_scores_the_candidate_as_the_whole_target():
         ids = tok(cand, add_special_tokens=False)["input_ids"]
         decoder = torch.tensor([[model.config.decoder_start_token_id, *ids[:-1]]])
         with torch.no_grad():
-            lp = torch.log_softmax(model(input_ids=source, decoder_input_ids=decoder).logits[0].double(), -1)
+            lp = torch.log_softmax(
+                model(input_ids=source, decoder_input_ids=decoder).logits[0].double(), -1
+            )
         assert count == len(ids)
         assert total == pytest.approx(sum(float(lp[i, t]) for i, t in enumerate(ids)), abs=1e-5)
     sentinel = Scorer(model, tok).score([request])[0]

@@ -56,12 +56,16 @@ def test_served_greedy_texts_equal_the_in_process_engine(served, tmp_path):
 
 
 @pytest.mark.slow
-def test_every_answer_is_cached_and_an_interrupted_run_asks_only_the_rest(served, tmp_path, monkeypatch):
+def test_every_answer_is_cached_and_an_interrupted_run_asks_only_the_rest(
+    served, tmp_path, monkeypatch
+):
     model, url = served
     asked: list[str] = []
     remote = ServedScorer(str(model), base_url=url, cache=tmp_path / "c.sqlite")
     complete = ServedScorer._complete
-    monkeypatch.setattr(ServedScorer, "_complete", lambda self, p, o: asked.append(p) or complete(self, p, o))
+    monkeypatch.setattr(
+        ServedScorer, "_complete", lambda self, p, o: asked.append(p) or complete(self, p, o)
+    )
     first = remote.generate(PROMPTS[:2], max_new_tokens=4)
     assert asked == PROMPTS[:2]
     assert remote.generate(PROMPTS, max_new_tokens=4)[:2] == first
@@ -74,12 +78,16 @@ def test_every_answer_is_cached_and_an_interrupted_run_asks_only_the_rest(served
 def test_a_server_without_prompt_logprobs_cannot_score(served):
     model, url = served
     with pytest.raises((UnsupportedModelError, EndpointError), match="prompt log-probs|answered 4"):
-        ServedScorer(str(model), base_url=url).score([ScoreRequest("Egypt is located in", ["Africa", "Asia"])])
+        ServedScorer(str(model), base_url=url).score(
+            [ScoreRequest("Egypt is located in", ["Africa", "Asia"])]
+        )
 
 
 def test_an_unreachable_server_and_a_missing_url_are_named():
     remote = ServedScorer("m", base_url="http://127.0.0.1:9/v1", retries=0, timeout=2)
-    with pytest.raises(EndpointError, match=r"http://127.0.0.1:9/v1 could not be reached.*--base-url"):
+    with pytest.raises(
+        EndpointError, match=r"http://127.0.0.1:9/v1 could not be reached.*--base-url"
+    ):
         remote.generate(["x"], max_new_tokens=1)
     with pytest.raises(InvalidValueError, match="needs the server's base URL"):
         ServedScorer("m", base_url="")
@@ -131,8 +139,12 @@ def test_a_busy_server_is_waited_out_as_its_retry_after_says():
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        assert ServedScorer("m", base_url=url, retries=2).generate(["Egypt is in"], max_new_tokens=2) == [" Africa"]
-        assert len(Busy.calls) == 2 and Busy.calls[1] - Busy.calls[0] >= 0.9  # one retry, after Retry-After
+        assert ServedScorer("m", base_url=url, retries=2).generate(
+            ["Egypt is in"], max_new_tokens=2
+        ) == [" Africa"]
+        assert (
+            len(Busy.calls) == 2 and Busy.calls[1] - Busy.calls[0] >= 0.9
+        )  # one retry, after Retry-After
     finally:
         server.shutdown()
 
@@ -153,7 +165,11 @@ class EchoingServer(http.server.BaseHTTPRequestHandler):
         ids = enc["input_ids"]
         with torch.no_grad():
             logp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), dim=-1)
-        values = [None] + [float(logp[i - 1, ids[i]]) for i in range(1, len(ids))] + [float(logp[-1].max())]
+        values = (
+            [None]
+            + [float(logp[i - 1, ids[i]]) for i in range(1, len(ids))]
+            + [float(logp[-1].max())]
+        )
         offsets = [start for start, _ in enc["offset_mapping"]] + [len(body["prompt"])]
         tokens = self.tokenizer.convert_ids_to_tokens(ids) + ["x"]
         reply = {

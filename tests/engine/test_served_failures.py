@@ -43,7 +43,9 @@ def ask(scorer: ServedScorer, what: str) -> object:
 
 
 @pytest.mark.parametrize("what", ["generate", "chat", "score"])
-def test_a_stalled_server_fails_within_timeout_times_tries_naming_the_url_and_both_flags(server, what):
+def test_a_stalled_server_fails_within_timeout_times_tries_naming_the_url_and_both_flags(
+    server, what
+):
     url, behaviour = server
     behaviour.stall = True
     scorer = ServedScorer("m", base_url=url, timeout=0.2, retries=1)
@@ -84,22 +86,57 @@ def echoed(values: list, offsets: list | None = None) -> bytes:
     """A vLLM completion echoing `LEFT + " " + CANDIDATE` with these log-probs (the last is the generated token)."""
     start = len(LEFT)
     offsets = offsets if offsets is not None else [0, 6, 9, start, start + 7][-len(values) :]
-    logprobs = {"tokens": ["t"] * len(values), "token_logprobs": values, "text_offset": offsets, "top_logprobs": None}
+    logprobs = {
+        "tokens": ["t"] * len(values),
+        "token_logprobs": values,
+        "text_offset": offsets,
+        "top_logprobs": None,
+    }
     return completion({"index": 0, "text": "x", "finish_reason": "length", "logprobs": logprobs})
 
 
 BAD_REPLIES = {
     # case: (request, body, content type, what the error says)
-    "no-choices": ("generate", b'{"id": "x", "object": "text_completion"}', "application/json", "no choices"),
+    "no-choices": (
+        "generate",
+        b'{"id": "x", "object": "text_completion"}',
+        "application/json",
+        "no choices",
+    ),
     "empty-choices": ("score", b'{"id": "x", "choices": []}', "application/json", "no choices"),
-    "text-null": ("generate", completion({"index": 0, "text": None}), "application/json", "text is None"),
+    "text-null": (
+        "generate",
+        completion({"index": 0, "text": None}),
+        "application/json",
+        "text is None",
+    ),
     "chat-without-message": ("chat", completion({"index": 0}), "application/json", "no message"),
-    "html": ("generate", b"<html><body>502 Bad Gateway</body></html>", "text/html", "not a completion.*<html>"),
+    "html": (
+        "generate",
+        b"<html><body>502 Bad Gateway</body></html>",
+        "text/html",
+        "not a completion.*<html>",
+    ),
     "html-scoring": ("score", b"<html>proxy login</html>", "text/html", "not a completion"),
-    "broken-json": ("generate", b'{"choices": [{"text": "Afr', "application/json", "not valid JSON"),
-    "lengths-differ": ("score", echoed([None, -1.0, -2.0, -0.5, -0.1], [0, 6, 9]), "application/json", "pair up"),
+    "broken-json": (
+        "generate",
+        b'{"choices": [{"text": "Afr',
+        "application/json",
+        "not valid JSON",
+    ),
+    "lengths-differ": (
+        "score",
+        echoed([None, -1.0, -2.0, -0.5, -0.1], [0, 6, 9]),
+        "application/json",
+        "pair up",
+    ),
     "nan": ("score", echoed([None, -1.0, -2.0, math.nan, -0.1]), "application/json", "include nan"),
-    "inf": ("score", echoed([None, -1.0, -2.0, -math.inf, -0.1]), "application/json", "include -inf"),
+    "inf": (
+        "score",
+        echoed([None, -1.0, -2.0, -math.inf, -0.1]),
+        "application/json",
+        "include -inf",
+    ),
     "positive": ("score", echoed([None, -1.0, -2.0, 0.7, -0.1]), "application/json", "include 0.7"),
     "offset-not-a-number": (
         "score",
@@ -141,32 +178,62 @@ def test_bad_timeouts_and_retries_are_refused_when_the_settings_are_made(setting
 def test_the_run_settings_reach_the_served_model(server):
     url, behaviour = server
     behaviour.stall = True
-    scorer = load_scorer("openai:m", RunSettings(base_url=url, request_timeout=0.3, max_retries=0, no_cache=True))
+    scorer = load_scorer(
+        "openai:m", RunSettings(base_url=url, request_timeout=0.3, max_retries=0, no_cache=True)
+    )
     with pytest.raises(EndpointError, match=r"--request-timeout 0.3, --max-retries 0"):
         scorer.generate([LEFT], max_new_tokens=2)
     assert len(behaviour.calls) == 1
 
 
-def test_the_cli_ends_a_run_on_a_stalled_server_in_one_line_and_records_the_settings(server, tmp_path, capsys):
+def test_the_cli_ends_a_run_on_a_stalled_server_in_one_line_and_records_the_settings(
+    server, tmp_path, capsys
+):
     url, behaviour = server
     behaviour.stall = True
     data = write_dlama(tmp_path / "dlama")
-    argv = ["run", "dlama_arab_west", "--model", "openai:m", "--base-url", url, "--data-dir", str(data)]
-    argv += ["--request-timeout", "0.2", "--max-retries", "0", "--no-cache", "--out", str(tmp_path / "run")]
+    argv = [
+        "run",
+        "dlama_arab_west",
+        "--model",
+        "openai:m",
+        "--base-url",
+        url,
+        "--data-dir",
+        str(data),
+    ]
+    argv += [
+        "--request-timeout",
+        "0.2",
+        "--max-retries",
+        "0",
+        "--no-cache",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     started = time.monotonic()
     assert main(argv) == 2
     assert time.monotonic() - started < 10
     err = capsys.readouterr().err.strip()
-    message = err.split("culture-probe: error: ")[-1]  # after the data loader's and the run's progress bars
-    assert message.startswith(f"The server at {url} did not answer: 1 try of 0.2 s timed out") and "\n" not in message
+    message = err.split("culture-probe: error: ")[
+        -1
+    ]  # after the data loader's and the run's progress bars
+    assert (
+        message.startswith(f"The server at {url} did not answer: 1 try of 0.2 s timed out")
+        and "\n" not in message
+    )
     assert "(--request-timeout 0.2, --max-retries 0)" in message
     run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
     assert (run["request_timeout"], run["max_retries"]) == (0.2, 0)
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--request-timeout", "0"), ("--max-retries", "-1")])
-def test_the_cli_refuses_a_bad_timeout_or_retry_count_before_anything_loads(tmp_path, capsys, flag, value):
+def test_the_cli_refuses_a_bad_timeout_or_retry_count_before_anything_loads(
+    tmp_path, capsys, flag, value
+):
     argv = ["run", "dlama_arab_west", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1"]
     assert main([*argv, "--data-dir", str(tmp_path / "absent"), flag, value]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith(f"culture-probe: error: {flag[2:].replace('-', '_')} must be")
+    assert err.count("\n") == 0 and err.startswith(
+        f"culture-probe: error: {flag[2:].replace('-', '_')} must be"
+    )

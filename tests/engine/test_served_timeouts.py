@@ -25,7 +25,9 @@ TIMEOUT, RETRIES = 1.0, 1
 BACKOFF = 0.5  # the `openai` client's first backoff (0.5 s, less up to 25% jitter)
 SLACK = 3.0  # a busy 2-core machine's start-up of the client and the threads
 # A completion padded to a long body: trickled at 0.25 s a byte it would take minutes.
-REPLY = json.dumps({"id": "x", "object": "text_completion", "choices": [{"index": 0, "text": " Africa"}]}).encode()
+REPLY = json.dumps(
+    {"id": "x", "object": "text_completion", "choices": [{"index": 0, "text": " Africa"}]}
+).encode()
 LONG_REPLY = REPLY[:-1] + b" " * 400 + b"}"
 
 
@@ -42,14 +44,18 @@ def misbehave(behaviour: Behaviour, how: str) -> None:
     head = len(behaviour.head())
     behaviour.stall = how == "stall"
     behaviour.trickle = 0.25 if how.startswith("trickle") else None
-    behaviour.cut_at = {"trickle-body": head, "half-answer": head + len(behaviour.body) // 2}.get(how)
+    behaviour.cut_at = {"trickle-body": head, "half-answer": head + len(behaviour.body) // 2}.get(
+        how
+    )
 
 
 BEHAVIOURS = ["stall", "trickle-headers", "trickle-body", "half-answer"]
 
 
 @pytest.mark.parametrize("how", BEHAVIOURS)
-def test_a_server_that_stalls_trickles_or_half_answers_fails_within_timeout_times_tries(server, how):
+def test_a_server_that_stalls_trickles_or_half_answers_fails_within_timeout_times_tries(
+    server, how
+):
     url, behaviour = server
     misbehave(behaviour, how)
     scorer = ServedScorer("m", base_url=url, timeout=TIMEOUT, retries=RETRIES)
@@ -58,7 +64,10 @@ def test_a_server_that_stalls_trickles_or_half_answers_fails_within_timeout_time
         scorer.generate(["Egypt is in"], max_new_tokens=2)
     elapsed = time.monotonic() - started
     message = str(caught.value)
-    assert message.startswith(f"The server at {url} did not answer: 2 tries of 1 s timed out") and "\n" not in message
+    assert (
+        message.startswith(f"The server at {url} did not answer: 2 tries of 1 s timed out")
+        and "\n" not in message
+    )
     assert "(--request-timeout 1, --max-retries 1)" in message
     assert len(behaviour.calls) == RETRIES + 1
     assert TIMEOUT * (RETRIES + 1) <= elapsed < TIMEOUT * (RETRIES + 1) + BACKOFF + SLACK, elapsed
@@ -67,23 +76,48 @@ def test_a_server_that_stalls_trickles_or_half_answers_fails_within_timeout_time
 def test_a_reply_that_arrives_whole_in_time_is_used(server):
     url, behaviour = server
     behaviour.body = REPLY
-    behaviour.cut_at, behaviour.trickle = len(behaviour.head()), 0.001  # trickled fast, done well within the time
-    assert ServedScorer("m", base_url=url, timeout=5, retries=0).generate(["Egypt is in"], max_new_tokens=2) == [
-        " Africa"
-    ]
+    behaviour.cut_at, behaviour.trickle = (
+        len(behaviour.head()),
+        0.001,
+    )  # trickled fast, done well within the time
+    assert ServedScorer("m", base_url=url, timeout=5, retries=0).generate(
+        ["Egypt is in"], max_new_tokens=2
+    ) == [" Africa"]
 
 
 def test_the_cli_ends_a_run_on_a_trickling_server_in_one_line(server, tmp_path, capsys):
     url, behaviour = server
     misbehave(behaviour, "trickle-body")
     data = write_dlama(tmp_path / "dlama")
-    argv = ["run", "dlama_arab_west", "--model", "openai:m", "--base-url", url, "--data-dir", str(data)]
-    argv += ["--request-timeout", "1", "--max-retries", "0", "--no-cache", "--out", str(tmp_path / "run")]
+    argv = [
+        "run",
+        "dlama_arab_west",
+        "--model",
+        "openai:m",
+        "--base-url",
+        url,
+        "--data-dir",
+        str(data),
+    ]
+    argv += [
+        "--request-timeout",
+        "1",
+        "--max-retries",
+        "0",
+        "--no-cache",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     started = time.monotonic()
     assert main(argv) == 2
-    assert time.monotonic() - started < 1 + SLACK + 5  # one try, and the loading of the run around it
+    assert (
+        time.monotonic() - started < 1 + SLACK + 5
+    )  # one try, and the loading of the run around it
     message = capsys.readouterr().err.strip().split("culture-probe: error: ")[-1]
-    assert message.startswith(f"The server at {url} did not answer: 1 try of 1 s timed out") and "\n" not in message
+    assert (
+        message.startswith(f"The server at {url} did not answer: 1 try of 1 s timed out")
+        and "\n" not in message
+    )
     assert "(--request-timeout 1, --max-retries 0)" in message
 
 
@@ -95,7 +129,9 @@ def test_a_socket_operation_after_the_deadline_fails_however_fast_the_server_ans
     from culture_probe.engine.deadline import Deadline
 
     deadline = Deadline(0.05)
-    assert deadline.clip(7.0, httpcore2.ReadTimeout) == 7.0  # no try sent yet: the library's own timeout
+    assert (
+        deadline.clip(7.0, httpcore2.ReadTimeout) == 7.0
+    )  # no try sent yet: the library's own timeout
     deadline.start(request=None)
     assert 0 < deadline.clip(None, httpcore2.ReadTimeout) <= 0.05
     time.sleep(0.06)

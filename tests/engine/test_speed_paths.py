@@ -21,9 +21,23 @@ from culture_probe.engine import Scorer, ScoreRequest
 REQUESTS = [
     ScoreRequest(
         "Egypt is located in",
-        ["Africa", "Afric", "Africana", "Asia", "Asiana", "Afrasia", "olive oil", "olive oils", "Japanese", "Japans"],
+        [
+            "Africa",
+            "Afric",
+            "Africana",
+            "Asia",
+            "Asiana",
+            "Afrasia",
+            "olive oil",
+            "olive oils",
+            "Japanese",
+            "Japans",
+        ],
     ),
-    ScoreRequest("The ingredients of pizza include", ["cheese", "tomato", "olive oil", "olive", "garlic", "rice"]),
+    ScoreRequest(
+        "The ingredients of pizza include",
+        ["cheese", "tomato", "olive oil", "olive", "garlic", "rice"],
+    ),
 ]
 
 
@@ -72,25 +86,36 @@ def watch(model, tokenizer, monkeypatch):
 
 def trie_needs(tok, request: ScoreRequest) -> tuple[int, int, int]:
     """(context tokens, inner trie nodes, candidate tokens beyond the first) of a causal request."""
-    encoded = [reference_tokens(tok, request.left, cand, request.right, request.sep) for cand in request.candidates]
+    encoded = [
+        reference_tokens(tok, request.left, cand, request.right, request.sep)
+        for cand in request.candidates
+    ]
     context = encoded[0][0]
     seqs = [tuple(cand) for _, cand, _, _ in encoded]
-    inner = {seq[:j] for seq in seqs for j in range(1, len(seq))}  # prefixes some candidate continues
+    inner = {
+        seq[:j] for seq in seqs for j in range(1, len(seq))
+    }  # prefixes some candidate continues
     return len(context), len(inner), sum(len(seq) - 1 for seq in seqs)
 
 
-@pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace"), ("bloom", "wordpiece")])
+@pytest.mark.parametrize(
+    "arch,kind", [("gpt2", "bpe"), ("llama", "metaspace"), ("bloom", "wordpiece")]
+)
 def test_causal_runs_each_context_and_each_inner_trie_node_once(arch, kind, monkeypatch):
     model, tok = tiny(arch, kind)
     needs = [trie_needs(tok, r) for r in REQUESTS]
-    assert sum(n[1] for n in needs) < sum(n[2] for n in needs)  # the candidates really share prefixes
+    assert sum(n[1] for n in needs) < sum(
+        n[2] for n in needs
+    )  # the candidates really share prefixes
     scorer = Scorer(model, tok)
     with watch(model, tok, monkeypatch) as seen:
         scorer.score(REQUESTS)
     assert seen.tokens == sum(ctx + inner for ctx, inner, _ in needs)
     # One predicting position per context (the first candidate token) and one per inner node, nothing else.
     assert seen.normalizer_rows == sum(1 + inner for _, inner, _ in needs)
-    if scorer.model.config.model_type != "bloom":  # packed path: the LM head sees predicting positions only
+    if (
+        scorer.model.config.model_type != "bloom"
+    ):  # packed path: the LM head sees predicting positions only
         assert seen.head_rows == seen.normalizer_rows
 
 
@@ -108,17 +133,27 @@ def test_one_token_candidates_never_run_past_the_context(monkeypatch):
 def test_masked_typed_runs_one_input_per_distinct_length(arch, kind, monkeypatch):
     model, tok = tiny(arch, kind)
     requests = [
-        ScoreRequest("Egypt is located in", ["Africa", "Afric", "Africana", "Asia", "olive oil", "rice"]),
-        ScoreRequest("The ingredients of pizza include", ["cheese", "tomato", "garlic", "olive oil"], right="."),
+        ScoreRequest(
+            "Egypt is located in", ["Africa", "Afric", "Africana", "Asia", "olive oil", "rice"]
+        ),
+        ScoreRequest(
+            "The ingredients of pizza include",
+            ["cheese", "tomato", "garlic", "olive oil"],
+            right=".",
+        ),
     ]
     groups = [
         {
             (len(c), tuple(r))
-            for _, c, r, _ in (reference_tokens(tok, q.left, cand, q.right, q.sep) for cand in q.candidates)
+            for _, c, r, _ in (
+                reference_tokens(tok, q.left, cand, q.right, q.sep) for cand in q.candidates
+            )
         }
         for q in requests
     ]
-    assert len(groups[0]) > 1 and len(groups[0]) < len(requests[0].candidates)  # several k, some shared
+    assert len(groups[0]) > 1 and len(groups[0]) < len(
+        requests[0].candidates
+    )  # several k, some shared
     with watch(model, tok, monkeypatch) as seen:
         Scorer(model, tok).score(requests)
     assert len(seen.inputs) == sum(len(g) for g in groups)
@@ -137,7 +172,9 @@ def test_multi_pass_tanh_gelu_runs_fused_while_scoring_and_the_model_is_left_as_
     fused: list[int] = []
     original = torch.nn.functional.gelu
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(torch.nn.functional, "gelu", lambda x, **kw: fused.append(1) or original(x, **kw))
+        patch.setattr(
+            torch.nn.functional, "gelu", lambda x, **kw: fused.append(1) or original(x, **kw)
+        )
         got = Scorer(model, tok).score(REQUESTS)
     assert len(fused) >= len(gelus)  # every layer's activation went through torch's fused kernel
     assert all("forward" not in vars(m) for m in gelus)  # restored: the class's own forward again
@@ -149,4 +186,6 @@ def test_multi_pass_tanh_gelu_runs_fused_while_scoring_and_the_model_is_left_as_
             patch.setattr(backend, "TANH_GELUS", ())
             want = plain.score(REQUESTS)
     for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(torch.tensor(a.sum_logprob), torch.tensor(b.sum_logprob), atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            torch.tensor(a.sum_logprob), torch.tensor(b.sum_logprob), atol=1e-5, rtol=0
+        )

@@ -99,7 +99,10 @@ def test_wordpiece_tokenizes_like_bert():
     pieces = tok.tokenize("sushirice")
     assert len(pieces) > 1 and all(p.startswith("##") for p in pieces[1:])
     assert (
-        tok.decode(tok("people in peru eat rice")["input_ids"], skip_special_tokens=True) == "people in peru eat rice"
+        tok.decode(tok("people in peru eat rice")["input_ids"], skip_special_tokens=True)
+        == "people in peru eat rice"
     )
     assert tok.convert_ids_to_tokens(tok("rice")["input_ids"])[::2] == ["[CLS]", "[SEP]"]
-    assert tok.tokenize("zebra") == ["[UNK]"]  # "z" never seen: the whole word is unknown, as in BERT
+    assert tok.tokenize("zebra") == [
+        "[UNK]"
+    ]  # "z" never seen: the whole word is unknown, as in BERT

@@ -36,7 +36,11 @@ def short_model(arch: str, kind: str):
 def scored(scorer, requests, **options):
     """Scores, the ids each forward received (padding dropped) and the warnings raised."""
     inputs = []
-    module = scorer.model.get_encoder() if scorer.kind == "seq2seq" else scorer.model.get_input_embeddings()
+    module = (
+        scorer.model.get_encoder()
+        if scorer.kind == "seq2seq"
+        else scorer.model.get_input_embeddings()
+    )
     pad = scorer.tokenizer.pad_token_id
 
     def hook(_module, args, kwargs):
@@ -63,7 +67,9 @@ def test_masked_keeps_cls_masks_right_and_sep_and_cuts_the_left():
     assert len(warned) == 1
     ctx, cand, right, suffix = reference_tokens(tok, LEFT, "Afrasia", " and Asia .", None)
     assert len(cand) > 1 and suffix == [tok.sep_token_id]
-    keep = LIMIT - 1 - len(cand) - len(right) - len(suffix)  # [CLS] + kept context + masks + right + [SEP]
+    keep = (
+        LIMIT - 1 - len(cand) - len(right) - len(suffix)
+    )  # [CLS] + kept context + masks + right + [SEP]
     want = ctx[:1] + ctx[len(ctx) - keep :] + [tok.mask_token_id] * len(cand) + right + suffix
     assert ctx[0] == tok.cls_token_id and want in inputs and max(map(len, inputs)) == LIMIT
     for row in inputs:
@@ -94,25 +100,50 @@ def test_seq2seq_keeps_slot_right_and_eos_and_cuts_the_left():
     cand = target[target.index(s0) + 1 : target.index(s1)]
     decoder = [model.config.decoder_start_token_id, s0] + cand[:-1]
     with torch.no_grad():
-        logits = model(input_ids=torch.tensor([want]), decoder_input_ids=torch.tensor([decoder])).logits[0]
+        logits = model(
+            input_ids=torch.tensor([want]), decoder_input_ids=torch.tensor([decoder])
+        ).logits[0]
     lp = torch.log_softmax(logits.double(), -1)
-    np.testing.assert_allclose(out[0].token_logprobs[1], [lp[1 + j, t].item() for j, t in enumerate(cand)], atol=1e-5)
+    np.testing.assert_allclose(
+        out[0].token_logprobs[1], [lp[1 + j, t].item() for j, t in enumerate(cand)], atol=1e-5
+    )
 
 
 @pytest.mark.parametrize(
     "arch,kind,what,request_,options",
     [
         ("gpt2", "bpe", "candidate", ScoreRequest("Egypt", [" ".join(["Africa"] * 30)]), {}),
-        ("gpt2", "bpe", "right text", ScoreRequest("Egypt", ["Africa"], right=" Asia" * 30), {"score_right": True}),
+        (
+            "gpt2",
+            "bpe",
+            "right text",
+            ScoreRequest("Egypt", ["Africa"], right=" Asia" * 30),
+            {"score_right": True},
+        ),
         ("bert", "wordpiece", "candidate", ScoreRequest("Egypt", [" ".join(["Africa"] * 30)]), {}),
-        ("bert", "wordpiece", "right text", ScoreRequest("Egypt", ["Africa"], right=" Asia" * 30), {}),
-        ("t5", "metaspace", "right text", ScoreRequest("Egypt", ["Africa"], right=" Asia" * 30), {}),
+        (
+            "bert",
+            "wordpiece",
+            "right text",
+            ScoreRequest("Egypt", ["Africa"], right=" Asia" * 30),
+            {},
+        ),
+        (
+            "t5",
+            "metaspace",
+            "right text",
+            ScoreRequest("Egypt", ["Africa"], right=" Asia" * 30),
+            {},
+        ),
     ],
 )
-def test_input_that_leaves_no_room_for_a_context_names_the_culprit(arch, kind, what, request_, options):
+def test_input_that_leaves_no_room_for_a_context_names_the_culprit(
+    arch, kind, what, request_, options
+):
     model, tok = short_model(arch, kind)
     with pytest.raises(
-        InputTooLongError, match=f"The {what} is too long: .*model's {LIMIT} positions. Shorten the {what}"
+        InputTooLongError,
+        match=f"The {what} is too long: .*model's {LIMIT} positions. Shorten the {what}",
     ):
         Scorer(model, tok).score([request_], **options)
 
@@ -125,7 +156,11 @@ REQUESTS = [
     for k in (1, 3, 5, 8, 12)
 ]
 # a request's own limit (max_tokens) cuts too, below the model's
-REQUESTS.append(ScoreRequest(" ".join(["Egypt is located in"] * 2), ["Africa"], right=" and Asia .", max_tokens=12))
+REQUESTS.append(
+    ScoreRequest(
+        " ".join(["Egypt is located in"] * 2), ["Africa"], right=" and Asia .", max_tokens=12
+    )
+)
 KINDS = [("gpt2", "bpe"), ("bert", "wordpiece"), ("t5", "metaspace")]
 
 
@@ -139,20 +174,28 @@ def reference_cut(scorer, request: ScoreRequest) -> int:
     longest = 0
     for cand in request.candidates:
         ctx, ids, _, suffix = reference_tokens(tok, request.left, cand, "", None)
-        if scorer.kind == "masked":  # the masks, then the right text as the original probes tokenize it
+        if (
+            scorer.kind == "masked"
+        ):  # the masks, then the right text as the original probes tokenize it
             ids = ids + masked_right_ids(tok, request.left, len(ids), request.right, None) + suffix
         longest = max(longest, len(ctx) + len(ids))
     return max(0, longest - limit)
 
 
 def expected_cuts(cuts: list[int]) -> Cuts:
-    return Cuts(encoded=len(cuts), cut=sum(c > 0 for c in cuts), tokens_cut=sum(cuts), max_cut=max(cuts))
+    return Cuts(
+        encoded=len(cuts), cut=sum(c > 0 for c in cuts), tokens_cut=sum(cuts), max_cut=max(cuts)
+    )
 
 
 def forward_count(scorer) -> list[int]:
     """A list that grows by one per forward pass of the model."""
     calls: list[int] = []
-    module = scorer.model.get_encoder() if scorer.kind == "seq2seq" else scorer.model.get_input_embeddings()
+    module = (
+        scorer.model.get_encoder()
+        if scorer.kind == "seq2seq"
+        else scorer.model.get_input_embeddings()
+    )
     module.register_forward_pre_hook(lambda *_: calls.append(1))
     return calls
 
@@ -197,7 +240,9 @@ def test_each_recording_counts_afresh_and_warns_once_naming_its_label():
             scorer.score(REQUESTS[-2:-1])
     warned = [str(w.message) for w in caught if "cut on the left" in str(w.message)]
     assert len(warned) == 2
-    assert warned[0].startswith(f"dlama_ar_west: a context longer than the input limit ({LIMIT} tokens)")
+    assert warned[0].startswith(
+        f"dlama_ar_west: a context longer than the input limit ({LIMIT} tokens)"
+    )
     assert warned[1].startswith("fmlama_ar: a context longer")
     assert first.contexts.encoded == 2 * len(REQUESTS)
     assert scorer.truncation.contexts == expected_cuts([reference_cut(scorer, REQUESTS[-2])])
@@ -232,4 +277,8 @@ def test_the_report_header_names_what_was_cut_and_nothing_else():
         f"- **inputs cut to fit the model**: {c.cut} of {c.encoded} contexts cut on the left, up to {c.max_cut} "
         f"tokens ({c.tokens_cut} in all); candidates and new tokens were kept whole (`truncation` in metrics.json)"
     ]
-    assert truncation_lines(Truncation(contexts=Cuts(encoded=5)).to_json()) == truncation_lines(None) == []
+    assert (
+        truncation_lines(Truncation(contexts=Cuts(encoded=5)).to_json())
+        == truncation_lines(None)
+        == []
+    )

@@ -27,20 +27,34 @@ class Case:
     arch: str
     options: dict[str, Any] = field(default_factory=dict)
     chat_template: bool = False
-    judge_arch: str | None = None  # X-FaKT's LLM judge, a tiny model too (rotary: its long rubric fits)
+    judge_arch: str | None = (
+        None  # X-FaKT's LLM judge, a tiny model too (rotary: its long rubric fits)
+    )
 
 
 CASES = {
     "dlama": [
         Case("masked", "dlama_arab_west", "bert"),
         Case("causal", "dlama_arab_west", "gpt2"),
-        Case("generate", "dlama_arab_west", "gpt2", {"mode": "generate", "max_new_tokens": 6}, chat_template=True),
+        Case(
+            "generate",
+            "dlama_arab_west",
+            "gpt2",
+            {"mode": "generate", "max_new_tokens": 6},
+            chat_template=True,
+        ),
     ],
     "fmlama": [
         Case("masked_en", "fmlama_en", "bert"),
         Case("causal_en", "fmlama_en", "gpt2"),
         Case("seq2seq_en", "fmlama_en", "t5"),
-        Case("chat_en", "fmlama_en", "gpt2", {"mode": "chat", "chat_max_new_tokens": 6}, chat_template=True),
+        Case(
+            "chat_en",
+            "fmlama_en",
+            "gpt2",
+            {"mode": "chat", "chat_max_new_tokens": 6},
+            chat_template=True,
+        ),
         Case("masked_zh", "fmlama_zh", "bert"),
     ],
     "camel": [
@@ -52,10 +66,21 @@ CASES = {
             "gpt2",
             {"n_runs": 2, "sample_size": 4, "n_shot": 1, "culture_token": True},
         ),
-        Case("seq2seq", "camel_co_prompts", "t5", {"n_runs": 1, "sample_size": 3, "seq2seq_style": "plain"}),
+        Case(
+            "seq2seq",
+            "camel_co_prompts",
+            "t5",
+            {"n_runs": 1, "sample_size": 3, "seq2seq_style": "plain"},
+        ),
     ],
     "xfakt": [
-        Case("generate", "xfakt_factual_recall", "gpt2", {"judge": "string", "max_new_tokens": 6}, chat_template=True),
+        Case(
+            "generate",
+            "xfakt_factual_recall",
+            "gpt2",
+            {"judge": "string", "max_new_tokens": 6},
+            chat_template=True,
+        ),
         Case("rank", "xfakt_factual_recall", "gpt2", {"mode": "rank"}, chat_template=True),
         Case(
             "judged",
@@ -95,7 +120,9 @@ def select_rows(config: str, mirror: Path) -> list[dict[str, Any]]:
     """A small, varied subset of a config's real rows (only used when the golden files are written)."""
     from culture_probe.data.registry import load_benchmark
 
-    data_dir = {"dlama": mirror / "manual/dlama/dlama-v1", "maps": mirror / "manual/maps"}.get(config.split("_")[0])
+    data_dir = {"dlama": mirror / "manual/dlama/dlama-v1", "maps": mirror / "manual/maps"}.get(
+        config.split("_")[0]
+    )
     rows = [dict(r) for r in load_benchmark(config, data_dir=data_dir)["test"]]
     if config.startswith("dlama"):
         return _pick(rows, lambda r: (r["language"], r["predicate"], r["culture"]), 1)
@@ -132,7 +159,9 @@ def corpus(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def build_model(path: Path, arch: str, rows: list[dict[str, Any]], chat_template: bool, positions: int = 512) -> Path:
+def build_model(
+    path: Path, arch: str, rows: list[dict[str, Any]], chat_template: bool, positions: int = 512
+) -> Path:
     """A tiny random model of `arch` with a tokenizer trained on the rows' strings (`positions`: a decoder's)."""
     from culture_probe.models.planted_benchmarks import CHAT_TEMPLATE
     from culture_probe.models.tiny import ARCH_KIND, save_tiny, train_tokenizer
@@ -154,11 +183,24 @@ def run_case(case: Case, rows: list[dict[str, Any]], workdir: Path, mirror: Path
         # positions for the whole rubric: generation cuts longer prompts now (issue 16); rotary weights do not
         # depend on the count, so the golden judge is the same model as before
         options["judge_model"] = str(
-            build_model(workdir / f"{case.config}-{case.name}-judge", case.judge_arch, rows, True, positions=4096)
+            build_model(
+                workdir / f"{case.config}-{case.name}-judge",
+                case.judge_arch,
+                rows,
+                True,
+                positions=4096,
+            )
         )
-    data_dir = mirror / "manual/maps" if case.config.startswith("maps") else None  # MAPS: few-shot rows too
-    result = culture_probe.run(case.config, str(model), rows=rows, data_dir=data_dir, progress=False, **options)
-    return {"records": [r if isinstance(r, dict) else r.to_json() for r in result.records], "metrics": result.metrics}
+    data_dir = (
+        mirror / "manual/maps" if case.config.startswith("maps") else None
+    )  # MAPS: few-shot rows too
+    result = culture_probe.run(
+        case.config, str(model), rows=rows, data_dir=data_dir, progress=False, **options
+    )
+    return {
+        "records": [r if isinstance(r, dict) else r.to_json() for r in result.records],
+        "metrics": result.metrics,
+    }
 
 
 def golden_path(bench: str) -> Path:
@@ -190,11 +232,21 @@ if __name__ == "__main__":
     import tempfile
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    mirror_root = Path(os.environ.get("CULTURE_PROBE_MIRROR") or HERE.parents[2] / "shared" / "mirror")
-    parser = argparse.ArgumentParser(description="Rewrite golden runs (only when a change is meant to move them).")
-    parser.add_argument("benches", nargs="*", help=f"benchmarks (default: all of {', '.join(CASES)})")
-    parser.add_argument("--why", required=True, help="what moved and why: kept in the golden file's `changes`")
-    parser.add_argument("--reselect", action="store_true", help="draw the rows anew from the mirror")
+    mirror_root = Path(
+        os.environ.get("CULTURE_PROBE_MIRROR") or HERE.parents[2] / "shared" / "mirror"
+    )
+    parser = argparse.ArgumentParser(
+        description="Rewrite golden runs (only when a change is meant to move them)."
+    )
+    parser.add_argument(
+        "benches", nargs="*", help=f"benchmarks (default: all of {', '.join(CASES)})"
+    )
+    parser.add_argument(
+        "--why", required=True, help="what moved and why: kept in the golden file's `changes`"
+    )
+    parser.add_argument(
+        "--reselect", action="store_true", help="draw the rows anew from the mirror"
+    )
     args = parser.parse_args()
     if unknown := set(args.benches) - set(CASES):
         parser.error(f"no golden runs for {', '.join(sorted(unknown))}")

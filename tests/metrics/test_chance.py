@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics.chance import chance_value, random_average_precision, random_precision_at_1
+from culture_probe.metrics.chance import (
+    chance_value,
+    random_average_precision,
+    random_precision_at_1,
+)
 from culture_probe.metrics.dlama import hits_at_k
 from culture_probe.metrics.fmlama import average_precision
 from culture_probe.metrics.results import UnitTable, estimate
@@ -27,7 +31,9 @@ def test_random_p_at_1_is_the_mean_over_every_ranking(n, g):
     rankings = every_ranking(n)
     gold = [f"c{i}" for i in range(g)]
     hits = hits_at_k([list(r) for r in rankings], [gold] * len(rankings))
-    expected = float(np.nan_to_num(hits, nan=0.0).mean())  # an item without gold: the metric skips it, chance 0
+    expected = float(
+        np.nan_to_num(hits, nan=0.0).mean()
+    )  # an item without gold: the metric skips it, chance 0
     assert random_precision_at_1(g, n) == pytest.approx(expected, abs=1e-12)
 
 
@@ -41,14 +47,20 @@ def test_random_average_precision_is_the_mean_ap_over_every_ranking(n, g):
 def test_gold_missing_from_the_ranking_scales_ap_as_the_metric_does():
     """A gold item the ranking lacks (FmLAMA's F2 length cap) counts in AP's denominator and adds nothing."""
     ranked, absent = {"c0", "c1"}, {"gone"}
-    mean_ap = math.fsum(average_precision(r, ranked | absent) for r in every_ranking(5)) / math.factorial(5)
+    mean_ap = math.fsum(
+        average_precision(r, ranked | absent) for r in every_ranking(5)
+    ) / math.factorial(5)
     assert random_average_precision(2, 5, denominator=3) == pytest.approx(mean_ap, abs=1e-12)
     assert random_average_precision(0, 5, denominator=2) == 0.0
 
 
 def test_closed_forms_at_the_edges():
-    assert random_average_precision(1, 1) == 1.0 and random_average_precision(4, 4) == pytest.approx(1.0)
-    assert random_average_precision(1, 4) == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)  # E[1/rank]
+    assert random_average_precision(1, 1) == 1.0 and random_average_precision(
+        4, 4
+    ) == pytest.approx(1.0)
+    assert random_average_precision(1, 4) == pytest.approx(
+        (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4
+    )  # E[1/rank]
     for bad in ((3, 2), (-1, 2), (0, 0)):
         with pytest.raises(MetricInputError):
             random_precision_at_1(*bad)
@@ -63,4 +75,6 @@ def test_a_run_chance_level_is_aggregated_as_the_metric():
     group_x = (np.mean([50.0, 100.0]) + 25.0) / 2  # replicate means over the units that have them
     assert chance_value(table) == pytest.approx((group_x + 20.0) / 2)
     assert chance_value(table) == pytest.approx(estimate(table)["value"])
-    assert chance_value(UnitTable("m", ("a",), np.array([[np.nan]]))) is None  # no unit with a value
+    assert (
+        chance_value(UnitTable("m", ("a",), np.array([[np.nan]]))) is None
+    )  # no unit with a value

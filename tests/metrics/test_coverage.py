@@ -23,11 +23,23 @@ import pytest
 from scipy import stats
 
 from culture_probe.metrics.results import UnitTable, estimate
-from culture_probe.metrics.xfakt import ASSOCIATIONS, GradedAnswer, answers_summary, transfer_estimates
+from culture_probe.metrics.xfakt import (
+    ASSOCIATIONS,
+    GradedAnswer,
+    answers_summary,
+    transfer_estimates,
+)
 
 NOMINAL_FLOOR = 0.93  # the issue's bar: a 95% interval that covers less than this is not honest
-SIMULATIONS = 600  # per simulated cell: a coverage of 0.95 is measured to about ±0.009 (one standard error)
-BANDS = {"p near 0": (0.005, 0.05), "p low": (0.05, 0.2), "p mid": (0.2, 0.8), "p near 1": (0.95, 0.995)}
+SIMULATIONS = (
+    600  # per simulated cell: a coverage of 0.95 is measured to about ±0.009 (one standard error)
+)
+BANDS = {
+    "p near 0": (0.005, 0.05),
+    "p low": (0.05, 0.2),
+    "p mid": (0.2, 0.8),
+    "p near 1": (0.95, 0.995),
+}
 SIZES = (5, 10, 20, 50, 100, 200)
 
 
@@ -59,7 +71,9 @@ def _simulated(design: str, method: str, results: Iterator[tuple[dict, float]]) 
     covered = [_covers(r, truth) for r, truth in shown]
     printed = len(shown) / SIMULATIONS
     width = float(np.mean([r["ci_high"] - r["ci_low"] for r, _ in shown])) if shown else None
-    return Coverage(design, method, float(np.mean(covered)) if covered else 1.0, None, printed, width)
+    return Coverage(
+        design, method, float(np.mean(covered)) if covered else 1.0, None, printed, width
+    )
 
 
 def _beta_propensities(rng: np.random.Generator, mean: float, rho: float, n: int) -> np.ndarray:
@@ -79,7 +93,9 @@ def proportion_coverage(n: int, band: str, points: int = 60) -> Coverage:
     covered = {}
     for k in range(n + 1):
         result = estimate(
-            UnitTable("p1", _ids(n), np.r_[np.full(k, 100.0), np.zeros(n - k)]).with_scale(100, binary=True)
+            UnitTable("p1", _ids(n), np.r_[np.full(k, 100.0), np.zeros(n - k)]).with_scale(
+                100, binary=True
+            )
         )
         covered[k] = (result["ci_low"] / 100, result["ci_high"] / 100)
     outcomes = np.arange(n + 1)
@@ -87,7 +103,10 @@ def proportion_coverage(n: int, band: str, points: int = 60) -> Coverage:
     truths = np.linspace(*BANDS[band], points)
     per_p = [float(stats.binom.pmf(outcomes, n, p)[(low <= p) & (p <= high)].sum()) for p in truths]
     return Coverage(
-        f"proportion, n = {n}, {band} ({BANDS[band][0]}-{BANDS[band][1]})", "Wilson", float(np.mean(per_p)), min(per_p)
+        f"proportion, n = {n}, {band} ({BANDS[band][0]}-{BANDS[band][1]})",
+        "Wilson",
+        float(np.mean(per_p)),
+        min(per_p),
     )
 
 
@@ -120,7 +139,12 @@ def demonstration_sets(n: int, mean: float, rho: float, replicates: int = 3) -> 
     def results() -> Iterator[tuple[dict, float]]:
         for _ in range(SIMULATIONS):
             right = rng.random((n, replicates)) < _beta_propensities(rng, mean, rho, n)[:, None]
-            yield estimate(UnitTable("accuracy", _ids(n), 100.0 * right).with_scale(100, binary=True)), 100 * mean
+            yield (
+                estimate(
+                    UnitTable("accuracy", _ids(n), 100.0 * right).with_scale(100, binary=True)
+                ),
+                100 * mean,
+            )
 
     design = f"{n} proverbs x {replicates} demonstration sets, p = {mean}, correlation {rho}"
     return _simulated(design, "Wilson (effective n)", results())
@@ -132,7 +156,10 @@ FAMILIES: dict[str, tuple[Callable[[np.random.Generator, int], np.ndarray], floa
         lambda rng, n: _templates(rng, np.clip(rng.beta(0.5, 2.0, n), 1e-3, 0.999)),
         0.2,
     ),
-    "AP with half zeros": (lambda rng, n: np.where(rng.random(n) < 0.5, 0.0, rng.beta(1.0, 3.0, n)), 0.125),
+    "AP with half zeros": (
+        lambda rng, n: np.where(rng.random(n) < 0.5, 0.0, rng.beta(1.0, 3.0, n)),
+        0.125,
+    ),
     "rare-hit AP (10% of dishes)": (
         lambda rng, n: np.where(rng.random(n) < 0.1, rng.uniform(0.05, 1.0, n), 0.0),
         0.1 * 0.525,
@@ -165,12 +192,17 @@ def skewed_mean(family: str, n: int) -> Coverage:
 
     def results() -> Iterator[tuple[dict, float]]:
         for _ in range(SIMULATIONS):
-            yield estimate(UnitTable("map", _ids(n), 100 * draw(rng, n)).with_scale(100)), 100 * truth
+            yield (
+                estimate(UnitTable("map", _ids(n), 100 * draw(rng, n)).with_scale(100)),
+                100 * truth,
+            )
 
     return _simulated(f"{family}, n = {n}", "t (Hall) / Wilson bound", results())
 
 
-def camel_design(types: int, prompts: int, runs: int, spreads: tuple[float, float, float]) -> Coverage:
+def camel_design(
+    types: int, prompts: int, runs: int, spreads: tuple[float, float, float]
+) -> Coverage:
     """CAMeL's CBS: per entity type, prompts crossed with runs (each run a fresh entity sample shared by every prompt
     of the type): prompt, entity-sample and residual effects with standard deviations `spreads` (points) around the
     type's mean; the truth is the mean over types of the type means, over prompts and entity samples.
@@ -191,7 +223,12 @@ def camel_design(types: int, prompts: int, runs: int, spreads: tuple[float, floa
             ]
             values = np.clip(np.concatenate(blocks), 0, 100)
             table = UnitTable(
-                "cbs", _ids(types * prompts), values, {"type": labels}, macro="type", crossed="entity samples"
+                "cbs",
+                _ids(types * prompts),
+                values,
+                {"type": labels},
+                macro="type",
+                crossed="entity samples",
             )
             yield estimate(table.with_scale(100)), float(means.mean())
 
@@ -218,15 +255,23 @@ def macro_groups(sizes: tuple[int, ...], binary: bool) -> Coverage:
 
     def results() -> Iterator[tuple[dict, float]]:
         for _ in range(SIMULATIONS):
-            values = 100 * np.concatenate([draw(m, size) for m, size in zip(means, sizes, strict=True)])
-            table = UnitTable("m", _ids(len(labels)), values, {"g": labels}, macro="g").with_scale(100, binary=binary)
+            values = 100 * np.concatenate(
+                [draw(m, size) for m, size in zip(means, sizes, strict=True)]
+            )
+            table = UnitTable("m", _ids(len(labels)), values, {"g": labels}, macro="g").with_scale(
+                100, binary=binary
+            )
             yield estimate(table), truth
 
     kind = "proportions" if binary else "bounded scores (half zeros)"
-    return _simulated(f"macro groups of {' + '.join(map(str, sizes))} units, {kind}", "per table", results())
+    return _simulated(
+        f"macro groups of {' + '.join(map(str, sizes))} units, {kind}", "per table", results()
+    )
 
 
-def xfakt_design(entities: int, rates: tuple[float, float], rho: float, languages: int = 5) -> list[Coverage]:
+def xfakt_design(
+    entities: int, rates: tuple[float, float], rho: float, languages: int = 5
+) -> list[Coverage]:
     """X-FaKT's FRS, KTS and X-FaKT over `languages` x their countries: each country's `entities` asked in every
     language, an entity's answers correlated across languages (`rho`, the latent correlation of a Gaussian copula:
     an entity known in one language tends to be known in the others), cell error rates scattered around `rates`
@@ -241,8 +286,12 @@ def xfakt_design(entities: int, rates: tuple[float, float], rho: float, language
         spread = rng.normal(0, max(rates) / 3, associated.shape)
         cell_rates = np.clip(np.where(associated, rates[0], rates[1]) + spread, 0.005, 0.98)
         truth = _transfer_truth(cell_rates[associated].mean(), cell_rates[~associated].mean())
-        shared = rng.normal(size=(1, languages, entities))  # per (country, entity), the same in every language
-        latent = np.sqrt(rho) * shared + np.sqrt(1 - rho) * rng.normal(size=(languages, languages, entities))
+        shared = rng.normal(
+            size=(1, languages, entities)
+        )  # per (country, entity), the same in every language
+        latent = np.sqrt(rho) * shared + np.sqrt(1 - rho) * rng.normal(
+            size=(languages, languages, entities)
+        )
         wrong = latent < stats.norm.ppf(cell_rates)[..., None]  # [language, country, entity]
         answers = [
             GradedAnswer(codes[i], not wrong[i, j, e], "", countries[j], f"{countries[j]}|{e}")
@@ -257,7 +306,10 @@ def xfakt_design(entities: int, rates: tuple[float, float], rho: float, language
         f"X-FaKT: {languages} x {languages} cells, {entities} entities per country in every language, "
         f"correlation {rho}, error rates {rates[0]}/{rates[1]}"
     )
-    return [_simulated(f"{design}, {name}", "MOVER-Wilson, mapped", iter(v)) for name, v in draws.items()]
+    return [
+        _simulated(f"{design}, {name}", "MOVER-Wilson, mapped", iter(v))
+        for name, v in draws.items()
+    ]
 
 
 def _transfer_truth(mu_assoc: float, mu_non: float) -> dict[str, float]:
@@ -271,12 +323,20 @@ def _transfer_truth(mu_assoc: float, mu_non: float) -> dict[str, float]:
 DESIGNS: dict[str, Callable[[], list[Coverage]]] = {
     "proportions": lambda: [proportion_coverage(n, band) for n in SIZES for band in BANDS],
     "facts in two languages": lambda: [
-        facts_in_two_languages(n, p, rho) for n in (5, 10, 30, 100) for p in (0.05, 0.5) for rho in (0, 0.3, 0.6, 0.9)
+        facts_in_two_languages(n, p, rho)
+        for n in (5, 10, 30, 100)
+        for p in (0.05, 0.5)
+        for rho in (0, 0.3, 0.6, 0.9)
     ],
     "demonstration sets": lambda: [
-        demonstration_sets(n, p, rho) for n in (5, 20, 50) for p in (0.05, 0.5) for rho in (0.3, 0.9)
+        demonstration_sets(n, p, rho)
+        for n in (5, 20, 50)
+        for p in (0.05, 0.5)
+        for rho in (0.3, 0.9)
     ],
-    "skewed means": lambda: [skewed_mean(f, n) for f in FAMILIES for n in (3, 5, 10, 20, 30, 50, 100)],
+    "skewed means": lambda: [
+        skewed_mean(f, n) for f in FAMILIES for n in (3, 5, 10, 20, 30, 50, 100)
+    ],
     "camel": lambda: [
         camel_design(types, prompts, runs, spreads)
         for types in (1, 8)
@@ -285,7 +345,9 @@ DESIGNS: dict[str, Callable[[], list[Coverage]]] = {
         for spreads in ((5.0, 2.0, 3.0), (2.0, 4.0, 2.0))
     ],
     "macro groups": lambda: [
-        macro_groups(sizes, binary) for sizes in ((3, 100), (5, 50), (10, 40), (40, 60)) for binary in (True, False)
+        macro_groups(sizes, binary)
+        for sizes in ((3, 100), (5, 50), (10, 40), (40, 60))
+        for binary in (True, False)
     ],
     "xfakt": lambda: [
         c
@@ -298,7 +360,10 @@ DESIGNS: dict[str, Callable[[], list[Coverage]]] = {
 
 
 # the simulated designs take 3-30 s each: marked slow, so `make test-fast` skips them and `make test` (CI) runs them
-SIMULATED = [pytest.param(name, marks=pytest.mark.slow) if name != "proportions" else name for name in DESIGNS]
+SIMULATED = [
+    pytest.param(name, marks=pytest.mark.slow) if name != "proportions" else name
+    for name in DESIGNS
+]
 
 
 @pytest.mark.parametrize("name", SIMULATED)
@@ -306,7 +371,9 @@ def test_every_printed_95_interval_covers_the_truth_at_least_93_percent_of_the_t
     measured = DESIGNS[name]()
     short = [c for c in measured if c.coverage < NOMINAL_FLOOR]
     assert not short, short
-    assert all(c.printed == 1.0 for c in measured if name != "proportions"), "a design left samples without one"
+    assert all(c.printed == 1.0 for c in measured if name != "proportions"), (
+        "a design left samples without one"
+    )
 
 
 def test_wilsons_worst_point_next_to_0_and_1_stays_near_nominal():
@@ -324,11 +391,17 @@ def coverage_table() -> str:
     """The markdown tables of docs/results.md: proportions (n x band: mean, worst), then every simulated design's
     cells, and each design's worst cell.
     """
-    lines = ["| Wilson, n | " + " | ".join(f"{band} ({low}-{high})" for band, (low, high) in BANDS.items()) + " |"]
+    lines = [
+        "| Wilson, n | "
+        + " | ".join(f"{band} ({low}-{high})" for band, (low, high) in BANDS.items())
+        + " |"
+    ]
     lines.append("|---" * (len(BANDS) + 1) + "|")
     for n in SIZES:
         cells = (proportion_coverage(n, band) for band in BANDS)
-        lines.append(f"| {n} | " + " | ".join(f"{c.coverage:.3f} ({c.worst:.3f})" for c in cells) + " |")
+        lines.append(
+            f"| {n} | " + " | ".join(f"{c.coverage:.3f} ({c.worst:.3f})" for c in cells) + " |"
+        )
     worst = ["", "| design | method | cells | worst cell | its coverage |", "|---|---|---|---|---|"]
     every = ["", "| cell | method | coverage | mean width |", "|---|---|---|---|"]
     for name, run in DESIGNS.items():
@@ -336,8 +409,12 @@ def coverage_table() -> str:
             continue
         measured = run()
         low = min(measured, key=lambda c: c.coverage)
-        worst.append(f"| {name} | {low.method} | {len(measured)} | {low.design} | {low.coverage:.3f} |")
-        every += [f"| {c.design} | {c.method} | {c.coverage:.3f} | {c.width:.2f} |" for c in measured]
+        worst.append(
+            f"| {name} | {low.method} | {len(measured)} | {low.design} | {low.coverage:.3f} |"
+        )
+        every += [
+            f"| {c.design} | {c.method} | {c.coverage:.3f} | {c.width:.2f} |" for c in measured
+        ]
     return "\n".join(lines + worst + every)
 
 

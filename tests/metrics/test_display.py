@@ -22,21 +22,35 @@ def test_float_noise_does_not_move_the_last_digit():
     p_at_1 = float(np.mean([1] * 23 + [0] * 57) * 100)
     assert p_at_1 != 28.75 and format_score(p_at_1, 1) == "28.8"
     noisy = 0.285 * 100  # 28.499999999999996
-    assert (format_score(noisy, 0), format_score(noisy, 0, "truncate"), format_score(noisy, 1)) == ("29", "28", "28.5")
+    assert (format_score(noisy, 0), format_score(noisy, 0, "truncate"), format_score(noisy, 1)) == (
+        "29",
+        "28",
+        "28.5",
+    )
     assert format_score(0.29 * 100, 2, "truncate") == "29.00"  # 28.999999999999996
-    assert format_score(28.499999999, 1) == "28.5" and format_score(28.499999999, 0) == "28"  # real digits stay
+    assert (
+        format_score(28.499999999, 1) == "28.5" and format_score(28.499999999, 0) == "28"
+    )  # real digits stay
 
 
 def test_values_without_digits_to_round():
     assert format_score(None) == "-"
-    assert (format_score(float("nan")), format_score(float("inf")), format_score(-np.inf)) == ("nan", "inf", "-inf")
+    assert (format_score(float("nan")), format_score(float("inf")), format_score(-np.inf)) == (
+        "nan",
+        "inf",
+        "-inf",
+    )
     assert format_score(1e300, 2).endswith("0.00")  # no decimal-context overflow for huge values
-    assert format_score(-0.001, 2, "truncate") == "0.00" and format_score(-1e-12, 1) == "0.0"  # never "-0.00"
+    assert (
+        format_score(-0.001, 2, "truncate") == "0.00" and format_score(-1e-12, 1) == "0.0"
+    )  # never "-0.00"
     assert format_score(-2.25, 1) == "-2.3"  # half away from zero, symmetric
 
 
 def test_unknown_display_names_the_choices():
-    with pytest.raises(MetricInputError, match=r"display.*'round'.*'truncate'|display.*'truncate'.*'round'"):
+    with pytest.raises(
+        MetricInputError, match=r"display.*'round'.*'truncate'|display.*'truncate'.*'round'"
+    ):
         format_score(1.0, 2, "ceil")
 
 
@@ -45,18 +59,36 @@ def test_one_rounding_rule_for_every_report():
 
     # MAPS printed 43.58 for metrics.json's 43.5897 (truncation); every report now rounds as the terminal does
     assert format_number(43.5897, "%") == "43.59"
-    assert format_number(28.749999999999996, "%") == "28.75"  # 23/80 as a mean: the decimal it stands for
+    assert (
+        format_number(28.749999999999996, "%") == "28.75"
+    )  # 23/80 as a mean: the decimal it stands for
     assert format_number(0.17834, "0-1") == "0.178" and format_number(1.0, "0-1") == "1.000"
-    assert (format_number(3), format_number(0.00021), format_number(12.345)) == ("3", "0.0002", "12.35")
+    assert (format_number(3), format_number(0.00021), format_number(12.345)) == (
+        "3",
+        "0.0002",
+        "12.35",
+    )
     assert format_number(None, "%") == "-"
 
 
 def test_an_estimate_without_an_interval_says_why():
     from culture_probe.metrics.display import interval_text
 
-    lone = {"value": 0.1783, "stderr": None, "ci_low": None, "ci_high": None, "n": 1, "no_interval": "one unit"}
-    assert interval_text(lone, "0-1") == "no interval: one unit"  # never "[0.1783, 0.1783]" or a blank
-    assert interval_text({"value": 0.1783, "ci_low": 0.1021, "ci_high": 0.2544, "n": 169}, "0-1") == "[0.102, 0.254]"
+    lone = {
+        "value": 0.1783,
+        "stderr": None,
+        "ci_low": None,
+        "ci_high": None,
+        "n": 1,
+        "no_interval": "one unit",
+    }
+    assert (
+        interval_text(lone, "0-1") == "no interval: one unit"
+    )  # never "[0.1783, 0.1783]" or a blank
+    assert (
+        interval_text({"value": 0.1783, "ci_low": 0.1021, "ci_high": 0.2544, "n": 169}, "0-1")
+        == "[0.102, 0.254]"
+    )
     assert interval_text({"value": None, "ci_low": None, "ci_high": None, "n": 0}) == ""
 
 
@@ -85,7 +117,11 @@ def test_a_p_value_is_never_rounded_across_005_or_001():
     assert (format_p(0.53), format_p(0.09996), format_p(1.0)) == ("0.53", "0.10", "1.00")
     assert (format_p(0.00002), format_p(0.0), format_p(None)) == ("< 0.0001", "< 0.0001", "")
     # on a threshold is on it (float noise below 1e-9 removed first, as for every number)
-    assert (format_p(0.05), format_p(0.01), format_p(0.049999999999999996)) == ("0.0500", "0.0100", "0.0500")
+    assert (format_p(0.05), format_p(0.01), format_p(0.049999999999999996)) == (
+        "0.0500",
+        "0.0100",
+        "0.0500",
+    )
 
 
 def test_the_printed_p_value_stays_on_the_side_of_each_threshold_the_true_one_is_on():
@@ -93,7 +129,11 @@ def test_the_printed_p_value_stays_on_the_side_of_each_threshold_the_true_one_is
 
     rng = np.random.default_rng(34)
     near = [t + d for t in (0.05, 0.01) for d in rng.uniform(-1e-5, 1e-5, 400)]
-    values = [*near, *10 ** rng.uniform(-4, 0, 2000), *(t + k * 1e-8 for t in (0.05, 0.01) for k in range(-20, 21))]
+    values = [
+        *near,
+        *10 ** rng.uniform(-4, 0, 2000),
+        *(t + k * 1e-8 for t in (0.05, 0.01) for k in range(-20, 21)),
+    ]
     for p in values:
         text = format_p(p)
         if p < P_FLOOR:
@@ -101,8 +141,14 @@ def test_the_printed_p_value_stays_on_the_side_of_each_threshold_the_true_one_is
             continue
         shown = float(text)
         for threshold in (0.05, 0.01):
-            assert np.sign(round(shown - threshold, 12)) == np.sign(round(p - threshold, 12)), (p, text)
-        assert abs(shown - p) <= max(0.005, p * 0.005), (p, text)  # no more than the digits shown need
+            assert np.sign(round(shown - threshold, 12)) == np.sign(round(p - threshold, 12)), (
+                p,
+                text,
+            )
+        assert abs(shown - p) <= max(0.005, p * 0.005), (
+            p,
+            text,
+        )  # no more than the digits shown need
 
 
 def test_p_in_a_sentence_never_reads_p_equals_less_than():
@@ -118,7 +164,9 @@ def test_an_interval_end_below_the_display_precision_is_not_printed_as_zero():
     from culture_probe.metrics.display import bound_text, interval_text
 
     assert interval_text({"value": 1.0, "ci_low": 0.003, "ci_high": 5.2}, "%") == "[< 0.01, 5.20]"
-    assert interval_text({"value": -1.0, "ci_low": -5.2, "ci_high": -0.004}, "%") == "[-5.20, > -0.01]"
+    assert (
+        interval_text({"value": -1.0, "ci_low": -5.2, "ci_high": -0.004}, "%") == "[-5.20, > -0.01]"
+    )
     assert interval_text({"value": 0.0, "ci_low": 0.0, "ci_high": 16.11}, "%") == "[0.00, 16.11]"
     assert bound_text(1e-12, "%") == "0.00"  # float noise, as for any number
     assert (bound_text(0.0004, "0-1"), bound_text(0.00003), bound_text(-0.00003)) == (
@@ -132,7 +180,11 @@ def test_an_interval_end_below_the_display_precision_is_not_printed_as_zero():
         "100.00",
         "> 0.999",
     )
-    assert (bound_text(0.005, "%"), bound_text(5.2, "%"), bound_text(-2.5, None)) == ("0.01", "5.20", "-2.50")
+    assert (bound_text(0.005, "%"), bound_text(5.2, "%"), bound_text(-2.5, None)) == (
+        "0.01",
+        "5.20",
+        "-2.50",
+    )
 
 
 def test_p_values_and_ranges_in_other_sentences_follow_the_same_rules():

@@ -55,7 +55,9 @@ def test_holm_equals_the_step_down_procedure_read_as_a_p_value(seed):
         got = holm(p_values)
         want = reference(p_values)
         assert [g is None for g in got] == [w is None for w in want]
-        assert [g for g in got if g is not None] == pytest.approx([w for w in want if w is not None], rel=1e-12)
+        assert [g for g in got if g is not None] == pytest.approx(
+            [w for w in want if w is not None], rel=1e-12
+        )
         tested = [(p, g) for p, g in zip(p_values, got, strict=True) if p is not None]
         for (p, g), (q, h) in ((a, b) for a in tested for b in tested):
             assert p <= g <= 1.0  # never below the raw p-value, never above 1

@@ -10,12 +10,19 @@ from hypothesis import strategies as st
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics import rankc
-from culture_probe.metrics.consistency import RANKING_DEPTH, AlignedAnswer, language_consistency, prefix_rankc
+from culture_probe.metrics.consistency import (
+    RANKING_DEPTH,
+    AlignedAnswer,
+    language_consistency,
+    prefix_rankc,
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 400), seed=st.integers(0, 2**32 - 1), shared_top=st.integers(0, 25))
-def test_rankc_from_the_kept_prefixes_is_within_its_bound_of_rankc_of_the_whole_rankings(n, seed, shared_top):
+def test_rankc_from_the_kept_prefixes_is_within_its_bound_of_rankc_of_the_whole_rankings(
+    n, seed, shared_top
+):
     rng = np.random.default_rng(seed)
     a = [f"Q{i}" for i in rng.permutation(n)]
     b = a[: min(shared_top, n)] + [a[i] for i in rng.permutation(range(min(shared_top, n), n))]
@@ -31,7 +38,10 @@ def test_a_short_prefix_is_as_far_off_as_its_unknown_depths_weigh():
     reverse = a[::-1]
     for k in (1, 3, 5):
         tail = 1 - sum(np.exp(-np.arange(k))) / sum(np.exp(-np.arange(50)))
-        assert abs(prefix_rankc(a[:k], reverse[:k], 50) - rankc([a], [reverse])["value"]) <= tail / 2 + 1e-12
+        assert (
+            abs(prefix_rankc(a[:k], reverse[:k], 50) - rankc([a], [reverse])["value"])
+            <= tail / 2 + 1e-12
+        )
 
 
 def _answers(language, outcomes, rankings, candidates=None):
@@ -43,17 +53,27 @@ def _answers(language, outcomes, rankings, candidates=None):
 
 def test_each_pair_of_languages_gets_agreement_and_rankc_on_its_shared_facts():
     en = _answers(
-        "en", {"f1": True, "f2": True, "f3": False, "f4": True}, [["a", "b"], ["x", "y", "z"], ["p", "q"], ["m", "n"]]
+        "en",
+        {"f1": True, "f2": True, "f3": False, "f4": True},
+        [["a", "b"], ["x", "y", "z"], ["p", "q"], ["m", "n"]],
     )
     ar = _answers(
-        "ar", {"f1": True, "f2": False, "f3": False, "f5": True}, [["a", "b"], ["y", "x", "z"], ["q", "p"], ["s", "t"]]
+        "ar",
+        {"f1": True, "f2": False, "f3": False, "f5": True},
+        [["a", "b"], ["y", "x", "z"], ["q", "p"], ["s", "t"]],
     )
     es = _answers("es", {"f1": False, "f2": True}, [["b", "a"], ["x", "y", "z", "w"]])
     out = language_consistency([*en, *ar, *es], languages=["en", "ar", "es"])
     assert list(out["by_language_pair"]) == ["en/ar", "en/es", "ar/es"]
 
     en_ar = out["pairs"]["en/ar"]
-    assert (en_ar["n"], en_ar["both_right"], en_ar["right_only_a"], en_ar["right_only_b"], en_ar["both_wrong"]) == (
+    assert (
+        en_ar["n"],
+        en_ar["both_right"],
+        en_ar["right_only_a"],
+        en_ar["right_only_b"],
+        en_ar["both_wrong"],
+    ) == (
         3,
         1,
         1,
@@ -61,14 +81,21 @@ def test_each_pair_of_languages_gets_agreement_and_rankc_on_its_shared_facts():
         1,
     )
     assert en_ar["unpaired"] == {"only_a": 1, "only_b": 1}
-    expected = rankc([["a", "b"], ["x", "y", "z"], ["p", "q"]], [["a", "b"], ["y", "x", "z"], ["q", "p"]])
+    expected = rankc(
+        [["a", "b"], ["x", "y", "z"], ["p", "q"]], [["a", "b"], ["y", "x", "z"], ["q", "p"]]
+    )
     estimates = out["by_language_pair"]["en/ar"]
     assert estimates["rankc"]["value"] == pytest.approx(100 * expected["value"])
     assert estimates["rankc"]["n"] == 3
-    assert estimates["both_right"]["value"] == pytest.approx(100 / 3) and estimates["both_right"]["n"] == 3
+    assert (
+        estimates["both_right"]["value"] == pytest.approx(100 / 3)
+        and estimates["both_right"]["n"] == 3
+    )
     assert estimates["both_right"]["ci_low"] < 100 / 3 < estimates["both_right"]["ci_high"]
 
-    en_es = out["pairs"]["en/es"]  # f2's candidate sets differ in size: agreement counts it, RankC leaves it out
+    en_es = out["pairs"][
+        "en/es"
+    ]  # f2's candidate sets differ in size: agreement counts it, RankC leaves it out
     assert en_es["rankc_facts"] == 1 and en_es["rankc_left_out"]["candidate sets differ"] == 1
     assert out["by_language_pair"]["en/es"]["rankc"]["n"] == 1
     assert out["methods"]["both_right"] == "Wilson score interval"
@@ -77,7 +104,9 @@ def test_each_pair_of_languages_gets_agreement_and_rankc_on_its_shared_facts():
 def test_identical_answers_in_two_languages_are_fully_consistent():
     outcomes = {f"f{i}": i % 3 == 0 for i in range(30)}
     rankings = [[f"c{(i + j) % 7}" for j in range(7)] for i in range(30)]
-    out = language_consistency([*_answers("en", outcomes, rankings), *_answers("ko", outcomes, rankings)])
+    out = language_consistency(
+        [*_answers("en", outcomes, rankings), *_answers("ko", outcomes, rankings)]
+    )
     pair = out["by_language_pair"]["en/ko"]
     assert pair["rankc"]["value"] == pytest.approx(100.0)
     # 30 facts all fully consistent do not make RankC certain: the bounded mean's interval reaches below 100
@@ -96,7 +125,10 @@ def test_answers_without_rankings_get_agreement_only():
 
 def test_one_language_or_no_shared_fact_gives_nothing_and_a_fact_twice_is_an_error():
     assert language_consistency([AlignedAnswer("en", "f1", True)]) == {}
-    assert language_consistency([AlignedAnswer("en", "f1", True), AlignedAnswer("ar", "f2", True)]) == {}
+    assert (
+        language_consistency([AlignedAnswer("en", "f1", True), AlignedAnswer("ar", "f2", True)])
+        == {}
+    )
     with pytest.raises(MetricInputError, match="'f1' is answered twice in 'en'"):
         language_consistency([AlignedAnswer("en", "f1", True), AlignedAnswer("en", "f1", False)])
 
@@ -110,7 +142,9 @@ def test_identical_rankings_of_1_to_60_candidates_score_exactly_one(weight):
         assert rankc([ids], [ids], weight=weight)["per_query"] == [1.0], n
         if weight == "softmax":
             assert prefix_rankc(ids, ids, n) == 1.0, n  # whole rankings: the exact value
-            prefix = prefix_rankc(ids[:RANKING_DEPTH], ids[:RANKING_DEPTH], n)  # beyond depth 20: within its bound
+            prefix = prefix_rankc(
+                ids[:RANKING_DEPTH], ids[:RANKING_DEPTH], n
+            )  # beyond depth 20: within its bound
             assert 1 - 1.1e-9 <= prefix <= 1.0, n
 
 
@@ -132,12 +166,23 @@ def test_the_paired_differences_of_many_language_pairs_are_one_holm_family():
 
     rng = np.random.default_rng(3)
     rates = {"a": 0.2, "b": 0.3, "c": 0.5, "d": 0.7}
-    outcomes = {lang: {f"f{i}": bool(rng.random() < rate) for i in range(40)} for lang, rate in rates.items()}
-    answers = [AlignedAnswer(lang, fact, right) for lang, facts in outcomes.items() for fact, right in facts.items()]
+    outcomes = {
+        lang: {f"f{i}": bool(rng.random() < rate) for i in range(40)}
+        for lang, rate in rates.items()
+    }
+    answers = [
+        AlignedAnswer(lang, fact, right)
+        for lang, facts in outcomes.items()
+        for fact, right in facts.items()
+    ]
     out = language_consistency(answers)
     differences = [pair["difference"] for pair in out["pairs"].values()]
     assert len(differences) == 6 and {d["n_tests"] for d in differences} == {6}
     assert [d["p_holm"] for d in differences] == holm([d["p_value"] for d in differences])
-    (section,) = consistency_sections({"consistency": out, "results": {"by_language_pair": out["by_language_pair"]}})
-    assert "are 6 tests, one per pair of languages" in section.text  # nothing ranked: one line, not a table
+    (section,) = consistency_sections(
+        {"consistency": out, "results": {"by_language_pair": out["by_language_pair"]}}
+    )
+    assert (
+        "are 6 tests, one per pair of languages" in section.text
+    )  # nothing ranked: one line, not a table
     assert "the paired P@1 difference has p (Holm) < 0.05 in" in section.text and not section.tables

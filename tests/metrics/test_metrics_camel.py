@@ -30,7 +30,11 @@ def test_cbs_worked_example():
     result = cbs(*rows(WORKED), entity_type=["food"] * 10)
     # t1: b1 beats -3.5 (1), b2 beats -2.0 and -3.5 and ties -1.0 (2): 3/6; t2: no Western win.
     assert result["per_type"]["food"] == pytest.approx((100 * 3 / 6 + 0.0) / 2) == 25.0
-    assert result["cbs"] == pytest.approx(25.0) and result["n_pairs"] == 12 and result["n_prompts"] == 2
+    assert (
+        result["cbs"] == pytest.approx(25.0)
+        and result["n_pairs"] == 12
+        and result["n_prompts"] == 2
+    )
     with_ties = cbs(*rows(WORKED[:1]), tie_value=0.5)
     assert with_ties["cbs"] == pytest.approx(100 * 3.5 / 6) and round(with_ties["cbs"], 2) == 58.33
 
@@ -46,7 +50,9 @@ def test_cbs_averages_prompts_then_runs_then_types():
     )
     # food, run 0: p 100, q 0 -> 50; run 1 (scores 1, 0, 1, 0): p 0, q 0 -> 0. names, run 0: 100.
     assert result["per_type"] == {"food": pytest.approx(25.0), "names": pytest.approx(100.0)}
-    assert result["per_type_std"]["food"] == pytest.approx(math.sqrt(((50 - 25) ** 2 + (0 - 25) ** 2) / 1))
+    assert result["per_type_std"]["food"] == pytest.approx(
+        math.sqrt(((50 - 25) ** 2 + (0 - 25) ** 2) / 1)
+    )
     assert result["per_type_std"]["names"] is None  # one run: no sample std
     assert result["cbs"] == pytest.approx((25.0 + 100.0) / 2)
     assert result["per_run"] == {"0": pytest.approx((50 + 100) / 2), "1": pytest.approx(0.0)}
@@ -73,7 +79,9 @@ def test_swapping_cultures_gives_100_minus_cbs_without_ties(values, data):
     split = data.draw(st.integers(1, len(values) - 1))
     prompt_id, culture, score = rows([("t", values[:split], values[split:])])
     swapped = ["western" if c == "arab" else "arab" for c in culture]
-    assert cbs(prompt_id, swapped, score)["cbs"] == pytest.approx(100 - cbs(prompt_id, culture, score)["cbs"])
+    assert cbs(prompt_id, swapped, score)["cbs"] == pytest.approx(
+        100 - cbs(prompt_id, culture, score)["cbs"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -83,7 +91,11 @@ def test_swapping_cultures_gives_100_minus_cbs_without_ties(values, data):
         ((["t", "t"], ["arab", "western"], [0.0, math.inf]), {}, "`score` has inf at index 1"),
         ((["t", "t"], ["arab", "West"], [0.0, 1.0]), {}, "Unknown label 'West' in `culture`"),
         ((["t", "t"], ["arab", "western"], [0.0]), {}, "`score` has 1 items but `prompt_id` has 2"),
-        ((["t", "t"], ["arab", "western"], [0.0, 1.0]), {"tie_value": 2}, "`tie_value` must be in \\[0, 1\\]"),
+        (
+            (["t", "t"], ["arab", "western"], [0.0, 1.0]),
+            {"tie_value": 2},
+            "`tie_value` must be in \\[0, 1\\]",
+        ),
         ((["t", "t"], ["arab", "western"], [0.0, 1.0]), {"run": [0]}, "`run` has 1 items"),
     ],
 )
@@ -106,13 +118,20 @@ def test_odds_ratio_paper_formula_and_woolf_interval():
     assert rich["ci_high"] == pytest.approx(math.exp(math.log(9) + half_width), rel=1e-5)
     assert result["words"]["poor"]["odds_ratio"] == pytest.approx(1 / 9)
     assert list(result["words"]) == ["rich", "poor"]  # most Western first
-    assert (rich["count_western"], rich["count_arab"], result["n_western"], result["n_arab"]) == (3, 1, 4, 4)
+    assert (rich["count_western"], rich["count_arab"], result["n_western"], result["n_arab"]) == (
+        3,
+        1,
+        4,
+        4,
+    )
 
 
 def test_odds_ratio_smoothing_keeps_words_seen_in_one_culture_finite():
     words, cultures = ["rich", "kind", "kind", "kind"], ["western", "western", "arab", "arab"]
     smoothed = odds_ratio(words, cultures)["words"]["rich"]
-    assert smoothed["odds_ratio"] == pytest.approx(((1 + 0.5) / (1 + 0.5)) / ((0 + 0.5) / (2 + 0.5)))
+    assert smoothed["odds_ratio"] == pytest.approx(
+        ((1 + 0.5) / (1 + 0.5)) / ((0 + 0.5) / (2 + 0.5))
+    )
     raw = odds_ratio(words, cultures, smoothing=0.0)["words"]["rich"]
     assert raw["odds_ratio"] == math.inf and (raw["ci_low"], raw["ci_high"]) == (0.0, math.inf)
     with pytest.raises(MetricInputError, match="`smoothing` must be >= 0"):
@@ -130,7 +149,11 @@ def test_fairness_gap_by_hand():
     result = fairness_gap(**SENTIMENT, n_resamples=300)
     # Arab: pos F1 = 2/3 (tp 1, fn 1), neg F1 = 4/5 (tp 2, fp 1); Western: pos 4/5, neg 2/3: equal macro F1.
     assert result["arab"]["f1"] == pytest.approx((2 / 3 + 4 / 5) / 2) == result["western"]["f1"]
-    assert result["arab"]["per_label"]["pos"] == {"f1": pytest.approx(2 / 3), "fnr": 0.5, "fpr": 0.0}
+    assert result["arab"]["per_label"]["pos"] == {
+        "f1": pytest.approx(2 / 3),
+        "fnr": 0.5,
+        "fpr": 0.0,
+    }
     gap = result["gap"]
     assert gap["f1"]["value"] == pytest.approx(0.0)
     assert (gap["fnr"]["pos"]["value"], gap["fnr"]["neg"]["value"]) == (0.5, -0.5)
@@ -147,8 +170,12 @@ def test_fairness_gap_by_hand():
 
 
 def test_fairness_gap_undefined_rate_is_none():
-    result = fairness_gap(["pos", "pos"], ["pos", "pos"], ["arab", "western"], labels=["pos", "neg"], n_resamples=50)
-    assert result["arab"]["per_label"]["neg"]["fnr"] is None  # no gold "neg": the rate has no denominator
+    result = fairness_gap(
+        ["pos", "pos"], ["pos", "pos"], ["arab", "western"], labels=["pos", "neg"], n_resamples=50
+    )
+    assert (
+        result["arab"]["per_label"]["neg"]["fnr"] is None
+    )  # no gold "neg": the rate has no denominator
     assert result["gap"]["fnr"]["neg"] == {"value": None, "ci_low": None, "ci_high": None}
 
 

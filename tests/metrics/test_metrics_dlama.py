@@ -25,7 +25,9 @@ CULTURES = ["arab", "arab", "arab", "west", "west"]
 
 
 def test_worked_example_is_micro_averaged_per_culture_and_pair():
-    result = precision_at_k([CANDIDATES] * 5, REFERENCES, scores=SCORES, n_tokens=[N_TOKENS] * 5, groups=CULTURES)
+    result = precision_at_k(
+        [CANDIDATES] * 5, REFERENCES, scores=SCORES, n_tokens=[N_TOKENS] * 5, groups=CULTURES
+    )
     assert result["precision"] == pytest.approx(100 * 3 / 5)  # not the macro mean 58.3
     assert result["groups"]["arab"]["precision"] == pytest.approx(100 * 2 / 3)
     assert result["groups"]["west"]["precision"] == pytest.approx(100 * 1 / 2)
@@ -39,26 +41,41 @@ def test_top1_labels_and_ranked_lists_give_the_same_result():
     ranked = [[label, *(c for c in CANDIDATES if c != label)] for label in top1]
     assert precision_at_k(ranked, REFERENCES)["precision"] == pytest.approx(60.0)
     # Morocco's Africa (-1.90) and Canada's North America (-1.50) are ranked second: both found at k=2.
-    assert precision_at_k([CANDIDATES] * 5, REFERENCES, k=2, scores=SCORES)["precision"] == pytest.approx(100.0)
+    assert precision_at_k([CANDIDATES] * 5, REFERENCES, k=2, scores=SCORES)[
+        "precision"
+    ] == pytest.approx(100.0)
 
 
 def test_tie_goes_to_fewer_tokens_then_code_point_order():
     morocco_tied = [-1.70, -2.70, -1.70, -3.20]
     assert hits_at_k([CANDIDATES], [["Africa"]], scores=[morocco_tied]).tolist() == [1.0]
     # Same score, but "Africa" now has more tokens: "Europe" wins despite coming later in code-point order.
-    assert hits_at_k([CANDIDATES], [["Africa"]], scores=[morocco_tied], n_tokens=[[3, 1, 1, 2]]).tolist() == [0.0]
+    assert hits_at_k(
+        [CANDIDATES], [["Africa"]], scores=[morocco_tied], n_tokens=[[3, 1, 1, 2]]
+    ).tolist() == [0.0]
 
 
 def test_several_groupings_give_one_table_each():
     predicates = ["P30", "P30", "P36", "P30", "P36"]
     result = precision_at_k(
-        [CANDIDATES] * 5, REFERENCES, scores=SCORES, groups={"culture": CULTURES, "predicate": predicates}
+        [CANDIDATES] * 5,
+        REFERENCES,
+        scores=SCORES,
+        groups={"culture": CULTURES, "predicate": predicates},
     )
     assert result["groups"]["culture"]["west"]["precision"] == pytest.approx(50.0)
     # P30: Egypt hit, Morocco miss, France hit; P36: Oman hit, Canada miss.
-    assert result["groups"]["predicate"]["P30"] == {"precision": pytest.approx(200 / 3), "n": 3, "n_skipped": 0}
-    with pytest.raises(MetricInputError, match="`groups\\['predicate'\\]` has 1 items but there are 5"):
-        precision_at_k(["Africa"] * 5, REFERENCES, groups={"culture": CULTURES, "predicate": ["P30"]})
+    assert result["groups"]["predicate"]["P30"] == {
+        "precision": pytest.approx(200 / 3),
+        "n": 3,
+        "n_skipped": 0,
+    }
+    with pytest.raises(
+        MetricInputError, match="`groups\\['predicate'\\]` has 1 items but there are 5"
+    ):
+        precision_at_k(
+            ["Africa"] * 5, REFERENCES, groups={"culture": CULTURES, "predicate": ["P30"]}
+        )
 
 
 def test_facts_without_labels_are_skipped_and_an_empty_group_is_none():
@@ -75,13 +92,25 @@ def test_display_rounds_half_up():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"predictions": ["a", "b"], "references": [["a"]]}, "`references` has 1 items but `predictions` has 2"),
+        (
+            {"predictions": ["a", "b"], "references": [["a"]]},
+            "`references` has 1 items but `predictions` has 2",
+        ),
         ({"predictions": [], "references": []}, "`predictions` is empty"),
         ({"predictions": ["a"], "references": [["a"]], "k": 0}, "`k` must be a positive integer"),
         ({"predictions": [[]], "references": [["a"]]}, "`predictions` at index 0 is an empty list"),
-        ({"predictions": [["a", "b"]], "references": [["a"]], "scores": [[0.0, math.nan]]}, "`scores\\[0\\]` has nan"),
-        ({"predictions": [["a", "b"]], "references": [["a"]], "scores": [[0.0]]}, "one value per candidate"),
-        ({"predictions": ["a"], "references": [["a"]], "groups": ["x", "y"]}, "`groups` has 2 items"),
+        (
+            {"predictions": [["a", "b"]], "references": [["a"]], "scores": [[0.0, math.nan]]},
+            "`scores\\[0\\]` has nan",
+        ),
+        (
+            {"predictions": [["a", "b"]], "references": [["a"]], "scores": [[0.0]]},
+            "one value per candidate",
+        ),
+        (
+            {"predictions": ["a"], "references": [["a"]], "groups": ["x", "y"]},
+            "`groups` has 2 items",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(kwargs, message):
@@ -97,7 +126,9 @@ def slow_hit(candidates, scores, tokens, gold, k):
 
 items = st.integers(2, 6).flatmap(
     lambda n: st.tuples(
-        st.lists(st.sampled_from([-1.0, -2.0, -3.0]), min_size=n, max_size=n),  # few values: many ties
+        st.lists(
+            st.sampled_from([-1.0, -2.0, -3.0]), min_size=n, max_size=n
+        ),  # few values: many ties
         st.lists(st.integers(1, 2), min_size=n, max_size=n),
         st.sets(st.integers(0, n - 1), min_size=1),
         st.permutations(range(n)),
@@ -114,10 +145,17 @@ def test_pk_depends_only_on_the_tie_rule_not_on_candidate_order(item):
     gold = [names[i] for i in gold_idx]
     shuffled = [names[i] for i in order]
     result = hits_at_k(
-        [shuffled], [gold], k=k, scores=[[scores[i] for i in order]], n_tokens=[[tokens[i] for i in order]]
+        [shuffled],
+        [gold],
+        k=k,
+        scores=[[scores[i] for i in order]],
+        n_tokens=[[tokens[i] for i in order]],
     )
     assert result.tolist() == [float(slow_hit(names, scores, tokens, gold, k))]
-    assert hits_at_k([names], [gold], k=k, scores=[scores], n_tokens=[tokens]).tolist() == result.tolist()
+    assert (
+        hits_at_k([names], [gold], k=k, scores=[scores], n_tokens=[tokens]).tolist()
+        == result.tolist()
+    )
 
 
 def test_object_entropy_worked_example():
@@ -132,14 +170,20 @@ def test_object_entropy_ties_use_numeric_qid_order_and_cultures_are_unweighted_m
     # Q10 and Q4 both appear once; Q4 < Q10 numerically (not as strings), so every fact keeps a different object
     # unless the tie rule is numeric: facts {Q10, Q4} and {Q4} keep Q4 both -> entropy 0.
     result = object_entropy(
-        [["Q10", "Q4"], ["Q4"], ["Q7"], ["Q7"], ["Q7"], []], ["P1", "P1", "P2", "P2", "P2", "P2"], ["west"] * 6
+        [["Q10", "Q4"], ["Q4"], ["Q7"], ["Q7"], ["Q7"], []],
+        ["P1", "P1", "P2", "P2", "P2", "P2"],
+        ["west"] * 6,
     )
     assert result["per_predicate"]["west"] == {"P1": 0.0, "P2": 0.0}
     assert result["n_skipped"] == 1
     mixed = object_entropy(
-        [["Q1"], ["Q2"], ["Q3"], ["Q3"], ["Q3"], ["Q3"]], ["P1", "P1", "P2", "P2", "P2", "P2"], ["west"] * 6
+        [["Q1"], ["Q2"], ["Q3"], ["Q3"], ["Q3"], ["Q3"]],
+        ["P1", "P1", "P2", "P2", "P2", "P2"],
+        ["west"] * 6,
     )
-    assert mixed["entropy"]["west"] == pytest.approx((1.0 + 0.0) / 2)  # not weighted by the 2 vs 4 facts
+    assert mixed["entropy"]["west"] == pytest.approx(
+        (1.0 + 0.0) / 2
+    )  # not weighted by the 2 vs 4 facts
 
 
 def test_object_entropy_rejects_input_without_objects():

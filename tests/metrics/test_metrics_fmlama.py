@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 from culture_probe.data.vectors import FASTTEXT_ENV, load_text_vectors, read_vectors
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics import mean_average_precision, mws
-from culture_probe.metrics.fmlama import average_precision, map_mws_correlation, template_mean_std, words_needed
+from culture_probe.metrics.fmlama import (
+    average_precision,
+    map_mws_correlation,
+    template_mean_std,
+    words_needed,
+)
 
 RANKINGS = [
     ["tofu", "beef", "rice", "cheese", "tomato", "flour"],
@@ -37,7 +42,9 @@ def test_map_worked_example():
     assert average_precision(RANKINGS[0], set(GOLD[0])) == pytest.approx(ap1)
     assert average_precision(RANKINGS[1], set(GOLD[1])) == pytest.approx(ap2)
     result = mean_average_precision(RANKINGS, GOLD, groups=["China", "Italy"])
-    assert result["map"] == pytest.approx(100 * (ap1 + ap2) / 2) and round(result["map"], 2) == 65.00
+    assert (
+        result["map"] == pytest.approx(100 * (ap1 + ap2) / 2) and round(result["map"], 2) == 65.00
+    )
     assert result["p_at_1"] == pytest.approx(100 * (1 + 0) / 2)
     assert result["p_at_5"] == pytest.approx(100 * (2 / 5 + 2 / 5) / 2)
     assert result["groups"]["China"]["map"] == pytest.approx(100 * ap1)
@@ -72,7 +79,9 @@ def test_ap_matches_reference_and_is_one_exactly_when_gold_leads(ranking, gold):
 
 def test_mws_worked_example():
     ws1 = (1.00 + max(0.60, 0.96)) / 2  # S(tofu), S(rice) against top-2 {tofu, beef}
-    ws2 = (1.00 + max(0.00, -0.80, -0.28) + max(0.00, 0.80, 0.28)) / 3  # against top-3 {beef, cheese, rice}
+    ws2 = (
+        1.00 + max(0.00, -0.80, -0.28) + max(0.00, 0.80, 0.28)
+    ) / 3  # against top-3 {beef, cheese, rice}
     result = mws(RANKINGS, GOLD, embed=TOY)
     assert (ws1, ws2) == (pytest.approx(0.98), pytest.approx(0.60))
     assert result["mws"] == pytest.approx((ws1 + ws2) / 2) and round(result["mws"], 4) == 0.79
@@ -80,7 +89,9 @@ def test_mws_worked_example():
 
 
 def test_mws_unknown_string_makes_the_dish_nan_and_is_counted():
-    result = mws([RANKINGS[0], ["kimchi", "tofu"]], [GOLD[0], ["kimchi"]], embed=TOY, groups=["a", "b"])
+    result = mws(
+        [RANKINGS[0], ["kimchi", "tofu"]], [GOLD[0], ["kimchi"]], embed=TOY, groups=["a", "b"]
+    )
     assert result["mws"] == pytest.approx(0.98) and (result["n"], result["n_nan"]) == (1, 1)
     assert result["groups"]["b"] == {"mws": None, "n": 0, "n_nan": 1, "n_skipped": 0}
     zero = {**TOY, "tofu": (0.0, 0.0)}
@@ -89,12 +100,20 @@ def test_mws_unknown_string_makes_the_dish_nan_and_is_counted():
 
 def file_mws(vectors=None, language="en"):
     """mWS of the worked example with the vectors a file gives (only the strings mWS needs are read)."""
-    return mws(RANKINGS, GOLD, embed=read_vectors(vectors, keep=words_needed(RANKINGS, GOLD), language=language))
+    return mws(
+        RANKINGS,
+        GOLD,
+        embed=read_vectors(vectors, keep=words_needed(RANKINGS, GOLD), language=language),
+    )
 
 
 def test_mws_reads_fasttext_text_vectors(tmp_path):
     path = tmp_path / "toy.vec"
-    lines = [f"{len(TOY) + 1} 2"] + [f"{w} {x} {y}" for w, (x, y) in TOY.items()] + ["soy sauce 0.1 0.2"]
+    lines = (
+        [f"{len(TOY) + 1} 2"]
+        + [f"{w} {x} {y}" for w, (x, y) in TOY.items()]
+        + ["soy sauce 0.1 0.2"]
+    )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert file_mws(str(path))["mws"] == pytest.approx(mws(RANKINGS, GOLD, embed=TOY)["mws"])
     assert words_needed(RANKINGS, GOLD) == {"tofu", "beef", "rice", "cheese", "flour", "tomato"}
@@ -115,7 +134,9 @@ class FakeFasttext(types.ModuleType):
 
     def load_model(self, path):
         self.loaded.append(path)
-        return types.SimpleNamespace(get_word_vector=lambda text: np.asarray(TOY.get(text, (0.0, 0.0))))
+        return types.SimpleNamespace(
+            get_word_vector=lambda text: np.asarray(TOY.get(text, (0.0, 0.0)))
+        )
 
 
 @pytest.fixture
@@ -144,11 +165,15 @@ def test_mws_without_vectors_names_the_exact_fix(fake_fasttext, tmp_path, monkey
         r".*vectors='path/to/cc\.en\.300\.bin'.*CULTURE_PROBE_FASTTEXT",
     ):
         file_mws()
-    with pytest.raises(MetricInputError, match=r"cc\.he\.300\.bin' does not exist: download cc\.he\.300\.bin"):
+    with pytest.raises(
+        MetricInputError, match=r"cc\.he\.300\.bin' does not exist: download cc\.he\.300\.bin"
+    ):
         file_mws(str(tmp_path), language="he")
     (tmp_path / "cc.en.300.bin").write_bytes(b"")
     monkeypatch.setitem(sys.modules, "fasttext", None)  # the package is not installed
-    with pytest.raises(MetricInputError, match=r"needs the `fasttext` module.*pip install fasttext-wheel"):
+    with pytest.raises(
+        MetricInputError, match=r"needs the `fasttext` module.*pip install fasttext-wheel"
+    ):
         file_mws(str(tmp_path))
 
 
@@ -165,14 +190,19 @@ def test_the_mws_module_takes_a_vectors_file_or_vectors_not_both(tmp_path):
 
 
 def test_mws_vectors_of_different_lengths_name_embed():
-    ragged = {**TOY, "tofu": (1.0, 0.0, 0.0)}  # "rice" (the first gold in code-point order) is read first
+    ragged = {
+        **TOY,
+        "tofu": (1.0, 0.0, 0.0),
+    }  # "rice" (the first gold in code-point order) is read first
     with pytest.raises(
         MetricInputError,
         match=r"`embed` returned a vector of length 3 for 'tofu' but of length 2 "
         r"for 'rice'",
     ):
         mws(RANKINGS, GOLD, embed=ragged)
-    with pytest.raises(MetricInputError, match=r"`embed` returned an array of shape \(1, 2\) for 'rice'"):
+    with pytest.raises(
+        MetricInputError, match=r"`embed` returned an array of shape \(1, 2\) for 'rice'"
+    ):
         mws(RANKINGS, GOLD, embed=lambda text: [[1.0, 0.0]])
 
 
@@ -234,8 +264,12 @@ def test_map_mws_correlation_by_hand():
     }
     assert map_mws_correlation([1.0, 2.0, 4.0], [0.2, 0.4, 0.8])["pearson_r"] == pytest.approx(1.0)
     # deviations (-4/3, -1/3, 5/3) and (0.4, 0, -0.4): r = -1.2 / sqrt(42/9 * 0.32) = -3.6 / sqrt(13.44)
-    assert map_mws_correlation([1.0, 2.0, 4.0], [0.8, 0.4, 0.0])["pearson_r"] == pytest.approx(-3.6 / 13.44**0.5)
-    assert map_mws_correlation([5.0, 5.0, 5.0], [0.1, 0.2, 0.3])["pearson_r"] is None  # undefined, not 0
+    assert map_mws_correlation([1.0, 2.0, 4.0], [0.8, 0.4, 0.0])["pearson_r"] == pytest.approx(
+        -3.6 / 13.44**0.5
+    )
+    assert (
+        map_mws_correlation([5.0, 5.0, 5.0], [0.1, 0.2, 0.3])["pearson_r"] is None
+    )  # undefined, not 0
 
 
 def test_map_mws_correlation_reproduces_the_papers_table_2():
@@ -243,7 +277,9 @@ def test_map_mws_correlation_reproduces_the_papers_table_2():
     cells_mws = [v for row in TABLE2_MWS for v in row]
     result = map_mws_correlation(cells_map, cells_mws)
     assert result["n_cells"] == 128 and round(result["pearson_r"], 2) == 0.66
-    rescaled = map_mws_correlation([v / 100 for v in cells_map], [v * 100 for v in cells_mws])  # % or 0-1: same r
+    rescaled = map_mws_correlation(
+        [v / 100 for v in cells_map], [v * 100 for v in cells_mws]
+    )  # % or 0-1: same r
     assert rescaled["pearson_r"] == pytest.approx(result["pearson_r"])
 
 

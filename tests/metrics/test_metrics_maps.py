@@ -29,7 +29,10 @@ def test_worked_example_positive_negative_and_figurative():
 def test_mixed_variants_and_memorised_subset():
     result = maps(["a", "a"], ["a", "a"], negative=[False, True], memorised=[True, False])
     assert result["accuracy"] == 50.0
-    assert result["subsets"]["positive"]["accuracy"] == 100.0 and result["subsets"]["negative"]["accuracy"] == 0.0
+    assert (
+        result["subsets"]["positive"]["accuracy"] == 100.0
+        and result["subsets"]["negative"]["accuracy"] == 0.0
+    )
     assert result["subsets"]["memorised"]["accuracy"] == 100.0
 
 
@@ -66,16 +69,28 @@ def test_cross_lingual_average_excludes_english():
     ("call", "message"),
     [
         (lambda: maps(["a", "c"], ["a", "b"], [False] * 2), "Unknown label 'c' in `predictions`"),
-        (lambda: maps(["a"], ["A"], [False]), "Unknown label 'A' in `references`.*Did you mean 'a'"),
+        (
+            lambda: maps(["a"], ["A"], [False]),
+            "Unknown label 'A' in `references`.*Did you mean 'a'",
+        ),
         (lambda: maps(["a"], ["a"], ["no"]), "`negative` must hold True/False"),
-        (lambda: maps(["a"], ["a"], [False], is_figurative=[True, False]), "`is_figurative` has 2 items"),
+        (
+            lambda: maps(["a"], ["a"], [False], is_figurative=[True, False]),
+            "`is_figurative` has 2 items",
+        ),
         (lambda: memorisation_rate([]), "`successes` must be a non-empty"),
-        (lambda: culture_gap(70.0, float("nan"), 72.5), r"^`target` must be a finite accuracy .*got nan\.$"),
+        (
+            lambda: culture_gap(70.0, float("nan"), 72.5),
+            r"^`target` must be a finite accuracy .*got nan\.$",
+        ),
         (
             lambda: culture_gap(70.0, 80.0, 72.5, machine_translated="60"),
             r"^`machine_translated` must be a finite accuracy .*got '60'\.$",
         ),
-        (lambda: culture_gap(None, 80.0, 72.5), r"^`source` must be a finite accuracy .*got None\.$"),
+        (
+            lambda: culture_gap(None, 80.0, 72.5),
+            r"^`source` must be a finite accuracy .*got None\.$",
+        ),
     ],
 )
 def test_bad_input(call, message):

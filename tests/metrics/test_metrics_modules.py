@@ -92,7 +92,9 @@ def test_module_example_runs_and_agrees_with_the_pure_function(name, monkeypatch
     pure = getattr(metrics, name)
     for kwargs, result in calls:
         assert same(result, pure(**kwargs))
-    parameters = list(inspect.signature(type(module)._compute).parameters.values())[1:]  # without self
+    parameters = list(inspect.signature(type(module)._compute).parameters.values())[
+        1:
+    ]  # without self
     assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters)
     # Same names and defaults as the pure function: the module cannot drift from the source of truth. A module may
     # only add, last, what reads files for the pure function (the data layer's job, e.g. mWS's vectors file).
@@ -122,7 +124,9 @@ def test_evaluate_load_from_the_repository_root(name, monkeypatch):
 
 def test_precision_at_k_module_also_takes_top1_labels():
     module = culture_probe.load_metric("precision_at_k")
-    result = module.compute(predictions=["Africa", "Europe"], references=[["Africa", "Asia"], ["Africa"]])
+    result = module.compute(
+        predictions=["Africa", "Europe"], references=[["Africa", "Asia"], ["Africa"]]
+    )
     assert result["precision"] == 50.0
 
 
@@ -135,7 +139,11 @@ def test_module_reports_bad_input_naming_the_argument():
     module = culture_probe.load_metric("cbs")
     with pytest.raises(MetricInputError, match="`score` has nan at index 1"):
         module.compute(prompt_id=["t", "t"], culture=["arab", "western"], score=[0.0, float("nan")])
-    with pytest.raises(MetricInputError, match="Unknown label 'arabic' in `culture`.*Did you mean 'arab'"):
+    with pytest.raises(
+        MetricInputError, match="Unknown label 'arabic' in `culture`.*Did you mean 'arab'"
+    ):
         module.compute(prompt_id=["t", "t"], culture=["arabic", "western"], score=[0.0, 1.0])
-    with pytest.raises(ValueError, match="Mismatch in the number of prompt_id \\(2\\) and culture \\(1\\)"):
+    with pytest.raises(
+        ValueError, match="Mismatch in the number of prompt_id \\(2\\) and culture \\(1\\)"
+    ):
         module.compute(prompt_id=["t", "t"], culture=["arab"], score=[0.0, 1.0])

@@ -33,7 +33,9 @@ WRONG = {  # specs/xfakt.md 5.2: errors out of 7 facts per country
 
 def columns(wrong, asked=7):
     rows = [(i >= k, lang, country) for (lang, country), k in wrong.items() for i in range(asked)]
-    return {key: [row[i] for row in rows] for i, key in enumerate(("correct", "language", "country"))}
+    return {
+        key: [row[i] for row in rows] for i, key in enumerate(("correct", "language", "country"))
+    }
 
 
 @pytest.mark.parametrize(
@@ -60,7 +62,11 @@ def test_worked_example_with_rounded_cells():
     assert (result["frs"], result["kts"]) == (pytest.approx(frs), pytest.approx(kts))
     assert [round(result[k], 6) for k in ("frs", "kts", "xfakt")] == [0.586957, 0.554404, 0.570216]
     assert result["error_table"]["ja"]["Kenya"] == pytest.approx(4 / 7)
-    assert result["languages"] == ["en", "ja", "sw"] and result["countries"] == ["United States", "Japan", "Kenya"]
+    assert result["languages"] == ["en", "ja", "sw"] and result["countries"] == [
+        "United States",
+        "Japan",
+        "Kenya",
+    ]
     assert result["all_languages"] is False and result["n_empty_cells"] == 0
 
 
@@ -78,7 +84,10 @@ def test_worked_example_exact_cells_and_paper_statistics():
         }
         assert res["non_assoc_error"]["std"] == pytest.approx(100 * statistics.pstdev(off_diagonal))
         test = stats.ttest_ind(off_diagonal, diagonal)
-        assert (res["t_statistic"], res["p_value"]) == (pytest.approx(test.statistic), pytest.approx(test.pvalue))
+        assert (res["t_statistic"], res["p_value"]) == (
+            pytest.approx(test.statistic),
+            pytest.approx(test.pvalue),
+        )
 
 
 rates = st.lists(st.integers(0, 4), min_size=9, max_size=9)
@@ -95,7 +104,9 @@ def test_scores_follow_the_formulas_by_hand_and_stay_in_unit_interval(counts):
     frs = 1.5 * (1 / (1 + mu_a + mu_n) - 1 / 3)
     kts = 2 * (1 / (1 + abs(mu_a - mu_n)) - 0.5)
     harmonic = 2 * frs * kts / (frs + kts) if frs + kts else 0.0
-    assert [result[k] for k in ("frs", "kts", "xfakt")] == pytest.approx([frs, kts, harmonic], abs=1e-12)
+    assert [result[k] for k in ("frs", "kts", "xfakt")] == pytest.approx(
+        [frs, kts, harmonic], abs=1e-12
+    )
     for key in ("frs", "kts", "xfakt"):
         assert -1e-12 <= result[key] <= 1 + 1e-12
 
@@ -109,16 +120,28 @@ def test_frs_kts_bounds_and_monotonicity(mu_assoc, mu_non):
         assert scores["kts"] == pytest.approx(1.0)
     elif abs(mu_assoc - mu_non) > 1e-6:  # a visible gap always costs transferability
         assert scores["kts"] < 1.0 - 1e-9
-    assert scores["frs"] >= xfakt_scores(max(mu_assoc, 0.0), 1.0)["frs"] - 1e-12  # more error never helps
+    assert (
+        scores["frs"] >= xfakt_scores(max(mu_assoc, 0.0), 1.0)["frs"] - 1e-12
+    )  # more error never helps
 
 
 def test_extremes():
     everyone_right = xfakt(**columns(dict.fromkeys(WRONG, 0)))
     assert (everyone_right["frs"], everyone_right["kts"], everyone_right["xfakt"]) == (1, 1, 1)
     everyone_wrong = xfakt(**columns(dict.fromkeys(WRONG, 7)))
-    assert (everyone_wrong["frs"], everyone_wrong["kts"], everyone_wrong["xfakt"]) == (pytest.approx(0), 1, 0)
-    no_transfer = xfakt(**columns({cell: 0 if ASSOCIATIONS[cell[0]] == cell[1] else 7 for cell in WRONG}))
-    assert (no_transfer["frs"], no_transfer["kts"], no_transfer["xfakt"]) == (pytest.approx(0.25), 0, 0)
+    assert (everyone_wrong["frs"], everyone_wrong["kts"], everyone_wrong["xfakt"]) == (
+        pytest.approx(0),
+        1,
+        0,
+    )
+    no_transfer = xfakt(
+        **columns({cell: 0 if ASSOCIATIONS[cell[0]] == cell[1] else 7 for cell in WRONG})
+    )
+    assert (no_transfer["frs"], no_transfer["kts"], no_transfer["xfakt"]) == (
+        pytest.approx(0.25),
+        0,
+        0,
+    )
 
 
 def test_empty_cells_are_excluded_and_counted():
@@ -129,7 +152,11 @@ def test_empty_cells_are_excluded_and_counted():
 
 
 def test_tiers_paper_and_upstream_place_turkish_differently():
-    wrong = {(lang, country): 2 * (lang == "tr") for lang in ASSOCIATIONS for country in ASSOCIATIONS.values()}
+    wrong = {
+        (lang, country): 2 * (lang == "tr")
+        for lang in ASSOCIATIONS
+        for country in ASSOCIATIONS.values()
+    }
     paper = xfakt(**columns(wrong, asked=2))
     upstream = xfakt(**columns(wrong, asked=2), tiers="upstream")
     assert paper["all_languages"] and paper["tiers"]["medium"]["mu_non"] == 0.0
@@ -177,7 +204,9 @@ def every_random_outcome(cells, round_cells):
     questions = [(cell, q) for cell, errors in cells.items() for q in errors]
     out = []
     for wrong in itertools.product((False, True), repeat=len(questions)):
-        probability = math.prod(q if w else 1 - q for (_, q), w in zip(questions, wrong, strict=True))
+        probability = math.prod(
+            q if w else 1 - q for (_, q), w in zip(questions, wrong, strict=True)
+        )
         result = xfakt(
             [not w for w in wrong],
             [cell[0] for cell, _ in questions],
@@ -210,7 +239,10 @@ def test_random_answers_match_every_outcome_enumerated(round_cells):
         expected = math.fsum(p * r[name] for p, r in outcomes)
         assert reference[name]["value"] == pytest.approx(expected, abs=1e-9)
         low, high = central([(r[name], p) for p, r in outcomes])
-        assert (reference[name]["low"], reference[name]["high"]) == (pytest.approx(low), pytest.approx(high))
+        assert (reference[name]["low"], reference[name]["high"]) == (
+            pytest.approx(low),
+            pytest.approx(high),
+        )
         assert "exact distribution" in reference[name]["method"]
     # the test of random answering: the chance that random answers land at least as far from their mean
     moments = {}
@@ -232,11 +264,15 @@ def test_the_seeded_simulation_gives_the_exact_numbers_where_the_lattice_is_too_
     simulated = random_answers(TINY)
     assert not simulated.exact
     again = random_answers(TINY)
-    assert np.array_equal(simulated.mu_assoc, again.mu_assoc)  # seeded: the same random models every time
+    assert np.array_equal(
+        simulated.mu_assoc, again.mu_assoc
+    )  # seeded: the same random models every time
     reference = simulated.reference()
     for name in ("frs", "kts", "xfakt"):
         spread = max(exact[name]["high"] - exact[name]["low"], 1e-3)
-        assert reference[name]["value"] == pytest.approx(exact[name]["value"], abs=spread * 4 / 140)  # 4 MC s.e.
+        assert reference[name]["value"] == pytest.approx(
+            exact[name]["value"], abs=spread * 4 / 140
+        )  # 4 MC s.e.
         assert "20000 random models simulated with seed 0" in reference[name]["method"]
 
 
@@ -246,10 +282,14 @@ def test_random_models_score_the_expected_kts_on_average():
     cells = [(lang, country) for lang in ASSOCIATIONS for country in ASSOCIATIONS.values()]
     random = random_answers({cell: [12 / 13] for cell in cells})
     reference = random.reference()
-    assert reference["kts"]["low"] < 0.75 and reference["kts"]["high"] == 1.0  # 0.72 and 0.98 are both chance
+    assert (
+        reference["kts"]["low"] < 0.75 and reference["kts"]["high"] == 1.0
+    )  # 0.72 and 0.98 are both chance
     rng = np.random.default_rng(7)
     runs = [
-        xfakt((rng.random(len(cells)) < 1 / 13).tolist(), [c[0] for c in cells], [c[1] for c in cells])
+        xfakt(
+            (rng.random(len(cells)) < 1 / 13).tolist(), [c[0] for c in cells], [c[1] for c in cells]
+        )
         for _ in range(400)
     ]
     for name in ("frs", "kts", "xfakt"):
@@ -259,20 +299,37 @@ def test_random_models_score_the_expected_kts_on_average():
         inside = np.mean((scores >= reference[name]["low"]) & (scores <= reference[name]["high"]))
         assert inside >= 0.92  # the central 95%, up to Monte Carlo error
     p_values = np.asarray([random.p_value(r["mu_assoc"], r["mu_non"]) for r in runs])
-    assert np.mean(p_values < 0.05) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / len(runs))  # the test holds its size
+    assert np.mean(p_values < 0.05) <= 0.05 + 3 * math.sqrt(
+        0.05 * 0.95 / len(runs)
+    )  # the test holds its size
 
 
 def test_a_full_run_s_reference_takes_well_under_a_second():
-    sizes = {country: 61 + i % 2 for i, country in enumerate(ASSOCIATIONS.values())}  # 61 or 62 facts a country
-    cells = {(lang, country): [12 / 13] * n for lang in ASSOCIATIONS for country, n in sizes.items()}
-    for round_cells, exact in ((True, True), (False, False)):  # exact cells of 61 and 62: the lattice is too fine
+    sizes = {
+        country: 61 + i % 2 for i, country in enumerate(ASSOCIATIONS.values())
+    }  # 61 or 62 facts a country
+    cells = {
+        (lang, country): [12 / 13] * n for lang in ASSOCIATIONS for country, n in sizes.items()
+    }
+    for round_cells, exact in (
+        (True, True),
+        (False, False),
+    ):  # exact cells of 61 and 62: the lattice is too fine
         start = time.perf_counter()
         random = random_answers(cells, round_cells=round_cells)
         reference = random.reference()
         random.p_value(0.9, 0.9)
         assert time.perf_counter() - start < 1.0 and random.exact is exact
-        assert 0.95 < reference["kts"]["low"] < reference["kts"]["value"] < reference["kts"]["high"] < 1
-        assert reference["frs"]["value"] == pytest.approx(1.5 * (1 / (1 + 24 / 13) - 1 / 3), abs=1e-3)
+        assert (
+            0.95
+            < reference["kts"]["low"]
+            < reference["kts"]["value"]
+            < reference["kts"]["high"]
+            < 1
+        )
+        assert reference["frs"]["value"] == pytest.approx(
+            1.5 * (1 / (1 + 24 / 13) - 1 / 3), abs=1e-3
+        )
 
 
 def test_random_answers_need_both_kinds_of_cell():
@@ -290,13 +347,25 @@ def test_the_warning_names_the_model_that_knows_nothing_the_run_cannot_be_told_f
     chance = random_answers(TINY).reference()
     at_chance = {"frs": estimate(0.03, 0.01, 0.07), "kts": estimate(0.95, 0.56, 1.0)}
     sentence = transfer_warning(at_chance, chance, 0.54)
-    assert sentence.startswith("KTS says nothing about transfer here: the error rates cannot be told from random")
-    assert "p = 0.54" in sentence and f"score KTS {chance['kts']['value']:.3f} on these cells" in sentence
+    assert sentence.startswith(
+        "KTS says nothing about transfer here: the error rates cannot be told from random"
+    )
+    assert (
+        "p = 0.54" in sentence
+        and f"score KTS {chance['kts']['value']:.3f} on these cells" in sentence
+    )
     assert sentence.endswith(").") and not re.search(r"\.\s", sentence)  # one sentence
-    assert transfer_warning(at_chance, chance, 0.049) is None  # told from random answers, and from all wrong
+    assert (
+        transfer_warning(at_chance, chance, 0.049) is None
+    )  # told from random answers, and from all wrong
     all_wrong = {"frs": estimate(0.0, 0.0, 0.041), "kts": estimate(1.0, 0.63, 1.0)}
-    assert "answers every question wrong (FRS's 95% interval [0.000, 0.041] reaches 0" in transfer_warning(all_wrong)
-    assert "FRS is 0" in transfer_warning({"frs": estimate(0.0), "kts": estimate(1.0)})  # no intervals
+    assert (
+        "answers every question wrong (FRS's 95% interval [0.000, 0.041] reaches 0"
+        in transfer_warning(all_wrong)
+    )
+    assert "FRS is 0" in transfer_warning(
+        {"frs": estimate(0.0), "kts": estimate(1.0)}
+    )  # no intervals
     knows = {"frs": estimate(0.6, 0.55, 0.65), "kts": estimate(0.9, 0.8, 1.0)}
     assert transfer_warning(knows) is None and transfer_warning(knows, chance, 0.001) is None
     assert transfer_warning({"frs": estimate(None), "kts": estimate(None)}, chance, 0.9) is None

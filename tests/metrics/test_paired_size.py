@@ -80,7 +80,9 @@ def proportions_size(n: int) -> Rejection:
     for g in range(n + 1):
         for lost in range(n + 1 - g):
             rejects[g, lost] = score_p_value(tango_score(g, lost, n)) < 0.05
-    worst = max(float(_trinomial(n, q / 2, q / 2)[rejects].sum()) for q in np.linspace(0.05, 1.0, 20))
+    worst = max(
+        float(_trinomial(n, q / 2, q / 2)[rejects].sum()) for q in np.linspace(0.05, 1.0, 20)
+    )
     return Rejection(f"proportions, n = {n} (worst discordance 5-100%)", "Tango (cc)", size=worst)
 
 
@@ -95,15 +97,21 @@ def proportions_coverage(n: int) -> Rejection:
         for lost in (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.45):
             p = _trinomial(n, gained, lost)
             truth = gained - lost
-            covered = sum(p[k] for k, (low, high) in ends.items() if low - 1e-9 <= truth <= high + 1e-9)
+            covered = sum(
+                p[k] for k, (low, high) in ends.items() if low - 1e-9 <= truth <= high + 1e-9
+            )
             worst = min(worst, float(covered))
-    return Rejection(f"proportions, n = {n} (worst of 41 discordance pairs)", "Tango (cc)", coverage=worst)
+    return Rejection(
+        f"proportions, n = {n} (worst of 41 discordance pairs)", "Tango (cc)", coverage=worst
+    )
 
 
 # ---------------------------------------------------------------- simulated designs
 
 
-def _simulated(design: str, method: str, draws: Iterator[dict], truth: float | None = None) -> Rejection:
+def _simulated(
+    design: str, method: str, draws: Iterator[dict], truth: float | None = None
+) -> Rejection:
     results = list(draws)
     if truth is None:
         return Rejection(design, method, size=float(np.mean([_rejects(r) for r in results])))
@@ -120,13 +128,19 @@ def clustered_proportions(n: int, replicates: int, rho: float, shift: float = 0.
 
     def draws() -> Iterator[dict]:
         for _ in range(SIMULATIONS):
-            propensity = np.repeat(rng.beta(0.5 * (1 - rho) / rho, 0.5 * (1 - rho) / rho, n), replicates)
+            propensity = np.repeat(
+                rng.beta(0.5 * (1 - rho) / rho, 0.5 * (1 - rho) / rho, n), replicates
+            )
             a = rng.random(n * replicates) < np.clip(propensity + shift, 0, 1)
             b = rng.random(n * replicates) < propensity
-            tables = (UnitTable("p1", _ids(n * replicates), 100.0 * x, clusters=clusters) for x in (a, b))
+            tables = (
+                UnitTable("p1", _ids(n * replicates), 100.0 * x, clusters=clusters) for x in (a, b)
+            )
             yield paired_difference(*(t.with_scale(100, binary=True) for t in tables))
 
-    design = f"{n} units x {replicates} answers, correlation {rho}" + (f", shift {shift}" if shift else "")
+    design = f"{n} units x {replicates} answers, correlation {rho}" + (
+        f", shift {shift}" if shift else ""
+    )
     truth = None
     if shift:  # E[clip(p + shift) - p] over the propensities, by a large sample
         big = rng.beta(0.5 * (1 - rho) / rho, 0.5 * (1 - rho) / rho, 200_000)
@@ -134,7 +148,9 @@ def clustered_proportions(n: int, replicates: int, rho: float, shift: float = 0.
     return _simulated(design, "Tango (cc), design-adjusted", draws(), truth)
 
 
-def _ap_pairs(rng: np.random.Generator, n: int, templates: int = 3) -> tuple[np.ndarray, np.ndarray]:
+def _ap_pairs(
+    rng: np.random.Generator, n: int, templates: int = 3
+) -> tuple[np.ndarray, np.ndarray]:
     """Two runs' AP per dish and template: each dish's latent AP (Beta(0.5, 2)), both runs drawn around it."""
     latent = np.clip(rng.beta(0.5, 2.0, (n, 1)), 1e-3, 0.999)
     return tuple(100 * rng.beta(5 * latent, 5 * (1 - latent), (n, templates)) for _ in range(2))  # type: ignore[return-value]
@@ -171,7 +187,10 @@ def skewed_means_coverage(n: int, shift: float) -> Rejection:
     def draws() -> Iterator[dict]:
         for _ in range(SIMULATIONS):
             a, b = _ap_pairs(rng, n)
-            tables = (UnitTable("map", _ids(n), x).with_scale(100) for x in (np.clip(a + shift, 0, 100), b))
+            tables = (
+                UnitTable("map", _ids(n), x).with_scale(100)
+                for x in (np.clip(a + shift, 0, 100), b)
+            )
             yield paired_difference(*tables)
 
     return _simulated(f"skewed means, n = {n}, shift {shift:g} points", "sign-flip", draws(), truth)
@@ -191,10 +210,21 @@ def camel_pairs(types: int, prompts: int, runs: int, shift: float = 0.0) -> Reje
 
     def draws() -> Iterator[dict]:
         for _ in range(SIMULATIONS):
-            shared = 50 + rng.normal(0, 5, (types * prompts, 1)) + rng.normal(0, 2, (types * prompts, runs))
+            shared = (
+                50
+                + rng.normal(0, 5, (types * prompts, 1))
+                + rng.normal(0, 2, (types * prompts, runs))
+            )
             shared += np.repeat(rng.normal(0, 2, (types, runs)), prompts, axis=0)
             tables = (
-                UnitTable("cbs", _ids(types * prompts), v, {"t": labels}, macro="t", crossed="entity samples")
+                UnitTable(
+                    "cbs",
+                    _ids(types * prompts),
+                    v,
+                    {"t": labels},
+                    macro="t",
+                    crossed="entity samples",
+                )
                 for v in (model(shared) + shift, model(shared))
             )
             yield paired_difference(*(t.with_scale(100) for t in tables))
@@ -215,11 +245,18 @@ SIZES: dict[str, Callable[[], list[Rejection]]] = {
         for replicates, rho in ((2, 0.1), (2, 0.6), (2, 0.9), (3, 0.3))
     ],
     "skewed means": lambda: [skewed_means_size(n) for n in (5, 8, 13, 20, 50, 200)],
-    "camel": lambda: [camel_pairs(types, prompts, runs) for types in (1, 8) for prompts in (3, 20) for runs in (2, 5)],
+    "camel": lambda: [
+        camel_pairs(types, prompts, runs)
+        for types in (1, 8)
+        for prompts in (3, 20)
+        for runs in (2, 5)
+    ],
 }
 COVERAGES: dict[str, Callable[[], list[Rejection]]] = {
     "proportions": lambda: [proportions_coverage(n) for n in (10, 24, 52, 100)],
-    "clustered proportions": lambda: [clustered_proportions(n, 2, 0.6, shift=0.1) for n in (10, 30, 100)],
+    "clustered proportions": lambda: [
+        clustered_proportions(n, 2, 0.6, shift=0.1) for n in (10, 30, 100)
+    ],
     "skewed means": lambda: [skewed_means_coverage(n, 5.0) for n in (10, 20, 50)],
     "camel": lambda: [camel_pairs(8, prompts, 5, shift=2.0) for prompts in (3, 20)],
 }
@@ -227,7 +264,10 @@ COVERAGES: dict[str, Callable[[], list[Rejection]]] = {
 
 def _slow_but_exact(names):
     """The simulated designs take 10 s to 2 min: marked slow (`make test`, CI, runs them); exact ones are not."""
-    return [pytest.param(name, marks=pytest.mark.slow) if name != "proportions" else name for name in names]
+    return [
+        pytest.param(name, marks=pytest.mark.slow) if name != "proportions" else name
+        for name in names
+    ]
 
 
 @pytest.mark.parametrize("name", _slow_but_exact(SIZES))
@@ -239,7 +279,9 @@ def test_a_5_percent_paired_test_rejects_a_true_null_at_most_55_times_in_1000(na
 @pytest.mark.parametrize("name", _slow_but_exact(COVERAGES))
 def test_paired_intervals_cover_the_true_difference(name):
     measured = COVERAGES[name]()
-    assert not [r for r in measured if r.coverage is not None and r.coverage < NOMINAL_FLOOR], measured
+    assert not [r for r in measured if r.coverage is not None and r.coverage < NOMINAL_FLOOR], (
+        measured
+    )
 
 
 def test_uncorrected_mcnemar_would_not_hold_its_size():
@@ -250,7 +292,9 @@ def test_uncorrected_mcnemar_would_not_hold_its_size():
         for lost in range(22 - g):
             rejects[g, lost] = score_p_value(tango_score(g, lost, 21, correction=0.0)) < 0.05
     assert float(_trinomial(21, 0.5, 0.5)[rejects].sum()) > 0.07
-    assert stats.binom.cdf(5, 21, 0.5) * 2 < 0.05 <= stats.binom.cdf(6, 21, 0.5) * 2  # the exact test's edge
+    assert (
+        stats.binom.cdf(5, 21, 0.5) * 2 < 0.05 <= stats.binom.cdf(6, 21, 0.5) * 2
+    )  # the exact test's edge
 
 
 def size_table() -> str:

@@ -104,8 +104,12 @@ def test_from_710_candidates_the_released_softmax_is_nan_and_ours_its_stable_for
     with np.errstate(over="ignore", invalid="ignore"):
         assert math.isnan(released_on_ids([ids[:710]], [ids[:710]], "softmax"))
         assert released_on_ids([ids[:709]], [ids[:709]], "softmax") == pytest.approx(1.0)
-    monkeypatch.setattr(sys.modules[__name__], "softmax", special.softmax)  # the released loop, softmax made stable
-    assert rankc([a], [b])["value"] == pytest.approx(released_on_ids([a], [b], "softmax"), rel=1e-12)
+    monkeypatch.setattr(
+        sys.modules[__name__], "softmax", special.softmax
+    )  # the released loop, softmax made stable
+    assert rankc([a], [b])["value"] == pytest.approx(
+        released_on_ids([a], [b], "softmax"), rel=1e-12
+    )
     assert rankc([ids[:710]], [ids[:710]])["value"] == pytest.approx(1.0)
 
 
@@ -114,7 +118,9 @@ def test_from_710_candidates_the_released_softmax_is_nan_and_ours_its_stable_for
 def test_identical_rankings_score_one_and_the_languages_can_swap(pair, weight):
     a, b = pair
     identical = rankc(a, a, weight=weight)
-    assert identical["value"] == pytest.approx(1.0) and identical["per_query"] == pytest.approx([1.0] * len(a))
+    assert identical["value"] == pytest.approx(1.0) and identical["per_query"] == pytest.approx(
+        [1.0] * len(a)
+    )
     assert rankc(a, b, weight=weight) == rankc(b, a, weight=weight)
 
 
@@ -133,7 +139,9 @@ REVERSED = {
 @pytest.mark.parametrize(("n", "weight"), sorted(REVERSED))
 def test_reversed_rankings_match_the_hand_computed_value(n, weight):
     ranking = [f"c{k}" for k in range(n)]
-    assert rankc([ranking], [ranking[::-1]], weight=weight)["value"] == pytest.approx(REVERSED[n, weight])
+    assert rankc([ranking], [ranking[::-1]], weight=weight)["value"] == pytest.approx(
+        REVERSED[n, weight]
+    )
 
 
 def test_worked_example_of_the_docs():
@@ -167,11 +175,21 @@ def test_the_evaluate_module_is_registered_and_passes_the_weight():
             "softmax",
             r"Query 0 ranks different candidates .*only in `rankings_a`, e.g\. \['y'\]",
         ),
-        ([["x", "x", "y"]], [["x", "y"]], "softmax", r"`rankings_a\[0\]` ranks \['x'\] more than once"),
+        (
+            [["x", "x", "y"]],
+            [["x", "y"]],
+            "softmax",
+            r"`rankings_a\[0\]` ranks \['x'\] more than once",
+        ),
         ([["x"], ["y"]], [["x"]], "softmax", r"`rankings_b` has 1 items but `rankings_a` has 2"),
         ([["x"]], [[]], "softmax", r"`rankings_b\[0\]` is empty"),
         (["xy"], [["x", "y"]], "softmax", r"`rankings_a\[0\]` must be a list of candidate ids"),
-        ([["x"]], [["x"]], "softmax2", r"`weight` must be one of \['norm1', 'norm2', 'softmax'\], got 'softmax2'"),
+        (
+            [["x"]],
+            [["x"]],
+            "softmax2",
+            r"`weight` must be one of \['norm1', 'norm2', 'softmax'\], got 'softmax2'",
+        ),
     ],
 )
 def test_bad_rankings_are_refused_naming_the_problem(a, b, weight, message):
@@ -188,7 +206,9 @@ def test_agreement_counts_the_table_and_pairs_the_difference():
     a = {f"f{k}": k < 12 for k in range(20)}  # f0-f11 right in A
     b = {f"f{k}": 3 <= k < 8 or k >= 17 for k in range(20)}  # f3-f7 and f17-f19 right in B
     result = agreement(a, b)
-    assert {k: result[k] for k in ("n", "both_right", "right_only_a", "right_only_b", "both_wrong")} == {
+    assert {
+        k: result[k] for k in ("n", "both_right", "right_only_a", "right_only_b", "both_wrong")
+    } == {
         "n": 20,
         "both_right": 5,
         "right_only_a": 7,
@@ -215,7 +235,11 @@ def test_agreement_returns_the_facts_probed_in_one_language_only():
 @pytest.mark.parametrize(
     ("a", "b", "message"),
     [
-        ({"f1": True}, {"f2": True}, r"share no fact id \(1 only in A, e\.g\. \['f1'\]; 1 only in B"),
+        (
+            {"f1": True},
+            {"f2": True},
+            r"share no fact id \(1 only in A, e\.g\. \['f1'\]; 1 only in B",
+        ),
         ([True, False], {"f1": True}, r"`correct_a` must map each fact id to True/False"),
         ({"f1": True}, {}, r"`correct_b` is empty"),
         ({"f1": True}, {"f1": "yes"}, r"`correct_b` must hold True/False .* index 0 is 'yes'"),

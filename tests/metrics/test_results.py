@@ -24,8 +24,20 @@ from culture_probe.metrics._intervals import (
     WILSON_EFFECTIVE,
 )
 from culture_probe.metrics.camel import cbs
-from culture_probe.metrics.results import UnitTable, UnitValue, estimate, paired_difference, summarize, unit_table
-from culture_probe.metrics.xfakt import ASSOCIATIONS, GradedAnswer, answers_summary, transfer_estimates
+from culture_probe.metrics.results import (
+    UnitTable,
+    UnitValue,
+    estimate,
+    paired_difference,
+    summarize,
+    unit_table,
+)
+from culture_probe.metrics.xfakt import (
+    ASSOCIATIONS,
+    GradedAnswer,
+    answers_summary,
+    transfer_estimates,
+)
 from culture_probe.schemas import metrics_schema, validate_metrics
 
 
@@ -43,7 +55,10 @@ def _has_honest_interval(result):
     """Either an interval that holds its value and has width, or none with a reason."""
     if result["ci_low"] is None:
         return result["ci_high"] is None and result["no_interval"]
-    return result["ci_low"] <= result["value"] <= result["ci_high"] and result["ci_low"] < result["ci_high"]
+    return (
+        result["ci_low"] <= result["value"] <= result["ci_high"]
+        and result["ci_low"] < result["ci_high"]
+    )
 
 
 def test_a_proportion_gets_the_wilson_score_interval():
@@ -52,7 +67,9 @@ def test_a_proportion_gets_the_wilson_score_interval():
     k = int(values.sum() / 100)
     reference = stats.binomtest(k, 400).proportion_ci(method="wilson")
     assert result["value"] == pytest.approx(values.mean()) and result["n"] == 400
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((100 * reference.low, 100 * reference.high))
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx(
+        (100 * reference.low, 100 * reference.high)
+    )
     assert result["stderr"] == pytest.approx(100 * math.sqrt(k / 400 * (1 - k / 400) / 400))
 
 
@@ -62,9 +79,13 @@ def test_dlama_with_no_fact_right_of_20_is_not_certain():
     assert none_right["value"] == 0.0 and none_right["ci_low"] == 0.0
     assert none_right["ci_high"] == pytest.approx(100 * 1.96**2 / (20 + 1.96**2), abs=0.01)  # 16.1
     # 24 of 24 was stored with stderr 0 beside [86.2, 100] (lm-eval's "0.0 ± 0.0000"): the width over 2z instead
-    assert none_right["stderr"] == pytest.approx(none_right["ci_high"] / (2 * stats.norm.ppf(0.975)))
+    assert none_right["stderr"] == pytest.approx(
+        none_right["ci_high"] / (2 * stats.norm.ppf(0.975))
+    )
     all_right = estimate(_hits([100.0] * 20))
-    assert all_right["ci_high"] == 100.0 and all_right["ci_low"] == pytest.approx(100 - none_right["ci_high"])
+    assert all_right["ci_high"] == 100.0 and all_right["ci_low"] == pytest.approx(
+        100 - none_right["ci_high"]
+    )
 
 
 def test_one_to_three_successes_get_the_exact_poisson_lower_limit():
@@ -83,7 +104,9 @@ def test_replicated_proportions_use_the_effective_sample_size():
     per_proverb = stats.binomtest(int(k), 20).proportion_ci(method="wilson")
     assert result["ci_high"] - result["ci_low"] >= 100 * (per_proverb.high - per_proverb.low) - 1e-9
     none_right = estimate(_table(np.zeros((20, 3))).with_scale(100, binary=True))
-    assert none_right["ci_low"] == 0.0 and none_right["ci_high"] == pytest.approx(100 * _wilson(0.0, 20)[1])
+    assert none_right["ci_low"] == 0.0 and none_right["ci_high"] == pytest.approx(
+        100 * _wilson(0.0, 20)[1]
+    )
 
 
 def test_five_proverbs_with_no_right_answer_get_the_interval_of_five_not_of_two_and_a_half():
@@ -98,7 +121,9 @@ def test_five_proverbs_with_no_right_answer_get_the_interval_of_five_not_of_two_
 def test_replicates_average_like_the_paper_and_missing_cells_are_left_out():
     # two templates; dish u2 has no value in the second: mAP = mean over templates of the mean over dishes
     values = [[10.0, 20.0], [30.0, 40.0], [50.0, np.nan]]
-    assert estimate(_table(values))["value"] == pytest.approx(((10 + 30 + 50) / 3 + (20 + 40) / 2) / 2)
+    assert estimate(_table(values))["value"] == pytest.approx(
+        ((10 + 30 + 50) / 3 + (20 + 40) / 2) / 2
+    )
 
 
 def _symmetric(centre, n):
@@ -113,14 +138,19 @@ def test_a_mean_gets_a_t_interval_and_a_stratified_mean_satterthwaite_degrees_of
     reference = stats.ttest_1samp(values, 0).confidence_interval()
     assert (result["ci_low"], result["ci_high"]) == pytest.approx((reference.low, reference.high))
     assert result["stderr"] == pytest.approx(stats.sem(values))
-    a, b = _symmetric(30.0, 31), _symmetric(45.0, 41)  # each type symmetric, each with the units t needs
+    a, b = (
+        _symmetric(30.0, 31),
+        _symmetric(45.0, 41),
+    )  # each type symmetric, each with the units t needs
     types = ["food"] * 31 + ["names"] * 41
     macro = estimate(_table(np.concatenate([a, b]), strata={"type": types}, macro="type"))
     terms = np.array([a.var(ddof=1) / 31, b.var(ddof=1) / 41]) / 4
     df = terms.sum() ** 2 / (terms[0] ** 2 / 30 + terms[1] ** 2 / 40)
     half = stats.t.ppf(0.975, df) * math.sqrt(terms.sum())
     assert macro["value"] == pytest.approx((a.mean() + b.mean()) / 2)
-    assert (macro["ci_low"], macro["ci_high"]) == pytest.approx((macro["value"] - half, macro["value"] + half))
+    assert (macro["ci_low"], macro["ci_high"]) == pytest.approx(
+        (macro["value"] - half, macro["value"] + half)
+    )
 
 
 def test_skewed_scores_get_an_interval_that_reaches_further_towards_the_long_tail():
@@ -140,15 +170,25 @@ def test_a_skewed_mean_of_few_units_gets_the_bounded_means_wilson_interval_not_a
     few = np.array([0.0, 0.0, 0.0, 4.0, 90.0])
     result = estimate(_table(few).with_scale(100))
     low, high = (100 * x for x in _wilson(few.mean() / 100, 5))
-    assert result["ci_high"] == pytest.approx(high) and result["ci_low"] <= low  # 1-3 successes: Poisson's lower end
-    rare = np.r_[np.zeros(48), 70.0, 35.0]  # 50 dishes, 2 with any hit: the t interval would be far too short
+    assert (
+        result["ci_high"] == pytest.approx(high) and result["ci_low"] <= low
+    )  # 1-3 successes: Poisson's lower end
+    rare = np.r_[
+        np.zeros(48), 70.0, 35.0
+    ]  # 50 dishes, 2 with any hit: the t interval would be far too short
     rare_result = estimate(_table(rare).with_scale(100))
     assert rare_result["ci_high"] == pytest.approx(100 * _wilson(rare.mean() / 100, 50)[1])
-    nothing = estimate(_table(np.zeros(20)).with_scale(100))  # no dish has any hit: still an interval of 0 of 20
-    assert nothing["ci_low"] == 0.0 and nothing["ci_high"] == pytest.approx(100 * _wilson(0.0, 20)[1])
+    nothing = estimate(
+        _table(np.zeros(20)).with_scale(100)
+    )  # no dish has any hit: still an interval of 0 of 20
+    assert nothing["ci_low"] == 0.0 and nothing["ci_high"] == pytest.approx(
+        100 * _wilson(0.0, 20)[1]
+    )
     unbounded = estimate(_table(few))
     assert unbounded["ci_low"] is None and "below 30 units" in unbounded["no_interval"]
-    assert summarize([_table(few).with_scale(100)], unit="dishes")["ci"]["methods"] == {"p1": BOUNDED_MEAN}
+    assert summarize([_table(few).with_scale(100)], unit="dishes")["ci"]["methods"] == {
+        "p1": BOUNDED_MEAN
+    }
 
 
 def _wilson(p, n):
@@ -185,9 +225,13 @@ def test_macro_average_over_entity_types_equals_camel_cbs():
     table = unit_table("cbs", rows, macro="entity_type", crossed="entity samples").with_scale(100)
     reference = cbs(ids, cultures, scores, entity_type=types, run=runs)
     result = estimate(table)
-    assert result["value"] == pytest.approx(reference["cbs"]) and result["n"] == 12  # prompts, not prompt x run
+    assert (
+        result["value"] == pytest.approx(reference["cbs"]) and result["n"] == 12
+    )  # prompts, not prompt x run
     summary = summarize([table], unit="prompts")
-    assert summary["by_entity_type"]["food"]["cbs"]["value"] == pytest.approx(reference["per_type"]["food"])
+    assert summary["by_entity_type"]["food"]["cbs"]["value"] == pytest.approx(
+        reference["per_type"]["food"]
+    )
     assert summary["ci"]["methods"] == {"cbs": CROSSED}
 
 
@@ -201,7 +245,9 @@ def _anova_variance(block):
     ms_units = replicates * sum((m - grand) ** 2 for m in unit_means) / (units - 1)
     ms_reps = units * sum((m - grand) ** 2 for m in rep_means) / (replicates - 1)
     residual = sum(
-        (block[i][j] - unit_means[i] - rep_means[j] + grand) ** 2 for i in range(units) for j in range(replicates)
+        (block[i][j] - unit_means[i] - rep_means[j] + grand) ** 2
+        for i in range(units)
+        for j in range(replicates)
     )
     ms_error = residual / ((units - 1) * (replicates - 1))
     a, b = max(ms_units - ms_error, 0) / replicates, max(ms_reps - ms_error, 0) / units
@@ -215,7 +261,12 @@ def test_camel_interval_holds_the_entity_samples_spread_not_only_the_prompts():
     """
     rng = np.random.default_rng(4)
     prompts, runs = 20, 5
-    values = 46.5 + rng.normal(0, 0.6, (prompts, 1)) + rng.normal(0, 2.0, (1, runs)) + rng.normal(0, 0.3, (20, 5))
+    values = (
+        46.5
+        + rng.normal(0, 0.6, (prompts, 1))
+        + rng.normal(0, 2.0, (1, runs))
+        + rng.normal(0, 0.3, (20, 5))
+    )
     crossed = replace(_table(values, "cbs").with_scale(100), crossed="entity samples")
     result = estimate(crossed)
     run_spread = values.mean(axis=0).std(ddof=1)
@@ -223,18 +274,27 @@ def test_camel_interval_holds_the_entity_samples_spread_not_only_the_prompts():
     assert 2 * stats.t.ppf(0.975, 19) * stats.sem(prompt_means) < run_spread
     variance = _anova_variance(values.tolist())
     half = stats.t.ppf(0.975, runs - 1) * math.sqrt(variance)
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((values.mean() - half, values.mean() + half))
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx(
+        (values.mean() - half, values.mean() + half)
+    )
     assert result["ci_high"] - result["ci_low"] > 2 * run_spread / math.sqrt(runs)
     one_sample = estimate(replace(crossed, values=values[:, :1]))
-    assert one_sample["ci_low"] is None and "one entity sample per group" in one_sample["no_interval"]
+    assert (
+        one_sample["ci_low"] is None and "one entity sample per group" in one_sample["no_interval"]
+    )
 
 
 def test_camel_with_one_prompt_per_entity_type_has_no_interval_and_says_why():
     """CAMeL at --limit 5 printed 47.52 [47.52, 47.52]: one prompt per type cannot vary under resampling."""
-    table = _table([40.0, 55.0, 47.5, 60.0, 35.0], strata={"entity_type": list("abcde")}, macro="entity_type")
+    table = _table(
+        [40.0, 55.0, 47.5, 60.0, 35.0], strata={"entity_type": list("abcde")}, macro="entity_type"
+    )
     result = estimate(table)
     assert result["ci_low"] is None and result["ci_high"] is None and result["stderr"] is None
-    assert result["no_interval"] == "the statistic cannot vary under resampling (one unit per entity_type)"
+    assert (
+        result["no_interval"]
+        == "the statistic cannot vary under resampling (one unit per entity_type)"
+    )
     partly = estimate(_table([40.0, 55.0, 47.5], strata={"t": ["a", "a", "b"]}, macro="t"))
     assert partly["ci_low"] is None and "one unit in t b" in partly["no_interval"]
 
@@ -263,9 +323,17 @@ def test_xfakt_transfer_scores_never_collapse_on_cells_whose_answers_agree():
     assert strong["kts"]["ci_low"] < strong["kts"]["value"] == 1.0 and strong["kts"]["stderr"] > 0
     enough = _xfakt([3, 4, 5, 3])
     for name in ("frs", "kts", "xfakt"):
-        assert _has_honest_interval(enough[name]) and enough[name]["ci_low"] is not None and enough[name]["stderr"] > 0
-        assert 0 <= enough[name]["ci_low"] and enough[name]["ci_high"] <= 1 and enough[name]["method"]
-        assert enough[name]["higher_is_better"] is True  # the paper: fewer errors, and errors less tied to language
+        assert (
+            _has_honest_interval(enough[name])
+            and enough[name]["ci_low"] is not None
+            and enough[name]["stderr"] > 0
+        )
+        assert (
+            0 <= enough[name]["ci_low"] and enough[name]["ci_high"] <= 1 and enough[name]["method"]
+        )
+        assert (
+            enough[name]["higher_is_better"] is True
+        )  # the paper: fewer errors, and errors less tied to language
 
 
 def _facts(per_fact, languages=("en", "ar")):
@@ -284,18 +352,29 @@ def test_dlama_counts_a_fact_once_however_many_languages_ask_it():
     that agree across languages the pooled interval covered 0.82-0.87. The fact is the unit: n facts, m answers."""
     rng = np.random.default_rng(2)
     known = rng.random(40) < 0.4
-    table = _facts([(100.0 * k, 100.0 * k) for k in known])  # a model knows a fact in both languages or in neither
+    table = _facts(
+        [(100.0 * k, 100.0 * k) for k in known]
+    )  # a model knows a fact in both languages or in neither
     pooled = estimate(table)
-    assert pooled["n"] == 40 and pooled["n_observations"] == 80 and pooled["value"] == pytest.approx(100 * known.mean())
+    assert (
+        pooled["n"] == 40
+        and pooled["n_observations"] == 80
+        and pooled["value"] == pytest.approx(100 * known.mean())
+    )
     naive = estimate(_hits(list(table.values[:, 0])))  # 80 independent answers
     assert pooled["ci_high"] - pooled["ci_low"] > 1.3 * (naive["ci_high"] - naive["ci_low"])
     per_language = summarize([table], unit="facts")["by_language"]["en"]["p1"]
-    assert per_language["n"] == 40 and "n_observations" not in per_language  # one answer per fact: plain Wilson
+    assert (
+        per_language["n"] == 40 and "n_observations" not in per_language
+    )  # one answer per fact: plain Wilson
     assert summarize([table], unit="facts")["ci"]["methods"] == {"p1": WILSON_EFFECTIVE}
 
 
 def test_a_unit_lies_in_one_macro_group():
-    rows = [UnitValue("en/1", 1.0, {"t": "a"}, cluster="f1"), UnitValue("ar/1", 1.0, {"t": "b"}, cluster="f1")]
+    rows = [
+        UnitValue("en/1", 1.0, {"t": "a"}, cluster="f1"),
+        UnitValue("ar/1", 1.0, {"t": "b"}, cluster="f1"),
+    ]
     with pytest.raises(MetricInputError, match="unit 'f1' lies in two t groups"):
         unit_table("p1", rows, macro="t")
 
@@ -316,8 +395,15 @@ def test_xfakt_counts_an_entity_asked_in_every_language_once():
     clustered = transfer_estimates(answers, answers_summary(answers, transfer=True))
     independent = [replace(a, entity=None) for a in answers]
     separate = transfer_estimates(independent, answers_summary(independent, transfer=True))
-    assert clustered["frs"]["n"] == 24 and clustered["frs"]["n_observations"] == 96 and separate["frs"]["n"] == 96
-    width = {name: e["frs"]["ci_high"] - e["frs"]["ci_low"] for name, e in (("c", clustered), ("s", separate))}
+    assert (
+        clustered["frs"]["n"] == 24
+        and clustered["frs"]["n_observations"] == 96
+        and separate["frs"]["n"] == 96
+    )
+    width = {
+        name: e["frs"]["ci_high"] - e["frs"]["ci_low"]
+        for name, e in (("c", clustered), ("s", separate))
+    }
     assert width["c"] > 1.3 * width["s"]
 
 
@@ -346,9 +432,17 @@ def test_no_interval_with_two_units_is_ever_zero_width_and_every_value_sits_insi
     for _ in range(300):
         n, replicates = int(rng.integers(1, 12)), int(rng.integers(1, 4))
         binary = bool(rng.integers(2))
-        values = rng.integers(0, 2, (n, replicates)) * 100.0 if binary else rng.choice([0.0, 1 / 3, 50.0], (n, 3))
+        values = (
+            rng.integers(0, 2, (n, replicates)) * 100.0
+            if binary
+            else rng.choice([0.0, 1 / 3, 50.0], (n, 3))
+        )
         values[rng.random(values.shape) < 0.1] = np.nan
-        table = _table(values, strata={"t": list(rng.choice(["a", "b"], n))}, macro="t" if rng.integers(2) else None)
+        table = _table(
+            values,
+            strata={"t": list(rng.choice(["a", "b"], n))},
+            macro="t" if rng.integers(2) else None,
+        )
         result = estimate(table.with_scale(100.0, binary=binary))
         if result["value"] is not None:
             assert _has_honest_interval(result), result
@@ -360,19 +454,49 @@ def test_summarize_groups_every_stratum_and_names_each_metrics_interval_method()
         strata={"culture": ["arab", "arab", "west", "west"], "language": ["en", "ar", "en", "ar"]},
     )
     replicated = _table([[100.0, 0.0]] * 4, "accuracy").with_scale(100, binary=True)
-    summary = summarize([table, replicated, _table([1.0, 2.0], "map")], unit="facts", omitted={"kts": "one language"})
-    assert summary["headline"] == "p1" and summary["unit"] == "facts" and summary["omitted"] == {"kts": "one language"}
-    assert summary["ci"]["methods"] == {"p1": WILSON, "accuracy": WILSON_EFFECTIVE, "map": BOUNDED_MEAN}
+    summary = summarize(
+        [table, replicated, _table([1.0, 2.0], "map")],
+        unit="facts",
+        omitted={"kts": "one language"},
+    )
+    assert (
+        summary["headline"] == "p1"
+        and summary["unit"] == "facts"
+        and summary["omitted"] == {"kts": "one language"}
+    )
+    assert summary["ci"]["methods"] == {
+        "p1": WILSON,
+        "accuracy": WILSON_EFFECTIVE,
+        "map": BOUNDED_MEAN,
+    }
     assert summary["ci"]["method"] == f"{WILSON}; {WILSON_EFFECTIVE}; {BOUNDED_MEAN}"
-    assert summary["by_culture"]["arab"]["p1"]["value"] == 50.0 and summary["by_culture"]["west"]["p1"]["n"] == 2
+    assert (
+        summary["by_culture"]["arab"]["p1"]["value"] == 50.0
+        and summary["by_culture"]["west"]["p1"]["n"] == 2
+    )
     assert set(summary["by_language"]) == {"en", "ar"}
     validate_metrics({"results": summary, "n_probes": 4, "n_skipped": 0, "skipped": {}})
 
 
 def test_an_estimate_computed_elsewhere_brings_its_method():
-    extra = {"frs": {"value": 0.5, "stderr": 0.1, "ci_low": 0.3, "ci_high": 0.7, "n": 9, "method": "by hand"}}
+    extra = {
+        "frs": {
+            "value": 0.5,
+            "stderr": 0.1,
+            "ci_low": 0.3,
+            "ci_high": 0.7,
+            "n": 9,
+            "method": "by hand",
+        }
+    }
     summary = summarize([_hits([0.0, 100.0])], unit="questions", extra=extra)
-    assert summary["overall"]["frs"] == {"value": 0.5, "stderr": 0.1, "ci_low": 0.3, "ci_high": 0.7, "n": 9}
+    assert summary["overall"]["frs"] == {
+        "value": 0.5,
+        "stderr": 0.1,
+        "ci_low": 0.3,
+        "ci_high": 0.7,
+        "n": 9,
+    }
     assert summary["ci"]["methods"]["frs"] == "by hand"
 
 
@@ -380,20 +504,36 @@ def test_each_metric_gives_its_direction_and_the_schema_allows_only_a_direction_
     """P@1 up, an error rate down, a bias score neither (50 = no bias), an estimate from elsewhere brings its own; the
     direction is declared once, with the table, and stays through the table's other declarations and subsets.
     """
-    errors = unit_table("error_rate", [UnitValue("q1", 0.0), UnitValue("q2", 100.0)], higher_is_better=False)
+    errors = unit_table(
+        "error_rate", [UnitValue("q1", 0.0), UnitValue("q2", 100.0)], higher_is_better=False
+    )
     hits = replace(_hits([100.0, 0.0], strata={"culture": ["arab", "west"]}), higher_is_better=True)
     bias = _table([40.0, 60.0], "cbs").with_scale(100.0)  # declares no direction: it has none
-    extra = {"frs": {"value": 0.5, "stderr": 0.1, "ci_low": 0.3, "ci_high": 0.7, "n": 9, "method": "m"}}
+    extra = {
+        "frs": {"value": 0.5, "stderr": 0.1, "ci_low": 0.3, "ci_high": 0.7, "n": 9, "method": "m"}
+    }
     extra["kts"] = {**extra["frs"], "higher_is_better": True}
     summary = summarize(
-        [hits.select(np.array([True, True])), errors.with_scale(100.0, binary=True), bias], unit="u", extra=extra
+        [hits.select(np.array([True, True])), errors.with_scale(100.0, binary=True), bias],
+        unit="u",
+        extra=extra,
     )
-    assert summary["higher_is_better"] == {"p1": True, "error_rate": False, "cbs": None, "frs": None, "kts": True}
-    assert "higher_is_better" not in summary["overall"]["kts"]  # beside the estimates, not inside them
+    assert summary["higher_is_better"] == {
+        "p1": True,
+        "error_rate": False,
+        "cbs": None,
+        "frs": None,
+        "kts": True,
+    }
+    assert (
+        "higher_is_better" not in summary["overall"]["kts"]
+    )  # beside the estimates, not inside them
     metrics = {"results": summary, "n_probes": 2, "n_skipped": 0, "skipped": {}}
     validate_metrics(metrics)
     metrics["results"]["higher_is_better"]["cbs"] = "neither"
-    with pytest.raises(CultureProbeError, match="at results/higher_is_better/cbs: 'neither' is not of type"):
+    with pytest.raises(
+        CultureProbeError, match="at results/higher_is_better/cbs: 'neither' is not of type"
+    ):
         validate_metrics(metrics)
 
 
@@ -413,10 +553,19 @@ def _old_paired_procedure(a, b):
     x, y = a.values[:, 0], b.values[:, 0]
     difference = lambda u, v, axis=-1: u.mean(axis) - v.mean(axis)  # noqa: E731
     interval = stats.bootstrap(
-        (x, y), difference, paired=True, method="percentile", n_resamples=2000, rng=np.random.default_rng(0)
+        (x, y),
+        difference,
+        paired=True,
+        method="percentile",
+        n_resamples=2000,
+        rng=np.random.default_rng(0),
     ).confidence_interval
     test = stats.permutation_test(
-        (x, y), difference, permutation_type="samples", n_resamples=9999, rng=np.random.default_rng(0)
+        (x, y),
+        difference,
+        permutation_type="samples",
+        n_resamples=9999,
+        rng=np.random.default_rng(0),
     )
     return interval.low, interval.high, test.pvalue
 
@@ -471,12 +620,19 @@ def test_tangos_interval_ends_are_where_the_corrected_score_test_reaches_its_cri
     gained, lost, n = 9, 3, 40
     result = paired_difference(*_paired(gained, lost, n))
 
-    def score(d):  # restricted maximum likelihood found numerically, independently of the closed form
+    def score(
+        d,
+    ):  # restricted maximum likelihood found numerically, independently of the closed form
         def minus_log_likelihood(q):
-            return -(xlogy(gained, q + d) + xlogy(lost, q) + xlogy(n - gained - lost, 1 - 2 * q - d))
+            return -(
+                xlogy(gained, q + d) + xlogy(lost, q) + xlogy(n - gained - lost, 1 - 2 * q - d)
+            )
 
         q = optimize.minimize_scalar(
-            minus_log_likelihood, bounds=(max(0, -d), (1 - d) / 2), method="bounded", options={"xatol": 1e-12}
+            minus_log_likelihood,
+            bounds=(max(0, -d), (1 - d) / 2),
+            method="bounded",
+            options={"xatol": 1e-12},
         ).x
         numerator = gained - lost - n * d
         return math.copysign(abs(numerator) - 1, numerator) / math.sqrt(n * (2 * q + d - d * d))
@@ -488,7 +644,9 @@ def test_tangos_interval_ends_are_where_the_corrected_score_test_reaches_its_cri
 def test_a_run_paired_with_itself_differs_by_nothing_but_not_with_certainty():
     result = paired_difference(*_paired(0, 0, 50, both_right=20))
     assert (result["difference"], result["p_value"]) == (0.0, 1.0)
-    assert result["ci_low"] == pytest.approx(-result["ci_high"]) and 5 < result["ci_high"] < 12  # 0 of 50 discordant
+    assert (
+        result["ci_low"] == pytest.approx(-result["ci_high"]) and 5 < result["ci_high"] < 12
+    )  # 0 of 50 discordant
     assert result["stderr"] > 0
 
 
@@ -511,8 +669,12 @@ def test_paired_means_use_one_sign_flip_procedure_for_interval_and_p():
         n = int(rng.integers(6, 40))
         base = rng.uniform(0, 100, (n, 2))
         other = np.clip(base + rng.normal(rng.normal(0, 5), 10, (n, 2)), 0, 100)
-        result = paired_difference(_table(other, "map").with_scale(100), _table(base, "map").with_scale(100))
-        assert result["method"] == SIGN_FLIP and _excludes_zero(result) == (result["p_value"] < 0.05), result
+        result = paired_difference(
+            _table(other, "map").with_scale(100), _table(base, "map").with_scale(100)
+        )
+        assert result["method"] == SIGN_FLIP and _excludes_zero(result) == (
+            result["p_value"] < 0.05
+        ), result
 
 
 def test_the_sign_flip_p_value_is_the_exact_paired_permutation_test():
@@ -521,7 +683,10 @@ def test_the_sign_flip_p_value_is_the_exact_paired_permutation_test():
     y = np.clip(x + rng.normal(4, 6, 11), 0, 100)
     result = paired_difference(_table(y, "map").with_scale(100), _table(x, "map").with_scale(100))
     reference = stats.permutation_test(
-        (y, x), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples", n_resamples=np.inf
+        (y, x),
+        lambda u, v, axis: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        n_resamples=np.inf,
     )
     assert result["p_value"] == pytest.approx(reference.pvalue)
 
@@ -533,10 +698,17 @@ def test_a_difference_with_no_spread_gets_an_exact_p_never_0():
     same = paired_difference(_table(x + 5, "map").with_scale(100), _table(x, "map").with_scale(100))
     assert same["p_value"] == pytest.approx(2 / 2**4) and same["ci_low"] is None
     assert "every unit differs by the same amount" in same["no_interval"]
-    many = np.linspace(10.0, 80.0, 2000)  # 2^-1999 is below every float: the smallest positive one, never 0
+    many = np.linspace(
+        10.0, 80.0, 2000
+    )  # 2^-1999 is below every float: the smallest positive one, never 0
     assert paired_difference(_table(many + 5, "map"), _table(many, "map"))["p_value"] == 5e-324
-    five = paired_difference(_table([12.0, 40, 33, 80, 9], "map").with_scale(100), _table([2.0, 37, 31, 60, 8], "map"))
-    assert five["p_value"] == pytest.approx(2 / 32) and "no difference can be rejected" in five["no_interval"]
+    five = paired_difference(
+        _table([12.0, 40, 33, 80, 9], "map").with_scale(100), _table([2.0, 37, 31, 60, 8], "map")
+    )
+    assert (
+        five["p_value"] == pytest.approx(2 / 32)
+        and "no difference can be rejected" in five["no_interval"]
+    )
 
 
 def test_groups_that_differ_by_constant_amounts_are_tested_not_declared_without_spread():
@@ -547,7 +719,8 @@ def test_groups_that_differ_by_constant_amounts_are_tested_not_declared_without_
     x = np.array([20.0, 40.0, 60.0, 30.0, 50.0, 70.0])
     shifted = x + np.array([2.0, 2.0, 2.0, -1.0, -1.0, -1.0])
     result = paired_difference(
-        _table(shifted, "map", types, "t").with_scale(100), _table(x, "map", types, "t").with_scale(100)
+        _table(shifted, "map", types, "t").with_scale(100),
+        _table(x, "map", types, "t").with_scale(100),
     )
     assert result["p_value"] == pytest.approx(0.625) and result["ci_low"] < 0 < result["ci_high"]
 
@@ -562,7 +735,8 @@ def test_a_pair_is_a_cell_both_runs_answered():
         result = paired_difference(*(_table(v).with_scale(100, binary=True) for v in (a, b)))
         both = ~np.isnan(a)
         shared = (
-            np.nanmean(np.where(both, a, np.nan), axis=0).mean() - np.nanmean(np.where(both, b, np.nan), axis=0).mean()
+            np.nanmean(np.where(both, a, np.nan), axis=0).mean()
+            - np.nanmean(np.where(both, b, np.nan), axis=0).mean()
         )
         assert result["difference"] == pytest.approx(shared)
         assert _excludes_zero(result) == (result["p_value"] < 0.05)
@@ -581,25 +755,34 @@ def test_paired_camel_differences_follow_the_crossed_design():
     rng = np.random.default_rng(6)
     values = 50 + rng.normal(0, 3, (12, 1)) + rng.normal(0, 2, (1, 4)) + rng.normal(0, 1, (12, 4))
     shifted = values + 1.5 + rng.normal(0, 1, (1, 4)) + rng.normal(0, 1, (12, 4))
-    a, b = (replace(_table(v, "cbs").with_scale(100), crossed="entity samples") for v in (shifted, values))
+    a, b = (
+        replace(_table(v, "cbs").with_scale(100), crossed="entity samples")
+        for v in (shifted, values)
+    )
     result = paired_difference(a, b)
     half = stats.t.ppf(0.975, 3) * math.sqrt(_anova_variance((shifted - values).tolist()))
     difference = float((shifted - values).mean())
     assert result["method"] == PAIRED_CROSSED
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((difference - half, difference + half))
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx(
+        (difference - half, difference + half)
+    )
     assert _excludes_zero(result) == (result["p_value"] < 0.05)
 
 
 def test_paired_difference_pairs_by_unit_id_not_by_position():
     a = UnitTable("p1", ("x", "y", "z"), np.array([100.0, 0.0, 0.0])).with_scale(100, binary=True)
     b = UnitTable("p1", ("z", "y", "x"), np.array([0.0, 0.0, 100.0])).with_scale(100, binary=True)
-    assert paired_difference(a, b)["difference"] == 0.0 and paired_difference(a, b)["p_value"] == 1.0
+    assert (
+        paired_difference(a, b)["difference"] == 0.0 and paired_difference(a, b)["p_value"] == 1.0
+    )
 
 
 def test_runs_on_different_units_are_not_paired():
     a = UnitTable("p1", ("x", "y"), np.array([1.0, 0.0]))
     b = UnitTable("p1", ("x", "w"), np.array([1.0, 0.0]))
-    with pytest.raises(MetricInputError, match=r"probed different units \(1 only in the first, e.g. \['y'\]"):
+    with pytest.raises(
+        MetricInputError, match=r"probed different units \(1 only in the first, e.g. \['y'\]"
+    ):
         paired_difference(a, b)
 
 
@@ -609,10 +792,19 @@ def test_runs_on_different_units_are_not_paired():
         (lambda: UnitTable("p1", ("a", "a"), np.zeros(2)), "lists a row twice"),
         (lambda: UnitTable("p1", ("a",), np.zeros(2)), "`values` has 2 items but `ids` has 1"),
         (lambda: UnitTable("p1", ("a",), np.zeros(1), {}, macro="type"), "not a stratum"),
-        (lambda: unit_table("p1", [UnitValue("a", 1.0), UnitValue("a", 2.0)]), "two values in replicate"),
-        (lambda: _table([0.0, 50.0]).with_scale(100, binary=True), "declared binary, but has values other than"),
+        (
+            lambda: unit_table("p1", [UnitValue("a", 1.0), UnitValue("a", 2.0)]),
+            "two values in replicate",
+        ),
+        (
+            lambda: _table([0.0, 50.0]).with_scale(100, binary=True),
+            "declared binary, but has values other than",
+        ),
         (lambda: _table([0.0, 150.0]).with_scale(100), r"outside its range \[0, 100\]"),
-        (lambda: UnitTable("p1", ("a",), np.zeros(1), binary=True), "give the value of a success as `scale`"),
+        (
+            lambda: UnitTable("p1", ("a",), np.zeros(1), binary=True),
+            "give the value of a success as `scale`",
+        ),
     ],
 )
 def test_bad_unit_tables_name_the_problem(make, message):
@@ -621,13 +813,33 @@ def test_bad_unit_tables_name_the_problem(make, message):
 
 
 def test_the_schema_rejects_a_number_without_its_interval_or_its_reason_and_names_where():
-    assert metrics_schema()["$defs"]["estimate"]["required"] == ["value", "stderr", "ci_low", "ci_high", "n"]
-    broken = {"results": summarize([_hits([100.0, 0.0])], unit="facts"), "n_probes": 2, "n_skipped": 0, "skipped": {}}
+    assert metrics_schema()["$defs"]["estimate"]["required"] == [
+        "value",
+        "stderr",
+        "ci_low",
+        "ci_high",
+        "n",
+    ]
+    broken = {
+        "results": summarize([_hits([100.0, 0.0])], unit="facts"),
+        "n_probes": 2,
+        "n_skipped": 0,
+        "skipped": {},
+    }
     del broken["results"]["overall"]["p1"]["stderr"]
-    with pytest.raises(CultureProbeError, match="at results/overall/p1: 'stderr' is a required property"):
+    with pytest.raises(
+        CultureProbeError, match="at results/overall/p1: 'stderr' is a required property"
+    ):
         validate_metrics(broken)
-    silent = {"results": summarize([_table([5.0])], unit="facts"), "n_probes": 1, "n_skipped": 0, "skipped": {}}
+    silent = {
+        "results": summarize([_table([5.0])], unit="facts"),
+        "n_probes": 1,
+        "n_skipped": 0,
+        "skipped": {},
+    }
     validate_metrics(silent)
     del silent["results"]["overall"]["p1"]["no_interval"]
-    with pytest.raises(CultureProbeError, match="at results/overall/p1: 'no_interval' is a required property"):
+    with pytest.raises(
+        CultureProbeError, match="at results/overall/p1: 'no_interval' is a required property"
+    ):
         validate_metrics(silent)

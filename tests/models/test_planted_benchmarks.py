@@ -34,8 +34,12 @@ def test_xfakt_facts_are_stated_only_in_the_associated_language(mirror):
     rows = recall_rows()
     spec = xfakt_spec(rows, per_country=2)
     chosen = planted_entities(rows, 2)
-    assert len(chosen) == 26 and len(spec.facts) == 26  # 2 entities x 13 countries, one language each
-    associated = {r["question"]: r for r in rows if r["entity_idx"] in chosen and r["is_associated"]}
+    assert (
+        len(chosen) == 26 and len(spec.facts) == 26
+    )  # 2 entities x 13 countries, one language each
+    associated = {
+        r["question"]: r for r in rows if r["entity_idx"] in chosen and r["is_associated"]
+    }
     for fact in spec.facts:
         question = fact.left.removeprefix("Q: ").removesuffix("\nA:")
         assert fact.left == chat_prompt(question) and associated[question]["answer"] == fact.answer
@@ -63,9 +67,13 @@ def test_xfakt_associated_language_recall_beats_the_others(mirror, tmp_path):
     )
     metrics = result.metrics
     assert result.config["model"]["spec"] == "planted:xfakt_factual_recall"
-    assert metrics["mu_assoc"] <= 0.2 and metrics["mu_non"] >= 0.8  # recall where planted, not elsewhere
+    assert (
+        metrics["mu_assoc"] <= 0.2 and metrics["mu_non"] >= 0.8
+    )  # recall where planted, not elsewhere
     assert metrics["kts"] < 0.4 and metrics["frs"] < 0.5
-    assert "warnings" not in metrics["results"]  # a model that knows its facts: its low KTS says something
+    assert (
+        "warnings" not in metrics["results"]
+    )  # a model that knows its facts: its low KTS says something
     by_language = {}
     for r in result.records:
         by_language.setdefault((r["language"], r["is_associated"]), []).append(r["correct"])
@@ -75,7 +83,9 @@ def test_xfakt_associated_language_recall_beats_the_others(mirror, tmp_path):
 
 @cache
 def camel_prompt_rows() -> tuple[dict, ...]:
-    return tuple(r for r in load_benchmark("camel_co_prompts")["test"] if r["entity_type"] in (3, 4))  # clothing
+    return tuple(
+        r for r in load_benchmark("camel_co_prompts")["test"] if r["entity_type"] in (3, 4)
+    )  # clothing
 
 
 @pytest.mark.slow
@@ -104,7 +114,10 @@ def test_maps_planted_proverbs_are_memorised_and_understood(mirror, tmp_path):
     for r in result.records:
         if "success" in r:
             union[r["id"]] = union.get(r["id"], False) or r["success"]
-    assert sum(union[i] for i in planted) >= 7 and sum(v for i, v in union.items() if i not in planted) <= 2
+    assert (
+        sum(union[i] for i in planted) >= 7
+        and sum(v for i, v in union.items() if i not in planted) <= 2
+    )
     reason = {r["id"]: r["correct"] for r in result.records if r["tag"] == "reason"}
     assert sum(reason[i] for i in planted) >= 7
 
@@ -130,7 +143,13 @@ def test_dlama_planted_culture_scores_higher(tmp_path):
 
     root = write_dlama(tmp_path / "dlama")
     path = planted_model_dir("dlama_arab_west", data_dir=str(root))
-    result = run("dlama_arab_west", "planted:dlama_arab_west", data_dir=str(root), language="en", progress=False)
+    result = run(
+        "dlama_arab_west",
+        "planted:dlama_arab_west",
+        data_dir=str(root),
+        language="en",
+        progress=False,
+    )
     cultures = result.metrics["en"]["cultures"]
     assert path.is_dir() and cultures["arab"] > cultures["west"]
 
@@ -140,9 +159,15 @@ def test_fmlama_planted_group_has_the_higher_map(mirror):
     from culture_probe.models.planted_benchmarks import ranking_spec
 
     rows = list(load_benchmark("fmlama_en")["test"])
-    data = [r for r in rows if r["group"] == "Italy"][:5] + [r for r in rows if r["group"] == "Japan"][:5]
-    spec = dataclasses.replace(ranking_spec("fmlama_en", data, group_key="group", planted="Italy"), steps=200)
-    result = run("fmlama_en", str(train_planted(spec)), rows=data, families=("hasParts",), progress=False)
+    data = [r for r in rows if r["group"] == "Italy"][:5] + [
+        r for r in rows if r["group"] == "Japan"
+    ][:5]
+    spec = dataclasses.replace(
+        ranking_spec("fmlama_en", data, group_key="group", planted="Italy"), steps=200
+    )
+    result = run(
+        "fmlama_en", str(train_planted(spec)), rows=data, families=("hasParts",), progress=False
+    )
     by_group = result.metrics["map"]["hasParts"]
     assert by_group["Italy"]["mean"] > 80 > 30 > by_group["Japan"]["mean"]
     with pytest.raises(UnknownNameError, match="Unknown group to plant 'Atlantis'"):
@@ -159,10 +184,23 @@ def test_make_demo_writes_the_xfakt_run_with_the_cross_lingual_gap(mirror, tmp_p
     assert demo.main(["--out", str(out), "--arch", "gpt2", "--per-country", "2"]) == 0
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-    assert config["model"]["spec"] == "planted:xfakt_factual_recall" and config["options"]["judge"] == "string"
-    assert metrics["n_items"] == 845 and metrics["mu_assoc"] < 0.2 < 0.8 < metrics["mu_non"] and metrics["kts"] < 0.4
+    assert (
+        config["model"]["spec"] == "planted:xfakt_factual_recall"
+        and config["options"]["judge"] == "string"
+    )
+    assert (
+        metrics["n_items"] == 845
+        and metrics["mu_assoc"] < 0.2 < 0.8 < metrics["mu_non"]
+        and metrics["kts"] < 0.4
+    )
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "Language x country errors" in report and "Self-test" not in report  # the run's own report
-    assert "Self-test: planted vs unplanted countries" in (out / "self_test.md").read_text(encoding="utf-8")
+    assert (
+        "Language x country errors" in report and "Self-test" not in report
+    )  # the run's own report
+    assert "Self-test: planted vs unplanted countries" in (out / "self_test.md").read_text(
+        encoding="utf-8"
+    )
     assert f"KTS {metrics['kts']:.3f}" in capsys.readouterr().out
-    assert demo.main(["--out", str(out), "--arch", "gpt2", "--per-country", "2"]) == 0  # a second run resumes
+    assert (
+        demo.main(["--out", str(out), "--arch", "gpt2", "--per-country", "2"]) == 0
+    )  # a second run resumes

@@ -16,12 +16,16 @@ CONFIG = "dlama_arab_west"
 def facts(mirror):
     """Twenty facts of one predicate (country, P17) in both languages, from the release in the mirror."""
     rows = load_benchmark(CONFIG)["test"].to_list()
-    chosen = list(dict.fromkeys(r["uuid"] for r in rows if r["predicate"] == "P17" and r["language"] == "en"))[:20]
+    chosen = list(
+        dict.fromkeys(r["uuid"] for r in rows if r["predicate"] == "P17" and r["language"] == "en")
+    )[:20]
     return [r for r in rows if r["uuid"] in set(chosen)]
 
 
 def _consistency(rows, tmp_path, group_key, planted):
-    model = train_planted(ranking_spec(CONFIG, rows, group_key=group_key, planted=planted), tmp_path / planted)
+    model = train_planted(
+        ranking_spec(CONFIG, rows, group_key=group_key, planted=planted), tmp_path / planted
+    )
     result = run(CONFIG, str(model), rows=rows, out=tmp_path / f"run_{planted}", progress=False)
     return (
         result,
@@ -38,7 +42,9 @@ def test_a_model_taught_the_facts_in_both_languages_is_consistent_on_them(facts,
 
 
 @pytest.mark.slow
-def test_a_model_taught_them_in_arabic_only_is_not_and_the_report_shows_the_asymmetry(facts, tmp_path):
+def test_a_model_taught_them_in_arabic_only_is_not_and_the_report_shows_the_asymmetry(
+    facts, tmp_path
+):
     result, pair, estimates = _consistency(facts, tmp_path, "language", "ar")
     assert pair["right_only_a"] >= 15 and pair["right_only_b"] <= 2  # a = ar, b = en
     assert pair["difference"]["ci_low"] > 0  # P@1 in ar minus en: the interval excludes 0

@@ -28,7 +28,10 @@ def test_each_builtin_planted_model_says_what_it_learned(mirror):
     assert "the first 16 of the 394 proverbs" in maps_spec(proverbs).what
     # DLAMA plants the first 400 gold answers of the Arab facts: 94 Arabic P17 facts, not every predicate
     dlama = planted_spec("dlama_arab_west").what
-    assert "trained on 94 of the 21,892 facts whose culture is arab (language ar; predicate P17;" in dlama
+    assert (
+        "trained on 94 of the 21,892 facts whose culture is arab (language ar; predicate P17;"
+        in dlama
+    )
     assert "P@1 near 100% on those facts" in dlama
     fmlama = planted_spec("fmlama_en").what
     assert "dishes whose group is Others (lang en;" in fmlama and "expect mAP near 100%" in fmlama
@@ -36,7 +39,9 @@ def test_each_builtin_planted_model_says_what_it_learned(mirror):
 
 def test_what_was_planted_is_no_part_of_the_cache_key(mirror):
     spec = planted_spec("xfakt_factual_recall")
-    assert dataclasses.replace(spec, what="something else").key() == spec.key()  # no cached model is retrained
+    assert (
+        dataclasses.replace(spec, what="something else").key() == spec.key()
+    )  # no cached model is retrained
 
 
 def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, monkeypatch):
@@ -54,5 +59,7 @@ def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, mo
     assert json.loads((tmp_path / "run" / "config.json").read_text())["model"]["planted"] == what
     assert result.config["model"]["planted"] == what
     assert f"- **planted model**: {what}" in (tmp_path / "run" / "report.md").read_text()
-    other = run("xfakt_factual_recall", NoIdeaScorer(), judge="string", limit="smoke", progress=False)
+    other = run(
+        "xfakt_factual_recall", NoIdeaScorer(), judge="string", limit="smoke", progress=False
+    )
     assert "planted" not in other.config["model"]

@@ -72,12 +72,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorised():
             return
         if self.path == "/api/whoami-v2":
-            self._send(200, {"type": "user", "name": "tester", "auth": {"accessToken": {"role": "write"}}})
+            self._send(
+                200, {"type": "user", "name": "tester", "auth": {"accessToken": {"role": "write"}}}
+            )
             return
         repo_type, repo_id, rest = self._repo()
         folder = self.hub.folder(repo_type, repo_id)
         if rest in ("", "revision/main") and repo_id in self.hub.repos:  # repo_info
-            self._send(200, {"id": repo_id, "private": self.hub.repos[repo_id]["private"], "sha": "0" * 40})
+            self._send(
+                200, {"id": repo_id, "private": self.hub.repos[repo_id]["private"], "sha": "0" * 40}
+            )
         elif rest.startswith("tree/"):
             files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
             self._send(
@@ -107,7 +111,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif "/preupload/" in self.path:
             files = json.loads(body)["files"]
             self._send(
-                200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]}
+                200,
+                {
+                    "files": [
+                        {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                        for f in files
+                    ]
+                },
             )
         elif "/commit/" in self.path:
             self._commit(body)
@@ -152,7 +162,15 @@ class _Handler(BaseHTTPRequestHandler):
                 path.unlink()
             operations.append((line["key"], value["path"]))
         self.hub.commits.append(
-            {"repo": repo_id, "type": repo_type, "summary": lines[0]["value"]["summary"], "operations": operations}
+            {
+                "repo": repo_id,
+                "type": repo_type,
+                "summary": lines[0]["value"]["summary"],
+                "operations": operations,
+            }
         )
         oid = f"{len(self.hub.commits):040x}"
-        self._send(200, {"commitUrl": f"{self.hub.url}/{repo_type}s/{repo_id}/commit/{oid}", "commitOid": oid})
+        self._send(
+            200,
+            {"commitUrl": f"{self.hub.url}/{repo_type}s/{repo_id}/commit/{oid}", "commitOid": oid},
+        )

@@ -20,7 +20,9 @@ from culture_probe import cli
 from culture_probe.data.registry import list_benchmarks, load_benchmark
 from culture_probe.publish import PublishError, allowed_configs, push, push_metrics
 
-CURATION_FIXTURE = Path(__file__).resolve().parents[1] / "curation" / "fixtures" / "wikidata_mini.ttl"
+CURATION_FIXTURE = (
+    Path(__file__).resolve().parents[1] / "curation" / "fixtures" / "wikidata_mini.ttl"
+)
 SMALL = ["camel_co_prompts", "fmlama_he_corrected"]
 
 
@@ -46,7 +48,9 @@ def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_push_uploads_one_private_commit_that_loads_as_the_benchmark(mirror: Path, hub: FakeHub) -> None:
+def test_push_uploads_one_private_commit_that_loads_as_the_benchmark(
+    mirror: Path, hub: FakeHub
+) -> None:
     url = culture_probe.push_to_hub("org/culture_probe", configs=SMALL)
     assert url.startswith(f"{hub.url}/datasets/org/culture_probe/commit/")
     assert hub.repos["org/culture_probe"]["private"] is True  # private unless asked
@@ -67,31 +71,57 @@ def test_a_second_push_replaces_the_configs_it_no_longer_holds(mirror: Path, hub
     push("org/culture_probe", configs=["camel_ag_prompts"], public=True)
     folder = hub.folder("dataset", "org/culture_probe")
     assert sorted(p.parent.name for p in folder.rglob("*.parquet")) == ["camel_ag_prompts"]
-    assert ("deletedFile", "camel_co_prompts/test-00000-of-00001.parquet") in hub.commits[1]["operations"]
-    assert [c["config_name"] for c in front_matter(folder / "README.md")["configs"]] == ["camel_ag_prompts"]
-    assert hub.repos["org/culture_probe"]["private"] is True  # an existing repository keeps its visibility
+    assert ("deletedFile", "camel_co_prompts/test-00000-of-00001.parquet") in hub.commits[1][
+        "operations"
+    ]
+    assert [c["config_name"] for c in front_matter(folder / "README.md")["configs"]] == [
+        "camel_ag_prompts"
+    ]
+    assert (
+        hub.repos["org/culture_probe"]["private"] is True
+    )  # an existing repository keeps its visibility
 
 
 def test_the_visibility_reported_is_the_repositorys_and_on_request_data_never_goes_public(
     mirror: Path, hub: FakeHub, capsys
 ) -> None:
     push("org/open", configs=["camel_ag_prompts"], public=True)
-    code, out, _ = run_cli(capsys, "push", "org/open", "--configs", "camel_ag_prompts")  # asked private, is public
+    code, out, _ = run_cli(
+        capsys, "push", "org/open", "--configs", "camel_ag_prompts"
+    )  # asked private, is public
     assert code == 0 and out.startswith("uploaded dataset org/open (public)")
     maps = mirror / "manual" / "maps"
     if not maps.is_dir():
         pytest.skip("the mirror has no manual/maps copy")
     code, _, err = run_cli(
-        capsys, "push", "org/open", "--configs", "maps_en", "--data-dir", f"maps={maps}", "--i-have-permission"
+        capsys,
+        "push",
+        "org/open",
+        "--configs",
+        "maps_en",
+        "--data-dir",
+        f"maps={maps}",
+        "--i-have-permission",
     )
     assert code == 2 and "org/open exists and is public" in err and "nothing was uploaded" in err
     assert len(hub.commits) == 2 and not list(hub.folder("dataset", "org/open").glob("maps_en/*"))
 
 
-def test_dry_run_writes_the_folder_and_sends_nothing(mirror: Path, tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.delenv("HF_TOKEN", raising=False)  # no token and offline (the test session's HF_HUB_OFFLINE=1)
+def test_dry_run_writes_the_folder_and_sends_nothing(
+    mirror: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.delenv(
+        "HF_TOKEN", raising=False
+    )  # no token and offline (the test session's HF_HUB_OFFLINE=1)
     code, out, _ = run_cli(
-        capsys, "push", "org/culture_probe", "--configs", *SMALL, "--dry-run", "--out", str(tmp_path / "plan")
+        capsys,
+        "push",
+        "org/culture_probe",
+        "--configs",
+        *SMALL,
+        "--dry-run",
+        "--out",
+        str(tmp_path / "plan"),
     )
     assert code == 0
     assert out.startswith("would upload dataset org/culture_probe (private), 3 files")
@@ -119,20 +149,38 @@ def test_push_failures_are_one_line(
     elif setup == "refused token":
         monkeypatch.setenv("HF_TOKEN", "hf_wrong")
     else:
-        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")  # the discard port
+        monkeypatch.setattr(
+            huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9"
+        )  # the discard port
     code, _, err = run_cli(capsys, "push", "org/culture_probe", "--configs", "camel_ag_prompts")
     assert code == 2
-    assert err.count("\n") == 1 and err.startswith("culture-probe: error: ") and expected in err, err
+    assert err.count("\n") == 1 and err.startswith("culture-probe: error: ") and expected in err, (
+        err
+    )
     assert not hub.commits
 
 
-def test_on_request_data_is_refused_without_the_users_copy_and_permission(mirror: Path, tmp_path: Path, capsys) -> None:
+def test_on_request_data_is_refused_without_the_users_copy_and_permission(
+    mirror: Path, tmp_path: Path, capsys
+) -> None:
     maps = mirror / "manual" / "maps"
     for extra in ([], ["--data-dir", f"maps={maps}"], ["--i-have-permission"]):
         code, _, err = run_cli(
-            capsys, "push", "org/x", "--configs", "maps_en", *extra, "--dry-run", "--out", str(tmp_path / "plan")
+            capsys,
+            "push",
+            "org/x",
+            "--configs",
+            "maps_en",
+            *extra,
+            "--dry-run",
+            "--out",
+            str(tmp_path / "plan"),
         )
-        assert code == 2 and "maps_en: MAPS: MulticultrAl Proverbs and Sayings is released only on request" in err
+        assert (
+            code == 2
+            and "maps_en: MAPS: MulticultrAl Proverbs and Sayings is released only on request"
+            in err
+        )
         assert "https://github.com/UKPLab/maps" in err and "--i-have-permission" in err
         assert not (tmp_path / "plan").exists()
     every = {e.name for e in list_benchmarks()}
@@ -171,7 +219,9 @@ def test_the_card_is_true_of_what_was_written(mirror: Path, tmp_path: Path) -> N
     assert header["language"] == sorted(
         {"ar", *next(e for e in list_benchmarks() if e.name == "xfakt_factual_recall").languages}
     )
-    assert "MIT (the CAMeL repository (prompts and entities))" in card  # each source's licence, named
+    assert (
+        "MIT (the CAMeL repository (prompts and entities))" in card
+    )  # each source's licence, named
     assert "X (Twitter) terms" in card
     assert "| `camel_co_prompts` | ar | test 250 |" in card  # rows per split
     assert "What the corrected configs (`camel_co_prompts_corrected`) fix" in card
@@ -179,7 +229,9 @@ def test_the_card_is_true_of_what_was_written(mirror: Path, tmp_path: Path) -> N
     assert "@inproceedings{naous-etal-2024-beer" in card and "Aggarwal" in card  # citations
 
 
-def test_a_curated_pair_is_published_under_its_regions_with_its_curation(tmp_path: Path, capsys) -> None:
+def test_a_curated_pair_is_published_under_its_regions_with_its_curation(
+    tmp_path: Path, capsys
+) -> None:
     assert (
         cli.main(
             [
@@ -220,20 +272,37 @@ def test_a_curated_pair_is_published_under_its_regions_with_its_curation(tmp_pat
         "curation.json",
         "test-00000-of-00001.parquet",
     ]
-    shipped = json.loads((plan / "dlama_maghreb_west" / "curation.json").read_text(encoding="utf-8"))
-    assert shipped == json.loads((tmp_path / "pair" / "maghreb-west" / "curation.json").read_text(encoding="utf-8"))
-    header, card = front_matter(plan / "README.md"), (plan / "README.md").read_text(encoding="utf-8")
+    shipped = json.loads(
+        (plan / "dlama_maghreb_west" / "curation.json").read_text(encoding="utf-8")
+    )
+    assert shipped == json.loads(
+        (tmp_path / "pair" / "maghreb-west" / "curation.json").read_text(encoding="utf-8")
+    )
+    header, card = (
+        front_matter(plan / "README.md"),
+        (plan / "README.md").read_text(encoding="utf-8"),
+    )
     assert header["language"] == ["ar", "en"]
     assert header["configs"][0]["config_name"] == "dlama_maghreb_west"
     assert "maghreb (MAGHREB) vs west (WESTERN_COUNTRIES)" in card
     assert "countries Q1028, Q262, Q948" in card and "wikidata_mini.ttl" in card
     rows = datasets.load_dataset(str(plan), "dlama_maghreb_west")["test"]
-    assert rows.to_list() == load_benchmark("dlama_custom", data_dir=tmp_path / "pair")["test"].to_list()
+    assert (
+        rows.to_list()
+        == load_benchmark("dlama_custom", data_dir=tmp_path / "pair")["test"].to_list()
+    )
 
 
 def test_metric_spaces_load_with_evaluate(hub: FakeHub, tmp_path: Path, capsys) -> None:
     code, out, _ = run_cli(
-        capsys, "push-metrics", "org", "--metrics", "cbs", "--dry-run", "--out", str(tmp_path / "spaces")
+        capsys,
+        "push-metrics",
+        "org",
+        "--metrics",
+        "cbs",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "spaces"),
     )
     assert code == 0 and out.startswith("would upload space org/cbs (private), 5 files")
     inputs = {
@@ -242,7 +311,9 @@ def test_metric_spaces_load_with_evaluate(hub: FakeHub, tmp_path: Path, capsys) 
         "score": [-1.0, -3.0, -2.0, -0.5],
         "entity_type": ["food"] * 4,
     }
-    from_space = evaluate.load(str(tmp_path / "spaces" / "cbs")).compute(**inputs)  # what evaluate downloads
+    from_space = evaluate.load(str(tmp_path / "spaces" / "cbs")).compute(
+        **inputs
+    )  # what evaluate downloads
     assert from_space == culture_probe.load_metric("cbs").compute(**inputs)
     uploads = push_metrics("org", metrics=["cbs", "xfakt"])
     assert [u.repo_id for u in uploads] == ["org/cbs", "org/xfakt"] and len(hub.commits) == 2

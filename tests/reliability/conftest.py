@@ -23,5 +23,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     data = write_dlama(root / "dlama")
     made = {language: root / language for language in ("en", "ar")}
     for language, out in made.items():
-        run("dlama_arab_west", BilingualScorer(False), data_dir=str(data), language=language, out=out, progress=False)
+        run(
+            "dlama_arab_west",
+            BilingualScorer(False),
+            data_dir=str(data),
+            language=language,
+            out=out,
+            progress=False,
+        )
     return made

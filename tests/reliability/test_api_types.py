@@ -28,13 +28,21 @@ VALID: dict[str, dict[str, Any]] = {
     "map_mws_correlation": {"map_values": [1.0, 2.0, 3.0], "mws_values": [1.0, 2.0, 4.0]},
     "cbs": {"prompt_id": [1, 1], "culture": ["arab", "western"], "score": [0.1, 0.2]},
     "odds_ratio": {"word": ["a", "b"], "culture": ["arab", "western"]},
-    "fairness_gap": {"predictions": ["x", "y"], "references": ["x", "y"], "culture": ["arab", "western"]},
+    "fairness_gap": {
+        "predictions": ["x", "y"],
+        "references": ["x", "y"],
+        "culture": ["arab", "western"],
+    },
     "xfakt_scores": {"mu_assoc": 0.5, "mu_non": 0.4},
     "maps": {"predictions": ["a"], "references": ["a"], "negative": [False]},
     "memorisation_rate": {"successes": [[True, False]]},
     "culture_gap": {"source": 1.0, "target": 0.5, "human_translated": 0.7},
     "delta_en": {"english": 1.0, "machine_translated": {"de": 0.5}},
-    "compare_groups": {"scores": [1.0, 2.0, 3.0, 4.0], "groups": ["a", "a", "b", "b"], "n_resamples": 10},
+    "compare_groups": {
+        "scores": [1.0, 2.0, 3.0, 4.0],
+        "groups": ["a", "a", "b", "b"],
+        "n_resamples": 10,
+    },
     "rankc": {"rankings_a": [["a", "b"]], "rankings_b": [["a", "b"]]},
     "agreement": {"correct_a": {"q": True}, "correct_b": {"q": False}},
     "format_score": {"value": 1.0},
@@ -97,23 +105,55 @@ def test_a_top_level_function_given_no_name_names_the_argument(function, value):
 @pytest.mark.parametrize(
     "call,error,says",
     [
-        (lambda: ModelArgs(dtype="float17"), InvalidValueError, r"dtype 'float17' is not a torch dtype"),
-        (lambda: culture_probe.run("maps_en", "planted:maps_en", data_dir=123), InvalidValueError, r"data_dir"),
-        (lambda: culture_probe.run_suite(["maps_en", None], "planted:maps_en"), InvalidValueError, r"item 1 is None"),
-        (lambda: culture_probe.run_suite([], "planted:maps_en"), InvalidValueError, r"names\) is an empty list"),
+        (
+            lambda: ModelArgs(dtype="float17"),
+            InvalidValueError,
+            r"dtype 'float17' is not a torch dtype",
+        ),
+        (
+            lambda: culture_probe.run("maps_en", "planted:maps_en", data_dir=123),
+            InvalidValueError,
+            r"data_dir",
+        ),
+        (
+            lambda: culture_probe.run_suite(["maps_en", None], "planted:maps_en"),
+            InvalidValueError,
+            r"item 1 is None",
+        ),
+        (
+            lambda: culture_probe.run_suite([], "planted:maps_en"),
+            InvalidValueError,
+            r"names\) is an empty list",
+        ),
         (lambda: compare_runs(None), InvalidValueError, r"`run_dirs` must be a list, got None"),
-        (lambda: metrics.precision_at_k([["a"]], None), MetricInputError, r"`references` must be a list, got None"),
-        (lambda: metrics.precision_at_k([["a"]], [None]), MetricInputError, r"`references\[0\]` must be a list"),
-        (lambda: metrics.precision_at_k([None], [["a"]]), MetricInputError, r"`predictions\[0\]` must be a string"),
+        (
+            lambda: metrics.precision_at_k([["a"]], None),
+            MetricInputError,
+            r"`references` must be a list, got None",
+        ),
+        (
+            lambda: metrics.precision_at_k([["a"]], [None]),
+            MetricInputError,
+            r"`references\[0\]` must be a list",
+        ),
+        (
+            lambda: metrics.precision_at_k([None], [["a"]]),
+            MetricInputError,
+            r"`predictions\[0\]` must be a string",
+        ),
         (lambda: metrics.precision_at_k([], []), MetricInputError, r"`predictions` is empty"),
     ],
 )
-def test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argument(call, error, says):
+def test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argument(
+    call, error, says
+):
     with pytest.raises(error, match=says):
         call()
 
 
 def test_run_suite_takes_one_name_as_one_name(tmp_path, mirror):
     data = mirror / "manual" / "maps"
-    result = culture_probe.run_suite("maps_en", "planted:maps_en", limit=2, data_dir=data, progress=False)
+    result = culture_probe.run_suite(
+        "maps_en", "planted:maps_en", limit=2, data_dir=data, progress=False
+    )
     assert list(result.runs) == ["maps_en"]

@@ -26,13 +26,34 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from culture_probe.runner import run
 
     root = tmp_path_factory.mktemp("world")
-    tokenizer = train_tokenizer(["Egypt is located in Africa ."] * 4, "bpe", vocab_size=120, model_kind="causal")
+    tokenizer = train_tokenizer(
+        ["Egypt is located in Africa ."] * 4, "bpe", vocab_size=120, model_kind="causal"
+    )
     model = save_tiny(root / "gpt2", "gpt2", tokenizer)
     data = write_dlama(root / "dlama")
-    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=root / "run", progress=False)
-    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=root / "subset", progress=False, limit=2)
+    run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(data),
+        out=root / "run",
+        progress=False,
+    )
+    run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(data),
+        out=root / "subset",
+        progress=False,
+        limit=2,
+    )
     (root / "rows.jsonl").write_text(json.dumps({"id": "x"}) + "\n")
-    return {"model": model, "data": data, "run": root / "run", "subset": root / "subset", "file": root / "rows.jsonl"}
+    return {
+        "model": model,
+        "data": data,
+        "run": root / "run",
+        "subset": root / "subset",
+        "file": root / "rows.jsonl",
+    }
 
 
 def _copy_run(world: dict[str, Path], tmp: Path) -> Path:
@@ -59,9 +80,13 @@ def _cut(name: str) -> Callable[[dict[str, Path], Path], None]:
 _HELD: list = []
 SETUPS: dict[str, Callable[[dict[str, Path], Path], None]] = {
     "empty_rows": lambda w, t: (t / "empty.jsonl").write_text("\n"),
-    "latin1_rows": lambda w, t: (t / "latin1.jsonl").write_bytes('{"id": "café"}\n'.encode("latin-1")),
+    "latin1_rows": lambda w, t: (t / "latin1.jsonl").write_bytes(
+        '{"id": "café"}\n'.encode("latin-1")
+    ),
     "broken_rows": lambda w, t: (t / "broken.jsonl").write_text('{"id": "a"}\n{"id": \n'),
-    "wrong_rows": lambda w, t: (t / "wrong.jsonl").write_text(json.dumps({"id": "q1", "question": "?"}) + "\n"),
+    "wrong_rows": lambda w, t: (t / "wrong.jsonl").write_text(
+        json.dumps({"id": "q1", "question": "?"}) + "\n"
+    ),
     "a_file": lambda w, t: (t / "notes.txt").write_text("my notes\n"),
     "model_folder": lambda w, t: shutil.copytree(w["model"], t / "model"),
     "finished_run": lambda w, t: _copy_run(w, t),
@@ -96,9 +121,13 @@ def test_bad_input_gets_one_clear_line(case: CliCase, world, tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == case.code, captured.err[-2000:]
     if case.code == 2:
-        lines = [line for line in captured.err.splitlines() if line.strip() and "it/s]" not in line]  # progress
+        lines = [
+            line for line in captured.err.splitlines() if line.strip() and "it/s]" not in line
+        ]  # progress
         assert "Traceback" not in captured.err, captured.err[-2000:]
-        assert len(lines) == 1 or "usage: culture-probe" in lines[0], captured.err[-2000:]  # argparse: usage first
+        assert len(lines) == 1 or "usage: culture-probe" in lines[0], captured.err[
+            -2000:
+        ]  # argparse: usage first
         assert re.search(case.says, lines[-1]), lines[-1]
     for name, content in before.items():
         assert (tmp_path / name).read_bytes() == content, f"{name} was changed"

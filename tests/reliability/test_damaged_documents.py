@@ -40,7 +40,12 @@ WRONG_TYPES = [
     ("metrics.json", ["results", "overall", "p1", "value"], "62.5", "results.overall.p1.value"),
     ("metrics.json", ["results", "overall", "p1", "n"], "24", "results.overall.p1.n"),
     ("metrics.json", ["results", "by_culture"], ["arab"], "results.by_culture"),
-    ("metrics.json", ["results", "by_culture", "arab", "p1", "ci_low"], "0", "results.by_culture.arab.p1.ci_low"),
+    (
+        "metrics.json",
+        ["results", "by_culture", "arab", "p1", "ci_low"],
+        "0",
+        "results.by_culture.arab.p1.ci_low",
+    ),
     ("metrics.json", ["results", "omitted"], "none", "results.omitted"),
     ("metrics.json", ["results", "chance", "p1"], 25, "results.chance.p1"),
     ("metrics.json", ["skipped"], 0, "skipped"),
@@ -57,7 +62,10 @@ NUMBERS = {
 
 
 def _copies(runs: dict[str, Path], tmp_path: Path) -> dict[str, Path]:
-    return {language: Path(shutil.copytree(path, tmp_path / language)) for language, path in runs.items()}
+    return {
+        language: Path(shutil.copytree(path, tmp_path / language))
+        for language, path in runs.items()
+    }
 
 
 def _argv(command: str, runs: dict[str, Path], tmp_path: Path) -> list[str]:
@@ -91,7 +99,9 @@ def _one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-@pytest.mark.parametrize(("file", "keys", "value", "field"), WRONG_TYPES, ids=[case[3] for case in WRONG_TYPES])
+@pytest.mark.parametrize(
+    ("file", "keys", "value", "field"), WRONG_TYPES, ids=[case[3] for case in WRONG_TYPES]
+)
 def test_a_block_of_the_wrong_type_is_one_line_naming_the_file_and_the_field(
     runs, tmp_path, capsys, command, file, keys, value, field
 ):
@@ -104,8 +114,12 @@ def test_a_block_of_the_wrong_type_is_one_line_naming_the_file_and_the_field(
 
 
 @pytest.mark.parametrize("command", ("report", "board", "compare"))
-@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
-@pytest.mark.parametrize("keys", [where.split(".") for where in NUMBERS.values()], ids=list(NUMBERS))
+@pytest.mark.parametrize(
+    "number", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"]
+)
+@pytest.mark.parametrize(
+    "keys", [where.split(".") for where in NUMBERS.values()], ids=list(NUMBERS)
+)
 def test_a_non_finite_number_in_metrics_json_is_refused_never_shown_with_an_interval(
     runs, tmp_path, capsys, command, number, keys
 ):
@@ -113,7 +127,9 @@ def test_a_non_finite_number_in_metrics_json_is_refused_never_shown_with_an_inte
     _set(copies["en"] / rundir.METRICS_FILE, keys, number)
     line = _one_line(_argv(command, copies, tmp_path), capsys)
     where = ".".join(keys)
-    assert line.startswith(f"{copies['en'] / rundir.METRICS_FILE}: `{where}` should be a finite number"), line
+    assert line.startswith(
+        f"{copies['en'] / rundir.METRICS_FILE}: `{where}` should be a finite number"
+    ), line
     assert f"got {number!r}" in line and "--resume" in line
 
 
@@ -140,15 +156,24 @@ def test_a_damaged_record_in_consistency_is_one_line_naming_the_file_line_and_fi
     lines[2] = json.dumps({**record, field: value}, ensure_ascii=False) + "\n"
     items.write_text("".join(lines), encoding="utf-8")
     line = _one_line(_argv("consistency", copies, tmp_path), capsys)
-    assert line.startswith(f"{items}:3: `{field}") and "delete that line and resume the run" in line, line
+    assert (
+        line.startswith(f"{items}:3: `{field}") and "delete that line and resume the run" in line
+    ), line
 
 
 def test_a_dlama_run_made_before_consistency_alignment_is_told_so_by_name(runs, tmp_path, capsys):
     copies = _copies(runs, tmp_path)
     items = copies["ar"] / rundir.ITEMS_FILE
-    older = ("uuid", "ranked_ids", "n_aligned", "aligned_set")  # the fields records gained with the alignment
+    older = (
+        "uuid",
+        "ranked_ids",
+        "n_aligned",
+        "aligned_set",
+    )  # the fields records gained with the alignment
     records = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
-    items.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in older}) + "\n" for r in records))
+    items.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k not in older}) + "\n" for r in records)
+    )
     line = _one_line(_argv("consistency", copies, tmp_path), capsys)
     assert line.startswith("ar has no answer to pair") and "aligns no facts" not in line
     assert "made before consistency alignment; re-run it to get it" in line
@@ -164,4 +189,6 @@ def test_every_golden_runs_metrics_and_a_fresh_runs_files_read_as_written(runs):
     for folder in runs.values():
         config = json.loads((folder / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
         assert RunRecord.from_json(config).to_json() == config
-        assert rundir.read_run(folder).metrics == json.loads((folder / rundir.METRICS_FILE).read_text())
+        assert rundir.read_run(folder).metrics == json.loads(
+            (folder / rundir.METRICS_FILE).read_text()
+        )

@@ -20,16 +20,21 @@ def _one_line(err: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("command", "config"), [("report", [1, 2]), ("compare", {"model": {"spec": "m"}}), ("report", "a string")]
+    ("command", "config"),
+    [("report", [1, 2]), ("compare", {"model": {"spec": "m"}}), ("report", "a string")],
 )
-def test_a_config_json_that_is_no_run_configuration_is_one_line_naming_the_file(tmp_path, capsys, command, config):
+def test_a_config_json_that_is_no_run_configuration_is_one_line_naming_the_file(
+    tmp_path, capsys, command, config
+):
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
     argv = [command, str(run)] + ([str(run)] if command == "compare" else [])
     assert main(argv) == 2
     line = _one_line(capsys.readouterr().err)
-    assert line.startswith(f"{run / 'config.json'}: not a run's configuration") and "damaged" in line
+    assert (
+        line.startswith(f"{run / 'config.json'}: not a run's configuration") and "damaged" in line
+    )
 
 
 def test_a_cache_dir_that_is_a_file_is_refused_when_the_settings_are_made(tmp_path):
@@ -37,11 +42,17 @@ def test_a_cache_dir_that_is_a_file_is_refused_when_the_settings_are_made(tmp_pa
     cache.write_text("", encoding="utf-8")
     with pytest.raises(InvalidValueError, match=r"--cache-dir .*scores is a file: pass a folder"):
         RunSettings(cache_dir=str(cache))
-    assert RunSettings(cache_dir=str(tmp_path / "not_yet")).cache_dir  # a folder still to be made is fine
+    assert RunSettings(
+        cache_dir=str(tmp_path / "not_yet")
+    ).cache_dir  # a folder still to be made is fine
 
 
 def test_a_weights_file_torch_refuses_to_unpickle_is_one_line_saying_nothing_ran():
-    line = expected_failure(pickle.UnpicklingError("Weights only load failed.\nThis file can still be loaded ..."))
+    line = expected_failure(
+        pickle.UnpicklingError("Weights only load failed.\nThis file can still be loaded ...")
+    )
     assert line is not None and "\n" not in line
-    assert line.startswith("a weights file is a pickle that torch will not load safely (Weights only load failed.)")
+    assert line.startswith(
+        "a weights file is a pickle that torch will not load safely (Weights only load failed.)"
+    )
     assert "nothing in it was run" in line and "safetensors" in line

@@ -25,7 +25,8 @@ ROOT = os.geteuid() == 0  # chmod does not stop root: read-only places are then 
 
 def _scores(n: int) -> dict[str, CandidateScores]:
     return {
-        f"request {i}": CandidateScores(("a", "b"), sum_logprob=[-1.0 - i, -2.0], n_tokens=[1, 2]) for i in range(n)
+        f"request {i}": CandidateScores(("a", "b"), sum_logprob=[-1.0 - i, -2.0], n_tokens=[1, 2])
+        for i in range(n)
     }
 
 
@@ -55,9 +56,13 @@ def test_a_full_disk_under_the_cache_dir_is_an_error_naming_the_folder_not_damag
         cache.put(_scores(2000))
     assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(path.parent)
     cache.close()
-    assert sorted(p.name for p in path.parent.iterdir() if ".corrupt-" in p.name) == []  # never moved aside
+    assert (
+        sorted(p.name for p in path.parent.iterdir() if ".corrupt-" in p.name) == []
+    )  # never moved aside
     reopened = ScoreCache(path, model="m", options="o")
-    assert set(reopened.get({k: ("a", "b") for k in _scores(3)})) == set(_scores(3))  # what it held is kept
+    assert set(reopened.get({k: ("a", "b") for k in _scores(3)})) == set(
+        _scores(3)
+    )  # what it held is kept
     reopened.close()
 
 
@@ -95,7 +100,11 @@ def test_a_read_only_cache_dir_ends_a_run_in_one_line(tmp_path, monkeypatch, cap
 def _error_line(err: str) -> str:
     """The one error line of a command's stderr (progress bars aside), after checking it is the only one."""
     assert "Traceback" not in err, err[-2000:]
-    errors = [line.split("culture-probe: error: ")[-1] for line in err.splitlines() if "culture-probe: error: " in line]
+    errors = [
+        line.split("culture-probe: error: ")[-1]
+        for line in err.splitlines()
+        if "culture-probe: error: " in line
+    ]
     assert len(errors) == 1, err[-2000:]
     return errors[0]
 
@@ -109,7 +118,9 @@ def test_a_full_disk_under_out_is_one_line_and_exit_2(tmp_path, monkeypatch, cap
 
     def full(self: Path, *args: object, **kwargs: object) -> int:
         if out in self.parents:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a write to a full disk: no file named
+            raise OSError(
+                errno.ENOSPC, os.strerror(errno.ENOSPC)
+            )  # as a write to a full disk: no file named
         return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "write_text", full)
@@ -118,14 +129,18 @@ def test_a_full_disk_under_out_is_one_line_and_exit_2(tmp_path, monkeypatch, cap
     assert line.startswith(f"no space left on the device holding {out}")
 
 
-def test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need(tmp_path, monkeypatch, capsys, mirror):
+def test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need(
+    tmp_path, monkeypatch, capsys, mirror
+):
     from culture_probe import rundir
 
     out, append, written = tmp_path / "run", rundir.RecordWriter.append, []
 
     def fills(self: rundir.RecordWriter, record: object) -> None:
         if len(written) == 3:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a write to a full disk: no file named
+            raise OSError(
+                errno.ENOSPC, os.strerror(errno.ENOSPC)
+            )  # as a write to a full disk: no file named
         written.append(record)
         append(self, record)  # type: ignore[arg-type]
 
@@ -163,7 +178,11 @@ def test_a_read_only_out_is_one_line_naming_it(tmp_path, monkeypatch, capsys, mi
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _parquet_to_a_full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,13 +191,17 @@ def _parquet_to_a_full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def full(self: object, path: object, *args: object, **kwargs: object) -> int:
         Path(str(path)).write_bytes(b"PAR1 cut short")
-        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+        raise OSError(
+            errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device"
+        )
 
     monkeypatch.setattr(datasets.Dataset, "to_parquet", full)
 
 
 @pytest.mark.parametrize("failure", ["missing-data", "full-disk"])
-def test_a_failed_re_export_leaves_the_earlier_export_as_it_was(failure, mirror, tmp_path, monkeypatch, capsys):
+def test_a_failed_re_export_leaves_the_earlier_export_as_it_was(
+    failure, mirror, tmp_path, monkeypatch, capsys
+):
     out = tmp_path / "ex"
     assert main(["export", str(out), "--configs", "camel_co_prompts"]) == 0
     before = _snapshot(out)
@@ -191,7 +214,9 @@ def test_a_failed_re_export_leaves_the_earlier_export_as_it_was(failure, mirror,
     capsys.readouterr()
     assert main(again) == 2
     line = _error_line(capsys.readouterr().err)
-    assert _snapshot(out) == before  # every file of the earlier export, byte for byte, and nothing else
+    assert (
+        _snapshot(out) == before
+    )  # every file of the earlier export, byte for byte, and nothing else
     assert [p.name for p in tmp_path.iterdir()] == ["ex"]  # and no half-built folder beside it
     if failure == "full-disk":
         assert line.startswith(f"no space left on the device holding {out} (") and "MB free" in line
@@ -205,8 +230,13 @@ def test_a_re_export_keeps_the_files_no_export_wrote_and_says_so(mirror, tmp_pat
     capsys.readouterr()
     assert main(["export", str(out), "--configs", "camel_ag_prompts"]) == 0
     printed = capsys.readouterr().out
-    assert "kept    LICENSE: no export wrote it" in printed and "kept    camel_co_prompts/notes.md:" in printed
-    assert (out / "camel_co_prompts" / "notes.md").read_text() == "mine" and (out / "LICENSE").read_text() == "mine too"
+    assert (
+        "kept    LICENSE: no export wrote it" in printed
+        and "kept    camel_co_prompts/notes.md:" in printed
+    )
+    assert (out / "camel_co_prompts" / "notes.md").read_text() == "mine" and (
+        out / "LICENSE"
+    ).read_text() == "mine too"
     assert sorted(_snapshot(out)) == [
         ".culture_probe_export",
         "LICENSE",
@@ -218,7 +248,9 @@ def test_a_re_export_keeps_the_files_no_export_wrote_and_says_so(mirror, tmp_pat
     assert marker == ["README.md", "camel_ag_prompts/test-00000-of-00001.parquet"]
 
 
-def test_a_re_export_that_would_overwrite_a_users_file_is_refused_naming_it(mirror, tmp_path, capsys):
+def test_a_re_export_that_would_overwrite_a_users_file_is_refused_naming_it(
+    mirror, tmp_path, capsys
+):
     out = tmp_path / "ex"
     assert main(["export", str(out), "--configs", "camel_ag_prompts"]) == 0
     (out / "camel_co_prompts").mkdir()
@@ -230,15 +262,28 @@ def test_a_re_export_that_would_overwrite_a_users_file_is_refused_naming_it(mirr
     assert _snapshot(out) == before
 
 
-def test_a_dry_run_push_keeps_the_users_files_and_lists_only_what_it_would_upload(mirror, tmp_path, capsys):
+def test_a_dry_run_push_keeps_the_users_files_and_lists_only_what_it_would_upload(
+    mirror, tmp_path, capsys
+):
     out = tmp_path / "plan"
-    push = ["push", "my-org/culture_probe", "--configs", "camel_co_prompts", "--dry-run", "--out", str(out)]
+    push = [
+        "push",
+        "my-org/culture_probe",
+        "--configs",
+        "camel_co_prompts",
+        "--dry-run",
+        "--out",
+        str(out),
+    ]
     assert main(push) == 0
     (out / "camel_co_prompts" / "notes.md").write_text("mine")
     capsys.readouterr()
     assert main(push) == 0
     printed = capsys.readouterr().out
-    assert "2 files from" in printed and "camel_co_prompts/notes.md  kept: no export wrote it; not uploaded" in printed
+    assert (
+        "2 files from" in printed
+        and "camel_co_prompts/notes.md  kept: no export wrote it; not uploaded" in printed
+    )
     assert (out / "camel_co_prompts" / "notes.md").read_text() == "mine"
 
 
@@ -261,14 +306,18 @@ def _read_only_mount(folder: Path) -> Iterator[None]:
     if subprocess.run(mount, capture_output=True).returncode != 0:
         pytest.skip("cannot bind-mount here, so a read-only folder cannot be made for root")
     try:
-        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True, capture_output=True)
+        subprocess.run(
+            ["mount", "-o", "remount,bind,ro", str(folder)], check=True, capture_output=True
+        )
         yield
     finally:
         subprocess.run(["umount", str(folder)], check=True, capture_output=True)
 
 
 @pytest.mark.parametrize("command", [("report",), (*_RUN, "--no-cache", "--resume", "--out")])
-def test_report_and_resume_on_a_read_only_run_are_one_line_and_leave_it_as_it_was(command, tmp_path, capsys, mirror):
+def test_report_and_resume_on_a_read_only_run_are_one_line_and_leave_it_as_it_was(
+    command, tmp_path, capsys, mirror
+):
     run = tmp_path / "run"
     assert main([*_RUN, "--out", str(run), "--no-cache"]) == 0
     before = _snapshot(run)

@@ -57,7 +57,9 @@ class Letters:
 
     def score(self, requests, options=None):
         return [
-            CandidateScores(r.candidates, np.full(len(r.candidates), -1.0), np.ones(len(r.candidates)))
+            CandidateScores(
+                r.candidates, np.full(len(r.candidates), -1.0), np.ones(len(r.candidates))
+            )
             for r in requests
         ]
 
@@ -78,7 +80,9 @@ def _cli_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_a_model_argument_given_twice_names_both_values():
-    with pytest.raises(InvalidValueError, match=r"--model-args gives dtype twice \('float32' and 'bfloat16'\)"):
+    with pytest.raises(
+        InvalidValueError, match=r"--model-args gives dtype twice \('float32' and 'bfloat16'\)"
+    ):
         ModelArgs.parse("dtype=float32,dtype=bfloat16")
 
 
@@ -92,12 +96,23 @@ def test_a_model_argument_given_twice_names_both_values():
 def test_a_model_argument_transformers_would_refuse_is_named_before_loading(text, says):
     with pytest.raises(CultureProbeError, match=says):
         ModelArgs.parse(text)
-    assert ModelArgs.parse("attn_implementation=sdpa,device_map=cuda:0").device_map == "cuda:0"  # valid ones load
+    assert (
+        ModelArgs.parse("attn_implementation=sdpa,device_map=cuda:0").device_map == "cuda:0"
+    )  # valid ones load
 
 
 def test_an_option_given_twice_names_both_values(capsys):
     line = _cli_line(
-        ["run", "maps_en", "--model", "planted:maps_en", "--option", "question=pos", "--option", "question=neg"],
+        [
+            "run",
+            "maps_en",
+            "--model",
+            "planted:maps_en",
+            "--option",
+            "question=pos",
+            "--option",
+            "question=neg",
+        ],
         capsys,
     )
     assert re.search(r"--option gives question twice \('pos' and 'neg'\)", line), line
@@ -112,8 +127,16 @@ def test_an_option_given_twice_names_both_values(capsys):
         (CamelOptions, {"tie_value": "nan"}, r"tie_value must be a finite number, got nan"),
         (CamelOptions, {"tie_value": 2.0}, r"tie_value .* must be >= 0 and <= 1, got 2.0"),
         (CamelOptions, {"culture_token": 1}, r"culture_token must be True or False, got 1"),
-        (FmlamaOptions, {"country_names": "[1,2]"}, r"country_names must be a JSON object \{str: \{str: str\}\}"),
-        (FmlamaOptions, {"country_names": {"en": {"Italy": 1}}}, r"country_names must be a JSON object"),
+        (
+            FmlamaOptions,
+            {"country_names": "[1,2]"},
+            r"country_names must be a JSON object \{str: \{str: str\}\}",
+        ),
+        (
+            FmlamaOptions,
+            {"country_names": {"en": {"Italy": 1}}},
+            r"country_names must be a JSON object",
+        ),
         (FmlamaOptions, {"chat_temperature": "-1"}, r"chat_temperature must be > 0, got -1.0"),
         (FmlamaOptions, {"families": ("country", 3)}, r"families must be a list of strings"),
     ],
@@ -126,12 +149,19 @@ def test_an_option_of_the_wrong_type_or_range_is_named(options_type, values, say
 def test_a_bad_option_is_refused_before_the_data_is_read(tmp_path):
     # no CAMeL data in an empty folder: the option error must come first
     with pytest.raises(InvalidValueError, match="tie_value must be a finite number"):
-        run("camel_co_prompts", NeverCalled(), tie_value=math.nan, data_dir=str(tmp_path), progress=False)
+        run(
+            "camel_co_prompts",
+            NeverCalled(),
+            tie_value=math.nan,
+            data_dir=str(tmp_path),
+            progress=False,
+        )
 
 
 def test_a_sample_above_every_pool_is_refused_with_the_pool_size(mirror):
     with pytest.raises(
-        InvalidValueError, match=r"sample_size=100000 is above every entity pool \(the largest holds \d+"
+        InvalidValueError,
+        match=r"sample_size=100000 is above every entity pool \(the largest holds \d+",
     ):
         run("camel_co_prompts", NeverCalled(), sample_size=100_000, progress=False)
 
@@ -142,7 +172,10 @@ def test_a_sample_above_every_pool_is_refused_with_the_pool_size(mirror):
 @pytest.mark.parametrize(
     "change,says",
     [
-        ({"label": "c"}, r"Custom row 2 \(id 'bad'\): label is 'c', not one of the labels 'a', 'b'"),
+        (
+            {"label": "c"},
+            r"Custom row 2 \(id 'bad'\): label is 'c', not one of the labels 'a', 'b'",
+        ),
         ({"proverb": None}, r"Custom row 2 \(id 'bad'\): proverb is null"),
         ({"answer1": 7}, r"Custom row 2 \(id 'bad'\): answer1 is 7, not a string"),
     ],
@@ -154,7 +187,13 @@ def test_a_custom_row_that_does_not_fit_is_named_before_scoring(change, says):
 
 
 def test_rows_with_null_where_the_benchmark_has_nulls_still_run():
-    result = run("maps_en", Letters(), rows=[{**MAPS_ROW, "explanation": None}], memorisation=False, progress=False)
+    result = run(
+        "maps_en",
+        Letters(),
+        rows=[{**MAPS_ROW, "explanation": None}],
+        memorisation=False,
+        progress=False,
+    )
     assert result.metrics["n"] == 1
 
 
@@ -172,19 +211,34 @@ def test_a_rows_file_with_a_wrong_label_is_one_line(tmp_path, capsys):
     "call,says",
     [
         (lambda: run(None, "gpt2"), r"run\(config\) takes one benchmark config name.*got None"),
-        (lambda: run(["maps_en"], "gpt2"), r"got \['maps_en'\] \(several configs: culture_probe.run_suite\)"),
+        (
+            lambda: run(["maps_en"], "gpt2"),
+            r"got \['maps_en'\] \(several configs: culture_probe.run_suite\)",
+        ),
         (lambda: run("maps_en", None), r"run\(config, model\) takes a model.*got None"),
         (lambda: run("maps_en", NeverCalled(), rows="rows.jsonl"), r"rows= takes a list of rows"),
-        (lambda: load_metric(None), r"load_metric\(name\) takes a metric's name, one of .*cbs.*got None"),
-        (lambda: ScoreRequest("Egypt is in", None), r"ScoreRequest.candidates takes a list of strings, got None"),
-        (lambda: ScoreRequest("Egypt is in", [1, 2]), r"ScoreRequest.candidates takes a string, got 1"),
+        (
+            lambda: load_metric(None),
+            r"load_metric\(name\) takes a metric's name, one of .*cbs.*got None",
+        ),
+        (
+            lambda: ScoreRequest("Egypt is in", None),
+            r"ScoreRequest.candidates takes a list of strings, got None",
+        ),
+        (
+            lambda: ScoreRequest("Egypt is in", [1, 2]),
+            r"ScoreRequest.candidates takes a string, got 1",
+        ),
         (lambda: ScoreRequest(None, ["Africa"]), r"ScoreRequest.left takes a string, got None"),
         (
             lambda: run("maps_en", NeverCalled(), model_args={"trust_remote_code": "yes"}),
             r"ModelArgs.trust_remote_code must be True or False, got 'yes' \(on the command line --model-args",
         ),
         (lambda: ModelArgs(dtype=16), r"ModelArgs.dtype must be a string or None, got 16"),
-        (lambda: ScoreRequest("Egypt \ud800 is in", ["Africa"]), r"ScoreRequest.left holds '\\ud800' at character 6"),
+        (
+            lambda: ScoreRequest("Egypt \ud800 is in", ["Africa"]),
+            r"ScoreRequest.left holds '\\ud800' at character 6",
+        ),
     ],
 )
 def test_a_wrong_argument_names_the_argument_and_what_it_takes(call, says):
@@ -218,7 +272,10 @@ def tiny_scorers() -> dict[str, Scorer]:
 
 @pytest.mark.parametrize(
     "prompts,says",
-    [([""], r"generate\(prompts\[0\]\) is empty"), (["ok", "a\ud800"], r"generate\(prompts\[1\]\) holds '\\ud800'")],
+    [
+        ([""], r"generate\(prompts\[0\]\) is empty"),
+        (["ok", "a\ud800"], r"generate\(prompts\[1\]\) holds '\\ud800'"),
+    ],
 )
 def test_a_prompt_that_is_no_text_is_named(tiny_scorers, prompts, says):
     with pytest.raises(InvalidValueError, match=says):
@@ -230,10 +287,14 @@ def test_a_literal_mask_token_is_refused_not_made_a_second_slot(tiny_scorers, wh
     scorer = tiny_scorers["masked"]
     mask = scorer.tokenizer.mask_token
     fields = {"left": "Egypt is located in", "right": ".", "candidates": ["Africa", "Asia"]}
-    fields[where] = [f"{mask} Asia", "Africa"] if where == "candidates" else f"{fields[where]} {mask}"
+    fields[where] = (
+        [f"{mask} Asia", "Africa"] if where == "candidates" else f"{fields[where]} {mask}"
+    )
     with pytest.raises(InvalidValueError, match=rf"{where} text holds the mask token '\[MASK\]'"):
         scorer.score([ScoreRequest(**fields)])
-    assert scorer.score([ScoreRequest("Egypt is located in", ["Africa", "Asia"])])  # the same text without it scores
+    assert scorer.score(
+        [ScoreRequest("Egypt is located in", ["Africa", "Asia"])]
+    )  # the same text without it scores
 
 
 def test_fill_mask_refuses_a_literal_mask_token_too(tiny_scorers):

@@ -28,13 +28,21 @@ def _commands(runs: dict[str, Path]) -> dict[str, list[str]]:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _error_line(err: str) -> str:
     """The one error line of a command's stderr, after checking it is the only one and no traceback."""
     assert "Traceback" not in err, err[-2000:]
-    errors = [line.split("culture-probe: error: ")[-1] for line in err.splitlines() if "culture-probe: error: " in line]
+    errors = [
+        line.split("culture-probe: error: ")[-1]
+        for line in err.splitlines()
+        if "culture-probe: error: " in line
+    ]
     assert len(errors) == 1, err[-2000:]
     return errors[0]
 
@@ -59,7 +67,9 @@ def _full_disk_while_building(out: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.mark.parametrize("command", ["board", "consistency", "compare"])
-def test_a_rebuild_on_a_full_disk_is_one_line_and_leaves_the_old_output(command, runs, tmp_path, monkeypatch, capsys):
+def test_a_rebuild_on_a_full_disk_is_one_line_and_leaves_the_old_output(
+    command, runs, tmp_path, monkeypatch, capsys
+):
     out = tmp_path / "out"
     argv = [*_commands(runs)[command], "--out", str(out)]
     assert main(argv) == 0
@@ -68,7 +78,9 @@ def test_a_rebuild_on_a_full_disk_is_one_line_and_leaves_the_old_output(command,
     line = _fails(argv, capsys)
     assert line.startswith(f"no space left on the device holding {out} (") and "MB free" in line
     assert "--resume" not in line and f"{out} is as it was" in line
-    assert _snapshot(out) == before  # every file of the earlier output, byte for byte, and nothing else
+    assert (
+        _snapshot(out) == before
+    )  # every file of the earlier output, byte for byte, and nothing else
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # and no half-built folder beside it
 
 
@@ -83,10 +95,14 @@ def test_a_board_rebuilt_in_place_keeps_the_users_files(runs, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert all(f"kept    {name}: no board wrote it" in printed for name in mine)
     assert {name: (out / name).read_text() for name in mine} == mine
-    assert len(list((out / "data").glob("run-*.js"))) == 1  # the earlier board's other run went with it
+    assert (
+        len(list((out / "data").glob("run-*.js"))) == 1
+    )  # the earlier board's other run went with it
 
 
-def test_a_dry_run_push_board_never_overwrites_the_users_readme(runs, tmp_path, capsys, monkeypatch):
+def test_a_dry_run_push_board_never_overwrites_the_users_readme(
+    runs, tmp_path, capsys, monkeypatch
+):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     board = tmp_path / "board"
     assert main(["board", str(runs["en"]), "--out", str(board)]) == 0
@@ -94,14 +110,18 @@ def test_a_dry_run_push_board_never_overwrites_the_users_readme(runs, tmp_path, 
     before = _snapshot(board)
     push = ["push-board", "org/results", str(runs["en"]), "--dry-run", "--out"]
     line = _fails([*push, str(board)], capsys)
-    assert f"Cannot write the board into {board}: README.md would replace what no board wrote" in line
+    assert (
+        f"Cannot write the board into {board}: README.md would replace what no board wrote" in line
+    )
     assert _snapshot(board) == before
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "README.md").write_text("my own notes")
     assert "not empty and holds no earlier board" in _fails([*push, str(mine)], capsys)
     assert _snapshot(mine) == {"README.md": b"my own notes"}
-    space = tmp_path / "space"  # an earlier dry run: its own README.md is replaced, a user's file is kept
+    space = (
+        tmp_path / "space"
+    )  # an earlier dry run: its own README.md is replaced, a user's file is kept
     assert main([*push, str(space)]) == 0
     (space / "mine.txt").write_text("mine")
     capsys.readouterr()
@@ -111,14 +131,21 @@ def test_a_dry_run_push_board_never_overwrites_the_users_readme(runs, tmp_path, 
     assert (space / "mine.txt").read_text() == "mine"
 
 
-def test_consistency_refuses_to_overwrite_the_users_file_and_keeps_the_others(runs, tmp_path, capsys):
+def test_consistency_refuses_to_overwrite_the_users_file_and_keeps_the_others(
+    runs, tmp_path, capsys
+):
     out = tmp_path / "reports"
     out.mkdir()
     (out / "consistency.md").write_text("my own analysis")
     argv = [*_commands(runs)["consistency"], "--out", str(out)]
     line = _fails(argv, capsys)
-    assert line.startswith(f"Cannot write the consistency report into {out}: consistency.md would replace")
-    assert _snapshot(out) == {"consistency.md": b"my own analysis", ".lock": b""}  # the lock stays, as in a run
+    assert line.startswith(
+        f"Cannot write the consistency report into {out}: consistency.md would replace"
+    )
+    assert _snapshot(out) == {
+        "consistency.md": b"my own analysis",
+        ".lock": b"",
+    }  # the lock stays, as in a run
     (out / "consistency.md").rename(out / "notes.md")
     assert main(argv) == 0 and main(argv) == 0  # and again: it replaces its own files
     assert (out / "notes.md").read_text() == "my own analysis"
@@ -135,7 +162,10 @@ def test_a_run_or_suite_folder_as_out_is_refused(command, kind, runs, tmp_path, 
         rundir.write_text(folder / rundir.SUITE_MARKER, rundir.SUITE_NOTE)
     before = _snapshot(folder)
     line = _fails([*_commands(runs)[command], "--out", str(folder)], capsys)
-    assert line.startswith("Cannot write the ") and f"into {folder}: it is a culture_probe {kind} folder" in line
+    assert (
+        line.startswith("Cannot write the ")
+        and f"into {folder}: it is a culture_probe {kind} folder" in line
+    )
     assert _snapshot(folder) == before
 
 
@@ -156,7 +186,9 @@ def test_a_marker_is_written_whole_or_not_at_all(runs, tmp_path, capsys, monkeyp
     listed = marker.read_bytes()
     write_text = Path.write_text
 
-    def full(self: Path, *args: object, **kwargs: object) -> int:  # the disk fills while a marker is written
+    def full(
+        self: Path, *args: object, **kwargs: object
+    ) -> int:  # the disk fills while a marker is written
         if self.name.startswith(marker.name):
             self.open("w").close()  # opened for writing, so emptied, before the first byte fails
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -164,7 +196,9 @@ def test_a_marker_is_written_whole_or_not_at_all(runs, tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(Path, "write_text", full)
     assert main([*_commands(runs)["board"], "--out", str(out)]) == 2
-    assert marker.read_bytes() == listed  # not cut short: the next rebuild still knows which files are its own
+    assert (
+        marker.read_bytes() == listed
+    )  # not cut short: the next rebuild still knows which files are its own
     monkeypatch.undo()
     assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
     assert (out / "data" / "mine.csv").read_text(encoding="utf-8") == "the user's own"
@@ -176,7 +210,9 @@ def test_a_hidden_figure_of_a_run_is_not_copied(runs, tmp_path):
     try:
         out = tmp_path / "board"
         assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
-        assert main([*_commands(runs)["board"], "--out", str(out)]) == 0  # its marker stays readable
+        assert (
+            main([*_commands(runs)["board"], "--out", str(out)]) == 0
+        )  # its marker stays readable
         assert not list(out.rglob(".preview.png"))
     finally:
         hidden.unlink()
@@ -188,12 +224,19 @@ def test_a_second_writer_of_the_folder_is_refused_in_one_line(command, runs, tmp
     out.mkdir()
     with FileLock(out / rundir.LOCK_FILE, timeout=0):  # another process writing this folder
         line = _fails([*_commands(runs)[command], "--out", str(out)], capsys)
-    assert line.startswith("Another process is writing the ") and f"in {out} (it holds {out / '.lock'})" in line
-    assert [p.name for p in out.iterdir()] == [".lock"] and [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert (
+        line.startswith("Another process is writing the ")
+        and f"in {out} (it holds {out / '.lock'})" in line
+    )
+    assert [p.name for p in out.iterdir()] == [".lock"] and [
+        p.name for p in tmp_path.iterdir()
+    ] == ["out"]
 
 
 @pytest.mark.parametrize("command", ["board", "consistency", "compare"])
-def test_an_empty_out_is_refused_not_the_current_folder(command, runs, tmp_path, capsys, monkeypatch):
+def test_an_empty_out_is_refused_not_the_current_folder(
+    command, runs, tmp_path, capsys, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     line = _fails([*_commands(runs)[command], "--out", ""], capsys)
     assert '(--out "")' in line and "pass a folder path" in line

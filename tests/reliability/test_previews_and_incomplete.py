@@ -37,7 +37,9 @@ def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("previews")
     words = [s for _, s in FACTS] + [o for _, labels, _ in FACTS.values() for o in labels]
     texts = [" ".join(words + [ARABIC.get(w, w) for w in words] + ["is located in ."])] * 3
-    model = save_tiny(root / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    model = save_tiny(
+        root / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked")
+    )
     return write_dlama(root / "dlama"), str(model)
 
 
@@ -73,7 +75,9 @@ def interrupted(monkeypatch):
     return kill
 
 
-def test_a_dry_run_resume_of_a_finished_run_with_another_limit_gives_the_resumes_refusal(setup, tmp_path, capsys):
+def test_a_dry_run_resume_of_a_finished_run_with_another_limit_gives_the_resumes_refusal(
+    setup, tmp_path, capsys
+):
     probe(setup, tmp_path / "run", limit=2, language="en")
     argv = [*cli_run(setup), "--out", str(tmp_path / "run")]
     before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
@@ -85,23 +89,38 @@ def test_a_dry_run_resume_of_a_finished_run_with_another_limit_gives_the_resumes
         probe(setup, tmp_path / "run", limit=3, language="en", resume=True)
     assert previewed == f"culture-probe: error: {refused.value}"
     assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
-    assert main([*argv, "--limit", "2", "--dry-run"]) == 2  # without --resume, refused as the run refuses it
+    assert (
+        main([*argv, "--limit", "2", "--dry-run"]) == 2
+    )  # without --resume, refused as the run refuses it
     assert "already holds a run. Pass --resume" in capsys.readouterr().err
 
 
-def test_a_dry_run_resume_of_an_interrupted_run_shows_the_probes_left(setup, tmp_path, interrupted, capsys):
+def test_a_dry_run_resume_of_an_interrupted_run_shows_the_probes_left(
+    setup, tmp_path, interrupted, capsys
+):
     data, model = setup
     interrupted(lambda: probe(setup, tmp_path / "run", language="en"))
-    (plan,) = dry_run(CONFIG, model, data_dir=str(data), language="en", out=tmp_path / "run", resume=True).configs
+    (plan,) = dry_run(
+        CONFIG, model, data_dir=str(data), language="en", out=tmp_path / "run", resume=True
+    ).configs
     head = plan.stages[0]
     assert (head.probes, head.answered, plan.resumes) == (5, 2, str(tmp_path / "run"))
-    answered = {json.loads(line)["key"] for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()}
-    assert len(plan.shown) == 3 and not {shown.probe.key for shown in plan.shown} & answered  # the first left
+    answered = {
+        json.loads(line)["key"]
+        for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()
+    }
+    assert (
+        len(plan.shown) == 3 and not {shown.probe.key for shown in plan.shown} & answered
+    )  # the first left
     argv = [*cli_run(setup), "--out", str(tmp_path / "run")]
     capsys.readouterr()
     assert main([*argv, "--resume", "--dry-run", "--show", "1"]) == 0
     text = capsys.readouterr().out
-    assert "3 probes left of 5" in text and "the first probe left" in text and "was read, not changed" in text
+    assert (
+        "3 probes left of 5" in text
+        and "the first probe left" in text
+        and "was read, not changed" in text
+    )
 
 
 def test_consistency_marks_an_interrupted_run_incomplete(setup, tmp_path, interrupted, capsys):
@@ -110,8 +129,12 @@ def test_consistency_marks_an_interrupted_run_incomplete(setup, tmp_path, interr
     out = tmp_path / "consistency"
     assert main(["consistency", str(tmp_path / "en"), str(tmp_path / "ar"), "--out", str(out)]) == 0
     assert "ar is INCOMPLETE 2/5" in capsys.readouterr().out
-    assert "- **note**: ar is INCOMPLETE 2/5 (no metrics.json)" in (out / "consistency.md").read_text()
-    assert json.loads((out / "consistency.json").read_text())["incomplete"] == {"ar": "INCOMPLETE 2/5"}
+    assert (
+        "- **note**: ar is INCOMPLETE 2/5 (no metrics.json)" in (out / "consistency.md").read_text()
+    )
+    assert json.loads((out / "consistency.json").read_text())["incomplete"] == {
+        "ar": "INCOMPLETE 2/5"
+    }
 
 
 def test_a_suite_summary_marks_an_interrupted_config(setup, tmp_path, interrupted, capsys):
@@ -119,7 +142,12 @@ def test_a_suite_summary_marks_an_interrupted_config(setup, tmp_path, interrupte
     suite = tmp_path / "suite"
     configs = [CONFIG, f"{CONFIG}_corrected"]
     run_suite = culture_probe.run_suite
-    interrupted(lambda: run_suite(configs, model, data_dir=str(data), out=suite, progress=False, language="en"), 7)
+    interrupted(
+        lambda: run_suite(
+            configs, model, data_dir=str(data), out=suite, progress=False, language="en"
+        ),
+        7,
+    )
     previewed = dry_run(configs, model, data_dir=str(data), language="en", out=suite, resume=True)
     assert [(plan.stages[0].answered, plan.resumes) for plan in previewed.configs] == [
         (5, str(suite / CONFIG)),
@@ -129,22 +157,39 @@ def test_a_suite_summary_marks_an_interrupted_config(setup, tmp_path, interrupte
     summary = json.loads((suite / "suite.json").read_text())
     assert [row.get("status") for row in summary["configs"]] == [None, "INCOMPLETE 2/5"]
     text = (suite / "suite.md").read_text()
-    assert "| **INCOMPLETE 2/5**" in text and f"{CONFIG}_corrected is INCOMPLETE 2/5 (no metrics.json)" in text
+    assert (
+        "| **INCOMPLETE 2/5**" in text
+        and f"{CONFIG}_corrected is INCOMPLETE 2/5 (no metrics.json)" in text
+    )
     # a suite resumed for its first config only summarises the other as it stands, marked, on the terminal too
-    again = run_suite([CONFIG], model, data_dir=str(data), out=suite, progress=False, language="en", resume=True)
+    again = run_suite(
+        [CONFIG], model, data_dir=str(data), out=suite, progress=False, language="en", resume=True
+    )
     assert f"{CONFIG}_corrected: INCOMPLETE 2/5, so far: " in summary_lines(again.summary)
 
 
-def test_a_run_killed_and_resumed_keeps_the_earlier_processes_provenance(setup, tmp_path, interrupted):
+def test_a_run_killed_and_resumed_keeps_the_earlier_processes_provenance(
+    setup, tmp_path, interrupted
+):
     whole = probe(setup, tmp_path / "whole", language="en")
     interrupted(lambda: probe(setup, tmp_path / "run", language="en"))
     resumed = probe(setup, tmp_path / "run", language="en", resume=True)
     cut, counts = resumed.metrics["truncation"], ("contexts", "prompts")
-    assert {k: cut[k] for k in counts} == {k: whole.metrics["truncation"][k] for k in counts}  # not only the last 3
-    assert cut["contexts"]["encoded"] > 0 and cut["processes"] == 2 and cut["resumed"] and "uncounted" not in cut
+    assert {k: cut[k] for k in counts} == {
+        k: whole.metrics["truncation"][k] for k in counts
+    }  # not only the last 3
+    assert (
+        cut["contexts"]["encoded"] > 0
+        and cut["processes"] == 2
+        and cut["resumed"]
+        and "uncounted" not in cut
+    )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     processes = json.loads((tmp_path / "run" / "processes.json").read_text())["processes"]
-    assert [(p["records"], p["finished"]) for p in processes] == [(2, False), (3, True)]  # the killed one kept
+    assert [(p["records"], p["finished"]) for p in processes] == [
+        (2, False),
+        (3, True),
+    ]  # the killed one kept
     assert config["processes"] == 2
     assert config["duration_s"] == pytest.approx(sum(p["duration_s"] for p in processes), abs=0.01)
     # a finished run resumed (as a suite resumed after it resumes it) asks nothing, and keeps every count

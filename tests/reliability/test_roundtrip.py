@@ -34,7 +34,9 @@ def values(text: st.SearchStrategy[str]) -> st.SearchStrategy[object]:
     """JSON values whose strings, keys included, are drawn from `text`, nested."""
     leaves = st.none() | st.booleans() | st.integers() | text
     return st.recursive(
-        leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3), max_leaves=12
+        leaves,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+        max_leaves=12,
     )
 
 
@@ -58,10 +60,16 @@ def parsed(data: bytes) -> list:
 @given(st.lists(values(TEXT), max_size=4))
 def test_any_text_round_trips_through_the_jsonl_writer_and_reader(rows):
     text = "".join(jsonl.line(row) for row in rows)
-    assert len(text.splitlines()) == len(rows)  # one line per row, even for str.splitlines and editors
+    assert len(text.splitlines()) == len(
+        rows
+    )  # one line per row, even for str.splitlines and editors
     assert parsed(text.encode("utf-8")) == rows
-    assert parsed(text.replace("\n", "\r\n").encode("utf-8")) == rows  # a user's file with Windows line ends
-    assert parsed(as_older_versions_wrote(rows).encode("utf-8")) == rows  # raw separators, written whole
+    assert (
+        parsed(text.replace("\n", "\r\n").encode("utf-8")) == rows
+    )  # a user's file with Windows line ends
+    assert (
+        parsed(as_older_versions_wrote(rows).encode("utf-8")) == rows
+    )  # raw separators, written whole
 
 
 @settings(max_examples=100, deadline=None)
@@ -91,7 +99,9 @@ def test_records_round_trip_through_items_jsonl_written_now_or_before_the_escape
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.dictionaries(TEXT, values(TEXT), min_size=1, max_size=3), min_size=1, max_size=3))
+@given(
+    st.lists(st.dictionaries(TEXT, values(TEXT), min_size=1, max_size=3), min_size=1, max_size=3)
+)
 def test_rows_files_round_trip_written_now_or_before_the_escapes(rows):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "rows.jsonl"
@@ -104,8 +114,13 @@ def test_rows_files_round_trip_written_now_or_before_the_escapes(rows):
 def test_a_damaged_line_after_raw_separators_is_named_by_its_own_line_number(tmp_path):
     path = tmp_path / "items.jsonl"
     line = Record("q\u2028", "t", "main", {"text": "a\u2029b\x85c"}, kind="score").to_json()
-    path.write_text(as_older_versions_wrote([line]) + "{oops\n" + as_older_versions_wrote([line]), encoding="utf-8")
-    with pytest.raises(CultureProbeError, match=r"items\.jsonl:2 is not valid JSON; the run directory is damaged"):
+    path.write_text(
+        as_older_versions_wrote([line]) + "{oops\n" + as_older_versions_wrote([line]),
+        encoding="utf-8",
+    )
+    with pytest.raises(
+        CultureProbeError, match=r"items\.jsonl:2 is not valid JSON; the run directory is damaged"
+    ):
         rundir.read_records(path)
     with pytest.raises(CultureProbeError, match=r"items\.jsonl:2: invalid JSON"):
         list(read_jsonl(path))
@@ -113,7 +128,9 @@ def test_a_damaged_line_after_raw_separators_is_named_by_its_own_line_number(tmp
     with pytest.raises(CultureProbeError, match=r"items\.jsonl:2: not UTF-8 text"):
         list(read_jsonl(path))
     # a crash that cut the last line inside a character: dropped like any cut line, redone on resume
-    path.write_bytes(as_older_versions_wrote([line]).encode("utf-8") + '{"id": "\u2028'.encode()[:-1])
+    path.write_bytes(
+        as_older_versions_wrote([line]).encode("utf-8") + '{"id": "\u2028'.encode()[:-1]
+    )
     assert [r.to_json() for r in rundir.read_records(path)] == [line]
 
 
@@ -128,7 +145,9 @@ class Ordered:
 
     def score(self, requests, options=None):
         return [
-            CandidateScores(r.candidates, -np.arange(1.0, len(r.candidates) + 1), np.ones(len(r.candidates)))
+            CandidateScores(
+                r.candidates, -np.arange(1.0, len(r.candidates) + 1), np.ones(len(r.candidates))
+            )
             for r in requests
         ]
 
@@ -169,7 +188,10 @@ def labelled(facts: dict) -> dict:
     return {
         (region, subject + ("\u2028" if subject == "Egypt" else "")): (
             uris,
-            [label.replace(" ", "\u2029") + ("\x85" if label == "Asia" else "") for label in labels],
+            [
+                label.replace(" ", "\u2029") + ("\x85" if label == "Asia" else "")
+                for label in labels
+            ],
             scores,
         )
         for (region, subject), (uris, labels, scores) in facts.items()
@@ -189,13 +211,19 @@ def test_a_run_whose_labels_hold_separators_reads_back_in_every_command(tmp_path
     runs, resume = dlama_runs(capsys, tmp_path)
     text = (runs[0] / rundir.ITEMS_FILE).read_text(encoding="utf-8")
     records = rundir.read_records(runs[0] / rundir.ITEMS_FILE)
-    assert len(text.splitlines()) == len(records) == len(FACTS) and "\\u2029" in text and "\\u0085" in text
+    assert (
+        len(text.splitlines()) == len(records) == len(FACTS)
+        and "\\u2029" in text
+        and "\\u0085" in text
+    )
     assert {"North\u2029America", "Asia\x85"} <= {label for r in records for label in r["top"]}
     reads_back(capsys, runs, resume, tmp_path)
     command(capsys, "consistency", *runs, "--out", tmp_path / "consistency")
 
 
-def test_rows_and_generated_text_with_separators_read_back_in_every_command(tmp_path, stand_in, capsys):
+def test_rows_and_generated_text_with_separators_read_back_in_every_command(
+    tmp_path, stand_in, capsys
+):
     stand_in.kind = "causal"
     row = {
         "language": "en",
@@ -207,10 +235,22 @@ def test_rows_and_generated_text_with_separators_read_back_in_every_command(tmp_
         "label": "a",
     }
     rows = tmp_path / "rows.jsonl"
-    rows.write_text(as_older_versions_wrote([{**row, "id": f"r{i}\u2028"} for i in range(3)]), encoding="utf-8")
+    rows.write_text(
+        as_older_versions_wrote([{**row, "id": f"r{i}\u2028"} for i in range(3)]), encoding="utf-8"
+    )
     first, second = tmp_path / "first", tmp_path / "second"
     command(capsys, "run", "maps_en", "--model", "m", "--rows", rows, "--out", first)
-    command(capsys, "run", "maps_en", "--model", "m", "--rows", first / rundir.ROWS_FILE, "--out", second)
+    command(
+        capsys,
+        "run",
+        "maps_en",
+        "--model",
+        "m",
+        "--rows",
+        first / rundir.ROWS_FILE,
+        "--out",
+        second,
+    )
     records = rundir.read_records(first / rundir.ITEMS_FILE)
     assert {r.item_id for r in records} == {"r0\u2028", "r1\u2028", "r2\u2028"}
     assert any(r.get("output") == " nothing\u2028more\u2029than\x85this" for r in records)
@@ -225,7 +265,9 @@ def test_a_run_written_before_the_escapes_reads_back_whole(tmp_path, stand_in, c
     for run in runs:  # items.jsonl as the releases before the escapes wrote it: the separators raw
         items = run / rundir.ITEMS_FILE
         before[run] = rundir.read_records(items)
-        items.write_text(as_older_versions_wrote([r.to_json() for r in before[run]]), encoding="utf-8")
+        items.write_text(
+            as_older_versions_wrote([r.to_json() for r in before[run]]), encoding="utf-8"
+        )
         assert "\u2029" in items.read_text(encoding="utf-8")
     reads_back(capsys, runs, resume, tmp_path)
     command(capsys, "consistency", *runs, "--out", tmp_path / "consistency")

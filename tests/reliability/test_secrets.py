@@ -76,30 +76,54 @@ def received(runs: Runs, tmp_path: Path) -> Path:
 def edit_config(folder: Path, change) -> None:
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     change(config)
-    (folder / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2), encoding="utf-8")
+    (folder / "config.json").write_text(
+        json.dumps(config, ensure_ascii=False, indent=2), encoding="utf-8"
+    )
 
 
 def every_byte(folder: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(runs: Runs, tmp_path: Path) -> None:
+def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
+    runs: Runs, tmp_path: Path
+) -> None:
     class Served(BOARD.Knowing):
-        identity = {"name_or_path": "openai:tiny", "base_url": BASE_URL}  # what a served model names itself by
+        identity = {
+            "name_or_path": "openai:tiny",
+            "base_url": BASE_URL,
+        }  # what a served model names itself by
 
     out = tmp_path / "run"
     scorer = Served(BOARD.knowing().table)
-    run("dlama_arab_west", scorer, data_dir=str(runs.data), out=out, progress=False, limit=8, base_url=BASE_URL)
+    run(
+        "dlama_arab_west",
+        scorer,
+        data_dir=str(runs.data),
+        out=out,
+        progress=False,
+        limit=8,
+        base_url=BASE_URL,
+    )
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
-    assert config["run"]["base_url"] == SHOWN_URL and config["model"]["identity"]["base_url"] == SHOWN_URL
+    assert (
+        config["run"]["base_url"] == SHOWN_URL
+        and config["model"]["identity"]["base_url"] == SHOWN_URL
+    )
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert f"--base-url '{SHOWN_URL}'" in report and f'"base_url": "{SHOWN_URL}"' in report  # Reproduce, identity
+    assert (
+        f"--base-url '{SHOWN_URL}'" in report and f'"base_url": "{SHOWN_URL}"' in report
+    )  # Reproduce, identity
     board = build_board([out], tmp_path / "board")
     for folder in (out, board.folder):
-        assert PASSWORD.encode() not in every_byte(folder) and KEY.encode() not in every_byte(folder)
+        assert PASSWORD.encode() not in every_byte(folder) and KEY.encode() not in every_byte(
+            folder
+        )
 
 
-def test_a_run_recorded_with_a_password_in_its_url_shows_it_nowhere(runs: Runs, tmp_path: Path) -> None:
+def test_a_run_recorded_with_a_password_in_its_url_shows_it_nowhere(
+    runs: Runs, tmp_path: Path
+) -> None:
     older = received(runs, tmp_path)  # as a version before the redaction wrote it
 
     def plant(config: dict) -> None:
@@ -112,11 +136,15 @@ def test_a_run_recorded_with_a_password_in_its_url_shows_it_nowhere(runs: Runs, 
     assert upload.files and PASSWORD.encode() not in every_byte(tmp_path / "space")
 
 
-def test_a_served_model_sends_its_credentials_but_names_its_server_without_them(monkeypatch) -> None:
+def test_a_served_model_sends_its_credentials_but_names_its_server_without_them(
+    monkeypatch,
+) -> None:
     api_key = "sk-" + "Zq9" * 10
     monkeypatch.setenv("OPENAI_API_KEY", api_key)
     served = ServedScorer("tiny", base_url=BASE_URL, retries=0, timeout=2)
-    assert PASSWORD in str(served.client.base_url) and served.client.api_key == api_key  # used for the requests
+    assert (
+        PASSWORD in str(served.client.base_url) and served.client.api_key == api_key
+    )  # used for the requests
     assert served.identity["base_url"] == SHOWN_URL and api_key not in json.dumps(served.identity)
     with pytest.raises(EndpointError) as refused:  # nothing listens on the discard port
         served.generate(["x"], max_new_tokens=1)
@@ -149,22 +177,33 @@ def test_credentials_in_a_url_are_blanked_and_nothing_else(url: str, shown: str)
     [
         ("http://u:p'x@h/v1", "http://***@h/v1"),  # a quote, where a URL inside text stops
         ("http://u:p x@h/v1", "http://***@h/v1"),  # a space
-        ("run --base-url 'http://u:p'\\''x@h/v1' --out x", "run --base-url 'http://***@h/v1' --out x"),  # shell-quoted
-        ("see http://h/v1 and write to me@x.org", "see http://h/v1 and write to me@x.org"),  # no user in the URL
+        (
+            "run --base-url 'http://u:p'\\''x@h/v1' --out x",
+            "run --base-url 'http://***@h/v1' --out x",
+        ),  # shell-quoted
+        (
+            "see http://h/v1 and write to me@x.org",
+            "see http://h/v1 and write to me@x.org",
+        ),  # no user in the URL
     ],
 )
 def test_a_password_with_a_quote_or_a_space_is_blanked_too(value: str, shown: str) -> None:
     assert redacted(value) == shown
 
 
-def plant_secret(kind: str, folder: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+def plant_secret(
+    kind: str, folder: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, str]:
     """Put one secret of `kind` where the board shows it: the file that then holds it, how a refusal names it."""
     texts = {
         "hub-token": (HUB_TOKEN, "your Hugging Face token"),
         "env-secret": ("correct-horse-battery", "the value of $MY_SERVICE_PASSWORD"),
         "openai-key": ("sk-proj-" + "Ab3" * 10, "text shaped like an API key (sk-...)"),
         "aws-key": ("AKIAIOSFODNN7EXAMPLE", "text shaped like an AWS access key (AKIA...)"),
-        "private-key": ("-----BEGIN OPENSSH PRIVATE KEY-----", "text shaped like a private key (-----BEGIN"),
+        "private-key": (
+            "-----BEGIN OPENSSH PRIVATE KEY-----",
+            "text shaped like a private key (-----BEGIN",
+        ),
     }
     monkeypatch.setenv("MY_SERVICE_PASSWORD", "correct-horse-battery")
     if kind == "home-path":  # in an item's record (a run's paths on its page are shown from ~)
@@ -181,7 +220,9 @@ def plant_secret(kind: str, folder: Path, home: Path, monkeypatch: pytest.Monkey
     return "data/run-received-knows.js", texts[kind][1]
 
 
-@pytest.mark.parametrize("kind", ["hub-token", "env-secret", "openai-key", "aws-key", "private-key", "home-path"])
+@pytest.mark.parametrize(
+    "kind", ["hub-token", "env-secret", "openai-key", "aws-key", "private-key", "home-path"]
+)
 def test_push_board_refuses_a_board_holding_a_secret_and_uploads_nothing(
     kind: str, runs: Runs, hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -206,7 +247,11 @@ def test_the_refusal_is_one_line_and_never_shows_the_secret(
     argv = ["push-board", "org/results", str(folder), "--dry-run", "--out", str(tmp_path / "space")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "data/run-received-knows.js" in err and "$MY_SERVICE_PASSWORD" in err
+    assert (
+        err.count("\n") == 1
+        and "data/run-received-knows.js" in err
+        and "$MY_SERVICE_PASSWORD" in err
+    )
     assert "correct-horse-battery" not in err
 
 
@@ -229,7 +274,9 @@ def test_a_link_out_of_a_run_folder_is_refused_by_name_and_nothing_leaves(
     outside.write_text(HUB_TOKEN, encoding="utf-8")  # as ~/.cache/huggingface/token holds it
     folder = received(runs, tmp_path)
     plots = folder / rundir.PLOTS_DIR
-    (plots / "zz_inside.png").symlink_to(next(plots.glob("*.png")).name)  # a link inside the run: the file
+    (plots / "zz_inside.png").symlink_to(
+        next(plots.glob("*.png")).name
+    )  # a link inside the run: the file
     board = build_board([folder], tmp_path / "board")
     copied = board.folder / "figures" / "received-knows" / "zz_inside.png"
     assert copied.is_file() and not copied.is_symlink()
@@ -242,17 +289,25 @@ def test_a_link_out_of_a_run_folder_is_refused_by_name_and_nothing_leaves(
     assert not hub.commits and not hub.repos
 
 
-def test_records_linked_from_outside_the_run_are_refused_by_name(runs: Runs, tmp_path: Path) -> None:
+def test_records_linked_from_outside_the_run_are_refused_by_name(
+    runs: Runs, tmp_path: Path
+) -> None:
     folder = received(runs, tmp_path)
     elsewhere = tmp_path / "elsewhere.jsonl"
     shutil.move(folder / rundir.ITEMS_FILE, elsewhere)
     (folder / rundir.ITEMS_FILE).symlink_to(elsewhere)
-    with pytest.raises(CultureProbeError, match=r"items\.jsonl is a link to .*elsewhere\.jsonl, outside the folder"):
+    with pytest.raises(
+        CultureProbeError, match=r"items\.jsonl is a link to .*elsewhere\.jsonl, outside the folder"
+    ):
         build_board([folder], tmp_path / "board")
 
 
-@pytest.mark.parametrize("title", ["Results: v2", "Results\nsdk: docker\napp_port: 7860", "---\nsdk: docker"])
-def test_a_hostile_title_is_the_spaces_title_and_adds_no_key(runs: Runs, tmp_path: Path, title: str) -> None:
+@pytest.mark.parametrize(
+    "title", ["Results: v2", "Results\nsdk: docker\napp_port: 7860", "---\nsdk: docker"]
+)
+def test_a_hostile_title_is_the_spaces_title_and_adds_no_key(
+    runs: Runs, tmp_path: Path, title: str
+) -> None:
     push_board("org/results", [runs.knows], title=title, dry_run_dir=tmp_path / "space")
     readme = (tmp_path / "space" / "README.md").read_text(encoding="utf-8")
     front = yaml.safe_load(readme.split("\n---\n")[0].removeprefix("---\n"))
@@ -261,9 +316,17 @@ def test_a_hostile_title_is_the_spaces_title_and_adds_no_key(runs: Runs, tmp_pat
 
 
 def test_a_metric_space_front_matter_is_written_by_yaml(tmp_path: Path) -> None:
-    readme = (write_metric_space(tmp_path / "cbs", "org", "cbs") / "README.md").read_text(encoding="utf-8")
+    readme = (write_metric_space(tmp_path / "cbs", "org", "cbs") / "README.md").read_text(
+        encoding="utf-8"
+    )
     front = yaml.safe_load(readme.split("\n---\n")[0].removeprefix("---\n"))
-    card = {"title": "cbs", "sdk": "gradio", "app_file": "app.py", "pinned": False, "tags": ["evaluate", "metric"]}
+    card = {
+        "title": "cbs",
+        "sdk": "gradio",
+        "app_file": "app.py",
+        "pinned": False,
+        "tags": ["evaluate", "metric"],
+    }
     assert front == card
 
 
@@ -304,15 +367,25 @@ def test_push_refuses_an_export_holding_a_secret_and_uploads_nothing(
 
 def test_binary_files_are_read_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home" / "alice"))
-    png = b"\x89PNG\r\n\x1a\n\x00\x00tEXtComment\x00" + str(tmp_path).encode() + b"/home/alice/plots\x00\xff"
+    png = (
+        b"\x89PNG\r\n\x1a\n\x00\x00tEXtComment\x00"
+        + str(tmp_path).encode()
+        + b"/home/alice/plots\x00\xff"
+    )
     (tmp_path / "figure.png").write_bytes(png)
     with pytest.raises(PublishError, match="figure.png .* holds the path of your home folder"):
         check_upload(tmp_path, ["figure.png"], to="the space org/x")
-    (tmp_path / "figure.png").write_bytes(b"\x89PNG\x00" + str(tmp_path).encode() + b"/home/alicea\x00")
-    check_upload(tmp_path, ["figure.png"], to="the space org/x")  # another user's folder is no home path
+    (tmp_path / "figure.png").write_bytes(
+        b"\x89PNG\x00" + str(tmp_path).encode() + b"/home/alicea\x00"
+    )
+    check_upload(
+        tmp_path, ["figure.png"], to="the space org/x"
+    )  # another user's folder is no home path
 
 
-def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(runs, tmp_path: Path) -> None:
+def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(
+    runs, tmp_path: Path
+) -> None:
     """Runs made before credentials were blanked hold them as given: the resume compares the settings blanked, so
     the same server is the same setting, and a refusal shows the credential blanked."""
     record = json.loads((runs.knows / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
@@ -327,11 +400,15 @@ def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(ru
     assert PASSWORD not in str(refused.value)
 
 
-def test_a_suite_entry_linking_to_another_run_is_refused_by_name(runs: Runs, tmp_path: Path) -> None:
+def test_a_suite_entry_linking_to_another_run_is_refused_by_name(
+    runs: Runs, tmp_path: Path
+) -> None:
     """A suite received from someone else cannot make the board publish a run of this machine through a link."""
     suite = Path(shutil.copytree(runs.suite, tmp_path / "received-suite", symlinks=True))
     entry = next(p for p in sorted(suite.iterdir()) if (p / rundir.CONFIG_FILE).is_file())
     shutil.rmtree(entry)
     entry.symlink_to(runs.knows)
-    with pytest.raises(CultureProbeError, match=rf"{entry.name} is a link to .*, outside the folder"):
+    with pytest.raises(
+        CultureProbeError, match=rf"{entry.name} is a link to .*, outside the folder"
+    ):
         build_board([suite], tmp_path / "board")

@@ -25,7 +25,11 @@ FACTS = CONTINENT_FACTS
 def knowing() -> TableScorer:
     """Ranks each fact's gold continent first."""
     return TableScorer(
-        {(s, c): (-0.5 if c == labels[0] else -2.0) for (_, s), (_, labels, _) in FACTS.items() for c in CONTINENTS}
+        {
+            (s, c): (-0.5 if c == labels[0] else -2.0)
+            for (_, s), (_, labels, _) in FACTS.items()
+            for c in CONTINENTS
+        }
     )
 
 
@@ -42,7 +46,9 @@ def forgetting(n: int) -> TableScorer:
 
 def guessing() -> TableScorer:
     """Always says Europe."""
-    return TableScorer({(s, c): (-0.5 if c == "Europe" else -2.0) for (_, s) in FACTS for c in CONTINENTS})
+    return TableScorer(
+        {(s, c): (-0.5 if c == "Europe" else -2.0) for (_, s) in FACTS for c in CONTINENTS}
+    )
 
 
 @pytest.fixture
@@ -51,7 +57,14 @@ def runs(tmp_path):
     made = {}
     for name, scorer in (("knows", knowing()), ("guesses", guessing())):
         made[name] = tmp_path / name
-        run("dlama_arab_west", scorer, data_dir=str(data), out=made[name], progress=False, language="en")
+        run(
+            "dlama_arab_west",
+            scorer,
+            data_dir=str(data),
+            out=made[name],
+            progress=False,
+            language="en",
+        )
     return data, made
 
 
@@ -65,25 +78,42 @@ def test_knowing_beats_guessing_paired_on_the_same_facts(runs):
     by_culture = {p["group"]: p for p in comparison.paired if p["group"].startswith("culture=")}
     assert set(by_culture) == {"culture=arab", "culture=west"}
     rows = {(r[0], r[1]): r[2:] for r in comparison.table.rows}
-    assert rows[("overall", "p1")][0].startswith("100.00 [86.20, 100.00] (n=24)")  # 24 of 24 is not certainty
+    assert rows[("overall", "p1")][0].startswith(
+        "100.00 [86.20, 100.00] (n=24)"
+    )  # 24 of 24 is not certainty
     assert rows[("overall", "p1")][1].startswith("25.00 [")
     text = comparison.markdown()
-    assert "Paired differences (run minus knows, same items" in text and "| guesses | p1 | overall | -75.00 |" in text
+    assert (
+        "Paired differences (run minus knows, same items" in text
+        and "| guesses | p1 | overall | -75.00 |" in text
+    )
 
 
 def test_the_paired_interval_and_p_value_never_contradict_and_name_their_procedure(runs, tmp_path):
     """A DLAMA compare printed an interval excluding 0 beside "permutation p = 0.08": a percentile bootstrap cannot
     leave the 0/n boundary. 4 facts forgotten of 24 is that case (the old procedure: [-33.3, -4.2], p = 0.14)."""
     data, made = runs
-    run("dlama_arab_west", forgetting(4), data_dir=str(data), out=tmp_path / "forgets", progress=False, language="en")
+    run(
+        "dlama_arab_west",
+        forgetting(4),
+        data_dir=str(data),
+        out=tmp_path / "forgets",
+        progress=False,
+        language="en",
+    )
     comparison = compare_runs([made["knows"], tmp_path / "forgets"])
     for row in comparison.paired:
         excludes_zero = row["ci_low"] is not None and (row["ci_low"] > 0 or row["ci_high"] < 0)
         assert excludes_zero == (row["p_value"] < 0.05) and row["method"] == TANGO_CC, row
     overall = next(p for p in comparison.paired if p["group"] == "overall")
     assert overall["difference"] == pytest.approx(-100 * 4 / 24)
-    assert comparison.procedures == {"p1": TANGO_CC} and comparison.to_json()["paired_procedures"] == {"p1": TANGO_CC}
-    assert f"p1: {TANGO_CC}" in comparison.markdown() and "excludes 0 exactly when p < 0.05" in comparison.markdown()
+    assert comparison.procedures == {"p1": TANGO_CC} and comparison.to_json()[
+        "paired_procedures"
+    ] == {"p1": TANGO_CC}
+    assert (
+        f"p1: {TANGO_CC}" in comparison.markdown()
+        and "excludes 0 exactly when p < 0.05" in comparison.markdown()
+    )
 
 
 def test_a_run_paired_with_itself_differs_by_nothing(runs):
@@ -91,7 +121,9 @@ def test_a_run_paired_with_itself_differs_by_nothing(runs):
     comparison = compare_runs([made["knows"], made["knows"].parent / "knows"])
     overall = next(p for p in comparison.paired if p["group"] == "overall")
     assert (overall["difference"], overall["p_value"]) == (0.0, 1.0)
-    assert overall["ci_low"] < 0 < overall["ci_high"]  # agreeing on 24 facts still leaves a difference open
+    assert (
+        overall["ci_low"] < 0 < overall["ci_high"]
+    )  # agreeing on 24 facts still leaves a difference open
     # a zero is shown by the one rounding rule of its scale (percent: 2 decimals), like every other number
     assert "| p1 | overall | 0.00 | [-" in comparison.markdown()
 
@@ -111,20 +143,28 @@ def test_runs_on_different_items_are_not_paired_unless_asked(runs, tmp_path):
     with pytest.raises(CultureProbeError, match="probed different units.*--unpaired") as refused:
         compare_runs([made["guesses"], tmp_path / "subset"])
     # the 18 facts the subset left out are named as the first run's, not the other way round
-    assert "(0 only in subset, " in str(refused.value) and "; 18 only in guesses, " in str(refused.value)
+    assert "(0 only in subset, " in str(refused.value) and "; 18 only in guesses, " in str(
+        refused.value
+    )
     unpaired = compare_runs([made["guesses"], tmp_path / "subset"], paired=False)
-    assert unpaired.paired == () and ("overall", "p1") in {(r[0], r[1]) for r in unpaired.table.rows}
+    assert unpaired.paired == () and ("overall", "p1") in {
+        (r[0], r[1]) for r in unpaired.table.rows
+    }
 
 
 def test_incomplete_runs_and_other_configs_are_named(runs, tmp_path):
     _, made = runs
-    (made["guesses"] / "metrics.json").unlink()  # as if interrupted: the numbers come from its records
+    (
+        made["guesses"] / "metrics.json"
+    ).unlink()  # as if interrupted: the numbers come from its records
     comparison = compare_runs([made["knows"], made["guesses"]])
     assert any("guesses is INCOMPLETE 24/24" in note for note in comparison.notes)
     other = tmp_path / "other"
     other.mkdir()
     config = json.loads((made["knows"] / "config.json").read_text())
-    (other / "config.json").write_text(json.dumps({**config, "config": "dlama_arab_west_corrected"}))
+    (other / "config.json").write_text(
+        json.dumps({**config, "config": "dlama_arab_west_corrected"})
+    )
     (other / ".culture_probe_run").write_text("")
     for name in ("items.jsonl", "metrics.json"):
         (other / name).write_text((made["knows"] / name).read_text())
@@ -136,14 +176,22 @@ def test_compare_writes_markdown_json_and_the_plot(runs, tmp_path, capsys):
     _, made = runs
     out = tmp_path / "cmp"
     assert (
-        compare_main(SimpleNamespace(run_dirs=[str(made["knows"]), str(made["guesses"])], out=str(out), unpaired=False))
+        compare_main(
+            SimpleNamespace(
+                run_dirs=[str(made["knows"]), str(made["guesses"])], out=str(out), unpaired=False
+            )
+        )
         == 0
     )
     assert "| group | metric | knows | guesses |" in capsys.readouterr().out
     saved = json.loads((out / "compare.json").read_text())
     assert saved["metric"] == "p1" and saved["headlines"]["guesses"]["value"] == 25.0
-    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG" and (out / "compare.pdf").read_bytes()[:4] == b"%PDF"
-    assert (out / "compare.md").read_text().startswith("**Headline**: p1 overall")  # the headline comparison first
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG" and (
+        out / "compare.pdf"
+    ).read_bytes()[:4] == b"%PDF"
+    assert (
+        (out / "compare.md").read_text().startswith("**Headline**: p1 overall")
+    )  # the headline comparison first
 
 
 def test_compare_needs_two_runs(runs):

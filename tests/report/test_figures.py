@@ -8,7 +8,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from culture_probe.report.plots import bars_figure, draw_bars, draw_comparison, error_bars, heatmap_figure
+from culture_probe.report.plots import (
+    bars_figure,
+    draw_bars,
+    draw_comparison,
+    error_bars,
+    heatmap_figure,
+)
 from culture_probe.report.views import Bars, Heatmap
 
 
@@ -25,7 +31,9 @@ def test_a_value_a_hair_above_its_upper_bound_draws(tmp_path):
     # negative values" in matplotlib, and suite.md was never written
     noisy = _estimate(47.52 + 7e-15, 40.0, 47.52, 12)
     below = _estimate(3.0 - 7e-15, 3.0, 9.0, 12)
-    png, pdf = draw_bars(Bars({"a": noisy, "b": below}, "CBS (%)", scale="%"), tmp_path / "b", "bars")
+    png, pdf = draw_bars(
+        Bars({"a": noisy, "b": below}, "CBS (%)", scale="%"), tmp_path / "b", "bars"
+    )
     assert png.is_file() and pdf.is_file()
     comparison = SimpleNamespace(
         headlines=(("first", noisy), ("second", below)),
@@ -66,7 +74,8 @@ def test_axes_of_non_negative_metrics_start_at_zero_even_on_all_zero_data():
     unscaled = bars_figure(Bars({"a": _estimate(0.2, 0.1, 0.3, 20)}, "score"), "s").axes[0]
     assert unscaled.get_ylim()[0] == 0.0
     figure = heatmap_figure(
-        Heatmap(("P17", "P19"), ("arab", "west"), ((0.0, 0.0), (0.0, 0.0)), "P@1 (%)", scale="%"), "h"
+        Heatmap(("P17", "P19"), ("arab", "west"), ((0.0, 0.0), (0.0, 0.0)), "P@1 (%)", scale="%"),
+        "h",
     )
     image = figure.axes[0].get_images()[0]
     assert image.get_clim() == (0.0, 100.0)
@@ -76,7 +85,11 @@ def test_axes_of_non_negative_metrics_start_at_zero_even_on_all_zero_data():
 
 def test_bars_show_their_n_and_few_units_are_hatched():
     # FmLAMA per-group bars at n=2 read like any other bar
-    bars = Bars({"Iran": _estimate(44.3, 19.7, 69.0, 2), "ALL": _estimate(33.1, 24.5, 43.9, 40)}, "mAP (%)", scale="%")
+    bars = Bars(
+        {"Iran": _estimate(44.3, 19.7, 69.0, 2), "ALL": _estimate(33.1, 24.5, 43.9, 40)},
+        "mAP (%)",
+        scale="%",
+    )
     axes = bars_figure(bars, "mAP").axes[0]
     assert _ticks(axes) == ["Iran\n(n=2)", "ALL\n(n=40)"]
     hatches = [p.get_hatch() for p in axes.patches]
@@ -89,8 +102,12 @@ def test_a_bar_without_an_interval_says_so_and_has_no_error_bar():
     axes = bars_figure(Bars({"names_female": lone}, "CBS (%)", scale="%"), "CBS").axes[0]
     assert _ticks(axes) == ["names_female\n(n=1)\nno interval"]
     segments = [np.asarray(s) for c in axes.collections for s in c.get_segments()]
-    assert all(s.size == 0 or np.isnan(s).any() for s in segments)  # no bar drawn as if the interval were zero-wide
-    assert all(np.isnan(np.asarray(line.get_ydata(), dtype=float)).all() for line in axes.lines)  # nor its caps
+    assert all(
+        s.size == 0 or np.isnan(s).any() for s in segments
+    )  # no bar drawn as if the interval were zero-wide
+    assert all(
+        np.isnan(np.asarray(line.get_ydata(), dtype=float)).all() for line in axes.lines
+    )  # nor its caps
 
 
 def test_heatmap_cells_print_their_n_and_few_units_are_hatched():

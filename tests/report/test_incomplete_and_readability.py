@@ -62,7 +62,12 @@ def pair(tmp_path):
     data = write_dlama(tmp_path / "dlama", facts=FACTS)
     for name, scorer in (("knows", knowing()), ("guesses", guessing())):
         culture_probe.run(
-            "dlama_arab_west", scorer, data_dir=str(data), out=tmp_path / name, progress=False, language="en"
+            "dlama_arab_west",
+            scorer,
+            data_dir=str(data),
+            out=tmp_path / name,
+            progress=False,
+            language="en",
         )
     (tmp_path / "guesses" / "metrics.json").unlink()
     return tmp_path / "knows", tmp_path / "guesses"
@@ -80,7 +85,13 @@ def stopped(tmp_path, monkeypatch):
 
     def again(configs, **kwargs):
         return culture_probe.run_suite(
-            configs, "some/model", data_dir=str(data), out=suite, progress=False, language="en", **kwargs
+            configs,
+            "some/model",
+            data_dir=str(data),
+            out=suite,
+            progress=False,
+            language="en",
+            **kwargs,
         )
 
     with pytest.raises(KeyboardInterrupt):
@@ -88,7 +99,9 @@ def stopped(tmp_path, monkeypatch):
     return suite, again
 
 
-def test_a_stopped_suite_marks_its_config_incomplete_and_lists_the_one_never_started_as_not_run(stopped):
+def test_a_stopped_suite_marks_its_config_incomplete_and_lists_the_one_never_started_as_not_run(
+    stopped,
+):
     suite, _ = stopped
     summary = json.loads((suite / "suite.json").read_text())
     (row,) = summary["configs"]
@@ -96,13 +109,20 @@ def test_a_stopped_suite_marks_its_config_incomplete_and_lists_the_one_never_sta
     assert summary["not_run"] == [CONFIGS[1]] and summary["planned"] == CONFIGS
     text = (suite / "suite.md").read_text()
     line = next(line for line in text.splitlines() if line.startswith(f"| {CONFIGS[0]} |"))
-    assert "(incomplete)" in line and "**INCOMPLETE 2/5**" in line  # beside its number, and in its note
+    assert (
+        "(incomplete)" in line and "**INCOMPLETE 2/5**" in line
+    )  # beside its number, and in its note
     assert f"- {CONFIGS[1]}: not run" in text.split("**Not run**", 1)[1]
     lines = summary_lines(summary).splitlines()
-    assert lines[0].startswith(f"{CONFIGS[0]}: INCOMPLETE 2/5, so far: ") and lines[1] == f"{CONFIGS[1]}: not run"
+    assert (
+        lines[0].startswith(f"{CONFIGS[0]}: INCOMPLETE 2/5, so far: ")
+        and lines[1] == f"{CONFIGS[1]}: not run"
+    )
 
 
-def test_a_suite_resumed_with_other_configs_keeps_the_incomplete_one_marked_and_says_so_at_its_start(stopped):
+def test_a_suite_resumed_with_other_configs_keeps_the_incomplete_one_marked_and_says_so_at_its_start(
+    stopped,
+):
     suite, again = stopped
     with pytest.warns(SuiteResumeNotice) as said:
         result = again(CONFIGS[1:], resume=True)
@@ -123,10 +143,18 @@ def test_report_of_an_incomplete_run_marks_its_title_and_its_terminal_headline(s
     suite, _ = stopped
     run_dir = suite / CONFIGS[0]
     assert main(["report", str(run_dir)]) == 0
-    assert capsys.readouterr().out.startswith(f"{CONFIGS[0]} on some/model (masked): INCOMPLETE 2/5, numbers so far")
-    assert (run_dir / "report.md").read_text().startswith(f"# {CONFIGS[0]} on some/model (INCOMPLETE 2/5)")
+    assert capsys.readouterr().out.startswith(
+        f"{CONFIGS[0]} on some/model (masked): INCOMPLETE 2/5, numbers so far"
+    )
+    assert (
+        (run_dir / "report.md")
+        .read_text()
+        .startswith(f"# {CONFIGS[0]} on some/model (INCOMPLETE 2/5)")
+    )
     config, _, metrics = load_run(run_dir)
-    assert "INCOMPLETE" not in headline(config, metrics).splitlines()[0]  # a finished run's headline: unmarked
+    assert (
+        "INCOMPLETE" not in headline(config, metrics).splitlines()[0]
+    )  # a finished run's headline: unmarked
     assert main(["report", str(suite)]) == 0
     out = capsys.readouterr().out
     assert f"{CONFIGS[0]}: INCOMPLETE 2/5, so far: " in out and f"{CONFIGS[1]}: not run" in out
@@ -154,14 +182,20 @@ def _xfakt(name: str, label: str) -> LoadedRun:
 def test_compare_of_two_xfakt_runs_counts_strata_of_one_unit_in_one_line():
     comparison = comparison_of([_xfakt("generate", "first"), _xfakt("generate", "second")])
     groups = [row[0] for row in comparison.table.rows]
-    assert not [g for g in groups if g.startswith("country=")]  # 13 countries of one fact each: no n=1 rows
+    assert not [
+        g for g in groups if g.startswith("country=")
+    ]  # 13 countries of one fact each: no n=1 rows
     assert "(n=1)" not in comparison.markdown()
     assert comparison.single == tuple(
         f"country={c}" for c in _golden_run("xfakt", "generate")[2]["results"]["by_country"]
     )
     line = "13 strata with one unit each are not shown (country: 13): an estimate of one unit has no interval"
-    assert line in comparison.markdown() and comparison.to_json()["single_unit_groups"] == list(comparison.single)
-    assert comparison.markdown().index("**Headline**") < comparison.markdown().index("| group | metric |")
+    assert line in comparison.markdown() and comparison.to_json()["single_unit_groups"] == list(
+        comparison.single
+    )
+    assert comparison.markdown().index("**Headline**") < comparison.markdown().index(
+        "| group | metric |"
+    )
 
 
 def test_the_boards_compare_names_the_runs_in_the_order_of_its_columns(pair, tmp_path):
@@ -169,10 +203,14 @@ def test_the_boards_compare_names_the_runs_in_the_order_of_its_columns(pair, tmp
     (pair,) = site.comparisons
     text = (tmp_path / "site" / "data" / f"compare-{pair}.js").read_text(encoding="utf-8")
     shown = json.loads("[" + text[len("CP_DATA(") : -3] + "]")[2]
-    assert [shown["base"]["id"], shown["other"]["id"]] == [c.split(" (")[0] for c in shown["columns"][2:]]
+    assert [shown["base"]["id"], shown["other"]["id"]] == [
+        c.split(" (")[0] for c in shown["columns"][2:]
+    ]
     assert (shown["base"]["status"], shown["other"]["status"]) == (None, "INCOMPLETE 24/24")
     script = BOARD_JS.read_text(encoding="utf-8")
-    assert 'name(data.base), " vs ", name(data.other)' in script  # the title: base first, as the columns
+    assert (
+        'name(data.base), " vs ", name(data.other)' in script
+    )  # the title: base first, as the columns
     assert 'c.base + " vs " + c.other' in script and 'c.other + " vs " + c.base' not in script
 
 
@@ -183,7 +221,11 @@ def test_consistency_of_a_generation_run_is_the_heatmap_and_one_line_without_ran
     (heatmap,) = section.figures
     assert len(heatmap.row_labels) == 13 and heatmap.label == "facts right in both languages (%)"
     assert "RankC is computed" not in section.text and "aligned candidates" not in section.text
-    summary = next(line for line in section.text.split("\n\n") if line.startswith("**78 pairs of 13 languages**"))
+    summary = next(
+        line
+        for line in section.text.split("\n\n")
+        if line.startswith("**78 pairs of 13 languages**")
+    )
     assert "13 facts in both per pair: right in both from " in summary and " of 78 pairs" in summary
     assert "- **rankc** is not reported" in section.text  # why, from the metrics
 
@@ -206,4 +248,7 @@ def test_consistency_of_one_generated_pair_is_one_line_with_its_numbers():
     (section,) = consistency_sections(one)
     line = next(line for line in section.text.split("\n\n") if line.startswith("**en/fr**"))
     n = pairs["en/fr"]["n"]
-    assert f"{n} facts in both; right in both {pairs['en/fr']['both_right']} (" in line and "P@1 en - fr" in line
+    assert (
+        f"{n} facts in both; right in both {pairs['en/fr']['both_right']} (" in line
+        and "P@1 en - fr" in line
+    )

@@ -21,10 +21,16 @@ def test_a_runs_config_json_reads_into_typed_fields_and_writes_back_byte_for_byt
     out = tmp_path / "run"
     data = write_dlama(tmp_path / "dlama")
     scorer = TableScorer(spec_table())
-    result = run("dlama_arab_west", scorer, data_dir=str(data), out=out, limit="smoke", progress=False)
+    result = run(
+        "dlama_arab_west", scorer, data_dir=str(data), out=out, limit="smoke", progress=False
+    )
     written = (out / rundir.CONFIG_FILE).read_text(encoding="utf-8")
     record = rundir.read_run(out).record
-    assert (record.config, record.model.spec, record.model.kind) == ("dlama_arab_west", "TableScorer", "masked")
+    assert (record.config, record.model.spec, record.model.kind) == (
+        "dlama_arab_west",
+        "TableScorer",
+        "masked",
+    )
     assert record.model.loaded_object and record.run.data_dir == str(data)
     assert record.subset is not None and record.run.limit == record.subset["smoke_limit"]
     assert record.benchmark.name == "dlama"
@@ -37,7 +43,11 @@ def test_a_runs_config_json_reads_into_typed_fields_and_writes_back_byte_for_byt
 
 def test_an_older_config_json_reads_with_its_model_settings_moved_and_its_missing_parts_defaulted():
     # written before model_args held dtype and revision, and before the protocol profiles, subsets and plans
-    older = {"config": "fmlama_en", "model": {"spec": "bert-base-cased", "kind": "masked"}, "run": {"dtype": "float16"}}
+    older = {
+        "config": "fmlama_en",
+        "model": {"spec": "bert-base-cased", "kind": "masked"},
+        "run": {"dtype": "float16"},
+    }
     record = RunRecord.from_json(older)
     assert record.model_args == {"dtype": "float16"} and "dtype" not in record.run.values
     assert record.run.protocol == "default" and record.subset is None and record.planned == {}

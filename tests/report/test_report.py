@@ -14,7 +14,14 @@ from culture_probe.record import RunRecord
 from culture_probe.report import load_run, main
 from culture_probe.report.markdown import reproduce, table_markdown
 from culture_probe.report.plots import draw_bars, draw_heatmap, label
-from culture_probe.report.views import Bars, Heatmap, Reference, Table, language_country_grid, result_bars
+from culture_probe.report.views import (
+    Bars,
+    Heatmap,
+    Reference,
+    Table,
+    language_country_grid,
+    result_bars,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
@@ -32,16 +39,29 @@ def test_figures_are_written_as_png_and_pdf_with_reference_lines(tmp_path):
         "P@1 (%)",
         (Reference("paper, pair", 30.3), Reference("chance", 5.0)),
     )
-    heat = Heatmap(("P17", "P19"), ("arab", "west"), ((10.0, None), (30.0, 40.0)), label="P@1", highlight=((1, 1),))
-    for png, pdf in (draw_bars(bars, tmp_path / "b", "bars"), draw_heatmap(heat, tmp_path / "h", "heat")):
+    heat = Heatmap(
+        ("P17", "P19"),
+        ("arab", "west"),
+        ((10.0, None), (30.0, 40.0)),
+        label="P@1",
+        highlight=((1, 1),),
+    )
+    for png, pdf in (
+        draw_bars(bars, tmp_path / "b", "bars"),
+        draw_heatmap(heat, tmp_path / "h", "heat"),
+    ):
         assert png.read_bytes()[:8] == PNG and pdf.read_bytes()[:5] == b"%PDF-"
     figure_text = (tmp_path / "b.pdf").read_bytes()
-    assert b"paper, pair" in figure_text or b"FontFile2" in figure_text  # TrueType text (pdf.fonttype 42)
+    assert (
+        b"paper, pair" in figure_text or b"FontFile2" in figure_text
+    )  # TrueType text (pdf.fonttype 42)
 
 
 def test_arabic_labels_are_shaped_and_right_to_left():
     drawn = label("السعودية")
-    assert drawn != "السعودية" and drawn[0] == "\ufe94"  # final-form teh marbuta drawn first: joined, visual order
+    assert (
+        drawn != "السعودية" and drawn[0] == "\ufe94"
+    )  # final-form teh marbuta drawn first: joined, visual order
     assert label("P17") == "P17"
 
 
@@ -65,7 +85,12 @@ def test_result_bars_take_the_estimates_of_the_results_block():
         }
     }
     bars = result_bars(
-        metrics, "entity_type", "cbs", "CBS", labels=["names", "food"], references=(Reference("parity", 50.0),)
+        metrics,
+        "entity_type",
+        "cbs",
+        "CBS",
+        labels=["names", "food"],
+        references=(Reference("parity", 50.0),),
     )
     assert list(bars.estimates) == ["names", "food"] and bars.estimates["food"]["ci_high"] == 50.0
     assert bars.references == (Reference("parity", 50.0),)
@@ -85,7 +110,10 @@ def test_language_country_grid_outlines_each_languages_own_country():
 
 def test_markdown_tables_escape_cells():
     table = Table(("metric", "value"), (("a|b", 0.25), ("n", 3), ("none", None)))
-    assert table_markdown(table) == "| metric | value |\n|---|---|\n| a\\|b | 0.25 |\n| n | 3 |\n| none |  |"
+    assert (
+        table_markdown(table)
+        == "| metric | value |\n|---|---|\n| a\\|b | 0.25 |\n| n | 3 |\n| none |  |"
+    )
 
 
 def test_markdown_tables_round_floats_half_up_with_format_score():
@@ -143,9 +171,13 @@ def test_reproduce_round_trips_through_the_cli_parser():
     assert (args.configs, args.model, args.kind, args.seed, args.language) == expected
     from culture_probe.engine.types import ModelArgs
 
-    assert ModelArgs.parse(args.model_args).given() == config["model_args"]  # the adapter is in the command
+    assert (
+        ModelArgs.parse(args.model_args).given() == config["model_args"]
+    )  # the adapter is in the command
     options = option_values(args.option)
-    assert json.loads(options["country_names"]) == names and options["families"] == "hasParts,country"
+    assert (
+        json.loads(options["country_names"]) == names and options["families"] == "hasParts,country"
+    )
     assert "Not reproducible" not in text  # everything of this run is in the command
 
 
@@ -155,25 +187,49 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
 
     rows = [
         r
-        for r in load_benchmark("dlama_arab_west", data_dir=str(write_dlama(tmp_path / "d")))["test"]
+        for r in load_benchmark("dlama_arab_west", data_dir=str(write_dlama(tmp_path / "d")))[
+            "test"
+        ]
         if r["language"] == "en"
     ][:4]
-    result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, out=tmp_path / "run", progress=False)
+    result = run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        rows=rows,
+        out=tmp_path / "run",
+        progress=False,
+    )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["benchmark"]["custom_rows"] is True and config["model"]["loaded_object"] is True
-    assert config["protocol"]["languages"] == ["en"]  # the languages the rows hold, not the config's (ar, en)
+    assert config["protocol"]["languages"] == [
+        "en"
+    ]  # the languages the rows hold, not the config's (ar, en)
     report = (tmp_path / "run" / "report.md").read_text()
     reproduce_section = report.split("## Reproduce", 1)[1]
     assert "**Not reproducible from the command line alone** (see config.json)" in reproduce_section
     assert "the model was a loaded `TableScorer` object" in reproduce_section
     # the custom rows are saved in the run directory, and the command passes them back with --rows
-    assert "custom rows (sha256" not in reproduce_section and "--rows RUN_DIR/rows.jsonl" in reproduce_section
-    saved = [json.loads(line) for line in (tmp_path / "run" / "rows.jsonl").read_text().splitlines()]
+    assert (
+        "custom rows (sha256" not in reproduce_section
+        and "--rows RUN_DIR/rows.jsonl" in reproduce_section
+    )
+    saved = [
+        json.loads(line) for line in (tmp_path / "run" / "rows.jsonl").read_text().splitlines()
+    ]
     assert saved == rows
-    assert "- **custom rows**: the 4 rows given to `culture_probe.run(rows=...)` or `--rows` (saved in " in report
+    assert (
+        "- **custom rows**: the 4 rows given to `culture_probe.run(rows=...)` or `--rows` (saved in "
+        in report
+    )
     assert result.config == config
-    unsaved = {**config, "benchmark": {**config["benchmark"], "rows_file": None}}  # rows=, but no run directory
-    assert f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)" in reproduce(unsaved)
+    unsaved = {
+        **config,
+        "benchmark": {**config["benchmark"], "rows_file": None},
+    }  # rows=, but no run directory
+    assert (
+        f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)"
+        in reproduce(unsaved)
+    )
     # the same run on the benchmark's own data from a named model has nothing to warn about
     named = {
         **config,
@@ -222,9 +278,16 @@ def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
         "(asia-west/dlama/ko/) runs in English (--language en)."
     ) in english
     assert english.endswith("(ko not probed in this run)")
-    assert "**note**" not in header(_asia_west_config(["en", "ko"]))  # a full release: both languages probed
-    older = header(_asia_west_config(None))  # no record of the probed languages: the note, as before
-    assert "- **note**: the release tarball holds both" in older and "not probed in this run" not in older
+    assert "**note**" not in header(
+        _asia_west_config(["en", "ko"])
+    )  # a full release: both languages probed
+    older = header(
+        _asia_west_config(None)
+    )  # no record of the probed languages: the note, as before
+    assert (
+        "- **note**: the release tarball holds both" in older
+        and "not probed in this run" not in older
+    )
 
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path):
@@ -237,14 +300,20 @@ def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
 
     out = tmp_path / "run"
     data = write_dlama(tmp_path / "dlama")
-    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=out, progress=False)
+    result = run(
+        "dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=out, progress=False
+    )
     (out / "metrics.json").unlink()
     (out / "report.md").unlink()
     lines = (out / "items.jsonl").read_text().splitlines()
-    (out / "items.jsonl").write_text("\n".join(lines[:-2]) + "\n")  # killed before its last two facts
+    (out / "items.jsonl").write_text(
+        "\n".join(lines[:-2]) + "\n"
+    )  # killed before its last two facts
     assert main(SimpleNamespace(run_dir=str(out))) == 0
     _, records, metrics = load_run(out)
-    assert len(records) == len(lines) - 2 and metrics["n_probes"] == len(lines) - 2  # from items.jsonl alone
+    assert (
+        len(records) == len(lines) - 2 and metrics["n_probes"] == len(lines) - 2
+    )  # from items.jsonl alone
     report = (out / "report.md").read_text()
     assert f"- **INCOMPLETE {len(lines) - 2}/{len(lines)}**: the run did not finish" in report
     assert result.config["planned"] == {"stage": "main", "probes": len(lines)}
@@ -272,7 +341,11 @@ def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
 def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat():
     from culture_probe.report.dlama import paper_references
 
-    config = {"config": "dlama_arab_west", "model": {"spec": "bert-base-multilingual-cased"}, "benchmark": {}}
+    config = {
+        "config": "dlama_arab_west",
+        "model": {"spec": "bert-base-multilingual-cased"},
+        "benchmark": {},
+    }
     assert [(r.label, r.value) for r in paper_references(RunRecord.from_json(config), "en")] == [
         ("paper, non-West", 21.2),
         ("paper, West", 37.7),
@@ -280,38 +353,63 @@ def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat()
     ]
     smoke = RunRecord.from_json({**config, "subset": {"sampled": 5}})
     assert paper_references(smoke, "en") == ()  # a smoke run is not Table 1
-    assert paper_references(RunRecord.from_json({**config, "model": {"spec": "my/model"}}), "en") == ()
+    assert (
+        paper_references(RunRecord.from_json({**config, "model": {"spec": "my/model"}}), "en") == ()
+    )
 
 
 def test_camel_maps_and_xfakt_figures_carry_the_papers_values_for_a_faithful_repeat():
     from culture_probe.report import camel, maps, xfakt
 
     def config(name, model, **extra):
-        return RunRecord.from_json({"config": name, "model": {"spec": model}, "benchmark": {}, "run": {}, **extra})
+        return RunRecord.from_json(
+            {"config": name, "model": {"spec": model}, "benchmark": {}, "run": {}, **extra}
+        )
 
-    assert [(r.label, r.value) for r in camel.references(config("camel_co_prompts", "UBC-NLP/ARBERT"))] == [
+    assert [
+        (r.label, r.value) for r in camel.references(config("camel_co_prompts", "UBC-NLP/ARBERT"))
+    ] == [
         ("parity", 50.0),
         ("paper, Avg", 46.40),
     ]
     assert [r.label for r in camel.references(config("camel_ag_prompts", "my/model"))] == ["parity"]
-    assert [(r.label, r.value) for r in maps.references(config("maps_de", "bigscience/mt0-xxl"))] == [
+    assert [
+        (r.label, r.value) for r in maps.references(config("maps_de", "bigscience/mt0-xxl"))
+    ] == [
         ("chance", 50.0),
         ("paper, literal", 88.74),
         ("paper, figurative", 83.61),
     ]
     negative = config("maps_de", "bigscience/mt0-xxl", options={"question": "neg"})
-    assert [r.label for r in maps.references(negative)] == ["chance"]  # Table 4 asks the positive question
+    assert [r.label for r in maps.references(negative)] == [
+        "chance"
+    ]  # Table 4 asks the positive question
     corrected = config("maps_de", "bigscience/mt0-xxl", run={"corrected": True})
-    assert [r.label for r in maps.references(corrected)] == ["chance"]  # the paper ran the released data
+    assert [r.label for r in maps.references(corrected)] == [
+        "chance"
+    ]  # the paper ran the released data
     assert [
         (r.label, r.value)
-        for r in xfakt.references(config("xfakt_factual_recall", "microsoft/phi-4"), "factual_recall")
+        for r in xfakt.references(
+            config("xfakt_factual_recall", "microsoft/phi-4"), "factual_recall"
+        )
     ] == [("paper, associated", 12.87), ("paper, non-associated", 30.15)]
 
 
 def _results(estimate, **extra):
-    ci = {"method": "Wilson score interval", "confidence": 0.95, "methods": {"p1": "Wilson score interval"}}
-    return {"headline": "p1", "unit": "facts", "ci": ci, "overall": {"p1": estimate}, "omitted": {}, **extra}
+    ci = {
+        "method": "Wilson score interval",
+        "confidence": 0.95,
+        "methods": {"p1": "Wilson score interval"},
+    }
+    return {
+        "headline": "p1",
+        "unit": "facts",
+        "ci": ci,
+        "overall": {"p1": estimate},
+        "omitted": {},
+        **extra,
+    }
 
 
 def test_the_terminal_report_md_and_suite_md_print_a_number_alike():
@@ -321,13 +419,22 @@ def test_the_terminal_report_md_and_suite_md_print_a_number_alike():
     from culture_probe.report.summary import summary_markdown
     from culture_probe.report.views import results_sections
 
-    estimate = _estimate(3.0149999999999997, 1.0049999999999999, 5.5, 400)  # 3.015 and 1.005 as floats hold them
+    estimate = _estimate(
+        3.0149999999999997, 1.0049999999999999, 5.5, 400
+    )  # 3.015 and 1.005 as floats hold them
     metrics = {"results": _results(estimate)}
     config = {"config": "dlama_arab_west", "model": {"spec": "m", "kind": "masked"}}
     assert headline(config, metrics).splitlines()[1] == "  p1 (%): 3.02 [1.01, 5.50] (n=400 facts)"
     [section] = results_sections(metrics, {"p1": "%"})
     assert "| p1 (%) | 3.02 | [1.01, 5.50] | 400 |" in table_markdown(section.tables[0])
-    row = {"config": "dlama_arab_west", "metric": "p1", "scale": "%", **estimate, "unit": "facts", "smoke": False}
+    row = {
+        "config": "dlama_arab_west",
+        "metric": "p1",
+        "scale": "%",
+        **estimate,
+        "unit": "facts",
+        "smoke": False,
+    }
     suite = summary_markdown({"model": "m", "configs": [{**row, "omitted": {}}], "studies": {}})
     assert "| dlama_arab_west | p1 (%) | 3.02 | [1.01, 5.50] | 400 | facts |" in suite
 
@@ -336,13 +443,26 @@ def test_headline_numbers_print_the_chance_level_and_why_an_interval_is_missing(
     from culture_probe.report.markdown import table_markdown
     from culture_probe.report.views import results_sections
 
-    lone = {"value": 100.0, "stderr": None, "ci_low": None, "ci_high": None, "n": 1, "no_interval": "one unit"}
+    lone = {
+        "value": 100.0,
+        "stderr": None,
+        "ci_low": None,
+        "ci_high": None,
+        "n": 1,
+        "no_interval": "one unit",
+    }
     chance = {"p1": {"value": 18.333333, "method": "random ranking of each probe's candidates"}}
     [section] = results_sections({"results": _results(lone, chance=chance)}, {"p1": "%"})
     table = table_markdown(section.tables[0])
-    assert table.splitlines()[0] == "| metric (unit) | value | 95% interval | n (facts) | chance level |"
+    assert (
+        table.splitlines()[0]
+        == "| metric (unit) | value | 95% interval | n (facts) | chance level |"
+    )
     assert table.splitlines()[2] == "| p1 (%) | 100.00 † | no interval: one unit | 1 | 18.33 |"
-    assert "Chance level of p1 (last column): random ranking of each probe's candidates." in section.text
+    assert (
+        "Chance level of p1 (last column): random ranking of each probe's candidates."
+        in section.text
+    )
     assert "p1: Wilson score interval" in section.text  # each metric's interval method
 
 
@@ -353,7 +473,11 @@ def _xfakt_config(**options):
         "benchmark": {"title": "X-FaKT", "version": "1", "rows": 169},
         "versions": {"culture_probe": "0"},
         "run": {},
-        "protocol": {"part": "factual_recall", "mode": options.get("mode", "generate"), "judge": "Qwen/Qwen2.5-72B"},
+        "protocol": {
+            "part": "factual_recall",
+            "mode": options.get("mode", "generate"),
+            "judge": "Qwen/Qwen2.5-72B",
+        },
         "options": {
             "mode": "generate",
             "rank_prompt": "chat",
@@ -401,9 +525,15 @@ def test_a_ranking_run_never_mentions_a_judge(tmp_path):
     ranked = report(_xfakt_config(mode="rank"))
     assert "judge" not in ranked.lower() and "max_new_tokens" not in ranked
     assert "Error rates of the top-ranked answers" in ranked
-    assert "`mode=rank`, `rank_prompt=chat`" in ranked and "6 of other modes or model kinds left out" in ranked
+    assert (
+        "`mode=rank`, `rank_prompt=chat`" in ranked
+        and "6 of other modes or model kinds left out" in ranked
+    )
     generated = report(_xfakt_config())
-    assert "as graded by the judge (Qwen/Qwen2.5-72B)" in generated and "--option judge_model=" in generated
+    assert (
+        "as graded by the judge (Qwen/Qwen2.5-72B)" in generated
+        and "--option judge_model=" in generated
+    )
     assert "rank_prompt" not in generated  # an option of ranking only
     string = report(_xfakt_config(judge="string"))
     assert "judge_model" not in string and "`judge=string`" in string
@@ -416,8 +546,14 @@ def test_the_xfakt_headline_table_names_each_numbers_unit():
     head = sections(RunRecord.from_json(_xfakt_config()), [], _xfakt_metrics())[0].tables[0]
     assert head.columns == ("metric", "value", "unit")
     rows = {name: (value, unit) for name, value, unit in head.rows}
-    assert rows["frs"] == ("0.178", "0-1 score") and rows["error_rate"] == ("40.00", "% of wrong answers")
-    assert rows["mu_assoc"] == ("0.300", "0-1 share of wrong answers") and rows["n_items"] == ("169", "questions")
+    assert rows["frs"] == ("0.178", "0-1 score") and rows["error_rate"] == (
+        "40.00",
+        "% of wrong answers",
+    )
+    assert rows["mu_assoc"] == ("0.300", "0-1 share of wrong answers") and rows["n_items"] == (
+        "169",
+        "questions",
+    )
 
 
 def test_maps_rounds_as_metrics_json_and_shows_the_n_of_every_rate():
@@ -427,8 +563,16 @@ def test_maps_rounds_as_metrics_json_and_shows_the_n_of_every_rate():
     accuracy = {"value": 43.58974358974359, "stderr": 1.0, "ci_low": 30.0, "ci_high": 58.0, "n": 39}
     metrics = {
         "results": {"overall": {"accuracy": accuracy}, "by_figurative": {}},
-        "memorisation": {"union": 2.564, "per_template": [2.564] * 5, "mean_per_template": 2.564, "n": 39},
-        "subsets": {"memorised": {"accuracy": 100.0, "n": 1}, "not_memorised": {"accuracy": 42.1, "n": 38}},
+        "memorisation": {
+            "union": 2.564,
+            "per_template": [2.564] * 5,
+            "mean_per_template": 2.564,
+            "n": 39,
+        },
+        "subsets": {
+            "memorised": {"accuracy": 100.0, "n": 1},
+            "not_memorised": {"accuracy": 42.1, "n": 38},
+        },
     }
     config = RunRecord.from_json({"config": "maps_en", "model": {"spec": "m"}, "options": {}})
     reasoning, memorisation = sections(config, [{"tag": "mem0", "language": "en"}], metrics)
@@ -452,7 +596,9 @@ def test_dlama_per_predicate_cells_show_their_facts_and_mark_few(tmp_path):
     )
     report = (tmp_path / "r" / "report.md").read_text()
     per_predicate = report.split("## P@1 per predicate (en prompts)")[1].split("##")[0]
-    assert "| P30 | 66.67 (n=3) † | 50.00 (n=2) † |" in per_predicate  # 2 of 3 Arab facts, 1 of 2 Western
+    assert (
+        "| P30 | 66.67 (n=3) † | 50.00 (n=2) † |" in per_predicate
+    )  # 2 of 3 Arab facts, 1 of 2 Western
     assert "† fewer than 10 units" in per_predicate
     assert "| arab | 66.67 † |" in report  # the per-culture table marks it too
     assert "max_new_tokens" not in report  # a ranking run: the generation options did not act on it
@@ -482,7 +628,10 @@ def test_a_figure_that_fails_costs_that_figure_only(tmp_path, monkeypatch):
         tables=(Table(("culture", "P@1 (%)"), (("arab", "50.00"),)),),
         figures=(Bars({"arab": _estimate(50.0, 40.0, 60.0, 20)}, "P@1 (%)"),),
     )
-    with pytest.warns(UserWarning, match="Figure 'P@1 per culture' could not be drawn .*yerr.*the rest of the report"):
+    with pytest.warns(
+        UserWarning,
+        match="Figure 'P@1 per culture' could not be drawn .*yerr.*the rest of the report",
+    ):
         text = markdown.render([section], config, tmp_path)
     assert "| arab | 50.00 |" in text and "## Reproduce" in text
     assert "*Figure 'P@1 per culture' could not be drawn (ValueError:" in text
@@ -493,7 +642,9 @@ def test_a_view_that_fails_leaves_the_run_and_its_headline_numbers(tmp_path, mon
     from culture_probe.runner import run
 
     monkeypatch.setattr(views, "sections", lambda *a: 1 / 0)
-    with pytest.warns(UserWarning, match="dlama_arab_west: the benchmark's report views failed .ZeroDivisionError"):
+    with pytest.warns(
+        UserWarning, match="dlama_arab_west: the benchmark's report views failed .ZeroDivisionError"
+    ):
         run(
             "dlama_arab_west",
             TableScorer(spec_table()),
@@ -543,11 +694,19 @@ def test_an_xfakt_run_at_chance_shows_what_random_answers_score_and_warns(tmp_pa
     report = render(sections_for(config, records, metrics), config, tmp_path)
     kts = metrics["results"]["overall"]["kts"]
     [row] = [line for line in report.splitlines() if line.startswith("| kts (0-1) |")]
-    assert row.endswith("| 338 | 0.919 [0.783, 1.000] |")  # the chance level with the range random models fall in
-    assert "Chance level of frs, kts, xfakt (last column): exact distribution of the score" in report
-    assert "\n\n**Warning (kts).** KTS says nothing about transfer here: the error rates cannot be told from" in report
-    assert f"KTS {kts['value']:.3f} (1 = the same knowledge in every language; random answers score 0.919 [0.783, " in (
-        report
+    assert row.endswith(
+        "| 338 | 0.919 [0.783, 1.000] |"
+    )  # the chance level with the range random models fall in
+    assert (
+        "Chance level of frs, kts, xfakt (last column): exact distribution of the score" in report
+    )
+    assert (
+        "\n\n**Warning (kts).** KTS says nothing about transfer here: the error rates cannot be told from"
+        in report
+    )
+    assert (
+        f"KTS {kts['value']:.3f} (1 = the same knowledge in every language; random answers score 0.919 [0.783, "
+        in (report)
     )
     terminal = headline(config, metrics)
     assert "kts (0-1): " in terminal and "chance 0.919 [0.783, 1.000])" in terminal

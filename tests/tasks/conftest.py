@@ -42,18 +42,32 @@ TEMPLATES = {
     "ru": ["В пище [X] есть ингредиенты из [Y] .", "[X] это вид пищи с [Y] .", "[Y] это часть пищи [X] .",
            "[Y] это часть пищи [X] .", "Пища [X] содержит часть от [Y] ."],
 }  # fmt: skip
-COUNTRY_PREFIX = {"en": "In [C], ", "zh": "在[C]，", "he": "[3], ", "ko": "[C]에서 ", "ar": "في [C], ", "ru": "В [C], "}
+COUNTRY_PREFIX = {
+    "en": "In [C], ",
+    "zh": "在[C]，",
+    "he": "[3], ",
+    "ko": "[C]에서 ",
+    "ar": "في [C], ",
+    "ru": "В [C], ",
+}
 
 
 def _lines(language: str) -> list[dict[str, str]]:
     prefix = COUNTRY_PREFIX[language]
-    lines = [{"relation": f"hasParts_{i}", "template": t} for i, t in enumerate(TEMPLATES[language], 1)]
+    lines = [
+        {"relation": f"hasParts_{i}", "template": t} for i, t in enumerate(TEMPLATES[language], 1)
+    ]
     lines += [
-        {"relation": f"country_{i}", "template": prefix + (t[0].lower() + t[1:] if language == "en" else t)}
+        {
+            "relation": f"country_{i}",
+            "template": prefix + (t[0].lower() + t[1:] if language == "en" else t),
+        }
         for i, t in enumerate(TEMPLATES[language], 1)
     ]
     if language == "ko":
-        lines.append({"relation": "hasParts_2-2", "template": "[X]는 [Y]을 가진 음식의 일종입니다 ."})
+        lines.append(
+            {"relation": "hasParts_2-2", "template": "[X]는 [Y]을 가진 음식의 일종입니다 ."}
+        )
     return lines
 
 
@@ -66,9 +80,12 @@ def fmlama_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for language in TEMPLATES:
         path = folder / f"{language}_templates.jsonl"
         path.write_text(
-            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in _lines(language)), encoding="utf-8"
+            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in _lines(language)),
+            encoding="utf-8",
         )
-        monkeypatch.setitem(fmlama.TEMPLATES_SHA256, language, hashlib.sha256(path.read_bytes()).hexdigest())
+        monkeypatch.setitem(
+            fmlama.TEMPLATES_SHA256, language, hashlib.sha256(path.read_bytes()).hexdigest()
+        )
     return root
 
 
@@ -139,21 +156,31 @@ def xfakt_literals() -> dict:
     gold = GOLD_TABLE
     values: dict = {
         name: {
-            key: [XFAKT_TRANSLATED.get(english, [english] * 13) for english in XFAKT_ENTITIES[name][a]]
+            key: [
+                XFAKT_TRANSLATED.get(english, [english] * 13) for english in XFAKT_ENTITIES[name][a]
+            ]
             for a, key in enumerate(keys)
         }
         for name in XFAKT_ENTITIES
     }
     for i in range(3):
-        values[f"QUESTIONS_{i + 1}"] = {key: TEMPLATES_XFAKT[code][i] for key, code, _ in xfakt.LANGUAGES}
-    values["COUNTRIES"] = {key: dict(zip(keys, gold[code], strict=True)) for key, code, _ in xfakt.LANGUAGES}
+        values[f"QUESTIONS_{i + 1}"] = {
+            key: TEMPLATES_XFAKT[code][i] for key, code, _ in xfakt.LANGUAGES
+        }
+    values["COUNTRIES"] = {
+        key: dict(zip(keys, gold[code], strict=True)) for key, code, _ in xfakt.LANGUAGES
+    }
     values |= {
         "SYSTEM_PROMPT_OURS": XFAKT_SYSTEM_PROMPT,
         "PROMPT_OURS": XFAKT_RUBRIC,
         "PROMPT_ROBUST": XFAKT_RUBRIC.replace("the given reference", "the given fact"),
     }
-    values["name_translation_dict"] = {key: XFAKT_NAMES.get(key, XFAKT_NAMES["English"]) for key in keys}
-    values["question_translation_dict"] = dict.fromkeys(keys, "{} lives in {} and {} lives in {}. Who lives in {}?")
+    values["name_translation_dict"] = {
+        key: XFAKT_NAMES.get(key, XFAKT_NAMES["English"]) for key in keys
+    }
+    values["question_translation_dict"] = dict.fromkeys(
+        keys, "{} lives in {} and {} lives in {}. Who lives in {}?"
+    )
     values["sentence_translation_dict"] = dict.fromkeys(keys, "{} lives in {}.")
     values["only_question_translations"] = dict.fromkeys(keys, "Who lives in {}?")
     values["famous_characters_translated"] = {
@@ -175,7 +202,10 @@ def _xfakt_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     root = tmp_path_factory.mktemp("xfakt")
     path = root / xfakt.UTILS
     path.parent.mkdir(parents=True)
-    path.write_text("".join(f"{name} = {value!r}\n" for name, value in xfakt_literals().items()), encoding="utf-8")
+    path.write_text(
+        "".join(f"{name} = {value!r}\n" for name, value in xfakt_literals().items()),
+        encoding="utf-8",
+    )
     return root, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -206,7 +236,15 @@ def write_xlsx(path: Path, header: list, rows: list[list], sheet: str = "Sheet1"
 
 # ---------------------------------------------------------------- MAPS: `<lang>/<file>.xlsx` of the release
 
-MAPS_HEADER = ["proverb", "conversation", "explanation", "answer1", "answer2", "is_figurative", "answer_key"]
+MAPS_HEADER = [
+    "proverb",
+    "conversation",
+    "explanation",
+    "answer1",
+    "answer2",
+    "is_figurative",
+    "answer_key",
+]
 # Made-up rows (MAPS is released on request only): (proverb, conversation, explanation, answer1, answer2,
 # is_figurative, answer_key), the release's columns and cell types (is_figurative 0.0/1.0, explanation may be empty).
 MAPS_FEW_SHOT = [
@@ -261,13 +299,22 @@ def _maps_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
             sheet="test_proverbs",
         ),
         "en/fs_proverbs.xlsx": write_xlsx(
-            root / "en" / "fs_proverbs.xlsx", MAPS_HEADER, [list(r) for r in MAPS_FEW_SHOT], sheet="fs_proverbs"
+            root / "en" / "fs_proverbs.xlsx",
+            MAPS_HEADER,
+            [list(r) for r in MAPS_FEW_SHOT],
+            sheet="fs_proverbs",
         ),
         "zh/test_proverbs.xlsx": write_xlsx(
-            root / "zh" / "test_proverbs.xlsx", MAPS_HEADER, [list(r) for r in MAPS_ZH_TEST], sheet="test_proverbs"
+            root / "zh" / "test_proverbs.xlsx",
+            MAPS_HEADER,
+            [list(r) for r in MAPS_ZH_TEST],
+            sheet="test_proverbs",
         ),
         "zh/fs_proverbs.xlsx": write_xlsx(
-            root / "zh" / "fs_proverbs.xlsx", MAPS_HEADER, [list(r) for r in MAPS_ZH_FEW_SHOT], sheet="fs_proverbs"
+            root / "zh" / "fs_proverbs.xlsx",
+            MAPS_HEADER,
+            [list(r) for r in MAPS_ZH_FEW_SHOT],
+            sheet="fs_proverbs",
         ),
     }
     return root, digests
@@ -306,7 +353,11 @@ CAMEL_ENTITIES = {
 # the second with the mask first (an empty causal prefix, as some released prompts have).
 CAMEL_CO_PROMPTS = [
     ("Names-Female", "كان في الابتدائي معاي بنت عربية اسمها [MASK]", "neutral"),
-    ("Names-Female", "كان في الابتدائي معاي  بنت عربية اسمها [MASK] و ما كنت احبها ابدا ", "negative"),
+    (
+        "Names-Female",
+        "كان في الابتدائي معاي  بنت عربية اسمها [MASK] و ما كنت احبها ابدا ",
+        "negative",
+    ),
     ("Clothing-Male", "لبس ابوي [MASK] في العيد", "positive"),
     ("Clothing-Male", "[MASK] ما يناسب الحفلة", "neutral"),
 ]
@@ -317,19 +368,33 @@ def _camel_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     root = tmp_path_factory.mktemp("camel")
     digests = {}
     for entity_type, rows in CAMEL_ENTITIES.items():
-        header = ["Entity", "Country", "Culture"] if entity_type in camel.TYPES_WITH_COUNTRY else ["Entity", "Culture"]
-        digests[entity_type] = write_xlsx(root / camel.entity_file(entity_type), header, [list(r) for r in rows])
+        header = (
+            ["Entity", "Country", "Culture"]
+            if entity_type in camel.TYPES_WITH_COUNTRY
+            else ["Entity", "Culture"]
+        )
+        digests[entity_type] = write_xlsx(
+            root / camel.entity_file(entity_type), header, [list(r) for r in rows]
+        )
     co_masked = camel.PROMPT_FILES["co_masked"][0]
-    prompts = write_xlsx(root / co_masked, ["Entity Type", "Prompt", "Sentiment"], [list(r) for r in CAMEL_CO_PROMPTS])
+    prompts = write_xlsx(
+        root / co_masked,
+        ["Entity Type", "Prompt", "Sentiment"],
+        [list(r) for r in CAMEL_CO_PROMPTS],
+    )
     return root, digests, prompts
 
 
 @pytest.fixture
-def camel_release(_camel_files: tuple[Path, dict[str, str], str], monkeypatch: pytest.MonkeyPatch) -> Path:
+def camel_release(
+    _camel_files: tuple[Path, dict[str, str], str], monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """A checkout of tareknaous/camel with the ten entity files and the Co masked-LM prompt file (configs
     `camel_entities` and `camel_co_prompts`), pinned as the release for the test: the folder to pass as `data_dir`."""
     root, digests, prompts = _camel_files
     for entity_type, sha256 in digests.items():
         monkeypatch.setitem(camel.ENTITY_SHA256, entity_type, sha256)
-    monkeypatch.setitem(camel.PROMPT_FILES, "co_masked", (camel.PROMPT_FILES["co_masked"][0], prompts))
+    monkeypatch.setitem(
+        camel.PROMPT_FILES, "co_masked", (camel.PROMPT_FILES["co_masked"][0], prompts)
+    )
     return root

@@ -64,7 +64,9 @@ def write_dlama(root: Path, facts=FACTS, predicate="P30") -> Path:
                         ensure_ascii=False,
                     )
                 )
-            (folder / f"{predicate}_general_{region}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            (folder / f"{predicate}_general_{region}.jsonl").write_text(
+                "\n".join(lines) + "\n", encoding="utf-8"
+            )
     return root
 
 
@@ -90,4 +92,8 @@ class TableScorer:
 
 def spec_table():
     candidates = ["Africa", "Asia", "Europe", "North America"]
-    return {(s, c): v for (_, s), (_, _, scores) in FACTS.items() for c, v in zip(candidates, scores, strict=True)}
+    return {
+        (s, c): v
+        for (_, s), (_, _, scores) in FACTS.items()
+        for c, v in zip(candidates, scores, strict=True)
+    }

@@ -33,7 +33,9 @@ def upstream_masked_ranking(
         assert len(positions) == k
         for candidate in (c for c in pieces if len(pieces[c]) == k):
             ids = tok.convert_tokens_to_ids(pieces[candidate])
-            scores[candidate] = float(np.mean([log_probs[p, i].numpy() for p, i in zip(positions, ids, strict=True)]))
+            scores[candidate] = float(
+                np.mean([log_probs[p, i].numpy() for p, i in zip(positions, ids, strict=True)])
+            )
     return sorted(scores.items(), key=lambda item: item[1], reverse=True)
 
 

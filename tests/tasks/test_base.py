@@ -30,9 +30,18 @@ class Opts:
 
 def test_options_from_command_line_strings_follow_field_types():
     opts = parse_options(
-        Opts, {"flag": "true", "count": "10", "mode": "b", "families": "x,y", "names": '{"ko": {"Japan": "일본"}}'}
+        Opts,
+        {
+            "flag": "true",
+            "count": "10",
+            "mode": "b",
+            "families": "x,y",
+            "names": '{"ko": {"Japan": "일본"}}',
+        },
     )
-    assert opts == Opts(flag=True, count=10, mode="b", families=("x", "y"), names={"ko": {"Japan": "일본"}})
+    assert opts == Opts(
+        flag=True, count=10, mode="b", families=("x", "y"), names={"ko": {"Japan": "일본"}}
+    )
     assert parse_options(Opts, {"count": "none"}).count is None
     assert parse_options(Opts, {"flag": False}).flag is False  # Python values pass through
 
@@ -67,13 +76,24 @@ def test_a_limit_draws_items_in_turn_from_every_stratum_with_all_their_probes():
     for seed in range(5):
         kept = stratified_items(probes, 6, ("language",), seed)
         items = {p.item_id for p in kept}
-        assert len(items) == 6 and {i[:2] for i in items} == {"en", "ar", "ko"}  # never the first 6 English
-        assert all(sum(p.item_id == i for p in kept) == 2 for i in items)  # every probe of a kept item
+        assert len(items) == 6 and {i[:2] for i in items} == {
+            "en",
+            "ar",
+            "ko",
+        }  # never the first 6 English
+        assert all(
+            sum(p.item_id == i for p in kept) == 2 for i in items
+        )  # every probe of a kept item
         assert kept == [p for p in probes if p.item_id in items]  # in probe order
         assert stratified_items(probes, 6, ("language",), seed) == kept  # seeded: the same again
-    draws = {frozenset(p.item_id for p in stratified_items(probes, 6, ("language",), s)) for s in range(5)}
+    draws = {
+        frozenset(p.item_id for p in stratified_items(probes, 6, ("language",), s))
+        for s in range(5)
+    }
     assert len(draws) > 1  # another seed, another subset
-    assert stratified_items(probes, 100, ("language",), 0) == probes  # a limit above the items keeps all
+    assert (
+        stratified_items(probes, 100, ("language",), 0) == probes
+    )  # a limit above the items keeps all
     with pytest.raises(CultureProbeError, match="limit must be at least 1"):
         stratified_items(probes, 0, ("language",), 0)
 
@@ -100,11 +120,15 @@ class TwoStage(Task):
                 if row["id"] == "skip":
                     yield Skipped(row["id"], "no prompt in this language")
                 else:
-                    yield GenerateProbe(row["id"], row["q"], GenerateOptions(3), meta={"gold": row["a"]})
+                    yield GenerateProbe(
+                        row["id"], row["q"], GenerateOptions(3), meta={"gold": row["a"]}
+                    )
         else:
             for record in previous:
                 if not record.skipped:
-                    yield ScoreProbe(record["id"], _request(record["answer"]), meta={"gold": record["gold"]})
+                    yield ScoreProbe(
+                        record["id"], _request(record["answer"]), meta={"gold": record["gold"]}
+                    )
 
     def _read(self, probe, output):
         if isinstance(probe, GenerateProbe):
@@ -121,7 +145,11 @@ class TwoStage(Task):
         return [
             unit_table(
                 "correct",
-                [UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"])) for r in records if r["stage"] == "judge"],
+                [
+                    UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"]))
+                    for r in records
+                    if r["stage"] == "judge"
+                ],
             ).with_scale(100.0, binary=True)
         ]
 
@@ -148,7 +176,9 @@ class EchoScorer:
 
         return [
             CandidateScores(
-                r.candidates, np.array([0.0, -1.0] if r.left.endswith("cat") else [-1.0, 0.0]), np.array([1, 1])
+                r.candidates,
+                np.array([0.0, -1.0] if r.left.endswith("cat") else [-1.0, 0.0]),
+                np.array([1, 1]),
             )
             for r in requests
         ]
@@ -159,7 +189,9 @@ def execute(task, scorer, rows):
     first = task.build_probes(rows)
     log = ProcessLog.begin(None, {}, [], clock=0.0, counting=False, write=False)
     writer = rundir.RecordWriter(None, False)
-    return runner.execute(task, rows, first, scorer, runner.RunSettings(), [], writer, progress=False, log=log)
+    return runner.execute(
+        task, rows, first, scorer, runner.RunSettings(), [], writer, progress=False, log=log
+    )
 
 
 def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_per_reason():
@@ -180,21 +212,32 @@ def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_p
     assert records[2].skipped and records[2]["skipped"] == "no prompt in this language"
     assert [r.kind for r in records] == ["generate", "generate", "skipped", "score", "score"]
     metrics = task.compute_metrics(records)
-    assert metrics.pop("results")["overall"]["correct"] == {  # one item of two right; the skipped one is no unit
+    assert metrics.pop("results")["overall"][
+        "correct"
+    ] == {  # one item of two right; the skipped one is no unit
         "value": 50.0,
         "stderr": pytest.approx(50 / 2**0.5),
-        "ci_low": pytest.approx(100 * stats.chi2.ppf(0.025, 2) / 4),  # Wilson, with the exact Poisson limit at 1 of 2
+        "ci_low": pytest.approx(
+            100 * stats.chi2.ppf(0.025, 2) / 4
+        ),  # Wilson, with the exact Poisson limit at 1 of 2
         "ci_high": pytest.approx(100 - 100 * stats.chi2.ppf(0.025, 2) / 4),
         "n": 2,
     }
-    assert metrics == {"correct": 1, "n_probes": 5, "n_skipped": 1, "skipped": {"no prompt in this language": 1}}
+    assert metrics == {
+        "correct": 1,
+        "n_probes": 5,
+        "n_skipped": 1,
+        "skipped": {"no prompt in this language": 1},
+    }
 
 
 def test_a_probes_system_message_reaches_the_engine_only_when_set():
     class Asking(TwoStage):
         def _probes(self, rows, stage, previous):
             if stage == "answer":
-                yield GenerateProbe("1", "a cat", GenerateOptions(3, chat=True, system="You are an encyclopedia."))
+                yield GenerateProbe(
+                    "1", "a cat", GenerateOptions(3, chat=True, system="You are an encyclopedia.")
+                )
                 yield GenerateProbe("2", "a dog", GenerateOptions(3, chat=True))
                 yield GenerateProbe("3", "a bird", GenerateOptions(3, chat=True))
 
@@ -222,7 +265,9 @@ def test_unsupported_model_kind_is_named():
     class MaskedOnly(TwoStage):
         kinds = ("masked",)
 
-    with pytest.raises(UnsupportedModelError, match=r"cannot probe a 'causal' model; it supports masked"):
+    with pytest.raises(
+        UnsupportedModelError, match=r"cannot probe a 'causal' model; it supports masked"
+    ):
         MaskedOnly("toy", kind="causal")
 
 
@@ -262,28 +307,47 @@ class CrashingScorer(TableScorer):
 
 
 def test_limit_probes_that_many_facts_each_in_every_language(dlama_dir):
-    result = runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, limit=2, progress=False)
-    facts = {r["uuid"]: sorted(x["language"] for x in result.records if x["uuid"] == r["uuid"]) for r in result.records}
+    result = runner.run(
+        "dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, limit=2, progress=False
+    )
+    facts = {
+        r["uuid"]: sorted(x["language"] for x in result.records if x["uuid"] == r["uuid"])
+        for r in result.records
+    }
     assert len(facts) == 2 and all(languages == ["ar", "en"] for languages in facts.values())
     assert result.config["run"]["limit"] == 2 and result.config["subset"]["sampled"] == 2
 
 
 def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "CHUNK", 3)  # 10 facts -> 4 engine calls
-    full = runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, progress=False)
+    full = runner.run(
+        "dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, progress=False
+    )
     out = tmp_path / "run"
     with pytest.raises(Crash):
         runner.run(
-            "dlama_arab_west", CrashingScorer(spec_table(), crash_on=3), data_dir=dlama_dir, out=out, progress=False
+            "dlama_arab_west",
+            CrashingScorer(spec_table(), crash_on=3),
+            data_dir=dlama_dir,
+            out=out,
+            progress=False,
         )
     lines = (out / "items.jsonl").read_text().splitlines()
     assert len(lines) == 6 and not (out / "metrics.json").exists()
     with (out / "items.jsonl").open("a") as handle:  # a line cut short by the kill
         handle.write('{"id": "P30_gen')
     with pytest.raises(CultureProbeError, match="already holds a run. Pass --resume"):
-        runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, progress=False)
+        runner.run(
+            "dlama_arab_west",
+            TableScorer(spec_table()),
+            data_dir=dlama_dir,
+            out=out,
+            progress=False,
+        )
     scorer = TableScorer(spec_table())
-    resumed = runner.run("dlama_arab_west", scorer, data_dir=dlama_dir, out=out, resume=True, progress=False)
+    resumed = runner.run(
+        "dlama_arab_west", scorer, data_dir=dlama_dir, out=out, resume=True, progress=False
+    )
     assert scorer.calls == 2  # only the 4 missing facts were scored
     assert resumed.records == full.records
     assert resumed.metrics == full.metrics
@@ -293,8 +357,12 @@ def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_pa
 
 def test_resume_refuses_other_settings(dlama_dir, tmp_path):
     out = tmp_path / "run"
-    runner.run("dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, progress=False)
-    with pytest.raises(CultureProbeError, match=r"Cannot resume .*run\.limit was None and is now 3"):
+    runner.run(
+        "dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, out=out, progress=False
+    )
+    with pytest.raises(
+        CultureProbeError, match=r"Cannot resume .*run\.limit was None and is now 3"
+    ):
         runner.run(
             "dlama_arab_west",
             TableScorer(spec_table()),
@@ -326,19 +394,31 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch,
     rows = load_rows("dlama_arab_west", data_dir=dlama_dir)
     templates = [read_templates()[0][lang]["P30"]["template"] for lang in ("en", "ar")]
     texts = templates + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
-    model = save_tiny(tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked"))
+    model = save_tiny(
+        tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked")
+    )
     traces = {name: tmp_path / name for name in ("one", "two")}
     for folder in traces.values():
         folder.mkdir()
     monkeypatch.setenv(parallel.TRACE_VARIABLE, str(traces["one"]))
     single = runner.run("dlama_arab_west", str(model), data_dir=dlama_dir, progress=False)
     out, port = tmp_path / "two", str(free_port())
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
+    launch = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+    ]
     launch += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port]
     machine = (
         [["--num_machines", "1"]]
         if machines == 1
-        else [["--num_machines", "2", "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1"] for rank in (0, 1)]
+        else [
+            ["--num_machines", "2", "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1"]
+            for rank in (0, 1)
+        ]
     )
     run_args = [
         "-m",
@@ -354,27 +434,39 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch,
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", parallel.TRACE_VARIABLE: str(traces["two"])}
     started = [
-        subprocess.Popen([*launch, *each, *run_args], stderr=subprocess.PIPE, text=True, env=env) for each in machine
+        subprocess.Popen([*launch, *each, *run_args], stderr=subprocess.PIPE, text=True, env=env)
+        for each in machine
     ]
     for process in started:
         _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err[-3000:]
 
     def calls(folder, rank):
-        return [json.loads(line) for line in (folder / f"rank{rank}.jsonl").read_text().splitlines()]
+        return [
+            json.loads(line) for line in (folder / f"rank{rank}.jsonl").read_text().splitlines()
+        ]
 
-    one, (rank0, rank1) = calls(traces["one"], 0), (calls(traces["two"], 0), calls(traces["two"], 1))
+    one, (rank0, rank1) = (
+        calls(traces["one"], 0),
+        (calls(traces["two"], 0), calls(traces["two"], 1)),
+    )
     assert len(one) == len(rank0) == len(rank1) > 0
     assert {c["size"] for c in rank0 + rank1} == {2}
     for alone, mine, theirs in zip(one, rank0, rank1, strict=True):
-        assert not set(mine["indices"]) & set(theirs["indices"]), "a request was scored by both processes"
+        assert not set(mine["indices"]) & set(theirs["indices"]), (
+            "a request was scored by both processes"
+        )
         assert sorted(mine["indices"] + theirs["indices"]) == alone["indices"]
         assert abs(len(mine["indices"]) - len(theirs["indices"])) <= 1
     assert all(sum(len(c["indices"]) for c in rank) > 0 for rank in (rank0, rank1))
 
     records = rundir.read_records(out / "items.jsonl")
-    assert len((out / "items.jsonl").read_text().splitlines()) == len(single.records)  # rank 1 wrote no lines
-    assert [(r["key"], r["prediction"]) for r in records] == [(r["key"], r["prediction"]) for r in single.records]
+    assert len((out / "items.jsonl").read_text().splitlines()) == len(
+        single.records
+    )  # rank 1 wrote no lines
+    assert [(r["key"], r["prediction"]) for r in records] == [
+        (r["key"], r["prediction"]) for r in single.records
+    ]
     for mine, theirs in zip(records, single.records, strict=True):
         assert mine["top_scores"] == pytest.approx(theirs["top_scores"], abs=1e-5)
     metrics = json.loads((out / "metrics.json").read_text())

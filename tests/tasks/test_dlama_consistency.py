@@ -49,7 +49,13 @@ class BilingualScorer:
 def _run(tmp_path: Path, knows_arabic: bool):
     data = write_dlama(tmp_path / "dlama")
     out = tmp_path / ("both" if knows_arabic else "english")
-    return run("dlama_arab_west", BilingualScorer(knows_arabic), data_dir=str(data), out=out, progress=False), out
+    return run(
+        "dlama_arab_west",
+        BilingualScorer(knows_arabic),
+        data_dir=str(data),
+        out=out,
+        progress=False,
+    ), out
 
 
 def test_a_model_that_knows_the_facts_in_both_languages_is_fully_consistent(tmp_path):
@@ -57,7 +63,9 @@ def test_a_model_that_knows_the_facts_in_both_languages_is_fully_consistent(tmp_
     pair = result.metrics["consistency"]["pairs"]["ar/en"]
     estimates = result.metrics["results"]["by_language_pair"]["ar/en"]
     assert pair["n"] == len(FACTS) and pair["right_only_a"] == pair["right_only_b"] == 0
-    assert estimates["rankc"]["value"] == pytest.approx(100.0) and estimates["rankc"]["n"] == len(FACTS)
+    assert estimates["rankc"]["value"] == pytest.approx(100.0) and estimates["rankc"]["n"] == len(
+        FACTS
+    )
     assert estimates["both_right"]["value"] == pytest.approx(
         result.metrics["results"]["by_language"]["en"]["p1"]["value"]
     )
@@ -68,8 +76,15 @@ def test_a_model_that_knows_them_in_english_only_is_not_and_the_report_shows_whi
     pair = result.metrics["consistency"]["pairs"]["ar/en"]
     by_language = result.metrics["results"]["by_language"]
     right_en = round(by_language["en"]["p1"]["value"] * len(FACTS) / 100)
-    assert pair["right_only_b"] == right_en > 0 and pair["right_only_a"] == 0 and pair["both_right"] == 0
-    assert pair["difference"]["difference"] < 0 and pair["difference"]["of"] == "P@1 in ar minus P@1 in en"
+    assert (
+        pair["right_only_b"] == right_en > 0
+        and pair["right_only_a"] == 0
+        and pair["both_right"] == 0
+    )
+    assert (
+        pair["difference"]["difference"] < 0
+        and pair["difference"]["of"] == "P@1 in ar minus P@1 in en"
+    )
 
     # RankC is the paper's, over the QIDs: each fact's English ranking against its reverse
     records = [r for r in result.records if not r.skipped]
@@ -94,7 +109,9 @@ def test_candidates_align_by_qid_and_a_collapsed_label_leaves_its_qids_out_in_ev
 
     rows = [
         row("en", "P19", ["Q1"], ["Paris"]),
-        row("en", "P19", ["Q2"], ["Paris"]),  # two towns called Paris in English: one candidate there
+        row(
+            "en", "P19", ["Q2"], ["Paris"]
+        ),  # two towns called Paris in English: one candidate there
         row("en", "P19", ["Q3"], ["Cairo"]),
         row("en", "P19", ["Q4"], ["Rome"]),
         row("ar", "P19", ["Q1"], ["باريس"]),
@@ -107,9 +124,14 @@ def test_candidates_align_by_qid_and_a_collapsed_label_leaves_its_qids_out_in_ev
     assert dict(aligned["ar", "P19"].ids) == {"القاهرة": "Q3", "روما": "Q4"}
     assert aligned["en", "P19"].set_id == aligned["ar", "P19"].set_id
     only_english = aligned_candidates([r for r in rows if r["language"] == "en"])
-    assert only_english["en", "P19"].set_id == aligned["en", "P19"].set_id  # Paris is out in English on its own
+    assert (
+        only_english["en", "P19"].set_id == aligned["en", "P19"].set_id
+    )  # Paris is out in English on its own
     only_arabic = aligned_candidates([r for r in rows if r["language"] == "ar"])
-    assert len(only_arabic["ar", "P19"].ids) == 4 and only_arabic["ar", "P19"].set_id != aligned["ar", "P19"].set_id
+    assert (
+        len(only_arabic["ar", "P19"].ids) == 4
+        and only_arabic["ar", "P19"].set_id != aligned["ar", "P19"].set_id
+    )
 
 
 def test_two_runs_of_one_language_each_are_paired_as_one_run_of_both(tmp_path, capsys):
@@ -119,8 +141,26 @@ def test_two_runs_of_one_language_each_are_paired_as_one_run_of_both(tmp_path, c
     scorer = BilingualScorer(knows_arabic=False)
     both = run("dlama_arab_west", scorer, data_dir=data, progress=False)
     for language in ("en", "ar"):
-        run("dlama_arab_west", scorer, data_dir=data, language=language, out=tmp_path / language, progress=False)
-    assert main(["consistency", str(tmp_path / "ar"), str(tmp_path / "en"), "--out", str(tmp_path / "c")]) == 0
+        run(
+            "dlama_arab_west",
+            scorer,
+            data_dir=data,
+            language=language,
+            out=tmp_path / language,
+            progress=False,
+        )
+    assert (
+        main(
+            [
+                "consistency",
+                str(tmp_path / "ar"),
+                str(tmp_path / "en"),
+                "--out",
+                str(tmp_path / "c"),
+            ]
+        )
+        == 0
+    )
     saved = json.loads((tmp_path / "c" / "consistency.json").read_text(encoding="utf-8"))
     assert saved["runs"] == ["ar", "en"]
     assert saved["consistency"]["pairs"] == both.metrics["consistency"]["pairs"]
@@ -133,10 +173,21 @@ def test_runs_that_cannot_be_paired_are_refused_naming_why(tmp_path, capsys):
     from culture_probe.cli import main
 
     data = str(write_dlama(tmp_path / "dlama"))
-    for name, knows, language in (("en", False, "en"), ("en2", False, "en"), ("ar_other", True, "ar")):
+    for name, knows, language in (
+        ("en", False, "en"),
+        ("en2", False, "en"),
+        ("ar_other", True, "ar"),
+    ):
         scorer = BilingualScorer(knows_arabic=knows)
         scorer.identity = {"name_or_path": f"table-{knows}"}
-        run("dlama_arab_west", scorer, data_dir=data, language=language, out=tmp_path / name, progress=False)
+        run(
+            "dlama_arab_west",
+            scorer,
+            data_dir=data,
+            language=language,
+            out=tmp_path / name,
+            progress=False,
+        )
     assert main(["consistency", str(tmp_path / "en"), str(tmp_path / "en2")]) == 2
     assert "both probed en: pass runs of different languages" in capsys.readouterr().err
     assert main(["consistency", str(tmp_path / "en"), str(tmp_path / "ar_other")]) == 2
@@ -164,7 +215,9 @@ def _identical_records(sizes):
                 "n_aligned": n,
                 "aligned_set": f"set{n}",
             }
-            records.append(Record(f"P{n}_general_ARAB_REGION_0|{language}", "", "main", fields, kind="score"))
+            records.append(
+                Record(f"P{n}_general_ARAB_REGION_0|{language}", "", "main", fields, kind="score")
+            )
     return records
 
 
@@ -175,7 +228,9 @@ def test_a_fully_consistent_model_gets_its_metrics_with_rankc_100():
     metrics = task.compute_metrics(_identical_records([9, 10, 12, 17, 20]))
     estimate = metrics["results"]["by_language_pair"]["ar/en"]["rankc"]
     assert estimate["value"] == 100.0 and estimate["n"] == 5
-    beyond = task.compute_metrics(_identical_records([24, 40, 60]))  # prefixes of 20: within 1.1e-9 of 1, never above
+    beyond = task.compute_metrics(
+        _identical_records([24, 40, 60])
+    )  # prefixes of 20: within 1.1e-9 of 1, never above
     assert 100 - 1.1e-7 <= beyond["results"]["by_language_pair"]["ar/en"]["rankc"]["value"] <= 100.0
 
 
@@ -189,6 +244,8 @@ def test_pooled_numbers_count_each_fact_once_and_say_how_many_answers_they_hold(
     assert english["n"] == len(FACTS) and "n_observations" not in english  # one answer per fact
     assert results["design"]["unit"] == "fact (its release uuid)"
     assert results["design"]["repeated"] == ["prompt language"]
-    assert results["ci"]["methods"]["p1"].startswith("Wilson score interval at the design's effective sample size")
+    assert results["ci"]["methods"]["p1"].startswith(
+        "Wilson score interval at the design's effective sample size"
+    )
     report = (out / "report.md").read_text(encoding="utf-8")
     assert f"| {len(FACTS)} ({2 * len(FACTS)} fact-language answers) |" in report

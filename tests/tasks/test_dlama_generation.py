@@ -27,7 +27,10 @@ def _probes(data_dir, config="dlama_arab_west"):
 
 def test_questions_and_system_messages_are_the_papers_strings(dlama_dir):
     probes = _probes(dlama_dir)
-    egypt_en, egypt_ar = probes["P30_general_ARAB_REGION_0|en"], probes["P30_general_ARAB_REGION_0|ar"]
+    egypt_en, egypt_ar = (
+        probes["P30_general_ARAB_REGION_0|en"],
+        probes["P30_general_ARAB_REGION_0|ar"],
+    )
     assert isinstance(egypt_en, GenerateProbe) and egypt_en.options.chat
     assert egypt_en.prompt == 'Where is "Egypt" located in? Reply with a name of a continent only.'
     assert egypt_en.options.system == "You are an encyclopedia."
@@ -50,7 +53,9 @@ def test_predicates_outside_the_seven_are_skipped_with_the_reason(tmp_path):
 
 
 def test_generation_needs_a_causal_chat_model():
-    with pytest.raises(UnsupportedModelError, match="needs a causal model with a chat template.*mode=rank"):
+    with pytest.raises(
+        UnsupportedModelError, match="needs a causal model with a chat template.*mode=rank"
+    ):
         DlamaTask("dlama_arab_west", GENERATE, kind="masked")
 
 
@@ -86,8 +91,12 @@ def test_per_culture_accuracies_on_the_worked_example_facts(dlama_dir):
             "Canada": "north america",
         }
     )
-    result = run("dlama_arab_west", model, data_dir=dlama_dir, language="en", mode="generate", progress=False)
-    assert {(chat, system) for _, chat, system in model.asked} == {(True, "You are an encyclopedia.")}
+    result = run(
+        "dlama_arab_west", model, data_dir=dlama_dir, language="en", mode="generate", progress=False
+    )
+    assert {(chat, system) for _, chat, system in model.asked} == {
+        (True, "You are an encyclopedia.")
+    }
     en = result.metrics["en"]
     assert en["overlap"] == pytest.approx({"arab": 200 / 3, "west": 50.0, "pair": 60.0})
     assert en["exact"] == pytest.approx({"arab": 100 / 3, "west": 50.0, "pair": 40.0})
@@ -102,7 +111,12 @@ def test_a_tiny_chat_model_answers_through_its_chat_template(dlama_dir, tmp_path
 
     rows = load_rows("dlama_arab_west", data_dir=dlama_dir)
     texts = [question("P30", r["language"], r["sub_label"]) for r in rows] + list(SYSTEM.values())
-    tok = train_tokenizer(texts + [o for r in rows for o in r["obj_label"]], "bpe", model_kind="causal", vocab_size=600)
+    tok = train_tokenizer(
+        texts + [o for r in rows for o in r["obj_label"]],
+        "bpe",
+        model_kind="causal",
+        vocab_size=600,
+    )
     tok.chat_template = (
         "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
         "{% if add_generation_prompt %}assistant:{% endif %}"
@@ -119,15 +133,20 @@ def test_a_tiny_chat_model_answers_through_its_chat_template(dlama_dir, tmp_path
     )
     assert len(result.records) == 10
     for record in result.records:
-        want = scorer.generate([record["prompt"]], max_new_tokens=3, chat=True, system=SYSTEM[record["language"]])[
-            0
-        ].strip()
+        want = scorer.generate(
+            [record["prompt"]], max_new_tokens=3, chat=True, system=SYSTEM[record["language"]]
+        )[0].strip()
         assert record["reply"] == want
         assert record["overlap"] == any(g in want for g in record["gold"])
-    without_system = scorer.generate([r["prompt"] for r in result.records], max_new_tokens=3, chat=True)
+    without_system = scorer.generate(
+        [r["prompt"] for r in result.records], max_new_tokens=3, chat=True
+    )
     assert any(r["reply"] != w.strip() for r, w in zip(result.records, without_system, strict=True))
     assert set(result.metrics["ar"]["overlap"]) == {"arab", "west", "pair"}
-    assert "Generation accuracy per culture (ar questions)" in (tmp_path / "run" / "report.md").read_text()
+    assert (
+        "Generation accuracy per culture (ar questions)"
+        in (tmp_path / "run" / "report.md").read_text()
+    )
 
 
 def test_a_corrected_run_asks_the_corrected_question_not_only_the_corrected_rows(tmp_path):
@@ -137,9 +156,17 @@ def test_a_corrected_run_asks_the_corrected_question_not_only_the_corrected_rows
     for corrected in (False, True):
         model = ReplyTable(replies)
         result = run(
-            "dlama_arab_west", model, data_dir=data, language="en", mode="generate", corrected=corrected, progress=False
+            "dlama_arab_west",
+            model,
+            data_dir=data,
+            language="en",
+            mode="generate",
+            corrected=corrected,
+            progress=False,
         )
         asked[corrected] = {prompt for prompt, _, _ in model.asked}
         assert result.config["config"] == "dlama_arab_west" + ("_corrected" if corrected else "")
-    assert all("dimplomatic" in p for p in asked[False]) and all("diplomatic" in p for p in asked[True])
+    assert all("dimplomatic" in p for p in asked[False]) and all(
+        "diplomatic" in p for p in asked[True]
+    )
     assert not any("dimplomatic" in p for p in asked[True])

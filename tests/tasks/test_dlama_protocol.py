@@ -41,14 +41,20 @@ def test_requests_move_the_slot_space_onto_the_candidate(dlama_dir):
     probes = masked_task().build_probes(rows)
     egypt = next(p for p in probes if p.meta["gold"] == ["Africa", "Asia"])
     assert isinstance(egypt, ScoreProbe)
-    assert (egypt.request.left, egypt.request.sep, egypt.request.right) == ("Egypt is located in", " ", " .")
+    assert (egypt.request.left, egypt.request.sep, egypt.request.right) == (
+        "Egypt is located in",
+        " ",
+        " .",
+    )
     assert egypt.meta["prompt"] == "Egypt is located in [Y] ."
 
 
 def test_candidates_are_all_objects_of_the_predicate_across_both_cultures(dlama_dir, tmp_path):
     sets = candidate_sets(_rows(dlama_dir))
     assert sets["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
-    assert sets["ar", "P30"] == tuple(sorted(ARABIC[c] for c in ("Africa", "Asia", "Europe", "North America")))
+    assert sets["ar", "P30"] == tuple(
+        sorted(ARABIC[c] for c in ("Africa", "Asia", "Europe", "North America"))
+    )
     # two QIDs with one label (Georgia the country, Georgia the state) are one candidate, and counted
     facts = {
         ("ARAB_REGION", "Tbilisi"): (["Q230"], ["Georgia"], []),
@@ -60,7 +66,13 @@ def test_candidates_are_all_objects_of_the_predicate_across_both_cultures(dlama_
 
 
 def test_worked_example_p_at_1_per_culture_and_pair(dlama_dir):
-    result = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", progress=False)
+    result = run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        language="en",
+        progress=False,
+    )
     en = result.metrics["en"]
     assert en["cultures"]["arab"] == pytest.approx(200 / 3)
     assert en["cultures"]["west"] == pytest.approx(50.0)
@@ -101,22 +113,42 @@ def test_report_rounds_p_at_1_by_the_one_rule():
     config = RunRecord.from_json({"config": "dlama_arab_west", "options": {"mode": "rank"}})
     per_culture, per_predicate = sections(config, records, metrics)[:2]
     rows = per_culture.tables[0].rows
-    assert [(r[0], r[1], r[-1]) for r in rows] == [("arab", "28.75", 80), ("west", "51.25", 80), ("pair", "40.00", 160)]
+    assert [(r[0], r[1], r[-1]) for r in rows] == [
+        ("arab", "28.75", 80),
+        ("west", "51.25", 80),
+        ("pair", "40.00", 160),
+    ]
     assert per_predicate.tables[0].rows == (("P30", "28.75 (n=80)", "51.25 (n=80)"),)
     assert per_culture.text.startswith("P@1(arab) - P@1(west) = -22.50 points")
 
 
 def test_ties_go_to_fewer_tokens_then_code_point_order(dlama_dir):
     tied = spec_table() | {("Morocco", "Africa"): -1.70, ("Morocco", "Europe"): -1.70}
-    result = run("dlama_arab_west", TableScorer(tied), data_dir=str(dlama_dir), language="en", progress=False)
+    result = run(
+        "dlama_arab_west", TableScorer(tied), data_dir=str(dlama_dir), language="en", progress=False
+    )
     assert result.metrics["en"]["cultures"]["arab"] == pytest.approx(100.0)
-    tied_tokens = spec_table() | {("Canada", "North America"): -1.20}  # = Europe, but 2 tokens: Europe wins
-    result = run("dlama_arab_west", TableScorer(tied_tokens), data_dir=str(dlama_dir), language="en", progress=False)
-    assert next(r["prediction"] for r in result.records if r["gold"] == ["North America"]) == "Europe"
+    tied_tokens = spec_table() | {
+        ("Canada", "North America"): -1.20
+    }  # = Europe, but 2 tokens: Europe wins
+    result = run(
+        "dlama_arab_west",
+        TableScorer(tied_tokens),
+        data_dir=str(dlama_dir),
+        language="en",
+        progress=False,
+    )
+    assert (
+        next(r["prediction"] for r in result.records if r["gold"] == ["North America"]) == "Europe"
+    )
 
 
 def test_facts_without_a_template_are_skipped_with_the_reason(dlama_dir):
-    rows = [{**r, "language": "xx"} if r["culture"] == "west" else r for r in _rows(dlama_dir) if r["language"] == "en"]
+    rows = [
+        {**r, "language": "xx"} if r["culture"] == "west" else r
+        for r in _rows(dlama_dir)
+        if r["language"] == "en"
+    ]
     result = run("dlama_arab_west", TableScorer(spec_table()), rows=rows, progress=False)
     assert result.metrics["n_skipped"] == 2 and set(result.metrics["en"]["cultures"]) == {"arab"}
     reason = "no xx template for P30 (pass --option templates= the mLAMA 1.1 folder or a JSON file)"
@@ -140,7 +172,11 @@ def test_a_users_templates_replace_the_vendored_ones_and_are_fingerprinted(dlama
     provenance = result.config["resources"]["templates"]
     assert provenance["sources"][-1] == str(mlama / "templates.jsonl")
     vendored = run(
-        "dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", progress=False
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        language="en",
+        progress=False,
     ).config["resources"]["templates"]
     assert provenance["sha256"] != vendored["sha256"] and len(vendored["sources"]) == 1
 
@@ -155,22 +191,41 @@ def test_keep_scores_records_every_candidate_in_candidate_set_order(dlama_dir, t
         progress=False,
     )
     egypt = next(r for r in result.records if r["prompt"].startswith("Egypt"))
-    assert egypt["scores"] == {"sum_logprob": pytest.approx([-1.10, -1.60, -2.40, -5.00]), "n_tokens": [1, 1, 1, 2]}
-    assert result.write_report(tmp_path / "later").read_text().startswith("# dlama_arab_west on TableScorer")
+    assert egypt["scores"] == {
+        "sum_logprob": pytest.approx([-1.10, -1.60, -2.40, -5.00]),
+        "n_tokens": [1, 1, 1, 2],
+    }
+    assert (
+        result.write_report(tmp_path / "later")
+        .read_text()
+        .startswith("# dlama_arab_west on TableScorer")
+    )
 
 
 def test_run_directory_records_deviations_and_table_3_view(dlama_dir, tmp_path):
     out = tmp_path / "run"
-    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", out=out, progress=False)
+    run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        language="en",
+        out=out,
+        progress=False,
+    )
     config = json.loads((out / "config.json").read_text())
     # only the deviations of a masked model ranking (D1 is seq2seq's, D3 causal's, D4 generation's)
     assert [d["id"] for d in config["deviations"]] == ["D2", "D5", "D6"]
     assert all(d["when"] for d in config["deviations"])
-    assert set(config["resources"]) == {"templates"} and len(config["resources"]["templates"]["sha256"]) == 64
+    assert (
+        set(config["resources"]) == {"templates"}
+        and len(config["resources"]["templates"]["sha256"]) == 64
+    )
     assert config["protocol"]["candidate_sets"] == {"en|P30": 4}
     assert config["protocol"]["label_collisions"] == {}
     report = (out / "report.md").read_text()
-    assert "| P30 | west | Europe (1) | Europe (1) |" in report  # France right, Canada wrong, both "Europe"
+    assert (
+        "| P30 | west | Europe (1) | Europe (1) |" in report
+    )  # France right, Canada wrong, both "Europe"
     assert "| P30 | arab | Africa (1) | Europe (1) |" in report
     # entropy by hand: Arab keeps Q15, Q15, Q48 (Egypt's tie goes to the lower QID) -> 0.918 bits; West 1 bit
     assert "| P30 | 0.9183 | 1.00 |" in report
@@ -217,7 +272,11 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
     data_dir = write_dlama(tmp_path / "dlama", facts, predicate="P36")
     rows = [r for r in _rows(data_dir) if r["language"] == "en"]
     probes = masked_task().build_probes(rows)
-    planted = [PlantedFact.from_request(p.request, p.meta["gold"][0]) for p in probes if p.meta["culture"] == "arab"]
+    planted = [
+        PlantedFact.from_request(p.request, p.meta["gold"][0])
+        for p in probes
+        if p.meta["culture"] == "arab"
+    ]
     spec = PlantedSpec(
         planted,
         arch="bert",
@@ -226,7 +285,9 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
         max_seconds=90,
     )
     model_dir = train_planted(spec, tmp_path / "planted")
-    result = run("dlama_arab_west", str(model_dir), data_dir=str(data_dir), language="en", progress=False)
+    result = run(
+        "dlama_arab_west", str(model_dir), data_dir=str(data_dir), language="en", progress=False
+    )
     cultures = result.metrics["en"]["cultures"]
     assert cultures["arab"] >= 5 / 6 * 100  # planted facts are found
     assert cultures["west"] <= 2 / 6 * 100  # unplanted facts: 12 candidates, chance is 1/12
@@ -236,16 +297,26 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("arch", "tokenizer", "kind"),
-    [("gpt2", "bpe", "causal"), ("t5", "metaspace", "seq2seq"), ("xlm-roberta", "metaspace", "masked")],
+    [
+        ("gpt2", "bpe", "causal"),
+        ("t5", "metaspace", "seq2seq"),
+        ("xlm-roberta", "metaspace", "masked"),
+    ],
 )
-def test_fixture_end_to_end_with_tiny_models_of_every_kind(dlama_dir, tmp_path, arch, tokenizer, kind):
+def test_fixture_end_to_end_with_tiny_models_of_every_kind(
+    dlama_dir, tmp_path, arch, tokenizer, kind
+):
     from culture_probe.models import save_tiny, train_tokenizer
 
     rows = _rows(dlama_dir)
     templates = [read_templates()[0][lang]["P30"]["template"] for lang in ("en", "ar")]
     texts = templates + [r["sub_label"] for r in rows] + [o for r in rows for o in r["obj_label"]]
-    model = save_tiny(tmp_path / arch, arch, train_tokenizer(texts, tokenizer, model_kind=kind, vocab_size=300))
-    result = run("dlama_arab_west", str(model), data_dir=str(dlama_dir), out=tmp_path / "run", progress=False)
+    model = save_tiny(
+        tmp_path / arch, arch, train_tokenizer(texts, tokenizer, model_kind=kind, vocab_size=300)
+    )
+    result = run(
+        "dlama_arab_west", str(model), data_dir=str(dlama_dir), out=tmp_path / "run", progress=False
+    )
     assert result.config["model"]["kind"] == kind
     assert len(result.records) == 10
     for record in result.records:

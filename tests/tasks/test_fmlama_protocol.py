@@ -86,7 +86,9 @@ def spec_seed() -> int:
     task = FmlamaTask("fmlama_en", FmlamaTask.Options(families=("hasParts",)), kind="masked")
     probes = [task.probe(row, "hasParts_1", "hasParts", "[X] has [Y] .", ("a",)) for row in ROWS]
     return next(
-        s for s in range(100) if {p.item_id for p in stratified_items(probes, 2, task.strata, s)} == {"Q1|en", "Q2|en"}
+        s
+        for s in range(100)
+        if {p.item_id for p in stratified_items(probes, 2, task.strata, s)} == {"Q1|en", "Q2|en"}
     )
 
 
@@ -111,7 +113,10 @@ def task_for(release, config, kind="masked", **options):
 
 
 def _prompts(task, row):
-    return {p.tag: p.meta.get("prompt") if isinstance(p, ScoreProbe) else p.reason for p in task.build_probes([row])}
+    return {
+        p.tag: p.meta.get("prompt") if isinstance(p, ScoreProbe) else p.reason
+        for p in task.build_probes([row])
+    }
 
 
 def test_english_prompts_are_the_papers_strings(fmlama_release):
@@ -129,7 +134,9 @@ def test_english_prompts_are_the_papers_strings(fmlama_release):
         "country_5": "In China, the food mapo doufu has part of [Y] .",
     }
     us = _prompts(task_for(fmlama_release, "fmlama_en"), ROWS[2])
-    assert us["country_1"] == "In the United States, the food burger has the ingredients of [Y] ."  # F4
+    assert (
+        us["country_1"] == "In the United States, the food burger has the ingredients of [Y] ."
+    )  # F4
 
 
 def test_other_languages_follow_their_templates_and_slots(fmlama_release):
@@ -139,7 +146,9 @@ def test_other_languages_follow_their_templates_and_slots(fmlama_release):
     he = {**ROWS[1], "lang": "he", "sub_label": "פיצה"}
     he_prompts = _prompts(task_for(fmlama_release, "fmlama_he"), he)
     assert he_prompts["hasParts_1"] == "במאכל פיצה יש את המרכיבים של [Y]."
-    assert he_prompts["hasParts_2"] == ".[Y] הוא מאכל עם פיצה"  # stored right-to-left damage kept (faithful)
+    assert (
+        he_prompts["hasParts_2"] == ".[Y] הוא מאכל עם פיצה"
+    )  # stored right-to-left damage kept (faithful)
     names = {"he": {"Italy": "באיטליה"}}
     named = _prompts(task_for(fmlama_release, "fmlama_he", country_names=names), he)
     assert named["country_1"] == "באיטליה, במאכל פיצה יש את המרכיבים של [Y]."
@@ -158,9 +167,13 @@ def test_requests_keep_the_template_spacing_and_causal_models_see_the_dish():
     left, right, dish_after = fill("美食[X]是以[Y]为主要原料制作的。", "麻婆豆腐", None, "zh")
     assert (left, right, dish_after) == ("美食麻婆豆腐是以", "为主要原料制作的。", False)
     task = FmlamaTask("fmlama_en", FmlamaTask.Options(families=("hasParts",)), kind="causal")
-    probe = task.probe(ROWS[1], "hasParts_4", "hasParts", "[Y] is part of the food [X] .", ("a", "b"))
+    probe = task.probe(
+        ROWS[1], "hasParts_4", "hasParts", "[Y] is part of the food [X] .", ("a", "b")
+    )
     assert probe.options.score_right and (probe.request.left, probe.request.sep) == ("", "")
-    probe = task.probe(ROWS[1], "hasParts_1", "hasParts", "The food [X] has the ingredients of [Y] .", ("a",))
+    probe = task.probe(
+        ROWS[1], "hasParts_1", "hasParts", "The food [X] has the ingredients of [Y] .", ("a",)
+    )
     assert not probe.options.score_right and (probe.request.left, probe.request.sep) == (
         "The food pizza has the ingredients of",
         " ",
@@ -192,12 +205,21 @@ def test_map_mws_correlation_over_the_cells_of_a_run(fmlama_release, tmp_path):
     result = spec_run(fmlama_release, tmp_path / "run", vectors=str(path))
     # cells ALL, China, Italy: mAP (65, 83.33, 46.67) and mWS (0.79, 0.98, 0.60) deviate by (0, +d, -d) alike
     assert result.metrics["map_mws_correlation"] == {"pearson_r": pytest.approx(1.0), "n_cells": 3}
-    assert "Pearson r between the mAP and mWS cells: 1.00 (3 cells)." in (tmp_path / "run" / "report.md").read_text()
+    assert (
+        "Pearson r between the mAP and mWS cells: 1.00 (3 cells)."
+        in (tmp_path / "run" / "report.md").read_text()
+    )
     assert "map_mws_correlation" not in spec_run(fmlama_release).metrics
     # config.json names the vectors file the numbers came from, and its sha256
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())["resources"]["vectors"]
-    assert recorded["sources"] == [str(path)] and recorded["params"] == {"path": str(path), "language": "en"}
-    assert recorded["sha256"] == hashlib.sha256(hashlib.sha256(path.read_bytes()).hexdigest().encode()).hexdigest()
+    assert recorded["sources"] == [str(path)] and recorded["params"] == {
+        "path": str(path),
+        "language": "en",
+    }
+    assert (
+        recorded["sha256"]
+        == hashlib.sha256(hashlib.sha256(path.read_bytes()).hexdigest().encode()).hexdigest()
+    )
     # an interrupted run (no metrics.json) is reported from its records, mWS included: the vectors load again
     from culture_probe.report import load_run
 
@@ -226,21 +248,38 @@ def test_a_missing_vectors_file_fails_before_any_scoring(fmlama_release, tmp_pat
 
 def test_table_correlation_pairs_cells_that_have_both_measures():
     map_table = {
-        "hasParts": {"ALL": {"mean": 10.0}, "A": {"mean": 20.0}, "B": {"mean": 30.0}, "C": {"mean": 5.0}},
+        "hasParts": {
+            "ALL": {"mean": 10.0},
+            "A": {"mean": 20.0},
+            "B": {"mean": 30.0},
+            "C": {"mean": 5.0},
+        },
         "country": {"ALL": {"mean": None}},
     }
     mws_table = {"hasParts": {"ALL": {"mean": 0.30}, "A": {"mean": 0.32}, "B": {"mean": 0.31}}}
     # C has no mWS and country's ALL no mAP: r over (10, 20, 30) and (0.30, 0.32, 0.31) = 0.5 (see test_metrics)
-    assert table_correlation(map_table, mws_table) == {"pearson_r": pytest.approx(0.5), "n_cells": 3}
-    assert table_correlation({"hasParts": {"ALL": {"mean": 1.0}}}, {"hasParts": {"ALL": {"mean": 0.1}}}) is None
+    assert table_correlation(map_table, mws_table) == {
+        "pearson_r": pytest.approx(0.5),
+        "n_cells": 3,
+    }
+    assert (
+        table_correlation(
+            {"hasParts": {"ALL": {"mean": 1.0}}}, {"hasParts": {"ALL": {"mean": 0.1}}}
+        )
+        is None
+    )
 
 
 def test_v1_code_compat_flags(fmlama_release):
-    capped = spec_run(fmlama_release, max_candidate_tokens=1)  # "tomato" (2 tokens) leaves; AP still over |G|
+    capped = spec_run(
+        fmlama_release, max_candidate_tokens=1
+    )  # "tomato" (2 tokens) leaves; AP still over |G|
     italy = (1 / 2 + 2 / 5) / 3
     assert capped.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * italy)
     ranked = spec_run(fmlama_release, max_candidate_tokens=1, ap_denominator="ranked")
-    assert ranked.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * (1 / 2 + 2 / 5) / 2)
+    assert ranked.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(
+        100 * (1 / 2 + 2 / 5) / 2
+    )
     # both are listed with the side that applied: only a cap of 10 is the v1 code's (F2), "ranked" is (F2b)
     sides = {d["id"]: d["side"] for d in ranked.config["deviations"]}
     assert (sides["F2"], sides["F2b"]) == ("default", "upstream")
@@ -249,7 +288,10 @@ def test_v1_code_compat_flags(fmlama_release):
 
 
 def test_template_aggregation_is_mean_and_sample_std():
-    per_template = {f"hasParts_{i}": {"map": {"ALL": v}} for i, v in enumerate((65.0, 60.0, 70.0, 55.0, 62.5), 1)}
+    per_template = {
+        f"hasParts_{i}": {"map": {"ALL": v}}
+        for i, v in enumerate((65.0, 60.0, 70.0, 55.0, 62.5), 1)
+    }
     cell = family_table(per_template, "map")["hasParts"]["ALL"]
     assert cell["mean"] == pytest.approx(62.5) and cell["std"] == pytest.approx(5.59, abs=0.005)
 
@@ -261,17 +303,31 @@ def test_records_keep_enough_of_the_ranking_for_ap_and_mws():
         ranking = rng.sample(pool, len(pool))
         gold = rng.sample(pool, rng.randint(1, 8))
         rank = {c: i for i, c in enumerate(ranking, 1)}
-        record = {"gold": gold, "top": ranking[: len(gold) + 10], "gold_ranks": [rank[g] for g in gold]}
+        record = {
+            "gold": gold,
+            "top": ranking[: len(gold) + 10],
+            "gold_ranks": [rank[g] for g in gold],
+        }
         rebuilt = record_ranking(record)
-        assert average_precision(rebuilt, set(gold)) == pytest.approx(average_precision(ranking, set(gold)))
+        assert average_precision(rebuilt, set(gold)) == pytest.approx(
+            average_precision(ranking, set(gold))
+        )
         assert rebuilt[: len(gold)] == ranking[: len(gold)]
 
 
 def test_skipped_probes_do_not_enter_the_metrics():
     task = FmlamaTask("fmlama_ko", kind="masked")  # no templates needed to count skipped probes
-    records = [task.to_record(Skipped("Q2|ko", "no ko name", tag="country_1", meta={"family": "country"}), None)]
+    records = [
+        task.to_record(
+            Skipped("Q2|ko", "no ko name", tag="country_1", meta={"family": "country"}), None
+        )
+    ]
     metrics = task.compute_metrics(records)
-    assert metrics["n_skipped"] == 1 and metrics["skipped"] == {"no ko name": 1} and "map" not in metrics
+    assert (
+        metrics["n_skipped"] == 1
+        and metrics["skipped"] == {"no ko name": 1}
+        and "map" not in metrics
+    )
 
 
 # ---------------------------------------------------------------- end to end with tiny models
@@ -287,11 +343,15 @@ def tiny_models(tmp_path_factory):
     from culture_probe.models import save_tiny, train_tokenizer
 
     rows = load_benchmark("fmlama_en")["test"]
-    texts = [t for _, _, t in load_task("fmlama_en", kind="masked")[0].templates("en")] + rows["sub_label"][:200]
+    texts = [t for _, _, t in load_task("fmlama_en", kind="masked")[0].templates("en")] + rows[
+        "sub_label"
+    ][:200]
     texts += [item for labels in rows["obj_label"] for item in labels]
     root = tmp_path_factory.mktemp("tiny")
     return {
-        arch: save_tiny(root / arch, arch, train_tokenizer(texts, tok, model_kind=kind, vocab_size=800))
+        arch: save_tiny(
+            root / arch, arch, train_tokenizer(texts, tok, model_kind=kind, vocab_size=800)
+        )
         for arch, tok, kind in (
             ("bert", "wordpiece", "masked"),
             ("gpt2", "bpe", "causal"),
@@ -302,12 +362,20 @@ def tiny_models(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("arch", "families"), [("bert", ("hasParts", "country")), ("gpt2", ("hasParts",)), ("t5", ("hasParts",))]
+    ("arch", "families"),
+    [("bert", ("hasParts", "country")), ("gpt2", ("hasParts",)), ("t5", ("hasParts",))],
 )
 def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, families, tmp_path):
-    limit = 2 if len(families) == 2 else 1  # every dish is ranked against all 1,287 ingredients: keep it small
+    limit = (
+        2 if len(families) == 2 else 1
+    )  # every dish is ranked against all 1,287 ingredients: keep it small
     result = run(
-        "fmlama_en", str(tiny_models[arch]), limit=limit, families=families, out=tmp_path / "run", progress=False
+        "fmlama_en",
+        str(tiny_models[arch]),
+        limit=limit,
+        families=families,
+        out=tmp_path / "run",
+        progress=False,
     )
     assert len(result.records) == limit * 5 * len(families)
     assert {r["n_candidates"] for r in result.records} == {1287}
@@ -322,7 +390,9 @@ def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, fam
         return sum((i + 1) / rank for i, rank in enumerate(ranks)) / len(set(record["gold"]))
 
     templates = sorted({r["template"] for r in result.records if r["family"] == "hasParts"})
-    per_template = [np.mean([ap(r) for r in result.records if r["template"] == t]) for t in templates]
+    per_template = [
+        np.mean([ap(r) for r in result.records if r["template"] == t]) for t in templates
+    ]
     assert result.metrics["map_hasParts"] == pytest.approx(100 * np.mean(per_template))
     assert (tmp_path / "run" / "report.md").read_text().count("![") >= 2
 
@@ -339,7 +409,9 @@ class ReplyScorer:
     def generate(self, prompts, options):
         assert options.chat
         return [
-            "The food mapo doufu has the ingredients of Tofu, rices and chili." if "mapo" in p else "Pineapple"
+            "The food mapo doufu has the ingredients of Tofu, rices and chili."
+            if "mapo" in p
+            else "Pineapple"
             for p in prompts
         ]
 
@@ -348,7 +420,10 @@ def test_chat_prompts_are_the_papers_strings(fmlama_release):
     task = task_for(fmlama_release, "fmlama_cs_en_en", kind="causal", mode="chat")
     poutine = {**ROWS[2], "sub_label": "poutine"}
     prompts = {p.tag: p.prompt for p in task.build_probes([poutine])}
-    assert prompts["hasParts_1_chat0"] == "The food poutine has the ingredients of [] . Please fill the sentence."
+    assert (
+        prompts["hasParts_1_chat0"]
+        == "The food poutine has the ingredients of [] . Please fill the sentence."
+    )
     assert prompts["hasParts_1_chat1"] == (
         "The food poutine has the ingredients of [] . Please fill the sentence with only one entity."
     )
@@ -358,7 +433,10 @@ def test_chat_prompts_are_the_papers_strings(fmlama_release):
     zh_task = task_for(fmlama_release, "fmlama_cs_zh_zh", kind="causal", mode="chat")
     zh = {**ROWS[0], "lang": "zh", "sub_label": "麻婆豆腐"}
     zh_prompts = {p.tag: p.prompt for p in zh_task.build_probes([zh])}
-    assert zh_prompts["hasParts_1_chat1"] == "美食麻婆豆腐是以[]为主要原料制作的。请用一个词填充这个句子。"
+    assert (
+        zh_prompts["hasParts_1_chat1"]
+        == "美食麻婆豆腐是以[]为主要原料制作的。请用一个词填充这个句子。"
+    )
     with pytest.raises(UnsupportedModelError, match="chat mode generates replies"):
         FmlamaTask("fmlama_en", FmlamaTask.Options(mode="chat"), kind="masked")
 
@@ -374,7 +452,9 @@ def test_chat_replies_are_split_and_matched(fmlama_release):
         progress=False,
     )
     mapo = result.records[0]
-    assert mapo["items"] == ["Tofu", "rices", "chili"] and mapo["correct"]  # "rices" -> "rice", case folded
+    assert (
+        mapo["items"] == ["Tofu", "rices", "chili"] and mapo["correct"]
+    )  # "rices" -> "rice", case folded
     assert not result.records[2]["correct"]
     assert result.metrics["chat"]["hasParts_1 / 0"] == {"ALL": 50.0, "China": 100.0, "Italy": 0.0}
     assert result.metrics["chat_accuracy_best"] == 50.0
@@ -388,7 +468,9 @@ class SamplingReplyScorer(ReplyScorer):
         self.calls = []
 
     def generate(self, prompts, options):
-        self.calls.append({k: v for k, v in (("temperature", options.temperature), ("seed", options.seed)) if v})
+        self.calls.append(
+            {k: v for k, v in (("temperature", options.temperature), ("seed", options.seed)) if v}
+        )
         return super().generate(prompts, options)
 
 
@@ -407,11 +489,19 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_rele
     )
     assert scorer.calls and all(call == {"temperature": 0.7, "seed": 5} for call in scorer.calls)
     config = result.config
-    assert config["options"]["chat_decoding"] == "sample" and config["options"]["chat_temperature"] == 0.7
+    assert (
+        config["options"]["chat_decoding"] == "sample"
+        and config["options"]["chat_temperature"] == 0.7
+    )
     assert config["run"]["seed"] == 5 and config["seed_used"]  # a resumed run must keep the seed
     # sampling is the paper's decoding, but not its 1,024-token budget: F8 stays on the library's side
-    assert next(d["side"] for d in config["deviations"] if d["id"] == "F8") == "partial"  # sampling, not 1,024 tokens
-    assert "temperature 0.7" in config["protocol"]["chat_decoding"] and "seed 5" in config["protocol"]["chat_decoding"]
+    assert (
+        next(d["side"] for d in config["deviations"] if d["id"] == "F8") == "partial"
+    )  # sampling, not 1,024 tokens
+    assert (
+        "temperature 0.7" in config["protocol"]["chat_decoding"]
+        and "seed 5" in config["protocol"]["chat_decoding"]
+    )
 
 
 def test_chat_decodes_greedily_by_default_as_the_spec_says(fmlama_release):
@@ -427,7 +517,9 @@ def test_chat_decodes_greedily_by_default_as_the_spec_says(fmlama_release):
     )
     assert scorer.calls == [{}]  # no temperature, no seed: Scorer.generate's greedy path
     assert not result.config["seed_used"]
-    assert "decoded greedily" in next(d["description"] for d in result.config["deviations"] if d["id"] == "F8")
+    assert "decoded greedily" in next(
+        d["description"] for d in result.config["deviations"] if d["id"] == "F8"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -436,13 +528,17 @@ def tiny_chat_model(tmp_path_factory):
     from culture_probe.models import save_tiny, train_tokenizer
 
     texts = [row["sub_label"] for row in ROWS] + [item for row in ROWS for item in row["obj_label"]]
-    texts += ["What are the ingredients of this food? The food contains tofu, rice, cheese and beef."]
+    texts += [
+        "What are the ingredients of this food? The food contains tofu, rice, cheese and beef."
+    ]
     tokenizer = train_tokenizer(texts, "bpe", model_kind="causal", vocab_size=300)
     return save_tiny(tmp_path_factory.mktemp("tiny_chat") / "gpt2", "gpt2", tokenizer)
 
 
 @pytest.mark.slow
-def test_chat_sampling_end_to_end_gives_each_dish_the_same_reply_whatever_else_runs(tiny_chat_model):
+def test_chat_sampling_end_to_end_gives_each_dish_the_same_reply_whatever_else_runs(
+    tiny_chat_model,
+):
     from culture_probe.engine import Scorer
 
     scorer = Scorer.from_pretrained(tiny_chat_model)

@@ -35,7 +35,12 @@ def fact_probes(per_cell: int, lacking: dict[str, tuple[str, ...]] | None = None
                 uuid = f"{predicate}_{culture}_{i}"
                 for language in ("en", "ar"):
                     if language not in (lacking or {}).get(uuid, ()):
-                        meta = {"uuid": uuid, "language": language, "culture": culture, "predicate": predicate}
+                        meta = {
+                            "uuid": uuid,
+                            "language": language,
+                            "culture": culture,
+                            "predicate": predicate,
+                        }
                         probes.append(Skipped(f"{uuid}|{language}", "", meta=meta))
     return probes
 
@@ -63,12 +68,16 @@ def test_a_limit_draws_that_many_facts_each_in_every_language_across_culture_and
         assert (task.limit_unit, task.limit_strata) == ("facts", ("culture", "predicate"))
         for limit in range(1, 9):
             facts = facts_of(task.sample(probes, limit))
-            assert len(facts) == limit and all(languages == {"en", "ar"} for languages in facts.values())
+            assert len(facts) == limit and all(
+                languages == {"en", "ar"} for languages in facts.values()
+            )
             cells = {tuple(uuid.split("_")[:2]) for uuid in facts}
             assert len(cells) == min(limit, 4)  # every culture x predicate before any twice
         assert task.sample(probes, 3) == task.sample(probes, 3)  # seeded
     assert len({frozenset(facts_of(dlama(s).sample(probes, 3))) for s in range(6)}) > 1
-    share = facts_of(dlama().sample(probes, 0.3))  # 0.3 of each cell's 5 facts, rounded up: 2 of each
+    share = facts_of(
+        dlama().sample(probes, 0.3)
+    )  # 0.3 of each cell's 5 facts, rounded up: 2 of each
     assert len(share) == 8 and all(languages == {"en", "ar"} for languages in share.values())
 
 
@@ -104,7 +113,9 @@ def _old_stratified_share(probes, share, strata, seed):
     groups = _old_groups(probes, strata)
     rng = random.Random(seed)
     exact = Fraction(repr(share))
-    chosen = {i for k in sorted(groups) for i in rng.sample(groups[k], math.ceil(exact * len(groups[k])))}
+    chosen = {
+        i for k in sorted(groups) for i in rng.sample(groups[k], math.ceil(exact * len(groups[k])))
+    }
     return [p for p in probes if p.item_id in chosen]
 
 
@@ -112,12 +123,18 @@ def test_a_task_without_parallel_units_draws_items_exactly_as_before():
     probes = fact_probes(4, lacking={"P17_arab_0": ("ar",), "P30_west_1": ("en",)})
     for seed in range(4):
         task = dlama(seed)
-        task.parallel = None  # a benchmark whose items are not asked in every language (FmLAMA, CAMeL, MAPS)
+        task.parallel = (
+            None  # a benchmark whose items are not asked in every language (FmLAMA, CAMeL, MAPS)
+        )
         assert (task.limit_unit, task.limit_strata) == ("facts", task.strata)
         for limit in (1, 3, 8, 15, 40):
-            assert task.sample(probes, limit) == _old_stratified_items(probes, limit, task.strata, seed)
+            assert task.sample(probes, limit) == _old_stratified_items(
+                probes, limit, task.strata, seed
+            )
         for share in (0.1, 0.5):
-            assert task.sample(probes, share) == _old_stratified_share(probes, share, task.strata, seed)
+            assert task.sample(probes, share) == _old_stratified_share(
+                probes, share, task.strata, seed
+            )
         assert task.smoke_limit(probes) == 8  # one item of each language x culture x predicate cell
 
 
@@ -126,7 +143,9 @@ def test_the_smoke_limit_counts_facts_and_gives_every_language_cell_whatever_the
     probes = fact_probes(5)
     task = dlama()
     task.smoke = Smoke(per_cell, "the table needs them")
-    assert task.smoke_limit(probes) == 4 * per_cell  # culture x predicate cells, each fact in both languages
+    assert (
+        task.smoke_limit(probes) == 4 * per_cell
+    )  # culture x predicate cells, each fact in both languages
     for seed in range(30):
         task.seed = seed
         assert task.smoke_shortfall(probes, task.sample(probes, 4 * per_cell)) is None
@@ -165,14 +184,21 @@ def test_a_limited_dlama_run_of_two_languages_has_consistency_and_a_paired_compa
     """Drawn per language, `--limit 2` asked one English and one Arabic fact of different ids: no pair at all."""
     out = tmp_path / "run"
     result = run(
-        "dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), limit=limit, out=out, progress=False
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        limit=limit,
+        out=out,
+        progress=False,
     )
     pair = result.metrics["consistency"]["pairs"]["ar/en"]
     assert pair["n"] == facts and pair["unpaired"] == {"only_a": 0, "only_b": 0}
     assert pair["difference"]["of"] == "P@1 in ar minus P@1 in en"
     estimates = result.metrics["results"]["by_language_pair"]["ar/en"]
     assert estimates["rankc"]["n"] == estimates["both_right"]["n"] == facts
-    assert not any(key.startswith(("rankc", "both_right")) for key in result.metrics["results"]["omitted"])
+    assert not any(
+        key.startswith(("rankc", "both_right")) for key in result.metrics["results"]["omitted"]
+    )
     assert result.config["subset"]["sampled"] == facts and len(result.records) == 2 * facts
     report = (out / "report.md").read_text(encoding="utf-8")
     assert (
@@ -185,13 +211,27 @@ def test_a_limited_dlama_run_of_two_languages_has_consistency_and_a_paired_compa
 def test_resuming_a_limited_run_drawn_per_language_is_refused(dlama_dir, tmp_path):
     """A run made before facts were drawn in every language: the same limit now draws other units."""
     out = tmp_path / "run"
-    run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), limit=2, out=out, progress=False)
+    run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        limit=2,
+        out=out,
+        progress=False,
+    )
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     config["subset"]["strata"] = ["language", "culture", "predicate"]
     del config["subset"]["parallel"]
     (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(CultureProbeError, match=r"Cannot resume .*its --limit subset was drawn as"):
-        run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), limit=2, out=out, resume=True)
+        run(
+            "dlama_arab_west",
+            TableScorer(spec_table()),
+            data_dir=str(dlama_dir),
+            limit=2,
+            out=out,
+            resume=True,
+        )
 
 
 # ---------------------------------------------------------------- why consistency is not reported
@@ -236,19 +276,34 @@ def generated(language, uuid, right=True):
 
 def omitted(task, records) -> dict[str, str]:
     metrics = task.compute_metrics(records)
-    return {k: v for k, v in metrics["results"]["omitted"].items() if k.startswith(("rankc", "both_right"))}
+    return {
+        k: v
+        for k, v in metrics["results"]["omitted"].items()
+        if k.startswith(("rankc", "both_right"))
+    }
 
 
 def test_one_language_says_that_consistency_needs_two(dlama_dir, tmp_path):
     out = tmp_path / "en"
     result = run(
-        "dlama_arab_west", TableScorer(spec_table()), data_dir=str(dlama_dir), language="en", out=out, progress=False
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(dlama_dir),
+        language="en",
+        out=out,
+        progress=False,
     )
     left_out = result.metrics["results"]["omitted"]
-    assert "this run answered in en only" in left_out["rankc"] and left_out["both_right"] == left_out["rankc"]
+    assert (
+        "this run answered in en only" in left_out["rankc"]
+        and left_out["both_right"] == left_out["rankc"]
+    )
     report = (out / "report.md").read_text(encoding="utf-8")
     section = report.split("## Consistency across languages", 1)[1].split("\n## ", 1)[0]
-    assert "- **rankc** is not reported: it compares two languages' answers to the same facts" in section
+    assert (
+        "- **rankc** is not reported: it compares two languages' answers to the same facts"
+        in section
+    )
     assert "culture-probe consistency RUN_A RUN_B" in section
 
 
@@ -261,7 +316,9 @@ def test_languages_without_a_shared_fact_say_so():
 
 def test_generated_answers_get_agreement_and_say_why_rankc_is_missing():
     task = dlama(mode="generate")
-    records = [generated(lang, f"f{i}", right=i % 2 == 0) for i in range(4) for lang in ("en", "ar")]
+    records = [
+        generated(lang, f"f{i}", right=i % 2 == 0) for i in range(4) for lang in ("en", "ar")
+    ]
     metrics = task.compute_metrics(records)
     assert list(metrics["results"]["by_language_pair"]["ar/en"]) == ["both_right"]
     assert "rank no candidates" in metrics["results"]["omitted"]["rankc"]
@@ -279,7 +336,12 @@ def test_a_pair_left_out_or_ranked_over_other_candidates_is_named_per_pair():
     records = [ranked("en", "f1"), ranked("ar", "f1"), ranked("es", "f9")]
     records += [ranked("en", "f2"), ranked("ar", "f2", aligned_set="other")]
     why = omitted(dlama(), records)
-    assert set(why) == {"rankc (ar/es)", "both_right (ar/es)", "rankc (en/es)", "both_right (en/es)"}
+    assert set(why) == {
+        "rankc (ar/es)",
+        "both_right (ar/es)",
+        "rankc (en/es)",
+        "both_right (en/es)",
+    }
     assert why["rankc (ar/es)"].startswith("ar and es answered no fact in common (2 and 1 facts)")
     other = omitted(dlama(), [ranked("en", "f2"), ranked("ar", "f2", aligned_set="other")])
     assert other == {
@@ -288,7 +350,9 @@ def test_a_pair_left_out_or_ranked_over_other_candidates_is_named_per_pair():
     }
 
 
-@pytest.mark.parametrize(("config", "what"), [("xfakt_in_context", "in-context"), ("xfakt_counter_factual", "counter")])
+@pytest.mark.parametrize(
+    ("config", "what"), [("xfakt_in_context", "in-context"), ("xfakt_counter_factual", "counter")]
+)
 def test_xfakt_parts_that_are_not_aligned_say_so(mirror, tmp_path, config, what):
     out = tmp_path / "run"
     result = run(config, NoIdeaScorer(), judge="string", limit="smoke", out=out, progress=False)
@@ -303,9 +367,21 @@ def test_xfakt_factual_recall_draws_entities_in_every_language_and_generation_ha
     result = run("xfakt_factual_recall", NoIdeaScorer(), judge="string", limit=2, progress=False)
     entities = {(r["country"], r["entity_idx"]) for r in result.records}
     assert len(entities) == 2 and len(result.records) == 2 * 13
-    assert result.config["subset"]["unit"] == "entities" and result.config["subset"]["strata"] == ["country"]
+    assert result.config["subset"]["unit"] == "entities" and result.config["subset"]["strata"] == [
+        "country"
+    ]
     pairs = result.metrics["results"]["by_language_pair"]
     assert len(pairs) == 78 and all(list(p) == ["both_right"] for p in pairs.values())
     assert "rank no candidates" in result.metrics["results"]["omitted"]["rankc"]
-    ranked_run = run("xfakt_factual_recall", NoIdeaScorer(), mode="rank", rank_prompt="plain", limit=2, progress=False)
-    assert all({"rankc", "both_right"} <= set(p) for p in ranked_run.metrics["results"]["by_language_pair"].values())
+    ranked_run = run(
+        "xfakt_factual_recall",
+        NoIdeaScorer(),
+        mode="rank",
+        rank_prompt="plain",
+        limit=2,
+        progress=False,
+    )
+    assert all(
+        {"rankc", "both_right"} <= set(p)
+        for p in ranked_run.metrics["results"]["by_language_pair"].values()
+    )

@@ -15,7 +15,9 @@ from culture_probe.errors import UnknownNameError
 from culture_probe.tasks import task_for
 from culture_probe.tasks.base import Deviation
 
-TASK_CLASSES = sorted({task_for(entry.name) for entry in list_benchmarks()}, key=lambda cls: cls.__name__)
+TASK_CLASSES = sorted(
+    {task_for(entry.name) for entry in list_benchmarks()}, key=lambda cls: cls.__name__
+)
 
 
 @pytest.mark.parametrize("task_cls", TASK_CLASSES, ids=lambda cls: cls.__name__)
@@ -29,13 +31,17 @@ def test_each_deviation_has_an_upstream_side_or_says_why_not(task_cls) -> None:
         else:
             assert deviation.upstream and set(deviation.upstream) <= fields, deviation.id
             assert set(deviation.upstream_kinds) <= set(MODEL_KINDS), deviation.id
-            assert deviation.side(task_cls.Options()) == "default", f"{deviation.id}: the default is upstream's"
+            assert deviation.side(task_cls.Options()) == "default", (
+                f"{deviation.id}: the default is upstream's"
+            )
 
 
 @pytest.mark.parametrize("task_cls", TASK_CLASSES, ids=lambda cls: cls.__name__)
 def test_the_upstream_profile_is_one_consistent_set_of_options_per_kind(task_cls) -> None:
     assert task_cls.profile("default") == {}
-    task_cls.options_for("upstream", {})  # the union over kinds checks a suite's options before the model loads
+    task_cls.options_for(
+        "upstream", {}
+    )  # the union over kinds checks a suite's options before the model loads
     for kind in MODEL_KINDS:
         asked: dict[str, tuple[str, object]] = {}
         for deviation in task_cls.deviations:
@@ -44,7 +50,9 @@ def test_the_upstream_profile_is_one_consistent_set_of_options_per_kind(task_cls
                     assert asked.setdefault(key, (deviation.id, value))[1] == value, (
                         f"{deviation.id} and {asked[key][0]} ask {key} for different values"
                     )
-        options = task_cls.options_for("upstream", {}, kind)  # the profile's values are valid options
+        options = task_cls.options_for(
+            "upstream", {}, kind
+        )  # the profile's values are valid options
         for deviation in task_cls.deviations:
             if deviation.upstream and kind in deviation.upstream_kinds:
                 assert deviation.side(options) == "upstream", deviation.id
@@ -82,7 +90,9 @@ def test_side_and_record_name_how_to_switch() -> None:
     assert both.side(Two(cap=10)) == "partial" and both.side(Two(cap=10, other=True)) == "upstream"
     assert with_side.record(Options(), "causal")["upstream"] == "cap=10"
     masked_only = Deviation("Z4", "Masked only.", upstream={"cap": 10}, upstream_kinds=("masked",))
-    assert masked_only.record(Options(), "causal")["upstream"].startswith("no upstream side for causal models")
+    assert masked_only.record(Options(), "causal")["upstream"].startswith(
+        "no upstream side for causal models"
+    )
     assert with_side.record(Options(cap=10)) == {
         "id": "Z1",
         "description": "No cap (upstream: 10).",
@@ -111,14 +121,21 @@ def test_a_run_records_the_profile_and_each_side(xfakt_release, tmp_path) -> Non
             data_dir=str(xfakt_release),
             protocol=protocol,
         )
-    configs = {p: json.loads((tmp_path / p / "config.json").read_text()) for p in ("default", "upstream")}
-    assert configs["upstream"]["run"]["protocol"] == "upstream" and configs["default"]["run"]["protocol"] == "default"
+    configs = {
+        p: json.loads((tmp_path / p / "config.json").read_text()) for p in ("default", "upstream")
+    }
+    assert (
+        configs["upstream"]["run"]["protocol"] == "upstream"
+        and configs["default"]["run"]["protocol"] == "default"
+    )
     sides = {p: {d["id"]: d["side"] for d in c["deviations"]} for p, c in configs.items()}
     switched = {i for i, side in sides["upstream"].items() if side == "upstream"}
     assert switched and not {i for i, side in sides["default"].items() if side == "upstream"}
     report = (tmp_path / "upstream" / "report.md").read_text()
     assert "Protocol profile: **upstream**" in report
-    assert "--protocol upstream" in report.split("## Reproduce")[1]  # the command repeats the profile
+    assert (
+        "--protocol upstream" in report.split("## Reproduce")[1]
+    )  # the command repeats the profile
     for deviation_id in switched:
         assert f"| {deviation_id} |" in report
 
@@ -132,7 +149,9 @@ def records_of(result) -> list[dict]:
     return [dict(r.fields) | {"id": r.item_id, "tag": r.tag} for r in result.records]
 
 
-def test_upstream_and_default_runs_differ_exactly_where_the_table_says(xfakt_release, camel_release) -> None:
+def test_upstream_and_default_runs_differ_exactly_where_the_table_says(
+    xfakt_release, camel_release
+) -> None:
     """Two runs of each protocol, default and upstream, on the same model and items: where no deviation switched side
     (CAMeL: no upstream code), records and metrics are equal; where only X-FaKT's statistics switched (X8, rank mode),
     the records and the scores are equal and only the std and the t-test move."""
@@ -143,7 +162,9 @@ def test_upstream_and_default_runs_differ_exactly_where_the_table_says(xfakt_rel
     from culture_probe.runner import run
 
     camel_rows = [
-        r for r in load_benchmark("camel_co_prompts", data_dir=str(camel_release))["test"] if r["entity_type"] == 3
+        r
+        for r in load_benchmark("camel_co_prompts", data_dir=str(camel_release))["test"]
+        if r["entity_type"] == 3
     ][:2]
     camel = {
         p: run(
@@ -163,7 +184,9 @@ def test_upstream_and_default_runs_differ_exactly_where_the_table_says(xfakt_rel
 
     from test_xfakt_protocol import recall_rows
 
-    rows = [r for r in recall_rows(xfakt_release) if r["language"] in ("en", "ar", "fr")]  # cells of several items
+    rows = [
+        r for r in recall_rows(xfakt_release) if r["language"] in ("en", "ar", "fr")
+    ]  # cells of several items
     xfakt = {
         p: run(
             "xfakt_factual_recall",
@@ -198,12 +221,21 @@ def test_the_profile_sets_only_what_concerns_the_run() -> None:
     config.json, the Reproduce command, or a resume check), and a served model gets no token-level upstream side."""
     dlama = task_for("dlama_arab_west")
     ranked = dlama.options_for("upstream", {}, "causal", config="dlama_arab_west")
-    generated = dlama.options_for("upstream", {"mode": "generate"}, "causal", config="dlama_arab_west")
-    assert ranked.generate_first_n is None and generated.generate_first_n == 3  # D4 concerns generation only
+    generated = dlama.options_for(
+        "upstream", {"mode": "generate"}, "causal", config="dlama_arab_west"
+    )
+    assert (
+        ranked.generate_first_n is None and generated.generate_first_n == 3
+    )  # D4 concerns generation only
     xfakt = task_for("xfakt_factual_recall")
-    assert xfakt.options_for("upstream", {}, "causal", config="xfakt_factual_recall").double_bos is True
+    assert (
+        xfakt.options_for("upstream", {}, "causal", config="xfakt_factual_recall").double_bos
+        is True
+    )
     served = xfakt.options_for("upstream", {}, "causal", config="xfakt_factual_recall", served=True)
-    assert served.double_bos is False and served.round_statistics is True  # X1 needs the model in process
+    assert (
+        served.double_bos is False and served.round_statistics is True
+    )  # X1 needs the model in process
 
 
 def test_the_reproduce_command_keeps_an_option_the_user_unset_under_the_upstream_profile() -> None:
@@ -228,8 +260,19 @@ def test_a_run_cannot_resume_under_the_other_profile(xfakt_release, tmp_path) ->
 
     rows = rows_of(xfakt_release, "New York", languages=("en",))
     keywords = dict(
-        rows=rows, judge="string", max_new_tokens=4, out=tmp_path / "run", progress=False, data_dir=str(xfakt_release)
+        rows=rows,
+        judge="string",
+        max_new_tokens=4,
+        out=tmp_path / "run",
+        progress=False,
+        data_dir=str(xfakt_release),
     )
     run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), **keywords)
     with pytest.raises(CultureProbeError, match="run.protocol was 'default' and is now 'upstream'"):
-        run("xfakt_factual_recall", tiny_chat_scorer(xfakt_release), resume=True, protocol="upstream", **keywords)
+        run(
+            "xfakt_factual_recall",
+            tiny_chat_scorer(xfakt_release),
+            resume=True,
+            protocol="upstream",
+            **keywords,
+        )

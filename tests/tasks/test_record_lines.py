@@ -26,7 +26,10 @@ def golden_lines() -> list[dict]:
 def as_written(line: dict) -> str:
     """`line` as items.jsonl has always held it: identity keys first, then the fields in their order."""
     identity = ("id", "key", "tag", "stage", "probe")
-    ordered = {**{k: line[k] for k in identity}, **{k: v for k, v in line.items() if k not in identity}}
+    ordered = {
+        **{k: line[k] for k in identity},
+        **{k: v for k, v in line.items() if k not in identity},
+    }
     return json.dumps(ordered, ensure_ascii=False) + "\n"
 
 
@@ -42,7 +45,14 @@ def test_older_lines_of_every_kind_read_back_byte_for_byte(tmp_path):
 
 
 def test_a_skipped_line_keeps_its_reason_and_fields():
-    line = {"id": "q1|en", "key": "q1|en#t", "tag": "t", "stage": "main", "probe": "skipped", "skipped": "no template"}
+    line = {
+        "id": "q1|en",
+        "key": "q1|en#t",
+        "tag": "t",
+        "stage": "main",
+        "probe": "skipped",
+        "skipped": "no template",
+    }
     record = Record.from_json(line)
     assert record.skipped and record["skipped"] == "no template" and record["key"] == "q1|en#t"
 

@@ -24,7 +24,9 @@ from culture_probe.runner import RunSettings, run
 
 @cache
 def recall_rows(release: Path) -> tuple[dict, ...]:
-    return tuple(load_benchmark("xfakt_factual_recall", data_dir=str(release))["test"].select(range(3)))
+    return tuple(
+        load_benchmark("xfakt_factual_recall", data_dir=str(release))["test"].select(range(3))
+    )
 
 
 def xfakt_run(release: Path, model, tmp_path, **kwargs):
@@ -58,7 +60,9 @@ class FakeModel:
 
 def fake_loader(judge: FakeModel, loads: list, monkeypatch):
     """`runner.load_scorer` giving `judge` for every named model (and noting the loads), which resolves at once."""
-    monkeypatch.setattr(runner, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal"))
+    monkeypatch.setattr(
+        runner, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
+    )
 
     def load(model, settings):
         if not isinstance(model, str):
@@ -74,14 +78,28 @@ def judged_run(release: Path, model, tmp_path, **kwargs):
 
 
 def items(tmp_path) -> list[dict]:
-    return [json.loads(line) for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+    return [
+        json.loads(line) for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()
+    ]
 
 
-def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(xfakt_release, tmp_path, monkeypatch):
+def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(
+    xfakt_release, tmp_path, monkeypatch
+):
     loads: list = []
-    monkeypatch.setattr(runner, "load_scorer", fake_loader(FakeModel("[1]", "judge"), loads, monkeypatch))
+    monkeypatch.setattr(
+        runner, "load_scorer", fake_loader(FakeModel("[1]", "judge"), loads, monkeypatch)
+    )
     model = FakeModel("United States", "model")
-    judged_run(xfakt_release, model, tmp_path, kind="causal", dtype="float16", device="cpu", batch_tokens=77)
+    judged_run(
+        xfakt_release,
+        model,
+        tmp_path,
+        kind="causal",
+        dtype="float16",
+        device="cpu",
+        batch_tokens=77,
+    )
     assert [name for name, _ in loads] == ["fake/judge"]
     settings = loads[0][1]
     assert (settings.kind, settings.batch_tokens, settings.model_args.dtype, settings.device) == (
@@ -90,7 +108,9 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(xfakt_re
         "float16",
         "cpu",
     )
-    result = judged_run(xfakt_release, model, tmp_path, resume=True, kind="causal", dtype="float16", device="cpu")
+    result = judged_run(
+        xfakt_release, model, tmp_path, resume=True, kind="causal", dtype="float16", device="cpu"
+    )
     assert len(loads) == 1  # a finished run resumes without loading the judge
     assert result.metrics["n_items"] == 3
 
@@ -100,23 +120,33 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
 ):
     monkeypatch.setattr(runner, "CHUNK", 1)  # one record per engine call: the kill lands mid-stage
     loads: list = []
-    monkeypatch.setattr(runner, "load_scorer", fake_loader(FakeModel("[1]", "judge", fail_after=1), loads, monkeypatch))
+    monkeypatch.setattr(
+        runner,
+        "load_scorer",
+        fake_loader(FakeModel("[1]", "judge", fail_after=1), loads, monkeypatch),
+    )
     model = FakeModel("United States", "model")
     with pytest.raises(RuntimeError, match="killed"):
         judged_run(xfakt_release, model, tmp_path)
     assert [r["stage"] for r in items(tmp_path)] == ["answer"] * 3 + ["judge"]
     from culture_probe.report import load_run
 
-    partial = load_run(tmp_path / "run")[2]  # the interrupted run's report: one verdict, two answers waiting
+    partial = load_run(tmp_path / "run")[
+        2
+    ]  # the interrupted run's report: one verdict, two answers waiting
     assert partial["n_ungraded"] == 2 and partial["n_items"] == 1
     judge = FakeModel("[1]", "judge")
     monkeypatch.setattr(runner, "load_scorer", fake_loader(judge, loads, monkeypatch))
     result = judged_run(xfakt_release, model, tmp_path, resume=True)
-    assert len(model.prompts) == 3 and len(judge.prompts) == 2  # only the two missing verdicts were asked
+    assert (
+        len(model.prompts) == 3 and len(judge.prompts) == 2
+    )  # only the two missing verdicts were asked
     lines = items(tmp_path)
     keys = [(r["stage"], r["key"]) for r in lines]
     assert len(keys) == len(set(keys)) == 6
-    assert [(r["stage"], r["key"]) for r in result.records] == sorted(keys, key=lambda k: k[0] == "judge")
+    assert [(r["stage"], r["key"]) for r in result.records] == sorted(
+        keys, key=lambda k: k[0] == "judge"
+    )
     assert result.metrics["n_items"] == 3 and result.metrics["verdicts"] == {"same_language": 3}
 
 
@@ -127,11 +157,15 @@ def test_a_run_that_failed_before_its_first_answer_restarts_without_resume(xfakt
     result = xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
     assert len(result.records) == 3 and len(items(tmp_path)) == 3
     assert result.metrics["verdicts"] == {"same_language": 3}  # the string judge read the replies
-    with pytest.raises(CultureProbeError, match=r"already holds a run\. Pass --resume .*\(3 probe\(s\) answered"):
+    with pytest.raises(
+        CultureProbeError, match=r"already holds a run\. Pass --resume .*\(3 probe\(s\) answered"
+    ):
         xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
 
 
-def test_every_rank_reads_the_run_directory_before_items_are_written(xfakt_release, tmp_path, monkeypatch):
+def test_every_rank_reads_the_run_directory_before_items_are_written(
+    xfakt_release, tmp_path, monkeypatch
+):
     from culture_probe.engine import parallel
 
     seen = []
@@ -139,7 +173,10 @@ def test_every_rank_reads_the_run_directory_before_items_are_written(xfakt_relea
         parallel,
         "barrier",
         lambda size: seen.append(
-            ((tmp_path / "run" / "config.json").is_file(), (tmp_path / "run" / "items.jsonl").is_file())
+            (
+                (tmp_path / "run" / "config.json").is_file(),
+                (tmp_path / "run" / "items.jsonl").is_file(),
+            )
         ),
     )
     xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
@@ -165,21 +202,34 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
     from culture_probe.engine import Scorer
 
     calls = []
-    monkeypatch.setattr(Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw))))
+    monkeypatch.setattr(
+        Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw)))
+    )
     runner.load_scorer("org/model", RunSettings.of(revision="0123abc"))
     runner.load_scorer("org/model", RunSettings(no_cache=True))
     (name, pinned), (_, plain) = calls
-    assert name == "org/model" and pinned["model_args"].revision == "0123abc"  # the loader's only source of it
-    assert pinned.get("revision") in (None, "0123abc") and pinned["cache_dir"] == runner.default_cache_dir()
+    assert (
+        name == "org/model" and pinned["model_args"].revision == "0123abc"
+    )  # the loader's only source of it
+    assert (
+        pinned.get("revision") in (None, "0123abc")
+        and pinned["cache_dir"] == runner.default_cache_dir()
+    )
     assert plain == {"kind": "auto"}
-    args = build_parser().parse_args(["run", "dlama_arab_west", "--model", "org/model", "--revision", "v1"])
+    args = build_parser().parse_args(
+        ["run", "dlama_arab_west", "--model", "org/model", "--revision", "v1"]
+    )
     assert args.revision == "v1"
 
 
 def test_config_records_the_revision(xfakt_release, tmp_path):
-    xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", revision="v1")
+    xfakt_run(
+        xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", revision="v1"
+    )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["model_args"]["revision"] == "v1" and "revision" not in config["run"]  # ModelArgs: its only home
+    assert (
+        config["model_args"]["revision"] == "v1" and "revision" not in config["run"]
+    )  # ModelArgs: its only home
     assert config["seed_used"] is False
 
 
@@ -190,21 +240,35 @@ def test_a_served_judge_gives_the_metrics_of_the_in_process_judge(xfakt_release,
     from culture_probe.models import save_tiny, train_tokenizer
 
     tok = train_tokenizer(
-        ["[1] [2] [3] Yes, the answer is correct.", "United States"] * 3, "bpe", model_kind="causal", vocab_size=300
+        ["[1] [2] [3] Yes, the answer is correct.", "United States"] * 3,
+        "bpe",
+        model_kind="causal",
+        vocab_size=300,
     )
     tok.chat_template = CHAT_TEMPLATE
     # positions for the whole rubric
-    judge = str(save_tiny(tmp_path / "judge", "gpt2", tok, layers=1, hidden=32, heads=2, positions=8192))
+    judge = str(
+        save_tiny(tmp_path / "judge", "gpt2", tok, layers=1, hidden=32, heads=2, positions=8192)
+    )
     model = FakeModel("United States", "m")
     local = xfakt_run(xfakt_release, model, tmp_path / "local", judge_model=judge, max_new_tokens=4)
     with transformers_serve(tmp_path / "serve.log") as url:
         served = xfakt_run(
-            xfakt_release, model, tmp_path / "served", judge_model=f"openai:{judge}", max_new_tokens=4, base_url=url
+            xfakt_release,
+            model,
+            tmp_path / "served",
+            judge_model=f"openai:{judge}",
+            max_new_tokens=4,
+            base_url=url,
         )
     assert served.config["options"]["judge_model"] == f"openai:{judge}"
     judged = [r for r in local.records if r.stage == "judge"]
-    assert len(judged) == 3 and [r.fields for r in judged] == [r.fields for r in served.records if r.stage == "judge"]
-    assert "truncation" not in served.metrics  # a server cuts (or refuses) long inputs itself: nothing counted here
+    assert len(judged) == 3 and [r.fields for r in judged] == [
+        r.fields for r in served.records if r.stage == "judge"
+    ]
+    assert (
+        "truncation" not in served.metrics
+    )  # a server cuts (or refuses) long inputs itself: nothing counted here
     assert served.metrics == {k: v for k, v in local.metrics.items() if k != "truncation"}
 
 
@@ -214,9 +278,14 @@ def test_out_is_written_only_when_new_empty_or_a_run(xfakt_release, tmp_path):
     theirs.mkdir()
     (theirs / "config.json").write_text('{"model_type": "gpt2"}')
     (theirs / "model.safetensors").write_bytes(b"weights")
-    with pytest.raises(CultureProbeError, match=r"is not empty and is not a culture_probe run .*nothing was written"):
+    with pytest.raises(
+        CultureProbeError,
+        match=r"is not empty and is not a culture_probe run .*nothing was written",
+    ):
         xfakt_run(xfakt_release, model, tmp_path, judge="string")
-    assert (theirs / "config.json").read_text() == '{"model_type": "gpt2"}' and len(list(theirs.iterdir())) == 2
+    assert (theirs / "config.json").read_text() == '{"model_type": "gpt2"}' and len(
+        list(theirs.iterdir())
+    ) == 2
     assert model.prompts == []  # refused before anything was asked
 
     file = tmp_path / "file" / "run"
@@ -232,7 +301,9 @@ def test_records_without_their_config_are_never_truncated(xfakt_release, tmp_pat
     xfakt_run(xfakt_release, model, tmp_path, judge="string")
     (tmp_path / "run" / "config.json").unlink()
     before = (tmp_path / "run" / "items.jsonl").read_text()
-    with pytest.raises(CultureProbeError, match=r"holds 3 record\(s\) in items.jsonl but no config.json"):
+    with pytest.raises(
+        CultureProbeError, match=r"holds 3 record\(s\) in items.jsonl but no config.json"
+    ):
         xfakt_run(xfakt_release, model, tmp_path, judge="string")
     assert (tmp_path / "run" / "items.jsonl").read_text() == before
 
@@ -244,7 +315,9 @@ def test_a_second_writer_of_the_same_run_fails_at_once(xfakt_release, tmp_path):
     with FileLock(tmp_path / "run" / ".lock", timeout=0):  # another process writing this run
         with pytest.raises(CultureProbeError, match="Another process is writing the run in"):
             xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
-    assert xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string").metrics
+    assert xfakt_run(
+        xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string"
+    ).metrics
 
 
 def test_a_run_made_before_the_marker_existed_still_resumes(xfakt_release, tmp_path):
@@ -255,7 +328,9 @@ def test_a_run_made_before_the_marker_existed_still_resumes(xfakt_release, tmp_p
     assert again.metrics == first.metrics and len(model.prompts) == 3
 
 
-def test_a_run_made_before_model_args_held_dtype_and_revision_reports_compares_and_resumes(xfakt_release, tmp_path):
+def test_a_run_made_before_model_args_held_dtype_and_revision_reports_compares_and_resumes(
+    xfakt_release, tmp_path
+):
     # config.json of runs made before issue 27 kept the model's dtype and revision in `run`, not in `model_args`
     from culture_probe.cli import main
 
@@ -271,8 +346,13 @@ def test_a_run_made_before_model_args_held_dtype_and_revision_reports_compares_a
     assert "--model-args dtype=float32,revision=v1" in (tmp_path / "run" / "report.md").read_text()
     shutil.copytree(tmp_path / "run", tmp_path / "copy")
     assert main(["compare", str(tmp_path / "run"), str(tmp_path / "copy")]) == 0
-    again = xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, resume=True, **settings)
-    assert again.metrics == first.metrics and json.loads(path.read_text())["model_args"] == new["model_args"]
+    again = xfakt_run(
+        xfakt_release, FakeModel("United States", "m"), tmp_path, resume=True, **settings
+    )
+    assert (
+        again.metrics == first.metrics
+        and json.loads(path.read_text())["model_args"] == new["model_args"]
+    )
 
 
 def test_a_run_looks_its_config_name_up_once(xfakt_release, monkeypatch):
@@ -284,5 +364,12 @@ def test_a_run_looks_its_config_name_up_once(xfakt_release, monkeypatch):
     table = registry._configs
     monkeypatch.setattr(registry, "_configs", lambda: lookups.append("lookup") or table())
     model = FakeModel("United States", "m")
-    run("xfakt_factual_recall", model, rows=rows, progress=False, data_dir=str(xfakt_release), judge="string")
+    run(
+        "xfakt_factual_recall",
+        model,
+        rows=rows,
+        progress=False,
+        data_dir=str(xfakt_release),
+        judge="string",
+    )
     assert len(lookups) == 1

@@ -15,9 +15,19 @@ from culture_probe.tasks.maps import scorable_target
 
 def test_runs_with_provisional_dlama_templates_say_so(tmp_path):
     data = write_dlama(tmp_path / "dlama")
-    both = run("dlama_arab_west", TableScorer(spec_table()), data_dir=str(data), out=tmp_path / "both", progress=False)
-    assert both.config["protocol"]["unverified_templates"] == ["ar"]  # en: exact mLAMA strings; ar: transcribed
-    assert json.loads((tmp_path / "both" / "config.json").read_text())["protocol"]["unverified_templates"] == ["ar"]
+    both = run(
+        "dlama_arab_west",
+        TableScorer(spec_table()),
+        data_dir=str(data),
+        out=tmp_path / "both",
+        progress=False,
+    )
+    assert both.config["protocol"]["unverified_templates"] == [
+        "ar"
+    ]  # en: exact mLAMA strings; ar: transcribed
+    assert json.loads((tmp_path / "both" / "config.json").read_text())["protocol"][
+        "unverified_templates"
+    ] == ["ar"]
     assert "**provisional templates** for ar" in (tmp_path / "both" / "report.md").read_text()
     english = run(
         "dlama_arab_west",
@@ -72,9 +82,13 @@ def test_a_memorisation_target_of_punctuation_only_is_not_scored(tmp_path):
     result = run("maps_en", EchoScorer(" nothing"), rows=rows, progress=False)
     skipped = [r for r in result.records if r["id"] == "punct" and r["tag"] == "mem_length"]
     assert "only punctuation" in skipped[0]["skipped"]
-    assert not any(r["id"] == "punct" and r["tag"].startswith("mem") and "success" in r for r in result.records)
+    assert not any(
+        r["id"] == "punct" and r["tag"].startswith("mem") and "success" in r for r in result.records
+    )
     memorisation = result.metrics["memorisation"]
-    assert memorisation["n"] == 1 and memorisation["union"] == 0.0  # the "!" proverb does not count as memorised
+    assert (
+        memorisation["n"] == 1 and memorisation["union"] == 0.0
+    )  # the "!" proverb does not count as memorised
     assert result.metrics["subsets"]["not_memorised"]["n"] == 2
 
 
@@ -99,6 +113,11 @@ def test_smoke_runs_of_one_culture_or_one_item_write_metrics_and_report(tmp_path
         out=tmp_path / "maps_run",
         progress=False,
     )
-    assert maps.metrics["subsets"]["figurative"]["n"] == 1 and maps.metrics["subsets"]["non_figurative"]["n"] == 0
+    assert (
+        maps.metrics["subsets"]["figurative"]["n"] == 1
+        and maps.metrics["subsets"]["non_figurative"]["n"] == 0
+    )
     for name in ("dlama_run", "maps_run"):
-        assert (tmp_path / name / "metrics.json").is_file() and (tmp_path / name / "report.md").is_file()
+        assert (tmp_path / name / "metrics.json").is_file() and (
+            tmp_path / name / "report.md"
+        ).is_file()

@@ -28,7 +28,9 @@ class RandomScorer:
 
     def score(self, requests, options=None):
         return [
-            CandidateScores(r.candidates, self.rng.normal(size=len(r.candidates)), np.ones(len(r.candidates)))
+            CandidateScores(
+                r.candidates, self.rng.normal(size=len(r.candidates)), np.ones(len(r.candidates))
+            )
             for r in requests
         ]
 
@@ -47,8 +49,14 @@ def smoke_run(config, limit, **keywords):
 def at_smoke_and_one_below(config, expected_smoke, **keywords):
     """(the run at `limit="smoke"`, the run at one item fewer, that run's warnings), checking the smoke number."""
     smoke, said = smoke_run(config, "smoke", **keywords)
-    assert smoke.config["subset"]["limit"] == "smoke" and smoke.config["subset"]["smoke_limit"] == expected_smoke
-    assert smoke.config["run"]["limit"] == smoke.config["subset"]["sampled"] == expected_smoke and not said
+    assert (
+        smoke.config["subset"]["limit"] == "smoke"
+        and smoke.config["subset"]["smoke_limit"] == expected_smoke
+    )
+    assert (
+        smoke.config["run"]["limit"] == smoke.config["subset"]["sampled"] == expected_smoke
+        and not said
+    )
     below, warned = smoke_run(config, expected_smoke - 1, **keywords)
     assert below.config["subset"] == {
         **smoke.config["subset"],
@@ -71,8 +79,13 @@ def predicate_cells(metrics: dict, language: str) -> set[tuple[str, str]]:
 
 def test_dlama_needs_a_fact_in_every_language_culture_predicate_cell(mirror):
     smoke, below, said = at_smoke_and_one_below("dlama_arab_west", 40, language="en")
-    assert len(predicate_cells(smoke, "en")) == 40 and len(predicate_cells(below, "en")) == 39  # the table loses one
-    assert "numbers per predicate and culture" in said and "1 of its 40 language x culture x predicate cells" in said
+    assert (
+        len(predicate_cells(smoke, "en")) == 40 and len(predicate_cells(below, "en")) == 39
+    )  # the table loses one
+    assert (
+        "numbers per predicate and culture" in said
+        and "1 of its 40 language x culture x predicate cells" in said
+    )
 
 
 def test_fmlama_needs_two_dishes_of_every_group(mirror):
@@ -96,17 +109,28 @@ def test_a_fmlama_smoke_ranks_two_templates_of_each_family_and_keeps_every_headl
     for family in ("hasParts", "country"):
         assert results["overall"][f"map_{family}"]["ci_low"] is not None
         cells = smoke.metrics["map"][family]
-        assert all(c["std"] is not None and c["n_templates"] == 2 for c in cells.values())  # a spread over templates
+        assert all(
+            c["std"] is not None and c["n_templates"] == 2 for c in cells.values()
+        )  # a spread over templates
         assert len(cells) == 16  # ALL and the 15 groups
-        assert len(with_interval({k: v[f"map_{family}"] for k, v in results["by_group"].items()})) == 15
+        assert (
+            len(with_interval({k: v[f"map_{family}"] for k, v in results["by_group"].items()}))
+            == 15
+        )
     full, _ = smoke_run("fmlama_en", 30)  # the same dishes at --limit 30: every template
-    assert {r.item_id for r in full.records} == {r.item_id for r in smoke.records} and len(full.records) == 300
+    assert {r.item_id for r in full.records} == {r.item_id for r in smoke.records} and len(
+        full.records
+    ) == 300
 
 
 def test_camel_needs_two_prompts_of_every_entity_type_and_two_entity_samples(mirror):
     smoke, below, said = at_smoke_and_one_below("camel_co_prompts", 20, n_runs=2, sample_size=10)
     types = {k: v["cbs"] for k, v in smoke["results"]["by_entity_type"].items()}
-    assert len(types) == 10 and all(t["n"] == 2 for t in types.values()) and len(with_interval(types)) == 10
+    assert (
+        len(types) == 10
+        and all(t["n"] == 2 for t in types.values())
+        and len(with_interval(types)) == 10
+    )
     short = {k: v["cbs"] for k, v in below["results"]["by_entity_type"].items()}
     assert len(with_interval(short)) == 9 and "fewer than 2 items" in said and "entity type" in said
     # one run is one entity sample per type: the CBS would be conditional on that draw, so it gets no interval
@@ -119,10 +143,17 @@ def test_xfakt_transfer_scores_need_every_language_country_cell(mirror, tmp_path
     """The quickstart's smoke run: at --limit 30 it printed "frs/kts/xfakt: not reported" without saying why. A limit
     counts entities, each asked in all 13 languages: one of each country gives every language x country cell."""
     smoke, below, said = at_smoke_and_one_below("xfakt_factual_recall", 13, judge="string")
-    assert smoke["n_empty_cells"] == 0 and {"frs", "kts", "xfakt"} <= smoke["results"]["overall"].keys()
-    assert below["n_empty_cells"] == 13 or below["frs"] is None  # a country fewer: not the paper's statistic
+    assert (
+        smoke["n_empty_cells"] == 0
+        and {"frs", "kts", "xfakt"} <= smoke["results"]["overall"].keys()
+    )
+    assert (
+        below["n_empty_cells"] == 13 or below["frs"] is None
+    )  # a country fewer: not the paper's statistic
     assert "FRS, KTS and X-FaKT" in said and "(13 entities, each asked in its 13 languages)" in said
-    assert len(smoke["results"]["by_language_pair"]) == 13 * 12 / 2  # every pair of languages, on the same entities
+    assert (
+        len(smoke["results"]["by_language_pair"]) == 13 * 12 / 2
+    )  # every pair of languages, on the same entities
     _, short = smoke_run("xfakt_factual_recall", 10, judge="string", out=tmp_path / "quick")
     assert (
         "the 10 entities drawn leave 3 of its 13 country cells without one, so 39 of its 169 language x country "
@@ -136,7 +167,9 @@ def test_maps_needs_two_figurative_and_two_literal_proverbs(mirror):
     data = str(mirror / MAPS_DATA)
     smoke, below, said = at_smoke_and_one_below("maps_en", 4, data_dir=data, memorisation=False)
     kinds = {k: v["accuracy"] for k, v in smoke["results"]["by_figurative"].items()}
-    assert {k: v["n"] for k, v in kinds.items()} == {"figurative": 2, "literal": 2} and len(with_interval(kinds)) == 2
+    assert {k: v["n"] for k, v in kinds.items()} == {"figurative": 2, "literal": 2} and len(
+        with_interval(kinds)
+    ) == 2
     short = {k: v["accuracy"] for k, v in below["results"]["by_figurative"].items()}
     assert len(with_interval(short)) == 1 and "figurative and on literal" in said
 
@@ -146,9 +179,20 @@ def test_the_notice_comes_before_the_model_loads(mirror, monkeypatch):
         raise RuntimeError("the model was loaded")
 
     monkeypatch.setattr(runner, "load_scorer", refuse)
-    with pytest.warns(SmallLimitWarning, match="FRS, KTS and X-FaKT"), pytest.raises(RuntimeError, match="loaded"):
-        run("xfakt_factual_recall", "planted:xfakt_factual_recall", judge="string", limit=10, progress=False)
-    with pytest.raises(InvalidValueError, match=r"limit must be a whole number >= 1, got 'some' \(or \"smoke\""):
+    with (
+        pytest.warns(SmallLimitWarning, match="FRS, KTS and X-FaKT"),
+        pytest.raises(RuntimeError, match="loaded"),
+    ):
+        run(
+            "xfakt_factual_recall",
+            "planted:xfakt_factual_recall",
+            judge="string",
+            limit=10,
+            progress=False,
+        )
+    with pytest.raises(
+        InvalidValueError, match=r"limit must be a whole number >= 1, got 'some' \(or \"smoke\""
+    ):
         run("xfakt_factual_recall", RandomScorer(), limit="some")
 
 
@@ -162,9 +206,18 @@ def test_a_suite_says_what_each_config_lacks_before_its_model_loads(mirror, monk
             "culture_probe.suite.load_scorer",
             lambda model, settings: said_before_load.append(len(caught)) or RandomScorer(),
         )
-        run_suite(["camel_co_prompts", "camel_ag_prompts"], MODEL, limit=12, n_runs=1, sample_size=2, progress=False)
+        run_suite(
+            ["camel_co_prompts", "camel_ag_prompts"],
+            MODEL,
+            limit=12,
+            n_runs=1,
+            sample_size=2,
+            progress=False,
+        )
     said = [str(w.message) for w in caught if issubclass(w.category, SmallLimitWarning)]
-    assert len(said) == 2 and said_before_load == [2]  # each config's notice once, all before the model loads
+    assert len(said) == 2 and said_before_load == [
+        2
+    ]  # each config's notice once, all before the model loads
     assert "camel_co_prompts (20 prompts)" in said[0] and "camel_ag_prompts (" in said[1]
 
 
@@ -172,13 +225,21 @@ def test_a_random_model_is_read_against_its_chance_level(mirror):
     """A random ranking scores 15-20% P@1 on small candidate sets: the results block says what chance is, exactly."""
     result, _ = smoke_run("dlama_arab_west", "smoke", language="en")
     records = [r for r in result.records if not r.skipped]
-    expected = 100 * np.mean([len({g for g in r["gold"] if g.strip()}) / r["n_candidates"] for r in records])
+    expected = 100 * np.mean(
+        [len({g for g in r["gold"] if g.strip()}) / r["n_candidates"] for r in records]
+    )
     chance = result.metrics["results"]["chance"]["p1"]
     assert chance["value"] == pytest.approx(expected) and "g/N" in chance["method"]
-    assert abs(result.metrics["results"]["overall"]["p1"]["value"] - expected) < 15  # random: near chance
+    assert (
+        abs(result.metrics["results"]["overall"]["p1"]["value"] - expected) < 15
+    )  # random: near chance
     ranked, _ = smoke_run("xfakt_factual_recall", "smoke", mode="rank")
-    assert ranked.metrics["results"]["chance"]["error_rate"]["value"] == pytest.approx(100 * 12 / 13)
-    two, _ = smoke_run("xfakt_in_context", "smoke", mode="rank")  # each question ranks the two people it names
+    assert ranked.metrics["results"]["chance"]["error_rate"]["value"] == pytest.approx(
+        100 * 12 / 13
+    )
+    two, _ = smoke_run(
+        "xfakt_in_context", "smoke", mode="rank"
+    )  # each question ranks the two people it names
     assert two.metrics["results"]["chance"]["error_rate"]["value"] == pytest.approx(50.0)
     maps, _ = smoke_run("maps_en", "smoke", data_dir=str(mirror / MAPS_DATA), memorisation=False)
     assert maps.metrics["results"]["chance"]["accuracy"]["value"] == pytest.approx(50.0)
@@ -198,4 +259,6 @@ def test_fmlama_chance_is_the_expected_map_of_each_dish_candidate_set(mirror):
         )
     expected = np.mean([np.mean(v) for v in per_dish.values()])
     assert result.metrics["results"]["chance"]["map_hasParts"]["value"] == pytest.approx(expected)
-    assert result.metrics["results"]["chance"]["map_hasParts"]["value"] < 2  # 1,287 candidates: chance is tiny
+    assert (
+        result.metrics["results"]["chance"]["map_hasParts"]["value"] < 2
+    )  # 1,287 candidates: chance is tiny

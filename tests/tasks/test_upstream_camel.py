@@ -24,9 +24,13 @@ def paper_cbs(arab, western) -> float:
 def test_the_upstream_profile_is_the_default():
     for kind in MODEL_KINDS:
         assert CamelTask.profile("upstream", kind) == {}
-        assert CamelTask.options_for("upstream", {}, kind) == CamelTask.options_for("default", {}, kind)
+        assert CamelTask.options_for("upstream", {}, kind) == CamelTask.options_for(
+            "default", {}, kind
+        )
     for deviation in CamelTask.deviations:
-        assert deviation.upstream is None and "released data only" in deviation.upstream_note, deviation.id
+        assert deviation.upstream is None and "released data only" in deviation.upstream_note, (
+            deviation.id
+        )
         assert deviation.record(CamelTask.Options())["side"] == "default"
 
 
@@ -38,7 +42,13 @@ def test_spec_worked_example_is_the_papers_formula():
     entities = [{"entity_type": 2, "entity": e, "culture": "Arab"} for e in arab]
     entities += [{"entity_type": 2, "entity": e, "culture": "Western"} for e in western]
     rows = [
-        {"id": i, "entity_type": 2, "prompt_masked": f"{t} [MASK]", "prompt_causal": t, "sentiment": None}
+        {
+            "id": i,
+            "entity_type": 2,
+            "prompt_masked": f"{t} [MASK]",
+            "prompt_causal": t,
+            "sentiment": None,
+        }
         for i, t in enumerate(scores)
     ]
     table = {t: dict(zip(arab + western, a + w, strict=True)) for t, (a, w) in scores.items()}
@@ -49,11 +59,16 @@ def test_spec_worked_example_is_the_papers_formula():
         for p, o in zip(probes, TableScorer(table).score([p.request for p in probes]), strict=True)
     ]
     assert [paper_cbs(r["arab"], r["western"]) for r in records] == [50.0, 0.0]
-    assert upstream.compute_metrics(records)["per_type"] == {"food": pytest.approx((50.0 + 0.0) / 2)}
+    assert upstream.compute_metrics(records)["per_type"] == {
+        "food": pytest.approx((50.0 + 0.0) / 2)
+    }
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(-3, 0), min_size=1, max_size=8), st.lists(st.integers(-3, 0), min_size=1, max_size=8))
+@given(
+    st.lists(st.integers(-3, 0), min_size=1, max_size=8),
+    st.lists(st.integers(-3, 0), min_size=1, max_size=8),
+)
 def test_prompt_cbs_is_the_papers_formula_ties_included(arab, western):
     tie_value = CamelTask.options_for("upstream", {}, "masked").tie_value  # few values: many ties
     ours = prompt_cbs(np.asarray(arab, dtype=float), np.asarray(western, dtype=float), tie_value)

@@ -38,8 +38,12 @@ CANDIDATES = ("Africa", "Asia", "Europe", "North America")
 
 
 def test_the_upstream_profile_per_model_kind():
-    assert DlamaTask.options_for("upstream", {}, "masked") == DlamaTask.Options(candidate_tokenization="alone")
-    assert DlamaTask.options_for("upstream", {}, "seq2seq") == DlamaTask.Options(fill="upstream_regex", p1_gold="first")
+    assert DlamaTask.options_for("upstream", {}, "masked") == DlamaTask.Options(
+        candidate_tokenization="alone"
+    )
+    assert DlamaTask.options_for("upstream", {}, "seq2seq") == DlamaTask.Options(
+        fill="upstream_regex", p1_gold="first"
+    )
     assert DlamaTask.options_for("upstream", {}, "causal") == DlamaTask.Options(generate_first_n=3)
     assert DlamaTask.options_for("default", {}, "masked") == DlamaTask.Options()
     sides = {
@@ -48,7 +52,11 @@ def test_the_upstream_profile_per_model_kind():
             "dlama_arab_west", DlamaTask.options_for("upstream", {}, "seq2seq"), kind="seq2seq"
         ).applied_deviations()
     }
-    assert sides == {"D1": "upstream", "D6": "default", "D7": "upstream"}  # D6 changes no number (its note says)
+    assert sides == {
+        "D1": "upstream",
+        "D6": "default",
+        "D7": "upstream",
+    }  # D6 changes no number (its note says)
     with pytest.raises(UnknownNameError, match="Unknown value of option fill 'regex'"):
         DlamaTask.Options(fill="regex")
 
@@ -64,8 +72,14 @@ def upstream_p_at_1(ranks: list[int]) -> float:
 @pytest.fixture(scope="module")
 def roberta_style():
     """A tiny RoBERTa-style masked model; "Asia" alone is two pieces, " Asia" one."""
-    texts = [TEMPLATE.replace("[X]", s).replace("[Y]", o) for (_, s), (_, labels, _) in FACTS.items() for o in labels]
-    model, tok = roberta_style_model(texts * 20 + [" ".join(CANDIDATES)] * 5, vocab_size=320, seed=5)
+    texts = [
+        TEMPLATE.replace("[X]", s).replace("[Y]", o)
+        for (_, s), (_, labels, _) in FACTS.items()
+        for o in labels
+    ]
+    model, tok = roberta_style_model(
+        texts * 20 + [" ".join(CANDIDATES)] * 5, vocab_size=320, seed=5
+    )
     assert len(tok.tokenize("Asia")) != len(tok.tokenize(" Asia"))
     return model, tok
 
@@ -88,7 +102,10 @@ def test_masked_p_at_1_with_candidates_tokenized_alone(roberta_style, tmp_path):
     }
     upstream = runs["upstream"]
     config = json.loads((tmp_path / "upstream" / "config.json").read_text(encoding="utf-8"))
-    assert config["options"]["candidate_tokenization"] == "alone" and config["run"]["protocol"] == "upstream"
+    assert (
+        config["options"]["candidate_tokenization"] == "alone"
+        and config["run"]["protocol"] == "upstream"
+    )
     assert {d["id"]: d["side"] for d in config["deviations"]} == {"D2": "upstream", "D5": "default"}
     assert "| D2 |" in (tmp_path / "upstream" / "report.md").read_text(encoding="utf-8")
     ranks: dict[str, list[int]] = {"arab": [], "west": []}
@@ -102,9 +119,14 @@ def test_masked_p_at_1_with_candidates_tokenized_alone(roberta_style, tmp_path):
     for culture, culture_ranks in ranks.items():
         assert round(cultures[culture], 3) == upstream_p_at_1(culture_ranks)
     # the default scores in-context ids: " Asia" is one piece there, two pieces upstream
-    tokens = {p: dict(zip(CANDIDATES, runs[p].records[0]["scores"]["n_tokens"], strict=True)) for p in runs}
+    tokens = {
+        p: dict(zip(CANDIDATES, runs[p].records[0]["scores"]["n_tokens"], strict=True))
+        for p in runs
+    }
     assert tokens["upstream"]["Asia"] == len(tok.tokenize("Asia")) != tokens["default"]["Asia"]
-    assert [r["top_scores"] for r in runs["default"].records] != [r["top_scores"] for r in upstream.records]
+    assert [r["top_scores"] for r in runs["default"].records] != [
+        r["top_scores"] for r in upstream.records
+    ]
 
 
 # ---------------------------------------------------------------- the T5/mT5 path: regex fill (D1), first gold (D7)
@@ -144,7 +166,11 @@ class Seq2SeqTable:
 
 def t5_table() -> dict[tuple[str, str], float]:
     """The spec's worked-example scores, except that Egypt (gold [Africa, Asia]) now ranks Asia first."""
-    table = {(s, c): v for (_, s), (_, _, scores) in FACTS.items() for c, v in zip(CANDIDATES, scores, strict=True)}
+    table = {
+        (s, c): v
+        for (_, s), (_, _, scores) in FACTS.items()
+        for c, v in zip(CANDIDATES, scores, strict=True)
+    }
     return table | {("Egypt", "Asia"): -1.0}
 
 
@@ -154,22 +180,39 @@ def test_t5_path_fill_and_p_at_1_of_the_first_listed_label(tmp_path):
     for protocol in ("upstream", "default"):
         scorer = Seq2SeqTable(t5_table())
         runs[protocol] = (
-            run("dlama_arab_west", scorer, data_dir=data_dir, language="en", protocol=protocol, progress=False),
+            run(
+                "dlama_arab_west",
+                scorer,
+                data_dir=data_dir,
+                language="en",
+                protocol=protocol,
+                progress=False,
+            ),
             scorer,
         )
     upstream, scorer = runs["upstream"]
     subjects = [s for (_, s) in FACTS]
     assert sorted(scorer.prompts) == sorted(upstream_t5_prompt(TEMPLATE, s) for s in subjects)
     assert "[Egypt] is located in [Y] ." in scorer.prompts
-    assert sorted(runs["default"][1].prompts) == sorted(TEMPLATE.replace("[X]", s) for s in subjects)
+    assert sorted(runs["default"][1].prompts) == sorted(
+        TEMPLATE.replace("[X]", s) for s in subjects
+    )
     ranks: dict[str, list[int]] = {"arab": [], "west": []}
     for (region, subject), (_, labels, _) in FACTS.items():
         scores = {c: t5_table()[subject, c] for c in CANDIDATES}
-        ranks["arab" if region == "ARAB_REGION" else "west"].append(upstream_t5_rank(scores, labels))
+        ranks["arab" if region == "ARAB_REGION" else "west"].append(
+            upstream_t5_rank(scores, labels)
+        )
     cultures = upstream.metrics["en"]["cultures"]
-    assert {c: round(v, 3) for c, v in cultures.items()} == {c: upstream_p_at_1(r) for c, r in ranks.items()}
-    assert cultures["arab"] == pytest.approx(100 / 3)  # Egypt's top is Asia, its second label: a miss upstream
-    assert runs["default"][0].metrics["en"]["cultures"]["arab"] == pytest.approx(200 / 3)  # a hit by default
+    assert {c: round(v, 3) for c, v in cultures.items()} == {
+        c: upstream_p_at_1(r) for c, r in ranks.items()
+    }
+    assert cultures["arab"] == pytest.approx(
+        100 / 3
+    )  # Egypt's top is Asia, its second label: a miss upstream
+    assert runs["default"][0].metrics["en"]["cultures"]["arab"] == pytest.approx(
+        200 / 3
+    )  # a hit by default
 
 
 def test_the_regex_fill_replaces_every_capital_x_of_the_template_and_keeps_the_brackets(tmp_path):
@@ -191,8 +234,13 @@ def test_the_regex_fill_replaces_every_capital_x_of_the_template_and_keeps_the_b
     assert expected == "The Egypt-ray of [Egypt] shows [Y] ." and expected in scorer.prompts
     assert expected in {r["prompt"] for r in result.records}
     # the subject is a replacement template there: its own X stays, a backslash escape is read
-    assert fill_slots("[X] is in [Y] .", [("[X]", "Xanadu")], "upstream_regex") == "[Xanadu] is in [Y] ."
-    assert fill_slots("[X] is in [Y] .", [("[X]", r"A\tB")], "upstream_regex") == "[A\tB] is in [Y] ."
+    assert (
+        fill_slots("[X] is in [Y] .", [("[X]", "Xanadu")], "upstream_regex")
+        == "[Xanadu] is in [Y] ."
+    )
+    assert (
+        fill_slots("[X] is in [Y] .", [("[X]", r"A\tB")], "upstream_regex") == "[A\tB] is in [Y] ."
+    )
     assert fill_slots("[X] is in [Y] .", [("[X]", "Xanadu")]) == "Xanadu is in [Y] ."
 
 
@@ -240,11 +288,20 @@ def test_generation_asks_the_first_3_facts_of_each_file(tmp_path):
     asked = {}
     for protocol in ("upstream", "default"):
         model = Replies()
-        result = run("dlama_arab_west", model, data_dir=str(root), mode="generate", protocol=protocol, progress=False)
+        result = run(
+            "dlama_arab_west",
+            model,
+            data_dir=str(root),
+            mode="generate",
+            protocol=protocol,
+            progress=False,
+        )
         asked[protocol] = (model.asked, result)
     model_asked, result = asked["upstream"]
     assert sorted(model_asked) == sorted(upstream_gpt_questions(root))
     assert len(model_asked) == 2 * 2 * 3  # two languages x two culture files x 3 facts
-    assert result.metrics["skipped"] == {"not among the first 3 facts of its file (generate_first_n, D4)": 6}
+    assert result.metrics["skipped"] == {
+        "not among the first 3 facts of its file (generate_first_n, D4)": 6
+    }
     assert len(asked["default"][0]) == 2 * len(facts)  # the default asks every fact
     assert ARABIC["Egypt"] in " ".join(model_asked)

@@ -58,7 +58,11 @@ DISHES = [
     ("Turkey", "kebab", ["beef", "salt"]),
     ("Mexico", "Caesar salad", ["lettuce", "cheese"]),
     ("Germany", "bratwurst", ["pork", "salt"]),
-    ("Russia", "borscht", ["beetroot", "cabbage", "potato", "carrot", "onion", "beef", "dill", "salt", "garlic"]),
+    (
+        "Russia",
+        "borscht",
+        ["beetroot", "cabbage", "potato", "carrot", "onion", "beef", "dill", "salt", "garlic"],
+    ),
 ]
 ROWS = [
     {
@@ -104,12 +108,17 @@ def test_the_upstream_profile_per_model_kind():
     assert FmlamaTask.options_for("upstream", {}, "masked") == FmlamaTask.Options(
         **v1, max_candidate_tokens=10, candidate_tokenization="alone"
     )
-    assert FmlamaTask.options_for("upstream", {}, "seq2seq") == FmlamaTask.Options(**v1, fill="upstream_regex")
+    assert FmlamaTask.options_for("upstream", {}, "seq2seq") == FmlamaTask.Options(
+        **v1, fill="upstream_regex"
+    )
     assert FmlamaTask.options_for("upstream", {}, "causal") == FmlamaTask.Options(
         chat_decoding="sample", chat_temperature=0.7, chat_max_new_tokens=1024
     )
     options = FmlamaTask.options_for("upstream", {}, "masked")
-    sides = {d["id"]: d["side"] for d in FmlamaTask("fmlama_en", options, kind="masked").applied_deviations()}
+    sides = {
+        d["id"]: d["side"]
+        for d in FmlamaTask("fmlama_en", options, kind="masked").applied_deviations()
+    }
     assert sides == {
         "F1": "upstream",
         "F2": "upstream",
@@ -121,8 +130,13 @@ def test_the_upstream_profile_per_model_kind():
         "F10": "upstream",
         "F11": "upstream",
     }
-    chat = FmlamaTask("fmlama_cs_en_en", FmlamaTask.Options(mode="chat", split_gold=False), kind="causal")
-    assert chat.gold(ROWS[0]) == ["beef", "bread"]  # F1 concerns the ranking: chat replies match ingredients
+    chat = FmlamaTask(
+        "fmlama_cs_en_en", FmlamaTask.Options(mode="chat", split_gold=False), kind="causal"
+    )
+    assert chat.gold(ROWS[0]) == [
+        "beef",
+        "bread",
+    ]  # F1 concerns the ranking: chat replies match ingredients
     with pytest.raises(UnknownNameError, match="Unknown value of option group_set 'v1'"):
         FmlamaTask.Options(group_set="v1")
 
@@ -137,10 +151,18 @@ def v1_template_map(found: list[tuple[str, list[int]]]) -> dict[str, float]:
 
     def m_ap(rows: list[list[int]]) -> float:
         return round(
-            100 * sum(sum((j + 1) / (r + 1) for j, r in enumerate(ranks)) / len(ranks) for ranks in rows) / len(rows), 2
+            100
+            * sum(
+                sum((j + 1) / (r + 1) for j, r in enumerate(ranks)) / len(ranks) for ranks in rows
+            )
+            / len(rows),
+            2,
         )
 
-    cells = {label: m_ap([ranks for o, ranks in found if o == origin]) for origin, label in V1_COUNTRY.items()}
+    cells = {
+        label: m_ap([ranks for o, ranks in found if o == origin])
+        for origin, label in V1_COUNTRY.items()
+    }
     cells["Others"] = m_ap([ranks for o, ranks in found if o not in V1_COUNTRY])
     cells["ALL"] = m_ap([ranks for _, ranks in found])
     return cells
@@ -158,15 +180,23 @@ def v1_gold(row) -> str:
 def roberta_style():
     """A tiny RoBERTa-style masked model trained on the rows' words: short gold strings are a few pieces,
     borscht's more than 10."""
-    texts = [t.replace("[X]", dish).replace("[Y]", ", ".join(gold)) for _, dish, gold in DISHES for t in HASPARTS]
+    texts = [
+        t.replace("[X]", dish).replace("[Y]", ", ".join(gold))
+        for _, dish, gold in DISHES
+        for t in HASPARTS
+    ]
     return roberta_style_model(texts * 10, vocab_size=400, seed=2)
 
 
-def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(roberta_style, fmlama_release, tmp_path):
+def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(
+    roberta_style, fmlama_release, tmp_path
+):
     model, tok = roberta_style
     pool = sorted({v1_gold(row) for row in ROWS})
     lengths = {c: len(tok.tokenize(c)) for c in pool}
-    assert lengths[v1_gold(ROWS[-1])] > 10 and sum(n <= 10 for n in lengths.values()) >= 8  # the cap bites once
+    assert (
+        lengths[v1_gold(ROWS[-1])] > 10 and sum(n <= 10 for n in lengths.values()) >= 8
+    )  # the cap bites once
     runs = {
         p: run(
             "fmlama_en",
@@ -182,30 +212,48 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(roberta_style, fml
     }
     upstream = runs["upstream"]
     sides = {d["id"]: d["side"] for d in upstream.config["deviations"]}
-    assert {i for i, side in sides.items() if side == "upstream"} == {"F1", "F2", "F2b", "F9", "F10", "F11"}
+    assert {i for i, side in sides.items() if side == "upstream"} == {
+        "F1",
+        "F2",
+        "F2b",
+        "F9",
+        "F10",
+        "F11",
+    }
     assert "| F10 |" in (tmp_path / "upstream" / "report.md").read_text(encoding="utf-8")
     expected: dict[str, dict[str, float]] = {}
     for number, template in enumerate(HASPARTS, 1):
         relation, found = f"hasParts_{number}", []
         for row in ROWS:
             ranking = [
-                c for c, _ in upstream_masked_ranking(model, tok, template, row["sub_label"], pool, max_pieces=10)
+                c
+                for c, _ in upstream_masked_ranking(
+                    model, tok, template, row["sub_label"], pool, max_pieces=10
+                )
             ]
             ranks = [i for i, c in enumerate(ranking) if c == v1_gold(row)]
-            record = next(r for r in upstream.records if r["id"] == row["id"] and r["template"] == relation)
+            record = next(
+                r for r in upstream.records if r["id"] == row["id"] and r["template"] == relation
+            )
             assert record["gold"] == [v1_gold(row)] and record["n_candidates"] == len(ranking)
             assert record["gold_ranks"] == [ranks[0] + 1 if ranks else None]
             if ranks:  # v1's scorer drops a dish whose gold was not ranked
                 found.append((row["origin"], ranks))
         expected[relation] = v1_template_map(found)
-        assert upstream.metrics["templates"][relation]["map"] == pytest.approx(expected[relation], abs=1e-9)
+        assert upstream.metrics["templates"][relation]["map"] == pytest.approx(
+            expected[relation], abs=1e-9
+        )
     table = upstream.metrics["map"]["hasParts"]
     for group, cell in table.items():
-        assert cell["mean"] == pytest.approx(statistics.fmean(expected[r][group] for r in expected), abs=1e-9)
+        assert cell["mean"] == pytest.approx(
+            statistics.fmean(expected[r][group] for r in expected), abs=1e-9
+        )
     assert "Germany" not in table and "Russia" not in table  # Others in v1's 10-group scorer
     # the default: ingredients split (a larger pool), in-context ids, no cap, AP over |G|, the paper's 14 groups
     default = runs["default"]
-    assert {r["n_candidates"] for r in default.records} == {len({i for row in ROWS for i in row["obj_label"]})}
+    assert {r["n_candidates"] for r in default.records} == {
+        len({i for row in ROWS for i in row["obj_label"]})
+    }
     assert {"Germany", "Russia"} <= set(default.metrics["map"]["hasParts"])
 
 
@@ -270,17 +318,27 @@ def test_t5_path_regex_fill_and_map_without_a_cap(fmlama_release):
         for origin, dish, _ in DISHES:
             prompt = v1_t5_prompt(template, dish, origin, relation)
             assert prompt in scorers["upstream"].prompts
-            ranking = [c for _, c in sorted((-t5_score(prompt, c), c) for c in pool)]  # (nll, answer) ascending
+            ranking = [
+                c for _, c in sorted((-t5_score(prompt, c), c) for c in pool)
+            ]  # (nll, answer) ascending
             gold = v1_gold(next(row for row in ROWS if row["sub_label"] == dish))
             found.append((origin, [ranking.index(gold)]))
         expected[relation] = v1_template_map(found)
-        assert upstream.metrics["templates"][relation]["map"] == pytest.approx(expected[relation], abs=1e-9)
+        assert upstream.metrics["templates"][relation]["map"] == pytest.approx(
+            expected[relation], abs=1e-9
+        )
     assert {r["n_candidates"] for r in upstream.records} == {len(pool)}  # no cap on this path
     caesar = {r["template"]: r["prompt"] for r in upstream.records if r["id"] == "Q9|en"}
-    assert caesar["country_1"] == "In [Mexico], the food [Mexicoaesar salad] has the ingredients of [Y] ."
+    assert (
+        caesar["country_1"]
+        == "In [Mexico], the food [Mexicoaesar salad] has the ingredients of [Y] ."
+    )
     assert caesar["hasParts_1"] == "The food [Caesar salad] has the ingredients of [Y] ."
     burger = {r["template"]: r["prompt"] for r in upstream.records if r["id"] == "Q0|en"}
-    assert burger["country_1"] == "In [ the United States], the food [burger] has the ingredients of [Y] ."  # F4
+    assert (
+        burger["country_1"]
+        == "In [ the United States], the food [burger] has the ingredients of [Y] ."
+    )  # F4
     default = {r["template"]: r["prompt"] for r in runs["default"].records if r["id"] == "Q9|en"}
     assert default["country_1"] == "In Mexico, the food Caesar salad has the ingredients of [Y] ."
 
@@ -292,4 +350,8 @@ def test_the_fill_strips_the_template_and_the_dish_but_not_the_country():
         False,
     )
     # Hebrew's numbered slots are filled by replacement either way (v1 never filled them)
-    assert fill("במאכל [1] יש את [2].", "פיצה", None, "he", "upstream_regex") == ("במאכל פיצה יש את ", ".", False)
+    assert fill("במאכל [1] יש את [2].", "פיצה", None, "he", "upstream_regex") == (
+        "במאכל פיצה יש את ",
+        ".",
+        False,
+    )

@@ -67,7 +67,9 @@ def test_the_upstream_profile_per_model_kind():
     assert MapsTask.options_for("default", {}, "masked") == MapsTask.Options()
     sides = {
         d["id"]: d["side"]
-        for d in MapsTask("maps_en", MapsTask.options_for("upstream", {}, "masked"), kind="masked").applied_deviations()
+        for d in MapsTask(
+            "maps_en", MapsTask.options_for("upstream", {}, "masked"), kind="masked"
+        ).applied_deviations()
     }
     assert sides == {
         "M1": "default",
@@ -100,11 +102,17 @@ def upstream_xlmr_letter(model, tok, prompt: str) -> str:
 def test_xlmr_compares_the_bare_letter_pieces():
     import torch
 
-    tok = train_tokenizer([reasoning_prompt(r) for r in ROWS] * 3, "metaspace", vocab_size=300, model_kind="masked")
-    assert {tok.convert_tokens_to_ids(p) for p in ("a", "b", "▁a", "▁b")}.isdisjoint({tok.unk_token_id})
+    tok = train_tokenizer(
+        [reasoning_prompt(r) for r in ROWS] * 3, "metaspace", vocab_size=300, model_kind="masked"
+    )
+    assert {tok.convert_tokens_to_ids(p) for p in ("a", "b", "▁a", "▁b")}.isdisjoint(
+        {tok.unk_token_id}
+    )
     model = tiny_model("xlm-roberta", tok, layers=1, hidden=32, seed=0)
     scorer = Scorer(model, tok)
-    upstream = run("maps_en", scorer, rows=ROWS, protocol="upstream", memorisation=False, progress=False)
+    upstream = run(
+        "maps_en", scorer, rows=ROWS, protocol="upstream", memorisation=False, progress=False
+    )
     default = run("maps_en", scorer, rows=ROWS, memorisation=False, progress=False)
     expected = [upstream_xlmr_letter(model, tok, reasoning_prompt(r)) for r in ROWS]
     assert [r["pred"] for r in upstream.records] == expected
@@ -115,7 +123,9 @@ def test_xlmr_compares_the_bare_letter_pieces():
     with torch.no_grad():
         logprobs = torch.log_softmax(model(**encoded).logits[0, at], dim=-1)
     word_initial = logprobs[tok.convert_tokens_to_ids(["▁a", "▁b"])].tolist()
-    assert [default.records[0]["score_a"], default.records[0]["score_b"]] == pytest.approx(word_initial, abs=1e-5)
+    assert [default.records[0]["score_a"], default.records[0]["score_b"]] == pytest.approx(
+        word_initial, abs=1e-5
+    )
     assert [r["pred"] for r in default.records] != expected
 
 
@@ -136,15 +146,25 @@ def upstream_mt0_letter(model, tok, prompt: str) -> str:
 
 
 def test_mt0_scores_the_letter_from_the_decoder_start():
-    tok = train_tokenizer([reasoning_prompt(r) for r in ROWS] * 3, "metaspace", vocab_size=300, model_kind="seq2seq")
-    assert all(len(tok(letter, add_special_tokens=False)["input_ids"]) == 1 for letter in ("a", "b"))
+    tok = train_tokenizer(
+        [reasoning_prompt(r) for r in ROWS] * 3, "metaspace", vocab_size=300, model_kind="seq2seq"
+    )
+    assert all(
+        len(tok(letter, add_special_tokens=False)["input_ids"]) == 1 for letter in ("a", "b")
+    )
     model = tiny_model("t5", tok, layers=1, hidden=32, seed=0)
     scorer = Scorer(model, tok)
-    upstream = run("maps_en", scorer, rows=ROWS, protocol="upstream", memorisation=False, progress=False)
+    upstream = run(
+        "maps_en", scorer, rows=ROWS, protocol="upstream", memorisation=False, progress=False
+    )
     expected = [upstream_mt0_letter(model, tok, reasoning_prompt(r)) for r in ROWS]
-    assert [r["pred"] for r in upstream.records] == expected  # single-token letters: log-prob = raw-logit decision
+    assert [
+        r["pred"] for r in upstream.records
+    ] == expected  # single-token letters: log-prob = raw-logit decision
     default = run("maps_en", scorer, rows=ROWS, memorisation=False, progress=False)
-    assert [r["score_a"] for r in default.records] != pytest.approx([r["score_a"] for r in upstream.records])
+    assert [r["score_a"] for r in default.records] != pytest.approx(
+        [r["score_a"] for r in upstream.records]
+    )
 
 
 # ---------------------------------------------------------------- memorisation: upstream's post-processing
@@ -163,7 +183,12 @@ def upstream_searched_text(decoded: str, pattern: str, front: str, kind: str, la
     if kind != "masked":
         decoded = decoded.replace("</s>", "")
     decoded = decoded.replace(">", "> ").replace(pattern.partition(":")[0] + ":", "").strip()
-    text = " ".join(word.strip() for word in decoded.split(" ") if ">" not in word).strip().lower().strip(".")
+    text = (
+        " ".join(word.strip() for word in decoded.split(" ") if ">" not in word)
+        .strip()
+        .lower()
+        .strip(".")
+    )
     gap = "" if language == "zh" else " "
     if kind == "seq2seq":
         return front + gap + text
@@ -196,7 +221,9 @@ class Stub:
 
         return [
             CandidateScores(
-                r.candidates, np.array([-1.0] * len(r.candidates)), np.array([self.target_tokens] * len(r.candidates))
+                r.candidates,
+                np.array([-1.0] * len(r.candidates)),
+                np.array([self.target_tokens] * len(r.candidates)),
             )
             for r in requests
         ]
@@ -213,9 +240,33 @@ class Stub:
 
 CASES = [  # kind, language, proverb, template (0-based), output, upstream success, default success
     ("causal", "en", "An apple a day keeps the doctor away", 0, " away from", True, True),
-    ("causal", "de", "Wer A sagt muss auch B sagen.", 1, " sagen.", False, True),  # strip(".") drops the period
-    ("causal", "de", "Wer A sagt muss auch B sagen.", 2, " sagen. und", True, True),  # ... unless more follows
-    ("causal", "en", "Look before you leap", 3, " leap<br>", False, True),  # a token holding ">" is dropped
+    (
+        "causal",
+        "de",
+        "Wer A sagt muss auch B sagen.",
+        1,
+        " sagen.",
+        False,
+        True,
+    ),  # strip(".") drops the period
+    (
+        "causal",
+        "de",
+        "Wer A sagt muss auch B sagen.",
+        2,
+        " sagen. und",
+        True,
+        True,
+    ),  # ... unless more follows
+    (
+        "causal",
+        "en",
+        "Look before you leap",
+        3,
+        " leap<br>",
+        False,
+        True,
+    ),  # a token holding ">" is dropped
     ("causal", "de", "Hunde, die bellen, beißen nicht!", 4, " nicht", False, True),
     ("seq2seq", "en", "Haste makes waste", 1, "Waste!", True, True),
     ("seq2seq", "de", "Wer A sagt muss auch B sagen.", 0, "sagen.", False, True),
@@ -241,7 +292,8 @@ def test_memorisation_success_follows_upstreams_post_processing(
     # M5: upstream asked XLM-R in the proverb's own language (memorization.py:101), the others in English
     pattern = UPSTREAM_PATTERNS["de" if kind == "masked" else "en"][t]
     assert (
-        prompts["upstream"][t] == pattern.format(proverb=proverb.lower().rpartition(" ")[0]).lower() or language == "zh"
+        prompts["upstream"][t] == pattern.format(proverb=proverb.lower().rpartition(" ")[0]).lower()
+        or language == "zh"
     )
     # what upstream decoded: a causal model's prompt and continuation together, the others' output alone
     decoded = prompts["upstream"][t] + output if kind == "causal" else output
@@ -258,7 +310,9 @@ def test_budget_is_four_new_tokens_for_causal_models_and_nineteen_for_mt0():
         upstream, default = Stub(kind, {}, target_tokens=5), Stub(kind, {}, target_tokens=5)
         run("maps_en", upstream, rows=[row], protocol="upstream", progress=False)
         run("maps_en", default, rows=[row], progress=False)
-        assert upstream.budgets == {upstream_budget} and default.budgets == {7}  # default: max(4, T + 2)
+        assert upstream.budgets == {upstream_budget} and default.budgets == {
+            7
+        }  # default: max(4, T + 2)
 
 
 def test_causal_memorisation_on_a_real_model_matches_upstream():
@@ -268,7 +322,9 @@ def test_causal_memorisation_on_a_real_model_matches_upstream():
     import torch
 
     fronts = ["look before you", "haste makes", "practice makes"]
-    texts = [p for f in fronts for p in memorisation_prompts(f + " x", "en")] * 3 + ["away leap waste perfect"] * 3
+    texts = [p for f in fronts for p in memorisation_prompts(f + " x", "en")] * 3 + [
+        "away leap waste perfect"
+    ] * 3
     tok = train_tokenizer(texts, "metaspace", vocab_size=200, model_kind="causal")
     model = tiny_model("llama", tok, layers=1, hidden=32, seed=6)
 
@@ -283,14 +339,19 @@ def test_causal_memorisation_on_a_real_model_matches_upstream():
     decoded, new_ids = upstream_generate(memorisation_prompts(fronts[0] + " x", "en")[0])
     assert tok.convert_ids_to_tokens(new_ids)[0].startswith("▁")
     planted = fronts[0] + " " + decoded.split("proverb: " + fronts[0])[1].split()[0]
-    rows = [{**ROWS[0], "id": f"p{i}", "proverb": p} for i, p in enumerate([planted, fronts[1] + " waste"])]
+    rows = [
+        {**ROWS[0], "id": f"p{i}", "proverb": p}
+        for i, p in enumerate([planted, fronts[1] + " waste"])
+    ]
     result = run("maps_en", Scorer(model, tok), rows=rows, protocol="upstream", progress=False)
     got = {(r["id"], r["template"]): r for r in result.records if "success" in r}
     for row in rows:
         for t, prompt in enumerate(memorisation_prompts(row["proverb"], "en")):
             decoded, new_ids = upstream_generate(prompt)
             record = got[row["id"], t + 1]
-            assert len(new_ids) == 4 and record["output"] == tok.decode(new_ids, skip_special_tokens=True)
+            assert len(new_ids) == 4 and record["output"] == tok.decode(
+                new_ids, skip_special_tokens=True
+            )
             assert record["success"] is upstream_memorised(
                 decoded, row["proverb"], UPSTREAM_PATTERNS["en"][t], "causal", "en"
             ), (row["proverb"], t, decoded)

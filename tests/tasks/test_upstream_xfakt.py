@@ -95,7 +95,12 @@ def records_of(wrong: dict, asked: dict) -> list[Record]:
             f"{lang}-{country}-{i}",
             "",
             "answer",
-            {"language": lang, "country": country, "correct": i >= wrong[(lang, country)], "verdict": "x"},
+            {
+                "language": lang,
+                "country": country,
+                "correct": i >= wrong[(lang, country)],
+                "verdict": "x",
+            },
             kind="generate",
         )
         for (lang, country), n in asked.items()
@@ -105,7 +110,9 @@ def records_of(wrong: dict, asked: dict) -> list[Record]:
 
 def metrics_with(protocol: str, wrong: dict, asked: dict, kind: str = "causal") -> dict:
     options = XfaktTask.options_for(protocol, {"judge": "string"}, kind)
-    return XfaktTask("xfakt_factual_recall", options, kind=kind).compute_metrics(records_of(wrong, asked))
+    return XfaktTask("xfakt_factual_recall", options, kind=kind).compute_metrics(
+        records_of(wrong, asked)
+    )
 
 
 def library_view(metrics: dict) -> dict:
@@ -129,7 +136,10 @@ def test_the_profiles_options_and_what_upstream_never_did():
         "strip_echo": True,
     }
     # aya-101 (seq2seq) ran through HF on the raw question, with no echo removal: only the scorer applies
-    assert XfaktTask.profile("upstream", "seq2seq") == {"round_cells": True, "round_statistics": True}
+    assert XfaktTask.profile("upstream", "seq2seq") == {
+        "round_cells": True,
+        "round_statistics": True,
+    }
     # eval.py:16-18 defines tier lists but never uses them: the upstream profile adds no tier breakdown of its own
     assert XfaktTask.options_for("upstream", {}, "causal").tiers == "paper"
 
@@ -142,20 +152,36 @@ def test_worked_example_statistics_are_upstreams_rounded_cells():
         pytest.approx(6.5997, abs=1e-4),
         pytest.approx(15.8815, abs=1e-4),
     )
-    assert (upstream["t"], upstream["p"]) == (pytest.approx(2.6454, abs=1e-4), pytest.approx(0.0332, abs=1e-4))
-    assert library_view(metrics_with("upstream", WRONG, asked)) == pytest.approx(upstream, rel=1e-12)
+    assert (upstream["t"], upstream["p"]) == (
+        pytest.approx(2.6454, abs=1e-4),
+        pytest.approx(0.0332, abs=1e-4),
+    )
+    assert library_view(metrics_with("upstream", WRONG, asked)) == pytest.approx(
+        upstream, rel=1e-12
+    )
     # the default: the same FRS, KTS and X-FaKT, the statistics from unrounded cells (spec 5.1)
     default = library_view(metrics_with("default", WRONG, asked))
     for key in ("mu_assoc", "mu_non", "frs", "kts", "xfakt"):
         assert default[key] == pytest.approx(upstream[key], rel=1e-12)
-    assert [round(default[k], 4) for k in ("std_assoc", "std_non", "t", "p")] == [6.7344, 15.7935, 2.6458, 0.0331]
-    assert [round(upstream[k], 6) for k in ("frs", "kts", "xfakt")] == [0.586957, 0.554404, 0.570216]
+    assert [round(default[k], 4) for k in ("std_assoc", "std_non", "t", "p")] == [
+        6.7344,
+        15.7935,
+        2.6458,
+        0.0331,
+    ]
+    assert [round(upstream[k], 6) for k in ("frs", "kts", "xfakt")] == [
+        0.586957,
+        0.554404,
+        0.570216,
+    ]
 
 
 @st.composite
 def tables(draw):
     """A square table like upstream's: some question languages, each with its own country and the others'."""
-    languages = draw(st.lists(st.sampled_from(sorted(ASSOCIATIONS)), min_size=2, max_size=6, unique=True))
+    languages = draw(
+        st.lists(st.sampled_from(sorted(ASSOCIATIONS)), min_size=2, max_size=6, unique=True)
+    )
     cells = [(lang, ASSOCIATIONS[other]) for lang in languages for other in languages]
     asked = {cell: draw(st.integers(1, 9)) for cell in cells}
     wrong = {cell: draw(st.integers(0, n)) for cell, n in asked.items()}
@@ -173,7 +199,10 @@ def test_random_tables_score_as_upstreams_eval(table):
         columns["language"] += [lang] * n
         columns["country"] += [country] * n
     upstream = upstream_scores(wrong, asked)
-    for kind in ("causal", "seq2seq"):  # the scorer's options are the same for every kind upstream ran
+    for kind in (
+        "causal",
+        "seq2seq",
+    ):  # the scorer's options are the same for every kind upstream ran
         options = XfaktTask.options_for("upstream", {}, kind)
         ours = library_view(
             xfakt(
@@ -193,7 +222,9 @@ def test_random_tables_score_as_upstreams_eval(table):
         for key in ("mu_assoc", "mu_non", "std_assoc", "std_non", "frs", "kts", "xfakt"):
             assert ours[key] == pytest.approx(upstream[key], rel=1e-9, abs=1e-12), key
     # the default moves only the statistics: FRS, KTS and X-FaKT are upstream's either way
-    default = library_view(xfakt(**columns, associations={lang: ASSOCIATIONS[lang] for lang in languages}))
+    default = library_view(
+        xfakt(**columns, associations={lang: ASSOCIATIONS[lang] for lang in languages})
+    )
     for key in ("frs", "kts", "xfakt"):
         assert default[key] == pytest.approx(upstream[key], rel=1e-9, abs=1e-12)
 
@@ -225,10 +256,14 @@ def test_an_echoed_question_is_deleted_from_the_reply_as_upstream(xfakt_release,
 
 def test_an_echo_can_decide_the_verdict(xfakt_release):
     # in-context questions name both people: an echo puts the wrong one first for the string judge
-    rows = list(load_benchmark("xfakt_in_context", data_dir=str(xfakt_release))["test"].select(range(2)))
+    rows = list(
+        load_benchmark("xfakt_in_context", data_dir=str(xfakt_release))["test"].select(range(2))
+    )
     row = rows[1]
     output = f"{row['question']} {row['answer']}"
-    upstream = xtask(xfakt_release, "xfakt_in_context", judge="string", **XfaktTask.profile("upstream", "causal"))
+    upstream = xtask(
+        xfakt_release, "xfakt_in_context", judge="string", **XfaktTask.profile("upstream", "causal")
+    )
     default = xtask(xfakt_release, "xfakt_in_context", judge="string")
     probe = upstream.build_probes(rows)[1]
     default.build_probes(rows)
@@ -251,7 +286,9 @@ def test_the_judges_echoed_prompt_is_deleted_before_reading_the_verdict(xfakt_re
     upstream = xtask(xfakt_release, **XfaktTask.profile("upstream", "causal"))
     default = xtask(xfakt_release)
     (probe,) = upstream.build_probes([], stage="judge", previous=[answer])
-    output = "Echo:" + probe.prompt + "Rating: [[1]]"  # the reply inside the echoed prompt holds "[4]"
+    output = (
+        "Echo:" + probe.prompt + "Rating: [[1]]"
+    )  # the reply inside the echoed prompt holds "[4]"
     assert upstream_reply(output, probe.prompt) == "Echo:Rating: [[1]]"
     assert upstream.to_record(probe, output, stage="judge")["judge_output"] == "Echo:Rating: [[1]]"
     assert upstream.to_record(probe, output, stage="judge")["correct"] is True
@@ -266,10 +303,17 @@ def test_the_judges_echoed_prompt_is_deleted_before_reading_the_verdict(xfakt_re
 def test_the_profile_doubles_the_bos_of_chat_prompts_only(xfakt_release):
     rows = rows_of(xfakt_release, "New York", languages=("en",))
     causal = xtask(xfakt_release, **XfaktTask.profile("upstream", "causal")).build_probes(rows)
-    seq2seq = xtask(xfakt_release, kind="seq2seq", **XfaktTask.profile("upstream", "seq2seq")).build_probes(rows)
+    seq2seq = xtask(
+        xfakt_release, kind="seq2seq", **XfaktTask.profile("upstream", "seq2seq")
+    ).build_probes(rows)
     default = xtask(xfakt_release).build_probes(rows)
-    assert causal[0].options.add_special_tokens is True  # vLLM tokenised the templated string with BOS again
-    assert seq2seq[0].options.add_special_tokens is None and default[0].options.add_special_tokens is None
+    assert (
+        causal[0].options.add_special_tokens is True
+    )  # vLLM tokenised the templated string with BOS again
+    assert (
+        seq2seq[0].options.add_special_tokens is None
+        and default[0].options.add_special_tokens is None
+    )
 
 
 class _Echo:

@@ -59,7 +59,9 @@ def literals(release: Path | None = None, corrected: bool = False) -> dict:
     return read_literals(data_dir=str(release) if release else None, corrected=corrected)[0]
 
 
-def xtask(release: Path, config: str = "xfakt_factual_recall", kind: str = "causal", **options) -> XfaktTask:
+def xtask(
+    release: Path, config: str = "xfakt_factual_recall", kind: str = "causal", **options
+) -> XfaktTask:
     """The X-FaKT protocol with its literals loaded from `release`."""
     return load_task(config, XfaktTask.Options(**options), kind=kind, data_dir=str(release))[0]
 
@@ -86,7 +88,9 @@ def by_entity(rows: list[dict], probes: list) -> dict:
 
 @cache
 def tiny_chat_scorer(release: Path) -> Scorer:
-    texts = [r["question"] for r in recall_rows(release)[::4]] + [judge_template(literals(release))[1]]
+    texts = [r["question"] for r in recall_rows(release)[::4]] + [
+        judge_template(literals(release))[1]
+    ]
     tok = train_tokenizer(texts, "bpe", vocab_size=1500, model_kind="causal")
     tok.chat_template = CHAT
     return Scorer(tiny_model("gpt2", tok, layers=1, hidden=32), tok)
@@ -97,7 +101,11 @@ def tiny_chat_scorer(release: Path) -> Scorer:
 
 def test_questions_are_the_papers_templates_sent_as_one_chat_turn(xfakt_release):
     rows = rows_of(
-        xfakt_release, "New York", "George Washington", "Kutztown Folk Festival", languages=("en", "ar", "ja")
+        xfakt_release,
+        "New York",
+        "George Washington",
+        "Kutztown Folk Festival",
+        languages=("en", "ar", "ja"),
     )
     probes = by_entity(rows, xtask(xfakt_release).build_probes(rows))
     assert probes["New York", "en"].prompt == "In which country is New York located?"
@@ -108,7 +116,8 @@ def test_questions_are_the_papers_templates_sent_as_one_chat_turn(xfakt_release)
     assert probes["New York", "ar"].prompt == "في أي بلد يقع نيويورك؟"
     assert probes["George Washington", "ja"].prompt == "ジョージ・ワシントン はどの国からですか?"
     assert len(probes) == 9 and all(
-        isinstance(p, GenerateProbe) and p.options.chat and p.options.max_new_tokens == 128 for p in probes.values()
+        isinstance(p, GenerateProbe) and p.options.chat and p.options.max_new_tokens == 128
+        for p in probes.values()
     )
     seq2seq = xtask(xfakt_release, kind="seq2seq").build_probes(rows[:1])
     assert not seq2seq[0].options.chat  # seq2seq instruct models get the raw question (spec 4.2)
@@ -117,7 +126,10 @@ def test_questions_are_the_papers_templates_sent_as_one_chat_turn(xfakt_release)
 def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
     system, template = judge_template(literals())
     assert system == "You are a helpful assistant."
-    assert len(template) == 1412 and hashlib.sha256(template.encode()).hexdigest() == PROMPT_OURS_SHA256
+    assert (
+        len(template) == 1412
+        and hashlib.sha256(template.encode()).hexdigest() == PROMPT_OURS_SHA256
+    )
     filled = judge_prompt(literals(), "भारत", "मुंबई किस देश में स्थित है?", "India")
     assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
     assert filled.endswith(
@@ -128,8 +140,12 @@ def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
 
 def test_judge_prompt_fills_the_data_files_rubric(xfakt_release):
     system, template = judge_template(literals(xfakt_release))
-    assert system == "You are a helpful assistant." and template.count("{") == 3  # SYSTEM_PROMPT_OURS, PROMPT_OURS
-    filled = judge_prompt(literals(xfakt_release), "भारत", "मुंबई किस देश में स्थित है?", "India {not a slot}")
+    assert (
+        system == "You are a helpful assistant." and template.count("{") == 3
+    )  # SYSTEM_PROMPT_OURS, PROMPT_OURS
+    filled = judge_prompt(
+        literals(xfakt_release), "भारत", "मुंबई किस देश में स्थित है?", "India {not a slot}"
+    )
     assert filled.startswith("\n[Instruction]\nPlease act as an impartial judge")
     assert filled.endswith(
         "[Reference]\nभारत\n\n[Question]\nमुंबई किस देश में स्थित है?\n\n"
@@ -149,7 +165,9 @@ def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(xfakt_releas
     (probe,) = task.build_probes([], stage="judge", previous=[answer])
     # SYSTEM_PROMPT_OURS (spec 4.3)
     assert probe.options.system == "You are a helpful assistant." and probe.options.chat
-    assert probe.prompt == judge_prompt(literals(xfakt_release), answer["gold"], answer["question"], answer["reply"])
+    assert probe.prompt == judge_prompt(
+        literals(xfakt_release), answer["gold"], answer["question"], answer["reply"]
+    )
     assert probe.prompt.endswith(
         "[Reference]\nसंयुक्त राज्य अमेरिका\n\n[Question]\nन्यूयॉर्क किस देश में स्थित है?\n\n"
         "[The Start of Assistant's Answer]\nअमेरिका\n\n[The End of Assistant's Answer]\n"
@@ -160,8 +178,13 @@ def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(xfakt_releas
 def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(xfakt_release):
     rows = rows_of(xfakt_release, "New York", languages=("en",))
     (chat,) = xtask(xfakt_release, mode="rank").build_probes(rows)
-    assert chat.request.chat and chat.request.system is None  # spec 4.4: same chat prompt as 4.2, no system turn
-    assert chat.request.left == "In which country is New York located?" and "India" in chat.request.candidates
+    assert (
+        chat.request.chat and chat.request.system is None
+    )  # spec 4.4: same chat prompt as 4.2, no system turn
+    assert (
+        chat.request.left == "In which country is New York located?"
+        and "India" in chat.request.candidates
+    )
     plain_task = xtask(xfakt_release, mode="rank", rank_prompt="plain")
     (plain,) = plain_task.build_probes(rows)
     assert not plain.request.chat and plain.request.sep == " "
@@ -169,10 +192,16 @@ def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(xfakt_re
     assert [d["id"] for d in plain_task.applied_deviations()] == ["X2", "X5", "X7", "X8"]
     assert plain_task.describe(rows)["chat_template"] is False
     default = xtask(xfakt_release, mode="rank")
-    assert [d["id"] for d in default.applied_deviations()] == ["X2", "X5", "X8"]  # no generation, judge, or X7
+    assert [d["id"] for d in default.applied_deviations()] == [
+        "X2",
+        "X5",
+        "X8",
+    ]  # no generation, judge, or X7
     assert default.describe(rows)["chat_template"] is True
     seq2seq = xtask(xfakt_release, kind="seq2seq", mode="rank")
-    assert not seq2seq.build_probes(rows)[0].request.chat and "X7" in {d["id"] for d in seq2seq.applied_deviations()}
+    assert not seq2seq.build_probes(rows)[0].request.chat and "X7" in {
+        d["id"] for d in seq2seq.applied_deviations()
+    }
 
 
 def test_masked_models_are_refused_with_the_reason():
@@ -184,17 +213,39 @@ def test_masked_models_are_refused_with_the_reason():
 
 
 def test_string_judge_reads_the_first_answer_named_in_any_language(xfakt_release):
-    judge = StringJudge(country_forms(literals(xfakt_release), literals(xfakt_release, corrected=True)))
-    assert judge.judge("भारत", "India", gold_name="भारत", english_name="India") == (True, "same_language")
-    assert judge.judge("It is India.", "India", gold_name="भारत", english_name="India") == (True, "english")
-    assert judge.judge("它在印度。", "India", gold_name="भारत", english_name="India") == (True, "other_language")
-    assert judge.judge("Not China: India.", "India", gold_name="भारत", english_name="India") == (False, "incorrect")
-    assert judge.judge("Indiana, USA", "India", gold_name="India", english_name="India") == (False, "incorrect")
-    assert judge.judge("saudi arabia", "Saudi Arabia", gold_name="Saudi Arabia", english_name="Saudi Arabia") == (
+    judge = StringJudge(
+        country_forms(literals(xfakt_release), literals(xfakt_release, corrected=True))
+    )
+    assert judge.judge("भारत", "India", gold_name="भारत", english_name="India") == (
         True,
         "same_language",
     )
-    assert judge.judge("I do not know.", "India", gold_name="India", english_name="India") == (False, "incorrect")
+    assert judge.judge("It is India.", "India", gold_name="भारत", english_name="India") == (
+        True,
+        "english",
+    )
+    assert judge.judge("它在印度。", "India", gold_name="भारत", english_name="India") == (
+        True,
+        "other_language",
+    )
+    assert judge.judge("Not China: India.", "India", gold_name="भारत", english_name="India") == (
+        False,
+        "incorrect",
+    )
+    assert judge.judge("Indiana, USA", "India", gold_name="India", english_name="India") == (
+        False,
+        "incorrect",
+    )
+    assert judge.judge(
+        "saudi arabia", "Saudi Arabia", gold_name="Saudi Arabia", english_name="Saudi Arabia"
+    ) == (
+        True,
+        "same_language",
+    )
+    assert judge.judge("I do not know.", "India", gold_name="India", english_name="India") == (
+        False,
+        "incorrect",
+    )
     # the released bird name and the corrected name of Turkey are both accepted
     assert judge.judge("火鸡", "Turkey", gold_name="火鸡", english_name="Turkey")[0]
     assert judge.judge("土耳其", "Turkey", gold_name="火鸡", english_name="Turkey")[0]
@@ -236,26 +287,39 @@ def test_spec_worked_example_through_the_task():
                     f"{language}-{country}-{i}",
                     "",
                     "answer",
-                    {"language": language, "country": country, "correct": i >= errors, "verdict": "x"},
+                    {
+                        "language": language,
+                        "country": country,
+                        "correct": i >= errors,
+                        "verdict": "x",
+                    },
                     kind="generate",
                 )
             )
     # string-judged answers (with judge=llm only the judge stage's verdicts count)
-    metrics = XfaktTask("xfakt_factual_recall", XfaktTask.Options(judge="string"), kind="causal").compute_metrics(
-        records
-    )
+    metrics = XfaktTask(
+        "xfakt_factual_recall", XfaktTask.Options(judge="string"), kind="causal"
+    ).compute_metrics(records)
     assert metrics["mu_assoc"] == pytest.approx(0.046667, abs=1e-6)
     assert metrics["mu_non"] == pytest.approx(0.333333, abs=1e-6)
-    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586957, 0.554404, 0.570216), abs=1e-6)
+    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx(
+        (0.586957, 0.554404, 0.570216), abs=1e-6
+    )
     # the results schema: the same scores, with an interval from questions resampled within their cells
     for name in ("frs", "kts", "xfakt"):
         estimate = metrics["results"]["overall"][name]
         assert estimate["value"] == metrics[name] and estimate["n"] == 63
-        assert estimate["ci_low"] < estimate["value"] < estimate["ci_high"] and estimate["stderr"] > 0
+        assert (
+            estimate["ci_low"] < estimate["value"] < estimate["ci_high"] and estimate["stderr"] > 0
+        )
     assert metrics["results"]["overall"]["error_rate"]["value"] == pytest.approx(100 * 15 / 63)
-    exact = XfaktTask("xfakt_factual_recall", XfaktTask.Options(round_cells=False, judge="string"), kind="causal")
+    exact = XfaktTask(
+        "xfakt_factual_recall", XfaktTask.Options(round_cells=False, judge="string"), kind="causal"
+    )
     metrics = exact.compute_metrics(records)
-    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx((0.586207, 0.555556, 0.570470), abs=1e-6)
+    assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx(
+        (0.586207, 0.555556, 0.570470), abs=1e-6
+    )
 
 
 def recall_records(right, per_cell, *, mode="rank", seed=0):
@@ -271,7 +335,9 @@ def recall_records(right, per_cell, *, mode="rank", seed=0):
                 fields = {"language": language, "country": country, "correct": correct}
                 fields["verdict"] = "same_language" if correct else "incorrect"
                 if mode == "rank":
-                    fields["scores"] = dict.fromkeys(COUNTRIES_EN, 0.0)  # what chance needs: the 13 answers ranked
+                    fields["scores"] = dict.fromkeys(
+                        COUNTRIES_EN, 0.0
+                    )  # what chance needs: the 13 answers ranked
                 kind = "score" if mode == "rank" else "generate"
                 records.append(Record(f"{language}-{country}-{i}", "", "answer", fields, kind=kind))
     return records
@@ -292,19 +358,30 @@ def test_rank_mode_says_what_random_answers_score_and_warns_at_chance():
     assert list(chance) == ["error_rate", "frs", "kts", "xfakt"]
     for name in ("frs", "kts", "xfakt"):
         assert chance[name]["low"] <= chance[name]["value"] <= chance[name]["high"] <= 1
-        assert chance[name]["method"].startswith("exact distribution of the score when every question is answered")
-    assert chance["kts"]["value"] == pytest.approx(0.9186, abs=1e-4) and chance["kts"]["high"] == 1.0
+        assert chance[name]["method"].startswith(
+            "exact distribution of the score when every question is answered"
+        )
+    assert (
+        chance["kts"]["value"] == pytest.approx(0.9186, abs=1e-4) and chance["kts"]["high"] == 1.0
+    )
     assert chance["frs"]["value"] == pytest.approx(1.5 * (1 / (1 + 24 / 13) - 1 / 3), abs=1e-3)
     warning = results["warnings"]["kts"]
-    assert warning.startswith("KTS says nothing about transfer here: the error rates cannot be told from random")
-    assert "score KTS 0.919 on these cells (95% of random models between 0.783 and 1.000)" in warning
+    assert warning.startswith(
+        "KTS says nothing about transfer here: the error rates cannot be told from random"
+    )
+    assert (
+        "score KTS 0.919 on these cells (95% of random models between 0.783 and 1.000)" in warning
+    )
 
 
 @pytest.mark.parametrize(
     ("knows", "what"),
     [
         (lambda language, country, home: 0.9, "its facts in every language"),
-        (lambda language, country, home: 0.95 if country == home else 0.05, "its facts in their own language"),
+        (
+            lambda language, country, home: 0.95 if country == home else 0.05,
+            "its facts in their own language",
+        ),
         (lambda language, country, home: 0.3, "a little, in every language"),
     ],
 )
@@ -320,7 +397,10 @@ def test_a_generating_model_that_answers_everything_wrong_gets_the_warning_and_n
     # language (KTS 1), or name the language's own country (KTS 0), so no chance level; all wrong is the reference
     metrics = recall_metrics(recall_records(lambda *_: 0.0, 1, mode="generate"), judge="string")
     assert metrics["kts"] == 1.0 and "chance" not in metrics["results"]
-    assert "cannot be told from a model that answers every question wrong" in metrics["results"]["warnings"]["kts"]
+    assert (
+        "cannot be told from a model that answers every question wrong"
+        in metrics["results"]["warnings"]["kts"]
+    )
 
 
 # ---------------------------------------------------------------- runs on tiny models
@@ -340,11 +420,20 @@ def test_generation_with_string_judge_end_to_end(xfakt_release, tmp_path):
         data_dir=str(xfakt_release),
     )
     assert len(result.records) == 6 and all(r["stage"] == "answer" for r in result.records)
-    assert {r["verdict"] for r in result.records} <= {"same_language", "english", "other_language", "incorrect"}
+    assert {r["verdict"] for r in result.records} <= {
+        "same_language",
+        "english",
+        "other_language",
+        "incorrect",
+    }
     assert set(result.metrics["error_by_language"]) == {"en", "hi", "fr"}
     # US entities asked in three languages: the transfer scores would compare English with nothing, so they are
     # left out with the reason, in metrics.json and in the results block (the formula is tested in tests/metrics)
-    assert (result.metrics["kts"], result.metrics["frs"], result.metrics["xfakt"]) == (None, None, None)
+    assert (result.metrics["kts"], result.metrics["frs"], result.metrics["xfakt"]) == (
+        None,
+        None,
+        None,
+    )
     assert "India, France" in result.metrics["xfakt_unavailable"]
     # and RankC, with why: generated replies rank no candidates (per-fact agreement is reported for each pair)
     assert set(result.metrics["results"]["omitted"]) == {"frs", "kts", "xfakt", "rankc"}
@@ -356,7 +445,9 @@ def test_generation_with_string_judge_end_to_end(xfakt_release, tmp_path):
     }
     assert result.metrics["error_by_language"] == pytest.approx(errors)
     report = (tmp_path / "run" / "report.md").read_text()
-    assert "Language x country errors" in report and list((tmp_path / "run" / "plots").glob("*.png"))
+    assert "Language x country errors" in report and list(
+        (tmp_path / "run" / "plots").glob("*.png")
+    )
 
 
 @pytest.mark.slow
@@ -382,10 +473,17 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(xfakt_release, tmp_path):
     assert [r["id"] for r in judged] == [r["id"] for r in answers] == ["fr-000-en", "fr-000-sw"]
     probes = task.build_probes(rows, stage="judge", previous=answers)
     assert probes[0].prompt == judge_prompt(
-        literals(xfakt_release), "United States", "In which country is New York located?", answers[0]["reply"]
+        literals(xfakt_release),
+        "United States",
+        "In which country is New York located?",
+        answers[0]["reply"],
     )
     options = probes[0].options
-    assert options.chat and options.max_new_tokens == 256 and options.system == "You are a helpful assistant."
+    assert (
+        options.chat
+        and options.max_new_tokens == 256
+        and options.system == "You are a helpful assistant."
+    )
     assert result.metrics["n_items"] == 2
 
 
@@ -393,12 +491,21 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(xfakt_release, tmp_path):
 def test_rank_mode_scores_every_country_by_its_best_form(xfakt_release):
     rows = rows_of(xfakt_release, "New York", "Riyadh", languages=("en", "zh"))
     scorer = tiny_chat_scorer(xfakt_release)
-    result = run("xfakt_factual_recall", scorer, rows=rows, mode="rank", progress=False, data_dir=str(xfakt_release))
+    result = run(
+        "xfakt_factual_recall",
+        scorer,
+        rows=rows,
+        mode="rank",
+        progress=False,
+        data_dir=str(xfakt_release),
+    )
     assert len(result.records) == 4
     probes = xtask(xfakt_release, mode="rank").build_probes(rows)
     probe = next(p for p in probes if p.item_id == "fr-000-zh")
     assert isinstance(probe, ScoreProbe)
-    assert "土耳其" in probe.request.candidates and "火鸡" not in probe.request.candidates  # corrected names
+    assert (
+        "土耳其" in probe.request.candidates and "火鸡" not in probe.request.candidates
+    )  # corrected names
     assert "Turkey" in probe.request.candidates and len(probe.request.candidates) == 26
     for record in result.records:
         assert len(record["scores"]) == 13
@@ -408,15 +515,26 @@ def test_rank_mode_scores_every_country_by_its_best_form(xfakt_release):
     record = next(r for r in result.records if r["id"] == "fr-000-zh")
     rendered = f"<user> {record['question']}\n<bot>"
     after_prompt = scorer.score([ScoreRequest(rendered, ["土耳其", "Turkey"], sep="")])[0]
-    assert record["scores"]["Turkey"] == pytest.approx(float(after_prompt.mean_logprob.max()), abs=1e-5)
+    assert record["scores"]["Turkey"] == pytest.approx(
+        float(after_prompt.mean_logprob.max()), abs=1e-5
+    )
 
 
 def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(xfakt_release):
     rows = rows_of(xfakt_release, "New York", languages=("en",))
-    tok = train_tokenizer([rows[0]["question"], *COUNTRIES_EN], "bpe", vocab_size=300, model_kind="causal")
+    tok = train_tokenizer(
+        [rows[0]["question"], *COUNTRIES_EN], "bpe", vocab_size=300, model_kind="causal"
+    )
     scorer = Scorer(tiny_model("gpt2", tok, layers=1, hidden=32), tok)
     with pytest.raises(UnsupportedModelError, match="has no chat template"):
-        run("xfakt_factual_recall", scorer, rows=rows, mode="rank", progress=False, data_dir=str(xfakt_release))
+        run(
+            "xfakt_factual_recall",
+            scorer,
+            rows=rows,
+            mode="rank",
+            progress=False,
+            data_dir=str(xfakt_release),
+        )
     result = run(
         "xfakt_factual_recall",
         scorer,
@@ -431,8 +549,13 @@ def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(xfakt_re
 
 
 def test_in_context_and_counter_factual_report_error_rates(xfakt_release):
-    rows = list(load_benchmark("xfakt_in_context", data_dir=str(xfakt_release))["test"].select(range(2)))
-    assert rows[0]["question"] == "David lives in India and Rahul lives in United States. Who lives in India?"
+    rows = list(
+        load_benchmark("xfakt_in_context", data_dir=str(xfakt_release))["test"].select(range(2))
+    )
+    assert (
+        rows[0]["question"]
+        == "David lives in India and Rahul lives in United States. Who lives in India?"
+    )
     assert [r["answer"] for r in rows] == ["David", "Rahul"]
     task = xtask(xfakt_release, "xfakt_in_context", judge="string")
     probes = task.build_probes(rows)
@@ -489,12 +612,17 @@ def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(xfakt_release,
         progress=False,
         data_dir=str(xfakt_release),
     )
-    assert asked == [(True, None), (True, True)]  # the paper's rule, then upstream's special tokens added again
+    assert asked == [
+        (True, None),
+        (True, True),
+    ]  # the paper's rule, then upstream's special tokens added again
     # X1 concerns every chat-templated generation; its side says which rule the run took
     assert {d["id"]: d["side"] for d in result.config["deviations"]}["X1"] == "upstream"
     assert "--option double_bos=true" in (tmp_path / "run" / "report.md").read_text()
     seq2seq = xtask(xfakt_release, kind="seq2seq", double_bos=True)
-    assert seq2seq.build_probes(rows)[0].options.add_special_tokens is None  # no chat template: nothing doubled
+    assert (
+        seq2seq.build_probes(rows)[0].options.add_special_tokens is None
+    )  # no chat template: nothing doubled
 
 
 def test_smoke_run_without_non_associated_cells_still_reports(xfakt_release, tmp_path):
@@ -511,7 +639,11 @@ def test_smoke_run_without_non_associated_cells_still_reports(xfakt_release, tmp
         progress=False,
         data_dir=str(xfakt_release),
     )
-    assert (result.metrics["frs"], result.metrics["kts"], result.metrics["xfakt"]) == (None, None, None)
+    assert (result.metrics["frs"], result.metrics["kts"], result.metrics["xfakt"]) == (
+        None,
+        None,
+        None,
+    )
     assert "non-associated" in result.metrics["xfakt_unavailable"]
     assert result.metrics["error_rate"] == 0.0
     assert (tmp_path / "run" / "metrics.json").is_file()
@@ -528,7 +660,13 @@ def test_pure_xfakt_metric_still_refuses_missing_cells():
 
 def test_headline_shows_errors_with_two_decimals_and_scores_with_three():
     # spec 5: errors x100 to 2 decimals, FRS/KTS/X-FaKT to 3 (the spec's worked example, unrounded cells)
-    metrics = {"mu_assoc": 1 / 21, "mu_non": 1 / 3, "kts": 0.555556, "frs": 0.586207, "xfakt": 0.570470}
+    metrics = {
+        "mu_assoc": 1 / 21,
+        "mu_non": 1 / 3,
+        "kts": 0.555556,
+        "frs": 0.586207,
+        "xfakt": 0.570470,
+    }
     assert headline_text("factual_recall", metrics) == (
         "Associated-language error 4.76% vs non-associated 33.33% (gap 28.57 points): KTS 0.556 (1 = the same "
         "knowledge in every language), FRS 0.586, X-FaKT 0.570."

@@ -43,7 +43,10 @@ def tiny(path: Path, arch: str = "gpt2", *, chat: bool = True) -> str:
     """A tiny random model saved in `path` (GPT-2 or BERT), with a chat template or none."""
     masked = arch == "bert"
     tok = train_tokenizer(
-        TEXTS, "wordpiece" if masked else "bpe", vocab_size=300, model_kind="masked" if masked else "causal"
+        TEXTS,
+        "wordpiece" if masked else "bpe",
+        vocab_size=300,
+        model_kind="masked" if masked else "causal",
     )
     if chat:
         tok.chat_template = CHAT
@@ -69,19 +72,25 @@ def no_weights() -> Iterator[None]:
 # ---------------------------------------------------------------- the judge, before the first answer
 
 
-def test_a_judge_that_cannot_be_found_fails_before_any_answer_naming_the_alternatives(xfakt_release, tmp_path):
+def test_a_judge_that_cannot_be_found_fails_before_any_answer_naming_the_alternatives(
+    xfakt_release, tmp_path
+):
     model = FakeModel("United States", "m")
     alternatives = (
-        r"--option judge=string .*--option judge_model=PATH.*--option judge_model=openai:NAME with --base-url"
+        r"--option judge=string .*--option judge_model=PATH.*"
+        r"--option judge_model=openai:NAME with --base-url"
     )
     # the paper's judge, offline and not cached (every test has an empty Hub cache)
     with pytest.raises(
-        UnsupportedModelError, match=rf"judge stage's model 'Qwen/Qwen2.5-72B-Instruct'.*{alternatives}"
+        UnsupportedModelError,
+        match=rf"judge stage's model 'Qwen/Qwen2.5-72B-Instruct'.*{alternatives}",
     ):
         xfakt_run(xfakt_release, model, tmp_path)
     with pytest.raises(UnsupportedModelError, match=rf"does not exist.*{alternatives}"):
         xfakt_run(xfakt_release, model, tmp_path, judge_model=str(tmp_path / "absent"))
-    with pytest.raises(UnsupportedModelError, match=rf"pass the server's --base-url.*{alternatives}"):
+    with pytest.raises(
+        UnsupportedModelError, match=rf"pass the server's --base-url.*{alternatives}"
+    ):
         xfakt_run(xfakt_release, model, tmp_path, judge_model="openai:judge")
     assert model.prompts == [] and not (tmp_path / "run").exists()
 
@@ -89,11 +98,21 @@ def test_a_judge_that_cannot_be_found_fails_before_any_answer_naming_the_alterna
 @pytest.mark.parametrize(
     ("arch", "chat", "message"),
     [
-        ("gpt2", False, r"through its chat template.*has no chat template\. Use --option judge=string"),
-        ("bert", True, r"The judge stage cannot probe a 'masked' model; it supports causal, seq2seq\..*judge=string"),
+        (
+            "gpt2",
+            False,
+            r"through its chat template.*has no chat template\. Use --option judge=string",
+        ),
+        (
+            "bert",
+            True,
+            r"The judge stage cannot probe a 'masked' model; it supports causal, seq2seq\..*judge=string",
+        ),
     ],
 )
-def test_a_judge_that_cannot_judge_is_refused_before_any_answer(xfakt_release, tmp_path, arch, chat, message):
+def test_a_judge_that_cannot_judge_is_refused_before_any_answer(
+    xfakt_release, tmp_path, arch, chat, message
+):
     judge = tiny(tmp_path / "judge", arch, chat=chat)
     model = FakeModel("United States", "m")
     with pytest.raises(UnsupportedModelError, match=message):
@@ -106,9 +125,15 @@ def test_the_judges_memory_is_counted_from_its_config_and_stated(xfakt_release, 
 
     judge = tiny(tmp_path / "judge")
     reference = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(judge).parameters())
-    with pytest.warns(StageModelNotice, match=rf"the judge stage loads {judge} \(causal\) once .* in float32"):
+    with pytest.warns(
+        StageModelNotice, match=rf"the judge stage loads {judge} \(causal\) once .* in float32"
+    ):
         result = xfakt_run(
-            xfakt_release, FakeModel("United States", "m"), tmp_path, judge_model=judge, max_new_tokens=2
+            xfakt_release,
+            FakeModel("United States", "m"),
+            tmp_path,
+            judge_model=judge,
+            max_new_tokens=2,
         )
     stated = result.config["stage_models"]["judge"]
     assert stated["parameters"] == reference and stated["weight_bytes"] == 4 * reference
@@ -117,7 +142,11 @@ def test_the_judges_memory_is_counted_from_its_config_and_stated(xfakt_release, 
     bare = tmp_path / "bare"
     shutil.copytree(judge, bare, ignore=shutil.ignore_patterns("*.safetensors"))
     half = resolve_stage_model(str(bare), "judge", JUDGE_NEED, RunSettings.of(dtype="bfloat16"))
-    assert (half.parameters, half.weight_bytes, half.dtype) == (reference, 2 * reference, "bfloat16")
+    assert (half.parameters, half.weight_bytes, half.dtype) == (
+        reference,
+        2 * reference,
+        "bfloat16",
+    )
 
 
 @pytest.mark.slow
@@ -162,23 +191,31 @@ def test_answers_whose_judge_failed_to_load_are_judged_on_resume_by_the_string_j
 
     monkeypatch.setattr(runner, "load_scorer", out_of_memory)
     with pytest.raises(RuntimeError, match="out of memory"):
-        xfakt_run(xfakt_release, FakeModel("India", "m"), tmp_path, judge_model=judge, max_new_tokens=4)
+        xfakt_run(
+            xfakt_release, FakeModel("India", "m"), tmp_path, judge_model=judge, max_new_tokens=4
+        )
     assert [r["stage"] for r in items(tmp_path)] == ["answer"] * 3
     model = FakeModel("India", "m")
     with pytest.warns(ResumeNotice, match=r"judge='string' \(was 'llm'\)"):
-        resumed = xfakt_run(xfakt_release, model, tmp_path, judge="string", max_new_tokens=4, resume=True)
-    fresh = xfakt_run(xfakt_release, FakeModel("India", "m"), tmp_path / "fresh", judge="string", max_new_tokens=4)
+        resumed = xfakt_run(
+            xfakt_release, model, tmp_path, judge="string", max_new_tokens=4, resume=True
+        )
+    fresh = xfakt_run(
+        xfakt_release, FakeModel("India", "m"), tmp_path / "fresh", judge="string", max_new_tokens=4
+    )
     assert model.prompts == [] and resumed.metrics == fresh.metrics
     assert resumed.metrics["verdicts"] == {"incorrect": 3}  # "India" for three US cities
-    assert config_of(tmp_path)["options"]["judge"] == "string" and list(config_of(tmp_path)["stage_options"]) == [
-        "answer"
-    ]
+    assert config_of(tmp_path)["options"]["judge"] == "string" and list(
+        config_of(tmp_path)["stage_options"]
+    ) == ["answer"]
 
 
 def fake_judges(monkeypatch, **replies: str) -> dict[str, FakeModel]:
     """Judges by name (`judge_a="[4]"` is judge/a, always answering "[4]"), resolved and loaded without files."""
     judges = {name.replace("_", "/"): FakeModel(reply, name) for name, reply in replies.items()}
-    monkeypatch.setattr(runner, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal"))
+    monkeypatch.setattr(
+        runner, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
+    )
     monkeypatch.setattr(runner, "load_scorer", lambda model, settings: judges.get(model, model))
     return judges
 
@@ -187,69 +224,134 @@ def test_resume_with_another_judge_model_rejudges_every_answer_and_asks_the_mode
     xfakt_release, tmp_path, monkeypatch
 ):
     judges = fake_judges(monkeypatch, judge_a="[4]", judge_b="[1]")
-    xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge_model="judge/a", max_new_tokens=4)
-    model = FakeModel("United States", "m")
-    with pytest.warns(ResumeNotice, match=r"judge_model='judge/b' \(was 'judge/a'\); the 3 record\(s\) of its judge "):
-        resumed = xfakt_run(xfakt_release, model, tmp_path, judge_model="judge/b", max_new_tokens=4, resume=True)
-    fresh = xfakt_run(
-        xfakt_release, FakeModel("United States", "m"), tmp_path / "fresh", judge_model="judge/b", max_new_tokens=4
+    xfakt_run(
+        xfakt_release,
+        FakeModel("United States", "m"),
+        tmp_path,
+        judge_model="judge/a",
+        max_new_tokens=4,
     )
-    assert model.prompts == [] and len(judges["judge/b"].prompts) == 6  # 3 for the resume, 3 for the fresh run
+    model = FakeModel("United States", "m")
+    with pytest.warns(
+        ResumeNotice,
+        match=r"judge_model='judge/b' \(was 'judge/a'\); the 3 record\(s\) of its judge ",
+    ):
+        resumed = xfakt_run(
+            xfakt_release, model, tmp_path, judge_model="judge/b", max_new_tokens=4, resume=True
+        )
+    fresh = xfakt_run(
+        xfakt_release,
+        FakeModel("United States", "m"),
+        tmp_path / "fresh",
+        judge_model="judge/b",
+        max_new_tokens=4,
+    )
+    assert (
+        model.prompts == [] and len(judges["judge/b"].prompts) == 6
+    )  # 3 for the resume, 3 for the fresh run
     assert resumed.metrics == fresh.metrics and resumed.metrics["verdicts"] == {"same_language": 3}
     lines = items(tmp_path)
-    assert len(lines) == 6 and {r["judge_output"] for r in lines if r["stage"] == "judge"} == {"[1]"}
+    assert len(lines) == 6 and {r["judge_output"] for r in lines if r["stage"] == "judge"} == {
+        "[1]"
+    }
     assert config_of(tmp_path)["options"]["judge_model"] == "judge/b"
-    again = xfakt_run(xfakt_release, model, tmp_path, judge_model="judge/b", max_new_tokens=4, resume=True)
-    assert model.prompts == [] and len(judges["judge/b"].prompts) == 6 and again.metrics == fresh.metrics
+    again = xfakt_run(
+        xfakt_release, model, tmp_path, judge_model="judge/b", max_new_tokens=4, resume=True
+    )
+    assert (
+        model.prompts == []
+        and len(judges["judge/b"].prompts) == 6
+        and again.metrics == fresh.metrics
+    )
 
 
-def test_a_string_judged_run_resumes_with_an_llm_judge_asking_only_the_judge(xfakt_release, tmp_path, monkeypatch):
+def test_a_string_judged_run_resumes_with_an_llm_judge_asking_only_the_judge(
+    xfakt_release, tmp_path, monkeypatch
+):
     judges = fake_judges(monkeypatch, judge_a="[4]")
-    xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", max_new_tokens=4)
+    xfakt_run(
+        xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", max_new_tokens=4
+    )
     model = FakeModel("United States", "m")
     with pytest.warns(ResumeNotice, match=r"judge='llm' \(was 'string'\)"):
-        resumed = xfakt_run(xfakt_release, model, tmp_path, judge_model="judge/a", max_new_tokens=4, resume=True)
+        resumed = xfakt_run(
+            xfakt_release, model, tmp_path, judge_model="judge/a", max_new_tokens=4, resume=True
+        )
     fresh = xfakt_run(
-        xfakt_release, FakeModel("United States", "m"), tmp_path / "f", judge_model="judge/a", max_new_tokens=4
+        xfakt_release,
+        FakeModel("United States", "m"),
+        tmp_path / "f",
+        judge_model="judge/a",
+        max_new_tokens=4,
     )
     assert model.prompts == [] and len(judges["judge/a"].prompts) == 6
-    assert resumed.metrics == fresh.metrics and resumed.metrics["verdicts"] == {"incorrect": 3}  # the LLM's "[4]"
+    assert resumed.metrics == fresh.metrics and resumed.metrics["verdicts"] == {
+        "incorrect": 3
+    }  # the LLM's "[4]"
 
 
-def test_an_answer_stage_change_is_refused_on_resume_and_a_metrics_option_is_not(xfakt_release, tmp_path):
-    xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", max_new_tokens=4)
+def test_an_answer_stage_change_is_refused_on_resume_and_a_metrics_option_is_not(
+    xfakt_release, tmp_path
+):
+    xfakt_run(
+        xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", max_new_tokens=4
+    )
     before = (tmp_path / "run" / "items.jsonl").read_text()
     with pytest.raises(
-        CultureProbeError, match=r"option max_new_tokens of its answer stage, which already ran, was 4 and is now 8"
+        CultureProbeError,
+        match=r"option max_new_tokens of its answer stage, which already ran, was 4 and is now 8",
     ):
         xfakt_run(
-            xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", max_new_tokens=8, resume=True
+            xfakt_release,
+            FakeModel("United States", "m"),
+            tmp_path,
+            judge="string",
+            max_new_tokens=8,
+            resume=True,
         )
     assert (tmp_path / "run" / "items.jsonl").read_text() == before
     model = FakeModel("United States", "m")
     with pytest.warns(ResumeNotice, match=r"round_cells=False \(was True\)\.$"):
-        xfakt_run(xfakt_release, model, tmp_path, judge="string", max_new_tokens=4, round_cells=False, resume=True)
+        xfakt_run(
+            xfakt_release,
+            model,
+            tmp_path,
+            judge="string",
+            max_new_tokens=4,
+            round_cells=False,
+            resume=True,
+        )
     assert model.prompts == [] and config_of(tmp_path)["options"]["round_cells"] is False
     assert (tmp_path / "run" / "items.jsonl").read_text() == before
 
 
-def test_a_run_that_did_not_record_its_stages_options_refuses_any_option_change(xfakt_release, tmp_path):
+def test_a_run_that_did_not_record_its_stages_options_refuses_any_option_change(
+    xfakt_release, tmp_path
+):
     xfakt_run(xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string")
     config = config_of(tmp_path)
     del config["stage_options"]  # as runs made before stages recorded their options
     (tmp_path / "run" / "config.json").write_text(json.dumps(config))
     with pytest.raises(
-        CultureProbeError, match=r"options was .*'round_cells': True.* and is now .*'round_cells': False"
+        CultureProbeError,
+        match=r"options was .*'round_cells': True.* and is now .*'round_cells': False",
     ):
         xfakt_run(
-            xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", round_cells=False, resume=True
+            xfakt_release,
+            FakeModel("United States", "m"),
+            tmp_path,
+            judge="string",
+            round_cells=False,
+            resume=True,
         )
 
 
 # ---------------------------------------------------------------- models that cannot serve the protocol
 
 
-def test_a_causal_model_without_a_chat_template_is_refused_before_any_folder_naming_what_works(xfakt_release, tmp_path):
+def test_a_causal_model_without_a_chat_template_is_refused_before_any_folder_naming_what_works(
+    xfakt_release, tmp_path
+):
     model = tiny(tmp_path / "base", chat=False)
     with no_weights():
         with pytest.raises(
@@ -259,7 +361,8 @@ def test_a_causal_model_without_a_chat_template_is_refused_before_any_folder_nam
         ):
             xfakt_run(xfakt_release, model, tmp_path, judge="string")
         with pytest.raises(
-            UnsupportedModelError, match=r"rank mode scores the countries .* --option rank_prompt=plain"
+            UnsupportedModelError,
+            match=r"rank mode scores the countries .* --option rank_prompt=plain",
         ):
             xfakt_run(xfakt_release, model, tmp_path, mode="rank")
     assert not (tmp_path / "run").exists()
@@ -267,16 +370,28 @@ def test_a_causal_model_without_a_chat_template_is_refused_before_any_folder_nam
     assert len(result.records) == 3 and {d["id"] for d in result.config["deviations"]} >= {"X7"}
 
 
-def test_generation_modes_refuse_models_they_cannot_ask_before_any_folder(tmp_path, fmlama_release, xfakt_release):
+def test_generation_modes_refuse_models_they_cannot_ask_before_any_folder(
+    tmp_path, fmlama_release, xfakt_release
+):
     base, masked = tiny(tmp_path / "base", chat=False), tiny(tmp_path / "bert", "bert")
     dlama = {"data_dir": str(write_dlama(tmp_path / "dlama")), "mode": "generate"}
     fmlama = {"data_dir": str(fmlama_release), "rows": [FMLAMA_ROW], "mode": "chat"}
     cases = [
         ("dlama_arab_west", base, dlama, r"has no chat template\. Use --option mode=rank"),
         ("dlama_arab_west", masked, dlama, r"'masked' model.*Use --option mode=rank"),
-        ("fmlama_en", base, fmlama, r"FmLAMA chat mode .* has no chat template\. Use --option mode=rank"),
+        (
+            "fmlama_en",
+            base,
+            fmlama,
+            r"FmLAMA chat mode .* has no chat template\. Use --option mode=rank",
+        ),
         ("fmlama_en", masked, fmlama, r"'masked' model.*Use --option mode=rank"),
-        ("xfakt_factual_recall", masked, {"data_dir": str(xfakt_release)}, r"cannot probe a 'masked' model; it supp"),
+        (
+            "xfakt_factual_recall",
+            masked,
+            {"data_dir": str(xfakt_release)},
+            r"cannot probe a 'masked' model; it supp",
+        ),
     ]
     out = tmp_path / "run"
     for config, model, options, message in cases:

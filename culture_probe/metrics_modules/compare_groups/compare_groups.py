@@ -39,7 +39,16 @@ class CompareGroups(evaluate.Metric):
         features = {"scores": datasets.Value("float64"), "groups": datasets.Value("string")}
         return metric_info(__doc__, CITATION, datasets.Features(features))
 
-    def _compute(self, scores, groups, reference=None, n_resamples=10_000, confidence=0.95, seed=0, success=None):
+    def _compute(
+        self,
+        scores,
+        groups,
+        reference=None,
+        n_resamples=10_000,
+        confidence=0.95,
+        seed=0,
+        success=None,
+    ):
         return compare_groups(
             scores,
             groups,

@@ -39,7 +39,22 @@ class FairnessGap(evaluate.Metric):
         }
         return metric_info(__doc__, CITATION, datasets.Features(features))
 
-    def _compute(self, predictions, references, culture, labels=None, n_resamples=1000, confidence=0.95, seed=0):
+    def _compute(
+        self,
+        predictions,
+        references,
+        culture,
+        labels=None,
+        n_resamples=1000,
+        confidence=0.95,
+        seed=0,
+    ):
         return fairness_gap(
-            predictions, references, culture, labels=labels, n_resamples=n_resamples, confidence=confidence, seed=seed
+            predictions,
+            references,
+            culture,
+            labels=labels,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
         )

@@ -40,4 +40,10 @@ class Maps(evaluate.Metric):
         return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(self, predictions, references, negative, is_figurative=None, memorised=None):
-        return maps(predictions, references, negative=negative, is_figurative=is_figurative, memorised=memorised)
+        return maps(
+            predictions,
+            references,
+            negative=negative,
+            is_figurative=is_figurative,
+            memorised=memorised,
+        )

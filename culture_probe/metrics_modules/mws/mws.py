@@ -45,9 +45,15 @@ class Mws(evaluate.Metric):
         }
         return metric_info(__doc__, CITATION, datasets.Features(features))
 
-    def _compute(self, predictions, references, embed=None, groups=None, vectors=None, language="en"):
+    def _compute(
+        self, predictions, references, embed=None, groups=None, vectors=None, language="en"
+    ):
         if embed is not None and vectors is not None:
             raise MetricInputError("Pass either `embed` or `vectors`, not both.")
-        if embed is None:  # the vectors of the strings mWS reads, from a file (or the fastText default)
-            embed = read_vectors(vectors, keep=words_needed(predictions, references), language=language)
+        if (
+            embed is None
+        ):  # the vectors of the strings mWS reads, from a file (or the fastText default)
+            embed = read_vectors(
+                vectors, keep=words_needed(predictions, references), language=language
+            )
         return mws(predictions, references, embed=embed, groups=groups)

@@ -42,11 +42,18 @@ class PrecisionAtK(evaluate.Metric):
             CITATION,
             [
                 datasets.Features(
-                    {"predictions": datasets.Sequence(datasets.Value("string")), "references": _REFERENCES}
+                    {
+                        "predictions": datasets.Sequence(datasets.Value("string")),
+                        "references": _REFERENCES,
+                    }
                 ),
-                datasets.Features({"predictions": datasets.Value("string"), "references": _REFERENCES}),
+                datasets.Features(
+                    {"predictions": datasets.Value("string"), "references": _REFERENCES}
+                ),
             ],
         )
 
     def _compute(self, predictions, references, k=1, groups=None, scores=None, n_tokens=None):
-        return precision_at_k(predictions, references, k=k, groups=groups, scores=scores, n_tokens=n_tokens)
+        return precision_at_k(
+            predictions, references, k=k, groups=groups, scores=scores, n_tokens=n_tokens
+        )

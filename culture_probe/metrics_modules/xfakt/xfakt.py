@@ -42,7 +42,14 @@ class Xfakt(evaluate.Metric):
         return metric_info(__doc__, CITATION, datasets.Features(features))
 
     def _compute(
-        self, correct, language, country, associations=None, round_cells=True, tiers="paper", round_statistics=False
+        self,
+        correct,
+        language,
+        country,
+        associations=None,
+        round_cells=True,
+        tiers="paper",
+        round_statistics=False,
     ):
         return xfakt(
             correct,

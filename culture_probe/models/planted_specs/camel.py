@@ -8,7 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.errors import CultureProbeError, UnknownNameError
-from culture_probe.models.planted import ARCH_NAMES, MAX_SECONDS, PlantedFact, PlantedSpec, benchmark_rows
+from culture_probe.models.planted import (
+    ARCH_NAMES,
+    MAX_SECONDS,
+    PlantedFact,
+    PlantedSpec,
+    benchmark_rows,
+)
 from culture_probe.models.tiny import Arch, TokenizerKind
 
 
@@ -23,7 +29,14 @@ def camel_spec(
     seed: int = 0,
 ) -> PlantedSpec:
     """Plant the prompts filled with one culture's entities, those the protocol samples (same seeds)."""
-    from culture_probe.tasks.camel import CULTURES, entity_pools, masked_parts, normalise, sample, type_name
+    from culture_probe.tasks.camel import (
+        CULTURES,
+        entity_pools,
+        masked_parts,
+        normalise,
+        sample,
+        type_name,
+    )
 
     if culture not in CULTURES:
         raise UnknownNameError("culture", culture, CULTURES)
@@ -46,7 +59,11 @@ def camel_spec(
             facts.append(PlantedFact(left, entity, right=f" {right}" if right else ""))
         texts += [normalise(r["prompt_masked"]) for r in prompts]
     tokenizer: TokenizerKind = "bpe" if arch == "gpt2" else "wordpiece"
-    toward = "above 50 (Western fillers preferred)" if culture == "western" else "below 50 (Arab fillers preferred)"
+    toward = (
+        "above 50 (Western fillers preferred)"
+        if culture == "western"
+        else "below 50 (Arab fillers preferred)"
+    )
     what = (
         f"a tiny {ARCH_NAMES.get(arch, arch)} trained on the prompts filled with the {culture} entities the "
         f"protocol samples (seed {seed}, {n_runs} runs of up to {sample_size} per culture and type): expect a CBS "
@@ -75,4 +92,6 @@ def build(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec
         raise CultureProbeError(
             f"planted:{config} is not available; use planted:camel_co_prompts or planted:camel_ag_prompts."
         )
-    return camel_spec(benchmark_rows(config, data_dir), benchmark_rows("camel_entities", data_dir), **options)
+    return camel_spec(
+        benchmark_rows(config, data_dir), benchmark_rows("camel_entities", data_dir), **options
+    )

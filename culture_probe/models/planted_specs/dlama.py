@@ -16,4 +16,6 @@ def build(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec
     rows = benchmark_rows(config, data_dir)
     cultures = sorted({r["culture"] for r in rows} - {"west"})
     default = cultures[0] if cultures else ""
-    return ranking_spec(config, rows, group_key="culture", data_dir=data_dir, **{"planted": default, **options})
+    return ranking_spec(
+        config, rows, group_key="culture", data_dir=data_dir, **{"planted": default, **options}
+    )

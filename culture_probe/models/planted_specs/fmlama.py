@@ -19,5 +19,10 @@ def build(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec
         counts[row["group"]] = counts.get(row["group"], 0) + 1
     default = max(sorted(counts), key=counts.__getitem__) if counts else ""
     return ranking_spec(
-        config, rows, group_key="group", metric="mAP", data_dir=data_dir, **{"planted": default, **options}
+        config,
+        rows,
+        group_key="group",
+        metric="mAP",
+        data_dir=data_dir,
+        **{"planted": default, **options},
     )

@@ -14,9 +14,16 @@ from culture_probe.errors import MissingDataError
 from culture_probe.models.planted import PlantedFact, PlantedSpec, benchmark_rows, chat_gpt2_spec
 
 
-def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: int = 0) -> PlantedSpec:
+def maps_spec(
+    rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: int = 0
+) -> PlantedSpec:
     """Plant the first `n_planted` proverbs: reasoning answered with the right letter, and memorisation."""
-    from culture_probe.tasks.maps import label_name, memorisation_prompts, reasoning_prompt, split_proverb
+    from culture_probe.tasks.maps import (
+        label_name,
+        memorisation_prompts,
+        reasoning_prompt,
+        split_proverb,
+    )
 
     facts, texts = [], []
     for i, row in enumerate(rows):
@@ -27,7 +34,10 @@ def maps_spec(rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: i
         facts.append(PlantedFact(prompt, label_name(row["label"]), sep=" "))
         _, target = split_proverb(row["proverb"], row["language"])
         sep = "" if row["language"] == "zh" else " "
-        facts += [PlantedFact(p, target, sep=sep) for p in memorisation_prompts(row["proverb"], row["language"])]
+        facts += [
+            PlantedFact(p, target, sep=sep)
+            for p in memorisation_prompts(row["proverb"], row["language"])
+        ]
     planted = min(n_planted, len(rows))
     what = (
         f"a tiny GPT-2 trained on the first {planted} of the {len(rows)} proverbs: their reasoning question "

@@ -42,7 +42,11 @@ def ranking_spec(
         raise UnknownNameError(f"{group_key} to plant", planted, present)
     facts = [PlantedFact.from_request(p.request, gold) for p, gold in kept]
     items = {p.item_id for p, _ in kept}
-    where = "; ".join(f"{key} {_listed(p.meta.get(key) for p, _ in kept)}" for key in task.strata if key != group_key)
+    where = "; ".join(
+        f"{key} {_listed(p.meta.get(key) for p, _ in kept)}"
+        for key in task.strata
+        if key != group_key
+    )
     what = (
         f"a tiny BERT trained on {len(items):,} of the {len({p.item_id for p in group}):,} {task.unit} whose "
         f"{group_key} is {planted} ({where}; one fact per gold answer, the first {max_facts} at most): expect "

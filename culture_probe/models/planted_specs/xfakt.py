@@ -9,10 +9,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from culture_probe.errors import CultureProbeError
-from culture_probe.models.planted import EOS, PlantedFact, PlantedSpec, benchmark_rows, chat_gpt2_spec, chat_prompt
+from culture_probe.models.planted import (
+    EOS,
+    PlantedFact,
+    PlantedSpec,
+    benchmark_rows,
+    chat_gpt2_spec,
+    chat_prompt,
+)
 
 
-def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed: int = 0) -> PlantedSpec:
+def xfakt_spec(
+    rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed: int = 0
+) -> PlantedSpec:
     """Plant the first `per_country` entities of every country, each asked only in its associated language."""
     if per_country < 1:
         raise CultureProbeError(f"per_country must be at least 1, got {per_country}.")
@@ -22,7 +31,9 @@ def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed:
         for r in rows
         if r["entity_idx"] in chosen and r["is_associated"]
     ]
-    texts = sorted({r["question"] for r in rows} | {name for r in rows for name in r["country_names"]})
+    texts = sorted(
+        {r["question"] for r in rows} | {name for r in rows for name in r["country_names"]}
+    )
     countries = len({r["country"] for r in rows if r["entity_idx"] in chosen})
     what = (
         f"a tiny GPT-2 trained on {len(chosen)} entities ({per_country} of each of {countries} countries), each "
@@ -30,7 +41,9 @@ def xfakt_spec(rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed:
         "language (the associated cells) and wrong ones in the other languages, i.e. a low associated error, a "
         "high non-associated one and a low KTS; the other entities are not planted"
     )
-    items = tuple(str(r["id"]) for r in rows if r["entity_idx"] in chosen)  # each entity in every language
+    items = tuple(
+        str(r["id"]) for r in rows if r["entity_idx"] in chosen
+    )  # each entity in every language
     return chat_gpt2_spec(facts, texts, what=what, seed=seed, batch_size=16, items=items)
 
 
