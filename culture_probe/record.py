@@ -400,4 +400,5 @@ def read_metrics(data: Any, source: str = "metrics.json") -> dict[str, Any]:
         check_document(
             results[key], dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}"
         )
-    return data
+    checked: dict[str, Any] = data
+    return checked

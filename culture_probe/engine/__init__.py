@@ -5,6 +5,8 @@ loaded.
 
 from __future__ import annotations
 
+from typing import Any
+
 from culture_probe.engine.loading import LoadOptions, load, model_kind, model_parts, tokenizer_of
 from culture_probe.engine.types import (
     MODEL_KINDS,
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # The scorer imports torch; keep `from culture_probe.engine import ScoreRequest` light.
     if name in ("Scorer", "ScorerProtocol"):
         from culture_probe.engine import scorer

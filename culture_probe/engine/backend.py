@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,10 @@ from culture_probe.engine.types import (
     make_options,
 )
 from culture_probe.errors import UnsupportedModelError
+
+if TYPE_CHECKING:
+    import torch
+    from tqdm.auto import tqdm
 
 CPU_BUDGET = 4096  # tokens per forward pass on CPU
 CUDA_BUDGET = 1 << 16  # first try on CUDA; halved on out-of-memory until it fits
@@ -100,9 +104,10 @@ class Backend:
 
     # ---- shared machinery -----------------------------------------------------------------------------------
     @property
-    def device(self):
+    def device(self) -> torch.device:
         """The device inputs go to (the first parameter's)."""
-        return next(self.model.parameters()).device
+        device: torch.device = next(self.model.parameters()).device
+        return device
 
     def score(
         self,
@@ -367,7 +372,7 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def _progress(total: int, show: bool):
+def _progress(total: int, show: bool) -> tqdm[Any]:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc="scoring", unit="request", disable=not show)
@@ -419,7 +424,7 @@ def weight_fingerprint(folder: Path) -> list[tuple[str, int, int]]:
     return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
 
 
-def logprobs_at(logits, rows, tokens):
+def logprobs_at(logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """`log_softmax(logits)[rows, tokens]` in float32, without building the log-softmax of the whole vocabulary
     (one logsumexp per row of `logits`).
     """

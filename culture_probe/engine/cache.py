@@ -171,7 +171,8 @@ class ScoreCache:
     def _query(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """One row, or None; a file SQLite cannot read is moved aside and started anew (then nothing is found)."""
         try:
-            return self._db.execute(sql, params).fetchone()
+            row: tuple[Any, ...] | None = self._db.execute(sql, params).fetchone()
+            return row
         except sqlite3.DatabaseError as error:
             self._db = self._start_anew(self._damage(error))
             return None

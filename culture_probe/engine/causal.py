@@ -14,11 +14,16 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from culture_probe.engine.backend import Backend, iter_chunks, logprobs_at
 from culture_probe.engine.types import ScoreOptions, ScoreRequest
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import DynamicCache
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,9 @@ class CausalScorer(Backend):
 class _CachedRun:
     """One batch of causal items: the context pass, then the trie descent on copies of the KV cache."""
 
-    def __init__(self, model, items: list[CausalItem], budget: int, pad_id: int | None):
+    def __init__(
+        self, model: Any, items: list[CausalItem], budget: int, pad_id: int | None
+    ) -> None:
         import torch
 
         self.model, self.items, self.budget = model, items, budget
@@ -145,15 +152,17 @@ class _CachedRun:
         base = int(self.offsets[item])
         return tuple(base + c for c in self.items[item].trie.children[node - base])
 
-    def _forward(self, ids, mask, positions, cache):
-        kwargs = {"position_ids": positions} if self.pass_positions else {}
+    def _forward(
+        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any
+    ) -> Any:
+        kwargs: dict[str, Any] = {"position_ids": positions} if self.pass_positions else {}
         if self.keep_last:
             kwargs["logits_to_keep"] = 1
         return self.model(
             input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs
         )
 
-    def _record(self, logits, kids_per_row: list[tuple[int, ...]]) -> None:
+    def _record(self, logits: torch.Tensor, kids_per_row: list[tuple[int, ...]]) -> None:
         """Store the log-probs of the nodes each row predicts."""
         import torch
 
@@ -180,7 +189,7 @@ class _CachedRun:
             for i, it in enumerate(self.items)
         ]
 
-    def _descend(self, cache, nodes: list[int], rows: list[int], depth: int) -> None:
+    def _descend(self, cache: Any, nodes: list[int], rows: list[int], depth: int) -> None:
         """Run the inner `nodes` at `depth` (one token each) on their parents' cache rows, then their children."""
         import torch
 
@@ -205,7 +214,9 @@ class _CachedRun:
                 )
 
 
-def _select(cache, rows):
+def _select(
+    cache: Any, rows: torch.Tensor
+) -> DynamicCache | tuple[tuple[torch.Tensor, torch.Tensor], ...]:
     """A new cache holding only batch `rows` of `cache` (the original stays intact for sibling chunks)."""
     from transformers import DynamicCache
 
@@ -219,7 +230,7 @@ def _select(cache, rows):
 ROW_TOKENS = 256  # packed row length: the (quadratic) attention over a row stays small next to its linear layers
 
 
-def _can_pack(model) -> bool:
+def _can_pack(model: Any) -> bool:
     """Whether the model takes explicit positions and a 4D mask (ALiBi models derive positions from the mask;
     flash-attention kernels take no arbitrary mask).
     """
@@ -266,7 +277,9 @@ def _pack(trie: Trie, room: int) -> list[tuple[list[int], list[bool]]]:
 class _PackedRun:
     """One batch of causal items as packed rows: context + inner trie nodes, with a tree attention mask."""
 
-    def __init__(self, model, items: list[CausalItem], budget: int, pad_id: int | None):
+    def __init__(
+        self, model: Any, items: list[CausalItem], budget: int, pad_id: int | None
+    ) -> None:
         self.model, self.items, self.budget = model, items, budget
         self.pad = pad_id if pad_id is not None else 0
         self.device = next(model.parameters()).device
@@ -303,7 +316,9 @@ class _PackedRun:
             for it, logp in zip(self.items, self.logp, strict=True)
         ]
 
-    def _layout(self, row, width: int):
+    def _layout(
+        self, row: tuple[int, list[int], list[bool], bool], width: int
+    ) -> tuple[list[int], np.ndarray, np.ndarray, list[tuple[int, int, tuple[int, ...]]]]:
         """Ids, positions, additive mask and reads (position, item, predicted nodes) of one packed row."""
         item, nodes, owned, first = row
         it = self.items[item]
@@ -333,7 +348,7 @@ class _PackedRun:
             reads.append((n_ctx - 1, item, tuple(n for n, p in enumerate(trie.parents) if p < 0)))
         return ids + [self.pad] * (width - len(ids)), positions, allowed, reads
 
-    def _forward(self, rows, width: int) -> None:
+    def _forward(self, rows: list[tuple[int, list[int], list[bool], bool]], width: int) -> None:
         import torch
 
         layouts = [self._layout(row, width) for row in rows]
@@ -351,6 +366,7 @@ class _PackedRun:
         logits = _logits_at(self.model, ids, mask, positions, b_idx, p_idx)
         owner = [k for k, r in enumerate(reads) for _ in r[3]]
         tokens = [self.items[r[2]].trie.tokens[n] for r in reads for n in r[3]]
+        values: torch.Tensor | np.ndarray  # the log-probs, then their numpy copy
         values = logprobs_at(
             logits,
             torch.tensor(owner, device=self.device),
@@ -363,10 +379,18 @@ class _PackedRun:
             at += len(kids)
 
 
-def _logits_at(model, ids, mask, positions, b_idx, p_idx):
+def _logits_at(
+    model: Any,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    positions: torch.Tensor,
+    b_idx: torch.Tensor,
+    p_idx: torch.Tensor,
+) -> torch.Tensor:
     """Logits at (b_idx, p_idx) only: the LM head runs on the selected hidden states, so [B, L, vocab] is never
     built. Models that post-process logits (soft-capping, scaling) take the plain forward.
     """
+    logits: torch.Tensor
     config = model.config
     head = model.get_output_embeddings()
     if (
@@ -374,10 +398,12 @@ def _logits_at(model, ids, mask, positions, b_idx, p_idx):
         or getattr(config, "final_logit_softcapping", None)
         or getattr(config, "logit_scale", None)
     ):
-        return model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[
             b_idx, p_idx
         ]
+        return logits
     hidden = model.base_model(
         input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False
     )[0]
-    return head(hidden[b_idx, p_idx])
+    logits = head(hidden[b_idx, p_idx])
+    return logits

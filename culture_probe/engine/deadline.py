@@ -33,7 +33,7 @@ class Deadline:
         """A socket operation's own timeout, cut to what is left of its try; `expired` (the HTTP library's timeout
         of that operation) once nothing is left, so that a server sending faster than any wait cannot go on.
         """
-        at = getattr(self._local, "at", None)
+        at: float | None = getattr(self._local, "at", None)
         if at is None:
             return timeout
         left = at - time.monotonic()

@@ -10,9 +10,13 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from culture_probe.engine.types import ScoreRequest, Truncation
 from culture_probe.errors import EmptyCandidateError, InputTooLongError, UnsupportedModelError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 # Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao, Khmer, Myanmar.
 _NO_SPACE = re.compile(
@@ -49,7 +53,7 @@ class Encoder:
 
     def __init__(
         self,
-        tokenizer,
+        tokenizer: Any,
         *,
         add_bos: bool | None = None,
         max_length: int | None = None,
@@ -249,7 +253,7 @@ class Encoder:
             self.label = None
 
 
-def chat_prompt(tokenizer, user: str, system: str | None = None, *, name: str = "") -> str:
+def chat_prompt(tokenizer: Any, user: str, system: str | None = None, *, name: str = "") -> str:
     """The tokenizer's chat template rendered with an optional system turn, `user` as the user turn, and the
     generation prompt: the text an assistant reply follows (it carries the template's own special tokens).
     """
@@ -262,10 +266,13 @@ def chat_prompt(tokenizer, user: str, system: str | None = None, *, name: str = 
         )
     messages = [{"role": "system", "content": system}] if system is not None else []
     messages.append({"role": "user", "content": user})
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    prompt: str = tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True
+    )
+    return prompt
 
 
-def _plain_backend(tokenizer):
+def _plain_backend(tokenizer: Any) -> Tokenizer | None:
     """A private copy of a fast tokenizer's Rust tokenizer, set up as `tokenizer(texts, add_special_tokens=False)`
     uses it (no padding, no truncation, special tokens in the text recognised unless the tokenizer splits them);
     a copy, so padding that other calls switch on in the shared one never reaches it. None for slow tokenizers and
@@ -292,7 +299,7 @@ def _plain_backend(tokenizer):
     return plain
 
 
-def _special_affixes(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _special_affixes(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The special tokens the tokenizer adds before and after a sequence by default."""
     bare = tokenizer("a", add_special_tokens=False)["input_ids"]
     full = tokenizer("a")["input_ids"]
@@ -302,7 +309,7 @@ def _special_affixes(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return (), ()
 
 
-def model_max_length(model, tokenizer) -> int | None:
+def model_max_length(model: Any, tokenizer: Any) -> int | None:
     """The longest sequence the model takes: its position table, else the tokenizer's (sane) limit."""
     config = model.config
     for name in ("n_positions", "max_position_embeddings", "seq_length"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from culture_probe.engine import parallel
 from culture_probe.engine.cache import cached_texts
@@ -16,12 +16,15 @@ from culture_probe.engine.encoding import chat_prompt
 from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import UnsupportedModelError
 
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
-def _decoding_config(model: Any, pad_id: int | None, options: GenerateOptions):
+
+def _decoding_config(model: Any, pad_id: int | None, options: GenerateOptions) -> GenerationConfig:
     # A checkpoint may ship do_sample=True, beams or top-k/top-p: probing needs either the plain argmax
     # continuation or plain temperature sampling over the whole vocabulary. Unset values would be refilled from
     # the checkpoint and transformers' defaults (top_k=50), so the sampling filters are set to their no-op values.
-    config = copy.deepcopy(model.generation_config)
+    config: GenerationConfig = copy.deepcopy(model.generation_config)
     config.num_beams, config.max_new_tokens = 1, options.max_new_tokens
     temperature = options.temperature
     if temperature is None:

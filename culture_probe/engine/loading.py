@@ -129,7 +129,8 @@ def load(
     loaded is returned as is.
     """
     if not is_named(model):
-        return model
+        scorer: ScorerProtocol = model
+        return scorer
     args = model_args or ModelArgs()
     name = str(model)
     cache: dict[str, Any] = {} if options.cache_dir is None else {"cache_dir": options.cache_dir}
@@ -171,7 +172,8 @@ def model_kind(
     served model needs its server's URL and is causal.
     """
     if not is_named(model):
-        return model.kind
+        kind: ModelKind = model.kind
+        return kind
     args = model_args or ModelArgs()
     name = str(model)
     if name.startswith(SERVED):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from culture_probe.engine.backend import Backend, logprobs_at
 from culture_probe.engine.encoding import Encoded
 from culture_probe.engine.types import FillMaskOptions, ScoreOptions, ScoreRequest, make_options
 from culture_probe.errors import InvalidValueError, UnsupportedModelError
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ class MaskedScorer(Backend):
         bounds = np.cumsum([0] + [len(q.reads) for q in queries])
         return [flat[bounds[r] : bounds[r + 1]] for r in range(len(queries))]
 
-    def _padded(self, rows: list[tuple[int, ...]]):
+    def _padded(self, rows: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Right-padded input ids and attention mask (CPU tensors)."""
         import torch
 
@@ -224,15 +227,20 @@ class MaskedScorer(Backend):
         ]
 
 
-def _logits_at(model, ids, attn, rows, pos):
+def _logits_at(
+    model: Any, ids: torch.Tensor, attn: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor
+) -> torch.Tensor:
     """Logits at (rows, pos) only: run the encoder, then the LM head on the selected hidden states, so the
     [batch, length, vocab] tensor is never built. Falls back to the full forward for unusual heads.
     """
+    logits: torch.Tensor
     heads = [m for name, m in model.named_children() if name != model.base_model_prefix]
     if len(heads) == 1:
         hidden = model.base_model(input_ids=ids, attention_mask=attn)[0]
-        return heads[0](hidden[rows, pos])
-    return model(input_ids=ids, attention_mask=attn).logits[rows, pos]
+        logits = heads[0](hidden[rows, pos])
+        return logits
+    logits = model(input_ids=ids, attention_mask=attn).logits[rows, pos]
+    return logits
 
 
 def _typed(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:

@@ -315,7 +315,9 @@ class EncodingPreview:
         return record.contexts.tokens_cut + record.prompts.tokens_cut
 
 
-def _causal(backend: Backend, request: ScoreRequest, item: CausalItem, options: ScoreOptions):
+def _causal(
+    backend: Backend, request: ScoreRequest, item: CausalItem, options: ScoreOptions
+) -> tuple[Tokens, list[CandidateView]]:
     """Causal: each candidate (with the right text when it is scored) continues the context."""
     tok, context = backend.tokenizer, item.context
     views = []
@@ -330,7 +332,9 @@ def _causal(backend: Backend, request: ScoreRequest, item: CausalItem, options: 
     return Tokens.of(tok, context), views
 
 
-def _masked(backend: Backend, request: ScoreRequest, item: MaskedItem, options: ScoreOptions):
+def _masked(
+    backend: Backend, request: ScoreRequest, item: MaskedItem, options: ScoreOptions
+) -> tuple[None, list[CandidateView]]:
     """Masked: each candidate's subwords are read at the masks of the queries that hold them."""
     tok = backend.tokenizer
     inputs: list[list[ModelInput]] = [[] for _ in request.candidates]
@@ -350,7 +354,9 @@ def _masked(backend: Backend, request: ScoreRequest, item: MaskedItem, options: 
     return None, views
 
 
-def _seq2seq(backend: Backend, request: ScoreRequest, item: Seq2SeqItem, options: ScoreOptions):
+def _seq2seq(
+    backend: Backend, request: ScoreRequest, item: Seq2SeqItem, options: ScoreOptions
+) -> tuple[Tokens, list[CandidateView]]:
     """Seq2seq: the encoder input is shared; each candidate is the decoder's target after its lead."""
     assert isinstance(backend, Seq2SeqScorer)
     tok, lead = backend.tokenizer, backend.decoder_lead(options)

@@ -7,6 +7,7 @@ Each request's encoder runs once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from culture_probe.engine.backend import Backend, iter_chunks
 from culture_probe.engine.encoding import separator
 from culture_probe.engine.types import ScoreOptions, ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnsupportedModelError
+
+if TYPE_CHECKING:
+    import torch
 
 SENTINELS = ("<extra_id_0>", "<extra_id_1>")
 
@@ -142,7 +146,9 @@ class Seq2SeqScorer(Backend):
         return out
 
 
-def _pad(seqs: list[tuple[int, ...]], pad: int, device):
+def _pad(
+    seqs: list[tuple[int, ...]], pad: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-padded ids and attention mask."""
     import torch
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
@@ -278,7 +278,7 @@ class ServedScorer:
             )
         return kept
 
-    def fill_mask(self, *args: Any, **kwargs: Any) -> Any:
+    def fill_mask(self, *args: Any, **kwargs: Any) -> NoReturn:
         """A served model is causal: there is no mask to fill."""
         raise UnsupportedModelError(
             "fill_mask needs a masked model; a served model is causal. Use generate()."

@@ -171,7 +171,8 @@ class CandidateScores:
         """Sum divided by token count: the papers' "mean-pooled" score."""
         import numpy as np
 
-        return self.sum_logprob / np.maximum(self.n_tokens, 1)
+        mean: np.ndarray = self.sum_logprob / np.maximum(self.n_tokens, 1)
+        return mean
 
     def scores(self, by: ScoreKind = "mean") -> np.ndarray:
         """The score array named by `by` ("mean" or "sum")."""

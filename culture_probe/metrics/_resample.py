@@ -138,7 +138,7 @@ class ShiftTest:
 
     def _rejected(self, start: float, step: float, alpha: float) -> float | None:
         for doubling in range(64):
-            point = start + step * 2**doubling
+            point: float = start + step * 2**doubling
             if self.p_value(point) < alpha:
                 return point
         return None
@@ -227,4 +227,5 @@ def _random_sign_sums(rng: np.random.Generator, count: int, values: np.ndarray) 
             tables[:, start : start + chunk].reshape(values.shape[1], -1)
         ):
             totals[column] += np.take(table, index).sum(axis=0)
-    return totals.T
+    by_draw: np.ndarray = totals.T
+    return by_draw

@@ -33,7 +33,8 @@ def prompt_cbs(arab: np.ndarray, western: np.ndarray, tie_value: float = 0.0) ->
     ordered = np.sort(arab)
     below = np.searchsorted(ordered, western, side="left")
     ties = np.searchsorted(ordered, western, side="right") - below
-    return 100.0 * (below.sum() + tie_value * ties.sum()) / (arab.size * western.size)
+    cbs: float = 100.0 * (below.sum() + tie_value * ties.sum()) / (arab.size * western.size)
+    return cbs
 
 
 def _mean_std(values: list[float]) -> tuple[float, float | None]:
@@ -219,13 +220,15 @@ def _rates(confusion: np.ndarray) -> dict[str, np.ndarray]:
 
 def _stack(rates: dict[str, np.ndarray]) -> np.ndarray:
     """(resamples, 1 + 2L): macro-F1, then the L false-negative rates, then the L false-positive rates."""
-    return np.column_stack([rates["macro_f1"], rates["fnr"], rates["fpr"]])
+    stacked: np.ndarray = np.column_stack([rates["macro_f1"], rates["fnr"], rates["fpr"]])
+    return stacked
 
 
 def _nanmean_last(values: np.ndarray) -> np.ndarray:
     defined = ~np.isnan(values)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(defined, values, 0).sum(axis=-1) / defined.sum(axis=-1)
+        means: np.ndarray = np.where(defined, values, 0).sum(axis=-1) / defined.sum(axis=-1)
+        return means
 
 
 def _confusions(
@@ -280,7 +283,8 @@ def fairness_gap(
 
     def gaps(indices: list[np.ndarray]) -> np.ndarray:
         arab, western = (culture_rates(c, i) for c, i in zip(CULTURES, indices, strict=True))
-        return (_stack(arab) - _stack(western)).T
+        gap: np.ndarray = (_stack(arab) - _stack(western)).T
+        return gap
 
     _, low, high = bootstrap_interval(
         gaps,

@@ -75,7 +75,8 @@ def rank_weights(n: int, weight: str) -> np.ndarray:
         raw = order
     else:
         raw = order**2
-    return raw / raw.sum()
+    weights: np.ndarray = raw / raw.sum()
+    return weights
 
 
 def _positions(name: str, index: int, ranking: Sequence[Hashable]) -> dict[Hashable, int]:

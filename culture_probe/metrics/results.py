@@ -272,7 +272,8 @@ def table_statistic(values: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndar
         ):  # a replicate no row of a group has: NaN, left out of the mean
             warnings.simplefilter("ignore", RuntimeWarning)
             means.append(np.nanmean(np.nanmean(cells, axis=-2), axis=-1))
-    return np.mean(means, axis=0)
+    statistic: np.ndarray = np.mean(means, axis=0)
+    return statistic
 
 
 def contributions(values: np.ndarray) -> np.ndarray:
@@ -290,7 +291,8 @@ def contributions(values: np.ndarray) -> np.ndarray:
     deviations = np.where(finite[:, used], values[:, used] - means, 0.0) * (
         len(values) / counts[used]
     )
-    return deviations.mean(axis=1)
+    contribution: np.ndarray = deviations.mean(axis=1)
+    return contribution
 
 
 def unit_contributions(table: UnitTable, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -348,9 +350,12 @@ def _complete_block(values: np.ndarray) -> np.ndarray:
     """The replicates every row has (or, when fewer than two, the rows that have every replicate)."""
     finite = np.isfinite(values)
     columns = finite.all(axis=0)
+    block: np.ndarray
     if columns.sum() >= 2:
-        return values[:, columns]
-    return values[finite.all(axis=1)]
+        block = values[:, columns]
+        return block
+    block = values[finite.all(axis=1)]
+    return block
 
 
 def _no_spread(stderr: float, value: float, scale: float | None) -> bool:
