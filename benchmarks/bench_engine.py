@@ -195,9 +195,8 @@ def causal_case(
     model.to(device)
     scorer = Scorer(model, tok)
     requests = [ScoreRequest(LEFT.format(dish=d), pool) for d in dishes]
-    warm = [
-        ScoreRequest(LEFT.format(dish="bread"), pool[:64])
-    ]  # allocator, kernels: outside the timings
+    # allocator, kernels: outside the timings
+    warm = [ScoreRequest(LEFT.format(dish="bread"), pool[:64])]
     scorer.score(warm)
     harness_loglikelihood(model, tok, warm)
     tokens = counted_tokens(model)
@@ -283,9 +282,8 @@ def generation_case(dishes, pool, shape, repeat: int, device: torch.device) -> b
     model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0).to(device)
     scorer = Scorer(model, tok)
     prompts = [LEFT.format(dish=d) for d in (dishes * N_PROMPTS)[:N_PROMPTS]]
-    prompts = [
-        p if i % 2 else p + " rice and" for i, p in enumerate(prompts)
-    ]  # unequal lengths: left padding
+    # unequal lengths: left padding
+    prompts = [p if i % 2 else p + " rice and" for i, p in enumerate(prompts)]
     scorer.generate(prompts[:2], max_new_tokens=2)
     generate_one_by_one(model, tok, prompts[:2])
     engine_time, engine = best_time(
@@ -315,9 +313,8 @@ def startup_case() -> bool:
         times[" ".join(args)], done = best_time(
             lambda c=command: subprocess.run(c, capture_output=True), 3
         )
-        if (
-            done.returncode
-        ):  # e.g. a GPU image without the data libraries: a failed target, not a crash
+        # e.g. a GPU image without the data libraries: a failed target, not a crash
+        if done.returncode:
             last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
             print(f"start-up: culture-probe {' '.join(args)} failed: {last}")
             return report({f"culture-probe {' '.join(args)} runs": False})

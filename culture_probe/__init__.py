@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from culture_probe.version import __version__
 
-if (
-    TYPE_CHECKING
-):  # a type checker sees each public name typed; at run time each loads on first use (`_LAZY`)
+# a type checker sees each public name typed; at run time each loads on first use (`_LAZY`)
+if TYPE_CHECKING:
     from culture_probe.data.registry import list_benchmarks, load_benchmark
     from culture_probe.dryrun import dry_run
     from culture_probe.engine import Scorer

@@ -394,13 +394,11 @@ def expected_failure(error: BaseException) -> str | None:
         return f"invalid JSON ({error.msg}, line {error.lineno}); the file is damaged"
     if isinstance(error, sqlite3.DatabaseError):
         return f"a database file is damaged or locked ({error}); delete the score cache (--cache-dir) or retry"
-    if (
-        isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError"
-    ):  # torch's is a RuntimeError
+    # torch's is a RuntimeError
+    if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError":
         return "out of memory: lower --batch-tokens, or use a smaller dtype (--dtype bfloat16)"
-    if isinstance(
-        error, pickle.UnpicklingError
-    ):  # torch's weights_only load refused code in a weights file
+    # torch's weights_only load refused code in a weights file
+    if isinstance(error, pickle.UnpicklingError):
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return (
             f"a weights file is a pickle that torch will not load safely ({first}); nothing in it was run: use a "

@@ -46,7 +46,8 @@ PLANTED_COUNTRIES = ("United States", "France", "Russia", "Ukraine", "Greece", "
 ARCH_TOKENIZER: dict[str, TokenizerKind] = {"gpt2": "bpe", "bert": "wordpiece"}
 COLUMNS = ("facts", "group", "n", "mean rank", "P@1")
 MODEL = f"planted:{CONFIG}"
-PER_COUNTRY = 5  # entities per country the planted model saw (culture_probe.models.planted_benchmarks.xfakt_spec)
+# entities per country the planted model saw (culture_probe.models.planted_benchmarks.xfakt_spec)
+PER_COUNTRY = 5
 
 
 def probed_rows() -> list[dict[str, Any]]:

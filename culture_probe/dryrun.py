@@ -276,9 +276,8 @@ def plan_config(
     previewer = previewers[str(model), kind]
     ahead = plan(config, model, settings, options, rows=rows, scorer=previewer.scorer)
     task = ahead.task
-    number, part = first_asked(
-        task, ahead.probes, settings, model
-    )  # --limit, then --shard K/N's part
+    # --limit, then --shard K/N's part
+    number, part = first_asked(task, ahead.probes, settings, model)
     first = part.probes
     kept = resumed_records(
         run_dir, done, model, previewer, ahead, settings, number, first, rows is not None

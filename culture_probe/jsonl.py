@@ -19,9 +19,8 @@ from typing import Any
 from culture_probe.errors import SourceFormatError
 
 _ESCAPES = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-_LINE_END = re.compile(
-    rb"\r\n|\r|\n"
-)  # the line ends of universal newlines; JSON escapes "\n" and "\r" in strings
+# the line ends of universal newlines; JSON escapes "\n" and "\r" in strings
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 def line(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:

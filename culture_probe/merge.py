@@ -157,11 +157,8 @@ def settings_of(shard: ShardRun) -> dict[str, Any]:
     config["planned"] = {k: v for k, v in (config.get("planned") or {}).items() if k != "probes"}
     config["subset"] = {k: v for k, v in (config.get("subset") or {}).items() if k != "sampled"}
     whole = {k: v for k, v in shard.part.items() if k not in ("shard", "positions")}
-    return {
-        "run": config.pop("run"),
-        **config,
-        "shard.json": whole,
-    }  # the settings first: the likely difference
+    # the settings first: the likely difference
+    return {"run": config.pop("run"), **config, "shard.json": whole}
 
 
 def difference(mine: Any, theirs: Any, key: str = "") -> tuple[str, Any, Any] | None:
@@ -229,9 +226,8 @@ class Merge:
         task = task_of_run(first.run.record)
         records = in_run_order(self.shards, task.stages)
         processes = [p for s in self.shards for p in read_processes(s.run.path, s.run.records)]
-        log = ProcessLog(
-            None, processes[:-1], processes[-1], clock=0.0
-        )  # read, never saved: their record
+        # read, never saved: their record
+        log = ProcessLog(None, processes[:-1], processes[-1], clock=0.0)
         with rundir.lock(out):
             check_empty(out, "run")
             out.mkdir(parents=True, exist_ok=True)

@@ -20,12 +20,10 @@ from culture_probe.errors import PublishError
 from culture_probe.metrics import MODULES_DIR
 from culture_probe.sharing import front_matter
 
-FORMULAS = (
-    "culture_probe_formulas"  # the Space's sibling module holding the library code its metric runs
-)
-LIBRARY = (
-    Path(__file__).resolve().parent
-)  # the installed package, whose source the formulas are copied from
+# the Space's sibling module holding the library code its metric runs
+FORMULAS = "culture_probe_formulas"
+# the installed package, whose source the formulas are copied from
+LIBRARY = Path(__file__).resolve().parent
 
 
 def write_metric_space(folder: Path, owner: str, name: str) -> Path:
@@ -172,9 +170,8 @@ class _Formulas:
             raise PublishError(
                 f"{self.used_by} imports {name} from {module}, which does not define it at its top."
             )
-        if (
-            name in self.defined
-        ):  # copied already, being copied (recursion), or another thing of that name
+        # copied already, being copied (recursion), or another thing of that name
+        if name in self.defined:
             copied = self.defined[name]
             if copied != module and _library_module(copied).segment(name) != source.segment(name):
                 raise self._clash(name, f"{copied}.{name}", f"{module}.{name}")

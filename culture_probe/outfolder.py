@@ -28,16 +28,13 @@ class Output:
 
     name: str  # as the messages name it: "export", "board", "consistency report", "comparison"
     marker: str  # the file listing what it wrote (a JSON list of paths inside the folder)
-    shared: bool = (
-        False  # written into a folder holding others' files too (else: new, empty, or its own)
-    )
-    before: tuple[str, ...] | None = (
-        None  # what a marker of an earlier version (plain text) says it wrote
-    )
+    # written into a folder holding others' files too (else: new, empty, or its own)
+    shared: bool = False
+    # what a marker of an earlier version (plain text) says it wrote
+    before: tuple[str, ...] | None = None
     locked: bool = False  # a second writer of the folder is refused at once
-    taken: Callable[[Path], str | None] | None = (
-        None  # what else a folder may be (a run's): never written
-    )
+    # what else a folder may be (a run's): never written
+    taken: Callable[[Path], str | None] | None = None
 
 
 @dataclass
@@ -131,9 +128,8 @@ def written_before(folder: Path, output: Output) -> list[str]:
     try:
         listed = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
-        listed = (
-            None if output.before is None else list(output.before)
-        )  # a marker from before the lists
+        # a marker from before the lists
+        listed = None if output.before is None else list(output.before)
     if not isinstance(listed, list) or not all(isinstance(n, str) and _inside(n) for n in listed):
         raise CultureProbeError(
             f"{path} is damaged (it must list the files the {output.name} wrote, as paths inside it); nothing was "
@@ -240,8 +236,7 @@ def lock(folder: Path, what: str) -> Iterator[None]:
             "or pass another --out."
         ) from None
     finally:
-        if (
-            made and folder.is_dir() and all(p.name == LOCK_FILE for p in folder.iterdir())
-        ):  # nothing written
+        # nothing written
+        if made and folder.is_dir() and all(p.name == LOCK_FILE for p in folder.iterdir()):
             (folder / LOCK_FILE).unlink(missing_ok=True)
             folder.rmdir()

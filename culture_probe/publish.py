@@ -39,9 +39,8 @@ class Upload:
     folder: Path
     files: tuple[tuple[str, int], ...]
     url: str | None = None  # the commit, once uploaded
-    kept: tuple[
-        str, ...
-    ] = ()  # files of the user's in a dry run's folder: left there, never uploaded
+    # files of the user's in a dry run's folder: left there, never uploaded
+    kept: tuple[str, ...] = ()
 
     def check(self, token: str | None = None) -> None:
         """Refuse, naming the file, an upload holding a secret, a key or the home folder's path (`check_upload`)."""
@@ -207,9 +206,9 @@ def hub_api(token: str | None) -> Any:
 def hub_errors(api: Any, what: str) -> Iterator[None]:
     """The Hub's refusals and network failures as one line that says what to do."""
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-    from huggingface_hub.utils import (
-        httpx,
-    )  # the client's own HTTP library: its network failures are no OSError
+
+    # the client's own HTTP library: its network failures are no OSError
+    from huggingface_hub.utils import httpx
 
     try:
         yield

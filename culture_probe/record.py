@@ -106,9 +106,8 @@ class ModelRecord:
     """
 
     spec: str = ""
-    kind: str | None = (
-        None  # None: a run record that does not say (the reports then assume the benchmark's own)
-    )
+    # None: a run record that does not say (the reports then assume the benchmark's own)
+    kind: str | None = None
     identity: Any = None
     planted: str | None = None
     loaded_object: bool = False
@@ -131,9 +130,8 @@ class SettingsRecord:
     protocol: str = "default"  # runs made before the profiles ran the library's protocol
     data_dir: str | None = None
     corrected: bool = False
-    shard: str | None = (
-        None  # `--shard K/N`: the slice of the run this folder holds (None: all of it)
-    )
+    # `--shard K/N`: the slice of the run this folder holds (None: all of it)
+    shard: str | None = None
     values: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -181,12 +179,10 @@ class RunRecord:
     options: Mapping[str, Any] = field(default_factory=dict)  # the protocol options, by name
     # the options that change each stage's records (None: a run made before they were recorded)
     stage_options: Mapping[str, Sequence[str]] | None = None
-    seed_used: bool = (
-        True  # whether the seed can change a number (a protocol that draws, or a --limit subset)
-    )
-    protocol: Mapping[str, Any] = field(
-        default_factory=dict
-    )  # the task's description of its protocol
+    # whether the seed can change a number (a protocol that draws, or a --limit subset)
+    seed_used: bool = True
+    # the task's description of its protocol
+    protocol: Mapping[str, Any] = field(default_factory=dict)
     deviations: tuple[Deviation, ...] = ()
     subset: Subset | None = None  # what a --limit run probed (None: every item)
     planned: Planned = field(default_factory=Planned)  # the first stage and its probe count

@@ -143,7 +143,8 @@ def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None
             "--model openai:NAME --base-url http://HOST:PORT/v1."
         )
     if model in HARNESS_BACKENDS and pretrained is not None:
-        model = None  # `--model hf --model_args pretrained=NAME`: the harness's backend name, the model in pretrained
+        # `--model hf --model_args pretrained=NAME`: the harness's backend name, the model in pretrained
+        model = None
     if model is None and pretrained is None:
         raise InvalidValueError("Name the model: --model NAME, or --model-args pretrained=NAME,...")
     if model is not None and pretrained is not None and model != pretrained:

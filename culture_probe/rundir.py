@@ -31,8 +31,10 @@ CONFIG_FILE, ITEMS_FILE, METRICS_FILE = "config.json", "items.jsonl", "metrics.j
 RUN_CONFIG_KEYS = ("config",)  # what every config.json names: the benchmark config the run probed
 ROWS_FILE = "rows.jsonl"  # the rows of a run on custom rows, so that `--rows` can repeat it
 REPORT_FILE, PLOTS_DIR = "report.md", "plots"
-MARKER = ".culture_probe_run"  # names a folder as a run of this library: only such folders (or empty ones) are written
-SUITE_MARKER = ".culture_probe_suite"  # names a suite's folder (a run directory per config): no run writes there
+# names a folder as a run of this library: only such folders (or empty ones) are written
+MARKER = ".culture_probe_run"
+# names a suite's folder (a run directory per config): no run writes there
+SUITE_MARKER = ".culture_probe_suite"
 # the markers' text; suites made before SUITE_MARKER wrote SUITE_NOTE into MARKER (`folder_kind` reads it so)
 RUN_NOTE, SUITE_NOTE = (
     "A culture_probe run directory (culture-probe run --out).\n",
@@ -40,9 +42,8 @@ RUN_NOTE, SUITE_NOTE = (
 )
 Kind = Literal["run", "suite"]
 MARKERS: dict[Kind, str] = {"run": MARKER, "suite": SUITE_MARKER}
-LOCK_FILE = (
-    outfolder.LOCK_FILE
-)  # held by the process writing the run: a second writer fails at once
+# held by the process writing the run: a second writer fails at once
+LOCK_FILE = outfolder.LOCK_FILE
 # config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size), each
 # with the `RunRecord` field that reads it (older runs read with the defaults: no model_args, the default protocol);
 # run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded). The options are

@@ -144,12 +144,10 @@ def run(
             "run(config, model, limit=10))."
         )
     settings, protocol = RunSettings.split(keywords, settings)
-    benchmark = resolve(
-        config, corrected=settings.corrected
-    )  # the name looked up once, and handed down
-    protocol = options_per_config([benchmark], joined(options, protocol))[
-        benchmark.name
-    ]  # before anything loads
+    # the name looked up once, and handed down
+    benchmark = resolve(config, corrected=settings.corrected)
+    # before anything loads
+    protocol = options_per_config([benchmark], joined(options, protocol))[benchmark.name]
     return run_with(
         benchmark, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress
     )
@@ -200,17 +198,15 @@ def run_with(
         meta = describe_plan(
             model, scorer, ahead, settings, number, first, rows=custom, folder=folder
         )
-        settings = replace(
-            settings, limit=number
-        )  # config.json's run.limit: the number the run probed
+        # config.json's run.limit: the number the run probed
+        settings = replace(settings, limit=number)
         # a full disk names the folder, and the space the rest of the records need
         with naming_folder(run_dir or Path("."), needed=lambda: space_needed(run_dir, len(first))):
             done = open_folder(
                 run_dir, meta, data, custom_rows=rows is not None, resume=resume, main=main
             )
-            part.save(
-                run_dir if main else None
-            )  # a shard's place in the whole run, which the merge sorts by
+            # a shard's place in the whole run, which the merge sorts by
+            part.save(run_dir if main else None)
             log = ProcessLog.begin(
                 run_dir,
                 meta["versions"],
@@ -222,7 +218,8 @@ def run_with(
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
             label = model_label(model)
-            meter = start_meter(  # says what the run will cost; keeps the rate it measured once it is written
+            # says what the run will cost; keeps the rate it measured once it is written
+            meter = start_meter(
                 task.config,
                 label,
                 scorer,
@@ -240,9 +237,8 @@ def run_with(
             metrics = json_ready(task.compute_metrics(records))
             if known := known_of(model, settings):
                 metrics["planted"] = planted_split(task, records, known)
-            truncation = (
-                log.truncation()
-            )  # what the engine cut to fit the model, over every process of the run
+            # what the engine cut to fit the model, over every process of the run
+            truncation = log.truncation()
             if truncation is not None:
                 metrics["truncation"] = truncation
             meta = finish(run_dir if main else None, meta, records, metrics, log)
@@ -296,11 +292,11 @@ def open_folder(
     done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
     if custom_rows and run_dir is not None and not done and main:
         rundir.write_jsonl(run_dir / rundir.ROWS_FILE, rows)
-    _barrier()  # all ranks have read items.jsonl before any writes to it: they share one pending set
+    # all ranks have read items.jsonl before any writes to it: they share one pending set
+    _barrier()
     if run_dir is not None and done and main:
-        rundir.follow_options(
-            run_dir, meta, done
-        )  # a resume with other options: their records and config
+        # a resume with other options: their records and config
+        rundir.follow_options(run_dir, meta, done)
     return done
 
 
@@ -335,9 +331,8 @@ class Plan:
     data: list[Mapping[str, Any]] = field(repr=False)
     side: SideData = field(repr=False)
     probes: list[Probe] = field(repr=False)
-    models: dict[str, StageModel] = field(
-        default_factory=dict
-    )  # each stage's own model (a judge), resolved
+    # each stage's own model (a judge), resolved
+    models: dict[str, StageModel] = field(default_factory=dict)
 
 
 def plan(
@@ -353,13 +348,11 @@ def plan(
     a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).
     The config's name is resolved here, once: every later step gets its `Benchmark` (`task.benchmark`).
     """
-    benchmark = resolve(
-        config, corrected=settings.corrected
-    )  # the corrected twin's protocol too, not only its rows
+    # the corrected twin's protocol too, not only its rows
+    benchmark = resolve(config, corrected=settings.corrected)
     task_cls = task_for(benchmark)
-    draft = task_cls.options_for(
-        settings.protocol, options
-    )  # a bad option fails before any data or model is read
+    # a bad option fails before any data or model is read
+    draft = task_cls.options_for(settings.protocol, options)
     check_language(benchmark, settings.language, custom_rows=rows is not None)
     data: list[Mapping[str, Any]] = (
         list(
@@ -373,15 +366,12 @@ def plan(
         if rows is None
         else check_custom_rows(benchmark, rows)
     )
-    side = load_side_data(
-        benchmark, draft, data_dir=settings.data_dir
-    )  # before the model: a bad file is named
-    kind = model_kind(
-        model if scorer is None else scorer, settings
-    )  # from its config: no weights loaded
-    served = isinstance(model, str) and model.startswith(
-        SERVED
-    )  # a suite passes the name beside its scorer
+    # before the model: a bad file is named
+    side = load_side_data(benchmark, draft, data_dir=settings.data_dir)
+    # from its config: no weights loaded
+    kind = model_kind(model if scorer is None else scorer, settings)
+    # a suite passes the name beside its scorer
+    served = isinstance(model, str) and model.startswith(SERVED)
     # an upstream profile depends on the model's kind and the run's mode
     task_options = task_cls.options_for(
         settings.protocol, options, kind, config=benchmark, served=served
@@ -389,9 +379,8 @@ def plan(
     if task_cls.needs(benchmark, task_options) != task_cls.needs(benchmark, draft):
         side = load_side_data(benchmark, task_options, data_dir=settings.data_dir)
     task = task_cls(benchmark, task_options, kind=kind, seed=settings.seed, resources=side.values)
-    models = check_models(
-        task, model if scorer is None else scorer, settings
-    )  # before any folder or weights
+    # before any folder or weights
+    models = check_models(task, model if scorer is None else scorer, settings)
     with custom_rows_read(benchmark, rows is not None):
         if settings.language is not None:
             data = task.select_language(data, settings.language)
@@ -450,9 +439,8 @@ def first_probes(
     if number is None:
         return None, list(probes)
     sampled = task.sample(probes, limit if isinstance(limit, float) else number, known)
-    return number, task.smoke.asked(
-        sampled
-    ) if limit == SMOKE else sampled  # a smoke run asks its `Smoke.tags`
+    # a smoke run asks its `Smoke.tags`
+    return number, task.smoke.asked(sampled) if limit == SMOKE else sampled
 
 
 def first_asked(
@@ -776,52 +764,47 @@ def describe_run(
     """
     benchmark, info = task.benchmark, task.benchmark.info
     named = isinstance(model, (str, os.PathLike))
-    return (
-        redacted(  # credentials in a URL (--base-url, a resource's source) are used, never recorded
-            json_ready(
-                {
-                    "config": benchmark.name,
-                    "benchmark": {
-                        "name": info.name,
-                        "version": info.version,
-                        "title": info.title,
-                        "description": benchmark.config.description or "",
-                        "languages": list(benchmark.languages),
-                        "corrections": [c.__dict__ for c in info.corrections],
-                        "rows": len(rows),
-                        "rows_sha256": rows_digest(rows),
-                        "custom_rows": custom_rows,
-                        "rows_file": rows_file,
-                    },
-                    "resources": dict(resources),
-                    "model": {
-                        "spec": str(model) if named else type(model).__name__,
-                        "loaded_object": not named,
-                        "kind": scorer.kind,
-                        "identity": _identity(scorer),
-                        **planted_of(model, settings),
-                    },
-                    "task": type(task).__name__,
-                    "options": options_dict(task.options),
-                    "stage_options": {
-                        stage: list(task.stage_options(stage)) for stage in task.stages
-                    },
-                    "stage_models": {
-                        stage: other.to_json() for stage, other in (models or {}).items()
-                    },
-                    "run": settings.recorded(),
-                    "model_args": settings.model_args.given(),
-                    "seed_used": task.seeded
-                    or subset is not None,  # a --limit subset is drawn with the seed
-                    "subset": subset,
-                    "planned": planned,
-                    "protocol": task.describe(rows),
-                    "deviations": task.applied_deviations(),
-                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    "hardware": hardware(scorer, settings),
-                    "versions": versions(),
-                }
-            )
+    # credentials in a URL (--base-url, a resource's source) are used, never recorded
+    return redacted(
+        json_ready(
+            {
+                "config": benchmark.name,
+                "benchmark": {
+                    "name": info.name,
+                    "version": info.version,
+                    "title": info.title,
+                    "description": benchmark.config.description or "",
+                    "languages": list(benchmark.languages),
+                    "corrections": [c.__dict__ for c in info.corrections],
+                    "rows": len(rows),
+                    "rows_sha256": rows_digest(rows),
+                    "custom_rows": custom_rows,
+                    "rows_file": rows_file,
+                },
+                "resources": dict(resources),
+                "model": {
+                    "spec": str(model) if named else type(model).__name__,
+                    "loaded_object": not named,
+                    "kind": scorer.kind,
+                    "identity": _identity(scorer),
+                    **planted_of(model, settings),
+                },
+                "task": type(task).__name__,
+                "options": options_dict(task.options),
+                "stage_options": {stage: list(task.stage_options(stage)) for stage in task.stages},
+                "stage_models": {stage: other.to_json() for stage, other in (models or {}).items()},
+                "run": settings.recorded(),
+                "model_args": settings.model_args.given(),
+                # a --limit subset is drawn with the seed
+                "seed_used": task.seeded or subset is not None,
+                "subset": subset,
+                "planned": planned,
+                "protocol": task.describe(rows),
+                "deviations": task.applied_deviations(),
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "hardware": hardware(scorer, settings),
+                "versions": versions(),
+            }
         )
     )
 
@@ -914,7 +897,8 @@ def git_revision(folder: Path) -> str | None:
 
     try:
         if not (Path(git("rev-parse", "--show-toplevel")) / "culture_probe").is_dir():
-            return None  # the folder sits in someone else's repository (e.g. a virtualenv inside a project)
+            # the folder sits in someone else's repository (e.g. a virtualenv inside a project)
+            return None
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
         return git("rev-parse", "HEAD") + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
@@ -981,15 +965,13 @@ def execute(
             if stage == task.stages[0]
             else task.build_probes(rows, stage=stage, previous=records)
         )
-        if (
-            settings.limit is not None or settings.shard is not None
-        ):  # later stages ask only the first's items
+        # later stages ask only the first's items
+        if settings.limit is not None or settings.shard is not None:
             sampled = {p.item_id for p in first}
             probes = [p for p in probes if p.item_id in sampled]
         pending = [p for p in probes if (stage, p.key) not in done_by_key]
-        needs_model = any(
-            not isinstance(p, Skipped) for p in pending
-        )  # load a stage's own model only then
+        # load a stage's own model only then
+        needs_model = any(not isinstance(p, Skipped) for p in pending)
         stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
         fresh = {}
         with _counting_cuts(stage_scorer, task.config):

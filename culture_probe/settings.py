@@ -22,10 +22,8 @@ from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.typecheck import check_types
 
 SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
-PROTOCOLS = (
-    "default",
-    "upstream",
-)  # the two protocol profiles (`--protocol`): the library's, and the released code's
+# the two protocol profiles (`--protocol`): the library's, and the released code's
+PROTOCOLS = ("default", "upstream")
 
 
 def limit_value(text: str) -> int | float | str:
@@ -223,14 +221,12 @@ class RunSettings:
             raise InvalidValueError(
                 f"model_args must be a ModelArgs, got {self.model_args!r} (RunSettings.of: text)."
             )
-        for spec in fields(
-            self
-        ):  # a folder given as a Path (a suite's data_dir) is its path's text
+        # a folder given as a Path (a suite's data_dir) is its path's text
+        for spec in fields(self):
             if isinstance(getattr(self, spec.name), os.PathLike):
                 object.__setattr__(self, spec.name, os.fspath(getattr(self, spec.name)))
-        check_types(
-            self, flag=lambda name: f"--{name.replace('_', '-')}"
-        )  # run(data_dir=123) as --data-dir 123
+        # run(data_dir=123) as --data-dir 123
+        check_types(self, flag=lambda name: f"--{name.replace('_', '-')}")
         if self.shard is not None:  # K/N checked, and kept as K/N, before anything loads
             object.__setattr__(self, "shard", str(Shard.parse(self.shard)))
         check_device(self.device)

@@ -22,7 +22,8 @@ from culture_probe.errors import InvalidValueError
 from culture_probe.settings import Shard
 from culture_probe.tasks.probes import Probe, ScoreProbe
 
-SHARD_FILE = "shard.json"  # a shard's place in the whole run: its shard, the run's probe count, its probes' positions
+# a shard's place in the whole run: its shard, the run's probe count, its probes' positions
+SHARD_FILE = "shard.json"
 
 
 def cost(probe: Probe) -> int:
@@ -38,9 +39,8 @@ def assign(probes: Sequence[Probe], unit: Callable[[Probe], str], count: int) ->
     for probe in probes:
         costs[unit(probe)] = costs.get(unit(probe), 0) + cost(probe)
     loads, shard_of = [0] * count, {}
-    for key in sorted(
-        costs, key=lambda k: -costs[k]
-    ):  # a stable sort: equal costs keep probe order
+    # a stable sort: equal costs keep probe order
+    for key in sorted(costs, key=lambda k: -costs[k]):
         chosen = min(range(count), key=lambda i: (loads[i], i))
         shard_of[key], loads[chosen] = chosen, loads[chosen] + costs[key]
     return shard_of

@@ -52,9 +52,8 @@ URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")  # a URL inside othe
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # a value that is a URL starts so
 # what is left of a user and password after URL stopped at a quote, a space or a bracket in it (`u:p'x@host`)
 USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
-MIRROR_ENV = (
-    "CULTURE_PROBE_MIRROR"  # the offline mirror's folder (culture_probe.data.sources reads it)
-)
+# the offline mirror's folder (culture_probe.data.sources reads it)
+MIRROR_ENV = "CULTURE_PROBE_MIRROR"
 DIGEST_LENGTH = 8  # hex digits of a local model's digest shown
 T = TypeVar("T")
 
@@ -100,9 +99,8 @@ def redacted(value: T, *, shared: bool = False) -> T:
 
 def _redacted(value: T, folders: list[tuple[re.Pattern[str], str]]) -> T:
     if isinstance(value, str):
-        whole = (
-            SCHEME.match(value) is not None
-        )  # a setting that is a URL (--base-url): its every character is it
+        # a setting that is a URL (--base-url): its every character is it
+        whole = SCHEME.match(value) is not None
         text = (
             redact_url(value) if whole else URL.sub(lambda found: redact_url(found.group()), value)
         )

@@ -110,9 +110,8 @@ def run_suite(
     folder = Path(out) if out is not None else None
     main = is_main_process()
     if folder is not None and main:  # only the writer checks whose folder it is, as a run's does
-        rundir.check_writable(
-            folder, "suite"
-        )  # new, empty, or a suite's: never a run's nor anyone's
+        # new, empty, or a suite's: never a run's nor anyone's
+        rundir.check_writable(folder, "suite")
     with ExitStack() as claim:
         # A second writer of a suite folder fails at once (its lock); a new folder is made, and locked, only once
         # the suite is planned, so that a suite refused while planning leaves nothing behind.
@@ -154,14 +153,12 @@ def run_suite(
                 )
         runs: dict[str, RunResult] = {}
         summary = summarize_suite(model, earlier, skipped, order)
-        if (
-            folder is not None and main
-        ):  # every planned config listed from the start, those not started as not run
+        # every planned config listed from the start, those not started as not run
+        if folder is not None and main:
             write_summary(folder, summary)
         with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore", SmallLimitWarning
-            )  # each run's notice was given by plan_suite
+            # each run's notice was given by plan_suite
+            warnings.simplefilter("ignore", SmallLimitWarning)
             try:
                 for config in list(plans):  # each plan is dropped as its run starts
                     runs[config] = run_with(

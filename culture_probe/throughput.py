@@ -36,9 +36,8 @@ from culture_probe.tasks.probes import (
 )
 
 RATES_FILE = "rates.json"
-MIN_TOKENS = (
-    1000  # a run that ran fewer tokens measures mostly its start-up: no rate is kept from it
-)
+# a run that ran fewer tokens measures mostly its start-up: no rate is kept from it
+MIN_TOKENS = 1000
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,8 @@ class Rate:
     seconds: float
     device: str
     date: str
-    fixed: float = 0.0  # the rest of the run's wall time: reading, planning, metrics, the folder (0: not measured)
+    # the rest of the run's wall time: reading, planning, metrics, the folder (0: not measured)
+    fixed: float = 0.0
 
     @property
     def per_second(self) -> float:
@@ -78,10 +78,8 @@ def rates_path() -> Path:
 def _read() -> dict[str, Any]:
     try:
         return json.loads(rates_path().read_text(encoding="utf-8"))
-    except (
-        OSError,
-        ValueError,
-    ):  # no rate measured yet, or a damaged file: the runs measure them again
+    # no rate measured yet, or a damaged file: the runs measure them again
+    except (OSError, ValueError):
         return {}
 
 
@@ -192,9 +190,8 @@ class Meter:
 
     def __init__(self, scorer: Any, began: float):
         self.scorer = scorer
-        self.tokens = getattr(
-            scorer, "tokens_run", None
-        )  # None: a served model or a stand-in counts nothing
+        # None: a served model or a stand-in counts nothing
+        self.tokens = getattr(scorer, "tokens_run", None)
         self.began = began
         self.stages_began = time.monotonic()
         self.stage_seconds: float | None = None

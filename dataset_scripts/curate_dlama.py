@@ -61,9 +61,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(message)s"
-    )  # one line per finished file
+    # one line per finished file
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     policy = HttpPolicy(
         user_agent=f"{HttpPolicy().user_agent} contact: {args.contact}",
         min_interval=args.min_interval,

@@ -151,13 +151,11 @@ def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(pl
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])
     low = 100 * 3 / (3 + 1.959964**2)
-    assert metrics.pop("results")["overall"][
-        "p1"
-    ] == {  # 3 of 3 right: Wilson's interval, not certainty
+    # 3 of 3 right: Wilson's interval, not certainty
+    assert metrics.pop("results")["overall"]["p1"] == {
         "value": 100.0,
-        "stderr": pytest.approx(
-            (100 - low) / (2 * 1.959964)
-        ),  # the interval's, never 0 beside a width
+        # the interval's, never 0 beside a width
+        "stderr": pytest.approx((100 - low) / (2 * 1.959964)),
         "ci_low": pytest.approx(low),
         "ci_high": 100.0,
         "n": 3,

@@ -111,9 +111,8 @@ def test_run_report_compare(setup, tmp_path, capsys):
     assert "dlama_arab_west on" in out and "  p1 (%): " in out and f"wrote {tmp_path / 'b'}" in out
     for name in ("config.json", "items.jsonl", "metrics.json", "report.md"):
         assert (tmp_path / "a" / name).is_file()
-    assert not (
-        tmp_path / "a" / "cache.sqlite"
-    ).exists()  # the score cache is the model's, not the run's
+    # the score cache is the model's, not the run's
+    assert not (tmp_path / "a" / "cache.sqlite").exists()
     config = json.loads((tmp_path / "b" / "config.json").read_text())
     defaults = dataclasses.asdict(DlamaOptions())
     assert config["options"] == {**defaults, "score": "sum"} and config["run"]["limit"] == 2
@@ -122,15 +121,14 @@ def test_run_report_compare(setup, tmp_path, capsys):
         config["subset"]
         == {
             "unit": "facts",
-            "strata": [
-                "culture",
-                "predicate",
-            ],  # each fact drawn is asked in every language of the run: here en
+            # each fact drawn is asked in every language of the run: here en
+            "strata": ["culture", "predicate"],
             "items": n_en,
             "sampled": 2,
             "seed": 0,
             "limit": 2,
-            "smoke_limit": 2,  # one fact of each culture x predicate in each language: en, P30, two cultures
+            # one fact of each culture x predicate in each language: en, P30, two cultures
+            "smoke_limit": 2,
             "parallel": {"fields": ["uuid"], "across": "language", "values": ["en"]},
         }
         and config["seed_used"]
@@ -157,9 +155,8 @@ def test_run_report_compare(setup, tmp_path, capsys):
     (tmp_path / "a" / "report.md").unlink()
     assert main(["report", str(tmp_path / "a")]) == 0
     assert (tmp_path / "a" / "report.md").read_text().startswith("# dlama_arab_west on")
-    assert (
-        main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
-    )  # b probed 2 facts, a all of them
+    # b probed 2 facts, a all of them
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert "probed different units" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--unpaired"]) == 0
     assert "| overall | p1 |" in capsys.readouterr().out
@@ -218,9 +215,8 @@ def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(
     assert computed > 0
     (cache,) = runner.default_cache_dir().glob("*.sqlite")  # one file, named after the model
     assert cache.name.startswith(Path(model).name)
-    assert (
-        main([*common, "--out", str(tmp_path / "second"), "--option", "score=sum"]) == 0
-    )  # another run, config
+    # another run, config
+    assert main([*common, "--out", str(tmp_path / "second"), "--option", "score=sum"]) == 0
     assert len(batches) == computed  # every score came from the cache
     assert (tmp_path / "first" / "items.jsonl").read_text().count("\n") == (
         tmp_path / "second" / "items.jsonl"
@@ -293,9 +289,8 @@ def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(
         and config["subset"]["limit"] == "smoke"
         and config["subset"]["sampled"] == 2
     )
-    assert (
-        "--limit 2" in (tmp_path / "smoke" / "report.md").read_text()
-    )  # the command that repeats it, as a number
+    # the command that repeats it, as a number
+    assert "--limit 2" in (tmp_path / "smoke" / "report.md").read_text()
     with pytest.warns(
         UserWarning, match=r"--limit 1 is below the smoke limit of dlama_arab_west \(2 facts\)"
     ):
@@ -336,9 +331,8 @@ def test_the_library_warnings_are_one_line_on_the_terminal(setup):
             )
             == 0
         )
-    assert "DeprecationWarning" in warnings.formatwarning(
-        "x", DeprecationWarning, "x.py", 1
-    )  # restored after
+    # restored after
+    assert "DeprecationWarning" in warnings.formatwarning("x", DeprecationWarning, "x.py", 1)
     notices = [text for text in seen if "smoke limit" in text]
     assert len(notices) == 1 and notices[0].count("\n") == 1
     assert notices[0].startswith("culture-probe: warning: --limit 1 is below the smoke limit")
@@ -664,9 +658,8 @@ def test_the_model_can_be_named_by_model_args_pretrained_as_in_the_harness(setup
 
 def test_progress_names_the_config_and_stage_and_datasets_bars_are_quiet(setup, tmp_path, capsys):
     data, model = setup
-    fresh = shutil.copytree(
-        data, tmp_path / "dlama"
-    )  # new files: the builder prepares them (a bar per split)
+    # new files: the builder prepares them (a bar per split)
+    fresh = shutil.copytree(data, tmp_path / "dlama")
     common = ["--model", str(model), "--data-dir", str(fresh), "--language", "en", "--no-cache"]
     assert main(["run", "dlama_arab_west", *common, "--out", str(tmp_path / "run")]) == 0
     err = capsys.readouterr().err

@@ -100,6 +100,5 @@ def test_a_clash_or_a_bad_alias_value_is_one_line(argv, message, capsys):
         code = exit.code
     err = capsys.readouterr().err
     assert code == 2
-    assert message in err.strip().splitlines()[-1] and "Traceback" not in err, (
-        err
-    )  # argparse's usage, then one line
+    # argparse's usage, then one line
+    assert message in err.strip().splitlines()[-1] and "Traceback" not in err, err

@@ -178,9 +178,8 @@ def test_user_facing_text_cites_only_what_users_have():
     found = []
     for path in sorted((REPO / "culture_probe").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(
-            tree
-        ):  # every string literal: docstrings, messages, `culture-probe list` descriptions
+        # every string literal: docstrings, messages, `culture-probe list` descriptions
+        for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found += [
                     f"{path.relative_to(REPO)}:{node.lineno}+{hit}"

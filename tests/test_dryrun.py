@@ -34,9 +34,8 @@ from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDa
 from culture_probe.models import save_tiny, train_tokenizer  # noqa: E402
 from culture_probe.tasks.probes import GenerateProbe, ScoreProbe  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::culture_probe.runner.SmallLimitWarning"
-)  # small limits keep it fast
+# small limits keep it fast
+pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
 CHAT = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
@@ -122,9 +121,8 @@ def _mirror(*parts: str) -> str:
 # (config, options, model): every benchmark on every kind of model its protocol takes
 CASES = [
     *[("dlama_arab_west", {}, m) for m in ("bert", "gpt2", "t5")],
-    *[
-        ("fmlama_en", {}, m) for m in ("bert", "gpt2", "t5")
-    ],  # on a few dishes: a few hundred candidates
+    # on a few dishes: a few hundred candidates
+    *[("fmlama_en", {}, m) for m in ("bert", "gpt2", "t5")],
     ("fmlama_en", {"mode": "chat"}, "llama-chat"),
     *[("camel_co_prompts", {"limit": 2, "sample_size": 5}, m) for m in ("bert", "gpt2", "t5")],
     ("xfakt_factual_recall", {"judge": "string", "language": "en"}, "llama-chat"),
@@ -223,12 +221,10 @@ def test_a_chat_template_is_applied_as_the_engine_applies_it(models, sealed):
     (plan,) = sealed("xfakt_factual_recall", folder, n=1, language="en", judge="string").configs
     view = plan.shown[0].view
     question = plan.shown[0].probe.prompt
-    assert (
-        view.prompt == f"<s><|user|>{question}\n<|assistant|>"
-    )  # the template above, rendered by hand
-    assert (
-        view.tokens.ids.count(scorer.tokenizer.bos_token_id) == 1
-    )  # the template's BOS, not a second one
+    # the template above, rendered by hand
+    assert view.prompt == f"<s><|user|>{question}\n<|assistant|>"
+    # the template's BOS, not a second one
+    assert view.tokens.ids.count(scorer.tokenizer.bos_token_id) == 1
 
 
 def test_a_causal_model_without_chat_template_cannot_preview_a_chat_protocol(models, sealed):
@@ -303,13 +299,13 @@ def test_a_fill_mask_preview_is_the_engine_input(models, monkeypatch):
 
 
 def test_a_served_model_shows_the_requests_it_would_be_sent(models, sealed, monkeypatch):
-    class OpenAI:  # the openai client, which must never be used: the dry run records instead of sending
+    # the openai client, which must never be used: the dry run records instead of sending
+    class OpenAI:
         def __init__(self, **kwargs):
             self.completions = self.chat = None
 
-    client = types.SimpleNamespace(
-        _transport=None, _mounts={}
-    )  # an HTTP client that holds no connection
+    # an HTTP client that holds no connection
+    client = types.SimpleNamespace(_transport=None, _mounts={})
     stub = types.SimpleNamespace(OpenAI=OpenAI, DefaultHttpxClient=lambda **kwargs: client)
     monkeypatch.setitem(sys.modules, "openai", stub)
     url = "http://127.0.0.1:9/v1"
@@ -385,9 +381,8 @@ def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(
         before, ran = len(seen), scorer.tokens_run
         scorer.score([probe.request], probe.options)
         if all(rows == 1 for rows, _ in seen[before:]):  # one unpadded row per forward
-            assert (
-                sum(n for _, n in seen[before:]) == scorer.tokens_run - ran
-            )  # a request's tokens, each run once
+            # a request's tokens, each run once
+            assert sum(n for _, n in seen[before:]) == scorer.tokens_run - ran
             one_pass += 1
     candidates = sum(len(p.request.candidates) for p in ahead.probes)
     assert plan.work.probes == len(ahead.probes) == 80 and plan.work.candidates == candidates
@@ -416,24 +411,20 @@ def test_the_dry_run_estimates_the_time_at_the_rate_a_run_measured_here(
     )
     runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), progress=False, no_cache=True)
     small = throughput.rate_of(str(folder), "dlama_arab_west")
-    assert (
-        0 < scorer.tokens_run < throughput.MIN_TOKENS and small is None
-    )  # too few tokens to measure a rate
+    # too few tokens to measure a rate
+    assert 0 < scorer.tokens_run < throughput.MIN_TOKENS and small is None
     began = time.monotonic()
     runner.run("fmlama_en", scorer, rows=fmlama_rows, progress=False, no_cache=True)
     wall = time.monotonic() - began
     rate = throughput.rate_of(str(folder), "dlama_arab_west")  # the model's latest: fmlama_en's
-    assert (
-        rate is not None and rate.config == "fmlama_en" and 0 < rate.tokens < scorer.tokens_run
-    )  # its own count
-    assert (
-        0 < rate.fixed and rate.seconds + rate.fixed <= wall + 0.01
-    )  # the rest of the run: rows, metrics, ...
+    # its own count
+    assert rate is not None and rate.config == "fmlama_en" and 0 < rate.tokens < scorer.tokens_run
+    # the rest of the run: rows, metrics, ...
+    assert 0 < rate.fixed and rate.seconds + rate.fixed <= wall + 0.01
     assert rate.fixed_for("dlama_arab_west") == 0  # another config's rows are another config's
     throughput.record_rate(str(folder), "fmlama_en", 12_000, 3.0, "cpu")  # 4,000 tokens/s
-    throughput.record_rate(
-        str(folder), "dlama_arab_west", 12_000, 3.0, "cpu", fixed=30.0
-    )  # and 30 s besides
+    # and 30 s besides
+    throughput.record_rate(str(folder), "dlama_arab_west", 12_000, 3.0, "cpu", fixed=30.0)
     plan = dry_run(
         ["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2
     )
@@ -521,9 +512,8 @@ def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
     with pytest.warns(RunCostNotice) as said:
         run_suite(names, folder, data_dir=data, limit=2, no_cache=True)
     first, *each = [str(w.message) for w in said if w.category is RunCostNotice]
-    counted = (
-        plan.total().split("; ")[0].split(": ", 1)[1]
-    )  # probes, candidates and tokens, as the dry run counts
+    # probes, candidates and tokens, as the dry run counts
+    counted = plan.total().split("; ")[0].split(": ", 1)[1]
     assert first.startswith(f"the suite starts: 2 configs' first stages: {counted}; ")
     assert [line.split(" starts")[0] for line in each] == names
 

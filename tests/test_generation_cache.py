@@ -46,11 +46,8 @@ def asked(monkeypatch) -> list[int]:
     "config,options,folder",
     [
         ("xfakt_factual_recall", {"judge": "string", "max_new_tokens": 8}, None),
-        (
-            "maps_en",
-            {},
-            "manual/maps",
-        ),  # MAPS is given on request: the mirror keeps the folder a user unpacks
+        # MAPS is given on request: the mirror keeps the folder a user unpacks
+        ("maps_en", {}, "manual/maps"),
     ],
 )
 def test_a_second_run_asks_the_model_nothing(

@@ -64,9 +64,8 @@ def test_golden_runs_do_not_move(bench, mirror, tmp_path):
             json.dumps(run_case(case, golden["rows"][case.config], tmp_path, mirror))
         )
         assert_same(golden["runs"][case.name], actual, f"{bench}/{case.name}")
-        validate_metrics(
-            actual["metrics"]
-        )  # every benchmark and mode follows the one results schema
+        # every benchmark and mode follows the one results schema
+        validate_metrics(actual["metrics"])
 
 
 @pytest.mark.parametrize("bench", sorted(CASES))

@@ -76,9 +76,8 @@ def test_every_declared_requirement_is_locked_within_its_range() -> None:
 
 def test_every_pin_carries_a_hash() -> None:
     text = LOCK.read_text(encoding="utf-8")
-    entries = re.split(
-        r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2]
-    )  # after the two header comment lines
+    # after the two header comment lines
+    entries = re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2])
     unhashed = [
         entry.split()[0] for entry in entries if PIN.match(entry) and "--hash=sha256:" not in entry
     ]

@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
-import nbclient  # test extras (setup.cfg): a missing one fails the suite instead of skipping every notebook
+# test extras (setup.cfg): a missing one fails the suite instead of skipping every notebook
+import nbclient
 import nbformat
 import pytest
 
@@ -159,19 +160,15 @@ def path_patterns() -> list[tuple[re.Pattern[str], str]]:
     ]
     return [
         (re.compile(rf"(/[\w.-]+)*/{SCRATCH_PREFIX}\w+/tmp{anchor}"), "<tmp>"),  # a kernel's TMPDIR
-        (
-            re.compile(rf"(/[\w.-]+)*/shared/mirror{anchor}"),
-            "<mirror>",
-        ),  # the default mirror beside any checkout
+        # the default mirror beside any checkout
+        (re.compile(rf"(/[\w.-]+)*/shared/mirror{anchor}"), "<mirror>"),
         *(
             (re.compile(re.escape(place) + anchor), name)
             for place, name in places
             if len(place) > 1
         ),
-        (
-            re.compile(r"<tmp>/(?!<dir>)[^/\s'\"`]+"),
-            "<tmp>/<dir>",
-        ),  # tempfile.mkdtemp's random names
+        # tempfile.mkdtemp's random names
+        (re.compile(r"<tmp>/(?!<dir>)[^/\s'\"`]+"), "<tmp>/<dir>"),
     ]
 
 

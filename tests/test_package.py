@@ -95,9 +95,8 @@ def test_core_dependencies_and_extras_are_declared_as_the_docs_say():
         "huggingface_hub",
         "pyyaml",
     } <= core
-    assert (
-        not {"sparqlwrapper", "pyoxigraph", "matplotlib"} & core
-    )  # extras: most users never curate or plot
+    # extras: most users never curate or plot
+    assert not {"sparqlwrapper", "pyoxigraph", "matplotlib"} & core
     extras = cfg["options.extras_require"]
     assert {"sparqlwrapper", "pyoxigraph"} <= _names(extras["curation"])
     assert {"matplotlib", "arabic-reshaper", "python-bidi"} <= _names(extras["plots"])
@@ -220,10 +219,8 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
         [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
         check=True,
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": sysconfig.get_paths()["purelib"],
-    }  # the dependencies, not the checkout
+    # the dependencies, not the checkout
+    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
     where = subprocess.run(
         [str(python), "-c", "import culture_probe; print(culture_probe.__file__)"],
         env=env,

@@ -35,9 +35,8 @@ def command_lines() -> list[list[str]]:
         words = shlex.split(line, comments=True)
         if "culture-probe" in words:
             commands.append(words[words.index("culture-probe") + 1 :])
-        elif (
-            "culture_probe" in words and "-m" in words
-        ):  # accelerate launch ... -m culture_probe run ...
+        # accelerate launch ... -m culture_probe run ...
+        elif "culture_probe" in words and "-m" in words:
             commands.append(words[words.index("culture_probe") + 1 :])
     return commands
 
@@ -138,11 +137,8 @@ def test_the_run_report_and_compare_lines_run_on_the_shipped_data(
     with `dlama-v1/` the unpacked DLAMA-v1 release; the suite skips asia-west, whose Korean labels that copy lacks,
     says so, and exits 3.
     """
-    for module in (
-        "markdown",
-        "summary",
-        "compare",
-    ):  # figures have their own tests; here they would double the time
+    # figures have their own tests; here they would double the time
+    for module in ("markdown", "summary", "compare"):
         monkeypatch.setattr(
             f"culture_probe.report.{module}.available", lambda name: name != "matplotlib"
         )

@@ -24,9 +24,8 @@ def test_every_setting_is_a_run_flag_with_the_fields_help_and_default():
     for spec in flag_fields():
         action = flags[f"--{spec.name.replace('_', '-')}"]
         assert action.help.startswith(spec.metadata["help"]), spec.name
-    assert (
-        RunSettings.of(**from_arguments(run_flags())) == RunSettings()
-    )  # no flag: every field's default
+    # no flag: every field's default
+    assert RunSettings.of(**from_arguments(run_flags())) == RunSettings()
 
 
 def test_flags_and_keywords_make_the_same_settings():

@@ -31,12 +31,8 @@ MORE = {
     for region in FACTS
     for i in range(5)
 }
-ONE_PROCESS = (
-    "date",
-    "finished",
-    "duration_s",
-    "processes",
-)  # config.json's provenance, the merge's own
+# config.json's provenance, the merge's own
+ONE_PROCESS = ("date", "finished", "duration_s", "processes")
 
 
 @pytest.fixture(scope="module")
@@ -64,18 +60,16 @@ def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost
         held = [{task.limit_key(p) for p in part.probes} for part in parts]
         assert set().union(*held) == units and sum(map(len, held)) == len(units)  # every unit, once
         assert sorted(p.key for part in parts for p in part.probes) == sorted(p.key for p in probes)
-        for part in (
-            parts
-        ):  # a unit's probes all in one shard (a fact in both languages), in the run's order
+        # a unit's probes all in one shard (a fact in both languages), in the run's order
+        for part in parts:
             assert [p.key for p in part.probes] == [
                 p.key for p in probes if p.key in part.record["positions"]
             ]
         loads = [sum(shards.cost(p) for p in part.probes) for part in parts]
         largest = max(sum(shards.cost(p) for p in probes if task.limit_key(p) == u) for u in units)
         assert max(loads) - min(loads) <= largest  # balanced within one unit's cost
-        assert parts == [
-            shards.part_of(task, probes, f"{k}/{count}") for k in range(1, count + 1)
-        ]  # determined
+        # determined
+        assert parts == [shards.part_of(task, probes, f"{k}/{count}") for k in range(1, count + 1)]
     with pytest.raises(
         InvalidValueError, match="asks 15 facts here, fewer than 16 shards; give N <= 15"
     ):

@@ -84,9 +84,8 @@ def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(
     assert (tmp_path / "suite" / "plots" / "suite_dlama.pdf").is_file()
     report = (tmp_path / "suite" / "dlama_arab_west" / "report.md").read_text()
     p1 = first["value"]
-    assert (
-        "## Headline numbers" in report and f"| p1 (%) | {p1:.2f} † |" in report
-    )  # every report leads with them
+    # every report leads with them
+    assert "## Headline numbers" in report and f"| p1 (%) | {p1:.2f} † |" in report
 
 
 def test_an_option_given_to_a_config_that_lacks_it_fails_before_the_model_loads(tmp_path, one_load):
@@ -198,9 +197,8 @@ def test_report_rerenders_a_suite_folder(tmp_path, one_load, capsys):
     folder = tmp_path / "suite"
     (folder / "suite.md").unlink()
     (folder / "dlama_arab_west" / "report.md").unlink()
-    (
-        folder / "dlama_arab_west_corrected" / "metrics.json"
-    ).unlink()  # an interrupted config: reported from its items
+    # an interrupted config: reported from its items
+    (folder / "dlama_arab_west_corrected" / "metrics.json").unlink()
     assert main(["report", str(folder)]) == 0
     out = capsys.readouterr().out
     assert (
@@ -234,9 +232,8 @@ def test_the_terminal_lines_of_a_suite_round_as_suite_md(tmp_path, one_load, cap
     assert main([*argv, "--language", "en", "--out", str(tmp_path / "suite")]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     value = json.loads((tmp_path / "suite" / "suite.json").read_text())["configs"][0]["value"]
-    assert first.startswith(
-        f"dlama_arab_west: p1 (%): {value:.2f} † ["
-    )  # 5 facts: marked, and rounded as suite.md
+    # 5 facts: marked, and rounded as suite.md
+    assert first.startswith(f"dlama_arab_west: p1 (%): {value:.2f} † [")
 
 
 def test_a_config_whose_data_cannot_be_had_is_skipped_saying_why(tmp_path, one_load, capsys):
@@ -267,9 +264,8 @@ def test_a_config_whose_data_cannot_be_had_is_skipped_saying_why(tmp_path, one_l
     assert f"- dlama_asia_west: {why}" in (folder / "suite.md").read_text()
     assert f"dlama_asia_west: skipped ({why})" in capsys.readouterr().out
     (folder / "suite.md").unlink()
-    assert (
-        main(["report", str(folder)]) == 0
-    )  # re-rendered from the folder, the skipped block stays
+    # re-rendered from the folder, the skipped block stays
+    assert main(["report", str(folder)]) == 0
     assert f"- dlama_asia_west: {why}" in (folder / "suite.md").read_text()
 
 

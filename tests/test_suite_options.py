@@ -116,9 +116,8 @@ def test_a_prefix_naming_no_config_or_benchmark_of_the_run_is_refused_naming_the
         "name a benchmark or config of this run: dlama, xfakt, dlama_arab_west, xfakt_in_context"
         in message
     )
-    with pytest.raises(
-        UnknownNameError, match="Unknown option prefix 'maps_en'"
-    ):  # a config, but not of this run
+    # a config, but not of this run
+    with pytest.raises(UnknownNameError, match="Unknown option prefix 'maps_en'"):
         options_per_config(["dlama_arab_west"], {"maps_en.question": "neg"})
 
 
@@ -133,9 +132,8 @@ def test_one_option_with_two_values_for_one_config_is_refused_naming_both():
         InvalidValueError, match="xfakt_in_context is given twice: xfakt.judge=llm and "
     ):
         options_per_config(FIVE, {"xfakt.judge": "llm", "xfakt_in_context.judge": "string"})
-    same = options_per_config(
-        FIVE, {"mode": "rank", "xfakt.mode": "rank"}
-    )  # one value, two spellings: fine
+    # one value, two spellings: fine
+    same = options_per_config(FIVE, {"mode": "rank", "xfakt.mode": "rank"})
     assert same["xfakt_in_context"] == {"mode": "rank"}
     with pytest.raises(
         InvalidValueError, match=r"Option score is given twice: 'sum' in options= and 'mean' as a"
@@ -151,10 +149,8 @@ def test_the_readme_runs_the_five_benchmarks_as_one_suite_on_a_base_or_a_chat_mo
     five = " run dlama fmlama camel xfakt maps "
     base, chat = [shlex.split(line)[1:] for line in readme.splitlines() if five in line]
     monkeypatch.chdir(tmp_path)
-    for folder in (
-        "dlama-v1",
-        "maps",
-    ):  # the README's --data-dir folders, read by no check before the model
+    # the README's --data-dir folders, read by no check before the model
+    for folder in ("dlama-v1", "maps"):
         (tmp_path / folder).mkdir()
     assert main(base) == 2  # stopped where the model would load
     assert list(routed) == [
@@ -176,9 +172,8 @@ def test_every_option_is_checked_before_any_data_or_model_loads(routed):
         CultureProbeError,
         match="In the suite's config dlama_arab_west: Unknown value of option mode",
     ):
-        culture_probe.run_suite(
-            ["fmlama_en", "dlama_arab_west"], "m", mode="chat"
-        )  # fmlama's mode, not dlama's
+        # fmlama's mode, not dlama's
+        culture_probe.run_suite(["fmlama_en", "dlama_arab_west"], "m", mode="chat")
     assert routed == {}
     with pytest.raises(Planned):  # the prefixed form: FmLAMA alone gets it
         culture_probe.run_suite(

@@ -126,9 +126,8 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[BoardRun]:
     runs, taken = [], set[str]()
     for path in run_dirs(paths):
         for name in (rundir.CONFIG_FILE, rundir.ITEMS_FILE, rundir.METRICS_FILE, rundir.ROWS_FILE):
-            inside(
-                path / name, path
-            )  # what the board publishes of a run is never read through a link out of it
+            # what the board publishes of a run is never read through a link out of it
+            inside(path / name, path)
         run = rundir.read_run(path)
         if not run.records and run.metrics is None:
             continue  # a run that answered nothing yet has nothing to show
@@ -195,7 +194,8 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
         )
         if run.name in row["cells"] and not (row["cells"][run.name]["smoke"] and not run.smoke):
             row["cells"][run.name].setdefault("others", []).append(run.id)
-            continue  # a full run is shown before a smoke run of the same config; the others are linked
+            # a full run is shown before a smoke run of the same config; the others are linked
+            continue
         row["cells"][run.name] = {
             "run": run.id,
             "smoke": run.smoke,
@@ -240,7 +240,8 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "benchmark": f"{bench.title or run.benchmark} (version {bench.version or '?'})",
         "status": run.status,
         "smoke": smoke_note(config) if run.smoke else None,
-        "run": run.run.path.name,  # the run's name: where its folder lies is this machine's business
+        # the run's name: where its folder lies is this machine's business
+        "run": run.run.path.name,
         "methods": interval_methods(results, list(results.get("overall") or {})) if results else "",
         "numbers": [
             {"group": group, "metric": unit_label(metric, scales.get(metric)), **estimate}
@@ -256,9 +257,8 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "figures": list(figures),
         "reproduce": reproduce_parts(config),
     }
-    return redacted(
-        page, shared=True
-    )  # published by push-board: no credentials, no folder of this machine
+    # published by push-board: no credentials, no folder of this machine
+    return redacted(page, shared=True)
 
 
 def reproduce_parts(config: RunRecord) -> dict[str, Any]:
@@ -327,9 +327,8 @@ def outcomes(run: BoardRun) -> Outcomes:
     if table is None:
         return Outcomes(headline, {}, None, None, scale)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter(
-            "ignore", RuntimeWarning
-        )  # a unit with no replicate value: NaN, no outcome
+        # a unit with no replicate value: NaN, no outcome
+        warnings.simplefilter("ignore", RuntimeWarning)
         means = np.nanmean(table.values, axis=1) if table.values.size else np.zeros(0)
     values = dict(zip(table.ids, means.tolist(), strict=True))
     if table.scale is None or table.higher_is_better is None:
@@ -452,9 +451,8 @@ def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> d
     scales = scales_of(pair.base.name)
     try:
         found, problem = paired_rows(*loaded), None
-    except (
-        CultureProbeError
-    ) as error:  # units that do not pair (different subsets): said on the page
+    # units that do not pair (different subsets): said on the page
+    except CultureProbeError as error:
         found, problem = PairedRows((), ()), str(error)
     paired = found.rows
     tests = sum(p["p_holm"] is not None for p in paired)

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from culture_probe.errors import PublishError
 
-if (
-    TYPE_CHECKING
-):  # the parsers are built at every start of the command line: the site's modules load on use
+# the parsers are built at every start of the command line: the site's modules load on use
+if TYPE_CHECKING:
     from culture_probe.board.site import Site
 
 EXAMPLES = """examples:
@@ -139,9 +138,8 @@ def push_board(
     from culture_probe.publish import Upload, check_repo_id, hub_api
 
     check_repo_id(repo_id)
-    api = (
-        None if dry_run_dir is not None else hub_api(token)
-    )  # offline or tokenless: refused before building
+    # offline or tokenless: refused before building
+    api = None if dry_run_dir is not None else hub_api(token)
     withhold = {} if i_have_permission else on_request_benchmarks()
     with _folder(dry_run_dir) as folder:
         site = build_board(

@@ -35,19 +35,14 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.sharing import inside
 
 PAGE_SIZE = 1000  # records per data file: one file is what opening an item loads
-MARKER = (
-    ".culture_probe_board"  # lists the files a board wrote: the next board replaces exactly those
-)
+# lists the files a board wrote: the next board replaces exactly those
+MARKER = ".culture_probe_board"
 ASSETS = ("board.js", "board.css")  # written for this package: nothing vendored
 BOARD = outfolder.Output(
     "board",
     MARKER,
-    before=(
-        "index.html",
-        "assets",
-        "data",
-        "figures",
-    ),  # what boards wrote before the marker listed their files
+    # what boards wrote before the marker listed their files
+    before=("index.html", "assets", "data", "figures"),
     locked=True,
     taken=rundir.folder_kind,
 )
@@ -62,9 +57,8 @@ class Site:
     comparisons: tuple[str, ...]
     size: int
     withheld: tuple[str, ...] = ()  # benchmarks whose records were left out
-    files: tuple[
-        str, ...
-    ] = ()  # what the board wrote (paths under folder), which is what push-board uploads
+    # what the board wrote (paths under folder), which is what push-board uploads
+    files: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()  # files in the folder that no board wrote, left as they were
 
     def describe(self) -> str:
@@ -168,9 +162,8 @@ def copy_figures(run: BoardRun, target: Path) -> list[str]:
     )
     if plots:
         target.mkdir(parents=True, exist_ok=True)
-    for plot in (
-        plots
-    ):  # a link out of the run folder is refused, one inside is copied as the file it names
+    # a link out of the run folder is refused, one inside is copied as the file it names
+    for plot in plots:
         shutil.copyfile(inside(plot, run.run.path), target / plot.name)
     return [f"figures/{run.id}/{plot.name}" for plot in plots]
 

@@ -99,9 +99,8 @@ def main(args: argparse.Namespace) -> int:
     region = resolve_region(args.region, sites=sites)
     policy = policy_from(args)
     endpoint = open_endpoint(args.endpoint, policy)
-    chunk = (
-        50 if getattr(args, "chunk_size", None) is None else args.chunk_size
-    )  # 0 is refused, never coerced
+    # 0 is refused, never coerced
+    chunk = 50 if getattr(args, "chunk_size", None) is None else args.chunk_size
     if args.framework == "fmlama":
         _refuse_dlama_only(args)
         written = curate_fmlama(

@@ -246,16 +246,14 @@ class HttpEndpoint:
         wrapper.setMethod(sparql.POST)  # long VALUES lists do not fit in a URL
         wrapper.setReturnFormat(sparql.JSON)
         wrapper.setQuery(query)
-        wrapper.timeout = (
-            self.policy.timeout
-        )  # setTimeout() would truncate sub-second timeouts to 0 (= none)
+        # setTimeout() would truncate sub-second timeouts to 0 (= none)
+        wrapper.timeout = self.policy.timeout
         try:
             data = wrapper.query().convert()
         except failures.EndPointInternalError as error:
             raise RetryableError(f"HTTP 500: {str(error)[:300]}") from error
-        except (
-            failures.SPARQLWrapperException
-        ) as error:  # 400 bad query, 404, 401, 414: retrying cannot help
+        # 400 bad query, 404, 401, 414: retrying cannot help
+        except failures.SPARQLWrapperException as error:
             raise EndpointError(f"{self.name} rejected the query: {str(error)[:500]}") from error
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise RetryableError(f"malformed JSON from {self.url}: {error}") from error

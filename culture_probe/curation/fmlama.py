@@ -56,9 +56,8 @@ def curate_fmlama(
 ) -> dict[str, int]:
     """Query, label and write the dishes; returns {language: number of dishes written}."""
     out = Path(out_dir)
-    labels_in = tuple(
-        dict.fromkeys((*config.languages, "en"))
-    )  # origins are named by their English label
+    # origins are named by their English label
+    labels_in = tuple(dict.fromkeys((*config.languages, "en")))
     checkpoints = Checkpoints(checkpoint_dir or out / ".checkpoints", endpoint_identity(endpoint))
     ctx = Context(endpoint, StoreSizes(endpoint), checkpoints, labels_in, config.chunk_size)
     ingredients: dict[str, set[str]] = defaultdict(set)

@@ -56,9 +56,8 @@ _MASK_WITH_SPACES = re.compile(r"(?:^|\s)\[MASK\](?:\s|$)")
 
 # Corrections (the corrected variant), applied only by the `_corrected` configs.
 LABEL_FIXES = {("food", "ابل باي"): "Western"}  # "apple pie" released with an empty Culture
-SUSPECT_MASK_ROWS = {
-    "ag": frozenset({166})
-}  # mask first in both Ag files; the author name should follow للكاتب
+# mask first in both Ag files; the author name should follow للكاتب
+SUSPECT_MASK_ROWS = {"ag": frozenset({166})}
 
 
 def entity_file(entity_type: str) -> str:
@@ -276,9 +275,8 @@ def read_prompts(path: Path, *, with_sentiment: bool) -> list[PromptRow]:
                 path=str(path),
                 line=line,
             )
-        sentiment: Any = (
-            record.get("Sentiment") if with_sentiment else None
-        )  # a cell: any type until checked
+        # a cell: any type until checked
+        sentiment: Any = record.get("Sentiment") if with_sentiment else None
         if with_sentiment and sentiment not in SENTIMENTS:
             raise SourceFormatError(
                 f"Sentiment {sentiment!r} is none of {sorted(SENTIMENTS)}",
@@ -388,8 +386,7 @@ def entity_files(data_dir: str | None) -> list[Path]:
     ]
 
 
-RESOURCES = {
-    "entities": SplitResource("camel_entities", entity_files)
-}  # the sampling pools of the prompts
+# the sampling pools of the prompts
+RESOURCES = {"entities": SplitResource("camel_entities", entity_files)}
 
 BUILDER = CamelBuilder

@@ -57,12 +57,10 @@ class BenchmarkInfo:
     citation: str
     version: str
     paper: str = ""
-    sources: tuple[
-        str, ...
-    ] = ()  # pinned upstream URLs (or how to obtain manually distributed data)
-    suite: tuple[
-        str, ...
-    ] = ()  # the configs of the paper's experiments: what `culture-probe run <name>` runs
+    # pinned upstream URLs (or how to obtain manually distributed data)
+    sources: tuple[str, ...] = ()
+    # the configs of the paper's experiments: what `culture-probe run <name>` runs
+    suite: tuple[str, ...] = ()
     corrections: tuple[Correction, ...] = field(default_factory=tuple)
     #: where to ask for the data when its authors release it only on request ("" when it is public): such data
     #: is never redistributed by culture_probe (`culture-probe push` refuses it without the user's permission)

@@ -71,9 +71,8 @@ PAIRS = {
     "asia_west": ("ASIA", "ko"),
     "south_america_west": ("SOUTH_AMERICA", "es"),
 }
-CUSTOM = (
-    "dlama_custom"  # a pair curated with culture_probe.curation (or any folder in the v1 layout)
-)
+# a pair curated with culture_probe.curation (or any folder in the v1 layout)
+CUSTOM = "dlama_custom"
 PREDICATES = (
     "P17",
     "P19",
@@ -96,9 +95,8 @@ PREDICATES = (
     "P1376",
     "P1412",
 )
-SKIPPED_PREDICATES = (
-    "P527",
-)  # present in some dumps, not part of v1 (the original scorer skips it too)
+# present in some dumps, not part of v1 (the original scorer skips it too)
+SKIPPED_PREDICATES = ("P527",)
 ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
 # The paper's Table 1, which the release matches exactly: facts per language, and how many are Western.
 FACTS = {
@@ -147,9 +145,8 @@ INFO = BenchmarkInfo(
     citation=CITATION,
     version="1.0.0",
     paper="papers/dlama_000_ab2a3dec4437f5c7.txt",
-    sources=(
-        TARBALL_URL,
-    ),  # where each config's rows were read from, and its templates, are on its card
+    # where each config's rows were read from, and its templates, are on its card
+    sources=(TARBALL_URL,),
     suite=("dlama_arab_west", "dlama_asia_west", "dlama_south_america_west"),
     corrections=(
         Correction(
@@ -186,9 +183,8 @@ class DlamaConfig(CultureProbeConfig):
     region: str | None = None
     contrast: str | None = None
     raw: bool = False
-    verify_counts: bool = (
-        True  # released pairs: the paper's facts per language and culture, or an error
-    )
+    # released pairs: the paper's facts per language and culture, or an error
+    verify_counts: bool = True
 
 
 def missing_note(missing: str) -> str:

@@ -35,9 +35,8 @@ class ExportResult:
     out_dir: Path
     configs: tuple[ExportedConfig, ...]
     skipped: tuple[tuple[str, str], ...]
-    files: tuple[
-        str, ...
-    ]  # what the export wrote (paths under out_dir), which is what `push` uploads
+    # what the export wrote (paths under out_dir), which is what `push` uploads
+    files: tuple[str, ...]
     kept: tuple[str, ...]
 
 
@@ -61,9 +60,8 @@ def export(
     """
     out = Path(out_dir)
     entries = {e.name: e for e in list_benchmarks()}
-    names = (
-        list(dict.fromkeys(configs)) if configs else list(entries)
-    )  # a config named twice is written once
+    # a config named twice is written once
+    names = list(dict.fromkeys(configs)) if configs else list(entries)
     for name in names:
         if name not in entries:
             raise UnknownNameError(
@@ -134,9 +132,8 @@ def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedCon
     )
 
 
-EXPORT_MARKER = (
-    ".culture_probe_export"  # lists the files an export wrote: the next one replaces exactly those
-)
+# lists the files an export wrote: the next one replaces exactly those
+EXPORT_MARKER = ".culture_probe_export"
 EXPORT = outfolder.Output("export", EXPORT_MARKER)
 
 

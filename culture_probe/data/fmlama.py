@@ -78,12 +78,8 @@ GROUPS = {
     "Russia": "Russia",
 }
 OTHERS = "Others"
-CS_PAIRS = (
-    ("en", "en"),
-    ("en", "zh"),
-    ("zh", "zh"),
-    ("zh", "en"),
-)  # (prompt language, subject language)
+# (prompt language, subject language)
+CS_PAIRS = (("en", "en"), ("en", "zh"), ("zh", "zh"), ("zh", "en"))
 CS_MIN_DISHES = 20  # code-switching keeps origins with MORE than this many en∩zh dishes
 CANONICAL = re.compile(r"(hasParts|country)_[1-5]")
 
@@ -228,9 +224,8 @@ def qid_of(iri: Any, *, path: str, line: int) -> str:
 def read_dish_table(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, row) of `Dishes.csv`: `hasParts` and `materia` parsed like `obj_label`; a bad row names its line."""
     columns = ("url", "origin", "name", "lang", "hasParts", "materia")
-    previous = csv.field_size_limit(
-        1 << 30
-    )  # some gold lists exceed the default 128 KiB field limit
+    # some gold lists exceed the default 128 KiB field limit
+    previous = csv.field_size_limit(1 << 30)
     try:
         with open(path, encoding="utf-8", newline="") as handle:
             reader = csv.DictReader(handle)
@@ -366,9 +361,8 @@ def _configs() -> list[FmlamaConfig]:
             description="English dishes of the 14 named origin groups (the v2 English set).",
         )
     )
-    corrected_rows = {
-        "fmlama_zh": 814
-    }  # the corrected zh set drops 玉米黑粉菌 (its only ingredient is itself)
+    # the corrected zh set drops 玉米黑粉菌 (its only ingredient is itself)
+    corrected_rows = {"fmlama_zh": 814}
     twins = [corrected_twin(c, rows=corrected_rows.get(c.name, c.rows)) for c in configs]
     templates = FmlamaConfig(
         name="fmlama_templates",
@@ -593,9 +587,8 @@ def case_canonical_forms(items: Iterator[str] | list[str]) -> dict[str, str]:
 
 
 RESOURCES = {
-    "templates": SplitResource(
-        "fmlama_templates", template_files
-    ),  # the probing templates, every language
+    # the probing templates, every language
+    "templates": SplitResource("fmlama_templates", template_files),
     "vectors": FileResource(vectors_resource),  # mWS word vectors (params: path, language)
 }
 

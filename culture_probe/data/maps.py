@@ -324,8 +324,7 @@ def few_shot_files(data_dir: str | None) -> list[Path]:
     return [data_root(data_dir) / FEW_SHOT_FILE]
 
 
-RESOURCES = {
-    "few_shot": SplitResource("maps_en", few_shot_files, split="few_shot")
-}  # demonstrations (App. D.5)
+# demonstrations (App. D.5)
+RESOURCES = {"few_shot": SplitResource("maps_en", few_shot_files, split="few_shot")}
 
 BUILDER = MapsBuilder

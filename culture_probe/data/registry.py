@@ -74,9 +74,8 @@ class Benchmark:
     name: str  # the config name, e.g. dlama_arab_west_corrected
     module: Any = field(repr=False)  # the data module, culture_probe/data/<benchmark>.py
     config: Any = field(repr=False)  # its BuilderConfig of this name
-    corrected: bool = (
-        False  # the corrected variant (the library's fixes to known data errors) of `base`
-    )
+    # the corrected variant (the library's fixes to known data errors) of `base`
+    corrected: bool = False
 
     @property
     def benchmark(self) -> str:

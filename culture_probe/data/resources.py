@@ -85,9 +85,8 @@ def load(need: Need, *, data_dir: str | os.PathLike | None = None) -> Loaded:
     return Loaded(value, tuple(str(f) for f in files), files_digest(files))
 
 
-LARGE = (
-    1 << 30
-)  # files above 1 GiB (a 7 GB fastText model) are fingerprinted by their size, start and end
+# files above 1 GiB (a 7 GB fastText model) are fingerprinted by their size, start and end
+LARGE = 1 << 30
 EDGE = 64 << 20
 
 

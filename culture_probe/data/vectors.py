@@ -129,6 +129,5 @@ def read_vectors(
     if vectors is None or Path(vectors).is_dir() or Path(vectors).suffix == ".bin":
         vector = fasttext_vectors(vectors, language=language)
         return {text: np.asarray(vector(text)) for text in keep}
-    return load_text_vectors(
-        vectors, keep=keep
-    )  # no vectors for strings it lacks: multi-word items become NaN
+    # no vectors for strings it lacks: multi-word items become NaN
+    return load_text_vectors(vectors, keep=keep)

@@ -72,9 +72,8 @@ COUNTRY_FIXES = {  # (question language, the country's language): (released, cor
 ENTITY_FIXES = {  # (language, English name): (released, corrected)
     ("Chinese", "Bursa"): ("囊", "布尔萨"), ("Nepali", "Janadriyah"): ("जनाद्रियाhungary. kgm", "जनाद्रिया"),
 }  # fmt: skip
-NAME_FIXES = {
-    ("Chinese", 6): ("阁下", "巴哈杜尔")
-}  # task-B names: (language, index) -> (released, corrected)
+# task-B names: (language, index) -> (released, corrected)
+NAME_FIXES = {("Chinese", 6): ("阁下", "巴哈杜尔")}
 TEMPLATE_FIXES = {  # task-C templates: language -> (released substring, corrected substring)
     "Arabic": ("في أي بلد يعيش ؟", "في أي بلد يعيش {}؟"),
     "Greek": ("Σε ποια χώρα ζει ο χρήστης {};", "Σε ποια χώρα ζει ο {};"),

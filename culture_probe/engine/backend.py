@@ -47,9 +47,8 @@ class Backend:
     """
 
     kind: ModelKind
-    auto_class: (
-        str  # the transformers Auto class that loads this kind of model (`Scorer.from_pretrained`)
-    )
+    # the transformers Auto class that loads this kind of model (`Scorer.from_pretrained`)
+    auto_class: str
 
     def __init__(
         self,
@@ -73,12 +72,10 @@ class Backend:
             name=self.identity["name_or_path"],
         )
         self.batch_tokens = batch_tokens
-        self.auto_budget: int | None = (
-            None  # the automatic budget, once out-of-memory errors have lowered it
-        )
-        self.tokens_run = (
-            0  # tokens put through the model so far (its batches' costs): what a run's rate counts
-        )
+        # the automatic budget, once out-of-memory errors have lowered it
+        self.auto_budget: int | None = None
+        # tokens put through the model so far (its batches' costs): what a run's rate counts
+        self.tokens_run = 0
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
         self.cache_path = cache_path(cache, cache_dir, self.identity)
@@ -145,9 +142,8 @@ class Backend:
             if cache is not None
             else {}
         )
-        parallel.barrier(
-            size
-        )  # every process has read the cache before any writes to it: same shards
+        # every process has read the cache before any writes to it: same shards
+        parallel.barrier(size)
         # Every process prepares (and so validates) every request before any scores, its cached ones too: a bad
         # request raises on all processes alike instead of leaving the others waiting in the gather, and the
         # truncation record counts every context whatever the cache held.
@@ -399,7 +395,8 @@ def _identity(
         "tokenizer_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
     }
     commit = getattr(model.config, "_commit_hash", None)
-    if commit:  # only when known, so identities (and cache keys) of models built in memory stay as they were
+    # only when known, so identities (and cache keys) of models built in memory stay as they were
+    if commit:
         identity["commit"] = commit
     if name and Path(name).is_dir():
         identity["weight_files"] = weight_fingerprint(Path(name))

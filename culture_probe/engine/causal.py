@@ -227,7 +227,8 @@ def _select(
     return tuple((k[rows], v[rows]) for k, v in cache)
 
 
-ROW_TOKENS = 256  # packed row length: the (quadratic) attention over a row stays small next to its linear layers
+# packed row length: the (quadratic) attention over a row stays small next to its linear layers
+ROW_TOKENS = 256
 
 
 def _can_pack(model: Any) -> bool:
@@ -298,9 +299,8 @@ class _PackedRun:
         n_ctx = len(item.context)
         room = max(min(max(ROW_TOKENS - n_ctx, n_ctx), self.budget - n_ctx), 4)
         rows = -(-item.trie.inner // room)
-        return max(
-            -(-item.trie.inner // max(rows, 1)), 4
-        )  # even rows: they batch with little padding
+        # even rows: they batch with little padding
+        return max(-(-item.trie.inner // max(rows, 1)), 4)
 
     def run(self) -> list[list[np.ndarray]]:
         """Score every candidate of every item."""
@@ -337,9 +337,8 @@ class _PackedRun:
             else:
                 allowed[q, :n_ctx] = True
             allowed[q, q] = True
-        allowed[len(ids) :, :] = np.eye(width, dtype=bool)[
-            len(ids) :
-        ]  # padding sees itself only (no NaN rows)
+        # padding sees itself only (no NaN rows)
+        allowed[len(ids) :, :] = np.eye(width, dtype=bool)[len(ids) :]
         positions = np.concatenate(
             [np.arange(n_ctx), n_ctx + depth, np.zeros(width - len(ids), dtype=np.int64)]
         )

@@ -153,9 +153,8 @@ class Encoder:
                 f"Request with left={request.left!r} has no candidates; give at least one candidate string."
             )
         prefix: tuple[int, ...]
-        if (
-            request.chat
-        ):  # the reply starts right after the generation prompt; the template carries BOS
+        # the reply starts right after the generation prompt; the template carries BOS
+        if request.chat:
             core, lead, prefix = (
                 chat_prompt(self.tokenizer, request.left, request.system, name=self.name),
                 "",

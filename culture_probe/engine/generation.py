@@ -81,9 +81,8 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
     local: dict[int, str] = {}  # what this process generated, by position in `distinct`
 
     def run(batch: list[int], _budget: int) -> list[str]:
-        if (
-            options.temperature is not None
-        ):  # one prompt per call: its generator is seeded for that prompt alone
+        # one prompt per call: its generator is seeded for that prompt alone
+        if options.temperature is not None:
             assert options.seed is not None  # GenerateOptions requires a seed with a temperature
             return [
                 _decode(scorer, [ids[i]], options, prompt_seed(options.seed, distinct[i]))[0]
@@ -92,9 +91,8 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
         return _decode(scorer, [ids[i] for i in batch], options)
 
     def produce(todo: list[str]) -> Iterator[dict[str, str]]:
-        parallel.barrier(
-            size
-        )  # every process has read the cache before any writes to it: same shards
+        # every process has read the cache before any writes to it: same shards
+        parallel.barrier(size)
         at = {text: i for i, text in enumerate(distinct)}
         costs = {at[t]: len(ids[at[t]]) + options.max_new_tokens for t in todo[rank::size]}
         for batch, decoded in scorer.batches(costs, run):

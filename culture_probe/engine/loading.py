@@ -72,22 +72,18 @@ class LoadOptions:
 
     kind: str = "auto"  # "auto" (from the model's config) or one of MODEL_KINDS
     device: str | None = None  # default: the process's accelerator, else the CPU
-    batch_tokens: int | None = (
-        None  # tokens per forward pass; default: the automatic budget, halved on OOM
-    )
-    cache_dir: str | os.PathLike | None = (
-        None  # the folder of the per-model score caches; None: no cache
-    )
+    # tokens per forward pass; default: the automatic budget, halved on OOM
+    batch_tokens: int | None = None
+    # the folder of the per-model score caches; None: no cache
+    cache_dir: str | os.PathLike | None = None
     data_dir: str | os.PathLike | None = None  # the benchmark data a planted model is trained on
     base_url: str | None = None  # the OpenAI-compatible server of an `openai:<name>` model
     concurrency: int = 8  # requests in flight to that server
     request_timeout: float = REQUEST_TIMEOUT  # seconds one request to that server may take, per try
-    max_retries: int = (
-        MAX_RETRIES  # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
-    )
-    sources: Mapping[str, ModelSource] = field(
-        default_factory=dict
-    )  # prefix -> the source of `<prefix><name>`
+    # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
+    max_retries: int = MAX_RETRIES
+    # prefix -> the source of `<prefix><name>`
+    sources: Mapping[str, ModelSource] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in ("auto", *MODEL_KINDS):

@@ -268,9 +268,8 @@ def _l2r(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
     ]
 
 
-PADDING = (
-    0.1  # the share of a chunk's input that may be padding before a longer query starts a new chunk
-)
+# the share of a chunk's input that may be padding before a longer query starts a new chunk
+PADDING = 0.1
 
 
 def _length_chunks(

@@ -24,9 +24,8 @@ from culture_probe.engine.seq2seq import Seq2SeqItem, Seq2SeqScorer
 from culture_probe.engine.types import FillMaskOptions, GenerateOptions, ScoreOptions, ScoreRequest
 from culture_probe.errors import UnsupportedModelError
 
-SHOWN_CANDIDATES = (
-    5  # candidates (or served requests) a view's text shows; the view itself holds them all
-)
+# candidates (or served requests) a view's text shows; the view itself holds them all
+SHOWN_CANDIDATES = 5
 #: candidates whose tokens a workload counts exactly; beyond it, on a seeded sample of its requests: preparing a
 #: candidate takes 30-100 microseconds on a 2-core machine, so a full FmLAMA run's 33 million would take an hour
 COUNTED_CANDIDATES = 50_000
@@ -111,9 +110,8 @@ class ScoreView:
             )
             context = self.context.ids if self.context is not None else ()
             for model_input in cand.inputs:
-                if (
-                    model_input.tokens.ids != context + cand.scored.ids
-                ):  # a causal input says nothing new
+                # a causal input says nothing new
+                if model_input.tokens.ids != context + cand.scored.ids:
                     out.append(f"  input {model_input.tokens.text!r}")
                     out.append(f"    ids {list(model_input.tokens.ids)}")
         return out + _more(len(self.candidates), "candidates")
@@ -193,9 +191,8 @@ class Workload:
     probes: int = 0
     candidates: int = 0
     tokens: int | None = 0
-    exact: bool = (
-        True  # False: `tokens` scaled up from a sample of the requests (`COUNTED_CANDIDATES`)
-    )
+    # False: `tokens` scaled up from a sample of the requests (`COUNTED_CANDIDATES`)
+    exact: bool = True
 
     def __add__(self, other: Workload) -> Workload:
         tokens = None if self.tokens is None or other.tokens is None else self.tokens + other.tokens
@@ -379,9 +376,8 @@ class ServedPreview:
     def __init__(self, name: str, *, base_url: str):
         from culture_probe.engine.served import ServedScorer
 
-        self.scorer = ServedScorer(
-            name, base_url=base_url, concurrency=1
-        )  # one at a time: calls recorded in order
+        # one at a time: calls recorded in order
+        self.scorer = ServedScorer(name, base_url=base_url, concurrency=1)
         self.client = _RecordingClient()
         self.scorer.client = self.client  # type: ignore[assignment]
 

@@ -90,13 +90,11 @@ class ServedScorer:
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
             timeout=timeout,
             max_retries=retries,
-            http_client=bounded_http_client(
-                timeout
-            ),  # the timeout bounds each try whole, not each read
+            # the timeout bounds each try whole, not each read
+            http_client=bounded_http_client(timeout),
         )
-        self.shown_url = redact_url(
-            self.base_url
-        )  # a password or key in the URL is sent, never shown or recorded
+        # a password or key in the URL is sent, never shown or recorded
+        self.shown_url = redact_url(self.base_url)
         self.identity = {
             "name_or_path": SERVED + name,
             "base_url": self.shown_url,
@@ -159,9 +157,8 @@ class ServedScorer:
                 **common,
             )
             message = getattr(choice, "message", None)
-            text = (
-                getattr(message, "content", None) or ""
-            )  # the chat schema allows a null content: no text
+            # the chat schema allows a null content: no text
+            text = getattr(message, "content", None) or ""
             if message is None or not isinstance(text, str):
                 raise self._bad_reply(
                     f"its choice has no message with a text content ({choice!r:.100})"
@@ -259,9 +256,8 @@ class ServedScorer:
             raise self._bad_reply(
                 f"its text_offset holds more than whole numbers ({offsets!r:.60})"
             )
-        boundary = len(
-            left
-        )  # the candidate's tokens follow the context's (a leading space is the candidate's)
+        # the candidate's tokens follow the context's (a leading space is the candidate's)
+        boundary = len(left)
         # The echoed prompt comes first; the one generated token is left out.
         kept = [
             v for offset, v in zip(offsets[:-1], values[:-1], strict=True) if offset >= boundary
@@ -305,9 +301,8 @@ class ServedScorer:
         """
         with self._endpoint():
             reply = create(**body)
-        if not hasattr(
-            reply, "choices"
-        ):  # the client hands back a body it could not read as a completion
+        # the client hands back a body it could not read as a completion
+        if not hasattr(reply, "choices"):
             raise self._bad_reply(f"it is not a completion but {reply!r:.100}")
         if not isinstance(reply.choices, list) or not reply.choices:
             raise self._bad_reply(f"it holds no choices (choices: {reply.choices!r:.60})")

@@ -20,18 +20,15 @@ from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.keyvalue import parse_pairs
 from culture_probe.typecheck import check_types
 
-if (
-    TYPE_CHECKING
-):  # numpy loads with the first scores, so that `culture-probe list` starts without it
+# numpy loads with the first scores, so that `culture-probe list` starts without it
+if TYPE_CHECKING:
     import numpy as np
 
 ModelKind = Literal["causal", "masked", "seq2seq"]
-MODEL_KINDS: tuple[str, ...] = get_args(
-    ModelKind
-)  # the model kinds the engine scores, defined once
-SERVED = (
-    "openai:"  # `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
-)
+# the model kinds the engine scores, defined once
+MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)
+# `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
+SERVED = "openai:"
 # The defaults of `--request-timeout` and `--max-retries` for such a server. 120 s lets a loaded server finish a long
 # reply (a 1024-token chat answer, FmLAMA's upstream budget) that a shorter timeout would cut and ask again whole;
 # 2 retries (the `openai` client's own default, tuned for rate limits) bound a server that stalls or trickles to about
@@ -128,9 +125,8 @@ class ScoreRequest:
     def key(self) -> str:
         """A stable digest of the request (the cache key's request half)."""
         fields: list = [self.left, list(self.candidates), self.right, self.sep]
-        if (
-            self.chat
-        ):  # only when set, so the keys of plain requests (and caches built before chat) stay valid
+        # only when set, so the keys of plain requests (and caches built before chat) stay valid
+        if self.chat:
             fields.append({"chat": True, "system": self.system})
         if self.max_tokens is not None:  # likewise only when set
             fields.append({"max_tokens": self.max_tokens})
@@ -321,9 +317,8 @@ class GenerateOptions:
             raise InvalidValueError(
                 f"generate(stop={self.stop!r}): give a list of non-empty strings."
             )
-        object.__setattr__(
-            self, "stop", tuple(self.stop)
-        )  # hashable: probes are grouped by their options
+        # hashable: probes are grouped by their options
+        object.__setattr__(self, "stop", tuple(self.stop))
         if self.system is not None and not self.chat:
             raise InvalidValueError(
                 f"generate(system={self.system!r}) needs chat=True: a system message only exists in a chat template."
@@ -400,16 +395,14 @@ class ModelArgs:
     def __post_init__(self) -> None:
         if isinstance(self.peft, os.PathLike):  # an adapter folder given as a Path
             object.__setattr__(self, "peft", os.fspath(self.peft))
-        check_types(
-            self, flag="--model-args"
-        )  # ModelArgs(...) from Python is checked as the parsed text is
+        # ModelArgs(...) from Python is checked as the parsed text is
+        check_types(self, flag="--model-args")
         check_dtype(self.dtype)
         if self.load_in_8bit and self.load_in_4bit:
             raise InvalidValueError("load_in_8bit and load_in_4bit exclude each other: pick one.")
         attn, device_map = self.attn_implementation, self.device_map
-        if (
-            attn is not None and attn not in ATTENTION and "/" not in attn
-        ):  # "/": a kernel from the Hub
+        # "/": a kernel from the Hub
+        if attn is not None and attn not in ATTENTION and "/" not in attn:
             raise UnknownNameError(
                 "attn_implementation", attn, ATTENTION, "Or a Hub kernel, owner/name."
             )

@@ -52,9 +52,8 @@ PAIRED_CROSSED = (
     "paired t interval and t test from variance components of units crossed with random replicates"
 )
 
-_POISSON_EDGE = (
-    3  # successes (or failures) up to which Wilson's limit is replaced by the exact Poisson one
-)
+# successes (or failures) up to which Wilson's limit is replaced by the exact Poisson one
+_POISSON_EDGE = 3
 
 
 @dataclass(frozen=True)
@@ -241,9 +240,8 @@ def tango_score(gained: float, lost: float, n: float, correction: float = 1.0) -
 
     def score(d: float) -> float:
         w = -gained - lost + (2 * n - gained + lost) * d
-        q = (-w + math.sqrt(max(w * w + 8 * n * lost * d * (1 - d), 0.0))) / (
-            4 * n
-        )  # P(only b right) under d
+        # P(only b right) under d
+        q = (-w + math.sqrt(max(w * w + 8 * n * lost * d * (1 - d), 0.0))) / (4 * n)
         numerator = gained - lost - n * d
         return _ratio(
             math.copysign(max(abs(numerator) - correction, 0.0), numerator), n * (2 * q + d - d * d)

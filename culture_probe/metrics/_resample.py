@@ -70,9 +70,8 @@ def bootstrap_interval(
     def indexed(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
         return statistic([np.asarray(s, dtype=int).reshape(-1, s.shape[-1]) for s in samples])
 
-    with (
-        warnings.catch_warnings()
-    ):  # a constant statistic is "degenerate": its interval is the value itself
+    # a constant statistic is "degenerate": its interval is the value itself
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = stats.bootstrap(
             data,
@@ -212,9 +211,8 @@ def _random_sign_sums(rng: np.random.Generator, count: int, values: np.ndarray) 
     padded = np.zeros((octets * 8, values.shape[1]))
     padded[: len(values)] = values
     signs = 1.0 - 2.0 * ((np.arange(256)[:, None] >> np.arange(8)) & 1)  # (byte, bit)
-    tables = (signs[None] @ padded.reshape(octets, 8, -1)).transpose(
-        2, 0, 1
-    )  # (column, octet, byte)
+    # (column, octet, byte)
+    tables = (signs[None] @ padded.reshape(octets, 8, -1)).transpose(2, 0, 1)
     draws = rng.integers(0, 256, (octets, count), dtype=np.uint8)
     totals = np.zeros((values.shape[1], count))
     chunk = max(1, _BATCH_CELLS // count)

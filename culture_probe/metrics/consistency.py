@@ -363,9 +363,8 @@ def language_consistency(
     for difference, adjusted in zip(
         differences, holm(d.get("p_value") for d in differences), strict=True
     ):
-        difference.update(
-            p_holm=adjusted, n_tests=tested
-        )  # one test per pair of languages: one Holm family
+        # one test per pair of languages: one Holm family
+        difference.update(p_holm=adjusted, n_tests=tested)
     methods: dict[str, str] = {}
     for pair in pairs.values():
         methods.update(pair["methods"])

@@ -30,7 +30,8 @@ from culture_probe.typecheck import checked
 _MODES = {"truncate": ROUND_DOWN, "round": ROUND_HALF_UP}
 # The levels a p-value is read against: its printed value stays on the same side of each (or on it, when it is on it).
 P_THRESHOLDS = (Decimal("0.05"), Decimal("0.01"))
-P_FLOOR = 0.0001  # below this a p-value prints as "< 0.0001": no test here is accurate to more digits than that
+# below this a p-value prints as "< 0.0001": no test here is accurate to more digits than that
+P_FLOOR = 0.0001
 P_DIGITS = 3  # significant digits of a p-value below 0.1
 
 Scale = Literal["%", "0-1"]
@@ -61,9 +62,8 @@ def format_score(value: float | None, decimals: int = 2, display: str = "round")
     if not math.isfinite(number):  # Decimal cannot quantize these; print them as Python does
         return str(number)
     with localcontext() as context:
-        context.prec = (
-            400  # enough digits for any finite float at 1e-9, so quantize never overflows
-        )
+        # enough digits for any finite float at 1e-9, so quantize never overflows
+        context.prec = 400
         clean = Decimal(repr(number)).quantize(Decimal("1e-9"), rounding=ROUND_HALF_EVEN)
         shown = clean.quantize(Decimal(1).scaleb(-decimals), rounding=_MODES[display])
     return str(shown.copy_abs() if shown.is_zero() else shown)  # -0.001 -> "0.00", never "-0.00"
@@ -94,9 +94,8 @@ def format_p(p_value: float | None) -> str:
         return format_score(number, 2)
     exact = _clean(number)
     digits = P_DIGITS
-    while (
-        True
-    ):  # ends: at 9 decimals the shown value is the cleaned one, on the same side of everything
+    # ends: at 9 decimals the shown value is the cleaned one, on the same side of everything
+    while True:
         shown = exact.quantize(
             Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_HALF_UP
         )

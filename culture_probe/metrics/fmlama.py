@@ -109,9 +109,8 @@ def mean_average_precision(
 
 def _cosine(u: np.ndarray, v: np.ndarray) -> float:
     norm = float(np.linalg.norm(u) * np.linalg.norm(v))
-    return (
-        float(np.dot(u, v)) / norm if norm else math.nan
-    )  # a zero vector (unknown string) leaves cos undefined
+    # a zero vector (unknown string) leaves cos undefined
+    return float(np.dot(u, v)) / norm if norm else math.nan
 
 
 def word_similarity(

@@ -267,9 +267,8 @@ def table_statistic(values: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndar
     means = []
     for index in groups:
         cells = values[index]  # (batch, size, replicates)
-        with (
-            warnings.catch_warnings()
-        ):  # a replicate no row of a group has: NaN, left out of the mean
+        # a replicate no row of a group has: NaN, left out of the mean
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             means.append(np.nanmean(np.nanmean(cells, axis=-2), axis=-1))
     statistic: np.ndarray = np.mean(means, axis=0)
@@ -562,9 +561,8 @@ def _proportion_interval(
     else:
         effective = kish_size(_unit_counts(table, groups))
     low, high = wilson(p * effective, effective, confidence)
-    stderr = scale * math.sqrt(
-        p * (1 - p) / effective
-    )  # the one the interval assumes, not the design's estimate
+    # the one the interval assumes, not the design's estimate
+    stderr = scale * math.sqrt(p * (1 - p) / effective)
     return bounded(value, stderr, scale * low, scale * high, scale, confidence)
 
 

@@ -109,9 +109,8 @@ def _cell_statistics(
         return math.fsum(round(e, 2) if round_cells else e for e in cells) / len(cells)
 
     mu_assoc, mu_non = mean(diagonal), mean(off_diagonal)
-    if (
-        round_statistics
-    ):  # upstream eval.py:64, :79-83: mean, std and the t-test all from the rounded cells (X8)
+    # upstream eval.py:64, :79-83: mean, std and the t-test all from the rounded cells (X8)
+    if round_statistics:
         diagonal, off_diagonal = (
             [round(e, 2) for e in diagonal],
             [round(e, 2) for e in off_diagonal],
@@ -133,9 +132,8 @@ def _t_test(off_diagonal: list[float], diagonal: list[float]) -> tuple[float | N
     """The paper's two-sided Student t-test (equal variances); None when undefined (too few or constant cells)."""
     if len(diagonal) < 2 or len(off_diagonal) < 2:
         return None, None
-    with (
-        warnings.catch_warnings()
-    ):  # constant cells: scipy warns about precision and returns NaN or inf
+    # constant cells: scipy warns about precision and returns NaN or inf
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         test = stats.ttest_ind(off_diagonal, diagonal)
     statistic, p_value = float(test.statistic), float(test.pvalue)
@@ -204,9 +202,8 @@ def xfakt(
                 tier_results[tier] = _cell_statistics(
                     table, tier_rows, pairs, round_cells, round_statistics
                 )
-            except (
-                MetricInputError
-            ):  # e.g. a tier whose associated countries are all absent from this subset
+            # e.g. a tier whose associated countries are all absent from this subset
+            except MetricInputError:
                 tier_results[tier] = None
     language_error = {
         lang: sum(errors[(lang, c)] for c in columns) / sum(asked[(lang, c)] for c in columns)
@@ -343,7 +340,8 @@ def transfer_estimates(
             **intervals[name].fields(),
             **counts,
             "method": method,
-            "higher_is_better": True,  # FRS: fewer errors; KTS: errors that depend less on the language asked in
+            # FRS: fewer errors; KTS: errors that depend less on the language asked in
+            "higher_is_better": True,
         }
         for name, method in TRANSFER_METHODS.items()
     }

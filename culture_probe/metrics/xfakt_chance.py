@@ -38,9 +38,8 @@ from culture_probe.metrics.xfakt import ASSOCIATIONS, _transfer_scores
 SCORES = ("frs", "kts", "xfakt")
 SEED = 0
 N_RANDOM_MODELS = 20_000
-_MAX_DENOMINATOR = (
-    100  # exact cells: on the lattice 1/L, L their sizes' least common multiple, when at most this
-)
+# exact cells: on the lattice 1/L, L their sizes' least common multiple, when at most this
+_MAX_DENOMINATOR = 100
 _MAX_GRID = 1_000_000  # (mu_assoc, mu_non) lattice points: above, simulate
 _TINY = 1e-15  # probability below which a lattice point is dropped
 

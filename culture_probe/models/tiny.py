@@ -44,9 +44,8 @@ def _special_names(
 ) -> tuple[dict[str, str], list[str], str | None]:
     """Role -> token, every special token in id order, and the post-processor template (None: add nothing)."""
     roles, template = _ROLES[model_kind]
-    if (
-        kind == "bpe" and model_kind == "causal"
-    ):  # GPT-2: one <|endoftext|> for bos/eos/unk, nothing added
+    # GPT-2: one <|endoftext|> for bos/eos/unk, nothing added
+    if kind == "bpe" and model_kind == "causal":
         names = {
             "bos": "<|endoftext|>",
             "eos": "<|endoftext|>",
@@ -87,7 +86,8 @@ def _backend(
         tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece()
-        trainer = None  # `tokenizers`' WordPieceTrainer is not reproducible across processes: see _wordpiece_vocab
+        # `tokenizers`' WordPieceTrainer is not reproducible across processes: see _wordpiece_vocab
+        trainer = None
     elif kind == "metaspace":
         # Llama's SentencePiece model is a BPE over "▁"-marked text (Unigram degenerates on tiny corpora).
         tok = Tokenizer(models.BPE(unk_token=names["unk"]))

@@ -158,9 +158,8 @@ def main(args: Any) -> int:
     else:
         path, run = rerender_run(folder)
         paths = [path]
-        if (
-            run.status
-        ):  # a finished run's numbers are in report.md; an interrupted one's are said to be partial
+        # a finished run's numbers are in report.md; an interrupted one's are said to be partial
+        if run.status:
             print(headline(run.config, run.metrics, run.status))
     print("\n".join(f"wrote {path}" for path in paths))
     return 0
@@ -219,9 +218,8 @@ def consistency_main(args: Any) -> int:
     with --out, consistency.md with its heatmap and consistency.json in that folder).
     """
     if args.out is not None:
-        outfolder.check(
-            args.out, CONSISTENCY
-        )  # a folder it may not write is refused before the runs are read
+        # a folder it may not write is refused before the runs are read
+        outfolder.check(args.out, CONSISTENCY)
     result = consistency_of_runs(*args.run_dirs)
     print(result.markdown(), end="")
     if args.out is not None:
@@ -235,9 +233,8 @@ def compare_main(args: Any) -> int:
     items (stdout; with --out, compare.md, compare.json and the plot in that folder).
     """
     if args.out is not None:
-        outfolder.check(
-            args.out, COMPARISON
-        )  # a folder it may not write is refused before the runs are read
+        # a folder it may not write is refused before the runs are read
+        outfolder.check(args.out, COMPARISON)
     comparison = compare_runs(args.run_dirs, paired=not args.unpaired)
     print(comparison.markdown(), end="")
     if args.out is not None:

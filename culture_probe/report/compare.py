@@ -74,22 +74,17 @@ class Comparison:
     paired: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]
     metric: str | None = None  # the first run's headline metric (the plot's)
-    headlines: tuple[
-        tuple[str, dict[str, Any] | None], ...
-    ] = ()  # (run, its overall estimate of `metric`)
-    scales: Mapping[str, Scale] = field(
-        default_factory=dict
-    )  # the first run's metrics' scales, for the differences
+    # (run, its overall estimate of `metric`)
+    headlines: tuple[tuple[str, dict[str, Any] | None], ...] = ()
+    # the first run's metrics' scales, for the differences
+    scales: Mapping[str, Scale] = field(default_factory=dict)
     one_unit: tuple[str, ...] = ()  # strata (`stratum=label`) of one unit: no paired test, no row
-    repeats: tuple[
-        tuple[str, str], ...
-    ] = ()  # (stratum, the earlier row with the same units): the same test, no row
-    marks: tuple[
-        tuple[str, str], ...
-    ] = ()  # (run, its smoke or incomplete note; "" for a full, finished run)
-    single: tuple[
-        str, ...
-    ] = ()  # lined-up strata (`stratum=label`) where every run has one unit: counted, no row
+    # (stratum, the earlier row with the same units): the same test, no row
+    repeats: tuple[tuple[str, str], ...] = ()
+    # (run, its smoke or incomplete note; "" for a full, finished run)
+    marks: tuple[tuple[str, str], ...] = ()
+    # lined-up strata (`stratum=label`) where every run has one unit: counted, no row
+    single: tuple[str, ...] = ()
 
     @property
     def context(self) -> tuple[str, ...]:
@@ -402,9 +397,8 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
         )
         if metric != headline:
             continue
-        seen: dict[
-            bytes, str
-        ] = {}  # the units of each row so far: a one-language run's language=en is `overall`
+        # the units of each row so far: a one-language run's language=en is `overall`
+        seen: dict[bytes, str] = {}
         for stratum, labels in table.strata.items():
             seen.setdefault(np.ones(len(labels), dtype=bool).tobytes(), "overall")
             for label in sorted(set(labels)):
@@ -412,13 +406,11 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
                 if mask.tobytes() in seen:
                     repeats.append((group, seen[mask.tobytes()]))
                     continue
-                own = np.asarray(
-                    [x == label for x in others[metric].strata[stratum]]
-                )  # its own rows' labels
+                # its own rows' labels
+                own = np.asarray([x == label for x in others[metric].strata[stratum]])
                 result = paired_difference(others[metric].select(own), table.select(mask))
-                if (
-                    result["n"] < 2
-                ):  # no test on one unit: counted under the table, not a row of blanks
+                # no test on one unit: counted under the table, not a row of blanks
+                if result["n"] < 2:
                     one_unit.append(group)
                     continue
                 seen[mask.tobytes()] = group
@@ -431,9 +423,8 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
                         "planned": False,
                     }
                 )
-    out.sort(
-        key=lambda row: not row["planned"]
-    )  # stable: the planned row first, the others in their order
+    # stable: the planned row first, the others in their order
+    out.sort(key=lambda row: not row["planned"])
     family = [row for row in out if not row["planned"]]
     for row, adjusted in zip(family, holm(row["p_value"] for row in family), strict=True):
         row["p_holm"] = adjusted

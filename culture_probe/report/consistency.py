@@ -69,16 +69,15 @@ def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
     left_out = [
         f"- **{name}** is not reported: {why}."
         for name, why in (results.get("omitted") or {}).items()
-        if name.split(" (")[0]
-        in PAIR_METRICS  # "rankc", or "rankc (ar/en)" for one pair of languages
+        # "rankc", or "rankc (ar/en)" for one pair of languages
+        if name.split(" (")[0] in PAIR_METRICS
     ]
     if not detail.get("pairs") or not estimates:
         return [Section(TITLE, text="\n".join(left_out))] if left_out else []
     figure = _heatmap(detail["pairs"], estimates)
     figures = (figure,) if figure else ()
-    if not any(
-        "rankc" in e for e in estimates.values()
-    ):  # nothing ranked: agreement alone, said in one line
+    # nothing ranked: agreement alone, said in one line
+    if not any("rankc" in e for e in estimates.values()):
         lines = (
             _agreement_text(detail),
             _multiplicity(detail),
@@ -263,9 +262,8 @@ class RunsConsistency:
     """
 
     runs: tuple[str, str]
-    metrics: dict[
-        str, Any
-    ]  # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
+    # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
+    metrics: dict[str, Any]
     incomplete: Mapping[str, str] = field(default_factory=dict)
 
     def markdown(self, out: Path | None = None) -> str:
@@ -290,9 +288,8 @@ class RunsConsistency:
             parts.append(SMALL_N_NOTE)
         if out is not None and available("matplotlib"):
             (out / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
-            note = "; ".join(
-                f"{run}: {status}" for run, status in self.incomplete.items()
-            )  # said in the image
+            # said in the image
+            note = "; ".join(f"{run}: {status}" for run, status in self.incomplete.items())
             parts += [
                 figure_link(f, out / PLOTS_DIR / slug(f.title), f.title, note)
                 for f in section.figures

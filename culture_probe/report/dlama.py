@@ -262,9 +262,8 @@ def comparison_text(comparison: Mapping[str, Any] | None) -> str:
     if not comparison:
         return ""
     if comparison.get("ci_low") is None:
-        interval = interval_text(
-            {**comparison, "value": comparison["difference"]}
-        )  # `no interval: <reason>`
+        # `no interval: <reason>`
+        interval = interval_text({**comparison, "value": comparison["difference"]})
     else:
         interval = f"95% interval {bound_text(comparison['ci_low'], '%')} to {bound_text(comparison['ci_high'], '%')}"
     p_value = comparison["p_value"]

@@ -19,11 +19,8 @@ SCALES: dict[str, Scale] = {"accuracy": "%"}
 # options of memorisation (a run without it) and of other model kinds
 _MEMORISATION = {"mem_max_new_tokens", "mem_match", "mem_template_lang"}
 _OTHER_KINDS = {
-    "masked": {
-        "mem_max_new_tokens",
-        "seq2seq_style",
-        "seq2seq_max_tokens",
-    },  # one mask: no generation budget (M9)
+    # one mask: no generation budget (M9)
+    "masked": {"mem_max_new_tokens", "seq2seq_style", "seq2seq_max_tokens"},
     "causal": {"mlm_letter_pieces", "seq2seq_style", "seq2seq_max_tokens"},
     "seq2seq": {"mlm_letter_pieces"},
 }

@@ -48,9 +48,8 @@ def render(
     """
     config = RunRecord.of(config)
     parts = [header(config, status, truncation)]
-    note = context_note(
-        config.subset, status
-    )  # said inside every figure: it survives being copied into slides
+    # said inside every figure: it survives being copied into slides
+    note = context_note(config.subset, status)
     drawing = available("matplotlib")
     if drawing:
         (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
@@ -79,9 +78,8 @@ def render(
             )
     parts.append(deviations(config))
     parts.append(reproduce(config))
-    return redacted(
-        "\n\n".join(parts) + "\n"
-    )  # also a run recorded before its URLs' credentials were blanked
+    # also a run recorded before its URLs' credentials were blanked
+    return redacted("\n\n".join(parts) + "\n")
 
 
 def figure_link(figure: Bars | Heatmap, stem: Path, title: str, note: str = "") -> str:
@@ -91,9 +89,8 @@ def figure_link(figure: Bars | Heatmap, stem: Path, title: str, note: str = "") 
     """
     try:
         png, pdf = draw(figure, stem, title, note)
-    except (
-        OSError
-    ) as error:  # a full disk or a read-only folder is the run's error, not the figure's
+    # a full disk or a read-only folder is the run's error, not the figure's
+    except OSError as error:
         if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
             raise
         return _not_drawn(title, error)
@@ -118,8 +115,8 @@ def header(
     config = RunRecord.of(config)
     bench, model, run, versions = config.benchmark, config.model, config.run, config.versions
     lines = [
-        f"# {config.config} on {model.spec}"
-        + (f" ({status})" if status else ""),  # its numbers are partial
+        # its numbers are partial
+        f"# {config.config} on {model.spec}" + (f" ({status})" if status else ""),
         "",
         *(
             [
@@ -150,9 +147,8 @@ def header(
             f"- language: {run.language} only"
             + (f" (the config also has {', '.join(of)})" if of else "")
         )
-    own_lines = getattr(
-        report_module(config.config), "header_lines", None
-    )  # the benchmark's own notes
+    # the benchmark's own notes
+    own_lines = getattr(report_module(config.config), "header_lines", None)
     lines += own_lines(config) if own_lines else []
     options = applied_options(config)
     if options:
@@ -259,9 +255,8 @@ def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
     """The command that repeats this run, after a warning naming any run input the command cannot express."""
     config = RunRecord.of(config)
     words = ["culture-probe run", config.config, "--model", shlex.quote(config.model.spec)]
-    for spec in fields(
-        RunSettings
-    ):  # every setting config.json's `run` holds, as its flag spells it
+    # every setting config.json's `run` holds, as its flag spells it
+    for spec in fields(RunSettings):
         value, flag = config.run.values.get(spec.name), f"--{spec.name.replace('_', '-')}"
         if spec.name == "model_args" or value is None or value is False or value == spec.default:
             continue
@@ -272,9 +267,8 @@ def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
     rows_file = config.benchmark.saved_rows
     if rows_file:
         words += ["--rows", f"RUN_DIR/{rows_file}"]
-    upstream = (
-        config.run.protocol != "default"
-    )  # there an unset option must say so: the profile sets it
+    # there an unset option must say so: the profile sets it
+    upstream = config.run.protocol != "default"
     words += [
         f"--option {shlex.quote(f'{k}={_cli_value(v)}')}"
         for k, v in applied_options(config).items()

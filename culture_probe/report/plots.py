@@ -109,9 +109,8 @@ def save(figure: Any, stem: Path) -> list[Path]:
     from matplotlib import rc_context
 
     paths = [stem.with_name(f"{stem.name}.{fmt}") for fmt in FORMATS]
-    with rc_context(
-        {"font.family": FONTS, "pdf.fonttype": 42}
-    ):  # 42: TrueType text, editable in the PDF
+    # 42: TrueType text, editable in the PDF
+    with rc_context({"font.family": FONTS, "pdf.fonttype": 42}):
         figure.tight_layout()
         for path in paths:
             figure.savefig(path, dpi=110)
@@ -315,9 +314,8 @@ def heatmap_figure(view: Heatmap, title: str) -> Any:
         np.ma.masked_invalid(matrix), cmap="viridis", aspect="auto", vmin=low, vmax=high
     )
     bar = figure.colorbar(image, ax=axes, label=view.label)
-    for (
-        reference
-    ) in view.references:  # a level every cell is read against, e.g. X-FaKT's chance error
+    # a level every cell is read against, e.g. X-FaKT's chance error
+    for reference in view.references:
         bar.ax.axhline(
             reference.value,
             color=CHANCE_COLOUR,
@@ -419,9 +417,8 @@ def forest_rows(comparison: Any) -> list[tuple[str, list[dict[str, Any]]]]:
     panels: dict[str, list[dict[str, Any]]] = {}
     for row in comparison.paired:
         panels.setdefault(row["metric"], []).append(row)
-    order = sorted(
-        panels, key=lambda metric: metric != comparison.metric
-    )  # stable: the others as compare found them
+    # stable: the others as compare found them
+    order = sorted(panels, key=lambda metric: metric != comparison.metric)
     return [
         (metric, sorted(panels[metric], key=lambda row: row["group"] != "overall"))
         for metric in order

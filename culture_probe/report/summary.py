@@ -81,9 +81,8 @@ def summarize_suite(
                 "smoke": bool(result.config.subset),
                 "omitted": results.get("omitted", {}),
                 "status": result.status,
-                "options": options_set(
-                    config, result.config.options
-                ),  # what this config got, defaults aside
+                # what this config got, defaults aside
+                "options": options_set(config, result.config.options),
             }
         )
     protocols = sorted({r.config.run.protocol for r in runs.values()})

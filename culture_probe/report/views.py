@@ -113,9 +113,8 @@ class Heatmap:
     title: str = ""  # default: the section's title
     scale: Scale | None = None  # the colour bar spans the scale's range (0-100, 0-1)
     counts: tuple[tuple[int | None, ...], ...] = ()
-    references: tuple[
-        Reference, ...
-    ] = ()  # levels marked on the colour bar, each true of every cell
+    # levels marked on the colour bar, each true of every cell
+    references: tuple[Reference, ...] = ()
 
 
 @dataclass(frozen=True)

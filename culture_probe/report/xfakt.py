@@ -195,9 +195,8 @@ def headline_text(
             ("gap", gap),
         )
     }
-    score = {
-        key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")
-    }  # spec: scores, 3 decimals
+    # spec: scores, 3 decimals
+    score = {key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")}
     random = ((metrics.get("results") or {}).get("chance") or {}).get("kts")
     # KTS is high for a model at chance by construction: say what random answers score on these cells beside it
     reference = (

@@ -68,10 +68,8 @@ def _always(task: Any) -> bool:
     return True
 
 
-PROTOCOLS = (
-    "default",
-    "upstream",
-)  # the two protocol profiles (`--protocol`): the library's, and the released code's
+# the two protocol profiles (`--protocol`): the library's, and the released code's
+PROTOCOLS = ("default", "upstream")
 
 
 @dataclass(frozen=True)
@@ -314,9 +312,8 @@ class Task:
         self.seed = seed
         self.resources = dict(resources or {})
         for stage in self.stages:
-            if (
-                self.stage_model(stage) is None
-            ):  # a stage's own model (a judge) is checked by the runner
+            # a stage's own model (a judge) is checked by the runner
+            if self.stage_model(stage) is None:
                 self.model_need(stage).check_kind(kind, type(self).__name__)
 
     @property
@@ -427,9 +424,8 @@ class Task:
             )
         units = strata_cells(probes, self.limit_strata, unit=self.limit_key)
         cell_of = {unit: cell for cell, members in units.items() for unit in members}
-        first = {
-            p.item_id: p for p in reversed(probes)
-        }  # each item's first probe, which places it in a cell
+        # each item's first probe, which places it in a cell
+        first = {p.item_id: p for p in reversed(probes)}
         rounds = 0
         for items in strata_cells(probes, self.strata).values():
             holders: dict[tuple[str, ...], set[str]] = {}
@@ -501,7 +497,8 @@ class Task:
                 "consistency": {"alignment": self.alignment, **consistency_detail(across)},
             }
         left_out = self.consistency_omitted(answered, aligned, across)
-        if left_out:  # said in results.omitted, as the metrics a protocol leaves out are: never silently missing
+        # said in results.omitted, as the metrics a protocol leaves out are: never silently missing
+        if left_out:
             results = {**results, "omitted": {**results.get("omitted", {}), **left_out}}
         return {
             **metrics,
@@ -567,10 +564,8 @@ class Task:
             return dict.fromkeys(PAIR_METRICS, why)
         out: dict[str, str] = {}
         given = [language for language in self.benchmark.languages if language in facts]
-        order = [
-            *given,
-            *sorted(set(facts) - set(given)),
-        ]  # as `language_consistency` orders its pairs
+        # as `language_consistency` orders its pairs
+        order = [*given, *sorted(set(facts) - set(given))]
         for i, a in enumerate(order):
             for b in order[i + 1 :]:
                 if not facts[a] & facts[b]:
@@ -664,9 +659,8 @@ class Task:
         if not profile:
             return draft
         if config is not None and kind is not None:
-            probe = cls(
-                config, draft, kind=kind
-            )  # no resources: `applies` reads the config, kind and options only
+            # no resources: `applies` reads the config, kind and options only
+            probe = cls(config, draft, kind=kind)
             profile = {
                 k: v
                 for d in cls.deviations
@@ -835,9 +829,8 @@ def stratified_share(
     at least one per stratum), each stratum's drawn with `seed`: `--limit 0.1`, as lm-evaluation-harness reads a
     fractional limit, but per stratum.
     """
-    exact = Fraction(
-        repr(share)
-    )  # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
+    # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
+    exact = Fraction(repr(share))
     rng = random.Random(seed)
     key = unit or _item
     groups = strata_cells(probes, strata, unit=key)

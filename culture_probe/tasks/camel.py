@@ -43,17 +43,15 @@ class CamelOptions:
     n_runs: int = 5
     sample_size: int = 50
     pool: Literal["clean", "raw"] = "clean"  # C5
-    aggregate: Literal["auto", "mean_prob", "mean_logprob"] = (
-        "auto"  # C3 (auto: prob masked, log-prob otherwise)
-    )
+    # C3 (auto: prob masked, log-prob otherwise)
+    aggregate: Literal["auto", "mean_prob", "mean_logprob"] = "auto"
     mlm_mode: Literal["l2r", "all_masks"] = "l2r"  # C4
     exclude_empty_prefix: bool = False  # C1
     tie_value: float = 0.0  # C8
     culture_token: bool = False  # paper 4.4 prompt adaptation
     n_shot: int = 0  # paper 4.4 demonstrations (Arab fillers)
-    seq2seq_style: Literal["sentinel", "plain"] = (
-        "sentinel"  # plain = encoder prefix, target entity
-    )
+    # plain = encoder prefix, target entity
+    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"
 
     def __post_init__(self) -> None:
         check_types(self)

@@ -92,18 +92,14 @@ class DlamaOptions:
     """DLAMA switches; defaults are the paper's protocol."""
 
     score: Literal["mean", "sum"] = "mean"  # the paper ranks by the mean sub-token log-prob
-    keep_scores: bool = (
-        False  # write every candidate's sum, token count and per-token log-probs to items.jsonl
-    )
-    mode: Literal["rank", "generate"] = (
-        "rank"  # generate: the optional chat-model mode of the paper's Appendix D
-    )
-    max_new_tokens: int = (
-        32  # generate mode (the paper does not say; replies are asked to be one name)
-    )
-    templates: str | None = (
-        None  # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
-    )
+    # write every candidate's sum, token count and per-token log-probs to items.jsonl
+    keep_scores: bool = False
+    # generate: the optional chat-model mode of the paper's Appendix D
+    mode: Literal["rank", "generate"] = "rank"
+    # generate mode (the paper does not say; replies are asked to be one name)
+    max_new_tokens: int = 32
+    # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
+    templates: str | None = None
     # D1: "upstream_regex" fills [X] with re.sub("[X]", ...) as the released T5/mT5 path did (brackets stay, every
     # capital X of the template becomes the subject); "replace" is plain str.replace
     fill: Fill = "replace"
@@ -291,9 +287,8 @@ class DlamaTask(Task):
         self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
     ) -> Iterable[Probe]:
         sets = candidate_sets(rows)
-        self._aligned = aligned_candidates(
-            rows
-        )  # read back by `_read`: each ranking's aligned QIDs
+        # read back by `_read`: each ranking's aligned QIDs
+        self._aligned = aligned_candidates(rows)
         options = ScoreOptions(keep_tokens=self.options.keep_scores)
         first_n, position = self.options.generate_first_n, Counter[tuple[str, str, str]]()
         for row in rows:
@@ -305,11 +300,8 @@ class DlamaTask(Task):
                 "gold": list(row["obj_label"]),
                 "obj_uri": list(row["obj_uri"]),
             }
-            file = (
-                row["language"],
-                row["predicate"],
-                row["culture"],
-            )  # one fact file of the release, in file order
+            # one fact file of the release, in file order
+            file = (row["language"], row["predicate"], row["culture"])
             position[file] += 1
             if not row["sub_label"].strip() or not [o for o in row["obj_label"] if o.strip()]:
                 yield Skipped(row["id"], "empty subject or object label", meta=meta)
@@ -325,9 +317,8 @@ class DlamaTask(Task):
                     yield self._question(row, meta)
                 continue
             entry = self.template(row["language"], row["predicate"])
-            if (
-                entry is None or not entry["template"].strip()
-            ):  # ko P17/P19: unreadable in the paper
+            # ko P17/P19: unreadable in the paper
+            if entry is None or not entry["template"].strip():
                 yield Skipped(
                     row["id"],
                     f"no {row['language']} template for {row['predicate']} (pass --option "
@@ -626,15 +617,13 @@ def aligned_candidates(
         for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):
             if label.strip():
                 uris[row["language"], row["predicate"], label].add(uri)
-    named: dict[tuple[str, str], dict[str, str]] = defaultdict(
-        dict
-    )  # (language, predicate) -> {QID: label}
+    # (language, predicate) -> {QID: label}
+    named: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     left_out: dict[str, set[str]] = defaultdict(set)
     for (language, predicate, label), found in uris.items():
         (uri,) = found if len(found) == 1 else (None,)
-        if (
-            uri is None or uri in named[language, predicate]
-        ):  # collapsed, or one QID under two labels
+        # collapsed, or one QID under two labels
+        if uri is None or uri in named[language, predicate]:
             left_out[predicate] |= found
         else:
             named[language, predicate][uri] = label

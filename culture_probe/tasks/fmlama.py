@@ -86,24 +86,21 @@ PUNCTUATION = " \t.。!！?？;；:：\"'“”‘’()（）[]*-"
 class FmlamaOptions:
     """FmLAMA switches; defaults are the v1 paper's protocol."""
 
-    families: tuple[str, ...] = (
-        FAMILIES  # template families to probe: hasParts (no context), country
-    )
+    # template families to probe: hasParts (no context), country
+    families: tuple[str, ...] = FAMILIES
     template_set: Literal["faithful", "corrected"] = (
         "faithful"  # corrected: the template fixes of the corrected variant
     )
-    country_names: dict[str, dict[str, str]] | None = (
-        None  # {lang: {origin key: name}} for the [C] slot
-    )
+    # {lang: {origin key: name}} for the [C] slot
+    country_names: dict[str, dict[str, str]] | None = None
     # F1 (ranking): False feeds each dish's gold set string whole, as one candidate and one gold (the v1 runner); True
     # splits it on ", " into ingredients (the paper's tables)
     split_gold: bool = True
     # F2: 10 drops candidates of more than 10 tokens from the ranking, as the v1 masked path did; it applies to masked
     # models only, as there (the v1 T5 path had no cap)
     max_candidate_tokens: int | None = None
-    ap_denominator: Literal["gold", "ranked"] = (
-        "gold"  # F2b: "ranked" divides AP by the golds found in the ranking
-    )
+    # F2b: "ranked" divides AP by the golds found in the ranking
+    ap_denominator: Literal["gold", "ranked"] = "gold"
     # F3: "upstream_regex" fills [X] then [C] with re.sub as the v1 T5/mT5 path did (brackets stay, every capital X of
     # the template and every capital C of the text, dish names included, is replaced); "replace" is str.replace
     fill: Fill = "replace"
@@ -113,26 +110,20 @@ class FmlamaOptions:
     # F10 (ranking): "v1_code" keeps the 10 named origin groups of the released scorer (Germany, Iran, Greece, Russia
     # become Others); "paper" the paper's 14
     group_set: Literal["paper", "v1_code"] = "paper"
-    round_template_map: bool = (
-        False  # F11: round each template's mAP cells to 2 decimals before the mean, as v1 did
-    )
-    vectors: str | None = (
-        None  # for mWS: fastText cc.<lang>.300.bin (or its folder) or text .vec; None: no mWS
-    )
+    # F11: round each template's mAP cells to 2 decimals before the mean, as v1 did
+    round_template_map: bool = False
+    # for mWS: fastText cc.<lang>.300.bin (or its folder) or text .vec; None: no mWS
+    vectors: str | None = None
     group_by: Literal["group", "continent"] = "group"  # the aligned-175 tables group by continent
-    keep_scores: bool = (
-        False  # write every candidate's sum, token count and per-token log-probs (large)
-    )
-    mode: Literal["rank", "chat"] = (
-        "rank"  # chat: generate with the chat template (paper Table 3/13)
-    )
+    # write every candidate's sum, token count and per-token log-probs (large)
+    keep_scores: bool = False
+    # chat: generate with the chat template (paper Table 3/13)
+    mode: Literal["rank", "chat"] = "rank"
     chat_max_new_tokens: int = 64
-    chat_decoding: Literal["greedy", "sample"] = (
-        "greedy"  # sample: the paper's one draw, seeded by the run's seed
-    )
-    chat_temperature: float = (
-        0.7  # of chat_decoding="sample" (the paper sampled at 0.7, section 5.3)
-    )
+    # sample: the paper's one draw, seeded by the run's seed
+    chat_decoding: Literal["greedy", "sample"] = "greedy"
+    # of chat_decoding="sample" (the paper sampled at 0.7, section 5.3)
+    chat_temperature: float = 0.7
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -157,10 +148,8 @@ RANK_SMOKE = Smoke(
     tags=tuple(f"{family}_{n}" for family in FAMILIES for n in (1, 2)),
     omits="templates 3-5 of each family (the mean and std over templates are over templates 1-2)",
 )
-V1_KINDS = (
-    "masked",
-    "seq2seq",
-)  # the model kinds of the released v1 code's two paths (masked, T5/mT5)
+# the model kinds of the released v1 code's two paths (masked, T5/mT5)
+V1_KINDS = ("masked", "seq2seq")
 
 
 def _ranks(task: FmlamaTask) -> bool:
@@ -318,9 +307,8 @@ class FmlamaTask(Task):
     ):
         super().__init__(config, options, kind=kind, seed=seed, resources=resources)
         self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
-        if (
-            self.options.mode == "rank"
-        ):  # ranking the whole pool is the costly part: two templates per family
+        # ranking the whole pool is the costly part: two templates per family
+        if self.options.mode == "rank":
             self.smoke = RANK_SMOKE
 
     def model_need(self, stage: str) -> ModelNeed:
@@ -366,9 +354,8 @@ class FmlamaTask(Task):
         """
         if self.options.split_gold or self.options.mode != "rank" or not row["obj_label"]:
             return list(row["obj_label"])
-        return [
-            ", ".join(row["obj_label"])
-        ]  # the loader split the released string on ", ": this rejoins it exactly
+        # the loader split the released string on ", ": this rejoins it exactly
+        return [", ".join(row["obj_label"])]
 
     def pool(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The candidates every dish is ranked against: the gold items of all rows, in code-point order."""
@@ -397,9 +384,8 @@ class FmlamaTask(Task):
             for relation, family, template in by_language[language]:
                 if self.options.mode == "rank":
                     yield self.probe(row, relation, family, template, pool)
-                elif relation.endswith(
-                    "_1"
-                ):  # chat mode asks with the first template of each family
+                # chat mode asks with the first template of each family
+                elif relation.endswith("_1"):
                     yield from self.chat_probes(row, relation, family, template)
 
     def _context(
@@ -472,9 +458,8 @@ class FmlamaTask(Task):
             if skipped is not None:
                 yield skipped
                 continue
-            left, right, _ = fill(
-                template, row["sub_label"], country, language
-            )  # F3 concerns the T5 ranking only
+            # F3 concerns the T5 ranking only
+            left, right, _ = fill(template, row["sub_label"], country, language)
             meta.update(
                 prompt=f"{left}[]{right}{instruction}", instruction=index, frame=[left, right]
             )
@@ -489,9 +474,8 @@ class FmlamaTask(Task):
                 "items": items,
                 "correct": any(normalise(i, probe.meta["lang"]) in gold for i in items),
             }
-        cap = (
-            self.options.max_candidate_tokens if self.kind == "masked" else None
-        )  # F2: v1's masked path only
+        # F2: v1's masked path only
+        cap = self.options.max_candidate_tokens if self.kind == "masked" else None
         ranking = ranked_candidates(output)
         if cap is not None:
             tokens = dict(zip(output.candidates, output.n_tokens.tolist(), strict=True))

@@ -125,22 +125,17 @@ class MapsOptions:
 
     question: Literal["pos", "neg", "neg1", "neg2", "neg3", "neg4"] = "pos"
     memorisation: bool = True
-    mem_max_new_tokens: int | None = (
-        None  # None: max(4, T + 2); upstream: 4 causal (M6a), 19 seq2seq (M6b)
-    )
-    mem_match: Literal["prefix", "substring"] = (
-        "prefix"  # substring = upstream's search and post-processing (M6)
-    )
+    # None: max(4, T + 2); upstream: 4 causal (M6a), 19 seq2seq (M6b)
+    mem_max_new_tokens: int | None = None
+    # substring = upstream's search and post-processing (M6)
+    mem_match: Literal["prefix", "substring"] = "prefix"
     mem_template_lang: Literal["en", "native"] = "en"  # native = upstream XLM-R (M5)
-    mlm_letter_pieces: Literal["word_initial", "bare"] = (
-        "word_initial"  # masked models; bare = upstream XLM-R (M4)
-    )
-    seq2seq_style: Literal["sentinel", "plain"] = (
-        "sentinel"  # seq2seq letters; plain = upstream mT0 (M8)
-    )
-    n_shot: int = (
-        0  # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5), from data_dir
-    )
+    # masked models; bare = upstream XLM-R (M4)
+    mlm_letter_pieces: Literal["word_initial", "bare"] = "word_initial"
+    # seq2seq letters; plain = upstream mT0 (M8)
+    seq2seq_style: Literal["sentinel", "plain"] = "sentinel"
+    # 0, or k English demonstrations in each of 5 seeded sets (Appendix D.5), from data_dir
+    n_shot: int = 0
     seq2seq_max_tokens: int | None = 1024  # seq2seq encoder input limit, cut on the left (M12)
 
     def __post_init__(self) -> None:
@@ -718,9 +713,8 @@ def culture_gap_study(
     return culture_gap(source=src, target=tgt, human_translated=ht, machine_translated=mt)
 
 
-MT_TO_ENGLISH = re.compile(
-    r"maps_([a-z]+)_en_mt"
-)  # a language's items machine-translated into English
+# a language's items machine-translated into English
+MT_TO_ENGLISH = re.compile(r"maps_([a-z]+)_en_mt")
 
 
 def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:

@@ -110,13 +110,8 @@ PROBE_KINDS: dict[type, RecordKind] = {
     FillMaskProbe: "fill_mask",
     Skipped: "skipped",
 }
-_IDENTITY = (
-    "id",
-    "key",
-    "tag",
-    "stage",
-    "probe",
-)  # the keys of a line that are not the record's fields
+# the keys of a line that are not the record's fields
+_IDENTITY = ("id", "key", "tag", "stage", "probe")
 
 
 @dataclass(frozen=True)

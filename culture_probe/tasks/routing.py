@@ -24,9 +24,8 @@ def options_per_config(
     config twice with two values (`mode=rank` and `xfakt.mode=generate`) is refused naming both: neither spelling
     overrides the other. Names only: the values are checked by each protocol (`Task.options_for`).
     """
-    resolved = {
-        b.name: b for b in map(resolve, configs)
-    }  # each name looked up once (a Benchmark is not again)
+    # each name looked up once (a Benchmark is not again)
+    resolved = {b.name: b for b in map(resolve, configs)}
     benchmarks = {name: benchmark.info.name for name, benchmark in resolved.items()}
     given: dict[str, dict[str, tuple[str, Any]]] = {name: {} for name in resolved}
     for spelled, value in options.items():

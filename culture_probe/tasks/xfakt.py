@@ -80,25 +80,22 @@ class XfaktOptions:
     """Switches of the X-FaKT protocol (defaults: the paper's generation protocol and judge)."""
 
     mode: Literal["generate", "rank"] = "generate"
-    rank_prompt: Literal["chat", "plain"] = (
-        "chat"  # plain: for causal models without a chat template (X7)
-    )
+    # plain: for causal models without a chat template (X7)
+    rank_prompt: Literal["chat", "plain"] = "chat"
     judge: Literal["llm", "string"] = "llm"
     judge_model: str = PAPER_JUDGE
     max_new_tokens: int = 128
     judge_max_new_tokens: int = 256
-    round_cells: bool = (
-        True  # FRS/KTS from cells rounded to 2 decimals, as upstream eval.py (False: exact cells)
-    )
-    round_statistics: bool = (
-        False  # True = upstream: mean ± std and the t-test from the rounded cells too (X8)
-    )
+    # FRS/KTS from cells rounded to 2 decimals, as upstream eval.py (False: exact cells)
+    round_cells: bool = True
+    # True = upstream: mean ± std and the t-test from the rounded cells too (X8)
+    round_statistics: bool = False
     # a breakdown upstream never computed: eval.py defines its tier lists but uses them nowhere (see the docs)
     tiers: Literal["paper", "upstream"] = "paper"
-    double_bos: bool = (
-        False  # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
-    )
-    strip_echo: bool = False  # True = upstream: the question deleted from the reply, the prompt from the judge's (X9)
+    # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
+    double_bos: bool = False
+    # True = upstream: the question deleted from the reply, the prompt from the judge's (X9)
+    strip_echo: bool = False
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -421,9 +418,8 @@ class XfaktTask(Task):
                     )
                     yield GenerateProbe(record["id"], prompt, options, tag="judge")
             return
-        if (
-            self.options.mode == "generate"
-        ):  # every reply gets the string verdict: a resume may switch judges
+        # every reply gets the string verdict: a resume may switch judges
+        if self.options.mode == "generate":
             self._judge = StringJudge(self._answer_forms(rows))
         options = GenerateOptions(
             self.options.max_new_tokens,
@@ -485,9 +481,8 @@ class XfaktTask(Task):
 
     def _read(self, probe: Probe, output: Output) -> RecordFields:
         if probe.tag == "judge":
-            assert isinstance(
-                probe, GenerateProbe
-            )  # `_probes` makes every judge probe a GenerateProbe
+            # `_probes` makes every judge probe a GenerateProbe
+            assert isinstance(probe, GenerateProbe)
             judged = (
                 self._unecho(str(output), probe.prompt) if self.options.strip_echo else str(output)
             )

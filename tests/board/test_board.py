@@ -91,9 +91,8 @@ def test_right_and_wrong_follow_the_benchmark_scoring_of_each_item(runs: Runs) -
     for folder in (runs.knows, runs.guesses):
         (run,) = load_runs([folder])
         judged = outcomes(run)
-        for (
-            record
-        ) in run.run.records:  # DLAMA's P@1: the top-ranked candidate is one of the gold objects
+        # DLAMA's P@1: the top-ranked candidate is one of the gold objects
+        for record in run.run.records:
             assert judged.outcome(record) == (
                 RIGHT if record["prediction"] in record["gold"] else WRONG
             )
@@ -187,9 +186,8 @@ def test_the_board_command_writes_the_site_and_replaces_only_an_earlier_board(
     out = tmp_path / "site"
     assert board_main(Namespace(paths=[str(runs.knows)], out=str(out), title="t")) == 0
     assert "board of 1 run(s)" in capsys.readouterr().out and (out / "index.html").is_file()
-    assert (
-        board_main(Namespace(paths=[str(runs.guesses)], out=str(out), title="t")) == 0
-    )  # an earlier board
+    # an earlier board
+    assert board_main(Namespace(paths=[str(runs.guesses)], out=str(out), title="t")) == 0
     assert len(list((out / "data").glob("run-*.js"))) == 1 and read_id(out).endswith("guesses")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
@@ -230,6 +228,5 @@ def test_the_subcommands_parse_as_the_docs_write_them() -> None:
         False,
     )
     with pytest.raises(SystemExit):
-        parser.parse_args(
-            ["board", "runs/mbert"]
-        )  # --out is required: a board is written somewhere
+        # --out is required: a board is written somewhere
+        parser.parse_args(["board", "runs/mbert"])

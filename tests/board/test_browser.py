@@ -122,9 +122,8 @@ def test_the_item_browser_filters_and_shows_arabic_right_to_left(
     driver.execute_script("document.getElementById('items-title').scrollIntoView()")
     driver.save_screenshot(str(artifacts(tmp_path) / "board-items.png"))
     driver.find_element(By.ID, "item-search").send_keys("|en")
-    assert driver.find_element(By.ID, "item-count").text.startswith(
-        "0 of 48"
-    )  # the filters above still hold
+    # the filters above still hold
+    assert driver.find_element(By.ID, "item-count").text.startswith("0 of 48")
     assert problems(driver) == []
 
 

@@ -120,9 +120,8 @@ def test_a_local_model_is_its_folder_name_and_digest_and_a_hub_id_is_as_given(
     assert shown_model("org/bert-base", {"name_or_path": "org/bert-base"}) == "org/bert-base"
     assert shown_model("planted:maps_en", None) == "planted:maps_en"
     monkeypatch.setenv("HOME", str(tmp_path / "ann"))
-    monkeypatch.setenv(
-        "CULTURE_PROBE_MIRROR", str(tmp_path / "ann" / "mirror")
-    )  # the mirror in the home folder
+    # the mirror in the home folder
+    monkeypatch.setenv("CULTURE_PROBE_MIRROR", str(tmp_path / "ann" / "mirror"))
     text = f"--data-dir {tmp_path}/ann/mirror/manual/maps --rows {tmp_path}/ann/rows.jsonl {tmp_path}/anna/x"
     assert redacted(text, shared=True) == (
         f"--data-dir $CULTURE_PROBE_MIRROR/manual/maps --rows ~/rows.jsonl {tmp_path}/anna/x"

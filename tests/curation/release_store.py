@@ -101,18 +101,16 @@ def region_countries(token: str) -> list[str]:
 def tie_to_country(triples: Triples, pid: str, fact: dict, places: dict[str, list[str]]) -> None:
     """The pattern of step 1 that ties a released fact to its region's country (see `PREDICATES`)."""
     predicate = PREDICATES[pid]
-    if (
-        predicate.country_field is not None
-    ):  # the object or subject is the country: its own membership decides
+    # the object or subject is the country: its own membership decides
+    if predicate.country_field is not None:
         return
     for country in fact["country"]:
         if predicate.subject == "person":
             triples.fact(fact["sub"], "P27", country)
         elif predicate.subject == "piece_of_work":
             triples.fact(fact["sub"], "P495", country)
-        elif (
-            predicate.subject == "city"
-        ):  # P190: the subject city lies in the country; both cities are big
+        # P190: the subject city lies in the country; both cities are big
+        elif predicate.subject == "city":
             triples.fact(fact["sub"], "P17", country)
             triples.fact(fact["sub"], "P31", BIG_CITY)
     if predicate.object == "city":  # P19, P20: the place lies in the country
@@ -163,12 +161,10 @@ def distractors(
     ]
     if len(facts) == top:
         cases.append((f"Q982{pid[1:]}", home, languages, min(f["size"] for f in facts) - 1))
-    if (
-        predicate.country_field == "subject"
-    ):  # the subject is the country: another region's, or a historical one
-        cases = [
-            ("Q9800000", "Q9800000", languages, top_size)
-        ]  # a sovereign state of neither region
+    # the subject is the country: another region's, or a historical one
+    if predicate.country_field == "subject":
+        # a sovereign state of neither region
+        cases = [("Q9800000", "Q9800000", languages, top_size)]
         triples.fact("Q9800000", "P31", SOVEREIGN)
         if token == "ARAB_REGION":
             triples.fact("Q9900000", "P463", ARAB_LEAGUE)
@@ -203,12 +199,10 @@ def store_triples(
     for country in SOVEREIGN_STATES:
         triples.fact(country, "P31", SOVEREIGN)
     members = set(region_countries("ARAB_REGION"))
-    if (
-        token == "ARAB_REGION" and PREDICATES[pid].country_field != "object"
-    ):  # the League's members then, e.g.
-        members |= {
-            c for fact in facts for c in fact["country"]
-        }  # the Emirate of Transjordan (Q1121819)
+    # the League's members then, e.g.
+    if token == "ARAB_REGION" and PREDICATES[pid].country_field != "object":
+        # the Emirate of Transjordan (Q1121819)
+        members |= {c for fact in facts for c in fact["country"]}
     for country in members:
         triples.fact(country, "P463", ARAB_LEAGUE)
     places = place_countries(facts)

@@ -131,11 +131,8 @@ def test_cli_new_region_and_fmlama(tmp_path, capsys):
     records = read_records(
         tmp_path / "d" / "maghreb-west" / "dlama" / "en" / "P36_general_MAGHREB.jsonl"
     )
-    assert [r["sub_label"] for r in records] == [
-        "Morocco",
-        "Algeria",
-        "Tunisia",
-    ]  # fr articles 260k, 175k, 150k
+    # fr articles 260k, 175k, 150k
+    assert [r["sub_label"] for r in records] == ["Morocco", "Algeria", "Tunisia"]
     assert (
         main(
             [

@@ -146,9 +146,8 @@ def test_server_stopped_mid_run_keeps_checkpoints_and_a_rerun_resumes(store, fas
     with oxigraph_server([FIXTURE], max_lifetime=120) as server:  # back up, on another port
         resumed = Counting(HttpEndpoint(server.url, fast))
         result = curate_dlama(CONFIG, resumed, out)
-    assert (
-        resumed.calls == fresh.calls - stop_at
-    )  # nothing fetched before the stop is fetched again
+    # nothing fetched before the stop is fetched again
+    assert resumed.calls == fresh.calls - stop_at
     assert tree(result.pair_dir) == tree(
         curate_dlama(CONFIG, store, tmp_path / "embedded").pair_dir
     )
@@ -303,9 +302,8 @@ def test_killed_process_loses_nothing_it_fetched(store, server_url, fast, tmp_pa
 def test_retry_after_beyond_the_backoff_cap_is_honoured_up_to_its_own_maximum():
     policy = HttpPolicy(backoff=1.0, max_wait=120.0, max_retry_after=3600.0)
     assert retry_delay(policy, 10, None) == 120.0  # computed backoff: capped
-    assert (
-        retry_delay(policy, 0, 600.0) == 600.0
-    )  # the server asked for 10 minutes: wait 10 minutes
+    # the server asked for 10 minutes: wait 10 minutes
+    assert retry_delay(policy, 0, 600.0) == 600.0
     assert retry_delay(policy, 0, 7200.0) == 3600.0  # beyond the documented maximum
     assert retry_delay(HttpPolicy(max_retry_after=30.0), 0, 600.0) == 30.0
     sleeps, sleep = sleeps_recorder()
@@ -318,14 +316,12 @@ def test_retry_after_beyond_the_backoff_cap_is_honoured_up_to_its_own_maximum():
     said: list[str] = []
     patient = HttpPolicy(min_interval=0, retries=1, backoff=1, max_wait=5, max_retry_after=600)
     assert PoliteCaller("x", patient, sleep, said.append)(busy_once) == "ok" and sleeps == [300.0]
-    assert said == [
-        "culture-probe: x: HTTP 429; waiting 300 s before retry 1 of 1"
-    ]  # every wait is visible
+    # every wait is visible
+    assert said == ["culture-probe: x: HTTP 429; waiting 300 s before retry 1 of 1"]
 
 
-@pytest.mark.parametrize(
-    "retries", [5, 0]
-)  # 0: the refused wait is also the last attempt; still said so
+# 0: the refused wait is also the last attempt; still said so
+@pytest.mark.parametrize("retries", [5, 0])
 def test_a_retry_after_beyond_the_cap_ends_the_step_at_once_with_the_fix(retries):
     from culture_probe.errors import EndpointError
 
@@ -373,6 +369,5 @@ def test_checkpoints_refuse_to_resume_against_another_endpoint(store, tmp_path):
         "http://localhost:6002/query"
     )
     assert url_identity("https://example.org/sparql") != url_identity("https://example.com/sparql")
-    assert (
-        endpoint_identity(type("Custom", (), {"name": "my endpoint"})()) is None
-    )  # declares no identity
+    # declares no identity
+    assert endpoint_identity(type("Custom", (), {"name": "my endpoint"})()) is None

@@ -129,9 +129,8 @@ def test_equal_sizes_are_ranked_by_qid_in_numeric_order(release, tmp_path, pid, 
     """
     facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:6]
     kept = facts[2]
-    assert (
-        facts[1]["size"] > kept["size"] > facts[3]["size"]
-    )  # no tie in the release's own facts here
+    # no tie in the release's own facts here
+    assert facts[1]["size"] > kept["size"] > facts[3]["size"]
     triples = store_triples(facts, pid, token, LANGUAGES, top=8)
     below, above = tie_qids(triples, kept["sub"])
     ties = [add_tie(triples, pid, kept, qid, LANGUAGES) for qid in (below, above)]

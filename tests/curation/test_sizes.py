@@ -115,12 +115,8 @@ def test_mediawiki_batches_of_fifty_and_retries(policy):
         assert MediaWikiSizes(policy, api_url=api.api).sizes(articles) == {}
     finally:
         api.close()
-    assert [len(c["params"]["titles"][0].split("|")) for c in api.calls] == [
-        50,
-        50,
-        50,
-        20,
-    ]  # first try: 503
+    # first try: 503
+    assert [len(c["params"]["titles"][0].split("|")) for c in api.calls] == [50, 50, 50, 20]
 
 
 def test_mediawiki_garbage_ends_in_an_error_naming_the_api(policy):

@@ -41,9 +41,8 @@ def test_new_pair_loads_from_its_manifest(out, tmp_path):
     ]
     assert capitals[0]["obj_label"] == ["Rabat"]
     languages = split["language"]
-    assert languages == ["ar"] * languages.count("ar") + ["en"] * languages.count(
-        "en"
-    )  # curation's order
+    # curation's order
+    assert languages == ["ar"] * languages.count("ar") + ["en"] * languages.count("en")
     assert {r["uuid"] for r in split if r["language"] == "ar"} == {
         r["uuid"] for r in split if r["language"] == "en"
     }

@@ -403,6 +403,5 @@ def test_missing_mirror_file_names_the_expected_path(
     with pytest.raises(
         MissingDataError, match=r"empty_mirror/raw\.githubusercontent\.com/tareknaous/camel/"
     ):
-        test(
-            "camel_co_prompts", cache_dir=str(tmp_path / "cache")
-        )  # a fresh cache: the shared one has it built
+        # a fresh cache: the shared one has it built
+        test("camel_co_prompts", cache_dir=str(tmp_path / "cache"))

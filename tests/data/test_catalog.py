@@ -39,8 +39,7 @@ def test_a_stale_catalog_is_read_live(tmp_path, monkeypatch):
     stale = tmp_path / "catalog.json"
     stale.write_text(json.dumps({**stored, "digest": "0" * 16, "configs": []}), encoding="utf-8")
     monkeypatch.setattr(catalog, "CATALOG", stale)
-    assert (
-        catalog.table()["configs"] == stored["configs"]
-    )  # the builders', not the stale file's empty list
+    # the builders', not the stale file's empty list
+    assert catalog.table()["configs"] == stored["configs"]
     stale.write_text("{not json", encoding="utf-8")
     assert catalog.table()["configs"] == stored["configs"]

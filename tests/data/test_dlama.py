@@ -370,10 +370,8 @@ def test_mlama_templates_override_vendored_strings(tmp_path: Path) -> None:
         table["ar"]["P30"] == {"template": "[X] يقع في [Y] .", "verified": True}
         and files[-1] == user
     )
-    assert table["ar"]["P36"] == {
-        "template": "عاصمة [X] هي [Y].",
-        "verified": False,
-    }  # still the vendored one
+    # still the vendored one
+    assert table["ar"]["P36"] == {"template": "عاصمة [X] هي [Y].", "verified": False}
     overrides = tmp_path / "mine.json"
     overrides.write_text(json.dumps({"fr": {"P30": "[X] est situé en [Y] ."}}), encoding="utf-8")
     assert (

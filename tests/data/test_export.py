@@ -171,9 +171,8 @@ def test_an_export_replaces_the_earlier_one_whole_and_refuses_other_folders(
     mirror: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "hub"
-    export(
-        out, configs=["camel_co_prompts", "camel_ag_prompts", "camel_co_prompts"]
-    )  # named twice: written once
+    # named twice: written once
+    export(out, configs=["camel_co_prompts", "camel_ag_prompts", "camel_co_prompts"])
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert readme.count("config_name: camel_co_prompts\n") == 1
     export(out, configs=["camel_ag_prompts"])
@@ -182,9 +181,8 @@ def test_an_export_replaces_the_earlier_one_whole_and_refuses_other_folders(
         "README.md",
         "camel_ag_prompts",
     ]
-    assert "camel_co_prompts" not in (out / "README.md").read_text(
-        encoding="utf-8"
-    )  # no stale config declared
+    # no stale config declared
+    assert "camel_co_prompts" not in (out / "README.md").read_text(encoding="utf-8")
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep")
@@ -216,9 +214,8 @@ def test_dlama_card_says_where_its_rows_came_from(
     tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
     content = tarball.read_bytes()
     sha256 = hashlib.sha256(content).hexdigest()
-    blob = hashlib.sha1(
-        b"blob %d\0" % len(content) + content
-    ).hexdigest()  # git's blob id (git hash-object)
+    # git's blob id (git hash-object)
+    blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
     export(tmp_path / "hub", configs=["dlama_arab_west"], data_dirs={"dlama": tarball})
     line = config_section(
         (tmp_path / "hub" / "README.md").read_text(encoding="utf-8"), "dlama_arab_west"
@@ -280,9 +277,8 @@ def test_dlama_card_of_the_mirrors_unpacked_release_claims_no_tarball(
         "en: mLAMA 1.1 / LAMA, exact" in templates
         and "--option templates= an mLAMA 1.1 folder" in templates
     )
-    assert (
-        "vendored in culture_probe" not in card
-    )  # the old claim: every template vendored from mLAMA 1.1
+    # the old claim: every template vendored from mLAMA 1.1
+    assert "vendored in culture_probe" not in card
 
 
 def test_dlama_card_names_each_languages_templates(mirror: Path, tmp_path: Path) -> None:

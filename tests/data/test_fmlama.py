@@ -376,9 +376,8 @@ def local_repository(root: Path) -> Path:
 def test_data_dir_reads_a_local_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
 ) -> None:
-    fake_mirror(
-        tmp_path / "empty_mirror", monkeypatch
-    )  # the mirror is never consulted when data_dir is given
+    # the mirror is never consulted when data_dir is given
+    fake_mirror(tmp_path / "empty_mirror", monkeypatch)
     root = local_repository(tmp_path / "FmLAMA-master")
     data_dir = root if folder == "repository" else root / "data"
     split = test(

@@ -96,9 +96,8 @@ def test_translations_are_aligned_with_their_source(release: Path, name: str) ->
         if x != y
     ]
     assert differ == (ZH_FIGURATIVE_DIFF if source_language == "zh" else [])
-    assert sum(split["is_figurative"]) == sum(
-        source["is_figurative"]
-    )  # the six disagreements cancel out
+    # the six disagreements cancel out
+    assert sum(split["is_figurative"]) == sum(source["is_figurative"])
     corrected = load(name, release, corrected=True)["test"]
     assert corrected["is_figurative"] == source["is_figurative"]
     assert [i for i, f in enumerate(corrected["flags"]) if f] == differ
@@ -192,9 +191,8 @@ def write_xlsx(path: Path, header: list, rows: list[list], phantom: int = 0) -> 
     sheet.title = path.stem
     for row in [header, *rows]:
         sheet.append(row)
-    for extra in range(
-        phantom
-    ):  # styled empty cells: openpyxl reads them back as empty or short rows
+    # styled empty cells: openpyxl reads them back as empty or short rows
+    for extra in range(phantom):
         sheet.cell(row=len(rows) + 2 + extra, column=1 + extra % 3).font = Font(bold=True)
     book.save(path)
     return path
@@ -221,10 +219,8 @@ def make_release(root: Path) -> Path:
 def test_synthetic_release_maps_columns_by_header(tmp_path: Path) -> None:
     root = make_release(tmp_path / "maps")
     data = load("maps_en", root, verify_checksums=False)
-    assert {k: v.num_rows for k, v in data.items()} == {
-        "test": 3,
-        "few_shot": 2,
-    }  # phantom rows dropped
+    # phantom rows dropped
+    assert {k: v.num_rows for k, v in data.items()} == {"test": 3, "few_shot": 2}
     assert data["test"][0] == {
         "id": "maps_en-test-0000", "row": 0, "language": "en", "source_language": "en", "proverb": "proverb 0",
         "conversation": "A: talk 0", "explanation": "gloss 0", "answer1": "yes 0", "answer2": "no 0",

@@ -68,9 +68,8 @@ def test_corrected_flag_picks_the_twin() -> None:
         "corrected",
         True,
     )
-    assert (
-        twin.base == "fmlama_en" and twin.info.name == "fmlama"
-    )  # the faithful name without parsing it again
+    # the faithful name without parsing it again
+    assert twin.base == "fmlama_en" and twin.info.name == "fmlama"
     assert registry.resolve("fmlama_en_corrected", corrected=True).name == "fmlama_en_corrected"
     assert (
         registry.resolve("fmlama_en").config.variant == "faithful"

@@ -170,10 +170,8 @@ def test_in_context_pairs_and_gold(mirror: Path) -> None:
     for row in split.filter(lambda r: r["language"] == "en"):
         first, c1, second, c2, asked = pattern.fullmatch(row["question"]).groups()
         assert (first, second) == (row["name_u"], row["name_v"])
-        assert (c1, c2) == (
-            row["country_v"],
-            row["country_u"],
-        )  # each name placed in the other's country
+        # each name placed in the other's country
+        assert (c1, c2) == (row["country_v"], row["country_u"])
         assert asked == row["asked_country"] and row["answer"] == (first if asked == c1 else second)
     assert len(set(split["id"])) == 2028
 

@@ -119,26 +119,22 @@ def test_cache_is_keyed_by_model_identity_and_options(tmp_path, monkeypatch):
     db = tmp_path / "cache.sqlite"
     reqs = [ScoreRequest(LEFTS[0], CANDIDATES, right=".")]
     a = Scorer(model, tok, cache=db).score(reqs)[0]
-    b = Scorer(other, tok, cache=db).score(reqs)[
-        0
-    ]  # same file, different weights: not served from the cache
+    # same file, different weights: not served from the cache
+    b = Scorer(other, tok, cache=db).score(reqs)[0]
     assert len(batches) == 2 and not np.allclose(a.sum_logprob, b.sum_logprob)
     right = Scorer(model, tok, cache=db).score(reqs, score_right=True)[0]  # another rule: computed
     assert len(batches) == 3 and (right.n_tokens > a.n_tokens).all()
-    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[
-        0
-    ]  # per-token values were not kept: computed
+    # per-token values were not kept: computed
+    again = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]
     assert len(batches) == 4 and again.token_logprobs is not None
     np.testing.assert_array_equal(again.sum_logprob, a.sum_logprob)
-    kept = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[
-        0
-    ]  # now they are: a hit, bit for bit
+    # now they are: a hit, bit for bit
+    kept = Scorer(model, tok, cache=db).score(reqs, keep_tokens=True)[0]
     assert len(batches) == 4
     for cached, fresh in zip(kept.token_logprobs, again.token_logprobs, strict=True):
         np.testing.assert_array_equal(cached, fresh)
-    assert (
-        Scorer(model, tok, cache=db).score(reqs)[0] == a and len(batches) == 4
-    )  # and serve plain requests too
+    # and serve plain requests too
+    assert Scorer(model, tok, cache=db).score(reqs)[0] == a and len(batches) == 4
 
 
 def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatch):
@@ -199,24 +195,20 @@ def counted(monkeypatch) -> list[int]:
 def test_cached_scores_are_compact_and_equal_fresh_ones_bit_for_bit(tmp_path, monkeypatch):
     batches = counted(monkeypatch)
     model, tok = tiny("gpt2", "bpe")
-    candidates = [
-        f"{a} {b}" for a in CANDIDATES for b in CANDIDATES
-    ] * 4  # 196 candidates, 1-4 tokens each
+    # 196 candidates, 1-4 tokens each
+    candidates = [f"{a} {b}" for a in CANDIDATES for b in CANDIDATES] * 4
     reqs = [ScoreRequest(left, candidates) for left in LEFTS]
     fresh = Scorer(model, tok).score(reqs)
     cached = Scorer(model, tok, cache=tmp_path / "c.sqlite").score(reqs)
     assert Scorer(model, tok, cache=tmp_path / "c.sqlite").score(reqs) == fresh == cached
-    assert (
-        len(batches) == 2 * (len(batches) // 2) and len(batches) > 0
-    )  # the third call computed nothing
+    # the third call computed nothing
+    assert len(batches) == 2 * (len(batches) // 2) and len(batches) > 0
     with sqlite3.connect(tmp_path / "c.sqlite") as con:
         stored = con.execute(
             f"SELECT SUM(LENGTH(n_tokens) + LENGTH(sums)), COUNT(*) FROM {TABLE}"
         ).fetchone()
-    assert stored == (
-        9 * len(candidates) * len(LEFTS),
-        len(LEFTS),
-    )  # uint8 counts + float64 sums, no text
+    # uint8 counts + float64 sums, no text
+    assert stored == (9 * len(candidates) * len(LEFTS), len(LEFTS))
     # the JSON text the first cache stored for the same work (candidates, sums, counts and every per-token value)
     # was more than ten times larger
     text = sum(
@@ -250,9 +242,8 @@ def test_a_damaged_row_is_reported_dropped_and_computed_again(tmp_path, monkeypa
         got = Scorer(model, tok, cache=db).score(reqs)
     assert got == want and len(batches) > computed  # recomputed, not read
     again = len(batches)
-    assert (
-        Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == again
-    )  # and stored anew
+    # and stored anew
+    assert Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == again
 
 
 def test_an_unreadable_cache_file_is_moved_aside_and_started_anew(tmp_path, monkeypatch):
@@ -266,9 +257,8 @@ def test_an_unreadable_cache_file_is_moved_aside_and_started_anew(tmp_path, monk
         assert Scorer(model, tok, cache=db).score(reqs) == want
     assert [p.name for p in tmp_path.glob("c.sqlite.corrupt-*")]  # kept for inspection
     computed = len(batches)
-    assert (
-        Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == computed
-    )  # the new file works
+    # the new file works
+    assert Scorer(model, tok, cache=db).score(reqs) == want and len(batches) == computed
 
 
 @pytest.mark.slow
@@ -282,6 +272,5 @@ def test_two_processes_writing_one_cache_at_once(tmp_path):
     third = json.loads(
         _run(tmp_path, model_dir, db, pause=0).communicate(timeout=300)[0].strip().splitlines()[-1]
     )
-    assert (
-        third["computed"] == 0 and third["sums"] == reports[0]["sums"]
-    )  # every row readable, none torn
+    # every row readable, none torn
+    assert third["computed"] == 0 and third["sums"] == reports[0]["sums"]

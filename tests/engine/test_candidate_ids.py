@@ -35,9 +35,8 @@ def test_alone_and_piece_ids_are_what_the_upstream_calls_give(tokenizer):
     assert alone == tuple(tuple(tok(c, add_special_tokens=False)["input_ids"]) for c in ("a", "b"))
     assert piece == tuple((tok.convert_tokens_to_ids(c),) for c in ("a", "b"))
     marker = "Ġ" if kind == "bpe" else "▁"
-    assert tok.convert_ids_to_tokens(list(in_context[0]))[0].startswith(
-        marker
-    )  # after a space: word-initial
+    # after a space: word-initial
+    assert tok.convert_ids_to_tokens(list(in_context[0]))[0].startswith(marker)
     assert tok.convert_ids_to_tokens(list(piece[0])) == ["a"]  # the bare piece, as named
     assert piece != in_context
 
@@ -50,9 +49,8 @@ def test_piece_scores_equal_the_mask_logits_of_the_named_pieces(tokenizer):
     got = Scorer(model, tok).score(
         [ScoreRequest("the answer is", ("a", "b"), candidate_ids="piece")]
     )[0]
-    ids = tok(
-        "the answer is" + tok.mask_token, return_tensors="pt"
-    )  # the context's ids, then one mask
+    # the context's ids, then one mask
+    ids = tok("the answer is" + tok.mask_token, return_tensors="pt")
     with torch.no_grad():
         logits = model(**ids).logits[0]
     position = int((ids["input_ids"][0] == tok.mask_token_id).nonzero()[0, 0])

@@ -84,9 +84,8 @@ def forwards(monkeypatch):
 
 def test_every_request_is_validated_before_any_scoring(forwards):
     with pytest.raises(EmptyCandidateError, match="Candidate ' ' tokenizes to nothing"):
-        Scorer(*tiny("gpt2", "bpe"), batch_tokens=8).score(
-            GOOD + [BAD]
-        )  # the bad request comes last
+        # the bad request comes last
+        Scorer(*tiny("gpt2", "bpe"), batch_tokens=8).score(GOOD + [BAD])
     assert forwards == []
 
 

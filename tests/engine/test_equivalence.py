@@ -28,9 +28,8 @@ def requests(draw):
     cands = set()
     for stem in stems:
         cands.add(stem)
-        tail = draw(
-            st.lists(word, min_size=0, max_size=6)
-        )  # long candidates sharing a prefix with `stem`
+        # long candidates sharing a prefix with `stem`
+        tail = draw(st.lists(word, min_size=0, max_size=6))
         cands.add(" ".join([stem, *tail]))
         cands.add(stem[:1])  # often a single token
     right = draw(st.sampled_from(["", ".", " is here", "。", " ؟"]))

@@ -122,9 +122,8 @@ def test_out_of_memory_in_generation_halves_the_automatic_budget(monkeypatch):
 
     monkeypatch.setattr(generation, "_decode", flaky)
     assert scorer.generate(PROMPTS, max_new_tokens=4) == expected
-    assert (
-        scorer.auto_budget is not None and scorer.auto_budget <= 32
-    )  # halved until one prompt per batch
+    # halved until one prompt per batch
+    assert scorer.auto_budget is not None and scorer.auto_budget <= 32
 
 
 def test_chat_prompts_get_the_tokenizers_special_tokens_only_when_asked(monkeypatch):
@@ -157,9 +156,8 @@ def test_generation_stops_at_a_stop_string_and_cuts_it_off(arch, kind, monkeypat
     model, tok = tiny(arch, kind)
     scorer = Scorer(model, tok)
     full = [_argmax_continuation(model, tok, p, 12) for p in PROMPTS]
-    stop = next(
-        t[3:5] for t in full if len(t.strip()) >= 6
-    )  # two characters from inside one greedy text
+    # two characters from inside one greedy text
+    stop = next(t[3:5] for t in full if len(t.strip()) >= 6)
     steps: list[int] = []
     generate = type(model).generate
     monkeypatch.setattr(
@@ -168,12 +166,10 @@ def test_generation_stops_at_a_stop_string_and_cuts_it_off(arch, kind, monkeypat
         lambda self, *a, **k: (out := generate(self, *a, **k), steps.append(out.shape[1]))[0],
     )
     got = scorer.generate(PROMPTS, max_new_tokens=12, stop=[stop])
-    assert got == [
-        t[: t.find(stop)] if stop in t else t for t in full
-    ]  # each cut at its first stop, the rest whole
-    if all(
-        stop in t for t in full
-    ):  # every prompt stopped early: the batch ended before 12 new tokens
+    # each cut at its first stop, the rest whole
+    assert got == [t[: t.find(stop)] if stop in t else t for t in full]
+    # every prompt stopped early: the batch ended before 12 new tokens
+    if all(stop in t for t in full):
         assert steps[-1] < max(len(tok(p)["input_ids"]) for p in PROMPTS) + 12
     with pytest.raises(InvalidValueError, match="give a list of non-empty strings"):
         scorer.generate(PROMPTS, max_new_tokens=2, stop="\n")

@@ -45,9 +45,8 @@ def test_a_second_generate_asks_the_model_nothing_and_returns_the_same_texts(
     assert (
         Scorer(model, tok, cache_dir=tmp_path).generate(PROMPTS, **options) == first and calls == []
     )
-    assert (
-        Scorer(model, tok).generate(PROMPTS, **options) == first
-    )  # no cache: asked again, the same texts
+    # no cache: asked again, the same texts
+    assert Scorer(model, tok).generate(PROMPTS, **options) == first
     assert sum(calls) == len(set(PROMPTS))
 
 
@@ -68,16 +67,14 @@ def test_a_different_option_or_seed_asks_again(changed, tmp_path, monkeypatch):
     calls = asked(monkeypatch, model)
     got = scorer.generate(PROMPTS, **changed)
     assert sum(calls) == len(set(PROMPTS))
-    assert got == Scorer(model, tok).generate(
-        PROMPTS, **changed
-    )  # not another option's text read back
+    # not another option's text read back
+    assert got == Scorer(model, tok).generate(PROMPTS, **changed)
 
 
 def test_the_key_is_the_prompt_after_the_chat_template(tmp_path, monkeypatch):
     model, tok = tiny("gpt2", "bpe")
-    tok = copy.deepcopy(
-        tok
-    )  # the template is no part of the tokenizer's hash, so the model's cache file is one
+    # the template is no part of the tokenizer's hash, so the model's cache file is one
+    tok = copy.deepcopy(tok)
     tok.chat_template = CHAT_TEMPLATE
     scorer = Scorer(model, tok, cache_dir=tmp_path)
     first = scorer.generate(PROMPTS, max_new_tokens=4, chat=True)
@@ -103,6 +100,5 @@ def test_a_damaged_text_row_is_reported_and_generated_again(tmp_path, monkeypatc
         again = scorer.generate(PROMPTS, **GREEDY)
     assert again == first and calls == [1]
     calls.clear()
-    assert (
-        scorer.generate(PROMPTS, **GREEDY) == first and calls == []
-    )  # the recomputed row was stored
+    # the recomputed row was stored
+    assert scorer.generate(PROMPTS, **GREEDY) == first and calls == []

@@ -19,7 +19,8 @@ PROMPTS = [
     "عاصمة مصر",
     "The food poutine has",
 ]
-HOT = 5.0  # a high temperature flattens a random tiny model's distribution: samples differ between seeds
+# a high temperature flattens a random tiny model's distribution: samples differ between seeds
+HOT = 5.0
 
 
 @torch.no_grad()
@@ -43,10 +44,8 @@ def _reference_sample(model, tok, text: str, n: int, temperature: float, seed: i
 @pytest.mark.parametrize("arch,kind", [("gpt2", "bpe"), ("llama", "metaspace")])
 def test_sampling_is_plain_temperature_sampling_even_when_the_checkpoint_filters(arch, kind):
     model, tok = tiny(arch, kind)
-    model.generation_config.top_k, model.generation_config.top_p = (
-        1,
-        0.1,
-    )  # would make sampling greedy
+    # would make sampling greedy
+    model.generation_config.top_k, model.generation_config.top_p = 1, 0.1
     try:
         got = Scorer(model, tok).generate(PROMPTS, max_new_tokens=6, temperature=HOT, seed=3)
     finally:

@@ -47,15 +47,11 @@ def test_an_openai_name_is_a_served_causal_model_that_needs_its_url():
         options=LoadOptions(base_url=URL, concurrency=3, request_timeout=5, max_retries=0),
     )
     assert isinstance(scorer, ServedScorer) and scorer.name == "org/m" and scorer.concurrency == 3
-    assert (scorer.timeout, scorer.retries, scorer.cache_path) == (
-        5,
-        0,
-        None,
-    )  # no cache_dir: no cache
+    # no cache_dir: no cache
+    assert (scorer.timeout, scorer.retries, scorer.cache_path) == (5, 0, None)
     assert model_kind("openai:org/m", options=LoadOptions(base_url=URL)) == "causal"
-    assert (
-        tokenizer_of("openai:org/m", options=LoadOptions(base_url=URL)) is None
-    )  # the server holds it
+    # the server holds it
+    assert tokenizer_of("openai:org/m", options=LoadOptions(base_url=URL)) is None
     with pytest.raises(
         InvalidValueError, match=r"openai:org/m is a served model: pass the server's --base-url"
     ):
@@ -106,9 +102,8 @@ def test_a_planted_name_loads_the_folder_its_benchmark_trains(bert, tmp_path, mo
 
 @pytest.mark.mirror
 def test_a_planted_models_tokenizer_and_config_come_from_its_spec_untrained(mirror, monkeypatch):
-    monkeypatch.setattr(
-        "culture_probe.models.planted_benchmarks.planted_model_dir", None
-    )  # calling it fails
+    # calling it fails
+    monkeypatch.setattr("culture_probe.models.planted_benchmarks.planted_model_dir", None)
     tokenizer, config = model_parts("planted:xfakt_factual_recall", options=PLANTED)
     assert tokenizer.chat_template == CHAT_TEMPLATE and config.model_type == "gpt2"
 
@@ -117,9 +112,8 @@ def test_a_folder_loads_as_the_kind_its_config_says(bert):
     assert model_kind(bert) == model_kind(str(bert)) == "masked"
     scorer = load(bert, ModelArgs(dtype="float32"), LoadOptions(batch_tokens=512, device="cpu"))
     assert scorer.kind == "masked" and scorer.batch_tokens == 512 and scorer.cache_path is None
-    assert (
-        load(scorer) is scorer and model_kind(scorer) == "masked"
-    )  # a loaded scorer is used as is
+    # a loaded scorer is used as is
+    assert load(scorer) is scorer and model_kind(scorer) == "masked"
     tokenizer, config = model_parts(str(bert))
     assert config.model_type == "bert" and tokenizer_of(bert).vocab_size == tokenizer.vocab_size
 

@@ -72,13 +72,11 @@ def test_a_lora_adapter_changes_the_scores_as_the_adapted_model_does(adapted, tm
         base, cache=tmp_path / "c.sqlite", model_args=ModelArgs(peft=str(adapter))
     )
     got = scorer.score([REQUEST])[0]
-    want = [
-        np.sum(reference_score(lora, tok, REQUEST.left, c)) for c in REQUEST.candidates
-    ]  # unmerged, slow
+    # unmerged, slow
+    want = [np.sum(reference_score(lora, tok, REQUEST.left, c)) for c in REQUEST.candidates]
     np.testing.assert_allclose(got.sum_logprob, want, atol=1e-5)
-    assert not np.allclose(
-        got.sum_logprob, plain.sum_logprob
-    )  # not served the base model's cached scores
+    # not served the base model's cached scores
+    assert not np.allclose(got.sum_logprob, plain.sum_logprob)
     assert scorer.identity["peft"]["path"] == str(adapter.resolve())
 
 

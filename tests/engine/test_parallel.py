@@ -160,9 +160,8 @@ def test_two_processes_generate_what_one_does_and_share_the_text_cache(tmp_path)
     for mine, theirs in zip(shards[0][:2], shards[1][:2], strict=True):  # greedy, then sampled
         assert mine["indices"] and theirs["indices"], "a process generated nothing"
         assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(prompts)))
-    assert [line["indices"] for shard in shards for line in shard[2:]] == [
-        []
-    ] * 4  # then all from the cache
+    # then all from the cache
+    assert [line["indices"] for shard in shards for line in shard[2:]] == [[]] * 4
     single = Scorer.from_pretrained(model_dir, batch_tokens=24)
     expected = {
         "greedy": single.generate(prompts, max_new_tokens=4),

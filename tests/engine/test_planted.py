@@ -335,9 +335,6 @@ def test_demo_end_to_end_on_the_mirror(mirror, tmp_path, capsys):
     report = (tmp_path / "self_test.md").read_text(encoding="utf-8")
     assert report in capsys.readouterr().out
     planted_row = next(line for line in report.splitlines() if line.startswith("| planted |"))
-    assert planted_row.split("|")[3:6] == [
-        " 24 ",
-        " 1.00 ",
-        " 1.00 ",
-    ]  # 6 planted countries x 4: all ranked first
+    # 6 planted countries x 4: all ranked first
+    assert planted_row.split("|")[3:6] == [" 24 ", " 1.00 ", " 1.00 "]
     assert "| (random ranking) | 13 candidates |  | 7.00 | 0.077 |" in report

@@ -71,12 +71,10 @@ def test_a_glued_particle_was_a_continuation_before_and_is_a_word_now():
     alone = encoder.encode(
         ScoreRequest(left, (candidate,), right=right), with_right=True, right_after_mask=True
     )
-    assert (
-        tok.convert_ids_to_tokens(list(joined.rights[0]))[0] == "##입니다"
-    )  # what a causal continuation gets
-    assert (
-        tok.convert_ids_to_tokens(list(alone.rights[0]))[0] == "입니다"
-    )  # what upstream's [MASK]입니다 gets
+    # what a causal continuation gets
+    assert tok.convert_ids_to_tokens(list(joined.rights[0]))[0] == "##입니다"
+    # what upstream's [MASK]입니다 gets
+    assert tok.convert_ids_to_tokens(list(alone.rights[0]))[0] == "입니다"
 
 
 @pytest.mark.parametrize("method", ["typed", "l2r"])

@@ -143,9 +143,8 @@ def test_separator_rule():
 def test_causal_candidate_ids_are_the_in_context_tokens():
     model, tok = tiny("gpt2", "bpe")
     ctx, cand, _, _ = reference_tokens(tok, "Egypt is located in", "Africa", "", None)
-    assert (
-        cand == tok(" Africa", add_special_tokens=False)["input_ids"]
-    )  # GPT-2 style: the space is in the token
+    # GPT-2 style: the space is in the token
+    assert cand == tok(" Africa", add_special_tokens=False)["input_ids"]
     # Trailing whitespace of the context moves onto the candidate, so both spellings score the same.
     scorer = Scorer(model, tok)
     a, b = scorer.score(
@@ -158,9 +157,8 @@ def test_causal_candidate_ids_are_the_in_context_tokens():
 
 
 def test_empty_context_starts_from_bos_or_eos():
-    model, tok = tiny(
-        "gpt2", "bpe"
-    )  # GPT-2 style: no BOS added, so the empty context is <|endoftext|>
+    # GPT-2 style: no BOS added, so the empty context is <|endoftext|>
+    model, tok = tiny("gpt2", "bpe")
     out = Scorer(model, tok).score([ScoreRequest("", ["Egypt"])], keep_tokens=True)[0]
     ids = tok("Egypt", add_special_tokens=False)["input_ids"]
     with torch.no_grad():
@@ -187,9 +185,8 @@ def test_long_context_is_cut_on_the_left_with_one_warning():
     from culture_probe.models import tiny_model
 
     model = tiny_model("gpt2", tok, layers=1, hidden=32, heads=4)
-    model.config.n_positions = (
-        24  # pretend the model is short; the position table is larger, so the check is real
-    )
+    # pretend the model is short; the position table is larger, so the check is real
+    model.config.n_positions = 24
     scorer = Scorer(model, tok)
     left = " ".join(["Egypt is located in"] * 20)
     requests = [
@@ -228,9 +225,8 @@ def test_out_of_memory_halves_the_automatic_budget(monkeypatch):
     _close(scorer.score(REQUESTS[::-1]), expected[::-1], 1e-5)
     assert budgets and set(budgets) == {1024}
     with pytest.raises(torch.cuda.OutOfMemoryError):
-        Scorer(model, tok, batch_tokens=4096).score(
-            REQUESTS
-        )  # a budget the user chose is not changed
+        # a budget the user chose is not changed
+        Scorer(model, tok, batch_tokens=4096).score(REQUESTS)
 
 
 @pytest.mark.parametrize("arch,kind", SETUPS[:3])

@@ -142,9 +142,8 @@ def test_a_busy_server_is_waited_out_as_its_retry_after_says():
         assert ServedScorer("m", base_url=url, retries=2).generate(
             ["Egypt is in"], max_new_tokens=2
         ) == [" Africa"]
-        assert (
-            len(Busy.calls) == 2 and Busy.calls[1] - Busy.calls[0] >= 0.9
-        )  # one retry, after Retry-After
+        # one retry, after Retry-After
+        assert len(Busy.calls) == 2 and Busy.calls[1] - Busy.calls[0] >= 0.9
     finally:
         server.shutdown()
 

@@ -215,9 +215,8 @@ def test_the_cli_ends_a_run_on_a_stalled_server_in_one_line_and_records_the_sett
     assert main(argv) == 2
     assert time.monotonic() - started < 10
     err = capsys.readouterr().err.strip()
-    message = err.split("culture-probe: error: ")[
-        -1
-    ]  # after the data loader's and the run's progress bars
+    # after the data loader's and the run's progress bars
+    message = err.split("culture-probe: error: ")[-1]
     assert (
         message.startswith(f"The server at {url} did not answer: 1 try of 0.2 s timed out")
         and "\n" not in message

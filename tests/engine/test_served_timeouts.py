@@ -76,10 +76,8 @@ def test_a_server_that_stalls_trickles_or_half_answers_fails_within_timeout_time
 def test_a_reply_that_arrives_whole_in_time_is_used(server):
     url, behaviour = server
     behaviour.body = REPLY
-    behaviour.cut_at, behaviour.trickle = (
-        len(behaviour.head()),
-        0.001,
-    )  # trickled fast, done well within the time
+    # trickled fast, done well within the time
+    behaviour.cut_at, behaviour.trickle = len(behaviour.head()), 0.001
     assert ServedScorer("m", base_url=url, timeout=5, retries=0).generate(
         ["Egypt is in"], max_new_tokens=2
     ) == [" Africa"]
@@ -110,9 +108,8 @@ def test_the_cli_ends_a_run_on_a_trickling_server_in_one_line(server, tmp_path, 
     ]
     started = time.monotonic()
     assert main(argv) == 2
-    assert (
-        time.monotonic() - started < 1 + SLACK + 5
-    )  # one try, and the loading of the run around it
+    # one try, and the loading of the run around it
+    assert time.monotonic() - started < 1 + SLACK + 5
     message = capsys.readouterr().err.strip().split("culture-probe: error: ")[-1]
     assert (
         message.startswith(f"The server at {url} did not answer: 1 try of 1 s timed out")
@@ -129,9 +126,8 @@ def test_a_socket_operation_after_the_deadline_fails_however_fast_the_server_ans
     from culture_probe.engine.deadline import Deadline
 
     deadline = Deadline(0.05)
-    assert (
-        deadline.clip(7.0, httpcore2.ReadTimeout) == 7.0
-    )  # no try sent yet: the library's own timeout
+    # no try sent yet: the library's own timeout
+    assert deadline.clip(7.0, httpcore2.ReadTimeout) == 7.0
     deadline.start(request=None)
     assert 0 < deadline.clip(None, httpcore2.ReadTimeout) <= 0.05
     time.sleep(0.06)

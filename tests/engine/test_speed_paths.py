@@ -92,9 +92,8 @@ def trie_needs(tok, request: ScoreRequest) -> tuple[int, int, int]:
     ]
     context = encoded[0][0]
     seqs = [tuple(cand) for _, cand, _, _ in encoded]
-    inner = {
-        seq[:j] for seq in seqs for j in range(1, len(seq))
-    }  # prefixes some candidate continues
+    # prefixes some candidate continues
+    inner = {seq[:j] for seq in seqs for j in range(1, len(seq))}
     return len(context), len(inner), sum(len(seq) - 1 for seq in seqs)
 
 
@@ -104,18 +103,16 @@ def trie_needs(tok, request: ScoreRequest) -> tuple[int, int, int]:
 def test_causal_runs_each_context_and_each_inner_trie_node_once(arch, kind, monkeypatch):
     model, tok = tiny(arch, kind)
     needs = [trie_needs(tok, r) for r in REQUESTS]
-    assert sum(n[1] for n in needs) < sum(
-        n[2] for n in needs
-    )  # the candidates really share prefixes
+    # the candidates really share prefixes
+    assert sum(n[1] for n in needs) < sum(n[2] for n in needs)
     scorer = Scorer(model, tok)
     with watch(model, tok, monkeypatch) as seen:
         scorer.score(REQUESTS)
     assert seen.tokens == sum(ctx + inner for ctx, inner, _ in needs)
     # One predicting position per context (the first candidate token) and one per inner node, nothing else.
     assert seen.normalizer_rows == sum(1 + inner for _, inner, _ in needs)
-    if (
-        scorer.model.config.model_type != "bloom"
-    ):  # packed path: the LM head sees predicting positions only
+    # packed path: the LM head sees predicting positions only
+    if scorer.model.config.model_type != "bloom":
         assert seen.head_rows == seen.normalizer_rows
 
 
@@ -151,9 +148,8 @@ def test_masked_typed_runs_one_input_per_distinct_length(arch, kind, monkeypatch
         }
         for q in requests
     ]
-    assert len(groups[0]) > 1 and len(groups[0]) < len(
-        requests[0].candidates
-    )  # several k, some shared
+    # several k, some shared
+    assert len(groups[0]) > 1 and len(groups[0]) < len(requests[0].candidates)
     with watch(model, tok, monkeypatch) as seen:
         Scorer(model, tok).score(requests)
     assert len(seen.inputs) == sum(len(g) for g in groups)

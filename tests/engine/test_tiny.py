@@ -103,6 +103,5 @@ def test_wordpiece_tokenizes_like_bert():
         == "people in peru eat rice"
     )
     assert tok.convert_ids_to_tokens(tok("rice")["input_ids"])[::2] == ["[CLS]", "[SEP]"]
-    assert tok.tokenize("zebra") == [
-        "[UNK]"
-    ]  # "z" never seen: the whole word is unknown, as in BERT
+    # "z" never seen: the whole word is unknown, as in BERT
+    assert tok.tokenize("zebra") == ["[UNK]"]

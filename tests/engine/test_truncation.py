@@ -67,9 +67,8 @@ def test_masked_keeps_cls_masks_right_and_sep_and_cuts_the_left():
     assert len(warned) == 1
     ctx, cand, right, suffix = reference_tokens(tok, LEFT, "Afrasia", " and Asia .", None)
     assert len(cand) > 1 and suffix == [tok.sep_token_id]
-    keep = (
-        LIMIT - 1 - len(cand) - len(right) - len(suffix)
-    )  # [CLS] + kept context + masks + right + [SEP]
+    # [CLS] + kept context + masks + right + [SEP]
+    keep = LIMIT - 1 - len(cand) - len(right) - len(suffix)
     want = ctx[:1] + ctx[len(ctx) - keep :] + [tok.mask_token_id] * len(cand) + right + suffix
     assert ctx[0] == tok.cls_token_id and want in inputs and max(map(len, inputs)) == LIMIT
     for row in inputs:
@@ -174,9 +173,8 @@ def reference_cut(scorer, request: ScoreRequest) -> int:
     longest = 0
     for cand in request.candidates:
         ctx, ids, _, suffix = reference_tokens(tok, request.left, cand, "", None)
-        if (
-            scorer.kind == "masked"
-        ):  # the masks, then the right text as the original probes tokenize it
+        # the masks, then the right text as the original probes tokenize it
+        if scorer.kind == "masked":
             ids = ids + masked_right_ids(tok, request.left, len(ids), request.right, None) + suffix
         longest = max(longest, len(ctx) + len(ids))
     return max(0, longest - limit)

@@ -27,9 +27,8 @@ class Case:
     arch: str
     options: dict[str, Any] = field(default_factory=dict)
     chat_template: bool = False
-    judge_arch: str | None = (
-        None  # X-FaKT's LLM judge, a tiny model too (rotary: its long rubric fits)
-    )
+    # X-FaKT's LLM judge, a tiny model too (rotary: its long rubric fits)
+    judge_arch: str | None = None
 
 
 CASES = {
@@ -191,9 +190,8 @@ def run_case(case: Case, rows: list[dict[str, Any]], workdir: Path, mirror: Path
                 positions=4096,
             )
         )
-    data_dir = (
-        mirror / "manual/maps" if case.config.startswith("maps") else None
-    )  # MAPS: few-shot rows too
+    # MAPS: few-shot rows too
+    data_dir = mirror / "manual/maps" if case.config.startswith("maps") else None
     result = culture_probe.run(
         case.config, str(model), rows=rows, data_dir=data_dir, progress=False, **options
     )

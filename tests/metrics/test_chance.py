@@ -31,9 +31,8 @@ def test_random_p_at_1_is_the_mean_over_every_ranking(n, g):
     rankings = every_ranking(n)
     gold = [f"c{i}" for i in range(g)]
     hits = hits_at_k([list(r) for r in rankings], [gold] * len(rankings))
-    expected = float(
-        np.nan_to_num(hits, nan=0.0).mean()
-    )  # an item without gold: the metric skips it, chance 0
+    # an item without gold: the metric skips it, chance 0
+    expected = float(np.nan_to_num(hits, nan=0.0).mean())
     assert random_precision_at_1(g, n) == pytest.approx(expected, abs=1e-12)
 
 
@@ -58,9 +57,8 @@ def test_closed_forms_at_the_edges():
     assert random_average_precision(1, 1) == 1.0 and random_average_precision(
         4, 4
     ) == pytest.approx(1.0)
-    assert random_average_precision(1, 4) == pytest.approx(
-        (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4
-    )  # E[1/rank]
+    # E[1/rank]
+    assert random_average_precision(1, 4) == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)
     for bad in ((3, 2), (-1, 2), (0, 0)):
         with pytest.raises(MetricInputError):
             random_precision_at_1(*bad)
@@ -75,6 +73,5 @@ def test_a_run_chance_level_is_aggregated_as_the_metric():
     group_x = (np.mean([50.0, 100.0]) + 25.0) / 2  # replicate means over the units that have them
     assert chance_value(table) == pytest.approx((group_x + 20.0) / 2)
     assert chance_value(table) == pytest.approx(estimate(table)["value"])
-    assert (
-        chance_value(UnitTable("m", ("a",), np.array([[np.nan]]))) is None
-    )  # no unit with a value
+    # no unit with a value
+    assert chance_value(UnitTable("m", ("a",), np.array([[np.nan]]))) is None

@@ -31,9 +31,8 @@ from culture_probe.metrics.xfakt import (
 )
 
 NOMINAL_FLOOR = 0.93  # the bar: a 95% interval that covers less than this is not honest
-SIMULATIONS = (
-    600  # per simulated cell: a coverage of 0.95 is measured to about ±0.009 (one standard error)
-)
+# per simulated cell: a coverage of 0.95 is measured to about ±0.009 (one standard error)
+SIMULATIONS = 600
 BANDS = {
     "p near 0": (0.005, 0.05),
     "p low": (0.05, 0.2),
@@ -286,9 +285,8 @@ def xfakt_design(
         spread = rng.normal(0, max(rates) / 3, associated.shape)
         cell_rates = np.clip(np.where(associated, rates[0], rates[1]) + spread, 0.005, 0.98)
         truth = _transfer_truth(cell_rates[associated].mean(), cell_rates[~associated].mean())
-        shared = rng.normal(
-            size=(1, languages, entities)
-        )  # per (country, entity), the same in every language
+        # per (country, entity), the same in every language
+        shared = rng.normal(size=(1, languages, entities))
         latent = np.sqrt(rho) * shared + np.sqrt(1 - rho) * rng.normal(
             size=(languages, languages, entities)
         )

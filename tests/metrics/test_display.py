@@ -28,9 +28,8 @@ def test_float_noise_does_not_move_the_last_digit():
         "28.5",
     )
     assert format_score(0.29 * 100, 2, "truncate") == "29.00"  # 28.999999999999996
-    assert (
-        format_score(28.499999999, 1) == "28.5" and format_score(28.499999999, 0) == "28"
-    )  # real digits stay
+    # real digits stay
+    assert format_score(28.499999999, 1) == "28.5" and format_score(28.499999999, 0) == "28"
 
 
 def test_values_without_digits_to_round():
@@ -41,9 +40,8 @@ def test_values_without_digits_to_round():
         "-inf",
     )
     assert format_score(1e300, 2).endswith("0.00")  # no decimal-context overflow for huge values
-    assert (
-        format_score(-0.001, 2, "truncate") == "0.00" and format_score(-1e-12, 1) == "0.0"
-    )  # never "-0.00"
+    # never "-0.00"
+    assert format_score(-0.001, 2, "truncate") == "0.00" and format_score(-1e-12, 1) == "0.0"
     assert format_score(-2.25, 1) == "-2.3"  # half away from zero, symmetric
 
 
@@ -59,9 +57,8 @@ def test_one_rounding_rule_for_every_report():
 
     # MAPS printed 43.58 for metrics.json's 43.5897 (truncation); every report now rounds as the terminal does
     assert format_number(43.5897, "%") == "43.59"
-    assert (
-        format_number(28.749999999999996, "%") == "28.75"
-    )  # 23/80 as a mean: the decimal it stands for
+    # 23/80 as a mean: the decimal it stands for
+    assert format_number(28.749999999999996, "%") == "28.75"
     assert format_number(0.17834, "0-1") == "0.178" and format_number(1.0, "0-1") == "1.000"
     assert (format_number(3), format_number(0.00021), format_number(12.345)) == (
         "3",
@@ -82,9 +79,8 @@ def test_an_estimate_without_an_interval_says_why():
         "n": 1,
         "no_interval": "one unit",
     }
-    assert (
-        interval_text(lone, "0-1") == "no interval: one unit"
-    )  # never "[0.1783, 0.1783]" or a blank
+    # never "[0.1783, 0.1783]" or a blank
+    assert interval_text(lone, "0-1") == "no interval: one unit"
     assert (
         interval_text({"value": 0.1783, "ci_low": 0.1021, "ci_high": 0.2544, "n": 169}, "0-1")
         == "[0.102, 0.254]"
@@ -145,10 +141,8 @@ def test_the_printed_p_value_stays_on_the_side_of_each_threshold_the_true_one_is
                 p,
                 text,
             )
-        assert abs(shown - p) <= max(0.005, p * 0.005), (
-            p,
-            text,
-        )  # no more than the digits shown need
+        # no more than the digits shown need
+        assert abs(shown - p) <= max(0.005, p * 0.005), (p, text)
 
 
 def test_p_in_a_sentence_never_reads_p_equals_less_than():

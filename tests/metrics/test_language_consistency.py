@@ -93,9 +93,8 @@ def test_each_pair_of_languages_gets_agreement_and_rankc_on_its_shared_facts():
     )
     assert estimates["both_right"]["ci_low"] < 100 / 3 < estimates["both_right"]["ci_high"]
 
-    en_es = out["pairs"][
-        "en/es"
-    ]  # f2's candidate sets differ in size: agreement counts it, RankC leaves it out
+    # f2's candidate sets differ in size: agreement counts it, RankC leaves it out
+    en_es = out["pairs"]["en/es"]
     assert en_es["rankc_facts"] == 1 and en_es["rankc_left_out"]["candidate sets differ"] == 1
     assert out["by_language_pair"]["en/es"]["rankc"]["n"] == 1
     assert out["methods"]["both_right"] == "Wilson score interval"
@@ -142,9 +141,8 @@ def test_identical_rankings_of_1_to_60_candidates_score_exactly_one(weight):
         assert rankc([ids], [ids], weight=weight)["per_query"] == [1.0], n
         if weight == "softmax":
             assert prefix_rankc(ids, ids, n) == 1.0, n  # whole rankings: the exact value
-            prefix = prefix_rankc(
-                ids[:RANKING_DEPTH], ids[:RANKING_DEPTH], n
-            )  # beyond depth 20: within its bound
+            # beyond depth 20: within its bound
+            prefix = prefix_rankc(ids[:RANKING_DEPTH], ids[:RANKING_DEPTH], n)
             assert 1 - 1.1e-9 <= prefix <= 1.0, n
 
 
@@ -182,7 +180,6 @@ def test_the_paired_differences_of_many_language_pairs_are_one_holm_family():
     (section,) = consistency_sections(
         {"consistency": out, "results": {"by_language_pair": out["by_language_pair"]}}
     )
-    assert (
-        "are 6 tests, one per pair of languages" in section.text
-    )  # nothing ranked: one line, not a table
+    # nothing ranked: one line, not a table
+    assert "are 6 tests, one per pair of languages" in section.text
     assert "the paired P@1 difference has p (Holm) < 0.05 in" in section.text and not section.tables

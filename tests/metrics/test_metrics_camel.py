@@ -173,9 +173,8 @@ def test_fairness_gap_undefined_rate_is_none():
     result = fairness_gap(
         ["pos", "pos"], ["pos", "pos"], ["arab", "western"], labels=["pos", "neg"], n_resamples=50
     )
-    assert (
-        result["arab"]["per_label"]["neg"]["fnr"] is None
-    )  # no gold "neg": the rate has no denominator
+    # no gold "neg": the rate has no denominator
+    assert result["arab"]["per_label"]["neg"]["fnr"] is None
     assert result["gap"]["fnr"]["neg"] == {"value": None, "ci_low": None, "ci_high": None}
 
 

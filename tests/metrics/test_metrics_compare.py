@@ -92,9 +92,8 @@ def test_proportions_get_the_miettinen_nurminen_score_test():
     comparison = compare_groups(
         hits, ["arab"] * 20 + ["west"] * 20, reference="west", success=100.0
     )["comparisons"][0]
-    chi2 = (
-        stats.chi2_contingency([[15, 5], [6, 14]], correction=False).statistic * 39 / 40
-    )  # MN's N / (N - 1)
+    # MN's N / (N - 1)
+    chi2 = stats.chi2_contingency([[15, 5], [6, 14]], correction=False).statistic * 39 / 40
     assert comparison["difference"] == pytest.approx(45.0) and comparison["method"].startswith(
         "Miettinen-Nurminen"
     )
@@ -137,10 +136,8 @@ def test_too_few_items_for_any_rejection_give_no_interval():
 
 
 def test_seeded_and_a_pair_does_not_depend_on_other_groups():
-    scores, groups = (
-        WEST * 3 + ARAB * 3,
-        ["west"] * 12 + ["arab"] * 12,
-    )  # C(24, 12) splits: drawn, not enumerated
+    # C(24, 12) splits: drawn, not enumerated
+    scores, groups = WEST * 3 + ARAB * 3, ["west"] * 12 + ["arab"] * 12
     first = compare_groups(scores, groups, n_resamples=300)
     assert first == compare_groups(scores, groups, n_resamples=300)
     assert first != compare_groups(scores, groups, n_resamples=300, seed=1)

@@ -126,9 +126,8 @@ def slow_hit(candidates, scores, tokens, gold, k):
 
 items = st.integers(2, 6).flatmap(
     lambda n: st.tuples(
-        st.lists(
-            st.sampled_from([-1.0, -2.0, -3.0]), min_size=n, max_size=n
-        ),  # few values: many ties
+        # few values: many ties
+        st.lists(st.sampled_from([-1.0, -2.0, -3.0]), min_size=n, max_size=n),
         st.lists(st.integers(1, 2), min_size=n, max_size=n),
         st.sets(st.integers(0, n - 1), min_size=1),
         st.permutations(range(n)),
@@ -181,9 +180,8 @@ def test_object_entropy_ties_use_numeric_qid_order_and_cultures_are_unweighted_m
         ["P1", "P1", "P2", "P2", "P2", "P2"],
         ["west"] * 6,
     )
-    assert mixed["entropy"]["west"] == pytest.approx(
-        (1.0 + 0.0) / 2
-    )  # not weighted by the 2 vs 4 facts
+    # not weighted by the 2 vs 4 facts
+    assert mixed["entropy"]["west"] == pytest.approx((1.0 + 0.0) / 2)
 
 
 def test_object_entropy_rejects_input_without_objects():

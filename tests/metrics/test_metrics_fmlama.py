@@ -79,9 +79,8 @@ def test_ap_matches_reference_and_is_one_exactly_when_gold_leads(ranking, gold):
 
 def test_mws_worked_example():
     ws1 = (1.00 + max(0.60, 0.96)) / 2  # S(tofu), S(rice) against top-2 {tofu, beef}
-    ws2 = (
-        1.00 + max(0.00, -0.80, -0.28) + max(0.00, 0.80, 0.28)
-    ) / 3  # against top-3 {beef, cheese, rice}
+    # against top-3 {beef, cheese, rice}
+    ws2 = (1.00 + max(0.00, -0.80, -0.28) + max(0.00, 0.80, 0.28)) / 3
     result = mws(RANKINGS, GOLD, embed=TOY)
     assert (ws1, ws2) == (pytest.approx(0.98), pytest.approx(0.60))
     assert result["mws"] == pytest.approx((ws1 + ws2) / 2) and round(result["mws"], 4) == 0.79
@@ -190,10 +189,8 @@ def test_the_mws_module_takes_a_vectors_file_or_vectors_not_both(tmp_path):
 
 
 def test_mws_vectors_of_different_lengths_name_embed():
-    ragged = {
-        **TOY,
-        "tofu": (1.0, 0.0, 0.0),
-    }  # "rice" (the first gold in code-point order) is read first
+    # "rice" (the first gold in code-point order) is read first
+    ragged = {**TOY, "tofu": (1.0, 0.0, 0.0)}
     with pytest.raises(
         MetricInputError,
         match=r"`embed` returned a vector of length 3 for 'tofu' but of length 2 "
@@ -267,9 +264,8 @@ def test_map_mws_correlation_by_hand():
     assert map_mws_correlation([1.0, 2.0, 4.0], [0.8, 0.4, 0.0])["pearson_r"] == pytest.approx(
         -3.6 / 13.44**0.5
     )
-    assert (
-        map_mws_correlation([5.0, 5.0, 5.0], [0.1, 0.2, 0.3])["pearson_r"] is None
-    )  # undefined, not 0
+    # undefined, not 0
+    assert map_mws_correlation([5.0, 5.0, 5.0], [0.1, 0.2, 0.3])["pearson_r"] is None
 
 
 def test_map_mws_correlation_reproduces_the_papers_table_2():
@@ -277,9 +273,8 @@ def test_map_mws_correlation_reproduces_the_papers_table_2():
     cells_mws = [v for row in TABLE2_MWS for v in row]
     result = map_mws_correlation(cells_map, cells_mws)
     assert result["n_cells"] == 128 and round(result["pearson_r"], 2) == 0.66
-    rescaled = map_mws_correlation(
-        [v / 100 for v in cells_map], [v * 100 for v in cells_mws]
-    )  # % or 0-1: same r
+    # % or 0-1: same r
+    rescaled = map_mws_correlation([v / 100 for v in cells_map], [v * 100 for v in cells_mws])
     assert rescaled["pearson_r"] == pytest.approx(result["pearson_r"])
 
 

@@ -92,9 +92,8 @@ def test_module_example_runs_and_agrees_with_the_pure_function(name, monkeypatch
     pure = getattr(metrics, name)
     for kwargs, result in calls:
         assert same(result, pure(**kwargs))
-    parameters = list(inspect.signature(type(module)._compute).parameters.values())[
-        1:
-    ]  # without self
+    # without self
+    parameters = list(inspect.signature(type(module)._compute).parameters.values())[1:]
     assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters)
     # Same names and defaults as the pure function: the module cannot drift from the source of truth. A module may
     # only add, last, what reads files for the pure function (the data layer's job, e.g. mWS's vectors file).

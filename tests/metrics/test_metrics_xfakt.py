@@ -120,9 +120,8 @@ def test_frs_kts_bounds_and_monotonicity(mu_assoc, mu_non):
         assert scores["kts"] == pytest.approx(1.0)
     elif abs(mu_assoc - mu_non) > 1e-6:  # a visible gap always costs transferability
         assert scores["kts"] < 1.0 - 1e-9
-    assert (
-        scores["frs"] >= xfakt_scores(max(mu_assoc, 0.0), 1.0)["frs"] - 1e-12
-    )  # more error never helps
+    # more error never helps
+    assert scores["frs"] >= xfakt_scores(max(mu_assoc, 0.0), 1.0)["frs"] - 1e-12
 
 
 def test_extremes():
@@ -264,15 +263,13 @@ def test_the_seeded_simulation_gives_the_exact_numbers_where_the_lattice_is_too_
     simulated = random_answers(TINY)
     assert not simulated.exact
     again = random_answers(TINY)
-    assert np.array_equal(
-        simulated.mu_assoc, again.mu_assoc
-    )  # seeded: the same random models every time
+    # seeded: the same random models every time
+    assert np.array_equal(simulated.mu_assoc, again.mu_assoc)
     reference = simulated.reference()
     for name in ("frs", "kts", "xfakt"):
         spread = max(exact[name]["high"] - exact[name]["low"], 1e-3)
-        assert reference[name]["value"] == pytest.approx(
-            exact[name]["value"], abs=spread * 4 / 140
-        )  # 4 MC s.e.
+        # 4 MC s.e.
+        assert reference[name]["value"] == pytest.approx(exact[name]["value"], abs=spread * 4 / 140)
         assert "20000 random models simulated with seed 0" in reference[name]["method"]
 
 
@@ -282,9 +279,8 @@ def test_random_models_score_the_expected_kts_on_average():
     cells = [(lang, country) for lang in ASSOCIATIONS for country in ASSOCIATIONS.values()]
     random = random_answers({cell: [12 / 13] for cell in cells})
     reference = random.reference()
-    assert (
-        reference["kts"]["low"] < 0.75 and reference["kts"]["high"] == 1.0
-    )  # 0.72 and 0.98 are both chance
+    # 0.72 and 0.98 are both chance
+    assert reference["kts"]["low"] < 0.75 and reference["kts"]["high"] == 1.0
     rng = np.random.default_rng(7)
     runs = [
         xfakt(
@@ -299,22 +295,18 @@ def test_random_models_score_the_expected_kts_on_average():
         inside = np.mean((scores >= reference[name]["low"]) & (scores <= reference[name]["high"]))
         assert inside >= 0.92  # the central 95%, up to Monte Carlo error
     p_values = np.asarray([random.p_value(r["mu_assoc"], r["mu_non"]) for r in runs])
-    assert np.mean(p_values < 0.05) <= 0.05 + 3 * math.sqrt(
-        0.05 * 0.95 / len(runs)
-    )  # the test holds its size
+    # the test holds its size
+    assert np.mean(p_values < 0.05) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / len(runs))
 
 
 def test_a_full_run_s_reference_takes_well_under_a_second():
-    sizes = {
-        country: 61 + i % 2 for i, country in enumerate(ASSOCIATIONS.values())
-    }  # 61 or 62 facts a country
+    # 61 or 62 facts a country
+    sizes = {country: 61 + i % 2 for i, country in enumerate(ASSOCIATIONS.values())}
     cells = {
         (lang, country): [12 / 13] * n for lang in ASSOCIATIONS for country, n in sizes.items()
     }
-    for round_cells, exact in (
-        (True, True),
-        (False, False),
-    ):  # exact cells of 61 and 62: the lattice is too fine
+    # exact cells of 61 and 62: the lattice is too fine
+    for round_cells, exact in ((True, True), (False, False)):
         start = time.perf_counter()
         random = random_answers(cells, round_cells=round_cells)
         reference = random.reference()
@@ -355,17 +347,15 @@ def test_the_warning_names_the_model_that_knows_nothing_the_run_cannot_be_told_f
         and f"score KTS {chance['kts']['value']:.3f} on these cells" in sentence
     )
     assert sentence.endswith(").") and not re.search(r"\.\s", sentence)  # one sentence
-    assert (
-        transfer_warning(at_chance, chance, 0.049) is None
-    )  # told from random answers, and from all wrong
+    # told from random answers, and from all wrong
+    assert transfer_warning(at_chance, chance, 0.049) is None
     all_wrong = {"frs": estimate(0.0, 0.0, 0.041), "kts": estimate(1.0, 0.63, 1.0)}
     assert (
         "answers every question wrong (FRS's 95% interval [0.000, 0.041] reaches 0"
         in transfer_warning(all_wrong)
     )
-    assert "FRS is 0" in transfer_warning(
-        {"frs": estimate(0.0), "kts": estimate(1.0)}
-    )  # no intervals
+    # no intervals
+    assert "FRS is 0" in transfer_warning({"frs": estimate(0.0), "kts": estimate(1.0)})
     knows = {"frs": estimate(0.6, 0.55, 0.65), "kts": estimate(0.9, 0.8, 1.0)}
     assert transfer_warning(knows) is None and transfer_warning(knows, chance, 0.001) is None
     assert transfer_warning({"frs": estimate(None), "kts": estimate(None)}, chance, 0.9) is None

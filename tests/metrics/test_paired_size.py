@@ -292,9 +292,8 @@ def test_uncorrected_mcnemar_would_not_hold_its_size():
         for lost in range(22 - g):
             rejects[g, lost] = score_p_value(tango_score(g, lost, 21, correction=0.0)) < 0.05
     assert float(_trinomial(21, 0.5, 0.5)[rejects].sum()) > 0.07
-    assert (
-        stats.binom.cdf(5, 21, 0.5) * 2 < 0.05 <= stats.binom.cdf(6, 21, 0.5) * 2
-    )  # the exact test's edge
+    # the exact test's edge
+    assert stats.binom.cdf(5, 21, 0.5) * 2 < 0.05 <= stats.binom.cdf(6, 21, 0.5) * 2
 
 
 def size_table() -> str:

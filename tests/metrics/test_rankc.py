@@ -104,9 +104,8 @@ def test_from_710_candidates_the_released_softmax_is_nan_and_ours_its_stable_for
     with np.errstate(over="ignore", invalid="ignore"):
         assert math.isnan(released_on_ids([ids[:710]], [ids[:710]], "softmax"))
         assert released_on_ids([ids[:709]], [ids[:709]], "softmax") == pytest.approx(1.0)
-    monkeypatch.setattr(
-        sys.modules[__name__], "softmax", special.softmax
-    )  # the released loop, softmax made stable
+    # the released loop, softmax made stable
+    monkeypatch.setattr(sys.modules[__name__], "softmax", special.softmax)
     assert rankc([a], [b])["value"] == pytest.approx(
         released_on_ids([a], [b], "softmax"), rel=1e-12
     )

@@ -138,10 +138,8 @@ def test_a_mean_gets_a_t_interval_and_a_stratified_mean_satterthwaite_degrees_of
     reference = stats.ttest_1samp(values, 0).confidence_interval()
     assert (result["ci_low"], result["ci_high"]) == pytest.approx((reference.low, reference.high))
     assert result["stderr"] == pytest.approx(stats.sem(values))
-    a, b = (
-        _symmetric(30.0, 31),
-        _symmetric(45.0, 41),
-    )  # each type symmetric, each with the units t needs
+    # each type symmetric, each with the units t needs
+    a, b = _symmetric(30.0, 31), _symmetric(45.0, 41)
     types = ["food"] * 31 + ["names"] * 41
     macro = estimate(_table(np.concatenate([a, b]), strata={"type": types}, macro="type"))
     terms = np.array([a.var(ddof=1) / 31, b.var(ddof=1) / 41]) / 4
@@ -170,17 +168,14 @@ def test_a_skewed_mean_of_few_units_gets_the_bounded_means_wilson_interval_not_a
     few = np.array([0.0, 0.0, 0.0, 4.0, 90.0])
     result = estimate(_table(few).with_scale(100))
     low, high = (100 * x for x in _wilson(few.mean() / 100, 5))
-    assert (
-        result["ci_high"] == pytest.approx(high) and result["ci_low"] <= low
-    )  # 1-3 successes: Poisson's lower end
-    rare = np.r_[
-        np.zeros(48), 70.0, 35.0
-    ]  # 50 dishes, 2 with any hit: the t interval would be far too short
+    # 1-3 successes: Poisson's lower end
+    assert result["ci_high"] == pytest.approx(high) and result["ci_low"] <= low
+    # 50 dishes, 2 with any hit: the t interval would be far too short
+    rare = np.r_[np.zeros(48), 70.0, 35.0]
     rare_result = estimate(_table(rare).with_scale(100))
     assert rare_result["ci_high"] == pytest.approx(100 * _wilson(rare.mean() / 100, 50)[1])
-    nothing = estimate(
-        _table(np.zeros(20)).with_scale(100)
-    )  # no dish has any hit: still an interval of 0 of 20
+    # no dish has any hit: still an interval of 0 of 20
+    nothing = estimate(_table(np.zeros(20)).with_scale(100))
     assert nothing["ci_low"] == 0.0 and nothing["ci_high"] == pytest.approx(
         100 * _wilson(0.0, 20)[1]
     )
@@ -225,9 +220,8 @@ def test_macro_average_over_entity_types_equals_camel_cbs():
     table = unit_table("cbs", rows, macro="entity_type", crossed="entity samples").with_scale(100)
     reference = cbs(ids, cultures, scores, entity_type=types, run=runs)
     result = estimate(table)
-    assert (
-        result["value"] == pytest.approx(reference["cbs"]) and result["n"] == 12
-    )  # prompts, not prompt x run
+    # prompts, not prompt x run
+    assert result["value"] == pytest.approx(reference["cbs"]) and result["n"] == 12
     summary = summarize([table], unit="prompts")
     assert summary["by_entity_type"]["food"]["cbs"]["value"] == pytest.approx(
         reference["per_type"]["food"]
@@ -331,9 +325,8 @@ def test_xfakt_transfer_scores_never_collapse_on_cells_whose_answers_agree():
         assert (
             0 <= enough[name]["ci_low"] and enough[name]["ci_high"] <= 1 and enough[name]["method"]
         )
-        assert (
-            enough[name]["higher_is_better"] is True
-        )  # the paper: fewer errors, and errors less tied to language
+        # the paper: fewer errors, and errors less tied to language
+        assert enough[name]["higher_is_better"] is True
 
 
 def _facts(per_fact, languages=("en", "ar")):
@@ -352,9 +345,8 @@ def test_dlama_counts_a_fact_once_however_many_languages_ask_it():
     that agree across languages the pooled interval covered 0.82-0.87. The fact is the unit: n facts, m answers."""
     rng = np.random.default_rng(2)
     known = rng.random(40) < 0.4
-    table = _facts(
-        [(100.0 * k, 100.0 * k) for k in known]
-    )  # a model knows a fact in both languages or in neither
+    # a model knows a fact in both languages or in neither
+    table = _facts([(100.0 * k, 100.0 * k) for k in known])
     pooled = estimate(table)
     assert (
         pooled["n"] == 40
@@ -364,9 +356,8 @@ def test_dlama_counts_a_fact_once_however_many_languages_ask_it():
     naive = estimate(_hits(list(table.values[:, 0])))  # 80 independent answers
     assert pooled["ci_high"] - pooled["ci_low"] > 1.3 * (naive["ci_high"] - naive["ci_low"])
     per_language = summarize([table], unit="facts")["by_language"]["en"]["p1"]
-    assert (
-        per_language["n"] == 40 and "n_observations" not in per_language
-    )  # one answer per fact: plain Wilson
+    # one answer per fact: plain Wilson
+    assert per_language["n"] == 40 and "n_observations" not in per_language
     assert summarize([table], unit="facts")["ci"]["methods"] == {"p1": WILSON_EFFECTIVE}
 
 
@@ -525,9 +516,8 @@ def test_each_metric_gives_its_direction_and_the_schema_allows_only_a_direction_
         "frs": None,
         "kts": True,
     }
-    assert (
-        "higher_is_better" not in summary["overall"]["kts"]
-    )  # beside the estimates, not inside them
+    # beside the estimates, not inside them
+    assert "higher_is_better" not in summary["overall"]["kts"]
     metrics = {"results": summary, "n_probes": 2, "n_skipped": 0, "skipped": {}}
     validate_metrics(metrics)
     metrics["results"]["higher_is_better"]["cbs"] = "neither"
@@ -620,9 +610,8 @@ def test_tangos_interval_ends_are_where_the_corrected_score_test_reaches_its_cri
     gained, lost, n = 9, 3, 40
     result = paired_difference(*_paired(gained, lost, n))
 
-    def score(
-        d,
-    ):  # restricted maximum likelihood found numerically, independently of the closed form
+    # restricted maximum likelihood found numerically, independently of the closed form
+    def score(d):
         def minus_log_likelihood(q):
             return -(
                 xlogy(gained, q + d) + xlogy(lost, q) + xlogy(n - gained - lost, 1 - 2 * q - d)
@@ -644,9 +633,8 @@ def test_tangos_interval_ends_are_where_the_corrected_score_test_reaches_its_cri
 def test_a_run_paired_with_itself_differs_by_nothing_but_not_with_certainty():
     result = paired_difference(*_paired(0, 0, 50, both_right=20))
     assert (result["difference"], result["p_value"]) == (0.0, 1.0)
-    assert (
-        result["ci_low"] == pytest.approx(-result["ci_high"]) and 5 < result["ci_high"] < 12
-    )  # 0 of 50 discordant
+    # 0 of 50 discordant
+    assert result["ci_low"] == pytest.approx(-result["ci_high"]) and 5 < result["ci_high"] < 12
     assert result["stderr"] > 0
 
 
@@ -698,9 +686,8 @@ def test_a_difference_with_no_spread_gets_an_exact_p_never_0():
     same = paired_difference(_table(x + 5, "map").with_scale(100), _table(x, "map").with_scale(100))
     assert same["p_value"] == pytest.approx(2 / 2**4) and same["ci_low"] is None
     assert "every unit differs by the same amount" in same["no_interval"]
-    many = np.linspace(
-        10.0, 80.0, 2000
-    )  # 2^-1999 is below every float: the smallest positive one, never 0
+    # 2^-1999 is below every float: the smallest positive one, never 0
+    many = np.linspace(10.0, 80.0, 2000)
     assert paired_difference(_table(many + 5, "map"), _table(many, "map"))["p_value"] == 5e-324
     five = paired_difference(
         _table([12.0, 40, 33, 80, 9], "map").with_scale(100), _table([2.0, 37, 31, 60, 8], "map")

@@ -34,9 +34,8 @@ def test_xfakt_facts_are_stated_only_in_the_associated_language(mirror):
     rows = recall_rows()
     spec = xfakt_spec(rows, per_country=2)
     chosen = planted_entities(rows, 2)
-    assert (
-        len(chosen) == 26 and len(spec.facts) == 26
-    )  # 2 entities x 13 countries, one language each
+    # 2 entities x 13 countries, one language each
+    assert len(chosen) == 26 and len(spec.facts) == 26
     associated = {
         r["question"]: r for r in rows if r["entity_idx"] in chosen and r["is_associated"]
     }
@@ -67,13 +66,11 @@ def test_xfakt_associated_language_recall_beats_the_others(mirror, tmp_path):
     )
     metrics = result.metrics
     assert result.config["model"]["spec"] == "planted:xfakt_factual_recall"
-    assert (
-        metrics["mu_assoc"] <= 0.2 and metrics["mu_non"] >= 0.8
-    )  # recall where planted, not elsewhere
+    # recall where planted, not elsewhere
+    assert metrics["mu_assoc"] <= 0.2 and metrics["mu_non"] >= 0.8
     assert metrics["kts"] < 0.4 and metrics["frs"] < 0.5
-    assert (
-        "warnings" not in metrics["results"]
-    )  # a model that knows its facts: its low KTS says something
+    # a model that knows its facts: its low KTS says something
+    assert "warnings" not in metrics["results"]
     by_language = {}
     for r in result.records:
         by_language.setdefault((r["language"], r["is_associated"]), []).append(r["correct"])
@@ -194,13 +191,11 @@ def test_make_demo_writes_the_xfakt_run_with_the_cross_lingual_gap(mirror, tmp_p
         and metrics["kts"] < 0.4
     )
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert (
-        "Language x country errors" in report and "Self-test" not in report
-    )  # the run's own report
+    # the run's own report
+    assert "Language x country errors" in report and "Self-test" not in report
     assert "Self-test: planted vs unplanted countries" in (out / "self_test.md").read_text(
         encoding="utf-8"
     )
     assert f"KTS {metrics['kts']:.3f}" in capsys.readouterr().out
-    assert (
-        demo.main(["--out", str(out), "--arch", "gpt2", "--per-country", "2"]) == 0
-    )  # a second run resumes
+    # a second run resumes
+    assert demo.main(["--out", str(out), "--arch", "gpt2", "--per-country", "2"]) == 0

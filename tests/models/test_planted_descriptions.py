@@ -39,9 +39,8 @@ def test_each_builtin_planted_model_says_what_it_learned(mirror):
 
 def test_what_was_planted_is_no_part_of_the_cache_key(mirror):
     spec = planted_spec("xfakt_factual_recall")
-    assert (
-        dataclasses.replace(spec, what="something else").key() == spec.key()
-    )  # no cached model is retrained
+    # no cached model is retrained
+    assert dataclasses.replace(spec, what="something else").key() == spec.key()
 
 
 def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, monkeypatch):

@@ -79,10 +79,8 @@ def test_every_space_runs_without_culture_probe_and_gives_the_librarys_numbers(
         assert doc.count(load) == 1, f"{name}: the Space's example must load the Space itself"
         docs[name] = doc.replace(load, f"evaluate.load({str(spaces / name)!r})")
     (tmp_path / "examples.json").write_text(json.dumps(docs), encoding="utf-8")
-    clean = {
-        **os.environ,
-        "PYTHONPATH": sysconfig.get_paths()["purelib"],
-    }  # -S: no .pth, so no editable install
+    # -S: no .pth, so no editable install
+    clean = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
     done = subprocess.run(
         [sys.executable, "-S", "-c", CLEAN_RUN, str(tmp_path / "examples.json")],
         cwd=tmp_path,
@@ -111,9 +109,8 @@ def test_a_space_asks_an_index_only_for_what_its_files_import(spaces: Path) -> N
             ["README.md", "app.py", "requirements.txt", f"{name}.py", f"{FORMULAS}.py"]
         )
         wanted = (folder / "requirements.txt").read_text(encoding="utf-8").split()
-        assert {"evaluate>=0.4"} <= set(wanted) <= declared, (
-            name
-        )  # culture_probe's own ranges, nothing else
+        # culture_probe's own ranges, nothing else
+        assert {"evaluate>=0.4"} <= set(wanted) <= declared, name
         assert not any("culture_probe" in line for line in wanted)
         for file in (f"{name}.py", f"{FORMULAS}.py"):
             tree = ast.parse((folder / file).read_text(encoding="utf-8"))
@@ -154,7 +151,6 @@ def test_formulas_refuse_what_one_module_cannot_hold(
     finally:
         spaces._library_module.cache_clear()
     namespace: dict[str, Any] = {}
-    exec(
-        compile(one, "formulas", "exec"), namespace
-    )  # what the Space's sibling module does when imported
+    # what the Space's sibling module does when imported
+    exec(compile(one, "formulas", "exec"), namespace)
     assert namespace["f"]() == 1

@@ -77,18 +77,16 @@ def test_a_second_push_replaces_the_configs_it_no_longer_holds(mirror: Path, hub
     assert [c["config_name"] for c in front_matter(folder / "README.md")["configs"]] == [
         "camel_ag_prompts"
     ]
-    assert (
-        hub.repos["org/culture_probe"]["private"] is True
-    )  # an existing repository keeps its visibility
+    # an existing repository keeps its visibility
+    assert hub.repos["org/culture_probe"]["private"] is True
 
 
 def test_the_visibility_reported_is_the_repositorys_and_on_request_data_never_goes_public(
     mirror: Path, hub: FakeHub, capsys
 ) -> None:
     push("org/open", configs=["camel_ag_prompts"], public=True)
-    code, out, _ = run_cli(
-        capsys, "push", "org/open", "--configs", "camel_ag_prompts"
-    )  # asked private, is public
+    # asked private, is public
+    code, out, _ = run_cli(capsys, "push", "org/open", "--configs", "camel_ag_prompts")
     assert code == 0 and out.startswith("uploaded dataset org/open (public)")
     maps = mirror / "manual" / "maps"
     if not maps.is_dir():
@@ -110,9 +108,8 @@ def test_the_visibility_reported_is_the_repositorys_and_on_request_data_never_go
 def test_dry_run_writes_the_folder_and_sends_nothing(
     mirror: Path, tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    monkeypatch.delenv(
-        "HF_TOKEN", raising=False
-    )  # no token and offline (the test session's HF_HUB_OFFLINE=1)
+    # no token and offline (the test session's HF_HUB_OFFLINE=1)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
     code, out, _ = run_cli(
         capsys,
         "push",
@@ -149,9 +146,8 @@ def test_push_failures_are_one_line(
     elif setup == "refused token":
         monkeypatch.setenv("HF_TOKEN", "hf_wrong")
     else:
-        monkeypatch.setattr(
-            huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9"
-        )  # the discard port
+        # the discard port
+        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")
     code, _, err = run_cli(capsys, "push", "org/culture_probe", "--configs", "camel_ag_prompts")
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("culture-probe: error: ") and expected in err, (
@@ -219,9 +215,8 @@ def test_the_card_is_true_of_what_was_written(mirror: Path, tmp_path: Path) -> N
     assert header["language"] == sorted(
         {"ar", *next(e for e in list_benchmarks() if e.name == "xfakt_factual_recall").languages}
     )
-    assert (
-        "MIT (the CAMeL repository (prompts and entities))" in card
-    )  # each source's licence, named
+    # each source's licence, named
+    assert "MIT (the CAMeL repository (prompts and entities))" in card
     assert "X (Twitter) terms" in card
     assert "| `camel_co_prompts` | ar | test 250 |" in card  # rows per split
     assert "What the corrected configs (`camel_co_prompts_corrected`) fix" in card
@@ -311,9 +306,8 @@ def test_metric_spaces_load_with_evaluate(hub: FakeHub, tmp_path: Path, capsys) 
         "score": [-1.0, -3.0, -2.0, -0.5],
         "entity_type": ["food"] * 4,
     }
-    from_space = evaluate.load(str(tmp_path / "spaces" / "cbs")).compute(
-        **inputs
-    )  # what evaluate downloads
+    # what evaluate downloads
+    from_space = evaluate.load(str(tmp_path / "spaces" / "cbs")).compute(**inputs)
     assert from_space == culture_probe.load_metric("cbs").compute(**inputs)
     uploads = push_metrics("org", metrics=["cbs", "xfakt"])
     assert [u.repo_id for u in uploads] == ["org/cbs", "org/xfakt"] and len(hub.commits) == 2

@@ -121,13 +121,11 @@ def test_bad_input_gets_one_clear_line(case: CliCase, world, tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == case.code, captured.err[-2000:]
     if case.code == 2:
-        lines = [
-            line for line in captured.err.splitlines() if line.strip() and "it/s]" not in line
-        ]  # progress
+        # progress
+        lines = [line for line in captured.err.splitlines() if line.strip() and "it/s]" not in line]
         assert "Traceback" not in captured.err, captured.err[-2000:]
-        assert len(lines) == 1 or "usage: culture-probe" in lines[0], captured.err[
-            -2000:
-        ]  # argparse: usage first
+        # argparse: usage first
+        assert len(lines) == 1 or "usage: culture-probe" in lines[0], captured.err[-2000:]
         assert re.search(case.says, lines[-1]), lines[-1]
     for name, content in before.items():
         assert (tmp_path / name).read_bytes() == content, f"{name} was changed"

@@ -164,12 +164,8 @@ def test_a_damaged_record_in_consistency_is_one_line_naming_the_file_line_and_fi
 def test_a_dlama_run_made_before_consistency_alignment_is_told_so_by_name(runs, tmp_path, capsys):
     copies = _copies(runs, tmp_path)
     items = copies["ar"] / rundir.ITEMS_FILE
-    older = (
-        "uuid",
-        "ranked_ids",
-        "n_aligned",
-        "aligned_set",
-    )  # the fields records gained with the alignment
+    # the fields records gained with the alignment
+    older = ("uuid", "ranked_ids", "n_aligned", "aligned_set")
     records = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
     items.write_text(
         "".join(json.dumps({k: v for k, v in r.items() if k not in older}) + "\n" for r in records)

@@ -42,9 +42,8 @@ def test_a_cache_dir_that_is_a_file_is_refused_when_the_settings_are_made(tmp_pa
     cache.write_text("", encoding="utf-8")
     with pytest.raises(InvalidValueError, match=r"--cache-dir .*scores is a file: pass a folder"):
         RunSettings(cache_dir=str(cache))
-    assert RunSettings(
-        cache_dir=str(tmp_path / "not_yet")
-    ).cache_dir  # a folder still to be made is fine
+    # a folder still to be made is fine
+    assert RunSettings(cache_dir=str(tmp_path / "not_yet")).cache_dir
 
 
 def test_a_weights_file_torch_refuses_to_unpickle_is_one_line_saying_nothing_ran():

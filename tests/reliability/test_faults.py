@@ -21,20 +21,15 @@ REPO = Path(__file__).resolve().parents[2]
 def test_an_edited_moved_or_damaged_checkpoint_is_an_error_naming_it(tmp_path):
     checkpoints = Checkpoints(tmp_path)
     assert checkpoints.cached("step1/P19", lambda: [{"s": "Q1"}]) == [{"s": "Q1"}]
-    assert checkpoints.cached("step1/P19", lambda: pytest.fail("recomputed")) == [
-        {"s": "Q1"}
-    ]  # read back
+    # read back
+    assert checkpoints.cached("step1/P19", lambda: pytest.fail("recomputed")) == [{"s": "Q1"}]
     path = checkpoints.path("step1/P19")
     saved = json.loads(path.read_text())
     for damage, message in (
-        (
-            {**saved, "value": [{"s": "Q2"}]},
-            "content changed since it was fetched",
-        ),  # valid JSON, wrong content
-        (
-            {**saved, "key": "step1/P17"},
-            "made for 'step1/P17'",
-        ),  # a file moved or copied from another key
+        # valid JSON, wrong content
+        ({**saved, "value": [{"s": "Q2"}]}, "content changed since it was fetched"),
+        # a file moved or copied from another key
+        ({**saved, "key": "step1/P17"}, "made for 'step1/P17'"),
         ([{"s": "Q1"}], "not a checkpoint of this version"),  # an older, bare file
     ):
         path.write_text(json.dumps(damage))
@@ -84,9 +79,8 @@ def test_an_unexpected_error_keeps_its_traceback_and_asks_for_a_report(monkeypat
     assert cli.main(["list"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "ZeroDivisionError: a bug" in err and "Please report it" in err
-    assert (
-        cli.main(["--debug", "report", "/nonexistent/run"]) == 2
-    )  # an expected error, with its traceback
+    # an expected error, with its traceback
+    assert cli.main(["--debug", "report", "/nonexistent/run"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and err.strip().endswith(
         "Pass the --out folder of a `culture-probe run`."

@@ -56,13 +56,11 @@ def test_a_full_disk_under_the_cache_dir_is_an_error_naming_the_folder_not_damag
         cache.put(_scores(2000))
     assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(path.parent)
     cache.close()
-    assert (
-        sorted(p.name for p in path.parent.iterdir() if ".corrupt-" in p.name) == []
-    )  # never moved aside
+    # never moved aside
+    assert sorted(p.name for p in path.parent.iterdir() if ".corrupt-" in p.name) == []
     reopened = ScoreCache(path, model="m", options="o")
-    assert set(reopened.get({k: ("a", "b") for k in _scores(3)})) == set(
-        _scores(3)
-    )  # what it held is kept
+    # what it held is kept
+    assert set(reopened.get({k: ("a", "b") for k in _scores(3)})) == set(_scores(3))
     reopened.close()
 
 
@@ -118,9 +116,8 @@ def test_a_full_disk_under_out_is_one_line_and_exit_2(tmp_path, monkeypatch, cap
 
     def full(self: Path, *args: object, **kwargs: object) -> int:
         if out in self.parents:
-            raise OSError(
-                errno.ENOSPC, os.strerror(errno.ENOSPC)
-            )  # as a write to a full disk: no file named
+            # as a write to a full disk: no file named
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "write_text", full)
@@ -138,9 +135,8 @@ def test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need(
 
     def fills(self: rundir.RecordWriter, record: object) -> None:
         if len(written) == 3:
-            raise OSError(
-                errno.ENOSPC, os.strerror(errno.ENOSPC)
-            )  # as a write to a full disk: no file named
+            # as a write to a full disk: no file named
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         written.append(record)
         append(self, record)  # type: ignore[arg-type]
 
@@ -214,9 +210,8 @@ def test_a_failed_re_export_leaves_the_earlier_export_as_it_was(
     capsys.readouterr()
     assert main(again) == 2
     line = _error_line(capsys.readouterr().err)
-    assert (
-        _snapshot(out) == before
-    )  # every file of the earlier export, byte for byte, and nothing else
+    # every file of the earlier export, byte for byte, and nothing else
+    assert _snapshot(out) == before
     assert [p.name for p in tmp_path.iterdir()] == ["ex"]  # and no half-built folder beside it
     if failure == "full-disk":
         assert line.startswith(f"no space left on the device holding {out} (") and "MB free" in line

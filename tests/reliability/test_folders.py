@@ -93,9 +93,8 @@ def test_a_run_refuses_a_suite_folder_and_a_suite_a_run_folder_saying_which_it_i
 def test_folders_made_before_the_suite_marker_keep_their_kind(tmp_path, data, loads, capsys):
     folder = tmp_path / "suite"
     suite(data, folder, [A])
-    (
-        folder / rundir.SUITE_MARKER
-    ).unlink()  # as suites of earlier versions were written: the run marker, saying so
+    # as suites of earlier versions were written: the run marker, saying so
+    (folder / rundir.SUITE_MARKER).unlink()
     (folder / rundir.MARKER).write_text(rundir.SUITE_NOTE)
     (folder / A / rundir.MARKER).unlink()  # a run of earlier versions: its config.json alone
     assert rundir.folder_kind(folder) == "suite" and rundir.folder_kind(folder / A) == "run"
@@ -154,9 +153,8 @@ def test_suite_json_lists_every_config_the_folder_holds_resumed_or_not(tmp_path,
     # `--resume` with fewer configs, or a suite of other configs into the same folder, dropped the others
     folder = tmp_path / "suite"
     with pytest.warns(culture_probe.suite.SkippedConfigWarning):
-        first = suite(
-            data, folder, [A, "dlama_asia_west"]
-        )  # asia-west: no data in the planted release
+        # asia-west: no data in the planted release
+        first = suite(data, folder, [A, "dlama_asia_west"])
     loads.clear()
     with pytest.raises(
         CultureProbeError, match=rf"{folder} already holds a suite \(runs of {A}\)\. Pass --resume"

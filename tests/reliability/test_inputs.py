@@ -96,9 +96,8 @@ def test_a_model_argument_given_twice_names_both_values():
 def test_a_model_argument_transformers_would_refuse_is_named_before_loading(text, says):
     with pytest.raises(CultureProbeError, match=says):
         ModelArgs.parse(text)
-    assert (
-        ModelArgs.parse("attn_implementation=sdpa,device_map=cuda:0").device_map == "cuda:0"
-    )  # valid ones load
+    # valid ones load
+    assert ModelArgs.parse("attn_implementation=sdpa,device_map=cuda:0").device_map == "cuda:0"
 
 
 def test_an_option_given_twice_names_both_values(capsys):
@@ -292,9 +291,8 @@ def test_a_literal_mask_token_is_refused_not_made_a_second_slot(tiny_scorers, wh
     )
     with pytest.raises(InvalidValueError, match=rf"{where} text holds the mask token '\[MASK\]'"):
         scorer.score([ScoreRequest(**fields)])
-    assert scorer.score(
-        [ScoreRequest("Egypt is located in", ["Africa", "Asia"])]
-    )  # the same text without it scores
+    # the same text without it scores
+    assert scorer.score([ScoreRequest("Egypt is located in", ["Africa", "Asia"])])
 
 
 def test_fill_mask_refuses_a_literal_mask_token_too(tiny_scorers):

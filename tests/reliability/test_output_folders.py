@@ -78,9 +78,8 @@ def test_a_rebuild_on_a_full_disk_is_one_line_and_leaves_the_old_output(
     line = _fails(argv, capsys)
     assert line.startswith(f"no space left on the device holding {out} (") and "MB free" in line
     assert "--resume" not in line and f"{out} is as it was" in line
-    assert (
-        _snapshot(out) == before
-    )  # every file of the earlier output, byte for byte, and nothing else
+    # every file of the earlier output, byte for byte, and nothing else
+    assert _snapshot(out) == before
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # and no half-built folder beside it
 
 
@@ -95,9 +94,8 @@ def test_a_board_rebuilt_in_place_keeps_the_users_files(runs, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert all(f"kept    {name}: no board wrote it" in printed for name in mine)
     assert {name: (out / name).read_text() for name in mine} == mine
-    assert (
-        len(list((out / "data").glob("run-*.js"))) == 1
-    )  # the earlier board's other run went with it
+    # the earlier board's other run went with it
+    assert len(list((out / "data").glob("run-*.js"))) == 1
 
 
 def test_a_dry_run_push_board_never_overwrites_the_users_readme(
@@ -119,9 +117,8 @@ def test_a_dry_run_push_board_never_overwrites_the_users_readme(
     (mine / "README.md").write_text("my own notes")
     assert "not empty and holds no earlier board" in _fails([*push, str(mine)], capsys)
     assert _snapshot(mine) == {"README.md": b"my own notes"}
-    space = (
-        tmp_path / "space"
-    )  # an earlier dry run: its own README.md is replaced, a user's file is kept
+    # an earlier dry run: its own README.md is replaced, a user's file is kept
+    space = tmp_path / "space"
     assert main([*push, str(space)]) == 0
     (space / "mine.txt").write_text("mine")
     capsys.readouterr()
@@ -142,10 +139,8 @@ def test_consistency_refuses_to_overwrite_the_users_file_and_keeps_the_others(
     assert line.startswith(
         f"Cannot write the consistency report into {out}: consistency.md would replace"
     )
-    assert _snapshot(out) == {
-        "consistency.md": b"my own analysis",
-        ".lock": b"",
-    }  # the lock stays, as in a run
+    # the lock stays, as in a run
+    assert _snapshot(out) == {"consistency.md": b"my own analysis", ".lock": b""}
     (out / "consistency.md").rename(out / "notes.md")
     assert main(argv) == 0 and main(argv) == 0  # and again: it replaces its own files
     assert (out / "notes.md").read_text() == "my own analysis"
@@ -186,9 +181,8 @@ def test_a_marker_is_written_whole_or_not_at_all(runs, tmp_path, capsys, monkeyp
     listed = marker.read_bytes()
     write_text = Path.write_text
 
-    def full(
-        self: Path, *args: object, **kwargs: object
-    ) -> int:  # the disk fills while a marker is written
+    # the disk fills while a marker is written
+    def full(self: Path, *args: object, **kwargs: object) -> int:
         if self.name.startswith(marker.name):
             self.open("w").close()  # opened for writing, so emptied, before the first byte fails
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -196,9 +190,8 @@ def test_a_marker_is_written_whole_or_not_at_all(runs, tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(Path, "write_text", full)
     assert main([*_commands(runs)["board"], "--out", str(out)]) == 2
-    assert (
-        marker.read_bytes() == listed
-    )  # not cut short: the next rebuild still knows which files are its own
+    # not cut short: the next rebuild still knows which files are its own
+    assert marker.read_bytes() == listed
     monkeypatch.undo()
     assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
     assert (out / "data" / "mine.csv").read_text(encoding="utf-8") == "the user's own"
@@ -210,9 +203,8 @@ def test_a_hidden_figure_of_a_run_is_not_copied(runs, tmp_path):
     try:
         out = tmp_path / "board"
         assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
-        assert (
-            main([*_commands(runs)["board"], "--out", str(out)]) == 0
-        )  # its marker stays readable
+        # its marker stays readable
+        assert main([*_commands(runs)["board"], "--out", str(out)]) == 0
         assert not list(out.rglob(".preview.png"))
     finally:
         hidden.unlink()

@@ -89,9 +89,8 @@ def test_a_dry_run_resume_of_a_finished_run_with_another_limit_gives_the_resumes
         probe(setup, tmp_path / "run", limit=3, language="en", resume=True)
     assert previewed == f"culture-probe: error: {refused.value}"
     assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
-    assert (
-        main([*argv, "--limit", "2", "--dry-run"]) == 2
-    )  # without --resume, refused as the run refuses it
+    # without --resume, refused as the run refuses it
+    assert main([*argv, "--limit", "2", "--dry-run"]) == 2
     assert "already holds a run. Pass --resume" in capsys.readouterr().err
 
 
@@ -109,9 +108,8 @@ def test_a_dry_run_resume_of_an_interrupted_run_shows_the_probes_left(
         json.loads(line)["key"]
         for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()
     }
-    assert (
-        len(plan.shown) == 3 and not {shown.probe.key for shown in plan.shown} & answered
-    )  # the first left
+    # the first left
+    assert len(plan.shown) == 3 and not {shown.probe.key for shown in plan.shown} & answered
     argv = [*cli_run(setup), "--out", str(tmp_path / "run")]
     capsys.readouterr()
     assert main([*argv, "--resume", "--dry-run", "--show", "1"]) == 0
@@ -175,9 +173,8 @@ def test_a_run_killed_and_resumed_keeps_the_earlier_processes_provenance(
     interrupted(lambda: probe(setup, tmp_path / "run", language="en"))
     resumed = probe(setup, tmp_path / "run", language="en", resume=True)
     cut, counts = resumed.metrics["truncation"], ("contexts", "prompts")
-    assert {k: cut[k] for k in counts} == {
-        k: whole.metrics["truncation"][k] for k in counts
-    }  # not only the last 3
+    # not only the last 3
+    assert {k: cut[k] for k in counts} == {k: whole.metrics["truncation"][k] for k in counts}
     assert (
         cut["contexts"]["encoded"] > 0
         and cut["processes"] == 2
@@ -186,10 +183,8 @@ def test_a_run_killed_and_resumed_keeps_the_earlier_processes_provenance(
     )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     processes = json.loads((tmp_path / "run" / "processes.json").read_text())["processes"]
-    assert [(p["records"], p["finished"]) for p in processes] == [
-        (2, False),
-        (3, True),
-    ]  # the killed one kept
+    # the killed one kept
+    assert [(p["records"], p["finished"]) for p in processes] == [(2, False), (3, True)]
     assert config["processes"] == 2
     assert config["duration_s"] == pytest.approx(sum(p["duration_s"] for p in processes), abs=0.01)
     # a finished run resumed (as a suite resumed after it resumes it) asks nothing, and keeps every count

@@ -60,16 +60,13 @@ def parsed(data: bytes) -> list:
 @given(st.lists(values(TEXT), max_size=4))
 def test_any_text_round_trips_through_the_jsonl_writer_and_reader(rows):
     text = "".join(jsonl.line(row) for row in rows)
-    assert len(text.splitlines()) == len(
-        rows
-    )  # one line per row, even for str.splitlines and editors
+    # one line per row, even for str.splitlines and editors
+    assert len(text.splitlines()) == len(rows)
     assert parsed(text.encode("utf-8")) == rows
-    assert (
-        parsed(text.replace("\n", "\r\n").encode("utf-8")) == rows
-    )  # a user's file with Windows line ends
-    assert (
-        parsed(as_older_versions_wrote(rows).encode("utf-8")) == rows
-    )  # raw separators, written whole
+    # a user's file with Windows line ends
+    assert parsed(text.replace("\n", "\r\n").encode("utf-8")) == rows
+    # raw separators, written whole
+    assert parsed(as_older_versions_wrote(rows).encode("utf-8")) == rows
 
 
 @settings(max_examples=100, deadline=None)

@@ -89,10 +89,8 @@ def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
     runs: Runs, tmp_path: Path
 ) -> None:
     class Served(BOARD.Knowing):
-        identity = {
-            "name_or_path": "openai:tiny",
-            "base_url": BASE_URL,
-        }  # what a served model names itself by
+        # what a served model names itself by
+        identity = {"name_or_path": "openai:tiny", "base_url": BASE_URL}
 
     out = tmp_path / "run"
     scorer = Served(BOARD.knowing().table)
@@ -111,9 +109,8 @@ def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
         and config["model"]["identity"]["base_url"] == SHOWN_URL
     )
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert (
-        f"--base-url '{SHOWN_URL}'" in report and f'"base_url": "{SHOWN_URL}"' in report
-    )  # Reproduce, identity
+    # Reproduce, identity
+    assert f"--base-url '{SHOWN_URL}'" in report and f'"base_url": "{SHOWN_URL}"' in report
     board = build_board([out], tmp_path / "board")
     for folder in (out, board.folder):
         assert PASSWORD.encode() not in every_byte(folder) and KEY.encode() not in every_byte(
@@ -142,9 +139,8 @@ def test_a_served_model_sends_its_credentials_but_names_its_server_without_them(
     api_key = "sk-" + "Zq9" * 10
     monkeypatch.setenv("OPENAI_API_KEY", api_key)
     served = ServedScorer("tiny", base_url=BASE_URL, retries=0, timeout=2)
-    assert (
-        PASSWORD in str(served.client.base_url) and served.client.api_key == api_key
-    )  # used for the requests
+    # used for the requests
+    assert PASSWORD in str(served.client.base_url) and served.client.api_key == api_key
     assert served.identity["base_url"] == SHOWN_URL and api_key not in json.dumps(served.identity)
     with pytest.raises(EndpointError) as refused:  # nothing listens on the discard port
         served.generate(["x"], max_new_tokens=1)
@@ -181,10 +177,8 @@ def test_credentials_in_a_url_are_blanked_and_nothing_else(url: str, shown: str)
             "run --base-url 'http://u:p'\\''x@h/v1' --out x",
             "run --base-url 'http://***@h/v1' --out x",
         ),  # shell-quoted
-        (
-            "see http://h/v1 and write to me@x.org",
-            "see http://h/v1 and write to me@x.org",
-        ),  # no user in the URL
+        # no user in the URL
+        ("see http://h/v1 and write to me@x.org", "see http://h/v1 and write to me@x.org"),
     ],
 )
 def test_a_password_with_a_quote_or_a_space_is_blanked_too(value: str, shown: str) -> None:
@@ -274,9 +268,8 @@ def test_a_link_out_of_a_run_folder_is_refused_by_name_and_nothing_leaves(
     outside.write_text(HUB_TOKEN, encoding="utf-8")  # as ~/.cache/huggingface/token holds it
     folder = received(runs, tmp_path)
     plots = folder / rundir.PLOTS_DIR
-    (plots / "zz_inside.png").symlink_to(
-        next(plots.glob("*.png")).name
-    )  # a link inside the run: the file
+    # a link inside the run: the file
+    (plots / "zz_inside.png").symlink_to(next(plots.glob("*.png")).name)
     board = build_board([folder], tmp_path / "board")
     copied = board.folder / "figures" / "received-knows" / "zz_inside.png"
     assert copied.is_file() and not copied.is_symlink()
@@ -378,9 +371,8 @@ def test_binary_files_are_read_too(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "figure.png").write_bytes(
         b"\x89PNG\x00" + str(tmp_path).encode() + b"/home/alicea\x00"
     )
-    check_upload(
-        tmp_path, ["figure.png"], to="the space org/x"
-    )  # another user's folder is no home path
+    # another user's folder is no home path
+    check_upload(tmp_path, ["figure.png"], to="the space org/x")
 
 
 def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(

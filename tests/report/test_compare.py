@@ -78,9 +78,8 @@ def test_knowing_beats_guessing_paired_on_the_same_facts(runs):
     by_culture = {p["group"]: p for p in comparison.paired if p["group"].startswith("culture=")}
     assert set(by_culture) == {"culture=arab", "culture=west"}
     rows = {(r[0], r[1]): r[2:] for r in comparison.table.rows}
-    assert rows[("overall", "p1")][0].startswith(
-        "100.00 [86.20, 100.00] (n=24)"
-    )  # 24 of 24 is not certainty
+    # 24 of 24 is not certainty
+    assert rows[("overall", "p1")][0].startswith("100.00 [86.20, 100.00] (n=24)")
     assert rows[("overall", "p1")][1].startswith("25.00 [")
     text = comparison.markdown()
     assert (
@@ -121,9 +120,8 @@ def test_a_run_paired_with_itself_differs_by_nothing(runs):
     comparison = compare_runs([made["knows"], made["knows"].parent / "knows"])
     overall = next(p for p in comparison.paired if p["group"] == "overall")
     assert (overall["difference"], overall["p_value"]) == (0.0, 1.0)
-    assert (
-        overall["ci_low"] < 0 < overall["ci_high"]
-    )  # agreeing on 24 facts still leaves a difference open
+    # agreeing on 24 facts still leaves a difference open
+    assert overall["ci_low"] < 0 < overall["ci_high"]
     # a zero is shown by the one rounding rule of its scale (percent: 2 decimals), like every other number
     assert "| p1 | overall | 0.00 | [-" in comparison.markdown()
 
@@ -154,9 +152,8 @@ def test_runs_on_different_items_are_not_paired_unless_asked(runs, tmp_path):
 
 def test_incomplete_runs_and_other_configs_are_named(runs, tmp_path):
     _, made = runs
-    (
-        made["guesses"] / "metrics.json"
-    ).unlink()  # as if interrupted: the numbers come from its records
+    # as if interrupted: the numbers come from its records
+    (made["guesses"] / "metrics.json").unlink()
     comparison = compare_runs([made["knows"], made["guesses"]])
     assert any("guesses is INCOMPLETE 24/24" in note for note in comparison.notes)
     other = tmp_path / "other"
@@ -189,9 +186,8 @@ def test_compare_writes_markdown_json_and_the_plot(runs, tmp_path, capsys):
     assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG" and (
         out / "compare.pdf"
     ).read_bytes()[:4] == b"%PDF"
-    assert (
-        (out / "compare.md").read_text().startswith("**Headline**: p1 overall")
-    )  # the headline comparison first
+    # the headline comparison first
+    assert (out / "compare.md").read_text().startswith("**Headline**: p1 overall")
 
 
 def test_compare_needs_two_runs(runs):

@@ -102,12 +102,10 @@ def test_a_bar_without_an_interval_says_so_and_has_no_error_bar():
     axes = bars_figure(Bars({"names_female": lone}, "CBS (%)", scale="%"), "CBS").axes[0]
     assert _ticks(axes) == ["names_female\n(n=1)\nno interval"]
     segments = [np.asarray(s) for c in axes.collections for s in c.get_segments()]
-    assert all(
-        s.size == 0 or np.isnan(s).any() for s in segments
-    )  # no bar drawn as if the interval were zero-wide
-    assert all(
-        np.isnan(np.asarray(line.get_ydata(), dtype=float)).all() for line in axes.lines
-    )  # nor its caps
+    # no bar drawn as if the interval were zero-wide
+    assert all(s.size == 0 or np.isnan(s).any() for s in segments)
+    # nor its caps
+    assert all(np.isnan(np.asarray(line.get_ydata(), dtype=float)).all() for line in axes.lines)
 
 
 def test_heatmap_cells_print_their_n_and_few_units_are_hatched():

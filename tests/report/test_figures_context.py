@@ -195,9 +195,8 @@ def test_a_consistency_figure_names_the_run_that_did_not_finish(tmp_path, drawn)
             language=language,
             progress=False,
         )
-    (
-        tmp_path / "en" / "metrics.json"
-    ).unlink()  # killed before writing its metrics: a run that did not finish
+    # killed before writing its metrics: a run that did not finish
+    (tmp_path / "en" / "metrics.json").unlink()
     result = consistency_of_runs(tmp_path / "ar", tmp_path / "en")
     drawn.clear()
     result.markdown(tmp_path / "out")

@@ -109,9 +109,8 @@ def test_a_stopped_suite_marks_its_config_incomplete_and_lists_the_one_never_sta
     assert summary["not_run"] == [CONFIGS[1]] and summary["planned"] == CONFIGS
     text = (suite / "suite.md").read_text()
     line = next(line for line in text.splitlines() if line.startswith(f"| {CONFIGS[0]} |"))
-    assert (
-        "(incomplete)" in line and "**INCOMPLETE 2/5**" in line
-    )  # beside its number, and in its note
+    # beside its number, and in its note
+    assert "(incomplete)" in line and "**INCOMPLETE 2/5**" in line
     assert f"- {CONFIGS[1]}: not run" in text.split("**Not run**", 1)[1]
     lines = summary_lines(summary).splitlines()
     assert (
@@ -152,9 +151,8 @@ def test_report_of_an_incomplete_run_marks_its_title_and_its_terminal_headline(s
         .startswith(f"# {CONFIGS[0]} on some/model (INCOMPLETE 2/5)")
     )
     config, _, metrics = load_run(run_dir)
-    assert (
-        "INCOMPLETE" not in headline(config, metrics).splitlines()[0]
-    )  # a finished run's headline: unmarked
+    # a finished run's headline: unmarked
+    assert "INCOMPLETE" not in headline(config, metrics).splitlines()[0]
     assert main(["report", str(suite)]) == 0
     out = capsys.readouterr().out
     assert f"{CONFIGS[0]}: INCOMPLETE 2/5, so far: " in out and f"{CONFIGS[1]}: not run" in out
@@ -182,9 +180,8 @@ def _xfakt(name: str, label: str) -> LoadedRun:
 def test_compare_of_two_xfakt_runs_counts_strata_of_one_unit_in_one_line():
     comparison = comparison_of([_xfakt("generate", "first"), _xfakt("generate", "second")])
     groups = [row[0] for row in comparison.table.rows]
-    assert not [
-        g for g in groups if g.startswith("country=")
-    ]  # 13 countries of one fact each: no n=1 rows
+    # 13 countries of one fact each: no n=1 rows
+    assert not [g for g in groups if g.startswith("country=")]
     assert "(n=1)" not in comparison.markdown()
     assert comparison.single == tuple(
         f"country={c}" for c in _golden_run("xfakt", "generate")[2]["results"]["by_country"]
@@ -208,9 +205,8 @@ def test_the_boards_compare_names_the_runs_in_the_order_of_its_columns(pair, tmp
     ]
     assert (shown["base"]["status"], shown["other"]["status"]) == (None, "INCOMPLETE 24/24")
     script = BOARD_JS.read_text(encoding="utf-8")
-    assert (
-        'name(data.base), " vs ", name(data.other)' in script
-    )  # the title: base first, as the columns
+    # the title: base first, as the columns
+    assert 'name(data.base), " vs ", name(data.other)' in script
     assert 'c.base + " vs " + c.other' in script and 'c.other + " vs " + c.base' not in script
 
 

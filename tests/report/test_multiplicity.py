@@ -186,8 +186,7 @@ def test_a_tiny_culture_gap_p_value_is_not_printed_as_0():
         "method": "Miettinen-Nurminen score interval; p: its score test at 0",
     }
     sentence = comparison_text(gap)
-    assert (
-        "p < 0.0001;" in sentence and "p = 0" not in sentence and "Holm" not in sentence
-    )  # one language: one test
+    # one language: one test
+    assert "p < 0.0001;" in sentence and "p = 0" not in sentence and "Holm" not in sentence
     assert "p = 0.0500" in comparison_text({**gap, "p_value": 0.05})
     assert "95% interval < 0.01 to 100.00" in comparison_text({**gap, "ci_low": 0.002})

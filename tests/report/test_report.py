@@ -52,16 +52,14 @@ def test_figures_are_written_as_png_and_pdf_with_reference_lines(tmp_path):
     ):
         assert png.read_bytes()[:8] == PNG and pdf.read_bytes()[:5] == b"%PDF-"
     figure_text = (tmp_path / "b.pdf").read_bytes()
-    assert (
-        b"paper, pair" in figure_text or b"FontFile2" in figure_text
-    )  # TrueType text (pdf.fonttype 42)
+    # TrueType text (pdf.fonttype 42)
+    assert b"paper, pair" in figure_text or b"FontFile2" in figure_text
 
 
 def test_arabic_labels_are_shaped_and_right_to_left():
     drawn = label("السعودية")
-    assert (
-        drawn != "السعودية" and drawn[0] == "\ufe94"
-    )  # final-form teh marbuta drawn first: joined, visual order
+    # final-form teh marbuta drawn first: joined, visual order
+    assert drawn != "السعودية" and drawn[0] == "\ufe94"
     assert label("P17") == "P17"
 
 
@@ -171,9 +169,8 @@ def test_reproduce_round_trips_through_the_cli_parser():
     assert (args.configs, args.model, args.kind, args.seed, args.language) == expected
     from culture_probe.engine.types import ModelArgs
 
-    assert (
-        ModelArgs.parse(args.model_args).given() == config["model_args"]
-    )  # the adapter is in the command
+    # the adapter is in the command
+    assert ModelArgs.parse(args.model_args).given() == config["model_args"]
     options = option_values(args.option)
     assert (
         json.loads(options["country_names"]) == names and options["families"] == "hasParts,country"
@@ -201,9 +198,8 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
     )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["benchmark"]["custom_rows"] is True and config["model"]["loaded_object"] is True
-    assert config["protocol"]["languages"] == [
-        "en"
-    ]  # the languages the rows hold, not the config's (ar, en)
+    # the languages the rows hold, not the config's (ar, en)
+    assert config["protocol"]["languages"] == ["en"]
     report = (tmp_path / "run" / "report.md").read_text()
     reproduce_section = report.split("## Reproduce", 1)[1]
     assert "**Not reproducible from the command line alone** (see config.json)" in reproduce_section
@@ -222,10 +218,8 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
         in report
     )
     assert result.config == config
-    unsaved = {
-        **config,
-        "benchmark": {**config["benchmark"], "rows_file": None},
-    }  # rows=, but no run directory
+    # rows=, but no run directory
+    unsaved = {**config, "benchmark": {**config["benchmark"], "rows_file": None}}
     assert (
         f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)"
         in reproduce(unsaved)
@@ -278,12 +272,10 @@ def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
         "(asia-west/dlama/ko/) runs in English (--language en)."
     ) in english
     assert english.endswith("(ko not probed in this run)")
-    assert "**note**" not in header(
-        _asia_west_config(["en", "ko"])
-    )  # a full release: both languages probed
-    older = header(
-        _asia_west_config(None)
-    )  # no record of the probed languages: the note, as before
+    # a full release: both languages probed
+    assert "**note**" not in header(_asia_west_config(["en", "ko"]))
+    # no record of the probed languages: the note, as before
+    older = header(_asia_west_config(None))
     assert (
         "- **note**: the release tarball holds both" in older
         and "not probed in this run" not in older
@@ -306,14 +298,12 @@ def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
     (out / "metrics.json").unlink()
     (out / "report.md").unlink()
     lines = (out / "items.jsonl").read_text().splitlines()
-    (out / "items.jsonl").write_text(
-        "\n".join(lines[:-2]) + "\n"
-    )  # killed before its last two facts
+    # killed before its last two facts
+    (out / "items.jsonl").write_text("\n".join(lines[:-2]) + "\n")
     assert main(SimpleNamespace(run_dir=str(out))) == 0
     _, records, metrics = load_run(out)
-    assert (
-        len(records) == len(lines) - 2 and metrics["n_probes"] == len(lines) - 2
-    )  # from items.jsonl alone
+    # from items.jsonl alone
+    assert len(records) == len(lines) - 2 and metrics["n_probes"] == len(lines) - 2
     report = (out / "report.md").read_text()
     assert f"- **INCOMPLETE {len(lines) - 2}/{len(lines)}**: the run did not finish" in report
     assert result.config["planned"] == {"stage": "main", "probes": len(lines)}
@@ -381,13 +371,11 @@ def test_camel_maps_and_xfakt_figures_carry_the_papers_values_for_a_faithful_rep
         ("paper, figurative", 83.61),
     ]
     negative = config("maps_de", "bigscience/mt0-xxl", options={"question": "neg"})
-    assert [r.label for r in maps.references(negative)] == [
-        "chance"
-    ]  # Table 4 asks the positive question
+    # Table 4 asks the positive question
+    assert [r.label for r in maps.references(negative)] == ["chance"]
     corrected = config("maps_de", "bigscience/mt0-xxl", run={"corrected": True})
-    assert [r.label for r in maps.references(corrected)] == [
-        "chance"
-    ]  # the paper ran the released data
+    # the paper ran the released data
+    assert [r.label for r in maps.references(corrected)] == ["chance"]
     assert [
         (r.label, r.value)
         for r in xfakt.references(
@@ -419,9 +407,8 @@ def test_the_terminal_report_md_and_suite_md_print_a_number_alike():
     from culture_probe.report.summary import summary_markdown
     from culture_probe.report.views import results_sections
 
-    estimate = _estimate(
-        3.0149999999999997, 1.0049999999999999, 5.5, 400
-    )  # 3.015 and 1.005 as floats hold them
+    # 3.015 and 1.005 as floats hold them
+    estimate = _estimate(3.0149999999999997, 1.0049999999999999, 5.5, 400)
     metrics = {"results": _results(estimate)}
     config = {"config": "dlama_arab_west", "model": {"spec": "m", "kind": "masked"}}
     assert headline(config, metrics).splitlines()[1] == "  p1 (%): 3.02 [1.01, 5.50] (n=400 facts)"
@@ -596,9 +583,8 @@ def test_dlama_per_predicate_cells_show_their_facts_and_mark_few(tmp_path):
     )
     report = (tmp_path / "r" / "report.md").read_text()
     per_predicate = report.split("## P@1 per predicate (en prompts)")[1].split("##")[0]
-    assert (
-        "| P30 | 66.67 (n=3) † | 50.00 (n=2) † |" in per_predicate
-    )  # 2 of 3 Arab facts, 1 of 2 Western
+    # 2 of 3 Arab facts, 1 of 2 Western
+    assert "| P30 | 66.67 (n=3) † | 50.00 (n=2) † |" in per_predicate
     assert "† fewer than 10 units" in per_predicate
     assert "| arab | 66.67 † |" in report  # the per-culture table marks it too
     assert "max_new_tokens" not in report  # a ranking run: the generation options did not act on it
@@ -694,9 +680,8 @@ def test_an_xfakt_run_at_chance_shows_what_random_answers_score_and_warns(tmp_pa
     report = render(sections_for(config, records, metrics), config, tmp_path)
     kts = metrics["results"]["overall"]["kts"]
     [row] = [line for line in report.splitlines() if line.startswith("| kts (0-1) |")]
-    assert row.endswith(
-        "| 338 | 0.919 [0.783, 1.000] |"
-    )  # the chance level with the range random models fall in
+    # the chance level with the range random models fall in
+    assert row.endswith("| 338 | 0.919 [0.783, 1.000] |")
     assert (
         "Chance level of frs, kts, xfakt (last column): exact distribution of the score" in report
     )

@@ -76,14 +76,10 @@ def test_a_limit_draws_items_in_turn_from_every_stratum_with_all_their_probes():
     for seed in range(5):
         kept = stratified_items(probes, 6, ("language",), seed)
         items = {p.item_id for p in kept}
-        assert len(items) == 6 and {i[:2] for i in items} == {
-            "en",
-            "ar",
-            "ko",
-        }  # never the first 6 English
-        assert all(
-            sum(p.item_id == i for p in kept) == 2 for i in items
-        )  # every probe of a kept item
+        # never the first 6 English
+        assert len(items) == 6 and {i[:2] for i in items} == {"en", "ar", "ko"}
+        # every probe of a kept item
+        assert all(sum(p.item_id == i for p in kept) == 2 for i in items)
         assert kept == [p for p in probes if p.item_id in items]  # in probe order
         assert stratified_items(probes, 6, ("language",), seed) == kept  # seeded: the same again
     draws = {
@@ -91,9 +87,8 @@ def test_a_limit_draws_items_in_turn_from_every_stratum_with_all_their_probes():
         for s in range(5)
     }
     assert len(draws) > 1  # another seed, another subset
-    assert (
-        stratified_items(probes, 100, ("language",), 0) == probes
-    )  # a limit above the items keeps all
+    # a limit above the items keeps all
+    assert stratified_items(probes, 100, ("language",), 0) == probes
     with pytest.raises(CultureProbeError, match="limit must be at least 1"):
         stratified_items(probes, 0, ("language",), 0)
 
@@ -212,14 +207,12 @@ def test_stages_see_earlier_records_and_skipped_items_are_recorded_and_counted_p
     assert records[2].skipped and records[2]["skipped"] == "no prompt in this language"
     assert [r.kind for r in records] == ["generate", "generate", "skipped", "score", "score"]
     metrics = task.compute_metrics(records)
-    assert metrics.pop("results")["overall"][
-        "correct"
-    ] == {  # one item of two right; the skipped one is no unit
+    # one item of two right; the skipped one is no unit
+    assert metrics.pop("results")["overall"]["correct"] == {
         "value": 50.0,
         "stderr": pytest.approx(50 / 2**0.5),
-        "ci_low": pytest.approx(
-            100 * stats.chi2.ppf(0.025, 2) / 4
-        ),  # Wilson, with the exact Poisson limit at 1 of 2
+        # Wilson, with the exact Poisson limit at 1 of 2
+        "ci_low": pytest.approx(100 * stats.chi2.ppf(0.025, 2) / 4),
         "ci_high": pytest.approx(100 - 100 * stats.chi2.ppf(0.025, 2) / 4),
         "n": 2,
     }
@@ -461,9 +454,8 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch,
     assert all(sum(len(c["indices"]) for c in rank) > 0 for rank in (rank0, rank1))
 
     records = rundir.read_records(out / "items.jsonl")
-    assert len((out / "items.jsonl").read_text().splitlines()) == len(
-        single.records
-    )  # rank 1 wrote no lines
+    # rank 1 wrote no lines
+    assert len((out / "items.jsonl").read_text().splitlines()) == len(single.records)
     assert [(r["key"], r["prediction"]) for r in records] == [
         (r["key"], r["prediction"]) for r in single.records
     ]

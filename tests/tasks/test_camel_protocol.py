@@ -39,11 +39,8 @@ ENTITIES = [  # a small pool per culture for names_female (type 0) and food (typ
         for e in ("فاطمة", "مريم", "نورة", "ليلى", "هدى")
     ),
     *({"entity_type": 0, "entity": e, "culture": "Western"} for e in ("جينيفر", "ماري", " سارة ")),
-    {
-        "entity_type": 0,
-        "entity": "سارة",
-        "culture": "Arab",
-    },  # cross-labelled after stripping: dropped
+    # cross-labelled after stripping: dropped
+    {"entity_type": 0, "entity": "سارة", "culture": "Arab"},
     {"entity_type": 0, "entity": "ماري", "culture": "Western"},  # duplicate: kept once
     {"entity_type": 0, "entity": "لينا", "culture": None},  # unlabelled: dropped
 ]
@@ -67,22 +64,19 @@ def test_each_architecture_sees_the_spec_context():
         "كان في الابتدائي معاي بنت عربية اسمها",
         "و ما كنت احبها ابدا",
     )
-    assert (
-        masked_probe.options.masked_method == "l2r" and masked_probe.options.keep_tokens
-    )  # C4, mean prob (C3)
+    # C4, mean prob (C3)
+    assert masked_probe.options.masked_method == "l2r" and masked_probe.options.keep_tokens
     typed = task(kind="masked", n_runs=1, mlm_mode="all_masks").build_probes([NAMES_172])[0]
     assert typed.options.masked_method == "typed"
-    assert (
-        task(n_runs=1).build_probes([NAMES_172])[0].options.masked_method == "typed"
-    )  # l2r: masked models only
+    # l2r: masked models only
+    assert task(n_runs=1).build_probes([NAMES_172])[0].options.masked_method == "typed"
     seq2seq_probe = task(kind="seq2seq", n_runs=1).build_probes([NAMES_172])[0]
     assert (seq2seq_probe.request.left, seq2seq_probe.request.right) == (
         "كان في الابتدائي معاي بنت عربية اسمها",
         "",
     )
-    assert (
-        seq2seq_probe.options.seq2seq_style == "sentinel"
-    )  # encoder prefix + " <extra_id_0>" (spec 4.3)
+    # encoder prefix + " <extra_id_0>" (spec 4.3)
+    assert seq2seq_probe.options.seq2seq_style == "sentinel"
     plain = task(kind="seq2seq", n_runs=1, seq2seq_style="plain").build_probes([NAMES_172])[0]
     assert plain.options.seq2seq_style == "plain" and plain.request == seq2seq_probe.request
     causal = task(n_runs=1, seq2seq_style="plain").build_probes([NAMES_172])[0]
@@ -118,9 +112,8 @@ def test_seq2seq_plain_style_runs_through_the_engine(camel_release):
     assert p["arab_entities"] == q["arab_entities"] and p["arab"] != q["arab"]
     request = ScoreRequest(rows[0]["prompt_causal"].strip(), tuple(p["arab_entities"][:3]))
     expected = scorer.score([request], seq2seq_style="plain")[0].mean_logprob
-    np.testing.assert_allclose(
-        p["arab"][:3], expected, atol=1e-5
-    )  # float32, other batches: equal within 1e-5
+    # float32, other batches: equal within 1e-5
+    np.testing.assert_allclose(p["arab"][:3], expected, atol=1e-5)
 
 
 def test_culture_token_and_demonstrations_are_prepended():
@@ -175,9 +168,8 @@ def test_pool_sizes_match_the_spec(mirror):
 def test_samples_follow_the_seed_scheme_and_are_shared_by_a_types_prompts():
     pools = {("names_female", "arab"): list("abcdefghij"), ("names_female", "western"): list("klm")}
     drawn = sample(pools, "names_female", 3, seed=7, size=4)
-    reference = np.random.default_rng([7, 3, 0, 0]).choice(
-        10, size=4, replace=False
-    )  # type 0, Arab 0
+    # type 0, Arab 0
+    reference = np.random.default_rng([7, 3, 0, 0]).choice(10, size=4, replace=False)
     assert drawn.arab == tuple("abcdefghij"[i] for i in reference)
     assert sorted(drawn.western) == list("klm")  # min(size, pool): the whole pool
     probes = task(n_runs=2, sample_size=2).build_probes([NAMES_171, NAMES_172])
@@ -284,9 +276,8 @@ def test_the_cbs_interval_holds_the_spread_between_entity_samples():
     records = [t.to_record(p, o) for p, o in zip(probes, outputs, strict=True)]
     results = t.compute_metrics(records)["results"]
     cbs = results["overall"]["cbs"]
-    run_means = t.unit_tables(records)[0].values.mean(
-        axis=0
-    )  # every prompt of a run scores alike: one sample
+    # every prompt of a run scores alike: one sample
+    run_means = t.unit_tables(records)[0].values.mean(axis=0)
     assert (
         results["design"]["crossed"] == "entity samples"
         and results["ci"]["methods"]["cbs"] == CROSSED
@@ -306,9 +297,8 @@ def test_empty_prefixes_are_skipped_and_counted_when_asked():
     empty = {**NAMES_171, "id": 9, "prompt_masked": "[MASK] اسمها حلو", "prompt_causal": ""}
     probes = task(n_runs=1, exclude_empty_prefix=True).build_probes([empty, NAMES_171])
     assert probes[0].reason.startswith("empty causal prefix")
-    assert (
-        task(n_runs=1).build_probes([empty])[0].request.left == ""
-    )  # default: scored from BOS (C1)
+    # default: scored from BOS (C1)
+    assert task(n_runs=1).build_probes([empty])[0].request.left == ""
     assert not hasattr(
         task(kind="masked", n_runs=1, exclude_empty_prefix=True).build_probes([empty])[0], "reason"
     )
@@ -320,9 +310,8 @@ def test_configs_and_options_are_checked():
     with pytest.raises(CultureProbeError, match="n_runs must be a whole number >= 1, got 0"):
         CamelTask.Options(n_runs=0)
     with pytest.raises(CultureProbeError, match="n_shot must be a whole number >= 0, got -1"):
-        run(
-            "camel_co_prompts", "no/such/model/folder", n_shot=-1
-        )  # the option is named, not the model
+        # the option is named, not the model
+        run("camel_co_prompts", "no/such/model/folder", n_shot=-1)
 
 
 # ---------------------------------------------------------------- runs with tiny models
@@ -357,9 +346,8 @@ SAMPLE_SIZES = {"camel_release": (4, 3), "mirror": (35, 23)}
 @pytest.mark.parametrize("source", ["camel_release", "mirror"])
 @pytest.mark.parametrize("arch", ["gpt2", "bert", "t5"])
 def test_runs_on_the_prompts_with_each_kind(source, arch, tmp_path, request):
-    root = request.getfixturevalue(
-        source
-    )  # the mirror's variant runs the released prompts (skipped without it)
+    # the mirror's variant runs the released prompts (skipped without it)
+    root = request.getfixturevalue(source)
     data_dir = str(root) if source == "camel_release" else None
     rows = [
         r

@@ -109,9 +109,8 @@ def test_candidates_align_by_qid_and_a_collapsed_label_leaves_its_qids_out_in_ev
 
     rows = [
         row("en", "P19", ["Q1"], ["Paris"]),
-        row(
-            "en", "P19", ["Q2"], ["Paris"]
-        ),  # two towns called Paris in English: one candidate there
+        # two towns called Paris in English: one candidate there
+        row("en", "P19", ["Q2"], ["Paris"]),
         row("en", "P19", ["Q3"], ["Cairo"]),
         row("en", "P19", ["Q4"], ["Rome"]),
         row("ar", "P19", ["Q1"], ["باريس"]),
@@ -124,9 +123,8 @@ def test_candidates_align_by_qid_and_a_collapsed_label_leaves_its_qids_out_in_ev
     assert dict(aligned["ar", "P19"].ids) == {"القاهرة": "Q3", "روما": "Q4"}
     assert aligned["en", "P19"].set_id == aligned["ar", "P19"].set_id
     only_english = aligned_candidates([r for r in rows if r["language"] == "en"])
-    assert (
-        only_english["en", "P19"].set_id == aligned["en", "P19"].set_id
-    )  # Paris is out in English on its own
+    # Paris is out in English on its own
+    assert only_english["en", "P19"].set_id == aligned["en", "P19"].set_id
     only_arabic = aligned_candidates([r for r in rows if r["language"] == "ar"])
     assert (
         len(only_arabic["ar", "P19"].ids) == 4
@@ -228,9 +226,8 @@ def test_a_fully_consistent_model_gets_its_metrics_with_rankc_100():
     metrics = task.compute_metrics(_identical_records([9, 10, 12, 17, 20]))
     estimate = metrics["results"]["by_language_pair"]["ar/en"]["rankc"]
     assert estimate["value"] == 100.0 and estimate["n"] == 5
-    beyond = task.compute_metrics(
-        _identical_records([24, 40, 60])
-    )  # prefixes of 20: within 1.1e-9 of 1, never above
+    # prefixes of 20: within 1.1e-9 of 1, never above
+    beyond = task.compute_metrics(_identical_records([24, 40, 60]))
     assert 100 - 1.1e-7 <= beyond["results"]["by_language_pair"]["ar/en"]["rankc"]["value"] <= 100.0
 
 

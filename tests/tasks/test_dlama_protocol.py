@@ -128,9 +128,8 @@ def test_ties_go_to_fewer_tokens_then_code_point_order(dlama_dir):
         "dlama_arab_west", TableScorer(tied), data_dir=str(dlama_dir), language="en", progress=False
     )
     assert result.metrics["en"]["cultures"]["arab"] == pytest.approx(100.0)
-    tied_tokens = spec_table() | {
-        ("Canada", "North America"): -1.20
-    }  # = Europe, but 2 tokens: Europe wins
+    # = Europe, but 2 tokens: Europe wins
+    tied_tokens = spec_table() | {("Canada", "North America"): -1.20}
     result = run(
         "dlama_arab_west",
         TableScorer(tied_tokens),
@@ -223,9 +222,8 @@ def test_run_directory_records_deviations_and_table_3_view(dlama_dir, tmp_path):
     assert config["protocol"]["candidate_sets"] == {"en|P30": 4}
     assert config["protocol"]["label_collisions"] == {}
     report = (out / "report.md").read_text()
-    assert (
-        "| P30 | west | Europe (1) | Europe (1) |" in report
-    )  # France right, Canada wrong, both "Europe"
+    # France right, Canada wrong, both "Europe"
+    assert "| P30 | west | Europe (1) | Europe (1) |" in report
     assert "| P30 | arab | Africa (1) | Europe (1) |" in report
     # entropy by hand: Arab keeps Q15, Q15, Q48 (Egypt's tie goes to the lower QID) -> 0.918 bits; West 1 bit
     assert "| P30 | 0.9183 | 1.00 |" in report
@@ -240,7 +238,8 @@ def _rows(dlama_dir):
 
 # ---------------------------------------------------------------- planted knowledge: the direction of the effect
 
-CAPITALS = {  # P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training
+# P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training
+CAPITALS = {
     "ARAB_REGION": [
         ("Zafran", "Qamira"),
         ("Nuwal", "Tazir"),

@@ -134,9 +134,8 @@ def test_english_prompts_are_the_papers_strings(fmlama_release):
         "country_5": "In China, the food mapo doufu has part of [Y] .",
     }
     us = _prompts(task_for(fmlama_release, "fmlama_en"), ROWS[2])
-    assert (
-        us["country_1"] == "In the United States, the food burger has the ingredients of [Y] ."
-    )  # F4
+    # F4
+    assert us["country_1"] == "In the United States, the food burger has the ingredients of [Y] ."
 
 
 def test_other_languages_follow_their_templates_and_slots(fmlama_release):
@@ -146,9 +145,8 @@ def test_other_languages_follow_their_templates_and_slots(fmlama_release):
     he = {**ROWS[1], "lang": "he", "sub_label": "פיצה"}
     he_prompts = _prompts(task_for(fmlama_release, "fmlama_he"), he)
     assert he_prompts["hasParts_1"] == "במאכל פיצה יש את המרכיבים של [Y]."
-    assert (
-        he_prompts["hasParts_2"] == ".[Y] הוא מאכל עם פיצה"
-    )  # stored right-to-left damage kept (faithful)
+    # stored right-to-left damage kept (faithful)
+    assert he_prompts["hasParts_2"] == ".[Y] הוא מאכל עם פיצה"
     names = {"he": {"Italy": "באיטליה"}}
     named = _prompts(task_for(fmlama_release, "fmlama_he", country_names=names), he)
     assert named["country_1"] == "באיטליה, במאכל פיצה יש את המרכיבים של [Y]."
@@ -271,9 +269,8 @@ def test_table_correlation_pairs_cells_that_have_both_measures():
 
 
 def test_v1_code_compat_flags(fmlama_release):
-    capped = spec_run(
-        fmlama_release, max_candidate_tokens=1
-    )  # "tomato" (2 tokens) leaves; AP still over |G|
+    # "tomato" (2 tokens) leaves; AP still over |G|
+    capped = spec_run(fmlama_release, max_candidate_tokens=1)
     italy = (1 / 2 + 2 / 5) / 3
     assert capped.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(100 * italy)
     ranked = spec_run(fmlama_release, max_candidate_tokens=1, ap_denominator="ranked")
@@ -366,9 +363,8 @@ def tiny_models(tmp_path_factory):
     [("bert", ("hasParts", "country")), ("gpt2", ("hasParts",)), ("t5", ("hasParts",))],
 )
 def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, families, tmp_path):
-    limit = (
-        2 if len(families) == 2 else 1
-    )  # every dish is ranked against all 1,287 ingredients: keep it small
+    # every dish is ranked against all 1,287 ingredients: keep it small
+    limit = 2 if len(families) == 2 else 1
     result = run(
         "fmlama_en",
         str(tiny_models[arch]),
@@ -452,9 +448,8 @@ def test_chat_replies_are_split_and_matched(fmlama_release):
         progress=False,
     )
     mapo = result.records[0]
-    assert (
-        mapo["items"] == ["Tofu", "rices", "chili"] and mapo["correct"]
-    )  # "rices" -> "rice", case folded
+    # "rices" -> "rice", case folded
+    assert mapo["items"] == ["Tofu", "rices", "chili"] and mapo["correct"]
     assert not result.records[2]["correct"]
     assert result.metrics["chat"]["hasParts_1 / 0"] == {"ALL": 50.0, "China": 100.0, "Italy": 0.0}
     assert result.metrics["chat_accuracy_best"] == 50.0
@@ -495,9 +490,8 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_rele
     )
     assert config["run"]["seed"] == 5 and config["seed_used"]  # a resumed run must keep the seed
     # sampling is the paper's decoding, but not its 1,024-token budget: F8 stays on the library's side
-    assert (
-        next(d["side"] for d in config["deviations"] if d["id"] == "F8") == "partial"
-    )  # sampling, not 1,024 tokens
+    # sampling, not 1,024 tokens
+    assert next(d["side"] for d in config["deviations"] if d["id"] == "F8") == "partial"
     assert (
         "temperature 0.7" in config["protocol"]["chat_decoding"]
         and "seed 5" in config["protocol"]["chat_decoding"]

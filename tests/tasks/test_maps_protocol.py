@@ -96,9 +96,8 @@ def test_memorisation_prompts_and_splits():
 def test_success_rules():
     assert memorised(" away, says grandma", "an apple a day keeps the doctor away", "en")
     assert not memorised(" far away", "an apple a day keeps the doctor away", "en")
-    assert memorised(
-        " nicht", "Hunde, die bellen, beißen nicht!", "de"
-    )  # punctuation-insensitive (M6a-c)
+    # punctuation-insensitive (M6a-c)
+    assert memorised(" nicht", "Hunde, die bellen, beißen nicht!", "de")
     assert memorised("鸟。", "一石二鸟", "zh")
     assert memorised(" away", "an apple a day keeps the doctor away", "en", match="substring")
     assert not memorised(" nicht", "Hunde, die bellen, beißen nicht!", "de", match="substring")
@@ -251,13 +250,11 @@ class MaskStub(LetterScorer):
 
 def test_masked_models_complete_the_proverb_at_one_mask_per_template():
     prompts = memorisation_prompts(ROW["proverb"], "en")
-    scorer = MaskStub(
-        LETTERS, {prompts[2]: "Leap", prompts[3]: "lea"}
-    )  # a piece that is only part of the word
+    # a piece that is only part of the word
+    scorer = MaskStub(LETTERS, {prompts[2]: "Leap", prompts[3]: "lea"})
     result = run("maps_en", scorer, rows=rows(["a", "b", "b", "a"]), progress=False)
-    assert sorted(set(scorer.asked)) == sorted(
-        (p, " ") for p in prompts
-    )  # spec 4.3: prompt + " <mask>"
+    # spec 4.3: prompt + " <mask>"
+    assert sorted(set(scorer.asked)) == sorted((p, " ") for p in prompts)
     mem = result.metrics["memorisation"]
     assert mem["union"] == 100.0 and mem["per_template"] == [0.0, 0.0, 100.0, 0.0, 0.0]
     zh = {**ROW, "id": "z", "language": "zh", "proverb": "一寸光阴一寸金"}
@@ -280,9 +277,8 @@ def test_native_memorisation_templates_reproduce_upstream_xlmr(tmp_path):
     assert native[0] == "sprichwort: hunde, die bellen, beißen"
     assert native[4] == "was ist das letzte wort dieses sprichworts: hunde, die bellen, beißen"
     assert memorisation_prompts(de["proverb"], "de")[0] == "proverb: hunde, die bellen, beißen"
-    zh = memorisation_prompts(
-        "一寸光阴一寸金", "zh", "native"
-    )  # full-width colon: no space (upstream patterns.py)
+    # full-width colon: no space (upstream patterns.py)
+    zh = memorisation_prompts("一寸光阴一寸金", "zh", "native")
     assert zh[:2] == ["谚语: 一寸光阴一寸", "补全这个谚语：一寸光阴一寸"]
     scorer = MaskStub(LETTERS, {native[1]: "nicht"})
     result = run(
@@ -320,9 +316,8 @@ def test_masked_memorisation_reads_the_argmax_piece_of_a_real_model():
     outputs = {(r["id"], r["template"]): r["output"] for r in result.records if "output" in r}
     assert len(outputs) == 15
     special = tok.all_special_ids
-    for row in (
-        data
-    ):  # reference: the spec's input text, one full forward, the argmax outside special tokens
+    # reference: the spec's input text, one full forward, the argmax outside special tokens
+    for row in data:
         for t, prompt in enumerate(memorisation_prompts(row["proverb"], "en"), 1):
             ids = tok(prompt + " " + tok.mask_token, return_tensors="pt")["input_ids"]
             with torch.no_grad():
@@ -480,16 +475,12 @@ def test_seq2seq_prompts_are_cut_on_the_left_at_1024_tokens():
                 scorer.score([p.request for p in task.build_probes([long_row])])
     finally:
         handle.remove()
-    assert seen == [
-        full[-1024:],
-        full,
-    ]  # the question, the slot and EOS survive; the start goes (M12)
-    assert (
-        MapsTask("maps_en", kind="seq2seq").options.seq2seq_max_tokens == 1024
-    )  # the spec's default
-    assert (
-        MapsTask("maps_en", kind="causal").build_probes([ROW])[0].request.max_tokens is None
-    )  # seq2seq only
+    # the question, the slot and EOS survive; the start goes (M12)
+    assert seen == [full[-1024:], full]
+    # the spec's default
+    assert MapsTask("maps_en", kind="seq2seq").options.seq2seq_max_tokens == 1024
+    # seq2seq only
+    assert MapsTask("maps_en", kind="causal").build_probes([ROW])[0].request.max_tokens is None
     with pytest.raises(CultureProbeError, match="seq2seq_max_tokens must be a whole number >= 1"):
         MapsTask.Options(seq2seq_max_tokens=0)
 

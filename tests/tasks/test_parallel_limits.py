@@ -75,9 +75,8 @@ def test_a_limit_draws_that_many_facts_each_in_every_language_across_culture_and
             assert len(cells) == min(limit, 4)  # every culture x predicate before any twice
         assert task.sample(probes, 3) == task.sample(probes, 3)  # seeded
     assert len({frozenset(facts_of(dlama(s).sample(probes, 3))) for s in range(6)}) > 1
-    share = facts_of(
-        dlama().sample(probes, 0.3)
-    )  # 0.3 of each cell's 5 facts, rounded up: 2 of each
+    # 0.3 of each cell's 5 facts, rounded up: 2 of each
+    share = facts_of(dlama().sample(probes, 0.3))
     assert len(share) == 8 and all(languages == {"en", "ar"} for languages in share.values())
 
 
@@ -123,9 +122,8 @@ def test_a_task_without_parallel_units_draws_items_exactly_as_before():
     probes = fact_probes(4, lacking={"P17_arab_0": ("ar",), "P30_west_1": ("en",)})
     for seed in range(4):
         task = dlama(seed)
-        task.parallel = (
-            None  # a benchmark whose items are not asked in every language (FmLAMA, CAMeL, MAPS)
-        )
+        # a benchmark whose items are not asked in every language (FmLAMA, CAMeL, MAPS)
+        task.parallel = None
         assert (task.limit_unit, task.limit_strata) == ("facts", task.strata)
         for limit in (1, 3, 8, 15, 40):
             assert task.sample(probes, limit) == _old_stratified_items(
@@ -143,9 +141,8 @@ def test_the_smoke_limit_counts_facts_and_gives_every_language_cell_whatever_the
     probes = fact_probes(5)
     task = dlama()
     task.smoke = Smoke(per_cell, "the table needs them")
-    assert (
-        task.smoke_limit(probes) == 4 * per_cell
-    )  # culture x predicate cells, each fact in both languages
+    # culture x predicate cells, each fact in both languages
+    assert task.smoke_limit(probes) == 4 * per_cell
     for seed in range(30):
         task.seed = seed
         assert task.smoke_shortfall(probes, task.sample(probes, 4 * per_cell)) is None

@@ -41,13 +41,11 @@ def test_known_and_other_units_take_turns_in_every_stratum_without_moving_a_stra
     plain = stratified_items(probes, limit, ["cell"], seed)
     turns = stratified_items(probes, limit, ["cell"], seed, favoured=favoured)
     count = {k: len(v) for k, v in strata_cells(plain, ["cell"]).items()}
-    assert {
-        k: len(v) for k, v in strata_cells(turns, ["cell"]).items()
-    } == count  # the smoke guarantee holds
+    # the smoke guarantee holds
+    assert {k: len(v) for k, v in strata_cells(turns, ["cell"]).items()} == count
     every = strata_cells(probes, ["cell"])
-    for cell, units in strata_cells(
-        turns, ["cell"]
-    ).items():  # within a stratum, the kinds take turns
+    # within a stratum, the kinds take turns
+    for cell, units in strata_cells(turns, ["cell"]).items():
         drawn, known = len(units), sum(u in favoured for u in units)
         have = sum(u in favoured for u in every[cell])
         other = len(every[cell]) - have
@@ -65,13 +63,11 @@ def test_the_maps_smoke_draw_of_its_planted_model_holds_planted_proverbs(mirror)
     probes = task.build_probes(load_rows(MAPS, data_dir=data))
     _, plain = first_probes(MAPS, task, probes, "smoke")
     number, drawn = first_probes(MAPS, task, probes, "smoke", known)
-    assert (
-        not {p.item_id for p in plain} & known
-    )  # the case: the plain smoke draw misses every plant
+    # the case: the plain smoke draw misses every plant
+    assert not {p.item_id for p in plain} & known
     items = {p.item_id for p in drawn}
-    assert len(items) == number and 0 < len(items & known) < len(
-        items
-    )  # planted and not, in one smoke run
+    # planted and not, in one smoke run
+    assert len(items) == number and 0 < len(items & known) < len(items)
     assert task.smoke_shortfall(probes, drawn) is None  # still every headline number
 
 
@@ -91,8 +87,7 @@ def test_a_planted_smoke_run_reports_its_planted_items_apart(mirror, tmp_path):
     assert set(split) == {"planted", "not planted"}
     accuracy = {side: split[side]["overall"]["accuracy"] for side in split}
     assert accuracy["planted"]["n"] > 0 and accuracy["not planted"]["n"] > 0
-    assert (
-        accuracy["planted"]["value"] > accuracy["not planted"]["value"]
-    )  # the probe finds what was planted
+    # the probe finds what was planted
+    assert accuracy["planted"]["value"] > accuracy["not planted"]["value"]
     lines = headline(result.config, result.metrics)
     assert "planted: accuracy" in lines and "not planted: accuracy" in lines

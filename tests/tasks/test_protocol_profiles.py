@@ -39,9 +39,8 @@ def test_each_deviation_has_an_upstream_side_or_says_why_not(task_cls) -> None:
 @pytest.mark.parametrize("task_cls", TASK_CLASSES, ids=lambda cls: cls.__name__)
 def test_the_upstream_profile_is_one_consistent_set_of_options_per_kind(task_cls) -> None:
     assert task_cls.profile("default") == {}
-    task_cls.options_for(
-        "upstream", {}
-    )  # the union over kinds checks a suite's options before the model loads
+    # the union over kinds checks a suite's options before the model loads
+    task_cls.options_for("upstream", {})
     for kind in MODEL_KINDS:
         asked: dict[str, tuple[str, object]] = {}
         for deviation in task_cls.deviations:
@@ -50,9 +49,8 @@ def test_the_upstream_profile_is_one_consistent_set_of_options_per_kind(task_cls
                     assert asked.setdefault(key, (deviation.id, value))[1] == value, (
                         f"{deviation.id} and {asked[key][0]} ask {key} for different values"
                     )
-        options = task_cls.options_for(
-            "upstream", {}, kind
-        )  # the profile's values are valid options
+        # the profile's values are valid options
+        options = task_cls.options_for("upstream", {}, kind)
         for deviation in task_cls.deviations:
             if deviation.upstream and kind in deviation.upstream_kinds:
                 assert deviation.side(options) == "upstream", deviation.id
@@ -133,9 +131,8 @@ def test_a_run_records_the_profile_and_each_side(xfakt_release, tmp_path) -> Non
     assert switched and not {i for i, side in sides["default"].items() if side == "upstream"}
     report = (tmp_path / "upstream" / "report.md").read_text()
     assert "Protocol profile: **upstream**" in report
-    assert (
-        "--protocol upstream" in report.split("## Reproduce")[1]
-    )  # the command repeats the profile
+    # the command repeats the profile
+    assert "--protocol upstream" in report.split("## Reproduce")[1]
     for deviation_id in switched:
         assert f"| {deviation_id} |" in report
 
@@ -184,9 +181,8 @@ def test_upstream_and_default_runs_differ_exactly_where_the_table_says(
 
     from test_xfakt_protocol import recall_rows
 
-    rows = [
-        r for r in recall_rows(xfakt_release) if r["language"] in ("en", "ar", "fr")
-    ]  # cells of several items
+    # cells of several items
+    rows = [r for r in recall_rows(xfakt_release) if r["language"] in ("en", "ar", "fr")]
     xfakt = {
         p: run(
             "xfakt_factual_recall",
@@ -224,18 +220,16 @@ def test_the_profile_sets_only_what_concerns_the_run() -> None:
     generated = dlama.options_for(
         "upstream", {"mode": "generate"}, "causal", config="dlama_arab_west"
     )
-    assert (
-        ranked.generate_first_n is None and generated.generate_first_n == 3
-    )  # D4 concerns generation only
+    # D4 concerns generation only
+    assert ranked.generate_first_n is None and generated.generate_first_n == 3
     xfakt = task_for("xfakt_factual_recall")
     assert (
         xfakt.options_for("upstream", {}, "causal", config="xfakt_factual_recall").double_bos
         is True
     )
     served = xfakt.options_for("upstream", {}, "causal", config="xfakt_factual_recall", served=True)
-    assert (
-        served.double_bos is False and served.round_statistics is True
-    )  # X1 needs the model in process
+    # X1 needs the model in process
+    assert served.double_bos is False and served.round_statistics is True
 
 
 def test_the_reproduce_command_keeps_an_option_the_user_unset_under_the_upstream_profile() -> None:

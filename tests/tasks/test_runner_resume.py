@@ -131,16 +131,14 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
     assert [r["stage"] for r in items(tmp_path)] == ["answer"] * 3 + ["judge"]
     from culture_probe.report import load_run
 
-    partial = load_run(tmp_path / "run")[
-        2
-    ]  # the interrupted run's report: one verdict, two answers waiting
+    # the interrupted run's report: one verdict, two answers waiting
+    partial = load_run(tmp_path / "run")[2]
     assert partial["n_ungraded"] == 2 and partial["n_items"] == 1
     judge = FakeModel("[1]", "judge")
     monkeypatch.setattr(runner, "load_scorer", fake_loader(judge, loads, monkeypatch))
     result = judged_run(xfakt_release, model, tmp_path, resume=True)
-    assert (
-        len(model.prompts) == 3 and len(judge.prompts) == 2
-    )  # only the two missing verdicts were asked
+    # only the two missing verdicts were asked
+    assert len(model.prompts) == 3 and len(judge.prompts) == 2
     lines = items(tmp_path)
     keys = [(r["stage"], r["key"]) for r in lines]
     assert len(keys) == len(set(keys)) == 6
@@ -208,9 +206,8 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
     runner.load_scorer("org/model", RunSettings.of(revision="0123abc"))
     runner.load_scorer("org/model", RunSettings(no_cache=True))
     (name, pinned), (_, plain) = calls
-    assert (
-        name == "org/model" and pinned["model_args"].revision == "0123abc"
-    )  # the loader's only source of it
+    # the loader's only source of it
+    assert name == "org/model" and pinned["model_args"].revision == "0123abc"
     assert (
         pinned.get("revision") in (None, "0123abc")
         and pinned["cache_dir"] == runner.default_cache_dir()
@@ -227,9 +224,8 @@ def test_config_records_the_revision(xfakt_release, tmp_path):
         xfakt_release, FakeModel("United States", "m"), tmp_path, judge="string", revision="v1"
     )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert (
-        config["model_args"]["revision"] == "v1" and "revision" not in config["run"]
-    )  # ModelArgs: its only home
+    # ModelArgs: its only home
+    assert config["model_args"]["revision"] == "v1" and "revision" not in config["run"]
     assert config["seed_used"] is False
 
 
@@ -266,9 +262,8 @@ def test_a_served_judge_gives_the_metrics_of_the_in_process_judge(xfakt_release,
     assert len(judged) == 3 and [r.fields for r in judged] == [
         r.fields for r in served.records if r.stage == "judge"
     ]
-    assert (
-        "truncation" not in served.metrics
-    )  # a server cuts (or refuses) long inputs itself: nothing counted here
+    # a server cuts (or refuses) long inputs itself: nothing counted here
+    assert "truncation" not in served.metrics
     assert served.metrics == {k: v for k, v in local.metrics.items() if k != "truncation"}
 
 

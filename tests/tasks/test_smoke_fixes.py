@@ -22,9 +22,8 @@ def test_runs_with_provisional_dlama_templates_say_so(tmp_path):
         out=tmp_path / "both",
         progress=False,
     )
-    assert both.config["protocol"]["unverified_templates"] == [
-        "ar"
-    ]  # en: exact mLAMA strings; ar: transcribed
+    # en: exact mLAMA strings; ar: transcribed
+    assert both.config["protocol"]["unverified_templates"] == ["ar"]
     assert json.loads((tmp_path / "both" / "config.json").read_text())["protocol"][
         "unverified_templates"
     ] == ["ar"]
@@ -86,9 +85,8 @@ def test_a_memorisation_target_of_punctuation_only_is_not_scored(tmp_path):
         r["id"] == "punct" and r["tag"].startswith("mem") and "success" in r for r in result.records
     )
     memorisation = result.metrics["memorisation"]
-    assert (
-        memorisation["n"] == 1 and memorisation["union"] == 0.0
-    )  # the "!" proverb does not count as memorised
+    # the "!" proverb does not count as memorised
+    assert memorisation["n"] == 1 and memorisation["union"] == 0.0
     assert result.metrics["subsets"]["not_memorised"]["n"] == 2
 
 

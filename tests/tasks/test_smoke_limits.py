@@ -79,9 +79,8 @@ def predicate_cells(metrics: dict, language: str) -> set[tuple[str, str]]:
 
 def test_dlama_needs_a_fact_in_every_language_culture_predicate_cell(mirror):
     smoke, below, said = at_smoke_and_one_below("dlama_arab_west", 40, language="en")
-    assert (
-        len(predicate_cells(smoke, "en")) == 40 and len(predicate_cells(below, "en")) == 39
-    )  # the table loses one
+    # the table loses one
+    assert len(predicate_cells(smoke, "en")) == 40 and len(predicate_cells(below, "en")) == 39
     assert (
         "numbers per predicate and culture" in said
         and "1 of its 40 language x culture x predicate cells" in said
@@ -109,9 +108,8 @@ def test_a_fmlama_smoke_ranks_two_templates_of_each_family_and_keeps_every_headl
     for family in ("hasParts", "country"):
         assert results["overall"][f"map_{family}"]["ci_low"] is not None
         cells = smoke.metrics["map"][family]
-        assert all(
-            c["std"] is not None and c["n_templates"] == 2 for c in cells.values()
-        )  # a spread over templates
+        # a spread over templates
+        assert all(c["std"] is not None and c["n_templates"] == 2 for c in cells.values())
         assert len(cells) == 16  # ALL and the 15 groups
         assert (
             len(with_interval({k: v[f"map_{family}"] for k, v in results["by_group"].items()}))
@@ -147,13 +145,11 @@ def test_xfakt_transfer_scores_need_every_language_country_cell(mirror, tmp_path
         smoke["n_empty_cells"] == 0
         and {"frs", "kts", "xfakt"} <= smoke["results"]["overall"].keys()
     )
-    assert (
-        below["n_empty_cells"] == 13 or below["frs"] is None
-    )  # a country fewer: not the paper's statistic
+    # a country fewer: not the paper's statistic
+    assert below["n_empty_cells"] == 13 or below["frs"] is None
     assert "FRS, KTS and X-FaKT" in said and "(13 entities, each asked in its 13 languages)" in said
-    assert (
-        len(smoke["results"]["by_language_pair"]) == 13 * 12 / 2
-    )  # every pair of languages, on the same entities
+    # every pair of languages, on the same entities
+    assert len(smoke["results"]["by_language_pair"]) == 13 * 12 / 2
     _, short = smoke_run("xfakt_factual_recall", 10, judge="string", out=tmp_path / "quick")
     assert (
         "the 10 entities drawn leave 3 of its 13 country cells without one, so 39 of its 169 language x country "
@@ -215,9 +211,8 @@ def test_a_suite_says_what_each_config_lacks_before_its_model_loads(mirror, monk
             progress=False,
         )
     said = [str(w.message) for w in caught if issubclass(w.category, SmallLimitWarning)]
-    assert len(said) == 2 and said_before_load == [
-        2
-    ]  # each config's notice once, all before the model loads
+    # each config's notice once, all before the model loads
+    assert len(said) == 2 and said_before_load == [2]
     assert "camel_co_prompts (20 prompts)" in said[0] and "camel_ag_prompts (" in said[1]
 
 
@@ -230,16 +225,14 @@ def test_a_random_model_is_read_against_its_chance_level(mirror):
     )
     chance = result.metrics["results"]["chance"]["p1"]
     assert chance["value"] == pytest.approx(expected) and "g/N" in chance["method"]
-    assert (
-        abs(result.metrics["results"]["overall"]["p1"]["value"] - expected) < 15
-    )  # random: near chance
+    # random: near chance
+    assert abs(result.metrics["results"]["overall"]["p1"]["value"] - expected) < 15
     ranked, _ = smoke_run("xfakt_factual_recall", "smoke", mode="rank")
     assert ranked.metrics["results"]["chance"]["error_rate"]["value"] == pytest.approx(
         100 * 12 / 13
     )
-    two, _ = smoke_run(
-        "xfakt_in_context", "smoke", mode="rank"
-    )  # each question ranks the two people it names
+    # each question ranks the two people it names
+    two, _ = smoke_run("xfakt_in_context", "smoke", mode="rank")
     assert two.metrics["results"]["chance"]["error_rate"]["value"] == pytest.approx(50.0)
     maps, _ = smoke_run("maps_en", "smoke", data_dir=str(mirror / MAPS_DATA), memorisation=False)
     assert maps.metrics["results"]["chance"]["accuracy"]["value"] == pytest.approx(50.0)
@@ -259,6 +252,5 @@ def test_fmlama_chance_is_the_expected_map_of_each_dish_candidate_set(mirror):
         )
     expected = np.mean([np.mean(v) for v in per_dish.values()])
     assert result.metrics["results"]["chance"]["map_hasParts"]["value"] == pytest.approx(expected)
-    assert (
-        result.metrics["results"]["chance"]["map_hasParts"]["value"] < 2
-    )  # 1,287 candidates: chance is tiny
+    # 1,287 candidates: chance is tiny
+    assert result.metrics["results"]["chance"]["map_hasParts"]["value"] < 2

@@ -52,11 +52,8 @@ def test_the_upstream_profile_per_model_kind():
             "dlama_arab_west", DlamaTask.options_for("upstream", {}, "seq2seq"), kind="seq2seq"
         ).applied_deviations()
     }
-    assert sides == {
-        "D1": "upstream",
-        "D6": "default",
-        "D7": "upstream",
-    }  # D6 changes no number (its note says)
+    # D6 changes no number (its note says)
+    assert sides == {"D1": "upstream", "D6": "default", "D7": "upstream"}
     with pytest.raises(UnknownNameError, match="Unknown value of option fill 'regex'"):
         DlamaTask.Options(fill="regex")
 
@@ -207,12 +204,10 @@ def test_t5_path_fill_and_p_at_1_of_the_first_listed_label(tmp_path):
     assert {c: round(v, 3) for c, v in cultures.items()} == {
         c: upstream_p_at_1(r) for c, r in ranks.items()
     }
-    assert cultures["arab"] == pytest.approx(
-        100 / 3
-    )  # Egypt's top is Asia, its second label: a miss upstream
-    assert runs["default"][0].metrics["en"]["cultures"]["arab"] == pytest.approx(
-        200 / 3
-    )  # a hit by default
+    # Egypt's top is Asia, its second label: a miss upstream
+    assert cultures["arab"] == pytest.approx(100 / 3)
+    # a hit by default
+    assert runs["default"][0].metrics["en"]["cultures"]["arab"] == pytest.approx(200 / 3)
 
 
 def test_the_regex_fill_replaces_every_capital_x_of_the_template_and_keeps_the_brackets(tmp_path):

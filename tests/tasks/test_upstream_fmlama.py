@@ -133,10 +133,8 @@ def test_the_upstream_profile_per_model_kind():
     chat = FmlamaTask(
         "fmlama_cs_en_en", FmlamaTask.Options(mode="chat", split_gold=False), kind="causal"
     )
-    assert chat.gold(ROWS[0]) == [
-        "beef",
-        "bread",
-    ]  # F1 concerns the ranking: chat replies match ingredients
+    # F1 concerns the ranking: chat replies match ingredients
+    assert chat.gold(ROWS[0]) == ["beef", "bread"]
     with pytest.raises(UnknownNameError, match="Unknown value of option group_set 'v1'"):
         FmlamaTask.Options(group_set="v1")
 
@@ -194,9 +192,8 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(
     model, tok = roberta_style
     pool = sorted({v1_gold(row) for row in ROWS})
     lengths = {c: len(tok.tokenize(c)) for c in pool}
-    assert (
-        lengths[v1_gold(ROWS[-1])] > 10 and sum(n <= 10 for n in lengths.values()) >= 8
-    )  # the cap bites once
+    # the cap bites once
+    assert lengths[v1_gold(ROWS[-1])] > 10 and sum(n <= 10 for n in lengths.values()) >= 8
     runs = {
         p: run(
             "fmlama_en",
@@ -318,9 +315,8 @@ def test_t5_path_regex_fill_and_map_without_a_cap(fmlama_release):
         for origin, dish, _ in DISHES:
             prompt = v1_t5_prompt(template, dish, origin, relation)
             assert prompt in scorers["upstream"].prompts
-            ranking = [
-                c for _, c in sorted((-t5_score(prompt, c), c) for c in pool)
-            ]  # (nll, answer) ascending
+            # (nll, answer) ascending
+            ranking = [c for _, c in sorted((-t5_score(prompt, c), c) for c in pool)]
             gold = v1_gold(next(row for row in ROWS if row["sub_label"] == dish))
             found.append((origin, [ranking.index(gold)]))
         expected[relation] = v1_template_map(found)

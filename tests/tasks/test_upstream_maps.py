@@ -158,9 +158,8 @@ def test_mt0_scores_the_letter_from_the_decoder_start():
         "maps_en", scorer, rows=ROWS, protocol="upstream", memorisation=False, progress=False
     )
     expected = [upstream_mt0_letter(model, tok, reasoning_prompt(r)) for r in ROWS]
-    assert [
-        r["pred"] for r in upstream.records
-    ] == expected  # single-token letters: log-prob = raw-logit decision
+    # single-token letters: log-prob = raw-logit decision
+    assert [r["pred"] for r in upstream.records] == expected
     default = run("maps_en", scorer, rows=ROWS, memorisation=False, progress=False)
     assert [r["score_a"] for r in default.records] != pytest.approx(
         [r["score_a"] for r in upstream.records]
@@ -240,33 +239,12 @@ class Stub:
 
 CASES = [  # kind, language, proverb, template (0-based), output, upstream success, default success
     ("causal", "en", "An apple a day keeps the doctor away", 0, " away from", True, True),
-    (
-        "causal",
-        "de",
-        "Wer A sagt muss auch B sagen.",
-        1,
-        " sagen.",
-        False,
-        True,
-    ),  # strip(".") drops the period
-    (
-        "causal",
-        "de",
-        "Wer A sagt muss auch B sagen.",
-        2,
-        " sagen. und",
-        True,
-        True,
-    ),  # ... unless more follows
-    (
-        "causal",
-        "en",
-        "Look before you leap",
-        3,
-        " leap<br>",
-        False,
-        True,
-    ),  # a token holding ">" is dropped
+    # strip(".") drops the period
+    ("causal", "de", "Wer A sagt muss auch B sagen.", 1, " sagen.", False, True),
+    # ... unless more follows
+    ("causal", "de", "Wer A sagt muss auch B sagen.", 2, " sagen. und", True, True),
+    # a token holding ">" is dropped
+    ("causal", "en", "Look before you leap", 3, " leap<br>", False, True),
     ("causal", "de", "Hunde, die bellen, beißen nicht!", 4, " nicht", False, True),
     ("seq2seq", "en", "Haste makes waste", 1, "Waste!", True, True),
     ("seq2seq", "de", "Wer A sagt muss auch B sagen.", 0, "sagen.", False, True),
@@ -310,9 +288,8 @@ def test_budget_is_four_new_tokens_for_causal_models_and_nineteen_for_mt0():
         upstream, default = Stub(kind, {}, target_tokens=5), Stub(kind, {}, target_tokens=5)
         run("maps_en", upstream, rows=[row], protocol="upstream", progress=False)
         run("maps_en", default, rows=[row], progress=False)
-        assert upstream.budgets == {upstream_budget} and default.budgets == {
-            7
-        }  # default: max(4, T + 2)
+        # default: max(4, T + 2)
+        assert upstream.budgets == {upstream_budget} and default.budgets == {7}
 
 
 def test_causal_memorisation_on_a_real_model_matches_upstream():

@@ -199,10 +199,8 @@ def test_random_tables_score_as_upstreams_eval(table):
         columns["language"] += [lang] * n
         columns["country"] += [country] * n
     upstream = upstream_scores(wrong, asked)
-    for kind in (
-        "causal",
-        "seq2seq",
-    ):  # the scorer's options are the same for every kind upstream ran
+    # the scorer's options are the same for every kind upstream ran
+    for kind in ("causal", "seq2seq"):
         options = XfaktTask.options_for("upstream", {}, kind)
         ours = library_view(
             xfakt(
@@ -286,9 +284,8 @@ def test_the_judges_echoed_prompt_is_deleted_before_reading_the_verdict(xfakt_re
     upstream = xtask(xfakt_release, **XfaktTask.profile("upstream", "causal"))
     default = xtask(xfakt_release)
     (probe,) = upstream.build_probes([], stage="judge", previous=[answer])
-    output = (
-        "Echo:" + probe.prompt + "Rating: [[1]]"
-    )  # the reply inside the echoed prompt holds "[4]"
+    # the reply inside the echoed prompt holds "[4]"
+    output = "Echo:" + probe.prompt + "Rating: [[1]]"
     assert upstream_reply(output, probe.prompt) == "Echo:Rating: [[1]]"
     assert upstream.to_record(probe, output, stage="judge")["judge_output"] == "Echo:Rating: [[1]]"
     assert upstream.to_record(probe, output, stage="judge")["correct"] is True
@@ -307,9 +304,8 @@ def test_the_profile_doubles_the_bos_of_chat_prompts_only(xfakt_release):
         xfakt_release, kind="seq2seq", **XfaktTask.profile("upstream", "seq2seq")
     ).build_probes(rows)
     default = xtask(xfakt_release).build_probes(rows)
-    assert (
-        causal[0].options.add_special_tokens is True
-    )  # vLLM tokenised the templated string with BOS again
+    # vLLM tokenised the templated string with BOS again
+    assert causal[0].options.add_special_tokens is True
     assert (
         seq2seq[0].options.add_special_tokens is None
         and default[0].options.add_special_tokens is None

@@ -140,9 +140,8 @@ def test_judge_prompt_is_the_papers_rubric_verbatim(mirror):
 
 def test_judge_prompt_fills_the_data_files_rubric(xfakt_release):
     system, template = judge_template(literals(xfakt_release))
-    assert (
-        system == "You are a helpful assistant." and template.count("{") == 3
-    )  # SYSTEM_PROMPT_OURS, PROMPT_OURS
+    # SYSTEM_PROMPT_OURS, PROMPT_OURS
+    assert system == "You are a helpful assistant." and template.count("{") == 3
     filled = judge_prompt(
         literals(xfakt_release), "भारत", "मुंबई किस देश में स्थित है?", "India {not a slot}"
     )
@@ -178,9 +177,8 @@ def test_the_judge_gets_the_data_files_system_prompt_and_the_rubric(xfakt_releas
 def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(xfakt_release):
     rows = rows_of(xfakt_release, "New York", languages=("en",))
     (chat,) = xtask(xfakt_release, mode="rank").build_probes(rows)
-    assert (
-        chat.request.chat and chat.request.system is None
-    )  # spec 4.4: same chat prompt as 4.2, no system turn
+    # spec 4.4: same chat prompt as 4.2, no system turn
+    assert chat.request.chat and chat.request.system is None
     assert (
         chat.request.left == "In which country is New York located?"
         and "India" in chat.request.candidates
@@ -192,11 +190,8 @@ def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(xfakt_re
     assert [d["id"] for d in plain_task.applied_deviations()] == ["X2", "X5", "X7", "X8"]
     assert plain_task.describe(rows)["chat_template"] is False
     default = xtask(xfakt_release, mode="rank")
-    assert [d["id"] for d in default.applied_deviations()] == [
-        "X2",
-        "X5",
-        "X8",
-    ]  # no generation, judge, or X7
+    # no generation, judge, or X7
+    assert [d["id"] for d in default.applied_deviations()] == ["X2", "X5", "X8"]
     assert default.describe(rows)["chat_template"] is True
     seq2seq = xtask(xfakt_release, kind="seq2seq", mode="rank")
     assert not seq2seq.build_probes(rows)[0].request.chat and "X7" in {
@@ -335,9 +330,8 @@ def recall_records(right, per_cell, *, mode="rank", seed=0):
                 fields = {"language": language, "country": country, "correct": correct}
                 fields["verdict"] = "same_language" if correct else "incorrect"
                 if mode == "rank":
-                    fields["scores"] = dict.fromkeys(
-                        COUNTRIES_EN, 0.0
-                    )  # what chance needs: the 13 answers ranked
+                    # what chance needs: the 13 answers ranked
+                    fields["scores"] = dict.fromkeys(COUNTRIES_EN, 0.0)
                 kind = "score" if mode == "rank" else "generate"
                 records.append(Record(f"{language}-{country}-{i}", "", "answer", fields, kind=kind))
     return records
@@ -503,9 +497,8 @@ def test_rank_mode_scores_every_country_by_its_best_form(xfakt_release):
     probes = xtask(xfakt_release, mode="rank").build_probes(rows)
     probe = next(p for p in probes if p.item_id == "fr-000-zh")
     assert isinstance(probe, ScoreProbe)
-    assert (
-        "土耳其" in probe.request.candidates and "火鸡" not in probe.request.candidates
-    )  # corrected names
+    # corrected names
+    assert "土耳其" in probe.request.candidates and "火鸡" not in probe.request.candidates
     assert "Turkey" in probe.request.candidates and len(probe.request.candidates) == 26
     for record in result.records:
         assert len(record["scores"]) == 13
@@ -612,17 +605,14 @@ def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(xfakt_release,
         progress=False,
         data_dir=str(xfakt_release),
     )
-    assert asked == [
-        (True, None),
-        (True, True),
-    ]  # the paper's rule, then upstream's special tokens added again
+    # the paper's rule, then upstream's special tokens added again
+    assert asked == [(True, None), (True, True)]
     # X1 concerns every chat-templated generation; its side says which rule the run took
     assert {d["id"]: d["side"] for d in result.config["deviations"]}["X1"] == "upstream"
     assert "--option double_bos=true" in (tmp_path / "run" / "report.md").read_text()
     seq2seq = xtask(xfakt_release, kind="seq2seq", double_bos=True)
-    assert (
-        seq2seq.build_probes(rows)[0].options.add_special_tokens is None
-    )  # no chat template: nothing doubled
+    # no chat template: nothing doubled
+    assert seq2seq.build_probes(rows)[0].options.add_special_tokens is None
 
 
 def test_smoke_run_without_non_associated_cells_still_reports(xfakt_release, tmp_path):

@@ -246,9 +246,8 @@ def test_resume_with_another_judge_model_rejudges_every_answer_and_asks_the_mode
         judge_model="judge/b",
         max_new_tokens=4,
     )
-    assert (
-        model.prompts == [] and len(judges["judge/b"].prompts) == 6
-    )  # 3 for the resume, 3 for the fresh run
+    # 3 for the resume, 3 for the fresh run
+    assert model.prompts == [] and len(judges["judge/b"].prompts) == 6
     assert resumed.metrics == fresh.metrics and resumed.metrics["verdicts"] == {"same_language": 3}
     lines = items(tmp_path)
     assert len(lines) == 6 and {r["judge_output"] for r in lines if r["stage"] == "judge"} == {
@@ -285,9 +284,8 @@ def test_a_string_judged_run_resumes_with_an_llm_judge_asking_only_the_judge(
         max_new_tokens=4,
     )
     assert model.prompts == [] and len(judges["judge/a"].prompts) == 6
-    assert resumed.metrics == fresh.metrics and resumed.metrics["verdicts"] == {
-        "incorrect": 3
-    }  # the LLM's "[4]"
+    # the LLM's "[4]"
+    assert resumed.metrics == fresh.metrics and resumed.metrics["verdicts"] == {"incorrect": 3}
 
 
 def test_an_answer_stage_change_is_refused_on_resume_and_a_metrics_option_is_not(

@@ -50,9 +50,8 @@ class Mws(evaluate.Metric):
     ):
         if embed is not None and vectors is not None:
             raise MetricInputError("Pass either `embed` or `vectors`, not both.")
-        if (
-            embed is None
-        ):  # the vectors of the strings mWS reads, from a file (or the fastText default)
+        # the vectors of the strings mWS reads, from a file (or the fastText default)
+        if embed is None:
             embed = read_vectors(
                 vectors, keep=words_needed(predictions, references), language=language
             )

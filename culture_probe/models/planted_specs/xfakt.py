@@ -41,9 +41,8 @@ def xfakt_spec(
         "language (the associated cells) and wrong ones in the other languages, i.e. a low associated error, a "
         "high non-associated one and a low KTS; the other entities are not planted"
     )
-    items = tuple(
-        str(r["id"]) for r in rows if r["entity_idx"] in chosen
-    )  # each entity in every language
+    # each entity in every language
+    items = tuple(str(r["id"]) for r in rows if r["entity_idx"] in chosen)
     return chat_gpt2_spec(facts, texts, what=what, seed=seed, batch_size=16, items=items)
 
 
