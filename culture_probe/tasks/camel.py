@@ -207,78 +207,6 @@ class CamelTask(Task):
     )
     options: CamelOptions
     seeded = True  # the entity samples of each run are drawn with the seed
-    # tareknaous/camel released data only: every deviation below is measured against the paper, none has an
-    # upstream side, and the upstream profile changes nothing for CAMeL
-    deviations = (
-        Deviation(
-            "C1",
-            "Co causal prompts derived from the text left of [MASK] (upstream file missing).",
-            "CAMeL-Co, causal and seq2seq models",
-            lambda t: _causal_context(t) and t.benchmark.base == "camel_co_prompts",
-            upstream_note=f"{NO_CODE}; the README says the causal prompts were rewritten, and that file was "
-            "never released, so nothing can reproduce it (exclude_empty_prefix=True drops the 10 prompts "
-            "whose derived prefix is empty)",
-        ),
-        Deviation(
-            "C2",
-            "Ag causal rows with text after the mask: that text is dropped.",
-            "CAMeL-Ag, causal and seq2seq models",
-            lambda t: _causal_context(t) and t.benchmark.base == "camel_ag_prompts",
-            upstream_note=f"{NO_CODE}; the paper scores causal models on the text before [MASK]",
-        ),
-        Deviation(
-            "C3",
-            "Subword aggregation, unstated beyond the paper's 'average over all the sub-words': mean "
-            "probability (masked), mean log-prob (causal/seq2seq) with aggregate='auto'; aggregate= picks "
-            "one rule for every model kind.",
-            upstream_note=f"{NO_CODE}; aggregate= tries the other reading of the paper",
-        ),
-        Deviation(
-            "C4",
-            "Masked multi-subword scoring, unstated in the paper: left-to-right one-mask infill "
-            "(mlm_mode='l2r'); mlm_mode='all_masks' masks every subword at once.",
-            "masked models",
-            lambda t: t.kind == "masked",
-            upstream_note=f"{NO_CODE}; mlm_mode= tries the other procedure",
-        ),
-        Deviation(
-            "C5",
-            "Sampling pool, unstated in the paper: stripped, de-duplicated, unlabelled and "
-            "cross-labelled strings dropped (pool='clean'); pool='raw' samples the released cells as they are.",
-            upstream_note=f"{NO_CODE}; pool='raw' samples the released cells",
-        ),
-        Deviation(
-            "C6",
-            "Sample size min(50, pool).",
-            upstream_note=f"{NO_CODE}; the paper samples 50 per culture, and clothing Western has 23",
-        ),
-        Deviation(
-            "C7",
-            "Seeds: numpy default_rng([seed, run, type, culture]).",
-            upstream_note=f"{NO_CODE} and no seeds: upstream's draws cannot be matched (seed= changes ours)",
-        ),
-        Deviation(
-            "C8",
-            "Ties count as not Western: the strict '>' of the paper's formula (tie_value=0); "
-            "tie_value=0.5 gives an AUC.",
-            upstream_note=f"{NO_CODE}; tie_value=0 is the paper's formula",
-        ),
-        Deviation(
-            "C9",
-            "Avg recomputed from the ten type columns.",
-            upstream_note=f"{NO_CODE}; two printed Avg cells disagree with their own columns",
-        ),
-        Deviation(
-            "C10",
-            "Prompt adaptation formats (our choice; the paper gives none): culture_token prepends "
-            "'[عربي] ' to the probed prompt; n_shot demonstrations are the same prompt filled with Arab "
-            "entities drawn (with the run's Arab rng, continued after its sample) from the Arab pool "
-            "minus that sample, one per line before the prompt.",
-            "culture_token or n_shot",
-            lambda t: t.options.culture_token or t.options.n_shot > 0,
-            upstream_note=f"{NO_CODE}; the paper gives no format for the token or the demonstrations",
-        ),
-    )
 
     def __init__(
         self,
@@ -421,6 +349,80 @@ class CamelTask(Task):
                 crossed=self.design.crossed,
             ).with_scale(100.0)
         ]
+
+    # Where this protocol differs from the released code (docs/deviations.md)
+    # tareknaous/camel released data only: every deviation below is measured against the paper, none has an
+    # upstream side, and the upstream profile changes nothing for CAMeL
+    deviations = (
+        Deviation(
+            "C1",
+            "Co causal prompts derived from the text left of [MASK] (upstream file missing).",
+            "CAMeL-Co, causal and seq2seq models",
+            lambda t: _causal_context(t) and t.benchmark.base == "camel_co_prompts",
+            upstream_note=f"{NO_CODE}; the README says the causal prompts were rewritten, and that file was "
+            "never released, so nothing can reproduce it (exclude_empty_prefix=True drops the 10 prompts "
+            "whose derived prefix is empty)",
+        ),
+        Deviation(
+            "C2",
+            "Ag causal rows with text after the mask: that text is dropped.",
+            "CAMeL-Ag, causal and seq2seq models",
+            lambda t: _causal_context(t) and t.benchmark.base == "camel_ag_prompts",
+            upstream_note=f"{NO_CODE}; the paper scores causal models on the text before [MASK]",
+        ),
+        Deviation(
+            "C3",
+            "Subword aggregation, unstated beyond the paper's 'average over all the sub-words': mean "
+            "probability (masked), mean log-prob (causal/seq2seq) with aggregate='auto'; aggregate= picks "
+            "one rule for every model kind.",
+            upstream_note=f"{NO_CODE}; aggregate= tries the other reading of the paper",
+        ),
+        Deviation(
+            "C4",
+            "Masked multi-subword scoring, unstated in the paper: left-to-right one-mask infill "
+            "(mlm_mode='l2r'); mlm_mode='all_masks' masks every subword at once.",
+            "masked models",
+            lambda t: t.kind == "masked",
+            upstream_note=f"{NO_CODE}; mlm_mode= tries the other procedure",
+        ),
+        Deviation(
+            "C5",
+            "Sampling pool, unstated in the paper: stripped, de-duplicated, unlabelled and "
+            "cross-labelled strings dropped (pool='clean'); pool='raw' samples the released cells as they are.",
+            upstream_note=f"{NO_CODE}; pool='raw' samples the released cells",
+        ),
+        Deviation(
+            "C6",
+            "Sample size min(50, pool).",
+            upstream_note=f"{NO_CODE}; the paper samples 50 per culture, and clothing Western has 23",
+        ),
+        Deviation(
+            "C7",
+            "Seeds: numpy default_rng([seed, run, type, culture]).",
+            upstream_note=f"{NO_CODE} and no seeds: upstream's draws cannot be matched (seed= changes ours)",
+        ),
+        Deviation(
+            "C8",
+            "Ties count as not Western: the strict '>' of the paper's formula (tie_value=0); "
+            "tie_value=0.5 gives an AUC.",
+            upstream_note=f"{NO_CODE}; tie_value=0 is the paper's formula",
+        ),
+        Deviation(
+            "C9",
+            "Avg recomputed from the ten type columns.",
+            upstream_note=f"{NO_CODE}; two printed Avg cells disagree with their own columns",
+        ),
+        Deviation(
+            "C10",
+            "Prompt adaptation formats (our choice; the paper gives none): culture_token prepends "
+            "'[عربي] ' to the probed prompt; n_shot demonstrations are the same prompt filled with Arab "
+            "entities drawn (with the run's Arab rng, continued after its sample) from the Arab pool "
+            "minus that sample, one per line before the prompt.",
+            "culture_token or n_shot",
+            lambda t: t.options.culture_token or t.options.n_shot > 0,
+            upstream_note=f"{NO_CODE}; the paper gives no format for the token or the demonstrations",
+        ),
+    )
 
 
 def scored_prompt(record: Record) -> ScoredPrompt:

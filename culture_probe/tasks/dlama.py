@@ -160,74 +160,6 @@ class DlamaTask(Task):
         "n_aligned": int,
         "aligned_set": str,
     }
-    deviations = (
-        Deviation(
-            "D1",
-            "Subjects are inserted with plain str.replace; the released T5/mT5 path used "
-            "re.sub('[X]', subject, template), a character class that replaces every capital X of the "
-            "template and leaves the brackets ('[Egypt] is located in [Y] .').",
-            "seq2seq models, ranking",
-            lambda t: _ranks(t) and t.kind == "seq2seq",
-            upstream={"fill": "upstream_regex"},
-            upstream_kinds=("seq2seq",),
-        ),
-        Deviation(
-            "D2",
-            "Candidates are scored with their in-context token ids; the released masked path "
-            "tokenized each candidate on its own (no leading-space piece on BPE/SentencePiece; identical "
-            "for the WordPiece models of the paper).",
-            "masked models, ranking",
-            lambda t: _ranks(t) and t.kind == "masked",
-            upstream={"candidate_tokenization": "alone"},
-            upstream_kinds=("masked",),
-        ),
-        Deviation(
-            "D3",
-            "Causal models: mean log-prob of the candidate after the text left of the slot: a "
-            "culture_probe extension, not comparable with the paper.",
-            "causal models, ranking",
-            lambda t: _ranks(t) and t.kind == "causal",
-            upstream_note="upstream cannot run it: the released code has no causal ranking path "
-            "(evaluate_bloom.py only generates text)",
-        ),
-        Deviation(
-            "D4",
-            "Generation mode asks every fact in scope, greedily; the released GPT script asked only "
-            "the first 3 facts of each file (generate_first_n=3) and sampled gpt-3.5-turbo at the API's "
-            "default temperature, which no option reproduces.",
-            "mode='generate'",
-            lambda t: t.options.mode == "generate",
-            upstream={"generate_first_n": 3},
-            upstream_kinds=("causal",),
-        ),
-        Deviation(
-            "D5",
-            "Fast tokenizers with [MASK] as a special token (what the released code effectively ran).",
-            "masked models",
-            lambda t: _ranks(t) and t.kind == "masked",
-            upstream_note="changes no number: the released code set a slow-tokenizer override on a fast "
-            "tokenizer, which ignored it, so it ran what the library runs",
-        ),
-        Deviation(
-            "D6",
-            "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
-            "and mean of every candidate, which would multiply its size by the candidate count; "
-            "--option keep_scores=true records them all.",
-            "ranking without keep_scores",
-            lambda t: _ranks(t) and not t.options.keep_scores,
-            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
-            "superset of the released result.pkl)",
-        ),
-        Deviation(
-            "D7",
-            "P@1 counts a fact right when the top candidate is any of its labels; the released T5/mT5 "
-            "path scored only the rank of its first listed label (obj_label[0]).",
-            "seq2seq models, ranking",
-            lambda t: _ranks(t) and t.kind == "seq2seq",
-            upstream={"p1_gold": "first"},
-            upstream_kinds=("seq2seq",),
-        ),
-    )
 
     def model_need(self, stage: str) -> ModelNeed:
         """Generation mode asks a causal model through its chat template (a refusal names --option mode=rank)."""
@@ -480,6 +412,76 @@ class DlamaTask(Task):
         return {}, {
             "culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"
         }
+
+    # Where this protocol differs from the released code (docs/deviations.md)
+    deviations = (
+        Deviation(
+            "D1",
+            "Subjects are inserted with plain str.replace; the released T5/mT5 path used "
+            "re.sub('[X]', subject, template), a character class that replaces every capital X of the "
+            "template and leaves the brackets ('[Egypt] is located in [Y] .').",
+            "seq2seq models, ranking",
+            lambda t: _ranks(t) and t.kind == "seq2seq",
+            upstream={"fill": "upstream_regex"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "D2",
+            "Candidates are scored with their in-context token ids; the released masked path "
+            "tokenized each candidate on its own (no leading-space piece on BPE/SentencePiece; identical "
+            "for the WordPiece models of the paper).",
+            "masked models, ranking",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream={"candidate_tokenization": "alone"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "D3",
+            "Causal models: mean log-prob of the candidate after the text left of the slot: a "
+            "culture_probe extension, not comparable with the paper.",
+            "causal models, ranking",
+            lambda t: _ranks(t) and t.kind == "causal",
+            upstream_note="upstream cannot run it: the released code has no causal ranking path "
+            "(evaluate_bloom.py only generates text)",
+        ),
+        Deviation(
+            "D4",
+            "Generation mode asks every fact in scope, greedily; the released GPT script asked only "
+            "the first 3 facts of each file (generate_first_n=3) and sampled gpt-3.5-turbo at the API's "
+            "default temperature, which no option reproduces.",
+            "mode='generate'",
+            lambda t: t.options.mode == "generate",
+            upstream={"generate_first_n": 3},
+            upstream_kinds=("causal",),
+        ),
+        Deviation(
+            "D5",
+            "Fast tokenizers with [MASK] as a special token (what the released code effectively ran).",
+            "masked models",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream_note="changes no number: the released code set a slow-tokenizer override on a fast "
+            "tokenizer, which ignored it, so it ran what the library runs",
+        ),
+        Deviation(
+            "D6",
+            "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
+            "and mean of every candidate, which would multiply its size by the candidate count; "
+            "--option keep_scores=true records them all.",
+            "ranking without keep_scores",
+            lambda t: _ranks(t) and not t.options.keep_scores,
+            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
+            "superset of the released result.pkl)",
+        ),
+        Deviation(
+            "D7",
+            "P@1 counts a fact right when the top candidate is any of its labels; the released T5/mT5 "
+            "path scored only the rank of its first listed label (obj_label[0]).",
+            "seq2seq models, ranking",
+            lambda t: _ranks(t) and t.kind == "seq2seq",
+            upstream={"p1_gold": "first"},
+            upstream_kinds=("seq2seq",),
+        ),
+    )
 
 
 def p1_table(

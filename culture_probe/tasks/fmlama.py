@@ -170,131 +170,6 @@ class FmlamaTask(Task):
     )
     smoke = Smoke(2, GROUP_NEEDS)
     options: FmlamaOptions
-    deviations = (
-        Deviation(
-            "F1",
-            "Gold set strings are split on ', ' into ingredients, each a candidate; the v1 runner fed "
-            "each dish's whole string as one gold and one candidate.",
-            "ranking",
-            _ranks,
-            upstream={"split_gold": False},
-            upstream_kinds=V1_KINDS,
-        ),
-        Deviation(
-            "F2",
-            "No candidate length cap; the v1 masked path dropped candidates of more than 10 sub-tokens "
-            "(its T5 path had no cap).",
-            "masked models, ranking",
-            lambda t: _ranks(t) and t.kind == "masked",
-            upstream={"max_candidate_tokens": 10},
-            upstream_kinds=("masked",),
-        ),
-        Deviation(
-            "F2b",
-            "AP divides by |G| as in the paper; the v1 scorer divided by the golds found in the "
-            "ranking and skipped dishes with none.",
-            "ranking",
-            _ranks,
-            upstream={"ap_denominator": "ranked"},
-            upstream_kinds=V1_KINDS,
-        ),
-        Deviation(
-            "F3",
-            "Templates filled with str.replace; the v1 T5/mT5 path used re.sub('[X]', ...) then "
-            "re.sub('[C]', ...): brackets stay and every capital C, dish names included, becomes the country.",
-            "seq2seq models, ranking",
-            lambda t: _ranks(t) and t.kind == "seq2seq",
-            upstream={"fill": "upstream_regex"},
-            upstream_kinds=("seq2seq",),
-        ),
-        Deviation(
-            "F4",
-            "No double space in the English country filler ('the United States'); v1 wrote ' the United States'.",
-            "country templates, ranking",
-            lambda t: _ranks(t) and "country" in t.options.families,
-            upstream={"country_names": {"en": {"United States of America": " the United States"}}},
-            upstream_kinds=V1_KINDS,
-        ),
-        Deviation(
-            "F5",
-            "Country names by the library's rules (en origin keys, zh for the 8 code-switching origins, "
-            "others from country_names=); rows without a name are skipped for country templates, counted.",
-            "country templates",
-            lambda t: "country" in t.options.families,
-            upstream_note="upstream cannot run on the released data: v1 looks every origin up in 33-country "
-            "tables before it checks the template, so the first origin outside them (en: 659 of 2,580 "
-            "dishes) raises KeyError, even for hasParts templates; the profile keeps the library's names",
-        ),
-        Deviation(
-            "F6",
-            "Causal models: teacher-forced mean log-prob of the ingredient (plus the text after it "
-            "when the dish comes after the slot): a culture_probe extension, not in the v1 paper.",
-            "causal models, ranking",
-            lambda t: _ranks(t) and t.kind == "causal",
-            upstream_note="upstream cannot run it: v1 has no causal path; v2's scores read off one greedy "
-            "generation are not reproduced",
-        ),
-        Deviation(
-            "F7",
-            "items.jsonl keeps the top |G| + 10 candidates and every gold rank, not the sum, token count "
-            "and mean of every candidate, which would multiply its size by the pool size; "
-            "--option keep_scores=true records them all.",
-            "ranking without keep_scores",
-            lambda t: _ranks(t) and not t.options.keep_scores,
-            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
-            "superset of the released result.pkl)",
-        ),
-        Deviation(
-            "F-chat",
-            "Chat replies are parsed with a documented approximation (the original parser was "
-            "never released): split on commas, 'and', newlines and 、, case-folded, crude English singular.",
-            "mode='chat'",
-            _chat,
-            upstream_note="upstream cannot run it: no parser of the chat replies was released",
-        ),
-        Deviation(
-            "F8",
-            "Chat replies are decoded greedily (at most 64 new tokens by default) with the tokenizer's "
-            "chat template; the paper sampled one reply at temperature 0.7 with up to 1,024 new tokens "
-            "(chat_decoding='sample' does, seeded per prompt from the run's seed) through fastchat's "
-            "conversation templates, which no option reproduces.",
-            "mode='chat'",
-            _chat,
-            upstream={
-                "chat_decoding": "sample",
-                "chat_temperature": 0.7,
-                "chat_max_new_tokens": 1024,
-            },
-            upstream_kinds=("causal",),
-        ),
-        Deviation(
-            "F9",
-            "Candidates are scored with their in-context token ids; the v1 masked path tokenized each "
-            "candidate on its own (no leading-space piece on BPE/SentencePiece; identical for WordPiece).",
-            "masked models, ranking",
-            lambda t: _ranks(t) and t.kind == "masked",
-            upstream={"candidate_tokenization": "alone"},
-            upstream_kinds=("masked",),
-        ),
-        Deviation(
-            "F10",
-            "Origin groups are the paper's 14; the v1 scorer named 10 (Germany, Iran, Greece and Russia "
-            "fall into Others there).",
-            "ranking grouped by country",
-            lambda t: _ranks(t) and t.options.group_by == "group",
-            upstream={"group_set": "v1_code"},
-            upstream_kinds=V1_KINDS,
-        ),
-        Deviation(
-            "F11",
-            "Each template's mAP is kept unrounded; the v1 scorer rounded it to 2 decimals "
-            "(round(100 * map, 2)) before the mean over templates.",
-            "ranking",
-            _ranks,
-            upstream={"round_template_map": True},
-            upstream_kinds=V1_KINDS,
-        ),
-    )
 
     def __init__(
         self,
@@ -582,6 +457,133 @@ class FmlamaTask(Task):
         if v1_code and self.options.group_by == "group" and group not in V1_CODE_GROUPS:
             return OTHERS
         return group
+
+    # Where this protocol differs from the released code (docs/deviations.md)
+    deviations = (
+        Deviation(
+            "F1",
+            "Gold set strings are split on ', ' into ingredients, each a candidate; the v1 runner fed "
+            "each dish's whole string as one gold and one candidate.",
+            "ranking",
+            _ranks,
+            upstream={"split_gold": False},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F2",
+            "No candidate length cap; the v1 masked path dropped candidates of more than 10 sub-tokens "
+            "(its T5 path had no cap).",
+            "masked models, ranking",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream={"max_candidate_tokens": 10},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "F2b",
+            "AP divides by |G| as in the paper; the v1 scorer divided by the golds found in the "
+            "ranking and skipped dishes with none.",
+            "ranking",
+            _ranks,
+            upstream={"ap_denominator": "ranked"},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F3",
+            "Templates filled with str.replace; the v1 T5/mT5 path used re.sub('[X]', ...) then "
+            "re.sub('[C]', ...): brackets stay and every capital C, dish names included, becomes the country.",
+            "seq2seq models, ranking",
+            lambda t: _ranks(t) and t.kind == "seq2seq",
+            upstream={"fill": "upstream_regex"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "F4",
+            "No double space in the English country filler ('the United States'); v1 wrote ' the United States'.",
+            "country templates, ranking",
+            lambda t: _ranks(t) and "country" in t.options.families,
+            upstream={"country_names": {"en": {"United States of America": " the United States"}}},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F5",
+            "Country names by the library's rules (en origin keys, zh for the 8 code-switching origins, "
+            "others from country_names=); rows without a name are skipped for country templates, counted.",
+            "country templates",
+            lambda t: "country" in t.options.families,
+            upstream_note="upstream cannot run on the released data: v1 looks every origin up in 33-country "
+            "tables before it checks the template, so the first origin outside them (en: 659 of 2,580 "
+            "dishes) raises KeyError, even for hasParts templates; the profile keeps the library's names",
+        ),
+        Deviation(
+            "F6",
+            "Causal models: teacher-forced mean log-prob of the ingredient (plus the text after it "
+            "when the dish comes after the slot): a culture_probe extension, not in the v1 paper.",
+            "causal models, ranking",
+            lambda t: _ranks(t) and t.kind == "causal",
+            upstream_note="upstream cannot run it: v1 has no causal path; v2's scores read off one greedy "
+            "generation are not reproduced",
+        ),
+        Deviation(
+            "F7",
+            "items.jsonl keeps the top |G| + 10 candidates and every gold rank, not the sum, token count "
+            "and mean of every candidate, which would multiply its size by the pool size; "
+            "--option keep_scores=true records them all.",
+            "ranking without keep_scores",
+            lambda t: _ranks(t) and not t.options.keep_scores,
+            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
+            "superset of the released result.pkl)",
+        ),
+        Deviation(
+            "F-chat",
+            "Chat replies are parsed with a documented approximation (the original parser was "
+            "never released): split on commas, 'and', newlines and 、, case-folded, crude English singular.",
+            "mode='chat'",
+            _chat,
+            upstream_note="upstream cannot run it: no parser of the chat replies was released",
+        ),
+        Deviation(
+            "F8",
+            "Chat replies are decoded greedily (at most 64 new tokens by default) with the tokenizer's "
+            "chat template; the paper sampled one reply at temperature 0.7 with up to 1,024 new tokens "
+            "(chat_decoding='sample' does, seeded per prompt from the run's seed) through fastchat's "
+            "conversation templates, which no option reproduces.",
+            "mode='chat'",
+            _chat,
+            upstream={
+                "chat_decoding": "sample",
+                "chat_temperature": 0.7,
+                "chat_max_new_tokens": 1024,
+            },
+            upstream_kinds=("causal",),
+        ),
+        Deviation(
+            "F9",
+            "Candidates are scored with their in-context token ids; the v1 masked path tokenized each "
+            "candidate on its own (no leading-space piece on BPE/SentencePiece; identical for WordPiece).",
+            "masked models, ranking",
+            lambda t: _ranks(t) and t.kind == "masked",
+            upstream={"candidate_tokenization": "alone"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "F10",
+            "Origin groups are the paper's 14; the v1 scorer named 10 (Germany, Iran, Greece and Russia "
+            "fall into Others there).",
+            "ranking grouped by country",
+            lambda t: _ranks(t) and t.options.group_by == "group",
+            upstream={"group_set": "v1_code"},
+            upstream_kinds=V1_KINDS,
+        ),
+        Deviation(
+            "F11",
+            "Each template's mAP is kept unrounded; the v1 scorer rounded it to 2 decimals "
+            "(round(100 * map, 2)) before the mean over templates.",
+            "ranking",
+            _ranks,
+            upstream={"round_template_map": True},
+            upstream_kinds=V1_KINDS,
+        ),
+    )
 
 
 def random_ap(dish: RankedDish, record: Record) -> float:

@@ -306,145 +306,6 @@ class MapsTask(Task):
         "accuracy on figurative and on literal proverbs (the paper's split) needs 2 of each for an interval",
     )
     options: MapsOptions
-    deviations = (
-        Deviation(
-            "M1",
-            "Prompt fully lower-cased, multi-line layout, as the released code (qa_experiments.py:40-43); "
-            "the paper's Table 3 shows one line in mixed case.",
-            upstream_note="none needed: the library follows the released code here",
-        ),
-        Deviation(
-            "M2",
-            "Causal reasoning score: log-prob of the letter continuation ' a'/' b'; upstream: the mean raw "
-            "logit over the whole sequence prompt + ' a' (qa_experiments.py:126-135).",
-            "causal models",
-            lambda t: t.kind == "causal",
-            upstream_note="the engine returns log-probs, not raw logits; the a/b decision is the same whenever "
-            "' a' and ' b' are single tokens (the prompt's logits are shared by both sequences and "
-            "the letters' logits share one normaliser), so only multi-token letters could differ",
-        ),
-        Deviation(
-            "M3",
-            "XGLM newlines kept and the letter after a space; upstream put the letter on a new line and "
-            "replaced every newline by the typo ' <\\s>' (qa_experiments.py:114-115).",
-            "causal models",
-            lambda t: t.kind == "causal",
-            upstream_note="a rule of one model family (XGLM), which a profile chosen by model kind cannot "
-            "select (the library never guesses a family from a name); XGLM is at chance on MAPS",
-        ),
-        Deviation(
-            "M4",
-            "Masked reasoning compares the word-initial pieces of ' a'/' b' at the mask; upstream XLM-R "
-            "compared the bare pieces 'a'/'b' (convert_tokens_to_ids, qa_experiments.py:103-112).",
-            "masked models",
-            lambda t: t.kind == "masked",
-            upstream={"mlm_letter_pieces": "bare"},
-            upstream_kinds=("masked",),
-        ),
-        Deviation(
-            "M5",
-            "Masked memorisation uses the English templates (the paper's); upstream XLM-R used "
-            "templates in the proverb's own language (memorization.py:101). Upstream also used them for "
-            "the '-mt' models (bloomz-7b1-mt, mt0-xxl-mt), a rule by model name the profile cannot know: "
-            "pass --option mem_template_lang=native for those.",
-            "masked models, memorisation",
-            lambda t: t.kind == "masked" and _memorises(t),
-            upstream={"mem_template_lang": "native"},
-            upstream_kinds=("masked",),
-        ),
-        Deviation(
-            "M6a",
-            "Causal memorisation: budget max(4, T + 2) new tokens, success = the continuation starts "
-            "with the missing word (trailing .!?;, ignored); upstream: 4 new tokens (memorization.py:41), "
-            "success = the proverb is in the post-processed prompt + continuation (:45-50, :62-75), "
-            "which fails a proverb ending in '.' unless the model writes on after it.",
-            "causal models, memorisation",
-            lambda t: t.kind == "causal" and _memorises(t),
-            upstream={"mem_max_new_tokens": 4, "mem_match": "substring"},
-            upstream_kinds=("causal",),
-        ),
-        Deviation(
-            "M6b",
-            "Seq2seq memorisation: budget max(4, T + 2) new tokens, prefix success; upstream mT0: the "
-            "HF default max_length 20, i.e. up to 19 new tokens (memorization.py:37), success = the "
-            "proverb is in front + ' ' + the post-processed output (:45-55, :62-75).",
-            "seq2seq models, memorisation",
-            lambda t: t.kind == "seq2seq" and _memorises(t),
-            upstream={"mem_max_new_tokens": 19, "mem_match": "substring"},
-            upstream_kinds=("seq2seq",),
-        ),
-        Deviation(
-            "M6c",
-            "Masked memorisation: success = the argmax piece starts with the missing word; upstream "
-            "XLM-R: the proverb is in front + ' ' + the post-processed piece (memorization.py:45-50, "
-            ":56-75): a proverb ending in punctuation succeeds only if the piece holds it too (never for "
-            "'.', which upstream stripped).",
-            "masked models, memorisation",
-            lambda t: t.kind == "masked" and _memorises(t),
-            upstream={"mem_match": "substring"},
-            upstream_kinds=("masked",),
-        ),
-        Deviation(
-            "M7",
-            "bf16/fp16 or fp32 weights; upstream loaded mT0, BLOOMZ, XGLM and Llama-2 in 8-bit "
-            "(model_collection.py:108, :115, :119), XLM-R in full precision.",
-            upstream_note="weights are loaded by the engine, not set by the protocol: "
-            "--model-args load_in_8bit=true (bitsandbytes, a CUDA GPU) loads them as upstream did",
-        ),
-        Deviation(
-            "M8",
-            "Seq2seq letters are scored as the sentinel span after the prompt (encoder: prompt + "
-            "<extra_id_0>); upstream mT0 encoded the prompt alone and scored the letter as the decoder "
-            "target from the start token, by its mean raw logit (qa_experiments.py:82-87, :91). "
-            "seq2seq_style='plain' feeds upstream's inputs and reads log-probs, the same a/b decision "
-            "whenever both letters are single tokens.",
-            "seq2seq models",
-            lambda t: t.kind == "seq2seq",
-            upstream={"seq2seq_style": "plain"},
-            upstream_kinds=("seq2seq",),
-        ),
-        Deviation(
-            "M9",
-            "Masked memorisation takes the argmax vocabulary piece at one mask after each template's "
-            "prompt (prompt + ' <mask>', zh without the space), special tokens excluded; upstream's argmax "
-            "included them (model_collection.py:125-129), and a special token, dropped by the '>' filter, "
-            "failed that template.",
-            "masked models, memorisation",
-            lambda t: t.kind == "masked" and _memorises(t),
-            upstream_note="the engine's fill_mask never predicts special tokens and has no switch; it differs "
-            "only on the templates where a special token is the argmax",
-        ),
-        Deviation(
-            "M10",
-            "The memorisation budget T is measured on the first template's prompt (all five end with "
-            "the same proverb front, so the in-context tokenisation of the missing word is the same).",
-            "causal and seq2seq models, memorisation with the default budget",
-            lambda t: _memorises(t) and t.kind != "masked" and t.options.mem_max_new_tokens is None,
-            upstream_note="concerns only the library's own budget max(4, T + 2); upstream's budget was fixed "
-            "(M6a, M6b)",
-        ),
-        Deviation(
-            "M11",
-            "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
-            "(the other letter for negative questions), so every demonstration is consistent.",
-            "n_shot > 0",
-            lambda t: t.options.n_shot > 0,
-            upstream_note="nothing to switch: identical to upstream for question=pos and neg (patterns.py:"
-            "112-138, the same RandomState(42) sets); upstream ran no few-shot neg1-neg4 "
-            "(it would have asked them with the neg wording)",
-        ),
-        Deviation(
-            "M12",
-            "Seq2seq reasoning prompts longer than seq2seq_max_tokens (1,024) lose their start, not their "
-            "end: upstream truncated on the right (qa_experiments.py:83), which drops the question "
-            "and the answer cue of long few-shot prompts.",
-            "seq2seq models with a token limit",
-            lambda t: t.kind == "seq2seq" and t.options.seq2seq_max_tokens is not None,
-            upstream_note="the engine cuts a context on the left only, and a protocol has no tokenizer to cut "
-            "on the right itself; it matters only for prompts over 1,024 tokens (long few-shot "
-            "prompts)",
-        ),
-    )
 
     def __init__(
         self,
@@ -670,6 +531,147 @@ class MapsTask(Task):
         """A random letter is right half the time, whichever question is asked."""
         table = accuracy_table(records, lambda r: chance.random_precision_at_1(1, len(LABELS)))
         return [(table, chance.CHOICE.format(options="two options (a, b): 1/2"))]
+
+    # Where this protocol differs from the released code (docs/deviations.md)
+    deviations = (
+        Deviation(
+            "M1",
+            "Prompt fully lower-cased, multi-line layout, as the released code (qa_experiments.py:40-43); "
+            "the paper's Table 3 shows one line in mixed case.",
+            upstream_note="none needed: the library follows the released code here",
+        ),
+        Deviation(
+            "M2",
+            "Causal reasoning score: log-prob of the letter continuation ' a'/' b'; upstream: the mean raw "
+            "logit over the whole sequence prompt + ' a' (qa_experiments.py:126-135).",
+            "causal models",
+            lambda t: t.kind == "causal",
+            upstream_note="the engine returns log-probs, not raw logits; the a/b decision is the same whenever "
+            "' a' and ' b' are single tokens (the prompt's logits are shared by both sequences and "
+            "the letters' logits share one normaliser), so only multi-token letters could differ",
+        ),
+        Deviation(
+            "M3",
+            "XGLM newlines kept and the letter after a space; upstream put the letter on a new line and "
+            "replaced every newline by the typo ' <\\s>' (qa_experiments.py:114-115).",
+            "causal models",
+            lambda t: t.kind == "causal",
+            upstream_note="a rule of one model family (XGLM), which a profile chosen by model kind cannot "
+            "select (the library never guesses a family from a name); XGLM is at chance on MAPS",
+        ),
+        Deviation(
+            "M4",
+            "Masked reasoning compares the word-initial pieces of ' a'/' b' at the mask; upstream XLM-R "
+            "compared the bare pieces 'a'/'b' (convert_tokens_to_ids, qa_experiments.py:103-112).",
+            "masked models",
+            lambda t: t.kind == "masked",
+            upstream={"mlm_letter_pieces": "bare"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "M5",
+            "Masked memorisation uses the English templates (the paper's); upstream XLM-R used "
+            "templates in the proverb's own language (memorization.py:101). Upstream also used them for "
+            "the '-mt' models (bloomz-7b1-mt, mt0-xxl-mt), a rule by model name the profile cannot know: "
+            "pass --option mem_template_lang=native for those.",
+            "masked models, memorisation",
+            lambda t: t.kind == "masked" and _memorises(t),
+            upstream={"mem_template_lang": "native"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "M6a",
+            "Causal memorisation: budget max(4, T + 2) new tokens, success = the continuation starts "
+            "with the missing word (trailing .!?;, ignored); upstream: 4 new tokens (memorization.py:41), "
+            "success = the proverb is in the post-processed prompt + continuation (:45-50, :62-75), "
+            "which fails a proverb ending in '.' unless the model writes on after it.",
+            "causal models, memorisation",
+            lambda t: t.kind == "causal" and _memorises(t),
+            upstream={"mem_max_new_tokens": 4, "mem_match": "substring"},
+            upstream_kinds=("causal",),
+        ),
+        Deviation(
+            "M6b",
+            "Seq2seq memorisation: budget max(4, T + 2) new tokens, prefix success; upstream mT0: the "
+            "HF default max_length 20, i.e. up to 19 new tokens (memorization.py:37), success = the "
+            "proverb is in front + ' ' + the post-processed output (:45-55, :62-75).",
+            "seq2seq models, memorisation",
+            lambda t: t.kind == "seq2seq" and _memorises(t),
+            upstream={"mem_max_new_tokens": 19, "mem_match": "substring"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "M6c",
+            "Masked memorisation: success = the argmax piece starts with the missing word; upstream "
+            "XLM-R: the proverb is in front + ' ' + the post-processed piece (memorization.py:45-50, "
+            ":56-75): a proverb ending in punctuation succeeds only if the piece holds it too (never for "
+            "'.', which upstream stripped).",
+            "masked models, memorisation",
+            lambda t: t.kind == "masked" and _memorises(t),
+            upstream={"mem_match": "substring"},
+            upstream_kinds=("masked",),
+        ),
+        Deviation(
+            "M7",
+            "bf16/fp16 or fp32 weights; upstream loaded mT0, BLOOMZ, XGLM and Llama-2 in 8-bit "
+            "(model_collection.py:108, :115, :119), XLM-R in full precision.",
+            upstream_note="weights are loaded by the engine, not set by the protocol: "
+            "--model-args load_in_8bit=true (bitsandbytes, a CUDA GPU) loads them as upstream did",
+        ),
+        Deviation(
+            "M8",
+            "Seq2seq letters are scored as the sentinel span after the prompt (encoder: prompt + "
+            "<extra_id_0>); upstream mT0 encoded the prompt alone and scored the letter as the decoder "
+            "target from the start token, by its mean raw logit (qa_experiments.py:82-87, :91). "
+            "seq2seq_style='plain' feeds upstream's inputs and reads log-probs, the same a/b decision "
+            "whenever both letters are single tokens.",
+            "seq2seq models",
+            lambda t: t.kind == "seq2seq",
+            upstream={"seq2seq_style": "plain"},
+            upstream_kinds=("seq2seq",),
+        ),
+        Deviation(
+            "M9",
+            "Masked memorisation takes the argmax vocabulary piece at one mask after each template's "
+            "prompt (prompt + ' <mask>', zh without the space), special tokens excluded; upstream's argmax "
+            "included them (model_collection.py:125-129), and a special token, dropped by the '>' filter, "
+            "failed that template.",
+            "masked models, memorisation",
+            lambda t: t.kind == "masked" and _memorises(t),
+            upstream_note="the engine's fill_mask never predicts special tokens and has no switch; it differs "
+            "only on the templates where a special token is the argmax",
+        ),
+        Deviation(
+            "M10",
+            "The memorisation budget T is measured on the first template's prompt (all five end with "
+            "the same proverb front, so the in-context tokenisation of the missing word is the same).",
+            "causal and seq2seq models, memorisation with the default budget",
+            lambda t: _memorises(t) and t.kind != "masked" and t.options.mem_max_new_tokens is None,
+            upstream_note="concerns only the library's own budget max(4, T + 2); upstream's budget was fixed "
+            "(M6a, M6b)",
+        ),
+        Deviation(
+            "M11",
+            "Few-shot demonstrations ask the probed question variant and are answered correctly for it "
+            "(the other letter for negative questions), so every demonstration is consistent.",
+            "n_shot > 0",
+            lambda t: t.options.n_shot > 0,
+            upstream_note="nothing to switch: identical to upstream for question=pos and neg (patterns.py:"
+            "112-138, the same RandomState(42) sets); upstream ran no few-shot neg1-neg4 "
+            "(it would have asked them with the neg wording)",
+        ),
+        Deviation(
+            "M12",
+            "Seq2seq reasoning prompts longer than seq2seq_max_tokens (1,024) lose their start, not their "
+            "end: upstream truncated on the right (qa_experiments.py:83), which drops the question "
+            "and the answer cue of long few-shot prompts.",
+            "seq2seq models with a token limit",
+            lambda t: t.kind == "seq2seq" and t.options.seq2seq_max_tokens is not None,
+            upstream_note="the engine cuts a context on the left only, and a protocol has no tokenizer to cut "
+            "on the right itself; it matters only for prompts over 1,024 tokens (long few-shot "
+            "prompts)",
+        ),
+    )
 
 
 def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) -> UnitTable:

@@ -245,80 +245,6 @@ class XfaktTask(Task):
         "correct": bool | None,
         "scores": dict[str, Any],
     }
-    deviations = (
-        Deviation(
-            "X1",
-            "The chat-templated answer prompt is tokenised with add_special_tokens=False, so a template "
-            "that starts with BOS has it once; upstream passed the templated string to vLLM 0.2.7, which added "
-            "the tokenizer's special tokens again (factual_gen.py:28-29: a double BOS for Llama-3, Gemma-2).",
-            "generation through the chat template (causal models)",
-            lambda t: _generates(t) and t.chat,
-            upstream={"double_bos": True},
-            upstream_kinds=("causal",),
-            in_process=True,
-        ),
-        Deviation(
-            "X2",
-            "Clean category values (upstream labels landmarks and festivals 'lakes').",
-            upstream_note="upstream's label column (factual_gen.py:63, :66) feeds no metric: eval.py groups "
-            "the answers by country only, so the labels change no number",
-        ),
-        Deviation(
-            "X3",
-            "One judge rule: '[4]' in the judge output means error, anything else is correct (upstream "
-            "eval.py:61 too); the verdict breakdown checks '[4]' first, then [1], [2], [3].",
-            "the LLM judge",
-            lambda t: _generates(t) and t.options.judge == "llm",
-            upstream_note="the error rule is upstream's metric rule already; only upstream's per-verdict "
-            "counts (llm_eval.py:63-73, results_exact_match_*.csv) check [1], [2], [3] first and count the "
-            "rest as [4], which moves no error rate or score",
-        ),
-        Deviation(
-            "X4",
-            "HF generate instead of the pinned vLLM 0.2.7 stack.",
-            "mode='generate'",
-            _generates,
-            upstream_note="the engine generates with HF transformers; upstream's vLLM 0.2.7 / transformers "
-            "4.36.2 stack (environment.yml:167, :174) cannot load several of the evaluated models and is no "
-            "option here, and it stopped answers only at tokenizer.eos_token (factual_gen.py:41)",
-        ),
-        Deviation(
-            "X5",
-            "Bounded FRS/KTS forms of the paper, not the earlier README's unbounded ones.",
-            "factual recall",
-            lambda t: t.part == "factual_recall",
-            upstream_note="no difference from the code: upstream eval.py:84-86 computes the same bounded forms",
-        ),
-        Deviation(
-            "X7",
-            "mode='rank' scores each answer after the plain question (`question + ' ' + answer`; "
-            "seq2seq models: the engine's sentinel span) instead of as the start of the reply to the "
-            "chat-templated question.",
-            "mode='rank' with rank_prompt='plain' or a seq2seq model",
-            lambda t: t.options.mode == "rank" and not t.chat,
-            upstream_note="upstream has no ranking mode (its scripts generate, then judge): an extension "
-            "with nothing to reproduce",
-        ),
-        Deviation(
-            "X8",
-            "Mean ± std and the t-test of the cells are computed from unrounded cell errors, as in the paper's "
-            "Table 2, FRS/KTS from cells rounded to 2 decimals (round_cells); upstream eval.py:64, :79-83 computes "
-            "all of them from the rounded cells.",
-            "factual recall",
-            lambda t: t.part == "factual_recall",
-            upstream={"round_cells": True, "round_statistics": True},
-        ),
-        Deviation(
-            "X9",
-            "Replies are judged as generated (stripped); upstream deleted the question wherever the "
-            "reply repeats it (factual_gen.py:31: output.replace(question, '').strip()), and the judge prompt "
-            "from the judge's output (llm_eval.py:27).",
-            "mode='generate'",
-            _generates,
-            upstream={"strip_echo": True},
-            upstream_kinds=("causal",),
-        ),
-    )
 
     def __init__(
         self,
@@ -638,6 +564,82 @@ class XfaktTask(Task):
             }
         answers = [graded_answer(r, self.cluster_of(r)) for r in self._graded(records)]
         return transfer_estimates(answers, metrics), {}
+
+    # Where this protocol differs from the released code (docs/deviations.md)
+    deviations = (
+        Deviation(
+            "X1",
+            "The chat-templated answer prompt is tokenised with add_special_tokens=False, so a template "
+            "that starts with BOS has it once; upstream passed the templated string to vLLM 0.2.7, which added "
+            "the tokenizer's special tokens again (factual_gen.py:28-29: a double BOS for Llama-3, Gemma-2).",
+            "generation through the chat template (causal models)",
+            lambda t: _generates(t) and t.chat,
+            upstream={"double_bos": True},
+            upstream_kinds=("causal",),
+            in_process=True,
+        ),
+        Deviation(
+            "X2",
+            "Clean category values (upstream labels landmarks and festivals 'lakes').",
+            upstream_note="upstream's label column (factual_gen.py:63, :66) feeds no metric: eval.py groups "
+            "the answers by country only, so the labels change no number",
+        ),
+        Deviation(
+            "X3",
+            "One judge rule: '[4]' in the judge output means error, anything else is correct (upstream "
+            "eval.py:61 too); the verdict breakdown checks '[4]' first, then [1], [2], [3].",
+            "the LLM judge",
+            lambda t: _generates(t) and t.options.judge == "llm",
+            upstream_note="the error rule is upstream's metric rule already; only upstream's per-verdict "
+            "counts (llm_eval.py:63-73, results_exact_match_*.csv) check [1], [2], [3] first and count the "
+            "rest as [4], which moves no error rate or score",
+        ),
+        Deviation(
+            "X4",
+            "HF generate instead of the pinned vLLM 0.2.7 stack.",
+            "mode='generate'",
+            _generates,
+            upstream_note="the engine generates with HF transformers; upstream's vLLM 0.2.7 / transformers "
+            "4.36.2 stack (environment.yml:167, :174) cannot load several of the evaluated models and is no "
+            "option here, and it stopped answers only at tokenizer.eos_token (factual_gen.py:41)",
+        ),
+        Deviation(
+            "X5",
+            "Bounded FRS/KTS forms of the paper, not the earlier README's unbounded ones.",
+            "factual recall",
+            lambda t: t.part == "factual_recall",
+            upstream_note="no difference from the code: upstream eval.py:84-86 computes the same bounded forms",
+        ),
+        Deviation(
+            "X7",
+            "mode='rank' scores each answer after the plain question (`question + ' ' + answer`; "
+            "seq2seq models: the engine's sentinel span) instead of as the start of the reply to the "
+            "chat-templated question.",
+            "mode='rank' with rank_prompt='plain' or a seq2seq model",
+            lambda t: t.options.mode == "rank" and not t.chat,
+            upstream_note="upstream has no ranking mode (its scripts generate, then judge): an extension "
+            "with nothing to reproduce",
+        ),
+        Deviation(
+            "X8",
+            "Mean ± std and the t-test of the cells are computed from unrounded cell errors, as in the paper's "
+            "Table 2, FRS/KTS from cells rounded to 2 decimals (round_cells); upstream eval.py:64, :79-83 computes "
+            "all of them from the rounded cells.",
+            "factual recall",
+            lambda t: t.part == "factual_recall",
+            upstream={"round_cells": True, "round_statistics": True},
+        ),
+        Deviation(
+            "X9",
+            "Replies are judged as generated (stripped); upstream deleted the question wherever the "
+            "reply repeats it (factual_gen.py:31: output.replace(question, '').strip()), and the judge prompt "
+            "from the judge's output (llm_eval.py:27).",
+            "mode='generate'",
+            _generates,
+            upstream={"strip_echo": True},
+            upstream_kinds=("causal",),
+        ),
+    )
 
 
 # Factual recall asks the same entity (and template) of a country in every language: the unit `--limit` draws
