@@ -1,5 +1,6 @@
 """A folder that a command rebuilds (`export`, `board`, `push-board --dry-run`, `consistency --out`, `compare --out`):
-built in a temporary folder beside it and swapped in only when complete, so that a failure (bad input, a full disk)
+built in a temporary folder beside it (inside it, under a hidden name, where `--out` is a mount point or its parent
+is read-only) and swapped in only when complete, so that a failure (bad input, a full disk)
 leaves the earlier output as it was and no half-built folder behind. The folder's marker lists the files the command
 wrote: the next rebuild replaces exactly those, keeps every other file, and refuses (naming it) to overwrite one.
 
@@ -56,18 +57,29 @@ def rebuilding(out: str | os.PathLike, output: Output) -> Iterator[Build]:
     folder = check(out, output)
     with lock(folder, f"the {output.name}") if output.locked else nullcontext():
         previous = written_before(folder, output)
-        beside = folder.resolve().parent
-        beside.mkdir(parents=True, exist_ok=True)
-        prefix = f".{folder.resolve().name}.building-"  # `--out .` too
+        where, prefix = building_place(folder)
         then = f"the {output.name} was not written, and {folder} is as it was"
         with (
-            naming_folder(folder, then=then, within=str(beside / prefix)),
-            tempfile.TemporaryDirectory(prefix=prefix, dir=beside) as temporary,
+            naming_folder(folder, then=then, within=str(where / prefix)),
+            tempfile.TemporaryDirectory(prefix=prefix, dir=where) as temporary,
         ):
             build = Build(Path(temporary))
             yield build
             build.files = files_in(build.folder)
             build.kept = _swap_in(build.folder, folder, output, previous, build.files)
+
+
+def building_place(folder: Path) -> tuple[Path, str]:
+    """Where the rebuild of `folder` is written, and the temporary folder's name prefix: beside it, so that a
+    failure leaves `folder` untouched; inside it, under a hidden bookkeeping name, when beside cannot be: `folder` is
+    a mount point or its parent is not writable (a file moved across file systems, or into a read-only parent,
+    fails). Either way the files are moved in one by one at the end, within one file system.
+    """
+    beside = folder.resolve().parent
+    if folder.is_dir() and (os.path.ismount(folder) or not os.access(beside, os.W_OK)):
+        return folder, f"{MARKER_PREFIX}building-"
+    beside.mkdir(parents=True, exist_ok=True)
+    return beside, f".{folder.resolve().name}.building-"  # `--out .` too
 
 
 def check(out: str | os.PathLike, output: Output) -> Path:
@@ -190,8 +202,10 @@ def _swap_in(
 
 
 def _bookkeeping(file: str) -> bool:
-    """The lock and the markers (this command's and others'): no command's output, nobody's file to keep."""
-    return file == LOCK_FILE or ("/" not in file and file.startswith(MARKER_PREFIX))
+    """The lock, the markers (this command's and others') and a rebuild written inside the folder
+    (`building_place`): no command's output, nobody's file to keep.
+    """
+    return file == LOCK_FILE or file.split("/")[0].startswith(MARKER_PREFIX)
 
 
 def _listed(file: str, listed: Sequence[str]) -> bool:

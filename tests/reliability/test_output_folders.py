@@ -233,3 +233,52 @@ def test_an_empty_out_is_refused_not_the_current_folder(
     line = _fails([*_commands(runs)[command], "--out", ""], capsys)
     assert '(--out "")' in line and "pass a folder path" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def _own_file_system(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`out` is a mount point: a file moved into it from outside fails as across file systems (EXDEV)."""
+    from culture_probe import outfolder
+
+    replace = os.replace
+    inside = out.resolve()
+
+    def across(source: os.PathLike, target: os.PathLike) -> None:
+        if (
+            inside in Path(target).resolve().parents
+            and inside not in Path(source).resolve().parents
+        ):
+            raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", across)
+    monkeypatch.setattr(outfolder.os.path, "ismount", lambda path: Path(path).resolve() == inside)
+
+
+@pytest.mark.parametrize("command", ["board", "consistency", "compare"])
+def test_a_mount_point_as_out_is_rebuilt_inside_it(command, runs, tmp_path, monkeypatch, capsys):
+    """`--out /mnt/disk` (its own file system): the rebuild is written inside it under a hidden name, swapped in
+    file by file, and a failure leaves the old output and nothing beside it or inside it."""
+    plain, out = tmp_path / "plain", tmp_path / "mounted" / "out"
+    assert main([*_commands(runs)[command], "--out", str(plain)]) == 0
+    out.mkdir(parents=True)  # mounted: it exists, and its parent is another file system
+    _own_file_system(out, monkeypatch)
+    for _ in range(2):  # a first build, then a rebuild over it
+        assert main([*_commands(runs)[command], "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert _snapshot(out).keys() == _snapshot(plain).keys()
+    assert sorted(p.name for p in out.parent.iterdir()) == [
+        "out"
+    ]  # nothing written beside the mount point
+    before = _snapshot(out)
+    write_text = Path.write_text
+
+    def full(self: Path, *args: object, **kwargs: object) -> int:
+        if any(p.name.startswith(".culture_probe_building-") for p in self.parents):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", full)
+    assert f"{out} is as it was" in _fails([*_commands(runs)[command], "--out", str(out)], capsys)
+    assert _snapshot(out) == before and not any(
+        p.name.startswith(".culture_probe_building") for p in out.iterdir()
+    )
