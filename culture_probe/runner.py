@@ -56,7 +56,7 @@ from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.sharing import redacted
 from culture_probe.tasks import Task, task_for, task_from_config
 from culture_probe.tasks.base import ModelNeed, asked_in
-from culture_probe.tasks.options import json_ready, options_dict
+from culture_probe.tasks.options import json_ready, options_dict, parse_options
 from culture_probe.tasks.probes import (
     FillMaskProbe,
     GenerateProbe,
@@ -351,8 +351,8 @@ def plan(
     # the corrected twin's protocol too, not only its rows
     benchmark = resolve(config, corrected=settings.corrected)
     task_cls = task_for(benchmark)
-    # a bad option fails before any data or model is read
-    draft = task_cls.options_for(settings.protocol, options)
+    # the user's options, parsed once: a bad one fails before any data or model is read
+    chosen = parse_options(task_cls.Options, options)
     check_language(benchmark, settings.language, custom_rows=rows is not None)
     data: list[Mapping[str, Any]] = (
         list(
@@ -367,16 +367,16 @@ def plan(
         else check_custom_rows(benchmark, rows)
     )
     # before the model: a bad file is named
-    side = load_side_data(benchmark, draft, data_dir=settings.data_dir)
+    side = load_side_data(benchmark, chosen, data_dir=settings.data_dir)
     # from its config: no weights loaded
     kind = model_kind(model if scorer is None else scorer, settings)
     # a suite passes the name beside its scorer
     served = isinstance(model, str) and model.startswith(SERVED)
     # an upstream profile depends on the model's kind and the run's mode
-    task_options = task_cls.options_for(
-        settings.protocol, options, kind, config=benchmark, served=served
+    task_options = task_cls.with_profile(
+        chosen, options, settings.protocol, kind, config=benchmark, served=served
     )
-    if task_cls.needs(benchmark, task_options) != task_cls.needs(benchmark, draft):
+    if task_cls.needs(benchmark, task_options) != task_cls.needs(benchmark, chosen):
         side = load_side_data(benchmark, task_options, data_dir=settings.data_dir)
     task = task_cls(benchmark, task_options, kind=kind, seed=settings.seed, resources=side.values)
     # before any folder or weights

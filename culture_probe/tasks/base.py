@@ -34,7 +34,7 @@ import json
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import zip_longest
@@ -650,24 +650,39 @@ class Task:
         config: str | Benchmark | None = None,
         served: bool = False,
     ) -> Any:
-        """The run's `Options`: the profile's values, then the user's own (which win), checked. Given the config
-        and the model's kind, the profile keeps only the deviations that concern the run (its mode, its templates),
-        so no inert option is set.
+        """The run's `Options`: the user's `values` parsed and checked, then the profile's values for the options
+        the user did not give (`with_profile`).
         """
-        draft = parse_options(cls.Options, values)
+        chosen = parse_options(cls.Options, values)
+        return cls.with_profile(chosen, values, protocol, kind, config=config, served=served)
+
+    @classmethod
+    def with_profile(
+        cls,
+        chosen: Any,
+        given: Collection[str],
+        protocol: str,
+        kind: ModelKind | None = None,
+        *,
+        config: str | Benchmark | None = None,
+        served: bool = False,
+    ) -> Any:
+        """`chosen` (the user's options, parsed once) with the profile's values for the options not `given`: one
+        pure step, taken once the model's kind is known. Given the config and the kind, the profile keeps only the
+        deviations that concern the run (its mode, its templates), so no inert option is set.
+        """
         profile = cls.profile(protocol, kind, served=served)
-        if not profile:
-            return draft
-        if config is not None and kind is not None:
+        if profile and config is not None and kind is not None:
             # no resources: `applies` reads the config, kind and options only
-            probe = cls(config, draft, kind=kind)
+            probe = cls(config, chosen, kind=kind)
             profile = {
                 k: v
                 for d in cls.deviations
                 if d.reproducible(kind, served) and d.applies(probe)
                 for k, v in (d.upstream or {}).items()
             }
-        return parse_options(cls.Options, {**profile, **values})
+        unset = {k: v for k, v in profile.items() if k not in given}
+        return dataclasses.replace(chosen, **unset) if unset else chosen
 
     def stage_model(self, stage: str) -> str | None:
         """The model that answers `stage` (None = the run's model); e.g. an LLM judge for X-FaKT."""
