@@ -378,7 +378,7 @@ def stage_plans(
     )
 
 
-#: how each probe kind is previewed: the preview of the engine call that `runner.ASK` makes for it
+#: how each probe kind is previewed: the preview of the engine call that `runner.execution.ASK` makes for it
 SHOW: dict[type, Callable[[Any, Any], View]] = {
     ScoreProbe: lambda previewer, probe: previewer.score([probe.request], probe.options)[0],
     GenerateProbe: lambda previewer, probe: previewer.generate([probe.prompt], probe.options)[0],

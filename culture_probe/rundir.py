@@ -3,7 +3,7 @@
 A run directory holds `config.json` (everything needed to repeat the run), `items.jsonl` (one record per probe,
 appended as probes finish), `processes.json` (each process that made it: `culture_probe.provenance`),
 `metrics.json`, `rows.jsonl` (a run on custom rows), `report.md` and `plots/`. The
-engine's score cache is not here: it is one file per model, shared by every run (`runner.default_cache_dir`).
+engine's score cache is not here: it is one file per model, shared by every run (`engine.loading.default_cache_dir`).
 The runner writes it and `report`/`compare` read it, both through here.
 """
 

@@ -212,7 +212,8 @@ class Meter:
         return record_rate(model, config, ran, self.stage_seconds, device, fixed)
 
 
-#: what each probe kind puts through the model: the workload of the engine call that `runner.ASK` makes for a group
+#: what each probe kind puts through the model: the workload of the engine call that
+#: `runner.execution.ASK` makes for a group
 WORK: dict[type, Callable[[Any, list[Any], Any], Workload]] = {
     ScoreProbe: lambda previewer, probes, options: previewer.score_workload(
         [p.request for p in probes], options

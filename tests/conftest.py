@@ -51,10 +51,10 @@ def score_cache_per_test(
     """Each test gets its own score-cache folder, so that counting engine calls in one test never depends on what
     another test scored with the same model (planted models are still shared through CULTURE_PROBE_CACHE).
     """
-    from culture_probe import runner
+    from stand_ins import patch_runner
 
     folder = tmp_path_factory.mktemp("scores")
-    monkeypatch.setattr(runner, "default_cache_dir", lambda: folder)
+    patch_runner(monkeypatch, "default_cache_dir", lambda: folder)
 
 
 @pytest.fixture(autouse=True)

@@ -213,7 +213,8 @@ def test_a_second_run_of_the_same_model_is_served_from_the_shared_cache(
     assert main([*common, "--out", str(tmp_path / "first")]) == 0
     computed = len(batches)
     assert computed > 0
-    (cache,) = runner.default_cache_dir().glob("*.sqlite")  # one file, named after the model
+    # one file, named after the model
+    (cache,) = runner.stage_models.default_cache_dir().glob("*.sqlite")
     assert cache.name.startswith(Path(model).name)
     # another run, config
     assert main([*common, "--out", str(tmp_path / "second"), "--option", "score=sum"]) == 0

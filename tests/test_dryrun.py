@@ -104,7 +104,7 @@ def sealed(tmp_path, monkeypatch):
             patch.setenv("CULTURE_PROBE_CACHE", str(library))
             result = dry_run(*args, cache_dir=str(scores), **kwargs)
         assert list(work.iterdir()) == [] and not scores.exists() and not library.exists()
-        assert list(runner.default_cache_dir().iterdir()) == []
+        assert list(runner.stage_models.default_cache_dir().iterdir()) == []
         return result
 
     return run

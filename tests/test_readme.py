@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from stand_ins import patch_runner
 
 import culture_probe
 from culture_probe import runner
@@ -120,8 +121,8 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setattr(
         "culture_probe.engine.loading.resolve_model", lambda model, options: str(folder)
     )
-    monkeypatch.setattr(
-        runner,
+    patch_runner(
+        monkeypatch,
         "model_kind",
         lambda model, settings: kind(folder if isinstance(model, str) else model, settings),
     )

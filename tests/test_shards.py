@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
 from dlama_fixture import FACTS, TableScorer, spec_table, write_dlama  # noqa: E402
+from stand_ins import patch_runner  # noqa: E402
 
 from culture_probe import runner, shards  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
@@ -221,7 +222,7 @@ class CrashingScorer(TableScorer):
 
 
 def test_a_shard_resumes_on_its_own_and_never_in_another_shards_folder(data, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "CHUNK", 2)
+    patch_runner(monkeypatch, "CHUNK", 2)
     whole = run(data, tmp_path / "whole", shard="1/2")
     out = tmp_path / "killed"
     with pytest.raises(Crash):

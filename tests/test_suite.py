@@ -11,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
+from stand_ins import patch_runner  # noqa: E402
 
 import culture_probe  # noqa: E402
-from culture_probe import runner  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.data.registry import expand, groups  # noqa: E402
 from culture_probe.errors import (
@@ -34,7 +34,7 @@ def one_load(monkeypatch):
         return TableScorer(spec_table())
 
     monkeypatch.setattr("culture_probe.suite.load_scorer", load)
-    monkeypatch.setattr(runner, "model_kind", lambda model, settings: "masked")
+    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
     return loads
 
 

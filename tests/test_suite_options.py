@@ -15,9 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
+from stand_ins import patch_runner  # noqa: E402
 
 import culture_probe  # noqa: E402
-from culture_probe import runner  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.data.registry import groups, resolve  # noqa: E402
 from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError  # noqa: E402
@@ -61,8 +61,8 @@ def table_model(monkeypatch):
     monkeypatch.setattr(
         "culture_probe.suite.load_scorer", lambda model, settings: TableScorer(spec_table())
     )
-    monkeypatch.setattr(runner, "load_scorer", lambda model, settings: TableScorer(spec_table()))
-    monkeypatch.setattr(runner, "model_kind", lambda model, settings: "masked")
+    patch_runner(monkeypatch, "load_scorer", lambda model, settings: TableScorer(spec_table()))
+    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
 
 
 def test_a_plain_option_goes_to_every_config_that_has_it():

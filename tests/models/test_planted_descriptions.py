@@ -6,9 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from stand_ins import NoIdeaScorer
+from stand_ins import NoIdeaScorer, patch_runner
 
-from culture_probe import runner
 from culture_probe.data.registry import load_benchmark
 from culture_probe.models.planted_benchmarks import camel_spec, maps_spec, planted_spec, xfakt_spec
 from culture_probe.runner import run
@@ -44,7 +43,7 @@ def test_what_was_planted_is_no_part_of_the_cache_key(mirror):
 
 
 def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "load_scorer", lambda model, settings: NoIdeaScorer())
+    patch_runner(monkeypatch, "load_scorer", lambda model, settings: NoIdeaScorer())
     result = run(
         "xfakt_factual_recall",
         "planted:xfakt_factual_recall",

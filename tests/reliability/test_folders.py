@@ -12,9 +12,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
+from stand_ins import patch_runner  # noqa: E402
 
 import culture_probe  # noqa: E402
-from culture_probe import rundir, runner  # noqa: E402
+from culture_probe import rundir  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.errors import CultureProbeError  # noqa: E402
 
@@ -31,8 +32,8 @@ def loads(monkeypatch):
         return TableScorer(spec_table())
 
     monkeypatch.setattr("culture_probe.suite.load_scorer", load)
-    monkeypatch.setattr(runner, "load_scorer", load)
-    monkeypatch.setattr(runner, "model_kind", lambda model, settings: "masked")
+    patch_runner(monkeypatch, "load_scorer", load)
+    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
     return loaded
 
 
@@ -129,7 +130,7 @@ def test_a_second_writer_of_a_run_fails_before_planning_or_loading(
     from filelock import FileLock
 
     planned: list = []
-    monkeypatch.setattr(runner, "plan", lambda *args, **kwargs: planned.append(args))
+    patch_runner(monkeypatch, "plan", lambda *args, **kwargs: planned.append(args))
     folder = tmp_path / "run"
     folder.mkdir()
     with FileLock(folder / rundir.LOCK_FILE, timeout=0):  # another process writing this run

@@ -16,9 +16,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import ARABIC, FACTS, write_dlama  # noqa: E402
+from stand_ins import patch_runner  # noqa: E402
 
 import culture_probe  # noqa: E402
-from culture_probe import runner  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.dryrun import dry_run  # noqa: E402
 from culture_probe.engine.backend import Backend  # noqa: E402
@@ -59,7 +59,7 @@ def interrupted(monkeypatch):
 
     def kill(call, after=2):
         with monkeypatch.context() as patch:
-            patch.setattr(runner, "CHUNK", 1)
+            patch_runner(patch, "CHUNK", 1)
             score, asked = Backend.score, []
 
             def dying(self, requests, *args, **kwargs):

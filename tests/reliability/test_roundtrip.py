@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import FACTS, write_dlama  # noqa: E402
+from stand_ins import patch_runner  # noqa: E402
 
-from culture_probe import jsonl, rundir, runner  # noqa: E402
+from culture_probe import jsonl, rundir  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.data.sources import read_jsonl  # noqa: E402
 from culture_probe.engine.types import CandidateScores  # noqa: E402
@@ -156,8 +157,8 @@ class Ordered:
 def stand_in(monkeypatch):
     """`--model` loads `Ordered` of the kind a test sets in `stand_in.kind`."""
     model = Ordered()
-    monkeypatch.setattr(runner, "load_scorer", lambda name, settings: model)
-    monkeypatch.setattr(runner, "model_kind", lambda name, settings: model.kind)
+    patch_runner(monkeypatch, "load_scorer", lambda name, settings: model)
+    patch_runner(monkeypatch, "model_kind", lambda name, settings: model.kind)
     return model
 
 

@@ -22,11 +22,11 @@ TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS / "tasks"))
 sys.path.insert(0, str(TESTS / "report"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
+from stand_ins import patch_runner  # noqa: E402
 from test_compare import FACTS, guessing, knowing  # noqa: E402
 from test_figures_context import _golden_run  # noqa: E402
 
 import culture_probe  # noqa: E402
-from culture_probe import runner  # noqa: E402
 from culture_probe.board import build_board  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.record import RunRecord  # noqa: E402
@@ -77,8 +77,8 @@ def pair(tmp_path):
 def stopped(tmp_path, monkeypatch):
     """A suite of two configs stopped (Ctrl-C) after two probes of the first: the second never started."""
     data = write_dlama(tmp_path / "dlama")
-    monkeypatch.setattr(runner, "CHUNK", 1)
-    monkeypatch.setattr(runner, "model_kind", lambda model, settings: "masked")
+    patch_runner(monkeypatch, "CHUNK", 1)
+    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
     scorers = iter([Dying(2), TableScorer(spec_table()), TableScorer(spec_table())])
     monkeypatch.setattr("culture_probe.suite.load_scorer", lambda model, settings: next(scorers))
     suite = tmp_path / "suite"

@@ -9,6 +9,7 @@ from typing import Literal
 import pytest
 from dlama_fixture import TableScorer, spec_table, write_dlama
 from scipy import stats
+from stand_ins import patch_runner
 
 from culture_probe import rundir, runner
 from culture_probe.engine.types import GenerateOptions
@@ -312,7 +313,7 @@ def test_limit_probes_that_many_facts_each_in_every_language(dlama_dir):
 
 
 def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "CHUNK", 3)  # 10 facts -> 4 engine calls
+    patch_runner(monkeypatch, "CHUNK", 3)  # 10 facts -> 4 engine calls
     full = runner.run(
         "dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, progress=False
     )

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from stand_ins import patch_runner
 
 from culture_probe import runner
 from culture_probe.data.registry import load_benchmark
@@ -60,8 +61,8 @@ class FakeModel:
 
 def fake_loader(judge: FakeModel, loads: list, monkeypatch):
     """`runner.load_scorer` giving `judge` for every named model (and noting the loads), which resolves at once."""
-    monkeypatch.setattr(
-        runner, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
+    patch_runner(
+        monkeypatch, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
     )
 
     def load(model, settings):
@@ -87,8 +88,8 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(
     xfakt_release, tmp_path, monkeypatch
 ):
     loads: list = []
-    monkeypatch.setattr(
-        runner, "load_scorer", fake_loader(FakeModel("[1]", "judge"), loads, monkeypatch)
+    patch_runner(
+        monkeypatch, "load_scorer", fake_loader(FakeModel("[1]", "judge"), loads, monkeypatch)
     )
     model = FakeModel("United States", "model")
     judged_run(
@@ -118,10 +119,10 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(
 def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_duplicates(
     xfakt_release, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(runner, "CHUNK", 1)  # one record per engine call: the kill lands mid-stage
+    patch_runner(monkeypatch, "CHUNK", 1)  # one record per engine call: the kill lands mid-stage
     loads: list = []
-    monkeypatch.setattr(
-        runner,
+    patch_runner(
+        monkeypatch,
         "load_scorer",
         fake_loader(FakeModel("[1]", "judge", fail_after=1), loads, monkeypatch),
     )
@@ -135,7 +136,7 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
     partial = load_run(tmp_path / "run")[2]
     assert partial["n_ungraded"] == 2 and partial["n_items"] == 1
     judge = FakeModel("[1]", "judge")
-    monkeypatch.setattr(runner, "load_scorer", fake_loader(judge, loads, monkeypatch))
+    patch_runner(monkeypatch, "load_scorer", fake_loader(judge, loads, monkeypatch))
     result = judged_run(xfakt_release, model, tmp_path, resume=True)
     # only the two missing verdicts were asked
     assert len(model.prompts) == 3 and len(judge.prompts) == 2
@@ -210,7 +211,7 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
     assert name == "org/model" and pinned["model_args"].revision == "0123abc"
     assert (
         pinned.get("revision") in (None, "0123abc")
-        and pinned["cache_dir"] == runner.default_cache_dir()
+        and pinned["cache_dir"] == runner.stage_models.default_cache_dir()
     )
     assert plain == {"kind": "auto"}
     args = build_parser().parse_args(

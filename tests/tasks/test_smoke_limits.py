@@ -8,8 +8,8 @@ import warnings
 
 import numpy as np
 import pytest
+from stand_ins import patch_runner
 
-from culture_probe import runner
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import InvalidValueError
 from culture_probe.runner import SmallLimitWarning, run
@@ -174,7 +174,7 @@ def test_the_notice_comes_before_the_model_loads(mirror, monkeypatch):
     def refuse(model, settings):
         raise RuntimeError("the model was loaded")
 
-    monkeypatch.setattr(runner, "load_scorer", refuse)
+    patch_runner(monkeypatch, "load_scorer", refuse)
     with (
         pytest.warns(SmallLimitWarning, match="FRS, KTS and X-FaKT"),
         pytest.raises(RuntimeError, match="loaded"),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from dlama_fixture import write_dlama
+from stand_ins import patch_runner
 from test_runner_resume import FakeModel, items, xfakt_run
 
 from culture_probe import runner
@@ -189,7 +190,7 @@ def test_answers_whose_judge_failed_to_load_are_judged_on_resume_by_the_string_j
             raise RuntimeError("CUDA out of memory")
         return loading(model, settings)
 
-    monkeypatch.setattr(runner, "load_scorer", out_of_memory)
+    patch_runner(monkeypatch, "load_scorer", out_of_memory)
     with pytest.raises(RuntimeError, match="out of memory"):
         xfakt_run(
             xfakt_release, FakeModel("India", "m"), tmp_path, judge_model=judge, max_new_tokens=4
@@ -213,10 +214,10 @@ def test_answers_whose_judge_failed_to_load_are_judged_on_resume_by_the_string_j
 def fake_judges(monkeypatch, **replies: str) -> dict[str, FakeModel]:
     """Judges by name (`judge_a="[4]"` is judge/a, always answering "[4]"), resolved and loaded without files."""
     judges = {name.replace("_", "/"): FakeModel(reply, name) for name, reply in replies.items()}
-    monkeypatch.setattr(
-        runner, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
+    patch_runner(
+        monkeypatch, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
     )
-    monkeypatch.setattr(runner, "load_scorer", lambda model, settings: judges.get(model, model))
+    patch_runner(monkeypatch, "load_scorer", lambda model, settings: judges.get(model, model))
     return judges
 
 

@@ -1,0 +1,165 @@
+"""Asking the model: each stage's probes not answered yet, in chunks (the unit of progress, writing and resuming),
+one engine call per kind and options; only rank 0 writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from culture_probe import rundir
+from culture_probe.engine.types import Truncation
+from culture_probe.errors import (
+    CultureProbeError,
+)
+from culture_probe.provenance import ProcessLog
+from culture_probe.runner.stage_models import load_scorer, stage_settings
+from culture_probe.settings import RunSettings
+from culture_probe.tasks import Task
+from culture_probe.tasks.probes import (
+    FillMaskProbe,
+    GenerateProbe,
+    Probe,
+    Record,
+    ScoreProbe,
+    Skipped,
+)
+
+CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
+
+
+def _barrier() -> None:
+    from culture_probe.engine import parallel
+
+    parallel.barrier(parallel.world()[1])
+
+
+def is_main_process() -> bool:
+    """Rank 0 (or a single process): the only writer of run files."""
+    from culture_probe.engine import parallel
+
+    return parallel.world()[0] == 0
+
+
+def execute(
+    task: Task,
+    rows: Sequence[Mapping[str, Any]],
+    first: list[Probe],
+    scorer: Any,
+    settings: RunSettings,
+    done: list[Record],
+    writer: rundir.RecordWriter,
+    progress: bool,
+    log: ProcessLog,
+) -> list[Record]:
+    """Run every stage's probes that are not done yet (`first`: the first stage's, already built); returns all
+    records in probe order. Each chunk's records are written, then noted in `log` with what the engine has cut to
+    fit the model in the stage so far.
+    """
+    done_by_key = {(r.stage, r.key): r for r in done}
+    records: list[Record] = []
+    for stage in task.stages:
+        probes = (
+            first
+            if stage == task.stages[0]
+            else task.build_probes(rows, stage=stage, previous=records)
+        )
+        # later stages ask only the first's items
+        if settings.limit is not None or settings.shard is not None:
+            sampled = {p.item_id for p in first}
+            probes = [p for p in probes if p.item_id in sampled]
+        pending = [p for p in probes if (stage, p.key) not in done_by_key]
+        # load a stage's own model only then
+        needs_model = any(not isinstance(p, Skipped) for p in pending)
+        stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
+        fresh = {}
+        with _counting_cuts(stage_scorer, task.config):
+            for chunk in _answers(pending, stage_scorer, progress, f"{task.config} {stage}"):
+                for probe, output in chunk:
+                    record = task.to_record(probe, output, stage=stage)
+                    writer.append(record)
+                    fresh[probe.key] = record
+                log.answered(stage, len(chunk), cut_so_far(stage_scorer))
+        records += [fresh.get(p.key) or done_by_key[stage, p.key] for p in probes]
+    return records
+
+
+def counts_cuts(scorer: Any) -> bool:
+    """Whether `scorer` counts what it cuts to fit its input limit (`Scorer.recording`; not a served model)."""
+    return getattr(scorer, "recording", None) is not None
+
+
+def cut_so_far(scorer: Any) -> Truncation | None:
+    """What `scorer` has cut since its count began (`_counting_cuts`); None for a scorer that does not count."""
+    return scorer.truncation if counts_cuts(scorer) else None
+
+
+@contextmanager
+def _counting_cuts(scorer: Any, config: str) -> Iterator[None]:
+    """Count what `scorer` cuts to fit its input limit afresh inside the block (its warning names `config`; read
+    `scorer.truncation` in it); a scorer that does not count (served, or a stand-in) is asked as it is.
+    """
+    if not counts_cuts(scorer):
+        yield
+        return
+    with scorer.recording(config):
+        yield
+
+
+def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
+    """The run's scorer, or the stage's own model (an LLM judge), loaded with `stage_settings`."""
+    other = task.stage_model(stage)
+    return scorer if other is None else load_scorer(other, stage_settings(settings))
+
+
+def _answers(
+    probes: list[Probe], scorer: Any, progress: bool, label: str
+) -> Iterator[list[tuple[Probe, Any]]]:
+    """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA, labelled
+    with the config and stage (`fmlama_en main`), so that a suite's bars say which config is at 21%.
+    """
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=len(probes), desc=label, unit="probe", disable=not progress or not is_main_process()
+    )
+    try:  # closed on an error too, so that the error's line starts on a line of its own
+        for start in range(0, len(probes), CHUNK):
+            chunk = probes[start : start + CHUNK]
+            yield list(zip(chunk, _run_chunk(chunk, scorer), strict=True))
+            bar.update(len(chunk))
+    finally:
+        bar.close()
+
+
+#: how each probe kind is asked: the engine call over a group of probes that share one options object
+ASK: dict[type, Callable[[Any, list[Any], Any], list[Any]]] = {
+    ScoreProbe: lambda scorer, probes, options: scorer.score([p.request for p in probes], options),
+    GenerateProbe: lambda scorer, probes, options: scorer.generate(
+        [p.prompt for p in probes], options
+    ),
+    FillMaskProbe: lambda scorer, probes, options: [
+        best[0][0] for best in scorer.fill_mask([p.left for p in probes], options)
+    ],
+}
+
+
+def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
+    """Engine outputs of one chunk, in chunk order; probes are grouped by kind and options (one engine call each),
+    and a skipped probe asks nothing (its record says why).
+    """
+    groups: dict[tuple[type, Any], list[int]] = {}
+    for i, probe in enumerate(chunk):
+        if isinstance(probe, Skipped):
+            continue
+        if type(probe) not in ASK:
+            raise CultureProbeError(f"Not a probe: {probe!r}")
+        groups.setdefault((type(probe), probe.options), []).append(i)
+    outputs: list[Any] = [None] * len(chunk)
+    for (kind, options), indices in groups.items():
+        for i, result in zip(
+            indices, ASK[kind](scorer, [chunk[i] for i in indices], options), strict=True
+        ):
+            outputs[i] = result
+    return outputs
