@@ -100,7 +100,7 @@ def has_data(config: str) -> bool:
 
 def estimate(config: str, model: Path) -> tuple[float | None, str]:
     """The dry run's estimate of `config`'s smoke (seconds, None without a rate) and its cost line."""
-    from culture_probe.dryrun import dry_run
+    from culture_probe.runner.dryrun import dry_run
 
     plan = dry_run(config, model, n=0, limit="smoke", no_cache=True, **options_of(config)).configs[
         0

@@ -14,15 +14,15 @@ from culture_probe.version import __version__
 # a type checker sees each public name typed; at run time each loads on first use (`_LAZY`)
 if TYPE_CHECKING:
     from culture_probe.data.registry import list_benchmarks, load_benchmark
-    from culture_probe.dryrun import dry_run
     from culture_probe.engine import Scorer
     from culture_probe.engine.types import CandidateScores, ScoreRequest
     from culture_probe.metrics import load_metric
     from culture_probe.publish import push_to_hub
     from culture_probe.record import RunRecord
     from culture_probe.runner import RunResult, run
+    from culture_probe.runner.dryrun import dry_run
+    from culture_probe.runner.suite import run_suite
     from culture_probe.settings import RunSettings
-    from culture_probe.suite import run_suite
 
 
 # Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
@@ -55,8 +55,8 @@ _LAZY = {
     "RunResult": "culture_probe.runner",
     "RunRecord": "culture_probe.record",
     "RunSettings": "culture_probe.settings",
-    "run_suite": "culture_probe.suite",
-    "dry_run": "culture_probe.dryrun",
+    "run_suite": "culture_probe.runner.suite",
+    "dry_run": "culture_probe.runner.dryrun",
     "Scorer": "culture_probe.engine",
     "ScoreRequest": "culture_probe.engine.types",
     "CandidateScores": "culture_probe.engine.types",

@@ -38,7 +38,7 @@ EXAMPLES = """examples:
 # subcommand -> "module:function" that takes the parsed arguments and returns an exit code.
 HANDLERS = {
     "list": "culture_probe.data.listing:main",
-    "run": "culture_probe.run_command:main",
+    "run": "culture_probe.runner.run_command:main",
     "report": "culture_probe.report:main",
     "compare": "culture_probe.report:compare_main",
     "consistency": "culture_probe.report:consistency_main",

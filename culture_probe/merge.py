@@ -34,8 +34,8 @@ from culture_probe.report.summary import (
     write_summary,
 )
 from culture_probe.runner import RunResult, planted_split
+from culture_probe.runner.suite import SuiteResult
 from culture_probe.settings import Shard
-from culture_probe.suite import SuiteResult
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
 
