@@ -1096,6 +1096,13 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "tests/reliability/test_output_folders.py::test_a_folder_inside_a_run_as_out_is_refused",
     ),
     (
+        "out-is-a-mount-point",
+        "`board ... --out /mnt/disk` (its own file system)",
+        "built inside it under a hidden name and moved in; a failure leaves the old output and nothing beside or "
+        "inside it",
+        "tests/reliability/test_output_folders.py::test_a_mount_point_as_out_is_rebuilt_inside_it",
+    ),
+    (
         "marker-cut-short",
         "the disk fills while a board's marker is written",
         "the marker is written whole or not at all; the next rebuild keeps the user's files",
