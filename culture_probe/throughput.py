@@ -26,6 +26,7 @@ from typing import Any
 
 from culture_probe.data.sources import cache_root
 from culture_probe.engine.preview import EncodingPreview, Workload
+from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.tasks.probes import (
     FillMaskProbe,
     GenerateProbe,
@@ -188,7 +189,7 @@ class Meter:
     time, and the rest of the run's wall time since `began` (its clock at the start), kept by `keep`.
     """
 
-    def __init__(self, scorer: Any, began: float):
+    def __init__(self, scorer: ScorerProtocol, began: float):
         self.scorer = scorer
         # None: a served model or a stand-in counts nothing
         self.tokens = getattr(scorer, "tokens_run", None)
@@ -206,7 +207,7 @@ class Meter:
         """
         if self.tokens is None or self.stage_seconds is None:
             return None
-        ran = self.scorer.tokens_run - self.tokens
+        ran = getattr(self.scorer, "tokens_run", self.tokens) - self.tokens
         device = str(getattr(self.scorer, "device", "cpu"))
         fixed = time.monotonic() - self.began - self.stage_seconds
         return record_rate(model, config, ran, self.stage_seconds, device, fixed)
@@ -248,7 +249,7 @@ class RunCostNotice(UserWarning):
 def start_meter(
     config: str,
     model: str,
-    scorer: Any,
+    scorer: ScorerProtocol,
     stage: str,
     first: Sequence[Probe],
     done: Sequence[Record],
@@ -271,7 +272,7 @@ def start_meter(
     return Meter(scorer, began)
 
 
-def loaded_workload(scorer: Any, probes: Sequence[Probe]) -> Workload:
+def loaded_workload(scorer: ScorerProtocol, probes: Sequence[Probe]) -> Workload:
     """`probe_workload` of a loaded scorer: counted by its own encoding where it runs in this process."""
     from culture_probe.engine.backend import Backend
 

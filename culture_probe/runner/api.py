@@ -14,6 +14,7 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import Benchmark, resolve
+from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import (
     CultureProbeError,
     InvalidValueError,
@@ -22,7 +23,7 @@ from culture_probe.errors import (
 from culture_probe.provenance import ProcessLog
 from culture_probe.record import RunRecord
 from culture_probe.runner.config_json import describe_plan
-from culture_probe.runner.execution import _barrier, counts_cuts, execute, is_main_process
+from culture_probe.runner.execution import barrier, counts_cuts, execute, is_main_process
 from culture_probe.runner.planning import Plan, first_asked, known_of, plan
 from culture_probe.runner.stage_models import StageModelNotice, load_scorer, model_label
 from culture_probe.settings import RunSettings
@@ -121,7 +122,7 @@ def run_with(
     resume: bool = False,
     rows: Sequence[Mapping[str, Any]] | None = None,
     progress: bool = True,
-    scorer: Any = None,
+    scorer: ScorerProtocol | None = None,
     prepared: Plan | None = None,
 ) -> RunResult:
     """`run` with its settings and protocol options apart. `scorer` is `model` already loaded (a suite loads its
@@ -251,7 +252,7 @@ def open_folder(
     if custom_rows and run_dir is not None and not done and main:
         rundir.write_jsonl(run_dir / rundir.ROWS_FILE, rows)
     # all ranks have read items.jsonl before any writes to it: they share one pending set
-    _barrier()
+    barrier()
     if run_dir is not None and done and main:
         # a resume with other options: their records and config
         rundir.follow_options(run_dir, meta, done)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from culture_probe import rundir
 from culture_probe.engine.loading import (
@@ -29,9 +29,25 @@ from culture_probe.tasks.probes import (
 )
 
 
+class Described(Protocol):
+    """What config.json records of the run's model: its kind and identity. A loaded scorer (`ScorerProtocol`), or a
+    dry run's stand-in that knows them without weights (`dryrun.Previewed`).
+    """
+
+    @property
+    def kind(self) -> str:
+        """The model's kind."""
+        ...
+
+    @property
+    def identity(self) -> Any:
+        """What names the model (its path or Hub id, revision, ...)."""
+        ...
+
+
 def describe_plan(
     model: Any,
-    scorer: Any,
+    scorer: Described,
     ahead: Plan,
     settings: RunSettings,
     number: int | None,
@@ -62,7 +78,7 @@ def describe_plan(
 
 def describe_run(
     model: Any,
-    scorer: Any,
+    scorer: Described,
     task: Task,
     settings: RunSettings,
     rows: Sequence[Mapping[str, Any]],
@@ -175,7 +191,7 @@ def rows_digest(rows: Sequence[Mapping[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-def _identity(scorer: Any) -> Any:
+def _identity(scorer: Described) -> Any:
     identity = getattr(scorer, "identity", None)
     if identity is None or isinstance(identity, (str, int, float, dict, list)):
         return identity
@@ -226,7 +242,7 @@ def git_revision(folder: Path) -> str | None:
         return None
 
 
-def hardware(scorer: Any, settings: RunSettings) -> dict[str, Any]:
+def hardware(scorer: Described, settings: RunSettings) -> dict[str, Any]:
     """Where the numbers were computed: the model's device and dtype, the number of processes, the machine."""
     from culture_probe.engine import parallel
 

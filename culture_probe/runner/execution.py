@@ -5,10 +5,11 @@ one engine call per kind and options; only rank 0 writes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Protocol, TypeGuard
 
 from culture_probe import rundir
+from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.engine.types import Truncation
 from culture_probe.errors import (
     CultureProbeError,
@@ -29,7 +30,8 @@ from culture_probe.tasks.probes import (
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
 
 
-def _barrier() -> None:
+def barrier() -> None:
+    """Wait until every process of the run is here (a no-op in a single process)."""
     from culture_probe.engine import parallel
 
     parallel.barrier(parallel.world()[1])
@@ -46,7 +48,7 @@ def execute(
     task: Task,
     rows: Sequence[Mapping[str, Any]],
     first: list[Probe],
-    scorer: Any,
+    scorer: ScorerProtocol,
     settings: RunSettings,
     done: list[Record],
     writer: rundir.RecordWriter,
@@ -85,18 +87,28 @@ def execute(
     return records
 
 
-def counts_cuts(scorer: Any) -> bool:
+class CountsCuts(Protocol):
+    """A scorer that counts what it cuts to fit its input limit: a backend (`Backend.recording`), not a served model."""
+
+    truncation: Truncation
+
+    def recording(self, config: str) -> AbstractContextManager[None]:
+        """Count afresh inside the block."""
+        ...
+
+
+def counts_cuts(scorer: object) -> TypeGuard[CountsCuts]:
     """Whether `scorer` counts what it cuts to fit its input limit (`Scorer.recording`; not a served model)."""
     return getattr(scorer, "recording", None) is not None
 
 
-def cut_so_far(scorer: Any) -> Truncation | None:
+def cut_so_far(scorer: ScorerProtocol | None) -> Truncation | None:
     """What `scorer` has cut since its count began (`_counting_cuts`); None for a scorer that does not count."""
     return scorer.truncation if counts_cuts(scorer) else None
 
 
 @contextmanager
-def _counting_cuts(scorer: Any, config: str) -> Iterator[None]:
+def _counting_cuts(scorer: ScorerProtocol | None, config: str) -> Iterator[None]:
     """Count what `scorer` cuts to fit its input limit afresh inside the block (its warning names `config`; read
     `scorer.truncation` in it); a scorer that does not count (served, or a stand-in) is asked as it is.
     """
@@ -107,14 +119,16 @@ def _counting_cuts(scorer: Any, config: str) -> Iterator[None]:
         yield
 
 
-def _scorer_for(task: Task, stage: str, scorer: Any, settings: RunSettings):
+def _scorer_for(
+    task: Task, stage: str, scorer: ScorerProtocol, settings: RunSettings
+) -> ScorerProtocol:
     """The run's scorer, or the stage's own model (an LLM judge), loaded with `stage_settings`."""
     other = task.stage_model(stage)
     return scorer if other is None else load_scorer(other, stage_settings(settings))
 
 
 def _answers(
-    probes: list[Probe], scorer: Any, progress: bool, label: str
+    probes: list[Probe], scorer: ScorerProtocol | None, progress: bool, label: str
 ) -> Iterator[list[tuple[Probe, Any]]]:
     """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA, labelled
     with the config and stage (`fmlama_en main`), so that a suite's bars say which config is at 21%.
@@ -145,7 +159,7 @@ ASK: dict[type, Callable[[Any, list[Any], Any], list[Any]]] = {
 }
 
 
-def _run_chunk(chunk: list[Probe], scorer: Any) -> list[Any]:
+def _run_chunk(chunk: list[Probe], scorer: ScorerProtocol | None) -> list[Any]:
     """Engine outputs of one chunk, in chunk order; probes are grouped by kind and options (one engine call each),
     and a skipped probe asks nothing (its record says why).
     """

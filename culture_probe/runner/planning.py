@@ -15,6 +15,7 @@ from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.engine.loading import (
     known_items,
 )
+from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.engine.types import SERVED
 from culture_probe.errors import (
     InvalidValueError,
@@ -58,7 +59,7 @@ def plan(
     options: Mapping[str, Any],
     *,
     rows: Sequence[Mapping[str, Any]] | None = None,
-    scorer: Any = None,
+    scorer: ScorerProtocol | None = None,
 ) -> Plan:
     """The run of `config` up to its first stage's probes, with no model loaded (its kind is read from its config):
     a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).

@@ -15,6 +15,7 @@ from culture_probe.engine.loading import (
     load_dtype,
     parameter_count,
 )
+from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.engine.types import SERVED, ModelArgs, ModelKind
 from culture_probe.errors import (
     CultureProbeError,
@@ -49,7 +50,7 @@ def model_kind(model: Any, settings: RunSettings) -> ModelKind:
     return engine.model_kind(model, settings.model_args, load_options(settings))
 
 
-def load_scorer(model: Any, settings: RunSettings) -> Any:
+def load_scorer(model: Any, settings: RunSettings) -> ScorerProtocol:
     """A scorer for `model` (`engine.load`), caching its scores in the model's file of the cache folder; an already
     loaded scorer is used as is.
     """

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from culture_probe import rundir
 from culture_probe.data.registry import expand, resolve
+from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError
 from culture_probe.runner import (
     Plan,
@@ -184,7 +185,11 @@ def run_suite(
 
 
 def suite_cost(
-    plans: Mapping[str, Plan], model: Any, scorer: Any, settings: RunSettings, folder: Path | None
+    plans: Mapping[str, Plan],
+    model: Any,
+    scorer: ScorerProtocol,
+    settings: RunSettings,
+    folder: Path | None,
 ) -> str:
     """What the suite's configs will put through its model, together, said once the model has loaded: each config's
     first stage as its run will ask it (--limit, --shard, less the probes a resumed folder answers), timed at the
