@@ -118,6 +118,18 @@ def is_named(model: Any) -> bool:
     return isinstance(model, (str, os.PathLike))
 
 
+def is_served(model: Any) -> bool:
+    """Whether `model` names a model behind an OpenAI-compatible server (`openai:<name>`): its server holds the
+    weights, tokenizes and applies the chat template. The one place that reads the prefix.
+    """
+    return is_named(model) and str(model).startswith(SERVED)
+
+
+def served_name(model: Any) -> str:
+    """The server's name of a served `model` (`openai:<name>` -> `<name>`)."""
+    return str(model)[len(SERVED) :]
+
+
 def load(
     model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
 ) -> ScorerProtocol:
@@ -130,12 +142,12 @@ def load(
     args = model_args or ModelArgs()
     name = str(model)
     cache: dict[str, Any] = {} if options.cache_dir is None else {"cache_dir": options.cache_dir}
-    if name.startswith(SERVED):
+    if is_served(name):
         from culture_probe.engine.served import ServedScorer
 
         model_kind(name, args, options)  # a served model needs its URL
         return ServedScorer(
-            name[len(SERVED) :],
+            served_name(name),
             base_url=options.base_url or "",
             concurrency=options.concurrency,
             timeout=options.request_timeout,
@@ -172,7 +184,7 @@ def model_kind(
         return kind
     args = model_args or ModelArgs()
     name = str(model)
-    if name.startswith(SERVED):
+    if is_served(name):
         if not options.base_url:
             raise InvalidValueError(
                 f"{name} is a served model: pass the server's --base-url (e.g. http://127.0.0.1:8000/v1)."
@@ -210,7 +222,7 @@ def tokenizer_of(
     """A model's tokenizer, without its weights; None for a served model (its server holds the chat template)."""
     if not is_named(model):
         return getattr(model, "tokenizer", None)
-    if str(model).startswith(SERVED):
+    if is_served(model):
         return None
     return model_parts(str(model), model_args, options)[0]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import expand
+from culture_probe.engine.loading import is_served, served_name
 from culture_probe.engine.preview import EncodingPreview, ServedPreview, View, Workload
-from culture_probe.engine.types import SERVED
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.record import RunRecord
 from culture_probe.runner import (
@@ -389,7 +389,7 @@ SHOW: dict[type, Callable[[Any, Any], View]] = {
 def load_previewer(model: str | os.PathLike, kind: str, settings: RunSettings) -> Previewer:
     """The preview of `model`'s inputs from its tokenizer and config (no weights), or of a served model's requests."""
     name = str(model)
-    if name.startswith(SERVED):
-        return ServedPreview(name[len(SERVED) :], base_url=settings.base_url or "")
+    if is_served(name):
+        return ServedPreview(served_name(name), base_url=settings.base_url or "")
     tokenizer, config = model_parts(name, settings)
     return EncodingPreview.weightless(kind, tokenizer, config, name=name)

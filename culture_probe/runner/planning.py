@@ -13,10 +13,10 @@ from typing import Any
 from culture_probe import shards
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.engine.loading import (
+    is_served,
     known_items,
 )
 from culture_probe.engine.scorer import ScorerProtocol
-from culture_probe.engine.types import SERVED
 from culture_probe.errors import (
     InvalidValueError,
     UnknownNameError,
@@ -88,7 +88,7 @@ def plan(
     # from its config: no weights loaded
     kind = model_kind(model if scorer is None else scorer, settings)
     # a suite passes the name beside its scorer
-    served = isinstance(model, str) and model.startswith(SERVED)
+    served = is_served(model)
     # an upstream profile depends on the model's kind and the run's mode
     task_options = task_cls.with_profile(
         chosen, options, settings.protocol, kind, config=benchmark, served=served

@@ -12,11 +12,12 @@ from culture_probe import engine
 from culture_probe.engine.loading import (
     LoadOptions,
     default_cache_dir,
+    is_served,
     load_dtype,
     parameter_count,
 )
 from culture_probe.engine.scorer import ScorerProtocol
-from culture_probe.engine.types import SERVED, ModelArgs, ModelKind
+from culture_probe.engine.types import ModelArgs, ModelKind
 from culture_probe.errors import (
     CultureProbeError,
     UnsupportedModelError,
@@ -128,7 +129,7 @@ def resolve_stage_model(
     """`stage`'s own model, its kind checked and its memory counted without weights; a model that cannot be found,
     read or asked fails naming the stage's alternatives (`need.instead`).
     """
-    served = name.startswith(SERVED)  # its server holds the weights and applies the chat template
+    served = is_served(name)  # its server holds the weights and applies the chat template
     try:
         kind = model_kind(name, settings)
         if not served:
