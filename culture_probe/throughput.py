@@ -256,13 +256,15 @@ def start_meter(
     *,
     began: float,
     show: bool,
+    work: Workload | None = None,
 ) -> Meter:
-    """As a run's stages start: say what the probes of its first `stage` not yet `done` will cost (`show`), and
-    start measuring its rate (`Meter`; `began`: the run's clock at its start).
+    """As a run's stages start: say what the probes of its first `stage` not yet `done` will cost (`show`; `work`:
+    counted already, by the suite), and start measuring its rate (`Meter`; `began`: the run's clock at its start).
     """
     if show:
-        answered = {r.key for r in done if r.stage == stage}
-        work = loaded_workload(scorer, [p for p in first if p.key not in answered])
+        if work is None:
+            answered = {r.key for r in done if r.stage == stage}
+            work = loaded_workload(scorer, [p for p in first if p.key not in answered])
         name = f"{config} starts, stage {stage}"
         warnings.warn(
             cost_line(name, config, work, rate_of(model, config), model),

@@ -516,6 +516,13 @@ def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
     counted = plan.total().split("; ")[0].split(": ", 1)[1]
     assert first.startswith(f"the suite starts: 2 configs' first stages: {counted}; ")
     assert [line.split(" starts")[0] for line in each] == names
+    for line, config in zip(
+        each, plan.configs, strict=True
+    ):  # each run's part, counted once by the suite
+        assert (
+            f"starts, stage main: {config.work.probes} probes, {config.work.candidates:,} candidates"
+            in line
+        )
 
 
 def test_a_run_says_what_it_will_cost_as_it_starts(models, dlama_dir, tmp_path, monkeypatch):

@@ -187,6 +187,7 @@ def run_with(
                 done,
                 began=started,
                 show=progress,
+                work=ahead.work,
             )
             try:
                 records = execute(task, data, first, scorer, settings, done, writer, progress, log)

@@ -16,6 +16,7 @@ from culture_probe.engine.loading import (
     is_served,
     known_items,
 )
+from culture_probe.engine.preview import Workload
 from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import (
     InvalidValueError,
@@ -50,6 +51,8 @@ class Plan:
     probes: list[Probe] = field(repr=False)
     # each stage's own model (a judge), resolved
     models: dict[str, StageModel] = field(default_factory=dict)
+    # what the first stage's probes not yet answered put through the model, where a suite counted it already
+    work: Workload | None = None
 
 
 def plan(

@@ -149,9 +149,8 @@ def run_suite(
         if progress and main and len(plans) > 1:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SmallLimitWarning)  # said by plan_each already
-                warnings.warn(
-                    suite_cost(plans, model, scorer, settings, folder), RunCostNotice, stacklevel=2
-                )
+                line, plans = suite_cost(plans, model, scorer, settings, folder)
+                warnings.warn(line, RunCostNotice, stacklevel=2)
         runs: dict[str, RunResult] = {}
         summary = summarize_suite(model, earlier, skipped, order)
         # every planned config listed from the start, those not started as not run
@@ -190,13 +189,14 @@ def suite_cost(
     scorer: ScorerProtocol,
     settings: RunSettings,
     folder: Path | None,
-) -> str:
+) -> tuple[str, dict[str, Plan]]:
     """What the suite's configs will put through its model, together, said once the model has loaded: each config's
     first stage as its run will ask it (--limit, --shard, less the probes a resumed folder answers), timed at the
-    config's own rate; each run says its own part as it starts.
+    config's own rate. Returns the line, and the plans with their workloads (`Plan.work`): each run says its own
+    part as it starts without counting it again.
     """
     label = model_label(model)
-    parts = []
+    parts, costed = [], {}
     for config, ahead in plans.items():
         _, part = first_asked(ahead.task, ahead.probes, settings, model)
         done = (
@@ -205,7 +205,8 @@ def suite_cost(
         answered = {r.key for r in done if r.stage == ahead.task.stages[0]}
         work = loaded_workload(scorer, [p for p in part.probes if p.key not in answered])
         parts.append((work, seconds_at(work, rate_of(label, config), config)))
-    return total_line(f"the suite starts: {len(plans)} configs' first stages", parts)
+        costed[config] = replace(ahead, work=work)
+    return total_line(f"the suite starts: {len(plans)} configs' first stages", parts), costed
 
 
 def resume_notice(
