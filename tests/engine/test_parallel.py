@@ -21,6 +21,8 @@ from culture_probe.engine import Scorer, ScoreRequest, parallel
 from culture_probe.models import save_tiny
 
 REPO = Path(__file__).resolve().parents[2]
+# The checkout first, then whatever the caller's path held (a GPU machine's carried packages, say)
+PYTHONPATH = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 SETUPS = [("gpt2", "bpe"), ("bert", "wordpiece")]
 # Different candidate counts per request, so that results coming back out of order cannot line up.
 CANDIDATES = ["cheese", "olive oil", "김치", "東京"]
@@ -59,7 +61,7 @@ def test_two_processes_equal_one(tmp_path):
     payload = json.dumps([{"left": r.left, "candidates": list(r.candidates)} for r in REQUESTS])
     env = {
         **os.environ,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": PYTHONPATH,
         "OMP_NUM_THREADS": "1",
         parallel.TRACE_VARIABLE: str(trace),
     }
@@ -132,7 +134,7 @@ def test_two_processes_generate_what_one_does_and_share_the_text_cache(tmp_path)
     trace.mkdir()
     env = {
         **os.environ,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": PYTHONPATH,
         "OMP_NUM_THREADS": "1",
         parallel.TRACE_VARIABLE: str(trace),
     }
@@ -194,7 +196,7 @@ def test_the_process_group_is_torn_down_before_interpreter_exit(tmp_path):
     # group it created in an atexit handler.
     script = tmp_path / "teardown.py"
     script.write_text(TEARDOWN)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "OMP_NUM_THREADS": "1"}
     subprocess.run(
         [
             sys.executable,
