@@ -16,6 +16,7 @@ traceback in a reader, nor a number shown with the interval it no longer has. Th
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -167,8 +168,12 @@ class BenchmarkRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run's config.json, typed. `to_json()` is the dict it was read from (upgraded to this version's shape),
-    unknown keys included, so a record read and written back leaves the file as it was.
+    """A run's config.json, typed, both ways: the runner builds it (`runner.describe_run`) and the run folder writes
+    `to_json()`; readers get it from `RunRecord.from_json`. `to_json()` is the dict it was made from (upgraded to this
+    version's shape), unknown keys included, so a record read and written back leaves the file as it was.
+
+    `RunResult.config` is this record. Reading it as the dict it was before (`result.config["deviations"]`) still
+    works for one release, with a DeprecationWarning: read the fields, or `to_json()` for the whole document.
     """
 
     config: str  # the benchmark config the run probed
@@ -187,6 +192,8 @@ class RunRecord:
     subset: Subset | None = None  # what a --limit run probed (None: every item)
     planned: Planned = field(default_factory=Planned)  # the first stage and its probe count
     versions: Mapping[str, Any] = field(default_factory=dict)
+    # the side data the run read (templates, word vectors, ...): each one's source and sha256
+    resources: Mapping[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -222,6 +229,20 @@ class RunRecord:
     def to_json(self) -> dict[str, Any]:
         """config.json's contents: a copy of the dict this record was read from."""
         return copy.deepcopy(dict(self.data))
+
+    def updated(self, changes: Mapping[str, Any]) -> RunRecord:
+        """The record with config.json's top-level keys in `changes` set (a finished run's provenance), checked."""
+        return RunRecord.from_json({**self.data, **changes})
+
+    def __getitem__(self, key: str) -> Any:
+        """config.json's `key`, as `RunResult.config` read when it was a dict: kept for one release."""
+        warnings.warn(
+            f"RunResult.config is a RunRecord: read its fields (config.{key}) or "
+            f'config.to_json()["{key}"]; reading it as a dict goes in the next release.',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.data[key]
 
     @property
     def repeats_the_paper(self) -> bool:

@@ -116,7 +116,7 @@ def read_run(run_dir: str | os.PathLike) -> Run:
     )
 
 
-def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool) -> list[Record]:
+def prepare(run_dir: Path, meta: RunRecord, *, resume: bool, main: bool) -> list[Record]:
     """Create or reopen a run directory; returns the records already written (resume).
 
     A directory whose run failed before its first probe was answered (config.json, no record) starts afresh
@@ -127,21 +127,18 @@ def prepare(run_dir: Path, meta: Mapping[str, Any], *, resume: bool, main: bool)
     done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
-        old, new = (
-            RunRecord.from_json(read_json(existing), str(existing)),
-            RunRecord.from_json(meta),
-        )
-        redo = check_resumable(old, new, run_dir, ran={r.stage for r in done})
+        old = RunRecord.from_json(read_json(existing), str(existing))
+        redo = check_resumable(old, meta, run_dir, ran={r.stage for r in done})
         kept = [r for r in done if r.stage not in redo]
         if main:
             _say_changes(
-                old, new, run_dir, {stage: sum(r.stage == stage for r in done) for stage in redo}
+                old, meta, run_dir, {stage: sum(r.stage == stage for r in done) for stage in redo}
             )
         return kept
     run_dir.mkdir(parents=True, exist_ok=True)
     if main:
         write_text(run_dir / MARKER, RUN_NOTE)
-        write_json(existing, meta)
+        write_json(existing, meta.to_json())
     return []
 
 
@@ -166,16 +163,15 @@ def check_start(run_dir: Path, *, resume: bool, folder: bool = True) -> list[Rec
     return done
 
 
-def record_finish(run_dir: Path, processes: Mapping[str, Any]) -> dict[str, Any]:
+def record_finish(run_dir: Path, processes: Mapping[str, Any]) -> RunRecord:
     """config.json with the record of the processes that made the run (`duration_s` summed over them, how many,
     the versions seen: `provenance.ProcessLog.provenance`) and when the last finished; returns the updated config.
     """
-    config = {
-        **RunRecord.from_json(read_json(run_dir / CONFIG_FILE)).to_json(),
-        **processes,
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    write_json(run_dir / CONFIG_FILE, config)
+    path = run_dir / CONFIG_FILE
+    config = RunRecord.from_json(read_json(path), str(path)).updated(
+        {**processes, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    )
+    write_json(path, config.to_json())
     return config
 
 
@@ -357,18 +353,18 @@ def _say_changes(old: RunRecord, new: RunRecord, run_dir: Path, dropped: Mapping
     warnings.warn(f"Resuming {run_dir} with {changes}{redone}.", ResumeNotice, stacklevel=4)
 
 
-def follow_options(run_dir: Path, meta: Mapping[str, Any], kept: Sequence[Record]) -> None:
+def follow_options(run_dir: Path, meta: RunRecord, kept: Sequence[Record]) -> None:
     """After a resume that changed options (`prepare` allowed it): items.jsonl without the records it dropped, then
     config.json's option keys (`OPTION_KEYS`) as `meta` has them. Items first: a crash in between leaves records
     that the old options describe.
     """
-    config = read_json(run_dir / CONFIG_FILE)
-    if config.get("options") == meta.get("options"):
+    config, new = read_json(run_dir / CONFIG_FILE), meta.to_json()
+    if config.get("options") == new.get("options"):
         return
     if len(read_records(run_dir / ITEMS_FILE)) != len(kept):
         write_text(run_dir / ITEMS_FILE, "".join(_line(record) for record in kept))
     write_json(
-        run_dir / CONFIG_FILE, {**config, **{key: meta[key] for key in OPTION_KEYS if key in meta}}
+        run_dir / CONFIG_FILE, {**config, **{key: new[key] for key in OPTION_KEYS if key in new}}
     )
 
 

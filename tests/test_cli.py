@@ -244,7 +244,7 @@ def test_a_run_on_custom_rows_is_repeated_by_its_reproduce_command(setup, tmp_pa
     argv = [word.replace("RUN_DIR", str(tmp_path / "first")) for word in command.split()[1:]]
     assert main([*argv, "--out", str(tmp_path / "again")]) == 0
     again = json.loads((tmp_path / "again" / "config.json").read_text())
-    assert again["benchmark"]["rows_sha256"] == first.config["benchmark"]["rows_sha256"]
+    assert again["benchmark"]["rows_sha256"] == first.config.benchmark.rows_sha256
     assert json.loads((tmp_path / "again" / "metrics.json").read_text()) == first.metrics
 
 

@@ -129,8 +129,7 @@ def test_merged_shards_of_a_limited_run_equal_it(data, tmp_path):
     merged = merge_runs([tmp_path / "shards" / k for k in ("1", "2")], tmp_path / "merged")
     assert merged.records == full.records and merged.metrics == full.metrics
     assert (
-        merged.config["subset"] == full.config["subset"]
-        and merged.config["planned"] == full.config["planned"]
+        merged.config.subset == full.config.subset and merged.config.planned == full.config.planned
     )
 
 

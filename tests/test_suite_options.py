@@ -214,11 +214,11 @@ def test_one_run_takes_a_prefix_naming_its_own_config_or_benchmark(tmp_path, tab
     data = write_dlama(tmp_path / "dlama")
     common = {"data_dir": str(data), "progress": False, "language": "en", "limit": 2}
     result = culture_probe.run("dlama_arab_west", "m", options={"dlama.score": "sum"}, **common)
-    assert result.config["options"]["score"] == "sum"
+    assert result.config.options["score"] == "sum"
     result = culture_probe.run(
         "dlama_arab_west", "m", options={"dlama_arab_west.keep_scores": True}, **common
     )
-    assert result.config["options"]["keep_scores"] is True
+    assert result.config.options["keep_scores"] is True
     with pytest.raises(UnknownNameError, match="Unknown option prefix 'xfakt'"):
         culture_probe.run("dlama_arab_west", "m", options={"xfakt.judge": "string"}, **common)
 

@@ -38,21 +38,23 @@ from culture_probe.throughput import start_meter
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a run produced: the full configuration, one typed record per probe, and the metrics."""
+    """What a run produced: its config.json as a typed record (`config.to_json()`: the document), one typed record
+    per probe, and the metrics.
+    """
 
-    config: dict[str, Any]
+    config: RunRecord
     records: list[Record] = field(repr=False)
     metrics: dict[str, Any]
     run_dir: Path | None = None
 
     @property
     def record(self) -> RunRecord:
-        """`config` typed, as reports read it (`config` stays the dict config.json holds)."""
-        return RunRecord.from_json(self.config)
+        """`config`, by the name it had when `config` was the dict (kept for one release)."""
+        return self.config
 
     def task(self) -> Task:
         """The protocol object of this run (without resources: enough to read its records)."""
-        return task_from_config(self.config)
+        return task_from_config(self.config.to_json())
 
     def write_report(self, run_dir: str | os.PathLike) -> Path:
         """Write report.md and plots of this result into `run_dir` (e.g. for a run made without `out`)."""
@@ -168,7 +170,7 @@ def run_with(
             part.save(run_dir if main else None)
             log = ProcessLog.begin(
                 run_dir,
-                meta["versions"],
+                meta.versions,
                 done,
                 clock=started,
                 counting=counts_cuts(scorer),
@@ -239,7 +241,7 @@ def space_needed(run_dir: Path | None, planned: int) -> int | None:
 
 def open_folder(
     run_dir: Path | None,
-    meta: dict[str, Any],
+    meta: RunRecord,
     rows: Sequence[Mapping[str, Any]],
     *,
     custom_rows: bool,
@@ -262,17 +264,17 @@ def open_folder(
 
 def finish(
     run_dir: Path | None,
-    meta: dict[str, Any],
+    meta: RunRecord,
     records: list[Record],
     metrics: dict[str, Any],
     log: ProcessLog,
-) -> dict[str, Any]:
+) -> RunRecord:
     """The run's config with the record of its processes (`ProcessLog.provenance`: the duration summed over them);
     in its folder (None: none, or another rank's), config.json so, metrics.json and the report.
     """
     log.finish()
     if run_dir is None:
-        return {**meta, **log.provenance()}
+        return meta.updated(log.provenance())
     meta = rundir.record_finish(run_dir, log.provenance())
     rundir.write_json(run_dir / rundir.METRICS_FILE, metrics)
     from culture_probe.report import write_report

@@ -18,6 +18,7 @@ from culture_probe import rundir
 from culture_probe.engine.loading import (
     model_description,
 )
+from culture_probe.record import RunRecord
 from culture_probe.runner.planning import Plan
 from culture_probe.runner.stage_models import StageModel, load_options
 from culture_probe.settings import RunSettings
@@ -55,7 +56,7 @@ def describe_plan(
     *,
     rows: bool,
     folder: bool,
-) -> dict[str, Any]:
+) -> RunRecord:
     """config.json of the run `ahead` plans, asking the first stage's probes `first` (`first_probes`: `number` units
     under `settings.limit`) of `scorer`; `rows`: on custom rows, saved in the run's folder when it has one (`folder`).
     The run writes it, and a dry run compares it with a run it would resume.
@@ -89,7 +90,7 @@ def describe_run(
     rows_file: str | None = None,
     planned: dict[str, Any] | None = None,
     models: Mapping[str, StageModel] | None = None,
-) -> dict[str, Any]:
+) -> RunRecord:
     """config.json: versions, the benchmark's card, the rows' and resources' fingerprints, model identity, seeds,
     options, and the deviations that apply to this run.
 
@@ -102,7 +103,7 @@ def describe_run(
     benchmark, info = task.benchmark, task.benchmark.info
     named = isinstance(model, (str, os.PathLike))
     # credentials in a URL (--base-url, a resource's source) are used, never recorded
-    return redacted(
+    document = redacted(
         json_ready(
             {
                 "config": benchmark.name,
@@ -144,6 +145,8 @@ def describe_run(
             }
         )
     )
+    # typed as its readers type it, so a field of the wrong type fails here, not in a report of the run
+    return RunRecord.from_json(document, "the run's config.json")
 
 
 def planted_of(model: Any, settings: RunSettings) -> dict[str, str]:

@@ -337,9 +337,7 @@ def resumed_records(
     new = describe_plan(
         model, scorer, ahead, settings, number, first, rows=custom_rows, folder=True
     )
-    redo = rundir.check_resumable(
-        old, RunRecord.from_json(new), run_dir, ran={r.stage for r in done}
-    )
+    redo = rundir.check_resumable(old, new, run_dir, ran={r.stage for r in done})
     return [r for r in done if r.stage not in redo]
 
 

@@ -65,7 +65,7 @@ def test_xfakt_associated_language_recall_beats_the_others(mirror, tmp_path):
         progress=False,
     )
     metrics = result.metrics
-    assert result.config["model"]["spec"] == "planted:xfakt_factual_recall"
+    assert result.config.model.spec == "planted:xfakt_factual_recall"
     # recall where planted, not elsewhere
     assert metrics["mu_assoc"] <= 0.2 and metrics["mu_non"] >= 0.8
     assert metrics["kts"] < 0.4 and metrics["frs"] < 0.5

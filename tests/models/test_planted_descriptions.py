@@ -55,9 +55,9 @@ def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, mo
     what = planted_spec("xfakt_factual_recall").what
     assert what.startswith("a tiny GPT-2 trained on 65 entities (5 of each of 13 countries)")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["model"]["planted"] == what
-    assert result.config["model"]["planted"] == what
+    assert result.config.model.planted == what
     assert f"- **planted model**: {what}" in (tmp_path / "run" / "report.md").read_text()
     other = run(
         "xfakt_factual_recall", NoIdeaScorer(), judge="string", limit="smoke", progress=False
     )
-    assert "planted" not in other.config["model"]
+    assert "planted" not in other.config.to_json()["model"]

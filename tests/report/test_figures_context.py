@@ -146,7 +146,7 @@ def test_a_smoke_runs_figures_say_so_inside_the_image(tmp_path, drawn):
         limit=8,
         progress=False,
     )
-    subset = result.config["subset"]
+    subset = result.config.subset
     expected = f"smoke run: {subset['sampled']} of {subset['items']} facts"
     assert drawn and all(figure.get_suptitle() == expected for figure in drawn)
 

@@ -34,11 +34,12 @@ def test_a_runs_config_json_reads_into_typed_fields_and_writes_back_byte_for_byt
     assert record.model.loaded_object and record.run.data_dir == str(data)
     assert record.subset is not None and record.run.limit == record.subset["smoke_limit"]
     assert record.benchmark.name == "dlama"
-    assert record.benchmark.rows_sha256 == result.config["benchmark"]["rows_sha256"]
+    assert record.benchmark.rows_sha256 == result.config.benchmark.rows_sha256
     assert record.subset["sampled"] == record.subset["smoke_limit"] and not record.repeats_the_paper
     rundir.write_json(tmp_path / "again.json", record.to_json())
     assert (tmp_path / "again.json").read_text(encoding="utf-8") == written
-    assert result.record == record and result.record.to_json() == result.config
+    # the run hands back the record it wrote: equal to the one read, and its document is the file's
+    assert result.config == record and result.config.to_json() == json.loads(written)
 
 
 def test_an_older_config_json_reads_with_its_model_settings_moved_and_its_missing_parts_defaulted():

@@ -306,7 +306,7 @@ def test_report_rebuilds_an_interrupted_run_from_its_items(tmp_path):
     assert len(records) == len(lines) - 2 and metrics["n_probes"] == len(lines) - 2
     report = (out / "report.md").read_text()
     assert f"- **INCOMPLETE {len(lines) - 2}/{len(lines)}**: the run did not finish" in report
-    assert result.config["planned"] == {"stage": "main", "probes": len(lines)}
+    assert result.config.planned == {"stage": "main", "probes": len(lines)}
 
 
 def test_headline_lists_the_results_with_intervals_and_what_was_left_out():

@@ -309,7 +309,7 @@ def test_limit_probes_that_many_facts_each_in_every_language(dlama_dir):
         for r in result.records
     }
     assert len(facts) == 2 and all(languages == ["ar", "en"] for languages in facts.values())
-    assert result.config["run"]["limit"] == 2 and result.config["subset"]["sampled"] == 2
+    assert result.config.run.limit == 2 and result.config.subset["sampled"] == 2
 
 
 def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_path, monkeypatch):

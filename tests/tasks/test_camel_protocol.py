@@ -104,7 +104,7 @@ def test_seq2seq_plain_style_runs_through_the_engine(camel_release):
     sentinel = run(
         "camel_co_prompts", scorer, rows=rows, n_runs=1, progress=False, data_dir=data_dir
     )
-    assert plain.config["protocol"]["seq2seq_style"] == "plain"
+    assert plain.config.protocol["seq2seq_style"] == "plain"
     (p,), (q,) = plain.records, sentinel.records
     # the release's clothing_male pool, stripped: min(50, pool) is all of it
     assert sorted(p["arab_entities"]) == sorted(["غترة", "ثوب", "عقال", "بشت"])

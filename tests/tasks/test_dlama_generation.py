@@ -102,7 +102,7 @@ def test_per_culture_accuracies_on_the_worked_example_facts(dlama_dir):
     assert en["exact"] == pytest.approx({"arab": 100 / 3, "west": 50.0, "pair": 40.0})
     assert en["n"] == {"arab": 3, "west": 2}
     assert result.metrics["overlap_en_arab"] == pytest.approx(200 / 3)
-    assert {d["id"] for d in result.config["deviations"]} >= {"D4"}
+    assert {d["id"] for d in result.config.deviations} >= {"D4"}
 
 
 def test_a_tiny_chat_model_answers_through_its_chat_template(dlama_dir, tmp_path):
@@ -165,7 +165,7 @@ def test_a_corrected_run_asks_the_corrected_question_not_only_the_corrected_rows
             progress=False,
         )
         asked[corrected] = {prompt for prompt, _, _ in model.asked}
-        assert result.config["config"] == "dlama_arab_west" + ("_corrected" if corrected else "")
+        assert result.config.config == "dlama_arab_west" + ("_corrected" if corrected else "")
     assert all("dimplomatic" in p for p in asked[False]) and all(
         "diplomatic" in p for p in asked[True]
     )

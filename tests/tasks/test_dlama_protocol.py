@@ -168,7 +168,7 @@ def test_a_users_templates_replace_the_vendored_ones_and_are_fingerprinted(dlama
         progress=False,
     )
     assert {r["prompt"] for r in result.records} >= {"Egypt lies on [Y] ."}
-    provenance = result.config["resources"]["templates"]
+    provenance = result.config.resources["templates"]
     assert provenance["sources"][-1] == str(mlama / "templates.jsonl")
     vendored = run(
         "dlama_arab_west",
@@ -176,7 +176,7 @@ def test_a_users_templates_replace_the_vendored_ones_and_are_fingerprinted(dlama
         data_dir=str(dlama_dir),
         language="en",
         progress=False,
-    ).config["resources"]["templates"]
+    ).config.resources["templates"]
     assert provenance["sha256"] != vendored["sha256"] and len(vendored["sources"]) == 1
 
 
@@ -316,7 +316,7 @@ def test_fixture_end_to_end_with_tiny_models_of_every_kind(
     result = run(
         "dlama_arab_west", str(model), data_dir=str(dlama_dir), out=tmp_path / "run", progress=False
     )
-    assert result.config["model"]["kind"] == kind
+    assert result.config.model.kind == kind
     assert len(result.records) == 10
     for record in result.records:
         candidate_set = candidate_sets(rows)[record["language"], "P30"]

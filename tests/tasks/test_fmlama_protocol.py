@@ -278,9 +278,9 @@ def test_v1_code_compat_flags(fmlama_release):
         100 * (1 / 2 + 2 / 5) / 2
     )
     # both are listed with the side that applied: only a cap of 10 is the v1 code's (F2), "ranked" is (F2b)
-    sides = {d["id"]: d["side"] for d in ranked.config["deviations"]}
+    sides = {d["id"]: d["side"] for d in ranked.config.deviations}
     assert (sides["F2"], sides["F2b"]) == ("default", "upstream")
-    defaults = {d["id"]: d["side"] for d in spec_run(fmlama_release).config["deviations"]}
+    defaults = {d["id"]: d["side"] for d in spec_run(fmlama_release).config.deviations}
     assert (defaults["F2"], defaults["F2b"]) == ("default", "default")
 
 
@@ -453,7 +453,7 @@ def test_chat_replies_are_split_and_matched(fmlama_release):
     assert not result.records[2]["correct"]
     assert result.metrics["chat"]["hasParts_1 / 0"] == {"ALL": 50.0, "China": 100.0, "Italy": 0.0}
     assert result.metrics["chat_accuracy_best"] == 50.0
-    assert "F-chat" in {d["id"] for d in result.config["deviations"]}
+    assert "F-chat" in {d["id"] for d in result.config.deviations}
 
 
 class SamplingReplyScorer(ReplyScorer):
@@ -510,9 +510,9 @@ def test_chat_decodes_greedily_by_default_as_the_spec_says(fmlama_release):
         progress=False,
     )
     assert scorer.calls == [{}]  # no temperature, no seed: Scorer.generate's greedy path
-    assert not result.config["seed_used"]
+    assert not result.config.seed_used
     assert "decoded greedily" in next(
-        d["description"] for d in result.config["deviations"] if d["id"] == "F8"
+        d["description"] for d in result.config.deviations if d["id"] == "F8"
     )
 
 

@@ -434,7 +434,7 @@ def test_few_shot_accuracy_is_the_mean_over_the_sets(maps_release):
         and result.metrics["accuracy"] == 60.0
     )
     assert [r["demo_set"] for r in result.records] == [0, 1, 2, 3, 4]
-    few_shot = result.config["resources"]["few_shot"]
+    few_shot = result.config.resources["few_shot"]
     assert few_shot["sources"] == [str(maps_release / "en" / "fs_proverbs.xlsx")]
     # each set: five of the folder's English few-shot rows (not the zh ones), RandomState(42) permutations
     demos = split_rows(data_dir, "maps_en", "few_shot")

@@ -196,7 +196,7 @@ def test_a_limited_dlama_run_of_two_languages_has_consistency_and_a_paired_compa
     assert not any(
         key.startswith(("rankc", "both_right")) for key in result.metrics["results"]["omitted"]
     )
-    assert result.config["subset"]["sampled"] == facts and len(result.records) == 2 * facts
+    assert result.config.subset["sampled"] == facts and len(result.records) == 2 * facts
     report = (out / "report.md").read_text(encoding="utf-8")
     assert (
         f"{facts} of 5 facts, each asked in ar and en, drawn with seed 0 in turn from each culture x predicate"
@@ -356,7 +356,7 @@ def test_xfakt_parts_that_are_not_aligned_say_so(mirror, tmp_path, config, what)
     left_out = result.metrics["results"]["omitted"]
     assert left_out["rankc"] == left_out["both_right"] and what in left_out["rankc"]
     assert "does not ask one question in every language" in left_out["rankc"]
-    assert "parallel" not in result.config["subset"]  # drawn per question, as before
+    assert "parallel" not in result.config.subset  # drawn per question, as before
     assert "- **rankc** is not reported" in (out / "report.md").read_text(encoding="utf-8")
 
 
@@ -364,7 +364,7 @@ def test_xfakt_factual_recall_draws_entities_in_every_language_and_generation_ha
     result = run("xfakt_factual_recall", NoIdeaScorer(), judge="string", limit=2, progress=False)
     entities = {(r["country"], r["entity_idx"]) for r in result.records}
     assert len(entities) == 2 and len(result.records) == 2 * 13
-    assert result.config["subset"]["unit"] == "entities" and result.config["subset"]["strata"] == [
+    assert result.config.subset["unit"] == "entities" and result.config.subset["strata"] == [
         "country"
     ]
     pairs = result.metrics["results"]["by_language_pair"]

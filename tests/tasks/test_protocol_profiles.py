@@ -139,7 +139,7 @@ def test_a_run_records_the_profile_and_each_side(xfakt_release, tmp_path) -> Non
 
 def switched(result) -> set[str]:
     """The deviations that took upstream's side in a run."""
-    return {d["id"] for d in result.config["deviations"] if d["side"] == "upstream"}
+    return {d["id"] for d in result.config.deviations if d["side"] == "upstream"}
 
 
 def records_of(result) -> list[dict]:

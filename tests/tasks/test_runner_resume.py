@@ -258,7 +258,7 @@ def test_a_served_judge_gives_the_metrics_of_the_in_process_judge(xfakt_release,
             max_new_tokens=4,
             base_url=url,
         )
-    assert served.config["options"]["judge_model"] == f"openai:{judge}"
+    assert served.config.options["judge_model"] == f"openai:{judge}"
     judged = [r for r in local.records if r.stage == "judge"]
     assert len(judged) == 3 and [r.fields for r in judged] == [
         r.fields for r in served.records if r.stage == "judge"

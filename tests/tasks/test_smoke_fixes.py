@@ -23,7 +23,7 @@ def test_runs_with_provisional_dlama_templates_say_so(tmp_path):
         progress=False,
     )
     # en: exact mLAMA strings; ar: transcribed
-    assert both.config["protocol"]["unverified_templates"] == ["ar"]
+    assert both.config.protocol["unverified_templates"] == ["ar"]
     assert json.loads((tmp_path / "both" / "config.json").read_text())["protocol"][
         "unverified_templates"
     ] == ["ar"]
@@ -36,7 +36,7 @@ def test_runs_with_provisional_dlama_templates_say_so(tmp_path):
         out=tmp_path / "en",
         progress=False,
     )
-    assert english.config["protocol"]["unverified_templates"] == []
+    assert english.config.protocol["unverified_templates"] == []
     assert "provisional templates" not in (tmp_path / "en" / "report.md").read_text()
 
 

@@ -50,16 +50,13 @@ def at_smoke_and_one_below(config, expected_smoke, **keywords):
     """(the run at `limit="smoke"`, the run at one item fewer, that run's warnings), checking the smoke number."""
     smoke, said = smoke_run(config, "smoke", **keywords)
     assert (
-        smoke.config["subset"]["limit"] == "smoke"
-        and smoke.config["subset"]["smoke_limit"] == expected_smoke
+        smoke.config.subset["limit"] == "smoke"
+        and smoke.config.subset["smoke_limit"] == expected_smoke
     )
-    assert (
-        smoke.config["run"]["limit"] == smoke.config["subset"]["sampled"] == expected_smoke
-        and not said
-    )
+    assert smoke.config.run.limit == smoke.config.subset["sampled"] == expected_smoke and not said
     below, warned = smoke_run(config, expected_smoke - 1, **keywords)
-    assert below.config["subset"] == {
-        **smoke.config["subset"],
+    assert below.config.subset == {
+        **smoke.config.subset,
         "limit": expected_smoke - 1,
         "sampled": expected_smoke - 1,
     }
@@ -103,7 +100,7 @@ def test_a_fmlama_smoke_ranks_two_templates_of_each_family_and_keeps_every_headl
     smoke, said = smoke_run("fmlama_en", "smoke")
     asked = {r.tag for r in smoke.records}
     assert asked == {"hasParts_1", "hasParts_2", "country_1", "country_2"} and not said
-    assert len(smoke.records) == 30 * 4 and smoke.config["subset"]["sampled"] == 30
+    assert len(smoke.records) == 30 * 4 and smoke.config.subset["sampled"] == 30
     results = smoke.metrics["results"]
     for family in ("hasParts", "country"):
         assert results["overall"][f"map_{family}"]["ci_low"] is not None

@@ -208,7 +208,7 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(
         for p in ("upstream", "default")
     }
     upstream = runs["upstream"]
-    sides = {d["id"]: d["side"] for d in upstream.config["deviations"]}
+    sides = {d["id"]: d["side"] for d in upstream.config.deviations}
     assert {i for i, side in sides.items() if side == "upstream"} == {
         "F1",
         "F2",
@@ -307,7 +307,7 @@ def test_t5_path_regex_fill_and_map_without_a_cap(fmlama_release):
         for p in scorers
     }
     upstream = runs["upstream"]
-    templates = {rel: text for rel, text in upstream.config["protocol"]["templates"].items()}
+    templates = {rel: text for rel, text in upstream.config.protocol["templates"].items()}
     pool = sorted({v1_gold(row) for row in ROWS})
     expected: dict[str, dict[str, float]] = {}
     for relation, template in templates.items():

@@ -338,10 +338,10 @@ def test_an_upstream_run_records_each_side(xfakt_release, tmp_path):
     }
     assert results["upstream"].records[0]["reply"] == "United States"
     assert results["default"].records[0]["reply"] == f"{rows[0]['question']}\nUnited States"
-    sides = {p: {d["id"]: d["side"] for d in r.config["deviations"]} for p, r in results.items()}
+    sides = {p: {d["id"]: d["side"] for d in r.config.deviations} for p, r in results.items()}
     assert {i for i, side in sides["upstream"].items() if side == "upstream"} == {"X1", "X8", "X9"}
     assert set(sides["default"].values()) == {"default"}
     # the deviations without an upstream side say why, in config.json and the report
-    x4 = next(d for d in results["upstream"].config["deviations"] if d["id"] == "X4")
+    x4 = next(d for d in results["upstream"].config.deviations if d["id"] == "X4")
     assert x4["upstream"].startswith("no upstream side: the engine generates with HF transformers")
     assert "| X9 |" in (tmp_path / "upstream" / "report.md").read_text()

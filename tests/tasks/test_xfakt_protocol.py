@@ -538,7 +538,7 @@ def test_rank_mode_without_a_chat_template_names_the_fix_and_runs_plain(xfakt_re
         data_dir=str(xfakt_release),
     )
     assert len(result.records[0]["scores"]) == 13
-    assert "X7" in {d["id"] for d in result.config["deviations"]}
+    assert "X7" in {d["id"] for d in result.config.deviations}
 
 
 def test_in_context_and_counter_factual_report_error_rates(xfakt_release):
@@ -608,7 +608,7 @@ def test_double_bos_reproduces_upstreams_second_bos_and_is_logged(xfakt_release,
     # the paper's rule, then upstream's special tokens added again
     assert asked == [(True, None), (True, True)]
     # X1 concerns every chat-templated generation; its side says which rule the run took
-    assert {d["id"]: d["side"] for d in result.config["deviations"]}["X1"] == "upstream"
+    assert {d["id"]: d["side"] for d in result.config.deviations}["X1"] == "upstream"
     assert "--option double_bos=true" in (tmp_path / "run" / "report.md").read_text()
     seq2seq = xtask(xfakt_release, kind="seq2seq", double_bos=True)
     # no chat template: nothing doubled

@@ -136,9 +136,9 @@ def test_the_judges_memory_is_counted_from_its_config_and_stated(xfakt_release, 
             judge_model=judge,
             max_new_tokens=2,
         )
-    stated = result.config["stage_models"]["judge"]
+    stated = result.config.to_json()["stage_models"]["judge"]
     assert stated["parameters"] == reference and stated["weight_bytes"] == 4 * reference
-    assert config_of(tmp_path)["stage_models"] == result.config["stage_models"]
+    assert config_of(tmp_path)["stage_models"] == result.config.to_json()["stage_models"]
     # no weights are read: the folder without its weight file gives the same count, in the run's dtype
     bare = tmp_path / "bare"
     shutil.copytree(judge, bare, ignore=shutil.ignore_patterns("*.safetensors"))
@@ -366,7 +366,7 @@ def test_a_causal_model_without_a_chat_template_is_refused_before_any_folder_nam
             xfakt_run(xfakt_release, model, tmp_path, mode="rank")
     assert not (tmp_path / "run").exists()
     result = xfakt_run(xfakt_release, model, tmp_path, mode="rank", rank_prompt="plain")
-    assert len(result.records) == 3 and {d["id"] for d in result.config["deviations"]} >= {"X7"}
+    assert len(result.records) == 3 and {d["id"] for d in result.config.deviations} >= {"X7"}
 
 
 def test_generation_modes_refuse_models_they_cannot_ask_before_any_folder(
