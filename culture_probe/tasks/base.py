@@ -73,6 +73,16 @@ PROTOCOLS = ("default", "upstream")
 
 
 @dataclass(frozen=True)
+class Scope:
+    """A part of a protocol's runs that several of its deviations concern, in words (what `Deviation.when` says)
+    and as a test of the task (what `Deviation.applies` asks): DLAMA's ranking is `Scope("ranking", ranks)`.
+    """
+
+    words: str
+    test: Callable[[Any], bool] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class Deviation:
     """One place where the library's protocol differs from the upstream code, with both behaviours.
 
@@ -92,6 +102,30 @@ class Deviation:
     upstream_kinds: tuple[str, ...] = MODEL_KINDS
     #: upstream's side needs the model in process (token-level control, e.g. a second BOS): never for served models
     in_process: bool = False
+
+    @classmethod
+    def for_kind(
+        cls,
+        id: str,
+        description: str,
+        kind: ModelKind,
+        scope: Scope | None = None,
+        *,
+        upstream: Mapping[str, Any] | None = None,
+        upstream_note: str = "",
+    ) -> Deviation:
+        """A deviation of one model kind's code path, in all runs or in those of `scope` (DLAMA's ranking). The kind
+        and the scope are each named once, for `applies`, for `when` ("masked models, ranking") and for
+        `upstream_kinds` (where it has an upstream side), so that the three cannot drift apart.
+        """
+        test = scope.test if scope is not None else _always
+
+        def applies(task: Any) -> bool:
+            return bool(task.kind == kind and test(task))
+
+        when = f"{kind} models, {scope.words}" if scope is not None else f"{kind} models"
+        kinds = (kind,) if upstream is not None else MODEL_KINDS
+        return cls(id, description, when, applies, upstream, upstream_note, kinds)
 
     def reproducible(self, kind: str | None, served: bool = False) -> bool:
         """Whether the upstream profile sets this deviation's values for a model of `kind` (None: any kind)."""

@@ -377,12 +377,11 @@ class CamelTask(Task):
             "one rule for every model kind.",
             upstream_note=f"{NO_CODE}; aggregate= tries the other reading of the paper",
         ),
-        Deviation(
+        Deviation.for_kind(
             "C4",
             "Masked multi-subword scoring, unstated in the paper: left-to-right one-mask infill "
             "(mlm_mode='l2r'); mlm_mode='all_masks' masks every subword at once.",
-            "masked models",
-            lambda t: t.kind == "masked",
+            "masked",
             upstream_note=f"{NO_CODE}; mlm_mode= tries the other procedure",
         ),
         Deviation(

@@ -39,6 +39,7 @@ from culture_probe.tasks.base import (
     Parallel,
     RecordFields,
     SamplingDesign,
+    Scope,
     Smoke,
     Task,
     all_scores,
@@ -121,6 +122,10 @@ class DlamaOptions:
 
 def _ranks(task: DlamaTask) -> bool:
     return task.options.mode == "rank"
+
+
+# the ranking runs (not the generation mode), which most deviations concern
+RANKING = Scope("ranking", _ranks)
 
 
 class DlamaTask(Task):
@@ -415,32 +420,30 @@ class DlamaTask(Task):
 
     # Where this protocol differs from the released code (docs/deviations.md)
     deviations = (
-        Deviation(
+        Deviation.for_kind(
             "D1",
             "Subjects are inserted with plain str.replace; the released T5/mT5 path used "
             "re.sub('[X]', subject, template), a character class that replaces every capital X of the "
             "template and leaves the brackets ('[Egypt] is located in [Y] .').",
-            "seq2seq models, ranking",
-            lambda t: _ranks(t) and t.kind == "seq2seq",
+            "seq2seq",
+            RANKING,
             upstream={"fill": "upstream_regex"},
-            upstream_kinds=("seq2seq",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "D2",
             "Candidates are scored with their in-context token ids; the released masked path "
             "tokenized each candidate on its own (no leading-space piece on BPE/SentencePiece; identical "
             "for the WordPiece models of the paper).",
-            "masked models, ranking",
-            lambda t: _ranks(t) and t.kind == "masked",
+            "masked",
+            RANKING,
             upstream={"candidate_tokenization": "alone"},
-            upstream_kinds=("masked",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "D3",
             "Causal models: mean log-prob of the candidate after the text left of the slot: a "
             "culture_probe extension, not comparable with the paper.",
-            "causal models, ranking",
-            lambda t: _ranks(t) and t.kind == "causal",
+            "causal",
+            RANKING,
             upstream_note="upstream cannot run it: the released code has no causal ranking path "
             "(evaluate_bloom.py only generates text)",
         ),
@@ -472,14 +475,13 @@ class DlamaTask(Task):
             upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
             "superset of the released result.pkl)",
         ),
-        Deviation(
+        Deviation.for_kind(
             "D7",
             "P@1 counts a fact right when the top candidate is any of its labels; the released T5/mT5 "
             "path scored only the rank of its first listed label (obj_label[0]).",
-            "seq2seq models, ranking",
-            lambda t: _ranks(t) and t.kind == "seq2seq",
+            "seq2seq",
+            RANKING,
             upstream={"p1_gold": "first"},
-            upstream_kinds=("seq2seq",),
         ),
     )
 

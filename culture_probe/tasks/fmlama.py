@@ -36,6 +36,7 @@ from culture_probe.tasks.base import (
     ModelNeed,
     RecordFields,
     SamplingDesign,
+    Scope,
     Smoke,
     Task,
     all_scores,
@@ -158,6 +159,10 @@ def _ranks(task: FmlamaTask) -> bool:
 
 def _chat(task: FmlamaTask) -> bool:
     return task.options.mode == "chat"
+
+
+# the ranking runs (not the chat mode), which most deviations concern
+RANKING = Scope("ranking", _ranks)
 
 
 class FmlamaTask(Task):
@@ -469,14 +474,13 @@ class FmlamaTask(Task):
             upstream={"split_gold": False},
             upstream_kinds=V1_KINDS,
         ),
-        Deviation(
+        Deviation.for_kind(
             "F2",
             "No candidate length cap; the v1 masked path dropped candidates of more than 10 sub-tokens "
             "(its T5 path had no cap).",
-            "masked models, ranking",
-            lambda t: _ranks(t) and t.kind == "masked",
+            "masked",
+            RANKING,
             upstream={"max_candidate_tokens": 10},
-            upstream_kinds=("masked",),
         ),
         Deviation(
             "F2b",
@@ -487,14 +491,13 @@ class FmlamaTask(Task):
             upstream={"ap_denominator": "ranked"},
             upstream_kinds=V1_KINDS,
         ),
-        Deviation(
+        Deviation.for_kind(
             "F3",
             "Templates filled with str.replace; the v1 T5/mT5 path used re.sub('[X]', ...) then "
             "re.sub('[C]', ...): brackets stay and every capital C, dish names included, becomes the country.",
-            "seq2seq models, ranking",
-            lambda t: _ranks(t) and t.kind == "seq2seq",
+            "seq2seq",
+            RANKING,
             upstream={"fill": "upstream_regex"},
-            upstream_kinds=("seq2seq",),
         ),
         Deviation(
             "F4",
@@ -514,12 +517,12 @@ class FmlamaTask(Task):
             "tables before it checks the template, so the first origin outside them (en: 659 of 2,580 "
             "dishes) raises KeyError, even for hasParts templates; the profile keeps the library's names",
         ),
-        Deviation(
+        Deviation.for_kind(
             "F6",
             "Causal models: teacher-forced mean log-prob of the ingredient (plus the text after it "
             "when the dish comes after the slot): a culture_probe extension, not in the v1 paper.",
-            "causal models, ranking",
-            lambda t: _ranks(t) and t.kind == "causal",
+            "causal",
+            RANKING,
             upstream_note="upstream cannot run it: v1 has no causal path; v2's scores read off one greedy "
             "generation are not reproduced",
         ),
@@ -556,14 +559,13 @@ class FmlamaTask(Task):
             },
             upstream_kinds=("causal",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "F9",
             "Candidates are scored with their in-context token ids; the v1 masked path tokenized each "
             "candidate on its own (no leading-space piece on BPE/SentencePiece; identical for WordPiece).",
-            "masked models, ranking",
-            lambda t: _ranks(t) and t.kind == "masked",
+            "masked",
+            RANKING,
             upstream={"candidate_tokenization": "alone"},
-            upstream_kinds=("masked",),
         ),
         Deviation(
             "F10",

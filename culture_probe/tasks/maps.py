@@ -36,7 +36,7 @@ from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics import chance
 from culture_probe.metrics.maps import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Smoke, Task
+from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Scope, Smoke, Task
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import (
     FillMaskProbe,
@@ -294,6 +294,10 @@ def _memorises(task: MapsTask) -> bool:
     return task.options.memorisation
 
 
+# the runs with the memorisation stage, which several deviations concern
+MEMORISATION = Scope("memorisation", _memorises)
+
+
 class MapsTask(Task):
     """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (the paper's section 4)."""
 
@@ -540,76 +544,68 @@ class MapsTask(Task):
             "the paper's Table 3 shows one line in mixed case.",
             upstream_note="none needed: the library follows the released code here",
         ),
-        Deviation(
+        Deviation.for_kind(
             "M2",
             "Causal reasoning score: log-prob of the letter continuation ' a'/' b'; upstream: the mean raw "
             "logit over the whole sequence prompt + ' a' (qa_experiments.py:126-135).",
-            "causal models",
-            lambda t: t.kind == "causal",
+            "causal",
             upstream_note="the engine returns log-probs, not raw logits; the a/b decision is the same whenever "
             "' a' and ' b' are single tokens (the prompt's logits are shared by both sequences and "
             "the letters' logits share one normaliser), so only multi-token letters could differ",
         ),
-        Deviation(
+        Deviation.for_kind(
             "M3",
             "XGLM newlines kept and the letter after a space; upstream put the letter on a new line and "
             "replaced every newline by the typo ' <\\s>' (qa_experiments.py:114-115).",
-            "causal models",
-            lambda t: t.kind == "causal",
+            "causal",
             upstream_note="a rule of one model family (XGLM), which a profile chosen by model kind cannot "
             "select (the library never guesses a family from a name); XGLM is at chance on MAPS",
         ),
-        Deviation(
+        Deviation.for_kind(
             "M4",
             "Masked reasoning compares the word-initial pieces of ' a'/' b' at the mask; upstream XLM-R "
             "compared the bare pieces 'a'/'b' (convert_tokens_to_ids, qa_experiments.py:103-112).",
-            "masked models",
-            lambda t: t.kind == "masked",
+            "masked",
             upstream={"mlm_letter_pieces": "bare"},
-            upstream_kinds=("masked",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "M5",
             "Masked memorisation uses the English templates (the paper's); upstream XLM-R used "
             "templates in the proverb's own language (memorization.py:101). Upstream also used them for "
             "the '-mt' models (bloomz-7b1-mt, mt0-xxl-mt), a rule by model name the profile cannot know: "
             "pass --option mem_template_lang=native for those.",
-            "masked models, memorisation",
-            lambda t: t.kind == "masked" and _memorises(t),
+            "masked",
+            MEMORISATION,
             upstream={"mem_template_lang": "native"},
-            upstream_kinds=("masked",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "M6a",
             "Causal memorisation: budget max(4, T + 2) new tokens, success = the continuation starts "
             "with the missing word (trailing .!?;, ignored); upstream: 4 new tokens (memorization.py:41), "
             "success = the proverb is in the post-processed prompt + continuation (:45-50, :62-75), "
             "which fails a proverb ending in '.' unless the model writes on after it.",
-            "causal models, memorisation",
-            lambda t: t.kind == "causal" and _memorises(t),
+            "causal",
+            MEMORISATION,
             upstream={"mem_max_new_tokens": 4, "mem_match": "substring"},
-            upstream_kinds=("causal",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "M6b",
             "Seq2seq memorisation: budget max(4, T + 2) new tokens, prefix success; upstream mT0: the "
             "HF default max_length 20, i.e. up to 19 new tokens (memorization.py:37), success = the "
             "proverb is in front + ' ' + the post-processed output (:45-55, :62-75).",
-            "seq2seq models, memorisation",
-            lambda t: t.kind == "seq2seq" and _memorises(t),
+            "seq2seq",
+            MEMORISATION,
             upstream={"mem_max_new_tokens": 19, "mem_match": "substring"},
-            upstream_kinds=("seq2seq",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "M6c",
             "Masked memorisation: success = the argmax piece starts with the missing word; upstream "
             "XLM-R: the proverb is in front + ' ' + the post-processed piece (memorization.py:45-50, "
             ":56-75): a proverb ending in punctuation succeeds only if the piece holds it too (never for "
             "'.', which upstream stripped).",
-            "masked models, memorisation",
-            lambda t: t.kind == "masked" and _memorises(t),
+            "masked",
+            MEMORISATION,
             upstream={"mem_match": "substring"},
-            upstream_kinds=("masked",),
         ),
         Deviation(
             "M7",
@@ -618,26 +614,24 @@ class MapsTask(Task):
             upstream_note="weights are loaded by the engine, not set by the protocol: "
             "--model-args load_in_8bit=true (bitsandbytes, a CUDA GPU) loads them as upstream did",
         ),
-        Deviation(
+        Deviation.for_kind(
             "M8",
             "Seq2seq letters are scored as the sentinel span after the prompt (encoder: prompt + "
             "<extra_id_0>); upstream mT0 encoded the prompt alone and scored the letter as the decoder "
             "target from the start token, by its mean raw logit (qa_experiments.py:82-87, :91). "
             "seq2seq_style='plain' feeds upstream's inputs and reads log-probs, the same a/b decision "
             "whenever both letters are single tokens.",
-            "seq2seq models",
-            lambda t: t.kind == "seq2seq",
+            "seq2seq",
             upstream={"seq2seq_style": "plain"},
-            upstream_kinds=("seq2seq",),
         ),
-        Deviation(
+        Deviation.for_kind(
             "M9",
             "Masked memorisation takes the argmax vocabulary piece at one mask after each template's "
             "prompt (prompt + ' <mask>', zh without the space), special tokens excluded; upstream's argmax "
             "included them (model_collection.py:125-129), and a special token, dropped by the '>' filter, "
             "failed that template.",
-            "masked models, memorisation",
-            lambda t: t.kind == "masked" and _memorises(t),
+            "masked",
+            MEMORISATION,
             upstream_note="the engine's fill_mask never predicts special tokens and has no switch; it differs "
             "only on the templates where a special token is the argmax",
         ),

@@ -1,0 +1,49 @@
+"""The factories that several protocols build their deviation rows and probes with (`culture_probe.tasks.base`):
+each derives what it is given once, so that two of a row's fields cannot say different things."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from culture_probe.engine.types import MODEL_KINDS
+from culture_probe.tasks.base import Deviation, Scope
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "rank"
+    cap: int | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """As much of a task as a deviation's `applies` reads."""
+
+    kind: str
+    options: Any = field(default_factory=Options)
+
+
+RANKING = Scope("ranking", lambda task: task.options.mode == "rank")
+
+
+def test_a_deviation_of_one_kind_names_it_once_for_when_applies_and_the_upstream_kinds() -> None:
+    deviation = Deviation.for_kind("Z1", "No cap.", "masked", RANKING, upstream={"cap": 10})
+    assert deviation.when == "masked models, ranking"
+    assert deviation.upstream_kinds == ("masked",)
+    assert deviation.applies(Run("masked"))
+    assert not deviation.applies(Run("causal"))
+    assert not deviation.applies(Run("masked", Options(mode="generate")))
+    assert deviation.reproducible("masked") and not deviation.reproducible("causal")
+
+
+def test_a_deviation_of_one_kind_without_a_scope_or_an_upstream_side() -> None:
+    deviation = Deviation.for_kind("Z2", "Log-probs.", "causal", upstream_note="changes no number")
+    assert deviation.when == "causal models"
+    # no upstream side: the kinds stay the default, as a row written out in full has them
+    assert deviation.upstream is None and deviation.upstream_kinds == MODEL_KINDS
+    assert deviation.applies(Run("causal", Options(mode="generate")))
+    assert not deviation.applies(Run("seq2seq"))
+    assert (
+        deviation.record(Options(), "causal")["upstream"] == "no upstream side: changes no number"
+    )
