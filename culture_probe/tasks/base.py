@@ -127,6 +127,22 @@ class Deviation:
         kinds = (kind,) if upstream is not None else MODEL_KINDS
         return cls(id, description, when, applies, upstream, upstream_note, kinds)
 
+    @classmethod
+    def kept_scores(cls, id: str, kept: str, size: str, scope: Scope) -> Deviation:
+        """The storage note of a ranking protocol with a `keep_scores` option: items.jsonl keeps `kept` of each
+        ranking rather than every candidate's scores, which would multiply its size by the `size` (the candidate
+        count). It changes no number, so it has no upstream side; a run of `scope` without keep_scores shows it.
+        """
+        return cls(
+            id,
+            f"items.jsonl keeps {kept}, not the sum, token count and mean of every candidate, which would "
+            f"multiply its size by the {size}; --option keep_scores=true records them all.",
+            f"{scope.words} without keep_scores",
+            lambda task: scope.test(task) and not task.options.keep_scores,
+            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
+            "superset of the released result.pkl)",
+        )
+
     def reproducible(self, kind: str | None, served: bool = False) -> bool:
         """Whether the upstream profile sets this deviation's values for a model of `kind` (None: any kind)."""
         return (

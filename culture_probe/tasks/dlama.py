@@ -465,15 +465,8 @@ class DlamaTask(Task):
             upstream_note="changes no number: the released code set a slow-tokenizer override on a fast "
             "tokenizer, which ignored it, so it ran what the library runs",
         ),
-        Deviation(
-            "D6",
-            "items.jsonl keeps each fact's top 5 candidates and their scores, not the sum, token count "
-            "and mean of every candidate, which would multiply its size by the candidate count; "
-            "--option keep_scores=true records them all.",
-            "ranking without keep_scores",
-            lambda t: _ranks(t) and not t.options.keep_scores,
-            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
-            "superset of the released result.pkl)",
+        Deviation.kept_scores(
+            "D6", "each fact's top 5 candidates and their scores", "candidate count", RANKING
         ),
         Deviation.for_kind(
             "D7",

@@ -526,15 +526,8 @@ class FmlamaTask(Task):
             upstream_note="upstream cannot run it: v1 has no causal path; v2's scores read off one greedy "
             "generation are not reproduced",
         ),
-        Deviation(
-            "F7",
-            "items.jsonl keeps the top |G| + 10 candidates and every gold rank, not the sum, token count "
-            "and mean of every candidate, which would multiply its size by the pool size; "
-            "--option keep_scores=true records them all.",
-            "ranking without keep_scores",
-            lambda t: _ranks(t) and not t.options.keep_scores,
-            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
-            "superset of the released result.pkl)",
+        Deviation.kept_scores(
+            "F7", "the top |G| + 10 candidates and every gold rank", "pool size", RANKING
         ),
         Deviation(
             "F-chat",

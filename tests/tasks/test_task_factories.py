@@ -47,3 +47,24 @@ def test_a_deviation_of_one_kind_without_a_scope_or_an_upstream_side() -> None:
     assert (
         deviation.record(Options(), "causal")["upstream"] == "no upstream side: changes no number"
     )
+
+
+@dataclass(frozen=True)
+class Keeping:
+    mode: str = "rank"
+    keep_scores: bool = False
+
+
+def test_the_storage_note_of_a_ranking_protocol_applies_to_its_rankings_without_keep_scores() -> (
+    None
+):
+    deviation = Deviation.kept_scores("Z3", "the top 5", "pool size", RANKING)
+    assert deviation.description == (
+        "items.jsonl keeps the top 5, not the sum, token count and mean of every candidate, which would "
+        "multiply its size by the pool size; --option keep_scores=true records them all."
+    )
+    assert deviation.when == "ranking without keep_scores" and deviation.upstream is None
+    assert deviation.upstream_note.startswith("changes no number")
+    assert deviation.applies(Run("masked", Keeping()))
+    assert not deviation.applies(Run("masked", Keeping(keep_scores=True)))
+    assert not deviation.applies(Run("causal", Keeping(mode="generate")))
