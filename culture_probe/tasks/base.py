@@ -42,7 +42,7 @@ from typing import Any, ClassVar, Literal
 
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.data.resources import Need
-from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind
+from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind, ScoreOptions
 from culture_probe.errors import (
     CultureProbeError,
     TemplateError,
@@ -58,8 +58,9 @@ from culture_probe.metrics.consistency import (
     with_language_pairs,
 )
 from culture_probe.metrics.results import UnitTable, summarize
+from culture_probe.tasks.filling import slot_request
 from culture_probe.tasks.options import NoOptions, parse_options
-from culture_probe.tasks.probes import PROBE_KINDS, Output, Probe, Record, Skipped
+from culture_probe.tasks.probes import PROBE_KINDS, Output, Probe, Record, ScoreProbe, Skipped
 
 RecordFields = dict[str, Any]
 
@@ -931,6 +932,27 @@ def split_slot(template: str, slot: str) -> tuple[str, str]:
             f"Template {template!r} must contain the slot {slot!r} exactly once, found {len(parts) - 1}."
         )
     return parts[0], parts[1]
+
+
+def cloze_probe(
+    item_id: str,
+    left: str,
+    right: str,
+    candidates: Sequence[str],
+    options: ScoreOptions,
+    meta: Mapping[str, Any],
+    *,
+    candidate_ids: Literal["in_context", "alone"],
+    tag: str = "",
+) -> ScoreProbe:
+    """The probe that ranks `candidates` in the slot between a filled template's `left` and `right` (DLAMA's and
+    FmLAMA's cloze templates): the request keeps the template's spacing (`slot_request`), and the record's `meta`
+    gains the `prompt` with the slot shown as `[Y]`, as both benchmarks' records write it.
+    """
+    request = slot_request(left, right, candidates, candidate_ids)
+    return ScoreProbe(
+        item_id, request, options, tag=tag, meta={**meta, "prompt": f"{left}[Y]{right}"}
+    )
 
 
 def ranked_candidates(scores: CandidateScores, by: Literal["mean", "sum"] = "mean") -> list[str]:

@@ -43,12 +43,13 @@ from culture_probe.tasks.base import (
     Smoke,
     Task,
     all_scores,
+    cloze_probe,
     ranked_candidates,
     split_slot,
 )
-from culture_probe.tasks.filling import Fill, fill_slots, slot_request
+from culture_probe.tasks.filling import Fill, fill_slots
 from culture_probe.tasks.options import at_least
-from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.probes import GenerateProbe, Probe, Record, Skipped
 from culture_probe.typecheck import check_types
 
 TOP_K = 5  # predictions kept per record
@@ -227,6 +228,7 @@ class DlamaTask(Task):
         # read back by `_read`: each ranking's aligned QIDs
         self._aligned = aligned_candidates(rows)
         options = ScoreOptions(keep_tokens=self.options.keep_scores)
+        ids = self.options.candidate_tokenization
         first_n, position = self.options.generate_first_n, Counter[tuple[str, str, str]]()
         for row in rows:
             meta = {
@@ -264,14 +266,8 @@ class DlamaTask(Task):
                 )
                 continue
             left, right = prompt(entry["template"], row["sub_label"], self.options.fill)
-            meta["prompt"] = f"{left}[Y]{right}"
-            request = slot_request(
-                left,
-                right,
-                sets[row["language"], row["predicate"]],
-                self.options.candidate_tokenization,
-            )
-            yield ScoreProbe(row["id"], request, options, meta=meta)
+            candidates = sets[row["language"], row["predicate"]]
+            yield cloze_probe(row["id"], left, right, candidates, options, meta, candidate_ids=ids)
 
     def _question(self, row: Mapping[str, Any], meta: dict[str, Any]) -> Probe:
         """The generation-mode probe of one fact, or why it is out of the mode's scope (the paper's Appendix D)."""

@@ -40,12 +40,13 @@ from culture_probe.tasks.base import (
     Smoke,
     Task,
     all_scores,
+    cloze_probe,
     ranked_candidates,
     split_slot,
 )
-from culture_probe.tasks.filling import Fill, fill_slots, slot_request
+from culture_probe.tasks.filling import Fill, fill_slots
 from culture_probe.tasks.options import at_least, in_range
-from culture_probe.tasks.probes import GenerateProbe, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.probes import GenerateProbe, Probe, Record, Skipped
 from culture_probe.typecheck import check_types
 
 TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl)
@@ -305,13 +306,14 @@ class FmlamaTask(Task):
         left, right, dish_after_slot = fill(
             template, row["sub_label"], country, prompt_language(row), self.options.fill
         )
-        meta["prompt"] = f"{left}[Y]{right}"
         options = ScoreOptions(
             score_right=self.kind == "causal" and dish_after_slot,
             keep_tokens=self.options.keep_scores,
         )
-        request = slot_request(left, right, pool, self.options.candidate_tokenization)
-        return ScoreProbe(row["id"], request, options, tag=relation, meta=meta)
+        ids = self.options.candidate_tokenization
+        return cloze_probe(
+            row["id"], left, right, pool, options, meta, candidate_ids=ids, tag=relation
+        )
 
     def chat_probes(
         self, row: Mapping[str, Any], relation: str, family: str, template: str

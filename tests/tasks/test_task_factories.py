@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from culture_probe.engine.types import MODEL_KINDS
-from culture_probe.tasks.base import Deviation, Scope
+from culture_probe.engine.types import MODEL_KINDS, ScoreOptions, ScoreRequest
+from culture_probe.tasks.base import Deviation, Scope, cloze_probe
 
 
 @dataclass(frozen=True)
@@ -68,3 +68,37 @@ def test_the_storage_note_of_a_ranking_protocol_applies_to_its_rankings_without_
     assert deviation.applies(Run("masked", Keeping()))
     assert not deviation.applies(Run("masked", Keeping(keep_scores=True)))
     assert not deviation.applies(Run("causal", Keeping(mode="generate")))
+
+
+def test_a_cloze_probe_keeps_the_templates_spacing_and_records_the_prompt_with_its_slot() -> None:
+    meta = {"language": "en", "gold": ["Egypt"]}
+    options = ScoreOptions(keep_tokens=True)
+    probe = cloze_probe(
+        "q1",
+        "Cairo is the capital of ",
+        " .",
+        ("Egypt", "Peru"),
+        options,
+        meta,
+        candidate_ids="alone",
+    )
+    # the space before the slot moves onto the candidate
+    assert probe.request == ScoreRequest(
+        "Cairo is the capital of", ("Egypt", "Peru"), " .", sep=" ", candidate_ids="alone"
+    )
+    assert probe.options == options and probe.tag == "" and probe.item_id == "q1"
+    assert list(probe.meta.items()) == [
+        ("language", "en"),
+        ("gold", ["Egypt"]),
+        ("prompt", "Cairo is the capital of [Y] ."),
+    ]
+    # the caller's meta is not written to
+    assert "prompt" not in meta
+    tagged = cloze_probe(
+        "d1", "美食", "。", ("盐",), options, {}, candidate_ids="in_context", tag="t1"
+    )
+    assert (
+        tagged.key == "d1#t1"
+        and tagged.request.sep == ""
+        and tagged.meta == {"prompt": "美食[Y]。"}
+    )
