@@ -7,14 +7,16 @@ same place as its rows (`data_dir`, the mirror, or the pinned URL), with the pro
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from culture_probe.data.registry import Benchmark, load_benchmark, quiet_progress, resolve
 from culture_probe.data.resources import load_resources
 from culture_probe.engine.types import ModelKind
-from culture_probe.record import RunRecord
-from culture_probe.tasks import Task, task_for, task_from_config
+from culture_probe.record import Metrics, RunRecord, read_metrics
+from culture_probe.tasks import Record, Task, task_for, task_from_config
+from culture_probe.tasks.options import json_ready
 
 
 def load_rows(
@@ -92,3 +94,13 @@ def task_of_run(record: RunRecord) -> Task:
         seed=plain.seed,
         data_dir=record.run.data_dir,
     )[0]
+
+
+def recomputed_metrics(
+    run_dir: os.PathLike | str, record: RunRecord, records: Sequence[Record]
+) -> Metrics:
+    """The metrics of a run's `records` (a run that did not finish, or whose metrics.json predates the results
+    block), as its protocol computes them, checked as a metrics.json read back is.
+    """
+    metrics = json_ready(task_of_run(record).compute_metrics(records))
+    return read_metrics(metrics, f"the metrics of {run_dir}'s records")

@@ -405,7 +405,24 @@ class Metrics(TypedDict, total=False):
     planted: dict[str, PlantedPart]
 
 
-def read_metrics(data: Any, source: str = "metrics.json") -> dict[str, Any]:
+def strata(results: Results) -> dict[str, dict[str, dict[str, Estimate]]]:
+    """The results block's breakdowns by stratum (its `by_<stratum>` keys, which a TypedDict cannot name): stratum ->
+    label -> {metric: Estimate}, as `read_metrics` checked them.
+    """
+    block: Mapping[str, Any] = results
+    return {key.removeprefix("by_"): value for key, value in block.items() if key.startswith("by_")}
+
+
+def estimate_groups(results: Results) -> list[tuple[str, dict[str, Estimate]]]:
+    """(group, {metric: Estimate}) of a results block, as pages list them: "overall", then `<stratum>=<label>`."""
+    return [("overall", results.get("overall") or {})] + [
+        (f"{stratum}={label}", estimates)
+        for stratum, labels in strata(results).items()
+        for label, estimates in labels.items()
+    ]
+
+
+def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:
     """metrics.json's contents (read from `source`), checked against what its readers read (`Metrics`, and every
     `results.by_<stratum>` block), every number finite: a part of another type, or a NaN or infinite number, is the
     damaged file's one-line error naming the field, not a traceback in a reader nor a number shown as "nan" with
@@ -417,5 +434,5 @@ def read_metrics(data: Any, source: str = "metrics.json") -> dict[str, Any]:
         check_document(
             results[key], dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}"
         )
-    checked: dict[str, Any] = data
+    checked: Metrics = data
     return checked

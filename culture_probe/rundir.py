@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from culture_probe import jsonl, outfolder
 from culture_probe.errors import CultureProbeError, SourceFormatError
-from culture_probe.record import RunRecord, read_metrics
+from culture_probe.record import Metrics, RunRecord, read_metrics
 from culture_probe.sharing import redacted
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
@@ -78,7 +78,7 @@ class Run:
     path: Path
     record: RunRecord
     records: list[Record] = field(repr=False)
-    metrics: dict[str, Any] | None
+    metrics: Metrics | None
 
     @property
     def config(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from culture_probe.metrics.display import (
     format_p,
     interval_text,
 )
-from culture_probe.record import RunRecord
+from culture_probe.record import Metrics, RunRecord, estimate_groups, strata
 from culture_probe.report import metrics_of
 from culture_probe.report.compare import (
     LoadedRun,
@@ -63,7 +63,7 @@ class BoardRun:
 
     id: str
     run: rundir.Run = field(repr=False)
-    metrics: dict[str, Any] = field(repr=False)
+    metrics: Metrics = field(repr=False)
     status: str | None  # INCOMPLETE k/N for a run that did not finish
     prompts: Prompts = field(repr=False)
 
@@ -165,9 +165,8 @@ def headline_of(run: BoardRun, language: str | None = None) -> dict[str, Any] | 
         return None
     block = results.get("overall") or {}
     if language is not None:
-        block = next(
-            (results[k].get(language) or {} for k in ("by_language", "by_lang") if k in results), {}
-        )
+        by = strata(results)
+        block = next((by[k].get(language) or {} for k in ("language", "lang") if k in by), {})
     estimate = estimate_json(block.get(metric), scales_of(run.name).get(metric))
     return (
         None
@@ -178,8 +177,8 @@ def headline_of(run: BoardRun, language: str | None = None) -> dict[str, Any] | 
 
 def languages_of(run: BoardRun) -> list[str]:
     """The languages the run's results break its headline down by (none when they do not)."""
-    results = run.metrics.get("results") or {}
-    return sorted(next((results[k] for k in ("by_language", "by_lang") if k in results), {}))
+    by = strata(run.metrics.get("results") or {})
+    return sorted(next((by[k] for k in ("language", "lang") if k in by), {}))
 
 
 def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
@@ -225,12 +224,7 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
     config, results = run.record, run.metrics.get("results") or {}
     scales = scales_of(run.name)
     bench = config.benchmark
-    groups = [("overall", results.get("overall") or {})] + [
-        (f"{key.removeprefix('by_')}={label}", estimates)
-        for key, labels in results.items()
-        if key.startswith("by_")
-        for label, estimates in labels.items()
-    ]
+    groups = estimate_groups(results)
     page = {
         "id": run.id,
         "config": run.name,

@@ -12,9 +12,9 @@ from pkgutil import extend_path
 from typing import Any
 
 from culture_probe import outfolder, rundir
-from culture_probe.loading import task_of_run
+from culture_probe.loading import recomputed_metrics
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
-from culture_probe.record import RunRecord
+from culture_probe.record import Metrics, RunRecord
 from culture_probe.report.compare import COMPARISON, Comparison, compare_runs, write_comparison
 from culture_probe.report.consistency import (
     CONSISTENCY,
@@ -42,7 +42,6 @@ from culture_probe.report.views import (
     sections_for,
 )
 from culture_probe.tasks import Record
-from culture_probe.tasks.options import json_ready
 
 # Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
 # culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
@@ -100,7 +99,7 @@ def report_sections(
         return [*results_sections(metrics, scales_of(config.config)), failed]
 
 
-def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[str, Any]]:
+def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], Metrics]:
     """(config, records, metrics) of a run directory; metrics are recomputed from the records when metrics.json
     is missing (an interrupted run reports what it has).
     """
@@ -108,11 +107,13 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], dict[st
     return run.config, run.records, metrics_of(run)
 
 
-def metrics_of(run: rundir.Run) -> dict[str, Any]:
-    """A run's metrics.json, or its metrics recomputed from its records when the run did not finish."""
+def metrics_of(run: rundir.Run) -> Metrics:
+    """A run's metrics.json, or its metrics recomputed from its records when the run did not finish (checked as
+    metrics.json is).
+    """
     if run.metrics is not None:
         return run.metrics
-    return json_ready(task_of_run(run.record).compute_metrics(run.records))
+    return recomputed_metrics(run.path, run.record, run.records)
 
 
 def headline(

@@ -35,11 +35,11 @@ import numpy as np
 from culture_probe import outfolder, rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.extras import available
-from culture_probe.loading import task_of_run
+from culture_probe.loading import recomputed_metrics, task_of_run
 from culture_probe.metrics.compare import HOLM, holm
 from culture_probe.metrics.display import Scale, format_number, format_p, interval_text
 from culture_probe.metrics.results import paired_difference
-from culture_probe.record import RunRecord
+from culture_probe.record import Estimate, Metrics, Results, RunRecord, estimate_groups
 from culture_probe.report.markdown import table_markdown
 from culture_probe.report.plots import context_note
 from culture_probe.report.views import Table, scales_of, unit_label
@@ -56,11 +56,11 @@ class LoadedRun:
     name: str
     config: RunRecord
     records: list[Any] = field(repr=False)
-    metrics: dict[str, Any] = field(repr=False)
+    metrics: Metrics = field(repr=False)
     status: str | None  # `INCOMPLETE k/N` for a run that did not finish
 
     @property
-    def results(self) -> dict[str, Any]:
+    def results(self) -> Results:
         """The run's results block (the one schema of every benchmark)."""
         return self.metrics["results"]
 
@@ -75,7 +75,7 @@ class Comparison:
     notes: tuple[str, ...]
     metric: str | None = None  # the first run's headline metric (the plot's)
     # (run, its overall estimate of `metric`)
-    headlines: tuple[tuple[str, dict[str, Any] | None], ...] = ()
+    headlines: tuple[tuple[str, Estimate | None], ...] = ()
     # the first run's metrics' scales, for the differences
     scales: Mapping[str, Scale] = field(default_factory=dict)
     one_unit: tuple[str, ...] = ()  # strata (`stratum=label`) of one unit: no paired test, no row
@@ -217,7 +217,7 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
     if metrics is None or "results" not in metrics:
         if not run.records:
             raise CultureProbeError(f"{run_dir} has no answered probe yet: nothing to compare.")
-        metrics = json_ready(task_of_run(run.record).compute_metrics(run.records))
+        metrics = recomputed_metrics(run.path, run.record, run.records)
     return LoadedRun(name, run.record, run.records, metrics, rundir.progress(run))
 
 
@@ -278,7 +278,9 @@ def comparison_of(runs: Sequence[LoadedRun], *, paired: bool = True) -> Comparis
                 one_unit.update(dict.fromkeys(found.one_unit))
                 repeats.update(found.repeats)
     metric = runs[0].results.get("headline")
-    headlines = tuple((r.name, r.results.get("overall", {}).get(metric)) for r in runs)
+    headlines = tuple(
+        (r.name, r.results.get("overall", {}).get(metric) if metric else None) for r in runs
+    )
     scales = scales_of(runs[0].config.config)
     table, single = lined_up(runs)
     return Comparison(
@@ -300,7 +302,7 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
     """One row per (group, metric) any run reports, one column per run (named with its `INCOMPLETE k/N`): value
     [ci_low, ci_high] (n); and the strata left out, those where every run has at most one unit (no interval).
     """
-    grouped = [dict(_groups(run.results)) for run in runs]
+    grouped = [dict(estimate_groups(run.results)) for run in runs]
     keys = {
         (group, metric): None
         for groups in grouped
@@ -476,18 +478,6 @@ def left_out_text(one_unit: Sequence[str], repeats: Sequence[tuple[str, str]]) -
 def _as_estimate(row: Mapping[str, Any]) -> dict[str, Any]:
     """A paired row read as an estimate (its difference is the value), for `interval_text`."""
     return {**row, "value": row["difference"]}
-
-
-def _groups(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(group name, {metric: estimate}) of a results block: overall, then each stratum's labels."""
-    out = [("overall", results.get("overall", {}))]
-    for key, labels in results.items():
-        if key.startswith("by_"):
-            out += [
-                (f"{key.removeprefix('by_')}={label}", estimates)
-                for label, estimates in labels.items()
-            ]
-    return out
 
 
 def _cell(estimate: Mapping[str, Any] | None, scale: Scale | None) -> str:

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from culture_probe import rundir
 from culture_probe.record import RunRecord
 
@@ -63,3 +65,12 @@ def test_to_json_is_a_copy_that_a_caller_may_change():
     assert record.options == {"mode": "rank"} and json.dumps(record.to_json()) == json.dumps(
         {"config": "dlama_arab_west", "options": {"mode": "rank"}}
     )
+
+
+def test_a_record_read_as_the_dict_it_replaced_still_answers_and_says_it_is_going():
+    # RunResult.config was config.json's dict until it became the record: `result.config["deviations"]` in a
+    # notebook keeps working for one release, warning, and gives what the field gives
+    deviation = {"id": "M1", "description": "why", "side": "default"}
+    record = RunRecord.from_json({"config": "maps_en", "deviations": [deviation]})
+    with pytest.warns(DeprecationWarning, match=r"config\.deviations"):
+        assert record["deviations"] == [deviation] == list(record.deviations)

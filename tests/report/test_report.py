@@ -217,7 +217,7 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
         "- **custom rows**: the 4 rows given to `culture_probe.run(rows=...)` or `--rows` (saved in "
         in report
     )
-    assert result.config == config
+    assert result.config.to_json() == config
     # rows=, but no run directory
     unsaved = {**config, "benchmark": {**config["benchmark"], "rows_file": None}}
     assert (
