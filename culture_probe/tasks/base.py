@@ -25,6 +25,8 @@ defines a `Task` subclass and `TASK = ThatClass`, with
 - `parallel` (optional): the probe meta fields that name one item across the config's languages (DLAMA: the fact's
   `uuid`), so that `--limit` draws those units and probes each in every language: consistency across languages and
   paired language comparisons then exist in any subset.
+- `_configure()` (optional): the instance settings that follow from the config and options (`stages`, `smoke`,
+  `parallel`, `design`), set once when the task is made, without restating the constructor.
 """
 
 from __future__ import annotations
@@ -366,6 +368,7 @@ class Task:
             # a stage's own model (a judge) is checked by the runner
             if self.stage_model(stage) is None:
                 self.model_need(stage).check_kind(kind, type(self).__name__)
+        self._configure()
 
     @property
     def benchmark(self) -> Benchmark:
@@ -769,6 +772,12 @@ class Task:
         return [r for r in rows if r[column] == language]
 
     # ------------------------------------------------------------ hooks
+
+    def _configure(self) -> None:
+        """Set what follows from the config and the options (stages, smoke cells, parallel units, design), or refuse
+        a config the protocol cannot probe: called once, at the end of `__init__`, so that a protocol does not
+        restate the constructor to do it. Nothing by default.
+        """
 
     def _probes(
         self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]

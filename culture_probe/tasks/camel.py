@@ -208,16 +208,8 @@ class CamelTask(Task):
     options: CamelOptions
     seeded = True  # the entity samples of each run are drawn with the seed
 
-    def __init__(
-        self,
-        config: str | Benchmark,
-        options: Any = None,
-        *,
-        kind: Any,
-        seed: int = 0,
-        resources: Mapping[str, Any] | None = None,
-    ):
-        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
+    def _configure(self) -> None:
+        """Refuse a CAMeL config without prompts (the entities are the protocol's side data)."""
         if self.benchmark.base not in ("camel_co_prompts", "camel_ag_prompts"):
             raise CultureProbeError(
                 f"{self.config!r} holds no prompts to probe; run camel_co_prompts or camel_ag_prompts (the entities "

@@ -177,16 +177,8 @@ class FmlamaTask(Task):
     smoke = Smoke(2, GROUP_NEEDS)
     options: FmlamaOptions
 
-    def __init__(
-        self,
-        config: str | Benchmark,
-        options: FmlamaOptions | None = None,
-        *,
-        kind: Any,
-        seed: int = 0,
-        resources: Mapping[str, Any] | None = None,
-    ):
-        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
+    def _configure(self) -> None:
+        """Chat mode samples with the seed when asked to; ranking smoke runs ask two templates per family."""
         self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
         # ranking the whole pool is the costly part: two templates per family
         if self.options.mode == "rank":

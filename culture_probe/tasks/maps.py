@@ -311,16 +311,8 @@ class MapsTask(Task):
     )
     options: MapsOptions
 
-    def __init__(
-        self,
-        config: str | Benchmark,
-        options: Any = None,
-        *,
-        kind: Any,
-        seed: int = 0,
-        resources: Mapping[str, Any] | None = None,
-    ):
-        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
+    def _configure(self) -> None:
+        """The memorisation stage follows the reasoning one when asked for."""
         self.stages = ("reason", "memorise") if self.options.memorisation else ("reason",)
 
     @classmethod

@@ -246,16 +246,8 @@ class XfaktTask(Task):
         "scores": dict[str, Any],
     }
 
-    def __init__(
-        self,
-        config: str | Benchmark,
-        options: Any = None,
-        *,
-        kind: Any,
-        seed: int = 0,
-        resources: Mapping[str, Any] | None = None,
-    ):
-        super().__init__(config, options, kind=kind, seed=seed, resources=resources)
+    def _configure(self) -> None:
+        """The part of X-FaKT the config holds sets the smoke cells, parallel units, design and stages."""
         self.part = _part(self.benchmark)
         self.smoke = SMOKE[self.part]
         # factual recall asks each entity in all 13 languages: `--limit` draws entities, each in every language
