@@ -832,6 +832,18 @@ def _unpaired_reason(metric: str, pair: Mapping[str, Any]) -> str:
 Unit = Callable[[Probe], str]  # the unit a probe is drawn with (default: its item)
 
 
+def missing_id(answered: Sequence[Record], field: str, name: str, item: str) -> str | None:
+    """Why `answered` cannot be matched across languages when no record carries the id `field` (a run made before
+    the id was kept: `name` says what the id is, `item` what it names), for `Task.unaligned`; None when one does.
+    """
+    if not answered or any(field in r for r in answered):
+        return None
+    return (
+        f"its records carry no {name} (`{field}`: the run was made before consistency alignment; re-run it to "
+        f"get it), so no {item} can be matched across languages"
+    )
+
+
 def asked_in(languages: Sequence[str]) -> str:
     """How a parallel unit is asked, as a clause: ", each asked in ar and en" (", each asked in its 13 languages"
     from three on); nothing for a unit in one language.

@@ -44,6 +44,7 @@ from culture_probe.tasks.base import (
     Task,
     all_scores,
     cloze_probe,
+    missing_id,
     ranked_candidates,
     split_slot,
 )
@@ -347,12 +348,7 @@ class DlamaTask(Task):
 
     def unaligned(self, answered: Sequence[Record]) -> str:
         """Records without the fact's released id (written before it was kept) cannot be matched across languages."""
-        if answered and not any("uuid" in r for r in answered):
-            return (
-                "its records carry no fact id (`uuid`: the run was made before consistency alignment; re-run it to "
-                "get it), so no fact can be matched across languages"
-            )
-        return super().unaligned(answered)
+        return missing_id(answered, "uuid", "fact id", "fact") or super().unaligned(answered)
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         if self.options.mode == "generate":

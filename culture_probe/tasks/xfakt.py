@@ -44,6 +44,7 @@ from culture_probe.tasks.base import (
     SamplingDesign,
     Smoke,
     Task,
+    missing_id,
 )
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
@@ -471,12 +472,8 @@ class XfaktTask(Task):
                 f"{what} does not ask one question in every language (only factual recall asks each entity in all "
                 "13), so no answer is matched across languages"
             )
-        if answered and not any("entity_idx" in r for r in answered):
-            return (
-                "its records carry no entity index (`entity_idx`: the run was made before consistency alignment; "
-                "re-run it to get it), so no question can be matched across languages"
-            )
-        return super().unaligned(answered)
+        unkept = missing_id(answered, "entity_idx", "entity index", "question")
+        return unkept or super().unaligned(answered)
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
         answers = [graded_answer(r) for r in self._graded(records)]

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from culture_probe.engine.types import MODEL_KINDS, ScoreOptions, ScoreRequest
-from culture_probe.tasks.base import Deviation, Scope, cloze_probe
+from culture_probe.tasks.base import Deviation, Scope, cloze_probe, missing_id
+from culture_probe.tasks.probes import Record
 
 
 @dataclass(frozen=True)
@@ -109,3 +110,14 @@ def test_a_protocols_instance_settings_are_made_once_the_base_has_set_its_fields
 
     assert MapsTask("maps_en", kind="causal").stages == ("reason", "memorise")
     assert MapsTask("maps_en", MapsOptions(memorisation=False), kind="causal").stages == ("reason",)
+
+
+def test_records_without_their_alignment_id_say_so_and_others_fall_through() -> None:
+    old = [Record("f1", "", "main", {"language": "en"}, kind="score")]
+    assert missing_id(old, "uuid", "fact id", "fact") == (
+        "its records carry no fact id (`uuid`: the run was made before consistency alignment; re-run it to get "
+        "it), so no fact can be matched across languages"
+    )
+    kept = [*old, Record("f2", "", "main", {"uuid": "u2"}, kind="score")]
+    assert missing_id(kept, "uuid", "fact id", "fact") is None
+    assert missing_id([], "uuid", "fact id", "fact") is None
