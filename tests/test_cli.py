@@ -666,3 +666,31 @@ def test_progress_names_the_config_and_stage_and_datasets_bars_are_quiet(setup, 
     err = capsys.readouterr().err
     assert "dlama_arab_west main:" in err, err  # which config a suite's bar is at
     assert "Generating" not in err and "split" not in err, err
+
+
+def test_every_command_names_a_handler_that_exists():
+    """Each command's module adds its sub-parsers and names their handlers beside them: the two lists agree, and a
+    misspelt handler fails here rather than when someone runs that command."""
+    import importlib
+
+    from culture_probe.cli import HANDLERS, build_parser
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert list(commands) == list(HANDLERS)
+    for handler in HANDLERS.values():
+        module, function = handler.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), handler
+
+
+def test_list_and_help_start_without_the_heavy_libraries():
+    """The parser modules import no handler, so `culture-probe list` and `--help` load no torch, datasets or numpy
+    (seconds each); `python -m culture_probe.cli` runs the command line, as the benchmarks' start-up timing does."""
+    for args in (["list"], ["--help"]):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "culture_probe.cli", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        heavy = re.findall(r"\|\s+(torch|datasets|numpy)\b", done.stderr)
+        assert done.stdout and not heavy, (args, sorted(set(heavy)))
