@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from culture_probe.data.registry import list_benchmarks, load_benchmark
     from culture_probe.engine import Scorer
     from culture_probe.engine.types import CandidateScores, ScoreRequest
+    from culture_probe.hub.publish import push_to_hub
     from culture_probe.metrics import load_metric
-    from culture_probe.publish import push_to_hub
     from culture_probe.record import RunRecord
     from culture_probe.runner import RunResult, run
     from culture_probe.runner.dryrun import dry_run
@@ -49,7 +49,7 @@ __all__ = [
 _LAZY = {
     "load_benchmark": "culture_probe.data.registry",
     "list_benchmarks": "culture_probe.data.registry",
-    "push_to_hub": "culture_probe.publish",
+    "push_to_hub": "culture_probe.hub.publish",
     "load_metric": "culture_probe.metrics",
     "run": "culture_probe.runner",
     "RunResult": "culture_probe.runner",

@@ -33,7 +33,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("loading", "rundir", "throughput"),
     ("models", "provenance", "shards"),
     ("report",),
-    ("runner", "suite", "dryrun", "run_command", "merge", "publish", "metric_spaces"),
+    ("runner", "suite", "dryrun", "run_command", "merge", "hub", "publish", "metric_spaces"),
     ("board", "cli", "demo", "__main__"),
 )
 FLOOR = {name: level for level, names in enumerate(FLOORS) for name in names}

@@ -2,7 +2,7 @@
 command-line glue of the board, and its publication as a static Hugging Face Space.
 
 A Space is private unless `--public`, with `push`'s checks (a Hub repository id, offline mode, a token) from
-`culture_probe.publish`. Records of data released only on request (MAPS) are left out of a published board, its
+`culture_probe.hub.publish`. Records of data released only on request (MAPS) are left out of a published board, its
 numbers kept, unless `--i-have-permission` says the authors allow publishing them; a board built on disk keeps them.
 """
 
@@ -135,7 +135,7 @@ def push_board(
     `public`); with `dry_run_dir`, write it there and upload nothing. Returns the `publish.Upload`.
     """
     from culture_probe.board.site import build_board
-    from culture_probe.publish import Upload, check_repo_id, hub_api
+    from culture_probe.hub.publish import Upload, check_repo_id, hub_api
 
     check_repo_id(repo_id)
     # offline or tokenless: refused before building
@@ -192,8 +192,8 @@ def upload_space(api: Any, upload: Any, message: str) -> Any:
     from dataclasses import replace
 
     from culture_probe.board.site import MARKER
+    from culture_probe.hub.publish import hub_errors
     from culture_probe.outfolder import LOCK_FILE
-    from culture_probe.publish import hub_errors
 
     with hub_errors(api, f"Push to {upload.repo_id}"):
         api.create_repo(

@@ -1,4 +1,4 @@
-"""`culture-probe push` and `push-metrics`: the parsers only; the publishing (culture_probe.publish, with the Hub's
+"""`culture-probe push` and `push-metrics`: the parsers only; the publishing (culture_probe.hub.publish, with the Hub's
 client and the export) loads on use.
 """
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from culture_probe.cli.shared import Subparsers
 
 HANDLERS = {
-    "push": "culture_probe.publish:main",
-    "push-metrics": "culture_probe.publish:main",
+    "push": "culture_probe.hub.publish:main",
+    "push-metrics": "culture_probe.hub.publish:main",
 }
 
 

@@ -20,7 +20,7 @@ from culture_probe.board.command import push_board  # noqa: E402
 from culture_probe.board.site import build_board  # noqa: E402
 from culture_probe.data.export import export  # noqa: E402
 from culture_probe.data.registry import list_benchmarks  # noqa: E402
-from culture_probe.publish import push  # noqa: E402
+from culture_probe.hub.publish import push  # noqa: E402
 from culture_probe.sharing import redacted, shown_model  # noqa: E402
 
 

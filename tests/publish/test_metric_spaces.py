@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from culture_probe.errors import PublishError
-from culture_probe.metric_spaces import FORMULAS, formulas_source
+from culture_probe.hub.metric_spaces import FORMULAS, formulas_source
+from culture_probe.hub.publish import push_metrics
 from culture_probe.metrics import MODULES_DIR, list_metrics
-from culture_probe.publish import push_metrics
 
 # Runs in the clean Python: each metric's docstring example (already pointed at its Space folder), then prints
 # {metric: {failures, report, result}} as JSON.
@@ -125,7 +125,7 @@ def test_a_space_asks_an_index_only_for_what_its_files_import(spaces: Path) -> N
 def test_formulas_refuse_what_one_module_cannot_hold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import culture_probe.metric_spaces as spaces
+    import culture_probe.hub.metric_spaces as spaces
 
     fake = tmp_path / "culture_probe"
     (fake / "one").mkdir(parents=True)

@@ -18,7 +18,7 @@ from fake_hub import FakeHub, serve
 import culture_probe
 from culture_probe import cli
 from culture_probe.data.registry import list_benchmarks, load_benchmark
-from culture_probe.publish import PublishError, allowed_configs, push, push_metrics
+from culture_probe.hub.publish import PublishError, allowed_configs, push, push_metrics
 
 CURATION_FIXTURE = (
     Path(__file__).resolve().parents[1] / "curation" / "fixtures" / "wikidata_mini.ttl"

@@ -25,13 +25,14 @@ sys.path.insert(0, str(TESTS / "publish"))
 from board_runs import Runs  # noqa: E402
 from fake_hub import FakeHub, serve  # noqa: E402
 
-from culture_probe import publish, rundir  # noqa: E402
+from culture_probe import rundir  # noqa: E402
 from culture_probe.board.command import push_board  # noqa: E402
 from culture_probe.board.site import build_board  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.engine.served import ServedScorer  # noqa: E402
 from culture_probe.errors import CultureProbeError, EndpointError, PublishError  # noqa: E402
-from culture_probe.metric_spaces import write_metric_space  # noqa: E402
+from culture_probe.hub import publish  # noqa: E402
+from culture_probe.hub.metric_spaces import write_metric_space  # noqa: E402
 from culture_probe.record import RunRecord  # noqa: E402
 from culture_probe.report import rerender_run  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
