@@ -12,7 +12,10 @@ log-probs and offsets that match, finite and not positive): a bad one is an erro
 Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return: the completions
 API with `echo=True` and `logprobs` (vLLM) gives them, and the candidate's score is the sum over the tokens that
 start at or after the end of the left text (the engine's rule: the context's tokens, then the candidate's, a leading
-space included). A server that returns none gets a clear error.
+space included), and with `score_right` over the right text's tokens too, as they continue the candidate. A server
+that returns none gets a clear error. What a server cannot serve (options of masked and seq2seq models, chat
+scoring, candidates named by token ids, token-level generation options) is refused before any request is sent:
+`check_scoring` and `check_generation`, which a run asks of a whole stage before its first request.
 """
 
 from __future__ import annotations
@@ -114,10 +117,7 @@ class ServedScorer:
     ) -> list[str]:
         """Continuations of `prompts`, as `Scorer.generate` gives them, asked of the server."""
         options = make_options(GenerateOptions, options, fields)
-        if options.add_special_tokens is not None:
-            raise UnsupportedModelError(
-                "add_special_tokens= cannot be sent to a served model: the server tokenizes. Leave it unset."
-            )
+        self.check_generation(options)
         prompts = list(prompts)
         check_prompts(prompts, options)
 
@@ -133,6 +133,15 @@ class ServedScorer:
             produce=produce,
         )
         return [done[p] for p in prompts]
+
+    def check_generation(self, options: GenerateOptions) -> None:
+        """Refuse what a server cannot generate with, before any request is sent: token-level options (the server
+        tokenizes).
+        """
+        if options.add_special_tokens is not None:
+            raise UnsupportedModelError(
+                "add_special_tokens= cannot be sent to a served model: the server tokenizes. Leave it unset."
+            )
 
     def _complete(self, prompt: str, options: GenerateOptions) -> str:
         """One prompt's continuation (chat or plain), stop strings cut off as the in-process engine does."""
@@ -181,29 +190,15 @@ class ServedScorer:
         progress: bool = False,
         **fields: Any,
     ) -> list[CandidateScores]:
-        """Log P(candidate | left) for every candidate, from the prompt log-probs the server echoes."""
+        """Log P(candidate | left) for every candidate (with `score_right`, of the candidate and the right text that
+        follows it, as the in-process engine scores them), from the prompt log-probs the server echoes.
+        """
         options = make_options(ScoreOptions, options, fields)
-        if (
-            options.masked_method != "typed"
-            or options.seq2seq_style != "sentinel"
-            or options.score_right
-        ):
-            raise UnsupportedModelError(
-                "A served model scores log P(candidate | left) only; leave masked_method, "
-                "seq2seq_style and score_right at their defaults."
-            )
-        if any(r.chat for r in requests):
-            raise UnsupportedModelError(
-                "ScoreRequest(chat=True) needs the chat template applied before scoring, "
-                "which a server does not expose; score it with the model in process."
-            )
-        if any(r.candidate_ids != "in_context" for r in requests):
-            raise UnsupportedModelError(
-                "ScoreRequest(candidate_ids='alone'/'piece') needs the model's token ids, "
-                "which a server does not take; score it with the model in process."
-            )
+        self.check_scoring(requests, options)
         pairs = [
-            (r.left, r.left + separator(r.left, r.sep), c) for r in requests for c in r.candidates
+            (r.left, r.left + separator(r.left, r.sep) + c, r.right if options.score_right else "")
+            for r in requests
+            for c in r.candidates
         ]
         answers = dict(self._answers(lambda i: self._prompt_logprobs(*pairs[i]), range(len(pairs))))
         scored = [answers[i] for i in range(len(pairs))]
@@ -222,12 +217,35 @@ class ServedScorer:
             )
         return out
 
-    def _prompt_logprobs(self, left: str, prefix: str, candidate: str) -> list[float]:
-        """The log-probs of the candidate's tokens in `prefix + candidate`, as the server echoes them."""
+    def check_scoring(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> None:
+        """Refuse what a server cannot score, before any request is sent (a run asks it of a whole stage before its
+        first request): options of masked and seq2seq models, chat requests (the template is the server's), and
+        candidates named by token ids (the server tokenizes).
+        """
+        if options.masked_method != "typed" or options.seq2seq_style != "sentinel":
+            raise UnsupportedModelError(
+                "A served model is causal: masked_method and seq2seq_style concern masked and seq2seq models "
+                "scored in process; leave them at their defaults."
+            )
+        if any(r.chat for r in requests):
+            raise UnsupportedModelError(
+                "ScoreRequest(chat=True) needs the chat template applied before scoring, "
+                "which a server does not expose; score it with the model in process."
+            )
+        if any(r.candidate_ids != "in_context" for r in requests):
+            raise UnsupportedModelError(
+                "ScoreRequest(candidate_ids='alone'/'piece') needs the model's token ids, "
+                "which a server does not take; score it with the model in process."
+            )
+
+    def _prompt_logprobs(self, left: str, filled: str, right: str) -> list[float]:
+        """The log-probs of the tokens after the context `left` in `filled + right` (the candidate's, then the right
+        text's), as the server echoes them.
+        """
         choice = self._ask(
             self.client.completions.create,
             model=self.name,
-            prompt=prefix + candidate,
+            prompt=filled + right,
             max_tokens=1,
             temperature=0.0,
             echo=True,
@@ -256,21 +274,23 @@ class ServedScorer:
             raise self._bad_reply(
                 f"its text_offset holds more than whole numbers ({offsets!r:.60})"
             )
-        # the candidate's tokens follow the context's (a leading space is the candidate's)
-        boundary = len(left)
+        # the candidate's tokens follow the context's: trailing whitespace of the left text and a leading space are
+        # the candidate's, as the in-process engine splits them (Encoder.encode)
+        boundary = len(left.rstrip())
         # The echoed prompt comes first; the one generated token is left out.
         kept = [
             v for offset, v in zip(offsets[:-1], values[:-1], strict=True) if offset >= boundary
         ]
         if not kept or any(v is None for v in kept):
             raise UnsupportedModelError(
-                f"The server's prompt log-probs for {prefix + candidate!r} cover no token of "
-                f"the candidate {candidate!r}."
+                f"The server's prompt log-probs for {filled + right!r} cover no token after "
+                f"the context {left!r}."
             )
         bad = [v for v in kept if not _is_logprob(v)]
         if bad:
             raise self._bad_reply(
-                f"the log-probs of {candidate!r} include {bad[0]!r}; a log-probability is a finite number <= 0"
+                f"the log-probs of {filled[len(left) :] + right!r} include {bad[0]!r}; a log-probability is a "
+                "finite number <= 0"
             )
         return kept
 

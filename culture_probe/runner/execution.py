@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeGuard
 
 from culture_probe import rundir
 from culture_probe.engine.scorer import ScorerProtocol
-from culture_probe.engine.types import Truncation
+from culture_probe.engine.types import GenerateOptions, ScoreOptions, ScoreRequest, Truncation
 from culture_probe.errors import (
     CultureProbeError,
 )
@@ -75,6 +75,7 @@ def execute(
         # load a stage's own model only then
         needs_model = any(not isinstance(p, Skipped) for p in pending)
         stage_scorer = _scorer_for(task, stage, scorer, settings) if needs_model else None
+        refuse_ahead(stage_scorer, pending)
         fresh = {}
         with _counting_cuts(stage_scorer, task.config):
             for chunk in _answers(pending, stage_scorer, progress, f"{task.config} {stage}"):
@@ -85,6 +86,39 @@ def execute(
                 log.answered(stage, len(chunk), cut_so_far(stage_scorer))
         records += [fresh.get(p.key) or done_by_key[stage, p.key] for p in probes]
     return records
+
+
+class ChecksAhead(Protocol):
+    """A model that can say, before any request, what it cannot answer (a served model: `ServedScorer`)."""
+
+    def check_scoring(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> None:
+        """Raise for requests it cannot score with `options`."""
+        ...
+
+    def check_generation(self, options: GenerateOptions) -> None:
+        """Raise for generation options it cannot take."""
+        ...
+
+
+def checks_ahead(scorer: object) -> TypeGuard[ChecksAhead]:
+    """Whether `scorer` says ahead what it cannot answer (`ChecksAhead`)."""
+    return getattr(scorer, "check_scoring", None) is not None
+
+
+def refuse_ahead(scorer: ScorerProtocol | None, probes: Sequence[Probe]) -> None:
+    """A stage its model cannot answer (a served model asked for what a server cannot serve) is refused before the
+    stage's first request, not after the requests before the first such probe.
+    """
+    if not checks_ahead(scorer):
+        return
+    scoring: dict[ScoreOptions, list[ScoreRequest]] = {}
+    for probe in probes:
+        if isinstance(probe, ScoreProbe):
+            scoring.setdefault(probe.options, []).append(probe.request)
+        elif isinstance(probe, GenerateProbe):
+            scorer.check_generation(probe.options)
+    for options, requests in scoring.items():
+        scorer.check_scoring(requests, options)
 
 
 class CountsCuts(Protocol):

@@ -203,16 +203,29 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
     EchoingServer.model, EchoingServer.tokenizer = model, tok
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoingServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    # a right context (FmLAMA's templates with the dish after the slot), and a left text ending in a space (the
+    # space is the candidate's, as the engine splits it)
+    requests = [
+        ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"]),
+        ScoreRequest("The capital of Japan is", ["Tokyo", "Kyoto"], right=", a big city."),
+        ScoreRequest("The ingredients of pizza are ", ["cheese", "rice"], right=" and more"),
+    ]
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        requests = [
-            ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"]),
-            ScoreRequest("The capital of Japan is", ["Tokyo", "Kyoto"]),
-        ]
-        served = ServedScorer("tiny", base_url=url, concurrency=4).score(requests, keep_tokens=True)
+        scorer = ServedScorer("tiny", base_url=url, concurrency=4)
+        served = {
+            right: scorer.score(requests, keep_tokens=True, score_right=right)
+            for right in (False, True)
+        }
     finally:
         server.shutdown()
-    local = Scorer(model, tok).score(requests, keep_tokens=True)
-    for got, want in zip(served, local, strict=True):
-        assert list(got.n_tokens) == list(want.n_tokens)  # the same tokens are the candidate's
-        np.testing.assert_allclose(got.sum_logprob, want.sum_logprob, atol=1e-5)
+    for right in (False, True):
+        local = Scorer(model, tok).score(requests, keep_tokens=True, score_right=right)
+        for got, want in zip(served[right], local, strict=True):
+            assert list(got.n_tokens) == list(want.n_tokens)  # the same tokens are scored
+            np.testing.assert_allclose(got.sum_logprob, want.sum_logprob, atol=1e-5)
+    # the right text adds its tokens to every candidate of the requests that have one
+    assert all(
+        (with_right.n_tokens > alone.n_tokens).all() == bool(r.right)
+        for r, alone, with_right in zip(requests, served[False], served[True], strict=True)
+    )

@@ -19,8 +19,10 @@ from served_helpers import Behaviour, fake_server
 from culture_probe.cli import main
 from culture_probe.engine import ScoreRequest
 from culture_probe.engine.served import ServedScorer
-from culture_probe.errors import EndpointError, InvalidValueError
-from culture_probe.runner import RunSettings, load_scorer
+from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
+from culture_probe.runner import RunSettings, load_scorer, run
+from culture_probe.runner.execution import CHUNK, refuse_ahead
+from culture_probe.tasks.probes import ScoreProbe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import write_dlama  # noqa: E402
@@ -236,3 +238,27 @@ def test_the_cli_refuses_a_bad_timeout_or_retry_count_before_anything_loads(
     assert err.count("\n") == 0 and err.startswith(
         f"culture-probe: error: {flag[2:].replace('-', '_')} must be"
     )
+
+
+def test_a_run_a_server_cannot_serve_is_refused_before_its_first_request(server, tmp_path):
+    # DLAMA's upstream profile scores candidates by their ids tokenized alone, which a server (it tokenizes) cannot
+    # take: the whole stage is checked before the first request, not refused after the probes before it
+    url, behaviour = server
+    data = write_dlama(tmp_path / "dlama")
+    with pytest.raises(UnsupportedModelError, match=r"candidate_ids='alone'/'piece'"):
+        run(
+            "dlama_arab_west",
+            "openai:m",
+            base_url=url,
+            data_dir=str(data),
+            candidate_tokenization="alone",
+            no_cache=True,
+            progress=False,
+        )
+    assert behaviour.calls == []
+    # a stage whose unservable probe comes after a whole chunk of servable ones is refused as early
+    plain = ScoreProbe("a", ScoreRequest(LEFT, [CANDIDATE]))
+    chat = ScoreProbe("b", ScoreRequest(LEFT, [CANDIDATE], chat=True))
+    with pytest.raises(UnsupportedModelError, match=r"chat=True"):
+        refuse_ahead(ServedScorer("m", base_url=url), [plain] * CHUNK + [chat])
+    assert behaviour.calls == []
