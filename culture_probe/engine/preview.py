@@ -439,10 +439,22 @@ class _Endpoint:
     def create(self, **body: Any) -> Any:
         """Record the request; answer as a server would, with nothing in it."""
         self.client.calls.append(ServedCall(self.name, body))
-        end = len(body.get("prompt", ""))
-        logprobs = SimpleNamespace(token_logprobs=[0.0, 0.0], text_offset=[end, end])
-        choice = SimpleNamespace(text="", logprobs=logprobs, message=SimpleNamespace(content=""))
-        return SimpleNamespace(choices=[choice])
+        prompts = body.get("prompt", "")
+        return SimpleNamespace(
+            choices=[
+                _empty_choice(i, prompt)
+                for i, prompt in enumerate(prompts if isinstance(prompts, list) else [prompts])
+            ]
+        )
+
+
+def _empty_choice(index: int, prompt: str) -> Any:
+    """A choice with an empty text, and one prompt log-prob at the end of `prompt` (scoring reads it)."""
+    end = len(prompt)
+    logprobs = SimpleNamespace(token_logprobs=[0.0, 0.0], text_offset=[end, end])
+    return SimpleNamespace(
+        index=index, text="", logprobs=logprobs, message=SimpleNamespace(content="")
+    )
 
 
 def _score_rule(kind: str, options: ScoreOptions) -> str:

@@ -195,18 +195,11 @@ class ServedScorer:
         """
         options = make_options(ScoreOptions, options, fields)
         self.check_scoring(requests, options)
-        pairs = [
-            (r.left, r.left + separator(r.left, r.sep) + c, r.right if options.score_right else "")
-            for r in requests
-            for c in r.candidates
-        ]
-        answers = dict(self._answers(lambda i: self._prompt_logprobs(*pairs[i]), range(len(pairs))))
-        scored = [answers[i] for i in range(len(pairs))]
-        out, start = [], 0
+        right = options.score_right
+        answers = dict(self._answers(lambda r: self._probe_logprobs(r, right), requests))
+        out = []
         for request in requests:
-            part = scored[start : start + len(request.candidates)]
-            start += len(request.candidates)
-            tokens = [np.asarray(values, dtype=np.float64) for values in part]
+            tokens = [np.asarray(values, dtype=np.float64) for values in answers[request]]
             out.append(
                 CandidateScores(
                     request.candidates,
@@ -238,19 +231,39 @@ class ServedScorer:
                 "which a server does not take; score it with the model in process."
             )
 
-    def _prompt_logprobs(self, left: str, filled: str, right: str) -> list[float]:
-        """The log-probs of the tokens after the context `left` in `filled + right` (the candidate's, then the right
-        text's), as the server echoes them.
+    def _probe_logprobs(self, request: ScoreRequest, right: bool) -> list[list[float]]:
+        """Per candidate of one request, the log-probs of its tokens (and, with `right`, of the right text's), in
+        two requests whose prompts share the context: the first candidate alone, which leaves the context in the
+        server's prefix cache (vLLM's automatic prefix caching), then every other candidate in one request, whose
+        prompts find it there, so the context is computed once per probe instead of once per candidate.
         """
-        choice = self._ask(
+        lead = request.left + separator(request.left, request.sep)
+        prompts = [lead + c + (request.right if right else "") for c in request.candidates]
+        head = self._prompt_logprobs(request.left, prompts[:1])
+        return head + (self._prompt_logprobs(request.left, prompts[1:]) if prompts[1:] else [])
+
+    def _prompt_logprobs(self, left: str, prompts: list[str]) -> list[list[float]]:
+        """For each of `prompts` (in one request), the log-probs of its tokens after the context `left`, as the
+        server echoes them; only the prompt tokens' own log-probs are asked for (`logprobs=0`: no alternatives).
+        """
+        reply = self._choices(
             self.client.completions.create,
             model=self.name,
-            prompt=filled + right,
+            prompt=prompts,
             max_tokens=1,
             temperature=0.0,
             echo=True,
-            logprobs=1,
+            logprobs=0,
         )
+        choices = {getattr(c, "index", None): c for c in reply}
+        if len(reply) != len(prompts) or set(choices) != set(range(len(prompts))):
+            raise self._bad_reply(
+                f"it answered {len(prompts)} prompt(s) with the choices {list(choices)!r:.60}"
+            )
+        return [self._after_context(left, prompts[i], choices[i]) for i in range(len(prompts))]
+
+    def _after_context(self, left: str, prompt: str, choice: Any) -> list[float]:
+        """The echoed log-probs of `prompt`'s tokens after the context `left`, checked."""
         logprobs = getattr(choice, "logprobs", None)
         values, offsets = (
             getattr(logprobs, "token_logprobs", None),
@@ -283,14 +296,13 @@ class ServedScorer:
         ]
         if not kept or any(v is None for v in kept):
             raise UnsupportedModelError(
-                f"The server's prompt log-probs for {filled + right!r} cover no token after "
-                f"the context {left!r}."
+                f"The server's prompt log-probs for {prompt!r} cover no token after the context {left!r}."
             )
         bad = [v for v in kept if not _is_logprob(v)]
         if bad:
             raise self._bad_reply(
-                f"the log-probs of {filled[len(left) :] + right!r} include {bad[0]!r}; a log-probability is a "
-                "finite number <= 0"
+                f"the log-probs of {prompt[len(left) :]!r} include {bad[0]!r}; a log-probability is a finite "
+                "number <= 0"
             )
         return kept
 
@@ -316,8 +328,12 @@ class ServedScorer:
             pool.shutdown(cancel_futures=True)
 
     def _ask(self, create: Callable[..., Any], **body: Any) -> Any:
-        """The first choice of the server's reply to one request; a failed or malformed reply is one line naming
-        the server (`EndpointError`).
+        """The first choice of the server's reply to one request (`_choices`)."""
+        return self._choices(create, **body)[0]
+
+    def _choices(self, create: Callable[..., Any], **body: Any) -> list[Any]:
+        """The choices of the server's reply to one request; a failed or malformed reply is one line naming the
+        server (`EndpointError`).
         """
         with self._endpoint():
             reply = create(**body)
@@ -326,7 +342,7 @@ class ServedScorer:
             raise self._bad_reply(f"it is not a completion but {reply!r:.100}")
         if not isinstance(reply.choices, list) or not reply.choices:
             raise self._bad_reply(f"it holds no choices (choices: {reply.choices!r:.60})")
-        return reply.choices[0]
+        return reply.choices
 
     def _bad_reply(self, what: str) -> EndpointError:
         """The error of a reply that is not what the OpenAI API returns."""

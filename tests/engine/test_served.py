@@ -149,18 +149,27 @@ def test_a_busy_server_is_waited_out_as_its_retry_after_says():
 
 
 class EchoingServer(http.server.BaseHTTPRequestHandler):
-    """vLLM's completions API at the HTTP boundary, with `echo=True, logprobs=1`: the prompt's tokens, their
-    character offsets and log-probs (None for the first), then one greedy token; computed by a real tiny model.
+    """vLLM's completions API at the HTTP boundary, with `echo=True, logprobs=0`: for each prompt of the request, its
+    tokens, their character offsets and log-probs (None for the first), then one greedy token; computed by a real
+    tiny model. Every request's prompts are kept (`asked`).
     """
 
     model = tokenizer = None
+    asked: list[list[str]] = []
 
     def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert body["echo"] is True and body["logprobs"] == 0 and body["max_tokens"] == 1
+        prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+        self.asked.append(prompts)
+        choices = [self.choice(i, prompt) for i, prompt in enumerate(prompts)]
+        reply = {"id": "x", "object": "text_completion", "created": 0, "model": body["model"]}
+        send_json(self, {**reply, "choices": choices[::-1]})  # in any order: each names its index
+
+    def choice(self, index: int, prompt: str) -> dict:
         import torch
 
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        assert body["echo"] is True and body["logprobs"] == 1 and body["max_tokens"] == 1
-        enc = self.tokenizer(body["prompt"], return_offsets_mapping=True)
+        enc = self.tokenizer(prompt, return_offsets_mapping=True)
         ids = enc["input_ids"]
         with torch.no_grad():
             logp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), dim=-1)
@@ -169,28 +178,15 @@ class EchoingServer(http.server.BaseHTTPRequestHandler):
             + [float(logp[i - 1, ids[i]]) for i in range(1, len(ids))]
             + [float(logp[-1].max())]
         )
-        offsets = [start for start, _ in enc["offset_mapping"]] + [len(body["prompt"])]
+        offsets = [start for start, _ in enc["offset_mapping"]] + [len(prompt)]
         tokens = self.tokenizer.convert_ids_to_tokens(ids) + ["x"]
-        reply = {
-            "id": "x",
-            "object": "text_completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [
-                {
-                    "index": 0,
-                    "text": body["prompt"] + "x",
-                    "finish_reason": "length",
-                    "logprobs": {
-                        "tokens": tokens,
-                        "token_logprobs": values,
-                        "text_offset": offsets,
-                        "top_logprobs": None,
-                    },
-                }
-            ],
+        logprobs = {"tokens": tokens, "token_logprobs": values, "text_offset": offsets}
+        return {
+            "index": index,
+            "text": prompt + "x",
+            "finish_reason": "length",
+            "logprobs": {**logprobs, "top_logprobs": None},
         }
-        send_json(self, reply)
 
     def log_message(self, *args):
         pass
@@ -213,12 +209,19 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         scorer = ServedScorer("tiny", base_url=url, concurrency=4)
+        EchoingServer.asked = []
         served = {
             right: scorer.score(requests, keep_tokens=True, score_right=right)
             for right in (False, True)
         }
     finally:
         server.shutdown()
+    # a probe's context is sent twice, not once per candidate: its first candidate alone (the context then sits in
+    # the server's prefix cache), then all the others in one request
+    once = [size for r in requests for size in (1, len(r.candidates) - 1)]
+    assert sorted(map(len, EchoingServer.asked)) == sorted(
+        once * 2
+    )  # with and without the right text
     for right in (False, True):
         local = Scorer(model, tok).score(requests, keep_tokens=True, score_right=right)
         for got, want in zip(served[right], local, strict=True):
