@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from culture_probe.typecheck import check_document, read_dataclass
+from culture_probe.util.typecheck import check_document, read_dataclass
 
 # what a damaged file's one-line error says to do
 CONFIG_FIX = (

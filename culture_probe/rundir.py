@@ -20,12 +20,12 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
-from culture_probe import jsonl, outfolder
 from culture_probe.errors import CultureProbeError, SourceFormatError
 from culture_probe.record import Metrics, RunRecord, read_metrics
 from culture_probe.sharing import redacted
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.probes import Record
+from culture_probe.util import jsonl, outfolder
 
 CONFIG_FILE, ITEMS_FILE, METRICS_FILE = "config.json", "items.jsonl", "metrics.json"
 RUN_CONFIG_KEYS = ("config",)  # what every config.json names: the benchmark config the run probed

@@ -19,7 +19,7 @@ from typing import Any
 
 from culture_probe.engine.types import MAX_RETRIES, MODEL_KINDS, REQUEST_TIMEOUT, ModelArgs
 from culture_probe.errors import InvalidValueError, UnknownNameError
-from culture_probe.typecheck import check_types
+from culture_probe.util.typecheck import check_types
 
 SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
 # the two protocol profiles (`--protocol`): the library's, and the released code's

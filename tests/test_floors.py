@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "culture_probe"
 FLOORS: tuple[tuple[str, ...], ...] = (
     (
         "errors",
+        "util",
         "typecheck",
         "keyvalue",
         "jsonl",

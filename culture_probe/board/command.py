@@ -193,7 +193,7 @@ def upload_space(api: Any, upload: Any, message: str) -> Any:
 
     from culture_probe.board.site import MARKER
     from culture_probe.hub.publish import hub_errors
-    from culture_probe.outfolder import LOCK_FILE
+    from culture_probe.util.outfolder import LOCK_FILE
 
     with hub_errors(api, f"Push to {upload.repo_id}"):
         api.create_repo(

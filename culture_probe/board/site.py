@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from culture_probe import outfolder, rundir
+from culture_probe import rundir
 from culture_probe.board.build import (
     BoardRun,
     Outcomes,
@@ -33,6 +33,7 @@ from culture_probe.board.build import (
 )
 from culture_probe.errors import CultureProbeError
 from culture_probe.sharing import inside
+from culture_probe.util import outfolder
 
 PAGE_SIZE = 1000  # records per data file: one file is what opening an item loads
 # lists the files a board wrote: the next board replaces exactly those
@@ -81,7 +82,7 @@ def build_board(
     the benchmarks in `withhold` ({benchmark: why}) are left out: their numbers are shown, their items are not.
     `readme` gives a README.md written with the board (push-board's Space card).
 
-    The board is built beside `out` and swapped in when complete (`culture_probe.outfolder`), under the folder's
+    The board is built beside `out` and swapped in when complete (`culture_probe.util.outfolder`), under the folder's
     lock: a failure leaves an earlier board as it was, and files in `out` that no board wrote are kept.
     """
     with outfolder.rebuilding(out, BOARD) as build:

@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from culture_probe import jsonl
 from culture_probe.curation.checkpoint import Checkpoints, write_json_atomic
 from culture_probe.curation.endpoints import SparqlEndpoint, endpoint_identity
 from culture_probe.curation.predicates import PREDICATES, Predicate, resolve_predicates
@@ -31,6 +30,7 @@ from culture_probe.curation.steps import (
     steps34_objects_and_labels,
 )
 from culture_probe.errors import CultureProbeError
+from culture_probe.util import jsonl
 from culture_probe.version import __version__
 
 log = logging.getLogger(__name__)

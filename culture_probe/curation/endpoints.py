@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar, cast
 
 from culture_probe.curation.queries import WD
 from culture_probe.errors import CultureProbeError, EndpointError, SourceFormatError
-from culture_probe.extras import require
+from culture_probe.util.extras import require
 from culture_probe.version import __version__
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from culture_probe import jsonl
 from culture_probe.curation import queries
 from culture_probe.curation.checkpoint import Checkpoints
 from culture_probe.curation.dlama import write_jsonl
@@ -23,6 +22,7 @@ from culture_probe.curation.regions import Region
 from culture_probe.curation.sizes import StoreSizes
 from culture_probe.curation.steps import Context, fetch_labels, qid_order
 from culture_probe.errors import CultureProbeError
+from culture_probe.util import jsonl
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from culture_probe.errors import CultureProbeError, UnknownNameError
-from culture_probe.keyvalue import split_pair
+from culture_probe.util.keyvalue import split_pair
 
 QID = re.compile(r"^Q[1-9][0-9]*$")
 

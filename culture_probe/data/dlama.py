@@ -60,7 +60,7 @@ from culture_probe.data.sources import (
     verify_git_blob,
 )
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
-from culture_probe.jsonl import decode, read_lines
+from culture_probe.util.jsonl import decode, read_lines
 
 TARBALL_URL = "https://raw.githubusercontent.com/AMR-KELEG/DLAMA/61ea3bbc6c932d8332b053529e3d05b3ad12eb12/data/dlama-v1.tar.gz"
 TARBALL_BLOB_ID = "49f09ec2e66fdd604dd3495ed360b3e4b7bb9a32"

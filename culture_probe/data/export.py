@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from culture_probe import outfolder
 from culture_probe.data.card import is_corrected
 from culture_probe.data.hub_card import ExportedConfig, render_readme
 from culture_probe.data.registry import (
@@ -23,7 +22,8 @@ from culture_probe.data.registry import (
     quiet_progress,
 )
 from culture_probe.errors import CultureProbeError, MissingDataError, UnknownNameError
-from culture_probe.keyvalue import parse_pairs
+from culture_probe.util import outfolder
+from culture_probe.util.keyvalue import parse_pairs
 
 
 @dataclass(frozen=True)

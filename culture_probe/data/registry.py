@@ -25,7 +25,7 @@ import datasets
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
 from culture_probe.errors import UnknownNameError
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 from culture_probe.version import __version__
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from culture_probe.errors import MissingDataError, SourceFormatError
-from culture_probe.jsonl import read_lines
+from culture_probe.util.jsonl import read_lines
 
 MIRROR_ENV = "CULTURE_PROBE_MIRROR"
 CACHE_ENV = "CULTURE_PROBE_CACHE"  # where downloads and planted models are kept
@@ -155,7 +155,7 @@ def parse_literal(
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line, split as `culture_probe.jsonl` splits them; a bad line (or
+    """(line number, object) for every non-blank line, split as `culture_probe.util.jsonl` splits them; a bad line (or
     bytes that are not UTF-8) is an error naming file and line.
     """
     yield from parse_jsonl(read_lines(path), path=str(path))

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from culture_probe import jsonl
+from culture_probe.util import jsonl
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from culture_probe.errors import InvalidValueError, UnknownNameError
-from culture_probe.keyvalue import parse_pairs
-from culture_probe.typecheck import check_types
+from culture_probe.util.keyvalue import parse_pairs
+from culture_probe.util.typecheck import check_types
 
 # numpy loads with the first scores, so that `culture-probe list` starts without it
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from culture_probe.errors import PublishError, UnknownNameError
 from culture_probe.hub.metric_spaces import write_metric_space
 from culture_probe.metrics import list_metrics
 from culture_probe.sharing import check_upload
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 # Remote files an upload replaces: rows and shipped files of configs no longer in the export go with it.
 STALE_PATTERNS = ("*.parquet", "*/curation.json")

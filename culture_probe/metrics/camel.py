@@ -20,7 +20,7 @@ from scipy import stats
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_labels, check_lengths, finite_floats, none_if_nan
 from culture_probe.metrics._resample import Resampling, bootstrap_interval, check_resampling
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 CULTURES = ("arab", "western")
 

@@ -24,7 +24,7 @@ from culture_probe.metrics._intervals import (
     score_p_value,
 )
 from culture_probe.metrics._resample import check_resampling, shift_test
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 #: The library's own: this comparison comes from no paper, so its `evaluate` metric cites culture_probe.
 CITATION = """@software{culture_probe,

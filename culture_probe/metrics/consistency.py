@@ -22,7 +22,7 @@ from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_lengths
 from culture_probe.metrics.compare import holm
 from culture_probe.metrics.results import UnitTable, estimate, paired_difference
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 #: RankC's paper, which no benchmark module carries: the citation of the `rankc` `evaluate` metric.
 CITATION = """@inproceedings{qi-etal-2023-cross,

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_choice
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 _MODES = {"truncate": ROUND_DOWN, "round": ROUND_HALF_UP}
 # The levels a p-value is read against: its printed value stays on the same side of each (or on it, when it is on it).

@@ -18,7 +18,7 @@ import numpy as np
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import by_group, check_lengths, finite_floats
 from culture_probe.metrics.compare import compare_groups, holm
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 _QID = re.compile(r"^([A-Za-z]*)(\d+)$")
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import by_group, check_lengths, finite_floats, none_if_nan
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 Embed = Callable[[str], Any]
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_labels, check_lengths, finite_floats
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 LETTERS = ("a", "b")
 # Table 9 and 12's cross-lingual average: the five non-English languages.

@@ -20,7 +20,7 @@ from scipy import stats
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_labels, check_lengths
 from culture_probe.metrics._intervals import MIN_OFF_EDGE, Interval, bounded, critical, wilson
-from culture_probe.typecheck import checked
+from culture_probe.util.typecheck import checked
 
 # The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
 ASSOCIATIONS: dict[str, str] = {

@@ -11,7 +11,7 @@ from pathlib import Path
 from pkgutil import extend_path
 from typing import Any
 
-from culture_probe import outfolder, rundir
+from culture_probe import rundir
 from culture_probe.loading import recomputed_metrics
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
 from culture_probe.record import Metrics, RunRecord
@@ -42,6 +42,7 @@ from culture_probe.report.views import (
     sections_for,
 )
 from culture_probe.tasks import Record
+from culture_probe.util import outfolder
 
 # Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
 # culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).

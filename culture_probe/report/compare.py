@@ -32,9 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from culture_probe import outfolder, rundir
+from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
-from culture_probe.extras import available
 from culture_probe.loading import recomputed_metrics, task_of_run
 from culture_probe.metrics.compare import HOLM, holm
 from culture_probe.metrics.display import Scale, format_number, format_p, interval_text
@@ -44,7 +43,9 @@ from culture_probe.report.markdown import table_markdown
 from culture_probe.report.plots import context_note
 from culture_probe.report.views import Table, scales_of, unit_label
 from culture_probe.tasks.options import json_ready
-from culture_probe.typecheck import checked
+from culture_probe.util import outfolder
+from culture_probe.util.extras import available
+from culture_probe.util.typecheck import checked
 
 PLANNED = "planned: not adjusted"  # the p (Holm) cell of the headline row
 
@@ -495,7 +496,7 @@ COMPARISON = outfolder.Output(
 
 def write_comparison(comparison: Comparison, out: str | os.PathLike) -> list[Path]:
     """compare.md, compare.json and the comparison plot (PNG and PDF, when matplotlib is installed) in `out`, built
-    beside it and swapped in when complete (`culture_probe.outfolder`); the paths written.
+    beside it and swapped in when complete (`culture_probe.util.outfolder`); the paths written.
     """
     from culture_probe.report.plots import draw_comparison
 

@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from culture_probe import outfolder, rundir
+from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
-from culture_probe.extras import available
 from culture_probe.metrics.consistency import PAIR_METRICS, consistency_detail, language_consistency
 from culture_probe.metrics.display import (
     SMALL_N_MARK,
@@ -40,7 +39,9 @@ from culture_probe.report.views import Heatmap, Section, Table
 from culture_probe.rundir import PLOTS_DIR
 from culture_probe.tasks import Record, task_from_config
 from culture_probe.tasks.options import json_ready
-from culture_probe.typecheck import check_document
+from culture_probe.util import outfolder
+from culture_probe.util.extras import available
+from culture_probe.util.typecheck import check_document
 
 TITLE = "Consistency across languages"
 COLUMNS = (
@@ -384,7 +385,7 @@ CONSISTENCY = outfolder.Output(
 
 def write_consistency(result: RunsConsistency, out: str | os.PathLike) -> list[Path]:
     """consistency.md (with its figure) and consistency.json in `out`, built beside it and swapped in when complete
-    (`culture_probe.outfolder`); the paths written.
+    (`culture_probe.util.outfolder`); the paths written.
     """
     with outfolder.rebuilding(out, CONSISTENCY) as build:
         rundir.write_text(build.folder / "consistency.md", result.markdown(build.folder))

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from culture_probe.engine.types import CUT_KINDS, Truncation
-from culture_probe.extras import available
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_value
 from culture_probe.record import RunRecord
 from culture_probe.report.plots import context_note, draw
@@ -22,6 +21,7 @@ from culture_probe.rundir import PLOTS_DIR
 from culture_probe.settings import RunSettings
 from culture_probe.sharing import redacted
 from culture_probe.tasks.base import asked_in
+from culture_probe.util.extras import available
 
 
 def table_markdown(table: Table) -> str:

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from culture_probe.extras import require
 from culture_probe.metrics.display import (
     MIN_N,
     VALID_RANGE,
@@ -28,6 +27,7 @@ from culture_probe.metrics.display import (
     p_clause,
 )
 from culture_probe.report.views import CHANCE, Bars, Heatmap, Reference, unit_label
+from culture_probe.util.extras import require
 
 FORMATS = ("png", "pdf")
 BAR_COLOUR = "#4C72B0"

@@ -19,7 +19,6 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
-from culture_probe.extras import available
 from culture_probe.metrics.display import (
     SMALL_N_MARK,
     SMALL_N_NOTE,
@@ -35,6 +34,7 @@ from culture_probe.report.markdown import figure_link, table_markdown
 from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
 from culture_probe.tasks import Task, task_for
 from culture_probe.tasks.routing import options_set
+from culture_probe.util.extras import available
 
 SUMMARY_JSON, SUMMARY_MD = "suite.json", "suite.md"
 NOT_RUN = "not run"  # a planned config that never started

@@ -56,7 +56,7 @@ from culture_probe.throughput import (
     seconds_at,
     total_line,
 )
-from culture_probe.typecheck import names_given
+from culture_probe.util.typecheck import names_given
 
 SHOWN = 3  # probes shown per config unless told otherwise (`--show N`)
 

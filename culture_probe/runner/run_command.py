@@ -11,10 +11,10 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.data.registry import expand, groups
 from culture_probe.errors import CultureProbeError, InvalidValueError
-from culture_probe.keyvalue import parse_pairs
 from culture_probe.runner import is_main_process, run
 from culture_probe.runner.suite import SKIPPED_EXIT, data_dirs_of, run_suite
 from culture_probe.settings import from_arguments
+from culture_probe.util.keyvalue import parse_pairs
 
 # lm-evaluation-harness's `--model` names a backend: its in-process ones are this library's own way, its served ones
 # are `openai:NAME` here.

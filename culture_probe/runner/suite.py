@@ -48,7 +48,7 @@ from culture_probe.settings import RunSettings
 from culture_probe.tasks import task_for
 from culture_probe.tasks.routing import joined, options_per_config
 from culture_probe.throughput import RunCostNotice, loaded_workload, rate_of, seconds_at, total_line
-from culture_probe.typecheck import names_given
+from culture_probe.util.typecheck import names_given
 
 if TYPE_CHECKING:
     from culture_probe.report.summary import SuiteRun

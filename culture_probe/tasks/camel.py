@@ -26,7 +26,7 @@ from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Smoke, Task
 from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
-from culture_probe.typecheck import check_types
+from culture_probe.util.typecheck import check_types
 
 MASK = "[MASK]"
 CULTURE_TOKEN = "[عربي] "

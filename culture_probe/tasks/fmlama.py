@@ -47,7 +47,7 @@ from culture_probe.tasks.base import (
 from culture_probe.tasks.filling import Fill, fill_slots
 from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, Skipped
-from culture_probe.typecheck import check_types
+from culture_probe.util.typecheck import check_types
 
 TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl)
 # Placeholders: (dish, ingredient slot, country); Hebrew templates number them.

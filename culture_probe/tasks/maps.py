@@ -47,7 +47,7 @@ from culture_probe.tasks.probes import (
     ScoreProbe,
     Skipped,
 )
-from culture_probe.typecheck import check_types
+from culture_probe.util.typecheck import check_types
 
 QUESTIONS = {
     "pos": "Question: What does the person mean by the proverb?",

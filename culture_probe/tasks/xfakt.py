@@ -48,7 +48,7 @@ from culture_probe.tasks.base import (
 )
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
-from culture_probe.typecheck import check_types
+from culture_probe.util.typecheck import check_types
 
 LANGUAGES = CODES
 COUNTRIES = COUNTRY_NAMES

@@ -237,7 +237,7 @@ def test_an_empty_out_is_refused_not_the_current_folder(
 
 def _own_file_system(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`out` is a mount point: a file moved into it from outside fails as across file systems (EXDEV)."""
-    from culture_probe import outfolder
+    from culture_probe.util import outfolder
 
     replace = os.replace
     inside = out.resolve()

@@ -1,6 +1,6 @@
 """What the library writes it reads back: any Unicode text, the separators U+0085, U+2028 and U+2029 included (a
 Wikidata label, a `--rows` file, a model's answer can hold them), round-trips through every JSON Lines file
-(`culture_probe.jsonl`), and runs written before the separators were escaped, with them raw, read back whole."""
+(`culture_probe.util.jsonl`), and runs written before the separators were escaped, with them raw, read back whole."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import FACTS, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402
 
-from culture_probe import jsonl, rundir  # noqa: E402
+from culture_probe import rundir  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.data.sources import read_jsonl  # noqa: E402
 from culture_probe.engine.types import CandidateScores  # noqa: E402
 from culture_probe.errors import CultureProbeError  # noqa: E402
 from culture_probe.tasks.probes import Record  # noqa: E402
+from culture_probe.util import jsonl  # noqa: E402
 
 SPLITS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # every character str.splitlines splits on
 RAW = "\x85\u2028\u2029"  # those of them json.dumps(ensure_ascii=False) leaves raw in a string
