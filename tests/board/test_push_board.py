@@ -14,7 +14,7 @@ import pytest
 import yaml
 from board_runs import Runs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "publish"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hub"))
 from fake_hub import FakeHub, serve  # noqa: E402
 
 from culture_probe.board import command  # noqa: E402

@@ -608,7 +608,7 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "resume-finished-run",
         "`--resume` of a finished run",
         "nothing is asked again",
-        "tests/test_cli.py::test_resume_of_a_finished_run_scores_nothing_new",
+        "tests/cli/test_cli.py::test_resume_of_a_finished_run_scores_nothing_new",
     ),
     (
         "damaged-cache-row",
@@ -1278,32 +1278,32 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "shard-bad-k-n",
         "`run --shard 5/4` (or `0/4`, `2`, `a/b`; `run(shard=...)` alike)",
         "one line: --shard takes K/N with 1 <= K <= N, before anything loads; nothing written",
-        "tests/test_shards.py::test_a_bad_shard_is_refused_before_anything_loads",
+        "tests/runner/test_shards.py::test_a_bad_shard_is_refused_before_anything_loads",
     ),
     (
         "merge-shard-refused",
         "`merge` with a shard missing, one given twice, one made with other settings or another N, or a folder run "
         "without --shard",
         "one line naming the shard and its folder (the setting that differs, with both values); nothing written",
-        "tests/test_shards.py::test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it",
+        "tests/runner/test_shards.py::test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it",
     ),
     (
         "merge-shard-incomplete",
         "`merge` with a shard that was killed before it finished",
         "one line: the shard and its folder is `INCOMPLETE k/N`, resume it first; nothing written",
-        "tests/test_shards.py::test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it",
+        "tests/runner/test_shards.py::test_a_missing_repeated_mismatched_or_unfinished_shard_is_refused_naming_it",
     ),
     (
         "merge-out-not-empty",
         "`merge ... --out RUN` into a folder that holds a run (or any files)",
         "one line: the merge writes a new run, pass a new or empty folder; the folder unchanged",
-        "tests/test_shards.py::test_the_cli_merges_and_refuses_in_one_line",
+        "tests/runner/test_shards.py::test_the_cli_merges_and_refuses_in_one_line",
     ),
     (
         "shard-resume-other-shard",
         "a shard killed mid-run, resumed; or resumed with another shard's `--shard`",
         "the shard continues to the uninterrupted shard's records; another shard's resume refused, naming run.shard's "
         "two values",
-        "tests/test_shards.py::test_a_shard_resumes_on_its_own_and_never_in_another_shards_folder",
+        "tests/runner/test_shards.py::test_a_shard_resumes_on_its_own_and_never_in_another_shards_folder",
     ),
 )

@@ -21,7 +21,7 @@ import yaml
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "board"))
-sys.path.insert(0, str(TESTS / "publish"))
+sys.path.insert(0, str(TESTS / "hub"))
 from board_runs import Runs  # noqa: E402
 from fake_hub import FakeHub, serve  # noqa: E402
 

@@ -1,5 +1,5 @@
 """`culture-probe push` and `push-metrics`: the real `huggingface_hub` client against a local fake of the Hub's HTTP
-API (tests/publish/fake_hub.py); what lands there loads with `datasets.load_dataset` and `evaluate.load`, and every
+API (tests/hub/fake_hub.py); what lands there loads with `datasets.load_dataset` and `evaluate.load`, and every
 refusal (licence, offline, no token, a refused token, an unreachable Hub) is one line before anything is sent.
 """
 

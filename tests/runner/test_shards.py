@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import FACTS, TableScorer, spec_table, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402
 
@@ -24,7 +24,7 @@ from culture_probe.merge import merge_runs, merge_suites  # noqa: E402
 from culture_probe.settings import RunSettings  # noqa: E402
 from culture_probe.suite import run_suite  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIG = "dlama_arab_west"
 # 15 facts in two languages: 5 of the spec's example, 10 more with five candidates each (they cost more)
 MORE = {

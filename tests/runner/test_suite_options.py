@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402
 
@@ -145,7 +145,7 @@ def test_the_readme_runs_the_five_benchmarks_as_one_suite_on_a_base_or_a_chat_mo
     routed, tmp_path, monkeypatch
 ):
     # its two commands: each config is planned with its own options, refused nowhere
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     five = " run dlama fmlama camel xfakt maps "
     base, chat = [shlex.split(line)[1:] for line in readme.splitlines() if five in line]
     monkeypatch.chdir(tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402
 
@@ -89,7 +89,7 @@ def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(
 
 
 def test_an_option_given_to_a_config_that_lacks_it_fails_before_the_model_loads(tmp_path, one_load):
-    # a plain option goes to the configs that have it (tests/test_suite_options.py); a prefix names the config
+    # a plain option goes to the configs that have it (tests/runner/test_suite_options.py); a prefix names the config
     with pytest.raises(
         CultureProbeError, match="In the suite's config dlama_arab_west: Unknown option 'tie_value'"
     ):

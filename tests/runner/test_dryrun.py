@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import write_dlama  # noqa: E402
 
 from culture_probe import runner  # noqa: E402

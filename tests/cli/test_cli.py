@@ -18,7 +18,7 @@ import pytest
 from culture_probe.cli import main
 from culture_probe.tasks.dlama import DlamaOptions
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FACTS = [
     ("ARAB_REGION", "Egypt", "Africa"),
     ("ARAB_REGION", "Oman", "Asia"),
