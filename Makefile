@@ -8,7 +8,7 @@ export CULTURE_PROBE_MIRROR ?= $(if $(wildcard $(MIRROR)),$(MIRROR),)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: test test-fast served-venv demo install lock lint bench docs notebooks clean
+.PHONY: test test-fast test-served served-venv demo install lock lint bench docs notebooks clean
 
 # The development and test environment is the committed lock, installed exactly (packages not in it are removed,
 # every file's hash is checked), so a fresh machine gets the versions the suite was last green with. setup.cfg keeps
@@ -62,9 +62,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Everything, the slow end-to-end tests included (CI runs this).
+# Everything, the slow end-to-end tests included (CI runs this), but the served-model tests (test-served).
 test: $(STAMP) lint
-	$(PYTEST) --durations=15
+	$(PYTEST) --durations=15 -m "not served"
+
+# The served model against a real vLLM server (tests/served/): one server for the session, so one process.
+test-served: $(STAMP) $(VLLM_STAMP)
+	CULTURE_PROBE_REQUIRE_VLLM=1 $(BIN)/python -m pytest -q -p no:cacheprovider --numprocesses 0 -m served \
+		--durations=0 tests/served
 
 # The quick loop: everything not marked slow (notebooks, subprocess-heavy and training tests are).
 test-fast: $(STAMP)
