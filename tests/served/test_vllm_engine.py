@@ -11,6 +11,7 @@ from vllm_compare import FIGURES, Comparison
 
 from culture_probe.engine import ScoreRequest
 from culture_probe.engine.served import ServedScorer
+from culture_probe.errors import UnsupportedModelError
 
 pytestmark = [pytest.mark.slow, pytest.mark.served]
 
@@ -77,6 +78,20 @@ def test_greedy_texts_equal_the_in_process_engine(vllm, local, options):
     # words, not one token over and over: the texts say something about the two engines agreeing
     assert len({text for text in here if text.strip()}) >= 3, here
     FIGURES[f"ServedScorer.generate {options}"] = f"{len(here)} of {len(here)} texts identical"
+
+
+@pytest.mark.xfail(
+    strict=False,
+    raises=UnsupportedModelError,
+    reason="a slot with no left context (FmLAMA's '[Y] is part of the food [X].'): the in-process engine scores the "
+    "candidate's first token after the tokenizer's BOS (Encoder: an empty context starts from BOS), vLLM echoes no "
+    "log-prob for a prompt's first token, and the served scorer refuses the candidate",
+)
+def test_a_slot_with_no_left_context(vllm, local):
+    requests = [ScoreRequest("", ("Egypt", "The capital"), right=" is located in Africa.")]
+    here = local.score(requests, score_right=True)
+    there = served(vllm).score(requests, score_right=True)
+    Comparison().check(here[0].sum_logprob.tolist(), there[0].sum_logprob.tolist()).assert_equal()
 
 
 @pytest.mark.xfail(
