@@ -50,6 +50,8 @@ from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedMo
 from culture_probe.sharing import redact_url, redacted
 
 RETRIED = (408, 409, 429)  # the statuses the `openai` client asks again (and 5xx)
+# prompts per completions request: vLLM answers 400 beyond 1,024 (its VLLM_MAX_COMPLETION_PROMPTS)
+MAX_PROMPTS = 1024
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -230,17 +232,26 @@ class ServedScorer:
                 "ScoreRequest(candidate_ids='alone'/'piece') needs the model's token ids, "
                 "which a server does not take; score it with the model in process."
             )
+        empty = next((r for r in requests if not r.left.strip()), None)
+        if empty is not None:
+            raise UnsupportedModelError(
+                f"A slot with no left context (candidates {list(empty.candidates)[:2]!r}, ... before "
+                f"{empty.right!r}) is scored after the model's BOS token in process; a server returns no "
+                "log-prob for a prompt's first token and takes no BOS from the client, so it cannot score it. "
+                "Score this config with the model in process."
+            )
 
     def _probe_logprobs(self, request: ScoreRequest, right: bool) -> list[list[float]]:
-        """Per candidate of one request, the log-probs of its tokens (and, with `right`, of the right text's), in
-        two requests whose prompts share the context: the first candidate alone, which leaves the context in the
-        server's prefix cache (vLLM's automatic prefix caching), then every other candidate in one request, whose
-        prompts find it there, so the context is computed once per probe instead of once per candidate.
+        """Per candidate of one request, the log-probs of its tokens (and, with `right`, of the right text's): its
+        candidates' prompts in as few requests as the server takes (`MAX_PROMPTS` each), not one request each.
         """
         lead = request.left + separator(request.left, request.sep)
         prompts = [lead + c + (request.right if right else "") for c in request.candidates]
-        head = self._prompt_logprobs(request.left, prompts[:1])
-        return head + (self._prompt_logprobs(request.left, prompts[1:]) if prompts[1:] else [])
+        return [
+            values
+            for start in range(0, len(prompts), MAX_PROMPTS)
+            for values in self._prompt_logprobs(request.left, prompts[start : start + MAX_PROMPTS])
+        ]
 
     def _prompt_logprobs(self, left: str, prompts: list[str]) -> list[list[float]]:
         """For each of `prompts` (in one request), the log-probs of its tokens after the context `left`, as the

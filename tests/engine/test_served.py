@@ -216,12 +216,10 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
         }
     finally:
         server.shutdown()
-    # a probe's context is sent twice, not once per candidate: its first candidate alone (the context then sits in
-    # the server's prefix cache), then all the others in one request
-    once = [size for r in requests for size in (1, len(r.candidates) - 1)]
+    # one request per probe, holding all its candidates, not one per candidate (with and without the right text)
     assert sorted(map(len, EchoingServer.asked)) == sorted(
-        once * 2
-    )  # with and without the right text
+        [len(r.candidates) for r in requests] * 2
+    )
     for right in (False, True):
         local = Scorer(model, tok).score(requests, keep_tokens=True, score_right=right)
         for got, want in zip(served[right], local, strict=True):
@@ -232,3 +230,25 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
         (with_right.n_tokens > alone.n_tokens).all() == bool(r.right)
         for r, alone, with_right in zip(requests, served[False], served[True], strict=True)
     )
+
+
+def test_a_probe_with_more_candidates_than_a_request_may_hold_is_split(monkeypatch):
+    # vLLM answers 400 beyond 1,024 prompts in one request (fmlama_en has 1,287 candidates a dish)
+    from engine_reference import tiny
+
+    from culture_probe.engine import served as module
+
+    monkeypatch.setattr(module, "MAX_PROMPTS", 2)
+    model, tok = tiny("gpt2", "bpe")
+    EchoingServer.model, EchoingServer.tokenizer, EchoingServer.asked = model, tok, []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoingServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    request = ScoreRequest("Egypt is located in", ["Africa", "Asia", "Europe", "olive oil", "rice"])
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        (got,) = ServedScorer("tiny", base_url=url, concurrency=1).score([request])
+    finally:
+        server.shutdown()
+    assert sorted(map(len, EchoingServer.asked)) == [1, 2, 2]
+    (want,) = Scorer(model, tok).score([request])
+    np.testing.assert_allclose(got.sum_logprob, want.sum_logprob, atol=1e-5)

@@ -261,4 +261,8 @@ def test_a_run_a_server_cannot_serve_is_refused_before_its_first_request(server,
     chat = ScoreProbe("b", ScoreRequest(LEFT, [CANDIDATE], chat=True))
     with pytest.raises(UnsupportedModelError, match=r"chat=True"):
         refuse_ahead(ServedScorer("m", base_url=url), [plain] * CHUNK + [chat])
+    # a slot with no left context (FmLAMA's "[Y] is part of the food [X].") needs the BOS a server does not take
+    first = ScoreProbe("c", ScoreRequest("", [CANDIDATE], right=" is part of the food."))
+    with pytest.raises(UnsupportedModelError, match=r"no left context"):
+        refuse_ahead(ServedScorer("m", base_url=url), [plain, first])
     assert behaviour.calls == []

@@ -325,8 +325,8 @@ def test_a_served_model_shows_the_requests_it_would_be_sent(models, sealed, monk
     probe, view = score.shown[0].probe, score.shown[0].view
     request = probe.request
     sent = [request.left + separator(request.left, request.sep) + c for c in request.candidates]
-    # the first candidate alone, then the others in one request that finds the context in the server's cache
-    assert [c.body["prompt"] for c in view.calls] == [sent[:1], sent[1:]] and all(
+    # all the probe's candidates in one request
+    assert [c.body["prompt"] for c in view.calls] == [sent] and all(
         c.body["echo"] and c.body["logprobs"] == 0 for c in view.calls
     )
     assert "POST /completions" in "\n".join(score.lines())

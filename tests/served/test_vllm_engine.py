@@ -80,18 +80,17 @@ def test_greedy_texts_equal_the_in_process_engine(vllm, local, options):
     FIGURES[f"ServedScorer.generate {options}"] = f"{len(here)} of {len(here)} texts identical"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    raises=UnsupportedModelError,
-    reason="a slot with no left context (FmLAMA's '[Y] is part of the food [X].'): the in-process engine scores the "
-    "candidate's first token after the tokenizer's BOS (Encoder: an empty context starts from BOS), vLLM echoes no "
-    "log-prob for a prompt's first token, and the served scorer refuses the candidate",
-)
-def test_a_slot_with_no_left_context(vllm, local):
+def test_a_slot_with_no_left_context_is_refused_before_any_request(vllm, local):
+    # FmLAMA's '[Y] is part of the food [X].': in process the candidate's first token is scored after the
+    # tokenizer's BOS (an empty context starts from BOS); vLLM echoes no log-prob for a prompt's first token and
+    # takes no BOS from the client, so the served scorer refuses it before sending anything
     requests = [ScoreRequest("", ("Egypt", "The capital"), right=" is located in Africa.")]
-    here = local.score(requests, score_right=True)
-    there = served(vllm).score(requests, score_right=True)
-    Comparison().check(here[0].sum_logprob.tolist(), there[0].sum_logprob.tolist()).assert_equal()
+    before = vllm.metrics()
+    with pytest.raises(UnsupportedModelError, match="no left context"):
+        served(vllm).score(requests, score_right=True)
+    assert vllm.metrics().get("vllm:request_success_total") == before.get(
+        "vllm:request_success_total"
+    )
 
 
 @pytest.mark.xfail(
