@@ -115,10 +115,10 @@ def refuse_ahead(scorer: ScorerProtocol | None, probes: Sequence[Probe]) -> None
     for probe in probes:
         if isinstance(probe, ScoreProbe):
             scoring.setdefault(probe.options, []).append(probe.request)
-        elif isinstance(probe, GenerateProbe):
-            scorer.check_generation(probe.options)
     for options, requests in scoring.items():
         scorer.check_scoring(requests, options)
+    for generating in {p.options for p in probes if isinstance(p, GenerateProbe)}:
+        scorer.check_generation(generating)
 
 
 class CountsCuts(Protocol):

@@ -8,6 +8,8 @@ import http.server
 import json
 import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -192,13 +194,25 @@ class EchoingServer(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_them():
+@pytest.fixture
+def echoing() -> Iterator[tuple[str, Any, Any]]:
+    """(base URL, model, tokenizer) of an `EchoingServer` on 127.0.0.1 that answers with a tiny GPT-2, its record of
+    requests (`asked`) emptied; stopped after the test.
+    """
     from engine_reference import tiny
 
     model, tok = tiny("gpt2", "bpe")
-    EchoingServer.model, EchoingServer.tokenizer = model, tok
+    EchoingServer.model, EchoingServer.tokenizer, EchoingServer.asked = model, tok, []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoingServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", model, tok
+    finally:
+        server.shutdown()
+
+
+def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_them(echoing):
+    url, model, tok = echoing
     # a right context (FmLAMA's templates with the dish after the slot), and a left text ending in a space (the
     # space is the candidate's, as the engine splits it)
     requests = [
@@ -206,16 +220,11 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
         ScoreRequest("The capital of Japan is", ["Tokyo", "Kyoto"], right=", a big city."),
         ScoreRequest("The ingredients of pizza are ", ["cheese", "rice"], right=" and more"),
     ]
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        scorer = ServedScorer("tiny", base_url=url, concurrency=4)
-        EchoingServer.asked = []
-        served = {
-            right: scorer.score(requests, keep_tokens=True, score_right=right)
-            for right in (False, True)
-        }
-    finally:
-        server.shutdown()
+    scorer = ServedScorer("tiny", base_url=url, concurrency=4)
+    served = {
+        right: scorer.score(requests, keep_tokens=True, score_right=right)
+        for right in (False, True)
+    }
     # one request per probe, holding all its candidates, not one per candidate (with and without the right text)
     assert sorted(map(len, EchoingServer.asked)) == sorted(
         [len(r.candidates) for r in requests] * 2
@@ -232,23 +241,14 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
     )
 
 
-def test_a_probe_with_more_candidates_than_a_request_may_hold_is_split(monkeypatch):
+def test_a_probe_with_more_candidates_than_a_request_may_hold_is_split(echoing, monkeypatch):
     # vLLM answers 400 beyond 1,024 prompts in one request (fmlama_en has 1,287 candidates a dish)
-    from engine_reference import tiny
-
     from culture_probe.engine import served as module
 
+    url, model, tok = echoing
     monkeypatch.setattr(module, "MAX_PROMPTS", 2)
-    model, tok = tiny("gpt2", "bpe")
-    EchoingServer.model, EchoingServer.tokenizer, EchoingServer.asked = model, tok, []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoingServer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     request = ScoreRequest("Egypt is located in", ["Africa", "Asia", "Europe", "olive oil", "rice"])
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        (got,) = ServedScorer("tiny", base_url=url, concurrency=1).score([request])
-    finally:
-        server.shutdown()
+    (got,) = ServedScorer("tiny", base_url=url, concurrency=1).score([request])
     assert sorted(map(len, EchoingServer.asked)) == [1, 2, 2]
     (want,) = Scorer(model, tok).score([request])
     np.testing.assert_allclose(got.sum_logprob, want.sum_logprob, atol=1e-5)

@@ -87,37 +87,27 @@ def test_a_served_run_equals_the_in_process_run(
     )
 
 
-def test_fmlama_en_is_refused_before_any_request(vllm):
-    # 1,287 candidates a dish go in requests of at most 1,024 prompts; its templates that start with the slot need
-    # the BOS a server does not take, so the run is refused before it asks anything
+@pytest.mark.parametrize(
+    ("config", "options", "why"),
+    [
+        # its templates that start with the slot need the BOS a server does not take (its 1,287 candidates a dish
+        # would go in requests of at most 1,024 prompts)
+        ("fmlama_en", {}, "no left context"),
+        # X-FaKT's rank mode scores the countries after the chat template, which a server does not expose
+        ("xfakt_factual_recall", {"mode": "rank"}, "chat"),
+    ],
+)
+def test_a_run_the_server_cannot_serve_is_refused_before_any_request(vllm, config, options, why):
     before = vllm.metrics()
-    with pytest.raises(UnsupportedModelError, match="no left context"):
+    with pytest.raises(UnsupportedModelError, match=why):
         culture_probe.run(
-            "fmlama_en",
+            config,
             f"openai:{vllm.name}",
             base_url=vllm.base_url,
             limit=1,
             progress=False,
             no_cache=True,
-        )
-    after = vllm.metrics()
-    assert {name: after.get(name) for name in COUNTED.values()} == {
-        name: before.get(name) for name in COUNTED.values()
-    }
-
-
-def test_a_setting_the_server_cannot_serve_is_refused_before_any_request(vllm):
-    before = vllm.metrics()
-    # X-FaKT's rank mode scores the countries after the chat template, which a server does not expose
-    with pytest.raises(UnsupportedModelError, match="chat"):
-        culture_probe.run(
-            "xfakt_factual_recall",
-            f"openai:{vllm.name}",
-            base_url=vllm.base_url,
-            mode="rank",
-            limit=1,
-            progress=False,
-            no_cache=True,
+            **options,
         )
     after = vllm.metrics()
     assert {name: after.get(name) for name in COUNTED.values()} == {
