@@ -23,6 +23,7 @@ from culture_probe.engine.loading import LoadOptions, known_items
 from culture_probe.errors import CultureProbeError
 from culture_probe.loading import task_of_run
 from culture_probe.provenance import PROCESSES_FILE, ProcessLog, read_processes
+from culture_probe.record import Metrics
 from culture_probe.report import headline, write_report
 from culture_probe.report.summary import (
     SUMMARY_MD,
@@ -33,10 +34,10 @@ from culture_probe.report.summary import (
     summary_lines,
     write_summary,
 )
-from culture_probe.runner import RunResult, planted_split
+from culture_probe.runner import RunResult, run_metrics
 from culture_probe.runner.suite import SuiteResult
 from culture_probe.settings import Shard
-from culture_probe.tasks.options import json_ready
+from culture_probe.tasks import Task
 from culture_probe.tasks.probes import Record
 
 # config.json keys that say how, when and where a shard ran, not what it computed: the merge keeps the first
@@ -260,19 +261,17 @@ class Merge:
             }
         return config
 
-    def metrics(self, task: Any, records: list[Record], log: ProcessLog) -> dict[str, Any]:
-        """metrics.json as the one run computes it: the protocol's metrics of the records, a planted model's split,
-        and what the engine cut, summed over every shard's processes.
+    def metrics(self, task: Task, records: list[Record], log: ProcessLog) -> Metrics:
+        """metrics.json as the one run computes it (`run_metrics`), the engine's cuts summed over every shard's
+        processes.
         """
-        metrics = json_ready(task.compute_metrics(records))
         record = self.shards[0].run.record
-        if any("planted" in (s.run.metrics or {}) for s in self.shards):
-            known = known_items(record.model.spec, LoadOptions(data_dir=record.run.data_dir))
-            metrics["planted"] = planted_split(task, records, known)
-        truncation = log.truncation()
-        if truncation is not None:
-            metrics["truncation"] = truncation
-        return metrics
+        known = (
+            known_items(record.model.spec, LoadOptions(data_dir=record.run.data_dir))
+            if any("planted" in (s.run.metrics or {}) for s in self.shards)
+            else None
+        )
+        return run_metrics(task, records, known, log)
 
 
 def check_empty(out: Path, kind: rundir.Kind) -> None:

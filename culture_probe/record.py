@@ -19,7 +19,7 @@ import copy
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from culture_probe.util.typecheck import check_document, read_dataclass
 
@@ -255,20 +255,28 @@ class RunRecord:
 # ---------------------------------------------------------------- metrics.json, as its readers read it
 
 
-class _Estimate(TypedDict):
-    value: float | None
-    n: int
-
-
-class Estimate(_Estimate, total=False):
-    """One number of metrics.json's results block (`metrics.results.estimate` writes it): its value, standard
-    error and 95% interval (None where undefined; `no_interval` says why there is none), and the units it averages.
+class IntervalFields(TypedDict, total=False):
+    """An interval as the results schema writes it (`metrics.Interval.fields`): standard error and bounds (None
+    where undefined), and `no_interval`, why there is none.
     """
 
     stderr: float | None
     ci_low: float | None
     ci_high: float | None
     no_interval: str
+
+
+class _Estimate(TypedDict):
+    value: float | None
+    n: int
+
+
+class Estimate(_Estimate, IntervalFields, total=False):
+    """One number of metrics.json's results block (`metrics.results.estimate` writes it): its value, its interval
+    (`IntervalFields`), and the units it averages (`n_observations`: the answers they hold, where a unit holds
+    several).
+    """
+
     n_observations: int
 
 
@@ -405,21 +413,85 @@ class Metrics(TypedDict, total=False):
     planted: dict[str, PlantedPart]
 
 
-def strata(results: Results) -> dict[str, dict[str, dict[str, Estimate]]]:
-    """The results block's breakdowns by stratum (its `by_<stratum>` keys, which a TypedDict cannot name): stratum ->
-    label -> {metric: Estimate}, as `read_metrics` checked them.
+@dataclass(frozen=True)
+class ResultsTable:
+    """metrics.json's results block as its readers use it (`ResultsTable.of(metrics)`): every part present, empty
+    where the run has none (no headline when every probe was skipped; no chance level, warning or omission where the
+    protocol gave none; a file of an earlier version without `design`), and the interval settings (`ci`) and the
+    design's `observations` as fields, so that no reader asks the document `.get(...) or {}`.
     """
-    block: Mapping[str, Any] = results
-    return {key.removeprefix("by_"): value for key, value in block.items() if key.startswith("by_")}
+
+    headline: str | None = None
+    unit: str | None = None
+    overall: dict[str, Estimate] = field(default_factory=dict)
+    # stratum -> label -> {metric: Estimate}: the block's `by_<stratum>` keys, which a TypedDict cannot name
+    strata: dict[str, dict[str, dict[str, Estimate]]] = field(default_factory=dict)
+    method: str = ""  # the intervals' methods, joined
+    methods: dict[str, str] = field(default_factory=dict)  # each metric's
+    confidence: float = 0.95  # a file without `ci.confidence` was written at 95%
+    n_resamples: int | None = None
+    seed: int | None = None
+    higher_is_better: dict[str, bool | None] = field(default_factory=dict)
+    omitted: dict[str, str] = field(default_factory=dict)
+    warnings: dict[str, str] = field(default_factory=dict)
+    chance: dict[str, Chance] = field(default_factory=dict)
+    observations: str | None = (
+        None  # what a unit's answers are called (DLAMA: fact-language answers)
+    )
+
+    @classmethod
+    def of(cls, metrics: Mapping[str, Any] | None) -> ResultsTable:
+        """The results block of a metrics document (`Metrics`, as `read_metrics` checked it; None or no block:
+        empty).
+        """
+        block: Mapping[str, Any] = (metrics or {}).get("results") or {}
+        ci: Mapping[str, Any] = block.get("ci") or {}
+        design: Mapping[str, Any] = block.get("design") or {}
+        return cls(
+            headline=block.get("headline"),
+            unit=block.get("unit"),
+            overall=dict(block.get("overall") or {}),
+            strata={k.removeprefix("by_"): v for k, v in block.items() if k.startswith("by_")},
+            method=ci.get("method", ""),
+            methods=dict(ci.get("methods") or {}),
+            confidence=ci.get("confidence", 0.95),
+            n_resamples=ci.get("n_resamples"),
+            seed=ci.get("seed"),
+            higher_is_better=dict(block.get("higher_is_better") or {}),
+            omitted=dict(block.get("omitted") or {}),
+            warnings=dict(block.get("warnings") or {}),
+            chance=dict(block.get("chance") or {}),
+            observations=design.get("observations"),
+        )
+
+    def groups(self) -> list[tuple[str, dict[str, Estimate]]]:
+        """(group, {metric: Estimate}), as pages list them: "overall", then `<stratum>=<label>`."""
+        return [("overall", self.overall)] + [
+            (f"{stratum}={label}", estimates)
+            for stratum, labels in self.strata.items()
+            for label, estimates in labels.items()
+        ]
+
+    def by(self, stratum: str) -> dict[str, dict[str, Estimate]]:
+        """One stratum's label -> {metric: Estimate} ("overall": the one label "all"); empty where it has none."""
+        return {"all": self.overall} if stratum == "overall" else self.strata.get(stratum, {})
+
+    def by_language(self) -> dict[str, dict[str, Estimate]]:
+        """The breakdown by the question's language, under either name a benchmark gives it (empty: none)."""
+        return next((self.strata[k] for k in ("language", "lang") if k in self.strata), {})
+
+    def estimate(self, metric: str | None, label: str | None = None) -> Estimate | None:
+        """`metric`'s estimate overall, or for one language (`label`); None where the run has no such number."""
+        block = self.overall if label is None else self.by_language().get(label, {})
+        return block.get(metric) if metric else None
 
 
-def estimate_groups(results: Results) -> list[tuple[str, dict[str, Estimate]]]:
-    """(group, {metric: Estimate}) of a results block, as pages list them: "overall", then `<stratum>=<label>`."""
-    return [("overall", results.get("overall") or {})] + [
-        (f"{stratum}={label}", estimates)
-        for stratum, labels in strata(results).items()
-        for label, estimates in labels.items()
-    ]
+def with_strata(results: Results, strata: Mapping[str, dict[str, dict[str, Estimate]]]) -> Results:
+    """`results` with a `by_<stratum>` key per stratum after its other keys: the one place the results block gets
+    keys a TypedDict cannot name (`ResultsTable.strata` reads them back, `read_metrics` checks them).
+    """
+    block = {**results, **{f"by_{name}": labels for name, labels in strata.items()}}
+    return cast(Results, block)
 
 
 def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:

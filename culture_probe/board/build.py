@@ -30,7 +30,7 @@ from culture_probe.metrics.display import (
     format_p,
     interval_text,
 )
-from culture_probe.record import Metrics, RunRecord, estimate_groups, strata
+from culture_probe.record import Estimate, Metrics, ResultsTable, RunRecord
 from culture_probe.report import metrics_of
 from culture_probe.report.compare import (
     LoadedRun,
@@ -71,6 +71,11 @@ class BoardRun:
     def record(self) -> RunRecord:
         """The run's config.json."""
         return self.run.record
+
+    @property
+    def results(self) -> ResultsTable:
+        """The run's results block, every part present."""
+        return ResultsTable.of(self.metrics)
 
     @property
     def name(self) -> str:
@@ -147,27 +152,24 @@ def slug(text: str) -> str:
 # ---------------------------------------------------------------- numbers
 
 
-def estimate_json(estimate: Mapping[str, Any] | None, scale: Any) -> dict[str, Any] | None:
+def estimate_json(estimate: Estimate | None, scale: Any) -> dict[str, Any] | None:
     """An estimate as the board shows it: the printed value, interval (or why none) and n, and the raw value for
     sorting; None when the run has no such number.
     """
-    if not estimate or estimate.get("value") is None:
+    if estimate is None or (number := estimate["value"]) is None:
         return None
     value, interval, n = estimate_cells(estimate, scale)
-    return {"value": float(estimate["value"]), "text": value, "interval": interval, "n": n}
+    return {"value": float(number), "text": value, "interval": interval, "n": n}
 
 
 def headline_of(run: BoardRun, language: str | None = None) -> dict[str, Any] | None:
     """The run's headline number (overall, or in one language where the results break it down by language)."""
-    results = run.metrics.get("results") or {}
-    metric = results.get("headline")
+    metric = run.results.headline
     if metric is None:
         return None
-    block = results.get("overall") or {}
-    if language is not None:
-        by = strata(results)
-        block = next((by[k].get(language) or {} for k in ("language", "lang") if k in by), {})
-    estimate = estimate_json(block.get(metric), scales_of(run.name).get(metric))
+    estimate = estimate_json(
+        run.results.estimate(metric, language), scales_of(run.name).get(metric)
+    )
     return (
         None
         if estimate is None
@@ -177,8 +179,7 @@ def headline_of(run: BoardRun, language: str | None = None) -> dict[str, Any] | 
 
 def languages_of(run: BoardRun) -> list[str]:
     """The languages the run's results break its headline down by (none when they do not)."""
-    by = strata(run.metrics.get("results") or {})
-    return sorted(next((by[k] for k in ("language", "lang") if k in by), {}))
+    return sorted(run.results.by_language())
 
 
 def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
@@ -206,9 +207,7 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
         {
             "config": name,
             "benchmark": next(r.benchmark for r in runs if r.name == name),
-            "unit": next(
-                (r.metrics.get("results") or {}).get("unit") for r in runs if r.name == name
-            ),
+            "unit": next(r.results.unit for r in runs if r.name == name),
             "languages": sorted({lang for r in runs if r.name == name for lang in languages_of(r)}),
         }
         for name in configs
@@ -221,10 +220,9 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
 
 def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
     """The run's page: who ran what, its numbers per stratum, deviations with their side, figures, Reproduce."""
-    config, results = run.record, run.metrics.get("results") or {}
+    config, results = run.record, run.results
     scales = scales_of(run.name)
     bench = config.benchmark
-    groups = estimate_groups(results)
     page = {
         "id": run.id,
         "config": run.name,
@@ -236,14 +234,16 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "smoke": smoke_note(config) if run.smoke else None,
         # the run's name: where its folder lies is this machine's business
         "run": run.run.path.name,
-        "methods": interval_methods(results, list(results.get("overall") or {})) if results else "",
+        "methods": interval_methods(results, list(results.overall))
+        if "results" in run.metrics
+        else "",
         "numbers": [
             {"group": group, "metric": unit_label(metric, scales.get(metric)), **estimate}
-            for group, estimates in groups
+            for group, estimates in results.groups()
             for metric, raw in estimates.items()
             if (estimate := estimate_json(raw, scales.get(metric))) is not None
         ],
-        "omitted": results.get("omitted") or {},
+        "omitted": results.omitted,
         "deviations": [
             {k: d.get(k, "") for k in ("id", "description", "when", "side", "upstream")}
             for d in config.deviations
@@ -308,7 +308,7 @@ def outcomes(run: BoardRun) -> Outcomes:
     """The headline metric's per-unit values (the metrics' own unit table): a binary or bounded metric with a
     better end gives each item right/wrong; a metric without one (a bias score) gives none.
     """
-    headline = (run.metrics.get("results") or {}).get("headline")
+    headline = run.results.headline
     answered = [r for r in run.run.records if not r.skipped]
     try:
         tables = (

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
+from culture_probe.record import IntervalFields
+
 #: the per-metric method names that metrics.json (`results.ci.methods`) and the reports print
 WILSON = "Wilson score interval"
 WILSON_EFFECTIVE = (
@@ -65,14 +67,12 @@ class Interval:
     high: float | None = None
     reason: str | None = None
 
-    def fields(self) -> dict[str, float | str | None]:
+    def fields(self) -> IntervalFields:
         """The results schema's keys: `stderr`, `ci_low`, `ci_high`, and `no_interval` when there is none."""
-        out: dict[str, float | str | None] = {
-            "stderr": self.stderr,
-            "ci_low": self.low,
-            "ci_high": self.high,
-        }
-        return out | ({"no_interval": self.reason} if self.reason else {})
+        out: IntervalFields = {"stderr": self.stderr, "ci_low": self.low, "ci_high": self.high}
+        if self.reason:
+            out["no_interval"] = self.reason
+        return out
 
 
 def no_interval(reason: str) -> Interval:

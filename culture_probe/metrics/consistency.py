@@ -22,6 +22,7 @@ from culture_probe.errors import MetricInputError
 from culture_probe.metrics._checks import check_bools, check_choice, check_lengths
 from culture_probe.metrics.compare import holm
 from culture_probe.metrics.results import UnitTable, estimate, paired_difference
+from culture_probe.record import Results, with_strata
 from culture_probe.util.typecheck import checked
 
 #: RankC's paper, which no benchmark module carries: the citation of the `rankc` `evaluate` metric.
@@ -377,12 +378,12 @@ def language_consistency(
     }
 
 
-def with_language_pairs(results: Mapping[str, Any], across: Mapping[str, Any]) -> dict[str, Any]:
+def with_language_pairs(results: Results, across: Mapping[str, Any]) -> Results:
     """A results block with the consistency estimates per pair of languages as stratum `by_language_pair`, their
     interval methods and directions beside the others'.
     """
     methods = {**results["ci"]["methods"], **across["methods"]}
-    return {
+    paired: Results = {
         **results,
         "ci": {
             **results["ci"],
@@ -393,8 +394,8 @@ def with_language_pairs(results: Mapping[str, Any], across: Mapping[str, Any]) -
             **results.get("higher_is_better", {}),
             **dict.fromkeys(across["methods"], True),
         },
-        "by_language_pair": across["by_language_pair"],
     }
+    return with_strata(paired, {"language_pair": across["by_language_pair"]})
 
 
 def consistency_detail(across: Mapping[str, Any]) -> dict[str, Any]:

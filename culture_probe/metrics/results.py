@@ -21,7 +21,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from culture_probe.metrics._intervals import (
     wilson,
 )
 from culture_probe.metrics._resample import sign_flip_test
+from culture_probe.record import Estimate, Results, with_strata
 
 SCHEMA_VERSION = 1
 CONFIDENCE = 0.95
@@ -407,7 +408,7 @@ def point_value(table: UnitTable) -> float | None:
     return float(table_statistic(table.values, [g[None, :] for g in groups])[0]) if groups else None
 
 
-def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]:
+def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> Estimate:
     """`{value, stderr, ci_low, ci_high, n}` of one table (and `no_interval`, the reason, when it has none); `n` counts
     units, and a table whose units hold several rows adds `n_observations`, the answers they hold (DLAMA: n facts,
     m fact-language answers).
@@ -416,28 +417,22 @@ def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> dict[str, Any]
     n = sum(_unit_counts(table, groups)) if groups else 0
     value = point_value(table)
     answers = int(np.isfinite(table.values).sum())
-    observations = (
-        {"n_observations": answers} if table.clusters is not None and answers != n else {}
-    )
     if value is None:
-        return {
-            "value": None,
-            "stderr": None,
-            "ci_low": None,
-            "ci_high": None,
-            "n": 0,
-            **observations,
-        }
-    reason = _too_few(table, groups, labels)
-    if reason:
-        interval = no_interval(reason)
-    elif table.binary:
-        interval = _proportion_interval(table, groups, value, confidence)
-    elif table.crossed:
-        interval = _crossed_interval(table, groups, value, confidence)
+        out: Estimate = {"value": None, "stderr": None, "ci_low": None, "ci_high": None, "n": 0}
     else:
-        interval = _mean_interval(table, groups, value, confidence)
-    return {"value": value, **interval.fields(), "n": n, **observations}
+        reason = _too_few(table, groups, labels)
+        if reason:
+            interval = no_interval(reason)
+        elif table.binary:
+            interval = _proportion_interval(table, groups, value, confidence)
+        elif table.crossed:
+            interval = _crossed_interval(table, groups, value, confidence)
+        else:
+            interval = _mean_interval(table, groups, value, confidence)
+        out = {"value": value, **interval.fields(), "n": n}
+    if table.clusters is not None and answers != n:
+        out["n_observations"] = answers
+    return out
 
 
 def _mean_interval(
@@ -573,7 +568,7 @@ def summarize(
     confidence: float = CONFIDENCE,
     omitted: Mapping[str, str] | None = None,
     extra: Mapping[str, Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> Results:
     """A run's `results` block: every table's estimate `overall` and per label of each stratum (`by_<stratum>`),
     the first table's metric as the `headline`, each metric's interval method and direction (`higher_is_better`),
     and the metrics `omitted` with the reason.
@@ -584,12 +579,16 @@ def summarize(
     """
     methods = {t.metric: t.method for t in tables}
     directions = {t.metric: t.higher_is_better for t in tables}
-    overall: dict[str, Any] = {t.metric: estimate(t, confidence) for t in tables}
+    overall = {t.metric: estimate(t, confidence) for t in tables}
     for name, given in (extra or {}).items():
-        overall[name] = {k: v for k, v in given.items() if k not in ("method", "higher_is_better")}
+        # an estimate's keys, as `estimate` writes them (`read_metrics` checks the block the run writes)
+        overall[name] = cast(
+            Estimate,
+            {k: v for k, v in given.items() if k not in ("method", "higher_is_better")},
+        )
         methods[name] = str(given.get("method", ""))
         directions[name] = given.get("higher_is_better")
-    out: dict[str, Any] = {
+    out: Results = {
         "schema_version": SCHEMA_VERSION,
         "headline": tables[0].metric if tables else None,
         "unit": unit,
@@ -601,15 +600,17 @@ def summarize(
         "higher_is_better": directions,
         "overall": overall,
     }
+    strata: dict[str, dict[str, dict[str, Estimate]]] = {}
     for table in tables:
         for stratum, labels in table.strata.items():
             column = np.asarray([str(x) for x in labels])
-            by = out.setdefault(f"by_{stratum}", {})
+            by = strata.setdefault(stratum, {})
             for label in sorted(set(column.tolist())):
                 part = table.select(column == label)
                 if stratum == table.macro:
                     part = replace(part, macro=None)
                 by.setdefault(label, {})[table.metric] = estimate(part, confidence)
+    out = with_strata(out, strata)
     out["omitted"] = dict(omitted or {})
     return out
 

@@ -34,6 +34,7 @@ from scipy import stats
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics.display import format_number, interval_text, p_clause
 from culture_probe.metrics.xfakt import ASSOCIATIONS, _transfer_scores
+from culture_probe.record import Chance
 
 SCORES = ("frs", "kts", "xfakt")
 SEED = 0
@@ -78,13 +79,13 @@ class RandomAnswers:
     exact: bool
     round_cells: bool
 
-    def reference(self, level: float = 0.95) -> dict[str, dict[str, Any]]:
+    def reference(self, level: float = 0.95) -> dict[str, Chance]:
         """FRS, KTS and X-FaKT of random answers: `{score: {value, low, high, method}}`, `value` the expected score
         and `[low, high]` the central `level` of random models' scores.
         """
         scores = _transfer_scores(self.mu_assoc, self.mu_non)
         method = chance_method(self.round_cells, exact=self.exact, level=level)
-        out = {}
+        out: dict[str, Chance] = {}
         for name, values in zip(SCORES, scores, strict=True):
             low, high = _central(values, self.weights, level)
             out[name] = {

@@ -14,7 +14,7 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.loading import recomputed_metrics
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
-from culture_probe.record import Metrics, RunRecord
+from culture_probe.record import Metrics, ResultsTable, RunRecord
 from culture_probe.report.compare import COMPARISON, Comparison, compare_runs, write_comparison
 from culture_probe.report.consistency import (
     CONSISTENCY,
@@ -66,7 +66,7 @@ def write_report(
     *,
     config: RunRecord | Mapping[str, Any],
     records: Sequence[Record],
-    metrics: Mapping[str, Any],
+    metrics: Metrics,
     status: str | None = None,
 ) -> Path:
     """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path. `config` is the run's
@@ -82,7 +82,7 @@ def write_report(
 
 
 def report_sections(
-    config: RunRecord, records: Sequence[Record], metrics: Mapping[str, Any]
+    config: RunRecord, records: Sequence[Record], metrics: Metrics
 ) -> list[Section]:
     """The run's sections; when the benchmark's views fail, one warning naming the error and a report of the
     headline numbers alone (metrics.json is already written: the run is never lost to its report).
@@ -118,32 +118,30 @@ def metrics_of(run: rundir.Run) -> Metrics:
 
 
 def headline(
-    config: RunRecord | Mapping[str, Any], metrics: Mapping[str, Any], status: str | None = None
+    config: RunRecord | Mapping[str, Any], metrics: Metrics, status: str | None = None
 ) -> str:
     """A few lines for the terminal: the run, each overall number with its 95% interval (or why none), n and chance
     level, rounded as report.md rounds them, and what was left out; `status` (`INCOMPLETE k/N`) marks a run that
     did not finish on its first line, so its numbers never read as a finished run's.
     """
-    config, results = RunRecord.of(config), metrics.get("results", {})
-    scales, chance = scales_of(config.config), results.get("chance") or {}
-    observations = (results.get("design") or {}).get("observations")
+    config, results = RunRecord.of(config), ResultsTable.of(metrics)
+    scales, chance = scales_of(config.config), results.chance
     mark = f": {status}, numbers so far" if status else ""
     lines = [f"{config.config} on {config.model.spec} ({config.model.kind}){mark}"]
     lines += [
-        f"  {estimate_line(name, estimate, scales.get(name), results.get('unit'), chance.get(name), observations)}"
-        for name, estimate in results.get("overall", {}).items()
-        if estimate["value"] is not None
+        "  "
+        + estimate_line(
+            name, e, scales.get(name), results.unit, chance.get(name), results.observations
+        )
+        for name, e in results.overall.items()
+        if e["value"] is not None
     ]
     lines += [
         f"  {side}: {name} {value} {interval} (n={n})".rstrip()
         for side, name, value, interval, n in planted_rows(metrics, scales)
     ]
-    lines += [
-        f"  {name}: not reported ({reason})" for name, reason in results.get("omitted", {}).items()
-    ]
-    lines += [
-        f"  {name}: warning: {warning}" for name, warning in (results.get("warnings") or {}).items()
-    ]
+    lines += [f"  {name}: not reported ({reason})" for name, reason in results.omitted.items()]
+    lines += [f"  {name}: warning: {warning}" for name, warning in results.warnings.items()]
     if any(SMALL_N_MARK in line for line in lines):
         lines.append(f"  {SMALL_N_NOTE}")
     return "\n".join(lines)

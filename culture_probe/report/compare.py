@@ -38,7 +38,7 @@ from culture_probe.loading import recomputed_metrics, task_of_run
 from culture_probe.metrics.compare import HOLM, holm
 from culture_probe.metrics.display import Scale, format_number, format_p, interval_text
 from culture_probe.metrics.results import paired_difference
-from culture_probe.record import Estimate, Metrics, Results, RunRecord, estimate_groups
+from culture_probe.record import Estimate, Metrics, ResultsTable, RunRecord
 from culture_probe.report.markdown import table_markdown
 from culture_probe.report.plots import context_note
 from culture_probe.report.views import Table, scales_of, unit_label
@@ -61,9 +61,9 @@ class LoadedRun:
     status: str | None  # `INCOMPLETE k/N` for a run that did not finish
 
     @property
-    def results(self) -> Results:
-        """The run's results block (the one schema of every benchmark)."""
-        return self.metrics["results"]
+    def results(self) -> ResultsTable:
+        """The run's results block (the one schema of every benchmark), every part present."""
+        return ResultsTable.of(self.metrics)
 
 
 @dataclass(frozen=True)
@@ -278,10 +278,8 @@ def comparison_of(runs: Sequence[LoadedRun], *, paired: bool = True) -> Comparis
                 differences += found.rows
                 one_unit.update(dict.fromkeys(found.one_unit))
                 repeats.update(found.repeats)
-    metric = runs[0].results.get("headline")
-    headlines = tuple(
-        (r.name, r.results.get("overall", {}).get(metric) if metric else None) for r in runs
-    )
+    metric = runs[0].results.headline
+    headlines = tuple((r.name, r.results.estimate(metric)) for r in runs)
     scales = scales_of(runs[0].config.config)
     table, single = lined_up(runs)
     return Comparison(
@@ -303,7 +301,7 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
     """One row per (group, metric) any run reports, one column per run (named with its `INCOMPLETE k/N`): value
     [ci_low, ci_high] (n); and the strata left out, those where every run has at most one unit (no interval).
     """
-    grouped = [dict(estimate_groups(run.results)) for run in runs]
+    grouped = [dict(run.results.groups()) for run in runs]
     keys = {
         (group, metric): None
         for groups in grouped
@@ -314,7 +312,7 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
         group: None
         for group, _ in keys
         if group != "overall"
-        and all((e.get("n") or 0) <= 1 for g in grouped for e in g.get(group, {}).values())
+        and all(e["n"] <= 1 for g in grouped for e in g.get(group, {}).values())
     }
     rows = [
         ("model", "", *(r.config.model.spec for r in runs)),
@@ -376,7 +374,7 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
             f"Cannot pair {other.name} with {base.name}: they probed different rows of {base.config.config} "
             "(their rows_sha256 differ). Pair runs on the same data, or pass --unpaired to line them up only."
         )
-    headline = base.results.get("headline")
+    headline = base.results.headline
     tables = {t.metric: t for t in task_of_run(base.config).unit_tables(base.records)}
     others = {t.metric: t for t in task_of_run(other.config).unit_tables(other.records)}
     out, one_unit, repeats = [], [], []
@@ -481,11 +479,11 @@ def _as_estimate(row: Mapping[str, Any]) -> dict[str, Any]:
     return {**row, "value": row["difference"]}
 
 
-def _cell(estimate: Mapping[str, Any] | None, scale: Scale | None) -> str:
+def _cell(estimate: Estimate | None, scale: Scale | None) -> str:
     """`value [low, high] (n=N)` by the one rounding rule, or the reason there is no interval."""
-    if not estimate or estimate.get("value") is None:
+    if estimate is None or (number := estimate["value"]) is None:
         return ""
-    value = format_number(float(estimate["value"]), scale)
+    value = format_number(float(number), scale)
     return f"{value} {interval_text(estimate, scale)} (n={estimate['n']})".replace("  ", " ")
 
 

@@ -32,7 +32,15 @@ from culture_probe.metrics.display import (
     marked,
     p_clause,
 )
-from culture_probe.record import RECORD_FIX
+from culture_probe.record import (
+    RECORD_FIX,
+    Consistency,
+    Estimate,
+    LanguagePair,
+    Metrics,
+    ResultsTable,
+    read_metrics,
+)
 from culture_probe.report.compare import LoadedRun, incomplete_note, load_for_comparison
 from culture_probe.report.markdown import figure_link, slug, table_markdown
 from culture_probe.report.views import Heatmap, Section, Table
@@ -59,17 +67,17 @@ COLUMNS = (
 )
 
 
-def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
+def consistency_sections(metrics: Metrics) -> list[Section]:
     """The consistency section of a run whose languages were aligned; for a run of an aligned benchmark that could
     not pair its languages (`results.omitted` names RankC or per-fact agreement), the section saying why; else
     nothing (a benchmark whose languages are not aligned).
     """
-    detail = metrics.get("consistency") or {}
-    results = metrics.get("results") or {}
-    estimates = results.get("by_language_pair") or {}
+    detail: Consistency = metrics.get("consistency") or {}
+    results = ResultsTable.of(metrics)
+    estimates = results.by("language_pair")
     left_out = [
         f"- **{name}** is not reported: {why}."
-        for name, why in (results.get("omitted") or {}).items()
+        for name, why in results.omitted.items()
         # "rankc", or "rankc (ar/en)" for one pair of languages
         if name.split(" (")[0] in PAIR_METRICS
     ]
@@ -93,8 +101,8 @@ def consistency_sections(metrics: Mapping[str, Any]) -> list[Section]:
     return [Section(TITLE, text=text, tables=(Table(COLUMNS, rows),), figures=figures)]
 
 
-def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tuple[Any, ...]:
-    difference, rankc = pair["difference"], estimates.get("rankc") or {}
+def _row(name: str, pair: LanguagePair, estimates: Mapping[str, Estimate]) -> tuple[Any, ...]:
+    difference, rankc = pair["difference"], estimates.get("rankc")
     n = pair["n"]
     p = p_clause(difference.get("p_value"))
     shift = (
@@ -113,10 +121,10 @@ def _row(name: str, pair: Mapping[str, Any], estimates: Mapping[str, Any]) -> tu
         _share(pair["both_wrong"], n),
         marked(shift, n),
         format_p(difference.get("p_holm")) if difference.get("p_holm") is not None else "",
-        marked(f"{format_number(rankc['value'], '%')} {interval_text(rankc, '%')}", rankc.get("n"))
+        marked(f"{format_number(rankc['value'], '%')} {interval_text(rankc, '%')}", rankc["n"])
         if rankc
         else "",
-        rankc.get("n", 0) if rankc else 0,
+        rankc["n"] if rankc else 0,
         f"{left} facts in one language only" if left else "",
     )
 
@@ -133,7 +141,9 @@ def _as_estimate(difference: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _heatmap(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> Heatmap | None:
+def _heatmap(
+    pairs: Mapping[str, LanguagePair], estimates: Mapping[str, Mapping[str, Estimate]]
+) -> Heatmap | None:
     """RankC (or, where nothing is ranked, the share right in both) for every pair, both ways round; n in each cell."""
     metric = "rankc" if any("rankc" in e for e in estimates.values()) else "both_right"
     languages = _languages(pairs)
@@ -144,9 +154,9 @@ def _heatmap(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> Heatmap 
     counts: list[list[int | None]] = [[None] * len(languages) for _ in languages]
     for name, by_metric in estimates.items():
         a, b = name.split("/", 1)
-        found = by_metric.get(metric) or {}
+        found = by_metric.get(metric)
         for i, j in ((index[a], index[b]), (index[b], index[a])):
-            values[i][j], counts[i][j] = found.get("value"), found.get("n")
+            values[i][j], counts[i][j] = (found["value"], found["n"]) if found else (None, None)
     label = "RankC (%)" if metric == "rankc" else "facts right in both languages (%)"
     return Heatmap(
         tuple(languages),
@@ -167,7 +177,7 @@ def _languages(pairs: Mapping[str, Any]) -> list[str]:
     return list(order)
 
 
-def _text(detail: Mapping[str, Any]) -> str:
+def _text(detail: Consistency) -> str:
     lines: Sequence[str] = (
         "Whether the facts the model gets right in one language are those it gets right in another (per-fact "
         "agreement of P@1 on the facts probed in both, with the paired difference: Tango's interval and McNemar's "
@@ -183,7 +193,7 @@ def _text(detail: Mapping[str, Any]) -> str:
     return "\n\n".join(line for line in lines if line)
 
 
-def _agreement_text(detail: Mapping[str, Any]) -> str:
+def _agreement_text(detail: Consistency) -> str:
     """What the section of a run that ranked nothing shows: agreement only, no claim about RankC."""
     lines = (
         "Whether the facts the model gets right in one language are those it gets right in another: per pair of "
@@ -196,7 +206,9 @@ def _agreement_text(detail: Mapping[str, Any]) -> str:
     return "\n\n".join(line for line in lines if line)
 
 
-def _summary_line(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> str:
+def _summary_line(
+    pairs: Mapping[str, LanguagePair], estimates: Mapping[str, Mapping[str, Estimate]]
+) -> str:
     """One line for every pair of a run that ranked nothing: one pair's agreement and paired difference; for
     several, the range and median of the share right in both and how many paired differences exclude 0 after Holm.
     """
@@ -219,7 +231,7 @@ def _summary_line(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> str
     shares = sorted(
         (found["value"], name)
         for name, e in estimates.items()
-        if (found := e.get("both_right") or {}).get("value") is not None
+        if (found := e.get("both_right")) and found["value"] is not None
     )
     counts = [pair["n"] for pair in pairs.values()]
     adjusted = {name: pair["difference"].get("p_holm") for name, pair in pairs.items()}
@@ -241,12 +253,10 @@ def _summary_line(pairs: Mapping[str, Any], estimates: Mapping[str, Any]) -> str
     )
 
 
-def _multiplicity(detail: Mapping[str, Any]) -> str:
+def _multiplicity(detail: Consistency) -> str:
     """How many paired tests the table holds, and how they are adjusted (none to say for a single pair)."""
-    tests = max(
-        (pair["difference"].get("n_tests") or 0 for pair in (detail.get("pairs") or {}).values()),
-        default=0,
-    )
+    pairs = detail.get("pairs") or {}
+    tests = max((pair["difference"].get("n_tests") or 0 for pair in pairs.values()), default=0)
     if tests < 2:
         return ""
     return (
@@ -264,7 +274,7 @@ class RunsConsistency:
 
     runs: tuple[str, str]
     # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
-    metrics: dict[str, Any]
+    metrics: Metrics
     incomplete: Mapping[str, str] = field(default_factory=dict)
 
     def markdown(self, out: Path | None = None) -> str:
@@ -336,13 +346,18 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
         raise CultureProbeError(
             f"{runs[0].name} and {runs[1].name} share no fact: they probed different items."
         )
-    metrics = {
-        "results": {
-            "by_language_pair": across["by_language_pair"],
-            "ci": {"methods": across["methods"]},
-        },
-        "consistency": {"alignment": tasks[0].alignment, **consistency_detail(across)},
-    }
+    metrics = read_metrics(
+        json_ready(
+            {
+                "results": {
+                    "by_language_pair": across["by_language_pair"],
+                    "ci": {"methods": across["methods"]},
+                },
+                "consistency": {"alignment": tasks[0].alignment, **consistency_detail(across)},
+            }
+        ),
+        f"the consistency of {runs[0].name} and {runs[1].name}",
+    )
     incomplete = {run.name: run.status for run in runs if run.status}
     return RunsConsistency((runs[0].name, runs[1].name), metrics, incomplete)
 

@@ -28,7 +28,7 @@ from culture_probe.metrics.display import (
     interval_text,
     marked,
 )
-from culture_probe.record import RunRecord
+from culture_probe.record import Metrics, ResultsTable, RunRecord
 from culture_probe.report.compare import incomplete_note
 from culture_probe.report.markdown import figure_link, table_markdown
 from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
@@ -48,7 +48,7 @@ class SuiteRun:
     """
 
     config: RunRecord
-    metrics: Mapping[str, Any]
+    metrics: Metrics
     status: str | None = None
 
 
@@ -66,20 +66,20 @@ def summarize_suite(
     """
     rows = []
     for config, result in runs.items():
-        results = result.metrics.get("results", {})
-        metric = results.get("headline")
+        results = ResultsTable.of(result.metrics)
+        metric = results.headline
         rows.append(
             {
                 "config": config,
                 "benchmark": resolve(config).info.name,
                 "metric": metric,
-                **(results.get("overall", {}).get(metric) or {}),
-                "unit": results.get("unit"),
-                "observations": (results.get("design") or {}).get("observations"),
-                "scale": scales_of(config).get(metric),
-                "chance": (results.get("chance") or {}).get(metric),
+                **(results.estimate(metric) or {}),
+                "unit": results.unit,
+                "observations": results.observations,
+                "scale": scales_of(config).get(metric) if metric else None,
+                "chance": results.chance.get(metric) if metric else None,
                 "smoke": bool(result.config.subset),
-                "omitted": results.get("omitted", {}),
+                "omitted": results.omitted,
                 "status": result.status,
                 # what this config got, defaults aside
                 "options": options_set(config, result.config.options),

@@ -23,7 +23,7 @@ from culture_probe.metrics.display import (
     estimate_cells,
     format_number,
 )
-from culture_probe.record import RunRecord
+from culture_probe.record import Chance, Metrics, ResultsTable, RunRecord
 from culture_probe.tasks import Record, benchmark_of
 
 
@@ -50,7 +50,7 @@ def chance_reference(metrics: Mapping[str, Any], metric: str) -> tuple[Reference
     """The run's chance level of `metric` (the results block's `chance`, as the headline table gives it) as a
     line, where it has one: a figure of that metric is read against what random answers score on the run's items.
     """
-    level = ((metrics.get("results") or {}).get("chance") or {}).get(metric)
+    level = ResultsTable.of(metrics).chance.get(metric)
     return (Reference(CHANCE, level["value"]),) if level else ()
 
 
@@ -83,12 +83,7 @@ def result_bars(
     `names`: how a label is shown), or of the overall value when `stratum` is "overall"; with `references`, the
     metric's chance level where the results give one.
     """
-    results = metrics.get("results") or {}
-    groups = (
-        {"all": results.get("overall", {})}
-        if stratum == "overall"
-        else results.get(f"by_{stratum}", {})
-    )
+    groups = ResultsTable.of(metrics).by(stratum)
     order = list(labels) if labels is not None else sorted(groups)
     estimates = {
         (names or {}).get(label, label): groups[label][metric]
@@ -130,7 +125,7 @@ class Section:
 def sections_for(
     config: RunRecord | Mapping[str, Any],
     records: Sequence[Record],
-    metrics: Mapping[str, Any],
+    metrics: Metrics,
     more: Sequence[Section] = (),
 ) -> list[Section]:
     """The report's sections of one run: the benchmark's own views (or the default), `more` (views common to every
@@ -187,7 +182,7 @@ def estimate_line(
     estimate: Mapping[str, Any],
     scale: Scale | None,
     unit: str | None,
-    chance: Mapping[str, Any] | None,
+    chance: Chance | None,
     observations: str | None = None,
 ) -> str:
     """One estimate as the terminal prints it, rounded as the reports are:
@@ -203,7 +198,7 @@ def estimate_line(
     return f"{unit_label(name, scale)}: {value} {interval} (n={n} {unit}{answers}{level})"
 
 
-def chance_cell(chance: Mapping[str, Any] | None, scale: Scale | None) -> str:
+def chance_cell(chance: Chance | None, scale: Scale | None) -> str:
     """A chance level as tables print it: its value, and the range random models fall in where the results give
     one (`0.889 [0.705, 1.000]`); "-" without one.
     """
@@ -215,39 +210,32 @@ def chance_cell(chance: Mapping[str, Any] | None, scale: Scale | None) -> str:
     return f"{value} [{bound_text(chance['low'], scale)}, {bound_text(chance['high'], scale)}]"
 
 
-def results_sections(
-    metrics: Mapping[str, Any], scales: Mapping[str, Scale] | None = None
-) -> list[Section]:
+def results_sections(metrics: Metrics, scales: Mapping[str, Scale] | None = None) -> list[Section]:
     """The headline numbers of the results schema, each with its 95% interval (or why it has none), n, and chance
     level where the results give one; the interval method of each; what the run left out.
     """
-    results = metrics.get("results") or {}
-    overall, scales, chance = (
-        results.get("overall") or {},
-        scales or {},
-        results.get("chance") or {},
-    )
-    if not overall:
+    results, scales = ResultsTable.of(metrics), scales or {}
+    if not results.overall:
         return []
-    observations = (results.get("design") or {}).get("observations")
+    chance = results.chance
     rows = tuple(
         (
             unit_label(name, scales.get(name)),
             *estimate_cells(e, scales.get(name))[:2],
-            count_text(e, observations),
+            count_text(e, results.observations),
             *((chance_cell(chance.get(name), scales.get(name)),) if chance else ()),
         )
-        for name, e in overall.items()
+        for name, e in results.overall.items()
     )
-    columns = ("metric (unit)", "value", "95% interval", f"n ({results.get('unit')})")
-    text = " ".join(filter(None, (interval_methods(results, list(overall)), chance_text(chance))))
-    omitted = results.get("omitted") or {}
-    text += "".join(
-        f"\n\n- **{name}** is not reported: {reason}." for name, reason in omitted.items()
+    columns = ("metric (unit)", "value", "95% interval", f"n ({results.unit})")
+    text = " ".join(
+        filter(None, (interval_methods(results, list(results.overall)), chance_text(chance)))
     )
     text += "".join(
-        f"\n\n**Warning ({name}).** {warning}"
-        for name, warning in (results.get("warnings") or {}).items()
+        f"\n\n- **{name}** is not reported: {reason}." for name, reason in results.omitted.items()
+    )
+    text += "".join(
+        f"\n\n**Warning ({name}).** {warning}" for name, warning in results.warnings.items()
     )
     return [
         Section(
@@ -259,12 +247,12 @@ def results_sections(
 
 
 def planted_rows(
-    metrics: Mapping[str, Any], scales: Mapping[str, Scale]
+    metrics: Metrics, scales: Mapping[str, Scale]
 ) -> list[tuple[str, str, str, str, str]]:
     """(side, metric, value, interval, n) of a planted model's run split into the items it was trained on and
     the others (`metrics["planted"]`); a side without numbers gives its reason as its value.
     """
-    unit = (metrics.get("results") or {}).get("unit")
+    unit = ResultsTable.of(metrics).unit
     rows = []
     for side, part in (metrics.get("planted") or {}).items():
         if "reason" in part:
@@ -283,7 +271,7 @@ def planted_rows(
     return rows
 
 
-def planted_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale]) -> list[Section]:
+def planted_sections(metrics: Metrics, scales: Mapping[str, Scale]) -> list[Section]:
     """A planted model's headline numbers on its planted items and on the others: the pattern its self-test
     expects (planted right, the others at chance), whatever items a limit drew.
     """
@@ -299,24 +287,24 @@ def planted_sections(metrics: Mapping[str, Any], scales: Mapping[str, Scale]) ->
     return [Section("Planted and not planted", text=text, tables=(Table(columns, tuple(rows)),))]
 
 
-def interval_methods(results: Mapping[str, Any], names: Sequence[str]) -> str:
+def interval_methods(results: ResultsTable, names: Sequence[str]) -> str:
     """How the intervals were computed: each metric's method where the results name one, else the block's."""
-    ci = results.get("ci") or {}
-    methods = ci.get("methods") or {}
-    confidence = f"{100 * ci.get('confidence', 0.95):g}%"
-    if methods:
-        each = "; ".join(f"{name}: {methods[name]}" for name in names if name in methods)
-        return f"{confidence} intervals over {results.get('unit')} ({each}); by stratum in metrics.json (`results`)."
+    confidence = f"{100 * results.confidence:g}%"
+    if results.methods:
+        each = "; ".join(
+            f"{name}: {results.methods[name]}" for name in names if name in results.methods
+        )
+        return f"{confidence} intervals over {results.unit} ({each}); by stratum in metrics.json (`results`)."
     resamples = (
-        f" ({ci['n_resamples']} resamples, seed {ci.get('seed')})" if ci.get("n_resamples") else ""
+        f" ({results.n_resamples} resamples, seed {results.seed})" if results.n_resamples else ""
     )
     return (
-        f"Each number with a {confidence} interval from a {ci.get('method', '')} over {results.get('unit')}"
+        f"Each number with a {confidence} interval from a {results.method} over {results.unit}"
         f"{resamples}; by stratum in metrics.json (`results`)."
     )
 
 
-def chance_text(chance: Mapping[str, Mapping[str, Any]]) -> str:
+def chance_text(chance: Mapping[str, Chance]) -> str:
     """How the chance levels in the table's last column (with, in brackets, the range random models fall in where
     the results give one) were computed, once per method.
     """
@@ -329,7 +317,7 @@ def chance_text(chance: Mapping[str, Mapping[str, Any]]) -> str:
     )
 
 
-def default_sections(metrics: Mapping[str, Any]) -> list[Section]:
+def default_sections(metrics: Metrics) -> list[Section]:
     """The scalar metrics as one table."""
     rows = tuple(
         (k, v)
@@ -339,7 +327,7 @@ def default_sections(metrics: Mapping[str, Any]) -> list[Section]:
     return [Section("Metrics", tables=(Table(("metric", "value"), rows),))]
 
 
-def skipped_sections(metrics: Mapping[str, Any]) -> list[Section]:
+def skipped_sections(metrics: Metrics) -> list[Section]:
     """The probes the protocol could not ask, per reason (none when nothing was skipped)."""
     skipped = metrics.get("skipped") or {}
     if not skipped:

@@ -25,6 +25,7 @@ from culture_probe.runner.api import (
     open_folder,
     planted_split,
     run,
+    run_metrics,
     run_with,
     space_needed,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "run",
     "run_with",
     "planted_split",
+    "run_metrics",
     "space_needed",
     "open_folder",
     "finish",

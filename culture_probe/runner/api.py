@@ -21,7 +21,7 @@ from culture_probe.errors import (
     naming_folder,
 )
 from culture_probe.provenance import ProcessLog
-from culture_probe.record import RunRecord
+from culture_probe.record import Metrics, RunRecord, read_metrics
 from culture_probe.runner.config_json import describe_plan
 from culture_probe.runner.execution import barrier, counts_cuts, execute, is_main_process
 from culture_probe.runner.planning import Plan, first_asked, known_of, plan
@@ -44,7 +44,7 @@ class RunResult:
 
     config: RunRecord
     records: list[Record] = field(repr=False)
-    metrics: dict[str, Any]
+    metrics: Metrics
     run_dir: Path | None = None
 
     @property
@@ -196,17 +196,28 @@ def run_with(
                 meter.staged()
             finally:
                 writer.close()
-            metrics = json_ready(task.compute_metrics(records))
-            if known := known_of(model, settings):
-                metrics["planted"] = planted_split(task, records, known)
-            # what the engine cut to fit the model, over every process of the run
-            truncation = log.truncation()
-            if truncation is not None:
-                metrics["truncation"] = truncation
+            metrics = run_metrics(task, records, known_of(model, settings), log)
             meta = finish(run_dir if main else None, meta, records, metrics, log)
             if main:
                 meter.keep(label, task.config)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
+
+
+def run_metrics(
+    task: Task, records: Sequence[Record], known: Set[str] | None, log: ProcessLog
+) -> Metrics:
+    """metrics.json of a run, as one process or a merge of shards writes it: the protocol's metrics of the records,
+    a planted model's split (`known`: its planted items), and what the engine cut to fit the model, summed over
+    every process of the run; checked as its readers check it, so a protocol that writes a part of another type
+    fails here, naming the field, and not in a reader.
+    """
+    metrics = json_ready(task.compute_metrics(records))
+    if known:
+        metrics["planted"] = planted_split(task, records, known)
+    truncation = log.truncation()
+    if truncation is not None:
+        metrics["truncation"] = truncation
+    return read_metrics(metrics, f"the metrics {task.config} computed")
 
 
 def planted_split(task: Task, records: Sequence[Record], known: Set[str]) -> dict[str, Any]:
@@ -266,7 +277,7 @@ def finish(
     run_dir: Path | None,
     meta: RunRecord,
     records: list[Record],
-    metrics: dict[str, Any],
+    metrics: Metrics,
     log: ProcessLog,
 ) -> RunRecord:
     """The run's config with the record of its processes (`ProcessLog.provenance`: the duration summed over them);

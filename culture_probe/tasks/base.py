@@ -60,6 +60,7 @@ from culture_probe.metrics.consistency import (
     with_language_pairs,
 )
 from culture_probe.metrics.results import UnitTable, summarize
+from culture_probe.record import Chance, Design, Results
 from culture_probe.tasks.filling import slot_request
 from culture_probe.tasks.options import NoOptions, parse_options
 from culture_probe.tasks.probes import PROBE_KINDS, Output, Probe, Record, ScoreProbe, Skipped
@@ -260,15 +261,17 @@ class SamplingDesign:
     observations: str | None = None
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Design:
         """The design as metrics.json's `results.design` gives it."""
-        out: dict[str, Any] = {
+        out: Design = {
             "unit": self.unit,
             "repeated": list(self.repeated),
             "crossed": self.crossed,
             "observations": self.observations,
         }
-        return out | ({"note": self.note} if self.note else {})
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 @dataclass(frozen=True)
@@ -562,7 +565,7 @@ class Task:
             "skipped": dict(reasons),
         }
 
-    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> Results:
         """The run's numbers in the one results schema (`culture_probe.metrics.results`): each headline number
         with its 95% interval over this benchmark's unit, overall and per stratum, and what was left out.
         """
@@ -648,7 +651,7 @@ class Task:
             "consistency alignment: re-run it to get it)"
         )
 
-    def chance(self, answered: Sequence[Record]) -> dict[str, dict[str, Any]]:
+    def chance(self, answered: Sequence[Record]) -> dict[str, Chance]:
         """Each headline metric's chance level where it has one: a random model's expected value on these very
         units, aggregated as the metric is (`culture_probe.metrics.chance`), with how it was computed.
         """

@@ -36,6 +36,7 @@ from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.xfakt_chance import random_answers, transfer_warning
+from culture_probe.record import Chance, Results
 from culture_probe.tasks.base import (
     Deviation,
     ModelNeed,
@@ -518,7 +519,7 @@ class XfaktTask(Task):
             )
         ]
 
-    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> Results:
         """The results schema (`Task.results`), and for FRS, KTS and X-FaKT their reference points: in rank mode
         what random answers score on these cells (`results.chance`), and in every mode a warning
         (`results.warnings`) when the error rates cannot be told from a model that knows nothing, so that KTS says
@@ -527,7 +528,8 @@ class XfaktTask(Task):
         out = super().results(answered, metrics)
         if "kts" not in out["overall"]:
             return out
-        chance, p_random = dict(out.get("chance") or {}), None
+        chance: dict[str, Chance] = dict(out.get("chance") or {})
+        p_random = None
         if self.options.mode == "rank":
             cells: dict[tuple[str, str], list[float]] = {}
             for r in self._graded([r for r in answered if not r.skipped]):
