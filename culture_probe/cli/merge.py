@@ -1,10 +1,10 @@
-"""`culture-probe merge`: the parser only; the merge (culture_probe.merge) loads on use."""
+"""`culture-probe merge`: the parser only; the merge (culture_probe.runner.merge) loads on use."""
 
 from __future__ import annotations
 
 from culture_probe.cli.shared import Subparsers
 
-HANDLERS = {"merge": "culture_probe.merge:main"}
+HANDLERS = {"merge": "culture_probe.runner.merge:main"}
 
 
 def add_parsers(subparsers: Subparsers) -> None:

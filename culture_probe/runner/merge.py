@@ -1,0 +1,334 @@
+"""`culture-probe merge SHARD_DIRS... --out RUN` (`merge_runs`): the N folders of one run made with `--shard K/N`
+(a Slurm job array, a Ray job, any scheduler) joined into the folder the run would have made in one process.
+
+The shards are checked before anything is written: each one finished (not INCOMPLETE), shards 1..N each given
+once, all made with the same settings (config.json equal but for the shard, the share of the work each held, its
+provenance and the settings a machine sets its own way: `MACHINE_SETTINGS`), and no item in two shards. The
+records are put back in the one-process run's order (each shard's `shard.json` holds its probes' places), and
+metrics.json is computed from them with the protocol's `compute_metrics`, as the one process would have. A suite of
+shards (`culture-probe run A B --shard K/N` into N suite folders) merges config by config into one suite folder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from culture_probe import rundir, shards
+from culture_probe.engine.loading import LoadOptions, known_items
+from culture_probe.errors import CultureProbeError
+from culture_probe.loading import task_of_run
+from culture_probe.provenance import PROCESSES_FILE, ProcessLog, read_processes
+from culture_probe.record import Metrics
+from culture_probe.report import headline, write_report
+from culture_probe.report.summary import (
+    SUMMARY_MD,
+    SuiteRun,
+    planned_of,
+    read_summary,
+    summarize_suite,
+    summary_lines,
+    write_summary,
+)
+from culture_probe.runner import RunResult, run_metrics
+from culture_probe.runner.suite import SuiteResult
+from culture_probe.settings import Shard
+from culture_probe.tasks import Task
+from culture_probe.tasks.probes import Record
+
+# config.json keys that say how, when and where a shard ran, not what it computed: the merge keeps the first
+# shard's date, versions and hardware and records the processes of all
+PROVENANCE = (
+    "date",
+    "finished",
+    "duration_s",
+    "processes",
+    "versions",
+    "versions_seen",
+    "hardware",
+)
+# run settings that each machine may set its own way (the batch its memory takes, its device, its cache, its server
+# traffic), as --resume lets them differ
+MACHINE_SETTINGS = (
+    "device",
+    "batch_tokens",
+    "cache_dir",
+    "no_cache",
+    "concurrency",
+    "request_timeout",
+    "max_retries",
+)
+
+
+@dataclass(frozen=True)
+class ShardRun:
+    """One shard's finished run and its `shard.json` (its place in the whole run)."""
+
+    shard: Shard
+    run: rundir.Run = field(repr=False)
+    part: dict[str, Any] = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        """How an error names the shard: its number and folder."""
+        return f"shard {self.shard} ({self.run.path})"
+
+
+def read_shard(path: Path) -> ShardRun:
+    """A shard's folder read back; a folder that is no run, no shard, or a shard that did not finish is refused."""
+    run = rundir.read_run(path)
+    part = shards.read_part(path)
+    if run.record.run.shard is None or part is None:
+        raise CultureProbeError(
+            f"{path} is not a shard: it was run without --shard K/N. Merge the N folders of one "
+            "`culture-probe run ... --shard K/N`."
+        )
+    shard = ShardRun(Shard.parse(run.record.run.shard), run, part)
+    status = rundir.progress(run)
+    answered = {r.key for r in run.records if r.stage == part["stage"]}
+    if status is None and answered != set(part["positions"]):
+        status = f"INCOMPLETE {len(answered & set(part['positions']))}/{len(part['positions'])}"
+    if status is not None:
+        raise CultureProbeError(
+            f"{shard.name} is {status}: finish it first (its command again, with --resume), then merge."
+        )
+    return shard
+
+
+def check_shards(found: Sequence[ShardRun]) -> None:
+    """Shards 1..N of one run, each once, made with the same settings, no item in two of them, every probe of the
+    run in one of them; the first that is not is named in the error.
+    """
+    first, by_index = found[0], dict[int, ShardRun]()
+    for shard in found:
+        if shard.shard.count != first.shard.count:
+            raise CultureProbeError(
+                f"{shard.name} is one of {shard.shard.count} shards, {first.name} one of {first.shard.count}: "
+                "merge the N folders of one sharded run."
+            )
+        if shard.shard.index in by_index:
+            raise CultureProbeError(
+                f"shard {shard.shard} is given twice: {by_index[shard.shard.index].run.path} and {shard.run.path}. "
+                "Pass each shard's folder once."
+            )
+        by_index[shard.shard.index] = shard
+    missing = [
+        Shard(k, first.shard.count) for k in range(1, first.shard.count + 1) if k not in by_index
+    ]
+    if missing:
+        raise CultureProbeError(
+            f"shard {missing[0]} is missing ({len(missing)} of {first.shard.count} missing): pass its folder too "
+            f"(run it with --shard {missing[0]})."
+        )
+    for shard in found[1:]:
+        differ = difference(settings_of(first), settings_of(shard))
+        if differ is not None:
+            key, mine, theirs = differ
+            raise CultureProbeError(
+                f"{shard.name} was made with other settings than {first.name}: {key} is {theirs!r} there and "
+                f"{mine!r} here. Run every shard with the same command but --shard."
+            )
+    holder: dict[str, ShardRun] = {}
+    for shard in found:
+        for item in {r.item_id for r in shard.run.records}:
+            if holder.setdefault(item, shard) is not shard:
+                raise CultureProbeError(
+                    f"item {item} is in two shards: {holder[item].name} and {shard.name}."
+                )
+    placed = sorted(position for shard in found for position in shard.part["positions"].values())
+    if placed != list(range(first.part["probes"])):
+        raise CultureProbeError(
+            f"The shards hold {len(placed)} places of the run's {first.part['probes']} first-stage probes, not each "
+            "once: the folders are not the shards of one run."
+        )
+
+
+def settings_of(shard: ShardRun) -> dict[str, Any]:
+    """What must be equal in every shard: config.json without provenance, the shard, its share of the work and the
+    machine's own settings; and the whole run's size as shard.json gives it.
+    """
+    config = {k: v for k, v in shard.run.config.items() if k not in PROVENANCE}
+    config["run"] = {
+        k: v for k, v in config["run"].items() if k not in ("shard", *MACHINE_SETTINGS)
+    }
+    config["planned"] = {k: v for k, v in (config.get("planned") or {}).items() if k != "probes"}
+    config["subset"] = {k: v for k, v in (config.get("subset") or {}).items() if k != "sampled"}
+    whole = {k: v for k, v in shard.part.items() if k not in ("shard", "positions")}
+    # the settings first: the likely difference
+    return {"run": config.pop("run"), **config, "shard.json": whole}
+
+
+def difference(mine: Any, theirs: Any, key: str = "") -> tuple[str, Any, Any] | None:
+    """The first key (dotted) at which two JSON values differ, with both values; None when equal."""
+    if isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+        for name in dict.fromkeys([*mine, *theirs]):
+            found = difference(
+                mine.get(name), theirs.get(name), f"{key}.{name}" if key else str(name)
+            )
+            if found is not None:
+                return found
+        return None
+    return None if mine == theirs else (key or "config.json", mine, theirs)
+
+
+def in_run_order(found: Sequence[ShardRun], stages: Sequence[str]) -> list[Record]:
+    """The shards' records in the one-process run's order: stage by stage; the first stage's by their places in the
+    whole run (shard.json), a later stage's by the place of its item in the first (each shard's order kept within).
+    """
+    stage = found[0].part["stage"]
+    places = {key: place for shard in found for key, place in shard.part["positions"].items()}
+    item_place: dict[str, float] = {}
+    for shard in found:
+        for record in shard.run.records:
+            if record.stage == stage:
+                item_place[record.item_id] = min(
+                    item_place.get(record.item_id, math.inf), places[record.key]
+                )
+    rank = {name: i for i, name in enumerate(stages)}
+
+    def place(shard: int, index: int, record: Record) -> tuple[float, ...]:
+        within = (
+            places[record.key]
+            if record.stage == stage
+            else item_place.get(record.item_id, math.inf)
+        )
+        return rank.get(record.stage, len(rank)), within, shard, index
+
+    tagged = [
+        (place(s, i, r), r)
+        for s, shard in enumerate(found)
+        for i, r in enumerate(shard.run.records)
+    ]
+    return [record for _, record in sorted(tagged, key=lambda pair: pair[0])]
+
+
+@dataclass(frozen=True)
+class Merge:
+    """The checked shards of one run, in shard order, ready to be written as one run."""
+
+    shards: list[ShardRun] = field(repr=False)
+
+    @classmethod
+    def of(cls, shard_dirs: Sequence[str | os.PathLike]) -> Merge:
+        """The shards in `shard_dirs`, read and checked (`check_shards`); nothing is written."""
+        if not shard_dirs:
+            raise CultureProbeError("merge takes the folders of a run's N shards; none was given.")
+        found = sorted((read_shard(Path(d)) for d in shard_dirs), key=lambda s: s.shard)
+        check_shards(found)
+        return cls(found)
+
+    def write(self, out: Path) -> RunResult:
+        """The one run in `out` (new or empty): config.json, items.jsonl, processes.json, metrics.json, report."""
+        first = self.shards[0]
+        task = task_of_run(first.run.record)
+        records = in_run_order(self.shards, task.stages)
+        processes = [p for s in self.shards for p in read_processes(s.run.path, s.run.records)]
+        # read, never saved: their record
+        log = ProcessLog(None, processes[:-1], processes[-1], clock=0.0)
+        with rundir.lock(out):
+            check_empty(out, "run")
+            out.mkdir(parents=True, exist_ok=True)
+            rundir.write_text(out / rundir.MARKER, rundir.RUN_NOTE)
+            rows_file = first.run.record.benchmark.saved_rows
+            if rows_file is not None:
+                rundir.write_jsonl(out / rows_file, rundir.read_rows(first.run.path / rows_file))
+            rundir.write_json(out / rundir.CONFIG_FILE, self.config())
+            rundir.write_jsonl(out / rundir.ITEMS_FILE, [record.to_json() for record in records])
+            rundir.write_json(out / PROCESSES_FILE, {"processes": [p.to_json() for p in processes]})
+            config = rundir.record_finish(out, log.provenance())
+            metrics = self.metrics(task, records, log)
+            rundir.write_json(out / rundir.METRICS_FILE, metrics)
+            write_report(out, config=config, records=records, metrics=metrics)
+        return RunResult(config=config, records=records, metrics=metrics, run_dir=out)
+
+    def config(self) -> dict[str, Any]:
+        """The first shard's config.json as the one run's: no shard, the whole run's planned probes and units."""
+        config = {
+            k: v
+            for k, v in self.shards[0].run.config.items()
+            if k not in ("finished", "versions_seen")
+        }
+        config["run"] = {**config["run"], "shard": None}
+        config["planned"] = {**config["planned"], "probes": self.shards[0].part["probes"]}
+        if config.get("subset"):
+            config["subset"] = {
+                **config["subset"],
+                "sampled": sum(s.run.config["subset"]["sampled"] for s in self.shards),
+            }
+        return config
+
+    def metrics(self, task: Task, records: list[Record], log: ProcessLog) -> Metrics:
+        """metrics.json as the one run computes it (`run_metrics`), the engine's cuts summed over every shard's
+        processes.
+        """
+        record = self.shards[0].run.record
+        known = (
+            known_items(record.model.spec, LoadOptions(data_dir=record.run.data_dir))
+            if any("planted" in (s.run.metrics or {}) for s in self.shards)
+            else None
+        )
+        return run_metrics(task, records, known, log)
+
+
+def check_empty(out: Path, kind: rundir.Kind) -> None:
+    """A merge writes a new run or suite: into a new or empty folder only, never over another run."""
+    if out.is_dir() and any(p.name != rundir.LOCK_FILE for p in out.iterdir()):
+        raise CultureProbeError(
+            f"--out {out} is not empty: the merge writes a new {kind}; pass a new or empty folder."
+        )
+
+
+def merge_runs(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> RunResult:
+    """The N shards of one run (`culture-probe run ... --shard K/N` folders), checked and written into `out` as the
+    run one process would have made (`Merge`); a missing, repeated, unfinished or mismatched shard is refused,
+    naming it, before anything is written.
+    """
+    return Merge.of(shard_dirs).write(Path(out))
+
+
+def merge_suites(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> SuiteResult:
+    """The N shards of one suite (suite folders), merged config by config into one suite folder `out`, with its
+    summary; every config's shards are checked before anything is written.
+    """
+    folders, folder = [Path(d) for d in shard_dirs], Path(out)
+    for path in folders:
+        if rundir.folder_kind(path) != "suite":
+            raise CultureProbeError(
+                f"{path} is not a suite folder: merge the N folders of one sharded suite."
+            )
+    summary = read_summary(folders[0])
+    configs = [
+        c
+        for c in planned_of(summary)
+        if any((f / c / rundir.CONFIG_FILE).is_file() for f in folders)
+    ]
+    merges = {config: Merge.of([f / config for f in folders]) for config in configs}
+    with rundir.lock(folder, "suite"):
+        check_empty(folder, "suite")
+        folder.mkdir(parents=True, exist_ok=True)
+        rundir.write_text(folder / rundir.SUITE_MARKER, rundir.SUITE_NOTE)
+        runs = {config: merge.write(folder / config) for config, merge in merges.items()}
+        done = {config: SuiteRun(run.record, run.metrics) for config, run in runs.items()}
+        skipped = dict(summary.get("skipped") or {})
+        merged = summarize_suite(summary.get("model", ""), done, skipped, planned_of(summary))
+        write_summary(folder, merged)
+    return SuiteResult(runs, merged, folder, skipped)
+
+
+def main(args: Any) -> int:
+    """`culture-probe merge SHARD_DIRS... --out RUN`: the shards of a run (or of a suite) joined, its headline
+    printed.
+    """
+    if args.shards and rundir.folder_kind(Path(args.shards[0])) == "suite":
+        suite = merge_suites(args.shards, args.out)
+        print(summary_lines(suite.summary))
+        print(f"wrote {Path(args.out) / SUMMARY_MD}")
+        return 0
+    result = merge_runs(args.shards, args.out)
+    print(headline(result.config, result.metrics))
+    print(f"wrote {result.run_dir}")
+    return 0
