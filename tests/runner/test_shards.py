@@ -1,14 +1,19 @@
 """`run --shard K/N` and `merge`: disjoint slices of whole units, balanced by cost, that merge into the one-process
 run (items.jsonl line for line, metrics.json equal); a missing, repeated, mismatched or unfinished shard is refused
-naming it; a shard resumes on its own; the Slurm array recipe, run as Slurm would run it, gives the one-process run.
+naming it; a shard resumes on its own; the Slurm array recipe, run as Slurm would run it, and the Ray recipe, on a
+local Ray instance, give the one-process run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -260,22 +265,55 @@ def test_a_suite_of_shards_merges_config_by_config(data, tmp_path):
     )
 
 
-def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process_run(tmp_path):
-    """docs/recipes/slurm_array.sh, run by bash once per array task (SLURM_ARRAY_TASK_ID 1 and 2 of 2) on a tiny random
-    model, then the merge it names: the one-process run's records and metrics."""
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """What the recipes run: a tiny random masked model on the spec's 5 DLAMA facts (shards of 3 and 2), the
+    `culture-probe run` arguments after the model, and the one-process run of both, which each recipe's merge must
+    give."""
     from culture_probe.models import save_tiny, train_tokenizer
 
+    root = tmp_path_factory.mktemp("recipes")
     texts = [
         "Egypt Oman France Canada Morocco is located in Africa Asia Europe North America ."
     ] * 3
     model = save_tiny(
-        tmp_path / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked")
+        root / "bert", "bert", train_tokenizer(texts, "wordpiece", model_kind="masked")
     )
-    data = write_dlama(tmp_path / "dlama")  # 5 facts: 3 and 2
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    extra = ["--data-dir", str(write_dlama(root / "dlama")), "--no-cache"]
+    assert main(["run", CONFIG, "--model", str(model), *extra, "--out", str(root / "one")]) == 0
+    return model, extra, root / "one"
+
+
+def recipe_env():
+    """The environment a recipe runs in: this one, with the venv's `culture-probe` on PATH."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def assert_the_one_process_run(merged, one):
+    """The merged folder's items.jsonl is the one-process run's line for line, and its metrics.json equal apart from
+    the truncation counts of the processes (what the engine cut, summed over the shards, is equal)."""
+    items = [(path / "items.jsonl").read_text(encoding="utf-8") for path in (merged, one)]
+    metrics = [json.loads((path / "metrics.json").read_text()) for path in (merged, one)]
+    assert items[0] == items[1]
+    assert [{k: v for k, v in m.items() if k != "truncation"} for m in metrics[:1]] == [
+        {k: v for k, v in metrics[1].items() if k != "truncation"}
+    ]
+    truncation = [
+        {k: v for k, v in m["truncation"].items() if k not in ("resumed", "processes")}
+        for m in metrics
+    ]
+    assert truncation[0] == truncation[1]
+
+
+def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process_run(
+    tiny, tmp_path
+):
+    """docs/recipes/slurm_array.sh, run by bash once per array task (SLURM_ARRAY_TASK_ID 1 and 2 of 2) on a tiny random
+    model, then the merge it names: the one-process run's records and metrics."""
+    model, extra, one = tiny
+    env = recipe_env()
     env |= {"CONFIG": CONFIG, "MODEL": str(model), "SHARDS": "2", "OUT": str(tmp_path / "shards")}
     script = REPO / "docs" / "recipes" / "slurm_array.sh"
-    extra = ["--data-dir", str(data), "--no-cache"]
     for k in (1, 2):
         done = subprocess.run(
             ["bash", str(script), *extra],
@@ -286,19 +324,58 @@ def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process
         assert done.returncode == 0, done.stderr
     shard_dirs = sorted(str(p) for p in (tmp_path / "shards").iterdir())
     assert main(["merge", *shard_dirs, "--out", str(tmp_path / "run")]) == 0
-    assert main(["run", CONFIG, "--model", str(model), *extra, "--out", str(tmp_path / "one")]) == 0
-    items = [
-        (tmp_path / name / "items.jsonl").read_text(encoding="utf-8") for name in ("run", "one")
-    ]
-    metrics = [
-        json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("run", "one")
-    ]
-    assert items[0] == items[1]
-    assert [{k: v for k, v in m.items() if k != "truncation"} for m in metrics[:1]] == [
-        {k: v for k, v in metrics[1].items() if k != "truncation"}
-    ]
-    truncation = [
-        {k: v for k, v in m["truncation"].items() if k not in ("resumed", "processes")}
-        for m in metrics
-    ]
-    assert truncation[0] == truncation[1]  # what the engine cut, summed over the shards' processes
+    assert_the_one_process_run(tmp_path / "run", one)
+
+
+def ray_processes(ray_tmp):
+    """The processes that a Ray instance started with RAY_TMPDIR=`ray_tmp` left running (every one of them inherits
+    it, whatever its name: gcs_server, raylet, ray::IDLE, the agents), waiting a few seconds for them to exit."""
+    marker = f"RAY_TMPDIR={ray_tmp}".encode()
+    for _ in range(20):
+        left = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if marker in (proc / "environ").read_bytes().split(b"\0"):
+                    left.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:  # exited meanwhile, or another user's
+                pass
+        if not left:
+            break
+        time.sleep(0.5)
+    return left
+
+
+@pytest.mark.slow
+def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(tiny, tmp_path):
+    """docs/recipes/ray_shards.py, run as a user runs it: a local Ray instance of 2 CPUs, one task per shard asking
+    0 GPUs, then its merge: the one-process run's records and metrics. Ray's session folder is a short one of its own
+    (its sockets' paths have a length limit; parallel tests share no /tmp/ray), its token is in the environment (not
+    written to ~/.ray), and nothing of the instance outlives the script."""
+    model, extra, one = tiny
+    script = REPO / "docs" / "recipes" / "ray_shards.py"
+    shards_dir, merged = tmp_path / "shards", tmp_path / "run"
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ray-"))
+    env = recipe_env() | {
+        "RAY_TMPDIR": str(ray_tmp),
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    try:
+        command = [sys.executable, str(script), CONFIG, "--model", str(model), *extra]
+        command += ["--shard-dir", str(shards_dir), "--out", str(merged)]
+        done = subprocess.run(
+            [*command, *"--shards 2 --gpus-per-shard 0 --num-cpus 2".split()],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert f"merged 2 shards into {merged}: 10 items" in done.stdout
+        assert "(run_shard pid=" in done.stdout + done.stderr  # the shards ran in Ray's workers
+        assert sorted(p.name for p in shards_dir.iterdir()) == ["1", "2"]
+        assert_the_one_process_run(merged, one)
+        assert not ray_processes(ray_tmp)  # ray.shutdown() ended the instance with the script
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
