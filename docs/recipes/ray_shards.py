@@ -19,7 +19,7 @@ from pathlib import Path
 import ray
 
 from culture_probe.cli import build_parser, main
-from culture_probe.merge import merge_runs
+from culture_probe.runner.merge import merge_runs
 
 
 def run_shard(config: str, model: str, shard: str, out: str, extra: list[str]) -> str:
