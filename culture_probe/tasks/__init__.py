@@ -14,7 +14,8 @@ from typing import Any
 
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.errors import CultureProbeError
-from culture_probe.tasks.base import Deviation, Smoke, Task
+from culture_probe.tasks.base import Task
+from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import options_from_dict, parse_options
 from culture_probe.tasks.probes import (
     FillMaskProbe,
@@ -24,6 +25,7 @@ from culture_probe.tasks.probes import (
     ScoreProbe,
     Skipped,
 )
+from culture_probe.tasks.sampling import Smoke
 
 # Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
 # culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).

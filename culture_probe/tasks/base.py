@@ -32,14 +32,9 @@ defines a `Task` subclass and `TASK = ThatClass`, with
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import random
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
-from fractions import Fraction
-from itertools import zip_longest
+from collections.abc import Collection, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from culture_probe.data.registry import Benchmark, resolve
@@ -60,218 +55,21 @@ from culture_probe.metrics.consistency import (
     with_language_pairs,
 )
 from culture_probe.metrics.results import UnitTable, summarize
-from culture_probe.record import Chance, Design, Results
+from culture_probe.record import Chance, Results
+from culture_probe.tasks.deviations import PROTOCOLS, Deviation
 from culture_probe.tasks.filling import slot_request
 from culture_probe.tasks.options import NoOptions, parse_options
 from culture_probe.tasks.probes import PROBE_KINDS, Output, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.sampling import (
+    Parallel,
+    SamplingDesign,
+    Smoke,
+    strata_cells,
+    stratified_items,
+    stratified_share,
+)
 
 RecordFields = dict[str, Any]
-
-
-def _always(task: Any) -> bool:
-    return True
-
-
-# the two protocol profiles (`--protocol`): the library's, and the released code's
-PROTOCOLS = ("default", "upstream")
-
-
-@dataclass(frozen=True)
-class Scope:
-    """A part of a protocol's runs that several of its deviations concern, in words (what `Deviation.when` says)
-    and as a test of the task (what `Deviation.applies` asks): DLAMA's ranking is `Scope("ranking", ranks)`.
-    """
-
-    words: str
-    test: Callable[[Any], bool] = field(compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Deviation:
-    """One place where the library's protocol differs from the upstream code, with both behaviours.
-
-    `applies(task)` says whether the difference concerns a run at all (its config, model kind, mode); `when` says
-    the same in words. `upstream` holds the option values that give upstream's behaviour, so each deviation is
-    implemented once, as options, and the run's table shows which side applied; the upstream profile sets them
-    for the model kinds whose upstream code path behaved so (`upstream_kinds`). A deviation without them has no
-    upstream side here, and `upstream_note` says why (upstream's code cannot run it, or it changes no number).
-    """
-
-    id: str
-    description: str
-    when: str = "every run"
-    applies: Callable[[Any], bool] = field(default=_always, compare=False, repr=False)
-    upstream: Mapping[str, Any] | None = None
-    upstream_note: str = ""
-    upstream_kinds: tuple[str, ...] = MODEL_KINDS
-    #: upstream's side needs the model in process (token-level control, e.g. a second BOS): never for served models
-    in_process: bool = False
-
-    @classmethod
-    def for_kind(
-        cls,
-        id: str,
-        description: str,
-        kind: ModelKind,
-        scope: Scope | None = None,
-        *,
-        upstream: Mapping[str, Any] | None = None,
-        upstream_note: str = "",
-    ) -> Deviation:
-        """A deviation of one model kind's code path, in all runs or in those of `scope` (DLAMA's ranking). The kind
-        and the scope are each named once, for `applies`, for `when` ("masked models, ranking") and for
-        `upstream_kinds` (where it has an upstream side), so that the three cannot drift apart.
-        """
-        test = scope.test if scope is not None else _always
-
-        def applies(task: Any) -> bool:
-            return bool(task.kind == kind and test(task))
-
-        when = f"{kind} models, {scope.words}" if scope is not None else f"{kind} models"
-        kinds = (kind,) if upstream is not None else MODEL_KINDS
-        return cls(id, description, when, applies, upstream, upstream_note, kinds)
-
-    @classmethod
-    def kept_scores(cls, id: str, kept: str, size: str, scope: Scope) -> Deviation:
-        """The storage note of a ranking protocol with a `keep_scores` option: items.jsonl keeps `kept` of each
-        ranking rather than every candidate's scores, which would multiply its size by the `size` (the candidate
-        count). It changes no number, so it has no upstream side; a run of `scope` without keep_scores shows it.
-        """
-        return cls(
-            id,
-            f"items.jsonl keeps {kept}, not the sum, token count and mean of every candidate, which would "
-            f"multiply its size by the {size}; --option keep_scores=true records them all.",
-            f"{scope.words} without keep_scores",
-            lambda task: scope.test(task) and not task.options.keep_scores,
-            upstream_note="changes no number: it is what items.jsonl stores (keep_scores=true stores a "
-            "superset of the released result.pkl)",
-        )
-
-    def reproducible(self, kind: str | None, served: bool = False) -> bool:
-        """Whether the upstream profile sets this deviation's values for a model of `kind` (None: any kind)."""
-        return (
-            self.upstream is not None
-            and (kind is None or kind in self.upstream_kinds)
-            and not (served and self.in_process)
-        )
-
-    def side(self, options: Any) -> str:
-        """The side the run took: "upstream" when the run's options are all upstream's for this deviation,
-        "default" when none of those that upstream sets otherwise than the library is, else "partial" (a user's own
-        option overrode some).
-        """
-        if self.upstream is None:
-            return "default"
-        if all(getattr(options, k) == v for k, v in self.upstream.items()):
-            return "upstream"
-        defaults = type(options)()
-        switches = [k for k, v in self.upstream.items() if getattr(defaults, k) != v]
-        return (
-            "partial"
-            if any(getattr(options, k) == self.upstream[k] for k in switches)
-            else "default"
-        )
-
-    def record(self, options: Any, kind: str | None = None) -> dict[str, str]:
-        """What config.json and the report show: the difference, when it applies, the side, and how to switch (or
-        why there is no upstream side, for this model kind or at all).
-        """
-        if self.upstream is None:
-            how = f"no upstream side: {self.upstream_note}"
-        elif kind is not None and kind not in self.upstream_kinds:
-            how = f"no upstream side for {kind} models (upstream's code ran it on {', '.join(self.upstream_kinds)})"
-        else:
-            how = ", ".join(f"{k}={v!r}" for k, v in self.upstream.items())
-        return {
-            "id": self.id,
-            "description": self.description,
-            "when": self.when,
-            "side": self.side(options),
-            "upstream": how,
-        }
-
-
-@dataclass(frozen=True)
-class Smoke:
-    """What a benchmark's headline numbers need of a `--limit` subset: `per_cell` items in every cell of its strata
-    (each cell that has them), and in words which numbers need them (`needs`), for the notice of a smaller limit.
-
-    The limit sampler (`stratified_items`) gives every cell one item per round, so `per_cell` full rounds are the
-    smallest limit that guarantees it whatever the seed: the benchmark's smoke limit (`Task.smoke_limit`). Where
-    the task draws parallel units (`Parallel`), the rounds are over its cells without the language, and the smoke
-    limit counts those units.
-    """
-
-    per_cell: int = 1
-    needs: str = "every number per stratum needs an item in each cell"
-    #: the probe tags a smoke run asks of each item (None: all), where asking every one costs much and a few give
-    #: every headline number (FmLAMA: two templates of each family, for a mean and a std over templates)
-    tags: tuple[str, ...] | None = None
-    #: what a smoke run leaves out in words (the dry run says it), beside the items it does not draw
-    omits: str = ""
-
-    def asked(self, probes: Sequence[Probe]) -> list[Probe]:
-        """The probes of a smoke run's drawn items that it asks: those with one of `tags`, or all."""
-        return list(probes) if self.tags is None else [p for p in probes if p.tag in self.tags]
-
-
-@dataclass(frozen=True)
-class Parallel:
-    """How one item of a benchmark is named across its languages, so that a `--limit` subset draws that item in all
-    of them: the probe meta `fields` whose values name it (DLAMA: the release's `uuid`; X-FaKT factual recall: the
-    country and entity index), what `--limit` then counts (`unit`: "facts", "entities"), and the stratum that varies
-    within one unit (`across`: the prompt language).
-
-    A subset draws units stratified by the task's other strata and probes each in every language it has, so that
-    consistency across languages and paired language comparisons exist at any limit; items drawn per language
-    separately would share almost no fact at smoke size.
-    """
-
-    fields: tuple[str, ...]
-    unit: str
-    across: str = "language"
-
-    def name(self, fields: Any) -> str | None:
-        """The unit that a probe's meta or a record (anything with `.get`) names by its `fields`; None when it lacks
-        one (an older record, a probe of no parallel unit).
-        """
-        values = [fields.get(name) for name in self.fields]
-        if any(value is None for value in values):
-            return None
-        return "=" + json.dumps(values, ensure_ascii=False, default=str)
-
-    def key(self, probe: Probe) -> str:
-        """The unit of `probe`: its `fields` values (a probe that lacks one is a unit of its own item)."""
-        return self.name(probe.meta) or f"#{probe.item_id}"
-
-
-@dataclass(frozen=True)
-class SamplingDesign:
-    """What a benchmark draws at random, which its intervals and paired tests follow (docs/results.md, "Sampling
-    designs"): the `unit` drawn from a population (`n` counts these), the factors `repeated` on one unit (answers
-    that share a unit are not independent: a fact asked in two languages, a dish under several templates), a random
-    factor `crossed` with the units (drawn once and shared by every unit of a stratum, as CAMeL's entity samples
-    fill every prompt of a type, so that its spread joins the interval), what `n_observations` counts where a unit
-    holds several rows, and a `note` a reader needs.
-    """
-
-    unit: str
-    repeated: tuple[str, ...] = ()
-    crossed: str | None = None
-    observations: str | None = None
-    note: str = ""
-
-    def to_json(self) -> Design:
-        """The design as metrics.json's `results.design` gives it."""
-        out: Design = {
-            "unit": self.unit,
-            "repeated": list(self.repeated),
-            "crossed": self.crossed,
-            "observations": self.observations,
-        }
-        if self.note:
-            out["note"] = self.note
-        return out
 
 
 @dataclass(frozen=True)
@@ -832,9 +630,6 @@ def _unpaired_reason(metric: str, pair: Mapping[str, Any]) -> str:
     )
 
 
-Unit = Callable[[Probe], str]  # the unit a probe is drawn with (default: its item)
-
-
 def missing_id(answered: Sequence[Record], field: str, name: str, item: str) -> str | None:
     """Why `answered` cannot be matched across languages when no record carries the id `field` (a run made before
     the id was kept: `name` says what the id is, `item` what it names), for `Task.unaligned`; None when one does.
@@ -856,96 +651,6 @@ def asked_in(languages: Sequence[str]) -> str:
     if len(languages) == 2:
         return f", each asked in {languages[0]} and {languages[1]}"
     return f", each asked in its {len(languages)} languages"
-
-
-def _item(probe: Probe) -> str:
-    return probe.item_id
-
-
-def stratified_items(
-    probes: Sequence[Probe],
-    limit: int,
-    strata: Sequence[str],
-    seed: int,
-    *,
-    unit: Unit | None = None,
-    favoured: Set[str] = frozenset(),
-) -> list[Probe]:
-    """The probes (in probe order) of `limit` units (items, or what `unit` names, e.g. a fact in every language):
-    the units are grouped by their first probe's `strata` meta values, each group shuffled with `seed`, and the
-    groups, in a seeded order, give one unit each in turn. Where some units are `favoured` (a planted model's), each
-    group gives favoured and other units by turns, every other group starting with a favoured one, so that any
-    number of units holds both kinds in about equal parts, with the same units per group as without.
-    """
-    if limit < 1:
-        raise CultureProbeError(f"limit must be at least 1, got {limit}.")
-    key = unit or _item
-    groups = strata_cells(probes, strata, unit=key)
-    if sum(len(units) for units in groups.values()) <= limit:
-        return list(probes)
-    rng = random.Random(seed)
-    keys = sorted(groups)
-    rng.shuffle(keys)
-    queues = [rng.sample(groups[k], len(groups[k])) for k in keys]
-    if favoured:
-        queues = [_by_turns(queue, favoured, i % 2 == 0) for i, queue in enumerate(queues)]
-    chosen: set[str] = set()
-    while len(chosen) < limit:
-        for queue in queues:
-            if queue and len(chosen) < limit:
-                chosen.add(queue.pop())
-    return [p for p in probes if key(p) in chosen]
-
-
-def _by_turns(queue: list[str], favoured: Set[str], favoured_first: bool) -> list[str]:
-    """`queue` (drawn from its end) reordered so that favoured and other units come by turns, each kind in its
-    shuffled order.
-    """
-    known, other = [u for u in queue if u in favoured], [u for u in queue if u not in favoured]
-    first, second = (known[::-1], other[::-1]) if favoured_first else (other[::-1], known[::-1])
-    turns = [u for pair in zip_longest(first, second) for u in pair if u is not None]
-    return turns[::-1]
-
-
-def stratified_share(
-    probes: Sequence[Probe],
-    share: float,
-    strata: Sequence[str],
-    seed: int,
-    *,
-    unit: Unit | None = None,
-) -> list[Probe]:
-    """The probes (in probe order) of `share` of each stratum's units (items, or what `unit` names), rounded up (so
-    at least one per stratum), each stratum's drawn with `seed`: `--limit 0.1`, as lm-evaluation-harness reads a
-    fractional limit, but per stratum.
-    """
-    # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
-    exact = Fraction(repr(share))
-    rng = random.Random(seed)
-    key = unit or _item
-    groups = strata_cells(probes, strata, unit=key)
-    chosen = {
-        item
-        for k in sorted(groups)
-        for item in rng.sample(groups[k], math.ceil(exact * len(groups[k])))
-    }
-    return [p for p in probes if key(p) in chosen]
-
-
-def strata_cells(
-    probes: Sequence[Probe], strata: Sequence[str], *, unit: Unit | None = None
-) -> dict[tuple[str, ...], list[str]]:
-    """{cell: its units, in probe order}: each unit (an item, or what `unit` names) in the cell of its first probe's
-    `strata` values.
-    """
-    key = unit or _item
-    first: dict[str, Probe] = {}
-    for probe in probes:
-        first.setdefault(key(probe), probe)
-    cells: dict[tuple[str, ...], list[str]] = {}
-    for name, probe in first.items():
-        cells.setdefault(tuple(str(probe.meta.get(k)) for k in strata), []).append(name)
-    return cells
 
 
 def split_slot(template: str, slot: str) -> tuple[str, str]:

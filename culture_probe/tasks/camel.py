@@ -23,9 +23,11 @@ from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreReque
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.camel import ScoredPrompt, prompt_cbs, run_summary
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Smoke, Task
+from culture_probe.tasks.base import RecordFields, Task
+from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
+from culture_probe.tasks.sampling import SamplingDesign, Smoke
 from culture_probe.util.typecheck import check_types
 
 MASK = "[MASK]"

@@ -34,13 +34,8 @@ from culture_probe.metrics.dlama import (
 )
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import (
-    Deviation,
     ModelNeed,
-    Parallel,
     RecordFields,
-    SamplingDesign,
-    Scope,
-    Smoke,
     Task,
     all_scores,
     cloze_probe,
@@ -48,9 +43,11 @@ from culture_probe.tasks.base import (
     ranked_candidates,
     split_slot,
 )
+from culture_probe.tasks.deviations import Deviation, Scope
 from culture_probe.tasks.filling import Fill, fill_slots
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, Skipped
+from culture_probe.tasks.sampling import Parallel, SamplingDesign, Smoke
 from culture_probe.util.typecheck import check_types
 
 TOP_K = 5  # predictions kept per record

@@ -32,21 +32,19 @@ from culture_probe.metrics.fmlama import (
 )
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import (
-    Deviation,
     ModelNeed,
     RecordFields,
-    SamplingDesign,
-    Scope,
-    Smoke,
     Task,
     all_scores,
     cloze_probe,
     ranked_candidates,
     split_slot,
 )
+from culture_probe.tasks.deviations import Deviation, Scope
 from culture_probe.tasks.filling import Fill, fill_slots
 from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, Skipped
+from culture_probe.tasks.sampling import SamplingDesign, Smoke
 from culture_probe.util.typecheck import check_types
 
 TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl)

@@ -36,7 +36,8 @@ from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics import chance
 from culture_probe.metrics.maps import Completion, ReasonAnswer, run_summary, union_flags
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import Deviation, RecordFields, SamplingDesign, Scope, Smoke, Task
+from culture_probe.tasks.base import RecordFields, Task
+from culture_probe.tasks.deviations import Deviation, Scope
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import (
     FillMaskProbe,
@@ -47,6 +48,7 @@ from culture_probe.tasks.probes import (
     ScoreProbe,
     Skipped,
 )
+from culture_probe.tasks.sampling import SamplingDesign, Smoke
 from culture_probe.util.typecheck import check_types
 
 QUESTIONS = {

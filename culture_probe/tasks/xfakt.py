@@ -37,18 +37,11 @@ from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.metrics.xfakt import GradedAnswer, answers_summary, transfer_estimates
 from culture_probe.metrics.xfakt_chance import random_answers, transfer_warning
 from culture_probe.record import Chance, Results
-from culture_probe.tasks.base import (
-    Deviation,
-    ModelNeed,
-    Parallel,
-    RecordFields,
-    SamplingDesign,
-    Smoke,
-    Task,
-    missing_id,
-)
+from culture_probe.tasks.base import ModelNeed, RecordFields, Task, missing_id
+from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
+from culture_probe.tasks.sampling import Parallel, SamplingDesign, Smoke
 from culture_probe.util.typecheck import check_types
 
 LANGUAGES = CODES

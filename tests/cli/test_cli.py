@@ -604,8 +604,8 @@ def test_a_share_of_each_stratum_is_rounded_up_exactly_and_keeps_every_probe_of_
     """0.1 of 30 items is 3 (in floats 0.1 * 30 rounds up to 4), 0.1 of 7 is 1; an item's probes stay together."""
     import culture_probe
     from culture_probe.errors import InvalidValueError
-    from culture_probe.tasks.base import stratified_share
     from culture_probe.tasks.probes import Skipped
+    from culture_probe.tasks.sampling import stratified_share
 
     cells = {"arab": 30, "west": 7}
     probes = [

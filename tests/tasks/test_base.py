@@ -16,8 +16,8 @@ from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
 from culture_probe.provenance import ProcessLog
 from culture_probe.tasks import GenerateProbe, ScoreProbe, Skipped, Task, parse_options, task_for
-from culture_probe.tasks.base import stratified_items
 from culture_probe.tasks.dlama import DlamaTask
+from culture_probe.tasks.sampling import stratified_items
 
 
 @dataclass(frozen=True)

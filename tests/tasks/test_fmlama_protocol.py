@@ -17,9 +17,9 @@ from culture_probe.loading import load_task
 from culture_probe.metrics.fmlama import average_precision, family_table, table_correlation
 from culture_probe.runner import run
 from culture_probe.tasks import ScoreProbe, Skipped
-from culture_probe.tasks.base import stratified_items
 from culture_probe.tasks.fmlama import FmlamaTask, fill, record_ranking
 from culture_probe.tasks.options import json_ready
+from culture_probe.tasks.sampling import stratified_items
 
 POOL_RANKINGS = {  # spec 5.1: dish -> ranking of the pool [beef, cheese, flour, rice, tofu, tomato]
     "mapo doufu": ["tofu", "beef", "rice", "cheese", "tomato", "flour"],

@@ -18,9 +18,9 @@ from stand_ins import NoIdeaScorer
 from culture_probe import run
 from culture_probe.errors import CultureProbeError
 from culture_probe.tasks import Skipped
-from culture_probe.tasks.base import Smoke
 from culture_probe.tasks.dlama import DlamaOptions, DlamaTask
 from culture_probe.tasks.probes import Record
+from culture_probe.tasks.sampling import Smoke
 
 CULTURES, PREDICATES = ("arab", "west"), ("P17", "P30")
 

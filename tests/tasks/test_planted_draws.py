@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from culture_probe.models.planted_benchmarks import PLANTED_SOURCES
-from culture_probe.tasks.base import strata_cells, stratified_items
+from culture_probe.tasks.sampling import strata_cells, stratified_items
 
 MAPS = "maps_en"
 

@@ -13,7 +13,7 @@ from culture_probe.data.registry import list_benchmarks
 from culture_probe.engine.types import MODEL_KINDS
 from culture_probe.errors import UnknownNameError
 from culture_probe.tasks import task_for
-from culture_probe.tasks.base import Deviation
+from culture_probe.tasks.deviations import Deviation
 
 TASK_CLASSES = sorted(
     {task_for(entry.name) for entry in list_benchmarks()}, key=lambda cls: cls.__name__

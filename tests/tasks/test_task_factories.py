@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from culture_probe.engine.types import MODEL_KINDS, ScoreOptions, ScoreRequest
-from culture_probe.tasks.base import Deviation, Scope, cloze_probe, missing_id
+from culture_probe.tasks.base import cloze_probe, missing_id
+from culture_probe.tasks.deviations import Deviation, Scope
 from culture_probe.tasks.probes import Record
 
 
