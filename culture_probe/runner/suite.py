@@ -101,13 +101,7 @@ def run_suite(
     """
     configs = expand(names_given(names, "run_suite(names)"))
     settings, each, data_dirs = suite_settings(configs, settings, keywords, options)
-    for config in configs:  # every config's options and language, before the model loads
-        try:
-            benchmark = resolve(config)
-            task_for(benchmark).options_for(settings.protocol, each[config])
-            check_language(benchmark, settings.language, custom_rows=False)
-        except CultureProbeError as error:
-            raise CultureProbeError(f"In the suite's config {config}: {error}") from None
+    check_configs(configs, settings, each)
     folder = Path(out) if out is not None else None
     main = is_main_process()
     if folder is not None and main:  # only the writer checks whose folder it is, as a run's does
@@ -133,7 +127,6 @@ def run_suite(
             if main:
                 rundir.write_text(folder / rundir.SUITE_MARKER, rundir.SUITE_NOTE)
         from culture_probe.report.summary import (
-            SuiteRun,
             planned_of,
             read_summary,
             summarize_suite,
@@ -151,36 +144,74 @@ def run_suite(
                 warnings.simplefilter("ignore", SmallLimitWarning)  # said by plan_each already
                 line, plans = suite_cost(plans, model, scorer, settings, folder)
                 warnings.warn(line, RunCostNotice, stacklevel=2)
-        runs: dict[str, RunResult] = {}
         summary = summarize_suite(model, earlier, skipped, order)
         # every planned config listed from the start, those not started as not run
         if folder is not None and main:
             write_summary(folder, summary)
-        with warnings.catch_warnings():
-            # each run's notice was given by plan_suite
-            warnings.simplefilter("ignore", SmallLimitWarning)
-            try:
-                for config in list(plans):  # each plan is dropped as its run starts
-                    runs[config] = run_with(
-                        config,
-                        model,
-                        replace(settings, data_dir=data_dirs[config]),
-                        each[config],
-                        out=folder / config if folder else None,
-                        resume=resume,
-                        progress=progress,
-                        scorer=scorer,
-                        prepared=plans.pop(config),
-                    )
-                    done = {c: SuiteRun(r.record, r.metrics) for c, r in runs.items()}
-                    summary = summarize_suite(model, {**earlier, **done}, skipped, order)
-                    if folder is not None:
-                        write_summary(folder, summary)
-            except BaseException:
-                if folder is not None and main:
-                    keep_stopped(folder, model, skipped, order)
-                raise
+
+        def run_one(config: str) -> RunResult:
+            return run_with(
+                config,
+                model,
+                replace(settings, data_dir=data_dirs[config]),
+                each[config],
+                out=folder / config if folder else None,
+                resume=resume,
+                progress=progress,
+                scorer=scorer,
+                prepared=plans.pop(config),  # each plan is dropped as its run starts
+            )
+
+        try:
+            runs, summary = run_planned(
+                list(plans), run_one, model, earlier, skipped, order, folder
+            )
+        except BaseException:
+            if folder is not None and main:
+                keep_stopped(folder, model, skipped, order)
+            raise
     return SuiteResult(runs, summary, folder, skipped)
+
+
+def check_configs(
+    configs: Sequence[str], settings: RunSettings, each: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Every config's options and language, checked before the model loads: an error names the config."""
+    for config in configs:
+        try:
+            benchmark = resolve(config)
+            task_for(benchmark).options_for(settings.protocol, each[config])
+            check_language(benchmark, settings.language, custom_rows=False)
+        except CultureProbeError as error:
+            raise CultureProbeError(f"In the suite's config {config}: {error}") from None
+
+
+def run_planned(
+    configs: Sequence[str],
+    run_one: Callable[[str], RunResult],
+    model: Any,
+    earlier: Mapping[str, SuiteRun],
+    skipped: Mapping[str, str],
+    order: Sequence[str],
+    folder: Path | None,
+) -> tuple[dict[str, RunResult], dict[str, Any]]:
+    """Run each config in turn (`run_one`), the summary rewritten after each (with the suite's `earlier` runs), so
+    that a suite stopped at any point has the summary of what it finished; (the runs, the last summary).
+    """
+    from culture_probe.report.summary import SuiteRun, summarize_suite, write_summary
+
+    runs: dict[str, RunResult] = {}
+    summary = summarize_suite(model, earlier, skipped, order)
+    with warnings.catch_warnings():
+        # each run's notice was given by plan_suite
+        warnings.simplefilter("ignore", SmallLimitWarning)
+        for config in configs:
+            runs[config] = run_one(config)
+            done = {c: SuiteRun(r.record, r.metrics) for c, r in runs.items()}
+            summary = summarize_suite(model, {**earlier, **done}, skipped, order)
+            if folder is not None:
+                write_summary(folder, summary)
+    return runs, summary
 
 
 def suite_cost(
