@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from culture_probe import rundir
+from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.models.planted import (
     PlantedFact,
@@ -137,7 +138,7 @@ def plant(probes: Sequence[Probe], arch: Arch, *, seed: int, cache_dir: Path) ->
     return train_planted(spec, cache_dir)
 
 
-def gold_ranks(scorer: Any, probes: Sequence[Probe]) -> np.ndarray:
+def gold_ranks(scorer: ScorerProtocol, probes: Sequence[Probe]) -> np.ndarray:
     """Rank of the gold in the engine's ranking by mean log-prob (1 = first)."""
     results = scorer.score([p.request for p in probes])
     return np.array(
