@@ -175,7 +175,7 @@ def table(
             "reported",
         ),
         (
-            "scores: max |diff|",
+            "scores: the largest difference",
             f"{diff:.1e} against the in-process engine",
             f"lm-eval's: {harness_diff:.1e} against ours served, {harness_local:.1e} against in process",
             "",
