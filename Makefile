@@ -8,7 +8,7 @@ export CULTURE_PROBE_MIRROR ?= $(if $(wildcard $(MIRROR)),$(MIRROR),)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: test test-fast test-served served-venv demo install lock lint bench docs notebooks clean
+.PHONY: test test-fast test-served served-venv demo install lock lint bench bench-served docs notebooks clean
 
 # The development and test environment is the committed lock, installed exactly (packages not in it are removed,
 # every file's hash is checked), so a fresh machine gets the versions the suite was last green with. setup.cfg keeps
@@ -80,6 +80,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+
+# Served scoring against a real vLLM server (from .venv-vllm/) and lm-eval's local-completions, in a few minutes
+bench-served: $(STAMP) $(VLLM_STAMP)
+	$(BIN)/python benchmarks/bench_served.py
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
