@@ -268,7 +268,7 @@ def main() -> None:
             if server is not None:
                 print("starting the vLLM server ...", flush=True)
                 server.start()
-                print(f"  up in {server.started_in:.0f} s", flush=True)
+                print(f"  up in {server.started_in[-1]:.0f} s", flush=True)
             print(f"server: {server_version(base_url)} at {base_url}", flush=True)
             scorer = served_scorer(name, base_url, args.concurrency)
             warm_up(scorer, workload)

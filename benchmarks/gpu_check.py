@@ -202,7 +202,7 @@ def served_rows(python: Path | None, why: str, quick: bool, device: str) -> list
     )
     counted = served.counted
     server_row = (
-        f"up in {server.started_in:.0f} s; {len(served.requests.rows)} requests; computed "
+        f"up in {server.started_in[-1]:.0f} s; {len(served.requests.rows)} requests; computed "
         f"{counted['computed']:,.0f} prompt tokens = {counted['computed'] / trie.minimal:.2f}x the trie's minimal "
         f"{trie.minimal:,} (prefix cache: {counted['cache hits']:,.0f} hits of {counted['cache queries']:,.0f} "
         f"queries); {served.requests.at_server():.2f} s at the server ({counted['engine steps']:,.0f} engine "

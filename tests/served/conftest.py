@@ -9,16 +9,12 @@ and never under `make test-served` (CULTURE_PROBE_REQUIRE_VLLM=1), which CI runs
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from served_helpers import CHAT_TEMPLATE, free_port
+from served_helpers import CHAT_TEMPLATE, VllmServer
 from vllm_compare import FIGURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +22,6 @@ VENV = REPO / ".venv-vllm"
 PYTHON = VENV / "bin" / "python"
 LOCK = REPO / "requirements" / "vllm.lock"
 STAMP = VENV / ".installed"
-START_TIMEOUT = 420  # seconds; about 65 s on this 2-core machine when idle, 140 s when other tests run beside it
 # What a build without a network fails with (uv's words): the only failure that skips, and not where required.
 OFFLINE = (
     "error sending request",
@@ -129,134 +124,6 @@ def vllm_python() -> Path:
     ):
         pytest.skip(f"offline: {why}")
     pytest.fail(why, pytrace=False)
-
-
-@dataclass
-class VllmServer:
-    """vLLM's OpenAI-compatible server on 127.0.0.1 serving `model` (by its folder's path, the name it answers to);
-    `stop` and `start` again for a test that kills it mid-run.
-    """
-
-    python: Path
-    model: Path
-    log: Path
-    port: int = field(default_factory=free_port)
-    process: subprocess.Popen | None = None
-    started_in: list[float] = field(default_factory=list)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def name(self) -> str:
-        return str(self.model)
-
-    def start(self) -> None:
-        """Starts the server and waits (at most START_TIMEOUT) for it to list its model."""
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
-        }
-        env.update(
-            # 1 GiB of KV cache (vLLM's CPU default is 4 GiB), and no binding of OpenMP threads to cores, which
-            # other processes on a shared 2-core machine may be using
-            VLLM_CPU_KVCACHE_SPACE="1",
-            VLLM_CPU_OMP_THREADS_BIND="nobind",
-            VLLM_CACHE_ROOT=str(self.log.parent / "vllm-cache"),
-            VLLM_NO_USAGE_STATS="1",
-            DO_NOT_TRACK="1",
-            HF_HUB_OFFLINE="1",
-        )
-        command = [
-            str(self.python),
-            # the `vllm` console command looks up the wrong distribution name (vllm, not vllm-cpu)
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            str(self.model),
-            "--dtype",
-            "float32",
-            "--max-model-len",
-            "512",
-            "--enable-prefix-caching",
-            # blocks of 32 tokens, the CPU attention's smallest (its default is 128; GPUs use 16): the cache is
-            # reused per whole block, so prompts this short can share a cached context
-            "--block-size",
-            "32",
-            # no torch.compile warm-up: half a minute less to start, and the model as the engine runs it
-            "--enforce-eager",
-            "--seed",
-            "0",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-        ]
-        began = time.monotonic()
-        with open(self.log, "a") as out:
-            # its own process group: the API server's engine and worker processes are stopped with it
-            self.process = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
-        deadline = began + START_TIMEOUT
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                code = self.process.poll()
-                self.stop()
-                state = (
-                    f"exited with {code}"
-                    if code is not None
-                    else f"did not answer in {START_TIMEOUT} s"
-                )
-                raise RuntimeError(
-                    f"The vLLM server {state}; its log ({self.log}) ends:\n{self.tail()}"
-                )
-            time.sleep(1)
-        self.started_in.append(time.monotonic() - began)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        """Stops the server and every process of its group (SIGKILL after 30 s, or at once with sig=SIGKILL)."""
-        if self.process is None:
-            return
-        try:
-            os.killpg(self.process.pid, sig)
-            self.process.wait(timeout=30)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            pass
-        # the engine core and worker processes, if any outlived the API server
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait(timeout=30)
-        self.process = None
-
-    def metrics(self) -> dict[str, float]:
-        """The server's Prometheus counters and gauges (vllm:...), summed over their labels."""
-        with urllib.request.urlopen(
-            self.base_url.removesuffix("/v1") + "/metrics", timeout=10
-        ) as r:
-            text = r.read().decode()
-        values: dict[str, float] = {}
-        for line in text.splitlines():
-            if line.startswith("vllm:"):
-                name, _, value = line.rpartition(" ")
-                key = name.split("{", 1)[0]
-                values[key] = values.get(key, 0.0) + float(value)
-        return values
-
-    def tail(self, chars: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.is_file() else ""
 
 
 @pytest.fixture(scope="session")
