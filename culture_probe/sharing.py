@@ -14,6 +14,7 @@ Light on purpose (the standard library; yaml and huggingface_hub load on use): t
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -266,3 +267,28 @@ def _found(
 def _written(value: str) -> set[bytes]:
     """The bytes a secret may be written as: plain, and as a JSON string holds it."""
     return {value.encode("utf-8"), json.dumps(value)[1:-1].encode("utf-8")}
+
+
+def add_publication_flags(parser: argparse.ArgumentParser, made: str, folder: str) -> None:
+    """`--public`, `--dry-run` and `--out`, as every push takes them: `made` is what the push creates (new
+    repositories, a new Space), `folder` what a dry run writes instead of uploading.
+    """
+    parser.add_argument(
+        "--public", action="store_true", help=f"make {made} public (default private)"
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help=f"write {folder} and print what would be uploaded; nothing is sent (needs --out)",
+    )
+    parser.add_argument("--out", help="the dry run's folder")
+
+
+def check_publication_flags(dry_run: bool, out: str | None) -> None:
+    """A dry run writes the folder it would upload (so it needs `--out`), and `--out` is a dry run's only."""
+    if dry_run and not out:
+        raise PublishError("--dry-run writes the folder it would upload: pass --out DIR as well.")
+    if out and not dry_run:
+        raise PublishError(
+            "--out is the folder of a --dry-run; a push uploads from a temporary folder."
+        )

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from culture_probe.errors import PublishError
+from culture_probe.sharing import add_publication_flags, check_publication_flags
 
 # the parsers are built at every start of the command line: the site's modules load on use
 if TYPE_CHECKING:
@@ -77,15 +77,7 @@ def add_board_parsers(subparsers: Any) -> None:
         action="store_true",
         help="publish the records of data released only on request (MAPS): you hold the authors' permission",
     )
-    push.add_argument(
-        "--public", action="store_true", help="make a new Space public (default private)"
-    )
-    push.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="write the Space's folder and print what would be uploaded; nothing is sent (needs --out)",
-    )
-    push.add_argument("--out", help="the dry run's folder")
+    add_publication_flags(push, "a new Space", "the Space's folder")
 
 
 def board_main(args: Any) -> int:
@@ -101,12 +93,7 @@ def board_main(args: Any) -> int:
 
 def push_board_main(args: Any) -> int:
     """`culture-probe push-board`: build the Space's folder and upload it (or only write it, `--dry-run`)."""
-    if args.dry_run and not args.out:
-        raise PublishError("--dry-run writes the folder it would upload: pass --out DIR as well.")
-    if args.out and not args.dry_run:
-        raise PublishError(
-            "--out is the folder of a --dry-run; a push uploads from a temporary folder."
-        )
+    check_publication_flags(args.dry_run, args.out)
     upload = push_board(
         args.repo_id,
         args.paths,

@@ -5,6 +5,7 @@ client and the export) loads on use.
 from __future__ import annotations
 
 from culture_probe.cli.shared import Subparsers
+from culture_probe.sharing import add_publication_flags
 
 HANDLERS = {
     "push": "culture_probe.hub.publish:main",
@@ -41,12 +42,4 @@ def add_parsers(subparsers: Subparsers) -> None:
     metrics.add_argument("owner", metavar="OWNER", help="user or organisation on the Hub")
     metrics.add_argument("--metrics", nargs="+", help="metrics to publish (default: all)")
     for command in (push, metrics):
-        command.add_argument(
-            "--public", action="store_true", help="make new repositories public (default private)"
-        )
-        command.add_argument(
-            "--dry-run",
-            action="store_true",
-            help="write the folder and print what would be uploaded; nothing is sent (needs --out)",
-        )
-        command.add_argument("--out", help="the dry run's folder")
+        add_publication_flags(command, "new repositories", "the folder")

@@ -22,7 +22,7 @@ from culture_probe.data.registry import benchmark_modules, list_benchmarks
 from culture_probe.errors import PublishError, UnknownNameError
 from culture_probe.hub.metric_spaces import write_metric_space
 from culture_probe.metrics import list_metrics
-from culture_probe.sharing import check_upload
+from culture_probe.sharing import check_publication_flags, check_upload
 from culture_probe.util.typecheck import checked
 
 # Remote files an upload replaces: rows and shipped files of configs no longer in the export go with it.
@@ -298,12 +298,7 @@ def push_to_hub(
 
 def main(args: Any) -> int:
     """`culture-probe push REPO_ID` and `culture-probe push-metrics OWNER`: build, upload (or dry-run), print."""
-    if args.dry_run and not args.out:
-        raise PublishError("--dry-run writes the folder it would upload: pass --out DIR as well.")
-    if args.out and not args.dry_run:
-        raise PublishError(
-            "--out is the folder of a --dry-run; a push uploads from a temporary folder."
-        )
+    check_publication_flags(args.dry_run, args.out)
     if args.out and args.command == "push-metrics":
         folder = Path(args.out)
         if folder.exists() and any(folder.iterdir()):
