@@ -32,8 +32,22 @@ def probe_key(item_id: str, tag: str) -> str:
     return f"{item_id}#{tag}" if tag else item_id
 
 
+class Keyed:
+    """What every probe and record has: the item it asks (`item_id`) and its `tag` among the item's probes, which
+    make its resume key.
+    """
+
+    item_id: str
+    tag: str
+
+    @property
+    def key(self) -> str:
+        """The resume key."""
+        return probe_key(self.item_id, self.tag)
+
+
 @dataclass(frozen=True)
-class ScoreProbe:
+class ScoreProbe(Keyed):
     """Score the candidates of `request` for item `item_id`; `meta` (JSON-able) is copied into the record."""
 
     item_id: str
@@ -42,14 +56,9 @@ class ScoreProbe:
     tag: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
-    @property
-    def key(self) -> str:
-        """The resume key."""
-        return probe_key(self.item_id, self.tag)
-
 
 @dataclass(frozen=True)
-class GenerateProbe:
+class GenerateProbe(Keyed):
     """Continue `prompt` for item `item_id` as `options` say (greedy or seeded sampling, chat template or not)."""
 
     item_id: str
@@ -58,14 +67,9 @@ class GenerateProbe:
     tag: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
-    @property
-    def key(self) -> str:
-        """The resume key."""
-        return probe_key(self.item_id, self.tag)
-
 
 @dataclass(frozen=True)
-class FillMaskProbe:
+class FillMaskProbe(Keyed):
     """The best vocabulary piece at one mask after `left` for item `item_id` (masked models only)."""
 
     item_id: str
@@ -74,25 +78,15 @@ class FillMaskProbe:
     tag: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
-    @property
-    def key(self) -> str:
-        """The resume key."""
-        return probe_key(self.item_id, self.tag)
-
 
 @dataclass(frozen=True)
-class Skipped:
+class Skipped(Keyed):
     """An item (or one of its probes) the protocol cannot ask, with the reason: recorded, counted, not run."""
 
     item_id: str
     reason: str
     tag: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    @property
-    def key(self) -> str:
-        """The resume key."""
-        return probe_key(self.item_id, self.tag)
 
 
 Probe = ScoreProbe | GenerateProbe | FillMaskProbe | Skipped
@@ -115,7 +109,7 @@ _IDENTITY = ("id", "key", "tag", "stage", "probe")
 
 
 @dataclass(frozen=True)
-class Record:
+class Record(Keyed):
     """One answered probe as `items.jsonl` holds it: identity, stage, `fields` (the probe's meta, then what the
     protocol read from the output) and `kind`, the probe kind that asked it (one of `RECORD_KINDS`). Read a field
     as `record["gold"]`.
@@ -132,11 +126,6 @@ class Record:
             raise CultureProbeError(
                 f"Record kind {self.kind!r} is none of {', '.join(RECORD_KINDS)}."
             )
-
-    @property
-    def key(self) -> str:
-        """The resume key."""
-        return probe_key(self.item_id, self.tag)
 
     @property
     def skipped(self) -> bool:
