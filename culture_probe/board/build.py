@@ -8,6 +8,7 @@ printed by the reports' one rounding rule with its interval and n; paired differ
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import warnings
@@ -72,9 +73,9 @@ class BoardRun:
         """The run's config.json."""
         return self.run.record
 
-    @property
+    @functools.cached_property
     def results(self) -> ResultsTable:
-        """The run's results block, every part present."""
+        """The run's results block, every part present (read once: the board asks it per language)."""
         return ResultsTable.of(self.metrics)
 
     @property

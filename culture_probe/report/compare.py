@@ -22,6 +22,7 @@ then every paired difference.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections import Counter
@@ -60,9 +61,9 @@ class LoadedRun:
     metrics: Metrics = field(repr=False)
     status: str | None  # `INCOMPLETE k/N` for a run that did not finish
 
-    @property
+    @functools.cached_property
     def results(self) -> ResultsTable:
-        """The run's results block (the one schema of every benchmark), every part present."""
+        """The run's results block (the one schema of every benchmark), every part present; read once."""
         return ResultsTable.of(self.metrics)
 
 

@@ -27,6 +27,11 @@ FACTS = [
 ]
 
 
+def dlama_run(model, data) -> list[str]:
+    """`culture-probe run dlama_arab_west` on the test's model and data, as most tests here start their command."""
+    return ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data)]
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """A two-language DLAMA folder in the v1 layout and a tiny random BERT that knows its words."""
@@ -177,12 +182,7 @@ def test_resume_of_a_finished_run_scores_nothing_new(setup, tmp_path, monkeypatc
         )[1],
     )
     args = [
-        "run",
-        "dlama_arab_west",
-        "--model",
-        str(model),
-        "--data-dir",
-        str(data),
+        *dlama_run(model, data),
         "--out",
         str(tmp_path / "r"),
     ]
@@ -274,12 +274,7 @@ def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(
     """
     data, model = setup
     common = [
-        "run",
-        "dlama_arab_west",
-        "--model",
-        str(model),
-        "--data-dir",
-        str(data),
+        *dlama_run(model, data),
         "--language",
         "en",
     ]
@@ -320,12 +315,7 @@ def test_the_library_warnings_are_one_line_on_the_terminal(setup):
         assert (
             main(
                 [
-                    "run",
-                    "dlama_arab_west",
-                    "--model",
-                    str(model),
-                    "--data-dir",
-                    str(data),
+                    *dlama_run(model, data),
                     "--limit",
                     "1",
                 ]
@@ -345,12 +335,7 @@ def test_a_run_without_out_says_that_nothing_was_written(setup, tmp_path, capsys
     assert (
         main(
             [
-                "run",
-                "dlama_arab_west",
-                "--model",
-                str(model),
-                "--data-dir",
-                str(data),
+                *dlama_run(model, data),
                 "--language",
                 "en",
             ]
@@ -439,12 +424,7 @@ def test_model_args_load_a_lora_adapter_and_are_recorded(setup, tmp_path, capsys
     )
     lora.save_pretrained(tmp_path / "adapter")
     common = [
-        "run",
-        "dlama_arab_west",
-        "--model",
-        str(model),
-        "--data-dir",
-        str(data),
+        *dlama_run(model, data),
         "--language",
         "en",
     ]
@@ -571,12 +551,7 @@ def test_a_fractional_limit_takes_that_share_of_each_stratum_rounded_up(setup, t
     facts |= {("WESTERN_COUNTRIES", f"West{i}"): (["Q46"], ["Europe"], []) for i in range(2)}
     data = write_dlama(tmp_path / "dlama", facts)
     common = [
-        "run",
-        "dlama_arab_west",
-        "--model",
-        str(model),
-        "--data-dir",
-        str(data),
+        *dlama_run(model, data),
         "--language",
         "en",
     ]

@@ -184,31 +184,16 @@ def test_the_cli_merges_and_refuses_in_one_line(data, tmp_path, capsys):
     shard_runs(data, tmp_path / "s", 2)
     assert main(["merge", str(tmp_path / "s" / "1"), "--out", str(tmp_path / "m")]) == 2
     assert "shard 2/2 is missing" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "merge",
-                str(tmp_path / "s" / "1"),
-                str(tmp_path / "s" / "2"),
-                "--out",
-                str(tmp_path / "m"),
-            ]
-        )
-        == 0
-    )
+    both = [
+        "merge",
+        str(tmp_path / "s" / "1"),
+        str(tmp_path / "s" / "2"),
+        "--out",
+        str(tmp_path / "m"),
+    ]
+    assert main(both) == 0
     assert f"wrote {tmp_path / 'm'}" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "merge",
-                str(tmp_path / "s" / "1"),
-                str(tmp_path / "s" / "2"),
-                "--out",
-                str(tmp_path / "m"),
-            ]
-        )
-        == 2
-    )
+    assert main(both) == 2
     assert "is not empty: the merge writes a new run" in capsys.readouterr().err
 
 
