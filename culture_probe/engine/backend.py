@@ -18,6 +18,7 @@ import numpy as np
 from culture_probe.engine import parallel
 from culture_probe.engine.cache import ScoreCache, cache_path, identity_digest
 from culture_probe.engine.encoding import Encoder, model_max_length
+from culture_probe.engine.tokens import TokenRows, row_sums
 from culture_probe.engine.types import (
     CandidateScores,
     FillMaskOptions,
@@ -85,18 +86,26 @@ class Backend:
     def _check_model(self) -> None:
         """Refuse, at construction, a model or tokenizer the backend cannot score with."""
 
-    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Any:
-        """Turn a request into the backend's work item (token ids, already fitted to the model)."""
+    def _prepare_all(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> list[Any]:
+        """Turn requests into the backend's work items (token ids, already fitted to the model), in order."""
         raise NotImplementedError
+
+    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Any:
+        """The work item of one request (`_prepare_all`)."""
+        return self._prepare_all([request], options)[0]
 
     def _cost(self, item: Any) -> int:
         """Tokens a work item puts through the model (for batching by token budget)."""
         raise NotImplementedError
 
+    def _scored(self, item: Any) -> TokenRows:
+        """The token rows whose log-probs `_score_batch` returns for a work item, one row per candidate."""
+        raise NotImplementedError
+
     def _score_batch(
         self, items: list[Any], options: ScoreOptions, budget: int
-    ) -> list[list[np.ndarray]]:
-        """Per item, per candidate, the log-prob of each scored token (float64)."""
+    ) -> list[np.ndarray]:
+        """Per item, the log-prob of each scored token (float64), laid out as `_scored(item)`."""
         raise NotImplementedError
 
     # ---- shared machinery -----------------------------------------------------------------------------------
@@ -144,23 +153,26 @@ class Backend:
         )
         # every process has read the cache before any writes to it: same shards
         parallel.barrier(size)
-        # Every process prepares (and so validates) every request before any scores, its cached ones too: a bad
-        # request raises on all processes alike instead of leaving the others waiting in the gather, and the
-        # truncation record counts every context whatever the cache held.
-        items = {}
-        for i in sorted({key: i for i, key in enumerate(keys)}.values()):
-            item = self._prepare(requests[i], options)
-            if keys[i] not in done:
-                items[i] = item
-        todo = list(items)
-        with fused_activations(self.model):
-            local = self._score_items(
-                requests,
-                {i: items[i] for i in todo[rank::size]},
-                options,
-                cache,
-                progress and rank == 0,
+        distinct = sorted({key: i for i, key in enumerate(keys)}.values())
+        todo = [i for i in distinct if keys[i] not in done]
+        # Each process prepares its share only: of the requests to score, and of those the cache held (prepared
+        # too, so that the truncation record counts every context whatever the cache held). A bad request is raised
+        # by every process alike, not only by the one that met it while the others wait in the gather.
+        mine = todo[rank::size]
+        counted = [i for i in distinct if keys[i] in done][rank::size]
+        before = self.encoder.truncation
+        try:
+            items = dict(
+                zip(mine, self._prepare_all([requests[i] for i in mine], options), strict=True)
             )
+            self._prepare_all([requests[i] for i in counted], options)
+            error = None
+        except Exception as raised:  # noqa: BLE001 - every process must hear of it
+            error = raised
+        parallel.raise_together(error, size)
+        self.encoder.truncation = parallel.sum_truncation(before, self.encoder.truncation, size)
+        with fused_activations(self.model):
+            local = self._score_items(requests, items, options, cache, progress and rank == 0)
         done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
         if cache is not None:
             cache.close()
@@ -240,13 +252,18 @@ class Backend:
         results: dict[int, CandidateScores] = {}
         bar = _progress(len(items), progress)
 
-        def run(batch: list[int], budget: int) -> list[list[np.ndarray]]:
+        def run(batch: list[int], budget: int) -> list[np.ndarray]:
             return self._score_batch([items[i] for i in batch], options, budget)
 
         for batch, scored in self.batches({i: self._cost(item) for i, item in items.items()}, run):
             new = {
-                i: _assemble(requests[i].candidates, tokens)
-                for i, tokens in zip(batch, scored, strict=True)
+                i: _assemble(
+                    requests[i].candidates,
+                    values,
+                    self._scored(items[i]),
+                    options.keep_tokens,
+                )
+                for i, values in zip(batch, scored, strict=True)
             }
             results.update(new)
             if cache is not None:
@@ -333,13 +350,18 @@ def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[in
     return order[:n]
 
 
-def _assemble(candidates: tuple[str, ...], tokens: list[np.ndarray]) -> CandidateScores:
-    tokens = [np.asarray(t, dtype=np.float64) for t in tokens]
+def _assemble(
+    candidates: tuple[str, ...], values: np.ndarray, rows: TokenRows, keep_tokens: bool
+) -> CandidateScores:
+    """The scores of one request from the log-prob of each scored token, laid out as `rows` (one per candidate); the
+    per-token arrays (views of one array) only when they are kept.
+    """
+    values = np.asarray(values, dtype=np.float64)
     return CandidateScores(
         candidates=candidates,
-        sum_logprob=np.array([t.sum() for t in tokens]),
-        n_tokens=np.array([len(t) for t in tokens], dtype=np.int64),
-        token_logprobs=tuple(tokens),
+        sum_logprob=row_sums(values, rows),
+        n_tokens=rows.lengths,
+        token_logprobs=tuple(np.split(values, rows.starts[1:-1])) if keep_tokens else None,
     )
 
 

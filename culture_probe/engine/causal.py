@@ -1,70 +1,33 @@
 """Causal backend: log P(candidate | left) by teacher forcing, fast for large candidate sets.
 
-The candidates of a request form a token trie. The first token's log-prob comes from the context's last position;
-every inner trie node runs once; leaves never run (nothing is predicted from them); the log-softmax is taken in
-float32 only at positions that predict candidate tokens. Two ways to run the trie:
+The candidates of a request form a token trie (`culture_probe.engine.trie`), built once per candidate set. The first
+token's log-prob comes from the context's last position; every inner trie node runs once; leaves never run (nothing
+is predicted from them); the log-softmax is taken in float32 only at positions that predict candidate tokens. Two ways
+to run the trie:
 - packed (models that take position ids and a 4D mask): the context and the inner nodes form one sequence with a
   tree attention mask (a node sees the context and its own ancestors), positions = context length + depth - 1;
 - cached (others, e.g. ALiBi models such as BLOOM): the contexts run once with their KV cache kept, then the inner
   nodes run level by level, one token per row, on a copy of their parent's cache.
+Batches are laid out from the trie's arrays, so no step loops over candidates in Python.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from culture_probe.engine.backend import Backend, iter_chunks, logprobs_at
+from culture_probe.engine.tokens import TokenRows, owners, spread
+from culture_probe.engine.trie import PackedRow, Trie
 from culture_probe.engine.types import ScoreOptions, ScoreRequest
 
 if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache
-
-
-@dataclass(frozen=True)
-class Trie:
-    """Candidate token sequences merged on shared prefixes. Node n has `tokens[n]` and `parents[n]` (-1 at the
-    top); `paths[c]` lists the nodes of candidate c.
-    """
-
-    tokens: tuple[int, ...]
-    parents: tuple[int, ...]
-    children: tuple[tuple[int, ...], ...]
-    paths: tuple[tuple[int, ...], ...]
-
-    @classmethod
-    def build(cls, sequences: list[tuple[int, ...]]) -> Trie:
-        """Merge `sequences` into a trie."""
-        index: dict[tuple[int, int], int] = {}
-        tokens: list[int] = []
-        parents: list[int] = []
-        children: list[list[int]] = []
-        paths = []
-        for seq in sequences:
-            parent, path = -1, []
-            for token in seq:
-                node = index.get((parent, token))
-                if node is None:
-                    node = index[(parent, token)] = len(tokens)
-                    tokens.append(token)
-                    parents.append(parent)
-                    children.append([])
-                    if parent >= 0:
-                        children[parent].append(node)
-                path.append(node)
-                parent = node
-            paths.append(tuple(path))
-        return cls(tuple(tokens), tuple(parents), tuple(map(tuple, children)), tuple(paths))
-
-    @property
-    def inner(self) -> int:
-        """Number of nodes with children (the ones that run through the model)."""
-        return sum(1 for c in self.children if c)
 
 
 @dataclass(frozen=True)
@@ -75,42 +38,89 @@ class CausalItem:
     trie: Trie
 
 
-@functools.lru_cache(maxsize=64)
-def _trie(sequences: tuple[tuple[int, ...], ...]) -> Trie:
-    """The trie of `sequences`, built once for requests that share their candidate ids (a benchmark asks every
-    subject about the same candidate set).
-    """
-    return Trie.build(list(sequences))
-
-
 class CausalScorer(Backend):
     """Decoder-only models: GPT-2, Llama/Qwen/Mistral-style, BLOOM, ..."""
 
     kind = "causal"
     auto_class = "AutoModelForCausalLM"
 
-    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> CausalItem:
-        enc = self.encoder.encode(request, with_right=options.score_right)
-        sequences = [c + r for c, r in zip(enc.candidates, enc.rights, strict=True)]
-        longest = max(range(len(sequences)), key=lambda c: len(sequences[c]))
-        context = self.encoder.fit(
-            enc.context,
-            {"candidate": len(enc.candidates[longest]), "right text": len(enc.rights[longest])},
-            request.max_tokens,
-        )
-        return CausalItem(context, _trie(tuple(sequences)))
+    def _prepare_all(
+        self, requests: Sequence[ScoreRequest], options: ScoreOptions
+    ) -> list[CausalItem]:
+        items = []
+        for request, enc in zip(
+            requests, self.encoder.encode_all(requests, with_right=options.score_right), strict=True
+        ):
+            if options.score_right and request.right:
+                # the right text's ids follow each candidate's: a trie of this request's own
+                trie = Trie.build(enc.candidates.then(enc.rights))
+                longest = int(np.argmax(enc.candidates.lengths + enc.rights.lengths))
+            else:
+                trie = enc.candidates.derive("trie", Trie.build)
+                longest = enc.candidates.derive(
+                    "longest", lambda rows: int(np.argmax(rows.lengths))
+                )
+            context = self.encoder.fit(
+                enc.context,
+                {
+                    "candidate": int(enc.candidates.lengths[longest]),
+                    "right text": int(enc.rights.lengths[longest]),
+                },
+                request.max_tokens,
+            )
+            items.append(CausalItem(context, trie))
+        return items
 
     def _cost(self, item: CausalItem) -> int:
         return len(item.context) + item.trie.inner
 
+    def _scored(self, item: CausalItem) -> TokenRows:
+        return item.trie.paths
+
     def _score_batch(
         self, items: list[CausalItem], options: ScoreOptions, budget: int
-    ) -> list[list[np.ndarray]]:
+    ) -> list[np.ndarray]:
         import torch
 
         run = _PackedRun if _can_pack(self.model) else _CachedRun
         with torch.inference_mode():
-            return run(self.model, items, budget, self.tokenizer.pad_token_id).run()
+            logp = run(self.model, items, budget, self.tokenizer.pad_token_id).run()
+        return [logp[i][it.trie.paths.ids] for i, it in enumerate(items)]
+
+
+class _Nodes:
+    """The nodes of a batch's tries in one table: item i's node n is node `base[i] + n`."""
+
+    def __init__(self, items: list[CausalItem]):
+        sizes = np.array([len(it.trie) for it in items], dtype=np.int64)
+        self.base = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.base[1:])
+        self.item = owners(sizes)
+        self.tokens = (
+            np.concatenate([it.trie.tokens for it in items]) if items else np.zeros(0, np.int64)
+        )
+        kids = [it.trie.children for it in items]
+        self.kid_starts = np.concatenate(
+            [k.starts[:-1] + off for k, off in zip(kids, self._kid_offsets(kids), strict=True)]
+            + [np.array([sum(len(k.ids) for k in kids)])]
+        )
+        self.kids = np.concatenate([k.ids + b for k, b in zip(kids, self.base[:-1], strict=True)])
+        self.has_kids = np.diff(self.kid_starts) > 0
+
+    @staticmethod
+    def _kid_offsets(kids: list[TokenRows]) -> np.ndarray:
+        offsets = np.zeros(len(kids), dtype=np.int64)
+        np.cumsum([len(k.ids) for k in kids[:-1]], out=offsets[1:])
+        return offsets
+
+    def children(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The children of `nodes` (global ids), concatenated in order, and which of `nodes` each belongs to."""
+        lengths = self.kid_starts[nodes + 1] - self.kid_starts[nodes]
+        return self.kids[spread(self.kid_starts[nodes], lengths)], owners(lengths)
+
+    def split(self, logp: np.ndarray) -> list[np.ndarray]:
+        """One table's node values as each item's own."""
+        return [logp[a:b] for a, b in zip(self.base[:-1], self.base[1:], strict=True)]
 
 
 class _CachedRun:
@@ -127,30 +137,19 @@ class _CachedRun:
         self.keep_last = "logits_to_keep" in params
         device = next(model.parameters()).device
         self.device = device
-        # Flatten every item's trie into one node table; offsets map local node ids to global ones.
-        sizes = [len(it.trie.tokens) for it in items]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.tokens = torch.tensor(
-            [t for it in items for t in it.trie.tokens], dtype=torch.long, device=device
+        self.nodes = _Nodes(items)
+        self.tokens = torch.from_numpy(self.nodes.tokens).to(device)
+        self.logp = torch.zeros(len(self.nodes.tokens), dtype=torch.float32, device=device)
+        lengths = np.array([len(it.context) for it in items], dtype=np.int64)
+        self.T = int(lengths.max())
+        # left padding: every context ends at position T-1
+        ids = np.full((len(items), self.T), pad_id if pad_id is not None else 0, dtype=np.int64)
+        ids[owners(lengths), spread(self.T - lengths, lengths)] = np.concatenate(
+            [it.context for it in items]
         )
-        self.item_of = np.repeat(np.arange(len(items)), sizes)
-        self.logp = torch.zeros(int(self.offsets[-1]), dtype=torch.float32, device=device)
-        lengths = [len(it.context) for it in items]
-        self.T = max(lengths)
-        ids = torch.full(
-            (len(items), self.T), pad_id if pad_id is not None else 0, dtype=torch.long
-        )
-        mask = torch.zeros((len(items), self.T), dtype=torch.long)
-        for row, it in enumerate(items):  # left padding: every context ends at position T-1
-            ids[row, self.T - len(it.context) :] = torch.tensor(it.context)
-            mask[row, self.T - len(it.context) :] = 1
-        self.ids, self.mask = ids.to(device), mask.to(device)
-        self.lengths = torch.tensor(lengths, device=device)
-
-    def _children(self, node: int) -> tuple[int, ...]:
-        item = int(self.item_of[node])
-        base = int(self.offsets[item])
-        return tuple(base + c for c in self.items[item].trie.children[node - base])
+        mask = (np.arange(self.T)[None, :] >= (self.T - lengths)[:, None]).astype(np.int64)
+        self.ids, self.mask = torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)
+        self.lengths = torch.from_numpy(lengths).to(device)
 
     def _forward(
         self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any
@@ -162,56 +161,59 @@ class _CachedRun:
             input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, **kwargs
         )
 
-    def _record(self, logits: torch.Tensor, kids_per_row: list[tuple[int, ...]]) -> None:
-        """Store the log-probs of the nodes each row predicts."""
+    def _record(self, logits: torch.Tensor, rows_of: np.ndarray) -> np.ndarray:
+        """Store the log-probs of the children of the nodes that rows `rows_of` of `logits` ran (global node ids, one
+        per row) and return those children with the row each came from.
+        """
         import torch
 
-        kids = [k for row in kids_per_row for k in row]
-        owner = [r for r, row in enumerate(kids_per_row) for _ in row]
-        kids_t = torch.tensor(kids, dtype=torch.long, device=self.device)
-        owner_t = torch.tensor(owner, dtype=torch.long, device=self.device)
-        self.logp[kids_t] = logprobs_at(logits, owner_t, self.tokens[kids_t])
+        kids, row = self.nodes.children(rows_of)
+        kids_t = torch.from_numpy(kids).to(self.device)
+        self.logp[kids_t] = logprobs_at(
+            logits, torch.from_numpy(row).to(self.device), self.tokens[kids_t]
+        )
+        return np.stack([kids, row])
 
-    def run(self) -> list[list[np.ndarray]]:
-        """Score every candidate of every item."""
+    def run(self) -> list[np.ndarray]:
+        """Every node's log-prob, per item."""
         positions = (self.mask.cumsum(-1) - 1).clamp(min=0)
         out = self._forward(self.ids, self.mask, positions, None)
-        firsts = [
-            tuple(int(self.offsets[i]) + n for n, p in enumerate(it.trie.parents) if p < 0)
-            for i, it in enumerate(self.items)
-        ]
-        self._record(out.logits[:, -1], firsts)
-        top = [n for row in firsts for n in row if self._children(n)]
-        self._descend(out.past_key_values, top, [int(self.item_of[n]) for n in top], depth=1)
-        logp = self.logp.double().cpu().numpy()
-        return [
-            [logp[self.offsets[i] + np.asarray(path, dtype=np.int64)] for path in it.trie.paths]
-            for i, it in enumerate(self.items)
-        ]
+        # the top nodes, predicted from each context's last position
+        roots = np.concatenate(
+            [it.trie.roots + b for it, b in zip(self.items, self.nodes.base[:-1], strict=True)]
+        )
+        row = self.nodes.item[roots]
+        roots_t = torch_tensor(roots, self.device)
+        self.logp[roots_t] = logprobs_at(
+            out.logits[:, -1], torch_tensor(row, self.device), self.tokens[roots_t]
+        )
+        top = self.nodes.has_kids[roots]
+        self._descend(out.past_key_values, roots[top], row[top], depth=1)
+        return self.nodes.split(self.logp.double().cpu().numpy())
 
-    def _descend(self, cache: Any, nodes: list[int], rows: list[int], depth: int) -> None:
+    def _descend(self, cache: Any, nodes: np.ndarray, rows: np.ndarray, depth: int) -> None:
         """Run the inner `nodes` at `depth` (one token each) on their parents' cache rows, then their children."""
         import torch
 
         for part in iter_chunks(len(nodes), self.budget // (self.T + depth)):
             chunk, parent_rows = nodes[part], rows[part]
-            owners = torch.tensor(self.item_of[chunk], dtype=torch.long, device=self.device)
-            mask = torch.cat([self.mask[owners], self.mask.new_ones((len(chunk), depth))], dim=1)
-            positions = (self.lengths[owners] + depth - 1)[:, None]
-            ids = self.tokens[torch.tensor(chunk, device=self.device)][:, None]
-            sub = _select(cache, torch.tensor(parent_rows, dtype=torch.long, device=self.device))
+            owners_t = torch_tensor(self.nodes.item[chunk], self.device)
+            mask = torch.cat([self.mask[owners_t], self.mask.new_ones((len(chunk), depth))], dim=1)
+            positions = (self.lengths[owners_t] + depth - 1)[:, None]
+            ids = self.tokens[torch_tensor(chunk, self.device)][:, None]
+            sub = _select(cache, torch_tensor(parent_rows, self.device))
             out = self._forward(ids, mask, positions, sub)
-            self._record(out.logits[:, -1], [self._children(n) for n in chunk])
-            inner = [
-                (kid, row)
-                for row, node in enumerate(chunk)
-                for kid in self._children(node)
-                if self._children(kid)
-            ]
-            if inner:
-                self._descend(
-                    out.past_key_values, [k for k, _ in inner], [r for _, r in inner], depth + 1
-                )
+            kids, row = self._record(out.logits[:, -1], chunk)
+            inner = self.nodes.has_kids[kids]
+            if inner.any():
+                self._descend(out.past_key_values, kids[inner], row[inner], depth + 1)
+
+
+def torch_tensor(values: np.ndarray, device: Any) -> torch.Tensor:
+    """An int64 index array as a tensor on `device`."""
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(values, dtype=np.int64)).to(device)
 
 
 def _select(
@@ -243,38 +245,6 @@ def _can_pack(model: Any) -> bool:
     return "position_ids" in inspect.signature(model.forward).parameters
 
 
-def _pack(trie: Trie, room: int) -> list[tuple[list[int], list[bool]]]:
-    """Split the inner nodes (depth-first order) into rows of at most `room` nodes; a row repeats the ancestors
-    it needs (marked not owned, so their outputs are read once).
-    """
-    rows: list[tuple[list[int], list[bool]]] = []
-    nodes: list[int] = []
-    owned: list[bool] = []
-    present: set[int] = set()
-    stack = [n for n in reversed(range(len(trie.tokens))) if trie.parents[n] < 0]
-    while stack:
-        node = stack.pop()
-        if not trie.children[node]:
-            continue
-        chain = [node]
-        while trie.parents[chain[-1]] >= 0 and trie.parents[chain[-1]] not in present:
-            chain.append(trie.parents[chain[-1]])
-        if nodes and len(nodes) + len(chain) > room:
-            rows.append((nodes, owned))
-            nodes, owned, present = [], [], set()
-            chain = [node]
-            while trie.parents[chain[-1]] >= 0:
-                chain.append(trie.parents[chain[-1]])
-        for n in reversed(chain):
-            nodes.append(n)
-            owned.append(n == node)
-            present.add(n)
-        stack.extend(reversed(trie.children[node]))
-    if nodes or not rows:
-        rows.append((nodes, owned))
-    return rows
-
-
 class _PackedRun:
     """One batch of causal items as packed rows: context + inner trie nodes, with a tree attention mask."""
 
@@ -284,12 +254,11 @@ class _PackedRun:
         self.model, self.items, self.budget = model, items, budget
         self.pad = pad_id if pad_id is not None else 0
         self.device = next(model.parameters()).device
+        self.nodes = _Nodes(items)
         self.rows = [
-            (i, nodes, owned, first == 0)
-            for i, it in enumerate(items)
-            for first, (nodes, owned) in enumerate(_pack(it.trie, self._room(it)))
+            (i, row) for i, it in enumerate(items) for row in it.trie.packed(self._room(it))
         ]
-        self.logp = [np.zeros(len(it.trie.tokens)) for it in items]
+        self.logp = np.zeros(len(self.nodes.tokens))
 
     def _room(self, item: CausalItem) -> int:
         """Inner nodes per row: the row (context included) stays within the row length and the token budget (a
@@ -302,80 +271,62 @@ class _PackedRun:
         # even rows: they batch with little padding
         return max(-(-item.trie.inner // max(rows, 1)), 4)
 
-    def run(self) -> list[list[np.ndarray]]:
-        """Score every candidate of every item."""
-        rows = sorted(self.rows, key=lambda r: -(len(self.items[r[0]].context) + len(r[1])))
+    def run(self) -> list[np.ndarray]:
+        """Every node's log-prob, per item."""
+        rows = sorted(self.rows, key=lambda r: -(len(self.items[r[0]].context) + len(r[1].nodes)))
         start = 0
         while start < len(rows):
-            width = len(self.items[rows[start][0]].context) + len(rows[start][1])
+            width = len(self.items[rows[start][0]].context) + len(rows[start][1].nodes)
             take = max(1, self.budget // width)
             self._forward(rows[start : start + take], width)
             start += take
-        return [
-            [logp[list(path)] for path in it.trie.paths]
-            for it, logp in zip(self.items, self.logp, strict=True)
-        ]
+        return self.nodes.split(self.logp)
 
-    def _layout(
-        self, row: tuple[int, list[int], list[bool], bool], width: int
-    ) -> tuple[list[int], np.ndarray, np.ndarray, list[tuple[int, int, tuple[int, ...]]]]:
-        """Ids, positions, additive mask and reads (position, item, predicted nodes) of one packed row."""
-        item, nodes, owned, first = row
-        it = self.items[item]
-        trie, n_ctx = it.trie, len(it.context)
-        local = {n: k for k, n in enumerate(nodes)}
-        ids = list(it.context) + [trie.tokens[n] for n in nodes]
-        depth = np.zeros(len(nodes), dtype=np.int64)
-        allowed = np.zeros((width, width), dtype=bool)
-        allowed[:n_ctx, :n_ctx] = np.tril(np.ones((n_ctx, n_ctx), dtype=bool))
-        for k, n in enumerate(nodes):
-            q = n_ctx + k
-            parent = trie.parents[n]
-            if parent >= 0:
-                allowed[q] = allowed[n_ctx + local[parent]]
-                depth[k] = depth[local[parent]] + 1
-            else:
-                allowed[q, :n_ctx] = True
-            allowed[q, q] = True
-        # padding sees itself only (no NaN rows)
-        allowed[len(ids) :, :] = np.eye(width, dtype=bool)[len(ids) :]
-        positions = np.concatenate(
-            [np.arange(n_ctx), n_ctx + depth, np.zeros(width - len(ids), dtype=np.int64)]
-        )
-        reads = [(n_ctx + k, item, trie.children[n]) for k, n in enumerate(nodes) if owned[k]]
-        if first:
-            reads.append((n_ctx - 1, item, tuple(n for n, p in enumerate(trie.parents) if p < 0)))
-        return ids + [self.pad] * (width - len(ids)), positions, allowed, reads
-
-    def _forward(self, rows: list[tuple[int, list[int], list[bool], bool]], width: int) -> None:
+    def _forward(self, rows: list[tuple[int, PackedRow]], width: int) -> None:
         import torch
 
-        layouts = [self._layout(row, width) for row in rows]
-        ids = torch.tensor([lay[0] for lay in layouts], device=self.device)
-        positions = torch.tensor(np.stack([lay[1] for lay in layouts]), device=self.device)
-        allowed = torch.tensor(np.stack([lay[2] for lay in layouts]), device=self.device)[:, None]
+        n = len(rows)
+        ids = np.full((n, width), self.pad, dtype=np.int64)
+        positions = np.zeros((n, width), dtype=np.int64)
+        allowed = np.zeros((n, width, width), dtype=bool)
+        allowed[:, np.arange(width), np.arange(width)] = (
+            True  # padding sees itself only (no NaN rows)
+        )
+        b_idx, p_idx, kid_parts = [], [], []
+        for b, (item, row) in enumerate(rows):
+            it = self.items[item]
+            n_ctx, m = len(it.context), len(row.nodes)
+            ids[b, :n_ctx] = it.context
+            ids[b, n_ctx : n_ctx + m] = it.trie.tokens[row.nodes]
+            positions[b, :n_ctx] = np.arange(n_ctx)
+            positions[b, n_ctx : n_ctx + m] = n_ctx + row.depth
+            allowed[b, :n_ctx, :n_ctx] = np.tri(n_ctx, dtype=bool)
+            allowed[b, n_ctx : n_ctx + m, :n_ctx] = True
+            allowed[b, n_ctx : n_ctx + m, n_ctx : n_ctx + m] = row.sees
+            b_idx.append(np.full(len(row.read_at), b, dtype=np.int64))
+            p_idx.append(n_ctx + row.read_at)
+            kid_parts.append(row.reads.ids + self.nodes.base[item])
         dtype = next(self.model.parameters()).dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
-        mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-        reads = [
-            (b, pos, item, kids) for b, lay in enumerate(layouts) for pos, item, kids in lay[3]
-        ]
-        b_idx = torch.tensor([r[0] for r in reads], device=self.device)
-        p_idx = torch.tensor([r[1] for r in reads], device=self.device)
-        logits = _logits_at(self.model, ids, mask, positions, b_idx, p_idx)
-        owner = [k for k, r in enumerate(reads) for _ in r[3]]
-        tokens = [self.items[r[2]].trie.tokens[n] for r in reads for n in r[3]]
-        values: torch.Tensor | np.ndarray  # the log-probs, then their numpy copy
+        allowed_t = torch.from_numpy(allowed).to(self.device)[:, None]
+        mask = torch.zeros(allowed_t.shape, dtype=dtype, device=self.device)
+        mask.masked_fill_(~allowed_t, torch.finfo(dtype).min)
+        reads_per_row = [r.reads.lengths for _, r in rows]
+        kids = np.concatenate(kid_parts)
+        owner = owners(np.concatenate(reads_per_row))
+        logits = _logits_at(
+            self.model,
+            torch_tensor(ids, self.device),
+            mask,
+            torch_tensor(positions, self.device),
+            torch_tensor(np.concatenate(b_idx), self.device),
+            torch_tensor(np.concatenate(p_idx), self.device),
+        )
         values = logprobs_at(
             logits,
-            torch.tensor(owner, device=self.device),
-            torch.tensor(tokens, device=self.device),
+            torch_tensor(owner, self.device),
+            torch_tensor(self.nodes.tokens[kids], self.device),
         )
-        values = values.double().cpu().numpy()
-        at = 0
-        for _, _, item, kids in reads:
-            self.logp[item][list(kids)] = values[at : at + len(kids)]
-            at += len(kids)
+        self.logp[kids] = values.double().cpu().numpy()
 
 
 def _logits_at(

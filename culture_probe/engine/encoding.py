@@ -7,16 +7,22 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from culture_probe.engine.tokens import TokenRows
 from culture_probe.engine.types import ScoreRequest, Truncation
 from culture_probe.errors import EmptyCandidateError, InputTooLongError, UnsupportedModelError
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
+
+# candidate sets kept encoded per encoder (one per tokenizer), the least recently used dropped first: a run asks a
+# few pools (FmLAMA's per template, DLAMA's per predicate), each after a few boundaries
+ENCODED_SETS = 512
 
 # Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao, Khmer, Myanmar.
 _NO_SPACE = re.compile(
@@ -36,13 +42,14 @@ def separator(left: str, sep: str | None) -> str:
 
 @dataclass(frozen=True)
 class Encoded:
-    """One request in token ids: the context (with its special tokens) and, per candidate, its ids and the
-    ids of the right-hand text that follows it. `suffix` holds the special tokens that close a sequence.
+    """One request in token ids: the context (with its special tokens) and, per candidate, its ids (one `TokenRows`
+    shared by every request that asks the same candidates after the same boundary) and the ids of the right-hand
+    text that follows it. `suffix` holds the special tokens that close a sequence.
     """
 
     context: tuple[int, ...]
-    candidates: tuple[tuple[int, ...], ...]
-    rights: tuple[tuple[int, ...], ...]
+    candidates: TokenRows
+    rights: TokenRows
     suffix: tuple[int, ...]
 
 
@@ -77,6 +84,10 @@ class Encoder:
             prefix = ()
         self.prefix = prefix
         self._backend = _plain_backend(tokenizer)
+        # whether the tokenizer marks the start of a text (a prefix space, a leading "▁"): then a boundary glued to
+        # the word before it must hold that word too (`boundary`)
+        self._marks_start = _marks_start(self._backend)
+        self._encoded: OrderedDict[tuple[Any, ...], TokenRows] = OrderedDict()
 
     def ids(self, text: str) -> tuple[int, ...]:
         """Token ids of `text` without special tokens."""
@@ -143,55 +154,152 @@ class Encoder:
     def encode(
         self, request: ScoreRequest, *, with_right: bool, right_after_mask: bool = False
     ) -> Encoded:
-        """Encode `request`; trailing whitespace of `left` moves onto the candidates (never an empty one). A chat
+        """`encode_all` of one request."""
+        return self.encode_all([request], with_right=with_right, right_after_mask=right_after_mask)[
+            0
+        ]
+
+    def encode_all(
+        self,
+        requests: Sequence[ScoreRequest],
+        *,
+        with_right: bool,
+        right_after_mask: bool = False,
+    ) -> list[Encoded]:
+        """Encode `requests`; trailing whitespace of `left` moves onto the candidates (never an empty one). A chat
         request's context is its rendered chat prompt, kept whole (its trailing newline belongs to the prompt).
         The right text is tokenized as it continues each candidate (a causal continuation), or on its own after
-        the mask tokens (`right_after_mask`: masked models, as the original probes do).
+        the mask tokens (`right_after_mask`: masked models, as the original probes do). The contexts are tokenized
+        in one call; each candidate set once per boundary (`candidate_rows`), whatever the number of requests.
         """
+        parts = [self._split(request) for request in requests]
+        contexts = self._contexts([core for core, _, _ in parts])
+        afters = (
+            self.after_special([r.right for r in requests])
+            if with_right and right_after_mask
+            else [()] * len(requests)
+        )
+        out = []
+        for request, (core, lead, prefix), (context, encoding), after in zip(
+            requests, parts, contexts, afters, strict=True
+        ):
+            cands = self.candidate_rows(request, core, lead, encoding)
+            n = len(cands)
+            if with_right and request.right and right_after_mask:
+                rights = TokenRows.repeat(after, n)
+            elif with_right and request.right:
+                rights = TokenRows.of(
+                    self._after(
+                        [context + ids for ids in cands.tuples()],
+                        [core + lead + cand for cand in request.candidates],
+                        [request.right] * n,
+                    )
+                )
+            else:
+                rights = TokenRows.repeat((), n)
+            full = prefix + context
+            if not full:  # an empty context starts from BOS, or EOS when there is none
+                start = self.tokenizer.bos_token_id
+                full = (start if start is not None else self.tokenizer.eos_token_id,)
+            out.append(Encoded(full, cands, rights, self.suffix))
+        return out
+
+    def _split(self, request: ScoreRequest) -> tuple[str, str, tuple[int, ...]]:
+        """(context text, the text every candidate starts with, the leading special tokens) of a request."""
         if not request.candidates:
             raise EmptyCandidateError(
                 f"Request with left={request.left!r} has no candidates; give at least one candidate string."
             )
-        prefix: tuple[int, ...]
-        # the reply starts right after the generation prompt; the template carries BOS
-        if request.chat:
-            core, lead, prefix = (
-                chat_prompt(self.tokenizer, request.left, request.system, name=self.name),
-                "",
-                (),
-            )
+        if (
+            request.chat
+        ):  # the reply starts right after the generation prompt; the template carries BOS
+            return chat_prompt(self.tokenizer, request.left, request.system, name=self.name), "", ()
+        core = request.left.rstrip()
+        return core, request.left[len(core) :] + separator(request.left, request.sep), self.prefix
+
+    def _contexts(self, texts: list[str]) -> list[tuple[tuple[int, ...], Encoding | None]]:
+        """Each text's ids without special tokens, with its encoding where the tokenizer is a fast one."""
+        if self._backend is None:
+            return [(ids, None) for ids in self.batch_ids(texts)]
+        out: list[tuple[tuple[int, ...], Encoding | None]] = [((), None)] * len(texts)
+        full = [i for i, text in enumerate(texts) if text]
+        encodings = self._backend.encode_batch([texts[i] for i in full], add_special_tokens=False)
+        for i, encoding in zip(full, encodings, strict=True):
+            out[i] = (tuple(encoding.ids), encoding)
+        return out
+
+    def candidate_rows(
+        self, request: ScoreRequest, core: str, lead: str, encoding: Encoding | None
+    ) -> TokenRows:
+        """The ids of `request`'s candidates, encoded once per candidate set, `lead` and boundary: how they read
+        after the context `core` depends on the context only through its last word (`boundary`), so every request
+        whose context ends alike shares them, and what backends derive from them.
+        """
+        how = request.candidate_ids
+        end = self.boundary(core, encoding) if how == "in_context" else ""
+        key = (request.candidates, end, lead if how == "in_context" else "", how, bool(core))
+        rows = self._encoded.get(key)
+        if rows is None:
+            rows = self._encode_candidates(request.candidates, end, key[2], how, bool(core))
+            self._encoded[key] = rows
+            if len(self._encoded) > ENCODED_SETS:
+                self._encoded.popitem(last=False)
         else:
-            core = request.left.rstrip()
-            lead, prefix = (
-                request.left[len(core) :] + separator(request.left, request.sep),
-                self.prefix,
-            )
-        context = self.ids(core)
-        tails = [lead + cand for cand in request.candidates]
-        n = len(tails)
-        if request.candidate_ids == "alone":
-            cands = self.batch_ids(list(request.candidates))
-        elif request.candidate_ids == "piece":
-            cands = [self.piece(cand) for cand in request.candidates]
+            self._encoded.move_to_end(key)
+        return rows
+
+    def _encode_candidates(
+        self, candidates: tuple[str, ...], end: str, lead: str, how: str, after_context: bool
+    ) -> TokenRows:
+        """The ids of `candidates`: in context (after `end`, the context's boundary, or at the start of the text
+        when there is no context), alone, or as vocabulary pieces; a candidate with no ids is an error.
+        """
+        tails = [lead + cand for cand in candidates]
+        if how == "alone":
+            rows = self.batch_ids(list(candidates))
+        elif how == "piece":
+            rows = [self.piece(cand) for cand in candidates]
+        elif after_context:
+            rows = self._after([self.ids(end)] * len(tails), [end] * len(tails), tails)
         else:
-            cands = self._after([context] * n, [core] * n, tails) if core else self.batch_ids(tails)
-        for cand, ids in zip(request.candidates, cands, strict=True):
+            rows = self.batch_ids(tails)
+        for cand, ids in zip(candidates, rows, strict=True):
             if not ids or not cand.strip():  # a blank candidate would score only the separator
                 raise EmptyCandidateError(
                     f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
                 )
-        rights: list[tuple[int, ...]] = [()] * n
-        if with_right and request.right and right_after_mask:
-            rights = self.after_special([request.right]) * n
-        elif with_right and request.right:
-            rights = self._after(
-                [context + ids for ids in cands], [core + t for t in tails], [request.right] * n
-            )
-        full = prefix + context
-        if not full:  # an empty context starts from BOS, or EOS when there is none
-            start = self.tokenizer.bos_token_id
-            full = (start if start is not None else self.tokenizer.eos_token_id,)
-        return Encoded(full, tuple(cands), tuple(rights), self.suffix)
+        return TokenRows.of(rows)
+
+    def boundary(self, core: str, encoding: Encoding | None) -> str:
+        """The end of the context `core` that decides how a text after it is tokenized: its last word (pre-token),
+        with the whitespace before it, and, where the tokenizer marks the start of a text, the words glued to it.
+
+        A fast tokenizer splits a text into words, normalizes and tokenizes each on its own, and looks at most one
+        character past a word to split it: so a candidate after `core` gets the ids it gets after this end alone,
+        and whether the joint ids start with the context's is the same test too. The whole context where the
+        tokenizer gives no words (a slow one, or no pre-tokenizer: one word).
+        """
+        words = encoding.word_ids if encoding is not None else None
+        if encoding is None or not core or not words or words[-1] is None:
+            return core
+        t = len(words)
+        while True:
+            word = words[t - 1]
+            while t > 0 and words[t - 1] == word:
+                t -= 1
+            start = encoding.offsets[t][0]
+            while start > 0 and core[start - 1].isspace():
+                start -= 1
+            if start == 0:
+                return core
+            # an end that starts with whitespace reads alike at the start of a text: nothing is added before it
+            if core[start].isspace() or not self._marks_start:
+                return core[start:]
+            if (
+                t == 0 or words[t - 1] is None
+            ):  # text the tokenizer dropped, or a special token, before it
+                return core
+            # glued to the word before it (no whitespace between): that word comes too
 
     def fit(
         self,
@@ -296,6 +404,19 @@ def _plain_backend(tokenizer: Any) -> Tokenizer | None:
     plain.no_truncation()
     plain.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
     return plain
+
+
+def _marks_start(backend: Tokenizer | None) -> bool:
+    """Whether the tokenizer tokenizes a word at the start of a text unlike the same word after another glued to it
+    (a prefix space, a leading "▁" added to the text; a normalizer that changes a plain letter counts too).
+    """
+    if backend is None:
+        return False
+    text = backend.normalizer.normalize_str("a") if backend.normalizer is not None else "a"
+    if text != "a":
+        return True
+    pre = backend.pre_tokenizer
+    return pre is not None and pre.pre_tokenize_str("a")[0][0] != "a"
 
 
 def _special_affixes(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:

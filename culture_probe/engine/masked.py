@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from culture_probe.engine.backend import Backend, logprobs_at
-from culture_probe.engine.encoding import Encoded
+from culture_probe.engine.tokens import TokenRows, owners, padded, spread
 from culture_probe.engine.types import FillMaskOptions, ScoreOptions, ScoreRequest, make_options
 from culture_probe.errors import InvalidValueError, UnsupportedModelError
 
@@ -25,18 +25,117 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Query:
-    """One model input and what to read from it: `reads[j] = (position, candidate, subword, token id)`."""
+    """One model input and what to read from it: `reads[j] = (position, candidate, subword, token id)` (what a
+    preview shows; scoring works on `MaskPlan`'s arrays).
+    """
 
     ids: tuple[int, ...]
     reads: tuple[tuple[int, int, int, int], ...]
 
 
-@dataclass(frozen=True)
-class MaskedItem:
-    """A request as the distinct inputs it needs, plus each candidate's subword count."""
+@dataclass(frozen=True, eq=False)
+class MaskPlan:
+    """What a candidate set asks of a masked model, whatever the context it is asked in: one input per query, the
+    context then `fills` row q (typed querying: k masks; l2r: the subwords filled in so far and one mask) then the
+    right text, and the reads of each query: the fill positions whose predictions it reads (`slots` row q, from
+    the end of the context), and per read (`reads` row q, in order) which of the query's slots predicts it
+    (`read_slot`), the token (`read_token`) and where its log-prob goes in the candidates' token layout
+    (`read_place`). Built once per candidate set and rule (`TokenRows.derive`).
+    """
 
-    queries: tuple[Query, ...]
-    lengths: tuple[int, ...]
+    fills: TokenRows
+    slots: TokenRows
+    reads: TokenRows  # row q: the indices of query q's reads in the three flat arrays below
+    read_slot: np.ndarray
+    read_token: np.ndarray
+    read_place: np.ndarray
+    longest: int  # the candidate with the most subwords (the first of them)
+
+    @classmethod
+    def typed(cls, rows: TokenRows, mask: int) -> MaskPlan:
+        """Typed querying: one query per distinct subword count k, in the order candidates first have it."""
+        lengths = rows.lengths
+        counts, first = np.unique(lengths, return_index=True)
+        queries = []
+        for k in counts[np.argsort(first, kind="stable")]:
+            members = np.flatnonzero(lengths == k)
+            places = rows.starts[members][:, None] + np.arange(k)
+            queries.append(
+                ([mask] * int(k), np.arange(k), np.tile(np.arange(k), len(members)), places.ravel())
+            )
+        return cls._of(queries, rows)
+
+    @classmethod
+    def l2r(cls, rows: TokenRows, mask: int) -> MaskPlan:
+        """Left to right: one query per distinct (subwords filled in, then one mask), in the order first met."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for c, cand in enumerate(rows.tuples()):
+            for i in range(len(cand)):
+                groups.setdefault(cand[:i], []).append(int(rows.starts[c]) + i)
+        queries = [
+            (
+                [*filled, mask],
+                np.array([len(filled)]),
+                np.zeros(len(places), np.int64),
+                np.array(places),
+            )
+            for filled, places in groups.items()
+        ]
+        return cls._of(queries, rows)
+
+    @classmethod
+    def _of(
+        cls, queries: list[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]], rows: TokenRows
+    ) -> MaskPlan:
+        places = np.concatenate([q[3] for q in queries]).astype(np.int64)
+        counts = [len(q[3]) for q in queries]
+        starts = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        return cls(
+            fills=TokenRows.of([q[0] for q in queries]),
+            slots=TokenRows.of([q[1] for q in queries]),
+            reads=TokenRows(np.arange(int(starts[-1]), dtype=np.int64), starts),
+            read_slot=np.concatenate([q[2] for q in queries]).astype(np.int64),
+            read_token=rows.ids[places],
+            read_place=places,
+            longest=int(np.argmax(rows.lengths)),
+        )
+
+    @cached_property
+    def fill_tokens(self) -> int:
+        """The fill tokens of all queries together (a request's cost beside its context and right text)."""
+        return int(self.fills.lengths.sum())
+
+
+@dataclass(frozen=True, eq=False)
+class MaskedItem:
+    """A request ready to score: its context (fitted to the model), what follows the slot (the right text and the
+    closing special tokens), its candidates' token rows and the plan of inputs they need.
+    """
+
+    context: tuple[int, ...]
+    tail: tuple[int, ...]
+    candidates: TokenRows
+    plan: MaskPlan
+
+    def queries(self) -> list[Query]:
+        """The inputs as `Query`s (what a preview shows)."""
+        plan, n = self.plan, len(self.context)
+        cand_of = np.searchsorted(self.candidates.starts, plan.read_place, side="right") - 1
+        out = []
+        for q in range(len(plan.fills)):
+            slots = plan.slots[q]
+            reads = tuple(
+                (
+                    n + slots[int(plan.read_slot[r])],
+                    int(cand_of[r]),
+                    int(plan.read_place[r] - self.candidates.starts[cand_of[r]]),
+                    int(plan.read_token[r]),
+                )
+                for r in plan.reads[q]
+            )
+            out.append(Query(self.context + plan.fills[q] + self.tail, reads))
+        return out
 
 
 class MaskedScorer(Backend):
@@ -53,28 +152,38 @@ class MaskedScorer(Backend):
                 "set tokenizer.mask_token to the model's mask token."
             )
 
-    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> MaskedItem:
-        enc = self.encoder.encode(request, with_right=True, right_after_mask=True)
-        self._refuse_mask_in(
-            left=enc.context, candidates=chain(*enc.candidates), right=chain(*enc.rights)
-        )
-        build = _typed if options.masked_method == "typed" else _l2r
-        longest = max(
-            range(len(enc.candidates)), key=lambda c: len(enc.candidates[c]) + len(enc.rights[c])
-        )
-        context = self.encoder.fit(
-            enc.context,
-            {
-                "candidate": len(enc.candidates[longest]),
-                "right text": len(enc.rights[longest]),
-                "closing special tokens": len(enc.suffix),
-            },
-            request.max_tokens,
-        )
-        return MaskedItem(
-            tuple(build(enc, context, self.tokenizer.mask_token_id)),
-            tuple(map(len, enc.candidates)),
-        )
+    def _prepare_all(
+        self, requests: Sequence[ScoreRequest], options: ScoreOptions
+    ) -> list[MaskedItem]:
+        mask = self.tokenizer.mask_token_id
+        build = MaskPlan.typed if options.masked_method == "typed" else MaskPlan.l2r
+        items = []
+        for request, enc in zip(
+            requests,
+            self.encoder.encode_all(requests, with_right=True, right_after_mask=True),
+            strict=True,
+        ):
+            right = enc.rights[0]
+            holds_mask = enc.candidates.derive(
+                "holds mask", lambda rows: bool((rows.ids == mask).any())
+            )
+            self._refuse_mask_in(
+                left=enc.context, candidates=(mask,) if holds_mask else (), right=right
+            )
+            plan = enc.candidates.derive(
+                ("mask plan", options.masked_method), lambda rows: build(rows, mask)
+            )
+            context = self.encoder.fit(
+                enc.context,
+                {
+                    "candidate": int(enc.candidates.lengths[plan.longest]),
+                    "right text": len(right),
+                    "closing special tokens": len(enc.suffix),
+                },
+                request.max_tokens,
+            )
+            items.append(MaskedItem(context, right + enc.suffix, enc.candidates, plan))
+        return items
 
     def _refuse_mask_in(self, **texts: Iterable[int]) -> None:
         """A literal mask token in a request's text would be read as a second slot: refused, naming the text."""
@@ -87,61 +196,56 @@ class MaskedScorer(Backend):
                 )
 
     def _cost(self, item: MaskedItem) -> int:
-        return sum(len(q.ids) for q in item.queries)
+        queries = len(item.plan.fills)
+        return queries * (len(item.context) + len(item.tail)) + item.plan.fill_tokens
+
+    def _scored(self, item: MaskedItem) -> TokenRows:
+        return item.candidates
 
     def _score_batch(
         self, items: list[MaskedItem], options: ScoreOptions, budget: int
-    ) -> list[list[np.ndarray]]:
+    ) -> list[np.ndarray]:
         import torch
 
-        # Shortest first, in chunks padded to their own longest input: a request's queries range from k = 1 to its
-        # longest candidate's k masks, and padding them all to the longest wasted more than half the tokens.
-        queries = sorted(
-            ((i, q) for i, item in enumerate(items) for q in item.queries),
-            key=lambda iq: len(iq[1].ids),
-        )
-        out = [[np.zeros(n) for n in item.lengths] for item in items]
+        batch = _Queries(items, self.tokenizer.pad_token_id or 0)
+        out = np.zeros(int(batch.place_base[-1]))
         with torch.inference_mode():
-            for chunk in _length_chunks(queries, budget):
-                values = self._read([q for _, q in chunk])
-                for (i, query), vals in zip(chunk, values, strict=True):
-                    for (_, cand, sub, _), value in zip(query.reads, vals, strict=True):
-                        out[i][cand][sub] = value
-        return out
+            # Shortest first, in chunks padded to their own longest input: a request's queries range from k = 1 to
+            # its longest candidate's k masks, and padding them all to the longest wasted more than half the tokens.
+            for chunk in _length_chunks(batch.lengths[batch.order], budget):
+                self._read(batch, batch.order[chunk], out)
+        return [out[a:b] for a, b in zip(batch.place_base[:-1], batch.place_base[1:], strict=True)]
 
-    def _read(self, queries: list[Query]) -> list[np.ndarray]:
-        """Per query, the log-prob of each read, computed at the read positions only."""
+    def _read(self, batch: _Queries, queries: np.ndarray, out: np.ndarray) -> None:
+        """The log-prob of every read of `queries` (indices into `batch`), computed at the read positions only, put
+        in `out` (every item's candidate-token layout, one after another).
+        """
         import torch
 
         device = self.device
-        ids, attn = self._padded([q.ids for q in queries])
-        # Many candidates read the same mask position: run the head once per distinct position.
-        where = {(r, p): None for r, q in enumerate(queries) for p, _, _, _ in q.reads}
-        slot = {key: k for k, key in enumerate(where)}
-        rows = torch.tensor([r for r, _ in slot], device=device)
-        pos = torch.tensor([p for _, p in slot], device=device)
-        logits = _logits_at(self.model, ids.to(device), attn.to(device), rows, pos)
-        at = torch.tensor(
-            [slot[(r, p)] for r, q in enumerate(queries) for p, _, _, _ in q.reads], device=device
+        ids, attn = batch.inputs(queries)
+        rows, positions, at, tokens, places = batch.reads(queries)
+        logits = _logits_at(
+            self.model,
+            ids.to(device),
+            attn.to(device),
+            torch.from_numpy(rows).to(device),
+            torch.from_numpy(positions).to(device),
         )
-        tok = torch.tensor([t for q in queries for _, _, _, t in q.reads], device=device)
-        values = logprobs_at(logits, at, tok)
-        flat = values.double().cpu().numpy()
-        bounds = np.cumsum([0] + [len(q.reads) for q in queries])
-        return [flat[bounds[r] : bounds[r + 1]] for r in range(len(queries))]
+        values = logprobs_at(
+            logits, torch.from_numpy(at).to(device), torch.from_numpy(tokens).to(device)
+        )
+        out[places] = values.double().cpu().numpy()
 
     def _padded(self, rows: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Right-padded input ids and attention mask (CPU tensors)."""
         import torch
 
-        ids = torch.full(
-            (len(rows), max(map(len, rows))), self.tokenizer.pad_token_id or 0, dtype=torch.long
-        )
-        attn = torch.zeros_like(ids)
-        for row, seq in enumerate(rows):
-            ids[row, : len(seq)] = torch.tensor(seq)
-            attn[row, : len(seq)] = 1
-        return ids, attn
+        width = max(map(len, rows))
+        ids = padded([np.asarray(r) for r in rows], width, self.tokenizer.pad_token_id or 0)
+        lengths = np.array([len(r) for r in rows])
+        attn = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)
+        return torch.from_numpy(ids), torch.from_numpy(attn)
 
     # ---- fill-mask: the argmax over the vocabulary (MAPS memorisation) ------------------------------------
     def fill_mask(
@@ -243,50 +347,120 @@ def _logits_at(
     return logits
 
 
-def _typed(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
-    """One input per distinct (k, right-hand ids): context, k masks, right, closing special tokens."""
-    groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
-    for c, (cand, right) in enumerate(zip(enc.candidates, enc.rights, strict=True)):
-        groups.setdefault((len(cand), right), []).append(c)
-    queries = []
-    for (k, right), members in groups.items():
-        start = len(context)
-        reads = tuple((start + j, c, j, enc.candidates[c][j]) for c in members for j in range(k))
-        queries.append(Query(context + (mask,) * k + right + enc.suffix, reads))
-    return queries
+class _Queries:
+    """Every query of a batch of items, as arrays: query j is query `query[j]` of item `item[j]`, `lengths[j]` tokens
+    long; `order` sorts them by length (stable). The inputs and reads of any subset are laid out by array operations
+    over the batch's contexts, tails and plans, each put in one flat array.
+    """
+
+    def __init__(self, items: list[MaskedItem], pad: int):
+        self.pad = pad
+        counts = np.array([len(it.plan.fills) for it in items], dtype=np.int64)
+        self.item = owners(counts)
+        self.query = spread(np.zeros(len(items), np.int64), counts)
+        self.contexts = _flat([np.asarray(it.context, dtype=np.int64) for it in items])
+        self.tails = _flat([np.asarray(it.tail, dtype=np.int64) for it in items])
+        # the batch's distinct plans, each part of a plan in one flat array with each item's query rows in it
+        plans = list({id(it.plan): it.plan for it in items}.values())
+        which = {id(p): k for k, p in enumerate(plans)}
+        plan_of = np.array([which[id(it.plan)] for it in items], dtype=np.int64)[self.item]
+        self.fills = _Part([p.fills for p in plans], plan_of, self.query)
+        self.slots = _Part([p.slots for p in plans], plan_of, self.query)
+        self.reads_of = _Part([p.reads for p in plans], plan_of, self.query)
+        read_base = self.reads_of.base  # each plan's reads: their rows were numbered from 0
+        self.read_slot = np.concatenate([p.read_slot for p in plans])
+        self.read_token = np.concatenate([p.read_token for p in plans])
+        self.read_place = np.concatenate([p.read_place for p in plans])
+        self.reads_of.flat = self.reads_of.flat + np.repeat(read_base[:-1], [len(p.reads.ids) for p in plans])
+        self.n_context = self.contexts.lengths[self.item]
+        self.n_tail = self.tails.lengths[self.item]
+        self.lengths = self.n_context + self.fills.lengths + self.n_tail
+        self.order = np.argsort(self.lengths, kind="stable")
+        # where each item's candidate tokens start in the batch's one layout
+        self.place_base = _flat([it.candidates.ids for it in items]).starts
+
+    def inputs(self, queries: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded input ids and attention mask of `queries`: context, fill, right text and closing tokens."""
+        import torch
+
+        a, b, c = self.n_context[queries], self.fills.lengths[queries], self.n_tail[queries]
+        items = self.item[queries]
+        width = int(self.lengths[queries].max())
+        ids = np.full((len(queries), width), self.pad, dtype=np.int64)
+        ids[owners(a), spread(np.zeros_like(a), a)] = self.contexts.gather(items)
+        ids[owners(b), spread(a, b)] = self.fills.gather(queries)
+        ids[owners(c), spread(a + b, c)] = self.tails.gather(items)
+        attn = (np.arange(width)[None, :] < self.lengths[queries][:, None]).astype(np.int64)
+        return torch.from_numpy(ids), torch.from_numpy(attn)
+
+    def reads(self, queries: np.ndarray) -> tuple[np.ndarray, ...]:
+        """For `queries`: the (row, position) of each distinct slot, in order, then per read the index of its slot
+        in that list, its token and its place in the batch's candidate-token layout.
+        """
+        n_slots = self.slots.lengths[queries]
+        rows = owners(n_slots)
+        positions = self.n_context[queries][rows] + self.slots.gather(queries)
+        n_reads = self.reads_of.lengths[queries]
+        owner = owners(n_reads)
+        read = self.reads_of.gather(queries)
+        slot_base = np.cumsum(n_slots) - n_slots
+        at = slot_base[owner] + self.read_slot[read]
+        places = self.place_base[self.item[queries]][owner] + self.read_place[read]
+        return rows, positions, at, self.read_token[read], places
 
 
-def _l2r(enc: Encoded, context: tuple[int, ...], mask: int) -> list[Query]:
-    """One input per distinct (filled subwords, right-hand ids): context, subwords 0..i-1, one mask, right."""
-    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, int, int, int]]] = {}
-    for c, (cand, right) in enumerate(zip(enc.candidates, enc.rights, strict=True)):
-        for i, token in enumerate(cand):
-            groups.setdefault((cand[:i], right), []).append((len(context) + i, c, i, token))
-    return [
-        Query(context + filled + (mask,) + right + enc.suffix, tuple(reads))
-        for (filled, right), reads in groups.items()
-    ]
+@dataclass
+class _Flat:
+    """Ragged rows in one flat array: row r is `flat[starts[r]:starts[r] + lengths[r]]`."""
+
+    flat: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """Rows `rows`, concatenated."""
+        out: np.ndarray = self.flat[spread(self.starts[rows], self.lengths[rows])]
+        return out
+
+
+def _flat(rows: list[np.ndarray]) -> _Flat:
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    starts = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    flat = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    return _Flat(flat, starts, lengths)
+
+
+class _Part(_Flat):
+    """One part of the batch's plans (their fills, slots or reads) as rows per query of the batch: plan k's rows at
+    `base[k]` in one flat array, query j being row `query[j]` of plan `plan_of[j]`.
+    """
+
+    def __init__(self, parts: list[TokenRows], plan_of: np.ndarray, query: np.ndarray):
+        self.base = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(p.ids) for p in parts], out=self.base[1:])
+        firsts = np.concatenate([p.starts[:-1] + b for p, b in zip(parts, self.base, strict=False)])
+        row_base = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in parts], out=row_base[1:])
+        row = row_base[plan_of] + query
+        lengths = np.concatenate([p.lengths for p in parts])
+        super().__init__(np.concatenate([p.ids for p in parts]), firsts[row], lengths[row])
 
 
 # the share of a chunk's input that may be padding before a longer query starts a new chunk
 PADDING = 0.1
 
 
-def _length_chunks(
-    queries: list[tuple[int, Query]], budget: int
-) -> Iterator[list[tuple[int, Query]]]:
-    """Consecutive chunks of `queries` (sorted by length) whose padded size (count x longest) fits `budget` and
-    holds at most `PADDING` of padding.
+def _length_chunks(lengths: np.ndarray, budget: int) -> Iterator[np.ndarray]:
+    """Consecutive chunks (index arrays into `lengths`, sorted ascending) whose padded size (count x longest) fits
+    `budget` and holds at most `PADDING` of padding.
     """
-    chunk: list[tuple[int, Query]] = []
-    real = 0
-    for query in queries:
-        length = len(query[1].ids)
-        padded = (len(chunk) + 1) * length
-        if chunk and (padded > budget or padded > (1 + PADDING) * (real + length)):
-            yield chunk
-            chunk, real = [], 0
-        chunk.append(query)
+    begin, real = 0, 0
+    for j, length in enumerate(lengths.tolist()):
+        padded = (j - begin + 1) * length
+        if j > begin and (padded > budget or padded > (1 + PADDING) * (real + length)):
+            yield np.arange(begin, j)
+            begin, real = j, 0
         real += length
-    if chunk:
-        yield chunk
+    if begin < len(lengths):
+        yield np.arange(begin, len(lengths))

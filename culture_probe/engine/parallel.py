@@ -10,12 +10,15 @@ whatever `--num_processes` says; `world()` warns when it sees that.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import warnings
 from pathlib import Path
 from typing import Any
 
+from culture_probe.engine.types import CUT_KINDS, Cuts, Truncation
+from culture_probe.errors import CultureProbeError
 from culture_probe.util import jsonl
 
 logger = logging.getLogger(__name__)
@@ -95,6 +98,56 @@ def barrier(size: int) -> None:
         import torch.distributed as dist
 
         dist.barrier()
+
+
+def raise_together(error: Exception | None, size: int) -> None:
+    """Raise on every process when any process met an error (its own where it met one, the first by rank's on the
+    others, of the same type where it can be rebuilt from its message): a process whose share held a bad request
+    would otherwise leave the others waiting in the next gather.
+    """
+    if size == 1:
+        if error is not None:
+            raise error
+        return
+    import torch.distributed as dist
+
+    parts: list[tuple[type, str] | None] = [None] * size
+    dist.all_gather_object(parts, None if error is None else (type(error), str(error)))
+    if error is not None:
+        raise error
+    met = next(((rank, part) for rank, part in enumerate(parts) if part is not None), None)
+    if met is None:
+        return
+    rank, (kind, message) = met
+    try:
+        raised = kind(message)
+    except Exception:  # noqa: BLE001 - an error type that takes other arguments
+        raised = CultureProbeError(message)
+    raise raised from RuntimeError(f"raised by process {rank} of {size}")
+
+
+def sum_truncation(before: Truncation, after: Truncation, size: int) -> Truncation:
+    """What every process's encoder cut since `before` (this process's count then; `after` its count now), added
+    to `before`: the processes prepared disjoint shares, so each one's record then counts the whole call.
+    """
+    if size == 1:
+        return after
+    import torch.distributed as dist
+
+    mine = Truncation(*(_minus(getattr(after, k), getattr(before, k)) for k in CUT_KINDS))
+    parts: list[Truncation | None] = [None] * size
+    dist.all_gather_object(parts, mine)
+    return functools.reduce(Truncation.plus, (p for p in parts if p is not None), before)
+
+
+def _minus(now: Cuts, then: Cuts) -> Cuts:
+    """The cuts counted between `then` and `now` (the largest cut: now's, an upper bound of the new ones')."""
+    return Cuts(
+        now.encoded - then.encoded,
+        now.cut - then.cut,
+        now.tokens_cut - then.tokens_cut,
+        now.max_cut,
+    )
 
 
 def gather(local: dict[int, Any], size: int) -> dict[int, Any]:

@@ -318,8 +318,8 @@ def _causal(
     """Causal: each candidate (with the right text when it is scored) continues the context."""
     tok, context = backend.tokenizer, item.context
     views = []
-    for text, path in zip(request.candidates, item.trie.paths, strict=True):
-        seq = tuple(item.trie.tokens[node] for node in path)
+    for text, path in zip(request.candidates, item.trie.paths.tuples(), strict=True):
+        seq = tuple(int(item.trie.tokens[node]) for node in path)
         reads = tuple((len(context) - 1 + j, token) for j, token in enumerate(seq))
         views.append(
             CandidateView(
@@ -336,7 +336,7 @@ def _masked(
     tok = backend.tokenizer
     inputs: list[list[ModelInput]] = [[] for _ in request.candidates]
     subwords: list[dict[int, int]] = [{} for _ in request.candidates]
-    for query in item.queries:
+    for query in item.queries():
         reads: dict[int, list[tuple[int, int]]] = {}
         for position, cand, sub, token in query.reads:
             reads.setdefault(cand, []).append((position, token))
@@ -358,7 +358,7 @@ def _seq2seq(
     assert isinstance(backend, Seq2SeqScorer)
     tok, lead = backend.tokenizer, backend.decoder_lead(options)
     views = []
-    for text, cand in zip(request.candidates, item.candidates, strict=True):
+    for text, cand in zip(request.candidates, item.candidates.tuples(), strict=True):
         reads = tuple((len(lead) - 1 + j, token) for j, token in enumerate(cand))
         decoder = ModelInput(Tokens.of(tok, lead + cand[:-1]), reads)
         views.append(CandidateView(text, Tokens.of(tok, cand), (decoder,)))

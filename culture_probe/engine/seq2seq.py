@@ -6,6 +6,8 @@ Each request's encoder runs once.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,6 +15,7 @@ import numpy as np
 
 from culture_probe.engine.backend import Backend, iter_chunks
 from culture_probe.engine.encoding import separator
+from culture_probe.engine.tokens import TokenRows, owners, padded, spread
 from culture_probe.engine.types import ScoreOptions, ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnsupportedModelError
 
@@ -24,10 +27,14 @@ SENTINELS = ("<extra_id_0>", "<extra_id_1>")
 
 @dataclass(frozen=True)
 class Seq2SeqItem:
-    """Encoder ids and, per candidate, its token ids as they appear between the sentinels."""
+    """Encoder ids and, per candidate, its token ids as they appear between the sentinels (or as the whole target)."""
 
     encoder: tuple[int, ...]
-    candidates: tuple[tuple[int, ...], ...]
+    candidates: TokenRows
+
+
+# candidate sets kept encoded (they do not depend on the context here: a target holds the candidate alone)
+ENCODED_SETS = 64
 
 
 class Seq2SeqScorer(Backend):
@@ -47,28 +54,53 @@ class Seq2SeqScorer(Backend):
                 "supports T5/mT5-style models only. Use a T5/mT5 checkpoint, or score with a causal or masked model."
             )
         self.sentinel_ids = tuple(ids)
+        self._targets: OrderedDict[tuple[tuple[str, ...], str], TokenRows] = OrderedDict()
 
-    def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Seq2SeqItem:
-        if not request.candidates:
-            self.encoder.encode(request, with_right=False)  # raises the shared EmptyCandidateError
-        if options.seq2seq_style == "plain":
-            return self._prepare_plain(request)
-        s0, s1 = SENTINELS
-        ids0, ids1 = self.sentinel_ids
-        source = tuple(
-            self.tokenizer(
-                request.left + separator(request.left, request.sep) + s0 + request.right
-            )["input_ids"]
+    def _prepare_all(
+        self, requests: Sequence[ScoreRequest], options: ScoreOptions
+    ) -> list[Seq2SeqItem]:
+        prepare = (
+            self._prepare_plain if options.seq2seq_style == "plain" else self._prepare_sentinel
         )
-        cands = []
-        for cand in request.candidates:
-            target = self.encoder.ids(f"{s0} {cand} {s1}")
-            inner = target[target.index(ids0) + 1 : target.index(ids1)]
+        return [prepare(request) for request in requests]
+
+    def _targets_of(self, candidates: tuple[str, ...], style: str) -> TokenRows:
+        """The candidates' target ids, encoded once per candidate set and style; one with none is an error."""
+        key = (candidates, style)
+        rows = self._targets.get(key)
+        if rows is not None:
+            self._targets.move_to_end(key)
+            return rows
+        if not candidates:
+            self.encoder.encode(
+                ScoreRequest("", candidates), with_right=False
+            )  # the shared EmptyCandidateError
+        if style == "plain":
+            found = self.encoder.batch_ids(list(candidates))
+        else:
+            s0, s1 = SENTINELS
+            ids0, ids1 = self.sentinel_ids
+            targets = self.encoder.batch_ids([f"{s0} {cand} {s1}" for cand in candidates])
+            found = [t[t.index(ids0) + 1 : t.index(ids1)] for t in targets]
+        for cand, inner in zip(candidates, found, strict=True):
             if not inner or not cand.strip():
                 raise EmptyCandidateError(
                     f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
                 )
-            cands.append(inner)
+        rows = self._targets[key] = TokenRows.of(found)
+        if len(self._targets) > ENCODED_SETS:
+            self._targets.popitem(last=False)
+        return rows
+
+    def _prepare_sentinel(self, request: ScoreRequest) -> Seq2SeqItem:
+        """Encoder = the sentence with the first sentinel in the slot; each candidate between the sentinels."""
+        cands = self._targets_of(request.candidates, "sentinel")
+        ids0 = self.sentinel_ids[0]
+        source = tuple(
+            self.tokenizer(
+                request.left + separator(request.left, request.sep) + SENTINELS[0] + request.right
+            )["input_ids"]
+        )
         # The slot and what follows it stay whole; only the left-hand text is cut.
         slot = source.index(ids0)
         tail = source[slot:]
@@ -82,16 +114,11 @@ class Seq2SeqScorer(Backend):
             },
             request.max_tokens,
         )
-        return Seq2SeqItem(head + tail, tuple(cands))
+        return Seq2SeqItem(head + tail, cands)
 
     def _prepare_plain(self, request: ScoreRequest) -> Seq2SeqItem:
         """Encoder = the left text (with the tokenizer's special tokens); target = the candidate's own ids."""
-        cands = self.encoder.batch_ids(list(request.candidates))
-        for cand, ids in zip(request.candidates, cands, strict=True):
-            if not ids or not cand.strip():
-                raise EmptyCandidateError(
-                    f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
-                )
+        cands = self._targets_of(request.candidates, "plain")
         suffix = self.encoder.suffix
         source = tuple(self.tokenizer(request.left)["input_ids"])
         body = (
@@ -102,10 +129,13 @@ class Seq2SeqScorer(Backend):
         head = self.encoder.fit(
             body, {"closing special tokens": len(source) - len(body)}, request.max_tokens
         )
-        return Seq2SeqItem(head + source[len(body) :], tuple(cands))
+        return Seq2SeqItem(head + source[len(body) :], cands)
 
     def _cost(self, item: Seq2SeqItem) -> int:
-        return len(item.encoder) + sum(len(c) + 1 for c in item.candidates)
+        return len(item.encoder) + len(item.candidates.ids) + len(item.candidates)
+
+    def _scored(self, item: Seq2SeqItem) -> TokenRows:
+        return item.candidates
 
     def decoder_lead(self, options: ScoreOptions) -> tuple[int, ...]:
         """The decoder ids before a candidate's: the decoder start, then (sentinel style) the first sentinel."""
@@ -114,48 +144,65 @@ class Seq2SeqScorer(Backend):
 
     def _score_batch(
         self, items: list[Seq2SeqItem], options: ScoreOptions, budget: int
-    ) -> list[list[np.ndarray]]:
+    ) -> list[np.ndarray]:
         import torch
 
         device = self.device
         pad = self.tokenizer.pad_token_id or 0
-        lead = self.decoder_lead(options)
+        lead = np.asarray(self.decoder_lead(options), dtype=np.int64)
+        # every candidate of the batch as one table: row r is candidate `cand_of[r]` of item `item_of[r]`, its ids
+        # at `starts[r]` in `flat` (which is also where its log-probs go)
+        counts = np.array([len(it.candidates) for it in items], dtype=np.int64)
+        item_of = owners(counts)
+        flat = np.concatenate([it.candidates.ids for it in items])
+        sizes = np.array([len(it.candidates.ids) for it in items], dtype=np.int64)
+        base = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=base[1:])
+        starts = np.concatenate(
+            [it.candidates.starts[:-1] + b for it, b in zip(items, base, strict=False)]
+        )
+        lengths = np.concatenate([it.candidates.lengths for it in items])
+        out = np.zeros(int(base[-1]))
         with torch.inference_mode():
             src, src_mask = _pad([it.encoder for it in items], pad, device)
             memory = self.model.get_encoder()(input_ids=src, attention_mask=src_mask)[0]
-            rows = [(i, c) for i, it in enumerate(items) for c in range(len(it.candidates))]
-            out = [[np.zeros(0)] * len(it.candidates) for it in items]
-            width = src.shape[1] + max(len(c) for it in items for c in it.candidates) + 1
-            for part in iter_chunks(len(rows), budget // width):
-                chunk = rows[part]
-                cands = [items[i].candidates[c] for i, c in chunk]
-                dec, dec_mask = _pad([lead + cand[:-1] for cand in cands], pad, device)
-                owner = torch.tensor([i for i, _ in chunk], device=device)
+            width = src.shape[1] + int(lengths.max()) + 1
+            for part in iter_chunks(len(item_of), budget // width):
+                rows = np.arange(len(item_of))[part]
+                n = lengths[rows]
+                # decoder input: the lead, then the candidate but its last token; read where each token is predicted
+                dec = np.full((len(rows), len(lead) + int(n.max()) - 1), pad, dtype=np.int64)
+                dec[:, : len(lead)] = lead
+                inner = np.maximum(n - 1, 0)
+                dec[owners(inner), spread(np.full(len(rows), len(lead), np.int64), inner)] = flat[
+                    spread(starts[rows], inner)
+                ]
+                dec_mask = (np.arange(dec.shape[1])[None, :] < (len(lead) + inner)[:, None]).astype(
+                    np.int64
+                )
+                owner = torch.from_numpy(item_of[rows]).to(device)
                 logits = self.model(
                     encoder_outputs=(memory[owner],),
                     attention_mask=src_mask[owner],
-                    decoder_input_ids=dec,
-                    decoder_attention_mask=dec_mask,
+                    decoder_input_ids=torch.from_numpy(dec).to(device),
+                    decoder_attention_mask=torch.from_numpy(dec_mask).to(device),
                 ).logits
-                for row, ((i, c), cand) in enumerate(zip(chunk, cands, strict=True)):
-                    lsm = torch.log_softmax(
-                        logits[row, len(lead) - 1 : len(lead) - 1 + len(cand)].float(), dim=-1
-                    )
-                    picked = lsm.gather(1, torch.tensor(cand, device=device)[:, None])[:, 0]
-                    out[i][c] = picked.double().cpu().numpy()
-        return out
+                at_row, at_pos = owners(n), spread(np.full(len(rows), len(lead) - 1, np.int64), n)
+                places = spread(starts[rows], n)
+                picked = torch.log_softmax(logits[at_row, at_pos].float(), dim=-1)
+                values = picked.gather(1, torch.from_numpy(flat[places]).to(device)[:, None])[:, 0]
+                out[places] = values.double().cpu().numpy()
+        return [out[a:b] for a, b in zip(base[:-1], base[1:], strict=True)]
 
 
 def _pad(
-    seqs: list[tuple[int, ...]], pad: int, device: torch.device
+    seqs: Sequence[Sequence[int]], pad: int, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-padded ids and attention mask."""
     import torch
 
-    width = max(map(len, seqs))
-    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        ids[row, : len(seq)] = torch.tensor(seq)
-        mask[row, : len(seq)] = 1
-    return ids.to(device), mask.to(device)
+    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    width = int(lengths.max())
+    ids = padded([np.asarray(s, dtype=np.int64) for s in seqs], width, pad)
+    mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)
+    return torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)

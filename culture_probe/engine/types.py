@@ -8,6 +8,7 @@ returned, never written back into requests.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +37,7 @@ SERVED = "openai:"
 REQUEST_TIMEOUT = 120.0
 MAX_RETRIES = 2
 ScoreKind = Literal["sum", "mean"]
+Ties = Literal["request", "fewer_tokens"]
 MaskedMethod = Literal["typed", "l2r"]
 Seq2SeqStyle = Literal["sentinel", "plain"]
 
@@ -53,6 +55,37 @@ def check_text(what: str, value: Any) -> None:
             f"{what} holds {value[error.start]!r} at character {error.start}, a lone surrogate that is no Unicode "
             "text: decode the source as UTF-8 (errors='replace' to keep going)."
         ) from None
+
+
+@functools.lru_cache(maxsize=256)
+def _check_candidates(candidates: tuple[str, ...]) -> None:
+    """Each candidate is text (checked once per candidate set: a benchmark asks every item the same pool)."""
+    for candidate in candidates:
+        check_text("ScoreRequest.candidates", candidate)
+
+
+@functools.lru_cache(maxsize=64)
+def code_point_places(candidates: tuple[str, ...]) -> np.ndarray:
+    """Each candidate's place in code-point order (equal strings, equal places), once per candidate set."""
+    import numpy as np
+
+    place = {text: i for i, text in enumerate(sorted(set(candidates)))}
+    return np.fromiter((place[c] for c in candidates), dtype=np.int64, count=len(candidates))
+
+
+@functools.lru_cache(maxsize=64)
+def candidate_positions(candidates: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """Each candidate text's indices in `candidates`, once per candidate set."""
+    where: dict[str, list[int]] = {}
+    for i, text in enumerate(candidates):
+        where.setdefault(text, []).append(i)
+    return {text: tuple(indices) for text, indices in where.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _candidates_json(candidates: tuple[str, ...]) -> str:
+    """The candidates as `json.dumps` writes them in a request key (once per candidate set)."""
+    return json.dumps(list(candidates), ensure_ascii=False)
 
 
 def check_prompts(prompts: Sequence[str], options: GenerateOptions) -> None:
@@ -113,26 +146,29 @@ class ScoreRequest:
             )
         for name in ("left", "right"):
             check_text(f"ScoreRequest.{name}", getattr(self, name))
-        for candidate in self.candidates:
-            check_text("ScoreRequest.candidates", candidate)
+        object.__setattr__(self, "candidates", tuple(self.candidates))
+        _check_candidates(self.candidates)
         if self.system is not None and not self.chat:
             raise InvalidValueError(
                 f"ScoreRequest(system={self.system!r}) needs chat=True: a system message only "
                 "exists in a chat template."
             )
-        object.__setattr__(self, "candidates", tuple(self.candidates))
 
     def key(self) -> str:
-        """A stable digest of the request (the cache key's request half)."""
-        fields: list = [self.left, list(self.candidates), self.right, self.sep]
-        # only when set, so the keys of plain requests (and caches built before chat) stay valid
+        """A stable digest of the request (the cache key's request half): of the JSON list [left, candidates, right,
+        sep, and the other fields only where set], so the keys of plain requests (and caches built before chat)
+        stay valid; the candidates' JSON is written once per candidate set.
+        """
+        fields: list = [self.right, self.sep]
         if self.chat:
             fields.append({"chat": True, "system": self.system})
-        if self.max_tokens is not None:  # likewise only when set
+        if self.max_tokens is not None:
             fields.append({"max_tokens": self.max_tokens})
         if self.candidate_ids != "in_context":
             fields.append({"candidate_ids": self.candidate_ids})
-        payload = json.dumps(fields, ensure_ascii=False)
+        # json.dumps([left, candidates, *fields]), item by item, the candidates' JSON written once per set
+        items = [json.dumps(self.left, ensure_ascii=False), _candidates_json(self.candidates)]
+        payload = f"[{', '.join(items + [json.dumps(f, ensure_ascii=False) for f in fields])}]"
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -180,11 +216,19 @@ class CandidateScores:
             "score kind", by, ("mean", "sum"), "Example: scores.ranking(by='mean')."
         )
 
-    def ranking(self, by: ScoreKind = "mean") -> np.ndarray:
-        """Candidate indices, best first; stable, so ties keep request order."""
+    def ranking(self, by: ScoreKind = "mean", *, ties: Ties = "request") -> np.ndarray:
+        """Candidate indices, best first. Ties keep request order, or (`ties="fewer_tokens"`, the DLAMA and FmLAMA
+        rule) go to the candidate of fewer tokens, then to the first in code-point order.
+        """
         import numpy as np
 
+        if ties == "fewer_tokens":
+            return np.lexsort((code_point_places(self.candidates), self.n_tokens, -self.scores(by)))
         return np.argsort(-self.scores(by), kind="stable")
+
+    def positions(self) -> Mapping[str, tuple[int, ...]]:
+        """Where each candidate text is in the request (its indices), worked out once per candidate set."""
+        return candidate_positions(self.candidates)
 
     def best(self, by: ScoreKind = "mean") -> str:
         """The top-ranked candidate."""

@@ -37,6 +37,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+import numpy as np
+
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.data.resources import Need
 from culture_probe.engine.types import MODEL_KINDS, CandidateScores, ModelKind, ScoreOptions
@@ -686,12 +688,22 @@ def cloze_probe(
 
 def ranked_candidates(scores: CandidateScores, by: Literal["mean", "sum"] = "mean") -> list[str]:
     """Candidates best first; ties go to fewer tokens, then code-point order (DLAMA/FmLAMA rule)."""
-    values = scores.scores(by)
-    order = sorted(
-        range(len(scores.candidates)),
-        key=lambda i: (-float(values[i]), int(scores.n_tokens[i]), scores.candidates[i]),
-    )
-    return [scores.candidates[i] for i in order]
+    return [scores.candidates[i] for i in scores.ranking(by, ties="fewer_tokens").tolist()]
+
+
+def ranks_of(scores: CandidateScores, order: Any, texts: Sequence[str]) -> list[int | None]:
+    """The rank (1 = first) in `order` (candidate indices, best first, maybe fewer than all) of each of `texts`, None
+    where it is not ranked; a text given twice among the candidates has the rank of its later place, as a ranking
+    read into a {candidate: rank} mapping gives it.
+    """
+    places = np.zeros(len(scores.candidates), dtype=np.int64)
+    places[order] = np.arange(1, len(order) + 1)
+    where = scores.positions()
+    out = []
+    for text in texts:
+        found = [int(places[i]) for i in where.get(text, ()) if places[i]]
+        out.append(max(found) if found else None)
+    return out
 
 
 def all_scores(output: CandidateScores) -> dict[str, list[Any]]:

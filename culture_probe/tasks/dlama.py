@@ -40,7 +40,6 @@ from culture_probe.tasks.base import (
     all_scores,
     cloze_probe,
     missing_id,
-    ranked_candidates,
     split_slot,
 )
 from culture_probe.tasks.deviations import Deviation, Scope
@@ -287,22 +286,23 @@ class DlamaTask(Task):
         if isinstance(probe, GenerateProbe):
             reply = str(output).strip()
             return {"reply": reply, **answer_matches(reply, probe.meta["gold"])}
-        ranking = ranked_candidates(output, self.options.score)
-        scores = dict(
-            zip(output.candidates, output.scores(self.options.score).tolist(), strict=True)
-        )
+        by = self.options.score
+        order = output.ranking(by, ties="fewer_tokens")
+        top = [output.candidates[i] for i in order[:TOP_K].tolist()]
+        values, where = output.scores(by), output.positions()
         fields = {
-            "prediction": ranking[0],
-            "top": ranking[:TOP_K],
-            "top_scores": [round(scores[c], 6) for c in ranking[:TOP_K]],
-            "n_candidates": len(ranking),
-            **self._aligned_ranking(probe.meta, ranking),
+            "prediction": top[0],
+            "top": top,
+            # a candidate text given twice shows its later score, as a {candidate: score} mapping does
+            "top_scores": [round(float(values[where[c][-1]]), 6) for c in top],
+            "n_candidates": len(order),
+            **self._aligned_ranking(probe.meta, (output.candidates[i] for i in order.tolist())),
         }
         if self.options.keep_scores:
             fields["scores"] = all_scores(output)
         return fields
 
-    def _aligned_ranking(self, meta: Mapping[str, Any], ranking: Sequence[str]) -> RecordFields:
+    def _aligned_ranking(self, meta: Mapping[str, Any], ranking: Iterable[str]) -> RecordFields:
         """What consistency across languages needs of a ranking (docs/consistency.md): its first `RANKING_DEPTH`
         aligned candidates as QIDs, how many there are, and which set they come from.
         """

@@ -37,7 +37,7 @@ from culture_probe.tasks.base import (
     Task,
     all_scores,
     cloze_probe,
-    ranked_candidates,
+    ranks_of,
     split_slot,
 )
 from culture_probe.tasks.deviations import Deviation, Scope
@@ -348,17 +348,16 @@ class FmlamaTask(Task):
             }
         # F2: v1's masked path only
         cap = self.options.max_candidate_tokens if self.kind == "masked" else None
-        ranking = ranked_candidates(output)
+        order = output.ranking("mean", ties="fewer_tokens")
         if cap is not None:
-            tokens = dict(zip(output.candidates, output.n_tokens.tolist(), strict=True))
-            ranking = [c for c in ranking if tokens[c] <= cap]
-        rank = {c: i for i, c in enumerate(ranking, 1)}
+            order = order[output.n_tokens[order] <= cap]
         gold = probe.meta["gold"]
+        top = [output.candidates[i] for i in order[: len(set(gold)) + TOP_K].tolist()]
         fields: RecordFields = {
-            "prediction": ranking[0] if ranking else None,
-            "top": ranking[: len(set(gold)) + TOP_K],
-            "gold_ranks": [rank.get(g) for g in gold],
-            "n_candidates": len(ranking),
+            "prediction": top[0] if top else None,
+            "top": top,
+            "gold_ranks": ranks_of(output, order, gold),
+            "n_candidates": len(order),
         }
         if self.options.keep_scores:
             fields["scores"] = all_scores(output)

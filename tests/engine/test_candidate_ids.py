@@ -25,13 +25,13 @@ def test_alone_and_piece_ids_are_what_the_upstream_calls_give(tokenizer):
     kind, tok = tokenizer
     encoder = Encoder(tok)
     left = "the answer is"
-    in_context = encoder.encode(ScoreRequest(left, ("a", "b")), with_right=False).candidates
+    in_context = encoder.encode(ScoreRequest(left, ("a", "b")), with_right=False).candidates.tuples()
     alone = encoder.encode(
         ScoreRequest(left, ("a", "b"), candidate_ids="alone"), with_right=False
-    ).candidates
+    ).candidates.tuples()
     piece = encoder.encode(
         ScoreRequest(left, ("a", "b"), candidate_ids="piece"), with_right=False
-    ).candidates
+    ).candidates.tuples()
     assert alone == tuple(tuple(tok(c, add_special_tokens=False)["input_ids"]) for c in ("a", "b"))
     assert piece == tuple((tok.convert_tokens_to_ids(c),) for c in ("a", "b"))
     marker = "Ġ" if kind == "bpe" else "▁"

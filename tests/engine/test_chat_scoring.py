@@ -147,6 +147,37 @@ def test_plain_request_keys_are_unchanged():
     )
 
 
+texts = st.sampled_from(["", "a, b", 'q"x', "é, ", "\\n", ", ", "[1]", "日本", "tab\there", "x"])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    left=texts,
+    candidates=st.lists(texts, min_size=1, max_size=4),
+    right=texts,
+    sep=st.sampled_from([None, "", " "]),
+    chat=st.booleans(),
+    max_tokens=st.sampled_from([None, 5]),
+    candidate_ids=st.sampled_from(["in_context", "alone", "piece"]),
+)
+def test_every_request_key_is_the_sha256_of_its_json_list(
+    left, candidates, right, sep, chat, max_tokens, candidate_ids
+):
+    """The key writes the candidates' JSON once per candidate set; it is still the digest of the one JSON list."""
+    request = ScoreRequest(
+        left, candidates, right, sep, chat, "s, t" if chat else None, max_tokens, candidate_ids
+    )
+    fields = [left, candidates, right, sep]
+    if chat:
+        fields.append({"chat": True, "system": "s, t"})
+    if max_tokens is not None:
+        fields.append({"max_tokens": max_tokens})
+    if candidate_ids != "in_context":
+        fields.append({"candidate_ids": candidate_ids})
+    payload = json.dumps(fields, ensure_ascii=False).encode("utf-8")
+    assert request.key() == hashlib.sha256(payload).hexdigest()
+
+
 def test_cached_chat_scores_follow_the_chat_template(tmp_path):
     """A chat template is not part of the tokenizer hash, so the cache must not serve one template's scores
     for another."""

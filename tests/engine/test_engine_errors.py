@@ -89,11 +89,22 @@ def test_every_request_is_validated_before_any_scoring(forwards):
     assert forwards == []
 
 
-def test_a_bad_request_in_another_process_shard_raises_on_this_one(forwards, monkeypatch):
-    """Rank 0 of 2 would score requests 0 and 2 only; it must still refuse request 1, which rank 1 refuses too,
-    rather than wait in the gather for a rank that failed."""
+def test_a_bad_request_in_another_process_share_raises_on_this_one(forwards, monkeypatch):
+    """Rank 0 of 2 prepares requests 0 and 2 only; rank 1 meets the bad request 1 in its share and says so in the
+    gather every process joins before scoring: rank 0 raises the same error instead of waiting, having run nothing.
+    """
+    import torch.distributed as dist
+
     monkeypatch.setattr(parallel, "world", lambda: (0, 2))
     monkeypatch.setattr(parallel, "barrier", lambda size: None)
-    with pytest.raises(EmptyCandidateError, match="Candidate ' ' tokenizes to nothing"):
+    heard = []
+
+    def all_gather_object(parts, mine):
+        heard.append(mine)
+        parts[:] = [mine, (EmptyCandidateError, "Candidate ' ' tokenizes to nothing (rank 1)")]
+
+    monkeypatch.setattr(dist, "all_gather_object", all_gather_object)
+    with pytest.raises(EmptyCandidateError, match=r"Candidate ' ' tokenizes to nothing \(rank 1\)"):
         Scorer(*tiny("gpt2", "bpe")).score([GOOD[0], BAD, GOOD[1]])
+    assert heard == [None]  # rank 0's own share was fine
     assert forwards == []

@@ -289,21 +289,6 @@ def test_tokenizers_that_encode_in_python_keep_their_own_encoding():
     np.testing.assert_allclose(got.sum_logprob, shouted.sum_logprob, atol=1e-6, rtol=0)
 
 
-def test_trie_rows_hold_every_inner_node_once_with_its_ancestors():
-    from culture_probe.engine.causal import Trie, _pack
-
-    trie = Trie.build([(1, 2, 3), (1, 2, 4, 5), (1, 6), (7,), (7, 8, 9), (1, 2, 3)])
-    inner = {n for n, kids in enumerate(trie.children) if kids}
-    for room in (1, 2, 3, 100):
-        rows = _pack(trie, room)
-        owned = [n for nodes, flags in rows for n, own in zip(nodes, flags, strict=True) if own]
-        assert sorted(owned) == sorted(inner)
-        for nodes, _ in rows:
-            for k, n in enumerate(nodes):
-                parent = trie.parents[n]
-                assert parent < 0 or parent in nodes[:k]  # ancestors come first, in the same row
-
-
 def test_candidate_scores_compare_by_value_and_are_unhashable():
     from culture_probe.engine import CandidateScores
 
