@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +19,7 @@ import numpy as np
 
 from culture_probe.engine import parallel
 from culture_probe.engine.cache import ScoreCache, cache_path, identity_digest
-from culture_probe.engine.encoding import Encoder, model_max_length
+from culture_probe.engine.encoding import Encoder, Tally, model_max_length
 from culture_probe.engine.tokens import TokenRows, row_sums
 from culture_probe.engine.types import (
     CandidateScores,
@@ -80,6 +82,15 @@ class Backend:
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
         self.cache_path = cache_path(cache, cache_dir, self.identity)
+        # requests prepared ahead (`prefetch`): their keys, options and the preparation under way
+        self._ahead: (
+            tuple[tuple[str, ...], ScoreOptions, Future[tuple[list[Any], Tally]]] | None
+        ) = None
+        self._worker: ThreadPoolExecutor | None = None
+        # one preparation at a time (ahead or not): the encoder's memo and the tokenizer are shared
+        self.preparing = threading.RLock()
+        # called with the number of requests (or prompts) each batch completes (`reporting`)
+        self._report: Callable[[int], None] | None = None
         self._check_model()
 
     # ---- the hooks a backend writes -------------------------------------------------------------------------
@@ -130,16 +141,7 @@ class Backend:
         """
         options = self._check_options(make_options(ScoreOptions, options, fields))
         requests = list(requests)
-        if self.kind != "causal" and any(r.chat for r in requests):
-            raise UnsupportedModelError(
-                f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
-                f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model."
-            )
-        if self.kind == "seq2seq" and any(r.candidate_ids != "in_context" for r in requests):
-            raise UnsupportedModelError(
-                "ScoreRequest(candidate_ids='alone'/'piece') reproduces masked and causal probes; a seq2seq model "
-                "scores its candidates inside sentinel spans. Leave candidate_ids at 'in_context' for this model."
-            )
+        self._check_requests(requests)
         keys = [self._key(r) for r in requests]
         rank, size = parallel.world()
         cache = self._open_cache(options)
@@ -153,30 +155,84 @@ class Backend:
         )
         # every process has read the cache before any writes to it: same shards
         parallel.barrier(size)
-        distinct = sorted({key: i for i, key in enumerate(keys)}.values())
-        todo = [i for i in distinct if keys[i] not in done]
-        # Each process prepares its share only: of the requests to score, and of those the cache held (prepared
-        # too, so that the truncation record counts every context whatever the cache held). A bad request is raised
-        # by every process alike, not only by the one that met it while the others wait in the gather.
-        mine = todo[rank::size]
-        counted = [i for i in distinct if keys[i] in done][rank::size]
+        # Each process prepares its share of the distinct requests only, those the cache holds too (so that the
+        # truncation record counts every context whatever the cache held), and scores what of it the cache lacks.
+        # A bad request is raised by every process alike, not only by the one that met it while the others wait.
+        mine = _distinct(keys)[rank::size]
         before = self.encoder.truncation
         try:
-            items = dict(
-                zip(mine, self._prepare_all([requests[i] for i in mine], options), strict=True)
+            prepared = dict(
+                zip(mine, self._prepared([requests[i] for i in mine], options), strict=True)
             )
-            self._prepare_all([requests[i] for i in counted], options)
             error = None
         except Exception as raised:  # noqa: BLE001 - every process must hear of it
             error = raised
         parallel.raise_together(error, size)
         self.encoder.truncation = parallel.sum_truncation(before, self.encoder.truncation, size)
+        items = {i: item for i, item in prepared.items() if keys[i] not in done}
         with fused_activations(self.model):
             local = self._score_items(requests, items, options, cache, progress and rank == 0)
         done.update({keys[i]: value for i, value in parallel.gather(local, size).items()})
         if cache is not None:
             cache.close()
         return [_view(done[key], options.keep_tokens) for key in keys]
+
+    def _check_requests(self, requests: Sequence[ScoreRequest]) -> None:
+        """Refuse requests this model's kind cannot score, before any is prepared."""
+        if self.kind != "causal" and any(r.chat for r in requests):
+            raise UnsupportedModelError(
+                f"ScoreRequest(chat=True) scores a candidate as the reply to a chat prompt, which needs a causal "
+                f"model; this one is {self.kind}. Use chat=False (the plain left/right slot) for this model."
+            )
+        if self.kind == "seq2seq" and any(r.candidate_ids != "in_context" for r in requests):
+            raise UnsupportedModelError(
+                "ScoreRequest(candidate_ids='alone'/'piece') reproduces masked and causal probes; a seq2seq model "
+                "scores its candidates inside sentinel spans. Leave candidate_ids at 'in_context' for this model."
+            )
+
+    def prefetch(
+        self, requests: Sequence[ScoreRequest], options: ScoreOptions | None = None, **fields: Any
+    ) -> None:
+        """Prepare, in the background, this process's share of the requests of the next `score` call (tokenizing,
+        fitting, laying out), while the model runs the current one: that call then finds them prepared. One call
+        ahead at most; a call that asks something else prepares its own, and what was prepared ahead is dropped
+        uncounted (cuts are counted when prepared items are used, `Encoder.apart`).
+        """
+        options = self._check_options(make_options(ScoreOptions, options, fields))
+        requests = list(requests)
+        self._check_requests(requests)
+        keys = [self._key(r) for r in requests]
+        rank, size = parallel.world()
+        mine = [requests[i] for i in _distinct(keys)[rank::size]]
+        if self._ahead is not None:
+            self._ahead[2].cancel()
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="culture-probe-prepare")
+        future = self._worker.submit(self._prepare_apart, mine, options)
+        self._ahead = (tuple(self._key(r) for r in mine), options, future)
+
+    def _prepare_apart(
+        self, requests: list[ScoreRequest], options: ScoreOptions
+    ) -> tuple[list[Any], Tally]:
+        """`_prepare_all` of requests prepared ahead, with what the encoder cut counted apart."""
+        with self.preparing, self.encoder.apart() as tally:
+            return self._prepare_all(requests, options), tally
+
+    def _prepared(self, requests: list[ScoreRequest], options: ScoreOptions) -> list[Any]:
+        """The work items of `requests`: prepared ahead (`prefetch`) when they were, else now."""
+        ahead, self._ahead = self._ahead, None
+        if (
+            ahead is not None
+            and ahead[0] == tuple(self._key(r) for r in requests)
+            and ahead[1] == options
+        ):
+            items, tally = ahead[2].result()
+            self.encoder.absorb(tally)
+            return items
+        if ahead is not None:
+            ahead[2].cancel()
+        with self.preparing:
+            return self._prepare_all(requests, options)
 
     def _check_options(self, options: ScoreOptions) -> ScoreOptions:
         """A rule this model's kind cannot follow is an error (never silently ignored: it would also split the
@@ -298,7 +354,20 @@ class Backend:
                 continue
             self.tokens_run += sum(costs[i] for i in batch)
             yield batch, out
+            if self._report is not None:
+                self._report(len(batch))
             order = order[len(batch) :]
+
+    @contextmanager
+    def reporting(self, callback: Callable[[int], None]) -> Iterator[None]:
+        """Within the block, call `callback(n)` as each batch completes `n` requests (or generation prompts) of the
+        call in flight: what a progress bar moves by between the calls.
+        """
+        self._report = callback
+        try:
+            yield
+        finally:
+            self._report = None
 
     def generate(
         self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any
@@ -338,6 +407,11 @@ class Backend:
             or self.auto_budget
             or (CUDA_BUDGET if self.device.type == "cuda" else CPU_BUDGET)
         )
+
+
+def _distinct(keys: list[str]) -> list[int]:
+    """The index of the last request of each distinct key, in order."""
+    return sorted({key: i for i, key in enumerate(keys)}.values())
 
 
 def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:

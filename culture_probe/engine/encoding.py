@@ -6,11 +6,12 @@ Every backend encodes through this one module, so a tokenization fix reaches all
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from culture_probe.engine.tokens import TokenRows
@@ -53,6 +54,14 @@ class Encoded:
     suffix: tuple[int, ...]
 
 
+@dataclass
+class Tally:
+    """What `Encoder.fit` counted inside `Encoder.apart`: the cuts, and the warnings it held back."""
+
+    truncation: Truncation = field(default_factory=Truncation)
+    warnings: list[tuple[str, int]] = field(default_factory=list)
+
+
 class Encoder:
     """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special tokens.
     `truncation` counts what `fit` cut since the encoder was made or `recording` last began.
@@ -88,6 +97,7 @@ class Encoder:
         # the word before it must hold that word too (`boundary`)
         self._marks_start = _marks_start(self._backend)
         self._encoded: OrderedDict[tuple[Any, ...], TokenRows] = OrderedDict()
+        self._apart = threading.local()  # a thread's `Tally` while it prepares ahead (`apart`)
 
     def ids(self, text: str) -> tuple[int, ...]:
         """Token ids of `text` without special tokens."""
@@ -317,7 +327,7 @@ class Encoder:
         room = sum(rest.values())
         max_length = min((n for n in (self.max_length, limit) if n is not None), default=None)
         if max_length is None or len(context) + room <= max_length:
-            self.truncation = self.truncation.add(kind, 0)
+            self._count(kind, 0)
             return context
         keep = max_length - room - len(self.prefix)
         if keep < 1:
@@ -331,12 +341,42 @@ class Encoder:
             )
         head = len(self.prefix) if context[: len(self.prefix)] == self.prefix else 0
         fitted = context[:head] + context[len(context) - keep :]
-        self.truncation = self.truncation.add(kind, len(context) - len(fitted))
+        self._count(kind, len(context) - len(fitted))
         self._warn(kind, max_length)
         return fitted
 
+    def _count(self, kind: str, tokens_cut: int) -> None:
+        """Count one fitted input, in the tally of the block it is prepared in apart, if any (`apart`)."""
+        tally = getattr(self._apart, "tally", None)
+        if tally is None:
+            self.truncation = self.truncation.add(kind, tokens_cut)
+        else:
+            tally.truncation = tally.truncation.add(kind, tokens_cut)
+
+    @contextmanager
+    def apart(self) -> Iterator[Tally]:
+        """Count (and hold back the warnings of) what this thread fits inside the block in a `Tally` of its own, not
+        in `truncation`: inputs prepared ahead of their turn (`Backend.prefetch`) are counted once they are used
+        (`absorb`), so a run stopped before that never counts them.
+        """
+        self._apart.tally = Tally()
+        try:
+            yield self._apart.tally
+        finally:
+            self._apart.tally = None
+
+    def absorb(self, tally: Tally) -> None:
+        """Count what a block prepared apart fitted, and give the warnings it held back."""
+        self.truncation = self.truncation.plus(tally.truncation)
+        for kind, max_length in tally.warnings:
+            self._warn(kind, max_length)
+
     def _warn(self, kind: str, max_length: int) -> None:
         """Say once per kind of input (per `recording`) that one was cut, naming the recording's label."""
+        tally = getattr(self._apart, "tally", None)
+        if tally is not None:
+            tally.warnings.append((kind, max_length))
+            return
         if kind in self._warned:
             return
         self._warned.add(kind)

@@ -75,8 +75,10 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
         return []
     texts, specials = prompt_texts(scorer, prompts, options)
     distinct = list(dict.fromkeys(texts))
-    # Every process tokenizes (and fits) every prompt, cached or not: the truncation record counts them all.
-    ids = prompt_ids(scorer, distinct, specials, options.max_new_tokens)
+    # Every process tokenizes (and fits) every prompt, cached or not: the truncation record counts them all. (Not
+    # while requests are prepared ahead in the background: the tokenizer is shared.)
+    with scorer.preparing:
+        ids = prompt_ids(scorer, distinct, specials, options.max_new_tokens)
     rank, size = parallel.world()
     local: dict[int, str] = {}  # what this process generated, by position in `distinct`
 

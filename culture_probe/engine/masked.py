@@ -271,10 +271,11 @@ class MaskedScorer(Backend):
                 f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
                 "one right text per left text (or none)."
             )
-        inputs = [
-            self._mask_input(left, right, options.sep)
-            for left, right in zip(lefts, rights, strict=True)
-        ]
+        with self.preparing:  # not while requests are prepared ahead: the encoder is shared
+            inputs = [
+                self._mask_input(left, right, options.sep)
+                for left, right in zip(lefts, rights, strict=True)
+            ]
         found: dict[int, list[tuple[str, float]]] = {}
 
         def run(batch: list[int], _budget: int) -> list[list[tuple[str, float]]]:
@@ -371,7 +372,9 @@ class _Queries:
         self.read_slot = np.concatenate([p.read_slot for p in plans])
         self.read_token = np.concatenate([p.read_token for p in plans])
         self.read_place = np.concatenate([p.read_place for p in plans])
-        self.reads_of.flat = self.reads_of.flat + np.repeat(read_base[:-1], [len(p.reads.ids) for p in plans])
+        self.reads_of.flat = self.reads_of.flat + np.repeat(
+            read_base[:-1], [len(p.reads.ids) for p in plans]
+        )
         self.n_context = self.contexts.lengths[self.item]
         self.n_tail = self.tails.lengths[self.item]
         self.lengths = self.n_context + self.fills.lengths + self.n_tail

@@ -125,7 +125,9 @@ def row_sums(values: np.ndarray, rows: TokenRows) -> np.ndarray:
 PAIRWISE = 8
 
 
-def _sum_plan(rows: TokenRows) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+def _sum_plan(
+    rows: TokenRows,
+) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """(the short rows, their elements' indices padded with an index past the end, and per longer length its rows
     with their elements' indices).
     """

@@ -5,7 +5,7 @@ one engine call per kind and options; only rank 0 writes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol, TypeGuard
 
 from culture_probe import rundir
@@ -28,6 +28,8 @@ from culture_probe.tasks.probes import (
 )
 
 CHUNK = 64  # probes per engine call: the unit of progress, of incremental writing and of resumption
+# one engine call of a stage: (its chunk, the probe kind, the options, the chunk's probes it asks)
+Call = tuple[int, type, Any, list[int]]
 
 
 def barrier() -> None:
@@ -165,18 +167,45 @@ def _answers(
     probes: list[Probe], scorer: ScorerProtocol | None, progress: bool, label: str
 ) -> Iterator[list[tuple[Probe, Any]]]:
     """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA, labelled
-    with the config and stage (`fmlama_en main`), so that a suite's bars say which config is at 21%.
+    with the config and stage (`fmlama_en main`), so that a suite's bars say which config is at 21%. The bar moves
+    as the engine finishes each batch (`reporting`, where the scorer reports), not only at each chunk's end; the
+    next engine call's requests are prepared while the model runs the current one (`prefetch`, where it can).
     """
     from tqdm.auto import tqdm
 
     bar = tqdm(
         total=len(probes), desc=label, unit="probe", disable=not progress or not is_main_process()
     )
+    chunks = [probes[start : start + CHUNK] for start in range(0, len(probes), CHUNK)]
+    calls: list[Call] = [
+        (c, kind, options, indices)
+        for c, chunk in enumerate(chunks)
+        for (kind, options), indices in _groups(chunk)
+    ]
+    moved = [0]
+
+    def advance(n: int) -> None:
+        moved[0] += n
+        bar.update(n)
+
+    reporting = getattr(scorer, "reporting", None)
     try:  # closed on an error too, so that the error's line starts on a line of its own
-        for start in range(0, len(probes), CHUNK):
-            chunk = probes[start : start + CHUNK]
-            yield list(zip(chunk, _run_chunk(chunk, scorer), strict=True))
-            bar.update(len(chunk))
+        with reporting(advance) if reporting is not None else nullcontext():
+            at = 0
+            for c, chunk in enumerate(chunks):
+                outputs: list[Any] = [None] * len(chunk)
+                while at < len(calls) and calls[at][0] == c:
+                    _prefetch(scorer, calls[at + 1] if at + 1 < len(calls) else None, chunks)
+                    _, kind, options, indices = calls[at]
+                    asked = ASK[kind](scorer, [chunk[i] for i in indices], options)
+                    for i, result in zip(indices, asked, strict=True):
+                        outputs[i] = result
+                    at += 1
+                yield list(zip(chunk, outputs, strict=True))
+                # what the engine did not report: skipped probes, repeats, answers from the cache, a served model
+                if len(chunk) > moved[0]:
+                    bar.update(len(chunk) - moved[0])
+                moved[0] = 0
     finally:
         bar.close()
 
@@ -193,9 +222,9 @@ ASK: dict[type, Callable[[Any, list[Any], Any], list[Any]]] = {
 }
 
 
-def _run_chunk(chunk: list[Probe], scorer: ScorerProtocol | None) -> list[Any]:
-    """Engine outputs of one chunk, in chunk order; probes are grouped by kind and options (one engine call each),
-    and a skipped probe asks nothing (its record says why).
+def _groups(chunk: list[Probe]) -> list[tuple[tuple[type, Any], list[int]]]:
+    """The engine calls of one chunk: its probes grouped by kind and options (one call each), in order of first
+    appearance; a skipped probe asks nothing (its record says why).
     """
     groups: dict[tuple[type, Any], list[int]] = {}
     for i, probe in enumerate(chunk):
@@ -204,10 +233,17 @@ def _run_chunk(chunk: list[Probe], scorer: ScorerProtocol | None) -> list[Any]:
         if type(probe) not in ASK:
             raise CultureProbeError(f"Not a probe: {probe!r}")
         groups.setdefault((type(probe), probe.options), []).append(i)
-    outputs: list[Any] = [None] * len(chunk)
-    for (kind, options), indices in groups.items():
-        for i, result in zip(
-            indices, ASK[kind](scorer, [chunk[i] for i in indices], options), strict=True
-        ):
-            outputs[i] = result
-    return outputs
+    return list(groups.items())
+
+
+def _prefetch(scorer: ScorerProtocol | None, call: Call | None, chunks: list[list[Probe]]) -> None:
+    """Have the scorer prepare the next scoring call's requests in the background, where it can
+    (`Backend.prefetch`).
+    """
+    prefetch = getattr(scorer, "prefetch", None)
+    if prefetch is None or call is None or call[1] is not ScoreProbe:
+        return
+    c, _, options, indices = call
+    prefetch(
+        [p.request for p in (chunks[c][i] for i in indices) if isinstance(p, ScoreProbe)], options
+    )

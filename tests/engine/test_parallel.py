@@ -34,13 +34,26 @@ REQUESTS = [
 SCRIPT = """
 import json, sys
 from culture_probe.engine import Scorer, ScoreRequest, parallel
+from culture_probe.errors import EmptyCandidateError
 
 out, requests = sys.argv[1], [ScoreRequest(**r) for r in json.loads(sys.argv[2])]
-result = {d: [s.sum_logprob.tolist() for s in Scorer.from_pretrained(d, batch_tokens=16).score(requests)]
-          for d in sys.argv[3:]}
+result, prepared, cuts, refused = {}, {}, {}, {}
+for d in sys.argv[3:]:
+    scorer = Scorer.from_pretrained(d, batch_tokens=16)
+    scorer.encoder.max_length = 12  # some contexts are cut: the record must count every process's
+    asked = []
+    prepare = scorer._prepare_all
+    scorer._prepare_all = lambda rs, options: asked.extend(r.left for r in rs) or prepare(rs, options)
+    result[d] = [s.sum_logprob.tolist() for s in scorer.score(requests)]
+    prepared[d], cuts[d] = list(asked), scorer.truncation.to_json()
+    # a request only rank 1 prepares is bad: both ranks raise it, neither waits for the other
+    try:
+        scorer.score([requests[0], ScoreRequest("Korea is in", ["Asia", " "])])
+    except EmptyCandidateError as error:
+        refused[d] = str(error)
 rank, size = parallel.world()
 with open(f"{out}.{rank}", "w") as f:
-    json.dump({"world": size, "sums": result}, f)
+    json.dump({"world": size, "sums": result, "prepared": prepared, "cuts": cuts, "refused": refused}, f)
 """
 
 
@@ -91,13 +104,21 @@ def test_two_processes_equal_one(tmp_path):
         assert mine["indices"] and theirs["indices"], "a process scored nothing"
         assert not set(mine["indices"]) & set(theirs["indices"]), "a request was scored twice"
         assert sorted(mine["indices"] + theirs["indices"]) == list(range(len(REQUESTS)))
-    for model_dir in dirs:
-        single = Scorer.from_pretrained(model_dir).score(REQUESTS)
-        for rank in (0, 1):
-            got = json.loads((tmp_path / f"out.{rank}").read_text())
+    outs = [json.loads((tmp_path / f"out.{rank}").read_text()) for rank in (0, 1)]
+    for model_dir in map(str, dirs):
+        one = Scorer.from_pretrained(model_dir)
+        one.encoder.max_length = 12
+        single = one.score(REQUESTS)
+        for got in outs:
             assert got["world"] == 2
-            for sums, want in zip(got["sums"][str(model_dir)], single, strict=True):
+            for sums, want in zip(got["sums"][model_dir], single, strict=True):
                 np.testing.assert_allclose(sums, want.sum_logprob, atol=1e-5, rtol=0)
+            # every process counts what all of them cut, as one process does
+            assert got["cuts"][model_dir] == one.truncation.to_json()
+            assert got["refused"][model_dir].startswith("Candidate ' ' tokenizes to nothing")
+        # each process prepared its own share of the requests, none twice
+        mine, theirs = (got["prepared"][model_dir] for got in outs)
+        assert mine and theirs and sorted(mine + theirs) == sorted(r.left for r in REQUESTS)
 
 
 GENERATE = """
