@@ -25,7 +25,9 @@ def test_alone_and_piece_ids_are_what_the_upstream_calls_give(tokenizer):
     kind, tok = tokenizer
     encoder = Encoder(tok)
     left = "the answer is"
-    in_context = encoder.encode(ScoreRequest(left, ("a", "b")), with_right=False).candidates.tuples()
+    in_context = encoder.encode(
+        ScoreRequest(left, ("a", "b")), with_right=False
+    ).candidates.tuples()
     alone = encoder.encode(
         ScoreRequest(left, ("a", "b"), candidate_ids="alone"), with_right=False
     ).candidates.tuples()

@@ -76,7 +76,9 @@ def test_array_trie_and_rows_equal_the_dictionary_trie_and_the_greedy_rows(seqs,
     assert list(trie.paths.tuples()) == paths
     assert trie.inner == sum(1 for c in children if c)
     rows = trie.packed(room)
-    assert [(r.nodes.tolist(), r.owned.tolist()) for r in rows] == greedy_rows(parents, children, room)
+    assert [(r.nodes.tolist(), r.owned.tolist()) for r in rows] == greedy_rows(
+        parents, children, room
+    )
     for r in rows:
         nodes = r.nodes.tolist()
         for k, n in enumerate(nodes):
@@ -100,7 +102,12 @@ def test_every_inner_node_is_owned_once_and_read_with_its_children():
     inner = set(np.flatnonzero(trie.has_children).tolist())
     for room in (1, 2, 3, 100):
         rows = trie.packed(room)
-        owned = [n for r in rows for n, own in zip(r.nodes.tolist(), r.owned.tolist(), strict=True) if own]
+        owned = [
+            n
+            for r in rows
+            for n, own in zip(r.nodes.tolist(), r.owned.tolist(), strict=True)
+            if own
+        ]
         assert sorted(owned) == sorted(inner)
         read = [kid for r in rows for kid in r.reads.ids.tolist()]
         # every node but the tops is read once where its parent is owned; the tops from the context (row 0)

@@ -63,7 +63,8 @@ class Reporting:
 def probes(n: int):
     options = ScoreOptions()
     out = [
-        ScoreProbe(f"item{i}", ScoreRequest(f"left {i}", ("a",)), options, meta={}) for i in range(n)
+        ScoreProbe(f"item{i}", ScoreRequest(f"left {i}", ("a",)), options, meta={})
+        for i in range(n)
     ]
     out[3] = Skipped("item3", "no data", meta={})
     return out
