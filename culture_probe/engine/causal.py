@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from culture_probe.engine.backend import Backend, iter_chunks, logprobs_at
+from culture_probe.engine.encoding import Encoded
 from culture_probe.engine.tokens import TokenRows, owners, spread
 from culture_probe.engine.trie import PackedRow, Trie
 from culture_probe.engine.types import ScoreOptions, ScoreRequest
@@ -32,10 +33,46 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CausalItem:
-    """A request ready to score: context ids and the trie of its continuations."""
+    """A request ready to score: context ids, the trie of its continuations and the token of each node (the trie's
+    own, or this request's in a trie shared by the requests whose continuations differ only in their tokens).
+    """
 
     context: tuple[int, ...]
     trie: Trie
+    tokens: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Chained:
+    """The trie of a candidate set each followed by the same L right-hand tokens, with placeholders (`base`,
+    `base` + 1, ...) for those: its shape is every such request's, where no first right-hand token equals a
+    candidate token it would then merge with (`meets`, the tokens of the candidates that go on after one ends).
+    """
+
+    trie: Trie
+    base: int
+    meets: frozenset[int]
+
+    @classmethod
+    def of(cls, rows: TokenRows, length: int) -> Chained:
+        """The chained trie of `rows`, each followed by `length` placeholders."""
+        base = int(rows.ids.max()) + 1
+        trie = Trie.build(rows.then(TokenRows.repeat(range(base, base + length), len(rows))))
+        kids, parent = trie.children, np.repeat(np.arange(len(trie)), trie.children.lengths)
+        ends = set(parent[trie.tokens[kids.ids] == base].tolist())
+        meets = {
+            int(trie.tokens[k])
+            for k, p in zip(kids.ids.tolist(), parent.tolist(), strict=True)
+            if p in ends
+        }
+        return cls(trie, base, frozenset(meets - {base}))
+
+    def tokens(self, right: tuple[int, ...]) -> np.ndarray:
+        """The node tokens of the request whose right-hand ids are `right`."""
+        tokens: np.ndarray = self.trie.tokens.copy()
+        chain = tokens >= self.base
+        tokens[chain] = np.asarray(right, dtype=np.int64)[tokens[chain] - self.base]
+        return tokens
 
 
 class CausalScorer(Backend):
@@ -52,11 +89,11 @@ class CausalScorer(Backend):
             requests, self.encoder.encode_all(requests, with_right=options.score_right), strict=True
         ):
             if options.score_right and request.right:
-                # the right text's ids follow each candidate's: a trie of this request's own
-                trie = Trie.build(enc.candidates.then(enc.rights))
+                trie, tokens = _continued(enc)
                 longest = int(np.argmax(enc.candidates.lengths + enc.rights.lengths))
             else:
                 trie = enc.candidates.derive("trie", Trie.build)
+                tokens = trie.tokens
                 longest = enc.candidates.derive(
                     "longest", lambda rows: int(np.argmax(rows.lengths))
                 )
@@ -68,7 +105,7 @@ class CausalScorer(Backend):
                 },
                 request.max_tokens,
             )
-            items.append(CausalItem(context, trie))
+            items.append(CausalItem(context, trie, tokens))
         return items
 
     def _cost(self, item: CausalItem) -> int:
@@ -88,6 +125,20 @@ class CausalScorer(Backend):
         return [logp[i][it.trie.paths.ids] for i, it in enumerate(items)]
 
 
+def _continued(enc: Encoded) -> tuple[Trie, np.ndarray]:
+    """The trie and node tokens of candidates each followed by its right-hand text: the candidate set's chained trie
+    where every candidate is followed by the same ids (built once per set and length), else a trie of its own.
+    """
+    if enc.right is not None:
+        chained = enc.candidates.derive(
+            ("chained", len(enc.right)), lambda rows: Chained.of(rows, len(enc.right or ()))
+        )
+        if enc.right[0] not in chained.meets:
+            return chained.trie, chained.tokens(enc.right)
+    trie = Trie.build(enc.candidates.then(enc.rights))
+    return trie, trie.tokens
+
+
 class _Nodes:
     """The nodes of a batch's tries in one table: item i's node n is node `base[i] + n`."""
 
@@ -97,7 +148,7 @@ class _Nodes:
         np.cumsum(sizes, out=self.base[1:])
         self.item = owners(sizes)
         self.tokens = (
-            np.concatenate([it.trie.tokens for it in items]) if items else np.zeros(0, np.int64)
+            np.concatenate([it.tokens for it in items]) if items else np.zeros(0, np.int64)
         )
         kids = [it.trie.children for it in items]
         self.kid_starts = np.concatenate(
@@ -297,7 +348,7 @@ class _PackedRun:
             it = self.items[item]
             n_ctx, m = len(it.context), len(row.nodes)
             ids[b, :n_ctx] = it.context
-            ids[b, n_ctx : n_ctx + m] = it.trie.tokens[row.nodes]
+            ids[b, n_ctx : n_ctx + m] = it.tokens[row.nodes]
             positions[b, :n_ctx] = np.arange(n_ctx)
             positions[b, n_ctx : n_ctx + m] = n_ctx + row.depth
             allowed[b, :n_ctx, :n_ctx] = np.tri(n_ctx, dtype=bool)
@@ -313,20 +364,37 @@ class _PackedRun:
         reads_per_row = [r.reads.lengths for _, r in rows]
         kids = np.concatenate(kid_parts)
         owner = owners(np.concatenate(reads_per_row))
-        logits = _logits_at(
+        self.logp[kids] = _scores_at(
             self.model,
             torch_tensor(ids, self.device),
             mask,
             torch_tensor(positions, self.device),
             torch_tensor(np.concatenate(b_idx), self.device),
             torch_tensor(np.concatenate(p_idx), self.device),
-        )
-        values = logprobs_at(
-            logits,
             torch_tensor(owner, self.device),
             torch_tensor(self.nodes.tokens[kids], self.device),
         )
-        self.logp[kids] = values.double().cpu().numpy()
+
+
+def _scores_at(
+    model: Any,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    positions: torch.Tensor,
+    b_idx: torch.Tensor,
+    p_idx: torch.Tensor,
+    owner: torch.Tensor,
+    tokens: torch.Tensor,
+) -> np.ndarray:
+    """What a batch runs on the device: the forward pass, the LM head at the read positions (b_idx, p_idx), the
+    log-prob of each of `tokens` there (read `owner[j]`), as float64 on the host; the [reads, vocabulary] logits are
+    freed before it returns.
+    """
+    logits = _logits_at(model, ids, mask, positions, b_idx, p_idx)
+    values = logprobs_at(logits, owner, tokens)
+    del logits
+    out: np.ndarray = values.double().cpu().numpy()
+    return out
 
 
 def _logits_at(

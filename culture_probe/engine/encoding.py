@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from culture_probe.engine.tokens import TokenRows
 from culture_probe.engine.types import ScoreRequest, Truncation
 from culture_probe.errors import EmptyCandidateError, InputTooLongError, UnsupportedModelError
@@ -52,6 +54,8 @@ class Encoded:
     candidates: TokenRows
     rights: TokenRows
     suffix: tuple[int, ...]
+    # the right text's ids when they are the same after every candidate (a causal continuation split from each)
+    right: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -194,15 +198,20 @@ class Encoder:
             requests, parts, contexts, afters, strict=True
         ):
             cands = self.candidate_rows(request, core, lead, encoding)
-            n = len(cands)
+            n, uniform = len(cands), None
             if with_right and request.right and right_after_mask:
                 rights = TokenRows.repeat(after, n)
             elif with_right and request.right:
-                rights = TokenRows.of(
-                    self._after(
-                        [context + ids for ids in cands.tuples()],
-                        [core + lead + cand for cand in request.candidates],
-                        [request.right] * n,
+                uniform = self._right_after_split(cands, request.right)
+                rights = (
+                    TokenRows.repeat(uniform, n)
+                    if uniform is not None
+                    else TokenRows.of(
+                        self._after(
+                            [context + ids for ids in cands.tuples()],
+                            [core + lead + cand for cand in request.candidates],
+                            [request.right] * n,
+                        )
                     )
                 )
             else:
@@ -211,8 +220,44 @@ class Encoder:
             if not full:  # an empty context starts from BOS, or EOS when there is none
                 start = self.tokenizer.bos_token_id
                 full = (start if start is not None else self.tokenizer.eos_token_id,)
-            out.append(Encoded(full, cands, rights, self.suffix))
+            out.append(Encoded(full, cands, rights, self.suffix, uniform))
         return out
+
+    def _right_after_split(self, cands: TokenRows, right: str) -> tuple[int, ...] | None:
+        """The ids the right text gets after every candidate, where the tokenizer splits it from each candidate's
+        last word (worked out once per candidate set and right-hand start: `_splits`), else None (then each
+        candidate's own, the slow way). After a split, the text right of it is tokenized as it would be after any
+        other split: its ids after one candidate's last word are its ids after all.
+        """
+        ends = cands.derived.get("ends")
+        head = _HEAD.match(right)
+        if ends is None or head is None:
+            return None
+        split = cands.derive(
+            ("splits", head.group()), lambda rows: self._splits(ends, head.group())
+        )
+        if not split.all():
+            return None
+        end = ends[0]
+        known, joint = self.ids(end), self.ids(end + right)
+        if (
+            len(joint) <= len(known) or joint[: len(known)] != known
+        ):  # pragma: no cover - a split is clean
+            return None
+        return joint[len(known) :]
+
+    def _splits(self, ends: tuple[str | None, ...], head: str) -> np.ndarray:
+        """Per candidate (its last word `ends[c]`; None: unknown), whether the tokenizer splits the right text
+        starting with `head` from it: no token and no word across the place where they meet.
+        """
+        distinct = sorted({e for e in ends if e is not None})
+        if not distinct or self._backend is None:
+            return np.zeros(len(ends), dtype=bool)
+        encodings = self._backend.encode_batch(
+            [e + head for e in distinct], add_special_tokens=False
+        )
+        splits = {e: _split_at(enc, len(e)) for e, enc in zip(distinct, encodings, strict=True)}
+        return np.array([e is not None and splits.get(e, False) for e in ends], dtype=bool)
 
     def _split(self, request: ScoreRequest) -> tuple[str, str, tuple[int, ...]]:
         """(context text, the text every candidate starts with, the leading special tokens) of a request."""
@@ -265,20 +310,58 @@ class Encoder:
         when there is no context), alone, or as vocabulary pieces; a candidate with no ids is an error.
         """
         tails = [lead + cand for cand in candidates]
+        ends: tuple[str | None, ...] | None = None
         if how == "alone":
             rows = self.batch_ids(list(candidates))
         elif how == "piece":
             rows = [self.piece(cand) for cand in candidates]
-        elif after_context:
-            rows = self._after([self.ids(end)] * len(tails), [end] * len(tails), tails)
         else:
-            rows = self.batch_ids(tails)
+            rows, ends = self._in_context(end if after_context else "", tails)
         for cand, ids in zip(candidates, rows, strict=True):
             if not ids or not cand.strip():  # a blank candidate would score only the separator
                 raise EmptyCandidateError(
                     f"Candidate {cand!r} tokenizes to nothing; drop it or give a non-empty candidate."
                 )
-        return TokenRows.of(rows)
+        out = TokenRows.of(rows)
+        if ends is not None:
+            out.derived["ends"] = ends
+        return out
+
+    def _in_context(
+        self, end: str, tails: list[str]
+    ) -> tuple[list[tuple[int, ...]], tuple[str | None, ...] | None]:
+        """Each tail's ids after the context's `end` (at the start of the text when there is none), and the last
+        word of the context and tail together as it ends each (`boundary`: what the right text continues; None
+        where it is not known from the end alone, or the tail did not split cleanly from the context).
+        """
+        if self._backend is None:
+            known = [self.ids(end)] * len(tails)
+            return (
+                self._after(known, [end] * len(tails), tails) if end else self.batch_ids(tails)
+            ), None
+        known_ids = self.ids(end)
+        encodings = self._backend.encode_batch([end + t for t in tails], add_special_tokens=False)
+        rows, ends, fallback = [], [], []
+        for i, (tail, encoding) in enumerate(zip(tails, encodings, strict=True)):
+            joint = tuple(encoding.ids)
+            clean = not end or (
+                len(joint) > len(known_ids) and joint[: len(known_ids)] == known_ids
+            )
+            rows.append(joint[len(known_ids) :] if clean else ())
+            if not clean:  # a token spanned the boundary: the tail alone
+                fallback.append(i)
+            text = end + tail
+            last = self.boundary(text, encoding) if clean else None
+            # the whole text reads alike after the context's end unless the tokenizer marks a text's start there
+            fair = last is not None and (len(last) < len(text) or not end or self._fair_start(text))
+            ends.append(last if fair else None)
+        for i, ids in zip(fallback, self.batch_ids([tails[i] for i in fallback]), strict=True):
+            rows[i] = ids
+        return rows, tuple(ends)
+
+    def _fair_start(self, text: str) -> bool:
+        """Whether `text` at the start of a text is tokenized as it is after a split (nothing marks the start)."""
+        return not self._marks_start or text[:1].isspace()
 
     def boundary(self, core: str, encoding: Encoding | None) -> str:
         """The end of the context `core` that decides how a text after it is tokenized: its last word (pre-token),
@@ -444,6 +527,21 @@ def _plain_backend(tokenizer: Any) -> Tokenizer | None:
     plain.no_truncation()
     plain.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
     return plain
+
+
+# the start of a right-hand text that decides whether it splits from the text before it: its first two words
+_HEAD = re.compile(r"\s*\S+(\s+\S+)?")
+
+
+def _split_at(encoding: Encoding, at: int) -> bool:
+    """Whether `encoding` (of a text) has a split at character `at`: no token across it, and no word."""
+    left_words: set[int | None] = set()
+    right_words: set[int | None] = set()
+    for (start, stop), word in zip(encoding.offsets, encoding.word_ids, strict=True):
+        if start < at < stop:
+            return False
+        (left_words if stop <= at else right_words).add(word)
+    return not left_words & right_words
 
 
 def _marks_start(backend: Tokenizer | None) -> bool:

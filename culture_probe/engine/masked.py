@@ -225,17 +225,8 @@ class MaskedScorer(Backend):
         device = self.device
         ids, attn = batch.inputs(queries)
         rows, positions, at, tokens, places = batch.reads(queries)
-        logits = _logits_at(
-            self.model,
-            ids.to(device),
-            attn.to(device),
-            torch.from_numpy(rows).to(device),
-            torch.from_numpy(positions).to(device),
-        )
-        values = logprobs_at(
-            logits, torch.from_numpy(at).to(device), torch.from_numpy(tokens).to(device)
-        )
-        out[places] = values.double().cpu().numpy()
+        tensors = (torch.from_numpy(a).to(device) for a in (rows, positions, at, tokens))
+        out[places] = _scores_at(self.model, ids.to(device), attn.to(device), *tensors)
 
     def _padded(self, rows: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Right-padded input ids and attention mask (CPU tensors)."""
@@ -330,6 +321,25 @@ class MaskedScorer(Backend):
             [(decode([t], skip_special_tokens=True), v) for t, v in zip(toks, vals, strict=True)]
             for toks, vals in zip(tokens.tolist(), values.double().tolist(), strict=True)
         ]
+
+
+def _scores_at(
+    model: Any,
+    ids: torch.Tensor,
+    attn: torch.Tensor,
+    rows: torch.Tensor,
+    positions: torch.Tensor,
+    at: torch.Tensor,
+    tokens: torch.Tensor,
+) -> np.ndarray:
+    """What a batch runs on the device: the encoder, the LM head at the mask positions (rows, positions), the
+    log-prob of each of `tokens` at slot `at[j]`, as float64 on the host; the logits are freed before it returns.
+    """
+    logits = _logits_at(model, ids, attn, rows, positions)
+    values = logprobs_at(logits, at, tokens)
+    del logits
+    out: np.ndarray = values.double().cpu().numpy()
+    return out
 
 
 def _logits_at(

@@ -319,7 +319,7 @@ def _causal(
     tok, context = backend.tokenizer, item.context
     views = []
     for text, path in zip(request.candidates, item.trie.paths.tuples(), strict=True):
-        seq = tuple(int(item.trie.tokens[node]) for node in path)
+        seq = tuple(int(item.tokens[node]) for node in path)
         reads = tuple((len(context) - 1 + j, token) for j, token in enumerate(seq))
         views.append(
             CandidateView(

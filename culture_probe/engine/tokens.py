@@ -16,6 +16,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 T = TypeVar("T")
+# what is kept derived from one set of rows, and the entries set when the rows are made, never dropped
+DERIVED = 16
+PINNED = frozenset({"ends"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,10 +65,13 @@ class TokenRows:
         return tuple(tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
 
     def derive(self, key: Hashable, build: Callable[[TokenRows], T]) -> T:
-        """`build(self)`, computed once per `key` and kept with these rows."""
-        if key not in self.derived:
-            self.derived[key] = build(self)
-        value: T = self.derived[key]
+        """`build(self)`, computed once per `key` and kept with these rows (at most `DERIVED` of them, the least
+        recently asked dropped first: a causal request's right-hand length is part of some keys).
+        """
+        value: T = self.derived.pop(key) if key in self.derived else build(self)
+        self.derived[key] = value
+        if len(self.derived) > DERIVED:
+            del self.derived[next(k for k in self.derived if k not in PINNED)]
         return value
 
     def then(self, other: TokenRows) -> TokenRows:

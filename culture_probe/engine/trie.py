@@ -15,6 +15,10 @@ import numpy as np
 
 from culture_probe.engine.tokens import TokenRows, owners, spread
 
+# packings kept per trie (one per row length asked: a request's context length decides it), the least recently
+# asked dropped first, so that memory stays bounded however many context lengths a run meets
+PACKINGS = 32
+
 
 @dataclass(frozen=True, eq=False)
 class Trie:
@@ -117,9 +121,13 @@ class Trie:
         ancestors its first node needs (not owned: their outputs are read where they are owned), every inner node
         owned by one row; one empty row when there is no inner node.
         """
-        if room not in self.packings:
-            self.packings[room] = tuple(_pack(self, room))
-        return self.packings[room]
+        rows = self.packings.pop(room, None)
+        if rows is None:
+            rows = tuple(_pack(self, room))
+        self.packings[room] = rows  # the latest last: the least recently asked goes first
+        if len(self.packings) > PACKINGS:
+            del self.packings[next(iter(self.packings))]
+        return rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,22 +182,24 @@ def _pack(trie: Trie, room: int) -> list[PackedRow]:
 def _row(trie: Trie, nodes: np.ndarray, borrowed: int, *, first: bool) -> PackedRow:
     """The row of `nodes`, of which the first `borrowed` are ancestors owned elsewhere."""
     m = len(nodes)
-    local = np.full(len(trie), -1, dtype=np.int64)
-    local[nodes] = np.arange(m, dtype=np.int64)
+    order = np.argsort(nodes)
     above = trie.ancestors[nodes]
     k, level = np.nonzero(above >= 0)
+    # every ancestor of a row's node is in the row: its place there, found among the row's sorted nodes
     sees = np.zeros((m, m), dtype=bool)
-    sees[k, local[above[k, level]]] = True
+    sees[k, order[np.searchsorted(nodes[order], above[k, level])]] = True
     owned = np.arange(m) >= borrowed
     read_at = np.flatnonzero(owned)
-    kid_rows = [
-        trie.children.ids[trie.children.starts[n] : trie.children.starts[n + 1]]
-        for n in nodes[read_at]
-    ]
+    read = nodes[read_at]
+    lengths = trie.children.lengths[read]
+    kids = trie.children.ids[spread(trie.children.starts[read], lengths)]
     if first:
         read_at = np.append(read_at, -1)
-        kid_rows.append(trie.roots)
-    return PackedRow(nodes, owned, trie.depth[nodes], sees, read_at, TokenRows.of(kid_rows))
+        lengths = np.append(lengths, len(trie.roots))
+        kids = np.concatenate([kids, trie.roots])
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    return PackedRow(nodes, owned, trie.depth[nodes], sees, read_at, TokenRows(kids, starts))
 
 
 def gather_rows(rows: TokenRows, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

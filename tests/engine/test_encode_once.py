@@ -200,3 +200,39 @@ def test_a_last_word_glued_to_the_one_before_is_no_boundary_where_a_text_start_i
     assert enc.candidates[0] == tuple(reference_tokens(tok, "x,ab", "c", "", "")[1])
     core = encoder._backend.encode("x,ab", add_special_tokens=False)
     assert encoder.boundary("x,ab", core) == ("x,ab" if add_prefix_space else "ab")
+
+
+def test_a_right_text_split_from_every_candidate_has_one_encoding_per_request():
+    # FmLAMA's "[Y] is part of the food [X] .": the right text starts a new word after every ingredient, so its ids
+    # are the same after each, tokenized once per request (and checked against the per-candidate rule)
+    tok = tokenizer("llama3")
+    encoder = Encoder(tok)
+    pool = ("rice", "olive oil", "garlic", "sushi")
+    requests = [
+        ScoreRequest("", pool, right=f" is part of the food {d} .") for d in ("pizza", "kimchi")
+    ]
+    for request, enc in zip(requests, encoder.encode_all(requests, with_right=True), strict=True):
+        assert enc.right is not None
+        for c, cand in enumerate(pool):
+            assert enc.rights[c] == tuple(reference_tokens(tok, "", cand, request.right, None)[2])
+    glued = encoder.encode(
+        ScoreRequest("日本の首都は", ("米",), right="です", sep=""), with_right=True
+    )
+    assert glued.right is None  # no split before です: the candidate's own
+    assert glued.rights[0] == tuple(reference_tokens(tok, "日本の首都は", "米", "です", "")[2])
+
+
+def test_a_right_text_that_would_merge_into_a_longer_candidate_gets_a_trie_of_its_own():
+    # "rice" then " is here" shares " is" with the candidate "rice is": one trie of this request's own, as the
+    # reference scores it
+    import numpy as np
+    from engine_reference import reference_score, tiny
+
+    from culture_probe.engine import Scorer
+
+    model, tok = tiny("gpt2", "bpe")
+    request = ScoreRequest("The food of Japan is", ("rice", "rice is", "sushi"), right=" is here")
+    got = Scorer(model, tok).score([request], score_right=True, keep_tokens=True)[0]
+    for c, cand in enumerate(request.candidates):
+        want = reference_score(model, tok, request.left, cand, request.right, score_right=True)
+        np.testing.assert_allclose(got.token_logprobs[c], want, atol=1e-4)

@@ -5,6 +5,7 @@ did not come), and `reporting` says how far each call is, batch by batch.
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -39,7 +40,12 @@ def test_requests_prepared_ahead_score_and_count_as_those_prepared_in_turn():
         with plain.recording("x"):
             want = [plain.score(first), plain.score(second)]
             want_cut = plain.truncation
-    ahead = Scorer(model, tok, batch_tokens=64)
+    ahead = Scorer(model, tok, batch_tokens=64, ahead=True)
+    threads = []
+    prepare = ahead._prepare_all
+    ahead._prepare_all = lambda rs, o: (
+        threads.append(threading.current_thread().name) or prepare(rs, o)
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with ahead.recording("x"):
@@ -56,16 +62,27 @@ def test_requests_prepared_ahead_score_and_count_as_those_prepared_in_turn():
     # the second call's cuts were not counted while it was only prepared
     assert cut_before_second.contexts.encoded == len(first)
     assert sum("cut on the left" in str(w.message) for w in caught) == 1  # warned once, as without
+    # both calls used what was prepared in the background, and prepared nothing again
+    assert len(threads) == 2 and all(t.startswith("culture-probe-prepare") for t in threads)
 
 
 def test_what_was_prepared_for_a_call_that_did_not_come_is_never_counted():
     model, tok = short_gpt2()
     first, second = chunks()
-    scorer = Scorer(model, tok, batch_tokens=64)
+    scorer = Scorer(model, tok, batch_tokens=64, ahead=True)
     with warnings.catch_warnings(record=True):
         scorer.prefetch(second)
         scorer.score(first)  # not what was prepared: it prepares its own
     assert scorer.truncation.contexts.encoded == len(first)
+
+
+def test_nothing_is_prepared_ahead_on_a_cpu_unless_asked(monkeypatch):
+    model, tok = short_gpt2()
+    first, _ = chunks()
+    scorer = Scorer(model, tok)
+    scorer.prefetch(first)
+    assert scorer._ahead is None and scorer._worker is None
+    Scorer(model, tok, ahead=True).prefetch(first)  # asked: it does
 
 
 def test_reporting_counts_each_batch_of_requests_the_model_ran():

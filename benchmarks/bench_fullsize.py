@@ -1,0 +1,389 @@
+"""Full-size runs on tiny models, host work against model work measured in the same run (issue 45, item 5).
+
+Each workload is a real `culture_probe.run` of a benchmark config on a tiny random-weight model of a real
+architecture (2 layers, hidden 64 by default, a tokenizer of at most 8,000 tokens trained on the config's text):
+- `fmlama_masked`: fmlama_en, `--dishes` dishes (default 100: 1,000 probes x 1,287 ingredients), BERT;
+- `fmlama_causal`: the same with GPT-2 (default 30 dishes);
+- `dlama`: dlama_arab_west in full (49,070 probes, 24.6 M candidates), BERT (needs the mirror's DLAMA-v1 release);
+- `camel`: camel_co_prompts in full (1,250 probes, left-to-right masks), BERT.
+Each runs in a process of its own (so its peak memory is its own), from planning to metrics, writing its folder
+as a run does (the report aside). It prints, per workload: the stage's wall time, the time inside the model (its
+forward passes and the log-softmax at the read positions, timed by hooks), the rest as host work, their ratio, the
+host time per candidate, the tokens through the model and the peak RSS; then what the same tokens would cost one
+H100 for mBERT, XLM-R large, GPT-2 small and a 7B model (2 x non-embedding parameters x tokens, plus the LM head at
+the positions it runs at, at 400 TFLOP/s: a lower bound, attention aside) against the host time measured here.
+
+`--baseline REV` runs the same workloads with the package as it was at git revision REV (default: the commit before
+issue 45's engine, ae4b5f2; `none` to skip), prints its host time per candidate beside today's and the largest
+difference between the two engines' scores on the same inputs (0 where the arithmetic did not change). DLAMA's
+baseline runs `--baseline-limit` facts (default 2,000), the old engine taking minutes per million candidates.
+
+Targets (this project's 2-core CPU): masked FmLAMA host work at most 0.3x the model's time, causal at most 0.15x,
+and at most 3 microseconds of host work per candidate; exits 1 when one fails.
+
+    python benchmarks/bench_fullsize.py [--workloads fmlama_masked fmlama_causal dlama camel] [--dishes 100]
+        [--causal-dishes 30] [--baseline ae4b5f2|none] [--baseline-limit 2000] [--threads 2] [--layers 2]
+        [--hidden 64] [--models DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+BASELINE = "ae4b5f2"  # the engine before issue 45
+H100 = 400e12  # FLOP/s taken as one H100's ceiling
+TARGETS = {"fmlama_masked": 0.3, "fmlama_causal": 0.15}
+MAX_US_PER_CANDIDATE = 3.0
+TEXT_ROWS = 2000  # rows of a config whose strings train its tokenizer
+#: name: (non-embedding parameters, hidden size, vocabulary) of the models the projection is for
+TARGET_MODELS = {
+    "mBERT": (85e6, 768, 119_547),
+    "XLM-R large": (303e6, 1024, 250_002),
+    "GPT-2 small": (85e6, 768, 50_257),
+    "7B (Llama-2 shape)": (6.5e9, 4096, 32_000),
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    config: str
+    arch: str
+    limit: int | None = None
+
+
+@dataclass
+class Measured:
+    """What one workload's run measured."""
+
+    probes: int
+    candidates: int
+    tokens: int
+    head_rows: int
+    stage_s: float
+    model_s: float
+    wall_s: float
+    peak_rss_mb: float
+
+    @property
+    def host_s(self) -> float:
+        return self.stage_s - self.model_s
+
+    @property
+    def us_per_candidate(self) -> float:
+        return 1e6 * self.host_s / max(self.candidates, 1)
+
+
+def workloads(args: argparse.Namespace) -> dict[str, Workload]:
+    return {
+        "fmlama_masked": Workload("fmlama_en", "bert", args.dishes),
+        "fmlama_causal": Workload("fmlama_en", "gpt2", args.causal_dishes),
+        "dlama": Workload("dlama_arab_west", "bert"),
+        "camel": Workload("camel_co_prompts", "bert"),
+    }
+
+
+def data_dir(config: str) -> str | None:
+    mirror = os.environ.get("CULTURE_PROBE_MIRROR")
+    if config.startswith("dlama") and mirror:
+        return str(Path(mirror) / "manual" / "dlama" / "dlama-v1")
+    return None
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in strings(v)]
+    return []
+
+
+def model_folder(root: Path, work: Workload, layers: int, hidden: int) -> Path:
+    """A tiny model of `work`'s architecture with a tokenizer trained on the config's text (made once per folder)."""
+    from culture_probe.data.registry import resolve
+    from culture_probe.loading import load_rows
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    folder = root / f"{work.config}-{work.arch}-{layers}x{hidden}"
+    if (folder / "config.json").is_file():
+        return folder
+    rows = list(load_rows(resolve(work.config), data_dir=data_dir(work.config)))
+    texts = strings(rows[:TEXT_ROWS]) + strings(rows[:: max(1, len(rows) // TEXT_ROWS)])
+    family, kind = ("wordpiece", "masked") if work.arch == "bert" else ("bpe", "causal")
+    tokenizer = train_tokenizer(texts, family, vocab_size=8000, model_kind=kind)
+    return save_tiny(folder, work.arch, tokenizer, layers=layers, hidden=hidden, heads=4)
+
+
+def measure(work: Workload, folder: Path, scores_out: Path | None, threads: int) -> Measured:
+    """Run `work` on the model in `folder` in this process, timing the model apart (hooks), keeping the scores."""
+    import numpy as np
+    import torch
+
+    import culture_probe.engine.causal as causal
+    import culture_probe.engine.masked as masked
+    from culture_probe import run
+    from culture_probe.engine import Scorer
+    from culture_probe.runner import api
+
+    torch.set_num_threads(threads)
+    scorer = Scorer.from_pretrained(str(folder))
+    clock = {"model": 0.0, "depth": 0, "began": 0.0, "head_rows": 0}
+
+    def enter(*_: Any) -> None:
+        if clock["depth"] == 0:
+            clock["began"] = time.perf_counter()
+        clock["depth"] += 1
+
+    def leave(*_: Any) -> None:
+        clock["depth"] -= 1
+        if clock["depth"] == 0:
+            clock["model"] += time.perf_counter() - clock["began"]
+
+    modules = {id(m): m for m in [scorer.model, *scorer.model.children()]}
+    for module in modules.values():
+        module.register_forward_pre_hook(enter)
+        module.register_forward_hook(leave)
+    head = scorer.model.get_output_embeddings()
+    head.register_forward_hook(
+        lambda m, inputs, out: clock.__setitem__(
+            "head_rows", clock["head_rows"] + inputs[0].shape[0]
+        )
+    )
+    for module in (
+        masked,
+        causal,
+    ):  # a batch's device step: forward, head and log-softmax at the read positions
+        step = module._scores_at
+
+        def scores_at(*args: Any, _step: Any = step) -> Any:
+            enter()
+            try:
+                return _step(*args)
+            finally:
+                leave()
+
+        module._scores_at = scores_at
+    sums: list[np.ndarray] = []
+    asked = {"candidates": 0, "probes": 0}
+    score = scorer.score
+
+    def keeping(requests: Any, options: Any = None, **kw: Any) -> Any:
+        out = score(requests, options, **kw)
+        asked["candidates"] += sum(len(r.candidates) for r in requests)
+        asked["probes"] += len(requests)
+        sums.extend(o.sum_logprob for o in out)
+        return out
+
+    scorer.score = keeping
+    staged = {"s": 0.0}
+    execute = api.execute
+
+    def timed_execute(*args: Any, **kw: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return execute(*args, **kw)
+        finally:
+            staged["s"] = time.perf_counter() - began
+
+    api.execute = timed_execute
+    tokens = scorer.tokens_run
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        run(
+            work.config,
+            scorer,
+            limit=work.limit,
+            no_cache=True,
+            progress=False,
+            out=Path(out) / "run",
+            data_dir=data_dir(work.config),
+        )
+    wall = time.perf_counter() - began
+    if scores_out is not None:
+        np.save(scores_out, np.concatenate(sums) if sums else np.zeros(0))
+    return Measured(
+        probes=asked["probes"],
+        candidates=asked["candidates"],
+        tokens=scorer.tokens_run - tokens,
+        head_rows=clock["head_rows"],
+        stage_s=staged["s"],
+        model_s=clock["model"],
+        wall_s=wall,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+
+
+def timed(step: Any, enter: Any, leave: Any) -> Any:
+    """`step`, its time counted as the model's."""
+
+    def run(*args: Any) -> Any:
+        enter()
+        try:
+            return step(*args)
+        finally:
+            leave()
+
+    return run
+
+
+def baseline_tree(revision: str, root: Path) -> Path:
+    """The package as it was at `revision`, unpacked under `root` (git archive)."""
+    target = root / f"tree-{revision}"
+    if not (target / "culture_probe").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", revision, "culture_probe"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def in_subprocess(
+    name: str, work: Workload, folder: Path, scores: Path, tree: Path, threads: int
+) -> Measured:
+    """`measure` in a new process whose package is the one in `tree`."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
+    }
+    payload = json.dumps(
+        {**asdict(work), "folder": str(folder), "scores": str(scores), "threads": threads}
+    )
+    done = subprocess.run(
+        [sys.executable, __file__, "--measure", payload],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Measured(**json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def projection(m: Measured) -> list[str]:
+    """One H100's time for the tokens `m` ran, per target model, against the host time measured here."""
+    lines = []
+    for name, (params, hidden, vocab) in TARGET_MODELS.items():
+        device = (2 * params * m.tokens + 2 * hidden * vocab * m.head_rows) / H100
+        lines.append(
+            f"    {name:20s} device >= {device:8.2f} s   host {m.host_s:8.2f} s   host/device {m.host_s / device:8.2f}"
+        )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--measure", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--workloads", nargs="*", default=["fmlama_masked", "fmlama_causal", "dlama", "camel"]
+    )
+    parser.add_argument("--dishes", type=int, default=100)
+    parser.add_argument("--causal-dishes", type=int, default=30)
+    parser.add_argument("--baseline", default=BASELINE)
+    parser.add_argument("--baseline-limit", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument(
+        "--models", type=Path, help="a folder to keep the tiny models in between runs"
+    )
+    args = parser.parse_args()
+    if args.measure:
+        spec = json.loads(args.measure)
+        work = Workload(spec["config"], spec["arch"], spec["limit"])
+        print(
+            json.dumps(
+                asdict(measure(work, Path(spec["folder"]), Path(spec["scores"]), spec["threads"]))
+            )
+        )
+        return 0
+
+    import numpy as np
+
+    failed = []
+    with tempfile.TemporaryDirectory() as scratch:
+        root = args.models or Path(scratch)
+        root.mkdir(parents=True, exist_ok=True)
+        old = baseline_tree(args.baseline, Path(scratch)) if args.baseline != "none" else None
+        for name in args.workloads:
+            work = workloads(args)[name]
+            folder = model_folder(root, work, args.layers, args.hidden)
+            now = in_subprocess(
+                name, work, folder, Path(scratch) / f"{name}.npy", REPO, args.threads
+            )
+            ratio = now.host_s / now.model_s
+            print(
+                f"\n{name} ({work.config}, {work.arch} {args.layers}x{args.hidden}, "
+                f"{'limit ' + str(work.limit) if work.limit else 'full'}): {now.probes:,} probes, "
+                f"{now.candidates:,} candidates, {now.tokens:,} tokens through the model, "
+                f"peak RSS {now.peak_rss_mb:,.0f} MB"
+            )
+            print(
+                f"  stage {now.stage_s:.1f} s = model {now.model_s:.1f} s + host {now.host_s:.1f} s: "
+                f"host/model {ratio:.2f}, "
+                f"{now.us_per_candidate:.2f} us of host work per candidate (whole run {now.wall_s:.1f} s)"
+            )
+            target = TARGETS.get(name)
+            if target is not None and ratio > target:
+                failed.append(f"{name}: host/model {ratio:.2f} > {target}")
+            if now.us_per_candidate > MAX_US_PER_CANDIDATE:
+                failed.append(
+                    f"{name}: {now.us_per_candidate:.2f} us per candidate > {MAX_US_PER_CANDIDATE}"
+                )
+            print("  one H100 (projected):")
+            print("\n".join(projection(now)))
+            if old is None:
+                continue
+            limited = Workload(
+                work.config,
+                work.arch,
+                work.limit or (args.baseline_limit if name == "dlama" else None),
+            )
+            if limited != work:
+                same = in_subprocess(
+                    name,
+                    limited,
+                    folder,
+                    Path(scratch) / f"{name}-now-limited.npy",
+                    REPO,
+                    args.threads,
+                )
+                now_scores = np.load(Path(scratch) / f"{name}-now-limited.npy")
+            else:
+                same, now_scores = now, np.load(Path(scratch) / f"{name}.npy")
+            before = in_subprocess(
+                name, limited, folder, Path(scratch) / f"{name}-old.npy", old, args.threads
+            )
+            old_scores = np.load(Path(scratch) / f"{name}-old.npy")
+            diff = (
+                float(np.abs(old_scores - now_scores).max())
+                if len(old_scores) == len(now_scores)
+                else float("nan")
+            )
+            print(
+                f"  before ({args.baseline}{', limit ' + str(limited.limit) if limited != work else ''}): host "
+                f"{before.host_s:.1f} s, {before.us_per_candidate:.2f} us per candidate, host/model "
+                f"{before.host_s / before.model_s:.2f}; now {same.us_per_candidate:.2f} us per candidate: "
+                f"{before.us_per_candidate / same.us_per_candidate:.1f}x less host work; scores max |diff| {diff:.3g}"
+            )
+    print("\n" + ("\n".join(f"FAIL {f}" for f in failed) if failed else "PASS every target"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
