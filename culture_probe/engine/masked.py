@@ -209,24 +209,35 @@ class MaskedScorer(Backend):
 
         batch = _Queries(items, self.tokenizer.pad_token_id or 0)
         out = np.zeros(int(batch.place_base[-1]))
-        with torch.inference_mode():
-            # Shortest first, in chunks padded to their own longest input: a request's queries range from k = 1 to
-            # its longest candidate's k masks, and padding them all to the longest wasted more than half the tokens.
-            for chunk in _length_chunks(batch.lengths[batch.order], budget):
-                self._read(batch, batch.order[chunk], out)
-        return [out[a:b] for a, b in zip(batch.place_base[:-1], batch.place_base[1:], strict=True)]
-
-    def _read(self, batch: _Queries, queries: np.ndarray, out: np.ndarray) -> None:
-        """The log-prob of every read of `queries` (indices into `batch`), computed at the read positions only, put
-        in `out` (every item's candidate-token layout, one after another).
-        """
-        import torch
-
+        # Shortest first, in chunks padded to their own longest input: a request's queries range from k = 1 to its
+        # longest candidate's k masks, and padding them all to the longest wasted more than half the tokens. The
+        # inputs and reads of all of them are laid out at once, a chunk being a run of rows and of reads.
+        order = batch.order
+        rows, positions, at, tokens, places = batch.reads(order)
+        slot_at = _starts(batch.slots.lengths[order]).tolist()
+        read_at = _starts(batch.reads_of.lengths[order]).tolist()
+        lengths = batch.lengths[order]
         device = self.device
-        ids, attn = batch.inputs(queries)
-        rows, positions, at, tokens, places = batch.reads(queries)
-        tensors = (torch.from_numpy(a).to(device) for a in (rows, positions, at, tokens))
-        out[places] = _scores_at(self.model, ids.to(device), attn.to(device), *tensors)
+        # on the device once: each chunk is a slice of these
+        ids_t, lengths_t, rows_t, positions_t, at_t, tokens_t = (
+            torch.from_numpy(x).to(device)
+            for x in (batch.inputs(order), lengths, rows, positions, at, tokens)
+        )
+        columns = torch.arange(int(lengths[-1]), device=device)
+        with torch.inference_mode():
+            for a, b in _length_chunks(lengths, budget):
+                width = int(lengths[b - 1])
+                s0, s1, r0, r1 = slot_at[a], slot_at[b], read_at[a], read_at[b]
+                out[places[r0:r1]] = _scores_at(
+                    self.model,
+                    ids_t[a:b, :width].contiguous(),
+                    (columns[:width] < lengths_t[a:b, None]).long(),
+                    rows_t[s0:s1] - a,
+                    positions_t[s0:s1],
+                    at_t[r0:r1] - s0,
+                    tokens_t[r0:r1],
+                )
+        return [out[a:b] for a, b in zip(batch.place_base[:-1], batch.place_base[1:], strict=True)]
 
     def _padded(self, rows: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Right-padded input ids and attention mask (CPU tensors)."""
@@ -392,10 +403,8 @@ class _Queries:
         # where each item's candidate tokens start in the batch's one layout
         self.place_base = _flat([it.candidates.ids for it in items]).starts
 
-    def inputs(self, queries: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Right-padded input ids and attention mask of `queries`: context, fill, right text and closing tokens."""
-        import torch
-
+    def inputs(self, queries: np.ndarray) -> np.ndarray:
+        """The input ids of `queries`, right-padded: context, fill, right text and closing tokens."""
         a, b, c = self.n_context[queries], self.fills.lengths[queries], self.n_tail[queries]
         items = self.item[queries]
         width = int(self.lengths[queries].max())
@@ -403,8 +412,7 @@ class _Queries:
         ids[owners(a), spread(np.zeros_like(a), a)] = self.contexts.gather(items)
         ids[owners(b), spread(a, b)] = self.fills.gather(queries)
         ids[owners(c), spread(a + b, c)] = self.tails.gather(items)
-        attn = (np.arange(width)[None, :] < self.lengths[queries][:, None]).astype(np.int64)
-        return torch.from_numpy(ids), torch.from_numpy(attn)
+        return ids
 
     def reads(self, queries: np.ndarray) -> tuple[np.ndarray, ...]:
         """For `queries`: the (row, position) of each distinct slot, in order, then per read the index of its slot
@@ -464,16 +472,23 @@ class _Part(_Flat):
 PADDING = 0.1
 
 
-def _length_chunks(lengths: np.ndarray, budget: int) -> Iterator[np.ndarray]:
-    """Consecutive chunks (index arrays into `lengths`, sorted ascending) whose padded size (count x longest) fits
-    `budget` and holds at most `PADDING` of padding.
+def _length_chunks(lengths: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
+    """Consecutive chunks [a, b) of `lengths` (sorted ascending) whose padded size (count x longest) fits `budget`
+    and holds at most `PADDING` of padding.
     """
     begin, real = 0, 0
     for j, length in enumerate(lengths.tolist()):
         padded = (j - begin + 1) * length
         if j > begin and (padded > budget or padded > (1 + PADDING) * (real + length)):
-            yield np.arange(begin, j)
+            yield begin, j
             begin, real = j, 0
         real += length
     if begin < len(lengths):
-        yield np.arange(begin, len(lengths))
+        yield begin, len(lengths)
+
+
+def _starts(counts: np.ndarray) -> np.ndarray:
+    """Where each of consecutive runs of `counts` elements starts, and the end."""
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return starts
