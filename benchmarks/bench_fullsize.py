@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_smoke import strings  # every string inside a row
+
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "ae4b5f2"  # the engine before issue 45
 H100 = 400e12  # FLOP/s taken as one H100's ceiling
@@ -98,16 +100,6 @@ def data_dir(config: str) -> str | None:
     if config.startswith("dlama") and mirror:
         return str(Path(mirror) / "manual" / "dlama" / "dlama-v1")
     return None
-
-
-def strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in strings(v)]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in strings(v)]
-    return []
 
 
 def model_folder(root: Path, work: Workload, layers: int, hidden: int) -> Path:

@@ -386,29 +386,11 @@ def _scores_at(
     owner: torch.Tensor,
     tokens: torch.Tensor,
 ) -> np.ndarray:
-    """What a batch runs on the device: the forward pass, the LM head at the read positions (b_idx, p_idx), the
-    log-prob of each of `tokens` there (read `owner[j]`), as float64 on the host; the [reads, vocabulary] logits are
-    freed before it returns.
+    """What a batch runs on the device: the forward pass, the LM head at the read positions (b_idx, p_idx) only (so
+    [B, L, vocab] is never built), the log-prob of each of `tokens` there (read `owner[j]`), as float64 on the host;
+    the [reads, vocabulary] logits are freed before it returns. Models that post-process logits (soft-capping,
+    scaling) take the plain forward.
     """
-    logits = _logits_at(model, ids, mask, positions, b_idx, p_idx)
-    values = logprobs_at(logits, owner, tokens)
-    del logits
-    out: np.ndarray = values.double().cpu().numpy()
-    return out
-
-
-def _logits_at(
-    model: Any,
-    ids: torch.Tensor,
-    mask: torch.Tensor,
-    positions: torch.Tensor,
-    b_idx: torch.Tensor,
-    p_idx: torch.Tensor,
-) -> torch.Tensor:
-    """Logits at (b_idx, p_idx) only: the LM head runs on the selected hidden states, so [B, L, vocab] is never
-    built. Models that post-process logits (soft-capping, scaling) take the plain forward.
-    """
-    logits: torch.Tensor
     config = model.config
     head = model.get_output_embeddings()
     if (
@@ -419,9 +401,12 @@ def _logits_at(
         logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[
             b_idx, p_idx
         ]
-        return logits
-    hidden = model.base_model(
-        input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False
-    )[0]
-    logits = head(hidden[b_idx, p_idx])
-    return logits
+    else:
+        hidden = model.base_model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False
+        )[0]
+        logits = head(hidden[b_idx, p_idx])
+    values = logprobs_at(logits, owner, tokens)
+    del logits
+    out: np.ndarray = values.double().cpu().numpy()
+    return out
