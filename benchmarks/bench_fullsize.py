@@ -202,7 +202,7 @@ def busy_spans(profiled: Any, device: str) -> list[tuple[int, int]]:
         if event.device_type() != want:
             continue
         if hasattr(event, "activity_type"):  # torch >= 2.7; before it, copies are told by name
-            if event.activity_type() != kind:
+            if event.activity_type().lower() != kind:  # some kineto builds say "Kernel"
                 continue
         elif event.name().startswith(("Memcpy", "Memset")) or event.is_user_annotation():
             continue
