@@ -28,9 +28,10 @@ so its cost to the host is CUPTI's, per kernel), records every kernel of the sta
 kernel that overlaps another, on another stream, counts once) and summed, and each workload prints that sum as the
 share of the stage's wall time the device was busy (`busy NN.N% of the stage`). Copies (Memcpy/Memset) are not
 kernels and are left out. Chosen over CUDA events around the engine's device step because an event pair times the
-step's span on the stream, idle gaps between launches included, which on a small model is most of it; the events
-are recorded too (the "device step span", an upper bound of the busy time) and stand in for the profiler when it
-records no kernel (a GPU image without CUPTI), which the line then says. The hooks' time is printed beside.
+step's span on the stream, idle gaps between launches included (a small, launch-bound model can spend much of a
+step in them); the events are recorded too (the "device step span", an upper bound of the busy time) and stand
+in for the profiler when it records no kernel (a GPU image without CUPTI), which the line then says. The hooks'
+time is printed beside.
 `--profile` measures the same share on the CPU (the union of the profiler's torch operators, nested ones merged:
 the share of the stage inside torch ops, an upper bound of the model's), for checking this path where no GPU is
 lent; on the CPU the output is otherwise as without it. `--processes N` runs each workload again under `torchrun
