@@ -249,27 +249,15 @@ def measure(
             "head_rows", clock["head_rows"] + inputs[0].shape[0]
         )
     )
-    for module in (
-        masked,
-        causal,
-    ):  # a batch's device step: forward, head and log-softmax at the read positions
-        step = module._scores_at
-
-        def scores_at(*args: Any, _step: Any = step) -> Any:
-            enter()
-            if cuda:
-                steps.append(
-                    (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                )
-                steps[-1][0].record()
-            try:
-                return _step(*args)
-            finally:
-                if cuda:
-                    steps[-1][1].record()
-                leave()
-
-        module._scores_at = scores_at
+    # a batch's device step: the forward, the head and the log-softmax at the read positions (the engine before
+    # issue 45 had no function of its own for it: there, its two calls)
+    for module in (masked, causal):
+        for name in (
+            ("_scores_at",) if hasattr(module, "_scores_at") else ("_logits_at", "logprobs_at")
+        ):
+            setattr(
+                module, name, timed(getattr(module, name), enter, leave, steps if cuda else None)
+            )
     sums: list[np.ndarray] = []
     asked = {"candidates": 0, "probes": 0}
     score = scorer.score
@@ -343,14 +331,22 @@ def measure(
     )
 
 
-def timed(step: Any, enter: Any, leave: Any) -> Any:
-    """`step`, its time counted as the model's."""
+def timed(step: Any, enter: Any, leave: Any, events: list[Any] | None = None) -> Any:
+    """`step`, its time counted as the model's (and, on CUDA, a pair of events recorded around it in `events`)."""
+    import torch
 
     def run(*args: Any) -> Any:
         enter()
+        if events is not None:
+            events.append(
+                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            )
+            events[-1][0].record()
         try:
             return step(*args)
         finally:
+            if events is not None:
+                events[-1][1].record()
             leave()
 
     return run
