@@ -58,8 +58,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench_smoke import strings  # every string inside a row
-
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "ae4b5f2"  # the engine before issue 45
 H100 = 400e12  # FLOP/s taken as one H100's ceiling
@@ -140,6 +138,15 @@ def data_dir(config: str) -> str | None:
     if config.startswith("dlama") and mirror:
         return str(Path(mirror) / "manual" / "dlama" / "dlama-v1")
     return None
+
+
+def strings(value: Any) -> list[str]:
+    """Every string inside a row (bench_smoke's reader, from this folder)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_smoke import strings as read
+
+    found: list[str] = read(value)
+    return found
 
 
 def model_folder(root: Path, work: Workload, layers: int, hidden: int, heads: int = HEADS) -> Path:
