@@ -88,7 +88,7 @@ class Workload:
         """(context, continuation) of every candidate, as the served scorer sends them (the left text, then the
         separator, the candidate and, where scored, the right text), in score order.
         """
-        from culture_probe.engine.encoding import separator
+        from culture_probe.engine.tokenizer import separator
 
         return [
             (r.left, separator(r.left, r.sep) + c + (r.right if options.score_right else ""))

@@ -19,7 +19,8 @@ import numpy as np
 
 from culture_probe.engine import parallel
 from culture_probe.engine.cache import ScoreCache, cache_path, identity_digest
-from culture_probe.engine.encoding import Encoder, Tally, model_max_length
+from culture_probe.engine.encoding import Encoder, Tally
+from culture_probe.engine.tokenizer import model_max_length
 from culture_probe.engine.tokens import TokenRows, row_sums
 from culture_probe.engine.types import (
     CandidateScores,

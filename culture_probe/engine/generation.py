@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from culture_probe.engine import parallel
 from culture_probe.engine.cache import cached_texts
-from culture_probe.engine.encoding import chat_prompt
+from culture_probe.engine.tokenizer import chat_prompt
 from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import UnsupportedModelError
 

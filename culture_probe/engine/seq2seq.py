@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from culture_probe.engine.backend import Backend, iter_chunks
-from culture_probe.engine.encoding import separator
+from culture_probe.engine.tokenizer import separator
 from culture_probe.engine.tokens import TokenRows, owners, padded, spread
 from culture_probe.engine.types import ScoreOptions, ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnsupportedModelError

@@ -33,8 +33,8 @@ import numpy as np
 
 from culture_probe.engine.cache import cache_path, cached_texts, identity_digest
 from culture_probe.engine.deadline import bounded_http_client
-from culture_probe.engine.encoding import separator
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
+from culture_probe.engine.tokenizer import separator
 from culture_probe.engine.types import (
     MAX_RETRIES,
     REQUEST_TIMEOUT,

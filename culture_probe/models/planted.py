@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from culture_probe.data.sources import cache_root
-from culture_probe.engine.encoding import Encoder, separator
+from culture_probe.engine.encoding import Encoder
+from culture_probe.engine.tokenizer import separator
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnknownNameError, UnsupportedModelError
 from culture_probe.models.tiny import ARCH_KIND, Arch, TokenizerKind, tiny_model, train_tokenizer

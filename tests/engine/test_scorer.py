@@ -12,7 +12,7 @@ from engine_reference import corpus as engine_corpus
 from engine_reference import reference_score, reference_tokens, tiny
 
 from culture_probe.engine import Scorer, ScoreRequest
-from culture_probe.engine.encoding import separator
+from culture_probe.engine.tokenizer import separator
 from culture_probe.errors import EmptyCandidateError, UnknownNameError, UnsupportedModelError
 from culture_probe.models import save_tiny, train_tokenizer
 from culture_probe.models.tiny import ARCH_KIND

@@ -21,7 +21,6 @@ from dlama_fixture import write_dlama  # noqa: E402
 from culture_probe import runner  # noqa: E402
 from culture_probe.dryrun import dry_run  # noqa: E402
 from culture_probe.engine import Scorer  # noqa: E402
-from culture_probe.engine.encoding import separator  # noqa: E402
 from culture_probe.engine.preview import (
     EncodingPreview,
     GenerateView,
@@ -29,6 +28,7 @@ from culture_probe.engine.preview import (
     ServedView,
     Workload,
 )  # noqa: E402
+from culture_probe.engine.tokenizer import separator  # noqa: E402
 from culture_probe.engine.types import FillMaskOptions  # noqa: E402
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError  # noqa: E402
 from culture_probe.models import save_tiny, train_tokenizer  # noqa: E402
