@@ -20,6 +20,7 @@ import numpy as np
 from culture_probe.engine import parallel
 from culture_probe.engine.cache import ScoreCache, cache_path, identity_digest
 from culture_probe.engine.encoding import Encoder, Tally
+from culture_probe.engine.spending import Spending
 from culture_probe.engine.tokenizer import model_max_length
 from culture_probe.engine.tokens import TokenRows, row_sums
 from culture_probe.engine.types import (
@@ -81,8 +82,8 @@ class Backend:
         self.batch_tokens = batch_tokens
         # the automatic budget, once out-of-memory errors have lowered it
         self.auto_budget: int | None = None
-        # tokens put through the model so far (its batches' costs): what a run's rate counts
-        self.tokens_run = 0
+        # what the model has run so far, scoring and generation apart: what a run's rate counts
+        self.spending = Spending()
         self.identity["kind"] = self.kind
         self.identity["add_bos"] = add_bos
         self.cache_path = cache_path(cache, cache_dir, self.identity)
@@ -111,6 +112,10 @@ class Backend:
 
     def _cost(self, item: Any) -> int:
         """Tokens a work item puts through the model (for batching by token budget)."""
+        raise NotImplementedError
+
+    def _reads(self, item: Any) -> int:
+        """Positions of a work item at which the LM head runs (what a time estimate counts its FLOPs at)."""
         raise NotImplementedError
 
     def _scored(self, item: Any) -> TokenRows:
@@ -143,8 +148,15 @@ class Backend:
         `options` (a `ScoreOptions`), or its fields as keywords (`masked_method="l2r"`, `keep_tokens=True`, ...).
         With several processes (accelerate/torchrun), each scores a shard and every process gets all results.
         """
-        options = self._check_options(make_options(ScoreOptions, options, fields))
-        requests = list(requests)
+        with self.spending.timing("score"):
+            return self._score(
+                list(requests), make_options(ScoreOptions, options, fields), progress
+            )
+
+    def _score(
+        self, requests: list[ScoreRequest], options: ScoreOptions, progress: bool
+    ) -> list[CandidateScores]:
+        options = self._check_options(options)
         self._check_requests(requests)
         keys = [self._key(r) for r in requests]
         rank, size = parallel.world()
@@ -339,13 +351,22 @@ class Backend:
         bar.close()
         return results
 
+    @property
+    def tokens_run(self) -> int:
+        """Tokens put through the model so far (its batches' costs), scoring and generation together."""
+        return self.spending.tokens
+
     def batches(
-        self, costs: dict[int, int], run: Callable[[list[int], int], list[Any]]
+        self,
+        costs: dict[int, int],
+        run: Callable[[list[int], int], list[Any]],
+        kind: str = "score",
     ) -> Iterator[tuple[list[int], list[Any]]]:
         """(batch, `run(batch, budget)`) for batches of the keys of `costs` (tokens each puts through the model),
         longest first so that an out-of-memory error happens at once rather than hours in, each within the token
         budget. With the automatic budget, an out-of-memory error halves it (remembered for later calls) and the
-        same items run again; a budget the user chose (`batch_tokens`) is never changed.
+        same items run again; a budget the user chose (`batch_tokens`) is never changed. Each batch's tokens count
+        as `kind`'s (`spending`: "score" or "generate").
         """
         order = sorted(costs, key=lambda i: -costs[i])
         budget = self.budget()
@@ -360,7 +381,7 @@ class Backend:
                 self.auto_budget = budget
                 _free_memory()
                 continue
-            self.tokens_run += sum(costs[i] for i in batch)
+            self.spending.ran(kind, sum(costs[i] for i in batch))
             yield batch, out
             if self._report is not None:
                 self._report(len(batch))
@@ -390,7 +411,8 @@ class Backend:
         options = make_options(GenerateOptions, options, fields)
         prompts = list(prompts)
         check_prompts(prompts, options)
-        return generate(self, prompts, options)
+        with self.spending.timing("generate"):
+            return generate(self, prompts, options)
 
     def fill_mask(
         self,
@@ -420,6 +442,15 @@ class Backend:
 def _distinct(keys: list[str]) -> list[int]:
     """The index of the last request of each distinct key, in order."""
     return sorted({key: i for i, key in enumerate(keys)}.values())
+
+
+def batch_sizes(costs: dict[int, int], budget: int) -> list[int]:
+    """The sizes of the batches `Backend.batches` forms of `costs` within `budget` (no out-of-memory error met)."""
+    order, sizes = sorted(costs, key=lambda i: -costs[i]), []
+    while order:
+        sizes.append(len(_take_batch(order, costs, budget)))
+        order = order[sizes[-1] :]
+    return sizes
 
 
 def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[int]:

@@ -111,6 +111,10 @@ class CausalScorer(Backend):
     def _cost(self, item: CausalItem) -> int:
         return len(item.context) + item.trie.inner
 
+    def _reads(self, item: CausalItem) -> int:
+        # the context's last position and each inner node predict the tokens after them
+        return item.trie.inner + 1
+
     def _scored(self, item: CausalItem) -> TokenRows:
         return item.trie.paths
 

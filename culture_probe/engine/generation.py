@@ -97,7 +97,7 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
         parallel.barrier(size)
         at = {text: i for i, text in enumerate(distinct)}
         costs = {at[t]: len(ids[at[t]]) + options.max_new_tokens for t in todo[rank::size]}
-        for batch, decoded in scorer.batches(costs, run):
+        for batch, decoded in scorer.batches(costs, run, kind="generate"):
             local.update(zip(batch, decoded, strict=True))
             yield {distinct[i]: text for i, text in zip(batch, decoded, strict=True)}
 

@@ -199,6 +199,9 @@ class MaskedScorer(Backend):
         queries = len(item.plan.fills)
         return queries * (len(item.context) + len(item.tail)) + item.plan.fill_tokens
 
+    def _reads(self, item: MaskedItem) -> int:
+        return len(item.plan.slots.ids)  # every query's mask slots
+
     def _scored(self, item: MaskedItem) -> TokenRows:
         return item.candidates
 
@@ -273,6 +276,12 @@ class MaskedScorer(Backend):
                 f"fill_mask got {len(lefts)} left texts but {len(rights)} right texts; give "
                 "one right text per left text (or none)."
             )
+        with self.spending.timing("score"):
+            return self._fill_masks(lefts, rights, options)
+
+    def _fill_masks(
+        self, lefts: list[str], rights: list[str], options: FillMaskOptions
+    ) -> list[list[tuple[str, float]]]:
         with self.preparing:  # not while requests are prepared ahead: the encoder is shared
             inputs = [
                 self._mask_input(left, right, options.sep)

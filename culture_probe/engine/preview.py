@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from culture_probe.engine.backend import Backend
+from culture_probe.engine.backend import Backend, batch_sizes
 from culture_probe.engine.causal import CausalItem
 from culture_probe.engine.generation import prompt_ids, prompt_texts
 from culture_probe.engine.masked import MaskedItem, MaskedScorer
@@ -33,9 +33,19 @@ COUNTED_CANDIDATES = 50_000
 
 @dataclass(frozen=True)
 class Weightless:
-    """A model's config without its weights: all that a backend reads of its model to encode."""
+    """A model's config without its weights: all that a backend reads of its model to encode, and the device a
+    run would put it on (what its batch budget and a time estimate depend on).
+    """
 
     config: Any
+
+    def parameters(self) -> Any:
+        """One empty tensor on the device `Scorer.from_pretrained` would choose (`Backend.device` reads it)."""
+        import torch
+
+        from culture_probe.engine.parallel import local_device
+
+        yield torch.empty(0, device=local_device(None))
 
 
 @dataclass(frozen=True)
@@ -186,6 +196,10 @@ class Workload:
     candidates that share a prefix share its tokens; a masked request's queries; a seq2seq request's encoder and
     decoder inputs; a generation prompt and its new tokens at most; a fill-mask input), each distinct request once,
     as an empty score cache runs them. None for a served model: its server tokenizes.
+    What a time estimate counts besides (`culture_probe.throughput`): `reads`, the positions scoring runs the LM
+    head at; `generated`, the part of `tokens` that generation runs (its prompts and new tokens: a forward pass per
+    new token, at another rate than scoring's), `new` of them new (the LM head runs at each) in at most `steps`
+    forward passes.
     """
 
     probes: int = 0
@@ -193,12 +207,22 @@ class Workload:
     tokens: int | None = 0
     # False: `tokens` scaled up from a sample of the requests (`COUNTED_CANDIDATES`)
     exact: bool = True
+    reads: int = 0
+    generated: int = 0
+    new: int = 0
+    steps: int = 0
 
     def __add__(self, other: Workload) -> Workload:
         tokens = None if self.tokens is None or other.tokens is None else self.tokens + other.tokens
-        exact = self.exact and other.exact
         return Workload(
-            self.probes + other.probes, self.candidates + other.candidates, tokens, exact
+            self.probes + other.probes,
+            self.candidates + other.candidates,
+            tokens,
+            self.exact and other.exact,
+            self.reads + other.reads,
+            self.generated + other.generated,
+            self.new + other.new,
+            self.steps + other.steps,
         )
 
 
@@ -284,27 +308,33 @@ class EncodingPreview:
         options = self.scorer._check_options(options)
         distinct = list({self.scorer._key(r): r for r in requests}.values())
         counted = counted_sample(distinct)
-        tokens = sum(self.scorer._cost(self.scorer._prepare(r, options)) for r in counted)
-        if len(counted) < len(distinct):
-            tokens = round(
-                tokens
-                * sum(len(r.candidates) for r in distinct)
-                / sum(len(r.candidates) for r in counted)
-            )
+        items = self.scorer._prepare_all(counted, options)
+        tokens = sum(self.scorer._cost(item) for item in items)
+        reads = sum(self.scorer._reads(item) for item in items)
+        scale = sum(len(r.candidates) for r in distinct) / max(
+            sum(len(r.candidates) for r in counted), 1
+        )
         exact = len(counted) == len(distinct)
-        return Workload(len(requests), sum(len(r.candidates) for r in requests), tokens, exact)
+        if not exact:
+            tokens, reads = round(tokens * scale), round(reads * scale)
+        candidates = sum(len(r.candidates) for r in requests)
+        return Workload(len(requests), candidates, tokens, exact, reads)
 
     def generate_workload(self, prompts: Sequence[str], options: GenerateOptions) -> Workload:
         """What `Scorer.generate(prompts, options)` runs at most: each distinct prompt's ids and `max_new_tokens`."""
         texts, specials = prompt_texts(self.scorer, list(prompts), options)
         ids = prompt_ids(self.scorer, list(dict.fromkeys(texts)), specials, options.max_new_tokens)
-        return Workload(len(prompts), 0, sum(len(i) + options.max_new_tokens for i in ids))
+        new = options.max_new_tokens
+        costs = {i: len(row) + new for i, row in enumerate(ids)}
+        tokens = sum(costs.values())
+        # the batches generation forms (`Backend.batches`), each a forward pass per new token
+        batches = len(batch_sizes(costs, self.scorer.budget()))
+        return Workload(len(prompts), 0, tokens, True, 0, tokens, len(ids) * new, batches * new)
 
     def fill_mask_workload(self, lefts: Sequence[str], options: FillMaskOptions) -> Workload:
         """What `Scorer.fill_mask(lefts, options)` runs: one masked input per text."""
-        return Workload(
-            len(lefts), 0, sum(len(view.tokens.ids) for view in self.fill_mask(lefts, options))
-        )
+        tokens = sum(len(view.tokens.ids) for view in self.fill_mask(lefts, options))
+        return Workload(len(lefts), 0, tokens, True, len(lefts))
 
     def _cut(self) -> int:
         """Tokens cut so far by the backend's encoder (contexts and prompts)."""

@@ -134,6 +134,9 @@ class Seq2SeqScorer(Backend):
     def _cost(self, item: Seq2SeqItem) -> int:
         return len(item.encoder) + len(item.candidates.ids) + len(item.candidates)
 
+    def _reads(self, item: Seq2SeqItem) -> int:
+        return len(item.candidates.ids)  # the decoder position before each candidate token
+
     def _scored(self, item: Seq2SeqItem) -> TokenRows:
         return item.candidates
 
