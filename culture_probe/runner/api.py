@@ -154,7 +154,10 @@ def run_with(
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
         number, part = first_asked(task, every, settings, model)
         first = part.probes
+        loading = time.monotonic()
         scorer = load_scorer(model, settings) if scorer is None else scorer
+        # a planted model's training is its loading: not part of the fixed part a rate keeps
+        loading = time.monotonic() - loading
         custom, folder = rows is not None, run_dir is not None
         meta = describe_plan(
             model, scorer, ahead, settings, number, first, rows=custom, folder=folder
@@ -182,12 +185,12 @@ def run_with(
             # says what the run will cost; keeps the rate it measured once it is written
             meter = start_meter(
                 task.config,
-                label,
                 scorer,
                 task.stages[0],
                 first,
                 done,
                 began=started,
+                loading=loading,
                 show=progress,
                 work=ahead.work,
             )

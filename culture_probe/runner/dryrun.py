@@ -48,14 +48,7 @@ from culture_probe.tasks.probes import (
     ScoreProbe,
     Skipped,
 )
-from culture_probe.throughput import (
-    Rate,
-    cost_line,
-    probe_workload,
-    rate_of,
-    seconds_at,
-    total_line,
-)
+from culture_probe.throughput import Estimate, cost_line, estimate_for, probe_workload, total_line
 from culture_probe.util.typecheck import names_given
 
 SHOWN = 3  # probes shown per config unless told otherwise (`--show N`)
@@ -101,21 +94,15 @@ class ConfigPlan:
     shown: tuple[ShownProbe, ...]
     resumes: str | None = None
     work: Workload = Workload()
-    rate: Rate | None = None
-    model: str = ""
+    estimate: Estimate | None = None
     omits: str = ""  # what a smoke run of the config leaves out (`Smoke.omits`)
     shard: str | None = None  # --shard K/N: `sampled` counts the shard's items
-
-    @property
-    def seconds(self) -> float | None:
-        """The estimated time of the first stage (None: no rate, or tokens unknown)."""
-        return seconds_at(self.work, self.rate, self.config)
 
     def cost(self) -> str:
         """What the first stage's probes (those left, on a resume) put through the model, and the time they take."""
         later = " (later stages are counted once they run)" if len(self.stages) > 1 else ""
         name = f"  cost of stage {self.stages[0].name}{later}"
-        return cost_line(name, self.config, self.work, self.rate, self.model)
+        return cost_line(name, self.work, self.estimate)
 
     def lines(self) -> list[str]:
         """The plan as text: counts, stages, then each shown probe."""
@@ -203,7 +190,7 @@ class DryRun:
 
     def total(self) -> str:
         """The first stages of every config planned, together."""
-        parts = [(c.work, c.seconds) for c in self.configs]
+        parts = [(c.work, c.estimate) for c in self.configs]
         return total_line(f"total of {len(self.configs)} configs' first stages", parts)
 
 
@@ -284,6 +271,7 @@ def plan_config(
     )
     answered = {r.key for r in kept if r.stage == task.stages[0]}
     left = [p for p in first if not isinstance(p, Skipped) and p.key not in answered]
+    work = probe_workload(previewer, left)
     return ConfigPlan(
         config,
         task.kind,
@@ -293,9 +281,8 @@ def plan_config(
         stage_plans(task, first, ahead.models, kept),
         tuple(ShownProbe(p, SHOW[type(p)](previewer, p)) for p in left[:n]),
         str(run_dir) if done else None,
-        probe_workload(previewer, left),
-        rate_of(str(model), config),
-        str(model),
+        work,
+        estimate_for(work, previewer.scorer, config, keep=False),  # a dry run writes nothing
         task.smoke.omits if settings.limit == SMOKE else "",
         settings.shard,
     )

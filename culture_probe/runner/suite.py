@@ -40,14 +40,13 @@ from culture_probe.runner import (
     is_main_process,
     limit_for,
     load_scorer,
-    model_label,
     plan,
     run_with,
 )
 from culture_probe.settings import RunSettings
 from culture_probe.tasks import task_for
 from culture_probe.tasks.routing import joined, options_per_config
-from culture_probe.throughput import RunCostNotice, loaded_workload, rate_of, seconds_at, total_line
+from culture_probe.throughput import RunCostNotice, estimate_for, loaded_workload, total_line
 from culture_probe.util.typecheck import names_given
 
 if TYPE_CHECKING:
@@ -226,7 +225,6 @@ def suite_cost(
     config's own rate. Returns the line, and the plans with their workloads (`Plan.work`): each run says its own
     part as it starts without counting it again.
     """
-    label = model_label(model)
     parts, costed = [], {}
     for config, ahead in plans.items():
         _, part = first_asked(ahead.task, ahead.probes, settings, model)
@@ -235,7 +233,7 @@ def suite_cost(
         )
         answered = {r.key for r in done if r.stage == ahead.task.stages[0]}
         work = loaded_workload(scorer, [p for p in part.probes if p.key not in answered])
-        parts.append((work, seconds_at(work, rate_of(label, config), config)))
+        parts.append((work, estimate_for(work, scorer, config)))
         costed[config] = replace(ahead, work=work)
     return total_line(f"the suite starts: {len(plans)} configs' first stages", parts), costed
 

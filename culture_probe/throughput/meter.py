@@ -1,32 +1,24 @@
-"""What a run will cost here, said before it is paid for: its workload (probes, candidates, tokens after prefix
-sharing, counted by the engine's own encoding: `culture_probe.engine.preview.Workload`) and the time that takes at
-the rate a run of the same model measured on this machine (docs/dry-run.md, "What it will cost").
+"""A run's measurement, and what it will cost said as it starts: the workload of its probes (counted by the
+engine's own encoding: `culture_probe.engine.preview.Workload`) and the time that takes (`estimate`).
 
-A run measures its rate as the tokens its model ran (`Backend.tokens_run`: its batches' costs, so scores the cache
-held count nothing) over the wall time of its stages, and the rest of its wall time (reading and planning, metrics
-and their intervals, the folder) as its fixed part, and keeps both in `rates.json` in the library's cache folder,
-per machine, model and config: the rate of the same config is used where there is one (a benchmark's cost per token
-depends on its candidates and prompts, its fixed part on its rows), else the model's latest, without a fixed part.
-`culture-probe run --dry-run` and the start of every run read it; a model with no rate measured here gets no time,
-and the line says how to measure one.
+A run measures, per kind of engine call (scoring, generation: `Backend.spending`), the tokens its model ran and the
+calls' wall time, and as its fixed part the rest of its wall time less its model's loading (a planted model's
+training is loading); it keeps them for its model's shape and config (`store.keep_rate`) when the calls ran long
+enough to measure a rate (`store.MIN_SECONDS`, `store.MIN_BATCHES`).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import platform
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from culture_probe.data.sources import cache_root
 from culture_probe.engine.preview import EncodingPreview, Workload
 from culture_probe.engine.scorer import ScorerProtocol
+from culture_probe.engine.spending import Spent
 from culture_probe.tasks.probes import (
     FillMaskProbe,
     GenerateProbe,
@@ -35,165 +27,57 @@ from culture_probe.tasks.probes import (
     ScoreProbe,
     Skipped,
 )
+from culture_probe.throughput import store
+from culture_probe.throughput.estimate import Estimate, cost_line, estimate
+from culture_probe.throughput.flops import ModelShape, device_name, shape_of, speed_for
 
-RATES_FILE = "rates.json"
-# a run that ran fewer tokens measures mostly its start-up: no rate is kept from it
-MIN_TOKENS = 1000
 
-
-@dataclass(frozen=True)
-class Rate:
-    """Tokens per second that a run of `model` on `config` measured on this machine (`tokens` in `seconds`, on
-    `device`).
+def model_shape(scorer: Any) -> ModelShape | None:
+    """The shape of an in-process backend's model, loaded or weightless (None: a served model, a stand-in, or a
+    config transformers cannot build).
     """
-
-    model: str
-    config: str
-    tokens: int
-    seconds: float
-    device: str
-    date: str
-    # the rest of the run's wall time: reading, planning, metrics, the folder (0: not measured)
-    fixed: float = 0.0
-
-    @property
-    def per_second(self) -> float:
-        """Tokens per second."""
-        return self.tokens / self.seconds
-
-    def fixed_for(self, config: str) -> float:
-        """The fixed part of a run of `config`: this run's, when it ran `config` (another config reads other rows)."""
-        return self.fixed if config == self.config else 0.0
-
-
-def machine() -> str:
-    """The machine rates are kept for: its host name and CPU count."""
-    return f"{platform.node()} ({os.cpu_count()} CPUs)"
-
-
-def rates_path() -> Path:
-    """The rates file: `rates.json` in the library's cache folder (`$CULTURE_PROBE_CACHE`)."""
-    return cache_root() / RATES_FILE
-
-
-def _read() -> dict[str, Any]:
+    config = getattr(getattr(scorer, "model", None), "config", None)
+    kind = getattr(scorer, "kind", None)
+    if config is None or not hasattr(config, "to_json_string") or kind is None:
+        return None
     try:
-        return json.loads(rates_path().read_text(encoding="utf-8"))
-    # no rate measured yet, or a damaged file: the runs measure them again
-    except (OSError, ValueError):
-        return {}
-
-
-def rate_of(model: str, config: str) -> Rate | None:
-    """The rate measured for `model` on `config` on this machine, else the model's latest on any config, if any."""
-    here = _read().get(machine(), {})
-    for key in (f"{model} {config}", model):
-        try:
-            if here.get(key):
-                return Rate(**here[key])
-        except TypeError:  # written by another version of the library
-            continue
-    return None
-
-
-def record_rate(
-    model: str, config: str, tokens: int, seconds: float, device: str, fixed: float = 0.0
-) -> Rate | None:
-    """Keep the rate of a run of `model` on `config` that ran `tokens` in `seconds` of stages and `fixed` seconds
-    besides, as the config's and as the model's latest (None: too few tokens to measure one).
-    """
-    if tokens < MIN_TOKENS or seconds <= 0:
+        return shape_of(config, kind)
+    except Exception:  # noqa: BLE001 - an estimate is never worth failing a run for
         return None
-    today = datetime.now(timezone.utc).date().isoformat()
-    rate = Rate(model, config, tokens, round(seconds, 3), device, today, round(max(fixed, 0.0), 3))
-    rates = _read()
-    rates.setdefault(machine(), {}).update({f"{model} {config}": asdict(rate), model: asdict(rate)})
-    path = rates_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_name(f".{path.name}.{os.getpid()}")
-        staging.write_text(json.dumps(rates, indent=1, sort_keys=True), encoding="utf-8")
-        staging.replace(path)  # whole or not at all: a reader never sees half a file
-    except OSError:  # a read-only cache folder: the run's results do not depend on its rate
-        return None
-    return rate
 
 
-def seconds_at(work: Workload, rate: Rate | None, config: str) -> float | None:
-    """The time a run of `config` doing `work` takes at `rate`: its tokens at the rate, and the fixed part the rate's
-    run measured on `config` (None: no rate, or a workload of unknown tokens).
+def estimate_for(work: Workload, scorer: Any, config: str, *, keep: bool = True) -> Estimate | None:
+    """The time `work` takes on `scorer` in a run of `config`: at the rates a run of the same model shape measured
+    here, else from FLOPs at this machine's speed on the scorer's device (measured once, about a second, and kept
+    unless not `keep`); None where the tokens or the model's shape are unknown.
     """
-    if rate is None or work.tokens is None:
+    shape = model_shape(scorer)
+    if shape is None or work.tokens is None:
         return None
-    return work.tokens / rate.per_second + rate.fixed_for(config)
-
-
-def duration(seconds: float) -> str:
-    """`seconds` as a person reads a wait: ~40 s, ~3.2 min, ~1.5 h."""
-    if seconds < 90:
-        return f"~{max(seconds, 1):.0f} s"
-    if seconds < 5400:
-        return f"~{seconds / 60:.1f} min"
-    return f"~{seconds / 3600:.1f} h"
-
-
-def cost_line(name: str, config: str, work: Workload, rate: Rate | None, model: str) -> str:
-    """One line of what a run of `config` doing `work` is and the time it takes: probes, candidates, tokens, and the
-    estimate with where its rate comes from (or why there is none).
-    """
-    if work.tokens is None:
-        return f"{counts(name, work)}; no tokens or time estimated (a served model tokenizes)"
-    return f"{counts(name, work)}; {estimate_words(work, rate, config, model)}"
-
-
-def total_line(name: str, parts: Sequence[tuple[Workload, float | None]]) -> str:
-    """One line of several workloads together, each with its estimate (None: none), as `cost_line` says one."""
-    work = sum((w for w, _ in parts), Workload())
-    if work.tokens is None:
-        return f"{counts(name, work)}; no tokens or time estimated (a served model tokenizes)"
-    if any(seconds is None for _, seconds in parts):
-        return (
-            f"{counts(name, work)}; no time estimate: a config has no rate measured on this machine"
-        )
-    return f"{counts(name, work)}; {duration(sum(s or 0.0 for _, s in parts))}, each config at its own rate"
-
-
-def counts(name: str, work: Workload) -> str:
-    """`name`: the probes, candidates and tokens of `work`."""
-    candidates = f", {work.candidates:,} candidates" if work.candidates else ""
-    about = "" if work.exact else "about "
-    counted = "" if work.exact else " (counted on a sample of its requests)"
-    tokens = (
-        f", {about}{work.tokens:,} tokens through the model{counted}"
-        if work.tokens is not None
-        else ""
-    )
-    return f"{name}: {work.probes:,} probes{candidates}{tokens}"
-
-
-def estimate_words(work: Workload, rate: Rate | None, config: str, model: str) -> str:
-    """The estimate of a run of `config` doing `work` and its source in words."""
-    seconds = seconds_at(work, rate, config)
-    if rate is None or seconds is None:
-        return f"no time estimate: no rate measured for {model} on this machine yet (a run measures it, e.g. --limit 5)"
-    fixed = rate.fixed_for(config)
-    besides = f" and {fixed:,.0f} s of reading, planning and metrics" if fixed >= 0.5 else ""
-    return (
-        f"{duration(seconds)} at {rate.per_second:,.0f} tokens/s{besides}, measured on this machine ({rate.device}) "
-        f"by a run of {rate.model} on {rate.config} ({rate.date})"
+    return estimate(
+        work,
+        shape,
+        speed_for(scorer.device, keep=keep),
+        store.rate_of(shape.key, config),
+        store.fixed_of(config),
+        config,
     )
 
 
+@dataclass
 class Meter:
-    """A run's measurement: the tokens its model ran in its stages (from `start` to `staged`), the stages' wall
-    time, and the rest of the run's wall time since `began` (its clock at the start), kept by `keep`.
+    """A run's measurement from the start of its stages (`staged` ends them): `began`, the run's clock at its
+    start, and `loading`, the seconds its model took to load (left out of the fixed part).
     """
 
-    def __init__(self, scorer: ScorerProtocol, began: float):
-        self.scorer = scorer
+    scorer: ScorerProtocol
+    began: float
+    loading: float = 0.0
+
+    def __post_init__(self) -> None:
+        spending = getattr(self.scorer, "spending", None)
         # None: a served model or a stand-in counts nothing
-        self.tokens = getattr(scorer, "tokens_run", None)
-        self.began = began
+        self.before: dict[str, Spent] | None = spending.snapshot() if spending else None
         self.stages_began = time.monotonic()
         self.stage_seconds: float | None = None
 
@@ -201,16 +85,32 @@ class Meter:
         """The stages are done: their wall time is measured."""
         self.stage_seconds = time.monotonic() - self.stages_began
 
-    def keep(self, model: str, config: str) -> Rate | None:
-        """Keep the run's rate for `model` on `config`, with the rest of its wall time as the fixed part (None:
-        nothing counted, or too little).
+    def keep(self, model: str, config: str) -> store.Rate | None:
+        """Keep the run's fixed part for `config`, and its rates for its model's shape on `config` (None: nothing
+        counted, too little of either kind, or the shape unknown).
         """
-        if self.tokens is None or self.stage_seconds is None:
+        shape = model_shape(self.scorer)
+        if self.before is None or self.stage_seconds is None or shape is None:
             return None
-        ran = getattr(self.scorer, "tokens_run", self.tokens) - self.tokens
-        device = str(getattr(self.scorer, "device", "cpu"))
-        fixed = time.monotonic() - self.began - self.stage_seconds
-        return record_rate(model, config, ran, self.stage_seconds, device, fixed)
+        now = self.scorer.spending.snapshot()  # type: ignore[attr-defined]
+        spent = {kind: now[kind] - self.before[kind] for kind in now}
+        calls = sum(s.seconds for s in spent.values())
+        fixed = round(max(time.monotonic() - self.began - self.loading - calls, 0.0), 3)
+        store.keep_fixed(config, fixed)
+        kinds = {kind: _measured(s) for kind, s in spent.items()}
+        if not any(kinds.values()):
+            return None
+        today = datetime.now(timezone.utc).date().isoformat()
+        device = device_name(getattr(self.scorer, "device", "cpu"))
+        rate = store.Rate(model, config, device, today, kinds["score"], kinds["generate"], fixed)
+        return rate if store.keep_rate(shape.key, rate) else None
+
+
+def _measured(spent: Spent) -> store.KindRate | None:
+    """The rate of one kind's calls, if they ran long enough to measure one."""
+    if spent.seconds < store.MIN_SECONDS or spent.batches < store.MIN_BATCHES or spent.tokens <= 0:
+        return None
+    return store.KindRate(spent.tokens, round(spent.seconds, 3))
 
 
 #: what each probe kind puts through the model: the workload of the engine call that
@@ -248,18 +148,19 @@ class RunCostNotice(UserWarning):
 
 def start_meter(
     config: str,
-    model: str,
     scorer: ScorerProtocol,
     stage: str,
     first: Sequence[Probe],
     done: Sequence[Record],
     *,
     began: float,
+    loading: float,
     show: bool,
     work: Workload | None = None,
 ) -> Meter:
     """As a run's stages start: say what the probes of its first `stage` not yet `done` will cost (`show`; `work`:
-    counted already, by the suite), and start measuring its rate (`Meter`; `began`: the run's clock at its start).
+    counted already, by the suite), and start measuring (`Meter`; `began`: the run's clock at its start, `loading`:
+    the seconds its model took to load).
     """
     if show:
         if work is None:
@@ -267,11 +168,11 @@ def start_meter(
             work = loaded_workload(scorer, [p for p in first if p.key not in answered])
         name = f"{config} starts, stage {stage}"
         warnings.warn(
-            cost_line(name, config, work, rate_of(model, config), model),
+            cost_line(name, work, estimate_for(work, scorer, config)),
             RunCostNotice,
             stacklevel=3,
         )
-    return Meter(scorer, began)
+    return Meter(scorer, began, loading)
 
 
 def loaded_workload(scorer: ScorerProtocol, probes: Sequence[Probe]) -> Workload:

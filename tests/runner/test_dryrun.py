@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import write_dlama  # noqa: E402
 
-from culture_probe import runner  # noqa: E402
+from culture_probe import runner, throughput  # noqa: E402
 from culture_probe.dryrun import dry_run  # noqa: E402
 from culture_probe.engine import Scorer  # noqa: E402
 from culture_probe.engine.preview import (
@@ -392,60 +392,57 @@ def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(
         and one_pass >= 40
     )
     line = f"cost of stage main: 80 probes, {candidates:,} candidates, {plan.work.tokens:,} tokens through the model"
-    assert line + "; no time estimate: no rate measured for" in "\n".join(plan.lines())
+    assert line + "; " in "\n".join(plan.lines()) and "scoring from FLOPs" in plan.cost()
 
 
-def test_the_dry_run_estimates_the_time_at_the_rate_a_run_measured_here(
+def test_the_dry_run_estimates_the_time_at_the_rates_a_run_measured_here(
     models, dlama_dir, fmlama_rows, tmp_path, monkeypatch
 ):
-    from culture_probe import throughput
+    """Before any run: a range from FLOPs; a run too small keeps no rate; a run that measures one is used by the
+    next dry run of the same model, or of a copy of it, with the config's own fixed part; and the dry run writes
+    nothing, the speed it measured included."""
+    from culture_probe.throughput import estimate as est
+    from culture_probe.throughput import store
 
     folder, _ = models["bert"]
     scorer = Scorer.from_pretrained(folder)
-    monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
-    before = dry_run(
-        ["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2
-    )
-    assert (
-        all(c.rate is None for c in before.configs)
-        and "a config has no rate measured" in before.total()
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CULTURE_PROBE_CACHE", str(cache))
+    names, data = ["dlama_arab_west", "fmlama_en"], f"dlama={dlama_dir}"
+    before = dry_run(names, folder, n=0, data_dir=data, limit=2)
+    assert all("scoring from FLOPs" in c.cost() for c in before.configs) and not cache.exists()
+    assert all(
+        c.estimate.high / c.estimate.low == pytest.approx(est.FLOPS_SPREAD**2)
+        for c in before.configs
     )
     runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), progress=False, no_cache=True)
-    small = throughput.rate_of(str(folder), "dlama_arab_west")
-    # too few tokens to measure a rate
-    assert 0 < scorer.tokens_run < throughput.MIN_TOKENS and small is None
-    began = time.monotonic()
+    shape = throughput.model_shape(scorer).key
+    assert (
+        0 < scorer.tokens_run and store.rate_of(shape, "dlama_arab_west") is None
+    )  # too small to measure
+    small = store.fixed_of("dlama_arab_west")  # its fixed part is measured all the same
+    monkeypatch.setattr(store, "MIN_SECONDS", 0.0)
+    monkeypatch.setattr(store, "MIN_BATCHES", 1)
     runner.run("fmlama_en", scorer, rows=fmlama_rows, progress=False, no_cache=True)
-    wall = time.monotonic() - began
-    rate = throughput.rate_of(str(folder), "dlama_arab_west")  # the model's latest: fmlama_en's
-    # its own count
-    assert rate is not None and rate.config == "fmlama_en" and 0 < rate.tokens < scorer.tokens_run
-    # the rest of the run: rows, metrics, ...
-    assert 0 < rate.fixed and rate.seconds + rate.fixed <= wall + 0.01
-    assert rate.fixed_for("dlama_arab_west") == 0  # another config's rows are another config's
-    throughput.record_rate(str(folder), "fmlama_en", 12_000, 3.0, "cpu")  # 4,000 tokens/s
-    # and 30 s besides
-    throughput.record_rate(str(folder), "dlama_arab_west", 12_000, 3.0, "cpu", fixed=30.0)
-    plan = dry_run(
-        ["dlama_arab_west", "fmlama_en"], folder, n=0, data_dir=f"dlama={dlama_dir}", limit=2
+    rate = store.rate_of(shape, "dlama_arab_west")  # the shape's latest: fmlama_en's
+    assert (
+        rate is not None
+        and rate.config == "fmlama_en"
+        and rate.score.tokens > 0
+        and rate.generate is None
     )
-    text, total = plan.text(), sum(c.work.tokens for c in plan.configs)
-    fixed = {"dlama_arab_west": 30.0, "fmlama_en": 0.0}
+    copy = shutil.copytree(folder, tmp_path / "copy")
+    plan = dry_run(names, copy, n=0, data_dir=data, limit=2)
     for config in plan.configs:
-        seconds = throughput.duration(config.work.tokens / 4000 + fixed[config.config])
-        besides = " and 30 s of reading, planning and metrics" if fixed[config.config] else ""
-        assert (
-            f"{config.work.tokens:,} tokens through the model; {seconds} at 4,000 tokens/s{besides}, measured on "
-        ) in text
-    assert (
-        f"total of 2 configs' first stages: {sum(c.work.probes for c in plan.configs)} probes"
-        in plan.total()
-    )
-    both = throughput.duration(total / 4000 + 30)
-    assert (
-        f"{total:,} tokens through the model; {both}, each config at its own rate" in plan.total()
-    )
-    assert plan.total() in text and f"by a run of {folder} on dlama_arab_west (" in text
+        fixed = rate.fixed if config.config == "fmlama_en" else small
+        middle = config.work.tokens / rate.score.per_second + fixed
+        assert config.estimate.middle == pytest.approx(middle, rel=1e-6)
+        assert f"scoring at {rate.score.per_second:,.0f} tokens/s, measured here" in config.cost()
+    assert small is not None and small > 0
+    total = plan.total()
+    low = sum(c.estimate.low for c in plan.configs)
+    high = sum(c.estimate.high for c in plan.configs)
+    assert total.endswith(f"; {est.span(low, high)}, each config at its own rates")
 
 
 def test_a_workload_too_large_to_count_is_counted_on_a_sample_and_says_so(
@@ -536,4 +533,4 @@ def test_a_run_says_what_it_will_cost_as_it_starts(models, dlama_dir, tmp_path, 
         runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), limit=2, no_cache=True)
     (line,) = [str(w.message) for w in said if w.category is RunCostNotice]
     assert line.startswith(f"dlama_arab_west starts, stage main: {plan.work.probes} probes, ")
-    assert f"{plan.work.tokens:,} tokens through the model; no time estimate" in line
+    assert f"{plan.work.tokens:,} tokens through the model; " in line and "from FLOPs" in line
