@@ -9,8 +9,8 @@ process of its own (so that its peak memory is its own), with a score cache and 
 1. the dry run's estimate before any run of the model on this machine (`first`: from its parameter count);
 2. a `--limit smoke` run, as a user's first look would be, which measures the model's rates;
 3. the dry run's estimate of the full run after it (`after smoke`);
-4. the full run, timed (`culture_probe.run` with the progress bar off), its tokens, peak RSS and the time to its
-   first record.
+4. the full run, timed (`culture_probe.run` with the progress bar off), and the process's peak RSS.
+Both runs score without a score cache, so that the full run does all the work its estimate counts.
 It prints a markdown table, and `--json FILE` keeps the figures.
 
     python benchmarks/bench_full_runs.py [--groups dlama fmlama camel xfakt maps] [--configs NAME ...]
@@ -86,10 +86,8 @@ def estimate(config: str, model: Path) -> dict[str, Any]:
     """The dry run's estimate of a full run of `config` (its cost line, and the range in seconds where it gives one)."""
     from culture_probe.runner.dryrun import dry_run
 
-    plan = dry_run(config, model, n=0, **options_of(config)).configs[0]
-    low, high = (
-        plan.seconds_range() if hasattr(plan, "seconds_range") else (plan.seconds, plan.seconds)
-    )
+    plan = dry_run(config, model, n=0, no_cache=True, **options_of(config)).configs[0]
+    low, high = (plan.estimate.low, plan.estimate.high) if plan.estimate else (None, None)
     return {"line": plan.cost().strip(), "low": low, "high": high, "tokens": plan.work.tokens}
 
 
@@ -108,6 +106,7 @@ def measure(config: str, model: Path, threads: int) -> dict[str, Any]:
             str(model),
             limit="smoke",
             progress=False,
+            no_cache=True,  # the full run scores everything, as its estimate counts
             out=Path(folder) / "smoke",
             **options_of(config),
         )
@@ -115,7 +114,12 @@ def measure(config: str, model: Path, threads: int) -> dict[str, Any]:
         out["after smoke"] = estimate(config, model)
         began = time.monotonic()
         result = run(
-            config, str(model), progress=False, out=Path(folder) / "full", **options_of(config)
+            config,
+            str(model),
+            progress=False,
+            no_cache=True,
+            out=Path(folder) / "full",
+            **options_of(config),
         )
         out["full_s"] = time.monotonic() - began
         out["probes"] = len(result.records)

@@ -99,13 +99,13 @@ def has_data(config: str) -> bool:
 
 
 def estimate(config: str, model: Path) -> tuple[float | None, str]:
-    """The dry run's estimate of `config`'s smoke (seconds, None without a rate) and its cost line."""
+    """The dry run's estimate of `config`'s smoke (the middle of its range, in seconds) and its cost line."""
     from culture_probe.runner.dryrun import dry_run
 
     plan = dry_run(config, model, n=0, limit="smoke", no_cache=True, **options_of(config)).configs[
         0
     ]
-    return plan.seconds, plan.cost().strip()
+    return (plan.estimate.middle if plan.estimate else None), plan.cost().strip()
 
 
 def main() -> int:
