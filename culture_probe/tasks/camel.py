@@ -19,6 +19,7 @@ import numpy as np
 from culture_probe.data.camel import ENTITY_TYPES
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.data.resources import Need
+from culture_probe.engine.tokens import TokenRows, row_sums
 from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.camel import ScoredPrompt, prompt_cbs, run_summary
@@ -178,9 +179,12 @@ def filler_scores(output: CandidateScores, aggregate: str) -> np.ndarray:
         raise CultureProbeError(
             "mean_prob needs the per-token log-probs (score with keep_tokens=True)."
         )
-    return np.array(
-        [float(np.mean(np.exp(np.asarray(t, dtype=np.float64)))) for t in output.token_logprobs]
-    )
+    # every candidate's mean at once, equal bit for bit to `np.mean` of each
+    lengths = np.asarray(output.n_tokens, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    values = np.exp(np.concatenate(output.token_logprobs).astype(np.float64))
+    sums: np.ndarray = row_sums(values, TokenRows(np.zeros(len(values), np.int64), starts))
+    return sums / lengths
 
 
 # ---------------------------------------------------------------- the task

@@ -10,6 +10,8 @@ from functools import cache
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from culture_probe.data.registry import load_benchmark
 from culture_probe.engine import Scorer, ScoreRequest
@@ -291,6 +293,22 @@ def test_aggregation_rules_order_the_spec_example_oppositely():
     prob, logprob = filler_scores(scores, "mean_prob"), filler_scores(scores, "mean_logprob")
     assert prob == pytest.approx([0.26, 0.20]) and prob[0] > prob[1]
     assert logprob == pytest.approx([-2.3026, -1.6094], abs=1e-4) and logprob[0] < logprob[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.floats(-40, 0), min_size=1, max_size=20), min_size=1, max_size=30))
+def test_mean_prob_is_each_candidates_mean_bit_for_bit(rows):
+    """All candidates' means at once (no per-candidate loop on the hot path) equal `np.mean` of each, to the bit: a
+    stored run's CBS does not move."""
+    tokens = tuple(np.asarray(r, dtype=np.float64) for r in rows)
+    scores = CandidateScores(
+        tuple(map(str, range(len(rows)))),
+        np.array([t.sum() for t in tokens]),
+        np.array([len(t) for t in tokens]),
+        tokens,
+    )
+    expected = np.array([float(np.mean(np.exp(t))) for t in tokens])
+    assert np.array_equal(filler_scores(scores, "mean_prob"), expected)
 
 
 def test_empty_prefixes_are_skipped_and_counted_when_asked():
