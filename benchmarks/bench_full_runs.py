@@ -6,15 +6,20 @@ One tiny random-weight model per benchmark, of the kind its paper probes first: 
 CAMeL, GPT-2 with a chat template (causal) for X-FaKT (string judge) and MAPS (the mirror's manual data); 2 layers,
 hidden 64, a tokenizer of at most 8,000 tokens trained on the benchmark's configs' text. For each config, in a
 process of its own (so that its peak memory is its own), with a score cache and a rates file of its own:
-1. the dry run's estimate before any run of the model on this machine (`first`: from its parameter count);
-2. a `--limit smoke` run, as a user's first look would be, which measures the model's rates;
+1. the dry run's estimate before any run of the model on this machine (`first`: from FLOPs);
+2. a `--limit smoke` run, as a user's first look would be, which measures the config's fixed part (and the model's
+   rates, when it runs long enough to measure them);
 3. the dry run's estimate of the full run after it (`after smoke`);
-4. the full run, timed (`culture_probe.run` with the progress bar off), and the process's peak RSS.
-Both runs score without a score cache, so that the full run does all the work its estimate counts.
-It prints a markdown table, and `--json FILE` keeps the figures.
+4. a run of a tenth of the items (`--limit`), long enough to measure the rates, and the estimate after it
+   (`after a tenth`);
+5. the full run, timed (`culture_probe.run` with the progress bar off), and the process's peak RSS.
+The runs score without a score cache, so that the full run does all the work its estimate counts. Each estimate is
+given as its range and the full run's time over the range's middle. It prints a markdown table, and `--json FILE`
+keeps the figures; `--times FILE` takes the full runs' times (and peak RSS) from such a file instead of running them
+again (the estimates are measured afresh).
 
     python benchmarks/bench_full_runs.py [--groups dlama fmlama camel xfakt maps] [--configs NAME ...]
-                                         [--models DIR] [--threads 2] [--json FILE]
+                                         [--models DIR] [--threads 2] [--json FILE] [--times FILE]
 """
 
 from __future__ import annotations
@@ -73,7 +78,12 @@ def model_folder(root: Path, group: str, configs: list[str]) -> Path:
         return folder
     texts = []
     for config in configs:
-        rows = list(load_rows(resolve(config), data_dir=options_of(config).get("data_dir")))
+        given = options_of(config)
+        rows = list(
+            load_rows(
+                resolve(config), data_dir=given.get("data_dir"), language=given.get("language")
+            )
+        )
         texts += strings(rows[:TEXT_ROWS]) + strings(rows[:: max(1, len(rows) // TEXT_ROWS)])
     family, kind = ("wordpiece", "masked") if arch == "bert" else ("bpe", "causal")
     tokenizer = train_tokenizer(texts, family, vocab_size=8000, model_kind=kind)
@@ -88,11 +98,17 @@ def estimate(config: str, model: Path) -> dict[str, Any]:
 
     plan = dry_run(config, model, n=0, no_cache=True, **options_of(config)).configs[0]
     low, high = (plan.estimate.low, plan.estimate.high) if plan.estimate else (None, None)
-    return {"line": plan.cost().strip(), "low": low, "high": high, "tokens": plan.work.tokens}
+    return {
+        "line": plan.cost().strip(),
+        "low": low,
+        "high": high,
+        "tokens": plan.work.tokens,
+        "items": plan.items,
+    }
 
 
-def measure(config: str, model: Path, threads: int) -> dict[str, Any]:
-    """Steps 1-4 of the docstring for one config, in this process."""
+def measure(config: str, model: Path, threads: int, full: bool) -> dict[str, Any]:
+    """Steps 1-5 of the docstring for one config, in this process (5 only when `full`)."""
     import torch
 
     from culture_probe import run
@@ -112,6 +128,11 @@ def measure(config: str, model: Path, threads: int) -> dict[str, Any]:
         )
         out["smoke_s"] = time.monotonic() - began
         out["after smoke"] = estimate(config, model)
+        tenth = max(out["first"]["items"] // 10, 1)
+        run(config, str(model), limit=tenth, progress=False, no_cache=True, **options_of(config))
+        out["after a tenth"] = estimate(config, model)
+        if not full:
+            return out
         began = time.monotonic()
         result = run(
             config,
@@ -130,10 +151,12 @@ def measure(config: str, model: Path, threads: int) -> dict[str, Any]:
     return out
 
 
-def in_subprocess(config: str, model: Path, threads: int, cache: Path) -> dict[str, Any]:
+def in_subprocess(
+    config: str, model: Path, threads: int, cache: Path, full: bool
+) -> dict[str, Any]:
     """`measure` in a new process whose score cache and rates file are `cache`'s (no run before this one's)."""
     env = {**os.environ, "CULTURE_PROBE_CACHE": str(cache)}
-    payload = json.dumps({"config": config, "model": str(model), "threads": threads})
+    payload = json.dumps({"config": config, "model": str(model), "threads": threads, "full": full})
     done = subprocess.run(
         [sys.executable, __file__, "--measure", payload], env=env, capture_output=True, text=True
     )
@@ -155,12 +178,13 @@ def row(m: dict[str, Any]) -> str:
     def span(e: dict[str, Any]) -> str:
         if e["low"] is None:
             return "none"
-        within = m["full_s"] / e["high"] if e["high"] else float("nan")
-        return f"{seconds(e['low'])} to {seconds(e['high'])} ({m['full_s'] / e['low']:.2f}x / {within:.2f}x)"
+        inside = "" if e["low"] <= m["full_s"] <= e["high"] else ", **outside**"
+        middle = (e["low"] * e["high"]) ** 0.5
+        return f"{seconds(e['low'])} to {seconds(e['high'])} ({m['full_s'] / middle:.2f}x{inside})"
 
     return (
         f"| {m['config']} | {m['probes']:,} | {seconds(m['full_s'])} | {span(m['first'])} | {span(m['after smoke'])} "
-        f"| {m['peak_rss_mb']:,.0f} MB |"
+        f"| {span(m['after a tenth'])} | {m['peak_rss_mb']:,.0f} MB |"
     )
 
 
@@ -176,13 +200,18 @@ def main() -> int:
     )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", type=Path, help="keep the figures in this file")
+    parser.add_argument("--times", type=Path, help="the full runs' times from this --json file")
     args = parser.parse_args()
     if args.measure:
         spec = json.loads(args.measure)
-        print(
-            json.dumps(measure(spec["config"], Path(spec["model"]), spec["threads"]), default=str)
-        )
+        measured = measure(spec["config"], Path(spec["model"]), spec["threads"], spec["full"])
+        print(json.dumps(measured, default=str))
         return 0
+    earlier = (
+        {m["config"]: m for m in json.loads(args.times.read_text(encoding="utf-8"))}
+        if args.times
+        else {}
+    )
 
     from culture_probe.data.registry import expand
 
@@ -191,8 +220,8 @@ def main() -> int:
         root = args.models or Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
         print(
-            "| config | probes | full run | estimate before any run (measured / low, / high) | estimate after a "
-            "smoke run (same) | peak RSS |\n|---|---|---|---|---|---|",
+            "| config | probes | full run | estimate before any run (full run / its middle) | after a smoke run "
+            "(same) | after a tenth of the items (same) | peak RSS |\n|---|---|---|---|---|---|---|",
             flush=True,
         )
         for group in args.groups:
@@ -201,9 +230,12 @@ def main() -> int:
                 continue
             model = model_folder(root, group, list(expand([group])))
             for config in configs:
+                timed = earlier.get(config, {})
                 measured = in_subprocess(
-                    config, model, args.threads, Path(scratch) / f"cache-{config}"
+                    config, model, args.threads, Path(scratch) / f"cache-{config}", not timed
                 )
+                for key in ("full_s", "probes", "peak_rss_mb", "stages_s"):
+                    measured.setdefault(key, timed.get(key))
                 results.append(measured)
                 print(row(measured), flush=True)
     if args.json:

@@ -21,7 +21,7 @@ from culture_probe.throughput.meter import Meter, estimate_for, model_shape
 TEXTS = [
     "the capital of france is paris . rice salt apple doctor away egypt africa asia europe"
 ] * 4
-SPEED = store.DeviceSpeed("cpu (2 threads)", 2e10, 1e-5, 1e-3, "2026-12-02")
+SPEED = store.DeviceSpeed("cpu (2 threads)", 2e10, 1e-5, 1e10, 1e-9, 1e-3, "2026-12-02")
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,10 @@ def test_a_models_shape_is_counted_from_its_config_and_shared_by_a_copy(tiny, tm
         p.numel() for p in model.transformer.ln_f.parameters()
     )
     assert shape is not None and shape.body == blocks
-    assert shape.head == model.config.vocab_size * model.config.n_embd
+    assert (
+        shape.head == model.config.vocab_size * model.config.n_embd
+        and shape.vocab == model.config.vocab_size
+    )
     copy = shutil.copytree(tiny["gpt2"], tmp_path / "copy")
     assert model_shape(Scorer.from_pretrained(copy)).key == shape.key
     assert model_shape(Scorer.from_pretrained(tiny["bert"])).key != shape.key
@@ -94,7 +97,7 @@ def test_scoring_and_generation_are_counted_apart_as_the_workload_counts_them(ti
 
 def test_the_estimate_uses_each_kinds_rate_and_the_configs_fixed_part():
     work = Workload(10, 30, tokens=12_000, reads=600) + Workload(2, 0, 1_000, True, 0, 1_000, 40, 8)
-    shape = flops.ModelShape(body=1_000_000, head=100_000, key="k")
+    shape = flops.ModelShape(body=1_000_000, head=100_000, vocab=1_000, key="k")
     rate = store.Rate(
         "m",
         "fmlama_en",
@@ -128,12 +131,13 @@ def test_the_estimate_uses_each_kinds_rate_and_the_configs_fixed_part():
 
 
 def test_flops_count_tokens_reads_and_steps():
-    shape = flops.ModelShape(body=10**6, head=10**5, key="k")
+    shape = flops.ModelShape(body=10**6, head=10**5, vocab=1000, key="k")
     base = est.flop_seconds(1000, 0, 0, shape, SPEED)
     assert base == pytest.approx(1000 * 1e-5 + 2e9 / 2e10)
-    assert est.flop_seconds(1000, 50, 0, shape, SPEED) - base == pytest.approx(
-        2 * 10**5 * 50 / 2e10
-    )
+    read = (
+        1000 * 1e-9 + 2 * 10**5 / 1e10
+    )  # its log-softmax over the vocabulary, and the head's FLOPs
+    assert est.flop_seconds(1000, 50, 0, shape, SPEED) - base == pytest.approx(50 * read)
     assert est.flop_seconds(1000, 0, 7, shape, SPEED) - base == pytest.approx(7e-3)
 
 

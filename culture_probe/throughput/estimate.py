@@ -46,15 +46,14 @@ class Estimate:
 def flop_seconds(
     tokens: int, reads: int, steps: int, shape: ModelShape, speed: DeviceSpeed
 ) -> float:
-    """The time of `tokens` through a model of `shape`, its LM head at `reads` positions, in `steps` generation
-    steps, at `speed`.
+    """The time of `tokens` through a model of `shape`, its LM head and log-softmax at `reads` positions, in `steps`
+    generation steps, at `speed`.
     """
-    flops = 2.0 * shape.body * tokens + 2.0 * shape.head * reads
-    return (
-        tokens * speed.seconds_per_token
-        + flops / speed.flops_per_second
-        + steps * speed.seconds_per_step
+    body = tokens * (speed.seconds_per_token + 2.0 * shape.body / speed.flops_per_second)
+    head = reads * (
+        shape.vocab * speed.seconds_per_vocab_read + 2.0 * shape.head / speed.head_flops_per_second
     )
+    return body + head + steps * speed.seconds_per_step
 
 
 def estimate(

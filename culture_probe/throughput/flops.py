@@ -4,9 +4,9 @@ first run of a model gets before any run of it has measured a rate.
 A token through a transformer costs about 2 floating-point operations per parameter it passes (its non-embedding
 parameters), and the LM head 2 per head parameter at each position it runs at (`Workload.reads`). The device's
 speed is measured once per machine and device (`measure_speed`: a few forward passes of two random-weight BERT
-shapes and a short generation of a tiny GPT-2, about a second on a CPU), as its FLOP rate at full batches, a time
-per token that does not shrink with the model (memory traffic, kernel launches, the engine's own work) and a time
-per generation step.
+shapes and two LM heads at the engine's batch shape, and a short generation of a tiny GPT-2, about 2 s on a CPU),
+as FLOP rates, the times that do not shrink with the model (memory traffic, kernel launches) and a time per
+generation step.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class ModelShape:
 
     body: int
     head: int
+    vocab: int
     key: str
 
     @property
@@ -77,9 +78,10 @@ def _shape(config: Any, text: str, kind: str) -> ModelShape:
     embedded = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
     out = model.get_output_embeddings()
     head = out.weight.numel() if out is not None else 0
+    vocab = out.weight.shape[0] if out is not None else 0
     untied = {id(out.weight)} - embedded if out is not None else set()
     body = sum(n for i, n in seen.items() if i not in embedded and i not in untied)
-    return ModelShape(body, head, key)
+    return ModelShape(body, head, vocab, key)
 
 
 def device_name(device: Any) -> str:
@@ -105,18 +107,21 @@ def speed_for(device: Any, *, keep: bool = True) -> store.DeviceSpeed:
 
 
 def measure_speed(device: Any) -> store.DeviceSpeed:
-    """Time two random-weight BERT shapes at a full batch (a small one: what does not shrink with the model; a wider
-    one: the FLOP rate) and a short greedy generation of a tiny GPT-2 (the time per step).
+    """Time, at the engine's batch shape (rows of 32 tokens, padded, filling its token budget), a small and a wider
+    random-weight BERT body (the line through both: a time per token that does not shrink with the model and a FLOP
+    rate), a small and a wider LM head with its log-softmax at read positions (a time per vocabulary entry read and
+    the head's FLOP rate: a tiny model's head is bound by memory, not FLOPs), and a short greedy generation of a
+    tiny GPT-2 (the time per step).
     """
     import torch
     import transformers
 
     device = torch.device(device)
     gpu = device.type == "cuda"
-    rows, length = (64, 256) if gpu else (16, 64)
-    wide = (1024, 8) if gpu else (256, 4)
+    rows, length, reads = (256, 128, 1024) if gpu else (64, 32, 256)
+    wide, wide_head = ((1024, 8), (1024, 32_000)) if gpu else ((256, 4), (256, 32_000))
 
-    def bert(hidden: int, layers: int) -> tuple[float, float]:
+    def body(hidden: int, layers: int) -> tuple[float, float]:
         config = transformers.BertConfig(
             vocab_size=512,
             hidden_size=hidden,
@@ -127,20 +132,37 @@ def measure_speed(device: Any) -> store.DeviceSpeed:
         )
         model = transformers.BertModel(config).to(device).eval()
         ids = torch.randint(0, 512, (rows, length), device=device)
-        body = sum(p.numel() for p in model.encoder.parameters())
-        return _seconds(lambda: model(input_ids=ids), device) / (rows * length), 2.0 * body
+        mask = torch.ones_like(ids)
+        mask[::2, -length // 4 :] = 0  # the engine pads each chunk to its longest input
+        flops = 2.0 * sum(p.numel() for p in model.encoder.parameters())
+        seconds = _seconds(lambda: model(input_ids=ids, attention_mask=mask), device)
+        return seconds / (rows * length), flops
 
-    (small_t, small_f), (wide_t, wide_f) = bert(64, 2), bert(*wide)
-    # the line through both; a wide shape measured no slower than the small one (a busy machine) leaves the FLOP
-    # rate of the wide one alone, and the small one's time as what does not shrink
-    if wide_t > small_t * 1.05:
-        rate = (wide_f - small_f) / (wide_t - small_t)
-        per_token = max(small_t - small_f / rate, 0.0)
-    else:
-        rate, per_token = wide_f / wide_t, small_t
+    def head(hidden: int, vocab: int) -> tuple[float, float]:
+        linear = torch.nn.Linear(hidden, vocab).to(device)
+        states = torch.randn(reads, hidden, device=device)
+        seconds = _seconds(lambda: torch.logsumexp(linear(states), dim=-1), device)
+        return seconds / (reads * vocab), 2.0 * hidden
+
+    rate, per_token = _line(body(64, 2), body(*wide))
+    head_rate, per_entry = _line(head(64, 8000), head(*wide_head))
     step = _step_seconds(device, per_token, rate)
     today = datetime.now(timezone.utc).date().isoformat()
-    return store.DeviceSpeed(device_name(device), rate, per_token, step, today)
+    return store.DeviceSpeed(
+        device_name(device), rate, per_token, head_rate, per_entry, step, today
+    )
+
+
+def _line(small: tuple[float, float], wide: tuple[float, float]) -> tuple[float, float]:
+    """(FLOP rate, time that does not shrink) of the line through two (time, FLOPs) points of one unit (a token, a
+    vocabulary entry read); a wide shape measured no slower than the small one (a busy machine) leaves the wide
+    one's FLOP rate alone and the small one's time as what does not shrink.
+    """
+    (small_t, small_f), (wide_t, wide_f) = small, wide
+    if wide_t > small_t * 1.05:
+        rate = (wide_f - small_f) / (wide_t - small_t)
+        return rate, max(small_t - small_f / rate, 0.0)
+    return wide_f / wide_t, small_t
 
 
 def _step_seconds(device: Any, per_token: float, rate: float) -> float:
