@@ -21,7 +21,7 @@ from culture_probe.throughput.meter import Meter, estimate_for, model_shape
 TEXTS = [
     "the capital of france is paris . rice salt apple doctor away egypt africa asia europe"
 ] * 4
-SPEED = store.DeviceSpeed("cpu (2 threads)", 2e10, 1e-5, 1e10, 1e-9, 1e-3, "2026-12-02")
+SPEED = store.DeviceSpeed("cpu (2 threads)", 2e10, 1e-5, 2e-6, 1e10, 1e-9, 1e-3, "2026-12-02")
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,8 @@ def test_the_estimate_uses_each_kinds_rate_and_the_configs_fixed_part():
     measured = est.estimate(work, shape, SPEED, rate, 7.0, "fmlama_en")
     point = 12_000 / 4_000 + 1_000 / 100 + 5.0  # the run's own fixed part, not the config's latest
     assert measured.middle == pytest.approx(point)
-    assert (measured.low, measured.high) == pytest.approx((point / 1.5, point * 1.5))
+    spread = est.MEASURED_SPREAD
+    assert (measured.low, measured.high) == pytest.approx((point / spread, point * spread))
     assert "scoring at 4,000 tokens/s and generation at 100 tokens/s" in measured.words()
     # no generation rate: that part from FLOPs, the range as wide as the FLOPs' basis
     half = est.estimate(
@@ -126,7 +127,8 @@ def test_the_estimate_uses_each_kinds_rate_and_the_configs_fixed_part():
     assert half.high / half.low == pytest.approx(est.FLOPS_SPREAD**2)
     assert "generation from FLOPs: 1.1 M parameters at 20.0 GFLOP/s" in half.words()
     first = est.estimate(work, shape, SPEED, None, None, "x")
-    assert first.middle == pytest.approx(est.flop_seconds(12_000, 600, 0, shape, SPEED) + gen_flops)
+    scoring = est.flop_seconds(12_000, 600, 0, shape, SPEED, candidates=30)
+    assert first.middle == pytest.approx(scoring + gen_flops)
     assert "no run of this config here yet" in first.words()
 
 
@@ -139,6 +141,9 @@ def test_flops_count_tokens_reads_and_steps():
     )  # its log-softmax over the vocabulary, and the head's FLOPs
     assert est.flop_seconds(1000, 50, 0, shape, SPEED) - base == pytest.approx(50 * read)
     assert est.flop_seconds(1000, 0, 7, shape, SPEED) - base == pytest.approx(7e-3)
+    assert est.flop_seconds(1000, 0, 0, shape, SPEED, candidates=300) - base == pytest.approx(
+        300 * 2e-6
+    )
 
 
 @pytest.mark.parametrize(
@@ -159,6 +164,7 @@ def test_this_machines_speed_is_measured_once_and_kept(cache):
     assert (
         measured.flops_per_second > 1e8
         and measured.seconds_per_token >= 0
+        and measured.seconds_per_candidate >= 0
         and measured.seconds_per_step >= 0
     )
     assert store.speed_of(flops.device_name("cpu")) == measured
@@ -233,9 +239,8 @@ def test_the_estimate_before_a_first_run_comes_from_flops_at_the_measured_speed(
     work = EncodingPreview(scorer).score_workload(requests(), ScoreOptions())
     estimate = estimate_for(work, scorer, "fmlama_en")
     shape, speed = model_shape(scorer), flops.speed_for(scorer.device)
-    assert estimate.middle == pytest.approx(
-        est.flop_seconds(work.tokens, work.reads, 0, shape, speed)
-    )
+    expected = est.flop_seconds(work.tokens, work.reads, 0, shape, speed, work.candidates)
+    assert estimate.middle == pytest.approx(expected)
     assert (
         "scoring from FLOPs" in estimate.words()
         and "no run of a model of this shape" in estimate.words()

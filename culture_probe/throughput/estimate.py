@@ -17,7 +17,7 @@ from culture_probe.throughput.flops import ModelShape
 from culture_probe.throughput.store import DeviceSpeed, Rate
 
 # how far each basis has been off, either way, on the full runs measured (docs/performance.md)
-MEASURED_SPREAD = 1.5
+MEASURED_SPREAD = 2.0
 FLOPS_SPREAD = 3.0
 WORDS = {"score": "scoring", "generate": "generation"}
 
@@ -44,12 +44,13 @@ class Estimate:
 
 
 def flop_seconds(
-    tokens: int, reads: int, steps: int, shape: ModelShape, speed: DeviceSpeed
+    tokens: int, reads: int, steps: int, shape: ModelShape, speed: DeviceSpeed, candidates: int = 0
 ) -> float:
     """The time of `tokens` through a model of `shape`, its LM head and log-softmax at `reads` positions, in `steps`
-    generation steps, at `speed`.
+    generation steps, `candidates` scored, at `speed`.
     """
     body = tokens * (speed.seconds_per_token + 2.0 * shape.body / speed.flops_per_second)
+    body += candidates * speed.seconds_per_candidate
     head = reads * (
         shape.vocab * speed.seconds_per_vocab_read + 2.0 * shape.head / speed.head_flops_per_second
     )
@@ -68,11 +69,11 @@ def estimate(
     `work` asks, from FLOPs at `speed` otherwise; plus the fixed part (`fixed`: any model's run of `config` here).
     """
     parts = {
-        "score": ((work.tokens or 0) - work.generated, work.reads, 0),
-        "generate": (work.generated, work.new, work.steps),
+        "score": ((work.tokens or 0) - work.generated, work.reads, 0, work.candidates),
+        "generate": (work.generated, work.new, work.steps, 0),
     }
     measured, from_flops, seconds = [], [], 0.0
-    for kind, (tokens, reads, steps) in parts.items():
+    for kind, (tokens, reads, steps, candidates) in parts.items():
         if not tokens:
             continue
         kept = getattr(rate, kind) if rate is not None else None
@@ -80,7 +81,7 @@ def estimate(
             seconds += tokens / kept.per_second
             measured.append(f"{WORDS[kind]} at {kept.per_second:,.0f} tokens/s")
         else:
-            seconds += flop_seconds(tokens, reads, steps, shape, speed)
+            seconds += flop_seconds(tokens, reads, steps, shape, speed, candidates)
             from_flops.append(WORDS[kind])
     own = rate.fixed if rate is not None and rate.config == config else fixed
     seconds += own or 0.0

@@ -107,36 +107,19 @@ def speed_for(device: Any, *, keep: bool = True) -> store.DeviceSpeed:
 
 
 def measure_speed(device: Any) -> store.DeviceSpeed:
-    """Time, at the engine's batch shape (rows of 32 tokens, padded, filling its token budget), a small and a wider
-    random-weight BERT body (the line through both: a time per token that does not shrink with the model and a FLOP
-    rate), a small and a wider LM head with its log-softmax at read positions (a time per vocabulary entry read and
-    the head's FLOP rate: a tiny model's head is bound by memory, not FLOPs), and a short greedy generation of a
+    """Time the LM head with its log-softmax at read positions for a small and a wider shape (a time per vocabulary
+    entry read and the head's FLOP rate: a tiny model's head is bound by memory, not FLOPs), then the engine itself
+    scoring synthetic requests on a small and a wider random-weight BERT (`_engine_point`: the line through both,
+    the head's share taken out, gives the body's time per token that does not shrink with the model, the engine's
+    own work and its many small forward passes included, and its FLOP rate), and a short greedy generation of a
     tiny GPT-2 (the time per step).
     """
     import torch
-    import transformers
 
     device = torch.device(device)
     gpu = device.type == "cuda"
-    rows, length, reads = (256, 128, 1024) if gpu else (64, 32, 256)
+    reads = 1024 if gpu else 256
     wide, wide_head = ((1024, 8), (1024, 32_000)) if gpu else ((256, 4), (256, 32_000))
-
-    def body(hidden: int, layers: int) -> tuple[float, float]:
-        config = transformers.BertConfig(
-            vocab_size=512,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=max(hidden // 64, 1),
-            intermediate_size=4 * hidden,
-            max_position_embeddings=length,
-        )
-        model = transformers.BertModel(config).to(device).eval()
-        ids = torch.randint(0, 512, (rows, length), device=device)
-        mask = torch.ones_like(ids)
-        mask[::2, -length // 4 :] = 0  # the engine pads each chunk to its longest input
-        flops = 2.0 * sum(p.numel() for p in model.encoder.parameters())
-        seconds = _seconds(lambda: model(input_ids=ids, attention_mask=mask), device)
-        return seconds / (rows * length), flops
 
     def head(hidden: int, vocab: int) -> tuple[float, float]:
         linear = torch.nn.Linear(hidden, vocab).to(device)
@@ -144,13 +127,88 @@ def measure_speed(device: Any) -> store.DeviceSpeed:
         seconds = _seconds(lambda: torch.logsumexp(linear(states), dim=-1), device)
         return seconds / (reads * vocab), 2.0 * hidden
 
-    rate, per_token = _line(body(64, 2), body(*wide))
     head_rate, per_entry = _line(head(64, 8000), head(*wide_head))
+    # (seconds, tokens, candidates, FLOPs per token) of three engine runs: a small model on a pool of 300 and one
+    # of 30 candidates (what grows with the tokens and what with the candidates), a wider one on the 300
+    (t1, n1, c1, f1), (t2, n2, c2, _), (t3, n3, c3, f3) = (
+        _engine_point(device, 64, 2, 300, head_rate, per_entry),
+        _engine_point(device, 64, 2, 30, head_rate, per_entry),
+        _engine_point(device, *wide, 300, head_rate, per_entry),
+    )
+    determinant = n1 * c2 - n2 * c1
+    per_small = max((t1 * c2 - t2 * c1) / determinant, 0.0)
+    per_candidate = max((n1 * t2 - n2 * t1) / determinant, 0.0)
+    wider = max(t3 - n3 * per_small - c3 * per_candidate, 1e-9)
+    rate = (f3 - f1) * n3 / wider
+    per_token = max(per_small - f1 / rate, 0.0)
     step = _step_seconds(device, per_token, rate)
     today = datetime.now(timezone.utc).date().isoformat()
     return store.DeviceSpeed(
-        device_name(device), rate, per_token, head_rate, per_entry, step, today
+        device_name(device), rate, per_token, per_candidate, head_rate, per_entry, step, today
     )
+
+
+CALIBRATION_VOCAB = 2000
+
+
+def _engine_point(
+    device: Any, hidden: int, layers: int, pool: int, head_rate: float, per_entry: float
+) -> tuple[float, int, int, float]:
+    """(seconds, tokens, candidates, body FLOPs per token) of the engine scoring synthetic requests (contexts of 10
+    words ending in the same one, a pool of `pool` candidates of 1-3 words, a token budget's worth) on a random
+    BERT of `hidden` x `layers`: the whole `score` call, less its LM-head reads at (`head_rate`, `per_entry`).
+    """
+    import random
+
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    from culture_probe.engine.scorer import backend_for
+    from culture_probe.engine.types import ScoreOptions, ScoreRequest
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = [f"w{i}" for i in range(CALIBRATION_VOCAB - len(specials))]
+    vocab = {t: i for i, t in enumerate([*specials, *words])}
+    rust = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    rust.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    rust.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=rust,
+        **dict(
+            zip(
+                ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"),
+                specials,
+                strict=True,
+            )
+        ),
+    )
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=max(hidden // 64, 1),
+        intermediate_size=4 * hidden,
+    )
+    model = transformers.BertForMaskedLM(config).to(device).eval()
+    scorer = backend_for("masked")(model, tokenizer, identity={"name_or_path": "calibration"})
+    rng = random.Random(0)
+    candidates = {" ".join(rng.choices(words, k=rng.randint(1, 3))) for _ in range(pool)}
+    # contexts ending in the same word, as a benchmark's template does: the pool is encoded once, as in a run
+    asked = [
+        ScoreRequest(" ".join([*rng.choices(words, k=9), words[0]]), tuple(sorted(candidates)))
+        for _ in range(2 + scorer.budget() // 20)
+    ]
+    scorer.score(asked[:2])  # the first call's set-up (the pool's encoding is shared, as in a run)
+    before = scorer.spending.snapshot()["score"]
+    scorer.score(asked[2:])
+    spent = scorer.spending.snapshot()["score"] - before
+    reads = sum(scorer._reads(item) for item in scorer._prepare_all(asked[2:], ScoreOptions()))
+    head = reads * (len(vocab) * per_entry + 2.0 * hidden * len(vocab) / head_rate)
+    body = 2.0 * sum(p.numel() for p in model.bert.encoder.parameters())
+    scored = sum(len(r.candidates) for r in asked[2:])
+    return max(spent.seconds - head, 0.0), spent.tokens, scored, body
 
 
 def _line(small: tuple[float, float], wide: tuple[float, float]) -> tuple[float, float]:

@@ -65,7 +65,8 @@ class Rate:
 @dataclass(frozen=True)
 class DeviceSpeed:
     """How fast a device runs a transformer here, measured once (`flops.measure_speed`): the body's floating-point
-    operations per second and the time per token that does not shrink with the model (memory, launches); the LM
+    operations per second, the time per token that does not shrink with the model (memory, launches) and the
+    engine's host time per candidate scored; the LM
     head's FLOP rate and its time per vocabulary entry at each read position (the log-softmax); the time per
     generation step (one forward pass of a batch for each new token).
     """
@@ -73,6 +74,7 @@ class DeviceSpeed:
     device: str
     flops_per_second: float
     seconds_per_token: float
+    seconds_per_candidate: float
     head_flops_per_second: float
     seconds_per_vocab_read: float
     seconds_per_step: float
