@@ -39,9 +39,6 @@ class Estimate:
         """The range and its basis."""
         return f"{span(self.low, self.high)} ({self.basis})"
 
-    def __add__(self, other: Estimate) -> Estimate:
-        return Estimate(self.low + other.low, self.high + other.high, "")
-
 
 def flop_seconds(
     tokens: int, reads: int, steps: int, shape: ModelShape, speed: DeviceSpeed, candidates: int = 0

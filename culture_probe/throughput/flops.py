@@ -2,10 +2,11 @@
 first run of a model gets before any run of it has measured a rate.
 
 A token through a transformer costs about 2 floating-point operations per parameter it passes (its non-embedding
-parameters), and the LM head 2 per head parameter at each position it runs at (`Workload.reads`). The device's
-speed is measured once per machine and device (`measure_speed`: a few forward passes of two random-weight BERT
-shapes and two LM heads at the engine's batch shape, and a short generation of a tiny GPT-2, about 2 s on a CPU),
-as FLOP rates, the times that do not shrink with the model (memory traffic, kernel launches) and a time per
+parameters), and the LM head 2 per head parameter at each position it runs at (`Workload.reads`), with its
+log-softmax over the vocabulary there. The device's speed is measured once per machine and device (`measure_speed`:
+an LM head at two widths, the engine itself scoring synthetic requests on a small and a wider random-weight BERT,
+and a short generation of a tiny GPT-2, about 2 s on a CPU), as FLOP rates, the times that do not shrink with the
+model (memory traffic, kernel launches, the engine's own work per token and per candidate) and a time per
 generation step.
 """
 
