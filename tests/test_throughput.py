@@ -149,6 +149,9 @@ def test_flops_count_tokens_reads_and_steps():
 @pytest.mark.parametrize(
     ("low", "high", "words"),
     [
+        (0.01, 0.03, "under 0.1 s"),
+        (0.3, 0.9, "0.3-0.9 s"),
+        (0.02, 1.4, "0.1-1.4 s"),
         (3, 9, "3-9 s"),
         (40, 130, "0.7-2.2 min"),
         (600, 1800, "10-30 min"),
@@ -245,3 +248,22 @@ def test_the_estimate_before_a_first_run_comes_from_flops_at_the_measured_speed(
         "scoring from FLOPs" in estimate.words()
         and "no run of a model of this shape" in estimate.words()
     )
+
+
+def test_the_speed_is_measured_alone_in_a_process_of_a_multi_process_run(
+    cache, tmp_path, monkeypatch
+):
+    """A run's process measures the machine's speed on synthetic requests by itself: none of it is split with the
+    other processes, waited for, or traced as the run's shared work (a two-process run traced 7 calls for 1)."""
+    from culture_probe.engine import parallel
+
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    monkeypatch.setenv(parallel.TRACE_VARIABLE, str(trace))
+    flops.measure_speed("cpu")
+    assert list(trace.iterdir()) == []
+    monkeypatch.setenv(
+        "WORLD_SIZE", "2"
+    )  # as a launcher sets it: outside `alone`, `world` would join a group
+    with parallel.alone():
+        assert parallel.world() == (0, 1)

@@ -13,7 +13,10 @@ import atexit
 import functools
 import logging
 import os
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +33,30 @@ SIZE_VARIABLES = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WO
 TRACE_VARIABLE = "CULTURE_PROBE_SHARD_TRACE"
 
 
+# set within `alone()`, per thread
+_ALONE = threading.local()
+
+
+@contextmanager
+def alone() -> Iterator[None]:
+    """Within the block this process works by itself, whatever launched it: what it scores is no part of the run's
+    shared work (the machine's speed, measured on synthetic requests), so it is neither split, gathered nor traced,
+    and no process waits for the others.
+    """
+    before = getattr(_ALONE, "on", False)
+    _ALONE.on = True
+    try:
+        yield
+    finally:
+        _ALONE.on = before
+
+
 def world() -> tuple[int, int]:
-    """(rank, number of processes); (0, 1) when not launched by a distributed launcher."""
+    """(rank, number of processes); (0, 1) when not launched by a distributed launcher, or within `alone()`."""
     import torch.distributed as dist
+
+    if getattr(_ALONE, "on", False):
+        return 0, 1
 
     if not dist.is_available():
         return 0, 1
@@ -172,7 +196,7 @@ def gather(local: dict[int, Any], size: int) -> dict[int, Any]:
 def _trace(rank: int, size: int, indices: list[int]) -> None:
     """Append this process's shard to the trace folder named by $CULTURE_PROBE_SHARD_TRACE, if set."""
     folder = os.environ.get(TRACE_VARIABLE)
-    if folder:
+    if folder and not getattr(_ALONE, "on", False):
         with open(Path(folder) / f"rank{rank}.jsonl", "a", encoding="utf-8") as f:
             f.write(jsonl.line({"rank": rank, "size": size, "indices": indices}))
 

@@ -116,10 +116,14 @@ def _basis(
 
 
 def span(low: float, high: float) -> str:
-    """`low` to `high` seconds as a person reads a wait, in the unit of the larger: 20-45 s, 3.2-7.1 min, 1.5-3 h."""
+    """`low` to `high` seconds as a person reads a wait, in the unit of the larger: 0.2-0.6 s, 20-45 s, 3.2-7.1 min,
+    1.5-3 h (a tenth of a unit at least: under 0.1 s when even the top is less).
+    """
+    if high < 0.05:
+        return "under 0.1 s"
     for unit, size, limit in (("s", 1, 90), ("min", 60, 5400), ("h", 3600, float("inf"))):
         if high < limit:
-            digits = 0 if unit == "s" or high / size >= 20 else 1
+            digits = 0 if high / size >= (5 if unit == "s" else 20) else 1
             return f"{max(low / size, 0.1**digits):.{digits}f}-{high / size:.{digits}f} {unit}"
     raise AssertionError("unreachable")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from culture_probe.engine import parallel
 from culture_probe.throughput import store
 
 # keys of a config that name or date it and do not change what it computes
@@ -131,11 +132,13 @@ def measure_speed(device: Any) -> store.DeviceSpeed:
     head_rate, per_entry = _line(head(64, 8000), head(*wide_head))
     # (seconds, tokens, candidates, FLOPs per token) of three engine runs: a small model on a pool of 300 and one
     # of 30 candidates (what grows with the tokens and what with the candidates), a wider one on the 300
-    (t1, n1, c1, f1), (t2, n2, c2, _), (t3, n3, c3, f3) = (
-        _engine_point(device, 64, 2, 300, head_rate, per_entry),
-        _engine_point(device, 64, 2, 30, head_rate, per_entry),
-        _engine_point(device, *wide, 300, head_rate, per_entry),
-    )
+    # in a process of a multi-process run, alone: the synthetic requests are no part of the run's shared work
+    with parallel.alone():
+        (t1, n1, c1, f1), (t2, n2, c2, _), (t3, n3, c3, f3) = (
+            _engine_point(device, 64, 2, 300, head_rate, per_entry),
+            _engine_point(device, 64, 2, 30, head_rate, per_entry),
+            _engine_point(device, *wide, 300, head_rate, per_entry),
+        )
     determinant = n1 * c2 - n2 * c1
     per_small = max((t1 * c2 - t2 * c1) / determinant, 0.0)
     per_candidate = max((n1 * t2 - n2 * t1) / determinant, 0.0)
