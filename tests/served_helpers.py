@@ -256,15 +256,22 @@ class Behaviour:
     content_type: str = "application/json"
     cut_at: int | None = None
     trickle: float | None = None
+    # more headers (`Retry-After`), or None to leave one out (no `Content-Length`: the body ends with the connection)
+    headers: dict[str, str | None] = field(default_factory=dict)
     calls: list[float] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
 
     def head(self) -> bytes:
         """The reply's status line and headers."""
-        return (
-            f"HTTP/1.1 {self.status} {http.HTTPStatus(self.status).phrase}\r\nContent-Type: {self.content_type}\r\n"
-            f"Content-Length: {len(self.body)}\r\nConnection: close\r\n\r\n"
-        ).encode()
+        fields = {
+            "Content-Type": self.content_type,
+            "Content-Length": str(len(self.body)),
+            "Connection": "close",
+            **self.headers,
+        }
+        lines = [f"HTTP/1.1 {self.status} {http.HTTPStatus(self.status).phrase}"]
+        lines += [f"{name}: {value}" for name, value in fields.items() if value is not None]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
     def send(self, out) -> None:
         """Writes the reply to `out` as told; returns when it is sent, or when the test ends."""

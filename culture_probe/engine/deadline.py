@@ -1,8 +1,8 @@
 """Each try of a request to a served model bounded as a whole. The HTTP client's own timeouts bound one operation
 each (connecting, one send, one read), so a server that sends a byte every half second, or its headers and half a
 body, never trips them and holds a run forever. Here every socket operation of a try waits at most until that try's
-deadline, set when the try is sent: a try ends within its timeout whatever the server does, and the `openai`
-client's retry policy (which errors it asks again, its backoff, `Retry-After`) stays its own.
+deadline, set when the try is sent: a try ends within its timeout whatever the server does, and the retry policy
+(which errors are asked again, the backoff, `Retry-After`: engine.retries) stays apart.
 
 The classes wrap whichever of httpcore/httpcore2 the installed `openai` client uses (they share one interface), so
 they are duck-typed rather than subclasses of either.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -49,14 +50,24 @@ def _errors(wrapped: Any) -> Any:
     return importlib.import_module(type(wrapped).__module__.split(".")[0])
 
 
-def bounded_http_client(seconds: float) -> Any:
+def bounded_http_client(
+    seconds: float,
+    *,
+    response_hooks: Sequence[Callable[[Any], None]] = (),
+    headers: Mapping[str, str] | None = None,
+) -> Any:
     """The `openai` client's default HTTP client (its limits, redirects and the environment's proxies) in which each
-    try ends within `seconds`: connecting, sending, waiting and a reply that trickles in, all together.
+    try ends within `seconds`: connecting, sending, waiting and a reply that trickles in, all together. Each reply's
+    headers go to `response_hooks` before its body is read, and `headers` are sent with every request.
     """
     from openai import DefaultHttpxClient
 
     deadline = Deadline(seconds)
-    client = DefaultHttpxClient(timeout=seconds, event_hooks={"request": [deadline.start]})
+    client = DefaultHttpxClient(
+        timeout=seconds,
+        event_hooks={"request": [deadline.start], "response": list(response_hooks)},
+        headers=dict(headers or {}),
+    )
     # httpx takes no network backend, so the one of each connection pool (direct, and each proxy's) is wrapped.
     for transport in (client._transport, *client._mounts.values()):
         pool = getattr(transport, "_pool", None)

@@ -472,18 +472,23 @@ class _Endpoint:
         prompts = body.get("prompt", "")
         return SimpleNamespace(
             choices=[
-                _empty_choice(i, prompt)
+                _empty_choice(i, prompt, echo=bool(body.get("echo")))
                 for i, prompt in enumerate(prompts if isinstance(prompts, list) else [prompts])
             ]
         )
 
 
-def _empty_choice(index: int, prompt: str) -> Any:
-    """A choice with an empty text, and one prompt log-prob at the end of `prompt` (scoring reads it)."""
+def _empty_choice(index: int, prompt: str, *, echo: bool) -> Any:
+    """A choice with an empty text (after the prompt, when it is echoed), and the echo of a prompt of two tokens, the
+    second at its end (scoring reads it), then one generated: an echo as `ServedScorer` checks it.
+    """
     end = len(prompt)
-    logprobs = SimpleNamespace(token_logprobs=[0.0, 0.0], text_offset=[end, end])
+    logprobs = SimpleNamespace(token_logprobs=[None, 0.0, 0.0], text_offset=[0, end, end])
     return SimpleNamespace(
-        index=index, text="", logprobs=logprobs, message=SimpleNamespace(content="")
+        index=index,
+        text=prompt if echo else "",
+        logprobs=logprobs,
+        message=SimpleNamespace(content=""),
     )
 
 

@@ -3,11 +3,13 @@ base URL. The server holds the model, on as many GPUs as it likes; culture_probe
 
 Generation and chat go through `/v1/completions` and `/v1/chat/completions` (greedy: temperature 0; sampling: the
 temperature and a per-prompt seed), several requests in flight at once, each try bounded whole by the timeout
-(engine.deadline) and retried with backoff on 429 (honouring `Retry-After`) and 5xx (the `openai` client's own
-policy), so that a server that stalls, trickles or half-answers fails within timeout x (retries + 1) plus the
-backoff; the first failure cancels the requests not yet sent. Every answer lands in the model's cache as soon as it
-arrives, so an interrupted run asks only what is missing. A reply is checked before it is used (a choice, its text,
-log-probs and offsets that match, finite and not positive): a bad one is an error naming the server, never a score.
+(engine.deadline) and retried with backoff on timeouts, 408/409/429 and 5xx (engine.retries), so that a whole
+request, a server's `Retry-After` included, ends within timeout x (retries + 1) plus the backoff; the first failure
+cancels the requests not yet sent. Every answer lands in the model's cache as soon as it arrives, so an interrupted
+run asks only what is missing. A reply is checked before it is used (engine.replies): read no further than its
+request can call for, naming the model asked for, a choice with its text, and for scoring an echo of the prompt
+whose offsets and token counts fit it, log-probs finite and not positive; a bad one is one line naming the server,
+never a score, and nothing of it is stored.
 
 Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return: the completions
 API with `echo=True` and `logprobs` (vLLM) gives them, and the candidate's score is the sum over the tokens that
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -34,6 +37,14 @@ import numpy as np
 from culture_probe.engine.cache import cache_path, cached_texts, identity_digest
 from culture_probe.engine.deadline import bounded_http_client
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
+from culture_probe.engine.replies import (
+    ReplyLimit,
+    ReplyRefused,
+    echo_fault,
+    reply_limit,
+    usage_fault,
+)
+from culture_probe.engine.retries import Retries, WaitRefused, retried
 from culture_probe.engine.tokenizer import separator
 from culture_probe.engine.types import (
     MAX_RETRIES,
@@ -49,9 +60,9 @@ from culture_probe.engine.types import (
 from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
 from culture_probe.sharing import redact_url, redacted
 
-RETRIED = (408, 409, 429)  # the statuses the `openai` client asks again (and 5xx)
 # prompts per completions request: vLLM answers 400 beyond 1,024 (its VLLM_MAX_COMPLETION_PROMPTS)
 MAX_PROMPTS = 1024
+GENERATED = 1  # tokens generated after each echoed prompt: its log-probs are the prompt's
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -90,13 +101,14 @@ class ServedScorer:
             )
         self.name, self.base_url, self.concurrency = name, base_url.rstrip("/"), concurrency
         self.timeout, self.retries = timeout, retries
+        self.policy, self.limit = Retries(timeout, retries), ReplyLimit()
         self.client = OpenAI(
             base_url=self.base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
             timeout=timeout,
-            max_retries=retries,
-            # the timeout bounds each try whole, not each read
-            http_client=bounded_http_client(timeout),
+            # retried here (`self.policy`), so that a server's Retry-After counts inside the request's bound
+            max_retries=0,
+            http_client=self._http_client(),
         )
         # a password or key in the URL is sent, never shown or recorded
         self.shown_url = redact_url(self.base_url)
@@ -107,6 +119,14 @@ class ServedScorer:
             "served": True,
         }
         self.cache_path = cache_path(cache, cache_dir, self.identity)
+
+    def _http_client(self) -> Any:
+        """The HTTP client of the requests: each try bounded whole by the timeout, not each read (engine.deadline),
+        and each reply read no further than its request's limit, uncompressed (engine.replies).
+        """
+        return bounded_http_client(
+            self.timeout, response_hooks=[self.limit.check], headers=self.limit.headers
+        )
 
     def model_digest(self) -> str:
         """A digest of the model identity: the cache's model key and the name of its file in a cache folder."""
@@ -257,21 +277,26 @@ class ServedScorer:
         """For each of `prompts` (in one request), the log-probs of its tokens after the context `left`, as the
         server echoes them; only the prompt tokens' own log-probs are asked for (`logprobs=0`: no alternatives).
         """
-        reply = self._choices(
+        reply = self._reply(
             self.client.completions.create,
             model=self.name,
             prompt=prompts,
-            max_tokens=1,
+            max_tokens=GENERATED,
             temperature=0.0,
             echo=True,
             logprobs=0,
         )
-        choices = {getattr(c, "index", None): c for c in reply}
-        if len(reply) != len(prompts) or set(choices) != set(range(len(prompts))):
+        choices = {getattr(c, "index", None): c for c in reply.choices}
+        if len(reply.choices) != len(prompts) or set(choices) != set(range(len(prompts))):
             raise self._bad_reply(
                 f"it answered {len(prompts)} prompt(s) with the choices {list(choices)!r:.60}"
             )
-        return [self._after_context(left, prompts[i], choices[i]) for i in range(len(prompts))]
+        kept = [self._after_context(left, prompts[i], choices[i]) for i in range(len(prompts))]
+        echoed = [len(choices[i].logprobs.token_logprobs) for i in range(len(prompts))]
+        fault = usage_fault(getattr(reply, "usage", None), echoed, GENERATED)
+        if fault:
+            raise self._bad_reply(fault)
+        return kept
 
     def _after_context(self, left: str, prompt: str, choice: Any) -> list[float]:
         """The echoed log-probs of `prompt`'s tokens after the context `left`, checked."""
@@ -298,10 +323,13 @@ class ServedScorer:
             raise self._bad_reply(
                 f"its text_offset holds more than whole numbers ({offsets!r:.60})"
             )
+        fault = echo_fault(prompt, getattr(choice, "text", None), offsets)
+        if fault:
+            raise self._bad_reply(fault)
         # the candidate's tokens follow the context's: trailing whitespace of the left text and a leading space are
         # the candidate's, as the in-process engine splits them (Encoder.encode)
         boundary = len(left.rstrip())
-        # The echoed prompt comes first; the one generated token is left out.
+        # The echoed prompt comes first (checked: the last token is a generated one), and is what is scored.
         kept = [
             v for offset, v in zip(offsets[:-1], values[:-1], strict=True) if offset >= boundary
         ]
@@ -339,21 +367,28 @@ class ServedScorer:
             pool.shutdown(cancel_futures=True)
 
     def _ask(self, create: Callable[..., Any], **body: Any) -> Any:
-        """The first choice of the server's reply to one request (`_choices`)."""
-        return self._choices(create, **body)[0]
+        """The first choice of the server's reply to one request (`_reply`)."""
+        return self._reply(create, **body).choices[0]
 
-    def _choices(self, create: Callable[..., Any], **body: Any) -> list[Any]:
-        """The choices of the server's reply to one request; a failed or malformed reply is one line naming the
-        server (`EndpointError`).
+    def _reply(self, create: Callable[..., Any], **body: Any) -> Any:
+        """The server's reply to one request (retried by `self.policy`, read within its limit), with choices and
+        naming the model asked for; a failed, oversized or malformed reply is one line naming the server
+        (`EndpointError`).
         """
-        with self._endpoint():
-            reply = create(**body)
+        with self._endpoint(), self.limit.applied(reply_limit(body)):
+            reply = self.policy.run(lambda: create(**body))
         # the client hands back a body it could not read as a completion
         if not hasattr(reply, "choices"):
             raise self._bad_reply(f"it is not a completion but {reply!r:.100}")
         if not isinstance(reply.choices, list) or not reply.choices:
             raise self._bad_reply(f"it holds no choices (choices: {reply.choices!r:.60})")
-        return reply.choices
+        named = getattr(reply, "model", None)
+        if named is not None and not same_model(self.name, named):
+            raise EndpointError(
+                f"The server at {self.shown_url} answered as the model {named!r:.80}, not {self.name!r} that was "
+                "asked for: ask for the model by the name it answers with (--model openai:NAME), or check --base-url."
+            )
+        return reply
 
     def _bad_reply(self, what: str) -> EndpointError:
         """The error of a reply that is not what the OpenAI API returns."""
@@ -384,13 +419,21 @@ class ServedScorer:
                 "--base-url (e.g. http://127.0.0.1:8000/v1)."
             ) from None
         except openai.APIStatusError as error:
-            retried = (
-                f" (after --max-retries {self.retries})"
-                if error.status_code in RETRIED or error.status_code >= 500
-                else ""
-            )
+            after = f" (after --max-retries {self.retries})" if retried(error.status_code) else ""
             raise EndpointError(
-                f"The server at {self.shown_url} answered {error.status_code}{retried}: {redacted(str(error)[:300])}"
+                f"The server at {self.shown_url} answered {error.status_code}{after}: {redacted(str(error)[:300])}"
+            ) from None
+        except WaitRefused as wait:
+            raise EndpointError(
+                f"The server at {self.shown_url} answered {wait.status} and asked to wait {wait.asked:g} s "
+                f"(Retry-After), more than the {wait.left:.1f} s left of this request's bound, --request-timeout "
+                f"{self.timeout:g} x (--max-retries {self.retries} + 1) plus the backoff; allow the wait with "
+                f"--request-timeout {wait.needed} or more, or ask again later."
+            ) from None
+        except ReplyRefused as refused:
+            raise EndpointError(
+                f"The server at {self.shown_url} sent {refused.what}: refused unparsed, nothing of it stored. "
+                "Check that --base-url is the OpenAI-compatible server meant (e.g. vLLM's http://127.0.0.1:8000/v1)."
             ) from None
         except json.JSONDecodeError as error:
             raise self._bad_reply(
@@ -412,4 +455,15 @@ def _is_logprob(value: Any) -> bool:
         and not isinstance(value, bool)
         and math.isfinite(value)
         and value <= 0
+    )
+
+
+def same_model(asked: str, named: str) -> bool:
+    """Whether a reply naming the model `named` answers for `asked`: the same name, or the name with the revision or
+    dated snapshot a server adds (`org/model@main` from `transformers serve`, `gpt-4o-2024-08-06` from OpenAI);
+    `gpt-4o-mini` is another model.
+    """
+    return (
+        re.fullmatch(re.escape(asked) + r"(?:@[\w./-]+|-\d{4}-\d{2}-\d{2}|-\d{4,8})?", named)
+        is not None
     )

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import write_dlama  # noqa: E402
 
 LEFT, CANDIDATE = "Egypt is in", "Africa"
+PROMPT = f"{LEFT} {CANDIDATE}"  # what scoring CANDIDATE after LEFT sends
 
 
 @pytest.fixture
@@ -94,7 +95,9 @@ def echoed(values: list, offsets: list | None = None) -> bytes:
         "text_offset": offsets,
         "top_logprobs": None,
     }
-    return completion({"index": 0, "text": "x", "finish_reason": "length", "logprobs": logprobs})
+    return completion(
+        {"index": 0, "text": PROMPT + "x", "finish_reason": "length", "logprobs": logprobs}
+    )
 
 
 BAD_REPLIES = {
@@ -213,9 +216,10 @@ def test_the_cli_ends_a_run_on_a_stalled_server_in_one_line_and_records_the_sett
         "--out",
         str(tmp_path / "run"),
     ]
-    started = time.monotonic()
     assert main(argv) == 2
-    assert time.monotonic() - started < 10
+    # from the first request's arrival (the imports and the data loading before it take seconds on a busy machine):
+    # its try, and those in flight beside it
+    assert time.monotonic() - behaviour.calls[0] < 0.2 * 2 + 5
     err = capsys.readouterr().err.strip()
     # after the data loader's and the run's progress bars
     message = err.split("culture-probe: error: ")[-1]

@@ -106,10 +106,10 @@ def test_the_cli_ends_a_run_on_a_trickling_server_in_one_line(server, tmp_path, 
         "--out",
         str(tmp_path / "run"),
     ]
-    started = time.monotonic()
     assert main(argv) == 2
-    # one try, and the loading of the run around it
-    assert time.monotonic() - started < 1 + SLACK + 5
+    # from the first request's arrival (the imports and the data loading before it take seconds on a busy machine):
+    # its try, and those in flight beside it
+    assert time.monotonic() - behaviour.calls[0] < 1 * 2 + SLACK
     message = capsys.readouterr().err.strip().split("culture-probe: error: ")[-1]
     assert (
         message.startswith(f"The server at {url} did not answer: 1 try of 1 s timed out")
