@@ -9,18 +9,27 @@ mappings, as each benchmark's report module reads them.
 Both files a run writes for its readers are checked when read: every field of config.json the record holds, and the
 parts of metrics.json that the reports, the board, `compare`, `consistency` and suite summaries read (`read_metrics`:
 the results block, the skipped probes, the truncation and consistency records), each against its type, numbers
-finite. A value of another type (a string `model`, a NaN estimate) is one line naming the file and the field, not a
-traceback in a reader, nor a number shown with the interval it no longer has. The bytes are never changed.
+finite, every count (a whole number: `n`, `n_probes`, `planned.probes`) 0 or more, every interval holding its value
+(ci_low <= value <= ci_high) and the headline metric's estimate present; neither nested deeper than `MAX_DEPTH`. A
+value of another type or range (a string `model`, a NaN estimate, `n: -5`, an interval [90, 10] around 75) is one
+line naming the file and the field, not a traceback in a reader, nor a number shown, or a run left off, without a
+word. The bytes are never changed.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
+import itertools
+import types
+import typing
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict, Union, cast
 
+from culture_probe.errors import SourceFormatError
 from culture_probe.util.typecheck import check_document, read_dataclass
 
 # what a damaged file's one-line error says to do
@@ -38,6 +47,9 @@ RECORD_FIX = (
 
 # run settings a config.json written before issue 27 kept in `run`, and now in `model_args` (`upgraded`)
 MOVED_TO_MODEL_ARGS = ("dtype", "revision")
+# deeper than any document a run writes (metrics.json: 6 levels), and well within what its readers' recursion
+# (copy.deepcopy, json, the report modules) goes to: a deeper one is damage, refused before any of them reads it
+MAX_DEPTH = 64
 
 
 def upgraded(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,11 +215,12 @@ class RunRecord:
         a part a partial or older record lacks takes its default, as every reader took it before; a part of another
         type is the damaged file's one-line error, naming the field.
         """
+        check_depth(data, source, CONFIG_FIX)
         data = upgraded(copy.deepcopy(dict(data)))
         config, subset = data.get("config", ""), data.get("subset") or None
         check_document(config, str, source, CONFIG_FIX, "config")
         check_document(subset, Subset | None, source, CONFIG_FIX, "subset")
-        return read_dataclass(
+        record = read_dataclass(
             cls,
             data,
             source,
@@ -220,6 +233,13 @@ class RunRecord:
             subset=subset,
             data=data,
         )
+        _check_counts(record, RunRecord, source, CONFIG_FIX)
+        if record.duration_s < 0:
+            raise SourceFormatError(
+                f"`duration_s` should be 0 or more, got {record.duration_s!r}; {CONFIG_FIX}",
+                path=source,
+            )
+        return record
 
     @classmethod
     def of(cls, config: RunRecord | Mapping[str, Any]) -> RunRecord:
@@ -496,15 +516,127 @@ def with_strata(results: Results, strata: Mapping[str, dict[str, dict[str, Estim
 
 def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:
     """metrics.json's contents (read from `source`), checked against what its readers read (`Metrics`, and every
-    `results.by_<stratum>` block), every number finite: a part of another type, or a NaN or infinite number, is the
-    damaged file's one-line error naming the field, not a traceback in a reader nor a number shown as "nan" with
-    the interval it had. The contents are returned as they are.
+    `results.by_<stratum>` block), every number finite, every count 0 or more, every interval around its value, the
+    headline's estimate present, no deeper than `MAX_DEPTH`: a part of another type or range is the damaged file's
+    one-line error naming the field, not a traceback in a reader nor a number shown as "nan", or with an interval
+    it does not lie in. The contents are returned as they are.
     """
+    check_depth(data, source, METRICS_FIX)
     check_document(data, Metrics, source, METRICS_FIX)
     results = data.get("results") or {}
-    for key in (key for key in results if key.startswith("by_")):
+    strata = {key: results[key] for key in results if key.startswith("by_")}
+    for key, labels in strata.items():
         check_document(
-            results[key], dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}"
+            labels, dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}"
+        )
+    _check_counts(data, Metrics, source, METRICS_FIX)
+    _check_counts(strata, dict[str, dict[str, dict[str, Estimate]]], source, METRICS_FIX, "results")
+    for where, low, value, high in _intervals(data):
+        if not _ordered(low, value, high):
+            raise SourceFormatError(
+                f"`{where}` has the interval [{low!r}, {high!r}] around {value!r}, which does not hold it (an "
+                f"interval runs from ci_low up to ci_high, its value between them); {METRICS_FIX}",
+                path=source,
+            )
+    headline = results.get("headline")
+    if headline is not None and headline not in (results.get("overall") or {}):
+        raise SourceFormatError(
+            f"`results.overall` lacks the estimate of the headline metric {headline!r} (`results.headline`); "
+            f"{METRICS_FIX}",
+            path=source,
         )
     checked: Metrics = data
     return checked
+
+
+def check_depth(data: Any, source: str, fix: str) -> None:
+    """Refuse a document (read from `source`) nested deeper than `MAX_DEPTH` (`fix`: what to do), looking level by
+    level: recursion, which the readers after this check use, is what a deep document breaks.
+    """
+    level = [data]
+    for _ in range(MAX_DEPTH):
+        if not level:
+            return
+        level = [
+            child
+            for value in level
+            if isinstance(value, (dict, list))
+            for child in (value.values() if isinstance(value, dict) else value)
+        ]
+    if any(isinstance(value, (dict, list)) and value for value in level):
+        raise SourceFormatError(
+            f"nested deeper than {MAX_DEPTH} levels, which no run writes; {fix}", path=source
+        )
+
+
+# a TypedDict's or dataclass's fields, read once: a metrics.json holds hundreds of estimates
+_hints = functools.cache(typing.get_type_hints)
+
+
+def _counts(value: Any, hint: Any, where: str) -> Iterator[tuple[str, int]]:
+    """Every whole number of `value` (a document part, or a dataclass read from one, checked against `hint`) that
+    `hint` types as one, with its place, seeds aside: each is a count, never below 0.
+    """
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    members = args if origin in (Union, types.UnionType) else (hint,)
+    if isinstance(value, int) and not isinstance(value, bool) and int in members:
+        yield where, value
+    elif dataclasses.is_dataclass(value) or (
+        typing.is_typeddict(hint) and isinstance(value, Mapping)
+    ):
+        for key, inner in _hints(hint).items():
+            if key == "seed":  # the one whole number that counts nothing (any a --seed takes)
+                continue
+            part = getattr(value, key) if dataclasses.is_dataclass(value) else value.get(key)
+            yield from _counts(part, inner, f"{where}.{key}" if where else key)
+    elif origin in (dict, Mapping) and isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _counts(item, args[1], f"{where}.{key}" if where else str(key))
+    elif len(members) > 1:
+        kinds = [member for member in members if member is not type(None)]
+        if len(kinds) == 1:
+            yield from _counts(value, kinds[0], where)
+
+
+def _check_counts(value: Any, hint: Any, source: str, fix: str, where: str = "") -> None:
+    """Refuse a count below 0 in `value` (`_counts`), naming the file and the field."""
+    for place, count in _counts(value, hint, where):
+        if count < 0:
+            raise SourceFormatError(
+                f"`{place}` should be 0 or more, got {count!r}; {fix}", path=source
+            )
+
+
+def _intervals(data: Metrics) -> Iterator[tuple[str, Any, Any, Any]]:
+    """Every interval of the document with its place and the value it is around: each estimate's (results overall
+    and by stratum, a planted model's parts) and each language pair's difference.
+    """
+    results: Mapping[str, Any] = data.get("results") or {}
+    blocks = [("results.overall", results.get("overall") or {})]
+    blocks += [
+        (f"results.{key}.{label}", estimates)
+        for key, labels in results.items()
+        if key.startswith("by_")
+        for label, estimates in labels.items()
+    ]
+    blocks += [
+        (f"planted.{side}.overall", part.get("overall") or {})
+        for side, part in (data.get("planted") or {}).items()
+    ]
+    for where, estimates in blocks:
+        for metric, estimate in estimates.items():
+            low, value, high = (estimate.get(k) for k in ("ci_low", "value", "ci_high"))
+            yield f"{where}.{metric}", low, value, high
+    for pair, agreement in ((data.get("consistency") or {}).get("pairs") or {}).items():
+        difference = agreement["difference"]
+        low, value, high = (difference.get(k) for k in ("ci_low", "difference", "ci_high"))
+        yield f"consistency.pairs.{pair}.difference", low, value, high
+
+
+def _ordered(*numbers: float | None) -> bool:
+    """Whether the numbers given (None: not given) rise from left to right, but for float noise (runs made before
+    issue 34 could leave a value a rounding error outside its own interval).
+    """
+    given = [number for number in numbers if number is not None]
+    noise = 1e-9 * max((abs(number) for number in given), default=1.0)
+    return all(low <= high + noise for low, high in itertools.pairwise(given))

@@ -439,6 +439,11 @@ def read_json(path: Path) -> Any:
             f"{path} is not valid JSON ({error.msg}, line {error.lineno}); the run directory is "
             "damaged: re-run into a new --out."
         ) from None
+    except RecursionError:  # json's reader recurses: a file nested thousands deep is no run's
+        raise CultureProbeError(
+            f"{path} is nested too deep to read (no run writes more than a few levels); the run directory is "
+            "damaged: re-run into a new --out."
+        ) from None
 
 
 def write_text(path: Path, text: str) -> None:

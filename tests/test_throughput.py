@@ -4,9 +4,14 @@ too small), keyed by the model's shape so a copy of the same weights finds them,
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import shutil
+import sys
 import time
+import warnings
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +23,14 @@ from culture_probe.throughput import estimate as est
 from culture_probe.throughput import flops, store
 from culture_probe.throughput.meter import Meter, estimate_for, model_shape
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+from dlama_fixture import write_dlama  # noqa: E402
+
 TEXTS = [
     "the capital of france is paris . rice salt apple doctor away egypt africa asia europe"
 ] * 4
+# the warnings of a damaged rates.json each test does not look for (each read of the file says them again)
+quiet_rates = pytest.mark.filterwarnings("ignore::culture_probe.throughput.store.RatesFileWarning")
 SPEED = store.DeviceSpeed("cpu (2 threads)", 2e10, 1e-5, 2e-6, 1e10, 1e-9, 1e-3, "2026-12-02")
 
 
@@ -229,6 +239,7 @@ def test_concurrent_runs_keep_every_rate(cache):
         )
 
 
+@quiet_rates
 def test_a_file_of_another_format_is_read_as_empty(cache):
     cache.mkdir(parents=True)
     (cache / store.RATES_FILE).write_text('{"host (2 CPUs)": {"m": {"tokens": 1}}}')
@@ -267,3 +278,189 @@ def test_the_speed_is_measured_alone_in_a_process_of_a_multi_process_run(
     )  # as a launcher sets it: outside `alone`, `world` would join a group
     with parallel.alone():
         assert parallel.world() == (0, 1)
+
+
+# rates.json as a careless hand or another tool leaves it: (the file's text, what the warning names)
+WHOLE_FILES = {
+    "a list": ("[]", "not a JSON object with `format` 2"),
+    "machines a list": ('{"format": 2, "machines": []}', "not a JSON object with `format` 2"),
+    "not JSON": ('{"format": 2, "machines": {', "not JSON"),
+    "nested too deep": ("[" * 200_000 + "]" * 200_000, "nested too deep to read"),
+}
+
+
+def _rates(shape: str = "s", **kinds: object) -> dict:
+    """A rate entry of `shape` on config c as a run writes it, with `kinds` (score, generate, fixed) replaced."""
+    rate = {"model": "m", "config": "c", "device": "cpu", "date": "d", "generate": None}
+    return {**rate, "score": {"tokens": 1000, "seconds": 2.0}, "fixed": 1.0, **kinds}
+
+
+def _write_rates(cache, part: dict) -> None:
+    cache.mkdir(parents=True, exist_ok=True)
+    document = {"format": store.FORMAT, "machines": {store.machine(): part}}
+    (cache / store.RATES_FILE).write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("text, said", list(WHOLE_FILES.values()), ids=list(WHOLE_FILES))
+def test_a_rates_file_of_the_wrong_shape_is_ignored_with_a_warning_naming_it(cache, text, said):
+    """Never a failed run: every read is empty, with one warning naming the file, and the next keep rewrites it."""
+    cache.mkdir(parents=True)
+    (cache / store.RATES_FILE).write_text(text)
+    with pytest.warns(store.RatesFileWarning) as caught:
+        assert store.rate_of("s", "c") is None and store.fixed_of("c") is None
+        assert store.speed_of("cpu") is None
+        assert store.keep_fixed("c", 1.5)
+    message = str(caught[0].message)
+    assert message.startswith(f"{cache / store.RATES_FILE}: ") and said in message, message
+    assert "\n" not in message and "the whole file is ignored" in message
+    assert store.fixed_of("c") == 1.5 and list(cache.glob(".rates.json.*")) == []
+
+
+@quiet_rates
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        (_rates(score={"tokens": 1000, "seconds": 0}), "score.seconds` should be above 0"),
+        (
+            _rates(score={"tokens": "1000", "seconds": 2.0}),
+            "score.tokens` should be a whole number",
+        ),
+        (
+            _rates(score={"tokens": 1000, "seconds": float("nan")}),
+            "score.seconds` should be a finite",
+        ),
+        (_rates(score={"tokens": -1000, "seconds": 2.0}), "score.tokens` should be above 0"),
+        (_rates(fixed=-3.0), "fixed` should be 0 or more"),
+        (_rates(score=[1000, 2.0]), "score` should be a JSON object"),
+        ({"model": "m"}, "` lacks `config`"),
+        ([], "` should be a JSON object"),
+    ],
+    ids=[
+        "zero seconds",
+        "string tokens",
+        "nan",
+        "negative tokens",
+        "negative fixed",
+        "list",
+        "lacking",
+        "[]",
+    ],
+)
+def test_a_damaged_rate_is_ignored_by_name_and_the_good_ones_kept(cache, entry, field):
+    """The estimate falls back to FLOPs for the damaged shape (no "nan h", no ZeroDivisionError), the other shapes'
+    rates stay in use, and the next run's write drops only the damaged entry.
+    """
+    good = _rates("good")
+    _write_rates(cache, {"rates": {"s c": entry, "s": entry, "good": good}, "fixed": {"c": 4.0}})
+    with pytest.warns(
+        store.RatesFileWarning, match=r"rates\.json: `machines\..*\.rates\.s c"
+    ) as caught:
+        assert store.rate_of("s", "c") is None
+    assert any(field in str(w.message) for w in caught), [str(w.message) for w in caught]
+    assert all("is ignored: the time estimates do without it" in str(w.message) for w in caught)
+    assert store.rate_of("good", "c") == store.Rate(
+        "m", "c", "cpu", "d", store.KindRate(1000, 2.0), None, 1.0
+    )
+    work = Workload(2, 6, tokens=600, reads=12)
+    shape = flops.ModelShape(body=1_000, head=100, vocab=10, key="s")
+    estimate = est.estimate(work, shape, SPEED, store.rate_of("s", "c"), store.fixed_of("c"), "c")
+    assert "nan" not in estimate.words() and "scoring from FLOPs" in estimate.words()
+    with pytest.warns(store.RatesFileWarning):
+        assert store.keep_fixed("c", 5.0)
+    kept = json.loads((cache / store.RATES_FILE).read_text())["machines"][store.machine()]
+    assert set(kept["rates"]) == {"good"} and kept["fixed"] == {"c": 5.0}
+
+
+@quiet_rates
+@pytest.mark.parametrize(
+    "part, where",
+    [
+        ({"fixed": {"c": float("inf"), "d": 2.0}}, "fixed.c"),
+        ({"fixed": {"c": "12 s", "d": 2.0}}, "fixed.c"),
+        ({"fixed": ["c"]}, "fixed"),
+        ({"devices": {"cpu": {**asdict(SPEED), "flops_per_second": 0}}}, "devices.cpu"),
+        ({"devices": {"cpu": {**asdict(SPEED), "seconds_per_step": -1e-3}}}, "devices.cpu"),
+        ({"devices": []}, "devices"),
+    ],
+    ids=[
+        "inf fixed",
+        "string fixed",
+        "fixed a list",
+        "zero FLOP rate",
+        "negative step",
+        "devices a list",
+    ],
+)
+def test_a_damaged_fixed_part_or_speed_is_ignored_by_name(cache, part, where):
+    _write_rates(cache, part)
+    with pytest.warns(store.RatesFileWarning, match=rf"`machines\.[^`]*\.{where}` is ignored"):
+        assert store.fixed_of("c") is None and store.speed_of("cpu") is None
+    assert store.fixed_of("d") == (2.0 if "d" in part.get("fixed", {}) else None)
+
+
+def test_a_failed_write_leaves_the_rates_file_as_it_was_and_no_staging_file(cache, monkeypatch):
+    assert store.keep_fixed("c", 1.0)
+    before = (cache / store.RATES_FILE).read_text()
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store.os, "replace", full_disk)
+    assert not store.keep_fixed("c", 2.0)
+    assert (cache / store.RATES_FILE).read_text() == before
+    assert sorted(p.name for p in cache.iterdir()) == [store.RATES_FILE, f"{store.RATES_FILE}.lock"]
+
+
+def _warning_lines(argv: list[str]) -> tuple[int, list[str]]:
+    """Run the command line `argv`: its exit code and the warnings it printed, as the terminal shows them."""
+    from culture_probe.cli import main
+
+    shown: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as a terminal has it: each warning once
+        warnings.showwarning = lambda message, category, *args, **kwargs: shown.append(
+            warnings.formatwarning(message, category, *args, **kwargs)
+        )
+        code = main(argv)
+    return code, shown
+
+
+def test_a_run_and_a_dry_run_go_ahead_with_a_damaged_rates_file_saying_so_once(
+    tiny, cache, tmp_path, capsys, monkeypatch
+):
+    """The red-team's files made every run and dry run on the machine fail with "unexpected error" naming no file:
+    now each says, in one warning line naming it, what it ignored, and goes ahead."""
+    from culture_probe import runner
+
+    data = write_dlama(tmp_path / "dlama")
+    scorer = Scorer.from_pretrained(tiny["bert"])
+    shape = model_shape(scorer).key
+    entry = _rates(score={"tokens": "1000", "seconds": 0})
+    device = {
+        flops.device_name("cpu"): asdict(SPEED)
+    }  # measured: the dry run need not measure it again
+    _write_rates(cache, {"rates": {shape: entry}, "devices": device})
+    argv = ["run", "dlama_arab_west", "--model", str(tiny["bert"]), "--data-dir", f"dlama={data}"]
+    argv += ["--language", "en", "--no-cache"]
+    code, shown = _warning_lines([*argv, "--dry-run", "--show", "0"])
+    where = f"machines.{store.machine()}.rates.{shape}"
+    assert code == 0 and [line for line in shown if "rates.json" in line] == [
+        f"culture-probe: warning: {cache / store.RATES_FILE}: `{where}.score.tokens` should be a whole number, "
+        f"got '1000'; `{where}` is ignored: the time estimates do without it, and the next run that measures it "
+        "rewrites it\n"
+    ]
+    out = capsys.readouterr().out
+    assert "scoring from FLOPs" in out and "nan" not in out
+    (cache / store.RATES_FILE).write_text('{"format": 2, "machines": []}')
+    # the speed the file lost is measured again (seconds on a busy machine, and no part of what is tested here)
+    monkeypatch.setattr(flops, "measure_speed", lambda device: SPEED)
+    with pytest.warns(store.RatesFileWarning, match="the whole file is ignored"):
+        runner.run(
+            "dlama_arab_west",
+            scorer,
+            data_dir=str(data),
+            language="en",
+            progress=False,
+            no_cache=True,
+        )
+    assert store.fixed_of("dlama_arab_west") is not None  # rewritten by the run

@@ -14,10 +14,12 @@ from culture_probe.throughput.meter import (
     probe_workload,
     start_meter,
 )
+from culture_probe.throughput.store import RatesFileWarning
 
 __all__ = [
     "Estimate",
     "Meter",
+    "RatesFileWarning",
     "RunCostNotice",
     "cost_line",
     "estimate_for",

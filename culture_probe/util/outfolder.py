@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -21,6 +23,8 @@ from culture_probe.errors import CultureProbeError, naming_folder
 
 LOCK_FILE = ".lock"  # held by the process writing the folder: a second writer fails at once
 MARKER_PREFIX = ".culture_probe_"  # every marker's name begins so: none of them is a user's file
+# what `tempfile` puts after a rebuild's prefix (`building_place`) in its temporary folder's name
+TEMPORARY_NAME = re.compile(r"[a-z0-9_]{8}")
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,10 @@ def rebuilding(out: str | os.PathLike, output: Output) -> Iterator[Build]:
     with lock(folder, f"the {output.name}") if output.locked else nullcontext():
         previous = written_before(folder, output)
         where, prefix = building_place(folder)
+        if (
+            output.locked
+        ):  # no live rebuild of the folder but this one: what others left is a killed one's
+            remove_leftovers(where, prefix)
         then = f"the {output.name} was not written, and {folder} is as it was"
         with (
             naming_folder(folder, then=then, within=str(where / prefix)),
@@ -80,6 +88,18 @@ def building_place(folder: Path) -> tuple[Path, str]:
         return folder, f"{MARKER_PREFIX}building-"
     beside.mkdir(parents=True, exist_ok=True)
     return beside, f".{folder.resolve().name}.building-"  # `--out .` too
+
+
+def remove_leftovers(where: Path, prefix: str) -> None:
+    """Remove the temporary folders that rebuilds of the same folder left in `where` when they were killed (SIGKILL,
+    a power cut: no clean-up ran). Called under the folder's lock only, which every rebuild of it holds: none of
+    them is a live rebuild's.
+    """
+    for path in where.iterdir():
+        name = path.name
+        if name.startswith(prefix) and TEMPORARY_NAME.fullmatch(name[len(prefix) :]):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def check(out: str | os.PathLike, output: Output) -> Path:

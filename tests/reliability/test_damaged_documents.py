@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 from culture_probe import rundir
 from culture_probe.cli import main
@@ -188,3 +189,126 @@ def test_every_golden_runs_metrics_and_a_fresh_runs_files_read_as_written(runs):
         assert rundir.read_run(folder).metrics == json.loads(
             (folder / rundir.METRICS_FILE).read_text()
         )
+
+
+# (file, the keys down to the value, a value of the right type out of its range, the field the error names, what
+# it says): issue 46's run documents that `report`, `board` and `compare` showed, or left off, without a word
+OUT_OF_RANGE = [
+    (
+        "metrics.json",
+        ["results", "overall", "p1", "n"],
+        -5,
+        "results.overall.p1.n",
+        "should be 0 or more",
+    ),
+    (
+        "metrics.json",
+        ["results", "by_culture", "arab", "p1", "n_observations"],
+        -1,
+        "results.by_culture.arab.p1.n_observations",
+        "should be 0 or more",
+    ),
+    ("metrics.json", ["n_probes"], -3, "n_probes", "should be 0 or more"),
+    (
+        "metrics.json",
+        ["skipped", "no_candidates"],
+        -2,
+        "skipped.no_candidates",
+        "should be 0 or more",
+    ),
+    (
+        "metrics.json",
+        ["results", "overall", "p1", "ci_low"],
+        99.0,
+        "results.overall.p1",
+        "has the interval [99.0, ",
+    ),
+    ("config.json", ["planned", "probes"], -5, "planned.probes", "should be 0 or more"),
+    ("config.json", ["benchmark", "rows"], -1, "benchmark.rows", "should be 0 or more"),
+    ("config.json", ["duration_s"], -2.0, "duration_s", "should be 0 or more"),
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("file", "keys", "value", "field", "said"), OUT_OF_RANGE, ids=[case[3] for case in OUT_OF_RANGE]
+)
+def test_a_number_out_of_its_range_is_one_line_naming_the_file_and_the_field(
+    runs, tmp_path, capsys, command, file, keys, value, field, said
+):
+    copies = _copies(runs, tmp_path)
+    _set(copies["en"] / file, keys, value)
+    line = _one_line(_argv(command, copies, tmp_path), capsys)
+    assert line.startswith(f"{copies['en'] / file}: `{field}` {said}"), line
+    assert "the run folder is damaged" in line and not (tmp_path / "board").exists()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_interval_that_does_not_hold_its_value_is_refused(runs, tmp_path, capsys, command):
+    """The red-team's [90, 10] around 75: shown as it was before."""
+    copies = _copies(runs, tmp_path)
+    path = copies["en"] / rundir.METRICS_FILE
+    for key, number in (("value", 75.0), ("ci_low", 90.0), ("ci_high", 10.0)):
+        _set(path, ["results", "overall", "p1", key], number)
+    line = _one_line(_argv(command, copies, tmp_path), capsys)
+    assert line.startswith(
+        f"{path}: `results.overall.p1` has the interval [90.0, 10.0] around 75.0, which does not hold it"
+    ), line
+    assert "--resume" in line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_missing_headline_estimate_is_refused_not_left_off(runs, tmp_path, capsys, command):
+    copies = _copies(runs, tmp_path)
+    path = copies["en"] / rundir.METRICS_FILE
+    document = json.loads(path.read_text(encoding="utf-8"))
+    del document["results"]["overall"]["p1"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    line = _one_line(_argv(command, copies, tmp_path), capsys)
+    assert line.startswith(
+        f"{path}: `results.overall` lacks the estimate of the headline metric 'p1' (`results.headline`)"
+    ), line
+
+
+@pytest.mark.parametrize(
+    ("file", "depth", "said"),
+    [
+        ("metrics.json", 200_000, "is nested too deep to read"),
+        ("metrics.json", 100, "nested deeper than 64 levels"),
+        ("config.json", 200_000, "is nested too deep to read"),
+        ("config.json", 400, "nested deeper than 64 levels"),
+    ],
+    ids=["metrics 200000", "metrics 100", "config 200000", "config 400"],
+)
+def test_a_document_nested_too_deep_is_one_line_naming_it(
+    runs, tmp_path, capsys, file, depth, said
+):
+    """A 200,000-deep metrics.json raised RecursionError in json's reader; one a few hundred deep, in the readers
+    after it (copy.deepcopy of config.json)."""
+    copies = _copies(runs, tmp_path)
+    path = copies["en"] / file
+    text = path.read_text(encoding="utf-8").rstrip()
+    path.write_text(f'{text[:-1]}, "deep": {"[" * depth}{"]" * depth}}}', encoding="utf-8")
+    for command in ("report", "board", "compare"):
+        line = _one_line(_argv(command, copies, tmp_path), capsys)
+        assert line.startswith(f"{path}") and said in line and "damaged" in line, line
+
+
+def test_a_board_killed_mid_build_leaves_nothing_after_the_next_build(runs, tmp_path, capsys):
+    """A SIGKILL leaves the temporary folder beside the board (`.board.building-XXXXXXXX`); the next build of that
+    board removes it, under the board's lock, and nothing else: another board's, or a folder of another name.
+    """
+    left = tmp_path / ".board.building-k1ll3d_x"
+    (left / "data").mkdir(parents=True)
+    (left / "index.html").write_text("half a board", encoding="utf-8")
+    others = [tmp_path / ".other.building-k1ll3d_x", tmp_path / ".board.building-notours"]
+    for other in others:
+        other.mkdir()
+    held = tmp_path / "board"
+    held.mkdir()
+    with FileLock(held / ".lock", timeout=0):  # a live build of this board: its folder is let be
+        line = _one_line(["board", str(runs["en"]), "--out", str(held)], capsys)
+        assert line.startswith("Another process is writing the board") and left.is_dir()
+    assert main(["board", str(runs["en"]), "--out", str(held)]) == 0
+    building = {p.name for p in tmp_path.iterdir() if ".building-" in p.name}
+    assert not left.exists() and building == {other.name for other in others}
