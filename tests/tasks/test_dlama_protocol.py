@@ -261,7 +261,13 @@ CAPITALS = {
 
 @pytest.mark.slow
 def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path):
-    from culture_probe.models.planted import PlantedFact, PlantedSpec, probe_texts_of, train_planted
+    from culture_probe.models.planted import (
+        MAX_SECONDS,
+        PlantedFact,
+        PlantedSpec,
+        probe_texts_of,
+        train_planted,
+    )
 
     facts = {
         (region, country): ([f"Q{i}{j}"], [capital], [])
@@ -281,7 +287,7 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
         arch="bert",
         tokenizer="wordpiece",
         probe_texts=probe_texts_of(p.request for p in probes),
-        max_seconds=90,
+        max_seconds=MAX_SECONDS,
     )
     model_dir = train_planted(spec, tmp_path / "planted")
     result = run(
