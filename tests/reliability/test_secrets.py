@@ -1,23 +1,30 @@
 """Secrets never leave the machine: each is planted where a hostile or careless user would put it (a password and a
-key in `--base-url`, the Hub token, an environment secret, text shaped like a key, the home folder's path, a link in
-`plots/` to a file outside the run, a `--title` that would add YAML keys), and nothing of it reaches config.json,
-report.md, a board, or what `push`, `push-board` and `push-metrics` upload to the local fake Hub.
+key in `--base-url`, a credential under any query key, the Hub token, an environment secret, text shaped like a key,
+the home folder's path, a link in `plots/` to a file outside the run, a `--title` that would add YAML keys), written
+as is or encoded (a compressed Parquet page, a PNG's compressed text chunk, percent-encoding, base64, split over two
+lines), and nothing of it reaches config.json, report.md, a board, or what `push`, `push-board` and `push-metrics`
+upload to the local fake Hub.
 
 The finished runs are the board tests' session fixture (tests/board/conftest.py); each test plants into a copy.
 """
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import re
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import huggingface_hub
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
+from PIL import Image, PngImagePlugin
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "board"))
@@ -54,6 +61,16 @@ PASSWORD, KEY = "hunter2pass", "k3yk3yk3y99"
 BASE_URL = f"http://alice:{PASSWORD}@127.0.0.1:9/v1?api_key={KEY}&model=tiny"
 SHOWN_URL = "http://***@127.0.0.1:9/v1?api_key=***&model=tiny"
 HUB_TOKEN = "hf_" + "Q7xk" * 9  # the fake Hub's write token, shaped as a real one
+# credentials under query keys that name no key, token or password (the red-team's four)
+QUERY_SECRETS = {
+    "passphrase": "open-sesame-77",
+    "pass": "p4ss-x91",
+    "pw": "pw-zz42",
+    "jwt": "eyJ0.eyJ4.c2ln",
+}
+# a token shaped like the Hub's that is no secret of this machine
+STRANGER_TOKEN = "hf_" + "Zm9v" * 9
+ENV_SECRET = "s3cr3t/p@ss+word!"  # $MY_SERVICE_PASSWORD where the scan's encodings are planted
 FRONT_KEYS = {"title", "emoji", "colorFrom", "colorTo", "sdk", "app_file", "pinned"}
 
 
@@ -86,12 +103,12 @@ def every_byte(folder: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
-    runs: Runs, tmp_path: Path
-) -> None:
+def served_run(runs: Runs, tmp_path: Path, base_url: str) -> Path:
+    """A run of a served model at `base_url` (a stand-in that names itself so): its folder."""
+
     class Served(BOARD.Knowing):
         # what a served model names itself by
-        identity = {"name_or_path": "openai:tiny", "base_url": BASE_URL}
+        identity = {"name_or_path": "openai:tiny", "base_url": base_url}
 
     out = tmp_path / "run"
     scorer = Served(BOARD.knowing().table)
@@ -102,8 +119,15 @@ def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
         out=out,
         progress=False,
         limit=8,
-        base_url=BASE_URL,
+        base_url=base_url,
     )
+    return out
+
+
+def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
+    runs: Runs, tmp_path: Path
+) -> None:
+    out = served_run(runs, tmp_path, BASE_URL)
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert (
         config["run"]["base_url"] == SHOWN_URL
@@ -117,6 +141,26 @@ def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
         assert PASSWORD.encode() not in every_byte(folder) and KEY.encode() not in every_byte(
             folder
         )
+
+
+def test_a_credential_under_any_query_key_is_recorded_and_shown_nowhere(
+    runs: Runs, tmp_path: Path
+) -> None:
+    """A query value is blanked whatever its key is named (`?pw=`, `?jwt=`); only a harmless one is kept, and a run
+    recorded with the values as given (before they were blanked) still resumes with the same server."""
+    query = "&".join(f"{key}={value}" for key, value in QUERY_SECRETS.items())
+    out = served_run(runs, tmp_path, f"http://127.0.0.1:9/v1?{query}&api-version=2024-02-01")
+    shown = "http://127.0.0.1:9/v1?passphrase=***&pass=***&pw=***&jwt=***&api-version=2024-02-01"
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["run"]["base_url"] == config["model"]["identity"]["base_url"] == shown
+    assert f"--base-url '{shown}'" in (out / "report.md").read_text(encoding="utf-8")
+    board = build_board([out], tmp_path / "board")
+    push_board("org/results", [out], dry_run_dir=tmp_path / "space")
+    for folder in (out, board.folder, tmp_path / "space"):
+        written = every_byte(folder)
+        assert not [key for key, value in QUERY_SECRETS.items() if value.encode() in written]
+    as_given = json.loads(json.dumps(config).replace(shown, shown.replace("***", "old")))
+    assert rundir.check_resumable(RunRecord.of(as_given), RunRecord.of(config), out) == ()
 
 
 def test_a_run_recorded_with_a_password_in_its_url_shows_it_nowhere(
@@ -162,7 +206,15 @@ def test_a_served_model_sends_its_credentials_but_names_its_server_without_them(
             "https://host/v1?access_token=a&secret=b&password=c&apikey=d",
             "https://host/v1?access_token=***&secret=***&password=***&apikey=***",
         ),
-        ("https://host/cb#access_token=a&state=s", "https://host/cb#access_token=***&state=s"),
+        ("https://host/cb#access_token=a&state=s", "https://host/cb#access_token=***&state=***"),
+        # any key's value, a bare piece and `;` pieces; the harmless keys kept, an anchor kept
+        (
+            "https://h/v1?passphrase=a&pass=b&pw=c&jwt=d&API_Version=1&model=m",
+            "https://h/v1?passphrase=***&pass=***&pw=***&jwt=***&API_Version=1&model=m",
+        ),
+        ("https://h/v1?s3cr3t", "https://h/v1?***"),
+        ("https://h/v1?model=m;pw=x&&limit=5", "https://h/v1?model=m;pw=***&&limit=5"),
+        ("https://h/docs#readme", "https://h/docs#readme"),
     ],
 )
 def test_credentials_in_a_url_are_blanked_and_nothing_else(url: str, shown: str) -> None:
@@ -201,6 +253,12 @@ def plant_secret(
         ),
     }
     monkeypatch.setenv("MY_SERVICE_PASSWORD", "correct-horse-battery")
+    if kind == "png-text-chunk":  # a compressed caption: the board copies a figure as it is
+        planted_png(folder / rundir.PLOTS_DIR / "zz_notes.png", STRANGER_TOKEN, "zTXt")
+        return (
+            "figures/received-knows/zz_notes.png",
+            "text shaped like a Hugging Face token (hf_...) (in a PNG text chunk)",
+        )
     if kind == "home-path":  # in an item's record (a run's paths on its page are shown from ~)
         items = folder / rundir.ITEMS_FILE
         first, rest = items.read_text(encoding="utf-8").split("\n", 1)
@@ -216,7 +274,16 @@ def plant_secret(
 
 
 @pytest.mark.parametrize(
-    "kind", ["hub-token", "env-secret", "openai-key", "aws-key", "private-key", "home-path"]
+    "kind",
+    [
+        "hub-token",
+        "env-secret",
+        "openai-key",
+        "aws-key",
+        "private-key",
+        "home-path",
+        "png-text-chunk",
+    ],
 )
 def test_push_board_refuses_a_board_holding_a_secret_and_uploads_nothing(
     kind: str, runs: Runs, hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -374,6 +441,148 @@ def test_binary_files_are_read_too(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     )
     # another user's folder is no home path
     check_upload(tmp_path, ["figure.png"], to="the space org/x")
+
+
+def planted_png(path: Path, text: str, chunk: str) -> None:
+    """A figure whose compressed text chunk (`zTXt`, or an `iTXt` with its compression flag) holds `text`."""
+    info = PngImagePlugin.PngInfo()
+    if chunk == "zTXt":
+        info.add_text("Comment", text, zip=True)
+    else:
+        info.add_itxt("Comment", text, lang="en", zip=True)
+    Image.new("RGB", (4, 4)).save(path, pnginfo=info)
+
+
+def planted_parquet(path: Path, text: str) -> None:
+    """A Parquet file whose pages (gzip, no statistics) hold `text` in one of many rows."""
+    rows = [f"the capital of country {i} is city {i}" for i in range(200)] + [text]
+    pq.write_table(pa.table({"text": rows}), path, compression="gzip", write_statistics=False)
+
+
+def plant_encoded(kind: str, folder: Path) -> tuple[str, str]:
+    """Write a file that holds $MY_SERVICE_PASSWORD (ENV_SECRET) or a token, encoded as `kind`: its name, and how a
+    refusal names what it holds."""
+    secret, shaped = (
+        "the value of $MY_SERVICE_PASSWORD",
+        "text shaped like a Hugging Face token (hf_...)",
+    )
+    if kind == "parquet-page":
+        planted_parquet(folder / "data.parquet", f"contact: {ENV_SECRET}")
+        return "data.parquet", f"{secret} (in its Parquet data)"
+    if kind == "parquet-unreadable":
+        (folder / "data.parquet").write_bytes(b"PAR1" + b"\0" * 40 + b"PAR1")
+        return "data.parquet", "data that cannot be read to check it"
+    if kind in ("png-zTXt", "png-iTXt"):
+        planted_png(folder / "figure.png", f"made with {STRANGER_TOKEN}", kind[4:])
+        return "figure.png", f"{shaped} (in a PNG text chunk)"
+    half = len(STRANGER_TOKEN) // 2  # neither half is shaped like a token
+    texts = {
+        "url-encoded": (
+            f"https://example.org/?q={quote(ENV_SECRET, safe='')}",
+            f"{secret} (URL-encoded)",
+        ),
+        "split-line": (
+            f"token: {STRANGER_TOKEN[:half]}\n{STRANGER_TOKEN[half:]}\n",
+            f"{shaped} (split across lines)",
+        ),
+        "split-quoted": (
+            f'token = "{STRANGER_TOKEN[:half]}" \\\n    "{STRANGER_TOKEN[half:]}"\n',
+            f"{shaped} (split across lines)",
+        ),
+        "base64-token": (
+            base64.b64encode(f"Authorization: Bearer {STRANGER_TOKEN}".encode()).decode(),
+            f"{shaped} (base64-encoded)",
+        ),
+        # the secret at each of the 3 alignments of base64's groups of 3 bytes
+        **{
+            f"base64-secret-{pad}": (
+                "v=" + base64.urlsafe_b64encode(("x" * pad + ENV_SECRET).encode()).decode(),
+                f"{secret} (base64-encoded)",
+            )
+            for pad in range(3)
+        },
+    }
+    text, what = texts[kind]
+    (folder / "notes.txt").write_text(text, encoding="utf-8")
+    return "notes.txt", what
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "parquet-page",
+        "parquet-unreadable",
+        "png-zTXt",
+        "png-iTXt",
+        "url-encoded",
+        "split-line",
+        "split-quoted",
+        "base64-token",
+        "base64-secret-0",
+        "base64-secret-1",
+        "base64-secret-2",
+    ],
+)
+def test_the_scan_reads_a_secret_however_it_is_encoded(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a file holds once decoded is read: a compressed Parquet page or PNG text chunk, percent-encoding,
+    base64, a token split over two lines; none holds its secret as plain bytes."""
+    monkeypatch.setenv("MY_SERVICE_PASSWORD", ENV_SECRET)
+    name, what = plant_encoded(kind, tmp_path)
+    written = (tmp_path / name).read_bytes()
+    assert ENV_SECRET.encode() not in written and STRANGER_TOKEN.encode() not in written
+    says = (
+        re.escape(f"{name} (to be uploaded to the space org/x) holds {what}")
+        + ".*nothing was uploaded"
+    )
+    with pytest.raises(PublishError, match=says):
+        check_upload(tmp_path, [name], to="the space org/x")
+
+
+def test_ordinary_encoded_files_pass_the_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decoding finds no secret where there is none: data, figures, digests, base64 of binary data, URLs."""
+    monkeypatch.setenv("MY_SERVICE_PASSWORD", ENV_SECRET)
+    planted_parquet(tmp_path / "data.parquet", "a row like the others")
+    planted_png(tmp_path / "figure.png", "Matplotlib version 3.9, https://matplotlib.org/", "zTXt")
+    notes = [
+        "see https://example.org/?q=caf%C3%A9&model=x",
+        "sha256:" + "0123456789abcdef" * 4,
+        base64.b64encode(bytes(range(256))).decode(),
+        "a sentence that goes on\n  over two lines",
+    ]
+    (tmp_path / "notes.txt").write_text("\n".join(notes), encoding="utf-8")
+    check_upload(tmp_path, ["data.parquet", "figure.png", "notes.txt"], to="the space org/x")
+
+
+def test_push_refuses_an_export_with_a_secret_in_a_compressed_parquet_page(
+    mirror: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SERVICE_PASSWORD", ENV_SECRET)
+    real = publish.export
+    shard = "camel_co_prompts/test-00000-of-00001.parquet"
+
+    def planted(folder, **options):
+        result = real(folder, **options)
+        table = pq.read_table(Path(folder) / shard)
+        column = next(i for i, kind in enumerate(table.schema.types) if pa.types.is_string(kind))
+        values = table.column(column).to_pylist()
+        values[0] = f"{values[0]} {ENV_SECRET}"
+        table = table.set_column(column, table.schema.field(column), pa.array(values))
+        pq.write_table(table, Path(folder) / shard, compression="gzip", write_statistics=False)
+        assert ENV_SECRET.encode() not in (Path(folder) / shard).read_bytes()
+        return result
+
+    monkeypatch.setattr(publish, "export", planted)
+    says = re.escape(
+        f"{shard} (to be uploaded to the dataset org/bench) holds the value of $MY_SERVICE_PASSWORD "
+        "(in its Parquet data)"
+    )
+    with pytest.raises(PublishError, match=says):
+        publish.push("org/bench", configs=["camel_co_prompts"])
+    assert not hub.commits and not hub.repos
 
 
 def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(
