@@ -46,6 +46,7 @@ from culture_probe.report.compare import (
 from culture_probe.report.markdown import reproduce, subset_text
 from culture_probe.report.summary import listed, read_summary
 from culture_probe.report.views import interval_methods, scales_of, unit_label
+from culture_probe.shards import ShardRecord, label, read_part
 from culture_probe.sharing import inside, local_model, redacted, shown_model
 from culture_probe.tasks import Record
 
@@ -67,6 +68,7 @@ class BoardRun:
     metrics: Metrics = field(repr=False)
     status: str | None  # INCOMPLETE k/N for a run that did not finish
     prompts: Prompts = field(repr=False)
+    part: ShardRecord | None = field(default=None, repr=False)  # a shard's shard.json
 
     @property
     def record(self) -> RunRecord:
@@ -99,6 +101,17 @@ class BoardRun:
     def smoke(self) -> bool:
         """Whether the run probed a `--limit` subset: not the benchmark's number."""
         return bool(self.record.subset) or self.record.run.limit is not None
+
+    @property
+    def shard(self) -> str | None:
+        """A shard's label (`shards.label`): a slice of a run, never the run's result; None for a whole run."""
+        shard = self.record.run.shard
+        return label(self.name, shard, self.part) if shard else None
+
+    @property
+    def partial(self) -> bool:
+        """Whether the run holds less than the benchmark's number: a smoke run, or a shard."""
+        return self.smoke or self.shard is not None
 
     @property
     def benchmark(self) -> str:
@@ -141,7 +154,8 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[BoardRun]:
         while ident in taken:  # two folders of one name under folders of one name
             ident = f"{base}-{len(taken)}"
         taken.add(ident)
-        runs.append(BoardRun(ident, run, metrics_of(run), rundir.progress(run), rebuild(run)))
+        part = read_part(path) if run.record.run.shard else None
+        runs.append(BoardRun(ident, run, metrics_of(run), rundir.progress(run), rebuild(run), part))
     return runs
 
 
@@ -189,17 +203,20 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
     """
     configs = list(dict.fromkeys(r.name for r in runs))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
+    by_id = {run.id: run for run in runs}
     for run in runs:
         row = rows.setdefault(
             (run.model, run.protocol), {"model": run.model, "protocol": run.protocol, "cells": {}}
         )
-        if run.name in row["cells"] and not (row["cells"][run.name]["smoke"] and not run.smoke):
-            row["cells"][run.name].setdefault("others", []).append(run.id)
-            # a full run is shown before a smoke run of the same config; the others are linked
+        shown = row["cells"].get(run.name)
+        if shown is not None and not (by_id[shown["run"]].partial and not run.partial):
+            shown.setdefault("others", []).append(run.id)
+            # a full run is shown before a smoke run or a shard of the same config; the others are linked
             continue
         row["cells"][run.name] = {
             "run": run.id,
             "smoke": run.smoke,
+            "shard": run.shard,
             "status": run.status,
             "overall": headline_of(run),
             "by_language": {lang: headline_of(run, lang) for lang in languages_of(run)},
@@ -232,7 +249,8 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
         "protocol": run.protocol,
         "benchmark": f"{bench.title or run.benchmark} (version {bench.version or '?'})",
         "status": run.status,
-        "smoke": smoke_note(config) if run.smoke else None,
+        "smoke": smoke_note(config, run.part) if run.smoke else None,
+        "shard": run.shard,
         # the run's name: where its folder lies is this machine's business
         "run": run.run.path.name,
         "methods": interval_methods(results, list(results.overall))
@@ -274,12 +292,14 @@ def reproduce_parts(config: RunRecord) -> dict[str, Any]:
     }
 
 
-def smoke_note(config: RunRecord) -> str:
-    """What a limited run probed, as its report says it."""
-    subset = config.subset
+def smoke_note(config: RunRecord, part: ShardRecord | None = None) -> str:
+    """What a limited run probed (a shard: its share of the draw, `part` its shard.json), as its report says it."""
+    subset, shard = config.subset, bool(config.run.shard)
+    what = "a shard of a smoke run" if shard else "smoke run"
     if not subset:
-        return f"smoke run (--limit {config.run.limit}), not the benchmark's number"
-    return f"smoke run, not the benchmark's number: {subset_text(subset)}"
+        return f"{what} (--limit {config.run.limit}), not the benchmark's number"
+    drawn = part.units if part else None
+    return f"{what}, not the benchmark's number: {subset_text(subset, drawn, shard=shard)}"
 
 
 # ---------------------------------------------------------------- items

@@ -136,6 +136,7 @@ def run_summary(run: BoardRun) -> dict[str, Any]:
         "model": run.model,
         "protocol": run.protocol,
         "smoke": run.smoke,
+        "shard": run.shard,
         "status": run.status,
         "records": len(run.run.records),
     }

@@ -18,5 +18,8 @@ def add_parsers(subparsers: Subparsers) -> None:
         "shards", nargs="+", metavar="SHARD_DIR", help="the N shard folders, each once"
     )
     merge.add_argument(
-        "--out", required=True, help="the merged run's (or suite's) folder: new or empty"
+        "--out",
+        required=True,
+        help="the merged run's (or suite's) folder: new or empty, outside the shards; built beside it and "
+        "renamed into place when whole, so a failed merge leaves it as it was",
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
+from culture_probe.errors import SourceFormatError
 from culture_probe.metrics.display import (
     SMALL_N_MARK,
     SMALL_N_NOTE,
@@ -100,9 +101,46 @@ def summarize_suite(
 
 
 def read_summary(folder: Path) -> dict[str, Any]:
-    """A suite folder's suite.json; {} before its first config finished."""
+    """A suite folder's suite.json, the fields its readers use checked for their type (`SUMMARY_FIELDS`: a `planned`
+    that is text is refused naming the file, never read letter by letter); {} before its first config finished.
+    """
     path = folder / SUMMARY_JSON
-    return rundir.read_json(path) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    summary = rundir.read_json(path)
+    fix = f"the suite's summary is damaged: delete it, and `culture-probe report {folder}` writes it from the runs"
+    if not isinstance(summary, dict):
+        raise SourceFormatError(
+            f"not a JSON object but {type(summary).__name__}; {fix}.", path=str(path)
+        )
+    for name, (fits, kind) in SUMMARY_FIELDS.items():
+        if name in summary and not fits(summary[name]):
+            raise SourceFormatError(
+                f"`{name}` must be {kind}, got {summary[name]!r:.60}; {fix}.", path=str(path)
+            )
+    return summary
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+# the fields of suite.json that its readers use (merge, report, board, a suite's --resume): each one's check and kind
+SUMMARY_FIELDS = {
+    "model": (lambda value: isinstance(value, str), "text"),
+    "configs": (
+        lambda value: (
+            isinstance(value, list)
+            and all(isinstance(row, dict) and isinstance(row.get("config"), str) for row in value)
+        ),
+        "a list of objects, each naming its `config`",
+    ),
+    "planned": (_names, "a list of config names"),
+    "skipped": (
+        lambda value: isinstance(value, dict) and _names(list(value.values())),
+        "an object of config names to reasons",
+    ),
+}
 
 
 def listed(summary: Mapping[str, Any]) -> list[str]:

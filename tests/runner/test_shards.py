@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost
         # a unit's probes all in one shard (a fact in both languages), in the run's order
         for part in parts:
             assert [p.key for p in part.probes] == [
-                p.key for p in probes if p.key in part.record["positions"]
+                p.key for p in probes if p.key in part.record.positions
             ]
         loads = [sum(shards.cost(p) for p in part.probes) for part in parts]
         largest = max(sum(shards.cost(p) for p in probes if task.limit_key(p) == u) for u in units)
@@ -82,7 +83,23 @@ def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost
         shards.part_of(task, probes, "1/16")
 
 
-@pytest.mark.parametrize("bad", ["0/4", "5/4", "2", "a/b", "1/0", "-1/3"])
+def test_a_huge_shard_count_is_refused_before_any_work_that_grows_with_it(data):
+    """`--shard 1/300000000` once built the whole slicing (2.4 GB, minutes) before refusing: now N is checked
+    against the run's units first, so the refusal takes no memory that grows with N."""
+    ahead = runner.plan(CONFIG, TableScorer(spec_table()), RunSettings(data_dir=data), {})
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidValueError, match="fewer than 300,000 shards; give N <= 15"):
+            shards.part_of(ahead.task, ahead.probes, "1/300000")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 500_000  # a list of N loads alone took 2.4 MB
+
+
+@pytest.mark.parametrize(
+    "bad", ["0/4", "5/4", "2", "a/b", "1/0", "-1/3", "\u00b2/4", "1/" + "9" * 5000]
+)
 def test_a_bad_shard_is_refused_before_anything_loads(bad, tmp_path, capsys):
     with pytest.raises(
         InvalidValueError, match=r"--shard takes K/N, the K-th of N slices with 1 <= K <= N"
@@ -102,7 +119,8 @@ def test_a_bad_shard_is_refused_before_anything_loads(bad, tmp_path, capsys):
         )
         == 2
     )
-    assert "--shard takes K/N" in capsys.readouterr().err and not (tmp_path / "run").exists()
+    err = capsys.readouterr().err  # one short line: a 5,000-digit N is not echoed whole
+    assert "--shard takes K/N" in err and len(err) < 300 and not (tmp_path / "run").exists()
 
 
 def test_merged_shards_equal_the_one_process_run(data, tmp_path):

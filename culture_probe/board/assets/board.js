@@ -102,7 +102,7 @@ function showBoard() {
     el("h2", {}, "Runs"),
     table(["run", "config", "model", "protocol", "records", ""], board.runs.map((r) => [
       el("a", { href: "#run/" + encodeURIComponent(r.id) }, r.id), r.config, r.model, r.protocol,
-      r.records.toLocaleString("en"), [r.smoke ? badge("smoke") : null, r.status ? badge(r.status, "incomplete") : null],
+      r.records.toLocaleString("en"), [r.smoke ? badge("smoke") : null, r.shard ? badge("shard") : null, r.status ? badge(r.status, "incomplete") : null],
     ]), { id: "runs" }),
     el("h2", {}, "Comparisons"),
     board.comparisons.length
@@ -157,7 +157,7 @@ function leaderboardTable(data) {
       const { cell, estimate } = found;
       return [
         el("td", { class: "value" }, el("a", { href: "#run/" + encodeURIComponent(cell.run) }, estimate.text),
-          cell.smoke ? badge("smoke") : null, cell.status ? badge(cell.status, "incomplete") : null,
+          cell.smoke ? badge("smoke") : null, cell.shard ? badge("shard") : null, cell.status ? badge(cell.status, "incomplete") : null,
           (cell.others || []).map((other) => [" ", el("a", { href: "#run/" + encodeURIComponent(other), class: "other",
             title: "another run of this model and config" }, "+")])),
         el("td", { class: "interval" }, estimate.interval), el("td", { class: "n" }, String(estimate.n))];
@@ -184,6 +184,7 @@ async function showRun(id) {
     el("h1", {}, page.config + " on " + page.model),
     el("ul", { class: "facts" },
       page.status ? el("li", {}, badge(page.status, "incomplete"), " the run did not finish: numbers cover the probes answered so far") : null,
+      page.shard ? el("li", {}, badge("shard"), " " + page.shard) : null,
       page.smoke ? el("li", {}, badge("smoke"), " " + page.smoke) : null,
       el("li", {}, "benchmark: " + page.benchmark),
       el("li", {}, "model: " + page.model + " (" + page.kind + ")"),
