@@ -7,13 +7,14 @@ same place as its rows (`data_dir`, the mirror, or the pinned URL), with the pro
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from culture_probe.data.registry import Benchmark, load_benchmark, quiet_progress, resolve
 from culture_probe.data.resources import load_resources
 from culture_probe.engine.types import ModelKind
+from culture_probe.errors import InvalidValueError
 from culture_probe.record import Metrics, RunRecord, read_metrics
 from culture_probe.tasks import Record, Task, task_for, task_from_config
 from culture_probe.tasks.options import json_ready
@@ -25,16 +26,21 @@ def load_rows(
     data_dir: str | os.PathLike | None = None,
     corrected: bool = False,
     language: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The `test` split of `config` as a list of dicts; with `language`, a builder that can build one language
-    (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing still runs).
+    (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing still runs). `options` are the
+    builder's (`load_benchmark`'s keywords, a run's `--data-option`s).
     """
     benchmark = resolve(config)
-    only = (
-        {"languages": (language,)}
-        if language is not None and benchmark.module.BUILDER.LANGUAGE_FILTER
-        else {}
-    )
+    only = dict(options or {})
+    if language is not None and benchmark.module.BUILDER.LANGUAGE_FILTER:
+        if "languages" in only and language not in only["languages"]:
+            raise InvalidValueError(
+                f"--language {language} is not among --data-option languages={','.join(only['languages'])}: "
+                "give one of them."
+            )
+        only["languages"] = (language,)
     with quiet_progress():  # the run prints its own progress
         return load_benchmark(benchmark, data_dir=data_dir, corrected=corrected, **only)[
             "test"

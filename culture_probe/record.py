@@ -215,6 +215,7 @@ class RunRecord:
         a part a partial or older record lacks takes its default, as every reader took it before; a part of another
         type is the damaged file's one-line error, naming the field.
         """
+        check_document(data, Mapping[str, Any], source, CONFIG_FIX, "the document")
         check_depth(data, source, CONFIG_FIX)
         data = upgraded(copy.deepcopy(dict(data)))
         config, subset = data.get("config", ""), data.get("subset") or None

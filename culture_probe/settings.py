@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field, fields, replace
@@ -19,6 +20,14 @@ from typing import Any
 
 from culture_probe.engine.types import MAX_RETRIES, MODEL_KINDS, REQUEST_TIMEOUT, ModelArgs
 from culture_probe.errors import InvalidValueError, UnknownNameError
+from culture_probe.util.arguments import (
+    MergePairs,
+    decimal,
+    is_decimal,
+    is_whole,
+    quoted,
+    whole_number,
+)
 from culture_probe.util.typecheck import check_types
 
 SMOKE = "smoke"  # the `limit` that asks for the benchmark's smoke limit (`Task.smoke_limit`)
@@ -27,17 +36,23 @@ PROTOCOLS = ("default", "upstream")
 
 
 def limit_value(text: str) -> int | float | str:
-    """`--limit`: a whole number or a fraction (both checked by `RunSettings`, which names a bad value), or "smoke"."""
+    """`--limit`: a whole number or a fraction in the digits 0-9 (both checked by `RunSettings`, which names a bad
+    value), or "smoke".
+    """
     if text == SMOKE:
         return text
-    for number in (int, float):
-        try:
-            return number(text)
-        except ValueError:
-            pass
+    if is_whole(text):
+        return int(text)
+    if is_decimal(text):
+        return float(text)
     raise argparse.ArgumentTypeError(
-        f"invalid value: {text!r} (give a whole number, a fraction such as 0.1, or smoke)"
+        f"invalid value: {quoted(text)} (give a whole number, a fraction such as 0.1, or smoke)"
     )
+
+
+# `--shard K/N`: ASCII digits, bounded (no run has a billion units), so that nothing grows with a huge N
+SHARD_DIGITS = 9
+SHARD_FORM = re.compile(rf"([0-9]{{1,{SHARD_DIGITS}}})/([0-9]{{1,{SHARD_DIGITS}}})")
 
 
 @dataclass(frozen=True, order=True)
@@ -49,13 +64,19 @@ class Shard:
 
     @classmethod
     def parse(cls, text: str) -> Shard:
-        """`K/N` with 1 <= K <= N; anything else is an error naming the flag and the form."""
-        index, _, count = str(text).strip().partition("/")
-        if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
-            raise InvalidValueError(
-                f"--shard takes K/N, the K-th of N slices with 1 <= K <= N (e.g. 2/4), got {text!r}."
+        """`K/N` with 1 <= K <= N in ASCII digits (`int` also reads "²" and other scripts' digits), at most
+        `SHARD_DIGITS` each; anything else is an error naming the flag and the form.
+        """
+        text = str(text)
+        found = SHARD_FORM.fullmatch(text.strip())
+        if found is None or not 1 <= int(found[1]) <= int(found[2]):
+            shown = (
+                repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text):,} characters)"
             )
-        return cls(int(index), int(count))
+            raise InvalidValueError(
+                f"--shard takes K/N, the K-th of N slices with 1 <= K <= N (e.g. 2/4), got {shown}."
+            )
+        return cls(int(found[1]), int(found[2]))
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -67,15 +88,15 @@ TOKENS_PER_SEQUENCE = 256
 
 
 def batch_size(text: str) -> int | str:
-    """`--batch_size` (lm-evaluation-harness's spelling): "auto" (the engine's own budget), or N sequences as a
-    token budget of N x TOKENS_PER_SEQUENCE.
+    """`--batch_size` (lm-evaluation-harness's spelling): "auto" (the engine's own budget), or N sequences (a token
+    budget of N x TOKENS_PER_SEQUENCE: `run_command.batch_tokens_of`).
     """
     if text == "auto":
         return text
-    if text.isdigit() and int(text) > 0:
-        return int(text) * TOKENS_PER_SEQUENCE
+    if is_whole(text) and int(text) > 0:
+        return int(text)
     raise argparse.ArgumentTypeError(
-        f"invalid value: {text!r} (give a whole number of sequences, or auto)"
+        f"invalid value: {quoted(text)} (give a whole number of sequences, or auto)"
     )
 
 
@@ -88,10 +109,12 @@ def setting(
     choices: tuple[str, ...] | None = None,
     parse: Callable[[str], Any] | None = None,
     alias: str | None = None,
+    flag: bool = True,
 ) -> Any:
     """A `RunSettings` field: its default, the help of its flag (`--name-with-dashes`), the least value it takes
     (`low`), and how the command line shows and reads it (`metavar`, `choices`, `parse`: else by its annotation;
-    `alias`: lm-evaluation-harness's spelling of the same flag, shown after the native one).
+    `alias`: lm-evaluation-harness's spelling of the same flag, shown after the native one; `flag=False`: a flag the
+    `run` parser declares itself).
     """
     meta = {
         "help": help,
@@ -100,8 +123,12 @@ def setting(
         "choices": choices,
         "parse": parse,
         "alias": alias,
+        "flag": None if flag else False,
     }
-    return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
+    metadata = {k: v for k, v in meta.items() if v is not None}
+    if isinstance(default, dict):  # a mapping: each settings object gets its own copy
+        return field(default_factory=lambda: dict(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 LIMIT_HELP = (
@@ -138,6 +165,13 @@ class RunSettings:
         metavar="DIR",
     )
     corrected: bool = setting(False, "use the corrected variant of the data")
+    # `--data-option KEY=VALUE` (repeatable, declared by the run parser): load_benchmark's keywords
+    data_options: Mapping[str, Any] = setting(
+        {},
+        "options of the benchmark's data, as load_benchmark takes them (DLAMA: pair, region, contrast, languages, "
+        "verify_counts); a key may name a config or benchmark before a dot, as --option's do",
+        flag=False,
+    )
     cache_dir: str | None = setting(
         None,
         "folder of the per-model score caches, shared by every run (default: scores/ in $CULTURE_PROBE_CACHE or "
@@ -221,6 +255,14 @@ class RunSettings:
             raise InvalidValueError(
                 f"model_args must be a ModelArgs, got {self.model_args!r} (RunSettings.of: text)."
             )
+        if not isinstance(self.data_options, Mapping) or not all(
+            isinstance(key, str) for key in self.data_options
+        ):
+            raise InvalidValueError(
+                f"data_options must map option names to values, got {self.data_options!r:.80} (on the command line "
+                "--data-option KEY=VALUE)."
+            )
+        object.__setattr__(self, "data_options", dict(self.data_options))
         # a folder given as a Path (a suite's data_dir) is its path's text
         for spec in fields(self):
             if isinstance(getattr(self, spec.name), os.PathLike):
@@ -346,7 +388,8 @@ def check_device(name: str | None) -> None:
 
 def flag_fields() -> list[Field]:
     """Every field that has a run flag: RunSettings' own, then ModelArgs' shorthands."""
-    return [*fields(RunSettings), *(f for f in fields(ModelArgs) if f.name in SHORTHANDS)]
+    own = (f for f in fields(RunSettings) if f.metadata.get("flag", True))
+    return [*own, *(f for f in fields(ModelArgs) if f.name in SHORTHANDS)]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -366,6 +409,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             default=default if shown or isinstance(default, str) else None,
             metavar=meta.get("metavar"),
             choices=meta.get("choices"),
+            # `--model-args` given twice, or in both spellings: the pairs of both
+            action=MergePairs if hints[spec.name] is ModelArgs else "store",
             help=meta["help"] + (" (default %(default)s)" if shown else ""),
         )
 
@@ -376,6 +421,9 @@ def from_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _scalar(hint: Any) -> Callable[[str], Any]:
-    """The command-line type of an annotation: `int | None` -> int; a string otherwise."""
+    """The command-line type of an annotation: `int | None` -> a whole number, `float` -> a decimal one (each in the
+    digits 0-9, bounded); a string otherwise.
+    """
     options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
-    return next((t for t in options if t in (int, float)), str)
+    numbers: dict[Any, Callable[[str], Any]] = {int: whole_number, float: decimal}
+    return next((numbers[t] for t in options if t in numbers), str)

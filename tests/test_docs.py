@@ -3,7 +3,9 @@ is in the nav once, and each benchmark page has the sections a reader looks for.
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -198,3 +200,50 @@ def test_user_facing_text_cites_only_what_users_have():
     assert not found, "user-facing text cites internal specs or the shared mirror:\n" + "\n".join(
         found
     )
+
+
+def quick_start(page: str) -> list[list[str]]:
+    """The `culture-probe` commands of a page's first bash block under "Quick start" that need no network (no
+    `--endpoint wikidata`), each from its subcommand on, continuation lines joined."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    block = re.search(r"## Quick start\n+```bash\n(.*?)```", text, flags=re.S)
+    assert block, f"docs/{page} has no Quick start bash block"
+    commands = []
+    for line in block.group(1).replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["culture-probe"] and "wikidata" not in words:
+            commands.append(words[1:])
+    return commands
+
+
+@pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
+def test_the_curation_quick_start_runs_as_written_and_its_pair_is_probed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The offline commands of docs/curation.md's quick start, run from a checkout's root as a user copies them:
+    the curation writes facts (it exited 2 on the fixture's seven empty predicates), and the run probes the pair it
+    wrote in both languages (dlama_arab_west refused it by the paper's counts, dlama_custom for want of `pair=`),
+    with a masked stand-in that ranks every candidate alike in place of the Hub model, and a small limit."""
+    pytest.importorskip("pyoxigraph", reason="curation needs culture_probe[curation]")
+    from stand_ins import NoIdeaScorer, patch_runner
+
+    from culture_probe.cli import main
+
+    class Flat(NoIdeaScorer):
+        kind, identity = "masked", {"name_or_path": "flat"}
+
+    patch_runner(monkeypatch, "load_scorer", lambda model, settings: Flat())
+    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
+    # the report's figures have their own tests
+    monkeypatch.setattr(
+        "culture_probe.report.markdown.available", lambda name: name != "matplotlib"
+    )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests").symlink_to(REPO / "tests")
+    commands = quick_start("curation.md")
+    assert [argv[:2] for argv in commands] == [["curate", "dlama"], ["run", "dlama_custom"]]
+    curate, probe = commands
+    assert main(curate) == 0, capsys.readouterr().err
+    assert main([*probe, "--limit", "2", "--no-cache"]) == 0, capsys.readouterr().err
+    items = Path(probe[probe.index("--out") + 1]) / "items.jsonl"
+    assert {json.loads(line)["language"] for line in items.open(encoding="utf-8")} == {"ar", "en"}

@@ -168,3 +168,64 @@ def test_the_run_report_and_compare_lines_run_on_the_shipped_data(
         ]
         assert set(summary["skipped"]) <= {"dlama_asia_west"}
     assert suites, "the README shows a suite"
+
+
+FIVE = README[README.index("## What it holds") : README.index("## Layout")]
+# what the README tells a user of the shipped DLAMA-v1 copy (no Korean labels) to add for exit code 0
+EXIT_0_FIX = ["--data-option", "dlama_asia_west.languages=en"]
+
+
+def five_benchmark_runs() -> list[list[str]]:
+    """The README's `run` commands of all five benchmarks in one suite, from the subcommand on."""
+    lines = "\n".join(re.findall(r"```bash\n(.*?)```", FIVE, flags=re.S)).splitlines()
+    runs = [shlex.split(line, comments=True)[1:] for line in lines if " run " in line]
+    return [argv for argv in runs if {"dlama", "fmlama", "camel", "xfakt", "maps"} <= set(argv)]
+
+
+def test_the_five_benchmark_commands_say_what_they_skip_on_the_shipped_data_and_how_to_exit_0() -> (
+    None
+):
+    """They exit 3 on the mirror's DLAMA-v1 copy (dlama_asia_west skipped): the README names that config, the exit
+    code and its meaning, and a fix that parses with each command and reaches that config alone."""
+    from culture_probe.data.registry import check_data_options, data_options_for, resolve
+
+    commands = five_benchmark_runs()
+    assert len(commands) == 2
+    text = " ".join(FIVE.split())
+    assert "skip `dlama_asia_west`" in text and "exit 3" in text and "set -e" in text
+    assert f"add `{' '.join(EXIT_0_FIX)}`" in text
+    for argv in commands:
+        args = build_parser().parse_args([*argv, *EXIT_0_FIX])
+        configs = [resolve(c) for c in expand(config_names(args.configs))]
+        given = dict([args.data_option[0].split("=", 1)])
+        check_data_options(configs, given)
+        reached = {b.name: found for b in configs if (found := data_options_for(b, given))}
+        assert reached == {"dlama_asia_west": {"languages": ("en",)}}
+    # and the two suites are compared config by config, one command
+    lines = "\n".join(re.findall(r"```bash\n(.*?)```", FIVE, flags=re.S)).splitlines()
+    (compare,) = [shlex.split(line, comments=True)[1:] for line in lines if " compare " in line]
+    outs = [build_parser().parse_args(argv).out for argv in commands]
+    assert build_parser().parse_args(compare).run_dirs == outs
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
+def test_the_documented_fix_makes_the_suite_exit_0_on_the_shipped_dlama_copy(
+    stand_in: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The DLAMA part of the five-benchmark command (the part that skips) on the mirror's copy: exit 3 as written,
+    exit 0 with the README's addition, dlama_asia_west then probed in English."""
+    for module in ("markdown", "summary"):
+        monkeypatch.setattr(
+            f"culture_probe.report.{module}.available", lambda name: name != "matplotlib"
+        )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dlama-v1").symlink_to(mirror / "manual" / "dlama" / "dlama-v1")
+    argv = five_benchmark_runs()[0]
+    given = argv[argv.index("--model") : argv.index("--model") + 2]
+    dlama = ["run", "dlama", *given, "--data-dir", "dlama=dlama-v1/", "--limit", "1", "--no-cache"]
+    with pytest.warns(SkippedConfigWarning, match="--data-option dlama_asia_west.languages=en"):
+        assert main([*dlama, "--out", "as_written"]) == SKIPPED_EXIT
+    assert main([*dlama, *EXIT_0_FIX, "--out", "fixed"]) == 0
+    summary = json.loads((tmp_path / "fixed" / "suite.json").read_text(encoding="utf-8"))
+    assert not summary["skipped"] and "dlama_asia_west" in [r["config"] for r in summary["configs"]]

@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import logging
 import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any, Protocol
 
 from culture_probe.cli import board, curate, export, listing, merge, publish, reports, run
-from culture_probe.cli.shared import EXAMPLES, Subparsers
+from culture_probe.cli.shared import EXAMPLES, Parser, Subparsers
 
 __all__ = ["EXAMPLES", "HANDLERS", "build_parser", "expected_failure", "main"]
 
@@ -37,7 +38,7 @@ HANDLERS = {name: handler for command in COMMANDS for name, handler in command.H
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser: the program's own flags, then each command module's sub-parsers."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="culture-probe",
         description="Probe what language models know about cultures.",
         epilog=EXAMPLES,
@@ -58,24 +59,37 @@ def _version() -> str:
 
 
 @contextlib.contextmanager
-def _library_warnings_as_lines() -> Iterator[None]:
-    """The library's own warnings (a smoke-limit notice, a cut context) as one line each on the terminal, as its
-    errors are; other packages' warnings keep Python's format, with the place that raised them.
+def _library_lines() -> Iterator[None]:
+    """The library's own warnings (a smoke limit, a cut context) as one line each on the terminal, as its errors are,
+    and its information as plain lines: the notices it logs at INFO on the `culture_probe` logger (what a run will
+    cost), and its warnings of a `...Notice` class (a resume's changes, a judge's memory), which say what happens,
+    not that something is wrong. Other packages' warnings keep Python's format, with the place that raised them.
     """
     plain = warnings.formatwarning
 
     def formatted(
         message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any
     ) -> str:
-        if category.__module__.startswith("culture_probe"):
-            return f"culture-probe: warning: {message}\n"
-        return plain(message, category, *args, **kwargs)
+        if not category.__module__.startswith("culture_probe"):
+            return plain(message, category, *args, **kwargs)
+        kind = "" if category.__name__.endswith("Notice") else "warning: "
+        return f"culture-probe: {kind}{message}\n"
 
+    library = logging.getLogger("culture_probe")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("culture-probe: %(message)s"))
+    # the notices (their records carry the notice), not every INFO record: a curation's per-step counts stay quiet
+    handler.addFilter(lambda record: hasattr(record, "notice"))
+    level = library.level
     warnings.formatwarning = formatted
+    library.addHandler(handler)
+    library.setLevel(logging.INFO)
     try:
         yield
     finally:
         warnings.formatwarning = plain
+        library.removeHandler(handler)
+        library.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,11 +97,20 @@ def main(argv: list[str] | None = None) -> int:
     a closed pipe) is one line naming what and how to fix it, exit code 2; anything else keeps its traceback and
     says where to report it. `--debug` shows the traceback of every error.
     """
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # an lm-evaluation-harness flag without a counterpart: what to do instead, not argparse's bare refusal
+        pointers = map(run.harness_pointer, unknown) if args.command == "run" else ()
+        pointer = next(filter(None, pointers), None)
+        if pointer is None:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        print(f"culture-probe: error: {pointer}", file=sys.stderr)
+        return 2
     module_name, function = HANDLERS[args.command].split(":")
     try:
         handler = getattr(importlib.import_module(module_name), function)
-        with _library_warnings_as_lines():
+        with _library_lines():
             return int(handler(args) or 0)
     except BrokenPipeError:  # `culture-probe list | head -1`: the reader left; nothing to say
         _silence_stdout()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from culture_probe.cli.shared import Subparsers
+from culture_probe.util.arguments import decimal, whole_number
 
 HANDLERS = {"curate": "culture_probe.curation.cli:main"}
 
@@ -33,7 +34,9 @@ def _add_what_to_collect(curate: argparse.ArgumentParser) -> None:
     )
     curate.add_argument("--endpoint", help="SPARQL URL, or a .nt/.ttl dump for the embedded store")
     curate.add_argument(
-        "--top", type=int, help="dlama: subjects kept per predicate and region (default 1000)"
+        "--top",
+        type=whole_number,
+        help="dlama: subjects kept per predicate and region (default 1000)",
     )
     curate.add_argument("--out", required=True)
     curate.add_argument(
@@ -44,7 +47,9 @@ def _add_what_to_collect(curate: argparse.ArgumentParser) -> None:
         choices=["auto", "store", "mediawiki"],
         help="dlama: article sizes from the SPARQL store (offline) or the MediaWiki API (default auto)",
     )
-    curate.add_argument("--chunk-size", type=int, default=50, help="entities per VALUES list")
+    curate.add_argument(
+        "--chunk-size", type=whole_number, default=50, help="entities per VALUES list"
+    )
     curate.add_argument(
         "--object-filters",
         action="store_true",
@@ -59,15 +64,17 @@ def _add_how_to_fetch(curate: argparse.ArgumentParser) -> None:
         "--checkpoints", help="checkpoint folder (default OUT/.checkpoints); rerun to resume"
     )
     curate.add_argument(
-        "--min-interval", type=float, help="seconds between HTTP requests (default 1)"
+        "--min-interval", type=decimal, help="seconds between HTTP requests (default 1)"
     )
     curate.add_argument(
-        "--timeout", type=float, help="seconds before an HTTP request times out (default 60)"
+        "--timeout", type=decimal, help="seconds before an HTTP request times out (default 60)"
     )
-    curate.add_argument("--retries", type=int, help="retries on 429/5xx/timeouts (default 5)")
+    curate.add_argument(
+        "--retries", type=whole_number, help="retries on 429/5xx/timeouts (default 5)"
+    )
     curate.add_argument(
         "--max-retry-after",
-        type=float,
+        type=decimal,
         help="longest Retry-After to wait, in seconds (default 120): "
         "a server asking for longer ends the step with an error; rerun later to resume",
     )

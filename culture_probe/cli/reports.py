@@ -14,7 +14,9 @@ HANDLERS = {
 
 
 def add_parsers(subparsers: Subparsers) -> None:
-    """`report RUN_DIR`, `consistency RUN_DIR RUN_DIR` and `compare RUN_DIR...`, read from run directories alone."""
+    """`report RUN_DIR`, `consistency RUN_DIR RUN_DIR` and `compare RUN_DIR...` (or `compare SUITE_DIR...`), read from
+    run directories alone.
+    """
     report = subparsers.add_parser(
         "report", help="(re)write report.md and plots of a run directory"
     )
@@ -31,9 +33,10 @@ def add_parsers(subparsers: Subparsers) -> None:
     compare = subparsers.add_parser(
         "compare",
         help="several runs side by side; runs of one config on the same items "
-        "are paired with the first (an interval and a p-value from one test)",
+        "are paired with the first (an interval and a p-value from one test); suite folders are paired config by "
+        "config, in one report with one Holm family (configs only one suite holds are named as left out)",
     )
-    compare.add_argument("run_dirs", nargs="+")
+    compare.add_argument("run_dirs", nargs="+", metavar="RUN_DIR|SUITE_DIR")
     compare.add_argument(
         "--out", help="folder for compare.md, compare.json and the plot (PNG and PDF)"
     )

@@ -1,14 +1,29 @@
-"""What the commands' parser modules share: the examples that `--help` ends with, and the type of the subparsers
-they add to. Nothing here imports a command's work, so that building the parser stays light.
+"""What the commands' parser modules share: the examples that `--help` ends with, the parser class (every flag
+given twice with two values is refused, not settled by keeping the last), and the type of the subparsers they add
+to. Nothing here imports a command's work, so that building the parser stays light.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TypeAlias
+from typing import Any, TypeAlias
+
+from culture_probe.util.arguments import StoreOnce
 
 # argparse's generic at type-checking time only, a plain class at run time: hence the string
-Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose flags that store one value (all but switches and repeatable ones such as --option)
+    refuse a second, different value (`StoreOnce`); its sub-parsers are of this class too.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in (None, "store"):  # argparse's own default action, by either of its names
+            self.register("action", name, StoreOnce)
+
 
 EXAMPLES = """examples:
   culture-probe list

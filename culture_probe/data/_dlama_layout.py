@@ -99,7 +99,8 @@ def find_fact_files(paths: list[tuple[str, ...]]) -> list[FactFile]:
     found = []
     for parts in paths:
         match = FILE_NAME.fullmatch(parts[-1])
-        if len(parts) >= 4 and match and parts[-3] in ("dlama", "dlama_raw"):
+        # `<pair>/dlama/<lang>/<file>`, or `dlama/<lang>/<file>` in a data_dir that is the pair folder itself
+        if len(parts) >= 3 and match and parts[-3] in ("dlama", "dlama_raw"):
             predicate, _, region = match.groups()
             found.append(FactFile(parts, parts[-3], parts[-2], predicate, region))
     return found
@@ -160,7 +161,7 @@ def choose_pair(folders: list[PairFolder], request: PairRequest, source: str) ->
             f"files P<id>_general_{request.region}.jsonl" if request.region else "a pair of its own"
         )
         hint = (
-            "pass region= (its token, e.g. 'MAGHREB') or pair= to pick one"
+            "pass region= (its token, e.g. 'MAGHREB') or pair= to pick one (--data-option region=... or pair=...)"
             if request.custom
             else "pass the full DLAMA-v1 release, or load dlama_custom for a curated pair"
         )
@@ -170,9 +171,9 @@ def choose_pair(folders: list[PairFolder], request: PairRequest, source: str) ->
         )
     if len(matching) > 1:
         hint = (
-            "Pass region= and contrast= (tokens) or pair= to pick one"
+            "Pass region= and contrast= (tokens) or pair= to pick one (--data-option pair=NAME)"
             if request.custom
-            else "Load a curated copy with dlama_custom and pair="
+            else "Load a curated copy with dlama_custom and pair= (--data-option pair=NAME)"
         )
         raise CultureProbeError(
             f"{source} holds {len(matching)} folders that fit {_describe(request)}: "
@@ -189,7 +190,12 @@ def _matches(folder: PairFolder, request: PairRequest) -> bool:
     if request.name:
         names = {_pair_name(folder.parts[-1]) if folder.parts else None}
         return request.name in names | ({folder.manifest.pair} if folder.manifest else set())
-    return request.region is not None or not set(folder.tokens) <= set(CULTURES)
+    # a curated pair says so in its manifest, also one of the released pairs' regions (the curation quick start)
+    return (
+        request.region is not None
+        or folder.manifest is not None
+        or not set(folder.tokens) <= set(CULTURES)
+    )
 
 
 def _resolve(folder: PairFolder, request: PairRequest, source: str) -> Pair:

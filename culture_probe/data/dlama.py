@@ -453,7 +453,7 @@ class Dlama(CultureProbeBuilder):
             raise SourceFormatError(
                 f"{len(missing)} of the {len(expected_files)} files of {self.config.pair} are "
                 f"missing: {names}{' ...' if len(missing) > 6 else ''}. Restore them, or pass "
-                "verify_counts=False to load a copy changed on purpose.",
+                "verify_counts=False (--data-option verify_counts=false) to load a copy changed on purpose.",
                 path=source,
             )
         total, west = FACTS[self.config.pair]
@@ -466,7 +466,8 @@ class Dlama(CultureProbeBuilder):
                 raise SourceFormatError(
                     f"{self.config.pair} in {language} has {dict(sorted(got.items()))} facts per culture, but the "
                     f"release has {dict(sorted(expected.items()))} (the paper's Table 1). A file is missing, empty "
-                    "or changed; pass verify_counts=False to load a copy changed on purpose.",
+                    "or changed; pass verify_counts=False (--data-option verify_counts=false) to load a copy changed "
+                    "on purpose (a new curation of the pair: or load it with dlama_custom).",
                     path=source,
                 )
 
@@ -500,11 +501,12 @@ class Dlama(CultureProbeBuilder):
         languages = sorted({f.language for f in files})
         for language in pair.languages:
             if language not in languages and (self.config.pair, language) in MISSING_LABELS:
+                other = next(iter(set(languages) & set(pair.languages)), "en")
                 raise MissingDataError(
                     f"No {language} facts: the copy read ({Path(source).name}) lacks "
                     f"{MISSING_LABELS[self.config.pair, language]}, which the release tarball holds: pass it with "
-                    f"--data-dir, or probe the other language alone: --language "
-                    f"{next(iter(set(languages) & set(pair.languages)), 'en')} (Python: "
+                    f"--data-dir, or probe the other language alone: --language {other} (in a suite, where "
+                    f"--language is every config's: --data-option {self.config.name}.languages={other}; Python: "
                     f"load_benchmark({self.config.name!r}, languages=[...]) or run(..., language=...))."
                 )
             if language not in languages:

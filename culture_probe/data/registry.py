@@ -13,18 +13,20 @@ import hashlib
 import importlib
 import os
 import pkgutil
-from collections.abc import Iterator
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union
 
 import datasets
 
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
-from culture_probe.errors import UnknownNameError
+from culture_probe.errors import InvalidValueError, UnknownNameError
 from culture_probe.util.typecheck import checked
 from culture_probe.version import __version__
 
@@ -150,6 +152,8 @@ def load_benchmark(
 
 
 BUILDER_OPTIONS = ("cache_dir", "data_files", "writer_batch_size")
+# the builder config's fields that the registry sets itself: not options of a load
+FIXED_FIELDS = ("name", "version", "description", "data_dir", "data_files", "rows", "variant")
 
 
 def make_builder(
@@ -177,8 +181,7 @@ def make_builder(
 
 def _check_options(config: Any, kwargs: dict[str, Any]) -> None:
     """Unknown keyword arguments fail here with the valid options, not deep inside `datasets`."""
-    fixed = {"name", "version", "description", "data_dir", "data_files", "rows", "variant"}
-    valid = [f.name for f in dataclasses.fields(config) if f.name not in fixed] + list(
+    valid = [f.name for f in dataclasses.fields(config) if f.name not in FIXED_FIELDS] + list(
         BUILDER_OPTIONS
     )
     for key in kwargs:
@@ -290,3 +293,88 @@ def expand(names: list[str] | tuple[str, ...]) -> list[str]:
                 list_valid=False,
             )
     return list(dict.fromkeys(out))
+
+
+# ---------------------------------------------------------------- a run's data options (`--data-option KEY=VALUE`)
+
+TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def data_option_names(benchmark: Benchmark) -> tuple[str, ...]:
+    """The builder options a run may set for `benchmark` (`load_benchmark`'s keywords: DLAMA's `pair`,
+    `verify_counts`, `languages`, ...): its config's fields but those the registry sets itself.
+    """
+    return tuple(f.name for f in dataclasses.fields(benchmark.config) if f.name not in FIXED_FIELDS)
+
+
+def data_options_for(benchmark: Benchmark, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The data options of a run (or suite) that reach `benchmark`, as `load_benchmark` takes them: a plain key its
+    builder has, or `CONFIG.key` / `BENCHMARK.key` naming it (as `--option` routes protocol options). Text values
+    (the command line's) are read by the field's type: `false`, `ar,en` for a tuple, `none`.
+    """
+    names, hints = data_option_names(benchmark), typing.get_type_hints(type(benchmark.config))
+    chosen: dict[str, Any] = {}
+    for spelled, value in given.items():
+        prefix, _, key = spelled.rpartition(".")
+        if prefix and prefix not in (benchmark.name, benchmark.base, benchmark.benchmark):
+            continue
+        if key not in names:
+            if prefix:  # a key that names this config must be one of its options
+                raise UnknownNameError(f"data option of {benchmark.name}", key, names)
+            continue
+        chosen[key] = _typed(spelled, value, hints[key])
+    return chosen
+
+
+def check_data_options(configs: Sequence[Benchmark], given: Mapping[str, Any]) -> None:
+    """Every data option reaches a config of the run, its value read, or the error names the options those configs
+    take: a mistyped key (`verify_count`) is never dropped silently.
+    """
+    for spelled, value in given.items():
+        prefix, _, key = spelled.rpartition(".")
+        named = [b for b in configs if not prefix or prefix in (b.name, b.base, b.benchmark)]
+        if not named:
+            raise UnknownNameError(
+                "data option prefix",
+                prefix,
+                [*dict.fromkeys(b.benchmark for b in configs), *(b.name for b in configs)],
+                fix=f"Before the dot of {spelled}, name a benchmark or config of this run, or drop the prefix.",
+            )
+        takers = [b for b in named if key in data_option_names(b)]
+        if not takers:
+            raise UnknownNameError(
+                "data option",
+                key,
+                {name for b in named for name in data_option_names(b)},
+                fix="Data options are load_benchmark's keywords for these configs.",
+            )
+        for benchmark in takers:
+            data_options_for(benchmark, {spelled: value})
+
+
+def _typed(key: str, value: Any, hint: Any) -> Any:
+    """A data option's text read by its field's annotation (other values as given)."""
+    if not isinstance(value, str):
+        return value
+    parts = (
+        typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
+    )
+    if type(None) in parts and value.lower() == "none":
+        return None
+    kind = next(p for p in parts if p is not type(None))
+    origin = typing.get_origin(kind)
+    if kind is bool:
+        if value.lower() not in (*TRUE, *FALSE):
+            raise InvalidValueError(f"--data-option {key} takes true or false, got {value!r}.")
+        return value.lower() in TRUE
+    if kind is int:
+        if not value.lstrip("-").isdigit():
+            raise InvalidValueError(f"--data-option {key} takes a whole number, got {value!r}.")
+        return int(value)
+    if origin in (tuple, list, Sequence):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    if origin is Literal and value not in typing.get_args(kind):
+        raise UnknownNameError(
+            f"value of data option {key}", value, map(str, typing.get_args(kind))
+        )
+    return value

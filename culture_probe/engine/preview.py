@@ -9,6 +9,7 @@ cannot serve, and cannot score. A served model's requests are recorded by a clie
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Sequence
@@ -50,7 +51,9 @@ class Weightless:
 
 @dataclass(frozen=True)
 class Tokens:
-    """Token ids with their vocabulary pieces and the text they decode to (special tokens kept)."""
+    """Token ids with their vocabulary pieces (`readable_pieces`) and the text they decode to (special tokens
+    kept).
+    """
 
     ids: tuple[int, ...]
     pieces: tuple[str, ...]
@@ -60,7 +63,8 @@ class Tokens:
     def of(cls, tokenizer: Any, ids: Sequence[int]) -> Tokens:
         """The ids as `tokenizer` writes and decodes them."""
         ids = [int(i) for i in ids]
-        return cls(tuple(ids), tuple(tokenizer.convert_ids_to_tokens(ids)), tokenizer.decode(ids))
+        pieces = readable_pieces(tokenizer, tokenizer.convert_ids_to_tokens(ids))
+        return cls(tuple(ids), pieces, tokenizer.decode(ids))
 
     def lines(self, name: str) -> list[str]:
         """`name`: the decoded text, then the ids and the pieces."""
@@ -69,6 +73,54 @@ class Tokens:
             f"  ids {list(self.ids)}",
             f"  pieces {list(self.pieces)}",
         ]
+
+
+def readable_pieces(tokenizer: Any, pieces: Sequence[str]) -> tuple[str, ...]:
+    """Vocabulary pieces as a reader reads them. A byte-level BPE vocabulary (GPT-2, Llama 3, Qwen) writes each byte
+    as a stand-in character, so that an Arabic piece reads 'Ø§Ù': such a piece is shown as the text its bytes are,
+    with a byte that is part of a character split across pieces as <0xD9> (as SentencePiece's byte pieces are
+    written); a piece holding a character outside the byte table (an added token) is shown as it is. Other
+    vocabularies' pieces are text already.
+    """
+    if not _byte_level(tokenizer):
+        return tuple(pieces)
+    table = _bytes_of_characters()
+    return tuple(
+        _utf8_text(bytes(table[c] for c in piece)) if all(c in table for c in piece) else piece
+        for piece in pieces
+    )
+
+
+def _byte_level(tokenizer: Any) -> bool:
+    """Whether the tokenizer's vocabulary is byte-level BPE: its decoder maps characters back to bytes."""
+    from tokenizers import decoders
+
+    decoder = getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", None)
+    return isinstance(decoder, decoders.ByteLevel) or hasattr(tokenizer, "byte_decoder")
+
+
+@functools.cache
+def _bytes_of_characters() -> dict[str, int]:
+    """The byte each stand-in character of a byte-level BPE vocabulary writes (GPT-2's table, as transformers
+    converts such vocabularies with it).
+    """
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return {character: byte for byte, character in bytes_to_unicode().items()}
+
+
+def _utf8_text(data: bytes) -> str:
+    """`data` as UTF-8 text, each byte that is no part of a whole character written <0xNN>."""
+    text, rest = [], data
+    while rest:
+        try:
+            text.append(rest.decode("utf-8"))
+            break
+        except UnicodeDecodeError as cut:
+            text.append(rest[: cut.start].decode("utf-8"))
+            text.append("".join(f"<0x{byte:02X}>" for byte in rest[cut.start : cut.end]))
+            rest = rest[cut.end :]
+    return "".join(text)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from culture_probe.loading import recomputed_metrics
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE
 from culture_probe.record import Metrics, ResultsTable, RunRecord
 from culture_probe.report.compare import COMPARISON, Comparison, compare_runs, write_comparison
+from culture_probe.report.compare_suites import SuiteComparison, compare_folders, compare_suites
 from culture_probe.report.consistency import (
     CONSISTENCY,
     consistency_of_runs,
@@ -43,6 +44,7 @@ from culture_probe.report.views import (
 )
 from culture_probe.tasks import Record
 from culture_probe.util import outfolder
+from culture_probe.util.typecheck import checked
 
 # Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
 # culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
@@ -52,6 +54,8 @@ __all__ = [
     "Comparison",
     "compare_main",
     "compare_runs",
+    "compare_suites",
+    "SuiteComparison",
     "headline",
     "language_country_grid",
     "load_run",
@@ -61,6 +65,7 @@ __all__ = [
 ]
 
 
+@checked()
 def write_report(
     run_dir: str | os.PathLike,
     *,
@@ -100,6 +105,7 @@ def report_sections(
         return [*results_sections(metrics, scales_of(config.config)), failed]
 
 
+@checked()
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], Metrics]:
     """(config, records, metrics) of a run directory; metrics are recomputed from the records when metrics.json
     is missing (an interrupted run reports what it has).
@@ -230,12 +236,13 @@ def consistency_main(args: Any) -> int:
 
 def compare_main(args: Any) -> int:
     """`culture-probe compare RUN_A RUN_B ...`: the runs' numbers lined up, paired differences of runs on the same
-    items (stdout; with --out, compare.md, compare.json and the plot in that folder).
+    items (stdout; with --out, compare.md, compare.json and the plot in that folder); `compare SUITE_A SUITE_B ...`:
+    the suites paired config by config, in one report with one Holm family.
     """
     if args.out is not None:
         # a folder it may not write is refused before the runs are read
         outfolder.check(args.out, COMPARISON)
-    comparison = compare_runs(args.run_dirs, paired=not args.unpaired)
+    comparison = compare_folders(args.run_dirs, paired=not args.unpaired)
     print(comparison.markdown(), end="")
     if args.out is not None:
         for path in write_comparison(comparison, args.out):

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -109,7 +109,7 @@ class Comparison:
                     p["metric"],
                     p["group"],
                     format_number(p["difference"], self.scales.get(p["metric"])),
-                    interval_text(_as_estimate(p), self.scales.get(p["metric"])),
+                    interval_text(as_estimate(p), self.scales.get(p["metric"])),
                     format_p(p["p_value"]),
                     holm_cell(p),
                     p["n"],
@@ -151,14 +151,14 @@ class Comparison:
         for index, (run, estimate) in enumerate(self.headlines):
             row = planned.get(run)
             difference = (
-                f"{format_number(row['difference'], scale)} {interval_text(_as_estimate(row), scale)}".strip()
+                f"{format_number(row['difference'], scale)} {interval_text(as_estimate(row), scale)}".strip()
                 if row
                 else ("(base)" if index == 0 else "not paired")
             )
             rows.append(
                 (
                     run,
-                    _cell(estimate, scale) or "not reported",
+                    estimate_cell(estimate, scale) or "not reported",
                     difference,
                     format_p(row["p_value"]) if row else "",
                     notes.get(run, ""),
@@ -328,7 +328,10 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
             (
                 group,
                 metric,
-                *(_cell(c, scale.get(metric)) for c, scale in zip(cells, scales, strict=True)),
+                *(
+                    estimate_cell(c, scale.get(metric))
+                    for c, scale in zip(cells, scales, strict=True)
+                ),
             )
         )
     columns = ("group", "metric", *(f"{r.name} ({r.status})" if r.status else r.name for r in runs))
@@ -475,12 +478,12 @@ def left_out_text(one_unit: Sequence[str], repeats: Sequence[tuple[str, str]]) -
     return lines
 
 
-def _as_estimate(row: Mapping[str, Any]) -> dict[str, Any]:
+def as_estimate(row: Mapping[str, Any]) -> dict[str, Any]:
     """A paired row read as an estimate (its difference is the value), for `interval_text`."""
     return {**row, "value": row["difference"]}
 
 
-def _cell(estimate: Estimate | None, scale: Scale | None) -> str:
+def estimate_cell(estimate: Estimate | None, scale: Scale | None) -> str:
     """`value [low, high] (n=N)` by the one rounding rule, or the reason there is no interval."""
     if estimate is None or (number := estimate["value"]) is None:
         return ""
@@ -493,9 +496,21 @@ COMPARISON = outfolder.Output(
 )  # `compare --out`: a folder of the user's, whose other files stay; never a run's
 
 
-def write_comparison(comparison: Comparison, out: str | os.PathLike) -> list[Path]:
-    """compare.md, compare.json and the comparison plot (PNG and PDF, when matplotlib is installed) in `out`, built
-    beside it and swapped in when complete (`culture_probe.util.outfolder`); the paths written.
+class ComparisonReport(Protocol):
+    """What `compare --out` writes: a comparison of runs, or of suites config by config."""
+
+    def markdown(self) -> str:
+        """compare.md."""
+        ...
+
+    def to_json(self) -> dict[str, Any]:
+        """compare.json."""
+        ...
+
+
+def write_comparison(comparison: ComparisonReport, out: str | os.PathLike) -> list[Path]:
+    """compare.md, compare.json and, for runs, the comparison plot (PNG and PDF, when matplotlib is installed) in
+    `out`, built beside it and swapped in when complete (`culture_probe.util.outfolder`); the paths written.
     """
     from culture_probe.report.plots import draw_comparison
 
@@ -503,6 +518,6 @@ def write_comparison(comparison: Comparison, out: str | os.PathLike) -> list[Pat
         rundir.write_text(build.folder / "compare.md", comparison.markdown())
         text = json.dumps(comparison.to_json(), ensure_ascii=False, indent=2) + "\n"
         rundir.write_text(build.folder / "compare.json", text)
-        if available("matplotlib"):
+        if isinstance(comparison, Comparison) and available("matplotlib"):
             draw_comparison(comparison, build.folder / "compare")
     return [Path(out) / name for name in build.files]

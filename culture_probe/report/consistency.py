@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -91,13 +91,15 @@ def consistency_sections(metrics: Metrics) -> list[Section]:
             _agreement_text(detail),
             _multiplicity(detail),
             _summary_line(detail["pairs"], estimates),
+            "\n".join(left_out_lines(detail["pairs"])),
             "\n".join(left_out),
         )
         return [Section(TITLE, text="\n\n".join(filter(None, lines)), figures=figures)]
     rows = tuple(
         _row(name, detail["pairs"][name], estimates.get(name) or {}) for name in detail["pairs"]
     )
-    text = "\n\n".join(filter(None, (_text(detail), "\n".join(left_out))))
+    left = ("\n".join(left_out_lines(detail["pairs"])), "\n".join(left_out))
+    text = "\n\n".join(filter(None, (_text(detail), *left)))
     return [Section(TITLE, text=text, tables=(Table(COLUMNS, rows),), figures=figures)]
 
 
@@ -111,7 +113,6 @@ def _row(name: str, pair: LanguagePair, estimates: Mapping[str, Estimate]) -> tu
         if difference.get("difference") is not None
         else ""
     )
-    left = pair["unpaired"]["only_a"] + pair["unpaired"]["only_b"]
     return (
         name,
         n,
@@ -125,8 +126,53 @@ def _row(name: str, pair: LanguagePair, estimates: Mapping[str, Estimate]) -> tu
         if rankc
         else "",
         rankc["n"] if rankc else 0,
-        f"{left} facts in one language only" if left else "",
+        "; ".join(not_paired(pair)),
     )
+
+
+def not_paired(pair: LanguagePair) -> list[str]:
+    """What a pair of languages could not pair, each count with why: facts asked in one language only (in no
+    number), and facts in both that RankC leaves out (agreement keeps them).
+    """
+    left = pair["unpaired"]["only_a"] + pair["unpaired"]["only_b"]
+    found = [f"{left} facts in one language only"] if left else []
+    return found + [
+        f"{count} left out of RankC: {why}" for why, count in rankc_left_out(pair).items() if count
+    ]
+
+
+def rankc_left_out(pair: LanguagePair) -> dict[str, int]:
+    """{why: facts in both languages that RankC left out} (`metrics.consistency._pair`; {} in records made before)."""
+    found = cast(Mapping[str, Any], pair).get("rankc_left_out") or {}
+    return {
+        str(why): count
+        for why, count in dict(found).items()
+        if isinstance(count, int) and count > 0
+    }
+
+
+def left_out_lines(pairs: Mapping[str, LanguagePair]) -> list[str]:
+    """One line per pair whose RankC leaves facts out: how many of the facts in both, and why."""
+    lines = []
+    for name, pair in pairs.items():
+        left = rankc_left_out(pair)
+        if left:
+            why = "; ".join(
+                f"{count} {REASONS.get(reason, reason)}" for reason, count in left.items()
+            )
+            lines.append(
+                f"- **{name}**: RankC covers {pair['n'] - sum(left.values())} of the {pair['n']} facts in both "
+                f"languages; it leaves out {why}. Agreement counts them all."
+            )
+    return lines
+
+
+# why RankC leaves a fact out, as the report says it (`metrics.consistency._pair`'s keys)
+REASONS = {
+    "candidate sets differ": "whose rankings are over candidate sets that differ between the two languages "
+    "(RankC compares rankings of one candidate set)",
+    "not ranked": "answered without a ranking in a language (a generation)",
+}
 
 
 def _share(count: int, n: int) -> str:
@@ -276,6 +322,20 @@ class RunsConsistency:
     # `results.by_language_pair` and `consistency`, as a run's metrics.json holds them
     metrics: Metrics
     incomplete: Mapping[str, str] = field(default_factory=dict)
+    config: str = ""  # the benchmark config both runs probed
+
+    @property
+    def how_to_get_all(self) -> str:
+        """How to get RankC on every fact when the two runs' candidate sets differ: one run of both languages."""
+        pairs = (self.metrics.get("consistency") or {}).get("pairs") or {}
+        if not any(rankc_left_out(pair).get("candidate sets differ") for pair in pairs.values()):
+            return ""
+        return (
+            "Each run aligned its candidates over its own language's labels only, so where one language names two "
+            "candidates alike the two runs rank different sets. For RankC on every fact, probe both languages in one "
+            f"run (`culture-probe run {self.config or 'CONFIG'} ...` without `--language`): its candidates are "
+            "aligned over both languages' labels, and its report has this section."
+        )
 
     def markdown(self, out: Path | None = None) -> str:
         """The consistency section as markdown, after a note on each run that did not finish; its figure is drawn
@@ -291,6 +351,7 @@ class RunsConsistency:
             section.text,
         ]
         parts += [table_markdown(table) for table in section.tables]
+        parts += [self.how_to_get_all] if self.how_to_get_all else []
         cells = [
             section.text,
             *(cell for table in section.tables for row in table.rows for cell in row),
@@ -310,7 +371,12 @@ class RunsConsistency:
     def to_json(self) -> dict[str, Any]:
         """consistency.json: the runs, those that did not finish, and the metrics."""
         return json_ready(
-            {"runs": list(self.runs), "incomplete": dict(self.incomplete), **self.metrics}
+            {
+                "runs": list(self.runs),
+                "incomplete": dict(self.incomplete),
+                **({"how_to_get_all": self.how_to_get_all} if self.how_to_get_all else {}),
+                **self.metrics,
+            }
         )
 
 
@@ -359,7 +425,7 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
         f"the consistency of {runs[0].name} and {runs[1].name}",
     )
     incomplete = {run.name: run.status for run in runs if run.status}
-    return RunsConsistency((runs[0].name, runs[1].name), metrics, incomplete)
+    return RunsConsistency((runs[0].name, runs[1].name), metrics, incomplete, runs[0].config.config)
 
 
 def _check_aligned_fields(

@@ -19,6 +19,7 @@ from culture_probe.report.plots import context_note, draw
 from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options, report_module
 from culture_probe.rundir import PLOTS_DIR
 from culture_probe.settings import RunSettings
+from culture_probe.shards import ShardRecord, label, read_part, shard_note
 from culture_probe.sharing import redacted
 from culture_probe.tasks.base import asked_in
 from culture_probe.util.extras import available
@@ -47,9 +48,12 @@ def render(
     that did not finish (`INCOMPLETE k/N`); `truncation` is metrics.json's record of inputs cut to fit the model.
     """
     config = RunRecord.of(config)
-    parts = [header(config, status, truncation)]
+    part = read_part(run_dir) if config.run.shard else None
+    parts = [header(config, status, truncation, part)]
     # said inside every figure: it survives being copied into slides
-    note = context_note(config.subset, status)
+    note = "; ".join(
+        filter(None, [shard_note(config.run.shard), context_note(config.subset, status)])
+    )
     drawing = available("matplotlib")
     if drawing:
         (run_dir / PLOTS_DIR).mkdir(parents=True, exist_ok=True)
@@ -110,14 +114,19 @@ def header(
     config: RunRecord | Mapping[str, Any],
     status: str | None = None,
     truncation: Mapping[str, Any] | None = None,
+    part: ShardRecord | None = None,
 ) -> str:
-    """Title and the facts a reader needs to trust the numbers."""
+    """Title and the facts a reader needs to trust the numbers; a shard's (`part`: its shard.json) says first that
+    it is one, never the run's result.
+    """
     config = RunRecord.of(config)
     bench, model, run, versions = config.benchmark, config.model, config.run, config.versions
     lines = [
         # its numbers are partial
-        f"# {config.config} on {model.spec}" + (f" ({status})" if status else ""),
+        f"# {config.config} on {model.spec}"
+        + "".join(f" ({mark})" for mark in (shard_note(run.shard), status) if mark),
         "",
+        *([f"- **{label(config.config, run.shard, part)}**"] if run.shard else []),
         *(
             [
                 f"- **{status}**: the run did not finish (no metrics.json); these numbers cover only the probes "
@@ -140,7 +149,7 @@ def header(
             f"- **custom rows**: the {bench.rows} rows given to `culture_probe.run(rows=...)` or `--rows`"
             f"{saved}, not the benchmark's own data"
         )
-    lines += subset_lines(config.subset)
+    lines += subset_lines(config.subset, part.units if part else None, shard=bool(run.shard))
     if run.language:
         of = [lang for lang in bench.languages if lang != run.language]
         lines.append(
@@ -166,24 +175,34 @@ def header(
     return "\n".join(lines)
 
 
-def subset_text(subset: Mapping[str, Any]) -> str:
+def subset_text(subset: Mapping[str, Any], drawn: int | None = None, *, shard: bool = False) -> str:
     """What a --limit run drew: "2 of 24,535 facts, each asked in ar and en, drawn with seed 0 in turn from each
-    culture x predicate".
+    culture x predicate"; a `shard`'s share of that draw ("1 of the 2 facts the run drew, of 24,535, ...", `drawn`:
+    the run's units, as its shard.json has them).
     """
     across = " x ".join(subset["strata"]) or "the items"
     each = asked_in((subset.get("parallel") or {}).get("values") or ())
-    return (
-        f"{subset['sampled']:,} of {subset['items']:,} {subset['unit']}{each}, drawn with seed {subset['seed']} in "
-        f"turn from each {across}"
+    unit, items = subset["unit"], f"{subset['items']:,}"
+    share = (
+        f"{subset['sampled']:,} of the {f'{drawn:,} ' if drawn is not None else ''}{unit} the run drew, of {items}"
+        if shard
+        else f"{subset['sampled']:,} of {items} {unit}"
     )
+    return f"{share}{each}, drawn with seed {subset['seed']} in turn from each {across}"
 
 
-def subset_lines(subset: Mapping[str, Any] | None) -> list[str]:
-    """The header's lines on a --limit run: what it drew, and whether it fell below the smoke limit."""
+def subset_lines(
+    subset: Mapping[str, Any] | None, drawn: int | None = None, *, shard: bool = False
+) -> list[str]:
+    """The header's lines on a --limit run: what it drew (a shard: its share of the draw, `subset_text`), and
+    whether the run fell below the smoke limit.
+    """
     if not subset:
         return []
-    lines = [f"- **smoke run, not the benchmark's number**: {subset_text(subset)}"]
-    if subset["sampled"] < subset.get("smoke_limit", 0):
+    what = "a shard of a smoke run" if shard else "smoke run"
+    lines = [f"- **{what}, not the benchmark's number**: {subset_text(subset, drawn, shard=shard)}"]
+    count = drawn if shard else subset["sampled"]
+    if count is not None and count < subset.get("smoke_limit", 0):
         lines.append(
             f"- **below the smoke limit** ({subset['smoke_limit']:,}): some headline numbers are missing"
         )
@@ -259,6 +278,11 @@ def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
     for spec in fields(RunSettings):
         value, flag = config.run.values.get(spec.name), f"--{spec.name.replace('_', '-')}"
         if spec.name == "model_args" or value is None or value is False or value == spec.default:
+            continue
+        if spec.name == "data_options":  # one flag per option, as it was given
+            words += [
+                f"--data-option {shlex.quote(f'{k}={_cli_value(v)}')}" for k, v in value.items()
+            ]
             continue
         words += [flag] if value is True else [flag, shlex.quote(str(value))]
     if config.model_args:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from culture_probe import rundir
-from culture_probe.data.registry import Benchmark, resolve
+from culture_probe.data.registry import Benchmark, check_data_options, resolve
 from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import (
     CultureProbeError,
@@ -90,6 +90,22 @@ def run(
     per-model score cache; `base_url`, `concurrency`, `request_timeout`, `max_retries`: an `openai:<name>` model's
     server).
     """
+    check_arguments(config, settings, out=out, options=options)
+    settings, protocol = RunSettings.split(keywords, settings)
+    # the name looked up once, and handed down
+    benchmark = resolve(config, corrected=settings.corrected)
+    # before anything loads
+    check_data_options([benchmark], settings.data_options)
+    protocol = options_per_config([benchmark], joined(options, protocol))[benchmark.name]
+    return run_with(
+        benchmark, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress
+    )
+
+
+def check_arguments(config: Any, settings: Any, *, out: Any, options: Any) -> None:
+    """`run`'s arguments of a kind the command line always gets right (one config name, settings, a folder, a mapping
+    of options), refused in one line naming the argument before anything is read.
+    """
     if not isinstance(config, str):
         several = (
             " (several configs: culture_probe.run_suite)"
@@ -97,21 +113,22 @@ def run(
             else ""
         )
         raise InvalidValueError(
-            f"run(config) takes one benchmark config name, e.g. 'maps_en'; got {config!r}{several}."
+            f"run(config) takes one benchmark config name, e.g. 'maps_en'; got {config!r:.80}{several}."
         )
     if settings is not None and not isinstance(settings, RunSettings):
         raise InvalidValueError(
-            f"run(config, model, settings) takes a RunSettings as settings, got {settings!r} (settings as keywords: "
-            "run(config, model, limit=10))."
+            f"run(config, model, settings) takes a RunSettings as settings, got {settings!r:.80} (settings as "
+            "keywords: run(config, model, limit=10))."
         )
-    settings, protocol = RunSettings.split(keywords, settings)
-    # the name looked up once, and handed down
-    benchmark = resolve(config, corrected=settings.corrected)
-    # before anything loads
-    protocol = options_per_config([benchmark], joined(options, protocol))[benchmark.name]
-    return run_with(
-        benchmark, model, settings, protocol, out=out, resume=resume, rows=rows, progress=progress
-    )
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise InvalidValueError(
+            f"run(out=) takes the run directory's path (a string or a Path), got {out!r:.80}."
+        )
+    if options is not None and not isinstance(options, Mapping):
+        raise InvalidValueError(
+            f"run(options=) takes a mapping of option names to values, got {options!r:.80} (or give the options as "
+            "keywords: run(config, model, judge='string'))."
+        )
 
 
 def run_with(

@@ -49,7 +49,7 @@ from culture_probe.tasks.probes import (
     Skipped,
 )
 from culture_probe.throughput import Estimate, cost_line, estimate_for, probe_workload, total_line
-from culture_probe.util.typecheck import names_given
+from culture_probe.util.typecheck import checked, names_given
 
 SHOWN = 3  # probes shown per config unless told otherwise (`--show N`)
 
@@ -194,6 +194,7 @@ class DryRun:
         return total_line(f"total of {len(self.configs)} configs' first stages", parts)
 
 
+@checked()
 def dry_run(
     configs: str | Sequence[str],
     model: str | os.PathLike,

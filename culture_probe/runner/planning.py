@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from culture_probe import shards
-from culture_probe.data.registry import Benchmark, resolve
+from culture_probe.data.registry import Benchmark, data_options_for, resolve
 from culture_probe.engine.loading import (
     is_served,
     known_items,
@@ -81,6 +81,7 @@ def plan(
                 data_dir=settings.data_dir,
                 corrected=settings.corrected,
                 language=settings.language,
+                options=data_options_for(benchmark, settings.data_options),
             )
         )
         if rows is None

@@ -13,7 +13,7 @@ from culture_probe.data.registry import expand, groups
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.runner import is_main_process, run
 from culture_probe.runner.suite import SKIPPED_EXIT, data_dirs_of, run_suite
-from culture_probe.settings import from_arguments
+from culture_probe.settings import TOKENS_PER_SEQUENCE, from_arguments
 from culture_probe.util.keyvalue import parse_pairs
 
 # lm-evaluation-harness's `--model` names a backend: its in-process ones are this library's own way, its served ones
@@ -82,6 +82,9 @@ def planned(args: Any) -> tuple[list[str], list[str], str, dict[str, Any]]:
         "resume": args.resume,
     }
     keywords["options"] = options  # each config takes those it has, or those its prefix names
+    keywords["data_options"] = parse_pairs(
+        args.data_option, what="--data-option", example="verify_counts=false"
+    )
     keywords["batch_tokens"] = batch_tokens_of(args.batch_tokens, args.batch_size)
     return names, configs, model, keywords
 
@@ -113,12 +116,14 @@ def configs_given(configs: Sequence[str], tasks: Sequence[str]) -> list[str]:
 
 
 def batch_tokens_of(batch_tokens: int | None, batch_size: int | str | None) -> int | None:
-    """`--batch-tokens`, or lm-evaluation-harness's `--batch_size` as a token budget ("auto": the engine's own)."""
+    """`--batch-tokens`, or lm-evaluation-harness's `--batch_size` N as a budget of N x TOKENS_PER_SEQUENCE tokens
+    ("auto": the engine's own).
+    """
     if batch_size is None:
         return batch_tokens
     if batch_tokens is not None:
         raise InvalidValueError("--batch-tokens and --batch_size both set the batch: give one.")
-    return None if batch_size == "auto" else int(batch_size)
+    return None if batch_size == "auto" else int(batch_size) * TOKENS_PER_SEQUENCE
 
 
 def config_names(words: Sequence[str]) -> list[str]:

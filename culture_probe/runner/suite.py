@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from culture_probe import rundir
-from culture_probe.data.registry import expand, resolve
+from culture_probe.data.registry import check_data_options, expand, resolve
 from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError
 from culture_probe.runner import (
@@ -47,7 +47,7 @@ from culture_probe.settings import RunSettings
 from culture_probe.tasks import task_for
 from culture_probe.tasks.routing import joined, options_per_config
 from culture_probe.throughput import RunCostNotice, estimate_for, loaded_workload, total_line
-from culture_probe.util.typecheck import names_given
+from culture_probe.util.typecheck import checked, names_given
 
 if TYPE_CHECKING:
     from culture_probe.report.summary import SuiteRun
@@ -77,6 +77,7 @@ class SuiteResult:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
+@checked()
 def run_suite(
     names: str | Sequence[str],
     model: Any,
@@ -142,7 +143,7 @@ def run_suite(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SmallLimitWarning)  # said by plan_each already
                 line, plans = suite_cost(plans, model, scorer, settings, folder)
-                warnings.warn(line, RunCostNotice, stacklevel=2)
+                RunCostNotice(line).say()
         summary = summarize_suite(model, earlier, skipped, order)
         # every planned config listed from the start, those not started as not run
         if folder is not None and main:
@@ -324,6 +325,7 @@ def suite_settings(
     data_dir = keywords.pop("data_dir", None)
     settings, protocol = RunSettings.split(keywords, base)
     each = options_per_config(configs, joined(options, protocol))
+    check_data_options([resolve(config) for config in configs], settings.data_options)
     data_dirs = data_dirs_of(settings.data_dir if data_dir is None else data_dir, configs)
     check_paths(data_dirs)
     return settings, each, data_dirs

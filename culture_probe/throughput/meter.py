@@ -9,8 +9,8 @@ enough to measure a rate (`store.MIN_SECONDS`, `store.MIN_BATCHES`).
 
 from __future__ import annotations
 
+import logging
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -142,8 +142,23 @@ def probe_workload(previewer: Any, probes: Sequence[Probe]) -> Workload:
     )
 
 
-class RunCostNotice(UserWarning):
-    """What a run will ask and the time it will take here, said as it starts (`cost_line`)."""
+# the library's information lines are INFO on its logger: the command line prints them as plain lines; in Python,
+# `logging.basicConfig(level=logging.INFO)` shows them, and the logger's level quiets them
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunCostNotice:
+    """What a run (or a suite, in total) will ask and the time it will take here, said as it starts (`cost_line`):
+    information, so logged at INFO on the `culture_probe` logger (the record carries this notice as `notice`), not
+    warned: a warning would show the line of the library that said it.
+    """
+
+    line: str
+
+    def say(self) -> None:
+        """Log the line."""
+        log.info("%s", self.line, extra={"notice": self})
 
 
 def start_meter(
@@ -167,11 +182,7 @@ def start_meter(
             answered = {r.key for r in done if r.stage == stage}
             work = loaded_workload(scorer, [p for p in first if p.key not in answered])
         name = f"{config} starts, stage {stage}"
-        warnings.warn(
-            cost_line(name, work, estimate_for(work, scorer, config)),
-            RunCostNotice,
-            stacklevel=3,
-        )
+        RunCostNotice(cost_line(name, work, estimate_for(work, scorer, config))).say()
     return Meter(scorer, began, loading)
 
 

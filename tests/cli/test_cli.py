@@ -449,7 +449,7 @@ def test_model_args_load_a_lora_adapter_and_are_recorded(setup, tmp_path, capsys
     assert (
         main(
             [
-                *adapted[:-2],
+                *common,
                 "--out",
                 str(tmp_path / "x"),
                 "--model-args",
@@ -669,3 +669,60 @@ def test_list_and_help_start_without_the_heavy_libraries():
         )
         heavy = re.findall(r"\|\s+(torch|datasets|numpy)\b", done.stderr)
         assert done.stdout and not heavy, (args, sorted(set(heavy)))
+
+
+@pytest.mark.parametrize(
+    "flags,says",
+    [
+        (["--log_samples"], "--log_samples is lm-evaluation-harness's flag.*items.jsonl"),
+        (["--num_fewshot", "5"], "--num_fewshot is lm-evaluation-harness's flag.*--option n_shot"),
+        (["--num_fewshot=5"], "--num_fewshot is lm-evaluation-harness's flag"),
+        (["-f", "5"], "--num_fewshot is lm-evaluation-harness's flag"),
+        (
+            ["--apply_chat_template"],
+            "--apply_chat_template is .*applies the tokenizer's chat template itself",
+        ),
+        (["--gen_kwargs", "temperature=0"], "--gen_kwargs is .*protocol's options"),
+        (["--use_cache", "db"], "--use_cache is .*--cache-dir"),
+        (["--write_out"], "--write_out is .*--dry-run"),
+        (["--trust_remote_code"], "--model-args trust_remote_code=True"),
+        (["-t", "maps_en"], "-t is lm-evaluation-harness's short --tasks: spell it --tasks"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else " ".join(v),
+)
+def test_an_lm_eval_flag_without_a_counterpart_says_what_to_do_instead(flags, says, capsys):
+    """One line naming the flag and the native way, exit 2, where argparse gave its usage and "unrecognized
+    arguments"; nothing loads."""
+    assert main(["run", "maps_en", "--model", "planted:maps_en", *flags]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("culture-probe: error: ") and re.search(says, line), line
+
+
+def test_an_unknown_flag_of_no_harness_keeps_argparses_refusal(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "maps_en", "--model", "planted:maps_en", "--colour", "red"])
+    assert stop.value.code == 2
+    assert "unrecognized arguments: --colour red" in capsys.readouterr().err
+
+
+def test_information_prints_as_a_plain_line_not_a_warning(setup, capsys):
+    """What a run will cost is information: `culture-probe: ...` on stderr, never `culture-probe: warning:`, and the
+    library's notices print so too; its warnings keep `warning:`."""
+    from culture_probe.cli import _library_lines
+    from culture_probe.rundir import ResumeNotice
+    from culture_probe.runner.planning import SmallLimitWarning
+
+    data, model = setup
+    assert main([*dlama_run(model, data), "--limit", "2"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(
+        r"^culture-probe: dlama_arab_west starts, stage main: \d+ probes", err, re.M
+    ), err
+    assert "warning: dlama_arab_west starts" not in err
+    with _library_lines():
+        notice = warnings.formatwarning("Resuming x with a=1", ResumeNotice, "x.py", 1)
+        warning = warnings.formatwarning("--limit 1 is small", SmallLimitWarning, "x.py", 1)
+    assert (notice, warning) == (
+        "culture-probe: Resuming x with a=1\n",
+        "culture-probe: warning: --limit 1 is small\n",
+    )

@@ -183,3 +183,83 @@ def test_the_paired_differences_of_many_language_pairs_are_one_holm_family():
     # nothing ranked: one line, not a table
     assert "are 6 tests, one per pair of languages" in section.text
     assert "the paired P@1 difference has p (Holm) < 0.05 in" in section.text and not section.tables
+
+
+def test_two_runs_of_one_language_each_say_which_facts_rankc_left_out_why_and_how_to_get_all(
+    tmp_path,
+):
+    """`consistency RUN_EN RUN_AR` of DLAMA computed RankC on 14 of 40 facts (the two runs' candidate sets differ
+    where Arabic names two objects alike) and said so only as `n (RankC) 14`, its "not paired" column empty."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+    from dlama_fixture import write_dlama
+
+    from culture_probe import run
+    from culture_probe.engine.types import CandidateScores
+    from culture_probe.report.consistency import consistency_of_runs
+
+    class ByLength:
+        """Ranks the candidates by their length: rankings, nothing more."""
+
+        kind, identity = "masked", {"name_or_path": "by-length"}
+
+        def score(self, requests, options=None):
+            return [
+                CandidateScores(
+                    r.candidates,
+                    -np.array([len(c) for c in r.candidates], float),
+                    np.ones(len(r.candidates)),
+                )
+                for r in requests
+            ]
+
+    def facts(prefix, n, objects):
+        return {
+            (("ARAB_REGION", "WESTERN_COUNTRIES")[i % 2], f"{prefix}{i}"): (
+                [f"Q{prefix}{i % objects}"],
+                [f"{prefix}o{i % objects}"],
+                [],
+            )
+            for i in range(n)
+        }
+
+    data = write_dlama(tmp_path / "dlama", facts("Land", 14, 4), predicate="P30")
+    write_dlama(data, facts("City", 26, 5), predicate="P36")
+    for path in (data / "arab-west" / "dlama" / "ar").glob(
+        "P36_*.jsonl"
+    ):  # two capitals named alike in Arabic
+        path.write_text(
+            path.read_text(encoding="utf-8").replace("Cityo1", "Cityo0"), encoding="utf-8"
+        )
+    for language in ("en", "ar"):
+        run(
+            "dlama_arab_west",
+            ByLength(),
+            data_dir=str(data),
+            language=language,
+            out=tmp_path / language,
+            progress=False,
+        )
+    result = consistency_of_runs(tmp_path / "en", tmp_path / "ar")
+    pair = result.metrics["consistency"]["pairs"]["en/ar"]
+    assert (pair["n"], result.metrics["results"]["by_language_pair"]["en/ar"]["rankc"]["n"]) == (
+        40,
+        14,
+    )
+    text = result.markdown()
+    row = next(line for line in text.splitlines() if line.startswith("| en/ar |"))
+    assert row.endswith("| 14 | 26 left out of RankC: candidate sets differ |")
+    assert (
+        "RankC covers 14 of the 40 facts in both languages; it leaves out 26 whose rankings are over candidate sets"
+        in text
+    )
+    assert (
+        "probe both languages in one run (`culture-probe run dlama_arab_west ...` without `--language`)"
+        in text
+    )
+    assert result.to_json()["how_to_get_all"] in text
+    # as it says: one run of both languages ranks every fact over one aligned set
+    both = run("dlama_arab_west", ByLength(), data_dir=str(data), progress=False)
+    assert both.metrics["results"]["by_language_pair"]["ar/en"]["rankc"]["n"] == 40

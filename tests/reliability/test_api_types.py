@@ -15,6 +15,7 @@ import culture_probe
 from culture_probe import metrics
 from culture_probe.engine.types import ModelArgs
 from culture_probe.errors import CultureProbeError, InvalidValueError, MetricInputError
+from culture_probe.report import load_run, write_report
 from culture_probe.report.compare import compare_runs
 
 # Valid arguments of each public metric function (docs/api/metrics.md): each call below returns.
@@ -160,3 +161,88 @@ def test_run_suite_takes_one_name_as_one_name(tmp_path, mirror):
         "maps_en", NoIdeaScorer(), limit=2, data_dir=data, progress=False
     )
     assert list(result.runs) == ["maps_en"]
+
+
+@pytest.mark.parametrize(
+    "call,says",
+    [
+        (lambda: culture_probe.dry_run("maps_en", None), r"dry_run: `model` must be a string"),
+        (
+            lambda: culture_probe.run("maps_en", "planted:maps_en", options=3),
+            r"run\(options=\) takes a mapping of option names to values, got 3",
+        ),
+        (
+            lambda: culture_probe.run("maps_en", "planted:maps_en", options=["judge=string"]),
+            r"run\(options=\) takes a mapping",
+        ),
+        (
+            lambda: culture_probe.run("maps_en", "planted:maps_en", out=3),
+            r"run\(out=\) takes the run directory's path",
+        ),
+        (
+            lambda: culture_probe.run_suite(["maps_en"], "planted:maps_en", out=["runs"]),
+            r"run_suite: `out` must be a string or a PathLike or None",
+        ),
+        (
+            lambda: culture_probe.run_suite("maps_en", "planted:maps_en", options="judge=string"),
+            r"run_suite: `options` must be a mapping or None",
+        ),
+        (lambda: load_run(None), r"load_run: `run_dir` must be a string or a Path, got None"),
+        (lambda: load_run(3), r"load_run: `run_dir` must be"),
+        (
+            lambda: write_report(None, config={}, records=[], metrics={}),
+            r"write_report: `run_dir` must be",
+        ),
+        (
+            lambda: write_report("x", config=3, records=[], metrics={}),
+            r"write_report: `config` must be a RunRecord or a mapping, got 3",
+        ),
+    ],
+    ids=[
+        "dry_run-model-None",
+        "run-options-int",
+        "run-options-list",
+        "run-out-int",
+        "run_suite-out-list",
+        "run_suite-options-str",
+        "load_run-None",
+        "load_run-int",
+        "write_report-None",
+        "write_report-config-int",
+    ],
+)
+def test_a_public_call_given_a_wrong_kind_is_one_line_not_a_raw_error(call, says):
+    with pytest.raises(CultureProbeError, match=says) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", metrics.list_metrics())
+def test_every_metric_module_given_empty_inputs_says_so(name):
+    """evaluate reads a batch's format from its first item: empty inputs reach the formula's own check instead of an
+    IndexError inside evaluate (precision_at_k, whose module takes two formats)."""
+    module = culture_probe.load_metric(name)
+    with pytest.raises(MetricInputError) as caught:
+        module.compute(**{feature: [] for feature in module._feature_names()})
+    # mWS first asks for its vectors, which it needs whatever the inputs
+    assert "is empty" in str(caught.value) or name == "mws", str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "inputs,says",
+    [
+        ({"predictions": None, "references": [["a"]]}, r"`predictions` must be a list, got None"),
+        ({"predictions": "ab", "references": ["a", "b"]}, r"`predictions` must be a sequence"),
+        ({"predictions": 3, "references": [["a"]]}, r"`predictions` must be a sequence"),
+        ({"predictions": [["a"]], "references": [["a"], ["b"]]}, r"`references` has 2 items"),
+        ({}, r"`predictions` must be a list, got None"),
+    ],
+    ids=["None", "str", "int", "lengths", "nothing"],
+)
+def test_a_metric_module_given_a_wrong_kind_names_the_argument(inputs, says):
+    module = culture_probe.load_metric("precision_at_k")
+    with pytest.raises(MetricInputError, match=says):
+        module.compute(**inputs)
+    # a batch added alone is checked as compute checks it
+    with pytest.raises(MetricInputError, match=says):
+        module.add_batch(**inputs)

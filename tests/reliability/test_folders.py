@@ -188,8 +188,8 @@ def test_report_and_compare_say_what_a_folder_is(tmp_path, data, loads, capsys):
     code, err = cli(capsys, "compare", folder, folder / A)
     assert (code, err.count("\n")) == (2, 0)
     assert (
-        f"{folder} is a suite folder, not a run directory: pass one of its runs ({folder / A}, {folder / B})"
-        in err
+        f"compare takes run directories or suite folders, not both: {folder} is a suite. Pass the suites alone "
+        "(paired config by config), or runs of them (SUITE/CONFIG)." in err
     )
     assert main(["compare", str(folder / A), str(folder / B)]) == 0  # its runs, as the error says
     (tmp_path / "empty").mkdir()

@@ -299,3 +299,82 @@ def test_fill_mask_refuses_a_literal_mask_token_too(tiny_scorers):
     scorer = tiny_scorers["masked"]
     with pytest.raises(InvalidValueError, match=r"left text holds the mask token"):
         scorer.fill_mask([f"Egypt {scorer.tokenizer.mask_token} is located in"])
+
+
+# ---------------------------------------------------------------- flags given twice, numbers of another script or size
+
+RUN_MAPS = ["run", "maps_en", "--model", "planted:maps_en"]
+
+
+def _refusal(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The error line of a command argparse refuses (its usage first), or that exits 2 with one line."""
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    return err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "flags,says",
+    [
+        (["--limit", "2", "--limit", "3"], "--limit 2 and --limit 3: give it once"),
+        (["--out", "a", "--output_path", "b"], "--out a and --output_path b: give it once"),
+        (["--seed", "1", "--seed", "2"], "--seed 1 and --seed 2"),
+        (["--batch_size", "2", "--batch_size", "4"], "--batch_size 2 and --batch_size 4"),
+        (
+            ["--model-args", "dtype=float32", "--model_args", "dtype=bfloat16"],
+            "dtype is given twice with two values, dtype=float32 and dtype=bfloat16",
+        ),
+    ],
+    ids=["limit", "out-output_path", "seed", "batch_size", "model-args-both-spellings"],
+)
+def test_a_flag_given_twice_with_two_values_is_refused_naming_both(flags, says, capsys):
+    line = _refusal([*RUN_MAPS, *flags], capsys)
+    assert says in line, line
+
+
+def test_model_args_in_both_spellings_join_and_a_flag_twice_with_one_value_is_fine():
+    from culture_probe.cli import build_parser
+    from culture_probe.run_command import planned
+
+    argv = [
+        *RUN_MAPS,
+        "--model-args",
+        "dtype=float32",
+        "--model_args",
+        "revision=main,dtype=float32",
+    ]
+    args = build_parser().parse_args([*argv, "--limit", "3", "--limit", "3"])
+    assert planned(args)[3]["model_args"] == "dtype=float32,revision=main"
+    assert args.limit == 3
+    # repeatable flags stay repeatable
+    many = build_parser().parse_args(
+        [*RUN_MAPS, "--option", "question=pos", "--option", "n_shot=2"]
+    )
+    assert many.option == ["question=pos", "n_shot=2"]
+
+
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--limit", "٣"),  # Arabic-Indic three: int() reads it as 3
+        ("--batch-tokens", "٣٠٠"),
+        ("--concurrency", "٤"),
+        ("--max-retries", "١"),
+        ("--seed", "٧"),
+        ("--show", "٢"),
+        ("--request-timeout", "١.٥"),
+        ("--batch_size", "٢"),
+        ("--batch-tokens", "1" + "0" * 20),  # fits no 64-bit count
+        ("--limit", "9" * 5000),
+        ("--batch-tokens", "9" * 5000),
+    ],
+    ids=lambda v: v if len(v) < 20 else f"{len(v)}-digits",
+)
+def test_a_number_not_in_ascii_digits_or_too_long_is_one_short_line(flag, value, capsys):
+    line = _refusal([*RUN_MAPS, "--dry-run", flag, value], capsys)
+    assert f"argument {flag}" in line and "invalid value" in line, line
+    assert len(line) < 300, line  # a 5,000-digit value is not printed whole

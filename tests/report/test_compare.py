@@ -193,3 +193,81 @@ def test_compare_writes_markdown_json_and_the_plot(runs, tmp_path, capsys):
 def test_compare_needs_two_runs(runs):
     with pytest.raises(CultureProbeError, match="at least two run directories"):
         compare_runs([runs[1]["knows"]])
+
+
+SUITE_CONFIGS = ("dlama_arab_west", "dlama_arab_west_corrected", "dlama_arab_west_raw")
+
+
+@pytest.fixture
+def suites(tmp_path, monkeypatch):
+    """Two models' suites on the same facts: the knower's runs three configs, the guesser's two of them (no
+    figures: they have their own tests)."""
+    import shutil
+
+    from culture_probe.runner.suite import run_suite
+
+    for module in ("markdown", "summary"):
+        monkeypatch.setattr(
+            f"culture_probe.report.{module}.available", lambda name: name != "matplotlib"
+        )
+
+    data = write_dlama(tmp_path / "dlama", facts=FACTS)
+    shutil.copytree(data / "arab-west" / "dlama", data / "arab-west" / "dlama_raw")
+    made = {}
+    for name, scorer, configs in (
+        ("knows", knowing(), SUITE_CONFIGS),
+        ("guesses", guessing(), SUITE_CONFIGS[:2]),
+    ):
+        made[name] = tmp_path / name
+        run_suite(
+            list(configs), scorer, data_dir=str(data), out=made[name], progress=False, language="en"
+        )
+    return made
+
+
+def test_two_suites_are_compared_config_by_config_in_one_report_with_one_holm_family(
+    suites, tmp_path, capsys
+):
+    """`compare SUITE_A SUITE_B` read the suites as runs and refused; users ran one `compare` per config (23 for
+    the five benchmarks), each with its own Holm family."""
+    from culture_probe.cli import main
+    from culture_probe.metrics.compare import holm
+
+    out = tmp_path / "cmp"
+    assert main(["compare", str(suites["knows"]), str(suites["guesses"]), "--out", str(out)]) == 0
+    saved = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert saved["suites"] == ["knows", "guesses"]
+    assert list(saved["configs"]) == list(SUITE_CONFIGS[:2])
+    assert saved["left_out"] == {"dlama_arab_west_raw": "only in knows; no run in guesses"}
+    rows = [row for config in saved["configs"].values() for row in config["paired"]]
+    # one family across both configs: each p adjusted over every row, none planned
+    assert [row["p_holm"] for row in rows] == holm(row["p_value"] for row in rows)
+    assert saved["multiplicity"]["tests"] == len(rows) > 2 and not any(
+        row["planned"] for row in rows
+    )
+    single = compare_runs(
+        [suites["knows"] / SUITE_CONFIGS[0], suites["guesses"] / SUITE_CONFIGS[0]]
+    )
+    stricter = [row["p_holm"] for row in saved["configs"][SUITE_CONFIGS[0]]["paired"]]
+    assert all(
+        s >= (p["p_holm"] or p["p_value"]) for s, p in zip(stricter, single.paired, strict=True)
+    )
+    text = capsys.readouterr().out
+    assert (
+        "| dlama_arab_west | p1 | 100.00 [" in text and "| dlama_arab_west_corrected | p1 |" in text
+    )
+    assert "- **left out**: dlama_arab_west_raw: only in knows; no run in guesses" in text
+    assert (
+        f"their {len(rows)} paired tests (every row above, each config's headline included) are one family"
+        in text
+    )
+    assert (out / "compare.md").read_text(encoding="utf-8") == text.split("wrote ")[0]
+
+
+def test_a_suite_and_a_run_are_not_compared_together(suites):
+    from culture_probe.report.compare_suites import compare_folders
+
+    with pytest.raises(
+        CultureProbeError, match=r"run directories or suite folders, not both: .*knows is a suite"
+    ):
+        compare_folders([suites["knows"], suites["guesses"] / SUITE_CONFIGS[0]])

@@ -5,7 +5,9 @@ ids are the ones `model.generate` receives), with no weights loaded and nothing 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import re
 import shutil
 import sys
 import types
@@ -495,21 +497,28 @@ def test_a_dry_run_of_a_shard_plans_what_the_shard_asks(models, dlama_dir):
     assert len(run.records) == parts[0].work.probes
 
 
+def _cost_lines(caplog) -> list[str]:
+    """The cost notices logged (INFO on the `culture_probe` logger), in order."""
+    from culture_probe.throughput import RunCostNotice
+
+    notices = (getattr(record, "notice", None) for record in caplog.records)
+    return [notice.line for notice in notices if isinstance(notice, RunCostNotice)]
+
+
 def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
-    models, dlama_dir, tmp_path, monkeypatch
+    models, dlama_dir, tmp_path, monkeypatch, caplog
 ):
     """A suite's first notice is the total of its configs' first stages, as the dry run counts them; each run then
     says its own part."""
     from culture_probe.suite import run_suite
-    from culture_probe.throughput import RunCostNotice
 
     folder, _ = models["gpt2"]
     monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
     names, data = ["dlama_arab_west", "fmlama_en"], f"dlama={dlama_dir}"
     plan = dry_run(names, folder, n=0, data_dir=data, limit=2)
-    with pytest.warns(RunCostNotice) as said:
+    with caplog.at_level(logging.INFO, logger="culture_probe"):
         run_suite(names, folder, data_dir=data, limit=2, no_cache=True)
-    first, *each = [str(w.message) for w in said if w.category is RunCostNotice]
+    first, *each = _cost_lines(caplog)
     # probes, candidates and tokens, as the dry run counts
     counted = plan.total().split("; ")[0].split(": ", 1)[1]
     assert first.startswith(f"the suite starts: 2 configs' first stages: {counted}; ")
@@ -523,14 +532,43 @@ def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
         )
 
 
-def test_a_run_says_what_it_will_cost_as_it_starts(models, dlama_dir, tmp_path, monkeypatch):
-    from culture_probe.throughput import RunCostNotice
-
+def test_a_run_says_what_it_will_cost_as_it_starts(
+    models, dlama_dir, tmp_path, monkeypatch, caplog, recwarn
+):
+    """As information logged at INFO, never as a warning (which would show the library's source line)."""
     folder, scorer = models["gpt2"]
     monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
     (plan,) = dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir), limit=2).configs
-    with pytest.warns(RunCostNotice) as said:
+    with caplog.at_level(logging.INFO, logger="culture_probe"):
         runner.run("dlama_arab_west", scorer, data_dir=str(dlama_dir), limit=2, no_cache=True)
-    (line,) = [str(w.message) for w in said if w.category is RunCostNotice]
+    (line,) = _cost_lines(caplog)
+    assert not [w for w in recwarn if "starts, stage" in str(w.message)]
     assert line.startswith(f"dlama_arab_west starts, stage main: {plan.work.probes} probes, ")
     assert f"{plan.work.tokens:,} tokens through the model; " in line and "from FLOPs" in line
+
+
+def _bytes_of(pieces) -> bytes:
+    """Readable pieces back to their bytes: text as UTF-8, each <0xNN> as its byte."""
+    parts = [re.split(r"<0x([0-9A-F]{2})>", piece) for piece in pieces]
+    return b"".join(
+        bytes.fromhex(part) if odd else part.encode()
+        for split in parts
+        for odd, part in ((i % 2, p) for i, p in enumerate(split))
+    )
+
+
+def test_byte_level_pieces_show_as_the_text_their_bytes_are(models, sealed, dlama_dir):
+    """A GPT-2 style vocabulary writes each byte as a stand-in character ('ĠÙħ' for ' م'): the dry run shows the
+    text, and a byte of a character split across pieces as <0xD9>, never the stand-ins."""
+    from culture_probe.engine.preview import Tokens
+
+    folder, scorer = models["gpt2"]
+    text = " مصر في أفريقيا"
+    tokens = Tokens.of(scorer.tokenizer, scorer.tokenizer.encode(text, add_special_tokens=False))
+    assert _bytes_of(tokens.pieces).decode() == text
+    stand_ins = set("ĠÙØħ")
+    assert not stand_ins & set("".join(tokens.pieces)), tokens.pieces
+    assert any("م" in piece or "ي" in piece for piece in tokens.pieces), tokens.pieces
+    shown = sealed(["dlama_arab_west"], folder, n=2, data_dir=str(dlama_dir), language="ar").text()
+    assert "pieces" in shown or "scored ids" in shown
+    assert not stand_ins & set(shown), shown

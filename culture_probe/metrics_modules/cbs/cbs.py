@@ -20,14 +20,13 @@ Example (constructed):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.camel import CITATION
 from culture_probe.metrics import cbs
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class Cbs(evaluate.Metric):
+class Cbs(CultureMetric):
     """CBS over per-filler scores."""
 
     def _info(self):

@@ -25,14 +25,13 @@ Example (constructed: P@1 hits of two cultures):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.metrics import compare_groups
 from culture_probe.metrics.compare import CITATION
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class CompareGroups(evaluate.Metric):
+class CompareGroups(CultureMetric):
     """Group differences with uncertainty."""
 
     def _info(self):

@@ -21,14 +21,13 @@ Example (constructed: equal F1, but Arab positives are missed and called negativ
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.camel import CITATION
 from culture_probe.metrics import fairness_gap
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class FairnessGap(evaluate.Metric):
+class FairnessGap(CultureMetric):
     """Between-culture differences of classification quality."""
 
     def _info(self):

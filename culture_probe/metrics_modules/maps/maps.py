@@ -21,14 +21,13 @@ Example (constructed; the tied third item went to "a"):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.maps import CITATION
 from culture_probe.metrics import maps
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class Maps(evaluate.Metric):
+class Maps(CultureMetric):
     """Accuracy of option letters, with negative questions and subsets."""
 
     def _info(self):

@@ -19,14 +19,13 @@ Example (constructed):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.fmlama import CITATION
 from culture_probe.metrics import mean_average_precision
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class MeanAveragePrecision(evaluate.Metric):
+class MeanAveragePrecision(CultureMetric):
     """mAP over ranked lists and gold sets."""
 
     def _info(self):

@@ -25,17 +25,16 @@ Example (constructed, toy 2-d vectors):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.fmlama import CITATION
 from culture_probe.data.vectors import read_vectors
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics import mws
 from culture_probe.metrics.fmlama import words_needed
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class Mws(evaluate.Metric):
+class Mws(CultureMetric):
     """mWS with pluggable word vectors."""
 
     def _info(self):

@@ -19,14 +19,13 @@ Example (constructed):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.dlama import CITATION
 from culture_probe.metrics import object_entropy
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class ObjectEntropy(evaluate.Metric):
+class ObjectEntropy(CultureMetric):
     """Entropy of the most frequent object per fact, per predicate and culture."""
 
     def _info(self):

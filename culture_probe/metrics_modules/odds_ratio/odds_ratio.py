@@ -19,14 +19,13 @@ Example (constructed; no smoothing: OR(rich) = (3/1) / (1/3) = 9):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.camel import CITATION
 from culture_probe.metrics import odds_ratio
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class OddsRatio(evaluate.Metric):
+class OddsRatio(CultureMetric):
     """Smoothed odds ratios with confidence intervals."""
 
     def _info(self):

@@ -24,16 +24,15 @@ Example (constructed):
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.dlama import CITATION
 from culture_probe.metrics import precision_at_k
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 _REFERENCES = datasets.Sequence(datasets.Value("string"))
 
 
-class PrecisionAtK(evaluate.Metric):
+class PrecisionAtK(CultureMetric):
     """P@k over ranked candidate lists."""
 
     def _info(self):

@@ -18,14 +18,13 @@ Example (docs/consistency.md: the languages swap the top two candidates of the f
 """
 
 import datasets
-import evaluate
 
 from culture_probe.metrics import rankc
 from culture_probe.metrics.consistency import CITATION
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class Rankc(evaluate.Metric):
+class Rankc(CultureMetric):
     """RankC over per-query rankings in two languages."""
 
     def _info(self):

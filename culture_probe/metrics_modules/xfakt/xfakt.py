@@ -23,14 +23,13 @@ Example (constructed: 7 facts per country, error counts per question language an
 """
 
 import datasets
-import evaluate
 
 from culture_probe.data.xfakt import CITATION
 from culture_probe.metrics import xfakt
-from culture_probe.metrics.info import metric_info
+from culture_probe.metrics.info import CultureMetric, metric_info
 
 
-class Xfakt(evaluate.Metric):
+class Xfakt(CultureMetric):
     """FRS, KTS and X-FaKT from per-question correctness."""
 
     def _info(self):
