@@ -1306,4 +1306,355 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "two values",
         "tests/runner/test_shards.py::test_a_shard_resumes_on_its_own_and_never_in_another_shards_folder",
     ),
+    (
+        "served-echo-mismatch",
+        "a served model whose echo has no generated token, offsets that go back, start late or run past "
+        "the prompt, more tokens than the prompt has bytes, another prompt's text, or a usage that "
+        "disagrees",
+        "one line naming the server and the fault; nothing scored",
+        ""
+        "tests/engine/test_served_replies.py::test_an_echo_that_does_not_fit_the_prompt_is_refused_never_scored",
+    ),
+    (
+        "served-other-model",
+        "a served model whose server answers naming another model",
+        "one line naming both models and the server; nothing used (a revision or dated snapshot of the "
+        "asked name is the same model)",
+        "tests/engine/test_served_replies.py::test_a_reply_naming_another_model_is_refused_naming_both",
+    ),
+    (
+        "served-huge-reply",
+        "a served model whose server sends a 30 MB reply to a two-token generation (with or without "
+        "Content-Length, or compressed)",
+        "one line naming the server and the bound, refused before it is parsed; nothing stored",
+        "tests/engine/test_served_replies.py::test_a_reply_beyond_its_requests_bound_is_refused_unparsed",
+    ),
+    (
+        "served-2m-logprobs",
+        "a served model whose server sends 2 M log-probs for a 600-character prompt",
+        "one line naming the server; refused unparsed",
+        ""
+        "tests/engine/test_served_replies.py::test_two_million_log_probs_for_a_600_character_prompt_are_refused",
+    ),
+    (
+        "served-huge-reply-cli",
+        "`run` against a server that sends a 30 MB reply",
+        "exit 2, one line; nothing in items.jsonl",
+        ""
+        "tests/engine/test_served_replies.py::test_the_cli_refuses_a_huge_reply_in_one_line_and_writes_no_record",
+    ),
+    (
+        "served-retry-after-long",
+        "a served model whose server answers 429 with Retry-After: 20 under --request-timeout 0.5 "
+        "--max-retries 1",
+        "ends at once (well under the bound) with one line saying the server asked to wait 20 s and the "
+        "--request-timeout that allows it",
+        ""
+        "tests/engine/test_served_replies.py::test_a_retry_after_beyond_the_requests_bound_ends_it_at_once_saying_how_to_allow_it",
+    ),
+    (
+        "rates-file-wrong-shape",
+        "a rates.json of the wrong shape in the cache folder ([], machines a list, not JSON, 200,000 deep)",
+        "every estimate goes ahead without it; one warning naming the file; the next run rewrites it",
+        "tests/test_throughput.py::test_a_rates_file_of_the_wrong_shape_is_ignored_with_a_warning_naming_it",
+    ),
+    (
+        "rates-entry-damaged",
+        "a rate in rates.json with seconds 0, string or negative tokens, NaN, a list, or a field missing",
+        "that entry ignored with a warning naming it, the others used; no 'nan h'; the next write drops it",
+        "tests/test_throughput.py::test_a_damaged_rate_is_ignored_by_name_and_the_good_ones_kept",
+    ),
+    (
+        "rates-fixed-or-speed-damaged",
+        "a fixed part (inf, a string) or a device speed (0 FLOP/s, a negative step) damaged in rates.json",
+        "ignored by name with a warning; the rest kept",
+        "tests/test_throughput.py::test_a_damaged_fixed_part_or_speed_is_ignored_by_name",
+    ),
+    (
+        "rates-write-fails",
+        "a rates.json write that fails (full disk)",
+        "the file stays as it was; no staging file left",
+        "tests/test_throughput.py::test_a_failed_write_leaves_the_rates_file_as_it_was_and_no_staging_file",
+    ),
+    (
+        "rates-run-and-dry-run",
+        "`run --dry-run` and a run with a damaged rates.json",
+        "exit 0 with one warning line naming the file, not 'unexpected error'",
+        ""
+        "tests/test_throughput.py::test_a_run_and_a_dry_run_go_ahead_with_a_damaged_rates_file_saying_so_once",
+    ),
+    (
+        "document-count-out-of-range",
+        "report/board/compare/consistency of a run whose metrics.json has n: -5 (or config.json a "
+        "negative planned.probes, rows, duration_s)",
+        "one line naming the file and the field, exit 2",
+        ""
+        "tests/reliability/test_damaged_documents.py::test_a_number_out_of_its_range_is_one_line_naming_the_file_and_the_field",
+    ),
+    (
+        "document-interval-reversed",
+        "report/board/compare/consistency of a metrics.json with the interval [90, 10] around 75",
+        "one line naming the file and the estimate, exit 2",
+        ""
+        "tests/reliability/test_damaged_documents.py::test_an_interval_that_does_not_hold_its_value_is_refused",
+    ),
+    (
+        "document-headline-missing",
+        "report/board/compare/consistency of a metrics.json without its headline estimate",
+        "one line naming the file and the headline, exit 2",
+        ""
+        "tests/reliability/test_damaged_documents.py::test_a_missing_headline_estimate_is_refused_not_left_off",
+    ),
+    (
+        "document-nested-too-deep",
+        "report/board/compare of a run whose metrics.json or config.json is nested 200,000 (or a few "
+        "hundred) deep",
+        "one line naming the file, exit 2, no RecursionError",
+        "tests/reliability/test_damaged_documents.py::test_a_document_nested_too_deep_is_one_line_naming_it",
+    ),
+    (
+        "board-killed-leftover",
+        "a board killed mid-build (leaves .NAME.building-*), then board again",
+        "the next build removes it (not while another process holds the lock; other folders kept)",
+        ""
+        "tests/reliability/test_damaged_documents.py::test_a_board_killed_mid_build_leaves_nothing_after_the_next_build",
+    ),
+    (
+        "shard-huge-n",
+        "`run --shard 1/300000000` on a run of 15 units",
+        "refused at once (fewer units than shards), no memory that grows with N",
+        "tests/runner/test_shards.py::test_a_huge_shard_count_is_refused_before_any_work_that_grows_with_it",
+    ),
+    (
+        "shard-odd-digits",
+        "`--shard ²/4`, or a 5,000-digit N",
+        "one short line: --shard takes K/N (ASCII digits); exit 2, nothing written",
+        "tests/runner/test_shards.py::test_a_bad_shard_is_refused_before_anything_loads",
+    ),
+    (
+        "merge-repeated-record",
+        "`merge` with a record repeated in a shard's items.jsonl",
+        "one line naming the shard's folder, the record and both lines; nothing written",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_a_record_repeated_in_a_shard_is_refused_naming_the_shard_and_its_lines",
+    ),
+    (
+        "merge-stray-record",
+        "`merge` with another shard's line copied into a shard",
+        "one line naming the shard, the record and its line (not INCOMPLETE, no --resume advice)",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_a_stray_record_is_refused_naming_the_shard_and_the_record_not_as_incomplete",
+    ),
+    (
+        "merge-two-suites",
+        "`merge` of shards of two different suites (one planned maps_ru), or a config run in one suite "
+        "shard only",
+        "one line naming both folders and their configs; nothing written",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_shards_of_two_different_suites_are_refused_naming_both",
+    ),
+    (
+        "merge-wrong-typed-documents",
+        'shard.json or suite.json of the wrong type (`planned` a string, `probes` "5", a list for an '
+        "object) given to merge, report, board or a suite's --resume",
+        "one line naming the file and the field, never a traceback",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_a_wrong_typed_shard_or_suite_json_is_refused_naming_it_in_merge_report_board_and_resume",
+    ),
+    (
+        "merge-out-in-shard",
+        "`merge ... --out shards/1/merged`",
+        "one line: --out lies in a run folder; the shard untouched",
+        "tests/reliability/test_merge_misuse.py::test_merge_out_inside_a_shard_is_refused",
+    ),
+    (
+        "merge-api-types",
+        '`merge_runs("dir", out)`, `merge_runs([dir, None], out)`, `merge_runs(dirs, 5)`',
+        "the library's error naming the argument, never read letter by letter",
+        "tests/reliability/test_merge_misuse.py::test_merge_runs_refuses_wrong_types_as_the_cli_does",
+    ),
+    (
+        "merge-full-disk",
+        "a full disk midway through `merge`",
+        "one line naming --out, 'the merge wrote nothing', no --resume; --out absent; merging again works",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_a_full_disk_mid_merge_names_the_folder_writes_nothing_and_a_new_merge_works",
+    ),
+    (
+        "merge-killed",
+        "`merge` killed midway",
+        "--out never half-written (its lock at most); merging again works and removes the leftover",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_a_merge_killed_midway_leaves_no_half_written_out_and_a_new_merge_works",
+    ),
+    (
+        "shard-report-label",
+        "read a shard's own report.md (also of a `--limit` run)",
+        "title and first line say 'shard K/N of the CONFIG run ..., not its result'; the limited one "
+        "gives its share of the run's draw",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_a_shards_report_says_it_is_a_shard_of_the_run_never_its_result",
+    ),
+    (
+        "shard-board-label",
+        "`board` with a shard (and the whole run)",
+        "runs list, leaderboard cell and page say shard K/N; the whole run is shown first",
+        ""
+        "tests/reliability/test_merge_misuse.py::test_a_shards_board_entry_says_it_is_a_shard_and_the_whole_run_is_shown_first",
+    ),
+    (
+        "query-credential-any-key",
+        "gives `--base-url http://h/v1?passphrase=…&pass=…&pw=…&jwt=…` and builds or pushes a board",
+        "every query value is blanked (`?pw=***`) in config.json, report.md and the board, only "
+        "api-version/version/model/format/limit shown; a run recorded with the values still resumes",
+        ""
+        "tests/reliability/test_secrets.py::test_a_credential_under_any_query_key_is_recorded_and_shown_nowhere",
+    ),
+    (
+        "scan-parquet-page",
+        "pushes an export whose gzip-compressed Parquet page holds an environment secret",
+        "refused naming the .parquet file (in its Parquet data); nothing uploaded",
+        ""
+        "tests/reliability/test_secrets.py::test_push_refuses_an_export_with_a_secret_in_a_compressed_parquet_page",
+    ),
+    (
+        "scan-png-ztxt",
+        "pushes a board whose figure has a token in a compressed PNG text chunk (zTXt)",
+        "refused naming figures/…/NAME.png (in a PNG text chunk)",
+        ""
+        "tests/reliability/test_secrets.py::test_push_board_refuses_a_board_holding_a_secret_and_uploads_nothing",
+    ),
+    (
+        "scan-encoded-secrets",
+        "uploads a file holding a secret URL-encoded, base64-encoded (any alignment), split across a "
+        "newline, or in a Parquet/PNG compressed chunk",
+        "refused naming the file and how it is written (URL-encoded, base64-encoded, split across lines, …)",
+        "tests/reliability/test_secrets.py::test_the_scan_reads_a_secret_however_it_is_encoded",
+    ),
+    (
+        "scan-no-false-positive",
+        "uploads ordinary Parquet, PNG, digests, base64 of binary data, percent-encoded URLs",
+        "uploaded: nothing refused",
+        "tests/reliability/test_secrets.py::test_ordinary_encoded_files_pass_the_scan",
+    ),
+    (
+        "curation-quick-start",
+        "copies docs/curation.md's quick start: curate the fixture, then run the pair",
+        "facts written (exit 0) and the pair probed in ar and en by dlama_custom",
+        "tests/test_docs.py::test_the_curation_quick_start_runs_as_written_and_its_pair_is_probed",
+    ),
+    (
+        "curated-pair-verify-counts",
+        "runs a full new curation of arab-west as dlama_arab_west, following the error's advice "
+        "verify_counts=False",
+        "--data-option verify_counts=false loads it; config.json and the Reproduce command keep it",
+        ""
+        "tests/curation/test_run_curated.py::test_a_new_curation_of_a_released_pair_runs_under_its_config_with_verify_counts_off",
+    ),
+    (
+        "curated-pair-choice",
+        "runs dlama_custom on a folder of two curated pairs, following the advice pair=",
+        "--data-option pair=asia_west probes that pair",
+        ""
+        "tests/curation/test_run_curated.py::test_dlama_custom_picks_one_of_several_curated_pairs_by_a_data_option",
+    ),
+    (
+        "data-option-refused",
+        "gives --data-option verify_count=false, verify_counts=maybe or a prefix of no config",
+        "one line naming the valid options or values, before anything loads",
+        ""
+        "tests/curation/test_run_curated.py::test_a_data_option_no_config_of_the_run_takes_is_refused_naming_the_valid_ones",
+    ),
+    (
+        "compare-suites",
+        "runs compare SUITE_A SUITE_B instead of one compare per config",
+        "one report config by config, one Holm family over every row, a config of one suite named as "
+        "left out",
+        ""
+        "tests/report/test_compare.py::test_two_suites_are_compared_config_by_config_in_one_report_with_one_holm_family",
+    ),
+    (
+        "consistency-left-out",
+        "runs consistency RUN_EN RUN_AR of two one-language DLAMA runs",
+        "says RankC covers 14 of 40 facts, 26 left out because the candidate sets differ, and to probe "
+        "both languages in one run",
+        ""
+        "tests/metrics/test_language_consistency.py::test_two_runs_of_one_language_each_say_which_facts_rankc_left_out_why_and_how_to_get_all",
+    ),
+    (
+        "readme-five-exit-3",
+        "runs the README's five-benchmark commands on the shipped DLAMA copy in a set -e script",
+        "the README names the skip, exit 3 and the flag that makes it exit 0",
+        ""
+        "tests/test_readme.py::test_the_five_benchmark_commands_say_what_they_skip_on_the_shipped_data_and_how_to_exit_0",
+    ),
+    (
+        "readme-five-exit-0",
+        "adds the README's --data-option dlama_asia_west.languages=en on the shipped copy",
+        "the suite skips nothing and exits 0",
+        "tests/test_readme.py::test_the_documented_fix_makes_the_suite_exit_0_on_the_shipped_dlama_copy",
+    ),
+    (
+        "flag-twice",
+        "`--limit 2 --limit 3`, `--out a --output_path b`, `--model-args dtype=x --model_args dtype=y`",
+        "refused naming both values",
+        "tests/reliability/test_inputs.py::test_a_flag_given_twice_with_two_values_is_refused_naming_both",
+    ),
+    (
+        "model-args-both-spellings",
+        "`--model-args dtype=… --model_args revision=…`",
+        "both pairs kept; the same value twice is fine",
+        ""
+        "tests/reliability/test_inputs.py::test_model_args_in_both_spellings_join_and_a_flag_twice_with_one_value_is_fine",
+    ),
+    (
+        "number-malformed",
+        "`--limit ٣`, `--concurrency ٤`, a 5,000-digit `--limit`, a 21-digit `--batch-tokens`",
+        "one short line naming the flag and the value",
+        "tests/reliability/test_inputs.py::test_a_number_not_in_ascii_digits_or_too_long_is_one_short_line",
+    ),
+    (
+        "lm-eval-flag-no-counterpart",
+        "`--log_samples`, `--num_fewshot 5`, `--apply_chat_template`, `-t`",
+        "one line saying what to do instead",
+        "tests/cli/test_cli.py::test_an_lm_eval_flag_without_a_counterpart_says_what_to_do_instead",
+    ),
+    (
+        "info-not-warning",
+        "a run's cost line; a resume notice",
+        "printed as `culture-probe: …`, not `warning:`",
+        "tests/cli/test_cli.py::test_information_prints_as_a_plain_line_not_a_warning",
+    ),
+    (
+        "cost-notice-python",
+        "`culture_probe.run(...)` in Python",
+        "the cost line is an INFO log record of the `culture_probe` logger, no warning with a source line",
+        "tests/runner/test_dryrun.py::test_a_run_says_what_it_will_cost_as_it_starts",
+    ),
+    (
+        "api-wrong-kind-more",
+        "`dry_run(c, None)`, `run(options=3)`, `run(out=3)`, `run_suite(out=[...])`, `load_run(None)`, "
+        "`write_report(config=3)`",
+        "a CultureProbeError in one line",
+        ""
+        "tests/reliability/test_api_types.py::test_a_public_call_given_a_wrong_kind_is_one_line_not_a_raw_error",
+    ),
+    (
+        "metric-module-empty",
+        '`load_metric("precision_at_k").compute(predictions=[], references=[])`',
+        "a MetricInputError, not an IndexError inside evaluate",
+        "tests/reliability/test_api_types.py::test_every_metric_module_given_empty_inputs_says_so",
+    ),
+    (
+        "metric-module-wrong-kind",
+        "a metric module given None, a string, a number or unequal lengths",
+        "the formula's error naming the argument",
+        "tests/reliability/test_api_types.py::test_a_metric_module_given_a_wrong_kind_names_the_argument",
+    ),
+    (
+        "dryrun-byte-pieces",
+        "a dry run of a GPT-2-style tokenizer on Arabic",
+        "pieces shown as text or <0xNN>, never mojibake",
+        "tests/runner/test_dryrun.py::test_byte_level_pieces_show_as_the_text_their_bytes_are",
+    ),
 )
