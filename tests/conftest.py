@@ -7,6 +7,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis times every example (a 200 ms deadline) and the drawing of the first ones (the too_slow health check):
+# wall times that a busy machine stretches several times over, so neither may fail a test here.
+settings.register_profile(
+    "wall-time-free", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("wall-time-free")
 
 # Set before `datasets`/`huggingface_hub` are imported anywhere: they read these at import time.
 _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="culture_probe_test_cache_"))

@@ -32,15 +32,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# seconds; 55-80 s on this 2-core machine when idle, 140 s when other tests run beside it
-VLLM_START_TIMEOUT = 420
+# seconds, a hang guard: the start takes 55-80 s on this 2-core machine when idle, 140 s when other tests run beside
+# it, and several times that at load 8-9 (the server answers /v1/models only once its engine has loaded the model)
+VLLM_START_TIMEOUT = 900
 
 
 def server_metrics(base_url: str, *, labels: bool = True) -> dict[str, float]:
     """A vLLM server's Prometheus samples (`vllm:...`): by their full name with labels, or summed over the labels
     of each name (`labels=False`).
     """
-    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=10) as r:
+    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=60) as r:
         text = r.read().decode()
     values: dict[str, float] = {}
     for line in text.splitlines():
@@ -223,7 +224,8 @@ def transformers_serve(log: Path) -> Iterator[str]:
             env=env,
         )
     try:
-        deadline = time.monotonic() + 120
+        # a hang guard: its imports take minutes on a busy machine
+        deadline = time.monotonic() + 600
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):

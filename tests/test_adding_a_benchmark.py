@@ -129,7 +129,7 @@ def _cli(env, *args):
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=1200,
     )
 
 
@@ -146,7 +146,7 @@ def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(pl
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=1200,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads(done.stdout.strip().splitlines()[-1])

@@ -85,7 +85,7 @@ def test_mkdocs_build_strict(tmp_path):
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1200,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     warnings = [line for line in done.stderr.splitlines() if "WARNING" in line]

@@ -134,6 +134,8 @@ def executed(path: Path) -> nbformat.NotebookNode:
     client = nbclient.NotebookClient(
         notebook,
         timeout=900,
+        # the kernel's start (60 s by default) is a hang guard too: a busy machine takes minutes for its imports
+        startup_timeout=600,
         kernel_name="python3",
         record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},

@@ -64,3 +64,31 @@ def artifacts(tmp_path: Path) -> Path:
 def problems(driver: object) -> list[dict]:
     """The console's errors and warnings since the last call (the log is emptied as it is read)."""
     return [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]  # type: ignore[attr-defined]
+
+
+def cpu_seconds(driver: object) -> dict[int, float]:
+    """CPU seconds (user + system) so far of each live process of the browser (chromedriver and every chromium
+    process under it), read from /proc (Linux): a cost that a busy machine does not inflate, as it does wall time."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    root = driver.service.process.pid  # type: ignore[attr-defined]
+    tree, grown = {root}, True
+    while grown:
+        below = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= below
+        grown = bool(below)
+    return {pid: used[pid] for pid in tree if pid in used}
+
+
+def cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """The browser's CPU seconds between two `cpu_seconds` readings (a process started meanwhile counts whole)."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())

@@ -359,7 +359,7 @@ def test_module_entry_point_lists_benchmarks():
         text=True,
         env=env,
         cwd=REPO,
-        timeout=300,
+        timeout=1200,
     )
     assert done.returncode == 0, done.stderr
     assert "dlama_arab_west" in done.stdout

@@ -36,6 +36,11 @@ CONFIG = DlamaCuration(
     chunk_size=3,
 )
 LABELS = labels_query(["Q79"], ["ar", "en"])
+# A timeout with room for an answer on a busy machine (0.3 s let a loaded 2-core machine time out a passing request,
+# which then retried, counted one request more or ended in "timed out" instead of its fault), and a slow fault that
+# still outlasts it
+TIMEOUT = 2.0
+SLOW = ("slow", 2 * TIMEOUT)
 EGYPT = [
     {"item": "Q79", "lang": "ar", "label": "مصر"},
     {"item": "Q79", "lang": "en", "label": "Egypt"},
@@ -84,11 +89,11 @@ def test_429_with_retry_after_is_honoured(server_url, fast):
         (("status", 503, {}), "HTTP 503"),
         ("badjson", "malformed JSON"),
         ("drop", "RemoteDisconnected|Connection"),
-        (("slow", 1.0), "timed out"),
+        (SLOW, "timed out"),
     ],
 )
 def test_persistent_faults_end_in_an_error_naming_the_endpoint(server_url, action, message):
-    policy = HttpPolicy(min_interval=0, timeout=0.3, retries=2, backoff=0.001, max_wait=0.01)
+    policy = HttpPolicy(min_interval=0, timeout=TIMEOUT, retries=2, backoff=0.001, max_wait=0.01)
     with FaultProxy(server_url, lambda n: action) as proxy:
         with pytest.raises(
             EndpointError,
@@ -99,11 +104,9 @@ def test_persistent_faults_end_in_an_error_naming_the_endpoint(server_url, actio
     assert len(proxy.requests) == 3
 
 
-@pytest.mark.parametrize("action", ["badjson", ("slow", 4.0), "drop", ("status", 500, {})])
+@pytest.mark.parametrize("action", ["badjson", SLOW, "drop", ("status", 500, {})])
 def test_transient_faults_are_retried(server_url, action):
-    # a timeout with room for the retry's answer on a busy machine (0.3 s let a loaded 2-core machine time out the
-    # passing retry too, and try a third time); the slow fault still outlasts it
-    policy = HttpPolicy(min_interval=0, timeout=2.0, retries=2, backoff=0.001, max_wait=0.01)
+    policy = HttpPolicy(min_interval=0, timeout=TIMEOUT, retries=2, backoff=0.001, max_wait=0.01)
     with FaultProxy(server_url, lambda n: action if n == 0 else "pass") as proxy:
         assert HttpEndpoint(proxy.url, policy).select(LABELS) == EGYPT
     assert len(proxy.requests) == 2
@@ -159,7 +162,7 @@ def test_server_stopped_mid_run_keeps_checkpoints_and_a_rerun_resumes(store, fas
     ("fault", "message"),
     [
         (("status", 429, {"Retry-After": "0"}), "HTTP 429"),
-        (("slow", 1.0), "timed out"),
+        (SLOW, "timed out"),
         ("badjson", "malformed JSON"),
     ],
 )
@@ -169,7 +172,7 @@ def test_run_hit_by_a_persistent_fault_resumes_from_its_checkpoints(
     config = DlamaCuration(
         resolve_region("arab"), resolve_region("west"), ("ar", "en"), ("P37",), chunk_size=3
     )
-    policy = HttpPolicy(min_interval=0, timeout=0.3, retries=2, backoff=0.001, max_wait=0.01)
+    policy = HttpPolicy(min_interval=0, timeout=TIMEOUT, retries=2, backoff=0.001, max_wait=0.01)
     with FaultProxy(server_url) as clean:
         curate_dlama(config, HttpEndpoint(clean.url, policy), tmp_path / "fresh")
     total, stop, out = len(clean.requests), len(clean.requests) // 2, tmp_path / "run"
@@ -284,7 +287,8 @@ def test_killed_process_loses_nothing_it_fetched(store, server_url, fast, tmp_pa
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 60
+        # a hang guard: a busy machine takes a while to start Python and its imports
+        deadline = time.monotonic() + 600
         while len(request_checkpoints(out / ".checkpoints")) < 15 and time.monotonic() < deadline:
             time.sleep(0.02)
         os.kill(process.pid, signal.SIGKILL)

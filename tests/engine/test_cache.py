@@ -95,7 +95,7 @@ def test_killed_run_resumes_with_only_missing_requests(tmp_path):
     assert 3 <= stored < len(LEFTS)
 
     second = _run(tmp_path, model_dir, db, pause=0)
-    report = json.loads(second.communicate(timeout=300)[0].strip().splitlines()[-1])
+    report = json.loads(second.communicate(timeout=1200)[0].strip().splitlines()[-1])
     assert report["computed"] == len(LEFTS) - stored
 
     fresh = Scorer.from_pretrained(model_dir).score(
@@ -267,10 +267,10 @@ def test_two_processes_writing_one_cache_at_once(tmp_path):
     model_dir = save_tiny(tmp_path / "model", "gpt2", tok, layers=1, hidden=32, heads=4)
     db = tmp_path / "cache.sqlite"
     both = [_run(tmp_path, model_dir, db, pause=0.05) for _ in range(2)]
-    reports = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1]) for p in both]
+    reports = [json.loads(p.communicate(timeout=1200)[0].strip().splitlines()[-1]) for p in both]
     assert all(p.returncode == 0 for p in both) and reports[0]["sums"] == reports[1]["sums"]
     third = json.loads(
-        _run(tmp_path, model_dir, db, pause=0).communicate(timeout=300)[0].strip().splitlines()[-1]
+        _run(tmp_path, model_dir, db, pause=0).communicate(timeout=1200)[0].strip().splitlines()[-1]
     )
     # every row readable, none torn
     assert third["computed"] == 0 and third["sums"] == reports[0]["sums"]

@@ -95,7 +95,7 @@ def test_two_processes_equal_one(tmp_path):
         check=True,
         env=env,
         cwd=tmp_path,
-        timeout=300,
+        timeout=1200,
     )
     shards = [read_trace(trace, rank) for rank in (0, 1)]
     assert [len(s) for s in shards] == [len(dirs)] * 2  # one gather per model on each rank
@@ -177,7 +177,7 @@ def test_two_processes_generate_what_one_does_and_share_the_text_cache(tmp_path)
         check=True,
         env=env,
         cwd=tmp_path,
-        timeout=300,
+        timeout=1200,
     )
     shards = [read_trace(trace, rank) for rank in (0, 1)]
     for mine, theirs in zip(shards[0][:2], shards[1][:2], strict=True):  # greedy, then sampled
@@ -233,7 +233,7 @@ def test_the_process_group_is_torn_down_before_interpreter_exit(tmp_path):
         check=True,
         env=env,
         cwd=tmp_path,
-        timeout=300,
+        timeout=1200,
     )
     assert [(tmp_path / f"out.{rank}").read_text() for rank in (0, 1)] == ["2 False", "2 False"]
 

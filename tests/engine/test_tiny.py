@@ -48,7 +48,7 @@ def test_every_tokenizer_kind_is_the_same_in_processes_with_different_hash_seeds
             text=True,
             env=env,
             check=True,
-            timeout=120,
+            timeout=600,
         )
         runs.append(json.loads(done.stdout.splitlines()[-1]))
     assert len(runs[0]) == 9

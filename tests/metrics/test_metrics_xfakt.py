@@ -307,11 +307,12 @@ def test_a_full_run_s_reference_takes_well_under_a_second():
     }
     # exact cells of 61 and 62: the lattice is too fine
     for round_cells, exact in ((True, True), (False, False)):
-        start = time.perf_counter()
+        # CPU time (0.1-0.15 s here), which other jobs on a busy machine do not stretch as they do wall time
+        start = time.process_time()
         random = random_answers(cells, round_cells=round_cells)
         reference = random.reference()
         random.p_value(0.9, 0.9)
-        assert time.perf_counter() - start < 1.0 and random.exact is exact
+        assert time.process_time() - start < 1.0 and random.exact is exact
         assert (
             0.95
             < reference["kts"]["low"]

@@ -136,9 +136,15 @@ def test_dlama_planted_culture_scores_higher(tmp_path):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
-    from dlama_fixture import write_dlama
+    from dlama_fixture import FACTS, write_dlama
 
-    root = write_dlama(tmp_path / "dlama")
+    # 10 western facts more than the fixture's 2, never planted: each is right by chance 1 in 4 (the 4 continents are
+    # every fact's candidates), so the west reaches the arab half's 3 of 3 only with all 12 right, (1/4)^12, about
+    # 6e-8 (with the fixture's 2 alone, 1 in 16)
+    west = {
+        ("WESTERN_COUNTRIES", f"Westland{i}"): (["Q46"], ["Europe"], [0.0] * 4) for i in range(10)
+    }
+    root = write_dlama(tmp_path / "dlama", {**FACTS, **west})
     path = planted_model_dir("dlama_arab_west", data_dir=str(root))
     result = run(
         "dlama_arab_west",
@@ -148,6 +154,7 @@ def test_dlama_planted_culture_scores_higher(tmp_path):
         progress=False,
     )
     cultures = result.metrics["en"]["cultures"]
+    assert cultures["arab"] == 100.0  # the planted facts are found (trained to, not by chance)
     assert path.is_dir() and cultures["arab"] > cultures["west"]
 
 

@@ -63,7 +63,7 @@ def test_a_closed_pipe_ends_quietly():
         shell=True,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     assert done.stdout.startswith("group") and done.stderr == ""
 

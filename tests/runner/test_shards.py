@@ -6,10 +6,12 @@ local Ray instance, give the one-process run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -330,22 +332,69 @@ def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process
     assert_the_one_process_run(tmp_path / "run", one)
 
 
-def ray_processes(ray_tmp):
+def ray_processes(ray_tmp, wait_s=120):
     """The processes that a Ray instance started with RAY_TMPDIR=`ray_tmp` left running (every one of them inherits
-    it, whatever its name: gcs_server, raylet, ray::IDLE, the agents), waiting a few seconds for them to exit."""
+    it, whatever its name: gcs_server, raylet, ray::IDLE, the agents), once they have had `wait_s` seconds to exit (a
+    busy machine takes a while to end a dozen processes; an idle one returns at once)."""
     marker = f"RAY_TMPDIR={ray_tmp}".encode()
-    for _ in range(20):
-        left = []
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = {}
         for proc in Path("/proc").glob("[0-9]*"):
             try:
                 if marker in (proc / "environ").read_bytes().split(b"\0"):
-                    left.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+                    left[int(proc.name)] = (
+                        (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    )
             except OSError:  # exited meanwhile, or another user's
                 pass
-        if not left:
-            break
+        if not left or time.monotonic() > deadline:
+            return left
         time.sleep(0.5)
-    return left
+
+
+# Ray's own words when its local start missed one of its fixed deadlines: Ray 2.x gives its agents 15 s to report
+# their ports and the node 30 s to register, and no setting changes either (on 2 cores at load 8 and more, the agents'
+# imports alone take longer).
+RAY_START_TIMED_OUT = "timed out during startup"
+
+
+def run_in_own_session(command, timeout_s, **keywords):
+    """`command` run to its end in a session of its own, and on a hang (past `timeout_s`) killed with everything it
+    started. Where the kernel shares the CPU between sessions (Linux's autogroup), its own session gives Ray's start
+    one share of a busy machine's CPU against the other jobs' sessions, instead of one share per process of theirs:
+    on 2 cores at load 8-9 the local instance then starts in about 16 s, against 30 s or more (past its deadline)."""
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **keywords,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+
+
+def run_ray_recipe(command, ray_tmp, attempts=3, **keywords):
+    """The Ray recipe run until its local instance has started: when Ray's start missed its fixed deadline (above),
+    the failed instance is left to end with its script (or ended), and the script run again, as docs/sharding.md
+    tells a user to (the shards resume). The 20-minute limit of a run only guards a hang: on 2 loaded cores one takes
+    2-4 minutes."""
+    done = run_in_own_session(command, 1200, **keywords)
+    for _ in range(attempts - 1):
+        if done.returncode == 0 or RAY_START_TIMED_OUT not in done.stderr:
+            break
+        # the failed instance ends with its script; what outlived its 2 minutes is ended here
+        for pid in ray_processes(ray_tmp):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        done = run_in_own_session(command, 1200, **keywords)
+    return done
 
 
 @pytest.mark.slow
@@ -353,7 +402,8 @@ def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(
     """docs/recipes/ray_shards.py, run as a user runs it: a local Ray instance of 2 CPUs, one task per shard asking
     0 GPUs, then its merge: the one-process run's records and metrics. Ray's session folder is a short one of its own
     (its sockets' paths have a length limit; parallel tests share no /tmp/ray), its token is in the environment (not
-    written to ~/.ray), and nothing of the instance outlives the script."""
+    written to ~/.ray), and nothing of the instance outlives the script. On a busy machine the script runs in a session
+    of its own and again when Ray's start missed its fixed deadline (`run_ray_recipe`)."""
     model, extra, one = tiny
     script = REPO / "docs" / "recipes" / "ray_shards.py"
     shards_dir, merged = tmp_path / "shards", tmp_path / "run"
@@ -362,18 +412,14 @@ def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(
         "RAY_TMPDIR": str(ray_tmp),
         "RAY_AUTH_TOKEN": secrets.token_hex(32),
         "RAY_USAGE_STATS_ENABLED": "0",
+        # a worker has 60 s to register with its raylet by default; on 2 loaded cores `import ray` alone takes 10 s
+        "RAY_worker_register_timeout_seconds": "600",
     }
     try:
         command = [sys.executable, str(script), CONFIG, "--model", str(model), *extra]
         command += ["--shard-dir", str(shards_dir), "--out", str(merged)]
-        done = subprocess.run(
-            [*command, *"--shards 2 --gpus-per-shard 0 --num-cpus 2".split()],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        command += "--shards 2 --gpus-per-shard 0 --num-cpus 2".split()
+        done = run_ray_recipe(command, ray_tmp, env=env, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert f"merged 2 shards into {merged}: 10 items" in done.stdout
         assert "(run_shard pid=" in done.stdout + done.stderr  # the shards ran in Ray's workers

@@ -432,7 +432,7 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch,
         for each in machine
     ]
     for process in started:
-        _, err = process.communicate(timeout=300)
+        _, err = process.communicate(timeout=1200)
         assert process.returncode == 0, err[-3000:]
 
     def calls(folder, rank):

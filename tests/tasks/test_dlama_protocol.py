@@ -238,7 +238,8 @@ def _rows(dlama_dir):
 
 # ---------------------------------------------------------------- planted knowledge: the direction of the effect
 
-# P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training
+# P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training; twice as many western
+# (never planted) as arab ones, so that chance cannot put the west level with the arab half (below)
 CAPITALS = {
     "ARAB_REGION": [
         ("Zafran", "Qamira"),
@@ -255,6 +256,12 @@ CAPITALS = {
         ("Lunden", "Ostra"),
         ("Morvia", "Pellin"),
         ("Quist", "Randor"),
+        ("Altheim", "Brenna"),
+        ("Covarra", "Dunmore"),
+        ("Estval", "Farrow"),
+        ("Glenrik", "Hollis"),
+        ("Irvanne", "Jorvik"),
+        ("Kestrel", "Lowden"),
     ],
 }
 
@@ -294,8 +301,11 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
         "dlama_arab_west", str(model_dir), data_dir=str(data_dir), language="en", progress=False
     )
     cultures = result.metrics["en"]["cultures"]
-    assert cultures["arab"] >= 5 / 6 * 100  # planted facts are found
-    assert cultures["west"] <= 2 / 6 * 100  # unplanted facts: 12 candidates, chance is 1/12
+    assert cultures["arab"] >= 5 / 6 * 100  # planted facts are found (trained to, not by chance)
+    # The 12 unplanted facts are each right by chance 1 in 18 (the 18 capitals are every fact's candidates); the west
+    # reaches the arab half's 5 of 6 only with 10 of them right: sum over k >= 10 of C(12, k) (1/18)^k (17/18)^(12 - k),
+    # about 2e-11. (The bound that stood here, at most 2 of 6 unplanted right, failed by chance about 1 run in 100.)
+    assert cultures["west"] < cultures["arab"]
     assert result.metrics["en"]["comparison"]["difference"] > 0
 
 
