@@ -539,8 +539,9 @@ def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:
                 f"interval runs from ci_low up to ci_high, its value between them); {METRICS_FIX}",
                 path=source,
             )
+    # a document without `overall` (an earlier version's, a run that estimated nothing) has no estimate to lack
     headline = results.get("headline")
-    if headline is not None and headline not in (results.get("overall") or {}):
+    if headline is not None and "overall" in results and headline not in (results["overall"] or {}):
         raise SourceFormatError(
             f"`results.overall` lacks the estimate of the headline metric {headline!r} (`results.headline`); "
             f"{METRICS_FIX}",

@@ -155,6 +155,10 @@ def read_manifest(lines: list[str], path: str) -> Manifest | None:
 def choose_pair(folders: list[PairFolder], request: PairRequest, source: str) -> Pair:
     """The one folder the request names, resolved into a `Pair`; clear errors for none or several."""
     matching = [folder for folder in folders if _matches(folder, request)]
+    own = [folder for folder in matching if not set(folder.tokens) <= set(CULTURES)]
+    # a pair of its own first: a curated copy of a released pair is taken when alone
+    if request.custom and not (request.name or request.region) and len(own) == 1:
+        matching = own
     found = [folder.label for folder in folders] or "no fact files"
     if not matching:
         wanted = (

@@ -1657,4 +1657,40 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "pieces shown as text or <0xNN>, never mojibake",
         "tests/runner/test_dryrun.py::test_byte_level_pieces_show_as_the_text_their_bytes_are",
     ),
+    (
+        "busy-machine-ray-start",
+        "runs the suite while other jobs load both cores (load 8-9)",
+        "the Ray recipe test starts Ray in a session of its own and runs again when Ray's fixed start "
+        "deadline is missed; three misses are a skip naming Ray and the load, not a failure",
+        ""
+        "tests/runner/test_shards.py::test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run",
+    ),
+    (
+        "planted-smoke-chance",
+        "runs a planted MAPS smoke run, whose 2 not-planted items can both be right by chance",
+        "the smoke run is checked for the split only; planted vs not planted is compared on 40 items "
+        "(fails by chance 2**-24)",
+        "tests/tasks/test_planted_draws.py::test_a_planted_run_scores_its_planted_items_above_the_others",
+    ),
+    (
+        "planted-dlama-chance",
+        "trains a model on arab facts and compares the halves",
+        "12 unplanted facts against 6 planted: chance puts the west level with the arab half about "
+        "2e-11 of the time",
+        ""
+        "tests/tasks/test_dlama_protocol.py::test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half",
+    ),
+    (
+        "busy-machine-board-open",
+        "opens a full DLAMA run's board page on a busy machine",
+        "its 2 s bound is on the browser's CPU time, which load does not stretch",
+        "tests/board/test_browser.py::test_a_full_dlama_run_opens_in_under_two_seconds",
+    ),
+    (
+        "busy-machine-planted-cap",
+        "builds the notebooks' planted models on a loaded machine",
+        "training stops on its loss or steps, never on the clock (the cap is a 900 s hang guard): "
+        "stored outputs match",
+        "tests/test_notebooks.py::test_notebook_runs_and_its_stored_outputs_are_current",
+    ),
 )
