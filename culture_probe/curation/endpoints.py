@@ -9,7 +9,6 @@ with exponential backoff on 429, 5xx, timeouts, dropped connections and malforme
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import http.client
 import ipaddress
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar, cast
 from culture_probe.curation.queries import WD
 from culture_probe.errors import CultureProbeError, EndpointError, SourceFormatError
 from culture_probe.util.extras import require
+from culture_probe.util.waits import retry_after_seconds
 from culture_probe.version import __version__
 
 if TYPE_CHECKING:
@@ -154,21 +154,6 @@ def retry_delay(policy: HttpPolicy, attempt: int, retry_after: float | None) -> 
     if retry_after is None:
         return delay
     return max(delay, min(retry_after, policy.max_retry_after))
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """A Retry-After header (seconds, or an HTTP date) in seconds; None when absent or unreadable."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 TRANSIENT = (

@@ -10,7 +10,6 @@ request at once, saying how long the server asked for and how to allow it.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import random
 import time
@@ -18,10 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from culture_probe.util.waits import retry_after_seconds
+
 T = TypeVar("T")
 RETRIED = (408, 409, 429)  # the statuses asked again (and 5xx), as the `openai` client does
 FIRST_BACKOFF, LAST_BACKOFF = 0.5, 8.0
-LONGEST = 1e9  # seconds: a longer wait is read as this one
 
 
 class WaitRefused(Exception):
@@ -52,17 +52,10 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     date), or None when they ask nothing readable.
     """
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        try:
-            seconds = float(headers.get(name, "")) / scale
-        except ValueError:
-            continue
-        if not math.isnan(seconds):
-            return min(seconds, LONGEST)  # an infinite wait is a long one, not none
-    try:
-        date = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
-    except (TypeError, ValueError):
-        return None
-    return date.timestamp() - time.time()
+        seconds = retry_after_seconds(headers.get(name), scale=scale)
+        if seconds is not None:
+            return seconds
+    return None
 
 
 @dataclass(frozen=True)
