@@ -70,11 +70,8 @@ class Shard:
         text = str(text)
         found = SHARD_FORM.fullmatch(text.strip())
         if found is None or not 1 <= int(found[1]) <= int(found[2]):
-            shown = (
-                repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text):,} characters)"
-            )
             raise InvalidValueError(
-                f"--shard takes K/N, the K-th of N slices with 1 <= K <= N (e.g. 2/4), got {shown}."
+                f"--shard takes K/N, the K-th of N slices with 1 <= K <= N (e.g. 2/4), got {quoted(text)}."
             )
         return cls(int(found[1]), int(found[2]))
 
