@@ -13,20 +13,20 @@ import hashlib
 import importlib
 import os
 import pkgutil
-import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any
 
 import datasets
 
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
-from culture_probe.errors import InvalidValueError, UnknownNameError
+from culture_probe.errors import UnknownNameError
+from culture_probe.util.fromtext import from_text
 from culture_probe.util.typecheck import checked
 from culture_probe.version import __version__
 
@@ -297,8 +297,6 @@ def expand(names: list[str] | tuple[str, ...]) -> list[str]:
 
 # ---------------------------------------------------------------- a run's data options (`--data-option KEY=VALUE`)
 
-TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
-
 
 def data_option_names(benchmark: Benchmark) -> tuple[str, ...]:
     """The builder options a run may set for `benchmark` (`load_benchmark`'s keywords: DLAMA's `pair`,
@@ -322,7 +320,11 @@ def data_options_for(benchmark: Benchmark, given: Mapping[str, Any]) -> dict[str
             if prefix:  # a key that names this config must be one of its options
                 raise UnknownNameError(f"data option of {benchmark.name}", key, names)
             continue
-        chosen[key] = _typed(spelled, value, hints[key])
+        chosen[key] = (
+            from_text(value, hints[key], name=spelled, flag="--data-option")
+            if isinstance(value, str)
+            else value
+        )
     return chosen
 
 
@@ -350,31 +352,3 @@ def check_data_options(configs: Sequence[Benchmark], given: Mapping[str, Any]) -
             )
         for benchmark in takers:
             data_options_for(benchmark, {spelled: value})
-
-
-def _typed(key: str, value: Any, hint: Any) -> Any:
-    """A data option's text read by its field's annotation (other values as given)."""
-    if not isinstance(value, str):
-        return value
-    parts = (
-        typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
-    )
-    if type(None) in parts and value.lower() == "none":
-        return None
-    kind = next(p for p in parts if p is not type(None))
-    origin = typing.get_origin(kind)
-    if kind is bool:
-        if value.lower() not in (*TRUE, *FALSE):
-            raise InvalidValueError(f"--data-option {key} takes true or false, got {value!r}.")
-        return value.lower() in TRUE
-    if kind is int:
-        if not value.lstrip("-").isdigit():
-            raise InvalidValueError(f"--data-option {key} takes a whole number, got {value!r}.")
-        return int(value)
-    if origin in (tuple, list, Sequence):
-        return tuple(item.strip() for item in value.split(",") if item.strip())
-    if origin is Literal and value not in typing.get_args(kind):
-        raise UnknownNameError(
-            f"value of data option {key}", value, map(str, typing.get_args(kind))
-        )
-    return value

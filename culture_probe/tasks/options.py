@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any
 
-from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
+from culture_probe.errors import InvalidValueError, UnknownNameError
+from culture_probe.util.fromtext import from_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,44 +29,13 @@ def parse_options(options_type: type, values: Mapping[str, Any]) -> Any:
             raise UnknownNameError(
                 "option", name, fields, fix=f"These are the options of {options_type.__qualname__}."
             )
-        converted[name] = _convert(name, value, hints[name]) if isinstance(value, str) else value
+        converted[name] = (
+            from_text(value, hints[name], name=name) if isinstance(value, str) else value
+        )
     try:
         return options_type(**converted)
     except TypeError as error:
         raise InvalidValueError(f"{options_type.__qualname__}: {error}") from None
-
-
-def _convert(name: str, text: str, hint: Any) -> Any:
-    """Convert a command-line string to the field's type (bool, int, float, str, Literal, Optional, tuple)."""
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        if text not in [str(a) for a in args]:
-            raise UnknownNameError(f"value of option {name}", text, [str(a) for a in args])
-        return next(a for a in args if str(a) == text)
-    if origin in (Union, types.UnionType):
-        if text.lower() in ("none", "null"):
-            return None
-        return _convert(name, text, args[0])
-    if origin in (dict, Mapping) or hint is dict:
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            raise CultureProbeError(f"Option {name} takes a JSON object, got {text!r}.") from None
-    if origin is tuple:
-        return tuple(_convert(name, part, args[0]) for part in text.split(",") if part)
-    if hint is bool:
-        if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise CultureProbeError(f"Option {name} takes true or false, got {text!r}.")
-        return text.lower() in ("true", "1", "yes")
-    if hint in (int, float):
-        try:
-            return hint(text)
-        except ValueError:
-            raise CultureProbeError(
-                f"Option {name} takes a {hint.__name__}, got {text!r}."
-            ) from None
-    return text
 
 
 def options_dict(options: Any) -> dict[str, Any]:
