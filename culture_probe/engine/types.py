@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from culture_probe.errors import InvalidValueError, UnknownNameError
+from culture_probe.util.fromtext import from_text
 from culture_probe.util.keyvalue import parse_pairs
 from culture_probe.util.typecheck import check_types
 
@@ -468,14 +469,10 @@ class ModelArgs:
         for key, value in pairs.items():
             if key not in names:
                 raise UnknownNameError("model argument", key, names)
-            if names[key].type in ("bool", bool):
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise InvalidValueError(
-                        f"--model-args {key} takes true or false, got {value!r}."
-                    )
-                values[key] = value.lower() in ("true", "1", "yes")
-            else:
-                values[key] = value
+            boolean = names[key].type in ("bool", bool)
+            values[key] = (
+                from_text(value, bool, name=key, flag="--model-args") if boolean else value
+            )
         return cls(**values)
 
     def given(self) -> dict[str, Any]:
