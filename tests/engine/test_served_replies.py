@@ -268,3 +268,20 @@ def test_a_retry_after_is_read_as_seconds_an_http_date_or_milliseconds(headers, 
     # the names in lower case: an HTTP client's headers give them whatever their case
     asked = retry_after(headers)
     assert asked == seconds
+
+
+def test_a_non_ascii_prompts_offsets_may_fall_short_of_its_characters():
+    """vLLM sums each token's own decoding, and byte-level pieces of Greek letters decode to U+FFFD: a real reply's
+    last offset was 46 for a 48-character prompt. That is a well-formed echo; a missing generated token there is told
+    by the usage (`usage_fault`), not by the offsets.
+    """
+    from types import SimpleNamespace
+
+    from culture_probe.engine.replies import echo_fault, usage_fault
+
+    prompt = "Το Αντουάν Γκριεζμάν είναι από ποια χώρα; Γαλλία"
+    offsets = [0, 10, 20, 30, 40, len(prompt) - 2]
+    assert echo_fault(prompt, prompt + " x", offsets) is None
+    assert "last token starts at" in echo_fault("an ascii prompt", "an ascii prompt x", [0, 3, 9])
+    # the same echo without its generated token: five prompt tokens and one generated were counted, five echoed
+    assert usage_fault(SimpleNamespace(prompt_tokens=5, completion_tokens=1), [5], 1) is not None
