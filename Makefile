@@ -79,11 +79,11 @@ demo: $(STAMP)
 	$(BIN)/python -m culture_probe.demo --out runs/demo
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python perf/bench_engine.py
 
 # Served scoring against a real vLLM server (from .venv-vllm/) and lm-eval's local-completions, in a few minutes
 bench-served: $(STAMP) $(VLLM_STAMP)
-	$(BIN)/python benchmarks/bench_served.py
+	$(BIN)/python perf/bench_served.py
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import importlib
-from pkgutil import extend_path
 from typing import TYPE_CHECKING, Any
 
 from culture_probe.version import __version__
@@ -24,10 +23,6 @@ if TYPE_CHECKING:
     from culture_probe.runner.suite import run_suite
     from culture_probe.settings import RunSettings
 
-
-# Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
-# culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
-__path__ = extend_path(__path__, __name__)
 
 __all__ = [
     "CandidateScores",

@@ -53,8 +53,8 @@ PER_COUNTRY = 5
 
 def probed_rows() -> list[dict[str, Any]]:
     """The planted model's entities, asked in all 13 languages (13 x 65 = 845 questions)."""
+    from culture_probe.benchmarks.xfakt.planted import planted_entities
     from culture_probe.data.registry import load_benchmark
-    from culture_probe.models.planted_benchmarks import planted_entities
 
     rows = list(load_benchmark(CONFIG)["test"])
     chosen = planted_entities(rows, PER_COUNTRY)

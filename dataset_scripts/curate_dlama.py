@@ -19,13 +19,12 @@ import logging
 import sys
 from pathlib import Path
 
+from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
 from culture_probe.curation import (
     WIKIDATA_URL,
-    DlamaCuration,
     HttpEndpoint,
     HttpPolicy,
     MediaWikiSizes,
-    curate_dlama,
     resolve_predicates,
     resolve_region,
 )

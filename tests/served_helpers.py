@@ -1,5 +1,5 @@
 """Servers for the tests of served models: real OpenAI-compatible ones on 127.0.0.1 serving local tiny models
-(`transformers serve`, and vLLM's, which tests/served and the served benchmarks in benchmarks/ start alike:
+(`transformers serve`, and vLLM's, which tests/served and the served benchmarks in perf/ start alike:
 `VllmServer`), and a fake one that answers, fails, stalls, trickles or half-answers as a test tells it.
 """
 

@@ -1,6 +1,7 @@
-"""A benchmark of one's own is two modules (docs/adding-a-benchmark.md): a toy data module and task module written
-to a temporary folder, outside the package, run end to end through `culture_probe.run` and the CLI with nothing in
-the package changed to admit them (the folder is only put on PYTHONPATH)."""
+"""A benchmark of one's own is one folder (docs/adding-a-benchmark.md): a toy package (its declaration, data module
+and task module) built and installed by pip into a temporary folder, outside this package, and run end to end
+through `culture-probe list`, `culture_probe.run` and `culture-probe run`, found through its entry point alone
+(the folder is only put on PYTHONPATH)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,6 @@ BUILDER = Toy
 TASK_MODULE = '''
 """Toy protocol: every capital ranked as the end of "The capital of X is"; P@1."""
 from culture_probe.engine.types import ScoreRequest
-from culture_probe.metrics.dlama import hits_at_k, precision_at_k
 from culture_probe.metrics.results import UnitValue, unit_table
 from culture_probe.tasks import ScoreProbe, Task
 
@@ -64,17 +64,39 @@ class ToyTask(Task):
         return {"prediction": output.best()}
 
     def _metrics(self, records, skipped):
-        hits = precision_at_k([r["prediction"] for r in records], [r["gold"] for r in records])
-        return {"p1": hits["precision"]}
+        return {"p1": 100 * sum(r["prediction"] in r["gold"] for r in records) / len(records)}
 
     def _unit_tables(self, records):
-        hits = hits_at_k([r["prediction"] for r in records], [r["gold"] for r in records])
+        hits = [r["prediction"] in r["gold"] for r in records]
         table = unit_table("p1", [UnitValue(r.item_id, 100 * hit) for r, hit in zip(records, hits)])
         return [table.with_scale(100, binary=True)]  # each fact a hit or a miss: a proportion
 
 
 TASK = ToyTask
 '''
+
+DECLARATION = '''
+"""Toy capitals: the benchmark's declaration, found through the package's entry point."""
+from culture_probe.benchmarks import Declaration
+
+BENCHMARK = Declaration(__name__)
+'''
+
+PYPROJECT = """
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "toy-capitals"
+version = "0.1.0"
+
+[project.entry-points."culture_probe.benchmarks"]
+toy = "toy_capitals:BENCHMARK"
+
+[tool.setuptools]
+packages = ["toy_capitals"]
+"""
 
 KNOWING_RUN = '''
 import json, sys
@@ -101,15 +123,37 @@ FACTS = {"Zafran": "Qamira", "Eldmark": "Halden", "Brisa": "Corvel"}
 
 @pytest.fixture
 def plugin(tmp_path):
-    """The two modules, in a folder outside the package, and the benchmark's data."""
-    root = tmp_path / "plugin"
-    for layer, text in (("data", DATA_MODULE), ("tasks", TASK_MODULE)):
-        (root / "culture_probe" / layer).mkdir(parents=True)
-        (root / "culture_probe" / layer / "toy.py").write_text(
+    """The toy benchmark, a package of its own installed by pip into a folder outside this package, and its data."""
+    source = tmp_path / "toy_source"
+    (source / "toy_capitals").mkdir(parents=True)
+    modules = {"__init__": DECLARATION, "data": DATA_MODULE, "task": TASK_MODULE}
+    for name, text in modules.items():
+        (source / "toy_capitals" / f"{name}.py").write_text(
             textwrap.dedent(text).lstrip(), encoding="utf-8"
         )
-    lines = sum(len(t.strip().splitlines()) for t in (DATA_MODULE, TASK_MODULE))
-    assert lines < 150, f"a benchmark should take two short modules, these take {lines} lines"
+    (source / "pyproject.toml").write_text(PYPROJECT.lstrip(), encoding="utf-8")
+    lines = sum(len(t.strip().splitlines()) for t in modules.values())
+    assert lines < 150, f"a benchmark should take one short folder, this takes {lines} lines"
+    root = tmp_path / "plugin"
+    installed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(root),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
     data = tmp_path / "toy_data"
     data.mkdir()
     (data / "capitals.jsonl").write_text(
@@ -134,7 +178,7 @@ def _cli(env, *args):
 
 
 @pytest.mark.slow
-def test_a_toy_benchmark_runs_end_to_end_from_two_modules_outside_the_package(plugin, tmp_path):
+def test_a_toy_benchmark_installed_from_its_own_package_runs_end_to_end(plugin, tmp_path):
     from culture_probe.models import save_tiny, train_tokenizer
 
     root, data, env = plugin

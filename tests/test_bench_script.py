@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_engine.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "perf" / "bench_engine.py"
 
 
 @pytest.mark.usefixtures("mirror")

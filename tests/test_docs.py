@@ -114,7 +114,7 @@ def test_each_deviation_is_on_its_benchmark_page_with_its_upstream_side(benchmar
     profile sets for it is named there, so the docs cannot fall behind the code."""
     import importlib
 
-    task = importlib.import_module(f"culture_probe.tasks.{benchmark}").TASK
+    task = importlib.import_module(f"culture_probe.benchmarks.{benchmark}.task").TASK
     section = deviation_section(
         (DOCS / "benchmarks" / f"{benchmark}.md").read_text(encoding="utf-8")
     )

@@ -1,6 +1,7 @@
 """The floors of the package, held by a test over every import (those inside functions too): a module imports only
 its own floor and those below, so the pipeline data -> engine -> metrics -> tasks -> report runs one way, with the run
-layer and the interfaces above; the engine knows no benchmark; no module imports another that imports it back.
+layer and the interfaces above; the engine knows no benchmark, no generic module imports a benchmark's folder and no
+benchmark another's; no module imports another that imports it back.
 docs/architecture.md draws the same floors.
 """
 
@@ -12,21 +13,11 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "culture_probe"
 
 # Bottom first. A module belongs to the floor of its subpackage (culture_probe/<name>/) or, at the top level, of its
-# own name; `culture_probe` itself (the lazy front door) hands names on and belongs to no floor.
+# own name; `culture_probe` itself (the lazy front door) hands names on and belongs to no floor. A benchmark's
+# folder (culture_probe/benchmarks/<bench>/) is not a floor: each file in it takes the floor of its role (ROLES), and
+# the registry (`culture_probe.benchmarks`) and each folder's declaration (its __init__.py) are on the ground floor.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    (
-        "errors",
-        "util",
-        "typecheck",
-        "keyvalue",
-        "jsonl",
-        "outfolder",
-        "sharing",
-        "extras",
-        "schemas",
-        "record",
-        "version",
-    ),
+    ("errors", "util", "sharing", "schemas", "record", "version", "benchmarks"),
     ("data", "curation"),
     ("engine",),
     ("metrics",),
@@ -34,12 +25,27 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("loading", "rundir", "throughput"),
     ("models", "provenance", "shards"),
     ("report",),
-    ("runner", "suite", "dryrun", "run_command", "merge", "hub", "publish", "metric_spaces"),
+    ("runner", "hub"),
     ("board", "cli", "demo", "__main__"),
 )
 FLOOR = {name: level for level, names in enumerate(FLOORS) for name in names}
+# the role of each file of a benchmark folder, by its name: the floor it stands on
+ROLES = {
+    "data": "data",
+    "layout": "data",
+    "curation": "curation",
+    "metrics": "metrics",
+    "chance": "metrics",
+    "task": "tasks",
+    "deviations": "tasks",
+    "planted": "models",
+    "report": "report",
+}
 # What the engine may read of the data layer: where files are cached. No benchmark module, no protocol.
 ENGINE_READS = {"culture_probe.data.sources"}
+# Modules outside the benchmark folders that may name a benchmark's module: evaluate's modules (each is one
+# benchmark's formula, published as its own Space) and the demo (one benchmark's job, end to end).
+NAMES_A_BENCHMARK = ("culture_probe.metrics_modules.", "culture_probe.demo")
 
 
 def modules() -> dict[str, Path]:
@@ -79,7 +85,15 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
 
 def floor_of(module: str) -> int | None:
     parts = module.split(".")
+    if parts[1:2] == ["benchmarks"] and len(parts) > 3:
+        return FLOOR[ROLES[parts[3]]]
     return FLOOR[parts[1]] if len(parts) > 1 else None
+
+
+def benchmark_of(module: str) -> str | None:
+    """The benchmark whose folder holds `module` (None for the registry and every module outside the folders)."""
+    parts = module.split(".")
+    return parts[2] if parts[1:2] == ["benchmarks"] and len(parts) > 2 else None
 
 
 KNOWN = modules()
@@ -88,6 +102,35 @@ GRAPH = {name: imports(name, path, KNOWN) for name, path in KNOWN.items()}
 
 def test_every_module_has_a_floor():
     assert sorted({m.split(".")[1] for m in GRAPH if "." in m} - set(FLOOR)) == []
+    roles = {m.split(".")[3] for m in GRAPH if benchmark_of(m) and len(m.split(".")) > 3}
+    assert sorted(roles - set(ROLES)) == []
+
+
+def test_no_generic_module_names_a_benchmark():
+    """The engine, the protocols' base, the metrics' core, the report's core, the runner, the board, the curation
+    framework and the trainer find a benchmark's parts through its declaration, never by importing them.
+    """
+    naming = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        for target in targets
+        if benchmark_of(module) is None
+        and benchmark_of(target) is not None
+        and not module.startswith(NAMES_A_BENCHMARK)
+    )
+    assert naming == []
+
+
+def test_no_benchmark_imports_another():
+    crossing = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        for target in targets
+        if benchmark_of(module)
+        and benchmark_of(target)
+        and benchmark_of(module) != benchmark_of(target)
+    )
+    assert crossing == []
 
 
 def test_no_import_runs_up_a_floor():

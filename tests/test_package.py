@@ -195,7 +195,7 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
     for data_file in (
         "culture_probe/schemas/metrics.schema.json",
         "culture_probe/metrics_modules/cbs/cbs.py",
-        "culture_probe/data/vendored/dlama_templates.json",
+        "culture_probe/benchmarks/dlama/vendored/dlama_templates.json",
         "culture_probe/py.typed",
     ):
         assert data_file in names
@@ -276,33 +276,35 @@ def test_every_public_name_is_typed_for_a_checker_and_loads_from_the_same_module
     assert set(typed) | {"__version__"} == set(culture_probe.__all__)
 
 
-MOVED = {
-    "culture_probe.suite": "culture_probe.runner.suite",
-    "culture_probe.dryrun": "culture_probe.runner.dryrun",
-    "culture_probe.run_command": "culture_probe.runner.run_command",
-    "culture_probe.merge": "culture_probe.runner.merge",
-    "culture_probe.publish": "culture_probe.hub.publish",
-    "culture_probe.metric_spaces": "culture_probe.hub.metric_spaces",
-    "culture_probe.typecheck": "culture_probe.util.typecheck",
-    "culture_probe.jsonl": "culture_probe.util.jsonl",
-    "culture_probe.outfolder": "culture_probe.util.outfolder",
-    "culture_probe.keyvalue": "culture_probe.util.keyvalue",
-    "culture_probe.extras": "culture_probe.util.extras",
-}
-
-
-def test_every_moved_module_keeps_its_old_name_as_the_same_module_for_one_release():
-    """docs/architecture.md, "Moved modules": an old import path gives the moved module itself, so code that imports
-    or patches either name reaches one module; and every top-level alias in the package is listed here.
+def test_a_moved_module_keeps_its_old_name_as_the_same_module_with_a_warning(tmp_path, monkeypatch):
+    """util/moves.py, for modules that move after a release: the old name gives the new module itself (an import or
+    a patch of either reaches one module), with a DeprecationWarning naming its new home and the removing release.
     """
     import importlib
+    import sys
 
-    for old, new in MOVED.items():
-        assert importlib.import_module(old) is importlib.import_module(new), old
+    (tmp_path / "old_place.py").write_text(
+        "from culture_probe.util.moves import moved\n"
+        'moved(__name__, "culture_probe.util.jsonl", removed_in="9.9.0")\n',
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "old_place", raising=False)
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"moved to culture_probe\.util\.jsonl.*removed in culture_probe 9\.9\.0",
+    ):
+        old = importlib.import_module("old_place")
+    assert old is importlib.import_module("culture_probe.util.jsonl")
+    monkeypatch.delitem(sys.modules, "old_place")
+
+
+def test_the_package_top_level_holds_no_alias_module():
+    """No release carried an older module name, so no top-level file only hands a module on."""
     package = Path(culture_probe.__file__).parent
-    aliases = {
-        f"culture_probe.{path.stem}"
-        for path in package.glob("*.py")
-        if "sys.modules[__name__] = " in path.read_text(encoding="utf-8")
-    }
-    assert aliases == set(MOVED)
+    aliases = [
+        p.name
+        for p in package.glob("*.py")
+        if "sys.modules[__name__]" in p.read_text(encoding="utf-8")
+    ]
+    assert aliases == []

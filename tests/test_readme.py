@@ -17,8 +17,8 @@ from culture_probe import runner
 from culture_probe.cli import build_parser, main
 from culture_probe.data.registry import expand, groups, list_benchmarks
 from culture_probe.metrics import list_metrics
-from culture_probe.run_command import config_names
-from culture_probe.suite import SKIPPED_EXIT, SkippedConfigWarning
+from culture_probe.runner.run_command import config_names
+from culture_probe.runner.suite import SKIPPED_EXIT, SkippedConfigWarning
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

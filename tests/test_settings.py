@@ -74,7 +74,7 @@ def test_keywords_apply_over_a_settings_object():
 def parsers():
     from culture_probe.curation.regions import resolve_region
     from culture_probe.data.export import parse_data_dirs
-    from culture_probe.run_command import option_values
+    from culture_probe.runner.run_command import option_values
 
     return {
         "--model-args": ModelArgs.parse,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from culture_probe.benchmarks import with_part
 from culture_probe.cli.shared import Subparsers
 from culture_probe.util.arguments import decimal, whole_number
 
@@ -13,7 +14,7 @@ HANDLERS = {"curate": "culture_probe.curation.cli:main"}
 
 
 def add_parsers(subparsers: Subparsers) -> None:
-    """`curate dlama|fmlama --region R --languages L --out DIR`."""
+    """`curate BENCHMARK --region R --languages L --out DIR`, for each benchmark with a curation part."""
     curate = subparsers.add_parser(
         "curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint"
     )
@@ -23,7 +24,7 @@ def add_parsers(subparsers: Subparsers) -> None:
 
 def _add_what_to_collect(curate: argparse.ArgumentParser) -> None:
     """The framework, its regions, languages and predicates, where the facts come from and go."""
-    curate.add_argument("framework", choices=["dlama", "fmlama"])
+    curate.add_argument("framework", choices=sorted(with_part("curation")))
     curate.add_argument(
         "--region", required=True, help="region name or comma-separated country QIDs"
     )

@@ -1,6 +1,9 @@
-"""Curation: build DLAMA/FmLAMA-style fact sets from Wikidata or any SPARQL store holding Wikidata-shaped data.
+"""Curation: the framework (SPARQL endpoints, checkpoints, regions, predicates, the shared query steps) that builds
+DLAMA/FmLAMA-style fact sets from Wikidata or any SPARQL store holding Wikidata-shaped data. Each benchmark's own
+curation is in its folder (`culture_probe/benchmarks/dlama/curation.py`, `.../fmlama/curation.py`):
 
-    from culture_probe.curation import DlamaCuration, curate_dlama, open_endpoint, resolve_region
+    from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
+    from culture_probe.curation import open_endpoint, resolve_region
     config = DlamaCuration(resolve_region("arab"), resolve_region("west"), languages=("ar", "en"))
     curate_dlama(config, open_endpoint("dump.ttl"), "my_dlama")   # then load_benchmark(..., data_dir="my_dlama")
 
@@ -10,7 +13,6 @@ See docs/curation.md for the queries, the five steps, checkpoints and the HTTP p
 from __future__ import annotations
 
 from culture_probe.curation.checkpoint import Checkpoints
-from culture_probe.curation.dlama import CurationResult, DlamaCuration, curate_dlama
 from culture_probe.curation.endpoints import (
     WIKIDATA_URL,
     EmbeddedStore,
@@ -19,7 +21,6 @@ from culture_probe.curation.endpoints import (
     SparqlEndpoint,
     open_endpoint,
 )
-from culture_probe.curation.fmlama import FmlamaCuration, curate_fmlama
 from culture_probe.curation.predicates import PREDICATES, Predicate, resolve_predicates
 from culture_probe.curation.regions import REGIONS, Region, resolve_region
 from culture_probe.curation.server import oxigraph_server
@@ -30,10 +31,7 @@ __all__ = [
     "REGIONS",
     "WIKIDATA_URL",
     "Checkpoints",
-    "CurationResult",
-    "DlamaCuration",
     "EmbeddedStore",
-    "FmlamaCuration",
     "HttpEndpoint",
     "HttpPolicy",
     "MediaWikiSizes",
@@ -42,8 +40,6 @@ __all__ = [
     "SizeProvider",
     "SparqlEndpoint",
     "StoreSizes",
-    "curate_dlama",
-    "curate_fmlama",
     "open_endpoint",
     "oxigraph_server",
     "resolve_predicates",

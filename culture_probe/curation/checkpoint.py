@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from culture_probe.errors import CultureProbeError, SourceFormatError
+from culture_probe.util import jsonl
 
 T = TypeVar("T")
 MANIFEST = "manifest"
@@ -44,6 +45,16 @@ def write_json_atomic(path: Path, value: Any) -> None:
         json.dump(value, handle, ensure_ascii=False)
         handle.flush()
         os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    """Write records as UTF-8 JSON lines, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for item in records:
+            handle.write(jsonl.line(item))
     os.replace(tmp, path)
 
 

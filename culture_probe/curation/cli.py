@@ -1,4 +1,5 @@
-"""`culture-probe curate dlama|fmlama ...`: the command-line face of the curation framework.
+"""`culture-probe curate BENCHMARK ...`: the command-line face of the curation framework (each benchmark with a
+curation part gives its own `curate_command`).
 
 culture-probe curate dlama --region arab --contrast west --languages ar,en --endpoint wikidata --out my_dlama
 culture-probe curate dlama --region east_africa=Q114,Q1037 --languages sw,en --endpoint dump.ttl --out x
@@ -9,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 
-from culture_probe.curation.dlama import DlamaCuration, curate_dlama
+from culture_probe.benchmarks import declaration
 from culture_probe.curation.endpoints import WIKIDATA_URL, HttpPolicy, SparqlEndpoint, open_endpoint
-from culture_probe.curation.fmlama import FmlamaCuration, curate_fmlama
-from culture_probe.curation.predicates import PREDICATES
-from culture_probe.curation.regions import resolve_region
+from culture_probe.curation.regions import Region, resolve_region
 from culture_probe.curation.sizes import MediaWikiSizes, SizeProvider, StoreSizes
 from culture_probe.errors import CultureProbeError, InvalidValueError
 
@@ -69,22 +69,18 @@ def size_provider(choice: str, endpoint: SparqlEndpoint, policy: HttpPolicy) -> 
     return StoreSizes(endpoint) if choice == "store" else MediaWikiSizes(policy)
 
 
-DLAMA_ONLY = ("contrast", "top", "predicates", "sizes", "object_filters")
+@dataclass(frozen=True)
+class Curate:
+    """What every curation takes from the command line, read and checked once: the benchmark's curation module's
+    `curate_command(args, curate)` adds its own flags' meaning and writes the folder.
+    """
 
-
-def _refuse_dlama_only(args: argparse.Namespace) -> None:
-    """FmLAMA curation has no contrast region, subject ranking or predicates: say so instead of ignoring them."""
-    given = [
-        f"--{name.replace('_', '-')}"
-        for name in DLAMA_ONLY
-        if getattr(args, name, None) not in (None, False)
-    ]
-    if given:
-        raise CultureProbeError(
-            f"`culture-probe curate fmlama` does not use {', '.join(given)}: FmLAMA collects every dish of --region "
-            "with its ingredients (no contrast region, predicates, ranking or article sizes). Drop "
-            f"{'it' if len(given) == 1 else 'them'}, or use `curate dlama`."
-        )
+    region: Region
+    languages: tuple[str, ...]
+    sites: tuple[str, ...]
+    policy: HttpPolicy
+    endpoint: SparqlEndpoint
+    chunk_size: int
 
 
 def main(args: argparse.Namespace) -> int:
@@ -94,45 +90,20 @@ def main(args: argparse.Namespace) -> int:
             "--endpoint is required: `wikidata` (the public endpoint, online), a SPARQL URL, or a .nt/.ttl dump "
             "for the offline embedded store. Example: --endpoint tests/curation/fixtures/wikidata_mini.ttl"
         )
-    languages = split_list(args.languages)
+    module = declaration(args.framework).part("curation")
     sites = check_sites(getattr(args, "sites", None), args.region, getattr(args, "contrast", None))
-    region = resolve_region(args.region, sites=sites)
     policy = policy_from(args)
-    endpoint = open_endpoint(args.endpoint, policy)
-    # 0 is refused, never coerced
-    chunk = 50 if getattr(args, "chunk_size", None) is None else args.chunk_size
-    if args.framework == "fmlama":
-        _refuse_dlama_only(args)
-        written = curate_fmlama(
-            FmlamaCuration(region, languages, chunk),
-            endpoint,
-            args.out,
-            checkpoint_dir=getattr(args, "checkpoints", None),
-        )
-        print(f"wrote FmLAMA-style dishes to {args.out}/data_lang: {written}")
-        return refuse_empty(args, {lang: n for lang, n in written.items() if not n}, "dishes in")
-    top = {"top": args.top} if getattr(args, "top", None) is not None else {}
-    config = DlamaCuration(
-        region,
-        resolve_region(getattr(args, "contrast", None) or "west", sites=sites),
-        languages,
-        predicates=split_list(args.predicates) or tuple(PREDICATES),
-        chunk_size=chunk,
-        object_filters=bool(getattr(args, "object_filters", False)),
-        **top,
+    curate = Curate(
+        region=resolve_region(args.region, sites=sites),
+        languages=split_list(args.languages),
+        sites=sites,
+        policy=policy,
+        endpoint=open_endpoint(args.endpoint, policy),
+        # 0 is refused, never coerced
+        chunk_size=50 if getattr(args, "chunk_size", None) is None else args.chunk_size,
     )
-    result = curate_dlama(
-        config,
-        endpoint,
-        args.out,
-        sizes=size_provider(getattr(args, "sizes", "auto") or "auto", endpoint, policy),
-        checkpoint_dir=getattr(args, "checkpoints", None),
-    )
-    facts = sum(c["facts"] for c in result.counts.values())
-    print(f"wrote {facts} facts ({len(result.files)} files) to {result.pair_dir}")
-    return refuse_empty(
-        args, {name: 0 for name, c in result.counts.items() if not c["facts"]}, "facts for"
-    )
+    code: int = module.curate_command(args, curate)  # type: ignore[union-attr]
+    return code
 
 
 def refuse_empty(args: argparse.Namespace, empty: dict[str, int], what: str) -> int:

@@ -2,34 +2,46 @@
 `datasets` nor a benchmark's module (about 0.2 s instead of 2 s).
 
 The file is derived data, never a second source of truth: it carries a digest of the modules that define the
-configs (every benchmark's module, the private modules beside them and the card). When they changed since it was
-written, or a benchmark of the user's own extends the package path (docs/adding-a-benchmark.md), the table is read
-live from the builders instead, so the list is never stale. `python -m culture_probe.data.catalog` rewrites the
+configs (every benchmark's data module and source layout, the data layer's private modules and the card). When they
+changed since it was written, or another benchmark is installed (docs/adding-a-benchmark.md), the table is read live
+from the builders instead, so the list is never stale. `python -m culture_probe.data.catalog` rewrites the
 file; tests/data/test_catalog.py checks it equals the live table.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
-import pkgutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import culture_probe.data as package
+from culture_probe.benchmarks import declarations
 
 HERE = Path(__file__).parent
 CATALOG = HERE / "catalog.json"
 
 
+def _data_modules() -> dict[str, str]:
+    """{benchmark: its data module's name}, from the declarations alone (no data module imported)."""
+    return {name: str(d.module_name("data")) for name, d in declarations().items()}
+
+
 def _defining_files(modules: list[str]) -> list[Path]:
-    """The files the config table is read from: the benchmarks' modules, the private ones and the card."""
-    return sorted({*(HERE / f"{m}.py" for m in modules), *HERE.glob("_*.py"), HERE / "card.py"})
+    """The files the config table is read from: each benchmark's data module and source layout, the private
+    modules of the data layer and the card.
+    """
+    found = {*HERE.glob("_*.py"), HERE / "card.py"}
+    for module in modules:
+        spec = importlib.util.find_spec(module)
+        origin = Path(spec.origin) if spec and spec.origin else HERE / f"{module}.py"
+        found |= {origin, *origin.parent.glob("layout*.py")}
+    return sorted(found)
 
 
 def digest(modules: list[str]) -> str:
-    """A digest of the files that define the configs of `modules` (names and contents)."""
+    """A digest of the files that define the configs of data modules `modules` (names and contents)."""
     hashed = hashlib.sha256()
     for path in _defining_files(modules):
         hashed.update(
@@ -40,30 +52,25 @@ def digest(modules: list[str]) -> str:
 
 def live() -> dict[str, Any]:
     """The table as the builders give it (imports `datasets` and every benchmark module)."""
-    from culture_probe.data.registry import benchmark_modules, groups, list_benchmarks
+    from culture_probe.data.registry import groups, list_benchmarks
 
-    benchmarks = sorted(benchmark_modules())
+    modules = _data_modules()
     return {
-        "digest": digest(benchmarks),
-        "benchmarks": benchmarks,
-        "modules": sorted(
-            m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
-        ),
+        "digest": digest(sorted(modules.values())),
+        "benchmarks": modules,
         "groups": {name: list(configs) for name, configs in groups().items()},
         "configs": [{**asdict(e), "languages": list(e.languages)} for e in list_benchmarks()],
     }
 
 
 def table() -> dict[str, Any]:
-    """The stored table when it is current for the modules present, else the live one."""
+    """The stored table when it is current for the benchmarks installed, else the live one."""
     try:
         stored = json.loads(CATALOG.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return live()
-    present = sorted(
-        m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
-    )
-    if present != stored.get("modules") or digest(stored.get("benchmarks", [])) != stored.get(
+    modules = _data_modules()
+    if modules != stored.get("benchmarks") or digest(sorted(modules.values())) != stored.get(
         "digest"
     ):
         return live()

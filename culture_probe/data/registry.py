@@ -1,18 +1,15 @@
 """Find benchmark configs by name and load them: `load_benchmark("dlama_arab_west")`.
 
-A benchmark is a module in `culture_probe.data` that defines `BUILDER` (a `datasets.GeneratorBasedBuilder`
-subclass whose `BUILDER_CONFIGS` carry the config names) and `INFO` (a `BenchmarkInfo`). Modules are found
-with `pkgutil`, so adding a benchmark needs no registration. Data modules never import torch, so this stays
-fast.
+A benchmark's data module (named by its declaration, `culture_probe.benchmarks`) defines `BUILDER` (a
+`datasets.GeneratorBasedBuilder` subclass whose `BUILDER_CONFIGS` carry the config names) and `INFO` (a
+`BenchmarkInfo`). Data modules never import torch, so this stays fast.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import os
-import pkgutil
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,9 +20,10 @@ from typing import Any
 
 import datasets
 
+from culture_probe.benchmarks import Declaration, declarations
 from culture_probe.data.card import CORRECTED_SUFFIX, BenchmarkInfo
 from culture_probe.data.sources import mirror_root
-from culture_probe.errors import UnknownNameError
+from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.util.fromtext import from_text
 from culture_probe.util.typecheck import checked
 from culture_probe.version import __version__
@@ -44,17 +42,25 @@ class BenchmarkEntry:
 
 @cache
 def benchmark_modules() -> dict[str, Any]:
-    """{module name: module} for every data module that defines a builder."""
-    import culture_probe.data as package
-
+    """{benchmark name: its data module} for every benchmark installed (`culture_probe.benchmarks`)."""
     found = {}
-    for module_info in pkgutil.iter_modules(package.__path__):
-        if module_info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
-        if hasattr(module, "BUILDER") and isinstance(getattr(module, "INFO", None), BenchmarkInfo):
-            found[module_info.name] = module
+    for name, declared in declarations().items():
+        module = declared.part("data")
+        if not (
+            hasattr(module, "BUILDER") and isinstance(getattr(module, "INFO", None), BenchmarkInfo)
+        ):
+            raise CultureProbeError(
+                f"Benchmark {name!r}: its data module {declared.module_name('data')} defines no BUILDER and INFO "
+                "(a datasets builder and its BenchmarkInfo card; docs/adding-a-benchmark.md)."
+            )
+        found[name] = module
     return found
+
+
+@cache
+def _benchmark_names() -> dict[str, str]:
+    """{data module name: benchmark name}."""
+    return {module.__name__: name for name, module in benchmark_modules().items()}
 
 
 @cache
@@ -81,8 +87,13 @@ class Benchmark:
 
     @property
     def benchmark(self) -> str:
-        """The benchmark's module name (dlama), which names its protocol and report modules too."""
-        return str(self.module.__name__).rsplit(".", 1)[-1]
+        """The benchmark's name (dlama): its folder's declaration names its protocol and report too."""
+        return _benchmark_names()[self.module.__name__]
+
+    @property
+    def declaration(self) -> Declaration:
+        """The benchmark's declaration: where its protocol, report, planted model and curation are."""
+        return declarations()[self.benchmark]
 
     @property
     def info(self) -> BenchmarkInfo:
@@ -200,12 +211,13 @@ def _cache_hash(module: Any, data_dir: str | None, data_files: Any) -> str:
     """
     digest = hashlib.sha256(__version__.encode())
     digest.update(f"mirror={mirror_root()}".encode())
-    here = Path(__file__).parent
+    here, folder = Path(__file__).parent, Path(module.__file__).parent
     for source in (
         Path(module.__file__),
+        *sorted(folder.glob("layout*.py")),
         here / "_builder.py",
         here / "sources.py",
-        *sorted(here.glob("vendored/*")),
+        *sorted(folder.glob("vendored/*")),
     ):
         digest.update(source.read_bytes())
     paths = [data_dir] if data_dir else []

@@ -232,7 +232,9 @@ class _LibraryModule:
 
 @cache
 def _library_module(module: str) -> _LibraryModule:
-    """The top level of the installed library module `module` (e.g. culture_probe.metrics.camel), from its file."""
+    """The top level of the installed library module `module` (e.g. culture_probe.benchmarks.camel.metrics), from its
+    file.
+    """
     path = LIBRARY.joinpath(*module.split(".")[1:])
     file = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     text = file.read_text(encoding="utf-8")

@@ -1,7 +1,9 @@
 """Metrics: pure functions (sequences in, dict out), and `load_metric` for their thin `evaluate` modules.
 
-Each function is the single source of truth for its formula; the modules in `culture_probe/metrics_modules/`
-(also reachable as `metrics/<name>` from the repository root) only declare inputs and call it.
+Each function is the single source of truth for its formula: the generic ones here (intervals, comparisons, RankC),
+each benchmark's own in its folder (`culture_probe/benchmarks/<bench>/metrics.py`). The modules in
+`culture_probe/metrics_modules/` (also reachable as `metrics/<name>` from the repository root) only declare inputs and
+call them.
 """
 
 from __future__ import annotations
@@ -10,48 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from culture_probe.errors import InvalidValueError, UnknownNameError
-from culture_probe.metrics.camel import cbs, fairness_gap, odds_ratio
 from culture_probe.metrics.compare import compare_groups
 from culture_probe.metrics.consistency import agreement, rankc
 from culture_probe.metrics.display import format_score
-from culture_probe.metrics.dlama import hits_at_k, object_entropy, precision_at_k, rank_candidates
-from culture_probe.metrics.fmlama import (
-    map_mws_correlation,
-    mean_average_precision,
-    mws,
-    template_mean_std,
-)
-from culture_probe.metrics.maps import culture_gap, delta_en, maps, memorisation_rate
-from culture_probe.metrics.xfakt import ASSOCIATIONS, xfakt, xfakt_scores
 
 MODULES_DIR = Path(__file__).resolve().parent.parent / "metrics_modules"
 
 __all__ = [
-    "ASSOCIATIONS",
     "MODULES_DIR",
     "agreement",
-    "cbs",
     "compare_groups",
-    "culture_gap",
-    "delta_en",
-    "fairness_gap",
     "format_score",
-    "hits_at_k",
     "list_metrics",
     "load_metric",
-    "map_mws_correlation",
-    "maps",
-    "mean_average_precision",
-    "memorisation_rate",
-    "mws",
-    "object_entropy",
-    "odds_ratio",
-    "precision_at_k",
-    "rank_candidates",
     "rankc",
-    "template_mean_std",
-    "xfakt",
-    "xfakt_scores",
 ]
 
 

@@ -1,9 +1,9 @@
-"""Built-in planted models: `--model planted:<config>` trains a tiny LM on part of that benchmark's own data.
+"""Planted models: `--model planted:<config>` trains a tiny LM on part of that benchmark's own data.
 
 Each benchmark plants knowledge that its protocol should find, so a run on the planted model is a self-test of
-the probing setup (and an offline stand-in for a real checkpoint). What each plants is its own module's
-(`culture_probe.models.planted_specs.<benchmark>`); `PLANTED` below lists them, one row per benchmark, with the
-kind of model each trains (known without training it).
+the probing setup (and an offline stand-in for a real checkpoint). What each plants is its own folder's
+(`culture_probe/benchmarks/<benchmark>/planted.py`, a `build(config, data_dir, options)`), and the kind of model
+it trains is in its declaration (known without training it).
 
 Each spec says in words what it planted and the pattern to expect (`PlantedSpec.what`): a run's config.json
 (`model.planted`) and report show it. Training is `culture_probe.models.planted.train_planted` (cached by the hash
@@ -13,79 +13,50 @@ of everything that changes the weights, capped at `max_seconds`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from culture_probe.benchmarks import Declaration, with_part
 from culture_probe.data.sources import mirror_root
 from culture_probe.engine.types import ModelKind
 from culture_probe.errors import UnknownNameError
 from culture_probe.models.planted import CHAT_TEMPLATE, PlantedSpec, chat_prompt, train_planted
-from culture_probe.models.planted_specs import camel, dlama, fmlama, maps, xfakt
-from culture_probe.models.planted_specs.camel import camel_spec
-from culture_probe.models.planted_specs.maps import maps_spec
-from culture_probe.models.planted_specs.ranking import ranking_spec
-from culture_probe.models.planted_specs.xfakt import planted_entities, xfakt_spec
 
 __all__ = [
     "CHAT_TEMPLATE",
-    "PLANTED",
-    "PlantedBenchmark",
-    "camel_spec",
-    "chat_prompt",
-    "maps_spec",
-    "planted_entities",
     "PLANTED_SOURCES",
     "PlantedModels",
+    "chat_prompt",
     "planted_kind",
     "planted_model_dir",
     "planted_parts",
     "planted_spec",
-    "ranking_spec",
-    "xfakt_spec",
 ]
-
-
-@dataclass(frozen=True)
-class PlantedBenchmark:
-    """A benchmark's built-in planted model: the kind it trains, and `build(config, data_dir, options)`, which makes
-    the spec of `planted:<config>` (`options` are the builder's keywords, e.g. `culture=` for CAMeL).
-    """
-
-    kind: ModelKind
-    build: Callable[[str, Any, Mapping[str, Any]], PlantedSpec]
-
-
-#: benchmark (its data module's name) -> its planted model
-PLANTED: dict[str, PlantedBenchmark] = {
-    "xfakt": PlantedBenchmark("causal", xfakt.build),
-    "camel": PlantedBenchmark("causal", camel.build),
-    "maps": PlantedBenchmark("causal", maps.build),
-    "dlama": PlantedBenchmark("masked", dlama.build),
-    "fmlama": PlantedBenchmark("masked", fmlama.build),
-}
 
 
 def planted_kind(config: str) -> ModelKind:
     """The kind of `planted:<config>` (known without training it)."""
-    return PLANTED[_benchmark(config)].kind
+    kind = _declaration(config).planted_kind
+    assert (
+        kind is not None
+    )  # a declaration with a planted module names its kind (Declaration checks)
+    return kind
 
 
-def _benchmark(config: str) -> str:
+def _declaration(config: str) -> Declaration:
     from culture_probe.data.registry import resolve
 
-    module = resolve(config).module
-    bench = module.__name__.rsplit(".", 1)[-1]
-    if bench not in PLANTED:
+    bench = resolve(config).benchmark
+    planted = with_part("planted")
+    if bench not in planted:
         raise UnknownNameError(
             "benchmark with a planted model",
             bench,
-            PLANTED,
+            planted,
             fix="Build one with culture_probe.models.planted.train_planted(PlantedSpec(...)).",
         )
-    return bench
+    return planted[bench]
 
 
 def planted_spec(
@@ -104,7 +75,9 @@ def planted_spec(
 def _built_spec(
     config: str, data_dir: str | None, options: tuple[tuple[str, Any], ...], mirror: str | None
 ) -> PlantedSpec:
-    return PLANTED[_benchmark(config)].build(config, data_dir, dict(options))
+    module = _declaration(config).part("planted")
+    spec: PlantedSpec = module.build(config, data_dir, dict(options))  # type: ignore[union-attr]
+    return spec
 
 
 def planted_model_dir(

@@ -8,7 +8,6 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from pkgutil import extend_path
 from typing import Any
 
 from culture_probe import rundir
@@ -45,10 +44,6 @@ from culture_probe.report.views import (
 from culture_probe.tasks import Record
 from culture_probe.util import outfolder
 from culture_probe.util.typecheck import checked
-
-# Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
-# culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
-__path__ = extend_path(__path__, __name__)
 
 __all__ = [
     "Comparison",

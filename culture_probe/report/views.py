@@ -10,12 +10,12 @@ probes per reason.
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from culture_probe.benchmarks import declaration
 from culture_probe.metrics.display import (
     Scale,
     bound_text,
@@ -148,13 +148,8 @@ def report_module(config_name: str) -> ModuleType | None:
 
 
 def views_module(bench: str) -> ModuleType | None:
-    """The benchmark's report module, `culture_probe/report/<bench>.py`, or None when it has none."""
-    try:
-        return importlib.import_module(f"{__package__}.{bench}")
-    except ModuleNotFoundError as error:
-        if error.name != f"{__package__}.{bench}":
-            raise
-        return None
+    """The benchmark's report module, as its declaration names it, or None when it has none."""
+    return declaration(bench).part("report")
 
 
 def scales_of(config_name: str) -> Mapping[str, Scale]:

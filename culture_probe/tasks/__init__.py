@@ -1,15 +1,13 @@
 """Protocols: one module per benchmark, `culture_probe/tasks/<bench>.py` defining `TASK` (a `Task` subclass).
 
 A config name is mapped to its protocol by convention: the data module that defines the config
-(`culture_probe/data/dlama.py` for `dlama_arab_west`) has a twin of the same name here. See `base` for how to
+(`culture_probe/benchmarks/dlama/data.py` for `dlama_arab_west`) has a twin of the same name here. See `base` for how to
 add a task.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
-from pkgutil import extend_path
 from typing import Any
 
 from culture_probe.data.registry import Benchmark, resolve
@@ -26,10 +24,6 @@ from culture_probe.tasks.probes import (
     Skipped,
 )
 from culture_probe.tasks.sampling import Smoke
-
-# Benchmarks of your own, outside this checkout: a folder on sys.path holding culture_probe/data/<bench>.py and
-# culture_probe/tasks/<bench>.py extends these packages (docs/adding-a-benchmark.md).
-__path__ = extend_path(__path__, __name__)
 
 __all__ = [
     "Deviation",
@@ -54,21 +48,18 @@ def benchmark_of(config: str | Benchmark) -> str:
 
 
 def task_for(config: str | Benchmark) -> type[Task]:
-    """The Task class that probes benchmark config `config` (unknown names list the valid configs): TASK of
-    `culture_probe/tasks/<benchmark>.py`, the twin of the data module that defines the config. Found here, by name,
-    so that the data layer never reaches up into the protocols.
+    """The Task class that probes benchmark config `config` (unknown names list the valid configs): TASK of the
+    protocol module its benchmark declares. Found here, by name, so that the data layer never reaches up into the
+    protocols.
     """
     benchmark = resolve(config)
-    name = f"{__name__}.{benchmark.benchmark}"
-    try:
-        task: type[Task] = importlib.import_module(name).TASK
-    except ModuleNotFoundError as error:
-        if error.name != name:
-            raise
+    declared = benchmark.declaration
+    task = getattr(declared.part("task"), "TASK", None)
+    if not (isinstance(task, type) and issubclass(task, Task)):
         raise CultureProbeError(
-            f"Benchmark {benchmark.benchmark!r} (config {benchmark.name!r}) has no protocol yet: expected "
-            f"culture_probe/tasks/{benchmark.benchmark}.py defining TASK."
-        ) from None
+            f"Benchmark {benchmark.benchmark!r} (config {benchmark.name!r}) has no protocol: its module "
+            f"{declared.module_name('task')} defines no TASK (a culture_probe.tasks.Task subclass)."
+        )
     return task
 
 

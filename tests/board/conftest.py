@@ -60,7 +60,7 @@ class Lengths:
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     from culture_probe.runner import run
-    from culture_probe.suite import run_suite
+    from culture_probe.runner.suite import run_suite
 
     root = tmp_path_factory.mktemp("board_runs")
     data = write_dlama(root / "dlama", facts=FACTS)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from culture_probe.benchmarks.dlama.task import DlamaOptions
 from culture_probe.cli import main
-from culture_probe.tasks.dlama import DlamaOptions
 
 REPO = Path(__file__).resolve().parents[2]
 FACTS = [
@@ -522,9 +522,13 @@ def test_every_option_example_the_cli_gives_is_a_real_option():
     """The --option examples in `run --help` and in the refusal of a bad --option name options of real benchmarks."""
     import inspect
 
-    from culture_probe import run_command
+    from culture_probe.benchmarks.camel import task as camel
+    from culture_probe.benchmarks.dlama import task as dlama
+    from culture_probe.benchmarks.fmlama import task as fmlama
+    from culture_probe.benchmarks.maps import task as maps
+    from culture_probe.benchmarks.xfakt import task as xfakt
     from culture_probe.cli import build_parser
-    from culture_probe.tasks import camel, dlama, fmlama, maps, xfakt
+    from culture_probe.runner import run_command
 
     fields = set()
     for module in (camel, dlama, fmlama, maps, xfakt):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from culture_probe.cli import build_parser, main
-from culture_probe.run_command import planned
+from culture_probe.runner.run_command import planned
 from culture_probe.settings import TOKENS_PER_SEQUENCE
 
 NATIVE = ["run", "camel_co_prompts", "maps_en", "--model", "gpt2", "--model-args", "dtype=float32"]

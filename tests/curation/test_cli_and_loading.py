@@ -7,8 +7,9 @@ import json
 import pytest
 from curation_helpers import FIXTURE, read_records
 
+from culture_probe.benchmarks.fmlama.curation import FmlamaCuration, curate_fmlama
 from culture_probe.cli import main
-from culture_probe.curation import FmlamaCuration, Region, curate_fmlama
+from culture_probe.curation import Region
 from culture_probe.errors import CultureProbeError
 
 

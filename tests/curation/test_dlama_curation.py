@@ -7,7 +7,8 @@ import json
 import pytest
 from curation_helpers import Reference, read_records
 
-from culture_probe.curation import Checkpoints, DlamaCuration, curate_dlama, resolve_region
+from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
+from culture_probe.curation import Checkpoints, resolve_region
 from culture_probe.errors import CultureProbeError
 
 ARAB, WEST = resolve_region("arab"), resolve_region("west")

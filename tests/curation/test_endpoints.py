@@ -9,13 +9,12 @@ import urllib.parse
 import pytest
 from curation_helpers import FIXTURE, FaultProxy, tree
 
+from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
 from culture_probe.curation import (
     Checkpoints,
-    DlamaCuration,
     EmbeddedStore,
     HttpEndpoint,
     HttpPolicy,
-    curate_dlama,
     oxigraph_server,
     resolve_region,
 )

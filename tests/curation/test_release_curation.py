@@ -15,13 +15,12 @@ import pytest
 from curation_helpers import read_records
 from release_store import TOP, add_tie, build_store, read_release, store_triples, tie_qids
 
+from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
 from culture_probe.cli import main
 from culture_probe.curation import (
     PREDICATES,
-    DlamaCuration,
     EmbeddedStore,
     HttpEndpoint,
-    curate_dlama,
     oxigraph_server,
     resolve_region,
 )

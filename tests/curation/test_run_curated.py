@@ -15,7 +15,7 @@ from stand_ins import NoIdeaScorer, patch_runner
 from culture_probe.cli import build_parser, main
 from culture_probe.data.registry import check_data_options, data_options_for, resolve
 from culture_probe.errors import InvalidValueError, UnknownNameError
-from culture_probe.run_command import planned
+from culture_probe.runner.run_command import planned
 
 pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from curation_helpers import read_records
 
-from culture_probe.curation import DlamaCuration, Region, curate_dlama, resolve_region
+from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
+from culture_probe.curation import Region, resolve_region
 from culture_probe.data.registry import load_benchmark
 
 # Morocco, Algeria, Tunisia: a region no released pair has; the fixture ranks them by their fr articles.

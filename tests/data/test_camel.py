@@ -9,7 +9,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from culture_probe.data import camel
+from culture_probe.benchmarks.camel import data as camel
 from culture_probe.data.registry import list_benchmarks, load_benchmark
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 

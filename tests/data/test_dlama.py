@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from culture_probe.data import dlama
+from culture_probe.benchmarks.dlama import data as dlama
+from culture_probe.benchmarks.dlama.task import candidate_sets, label_collisions
 from culture_probe.data.registry import list_benchmarks, load_benchmark
 from culture_probe.errors import (
     CultureProbeError,
@@ -18,7 +19,6 @@ from culture_probe.errors import (
     SourceFormatError,
     UnknownNameError,
 )
-from culture_probe.tasks.dlama import candidate_sets, label_collisions
 
 # (predicate, region) -> facts; each fact: uuid suffix, sub_uri, {lang: sub_label}, obj_uri, {lang: obj_label}.
 # Cases of spec 2.5: two objects (Egypt), one label shared by two QIDs (Paris), a legacy scalar obj_label

@@ -209,7 +209,7 @@ def test_dlama_card_says_where_its_rows_came_from(
     import hashlib
     import shutil
 
-    from culture_probe.data import dlama
+    from culture_probe.benchmarks.dlama import data as dlama
 
     tarball = tiny_dlama(tmp_path / "dlama-v1.tar.gz")
     content = tarball.read_bytes()
@@ -257,7 +257,7 @@ def test_dlama_card_of_the_mirrors_unpacked_release_claims_no_tarball(
     mirror: Path, tmp_path: Path
 ) -> None:
     """The issue's case: rows from the unpacked release (the tarball is not in the mirror), ar templates provisional."""
-    from culture_probe.data import dlama
+    from culture_probe.benchmarks.dlama import data as dlama
     from culture_probe.data.sources import mirror_path
 
     if dlama.manual_release() is None or mirror_path(dlama.TARBALL_URL).is_file():

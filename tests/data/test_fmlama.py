@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from culture_probe.data import fmlama
+from culture_probe.benchmarks.fmlama import data as fmlama
 from culture_probe.data.registry import load_benchmark
 from culture_probe.errors import MissingDataError, SourceFormatError
 

@@ -9,7 +9,7 @@ import openpyxl
 import pytest
 from openpyxl.styles import Font
 
-from culture_probe.data import maps
+from culture_probe.benchmarks.maps import data as maps
 from culture_probe.data.registry import list_benchmarks, load_benchmark
 from culture_probe.errors import MissingDataError, SourceFormatError
 

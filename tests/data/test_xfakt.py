@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from xfakt_spec import GOLD_TABLE, TEMPLATES
 
-from culture_probe.data import xfakt
+from culture_probe.benchmarks.xfakt import data as xfakt
 from culture_probe.data.registry import list_benchmarks, load_benchmark
 from culture_probe.errors import SourceFormatError, UnknownNameError
 

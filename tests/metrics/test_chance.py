@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 
+from culture_probe.benchmarks.dlama.metrics import hits_at_k
+from culture_probe.benchmarks.fmlama.metrics import average_precision
 from culture_probe.errors import MetricInputError
 from culture_probe.metrics.chance import (
     chance_value,
     random_average_precision,
     random_precision_at_1,
 )
-from culture_probe.metrics.dlama import hits_at_k
-from culture_probe.metrics.fmlama import average_precision
 from culture_probe.metrics.results import UnitTable, estimate
 
 SIZES = [(n, g) for n in range(1, 7) for g in range(n + 1)]

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from culture_probe.metrics.results import UnitTable, estimate
-from culture_probe.metrics.xfakt import (
+from culture_probe.benchmarks.xfakt.metrics import (
     ASSOCIATIONS,
     GradedAnswer,
     answers_summary,
     transfer_estimates,
 )
+from culture_probe.metrics.results import UnitTable, estimate
 
 NOMINAL_FLOOR = 0.93  # the bar: a 95% interval that covers less than this is not honest
 # per simulated cell: a coverage of 0.95 is measured to about ±0.009 (one standard error)

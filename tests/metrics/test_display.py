@@ -184,7 +184,7 @@ def test_an_interval_end_below_the_display_precision_is_not_printed_as_zero():
 def test_p_values_and_ranges_in_other_sentences_follow_the_same_rules():
     """X-FaKT's warning printed its test of random answering with 2 decimals (p = 0.0501 as "p = 0.05"), and the
     chance range of random models rounded a top of 0.9996 to 1.000."""
-    from culture_probe.metrics.xfakt_chance import transfer_warning
+    from culture_probe.benchmarks.xfakt.chance import transfer_warning
     from culture_probe.report.views import chance_cell
 
     chance = {"kts": {"value": 0.95, "low": 0.7, "high": 0.9996}}

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from culture_probe.benchmarks.camel.metrics import cbs, fairness_gap, odds_ratio
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics import cbs, fairness_gap, odds_ratio
 
 
 def rows(prompts):

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from culture_probe.benchmarks.dlama.metrics import hits_at_k, object_entropy, precision_at_k
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics import format_score, hits_at_k, object_entropy, precision_at_k
+from culture_probe.metrics import format_score
 
 CANDIDATES = ["Africa", "Asia", "Europe", "North America"]
 N_TOKENS = [1, 1, 1, 2]

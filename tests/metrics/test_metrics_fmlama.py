@@ -12,15 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from culture_probe.data.vectors import FASTTEXT_ENV, load_text_vectors, read_vectors
-from culture_probe.errors import MetricInputError
-from culture_probe.metrics import mean_average_precision, mws
-from culture_probe.metrics.fmlama import (
+from culture_probe.benchmarks.fmlama.metrics import (
     average_precision,
     map_mws_correlation,
+    mean_average_precision,
+    mws,
     template_mean_std,
     words_needed,
 )
+from culture_probe.data.vectors import FASTTEXT_ENV, load_text_vectors, read_vectors
+from culture_probe.errors import MetricInputError
 
 RANKINGS = [
     ["tofu", "beef", "rice", "cheese", "tomato", "flour"],

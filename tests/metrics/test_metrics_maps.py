@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from culture_probe.benchmarks.maps.metrics import (
+    cross_lingual_average,
+    culture_gap,
+    delta_en,
+    maps,
+    memorisation_rate,
+)
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics import culture_gap, delta_en, format_score, maps, memorisation_rate
-from culture_probe.metrics.maps import cross_lingual_average
+from culture_probe.metrics import format_score
 
 LABELS = ["a", "b", "b", "a"]
 LETTER_LOGPROBS = [(-0.9, -1.3), (-1.1, -0.4), (-0.7, -0.7), (-2.0, -1.5)]

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from culture_probe.benchmarks.xfakt import chance as xfakt_chance
+from culture_probe.benchmarks.xfakt.chance import random_answers, transfer_warning
+from culture_probe.benchmarks.xfakt.metrics import ASSOCIATIONS, xfakt, xfakt_scores
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics import ASSOCIATIONS, xfakt, xfakt_chance, xfakt_scores
-from culture_probe.metrics.xfakt_chance import random_answers, transfer_warning
 
 WRONG = {  # specs/xfakt.md 5.2: errors out of 7 facts per country
     ("en", "United States"): 0,

@@ -13,6 +13,13 @@ import pytest
 from scipy import optimize, stats
 from scipy.special import xlogy
 
+from culture_probe.benchmarks.camel.metrics import cbs
+from culture_probe.benchmarks.xfakt.metrics import (
+    ASSOCIATIONS,
+    GradedAnswer,
+    answers_summary,
+    transfer_estimates,
+)
 from culture_probe.errors import CultureProbeError, MetricInputError
 from culture_probe.metrics._intervals import (
     BOUNDED_MEAN,
@@ -23,7 +30,6 @@ from culture_probe.metrics._intervals import (
     WILSON,
     WILSON_EFFECTIVE,
 )
-from culture_probe.metrics.camel import cbs
 from culture_probe.metrics.results import (
     UnitTable,
     UnitValue,
@@ -31,12 +37,6 @@ from culture_probe.metrics.results import (
     paired_difference,
     summarize,
     unit_table,
-)
-from culture_probe.metrics.xfakt import (
-    ASSOCIATIONS,
-    GradedAnswer,
-    answers_summary,
-    transfer_estimates,
 )
 from culture_probe.schemas import metrics_schema, validate_metrics
 

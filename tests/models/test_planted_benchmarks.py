@@ -9,18 +9,17 @@ from functools import cache
 
 import pytest
 
+from culture_probe.benchmarks.camel.planted import camel_spec
+from culture_probe.benchmarks.maps.planted import maps_spec
+from culture_probe.benchmarks.xfakt.planted import planted_entities, xfakt_spec
 from culture_probe.data.registry import load_benchmark
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.models.planted import train_planted
 from culture_probe.models.planted_benchmarks import (
     CHAT_TEMPLATE,
-    camel_spec,
     chat_prompt,
-    maps_spec,
-    planted_entities,
     planted_model_dir,
     planted_spec,
-    xfakt_spec,
 )
 from culture_probe.runner import run
 
@@ -160,7 +159,7 @@ def test_dlama_planted_culture_scores_higher(tmp_path):
 
 @pytest.mark.slow
 def test_fmlama_planted_group_has_the_higher_map(mirror):
-    from culture_probe.models.planted_benchmarks import ranking_spec
+    from culture_probe.models.planted_ranking import ranking_spec
 
     rows = list(load_benchmark("fmlama_en")["test"])
     data = [r for r in rows if r["group"] == "Italy"][:5] + [

@@ -7,7 +7,7 @@ import pytest
 
 from culture_probe import load_benchmark, run
 from culture_probe.models.planted import train_planted
-from culture_probe.models.planted_specs.ranking import ranking_spec
+from culture_probe.models.planted_ranking import ranking_spec
 
 CONFIG = "dlama_arab_west"
 

@@ -8,8 +8,11 @@ import json
 
 from stand_ins import NoIdeaScorer, patch_runner
 
+from culture_probe.benchmarks.camel.planted import camel_spec
+from culture_probe.benchmarks.maps.planted import maps_spec
+from culture_probe.benchmarks.xfakt.planted import xfakt_spec
 from culture_probe.data.registry import load_benchmark
-from culture_probe.models.planted_benchmarks import camel_spec, maps_spec, planted_spec, xfakt_spec
+from culture_probe.models.planted_benchmarks import planted_spec
 from culture_probe.runner import run
 
 

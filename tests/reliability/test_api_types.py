@@ -5,6 +5,7 @@ in any argument, raises the library's own error naming that argument, never a Ty
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 import culture_probe
 from culture_probe import metrics
+from culture_probe.benchmarks import declarations
 from culture_probe.engine.types import ModelArgs
 from culture_probe.errors import CultureProbeError, InvalidValueError, MetricInputError
 from culture_probe.report import load_run, write_report
@@ -50,6 +52,15 @@ VALID: dict[str, dict[str, Any]] = {
 }
 CALLS = [(name, argument) for name, valid in VALID.items() for argument in valid]
 
+
+def metric(name: str) -> Any:
+    """The public metric function `name`: a generic one of culture_probe.metrics, or a benchmark's in its folder."""
+    homes = [metrics] + [
+        importlib.import_module(f"{d.package}.metrics") for d in declarations().values()
+    ]
+    return next(getattr(home, name) for home in homes if hasattr(home, name))
+
+
 # Values of the wrong kind for most arguments (a few are right for some: the call may then return).
 WRONG = st.one_of(
     st.none(),
@@ -65,7 +76,7 @@ WRONG = st.one_of(
 
 def test_every_valid_call_returns():
     for name, valid in VALID.items():
-        getattr(metrics, name)(**valid)
+        metric(name)(**valid)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -73,7 +84,7 @@ def test_every_valid_call_returns():
 def test_a_metric_given_a_wrong_kind_of_value_names_the_argument(call, value):
     name, argument = call
     try:
-        getattr(metrics, name)(**{**VALID[name], argument: value})
+        metric(name)(**{**VALID[name], argument: value})
     except CultureProbeError as error:
         assert argument in str(error), (name, argument, value, str(error))
 
@@ -128,21 +139,21 @@ def test_a_top_level_function_given_no_name_names_the_argument(function, value):
         ),
         (lambda: compare_runs(None), InvalidValueError, r"`run_dirs` must be a list, got None"),
         (
-            lambda: metrics.precision_at_k([["a"]], None),
+            lambda: metric("precision_at_k")([["a"]], None),
             MetricInputError,
             r"`references` must be a list, got None",
         ),
         (
-            lambda: metrics.precision_at_k([["a"]], [None]),
+            lambda: metric("precision_at_k")([["a"]], [None]),
             MetricInputError,
             r"`references\[0\]` must be a list",
         ),
         (
-            lambda: metrics.precision_at_k([None], [["a"]]),
+            lambda: metric("precision_at_k")([None], [["a"]]),
             MetricInputError,
             r"`predictions\[0\]` must be a string",
         ),
-        (lambda: metrics.precision_at_k([], []), MetricInputError, r"`predictions` is empty"),
+        (lambda: metric("precision_at_k")([], []), MetricInputError, r"`predictions` is empty"),
     ],
 )
 def test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argument(

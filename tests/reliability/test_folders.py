@@ -31,7 +31,7 @@ def loads(monkeypatch):
         loaded.append(model)
         return TableScorer(spec_table())
 
-    monkeypatch.setattr("culture_probe.suite.load_scorer", load)
+    monkeypatch.setattr("culture_probe.runner.suite.load_scorer", load)
     patch_runner(monkeypatch, "load_scorer", load)
     patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
     return loaded
@@ -153,7 +153,7 @@ def test_a_run_refused_while_planning_leaves_no_folder_behind(tmp_path, data, lo
 def test_suite_json_lists_every_config_the_folder_holds_resumed_or_not(tmp_path, data, loads):
     # `--resume` with fewer configs, or a suite of other configs into the same folder, dropped the others
     folder = tmp_path / "suite"
-    with pytest.warns(culture_probe.suite.SkippedConfigWarning):
+    with pytest.warns(culture_probe.runner.suite.SkippedConfigWarning):
         # asia-west: no data in the planted release
         first = suite(data, folder, [A, "dlama_asia_west"])
     loads.clear()

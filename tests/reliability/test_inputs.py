@@ -12,16 +12,16 @@ import re
 import numpy as np
 import pytest
 
+from culture_probe.benchmarks.camel.task import CamelOptions
+from culture_probe.benchmarks.fmlama.metrics import mean_average_precision
+from culture_probe.benchmarks.fmlama.task import FmlamaOptions
 from culture_probe.cli import main
 from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.engine.types import CandidateScores, ModelArgs
 from culture_probe.errors import CultureProbeError, InvalidValueError, MetricInputError
 from culture_probe.metrics import load_metric
-from culture_probe.metrics.fmlama import mean_average_precision
 from culture_probe.models.tiny import tiny_model, train_tokenizer
 from culture_probe.runner import run
-from culture_probe.tasks.camel import CamelOptions
-from culture_probe.tasks.fmlama import FmlamaOptions
 from culture_probe.tasks.options import parse_options
 
 MAPS_ROW = {
@@ -338,7 +338,7 @@ def test_a_flag_given_twice_with_two_values_is_refused_naming_both(flags, says, 
 
 def test_model_args_in_both_spellings_join_and_a_flag_twice_with_one_value_is_fine():
     from culture_probe.cli import build_parser
-    from culture_probe.run_command import planned
+    from culture_probe.runner.run_command import planned
 
     argv = [
         *RUN_MAPS,

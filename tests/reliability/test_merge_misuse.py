@@ -25,7 +25,7 @@ from culture_probe.cli import main  # noqa: E402
 from culture_probe.errors import CultureProbeError, InvalidValueError  # noqa: E402
 from culture_probe.runner import merge  # noqa: E402
 from culture_probe.runner.merge import merge_runs, merge_suites  # noqa: E402
-from culture_probe.suite import run_suite  # noqa: E402
+from culture_probe.runner.suite import run_suite  # noqa: E402
 
 CONFIG = "dlama_arab_west"
 

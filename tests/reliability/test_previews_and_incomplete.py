@@ -20,10 +20,10 @@ from stand_ins import patch_runner  # noqa: E402
 
 import culture_probe  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
-from culture_probe.dryrun import dry_run  # noqa: E402
 from culture_probe.engine.backend import Backend  # noqa: E402
 from culture_probe.errors import CultureProbeError  # noqa: E402
 from culture_probe.report.summary import summary_lines  # noqa: E402
+from culture_probe.runner.dryrun import dry_run  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
 CONFIG = "dlama_arab_west"

@@ -34,7 +34,7 @@ from culture_probe.report import compare_runs, headline, load_run  # noqa: E402
 from culture_probe.report.compare import LoadedRun, comparison_of  # noqa: E402
 from culture_probe.report.consistency import consistency_sections  # noqa: E402
 from culture_probe.report.summary import summary_lines  # noqa: E402
-from culture_probe.suite import SuiteResumeNotice  # noqa: E402
+from culture_probe.runner.suite import SuiteResumeNotice  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
 CONFIGS = ["dlama_arab_west", "dlama_arab_west_corrected"]
@@ -80,7 +80,9 @@ def stopped(tmp_path, monkeypatch):
     patch_runner(monkeypatch, "CHUNK", 1)
     patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
     scorers = iter([Dying(2), TableScorer(spec_table()), TableScorer(spec_table())])
-    monkeypatch.setattr("culture_probe.suite.load_scorer", lambda model, settings: next(scorers))
+    monkeypatch.setattr(
+        "culture_probe.runner.suite.load_scorer", lambda model, settings: next(scorers)
+    )
     suite = tmp_path / "suite"
 
     def again(configs, **kwargs):

@@ -16,11 +16,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
 from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama  # noqa: E402
 
+from culture_probe.benchmarks.dlama.report import comparison_text  # noqa: E402
 from culture_probe.metrics.compare import holm  # noqa: E402
 from culture_probe.metrics.display import format_p, p_clause  # noqa: E402
 from culture_probe.report import compare_main, compare_runs  # noqa: E402
 from culture_probe.report.compare import PLANNED  # noqa: E402
-from culture_probe.report.dlama import comparison_text  # noqa: E402
 from culture_probe.runner import run  # noqa: E402
 
 FACTS = CONTINENT_FACTS

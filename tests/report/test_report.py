@@ -144,7 +144,7 @@ def _command(report_text):
 
 def test_reproduce_round_trips_through_the_cli_parser():
     from culture_probe.cli import build_parser
-    from culture_probe.run_command import option_values
+    from culture_probe.runner.run_command import option_values
 
     names = {"en": {"People's Republic of China": "China"}}  # a quote inside a JSON option
     config = {
@@ -329,7 +329,7 @@ def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
 
 
 def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat():
-    from culture_probe.report.dlama import paper_references
+    from culture_probe.benchmarks.dlama.report import paper_references
 
     config = {
         "config": "dlama_arab_west",
@@ -349,7 +349,9 @@ def test_dlama_bars_carry_the_papers_table_1_values_only_for_a_faithful_repeat()
 
 
 def test_camel_maps_and_xfakt_figures_carry_the_papers_values_for_a_faithful_repeat():
-    from culture_probe.report import camel, maps, xfakt
+    from culture_probe.benchmarks.camel import report as camel
+    from culture_probe.benchmarks.maps import report as maps
+    from culture_probe.benchmarks.xfakt import report as xfakt
 
     def config(name, model, **extra):
         return RunRecord.from_json(
@@ -528,7 +530,7 @@ def test_a_ranking_run_never_mentions_a_judge(tmp_path):
 
 def test_the_xfakt_headline_table_names_each_numbers_unit():
     # error rate in % beside 0-1 scores, with no unit said
-    from culture_probe.report.xfakt import sections
+    from culture_probe.benchmarks.xfakt.report import sections
 
     head = sections(RunRecord.from_json(_xfakt_config()), [], _xfakt_metrics())[0].tables[0]
     assert head.columns == ("metric", "value", "unit")
@@ -545,7 +547,7 @@ def test_the_xfakt_headline_table_names_each_numbers_unit():
 
 def test_maps_rounds_as_metrics_json_and_shows_the_n_of_every_rate():
     # MAPS printed 43.58 for metrics.json's 43.5897, and "memorised 100.00" from one proverb
-    from culture_probe.report.maps import sections
+    from culture_probe.benchmarks.maps.report import sections
 
     accuracy = {"value": 43.58974358974359, "stderr": 1.0, "ci_low": 30.0, "ci_high": 58.0, "n": 39}
     metrics = {
@@ -624,7 +626,7 @@ def test_a_figure_that_fails_costs_that_figure_only(tmp_path, monkeypatch):
 
 
 def test_a_view_that_fails_leaves_the_run_and_its_headline_numbers(tmp_path, monkeypatch):
-    import culture_probe.report.dlama as views
+    import culture_probe.benchmarks.dlama.report as views
     from culture_probe.runner import run
 
     monkeypatch.setattr(views, "sections", lambda *a: 1 / 0)
@@ -649,11 +651,11 @@ def test_an_xfakt_run_at_chance_shows_what_random_answers_score_and_warns(tmp_pa
     # answers score on the run's own cells beside KTS, and one sentence saying KTS says nothing about transfer
     import random
 
+    from culture_probe.benchmarks.xfakt.task import ASSOCIATIONS, XfaktTask
     from culture_probe.report import headline
     from culture_probe.report.markdown import render
     from culture_probe.report.views import sections_for
     from culture_probe.tasks.probes import Record
-    from culture_probe.tasks.xfakt import ASSOCIATIONS, XfaktTask
 
     rng = random.Random(0)
     records = [

@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
 from dlama_fixture import write_dlama  # noqa: E402
 
 from culture_probe import runner, throughput  # noqa: E402
-from culture_probe.dryrun import dry_run  # noqa: E402
 from culture_probe.engine import Scorer  # noqa: E402
 from culture_probe.engine.preview import (
     EncodingPreview,
@@ -34,6 +33,7 @@ from culture_probe.engine.tokenizer import separator  # noqa: E402
 from culture_probe.engine.types import FillMaskOptions  # noqa: E402
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError  # noqa: E402
 from culture_probe.models import save_tiny, train_tokenizer  # noqa: E402
+from culture_probe.runner.dryrun import dry_run  # noqa: E402
 from culture_probe.tasks.probes import GenerateProbe, ScoreProbe  # noqa: E402
 
 # small limits keep it fast
@@ -354,7 +354,7 @@ def test_a_planted_model_is_previewed_with_the_tokenizer_training_would_give(sea
 
 def _forward_tokens(model) -> list[tuple[int, int]]:
     """A list that grows by the shape (rows, length) of the input of every forward pass of `model`'s body (as
-    benchmarks/bench_engine.py's `counted_tokens`): what the engine really puts through the model, padding and
+    perf/bench_engine.py's `counted_tokens`): what the engine really puts through the model, padding and
     repeated contexts included."""
     seen: list[tuple[int, int]] = []
 
@@ -510,7 +510,7 @@ def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
 ):
     """A suite's first notice is the total of its configs' first stages, as the dry run counts them; each run then
     says its own part."""
-    from culture_probe.suite import run_suite
+    from culture_probe.runner.suite import run_suite
 
     folder, _ = models["gpt2"]
     monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))

@@ -29,8 +29,8 @@ from culture_probe import runner, shards  # noqa: E402
 from culture_probe.cli import main  # noqa: E402
 from culture_probe.errors import CultureProbeError, InvalidValueError  # noqa: E402
 from culture_probe.runner.merge import merge_runs, merge_suites  # noqa: E402
+from culture_probe.runner.suite import run_suite  # noqa: E402
 from culture_probe.settings import RunSettings  # noqa: E402
-from culture_probe.suite import run_suite  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "dlama_arab_west"

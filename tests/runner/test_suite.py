@@ -33,7 +33,7 @@ def one_load(monkeypatch):
         loads.append(model)
         return TableScorer(spec_table())
 
-    monkeypatch.setattr("culture_probe.suite.load_scorer", load)
+    monkeypatch.setattr("culture_probe.runner.suite.load_scorer", load)
     patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
     return loads
 
@@ -136,9 +136,9 @@ def test_the_cli_runs_a_suite_and_lists_groups(tmp_path, one_load, capsys):
 
 
 def test_a_suite_with_the_four_maps_gap_configs_reports_the_culture_gap():
+    from culture_probe.benchmarks.maps.task import culture_gap_study
     from culture_probe.record import RunRecord
     from culture_probe.report.summary import SuiteRun, studies
-    from culture_probe.tasks.maps import culture_gap_study
 
     accuracy = {"maps_zh": 60.0, "maps_en": 80.0, "maps_zh_en_mt": 70.0, "maps_zh_en_ht": 72.0}
     runs = {
@@ -239,7 +239,7 @@ def test_the_terminal_lines_of_a_suite_round_as_suite_md(tmp_path, one_load, cap
 def test_a_config_whose_data_cannot_be_had_is_skipped_saying_why(tmp_path, one_load, capsys):
     """The folder holds the arab-west pair only: asia-west is skipped, said at once, in suite.md and suite.json, and
     in the exit code (3); the other config runs on the model loaded once."""
-    from culture_probe.suite import SkippedConfigWarning
+    from culture_probe.runner.suite import SkippedConfigWarning
 
     data, folder = write_dlama(tmp_path / "dlama"), tmp_path / "suite"
     argv = [

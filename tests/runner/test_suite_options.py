@@ -50,8 +50,8 @@ def routed(monkeypatch):
     def load(model, settings):
         raise Planned("planned")
 
-    monkeypatch.setattr("culture_probe.suite.planned", planned)
-    monkeypatch.setattr("culture_probe.suite.load_scorer", load)
+    monkeypatch.setattr("culture_probe.runner.suite.planned", planned)
+    monkeypatch.setattr("culture_probe.runner.suite.load_scorer", load)
     return got
 
 
@@ -59,7 +59,7 @@ def routed(monkeypatch):
 def table_model(monkeypatch):
     """The DLAMA table scorer as the suite's and the run's model (no weights)."""
     monkeypatch.setattr(
-        "culture_probe.suite.load_scorer", lambda model, settings: TableScorer(spec_table())
+        "culture_probe.runner.suite.load_scorer", lambda model, settings: TableScorer(spec_table())
     )
     patch_runner(monkeypatch, "load_scorer", lambda model, settings: TableScorer(spec_table()))
     patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")

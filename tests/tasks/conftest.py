@@ -23,7 +23,10 @@ import pytest
 from xfakt_spec import GOLD_TABLE
 from xfakt_spec import TEMPLATES as TEMPLATES_XFAKT
 
-from culture_probe.data import camel, fmlama, maps, xfakt
+from culture_probe.benchmarks.camel import data as camel
+from culture_probe.benchmarks.fmlama import data as fmlama
+from culture_probe.benchmarks.maps import data as maps
+from culture_probe.benchmarks.xfakt import data as xfakt
 
 TEMPLATES = {
     "en": ["The food [X] has the ingredients of [Y] .", "[X] is a kind of food with [Y] .",

@@ -12,11 +12,11 @@ from scipy import stats
 from stand_ins import patch_runner
 
 from culture_probe import rundir, runner
+from culture_probe.benchmarks.dlama.task import DlamaTask
 from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
 from culture_probe.provenance import ProcessLog
 from culture_probe.tasks import GenerateProbe, ScoreProbe, Skipped, Task, parse_options, task_for
-from culture_probe.tasks.dlama import DlamaTask
 from culture_probe.tasks.sampling import stratified_items
 
 
@@ -380,7 +380,7 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch,
     import subprocess
     import sys
 
-    from culture_probe.data.dlama import read_templates
+    from culture_probe.benchmarks.dlama.data import read_templates
     from culture_probe.engine import parallel
     from culture_probe.loading import load_rows
     from culture_probe.models import save_tiny, train_tokenizer

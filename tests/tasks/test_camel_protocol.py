@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from culture_probe.benchmarks.camel.task import CamelTask, entity_pools, filler_scores, sample
 from culture_probe.data.registry import load_benchmark
 from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.engine.types import CandidateScores
@@ -20,7 +21,6 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.metrics._intervals import CROSSED
 from culture_probe.models.tiny import tiny_model, train_tokenizer
 from culture_probe.runner import run
-from culture_probe.tasks.camel import CamelTask, entity_pools, filler_scores, sample
 
 NAMES_171 = {
     "id": 171,
@@ -405,9 +405,9 @@ def test_runs_on_the_prompts_with_each_kind(source, arch, tmp_path, request):
 
 
 def test_report_has_a_type_by_run_heatmap_of_cbs():
-    from culture_probe.metrics.camel import cbs
+    from culture_probe.benchmarks.camel.metrics import cbs
+    from culture_probe.benchmarks.camel.report import sections
     from culture_probe.record import RunRecord
-    from culture_probe.report.camel import sections
     from culture_probe.report.views import Heatmap
 
     arab, western = ["فاطمة", "مريم", "نورة"], ["جينيفر", "ماري"]

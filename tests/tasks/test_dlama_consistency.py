@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dlama_fixture import ARABIC, FACTS, N_TOKENS, spec_table, write_dlama  # noqa: E402
 
 from culture_probe import run  # noqa: E402
+from culture_probe.benchmarks.dlama.task import DlamaTask, aligned_candidates  # noqa: E402
 from culture_probe.engine.types import CandidateScores  # noqa: E402
 from culture_probe.metrics import rankc  # noqa: E402
-from culture_probe.tasks.dlama import DlamaTask, aligned_candidates  # noqa: E402
 from culture_probe.tasks.probes import Record  # noqa: E402
 
 ENGLISH = {arabic: english for english, arabic in ARABIC.items()}

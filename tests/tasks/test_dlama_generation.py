@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from dlama_fixture import write_dlama
 
+from culture_probe.benchmarks.dlama.task import SYSTEM, DlamaTask, answer_matches, question
 from culture_probe.errors import UnsupportedModelError
 from culture_probe.loading import load_rows
 from culture_probe.runner import run
 from culture_probe.tasks import GenerateProbe, Skipped
-from culture_probe.tasks.dlama import SYSTEM, DlamaTask, answer_matches, question
 
 GENERATE = DlamaTask.Options(mode="generate")
 

@@ -8,13 +8,13 @@ import json
 import pytest
 from dlama_fixture import ARABIC, TableScorer, spec_table, write_dlama
 
-from culture_probe.data.dlama import read_templates
+from culture_probe.benchmarks.dlama.data import read_templates
+from culture_probe.benchmarks.dlama.report import sections
+from culture_probe.benchmarks.dlama.task import DlamaTask, candidate_sets, label_collisions, prompt
 from culture_probe.loading import load_task
 from culture_probe.record import RunRecord
-from culture_probe.report.dlama import sections
 from culture_probe.runner import run
 from culture_probe.tasks import ScoreProbe
-from culture_probe.tasks.dlama import DlamaTask, candidate_sets, label_collisions, prompt
 from culture_probe.tasks.probes import Record
 
 

@@ -11,13 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from culture_probe.benchmarks.fmlama.metrics import (
+    average_precision,
+    family_table,
+    table_correlation,
+)
+from culture_probe.benchmarks.fmlama.task import FmlamaTask, fill, record_ranking
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
 from culture_probe.loading import load_task
-from culture_probe.metrics.fmlama import average_precision, family_table, table_correlation
 from culture_probe.runner import run
 from culture_probe.tasks import ScoreProbe, Skipped
-from culture_probe.tasks.fmlama import FmlamaTask, fill, record_ranking
 from culture_probe.tasks.options import json_ready
 from culture_probe.tasks.sampling import stratified_items
 

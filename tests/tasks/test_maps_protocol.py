@@ -12,15 +12,8 @@ from functools import cache
 import numpy as np
 import pytest
 
-from culture_probe.data.registry import load_benchmark
-from culture_probe.engine import Scorer
-from culture_probe.engine.types import CandidateScores
-from culture_probe.errors import CultureProbeError, UnknownNameError
-from culture_probe.loading import load_task
-from culture_probe.models.tiny import tiny_model, train_tokenizer
-from culture_probe.report.maps import sections
-from culture_probe.runner import run
-from culture_probe.tasks.maps import (
+from culture_probe.benchmarks.maps.report import sections
+from culture_probe.benchmarks.maps.task import (
     MapsTask,
     culture_gap_study,
     delta_en_study,
@@ -29,6 +22,13 @@ from culture_probe.tasks.maps import (
     reasoning_prompt,
     split_proverb,
 )
+from culture_probe.data.registry import load_benchmark
+from culture_probe.engine import Scorer
+from culture_probe.engine.types import CandidateScores
+from culture_probe.errors import CultureProbeError, UnknownNameError
+from culture_probe.loading import load_task
+from culture_probe.models.tiny import tiny_model, train_tokenizer
+from culture_probe.runner import run
 
 ROW = {
     "id": "maps_en-test-0000",
@@ -489,8 +489,8 @@ def test_seq2seq_prompts_are_cut_on_the_left_at_1024_tokens():
 def test_planted_masked_model_completes_planted_proverbs_only(mirror):
     import dataclasses
 
+    from culture_probe.benchmarks.maps.planted import maps_spec
     from culture_probe.models.planted import train_planted
-    from culture_probe.models.planted_benchmarks import maps_spec
 
     data = list(split_rows(str(mirror / "manual" / "maps"), "maps_en")[:16])
     spec = dataclasses.replace(

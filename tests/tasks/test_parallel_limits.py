@@ -16,9 +16,9 @@ from dlama_fixture import TableScorer, spec_table, write_dlama
 from stand_ins import NoIdeaScorer
 
 from culture_probe import run
+from culture_probe.benchmarks.dlama.task import DlamaOptions, DlamaTask
 from culture_probe.errors import CultureProbeError
 from culture_probe.tasks import Skipped
-from culture_probe.tasks.dlama import DlamaOptions, DlamaTask
 from culture_probe.tasks.probes import Record
 from culture_probe.tasks.sampling import Smoke
 

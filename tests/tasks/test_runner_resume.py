@@ -183,8 +183,8 @@ def test_every_rank_reads_the_run_directory_before_items_are_written(
 
 
 def test_seed_is_a_resume_key_only_for_protocols_that_sample(tmp_path):
-    from culture_probe.tasks.camel import CamelTask
-    from culture_probe.tasks.dlama import DlamaTask
+    from culture_probe.benchmarks.camel.task import CamelTask
+    from culture_probe.benchmarks.dlama.task import DlamaTask
 
     assert CamelTask.seeded and not DlamaTask.seeded
 

@@ -8,9 +8,9 @@ import json
 import numpy as np
 from dlama_fixture import TableScorer, spec_table, write_dlama
 
+from culture_probe.benchmarks.maps.task import scorable_target
 from culture_probe.engine.types import CandidateScores
 from culture_probe.runner import run
-from culture_probe.tasks.maps import scorable_target
 
 
 def test_runs_with_provisional_dlama_templates_say_so(tmp_path):

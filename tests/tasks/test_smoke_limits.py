@@ -190,13 +190,13 @@ def test_the_notice_comes_before_the_model_loads(mirror, monkeypatch):
 
 
 def test_a_suite_says_what_each_config_lacks_before_its_model_loads(mirror, monkeypatch):
-    from culture_probe.suite import run_suite
+    from culture_probe.runner.suite import run_suite
 
     said_before_load = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         monkeypatch.setattr(
-            "culture_probe.suite.load_scorer",
+            "culture_probe.runner.suite.load_scorer",
             lambda model, settings: said_before_load.append(len(caught)) or RandomScorer(),
         )
         run_suite(

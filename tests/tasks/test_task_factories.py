@@ -107,7 +107,7 @@ def test_a_cloze_probe_keeps_the_templates_spacing_and_records_the_prompt_with_i
 
 
 def test_a_protocols_instance_settings_are_made_once_the_base_has_set_its_fields() -> None:
-    from culture_probe.tasks.maps import MapsOptions, MapsTask
+    from culture_probe.benchmarks.maps.task import MapsOptions, MapsTask
 
     assert MapsTask("maps_en", kind="causal").stages == ("reason", "memorise")
     assert MapsTask("maps_en", MapsOptions(memorisation=False), kind="causal").stages == ("reason",)

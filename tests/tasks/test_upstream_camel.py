@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_camel_protocol import TableScorer, task
 
+from culture_probe.benchmarks.camel.metrics import prompt_cbs
+from culture_probe.benchmarks.camel.task import CamelTask
 from culture_probe.engine.types import MODEL_KINDS
-from culture_probe.metrics.camel import prompt_cbs
-from culture_probe.tasks.camel import CamelTask
 
 
 def paper_cbs(arab, western) -> float:

@@ -26,11 +26,11 @@ from dlama_fixture import ARABIC, FACTS, write_dlama
 from mlama_masked import roberta_style as roberta_style_model
 from mlama_masked import upstream_masked_ranking
 
+from culture_probe.benchmarks.dlama.task import DlamaTask
 from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import UnknownNameError
 from culture_probe.runner import run
-from culture_probe.tasks.dlama import DlamaTask
 from culture_probe.tasks.filling import fill_slots
 
 TEMPLATE = "[X] is located in [Y] ."  # the vendored en P30 template (mLAMA)

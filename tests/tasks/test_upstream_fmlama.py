@@ -32,12 +32,12 @@ import pytest
 from mlama_masked import roberta_style as roberta_style_model
 from mlama_masked import upstream_masked_ranking
 
-from culture_probe.data.fmlama import group_of
+from culture_probe.benchmarks.fmlama.data import group_of
+from culture_probe.benchmarks.fmlama.task import FmlamaTask, fill
 from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import UnknownNameError
 from culture_probe.runner import run
-from culture_probe.tasks.fmlama import FmlamaTask, fill
 
 HASPARTS = [
     "The food [X] has the ingredients of [Y] .",

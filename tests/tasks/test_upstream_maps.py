@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from culture_probe.benchmarks.maps.task import MapsTask, memorisation_prompts, reasoning_prompt
 from culture_probe.engine import Scorer
 from culture_probe.engine.types import CandidateScores
 from culture_probe.models.tiny import tiny_model, train_tokenizer
 from culture_probe.runner import run
-from culture_probe.tasks.maps import MapsTask, memorisation_prompts, reasoning_prompt
 
 PAIRS = [
     ("Look before you leap", "Think first.", "Do not think first."),

@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 from scipy import stats
 from test_xfakt_protocol import rows_of, xtask
 
+from culture_probe.benchmarks.xfakt.metrics import ASSOCIATIONS, xfakt
+from culture_probe.benchmarks.xfakt.task import XfaktTask
 from culture_probe.data.registry import load_benchmark
-from culture_probe.metrics.xfakt import ASSOCIATIONS, xfakt
 from culture_probe.runner import run
 from culture_probe.tasks.probes import Record
-from culture_probe.tasks.xfakt import XfaktTask
 
 WRONG = {  # specs/xfakt.md 5.2: errors out of 7 facts per (question language, country)
     ("en", "United States"): 0,

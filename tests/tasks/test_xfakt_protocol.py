@@ -13,18 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from culture_probe.data.registry import load_benchmark
-from culture_probe.data.xfakt import read_literals
-from culture_probe.engine import Scorer, ScoreRequest
-from culture_probe.errors import CultureProbeError, UnsupportedModelError
-from culture_probe.loading import load_task
-from culture_probe.models.tiny import save_tiny, tiny_model, train_tokenizer
-from culture_probe.report.xfakt import headline_text
-from culture_probe.runner import run
-from culture_probe.schemas import validate_metrics
-from culture_probe.tasks import GenerateProbe, ScoreProbe
-from culture_probe.tasks.probes import Record
-from culture_probe.tasks.xfakt import (
+from culture_probe.benchmarks.xfakt.data import read_literals
+from culture_probe.benchmarks.xfakt.report import headline_text
+from culture_probe.benchmarks.xfakt.task import (
     StringJudge,
     XfaktTask,
     country_forms,
@@ -32,6 +23,15 @@ from culture_probe.tasks.xfakt import (
     judge_template,
     parse_verdict,
 )
+from culture_probe.data.registry import load_benchmark
+from culture_probe.engine import Scorer, ScoreRequest
+from culture_probe.errors import CultureProbeError, UnsupportedModelError
+from culture_probe.loading import load_task
+from culture_probe.models.tiny import save_tiny, tiny_model, train_tokenizer
+from culture_probe.runner import run
+from culture_probe.schemas import validate_metrics
+from culture_probe.tasks import GenerateProbe, ScoreProbe
+from culture_probe.tasks.probes import Record
 
 CHAT = "{% for m in messages %}<user> {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}<bot>{% endif %}"
 COUNTRIES_EN = [
@@ -641,8 +641,8 @@ def test_smoke_run_without_non_associated_cells_still_reports(xfakt_release, tmp
 
 
 def test_pure_xfakt_metric_still_refuses_missing_cells():
+    from culture_probe.benchmarks.xfakt.metrics import xfakt
     from culture_probe.errors import MetricInputError
-    from culture_probe.metrics.xfakt import xfakt
 
     with pytest.raises(MetricInputError, match="non-associated"):
         xfakt(correct=[True], language=["en"], country=["United States"])

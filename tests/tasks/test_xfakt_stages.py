@@ -20,12 +20,12 @@ from stand_ins import patch_runner
 from test_runner_resume import FakeModel, items, xfakt_run
 
 from culture_probe import runner
+from culture_probe.benchmarks.xfakt.task import JUDGE_NEED
 from culture_probe.engine import Scorer
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
 from culture_probe.models.tiny import save_tiny, train_tokenizer
 from culture_probe.rundir import ResumeNotice
 from culture_probe.runner import RunSettings, StageModelNotice, resolve_stage_model, run
-from culture_probe.tasks.xfakt import JUDGE_NEED
 
 FMLAMA_ROW = {
     "id": "Q1|en",

@@ -1,6 +1,6 @@
 """Cultural Bias Score (CAMeL): how often a model prefers the Western filler of a prompt, 0-100 (50 = no bias).
 
-Thin `evaluate` module over `culture_probe.metrics.cbs`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.cbs`; formula and source: docs/metrics.md.
 
 Inputs, one row per (prompt, filler): `prompt_id`, `culture` ("arab" or "western"), `score` (the filler's
 score). Options: `entity_type` and `run` (per row), `tie_value` (0: ties are not Western; 0.5 gives an AUC).
@@ -21,8 +21,8 @@ Example (constructed):
 
 import datasets
 
-from culture_probe.data.camel import CITATION
-from culture_probe.metrics import cbs
+from culture_probe.benchmarks.camel.data import CITATION
+from culture_probe.benchmarks.camel.metrics import cbs
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 

@@ -1,6 +1,6 @@
 """Fairness gap (CAMeL): Arab minus Western macro-F1, false-negative and false-positive rates, with 95% intervals.
 
-Thin `evaluate` module over `culture_probe.metrics.fairness_gap`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.fairness_gap`; formula and source: docs/metrics.md.
 
 Inputs, one row per classified item (a sentiment label, an entity's tag): `predictions`, `references` and
 `culture` ("arab" or "western", the culture of the entity in the item). Options: `labels` (default: every label
@@ -22,8 +22,8 @@ Example (constructed: equal F1, but Arab positives are missed and called negativ
 
 import datasets
 
-from culture_probe.data.camel import CITATION
-from culture_probe.metrics import fairness_gap
+from culture_probe.benchmarks.camel.data import CITATION
+from culture_probe.benchmarks.camel.metrics import fairness_gap
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 

@@ -1,7 +1,7 @@
 """MAPS accuracy: how often a model picks the right interpretation of a proverb used in a conversation, in percent.
 
-Thin `evaluate` module over `culture_probe.metrics.maps`; formula and source: docs/metrics.md. The culture gap
-and memorisation rate are the functions `culture_probe.metrics.culture_gap` and `memorisation_rate`.
+Thin `evaluate` module over `culture_probe.benchmarks.maps.metrics`; formula and source: docs/metrics.md. The
+culture gap and memorisation rate are the functions `culture_gap` and `memorisation_rate` of that module.
 
 Inputs: `predictions` and `references` (option letters "a"/"b") and `negative` (True for the variant that asks
 for the wrong interpretation: correct when the prediction differs from the label). Options: `is_figurative` and
@@ -22,8 +22,8 @@ Example (constructed; the tied third item went to "a"):
 
 import datasets
 
-from culture_probe.data.maps import CITATION
-from culture_probe.metrics import maps
+from culture_probe.benchmarks.maps.data import CITATION
+from culture_probe.benchmarks.maps.metrics import maps
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 

@@ -1,6 +1,7 @@
 """Mean average precision (FmLAMA): how early a dish's gold ingredients appear in its ranked pool, in percent.
 
-Thin `evaluate` module over `culture_probe.metrics.mean_average_precision`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.fmlama.metrics.mean_average_precision`;
+formula and source: docs/metrics.md.
 
 Inputs: `predictions` (per dish the ranked ingredient pool, best first) and `references` (its gold ingredients;
 duplicates count once; a gold item missing from the ranking contributes 0). Option `groups` (per-dish key, e.g.
@@ -20,8 +21,8 @@ Example (constructed):
 
 import datasets
 
-from culture_probe.data.fmlama import CITATION
-from culture_probe.metrics import mean_average_precision
+from culture_probe.benchmarks.fmlama.data import CITATION
+from culture_probe.benchmarks.fmlama.metrics import mean_average_precision
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 

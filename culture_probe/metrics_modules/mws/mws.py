@@ -1,6 +1,6 @@
 """Mean word similarity (FmLAMA mWS): how close in meaning a dish's top predictions are to its gold ingredients.
 
-Thin `evaluate` module over `culture_probe.metrics.mws`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.fmlama.metrics.mws`; formula and source: docs/metrics.md.
 
 Inputs: `predictions` (ranked pools) and `references` (gold sets). With l gold items, each gold item takes its
 best cosine similarity to the top-l predictions; WS is their mean and mWS the mean over dishes (0-1). Vectors:
@@ -26,11 +26,10 @@ Example (constructed, toy 2-d vectors):
 
 import datasets
 
-from culture_probe.data.fmlama import CITATION
+from culture_probe.benchmarks.fmlama.data import CITATION
+from culture_probe.benchmarks.fmlama.metrics import mws, words_needed
 from culture_probe.data.vectors import read_vectors
 from culture_probe.errors import MetricInputError
-from culture_probe.metrics import mws
-from culture_probe.metrics.fmlama import words_needed
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 

@@ -1,6 +1,7 @@
 """Object entropy (DLAMA): how diverse the answers of a predicate are within a culture, in bits.
 
-Thin `evaluate` module over `culture_probe.metrics.object_entropy`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.dlama.metrics.object_entropy`;
+formula and source: docs/metrics.md.
 
 Inputs, one row per fact: `objects` (its valid object URIs), `predicate`, `culture`. Each fact keeps its object
 that is most frequent within the (predicate, culture) set (ties: lowest QID, Q4 before Q10); H is the entropy of
@@ -20,8 +21,8 @@ Example (constructed):
 
 import datasets
 
-from culture_probe.data.dlama import CITATION
-from culture_probe.metrics import object_entropy
+from culture_probe.benchmarks.dlama.data import CITATION
+from culture_probe.benchmarks.dlama.metrics import object_entropy
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 

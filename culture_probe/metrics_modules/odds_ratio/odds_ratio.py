@@ -1,6 +1,6 @@
 """Odds ratio of words (CAMeL): is a word more likely in texts about Western or Arab entities (> 1: Western)?
 
-Thin `evaluate` module over `culture_probe.metrics.odds_ratio`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.odds_ratio`; formula and source: docs/metrics.md.
 
 Inputs, one row per word occurrence (e.g. each adjective of a generated story): `word` and `culture` ("arab" or
 "western", the culture of the story's entity). Options: `smoothing` (added to each cell; 0.5 by default, 0 is the
@@ -20,8 +20,8 @@ Example (constructed; no smoothing: OR(rich) = (3/1) / (1/3) = 9):
 
 import datasets
 
-from culture_probe.data.camel import CITATION
-from culture_probe.metrics import odds_ratio
+from culture_probe.benchmarks.camel.data import CITATION
+from culture_probe.benchmarks.camel.metrics import odds_ratio
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 

@@ -1,6 +1,7 @@
 """Precision at k (DLAMA): the share of items with a valid answer among the top k ranked candidates, in percent.
 
-Thin `evaluate` module over `culture_probe.metrics.precision_at_k`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.dlama.metrics.precision_at_k`;
+formula and source: docs/metrics.md.
 
 Inputs: `predictions` (per item its ranked candidates, best first, or its top-1 label) and `references` (per
 item its valid answers). Options: `k` (1), `groups` (per-item key such as the culture; micro P@k per group),
@@ -25,8 +26,8 @@ Example (constructed):
 
 import datasets
 
-from culture_probe.data.dlama import CITATION
-from culture_probe.metrics import precision_at_k
+from culture_probe.benchmarks.dlama.data import CITATION
+from culture_probe.benchmarks.dlama.metrics import precision_at_k
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 _REFERENCES = datasets.Sequence(datasets.Value("string"))

@@ -1,6 +1,6 @@
 """X-FaKT: factual recall (FRS), knowledge transfer across languages (KTS) and their harmonic mean.
 
-Thin `evaluate` module over `culture_probe.metrics.xfakt`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.xfakt.metrics`; formula and source: docs/metrics.md.
 
 Inputs, one row per (question language, entity): `correct` (the judged answer was right), `language` (ISO 639-1
 code of the question) and `country` (the entity's country, English name). Options: `associations` (language ->
@@ -24,8 +24,8 @@ Example (constructed: 7 facts per country, error counts per question language an
 
 import datasets
 
-from culture_probe.data.xfakt import CITATION
-from culture_probe.metrics import xfakt
+from culture_probe.benchmarks.xfakt.data import CITATION
+from culture_probe.benchmarks.xfakt.metrics import xfakt
 from culture_probe.metrics.info import CultureMetric, metric_info
 
 
