@@ -79,3 +79,16 @@ def metrics_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
         write(path, value)
 
     monkeypatch.setattr(rundir, "write_json", checked)
+
+
+# The small upstream-layout releases of the benchmark and protocol tests (tests/releases.py), for every folder: they
+# import the data layer, so only after the cache settings above.
+from releases import (  # noqa: E402, F401
+    _camel_files,
+    _maps_files,
+    _xfakt_files,
+    camel_release,
+    fmlama_release,
+    maps_release,
+    xfakt_release,
+)

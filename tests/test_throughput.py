@@ -23,7 +23,7 @@ from culture_probe.throughput import estimate as est
 from culture_probe.throughput import flops, store
 from culture_probe.throughput.meter import Meter, estimate_for, model_shape
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dlama_fixture import write_dlama  # noqa: E402
 
 TEXTS = [

@@ -13,7 +13,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(TESTS / "tasks"))
+sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(TESTS / "report"))
 from board_runs import Runs  # noqa: E402
 from dlama_fixture import TableScorer, write_dlama  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dlama_fixture import write_dlama  # noqa: E402
 
 from culture_probe.board.command import push_board  # noqa: E402

@@ -24,7 +24,7 @@ from culture_probe.runner import RunSettings, load_scorer, run
 from culture_probe.runner.execution import CHUNK, refuse_ahead
 from culture_probe.tasks.probes import ScoreProbe
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlama_fixture import write_dlama  # noqa: E402
 
 LEFT, CANDIDATE = "Egypt is in", "Africa"

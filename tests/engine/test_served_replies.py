@@ -25,7 +25,7 @@ from culture_probe.engine.served import ServedScorer
 from culture_probe.errors import EndpointError
 from culture_probe.util.waits import LONGEST
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlama_fixture import write_dlama  # noqa: E402
 
 LEFT, CANDIDATE = "Egypt is in", "North America"

@@ -18,7 +18,7 @@ from culture_probe.cli import main
 from culture_probe.engine.served import ServedScorer
 from culture_probe.errors import EndpointError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlama_fixture import write_dlama  # noqa: E402
 
 TIMEOUT, RETRIES = 1.0, 1

@@ -193,7 +193,7 @@ def test_two_runs_of_one_language_each_say_which_facts_rankc_left_out_why_and_ho
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from dlama_fixture import write_dlama
 
     from culture_probe import run

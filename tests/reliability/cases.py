@@ -1678,7 +1678,7 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "12 unplanted facts against 6 planted: chance puts the west level with the arab half about "
         "2e-11 of the time",
         ""
-        "tests/tasks/test_dlama_protocol.py::test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half",
+        "tests/benchmarks/dlama/test_dlama_protocol.py::test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half",
     ),
     (
         "busy-machine-board-open",

@@ -2,7 +2,7 @@
 and 8): `run --dry-run --resume` shows the probes left or the refusal the resume would give; `consistency` and suite
 summaries mark a run that did not finish; a run killed and resumed keeps the provenance of every probe it holds.
 
-The runs are DLAMA Arab-West runs (five facts per language, tests/tasks/dlama_fixture.py) of a tiny BERT, whose
+The runs are DLAMA Arab-West runs (five facts per language, tests/dlama_fixture.py) of a tiny BERT, whose
 scorer counts what it encodes; `interrupted` kills one after two probes, as tests/tasks/test_runner_resume.py does.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlama_fixture import ARABIC, FACTS, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402
 

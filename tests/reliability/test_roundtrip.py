@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlama_fixture import FACTS, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402
 

@@ -16,7 +16,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(TESTS / "tasks"))
+sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(TESTS / "report"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
 from golden.cases import CASES, golden_path  # noqa: E402

@@ -6,7 +6,7 @@ of them rows of one unit with no interval; the board's compare title named the r
 columns; and the consistency section of a generation run was a 78-row table with an empty RankC column whose text
 said RankC was computed from ranked candidates.
 
-The suites are DLAMA Arab-West runs of an engine stand-in (five facts in English, tests/tasks/dlama_fixture.py),
+The suites are DLAMA Arab-West runs of an engine stand-in (five facts in English, tests/dlama_fixture.py),
 killed after two probes; the X-FaKT runs are the golden runs' records and metrics (tests/golden/xfakt.json).
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TESTS / "tasks"))
+sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(TESTS / "report"))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402

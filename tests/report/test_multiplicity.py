@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama  # noqa: E402
 
 from culture_probe.benchmarks.dlama.report import comparison_text  # noqa: E402

@@ -17,7 +17,7 @@ from culture_probe.metrics.results import UnitTable, summarize
 from culture_probe.record import ResultsTable, RunRecord, read_metrics
 from culture_probe.runner import run_metrics
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
 
 

@@ -23,7 +23,7 @@ from culture_probe.report.views import (
     result_bars,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlama_fixture import write_dlama  # noqa: E402
 
 from culture_probe import runner, throughput  # noqa: E402

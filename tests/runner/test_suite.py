@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
 from stand_ins import patch_runner  # noqa: E402
 

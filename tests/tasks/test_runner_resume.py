@@ -2,7 +2,7 @@
 only when it has work and with its own kind; a run interrupted anywhere resumes without loss or duplicates.
 
 The runs are X-FaKT runs on the first three rows (United States cities asked in English) of `xfakt_release`, the
-small `src/utils.py` of tests/tasks/conftest.py, which also gives the task its literals (`data_dir`).
+small `src/utils.py` of tests/releases.py, which also gives the task its literals (`data_dir`).
 """
 
 from __future__ import annotations

@@ -5,13 +5,10 @@ only is not and the report shows the asymmetry, and collapsed labels are left ou
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dlama_fixture import ARABIC, FACTS, N_TOKENS, spec_table, write_dlama  # noqa: E402
 
 from culture_probe import run  # noqa: E402

@@ -1,6 +1,7 @@
-"""Fixtures of the protocol tests: small releases in the exact upstream file layout, written at test time and pinned
-as the release for the test (the builders check every source against its pinned digest), so that the protocol tests
-run without the mirror. Pass the folder as `data_dir`: the rows and the task's side data (resources) come from it.
+"""Fixtures of the benchmark and protocol tests (imported by tests/conftest.py): small releases in the exact upstream
+file layout, written at test time and pinned as the release for the test (the builders check every source against
+its pinned digest), so that the protocol tests run without the mirror. Pass the folder as `data_dir`: the rows and
+the task's side data (resources) come from it.
 
 - FmLAMA (`fmlama_release`): `data/templates/<lang>_templates.jsonl`, one {"relation", "template"} object per line,
   holding the canonical templates the protocol tests use. The strings are the paper's (spec fmlama.md 4.1); Korean

@@ -1,6 +1,6 @@
 """CAMeL protocol: the prompts each architecture sees as exact strings, the spec's pools and seeded samples, the
 spec's worked examples through the task (CBS and the two aggregation rules), variants, and runs with tiny models of
-each kind. Data comes from `camel_release` (tests/tasks/conftest.py: a few entities and prompts in the upstream
+each kind. Data comes from `camel_release` (tests/releases.py: a few entities and prompts in the upstream
 xlsx layout); the spec's pool sizes, and the same runs on the released prompts, from the mirror."""
 
 from __future__ import annotations

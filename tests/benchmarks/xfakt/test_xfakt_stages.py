@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,9 @@ from pathlib import Path
 import pytest
 from dlama_fixture import write_dlama
 from stand_ins import patch_runner
-from test_runner_resume import FakeModel, items, xfakt_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tasks"))
+from test_runner_resume import FakeModel, items, xfakt_run  # noqa: E402
 
 from culture_probe import runner
 from culture_probe.benchmarks.xfakt.task import JUDGE_NEED

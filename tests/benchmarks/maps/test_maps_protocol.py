@@ -1,6 +1,6 @@
 """MAPS protocol: the upstream prompts as exact strings (reasoning, negative variants, memorisation), the success
 rules, the spec's worked examples through the task, the memorisation budget, the culture gap, and runs with tiny
-models. MAPS is gated: tests use synthetic rows and `maps_release` (tests/tasks/conftest.py: made-up rows in the
+models. MAPS is gated: tests use synthetic rows and `maps_release` (tests/releases.py: made-up rows in the
 release's xlsx layout), and the mirror only when present (the same runs on the released rows, a planted model)."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Upstream is kmrtanmay/X_FaKT@57ca068e (line numbers as in the audit of the relea
 `upstream_cells`, `upstream_scores` and `upstream_reply` restate that logic in our own words, as small as it goes;
 the library's metric and task run with the upstream profile's options (`XfaktTask.options_for("upstream", ...)`)
 and must agree with them, and each test also shows what the default profile gives instead. The double BOS (X1)
-is run end to end in tests/tasks/test_xfakt_protocol.py; here only the profile's probes are checked.
+is run end to end in tests/benchmarks/xfakt/test_xfakt_protocol.py; here only the profile's probes are checked.
 """
 
 from __future__ import annotations

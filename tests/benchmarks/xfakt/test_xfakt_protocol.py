@@ -1,7 +1,7 @@
 """X-FaKT protocol: the paper's questions and judge rubric as exact strings, both judges, the spec's worked example
 through the task's metrics, and generation / LLM-judge / ranking runs with tiny models.
 
-The protocol tests run on `xfakt_release` (tests/tasks/conftest.py), a small `src/utils.py` in the upstream layout
+The protocol tests run on `xfakt_release` (tests/releases.py), a small `src/utils.py` in the upstream layout
 holding the paper's templates and country names; the released rubric itself is checked on the mirror."""
 
 from __future__ import annotations
