@@ -24,7 +24,6 @@ import functools
 import itertools
 import types
 import typing
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Union, cast
@@ -183,9 +182,6 @@ class RunRecord:
     """A run's config.json, typed, both ways: the runner builds it (`runner.describe_run`) and the run folder writes
     `to_json()`; readers get it from `RunRecord.from_json`. `to_json()` is the dict it was made from (upgraded to this
     version's shape), unknown keys included, so a record read and written back leaves the file as it was.
-
-    `RunResult.config` is this record. Reading it as the dict it was before (`result.config["deviations"]`) still
-    works for one release, with a DeprecationWarning: read the fields, or `to_json()` for the whole document.
     """
 
     config: str  # the benchmark config the run probed
@@ -242,11 +238,6 @@ class RunRecord:
             )
         return record
 
-    @classmethod
-    def of(cls, config: RunRecord | Mapping[str, Any]) -> RunRecord:
-        """`config` as a record: the entry points of the reports take either (notebooks pass `RunResult.config`)."""
-        return config if isinstance(config, RunRecord) else cls.from_json(config)
-
     def to_json(self) -> dict[str, Any]:
         """config.json's contents: a copy of the dict this record was read from."""
         return copy.deepcopy(dict(self.data))
@@ -254,16 +245,6 @@ class RunRecord:
     def updated(self, changes: Mapping[str, Any]) -> RunRecord:
         """The record with config.json's top-level keys in `changes` set (a finished run's provenance), checked."""
         return RunRecord.from_json({**self.data, **changes})
-
-    def __getitem__(self, key: str) -> Any:
-        """config.json's `key`, as `RunResult.config` read when it was a dict: kept for one release."""
-        warnings.warn(
-            f"RunResult.config is a RunRecord: read its fields (config.{key}) or "
-            f'config.to_json()["{key}"]; reading it as a dict goes in the next release.',
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.data[key]
 
     @property
     def repeats_the_paper(self) -> bool:

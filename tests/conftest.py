@@ -59,10 +59,9 @@ def score_cache_per_test(
     """Each test gets its own score-cache folder, so that counting engine calls in one test never depends on what
     another test scored with the same model (planted models are still shared through CULTURE_PROBE_CACHE).
     """
-    from stand_ins import patch_runner
 
     folder = tmp_path_factory.mktemp("scores")
-    patch_runner(monkeypatch, "default_cache_dir", lambda: folder)
+    monkeypatch.setattr("culture_probe.runner.stage_models.default_cache_dir", lambda: folder)
 
 
 @pytest.fixture(autouse=True)

@@ -22,15 +22,3 @@ class NoIdeaScorer:
 
     def generate(self, prompts, options):
         return ["no idea"] * len(prompts)
-
-
-def patch_runner(monkeypatch, name, value):
-    """Replace `name` wherever the run layer looks it up: each of the runner's modules that imports it by name (a
-    test's seam, e.g. `load_scorer`, is read by the run's front door and by the execution of a judge stage alike).
-    """
-    from culture_probe.runner import api, config_json, execution, planning, stage_models
-
-    modules = [m for m in (api, planning, stage_models, config_json, execution) if hasattr(m, name)]
-    assert modules, f"no module of the runner reads {name}"
-    for module in modules:
-        monkeypatch.setattr(module, name, value)

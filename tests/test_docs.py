@@ -225,15 +225,19 @@ def test_the_curation_quick_start_runs_as_written_and_its_pair_is_probed(
     wrote in both languages (dlama_arab_west refused it by the paper's counts, dlama_custom for want of `pair=`),
     with a masked stand-in that ranks every candidate alike in place of the Hub model, and a small limit."""
     pytest.importorskip("pyoxigraph", reason="curation needs culture_probe[curation]")
-    from stand_ins import NoIdeaScorer, patch_runner
+    from stand_ins import NoIdeaScorer
 
     from culture_probe.cli import main
 
     class Flat(NoIdeaScorer):
         kind, identity = "masked", {"name_or_path": "flat"}
 
-    patch_runner(monkeypatch, "load_scorer", lambda model, settings: Flat())
-    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: Flat()
+    )
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
+    )
     # the report's figures have their own tests
     monkeypatch.setattr(
         "culture_probe.report.markdown.available", lambda name: name != "matplotlib"

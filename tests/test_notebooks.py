@@ -418,6 +418,7 @@ def report_output(
     import transformers
 
     from culture_probe.models.planted import PlantedFact, PlantedSpec
+    from culture_probe.record import RunRecord
     from culture_probe.report.markdown import header
 
     monkeypatch.setattr(transformers, "__version__", transformers_version)
@@ -441,7 +442,11 @@ def report_output(
         },
     }
     cell = nbformat.v4.new_code_cell(execution_count=1)
-    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": header(config)})]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"text/markdown": header(RunRecord.from_json(config))}
+        )
+    ]
     return cell
 
 

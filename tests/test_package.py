@@ -133,9 +133,7 @@ def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch, tmp_path, c
 def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures(
     monkeypatch, tmp_path
 ):
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from dlama_fixture import TableScorer, spec_table, write_dlama
 
     from culture_probe.runner import run

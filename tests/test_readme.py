@@ -10,7 +10,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-from stand_ins import patch_runner
 
 import culture_probe
 from culture_probe import runner
@@ -117,13 +116,12 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
         hidden=32,
         heads=2,
     )
-    kind = runner.model_kind
+    kind = runner.stage_models.model_kind
     monkeypatch.setattr(
         "culture_probe.engine.loading.resolve_model", lambda model, options: str(folder)
     )
-    patch_runner(
-        monkeypatch,
-        "model_kind",
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind",
         lambda model, settings: kind(folder if isinstance(model, str) else model, settings),
     )
     return folder

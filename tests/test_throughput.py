@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import multiprocessing
 import shutil
-import sys
 import time
 import warnings
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
+from dlama_fixture import write_dlama
 
 from culture_probe.engine import Scorer
 from culture_probe.engine.preview import EncodingPreview, Workload
@@ -22,9 +21,6 @@ from culture_probe.models import save_tiny, train_tokenizer
 from culture_probe.throughput import estimate as est
 from culture_probe.throughput import flops, store
 from culture_probe.throughput.meter import Meter, estimate_for, model_shape
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dlama_fixture import write_dlama  # noqa: E402
 
 TEXTS = [
     "the capital of france is paris . rice salt apple doctor away egypt africa asia europe"

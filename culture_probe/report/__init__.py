@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +64,16 @@ __all__ = [
 def write_report(
     run_dir: str | os.PathLike,
     *,
-    config: RunRecord | Mapping[str, Any],
+    config: RunRecord,
     records: Sequence[Record],
     metrics: Metrics,
     status: str | None = None,
 ) -> Path:
     """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path. `config` is the run's
-    config.json, read or as a `RunRecord`; `status` marks an interrupted run (`INCOMPLETE k/N`).
+    config.json as a `RunRecord` (`RunResult.config`, or `RunRecord.from_json`); `status` marks an interrupted
+    run (`INCOMPLETE k/N`).
     """
-    run_dir, config = Path(run_dir), RunRecord.of(config)
+    run_dir = Path(run_dir)
     path = run_dir / rundir.REPORT_FILE
     sections = report_sections(config, records, metrics)
     rundir.write_text(
@@ -101,12 +102,13 @@ def report_sections(
 
 
 @checked()
-def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[Record], Metrics]:
-    """(config, records, metrics) of a run directory; metrics are recomputed from the records when metrics.json
-    is missing (an interrupted run reports what it has).
+def load_run(run_dir: str | Path) -> tuple[RunRecord, list[Record], Metrics]:
+    """(config, records, metrics) of a run directory, as `run` returns them (config.json as a `RunRecord`:
+    `to_json()` is the document); metrics are recomputed from the records when metrics.json is missing (an
+    interrupted run reports what it has).
     """
     run = rundir.read_run(run_dir)
-    return run.config, run.records, metrics_of(run)
+    return run.record, run.records, metrics_of(run)
 
 
 def metrics_of(run: rundir.Run) -> Metrics:
@@ -118,14 +120,12 @@ def metrics_of(run: rundir.Run) -> Metrics:
     return recomputed_metrics(run.path, run.record, run.records)
 
 
-def headline(
-    config: RunRecord | Mapping[str, Any], metrics: Metrics, status: str | None = None
-) -> str:
+def headline(config: RunRecord, metrics: Metrics, status: str | None = None) -> str:
     """A few lines for the terminal: the run, each overall number with its 95% interval (or why none), n and chance
     level, rounded as report.md rounds them, and what was left out; `status` (`INCOMPLETE k/N`) marks a run that
     did not finish on its first line, so its numbers never read as a finished run's.
     """
-    config, results = RunRecord.of(config), ResultsTable.of(metrics)
+    results = ResultsTable.of(metrics)
     scales, chance = scales_of(config.config), results.chance
     mark = f": {status}, numbers so far" if status else ""
     lines = [f"{config.config} on {config.model.spec} ({config.model.kind}){mark}"]

@@ -39,7 +39,7 @@ def slug(text: str) -> str:
 
 def render(
     sections: Sequence[Section],
-    config: RunRecord | Mapping[str, Any],
+    config: RunRecord,
     run_dir: Path,
     status: str | None = None,
     truncation: Mapping[str, Any] | None = None,
@@ -47,7 +47,6 @@ def render(
     """The whole report; figures are written to `run_dir/plots/` and linked relatively. `status` marks a run
     that did not finish (`INCOMPLETE k/N`); `truncation` is metrics.json's record of inputs cut to fit the model.
     """
-    config = RunRecord.of(config)
     part = read_part(run_dir) if config.run.shard else None
     parts = [header(config, status, truncation, part)]
     # said inside every figure: it survives being copied into slides
@@ -111,7 +110,7 @@ def _not_drawn(title: str, error: Exception) -> str:
 
 
 def header(
-    config: RunRecord | Mapping[str, Any],
+    config: RunRecord,
     status: str | None = None,
     truncation: Mapping[str, Any] | None = None,
     part: ShardRecord | None = None,
@@ -119,7 +118,6 @@ def header(
     """Title and the facts a reader needs to trust the numbers; a shard's (`part`: its shard.json) says first that
     it is one, never the run's result.
     """
-    config = RunRecord.of(config)
     bench, model, run, versions = config.benchmark, config.model, config.run, config.versions
     lines = [
         # its numbers are partial
@@ -270,9 +268,8 @@ def deviations(config: RunRecord) -> str:
     )
 
 
-def reproduce(config: RunRecord | Mapping[str, Any]) -> str:
+def reproduce(config: RunRecord) -> str:
     """The command that repeats this run, after a warning naming any run input the command cannot express."""
-    config = RunRecord.of(config)
     words = ["culture-probe run", config.config, "--model", shlex.quote(config.model.spec)]
     # every setting config.json's `run` holds, as its flag spells it
     for spec in fields(RunSettings):

@@ -1,6 +1,6 @@
 """What a report shows, as plain data (tables, bars, heatmaps in sections), and where each benchmark's views are.
 
-A benchmark's views live in `culture_probe/report/<bench>.py` (named as its data module) as
+A benchmark's views live in its folder's report module (`culture_probe/benchmarks/<name>/report.py`) as
 `sections(config, records, metrics) -> list[Section]` (`config`: the run's `RunRecord`), built from a run's files
 alone (config.json, the records, metrics.json), so `culture-probe report RUN_DIR` re-renders any run. A benchmark
 without such a module gets the default view: its scalar metrics as one table. Every report ends with the skipped
@@ -123,7 +123,7 @@ class Section:
 
 
 def sections_for(
-    config: RunRecord | Mapping[str, Any],
+    config: RunRecord,
     records: Sequence[Record],
     metrics: Metrics,
     more: Sequence[Section] = (),
@@ -131,7 +131,6 @@ def sections_for(
     """The report's sections of one run: the benchmark's own views (or the default), `more` (views common to every
     benchmark), then the skipped probes.
     """
-    config = RunRecord.of(config)
     module = report_module(config.config)
     views = module.sections(config, records, metrics) if module else default_sections(metrics)
     scales = scales_of(config.config)

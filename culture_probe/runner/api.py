@@ -22,10 +22,11 @@ from culture_probe.errors import (
 )
 from culture_probe.provenance import ProcessLog
 from culture_probe.record import Metrics, RunRecord, read_metrics
+from culture_probe.runner import planning, stage_models
 from culture_probe.runner.config_json import describe_plan
 from culture_probe.runner.execution import barrier, counts_cuts, execute, is_main_process
-from culture_probe.runner.planning import Plan, first_asked, known_of, plan
-from culture_probe.runner.stage_models import StageModelNotice, load_scorer, model_label
+from culture_probe.runner.planning import Plan, first_asked, known_of
+from culture_probe.runner.stage_models import StageModelNotice, model_label
 from culture_probe.settings import RunSettings
 from culture_probe.tasks import Task, task_from_config
 from culture_probe.tasks.options import json_ready
@@ -46,11 +47,6 @@ class RunResult:
     records: list[Record] = field(repr=False)
     metrics: Metrics
     run_dir: Path | None = None
-
-    @property
-    def record(self) -> RunRecord:
-        """`config`, by the name it had when `config` was the dict (kept for one release)."""
-        return self.config
 
     def task(self) -> Task:
         """The protocol object of this run (without resources: enough to read its records)."""
@@ -164,7 +160,7 @@ def run_with(
         ahead = (
             prepared
             if prepared is not None
-            else plan(config, model, settings, options, rows=rows, scorer=scorer)
+            else planning.plan(config, model, settings, options, rows=rows, scorer=scorer)
         )
         task, data, every = ahead.task, ahead.data, ahead.probes
         for stage, other in ahead.models.items() if main else ():
@@ -172,7 +168,7 @@ def run_with(
         number, part = first_asked(task, every, settings, model)
         first = part.probes
         loading = time.monotonic()
-        scorer = load_scorer(model, settings) if scorer is None else scorer
+        scorer = stage_models.load_scorer(model, settings) if scorer is None else scorer
         # a planted model's training is its loading: not part of the fixed part a rate keeps
         loading = time.monotonic() - loading
         custom, folder = rows is not None, run_dir is not None

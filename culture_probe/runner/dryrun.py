@@ -28,15 +28,10 @@ from culture_probe.engine.loading import is_served, served_name
 from culture_probe.engine.preview import EncodingPreview, ServedPreview, View, Workload
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.record import RunRecord
-from culture_probe.runner import (
-    Plan,
-    StageModel,
-    describe_plan,
-    first_asked,
-    model_kind,
-    model_parts,
-    plan,
-)
+from culture_probe.runner import planning, stage_models
+from culture_probe.runner.config_json import describe_plan
+from culture_probe.runner.planning import Plan, first_asked
+from culture_probe.runner.stage_models import StageModel, model_parts
 from culture_probe.runner.suite import held, plan_each, suite_settings
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.tasks import Task
@@ -258,11 +253,11 @@ def plan_config(
     the resume would keep them (`resumed_records`), and the probes shown are those left.
     """
     done = rundir.check_start(run_dir, resume=resume) if run_dir is not None else []
-    kind = model_kind(model, settings)
+    kind = stage_models.model_kind(model, settings)
     if (str(model), kind) not in previewers:
         previewers[str(model), kind] = load_previewer(model, kind, settings)
     previewer = previewers[str(model), kind]
-    ahead = plan(config, model, settings, options, rows=rows, scorer=previewer.scorer)
+    ahead = planning.plan(config, model, settings, options, rows=rows, scorer=previewer.scorer)
     task = ahead.task
     # --limit, then --shard K/N's part
     number, part = first_asked(task, ahead.probes, settings, model)

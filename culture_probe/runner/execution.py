@@ -15,7 +15,7 @@ from culture_probe.errors import (
     CultureProbeError,
 )
 from culture_probe.provenance import ProcessLog
-from culture_probe.runner.stage_models import load_scorer, stage_settings
+from culture_probe.runner import stage_models
 from culture_probe.settings import RunSettings
 from culture_probe.tasks import Task
 from culture_probe.tasks.probes import (
@@ -160,7 +160,11 @@ def _scorer_for(
 ) -> ScorerProtocol:
     """The run's scorer, or the stage's own model (an LLM judge), loaded with `stage_settings`."""
     other = task.stage_model(stage)
-    return scorer if other is None else load_scorer(other, stage_settings(settings))
+    return (
+        scorer
+        if other is None
+        else stage_models.load_scorer(other, stage_models.stage_settings(settings))
+    )
 
 
 def _answers(

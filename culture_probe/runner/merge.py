@@ -43,7 +43,7 @@ from culture_probe.report.summary import (
     summary_lines,
     write_summary,
 )
-from culture_probe.runner import RunResult, run_metrics
+from culture_probe.runner.api import RunResult, run_metrics
 from culture_probe.runner.suite import SuiteResult
 from culture_probe.settings import Shard
 from culture_probe.tasks import Task
@@ -473,7 +473,7 @@ def merge_suites(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike
         runs = {
             config: merge.write(built / config, folder / config) for config, merge in merges.items()
         }
-        done = {config: SuiteRun(run.record, run.metrics) for config, run in runs.items()}
+        done = {config: SuiteRun(run.config, run.metrics) for config, run in runs.items()}
         skipped = dict(summary.get("skipped") or {})
         merged = summarize_suite(summary.get("model", ""), done, skipped, planned_of(summary))
         write_summary(built, merged)

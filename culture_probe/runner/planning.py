@@ -23,7 +23,8 @@ from culture_probe.errors import (
     UnknownNameError,
 )
 from culture_probe.loading import SideData, load_rows, load_side_data
-from culture_probe.runner.stage_models import StageModel, check_models, load_options, model_kind
+from culture_probe.runner import stage_models
+from culture_probe.runner.stage_models import StageModel, check_models, load_options
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.tasks import Task, task_for
 from culture_probe.tasks.base import asked_in
@@ -90,7 +91,7 @@ def plan(
     # before the model: a bad file is named
     side = load_side_data(benchmark, chosen, data_dir=settings.data_dir)
     # from its config: no weights loaded
-    kind = model_kind(model if scorer is None else scorer, settings)
+    kind = stage_models.model_kind(model if scorer is None else scorer, settings)
     # a suite passes the name beside its scorer
     served = is_served(model)
     # an upstream profile depends on the model's kind and the run's mode

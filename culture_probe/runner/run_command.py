@@ -11,7 +11,8 @@ from typing import Any
 from culture_probe import rundir
 from culture_probe.data.registry import expand, groups
 from culture_probe.errors import CultureProbeError, InvalidValueError
-from culture_probe.runner import is_main_process, run
+from culture_probe.runner.api import run
+from culture_probe.runner.execution import is_main_process
 from culture_probe.runner.suite import SKIPPED_EXIT, data_dirs_of, run_suite
 from culture_probe.settings import TOKENS_PER_SEQUENCE, from_arguments
 from culture_probe.util.keyvalue import parse_pairs

@@ -31,17 +31,15 @@ from culture_probe import rundir
 from culture_probe.data.registry import check_data_options, expand, resolve
 from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError
-from culture_probe.runner import (
+from culture_probe.runner import planning, stage_models
+from culture_probe.runner.api import RunResult, run_with
+from culture_probe.runner.execution import is_main_process
+from culture_probe.runner.planning import (
     Plan,
-    RunResult,
     SmallLimitWarning,
     check_language,
     first_asked,
-    is_main_process,
     limit_for,
-    load_scorer,
-    plan,
-    run_with,
 )
 from culture_probe.settings import RunSettings
 from culture_probe.tasks import task_for
@@ -138,7 +136,7 @@ def run_suite(
             warnings.warn(
                 f"Resuming the suite in {folder}: {notice}.", SuiteResumeNotice, stacklevel=2
             )
-        scorer = load_scorer(model, settings)
+        scorer = stage_models.load_scorer(model, settings)
         if progress and main and len(plans) > 1:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SmallLimitWarning)  # said by plan_each already
@@ -207,7 +205,7 @@ def run_planned(
         warnings.simplefilter("ignore", SmallLimitWarning)
         for config in configs:
             runs[config] = run_one(config)
-            done = {c: SuiteRun(r.record, r.metrics) for c, r in runs.items()}
+            done = {c: SuiteRun(r.config, r.metrics) for c, r in runs.items()}
             summary = summarize_suite(model, {**earlier, **done}, skipped, order)
             if folder is not None:
                 write_summary(folder, summary)
@@ -341,7 +339,7 @@ def planned(
     """One config's run planned before the model loads (rows, languages, resources, first-stage probes), with the
     notice of a limit too small for its headline numbers.
     """
-    ahead = plan(config, model, replace(settings, data_dir=data_dirs[config]), options)
+    ahead = planning.plan(config, model, replace(settings, data_dir=data_dirs[config]), options)
     limit_for(config, ahead.task, ahead.probes, settings.limit)
     return ahead
 

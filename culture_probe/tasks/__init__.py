@@ -1,8 +1,8 @@
-"""Protocols: one module per benchmark, `culture_probe/tasks/<bench>.py` defining `TASK` (a `Task` subclass).
+"""Protocols: one per benchmark, the `task` module of its folder (`culture_probe/benchmarks/<name>/task.py`)
+defining `TASK` (a `Task` subclass).
 
-A config name is mapped to its protocol by convention: the data module that defines the config
-(`culture_probe/benchmarks/dlama/data.py` for `dlama_arab_west`) has a twin of the same name here. See `base` for how to
-add a task.
+A config name is mapped to its protocol through the declaration of the benchmark whose data module defines the
+config (`culture_probe.benchmarks.declaration`). See `base` for how to add a task.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 typed metric inputs. A protocol is pure: it opens no file, reads no environment variable, keeps no module-level
 cache and renders nothing; what it needs besides rows it declares (`needs`), and the data layer loads it.
 
-Adding a task: see docs/adding-a-benchmark.md. In short, `culture_probe/tasks/<bench>.py` (named as its data module)
+Adding a task: see docs/adding-a-benchmark.md. In short, the benchmark folder's `task.py` (its declaration names it)
 defines a `Task` subclass and `TASK = ThatClass`, with
 
 - `Options`: a frozen dataclass whose fields are every switch that changes a number (defaults = the paper's

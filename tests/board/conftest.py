@@ -5,21 +5,15 @@ layout (English and Arabic prompts): one that knows the planted facts, one that 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from board_runs import Runs
+from dlama_fixture import TableScorer, write_dlama
+from test_compare import FACTS, forgetting, guessing, knowing
 
-TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(TESTS / "report"))
-from board_runs import Runs  # noqa: E402
-from dlama_fixture import TableScorer, write_dlama  # noqa: E402
-from test_compare import FACTS, forgetting, guessing, knowing  # noqa: E402
-
-from culture_probe.engine.types import CandidateScores  # noqa: E402
+from culture_probe.engine.types import CandidateScores
 
 
 class Knowing(TableScorer):

@@ -5,7 +5,6 @@ offline and token errors, and data released only on request (MAPS) left out with
 
 from __future__ import annotations
 
-import sys
 from argparse import Namespace
 from pathlib import Path
 
@@ -13,13 +12,11 @@ import huggingface_hub
 import pytest
 import yaml
 from board_runs import Runs
+from fake_hub import FakeHub, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hub"))
-from fake_hub import FakeHub, serve  # noqa: E402
-
-from culture_probe.board import command  # noqa: E402
-from culture_probe.board.command import on_request_benchmarks, push_board, push_board_main  # noqa: E402
-from culture_probe.errors import PublishError  # noqa: E402
+from culture_probe.board import command
+from culture_probe.board.command import on_request_benchmarks, push_board, push_board_main
+from culture_probe.errors import PublishError
 
 
 def args(runs: Runs, out: Path | None, **given: object) -> Namespace:

@@ -7,21 +7,18 @@ data a user has, not the mirror.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from dlama_fixture import write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dlama_fixture import write_dlama  # noqa: E402
-
-from culture_probe.board.command import push_board  # noqa: E402
-from culture_probe.board.site import build_board  # noqa: E402
-from culture_probe.data.export import export  # noqa: E402
-from culture_probe.data.registry import list_benchmarks  # noqa: E402
-from culture_probe.hub.publish import push  # noqa: E402
-from culture_probe.sharing import redacted, shown_model  # noqa: E402
+from culture_probe.board.command import push_board
+from culture_probe.board.site import build_board
+from culture_probe.data.export import export
+from culture_probe.data.registry import list_benchmarks
+from culture_probe.hub.publish import push
+from culture_probe.sharing import redacted, shown_model
 
 
 @dataclass(frozen=True)

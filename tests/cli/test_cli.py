@@ -547,7 +547,6 @@ def test_every_option_example_the_cli_gives_is_a_real_option():
 def test_a_fractional_limit_takes_that_share_of_each_stratum_rounded_up(setup, tmp_path, capsys):
     """`--limit 0.5` of 6 Arab and 2 Western facts probes 3 and 1 (the harness's fractional limit, per stratum; an
     integer limit of 4 would draw 2 and 2), recorded as the number probed (run.limit) and as given (subset.limit)."""
-    sys.path.insert(0, str(REPO / "tests"))
     from dlama_fixture import write_dlama
 
     _, model = setup

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from curation_helpers import FIXTURE
-from stand_ins import NoIdeaScorer, patch_runner
+from stand_ins import NoIdeaScorer
 
 from culture_probe.cli import build_parser, main
 from culture_probe.data.registry import check_data_options, data_options_for, resolve
@@ -29,8 +29,12 @@ class Flat(NoIdeaScorer):
 @pytest.fixture
 def flat(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every `--model` is the flat stand-in; the report's figures are left out (they have their own tests)."""
-    patch_runner(monkeypatch, "load_scorer", lambda model, settings: Flat())
-    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: Flat()
+    )
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
+    )
     monkeypatch.setattr(
         "culture_probe.report.markdown.available", lambda name: name != "matplotlib"
     )

@@ -8,24 +8,21 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from dlama_fixture import write_dlama
 from served_helpers import Behaviour, fake_server
 
 from culture_probe.cli import main
 from culture_probe.engine import ScoreRequest
 from culture_probe.engine.served import ServedScorer
 from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
-from culture_probe.runner import RunSettings, load_scorer, run
+from culture_probe.runner import RunSettings, run
 from culture_probe.runner.execution import CHUNK, refuse_ahead
+from culture_probe.runner.stage_models import load_scorer
 from culture_probe.tasks.probes import ScoreProbe
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import write_dlama  # noqa: E402
 
 LEFT, CANDIDATE = "Egypt is in", "Africa"
 PROMPT = f"{LEFT} {CANDIDATE}"  # what scoring CANDIDATE after LEFT sends

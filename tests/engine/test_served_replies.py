@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from dlama_fixture import write_dlama
 from served_helpers import Behaviour, fake_server
 
 from culture_probe.cli import main
@@ -24,9 +23,6 @@ from culture_probe.engine.retries import retry_after
 from culture_probe.engine.served import ServedScorer
 from culture_probe.errors import EndpointError
 from culture_probe.util.waits import LONGEST
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import write_dlama  # noqa: E402
 
 LEFT, CANDIDATE = "Egypt is in", "North America"
 PROMPT = f"{LEFT} {CANDIDATE}"  # 25 characters: Egypt| is| in| North| America at 0, 5, 8, 11, 17

@@ -6,20 +6,16 @@ a reply that arrives whole within the time is still used."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from dlama_fixture import write_dlama
 from served_helpers import Behaviour, fake_server
 
 from culture_probe.cli import main
 from culture_probe.engine.served import ServedScorer
 from culture_probe.errors import EndpointError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import write_dlama  # noqa: E402
 
 TIMEOUT, RETRIES = 1.0, 1
 BACKOFF = 0.5  # the `openai` client's first backoff (0.5 s, less up to 25% jitter)

@@ -190,10 +190,7 @@ def test_two_runs_of_one_language_each_say_which_facts_rankc_left_out_why_and_ho
 ):
     """`consistency RUN_EN RUN_AR` of DLAMA computed RankC on 14 of 40 facts (the two runs' candidate sets differ
     where Arabic names two objects alike) and said so only as `n (RankC) 14`, its "not paired" column empty."""
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from dlama_fixture import write_dlama
 
     from culture_probe import run

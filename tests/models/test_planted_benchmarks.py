@@ -131,10 +131,7 @@ def test_planted_configs_are_checked(mirror):
 
 @pytest.mark.slow
 def test_dlama_planted_culture_scores_higher(tmp_path):
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from dlama_fixture import FACTS, write_dlama
 
     # 10 western facts more than the fixture's 2, never planted: each is right by chance 1 in 4 (the 4 continents are

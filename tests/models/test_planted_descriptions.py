@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from stand_ins import NoIdeaScorer, patch_runner
+from stand_ins import NoIdeaScorer
 
 from culture_probe.benchmarks.camel.planted import camel_spec
 from culture_probe.benchmarks.maps.planted import maps_spec
@@ -46,7 +46,9 @@ def test_what_was_planted_is_no_part_of_the_cache_key(mirror):
 
 
 def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, monkeypatch):
-    patch_runner(monkeypatch, "load_scorer", lambda model, settings: NoIdeaScorer())
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: NoIdeaScorer()
+    )
     result = run(
         "xfakt_factual_recall",
         "planted:xfakt_factual_recall",

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from dlama_fixture import write_dlama
+from test_dlama_consistency import BilingualScorer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import write_dlama  # noqa: E402
-from test_dlama_consistency import BilingualScorer  # noqa: E402
-
-from culture_probe.runner import run  # noqa: E402
+from culture_probe.runner import run
 
 
 @pytest.fixture(scope="module")

@@ -206,7 +206,7 @@ def test_run_suite_takes_one_name_as_one_name(tmp_path, mirror):
         ),
         (
             lambda: write_report("x", config=3, records=[], metrics={}),
-            r"write_report: `config` must be a RunRecord or a mapping, got 3",
+            r"write_report: `config` must be a RunRecord, got 3",
         ),
     ],
     ids=[

@@ -6,17 +6,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cases import CLI_CASES, CliCase
+from dlama_fixture import TableScorer, spec_table, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
-
-from culture_probe.cli import main  # noqa: E402
+from culture_probe.cli import main
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,6 @@ def test_an_edited_moved_or_damaged_checkpoint_is_an_error_naming_it(tmp_path):
 
 
 def test_a_repeated_fact_is_an_error_naming_both_rows(tmp_path):
-    sys.path.insert(0, str(REPO / "tests"))
     from dlama_fixture import write_dlama
 
     from culture_probe.data.registry import load_benchmark

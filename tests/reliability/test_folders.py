@@ -5,19 +5,15 @@ run's, a second writer of a suite fails at once, suite.json lists every config t
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
-from stand_ins import patch_runner  # noqa: E402
-
-import culture_probe  # noqa: E402
-from culture_probe import rundir  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.errors import CultureProbeError  # noqa: E402
+import culture_probe
+from culture_probe import rundir
+from culture_probe.cli import main
+from culture_probe.errors import CultureProbeError
 
 A, B = "dlama_arab_west", "dlama_arab_west_corrected"
 
@@ -31,9 +27,11 @@ def loads(monkeypatch):
         loaded.append(model)
         return TableScorer(spec_table())
 
-    monkeypatch.setattr("culture_probe.runner.suite.load_scorer", load)
-    patch_runner(monkeypatch, "load_scorer", load)
-    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
+    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
+    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
+    )
     return loaded
 
 
@@ -130,7 +128,9 @@ def test_a_second_writer_of_a_run_fails_before_planning_or_loading(
     from filelock import FileLock
 
     planned: list = []
-    patch_runner(monkeypatch, "plan", lambda *args, **kwargs: planned.append(args))
+    monkeypatch.setattr(
+        "culture_probe.runner.planning.plan", lambda *args, **kwargs: planned.append(args)
+    )
     folder = tmp_path / "run"
     folder.mkdir()
     with FileLock(folder / rundir.LOCK_FILE, timeout=0):  # another process writing this run

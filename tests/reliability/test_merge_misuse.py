@@ -10,22 +10,19 @@ from __future__ import annotations
 import errno
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
-
-from culture_probe import rundir, runner  # noqa: E402
-from culture_probe.board.build import leaderboard, load_runs, run_page  # noqa: E402
-from culture_probe.board.site import run_summary  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.errors import CultureProbeError, InvalidValueError  # noqa: E402
-from culture_probe.runner import merge  # noqa: E402
-from culture_probe.runner.merge import merge_runs, merge_suites  # noqa: E402
-from culture_probe.runner.suite import run_suite  # noqa: E402
+from culture_probe import rundir, runner
+from culture_probe.board.build import leaderboard, load_runs, run_page
+from culture_probe.board.site import run_summary
+from culture_probe.cli import main
+from culture_probe.errors import CultureProbeError, InvalidValueError
+from culture_probe.runner import merge
+from culture_probe.runner.merge import merge_runs, merge_suites
+from culture_probe.runner.suite import run_suite
 
 CONFIG = "dlama_arab_west"
 

@@ -9,21 +9,16 @@ scorer counts what it encodes; `interrupted` kills one after two probes, as test
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from dlama_fixture import ARABIC, FACTS, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import ARABIC, FACTS, write_dlama  # noqa: E402
-from stand_ins import patch_runner  # noqa: E402
-
-import culture_probe  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.engine.backend import Backend  # noqa: E402
-from culture_probe.errors import CultureProbeError  # noqa: E402
-from culture_probe.report.summary import summary_lines  # noqa: E402
-from culture_probe.runner.dryrun import dry_run  # noqa: E402
+import culture_probe
+from culture_probe.cli import main
+from culture_probe.engine.backend import Backend
+from culture_probe.errors import CultureProbeError
+from culture_probe.report.summary import summary_lines
+from culture_probe.runner.dryrun import dry_run
 
 pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
 CONFIG = "dlama_arab_west"
@@ -59,7 +54,7 @@ def interrupted(monkeypatch):
 
     def kill(call, after=2):
         with monkeypatch.context() as patch:
-            patch_runner(patch, "CHUNK", 1)
+            patch.setattr("culture_probe.runner.execution.CHUNK", 1)
             score, asked = Backend.score, []
 
             def dying(self, requests, *args, **kwargs):

@@ -5,27 +5,23 @@ Wikidata label, a `--rows` file, a model's answer can hold them), round-trips th
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from dlama_fixture import FACTS, write_dlama
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import FACTS, write_dlama  # noqa: E402
-from stand_ins import patch_runner  # noqa: E402
-
-from culture_probe import rundir  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.data.sources import read_jsonl  # noqa: E402
-from culture_probe.engine.types import CandidateScores  # noqa: E402
-from culture_probe.errors import CultureProbeError  # noqa: E402
-from culture_probe.tasks.probes import Record  # noqa: E402
-from culture_probe.util import jsonl  # noqa: E402
+from culture_probe import rundir
+from culture_probe.cli import main
+from culture_probe.data.sources import read_jsonl
+from culture_probe.engine.types import CandidateScores
+from culture_probe.errors import CultureProbeError
+from culture_probe.tasks.probes import Record
+from culture_probe.util import jsonl
 
 SPLITS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # every character str.splitlines splits on
 RAW = "\x85\u2028\u2029"  # those of them json.dumps(ensure_ascii=False) leaves raw in a string
@@ -158,8 +154,12 @@ class Ordered:
 def stand_in(monkeypatch):
     """`--model` loads `Ordered` of the kind a test sets in `stand_in.kind`."""
     model = Ordered()
-    patch_runner(monkeypatch, "load_scorer", lambda name, settings: model)
-    patch_runner(monkeypatch, "model_kind", lambda name, settings: model.kind)
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer", lambda name, settings: model
+    )
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind", lambda name, settings: model.kind
+    )
     return model
 
 

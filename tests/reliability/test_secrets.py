@@ -15,7 +15,6 @@ import importlib.util
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
@@ -24,26 +23,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from board_runs import Runs
+from fake_hub import FakeHub, serve
 from PIL import Image, PngImagePlugin
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "board"))
-sys.path.insert(0, str(TESTS / "hub"))
-from board_runs import Runs  # noqa: E402
-from fake_hub import FakeHub, serve  # noqa: E402
+from culture_probe import rundir
+from culture_probe.board.command import push_board
+from culture_probe.board.site import build_board
+from culture_probe.cli import main
+from culture_probe.engine.served import ServedScorer
+from culture_probe.errors import CultureProbeError, EndpointError, PublishError
+from culture_probe.hub import publish
+from culture_probe.hub.metric_spaces import write_metric_space
+from culture_probe.record import RunRecord
+from culture_probe.report import rerender_run
+from culture_probe.runner import run
+from culture_probe.sharing import check_upload, redact_url, redacted
 
-from culture_probe import rundir  # noqa: E402
-from culture_probe.board.command import push_board  # noqa: E402
-from culture_probe.board.site import build_board  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.engine.served import ServedScorer  # noqa: E402
-from culture_probe.errors import CultureProbeError, EndpointError, PublishError  # noqa: E402
-from culture_probe.hub import publish  # noqa: E402
-from culture_probe.hub.metric_spaces import write_metric_space  # noqa: E402
-from culture_probe.record import RunRecord  # noqa: E402
-from culture_probe.report import rerender_run  # noqa: E402
-from culture_probe.runner import run  # noqa: E402
-from culture_probe.sharing import check_upload, redact_url, redacted  # noqa: E402
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _board_fixtures():
@@ -160,7 +157,10 @@ def test_a_credential_under_any_query_key_is_recorded_and_shown_nowhere(
         written = every_byte(folder)
         assert not [key for key, value in QUERY_SECRETS.items() if value.encode() in written]
     as_given = json.loads(json.dumps(config).replace(shown, shown.replace("***", "old")))
-    assert rundir.check_resumable(RunRecord.of(as_given), RunRecord.of(config), out) == ()
+    assert (
+        rundir.check_resumable(RunRecord.from_json(as_given), RunRecord.from_json(config), out)
+        == ()
+    )
 
 
 def test_a_run_recorded_with_a_password_in_its_url_shows_it_nowhere(
@@ -593,7 +593,9 @@ def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(
     record = json.loads((runs.knows / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
 
     def served(url: str) -> RunRecord:
-        return RunRecord.of({**record, "model": {**record["model"], "identity": {"base_url": url}}})
+        return RunRecord.from_json(
+            {**record, "model": {**record["model"], "identity": {"base_url": url}}}
+        )
 
     old = served(f"http://user:{PASSWORD}@127.0.0.1:8000/v1")
     assert rundir.check_resumable(old, served("http://***@127.0.0.1:8000/v1"), tmp_path) == ()

@@ -5,19 +5,15 @@ refusals to pair runs on different items, notes on incomplete runs, and the writ
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama  # noqa: E402
-
-from culture_probe.errors import CultureProbeError  # noqa: E402
-from culture_probe.metrics._intervals import TANGO_CC  # noqa: E402
-from culture_probe.report import compare_main, compare_runs  # noqa: E402
-from culture_probe.runner import run  # noqa: E402
+from culture_probe.errors import CultureProbeError
+from culture_probe.metrics._intervals import TANGO_CC
+from culture_probe.report import compare_main, compare_runs
+from culture_probe.runner import run
 
 FACTS = CONTINENT_FACTS
 

@@ -8,28 +8,21 @@ pixels, so that no check depends on a library version's rendering.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama
+from golden.cases import CASES, golden_path
+from test_compare import FACTS, guessing, knowing
 
-TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(TESTS / "report"))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
-from golden.cases import CASES, golden_path  # noqa: E402
-from test_compare import FACTS, guessing, knowing  # noqa: E402
-
-from culture_probe import rundir  # noqa: E402
-from culture_probe.record import RunRecord  # noqa: E402
-from culture_probe.report import compare_runs, main, plots  # noqa: E402
-from culture_probe.report.plots import comparison_figure, context_note, figure_of, forest_rows  # noqa: E402
-from culture_probe.report.summary import summary_figures  # noqa: E402
-from culture_probe.report.views import Bars, sections_for  # noqa: E402
-from culture_probe.runner import run  # noqa: E402
-from culture_probe.tasks import Record  # noqa: E402
+from culture_probe import rundir
+from culture_probe.record import RunRecord
+from culture_probe.report import compare_runs, main, plots
+from culture_probe.report.plots import comparison_figure, context_note, figure_of, forest_rows
+from culture_probe.report.summary import summary_figures
+from culture_probe.report.views import Bars, sections_for
+from culture_probe.runner import run
+from culture_probe.tasks import Record
 
 KINDS = {"bert": "masked", "gpt2": "causal", "t5": "seq2seq"}
 

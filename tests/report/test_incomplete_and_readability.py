@@ -13,28 +13,22 @@ killed after two probes; the X-FaKT runs are the golden runs' records and metric
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama
+from test_compare import FACTS, guessing, knowing
+from test_figures_context import _golden_run
 
-TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(TESTS / "report"))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
-from stand_ins import patch_runner  # noqa: E402
-from test_compare import FACTS, guessing, knowing  # noqa: E402
-from test_figures_context import _golden_run  # noqa: E402
-
-import culture_probe  # noqa: E402
-from culture_probe.board import build_board  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.record import RunRecord  # noqa: E402
-from culture_probe.report import compare_runs, headline, load_run  # noqa: E402
-from culture_probe.report.compare import LoadedRun, comparison_of  # noqa: E402
-from culture_probe.report.consistency import consistency_sections  # noqa: E402
-from culture_probe.report.summary import summary_lines  # noqa: E402
-from culture_probe.runner.suite import SuiteResumeNotice  # noqa: E402
+import culture_probe
+from culture_probe.board import build_board
+from culture_probe.cli import main
+from culture_probe.record import RunRecord
+from culture_probe.report import compare_runs, headline, load_run
+from culture_probe.report.compare import LoadedRun, comparison_of
+from culture_probe.report.consistency import consistency_sections
+from culture_probe.report.summary import summary_lines
+from culture_probe.runner.suite import SuiteResumeNotice
 
 pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
 CONFIGS = ["dlama_arab_west", "dlama_arab_west_corrected"]
@@ -77,11 +71,13 @@ def pair(tmp_path):
 def stopped(tmp_path, monkeypatch):
     """A suite of two configs stopped (Ctrl-C) after two probes of the first: the second never started."""
     data = write_dlama(tmp_path / "dlama")
-    patch_runner(monkeypatch, "CHUNK", 1)
-    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
+    monkeypatch.setattr("culture_probe.runner.execution.CHUNK", 1)
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
+    )
     scorers = iter([Dying(2), TableScorer(spec_table()), TableScorer(spec_table())])
     monkeypatch.setattr(
-        "culture_probe.runner.suite.load_scorer", lambda model, settings: next(scorers)
+        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: next(scorers)
     )
     suite = tmp_path / "suite"
 

@@ -6,22 +6,18 @@ is printed by `format_p` (item 5)."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dlama_fixture import CONTINENT_FACTS, CONTINENTS, TableScorer, write_dlama  # noqa: E402
-
-from culture_probe.benchmarks.dlama.report import comparison_text  # noqa: E402
-from culture_probe.metrics.compare import holm  # noqa: E402
-from culture_probe.metrics.display import format_p, p_clause  # noqa: E402
-from culture_probe.report import compare_main, compare_runs  # noqa: E402
-from culture_probe.report.compare import PLANNED  # noqa: E402
-from culture_probe.runner import run  # noqa: E402
+from culture_probe.benchmarks.dlama.report import comparison_text
+from culture_probe.metrics.compare import holm
+from culture_probe.metrics.display import format_p, p_clause
+from culture_probe.report import compare_main, compare_runs
+from culture_probe.report.compare import PLANNED
+from culture_probe.runner import run
 
 FACTS = CONTINENT_FACTS
 # one more predicate with a single fact: its stratum has one unit

@@ -5,20 +5,17 @@ wrote it.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
 
 from culture_probe import rundir
 from culture_probe.errors import CultureProbeError
 from culture_probe.metrics.results import UnitTable, summarize
 from culture_probe.record import ResultsTable, RunRecord, read_metrics
-from culture_probe.runner import run_metrics
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
+from culture_probe.runner.api import run_metrics
 
 
 def test_a_runs_config_json_reads_into_typed_fields_and_writes_back_byte_for_byte(tmp_path):
@@ -69,15 +66,6 @@ def test_to_json_is_a_copy_that_a_caller_may_change():
     assert record.options == {"mode": "rank"} and json.dumps(record.to_json()) == json.dumps(
         {"config": "dlama_arab_west", "options": {"mode": "rank"}}
     )
-
-
-def test_a_record_read_as_the_dict_it_replaced_still_answers_and_says_it_is_going():
-    # RunResult.config was config.json's dict until it became the record: `result.config["deviations"]` in a
-    # notebook keeps working for one release, warning, and gives what the field gives
-    deviation = {"id": "M1", "description": "why", "side": "default"}
-    record = RunRecord.from_json({"config": "maps_en", "deviations": [deviation]})
-    with pytest.warns(DeprecationWarning, match=r"config\.deviations"):
-        assert record["deviations"] == [deviation] == list(record.deviations)
 
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

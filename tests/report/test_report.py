@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
 
 from culture_probe.errors import CultureProbeError
 from culture_probe.record import RunRecord
@@ -22,9 +21,6 @@ from culture_probe.report.views import (
     language_country_grid,
     result_bars,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402 - a fixture module of tests/tasks
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -131,7 +127,7 @@ def test_reproduce_shows_the_command_that_repeats_the_run():
     assert (
         "culture-probe run fmlama_en --model bert-base-cased --limit 5 --corrected "
         "--option families=hasParts --option with_x=false"
-    ) in reproduce(config)
+    ) in reproduce(RunRecord.from_json(config))
 
 
 def _command(report_text):
@@ -161,7 +157,7 @@ def test_reproduce_round_trips_through_the_cli_parser():
         },
         "options": {"country_names": names, "families": ["hasParts", "country"], "vectors": None},
     }
-    text = reproduce(config)
+    text = reproduce(RunRecord.from_json(config))
     argv = _command(text)
     assert argv[:2] == ["culture-probe", "run"]
     args = build_parser().parse_args(argv[1:])
@@ -222,7 +218,7 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
     unsaved = {**config, "benchmark": {**config["benchmark"], "rows_file": None}}
     assert (
         f"run on 4 custom rows (sha256 {config['benchmark']['rows_sha256'][:16]}...)"
-        in reproduce(unsaved)
+        in reproduce(RunRecord.from_json(unsaved))
     )
     # the same run on the benchmark's own data from a named model has nothing to warn about
     named = {
@@ -230,9 +226,11 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
         "benchmark": {**config["benchmark"], "custom_rows": False},
         "model": {**config["model"], "spec": "bert-base-cased", "loaded_object": False},
     }
-    assert "Not reproducible" not in reproduce(named)
+    assert "Not reproducible" not in reproduce(RunRecord.from_json(named))
     comma = {**named, "options": {"families": ["has,Parts"]}}
-    assert "option `families` has an item containing a comma" in reproduce(comma)
+    assert "option `families` has an item containing a comma" in reproduce(
+        RunRecord.from_json(comma)
+    )
 
 
 def _asia_west_config(probed):
@@ -266,16 +264,16 @@ def test_the_missing_korean_note_is_printed_only_when_korean_was_not_probed():
         "Note: the release tarball holds both languages; a copy that lacks the Korean labels"
         in _asia_west_config(["en"])["benchmark"]["description"]
     )
-    english = header(_asia_west_config(["en"]))
+    english = header(RunRecord.from_json(_asia_west_config(["en"])))
     assert (
         "- **note**: the release tarball holds both languages; a copy that lacks the Korean labels of asia-west "
         "(asia-west/dlama/ko/) runs in English (--language en)."
     ) in english
     assert english.endswith("(ko not probed in this run)")
     # a full release: both languages probed
-    assert "**note**" not in header(_asia_west_config(["en", "ko"]))
+    assert "**note**" not in header(RunRecord.from_json(_asia_west_config(["en", "ko"])))
     # no record of the probed languages: the note, as before
-    older = header(_asia_west_config(None))
+    older = header(RunRecord.from_json(_asia_west_config(None)))
     assert (
         "- **note**: the release tarball holds both" in older
         and "not probed in this run" not in older
@@ -318,7 +316,9 @@ def test_headline_lists_the_results_with_intervals_and_what_was_left_out():
         "omitted": {"culture_gap": "needs facts of both cultures"},
     }
     text = headline(
-        {"config": "dlama_arab_west", "model": {"spec": "mbert", "kind": "masked"}},
+        RunRecord.from_json(
+            {"config": "dlama_arab_west", "model": {"spec": "mbert", "kind": "masked"}}
+        ),
         {"p1_en": 30.25, "results": results},
     )
     assert text.splitlines() == [
@@ -412,7 +412,9 @@ def test_the_terminal_report_md_and_suite_md_print_a_number_alike():
     # 3.015 and 1.005 as floats hold them
     estimate = _estimate(3.0149999999999997, 1.0049999999999999, 5.5, 400)
     metrics = {"results": _results(estimate)}
-    config = {"config": "dlama_arab_west", "model": {"spec": "m", "kind": "masked"}}
+    config = RunRecord.from_json(
+        {"config": "dlama_arab_west", "model": {"spec": "m", "kind": "masked"}}
+    )
     assert headline(config, metrics).splitlines()[1] == "  p1 (%): 3.02 [1.01, 5.50] (n=400 facts)"
     [section] = results_sections(metrics, {"p1": "%"})
     assert "| p1 (%) | 3.02 | [1.01, 5.50] | 400 |" in table_markdown(section.tables[0])
@@ -507,7 +509,8 @@ def test_a_ranking_run_never_mentions_a_judge(tmp_path):
     from culture_probe.report.markdown import render
     from culture_probe.report.views import sections_for
 
-    def report(config):
+    def report(document):
+        config = RunRecord.from_json(document)
         metrics = _xfakt_metrics() | {"kts": None, "xfakt_unavailable": "a smoke run"}
         return render(sections_for(config, [], metrics), config, tmp_path)
 
@@ -620,7 +623,7 @@ def test_a_figure_that_fails_costs_that_figure_only(tmp_path, monkeypatch):
         UserWarning,
         match="Figure 'P@1 per culture' could not be drawn .*yerr.*the rest of the report",
     ):
-        text = markdown.render([section], config, tmp_path)
+        text = markdown.render([section], RunRecord.from_json(config), tmp_path)
     assert "| arab | 50.00 |" in text and "## Reproduce" in text
     assert "*Figure 'P@1 per culture' could not be drawn (ValueError:" in text
 
@@ -678,7 +681,7 @@ def test_an_xfakt_run_at_chance_shows_what_random_answers_score_and_warns(tmp_pa
     ]
     task = XfaktTask("xfakt_factual_recall", XfaktTask.Options(mode="rank"), kind="causal")
     metrics = task.compute_metrics(records)
-    config = _xfakt_config(mode="rank")
+    config = RunRecord.from_json(_xfakt_config(mode="rank"))
     report = render(sections_for(config, records, metrics), config, tmp_path)
     kts = metrics["results"]["overall"]["kts"]
     [row] = [line for line in report.splitlines() if line.startswith("| kts (0-1) |")]

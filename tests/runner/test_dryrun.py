@@ -16,25 +16,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from dlama_fixture import write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import write_dlama  # noqa: E402
-
-from culture_probe import runner, throughput  # noqa: E402
-from culture_probe.engine import Scorer  # noqa: E402
+from culture_probe import runner, throughput
+from culture_probe.engine import Scorer
 from culture_probe.engine.preview import (
     EncodingPreview,
     GenerateView,
     ScoreView,
     ServedView,
     Workload,
-)  # noqa: E402
-from culture_probe.engine.tokenizer import separator  # noqa: E402
-from culture_probe.engine.types import FillMaskOptions  # noqa: E402
-from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError  # noqa: E402
-from culture_probe.models import save_tiny, train_tokenizer  # noqa: E402
-from culture_probe.runner.dryrun import dry_run  # noqa: E402
-from culture_probe.tasks.probes import GenerateProbe, ScoreProbe  # noqa: E402
+)
+from culture_probe.engine.tokenizer import separator
+from culture_probe.engine.types import FillMaskOptions
+from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError
+from culture_probe.models import save_tiny, train_tokenizer
+from culture_probe.runner.dryrun import dry_run
+from culture_probe.tasks.probes import GenerateProbe, ScoreProbe
 
 # small limits keep it fast
 pytestmark = pytest.mark.filterwarnings("ignore::culture_probe.runner.SmallLimitWarning")
@@ -378,7 +376,7 @@ def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(
     (plan,) = sealed("fmlama_en", folder, n=0, rows=fmlama_rows).configs
     scorer = Scorer.from_pretrained(folder, batch_tokens=budget)
     seen = _forward_tokens(scorer.model)
-    ahead = runner.plan("fmlama_en", folder, runner.RunSettings(), {}, rows=fmlama_rows)
+    ahead = runner.planning.plan("fmlama_en", folder, runner.RunSettings(), {}, rows=fmlama_rows)
     one_pass = 0
     for probe in ahead.probes:
         before, ran = len(seen), scorer.tokens_run

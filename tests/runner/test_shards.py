@@ -20,17 +20,14 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from dlama_fixture import FACTS, TableScorer, spec_table, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import FACTS, TableScorer, spec_table, write_dlama  # noqa: E402
-from stand_ins import patch_runner  # noqa: E402
-
-from culture_probe import runner, shards  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.errors import CultureProbeError, InvalidValueError  # noqa: E402
-from culture_probe.runner.merge import merge_runs, merge_suites  # noqa: E402
-from culture_probe.runner.suite import run_suite  # noqa: E402
-from culture_probe.settings import RunSettings  # noqa: E402
+from culture_probe import runner, shards
+from culture_probe.cli import main
+from culture_probe.errors import CultureProbeError, InvalidValueError
+from culture_probe.runner.merge import merge_runs, merge_suites
+from culture_probe.runner.suite import run_suite
+from culture_probe.settings import RunSettings
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "dlama_arab_west"
@@ -61,7 +58,7 @@ def shard_runs(data, root, count, **keywords):
 
 
 def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost(data):
-    ahead = runner.plan(CONFIG, TableScorer(spec_table()), RunSettings(data_dir=data), {})
+    ahead = runner.planning.plan(CONFIG, TableScorer(spec_table()), RunSettings(data_dir=data), {})
     task, probes = ahead.task, ahead.probes
     units = {task.limit_key(p) for p in probes}
     for count in (1, 2, 3, 4):
@@ -88,7 +85,7 @@ def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost
 def test_a_huge_shard_count_is_refused_before_any_work_that_grows_with_it(data):
     """`--shard 1/300000000` once built the whole slicing (2.4 GB, minutes) before refusing: now N is checked
     against the run's units first, so the refusal takes no memory that grows with N."""
-    ahead = runner.plan(CONFIG, TableScorer(spec_table()), RunSettings(data_dir=data), {})
+    ahead = runner.planning.plan(CONFIG, TableScorer(spec_table()), RunSettings(data_dir=data), {})
     tracemalloc.start()
     try:
         with pytest.raises(InvalidValueError, match="fewer than 300,000 shards; give N <= 15"):
@@ -231,7 +228,7 @@ class CrashingScorer(TableScorer):
 
 
 def test_a_shard_resumes_on_its_own_and_never_in_another_shards_folder(data, tmp_path, monkeypatch):
-    patch_runner(monkeypatch, "CHUNK", 2)
+    monkeypatch.setattr("culture_probe.runner.execution.CHUNK", 2)
     whole = run(data, tmp_path / "whole", shard="1/2")
     out = tmp_path / "killed"
     with pytest.raises(Crash):

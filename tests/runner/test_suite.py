@@ -4,24 +4,19 @@ across them; options checked for every config before the model loads; groups lis
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
-from stand_ins import patch_runner  # noqa: E402
-
-import culture_probe  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.data.registry import expand, groups  # noqa: E402
+import culture_probe
+from culture_probe.cli import main
+from culture_probe.data.registry import expand, groups
 from culture_probe.errors import (
     CultureProbeError,
     InvalidValueError,
     MissingDataError,
     UnknownNameError,
-)  # noqa: E402
+)
 
 
 @pytest.fixture
@@ -33,8 +28,10 @@ def one_load(monkeypatch):
         loads.append(model)
         return TableScorer(spec_table())
 
-    monkeypatch.setattr("culture_probe.runner.suite.load_scorer", load)
-    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
+    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
+    )
     return loads
 
 

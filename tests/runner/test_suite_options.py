@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
+from dlama_fixture import TableScorer, spec_table, write_dlama
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlama_fixture import TableScorer, spec_table, write_dlama  # noqa: E402
-from stand_ins import patch_runner  # noqa: E402
-
-import culture_probe  # noqa: E402
-from culture_probe.cli import main  # noqa: E402
-from culture_probe.data.registry import groups, resolve  # noqa: E402
-from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError  # noqa: E402
-from culture_probe.tasks.routing import options_per_config  # noqa: E402
+import culture_probe
+from culture_probe.cli import main
+from culture_probe.data.registry import groups, resolve
+from culture_probe.errors import CultureProbeError, InvalidValueError, UnknownNameError
+from culture_probe.tasks.routing import options_per_config
 
 FIVE = [
     "dlama_arab_west",
@@ -51,7 +47,7 @@ def routed(monkeypatch):
         raise Planned("planned")
 
     monkeypatch.setattr("culture_probe.runner.suite.planned", planned)
-    monkeypatch.setattr("culture_probe.runner.suite.load_scorer", load)
+    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
     return got
 
 
@@ -59,10 +55,16 @@ def routed(monkeypatch):
 def table_model(monkeypatch):
     """The DLAMA table scorer as the suite's and the run's model (no weights)."""
     monkeypatch.setattr(
-        "culture_probe.runner.suite.load_scorer", lambda model, settings: TableScorer(spec_table())
+        "culture_probe.runner.stage_models.load_scorer",
+        lambda model, settings: TableScorer(spec_table()),
     )
-    patch_runner(monkeypatch, "load_scorer", lambda model, settings: TableScorer(spec_table()))
-    patch_runner(monkeypatch, "model_kind", lambda model, settings: "masked")
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer",
+        lambda model, settings: TableScorer(spec_table()),
+    )
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
+    )
 
 
 def test_a_plain_option_goes_to_every_config_that_has_it():

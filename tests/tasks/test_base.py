@@ -9,7 +9,6 @@ from typing import Literal
 import pytest
 from dlama_fixture import TableScorer, spec_table, write_dlama
 from scipy import stats
-from stand_ins import patch_runner
 
 from culture_probe import rundir, runner
 from culture_probe.benchmarks.dlama.task import DlamaTask
@@ -185,7 +184,7 @@ def execute(task, scorer, rows):
     first = task.build_probes(rows)
     log = ProcessLog.begin(None, {}, [], clock=0.0, counting=False, write=False)
     writer = rundir.RecordWriter(None, False)
-    return runner.execute(
+    return runner.execution.execute(
         task, rows, first, scorer, runner.RunSettings(), [], writer, progress=False, log=log
     )
 
@@ -313,7 +312,7 @@ def test_limit_probes_that_many_facts_each_in_every_language(dlama_dir):
 
 
 def test_resume_continues_an_interrupted_run_and_loses_nothing(dlama_dir, tmp_path, monkeypatch):
-    patch_runner(monkeypatch, "CHUNK", 3)  # 10 facts -> 4 engine calls
+    monkeypatch.setattr("culture_probe.runner.execution.CHUNK", 3)  # 10 facts -> 4 engine calls
     full = runner.run(
         "dlama_arab_west", TableScorer(spec_table()), data_dir=dlama_dir, progress=False
     )

@@ -55,7 +55,7 @@ def test_known_and_other_units_take_turns_in_every_stratum_without_moving_a_stra
 
 def test_the_maps_smoke_draw_of_its_planted_model_holds_planted_proverbs(mirror):
     from culture_probe.loading import load_rows, load_task
-    from culture_probe.runner import first_probes
+    from culture_probe.runner.planning import first_probes
 
     data = mirror / "manual" / "maps"
     known = PLANTED_SOURCES["planted:"].known_items(MAPS, data)

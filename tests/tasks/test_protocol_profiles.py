@@ -233,6 +233,7 @@ def test_the_profile_sets_only_what_concerns_the_run() -> None:
 
 
 def test_the_reproduce_command_keeps_an_option_the_user_unset_under_the_upstream_profile() -> None:
+    from culture_probe.record import RunRecord
     from culture_probe.report.markdown import reproduce
 
     config = {
@@ -241,9 +242,10 @@ def test_the_reproduce_command_keeps_an_option_the_user_unset_under_the_upstream
         "run": {"protocol": "upstream"},
         "options": {"max_candidate_tokens": None, "ap_denominator": "ranked"},
     }
-    command = reproduce(config)
+    command = reproduce(RunRecord.from_json(config))
     assert "--protocol upstream" in command and "--option max_candidate_tokens=none" in command
-    assert "max_candidate_tokens" not in reproduce({**config, "run": {"protocol": "default"}})
+    default = RunRecord.from_json({**config, "run": {"protocol": "default"}})
+    assert "max_candidate_tokens" not in reproduce(default)
 
 
 def test_a_run_cannot_resume_under_the_other_profile(xfakt_release, tmp_path) -> None:

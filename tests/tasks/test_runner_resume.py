@@ -13,7 +13,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from stand_ins import patch_runner
 
 from culture_probe import runner
 from culture_probe.data.registry import load_benchmark
@@ -60,9 +59,11 @@ class FakeModel:
 
 
 def fake_loader(judge: FakeModel, loads: list, monkeypatch):
-    """`runner.load_scorer` giving `judge` for every named model (and noting the loads), which resolves at once."""
-    patch_runner(
-        monkeypatch, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
+    """`stage_models.load_scorer` giving `judge` for every named model (and noting the loads), which resolves at
+    once."""
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.resolve_stage_model",
+        lambda name, *_: runner.stage_models.StageModel(name, "causal"),
     )
 
     def load(model, settings):
@@ -88,8 +89,9 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(
     xfakt_release, tmp_path, monkeypatch
 ):
     loads: list = []
-    patch_runner(
-        monkeypatch, "load_scorer", fake_loader(FakeModel("[1]", "judge"), loads, monkeypatch)
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer",
+        fake_loader(FakeModel("[1]", "judge"), loads, monkeypatch),
     )
     model = FakeModel("United States", "model")
     judged_run(
@@ -119,11 +121,12 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(
 def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_duplicates(
     xfakt_release, tmp_path, monkeypatch
 ):
-    patch_runner(monkeypatch, "CHUNK", 1)  # one record per engine call: the kill lands mid-stage
+    monkeypatch.setattr(
+        "culture_probe.runner.execution.CHUNK", 1
+    )  # one record per engine call: the kill lands mid-stage
     loads: list = []
-    patch_runner(
-        monkeypatch,
-        "load_scorer",
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer",
         fake_loader(FakeModel("[1]", "judge", fail_after=1), loads, monkeypatch),
     )
     model = FakeModel("United States", "model")
@@ -136,7 +139,9 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
     partial = load_run(tmp_path / "run")[2]
     assert partial["n_ungraded"] == 2 and partial["n_items"] == 1
     judge = FakeModel("[1]", "judge")
-    patch_runner(monkeypatch, "load_scorer", fake_loader(judge, loads, monkeypatch))
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer", fake_loader(judge, loads, monkeypatch)
+    )
     result = judged_run(xfakt_release, model, tmp_path, resume=True)
     # only the two missing verdicts were asked
     assert len(model.prompts) == 3 and len(judge.prompts) == 2
@@ -204,8 +209,8 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
     monkeypatch.setattr(
         Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw)))
     )
-    runner.load_scorer("org/model", RunSettings.of(revision="0123abc"))
-    runner.load_scorer("org/model", RunSettings(no_cache=True))
+    runner.stage_models.load_scorer("org/model", RunSettings.of(revision="0123abc"))
+    runner.stage_models.load_scorer("org/model", RunSettings(no_cache=True))
     (name, pinned), (_, plain) = calls
     # the loader's only source of it
     assert name == "org/model" and pinned["model_args"].revision == "0123abc"

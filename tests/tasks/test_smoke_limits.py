@@ -8,7 +8,6 @@ import warnings
 
 import numpy as np
 import pytest
-from stand_ins import patch_runner
 
 from culture_probe.engine.types import CandidateScores
 from culture_probe.errors import InvalidValueError
@@ -171,7 +170,7 @@ def test_the_notice_comes_before_the_model_loads(mirror, monkeypatch):
     def refuse(model, settings):
         raise RuntimeError("the model was loaded")
 
-    patch_runner(monkeypatch, "load_scorer", refuse)
+    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", refuse)
     with (
         pytest.warns(SmallLimitWarning, match="FRS, KTS and X-FaKT"),
         pytest.raises(RuntimeError, match="loaded"),
@@ -196,7 +195,7 @@ def test_a_suite_says_what_each_config_lacks_before_its_model_loads(mirror, monk
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         monkeypatch.setattr(
-            "culture_probe.runner.suite.load_scorer",
+            "culture_probe.runner.stage_models.load_scorer",
             lambda model, settings: said_before_load.append(len(caught)) or RandomScorer(),
         )
         run_suite(

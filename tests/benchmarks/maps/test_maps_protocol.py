@@ -195,7 +195,7 @@ def test_report_rounds_percentages_as_metrics_json_and_shows_their_n():
     result = run(
         "maps_en", LetterScorer([(-0.5, -1.0)] * 3, outputs=outputs), rows=data, progress=False
     )
-    reasoning, memorisation = sections(result.record, result.records, result.metrics)
+    reasoning, memorisation = sections(result.config, result.records, result.metrics)
     assert (
         reasoning.tables[0].rows[0][:2] == ("all", "66.67 †")
         and reasoning.tables[0].rows[0][-1] == 3

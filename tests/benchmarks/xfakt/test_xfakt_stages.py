@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from dlama_fixture import write_dlama
-from stand_ins import patch_runner
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tasks"))
-from test_runner_resume import FakeModel, items, xfakt_run  # noqa: E402
+from test_runner_resume import FakeModel, items, xfakt_run
 
 from culture_probe import runner
 from culture_probe.benchmarks.xfakt.task import JUDGE_NEED
@@ -28,7 +24,8 @@ from culture_probe.engine import Scorer
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
 from culture_probe.models.tiny import save_tiny, train_tokenizer
 from culture_probe.rundir import ResumeNotice
-from culture_probe.runner import RunSettings, StageModelNotice, resolve_stage_model, run
+from culture_probe.runner import RunSettings, run
+from culture_probe.runner.stage_models import StageModelNotice, resolve_stage_model
 
 FMLAMA_ROW = {
     "id": "Q1|en",
@@ -186,14 +183,14 @@ def test_answers_whose_judge_failed_to_load_are_judged_on_resume_by_the_string_j
     xfakt_release, tmp_path, monkeypatch
 ):
     judge = tiny(tmp_path / "judge")
-    loading = runner.load_scorer
+    loading = runner.stage_models.load_scorer
 
     def out_of_memory(model, settings):
         if model == judge:
             raise RuntimeError("CUDA out of memory")
         return loading(model, settings)
 
-    patch_runner(monkeypatch, "load_scorer", out_of_memory)
+    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", out_of_memory)
     with pytest.raises(RuntimeError, match="out of memory"):
         xfakt_run(
             xfakt_release, FakeModel("India", "m"), tmp_path, judge_model=judge, max_new_tokens=4
@@ -217,10 +214,14 @@ def test_answers_whose_judge_failed_to_load_are_judged_on_resume_by_the_string_j
 def fake_judges(monkeypatch, **replies: str) -> dict[str, FakeModel]:
     """Judges by name (`judge_a="[4]"` is judge/a, always answering "[4]"), resolved and loaded without files."""
     judges = {name.replace("_", "/"): FakeModel(reply, name) for name, reply in replies.items()}
-    patch_runner(
-        monkeypatch, "resolve_stage_model", lambda name, *_: runner.StageModel(name, "causal")
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.resolve_stage_model",
+        lambda name, *_: runner.stage_models.StageModel(name, "causal"),
     )
-    patch_runner(monkeypatch, "load_scorer", lambda model, settings: judges.get(model, model))
+    monkeypatch.setattr(
+        "culture_probe.runner.stage_models.load_scorer",
+        lambda model, settings: judges.get(model, model),
+    )
     return judges
 
 
