@@ -108,11 +108,12 @@ def fmlama_workload(config: str, dishes: int, model: str, base_url: str) -> Work
     name the language lacks) are counted, not scored.
     """
     from culture_probe.runner.planning import SmallLimitWarning, first_asked, plan
+    from culture_probe.runner.stage_models import model_spec
     from culture_probe.settings import RunSettings
     from culture_probe.tasks.probes import ScoreProbe
 
     settings = RunSettings(limit=dishes, base_url=base_url)
-    served = f"openai:{model}"
+    served = model_spec(f"openai:{model}", settings)
     with warnings.catch_warnings():
         # a limit below the smoke limit lacks per-group intervals: not what is measured here
         warnings.simplefilter("ignore", SmallLimitWarning)

@@ -232,12 +232,8 @@ def test_the_curation_quick_start_runs_as_written_and_its_pair_is_probed(
     class Flat(NoIdeaScorer):
         kind, identity = "masked", {"name_or_path": "flat"}
 
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: Flat()
-    )
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", lambda spec: Flat())
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
     # the report's figures have their own tests
     monkeypatch.setattr(
         "culture_probe.report.markdown.available", lambda name: name != "matplotlib"

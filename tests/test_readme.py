@@ -7,14 +7,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import culture_probe
-from culture_probe import runner
 from culture_probe.cli import build_parser, main
 from culture_probe.data.registry import expand, groups, list_benchmarks
+from culture_probe.engine.loading import ModelSpec
 from culture_probe.metrics import list_metrics
 from culture_probe.runner.run_command import config_names
 from culture_probe.runner.suite import SKIPPED_EXIT, SkippedConfigWarning
@@ -116,13 +117,12 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
         hidden=32,
         heads=2,
     )
-    kind = runner.stage_models.model_kind
+    kind = ModelSpec.kind
+    monkeypatch.setattr(ModelSpec, "resolved", lambda spec: str(folder))
     monkeypatch.setattr(
-        "culture_probe.engine.loading.resolve_model", lambda model, options: str(folder)
-    )
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind",
-        lambda model, settings: kind(folder if isinstance(model, str) else model, settings),
+        ModelSpec,
+        "kind",
+        lambda spec: kind(spec if spec.name is None else replace(spec, name=str(folder))),
     )
     return folder
 

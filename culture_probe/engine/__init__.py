@@ -1,13 +1,13 @@
 """The probing engine: knows models, not benchmarks. `load(model, model_args, options)` is its front door for a
-model given by name (a Hub id, a local folder, `planted:<config>`, `openai:<name>`); `Scorer` wraps one already
-loaded.
+model given by name (a Hub id, a local folder, `planted:<config>`, `openai:<name>`), `ModelSpec` that name read once
+(its kind, tokenizer and config without weights); `Scorer` wraps a model already loaded.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from culture_probe.engine.loading import LoadOptions, load, model_kind, model_parts, tokenizer_of
+from culture_probe.engine.loading import LoadOptions, ModelInput, ModelSpec, load
 from culture_probe.engine.types import (
     MODEL_KINDS,
     CandidateScores,
@@ -29,16 +29,15 @@ __all__ = [
     "GenerateOptions",
     "LoadOptions",
     "ModelArgs",
+    "ModelInput",
     "ModelKind",
+    "ModelSpec",
     "ScoreOptions",
     "ScoreRequest",
     "Scorer",
     "ScorerProtocol",
     "Truncation",
     "load",
-    "model_kind",
-    "model_parts",
-    "tokenizer_of",
 ]
 
 

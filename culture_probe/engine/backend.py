@@ -39,6 +39,7 @@ from culture_probe.errors import UnsupportedModelError
 if TYPE_CHECKING:
     import torch
     from tqdm.auto import tqdm
+    from transformers import PreTrainedModel
 
 CPU_BUDGET = 4096  # tokens per forward pass on CPU
 CUDA_BUDGET = 1 << 16  # first try on CUDA; halved on out-of-memory until it fits
@@ -57,7 +58,7 @@ class Backend:
 
     def __init__(
         self,
-        model: Any,
+        model: PreTrainedModel,
         tokenizer: Any,
         *,
         batch_tokens: int | None = None,
@@ -510,7 +511,12 @@ def _progress(total: int, show: bool) -> tqdm[Any]:
 
 
 def _identity(
-    model: Any, tokenizer: Any, *, name: str, revision: str | None = None, hash_weights: bool = True
+    model: PreTrainedModel,
+    tokenizer: Any,
+    *,
+    name: str,
+    revision: str | None = None,
+    hash_weights: bool = True,
 ) -> dict[str, Any]:
     """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; the Hub commit the
     files came from and, for a local folder, a fingerprint of its weight files (so a retrained folder or a moved
@@ -579,7 +585,7 @@ TANH_GELUS = ("NewGELUActivation", "FastGELUActivation")
 
 
 @contextmanager
-def fused_activations(model: Any) -> Iterator[None]:
+def fused_activations(model: PreTrainedModel) -> Iterator[None]:
     """While scoring, run the model's multi-pass tanh-GELU modules as torch's fused `gelu(approximate="tanh")`
     (a quarter of a GPT-2's CPU time went there); the model is left as it was afterwards.
     """

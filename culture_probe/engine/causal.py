@@ -28,7 +28,7 @@ from culture_probe.engine.types import ScoreOptions, ScoreRequest
 
 if TYPE_CHECKING:
     import torch
-    from transformers import DynamicCache
+    from transformers import DynamicCache, PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ class _CachedRun:
     """One batch of causal items: the context pass, then the trie descent on copies of the KV cache."""
 
     def __init__(
-        self, model: Any, items: list[CausalItem], budget: int, pad_id: int | None
+        self, model: PreTrainedModel, items: list[CausalItem], budget: int, pad_id: int | None
     ) -> None:
         import torch
 
@@ -288,7 +288,7 @@ def _select(
 ROW_TOKENS = 256
 
 
-def _can_pack(model: Any) -> bool:
+def _can_pack(model: PreTrainedModel) -> bool:
     """Whether the model takes explicit positions and a 4D mask (ALiBi models derive positions from the mask;
     flash-attention kernels take no arbitrary mask).
     """
@@ -304,7 +304,7 @@ class _PackedRun:
     """One batch of causal items as packed rows: context + inner trie nodes, with a tree attention mask."""
 
     def __init__(
-        self, model: Any, items: list[CausalItem], budget: int, pad_id: int | None
+        self, model: PreTrainedModel, items: list[CausalItem], budget: int, pad_id: int | None
     ) -> None:
         self.model, self.items, self.budget = model, items, budget
         self.pad = pad_id if pad_id is not None else 0
@@ -381,7 +381,7 @@ class _PackedRun:
 
 
 def _scores_at(
-    model: Any,
+    model: PreTrainedModel,
     ids: torch.Tensor,
     mask: torch.Tensor,
     positions: torch.Tensor,

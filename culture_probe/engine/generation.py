@@ -17,10 +17,12 @@ from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import UnsupportedModelError
 
 if TYPE_CHECKING:
-    from transformers import GenerationConfig
+    from transformers import GenerationConfig, PreTrainedModel
 
 
-def _decoding_config(model: Any, pad_id: int | None, options: GenerateOptions) -> GenerationConfig:
+def _decoding_config(
+    model: PreTrainedModel, pad_id: int | None, options: GenerateOptions
+) -> GenerationConfig:
     # A checkpoint may ship do_sample=True, beams or top-k/top-p: probing needs either the plain argmax
     # continuation or plain temperature sampling over the whole vocabulary. Unset values would be refilled from
     # the checkpoint and transformers' defaults (top_k=50), so the sampling filters are set to their no-op values.

@@ -1,4 +1,4 @@
-"""`load(model, model_args, options)`: the engine's one front door for a model given by name.
+"""`ModelSpec`: a model as a run names it, read once; `load(model, model_args, options)`: the engine's front door.
 
 A name is one of three forms, told apart here and nowhere else:
 - `openai:<name>`: a model asked through an OpenAI-compatible server (`ServedScorer`; `LoadOptions.base_url`);
@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, Union, cast
 
 from culture_probe.data.sources import cache_root
 from culture_probe.engine.types import (
@@ -113,134 +113,199 @@ def default_cache_dir() -> Path:
     return cache_root() / "scores"
 
 
-def is_named(model: Any) -> bool:
-    """Whether `model` is a name (to load) rather than a scorer already loaded."""
-    return isinstance(model, (str, os.PathLike))
+# what a user may give as a model: a name (Hub id, local folder, `planted:<config>`, `openai:<name>`) or a scorer
+ModelInput = Union[str, "os.PathLike[str]", "ScorerProtocol"]
 
 
-def is_served(model: Any) -> bool:
-    """Whether `model` names a model behind an OpenAI-compatible server (`openai:<name>`): its server holds the
-    weights, tokenizes and applies the chat template. The one place that reads the prefix.
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as a run names it, read once from what the user gave and how it loads: `name` (a Hub id, a local
+    folder, a source's `planted:<config>`, a served `openai:<name>`; None for a scorer given loaded) and `scorer`
+    (the model already loaded: given so, or loaded once by a suite for all its configs). Every question a run asks
+    of its model before the weights load (kind, tokenizer and config, what a planted model knows) is a method here,
+    from configs and tokenizers only; `load()` loads it.
     """
-    return is_named(model) and str(model).startswith(SERVED)
 
+    name: str | None
+    scorer: ScorerProtocol | None = field(default=None, repr=False, compare=False)
+    args: ModelArgs = ModelArgs()
+    options: LoadOptions = LoadOptions()
 
-def served_name(model: Any) -> str:
-    """The server's name of a served `model` (`openai:<name>` -> `<name>`)."""
-    return str(model)[len(SERVED) :]
+    @classmethod
+    def of(
+        cls,
+        model: ModelInput,
+        args: ModelArgs | None = None,
+        options: LoadOptions = LoadOptions(),
+        scorer: ScorerProtocol | None = None,
+    ) -> ModelSpec:
+        """The spec of `model`; `scorer` is that model already loaded (the spec names it as `model` does). Anything
+        that is no name and no scorer is refused, naming what a model can be.
+        """
+        args = args or ModelArgs()
+        if isinstance(model, (str, os.PathLike)):
+            return cls(str(model), scorer, args, options)
+        if not hasattr(scorer or model, "kind"):
+            raise InvalidValueError(
+                "A model is a Hub id or local folder, 'planted:<config>', 'openai:<name>' or a loaded Scorer; "
+                f"got {model!r}."
+            )
+        return cls(None, scorer or model, args, options)
+
+    @property
+    def served(self) -> bool:
+        """Whether the model is behind an OpenAI-compatible server (`openai:<name>`): its server holds the weights,
+        tokenizes and applies the chat template. The one place that reads the prefix.
+        """
+        return self.name is not None and self.name.startswith(SERVED)
+
+    @property
+    def served_name(self) -> str:
+        """The server's name of a served model (`openai:<name>` -> `<name>`)."""
+        return (self.name or "")[len(SERVED) :]
+
+    @property
+    def label(self) -> str:
+        """How an error and the terminal name the model: as given, else the loaded scorer's path, else its class."""
+        if self.name is not None:
+            return self.name
+        identity = getattr(self.scorer, "identity", None)
+        return (
+            str(identity.get("name_or_path"))
+            if isinstance(identity, dict)
+            else type(self.scorer).__name__
+        )
+
+    @property
+    def source(self) -> tuple[ModelSource, str] | None:
+        """The source of a source's model and the name it knows (`LoadOptions.source`); None for any other."""
+        return None if self.name is None or self.served else self.options.source(self.name)
+
+    def kind(self) -> ModelKind:
+        """The model's kind without loading its weights (from its config, or the planted model's architecture); a
+        served model needs its server's URL and is causal.
+        """
+        if self.scorer is not None:
+            return cast(ModelKind, self.scorer.kind)  # one of MODEL_KINDS (`ScorerProtocol.kind`)
+        name, options = self._name(), self.options
+        if self.served:
+            if not options.base_url:
+                raise InvalidValueError(
+                    f"{name} is a served model: pass the server's --base-url (e.g. http://127.0.0.1:8000/v1)."
+                )
+            if options.kind not in ("auto", "causal"):
+                raise UnknownNameError("kind of a served model", options.kind, ("auto", "causal"))
+            return "causal"
+        if (found := self.source) is not None:
+            # a kind other than "auto" is one of MODEL_KINDS: LoadOptions checks it when made
+            return (
+                found[0].kind(found[1]) if options.kind == "auto" else cast(ModelKind, options.kind)
+            )
+        from culture_probe.engine.scorer import config_kind
+
+        args = self.args
+        return config_kind(
+            name,
+            kind=options.kind,
+            revision=args.revision,
+            trust_remote_code=args.trust_remote_code,
+        )
+
+    def parts(self) -> tuple[Any, Any]:
+        """The model's tokenizer and transformers config, read without its weights: a planted model's built from its
+        spec (nothing trained), a Hub or local model's at its revision (a file the Hub cannot give is one line).
+        """
+        name = self._name()
+        if (found := self.source) is not None:
+            return found[0].parts(found[1], self.options.data_dir)
+        hub = {"revision": self.args.revision, "trust_remote_code": self.args.trust_remote_code}
+        tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(name, **hub))
+        return tokenizer, _hub_call(lambda: _auto("AutoConfig").from_pretrained(name, **hub))
+
+    def tokenizer(self) -> Any:
+        """The model's tokenizer, without its weights; None for a served model (its server holds the chat
+        template).
+        """
+        if self.scorer is not None:
+            return getattr(self.scorer, "tokenizer", None)
+        return None if self.served else self.parts()[0]
+
+    def description(self) -> str | None:
+        """What a source's model was built to show (a planted model: what it was trained on and the pattern to
+        expect, which config.json and the report show); None for any other model.
+        """
+        found = self.source
+        return None if found is None else found[0].description(found[1], self.options.data_dir)
+
+    def known_items(self) -> frozenset[str]:
+        """The benchmark items a source's model was built to know (a planted model's planted items), so that a
+        limited run draws some of them; empty for any other model.
+        """
+        found = self.source
+        return (
+            frozenset() if found is None else found[0].known_items(found[1], self.options.data_dir)
+        )
+
+    def resolved(self) -> str:
+        """A source's model (`planted:<config>`) -> its local folder (built once, then cached); any other name as
+        is.
+        """
+        found = self.source
+        return (
+            self._name() if found is None else found[0].model_dir(found[1], self.options.data_dir)
+        )
+
+    def load(self) -> ScorerProtocol:
+        """The scorer: the one given or loaded already, else the model loaded (`ServedScorer` for a served model,
+        `Scorer.from_pretrained` for any other), its scores cached in `options.cache_dir`.
+        """
+        if self.scorer is not None:
+            return self.scorer
+        options = self.options
+        cache: dict[str, Any] = (
+            {} if options.cache_dir is None else {"cache_dir": options.cache_dir}
+        )
+        if self.served:
+            from culture_probe.engine.served import ServedScorer
+
+            self.kind()  # a served model needs its URL
+            return ServedScorer(
+                self.served_name,
+                base_url=options.base_url or "",
+                concurrency=options.concurrency,
+                timeout=options.request_timeout,
+                retries=options.max_retries,
+                **cache,
+            )
+        from culture_probe.engine.scorer import Scorer
+
+        kwargs: dict[str, Any] = {"kind": options.kind}
+        if self.args != ModelArgs():
+            kwargs["model_args"] = self.args
+        if options.batch_tokens is not None:
+            kwargs["batch_tokens"] = options.batch_tokens
+        kwargs.update(cache)
+        if options.device is not None:
+            kwargs["device"] = options.device
+        return Scorer.from_pretrained(self.resolved(), **kwargs)
+
+    def _name(self) -> str:
+        if (
+            self.name is None
+        ):  # only a loaded scorer has no name, and its questions are answered above
+            raise InvalidValueError(
+                "A loaded scorer has no name to read a config or a tokenizer from."
+            )
+        return self.name
 
 
 def load(
-    model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
+    model: ModelInput, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
 ) -> ScorerProtocol:
     """A scorer for `model` (a Hub id, a local folder, `planted:<config>` or `openai:<name>`); a scorer already
-    loaded is returned as is.
+    loaded is returned as is. The front door for a model outside a run: `ModelSpec.of(...).load()`.
     """
-    if not is_named(model):
-        scorer: ScorerProtocol = model
-        return scorer
-    args = model_args or ModelArgs()
-    name = str(model)
-    cache: dict[str, Any] = {} if options.cache_dir is None else {"cache_dir": options.cache_dir}
-    if is_served(name):
-        from culture_probe.engine.served import ServedScorer
-
-        model_kind(name, args, options)  # a served model needs its URL
-        return ServedScorer(
-            served_name(name),
-            base_url=options.base_url or "",
-            concurrency=options.concurrency,
-            timeout=options.request_timeout,
-            retries=options.max_retries,
-            **cache,
-        )
-    from culture_probe.engine.scorer import Scorer
-
-    kwargs: dict[str, Any] = {"kind": options.kind}
-    if args != ModelArgs():
-        kwargs["model_args"] = args
-    if options.batch_tokens is not None:
-        kwargs["batch_tokens"] = options.batch_tokens
-    kwargs.update(cache)
-    if options.device is not None:
-        kwargs["device"] = options.device
-    return Scorer.from_pretrained(resolve_model(name, options), **kwargs)
-
-
-def resolve_model(name: str, options: LoadOptions = LoadOptions()) -> str:
-    """A source's model (`planted:<config>`) -> its local folder (built once, then cached); any other name as is."""
-    found = options.source(name)
-    return name if found is None else found[0].model_dir(found[1], options.data_dir)
-
-
-def model_kind(
-    model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
-) -> ModelKind:
-    """The model's kind without loading its weights (from its config, or the planted model's architecture); a
-    served model needs its server's URL and is causal.
-    """
-    if not is_named(model):
-        kind: ModelKind = model.kind
-        return kind
-    args = model_args or ModelArgs()
-    name = str(model)
-    if is_served(name):
-        if not options.base_url:
-            raise InvalidValueError(
-                f"{name} is a served model: pass the server's --base-url (e.g. http://127.0.0.1:8000/v1)."
-            )
-        if options.kind not in ("auto", "causal"):
-            raise UnknownNameError("kind of a served model", options.kind, ("auto", "causal"))
-        return "causal"
-    if (found := options.source(name)) is not None:
-        # a kind other than "auto" is one of MODEL_KINDS: LoadOptions checks it when made
-        return found[0].kind(found[1]) if options.kind == "auto" else cast(ModelKind, options.kind)
-    from culture_probe.engine.scorer import model_kind as kind_of
-
-    return kind_of(
-        name, kind=options.kind, revision=args.revision, trust_remote_code=args.trust_remote_code
-    )
-
-
-def model_parts(
-    name: str, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
-) -> tuple[Any, Any]:
-    """A model's tokenizer and transformers config, read without its weights: a planted model's built from its spec
-    (nothing trained), a Hub or local model's at its revision (a file the Hub cannot give is one line).
-    """
-    if (found := options.source(name)) is not None:
-        return found[0].parts(found[1], options.data_dir)
-    args = model_args or ModelArgs()
-    hub = {"revision": args.revision, "trust_remote_code": args.trust_remote_code}
-    tokenizer = _hub_call(lambda: _auto("AutoTokenizer").from_pretrained(name, **hub))
-    return tokenizer, _hub_call(lambda: _auto("AutoConfig").from_pretrained(name, **hub))
-
-
-def tokenizer_of(
-    model: Any, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
-) -> Any:
-    """A model's tokenizer, without its weights; None for a served model (its server holds the chat template)."""
-    if not is_named(model):
-        return getattr(model, "tokenizer", None)
-    if is_served(model):
-        return None
-    return model_parts(str(model), model_args, options)[0]
-
-
-def model_description(model: Any, options: LoadOptions = LoadOptions()) -> str | None:
-    """What a source's model was built to show (a planted model: what it was trained on and the pattern to expect,
-    which config.json and the report show); None for any other model.
-    """
-    found = options.source(model) if isinstance(model, str) else None
-    return None if found is None else found[0].description(found[1], options.data_dir)
-
-
-def known_items(model: Any, options: LoadOptions = LoadOptions()) -> frozenset[str]:
-    """The benchmark items a source's model was built to know (a planted model's planted items), so that a limited
-    run draws some of them; empty for any other model.
-    """
-    found = options.source(model) if isinstance(model, str) else None
-    return frozenset() if found is None else found[0].known_items(found[1], options.data_dir)
+    return ModelSpec.of(model, model_args, options).load()
 
 
 def parameter_count(config: Any, kind: str) -> int:

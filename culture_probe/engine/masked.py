@@ -21,6 +21,7 @@ from culture_probe.errors import InvalidValueError, UnsupportedModelError
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -344,7 +345,7 @@ class MaskedScorer(Backend):
 
 
 def _scores_at(
-    model: Any,
+    model: PreTrainedModel,
     ids: torch.Tensor,
     attn: torch.Tensor,
     rows: torch.Tensor,
@@ -363,7 +364,11 @@ def _scores_at(
 
 
 def _logits_at(
-    model: Any, ids: torch.Tensor, attn: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor
+    model: PreTrainedModel,
+    ids: torch.Tensor,
+    attn: torch.Tensor,
+    rows: torch.Tensor,
+    pos: torch.Tensor,
 ) -> torch.Tensor:
     """Logits at (rows, pos) only: run the encoder, then the LM head on the selected hidden states, so the
     [batch, length, vocab] tensor is never built. Falls back to the full forward for unusual heads.

@@ -15,7 +15,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from culture_probe.engine.backend import Backend, batch_sizes
 from culture_probe.engine.causal import CausalItem
@@ -30,6 +30,9 @@ SHOWN_CANDIDATES = 5
 #: candidates whose tokens a workload counts exactly; beyond it, on a seeded sample of its requests: preparing a
 #: candidate takes 30-100 microseconds on a 2-core machine, so a full FmLAMA run's 33 million would take an hour
 COUNTED_CANDIDATES = 50_000
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -306,9 +309,9 @@ class EncodingPreview:
         """The preview of a `kind` model from its tokenizer and its transformers config (no weights)."""
         from culture_probe.engine.scorer import backend_for
 
-        return cls(
-            backend_for(kind)(Weightless(config), tokenizer, identity={"name_or_path": name})
-        )
+        # the backend reads of its model only what Weightless has (its config, the device of its parameters)
+        model = cast("PreTrainedModel", Weightless(config))
+        return cls(backend_for(kind)(model, tokenizer, identity={"name_or_path": name}))
 
     def score(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> list[ScoreView]:
         """How `Scorer.score(requests, options)` encodes each request."""

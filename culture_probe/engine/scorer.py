@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from culture_probe.engine import parallel
 from culture_probe.engine.backend import Backend, _identity, weight_fingerprint
@@ -39,6 +39,9 @@ BACKENDS: dict[str, type[Backend]] = {
     "masked": MaskedScorer,
     "seq2seq": Seq2SeqScorer,
 }
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def backend_for(kind: str) -> type[Backend]:
@@ -97,7 +100,7 @@ def _kind_from_type(config: Any, model_type: str | None) -> ModelKind:
     )
 
 
-def model_kind(
+def config_kind(
     name_or_path: str | Path,
     *,
     kind: str = "auto",
@@ -196,7 +199,9 @@ class Scorer:
     model's kind (`scorer.kind`), which is no subclass of `Scorer`: annotate with `ScorerProtocol`.
     """
 
-    def __new__(cls, model: Any, tokenizer: Any, *, kind: str = "auto", **options: Any) -> Backend:  # type: ignore[misc]
+    def __new__(  # type: ignore[misc]
+        cls, model: PreTrainedModel, tokenizer: Any, *, kind: str = "auto", **options: Any
+    ) -> Backend:
         """The backend for `model`'s kind (detected from its class and config unless `kind` is given)."""
         kind = detect_kind(model.config, type(model).__name__) if kind == "auto" else kind
         return backend_for(kind)(model, tokenizer, **options)
@@ -300,7 +305,7 @@ def _quantization(args: ModelArgs) -> Any:
     return tf.BitsAndBytesConfig(**{flag: True})
 
 
-def _with_adapter(model: Any, path: str) -> Any:
+def _with_adapter(model: PreTrainedModel, path: str) -> Any:
     """`model` with the LoRA (or other PEFT) adapter in `path` merged into its weights."""
     if not Path(path).is_dir():
         raise MissingDataError(

@@ -11,6 +11,7 @@ from culture_probe.errors import UnsupportedModelError
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
+    from transformers import PreTrainedModel
 
 # Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao, Khmer, Myanmar.
 _NO_SPACE = re.compile(
@@ -112,7 +113,7 @@ def special_affixes(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return (), ()
 
 
-def model_max_length(model: Any, tokenizer: Any) -> int | None:
+def model_max_length(model: PreTrainedModel, tokenizer: Any) -> int | None:
     """The longest sequence the model takes: its position table, else the tokenizer's (sane) limit."""
     config = model.config
     for name in ("n_positions", "max_position_embeddings", "seq_length"):

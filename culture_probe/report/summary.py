@@ -19,6 +19,7 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import resolve
+from culture_probe.engine.loading import ModelInput
 from culture_probe.errors import SourceFormatError
 from culture_probe.metrics.display import (
     SMALL_N_MARK,
@@ -54,7 +55,7 @@ class SuiteRun:
 
 
 def summarize_suite(
-    model: Any,
+    model: ModelInput,
     runs: Mapping[str, SuiteRun],
     skipped: Mapping[str, str] | None = None,
     planned: Sequence[str] = (),

@@ -14,6 +14,7 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import Benchmark, check_data_options, resolve
+from culture_probe.engine.loading import ModelInput
 from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import (
     CultureProbeError,
@@ -25,8 +26,8 @@ from culture_probe.record import Metrics, RunRecord, read_metrics
 from culture_probe.runner import planning, stage_models
 from culture_probe.runner.config_json import describe_plan
 from culture_probe.runner.execution import barrier, counts_cuts, execute, is_main_process
-from culture_probe.runner.planning import Plan, first_asked, known_of
-from culture_probe.runner.stage_models import StageModelNotice, model_label
+from culture_probe.runner.planning import Plan, first_asked
+from culture_probe.runner.stage_models import StageModelNotice
 from culture_probe.settings import RunSettings
 from culture_probe.tasks import Task, task_from_config
 from culture_probe.tasks.options import json_ready
@@ -62,7 +63,7 @@ class RunResult:
 
 def run(
     config: str,
-    model: Any,
+    model: ModelInput,
     settings: RunSettings | None = None,
     *,
     out: str | os.PathLike | None = None,
@@ -129,7 +130,7 @@ def check_arguments(config: Any, settings: Any, *, out: Any, options: Any) -> No
 
 def run_with(
     config: str | Benchmark,
-    model: Any,
+    model: ModelInput,
     settings: RunSettings,
     options: Mapping[str, Any],
     *,
@@ -144,11 +145,8 @@ def run_with(
     model once; the run records `model` as named), and `prepared` is this run's plan, made already with the same
     settings (a suite plans every config before its model loads).
     """
-    if not isinstance(model, (str, os.PathLike)) and not hasattr(scorer or model, "kind"):
-        raise InvalidValueError(
-            f"run(config, model) takes a model: a Hub id or local folder, 'planted:<config>', 'openai:<name>' or a "
-            f"loaded Scorer; got {model!r}."
-        )
+    # the model read once, with how the settings load it, and handed down
+    spec = stage_models.model_spec(model, settings, scorer)
     started = time.monotonic()
     run_dir = Path(out) if out is not None else None
     main = is_main_process()
@@ -160,20 +158,20 @@ def run_with(
         ahead = (
             prepared
             if prepared is not None
-            else planning.plan(config, model, settings, options, rows=rows, scorer=scorer)
+            else planning.plan(config, spec, settings, options, rows=rows)
         )
         task, data, every = ahead.task, ahead.data, ahead.probes
         for stage, other in ahead.models.items() if main else ():
             warnings.warn(other.describe(stage), StageModelNotice, stacklevel=3)
-        number, part = first_asked(task, every, settings, model)
+        number, part = first_asked(task, every, settings, spec)
         first = part.probes
         loading = time.monotonic()
-        scorer = stage_models.load_scorer(model, settings) if scorer is None else scorer
+        scorer = spec.load() if scorer is None else scorer
         # a planted model's training is its loading: not part of the fixed part a rate keeps
         loading = time.monotonic() - loading
         custom, folder = rows is not None, run_dir is not None
         meta = describe_plan(
-            model, scorer, ahead, settings, number, first, rows=custom, folder=folder
+            spec, scorer, ahead, settings, number, first, rows=custom, folder=folder
         )
         # config.json's run.limit: the number the run probed
         settings = replace(settings, limit=number)
@@ -194,7 +192,6 @@ def run_with(
             )
             items = run_dir / rundir.ITEMS_FILE if run_dir is not None and main else None
             writer = rundir.RecordWriter(items, bool(done))
-            label = model_label(model)
             # says what the run will cost; keeps the rate it measured once it is written
             meter = start_meter(
                 task.config,
@@ -212,10 +209,10 @@ def run_with(
                 meter.staged()
             finally:
                 writer.close()
-            metrics = run_metrics(task, records, known_of(model, settings), log)
+            metrics = run_metrics(task, records, spec.known_items(), log)
             meta = finish(run_dir if main else None, meta, records, metrics, log)
             if main:
-                meter.keep(label, task.config)
+                meter.keep(spec.label, task.config)
     return RunResult(config=meta, records=records, metrics=metrics, run_dir=run_dir)
 
 

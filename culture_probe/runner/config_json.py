@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from culture_probe import rundir
-from culture_probe.engine.loading import (
-    model_description,
-)
+from culture_probe.engine.loading import ModelSpec
 from culture_probe.record import RunRecord
 from culture_probe.runner.planning import Plan
-from culture_probe.runner.stage_models import StageModel, load_options
+from culture_probe.runner.stage_models import StageModel
 from culture_probe.settings import RunSettings
 from culture_probe.sharing import redacted
 from culture_probe.tasks import Task
@@ -47,7 +45,7 @@ class Described(Protocol):
 
 
 def describe_plan(
-    model: Any,
+    model: ModelSpec,
     scorer: Described,
     ahead: Plan,
     settings: RunSettings,
@@ -78,7 +76,7 @@ def describe_plan(
 
 
 def describe_run(
-    model: Any,
+    model: ModelSpec,
     scorer: Described,
     task: Task,
     settings: RunSettings,
@@ -101,7 +99,6 @@ def describe_run(
     and `stage_models` each stage's own model (`models`: an LLM judge, with the memory its weights take).
     """
     benchmark, info = task.benchmark, task.benchmark.info
-    named = isinstance(model, (str, os.PathLike))
     # credentials in a URL (--base-url, a resource's source) are used, never recorded
     document = redacted(
         json_ready(
@@ -121,11 +118,11 @@ def describe_run(
                 },
                 "resources": dict(resources),
                 "model": {
-                    "spec": str(model) if named else type(model).__name__,
-                    "loaded_object": not named,
+                    "spec": model.name or type(model.scorer).__name__,
+                    "loaded_object": model.name is None,
                     "kind": scorer.kind,
                     "identity": _identity(scorer),
-                    **planted_of(model, settings),
+                    **planted_of(model),
                 },
                 "task": type(task).__name__,
                 "options": options_dict(task.options),
@@ -149,11 +146,11 @@ def describe_run(
     return RunRecord.from_json(document, "the run's config.json")
 
 
-def planted_of(model: Any, settings: RunSettings) -> dict[str, str]:
+def planted_of(model: ModelSpec) -> dict[str, str]:
     """`{"planted": what it was trained on}` for a built-in planted model (`planted:<config>`), so that its report
     says which pattern to expect; {} for any other model.
     """
-    what = model_description(model, load_options(settings))
+    what = model.description()
     return {} if what is None else {"planted": what}
 
 

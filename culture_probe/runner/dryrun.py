@@ -24,14 +24,14 @@ from typing import Any
 
 from culture_probe import rundir
 from culture_probe.data.registry import expand
-from culture_probe.engine.loading import is_served, served_name
+from culture_probe.engine.loading import ModelSpec
 from culture_probe.engine.preview import EncodingPreview, ServedPreview, View, Workload
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.record import RunRecord
 from culture_probe.runner import planning, stage_models
 from culture_probe.runner.config_json import describe_plan
 from culture_probe.runner.planning import Plan, first_asked
-from culture_probe.runner.stage_models import StageModel, model_parts
+from culture_probe.runner.stage_models import StageModel
 from culture_probe.runner.suite import held, plan_each, suite_settings
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.tasks import Task
@@ -253,17 +253,20 @@ def plan_config(
     the resume would keep them (`resumed_records`), and the probes shown are those left.
     """
     done = rundir.check_start(run_dir, resume=resume) if run_dir is not None else []
-    kind = stage_models.model_kind(model, settings)
+    spec = stage_models.model_spec(model, settings)
+    kind = spec.kind()
     if (str(model), kind) not in previewers:
-        previewers[str(model), kind] = load_previewer(model, kind, settings)
+        previewers[str(model), kind] = load_previewer(spec, kind)
     previewer = previewers[str(model), kind]
-    ahead = planning.plan(config, model, settings, options, rows=rows, scorer=previewer.scorer)
+    # the weightless scorer stands in for the loaded model
+    spec = stage_models.model_spec(model, settings, previewer.scorer)
+    ahead = planning.plan(config, spec, settings, options, rows=rows)
     task = ahead.task
     # --limit, then --shard K/N's part
-    number, part = first_asked(task, ahead.probes, settings, model)
+    number, part = first_asked(task, ahead.probes, settings, spec)
     first = part.probes
     kept = resumed_records(
-        run_dir, done, model, previewer, ahead, settings, number, first, rows is not None
+        run_dir, done, spec, previewer, ahead, settings, number, first, rows is not None
     )
     answered = {r.key for r in kept if r.stage == task.stages[0]}
     left = [p for p in first if not isinstance(p, Skipped) and p.key not in answered]
@@ -295,7 +298,7 @@ class Previewed:
 def resumed_records(
     run_dir: Path | None,
     done: Sequence[Record],
-    model: str | os.PathLike,
+    model: ModelSpec,
     previewer: Previewer,
     ahead: Plan,
     settings: RunSettings,
@@ -315,7 +318,7 @@ def resumed_records(
     scorer = (
         previewer.scorer
         if served
-        else Previewed(previewer.scorer.kind, identity_of(old, str(model)))
+        else Previewed(previewer.scorer.kind, identity_of(old, model.label))
     )
     new = describe_plan(
         model, scorer, ahead, settings, number, first, rows=custom_rows, folder=True
@@ -367,10 +370,9 @@ SHOW: dict[type, Callable[[Any, Any], View]] = {
 }
 
 
-def load_previewer(model: str | os.PathLike, kind: str, settings: RunSettings) -> Previewer:
+def load_previewer(model: ModelSpec, kind: str) -> Previewer:
     """The preview of `model`'s inputs from its tokenizer and config (no weights), or of a served model's requests."""
-    name = str(model)
-    if is_served(name):
-        return ServedPreview(served_name(name), base_url=settings.base_url or "")
-    tokenizer, config = model_parts(name, settings)
-    return EncodingPreview.weightless(kind, tokenizer, config, name=name)
+    if model.served:
+        return ServedPreview(model.served_name, base_url=model.options.base_url or "")
+    tokenizer, config = model.parts()
+    return EncodingPreview.weightless(kind, tokenizer, config, name=model.label)

@@ -160,11 +160,9 @@ def _scorer_for(
 ) -> ScorerProtocol:
     """The run's scorer, or the stage's own model (an LLM judge), loaded with `stage_settings`."""
     other = task.stage_model(stage)
-    return (
-        scorer
-        if other is None
-        else stage_models.load_scorer(other, stage_models.stage_settings(settings))
-    )
+    if other is None:
+        return scorer
+    return stage_models.model_spec(other, stage_models.stage_settings(settings)).load()
 
 
 def _answers(

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from culture_probe import rundir, shards
-from culture_probe.engine.loading import LoadOptions, known_items
 from culture_probe.errors import CultureProbeError, naming_folder
 from culture_probe.loading import task_of_run
 from culture_probe.provenance import PROCESSES_FILE, ProcessLog, read_processes
@@ -44,8 +43,9 @@ from culture_probe.report.summary import (
     write_summary,
 )
 from culture_probe.runner.api import RunResult, run_metrics
+from culture_probe.runner.stage_models import model_spec
 from culture_probe.runner.suite import SuiteResult
-from culture_probe.settings import Shard
+from culture_probe.settings import RunSettings, Shard
 from culture_probe.tasks import Task
 from culture_probe.tasks.probes import Record
 from culture_probe.util.outfolder import remove_leftovers
@@ -347,7 +347,9 @@ class Merge:
         """
         record = self.shards[0].run.record
         known = (
-            known_items(record.model.spec, LoadOptions(data_dir=record.run.data_dir))
+            model_spec(
+                record.model.spec, RunSettings.of(data_dir=record.run.data_dir)
+            ).known_items()
             if any("planted" in (s.run.metrics or {}) for s in self.shards)
             else None
         )

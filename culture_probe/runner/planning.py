@@ -12,19 +12,14 @@ from typing import Any
 
 from culture_probe import shards
 from culture_probe.data.registry import Benchmark, data_options_for, resolve
-from culture_probe.engine.loading import (
-    is_served,
-    known_items,
-)
+from culture_probe.engine.loading import ModelSpec
 from culture_probe.engine.preview import Workload
-from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import (
     InvalidValueError,
     UnknownNameError,
 )
 from culture_probe.loading import SideData, load_rows, load_side_data
-from culture_probe.runner import stage_models
-from culture_probe.runner.stage_models import StageModel, check_models, load_options
+from culture_probe.runner.stage_models import StageModel, check_models
 from culture_probe.settings import SMOKE, RunSettings
 from culture_probe.tasks import Task, task_for
 from culture_probe.tasks.base import asked_in
@@ -58,12 +53,11 @@ class Plan:
 
 def plan(
     config: str | Benchmark,
-    model: Any,
+    model: ModelSpec,
     settings: RunSettings,
     options: Mapping[str, Any],
     *,
     rows: Sequence[Mapping[str, Any]] | None = None,
-    scorer: ScorerProtocol | None = None,
 ) -> Plan:
     """The run of `config` up to its first stage's probes, with no model loaded (its kind is read from its config):
     a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).
@@ -91,9 +85,8 @@ def plan(
     # before the model: a bad file is named
     side = load_side_data(benchmark, chosen, data_dir=settings.data_dir)
     # from its config: no weights loaded
-    kind = stage_models.model_kind(model if scorer is None else scorer, settings)
-    # a suite passes the name beside its scorer
-    served = is_served(model)
+    kind = model.kind()
+    served = model.served
     # an upstream profile depends on the model's kind and the run's mode
     task_options = task_cls.with_profile(
         chosen, options, settings.protocol, kind, config=benchmark, served=served
@@ -102,7 +95,7 @@ def plan(
         side = load_side_data(benchmark, task_options, data_dir=settings.data_dir)
     task = task_cls(benchmark, task_options, kind=kind, seed=settings.seed, resources=side.values)
     # before any folder or weights
-    models = check_models(task, model if scorer is None else scorer, settings)
+    models = check_models(task, model, settings)
     with custom_rows_read(benchmark, rows is not None):
         if settings.language is not None:
             data = task.select_language(data, settings.language)
@@ -166,20 +159,13 @@ def first_probes(
 
 
 def first_asked(
-    task: Task, probes: Sequence[Probe], settings: RunSettings, model: Any
+    task: Task, probes: Sequence[Probe], settings: RunSettings, model: ModelSpec
 ) -> tuple[int | None, shards.Part]:
     """The first stage's probes a run of `model` asks: under --limit (`first_probes`), then its --shard's units of
     them (all of them without a shard), with the limit's item count.
     """
-    number, first = first_probes(
-        task.config, task, probes, settings.limit, known_of(model, settings)
-    )
+    number, first = first_probes(task.config, task, probes, settings.limit, model.known_items())
     return number, shards.part_of(task, first, settings.shard)
-
-
-def known_of(model: Any, settings: RunSettings) -> frozenset[str]:
-    """The items `model` was built to know (a planted model's planted items; `engine.known_items`), else none."""
-    return known_items(model, load_options(settings))
 
 
 @contextmanager

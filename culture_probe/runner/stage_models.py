@@ -1,23 +1,22 @@
-"""The run's model and each stage's own model (an LLM judge): their kind, tokenizer and memory, read from configs
-before any weights load, and the loaded scorer.
+"""The run's model and each stage's own model (an LLM judge), each read once into a `ModelSpec` with the run's
+settings (`model_spec`): their kind, tokenizer and memory, read from configs before any weights load.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from culture_probe import engine
 from culture_probe.engine.loading import (
     LoadOptions,
+    ModelInput,
+    ModelSpec,
     default_cache_dir,
-    is_served,
     load_dtype,
     parameter_count,
 )
 from culture_probe.engine.scorer import ScorerProtocol
-from culture_probe.engine.types import ModelArgs, ModelKind
+from culture_probe.engine.types import ModelArgs
 from culture_probe.errors import (
     CultureProbeError,
     UnsupportedModelError,
@@ -28,11 +27,14 @@ from culture_probe.tasks import Task
 from culture_probe.tasks.base import ModelNeed
 
 
-def load_options(settings: RunSettings) -> LoadOptions:
-    """How the engine loads the run's model beside `settings.model_args`: its score cache in `default_cache_dir()`
-    unless --cache-dir or --no-cache say otherwise.
+def model_spec(
+    model: ModelInput, settings: RunSettings, scorer: ScorerProtocol | None = None
+) -> ModelSpec:
+    """The run's `model` read once with how `settings` load it (the one place a run's `LoadOptions` are made): its
+    score cache in `default_cache_dir()` unless --cache-dir or --no-cache say otherwise, the planted models' sources;
+    `scorer` is the model already loaded (a suite's).
     """
-    return LoadOptions(
+    options = LoadOptions(
         kind=settings.kind,
         device=settings.device,
         batch_tokens=settings.batch_tokens,
@@ -44,18 +46,7 @@ def load_options(settings: RunSettings) -> LoadOptions:
         max_retries=settings.max_retries,
         sources=PLANTED_SOURCES,
     )
-
-
-def model_kind(model: Any, settings: RunSettings) -> ModelKind:
-    """The model's kind without loading its weights (`engine.model_kind`)."""
-    return engine.model_kind(model, settings.model_args, load_options(settings))
-
-
-def load_scorer(model: Any, settings: RunSettings) -> ScorerProtocol:
-    """A scorer for `model` (`engine.load`), caching its scores in the model's file of the cache folder; an already
-    loaded scorer is used as is.
-    """
-    return engine.load(model, settings.model_args, load_options(settings))
+    return ModelSpec.of(model, settings.model_args, options, scorer)
 
 
 class StageModelNotice(UserWarning):
@@ -108,9 +99,9 @@ def _scaled(value: int, base: int, units: tuple[str, ...]) -> str:
     return f"{value / base**power:.1f}{units[power]}" if power else f"{value}{units[0]}"
 
 
-def check_models(task: Task, model: Any, settings: RunSettings) -> dict[str, StageModel]:
+def check_models(task: Task, model: ModelSpec, settings: RunSettings) -> dict[str, StageModel]:
     """Each stage's model checked against what the stage needs (`Task.model_need`), from configs and tokenizers
-    only: the run's model where a stage asks it through its chat template, and each stage's own model, resolved
+    only: the run's `model` where a stage asks it through its chat template, and each stage's own model, resolved
     (`resolve_stage_model`). A model that cannot serve fails here, before any folder is made or weights load.
     """
     models = {}
@@ -118,8 +109,8 @@ def check_models(task: Task, model: Any, settings: RunSettings) -> dict[str, Sta
         need, own = task.model_need(stage), task.stage_model(stage)
         if own is not None:
             models[stage] = resolve_stage_model(own, stage, need, stage_settings(settings))
-        elif need.chat and (tokenizer := tokenizer_of(model, settings)) is not None:
-            need.check_chat(tokenizer, model_label(model))
+        elif need.chat and (tokenizer := model.tokenizer()) is not None:
+            need.check_chat(tokenizer, model.label)
     return models
 
 
@@ -129,41 +120,23 @@ def resolve_stage_model(
     """`stage`'s own model, its kind checked and its memory counted without weights; a model that cannot be found,
     read or asked fails naming the stage's alternatives (`need.instead`).
     """
-    served = is_served(name)  # its server holds the weights and applies the chat template
+    spec = model_spec(name, settings)
     try:
-        kind = model_kind(name, settings)
-        if not served:
-            tokenizer, config = model_parts(name, settings)
+        kind = spec.kind()
+        # a served model's server holds the weights and applies the chat template
+        tokenizer, config = (None, None) if spec.served else spec.parts()
     except CultureProbeError as error:
         reason = " ".join(str(error).split())
         raise UnsupportedModelError(
             f"The {stage} stage's model {name!r} cannot be used: {reason} Instead: {need.instead}."
         ) from None
     need.check_kind(kind, f"The {stage} stage")
-    if served:
+    if spec.served:
         return StageModel(name, kind)
     need.check_chat(tokenizer, name)
     return StageModel(
         name, kind, parameter_count(config, kind), load_dtype(config, settings.model_args)
     )
-
-
-def tokenizer_of(model: Any, settings: RunSettings) -> Any:
-    """The run's model's tokenizer, without its weights; None for a served model (its server holds the template)."""
-    return engine.tokenizer_of(model, settings.model_args, load_options(settings))
-
-
-def model_parts(name: str, settings: RunSettings) -> tuple[Any, Any]:
-    """A model's tokenizer and transformers config, read without its weights (`engine.model_parts`)."""
-    return engine.model_parts(name, settings.model_args, load_options(settings))
-
-
-def model_label(model: Any) -> str:
-    """How an error names the run's model: as given, or a loaded scorer's path."""
-    if isinstance(model, (str, os.PathLike)):
-        return str(model)
-    identity = getattr(model, "identity", None)
-    return str(identity.get("name_or_path")) if isinstance(identity, dict) else type(model).__name__
 
 
 def stage_settings(settings: RunSettings) -> RunSettings:

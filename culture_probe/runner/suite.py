@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from culture_probe import rundir
 from culture_probe.data.registry import check_data_options, expand, resolve
+from culture_probe.engine.loading import ModelInput
 from culture_probe.engine.scorer import ScorerProtocol
 from culture_probe.errors import CultureProbeError, InvalidValueError, MissingDataError
 from culture_probe.runner import planning, stage_models
@@ -78,7 +79,7 @@ class SuiteResult:
 @checked()
 def run_suite(
     names: str | Sequence[str],
-    model: Any,
+    model: ModelInput,
     settings: RunSettings | None = None,
     *,
     out: str | os.PathLike | None = None,
@@ -136,7 +137,7 @@ def run_suite(
             warnings.warn(
                 f"Resuming the suite in {folder}: {notice}.", SuiteResumeNotice, stacklevel=2
             )
-        scorer = stage_models.load_scorer(model, settings)
+        scorer = stage_models.model_spec(model, settings).load()
         if progress and main and len(plans) > 1:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SmallLimitWarning)  # said by plan_each already
@@ -187,7 +188,7 @@ def check_configs(
 def run_planned(
     configs: Sequence[str],
     run_one: Callable[[str], RunResult],
-    model: Any,
+    model: ModelInput,
     earlier: Mapping[str, SuiteRun],
     skipped: Mapping[str, str],
     order: Sequence[str],
@@ -214,7 +215,7 @@ def run_planned(
 
 def suite_cost(
     plans: Mapping[str, Plan],
-    model: Any,
+    model: ModelInput,
     scorer: ScorerProtocol,
     settings: RunSettings,
     folder: Path | None,
@@ -225,8 +226,9 @@ def suite_cost(
     part as it starts without counting it again.
     """
     parts, costed = [], {}
+    spec = stage_models.model_spec(model, settings, scorer)
     for config, ahead in plans.items():
-        _, part = first_asked(ahead.task, ahead.probes, settings, model)
+        _, part = first_asked(ahead.task, ahead.probes, settings, spec)
         done = (
             rundir.read_records(folder / config / rundir.ITEMS_FILE) if folder is not None else []
         )
@@ -264,7 +266,7 @@ def resume_notice(
 
 
 def keep_stopped(
-    folder: Path, model: Any, skipped: Mapping[str, str], planned: Sequence[str]
+    folder: Path, model: ModelInput, skipped: Mapping[str, str], planned: Sequence[str]
 ) -> None:
     """A suite stopped by an error or Ctrl-C: its summary rebuilt from the folder as it stands, the config it was
     running marked INCOMPLETE k/N rather than not run; a summary that cannot be made is one warning (the stop's own
@@ -284,7 +286,7 @@ def keep_stopped(
 
 
 def held(
-    folder: Path, model: Any, configs: Sequence[str], resume: bool
+    folder: Path, model: ModelInput, configs: Sequence[str], resume: bool
 ) -> tuple[dict[str, SuiteRun], dict[str, str]]:
     """What a suite folder holds already and its summary keeps listing: its runs that answered a probe, and the
     configs it skipped that this suite does not name. A folder holding runs is refused without `resume`, and a
@@ -331,7 +333,7 @@ def suite_settings(
 
 def planned(
     config: str,
-    model: Any,
+    model: ModelInput,
     settings: RunSettings,
     options: Mapping[str, Any],
     data_dirs: Mapping[str, Any],
@@ -339,7 +341,8 @@ def planned(
     """One config's run planned before the model loads (rows, languages, resources, first-stage probes), with the
     notice of a limit too small for its headline numbers.
     """
-    ahead = planning.plan(config, model, replace(settings, data_dir=data_dirs[config]), options)
+    own = replace(settings, data_dir=data_dirs[config])
+    ahead = planning.plan(config, stage_models.model_spec(model, own), own, options)
     limit_for(config, ahead.task, ahead.probes, settings.limit)
     return ahead
 

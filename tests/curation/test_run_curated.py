@@ -29,12 +29,8 @@ class Flat(NoIdeaScorer):
 @pytest.fixture
 def flat(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every `--model` is the flat stand-in; the report's figures are left out (they have their own tests)."""
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: Flat()
-    )
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", lambda spec: Flat())
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
     monkeypatch.setattr(
         "culture_probe.report.markdown.available", lambda name: name != "matplotlib"
     )

@@ -46,9 +46,7 @@ def test_what_was_planted_is_no_part_of_the_cache_key(mirror):
 
 
 def test_a_planted_run_records_and_reports_what_was_planted(mirror, tmp_path, monkeypatch):
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: NoIdeaScorer()
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", lambda spec: NoIdeaScorer())
     result = run(
         "xfakt_factual_recall",
         "planted:xfakt_factual_recall",

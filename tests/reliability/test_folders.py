@@ -23,15 +23,12 @@ def loads(monkeypatch):
     """The models loaded (a planted table stands in for each), by a suite or a single run."""
     loaded = []
 
-    def load(model, settings):
-        loaded.append(model)
+    def load(spec):
+        loaded.append(spec.name)
         return TableScorer(spec_table())
 
-    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
-    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", load)
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
     return loaded
 
 

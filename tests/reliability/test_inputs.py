@@ -214,7 +214,7 @@ def test_a_rows_file_with_a_wrong_label_is_one_line(tmp_path, capsys):
             lambda: run(["maps_en"], "gpt2"),
             r"got \['maps_en'\] \(several configs: culture_probe.run_suite\)",
         ),
-        (lambda: run("maps_en", None), r"run\(config, model\) takes a model.*got None"),
+        (lambda: run("maps_en", None), r"A model is a Hub id or local folder.*got None"),
         (lambda: run("maps_en", NeverCalled(), rows="rows.jsonl"), r"rows= takes a list of rows"),
         (
             lambda: load_metric(None),

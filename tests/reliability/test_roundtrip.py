@@ -154,12 +154,8 @@ class Ordered:
 def stand_in(monkeypatch):
     """`--model` loads `Ordered` of the kind a test sets in `stand_in.kind`."""
     model = Ordered()
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer", lambda name, settings: model
-    )
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind", lambda name, settings: model.kind
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", lambda spec: model)
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: model.kind)
     return model
 
 

@@ -72,13 +72,9 @@ def stopped(tmp_path, monkeypatch):
     """A suite of two configs stopped (Ctrl-C) after two probes of the first: the second never started."""
     data = write_dlama(tmp_path / "dlama")
     monkeypatch.setattr("culture_probe.runner.execution.CHUNK", 1)
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
     scorers = iter([Dying(2), TableScorer(spec_table()), TableScorer(spec_table())])
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer", lambda model, settings: next(scorers)
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", lambda spec: next(scorers))
     suite = tmp_path / "suite"
 
     def again(configs, **kwargs):

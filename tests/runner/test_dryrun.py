@@ -376,7 +376,9 @@ def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(
     (plan,) = sealed("fmlama_en", folder, n=0, rows=fmlama_rows).configs
     scorer = Scorer.from_pretrained(folder, batch_tokens=budget)
     seen = _forward_tokens(scorer.model)
-    ahead = runner.planning.plan("fmlama_en", folder, runner.RunSettings(), {}, rows=fmlama_rows)
+    settings = runner.RunSettings()
+    spec = runner.stage_models.model_spec(folder, settings)
+    ahead = runner.planning.plan("fmlama_en", spec, settings, {}, rows=fmlama_rows)
     one_pass = 0
     for probe in ahead.probes:
         before, ran = len(seen), scorer.tokens_run

@@ -57,8 +57,15 @@ def shard_runs(data, root, count, **keywords):
     return [run(data, root / str(k), shard=f"{k}/{count}", **keywords) for k in range(1, count + 1)]
 
 
+def planned(data: Path) -> runner.planning.Plan:
+    """The DLAMA run's plan on the table scorer, as the run makes it before its model loads."""
+    settings = RunSettings(data_dir=data)
+    spec = runner.stage_models.model_spec(TableScorer(spec_table()), settings)
+    return runner.planning.plan(CONFIG, spec, settings, {})
+
+
 def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost(data):
-    ahead = runner.planning.plan(CONFIG, TableScorer(spec_table()), RunSettings(data_dir=data), {})
+    ahead = planned(data)
     task, probes = ahead.task, ahead.probes
     units = {task.limit_key(p) for p in probes}
     for count in (1, 2, 3, 4):
@@ -85,7 +92,7 @@ def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost
 def test_a_huge_shard_count_is_refused_before_any_work_that_grows_with_it(data):
     """`--shard 1/300000000` once built the whole slicing (2.4 GB, minutes) before refusing: now N is checked
     against the run's units first, so the refusal takes no memory that grows with N."""
-    ahead = runner.planning.plan(CONFIG, TableScorer(spec_table()), RunSettings(data_dir=data), {})
+    ahead = planned(data)
     tracemalloc.start()
     try:
         with pytest.raises(InvalidValueError, match="fewer than 300,000 shards; give N <= 15"):
@@ -432,3 +439,16 @@ def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(
         assert not ray_processes(ray_tmp)  # ray.shutdown() ended the instance with the script
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_shards_of_a_planted_model_merge_with_its_planted_split(data, tmp_path):
+    # the merge read a planted model's items without the planted sources and refused its `planted:` name
+    model = "planted:dlama_arab_west"
+    whole = runner.run(CONFIG, model, data_dir=data, progress=False)
+    for k in (1, 2):
+        runner.run(
+            CONFIG, model, data_dir=data, shard=f"{k}/2", out=tmp_path / str(k), progress=False
+        )
+    merged = merge_runs([tmp_path / "1", tmp_path / "2"], tmp_path / "merged")
+    assert "planted" in whole.metrics
+    assert merged.metrics["planted"] == whole.metrics["planted"]

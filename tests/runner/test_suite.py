@@ -24,14 +24,12 @@ def one_load(monkeypatch):
     """load_scorer counted: a suite must load its model once."""
     loads = []
 
-    def load(model, settings):
-        loads.append(model)
+    def load(spec):
+        loads.append(spec.name)
         return TableScorer(spec_table())
 
-    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", load)
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
     return loads
 
 

@@ -43,11 +43,11 @@ def routed(monkeypatch):
     def planned(config, model, settings, options, data_dirs):
         got[config] = dict(options)
 
-    def load(model, settings):
+    def load(spec):
         raise Planned("planned")
 
     monkeypatch.setattr("culture_probe.runner.suite.planned", planned)
-    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", load)
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", load)
     return got
 
 
@@ -55,16 +55,10 @@ def routed(monkeypatch):
 def table_model(monkeypatch):
     """The DLAMA table scorer as the suite's and the run's model (no weights)."""
     monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer",
-        lambda model, settings: TableScorer(spec_table()),
+        "culture_probe.engine.loading.ModelSpec.load",
+        lambda spec: TableScorer(spec_table()),
     )
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer",
-        lambda model, settings: TableScorer(spec_table()),
-    )
-    monkeypatch.setattr(
-        "culture_probe.runner.stage_models.model_kind", lambda model, settings: "masked"
-    )
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
 
 
 def test_a_plain_option_goes_to_every_config_that_has_it():

@@ -59,17 +59,16 @@ class FakeModel:
 
 
 def fake_loader(judge: FakeModel, loads: list, monkeypatch):
-    """`stage_models.load_scorer` giving `judge` for every named model (and noting the loads), which resolves at
-    once."""
+    """`ModelSpec.load` giving `judge` for every named model (and noting the loads), which resolves at once."""
     monkeypatch.setattr(
         "culture_probe.runner.stage_models.resolve_stage_model",
         lambda name, *_: runner.stage_models.StageModel(name, "causal"),
     )
 
-    def load(model, settings):
-        if not isinstance(model, str):
-            return model
-        loads.append((model, settings))
+    def load(spec):
+        if spec.name is None:
+            return spec.scorer
+        loads.append((spec.name, spec))
         return judge
 
     return load
@@ -90,7 +89,7 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(
 ):
     loads: list = []
     monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer",
+        "culture_probe.engine.loading.ModelSpec.load",
         fake_loader(FakeModel("[1]", "judge"), loads, monkeypatch),
     )
     model = FakeModel("United States", "model")
@@ -104,8 +103,13 @@ def test_judge_is_loaded_only_with_pending_probes_and_with_its_own_kind(
         batch_tokens=77,
     )
     assert [name for name, _ in loads] == ["fake/judge"]
-    settings = loads[0][1]
-    assert (settings.kind, settings.batch_tokens, settings.model_args.dtype, settings.device) == (
+    judge = loads[0][1]
+    assert (
+        judge.options.kind,
+        judge.options.batch_tokens,
+        judge.args.dtype,
+        judge.options.device,
+    ) == (
         "auto",
         None,
         "float16",
@@ -126,7 +130,7 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
     )  # one record per engine call: the kill lands mid-stage
     loads: list = []
     monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer",
+        "culture_probe.engine.loading.ModelSpec.load",
         fake_loader(FakeModel("[1]", "judge", fail_after=1), loads, monkeypatch),
     )
     model = FakeModel("United States", "model")
@@ -140,7 +144,7 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_without_loss_or_du
     assert partial["n_ungraded"] == 2 and partial["n_items"] == 1
     judge = FakeModel("[1]", "judge")
     monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer", fake_loader(judge, loads, monkeypatch)
+        "culture_probe.engine.loading.ModelSpec.load", fake_loader(judge, loads, monkeypatch)
     )
     result = judged_run(xfakt_release, model, tmp_path, resume=True)
     # only the two missing verdicts were asked
@@ -209,8 +213,8 @@ def test_revision_reaches_the_loader_and_config(tmp_path, monkeypatch):
     monkeypatch.setattr(
         Scorer, "from_pretrained", classmethod(lambda cls, name, **kw: calls.append((name, kw)))
     )
-    runner.stage_models.load_scorer("org/model", RunSettings.of(revision="0123abc"))
-    runner.stage_models.load_scorer("org/model", RunSettings(no_cache=True))
+    runner.stage_models.model_spec("org/model", RunSettings.of(revision="0123abc")).load()
+    runner.stage_models.model_spec("org/model", RunSettings(no_cache=True)).load()
     (name, pinned), (_, plain) = calls
     # the loader's only source of it
     assert name == "org/model" and pinned["model_args"].revision == "0123abc"

@@ -167,10 +167,10 @@ def test_maps_needs_two_figurative_and_two_literal_proverbs(mirror):
 
 
 def test_the_notice_comes_before_the_model_loads(mirror, monkeypatch):
-    def refuse(model, settings):
+    def refuse(spec):
         raise RuntimeError("the model was loaded")
 
-    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", refuse)
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", refuse)
     with (
         pytest.warns(SmallLimitWarning, match="FRS, KTS and X-FaKT"),
         pytest.raises(RuntimeError, match="loaded"),
@@ -195,8 +195,8 @@ def test_a_suite_says_what_each_config_lacks_before_its_model_loads(mirror, monk
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         monkeypatch.setattr(
-            "culture_probe.runner.stage_models.load_scorer",
-            lambda model, settings: said_before_load.append(len(caught)) or RandomScorer(),
+            "culture_probe.engine.loading.ModelSpec.load",
+            lambda spec: said_before_load.append(len(caught)) or RandomScorer(),
         )
         run_suite(
             ["camel_co_prompts", "camel_ag_prompts"],

@@ -21,6 +21,7 @@ from test_runner_resume import FakeModel, items, xfakt_run
 from culture_probe import runner
 from culture_probe.benchmarks.xfakt.task import JUDGE_NEED
 from culture_probe.engine import Scorer
+from culture_probe.engine.loading import ModelSpec
 from culture_probe.errors import CultureProbeError, UnsupportedModelError
 from culture_probe.models.tiny import save_tiny, train_tokenizer
 from culture_probe.rundir import ResumeNotice
@@ -183,14 +184,14 @@ def test_answers_whose_judge_failed_to_load_are_judged_on_resume_by_the_string_j
     xfakt_release, tmp_path, monkeypatch
 ):
     judge = tiny(tmp_path / "judge")
-    loading = runner.stage_models.load_scorer
+    loading = ModelSpec.load
 
-    def out_of_memory(model, settings):
-        if model == judge:
+    def out_of_memory(spec):
+        if spec.name == str(judge):
             raise RuntimeError("CUDA out of memory")
-        return loading(model, settings)
+        return loading(spec)
 
-    monkeypatch.setattr("culture_probe.runner.stage_models.load_scorer", out_of_memory)
+    monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", out_of_memory)
     with pytest.raises(RuntimeError, match="out of memory"):
         xfakt_run(
             xfakt_release, FakeModel("India", "m"), tmp_path, judge_model=judge, max_new_tokens=4
@@ -219,8 +220,8 @@ def fake_judges(monkeypatch, **replies: str) -> dict[str, FakeModel]:
         lambda name, *_: runner.stage_models.StageModel(name, "causal"),
     )
     monkeypatch.setattr(
-        "culture_probe.runner.stage_models.load_scorer",
-        lambda model, settings: judges.get(model, model),
+        "culture_probe.engine.loading.ModelSpec.load",
+        lambda spec: judges.get(spec.name, spec.scorer),
     )
     return judges
 
