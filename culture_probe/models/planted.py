@@ -32,7 +32,7 @@ from culture_probe.errors import EmptyCandidateError, UnknownNameError, Unsuppor
 from culture_probe.models.tiny import ARCH_KIND, Arch, TokenizerKind, tiny_model, train_tokenizer
 
 # Bump when training changes in a way that changes the weights, so stale cached models are not reused.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: trained in float64
 TOKENIZER_KINDS = ("bpe", "wordpiece", "metaspace")
 PLANTABLE_ARCHS = tuple(arch for arch, kind in ARCH_KIND.items() if kind in ("causal", "masked"))
 SPEC_FILE = "planted.json"
@@ -349,12 +349,12 @@ def _with_extra_masks(
 
 
 def _token_losses(model, batch: dict[str, Any], kind: str):
-    """Cross-entropy of each target token (fp32), aligned so that position i scores `targets[i]`."""
+    """Cross-entropy of each target token (in the model's float64), aligned so that position i scores
+    `targets[i]`.
+    """
     import torch
 
-    logits = model(
-        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
-    ).logits.float()
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     targets = batch["targets"]
     if kind == "causal":  # position i-1 predicts token i; the first token has no prediction
         losses = torch.nn.functional.cross_entropy(
@@ -369,6 +369,9 @@ def _train(spec: PlantedSpec):
 
     Deterministic given the spec and the library versions, except that the `tokenizers` WordPiece trainer breaks
     ties in hash-map order (huggingface/tokenizers#1794), so a WordPiece vocabulary can differ between processes.
+    Trained in float64 and returned in float32: in float32 the weights depended on the CPU's math-library code path
+    (the DLAMA spec's weights summed to 68.8 on MKL's AVX2 path and 72.0 on its compatible one, and a notebook's
+    P@1 moved with them); in float64 the paths agree to 1e-6, below what float32 keeps.
     """
     import torch
 
@@ -399,7 +402,8 @@ def _train_single_threaded(spec: PlantedSpec):
         hidden=spec.hidden,
         heads=spec.heads,
         seed=spec.seed,
-    ).train()
+    )
+    model = model.double().train()
     encoder = Encoder(tokenizer)
     rows = [_encode(fact, encoder) for fact in spec.facts]
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate, weight_decay=0.0)
@@ -432,7 +436,7 @@ def _train_single_threaded(spec: PlantedSpec):
     record = TrainingRecord(
         step, loss, stopped_by == "target_loss", time.monotonic() - start, stopped_by
     )
-    return model.eval(), tokenizer, record
+    return model.float().eval(), tokenizer, record
 
 
 def _batches(
