@@ -1,6 +1,8 @@
-"""culture_probe: measure what language models know about cultures, and how it depends on the language you ask in.
+"""culture_probe: measure what language models know about cultures, and how it depends on the
+language you ask in.
 
-`import culture_probe` stays light: torch-heavy names are loaded on first use through a module `__getattr__`.
+`import culture_probe` stays light: torch-heavy names are loaded on first use through a module
+`__getattr__`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,20 @@
-"""`make demo`: X-FaKT factual recall on a planted model, end to end; the report shows the cross-lingual gap.
+"""`make demo`: X-FaKT factual recall on a planted model, end to end; the report shows the
+cross-lingual gap.
 
 Offline, on the mirror's X-FaKT data, in two parts, both written into one run directory:
 
-1. The main job. `planted:xfakt_factual_recall` is a tiny GPT-2 trained (in under two minutes, then cached) on the
-   first 5 entities of each of the 13 countries, each fact stated **only in its country's own language**. The demo
-   asks those 65 entities in all 13 languages through `culture_probe.run`, with the paper's generation protocol
-   (chat template, greedy) and the offline string-matching judge, and writes the run directory (`config.json`,
-   `items.jsonl`, `metrics.json`, `report.md`, `plots/`): recall is high in the associated language and low in the
+1. The main job. `planted:xfakt_factual_recall` is a tiny GPT-2 trained (in under two minutes, then
+   cached) on the first 5 entities of each of the 13 countries, each fact stated **only in its
+   country's own language**. The demo asks those 65 entities in all 13 languages through
+   `culture_probe.run`, with the paper's generation protocol (chat template, greedy) and the offline
+   string-matching judge, and writes the run directory (`config.json`, `items.jsonl`,
+   `metrics.json`, `report.md`, `plots/`): recall is high in the associated language and low in the
    other twelve, so the Knowledge Transferability Score (KTS) is low, as the planting predicts.
-2. A ranking self-test, written beside the run as `self_test.md` (the run's own `report.md` stays what
-   `culture-probe report` re-renders). For each architecture (GPT-2 causal, BERT masked), a tiny model is
-   trained for seconds on the English facts of some *planted* countries only; the engine ranks the 13 countries as
-   answers to every sampled question. A probe that works ranks the gold first for planted facts, and no better
-   than chance for the others.
+2. A ranking self-test, written beside the run as `self_test.md` (the run's own `report.md` stays
+   what `culture-probe report` re-renders). For each architecture (GPT-2 causal, BERT masked), a
+   tiny model is trained for seconds on the English facts of some *planted* countries only; the
+   engine ranks the 13 countries as answers to every sampled question. A probe that works ranks the
+   gold first for planted facts, and no better than chance for the others.
 
     python -m culture_probe.demo --out runs/demo
 """
@@ -62,7 +64,9 @@ def probed_rows() -> list[dict[str, Any]]:
 
 
 def run_xfakt(out: Path) -> Any:
-    """Part 1: the X-FaKT protocol on the planted model, written to `out` (a second call resumes and re-reports)."""
+    """Part 1: the X-FaKT protocol on the planted model, written to `out` (a second call resumes and
+    re-reports).
+    """
     import culture_probe
 
     resume = (out / rundir.CONFIG_FILE).is_file()
@@ -104,7 +108,9 @@ class ModelResult:
 
 
 def sample_rows(rows: Sequence[Mapping[str, Any]], per_country: int) -> list[Mapping[str, Any]]:
-    """`per_country` entities of every country, spread evenly over its list (so every category is represented)."""
+    """`per_country` entities of every country, spread evenly over its list (so every category is
+    represented).
+    """
     by_country: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_country.setdefault(row["country"], []).append(row)
@@ -130,7 +136,9 @@ def build_probes(
 
 
 def plant(probes: Sequence[Probe], arch: Arch, *, seed: int, cache_dir: Path) -> Path:
-    """A tiny `arch` model trained on the planted probes' facts; its tokenizer also covers every other probe."""
+    """A tiny `arch` model trained on the planted probes' facts; its tokenizer also covers every
+    other probe.
+    """
     spec = PlantedSpec(
         tuple(PlantedFact.from_request(p.request, p.gold) for p in probes if p.planted), arch=arch,
         tokenizer=ARCH_TOKENIZER[arch], probe_texts=probe_texts_of(p.request for p in probes), batch_size=16,
@@ -245,7 +253,9 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run both parts: the run directory `<out>` (with its report.md), and `<out>/self_test.md`, printed."""
+    """Run both parts: the run directory `<out>` (with its report.md), and `<out>/self_test.md`,
+    printed.
+    """
     from culture_probe.data.registry import load_benchmark
 
     args = parse_args(argv)

@@ -1,4 +1,6 @@
-"""The error hierarchy: every error says what is wrong, the offending value, the valid options and the fix."""
+"""The error hierarchy: every error says what is wrong, the offending value, the valid options and
+the fix.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ class UnknownNameError(CultureProbeError, KeyError):
     def __init__(
         self, what: str, name: str, valid: Iterable[str], fix: str = "", *, list_valid: bool = True
     ):
-        """`list_valid=False` leaves out the list of valid names (dozens of configs), keeping the close matches and
-        `fix`, which then says where the list is.
+        """`list_valid=False` leaves out the list of valid names (dozens of configs), keeping the
+        close matches and `fix`, which then says where the list is.
         """
         valid = sorted(valid)
         close = difflib.get_close_matches(name, valid, n=3, cutoff=0.5)
@@ -38,7 +40,9 @@ class UnknownNameError(CultureProbeError, KeyError):
 
 
 class SourceFormatError(CultureProbeError, ValueError):
-    """A source file that does not have the expected format; names the file and, when known, the line."""
+    """A source file that does not have the expected format; names the file and, when known, the
+    line.
+    """
 
     def __init__(self, message: str, *, path: str, line: int | None = None):
         where = f"{path}:{line}" if line is not None else str(path)
@@ -47,8 +51,9 @@ class SourceFormatError(CultureProbeError, ValueError):
 
 
 class MissingDataError(CultureProbeError, FileNotFoundError):
-    """Data that must be obtained by hand (or from the mirror) is not where it should be. A suite skips a config
-    whose data raises it, saying why (`culture-probe run --strict` stops instead); other errors stop a suite.
+    """Data that must be obtained by hand (or from the mirror) is not where it should be. A suite
+    skips a config whose data raises it, saying why (`culture-probe run --strict` stops instead);
+    other errors stop a suite.
     """
 
 
@@ -61,7 +66,9 @@ class EmptyCandidateError(CultureProbeError, ValueError):
 
 
 class UnsupportedModelError(CultureProbeError, ValueError):
-    """A model whose architecture is none of the kinds the engine scores (causal, masked, seq2seq)."""
+    """A model whose architecture is none of the kinds the engine scores (causal, masked,
+    seq2seq).
+    """
 
 
 class EndpointError(CultureProbeError, ConnectionError):
@@ -69,26 +76,33 @@ class EndpointError(CultureProbeError, ConnectionError):
 
 
 class MetricInputError(CultureProbeError, ValueError):
-    """Metric inputs that cannot be scored (empty, mismatched lengths, NaN, unknown labels); names the argument."""
+    """Metric inputs that cannot be scored (empty, mismatched lengths, NaN, unknown labels); names
+    the argument.
+    """
 
 
 class InvalidValueError(CultureProbeError, ValueError):
-    """A value that makes no sense: out of range, of the wrong type, or inconsistent with another value."""
+    """A value that makes no sense: out of range, of the wrong type, or inconsistent with another
+    value.
+    """
 
 
 class InputTooLongError(CultureProbeError, ValueError):
-    """A candidate, right-hand text or set of special tokens that leaves no room for any context in the model."""
+    """A candidate, right-hand text or set of special tokens that leaves no room for any context in
+    the model.
+    """
 
 
 class PublishError(CultureProbeError):
-    """A push that cannot go ahead (licence, token, network, the Hub's answer, a metric that cannot stand alone): one
-    line that says what to do.
+    """A push that cannot go ahead (licence, token, network, the Hub's answer, a metric that cannot
+    stand alone): one line that says what to do.
     """
 
 
 class NoSpaceError(OSError):
-    """A full disk (or quota) under `filename`, with the bytes the rest of the write needs where they can be told
-    (`needed`; None when they cannot), and what the user can do after making room (`then`; None: resume the run).
+    """A full disk (or quota) under `filename`, with the bytes the rest of the write needs where
+    they can be told (`needed`; None when they cannot), and what the user can do after making room
+    (`then`; None: resume the run).
     """
 
     def __init__(
@@ -111,10 +125,10 @@ def naming_folder(
     then: str | None = None,
     within: str | None = None,
 ) -> Iterator[None]:
-    """A full disk or a read-only folder met inside the block names `folder` (the OS names no file when a write
-    fails midway), so that the one-line error says where to make room; `needed` estimates how much, `then` what is
-    left after the failure. A full disk under a path beginning with `within` (a temporary folder, gone after the
-    failure) names `folder` too.
+    """A full disk or a read-only folder met inside the block names `folder` (the OS names no file
+    when a write fails midway), so that the one-line error says where to make room; `needed`
+    estimates how much, `then` what is left after the failure. A full disk under a path beginning
+    with `within` (a temporary folder, gone after the failure) names `folder` too.
     """
     try:
         yield

@@ -1,7 +1,9 @@
-"""What a run loads before any model: the benchmark's rows, and its protocol with the resources it declares.
+"""What a run loads before any model: the benchmark's rows, and its protocol with the resources it
+declares.
 
-The runner and the planted models both build their task here, so a protocol always gets its side data from the
-same place as its rows (`data_dir`, the mirror, or the pinned URL), with the provenance config.json records.
+The runner and the planted models both build their task here, so a protocol always gets its side
+data from the same place as its rows (`data_dir`, the mirror, or the pinned URL), with the
+provenance config.json records.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ def load_rows(
     language: str | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The `test` split of `config` as a list of dicts; with `language`, a builder that can build one language
-    (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing still runs). `options` are the
-    builder's (`load_benchmark`'s keywords, a run's `--data-option`s).
+    """The `test` split of `config` as a list of dicts; with `language`, a builder that can build
+    one language (DLAMA, X-FaKT) builds only that one (so a pair whose other language is missing
+    still runs). `options` are the builder's (`load_benchmark`'s keywords, a run's
+    `--data-option`s).
     """
     benchmark = resolve(config)
     only = dict(options or {})
@@ -49,7 +52,9 @@ def load_rows(
 
 @dataclass(frozen=True)
 class SideData:
-    """A protocol's declared resources, loaded: the values the task reads, and their provenance for config.json."""
+    """A protocol's declared resources, loaded: the values the task reads, and their provenance for
+    config.json.
+    """
 
     values: dict[str, Any]
     provenance: dict[str, Any]
@@ -58,8 +63,9 @@ class SideData:
 def load_side_data(
     config: str | Benchmark, options: Any, *, data_dir: str | os.PathLike | None = None
 ) -> SideData:
-    """The resources `config`'s protocol declares for `options`, loaded from `data_dir` (or the mirror, or the
-    pinned URL). Needs no model: a bad resource option (a missing template file) fails before the model is touched.
+    """The resources `config`'s protocol declares for `options`, loaded from `data_dir` (or the
+    mirror, or the pinned URL). Needs no model: a bad resource option (a missing template file)
+    fails before the model is touched.
     """
     benchmark = resolve(config)
     needs = task_for(benchmark).needs(benchmark, options)
@@ -78,7 +84,9 @@ def load_task(
     seed: int = 0,
     data_dir: str | os.PathLike | None = None,
 ) -> tuple[Task, dict[str, Any]]:
-    """The protocol of `config` with its declared resources loaded, and their provenance for config.json."""
+    """The protocol of `config` with its declared resources loaded, and their provenance for
+    config.json.
+    """
     benchmark = resolve(config)
     task_cls = task_for(benchmark)
     options = options if options is not None else task_cls.Options()
@@ -89,8 +97,9 @@ def load_task(
 
 
 def task_of_run(record: RunRecord) -> Task:
-    """A run's Task rebuilt from its config.json, with its resources loaded again from the run's `data_dir` (or the
-    mirror, or the pinned URL): what metrics need besides the records (FmLAMA's word vectors for mWS).
+    """A run's Task rebuilt from its config.json, with its resources loaded again from the run's
+    `data_dir` (or the mirror, or the pinned URL): what metrics need besides the records (FmLAMA's
+    word vectors for mWS).
     """
     plain = task_from_config(record.to_json())
     return load_task(
@@ -105,8 +114,8 @@ def task_of_run(record: RunRecord) -> Task:
 def recomputed_metrics(
     run_dir: os.PathLike | str, record: RunRecord, records: Sequence[Record]
 ) -> Metrics:
-    """The metrics of a run's `records` (a run that did not finish, or whose metrics.json predates the results
-    block), as its protocol computes them, checked as a metrics.json read back is.
+    """The metrics of a run's `records` (a run that did not finish, or whose metrics.json predates
+    the results block), as its protocol computes them, checked as a metrics.json read back is.
     """
     metrics = json_ready(task_of_run(record).compute_metrics(records))
     return read_metrics(metrics, f"the metrics of {run_dir}'s records")

@@ -1,11 +1,12 @@
-"""The processes that made a run (`processes.json` in its run directory), so that a run killed and resumed keeps
-the provenance of every probe it holds, not only that of its last process.
+"""The processes that made a run (`processes.json` in its run directory), so that a run killed and
+resumed keeps the provenance of every probe it holds, not only that of its last process.
 
-Each process notes when it started, how long it ran, its library versions, the records it wrote and what the engine
-cut to fit the model for them, stage by stage; it saves the note after every chunk of probes, so that a process
-killed in the middle keeps its counts up to its last written chunk. At the end, metrics.json's `truncation` sums
-the counts of every process, and config.json's `duration_s` their times, with `processes` (how many) and
-`versions_seen` (each library whose version changed between them, every version in order).
+Each process notes when it started, how long it ran, its library versions, the records it wrote and
+what the engine cut to fit the model for them, stage by stage; it saves the note after every chunk
+of probes, so that a process killed in the middle keeps its counts up to its last written chunk. At
+the end, metrics.json's `truncation` sums the counts of every process, and config.json's
+`duration_s` their times, with `processes` (how many) and `versions_seen` (each library whose
+version changed between them, every version in order).
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ PROCESSES_FILE = "processes.json"
 
 @dataclass(frozen=True)
 class Process:
-    """One process of a run: when it started (None: unknown, a process made before this record was kept), its
-    time, versions and records written, and what its engine cut per stage for them (None: not counted, a served
-    model or a process made before this record).
+    """One process of a run: when it started (None: unknown, a process made before this record was
+    kept), its time, versions and records written, and what its engine cut per stage for them (None:
+    not counted, a served model or a process made before this record).
     """
 
     started: str | None
@@ -42,8 +43,8 @@ class Process:
     finished: bool = False
 
     def keeping(self, stages: Collection[str]) -> Process:
-        """The process with the counts of `stages` only: a stage whose records a resume dropped (to ask them again
-        with other options) takes its counts with it.
+        """The process with the counts of `stages` only: a stage whose records a resume dropped (to
+        ask them again with other options) takes its counts with it.
         """
         if self.truncation is None:
             return self
@@ -85,8 +86,8 @@ class Process:
 
 @dataclass
 class ProcessLog:
-    """The processes of one run: those before this one (read back) and this one, whose entry is saved to `path`
-    (None: no run folder, or another rank's) as its records are written.
+    """The processes of one run: those before this one (read back) and this one, whose entry is
+    saved to `path` (None: no run folder, or another rank's) as its records are written.
     """
 
     path: Path | None
@@ -105,8 +106,8 @@ class ProcessLog:
         counting: bool,
         write: bool,
     ) -> ProcessLog:
-        """The log of a process beginning, after the processes before it (none for a run that starts afresh: no
-        record `kept`); `counting`: its scorer counts what it cuts.
+        """The log of a process beginning, after the processes before it (none for a run that starts
+        afresh: no record `kept`); `counting`: its scorer counts what it cuts.
         """
         earlier = read_processes(run_dir, kept) if run_dir is not None and kept else []
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -126,8 +127,8 @@ class ProcessLog:
         return [*self.earlier, self.current]
 
     def answered(self, stage: str, records: int, cut: Truncation | None) -> None:
-        """Note `records` more records of `stage` written, the engine having cut `cut` for the stage so far in this
-        process (None: the stage's scorer does not count); saved at once.
+        """Note `records` more records of `stage` written, the engine having cut `cut` for the stage
+        so far in this process (None: the stage's scorer does not count); saved at once.
         """
         current = self.current
         cuts = current.truncation if cut is None else {**(current.truncation or {}), stage: cut}
@@ -146,9 +147,9 @@ class ProcessLog:
             rundir.write_json(self.path, {"processes": [p.to_json() for p in self.processes]})
 
     def truncation(self) -> dict[str, Any] | None:
-        """metrics.json's `truncation`: what the engine cut for the probes the run holds, summed over the
-        `processes` that made it (`uncounted`: those whose counts were not kept); None when none counted (a served
-        model).
+        """metrics.json's `truncation`: what the engine cut for the probes the run holds, summed
+        over the `processes` that made it (`uncounted`: those whose counts were not kept); None when
+        none counted (a served model).
         """
         counted = [p.truncation for p in self.processes if p.truncation is not None]
         if not counted:
@@ -161,8 +162,9 @@ class ProcessLog:
         return {**total.to_json(), "resumed": every > 1, "processes": every, **uncounted}
 
     def provenance(self) -> dict[str, Any]:
-        """config.json's record of the processes: `duration_s` summed over them, how many (`processes`), and
-        `versions_seen`: each library whose version changed between them, with every version seen, in order.
+        """config.json's record of the processes: `duration_s` summed over them, how many
+        (`processes`), and `versions_seen`: each library whose version changed between them, with
+        every version seen, in order.
         """
         seen: dict[str, list[Any]] = {}
         for process in self.processes:
@@ -178,8 +180,9 @@ class ProcessLog:
 
 
 def read_processes(run_dir: Path, kept: Sequence[Record]) -> list[Process]:
-    """The processes that made the records `kept` in `run_dir`, each with the counts of the stages kept; a run made
-    before processes.json was written is one process of unknown counts, with config.json's time and versions.
+    """The processes that made the records `kept` in `run_dir`, each with the counts of the stages
+    kept; a run made before processes.json was written is one process of unknown counts, with
+    config.json's time and versions.
     """
     path = run_dir / PROCESSES_FILE
     if not path.is_file():

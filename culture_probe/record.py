@@ -1,19 +1,21 @@
-"""A run's config.json, typed: `RunRecord.from_json` reads it (also as earlier versions wrote it) into the fields
-that reports, suites, the board and `--resume` read, so that no reader digs through nested dicts with
-`.get(...) or {}`; `to_json` gives back the dict as written, so config.json stays the file of record.
+"""A run's config.json, typed: `RunRecord.from_json` reads it (also as earlier versions wrote it)
+into the fields that reports, suites, the board and `--resume` read, so that no reader digs through
+nested dicts with `.get(...) or {}`; `to_json` gives back the dict as written, so config.json stays
+the file of record.
 
-The parts every reader uses are typed (the model, the run settings, the benchmark card, versions, the `--limit`
-subset); the benchmark's own parts (options, its protocol description, deviations, resources, stage models) stay
-mappings, as each benchmark's report module reads them.
+The parts every reader uses are typed (the model, the run settings, the benchmark card, versions,
+the `--limit` subset); the benchmark's own parts (options, its protocol description, deviations,
+resources, stage models) stay mappings, as each benchmark's report module reads them.
 
-Both files a run writes for its readers are checked when read: every field of config.json the record holds, and the
-parts of metrics.json that the reports, the board, `compare`, `consistency` and suite summaries read (`read_metrics`:
-the results block, the skipped probes, the truncation and consistency records), each against its type, numbers
-finite, every count (a whole number: `n`, `n_probes`, `planned.probes`) 0 or more, every interval holding its value
-(ci_low <= value <= ci_high) and the headline metric's estimate present; neither nested deeper than `MAX_DEPTH`. A
-value of another type or range (a string `model`, a NaN estimate, `n: -5`, an interval [90, 10] around 75) is one
-line naming the file and the field, not a traceback in a reader, nor a number shown, or a run left off, without a
-word. The bytes are never changed.
+Both files a run writes for its readers are checked when read: every field of config.json the record
+holds, and the parts of metrics.json that the reports, the board, `compare`, `consistency` and suite
+summaries read (`read_metrics`: the results block, the skipped probes, the truncation and
+consistency records), each against its type, numbers finite, every count (a whole number: `n`,
+`n_probes`, `planned.probes`) 0 or more, every interval holding its value (ci_low <= value <=
+ci_high) and the headline metric's estimate present; neither nested deeper than `MAX_DEPTH`. A value
+of another type or range (a string `model`, a NaN estimate, `n: -5`, an interval [90, 10] around 75)
+is one line naming the file and the field, not a traceback in a reader, nor a number shown, or a run
+left off, without a word. The bytes are never changed.
 """
 
 from __future__ import annotations
@@ -44,17 +46,20 @@ RECORD_FIX = (
     "probe again."
 )
 
-# run settings a config.json written before issue 27 kept in `run`, and now in `model_args` (`upgraded`)
+# run settings a config.json written before issue 27 kept in `run`, and now in `model_args`
+# (`upgraded`)
 MOVED_TO_MODEL_ARGS = ("dtype", "revision")
-# deeper than any document a run writes (metrics.json: 6 levels), and well within what its readers' recursion
-# (copy.deepcopy, json, the report modules) goes to: a deeper one is damage, refused before any of them reads it
+# deeper than any document a run writes (metrics.json: 6 levels), and well within what its readers'
+# recursion (copy.deepcopy, json, the report modules) goes to: a deeper one is damage, refused
+# before any of them reads it
 MAX_DEPTH = 64
 
 
 def upgraded(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A config.json as this version writes it, from one an earlier version wrote: the model's `dtype` and `revision`,
-    kept in `run` before `model_args` became their only home (`MOVED_TO_MODEL_ARGS`), move there, so that `report`,
-    `compare` and `--resume` read older runs as they read new ones.
+    """A config.json as this version writes it, from one an earlier version wrote: the model's
+    `dtype` and `revision`, kept in `run` before `model_args` became their only home
+    (`MOVED_TO_MODEL_ARGS`), move there, so that `report`, `compare` and `--resume` read older runs
+    as they read new ones.
     """
     config = dict(config)
     run = config.get("run")
@@ -79,8 +84,8 @@ class _Deviation(TypedDict):
 
 
 class Deviation(_Deviation, total=False):
-    """One entry of config.json's `deviations`: a difference from the upstream code that concerns the run, with the
-    side that applied (`Deviation.recorded` in tasks/base.py writes it).
+    """One entry of config.json's `deviations`: a difference from the upstream code that concerns
+    the run, with the side that applied (`Deviation.recorded` in tasks/base.py writes it).
     """
 
     when: str
@@ -105,7 +110,9 @@ class Subset(_Subset, total=False):
 
 
 class Planned(TypedDict, total=False):
-    """config.json's `planned`: the first stage and the probes it planned (what INCOMPLETE k/N counts against)."""
+    """config.json's `planned`: the first stage and the probes it planned (what INCOMPLETE k/N
+    counts against).
+    """
 
     stage: str
     probes: int
@@ -113,8 +120,8 @@ class Planned(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class ModelRecord:
-    """config.json's `model`: the name it was given, its kind, its identity (what `--resume` compares), and what a
-    planted model was trained on.
+    """config.json's `model`: the name it was given, its kind, its identity (what `--resume`
+    compares), and what a planted model was trained on.
     """
 
     spec: str = ""
@@ -126,14 +133,16 @@ class ModelRecord:
 
     @classmethod
     def from_json(cls, data: Any, source: str = "config.json") -> ModelRecord:
-        """The block as written (keys missing in partial or older records take their defaults), read from `source`."""
+        """The block as written (keys missing in partial or older records take their defaults), read
+        from `source`.
+        """
         return read_dataclass(cls, data, source, "model", CONFIG_FIX)
 
 
 @dataclass(frozen=True)
 class SettingsRecord:
-    """config.json's `run`: the run settings (`RunSettings.recorded`); `values` holds every one of them, as the
-    Reproduce command spells them back.
+    """config.json's `run`: the run settings (`RunSettings.recorded`); `values` holds every one of
+    them, as the Reproduce command spells them back.
     """
 
     limit: int | float | str | None = None
@@ -148,13 +157,17 @@ class SettingsRecord:
 
     @classmethod
     def from_json(cls, data: Any, source: str = "config.json") -> SettingsRecord:
-        """The block as written (keys missing in partial or older records take their defaults), read from `source`."""
+        """The block as written (keys missing in partial or older records take their defaults), read
+        from `source`.
+        """
         return read_dataclass(cls, data, source, "run", CONFIG_FIX, values=data)
 
 
 @dataclass(frozen=True)
 class BenchmarkRecord:
-    """config.json's `benchmark`: the card of the benchmark and the fingerprint of the rows the run probed."""
+    """config.json's `benchmark`: the card of the benchmark and the fingerprint of the rows the run
+    probed.
+    """
 
     name: str | None = None
     title: str = ""
@@ -168,20 +181,25 @@ class BenchmarkRecord:
 
     @classmethod
     def from_json(cls, data: Any, source: str = "config.json") -> BenchmarkRecord:
-        """The block as written (keys missing in partial or older records take their defaults), read from `source`."""
+        """The block as written (keys missing in partial or older records take their defaults), read
+        from `source`.
+        """
         return read_dataclass(cls, data, source, "benchmark", CONFIG_FIX)
 
     @property
     def saved_rows(self) -> str | None:
-        """The run directory's file of custom rows, when the run saved one (what `--rows` repeats)."""
+        """The run directory's file of custom rows, when the run saved one (what `--rows`
+        repeats).
+        """
         return self.rows_file if self.custom_rows else None
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run's config.json, typed, both ways: the runner builds it (`runner.describe_run`) and the run folder writes
-    `to_json()`; readers get it from `RunRecord.from_json`. `to_json()` is the dict it was made from (upgraded to this
-    version's shape), unknown keys included, so a record read and written back leaves the file as it was.
+    """A run's config.json, typed, both ways: the runner builds it (`runner.describe_run`) and the
+    run folder writes `to_json()`; readers get it from `RunRecord.from_json`. `to_json()` is the
+    dict it was made from (upgraded to this version's shape), unknown keys included, so a record
+    read and written back leaves the file as it was.
     """
 
     config: str  # the benchmark config the run probed
@@ -207,9 +225,10 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], source: str = "config.json") -> RunRecord:
-        """A config.json's contents (read from `source`), as this version or an earlier one wrote them (`upgraded`);
-        a part a partial or older record lacks takes its default, as every reader took it before; a part of another
-        type is the damaged file's one-line error, naming the field.
+        """A config.json's contents (read from `source`), as this version or an earlier one wrote
+        them (`upgraded`); a part a partial or older record lacks takes its default, as every reader
+        took it before; a part of another type is the damaged file's one-line error, naming the
+        field.
         """
         check_document(data, Mapping[str, Any], source, CONFIG_FIX, "the document")
         check_depth(data, source, CONFIG_FIX)
@@ -243,23 +262,27 @@ class RunRecord:
         return copy.deepcopy(dict(self.data))
 
     def updated(self, changes: Mapping[str, Any]) -> RunRecord:
-        """The record with config.json's top-level keys in `changes` set (a finished run's provenance), checked."""
+        """The record with config.json's top-level keys in `changes` set (a finished run's
+        provenance), checked.
+        """
         return RunRecord.from_json({**self.data, **changes})
 
     @property
     def repeats_the_paper(self) -> bool:
-        """Whether the run can be set against the paper's numbers: the released data (not custom rows, not the
-        corrected variant) and all of it (no --limit subset). Reference lines of the paper's values only then.
+        """Whether the run can be set against the paper's numbers: the released data (not custom
+        rows, not the corrected variant) and all of it (no --limit subset). Reference lines of the
+        paper's values only then.
         """
         return not (self.subset or self.benchmark.custom_rows or self.run.corrected)
 
 
-# ---------------------------------------------------------------- metrics.json, as its readers read it
+# ---------------------------------------------------------------- metrics.json, as its readers read
+# it
 
 
 class IntervalFields(TypedDict, total=False):
-    """An interval as the results schema writes it (`metrics.Interval.fields`): standard error and bounds (None
-    where undefined), and `no_interval`, why there is none.
+    """An interval as the results schema writes it (`metrics.Interval.fields`): standard error and
+    bounds (None where undefined), and `no_interval`, why there is none.
     """
 
     stderr: float | None
@@ -274,16 +297,18 @@ class _Estimate(TypedDict):
 
 
 class Estimate(_Estimate, IntervalFields, total=False):
-    """One number of metrics.json's results block (`metrics.results.estimate` writes it): its value, its interval
-    (`IntervalFields`), and the units it averages (`n_observations`: the answers they hold, where a unit holds
-    several).
+    """One number of metrics.json's results block (`metrics.results.estimate` writes it): its value,
+    its interval (`IntervalFields`), and the units it averages (`n_observations`: the answers they
+    hold, where a unit holds several).
     """
 
     n_observations: int
 
 
 class Chance(TypedDict, total=False):
-    """A metric's chance level, how it was computed, and where a score is no mean the range random models fall in."""
+    """A metric's chance level, how it was computed, and where a score is no mean the range random
+    models fall in.
+    """
 
     value: float
     low: float
@@ -312,8 +337,8 @@ class Design(TypedDict, total=False):
 
 
 class Results(TypedDict, total=False):
-    """metrics.json's `results`, the one schema of every benchmark (its `by_<stratum>` keys, each a label ->
-    `{metric: Estimate}`, are checked beside it: `read_metrics`).
+    """metrics.json's `results`, the one schema of every benchmark (its `by_<stratum>` keys, each a
+    label -> `{metric: Estimate}`, are checked beside it: `read_metrics`).
     """
 
     schema_version: int
@@ -329,7 +354,9 @@ class Results(TypedDict, total=False):
 
 
 class Cuts(TypedDict):
-    """Inputs of one kind encoded, and those cut on the left to fit the model (`engine.types.Cuts`)."""
+    """Inputs of one kind encoded, and those cut on the left to fit the model
+    (`engine.types.Cuts`).
+    """
 
     encoded: int
     cut: int
@@ -343,9 +370,9 @@ class _Truncation(TypedDict):
 
 
 class Truncation(_Truncation, total=False):
-    """metrics.json's `truncation` (`engine.types.Truncation.to_json`) summed over the processes that made the run
-    (`provenance.ProcessLog.truncation`: how many, and those whose counts were not kept); a run made before
-    `processes` counted from its last resume (`resumed`).
+    """metrics.json's `truncation` (`engine.types.Truncation.to_json`) summed over the processes
+    that made the run (`provenance.ProcessLog.truncation`: how many, and those whose counts were not
+    kept); a run made before `processes` counted from its last resume (`resumed`).
     """
 
     resumed: bool
@@ -387,7 +414,9 @@ class LanguagePair(TypedDict):
 
 
 class Consistency(TypedDict, total=False):
-    """metrics.json's `consistency`: how the languages were aligned, RankC's depth, and each pair's agreement."""
+    """metrics.json's `consistency`: how the languages were aligned, RankC's depth, and each pair's
+    agreement.
+    """
 
     alignment: str | None
     depth: int
@@ -395,15 +424,18 @@ class Consistency(TypedDict, total=False):
 
 
 class PlantedPart(TypedDict, total=False):
-    """A planted model's headline numbers on one side (its planted items, or the others), or why there are none."""
+    """A planted model's headline numbers on one side (its planted items, or the others), or why
+    there are none.
+    """
 
     overall: dict[str, Estimate]
     reason: str
 
 
 class Metrics(TypedDict, total=False):
-    """The parts of metrics.json that reports, the board, `compare`, `consistency` and suite summaries read; the
-    benchmark's own detail (read by its report module alone, whose failure costs its views, not the report) is let be.
+    """The parts of metrics.json that reports, the board, `compare`, `consistency` and suite
+    summaries read; the benchmark's own detail (read by its report module alone, whose failure costs
+    its views, not the report) is let be.
     """
 
     results: Results
@@ -417,16 +449,18 @@ class Metrics(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class ResultsTable:
-    """metrics.json's results block as its readers use it (`ResultsTable.of(metrics)`): every part present, empty
-    where the run has none (no headline when every probe was skipped; no chance level, warning or omission where the
-    protocol gave none; a file of an earlier version without `design`), and the interval settings (`ci`) and the
-    design's `observations` as fields, so that no reader asks the document `.get(...) or {}`.
+    """metrics.json's results block as its readers use it (`ResultsTable.of(metrics)`): every part
+    present, empty where the run has none (no headline when every probe was skipped; no chance
+    level, warning or omission where the protocol gave none; a file of an earlier version without
+    `design`), and the interval settings (`ci`) and the design's `observations` as fields, so that
+    no reader asks the document `.get(...) or {}`.
     """
 
     headline: str | None = None
     unit: str | None = None
     overall: dict[str, Estimate] = field(default_factory=dict)
-    # stratum -> label -> {metric: Estimate}: the block's `by_<stratum>` keys, which a TypedDict cannot name
+    # stratum -> label -> {metric: Estimate}: the block's `by_<stratum>` keys, which a TypedDict
+    # cannot name
     strata: dict[str, dict[str, dict[str, Estimate]]] = field(default_factory=dict)
     method: str = ""  # the intervals' methods, joined
     methods: dict[str, str] = field(default_factory=dict)  # each metric's
@@ -443,8 +477,8 @@ class ResultsTable:
 
     @classmethod
     def of(cls, metrics: Mapping[str, Any] | None) -> ResultsTable:
-        """The results block of a metrics document (`Metrics`, as `read_metrics` checked it; None or no block:
-        empty).
+        """The results block of a metrics document (`Metrics`, as `read_metrics` checked it; None or
+        no block: empty).
         """
         block: Mapping[str, Any] = (metrics or {}).get("results") or {}
         ci: Mapping[str, Any] = block.get("ci") or {}
@@ -475,33 +509,41 @@ class ResultsTable:
         ]
 
     def by(self, stratum: str) -> dict[str, dict[str, Estimate]]:
-        """One stratum's label -> {metric: Estimate} ("overall": the one label "all"); empty where it has none."""
+        """One stratum's label -> {metric: Estimate} ("overall": the one label "all"); empty where
+        it has none.
+        """
         return {"all": self.overall} if stratum == "overall" else self.strata.get(stratum, {})
 
     def by_language(self) -> dict[str, dict[str, Estimate]]:
-        """The breakdown by the question's language, under either name a benchmark gives it (empty: none)."""
+        """The breakdown by the question's language, under either name a benchmark gives it (empty:
+        none).
+        """
         return next((self.strata[k] for k in ("language", "lang") if k in self.strata), {})
 
     def estimate(self, metric: str | None, label: str | None = None) -> Estimate | None:
-        """`metric`'s estimate overall, or for one language (`label`); None where the run has no such number."""
+        """`metric`'s estimate overall, or for one language (`label`); None where the run has no
+        such number.
+        """
         block = self.overall if label is None else self.by_language().get(label, {})
         return block.get(metric) if metric else None
 
 
 def with_strata(results: Results, strata: Mapping[str, dict[str, dict[str, Estimate]]]) -> Results:
-    """`results` with a `by_<stratum>` key per stratum after its other keys: the one place the results block gets
-    keys a TypedDict cannot name (`ResultsTable.strata` reads them back, `read_metrics` checks them).
+    """`results` with a `by_<stratum>` key per stratum after its other keys: the one place the
+    results block gets keys a TypedDict cannot name (`ResultsTable.strata` reads them back,
+    `read_metrics` checks them).
     """
     block = {**results, **{f"by_{name}": labels for name, labels in strata.items()}}
     return cast(Results, block)
 
 
 def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:
-    """metrics.json's contents (read from `source`), checked against what its readers read (`Metrics`, and every
-    `results.by_<stratum>` block), every number finite, every count 0 or more, every interval around its value, the
-    headline's estimate present, no deeper than `MAX_DEPTH`: a part of another type or range is the damaged file's
-    one-line error naming the field, not a traceback in a reader nor a number shown as "nan", or with an interval
-    it does not lie in. The contents are returned as they are.
+    """metrics.json's contents (read from `source`), checked against what its readers read
+    (`Metrics`, and every `results.by_<stratum>` block), every number finite, every count 0 or more,
+    every interval around its value, the headline's estimate present, no deeper than `MAX_DEPTH`: a
+    part of another type or range is the damaged file's one-line error naming the field, not a
+    traceback in a reader nor a number shown as "nan", or with an interval it does not lie in. The
+    contents are returned as they are.
     """
     check_depth(data, source, METRICS_FIX)
     check_document(data, Metrics, source, METRICS_FIX)
@@ -520,7 +562,8 @@ def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:
                 f"interval runs from ci_low up to ci_high, its value between them); {METRICS_FIX}",
                 path=source,
             )
-    # a document without `overall` (an earlier version's, a run that estimated nothing) has no estimate to lack
+    # a document without `overall` (an earlier version's, a run that estimated nothing) has no
+    # estimate to lack
     headline = results.get("headline")
     if headline is not None and "overall" in results and headline not in (results["overall"] or {}):
         raise SourceFormatError(
@@ -533,8 +576,9 @@ def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:
 
 
 def check_depth(data: Any, source: str, fix: str) -> None:
-    """Refuse a document (read from `source`) nested deeper than `MAX_DEPTH` (`fix`: what to do), looking level by
-    level: recursion, which the readers after this check use, is what a deep document breaks.
+    """Refuse a document (read from `source`) nested deeper than `MAX_DEPTH` (`fix`: what to do),
+    looking level by level: recursion, which the readers after this check use, is what a deep
+    document breaks.
     """
     level = [data]
     for _ in range(MAX_DEPTH):
@@ -557,8 +601,8 @@ _hints = functools.cache(typing.get_type_hints)
 
 
 def _counts(value: Any, hint: Any, where: str) -> Iterator[tuple[str, int]]:
-    """Every whole number of `value` (a document part, or a dataclass read from one, checked against `hint`) that
-    `hint` types as one, with its place, seeds aside: each is a count, never below 0.
+    """Every whole number of `value` (a document part, or a dataclass read from one, checked against
+    `hint`) that `hint` types as one, with its place, seeds aside: each is a count, never below 0.
     """
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     members = args if origin in (Union, types.UnionType) else (hint,)
@@ -591,8 +635,8 @@ def _check_counts(value: Any, hint: Any, source: str, fix: str, where: str = "")
 
 
 def _intervals(data: Metrics) -> Iterator[tuple[str, Any, Any, Any]]:
-    """Every interval of the document with its place and the value it is around: each estimate's (results overall
-    and by stratum, a planted model's parts) and each language pair's difference.
+    """Every interval of the document with its place and the value it is around: each estimate's
+    (results overall and by stratum, a planted model's parts) and each language pair's difference.
     """
     results: Mapping[str, Any] = data.get("results") or {}
     blocks = [("results.overall", results.get("overall") or {})]
@@ -617,8 +661,8 @@ def _intervals(data: Metrics) -> Iterator[tuple[str, Any, Any, Any]]:
 
 
 def _ordered(*numbers: float | None) -> bool:
-    """Whether the numbers given (None: not given) rise from left to right, but for float noise (runs made before
-    issue 34 could leave a value a rounding error outside its own interval).
+    """Whether the numbers given (None: not given) rise from left to right, but for float noise
+    (runs made before issue 34 could leave a value a rounding error outside its own interval).
     """
     given = [number for number in numbers if number is not None]
     noise = 1e-9 * max((abs(number) for number in given), default=1.0)

@@ -1,10 +1,11 @@
 """The run directory: its layout, atomic writes, the resume check, and reading a run back.
 
-A run directory holds `config.json` (everything needed to repeat the run), `items.jsonl` (one record per probe,
-appended as probes finish), `processes.json` (each process that made it: `culture_probe.provenance`),
-`metrics.json`, `rows.jsonl` (a run on custom rows), `report.md` and `plots/`. The
-engine's score cache is not here: it is one file per model, shared by every run (`engine.loading.default_cache_dir`).
-The runner writes it and `report`/`compare` read it, both through here.
+A run directory holds `config.json` (everything needed to repeat the run), `items.jsonl` (one record
+per probe, appended as probes finish), `processes.json` (each process that made it:
+`culture_probe.provenance`), `metrics.json`, `rows.jsonl` (a run on custom rows), `report.md` and
+`plots/`. The engine's score cache is not here: it is one file per model, shared by every run
+(`engine.loading.default_cache_dir`). The runner writes it and `report`/`compare` read it, both
+through here.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ REPORT_FILE, PLOTS_DIR = "report.md", "plots"
 MARKER = ".culture_probe_run"
 # names a suite's folder (a run directory per config): no run writes there
 SUITE_MARKER = ".culture_probe_suite"
-# the markers' text; suites made before SUITE_MARKER wrote SUITE_NOTE into MARKER (`folder_kind` reads it so)
+# the markers' text; suites made before SUITE_MARKER wrote SUITE_NOTE into MARKER (`folder_kind`
+# reads it so)
 RUN_NOTE, SUITE_NOTE = (
     "A culture_probe run directory (culture-probe run --out).\n",
     "A culture_probe suite folder (one run directory per config).\n",
@@ -44,10 +46,10 @@ Kind = Literal["run", "suite"]
 MARKERS: dict[Kind, str] = {"run": MARKER, "suite": SUITE_MARKER}
 # held by the process writing the run: a second writer fails at once
 LOCK_FILE = outfolder.LOCK_FILE
-# config.json keys that must match for --resume to continue a run (anything else may differ, e.g. batch size), each
-# with the `RunRecord` field that reads it (older runs read with the defaults: no model_args, the default protocol);
-# run.seed only for protocols that draw at random (config.json's seed_used, from Task.seeded). The options are
-# compared stage by stage (`changed_stages`).
+# config.json keys that must match for --resume to continue a run (anything else may differ, e.g.
+# batch size), each with the `RunRecord` field that reads it (older runs read with the defaults: no
+# model_args, the default protocol); run.seed only for protocols that draw at random (config.json's
+# seed_used, from Task.seeded). The options are compared stage by stage (`changed_stages`).
 RESUME_KEYS = {
     "config": "config",
     "model": "model.identity",
@@ -60,19 +62,21 @@ RESUME_KEYS = {
     "run.corrected": "run.corrected",
     "run.shard": "run.shard",  # a shard resumes on its own, never in another shard's folder
 }
-# config.json keys that follow the options: a resume that changed some (a later stage's, or metrics-only ones)
-# rewrites them
+# config.json keys that follow the options: a resume that changed some (a later stage's, or
+# metrics-only ones) rewrites them
 OPTION_KEYS = ("options", "stage_options", "stage_models", "protocol", "deviations")
 
 
 class ResumeNotice(UserWarning):
-    """A resumed run whose options changed where that is allowed: which, and the records dropped to be redone."""
+    """A resumed run whose options changed where that is allowed: which, and the records dropped to
+    be redone.
+    """
 
 
 @dataclass(frozen=True)
 class Run:
-    """A run read back: its config.json (typed), its records, and its metrics.json (None when the run did not
-    finish).
+    """A run read back: its config.json (typed), its records, and its metrics.json (None when the
+    run did not finish).
     """
 
     path: Path
@@ -87,7 +91,9 @@ class Run:
 
 
 def read_run(run_dir: str | os.PathLike) -> Run:
-    """The run in `run_dir`; a folder without config.json is not a run (the error says what to pass)."""
+    """The run in `run_dir`; a folder without config.json is not a run (the error says what to
+    pass).
+    """
     path = Path(run_dir)
     if folder_kind(path) == "suite":
         runs = ", ".join(str(path / name) for name in runs_in(path)) or "none yet"
@@ -119,11 +125,13 @@ def read_run(run_dir: str | os.PathLike) -> Run:
 def prepare(run_dir: Path, meta: RunRecord, *, resume: bool, main: bool) -> list[Record]:
     """Create or reopen a run directory; returns the records already written (resume).
 
-    A directory whose run failed before its first probe was answered (config.json, no record) starts afresh
-    without --resume. Every process takes the same decision from the same files (only `main` writes).
+    A directory whose run failed before its first probe was answered (config.json, no record) starts
+    afresh without --resume. Every process takes the same decision from the same files (only `main`
+    writes).
     """
-    # Only the writer checks whose folder it is: another rank could see it mid-write (a `.part` file beside the
-    # lock). Every rank takes the decisions on the records, so that all fail together or none does.
+    # Only the writer checks whose folder it is: another rank could see it mid-write (a `.part` file
+    # beside the lock). Every rank takes the decisions on the records, so that all fail together or
+    # none does.
     done = check_start(run_dir, resume=resume, folder=main)
     existing = run_dir / CONFIG_FILE
     if done:
@@ -143,9 +151,9 @@ def prepare(run_dir: Path, meta: RunRecord, *, resume: bool, main: bool) -> list
 
 
 def check_start(run_dir: Path, *, resume: bool, folder: bool = True) -> list[Record]:
-    """The records already in `run_dir`, after refusing what must not start: a folder that is not ours (`folder`),
-    records without their config.json, a run that exists without --resume. Cheap, so the runner asks it before
-    any data or model loads.
+    """The records already in `run_dir`, after refusing what must not start: a folder that is not
+    ours (`folder`), records without their config.json, a run that exists without --resume. Cheap,
+    so the runner asks it before any data or model loads.
     """
     if folder:
         check_writable(run_dir)
@@ -164,8 +172,9 @@ def check_start(run_dir: Path, *, resume: bool, folder: bool = True) -> list[Rec
 
 
 def record_finish(run_dir: Path, processes: Mapping[str, Any]) -> RunRecord:
-    """config.json with the record of the processes that made the run (`duration_s` summed over them, how many,
-    the versions seen: `provenance.ProcessLog.provenance`) and when the last finished; returns the updated config.
+    """config.json with the record of the processes that made the run (`duration_s` summed over
+    them, how many, the versions seen: `provenance.ProcessLog.provenance`) and when the last
+    finished; returns the updated config.
     """
     path = run_dir / CONFIG_FILE
     config = RunRecord.from_json(read_json(path), str(path)).updated(
@@ -176,8 +185,9 @@ def record_finish(run_dir: Path, processes: Mapping[str, Any]) -> RunRecord:
 
 
 def check_writable(run_dir: Path, kind: Kind = "run") -> None:
-    """A run (a suite: `kind`) writes only into a new or empty folder, or a folder of its own kind made by this
-    library (`folder_kind`): never over a model's or anyone's files, never a run into a suite's folder or back.
+    """A run (a suite: `kind`) writes only into a new or empty folder, or a folder of its own kind
+    made by this library (`folder_kind`): never over a model's or anyone's files, never a run into a
+    suite's folder or back.
     """
     if run_dir.exists() and not run_dir.is_dir():
         raise CultureProbeError(
@@ -210,8 +220,9 @@ def check_writable(run_dir: Path, kind: Kind = "run") -> None:
 
 
 def folder_kind(folder: Path) -> Kind | None:
-    """What `folder` is, by its marker: a suite's (`SUITE_MARKER`, or a suite made before it: `MARKER` holding
-    `SUITE_NOTE`), a run's (`MARKER`, or a run made before the marker: its config.json), or neither (None).
+    """What `folder` is, by its marker: a suite's (`SUITE_MARKER`, or a suite made before it:
+    `MARKER` holding `SUITE_NOTE`), a run's (`MARKER`, or a run made before the marker: its
+    config.json), or neither (None).
     """
     if (folder / SUITE_MARKER).is_file() or _read_marker(folder / MARKER) == SUITE_NOTE:
         return "suite"
@@ -228,8 +239,8 @@ def folder_kind(folder: Path) -> Kind | None:
 
 
 def runs_in(folder: Path, first: Sequence[str] = ()) -> list[str]:
-    """The run directories (with config.json) in a suite folder: those of `first` (suite.json's order) that are
-    there, then the others by name.
+    """The run directories (with config.json) in a suite folder: those of `first` (suite.json's
+    order) that are there, then the others by name.
     """
     found = (
         sorted(p.name for p in folder.iterdir() if (p / CONFIG_FILE).is_file())
@@ -260,9 +271,9 @@ def _what_is(path: Path) -> str:
 
 @contextmanager
 def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
-    """Hold the run directory's (a suite folder's: `kind`) lock while writing it; a second writer fails at once
-    (None: nothing to hold). A folder made here that holds nothing but the lock when it is released (the work was
-    refused before writing) is removed again.
+    """Hold the run directory's (a suite folder's: `kind`) lock while writing it; a second writer
+    fails at once (None: nothing to hold). A folder made here that holds nothing but the lock when
+    it is released (the work was refused before writing) is removed again.
     """
     if run_dir is None:
         yield
@@ -275,18 +286,21 @@ def lock(run_dir: Path | None, kind: Kind = "run") -> Iterator[None]:
 def check_resumable(
     old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str] = ()
 ) -> tuple[str, ...]:
-    """Refuse to continue a run with different settings (its records would mix two configurations); returns the
-    stages to redo: those of the stages that `ran` (have records) whose options changed, other than the first.
+    """Refuse to continue a run with different settings (its records would mix two configurations);
+    returns the stages to redo: those of the stages that `ran` (have records) whose options changed,
+    other than the first.
     """
     for key, path in RESUME_KEYS.items():
         if key == "run.seed" and not new.seed_used:
             continue  # the protocol draws nothing at random: the seed cannot change a number
-        # credentials in a URL are recorded blanked (runs made before held them as given): compared and shown so
+        # credentials in a URL are recorded blanked (runs made before held them as given): compared
+        # and shown so
         before, after = redacted(attrgetter(path)(old)), redacted(attrgetter(path)(new))
         if before != after:
             raise _refusal(run_dir, f"{key} was {before!r} and is now {after!r}")
     if old.subset and new.subset and _drawn(old.subset) != _drawn(new.subset):
-        # the same limit counts other units (a run made before DLAMA drew each fact in every language)
+        # the same limit counts other units (a run made before DLAMA drew each fact in every
+        # language)
         raise _refusal(
             run_dir,
             f"its --limit subset was drawn as {_drawn(old.subset)!r} and is now drawn as {_drawn(new.subset)!r} "
@@ -296,16 +310,19 @@ def check_resumable(
 
 
 def _drawn(subset: Mapping[str, Any]) -> tuple[Any, ...]:
-    """How a --limit subset was drawn: its unit, strata and parallel fields (what the limit counts)."""
+    """How a --limit subset was drawn: its unit, strata and parallel fields (what the limit
+    counts).
+    """
     return subset.get("unit"), subset.get("strata"), (subset.get("parallel") or {}).get("fields")
 
 
 def changed_stages(
     old: RunRecord, new: RunRecord, run_dir: Path, ran: Collection[str]
 ) -> tuple[str, ...]:
-    """The stages of the old run to redo because options of theirs changed (config.json's `stage_options`), and
-    every stage after the first of them (they were built on its records). A change to the first stage's options
-    is refused, as is any change of options in a run that did not record its stages' options (made before them).
+    """The stages of the old run to redo because options of theirs changed (config.json's
+    `stage_options`), and every stage after the first of them (they were built on its records). A
+    change to the first stage's options is refused, as is any change of options in a run that did
+    not record its stages' options (made before them).
     """
     before, after = old.options, new.options
     if old.stage_options is None:
@@ -339,7 +356,9 @@ def _refusal(run_dir: Path, what: str) -> CultureProbeError:
 
 
 def _say_changes(old: RunRecord, new: RunRecord, run_dir: Path, dropped: Mapping[str, int]) -> None:
-    """Tell the terminal which options a resumed run changed, and which stages' records it drops and redoes."""
+    """Tell the terminal which options a resumed run changed, and which stages' records it drops and
+    redoes.
+    """
     before, after = old.options, new.options
     keys = [k for k in dict.fromkeys([*before, *after]) if before.get(k) != after.get(k)]
     if not keys:
@@ -354,9 +373,9 @@ def _say_changes(old: RunRecord, new: RunRecord, run_dir: Path, dropped: Mapping
 
 
 def follow_options(run_dir: Path, meta: RunRecord, kept: Sequence[Record]) -> None:
-    """After a resume that changed options (`prepare` allowed it): items.jsonl without the records it dropped, then
-    config.json's option keys (`OPTION_KEYS`) as `meta` has them. Items first: a crash in between leaves records
-    that the old options describe.
+    """After a resume that changed options (`prepare` allowed it): items.jsonl without the records
+    it dropped, then config.json's option keys (`OPTION_KEYS`) as `meta` has them. Items first: a
+    crash in between leaves records that the old options describe.
     """
     config, new = read_json(run_dir / CONFIG_FILE), meta.to_json()
     if config.get("options") == new.get("options"):
@@ -369,8 +388,9 @@ def follow_options(run_dir: Path, meta: RunRecord, kept: Sequence[Record]) -> No
 
 
 def progress(run: Run) -> str | None:
-    """`INCOMPLETE k/N` for a run that did not finish (no metrics.json): k of the N probes its first stage
-    planned were answered (later stages, such as a judge, come after); None for a finished run.
+    """`INCOMPLETE k/N` for a run that did not finish (no metrics.json): k of the N probes its first
+    stage planned were answered (later stages, such as a judge, come after); None for a finished
+    run.
     """
     if run.metrics is not None:
         return None
@@ -382,7 +402,9 @@ def progress(run: Run) -> str | None:
 
 
 def read_records(path: Path) -> list[Record]:
-    """Records of items.jsonl; a line cut short by a crash (the last one) is dropped, it will be redone."""
+    """Records of items.jsonl; a line cut short by a crash (the last one) is dropped, it will be
+    redone.
+    """
     if not path.is_file():
         return []
     records = []
@@ -399,15 +421,17 @@ def read_records(path: Path) -> list[Record]:
 
 
 class RecordWriter:
-    """Appends records to items.jsonl as they come, flushed, so a killed run loses at most one line."""
+    """Appends records to items.jsonl as they come, flushed, so a killed run loses at most one
+    line.
+    """
 
     def __init__(self, path: Path | None, resuming: bool):
         self.handle = None
         if path is None:
             return
         if resuming:
-            # Cut a line a crash left half-written, keep the rest in place (never rewrite the file: other
-            # processes may be reading it).
+            # Cut a line a crash left half-written, keep the rest in place (never rewrite the file:
+            # other processes may be reading it).
             with path.open("rb+") as raw:
                 data = raw.read()
                 raw.truncate(data.rfind(b"\n") + 1)
@@ -447,7 +471,9 @@ def read_json(path: Path) -> Any:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write a file of the run directory atomically (a crash leaves the old file or the new one, never half of it)."""
+    """Write a file of the run directory atomically (a crash leaves the old file or the new one,
+    never half of it).
+    """
     partial = path.with_name(path.name + ".part")
     partial.write_text(text, encoding="utf-8")
     partial.replace(path)
@@ -464,7 +490,9 @@ def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
 
 
 def read_rows(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows from a JSONL file (`--rows`): one benchmark row per line, as `rows.jsonl` of a run holds them."""
+    """Rows from a JSONL file (`--rows`): one benchmark row per line, as `rows.jsonl` of a run holds
+    them.
+    """
     from culture_probe.data.sources import read_jsonl
 
     if not Path(path).is_file():

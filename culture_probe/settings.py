@@ -1,10 +1,12 @@
-"""A run's settings, declared once. Each `RunSettings` field carries its help, and its bounds where it has some, in
-its metadata; the command line's run flags (`add_arguments`: `--batch-tokens` for `batch_tokens`), `run(...)`'s
-keywords and a suite's settings are all made from the fields, and checked in one place (`RunSettings.__post_init__`).
-How the model loads is `ModelArgs`' (`--model-args`); its fields marked `shorthand` (`dtype`, `revision`) also have a
-flag and a keyword of their own, which write into it. Adding a run option is one field here plus its use.
+"""A run's settings, declared once. Each `RunSettings` field carries its help, and its bounds where
+it has some, in its metadata; the command line's run flags (`add_arguments`: `--batch-tokens` for
+`batch_tokens`), `run(...)`'s keywords and a suite's settings are all made from the fields, and
+checked in one place (`RunSettings.__post_init__`). How the model loads is `ModelArgs`'
+(`--model-args`); its fields marked `shorthand` (`dtype`, `revision`) also have a flag and a keyword
+of their own, which write into it. Adding a run option is one field here plus its use.
 
-Light on purpose (no torch, no datasets at import): the command line builds its parser from this module.
+Light on purpose (no torch, no datasets at import): the command line builds its parser from this
+module.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ PROTOCOLS = ("default", "upstream")
 
 
 def limit_value(text: str) -> int | float | str:
-    """`--limit`: a whole number or a fraction in the digits 0-9 (both checked by `RunSettings`, which names a bad
-    value), or "smoke".
+    """`--limit`: a whole number or a fraction in the digits 0-9 (both checked by `RunSettings`,
+    which names a bad value), or "smoke".
     """
     if text == SMOKE:
         return text
@@ -50,22 +52,25 @@ def limit_value(text: str) -> int | float | str:
     )
 
 
-# `--shard K/N`: ASCII digits, bounded (no run has a billion units), so that nothing grows with a huge N
+# `--shard K/N`: ASCII digits, bounded (no run has a billion units), so that nothing grows with a
+# huge N
 SHARD_DIGITS = 9
 SHARD_FORM = re.compile(rf"([0-9]{{1,{SHARD_DIGITS}}})/([0-9]{{1,{SHARD_DIGITS}}})")
 
 
 @dataclass(frozen=True, order=True)
 class Shard:
-    """`--shard K/N`: the K-th (1-based `index`) of N (`count`) slices of a run (`culture_probe.shards`)."""
+    """`--shard K/N`: the K-th (1-based `index`) of N (`count`) slices of a run
+    (`culture_probe.shards`).
+    """
 
     index: int
     count: int
 
     @classmethod
     def parse(cls, text: str) -> Shard:
-        """`K/N` with 1 <= K <= N in ASCII digits (`int` also reads "²" and other scripts' digits), at most
-        `SHARD_DIGITS` each; anything else is an error naming the flag and the form.
+        """`K/N` with 1 <= K <= N in ASCII digits (`int` also reads "²" and other scripts' digits),
+        at most `SHARD_DIGITS` each; anything else is an error naming the flag and the form.
         """
         text = str(text)
         found = SHARD_FORM.fullmatch(text.strip())
@@ -79,14 +84,15 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-# lm-evaluation-harness's `--batch_size N` counts sequences; the engine packs its batches by tokens, so N becomes a
-# budget of N sequences of this many tokens (a FmLAMA or DLAMA prompt with its candidate is 10-40).
+# lm-evaluation-harness's `--batch_size N` counts sequences; the engine packs its batches by tokens,
+# so N becomes a budget of N sequences of this many tokens (a FmLAMA or DLAMA prompt with its
+# candidate is 10-40).
 TOKENS_PER_SEQUENCE = 256
 
 
 def batch_size(text: str) -> int | str:
-    """`--batch_size` (lm-evaluation-harness's spelling): "auto" (the engine's own budget), or N sequences (a token
-    budget of N x TOKENS_PER_SEQUENCE: `run_command.batch_tokens_of`).
+    """`--batch_size` (lm-evaluation-harness's spelling): "auto" (the engine's own budget), or N
+    sequences (a token budget of N x TOKENS_PER_SEQUENCE: `run_command.batch_tokens_of`).
     """
     if text == "auto":
         return text
@@ -108,10 +114,10 @@ def setting(
     alias: str | None = None,
     flag: bool = True,
 ) -> Any:
-    """A `RunSettings` field: its default, the help of its flag (`--name-with-dashes`), the least value it takes
-    (`low`), and how the command line shows and reads it (`metavar`, `choices`, `parse`: else by its annotation;
-    `alias`: lm-evaluation-harness's spelling of the same flag, shown after the native one; `flag=False`: a flag the
-    `run` parser declares itself).
+    """A `RunSettings` field: its default, the help of its flag (`--name-with-dashes`), the least
+    value it takes (`low`), and how the command line shows and reads it (`metavar`, `choices`,
+    `parse`: else by its annotation; `alias`: lm-evaluation-harness's spelling of the same flag,
+    shown after the native one; `flag=False`: a flag the `run` parser declares itself).
     """
     meta = {
         "help": help,
@@ -140,7 +146,9 @@ LIMIT_HELP = (
 
 @dataclass(frozen=True)
 class RunSettings:
-    """The runner's own switches, checked when made; those that change a number are recorded in config.json."""
+    """The runner's own switches, checked when made; those that change a number are recorded in
+    config.json.
+    """
 
     language: str | None = setting(
         None, "restrict to one language where the benchmark has several", metavar="L"
@@ -280,9 +288,10 @@ class RunSettings:
 
     @classmethod
     def of(cls, base: RunSettings | None = None, **keywords: Any) -> RunSettings:
-        """Settings from `run`'s keywords over `base` (default: the defaults): the fields, with `model_args` as text,
-        a mapping or a `ModelArgs`, and its shorthands (`dtype=`, `revision=`) written into it; a shorthand that
-        disagrees with `model_args` is an error. Paths may be `os.PathLike`.
+        """Settings from `run`'s keywords over `base` (default: the defaults): the fields, with
+        `model_args` as text, a mapping or a `ModelArgs`, and its shorthands (`dtype=`, `revision=`)
+        written into it; a shorthand that disagrees with `model_args` is an error. Paths may be
+        `os.PathLike`.
         """
         shorthands = {name: keywords.pop(name) for name in SHORTHANDS if name in keywords}
         unknown = set(keywords) - set(NAMES)
@@ -299,7 +308,9 @@ class RunSettings:
     def split(
         cls, keywords: Mapping[str, Any], base: RunSettings | None = None
     ) -> tuple[RunSettings, dict[str, Any]]:
-        """`run`'s keywords split into the settings (over `base`) and the protocol's options (all others)."""
+        """`run`'s keywords split into the settings (over `base`) and the protocol's options (all
+        others).
+        """
         own = {k: v for k, v in keywords.items() if k in NAMES or k in SHORTHANDS}
         return cls.of(base, **own), {k: v for k, v in keywords.items() if k not in own}
 
@@ -313,15 +324,16 @@ def _share_or_smoke(value: Any) -> bool:
 
 
 NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunSettings))
-#: ModelArgs fields with a flag and a run keyword of their own (`--dtype`), written into `model_args`
+#: ModelArgs fields with a flag and a run keyword of their own (`--dtype`), written into
+#: `model_args`
 SHORTHANDS: tuple[str, ...] = tuple(
     f.name for f in fields(ModelArgs) if f.metadata.get("shorthand")
 )
 
 
 def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArgs:
-    """`--model-args` text, a mapping of Python values or a `ModelArgs` -> `ModelArgs` (checked before anything
-    loads).
+    """`--model-args` text, a mapping of Python values or a `ModelArgs` -> `ModelArgs` (checked
+    before anything loads).
     """
     if value is None:
         return ModelArgs()
@@ -337,7 +349,9 @@ def as_model_args(value: str | Mapping[str, Any] | ModelArgs | None) -> ModelArg
 
 
 def with_shorthands(model_args: ModelArgs, given: Mapping[str, Any]) -> ModelArgs:
-    """`model_args` with the shorthands given (`--dtype`, `--revision`); one that disagrees with it is an error."""
+    """`model_args` with the shorthands given (`--dtype`, `--revision`); one that disagrees with it
+    is an error.
+    """
     given = {k: v for k, v in given.items() if v is not None}
     for name, value in given.items():
         other = getattr(model_args, name)
@@ -390,8 +404,9 @@ def flag_fields() -> list[Field]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per `flag_fields()` field: `--name-with-dashes`, its help, its type (`parse`, else the annotation's),
-    choices and default from the field; a bool field is a switch. Values are checked when the settings are made.
+    """One flag per `flag_fields()` field: `--name-with-dashes`, its help, its type (`parse`, else
+    the annotation's), choices and default from the field; a bool field is a switch. Values are
+    checked when the settings are made.
     """
     hints = {**typing.get_type_hints(ModelArgs), **typing.get_type_hints(RunSettings)}
     for spec in flag_fields():
@@ -418,8 +433,8 @@ def from_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _scalar(hint: Any) -> Callable[[str], Any]:
-    """The command-line type of an annotation: `int | None` -> a whole number, `float` -> a decimal one (each in the
-    digits 0-9, bounded); a string otherwise.
+    """The command-line type of an annotation: `int | None` -> a whole number, `float` -> a decimal
+    one (each in the digits 0-9, bounded); a string otherwise.
     """
     options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
     numbers: dict[Any, Callable[[str], Any]] = {int: whole_number, float: decimal}

@@ -1,11 +1,13 @@
-"""`--shard K/N`: the K-th of N disjoint, deterministic slices of a run, so that a Slurm job array (or any
-scheduler) runs one config on N machines and `culture-probe merge` joins the N folders into the one-process run.
+"""`--shard K/N`: the K-th of N disjoint, deterministic slices of a run, so that a Slurm job array
+(or any scheduler) runs one config on N machines and `culture-probe merge` joins the N folders into
+the one-process run.
 
-A slice holds whole `--limit` units (`Task.limit_key`: a DLAMA fact in every language, an X-FaKT entity), so that
-no unit's probes are split between shards; the units go to the N shards longest first, each to the shard with the
-least work so far (cost: a probe's candidates, at least 1), which is deterministic and balanced within one unit.
-Each shard's folder keeps `shard.json`: where its first-stage probes stand in the whole run's order, which is what
-the merge sorts the records back into (so that its metrics, intervals included, are the one-process run's).
+A slice holds whole `--limit` units (`Task.limit_key`: a DLAMA fact in every language, an X-FaKT
+entity), so that no unit's probes are split between shards; the units go to the N shards longest
+first, each to the shard with the least work so far (cost: a probe's candidates, at least 1), which
+is deterministic and balanced within one unit. Each shard's folder keeps `shard.json`: where its
+first-stage probes stand in the whole run's order, which is what the merge sorts the records back
+into (so that its metrics, intervals included, are the one-process run's).
 
 `settings.Shard` reads `--shard` (the settings stay light); this module slices the probes.
 """
@@ -31,7 +33,9 @@ REDO = "the shard's folder is damaged: run the shard again (its command, with --
 
 
 def cost(probe: Probe) -> int:
-    """The work of one probe, in the engine's terms: a scored candidate (FmLAMA has hundreds per probe), else one."""
+    """The work of one probe, in the engine's terms: a scored candidate (FmLAMA has hundreds per
+    probe), else one.
+    """
     return max(len(probe.request.candidates), 1) if isinstance(probe, ScoreProbe) else 1
 
 
@@ -44,9 +48,9 @@ def unit_costs(probes: Sequence[Probe], unit: Callable[[Probe], str]) -> dict[st
 
 
 def assign(costs: Mapping[str, int], count: int) -> dict[str, int]:
-    """Each unit's shard (0-based): units longest first (ties in first-come order), each to the shard with the least
-    cost so far (ties to the lowest): the same probes give the same slices on every machine. A heap of the shards'
-    loads keeps this O(units log N).
+    """Each unit's shard (0-based): units longest first (ties in first-come order), each to the
+    shard with the least cost so far (ties to the lowest): the same probes give the same slices on
+    every machine. A heap of the shards' loads keeps this O(units log N).
     """
     loads = [(0, i) for i in range(count)]
     shard_of = {}
@@ -60,8 +64,9 @@ def assign(costs: Mapping[str, int], count: int) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class ShardRecord:
-    """`shard.json`: a shard's place in the whole run: its K/N, the first stage, the run's first-stage probes and
-    units, and where each of the shard's probes stands in the run's order (what the merge sorts the records into).
+    """`shard.json`: a shard's place in the whole run: its K/N, the first stage, the run's
+    first-stage probes and units, and where each of the shard's probes stands in the run's order
+    (what the merge sorts the records into).
     """
 
     shard: Shard
@@ -82,8 +87,8 @@ class ShardRecord:
 
     @classmethod
     def from_json(cls, value: Any, path: str) -> ShardRecord:
-        """shard.json read back, each field of its type (a string `probes`, a list of `positions` are refused
-        naming the file and the field, never read on).
+        """shard.json read back, each field of its type (a string `probes`, a list of `positions`
+        are refused naming the file and the field, never read on).
         """
         if not isinstance(value, Mapping):
             raise SourceFormatError(
@@ -100,8 +105,8 @@ class ShardRecord:
 
 
 def label(config: str, shard: str, part: ShardRecord | None) -> str:
-    """What a shard's report and board entry say of it (`part`: its shard.json, where it has one): a slice of the
-    run, never the run's result, and how to get that.
+    """What a shard's report and board entry say of it (`part`: its shard.json, where it has one): a
+    slice of the run, never the run's result, and how to get that.
     """
     share = f" ({len(part.positions):,} of its {part.probes:,} first-stage probes)" if part else ""
     return (
@@ -142,7 +147,9 @@ def _places(value: Any) -> bool:
 def _field(
     value: Mapping[str, Any], name: str, fits: Callable[[Any], bool], kind: str, path: str
 ) -> Any:
-    """`value[name]` when it is of its kind; else an error naming the file, the field and the value found."""
+    """`value[name]` when it is of its kind; else an error naming the file, the field and the value
+    found.
+    """
     if name not in value or not fits(value[name]):
         found = f"got {value[name]!r:.60}" if name in value else "it is missing"
         raise SourceFormatError(f"`{name}` must be {kind}, {found}; {REDO}.", path=path)
@@ -151,7 +158,9 @@ def _field(
 
 @dataclass(frozen=True)
 class Part:
-    """The first-stage probes a run asks (all of them without a shard) and, for a shard, `shard.json`'s record."""
+    """The first-stage probes a run asks (all of them without a shard) and, for a shard,
+    `shard.json`'s record.
+    """
 
     probes: list[Probe] = field(repr=False)
     record: ShardRecord | None = field(default=None, repr=False)
@@ -163,9 +172,9 @@ class Part:
 
 
 def part_of(task: Any, probes: Sequence[Probe], shard: str | None) -> Part:
-    """The probes of `shard` (`K/N`; None: all of them) among a run's first-stage `probes` (after any --limit), in
-    their order, with their positions in it. A shard that would get no unit is an error, before the model loads and
-    before any work that grows with N.
+    """The probes of `shard` (`K/N`; None: all of them) among a run's first-stage `probes` (after
+    any --limit), in their order, with their positions in it. A shard that would get no unit is an
+    error, before the model loads and before any work that grows with N.
     """
     if shard is None:
         return Part(list(probes))

@@ -1,18 +1,20 @@
-"""What may leave the machine. A run records and shows its settings with whatever of a URL may be a credential
-blanked (`redact_url`, `redacted`): the password in `--base-url`, and every query value but a few known harmless
-ones (`HARMLESS_PARAMETERS`), are used for the requests and written nowhere. Whatever `push`, `push-board` and
-`push-metrics` would upload is read first (`check_upload`), as its readers see it (a Parquet file's values, a PNG's
-text chunks) and decoded (percent-encoding, base64, a token split over lines): a file holding the user's Hub token,
-the value of an environment secret, anything shaped like a key, or the home folder's path is refused by name, and
-nothing is sent. A file copied out of a run folder never follows a link out of it (`inside`), and front matter is
-written by a YAML library (`front_matter`), so no text given by a user adds keys to it.
+"""What may leave the machine. A run records and shows its settings with whatever of a URL may be a
+credential blanked (`redact_url`, `redacted`): the password in `--base-url`, and every query value
+but a few known harmless ones (`HARMLESS_PARAMETERS`), are used for the requests and written
+nowhere. Whatever `push`, `push-board` and `push-metrics` would upload is read first
+(`check_upload`), as its readers see it (a Parquet file's values, a PNG's text chunks) and decoded
+(percent-encoding, base64, a token split over lines): a file holding the user's Hub token, the value
+of an environment secret, anything shaped like a key, or the home folder's path is refused by name,
+and nothing is sent. A file copied out of a run folder never follows a link out of it (`inside`),
+and front matter is written by a YAML library (`front_matter`), so no text given by a user adds keys
+to it.
 
-What is written for others (the board, a Space) names nothing of this machine (`redacted(..., shared=True)`,
-`shown_model`): a local model is its folder's name and digest, the mirror's folder `$CULTURE_PROBE_MIRROR`, the home
-folder `~`.
+What is written for others (the board, a Space) names nothing of this machine (`redacted(...,
+shared=True)`, `shown_model`): a local model is its folder's name and digest, the mirror's folder
+`$CULTURE_PROBE_MIRROR`, the home folder `~`.
 
-Light on purpose (the standard library; yaml, huggingface_hub and pyarrow load on use): the engine names its
-server with it.
+Light on purpose (the standard library; yaml, huggingface_hub and pyarrow load on use): the engine
+names its server with it.
 """
 
 from __future__ import annotations
@@ -34,16 +36,18 @@ from urllib.parse import unquote, unquote_to_bytes, urlsplit, urlunsplit
 from culture_probe.errors import CultureProbeError, PublishError
 
 BLANK = "***"  # what a credential is shown as
-# the only query parameters (and fragment keys; any case, `_` as `-`) whose value a written file shows: each names
-# a protocol version, a model or the shape of an answer, never who asks, and tells two servers apart in config.json
-# (Azure OpenAI's `api-version`, a proxy's `model`). Every other value is blanked, whatever its name.
+# the only query parameters (and fragment keys; any case, `_` as `-`) whose value a written file
+# shows: each names a protocol version, a model or the shape of an answer, never who asks, and tells
+# two servers apart in config.json (Azure OpenAI's `api-version`, a proxy's `model`). Every other
+# value is blanked, whatever its name.
 HARMLESS_PARAMETERS = frozenset({"api-version", "version", "model", "format", "limit"})
-# environment variables whose value is a secret (of SECRET_LENGTH characters or more: shorter ones are flags)
+# environment variables whose value is a secret (of SECRET_LENGTH characters or more: shorter ones
+# are flags)
 SECRET_VARIABLE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
 SECRET_LENGTH = 8
-# text shaped like a key, whoever's it is (ASCII bytes: read in any file, text or binary)
-# (each starts with its literal and checks the character before it after it: the regex engine then skips to the
-# literal, where a look-behind first tries every byte of a large file)
+# text shaped like a key, whoever's it is (ASCII bytes: read in any file, text or binary) (each
+# starts with its literal and checks the character before it after it: the regex engine then skips
+# to the literal, where a look-behind first tries every byte of a large file)
 KEY_SHAPES: dict[str, re.Pattern[bytes]] = {
     "a Hugging Face token (hf_...)": re.compile(rb"hf_(?<![A-Za-z0-9]hf_)[A-Za-z0-9]{30,}"),
     "an API key (sk-...)": re.compile(rb"sk-(?<![\w-]sk-)(?=[\w-]*[0-9])[A-Za-z0-9_-]{20,}"),
@@ -60,11 +64,13 @@ KEY_SHAPES: dict[str, re.Pattern[bytes]] = {
 }
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")  # a URL inside other text
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # a value that is a URL starts so
-# what is left of a user and password after URL stopped at a quote, a space or a bracket in it (`u:p'x@host`)
+# what is left of a user and password after URL stopped at a quote, a space or a bracket in it
+# (`u:p'x@host`)
 USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
-# how the scan decodes what a file holds (`_decodings`, `_contents`): a run of base64 (either alphabet) long enough
-# to hold a key; a line break inside a value (or its `\n` escape) with the quotes, spaces and continuation (`\`,
-# `+`) around it, as a token split over two lines is written (`"hf_ab" +` / `"cd"`, `hf_ab\` / `cd`)
+# how the scan decodes what a file holds (`_decodings`, `_contents`): a run of base64 (either
+# alphabet) long enough to hold a key; a line break inside a value (or its `\n` escape) with the
+# quotes, spaces and continuation (`\`, `+`) around it, as a token split over two lines is written
+# (`"hf_ab" +` / `"cd"`, `hf_ab\` / `cd`)
 BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{24,}={0,2}")
 LINE_BREAK = re.compile(
     rb"(?=[\"' \t\\+\r\n])[\"']?[ \t]*[\\+]?[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[\"']?"
@@ -80,11 +86,12 @@ T = TypeVar("T")
 
 
 def redact_url(url: str) -> str:
-    """`url` with everything that may be a credential blanked: the user and password (`user:pass@`), the value of
-    every query parameter but a harmless one (`HARMLESS_PARAMETERS`), a bare query piece (`?s3cr3t`), and the values
-    of fragment keys (`#access_token=...`; an anchor `#readme` is kept). A credential is told by where it is, not by
-    its name: `?pw=`, `?jwt=` or `?passphrase=` name none of a list. A URL without any of these is returned as given,
-    character for character (it may key a cache).
+    """`url` with everything that may be a credential blanked: the user and password (`user:pass@`),
+    the value of every query parameter but a harmless one (`HARMLESS_PARAMETERS`), a bare query
+    piece (`?s3cr3t`), and the values of fragment keys (`#access_token=...`; an anchor `#readme` is
+    kept). A credential is told by where it is, not by its name: `?pw=`, `?jwt=` or `?passphrase=`
+    name none of a list. A URL without any of these is returned as given, character for character
+    (it may key a cache).
     """
     if "://" not in url:
         return url
@@ -99,8 +106,9 @@ def redact_url(url: str) -> str:
 
 
 def _blanked(query: str) -> str:
-    """`model=m&pw=xyz;s3cr3t` -> `model=m&pw=***;***`: every value but a harmless parameter's, a bare piece (a value
-    without a name) included; the names, the separators and empty pieces kept as written.
+    """`model=m&pw=xyz;s3cr3t` -> `model=m&pw=***;***`: every value but a harmless parameter's, a
+    bare piece (a value without a name) included; the names, the separators and empty pieces kept as
+    written.
     """
     return re.sub(r"[^&;]+", lambda piece: _blanked_piece(piece.group()), query)
 
@@ -113,9 +121,9 @@ def _blanked_piece(piece: str) -> str:
 
 
 def redacted(value: T, *, shared: bool = False) -> T:
-    """`value` (a string, or JSON-like lists and mappings of them) with the credentials of every URL in it blanked
-    (`redact_url`); with `shared` (what is published), the mirror's folder is also shown as `$CULTURE_PROBE_MIRROR`
-    and the home folder as `~` (`local_folders`).
+    """`value` (a string, or JSON-like lists and mappings of them) with the credentials of every URL
+    in it blanked (`redact_url`); with `shared` (what is published), the mirror's folder is also
+    shown as `$CULTURE_PROBE_MIRROR` and the home folder as `~` (`local_folders`).
     """
     return _redacted(value, local_folders() if shared else [])
 
@@ -139,8 +147,8 @@ def _redacted(value: T, folders: list[tuple[re.Pattern[str], str]]) -> T:
 
 
 def local_folders() -> list[tuple[re.Pattern[str], str]]:
-    """The folders of this machine that shared text names by a placeholder, with it: the mirror's first (it may lie
-    in the home folder), then the home folder's.
+    """The folders of this machine that shared text names by a placeholder, with it: the mirror's
+    first (it may lie in the home folder), then the home folder's.
     """
     mirror, home = os.environ.get(MIRROR_ENV), home_pattern()
     found = (
@@ -152,8 +160,8 @@ def local_folders() -> list[tuple[re.Pattern[str], str]]:
 
 
 def home_pattern() -> re.Pattern[str] | None:
-    """The home folder's path where it starts a path (`/home/ann`, `/home/ann/runs`, never `/home/anna` or
-    `/x/home/ann`); None when the home folder is the root or cannot be told.
+    """The home folder's path where it starts a path (`/home/ann`, `/home/ann/runs`, never
+    `/home/anna` or `/x/home/ann`); None when the home folder is the root or cannot be told.
     """
     try:
         home = str(Path.home())
@@ -163,8 +171,9 @@ def home_pattern() -> re.Pattern[str] | None:
 
 
 def _folder_pattern(folder: str) -> re.Pattern[str]:
-    """`folder` (as given, or with its links resolved) where it starts a path, and not a longer name (each spelling
-    checks the character before it after it, as `KEY_SHAPES` do, to be found fast in a large file).
+    """`folder` (as given, or with its links resolved) where it starts a path, and not a longer name
+    (each spelling checks the character before it after it, as `KEY_SHAPES` do, to be found fast in
+    a large file).
     """
     spellings = sorted({folder.rstrip("/\\"), str(Path(folder).resolve())}, key=len, reverse=True)
     found = "|".join(f"{re.escape(s)}(?<![\\w.-]{re.escape(s)})" for s in spellings)
@@ -172,17 +181,18 @@ def _folder_pattern(folder: str) -> re.Pattern[str]:
 
 
 def shown_model(spec: str, identity: Any) -> str:
-    """A model as what is shared names it: a Hub id (or any name) as given; a local folder by its name and the
-    digest of its recorded identity without the path (`my-model (sha256:ab12cd34)`), which tells two models of one
-    folder name apart, where the folder's path would only say whose machine it was on.
+    """A model as what is shared names it: a Hub id (or any name) as given; a local folder by its
+    name and the digest of its recorded identity without the path (`my-model (sha256:ab12cd34)`),
+    which tells two models of one folder name apart, where the folder's path would only say whose
+    machine it was on.
     """
     name = local_model(spec, identity)
     return spec if name is None else f"{name} (sha256:{model_digest(identity)[:DIGEST_LENGTH]})"
 
 
 def local_model(spec: str, identity: Any) -> str | None:
-    """The folder name of a model loaded from a folder of this machine (its spec or recorded path is one); None
-    for a Hub id or any other name.
+    """The folder name of a model loaded from a folder of this machine (its spec or recorded path is
+    one); None for a Hub id or any other name.
     """
     path = identity.get("name_or_path") if isinstance(identity, Mapping) else None
     path = path if isinstance(path, str) and path else None
@@ -192,8 +202,9 @@ def local_model(spec: str, identity: Any) -> str | None:
 
 
 def model_digest(identity: Any) -> str:
-    """The sha256 of a model's recorded identity (its weights' digest or files, tokenizer, dtype, architecture and
-    loading options) without the path it was loaded from, so that the path of the folder cannot change it.
+    """The sha256 of a model's recorded identity (its weights' digest or files, tokenizer, dtype,
+    architecture and loading options) without the path it was loaded from, so that the path of the
+    folder cannot change it.
     """
     fields = (
         {k: v for k, v in identity.items() if k != "name_or_path"}
@@ -206,15 +217,18 @@ def model_digest(identity: Any) -> str:
 
 
 def front_matter(fields: Mapping[str, Any]) -> str:
-    """A README's YAML front matter holding exactly `fields`, whatever their text (a colon, a newline)."""
+    """A README's YAML front matter holding exactly `fields`, whatever their text (a colon, a
+    newline).
+    """
     import yaml
 
     return "---\n" + yaml.safe_dump(dict(fields), sort_keys=False, allow_unicode=True) + "---\n"
 
 
 def inside(path: Path, root: Path) -> Path:
-    """`path` resolved, when it (and any link on its way) stays in the folder `root`; a link out of it is refused
-    by name, so a run folder received from someone else cannot make its figures copy a file from this machine.
+    """`path` resolved, when it (and any link on its way) stays in the folder `root`; a link out of
+    it is refused by name, so a run folder received from someone else cannot make its figures copy a
+    file from this machine.
     """
     target, folder = path.resolve(), root.resolve()
     if not target.is_relative_to(folder):
@@ -234,8 +248,9 @@ class Secret:
 
 
 def secrets(tokens: Iterable[str | None] = ()) -> list[Secret]:
-    """The user's secrets on this machine now: `tokens` (the one a push uses), the stored or configured Hub token,
-    and every environment variable named like a token, key, secret or password.
+    """The user's secrets on this machine now: `tokens` (the one a push uses), the stored or
+    configured Hub token, and every environment variable named like a token, key, secret or
+    password.
     """
     from huggingface_hub import get_token
 
@@ -254,11 +269,12 @@ def secrets(tokens: Iterable[str | None] = ()) -> list[Secret]:
 def check_upload(
     folder: Path, names: Sequence[str], *, to: str, tokens: Iterable[str | None] = ()
 ) -> None:
-    """Read each file `names` (relative to `folder`) that would be uploaded `to` a repository before anything is
-    sent: one holding a secret (`secrets`), text shaped like a key (`KEY_SHAPES`) or the home folder's path, or a
-    link out of `folder`, is refused by name. A file is read as its readers see it (`_contents`: a Parquet file's
-    values, a PNG's text chunks, decompressed) and each text as written and decoded (`_decodings`: percent-encoded,
-    split across lines, base64), so no encoding carries a secret past the scan.
+    """Read each file `names` (relative to `folder`) that would be uploaded `to` a repository before
+    anything is sent: one holding a secret (`secrets`), text shaped like a key (`KEY_SHAPES`) or the
+    home folder's path, or a link out of `folder`, is refused by name. A file is read as its readers
+    see it (`_contents`: a Parquet file's values, a PNG's text chunks, decompressed) and each text
+    as written and decoded (`_decodings`: percent-encoded, split across lines, base64), so no
+    encoding carries a secret past the scan.
     """
     known = [Written(s.what, form, how) for s in secrets(tokens) for form, how in _written(s.value)]
     home = home_pattern()
@@ -275,7 +291,9 @@ def check_upload(
 
 @dataclass(frozen=True)
 class Written:
-    """One way a secret may be written in a file: `form`, its bytes, and `how` a refusal says so ("" for as is)."""
+    """One way a secret may be written in a file: `form`, its bytes, and `how` a refusal says so (""
+    for as is).
+    """
 
     what: str
     form: bytes
@@ -291,7 +309,8 @@ def _found(
     data = path.read_bytes()
     try:
         contents = list(_contents(path, data))
-    # pyarrow's errors are these (ArrowInvalid, ArrowIOError, ArrowNotImplementedError, ArrowTypeError)
+    # pyarrow's errors are these (ArrowInvalid, ArrowIOError, ArrowNotImplementedError,
+    # ArrowTypeError)
     except (ValueError, OSError, NotImplementedError, TypeError) as error:
         return f"data that cannot be read to check it ({str(error).splitlines()[0][:200]})"
     for where, content in contents:
@@ -320,9 +339,10 @@ def _secret_in(
 
 
 def _written(value: str) -> list[tuple[bytes, str]]:
-    """The bytes a secret may be written as: plain, as a JSON string holds it, and base64-encoded (standard and
-    URL-safe alphabets) wherever it starts in the encoded bytes: the characters that encode it alone, at each of
-    the 3 alignments, so that the base64 of any text holding it holds one of them.
+    """The bytes a secret may be written as: plain, as a JSON string holds it, and base64-encoded
+    (standard and URL-safe alphabets) wherever it starts in the encoded bytes: the characters that
+    encode it alone, at each of the 3 alignments, so that the base64 of any text holding it holds
+    one of them.
     """
     plain = value.encode("utf-8")
     forms = [(plain, ""), (json.dumps(value)[1:-1].encode("utf-8"), "")]
@@ -335,8 +355,9 @@ def _written(value: str) -> list[tuple[bytes, str]]:
 
 
 def _contents(path: Path, data: bytes) -> Iterator[tuple[str, bytes]]:
-    """What a file holds, as its readers see it, each with where a refusal says it is: its bytes; a Parquet file's
-    values and schema (its pages are compressed); a PNG's text chunks (zTXt and iTXt may be compressed).
+    """What a file holds, as its readers see it, each with where a refusal says it is: its bytes; a
+    Parquet file's values and schema (its pages are compressed); a PNG's text chunks (zTXt and iTXt
+    may be compressed).
     """
     yield "", data
     if data[:4] == b"PAR1":
@@ -346,9 +367,9 @@ def _contents(path: Path, data: bytes) -> Iterator[tuple[str, bytes]]:
 
 
 def _decodings(text: bytes) -> Iterator[tuple[str, bytes]]:
-    """`text` as written, and each way it may be decoded (only those that change it): percent-decoded; with every
-    line break in a value taken out, with the quotes, spaces and continuation around it (`LINE_BREAK`); and each
-    base64-looking run decoded (`BASE64_RUN`).
+    """`text` as written, and each way it may be decoded (only those that change it):
+    percent-decoded; with every line break in a value taken out, with the quotes, spaces and
+    continuation around it (`LINE_BREAK`); and each base64-looking run decoded (`BASE64_RUN`).
     """
     yield "", text
     if b"%" in text:
@@ -362,8 +383,8 @@ def _decodings(text: bytes) -> Iterator[tuple[str, bytes]]:
 
 
 def _base64(run: bytes) -> Iterator[bytes]:
-    """`run` base64-decoded from each of its first 4 characters (it may start with a character of what is before
-    it: `key=aGZf...` is the run `key` and the encoding), in either alphabet.
+    """`run` base64-decoded from each of its first 4 characters (it may start with a character of
+    what is before it: `key=aGZf...` is the run `key` and the encoding), in either alphabet.
     """
     run = run.rstrip(b"=").translate(STANDARD)
     for start in range(4):
@@ -373,8 +394,8 @@ def _base64(run: bytes) -> Iterator[bytes]:
 
 
 def _parquet_values(path: Path) -> Iterator[bytes]:
-    """Every text and binary value of a Parquet file (in lists, structs, maps and dictionaries too), its column
-    names and its schema's metadata, decompressed by pyarrow.
+    """Every text and binary value of a Parquet file (in lists, structs, maps and dictionaries too),
+    its column names and its schema's metadata, decompressed by pyarrow.
     """
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
@@ -395,8 +416,8 @@ def _metadata(metadata: Mapping[bytes, bytes] | None) -> Iterator[bytes]:
 
 
 def _arrow_values(array: Any) -> Iterator[bytes]:
-    """The text and binary values in an Arrow array, each array's joined by NUL by Arrow itself (a value never runs
-    into the next, and a large file is not read value by value in Python).
+    """The text and binary values in an Arrow array, each array's joined by NUL by Arrow itself (a
+    value never runs into the next, and a large file is not read value by value in Python).
     """
     import pyarrow as pa
     import pyarrow.compute as pc  # type: ignore[import-untyped]
@@ -421,8 +442,8 @@ def _arrow_values(array: Any) -> Iterator[bytes]:
 
 
 def _png_texts(data: bytes) -> Iterator[bytes]:
-    """The keywords and text of a PNG's tEXt, zTXt and iTXt chunks, decompressed; a chunk past a malformed length
-    ends the walk (the file's bytes are read as they are anyway).
+    """The keywords and text of a PNG's tEXt, zTXt and iTXt chunks, decompressed; a chunk past a
+    malformed length ends the walk (the file's bytes are read as they are anyway).
     """
     at = len(PNG_SIGNATURE)
     while at + 8 <= len(data):
@@ -443,8 +464,8 @@ def _png_texts(data: bytes) -> Iterator[bytes]:
 
 
 def _inflated(compressed: bytes) -> bytes:
-    """The text a zlib stream `compressed` holds, up to `INFLATED_LIMIT` bytes: a chunk that is not zlib, or that
-    inflates past the limit, cannot be checked (ValueError).
+    """The text a zlib stream `compressed` holds, up to `INFLATED_LIMIT` bytes: a chunk that is not
+    zlib, or that inflates past the limit, cannot be checked (ValueError).
     """
     inflater = zlib.decompressobj()
     try:
@@ -457,8 +478,8 @@ def _inflated(compressed: bytes) -> bytes:
 
 
 def add_publication_flags(parser: argparse.ArgumentParser, made: str, folder: str) -> None:
-    """`--public`, `--dry-run` and `--out`, as every push takes them: `made` is what the push creates (new
-    repositories, a new Space), `folder` what a dry run writes instead of uploading.
+    """`--public`, `--dry-run` and `--out`, as every push takes them: `made` is what the push
+    creates (new repositories, a new Space), `folder` what a dry run writes instead of uploading.
     """
     parser.add_argument(
         "--public", action="store_true", help=f"make {made} public (default private)"
@@ -472,7 +493,9 @@ def add_publication_flags(parser: argparse.ArgumentParser, made: str, folder: st
 
 
 def check_publication_flags(dry_run: bool, out: str | None) -> None:
-    """A dry run writes the folder it would upload (so it needs `--out`), and `--out` is a dry run's only."""
+    """A dry run writes the folder it would upload (so it needs `--out`), and `--out` is a dry run's
+    only.
+    """
     if dry_run and not out:
         raise PublishError("--dry-run writes the folder it would upload: pass --out DIR as well.")
     if out and not dry_run:

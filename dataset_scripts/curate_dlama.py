@@ -1,14 +1,17 @@
-"""Rebuild a DLAMA-v1-style culture pair from the live Wikidata endpoint (network; hours for all 20 predicates).
+r"""Rebuild a DLAMA-v1-style culture pair from the live Wikidata endpoint (network; hours for all
+20 predicates).
 
-    python dataset_scripts/curate_dlama.py --region arab --languages ar,en --contact you@example.org --out rebuild
-    python dataset_scripts/curate_dlama.py --region asia --languages ko,en --predicates P30,P36,P37 \
-        --contact you@example.org --out small
+    python dataset_scripts/curate_dlama.py --region arab --languages ar,en \
+        --contact you@example.org --out rebuild
+    python dataset_scripts/curate_dlama.py --region asia --languages ko,en \
+        --predicates P30,P36,P37 --contact you@example.org --out small
 
-Queries go to https://query.wikidata.org/sparql through SPARQLWrapper with a descriptive User-Agent, one request
-per `--min-interval` seconds, and retries with exponential backoff on 429/5xx/timeouts (honouring Retry-After).
-Article sizes come from the MediaWiki API of each wiki. Every answer is checkpointed under OUT/.checkpoints:
-if the run stops (rate limits, network), run the same command again and it resumes where it stopped.
-Wikidata changes every day, so a rebuild differs from the 2023 release; `curation.json` records what was run.
+Queries go to https://query.wikidata.org/sparql through SPARQLWrapper with a descriptive
+User-Agent, one request per `--min-interval` seconds, and retries with exponential backoff on
+429/5xx/timeouts (honouring Retry-After). Article sizes come from the MediaWiki API of each wiki.
+Every answer is checkpointed under OUT/.checkpoints: if the run stops (rate limits, network), run
+the same command again and it resumes where it stopped. Wikidata changes every day, so a rebuild
+differs from the 2023 release; `curation.json` records what was run.
 """
 
 from __future__ import annotations

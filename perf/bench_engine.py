@@ -1,32 +1,36 @@
-"""Engine speed against the real lm-evaluation-harness and other baselines, measured in one run (issue 13).
+"""Engine speed against the real lm-evaluation-harness and other baselines, measured in one run
+(issue 13).
 
-FmLAMA English: 20 dishes x every ingredient of the English pool (>= 1,000 candidates), context
-"The ingredients of {dish} include", random-weight 6-layer models whose tokenizers are trained on the FmLAMA text.
-- causal, GPT-2 with n_positions 256 and 1024: the engine against lm-eval's `HFLM.loglikelihood` (batch 64, the
-  harness users would pick instead, from PyPI: `pip install lm-eval`) on the same (context, " " + ingredient)
-  requests, scores within 1e-4; and the engine against its FLOP bound, 2 x parameters x the tokens the engine put
-  through the model, at the float32 matmul rate measured on this machine in the same run;
-- masked, BERT: the engine's typed querying against per-candidate typed querying (one forward per candidate with
-  k masks, batches of 64), scores within 1e-4;
-- generation: the engine's batched greedy `generate` against a per-prompt `model.generate` loop on 32 prompts,
-  identical texts;
+FmLAMA English: 20 dishes x every ingredient of the English pool (>= 1,000 candidates), context "The
+ingredients of {dish} include", random-weight 6-layer models whose tokenizers are trained on the
+FmLAMA text.
+- causal, GPT-2 with n_positions 256 and 1024: the engine against lm-eval's `HFLM.loglikelihood`
+  (batch 64, the harness users would pick instead, from PyPI: `pip install lm-eval`) on the same
+  (context, " " + ingredient) requests, scores within 1e-4; and the engine against its FLOP bound, 2
+  x parameters x the tokens the engine put through the model, at the float32 matmul rate measured on
+  this machine in the same run;
+- masked, BERT: the engine's typed querying against per-candidate typed querying (one forward per
+  candidate with k masks, batches of 64), scores within 1e-4;
+- generation: the engine's batched greedy `generate` against a per-prompt `model.generate` loop on
+  32 prompts, identical texts;
 - start-up: `culture-probe --help` and `culture-probe list` as subprocesses.
 Prints each time, each ratio and PASS/FAIL for each target; exits with status 1 if any fails. Needs
 CULTURE_PROBE_MIRROR (or the network).
 
-    python perf/bench_engine.py [--dishes 20] [--candidates N] [--hidden 768] [--heads 12] [--threads 2]
-                                      [--repeat 1] [--device cpu]
+    python perf/bench_engine.py [--dishes 20] [--candidates N] [--hidden 768] [--heads 12]
+        [--threads 2] [--repeat 1] [--device cpu]
 
-The models have the width of GPT-2 small and BERT-base (768, 12 heads) and six layers, the shape of distilgpt2 and
-DistilBERT; `--hidden 256 --heads 4` runs four times faster, with the engine's fixed costs (tokenization) a larger
-share. `--repeat N` times each side N times and keeps the best time, as `timeit` does: on a shared machine the
-shortest run is the one least disturbed by other work.
+The models have the width of GPT-2 small and BERT-base (768, 12 heads) and six layers, the shape of
+distilgpt2 and DistilBERT; `--hidden 256 --heads 4` runs four times faster, with the engine's fixed
+costs (tokenization) a larger share. `--repeat N` times each side N times and keeps the best time,
+as `timeit` does: on a shared machine the shortest run is the one least disturbed by other work.
 
 `--device cuda` runs every model, both sides of each comparison and the FLOP-rate matmul on the GPU
-(perf/gpu_check.py does that on a GPU machine); the targets were set for this project's 2-core CPU machine.
+(perf/gpu_check.py does that on a GPU machine); the targets were set for this project's 2-core CPU
+machine.
 
-`--candidates N` keeps every (len(pool) // N)-th ingredient, for a quick check that the script works (the pool
-target then fails, by design).
+`--candidates N` keeps every (len(pool) // N)-th ingredient, for a quick check that the script works
+(the pool target then fails, by design).
 """
 
 from __future__ import annotations
@@ -59,8 +63,9 @@ POSITIONS = (256, 1024)
 def reference_inputs(
     tok, requests: list[ScoreRequest]
 ) -> list[tuple[list[int], list[int], list[int]]]:
-    """(context ids with the tokenizer's specials, candidate ids, suffix ids) per (request, candidate), built
-    without the engine by the tests' slow reference (tests/engine/engine_reference.py: one rule, one copy).
+    """(context ids with the tokenizer's specials, candidate ids, suffix ids) per (request,
+    candidate), built without the engine by the tests' slow reference
+    (tests/engine/engine_reference.py: one rule, one copy).
     """
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "engine"))
     from engine_reference import reference_tokens
@@ -76,7 +81,9 @@ def reference_inputs(
 
 
 def load(n_dishes: int) -> tuple[list[str], list[str]]:
-    """The first `n_dishes` dishes and the whole ingredient pool (gold lists are one comma-joined string)."""
+    """The first `n_dishes` dishes and the whole ingredient pool (gold lists are one comma-joined
+    string).
+    """
     dishes, pool = [], {}
     for _, row in read_jsonl(fetch(DISHES_URL)):
         dishes.append(row["sub_label"])
@@ -95,7 +102,9 @@ def _padded(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor
 
 
 def harness_loglikelihood(model, tok, requests: list[ScoreRequest]) -> np.ndarray:
-    """lm-eval's `HFLM.loglikelihood` (batch 64) on every (context, " " + candidate): the summed log-prob."""
+    """lm-eval's `HFLM.loglikelihood` (batch 64) on every (context, " " + candidate): the summed
+    log-prob.
+    """
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
@@ -109,7 +118,9 @@ def harness_loglikelihood(model, tok, requests: list[ScoreRequest]) -> np.ndarra
 def per_candidate_masked(
     model, items: list[tuple[list[int], list[int], list[int]]], tok
 ) -> list[float]:
-    """Typed querying, one forward per (context, candidate) with k masks, batches of 64, full log_softmax."""
+    """Typed querying, one forward per (context, candidate) with k masks, batches of 64, full
+    log_softmax.
+    """
     out = [0.0] * len(items)
     for start in range(0, len(items), 64):
         batch = items[start : start + 64]
@@ -123,8 +134,8 @@ def per_candidate_masked(
 
 
 def best_time(fn, repeat: int):
-    """The shortest of `repeat` timed calls of `fn` (the least disturbed by other work on the machine) and the
-    result of the last call.
+    """The shortest of `repeat` timed calls of `fn` (the least disturbed by other work on the
+    machine) and the result of the last call.
     """
     times = []
     for _ in range(repeat):
@@ -151,8 +162,9 @@ def fmlama_tokenizer(kind: str, arch: str, dishes: list[str], pool: list[str]):
 
 
 def counted_tokens(model) -> list[int]:
-    """A list that grows by the number of input tokens of every forward pass of `model`'s transformer body (the
-    engine calls the body and then the LM head only where a candidate token is predicted).
+    """A list that grows by the number of input tokens of every forward pass of `model`'s
+    transformer body (the engine calls the body and then the LM head only where a candidate token is
+    predicted).
     """
     seen: list[int] = []
     model.base_model.register_forward_pre_hook(
@@ -169,7 +181,9 @@ def counted_tokens(model) -> list[int]:
 
 
 def matmul_rate(device: torch.device) -> float:
-    """Float32 FLOP/s of `device` on a GPT-2-sized matmul (best of five; on a GPU, 20 products per timing)."""
+    """Float32 FLOP/s of `device` on a GPT-2-sized matmul (best of five; on a GPU, 20 products per
+    timing).
+    """
     a, b = torch.randn(4096, 768, device=device), torch.randn(768, 3072, device=device)
     times = 20 if device.type == "cuda" else 1
 
@@ -187,7 +201,9 @@ def matmul_rate(device: torch.device) -> float:
 def causal_case(
     dishes, pool, shape, positions: int, repeat: int, rate: float, device: torch.device
 ) -> bool:
-    """The engine against lm-eval's HFLM and against its FLOP bound, GPT-2 with `positions` positions."""
+    """The engine against lm-eval's HFLM and against its FLOP bound, GPT-2 with `positions`
+    positions.
+    """
     tok = fmlama_tokenizer("bpe", "gpt2", dishes, pool)
     model = tiny_model(
         "gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0, positions=positions
@@ -277,7 +293,9 @@ def generate_one_by_one(model, tok, prompts: list[str]) -> list[str]:
 
 
 def generation_case(dishes, pool, shape, repeat: int, device: torch.device) -> bool:
-    """The engine's batched greedy generation against a per-prompt loop: same texts, and how much faster."""
+    """The engine's batched greedy generation against a per-prompt loop: same texts, and how much
+    faster.
+    """
     tok = fmlama_tokenizer("bpe", "gpt2", dishes, pool)
     model = tiny_model("gpt2", tok, layers=6, hidden=shape[0], heads=shape[1], seed=0).to(device)
     scorer = Scorer(model, tok)

@@ -1,22 +1,23 @@
-"""Every config of the five benchmarks run in full (no --limit) on tiny models, timed, with the dry run's estimate
-beside each (issue 45, item 6). Run once, by hand: it takes about an hour on the project's 2-core machine; the test
-suite does not run it.
+"""Every config of the five benchmarks run in full (no --limit) on tiny models, timed, with the dry
+run's estimate beside each (issue 45, item 6). Run once, by hand: it takes about an hour on the
+project's 2-core machine; the test suite does not run it.
 
-One tiny random-weight model per benchmark, of the kind its paper probes first: BERT (masked) for DLAMA, FmLAMA and
-CAMeL, GPT-2 with a chat template (causal) for X-FaKT (string judge) and MAPS (the mirror's manual data); 2 layers,
-hidden 64, a tokenizer of at most 8,000 tokens trained on the benchmark's configs' text. For each config, in a
-process of its own (so that its peak memory is its own), with a score cache and a rates file of its own:
+One tiny random-weight model per benchmark, of the kind its paper probes first: BERT (masked) for
+DLAMA, FmLAMA and CAMeL, GPT-2 with a chat template (causal) for X-FaKT (string judge) and MAPS (the
+mirror's manual data); 2 layers, hidden 64, a tokenizer of at most 8,000 tokens trained on the
+benchmark's configs' text. For each config, in a process of its own (so that its peak memory is its
+own), with a score cache and a rates file of its own:
 1. the dry run's estimate before any run of the model on this machine (`first`: from FLOPs);
-2. a `--limit smoke` run, as a user's first look would be, which measures the config's fixed part (and the model's
-   rates, when it runs long enough to measure them);
+2. a `--limit smoke` run, as a user's first look would be, which measures the config's fixed part
+   (and the model's rates, when it runs long enough to measure them);
 3. the dry run's estimate of the full run after it (`after smoke`);
-4. a run of a tenth of the items (`--limit`), long enough to measure the rates, and the estimate after it
-   (`after a tenth`);
+4. a run of a tenth of the items (`--limit`), long enough to measure the rates, and the estimate
+   after it (`after a tenth`);
 5. the full run, timed (`culture_probe.run` with the progress bar off), and the process's peak RSS.
-The runs score without a score cache, so that the full run does all the work its estimate counts. Each estimate is
-given as its range and the full run's time over the range's middle. It prints a markdown table, and `--json FILE`
-keeps the figures; `--times FILE` takes the full runs' times (and peak RSS) from such a file instead of running them
-again (the estimates are measured afresh).
+The runs score without a score cache, so that the full run does all the work its estimate counts.
+Each estimate is given as its range and the full run's time over the range's middle. It prints a
+markdown table, and `--json FILE` keeps the figures; `--times FILE` takes the full runs' times (and
+peak RSS) from such a file instead of running them again (the estimates are measured afresh).
 
     python perf/bench_full_runs.py [--groups dlama fmlama camel xfakt maps] [--configs NAME ...]
                                          [--models DIR] [--threads 2] [--json FILE] [--times FILE]
@@ -50,8 +51,8 @@ def mirror() -> Path:
 
 
 def options_of(config: str) -> dict[str, Any]:
-    """The run's settings beside the model: the data folders of the manual data, X-FaKT's string judge, and
-    dlama_asia_west in English (the mirror's copy of DLAMA-v1 lacks its Korean labels).
+    """The run's settings beside the model: the data folders of the manual data, X-FaKT's string
+    judge, and dlama_asia_west in English (the mirror's copy of DLAMA-v1 lacks its Korean labels).
     """
     if config.startswith("dlama"):
         extra = {"language": "en"} if config == "dlama_asia_west" else {}
@@ -64,7 +65,9 @@ def options_of(config: str) -> dict[str, Any]:
 
 
 def model_folder(root: Path, group: str, configs: list[str]) -> Path:
-    """The benchmark's tiny model, with a tokenizer trained on its configs' text (made once per folder)."""
+    """The benchmark's tiny model, with a tokenizer trained on its configs' text (made once per
+    folder).
+    """
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_smoke import strings
 
@@ -94,7 +97,9 @@ def model_folder(root: Path, group: str, configs: list[str]) -> Path:
 
 
 def estimate(config: str, model: Path) -> dict[str, Any]:
-    """The dry run's estimate of a full run of `config` (its cost line, and the range in seconds where it gives one)."""
+    """The dry run's estimate of a full run of `config` (its cost line, and the range in seconds
+    where it gives one).
+    """
     from culture_probe.runner.dryrun import dry_run
 
     plan = dry_run(config, model, n=0, no_cache=True, **options_of(config)).configs[0]
@@ -155,7 +160,9 @@ def measure(config: str, model: Path, threads: int, full: bool) -> dict[str, Any
 def in_subprocess(
     config: str, model: Path, threads: int, cache: Path, full: bool
 ) -> dict[str, Any]:
-    """`measure` in a new process whose score cache and rates file are `cache`'s (no run before this one's)."""
+    """`measure` in a new process whose score cache and rates file are `cache`'s (no run before this
+    one's).
+    """
     env = {**os.environ, "CULTURE_PROBE_CACHE": str(cache)}
     payload = json.dumps({"config": config, "model": str(model), "threads": threads, "full": full})
     done = subprocess.run(

@@ -1,46 +1,55 @@
-"""Full-size runs on tiny models, host work against model work measured in the same run (issue 45, item 5).
+"""Full-size runs on tiny models, host work against model work measured in the same run (issue 45,
+item 5).
 
-Each workload is a real `culture_probe.run` of a benchmark config on a tiny random-weight model of a real
-architecture (2 layers, hidden 64 by default, a tokenizer of at most 8,000 tokens trained on the config's text):
-- `fmlama_masked`: fmlama_en, `--dishes` dishes (default 100: 1,000 probes x 1,287 ingredients), BERT;
+Each workload is a real `culture_probe.run` of a benchmark config on a tiny random-weight model of a
+real architecture (2 layers, hidden 64 by default, a tokenizer of at most 8,000 tokens trained on
+the config's text):
+- `fmlama_masked`: fmlama_en, `--dishes` dishes (default 100: 1,000 probes x 1,287 ingredients),
+  BERT;
 - `fmlama_causal`: the same with GPT-2 (default 30 dishes);
-- `dlama`: dlama_arab_west in full (49,070 probes, 24.6 M candidates), BERT (needs the mirror's DLAMA-v1 release);
+- `dlama`: dlama_arab_west in full (49,070 probes, 24.6 M candidates), BERT (needs the mirror's
+  DLAMA-v1 release);
 - `camel`: camel_co_prompts in full (1,250 probes, left-to-right masks), BERT.
-Each runs in a process of its own (so its peak memory is its own), from planning to metrics, writing its folder
-as a run does (the report aside). It prints, per workload: the stage's wall time, the time inside the model (its
-forward passes and the log-softmax at the read positions, timed by hooks), the rest as host work, their ratio, the
-host time per candidate, the tokens through the model and the peak RSS; then what the same tokens would cost one
-H100 for mBERT, XLM-R large, GPT-2 small and a 7B model (2 x non-embedding parameters x tokens, plus the LM head at
-the positions it runs at, at 400 TFLOP/s: a lower bound, attention aside) against the host time measured here.
+Each runs in a process of its own (so its peak memory is its own), from planning to metrics, writing
+its folder as a run does (the report aside). It prints, per workload: the stage's wall time, the
+time inside the model (its forward passes and the log-softmax at the read positions, timed by
+hooks), the rest as host work, their ratio, the host time per candidate, the tokens through the
+model and the peak RSS; then what the same tokens would cost one H100 for mBERT, XLM-R large, GPT-2
+small and a 7B model (2 x non-embedding parameters x tokens, plus the LM head at the positions it
+runs at, at 400 TFLOP/s: a lower bound, attention aside) against the host time measured here.
 
-`--baseline REV` runs the same workloads with the package as it was at git revision REV (default: the commit before
-issue 45's engine, ae4b5f2; `none` to skip), prints its host time per candidate beside today's and the largest
-difference between the two engines' scores on the same inputs (0 where the arithmetic did not change). DLAMA's
-baseline runs `--baseline-limit` facts (default 2,000), the old engine taking minutes per million candidates.
+`--baseline REV` runs the same workloads with the package as it was at git revision REV (default:
+the commit before issue 45's engine, ae4b5f2; `none` to skip), prints its host time per candidate
+beside today's and the largest difference between the two engines' scores on the same inputs (0
+where the arithmetic did not change). DLAMA's baseline runs `--baseline-limit` facts (default
+2,000), the old engine taking minutes per million candidates.
 
-Targets (this project's 2-core CPU): masked FmLAMA host work at most 0.3x the model's time, causal at most 0.15x,
-and at most 3 microseconds of host work per candidate; exits 1 when one fails.
+Targets (this project's 2-core CPU): masked FmLAMA host work at most 0.3x the model's time, causal
+at most 0.15x, and at most 3 microseconds of host work per candidate; exits 1 when one fails.
 
-`--device cuda` puts the model and its inputs on the GPU (`--layers 6 --hidden 2048 --heads 16` is the "313 M shape"
-of docs/performance.md). There the model's time is the DEVICE's busy time, not the hooks' (a hook around a batch
-times the host's wait for the GPU, launch gaps included): `torch.profiler`, recording CUDA activity only (no CPU ops,
-so its cost to the host is CUPTI's, per kernel), records every kernel of the stage; their intervals are merged (a
-kernel that overlaps another, on another stream, counts once) and summed, and each workload prints that sum as the
-share of the stage's wall time the device was busy (`busy NN.N% of the stage`). Copies (Memcpy/Memset) are not
-kernels and are left out. Chosen over CUDA events around the engine's device step because an event pair times the
-step's span on the stream, idle gaps between launches included (a small, launch-bound model can spend much of a
-step in them); the events are recorded too (the "device step span", an upper bound of the busy time) and stand
-in for the profiler when it records no kernel (a GPU image without CUPTI), which the line then says. The hooks'
-time is printed beside.
-`--profile` measures the same share on the CPU (the union of the profiler's torch operators, nested ones merged:
-the share of the stage inside torch ops, an upper bound of the model's), for checking this path where no GPU is
-lent; on the CPU the output is otherwise as without it. `--processes N` runs each workload again under `torchrun
---nproc_per_node N` (N GPUs, one per process, or N CPU processes on gloo) and prints the speed-up of its stage over
-the one-process run and the largest difference between the two runs' scores.
+`--device cuda` puts the model and its inputs on the GPU (`--layers 6 --hidden 2048 --heads 16` is
+the "313 M shape" of docs/performance.md). There the model's time is the DEVICE's busy time, not the
+hooks' (a hook around a batch times the host's wait for the GPU, launch gaps included):
+`torch.profiler`, recording CUDA activity only (no CPU ops, so its cost to the host is CUPTI's, per
+kernel), records every kernel of the stage; their intervals are merged (a kernel that overlaps
+another, on another stream, counts once) and summed, and each workload prints that sum as the share
+of the stage's wall time the device was busy (`busy NN.N% of the stage`). Copies (Memcpy/Memset) are
+not kernels and are left out. Chosen over CUDA events around the engine's device step because an
+event pair times the step's span on the stream, idle gaps between launches included (a small,
+launch-bound model can spend much of a step in them); the events are recorded too (the "device step
+span", an upper bound of the busy time) and stand in for the profiler when it records no kernel (a
+GPU image without CUPTI), which the line then says. The hooks' time is printed beside. `--profile`
+measures the same share on the CPU (the union of the profiler's torch operators, nested ones merged:
+the share of the stage inside torch ops, an upper bound of the model's), for checking this path
+where no GPU is lent; on the CPU the output is otherwise as without it. `--processes N` runs each
+workload again under `torchrun --nproc_per_node N` (N GPUs, one per process, or N CPU processes on
+gloo) and prints the speed-up of its stage over the one-process run and the largest difference
+between the two runs' scores.
 
-    python perf/bench_fullsize.py [--workloads fmlama_masked fmlama_causal dlama camel] [--dishes 100]
-        [--causal-dishes 30] [--baseline ae4b5f2|none] [--baseline-limit 2000] [--threads 2] [--layers 2]
-        [--hidden 64] [--heads 4] [--device cpu|cuda] [--profile] [--processes N] [--models DIR]
+    python perf/bench_fullsize.py [--workloads fmlama_masked fmlama_causal dlama camel]
+        [--dishes 100] [--causal-dishes 30] [--baseline ae4b5f2|none] [--baseline-limit 2000]
+        [--threads 2] [--layers 2] [--hidden 64] [--heads 4] [--device cpu|cuda] [--profile]
+        [--processes N] [--models DIR]
 """
 
 from __future__ import annotations
@@ -83,8 +92,8 @@ class Workload:
 
 @dataclass(frozen=True)
 class Runtime:
-    """Where and how a workload's process runs: torch threads, device, whether the profiler records the stage, and
-    the number of processes (torchrun) it is run in.
+    """Where and how a workload's process runs: torch threads, device, whether the profiler records
+    the stage, and the number of processes (torchrun) it is run in.
     """
 
     threads: int
@@ -95,9 +104,10 @@ class Runtime:
 
 @dataclass
 class Measured:
-    """What one workload's run measured. `model_s` is the hooks' time on the CPU and the device's busy time on a GPU
-    (`timing` says which); `busy_s` is the profiler's merged activity (None where it did not run), `busy_events` the
-    kernels (or CPU ops) it merged, `step_span_s` the CUDA events' span of the device steps (None on the CPU).
+    """What one workload's run measured. `model_s` is the hooks' time on the CPU and the device's
+    busy time on a GPU (`timing` says which); `busy_s` is the profiler's merged activity (None where
+    it did not run), `busy_events` the kernels (or CPU ops) it merged, `step_span_s` the CUDA
+    events' span of the device steps (None on the CPU).
     """
 
     probes: int
@@ -152,7 +162,9 @@ def strings(value: Any) -> list[str]:
 
 
 def model_folder(root: Path, work: Workload, layers: int, hidden: int, heads: int = HEADS) -> Path:
-    """A tiny model of `work`'s architecture with a tokenizer trained on the config's text (made once per folder)."""
+    """A tiny model of `work`'s architecture with a tokenizer trained on the config's text (made
+    once per folder).
+    """
     from culture_probe.data.registry import resolve
     from culture_probe.loading import load_rows
     from culture_probe.models import save_tiny, train_tokenizer
@@ -170,8 +182,8 @@ def model_folder(root: Path, work: Workload, layers: int, hidden: int, heads: in
 
 
 def union_ns(spans: Any) -> int:
-    """The time covered by the intervals `spans` ([n, 2] start, end), each instant counted once however many
-    intervals hold it (kernels on several streams, nested operators).
+    """The time covered by the intervals `spans` ([n, 2] start, end), each instant counted once
+    however many intervals hold it (kernels on several streams, nested operators).
     """
     import numpy as np
 
@@ -186,8 +198,8 @@ def union_ns(spans: Any) -> int:
 
 
 def stage_profiler(device: str | None) -> Any:
-    """`torch.profiler` recording only `device`'s activity (CUDA kernels on a GPU, torch operators on the CPU), or a
-    null context where `device` is None.
+    """`torch.profiler` recording only `device`'s activity (CUDA kernels on a GPU, torch operators
+    on the CPU), or a null context where `device` is None.
     """
     if device is None:
         return contextlib.nullcontext()
@@ -222,8 +234,8 @@ def measure(
     threads: int,
     runtime: Runtime | None = None,
 ) -> Measured:
-    """Run `work` on the model in `folder` in this process, timing the model apart (hooks; on a GPU the profiler's
-    kernels, see the module's docstring), keeping the scores.
+    """Run `work` on the model in `folder` in this process, timing the model apart (hooks; on a GPU
+    the profiler's kernels, see the module's docstring), keeping the scores.
     """
     import numpy as np
     import torch
@@ -261,8 +273,8 @@ def measure(
             "head_rows", clock["head_rows"] + inputs[0].shape[0]
         )
     )
-    # a batch's device step: the forward, the head and the log-softmax at the read positions (the engine before
-    # issue 45 had no function of its own for it: there, its two calls)
+    # a batch's device step: the forward, the head and the log-softmax at the read positions (the
+    # engine before issue 45 had no function of its own for it: there, its two calls)
     for module in (masked, causal):
         for name in (
             ("_scores_at",) if hasattr(module, "_scores_at") else ("_logits_at", "logprobs_at")
@@ -344,7 +356,9 @@ def measure(
 
 
 def timed(step: Any, enter: Any, leave: Any, events: list[Any] | None = None) -> Any:
-    """`step`, its time counted as the model's (and, on CUDA, a pair of events recorded around it in `events`)."""
+    """`step`, its time counted as the model's (and, on CUDA, a pair of events recorded around it in
+    `events`).
+    """
     import torch
 
     def run(*args: Any) -> Any:
@@ -381,7 +395,9 @@ def baseline_tree(revision: str, root: Path) -> Path:
 def in_subprocess(
     name: str, work: Workload, folder: Path, scores: Path, tree: Path, runtime: Runtime
 ) -> Measured:
-    """`measure` in a new process whose package is the one in `tree` (`runtime.processes` of them, by torchrun)."""
+    """`measure` in a new process whose package is the one in `tree` (`runtime.processes` of them,
+    by torchrun).
+    """
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
@@ -432,7 +448,9 @@ def busy_line(m: Measured) -> str:
 
 
 def projection(m: Measured) -> list[str]:
-    """One H100's time for the tokens `m` ran, per target model, against the host time measured here."""
+    """One H100's time for the tokens `m` ran, per target model, against the host time measured
+    here.
+    """
     lines = []
     for name, (params, hidden, vocab) in TARGET_MODELS.items():
         device = (2 * params * m.tokens + 2 * hidden * vocab * m.head_rows) / H100
@@ -451,8 +469,9 @@ def processes_line(
     scratch: Path,
     runtime: Runtime,
 ) -> str:
-    """`work` again in `args.processes` processes (torchrun): its stage's speed-up over `one` (the one-process run,
-    whose scores are in scratch/NAME.npy) and the largest difference between the two runs' scores.
+    """`work` again in `args.processes` processes (torchrun): its stage's speed-up over `one` (the
+    one-process run, whose scores are in scratch/NAME.npy) and the largest difference between the
+    two runs' scores.
     """
     import numpy as np
 

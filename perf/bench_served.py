@@ -1,31 +1,35 @@
 """Served candidate scoring against a real vLLM server, measured in one run (issue 38, item 2).
 
-The workload: the first stage of an FmLAMA config under `--limit N` dishes, as `culture-probe run CONFIG --model
-openai:NAME` plans it (default fmlama_he, 1 dish: 5 probes x the 363 Hebrew ingredients; the templates that need a
-Hebrew country name are skipped by the protocol). fmlama_en cannot be the workload: its templates start with the
-slot ('[Y] is part of the food [X].'), a slot with no left context, which the served scorer refuses before any
-request (a server returns no log-prob for a prompt's first token); every fmlama_he template has a left context.
-The model: the tiny GPT-2 the served tests train (tests/served/conftest.py: 2 layers x 2 heads of 64, a 400-token
-byte-level BPE, which cuts Hebrew into about two tokens a letter), served by vLLM from `.venv-vllm/` (make
-served-venv) on 127.0.0.1, or any running server with `--base-url` and the folder it serves as `--model`.
+The workload: the first stage of an FmLAMA config under `--limit N` dishes, as `culture-probe run
+CONFIG --model openai:NAME` plans it (default fmlama_he, 1 dish: 5 probes x the 363 Hebrew
+ingredients; the templates that need a Hebrew country name are skipped by the protocol). fmlama_en
+cannot be the workload: its templates start with the slot ('[Y] is part of the food [X].'), a slot
+with no left context, which the served scorer refuses before any request (a server returns no
+log-prob for a prompt's first token); every fmlama_he template has a left context. The model: the
+tiny GPT-2 the served tests train (tests/served/conftest.py: 2 layers x 2 heads of 64, a 400-token
+byte-level BPE, which cuts Hebrew into about two tokens a letter), served by vLLM from `.venv-vllm/`
+(make served-venv) on 127.0.0.1, or any running server with `--base-url` and the folder it serves as
+`--model`.
 
 One table, each figure against a baseline measured in the same run:
-- the prompt tokens the server computed (its /metrics: prompt tokens, of them computed and read from the prefix
-  cache, before and after) against the trie's minimal token set for the same probes (the engine's own `_prepare`:
-  each context once, each node of the candidates' token trie once);
-- the wall time of the served run (culture_probe's `openai:` scorer: a probe's candidates in requests of at most
-  1,024 prompts, echo, `logprobs=0`) against the in-process engine on the same model folder and probes, and where
-  the served time goes: HTTP requests and prompts, time with a request at the server, the client's reading of the
-  replies, and the CPU seconds of the API server, of the engine and of this client;
-- lm-evaluation-harness's `local-completions` model (`loglikelihood` on the same (context, continuation) pairs,
-  through the same server), the baseline users would pick: its wall time and its scores' difference from ours.
-The server started here is stopped on the way out (Ctrl-C and SIGTERM included). Exits with status 1 when the
-served or the harness's scores differ from the in-process ones by more than 1e-4. Needs CULTURE_PROBE_MIRROR (or
-the network) for the FmLAMA data.
+- the prompt tokens the server computed (its /metrics: prompt tokens, of them computed and read from
+  the prefix cache, before and after) against the trie's minimal token set for the same probes (the
+  engine's own `_prepare`: each context once, each node of the candidates' token trie once);
+- the wall time of the served run (culture_probe's `openai:` scorer: a probe's candidates in
+  requests of at most 1,024 prompts, echo, `logprobs=0`) against the in-process engine on the same
+  model folder and probes, and where the served time goes: HTTP requests and prompts, time with a
+  request at the server, the client's reading of the replies, and the CPU seconds of the API server,
+  of the engine and of this client;
+- lm-evaluation-harness's `local-completions` model (`loglikelihood` on the same (context,
+  continuation) pairs, through the same server), the baseline users would pick: its wall time and
+  its scores' difference from ours.
+The server started here is stopped on the way out (Ctrl-C and SIGTERM included). Exits with status 1
+when the served or the harness's scores differ from the in-process ones by more than 1e-4. Needs
+CULTURE_PROBE_MIRROR (or the network) for the FmLAMA data.
 
     python perf/bench_served.py [--config fmlama_he] [--dishes 1] [--concurrency 8] [--threads 2]
-        [--harness-batch 16] [--harness-concurrency 8] [--repeat 1] [--vllm-python .venv-vllm/bin/python]
-        [--base-url http://HOST:PORT/v1 --model FOLDER]
+        [--harness-batch 16] [--harness-concurrency 8] [--repeat 1]
+        [--vllm-python .venv-vllm/bin/python] [--base-url http://HOST:PORT/v1 --model FOLDER]
 """
 
 from __future__ import annotations
@@ -66,7 +70,9 @@ TARGET = 1.3  # issue 38: prompt tokens the server computed within 1.3x the trie
 
 
 def served_tests() -> ModuleType:
-    """tests/served/conftest.py, whose `trained_tiny_gpt2` makes the served tests' model (one rule, one copy)."""
+    """tests/served/conftest.py, whose `trained_tiny_gpt2` makes the served tests' model (one rule,
+    one copy).
+    """
     for folder in (REPO / "tests", REPO / "tests" / "served"):
         sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location(
@@ -233,7 +239,8 @@ def main() -> None:
     if args.base_url and not args.model:
         parser.error("--base-url needs --model, the folder the server serves")
     stop_on_sigterm()
-    # no progress bars (lm-eval's async requests draw one whatever disable_tqdm says); read when tqdm is imported
+    # no progress bars (lm-eval's async requests draw one whatever disable_tqdm says); read when
+    # tqdm is imported
     os.environ["TQDM_DISABLE"] = "1"
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     import torch
@@ -261,7 +268,8 @@ def main() -> None:
         local = in_process_scorer(folder, "cpu")
         trie, whole = trie_count(local, workload)
         warm_up(local, workload)
-        # the best of --repeat timings, as bench_engine.py keeps them: the run least disturbed by other work
+        # the best of --repeat timings, as bench_engine.py keeps them: the run least disturbed by
+        # other work
         local_run = min((score_all(local, workload) for _ in range(args.repeat)), key=first)
         print(f"in process: {local_run[0]:.1f} s", flush=True)
         try:

@@ -1,13 +1,16 @@
-"""The five benchmarks' `--limit smoke` on a tiny model, timed, and the dry run's estimate against the time measured
-(issue 36: a smoke that is a smoke, under 10 minutes on the project's 2-core machine).
+"""The five benchmarks' `--limit smoke` on a tiny model, timed, and the dry run's estimate against
+the time measured (issue 36: a smoke that is a smoke, under 10 minutes on the project's 2-core
+machine).
 
-One tiny random causal model (GPT-2 shape, 2 layers, hidden 64, a BPE tokenizer trained on the configs' own text,
-a chat template so that X-FaKT asks through it) is loaded once and runs `limit="smoke"` of one config per benchmark
-(`--groups`: every config of the five groups), each as `culture_probe.run` runs it, without the score cache, X-FaKT
-with the string judge, MAPS on the mirror's manual data. Before each of the `--compare` configs, a warm-up run
-(`--limit 5` of that config, as a user's first look would be) measures the rate of the model on that config on this
-machine, and the dry run's estimate of the smoke is read at it. Prints the wall time per config and in total (the
-warm-ups apart), the estimates against the times, and exits 1 when the smoke takes 10 minutes or more.
+One tiny random causal model (GPT-2 shape, 2 layers, hidden 64, a BPE tokenizer trained on the
+configs' own text, a chat template so that X-FaKT asks through it) is loaded once and runs
+`limit="smoke"` of one config per benchmark (`--groups`: every config of the five groups), each as
+`culture_probe.run` runs it, without the score cache, X-FaKT with the string judge, MAPS on the
+mirror's manual data. Before each of the `--compare` configs, a warm-up run (`--limit 5` of that
+config, as a user's first look would be) measures the rate of the model on that config on this
+machine, and the dry run's estimate of the smoke is read at it. Prints the wall time per config and
+in total (the warm-ups apart), the estimates against the times, and exits 1 when the smoke takes 10
+minutes or more.
 
     python perf/bench_smoke.py [--groups] [--compare fmlama_en dlama_arab_west camel_co_prompts]
                                      [--threads 2] [--model DIR]
@@ -40,7 +43,9 @@ def mirror() -> Path:
 
 
 def options_of(config: str) -> dict[str, Any]:
-    """The run's settings and options of `config` beside `limit`: X-FaKT's string judge, MAPS' data folder."""
+    """The run's settings and options of `config` beside `limit`: X-FaKT's string judge, MAPS' data
+    folder.
+    """
     if config.startswith("xfakt"):
         return {"judge": "string"}
     if config.startswith("maps"):
@@ -60,7 +65,9 @@ def strings(value: Any) -> list[str]:
 
 
 def tiny_model(folder: Path, configs: list[str]) -> Path:
-    """A tiny random GPT-2 with a chat template and a tokenizer trained on the first rows of each config."""
+    """A tiny random GPT-2 with a chat template and a tokenizer trained on the first rows of each
+    config.
+    """
     from culture_probe.data.registry import resolve
     from culture_probe.loading import load_rows
     from culture_probe.models import save_tiny, train_tokenizer
@@ -76,7 +83,9 @@ def tiny_model(folder: Path, configs: list[str]) -> Path:
 
 
 def timed_run(config: str, scorer: Any, limit: int | str) -> float:
-    """Seconds of `run(config, scorer, limit=limit)` without the score cache, its start line included."""
+    """Seconds of `run(config, scorer, limit=limit)` without the score cache, its start line
+    included.
+    """
     from culture_probe import run
 
     began = time.monotonic()
@@ -85,7 +94,9 @@ def timed_run(config: str, scorer: Any, limit: int | str) -> float:
 
 
 def has_data(config: str) -> bool:
-    """Whether `config`'s data can be had here; a config without them is skipped, said, as a suite skips it."""
+    """Whether `config`'s data can be had here; a config without them is skipped, said, as a suite
+    skips it.
+    """
     from culture_probe.data.registry import resolve
     from culture_probe.errors import MissingDataError
     from culture_probe.loading import load_rows
@@ -99,7 +110,9 @@ def has_data(config: str) -> bool:
 
 
 def estimate(config: str, model: Path) -> tuple[float | None, str]:
-    """The dry run's estimate of `config`'s smoke (the middle of its range, in seconds) and its cost line."""
+    """The dry run's estimate of `config`'s smoke (the middle of its range, in seconds) and its cost
+    line.
+    """
     from culture_probe.runner.dryrun import dry_run
 
     plan = dry_run(config, model, n=0, limit="smoke", no_cache=True, **options_of(config)).configs[

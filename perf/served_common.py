@@ -1,10 +1,12 @@
 """What perf/bench_served.py and perf/gpu_check.py share (issue 38): a vLLM OpenAI-compatible server
-started and stopped, an FmLAMA workload as a served run plans it, and the measurements of scoring that workload
-through the server (culture_probe's `openai:` scorer, lm-evaluation-harness's `local-completions`) and in process.
+started and stopped, an FmLAMA workload as a served run plans it, and the measurements of scoring
+that workload through the server (culture_probe's `openai:` scorer, lm-evaluation-harness's
+`local-completions`) and in process.
 
-The server is vLLM's own (`python -m vllm.entrypoints.openai.api_server`, from the Python given: `.venv-vllm/` on
-the CPU machine, a GPU machine's vLLM there), on 127.0.0.1, in its own process group, stopped with it. On the CPU it
-runs with the served tests' settings (tests/served/conftest.py): 1 GiB of KV cache, no OpenMP binding, blocks of 32.
+The server is vLLM's own (`python -m vllm.entrypoints.openai.api_server`, from the Python given:
+`.venv-vllm/` on the CPU machine, a GPU machine's vLLM there), on 127.0.0.1, in its own process
+group, stopped with it. On the CPU it runs with the served tests' settings
+(tests/served/conftest.py): 1 GiB of KV cache, no OpenMP binding, blocks of 32.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from served_helpers import VllmServer, server_metrics  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 VLLM_VENV_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 MAX_DIFF = 1e-4
-# the server's Prometheus counters read before and after each run (summed over their labels unless one is given)
+# the server's Prometheus counters read before and after each run (summed over their labels unless
+# one is given)
 COUNTERS = {
     "prompt tokens": ("vllm:prompt_tokens_total", {}),
     "computed": ("vllm:prompt_tokens_by_source_total", {"source": "local_compute"}),
@@ -62,13 +65,15 @@ def served_model_name(base_url: str) -> str:
         return str(json.load(reply)["data"][0]["id"])
 
 
-# ------------------------------------------------------------------------------------------------ the workload
+# ------------------------------------------------------------------------------------------------
+# the workload
 
 
 @dataclass
 class Workload:
-    """The first stage of `config` under `--limit dishes`, as a served run plans it: its scoring requests grouped
-    by their options (FmLAMA scores a right context in some templates), in probe order.
+    """The first stage of `config` under `--limit dishes`, as a served run plans it: its scoring
+    requests grouped by their options (FmLAMA scores a right context in some templates), in probe
+    order.
     """
 
     config: str
@@ -85,8 +90,8 @@ class Workload:
         return sum(len(r.candidates) for _, requests in self.groups for r in requests)
 
     def pairs(self) -> list[tuple[str, str]]:
-        """(context, continuation) of every candidate, as the served scorer sends them (the left text, then the
-        separator, the candidate and, where scored, the right text), in score order.
+        """(context, continuation) of every candidate, as the served scorer sends them (the left
+        text, then the separator, the candidate and, where scored, the right text), in score order.
         """
         from culture_probe.engine.tokenizer import separator
 
@@ -103,9 +108,9 @@ class Workload:
 
 
 def fmlama_workload(config: str, dishes: int, model: str, base_url: str) -> Workload:
-    """The scoring requests a served run of `config --limit dishes` sends to `model` at `base_url` (planned as
-    `culture-probe run` plans it; nothing is sent). Probes the protocol skips (e.g. a template that needs a country
-    name the language lacks) are counted, not scored.
+    """The scoring requests a served run of `config --limit dishes` sends to `model` at `base_url`
+    (planned as `culture-probe run` plans it; nothing is sent). Probes the protocol skips (e.g. a
+    template that needs a country name the language lacks) are counted, not scored.
     """
     from culture_probe.runner.planning import SmallLimitWarning, first_asked, plan
     from culture_probe.runner.stage_models import model_spec
@@ -135,8 +140,8 @@ def fmlama_workload(config: str, dishes: int, model: str, base_url: str) -> Work
 
 @dataclass(frozen=True)
 class TrieCount:
-    """Token positions of a workload as the in-process engine builds it (its `_prepare`: context ids and the trie of
-    the candidates' ids, with the right text's where it is scored).
+    """Token positions of a workload as the in-process engine builds it (its `_prepare`: context ids
+    and the trie of the candidates' ids, with the right text's where it is scored).
     """
 
     contexts: int  # context tokens, each request's once
@@ -157,15 +162,16 @@ class TrieCount:
         return self.contexts + self.inner
 
     def prefix_cached(self) -> int:
-        """The best a per-prompt server could do with a perfect prefix cache: each context once, every candidate's
-        own tokens in each prompt.
+        """The best a per-prompt server could do with a perfect prefix cache: each context once,
+        every candidate's own tokens in each prompt.
         """
         return self.contexts + self.continuations
 
 
 def trie_count(scorer: Any, workload: Workload) -> tuple[TrieCount, int]:
-    """The engine's own token sets for `workload` (`scorer`: the in-process causal backend), and the tokens of the
-    prompts whole (context + continuation per candidate, as a server without a prefix cache computes them).
+    """The engine's own token sets for `workload` (`scorer`: the in-process causal backend), and the
+    tokens of the prompts whole (context + continuation per candidate, as a server without a prefix
+    cache computes them).
     """
     contexts = nodes = inner = continuations = whole = requests = candidates = 0
     for options, batch in workload.groups:
@@ -183,11 +189,14 @@ def trie_count(scorer: Any, workload: Workload) -> tuple[TrieCount, int]:
     return TrieCount(contexts, nodes, inner, continuations, requests, candidates), whole
 
 
-# ------------------------------------------------------------------------------------------------ measurements
+# ------------------------------------------------------------------------------------------------
+# measurements
 
 
 def scores_of(results: list[list[Any]]) -> np.ndarray:
-    """Every candidate's summed log-prob, in workload order (`results`: per group, the scorer's CandidateScores)."""
+    """Every candidate's summed log-prob, in workload order (`results`: per group, the scorer's
+    CandidateScores).
+    """
     return np.concatenate([s.sum_logprob for group in results for s in group])
 
 
@@ -208,8 +217,9 @@ def warm_up(scorer: Any, workload: Workload) -> None:
 
 @dataclass
 class RequestTimes:
-    """The served scorer's HTTP requests, each: prompts, and when it was asked (`called`), sent, answered (the
-    reply's headers: the server has finished it) and read (the reply parsed by the `openai` client).
+    """The served scorer's HTTP requests, each: prompts, and when it was asked (`called`), sent,
+    answered (the reply's headers: the server has finished it) and read (the reply parsed by the
+    `openai` client).
     """
 
     rows: list[tuple[int, float, float, float, float]] = field(default_factory=list)
@@ -219,7 +229,9 @@ class RequestTimes:
         return sum(r[0] for r in self.rows)
 
     def at_server(self) -> float:
-        """Seconds during which the server held at least one of the requests (from sending to the reply's headers)."""
+        """Seconds during which the server held at least one of the requests (from sending to the
+        reply's headers).
+        """
         spans = sorted((r[2], r[3]) for r in self.rows)
         total, end = 0.0, float("-inf")
         for start, stop in spans:
@@ -235,8 +247,9 @@ class RequestTimes:
 
 @contextmanager
 def timed_requests(scorer: Any) -> Iterator[RequestTimes]:
-    """Times every completions request of a `ServedScorer` (its `openai` client's `completions.create` and the
-    request and response hooks of the HTTP client under it) inside the block.
+    """Times every completions request of a `ServedScorer` (its `openai` client's
+    `completions.create` and the request and response hooks of the HTTP client under it) inside the
+    block.
     """
     times, local = RequestTimes(), threading.local()
     completions = scorer.client.completions
@@ -274,8 +287,8 @@ def timed_requests(scorer: Any) -> Iterator[RequestTimes]:
 
 @dataclass
 class ServedRun:
-    """One served scoring of a workload: its wall time, scores, HTTP requests, what the server counted, and CPU
-    seconds (the server's processes where it was started here, and this client's).
+    """One served scoring of a workload: its wall time, scores, HTTP requests, what the server
+    counted, and CPU seconds (the server's processes where it was started here, and this client's).
     """
 
     seconds: float
@@ -308,7 +321,9 @@ def in_process_scorer(folder: Path, device: str) -> Any:
 
 
 def served_scorer(name: str, base_url: str, concurrency: int) -> Any:
-    """culture_probe's `openai:NAME` scorer (no score cache), as `culture-probe run --model openai:NAME` makes it."""
+    """culture_probe's `openai:NAME` scorer (no score cache), as `culture-probe run --model
+    openai:NAME` makes it.
+    """
     from culture_probe.engine.served import ServedScorer
 
     return ServedScorer(name, base_url=base_url, concurrency=concurrency)
@@ -324,10 +339,11 @@ def harness_scores(
     concurrent: int,
     warm: bool = False,
 ) -> tuple[float, np.ndarray, dict[str, float]]:
-    """lm-evaluation-harness's `local-completions` model (the harness's own OpenAI-compatible client) on the same
-    (context, continuation) pairs through `loglikelihood`: (seconds, summed log-probs, what the server counted).
-    It tokenizes with the model's tokenizer and sends token ids, `batch` prompts a request, `concurrent` in flight,
-    echo with the top-1 log-prob at every position (its payload).
+    """lm-evaluation-harness's `local-completions` model (the harness's own OpenAI-compatible
+    client) on the same (context, continuation) pairs through `loglikelihood`: (seconds, summed
+    log-probs, what the server counted). It tokenizes with the model's tokenizer and sends token
+    ids, `batch` prompts a request, `concurrent` in flight, echo with the top-1 log-prob at every
+    position (its payload).
     """
     from lm_eval.api.instance import Instance
     from lm_eval.api.registry import get_model

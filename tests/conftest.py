@@ -1,4 +1,6 @@
-"""Shared test setup: every cache lives in a per-session temporary folder, nothing touches the network."""
+"""Shared test setup: every cache lives in a per-session temporary folder, nothing touches the
+network.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Hypothesis times every example (a 200 ms deadline) and the drawing of the first ones (the too_slow health check):
-# wall times that a busy machine stretches several times over, so neither may fail a test here.
+# Hypothesis times every example (a 200 ms deadline) and the drawing of the first ones (the too_slow
+# health check): wall times that a busy machine stretches several times over, so neither may fail a
+# test here.
 settings.register_profile(
     "wall-time-free", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -24,8 +27,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["CULTURE_PROBE_CACHE"] = str(_SESSION_CACHE / "culture_probe")
-# Under pytest-xdist (make test, make test-fast) every core runs a worker: one torch thread each, or the workers'
-# thread pools fight over the cores (a tiny model's forward pass then takes many times longer).
+# Under pytest-xdist (make test, make test-fast) every core runs a worker: one torch thread each, or
+# the workers' thread pools fight over the cores (a tiny model's forward pass then takes many times
+# longer).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -56,8 +60,9 @@ def no_mirror(monkeypatch: pytest.MonkeyPatch) -> None:
 def score_cache_per_test(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each test gets its own score-cache folder, so that counting engine calls in one test never depends on what
-    another test scored with the same model (planted models are still shared through CULTURE_PROBE_CACHE).
+    """Each test gets its own score-cache folder, so that counting engine calls in one test never
+    depends on what another test scored with the same model (planted models are still shared through
+    CULTURE_PROBE_CACHE).
     """
 
     folder = tmp_path_factory.mktemp("scores")
@@ -66,7 +71,9 @@ def score_cache_per_test(
 
 @pytest.fixture(autouse=True)
 def metrics_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every metrics.json a run writes in any test is checked against the published JSON Schema first."""
+    """Every metrics.json a run writes in any test is checked against the published JSON Schema
+    first.
+    """
     from culture_probe import rundir
     from culture_probe.schemas import validate_metrics
 
@@ -80,8 +87,8 @@ def metrics_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rundir, "write_json", checked)
 
 
-# The small upstream-layout releases of the benchmark and protocol tests (tests/releases.py), for every folder: they
-# import the data layer, so only after the cache settings above.
+# The small upstream-layout releases of the benchmark and protocol tests (tests/releases.py), for
+# every folder: they import the data layer, so only after the cache settings above.
 from releases import (  # noqa: E402, F401
     _camel_files,
     _maps_files,

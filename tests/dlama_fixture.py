@@ -1,5 +1,7 @@
-"""A DLAMA-v1 folder in the exact tarball layout (spec dlama.md 2.2) holding the spec's worked example (5.3), and
-an engine stand-in that returns the example's scores. Shared by the task and runner tests."""
+"""A DLAMA-v1 folder in the exact tarball layout (spec dlama.md 2.2) holding the spec's worked
+example (5.3), and an engine stand-in that returns the example's scores. Shared by the task and
+runner tests.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import numpy as np
 
 from culture_probe.engine.types import CandidateScores
 
-# Spec 5.3 (Arab-West, en, P30): facts, gold objects, and the scores of [Africa, Asia, Europe, North America].
+# Spec 5.3 (Arab-West, en, P30): facts, gold objects, and the scores of [Africa, Asia, Europe, North
+# America].
 FACTS = {
     ("ARAB_REGION", "Egypt"): (["Q15", "Q48"], ["Africa", "Asia"], [-1.10, -1.60, -2.40, -2.50]),
     ("ARAB_REGION", "Morocco"): (["Q15"], ["Africa"], [-1.90, -2.70, -1.70, -3.20]),
@@ -30,7 +33,8 @@ ARABIC = {
     "North America": "أمريكا الشمالية",
 }
 N_TOKENS = {"Africa": 1, "Asia": 1, "Europe": 1, "North America": 2}
-# 24 facts of P30 (12 per culture), each country's gold one of four continents in turn: what compare's tests pair
+# 24 facts of P30 (12 per culture), each country's gold one of four continents in turn: what
+# compare's tests pair
 CONTINENTS = ("Africa", "Asia", "Europe", "North America")
 CONTINENT_FACTS = {
     (region, f"Land{region[0]}{i}"): ([f"Q{i % 4}"], [CONTINENTS[i % 4]], [0.0] * 4)

@@ -1,7 +1,8 @@
-"""The masked scorer of the released DLAMA and FmLAMA code, written from it for the tests (both forked mLAMA's:
-AMR-KELEG/DLAMA mlama/scripts/eval_utils.py get_ranking and run_prompting_experiment.py:227-238;
-lizhou21/FmLAMA-master access_LMs/eval_utils.py@f77d30d5 and run_prompting_experiment.py:274-285), and a tiny
-model whose mask token absorbs the space before it, as RoBERTa's and XLM-R's do.
+"""The masked scorer of the released DLAMA and FmLAMA code, written from it for the tests (both
+forked mLAMA's: AMR-KELEG/DLAMA mlama/scripts/eval_utils.py get_ranking and
+run_prompting_experiment.py:227-238; lizhou21/FmLAMA-master access_LMs/eval_utils.py@f77d30d5 and
+run_prompting_experiment.py:274-285), and a tiny model whose mask token absorbs the space before it,
+as RoBERTa's and XLM-R's do.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import numpy as np
 def upstream_masked_ranking(
     model, tok, template: str, subject: str, candidates, max_pieces: int | None = None
 ) -> list[tuple[str, float]]:
-    """One item: fill the stripped template with the stripped subject and the mask; group the candidates (sorted)
-    by their number of bare pieces (`tokenizer.tokenize(obj)`), dropping those of more than `max_pieces` (FmLAMA
-    v1: 10); for k = 1..K put k masks in the sentence (`<mask><mask>`; BERT's "][" fix does not apply), run the
-    model once, and score each k-piece candidate by the float32 mean of its pieces' log-probs at the k masks; sort
-    by score, best first, stably, so ties keep the grouping's order (fewer pieces, then code point).
+    """One item: fill the stripped template with the stripped subject and the mask; group the
+    candidates (sorted) by their number of bare pieces (`tokenizer.tokenize(obj)`), dropping those
+    of more than `max_pieces` (FmLAMA v1: 10); for k = 1..K put k masks in the sentence
+    (`<mask><mask>`; BERT's "][" fix does not apply), run the model once, and score each k-piece
+    candidate by the float32 mean of its pieces' log-probs at the k masks; sort by score, best
+    first, stably, so ties keep the grouping's order (fewer pieces, then code point).
     """
     import torch
 
@@ -40,8 +42,9 @@ def upstream_masked_ranking(
 
 
 def roberta_style(texts: list[str], *, vocab_size: int, seed: int):
-    """(model, tokenizer): a tiny masked model on a byte-level BPE vocabulary trained on `texts`, whose `<mask>`
-    absorbs the space before it."""
+    """(model, tokenizer): a tiny masked model on a byte-level BPE vocabulary trained on `texts`,
+    whose `<mask>` absorbs the space before it.
+    """
     from tokenizers import AddedToken
 
     from culture_probe.models import tiny_model, train_tokenizer

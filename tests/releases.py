@@ -1,17 +1,21 @@
-"""Fixtures of the benchmark and protocol tests (imported by tests/conftest.py): small releases in the exact upstream
-file layout, written at test time and pinned as the release for the test (the builders check every source against
-its pinned digest), so that the protocol tests run without the mirror. Pass the folder as `data_dir`: the rows and
-the task's side data (resources) come from it.
+"""Fixtures of the benchmark and protocol tests (imported by tests/conftest.py): small releases in
+the exact upstream file layout, written at test time and pinned as the release for the test (the
+builders check every source against its pinned digest), so that the protocol tests run without the
+mirror. Pass the folder as `data_dir`: the rows and the task's side data (resources) come from it.
 
-- FmLAMA (`fmlama_release`): `data/templates/<lang>_templates.jsonl`, one {"relation", "template"} object per line,
-  holding the canonical templates the protocol tests use. The strings are the paper's (spec fmlama.md 4.1); Korean
-  keeps a variant relation that the protocol must not use (it is not canonical).
-- X-FaKT (`xfakt_release`): `src/utils.py` of kmrtanmay/X_FaKT, the 19 literals with the shapes `read_utils` checks:
-  the paper's questions and gold country names (spec xfakt.md 4.1), 80 entities, one task-C person per country.
-- MAPS (`maps_release`): `<lang>/test_proverbs.xlsx` and `<lang>/fs_proverbs.xlsx` for en and zh with the
-  release's headers and sheet names; the rows are made up (MAPS is released on request only).
-- CAMeL (`camel_release`): the ten `entities/<type>.xlsx` files and `prompts/camel-co/camelco-prompts-masked-lm.xlsx`
-  of tareknaous/camel, a few entities per culture and a few prompts.
+- FmLAMA (`fmlama_release`): `data/templates/<lang>_templates.jsonl`, one {"relation", "template"}
+  object per line, holding the canonical templates the protocol tests use. The strings are the
+  paper's (spec fmlama.md 4.1); Korean keeps a variant relation that the protocol must not use (it
+  is not canonical).
+- X-FaKT (`xfakt_release`): `src/utils.py` of kmrtanmay/X_FaKT, the 19 literals with the shapes
+  `read_utils` checks: the paper's questions and gold country names (spec xfakt.md 4.1), 80
+  entities, one task-C person per country.
+- MAPS (`maps_release`): `<lang>/test_proverbs.xlsx` and `<lang>/fs_proverbs.xlsx` for en and zh
+  with the release's headers and sheet names; the rows are made up (MAPS is released on request
+  only).
+- CAMeL (`camel_release`): the ten `entities/<type>.xlsx` files and
+  `prompts/camel-co/camelco-prompts-masked-lm.xlsx` of tareknaous/camel, a few entities per culture
+  and a few prompts.
 """
 
 from __future__ import annotations
@@ -77,7 +81,9 @@ def _lines(language: str) -> list[dict[str, str]]:
 
 @pytest.fixture
 def fmlama_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The folder to pass as `data_dir`; its template files are pinned as the release for this test."""
+    """The folder to pass as `data_dir`; its template files are pinned as the release for this
+    test.
+    """
     root = tmp_path / "fmlama"
     folder = root / "data" / "templates"
     folder.mkdir(parents=True)
@@ -93,10 +99,11 @@ def fmlama_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-# ---------------------------------------------------------------- X-FaKT: `src/utils.py` of kmrtanmay/X_FaKT
+# ---------------------------------------------------------------- X-FaKT: `src/utils.py` of
+# kmrtanmay/X_FaKT
 
-# The release's first entities (13 names each, bijection order); every other entity is untranslated (its English
-# name in all 13 languages, as hundreds of released entities are).
+# The release's first entities (13 names each, bijection order); every other entity is untranslated
+# (its English name in all 13 languages, as hundreds of released entities are).
 XFAKT_TRANSLATED = {
     "New York": ["New York", "न्यूयॉर्क", "纽约", "Нью-Йорк", "نيويورك", "New York", "न्यूयोर्क", "ニューヨーク",
                  "Нью-Йорк", "Νέα Υόρκη", "New York", "New York", "นิวยอร์ค"],
@@ -104,7 +111,8 @@ XFAKT_TRANSLATED = {
                           "George Washington", "जर्ज वाशिंगटन", "ジョージ・ワシントン", "Джордж Вашингтон",
                           "Τζορτζ Ουάσιγκτον", "George Washington", "George Washington", "จอร์จ วอชิงตัน"],
 }  # fmt: skip
-# English names per associated country (bijection order): three United States cities, one of everything else.
+# English names per associated country (bijection order): three United States cities, one of
+# everything else.
 XFAKT_ENTITIES = {
     "cities": [
         ["New York", "Los Angeles", "Chicago"],
@@ -127,7 +135,8 @@ XFAKT_ENTITIES = {
     "festivals": [["Kutztown Folk Festival"], *([f"festival {a}"] for a in range(1, 13))],
     "sports_persons": [[f"athlete {a}"] for a in range(13)],
 }
-# Task B names (English row of the release; the Chinese row keeps the released 阁下 that the corrected twin fixes).
+# Task B names (English row of the release; the Chinese row keeps the released 阁下 that the
+# corrected twin fixes).
 XFAKT_NAMES = {
     "English": ["David", "Rahul", "Li Wei", "Sergey", "Abdulaziz", "Gabriel", "Bahadur", "Haruto", "Nykolai", "Maria",
                 "Mustafa", "Djimon", "Somchai"],
@@ -137,8 +146,8 @@ XFAKT_NAMES = {
 XFAKT_PEOPLE = ["George Washington", "Ashoka the Great", "Qin Shi Huang", "Peter the Great", "Ibn Saud", "Louis XIV",
                 "Prithvi Narayan Shah", "Emperor Meiji", "Yaroslav the Wise", "Alexander the Great",
                 "Suleiman the Magnificent", "Mwana Mkisi", "Phutthayotfa Chulalok"]  # fmt: skip
-# The judge's system prompt as released; the rubric keeps the released opening, the four scores and the slots
-# (the released text, checked by its sha256 on the mirror, also holds a worked example).
+# The judge's system prompt as released; the rubric keeps the released opening, the four scores and
+# the slots (the released text, checked by its sha256 on the mirror, also holds a worked example).
 XFAKT_SYSTEM_PROMPT = "You are a helpful assistant."
 XFAKT_RUBRIC = (
     "\n[Instruction]\nPlease act as an impartial judge and evaluate the quality of the response provided by an AI "
@@ -155,7 +164,9 @@ XFAKT_RUBRIC = (
 
 
 def xfakt_literals() -> dict:
-    """The 19 literals of a small X-FaKT release (80 entities), in the order and shapes `read_utils` checks."""
+    """The 19 literals of a small X-FaKT release (80 entities), in the order and shapes `read_utils`
+    checks.
+    """
     keys = [key for key, _, _ in xfakt.LANGUAGES]
     gold = GOLD_TABLE
     values: dict = {
@@ -215,8 +226,9 @@ def _xfakt_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 @pytest.fixture
 def xfakt_release(_xfakt_files: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A checkout of X_FaKT holding only `src/utils.py` (the 19 literals, see `xfakt_literals`), pinned as the
-    release for the test: the folder to pass as `data_dir`."""
+    """A checkout of X_FaKT holding only `src/utils.py` (the 19 literals, see `xfakt_literals`),
+    pinned as the release for the test: the folder to pass as `data_dir`.
+    """
     root, sha256 = _xfakt_files
     monkeypatch.setattr(xfakt, "UTILS_SHA256", sha256)
     return root
@@ -238,7 +250,8 @@ def write_xlsx(path: Path, header: list, rows: list[list], sheet: str = "Sheet1"
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-# ---------------------------------------------------------------- MAPS: `<lang>/<file>.xlsx` of the release
+# ---------------------------------------------------------------- MAPS: `<lang>/<file>.xlsx` of the
+# release
 
 MAPS_HEADER = [
     "proverb",
@@ -249,8 +262,9 @@ MAPS_HEADER = [
     "is_figurative",
     "answer_key",
 ]
-# Made-up rows (MAPS is released on request only): (proverb, conversation, explanation, answer1, answer2,
-# is_figurative, answer_key), the release's columns and cell types (is_figurative 0.0/1.0, explanation may be empty).
+# Made-up rows (MAPS is released on request only): (proverb, conversation, explanation, answer1,
+# answer2, is_figurative, answer_key), the release's columns and cell types (is_figurative 0.0/1.0,
+# explanation may be empty).
 MAPS_FEW_SHOT = [
     ("all good things come to an end", 'Person 1: "The holiday is over already." Person 2: "All good things come to '
      'an end."', "nothing good lasts forever", "The holiday could not last forever.", "The holiday could last "
@@ -293,7 +307,8 @@ MAPS_ZH_FEW_SHOT = [
 @pytest.fixture(scope="session")
 def _maps_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("maps")
-    # en/test_proverbs.xlsx has an extra, always empty `answer3` column in the release; the sheet is named as the file
+    # en/test_proverbs.xlsx has an extra, always empty `answer3` column in the release; the sheet is
+    # named as the file
     with_answer3 = [*MAPS_HEADER[:5], "answer3", *MAPS_HEADER[5:]]
     digests = {
         "en/test_proverbs.xlsx": write_xlsx(
@@ -326,18 +341,21 @@ def _maps_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
 
 @pytest.fixture
 def maps_release(_maps_files: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A MAPS folder holding the English and Chinese test and few-shot files (configs `maps_en`, `maps_zh`), pinned
-    as the release for the test: the folder to pass as `data_dir`."""
+    """A MAPS folder holding the English and Chinese test and few-shot files (configs `maps_en`,
+    `maps_zh`), pinned as the release for the test: the folder to pass as `data_dir`.
+    """
     root, digests = _maps_files
     for relpath, sha256 in digests.items():
         monkeypatch.setitem(maps.SHA256, relpath, sha256)
     return root
 
 
-# ---------------------------------------------------------------- CAMeL: entities and Co prompts of tareknaous/camel
+# ---------------------------------------------------------------- CAMeL: entities and Co prompts of
+# tareknaous/camel
 
-# Entity rows per type: (Entity, Culture) or, for the types with a country, (Entity, Country, Culture). A few
-# entities per culture; clothing_male has min(50, pool) = the whole pool (4 Arab, 3 Western), one cell unstripped.
+# Entity rows per type: (Entity, Culture) or, for the types with a country, (Entity, Country,
+# Culture). A few entities per culture; clothing_male has min(50, pool) = the whole pool (4 Arab, 3
+# Western), one cell unstripped.
 CAMEL_ENTITIES = {
     "names_female": [("فاطمة", "Arab"), ("مريم", "Arab"), ("نورة", "Arab"), ("جينيفر", "Western"),
                      ("ماري", "Western")],
@@ -352,9 +370,10 @@ CAMEL_ENTITIES = {
     "religious_places": [("مسجد", "Arab"), ("كنيسة", "Western")],
     "sports_clubs": [("الهلال", "Saudi Arabia", "Arab"), ("ريال مدريد", "Spain", "Western")],
 }  # fmt: skip
-# (Entity Type, Prompt, Sentiment) rows of the Co masked-LM file: the two names_female prompts the protocol tests
-# quote (the second with the release's raw double space and trailing space) and two made-up clothing_male prompts,
-# the second with the mask first (an empty causal prefix, as some released prompts have).
+# (Entity Type, Prompt, Sentiment) rows of the Co masked-LM file: the two names_female prompts the
+# protocol tests quote (the second with the release's raw double space and trailing space) and two
+# made-up clothing_male prompts, the second with the mask first (an empty causal prefix, as some
+# released prompts have).
 CAMEL_CO_PROMPTS = [
     ("Names-Female", "كان في الابتدائي معاي بنت عربية اسمها [MASK]", "neutral"),
     (
@@ -393,8 +412,10 @@ def _camel_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 def camel_release(
     _camel_files: tuple[Path, dict[str, str], str], monkeypatch: pytest.MonkeyPatch
 ) -> Path:
-    """A checkout of tareknaous/camel with the ten entity files and the Co masked-LM prompt file (configs
-    `camel_entities` and `camel_co_prompts`), pinned as the release for the test: the folder to pass as `data_dir`."""
+    """A checkout of tareknaous/camel with the ten entity files and the Co masked-LM prompt file
+    (configs `camel_entities` and `camel_co_prompts`), pinned as the release for the test: the
+    folder to pass as `data_dir`.
+    """
     root, digests, prompts = _camel_files
     for entity_type, sha256 in digests.items():
         monkeypatch.setitem(camel.ENTITY_SHA256, entity_type, sha256)

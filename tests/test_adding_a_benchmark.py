@@ -1,7 +1,8 @@
-"""A benchmark of one's own is one folder (docs/adding-a-benchmark.md): a toy package (its declaration, data module
-and task module) built and installed by pip into a temporary folder, outside this package, and run end to end
-through `culture-probe list`, `culture_probe.run` and `culture-probe run`, found through its entry point alone
-(the folder is only put on PYTHONPATH)."""
+"""A benchmark of one's own is one folder (docs/adding-a-benchmark.md): a toy package (its
+declaration, data module and task module) built and installed by pip into a temporary folder,
+outside this package, and run end to end through `culture-probe list`, `culture_probe.run` and
+`culture-probe run`, found through its entry point alone (the folder is only put on PYTHONPATH).
+"""
 
 from __future__ import annotations
 
@@ -123,7 +124,9 @@ FACTS = {"Zafran": "Qamira", "Eldmark": "Halden", "Brisa": "Corvel"}
 
 @pytest.fixture
 def plugin(tmp_path):
-    """The toy benchmark, a package of its own installed by pip into a folder outside this package, and its data."""
+    """The toy benchmark, a package of its own installed by pip into a folder outside this package,
+    and its data.
+    """
     source = tmp_path / "toy_source"
     (source / "toy_capitals").mkdir(parents=True)
     modules = {"__init__": DECLARATION, "data": DATA_MODULE, "task": TASK_MODULE}

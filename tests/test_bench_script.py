@@ -1,6 +1,7 @@
-"""`make bench` keeps working: the engine benchmark runs end to end on a small subset of the FmLAMA pool, the engine
-agrees with both baselines, and a target that fails makes the script fail (the speed figures themselves are the
-script's job, not a test's)."""
+"""`make bench` keeps working: the engine benchmark runs end to end on a small subset of the FmLAMA
+pool, the engine agrees with both baselines, and a target that fails makes the script fail (the
+speed figures themselves are the script's job, not a test's).
+"""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def test_bench_script_compares_engine_and_baselines_and_fails_a_missed_target():
     # the real harness ran
     assert sum("lm-eval HFLM" in line and "speed-up" in line for line in lines) == 2
     assert sum("FLOP bound" in line and "x the bound" in line for line in lines) == 2
-    # the engine agrees with lm-eval and with the masked baseline, and generates what model.generate does
+    # the engine agrees with lm-eval and with the masked baseline, and generates what model.generate
+    # does
     assert sum(line.strip().startswith("PASS  max |diff| <= 1e-04") for line in lines) == 3, (
         out.stdout
     )
@@ -46,7 +48,8 @@ def test_bench_script_compares_engine_and_baselines_and_fails_a_missed_target():
         out.stdout
     )
     assert any(line.startswith("start-up: culture-probe --help") for line in lines), out.stdout
-    # 40 candidates are fewer than the 1,000 the benchmark needs: that target fails, and so does the script.
+    # 40 candidates are fewer than the 1,000 the benchmark needs: that target fails, and so does the
+    # script.
     assert (
         sum(line.strip().startswith("FAIL  pool >= 1,000 candidates (40)") for line in lines) == 3
     )
@@ -85,8 +88,10 @@ def test_busy_time_merges_overlapping_and_nested_intervals_once():
 
 
 def test_gpu_check_reads_the_gpu_lines_of_the_full_size_benchmark():
-    """The GPU's lines (only printed on a GPU) as gpu_check reads them: the busy share judged against the target, the
-    N-process speed-up and score equality, and one GPU's row saying that it was not measured."""
+    """The GPU's lines (only printed on a GPU) as gpu_check reads them: the busy share judged
+    against the target, the N-process speed-up and score equality, and one GPU's row saying that it
+    was not measured.
+    """
     fullsize, check = script("bench_fullsize"), script("gpu_check")
     busy = fullsize.Measured(
         probes=1000,
@@ -173,8 +178,9 @@ def test_full_size_gpu_options_refuse_a_machine_without_a_gpu():
 @pytest.mark.slow
 @pytest.mark.usefixtures("mirror")
 def test_full_size_benchmark_measures_the_busy_share_and_two_processes_on_the_cpu():
-    """The GPU options' path on the CPU: a given shape, the profiler's busy share, and two processes (torchrun on
-    gloo) that give one process's scores."""
+    """The GPU options' path on the CPU: a given shape, the profiler's busy share, and two processes
+    (torchrun on gloo) that give one process's scores.
+    """
     args = [
         "--device",
         "cpu",

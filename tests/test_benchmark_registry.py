@@ -1,5 +1,6 @@
-"""One way to find a benchmark (culture_probe/benchmarks/__init__.py): its folder's declaration, registered under the
-`culture_probe.benchmarks` entry-point group; every stage reaches its parts through it.
+"""One way to find a benchmark (culture_probe/benchmarks/__init__.py): its folder's declaration,
+registered under the `culture_probe.benchmarks` entry-point group; every stage reaches its parts
+through it.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def test_a_planted_module_without_its_kind_is_refused_when_declared():
 
 @pytest.fixture
 def entry_points(monkeypatch):
-    """Replace the installed entry points with `points`, and forget the cached table before and after."""
+    """Replace the installed entry points with `points`, and forget the cached table before and
+    after.
+    """
 
     def install(*points: EntryPoint) -> None:
         monkeypatch.setattr(

@@ -1,5 +1,6 @@
-"""The documentation builds without warnings (`mkdocs build --strict`: no broken links, no missing pages), every page
-is in the nav once, and each benchmark page has the sections a reader looks for."""
+"""The documentation builds without warnings (`mkdocs build --strict`: no broken links, no missing
+pages), every page is in the nav once, and each benchmark page has the sections a reader looks for.
+"""
 
 from __future__ import annotations
 
@@ -98,8 +99,9 @@ def test_mkdocs_build_strict(tmp_path):
 
 
 def deviation_section(markdown: str) -> str:
-    """The text of a benchmark page's "Deviations from the original code" section, up to the next heading of its
-    level or higher."""
+    """The text of a benchmark page's "Deviations from the original code" section, up to the next
+    heading of its level or higher.
+    """
     start = markdown.index("Deviations from the original code")
     level = markdown.rfind("\n", 0, start)
     hashes = markdown[level + 1 : start].strip()
@@ -110,8 +112,9 @@ def deviation_section(markdown: str) -> str:
 
 @pytest.mark.parametrize("benchmark", ["dlama", "fmlama", "camel", "xfakt", "maps"])
 def test_each_deviation_is_on_its_benchmark_page_with_its_upstream_side(benchmark):
-    """Every deviation the protocol declares is a row of the page's deviation table, and each option the upstream
-    profile sets for it is named there, so the docs cannot fall behind the code."""
+    """Every deviation the protocol declares is a row of the page's deviation table, and each option
+    the upstream profile sets for it is named there, so the docs cannot fall behind the code.
+    """
     import importlib
 
     task = importlib.import_module(f"culture_probe.benchmarks.{benchmark}.task").TASK
@@ -133,9 +136,9 @@ def test_each_deviation_is_on_its_benchmark_page_with_its_upstream_side(benchmar
             assert option in row, f"{benchmark} {deviation.id}: the row does not name {option}"
 
 
-#: citations of documents a user does not have: the internal design specs (`spec 4.4`, `spec section 7`,
-#: `specs/camel.md`, `spec dlama.md`, `(spec §5)`), DESIGN.md, and "the shared mirror" (users know only a local
-#: mirror set with CULTURE_PROBE_MIRROR)
+#: citations of documents a user does not have: the internal design specs (`spec 4.4`, `spec section
+#: 7`, `specs/camel.md`, `spec dlama.md`, `(spec §5)`), DESIGN.md, and "the shared mirror" (users
+#: know only a local mirror set with CULTURE_PROBE_MIRROR)
 INTERNAL_CITATION = re.compile(
     r"\bspecs?\s+(?:section\s+|table\s+|§\s*)?\d|\bspecs?\s*§|\bspecs/|\bspecs?\s+[a-z_]+\.md\b|\bDESIGN\.md\b"
     r"|shared\s+mirror",
@@ -173,8 +176,10 @@ def test_internal_citation_pattern():
 
 
 def test_user_facing_text_cites_only_what_users_have():
-    """Docstrings (rendered into the API docs), messages and descriptions of the package, the docs pages, the README
-    and the metric modules' READMEs cite the papers or the docs, never the design specs kept outside the repository."""
+    """Docstrings (rendered into the API docs), messages and descriptions of the package, the docs
+    pages, the README and the metric modules' READMEs cite the papers or the docs, never the design
+    specs kept outside the repository.
+    """
     import ast
 
     found = []
@@ -203,8 +208,9 @@ def test_user_facing_text_cites_only_what_users_have():
 
 
 def quick_start(page: str) -> list[list[str]]:
-    """The `culture-probe` commands of a page's first bash block under "Quick start" that need no network (no
-    `--endpoint wikidata`), each from its subcommand on, continuation lines joined."""
+    """The `culture-probe` commands of a page's first bash block under "Quick start" that need no
+    network (no `--endpoint wikidata`), each from its subcommand on, continuation lines joined.
+    """
     text = (DOCS / page).read_text(encoding="utf-8")
     block = re.search(r"## Quick start\n+```bash\n(.*?)```", text, flags=re.S)
     assert block, f"docs/{page} has no Quick start bash block"
@@ -220,10 +226,12 @@ def quick_start(page: str) -> list[list[str]]:
 def test_the_curation_quick_start_runs_as_written_and_its_pair_is_probed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The offline commands of docs/curation.md's quick start, run from a checkout's root as a user copies them:
-    the curation writes facts (it exited 2 on the fixture's seven empty predicates), and the run probes the pair it
-    wrote in both languages (dlama_arab_west refused it by the paper's counts, dlama_custom for want of `pair=`),
-    with a masked stand-in that ranks every candidate alike in place of the Hub model, and a small limit."""
+    """The offline commands of docs/curation.md's quick start, run from a checkout's root as a user
+    copies them: the curation writes facts (it exited 2 on the fixture's seven empty predicates),
+    and the run probes the pair it wrote in both languages (dlama_arab_west refused it by the
+    paper's counts, dlama_custom for want of `pair=`), with a masked stand-in that ranks every
+    candidate alike in place of the Hub model, and a small limit.
+    """
     pytest.importorskip("pyoxigraph", reason="curation needs culture_probe[curation]")
     from stand_ins import NoIdeaScorer
 

@@ -1,8 +1,8 @@
-"""The floors of the package, held by a test over every import (those inside functions too): a module imports only
-its own floor and those below, so the pipeline data -> engine -> metrics -> tasks -> report runs one way, with the run
-layer and the interfaces above; the engine knows no benchmark, no generic module imports a benchmark's folder and no
-benchmark another's; no module imports another that imports it back.
-docs/architecture.md draws the same floors.
+"""The floors of the package, held by a test over every import (those inside functions too): a
+module imports only its own floor and those below, so the pipeline data -> engine -> metrics ->
+tasks -> report runs one way, with the run layer and the interfaces above; the engine knows no
+benchmark, no generic module imports a benchmark's folder and no benchmark another's; no module
+imports another that imports it back. docs/architecture.md draws the same floors.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "culture_probe"
 
-# Bottom first. A module belongs to the floor of its subpackage (culture_probe/<name>/) or, at the top level, of its
-# own name; `culture_probe` itself (the lazy front door) hands names on and belongs to no floor. A benchmark's
-# folder (culture_probe/benchmarks/<bench>/) is not a floor: each file in it takes the floor of its role (ROLES), and
-# the registry (`culture_probe.benchmarks`) and each folder's declaration (its __init__.py) are on the ground floor.
+# Bottom first. A module belongs to the floor of its subpackage (culture_probe/<name>/) or, at the
+# top level, of its own name; `culture_probe` itself (the lazy front door) hands names on and
+# belongs to no floor. A benchmark's folder (culture_probe/benchmarks/<bench>/) is not a floor: each
+# file in it takes the floor of its role (ROLES), and the registry (`culture_probe.benchmarks`) and
+# each folder's declaration (its __init__.py) are on the ground floor.
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("errors", "util", "sharing", "schemas", "record", "version", "benchmarks"),
     ("data", "curation"),
@@ -41,10 +42,12 @@ ROLES = {
     "planted": "models",
     "report": "report",
 }
-# What the engine may read of the data layer: where files are cached. No benchmark module, no protocol.
+# What the engine may read of the data layer: where files are cached. No benchmark module, no
+# protocol.
 ENGINE_READS = {"culture_probe.data.sources"}
-# Modules outside the benchmark folders that may name a benchmark's module: evaluate's modules (each is one
-# benchmark's formula, published as its own Space) and the demo (one benchmark's job, end to end).
+# Modules outside the benchmark folders that may name a benchmark's module: evaluate's modules (each
+# is one benchmark's formula, published as its own Space) and the demo (one benchmark's job, end to
+# end).
 NAMES_A_BENCHMARK = ("culture_probe.metrics_modules.", "culture_probe.demo")
 
 
@@ -58,8 +61,8 @@ def modules() -> dict[str, Path]:
 
 
 def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The package's modules that `path` imports anywhere in it (a name imported from a package counts as that
-    package's module of that name when there is one).
+    """The package's modules that `path` imports anywhere in it (a name imported from a package
+    counts as that package's module of that name when there is one).
     """
     base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
@@ -91,7 +94,9 @@ def floor_of(module: str) -> int | None:
 
 
 def benchmark_of(module: str) -> str | None:
-    """The benchmark whose folder holds `module` (None for the registry and every module outside the folders)."""
+    """The benchmark whose folder holds `module` (None for the registry and every module outside the
+    folders).
+    """
     parts = module.split(".")
     return parts[2] if parts[1:2] == ["benchmarks"] and len(parts) > 2 else None
 
@@ -107,8 +112,9 @@ def test_every_module_has_a_floor():
 
 
 def test_no_generic_module_names_a_benchmark():
-    """The engine, the protocols' base, the metrics' core, the report's core, the runner, the board, the curation
-    framework and the trainer find a benchmark's parts through its declaration, never by importing them.
+    """The engine, the protocols' base, the metrics' core, the report's core, the runner, the board,
+    the curation framework and the trainer find a benchmark's parts through its declaration, never
+    by importing them.
     """
     naming = sorted(
         f"{module} imports {target}"

@@ -1,5 +1,6 @@
-"""A second run of a generation protocol with the same model and cache folder asks the model nothing: its texts
-(X-FaKT answers, MAPS memorisation continuations) come from the score cache, and its records are the same.
+"""A second run of a generation protocol with the same model and cache folder asks the model
+nothing: its texts (X-FaKT answers, MAPS memorisation continuations) come from the score cache, and
+its records are the same.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The golden runs of `tests/golden/cases.py`: records and metrics equal those written before the refactor."""
+"""The golden runs of `tests/golden/cases.py`: records and metrics equal those written before the
+refactor.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ from golden.cases import CASES, golden_path, run_case
 
 from culture_probe.schemas import validate_metrics
 
-#: keys a later change added to records or metrics on purpose (structure, not numbers): the record's probe kind
-#: (issue 11: typed records), the skipped-probe counts every protocol's metrics now carry, and X-FaKT's count of
-#: answers still waiting for a verdict (always 0 in a finished run), the results block's chance levels (issue 24),
-#: DLAMA's culture gap per language Holm-adjusted over the run's languages, with how many tests that is (issue 34), and
-#: the processes a truncation record sums over (issue 35)
+#: keys a later change added to records or metrics on purpose (structure, not numbers): the record's
+#: probe kind (issue 11: typed records), the skipped-probe counts every protocol's metrics now
+#: carry, and X-FaKT's count of answers still waiting for a verdict (always 0 in a finished run),
+#: the results block's chance levels (issue 24), DLAMA's culture gap per language Holm-adjusted over
+#: the run's languages, with how many tests that is (issue 34), and the processes a truncation
+#: record sums over (issue 35)
 ADDED_KEYS: frozenset[str] = frozenset(
     {
         "probe",
@@ -32,7 +35,9 @@ ADDED_KEYS: frozenset[str] = frozenset(
 
 
 def assert_same(expected: Any, actual: Any, where: str = "") -> None:
-    """Equal JSON values; floats within 1e-6 (relative) so that another CPU's rounding does not fail the test."""
+    """Equal JSON values; floats within 1e-6 (relative) so that another CPU's rounding does not fail
+    the test.
+    """
     if isinstance(expected, float) or isinstance(actual, float):
         assert isinstance(actual, (int, float)) and math.isclose(
             expected, actual, rel_tol=1e-6, abs_tol=1e-9

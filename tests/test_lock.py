@@ -1,5 +1,6 @@
-"""The committed lock (`requirements/test.lock`, what `make install` and CI install) and setup.cfg's open ranges
-(what users install) never drift apart, and the environment the tests run in is the lock's.
+"""The committed lock (`requirements/test.lock`, what `make install` and CI install) and setup.cfg's
+open ranges (what users install) never drift apart, and the environment the tests run in is the
+lock's.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def locked() -> dict[str, Version]:
 
 
 def declared(extras: tuple[str, ...] = ("test",)) -> list[Requirement]:
-    """setup.cfg's install_requires and the requirements of `extras`, following `culture_probe[...]` references."""
+    """setup.cfg's install_requires and the requirements of `extras`, following `culture_probe[...]`
+    references.
+    """
     config = configparser.ConfigParser()
     config.read(REPO / "setup.cfg")
     sections = config["options.extras_require"]
@@ -85,8 +88,8 @@ def test_every_pin_carries_a_hash() -> None:
 
 
 def test_the_environment_under_test_is_the_lock() -> None:
-    # `make install` syncs the venv to the lock: a package at another version means the tests ran on something
-    # the lock does not record
+    # `make install` syncs the venv to the lock: a package at another version means the tests ran on
+    # something the lock does not record
     wrong = {}
     for name, pinned in locked().items():
         try:

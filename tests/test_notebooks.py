@@ -1,8 +1,8 @@
-"""Every notebook in notebooks/ runs top to bottom (one test per notebook) in a python3 kernel from this venv, and
-the outputs committed with it are the ones it produces now.
+"""Every notebook in notebooks/ runs top to bottom (one test per notebook) in a python3 kernel from
+this venv, and the outputs committed with it are the ones it produces now.
 
-The stored outputs are written by `make notebooks` (`python tests/test_notebooks.py --update [NAME ...]`), which
-executes each notebook exactly as the test does and writes it back.
+The stored outputs are written by `make notebooks` (`python tests/test_notebooks.py --update [NAME
+...]`), which executes each notebook exactly as the test does and writes it back.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from culture_probe.models.planted import PLANTABLE_ARCHS
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 REGENERATE = "make notebooks"
-# Fixed in the kernel so that outputs do not depend on the machine or on what ran before: no progress bars or
-# library chatter, one torch thread count everywhere (float sums depend on it), offline hubs.
+# Fixed in the kernel so that outputs do not depend on the machine or on what ran before: no
+# progress bars or library chatter, one torch thread count everywhere (float sums depend on it),
+# offline hubs.
 KERNEL_ENV = {
     "OMP_NUM_THREADS": "2",
     "MKL_NUM_THREADS": "2",
@@ -51,14 +52,17 @@ KERNEL_ENV = {
 QUIET_WARNINGS = "ignore:IProgress not found"
 IMAGE = re.compile(r"image/")
 SCRATCH_PREFIX = "culture_probe_notebook_"
-# `path:line: SomeWarning: message` and its source line, from an installed package (versions vary by environment)
+# `path:line: SomeWarning: message` and its source line, from an installed package (versions vary by
+# environment)
 THIRD_PARTY_WARNING = re.compile(
     r"^\S*(site|dist)-packages/\S+:\d+: \w*Warning: .*\n(  .*\n)?", re.MULTILINE
 )
 
 
 def declared_distributions() -> set[str]:
-    """Normalised names in setup.cfg's install_requires and `test` extra (what a test environment installs)."""
+    """Normalised names in setup.cfg's install_requires and `test` extra (what a test environment
+    installs).
+    """
     config = configparser.ConfigParser()
     config.read(REPO / "setup.cfg")
     lines = (
@@ -93,8 +97,9 @@ def imported_modules(path: Path) -> set[str]:
 
 @contextmanager
 def scratch_folder() -> Iterator[Path]:
-    """A fresh folder for one kernel's caches and temporary files, removed afterwards: a notebook's outputs must
-    not depend on planted models or scores cached by an earlier notebook or test, nor leave files in /tmp.
+    """A fresh folder for one kernel's caches and temporary files, removed afterwards: a notebook's
+    outputs must not depend on planted models or scores cached by an earlier notebook or test, nor
+    leave files in /tmp.
     """
     folder = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
@@ -104,8 +109,8 @@ def scratch_folder() -> Iterator[Path]:
 
 
 def kernel_environment(scratch: Path) -> dict[str, str]:
-    """The kernel's environment: this one, plus the repo on sys.path (also before `pip install -e .`), its caches
-    and temporary files in `scratch`, and KERNEL_ENV.
+    """The kernel's environment: this one, plus the repo on sys.path (also before `pip install -e
+    .`), its caches and temporary files in `scratch`, and KERNEL_ENV.
     """
     folders = {
         "TMPDIR": "tmp",
@@ -127,14 +132,15 @@ def kernel_environment(scratch: Path) -> dict[str, str]:
 
 
 def executed(path: Path) -> nbformat.NotebookNode:
-    """The notebook at `path` run top to bottom in a fresh python3 kernel (cwd: its folder), outputs filled in;
-    raises CellExecutionError naming the failing cell.
+    """The notebook at `path` run top to bottom in a fresh python3 kernel (cwd: its folder), outputs
+    filled in; raises CellExecutionError naming the failing cell.
     """
     notebook = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         notebook,
         timeout=900,
-        # the kernel's start (60 s by default) is a hang guard too: a busy machine takes minutes for its imports
+        # the kernel's start (60 s by default) is a hang guard too: a busy machine takes minutes for
+        # its imports
         startup_timeout=600,
         kernel_name="python3",
         record_timing=False,
@@ -146,9 +152,9 @@ def executed(path: Path) -> nbformat.NotebookNode:
 
 
 def path_patterns() -> list[tuple[re.Pattern[str], str]]:
-    """(pattern, placeholder) pairs for the paths of this machine and run: the repository, the venv, the mirror,
-    temporary folders, the home folder. Outputs are stored with the placeholders, so no notebook names a path of
-    the machine that wrote it.
+    """(pattern, placeholder) pairs for the paths of this machine and run: the repository, the venv,
+    the mirror, temporary folders, the home folder. Outputs are stored with the placeholders, so no
+    notebook names a path of the machine that wrote it.
 
     Stored outputs may come from another checkout: a path is recognised by its tail where it can be.
     """
@@ -175,10 +181,11 @@ def path_patterns() -> list[tuple[re.Pattern[str], str]]:
 
 
 def version_patterns() -> list[tuple[re.Pattern[str], str]]:
-    """(pattern, placeholder) pairs for what follows from the installed libraries' versions: the versions a report
-    prints, a planted model's folder name (`PlantedSpec.key()` hashes the torch, transformers and tokenizers
-    versions) and hex digests (a tokenizer's sha256, a git revision). Outputs are stored with the placeholders, so
-    a dependency release cannot make a stored output stale.
+    """(pattern, placeholder) pairs for what follows from the installed libraries' versions: the
+    versions a report prints, a planted model's folder name (`PlantedSpec.key()` hashes the torch,
+    transformers and tokenizers versions) and hex digests (a tokenizer's sha256, a git revision).
+    Outputs are stored with the placeholders, so a dependency release cannot make a stored output
+    stale.
     """
     libraries = "culture_probe|torch|transformers|datasets|tokenizers|numpy|scipy|accelerate"
     archs = "|".join(re.escape(arch) for arch in sorted(PLANTABLE_ARCHS, key=len, reverse=True))
@@ -190,14 +197,16 @@ def version_patterns() -> list[tuple[re.Pattern[str], str]]:
 
 
 def placeholder_patterns() -> list[tuple[re.Pattern[str], str]]:
-    """Everything a stored output shows as a placeholder: paths of the machine, versions and what hashes them."""
+    """Everything a stored output shows as a placeholder: paths of the machine, versions and what
+    hashes them.
+    """
     return [*path_patterns(), *version_patterns()]
 
 
 def volatile_patterns() -> list[tuple[re.Pattern[str], str]]:
-    """(pattern, replacement) pairs for text that differs between runs or machines but not with the library's
-    results: the placeholders' text, durations, timestamps, memory addresses. The numbers the library computes are
-    left alone.
+    """(pattern, replacement) pairs for text that differs between runs or machines but not with the
+    library's results: the placeholders' text, durations, timestamps, memory addresses. The numbers
+    the library computes are left alone.
     """
     return [
         *placeholder_patterns(),
@@ -219,12 +228,16 @@ def volatile_patterns() -> list[tuple[re.Pattern[str], str]]:
 
 
 def without_progress(text: str) -> str:
-    """`text` as a terminal shows it: of a line rewritten with carriage returns (progress bars), the last state."""
+    """`text` as a terminal shows it: of a line rewritten with carriage returns (progress bars), the
+    last state.
+    """
     return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
 def merged(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
-    """`outputs` with consecutive chunks of one stream joined: how a stream is chunked depends on timing."""
+    """`outputs` with consecutive chunks of one stream joined: how a stream is chunked depends on
+    timing.
+    """
     joined: list[nbformat.NotebookNode] = []
     for output in outputs:
         previous = joined[-1] if joined else None
@@ -241,17 +254,17 @@ def merged(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
 
 
 def stream_lines(output: nbformat.NotebookNode) -> list[str]:
-    """A stream's lines as compared: progress bars at their last state, no installed package's warnings, no blank
-    lines (`tokenizers`' trainers print blank lines in place of progress bars, sometimes in the same chunk as
-    the next print).
+    """A stream's lines as compared: progress bars at their last state, no installed package's
+    warnings, no blank lines (`tokenizers`' trainers print blank lines in place of progress bars,
+    sometimes in the same chunk as the next print).
     """
     text = THIRD_PARTY_WARNING.sub("", without_progress(output.text))
     return [line for line in text.splitlines() if line.strip()]
 
 
 def output_lines(output: nbformat.NotebookNode) -> list[str]:
-    """One output as comparable lines: streams and text data verbatim, images by their presence only (font
-    rendering differs between machines).
+    """One output as comparable lines: streams and text data verbatim, images by their presence only
+    (font rendering differs between machines).
     """
     if output.output_type == "stream":
         lines = stream_lines(output)
@@ -281,7 +294,9 @@ def cell_lines(
 
 
 def mismatches(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> list[str]:
-    """One message (cell number and a short diff) per code cell whose stored outputs differ from the fresh ones."""
+    """One message (cell number and a short diff) per code cell whose stored outputs differ from the
+    fresh ones.
+    """
     patterns = volatile_patterns()
     messages = []
     for number, (old, new) in enumerate(zip(stored.cells, fresh.cells, strict=True)):
@@ -324,10 +339,11 @@ def images(cell: nbformat.NotebookNode) -> list[str]:
 
 
 def storable(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """`fresh` as committed, written so that re-running changes no byte when nothing changed: a code cell keeps
-    its stored outputs while they match the fresh ones (same normalised text, same image bytes), since paths of
-    temporary folders differ in every run; no timing or other run-specific metadata (the notebook's own metadata
-    is kept, not the kernel's version details); an id on every cell.
+    """`fresh` as committed, written so that re-running changes no byte when nothing changed: a code
+    cell keeps its stored outputs while they match the fresh ones (same normalised text, same image
+    bytes), since paths of temporary folders differ in every run; no timing or other run-specific
+    metadata (the notebook's own metadata is kept, not the kernel's version details); an id on every
+    cell.
     """
     patterns = volatile_patterns()
     fresh.metadata = stored.metadata
@@ -345,15 +361,17 @@ def storable(stored: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> nbf
 
 
 def text_fields(output: nbformat.NotebookNode) -> list[tuple[dict, str]]:
-    """(holder, key) of every text an output shows: a stream's text, its text/* data (images are bytes)."""
+    """(holder, key) of every text an output shows: a stream's text, its text/* data (images are
+    bytes).
+    """
     if output.output_type == "stream":
         return [(output, "text")]
     return [(output["data"], mime) for mime in output.get("data", {}) if not IMAGE.match(mime)]
 
 
 def with_placeholders(output: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """`output` with every path of this machine, library version and digest replaced by its placeholder
-    (`<mirror>`, `<tmp>/<dir>`, `transformers <version>`, `bert-<key>`, ...).
+    """`output` with every path of this machine, library version and digest replaced by its
+    placeholder (`<mirror>`, `<tmp>/<dir>`, `transformers <version>`, `bert-<key>`, ...).
     """
     for holder, key in text_fields(output):
         text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
@@ -378,7 +396,8 @@ def update(path: Path) -> bool:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_imports_are_declared_dependencies(path: Path) -> None:
-    # a notebook must not rely on a package that only happens to be installed (e.g. pulled in by another one)
+    # a notebook must not rely on a package that only happens to be installed (e.g. pulled in by
+    # another one)
     declared, owners = declared_distributions(), packages_distributions()
     third_party = imported_modules(path) - set(sys.stdlib_module_names) - {"culture_probe"}
     undeclared = {
@@ -412,8 +431,9 @@ def test_stored_outputs_hold_no_path_version_or_digest(path: Path) -> None:
 def report_output(
     monkeypatch: pytest.MonkeyPatch, transformers_version: str
 ) -> nbformat.NotebookNode:
-    """A notebook cell showing a planted model's report header, as made with `transformers_version` installed: the
-    model's folder is named by the real `PlantedSpec.key()`, which hashes the installed versions.
+    """A notebook cell showing a planted model's report header, as made with `transformers_version`
+    installed: the model's folder is named by the real `PlantedSpec.key()`, which hashes the
+    installed versions.
     """
     import transformers
 
@@ -453,7 +473,8 @@ def report_output(
 def test_a_transformers_release_cannot_make_a_stored_output_stale(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # the header names the planted model's folder, its tokenizer digest and the versions: all change with a release
+    # the header names the planted model's folder, its tokenizer digest and the versions: all change
+    # with a release
     before, after = report_output(monkeypatch, "5.24.0"), report_output(monkeypatch, "5.99.1")
     assert before.outputs[0].data["text/markdown"] != after.outputs[0].data["text/markdown"]
     stored = nbformat.v4.new_notebook(cells=[before])

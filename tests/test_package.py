@@ -157,10 +157,10 @@ def test_reports_without_matplotlib_keep_every_number_and_say_how_to_get_figures
 
 @pytest.mark.slow
 def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
-    """What `pip install culture_probe` gives: a wheel built from the checkout, installed into a new venv without
-    the checkout on the path, runs `culture-probe list` and finds its data files (schemas, metric modules,
-    vendored templates). The dependencies come from this venv's site-packages (PYTHONPATH; no network here), so
-    the package itself is only what the wheel holds.
+    """What `pip install culture_probe` gives: a wheel built from the checkout, installed into a new
+    venv without the checkout on the path, runs `culture-probe list` and finds its data files
+    (schemas, metric modules, vendored templates). The dependencies come from this venv's
+    site-packages (PYTHONPATH; no network here), so the package itself is only what the wheel holds.
     """
     import sysconfig
     import zipfile
@@ -258,8 +258,9 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
 
 
 def test_every_public_name_is_typed_for_a_checker_and_loads_from_the_same_module():
-    """`culture_probe.run` and the other front-door names load on first use (`_LAZY`); the TYPE_CHECKING imports
-    give a type checker the same names from the same modules, so a user's checker sees their signatures.
+    """`culture_probe.run` and the other front-door names load on first use (`_LAZY`); the
+    TYPE_CHECKING imports give a type checker the same names from the same modules, so a user's
+    checker sees their signatures.
     """
     import ast
 
@@ -275,8 +276,9 @@ def test_every_public_name_is_typed_for_a_checker_and_loads_from_the_same_module
 
 
 def test_a_moved_module_keeps_its_old_name_as_the_same_module_with_a_warning(tmp_path, monkeypatch):
-    """util/moves.py, for modules that move after a release: the old name gives the new module itself (an import or
-    a patch of either reaches one module), with a DeprecationWarning naming its new home and the removing release.
+    """util/moves.py, for modules that move after a release: the old name gives the new module
+    itself (an import or a patch of either reaches one module), with a DeprecationWarning naming its
+    new home and the removing release.
     """
     import importlib
     import sys

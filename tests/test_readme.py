@@ -1,6 +1,7 @@
-"""The README's first screen works as written: every `culture-probe` line parses with the real command line, every
-config, group and metric it names exists, the run, report and compare lines run on the shipped data (with stand-in
-models and a small limit), and the offline Python lines run."""
+"""The README's first screen works as written: every `culture-probe` line parses with the real
+command line, every config, group and metric it names exists, the run, report and compare lines run
+on the shipped data (with stand-in models and a small limit), and the offline Python lines run.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def blocks(language: str) -> list[str]:
 
 
 def command_lines() -> list[list[str]]:
-    """Each `culture-probe ...` command of the first screen, comments dropped, from its subcommand on."""
+    """Each `culture-probe ...` command of the first screen, comments dropped, from its subcommand
+    on.
+    """
     commands = []
     for line in "\n".join(blocks("bash")).splitlines():
         words = shlex.split(line, comments=True)
@@ -86,7 +89,9 @@ def test_the_offline_metric_lines_run_from_the_repository_root(
 
 
 def test_a_compare_line_pairs_runs_of_one_config() -> None:
-    """`compare` pairs runs of the same config on the same items; the README's must compare such runs."""
+    """`compare` pairs runs of the same config on the same items; the README's must compare such
+    runs.
+    """
     parser, made = build_parser(), {}
     for argv in command_lines():
         args = parser.parse_args(argv)
@@ -98,8 +103,9 @@ def test_a_compare_line_pairs_runs_of_one_config() -> None:
 
 @pytest.fixture
 def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every model the README names is a tiny random BERT here (they are all masked models), read for its kind and
-    loaded from its folder; what runs around it (data, protocol, engine, metrics, reports) is the real code.
+    """Every model the README names is a tiny random BERT here (they are all masked models), read
+    for its kind and loaded from its folder; what runs around it (data, protocol, engine, metrics,
+    reports) is the real code.
     """
     from culture_probe.models import save_tiny, train_tokenizer
 
@@ -132,9 +138,9 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 def test_the_run_report_and_compare_lines_run_on_the_shipped_data(
     stand_in: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each `run` line (a small --limit added where it has none), then `report` and `compare` on what they wrote,
-    with `dlama-v1/` the unpacked DLAMA-v1 release; the suite skips asia-west, whose Korean labels that copy lacks,
-    says so, and exits 3.
+    """Each `run` line (a small --limit added where it has none), then `report` and `compare` on
+    what they wrote, with `dlama-v1/` the unpacked DLAMA-v1 release; the suite skips asia-west,
+    whose Korean labels that copy lacks, says so, and exits 3.
     """
     # figures have their own tests; here they would double the time
     for module in ("markdown", "summary", "compare"):
@@ -169,7 +175,8 @@ def test_the_run_report_and_compare_lines_run_on_the_shipped_data(
 
 
 FIVE = README[README.index("## What it holds") : README.index("## Layout")]
-# what the README tells a user of the shipped DLAMA-v1 copy (no Korean labels) to add for exit code 0
+# what the README tells a user of the shipped DLAMA-v1 copy (no Korean labels) to add for exit code
+# 0
 EXIT_0_FIX = ["--data-option", "dlama_asia_west.languages=en"]
 
 
@@ -183,8 +190,10 @@ def five_benchmark_runs() -> list[list[str]]:
 def test_the_five_benchmark_commands_say_what_they_skip_on_the_shipped_data_and_how_to_exit_0() -> (
     None
 ):
-    """They exit 3 on the mirror's DLAMA-v1 copy (dlama_asia_west skipped): the README names that config, the exit
-    code and its meaning, and a fix that parses with each command and reaches that config alone."""
+    """They exit 3 on the mirror's DLAMA-v1 copy (dlama_asia_west skipped): the README names that
+    config, the exit code and its meaning, and a fix that parses with each command and reaches that
+    config alone.
+    """
     from culture_probe.data.registry import check_data_options, data_options_for, resolve
 
     commands = five_benchmark_runs()
@@ -211,8 +220,9 @@ def test_the_five_benchmark_commands_say_what_they_skip_on_the_shipped_data_and_
 def test_the_documented_fix_makes_the_suite_exit_0_on_the_shipped_dlama_copy(
     stand_in: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The DLAMA part of the five-benchmark command (the part that skips) on the mirror's copy: exit 3 as written,
-    exit 0 with the README's addition, dlama_asia_west then probed in English."""
+    """The DLAMA part of the five-benchmark command (the part that skips) on the mirror's copy: exit
+    3 as written, exit 0 with the README's addition, dlama_asia_west then probed in English.
+    """
     for module in ("markdown", "summary"):
         monkeypatch.setattr(
             f"culture_probe.report.{module}.available", lambda name: name != "matplotlib"

@@ -1,7 +1,8 @@
-"""Run settings are declared once (`culture_probe.settings.RunSettings`): the command line's run flags, their help
-and defaults come from the fields, `run(...)` and a suite take the same fields as keywords, and the model's `dtype`
-and `revision` live only in `ModelArgs`, whichever way they are given. Every `KEY=VALUE` flag refuses a malformed
-pair or a key given twice the same way (`culture_probe.util.keyvalue`).
+"""Run settings are declared once (`culture_probe.settings.RunSettings`): the command line's run
+flags, their help and defaults come from the fields, `run(...)` and a suite take the same fields as
+keywords, and the model's `dtype` and `revision` live only in `ModelArgs`, whichever way they are
+given. Every `KEY=VALUE` flag refuses a malformed pair or a key given twice the same way
+(`culture_probe.util.keyvalue`).
 """
 
 from __future__ import annotations

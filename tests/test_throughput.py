@@ -1,6 +1,8 @@
-"""Estimates a user can plan with (issue 45, item 8): the model's cost from its config, this machine's speed measured
-once, the rates a run measures (scoring and generation apart, its model's loading left out, nothing kept from a run
-too small), keyed by the model's shape so a copy of the same weights finds them, kept by concurrent runs alike."""
+"""Estimates a user can plan with (issue 45, item 8): the model's cost from its config, this
+machine's speed measured once, the rates a run measures (scoring and generation apart, its model's
+loading left out, nothing kept from a run too small), keyed by the model's shape so a copy of the
+same weights finds them, kept by concurrent runs alike.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from culture_probe.throughput.meter import Meter, estimate_for, model_shape
 TEXTS = [
     "the capital of france is paris . rice salt apple doctor away egypt africa asia europe"
 ] * 4
-# the warnings of a damaged rates.json each test does not look for (each read of the file says them again)
+# the warnings of a damaged rates.json each test does not look for (each read of the file says them
+# again)
 quiet_rates = pytest.mark.filterwarnings("ignore::culture_probe.throughput.store.RatesFileWarning")
 SPEED = store.DeviceSpeed("cpu (2 threads)", 2e10, 1e-5, 2e-6, 1e10, 1e-9, 1e-3, "2026-12-02")
 
@@ -58,9 +61,10 @@ def requests(n: int = 6) -> list[ScoreRequest]:
 
 
 def test_a_models_shape_is_counted_from_its_config_and_shared_by_a_copy(tiny, tmp_path):
-    """The body is every parameter a token passes (embeddings aside), the head is vocabulary x hidden; the key
-    ignores where the weights live, so a copy of the folder finds the rates of the original, and another shape
-    does not."""
+    """The body is every parameter a token passes (embeddings aside), the head is vocabulary x
+    hidden; the key ignores where the weights live, so a copy of the folder finds the rates of the
+    original, and another shape does not.
+    """
     scorer = Scorer.from_pretrained(tiny["gpt2"])
     shape = model_shape(scorer)
     model = scorer.model
@@ -260,8 +264,10 @@ def test_the_estimate_before_a_first_run_comes_from_flops_at_the_measured_speed(
 def test_the_speed_is_measured_alone_in_a_process_of_a_multi_process_run(
     cache, tmp_path, monkeypatch
 ):
-    """A run's process measures the machine's speed on synthetic requests by itself: none of it is split with the
-    other processes, waited for, or traced as the run's shared work (a two-process run traced 7 calls for 1)."""
+    """A run's process measures the machine's speed on synthetic requests by itself: none of it is
+    split with the other processes, waited for, or traced as the run's shared work (a two-process
+    run traced 7 calls for 1).
+    """
     from culture_probe.engine import parallel
 
     trace = tmp_path / "trace"
@@ -286,7 +292,9 @@ WHOLE_FILES = {
 
 
 def _rates(shape: str = "s", **kinds: object) -> dict:
-    """A rate entry of `shape` on config c as a run writes it, with `kinds` (score, generate, fixed) replaced."""
+    """A rate entry of `shape` on config c as a run writes it, with `kinds` (score, generate, fixed)
+    replaced.
+    """
     rate = {"model": "m", "config": "c", "device": "cpu", "date": "d", "generate": None}
     return {**rate, "score": {"tokens": 1000, "seconds": 2.0}, "fixed": 1.0, **kinds}
 
@@ -299,7 +307,9 @@ def _write_rates(cache, part: dict) -> None:
 
 @pytest.mark.parametrize("text, said", list(WHOLE_FILES.values()), ids=list(WHOLE_FILES))
 def test_a_rates_file_of_the_wrong_shape_is_ignored_with_a_warning_naming_it(cache, text, said):
-    """Never a failed run: every read is empty, with one warning naming the file, and the next keep rewrites it."""
+    """Never a failed run: every read is empty, with one warning naming the file, and the next keep
+    rewrites it.
+    """
     cache.mkdir(parents=True)
     (cache / store.RATES_FILE).write_text(text)
     with pytest.warns(store.RatesFileWarning) as caught:
@@ -343,8 +353,8 @@ def test_a_rates_file_of_the_wrong_shape_is_ignored_with_a_warning_naming_it(cac
     ],
 )
 def test_a_damaged_rate_is_ignored_by_name_and_the_good_ones_kept(cache, entry, field):
-    """The estimate falls back to FLOPs for the damaged shape (no "nan h", no ZeroDivisionError), the other shapes'
-    rates stay in use, and the next run's write drops only the damaged entry.
+    """The estimate falls back to FLOPs for the damaged shape (no "nan h", no ZeroDivisionError),
+    the other shapes' rates stay in use, and the next run's write drops only the damaged entry.
     """
     good = _rates("good")
     _write_rates(cache, {"rates": {"s c": entry, "s": entry, "good": good}, "fixed": {"c": 4.0}})
@@ -408,7 +418,9 @@ def test_a_failed_write_leaves_the_rates_file_as_it_was_and_no_staging_file(cach
 
 
 def _warning_lines(argv: list[str]) -> tuple[int, list[str]]:
-    """Run the command line `argv`: its exit code and the warnings it printed, as the terminal shows them."""
+    """Run the command line `argv`: its exit code and the warnings it printed, as the terminal shows
+    them.
+    """
     from culture_probe.cli import main
 
     shown: list[str] = []
@@ -424,8 +436,9 @@ def _warning_lines(argv: list[str]) -> tuple[int, list[str]]:
 def test_a_run_and_a_dry_run_go_ahead_with_a_damaged_rates_file_saying_so_once(
     tiny, cache, tmp_path, capsys, monkeypatch
 ):
-    """The red-team's files made every run and dry run on the machine fail with "unexpected error" naming no file:
-    now each says, in one warning line naming it, what it ignored, and goes ahead."""
+    """The red-team's files made every run and dry run on the machine fail with "unexpected error"
+    naming no file: now each says, in one warning line naming it, what it ignored, and goes ahead.
+    """
     from culture_probe import runner
 
     data = write_dlama(tmp_path / "dlama")
@@ -448,7 +461,8 @@ def test_a_run_and_a_dry_run_go_ahead_with_a_damaged_rates_file_saying_so_once(
     out = capsys.readouterr().out
     assert "scoring from FLOPs" in out and "nan" not in out
     (cache / store.RATES_FILE).write_text('{"format": 2, "machines": []}')
-    # the speed the file lost is measured again (seconds on a busy machine, and no part of what is tested here)
+    # the speed the file lost is measured again (seconds on a busy machine, and no part of what is
+    # tested here)
     monkeypatch.setattr(flops, "measure_speed", lambda device: SPEED)
     with pytest.warns(store.RatesFileWarning, match="the whole file is ignored"):
         runner.run(

@@ -1,6 +1,7 @@
-"""X-FaKT's literals as the spec (xfakt.md 4.1) gives them, verbatim, for the data and protocol tests: the three
-question templates per language (bijection order) and the gold country names as released (the Turkey-as-the-bird
-and Σιάμ mistranslations included: the corrected configs fix them)."""
+"""X-FaKT's literals as the spec (xfakt.md 4.1) gives them, verbatim, for the data and protocol
+tests: the three question templates per language (bijection order) and the gold country names as
+released (the Turkey-as-the-bird and Σιάμ mistranslations included: the corrected configs fix them).
+"""
 
 # spec 4.1, verbatim
 TEMPLATES = {

@@ -1,12 +1,13 @@
 """The benchmarks, one folder each, and the one registry that finds them.
 
-A benchmark is a package (`culture_probe/benchmarks/dlama/`, or a package of your own) whose `__init__.py` holds
-one `Declaration` naming its parts: the data module (`BUILDER`, `INFO`), the protocol (`TASK`), and where it has
-them its report section, planted model and curation. Each is registered under the entry-point group
-`culture_probe.benchmarks` (setup.cfg for the five built in; your package's metadata for yours), the ecosystem's
-plugin convention, so a benchmark installed from another package is found exactly as the built-in ones are
-(docs/adding-a-benchmark.md). Reading a declaration imports nothing of the benchmark but its `__init__.py`, so
-listing stays fast; each part is imported when a stage first asks for it.
+A benchmark is a package (`culture_probe/benchmarks/dlama/`, or a package of your own) whose
+`__init__.py` holds one `Declaration` naming its parts: the data module (`BUILDER`, `INFO`), the
+protocol (`TASK`), and where it has them its report section, planted model and curation. Each is
+registered under the entry-point group `culture_probe.benchmarks` (setup.cfg for the five built in;
+your package's metadata for yours), the ecosystem's plugin convention, so a benchmark installed from
+another package is found exactly as the built-in ones are (docs/adding-a-benchmark.md). Reading a
+declaration imports nothing of the benchmark but its `__init__.py`, so listing stays fast; each part
+is imported when a stage first asks for it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ Role = Literal["data", "task", "report", "planted", "curation"]
 
 @dataclass(frozen=True)
 class Declaration:
-    """One benchmark's parts, by module name relative to its package (`package`, usually `__name__`).
+    """One benchmark's parts, by module name relative to its package (`package`, usually
+    `__name__`).
 
-    `planted_kind` is the kind of model its planted model trains ("masked" or "causal"), known without importing
-    the planted module; `None` where the benchmark has no planted model.
+    `planted_kind` is the kind of model its planted model trains ("masked" or "causal"), known
+    without importing the planted module; `None` where the benchmark has no planted model.
     """
 
     package: str

@@ -1,9 +1,11 @@
-"""What the board shows, collected from run directories alone (read through `rundir`, like `report` and `compare`):
-the leaderboard, one page per run with its item records, and the paired comparisons of runs of one config.
+"""What the board shows, collected from run directories alone (read through `rundir`, like `report`
+and `compare`): the leaderboard, one page per run with its item records, and the paired comparisons
+of runs of one config.
 
-Every number comes from a run's metrics.json results block (or its records when the run did not finish) and is
-printed by the reports' one rounding rule with its interval and n; paired differences come from
-`report.compare`, which takes them from the metrics' one procedure. Nothing here computes a statistic.
+Every number comes from a run's metrics.json results block (or its records when the run did not
+finish) and is printed by the reports' one rounding rule with its interval and n; paired differences
+come from `report.compare`, which takes them from the metrics' one procedure. Nothing here computes
+a statistic.
 """
 
 from __future__ import annotations
@@ -50,9 +52,11 @@ from culture_probe.shards import ShardRecord, label, read_part
 from culture_probe.sharing import inside, local_model, redacted, shown_model
 from culture_probe.tasks import Record
 
-# a record's outcome on its unit's headline value: at the metric's best end, its worst end, in between
+# a record's outcome on its unit's headline value: at the metric's best end, its worst end, in
+# between
 RIGHT, WRONG, PARTLY, SKIPPED, NONE = "right", "wrong", "partly", "skipped", "no outcome"
-# record fields that the item list shows as the answer and the gold (protocols name them so; the card shows all)
+# record fields that the item list shows as the answer and the gold (protocols name them so; the
+# card shows all)
 ANSWER_FIELDS, GOLD_FIELDS = (
     ("prediction", "pred", "reply", "output"),
     ("gold_label", "gold", "label", "target"),
@@ -61,7 +65,9 @@ ANSWER_FIELDS, GOLD_FIELDS = (
 
 @dataclass(frozen=True)
 class BoardRun:
-    """One run on the board: its id (file-name-safe, unique), files, metrics, and the input of each probe."""
+    """One run on the board: its id (file-name-safe, unique), files, metrics, and the input of each
+    probe.
+    """
 
     id: str
     run: rundir.Run = field(repr=False)
@@ -77,7 +83,9 @@ class BoardRun:
 
     @functools.cached_property
     def results(self) -> ResultsTable:
-        """The run's results block, every part present (read once: the board asks it per language)."""
+        """The run's results block, every part present (read once: the board asks it per
+        language).
+        """
         return ResultsTable.of(self.metrics)
 
     @property
@@ -87,7 +95,9 @@ class BoardRun:
 
     @property
     def model(self) -> str:
-        """The model as a published board names it: a Hub id as given, a local folder by its name and digest."""
+        """The model as a published board names it: a Hub id as given, a local folder by its name
+        and digest.
+        """
         return redacted(
             shown_model(self.record.model.spec, self.record.model.identity), shared=True
         )
@@ -104,7 +114,9 @@ class BoardRun:
 
     @property
     def shard(self) -> str | None:
-        """A shard's label (`shards.label`): a slice of a run, never the run's result; None for a whole run."""
+        """A shard's label (`shards.label`): a slice of a run, never the run's result; None for a
+        whole run.
+        """
         shard = self.record.run.shard
         return label(self.name, shard, self.part) if shard else None
 
@@ -120,12 +132,15 @@ class BoardRun:
 
 
 def run_dirs(paths: Sequence[str | os.PathLike]) -> list[Path]:
-    """The run directories named: each run directory as given, each suite folder's runs (suite.json's order)."""
+    """The run directories named: each run directory as given, each suite folder's runs
+    (suite.json's order).
+    """
     found: list[Path] = []
     for given in paths:
         path = Path(given)
         if rundir.folder_kind(path) == "suite":
-            # a suite's run is read inside it: an entry linking to another run on this machine is refused by name
+            # a suite's run is read inside it: an entry linking to another run on this machine is
+            # refused by name
             found += [
                 inside(path / name, path)
                 for name in rundir.runs_in(path, listed(read_summary(path)))
@@ -141,7 +156,9 @@ def run_dirs(paths: Sequence[str | os.PathLike]) -> list[Path]:
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[BoardRun]:
-    """Every run under `paths`, read with its metrics and its probes' inputs rebuilt; ids unique and stable."""
+    """Every run under `paths`, read with its metrics and its probes' inputs rebuilt; ids unique and
+    stable.
+    """
     runs, taken = [], set[str]()
     for path in run_dirs(paths):
         for name in (rundir.CONFIG_FILE, rundir.ITEMS_FILE, rundir.METRICS_FILE, rundir.ROWS_FILE):
@@ -168,8 +185,8 @@ def slug(text: str) -> str:
 
 
 def estimate_json(estimate: Estimate | None, scale: Any) -> dict[str, Any] | None:
-    """An estimate as the board shows it: the printed value, interval (or why none) and n, and the raw value for
-    sorting; None when the run has no such number.
+    """An estimate as the board shows it: the printed value, interval (or why none) and n, and the
+    raw value for sorting; None when the run has no such number.
     """
     if estimate is None or (number := estimate["value"]) is None:
         return None
@@ -178,7 +195,9 @@ def estimate_json(estimate: Estimate | None, scale: Any) -> dict[str, Any] | Non
 
 
 def headline_of(run: BoardRun, language: str | None = None) -> dict[str, Any] | None:
-    """The run's headline number (overall, or in one language where the results break it down by language)."""
+    """The run's headline number (overall, or in one language where the results break it down by
+    language).
+    """
     metric = run.results.headline
     if metric is None:
         return None
@@ -198,8 +217,9 @@ def languages_of(run: BoardRun) -> list[str]:
 
 
 def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
-    """One row per (model, protocol profile), one column per config: the headline number of the row's run of that
-    config, overall and per language, with its interval and n; a smoke run's cell says so.
+    """One row per (model, protocol profile), one column per config: the headline number of the
+    row's run of that config, overall and per language, with its interval and n; a smoke run's cell
+    says so.
     """
     configs = list(dict.fromkeys(r.name for r in runs))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -211,7 +231,8 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
         shown = row["cells"].get(run.name)
         if shown is not None and not (by_id[shown["run"]].partial and not run.partial):
             shown.setdefault("others", []).append(run.id)
-            # a full run is shown before a smoke run or a shard of the same config; the others are linked
+            # a full run is shown before a smoke run or a shard of the same config; the others are
+            # linked
             continue
         row["cells"][run.name] = {
             "run": run.id,
@@ -237,7 +258,9 @@ def leaderboard(runs: Sequence[BoardRun]) -> dict[str, Any]:
 
 
 def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
-    """The run's page: who ran what, its numbers per stratum, deviations with their side, figures, Reproduce."""
+    """The run's page: who ran what, its numbers per stratum, deviations with their side, figures,
+    Reproduce.
+    """
     config, results = run.record, run.results
     scales = scales_of(run.name)
     bench = config.benchmark
@@ -275,8 +298,9 @@ def run_page(run: BoardRun, figures: Sequence[str]) -> dict[str, Any]:
 
 
 def reproduce_parts(config: RunRecord) -> dict[str, Any]:
-    """report.md's Reproduce section as the page shows it: its notes (what the command cannot express), the command.
-    A local model is named by its folder's name, and a note says to pass its path.
+    """report.md's Reproduce section as the page shows it: its notes (what the command cannot
+    express), the command. A local model is named by its folder's name, and a note says to pass its
+    path.
     """
     model = config.model
     name = local_model(model.spec, model.identity)
@@ -293,7 +317,9 @@ def reproduce_parts(config: RunRecord) -> dict[str, Any]:
 
 
 def smoke_note(config: RunRecord, part: ShardRecord | None = None) -> str:
-    """What a limited run probed (a shard: its share of the draw, `part` its shard.json), as its report says it."""
+    """What a limited run probed (a shard: its share of the draw, `part` its shard.json), as its
+    report says it.
+    """
     subset, shard = config.subset, bool(config.run.shard)
     what = "a shard of a smoke run" if shard else "smoke run"
     if not subset:
@@ -326,8 +352,9 @@ class Outcomes:
 
 
 def outcomes(run: BoardRun) -> Outcomes:
-    """The headline metric's per-unit values (the metrics' own unit table): a binary or bounded metric with a
-    better end gives each item right/wrong; a metric without one (a bias score) gives none.
+    """The headline metric's per-unit values (the metrics' own unit table): a binary or bounded
+    metric with a better end gives each item right/wrong; a metric without one (a bias score) gives
+    none.
     """
     headline = run.results.headline
     answered = [r for r in run.run.records if not r.skipped]
@@ -353,8 +380,8 @@ def outcomes(run: BoardRun) -> Outcomes:
 
 
 def facets_of(run: BoardRun) -> list[str]:
-    """The fields the item browser filters by: the protocol's strata (language, culture, predicate, type...), then
-    the stage when the run has several.
+    """The fields the item browser filters by: the protocol's strata (language, culture, predicate,
+    type...), then the stage when the run has several.
     """
     from culture_probe.tasks import task_for
 
@@ -381,8 +408,9 @@ def short(value: Any, width: int = 80) -> str:
 
 
 def item_index(run: BoardRun, judged: Outcomes) -> dict[str, Any]:
-    """What the item list filters and shows without loading the records: per record its key, facet codes, outcome
-    and a short answer and gold (the full records are in pages, loaded when an item is opened).
+    """What the item list filters and shows without loading the records: per record its key, facet
+    codes, outcome and a short answer and gold (the full records are in pages, loaded when an item
+    is opened).
     """
     records = run.run.records
     facets = []
@@ -405,7 +433,9 @@ def item_index(run: BoardRun, judged: Outcomes) -> dict[str, Any]:
 
 
 def item_records(run: BoardRun, judged: Outcomes) -> list[dict[str, Any]]:
-    """Every record in full for the item cards: identity, outcome and unit value, the probe's input, every field."""
+    """Every record in full for the item cards: identity, outcome and unit value, the probe's input,
+    every field.
+    """
     out = []
     for record in run.run.records:
         value = judged.values.get(record.item_id)
@@ -439,8 +469,8 @@ class Pair:
 
 
 def pairs(runs: Sequence[BoardRun]) -> list[Pair]:
-    """Every two runs of one config on the same items (equal rows_sha256 and subset: two full runs, or smoke runs
-    drawn alike), the earlier as base.
+    """Every two runs of one config on the same items (equal rows_sha256 and subset: two full runs,
+    or smoke runs drawn alike), the earlier as base.
     """
 
     def rows(run: BoardRun) -> Any:
@@ -454,10 +484,11 @@ def pairs(runs: Sequence[BoardRun]) -> list[Pair]:
 
 
 def comparison(pair: Pair, shown: Mapping[str, Outcomes], with_items: bool) -> dict[str, Any]:
-    """The compare view: both runs' numbers lined up, the paired differences (other minus base) with their interval,
-    p-value (raw and Holm-adjusted, with the sentence on how many tests) and procedure, the strata left out
-    said, and the items whose headline value changed (left out when `with_items` is false). The page names the runs
-    base first, as its columns do, and marks one that did not finish (`status`).
+    """The compare view: both runs' numbers lined up, the paired differences (other minus base) with
+    their interval, p-value (raw and Holm-adjusted, with the sentence on how many tests) and
+    procedure, the strata left out said, and the items whose headline value changed (left out when
+    `with_items` is false). The page names the runs base first, as its columns do, and marks one
+    that did not finish (`status`).
     """
     loaded = [
         LoadedRun(r.id, r.record, r.run.records, r.metrics, r.status)

@@ -1,9 +1,11 @@
-"""`culture-probe board RUN_OR_SUITE... --out DIR` and `culture-probe push-board OWNER/NAME RUN_OR_SUITE...`: the
-command-line glue of the board, and its publication as a static Hugging Face Space.
+"""`culture-probe board RUN_OR_SUITE... --out DIR` and `culture-probe push-board OWNER/NAME
+RUN_OR_SUITE...`: the command-line glue of the board, and its publication as a static Hugging Face
+Space.
 
-A Space is private unless `--public`, with `push`'s checks (a Hub repository id, offline mode, a token) from
-`culture_probe.hub.publish`. Records of data released only on request (MAPS) are left out of a published board, its
-numbers kept, unless `--i-have-permission` says the authors allow publishing them; a board built on disk keeps them.
+A Space is private unless `--public`, with `push`'s checks (a Hub repository id, offline mode, a
+token) from `culture_probe.hub.publish`. Records of data released only on request (MAPS) are left
+out of a published board, its numbers kept, unless `--i-have-permission` says the authors allow
+publishing them; a board built on disk keeps them.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ EXAMPLES = """examples:
   culture-probe board runs/mbert runs/xlmr runs/suite --out board
   culture-probe push-board my-org/culture-results runs/suite --dry-run --out space
 """
-# the Space's front matter but its title, which a YAML library writes with them (a colon or newline adds no key)
+# the Space's front matter but its title, which a YAML library writes with them (a colon or newline
+# adds no key)
 SPACE_CARD = {
     "emoji": "🌍",
     "colorFrom": "indigo",
@@ -92,7 +95,9 @@ def board_main(args: Any) -> int:
 
 
 def push_board_main(args: Any) -> int:
-    """`culture-probe push-board`: build the Space's folder and upload it (or only write it, `--dry-run`)."""
+    """`culture-probe push-board`: build the Space's folder and upload it (or only write it,
+    `--dry-run`).
+    """
     check_publication_flags(args.dry_run, args.out)
     upload = push_board(
         args.repo_id,
@@ -118,8 +123,9 @@ def push_board(
     token: str | None = None,
     dry_run_dir: str | os.PathLike | None = None,
 ) -> Any:
-    """Build the board of `paths` with a Space README and upload it as the static Space `repo_id` (private unless
-    `public`); with `dry_run_dir`, write it there and upload nothing. Returns the `publish.Upload`.
+    """Build the board of `paths` with a Space README and upload it as the static Space `repo_id`
+    (private unless `public`); with `dry_run_dir`, write it there and upload nothing. Returns the
+    `publish.Upload`.
     """
     from culture_probe.board.site import build_board
     from culture_probe.hub.publish import Upload, check_repo_id, hub_api
@@ -144,7 +150,9 @@ def push_board(
 
 
 def on_request_benchmarks() -> dict[str, str]:
-    """{benchmark: why its records are left out} for every benchmark whose data is released only on request."""
+    """{benchmark: why its records are left out} for every benchmark whose data is released only on
+    request.
+    """
     from culture_probe.data.registry import benchmark_modules
 
     infos = {
@@ -173,8 +181,8 @@ def space_readme(title: str, site: Site, withhold: dict[str, str]) -> str:
 
 
 def upload_space(api: Any, upload: Any, message: str) -> Any:
-    """Create the static Space if needed (private unless asked otherwise; an existing one keeps its visibility) and
-    upload the folder in one commit, replacing the files of an earlier board.
+    """Create the static Space if needed (private unless asked otherwise; an existing one keeps its
+    visibility) and upload the folder in one commit, replacing the files of an earlier board.
     """
     from dataclasses import replace
 
@@ -203,13 +211,17 @@ def upload_space(api: Any, upload: Any, message: str) -> Any:
 
 
 def files_of(folder: Path, names: Sequence[str]) -> tuple[tuple[str, int], ...]:
-    """(path, bytes) of the files the upload sends: `names`, what the board wrote (never a user's file beside it)."""
+    """(path, bytes) of the files the upload sends: `names`, what the board wrote (never a user's
+    file beside it).
+    """
     return tuple((name, (folder / name).stat().st_size) for name in names)
 
 
 @contextmanager
 def _folder(dry_run_dir: str | os.PathLike | None) -> Iterator[Path]:
-    """The dry run's folder (kept; `build_board` rebuilds it), or a temporary one (removed after the upload)."""
+    """The dry run's folder (kept; `build_board` rebuilds it), or a temporary one (removed after the
+    upload).
+    """
     if dry_run_dir is not None:
         yield Path(dry_run_dir)
         return

@@ -1,8 +1,9 @@
-"""The exact input of every probe of a run, rebuilt from its protocol: records keep what the protocol read from the
-output, not always the text the model was given (X-FaKT keeps the question, not the chat turn; a DLAMA record keeps
-its template, not its candidates). The task is rebuilt from config.json with its resources and rows loaded again
-from where the run took them (`data_dir`, the mirror, the pinned URL, or the run's rows.jsonl), so the board shows
-what the model saw, never a guess from the record's strings.
+"""The exact input of every probe of a run, rebuilt from its protocol: records keep what the
+protocol read from the output, not always the text the model was given (X-FaKT keeps the question,
+not the chat turn; a DLAMA record keeps its template, not its candidates). The task is rebuilt from
+config.json with its resources and rows loaded again from where the run took them (`data_dir`, the
+mirror, the pinned URL, or the run's rows.jsonl), so the board shows what the model saw, never a
+guess from the record's strings.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ PromptKey = tuple[str, str]  # (stage, probe key): a key is unique within one st
 
 @dataclass(frozen=True)
 class Prompts:
-    """Each probe's input by (stage, key), candidate lists stored once (`candidate_sets`), or why none could be
-    rebuilt (`missing`).
+    """Each probe's input by (stage, key), candidate lists stored once (`candidate_sets`), or why
+    none could be rebuilt (`missing`).
     """
 
     by_key: dict[PromptKey, dict[str, Any]] = field(default_factory=dict)
@@ -31,8 +32,9 @@ class Prompts:
 
 
 def rebuild(run: rundir.Run) -> Prompts:
-    """The inputs of `run`'s probes, stage by stage (a later stage is built from the earlier stages' records, as the
-    runner built it); a run whose data or resources cannot be loaded here gets the reason instead.
+    """The inputs of `run`'s probes, stage by stage (a later stage is built from the earlier stages'
+    records, as the runner built it); a run whose data or resources cannot be loaded here gets the
+    reason instead.
     """
     try:
         task = task_of_run(run.record)
@@ -53,7 +55,9 @@ def rebuild(run: rundir.Run) -> Prompts:
 
 
 def run_rows(run: rundir.Run) -> list[Any]:
-    """The rows the run probed: its saved custom rows, or the benchmark's rows from where the run read them."""
+    """The rows the run probed: its saved custom rows, or the benchmark's rows from where the run
+    read them.
+    """
     bench, settings = run.record.benchmark, run.record.run
     if bench.custom_rows:
         saved = bench.saved_rows
@@ -69,7 +73,9 @@ def run_rows(run: rundir.Run) -> list[Any]:
 
 
 def probe_input(probe: Probe, sets: dict[tuple[str, ...], int]) -> dict[str, Any]:
-    """What the engine got for one probe, as the board shows it; candidates go into `sets` (index by first use)."""
+    """What the engine got for one probe, as the board shows it; candidates go into `sets` (index by
+    first use).
+    """
     if isinstance(probe, ScoreProbe):
         request = probe.request
         return {
@@ -98,12 +104,16 @@ def probe_input(probe: Probe, sets: dict[tuple[str, ...], int]) -> dict[str, Any
 
 
 def prompt_of(prompts: Prompts, record: Record) -> dict[str, Any] | None:
-    """The rebuilt input of one record's probe (None: not rebuilt, `prompts.missing` or a probe the rebuild lacks)."""
+    """The rebuilt input of one record's probe (None: not rebuilt, `prompts.missing` or a probe the
+    rebuild lacks).
+    """
     return prompts.by_key.get((record.stage, record.key))
 
 
 def missing_reason(prompts: Prompts, records: Sequence[Record]) -> str | None:
-    """Why some records show no prompt: the rebuild failed, or it built other probes than the run recorded."""
+    """Why some records show no prompt: the rebuild failed, or it built other probes than the run
+    recorded.
+    """
     if prompts.missing:
         return prompts.missing
     absent = sum(prompt_of(prompts, r) is None for r in records)

@@ -1,8 +1,8 @@
-"""Write the board as a static site that opens from `file://`: one `index.html`, the script and style in `assets/`,
-and the data as JavaScript files in `data/` that assign to a global (a browser refuses `fetch()` of a local JSON
-file, but loads a local script). The leaderboard's data loads with the page; a run's page loads its item index
-when opened, and the full records in pages of `PAGE_SIZE` only when an item is opened, so a 49,000-record run opens
-as fast as a small one.
+"""Write the board as a static site that opens from `file://`: one `index.html`, the script and
+style in `assets/`, and the data as JavaScript files in `data/` that assign to a global (a browser
+refuses `fetch()` of a local JSON file, but loads a local script). The leaderboard's data loads with
+the page; a run's page loads its item index when opened, and the full records in pages of
+`PAGE_SIZE` only when an item is opened, so a 49,000-record run opens as fast as a small one.
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ BOARD = outfolder.Output(
 
 @dataclass(frozen=True)
 class Site:
-    """A written board: its folder, the runs and comparisons it shows, its size in bytes, and its files."""
+    """A written board: its folder, the runs and comparisons it shows, its size in bytes, and its
+    files.
+    """
 
     folder: Path
     runs: tuple[str, ...]
@@ -78,12 +80,14 @@ def build_board(
     withhold: Mapping[str, str] | None = None,
     readme: Callable[[Site], str] | None = None,
 ) -> Site:
-    """Write the board of the runs and suites in `paths` into `out` (new, empty, or an earlier board). Records of
-    the benchmarks in `withhold` ({benchmark: why}) are left out: their numbers are shown, their items are not.
-    `readme` gives a README.md written with the board (push-board's Space card).
+    """Write the board of the runs and suites in `paths` into `out` (new, empty, or an earlier
+    board). Records of the benchmarks in `withhold` ({benchmark: why}) are left out: their numbers
+    are shown, their items are not. `readme` gives a README.md written with the board (push-board's
+    Space card).
 
-    The board is built beside `out` and swapped in when complete (`culture_probe.util.outfolder`), under the folder's
-    lock: a failure leaves an earlier board as it was, and files in `out` that no board wrote are kept.
+    The board is built beside `out` and swapped in when complete (`culture_probe.util.outfolder`),
+    under the folder's lock: a failure leaves an earlier board as it was, and files in `out` that no
+    board wrote are kept.
     """
     with outfolder.rebuilding(out, BOARD) as build:
         runs = load_runs(paths)
@@ -143,7 +147,9 @@ def run_summary(run: BoardRun) -> dict[str, Any]:
 
 
 def write_run(folder: Path, run: BoardRun, judged: Outcomes, withheld: str | None) -> None:
-    """The run's page data, its figures, and (unless `withheld`) its item index, records and candidate lists."""
+    """The run's page data, its figures, and (unless `withheld`) its item index, records and
+    candidate lists.
+    """
     figures = copy_figures(run, folder / "figures" / run.id)
     page = {"page": run_page(run, figures), "page_size": PAGE_SIZE, "withheld": withheld}
     data = folder / "data"
@@ -158,7 +164,9 @@ def write_run(folder: Path, run: BoardRun, judged: Outcomes, withheld: str | Non
 
 
 def copy_figures(run: BoardRun, target: Path) -> list[str]:
-    """The run's PNG figures (report.md's), copied into the site; their paths relative to index.html."""
+    """The run's PNG figures (report.md's), copied into the site; their paths relative to
+    index.html.
+    """
     plots = sorted(
         p for p in (run.run.path / rundir.PLOTS_DIR).glob("*.png") if not p.name.startswith(".")
     )

@@ -1,8 +1,8 @@
 """The `culture-probe` command line.
 
-Each command's module in this package adds its own sub-parsers and names its handler, "module:function", which is
-imported on use: the handlers import torch or datasets (seconds), the parser modules nothing heavy, so
-`culture-probe list` and `--help` start without torch.
+Each command's module in this package adds its own sub-parsers and names its handler,
+"module:function", which is imported on use: the handlers import torch or datasets (seconds), the
+parser modules nothing heavy, so `culture-probe list` and `--help` start without torch.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ __all__ = ["EXAMPLES", "HANDLERS", "build_parser", "expected_failure", "main"]
 
 
 class Command(Protocol):
-    """A command's parser module: the sub-parsers it adds, and the handler of each command it adds."""
+    """A command's parser module: the sub-parsers it adds, and the handler of each command it
+    adds.
+    """
 
     HANDLERS: dict[str, str]
 
@@ -60,10 +62,11 @@ def _version() -> str:
 
 @contextlib.contextmanager
 def _library_lines() -> Iterator[None]:
-    """The library's own warnings (a smoke limit, a cut context) as one line each on the terminal, as its errors are,
-    and its information as plain lines: the notices it logs at INFO on the `culture_probe` logger (what a run will
-    cost), and its warnings of a `...Notice` class (a resume's changes, a judge's memory), which say what happens,
-    not that something is wrong. Other packages' warnings keep Python's format, with the place that raised them.
+    """The library's own warnings (a smoke limit, a cut context) as one line each on the terminal,
+    as its errors are, and its information as plain lines: the notices it logs at INFO on the
+    `culture_probe` logger (what a run will cost), and its warnings of a `...Notice` class (a
+    resume's changes, a judge's memory), which say what happens, not that something is wrong. Other
+    packages' warnings keep Python's format, with the place that raised them.
     """
     plain = warnings.formatwarning
 
@@ -78,7 +81,8 @@ def _library_lines() -> Iterator[None]:
     library = logging.getLogger("culture_probe")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("culture-probe: %(message)s"))
-    # the notices (their records carry the notice), not every INFO record: a curation's per-step counts stay quiet
+    # the notices (their records carry the notice), not every INFO record: a curation's per-step
+    # counts stay quiet
     handler.addFilter(lambda record: hasattr(record, "notice"))
     level = library.level
     warnings.formatwarning = formatted
@@ -93,14 +97,16 @@ def _library_lines() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `culture-probe` console script: an expected failure (bad input, a missing or damaged file,
-    a closed pipe) is one line naming what and how to fix it, exit code 2; anything else keeps its traceback and
-    says where to report it. `--debug` shows the traceback of every error.
+    """Entry point of the `culture-probe` console script: an expected failure (bad input, a missing
+    or damaged file, a closed pipe) is one line naming what and how to fix it, exit code 2; anything
+    else keeps its traceback and says where to report it. `--debug` shows the traceback of every
+    error.
     """
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        # an lm-evaluation-harness flag without a counterpart: what to do instead, not argparse's bare refusal
+        # an lm-evaluation-harness flag without a counterpart: what to do instead, not argparse's
+        # bare refusal
         pointers = map(run.harness_pointer, unknown) if args.command == "run" else ()
         pointer = next(filter(None, pointers), None)
         if pointer is None:
@@ -200,7 +206,9 @@ def expected_failure(error: BaseException) -> str | None:
 
 
 def _free_space(path: str | None) -> str:
-    """What is left on the device holding `path` (its nearest existing folder), for a full-disk error."""
+    """What is left on the device holding `path` (its nearest existing folder), for a full-disk
+    error.
+    """
     import shutil
     from pathlib import Path
 
@@ -212,7 +220,9 @@ def _free_space(path: str | None) -> str:
 
 
 def _silence_stdout() -> None:
-    """After a closed pipe, point stdout at /dev/null so that the interpreter's final flush does not fail too."""
+    """After a closed pipe, point stdout at /dev/null so that the interpreter's final flush does not
+    fail too.
+    """
     import os
 
     devnull = os.open(os.devnull, os.O_WRONLY)

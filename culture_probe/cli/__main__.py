@@ -1,5 +1,5 @@
-"""`python -m culture_probe.cli`, as the package's module was run before it became a package (the benchmarks'
-start-up timing runs it so).
+"""`python -m culture_probe.cli`, as the package's module was run before it became a package (the
+benchmarks' start-up timing runs it so).
 """
 
 import sys

@@ -1,5 +1,6 @@
 """`culture-probe board` and `push-board`: their parsers live beside the board's command glue
-(culture_probe.board.command, light: the site's modules load on use); this module names their handlers.
+(culture_probe.board.command, light: the site's modules load on use); this module names their
+handlers.
 """
 
 from __future__ import annotations

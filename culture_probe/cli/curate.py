@@ -1,5 +1,5 @@
-"""`culture-probe curate`: the parser only; the curation (culture_probe.curation.cli, with its SPARQL clients) loads
-on use.
+"""`culture-probe curate`: the parser only; the curation (culture_probe.curation.cli, with its
+SPARQL clients) loads on use.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ HANDLERS = {"curate": "culture_probe.curation.cli:main"}
 
 
 def add_parsers(subparsers: Subparsers) -> None:
-    """`curate BENCHMARK --region R --languages L --out DIR`, for each benchmark with a curation part."""
+    """`curate BENCHMARK --region R --languages L --out DIR`, for each benchmark with a curation
+    part.
+    """
     curate = subparsers.add_parser(
         "curate", help="build a DLAMA/FmLAMA-style fact set from a SPARQL endpoint"
     )
@@ -60,7 +62,9 @@ def _add_what_to_collect(curate: argparse.ArgumentParser) -> None:
 
 
 def _add_how_to_fetch(curate: argparse.ArgumentParser) -> None:
-    """Resuming, and the politeness of its HTTP requests: pace, timeouts, retries, the User-Agent."""
+    """Resuming, and the politeness of its HTTP requests: pace, timeouts, retries, the
+    User-Agent.
+    """
     curate.add_argument(
         "--checkpoints", help="checkpoint folder (default OUT/.checkpoints); rerun to resume"
     )

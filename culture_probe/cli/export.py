@@ -1,4 +1,6 @@
-"""`culture-probe export`: the parser only; the export (culture_probe.data.export, with datasets) loads on use."""
+"""`culture-probe export`: the parser only; the export (culture_probe.data.export, with datasets)
+loads on use.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`culture-probe list`: the parser only; the listing itself (culture_probe.data.listing) loads on use."""
+"""`culture-probe list`: the parser only; the listing itself (culture_probe.data.listing) loads on
+use.
+"""
 
 from __future__ import annotations
 

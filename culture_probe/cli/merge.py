@@ -8,7 +8,9 @@ HANDLERS = {"merge": "culture_probe.runner.merge:main"}
 
 
 def add_parsers(subparsers: Subparsers) -> None:
-    """`merge`: the N shards of a run or suite (`run ... --shard K/N`) joined into the one-process run."""
+    """`merge`: the N shards of a run or suite (`run ... --shard K/N`) joined into the one-process
+    run.
+    """
     merge = subparsers.add_parser(
         "merge",
         help="join the folders of a run's (or suite's) N shards, made with run --shard K/N, into one run (or suite) "

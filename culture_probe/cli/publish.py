@@ -1,5 +1,5 @@
-"""`culture-probe push` and `push-metrics`: the parsers only; the publishing (culture_probe.hub.publish, with the Hub's
-client and the export) loads on use.
+"""`culture-probe push` and `push-metrics`: the parsers only; the publishing
+(culture_probe.hub.publish, with the Hub's client and the export) loads on use.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ HANDLERS = {
 
 
 def add_parsers(subparsers: Subparsers) -> None:
-    """`push REPO_ID` (the benchmarks as one dataset repository) and `push-metrics OWNER` (the metric modules as
-    Spaces), which share the flags of a publication: --public, --dry-run, --out.
+    """`push REPO_ID` (the benchmarks as one dataset repository) and `push-metrics OWNER` (the
+    metric modules as Spaces), which share the flags of a publication: --public, --dry-run, --out.
     """
     push = subparsers.add_parser(
         "push",

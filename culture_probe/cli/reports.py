@@ -1,5 +1,5 @@
-"""`culture-probe report`, `consistency` and `compare`: the parsers only; the reports (culture_probe.report, with
-numpy and the plots) load on use.
+"""`culture-probe report`, `consistency` and `compare`: the parsers only; the reports
+(culture_probe.report, with numpy and the plots) load on use.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ HANDLERS = {
 
 
 def add_parsers(subparsers: Subparsers) -> None:
-    """`report RUN_DIR`, `consistency RUN_DIR RUN_DIR` and `compare RUN_DIR...` (or `compare SUITE_DIR...`), read from
-    run directories alone.
+    """`report RUN_DIR`, `consistency RUN_DIR RUN_DIR` and `compare RUN_DIR...` (or `compare
+    SUITE_DIR...`), read from run directories alone.
     """
     report = subparsers.add_parser(
         "report", help="(re)write report.md and plots of a run directory"

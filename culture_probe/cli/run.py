@@ -1,5 +1,5 @@
-"""`culture-probe run`: the parser only; the run (culture_probe.runner.run_command, with torch) loads on use. The
-settings' flags come from culture_probe.settings, which is light.
+"""`culture-probe run`: the parser only; the run (culture_probe.runner.run_command, with torch)
+loads on use. The settings' flags come from culture_probe.settings, which is light.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from culture_probe.util.arguments import whole_number
 
 HANDLERS = {"run": "culture_probe.runner.run_command:main"}
 
-# lm-evaluation-harness 0.4's `lm_eval` flags that `run` has no spelling of, each with what this library does instead
-# (its own spellings of --tasks, --model_args, --output_path and --batch_size are the run flags' aliases)
+# lm-evaluation-harness 0.4's `lm_eval` flags that `run` has no spelling of, each with what this
+# library does instead (its own spellings of --tasks, --model_args, --output_path and --batch_size
+# are the run flags' aliases)
 HARNESS_ONLY = {
     "--log_samples": "every run writes each probe's record (prompt, candidates, scores, answer) to items.jsonl in "
     "--out DIR: nothing to switch on",
@@ -48,7 +49,8 @@ HARNESS_ONLY = {
     "--samples": "--rows FILE probes the rows of a JSONL file (e.g. some of a run's rows.jsonl)",
     "--check_integrity": "the library's tests (pytest tests/) check the protocols; a run has nothing to check",
 }
-# the harness's short flags: their long spelling, which is this library's too (or one HARNESS_ONLY explains)
+# the harness's short flags: their long spelling, which is this library's too (or one HARNESS_ONLY
+# explains)
 HARNESS_SHORT = {
     "-m": "--model",
     "-t": "--tasks",
@@ -66,8 +68,8 @@ HARNESS_SHORT |= {
 
 
 def harness_pointer(word: str) -> str | None:
-    """The line that answers an lm-evaluation-harness flag `run` does not take (`--log_samples`, `-f 5`), naming what
-    this library does instead; None for any other word.
+    """The line that answers an lm-evaluation-harness flag `run` does not take (`--log_samples`, `-f
+    5`), naming what this library does instead; None for any other word.
     """
     flag = word.split("=", 1)[0]
     if flag in HARNESS_SHORT:
@@ -81,7 +83,9 @@ def harness_pointer(word: str) -> str | None:
 
 
 def add_parsers(subparsers: Subparsers) -> None:
-    """`run CONFIG... --model M`, with lm-evaluation-harness 0.4's spellings beside the native ones."""
+    """`run CONFIG... --model M`, with lm-evaluation-harness 0.4's spellings beside the native
+    ones.
+    """
     run = subparsers.add_parser(
         "run",
         help="run benchmark configs (or groups) on one model",
@@ -126,7 +130,9 @@ def _add_what_to_run(run: argparse.ArgumentParser) -> None:
 
 
 def _add_where_it_goes(run: argparse.ArgumentParser) -> None:
-    """A dry run's preview, the run directory, and what it continues or reads instead of the benchmark."""
+    """A dry run's preview, the run directory, and what it continues or reads instead of the
+    benchmark.
+    """
     run.add_argument(
         "--dry-run",
         action="store_true",
@@ -153,7 +159,9 @@ def _add_where_it_goes(run: argparse.ArgumentParser) -> None:
 
 
 def _add_how_to_run(run: argparse.ArgumentParser) -> None:
-    """The run's settings (generated from RunSettings' fields), the harness's batch size, and protocol options."""
+    """The run's settings (generated from RunSettings' fields), the harness's batch size, and
+    protocol options.
+    """
     add_arguments(run)
     run.add_argument(
         "--batch_size",

@@ -1,6 +1,7 @@
-"""What the commands' parser modules share: the examples that `--help` ends with, the parser class (every flag
-given twice with two values is refused, not settled by keeping the last), and the type of the subparsers they add
-to. Nothing here imports a command's work, so that building the parser stays light.
+"""What the commands' parser modules share: the examples that `--help` ends with, the parser class
+(every flag given twice with two values is refused, not settled by keeping the last), and the type
+of the subparsers they add to. Nothing here imports a command's work, so that building the parser
+stays light.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, whose flags that store one value (all but switches and repeatable ones such as --option)
-    refuse a second, different value (`StoreOnce`); its sub-parsers are of this class too.
+    """argparse's parser, whose flags that store one value (all but switches and repeatable ones
+    such as --option) refuse a second, different value (`StoreOnce`); its sub-parsers are of this
+    class too.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -1,11 +1,13 @@
-"""Curation: the framework (SPARQL endpoints, checkpoints, regions, predicates, the shared query steps) that builds
-DLAMA/FmLAMA-style fact sets from Wikidata or any SPARQL store holding Wikidata-shaped data. Each benchmark's own
-curation is in its folder (`culture_probe/benchmarks/dlama/curation.py`, `.../fmlama/curation.py`):
+"""Curation: the framework (SPARQL endpoints, checkpoints, regions, predicates, the shared query
+steps) that builds DLAMA/FmLAMA-style fact sets from Wikidata or any SPARQL store holding
+Wikidata-shaped data. Each benchmark's own curation is in its folder
+(`culture_probe/benchmarks/dlama/curation.py`, `.../fmlama/curation.py`):
 
     from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
     from culture_probe.curation import open_endpoint, resolve_region
     config = DlamaCuration(resolve_region("arab"), resolve_region("west"), languages=("ar", "en"))
-    curate_dlama(config, open_endpoint("dump.ttl"), "my_dlama")   # then load_benchmark(..., data_dir="my_dlama")
+    # then load_benchmark(..., data_dir="my_dlama")
+    curate_dlama(config, open_endpoint("dump.ttl"), "my_dlama")
 
 See docs/curation.md for the queries, the five steps, checkpoints and the HTTP politeness rules.
 """

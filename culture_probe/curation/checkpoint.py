@@ -1,13 +1,14 @@
 """Checkpoints: every fetched chunk and every finished step is a JSON file, written atomically.
 
-A file is written to `<name>.tmp` and renamed into place, so a run killed at any moment leaves either the whole
-file or none of it. Chunk keys carry a hash of the chunk's inputs, so a rerun reuses exactly the chunks whose
-inputs (query text, languages, top, ...) are unchanged, and a rerun after a crash refetches only what was not
-saved. Each file carries its key and a digest of its content, checked before use, so an edited, moved or
-damaged checkpoint is an error naming it, never silently used. Keys do not depend on the endpoint's address, so
-a restarted server on another port resumes the same run; the folder's manifest records which endpoint it was
-fetched from (its URL, or its dumps' names, sizes and sha256), and resuming against another endpoint is refused:
-the output would mix two sources.
+A file is written to `<name>.tmp` and renamed into place, so a run killed at any moment leaves
+either the whole file or none of it. Chunk keys carry a hash of the chunk's inputs, so a rerun
+reuses exactly the chunks whose inputs (query text, languages, top, ...) are unchanged, and a rerun
+after a crash refetches only what was not saved. Each file carries its key and a digest of its
+content, checked before use, so an edited, moved or damaged checkpoint is an error naming it, never
+silently used. Keys do not depend on the endpoint's address, so a restarted server on another port
+resumes the same run; the folder's manifest records which endpoint it was fetched from (its URL, or
+its dumps' names, sizes and sha256), and resuming against another endpoint is refused: the output
+would mix two sources.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ MANIFEST = "manifest"
 
 
 def digest(*parts: Any) -> str:
-    """A short hash of JSON-serialisable inputs: checkpoint keys carry it, so changed inputs never hit old files."""
+    """A short hash of JSON-serialisable inputs: checkpoint keys carry it, so changed inputs never
+    hit old files.
+    """
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
@@ -65,7 +68,9 @@ def _content_digest(value: Any) -> str:
 
 
 class Checkpoints:
-    """A folder of JSON checkpoints addressed by relative keys such as `step1_facts/P19_ARAB_REGION/Q79`."""
+    """A folder of JSON checkpoints addressed by relative keys such as
+    `step1_facts/P19_ARAB_REGION/Q79`.
+    """
 
     def __init__(self, root: str | Path, endpoint: dict[str, Any] | None = None):
         self.root = Path(root)
@@ -75,7 +80,9 @@ class Checkpoints:
             self._check_endpoint(endpoint)
 
     def _check_endpoint(self, endpoint: dict[str, Any]) -> None:
-        """Record `endpoint` in the manifest, or refuse when the folder was fetched from another endpoint."""
+        """Record `endpoint` in the manifest, or refuse when the folder was fetched from another
+        endpoint.
+        """
         path = self.path(MANIFEST)
         recorded = (
             json.loads(path.read_text(encoding="utf-8")).get("endpoint") if path.is_file() else None
@@ -107,8 +114,9 @@ class Checkpoints:
 
     @staticmethod
     def _read(path: Path, key: str) -> Any:
-        """A checkpoint's value, after checking that it was made for `key` and not changed since: a damaged,
-        edited, moved or older-format file is an error naming it (delete it to refetch that chunk).
+        """A checkpoint's value, after checking that it was made for `key` and not changed since: a
+        damaged, edited, moved or older-format file is an error naming it (delete it to refetch that
+        chunk).
         """
         fix = "delete the file to refetch that chunk"
         try:

@@ -1,9 +1,9 @@
-"""`culture-probe curate BENCHMARK ...`: the command-line face of the curation framework (each benchmark with a
-curation part gives its own `curate_command`).
+"""`culture-probe curate BENCHMARK ...`: the command-line face of the curation framework (each
+benchmark with a curation part gives its own `curate_command`).
 
-culture-probe curate dlama --region arab --contrast west --languages ar,en --endpoint wikidata --out my_dlama
-culture-probe curate dlama --region east_africa=Q114,Q1037 --languages sw,en --endpoint dump.ttl --out x
-culture-probe run dlama_arab_west --data-dir my_dlama --model ...
+culture-probe curate dlama --region arab --contrast west --languages ar,en --endpoint wikidata --out
+my_dlama culture-probe curate dlama --region east_africa=Q114,Q1037 --languages sw,en --endpoint
+dump.ttl --out x culture-probe run dlama_arab_west --data-dir my_dlama --model ...
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def split_list(text: str | None) -> tuple[str, ...]:
 
 
 def check_sites(text: str | None, *regions: str | None) -> tuple[str, ...]:
-    """`--sites`, checked before any query: Wikipedia language codes (`en`, `ar`, `zh-yue`), for a region defined
-    as NAME=QID,... (the built-in regions use the paper's sites, Table F8). Default: en.
+    """`--sites`, checked before any query: Wikipedia language codes (`en`, `ar`, `zh-yue`), for a
+    region defined as NAME=QID,... (the built-in regions use the paper's sites, Table F8). Default:
+    en.
     """
     sites = split_list(text)
     if not sites:
@@ -61,8 +62,9 @@ def _or(value, default):
 
 
 def size_provider(choice: str, endpoint: SparqlEndpoint, policy: HttpPolicy) -> SizeProvider:
-    """`store` reads sizes from the SPARQL store; `mediawiki` asks Wikipedia; `auto` asks Wikipedia only for the
-    public Wikidata endpoint (which stores no sizes) and reads the store otherwise (dumps, local servers).
+    """`store` reads sizes from the SPARQL store; `mediawiki` asks Wikipedia; `auto` asks Wikipedia
+    only for the public Wikidata endpoint (which stores no sizes) and reads the store otherwise
+    (dumps, local servers).
     """
     if choice == "auto":
         choice = "mediawiki" if getattr(endpoint, "url", None) == WIKIDATA_URL else "store"
@@ -71,8 +73,9 @@ def size_provider(choice: str, endpoint: SparqlEndpoint, policy: HttpPolicy) -> 
 
 @dataclass(frozen=True)
 class Curate:
-    """What every curation takes from the command line, read and checked once: the benchmark's curation module's
-    `curate_command(args, curate)` adds its own flags' meaning and writes the folder.
+    """What every curation takes from the command line, read and checked once: the benchmark's
+    curation module's `curate_command(args, curate)` adds its own flags' meaning and writes the
+    folder.
     """
 
     region: Region
@@ -107,8 +110,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def refuse_empty(args: argparse.Namespace, empty: dict[str, int], what: str) -> int:
-    """A curation that found nothing for some predicate or language is an error (what was written stays) unless
-    --allow-empty: an empty file usually means a wrong region, language or endpoint, not a fact of the world.
+    """A curation that found nothing for some predicate or language is an error (what was written
+    stays) unless --allow-empty: an empty file usually means a wrong region, language or endpoint,
+    not a fact of the world.
     """
     if empty and not getattr(args, "allow_empty", False):
         raise CultureProbeError(

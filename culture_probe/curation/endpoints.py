@@ -1,10 +1,10 @@
 """Where SPARQL queries go: an HTTP endpoint through SPARQLWrapper, or an embedded pyoxigraph store.
 
-Both return rows as `{variable: value}` dicts of strings, Wikidata entity IRIs shortened to QIDs, parsed from the
-same SPARQL JSON results format, so an embedded store and a server holding the same triples give identical rows.
-HTTP calls are polite (`HttpPolicy`): a descriptive User-Agent, a minimum interval between requests, and retries
-with exponential backoff on 429, 5xx, timeouts, dropped connections and malformed JSON, honouring Retry-After
-(the retry loop is tenacity's).
+Both return rows as `{variable: value}` dicts of strings, Wikidata entity IRIs shortened to QIDs,
+parsed from the same SPARQL JSON results format, so an embedded store and a server holding the same
+triples give identical rows. HTTP calls are polite (`HttpPolicy`): a descriptive User-Agent, a
+minimum interval between requests, and retries with exponential backoff on 429, 5xx, timeouts,
+dropped connections and malformed JSON, honouring Retry-After (the retry loop is tenacity's).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from tenacity import RetryCallState
 
 WIKIDATA_URL = "https://query.wikidata.org/sparql"
-# Wikimedia's User-Agent policy asks for a way to reach the operator: add it with --user-agent / HttpPolicy.
+# Wikimedia's User-Agent policy asks for a way to reach the operator: add it with --user-agent /
+# HttpPolicy.
 USER_AGENT = (
     f"culture_probe/{__version__} (research data curation of DLAMA/FmLAMA-style fact sets from Wikidata; "
     "rate-limited, retries with backoff) SPARQLWrapper"
@@ -46,9 +47,10 @@ Row = dict[str, str]
 class HttpPolicy:
     """HTTP politeness: who we are, how often we ask, how long we wait and how often we retry.
 
-    Delays grow as `backoff * 2**attempt`, capped at `max_wait`; a Retry-After header raises the delay to what the
-    server asked for. A server that asks for longer than `max_retry_after` (default two minutes) ends the step with
-    an error saying so (rerun later: the checkpoints keep what was fetched), never a silent hour of sleep.
+    Delays grow as `backoff * 2**attempt`, capped at `max_wait`; a Retry-After header raises the
+    delay to what the server asked for. A server that asks for longer than `max_retry_after`
+    (default two minutes) ends the step with an error saying so (rerun later: the checkpoints keep
+    what was fetched), never a silent hour of sleep.
     """
 
     user_agent: str = USER_AGENT
@@ -69,8 +71,9 @@ class RetryableError(Exception):
 
 
 class PoliteCaller:
-    """Runs one request function at a bounded rate, retrying retryable failures (tenacity drives the loop: stop,
-    wait, sleep); raises EndpointError at the end. `sleep` is injectable so tests record waits instead of waiting.
+    """Runs one request function at a bounded rate, retrying retryable failures (tenacity drives the
+    loop: stop, wait, sleep); raises EndpointError at the end. `sleep` is injectable so tests record
+    waits instead of waiting.
     """
 
     def __init__(
@@ -112,7 +115,9 @@ class PoliteCaller:
         return retry_delay(self.policy, state.attempt_number - 1, _failure(state).retry_after)
 
     def _refused(self, state: RetryCallState) -> bool:
-        """Whether the server asked to wait longer than `max_retry_after`: the step then ends at once."""
+        """Whether the server asked to wait longer than `max_retry_after`: the step then ends at
+        once.
+        """
         retry_after = _failure(state).retry_after
         return retry_after is not None and retry_after > self.policy.max_retry_after
 
@@ -141,14 +146,16 @@ class PoliteCaller:
 
 
 def _failure(state: RetryCallState) -> RetryableError:
-    """The failure of the attempt just made (only RetryableError is retried, so only it reaches the hooks)."""
+    """The failure of the attempt just made (only RetryableError is retried, so only it reaches the
+    hooks).
+    """
     return cast(RetryableError, state.outcome and state.outcome.exception())
 
 
 def retry_delay(policy: HttpPolicy, attempt: int, retry_after: float | None) -> float:
-    """Seconds to wait before retry `attempt + 1`: the capped backoff, or the server's Retry-After when longer
-    (only Retry-After's own cap, `max_retry_after`, limits it: waiting less than asked gets another 429; the
-    caller refuses a Retry-After above the cap before asking).
+    """Seconds to wait before retry `attempt + 1`: the capped backoff, or the server's Retry-After
+    when longer (only Retry-After's own cap, `max_retry_after`, limits it: waiting less than asked
+    gets another 429; the caller refuses a Retry-After above the cap before asking).
     """
     delay = min(policy.backoff * 2**attempt, policy.max_wait)
     if retry_after is None:
@@ -166,7 +173,9 @@ TRANSIENT = (
 
 
 def classify_http_error(error: BaseException) -> RetryableError | None:
-    """The RetryableError for transient failures (429, 5xx, timeouts, dropped connections); None otherwise."""
+    """The RetryableError for transient failures (429, 5xx, timeouts, dropped connections); None
+    otherwise.
+    """
     if isinstance(error, urllib.error.HTTPError):
         if error.code == 429 or error.code >= 500:
             wait = retry_after_seconds(error.headers.get("Retry-After"))
@@ -178,7 +187,9 @@ def classify_http_error(error: BaseException) -> RetryableError | None:
 
 
 def parse_results(data: Any, source: str) -> list[Row]:
-    """SPARQL JSON results -> rows of strings; raises RetryableError when the document is not SPARQL JSON."""
+    """SPARQL JSON results -> rows of strings; raises RetryableError when the document is not SPARQL
+    JSON.
+    """
     try:
         bindings = data["results"]["bindings"]
         rows = []
@@ -206,7 +217,9 @@ class SparqlEndpoint(Protocol):
 
 
 class HttpEndpoint:
-    """A SPARQL endpoint over HTTP (Wikidata's, an Oxigraph server, any URL), queried through SPARQLWrapper."""
+    """A SPARQL endpoint over HTTP (Wikidata's, an Oxigraph server, any URL), queried through
+    SPARQLWrapper.
+    """
 
     def __init__(
         self,
@@ -305,8 +318,8 @@ class EmbeddedStore:
 
 
 def url_identity(url: str) -> dict[str, str]:
-    """What checkpoints remember of an HTTP endpoint: its URL; for a server on this machine (loopback) without the
-    port, so a local server restarted on another port resumes the same run.
+    """What checkpoints remember of an HTTP endpoint: its URL; for a server on this machine
+    (loopback) without the port, so a local server restarted on another port resumes the same run.
     """
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
@@ -333,8 +346,8 @@ def file_identity(path: Path) -> dict[str, Any]:
 
 
 def endpoint_identity(endpoint: Any) -> dict[str, Any] | None:
-    """An endpoint's `identity` (URL, or its dumps' names, sizes and hashes); None for a custom endpoint object
-    that declares none (its checkpoints are then not tied to it).
+    """An endpoint's `identity` (URL, or its dumps' names, sizes and hashes); None for a custom
+    endpoint object that declares none (its checkpoints are then not tied to it).
     """
     identity = getattr(endpoint, "identity", None)
     return dict(identity) if isinstance(identity, dict) else None
@@ -343,7 +356,9 @@ def endpoint_identity(endpoint: Any) -> dict[str, Any] | None:
 def open_endpoint(
     spec: str | Path | SparqlEndpoint, policy: HttpPolicy | None = None
 ) -> SparqlEndpoint:
-    """`wikidata`, an http(s) SPARQL URL, or one or more comma-separated .nt/.ttl dumps (embedded store)."""
+    """`wikidata`, an http(s) SPARQL URL, or one or more comma-separated .nt/.ttl dumps (embedded
+    store).
+    """
     if not isinstance(spec, str | Path):
         return spec
     text = str(spec)

@@ -1,8 +1,9 @@
 """DLAMA's 20 predicates: subject and object types and how a fact is tied to a region's `?country`.
 
-Transcribed from upstream `dlama/dlama_queries.py` and `filters.py` (AMR-KELEG/DLAMA). Variables are named by
-entity type, as upstream does, so the region pattern (over `?country`) reads naturally: for P27 the object *is*
-the country; for P106 the person's citizenship links to it; for P19 the place of birth lies in it.
+Transcribed from upstream `dlama/dlama_queries.py` and `filters.py` (AMR-KELEG/DLAMA). Variables are
+named by entity type, as upstream does, so the region pattern (over `?country`) reads naturally: for
+P27 the object *is* the country; for P106 the person's citizenship links to it; for P19 the place of
+birth lies in it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ CITY_NOT_UK_COUNTRY = "MINUS { ?city wdt:P31 wd:Q3336843 . }"
 
 @dataclass(frozen=True)
 class Predicate:
-    """One relation: `?subject wdt:<pid> ?object`, plus the patterns that tie it to a region (step 1)."""
+    """One relation: `?subject wdt:<pid> ?object`, plus the patterns that tie it to a region (step
+    1).
+    """
 
     pid: str
     label: str
@@ -35,9 +38,9 @@ class Predicate:
 
     @property
     def country_field(self) -> str | None:
-        """The side of the fact ("subject" or "object") that is the country itself, else None (the region's
-        country that selected the fact). Upstream then fills a fact's `country` from it: its objects for P17, P27,
-        P495, P1376; the subject for P30, P36, ...
+        """The side of the fact ("subject" or "object") that is the country itself, else None (the
+        region's country that selected the fact). Upstream then fills a fact's `country` from it:
+        its objects for P17, P27, P495, P1376; the subject for P30, P36, ...
         """
         if self.object == "country":
             return "object"
@@ -47,7 +50,9 @@ class Predicate:
 
     @property
     def located_in_chain(self) -> bool:
-        """Places of birth and death are augmented with the places that contain them (paper Appendix B)."""
+        """Places of birth and death are augmented with the places that contain them (paper Appendix
+        B).
+        """
         return self.pid in ("P19", "P20")
 
 
@@ -105,15 +110,16 @@ PREDICATES: dict[str, Predicate] = {
 
 
 def object_type_patterns(predicate: Predicate) -> tuple[str, ...]:
-    """culture_probe's optional step-3 filter on the objects of the kept subjects (`object_filters=True`; off by
-    default). Upstream's released framework has no such filter: its step 3 asks for every object of the kept
-    subjects, with no pattern at all (`dlama/generate_data_files.py` builds a fresh query and
-    `Query.add_subjects_filter` adds only the `VALUES` list). An earlier upstream version of `add_subjects_filter`
-    did filter objects, which is where these patterns come from; they are kept as an option for users who want
-    cleaner object sets, at the cost of not reproducing the release.
+    """culture_probe's optional step-3 filter on the objects of the kept subjects
+    (`object_filters=True`; off by default). Upstream's released framework has no such filter: its
+    step 3 asks for every object of the kept subjects, with no pattern at all
+    (`dlama/generate_data_files.py` builds a fresh query and `Query.add_subjects_filter` adds only
+    the `VALUES` list). An earlier upstream version of `add_subjects_filter` did filter objects,
+    which is where these patterns come from; they are kept as an option for users who want cleaner
+    object sets, at the cost of not reproducing the release.
 
-    Countries must be sovereign and not historical; cities must not be lost cities, countries or UK nations;
-    the instrument "voice" and sign languages are dropped.
+    Countries must be sovereign and not historical; cities must not be lost cities, countries or UK
+    nations; the instrument "voice" and sign languages are dropped.
     """
     patterns: list[str] = []
     for var in (predicate.subject, predicate.object):
@@ -135,7 +141,9 @@ def object_type_patterns(predicate: Predicate) -> tuple[str, ...]:
 
 
 def resolve_predicates(pids: str | tuple[str, ...] | list[str] | None) -> tuple[Predicate, ...]:
-    """Predicates by id (a comma-separated string or a sequence); None means all 20, in table order."""
+    """Predicates by id (a comma-separated string or a sequence); None means all 20, in table
+    order.
+    """
     if pids is None:
         return tuple(PREDICATES.values())
     if isinstance(pids, str):

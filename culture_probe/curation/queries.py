@@ -1,9 +1,10 @@
 """The SPARQL text of every query the curation runs (golden-tested; see docs/curation.md).
 
-Every query declares its prefixes, so it runs unchanged on Wikidata's endpoint, a local Oxigraph server and the
-embedded store. Entities are bound with `VALUES` blocks whose size the caller chooses (chunking), and labels are
-read from `rdfs:label`, which Wikidata's RDF and our dumps share (the `wikibase:label` service exists only on
-Wikidata). Article sizes offline come from `schema:contentSize` on a sitelink (see `ARTICLE_SIZE`).
+Every query declares its prefixes, so it runs unchanged on Wikidata's endpoint, a local Oxigraph
+server and the embedded store. Entities are bound with `VALUES` blocks whose size the caller chooses
+(chunking), and labels are read from `rdfs:label`, which Wikidata's RDF and our dumps share (the
+`wikibase:label` service exists only on Wikidata). Article sizes offline come from
+`schema:contentSize` on a sitelink (see `ARTICLE_SIZE`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ PREFIXES = (
     "PREFIX schema: <http://schema.org/>\n"
 )
 # The documented Wikidata-shaped property holding an article's byte size in offline stores:
-#   <https://en.wikipedia.org/wiki/Cairo> schema:about wd:Q85 ; schema:isPartOf <https://en.wikipedia.org/> ;
-#       schema:contentSize 152311 .
+#   <https://en.wikipedia.org/wiki/Cairo> schema:about wd:Q85 ;
+#       schema:isPartOf <https://en.wikipedia.org/> ; schema:contentSize 152311 .
 ARTICLE_SIZE = "http://schema.org/contentSize"
-# Classes the located-in chain stops below (upstream find_macro_territories): sovereign states, historical
-# countries and the countries of the United Kingdom.
+# Classes the located-in chain stops below (upstream find_macro_territories): sovereign states,
+# historical countries and the countries of the United Kingdom.
 NOT_MACRO_PLACES = ("Q3624078", "Q3024240", "Q3336843")
 DISH = "Q746549"
 LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(-[a-z0-9]+)*$")
@@ -61,7 +62,9 @@ def values(var: str, ids: Sequence[str]) -> str:
 
 
 def region_patterns(region: Region) -> list[tuple[str, str]]:
-    """(chunk key, pattern on ?country) pairs: the condition once, or one `VALUES` per listed country."""
+    """(chunk key, pattern on ?country) pairs: the condition once, or one `VALUES` per listed
+    country.
+    """
     if region.condition:
         return [("condition", region.condition)]
     return [(qid, values("country", [qid])) for qid in region.countries]
@@ -101,8 +104,9 @@ def article_sizes_query(articles: Sequence[str]) -> str:
 def objects_query(
     predicate: Predicate, subjects: Sequence[str], *, object_filters: bool = False
 ) -> str:
-    """Step 3: all objects of the kept subjects, with no region filter (so non-region objects count too) and, as
-    upstream, no other pattern; `object_filters` adds culture_probe's optional type filters.
+    """Step 3: all objects of the kept subjects, with no region filter (so non-region objects count
+    too) and, as upstream, no other pattern; `object_filters` adds culture_probe's optional type
+    filters.
     """
     body = [
         values(predicate.subject, subjects),
@@ -113,7 +117,9 @@ def objects_query(
 
 
 def labels_query(items: Sequence[str], languages: Sequence[str]) -> str:
-    """Step 4: `rdfs:label` of `items` in `languages` (the language comes back as its own column)."""
+    """Step 4: `rdfs:label` of `items` in `languages` (the language comes back as its own
+    column).
+    """
     bad = [lang for lang in languages if not LANGUAGE_CODE.match(lang)]
     if bad:
         raise CultureProbeError(
@@ -143,10 +149,11 @@ def located_in_query(places: Sequence[str]) -> str:
 
 
 def dishes_query(country: str) -> str:
-    """FmLAMA: dishes (instance or subclass chain of dish, Q746549) from one origin country, with ingredients.
+    """FmLAMA: dishes (instance or subclass chain of dish, Q746549) from one origin country, with
+    ingredients.
 
-    The origin is the dish's country of origin (P495) or that of its cuisine or parent (P2012/P361); dishes with
-    another P495 country are excluded, as in upstream `template_klg.get_dish`.
+    The origin is the dish's country of origin (P495) or that of its cuisine or parent (P2012/P361);
+    dishes with another P495 country are excluded, as in upstream `template_klg.get_dish`.
     """
     body = [
         f"?dish (wdt:P31|wdt:P279)+ wd:{DISH} .",

@@ -1,9 +1,10 @@
 """Regions: the sets of countries that stand for a culture (DLAMA paper section 4 and Table F8).
 
-A region selects facts through the SPARQL variable `?country`, either as a list of country QIDs (one query per
-country, as upstream's grouped queries do) or as a graph pattern over `?country` (the Arab region is "member of
-the Arab League", `?country wdt:P463 wd:Q7172`). Each country names the Wikipedia sites whose article sizes rank
-its subjects (Table F8); a subject's size is its largest article on the sites of the countries that selected it.
+A region selects facts through the SPARQL variable `?country`, either as a list of country QIDs (one
+query per country, as upstream's grouped queries do) or as a graph pattern over `?country` (the Arab
+region is "member of the Arab League", `?country wdt:P463 wd:Q7172`). Each country names the
+Wikipedia sites whose article sizes rank its subjects (Table F8); a subject's size is its largest
+article on the sites of the countries that selected it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ QID = re.compile(r"^Q[1-9][0-9]*$")
 class Region:
     """A culture as a set of countries.
 
-    `name` names output folders (`arab` -> `arab-west/`); `token` names files (`P17_general_ARAB_REGION.jsonl`).
-    `countries` are QIDs; `condition` (optional) is a SPARQL pattern over `?country` used instead of the list.
-    `sites` maps a country QID to its Wikipedia language codes; countries not listed use `default_sites`.
+    `name` names output folders (`arab` -> `arab-west/`); `token` names files
+    (`P17_general_ARAB_REGION.jsonl`). `countries` are QIDs; `condition` (optional) is a SPARQL
+    pattern over `?country` used instead of the list. `sites` maps a country QID to its Wikipedia
+    language codes; countries not listed use `default_sites`.
     """
 
     name: str
@@ -180,9 +182,11 @@ REGIONS: dict[str, Region] = {
 
 
 def resolve_region(spec: str | Region, *, sites: tuple[str, ...] = ("en",)) -> Region:
-    """A built-in region by name (`arab`, `west`, `asia`, `south_america`), or a new one from `NAME=Q1,Q2,...`.
+    """A built-in region by name (`arab`, `west`, `asia`, `south_america`), or a new one from
+    `NAME=Q1,Q2,...`.
 
-    A new region's token is its upper-cased name (`east_africa` -> `EAST_AFRICA`) and every country uses `sites`.
+    A new region's token is its upper-cased name (`east_africa` -> `EAST_AFRICA`) and every country
+    uses `sites`.
     """
     if isinstance(spec, Region):
         return spec

@@ -1,8 +1,10 @@
-"""A local Oxigraph SPARQL server (the `oxigraph` PyPI package's binary) on 127.0.0.1, for tests and notebooks.
+"""A local Oxigraph SPARQL server (the `oxigraph` PyPI package's binary) on 127.0.0.1, for tests and
+notebooks.
 
-`with oxigraph_server(["dump.nt"]) as server:` loads the dumps into a temporary database, serves it read-only on a
-free port (`server.url` is the SPARQL query URL) and kills the process on exit; `max_lifetime` bounds how long it
-may live even if the caller hangs, and `server.stop()` ends it early (tests of a server going away mid-run).
+`with oxigraph_server(["dump.nt"]) as server:` loads the dumps into a temporary database, serves it
+read-only on a free port (`server.url` is the SPARQL query URL) and kills the process on exit;
+`max_lifetime` bounds how long it may live even if the caller hangs, and `server.stop()` ends it
+early (tests of a server going away mid-run).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Article sizes (step 2's ranking key) through a pluggable provider.
 
-- `MediaWikiSizes`: the live MediaWiki API of each Wikipedia (`prop=revisions&rvprop=size`), with the same HTTP
-  politeness as the SPARQL endpoints.
-- `StoreSizes`: sizes stored in the SPARQL store itself under `schema:contentSize` on the article IRI (the offline
-  default; see `queries.ARTICLE_SIZE`).
+- `MediaWikiSizes`: the live MediaWiki API of each Wikipedia (`prop=revisions&rvprop=size`), with
+  the same HTTP politeness as the SPARQL endpoints.
+- `StoreSizes`: sizes stored in the SPARQL store itself under `schema:contentSize` on the article
+  IRI (the offline default; see `queries.ARTICLE_SIZE`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ class SizeProvider(Protocol):
     name: str
 
     def sizes(self, articles: Sequence[str]) -> dict[str, int]:
-        """{article IRI: size in bytes}; articles without a known size are left out (they count as 0)."""
+        """{article IRI: size in bytes}; articles without a known size are left out (they count as
+        0).
+        """
         ...
 
 
@@ -57,8 +59,8 @@ class StoreSizes:
 
 
 def article_size(value: str, article: str, source: str) -> int:
-    """An article size in bytes: a whole, non-negative number; anything else (NaN, -1, "big") is an error naming
-    the article and where it came from, never a silent rank.
+    """An article size in bytes: a whole, non-negative number; anything else (NaN, -1, "big") is an
+    error naming the article and where it came from, never a silent rank.
     """
     try:
         size = float(value)
@@ -73,7 +75,9 @@ def article_size(value: str, article: str, source: str) -> int:
 
 
 def article_title(iri: str) -> tuple[str, str]:
-    """(host, title) of an article IRI, e.g. (`en.wikipedia.org`, `New York City`) for `.../wiki/New_York_City`."""
+    """(host, title) of an article IRI, e.g. (`en.wikipedia.org`, `New York City`) for
+    `.../wiki/New_York_City`.
+    """
     parts = urllib.parse.urlsplit(iri)
     title = urllib.parse.unquote(parts.path.split("/wiki/", 1)[-1]).replace("_", " ")
     return parts.netloc, title
@@ -139,7 +143,9 @@ class MediaWikiSizes:
 
 
 def _revision_sizes(data: object, url: str) -> dict[str, int]:
-    """{requested title: size} from a `formatversion=2` answer, following the API's title normalisation."""
+    """{requested title: size} from a `formatversion=2` answer, following the API's title
+    normalisation.
+    """
     try:
         query = data["query"]  # type: ignore[index]
         renamed = {item["to"]: item["from"] for item in query.get("normalized", [])}

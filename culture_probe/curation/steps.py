@@ -1,14 +1,16 @@
 """DLAMA's five curation steps (paper section 4.1 and Appendix B), each chunked and checkpointed.
 
 1. `facts`: every (subject, object, country) of a predicate for a region.
-2. `rank`: subjects ranked by the byte size of their largest Wikipedia article on their countries' sites;
-   subjects with no article are dropped (upstream drops size 0).
-3. `objects`: all objects of each kept subject, with no region filter (a person's non-Arab citizenship counts).
-4. `labels`: labels in every requested language; objects without one are dropped, and subjects without one (or
-   left with no object) are dropped, so every language file holds the same facts.
+2. `rank`: subjects ranked by the byte size of their largest Wikipedia article on their countries'
+   sites; subjects with no article are dropped (upstream drops size 0).
+3. `objects`: all objects of each kept subject, with no region filter (a person's non-Arab
+   citizenship counts).
+4. `labels`: labels in every requested language; objects without one are dropped, and subjects
+   without one (or left with no object) are dropped, so every language file holds the same facts.
    Steps 3-4 walk the ranking in chunks until `top` subjects survive, as upstream does.
-5. `augment`: each object gains its ancestors: subclass-of (P279+) chains among the predicate's objects, or
-   for places of birth and death the places containing them (P131*, below the country level).
+5. `augment`: each object gains its ancestors: subclass-of (P279+) chains among the predicate's
+   objects, or for places of birth and death the places containing them (P131*, below the country
+   level).
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ class Context:
     def chunked_select(
         self, key: str, items: Sequence[str], build: Callable[[list[str]], str]
     ) -> list[dict]:
-        """Rows of `build(chunk)` over every chunk of `items`, each query checkpointed under `key/`."""
+        """Rows of `build(chunk)` over every chunk of `items`, each query checkpointed under
+        `key/`.
+        """
         rows: list[dict] = []
         for index, chunk in enumerate(chunks(items, self.chunk_size)):
             rows += self.select(key, index, build(chunk))
@@ -69,7 +73,9 @@ class Context:
 
 
 def step1_facts(ctx: Context, predicate: Predicate, region: Region) -> list[list[str]]:
-    """Sorted unique [subject, object, country] rows; one query per listed country (or one for a condition)."""
+    """Sorted unique [subject, object, country] rows; one query per listed country (or one for a
+    condition).
+    """
     name = f"step1_facts/{predicate.pid}_{region.token}"
     texts = [
         queries.facts_query(predicate, pattern) for _, pattern in queries.region_patterns(region)
@@ -88,7 +94,9 @@ def step1_facts(ctx: Context, predicate: Predicate, region: Region) -> list[list
 def step2_rank(
     ctx: Context, predicate: Predicate, region: Region, facts: list[list[str]]
 ) -> list[dict[str, Any]]:
-    """[{sub, size, country}] by size (largest first; ties by QID), only subjects with an article."""
+    """[{sub, size, country}] by size (largest first; ties by QID), only subjects with an
+    article.
+    """
     name = f"step2_rank/{predicate.pid}_{region.token}"
 
     def compute() -> list[dict[str, Any]]:
@@ -133,7 +141,9 @@ def step2_rank(
 
 
 def fetch_labels(ctx: Context, key: str, items: Sequence[str]) -> Labels:
-    """{QID: {language: label}} for `items` (the smallest label when an entity has several in one language)."""
+    """{QID: {language: label}} for `items` (the smallest label when an entity has several in one
+    language).
+    """
     labels: Labels = defaultdict(dict)
     rows = ctx.chunked_select(
         key, sorted(set(items), key=qid_order), lambda c: queries.labels_query(c, ctx.languages)
@@ -159,8 +169,9 @@ def steps34_objects_and_labels(
 ) -> dict[str, Any]:
     """The top `top` ranked subjects that keep a full set of labels: {facts, labels, n_examined}.
 
-    A fact's `country` is filled as upstream's release does: the fact's own objects when they are countries (P17,
-    P27, P495, P1376), the subject when it is one (P30, P36, ...), else the region's countries that selected it.
+    A fact's `country` is filled as upstream's release does: the fact's own objects when they are
+    countries (P17, P27, P495, P1376), the subject when it is one (P30, P36, ...), else the region's
+    countries that selected it.
     """
     name = f"step4_facts/{predicate.pid}_{region.token}"
     inputs = digest(ranked, top, ctx.languages, ctx.chunk_size, object_filters)
@@ -218,7 +229,9 @@ def fact_country(predicate: Predicate, ranked: dict[str, Any], objects: list[str
 
 
 def ancestors_within(objects: Sequence[str], edges: list[tuple[str, str]]) -> dict[str, list[str]]:
-    """For each object, itself and every object reachable along sub -> super edges (breadth-first)."""
+    """For each object, itself and every object reachable along sub -> super edges
+    (breadth-first).
+    """
     graph: dict[str, list[str]] = defaultdict(list)
     for sub, sup in edges:
         graph[sub].append(sup)
@@ -235,7 +248,9 @@ def ancestors_within(objects: Sequence[str], edges: list[tuple[str, str]]) -> di
 
 
 def step5_hierarchy(ctx: Context, predicate: Predicate, objects: Sequence[str]) -> dict[str, Any]:
-    """{ancestors: {object: [object and its ancestors]}, labels: labels of new ancestors} for one predicate."""
+    """{ancestors: {object: [object and its ancestors]}, labels: labels of new ancestors} for one
+    predicate.
+    """
     objects = sorted(set(objects), key=qid_order)
     name = f"step5_hierarchy/{predicate.pid}"
     grow = located_in_ancestors if predicate.located_in_chain else subclass_ancestors
@@ -245,7 +260,9 @@ def step5_hierarchy(ctx: Context, predicate: Predicate, objects: Sequence[str]) 
 
 
 def subclass_ancestors(ctx: Context, name: str, objects: list[str]) -> dict[str, Any]:
-    """Subclass-of ancestors among the predicate's own objects (every pair of chunks is asked, as upstream does)."""
+    """Subclass-of ancestors among the predicate's own objects (every pair of chunks is asked, as
+    upstream does).
+    """
     edges = []
     parts = chunks(objects, ctx.chunk_size)
     for i, subs in enumerate(parts):
@@ -258,7 +275,9 @@ def subclass_ancestors(ctx: Context, name: str, objects: list[str]) -> dict[str,
 
 
 def located_in_ancestors(ctx: Context, name: str, objects: list[str]) -> dict[str, Any]:
-    """Places containing each place (below the country level); new places need a label in every language."""
+    """Places containing each place (below the country level); new places need a label in every
+    language.
+    """
     rows = ctx.chunked_select(f"{name}/located_in", objects, queries.located_in_query)
     edges = [(r["place"], r["macro"]) for r in rows if r["place"] != r["macro"]]
     new = sorted({m for _, m in edges} - set(objects), key=qid_order)

@@ -1,9 +1,9 @@
 """The shared base of every benchmark builder: one config class, two hooks, counted corrections.
 
-A benchmark module subclasses `CultureProbeBuilder`, sets `CARD` (its `BenchmarkInfo`) and `BUILDER_CONFIGS`,
-and writes `_features()` and `_rows(split)`. Splits, example keys, the dataset card fields and the tally of
-corrected or skipped source records (written into `info.description`, so it survives the `datasets` cache) live
-here once.
+A benchmark module subclasses `CultureProbeBuilder`, sets `CARD` (its `BenchmarkInfo`) and
+`BUILDER_CONFIGS`, and writes `_features()` and `_rows(split)`. Splits, example keys, the dataset
+card fields and the tally of corrected or skipped source records (written into `info.description`,
+so it survives the `datasets` cache) live here once.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from culture_probe.errors import CultureProbeError
 
 @dataclass(frozen=True)
 class Publication:
-    """How one config is published (`culture-probe export`/`push`): its name there, the files shipped beside its
-    rows, what the dataset card says of it besides the benchmark's card, and its languages.
+    """How one config is published (`culture-probe export`/`push`): its name there, the files
+    shipped beside its rows, what the dataset card says of it besides the benchmark's card, and its
+    languages.
     """
 
     name: str
@@ -39,9 +40,11 @@ VARIANTS: tuple[str, ...] = ("faithful", "corrected")
 
 @dataclass
 class CultureProbeConfig(datasets.BuilderConfig):
-    """One loadable config: its languages, the row count the benchmark promises, and faithful or corrected data.
+    """One loadable config: its languages, the row count the benchmark promises, and faithful or
+    corrected data.
 
-    `languages` doubles as a filter: `load_benchmark("dlama_arab_west", languages=["en"])` keeps English rows.
+    `languages` doubles as a filter: `load_benchmark("dlama_arab_west", languages=["en"])` keeps
+    English rows.
     """
 
     languages: tuple[str, ...] = ()
@@ -55,12 +58,16 @@ class CultureProbeConfig(datasets.BuilderConfig):
 
     @property
     def corrected(self) -> bool:
-        """True for the `_corrected` twin, which applies the library's fixes to known data errors."""
+        """True for the `_corrected` twin, which applies the library's fixes to known data
+        errors.
+        """
         return self.variant == "corrected"
 
 
 def corrected_twin(config: CultureProbeConfig, **changes: Any) -> CultureProbeConfig:
-    """The `<name>_corrected` copy of a faithful config (pass `rows=` when corrections drop rows)."""
+    """The `<name>_corrected` copy of a faithful config (pass `rows=` when corrections drop
+    rows).
+    """
     description = f"{config.description or ''} Known data errors corrected.".strip()
     name = config.name + CORRECTED_SUFFIX
     changes = {"name": name, "variant": "corrected", "description": description, **changes}
@@ -68,17 +75,22 @@ def corrected_twin(config: CultureProbeConfig, **changes: Any) -> CultureProbeCo
 
 
 def with_corrected_twins(configs: list[CultureProbeConfig]) -> list[CultureProbeConfig]:
-    """The configs followed by their `_corrected` twins (same rows unless a twin is built by hand)."""
+    """The configs followed by their `_corrected` twins (same rows unless a twin is built by
+    hand).
+    """
     return [*configs, *(corrected_twin(config) for config in configs)]
 
 
 class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
-    """Base builder: subclasses set `CARD` and `BUILDER_CONFIGS` and write `_features` and `_rows`."""
+    """Base builder: subclasses set `CARD` and `BUILDER_CONFIGS` and write `_features` and
+    `_rows`.
+    """
 
     BUILDER_CONFIG_CLASS = CultureProbeConfig
     CARD: ClassVar[BenchmarkInfo]
     SPLITS: ClassVar[tuple[str, ...]] = ("test",)
-    #: whether `languages=` builds only those languages (a run with --language then reads only its own files)
+    #: whether `languages=` builds only those languages (a run with --language then reads only its
+    #: own files)
     LANGUAGE_FILTER: ClassVar[bool] = False
     config: CultureProbeConfig
 
@@ -91,11 +103,15 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
         raise NotImplementedError
 
     def _rows(self, split: str) -> Iterator[dict[str, Any]]:
-        """The rows of one split in source order; `self.tally(...)` every corrected or skipped record."""
+        """The rows of one split in source order; `self.tally(...)` every corrected or skipped
+        record.
+        """
         raise NotImplementedError
 
     def tally(self, what: str, n: int = 1) -> None:
-        """Count a correction or a skipped record (e.g. `"skipped empty sub_label"`); it lands in the card."""
+        """Count a correction or a skipped record (e.g. `"skipped empty sub_label"`); it lands in
+        the card.
+        """
         self._tally[what] += n
 
     def _info(self) -> datasets.DatasetInfo:
@@ -109,7 +125,9 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
         )
 
     def publication(self) -> Publication:
-        """The config published under its own name; a builder whose data names itself (a curated pair) says more."""
+        """The config published under its own name; a builder whose data names itself (a curated
+        pair) says more.
+        """
         return Publication(self.config.name, tuple(self.config.languages or ()))
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
@@ -119,8 +137,8 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
         ]
 
     def _generate_examples(self, split: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        """The rows with their keys; a row id seen twice is an error naming both rows (probes, records and
-        resumption are keyed by it), as `datasets` does for duplicate keys.
+        """The rows with their keys; a row id seen twice is an error naming both rows (probes,
+        records and resumption are keyed by it), as `datasets` does for duplicate keys.
         """
         seen: dict[Any, int] = {}
         for index, row in enumerate(self._rows(split)):
@@ -138,7 +156,8 @@ class CultureProbeBuilder(datasets.GeneratorBasedBuilder):
         try:
             super()._download_and_prepare(dl_manager, verification_mode, **kwargs)
         except DatasetGenerationError as error:
-            # `datasets` wraps everything raised while generating; our errors already say what and where.
+            # `datasets` wraps everything raised while generating; our errors already say what and
+            # where.
             if isinstance(error.__cause__, CultureProbeError):
                 raise error.__cause__ from None
             raise

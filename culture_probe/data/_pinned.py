@@ -1,8 +1,10 @@
-"""A pinned upstream file: from a local copy of the repository (`data_dir`) or through `fetch` (mirror rule).
+"""A pinned upstream file: from a local copy of the repository (`data_dir`) or through `fetch`
+(mirror rule).
 
-CAMeL and X-FaKT both accept `data_dir=` pointing at a checkout of the upstream repository at the pinned commit, so
-an offline user without the mirror can still build them. Either way the file must match the pinned digest unless
-the caller turns verification off (`verify_checksums=False`: test fixtures or a deliberately edited copy).
+CAMeL and X-FaKT both accept `data_dir=` pointing at a checkout of the upstream repository at the
+pinned commit, so an offline user without the mirror can still build them. Either way the file must
+match the pinned digest unless the caller turns verification off (`verify_checksums=False`: test
+fixtures or a deliberately edited copy).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ ACCEPT_MODIFIED = (
 
 
 def verify_pinned(path: str | os.PathLike, sha256: str) -> None:
-    """Raise when the file's sha256 does not start with the pinned prefix, saying how to accept a modified copy."""
+    """Raise when the file's sha256 does not start with the pinned prefix, saying how to accept a
+    modified copy.
+    """
     verify_sha256(path, sha256, fix=ACCEPT_MODIFIED)
 
 
@@ -32,7 +36,9 @@ def pinned_file(
     data_dir: str | os.PathLike | None = None,
     verify: bool = True,
 ) -> Path:
-    """The local path of `base_url + relpath` (or `data_dir/relpath`), checked against its pinned sha256 prefix."""
+    """The local path of `base_url + relpath` (or `data_dir/relpath`), checked against its pinned
+    sha256 prefix.
+    """
     if data_dir:
         path = Path(data_dir) / relpath
         if not path.is_file():

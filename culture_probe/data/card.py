@@ -1,5 +1,5 @@
-"""Typed benchmark cards: what a benchmark measures, where it comes from, what we corrected, and the side data
-(resources) its protocol can declare.
+"""Typed benchmark cards: what a benchmark measures, where it comes from, what we corrected, and the
+side data (resources) its protocol can declare.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ class Correction:
 
 @dataclass(frozen=True)
 class Licence:
-    """The terms of one part of a benchmark's data, as its authors state them (or that they state none)."""
+    """The terms of one part of a benchmark's data, as its authors state them (or that they state
+    none).
+    """
 
     name: str  # as the authors name it, e.g. "MIT", "CC0 1.0", "none stated"
     covers: str  # which part: "the repository (code and data)", "facts and labels (from Wikidata)"
@@ -62,8 +64,9 @@ class BenchmarkInfo:
     # the configs of the paper's experiments: what `culture-probe run <name>` runs
     suite: tuple[str, ...] = ()
     corrections: tuple[Correction, ...] = field(default_factory=tuple)
-    #: where to ask for the data when its authors release it only on request ("" when it is public): such data
-    #: is never redistributed by culture_probe (`culture-probe push` refuses it without the user's permission)
+    #: where to ask for the data when its authors release it only on request ("" when it is public):
+    #: such data is never redistributed by culture_probe (`culture-probe push` refuses it without
+    #: the user's permission)
     on_request: str = ""
 
     @property
@@ -74,9 +77,9 @@ class BenchmarkInfo:
 
 @dataclass(frozen=True)
 class SplitResource:
-    """Side data that is one split of one of the benchmark's own configs (e.g. CAMeL's entity pools), loaded as
-    rows like any config, from the same place; `files(data_dir)` names the source files it is read from, which
-    fingerprint it.
+    """Side data that is one split of one of the benchmark's own configs (e.g. CAMeL's entity
+    pools), loaded as rows like any config, from the same place; `files(data_dir)` names the source
+    files it is read from, which fingerprint it.
     """
 
     config: str
@@ -86,8 +89,8 @@ class SplitResource:
 
 @dataclass(frozen=True)
 class FileResource:
-    """Side data parsed from source files (e.g. X-FaKT's literals): `read(data_dir=, corrected=, **params)` returns
-    the value and the files it read, which fingerprint it.
+    """Side data parsed from source files (e.g. X-FaKT's literals): `read(data_dir=, corrected=,
+    **params)` returns the value and the files it read, which fingerprint it.
     """
 
     read: Callable[..., tuple[Any, list[Path]]]

@@ -1,11 +1,12 @@
-"""What `culture-probe list` shows, read from `catalog.json` beside this module, so that listing imports neither
-`datasets` nor a benchmark's module (about 0.2 s instead of 2 s).
+"""What `culture-probe list` shows, read from `catalog.json` beside this module, so that listing
+imports neither `datasets` nor a benchmark's module (about 0.2 s instead of 2 s).
 
-The file is derived data, never a second source of truth: it carries a digest of the modules that define the
-configs (every benchmark's data module and source layout, the data layer's private modules and the card). When they
-changed since it was written, or another benchmark is installed (docs/adding-a-benchmark.md), the table is read live
-from the builders instead, so the list is never stale. `python -m culture_probe.data.catalog` rewrites the
-file; tests/data/test_catalog.py checks it equals the live table.
+The file is derived data, never a second source of truth: it carries a digest of the modules that
+define the configs (every benchmark's data module and source layout, the data layer's private
+modules and the card). When they changed since it was written, or another benchmark is installed
+(docs/adding-a-benchmark.md), the table is read live from the builders instead, so the list is never
+stale. `python -m culture_probe.data.catalog` rewrites the file; tests/data/test_catalog.py checks
+it equals the live table.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ CATALOG = HERE / "catalog.json"
 
 
 def _data_modules() -> dict[str, str]:
-    """{benchmark: its data module's name}, from the declarations alone (no data module imported)."""
+    """{benchmark: its data module's name}, from the declarations alone (no data module
+    imported).
+    """
     return {name: str(d.module_name("data")) for name, d in declarations().items()}
 
 
 def _defining_files(modules: list[str]) -> list[Path]:
-    """The files the config table is read from: each benchmark's data module and source layout, the private
-    modules of the data layer and the card.
+    """The files the config table is read from: each benchmark's data module and source layout, the
+    private modules of the data layer and the card.
     """
     found = {*HERE.glob("_*.py"), HERE / "card.py"}
     for module in modules:
@@ -41,7 +44,9 @@ def _defining_files(modules: list[str]) -> list[Path]:
 
 
 def digest(modules: list[str]) -> str:
-    """A digest of the files that define the configs of data modules `modules` (names and contents)."""
+    """A digest of the files that define the configs of data modules `modules` (names and
+    contents).
+    """
     hashed = hashlib.sha256()
     for path in _defining_files(modules):
         hashed.update(

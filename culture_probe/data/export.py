@@ -1,8 +1,9 @@
-"""Publication in the Hub layout: Parquet per config and split, and a README whose YAML `configs:` declares them.
+"""Publication in the Hub layout: Parquet per config and split, and a README whose YAML `configs:`
+declares them.
 
 `datasets` 4+ no longer runs loading scripts, so this folder is how the benchmarks are shared:
-`datasets.load_dataset(DIR, "dlama_arab_west")` reads it locally, and the same folder pushed to the Hub works as
-`load_dataset("org/culture_probe", "dlama_arab_west")`.
+`datasets.load_dataset(DIR, "dlama_arab_west")` reads it locally, and the same folder pushed to the
+Hub works as `load_dataset("org/culture_probe", "dlama_arab_west")`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from culture_probe.util.keyvalue import parse_pairs
 
 @dataclass(frozen=True)
 class ExportResult:
-    """What `export` wrote, which configs it skipped (data that must be obtained by hand) and why, and the files
-    found in the folder that no export wrote, which it kept as they were.
+    """What `export` wrote, which configs it skipped (data that must be obtained by hand) and why,
+    and the files found in the folder that no export wrote, which it kept as they were.
     """
 
     out_dir: Path
@@ -47,16 +48,18 @@ def export(
     data_dirs: Mapping[str, str | os.PathLike] | None = None,
     permission: bool = False,
 ) -> ExportResult:
-    """Write `out_dir/<config>/<split>-00000-of-00001.parquet` and `out_dir/README.md` (YAML + dataset card).
+    """Write `out_dir/<config>/<split>-00000-of-00001.parquet` and `out_dir/README.md` (YAML +
+    dataset card).
 
-    `data_dirs` maps a benchmark to its local data (`{"maps": ".../manual/maps", "dlama": "dlama-v1.tar.gz"}`).
-    With `configs=None` every config that loads is written; configs whose data is not available (MAPS without
-    its folder, DLAMA without its tarball) are skipped and reported. Configs named explicitly must load.
-    `permission`: the user states they may redistribute data released on request (the card says so).
+    `data_dirs` maps a benchmark to its local data (`{"maps": ".../manual/maps", "dlama":
+    "dlama-v1.tar.gz"}`). With `configs=None` every config that loads is written; configs whose data
+    is not available (MAPS without its folder, DLAMA without its tarball) are skipped and reported.
+    Configs named explicitly must load. `permission`: the user states they may redistribute data
+    released on request (the card says so).
 
-    The export is built in a temporary folder beside `out_dir` and swapped in only when complete, so a failure
-    (missing data, a full disk) leaves an earlier export as it was; files in `out_dir` that no export wrote are
-    kept, and one the new export would overwrite is refused, naming it.
+    The export is built in a temporary folder beside `out_dir` and swapped in only when complete, so
+    a failure (missing data, a full disk) leaves an earlier export as it was; files in `out_dir`
+    that no export wrote are kept, and one the new export would overwrite is refused, naming it.
     """
     out = Path(out_dir)
     entries = {e.name: e for e in list_benchmarks()}
@@ -83,7 +86,9 @@ def _build(
     data_dirs: Mapping[str, str | os.PathLike],
     permission: bool,
 ) -> tuple[list[ExportedConfig], list[tuple[str, str]]]:
-    """Every config's files and the README in `build`; the configs written, and those skipped with the reason."""
+    """Every config's files and the README in `build`; the configs written, and those skipped with
+    the reason.
+    """
     written, skipped = [], []
     for name in names:
         benchmark = entries[name].benchmark
@@ -109,7 +114,9 @@ def _build(
 
 
 def _write_config(out: Path, name: str, entry: Any, builder: Any) -> ExportedConfig:
-    """One config's Parquet files (and the files its publication ships beside them) under its published name."""
+    """One config's Parquet files (and the files its publication ships beside them) under its
+    published name.
+    """
     publication = builder.publication()
     folder = out / publication.name
     folder.mkdir(exist_ok=True)
@@ -138,9 +145,9 @@ EXPORT = outfolder.Output("export", EXPORT_MARKER)
 
 
 def check_export_folder(out: Path) -> list[str]:
-    """The files an earlier export in `out` wrote (to be replaced), after refusing a folder that must not be written:
-    a file, a non-empty folder that is no export, a damaged marker, or one named like the package (it would shadow
-    `import culture_probe` when Python runs from beside it).
+    """The files an earlier export in `out` wrote (to be replaced), after refusing a folder that
+    must not be written: a file, a non-empty folder that is no export, a damaged marker, or one
+    named like the package (it would shadow `import culture_probe` when Python runs from beside it).
     """
     if out.name == "culture_probe":
         raise CultureProbeError(
@@ -164,7 +171,9 @@ def parse_data_dirs(text: str | None) -> dict[str, str]:
 
 
 def main(args: Any) -> int:
-    """`culture-probe export DIR [--configs ...] [--data-dir maps=DIR,...]`: write the folder, print its contents."""
+    """`culture-probe export DIR [--configs ...] [--data-dir maps=DIR,...]`: write the folder, print
+    its contents.
+    """
     data_dirs = parse_data_dirs(getattr(args, "data_dir", None))
     result = export(args.out_dir, configs=args.configs, data_dirs=data_dirs)
     for config in result.configs:

@@ -1,7 +1,8 @@
-"""The README.md of a Hub-layout folder: YAML metadata the Hub and `datasets` read (configs and their Parquet files,
-languages, licences), then a dataset card that is true of what was written: per benchmark what it measures, the
-licence of each source, where on-request data comes from, the citation, the rows per config and split, what the
-corrected variants fix, and what a curated pair is.
+"""The README.md of a Hub-layout folder: YAML metadata the Hub and `datasets` read (configs and
+their Parquet files, languages, licences), then a dataset card that is true of what was written: per
+benchmark what it measures, the licence of each source, where on-request data comes from, the
+citation, the rows per config and split, what the corrected variants fix, and what a curated pair
+is.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from culture_probe.data.card import BenchmarkInfo
 
 @dataclass(frozen=True)
 class ExportedConfig:
-    """One config as written to the folder: its name there, its benchmark, languages, rows per split, what the card
-    says of it, and the files shipped beside its rows.
+    """One config as written to the folder: its name there, its benchmark, languages, rows per
+    split, what the card says of it, and the files shipped beside its rows.
     """
 
     name: str
@@ -37,8 +38,8 @@ class ExportedConfig:
 def render_readme(
     configs: Sequence[ExportedConfig], infos: Sequence[BenchmarkInfo], *, permission: bool = False
 ) -> str:
-    """README.md: the Hub's YAML (`configs:` with one Parquet file per split) and the dataset card (`permission`:
-    the publisher states they may redistribute data released on request).
+    """README.md: the Hub's YAML (`configs:` with one Parquet file per split) and the dataset card
+    (`permission`: the publisher states they may redistribute data released on request).
     """
     used = [info for info in infos if any(c.benchmark == info.name for c in configs)]
     licences = [licence for info in used for licence in info.licences]

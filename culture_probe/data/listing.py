@@ -1,4 +1,6 @@
-"""`culture-probe list`: every config as a table, from the catalog (no torch, no `datasets`: instant)."""
+"""`culture-probe list`: every config as a table, from the catalog (no torch, no `datasets`:
+instant).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +8,8 @@ from culture_probe.data.catalog import table
 
 
 def main(args=None) -> int:
-    """Print the groups (a benchmark's paper experiments, runnable by name), then name, benchmark, languages, rows
-    and description of every config.
+    """Print the groups (a benchmark's paper experiments, runnable by name), then name, benchmark,
+    languages, rows and description of every config.
     """
     listed = table()
     print("group      configs (culture-probe run GROUP runs them all into one suite folder)")

@@ -1,8 +1,8 @@
 """Find benchmark configs by name and load them: `load_benchmark("dlama_arab_west")`.
 
-A benchmark's data module (named by its declaration, `culture_probe.benchmarks`) defines `BUILDER` (a
-`datasets.GeneratorBasedBuilder` subclass whose `BUILDER_CONFIGS` carry the config names) and `INFO` (a
-`BenchmarkInfo`). Data modules never import torch, so this stays fast.
+A benchmark's data module (named by its declaration, `culture_probe.benchmarks`) defines `BUILDER`
+(a `datasets.GeneratorBasedBuilder` subclass whose `BUILDER_CONFIGS` carry the config names) and
+`INFO` (a `BenchmarkInfo`). Data modules never import torch, so this stays fast.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ class BenchmarkEntry:
 
 @cache
 def benchmark_modules() -> dict[str, Any]:
-    """{benchmark name: its data module} for every benchmark installed (`culture_probe.benchmarks`)."""
+    """{benchmark name: its data module} for every benchmark installed
+    (`culture_probe.benchmarks`).
+    """
     found = {}
     for name, declared in declarations().items():
         module = declared.part("data")
@@ -75,8 +77,9 @@ def _configs() -> dict[str, tuple[Any, Any]]:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark config, resolved once (`resolve`) and handed down, so that no stage looks its name up again:
-    its data module (`BUILDER`, `INFO`), its `datasets` builder config, and whether it is a corrected variant.
+    """One benchmark config, resolved once (`resolve`) and handed down, so that no stage looks its
+    name up again: its data module (`BUILDER`, `INFO`), its `datasets` builder config, and whether
+    it is a corrected variant.
     """
 
     name: str  # the config name, e.g. dlama_arab_west_corrected
@@ -87,12 +90,16 @@ class Benchmark:
 
     @property
     def benchmark(self) -> str:
-        """The benchmark's name (dlama): its folder's declaration names its protocol and report too."""
+        """The benchmark's name (dlama): its folder's declaration names its protocol and report
+        too.
+        """
         return _benchmark_names()[self.module.__name__]
 
     @property
     def declaration(self) -> Declaration:
-        """The benchmark's declaration: where its protocol, report, planted model and curation are."""
+        """The benchmark's declaration: where its protocol, report, planted model and curation
+        are.
+        """
         return declarations()[self.benchmark]
 
     @property
@@ -117,8 +124,8 @@ class Benchmark:
 
 
 def resolve(name: str | Benchmark, *, corrected: bool = False) -> Benchmark:
-    """The `Benchmark` of config `name` (a `Benchmark` is returned as it is); `corrected=True` picks the
-    `<name>_corrected` twin.
+    """The `Benchmark` of config `name` (a `Benchmark` is returned as it is); `corrected=True` picks
+    the `<name>_corrected` twin.
     """
     if isinstance(name, Benchmark):
         return name if not corrected or name.corrected else resolve(name.name, corrected=True)
@@ -153,9 +160,10 @@ def load_benchmark(
 ) -> datasets.DatasetDict:
     """Load one benchmark config as a `datasets.DatasetDict` (split `test`; MAPS also `few_shot`).
 
-    Sources are fetched once (mirror rule in `culture_probe.data.sources`) and prepared into the `datasets`
-    cache, so a second load reads Arrow files and does not parse the sources again. Extra keyword arguments go
-    to the builder (`cache_dir`, and benchmark-specific options such as DLAMA's `data_files` or `languages`).
+    Sources are fetched once (mirror rule in `culture_probe.data.sources`) and prepared into the
+    `datasets` cache, so a second load reads Arrow files and does not parse the sources again. Extra
+    keyword arguments go to the builder (`cache_dir`, and benchmark-specific options such as DLAMA's
+    `data_files` or `languages`).
     """
     builder = make_builder(name, data_dir=data_dir, corrected=corrected, **kwargs)
     builder.download_and_prepare()
@@ -174,10 +182,12 @@ def make_builder(
     corrected: bool = False,
     **kwargs: Any,
 ) -> datasets.DatasetBuilder:
-    """The `datasets` builder of one config, with a cache key that changes with the code and the local data.
+    """The `datasets` builder of one config, with a cache key that changes with the code and the
+    local data.
 
-    Local paths are made absolute and fingerprinted (names, sizes, mtimes), so the cache is reused for the
-    same files from any working directory and rebuilt when the files or the builder code change.
+    Local paths are made absolute and fingerprinted (names, sizes, mtimes), so the cache is reused
+    for the same files from any working directory and rebuilt when the files or the builder code
+    change.
     """
     benchmark = resolve(name, corrected=corrected)
     module, config = benchmark.module, benchmark.config
@@ -206,8 +216,9 @@ def _check_options(config: Any, kwargs: dict[str, Any]) -> None:
 
 
 def _cache_hash(module: Any, data_dir: str | None, data_files: Any) -> str:
-    """Hash of the builder code, the library version, the mirror its downloads are read from (a mirror without a
-    release file falls back to another source) and the local data the builder reads.
+    """Hash of the builder code, the library version, the mirror its downloads are read from (a
+    mirror without a release file falls back to another source) and the local data the builder
+    reads.
     """
     digest = hashlib.sha256(__version__.encode())
     digest.update(f"mirror={mirror_root()}".encode())
@@ -231,7 +242,9 @@ def _cache_hash(module: Any, data_dir: str | None, data_files: Any) -> str:
 
 
 def _fingerprint(path: Path) -> str:
-    """Names, sizes and modification times of a file or of every file under a folder (no content read)."""
+    """Names, sizes and modification times of a file or of every file under a folder (no content
+    read).
+    """
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     parts = [str(path)]
     for file in files:
@@ -242,8 +255,8 @@ def _fingerprint(path: Path) -> str:
 
 @contextmanager
 def quiet_progress() -> Iterator[None]:
-    """`datasets` progress bars off for a while (and back on only if they were on): its bar per split and file
-    is noise where the command prints its own progress (a run, a dry run, an export).
+    """`datasets` progress bars off for a while (and back on only if they were on): its bar per
+    split and file is noise where the command prints its own progress (a run, a dry run, an export).
     """
     from datasets.utils import (
         are_progress_bars_disabled,
@@ -277,7 +290,9 @@ def list_benchmarks() -> list[BenchmarkEntry]:
 
 
 def groups() -> dict[str, tuple[str, ...]]:
-    """{benchmark name: the configs of its paper's experiments}: what `culture-probe run <benchmark>` runs."""
+    """{benchmark name: the configs of its paper's experiments}: what `culture-probe run
+    <benchmark>` runs.
+    """
     return {
         module.INFO.name: module.INFO.suite
         for module in benchmark_modules().values()
@@ -286,8 +301,9 @@ def groups() -> dict[str, tuple[str, ...]]:
 
 
 def expand(names: list[str] | tuple[str, ...]) -> list[str]:
-    """Config and group names -> the configs they name, each once, in the order given; an unknown name is an
-    error naming the closest configs and groups (the whole list, some ninety names, is `culture-probe list`).
+    """Config and group names -> the configs they name, each once, in the order given; an unknown
+    name is an error naming the closest configs and groups (the whole list, some ninety names, is
+    `culture-probe list`).
     """
     table, named = _configs(), groups()
     out: list[str] = []
@@ -307,20 +323,23 @@ def expand(names: list[str] | tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-# ---------------------------------------------------------------- a run's data options (`--data-option KEY=VALUE`)
+# ---------------------------------------------------------------- a run's data options
+# (`--data-option KEY=VALUE`)
 
 
 def data_option_names(benchmark: Benchmark) -> tuple[str, ...]:
-    """The builder options a run may set for `benchmark` (`load_benchmark`'s keywords: DLAMA's `pair`,
-    `verify_counts`, `languages`, ...): its config's fields but those the registry sets itself.
+    """The builder options a run may set for `benchmark` (`load_benchmark`'s keywords: DLAMA's
+    `pair`, `verify_counts`, `languages`, ...): its config's fields but those the registry sets
+    itself.
     """
     return tuple(f.name for f in dataclasses.fields(benchmark.config) if f.name not in FIXED_FIELDS)
 
 
 def data_options_for(benchmark: Benchmark, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The data options of a run (or suite) that reach `benchmark`, as `load_benchmark` takes them: a plain key its
-    builder has, or `CONFIG.key` / `BENCHMARK.key` naming it (as `--option` routes protocol options). Text values
-    (the command line's) are read by the field's type: `false`, `ar,en` for a tuple, `none`.
+    """The data options of a run (or suite) that reach `benchmark`, as `load_benchmark` takes them:
+    a plain key its builder has, or `CONFIG.key` / `BENCHMARK.key` naming it (as `--option` routes
+    protocol options). Text values (the command line's) are read by the field's type: `false`,
+    `ar,en` for a tuple, `none`.
     """
     names, hints = data_option_names(benchmark), typing.get_type_hints(type(benchmark.config))
     chosen: dict[str, Any] = {}
@@ -341,8 +360,8 @@ def data_options_for(benchmark: Benchmark, given: Mapping[str, Any]) -> dict[str
 
 
 def check_data_options(configs: Sequence[Benchmark], given: Mapping[str, Any]) -> None:
-    """Every data option reaches a config of the run, its value read, or the error names the options those configs
-    take: a mistyped key (`verify_count`) is never dropped silently.
+    """Every data option reaches a config of the run, its value read, or the error names the options
+    those configs take: a mistyped key (`verify_count`) is never dropped silently.
     """
     for spelled, value in given.items():
         prefix, _, key = spelled.rpartition(".")

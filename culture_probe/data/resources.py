@@ -1,9 +1,10 @@
-"""Side data that a protocol declares (templates, entity pools, few-shot examples, literals), loaded from the same
-place as the rows (`data_dir`, the mirror, or the pinned URL) and fingerprinted.
+"""Side data that a protocol declares (templates, entity pools, few-shot examples, literals), loaded
+from the same place as the rows (`data_dir`, the mirror, or the pinned URL) and fingerprinted.
 
-A task names what it needs as `Need`s; each benchmark's data module lists what it can provide in `RESOURCES`
-(a `SplitResource` or `FileResource` by name). `load_resources` turns the needs into values for the protocol and a
-provenance record per resource (its sources and sha256) for the run's config.json.
+A task names what it needs as `Need`s; each benchmark's data module lists what it can provide in
+`RESOURCES` (a `SplitResource` or `FileResource` by name). `load_resources` turns the needs into
+values for the protocol and a provenance record per resource (its sources and sha256) for the run's
+config.json.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from culture_probe.errors import UnknownNameError
 
 @dataclass(frozen=True)
 class Need:
-    """Resource `name` of benchmark `benchmark` (a data module), faithful or corrected; `params` are the loader's
-    keyword arguments (e.g. a user's template file), as (name, value) pairs so that a need stays hashable.
+    """Resource `name` of benchmark `benchmark` (a data module), faithful or corrected; `params` are
+    the loader's keyword arguments (e.g. a user's template file), as (name, value) pairs so that a
+    need stays hashable.
     """
 
     benchmark: str
@@ -99,8 +101,8 @@ def files_digest(files: list[Path]) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """The file's sha256; above `LARGE` bytes, the sha256 of its size, first and last 64 MiB (marked "partial:"),
-    so that a multi-gigabyte model is fingerprinted in a second, not minutes.
+    """The file's sha256; above `LARGE` bytes, the sha256 of its size, first and last 64 MiB (marked
+    "partial:"), so that a multi-gigabyte model is fingerprinted in a second, not minutes.
     """
     size = path.stat().st_size
     if size <= LARGE:

@@ -1,7 +1,8 @@
 """Where source files come from (pinned URLs, the offline mirror) and how they are read safely.
 
-Every builder fetches through `fetch`, so the mirror rule holds everywhere: with `CULTURE_PROBE_MIRROR` set, a
-URL `https://HOST/PATH` is read from `$CULTURE_PROBE_MIRROR/HOST/PATH` and never from the network.
+Every builder fetches through `fetch`, so the mirror rule holds everywhere: with
+`CULTURE_PROBE_MIRROR` set, a URL `https://HOST/PATH` is read from `$CULTURE_PROBE_MIRROR/HOST/PATH`
+and never from the network.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ def mirror_path(url: str, mirror: str | os.PathLike | None = None) -> Path | Non
 def fetch(
     url: str, *, sha256: str | None = None, cache_dir: str | os.PathLike | None = None
 ) -> Path:
-    """A local file holding `url`: from the mirror when one is set (no network fallback), else downloaded.
+    """A local file holding `url`: from the mirror when one is set (no network fallback), else
+    downloaded.
 
-    `sha256` is a hex prefix the file's digest must start with; a mismatch is an error, never a warning.
+    `sha256` is a hex prefix the file's digest must start with; a mismatch is an error, never a
+    warning.
     """
     local = mirror_path(url)
     if local is not None:
@@ -61,7 +64,9 @@ def fetch(
 
 
 def cache_root() -> Path:
-    """The library's cache folder: `$CULTURE_PROBE_CACHE`, or ~/.cache/culture_probe (downloads, planted models)."""
+    """The library's cache folder: `$CULTURE_PROBE_CACHE`, or ~/.cache/culture_probe (downloads,
+    planted models).
+    """
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "culture_probe")
 
 
@@ -100,8 +105,8 @@ def sha256_of(path: str | os.PathLike) -> str:
 
 
 def verify_sha256(path: str | os.PathLike, prefix: str, *, fix: str = REFETCH) -> None:
-    """Raise when the file's SHA-256 does not start with `prefix` (the pinned digest of the release); `fix` says
-    what the user can do about it.
+    """Raise when the file's SHA-256 does not start with `prefix` (the pinned digest of the
+    release); `fix` says what the user can do about it.
     """
     actual = sha256_of(path)
     if not actual.startswith(prefix.lower()):
@@ -112,7 +117,9 @@ def verify_sha256(path: str | os.PathLike, prefix: str, *, fix: str = REFETCH) -
 
 
 def git_blob_id(path: str | os.PathLike) -> str:
-    """Git's blob id of a file: SHA-1 of "blob <size>", a NUL byte and the content (pins GitHub blobs)."""
+    """Git's blob id of a file: SHA-1 of "blob <size>", a NUL byte and the content (pins GitHub
+    blobs).
+    """
     header = f"blob {os.path.getsize(path)}\0".encode()
     return _file_digest(path, hashlib.sha1(header))  # git's blob id, not a security hash
 
@@ -155,14 +162,16 @@ def parse_literal(
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line, split as `culture_probe.util.jsonl` splits them; a bad line (or
-    bytes that are not UTF-8) is an error naming file and line.
+    """(line number, object) for every non-blank line, split as `culture_probe.util.jsonl` splits
+    them; a bad line (or bytes that are not UTF-8) is an error naming file and line.
     """
     yield from parse_jsonl(read_lines(path), path=str(path))
 
 
 def parse_jsonl(lines: Iterable[str], *, path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """`read_jsonl` over lines already in memory (e.g. an archive member); `path` names them in errors."""
+    """`read_jsonl` over lines already in memory (e.g. an archive member); `path` names them in
+    errors.
+    """
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -182,7 +191,8 @@ def read_xlsx(
 ) -> list[tuple[int, dict[str, Any]]]:
     """(spreadsheet row number, {header: value}) per data row, trailing empty rows dropped.
 
-    Headers come from the first row. Missing `required` columns and empty sheets are errors naming the file.
+    Headers come from the first row. Missing `required` columns and empty sheets are errors naming
+    the file.
     """
     import openpyxl
 

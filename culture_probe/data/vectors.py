@@ -1,9 +1,10 @@
-"""Word vectors for FmLAMA's mWS, read from files: fastText's binary models (as in the paper) or text `.vec`
-files. Reading happens here, in the data layer, so the metric itself is a pure function of the vectors it gets.
+"""Word vectors for FmLAMA's mWS, read from files: fastText's binary models (as in the paper) or
+text `.vec` files. Reading happens here, in the data layer, so the metric itself is a pure function
+of the vectors it gets.
 
-The protocol declares the vectors as a resource (`fmlama`'s `RESOURCES["vectors"]`); what that gives is a
-`WordVectors`, which reads only the strings a run needs, after the engine has ranked (so a 7 GB model is opened
-once, at the metrics step).
+The protocol declares the vectors as a resource (`fmlama`'s `RESOURCES["vectors"]`); what that gives
+is a `WordVectors`, which reads only the strings a run needs, after the engine has ranked (so a 7 GB
+model is opened once, at the metrics step).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class WordVectors:
 def vectors_resource(
     *, data_dir: str | None = None, corrected: bool = False, path: str, language: str
 ) -> tuple[WordVectors, list[Path]]:
-    """The `vectors` resource: the file is checked now (before any scoring), read later (`WordVectors.lookup`)."""
+    """The `vectors` resource: the file is checked now (before any scoring), read later
+    (`WordVectors.lookup`).
+    """
     file = vectors_file(path, language)
     if not file.is_file():
         raise MissingDataError(
@@ -50,11 +53,12 @@ def vectors_resource(
 
 
 def load_text_vectors(path: str | Path, keep: set[str] | None = None) -> dict[str, np.ndarray]:
-    """Read word vectors from a text file in fastText's `.vec` format (optional "count dim" header line).
+    """Read word vectors from a text file in fastText's `.vec` format (optional "count dim" header
+    line).
 
-    A key may contain spaces (the last `dim` fields are the vector), so a file of whole-string vectors
-    precomputed with fastText's `get_word_vector` works too. `keep` reads only the strings a metric needs,
-    so a 2-million-word file does not have to fit in memory.
+    A key may contain spaces (the last `dim` fields are the vector), so a file of whole-string
+    vectors precomputed with fastText's `get_word_vector` works too. `keep` reads only the strings a
+    metric needs, so a 2-million-word file does not have to fit in memory.
     """
     vectors: dict[str, np.ndarray] = {}
     dim = None
@@ -86,16 +90,20 @@ def _trailing_numbers(fields: list[str]) -> int:
 
 
 def vectors_file(vectors: str | Path, language: str) -> Path:
-    """The vectors file `vectors` names: itself, or the `cc.<language>.300.bin` inside it when it is a folder."""
+    """The vectors file `vectors` names: itself, or the `cc.<language>.300.bin` inside it when it is
+    a folder.
+    """
     return Path(vectors) / f"cc.{language}.300.bin" if Path(vectors).is_dir() else Path(vectors)
 
 
 def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") -> Embed:
-    """The paper's vectors: fastText's `get_word_vector` on the whole string, from a binary `cc.<lang>.300.bin`.
+    """The paper's vectors: fastText's `get_word_vector` on the whole string, from a binary
+    `cc.<lang>.300.bin`.
 
-    `path` is the `.bin` model or a folder holding `cc.<language>.300.bin`; without it, the environment variable
-    CULTURE_PROBE_FASTTEXT (read at call time) gives one of the two. Nothing is downloaded: the model is 7 GB.
-    Needs the optional `fasttext` module (`pip install fasttext-wheel`, or `culture-probe[fasttext]`).
+    `path` is the `.bin` model or a folder holding `cc.<language>.300.bin`; without it, the
+    environment variable CULTURE_PROBE_FASTTEXT (read at call time) gives one of the two. Nothing is
+    downloaded: the model is 7 GB. Needs the optional `fasttext` module (`pip install
+    fasttext-wheel`, or `culture-probe[fasttext]`).
     """
     name = f"cc.{language}.300.bin"
     fix = (
@@ -123,8 +131,9 @@ def fasttext_vectors(path: str | Path | None = None, *, language: str = "en") ->
 def read_vectors(
     vectors: str | Path | None, *, keep: set[str], language: str = "en"
 ) -> dict[str, np.ndarray]:
-    """The vectors of the strings in `keep`: from a fastText binary model (`.bin`, or a folder holding
-    `cc.<language>.300.bin`; None: `fasttext_vectors`' default) or from text vectors (any other file).
+    """The vectors of the strings in `keep`: from a fastText binary model (`.bin`, or a folder
+    holding `cc.<language>.300.bin`; None: `fasttext_vectors`' default) or from text vectors (any
+    other file).
     """
     if vectors is None or Path(vectors).is_dir() or Path(vectors).suffix == ".bin":
         vector = fasttext_vectors(vectors, language=language)

@@ -1,6 +1,7 @@
-"""The probing engine: knows models, not benchmarks. `load(model, model_args, options)` is its front door for a
-model given by name (a Hub id, a local folder, `planted:<config>`, `openai:<name>`), `ModelSpec` that name read once
-(its kind, tokenizer and config without weights); `Scorer` wraps a model already loaded.
+"""The probing engine: knows models, not benchmarks. `load(model, model_args, options)` is its front
+door for a model given by name (a Hub id, a local folder, `planted:<config>`, `openai:<name>`),
+`ModelSpec` that name read once (its kind, tokenizer and config without weights); `Scorer` wraps a
+model already loaded.
 """
 
 from __future__ import annotations

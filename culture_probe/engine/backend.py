@@ -1,7 +1,7 @@
-"""`Backend`: what every model backend shares (batching by token budget with out-of-memory halving, ordering,
-caching, progress, data parallelism), so that a backend (causal, masked, seq2seq) only writes `_prepare`, `_cost`
-and `_score_batch`. Backends are found through the registry in `culture_probe.engine.scorer`, which this module
-does not know.
+"""`Backend`: what every model backend shares (batching by token budget with out-of-memory halving,
+ordering, caching, progress, data parallelism), so that a backend (causal, masked, seq2seq) only
+writes `_prepare`, `_cost` and `_score_batch`. Backends are found through the registry in
+`culture_probe.engine.scorer`, which this module does not know.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ CUDA_BUDGET = 1 << 16  # first try on CUDA; halved on out-of-memory until it fit
 class Backend:
     """Scores candidate fillers with one kind of model, and generates (greedy, or seeded sampling).
 
-    Made by `Scorer(model, tokenizer)` or `Scorer.from_pretrained(name_or_path)`, which pick the backend class for
-    the model's kind (`culture_probe.engine.scorer`).
+    Made by `Scorer(model, tokenizer)` or `Scorer.from_pretrained(name_or_path)`, which pick the
+    backend class for the model's kind (`culture_probe.engine.scorer`).
     """
 
     kind: ModelKind
@@ -69,7 +69,8 @@ class Backend:
         ahead: bool | None = None,
     ):
         self.model, self.tokenizer = model, tokenizer
-        # prepare the next call's requests while the model runs (`prefetch`); None: where the model is not on a CPU
+        # prepare the next call's requests while the model runs (`prefetch`); None: where the model
+        # is not on a CPU
         self.ahead = ahead
         self.identity = dict(
             identity or _identity(model, tokenizer, name=getattr(model, "name_or_path", "") or "")
@@ -99,12 +100,15 @@ class Backend:
         self._report: Callable[[int], None] | None = None
         self._check_model()
 
-    # ---- the hooks a backend writes -------------------------------------------------------------------------
+    # ---- the hooks a backend writes
+    # -------------------------------------------------------------------------
     def _check_model(self) -> None:
         """Refuse, at construction, a model or tokenizer the backend cannot score with."""
 
     def _prepare_all(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> list[Any]:
-        """Turn requests into the backend's work items (token ids, already fitted to the model), in order."""
+        """Turn requests into the backend's work items (token ids, already fitted to the model), in
+        order.
+        """
         raise NotImplementedError
 
     def _prepare(self, request: ScoreRequest, options: ScoreOptions) -> Any:
@@ -116,11 +120,15 @@ class Backend:
         raise NotImplementedError
 
     def _reads(self, item: Any) -> int:
-        """Positions of a work item at which the LM head runs (what a time estimate counts its FLOPs at)."""
+        """Positions of a work item at which the LM head runs (what a time estimate counts its FLOPs
+        at).
+        """
         raise NotImplementedError
 
     def _scored(self, item: Any) -> TokenRows:
-        """The token rows whose log-probs `_score_batch` returns for a work item, one row per candidate."""
+        """The token rows whose log-probs `_score_batch` returns for a work item, one row per
+        candidate.
+        """
         raise NotImplementedError
 
     def _score_batch(
@@ -129,7 +137,8 @@ class Backend:
         """Per item, the log-prob of each scored token (float64), laid out as `_scored(item)`."""
         raise NotImplementedError
 
-    # ---- shared machinery -----------------------------------------------------------------------------------
+    # ---- shared machinery
+    # -----------------------------------------------------------------------------------
     @property
     def device(self) -> torch.device:
         """The device inputs go to (the first parameter's)."""
@@ -146,8 +155,9 @@ class Backend:
     ) -> list[CandidateScores]:
         """Score every request's candidates; one `CandidateScores` per request, in request order.
 
-        `options` (a `ScoreOptions`), or its fields as keywords (`masked_method="l2r"`, `keep_tokens=True`, ...).
-        With several processes (accelerate/torchrun), each scores a shard and every process gets all results.
+        `options` (a `ScoreOptions`), or its fields as keywords (`masked_method="l2r"`,
+        `keep_tokens=True`, ...). With several processes (accelerate/torchrun), each scores a shard
+        and every process gets all results.
         """
         with self.spending.timing("score"):
             return self._score(
@@ -172,9 +182,10 @@ class Backend:
         )
         # every process has read the cache before any writes to it: same shards
         parallel.barrier(size)
-        # Each process prepares its share of the distinct requests only, those the cache holds too (so that the
-        # truncation record counts every context whatever the cache held), and scores what of it the cache lacks.
-        # A bad request is raised by every process alike, not only by the one that met it while the others wait.
+        # Each process prepares its share of the distinct requests only, those the cache holds too
+        # (so that the truncation record counts every context whatever the cache held), and scores
+        # what of it the cache lacks. A bad request is raised by every process alike, not only by
+        # the one that met it while the others wait.
         mine = _distinct(keys)[rank::size]
         before = self.encoder.truncation
         try:
@@ -210,12 +221,13 @@ class Backend:
     def prefetch(
         self, requests: Sequence[ScoreRequest], options: ScoreOptions | None = None, **fields: Any
     ) -> None:
-        """Prepare, in the background, this process's share of the requests of the next `score` call (tokenizing,
-        fitting, laying out), while the model runs the current one on its accelerator: that call then finds them
-        prepared. One call ahead at most; a call that asks something else prepares its own, and what was prepared
-        ahead is dropped uncounted (cuts are counted when prepared items are used, `Encoder.apart`). Nothing on a
-        CPU unless the scorer was made with `ahead=True`: the model's threads use the cores a preparation would take
-        (measured: a 12% slower stage on 2 cores).
+        """Prepare, in the background, this process's share of the requests of the next `score` call
+        (tokenizing, fitting, laying out), while the model runs the current one on its accelerator:
+        that call then finds them prepared. One call ahead at most; a call that asks something else
+        prepares its own, and what was prepared ahead is dropped uncounted (cuts are counted when
+        prepared items are used, `Encoder.apart`). Nothing on a CPU unless the scorer was made with
+        `ahead=True`: the model's threads use the cores a preparation would take (measured: a 12%
+        slower stage on 2 cores).
         """
         if not (self.ahead if self.ahead is not None else self.device.type != "cpu"):
             return
@@ -256,8 +268,8 @@ class Backend:
             return self._prepare_all(requests, options)
 
     def _check_options(self, options: ScoreOptions) -> ScoreOptions:
-        """A rule this model's kind cannot follow is an error (never silently ignored: it would also split the
-        cache keys of equal scores).
+        """A rule this model's kind cannot follow is an error (never silently ignored: it would also
+        split the cache keys of equal scores).
         """
         rules = (  # (asked for, the kind it needs, what it does)
             (
@@ -288,8 +300,8 @@ class Backend:
         return options
 
     def _key(self, request: ScoreRequest) -> str:
-        """The request's cache key; a chat request's also covers the chat template, which the tokenizer hash
-        (its vocabulary and rules) does not.
+        """The request's cache key; a chat request's also covers the chat template, which the
+        tokenizer hash (its vocabulary and rules) does not.
         """
         if not request.chat:
             return request.key()
@@ -297,19 +309,21 @@ class Backend:
         return hashlib.sha256(f"{request.key()}\n{template}".encode()).hexdigest()
 
     def model_digest(self) -> str:
-        """A digest of the model identity: the cache's model key and the name of its file in a cache folder."""
+        """A digest of the model identity: the cache's model key and the name of its file in a cache
+        folder.
+        """
         return identity_digest(self.identity)
 
     @property
     def truncation(self) -> Truncation:
-        """What was cut on the left to fit the model's input limit (contexts, generation prompts) since the scorer
-        was made or `recording` last began.
+        """What was cut on the left to fit the model's input limit (contexts, generation prompts)
+        since the scorer was made or `recording` last began.
         """
         return self.encoder.truncation
 
     def recording(self, label: str | None = None) -> AbstractContextManager[None]:
-        """`with scorer.recording("dlama_ar_west"):` counts cuts afresh for one run (read `truncation` after the
-        block) and warns afresh, once per kind of input, naming `label`.
+        """`with scorer.recording("dlama_ar_west"):` counts cuts afresh for one run (read
+        `truncation` after the block) and warns afresh, once per kind of input, naming `label`.
         """
         return self.encoder.recording(label)
 
@@ -354,7 +368,9 @@ class Backend:
 
     @property
     def tokens_run(self) -> int:
-        """Tokens put through the model so far (its batches' costs), scoring and generation together."""
+        """Tokens put through the model so far (its batches' costs), scoring and generation
+        together.
+        """
         return self.spending.tokens
 
     def batches(
@@ -363,11 +379,12 @@ class Backend:
         run: Callable[[list[int], int], list[Any]],
         kind: str = "score",
     ) -> Iterator[tuple[list[int], list[Any]]]:
-        """(batch, `run(batch, budget)`) for batches of the keys of `costs` (tokens each puts through the model),
-        longest first so that an out-of-memory error happens at once rather than hours in, each within the token
-        budget. With the automatic budget, an out-of-memory error halves it (remembered for later calls) and the
-        same items run again; a budget the user chose (`batch_tokens`) is never changed. Each batch's tokens count
-        as `kind`'s (`spending`: "score" or "generate").
+        """(batch, `run(batch, budget)`) for batches of the keys of `costs` (tokens each puts
+        through the model), longest first so that an out-of-memory error happens at once rather than
+        hours in, each within the token budget. With the automatic budget, an out-of-memory error
+        halves it (remembered for later calls) and the same items run again; a budget the user chose
+        (`batch_tokens`) is never changed. Each batch's tokens count as `kind`'s (`spending`:
+        "score" or "generate").
         """
         order = sorted(costs, key=lambda i: -costs[i])
         budget = self.budget()
@@ -390,8 +407,8 @@ class Backend:
 
     @contextmanager
     def reporting(self, callback: Callable[[int], None]) -> Iterator[None]:
-        """Within the block, call `callback(n)` as each batch completes `n` requests (or generation prompts) of the
-        call in flight: what a progress bar moves by between the calls.
+        """Within the block, call `callback(n)` as each batch completes `n` requests (or generation
+        prompts) of the call in flight: what a progress bar moves by between the calls.
         """
         self._report = callback
         try:
@@ -402,10 +419,12 @@ class Backend:
     def generate(
         self, prompts: Sequence[str], options: GenerateOptions | None = None, **fields: Any
     ) -> list[str]:
-        """Continuations of `prompts` (new text only): greedy, batched by token budget, or sampled with a per-prompt
-        seed so that the same seed gives the same texts whatever the batch size or process count.
+        """Continuations of `prompts` (new text only): greedy, batched by token budget, or sampled
+        with a per-prompt seed so that the same seed gives the same texts whatever the batch size or
+        process count.
 
-        `options` (a `GenerateOptions`), or its fields as keywords: `generate(prompts, max_new_tokens=4)`.
+        `options` (a `GenerateOptions`), or its fields as keywords: `generate(prompts,
+        max_new_tokens=4)`.
         """
         from culture_probe.engine.generation import generate
 
@@ -423,8 +442,8 @@ class Backend:
         rights: Sequence[str] | None = None,
         **fields: Any,
     ) -> list[list[tuple[str, float]]]:
-        """The `top_k` vocabulary pieces (decoded text, log-prob) at one mask put after each left text; masked
-        models only (see `MaskedScorer.fill_mask`).
+        """The `top_k` vocabulary pieces (decoded text, log-prob) at one mask put after each left
+        text; masked models only (see `MaskedScorer.fill_mask`).
         """
         raise UnsupportedModelError(
             f"fill_mask predicts the vocabulary piece at a mask token, which needs a masked model; this one is "
@@ -432,7 +451,9 @@ class Backend:
         )
 
     def budget(self) -> int:
-        """Tokens per forward pass: the user's `batch_tokens`, else the automatic budget for the device."""
+        """Tokens per forward pass: the user's `batch_tokens`, else the automatic budget for the
+        device.
+        """
         return (
             self.batch_tokens
             or self.auto_budget
@@ -446,7 +467,9 @@ def _distinct(keys: list[str]) -> list[int]:
 
 
 def batch_sizes(costs: dict[int, int], budget: int) -> list[int]:
-    """The sizes of the batches `Backend.batches` forms of `costs` within `budget` (no out-of-memory error met)."""
+    """The sizes of the batches `Backend.batches` forms of `costs` within `budget` (no out-of-memory
+    error met).
+    """
     order, sizes = sorted(costs, key=lambda i: -costs[i]), []
     while order:
         sizes.append(len(_take_batch(order, costs, budget)))
@@ -467,8 +490,8 @@ def _take_batch(order: list[int], costs: dict[int, int], budget: int) -> list[in
 def _assemble(
     candidates: tuple[str, ...], values: np.ndarray, rows: TokenRows, keep_tokens: bool
 ) -> CandidateScores:
-    """The scores of one request from the log-prob of each scored token, laid out as `rows` (one per candidate); the
-    per-token arrays (views of one array) only when they are kept.
+    """The scores of one request from the log-prob of each scored token, laid out as `rows` (one per
+    candidate); the per-token arrays (views of one array) only when they are kept.
     """
     values = np.asarray(values, dtype=np.float64)
     return CandidateScores(
@@ -486,10 +509,11 @@ def _view(scores: CandidateScores, keep_tokens: bool) -> CandidateScores:
 
 
 def _is_oom(error: Exception) -> bool:
-    """Whether a smaller batch could run: torch's out-of-memory error (`torch.cuda.OutOfMemoryError` is the
-    device-agnostic `torch.OutOfMemoryError` since torch 2.5; the floor is 2.4), or a RuntimeError that accelerate's
-    `should_reduce_batch_size` recognises by its allocator's exact words (CPU and MPS allocators that raise no typed
-    error, cuDNN's unsupported size). A RuntimeError that merely mentions memory is not one.
+    """Whether a smaller batch could run: torch's out-of-memory error (`torch.cuda.OutOfMemoryError`
+    is the device-agnostic `torch.OutOfMemoryError` since torch 2.5; the floor is 2.4), or a
+    RuntimeError that accelerate's `should_reduce_batch_size` recognises by its allocator's exact
+    words (CPU and MPS allocators that raise no typed error, cuDNN's unsupported size). A
+    RuntimeError that merely mentions memory is not one.
     """
     import torch
     from accelerate.utils.memory import should_reduce_batch_size
@@ -518,9 +542,10 @@ def _identity(
     revision: str | None = None,
     hash_weights: bool = True,
 ) -> dict[str, Any]:
-    """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; the Hub commit the
-    files came from and, for a local folder, a fingerprint of its weight files (so a retrained folder or a moved
-    Hub repo misses the cache); for a model built in memory (no file behind it) also a hash of its weights.
+    """What makes scores reproducible: model id or path, revision, dtype, tokenizer hash; the Hub
+    commit the files came from and, for a local folder, a fingerprint of its weight files (so a
+    retrained folder or a moved Hub repo misses the cache); for a model built in memory (no file
+    behind it) also a hash of its weights.
     """
     backend = getattr(tokenizer, "backend_tokenizer", None)
     text = (
@@ -541,8 +566,8 @@ def _identity(
         identity["commit"] = commit
     if name and Path(name).is_dir():
         identity["weight_files"] = weight_fingerprint(Path(name))
-    # Hashing is cheap for the small models built in memory (tests, planted models); a large one is named by
-    # its config and path only.
+    # Hashing is cheap for the small models built in memory (tests, planted models); a large one is
+    # named by its config and path only.
     if hash_weights and model.num_parameters() <= 200_000_000:
         digest = hashlib.sha256(model.config.to_json_string().encode())
         for tensor in model.state_dict().values():
@@ -555,16 +580,16 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgp
 
 
 def weight_fingerprint(folder: Path) -> list[tuple[str, int, int]]:
-    """(name, size, modification time in ns) of each weight file in `folder`: cheap for any model size, and
-    changed by rewriting the weights (retraining, re-saving, copying in other files).
+    """(name, size, modification time in ns) of each weight file in `folder`: cheap for any model
+    size, and changed by rewriting the weights (retraining, re-saving, copying in other files).
     """
     files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(WEIGHT_SUFFIXES))
     return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
 
 
 def logprobs_at(logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """`log_softmax(logits)[rows, tokens]` in float32, without building the log-softmax of the whole vocabulary
-    (one logsumexp per row of `logits`).
+    """`log_softmax(logits)[rows, tokens]` in float32, without building the log-softmax of the whole
+    vocabulary (one logsumexp per row of `logits`).
     """
     import torch
 
@@ -579,15 +604,17 @@ def iter_chunks(n: int, size: int) -> Iterator[slice]:
         yield slice(start, min(n, start + size))
 
 
-#: activations that compute the tanh approximation of GELU in several elementwise passes (GPT-2's `gelu_new`,
-#: `gelu_fast`); torch's fused kernel computes the same function in one (measured: 5.7x faster, max |diff| 2.4e-7)
+#: activations that compute the tanh approximation of GELU in several elementwise passes (GPT-2's
+#: `gelu_new`, `gelu_fast`); torch's fused kernel computes the same function in one (measured: 5.7x
+#: faster, max |diff| 2.4e-7)
 TANH_GELUS = ("NewGELUActivation", "FastGELUActivation")
 
 
 @contextmanager
 def fused_activations(model: PreTrainedModel) -> Iterator[None]:
-    """While scoring, run the model's multi-pass tanh-GELU modules as torch's fused `gelu(approximate="tanh")`
-    (a quarter of a GPT-2's CPU time went there); the model is left as it was afterwards.
+    """While scoring, run the model's multi-pass tanh-GELU modules as torch's fused
+    `gelu(approximate="tanh")` (a quarter of a GPT-2's CPU time went there); the model is left as it
+    was afterwards.
     """
     import torch
 

@@ -1,14 +1,16 @@
-"""A SQLite result cache: one file per model, shared by every run and config, compact, safe to share.
+"""A SQLite result cache: one file per model, shared by every run and config, compact, safe to
+share.
 
-One row per (model, request, scoring options), stored as binary arrays: the candidates' token counts (uint8, or
-uint16 when a candidate has 256 tokens or more),
-their summed log-probs (float64, so a cached score equals a fresh one bit for bit) and, only for requests that
-kept them, the per-token log-probs (float32: the model computed them in float32, so nothing is lost). The
-candidates themselves are not stored: the request key covers them. Each row carries a CRC32 of its key and arrays,
-so a damaged row is detected, reported and computed again, never read; a file SQLite cannot read is moved aside
-(`<file>.corrupt-<time>`), reported, and started anew. A full or read-only device is no damage: it is an error
-naming the cache's folder, and the file is left as it is. Rows are committed batch by batch in WAL mode, so a run
-killed with SIGKILL loses at most the batch in flight, and several processes can read and write one file at once.
+One row per (model, request, scoring options), stored as binary arrays: the candidates' token counts
+(uint8, or uint16 when a candidate has 256 tokens or more), their summed log-probs (float64, so a
+cached score equals a fresh one bit for bit) and, only for requests that kept them, the per-token
+log-probs (float32: the model computed them in float32, so nothing is lost). The candidates
+themselves are not stored: the request key covers them. Each row carries a CRC32 of its key and
+arrays, so a damaged row is detected, reported and computed again, never read; a file SQLite cannot
+read is moved aside (`<file>.corrupt-<time>`), reported, and started anew. A full or read-only
+device is no damage: it is an error naming the cache's folder, and the file is left as it is. Rows
+are committed batch by batch in WAL mode, so a run killed with SIGKILL loses at most the batch in
+flight, and several processes can read and write one file at once.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ class CacheCorruptionWarning(UserWarning):
 def cache_path(
     cache: str | Path | None, cache_dir: str | Path | None, identity: Mapping[str, Any]
 ) -> Path | None:
-    """Where a model's scores are cached: the file `cache`, else the model's own file in the folder `cache_dir`
-    (its readable name, then its identity digest, which decides), else nowhere.
+    """Where a model's scores are cached: the file `cache`, else the model's own file in the folder
+    `cache_dir` (its readable name, then its identity digest, which decides), else nowhere.
     """
     if cache is not None:
         return Path(cache)
@@ -63,7 +65,9 @@ def cache_path(
 
 
 def identity_digest(identity: Mapping[str, Any]) -> str:
-    """The digest of a model's identity: its cache key, and the name of its file in a cache folder."""
+    """The digest of a model's identity: its cache key, and the name of its file in a cache
+    folder.
+    """
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -73,7 +77,9 @@ def digest(text: str) -> bytes:
 
 
 class ScoreCache:
-    """Scores stored per request key; `model` and `options` are digests of what else changes the numbers."""
+    """Scores stored per request key; `model` and `options` are digests of what else changes the
+    numbers.
+    """
 
     def __init__(self, path: str | Path, *, model: str, options: str):
         self.path = Path(path)
@@ -91,8 +97,8 @@ class ScoreCache:
     def get(
         self, requests: Mapping[str, tuple[str, ...]], *, with_tokens: bool = False
     ) -> dict[str, CandidateScores]:
-        """The cached scores among `requests` (request key -> its candidates); with `with_tokens`, only rows that
-        kept the per-token log-probs.
+        """The cached scores among `requests` (request key -> its candidates); with `with_tokens`,
+        only rows that kept the per-token log-probs.
         """
         found = {}
         for key, candidates in requests.items():
@@ -113,8 +119,8 @@ class ScoreCache:
         self._write(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def get_texts(self, prompts: list[str]) -> dict[str, str]:
-        """Generated texts stored for `prompts` (a served model's answers: an interrupted run asks them once); a
-        damaged row is reported, dropped and asked again, as a damaged score row is.
+        """Generated texts stored for `prompts` (a served model's answers: an interrupted run asks
+        them once); a damaged row is reported, dropped and asked again, as a damaged score row is.
         """
         found = {}
         for prompt in dict.fromkeys(prompts):
@@ -169,7 +175,9 @@ class ScoreCache:
         )
 
     def _query(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        """One row, or None; a file SQLite cannot read is moved aside and started anew (then nothing is found)."""
+        """One row, or None; a file SQLite cannot read is moved aside and started anew (then nothing
+        is found).
+        """
         try:
             row: tuple[Any, ...] | None = self._db.execute(sql, params).fetchone()
             return row
@@ -178,7 +186,9 @@ class ScoreCache:
             return None
 
     def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        """Rows in one transaction; a file SQLite cannot write is moved aside and the rows go to a new one."""
+        """Rows in one transaction; a file SQLite cannot write is moved aside and the rows go to a
+        new one.
+        """
         try:
             with self._db:
                 self._db.executemany(sql, rows)
@@ -190,7 +200,9 @@ class ScoreCache:
     def _decode(
         self, key: str, candidates: tuple[str, ...], row: tuple[bytes, bytes, bytes | None, int]
     ) -> CandidateScores | None:
-        """The row's scores, or None (reported, and the row dropped) when its checksum or shape does not match."""
+        """The row's scores, or None (reported, and the row dropped) when its checksum or shape does
+        not match.
+        """
         n_tokens, sums, tokens, crc = row
         request = digest(key)
         if _crc(request, n_tokens, sums, tokens) != crc or not _fits(
@@ -209,8 +221,9 @@ class ScoreCache:
         return _decode(candidates, n_tokens, sums, tokens)
 
     def _damage(self, error: sqlite3.DatabaseError) -> sqlite3.DatabaseError:
-        """`error` when it means a damaged file; a lock held too long is raised as it is, and a full or read-only
-        device as the OSError it stands for, naming the cache's folder: the file is healthy, so never moved aside.
+        """`error` when it means a damaged file; a lock held too long is raised as it is, and a full
+        or read-only device as the OSError it stands for, naming the cache's folder: the file is
+        healthy, so never moved aside.
         """
         if _is_busy(error):
             raise error
@@ -221,7 +234,9 @@ class ScoreCache:
         return error
 
     def _start_anew(self, error: Exception) -> sqlite3.Connection:
-        """Move a file SQLite cannot read aside (kept for inspection), report it, and open a new one."""
+        """Move a file SQLite cannot read aside (kept for inspection), report it, and open a new
+        one.
+        """
         aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         for suffix in ("", "-wal", "-shm"):
             try:
@@ -245,11 +260,12 @@ def cached_texts(
     prompts: Sequence[str],
     produce: Callable[[list[str]], Iterable[Mapping[str, str]]],
 ) -> dict[str, str]:
-    """The generated text of each of `prompts` (prompt -> text) by the model whose identity digest is `model`, for
-    the in-process engine and served models alike: texts stored in the cache file `path` under these `options`
-    (every field is in the key, a sampled text's seed too) are read, a damaged row is reported and asked again;
-    the rest come from `produce(missing prompts)`, which yields them in groups, each stored as it arrives, so an
-    interrupted run asks only what is missing. With `path` None nothing is cached.
+    """The generated text of each of `prompts` (prompt -> text) by the model whose identity digest
+    is `model`, for the in-process engine and served models alike: texts stored in the cache file
+    `path` under these `options` (every field is in the key, a sampled text's seed too) are read, a
+    damaged row is reported and asked again; the rest come from `produce(missing prompts)`, which
+    yields them in groups, each stored as it arrives, so an interrupted run asks only what is
+    missing. With `path` None nothing is cached.
     """
     cache = ScoreCache(path, model=model, options=repr(options)) if path is not None else None
     try:
@@ -278,7 +294,8 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-# SQLite's words for a device that is full or read-only (not damage), and the OS error each stands for.
+# SQLite's words for a device that is full or read-only (not damage), and the OS error each stands
+# for.
 _PLACE_ERRORS = (
     (("disk is full",), errno.ENOSPC),
     (("readonly", "read-only", "unable to open"), errno.EACCES),
@@ -287,15 +304,17 @@ _PLACE_ERRORS = (
 
 
 def _is_busy(error: sqlite3.DatabaseError) -> bool:
-    """A lock held too long by another process: not damage (never move a healthy file aside for it)."""
+    """A lock held too long by another process: not damage (never move a healthy file aside for
+    it).
+    """
     return "locked" in str(error) or "busy" in str(error)
 
 
 def _use_wal(db: sqlite3.Connection, attempts: int = 100) -> None:
     """Switch the file to WAL, retrying a while.
 
-    Processes opening a new cache together can deadlock on that switch, and SQLite then answers "database is
-    locked" at once instead of waiting for the connection's timeout.
+    Processes opening a new cache together can deadlock on that switch, and SQLite then answers
+    "database is locked" at once instead of waiting for the connection's timeout.
     """
     for attempt in range(attempts):
         try:
@@ -314,7 +333,9 @@ def _crc(request: bytes, n_tokens: bytes, sums: bytes, tokens: bytes | None) -> 
 def _encode(
     request: bytes, scores: CandidateScores, with_tokens: bool
 ) -> tuple[bytes, bytes, bytes | None, int]:
-    """(n_tokens as uint8 or uint16, sums as float64, per-token log-probs as float32 or None, CRC32)."""
+    """(n_tokens as uint8 or uint16, sums as float64, per-token log-probs as float32 or None,
+    CRC32).
+    """
     counts = np.asarray(scores.n_tokens)
     longest = int(counts.max()) if counts.size else 0
     if longest > np.iinfo(np.uint16).max:
@@ -340,7 +361,9 @@ def _fits(candidates: tuple[str, ...], n_tokens: bytes, sums: bytes, tokens: byt
 
 
 def _counts(n_tokens: bytes, n: int) -> np.ndarray:
-    """Token counts stored one byte each, or two when any is 256 or more (the blob's length tells which)."""
+    """Token counts stored one byte each, or two when any is 256 or more (the blob's length tells
+    which).
+    """
     width = "<u1" if len(n_tokens) == n else "<u2"
     return np.frombuffer(n_tokens, dtype=width).astype(np.int64)
 

@@ -1,13 +1,14 @@
 """Causal backend: log P(candidate | left) by teacher forcing, fast for large candidate sets.
 
-The candidates of a request form a token trie (`culture_probe.engine.trie`), built once per candidate set. The first
-token's log-prob comes from the context's last position; every inner trie node runs once; leaves never run (nothing
-is predicted from them); the log-softmax is taken in float32 only at positions that predict candidate tokens. Two ways
-to run the trie:
-- packed (models that take position ids and a 4D mask): the context and the inner nodes form one sequence with a
-  tree attention mask (a node sees the context and its own ancestors), positions = context length + depth - 1;
-- cached (others, e.g. ALiBi models such as BLOOM): the contexts run once with their KV cache kept, then the inner
-  nodes run level by level, one token per row, on a copy of their parent's cache.
+The candidates of a request form a token trie (`culture_probe.engine.trie`), built once per
+candidate set. The first token's log-prob comes from the context's last position; every inner trie
+node runs once; leaves never run (nothing is predicted from them); the log-softmax is taken in
+float32 only at positions that predict candidate tokens. Two ways to run the trie:
+- packed (models that take position ids and a 4D mask): the context and the inner nodes form one
+  sequence with a tree attention mask (a node sees the context and its own ancestors), positions =
+  context length + depth - 1;
+- cached (others, e.g. ALiBi models such as BLOOM): the contexts run once with their KV cache kept,
+  then the inner nodes run level by level, one token per row, on a copy of their parent's cache.
 Batches are laid out from the trie's arrays, so no step loops over candidates in Python.
 """
 
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CausalItem:
-    """A request ready to score: context ids, the trie of its continuations and the token of each node (the trie's
-    own, or this request's in a trie shared by the requests whose continuations differ only in their tokens).
+    """A request ready to score: context ids, the trie of its continuations and the token of each
+    node (the trie's own, or this request's in a trie shared by the requests whose continuations
+    differ only in their tokens).
     """
 
     context: tuple[int, ...]
@@ -44,9 +46,10 @@ class CausalItem:
 
 @dataclass(frozen=True, eq=False)
 class Chained:
-    """The trie of a candidate set each followed by the same L right-hand tokens, with placeholders (`base`,
-    `base` + 1, ...) for those: its shape is every such request's, where no first right-hand token equals a
-    candidate token it would then merge with (`meets`, the tokens of the candidates that go on after one ends).
+    """The trie of a candidate set each followed by the same L right-hand tokens, with placeholders
+    (`base`, `base` + 1, ...) for those: its shape is every such request's, where no first
+    right-hand token equals a candidate token it would then merge with (`meets`, the tokens of the
+    candidates that go on after one ends).
     """
 
     trie: Trie
@@ -130,8 +133,9 @@ class CausalScorer(Backend):
 
 
 def _continued(enc: Encoded) -> tuple[Trie, np.ndarray]:
-    """The trie and node tokens of candidates each followed by its right-hand text: the candidate set's chained trie
-    where every candidate is followed by the same ids (built once per set and length), else a trie of its own.
+    """The trie and node tokens of candidates each followed by its right-hand text: the candidate
+    set's chained trie where every candidate is followed by the same ids (built once per set and
+    length), else a trie of its own.
     """
     if enc.right is not None:
         chained = enc.candidates.derive(
@@ -169,7 +173,9 @@ class _Nodes:
         return offsets
 
     def children(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The children of `nodes` (global ids), concatenated in order, and which of `nodes` each belongs to."""
+        """The children of `nodes` (global ids), concatenated in order, and which of `nodes` each
+        belongs to.
+        """
         lengths = self.kid_starts[nodes + 1] - self.kid_starts[nodes]
         return self.kids[spread(self.kid_starts[nodes], lengths)], owners(lengths)
 
@@ -179,7 +185,9 @@ class _Nodes:
 
 
 class _CachedRun:
-    """One batch of causal items: the context pass, then the trie descent on copies of the KV cache."""
+    """One batch of causal items: the context pass, then the trie descent on copies of the KV
+    cache.
+    """
 
     def __init__(
         self, model: PreTrainedModel, items: list[CausalItem], budget: int, pad_id: int | None
@@ -217,8 +225,8 @@ class _CachedRun:
         )
 
     def _record(self, logits: torch.Tensor, rows_of: np.ndarray) -> np.ndarray:
-        """Store the log-probs of the children of the nodes that rows `rows_of` of `logits` ran (global node ids, one
-        per row) and return those children with the row each came from.
+        """Store the log-probs of the children of the nodes that rows `rows_of` of `logits` ran
+        (global node ids, one per row) and return those children with the row each came from.
         """
         import torch
 
@@ -247,7 +255,9 @@ class _CachedRun:
         return self.nodes.split(self.logp.double().cpu().numpy())
 
     def _descend(self, cache: Any, nodes: np.ndarray, rows: np.ndarray, depth: int) -> None:
-        """Run the inner `nodes` at `depth` (one token each) on their parents' cache rows, then their children."""
+        """Run the inner `nodes` at `depth` (one token each) on their parents' cache rows, then
+        their children.
+        """
         import torch
 
         for part in iter_chunks(len(nodes), self.budget // (self.T + depth)):
@@ -274,7 +284,9 @@ def torch_tensor(values: np.ndarray, device: Any) -> torch.Tensor:
 def _select(
     cache: Any, rows: torch.Tensor
 ) -> DynamicCache | tuple[tuple[torch.Tensor, torch.Tensor], ...]:
-    """A new cache holding only batch `rows` of `cache` (the original stays intact for sibling chunks)."""
+    """A new cache holding only batch `rows` of `cache` (the original stays intact for sibling
+    chunks).
+    """
     from transformers import DynamicCache
 
     if hasattr(cache, "layers"):
@@ -289,8 +301,8 @@ ROW_TOKENS = 256
 
 
 def _can_pack(model: PreTrainedModel) -> bool:
-    """Whether the model takes explicit positions and a 4D mask (ALiBi models derive positions from the mask;
-    flash-attention kernels take no arbitrary mask).
+    """Whether the model takes explicit positions and a 4D mask (ALiBi models derive positions from
+    the mask; flash-attention kernels take no arbitrary mask).
     """
     config = model.config
     if config.model_type in ("bloom", "mpt") or getattr(config, "alibi", False):
@@ -301,7 +313,9 @@ def _can_pack(model: PreTrainedModel) -> bool:
 
 
 class _PackedRun:
-    """One batch of causal items as packed rows: context + inner trie nodes, with a tree attention mask."""
+    """One batch of causal items as packed rows: context + inner trie nodes, with a tree attention
+    mask.
+    """
 
     def __init__(
         self, model: PreTrainedModel, items: list[CausalItem], budget: int, pad_id: int | None
@@ -316,9 +330,9 @@ class _PackedRun:
         self.logp = np.zeros(len(self.nodes.tokens))
 
     def _room(self, item: CausalItem) -> int:
-        """Inner nodes per row: the row (context included) stays within the row length and the token budget (a
-        context longer than half a row gets as many nodes as it has tokens, so it runs at most twice per node), and
-        the item's rows come out about equally long.
+        """Inner nodes per row: the row (context included) stays within the row length and the token
+        budget (a context longer than half a row gets as many nodes as it has tokens, so it runs at
+        most twice per node), and the item's rows come out about equally long.
         """
         n_ctx = len(item.context)
         room = max(min(max(ROW_TOKENS - n_ctx, n_ctx), self.budget - n_ctx), 4)
@@ -390,10 +404,10 @@ def _scores_at(
     owner: torch.Tensor,
     tokens: torch.Tensor,
 ) -> np.ndarray:
-    """What a batch runs on the device: the forward pass, the LM head at the read positions (b_idx, p_idx) only (so
-    [B, L, vocab] is never built), the log-prob of each of `tokens` there (read `owner[j]`), as float64 on the host;
-    the [reads, vocabulary] logits are freed before it returns. Models that post-process logits (soft-capping,
-    scaling) take the plain forward.
+    """What a batch runs on the device: the forward pass, the LM head at the read positions (b_idx,
+    p_idx) only (so [B, L, vocab] is never built), the log-prob of each of `tokens` there (read
+    `owner[j]`), as float64 on the host; the [reads, vocabulary] logits are freed before it returns.
+    Models that post-process logits (soft-capping, scaling) take the plain forward.
     """
     config = model.config
     head = model.get_output_embeddings()

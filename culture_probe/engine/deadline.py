@@ -1,11 +1,12 @@
-"""Each try of a request to a served model bounded as a whole. The HTTP client's own timeouts bound one operation
-each (connecting, one send, one read), so a server that sends a byte every half second, or its headers and half a
-body, never trips them and holds a run forever. Here every socket operation of a try waits at most until that try's
-deadline, set when the try is sent: a try ends within its timeout whatever the server does, and the retry policy
-(which errors are asked again, the backoff, `Retry-After`: engine.retries) stays apart.
+"""Each try of a request to a served model bounded as a whole. The HTTP client's own timeouts bound
+one operation each (connecting, one send, one read), so a server that sends a byte every half
+second, or its headers and half a body, never trips them and holds a run forever. Here every socket
+operation of a try waits at most until that try's deadline, set when the try is sent: a try ends
+within its timeout whatever the server does, and the retry policy (which errors are asked again, the
+backoff, `Retry-After`: engine.retries) stays apart.
 
-The classes wrap whichever of httpcore/httpcore2 the installed `openai` client uses (they share one interface), so
-they are duck-typed rather than subclasses of either.
+The classes wrap whichever of httpcore/httpcore2 the installed `openai` client uses (they share one
+interface), so they are duck-typed rather than subclasses of either.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 
 
 class Deadline:
-    """The deadline of the try that each thread is sending: the HTTP client sends a try and reads its reply in the
-    thread that asked, so a thread-local deadline is that try's, on whichever pooled connection it goes.
+    """The deadline of the try that each thread is sending: the HTTP client sends a try and reads
+    its reply in the thread that asked, so a thread-local deadline is that try's, on whichever
+    pooled connection it goes.
     """
 
     def __init__(self, seconds: float):
@@ -31,8 +33,9 @@ class Deadline:
         self._local.at = time.monotonic() + self.seconds
 
     def clip(self, timeout: float | None, expired: type[Exception]) -> float | None:
-        """A socket operation's own timeout, cut to what is left of its try; `expired` (the HTTP library's timeout
-        of that operation) once nothing is left, so that a server sending faster than any wait cannot go on.
+        """A socket operation's own timeout, cut to what is left of its try; `expired` (the HTTP
+        library's timeout of that operation) once nothing is left, so that a server sending faster
+        than any wait cannot go on.
         """
         at: float | None = getattr(self._local, "at", None)
         if at is None:
@@ -44,8 +47,8 @@ class Deadline:
 
 
 def _errors(wrapped: Any) -> Any:
-    """The HTTP library (httpcore or httpcore2) whose object `wrapped` is: its timeout exceptions are the ones its
-    callers map and retry.
+    """The HTTP library (httpcore or httpcore2) whose object `wrapped` is: its timeout exceptions
+    are the ones its callers map and retry.
     """
     return importlib.import_module(type(wrapped).__module__.split(".")[0])
 
@@ -56,9 +59,10 @@ def bounded_http_client(
     response_hooks: Sequence[Callable[[Any], None]] = (),
     headers: Mapping[str, str] | None = None,
 ) -> Any:
-    """The `openai` client's default HTTP client (its limits, redirects and the environment's proxies) in which each
-    try ends within `seconds`: connecting, sending, waiting and a reply that trickles in, all together. Each reply's
-    headers go to `response_hooks` before its body is read, and `headers` are sent with every request.
+    """The `openai` client's default HTTP client (its limits, redirects and the environment's
+    proxies) in which each try ends within `seconds`: connecting, sending, waiting and a reply that
+    trickles in, all together. Each reply's headers go to `response_hooks` before its body is read,
+    and `headers` are sent with every request.
     """
     from openai import DefaultHttpxClient
 
@@ -68,7 +72,8 @@ def bounded_http_client(
         event_hooks={"request": [deadline.start], "response": list(response_hooks)},
         headers=dict(headers or {}),
     )
-    # httpx takes no network backend, so the one of each connection pool (direct, and each proxy's) is wrapped.
+    # httpx takes no network backend, so the one of each connection pool (direct, and each proxy's)
+    # is wrapped.
     for transport in (client._transport, *client._mounts.values()):
         pool = getattr(transport, "_pool", None)
         if pool is not None:
@@ -102,7 +107,9 @@ class _Backend:
 
 
 class _Stream:
-    """A connection whose every read and write waits no longer than the deadline of the try using it."""
+    """A connection whose every read and write waits no longer than the deadline of the try using
+    it.
+    """
 
     def __init__(self, stream: Any, deadline: Deadline):
         self._stream, self._deadline, self._library = stream, deadline, _errors(stream)

@@ -1,6 +1,8 @@
-"""From request text to token ids: the separator rule, the context boundary, special tokens and truncation.
+"""From request text to token ids: the separator rule, the context boundary, special tokens and
+truncation.
 
-Every backend encodes through this one module, so a tokenization fix reaches all model kinds at once.
+Every backend encodes through this one module, so a tokenization fix reaches all model kinds at
+once.
 """
 
 from __future__ import annotations
@@ -31,37 +33,42 @@ from culture_probe.errors import EmptyCandidateError, InputTooLongError, Unsuppo
 if TYPE_CHECKING:
     from tokenizers import Encoding
 
-# candidate sets kept encoded per encoder (one per tokenizer), the least recently used dropped first: a run asks a
-# few pools (FmLAMA's per template, DLAMA's per predicate), each after a few boundaries
+# candidate sets kept encoded per encoder (one per tokenizer), the least recently used dropped
+# first: a run asks a few pools (FmLAMA's per template, DLAMA's per predicate), each after a few
+# boundaries
 ENCODED_SETS = 512
 
 
 @dataclass(frozen=True)
 class Encoded:
-    """One request in token ids: the context (with its special tokens) and, per candidate, its ids (one `TokenRows`
-    shared by every request that asks the same candidates after the same boundary) and the ids of the right-hand
-    text that follows it. `suffix` holds the special tokens that close a sequence.
+    """One request in token ids: the context (with its special tokens) and, per candidate, its ids
+    (one `TokenRows` shared by every request that asks the same candidates after the same boundary)
+    and the ids of the right-hand text that follows it. `suffix` holds the special tokens that close
+    a sequence.
     """
 
     context: tuple[int, ...]
     candidates: TokenRows
     rights: TokenRows
     suffix: tuple[int, ...]
-    # the right text's ids when they are the same after every candidate (a causal continuation split from each)
+    # the right text's ids when they are the same after every candidate (a causal continuation split
+    # from each)
     right: tuple[int, ...] | None = None
 
 
 @dataclass
 class Tally:
-    """What `Encoder.fit` counted inside `Encoder.apart`: the cuts, and the warnings it held back."""
+    """What `Encoder.fit` counted inside `Encoder.apart`: the cuts, and the warnings it held
+    back.
+    """
 
     truncation: Truncation = field(default_factory=Truncation)
     warnings: list[tuple[str, int]] = field(default_factory=list)
 
 
 class Encoder:
-    """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special tokens.
-    `truncation` counts what `fit` cut since the encoder was made or `recording` last began.
+    """Encodes requests for one tokenizer; `add_bos` overrides the tokenizer's own leading special
+    tokens. `truncation` counts what `fit` cut since the encoder was made or `recording` last began.
     """
 
     def __init__(
@@ -90,8 +97,8 @@ class Encoder:
             prefix = ()
         self.prefix = prefix
         self._backend = plain_backend(tokenizer)
-        # whether the tokenizer marks the start of a text (a prefix space, a leading "▁"): then a boundary glued to
-        # the word before it must hold that word too (`boundary`)
+        # whether the tokenizer marks the start of a text (a prefix space, a leading "▁"): then a
+        # boundary glued to the word before it must hold that word too (`boundary`)
         self._marks_start = marks_start(self._backend)
         self._encoded: OrderedDict[tuple[Any, ...], TokenRows] = OrderedDict()
         self._apart = threading.local()  # a thread's `Tally` while it prepares ahead (`apart`)
@@ -103,8 +110,9 @@ class Encoder:
     def _after(
         self, known: list[tuple[int, ...]], head: list[str], tail: list[str]
     ) -> list[tuple[int, ...]]:
-        """Ids of each `tail` as tokenized right after its `head` (whose ids are `known`): jointly when the joint
-        ids start with `known` and add something, else `tail` alone (a token spanned the boundary).
+        """Ids of each `tail` as tokenized right after its `head` (whose ids are `known`): jointly
+        when the joint ids start with `known` and add something, else `tail` alone (a token spanned
+        the boundary).
         """
         joints = self.batch_ids([h + t for h, t in zip(head, tail, strict=True)])
         out = []
@@ -114,7 +122,9 @@ class Encoder:
         return out
 
     def piece(self, name: str) -> tuple[int]:
-        """The id of the vocabulary piece written `name` (`a`, `▁a`, `##a`); an error if the vocabulary lacks it."""
+        """The id of the vocabulary piece written `name` (`a`, `▁a`, `##a`); an error if the
+        vocabulary lacks it.
+        """
         found = self.tokenizer.convert_tokens_to_ids(name)
         if found is None or (
             found == self.tokenizer.unk_token_id and name != self.tokenizer.unk_token
@@ -126,8 +136,8 @@ class Encoder:
         return (found,)
 
     def batch_ids(self, texts: list[str]) -> list[tuple[int, ...]]:
-        """`ids` of many texts in one tokenizer call (straight to the Rust tokenizer when there is one: the
-        Python wrapper's per-text conversion costs twice the tokenization itself).
+        """`ids` of many texts in one tokenizer call (straight to the Rust tokenizer when there is
+        one: the Python wrapper's per-text conversion costs twice the tokenization itself).
         """
         if not texts:
             return []
@@ -139,11 +149,12 @@ class Encoder:
         return [tuple(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def after_special(self, texts: list[str]) -> list[tuple[int, ...]]:
-        """Ids of each text as the tokenizer splits it right after a special token, which is how the original
-        masked-LM probes tokenize the text right of the slot (the sentence with [MASK] as a special token):
-        WordPiece starts a new word (`입니다`, not `##입니다`), byte-level BPE and SentencePiece start a new piece
-        exactly as the text reads (a leading space stays a leading-space piece, none is added). Computed by
-        tokenizing the mask token followed by the text and dropping the mask's id.
+        """Ids of each text as the tokenizer splits it right after a special token, which is how the
+        original masked-LM probes tokenize the text right of the slot (the sentence with [MASK] as a
+        special token): WordPiece starts a new word (`입니다`, not `##입니다`), byte-level BPE and
+        SentencePiece start a new piece exactly as the text reads (a leading space stays a
+        leading-space piece, none is added). Computed by tokenizing the mask token followed by the
+        text and dropping the mask's id.
         """
         mask, mask_id = self.tokenizer.mask_token, self.tokenizer.mask_token_id
         if mask is None or mask_id is None:
@@ -173,11 +184,12 @@ class Encoder:
         with_right: bool,
         right_after_mask: bool = False,
     ) -> list[Encoded]:
-        """Encode `requests`; trailing whitespace of `left` moves onto the candidates (never an empty one). A chat
-        request's context is its rendered chat prompt, kept whole (its trailing newline belongs to the prompt).
-        The right text is tokenized as it continues each candidate (a causal continuation), or on its own after
-        the mask tokens (`right_after_mask`: masked models, as the original probes do). The contexts are tokenized
-        in one call; each candidate set once per boundary (`candidate_rows`), whatever the number of requests.
+        """Encode `requests`; trailing whitespace of `left` moves onto the candidates (never an
+        empty one). A chat request's context is its rendered chat prompt, kept whole (its trailing
+        newline belongs to the prompt). The right text is tokenized as it continues each candidate
+        (a causal continuation), or on its own after the mask tokens (`right_after_mask`: masked
+        models, as the original probes do). The contexts are tokenized in one call; each candidate
+        set once per boundary (`candidate_rows`), whatever the number of requests.
         """
         parts = [self._split(request) for request in requests]
         contexts = self._contexts([core for core, _, _ in parts])
@@ -217,10 +229,11 @@ class Encoder:
         return out
 
     def _right_after_split(self, cands: TokenRows, right: str) -> tuple[int, ...] | None:
-        """The ids the right text gets after every candidate, where the tokenizer splits it from each candidate's
-        last word (worked out once per candidate set and right-hand start: `_splits`), else None (then each
-        candidate's own, the slow way). After a split, the text right of it is tokenized as it would be after any
-        other split: its ids after one candidate's last word are its ids after all.
+        """The ids the right text gets after every candidate, where the tokenizer splits it from
+        each candidate's last word (worked out once per candidate set and right-hand start:
+        `_splits`), else None (then each candidate's own, the slow way). After a split, the text
+        right of it is tokenized as it would be after any other split: its ids after one candidate's
+        last word are its ids after all.
         """
         ends = cands.derived.get("ends")
         head = HEAD.match(right)
@@ -240,8 +253,9 @@ class Encoder:
         return joint[len(known) :]
 
     def _splits(self, ends: tuple[str | None, ...], head: str) -> np.ndarray:
-        """Per candidate (its last word `ends[c]`; None: unknown), whether the tokenizer splits the right text
-        starting with `head` from it: no token and no word across the place where they meet.
+        """Per candidate (its last word `ends[c]`; None: unknown), whether the tokenizer splits the
+        right text starting with `head` from it: no token and no word across the place where they
+        meet.
         """
         distinct = sorted({e for e in ends if e is not None})
         if not distinct or self._backend is None:
@@ -253,7 +267,9 @@ class Encoder:
         return np.array([e is not None and splits.get(e, False) for e in ends], dtype=bool)
 
     def _split(self, request: ScoreRequest) -> tuple[str, str, tuple[int, ...]]:
-        """(context text, the text every candidate starts with, the leading special tokens) of a request."""
+        """(context text, the text every candidate starts with, the leading special tokens) of a
+        request.
+        """
         if not request.candidates:
             raise EmptyCandidateError(
                 f"Request with left={request.left!r} has no candidates; give at least one candidate string."
@@ -266,7 +282,9 @@ class Encoder:
         return core, request.left[len(core) :] + separator(request.left, request.sep), self.prefix
 
     def _contexts(self, texts: list[str]) -> list[tuple[tuple[int, ...], Encoding | None]]:
-        """Each text's ids without special tokens, with its encoding where the tokenizer is a fast one."""
+        """Each text's ids without special tokens, with its encoding where the tokenizer is a fast
+        one.
+        """
         if self._backend is None:
             return [(ids, None) for ids in self.batch_ids(texts)]
         out: list[tuple[tuple[int, ...], Encoding | None]] = [((), None)] * len(texts)
@@ -279,9 +297,10 @@ class Encoder:
     def candidate_rows(
         self, request: ScoreRequest, core: str, lead: str, encoding: Encoding | None
     ) -> TokenRows:
-        """The ids of `request`'s candidates, encoded once per candidate set, `lead` and boundary: how they read
-        after the context `core` depends on the context only through its last word (`boundary`), so every request
-        whose context ends alike shares them, and what backends derive from them.
+        """The ids of `request`'s candidates, encoded once per candidate set, `lead` and boundary:
+        how they read after the context `core` depends on the context only through its last word
+        (`boundary`), so every request whose context ends alike shares them, and what backends
+        derive from them.
         """
         how = request.candidate_ids
         end = self.boundary(core, encoding) if how == "in_context" else ""
@@ -299,8 +318,9 @@ class Encoder:
     def _encode_candidates(
         self, candidates: tuple[str, ...], end: str, lead: str, how: str, after_context: bool
     ) -> TokenRows:
-        """The ids of `candidates`: in context (after `end`, the context's boundary, or at the start of the text
-        when there is no context), alone, or as vocabulary pieces; a candidate with no ids is an error.
+        """The ids of `candidates`: in context (after `end`, the context's boundary, or at the start
+        of the text when there is no context), alone, or as vocabulary pieces; a candidate with no
+        ids is an error.
         """
         tails = [lead + cand for cand in candidates]
         ends: tuple[str | None, ...] | None = None
@@ -323,9 +343,10 @@ class Encoder:
     def _in_context(
         self, end: str, tails: list[str]
     ) -> tuple[list[tuple[int, ...]], tuple[str | None, ...] | None]:
-        """Each tail's ids after the context's `end` (at the start of the text when there is none), and the last
-        word of the context and tail together as it ends each (`boundary`: what the right text continues; None
-        where it is not known from the end alone, or the tail did not split cleanly from the context).
+        """Each tail's ids after the context's `end` (at the start of the text when there is none),
+        and the last word of the context and tail together as it ends each (`boundary`: what the
+        right text continues; None where it is not known from the end alone, or the tail did not
+        split cleanly from the context).
         """
         if self._backend is None:
             known = [self.ids(end)] * len(tails)
@@ -345,7 +366,8 @@ class Encoder:
                 fallback.append(i)
             text = end + tail
             last = self.boundary(text, encoding) if clean else None
-            # the whole text reads alike after the context's end unless the tokenizer marks a text's start there
+            # the whole text reads alike after the context's end unless the tokenizer marks a text's
+            # start there
             fair = last is not None and (len(last) < len(text) or not end or self._fair_start(text))
             ends.append(last if fair else None)
         for i, ids in zip(fallback, self.batch_ids([tails[i] for i in fallback]), strict=True):
@@ -353,17 +375,21 @@ class Encoder:
         return rows, tuple(ends)
 
     def _fair_start(self, text: str) -> bool:
-        """Whether `text` at the start of a text is tokenized as it is after a split (nothing marks the start)."""
+        """Whether `text` at the start of a text is tokenized as it is after a split (nothing marks
+        the start).
+        """
         return not self._marks_start or text[:1].isspace()
 
     def boundary(self, core: str, encoding: Encoding | None) -> str:
-        """The end of the context `core` that decides how a text after it is tokenized: its last word (pre-token),
-        with the whitespace before it, and, where the tokenizer marks the start of a text, the words glued to it.
+        """The end of the context `core` that decides how a text after it is tokenized: its last
+        word (pre-token), with the whitespace before it, and, where the tokenizer marks the start of
+        a text, the words glued to it.
 
-        A fast tokenizer splits a text into words, normalizes and tokenizes each on its own, and looks at most one
-        character past a word to split it: so a candidate after `core` gets the ids it gets after this end alone,
-        and whether the joint ids start with the context's is the same test too. The whole context where the
-        tokenizer gives no words (a slow one, or no pre-tokenizer: one word).
+        A fast tokenizer splits a text into words, normalizes and tokenizes each on its own, and
+        looks at most one character past a word to split it: so a candidate after `core` gets the
+        ids it gets after this end alone, and whether the joint ids start with the context's is the
+        same test too. The whole context where the tokenizer gives no words (a slow one, or no
+        pre-tokenizer: one word).
         """
         words = encoding.word_ids if encoding is not None else None
         if encoding is None or not core or not words or words[-1] is None:
@@ -378,7 +404,8 @@ class Encoder:
                 start -= 1
             if start == 0:
                 return core
-            # an end that starts with whitespace reads alike at the start of a text: nothing is added before it
+            # an end that starts with whitespace reads alike at the start of a text: nothing is
+            # added before it
             if core[start].isspace() or not self._marks_start:
                 return core[start:]
             if (
@@ -395,10 +422,11 @@ class Encoder:
         *,
         kind: str = "contexts",
     ) -> tuple[int, ...]:
-        """Cut `context` on the left (keeping its leading special tokens) so that the `rest` of the input fits;
-        `rest` maps each part that follows the context ("candidate", "right text", ...) to its token count.
-        `limit` (a request's `max_tokens`) tightens the model's own maximum length. Every call is counted in
-        `truncation` under `kind` ("contexts", or "prompts" for generation), cut or not.
+        """Cut `context` on the left (keeping its leading special tokens) so that the `rest` of the
+        input fits; `rest` maps each part that follows the context ("candidate", "right text", ...)
+        to its token count. `limit` (a request's `max_tokens`) tightens the model's own maximum
+        length. Every call is counted in `truncation` under `kind` ("contexts", or "prompts" for
+        generation), cut or not.
         """
         room = sum(rest.values())
         max_length = min((n for n in (self.max_length, limit) if n is not None), default=None)
@@ -422,7 +450,9 @@ class Encoder:
         return fitted
 
     def _count(self, kind: str, tokens_cut: int) -> None:
-        """Count one fitted input, in the tally of the block it is prepared in apart, if any (`apart`)."""
+        """Count one fitted input, in the tally of the block it is prepared in apart, if any
+        (`apart`).
+        """
         tally = getattr(self._apart, "tally", None)
         if tally is None:
             self.truncation = self.truncation.add(kind, tokens_cut)
@@ -431,9 +461,9 @@ class Encoder:
 
     @contextmanager
     def apart(self) -> Iterator[Tally]:
-        """Count (and hold back the warnings of) what this thread fits inside the block in a `Tally` of its own, not
-        in `truncation`: inputs prepared ahead of their turn (`Backend.prefetch`) are counted once they are used
-        (`absorb`), so a run stopped before that never counts them.
+        """Count (and hold back the warnings of) what this thread fits inside the block in a `Tally`
+        of its own, not in `truncation`: inputs prepared ahead of their turn (`Backend.prefetch`)
+        are counted once they are used (`absorb`), so a run stopped before that never counts them.
         """
         self._apart.tally = Tally()
         try:
@@ -448,7 +478,9 @@ class Encoder:
             self._warn(kind, max_length)
 
     def _warn(self, kind: str, max_length: int) -> None:
-        """Say once per kind of input (per `recording`) that one was cut, naming the recording's label."""
+        """Say once per kind of input (per `recording`) that one was cut, naming the recording's
+        label.
+        """
         tally = getattr(self._apart, "tally", None)
         if tally is not None:
             tally.warnings.append((kind, max_length))
@@ -466,8 +498,9 @@ class Encoder:
 
     @contextmanager
     def recording(self, label: str | None = None) -> Iterator[None]:
-        """Count cuts afresh and warn afresh (once per kind of input) within the block, the warnings naming `label`
-        (a run's config, so that a suite's warnings say which); the counts stay in `truncation` after it.
+        """Count cuts afresh and warn afresh (once per kind of input) within the block, the warnings
+        naming `label` (a run's config, so that a suite's warnings say which); the counts stay in
+        `truncation` after it.
         """
         self.truncation, self._warned, self.label = Truncation(), set(), label
         try:

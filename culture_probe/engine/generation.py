@@ -1,6 +1,6 @@
-"""Generation: batched, left-padded greedy decoding (deterministic whatever the checkpoint's generation config
-says), or seeded temperature sampling that gives each prompt the same text whatever the batch or process count.
-Prompts are shared out between processes like scoring requests.
+"""Generation: batched, left-padded greedy decoding (deterministic whatever the checkpoint's
+generation config says), or seeded temperature sampling that gives each prompt the same text
+whatever the batch or process count. Prompts are shared out between processes like scoring requests.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 def _decoding_config(
     model: PreTrainedModel, pad_id: int | None, options: GenerateOptions
 ) -> GenerationConfig:
-    # A checkpoint may ship do_sample=True, beams or top-k/top-p: probing needs either the plain argmax
-    # continuation or plain temperature sampling over the whole vocabulary. Unset values would be refilled from
-    # the checkpoint and transformers' defaults (top_k=50), so the sampling filters are set to their no-op values.
+    # A checkpoint may ship do_sample=True, beams or top-k/top-p: probing needs either the plain
+    # argmax continuation or plain temperature sampling over the whole vocabulary. Unset values
+    # would be refilled from the checkpoint and transformers' defaults (top_k=50), so the sampling
+    # filters are set to their no-op values.
     config: GenerationConfig = copy.deepcopy(model.generation_config)
     config.num_beams, config.max_new_tokens = 1, options.max_new_tokens
     temperature = options.temperature
@@ -42,8 +43,8 @@ def _decoding_config(
 
 
 def prompt_seed(seed: int, text: str) -> int:
-    """The sampling seed of one prompt: a hash of the run's `seed` and the prompt's text, so a prompt draws the
-    same sample whatever batch, position or process it lands in.
+    """The sampling seed of one prompt: a hash of the run's `seed` and the prompt's text, so a
+    prompt draws the same sample whatever batch, position or process it lands in.
     """
     digest = hashlib.sha256(f"{seed}\0{text}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1  # torch seeds must fit a signed 64-bit integer
@@ -52,8 +53,9 @@ def prompt_seed(seed: int, text: str) -> int:
 def prompt_texts(
     scorer: Any, prompts: list[str], options: GenerateOptions
 ) -> tuple[list[str], bool]:
-    """The texts to encode and whether the tokenizer should add its special tokens: by default yes for plain
-    prompts and no for chat prompts (the template already holds them); `options.add_special_tokens` overrides.
+    """The texts to encode and whether the tokenizer should add its special tokens: by default yes
+    for plain prompts and no for chat prompts (the template already holds them);
+    `options.add_special_tokens` overrides.
     """
     if not options.chat:
         return prompts, True if options.add_special_tokens is None else options.add_special_tokens
@@ -63,11 +65,12 @@ def prompt_texts(
 
 
 def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[str]:
-    """Continuations of `prompts` (new text only, special tokens dropped), batched by token budget (halved on
-    out-of-memory, as scoring is): greedy, or sampled at `options.temperature`, one prompt per call from a generator
-    seeded by `prompt_seed(options.seed, text)`. Texts are cached as a served model's are (`cached_texts`: keyed by
-    the model, the prompt as the model reads it, chat template applied, and every option). With several processes,
-    each generates its share of what the cache lacks and every process gets all texts.
+    """Continuations of `prompts` (new text only, special tokens dropped), batched by token budget
+    (halved on out-of-memory, as scoring is): greedy, or sampled at `options.temperature`, one
+    prompt per call from a generator seeded by `prompt_seed(options.seed, text)`. Texts are cached
+    as a served model's are (`cached_texts`: keyed by the model, the prompt as the model reads it,
+    chat template applied, and every option). With several processes, each generates its share of
+    what the cache lacks and every process gets all texts.
     """
     if scorer.kind == "masked":
         raise UnsupportedModelError(
@@ -77,8 +80,8 @@ def generate(scorer: Any, prompts: list[str], options: GenerateOptions) -> list[
         return []
     texts, specials = prompt_texts(scorer, prompts, options)
     distinct = list(dict.fromkeys(texts))
-    # Every process tokenizes (and fits) every prompt, cached or not: the truncation record counts them all. (Not
-    # while requests are prepared ahead in the background: the tokenizer is shared.)
+    # Every process tokenizes (and fits) every prompt, cached or not: the truncation record counts
+    # them all. (Not while requests are prepared ahead in the background: the tokenizer is shared.)
     with scorer.preparing:
         ids = prompt_ids(scorer, distinct, specials, options.max_new_tokens)
     rank, size = parallel.world()
@@ -124,8 +127,8 @@ def _decode(
     batch = left_padded(scorer, ids, pad_id)
     config = _decoding_config(model, pad_id, options)
     device = torch.device(scorer.device)
-    # Sampling draws from the global generator (transformers takes no generator argument): fork it so the
-    # caller's random state is left untouched, and seed it for this prompt alone.
+    # Sampling draws from the global generator (transformers takes no generator argument): fork it
+    # so the caller's random state is left untouched, and seed it for this prompt alone.
     with (
         torch.random.fork_rng(devices=[device] if device.type == "cuda" else []),
         torch.inference_mode(),
@@ -142,8 +145,8 @@ def _decode(
 
 
 def pad_token_id(tokenizer: Any) -> int:
-    """The id that fills the left padding: the tokenizer's pad token, else EOS, else UNK (GPT-2 and Llama
-    checkpoints ship without a pad token); the attention mask hides it whichever it is.
+    """The id that fills the left padding: the tokenizer's pad token, else EOS, else UNK (GPT-2 and
+    Llama checkpoints ship without a pad token); the attention mask hides it whichever it is.
     """
     ids = (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id)
     return next((i for i in ids if i is not None), 0)
@@ -152,9 +155,9 @@ def pad_token_id(tokenizer: Any) -> int:
 def prompt_ids(
     scorer: Any, texts: list[str], specials: bool, max_new_tokens: int
 ) -> list[tuple[int, ...]]:
-    """The token ids of each prompt (tokenized once); a prompt too long for the model's positions is cut on the
-    left (its leading special tokens kept, warned once, as scoring does) to leave room for the new tokens of a
-    decoder-only model.
+    """The token ids of each prompt (tokenized once); a prompt too long for the model's positions is
+    cut on the left (its leading special tokens kept, warned once, as scoring does) to leave room
+    for the new tokens of a decoder-only model.
     """
     if not texts:
         return []
@@ -174,8 +177,9 @@ def left_padded(scorer: Any, ids: list[tuple[int, ...]], pad_id: int) -> dict[st
 
 
 class StopAt:
-    """A stopping criterion: a sequence is done once its new text holds one of the stop strings. (transformers'
-    own `stop_strings` reads the vocabulary and fails on some tokenizers, e.g. Metaspace ones; this decodes.)
+    """A stopping criterion: a sequence is done once its new text holds one of the stop strings.
+    (transformers' own `stop_strings` reads the vocabulary and fails on some tokenizers, e.g.
+    Metaspace ones; this decodes.)
     """
 
     def __init__(self, tokenizer: Any, stop: tuple[str, ...], start: int):
@@ -192,6 +196,8 @@ class StopAt:
 
 
 def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
-    """`text` up to the first of the `stop` strings (the model stopped there; what it added after is dropped)."""
+    """`text` up to the first of the `stop` strings (the model stopped there; what it added after is
+    dropped).
+    """
     ends = [i for i in (text.find(s) for s in stop) if i >= 0]
     return text[: min(ends)] if ends else text

@@ -1,15 +1,19 @@
-"""`ModelSpec`: a model as a run names it, read once; `load(model, model_args, options)`: the engine's front door.
+"""`ModelSpec`: a model as a run names it, read once; `load(model, model_args, options)`: the
+engine's front door.
 
 A name is one of three forms, told apart here and nowhere else:
-- `openai:<name>`: a model asked through an OpenAI-compatible server (`ServedScorer`; `LoadOptions.base_url`);
-- `<prefix><name>` for a prefix of `LoadOptions.sources`: a model a layer above builds (`ModelSource`), such as
-  `planted:<config>`, the built-in planted model of a benchmark config (`culture_probe.models.planted_benchmarks`,
-  which the run layer hands down), so that the engine imports nothing that knows a benchmark;
+- `openai:<name>`: a model asked through an OpenAI-compatible server (`ServedScorer`;
+  `LoadOptions.base_url`);
+- `<prefix><name>` for a prefix of `LoadOptions.sources`: a model a layer above builds
+  (`ModelSource`), such as `planted:<config>`, the built-in planted model of a benchmark config
+  (`culture_probe.models.planted_benchmarks`, which the run layer hands down), so that the engine
+  imports nothing that knows a benchmark;
 - anything else: a Hub id or a local folder (`Scorer.from_pretrained`).
 
-A run asks of a named model before its weights load (its kind, its tokenizer and config, the memory its weights
-take), so that a model that cannot serve fails before any folder is made; those questions are answered here too,
-from configs and tokenizers only. Light at import (no torch): the backends load when a model does.
+A run asks of a named model before its weights load (its kind, its tokenizer and config, the memory
+its weights take), so that a model that cannot serve fails before any folder is made; those
+questions are answered here too, from configs and tokenizers only. Light at import (no torch): the
+backends load when a model does.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ if TYPE_CHECKING:
 
 
 class ModelSource(Protocol):
-    """Models named `<prefix><name>` that a layer above the engine builds (the benchmarks' planted models), handed
-    to the engine in `LoadOptions.sources`: where the model's folder is (built on first use), its kind, its
-    tokenizer and config without its weights, and what it was built to show.
+    """Models named `<prefix><name>` that a layer above the engine builds (the benchmarks' planted
+    models), handed to the engine in `LoadOptions.sources`: where the model's folder is (built on
+    first use), its kind, its tokenizer and config without its weights, and what it was built to
+    show.
     """
 
     def model_dir(self, name: str, data_dir: str | os.PathLike | None) -> str:
@@ -59,15 +64,17 @@ class ModelSource(Protocol):
         ...
 
     def known_items(self, name: str, data_dir: str | os.PathLike | None) -> frozenset[str]:
-        """The benchmark items (row ids) the model was built to know; empty where it knows no items as such."""
+        """The benchmark items (row ids) the model was built to know; empty where it knows no items
+        as such.
+        """
         ...
 
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How the engine loads and asks a model given by name, beside `ModelArgs` (how transformers loads its weights:
-    dtype, revision, ...). The kind is checked when they are made, the others where they are used (a run checks them
-    all before it starts: `RunSettings`).
+    """How the engine loads and asks a model given by name, beside `ModelArgs` (how transformers
+    loads its weights: dtype, revision, ...). The kind is checked when they are made, the others
+    where they are used (a run checks them all before it starts: `RunSettings`).
     """
 
     kind: str = "auto"  # "auto" (from the model's config) or one of MODEL_KINDS
@@ -90,8 +97,9 @@ class LoadOptions:
             raise UnknownNameError("model kind", self.kind, ("auto", *MODEL_KINDS))
 
     def source(self, name: str) -> tuple[ModelSource, str] | None:
-        """The source of `name` and the name it knows (the prefix cut), or None for a served, Hub or local model. A
-        name with another `word:` prefix that is no folder here is an error naming the prefixes there are.
+        """The source of `name` and the name it knows (the prefix cut), or None for a served, Hub or
+        local model. A name with another `word:` prefix that is no folder here is an error naming
+        the prefixes there are.
         """
         for prefix, source in self.sources.items():
             if name.startswith(prefix):
@@ -109,21 +117,25 @@ class LoadOptions:
 
 
 def default_cache_dir() -> Path:
-    """Where the per-model score caches live unless told otherwise: `scores/` in the library's cache folder."""
+    """Where the per-model score caches live unless told otherwise: `scores/` in the library's cache
+    folder.
+    """
     return cache_root() / "scores"
 
 
-# what a user may give as a model: a name (Hub id, local folder, `planted:<config>`, `openai:<name>`) or a scorer
+# what a user may give as a model: a name (Hub id, local folder, `planted:<config>`,
+# `openai:<name>`) or a scorer
 ModelInput = Union[str, "os.PathLike[str]", "ScorerProtocol"]
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model as a run names it, read once from what the user gave and how it loads: `name` (a Hub id, a local
-    folder, a source's `planted:<config>`, a served `openai:<name>`; None for a scorer given loaded) and `scorer`
-    (the model already loaded: given so, or loaded once by a suite for all its configs). Every question a run asks
-    of its model before the weights load (kind, tokenizer and config, what a planted model knows) is a method here,
-    from configs and tokenizers only; `load()` loads it.
+    """A model as a run names it, read once from what the user gave and how it loads: `name` (a Hub
+    id, a local folder, a source's `planted:<config>`, a served `openai:<name>`; None for a scorer
+    given loaded) and `scorer` (the model already loaded: given so, or loaded once by a suite for
+    all its configs). Every question a run asks of its model before the weights load (kind,
+    tokenizer and config, what a planted model knows) is a method here, from configs and tokenizers
+    only; `load()` loads it.
     """
 
     name: str | None
@@ -139,8 +151,8 @@ class ModelSpec:
         options: LoadOptions = LoadOptions(),
         scorer: ScorerProtocol | None = None,
     ) -> ModelSpec:
-        """The spec of `model`; `scorer` is that model already loaded (the spec names it as `model` does). Anything
-        that is no name and no scorer is refused, naming what a model can be.
+        """The spec of `model`; `scorer` is that model already loaded (the spec names it as `model`
+        does). Anything that is no name and no scorer is refused, naming what a model can be.
         """
         args = args or ModelArgs()
         if isinstance(model, (str, os.PathLike)):
@@ -154,8 +166,9 @@ class ModelSpec:
 
     @property
     def served(self) -> bool:
-        """Whether the model is behind an OpenAI-compatible server (`openai:<name>`): its server holds the weights,
-        tokenizes and applies the chat template. The one place that reads the prefix.
+        """Whether the model is behind an OpenAI-compatible server (`openai:<name>`): its server
+        holds the weights, tokenizes and applies the chat template. The one place that reads the
+        prefix.
         """
         return self.name is not None and self.name.startswith(SERVED)
 
@@ -166,7 +179,9 @@ class ModelSpec:
 
     @property
     def label(self) -> str:
-        """How an error and the terminal name the model: as given, else the loaded scorer's path, else its class."""
+        """How an error and the terminal name the model: as given, else the loaded scorer's path,
+        else its class.
+        """
         if self.name is not None:
             return self.name
         identity = getattr(self.scorer, "identity", None)
@@ -178,12 +193,14 @@ class ModelSpec:
 
     @property
     def source(self) -> tuple[ModelSource, str] | None:
-        """The source of a source's model and the name it knows (`LoadOptions.source`); None for any other."""
+        """The source of a source's model and the name it knows (`LoadOptions.source`); None for any
+        other.
+        """
         return None if self.name is None or self.served else self.options.source(self.name)
 
     def kind(self) -> ModelKind:
-        """The model's kind without loading its weights (from its config, or the planted model's architecture); a
-        served model needs its server's URL and is causal.
+        """The model's kind without loading its weights (from its config, or the planted model's
+        architecture); a served model needs its server's URL and is causal.
         """
         if self.scorer is not None:
             return cast(ModelKind, self.scorer.kind)  # one of MODEL_KINDS (`ScorerProtocol.kind`)
@@ -212,8 +229,9 @@ class ModelSpec:
         )
 
     def parts(self) -> tuple[Any, Any]:
-        """The model's tokenizer and transformers config, read without its weights: a planted model's built from its
-        spec (nothing trained), a Hub or local model's at its revision (a file the Hub cannot give is one line).
+        """The model's tokenizer and transformers config, read without its weights: a planted
+        model's built from its spec (nothing trained), a Hub or local model's at its revision (a
+        file the Hub cannot give is one line).
         """
         name = self._name()
         if (found := self.source) is not None:
@@ -223,23 +241,23 @@ class ModelSpec:
         return tokenizer, _hub_call(lambda: _auto("AutoConfig").from_pretrained(name, **hub))
 
     def tokenizer(self) -> Any:
-        """The model's tokenizer, without its weights; None for a served model (its server holds the chat
-        template).
+        """The model's tokenizer, without its weights; None for a served model (its server holds the
+        chat template).
         """
         if self.scorer is not None:
             return getattr(self.scorer, "tokenizer", None)
         return None if self.served else self.parts()[0]
 
     def description(self) -> str | None:
-        """What a source's model was built to show (a planted model: what it was trained on and the pattern to
-        expect, which config.json and the report show); None for any other model.
+        """What a source's model was built to show (a planted model: what it was trained on and the
+        pattern to expect, which config.json and the report show); None for any other model.
         """
         found = self.source
         return None if found is None else found[0].description(found[1], self.options.data_dir)
 
     def known_items(self) -> frozenset[str]:
-        """The benchmark items a source's model was built to know (a planted model's planted items), so that a
-        limited run draws some of them; empty for any other model.
+        """The benchmark items a source's model was built to know (a planted model's planted items),
+        so that a limited run draws some of them; empty for any other model.
         """
         found = self.source
         return (
@@ -247,8 +265,8 @@ class ModelSpec:
         )
 
     def resolved(self) -> str:
-        """A source's model (`planted:<config>`) -> its local folder (built once, then cached); any other name as
-        is.
+        """A source's model (`planted:<config>`) -> its local folder (built once, then cached); any
+        other name as is.
         """
         found = self.source
         return (
@@ -256,8 +274,9 @@ class ModelSpec:
         )
 
     def load(self) -> ScorerProtocol:
-        """The scorer: the one given or loaded already, else the model loaded (`ServedScorer` for a served model,
-        `Scorer.from_pretrained` for any other), its scores cached in `options.cache_dir`.
+        """The scorer: the one given or loaded already, else the model loaded (`ServedScorer` for a
+        served model, `Scorer.from_pretrained` for any other), its scores cached in
+        `options.cache_dir`.
         """
         if self.scorer is not None:
             return self.scorer
@@ -302,15 +321,17 @@ class ModelSpec:
 def load(
     model: ModelInput, model_args: ModelArgs | None = None, options: LoadOptions = LoadOptions()
 ) -> ScorerProtocol:
-    """A scorer for `model` (a Hub id, a local folder, `planted:<config>` or `openai:<name>`); a scorer already
-    loaded is returned as is. The front door for a model outside a run: `ModelSpec.of(...).load()`.
+    """A scorer for `model` (a Hub id, a local folder, `planted:<config>` or `openai:<name>`); a
+    scorer already loaded is returned as is. The front door for a model outside a run:
+    `ModelSpec.of(...).load()`.
     """
     return ModelSpec.of(model, model_args, options).load()
 
 
 def parameter_count(config: Any, kind: str) -> int:
-    """The number of parameters of a model built from `config` on the meta device: no memory, no weights read
-    (tied weights, e.g. an input embedding shared with the output layer, count once, as they load).
+    """The number of parameters of a model built from `config` on the meta device: no memory, no
+    weights read (tied weights, e.g. an input embedding shared with the output layer, count once, as
+    they load).
     """
     import torch
 
@@ -322,8 +343,8 @@ def parameter_count(config: Any, kind: str) -> int:
 
 
 def load_dtype(config: Any, model_args: ModelArgs | None = None) -> str:
-    """The dtype a model loads in: `model_args.dtype`, else its config's own (transformers loads "auto"), else
-    float32.
+    """The dtype a model loads in: `model_args.dtype`, else its config's own (transformers loads
+    "auto"), else float32.
     """
     given = (model_args or ModelArgs()).dtype
     if given not in (None, "auto"):
@@ -339,7 +360,9 @@ def _auto(name: str) -> Any:
 
 
 def _hub_call(load: Callable[[], Any]) -> Any:
-    """A transformers loader whose file errors (missing, offline without a cache) become one-line library errors."""
+    """A transformers loader whose file errors (missing, offline without a cache) become one-line
+    library errors.
+    """
     try:
         return load()
     except (OSError, ValueError) as error:

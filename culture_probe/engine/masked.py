@@ -1,8 +1,9 @@
-"""Masked backend: candidates scored at [MASK] positions, with only their ids gathered, on the device.
+"""Masked backend: candidates scored at [MASK] positions, with only their ids gathered, on the
+device.
 
-Two rules (docs/engine.md): "typed" querying (mLAMA/DLAMA/FmLAMA): a k-subword candidate fills k masks and every
-candidate of the same k shares one forward; "l2r" (CAMeL): subword i is predicted by one mask with subwords
-0..i-1 filled in, and candidates sharing those subwords share the forward.
+Two rules (docs/engine.md): "typed" querying (mLAMA/DLAMA/FmLAMA): a k-subword candidate fills k
+masks and every candidate of the same k shares one forward; "l2r" (CAMeL): subword i is predicted by
+one mask with subwords 0..i-1 filled in, and candidates sharing those subwords share the forward.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Query:
-    """One model input and what to read from it: `reads[j] = (position, candidate, subword, token id)` (what a
-    preview shows; scoring works on `MaskPlan`'s arrays).
+    """One model input and what to read from it: `reads[j] = (position, candidate, subword, token
+    id)` (what a preview shows; scoring works on `MaskPlan`'s arrays).
     """
 
     ids: tuple[int, ...]
@@ -36,12 +37,13 @@ class Query:
 
 @dataclass(frozen=True, eq=False)
 class MaskPlan:
-    """What a candidate set asks of a masked model, whatever the context it is asked in: one input per query, the
-    context then `fills` row q (typed querying: k masks; l2r: the subwords filled in so far and one mask) then the
-    right text, and the reads of each query: the fill positions whose predictions it reads (`slots` row q, from
-    the end of the context), and per read (`reads` row q, in order) which of the query's slots predicts it
-    (`read_slot`), the token (`read_token`) and where its log-prob goes in the candidates' token layout
-    (`read_place`). Built once per candidate set and rule (`TokenRows.derive`).
+    """What a candidate set asks of a masked model, whatever the context it is asked in: one input
+    per query, the context then `fills` row q (typed querying: k masks; l2r: the subwords filled in
+    so far and one mask) then the right text, and the reads of each query: the fill positions whose
+    predictions it reads (`slots` row q, from the end of the context), and per read (`reads` row q,
+    in order) which of the query's slots predicts it (`read_slot`), the token (`read_token`) and
+    where its log-prob goes in the candidates' token layout (`read_place`). Built once per candidate
+    set and rule (`TokenRows.derive`).
     """
 
     fills: TokenRows
@@ -54,7 +56,9 @@ class MaskPlan:
 
     @classmethod
     def typed(cls, rows: TokenRows, mask: int) -> MaskPlan:
-        """Typed querying: one query per distinct subword count k, in the order candidates first have it."""
+        """Typed querying: one query per distinct subword count k, in the order candidates first
+        have it.
+        """
         lengths = rows.lengths
         counts, first = np.unique(lengths, return_index=True)
         queries = []
@@ -68,7 +72,9 @@ class MaskPlan:
 
     @classmethod
     def l2r(cls, rows: TokenRows, mask: int) -> MaskPlan:
-        """Left to right: one query per distinct (subwords filled in, then one mask), in the order first met."""
+        """Left to right: one query per distinct (subwords filled in, then one mask), in the order
+        first met.
+        """
         groups: dict[tuple[int, ...], list[int]] = {}
         for c, cand in enumerate(rows.tuples()):
             for i in range(len(cand)):
@@ -104,14 +110,17 @@ class MaskPlan:
 
     @cached_property
     def fill_tokens(self) -> int:
-        """The fill tokens of all queries together (a request's cost beside its context and right text)."""
+        """The fill tokens of all queries together (a request's cost beside its context and right
+        text).
+        """
         return int(self.fills.lengths.sum())
 
 
 @dataclass(frozen=True, eq=False)
 class MaskedItem:
-    """A request ready to score: its context (fitted to the model), what follows the slot (the right text and the
-    closing special tokens), its candidates' token rows and the plan of inputs they need.
+    """A request ready to score: its context (fitted to the model), what follows the slot (the right
+    text and the closing special tokens), its candidates' token rows and the plan of inputs they
+    need.
     """
 
     context: tuple[int, ...]
@@ -187,7 +196,9 @@ class MaskedScorer(Backend):
         return items
 
     def _refuse_mask_in(self, **texts: Iterable[int]) -> None:
-        """A literal mask token in a request's text would be read as a second slot: refused, naming the text."""
+        """A literal mask token in a request's text would be read as a second slot: refused, naming
+        the text.
+        """
         mask = self.tokenizer.mask_token_id
         for name, ids in texts.items():
             if mask in ids:
@@ -213,9 +224,10 @@ class MaskedScorer(Backend):
 
         batch = _Queries(items, self.tokenizer.pad_token_id or 0)
         out = np.zeros(int(batch.place_base[-1]))
-        # Shortest first, in chunks padded to their own longest input: a request's queries range from k = 1 to its
-        # longest candidate's k masks, and padding them all to the longest wasted more than half the tokens. The
-        # inputs and reads of all of them are laid out at once, a chunk being a run of rows and of reads.
+        # Shortest first, in chunks padded to their own longest input: a request's queries range
+        # from k = 1 to its longest candidate's k masks, and padding them all to the longest wasted
+        # more than half the tokens. The inputs and reads of all of them are laid out at once, a
+        # chunk being a run of rows and of reads.
         order = batch.order
         rows, positions, at, tokens, places = batch.reads(order)
         slot_at = _starts(batch.slots.lengths[order]).tolist()
@@ -253,7 +265,8 @@ class MaskedScorer(Backend):
         attn = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)
         return torch.from_numpy(ids), torch.from_numpy(attn)
 
-    # ---- fill-mask: the argmax over the vocabulary (MAPS memorisation) ------------------------------------
+    # ---- fill-mask: the argmax over the vocabulary (MAPS memorisation)
+    # ------------------------------------
     def fill_mask(
         self,
         lefts: Sequence[str],
@@ -262,12 +275,13 @@ class MaskedScorer(Backend):
         rights: Sequence[str] | None = None,
         **fields: Any,
     ) -> list[list[tuple[str, float]]]:
-        """Per left text, the `top_k` vocabulary pieces at one mask after it, best first, as (text decoded with
-        `skip_special_tokens=True`, log-prob over the whole vocabulary); special tokens are never predicted.
+        """Per left text, the `top_k` vocabulary pieces at one mask after it, best first, as (text
+        decoded with `skip_special_tokens=True`, log-prob over the whole vocabulary); special tokens
+        are never predicted.
 
-        The input is what `score` feeds a one-token candidate: `left`, the separator rule (`sep`), the mask token,
-        the right text, the special tokens, the context cut on the left if too long. Batched by token budget
-        (halved on out-of-memory, as `score` is), in input order.
+        The input is what `score` feeds a one-token candidate: `left`, the separator rule (`sep`),
+        the mask token, the right text, the special tokens, the context cut on the left if too long.
+        Batched by token budget (halved on out-of-memory, as `score` is), in input order.
         """
         options = make_options(FillMaskOptions, options, fields)
         lefts = list(lefts)
@@ -353,8 +367,9 @@ def _scores_at(
     at: torch.Tensor,
     tokens: torch.Tensor,
 ) -> np.ndarray:
-    """What a batch runs on the device: the encoder, the LM head at the mask positions (rows, positions), the
-    log-prob of each of `tokens` at slot `at[j]`, as float64 on the host; the logits are freed before it returns.
+    """What a batch runs on the device: the encoder, the LM head at the mask positions (rows,
+    positions), the log-prob of each of `tokens` at slot `at[j]`, as float64 on the host; the logits
+    are freed before it returns.
     """
     logits = _logits_at(model, ids, attn, rows, positions)
     values = logprobs_at(logits, at, tokens)
@@ -370,8 +385,9 @@ def _logits_at(
     rows: torch.Tensor,
     pos: torch.Tensor,
 ) -> torch.Tensor:
-    """Logits at (rows, pos) only: run the encoder, then the LM head on the selected hidden states, so the
-    [batch, length, vocab] tensor is never built. Falls back to the full forward for unusual heads.
+    """Logits at (rows, pos) only: run the encoder, then the LM head on the selected hidden states,
+    so the [batch, length, vocab] tensor is never built. Falls back to the full forward for unusual
+    heads.
     """
     logits: torch.Tensor
     heads = [m for name, m in model.named_children() if name != model.base_model_prefix]
@@ -384,9 +400,10 @@ def _logits_at(
 
 
 class _Queries:
-    """Every query of a batch of items, as arrays: query j is query `query[j]` of item `item[j]`, `lengths[j]` tokens
-    long; `order` sorts them by length (stable). The inputs and reads of any subset are laid out by array operations
-    over the batch's contexts, tails and plans, each put in one flat array.
+    """Every query of a batch of items, as arrays: query j is query `query[j]` of item `item[j]`,
+    `lengths[j]` tokens long; `order` sorts them by length (stable). The inputs and reads of any
+    subset are laid out by array operations over the batch's contexts, tails and plans, each put in
+    one flat array.
     """
 
     def __init__(self, items: list[MaskedItem], pad: int):
@@ -396,7 +413,8 @@ class _Queries:
         self.query = spread(np.zeros(len(items), np.int64), counts)
         self.contexts = _flat([np.asarray(it.context, dtype=np.int64) for it in items])
         self.tails = _flat([np.asarray(it.tail, dtype=np.int64) for it in items])
-        # the batch's distinct plans, each part of a plan in one flat array with each item's query rows in it
+        # the batch's distinct plans, each part of a plan in one flat array with each item's query
+        # rows in it
         plans = list({id(it.plan): it.plan for it in items}.values())
         which = {id(p): k for k, p in enumerate(plans)}
         plan_of = np.array([which[id(it.plan)] for it in items], dtype=np.int64)[self.item]
@@ -418,7 +436,9 @@ class _Queries:
         self.place_base = _flat([it.candidates.ids for it in items]).starts
 
     def inputs(self, queries: np.ndarray) -> np.ndarray:
-        """The input ids of `queries`, right-padded: context, fill, right text and closing tokens."""
+        """The input ids of `queries`, right-padded: context, fill, right text and closing
+        tokens.
+        """
         a, b, c = self.n_context[queries], self.fills.lengths[queries], self.n_tail[queries]
         items = self.item[queries]
         width = int(self.lengths[queries].max())
@@ -429,8 +449,9 @@ class _Queries:
         return ids
 
     def reads(self, queries: np.ndarray) -> tuple[np.ndarray, ...]:
-        """For `queries`: the (row, position) of each distinct slot, in order, then per read the index of its slot
-        in that list, its token and its place in the batch's candidate-token layout.
+        """For `queries`: the (row, position) of each distinct slot, in order, then per read the
+        index of its slot in that list, its token and its place in the batch's candidate-token
+        layout.
         """
         n_slots = self.slots.lengths[queries]
         rows = owners(n_slots)
@@ -467,8 +488,8 @@ def _flat(rows: list[np.ndarray]) -> _Flat:
 
 
 class _Part(_Flat):
-    """One part of the batch's plans (their fills, slots or reads) as rows per query of the batch: plan k's rows at
-    `base[k]` in one flat array, query j being row `query[j]` of plan `plan_of[j]`.
+    """One part of the batch's plans (their fills, slots or reads) as rows per query of the batch:
+    plan k's rows at `base[k]` in one flat array, query j being row `query[j]` of plan `plan_of[j]`.
     """
 
     def __init__(self, parts: list[TokenRows], plan_of: np.ndarray, query: np.ndarray):
@@ -487,8 +508,8 @@ PADDING = 0.1
 
 
 def _length_chunks(lengths: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
-    """Consecutive chunks [a, b) of `lengths` (sorted ascending) whose padded size (count x longest) fits `budget`
-    and holds at most `PADDING` of padding.
+    """Consecutive chunks [a, b) of `lengths` (sorted ascending) whose padded size (count x longest)
+    fits `budget` and holds at most `PADDING` of padding.
     """
     begin, real = 0, 0
     for j, length in enumerate(lengths.tolist()):

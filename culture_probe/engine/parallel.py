@@ -1,10 +1,11 @@
-"""Data parallel scoring: every process holds the model, scores a shard of the requests, and all processes
-get every result back in request order.
+"""Data parallel scoring: every process holds the model, scores a shard of the requests, and all
+processes get every result back in request order.
 
-Works under `torchrun`, `accelerate launch --multi_gpu` (which is torchrun underneath, and also starts several
-processes on a machine without GPUs) and `accelerate launch --cpu --mpirun_hostfile ...` (MPI). Without a GPU
-the processes talk over gloo, with CUDA over nccl. `accelerate launch --cpu` without MPI starts ONE process
-whatever `--num_processes` says; `world()` warns when it sees that.
+Works under `torchrun`, `accelerate launch --multi_gpu` (which is torchrun underneath, and also
+starts several processes on a machine without GPUs) and `accelerate launch --cpu --mpirun_hostfile
+...` (MPI). Without a GPU the processes talk over gloo, with CUDA over nccl. `accelerate launch
+--cpu` without MPI starts ONE process whatever `--num_processes` says; `world()` warns when it sees
+that.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ logger = logging.getLogger(__name__)
 
 # Launcher variables that give the number of processes (torchrun/accelerate, then the MPI flavours).
 SIZE_VARIABLES = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
-# A folder: each process appends one JSON line per `gather` (rank, size, request indices it scored) to
-# rank<r>.jsonl there, so that tests and users can check the work was really split.
+# A folder: each process appends one JSON line per `gather` (rank, size, request indices it scored)
+# to rank<r>.jsonl there, so that tests and users can check the work was really split.
 TRACE_VARIABLE = "CULTURE_PROBE_SHARD_TRACE"
 
 
@@ -39,9 +40,9 @@ _ALONE = threading.local()
 
 @contextmanager
 def alone() -> Iterator[None]:
-    """Within the block this process works by itself, whatever launched it: what it scores is no part of the run's
-    shared work (the machine's speed, measured on synthetic requests), so it is neither split, gathered nor traced,
-    and no process waits for the others.
+    """Within the block this process works by itself, whatever launched it: what it scores is no
+    part of the run's shared work (the machine's speed, measured on synthetic requests), so it is
+    neither split, gathered nor traced, and no process waits for the others.
     """
     before = getattr(_ALONE, "on", False)
     _ALONE.on = True
@@ -52,7 +53,9 @@ def alone() -> Iterator[None]:
 
 
 def world() -> tuple[int, int]:
-    """(rank, number of processes); (0, 1) when not launched by a distributed launcher, or within `alone()`."""
+    """(rank, number of processes); (0, 1) when not launched by a distributed launcher, or within
+    `alone()`.
+    """
     import torch.distributed as dist
 
     if getattr(_ALONE, "on", False):
@@ -79,8 +82,9 @@ def _launched_size() -> int:
 def _init_process_group() -> None:
     """Set up the process group through accelerate, on gloo when there is no GPU.
 
-    `PartialState()` alone picks the backend from the device: under torchrun on a CPU-only machine it finds no
-    GPU and silently falls back to one process per launch (every process scoring everything).
+    `PartialState()` alone picks the backend from the device: under torchrun on a CPU-only machine
+    it finds no GPU and silently falls back to one process per launch (every process scoring
+    everything).
     """
     import torch
     from accelerate import PartialState
@@ -93,9 +97,10 @@ def _init_process_group() -> None:
 
 
 def _destroy_process_group() -> None:
-    """Tear the process group down while the interpreter is still whole. Left to interpreter shutdown, gloo's
-    worker threads can abort a process that finished its work (SIGABRT, "terminate called without an active
-    exception"; pytorch/pytorch#190489), and the launcher then reports the run as failed.
+    """Tear the process group down while the interpreter is still whole. Left to interpreter
+    shutdown, gloo's worker threads can abort a process that finished its work (SIGABRT, "terminate
+    called without an active exception"; pytorch/pytorch#190489), and the launcher then reports the
+    run as failed.
     """
     import torch.distributed as dist
 
@@ -104,7 +109,9 @@ def _destroy_process_group() -> None:
 
 
 def _warn_if_cpu_launch_started_one() -> None:
-    """`accelerate launch --cpu --num_processes N` (N > 1) without MPI runs one process: say so, once."""
+    """`accelerate launch --cpu --num_processes N` (N > 1) without MPI runs one process: say so,
+    once.
+    """
     if os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get(
         "MASTER_ADDR"
     ):
@@ -117,7 +124,9 @@ def _warn_if_cpu_launch_started_one() -> None:
 
 
 def barrier(size: int) -> None:
-    """Wait for every process (so that all read the result cache in the same state before sharding)."""
+    """Wait for every process (so that all read the result cache in the same state before
+    sharding).
+    """
     if size > 1:
         import torch.distributed as dist
 
@@ -125,9 +134,9 @@ def barrier(size: int) -> None:
 
 
 def raise_together(error: Exception | None, size: int) -> None:
-    """Raise on every process when any process met an error (its own where it met one, the first by rank's on the
-    others, of the same type where it can be rebuilt from its message): a process whose share held a bad request
-    would otherwise leave the others waiting in the next gather.
+    """Raise on every process when any process met an error (its own where it met one, the first by
+    rank's on the others, of the same type where it can be rebuilt from its message): a process
+    whose share held a bad request would otherwise leave the others waiting in the next gather.
     """
     if size == 1:
         if error is not None:
@@ -151,8 +160,9 @@ def raise_together(error: Exception | None, size: int) -> None:
 
 
 def sum_truncation(before: Truncation, after: Truncation, size: int) -> Truncation:
-    """What every process's encoder cut since `before` (this process's count then; `after` its count now), added
-    to `before`: the processes prepared disjoint shares, so each one's record then counts the whole call.
+    """What every process's encoder cut since `before` (this process's count then; `after` its count
+    now), added to `before`: the processes prepared disjoint shares, so each one's record then
+    counts the whole call.
     """
     if size == 1:
         return after
@@ -165,7 +175,9 @@ def sum_truncation(before: Truncation, after: Truncation, size: int) -> Truncati
 
 
 def _minus(now: Cuts, then: Cuts) -> Cuts:
-    """The cuts counted between `then` and `now` (the largest cut: now's, an upper bound of the new ones')."""
+    """The cuts counted between `then` and `now` (the largest cut: now's, an upper bound of the new
+    ones').
+    """
     return Cuts(
         now.encoded - then.encoded,
         now.cut - then.cut,
@@ -194,7 +206,9 @@ def gather(local: dict[int, Any], size: int) -> dict[int, Any]:
 
 
 def _trace(rank: int, size: int, indices: list[int]) -> None:
-    """Append this process's shard to the trace folder named by $CULTURE_PROBE_SHARD_TRACE, if set."""
+    """Append this process's shard to the trace folder named by $CULTURE_PROBE_SHARD_TRACE, if
+    set.
+    """
     folder = os.environ.get(TRACE_VARIABLE)
     if folder and not getattr(_ALONE, "on", False):
         with open(Path(folder) / f"rank{rank}.jsonl", "a", encoding="utf-8") as f:
@@ -202,8 +216,9 @@ def _trace(rank: int, size: int, indices: list[int]) -> None:
 
 
 def local_device(device: Any = None) -> Any:
-    """The device this process should use: `device` as given, except that a bare "cuda" (or None on a machine
-    with GPUs) means this process's own GPU, `cuda:<LOCAL_RANK>`, so that N processes use N GPUs.
+    """The device this process should use: `device` as given, except that a bare "cuda" (or None on
+    a machine with GPUs) means this process's own GPU, `cuda:<LOCAL_RANK>`, so that N processes use
+    N GPUs.
     """
     import torch
 

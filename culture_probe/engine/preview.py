@@ -1,10 +1,12 @@
-"""What a model will be given, without the model: each request, prompt or masked input encoded by the backends' own
-steps from the tokenizer and the model's config alone (`culture-probe run --dry-run`, docs/dry-run.md).
+"""What a model will be given, without the model: each request, prompt or masked input encoded by
+the backends' own steps from the tokenizer and the model's config alone (`culture-probe run
+--dry-run`, docs/dry-run.md).
 
-A backend encodes with its tokenizer and reads two things of its model to do so: the config's input limit and, for
-seq2seq models, the decoder's start token. A backend built around `Weightless(config)` therefore runs exactly the
-encoding a run runs (`_prepare`, the fill-mask input, the generation prompt), fails as a run would on a model it
-cannot serve, and cannot score. A served model's requests are recorded by a client that sends nothing.
+A backend encodes with its tokenizer and reads two things of its model to do so: the config's input
+limit and, for seq2seq models, the decoder's start token. A backend built around
+`Weightless(config)` therefore runs exactly the encoding a run runs (`_prepare`, the fill-mask
+input, the generation prompt), fails as a run would on a model it cannot serve, and cannot score. A
+served model's requests are recorded by a client that sends nothing.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from culture_probe.errors import UnsupportedModelError
 
 # candidates (or served requests) a view's text shows; the view itself holds them all
 SHOWN_CANDIDATES = 5
-#: candidates whose tokens a workload counts exactly; beyond it, on a seeded sample of its requests: preparing a
-#: candidate takes 30-100 microseconds on a 2-core machine, so a full FmLAMA run's 33 million would take an hour
+#: candidates whose tokens a workload counts exactly; beyond it, on a seeded sample of its requests:
+#: preparing a candidate takes 30-100 microseconds on a 2-core machine, so a full FmLAMA run's 33
+#: million would take an hour
 COUNTED_CANDIDATES = 50_000
 
 if TYPE_CHECKING:
@@ -37,14 +40,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Weightless:
-    """A model's config without its weights: all that a backend reads of its model to encode, and the device a
-    run would put it on (what its batch budget and a time estimate depend on).
+    """A model's config without its weights: all that a backend reads of its model to encode, and
+    the device a run would put it on (what its batch budget and a time estimate depend on).
     """
 
     config: Any
 
     def parameters(self) -> Any:
-        """One empty tensor on the device `Scorer.from_pretrained` would choose (`Backend.device` reads it)."""
+        """One empty tensor on the device `Scorer.from_pretrained` would choose (`Backend.device`
+        reads it).
+        """
         import torch
 
         from culture_probe.engine.parallel import local_device
@@ -54,8 +59,8 @@ class Weightless:
 
 @dataclass(frozen=True)
 class Tokens:
-    """Token ids with their vocabulary pieces (`readable_pieces`) and the text they decode to (special tokens
-    kept).
+    """Token ids with their vocabulary pieces (`readable_pieces`) and the text they decode to
+    (special tokens kept).
     """
 
     ids: tuple[int, ...]
@@ -79,11 +84,11 @@ class Tokens:
 
 
 def readable_pieces(tokenizer: Any, pieces: Sequence[str]) -> tuple[str, ...]:
-    """Vocabulary pieces as a reader reads them. A byte-level BPE vocabulary (GPT-2, Llama 3, Qwen) writes each byte
-    as a stand-in character, so that an Arabic piece reads 'Ø§Ù': such a piece is shown as the text its bytes are,
-    with a byte that is part of a character split across pieces as <0xD9> (as SentencePiece's byte pieces are
-    written); a piece holding a character outside the byte table (an added token) is shown as it is. Other
-    vocabularies' pieces are text already.
+    """Vocabulary pieces as a reader reads them. A byte-level BPE vocabulary (GPT-2, Llama 3, Qwen)
+    writes each byte as a stand-in character, so that an Arabic piece reads 'Ø§Ù': such a piece is
+    shown as the text its bytes are, with a byte that is part of a character split across pieces as
+    <0xD9> (as SentencePiece's byte pieces are written); a piece holding a character outside the
+    byte table (an added token) is shown as it is. Other vocabularies' pieces are text already.
     """
     if not _byte_level(tokenizer):
         return tuple(pieces)
@@ -95,7 +100,9 @@ def readable_pieces(tokenizer: Any, pieces: Sequence[str]) -> tuple[str, ...]:
 
 
 def _byte_level(tokenizer: Any) -> bool:
-    """Whether the tokenizer's vocabulary is byte-level BPE: its decoder maps characters back to bytes."""
+    """Whether the tokenizer's vocabulary is byte-level BPE: its decoder maps characters back to
+    bytes.
+    """
     from tokenizers import decoders
 
     decoder = getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", None)
@@ -104,8 +111,8 @@ def _byte_level(tokenizer: Any) -> bool:
 
 @functools.cache
 def _bytes_of_characters() -> dict[str, int]:
-    """The byte each stand-in character of a byte-level BPE vocabulary writes (GPT-2's table, as transformers
-    converts such vocabularies with it).
+    """The byte each stand-in character of a byte-level BPE vocabulary writes (GPT-2's table, as
+    transformers converts such vocabularies with it).
     """
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
@@ -128,9 +135,9 @@ def _utf8_text(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class ModelInput:
-    """One sequence the model runs and what is read from it: `reads[j] = (position, token id)`, the log-prob of the
-    token in the prediction at that position (causal: the position before the token; masked: its mask; seq2seq: the
-    decoder position before it).
+    """One sequence the model runs and what is read from it: `reads[j] = (position, token id)`, the
+    log-prob of the token in the prediction at that position (causal: the position before the token;
+    masked: its mask; seq2seq: the decoder position before it).
     """
 
     tokens: Tokens
@@ -139,9 +146,10 @@ class ModelInput:
 
 @dataclass(frozen=True)
 class CandidateView:
-    """One candidate: the tokens whose log-probs make its score, and the model inputs they are read from (causal: the
-    context and the candidate; masked: the sentence with its masks, one input per subword under `l2r`; seq2seq: the
-    decoder input, the encoder input being the request's `context`).
+    """One candidate: the tokens whose log-probs make its score, and the model inputs they are read
+    from (causal: the context and the candidate; masked: the sentence with its masks, one input per
+    subword under `l2r`; seq2seq: the decoder input, the encoder input being the request's
+    `context`).
     """
 
     text: str
@@ -151,9 +159,10 @@ class CandidateView:
 
 @dataclass(frozen=True)
 class ScoreView:
-    """A scoring request as the model gets it: `context` (causal: the context after special tokens, chat template and
-    separator rule; seq2seq: the encoder input; None for masked models, whose inputs hold the masks inside the
-    sentence), each candidate, and the tokens cut on the left of the context to fit the input limit (`cut`).
+    """A scoring request as the model gets it: `context` (causal: the context after special tokens,
+    chat template and separator rule; seq2seq: the encoder input; None for masked models, whose
+    inputs hold the masks inside the sentence), each candidate, and the tokens cut on the left of
+    the context to fit the input limit (`cut`).
     """
 
     request: ScoreRequest
@@ -184,8 +193,9 @@ class ScoreView:
 
 @dataclass(frozen=True)
 class GenerateView:
-    """A generation prompt as the model gets it: the text (chat template applied when the options ask for it), its
-    ids (special tokens added or not, cut on the left to fit the input limit: `cut` tokens), and the options.
+    """A generation prompt as the model gets it: the text (chat template applied when the options
+    ask for it), its ids (special tokens added or not, cut on the left to fit the input limit: `cut`
+    tokens), and the options.
     """
 
     prompt: str
@@ -202,8 +212,8 @@ class GenerateView:
 
 @dataclass(frozen=True)
 class FillMaskView:
-    """A fill-mask input as the model gets it: the ids with one mask at `mask` (the vocabulary's best pieces there
-    are the answer).
+    """A fill-mask input as the model gets it: the ids with one mask at `mask` (the vocabulary's
+    best pieces there are the answer).
     """
 
     tokens: Tokens
@@ -218,7 +228,9 @@ class FillMaskView:
 
 @dataclass(frozen=True)
 class ServedCall:
-    """One request to an OpenAI-compatible server: the endpoint and the JSON body the client would send."""
+    """One request to an OpenAI-compatible server: the endpoint and the JSON body the client would
+    send.
+    """
 
     endpoint: Literal["completions", "chat.completions"]
     body: dict[str, Any] = field(default_factory=dict)
@@ -226,8 +238,8 @@ class ServedCall:
 
 @dataclass(frozen=True)
 class ServedView:
-    """What a served model (`openai:NAME`) would be sent for one probe: one call per candidate (scoring) or one call
-    (generation). The server tokenizes, so there are no ids to show.
+    """What a served model (`openai:NAME`) would be sent for one probe: one call per candidate
+    (scoring) or one call (generation). The server tokenizes, so there are no ids to show.
     """
 
     calls: tuple[ServedCall, ...]
@@ -246,15 +258,16 @@ View = ScoreView | GenerateView | FillMaskView | ServedView
 
 @dataclass(frozen=True)
 class Workload:
-    """What probes put through a model: `probes` asked, `candidates` scored, and `tokens`, the tokens the backend
-    runs for them (its own `_cost`: a causal request's context and the inner nodes of its candidate trie, so
-    candidates that share a prefix share its tokens; a masked request's queries; a seq2seq request's encoder and
-    decoder inputs; a generation prompt and its new tokens at most; a fill-mask input), each distinct request once,
-    as an empty score cache runs them. None for a served model: its server tokenizes.
-    What a time estimate counts besides (`culture_probe.throughput`): `reads`, the positions scoring runs the LM
-    head at; `generated`, the part of `tokens` that generation runs (its prompts and new tokens: a forward pass per
-    new token, at another rate than scoring's), `new` of them new (the LM head runs at each) in at most `steps`
-    forward passes.
+    """What probes put through a model: `probes` asked, `candidates` scored, and `tokens`, the
+    tokens the backend runs for them (its own `_cost`: a causal request's context and the inner
+    nodes of its candidate trie, so candidates that share a prefix share its tokens; a masked
+    request's queries; a seq2seq request's encoder and decoder inputs; a generation prompt and its
+    new tokens at most; a fill-mask input), each distinct request once, as an empty score cache runs
+    them. None for a served model: its server tokenizes. What a time estimate counts besides
+    (`culture_probe.throughput`): `reads`, the positions scoring runs the LM head at; `generated`,
+    the part of `tokens` that generation runs (its prompts and new tokens: a forward pass per new
+    token, at another rate than scoring's), `new` of them new (the LM head runs at each) in at most
+    `steps` forward passes.
     """
 
     probes: int = 0
@@ -282,8 +295,8 @@ class Workload:
 
 
 def counted_sample(requests: Sequence[ScoreRequest]) -> list[ScoreRequest]:
-    """All of `requests` when they hold at most `COUNTED_CANDIDATES` candidates, else a seeded random sample of
-    them that holds that many (the same sample for the same requests).
+    """All of `requests` when they hold at most `COUNTED_CANDIDATES` candidates, else a seeded
+    random sample of them that holds that many (the same sample for the same requests).
     """
     if sum(len(r.candidates) for r in requests) <= COUNTED_CANDIDATES:
         return list(requests)
@@ -297,7 +310,9 @@ def counted_sample(requests: Sequence[ScoreRequest]) -> list[ScoreRequest]:
 
 
 class EncodingPreview:
-    """Previews of what an in-process backend (`scorer`) feeds its model, built by the backend's own encoding code."""
+    """Previews of what an in-process backend (`scorer`) feeds its model, built by the backend's own
+    encoding code.
+    """
 
     def __init__(self, scorer: Backend):
         self.scorer = scorer
@@ -306,10 +321,13 @@ class EncodingPreview:
     def weightless(
         cls, kind: str, tokenizer: Any, config: Any, *, name: str = ""
     ) -> EncodingPreview:
-        """The preview of a `kind` model from its tokenizer and its transformers config (no weights)."""
+        """The preview of a `kind` model from its tokenizer and its transformers config (no
+        weights).
+        """
         from culture_probe.engine.scorer import backend_for
 
-        # the backend reads of its model only what Weightless has (its config, the device of its parameters)
+        # the backend reads of its model only what Weightless has (its config, the device of its
+        # parameters)
         model = cast("PreTrainedModel", Weightless(config))
         return cls(backend_for(kind)(model, tokenizer, identity={"name_or_path": name}))
 
@@ -355,10 +373,11 @@ class EncodingPreview:
         return views
 
     def score_workload(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> Workload:
-        """What `Scorer.score(requests, options)` runs: each distinct request (by its cache key) prepared by the
-        backend and counted by the backend's own `_cost`, as its batches count it.
-        Beyond `COUNTED_CANDIDATES` candidates, the requests counted are a seeded random sample of them holding that
-        many, and the tokens are scaled up by the candidates (`Workload.exact` is False).
+        """What `Scorer.score(requests, options)` runs: each distinct request (by its cache key)
+        prepared by the backend and counted by the backend's own `_cost`, as its batches count it.
+        Beyond `COUNTED_CANDIDATES` candidates, the requests counted are a seeded random sample of
+        them holding that many, and the tokens are scaled up by the candidates (`Workload.exact` is
+        False).
         """
         options = self.scorer._check_options(options)
         distinct = list({self.scorer._key(r): r for r in requests}.values())
@@ -376,7 +395,9 @@ class EncodingPreview:
         return Workload(len(requests), candidates, tokens, exact, reads)
 
     def generate_workload(self, prompts: Sequence[str], options: GenerateOptions) -> Workload:
-        """What `Scorer.generate(prompts, options)` runs at most: each distinct prompt's ids and `max_new_tokens`."""
+        """What `Scorer.generate(prompts, options)` runs at most: each distinct prompt's ids and
+        `max_new_tokens`.
+        """
         texts, specials = prompt_texts(self.scorer, list(prompts), options)
         ids = prompt_ids(self.scorer, list(dict.fromkeys(texts)), specials, options.max_new_tokens)
         new = options.max_new_tokens
@@ -439,7 +460,9 @@ def _masked(
 def _seq2seq(
     backend: Backend, request: ScoreRequest, item: Seq2SeqItem, options: ScoreOptions
 ) -> tuple[Tokens, list[CandidateView]]:
-    """Seq2seq: the encoder input is shared; each candidate is the decoder's target after its lead."""
+    """Seq2seq: the encoder input is shared; each candidate is the decoder's target after its
+    lead.
+    """
     assert isinstance(backend, Seq2SeqScorer)
     tok, lead = backend.tokenizer, backend.decoder_lead(options)
     views = []
@@ -454,8 +477,8 @@ _CANDIDATES: dict[str, Any] = {"causal": _causal, "masked": _masked, "seq2seq": 
 
 
 class ServedPreview:
-    """The requests a served model (`openai:NAME`) would be sent, made by `ServedScorer`'s own code with a client
-    that records them and sends nothing.
+    """The requests a served model (`openai:NAME`) would be sent, made by `ServedScorer`'s own code
+    with a client that records them and sends nothing.
     """
 
     def __init__(self, name: str, *, base_url: str):
@@ -467,7 +490,9 @@ class ServedPreview:
         self.scorer.client = self.client  # type: ignore[assignment]
 
     def score(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> list[ServedView]:
-        """The completions requests (prompt echoed with its log-probs) that score each request's candidates."""
+        """The completions requests (prompt echoed with its log-probs) that score each request's
+        candidates.
+        """
         views = []
         for request in requests:
             self.scorer.score([request], options)
@@ -501,8 +526,9 @@ class ServedPreview:
 
 
 class _RecordingClient:
-    """Stands in for the `openai` client: records each request and answers with an empty text (and one prompt
-    log-prob after the prompt), so that the scorer's own code runs to its end without a server.
+    """Stands in for the `openai` client: records each request and answers with an empty text (and
+    one prompt log-prob after the prompt), so that the scorer's own code runs to its end without a
+    server.
     """
 
     def __init__(self) -> None:
@@ -534,8 +560,9 @@ class _Endpoint:
 
 
 def _empty_choice(index: int, prompt: str, *, echo: bool) -> Any:
-    """A choice with an empty text (after the prompt, when it is echoed), and the echo of a prompt of two tokens, the
-    second at its end (scoring reads it), then one generated: an echo as `ServedScorer` checks it.
+    """A choice with an empty text (after the prompt, when it is echoed), and the echo of a prompt
+    of two tokens, the second at its end (scoring reads it), then one generated: an echo as
+    `ServedScorer` checks it.
     """
     end = len(prompt)
     logprobs = SimpleNamespace(token_logprobs=[None, 0.0, 0.0], text_offset=[0, end, end])

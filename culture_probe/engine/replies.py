@@ -1,16 +1,18 @@
-"""What a served model's reply must be before it is used: no larger than its request can call for (a 30 MB answer to
-a two-token generation is refused while it is read, never parsed or stored), and, for the echoed prompt log-probs that
-score candidates, offsets and counts that fit the prompt that was sent.
+"""What a served model's reply must be before it is used: no larger than its request can call for (a
+30 MB answer to a two-token generation is refused while it is read, never parsed or stored), and,
+for the echoed prompt log-probs that score candidates, offsets and counts that fit the prompt that
+was sent.
 
-vLLM's completions API with `echo=True` lists, for each prompt, its tokens and then the generated ones, each with a
-text offset: 0 for the first, then the running length of the tokens' decoded texts (`_create_completion_logprobs`).
-So the offsets never go back, and the generated token of an ASCII prompt starts at or after the prompt's end (a BOS
-counts its text, e.g. Llama 3's `<|begin_of_text|>`, so they may run somewhat past it; byte-level pieces of other
-characters decode to U+FFFD, so there the offsets may fall short of the characters or run past them). A prompt has
-at most one token a byte besides the few special tokens a tokenizer adds. Its `usage` counts the prompt tokens and
-the generated ones, which the echoed log-probs must add up to. A reply that breaks any of these was not computed on
-the prompt that was sent, or drops a token, and is refused: never scored by guessing which of its tokens is the
-generated one.
+vLLM's completions API with `echo=True` lists, for each prompt, its tokens and then the generated
+ones, each with a text offset: 0 for the first, then the running length of the tokens' decoded texts
+(`_create_completion_logprobs`). So the offsets never go back, and the generated token of an ASCII
+prompt starts at or after the prompt's end (a BOS counts its text, e.g. Llama 3's
+`<|begin_of_text|>`, so they may run somewhat past it; byte-level pieces of other characters decode
+to U+FFFD, so there the offsets may fall short of the characters or run past them). A prompt has at
+most one token a byte besides the few special tokens a tokenizer adds. Its `usage` counts the prompt
+tokens and the generated ones, which the echoed log-probs must add up to. A reply that breaks any of
+these was not computed on the prompt that was sent, or drops a token, and is refused: never scored
+by guessing which of its tokens is the generated one.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ SPECIAL_TEXT = 64  # characters their decoded text may add to the offsets
 
 
 class ReplyRefused(Exception):
-    """A reply refused while it is read (`what` it is); the served scorer says so in one line naming its server."""
+    """A reply refused while it is read (`what` it is); the served scorer says so in one line naming
+    its server.
+    """
 
     def __init__(self, what: str):
         super().__init__(what)
@@ -43,8 +47,9 @@ class ReplyRefused(Exception):
 
 
 def reply_limit(body: Mapping[str, Any]) -> int:
-    """The most bytes a reply to the request `body` may hold: a fixed allowance, PER_REQUEST_BYTE for each byte of
-    the request (its prompts, echoed with their log-probs) and PER_TOKEN_BYTES for each token it may generate.
+    """The most bytes a reply to the request `body` may hold: a fixed allowance, PER_REQUEST_BYTE
+    for each byte of the request (its prompts, echoed with their log-probs) and PER_TOKEN_BYTES for
+    each token it may generate.
     """
     prompt = body.get("prompt")
     prompts = len(prompt) if isinstance(prompt, list) else 1
@@ -62,10 +67,11 @@ def limit_words(limit: int) -> str:
 
 
 class ReplyLimit:
-    """The reply size limit of the request each thread is sending, kept as the reply is read (an HTTP client's
-    response hook, so the `openai` client reads no more): a larger Content-Length is refused before the body is read,
-    and a body without one is counted and cut off at the limit. A compressed body is refused (the client asks for
-    none): its size once decoded cannot be bounded as it is read.
+    """The reply size limit of the request each thread is sending, kept as the reply is read (an
+    HTTP client's response hook, so the `openai` client reads no more): a larger Content-Length is
+    refused before the body is read, and a body without one is counted and cut off at the limit. A
+    compressed body is refused (the client asks for none): its size once decoded cannot be bounded
+    as it is read.
     """
 
     headers = {"Accept-Encoding": "identity"}  # what the requests of a client with this hook send
@@ -127,9 +133,10 @@ def _counting(base: type) -> type:
 
 
 def echo_fault(prompt: str, text: Any, offsets: Sequence[int]) -> str | None:
-    """What is wrong with the echo of `prompt` (its text, and its tokens' `offsets`, the generated one last), or
-    None: the offsets start at 0, never go back, stay within the prompt's text (and what its special tokens add), and
-    end with a generated token at or after the prompt's end; there are no more tokens than the prompt can have.
+    """What is wrong with the echo of `prompt` (its text, and its tokens' `offsets`, the generated
+    one last), or None: the offsets start at 0, never go back, stay within the prompt's text (and
+    what its special tokens add), and end with a generated token at or after the prompt's end; there
+    are no more tokens than the prompt can have.
     """
     size = len(prompt.encode("utf-8"))
     most = size + SPECIAL_TOKENS + 1
@@ -149,9 +156,10 @@ def echo_fault(prompt: str, text: Any, offsets: Sequence[int]) -> str | None:
         )
     if offsets[-1] > size + SPECIAL_TEXT:
         return f"its text_offset runs to {offsets[-1]}, past the end of the {len(prompt)}-character prompt"
-    # only an ASCII prompt's offsets count its characters exactly: byte-level pieces of other characters decode
-    # to U+FFFD each, a piece of two characters' bytes to fewer, so a real reply's last offset may fall short of them
-    # (a Greek prompt of 48 characters, 46 against vLLM); there the usage check tells a missing generated token
+    # only an ASCII prompt's offsets count its characters exactly: byte-level pieces of other
+    # characters decode to U+FFFD each, a piece of two characters' bytes to fewer, so a real reply's
+    # last offset may fall short of them (a Greek prompt of 48 characters, 46 against vLLM); there
+    # the usage check tells a missing generated token
     if prompt.isascii() and offsets[-1] < len(prompt):
         return (
             f"its last token starts at {offsets[-1]}, inside the {len(prompt)}-character prompt {prompt[:40]!r}: "
@@ -162,8 +170,8 @@ def echo_fault(prompt: str, text: Any, offsets: Sequence[int]) -> str | None:
 
 
 def usage_fault(usage: Any, echoed: Sequence[int], generated: int) -> str | None:
-    """What is wrong with a reply's `usage` against the numbers of tokens its choices `echoed` (each prompt's and its
-    `generated` ones), or None; a reply without usage says nothing.
+    """What is wrong with a reply's `usage` against the numbers of tokens its choices `echoed` (each
+    prompt's and its `generated` ones), or None; a reply without usage says nothing.
     """
     prompt, completion = (
         getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")

@@ -1,11 +1,13 @@
-"""How a request to a served model is asked again, within one bound for the whole request: `timeout` x (`retries` +
-1) plus the backoff (0.5 s, 1 s, 2 s, ... up to 8 s, less up to 25% jitter: the `openai` client's own schedule).
+"""How a request to a served model is asked again, within one bound for the whole request: `timeout`
+x (`retries` + 1) plus the backoff (0.5 s, 1 s, 2 s, ... up to 8 s, less up to 25% jitter: the
+`openai` client's own schedule).
 
-The `openai` client waits out a `Retry-After` of up to 120 s before each retry, outside any timeout: a 429 with
-`Retry-After: 20` held `--request-timeout 2 --max-retries 1` for about 42 s. Here the client asks once
-(max_retries=0) and this loop retries what it would (timeouts, dropped connections, 408/409/429 and 5xx); a server's
-`Retry-After` is honoured when the wait and one more try fit in what is left of the bound, and otherwise ends the
-request at once, saying how long the server asked for and how to allow it.
+The `openai` client waits out a `Retry-After` of up to 120 s before each retry, outside any timeout:
+a 429 with `Retry-After: 20` held `--request-timeout 2 --max-retries 1` for about 42 s. Here the
+client asks once (max_retries=0) and this loop retries what it would (timeouts, dropped connections,
+408/409/429 and 5xx); a server's `Retry-After` is honoured when the wait and one more try fit in
+what is left of the bound, and otherwise ends the request at once, saying how long the server asked
+for and how to allow it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ FIRST_BACKOFF, LAST_BACKOFF = 0.5, 8.0
 
 
 class WaitRefused(Exception):
-    """A server asked to wait longer than a request's bound leaves (the served scorer says so naming its server)."""
+    """A server asked to wait longer than a request's bound leaves (the served scorer says so naming
+    its server).
+    """
 
     def __init__(self, status: int, asked: float, left: float, needed: int):
         super().__init__(status, asked, left, needed)
@@ -43,13 +47,15 @@ def backoff(retry: int) -> float:
 
 
 def jittered(seconds: float) -> float:
-    """A backoff less up to 25%, so that requests that failed together are not all asked again together."""
+    """A backoff less up to 25%, so that requests that failed together are not all asked again
+    together.
+    """
     return seconds * (1 - 0.25 * random.random())
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """The seconds a reply's headers ask to wait (`retry-after-ms`, then `Retry-After` in seconds or as an HTTP
-    date), or None when they ask nothing readable.
+    """The seconds a reply's headers ask to wait (`retry-after-ms`, then `Retry-After` in seconds or
+    as an HTTP date), or None when they ask nothing readable.
     """
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         seconds = retry_after_seconds(headers.get(name), scale=scale)
@@ -71,7 +77,9 @@ class Retries:
         return self.timeout * (self.retries + 1) + sum(map(backoff, range(self.retries)))
 
     def run(self, send: Callable[[], T]) -> T:
-        """`send()`'s result, asked again on the errors the `openai` client retries; its last error is raised."""
+        """`send()`'s result, asked again on the errors the `openai` client retries; its last error
+        is raised.
+        """
         import openai
 
         started, retry = time.monotonic(), 0
@@ -90,8 +98,8 @@ class Retries:
             retry += 1
 
     def _wait(self, retry: int, error: object, started: float) -> float:
-        """The wait before `retry` after an error status: what the server asked, when the wait and one more try fit
-        in what is left of the bound (`WaitRefused` otherwise), else the backoff.
+        """The wait before `retry` after an error status: what the server asked, when the wait and
+        one more try fit in what is left of the bound (`WaitRefused` otherwise), else the backoff.
         """
         response = getattr(error, "response", None)
         asked = retry_after(getattr(response, "headers", None) or {})

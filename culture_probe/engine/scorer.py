@@ -1,7 +1,8 @@
-"""`Scorer`: the engine's entry point. It finds the backend for a model in one registry, `BACKENDS` (model kind
--> backend class), and builds it: `Scorer(model, tokenizer)` wraps loaded objects, `Scorer.from_pretrained(name)`
-loads them. The backends (`causal`, `masked`, `seq2seq`) share `culture_probe.engine.backend.Backend` and know
-nothing of this registry, so the modules import one way: scorer -> backends -> backend.
+"""`Scorer`: the engine's entry point. It finds the backend for a model in one registry, `BACKENDS`
+(model kind -> backend class), and builds it: `Scorer(model, tokenizer)` wraps loaded objects,
+`Scorer.from_pretrained(name)` loads them. The backends (`causal`, `masked`, `seq2seq`) share
+`culture_probe.engine.backend.Backend` and know nothing of this registry, so the modules import one
+way: scorer -> backends -> backend.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def backend_for(kind: str) -> type[Backend]:
 
 
 def detect_kind(config: Any, class_name: str | None = None) -> ModelKind:
-    """The scoring kind of a model, from its config (architectures, is_encoder_decoder, model_type), never
-    from its name.
+    """The scoring kind of a model, from its config (architectures, is_encoder_decoder, model_type),
+    never from its name.
     """
     # The loaded class is authoritative; else the config's architectures; else its model type.
     names = [class_name] if class_name else list(getattr(config, "architectures", None) or [])
@@ -107,8 +108,9 @@ def config_kind(
     revision: str | None = None,
     trust_remote_code: bool = False,
 ) -> ModelKind:
-    """The kind of a model from its config alone (no weights loaded), so a run can build its probes and check its
-    options before the model is loaded. `kind` other than "auto" is returned as is once checked.
+    """The kind of a model from its config alone (no weights loaded), so a run can build its probes
+    and check its options before the model is loaded. `kind` other than "auto" is returned as is
+    once checked.
     """
     if kind == "auto":
         return detect_kind(_config(name_or_path, revision, trust_remote_code))
@@ -117,8 +119,8 @@ def config_kind(
 
 
 def check_kind(config: Any, kind: str, name: str | Path) -> None:
-    """A forced kind must be one transformers can load this model as (a BERT loads as causal too; a GPT-2 has no
-    masked-LM head): otherwise an error naming the model's own kind.
+    """A forced kind must be one transformers can load this model as (a BERT loads as causal too; a
+    GPT-2 has no masked-LM head): otherwise an error naming the model's own kind.
     """
     import transformers as tf
 
@@ -131,8 +133,9 @@ def check_kind(config: Any, kind: str, name: str | Path) -> None:
 
 
 def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: bool) -> Any:
-    """The model's transformers config. A name that is no local folder and cannot be a Hub id is reported as a
-    missing path; a Hub id the Hub cannot provide (offline, private, misspelt) says so, without a traceback.
+    """The model's transformers config. A name that is no local folder and cannot be a Hub id is
+    reported as a missing path; a Hub id the Hub cannot provide (offline, private, misspelt) says
+    so, without a traceback.
     """
     import transformers as tf
     from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -161,9 +164,9 @@ def _config(name_or_path: str | Path, revision: str | None, trust_remote_code: b
 
 
 class ScorerProtocol(Protocol):
-    """What a run asks of a model, whatever answers it: a backend that `Scorer` builds, a `ServedScorer`, or a
-    stand-in of one's own (tests, a custom engine). A type for annotations, checked by mypy; nothing tests it at
-    run time.
+    """What a run asks of a model, whatever answers it: a backend that `Scorer` builds, a
+    `ServedScorer`, or a stand-in of one's own (tests, a custom engine). A type for annotations,
+    checked by mypy; nothing tests it at run time.
     """
 
     @property
@@ -195,14 +198,17 @@ class ScorerProtocol(Protocol):
 class Scorer:
     """Scores candidate fillers with a masked, causal or seq2seq model, and generates.
 
-    `Scorer(model, tokenizer)` and `Scorer.from_pretrained(name_or_path)` build and return the backend for the
-    model's kind (`scorer.kind`), which is no subclass of `Scorer`: annotate with `ScorerProtocol`.
+    `Scorer(model, tokenizer)` and `Scorer.from_pretrained(name_or_path)` build and return the
+    backend for the model's kind (`scorer.kind`), which is no subclass of `Scorer`: annotate with
+    `ScorerProtocol`.
     """
 
     def __new__(  # type: ignore[misc]
         cls, model: PreTrainedModel, tokenizer: Any, *, kind: str = "auto", **options: Any
     ) -> Backend:
-        """The backend for `model`'s kind (detected from its class and config unless `kind` is given)."""
+        """The backend for `model`'s kind (detected from its class and config unless `kind` is
+        given).
+        """
         kind = detect_kind(model.config, type(model).__name__) if kind == "auto" else kind
         return backend_for(kind)(model, tokenizer, **options)
 
@@ -223,10 +229,11 @@ class Scorer:
         trust_remote_code: bool = False,
         model_args: ModelArgs | None = None,
     ) -> Backend:
-        """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right backend.
+        """Load a model and its tokenizer (a Hub id or a local folder) and wrap them in the right
+        backend.
 
-        `model_args` (`ModelArgs`) holds every loading argument, the harness's way; `torch_dtype`, `device_map`,
-        `revision` and `trust_remote_code` are shorthands for its fields.
+        `model_args` (`ModelArgs`) holds every loading argument, the harness's way; `torch_dtype`,
+        `device_map`, `revision` and `trust_remote_code` are shorthands for its fields.
         """
         import transformers as tf
 
@@ -274,7 +281,9 @@ class Scorer:
 
 
 def _merged(args: ModelArgs, **shorthands: Any) -> ModelArgs:
-    """`args` with the shorthand keywords that were given; one given twice with two values is an error."""
+    """`args` with the shorthand keywords that were given; one given twice with two values is an
+    error.
+    """
     given = {k: v for k, v in shorthands.items() if v is not None}
     clash = {
         k: (getattr(args, k), v)
@@ -320,7 +329,9 @@ def _with_adapter(model: PreTrainedModel, path: str) -> Any:
 
 
 def _loading_identity(args: ModelArgs) -> dict[str, Any]:
-    """What of the loading arguments changes the numbers, for the model's identity (and so the cache key)."""
+    """What of the loading arguments changes the numbers, for the model's identity (and so the cache
+    key).
+    """
     out: dict[str, Any] = {}
     if args.attn_implementation:
         out["attn_implementation"] = args.attn_implementation

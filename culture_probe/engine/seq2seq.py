@@ -1,7 +1,7 @@
-"""Seq2seq backend (T5/mT5): the slot becomes the first sentinel; the target is `<sentinel0> cand <sentinel1>`;
-only the candidate's tokens are scored (no sentinels, no EOS). `seq2seq_style="plain"` instead encodes the left
-text alone and scores the candidate as the whole target (from the decoder start; the right text is not used).
-Each request's encoder runs once.
+"""Seq2seq backend (T5/mT5): the slot becomes the first sentinel; the target is `<sentinel0> cand
+<sentinel1>`; only the candidate's tokens are scored (no sentinels, no EOS). `seq2seq_style="plain"`
+instead encodes the left text alone and scores the candidate as the whole target (from the decoder
+start; the right text is not used). Each request's encoder runs once.
 """
 
 from __future__ import annotations
@@ -27,13 +27,16 @@ SENTINELS = ("<extra_id_0>", "<extra_id_1>")
 
 @dataclass(frozen=True)
 class Seq2SeqItem:
-    """Encoder ids and, per candidate, its token ids as they appear between the sentinels (or as the whole target)."""
+    """Encoder ids and, per candidate, its token ids as they appear between the sentinels (or as the
+    whole target).
+    """
 
     encoder: tuple[int, ...]
     candidates: TokenRows
 
 
-# candidate sets kept encoded (they do not depend on the context here: a target holds the candidate alone)
+# candidate sets kept encoded (they do not depend on the context here: a target holds the candidate
+# alone)
 ENCODED_SETS = 64
 
 
@@ -44,7 +47,9 @@ class Seq2SeqScorer(Backend):
     auto_class = "AutoModelForSeq2SeqLM"
 
     def _check_model(self) -> None:
-        """Find the sentinels once, so that a model without them fails here rather than at its first request."""
+        """Find the sentinels once, so that a model without them fails here rather than at its first
+        request.
+        """
         tok = self.tokenizer
         ids = [tok.convert_tokens_to_ids(t) for t in SENTINELS]
         if any(i is None or i == tok.unk_token_id for i in ids):
@@ -65,7 +70,9 @@ class Seq2SeqScorer(Backend):
         return [prepare(request) for request in requests]
 
     def _targets_of(self, candidates: tuple[str, ...], style: str) -> TokenRows:
-        """The candidates' target ids, encoded once per candidate set and style; one with none is an error."""
+        """The candidates' target ids, encoded once per candidate set and style; one with none is an
+        error.
+        """
         key = (candidates, style)
         rows = self._targets.get(key)
         if rows is not None:
@@ -93,7 +100,9 @@ class Seq2SeqScorer(Backend):
         return rows
 
     def _prepare_sentinel(self, request: ScoreRequest) -> Seq2SeqItem:
-        """Encoder = the sentence with the first sentinel in the slot; each candidate between the sentinels."""
+        """Encoder = the sentence with the first sentinel in the slot; each candidate between the
+        sentinels.
+        """
         cands = self._targets_of(request.candidates, "sentinel")
         ids0 = self.sentinel_ids[0]
         source = tuple(
@@ -117,7 +126,9 @@ class Seq2SeqScorer(Backend):
         return Seq2SeqItem(head + tail, cands)
 
     def _prepare_plain(self, request: ScoreRequest) -> Seq2SeqItem:
-        """Encoder = the left text (with the tokenizer's special tokens); target = the candidate's own ids."""
+        """Encoder = the left text (with the tokenizer's special tokens); target = the candidate's
+        own ids.
+        """
         cands = self._targets_of(request.candidates, "plain")
         suffix = self.encoder.suffix
         source = tuple(self.tokenizer(request.left)["input_ids"])
@@ -141,7 +152,9 @@ class Seq2SeqScorer(Backend):
         return item.candidates
 
     def decoder_lead(self, options: ScoreOptions) -> tuple[int, ...]:
-        """The decoder ids before a candidate's: the decoder start, then (sentinel style) the first sentinel."""
+        """The decoder ids before a candidate's: the decoder start, then (sentinel style) the first
+        sentinel.
+        """
         start = self.model.config.decoder_start_token_id
         return (start,) if options.seq2seq_style == "plain" else (start, self.sentinel_ids[0])
 
@@ -153,8 +166,8 @@ class Seq2SeqScorer(Backend):
         device = self.device
         pad = self.tokenizer.pad_token_id or 0
         lead = np.asarray(self.decoder_lead(options), dtype=np.int64)
-        # every candidate of the batch as one table: row r is candidate `cand_of[r]` of item `item_of[r]`, its ids
-        # at `starts[r]` in `flat` (which is also where its log-probs go)
+        # every candidate of the batch as one table: row r is candidate `cand_of[r]` of item
+        # `item_of[r]`, its ids at `starts[r]` in `flat` (which is also where its log-probs go)
         counts = np.array([len(it.candidates) for it in items], dtype=np.int64)
         item_of = owners(counts)
         flat = np.concatenate([it.candidates.ids for it in items])
@@ -173,7 +186,8 @@ class Seq2SeqScorer(Backend):
             for part in iter_chunks(len(item_of), budget // width):
                 rows = np.arange(len(item_of))[part]
                 n = lengths[rows]
-                # decoder input: the lead, then the candidate but its last token; read where each token is predicted
+                # decoder input: the lead, then the candidate but its last token; read where each
+                # token is predicted
                 dec = np.full((len(rows), len(lead) + int(n.max()) - 1), pad, dtype=np.int64)
                 dec[:, : len(lead)] = lead
                 inner = np.maximum(n - 1, 0)

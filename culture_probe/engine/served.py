@@ -1,22 +1,25 @@
-"""A model behind an OpenAI-compatible server (vLLM, TGI, `transformers serve`, ...): `openai:<name>` with a
-base URL. The server holds the model, on as many GPUs as it likes; culture_probe drives the protocol.
+"""A model behind an OpenAI-compatible server (vLLM, TGI, `transformers serve`, ...):
+`openai:<name>` with a base URL. The server holds the model, on as many GPUs as it likes;
+culture_probe drives the protocol.
 
-Generation and chat go through `/v1/completions` and `/v1/chat/completions` (greedy: temperature 0; sampling: the
-temperature and a per-prompt seed), several requests in flight at once, each try bounded whole by the timeout
-(engine.deadline) and retried with backoff on timeouts, 408/409/429 and 5xx (engine.retries), so that a whole
-request, a server's `Retry-After` included, ends within timeout x (retries + 1) plus the backoff; the first failure
-cancels the requests not yet sent. Every answer lands in the model's cache as soon as it arrives, so an interrupted
-run asks only what is missing. A reply is checked before it is used (engine.replies): read no further than its
-request can call for, naming the model asked for, a choice with its text, and for scoring an echo of the prompt
-whose offsets and token counts fit it, log-probs finite and not positive; a bad one is one line naming the server,
-never a score, and nothing of it is stored.
+Generation and chat go through `/v1/completions` and `/v1/chat/completions` (greedy: temperature 0;
+sampling: the temperature and a per-prompt seed), several requests in flight at once, each try
+bounded whole by the timeout (engine.deadline) and retried with backoff on timeouts, 408/409/429 and
+5xx (engine.retries), so that a whole request, a server's `Retry-After` included, ends within
+timeout x (retries + 1) plus the backoff; the first failure cancels the requests not yet sent. Every
+answer lands in the model's cache as soon as it arrives, so an interrupted run asks only what is
+missing. A reply is checked before it is used (engine.replies): read no further than its request can
+call for, naming the model asked for, a choice with its text, and for scoring an echo of the prompt
+whose offsets and token counts fit it, log-probs finite and not positive; a bad one is one line
+naming the server, never a score, and nothing of it is stored.
 
-Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return: the completions
-API with `echo=True` and `logprobs` (vLLM) gives them, and the candidate's score is the sum over the tokens that
-start at or after the end of the left text (the engine's rule: the context's tokens, then the candidate's, a leading
-space included), and with `score_right` over the right text's tokens too, as they continue the candidate. A server
-that returns none gets a clear error. What a server cannot serve (options of masked and seq2seq models, chat
-scoring, candidates named by token ids, token-level generation options) is refused before any request is sent:
+Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return:
+the completions API with `echo=True` and `logprobs` (vLLM) gives them, and the candidate's score is
+the sum over the tokens that start at or after the end of the left text (the engine's rule: the
+context's tokens, then the candidate's, a leading space included), and with `score_right` over the
+right text's tokens too, as they continue the candidate. A server that returns none gets a clear
+error. What a server cannot serve (options of masked and seq2seq models, chat scoring, candidates
+named by token ids, token-level generation options) is refused before any request is sent:
 `check_scoring` and `check_generation`, which a run asks of a whole stage before its first request.
 """
 
@@ -106,7 +109,8 @@ class ServedScorer:
             base_url=self.base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
             timeout=timeout,
-            # retried here (`self.policy`), so that a server's Retry-After counts inside the request's bound
+            # retried here (`self.policy`), so that a server's Retry-After counts inside the
+            # request's bound
             max_retries=0,
             http_client=self._http_client(),
         )
@@ -121,15 +125,18 @@ class ServedScorer:
         self.cache_path = cache_path(cache, cache_dir, self.identity)
 
     def _http_client(self) -> Any:
-        """The HTTP client of the requests: each try bounded whole by the timeout, not each read (engine.deadline),
-        and each reply read no further than its request's limit, uncompressed (engine.replies).
+        """The HTTP client of the requests: each try bounded whole by the timeout, not each read
+        (engine.deadline), and each reply read no further than its request's limit, uncompressed
+        (engine.replies).
         """
         return bounded_http_client(
             self.timeout, response_hooks=[self.limit.check], headers=self.limit.headers
         )
 
     def model_digest(self) -> str:
-        """A digest of the model identity: the cache's model key and the name of its file in a cache folder."""
+        """A digest of the model identity: the cache's model key and the name of its file in a cache
+        folder.
+        """
         return identity_digest(self.identity)
 
     # ------------------------------------------------------------ generation
@@ -157,8 +164,8 @@ class ServedScorer:
         return [done[p] for p in prompts]
 
     def check_generation(self, options: GenerateOptions) -> None:
-        """Refuse what a server cannot generate with, before any request is sent: token-level options (the server
-        tokenizes).
+        """Refuse what a server cannot generate with, before any request is sent: token-level
+        options (the server tokenizes).
         """
         if options.add_special_tokens is not None:
             raise UnsupportedModelError(
@@ -166,7 +173,9 @@ class ServedScorer:
             )
 
     def _complete(self, prompt: str, options: GenerateOptions) -> str:
-        """One prompt's continuation (chat or plain), stop strings cut off as the in-process engine does."""
+        """One prompt's continuation (chat or plain), stop strings cut off as the in-process engine
+        does.
+        """
         sampling = (
             {"temperature": 0.0}
             if options.temperature is None
@@ -178,8 +187,8 @@ class ServedScorer:
         common = {"model": self.name, "max_tokens": options.max_new_tokens, **sampling}
         if options.stop:
             common["stop"] = list(options.stop)
-        # A dict of keywords leaves unset options out rather than passing the `omit` sentinel (not in every
-        # openai>=1.98); both endpoints take all of `common`.
+        # A dict of keywords leaves unset options out rather than passing the `omit` sentinel (not
+        # in every openai>=1.98); both endpoints take all of `common`.
         if options.chat:
             messages = [{"role": "system", "content": options.system}] if options.system else []
             choice = self._ask(
@@ -212,8 +221,9 @@ class ServedScorer:
         progress: bool = False,
         **fields: Any,
     ) -> list[CandidateScores]:
-        """Log P(candidate | left) for every candidate (with `score_right`, of the candidate and the right text that
-        follows it, as the in-process engine scores them), from the prompt log-probs the server echoes.
+        """Log P(candidate | left) for every candidate (with `score_right`, of the candidate and the
+        right text that follows it, as the in-process engine scores them), from the prompt log-probs
+        the server echoes.
         """
         options = make_options(ScoreOptions, options, fields)
         self.check_scoring(requests, options)
@@ -233,9 +243,9 @@ class ServedScorer:
         return out
 
     def check_scoring(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> None:
-        """Refuse what a server cannot score, before any request is sent (a run asks it of a whole stage before its
-        first request): options of masked and seq2seq models, chat requests (the template is the server's), and
-        candidates named by token ids (the server tokenizes).
+        """Refuse what a server cannot score, before any request is sent (a run asks it of a whole
+        stage before its first request): options of masked and seq2seq models, chat requests (the
+        template is the server's), and candidates named by token ids (the server tokenizes).
         """
         if options.masked_method != "typed" or options.seq2seq_style != "sentinel":
             raise UnsupportedModelError(
@@ -262,8 +272,9 @@ class ServedScorer:
             )
 
     def _probe_logprobs(self, request: ScoreRequest, right: bool) -> list[list[float]]:
-        """Per candidate of one request, the log-probs of its tokens (and, with `right`, of the right text's): its
-        candidates' prompts in as few requests as the server takes (`MAX_PROMPTS` each), not one request each.
+        """Per candidate of one request, the log-probs of its tokens (and, with `right`, of the
+        right text's): its candidates' prompts in as few requests as the server takes (`MAX_PROMPTS`
+        each), not one request each.
         """
         lead = request.left + separator(request.left, request.sep)
         prompts = [lead + c + (request.right if right else "") for c in request.candidates]
@@ -274,8 +285,9 @@ class ServedScorer:
         ]
 
     def _prompt_logprobs(self, left: str, prompts: list[str]) -> list[list[float]]:
-        """For each of `prompts` (in one request), the log-probs of its tokens after the context `left`, as the
-        server echoes them; only the prompt tokens' own log-probs are asked for (`logprobs=0`: no alternatives).
+        """For each of `prompts` (in one request), the log-probs of its tokens after the context
+        `left`, as the server echoes them; only the prompt tokens' own log-probs are asked for
+        (`logprobs=0`: no alternatives).
         """
         reply = self._reply(
             self.client.completions.create,
@@ -326,10 +338,11 @@ class ServedScorer:
         fault = echo_fault(prompt, getattr(choice, "text", None), offsets)
         if fault:
             raise self._bad_reply(fault)
-        # the candidate's tokens follow the context's: trailing whitespace of the left text and a leading space are
-        # the candidate's, as the in-process engine splits them (Encoder.encode)
+        # the candidate's tokens follow the context's: trailing whitespace of the left text and a
+        # leading space are the candidate's, as the in-process engine splits them (Encoder.encode)
         boundary = len(left.rstrip())
-        # The echoed prompt comes first (checked: the last token is a generated one), and is what is scored.
+        # The echoed prompt comes first (checked: the last token is a generated one), and is what is
+        # scored.
         kept = [
             v for offset, v in zip(offsets[:-1], values[:-1], strict=True) if offset >= boundary
         ]
@@ -354,9 +367,10 @@ class ServedScorer:
     # ------------------------------------------------------------ the boundary
 
     def _answers(self, ask: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[T, R]]:
-        """Each item with its answer, as the answers arrive, `concurrency` requests in flight. The first failure
-        cancels the requests not yet sent (those in flight end within their timeout) and is raised, so that a dying
-        server is reported after one request's retries, not after every queued request's.
+        """Each item with its answer, as the answers arrive, `concurrency` requests in flight. The
+        first failure cancels the requests not yet sent (those in flight end within their timeout)
+        and is raised, so that a dying server is reported after one request's retries, not after
+        every queued request's.
         """
         pool = ThreadPoolExecutor(self.concurrency)
         try:
@@ -371,9 +385,9 @@ class ServedScorer:
         return self._reply(create, **body).choices[0]
 
     def _reply(self, create: Callable[..., Any], **body: Any) -> Any:
-        """The server's reply to one request (retried by `self.policy`, read within its limit), with choices and
-        naming the model asked for; a failed, oversized or malformed reply is one line naming the server
-        (`EndpointError`).
+        """The server's reply to one request (retried by `self.policy`, read within its limit), with
+        choices and naming the model asked for; a failed, oversized or malformed reply is one line
+        naming the server (`EndpointError`).
         """
         with self._endpoint(), self.limit.applied(reply_limit(body)):
             reply = self.policy.run(lambda: create(**body))
@@ -399,8 +413,8 @@ class ServedScorer:
 
     @contextmanager
     def _endpoint(self) -> Iterator[None]:
-        """Turns the `openai` client's timeout, connection, status and JSON errors into one line naming the server
-        and, for a timeout, the settings that bound the wait.
+        """Turns the `openai` client's timeout, connection, status and JSON errors into one line
+        naming the server and, for a timeout, the settings that bound the wait.
         """
         import openai
 
@@ -447,8 +461,8 @@ def _length(values: Any) -> str:
 
 
 def _is_logprob(value: Any) -> bool:
-    """Whether a reply's value can be a log-probability: a finite number <= 0 (NaN, inf or a positive one says the
-    server is broken, and would give a score that means nothing).
+    """Whether a reply's value can be a log-probability: a finite number <= 0 (NaN, inf or a
+    positive one says the server is broken, and would give a score that means nothing).
     """
     return (
         isinstance(value, (int, float))
@@ -459,9 +473,9 @@ def _is_logprob(value: Any) -> bool:
 
 
 def same_model(asked: str, named: str) -> bool:
-    """Whether a reply naming the model `named` answers for `asked`: the same name, or the name with the revision or
-    dated snapshot a server adds (`org/model@main` from `transformers serve`, `gpt-4o-2024-08-06` from OpenAI);
-    `gpt-4o-mini` is another model.
+    """Whether a reply naming the model `named` answers for `asked`: the same name, or the name with
+    the revision or dated snapshot a server adds (`org/model@main` from `transformers serve`,
+    `gpt-4o-2024-08-06` from OpenAI); `gpt-4o-mini` is another model.
     """
     return (
         re.fullmatch(re.escape(asked) + r"(?:@[\w./-]+|-\d{4}-\d{2}-\d{2}|-\d{4,8})?", named)

@@ -1,6 +1,6 @@
-"""What a backend has spent, per kind of call: scoring (`score`, `fill_mask`: one forward pass per batch) and
-generation (`generate`: a forward pass per new token), which run at rates an order of magnitude apart, so that a
-run's measured rate (`culture_probe.throughput`) keeps them apart.
+"""What a backend has spent, per kind of call: scoring (`score`, `fill_mask`: one forward pass per
+batch) and generation (`generate`: a forward pass per new token), which run at rates an order of
+magnitude apart, so that a run's measured rate (`culture_probe.throughput`) keeps them apart.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ KINDS = ("score", "generate")
 
 @dataclass(frozen=True)
 class Spent:
-    """Tokens put through the model (the batches' costs), the batches that ran them, and the wall time of the calls
-    that asked for them (their preparation, cache and assembly included: what a user waits for).
+    """Tokens put through the model (the batches' costs), the batches that ran them, and the wall
+    time of the calls that asked for them (their preparation, cache and assembly included: what a
+    user waits for).
     """
 
     tokens: int = 0
@@ -45,7 +46,9 @@ class Spending:
 
     @contextmanager
     def timing(self, kind: str) -> Iterator[None]:
-        """Add the block's wall time to `kind` (once: a call made within a timed call counts in it)."""
+        """Add the block's wall time to `kind` (once: a call made within a timed call counts in
+        it).
+        """
         if self._open is not None:
             yield
             return

@@ -1,5 +1,6 @@
-"""What the engine reads of a tokenizer: its Rust tokenizer (a private copy), the special tokens it adds, the chat
-prompt, whether it marks the start of a text, where it splits words, the model's input limit, and the separator rule.
+"""What the engine reads of a tokenizer: its Rust tokenizer (a private copy), the special tokens it
+adds, the chat prompt, whether it marks the start of a text, where it splits words, the model's
+input limit, and the separator rule.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
     from transformers import PreTrainedModel
 
-# Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao, Khmer, Myanmar.
+# Scripts written without spaces between words: CJK ideographs and punctuation, kana, Thai, Lao,
+# Khmer, Myanmar.
 _NO_SPACE = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u2e80-\u2fdf\u3000-\u30ff\u3100-\u312f\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f]"
@@ -21,7 +23,9 @@ _NO_SPACE = re.compile(
 
 
 def separator(left: str, sep: str | None) -> str:
-    """The text put between `left` and a candidate: `sep` if given, else one space unless none is needed."""
+    """The text put between `left` and a candidate: `sep` if given, else one space unless none is
+    needed.
+    """
     if sep is not None:
         return sep
     if not left or left[-1].isspace() or _NO_SPACE.match(left[-1]):
@@ -30,8 +34,9 @@ def separator(left: str, sep: str | None) -> str:
 
 
 def chat_prompt(tokenizer: Any, user: str, system: str | None = None, *, name: str = "") -> str:
-    """The tokenizer's chat template rendered with an optional system turn, `user` as the user turn, and the
-    generation prompt: the text an assistant reply follows (it carries the template's own special tokens).
+    """The tokenizer's chat template rendered with an optional system turn, `user` as the user turn,
+    and the generation prompt: the text an assistant reply follows (it carries the template's own
+    special tokens).
     """
     if not getattr(tokenizer, "chat_template", None):
         model = name or getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
@@ -49,10 +54,11 @@ def chat_prompt(tokenizer: Any, user: str, system: str | None = None, *, name: s
 
 
 def plain_backend(tokenizer: Any) -> Tokenizer | None:
-    """A private copy of a fast tokenizer's Rust tokenizer, set up as `tokenizer(texts, add_special_tokens=False)`
-    uses it (no padding, no truncation, special tokens in the text recognised unless the tokenizer splits them);
-    a copy, so padding that other calls switch on in the shared one never reaches it. None for slow tokenizers and
-    for those whose class encodes in Python on its way to the Rust one (CPM's word segmentation, code infilling).
+    """A private copy of a fast tokenizer's Rust tokenizer, set up as `tokenizer(texts,
+    add_special_tokens=False)` uses it (no padding, no truncation, special tokens in the text
+    recognised unless the tokenizer splits them); a copy, so padding that other calls switch on in
+    the shared one never reaches it. None for slow tokenizers and for those whose class encodes in
+    Python on its way to the Rust one (CPM's word segmentation, code infilling).
     """
     from tokenizers import Tokenizer
     from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -75,12 +81,15 @@ def plain_backend(tokenizer: Any) -> Tokenizer | None:
     return plain
 
 
-# the start of a right-hand text that decides whether it splits from the text before it: its first two words
+# the start of a right-hand text that decides whether it splits from the text before it: its first
+# two words
 HEAD = re.compile(r"\s*\S+(\s+\S+)?")
 
 
 def split_at(encoding: Encoding, at: int) -> bool:
-    """Whether `encoding` (of a text) has a split at character `at`: no token across it, and no word."""
+    """Whether `encoding` (of a text) has a split at character `at`: no token across it, and no
+    word.
+    """
     left_words: set[int | None] = set()
     right_words: set[int | None] = set()
     for (start, stop), word in zip(encoding.offsets, encoding.word_ids, strict=True):
@@ -91,8 +100,9 @@ def split_at(encoding: Encoding, at: int) -> bool:
 
 
 def marks_start(backend: Tokenizer | None) -> bool:
-    """Whether the tokenizer tokenizes a word at the start of a text unlike the same word after another glued to it
-    (a prefix space, a leading "▁" added to the text; a normalizer that changes a plain letter counts too).
+    """Whether the tokenizer tokenizes a word at the start of a text unlike the same word after
+    another glued to it (a prefix space, a leading "▁" added to the text; a normalizer that changes
+    a plain letter counts too).
     """
     if backend is None:
         return False
@@ -114,7 +124,9 @@ def special_affixes(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def model_max_length(model: PreTrainedModel, tokenizer: Any) -> int | None:
-    """The longest sequence the model takes: its position table, else the tokenizer's (sane) limit."""
+    """The longest sequence the model takes: its position table, else the tokenizer's (sane)
+    limit.
+    """
     config = model.config
     for name in ("n_positions", "max_position_embeddings", "seq_length"):
         value = getattr(config, name, None)

@@ -1,9 +1,10 @@
-"""Token id sequences as arrays: `TokenRows` (one row per candidate, two flat arrays) and the ragged-array steps the
-backends lay out batches with, so that nothing on the engine's hot path loops over candidates in Python.
+"""Token id sequences as arrays: `TokenRows` (one row per candidate, two flat arrays) and the
+ragged-array steps the backends lay out batches with, so that nothing on the engine's hot path loops
+over candidates in Python.
 
-A candidate set is encoded once per tokenizer and boundary (`culture_probe.engine.encoding`) into one `TokenRows`
-that every probe asking it shares; what a backend derives from it (a trie, typed-mask groups) is kept on the object
-(`TokenRows.derive`), so it is built once too.
+A candidate set is encoded once per tokenizer and boundary (`culture_probe.engine.encoding`) into
+one `TokenRows` that every probe asking it shares; what a backend derives from it (a trie,
+typed-mask groups) is kept on the object (`TokenRows.derive`), so it is built once too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 T = TypeVar("T")
-# what is kept derived from one set of rows, and the entries set when the rows are made, never dropped
+# what is kept derived from one set of rows, and the entries set when the rows are made, never
+# dropped
 DERIVED = 16
 PINNED = frozenset({"ends"})
 
@@ -65,8 +67,9 @@ class TokenRows:
         return tuple(tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
 
     def derive(self, key: Hashable, build: Callable[[TokenRows], T]) -> T:
-        """`build(self)`, computed once per `key` and kept with these rows (at most `DERIVED` of them, the least
-        recently asked dropped first: a causal request's right-hand length is part of some keys).
+        """`build(self)`, computed once per `key` and kept with these rows (at most `DERIVED` of
+        them, the least recently asked dropped first: a causal request's right-hand length is part
+        of some keys).
         """
         value: T = self.derived.pop(key) if key in self.derived else build(self)
         self.derived[key] = value
@@ -86,7 +89,9 @@ class TokenRows:
 
 
 def spread(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The indices `begins[i] + j` for each i and j < lengths[i], in order: where ragged rows land in a flat array."""
+    """The indices `begins[i] + j` for each i and j < lengths[i], in order: where ragged rows land
+    in a flat array.
+    """
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)
@@ -112,11 +117,13 @@ def padded(rows: Sequence[np.ndarray], width: int, pad: int) -> np.ndarray:
 
 
 def row_sums(values: np.ndarray, rows: TokenRows) -> np.ndarray:
-    """The sum of each row of `values` laid out as `rows` (no row empty), equal bit for bit to `row.sum()`.
+    """The sum of each row of `values` laid out as `rows` (no row empty), equal bit for bit to
+    `row.sum()`.
 
-    numpy adds fewer than 8 numbers one after another and more in pairs (and `np.add.reduceat` in yet another order):
-    the short rows are summed as one matrix padded with zeros, which adding changes nothing, the longer ones as one
-    matrix per length. Which rows go where is worked out once per `rows`.
+    numpy adds fewer than 8 numbers one after another and more in pairs (and `np.add.reduceat` in
+    yet another order): the short rows are summed as one matrix padded with zeros, which adding
+    changes nothing, the longer ones as one matrix per length. Which rows go where is worked out
+    once per `rows`.
     """
     short, index, groups = rows.derive("row sums", _sum_plan)
     padded_values = np.append(values, 0.0)
@@ -134,8 +141,8 @@ PAIRWISE = 8
 def _sum_plan(
     rows: TokenRows,
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """(the short rows, their elements' indices padded with an index past the end, and per longer length its rows
-    with their elements' indices).
+    """(the short rows, their elements' indices padded with an index past the end, and per longer
+    length its rows with their elements' indices).
     """
     lengths = rows.lengths
     short = np.flatnonzero(lengths < PAIRWISE)

@@ -1,9 +1,11 @@
-"""The token trie of a causal request's candidates, and its inner nodes packed into rows, built with array operations.
+"""The token trie of a causal request's candidates, and its inner nodes packed into rows, built with
+array operations.
 
-A candidate set is encoded once (`TokenRows`), so its trie and its packings are built once too and shared by every
-probe that asks it. Nodes are numbered as a dictionary trie built candidate by candidate would number them (in the
-order their prefixes are first met), children are kept in that order, and the packing is the greedy depth-first one:
-so the rows, and the model's inputs made from them, are the same whatever builds them.
+A candidate set is encoded once (`TokenRows`), so its trie and its packings are built once too and
+shared by every probe that asks it. Nodes are numbered as a dictionary trie built candidate by
+candidate would number them (in the order their prefixes are first met), children are kept in that
+order, and the packing is the greedy depth-first one: so the rows, and the model's inputs made from
+them, are the same whatever builds them.
 """
 
 from __future__ import annotations
@@ -15,16 +17,17 @@ import numpy as np
 
 from culture_probe.engine.tokens import TokenRows, owners, spread
 
-# packings kept per trie (one per row length asked: a request's context length decides it), the least recently
-# asked dropped first, so that memory stays bounded however many context lengths a run meets
+# packings kept per trie (one per row length asked: a request's context length decides it), the
+# least recently asked dropped first, so that memory stays bounded however many context lengths a
+# run meets
 PACKINGS = 32
 
 
 @dataclass(frozen=True, eq=False)
 class Trie:
-    """Token sequences merged on shared prefixes. Node n holds `tokens[n]` under `parents[n]` (-1 at the top), at
-    `depth[n]` (0 at the top); `children` row n lists its children in the order they were first met; `paths` row c
-    lists the nodes of sequence c.
+    """Token sequences merged on shared prefixes. Node n holds `tokens[n]` under `parents[n]` (-1 at
+    the top), at `depth[n]` (0 at the top); `children` row n lists its children in the order they
+    were first met; `paths` row c lists the nodes of sequence c.
     """
 
     tokens: np.ndarray
@@ -60,7 +63,8 @@ class Trie:
             made += len(where)
         cat = (lambda parts: np.concatenate(parts)) if first else (lambda _: np.zeros(0, np.int64))
         first_row, depths = cat(first), cat(depth)
-        # A dictionary trie numbers a node when its prefix is first met: by its first row, then its depth.
+        # A dictionary trie numbers a node when its prefix is first met: by its first row, then its
+        # depth.
         order = np.lexsort((depths, first_row))
         rank = np.empty(made, dtype=np.int64)
         rank[order] = np.arange(made, dtype=np.int64)
@@ -79,7 +83,9 @@ class Trie:
 
     @cached_property
     def has_children(self) -> np.ndarray:
-        """Whether each node has children (the inner nodes run through the model; leaves never do)."""
+        """Whether each node has children (the inner nodes run through the model; leaves never
+        do).
+        """
         has: np.ndarray = self.children.lengths > 0
         return has
 
@@ -111,15 +117,18 @@ class Trie:
 
     @cached_property
     def preorder(self) -> np.ndarray:
-        """The nodes depth-first, children in order: sorted by their chain of ancestors from the top."""
+        """The nodes depth-first, children in order: sorted by their chain of ancestors from the
+        top.
+        """
         table = self.ancestors
         order: np.ndarray = np.lexsort(table.T[::-1]) if len(self) else np.zeros(0, np.int64)
         return order
 
     def packed(self, room: int) -> tuple[PackedRow, ...]:
-        """The inner nodes in rows of about `room` nodes (built once per room): depth-first, a row starting with the
-        ancestors its first node needs (not owned: their outputs are read where they are owned), every inner node
-        owned by one row; one empty row when there is no inner node.
+        """The inner nodes in rows of about `room` nodes (built once per room): depth-first, a row
+        starting with the ancestors its first node needs (not owned: their outputs are read where
+        they are owned), every inner node owned by one row; one empty row when there is no inner
+        node.
         """
         rows = self.packings.pop(room, None)
         if rows is None:
@@ -132,10 +141,11 @@ class Trie:
 
 @dataclass(frozen=True, eq=False)
 class PackedRow:
-    """One packed row of a trie's inner nodes: `nodes` (ancestors first), which of them it `owned`, their `depth`,
-    which earlier node each sees (`sees[k, a]`: node a is node k or its ancestor), and what is read from the row:
-    at row position `read_at[r]` (relative to the end of the context; -1: the context's last position, which
-    predicts the top nodes) the log-probs of the nodes `reads` row r lists.
+    """One packed row of a trie's inner nodes: `nodes` (ancestors first), which of them it `owned`,
+    their `depth`, which earlier node each sees (`sees[k, a]`: node a is node k or its ancestor),
+    and what is read from the row: at row position `read_at[r]` (relative to the end of the context;
+    -1: the context's last position, which predicts the top nodes) the log-probs of the nodes
+    `reads` row r lists.
     """
 
     nodes: np.ndarray
@@ -158,9 +168,10 @@ def _children(parents: np.ndarray) -> TokenRows:
 
 
 def _pack(trie: Trie, room: int) -> list[PackedRow]:
-    """The greedy packing: the inner nodes in depth-first order, a new row when the next would pass `room` nodes,
-    each row after the first opening with its first node's ancestors. A node's parent is then always in its row:
-    it comes before the node depth-first, and if it comes before the row's first node it is that node's ancestor.
+    """The greedy packing: the inner nodes in depth-first order, a new row when the next would pass
+    `room` nodes, each row after the first opening with its first node's ancestors. A node's parent
+    is then always in its row: it comes before the node depth-first, and if it comes before the
+    row's first node it is that node's ancestor.
     """
     inner = trie.preorder[trie.has_children[trie.preorder]]
     rows: list[PackedRow] = []
@@ -185,7 +196,8 @@ def _row(trie: Trie, nodes: np.ndarray, borrowed: int, *, first: bool) -> Packed
     order = np.argsort(nodes)
     above = trie.ancestors[nodes]
     k, level = np.nonzero(above >= 0)
-    # every ancestor of a row's node is in the row: its place there, found among the row's sorted nodes
+    # every ancestor of a row's node is in the row: its place there, found among the row's sorted
+    # nodes
     sees = np.zeros((m, m), dtype=bool)
     sees[k, order[np.searchsorted(nodes[order], above[k, level])]] = True
     owned = np.arange(m) >= borrowed
@@ -203,6 +215,8 @@ def _row(trie: Trie, nodes: np.ndarray, borrowed: int, *, first: bool) -> Packed
 
 
 def gather_rows(rows: TokenRows, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The elements of rows `which` of `rows`, concatenated, and the position in `which` each came from."""
+    """The elements of rows `which` of `rows`, concatenated, and the position in `which` each came
+    from.
+    """
     lengths = rows.lengths[which]
     return rows.ids[spread(rows.starts[which], lengths)], owners(lengths)

@@ -1,9 +1,9 @@
-"""The engine's contract: what a caller asks (`ScoreRequest`, and the options of each call: `ScoreOptions`,
-`GenerateOptions`, `FillMaskOptions`) and what it gets back (`CandidateScores`).
+"""The engine's contract: what a caller asks (`ScoreRequest`, and the options of each call:
+`ScoreOptions`, `GenerateOptions`, `FillMaskOptions`) and what it gets back (`CandidateScores`).
 
-Benchmarks and outside users rely on these names and fields (see docs/engine.md). All are plain data: requests and
-options are frozen and hashable, so they double as cache keys and group probes by engine call; results are
-returned, never written back into requests.
+Benchmarks and outside users rely on these names and fields (see docs/engine.md). All are plain
+data: requests and options are frozen and hashable, so they double as cache keys and group probes by
+engine call; results are returned, never written back into requests.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ ModelKind = Literal["causal", "masked", "seq2seq"]
 MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)
 # `openai:<name>`: a model asked through an OpenAI-compatible server (engine.served)
 SERVED = "openai:"
-# The defaults of `--request-timeout` and `--max-retries` for such a server. 120 s lets a loaded server finish a long
-# reply (a 1024-token chat answer, FmLAMA's upstream budget) that a shorter timeout would cut and ask again whole;
-# 2 retries (the `openai` client's own default, tuned for rate limits) bound a server that stalls or trickles to about
-# 6 minutes (each try is bounded whole: engine.deadline).
+# The defaults of `--request-timeout` and `--max-retries` for such a server. 120 s lets a loaded
+# server finish a long reply (a 1024-token chat answer, FmLAMA's upstream budget) that a shorter
+# timeout would cut and ask again whole; 2 retries (the `openai` client's own default, tuned for
+# rate limits) bound a server that stalls or trickles to about 6 minutes (each try is bounded whole:
+# engine.deadline).
 REQUEST_TIMEOUT = 120.0
 MAX_RETRIES = 2
 ScoreKind = Literal["sum", "mean"]
@@ -44,8 +45,8 @@ Seq2SeqStyle = Literal["sentinel", "plain"]
 
 
 def check_text(what: str, value: Any) -> None:
-    """`value` is a string a tokenizer can take: not None or a number, and valid Unicode (a lone surrogate, as
-    from a wrongly decoded file, cannot be encoded).
+    """`value` is a string a tokenizer can take: not None or a number, and valid Unicode (a lone
+    surrogate, as from a wrongly decoded file, cannot be encoded).
     """
     if not isinstance(value, str):
         raise InvalidValueError(f"{what} takes a string, got {value!r}.")
@@ -60,14 +61,18 @@ def check_text(what: str, value: Any) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _check_candidates(candidates: tuple[str, ...]) -> None:
-    """Each candidate is text (checked once per candidate set: a benchmark asks every item the same pool)."""
+    """Each candidate is text (checked once per candidate set: a benchmark asks every item the same
+    pool).
+    """
     for candidate in candidates:
         check_text("ScoreRequest.candidates", candidate)
 
 
 @functools.lru_cache(maxsize=64)
 def code_point_places(candidates: tuple[str, ...]) -> np.ndarray:
-    """Each candidate's place in code-point order (equal strings, equal places), once per candidate set."""
+    """Each candidate's place in code-point order (equal strings, equal places), once per candidate
+    set.
+    """
     import numpy as np
 
     place = {text: i for i, text in enumerate(sorted(set(candidates)))}
@@ -90,8 +95,8 @@ def _candidates_json(candidates: tuple[str, ...]) -> str:
 
 
 def check_prompts(prompts: Sequence[str], options: GenerateOptions) -> None:
-    """Each `generate` prompt is text, and not empty unless the chat template wraps it (a plain empty prompt
-    leaves a model nothing to continue).
+    """Each `generate` prompt is text, and not empty unless the chat template wraps it (a plain
+    empty prompt leaves a model nothing to continue).
     """
     for index, prompt in enumerate(prompts):
         check_text(f"generate(prompts[{index}])", prompt)
@@ -105,20 +110,24 @@ def check_prompts(prompts: Sequence[str], options: GenerateOptions) -> None:
 class ScoreRequest:
     """Score every candidate as the filler of the slot between `left` and `right`.
 
-    `sep=None` inserts one space between `left` and a candidate unless `left` ends in whitespace or its script
-    does not separate words with spaces (CJK, Thai); `sep=""` or `sep=" "` force the choice.
+    `sep=None` inserts one space between `left` and a candidate unless `left` ends in whitespace or
+    its script does not separate words with spaces (CJK, Thai); `sep=""` or `sep=" "` force the
+    choice.
 
-    `chat=True` (causal models): `left` is the user turn of the tokenizer's chat template, preceded by a `system`
-    turn when one is given, and each candidate is scored as the start of the assistant reply (no separator).
+    `chat=True` (causal models): `left` is the user turn of the tokenizer's chat template, preceded
+    by a `system` turn when one is given, and each candidate is scored as the start of the assistant
+    reply (no separator).
 
-    `max_tokens` caps the model input below the model's own limit (a benchmark's fixed truncation, e.g. MAPS's
-    1,024 seq2seq encoder tokens); as with the model's limit, the context is cut on the left.
+    `max_tokens` caps the model input below the model's own limit (a benchmark's fixed truncation,
+    e.g. MAPS's 1,024 seq2seq encoder tokens); as with the model's limit, the context is cut on the
+    left.
 
-    `candidate_ids` says which token ids score a candidate: `"in_context"` (default) as the candidate is tokenized
-    after the left text and separator; `"alone"` as it is tokenized on its own (the original DLAMA/FmLAMA probes:
-    `tokenizer.tokenize(candidate)`); `"piece"`: the candidate names one vocabulary piece (`convert_tokens_to_ids`,
-    as MAPS's XLM-R probe compared the pieces `a`/`b`). The last two reproduce upstream code, for masked and causal
-    models in process; seq2seq and served models refuse them.
+    `candidate_ids` says which token ids score a candidate: `"in_context"` (default) as the
+    candidate is tokenized after the left text and separator; `"alone"` as it is tokenized on its
+    own (the original DLAMA/FmLAMA probes: `tokenizer.tokenize(candidate)`); `"piece"`: the
+    candidate names one vocabulary piece (`convert_tokens_to_ids`, as MAPS's XLM-R probe compared
+    the pieces `a`/`b`). The last two reproduce upstream code, for masked and causal models in
+    process; seq2seq and served models refuse them.
     """
 
     left: str
@@ -156,9 +165,10 @@ class ScoreRequest:
             )
 
     def key(self) -> str:
-        """A stable digest of the request (the cache key's request half): of the JSON list [left, candidates, right,
-        sep, and the other fields only where set], so the keys of plain requests (and caches built before chat)
-        stay valid; the candidates' JSON is written once per candidate set.
+        """A stable digest of the request (the cache key's request half): of the JSON list [left,
+        candidates, right, sep, and the other fields only where set], so the keys of plain requests
+        (and caches built before chat) stay valid; the candidates' JSON is written once per
+        candidate set.
         """
         fields: list = [self.right, self.sep]
         if self.chat:
@@ -167,7 +177,8 @@ class ScoreRequest:
             fields.append({"max_tokens": self.max_tokens})
         if self.candidate_ids != "in_context":
             fields.append({"candidate_ids": self.candidate_ids})
-        # json.dumps([left, candidates, *fields]), item by item, the candidates' JSON written once per set
+        # json.dumps([left, candidates, *fields]), item by item, the candidates' JSON written once
+        # per set
         items = [json.dumps(self.left, ensure_ascii=False), _candidates_json(self.candidates)]
         payload = f"[{', '.join(items + [json.dumps(f, ensure_ascii=False) for f in fields])}]"
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
@@ -177,8 +188,8 @@ class ScoreRequest:
 class CandidateScores:
     """Scores of one request's candidates, in the request's candidate order.
 
-    Equal when the candidates, sums and counts are equal (`token_logprobs` is a detail kept on request, so it is
-    not compared); unhashable, as its arrays are.
+    Equal when the candidates, sums and counts are equal (`token_logprobs` is a detail kept on
+    request, so it is not compared); unhashable, as its arrays are.
     """
 
     candidates: tuple[str, ...]
@@ -218,8 +229,9 @@ class CandidateScores:
         )
 
     def ranking(self, by: ScoreKind = "mean", *, ties: Ties = "request") -> np.ndarray:
-        """Candidate indices, best first. Ties keep request order, or (`ties="fewer_tokens"`, the DLAMA and FmLAMA
-        rule) go to the candidate of fewer tokens, then to the first in code-point order.
+        """Candidate indices, best first. Ties keep request order, or (`ties="fewer_tokens"`, the
+        DLAMA and FmLAMA rule) go to the candidate of fewer tokens, then to the first in code-point
+        order.
         """
         import numpy as np
 
@@ -228,7 +240,9 @@ class CandidateScores:
         return np.argsort(-self.scores(by), kind="stable")
 
     def positions(self) -> Mapping[str, tuple[int, ...]]:
-        """Where each candidate text is in the request (its indices), worked out once per candidate set."""
+        """Where each candidate text is in the request (its indices), worked out once per candidate
+        set.
+        """
         return candidate_positions(self.candidates)
 
     def best(self, by: ScoreKind = "mean") -> str:
@@ -238,9 +252,9 @@ class CandidateScores:
 
 @dataclass(frozen=True)
 class Cuts:
-    """Inputs of one kind fitted to the model's input limit: how many were fitted (`encoded`), how many of those
-    were cut on the left (`cut`), and the tokens cut from them in all (`tokens_cut`) and from the most cut one
-    (`max_cut`).
+    """Inputs of one kind fitted to the model's input limit: how many were fitted (`encoded`), how
+    many of those were cut on the left (`cut`), and the tokens cut from them in all (`tokens_cut`)
+    and from the most cut one (`max_cut`).
     """
 
     encoded: int = 0
@@ -249,7 +263,9 @@ class Cuts:
     max_cut: int = 0
 
     def add(self, tokens_cut: int) -> Cuts:
-        """These counts and one more input, `tokens_cut` tokens shorter than it was (0: kept whole)."""
+        """These counts and one more input, `tokens_cut` tokens shorter than it was (0: kept
+        whole).
+        """
         return self.plus(Cuts(1, int(tokens_cut > 0), tokens_cut, tokens_cut))
 
     def plus(self, other: Cuts) -> Cuts:
@@ -267,11 +283,12 @@ CUT_KINDS = ("contexts", "prompts")
 
 @dataclass(frozen=True)
 class Truncation:
-    """What a scorer cut on the left to fit its input limit (the model's, or a request's `max_tokens`) since the
-    count last began (`Scorer.recording`): the contexts of scored requests and fill-mask queries, and generation
-    prompts. Candidates, the right-hand text, special tokens and new tokens are never cut (an input that leaves no
-    room for its context is an error instead), so they have no count. Every request is counted whether its scores
-    came from the cache or the model, so the record does not depend on what the cache held.
+    """What a scorer cut on the left to fit its input limit (the model's, or a request's
+    `max_tokens`) since the count last began (`Scorer.recording`): the contexts of scored requests
+    and fill-mask queries, and generation prompts. Candidates, the right-hand text, special tokens
+    and new tokens are never cut (an input that leaves no room for its context is an error instead),
+    so they have no count. Every request is counted whether its scores came from the cache or the
+    model, so the record does not depend on what the cache held.
     """
 
     contexts: Cuts = Cuts()
@@ -293,7 +310,9 @@ class Truncation:
         return any(getattr(self, k).cut for k in CUT_KINDS)
 
     def to_json(self) -> dict[str, dict[str, int]]:
-        """{"contexts": {"encoded", "cut", "tokens_cut", "max_cut"}, "prompts": {...}}: metrics.json's `truncation`."""
+        """{"contexts": {"encoded", "cut", "tokens_cut", "max_cut"}, "prompts": {...}}:
+        metrics.json's `truncation`.
+        """
         return {k: asdict(getattr(self, k)) for k in CUT_KINDS}
 
     @classmethod
@@ -307,13 +326,14 @@ class Truncation:
 
 @dataclass(frozen=True)
 class ScoreOptions:
-    """How `Scorer.score` scores: the rules that change numbers (part of the cache key) and `keep_tokens`, which
-    only chooses what is returned (per-token log-probs) and so is left out of the cache key.
+    """How `Scorer.score` scores: the rules that change numbers (part of the cache key) and
+    `keep_tokens`, which only chooses what is returned (per-token log-probs) and so is left out of
+    the cache key.
 
-    `masked_method`: "typed" (mLAMA typed querying) or "l2r" (one mask per subword, left to right; masked models).
-    `score_right`: causal models also score the right-hand text as a continuation of the candidate.
-    `seq2seq_style`: "sentinel" (the slot is the first sentinel) or "plain" (the left text is the encoder input and
-    the candidate the whole target).
+    `masked_method`: "typed" (mLAMA typed querying) or "l2r" (one mask per subword, left to right;
+    masked models). `score_right`: causal models also score the right-hand text as a continuation of
+    the candidate. `seq2seq_style`: "sentinel" (the slot is the first sentinel) or "plain" (the left
+    text is the encoder input and the candidate the whole target).
     """
 
     masked_method: MaskedMethod = "typed"
@@ -337,11 +357,12 @@ class ScoreOptions:
 
 @dataclass(frozen=True)
 class GenerateOptions:
-    """How `Scorer.generate` continues prompts: greedy for `max_new_tokens`, or sampled at `temperature` with
-    `seed` (each prompt from a seed derived from `seed` and its text). `chat=True` applies the model's chat template
-    with each prompt as the user turn, after a `system` turn when one is given. The tokenizer adds its special
-    tokens to plain prompts and not to chat prompts (their template holds them) unless `add_special_tokens` says
-    otherwise. A prompt stops at the model's end of sequence, after `max_new_tokens`, or at the first of the `stop`
+    """How `Scorer.generate` continues prompts: greedy for `max_new_tokens`, or sampled at
+    `temperature` with `seed` (each prompt from a seed derived from `seed` and its text).
+    `chat=True` applies the model's chat template with each prompt as the user turn, after a
+    `system` turn when one is given. The tokenizer adds its special tokens to plain prompts and not
+    to chat prompts (their template holds them) unless `add_special_tokens` says otherwise. A prompt
+    stops at the model's end of sequence, after `max_new_tokens`, or at the first of the `stop`
     strings, which is cut off with whatever follows it (as OpenAI-style APIs do).
     """
 
@@ -388,8 +409,8 @@ class GenerateOptions:
 
 @dataclass(frozen=True)
 class FillMaskOptions:
-    """How `Scorer.fill_mask` reads one mask: the separator rule between the left text and the mask (`sep`, as in
-    `ScoreRequest`) and how many vocabulary pieces to return (`top_k`).
+    """How `Scorer.fill_mask` reads one mask: the separator rule between the left text and the mask
+    (`sep`, as in `ScoreRequest`) and how many vocabulary pieces to return (`top_k`).
     """
 
     sep: str | None = None
@@ -412,10 +433,11 @@ DEVICE = re.compile(r"(cpu|cuda|mps|xpu|npu|hpu|meta)(:\d+)?")
 @dataclass(frozen=True)
 class ModelArgs:
     """How `Scorer.from_pretrained` loads a model: lm-evaluation-harness's `--model_args` spelling
-    (`ModelArgs.parse("dtype=bfloat16,peft=./adapter")`). `load_in_8bit`/`load_in_4bit` quantize through
-    transformers' `BitsAndBytesConfig` (bitsandbytes, a CUDA GPU); `peft` is a LoRA adapter folder, merged into the
-    weights. Whatever changes a number is part of the model's identity, so the score cache keeps them apart.
-    The only home of these arguments: those marked `shorthand` also have a run flag and keyword (`--dtype`).
+    (`ModelArgs.parse("dtype=bfloat16,peft=./adapter")`). `load_in_8bit`/`load_in_4bit` quantize
+    through transformers' `BitsAndBytesConfig` (bitsandbytes, a CUDA GPU); `peft` is a LoRA adapter
+    folder, merged into the weights. Whatever changes a number is part of the model's identity, so
+    the score cache keeps them apart. The only home of these arguments: those marked `shorthand`
+    also have a run flag and keyword (`--dtype`).
     """
 
     dtype: str | None = field(
@@ -460,7 +482,9 @@ class ModelArgs:
 
     @classmethod
     def parse(cls, text: str) -> ModelArgs:
-        """`key=value,key=value` (booleans as true/false) -> ModelArgs; an unknown key lists the valid ones."""
+        """`key=value,key=value` (booleans as true/false) -> ModelArgs; an unknown key lists the
+        valid ones.
+        """
         names = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}
         pairs = parse_pairs(
@@ -481,8 +505,8 @@ class ModelArgs:
 
 
 def check_dtype(name: str | None) -> None:
-    """A dtype must name a torch dtype (or "auto"): ModelArgs checks it when made, from `--dtype`, `--model-args`
-    or Python alike, before any data or model loads.
+    """A dtype must name a torch dtype (or "auto"): ModelArgs checks it when made, from `--dtype`,
+    `--model-args` or Python alike, before any data or model loads.
     """
     if name is None or name == "auto":
         return
@@ -497,7 +521,9 @@ def check_dtype(name: str | None) -> None:
 def make_options(
     kind: type[Options], options: Options | None, values: Mapping[str, Any]
 ) -> Options:
-    """`options` as given, or built from keyword `values` (`score(reqs, masked_method="l2r")`); not both."""
+    """`options` as given, or built from keyword `values` (`score(reqs, masked_method="l2r")`); not
+    both.
+    """
     if options is not None:
         if values:
             raise InvalidValueError(

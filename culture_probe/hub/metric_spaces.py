@@ -1,8 +1,9 @@
-"""A metric as a Hub Space that `evaluate.load("<owner>/<metric>")` reads with no culture_probe installed: the
-library's `evaluate` module with its culture_probe imports turned into one relative import of a sibling file, and
-that file written now from the installed library's own source (each needed definition and what it uses, in
-dependency order), so that no second copy is kept in the repository. `requirements.txt` lists only what the two files
-import, with culture_probe's own version ranges. Used by `culture-probe push-metrics` (`culture_probe.hub.publish`).
+"""A metric as a Hub Space that `evaluate.load("<owner>/<metric>")` reads with no culture_probe
+installed: the library's `evaluate` module with its culture_probe imports turned into one relative
+import of a sibling file, and that file written now from the installed library's own source (each
+needed definition and what it uses, in dependency order), so that no second copy is kept in the
+repository. `requirements.txt` lists only what the two files import, with culture_probe's own
+version ranges. Used by `culture-probe push-metrics` (`culture_probe.hub.publish`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ LIBRARY = Path(__file__).resolve().parents[1]  # the culture_probe package
 
 
 def write_metric_space(folder: Path, owner: str, name: str) -> Path:
-    """A Space holding one metric as a self-contained `evaluate` module: `<name>.py` (the library's module with its
-    culture_probe imports turned into one relative import), `culture_probe_formulas.py` (the definitions those
-    names need, copied from the installed library's source now, so never a second copy to keep in step), a README
-    with the module's docstring, `app.py` (evaluate's widget) and `requirements.txt` (only what an index serves:
-    the packages the two files import, with culture_probe's own version ranges). `evaluate.load` fetches the
-    sibling because the module imports it relatively (evaluate/loading.py `get_imports`).
+    """A Space holding one metric as a self-contained `evaluate` module: `<name>.py` (the library's
+    module with its culture_probe imports turned into one relative import),
+    `culture_probe_formulas.py` (the definitions those names need, copied from the installed
+    library's source now, so never a second copy to keep in step), a README with the module's
+    docstring, `app.py` (evaluate's widget) and `requirements.txt` (only what an index serves: the
+    packages the two files import, with culture_probe's own version ranges). `evaluate.load` fetches
+    the sibling because the module imports it relatively (evaluate/loading.py `get_imports`).
     """
     module = _space_module(
         (MODULES_DIR / name / f"{name}.py").read_text(encoding="utf-8"), f"{owner}/{name}"
@@ -72,7 +74,9 @@ def write_metric_space(folder: Path, owner: str, name: str) -> Path:
 
 @dataclass(frozen=True)
 class Source:
-    """Generated module text, the library names it needs (module, name) and the third-party packages it imports."""
+    """Generated module text, the library names it needs (module, name) and the third-party packages
+    it imports.
+    """
 
     text: str
     needed: tuple[tuple[str, str], ...] = ()
@@ -80,8 +84,9 @@ class Source:
 
 
 def _space_module(text: str, repo_id: str) -> Source:
-    """The metric module as a Space runs it: its culture_probe imports become one `from .culture_probe_formulas
-    import ...` line (where the first was), and its docstring example loads the Space instead of the library.
+    """The metric module as a Space runs it: its culture_probe imports become one `from
+    .culture_probe_formulas import ...` line (where the first was), and its docstring example loads
+    the Space instead of the library.
     """
     tree = ast.parse(text)
     imports = [
@@ -115,8 +120,9 @@ def _in_library(module: str) -> bool:
 
 
 def formulas_source(needed: Sequence[tuple[str, str]], *, used_by: str) -> Source:
-    """One module holding the library definitions that `needed` (module, name) use, transitively, copied from the
-    library's source (dependencies first), with only the standard-library and third-party imports they use.
+    """One module holding the library definitions that `needed` (module, name) use, transitively,
+    copied from the library's source (dependencies first), with only the standard-library and
+    third-party imports they use.
     """
     from culture_probe.version import __version__
 
@@ -144,10 +150,10 @@ Binding = tuple[str, str, str]  # an import: (module, name imported from it or "
 
 @dataclass
 class _Formulas:
-    """What one Space's formulas module binds: each definition's library module, each imported name's import,
-    and the definitions in an order where each follows what it uses. Two different things of one name are
-    refused (a definition repeated word for word in two modules, e.g. a type alias, is copied once), and so is a
-    definition that imports the library inside its body.
+    """What one Space's formulas module binds: each definition's library module, each imported
+    name's import, and the definitions in an order where each follows what it uses. Two different
+    things of one name are refused (a definition repeated word for word in two modules, e.g. a type
+    alias, is copied once), and so is a definition that imports the library inside its body.
     """
 
     used_by: str
@@ -199,7 +205,9 @@ class _Formulas:
         )
 
     def imports(self) -> str:
-        """The import statements of the bound names: plain imports, then one `from` line per module."""
+        """The import statements of the bound names: plain imports, then one `from` line per
+        module.
+        """
         plain = sorted(
             f"import {m}" + (f" as {a}" if a else "") for m, n, a in self.bound.values() if not n
         )
@@ -214,8 +222,9 @@ class _Formulas:
 
 @dataclass(frozen=True)
 class _LibraryModule:
-    """A library module's top level: the statement that binds each name, the names it imports from the library
-    (name -> (module, name there)) and the import of each name it imports from elsewhere.
+    """A library module's top level: the statement that binds each name, the names it imports from
+    the library (name -> (module, name there)) and the import of each name it imports from
+    elsewhere.
     """
 
     lines: tuple[str, ...]
@@ -232,8 +241,8 @@ class _LibraryModule:
 
 @cache
 def _library_module(module: str) -> _LibraryModule:
-    """The top level of the installed library module `module` (e.g. culture_probe.benchmarks.camel.metrics), from its
-    file.
+    """The top level of the installed library module `module` (e.g.
+    culture_probe.benchmarks.camel.metrics), from its file.
     """
     path = LIBRARY.joinpath(*module.split(".")[1:])
     file = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
@@ -267,8 +276,9 @@ def _library_module(module: str) -> _LibraryModule:
 
 
 def _no_library_inside(node: ast.stmt, where: str) -> None:
-    """Refuse code that imports the library other than by a top-level `from culture_probe.X import name` (the
-    Space has no culture_probe). Other imports inside a body are deferred on purpose (an optional package).
+    """Refuse code that imports the library other than by a top-level `from culture_probe.X import
+    name` (the Space has no culture_probe). Other imports inside a body are deferred on purpose (an
+    optional package).
     """
     for inner in ast.walk(node):
         if (isinstance(inner, ast.Import) and any(_in_library(a.name) for a in inner.names)) or (
@@ -281,7 +291,9 @@ def _no_library_inside(node: ast.stmt, where: str) -> None:
 
 
 def _packages(tree: ast.Module) -> tuple[str, ...]:
-    """The third-party packages a module imports at its top level (the library and relative imports aside)."""
+    """The third-party packages a module imports at its top level (the library and relative imports
+    aside).
+    """
     modules = [
         alias.name if isinstance(node, ast.Import) else node.module or ""
         for node in tree.body
@@ -296,8 +308,9 @@ def _third_party(modules: set[str]) -> tuple[str, ...]:
 
 
 def requirement(package: str) -> str:
-    """The requirements.txt line of an imported package: culture_probe's own requirement of it (its version range);
-    a package culture_probe does not require (an extra) cannot be installed by a Space and is refused.
+    """The requirements.txt line of an imported package: culture_probe's own requirement of it (its
+    version range); a package culture_probe does not require (an extra) cannot be installed by a
+    Space and is refused.
     """
     from importlib.metadata import packages_distributions, requires
 

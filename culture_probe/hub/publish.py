@@ -1,10 +1,12 @@
-"""Publishing on the Hugging Face Hub: the benchmarks as one dataset repository (`culture-probe push`), and the
-metric modules as Spaces that `evaluate.load("<owner>/<metric>")` reads (`culture-probe push-metrics`).
+"""Publishing on the Hugging Face Hub: the benchmarks as one dataset repository (`culture-probe
+push`), and the metric modules as Spaces that `evaluate.load("<owner>/<metric>")` reads
+(`culture-probe push-metrics`).
 
-Both build the folder first (the export, or one folder per metric), then upload it with `huggingface_hub` in one
-commit per repository, private unless asked otherwise. Data released only on request (MAPS) is never published
-unless the user passes their own copy and states they have the authors' permission. `--dry-run --out DIR` writes
-the folder and prints what would be uploaded, without token or network.
+Both build the folder first (the export, or one folder per metric), then upload it with
+`huggingface_hub` in one commit per repository, private unless asked otherwise. Data released only
+on request (MAPS) is never published unless the user passes their own copy and states they have the
+authors' permission. `--dry-run --out DIR` writes the folder and prints what would be uploaded,
+without token or network.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from culture_probe.metrics import list_metrics
 from culture_probe.sharing import check_publication_flags, check_upload
 from culture_probe.util.typecheck import checked
 
-# Remote files an upload replaces: rows and shipped files of configs no longer in the export go with it.
+# Remote files an upload replaces: rows and shipped files of configs no longer in the export go with
+# it.
 STALE_PATTERNS = ("*.parquet", "*/curation.json")
 
 
 @dataclass(frozen=True)
 class Upload:
-    """One repository's upload: where to, how visible, the local folder and its files (path, bytes)."""
+    """One repository's upload: where to, how visible, the local folder and its files (path,
+    bytes).
+    """
 
     repo_id: str
     repo_type: str
@@ -43,7 +48,9 @@ class Upload:
     kept: tuple[str, ...] = ()
 
     def check(self, token: str | None = None) -> None:
-        """Refuse, naming the file, an upload holding a secret, a key or the home folder's path (`check_upload`)."""
+        """Refuse, naming the file, an upload holding a secret, a key or the home folder's path
+        (`check_upload`).
+        """
         names = [path for path, _ in self.files]
         check_upload(self.folder, names, to=f"the {self.repo_type} {self.repo_id}", tokens=[token])
 
@@ -65,11 +72,12 @@ def push(
     token: str | None = None,
     dry_run_dir: str | os.PathLike | None = None,
 ) -> Upload:
-    """Export `configs` (default: every config that loads and may be redistributed) and upload them as the dataset
-    repository `repo_id`, private unless `public`; `load_dataset(repo_id, config)` then reads each one.
+    """Export `configs` (default: every config that loads and may be redistributed) and upload them
+    as the dataset repository `repo_id`, private unless `public`; `load_dataset(repo_id, config)`
+    then reads each one.
 
-    With `dry_run_dir` the export is written there and nothing is uploaded. Configs released only on request
-    (MAPS) need `data_dirs` to name the user's own copy and `i_have_permission=True`.
+    With `dry_run_dir` the export is written there and nothing is uploaded. Configs released only on
+    request (MAPS) need `data_dirs` to name the user's own copy and `i_have_permission=True`.
     """
     check_repo_id(repo_id)
     data_dirs = dict(data_dirs or {})
@@ -108,9 +116,9 @@ def push_metrics(
     token: str | None = None,
     dry_run_dir: str | os.PathLike | None = None,
 ) -> list[Upload]:
-    """Publish each metric module as the Space `owner/<metric>`, so that `evaluate.load("owner/<metric>")` loads
-    it anywhere, without culture_probe (`write_metric_space`). With `dry_run_dir`: one folder per metric there,
-    nothing uploaded.
+    """Publish each metric module as the Space `owner/<metric>`, so that
+    `evaluate.load("owner/<metric>")` loads it anywhere, without culture_probe
+    (`write_metric_space`). With `dry_run_dir`: one folder per metric there, nothing uploaded.
     """
     names = list(dict.fromkeys(metrics or list_metrics()))
     for name in names:
@@ -133,8 +141,8 @@ def push_metrics(
 def allowed_configs(
     configs: Sequence[str] | None, data_dirs: Mapping[str, Any], permission: bool
 ) -> list[str]:
-    """The configs to export: those named (refused when their data is on request and not permitted), or every
-    config whose data may be redistributed (on-request benchmarks only when permitted).
+    """The configs to export: those named (refused when their data is on request and not permitted),
+    or every config whose data may be redistributed (on-request benchmarks only when permitted).
     """
     entries = {e.name: e for e in list_benchmarks()}
     names = list(dict.fromkeys(configs)) if configs else list(entries)
@@ -182,7 +190,9 @@ def check_repo_id(repo_id: str) -> None:
 
 
 def hub_api(token: str | None) -> Any:
-    """The Hub client, after the checks that would otherwise fail deep in an upload: offline mode and no token."""
+    """The Hub client, after the checks that would otherwise fail deep in an upload: offline mode
+    and no token.
+    """
     from huggingface_hub import HfApi, constants, get_token
 
     if constants.HF_HUB_OFFLINE:
@@ -233,9 +243,9 @@ def hub_errors(api: Any, what: str) -> Iterator[None]:
 def _upload(
     api: Any, upload: Upload, message: str, *, guard: str | None = None, **options: Any
 ) -> Upload:
-    """Create the repository if needed and upload the folder in one commit. An existing repository keeps its
-    visibility, so the result says the one it has; `guard` (why a public repository must not get this upload)
-    refuses before anything is sent to a public one.
+    """Create the repository if needed and upload the folder in one commit. An existing repository
+    keeps its visibility, so the result says the one it has; `guard` (why a public repository must
+    not get this upload) refuses before anything is sent to a public one.
     """
     with hub_errors(api, f"Push to {upload.repo_id}"):
         api.create_repo(
@@ -289,15 +299,17 @@ def push_to_hub(
     public: bool = False,
     **options: Any,
 ) -> str:
-    """Python form of `culture-probe push`: the commit URL (private repository unless `public=True`), or the folder
-    written when `dry_run_dir=` is given.
+    """Python form of `culture-probe push`: the commit URL (private repository unless
+    `public=True`), or the folder written when `dry_run_dir=` is given.
     """
     upload = push(repo_id, configs=configs, token=token, public=public, **options)
     return upload.url if upload.url is not None else str(upload.folder)
 
 
 def main(args: Any) -> int:
-    """`culture-probe push REPO_ID` and `culture-probe push-metrics OWNER`: build, upload (or dry-run), print."""
+    """`culture-probe push REPO_ID` and `culture-probe push-metrics OWNER`: build, upload (or
+    dry-run), print.
+    """
     check_publication_flags(args.dry_run, args.out)
     if args.out and args.command == "push-metrics":
         folder = Path(args.out)

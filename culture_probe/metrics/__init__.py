@@ -1,9 +1,10 @@
-"""Metrics: pure functions (sequences in, dict out), and `load_metric` for their thin `evaluate` modules.
+"""Metrics: pure functions (sequences in, dict out), and `load_metric` for their thin `evaluate`
+modules.
 
-Each function is the single source of truth for its formula: the generic ones here (intervals, comparisons, RankC),
-each benchmark's own in its folder (`culture_probe/benchmarks/<bench>/metrics.py`). The modules in
-`culture_probe/metrics_modules/` (also reachable as `metrics/<name>` from the repository root) only declare inputs and
-call them.
+Each function is the single source of truth for its formula: the generic ones here (intervals,
+comparisons, RankC), each benchmark's own in its folder
+(`culture_probe/benchmarks/<bench>/metrics.py`). The modules in `culture_probe/metrics_modules/`
+(also reachable as `metrics/<name>` from the repository root) only declare inputs and call them.
 """
 
 from __future__ import annotations
@@ -30,15 +31,19 @@ __all__ = [
 
 
 def list_metrics() -> list[str]:
-    """Names of the `evaluate` modules shipped with the package (each is also a function of this module)."""
+    """Names of the `evaluate` modules shipped with the package (each is also a function of this
+    module).
+    """
     return sorted(p.parent.name for p in MODULES_DIR.glob("*/*.py") if p.stem == p.parent.name)
 
 
 def load_metric(name: str, **load_options: Any) -> Any:
-    """`evaluate.load` of the named module inside the installed package, so it works from any directory.
+    """`evaluate.load` of the named module inside the installed package, so it works from any
+    directory.
 
-    `load_options` go to `evaluate.load` (e.g. `experiment_id`, `num_process`, `process_id` for distributed
-    evaluation). Example: `load_metric("cbs").compute(prompt_id=..., culture=..., score=...)`.
+    `load_options` go to `evaluate.load` (e.g. `experiment_id`, `num_process`, `process_id` for
+    distributed evaluation). Example: `load_metric("cbs").compute(prompt_id=..., culture=...,
+    score=...)`.
     """
     names = list_metrics()
     if not isinstance(name, str):

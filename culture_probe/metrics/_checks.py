@@ -1,4 +1,6 @@
-"""Input checks shared by every metric: each failure names the argument, the offending value and the fix."""
+"""Input checks shared by every metric: each failure names the argument, the offending value and the
+fix.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from culture_probe.errors import MetricInputError
 def check_lengths(**columns: Sequence[Any] | np.ndarray | None) -> int:
     """Check that the per-item arguments are non-empty and equally long; returns their length.
 
-    `None` marks an optional argument that was not given. The first argument given is the reference length.
+    `None` marks an optional argument that was not given. The first argument given is the reference
+    length.
     """
     given = {name: column for name, column in columns.items() if column is not None}
     first, n = None, 0
@@ -36,7 +39,9 @@ def check_lengths(**columns: Sequence[Any] | np.ndarray | None) -> int:
 
 
 def finite_floats(name: str, values: Sequence[Any] | np.ndarray) -> np.ndarray:
-    """Per-item numbers as float64; NaN, infinity and non-numbers raise, naming the first bad index."""
+    """Per-item numbers as float64; NaN, infinity and non-numbers raise, naming the first bad
+    index.
+    """
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -91,7 +96,9 @@ def check_choice(name: str, value: Any, valid: Collection[Any]) -> None:
 
 
 def none_if_nan(value: float) -> float | None:
-    """Undefined results (an empty group, a rate with no denominator) are reported as None, never NaN."""
+    """Undefined results (an empty group, a rate with no denominator) are reported as None, never
+    NaN.
+    """
     return None if value is None or math.isnan(value) else float(value)
 
 
@@ -103,8 +110,8 @@ def by_group(
 ) -> dict[str, Any]:
     """`summary(mask)` for each group, keys sorted.
 
-    `groups` is one key per item (e.g. the culture), or a mapping from a grouping's name to such keys
-    (e.g. {"culture": [...], "predicate": [...]}), which gives one table per grouping.
+    `groups` is one key per item (e.g. the culture), or a mapping from a grouping's name to such
+    keys (e.g. {"culture": [...], "predicate": [...]}), which gives one table per grouping.
     """
     if isinstance(groups, Mapping):
         return {

@@ -1,14 +1,17 @@
-"""Interval methods with known coverage, shared by the results schema, `compare` and `compare_groups` (docs/results.md
-gives each method's measured coverage, the sampling designs it was measured under, and its reference).
+"""Interval methods with known coverage, shared by the results schema, `compare` and
+`compare_groups` (docs/results.md gives each method's measured coverage, the sampling designs it was
+measured under, and its reference).
 
-A proportion gets Wilson's score interval, at the design's effective sample size when units are clusters of answers
-(Korn & Graubard). A mean of bounded scores gets a skewness-corrected t interval (Hall) once it has enough units, and
-Wilson's interval at its bound (a mean on [0, 1] has variance at most p(1 - p)) before; a mean over units crossed with
-random replicates (CAMeL's prompts and entity samples) a t interval from variance components. A paired difference of
-proportions gets Tango's score interval with a continuity correction (on design-adjusted counts for clustered
-answers), a paired difference over crossed units a t interval from the variance components of the differences, any
-other paired difference a sign-flip permutation test inverted under a shift: each the inversion of the test whose
-p-value at a difference of 0 is the one reported, so an interval excludes 0 exactly when the test rejects.
+A proportion gets Wilson's score interval, at the design's effective sample size when units are
+clusters of answers (Korn & Graubard). A mean of bounded scores gets a skewness-corrected t interval
+(Hall) once it has enough units, and Wilson's interval at its bound (a mean on [0, 1] has variance
+at most p(1 - p)) before; a mean over units crossed with random replicates (CAMeL's prompts and
+entity samples) a t interval from variance components. A paired difference of proportions gets
+Tango's score interval with a continuity correction (on design-adjusted counts for clustered
+answers), a paired difference over crossed units a t interval from the variance components of the
+differences, any other paired difference a sign-flip permutation test inverted under a shift: each
+the inversion of the test whose p-value at a difference of 0 is the one reported, so an interval
+excludes 0 exactly when the test rejects.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ WILSON_EFFECTIVE = (
     "Wilson score interval at the design's effective sample size (Korn & Graubard 1998; the number of units when "
     "fewer than 3 of them hold the rarer outcome)"
 )
-#: below these, a t interval of a skewed bounded mean covers too little (docs/results.md); BOUNDED_MEAN says so
+#: below these, a t interval of a skewed bounded mean covers too little (docs/results.md);
+#: BOUNDED_MEAN says so
 MIN_T_UNITS = 30
 MIN_OFF_EDGE = 3
 BOUNDED_MEAN = (
@@ -60,7 +64,9 @@ _POISSON_EDGE = 3
 
 @dataclass(frozen=True)
 class Interval:
-    """`[low, high]` and the standard error behind it, or no interval (`low`/`high` None) and why not."""
+    """`[low, high]` and the standard error behind it, or no interval (`low`/`high` None) and why
+    not.
+    """
 
     stderr: float | None
     low: float | None = None
@@ -68,7 +74,9 @@ class Interval:
     reason: str | None = None
 
     def fields(self) -> IntervalFields:
-        """The results schema's keys: `stderr`, `ci_low`, `ci_high`, and `no_interval` when there is none."""
+        """The results schema's keys: `stderr`, `ci_low`, `ci_high`, and `no_interval` when there is
+        none.
+        """
         out: IntervalFields = {"stderr": self.stderr, "ci_low": self.low, "ci_high": self.high}
         if self.reason:
             out["no_interval"] = self.reason
@@ -88,10 +96,10 @@ def bounded(
     scale: float | None,
     confidence: float = 0.95,
 ) -> Interval:
-    """An interval clipped to the metric's range [0, scale] (when it has one) that holds `value` exactly, so float
-    noise can never leave a value outside its own interval. A standard error that its plug-in formula makes 0 beside
-    an interval of some width (0 of n, two equal means) is the interval's width over 2z instead, so that no reader
-    sees "± 0" beside a range.
+    """An interval clipped to the metric's range [0, scale] (when it has one) that holds `value`
+    exactly, so float noise can never leave a value outside its own interval. A standard error that
+    its plug-in formula makes 0 beside an interval of some width (0 of n, two equal means) is the
+    interval's width over 2z instead, so that no reader sees "± 0" beside a range.
     """
     if scale is not None:
         low, high = max(low, 0.0), min(high, scale)
@@ -103,19 +111,21 @@ def bounded(
 
 @functools.lru_cache(maxsize=4096)
 def critical(confidence: float, df: float | None = None) -> float:
-    """The two-sided critical value: normal, or Student's t with `df` degrees of freedom (cached: scipy's quantile
-    functions cost more than the rest of an estimate).
+    """The two-sided critical value: normal, or Student's t with `df` degrees of freedom (cached:
+    scipy's quantile functions cost more than the rest of an estimate).
     """
     quantile = 0.5 + confidence / 2
     return float(stats.norm.ppf(quantile) if df is None else stats.t.ppf(quantile, df))
 
 
 def wilson(successes: float, n: float, confidence: float) -> tuple[float, float]:
-    """Wilson's (1927) score interval for a proportion; `n` may be an effective (non-integer) sample size.
+    """Wilson's (1927) score interval for a proportion; `n` may be an effective (non-integer) sample
+    size.
 
-    With 1 to 3 successes, if they are rare (at most half of n), the lower limit is the exact Poisson one instead
-    (rare failures: the upper), which removes the coverage dips of Wilson's interval next to 0 and 1 (Brown, Cai &
-    DasGupta 2001, section 4.1.1). 0 of n gives [0, z^2 / (n + z^2)], never a point.
+    With 1 to 3 successes, if they are rare (at most half of n), the lower limit is the exact
+    Poisson one instead (rare failures: the upper), which removes the coverage dips of Wilson's
+    interval next to 0 and 1 (Brown, Cai & DasGupta 2001, section 4.1.1). 0 of n gives [0, z^2 / (n
+    + z^2)], never a point.
     """
     z = critical(confidence)
     p = successes / n
@@ -132,9 +142,9 @@ def wilson(successes: float, n: float, confidence: float) -> tuple[float, float]
 
 @dataclass(frozen=True)
 class Design:
-    """The variance of a linear statistic as a sum over independent strata: each stratum's variance term and its
-    degrees of freedom (units in the stratum minus one), and the statistic's third cumulant (its skewness times
-    the cubed standard error; 0: symmetric).
+    """The variance of a linear statistic as a sum over independent strata: each stratum's variance
+    term and its degrees of freedom (units in the stratum minus one), and the statistic's third
+    cumulant (its skewness times the cubed standard error; 0: symmetric).
     """
 
     terms: np.ndarray
@@ -157,8 +167,9 @@ class Design:
 
 
 def _hall_inverse(u: float, skewness: float) -> float:
-    """The t whose Hall (1992) transformation, t + s t^2 / 3 + s^2 t^3 / 27 + s / 6 in Zhou & Dinh's (2005) form, is u
-    (the transformation is increasing, so this is unique): an estimate of skewness s is then nearly t-distributed.
+    """The t whose Hall (1992) transformation, t + s t^2 / 3 + s^2 t^3 / 27 + s / 6 in Zhou & Dinh's
+    (2005) form, is u (the transformation is increasing, so this is unique): an estimate of skewness
+    s is then nearly t-distributed.
     """
     if abs(skewness) < 1e-12:
         return u - skewness / 6
@@ -168,8 +179,8 @@ def _hall_inverse(u: float, skewness: float) -> float:
 def t_interval(
     value: float, design: Design, confidence: float, scale: float | None = None
 ) -> Interval:
-    """The truths whose transformed t stays within Student's critical value (caller guarantees a positive
-    standard error); without skewness, `value` ± t · standard error.
+    """The truths whose transformed t stays within Student's critical value (caller guarantees a
+    positive standard error); without skewness, `value` ± t · standard error.
     """
     q, skewness = critical(confidence, design.df), design.skewness
     low, high = (value - design.stderr * _hall_inverse(u, skewness) for u in (q, -q))
@@ -177,15 +188,15 @@ def t_interval(
 
 
 def t_p_value(difference: float, design: Design) -> float:
-    """Two-sided p-value of a zero difference, from the t that `t_interval` inverts (a design without skewness: the
-    paired differences of crossed units).
+    """Two-sided p-value of a zero difference, from the t that `t_interval` inverts (a design
+    without skewness: the paired differences of crossed units).
     """
     return float(2 * stats.t.sf(abs(difference / design.stderr), design.df))
 
 
 def kish_size(counts: Sequence[int]) -> float:
-    """Kish's effective size of an equal-weight mean of group means of `counts` units each: G^2 / sum(1 / n_g) (the
-    units themselves when there is one group).
+    """Kish's effective size of an equal-weight mean of group means of `counts` units each: G^2 /
+    sum(1 / n_g) (the units themselves when there is one group).
     """
     return len(counts) ** 2 / sum(1 / count for count in counts)
 
@@ -194,8 +205,9 @@ Score = Callable[[float], float]
 
 
 def score_interval(score: Score, estimate: float, confidence: float) -> tuple[float, float]:
-    """The differences in [-1, 1] that a two-sided score test does not reject: `score(d)` is the signed statistic
-    for the hypothesis "the difference is d", decreasing in d and 0 at the estimate.
+    """The differences in [-1, 1] that a two-sided score test does not reject: `score(d)` is the
+    signed statistic for the hypothesis "the difference is d", decreasing in d and 0 at the
+    estimate.
     """
     z = critical(confidence)
     edge = 1 - 1e-12
@@ -217,25 +229,30 @@ def score_interval(score: Score, estimate: float, confidence: float) -> tuple[fl
 
 
 def score_p_value(score: Score) -> float:
-    """Two-sided p-value of the score test at a difference of 0 (1 when the data hold no evidence either way)."""
+    """Two-sided p-value of the score test at a difference of 0 (1 when the data hold no evidence
+    either way).
+    """
     z = score(0.0)
     return 1.0 if math.isnan(z) else float(2 * stats.norm.sf(abs(z)))
 
 
 def _ratio(numerator: float, variance: float) -> float:
-    """The numerator over sqrt(variance), signed infinity when the variance vanishes (NaN for 0 / 0)."""
+    """The numerator over sqrt(variance), signed infinity when the variance vanishes (NaN for 0 /
+    0).
+    """
     if variance > 0:
         return numerator / math.sqrt(variance)
     return math.nan if numerator == 0 else math.copysign(math.inf, numerator)
 
 
 def tango_score(gained: float, lost: float, n: float, correction: float = 1.0) -> Score:
-    """Tango's (1998) score statistic for a paired difference of proportions, p(a) - p(b) = d: `gained` units only
-    run a got right, `lost` units only run b, of `n` (effective, non-integer counts allowed). The restricted maximum
-    likelihood of the discordant cells has a closed form. The numerator moves `correction` towards 0 (Edwards'
-    continuity correction): at d = 0 the statistic is McNemar's (|gained - lost| - 1) / sqrt(gained + lost), whose
-    size stays below 5% at every number of discordant pairs, where the uncorrected test rejects a true null up to 8%
-    of the time when most pairs are discordant (two models with opposite answer priors).
+    """Tango's (1998) score statistic for a paired difference of proportions, p(a) - p(b) = d:
+    `gained` units only run a got right, `lost` units only run b, of `n` (effective, non-integer
+    counts allowed). The restricted maximum likelihood of the discordant cells has a closed form.
+    The numerator moves `correction` towards 0 (Edwards' continuity correction): at d = 0 the
+    statistic is McNemar's (|gained - lost| - 1) / sqrt(gained + lost), whose size stays below 5% at
+    every number of discordant pairs, where the uncorrected test rejects a true null up to 8% of the
+    time when most pairs are discordant (two models with opposite answer priors).
     """
 
     def score(d: float) -> float:
@@ -251,9 +268,9 @@ def tango_score(gained: float, lost: float, n: float, correction: float = 1.0) -
 
 
 def miettinen_nurminen_score(x1: int, n1: int, x2: int, n2: int) -> Score:
-    """Miettinen and Nurminen's (1985) score statistic for p1 - p2 = d (x1 of n1 against x2 of n2), with their
-    N / (N - 1) variance factor; the restricted maximum likelihood is the closed-form root of a cubic (Farrington &
-    Manning 1990).
+    """Miettinen and Nurminen's (1985) score statistic for p1 - p2 = d (x1 of n1 against x2 of n2),
+    with their N / (N - 1) variance factor; the restricted maximum likelihood is the closed-form
+    root of a cubic (Farrington & Manning 1990).
     """
     p1, p2, total = x1 / n1, x2 / n2, n1 + n2
 

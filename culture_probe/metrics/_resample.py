@@ -1,9 +1,10 @@
-"""Seeded resampling: the bootstrap of `fairness_gap` (through `scipy.stats`), the permutation test of
-`compare_groups` and the sign-flip test of a paired difference, whose intervals are the shifts the test does not reject.
+"""Seeded resampling: the bootstrap of `fairness_gap` (through `scipy.stats`), the permutation test
+of `compare_groups` and the sign-flip test of a paired difference, whose intervals are the shifts
+the test does not reject.
 
-Statistics are written over unit indices: a statistic gets one (batch, size) index array per group of units and
-returns (batch,) values, or (k, batch) for k values at once. Resampling indices, not values, lets one draw serve
-several arrays and keeps memory bounded (`batch`).
+Statistics are written over unit indices: a statistic gets one (batch, size) index array per group
+of units and returns (batch,) values, or (k, batch) for k values at once. Resampling indices, not
+values, lets one draw serve several arrays and keeps memory bounded (`batch`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def check_resampling(n_resamples: int, confidence: float) -> None:
 
 @dataclass(frozen=True)
 class Resampling:
-    """How intervals are drawn: a percentile bootstrap at `confidence` with `n_resamples` draws, seeded."""
+    """How intervals are drawn: a percentile bootstrap at `confidence` with `n_resamples` draws,
+    seeded.
+    """
 
     confidence: float = 0.95
     n_resamples: int = 2000
@@ -57,11 +60,13 @@ def _nan_to_none(values: np.ndarray) -> list[float | None]:
 def bootstrap_interval(
     statistic: IndexStatistic, groups: Sequence[np.ndarray], resampling: Resampling
 ) -> tuple[list[float | None], list[float | None], list[float | None]]:
-    """(stderr, ci_low, ci_high), one entry per value of `statistic`, from a percentile bootstrap that resamples
-    each group of unit indices separately, keeping its size (`scipy.stats.bootstrap` with one sample per group).
+    """(stderr, ci_low, ci_high), one entry per value of `statistic`, from a percentile bootstrap
+    that resamples each group of unit indices separately, keeping its size (`scipy.stats.bootstrap`
+    with one sample per group).
 
-    A group of one unit cannot vary under resampling; scipy asks for two observations per sample, so it is given
-    twice, which leaves every statistic of group means unchanged. A value undefined in some draw has no interval.
+    A group of one unit cannot vary under resampling; scipy asks for two observations per sample, so
+    it is given twice, which leaves every statistic of group means unchanged. A value undefined in
+    some draw has no interval.
     """
     data = tuple(np.repeat(g, 2) if g.size == 1 else np.asarray(g) for g in groups)
     if not data or any(g.size == 0 for g in data):
@@ -93,11 +98,11 @@ def bootstrap_interval(
 
 @dataclass(frozen=True)
 class ShiftTest:
-    """A two-sided permutation test of "the difference is delta" for every delta at once, under a location shift:
-    for rearrangement k (a relabelling of two groups' pooled items, or a sign pattern of paired units) the statistic
-    is `moved[k] - delta * share[k]` against the observed `difference - delta`, so one set of rearrangements serves
-    every delta, and the interval (`interval`) holds exactly the deltas whose p-value (`p_value`) is at least
-    1 - confidence.
+    """A two-sided permutation test of "the difference is delta" for every delta at once, under a
+    location shift: for rearrangement k (a relabelling of two groups' pooled items, or a sign
+    pattern of paired units) the statistic is `moved[k] - delta * share[k]` against the observed
+    `difference - delta`, so one set of rearrangements serves every delta, and the interval
+    (`interval`) holds exactly the deltas whose p-value (`p_value`) is at least 1 - confidence.
     """
 
     difference: float
@@ -106,8 +111,8 @@ class ShiftTest:
     exact: bool  # every relabelling enumerated (the observed one among them), else drawn at random
 
     def p_value(self, delta: float = 0.0) -> float:
-        """Two-sided p-value of "the difference is `delta`": the share of relabellings at least as extreme (with
-        the observed one counted once more when they are drawn, so never 0).
+        """Two-sided p-value of "the difference is `delta`": the share of relabellings at least as
+        extreme (with the observed one counted once more when they are drawn, so never 0).
         """
         observed = abs(self.difference - delta)
         extreme = int(
@@ -116,10 +121,10 @@ class ShiftTest:
         return extreme / self.moved.size if self.exact else (extreme + 1) / (self.moved.size + 1)
 
     def interval(self, confidence: float, step: float) -> tuple[float, float] | None:
-        """The deltas the test does not reject at 1 - `confidence`, searched outward from the estimate in steps of
-        `step` and bisected to its edges (to a billionth of `step`); None when the test cannot reject any delta (too
-        few items). 0 is inside exactly when `p_value(0)` is at least 1 - confidence, whatever the shape of the
-        p-value curve.
+        """The deltas the test does not reject at 1 - `confidence`, searched outward from the
+        estimate in steps of `step` and bisected to its edges (to a billionth of `step`); None when
+        the test cannot reject any delta (too few items). 0 is inside exactly when `p_value(0)` is
+        at least 1 - confidence, whatever the shape of the p-value curve.
         """
         alpha = 1 - confidence
         zero_accepted = self.p_value(0.0) >= alpha
@@ -154,8 +159,9 @@ class ShiftTest:
 
 
 def shift_test(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> ShiftTest:
-    """The permutation distribution of mean(a) - mean(b) over relabellings of the pooled items into groups of the
-    same sizes: all of them when there are at most `n_resamples`, else `n_resamples` drawn with `seed`.
+    """The permutation distribution of mean(a) - mean(b) over relabellings of the pooled items into
+    groups of the same sizes: all of them when there are at most `n_resamples`, else `n_resamples`
+    drawn with `seed`.
     """
     pooled = np.concatenate([a, b])
     size, n_a = pooled.size, a.size
@@ -184,13 +190,14 @@ EXACT_SIGN_UNITS = 13
 def sign_flip_test(
     parts: np.ndarray, weights: np.ndarray, n_resamples: int, seed: int
 ) -> ShiftTest:
-    """The sign-flip distribution of a paired difference that is the sum of its units' `parts` (each unit's
-    contribution to the difference; `weights` sum to 1): under "the difference is delta" with the two runs
-    exchangeable up to that shift, each unit's `part - delta * weight` is symmetric about 0, so flipping its sign
-    leaves the distribution unchanged. Every sign pattern up to `EXACT_SIGN_UNITS` units (the observed one among
-    them: the test is exact, and n units that all differ the same way give p = 2 / 2^n); else `n_resamples` patterns
-    drawn with `seed` (p = (extreme + 1) / (n_resamples + 1), also exact in size). A studentized statistic would
-    order the patterns the same way, since flipping signs leaves the sum of squares unchanged.
+    """The sign-flip distribution of a paired difference that is the sum of its units' `parts` (each
+    unit's contribution to the difference; `weights` sum to 1): under "the difference is delta" with
+    the two runs exchangeable up to that shift, each unit's `part - delta * weight` is symmetric
+    about 0, so flipping its sign leaves the distribution unchanged. Every sign pattern up to
+    `EXACT_SIGN_UNITS` units (the observed one among them: the test is exact, and n units that all
+    differ the same way give p = 2 / 2^n); else `n_resamples` patterns drawn with `seed` (p =
+    (extreme + 1) / (n_resamples + 1), also exact in size). A studentized statistic would order the
+    patterns the same way, since flipping signs leaves the sum of squares unchanged.
     """
     size = parts.size
     values = np.stack([parts, weights], axis=1)
@@ -203,9 +210,10 @@ def sign_flip_test(
 
 
 def _random_sign_sums(rng: np.random.Generator, count: int, values: np.ndarray) -> np.ndarray:
-    """`count` sums of `values`' rows under fair random signs, (count, columns): eight units' signs come from one
-    random byte, and each byte's 256 sums of its eight rows are tabulated once, so a pattern costs one look-up per
-    eight units instead of a sign and a product per unit (octets are taken in chunks, to bound memory).
+    """`count` sums of `values`' rows under fair random signs, (count, columns): eight units' signs
+    come from one random byte, and each byte's 256 sums of its eight rows are tabulated once, so a
+    pattern costs one look-up per eight units instead of a sign and a product per unit (octets are
+    taken in chunks, to bound memory).
     """
     octets = -(-len(values) // 8)
     padded = np.zeros((octets * 8, values.shape[1]))

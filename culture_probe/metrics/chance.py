@@ -1,9 +1,10 @@
-"""Chance levels: what a metric's value would be if the model answered at random, so that a reader can tell
-knowledge from luck (a random model scores 15-20% P@1 on DLAMA's small candidate sets).
+"""Chance levels: what a metric's value would be if the model answered at random, so that a reader
+can tell knowledge from luck (a random model scores 15-20% P@1 on DLAMA's small candidate sets).
 
-Each level is an exact expectation over a uniformly random ranking (or choice) of an item's own candidates, not a
-simulation, and is aggregated over the run's units by the metric's own statistic (`chance_value`): a run's chance
-level is what a random model would score on the very items the run probed.
+Each level is an exact expectation over a uniformly random ranking (or choice) of an item's own
+candidates, not a simulation, and is aggregated over the run's units by the metric's own statistic
+(`chance_value`): a run's chance level is what a random model would score on the very items the run
+probed.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def _check(n_gold: int, n_candidates: int) -> None:
 
 
 def random_precision_at_1(n_gold: int, n_candidates: int) -> float:
-    """Expected P@1 (0-1) of a uniformly random ranking of `n_candidates` of which `n_gold` are right: g/N."""
+    """Expected P@1 (0-1) of a uniformly random ranking of `n_candidates` of which `n_gold` are
+    right: g/N.
+    """
     _check(n_gold, n_candidates)
     return n_gold / n_candidates
 
@@ -48,12 +51,14 @@ def harmonic(n: int) -> float:
 def random_average_precision(
     n_gold: int, n_candidates: int, denominator: int | None = None
 ) -> float:
-    """Expected AP (0-1) of a uniformly random ranking of `n_candidates` of which `n_gold` are relevant.
+    """Expected AP (0-1) of a uniformly random ranking of `n_candidates` of which `n_gold` are
+    relevant.
 
-    AP = (1/D) Σ_k rel(k) · P@k. Position k holds a relevant candidate with probability g/N, and positions j != k
-    both do with probability g(g-1)/(N(N-1)); so with D = g, E[AP] = (1/N) Σ_k (1/k)(1 + (k-1)(g-1)/(N-1))
-    = (H_N + (g-1)(N - H_N)/(N-1)) / N. `denominator` D > g counts gold items absent from the ranking (they add
-    nothing, as in `average_precision`), scaling the expectation by g/D.
+    AP = (1/D) Σ_k rel(k) · P@k. Position k holds a relevant candidate with probability g/N, and
+    positions j != k both do with probability g(g-1)/(N(N-1)); so with D = g, E[AP] = (1/N) Σ_k
+    (1/k)(1 + (k-1)(g-1)/(N-1)) = (H_N + (g-1)(N - H_N)/(N-1)) / N. `denominator` D > g counts gold
+    items absent from the ranking (they add nothing, as in `average_precision`), scaling the
+    expectation by g/D.
     """
     _check(n_gold, n_candidates)
     denominator = n_gold if denominator is None else denominator
@@ -69,8 +74,8 @@ def random_average_precision(
 
 
 def chance_value(table: UnitTable) -> float | None:
-    """The metric's statistic of a table whose values are each unit's chance expectation: a random model's score
-    on these units, averaged exactly as the metric averages (replicates, then units, then macro groups). None
-    without a unit.
+    """The metric's statistic of a table whose values are each unit's chance expectation: a random
+    model's score on these units, averaged exactly as the metric averages (replicates, then units,
+    then macro groups). None without a unit.
     """
     return point_value(table)

@@ -1,7 +1,8 @@
 """Differences between groups (cultures, languages) of any per-item score, with their uncertainty.
 
-None of the five papers offers this; it lets a report say "the model knows Western facts better" together with a
-95% interval and a p-value that come from one procedure, so that the interval excludes 0 exactly when p < 0.05.
+None of the five papers offers this; it lets a report say "the model knows Western facts better"
+together with a 95% interval and a p-value that come from one procedure, so that the interval
+excludes 0 exactly when p < 0.05.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from culture_probe.metrics._intervals import (
 from culture_probe.metrics._resample import check_resampling, shift_test
 from culture_probe.util.typecheck import checked
 
-#: The library's own: this comparison comes from no paper, so its `evaluate` metric cites culture_probe.
+#: The library's own: this comparison comes from no paper, so its `evaluate` metric cites
+#: culture_probe.
 CITATION = """@software{culture_probe,
   title = {culture\\_probe: probing what language models know about cultures},
   year = {2026}
@@ -36,12 +38,13 @@ HOLM = "Holm (1979) step-down adjustment"
 
 
 def holm(p_values: Iterable[float | None]) -> list[float | None]:
-    """Holm-adjusted p-values of a family of tests, in the order given; None (no test was possible) stays None and
-    does not count as a test.
+    """Holm-adjusted p-values of a family of tests, in the order given; None (no test was possible)
+    stays None and does not count as a test.
 
-    With the m p-values sorted, p_(1) <= ... <= p_(m), the adjusted p_(k) is max over j <= k of (m - j + 1) p_(j),
-    capped at 1: the smallest family-wise level at which Holm's step-down procedure rejects that hypothesis. It is
-    never below the raw p-value and keeps the order of the raw ones (ties get the same adjusted value).
+    With the m p-values sorted, p_(1) <= ... <= p_(m), the adjusted p_(k) is max over j <= k of (m -
+    j + 1) p_(j), capped at 1: the smallest family-wise level at which Holm's step-down procedure
+    rejects that hypothesis. It is never below the raw p-value and keeps the order of the raw ones
+    (ties get the same adjusted value).
     """
     given = list(p_values)
     tested = [(float(p), i) for i, p in enumerate(given) if p is not None]
@@ -57,15 +60,17 @@ def holm(p_values: Iterable[float | None]) -> list[float | None]:
 
 
 def _fields(interval: Interval) -> dict[str, Any]:
-    """An interval's keys in a comparison: `ci_low`, `ci_high`, and `no_interval` when there is none."""
+    """An interval's keys in a comparison: `ci_low`, `ci_high`, and `no_interval` when there is
+    none.
+    """
     return {k: v for k, v in interval.fields().items() if k != "stderr"}
 
 
 def _compare(
     a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, seed: int
 ) -> dict[str, Any]:
-    """One pair of any scores: the permutation test of the difference in means (seeded per pair, so a pair's
-    result does not depend on the other groups) and the interval that inverts it.
+    """One pair of any scores: the permutation test of the difference in means (seeded per pair, so
+    a pair's result does not depend on the other groups) and the interval that inverts it.
     """
     difference = float(a.mean() - b.mean())
     if min(a.size, b.size) < 2:
@@ -100,8 +105,9 @@ def _compare(
 def _compare_proportions(
     a: np.ndarray, b: np.ndarray, success: float, confidence: float
 ) -> dict[str, Any]:
-    """One pair of binary outcomes (0 or `success`): Miettinen and Nurminen's score interval of the difference of
-    proportions and its score test at 0, so a group's 0 of n still leaves the interval its width.
+    """One pair of binary outcomes (0 or `success`): Miettinen and Nurminen's score interval of the
+    difference of proportions and its score test at 0, so a group's 0 of n still leaves the interval
+    its width.
     """
     score = miettinen_nurminen_score(
         int(np.sum(a == success)), a.size, int(np.sum(b == success)), b.size
@@ -130,13 +136,14 @@ def compare_groups(
 ) -> dict[str, Any]:
     """Mean score per group and, for each pair of groups, mean(a) - mean(b) with a CI and a p-value.
 
-    Pairs are every pair of groups in sorted order, or each group against `reference`. Scores that are binary
-    outcomes (0 or `success`, e.g. 100 for a hit in percent) get the Miettinen-Nurminen score interval and its
-    score test; any other scores a two-sided permutation test (every relabelling when there are at most
-    `n_resamples`, else that many drawn with `seed`) and as interval the shifts of group a it does not reject.
-    Either way interval and p-value come from one test (`method` names it). Each comparison also has `p_holm`, its
-    p-value adjusted by Holm's step-down procedure over the `n_tests` comparisons of this call that have a p-value
-    (equal to `p_value` when there is one); the intervals are not adjusted.
+    Pairs are every pair of groups in sorted order, or each group against `reference`. Scores that
+    are binary outcomes (0 or `success`, e.g. 100 for a hit in percent) get the Miettinen-Nurminen
+    score interval and its score test; any other scores a two-sided permutation test (every
+    relabelling when there are at most `n_resamples`, else that many drawn with `seed`) and as
+    interval the shifts of group a it does not reject. Either way interval and p-value come from one
+    test (`method` names it). Each comparison also has `p_holm`, its p-value adjusted by Holm's
+    step-down procedure over the `n_tests` comparisons of this call that have a p-value (equal to
+    `p_value` when there is one); the intervals are not adjusted.
     """
     check_lengths(scores=scores, groups=groups)
     check_resampling(n_resamples, confidence)

@@ -1,12 +1,14 @@
-"""Cross-lingual consistency: RankC, how far two languages' rankings of the same candidates agree whatever their
-accuracy, and per-fact agreement, whether the facts a model gets right in one language are those it gets right in
-the other.
+"""Cross-lingual consistency: RankC, how far two languages' rankings of the same candidates agree
+whatever their accuracy, and per-fact agreement, whether the facts a model gets right in one
+language are those it gets right in the other.
 
-RankC: Qi, Fernández & Bisazza (2023), "Cross-Lingual Consistency of Factual Knowledge in Multilingual Language
-Models", EMNLP 2023, as its released code computes it (github.com/Betswish/Cross-Lingual-Consistency,
-`1_easyrun/RankC.py`). Formula, weights and the one deviation: docs/consistency.md.
+RankC: Qi, Fernández & Bisazza (2023), "Cross-Lingual Consistency of Factual Knowledge in
+Multilingual Language Models", EMNLP 2023, as its released code computes it
+(github.com/Betswish/Cross-Lingual-Consistency, `1_easyrun/RankC.py`). Formula, weights and the one
+deviation: docs/consistency.md.
 
-Both functions take what is already aligned: candidates and facts are matched by id by the protocol, never here.
+Both functions take what is already aligned: candidates and facts are matched by id by the protocol,
+never here.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ class RankCResult(TypedDict):
 
 
 class AgreementResult(TypedDict):
-    """Per-fact P@1 agreement of two languages on the facts probed in both (`n`), in percent where a rate."""
+    """Per-fact P@1 agreement of two languages on the facts probed in both (`n`), in percent where a
+    rate.
+    """
 
     n: int
     both_right: int
@@ -63,11 +67,11 @@ class AgreementResult(TypedDict):
 
 
 def rank_weights(n: int, weight: str) -> np.ndarray:
-    """The weight of each depth 1..n, from the scores n, n-1, ..., 1 (the released code's `order`): softmax,
-    linear (`norm1`) or squared (`norm2`), each summing to 1.
+    """The weight of each depth 1..n, from the scores n, n-1, ..., 1 (the released code's `order`):
+    softmax, linear (`norm1`) or squared (`norm2`), each summing to 1.
 
-    The softmax is shifted by its maximum. The released code exponentiates n itself, which overflows to
-    inf / inf = NaN from n = 710 candidates on; below that both give the same weights.
+    The softmax is shifted by its maximum. The released code exponentiates n itself, which overflows
+    to inf / inf = NaN from n = 710 candidates on; below that both give the same weights.
     """
     order = np.arange(n, 0, -1, dtype=np.float64)
     if weight == "softmax":
@@ -81,7 +85,9 @@ def rank_weights(n: int, weight: str) -> np.ndarray:
 
 
 def _positions(name: str, index: int, ranking: Sequence[Hashable]) -> dict[Hashable, int]:
-    """Each candidate id's 0-based rank in one query's ranking; a candidate ranked twice is an error."""
+    """Each candidate id's 0-based rank in one query's ranking; a candidate ranked twice is an
+    error.
+    """
     if isinstance(ranking, (str, bytes)) or not hasattr(ranking, "__len__"):
         raise MetricInputError(
             f"`{name}[{index}]` must be a list of candidate ids (best first), got {type(ranking).__name__} "
@@ -103,8 +109,9 @@ def _positions(name: str, index: int, ranking: Sequence[Hashable]) -> dict[Hasha
 def query_rankc(a: dict[Hashable, int], b: dict[Hashable, int], weight: str) -> float:
     """One query: the weighted sum over depths j of |top-j of a ∩ top-j of b| / j.
 
-    A candidate is in both top-j sets exactly when its worse rank of the two is below j, so the overlap at every
-    depth is a cumulative count of those worse ranks (O(n) instead of the released code's O(n²) set building).
+    A candidate is in both top-j sets exactly when its worse rank of the two is below j, so the
+    overlap at every depth is a cumulative count of those worse ranks (O(n) instead of the released
+    code's O(n²) set building).
     """
     worse = np.fromiter(
         (max(rank, b[candidate]) for candidate, rank in a.items()), dtype=np.int64, count=len(a)
@@ -118,10 +125,11 @@ def query_rankc(a: dict[Hashable, int], b: dict[Hashable, int], weight: str) -> 
 def _from_shortfall(shortfall: float) -> float:
     """RankC as 1 minus its weighted shortfall from full overlap, kept in [0, 1].
 
-    The weights sum to 1 only up to rounding (1 + 2e-16 for 9, 10, 12, 17, 24, ... candidates), so summing the
-    overlaps themselves gave identical rankings 1.0000000000000002, which leaves [0, 100] in percent and made the
-    results' range check refuse a consistent model's metrics. Agreeing rankings fall short by exactly 0, so they
-    give exactly 1; the clamp catches what rounding is left at the other end.
+    The weights sum to 1 only up to rounding (1 + 2e-16 for 9, 10, 12, 17, 24, ... candidates), so
+    summing the overlaps themselves gave identical rankings 1.0000000000000002, which leaves [0,
+    100] in percent and made the results' range check refuse a consistent model's metrics. Agreeing
+    rankings fall short by exactly 0, so they give exactly 1; the clamp catches what rounding is
+    left at the other end.
     """
     return min(1.0, max(0.0, 1.0 - shortfall))
 
@@ -145,12 +153,14 @@ def rankc(
     rankings_b: Sequence[Sequence[Hashable]],
     weight: Weight = "softmax",
 ) -> RankCResult:
-    """RankC of two languages (Qi et al., 2023): the mean over queries of the weighted top-j overlap.
+    """RankC of two languages (Qi et al., 2023): the mean over queries of the weighted top-j
+    overlap.
 
-    `rankings_a[i]` and `rankings_b[i]` rank the same candidate ids (best first) for query i in languages A and B.
-    Per query, with its own n candidates, depth j = 1..n contributes w_j · |top-j(A) ∩ top-j(B)| / j, where w is
-    `weight` over the scores n, n-1, ..., 1: "softmax" (the paper's), "norm1" (linear) or "norm2" (squared).
-    Symmetric in A and B; 1 when the rankings agree.
+    `rankings_a[i]` and `rankings_b[i]` rank the same candidate ids (best first) for query i in
+    languages A and B. Per query, with its own n candidates, depth j = 1..n contributes w_j ·
+    |top-j(A) ∩ top-j(B)| / j, where w is `weight` over the scores n, n-1, ..., 1: "softmax" (the
+    paper's), "norm1" (linear) or "norm2" (squared). Symmetric in A and B; 1 when the rankings
+    agree.
     """
     n = check_lengths(rankings_a=rankings_a, rankings_b=rankings_b)
     check_choice("weight", weight, WEIGHTS)
@@ -190,12 +200,14 @@ def _outcomes(name: str, correct: Mapping[Hashable, Any]) -> dict[str, bool]:
 def agreement(
     correct_a: Mapping[Hashable, Any], correct_b: Mapping[Hashable, Any]
 ) -> AgreementResult:
-    """Per-fact agreement of P@1 in languages A and B, on the facts probed in both (matched by fact id).
+    """Per-fact agreement of P@1 in languages A and B, on the facts probed in both (matched by fact
+    id).
 
-    Counts both right / right only in A / right only in B / both wrong, each language's accuracy (percent), and
-    accuracy(A) - accuracy(B) with the results schema's paired interval and p-value (Tango's score interval and
-    its test, McNemar's, for one outcome per fact; docs/results.md). Facts probed in one language only are not
-    dropped silently: their ids are returned in `unpaired_a` / `unpaired_b`.
+    Counts both right / right only in A / right only in B / both wrong, each language's accuracy
+    (percent), and accuracy(A) - accuracy(B) with the results schema's paired interval and p-value
+    (Tango's score interval and its test, McNemar's, for one outcome per fact; docs/results.md).
+    Facts probed in one language only are not dropped silently: their ids are returned in
+    `unpaired_a` / `unpaired_b`.
     """
     a, b = _outcomes("correct_a", correct_a), _outcomes("correct_b", correct_b)
     shared = [fact for fact in a if fact in b]
@@ -229,9 +241,10 @@ def agreement(
 
 # ---------------------------------------------------------------- consistency of a run's languages
 
-#: The candidate ids a record keeps of its ranking over the aligned set, best first. With the softmax weights the
-#: depths beyond it weigh less than e^-20 ≈ 2.1e-9 together, which bounds how far RankC from these prefixes can be
-#: from RankC of the whole rankings (`prefix_rankc`); norm1 and norm2 need whole rankings.
+#: The candidate ids a record keeps of its ranking over the aligned set, best first. With the
+#: softmax weights the depths beyond it weigh less than e^-20 ≈ 2.1e-9 together, which bounds how
+#: far RankC from these prefixes can be from RankC of the whole rankings (`prefix_rankc`); norm1 and
+#: norm2 need whole rankings.
 RANKING_DEPTH = 20
 PAIR_METRICS = ("rankc", "both_right")
 
@@ -240,10 +253,11 @@ PAIR_METRICS = ("rankc", "both_right")
 class AlignedAnswer:
     """One fact as one language answered it, in ids that every language of the benchmark shares.
 
-    `fact` is the fact's id (the same in every language); `correct` its P@1 outcome; `ranking` the aligned
-    candidates' ids, best first: all `candidates` of them, or the first `RANKING_DEPTH` (empty: the protocol ranked
-    nothing, e.g. a generation, so only agreement applies). `candidate_set` names the aligned set (e.g. a hash of
-    its ids): two languages' rankings are compared only over the same set.
+    `fact` is the fact's id (the same in every language); `correct` its P@1 outcome; `ranking` the
+    aligned candidates' ids, best first: all `candidates` of them, or the first `RANKING_DEPTH`
+    (empty: the protocol ranked nothing, e.g. a generation, so only agreement applies).
+    `candidate_set` names the aligned set (e.g. a hash of its ids): two languages' rankings are
+    compared only over the same set.
     """
 
     language: str
@@ -261,10 +275,10 @@ class AlignedAnswer:
 def prefix_rankc(a: Sequence[Hashable], b: Sequence[Hashable], n: int) -> float:
     """Softmax RankC of one query over `n` aligned candidates from the first ids of each ranking.
 
-    The overlap is known at every depth both prefixes reach. Beyond, it lies between what it was at the last known
-    depth (or 2j - n, if more) and j, and is counted at the middle of that range: the value is within half the
-    weight of the unknown depths of the whole rankings' (≤ 1.1e-9 from depth 20 on). Whole rankings give the exact
-    value.
+    The overlap is known at every depth both prefixes reach. Beyond, it lies between what it was at
+    the last known depth (or 2j - n, if more) and j, and is counted at the middle of that range: the
+    value is within half the weight of the unknown depths of the whole rankings' (≤ 1.1e-9 from
+    depth 20 on). Whole rankings give the exact value.
     """
     k = min(len(a), len(b), n)
     if k == n:
@@ -342,11 +356,11 @@ def _pair(
 def language_consistency(
     answers: Sequence[AlignedAnswer], languages: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """Every pair of languages of one run: RankC (softmax, in percent, the bounded mean's interval over facts) and the
-    share of facts right in both (Wilson), as results strata `by_language_pair` ("a/b"), with each pair's agreement
-    table, its paired P@1 difference (with `p_holm`, adjusted over the run's pairs, and `n_tests`) and what could not
-    be paired. `languages` orders the pairs (the others follow, sorted).
-    Empty when fewer than two languages answered.
+    """Every pair of languages of one run: RankC (softmax, in percent, the bounded mean's interval
+    over facts) and the share of facts right in both (Wilson), as results strata `by_language_pair`
+    ("a/b"), with each pair's agreement table, its paired P@1 difference (with `p_holm`, adjusted
+    over the run's pairs, and `n_tests`) and what could not be paired. `languages` orders the pairs
+    (the others follow, sorted). Empty when fewer than two languages answered.
     """
     table = _by_language(answers)
     given = [lang for lang in languages or () if lang in table]
@@ -379,8 +393,8 @@ def language_consistency(
 
 
 def with_language_pairs(results: Results, across: Mapping[str, Any]) -> Results:
-    """A results block with the consistency estimates per pair of languages as stratum `by_language_pair`, their
-    interval methods and directions beside the others'.
+    """A results block with the consistency estimates per pair of languages as stratum
+    `by_language_pair`, their interval methods and directions beside the others'.
     """
     methods = {**results["ci"]["methods"], **across["methods"]}
     paired: Results = {
@@ -399,7 +413,7 @@ def with_language_pairs(results: Results, across: Mapping[str, Any]) -> Results:
 
 
 def consistency_detail(across: Mapping[str, Any]) -> dict[str, Any]:
-    """What metrics.json's `consistency` keeps beside the estimates: each pair's agreement table, paired
-    difference and what was not paired, and how RankC was computed.
+    """What metrics.json's `consistency` keeps beside the estimates: each pair's agreement table,
+    paired difference and what was not paired, and how RankC was computed.
     """
     return {key: across[key] for key in ("weight", "depth", "pairs")}

@@ -1,10 +1,12 @@
-"""What the thin `evaluate` modules share: their `MetricInfo`, and their base class (`CultureMetric`).
+"""What the thin `evaluate` modules share: their `MetricInfo`, and their base class
+(`CultureMetric`).
 
-A module passes the BibTeX of the paper it implements from that paper's one home: the benchmark's data module
-(`culture_probe.data.<bench>.CITATION`, which is also its card's `INFO.citation`), or, for a paper no benchmark
-carries, the metric's own module (RankC: `metrics.consistency`; the library's own comparison: `metrics.compare`).
-Importing the constant, rather than looking the benchmark up in the registry, keeps a published metric Space
-self-contained: the string is copied into it.
+A module passes the BibTeX of the paper it implements from that paper's one home: the benchmark's
+data module (`culture_probe.data.<bench>.CITATION`, which is also its card's `INFO.citation`), or,
+for a paper no benchmark carries, the metric's own module (RankC: `metrics.consistency`; the
+library's own comparison: `metrics.compare`). Importing the constant, rather than looking the
+benchmark up in the registry, keeps a published metric Space self-contained: the string is copied
+into it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from culture_probe.errors import CultureProbeError, MetricInputError
 def metric_info(
     doc: str, citation: str, features: datasets.Features | list[datasets.Features]
 ) -> evaluate.MetricInfo:
-    """The `_info` of a module: its docstring (first paragraph as description), the paper's BibTeX, inputs."""
+    """The `_info` of a module: its docstring (first paragraph as description), the paper's BibTeX,
+    inputs.
+    """
     return evaluate.MetricInfo(
         description=doc.strip().split("\n\n")[0],
         citation=citation,
@@ -32,11 +36,13 @@ def metric_info(
 
 
 class CultureMetric(evaluate.Metric, metaclass=abc.ABCMeta):
-    """An `evaluate` module over one of the library's formulas. evaluate reads a batch's format from its first item
-    and its length from each column before the formula sees it, so an empty column, None, a number, a string (read
-    letter by letter) or columns of two lengths fail inside evaluate (an IndexError, a TypeError) or pass unchecked;
-    inputs of that kind go to the formula first, whose own checks name the argument, as the library's function does.
-    Abstract, so that `evaluate.load`, which takes a module file's first concrete module class, takes the module's own.
+    """An `evaluate` module over one of the library's formulas. evaluate reads a batch's format from
+    its first item and its length from each column before the formula sees it, so an empty column,
+    None, a number, a string (read letter by letter) or columns of two lengths fail inside evaluate
+    (an IndexError, a TypeError) or pass unchecked; inputs of that kind go to the formula first,
+    whose own checks name the argument, as the library's function does. Abstract, so that
+    `evaluate.load`, which takes a module file's first concrete module class, takes the module's
+    own.
     """
 
     @abc.abstractmethod
@@ -48,7 +54,9 @@ class CultureMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         """The module's formula, called with its inputs and options."""
 
     def compute(self, **inputs: Any) -> Any:
-        """The inputs checked first when nothing was added before (they are then all), then evaluate's `compute`."""
+        """The inputs checked first when nothing was added before (they are then all), then
+        evaluate's `compute`.
+        """
         names = self._feature_names()
         if self.writer is None:
             options = {key: value for key, value in inputs.items() if key not in names}
@@ -61,7 +69,9 @@ class CultureMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         super().add_batch(**batch)
 
     def _check(self, columns: Mapping[str, Any], options: Mapping[str, Any]) -> None:
-        """Nothing, for columns evaluate can batch; else the formula's own error about them, or one naming them."""
+        """Nothing, for columns evaluate can batch; else the formula's own error about them, or one
+        naming them.
+        """
         if _batchable(list(columns.values())):
             return
         try:

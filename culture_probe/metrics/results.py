@@ -1,18 +1,21 @@
-"""One results schema for every benchmark: each headline number as `{value, stderr, ci_low, ci_high, n}`, overall
-and per stratum (`by_language`, `by_culture`, ...), with each number's interval method named.
+"""One results schema for every benchmark: each headline number as `{value, stderr, ci_low, ci_high,
+n}`, overall and per stratum (`by_language`, `by_culture`, ...), with each number's interval method
+named.
 
-A headline number is a mean over what a benchmark's rows hold (a DLAMA fact in one language, an FmLAMA dish, a CAMeL
-prompt, an X-FaKT question, a MAPS proverb): a `UnitTable` holds each row's value per replicate (FmLAMA's templates,
-CAMeL's entity samples, MAPS' demonstration sets) and the statistic is the paper's: the mean over replicates of the
-mean over rows, macro-averaged over the groups of one stratum where the paper does so (CAMeL's entity types).
+A headline number is a mean over what a benchmark's rows hold (a DLAMA fact in one language, an
+FmLAMA dish, a CAMeL prompt, an X-FaKT question, a MAPS proverb): a `UnitTable` holds each row's
+value per replicate (FmLAMA's templates, CAMeL's entity samples, MAPS' demonstration sets) and the
+statistic is the paper's: the mean over replicates of the mean over rows, macro-averaged over the
+groups of one stratum where the paper does so (CAMeL's entity types).
 
-The table also carries the benchmark's sampling design, which its intervals and paired tests follow: the unit drawn
-at random (`clusters`: DLAMA's rows are facts asked in several languages, repeated measures on one fact; by default
-each row is a unit), replicates that are repeated measures on a unit (templates, demonstration sets) or a random factor
-crossed with the units (`crossed`: CAMeL's entity samples fill every prompt of a type), and macro groups as strata.
-Intervals are chosen for their coverage under that design at any n (docs/results.md); where no interval can be
-honest (one unit, no spread to estimate) the estimate says why (`no_interval`). Paired differences of two runs on the
-same units come from one procedure that gives both interval and p-value.
+The table also carries the benchmark's sampling design, which its intervals and paired tests follow:
+the unit drawn at random (`clusters`: DLAMA's rows are facts asked in several languages, repeated
+measures on one fact; by default each row is a unit), replicates that are repeated measures on a
+unit (templates, demonstration sets) or a random factor crossed with the units (`crossed`: CAMeL's
+entity samples fill every prompt of a type), and macro groups as strata. Intervals are chosen for
+their coverage under that design at any n (docs/results.md); where no interval can be honest (one
+unit, no spread to estimate) the estimate says why (`no_interval`). Paired differences of two runs
+on the same units come from one procedure that gives both interval and p-value.
 """
 
 from __future__ import annotations
@@ -55,27 +58,30 @@ from culture_probe.record import Estimate, Results, with_strata
 
 SCHEMA_VERSION = 1
 CONFIDENCE = 0.95
-#: sign patterns drawn for a paired sign-flip test of more than 13 units (p-values resolve to 1 / 10,000)
+#: sign patterns drawn for a paired sign-flip test of more than 13 units (p-values resolve to 1 /
+#: 10,000)
 SIGN_FLIPS = 9_999
 
 
 @dataclass(frozen=True)
 class UnitTable:
-    """One headline metric's values per row: `values[i, r]` is row `ids[i]`'s value in replicate r (NaN where it has
-    none), `strata` gives each row's label per stratum, and `macro` names the stratum whose groups are averaged with
-    equal weight (None: rows are pooled).
+    """One headline metric's values per row: `values[i, r]` is row `ids[i]`'s value in replicate r
+    (NaN where it has none), `strata` gives each row's label per stratum, and `macro` names the
+    stratum whose groups are averaged with equal weight (None: rows are pooled).
 
-    The sampling design: `clusters[i]` is the unit row i belongs to, the thing drawn at random (DLAMA's fact, by its
-    release id, asked in several languages: its rows are repeated measures on one unit); None: each row is its own
-    unit. Replicates are repeated measures on a unit, unless `crossed` names them as a random factor crossed with the
-    units within each macro group (CAMeL's "entity samples": every prompt of a type is filled from the same draw),
-    whose spread then joins the interval. A unit lies in one macro group.
+    The sampling design: `clusters[i]` is the unit row i belongs to, the thing drawn at random
+    (DLAMA's fact, by its release id, asked in several languages: its rows are repeated measures on
+    one unit); None: each row is its own unit. Replicates are repeated measures on a unit, unless
+    `crossed` names them as a random factor crossed with the units within each macro group (CAMeL's
+    "entity samples": every prompt of a type is filled from the same draw), whose spread then joins
+    the interval. A unit lies in one macro group.
 
-    `scale` is the metric's range [0, scale] (100 for a percentage; None: unbounded), which intervals never leave;
-    `binary` declares every value an outcome, 0 or `scale`, so the metric is a proportion (see `with_scale`).
-    `higher_is_better` is the metric's direction, declared where the benchmark names it: True (P@1, accuracy),
-    False (an error rate), None for a metric with no better direction (a bias score whose midpoint means no bias,
-    a gap whose 0 is neutral); the results block gives it per metric.
+    `scale` is the metric's range [0, scale] (100 for a percentage; None: unbounded), which
+    intervals never leave; `binary` declares every value an outcome, 0 or `scale`, so the metric is
+    a proportion (see `with_scale`). `higher_is_better` is the metric's direction, declared where
+    the benchmark names it: True (P@1, accuracy), False (an error rate), None for a metric with no
+    better direction (a bias score whose midpoint means no bias, a gap whose 0 is neutral); the
+    results block gives it per metric.
     """
 
     metric: str
@@ -144,8 +150,9 @@ class UnitTable:
             )
 
     def with_scale(self, scale: float, *, binary: bool = False) -> UnitTable:
-        """The same table on the range [0, `scale`]; `binary`: every value is 0 or `scale` (a hit, a right answer), so
-        the metric is a proportion and gets a score interval, which has width even at 0 of n and n of n.
+        """The same table on the range [0, `scale`]; `binary`: every value is 0 or `scale` (a hit, a
+        right answer), so the metric is a proportion and gets a score interval, which has width even
+        at 0 of n and n of n.
         """
         return replace(self, scale=float(scale), binary=binary)
 
@@ -173,7 +180,9 @@ class UnitTable:
         )
 
     def units_of(self, rows: np.ndarray) -> np.ndarray:
-        """Each of `rows`' unit, as an index into the distinct units of those rows (first-seen order)."""
+        """Each of `rows`' unit, as an index into the distinct units of those rows (first-seen
+        order).
+        """
         if self.clusters is None:
             return np.arange(rows.size)
         _, first, inverse = np.unique(
@@ -191,7 +200,9 @@ class UnitTable:
 
     @property
     def paired_method(self) -> str:
-        """The name of the procedure that gives a paired difference of two runs' tables its interval and p-value."""
+        """The name of the procedure that gives a paired difference of two runs' tables its interval
+        and p-value.
+        """
         if self.binary and self.macro is None:
             return TANGO_CC
         return PAIRED_CROSSED if self.crossed else SIGN_FLIP
@@ -205,8 +216,9 @@ class UnitTable:
 
 @dataclass(frozen=True)
 class UnitValue:
-    """One row's value of a metric in one replicate, with the row's strata labels and (when rows are repeated
-    measures on a unit drawn at random, such as one fact asked in several languages) its unit's id.
+    """One row's value of a metric in one replicate, with the row's strata labels and (when rows are
+    repeated measures on a unit drawn at random, such as one fact asked in several languages) its
+    unit's id.
     """
 
     unit: str
@@ -224,10 +236,11 @@ def unit_table(
     higher_is_better: bool | None = None,
     crossed: str | None = None,
 ) -> UnitTable:
-    """A `UnitTable` from one value per (row, replicate): rows and replicates in first-seen order, NaN where a
-    row has no value in a replicate. A row's strata and unit (`cluster`) are those of its first value; a repeated
-    (row, replicate) is an error. `higher_is_better`: the metric's direction; `crossed`: what the replicates are
-    when they are a random factor crossed with the rows (`UnitTable`).
+    """A `UnitTable` from one value per (row, replicate): rows and replicates in first-seen order,
+    NaN where a row has no value in a replicate. A row's strata and unit (`cluster`) are those of
+    its first value; a repeated (row, replicate) is an error. `higher_is_better`: the metric's
+    direction; `crossed`: what the replicates are when they are a random factor crossed with the
+    rows (`UnitTable`).
     """
     units: dict[str, UnitValue] = {}
     replicates: dict[str, int] = {}
@@ -262,8 +275,8 @@ def unit_table(
 
 
 def table_statistic(values: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndarray:
-    """The paper's statistic for row indices (one (batch, size) array per group): per group the mean over
-    replicates of the mean over rows, then the mean over groups. Returns (batch,).
+    """The paper's statistic for row indices (one (batch, size) array per group): per group the mean
+    over replicates of the mean over rows, then the mean over groups. Returns (batch,).
     """
     means = []
     for index in groups:
@@ -277,10 +290,11 @@ def table_statistic(values: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndar
 
 
 def contributions(values: np.ndarray) -> np.ndarray:
-    """Each row's linearised contribution to one group's statistic (the mean over replicates of the mean over the
-    rows that have a value): summed over rows it is 0, and the statistic's variance over samples of rows is
-    estimated by sum(u^2) / (n (n - 1)), the usual estimate for a mean of ratios (each replicate's mean divides by
-    the rows it has). With one value per row, u is the row's deviation from the mean.
+    """Each row's linearised contribution to one group's statistic (the mean over replicates of the
+    mean over the rows that have a value): summed over rows it is 0, and the statistic's variance
+    over samples of rows is estimated by sum(u^2) / (n (n - 1)), the usual estimate for a mean of
+    ratios (each replicate's mean divides by the rows it has). With one value per row, u is the
+    row's deviation from the mean.
     """
     finite = np.isfinite(values)
     counts = finite.sum(axis=0)
@@ -296,9 +310,10 @@ def contributions(values: np.ndarray) -> np.ndarray:
 
 
 def unit_contributions(table: UnitTable, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Each unit's linearised contribution to one group's statistic (`values` over the group's `rows`): its rows'
-    contributions summed and scaled by units / rows, so that the unit sum of squares estimates the variance over
-    samples of units as `contributions` does over rows (one value per unit: the same numbers).
+    """Each unit's linearised contribution to one group's statistic (`values` over the group's
+    `rows`): its rows' contributions summed and scaled by units / rows, so that the unit sum of
+    squares estimates the variance over samples of units as `contributions` does over rows (one
+    value per unit: the same numbers).
     """
     parts = contributions(values[rows])
     units = table.units_of(rows)
@@ -307,9 +322,10 @@ def unit_contributions(table: UnitTable, values: np.ndarray, rows: np.ndarray) -
 
 
 def design(parts: Sequence[np.ndarray]) -> Design:
-    """The design of a mean over groups with equal weight: each group's contributions (`contributions`, or the
-    difference of two runs' contributions) give one variance term with n - 1 degrees of freedom, and add to the
-    third cumulant (the sample's third moment over n^2 for each group mean).
+    """The design of a mean over groups with equal weight: each group's contributions
+    (`contributions`, or the difference of two runs' contributions) give one variance term with n -
+    1 degrees of freedom, and add to the third cumulant (the sample's third moment over n^2 for each
+    group mean).
     """
     weight = 1 / len(parts)
     terms = [weight**2 * float(np.sum(u**2)) / (u.size * (u.size - 1)) for u in parts]
@@ -318,13 +334,14 @@ def design(parts: Sequence[np.ndarray]) -> Design:
 
 
 def crossed_design(table: UnitTable, values: np.ndarray, groups: Sequence[np.ndarray]) -> Design:
-    """The design of a mean over groups with equal weight whose units are crossed with random replicates (`crossed`):
-    per group, the two-way ANOVA of its units x replicates block gives the variance components of units (a), of
-    replicates (b) and of their interaction (e), each truncated at 0, and the group mean's variance
-    a / units + b / replicates + e / (units x replicates), with the smaller factor's degrees of freedom (the
-    components come from mean squares of units - 1 and replicates - 1 degrees of freedom; Satterthwaite's across groups
-    then errs on the safe side, which the coverage simulations require when a group has 2 units or 2 replicates).
-    The block is the group's complete rows and replicates (an interrupted run's partial replicate is left out).
+    """The design of a mean over groups with equal weight whose units are crossed with random
+    replicates (`crossed`): per group, the two-way ANOVA of its units x replicates block gives the
+    variance components of units (a), of replicates (b) and of their interaction (e), each truncated
+    at 0, and the group mean's variance a / units + b / replicates + e / (units x replicates), with
+    the smaller factor's degrees of freedom (the components come from mean squares of units - 1 and
+    replicates - 1 degrees of freedom; Satterthwaite's across groups then errs on the safe side,
+    which the coverage simulations require when a group has 2 units or 2 replicates). The block is
+    the group's complete rows and replicates (an interrupted run's partial replicate is left out).
     """
     weight = 1 / len(groups)
     terms, dfs = [], []
@@ -347,7 +364,9 @@ def crossed_design(table: UnitTable, values: np.ndarray, groups: Sequence[np.nda
 
 
 def _complete_block(values: np.ndarray) -> np.ndarray:
-    """The replicates every row has (or, when fewer than two, the rows that have every replicate)."""
+    """The replicates every row has (or, when fewer than two, the rows that have every
+    replicate).
+    """
     finite = np.isfinite(values)
     columns = finite.all(axis=0)
     block: np.ndarray
@@ -364,7 +383,9 @@ def _no_spread(stderr: float, value: float, scale: float | None) -> bool:
 
 
 def _groups_with_units(table: UnitTable) -> tuple[list[np.ndarray], list[str]]:
-    """Each macro group's rows that have a value, and the group labels (groups without any value left out)."""
+    """Each macro group's rows that have a value, and the group labels (groups without any value
+    left out).
+    """
     out = zip(table.groups(), table.group_labels(), strict=True)
     kept = [(g[np.isfinite(table.values[g]).any(axis=1)], label) for g, label in out]
     kept = [(g, label) for g, label in kept if g.size]
@@ -377,7 +398,9 @@ def _unit_counts(table: UnitTable, groups: Sequence[np.ndarray]) -> list[int]:
 
 
 def _too_few(table: UnitTable, groups: Sequence[np.ndarray], labels: Sequence[str]) -> str | None:
-    """Why the units leave no spread to estimate: one unit, a macro group of one unit, or one crossed replicate."""
+    """Why the units leave no spread to estimate: one unit, a macro group of one unit, or one
+    crossed replicate.
+    """
     counts = _unit_counts(table, groups)
     if sum(counts) < 2:
         rows = sum(g.size for g in groups)
@@ -409,9 +432,9 @@ def point_value(table: UnitTable) -> float | None:
 
 
 def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> Estimate:
-    """`{value, stderr, ci_low, ci_high, n}` of one table (and `no_interval`, the reason, when it has none); `n` counts
-    units, and a table whose units hold several rows adds `n_observations`, the answers they hold (DLAMA: n facts,
-    m fact-language answers).
+    """`{value, stderr, ci_low, ci_high, n}` of one table (and `no_interval`, the reason, when it
+    has none); `n` counts units, and a table whose units hold several rows adds `n_observations`,
+    the answers they hold (DLAMA: n facts, m fact-language answers).
     """
     groups, labels = _groups_with_units(table)
     n = sum(_unit_counts(table, groups)) if groups else 0
@@ -438,10 +461,11 @@ def estimate(table: UnitTable, confidence: float = CONFIDENCE) -> Estimate:
 def _mean_interval(
     table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float
 ) -> Interval:
-    """Hall's skewness-corrected t interval from `MIN_T_UNITS` units on in every group, with `MIN_OFF_EDGE` or more
-    of them off each end of the range; else, for a bounded metric, Wilson's interval at the bound
-    (`_bounded_interval`), which the coverage simulations show honest where t is not: a skewed or bimodal mean of few
-    units, or a rare mode (most dishes' AP 0) that a sample can miss entirely.
+    """Hall's skewness-corrected t interval from `MIN_T_UNITS` units on in every group, with
+    `MIN_OFF_EDGE` or more of them off each end of the range; else, for a bounded metric, Wilson's
+    interval at the bound (`_bounded_interval`), which the coverage simulations show honest where t
+    is not: a skewed or bimodal mean of few units, or a rare mode (most dishes' AP 0) that a sample
+    can miss entirely.
     """
     spread = design([unit_contributions(table, table.values, g) for g in groups])
     n = sum(_unit_counts(table, groups))
@@ -460,8 +484,9 @@ def _mean_interval(
 
 
 def _t_holds(table: UnitTable, groups: Sequence[np.ndarray]) -> bool:
-    """Whether every group has the units a t interval of a skewed mean needs: `MIN_T_UNITS`, with `MIN_OFF_EDGE` of
-    them off each end of the range (a macro group of few units, or all at an edge, would contribute no spread).
+    """Whether every group has the units a t interval of a skewed mean needs: `MIN_T_UNITS`, with
+    `MIN_OFF_EDGE` of them off each end of the range (a macro group of few units, or all at an edge,
+    would contribute no spread).
     """
     for rows in groups:
         units = _unit_means(table, [rows])
@@ -476,7 +501,9 @@ def _t_holds(table: UnitTable, groups: Sequence[np.ndarray]) -> bool:
 
 
 def _rarer(table: UnitTable, groups: Sequence[np.ndarray], scale: float) -> int:
-    """The fewest units, over the groups, that hold a group's rarer outcome (any success, or any failure)."""
+    """The fewest units, over the groups, that hold a group's rarer outcome (any success, or any
+    failure).
+    """
     counts = []
     for rows in groups:
         units = _unit_means(table, [rows])
@@ -499,15 +526,17 @@ def _unit_means(table: UnitTable, groups: Sequence[np.ndarray]) -> np.ndarray:
 def _bounded_interval(
     table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float
 ) -> Interval:
-    """Wilson's interval for a mean on [0, scale] at the units' effective size (Kish's G^2 / sum(1 / n_g) over
-    macro groups of n_g units; the units when pooled): a unit's value on [0, 1] has variance at most p(1 - p), so
-    the interval of a proportion bounds it, whatever the scores' shape.
+    """Wilson's interval for a mean on [0, scale] at the units' effective size (Kish's G^2 / sum(1 /
+    n_g) over macro groups of n_g units; the units when pooled): a unit's value on [0, 1] has
+    variance at most p(1 - p), so the interval of a proportion bounds it, whatever the scores'
+    shape.
     """
     scale = float(table.scale or 1.0)
     effective = kish_size(_unit_counts(table, groups))
     p = min(max(value / scale, 0.0), 1.0)
     low, high = wilson(p * effective, effective, confidence)
-    # the standard error the bound assumes (a unit's variance at most p(1 - p)), consistent with the interval
+    # the standard error the bound assumes (a unit's variance at most p(1 - p)), consistent with the
+    # interval
     return bounded(
         value,
         scale * math.sqrt(p * (1 - p) / effective),
@@ -532,12 +561,13 @@ def _crossed_interval(
 def _proportion_interval(
     table: UnitTable, groups: Sequence[np.ndarray], value: float, confidence: float
 ) -> Interval:
-    """Wilson's interval for one value per pooled unit (a plain binomial sample); otherwise Wilson's at the design's
-    effective sample size n_eff = p(1 - p) / var (Korn & Graubard 1998; at most the number of answers), shrunk by
-    (z / t_df)^2 for the degrees of freedom of the estimated variance (units minus groups). When fewer than
-    `MIN_OFF_EDGE` units hold the rarer outcome (none: p is 0 or 1), the correlation of a unit's answers cannot be
-    estimated, and n_eff is the number of units, as if each unit's answers agreed: 0 of 15 answers from 5 proverbs is
-    as strong as 0 of 5, not 0 of 15, and 1 success among 300 answers of 100 proverbs covered 89% with the estimated
+    """Wilson's interval for one value per pooled unit (a plain binomial sample); otherwise Wilson's
+    at the design's effective sample size n_eff = p(1 - p) / var (Korn & Graubard 1998; at most the
+    number of answers), shrunk by (z / t_df)^2 for the degrees of freedom of the estimated variance
+    (units minus groups). When fewer than `MIN_OFF_EDGE` units hold the rarer outcome (none: p is 0
+    or 1), the correlation of a unit's answers cannot be estimated, and n_eff is the number of
+    units, as if each unit's answers agreed: 0 of 15 answers from 5 proverbs is as strong as 0 of 5,
+    not 0 of 15, and 1 success among 300 answers of 100 proverbs covered 89% with the estimated
     n_eff.
     """
     scale = float(table.scale or 1.0)
@@ -569,19 +599,21 @@ def summarize(
     omitted: Mapping[str, str] | None = None,
     extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Results:
-    """A run's `results` block: every table's estimate `overall` and per label of each stratum (`by_<stratum>`),
-    the first table's metric as the `headline`, each metric's interval method and direction (`higher_is_better`),
-    and the metrics `omitted` with the reason.
+    """A run's `results` block: every table's estimate `overall` and per label of each stratum
+    (`by_<stratum>`), the first table's metric as the `headline`, each metric's interval method and
+    direction (`higher_is_better`), and the metrics `omitted` with the reason.
 
-    `extra` adds estimates computed elsewhere (e.g. X-FaKT's cell-level scores) to `overall`; each names its
-    interval method under `method`, which moves to `ci.methods`, and its direction under `higher_is_better`,
-    which moves beside the tables' directions. No table (every probe skipped): no headline.
+    `extra` adds estimates computed elsewhere (e.g. X-FaKT's cell-level scores) to `overall`; each
+    names its interval method under `method`, which moves to `ci.methods`, and its direction under
+    `higher_is_better`, which moves beside the tables' directions. No table (every probe skipped):
+    no headline.
     """
     methods = {t.metric: t.method for t in tables}
     directions = {t.metric: t.higher_is_better for t in tables}
     overall = {t.metric: estimate(t, confidence) for t in tables}
     for name, given in (extra or {}).items():
-        # an estimate's keys, as `estimate` writes them (`read_metrics` checks the block the run writes)
+        # an estimate's keys, as `estimate` writes them (`read_metrics` checks the block the run
+        # writes)
         overall[name] = cast(
             Estimate,
             {k: v for k, v in given.items() if k not in ("method", "higher_is_better")},
@@ -621,14 +653,16 @@ def paired_difference(
     confidence: float = CONFIDENCE,
     names: tuple[str, str] = ("the first", "the second"),
 ) -> dict[str, Any]:
-    """Run `a` minus run `b` on the same units: the difference of the two statistics, with an interval and a
-    two-sided p-value from one procedure, so that the interval excludes 0 exactly when p < 1 - confidence
-    (`method` names it, `UnitTable.paired_method`): for proportions, Tango's score interval with continuity correction
-    and its test (McNemar's with continuity correction at 0), on counts divided by the design effect when units are
-    clusters of answers; for units crossed with random replicates (CAMeL), a t interval from the variance components
-    of the differences; otherwise the sign-flip permutation test of the units' paired differences, inverted under a
-    shift for the interval. Each holds its size under exchangeable nulls (docs/results.md). Runs on different units
-    cannot be paired: that is an error naming the difference, with the runs called by `names` (`a`'s, then `b`'s).
+    """Run `a` minus run `b` on the same units: the difference of the two statistics, with an
+    interval and a two-sided p-value from one procedure, so that the interval excludes 0 exactly
+    when p < 1 - confidence (`method` names it, `UnitTable.paired_method`): for proportions, Tango's
+    score interval with continuity correction and its test (McNemar's with continuity correction at
+    0), on counts divided by the design effect when units are clusters of answers; for units crossed
+    with random replicates (CAMeL), a t interval from the variance components of the differences;
+    otherwise the sign-flip permutation test of the units' paired differences, inverted under a
+    shift for the interval. Each holds its size under exchangeable nulls (docs/results.md). Runs on
+    different units cannot be paired: that is an error naming the difference, with the runs called
+    by `names` (`a`'s, then `b`'s).
     """
     if a.metric != b.metric:
         raise MetricInputError(
@@ -677,8 +711,9 @@ def _paired_crossed(
     value: float,
     confidence: float,
 ) -> dict[str, Any]:
-    """The t interval and test of a paired difference over units crossed with random replicates (CAMeL), from the
-    variance components of the differences; none where they do not vary within any group.
+    """The t interval and test of a paired difference over units crossed with random replicates
+    (CAMeL), from the variance components of the differences; none where they do not vary within any
+    group.
     """
     spread = crossed_design(table, differences, groups)
     if _no_spread(spread.stderr, value, table.scale):
@@ -697,11 +732,12 @@ def _tango(
     value: float,
     confidence: float,
 ) -> dict[str, Any]:
-    """Tango's score interval with continuity correction and its test, for proportions (0 or `scale` per answer),
-    around `value`, the difference of the two statistics. Answers clustered in units (a fact in two languages, a
-    proverb under three demonstration sets) count once per design effect (Rao & Scott 1992): the units' variance of
-    the difference over the variance of as many independent answers, between 1 and the answers per unit, and the
-    answers per unit when it cannot be estimated (every pair agrees), as if a unit's answers always agreed.
+    """Tango's score interval with continuity correction and its test, for proportions (0 or `scale`
+    per answer), around `value`, the difference of the two statistics. Answers clustered in units (a
+    fact in two languages, a proverb under three demonstration sets) count once per design effect
+    (Rao & Scott 1992): the units' variance of the difference over the variance of as many
+    independent answers, between 1 and the answers per unit, and the answers per unit when it cannot
+    be estimated (every pair agrees), as if a unit's answers always agreed.
     """
     scale = float(table.scale or 1.0)
     paired = np.isfinite(a[rows]) & np.isfinite(b[rows])
@@ -740,10 +776,11 @@ def _sign_flip(
     value: float,
     confidence: float,
 ) -> dict[str, Any]:
-    """The sign-flip test of the units' paired differences (`sign_flip_parts`) and, as interval, the shifts it does
-    not reject; none when so few units cannot reject any shift (5 units: the smallest p is 2 / 32). When every unit
-    differs by the same amount there is no spread to estimate an interval from, and the test's p is exact: 2 of the
-    2^n sign patterns are as extreme (1 when the runs agree).
+    """The sign-flip test of the units' paired differences (`sign_flip_parts`) and, as interval, the
+    shifts it does not reject; none when so few units cannot reject any shift (5 units: the smallest
+    p is 2 / 32). When every unit differs by the same amount there is no spread to estimate an
+    interval from, and the test's p is exact: 2 of the 2^n sign patterns are as extreme (1 when the
+    runs agree).
     """
     part, weight = sign_flip_parts(table, a, b, groups)
     if np.allclose(
@@ -776,9 +813,10 @@ def _sign_flip(
 def sign_flip_parts(
     table: UnitTable, a: np.ndarray, b: np.ndarray, groups: Sequence[np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each unit's part of the paired difference of `a` and `b` (values aligned with `table`'s rows) and its weight:
-    the group's weight times (the group's difference + the unit's linearised contribution) over the group's units,
-    so that the parts sum to the difference and the weights to 1 (what `sign_flip_test` flips).
+    """Each unit's part of the paired difference of `a` and `b` (values aligned with `table`'s rows)
+    and its weight: the group's weight times (the group's difference + the unit's linearised
+    contribution) over the group's units, so that the parts sum to the difference and the weights to
+    1 (what `sign_flip_test` flips).
     """
     parts, weights = [], []
     for rows in groups:

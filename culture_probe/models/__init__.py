@@ -1,4 +1,6 @@
-"""Model helpers: tiny random-weight models of real architectures for tests, demos and benchmarks."""
+"""Model helpers: tiny random-weight models of real architectures for tests, demos and
+benchmarks.
+"""
 
 from __future__ import annotations
 

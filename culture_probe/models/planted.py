@@ -1,13 +1,15 @@
-"""Planted-knowledge models: tiny LMs trained for seconds on a list of facts, to self-test a probing setup.
+"""Planted-knowledge models: tiny LMs trained for seconds on a list of facts, to self-test a probing
+setup.
 
-A probe that ranks the gold answer first for facts a model was trained on, and does no better than chance on facts
-it never saw, demonstrably finds knowledge that is there and does not invent knowledge that is not. Real
-checkpoints cannot be downloaded here, so these models are also the offline stand-in behind `planted:<config>`.
+A probe that ranks the gold answer first for facts a model was trained on, and does no better than
+chance on facts it never saw, demonstrably finds knowledge that is there and does not invent
+knowledge that is not. Real checkpoints cannot be downloaded here, so these models are also the
+offline stand-in behind `planted:<config>`.
 
-A `PlantedSpec` says what to memorise (`PlantedFact`s, each shaped like a `ScoreRequest` slot plus its answer) and
-how (architecture, tokenizer, sizes, steps, seed). `train_planted(spec)` trains once and saves the model and its
-tokenizer under a directory named by the spec's hash, loadable by `Scorer.from_pretrained`; later calls with an
-equal spec reuse it.
+A `PlantedSpec` says what to memorise (`PlantedFact`s, each shaped like a `ScoreRequest` slot plus
+its answer) and how (architecture, tokenizer, sizes, steps, seed). `train_planted(spec)` trains once
+and saves the model and its tokenizer under a directory named by the spec's hash, loadable by
+`Scorer.from_pretrained`; later calls with an equal spec reuse it.
 """
 
 from __future__ import annotations
@@ -31,20 +33,22 @@ from culture_probe.engine.types import ScoreRequest
 from culture_probe.errors import EmptyCandidateError, UnknownNameError, UnsupportedModelError
 from culture_probe.models.tiny import ARCH_KIND, Arch, TokenizerKind, tiny_model, train_tokenizer
 
-# Bump when training changes in a way that changes the weights, so stale cached models are not reused.
+# Bump when training changes in a way that changes the weights, so stale cached models are not
+# reused.
 FORMAT_VERSION = 2  # 2: trained in float64
 TOKENIZER_KINDS = ("bpe", "wordpiece", "metaspace")
 PLANTABLE_ARCHS = tuple(arch for arch, kind in ARCH_KIND.items() if kind in ("causal", "masked"))
 SPEC_FILE = "planted.json"
-# A minimal chat format for planted models: the question as the user turn, the answer right after "A:".
+# A minimal chat format for planted models: the question as the user turn, the answer right after
+# "A:".
 CHAT_TEMPLATE = (
     "{% for message in messages %}Q: {{ message['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}A:{% endif %}"
 )
 EOS = "<|endoftext|>"  # the GPT-2 style byte-level BPE tokenizer's end of text (planted models use it)
-# a hang guard, not a budget: a built-in planted model converges in under 40 s on an idle 2-core machine and takes
-# several times that under load (179 steps in 100 s at load 8), where a tighter cap made notebooks' outputs depend
-# on how busy the machine was
+# a hang guard, not a budget: a built-in planted model converges in under 40 s on an idle 2-core
+# machine and takes several times that under load (179 steps in 100 s at load 8), where a tighter
+# cap made notebooks' outputs depend on how busy the machine was
 MAX_SECONDS = 900.0
 ARCH_NAMES = {
     "gpt2": "GPT-2",
@@ -53,7 +57,9 @@ ARCH_NAMES = {
 
 
 def chat_prompt(question: str) -> str:
-    """`question` rendered with `CHAT_TEMPLATE` and a generation prompt (what the engine feeds the model)."""
+    """`question` rendered with `CHAT_TEMPLATE` and a generation prompt (what the engine feeds the
+    model).
+    """
     return f"Q: {question}\nA:"
 
 
@@ -66,9 +72,11 @@ def benchmark_rows(config: str, data_dir: str | os.PathLike | None = None) -> li
 
 @dataclass(frozen=True)
 class PlantedFact:
-    """One statement to memorise: `left + sep + answer + right`, the way a `ScoreRequest` slot is filled.
+    """One statement to memorise: `left + sep + answer + right`, the way a `ScoreRequest` slot is
+    filled.
 
-    `sep=None` follows the engine's rule (a space unless `left` ends in whitespace or its script has no spaces).
+    `sep=None` follows the engine's rule (a space unless `left` ends in whitespace or its script has
+    no spaces).
     """
 
     left: str
@@ -102,15 +110,16 @@ class PlantedFact:
 class PlantedSpec:
     """What a planted model memorises and how it is trained; equal specs give the same cached model.
 
-    `probe_texts` are extra texts the tokenizer is trained on (every prompt and candidate that will be probed), so
-    that facts the model never saw still tokenize into known pieces. Training stops once the mean loss on answer
-    tokens over one pass drops below `target_loss`, after `steps` optimiser steps, or after `max_seconds` (a safety
-    cap that makes the result depend on the machine, so it warns and is recorded in `planted.json`). Masked models
-    see each answer replaced by as many masks as it has tokens, plus 0 to `extra_masks` unlabelled masks after it,
-    so that the number of masks does not give the answer away. `what` says in words what was planted and the
-    pattern a probe should find (a run's config.json and report show it); `items` names the benchmark items planted,
-    so that a limited run draws some of them and its report splits planted from not planted. Neither changes a
-    weight, so neither is part of the cache key.
+    `probe_texts` are extra texts the tokenizer is trained on (every prompt and candidate that will
+    be probed), so that facts the model never saw still tokenize into known pieces. Training stops
+    once the mean loss on answer tokens over one pass drops below `target_loss`, after `steps`
+    optimiser steps, or after `max_seconds` (a safety cap that makes the result depend on the
+    machine, so it warns and is recorded in `planted.json`). Masked models see each answer replaced
+    by as many masks as it has tokens, plus 0 to `extra_masks` unlabelled masks after it, so that
+    the number of masks does not give the answer away. `what` says in words what was planted and the
+    pattern a probe should find (a run's config.json and report show it); `items` names the
+    benchmark items planted, so that a limited run draws some of them and its report splits planted
+    from not planted. Neither changes a weight, so neither is part of the cache key.
     """
 
     facts: tuple[PlantedFact, ...]
@@ -170,7 +179,9 @@ class PlantedSpec:
 
     @property
     def kind(self) -> Literal["causal", "masked"]:
-        """The model kind: causal ones learn whole sentences, masked ones learn to fill the answer's masks."""
+        """The model kind: causal ones learn whole sentences, masked ones learn to fill the answer's
+        masks.
+        """
         return ARCH_KIND[self.arch]  # type: ignore[return-value]
 
     def key(self) -> str:
@@ -205,8 +216,8 @@ def chat_gpt2_spec(
     batch_size: int = 32,
     items: tuple[str, ...] = (),
 ) -> PlantedSpec:
-    """The tiny GPT-2 (byte-level BPE, 2 layers of 64) that the generative benchmarks' planted models share: MAPS'
-    and X-FaKT's, trained to a loss of 0.05 in at most 800 steps.
+    """The tiny GPT-2 (byte-level BPE, 2 layers of 64) that the generative benchmarks' planted
+    models share: MAPS' and X-FaKT's, trained to a loss of 0.05 in at most 800 steps.
     """
     return PlantedSpec(
         tuple(facts),
@@ -238,7 +249,9 @@ class TrainingRecord:
 
 
 def probe_texts_of(requests: Iterable[ScoreRequest]) -> tuple[str, ...]:
-    """Every text a set of probe requests will feed the tokenizer: contexts and candidates, without repeats."""
+    """Every text a set of probe requests will feed the tokenizer: contexts and candidates, without
+    repeats.
+    """
     texts: dict[str, None] = {}
     for request in requests:
         texts.update(dict.fromkeys((request.left, request.right, *request.candidates)))
@@ -254,8 +267,9 @@ def default_cache_dir() -> Path:
 def train_planted(spec: PlantedSpec, out_dir: str | os.PathLike | None = None) -> Path:
     """The directory of the model `spec` describes, trained now unless `out_dir` already holds it.
 
-    The directory (`out_dir/<arch>-<hash>`) holds the weights, the tokenizer and `planted.json` (the spec and the
-    training record). It appears atomically, so concurrent callers see either nothing or a complete model.
+    The directory (`out_dir/<arch>-<hash>`) holds the weights, the tokenizer and `planted.json` (the
+    spec and the training record). It appears atomically, so concurrent callers see either nothing
+    or a complete model.
     """
     root = Path(out_dir) if out_dir is not None else default_cache_dir()
     target = root / f"{spec.arch}-{spec.key()[:16]}"
@@ -278,13 +292,17 @@ def train_planted(spec: PlantedSpec, out_dir: str | os.PathLike | None = None) -
 
 
 def read_record(path: str | os.PathLike) -> TrainingRecord:
-    """The training record saved with a planted model (steps, final answer loss, whether it converged)."""
+    """The training record saved with a planted model (steps, final answer loss, whether it
+    converged).
+    """
     meta = json.loads((Path(path) / SPEC_FILE).read_text(encoding="utf-8"))
     return TrainingRecord(**meta["training"])
 
 
 def _publish(staging: Path, target: Path) -> None:
-    """Move a finished model into place; if another process got there first, keep theirs (same spec)."""
+    """Move a finished model into place; if another process got there first, keep theirs (same
+    spec).
+    """
     try:
         staging.rename(target)
     except OSError:
@@ -293,9 +311,10 @@ def _publish(staging: Path, target: Path) -> None:
 
 
 def _encode(fact: PlantedFact, encoder: Encoder) -> tuple[list[int], list[int]]:
-    """Token ids of a fact's sentence and the positions of its answer, encoded exactly as the engine encodes
-    the fact's probe (context, answer, right-hand text, closing special tokens), so training and probing agree
-    on where the answer's tokens are even when a tokenizer would merge them with the text after them.
+    """Token ids of a fact's sentence and the positions of its answer, encoded exactly as the engine
+    encodes the fact's probe (context, answer, right-hand text, closing special tokens), so training
+    and probing agree on where the answer's tokens are even when a tokenizer would merge them with
+    the text after them.
     """
     encoded = encoder.encode(fact.request(), with_right=True)
     start, answer = len(encoded.context), encoded.candidates[0]
@@ -304,10 +323,12 @@ def _encode(fact: PlantedFact, encoder: Encoder) -> tuple[list[int], list[int]]:
 
 
 def _batch(rows: Sequence[tuple[list[int], list[int]]], tokenizer, kind: str) -> dict[str, Any]:
-    """Padded inputs plus `weights` marking the tokens to learn and `answer` marking the answer's tokens.
+    """Padded inputs plus `weights` marking the tokens to learn and `answer` marking the answer's
+    tokens.
 
-    Causal models learn whole sentences (`weights` on every real token); masked ones see the answer replaced by
-    as many masks as it has tokens (what typed querying feeds them) and learn only those positions.
+    Causal models learn whole sentences (`weights` on every real token); masked ones see the answer
+    replaced by as many masks as it has tokens (what typed querying feeds them) and learn only those
+    positions.
     """
     import torch
 
@@ -339,9 +360,10 @@ def _with_extra_masks(
 ) -> tuple[list[int], list[int]]:
     """The row with `n` unlabelled masks after its answer.
 
-    Trained only on exact-length masks, a masked model learns that the number of masks names the answer (if the
-    only two-token answer is "United States", two masks mean "United States" whatever the question), and typed
-    querying then ranks that answer first everywhere. Extra masks with no target hide the answer's length.
+    Trained only on exact-length masks, a masked model learns that the number of masks names the
+    answer (if the only two-token answer is "United States", two masks mean "United States" whatever
+    the question), and typed querying then ranks that answer first everywhere. Extra masks with no
+    target hide the answer's length.
     """
     ids, positions = row
     end = positions[-1] + 1
@@ -349,8 +371,8 @@ def _with_extra_masks(
 
 
 def _token_losses(model, batch: dict[str, Any], kind: str):
-    """Cross-entropy of each target token (in the model's float64), aligned so that position i scores
-    `targets[i]`.
+    """Cross-entropy of each target token (in the model's float64), aligned so that position i
+    scores `targets[i]`.
     """
     import torch
 
@@ -367,17 +389,18 @@ def _token_losses(model, batch: dict[str, Any], kind: str):
 def _train(spec: PlantedSpec):
     """Train a fresh tiny model on `spec.facts`.
 
-    Deterministic given the spec and the library versions, except that the `tokenizers` WordPiece trainer breaks
-    ties in hash-map order (huggingface/tokenizers#1794), so a WordPiece vocabulary can differ between processes.
-    Trained in float64 and returned in float32: in float32 the weights depended on the CPU's math-library code path
-    (the DLAMA spec's weights summed to 68.8 on MKL's AVX2 path and 72.0 on its compatible one, and a notebook's
-    P@1 moved with them); in float64 the paths agree to 1e-6, below what float32 keeps.
+    Deterministic given the spec and the library versions, except that the `tokenizers` WordPiece
+    trainer breaks ties in hash-map order (huggingface/tokenizers#1794), so a WordPiece vocabulary
+    can differ between processes. Trained in float64 and returned in float32: in float32 the weights
+    depended on the CPU's math-library code path (the DLAMA spec's weights summed to 68.8 on MKL's
+    AVX2 path and 72.0 on its compatible one, and a notebook's P@1 moved with them); in float64 the
+    paths agree to 1e-6, below what float32 keeps.
     """
     import torch
 
     threads = torch.get_num_threads()
-    # One thread: tiny models gain nothing from more, a busy machine loses a lot to oversubscribed threads, and
-    # the weights no longer depend on how many cores the machine has.
+    # One thread: tiny models gain nothing from more, a busy machine loses a lot to oversubscribed
+    # threads, and the weights no longer depend on how many cores the machine has.
     torch.set_num_threads(1)
     try:
         return _train_single_threaded(spec)
@@ -386,7 +409,9 @@ def _train(spec: PlantedSpec):
 
 
 def planted_tokenizer(spec: PlantedSpec):
-    """The tokenizer `spec`'s model is trained with (deterministic for a spec): built from its facts and probes."""
+    """The tokenizer `spec`'s model is trained with (deterministic for a spec): built from its facts
+    and probes.
+    """
     texts = [fact.text for fact in spec.facts] + list(spec.probe_texts)
     return train_tokenizer(texts, spec.tokenizer, vocab_size=spec.vocab_size, model_kind=spec.kind)
 

@@ -1,13 +1,14 @@
 """Planted models: `--model planted:<config>` trains a tiny LM on part of that benchmark's own data.
 
-Each benchmark plants knowledge that its protocol should find, so a run on the planted model is a self-test of
-the probing setup (and an offline stand-in for a real checkpoint). What each plants is its own folder's
-(`culture_probe/benchmarks/<benchmark>/planted.py`, a `build(config, data_dir, options)`), and the kind of model
-it trains is in its declaration (known without training it).
+Each benchmark plants knowledge that its protocol should find, so a run on the planted model is a
+self-test of the probing setup (and an offline stand-in for a real checkpoint). What each plants is
+its own folder's (`culture_probe/benchmarks/<benchmark>/planted.py`, a `build(config, data_dir,
+options)`), and the kind of model it trains is in its declaration (known without training it).
 
-Each spec says in words what it planted and the pattern to expect (`PlantedSpec.what`): a run's config.json
-(`model.planted`) and report show it. Training is `culture_probe.models.planted.train_planted` (cached by the hash
-of everything that changes the weights, capped at `max_seconds`).
+Each spec says in words what it planted and the pattern to expect (`PlantedSpec.what`): a run's
+config.json (`model.planted`) and report show it. Training is
+`culture_probe.models.planted.train_planted` (cached by the hash of everything that changes the
+weights, capped at `max_seconds`).
 """
 
 from __future__ import annotations
@@ -62,10 +63,12 @@ def _declaration(config: str) -> Declaration:
 def planted_spec(
     config: str, *, data_dir: str | os.PathLike | None = None, **options: Any
 ) -> PlantedSpec:
-    """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g. culture=).
+    """The `PlantedSpec` behind `planted:<config>`; `options` go to the benchmark's builder (e.g.
+    culture=).
 
-    Built once per process for the same arguments and mirror (the rows it plants are read from either): a run asks
-    for it to train (or find) the model and again for what it planted (config.json's `model.planted`).
+    Built once per process for the same arguments and mirror (the rows it plants are read from
+    either): a run asks for it to train (or find) the model and again for what it planted
+    (config.json's `model.planted`).
     """
     folder = None if data_dir is None else os.fspath(data_dir)
     return _built_spec(config, folder, tuple(sorted(options.items())), mirror_root())
@@ -87,7 +90,8 @@ def planted_model_dir(
     data_dir: str | os.PathLike | None = None,
     **options: Any,
 ) -> Path:
-    """The directory of the planted model of `config`, trained now (at most about two minutes) or cached.
+    """The directory of the planted model of `config`, trained now (at most about two minutes) or
+    cached.
 
     The model carries a minimal chat template, so `Scorer.generate(..., chat=True)` works on it.
     """
@@ -97,8 +101,9 @@ def planted_model_dir(
 
 
 def planted_parts(config: str, *, data_dir: str | os.PathLike | None = None) -> tuple[Any, Any]:
-    """The tokenizer (with its chat template) and the transformers config of `planted:<config>`, built from its spec
-    without training or reading the model: what a run checks and a dry run shows before any weights exist.
+    """The tokenizer (with its chat template) and the transformers config of `planted:<config>`,
+    built from its spec without training or reading the model: what a run checks and a dry run shows
+    before any weights exist.
     """
     from culture_probe.models.planted import planted_tokenizer
     from culture_probe.models.tiny import tiny_config
@@ -119,8 +124,9 @@ def _ensure_chat_template(path: Path) -> None:
 
 
 class PlantedModels:
-    """The `planted:<config>` models as an engine `ModelSource`: the run layer hands `PLANTED_SOURCES` to the engine
-    in its load options, so that the engine, which knows no benchmark, never imports this module.
+    """The `planted:<config>` models as an engine `ModelSource`: the run layer hands
+    `PLANTED_SOURCES` to the engine in its load options, so that the engine, which knows no
+    benchmark, never imports this module.
     """
 
     def model_dir(self, name: str, data_dir: str | os.PathLike | None) -> str:

@@ -1,6 +1,6 @@
-"""What DLAMA's and FmLAMA's planted models share (both are ranking protocols): a tiny BERT (the papers' kind of
-model) trained on the protocol's own probes of one group's items, one fact per gold answer; those items should be
-ranked right, the others at chance.
+"""What DLAMA's and FmLAMA's planted models share (both are ranking protocols): a tiny BERT (the
+papers' kind of model) trained on the protocol's own probes of one group's items, one fact per gold
+answer; those items should be ranked right, the others at chance.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ def ranking_spec(
     seed: int = 0,
     data_dir: str | os.PathLike | None = None,
 ) -> PlantedSpec:
-    """A tiny BERT (the papers' kind of model) trained on the protocol's own probes of one group's items.
+    """A tiny BERT (the papers' kind of model) trained on the protocol's own probes of one group's
+    items.
 
-    Every probe of an item whose `group_key` (DLAMA: culture; FmLAMA: country group) is `planted` becomes facts,
-    one per gold answer, up to `max_facts` in probe order; the tokenizer covers every probe's context and
-    candidates. `what` names the items planted (how many, in which of the other strata) and `metric`'s pattern.
+    Every probe of an item whose `group_key` (DLAMA: culture; FmLAMA: country group) is `planted`
+    becomes facts, one per gold answer, up to `max_facts` in probe order; the tokenizer covers every
+    probe's context and candidates. `what` names the items planted (how many, in which of the other
+    strata) and `metric`'s pattern.
     """
     from culture_probe.loading import load_task
     from culture_probe.tasks import ScoreProbe

@@ -1,8 +1,9 @@
 """Tiny models of real architectures, with random weights and tokenizers trained on the fly.
 
-No weights can be downloaded here, so tests, demos and benchmarks build what they need: a tokenizer of one of the
-three families real checkpoints use (byte-level BPE like GPT-2/RoBERTa, WordPiece like BERT, SentencePiece-style
-Metaspace like Llama/T5/XLM-R) and a model of a real architecture whose config agrees with it.
+No weights can be downloaded here, so tests, demos and benchmarks build what they need: a tokenizer
+of one of the three families real checkpoints use (byte-level BPE like GPT-2/RoBERTa, WordPiece like
+BERT, SentencePiece-style Metaspace like Llama/T5/XLM-R) and a model of a real architecture whose
+config agrees with it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ ARCH_KIND: dict[str, ModelKind] = {
 def _special_names(
     kind: TokenizerKind, model_kind: ModelKind
 ) -> tuple[dict[str, str], list[str], str | None]:
-    """Role -> token, every special token in id order, and the post-processor template (None: add nothing)."""
+    """Role -> token, every special token in id order, and the post-processor template (None: add
+    nothing).
+    """
     roles, template = _ROLES[model_kind]
     # GPT-2: one <|endoftext|> for bos/eos/unk, nothing added
     if kind == "bpe" and model_kind == "causal":
@@ -89,11 +92,13 @@ def _backend(
         # `tokenizers`' WordPieceTrainer is not reproducible across processes: see _wordpiece_vocab
         trainer = None
     elif kind == "metaspace":
-        # Llama's SentencePiece model is a BPE over "▁"-marked text (Unigram degenerates on tiny corpora).
+        # Llama's SentencePiece model is a BPE over "▁"-marked text (Unigram degenerates on tiny
+        # corpora).
         tok = Tokenizer(models.BPE(unk_token=names["unk"]))
         tok.normalizer = normalizers.NFKC()
         metaspace = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
-        # Llama keeps every space; T5/XLM-R split on whitespace first, so "a <extra_id_1>" has no lone "▁".
+        # Llama keeps every space; T5/XLM-R split on whitespace first, so "a <extra_id_1>" has no
+        # lone "▁".
         tok.pre_tokenizer = (
             metaspace
             if causal
@@ -109,12 +114,13 @@ def _backend(
 
 
 def _wordpiece_vocab(tok, texts: list[str], specials: list[str], vocab_size: int) -> dict[str, int]:
-    """WordPiece vocabulary learnt as `tokenizers`' WordPieceTrainer does (BPE merges with a "##" continuation
-    prefix), but with ties broken by the pair itself rather than by hash order.
+    """WordPiece vocabulary learnt as `tokenizers`' WordPieceTrainer does (BPE merges with a "##"
+    continuation prefix), but with ties broken by the pair itself rather than by hash order.
 
-    The library's trainer gives "##" pieces ids in hash-map order, which breaks merge-count ties differently in
-    every process (huggingface/tokenizers#1794): the same corpus gave different vocabularies, hence different
-    planted models and result-cache identities. Merges: most frequent pair first, ties by the smaller pair.
+    The library's trainer gives "##" pieces ids in hash-map order, which breaks merge-count ties
+    differently in every process (huggingface/tokenizers#1794): the same corpus gave different
+    vocabularies, hence different planted models and result-cache identities. Merges: most frequent
+    pair first, ties by the smaller pair.
     """
     counts: Counter[str] = Counter()
     for text in texts:
@@ -188,12 +194,13 @@ def train_tokenizer(
     vocab_size: int = 600,
     model_kind: ModelKind = "causal",
 ):
-    """Train a tokenizer of family `kind` on `texts`, with the special tokens a `model_kind` model needs.
+    """Train a tokenizer of family `kind` on `texts`, with the special tokens a `model_kind` model
+    needs.
 
-    bpe+causal is GPT-2 style (nothing added around a sequence); other causal ones add BOS (Llama style); masked
-    ones add BOS/EOS ([CLS]/[SEP] for WordPiece) and have a mask token; seq2seq ones append EOS and have T5
-    sentinels `<extra_id_0..9>`. Every tokenizer has a pad token. Returns a `PreTrainedTokenizerFast`, the same in
-    every process for the same arguments.
+    bpe+causal is GPT-2 style (nothing added around a sequence); other causal ones add BOS (Llama
+    style); masked ones add BOS/EOS ([CLS]/[SEP] for WordPiece) and have a mask token; seq2seq ones
+    append EOS and have T5 sentinels `<extra_id_0..9>`. Every tokenizer has a pad token. Returns a
+    `PreTrainedTokenizerFast`, the same in every process for the same arguments.
     """
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
@@ -229,8 +236,8 @@ def train_tokenizer(
 
 
 def tiny_config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, positions: int = 512):
-    """A transformers config of `arch` sized as asked (`positions`: the decoders' position count), with vocab and
-    special ids taken from `tokenizer`.
+    """A transformers config of `arch` sized as asked (`positions`: the decoders' position count),
+    with vocab and special ids taken from `tokenizer`.
     """
     import transformers as tf
 
@@ -284,7 +291,8 @@ def tiny_config(arch: Arch, tokenizer, layers: int, hidden: int, heads: int, pos
             num_layers=layers,
             num_decoder_layers=layers,
             num_heads=heads,
-            # PreTrainedConfig takes extra kwargs at runtime (strict(accept_kwargs=True)); its typed __init__ does not
+            # PreTrainedConfig takes extra kwargs at runtime (strict(accept_kwargs=True)); its typed
+            # __init__ does not
             decoder_start_token_id=tokenizer.pad_token_id,  # type: ignore[call-arg]
             **ids,
         )
@@ -301,7 +309,9 @@ def tiny_model(
     seed: int = 0,
     positions: int = 512,
 ):
-    """A randomly initialised model of architecture `arch` (eval mode), consistent with `tokenizer`."""
+    """A randomly initialised model of architecture `arch` (eval mode), consistent with
+    `tokenizer`.
+    """
     import torch
     import transformers as tf
 
@@ -319,7 +329,9 @@ def tiny_model(
 
 
 def save_tiny(path: str | Path, arch: Arch, tokenizer, *, seed: int = 0, **size: int) -> Path:
-    """Save a tiny model and its tokenizer to `path`, loadable offline by `Scorer.from_pretrained(path)`."""
+    """Save a tiny model and its tokenizer to `path`, loadable offline by
+    `Scorer.from_pretrained(path)`.
+    """
     path = Path(path)
     tiny_model(arch, tokenizer, seed=seed, **size).save_pretrained(path)
     tokenizer.save_pretrained(path)

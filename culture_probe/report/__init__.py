@@ -1,5 +1,5 @@
-"""Reports of runs, built from the run directory alone: `culture-probe report RUN_DIR` (report.md + PNG plots)
-and `culture-probe compare DIR...`.
+"""Reports of runs, built from the run directory alone: `culture-probe report RUN_DIR` (report.md +
+PNG plots) and `culture-probe compare DIR...`.
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ def write_report(
     metrics: Metrics,
     status: str | None = None,
 ) -> Path:
-    """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path. `config` is the run's
-    config.json as a `RunRecord` (`RunResult.config`, or `RunRecord.from_json`); `status` marks an interrupted
-    run (`INCOMPLETE k/N`).
+    """Write `report.md` and `plots/` (PNG and PDF) into `run_dir`; returns the report's path.
+    `config` is the run's config.json as a `RunRecord` (`RunResult.config`, or
+    `RunRecord.from_json`); `status` marks an interrupted run (`INCOMPLETE k/N`).
     """
     run_dir = Path(run_dir)
     path = run_dir / rundir.REPORT_FILE
@@ -85,8 +85,9 @@ def write_report(
 def report_sections(
     config: RunRecord, records: Sequence[Record], metrics: Metrics
 ) -> list[Section]:
-    """The run's sections; when the benchmark's views fail, one warning naming the error and a report of the
-    headline numbers alone (metrics.json is already written: the run is never lost to its report).
+    """The run's sections; when the benchmark's views fail, one warning naming the error and a
+    report of the headline numbers alone (metrics.json is already written: the run is never lost to
+    its report).
     """
     try:
         return sections_for(config, records, metrics, more=consistency_sections(metrics))
@@ -103,17 +104,17 @@ def report_sections(
 
 @checked()
 def load_run(run_dir: str | Path) -> tuple[RunRecord, list[Record], Metrics]:
-    """(config, records, metrics) of a run directory, as `run` returns them (config.json as a `RunRecord`:
-    `to_json()` is the document); metrics are recomputed from the records when metrics.json is missing (an
-    interrupted run reports what it has).
+    """(config, records, metrics) of a run directory, as `run` returns them (config.json as a
+    `RunRecord`: `to_json()` is the document); metrics are recomputed from the records when
+    metrics.json is missing (an interrupted run reports what it has).
     """
     run = rundir.read_run(run_dir)
     return run.record, run.records, metrics_of(run)
 
 
 def metrics_of(run: rundir.Run) -> Metrics:
-    """A run's metrics.json, or its metrics recomputed from its records when the run did not finish (checked as
-    metrics.json is).
+    """A run's metrics.json, or its metrics recomputed from its records when the run did not finish
+    (checked as metrics.json is).
     """
     if run.metrics is not None:
         return run.metrics
@@ -121,9 +122,10 @@ def metrics_of(run: rundir.Run) -> Metrics:
 
 
 def headline(config: RunRecord, metrics: Metrics, status: str | None = None) -> str:
-    """A few lines for the terminal: the run, each overall number with its 95% interval (or why none), n and chance
-    level, rounded as report.md rounds them, and what was left out; `status` (`INCOMPLETE k/N`) marks a run that
-    did not finish on its first line, so its numbers never read as a finished run's.
+    """A few lines for the terminal: the run, each overall number with its 95% interval (or why
+    none), n and chance level, rounded as report.md rounds them, and what was left out; `status`
+    (`INCOMPLETE k/N`) marks a run that did not finish on its first line, so its numbers never read
+    as a finished run's.
     """
     results = ResultsTable.of(metrics)
     scales, chance = scales_of(config.config), results.chance
@@ -149,8 +151,8 @@ def headline(config: RunRecord, metrics: Metrics, status: str | None = None) -> 
 
 
 def main(args: Any) -> int:
-    """`culture-probe report DIR`: (re)write report.md and plots from a run's files; for a suite folder, every
-    run's report and the suite's summary.
+    """`culture-probe report DIR`: (re)write report.md and plots from a run's files; for a suite
+    folder, every run's report and the suite's summary.
     """
     folder = Path(args.run_dir)
     if is_suite(folder):
@@ -167,8 +169,8 @@ def main(args: Any) -> int:
 
 
 def rerender_run(run_dir: Path) -> tuple[Path, SuiteRun]:
-    """report.md and plots of one run directory from its files (an interrupted run is marked INCOMPLETE); returns
-    the report's path and the run's config and metrics.
+    """report.md and plots of one run directory from its files (an interrupted run is marked
+    INCOMPLETE); returns the report's path and the run's config and metrics.
     """
     run = rundir.read_run(run_dir)
     metrics, status = metrics_of(run), rundir.progress(run)
@@ -184,8 +186,8 @@ def is_suite(folder: Path) -> bool:
 
 
 def rerender_suite(folder: Path) -> list[Path]:
-    """Every run's report in a suite folder (in suite.json's order, then any run it does not list yet, such as
-    one interrupted), and the summary rebuilt from their files.
+    """Every run's report in a suite folder (in suite.json's order, then any run it does not list
+    yet, such as one interrupted), and the summary rebuilt from their files.
     """
     stored = read_summary(folder)
     rendered = {
@@ -200,8 +202,8 @@ def rerender_suite(folder: Path) -> list[Path]:
 
 
 def suite_runs(folder: Path) -> dict[str, SuiteRun]:
-    """The runs a suite folder holds (suite.json's order, then the others), read from their files; a run
-    directory without an answered probe holds none yet.
+    """The runs a suite folder holds (suite.json's order, then the others), read from their files; a
+    run directory without an answered probe holds none yet.
     """
     runs = [
         rundir.read_run(folder / name)
@@ -215,8 +217,9 @@ def suite_runs(folder: Path) -> dict[str, SuiteRun]:
 
 
 def consistency_main(args: Any) -> int:
-    """`culture-probe consistency RUN_A RUN_B`: two runs of one model in two languages, paired fact by fact (stdout;
-    with --out, consistency.md with its heatmap and consistency.json in that folder).
+    """`culture-probe consistency RUN_A RUN_B`: two runs of one model in two languages, paired fact
+    by fact (stdout; with --out, consistency.md with its heatmap and consistency.json in that
+    folder).
     """
     if args.out is not None:
         # a folder it may not write is refused before the runs are read
@@ -230,9 +233,10 @@ def consistency_main(args: Any) -> int:
 
 
 def compare_main(args: Any) -> int:
-    """`culture-probe compare RUN_A RUN_B ...`: the runs' numbers lined up, paired differences of runs on the same
-    items (stdout; with --out, compare.md, compare.json and the plot in that folder); `compare SUITE_A SUITE_B ...`:
-    the suites paired config by config, in one report with one Holm family.
+    """`culture-probe compare RUN_A RUN_B ...`: the runs' numbers lined up, paired differences of
+    runs on the same items (stdout; with --out, compare.md, compare.json and the plot in that
+    folder); `compare SUITE_A SUITE_B ...`: the suites paired config by config, in one report with
+    one Holm family.
     """
     if args.out is not None:
         # a folder it may not write is refused before the runs are read

@@ -1,23 +1,25 @@
-"""`culture-probe compare RUN_A RUN_B ...`: the same metrics of several runs lined up (value and interval), and, for
-runs of one config on the same items, paired differences against the first run over the benchmark's unit, each
-with an interval and a p-value from one procedure (named in the output), so that "p > 0.05" and "the 95% interval
-excludes 0" are never printed together; with a figure (`plots.comparison_figure`): the paired differences as a
-forest plot, the headline first, or the headline numbers side by side when nothing was paired.
+"""`culture-probe compare RUN_A RUN_B ...`: the same metrics of several runs lined up (value and
+interval), and, for runs of one config on the same items, paired differences against the first run
+over the benchmark's unit, each with an interval and a p-value from one procedure (named in the
+output), so that "p > 0.05" and "the 95% interval excludes 0" are never printed together; with a
+figure (`plots.comparison_figure`): the paired differences as a forest plot, the headline first, or
+the headline numbers side by side when nothing was paired.
 
-Multiplicity: the headline metric overall is the planned comparison of each paired run and is not adjusted; every
-other row of that run (other metrics overall, the headline per stratum) belongs to one family whose p-values are
-Holm-adjusted (`p_holm`), and the table says how many tests each family holds. A stratum with one unit has no
-paired test and no row: such strata are counted in one line under the table; a stratum with exactly the units of an
-earlier row (a one-language run's `language=en` is `overall`) is that row's test again, named under the table
-rather than counted twice.
+Multiplicity: the headline metric overall is the planned comparison of each paired run and is not
+adjusted; every other row of that run (other metrics overall, the headline per stratum) belongs to
+one family whose p-values are Holm-adjusted (`p_holm`), and the table says how many tests each
+family holds. A stratum with one unit has no paired test and no row: such strata are counted in one
+line under the table; a stratum with exactly the units of an earlier row (a one-language run's
+`language=en` is `overall`) is that row's test again, named under the table rather than counted
+twice.
 
-Runs of one config on different items are not paired silently: that is an error unless the user asks for the
-unpaired table. Incomplete runs and runs of different configs are named in the notes.
+Runs of one config on different items are not paired silently: that is an error unless the user asks
+for the unpaired table. Incomplete runs and runs of different configs are named in the notes.
 
-The output reads top down: the headline comparison first (the headline metric overall of every run, each run's
-`INCOMPLETE k/N` or smoke draw beside its number, and the planned paired difference), then the notes, the numbers
-lined up (strata where every run has one unit are counted in one line, not given rows of n=1 without an interval),
-then every paired difference.
+The output reads top down: the headline comparison first (the headline metric overall of every run,
+each run's `INCOMPLETE k/N` or smoke draw beside its number, and the planned paired difference),
+then the notes, the numbers lined up (strata where every run has one unit are counted in one line,
+not given rows of n=1 without an interval), then every paired difference.
 """
 
 from __future__ import annotations
@@ -63,13 +65,17 @@ class LoadedRun:
 
     @functools.cached_property
     def results(self) -> ResultsTable:
-        """The run's results block (the one schema of every benchmark), every part present; read once."""
+        """The run's results block (the one schema of every benchmark), every part present; read
+        once.
+        """
         return ResultsTable.of(self.metrics)
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """What `compare` found: the lined-up numbers, the paired differences, and what a reader must know."""
+    """What `compare` found: the lined-up numbers, the paired differences, and what a reader must
+    know.
+    """
 
     runs: tuple[str, ...]
     table: Table
@@ -94,8 +100,8 @@ class Comparison:
         return tuple(f"{run}: {note}" for run, note in self.marks if note)
 
     def markdown(self) -> str:
-        """The comparison as markdown: the headline comparison, the notes, the table of values (strata of one unit
-        counted under it), the paired differences.
+        """The comparison as markdown: the headline comparison, the notes, the table of values
+        (strata of one unit counted under it), the paired differences.
         """
         parts = [self.headline_markdown()] if self.metric else []
         notes = [f"- **note**: {note}" for note in self.notes]
@@ -141,8 +147,8 @@ class Comparison:
         return "\n".join(parts).strip() + "\n"
 
     def headline_markdown(self) -> str:
-        """The headline comparison: each run's headline metric overall (its smoke or incomplete note beside it) and
-        its planned paired difference from the first run.
+        """The headline comparison: each run's headline metric overall (its smoke or incomplete note
+        beside it) and its planned paired difference from the first run.
         """
         scale = self.scales.get(self.metric or "")
         planned = {p["run"]: p for p in self.paired if p["planned"]}
@@ -181,7 +187,9 @@ class Comparison:
 
     @property
     def tests(self) -> dict[str, int]:
-        """{run: how many tests its family of Holm-adjusted rows holds (the planned row not counted)}."""
+        """{run: how many tests its family of Holm-adjusted rows holds (the planned row not
+        counted)}.
+        """
         out = {p["run"]: 0 for p in self.paired}
         for p in self.paired:
             out[p["run"]] += p["p_holm"] is not None
@@ -213,7 +221,9 @@ class Comparison:
 
 
 def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
-    """A run with its results block (recomputed from the records when metrics.json is missing or predates it)."""
+    """A run with its results block (recomputed from the records when metrics.json is missing or
+    predates it).
+    """
     run = rundir.read_run(run_dir)
     metrics = run.metrics
     if metrics is None or "results" not in metrics:
@@ -224,8 +234,8 @@ def load_for_comparison(run_dir: str | Path, name: str) -> LoadedRun:
 
 
 def incomplete_note(name: str, status: str) -> str:
-    """What a reader of runs paired, lined up or summarised must know of one that did not finish (`status`:
-    `INCOMPLETE k/N`).
+    """What a reader of runs paired, lined up or summarised must know of one that did not finish
+    (`status`: `INCOMPLETE k/N`).
     """
     return (
         f"{name} is {status} (no metrics.json): its numbers cover only the probes answered so far"
@@ -234,8 +244,9 @@ def incomplete_note(name: str, status: str) -> str:
 
 @checked()
 def compare_runs(run_dirs: Sequence[str | Path], *, paired: bool = True) -> Comparison:
-    """Line up the runs' results; with `paired`, runs of the first run's config are paired with it on their units
-    (an error when they probed different items). Names: folder names, or the paths when two collide.
+    """Line up the runs' results; with `paired`, runs of the first run's config are paired with it
+    on their units (an error when they probed different items). Names: folder names, or the paths
+    when two collide.
     """
     if len(run_dirs) < 2:
         raise CultureProbeError(
@@ -299,8 +310,9 @@ def comparison_of(runs: Sequence[LoadedRun], *, paired: bool = True) -> Comparis
 
 
 def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
-    """One row per (group, metric) any run reports, one column per run (named with its `INCOMPLETE k/N`): value
-    [ci_low, ci_high] (n); and the strata left out, those where every run has at most one unit (no interval).
+    """One row per (group, metric) any run reports, one column per run (named with its `INCOMPLETE
+    k/N`): value [ci_low, ci_high] (n); and the strata left out, those where every run has at most
+    one unit (no interval).
     """
     grouped = [dict(run.results.groups()) for run in runs]
     keys = {
@@ -339,14 +351,17 @@ def lined_up(runs: Sequence[LoadedRun]) -> tuple[Table, tuple[str, ...]]:
 
 
 def counted_by_stratum(groups: Sequence[str]) -> str:
-    """`language: 3, culture: 2` for groups named `language=ar`, ...: how many of them each stratum has."""
+    """`language: 3, culture: 2` for groups named `language=ar`, ...: how many of them each stratum
+    has.
+    """
     counts = Counter(group.split("=", 1)[0] for group in groups)
     return ", ".join(f"{stratum}: {k}" for stratum, k in counts.items())
 
 
 def single_text(groups: Sequence[str]) -> str:
-    """The line under the lined-up numbers that counts the strata with one unit in every run, by stratum: an
-    estimate of one unit has no interval, and rows of them bury the others (each run's metrics.json keeps them).
+    """The line under the lined-up numbers that counts the strata with one unit in every run, by
+    stratum: an estimate of one unit has no interval, and rows of them bury the others (each run's
+    metrics.json keeps them).
     """
     kinds = counted_by_stratum(groups)
     noun = "stratum with one unit is" if len(groups) == 1 else "strata with one unit each are"
@@ -358,9 +373,10 @@ def single_text(groups: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class PairedRows:
-    """One run paired with the base: its rows, the planned one (the headline metric overall) first, each other row
-    with its Holm-adjusted p-value (`p_holm`) over that family; and the strata that get no row: those of one unit
-    (no test), and those whose units are an earlier row's (the same test again, which would count twice).
+    """One run paired with the base: its rows, the planned one (the headline metric overall) first,
+    each other row with its Holm-adjusted p-value (`p_holm`) over that family; and the strata that
+    get no row: those of one unit (no test), and those whose units are an earlier row's (the same
+    test again, which would count twice).
     """
 
     rows: tuple[dict[str, Any], ...]
@@ -369,9 +385,9 @@ class PairedRows:
 
 
 def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
-    """`other` minus `base` for every metric, overall and per stratum of the headline metric (strata of one unit
-    and strata with the units of an earlier row left out and named), with `planned` (the headline metric overall,
-    not adjusted) and `p_holm` on each row.
+    """`other` minus `base` for every metric, overall and per stratum of the headline metric (strata
+    of one unit and strata with the units of an earlier row left out and named), with `planned` (the
+    headline metric overall, not adjusted) and `p_holm` on each row.
     """
     if base.config.benchmark.rows_sha256 != other.config.benchmark.rows_sha256:
         raise CultureProbeError(
@@ -439,13 +455,15 @@ def paired_rows(base: LoadedRun, other: LoadedRun) -> PairedRows:
 
 
 def holm_cell(row: Mapping[str, Any]) -> str:
-    """A paired row's Holm-adjusted p as the table shows it; the planned row says it is not adjusted."""
+    """A paired row's Holm-adjusted p as the table shows it; the planned row says it is not
+    adjusted.
+    """
     return PLANNED if row.get("planned") else format_p(row.get("p_holm"))
 
 
 def multiplicity_text(planned: str | None, tests: Mapping[str, int]) -> str:
-    """The sentence under a table of paired rows: which row was planned (the headline metric; None: no such row),
-    how many tests each run's family holds.
+    """The sentence under a table of paired rows: which row was planned (the headline metric; None:
+    no such row), how many tests each run's family holds.
     """
     counts = ", ".join(f"{run}: {k} test{'' if k == 1 else 's'}" for run, k in tests.items())
     first = (
@@ -462,8 +480,9 @@ def multiplicity_text(planned: str | None, tests: Mapping[str, int]) -> str:
 
 
 def left_out_text(one_unit: Sequence[str], repeats: Sequence[tuple[str, str]]) -> list[str]:
-    """The lines under a table of paired rows on the strata that have no row: those of one unit, counted (a paired
-    test needs two units), and those with the units of an earlier row, named with it (the same test again).
+    """The lines under a table of paired rows on the strata that have no row: those of one unit,
+    counted (a paired test needs two units), and those with the units of an earlier row, named with
+    it (the same test again).
     """
     lines = []
     if one_unit:
@@ -509,8 +528,9 @@ class ComparisonReport(Protocol):
 
 
 def write_comparison(comparison: ComparisonReport, out: str | os.PathLike) -> list[Path]:
-    """compare.md, compare.json and, for runs, the comparison plot (PNG and PDF, when matplotlib is installed) in
-    `out`, built beside it and swapped in when complete (`culture_probe.util.outfolder`); the paths written.
+    """compare.md, compare.json and, for runs, the comparison plot (PNG and PDF, when matplotlib is
+    installed) in `out`, built beside it and swapped in when complete
+    (`culture_probe.util.outfolder`); the paths written.
     """
     from culture_probe.report.plots import draw_comparison
 

@@ -1,15 +1,16 @@
-"""`culture-probe compare SUITE_A SUITE_B ...`: two models' suites (or more) compared config by config in one report,
-instead of one `compare` per config.
+"""`culture-probe compare SUITE_A SUITE_B ...`: two models' suites (or more) compared config by
+config in one report, instead of one `compare` per config.
 
-Each config that the first suite and another hold is paired as `compare RUN_A RUN_B` pairs two runs (same items,
-the first suite the base: `report.compare.comparison_of`). Multiplicity: across configs there is no single planned
-comparison, so every paired row of every config (each config's headline overall included) is one family, its
-p-values Holm-adjusted together (`p (Holm)`), and the report says how many tests it holds. A config that only one
-suite holds, that a suite skipped (with the reason it gave), or whose runs cannot be paired (different items) is
-named as left out, never dropped silently.
+Each config that the first suite and another hold is paired as `compare RUN_A RUN_B` pairs two runs
+(same items, the first suite the base: `report.compare.comparison_of`). Multiplicity: across configs
+there is no single planned comparison, so every paired row of every config (each config's headline
+overall included) is one family, its p-values Holm-adjusted together (`p (Holm)`), and the report
+says how many tests it holds. A config that only one suite holds, that a suite skipped (with the
+reason it gave), or whose runs cannot be paired (different items) is named as left out, never
+dropped silently.
 
-The report reads top down: the headline of each config (its metric overall in every suite and the paired
-difference), the notes and what was left out, then every paired row.
+The report reads top down: the headline of each config (its metric overall in every suite and the
+paired difference), the notes and what was left out, then every paired row.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from culture_probe.util.typecheck import checked
 
 @dataclass(frozen=True)
 class SuiteComparison:
-    """What `compare` found across suites: each paired config's comparison (its rows' `p_holm` adjusted over the
-    one family of every config's rows), and the configs left out, each with why.
+    """What `compare` found across suites: each paired config's comparison (its rows' `p_holm`
+    adjusted over the one family of every config's rows), and the configs left out, each with why.
     """
 
     suites: tuple[str, ...]
@@ -56,7 +57,9 @@ class SuiteComparison:
 
     @property
     def procedures(self) -> str:
-        """`metric: procedure` for each metric paired, the procedure of its intervals and p-values."""
+        """`metric: procedure` for each metric paired, the procedure of its intervals and
+        p-values.
+        """
         found = {p["metric"]: p["method"] for p in self.rows}
         return "; ".join(f"{metric}: {method}" for metric, method in found.items())
 
@@ -66,7 +69,9 @@ class SuiteComparison:
         return sum(row["p_value"] is not None for row in self.rows)
 
     def markdown(self) -> str:
-        """The headline of each config, the notes and the configs left out, then every paired row."""
+        """The headline of each config, the notes and the configs left out, then every paired
+        row.
+        """
         parts = [f"# {' vs '.join(self.suites)}, config by config", "", self.headline_markdown()]
         notes = [f"- **note** ({name}): {note}" for name, c in self.configs for note in c.notes]
         left = [f"- **left out**: {name}: {why}" for name, why in self.left_out]
@@ -84,8 +89,8 @@ class SuiteComparison:
         return "\n".join(parts).strip() + "\n"
 
     def headline_markdown(self) -> str:
-        """One row per config and suite beside the base: the headline overall in the base and in the suite, the
-        paired difference, its p and Holm-adjusted p.
+        """One row per config and suite beside the base: the headline overall in the base and in the
+        suite, the paired difference, its p and Holm-adjusted p.
         """
         rows = []
         for name, c in self.configs:
@@ -175,7 +180,9 @@ def _paired_cells(configs: Sequence[tuple[str, Comparison]]) -> list[tuple[Any, 
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite folder read for a comparison: its name, its runs by config (suite.json's order), its skips."""
+    """A suite folder read for a comparison: its name, its runs by config (suite.json's order), its
+    skips.
+    """
 
     name: str
     path: Path
@@ -194,8 +201,9 @@ class Suite:
 def compare_suites(
     suite_dirs: Sequence[str | os.PathLike], *, paired: bool = True
 ) -> SuiteComparison:
-    """Pair the suites config by config with the first (`compare_runs` per config), in one report with one Holm
-    family over every paired row; configs that cannot be paired are left out, each with why.
+    """Pair the suites config by config with the first (`compare_runs` per config), in one report
+    with one Holm family over every paired row; configs that cannot be paired are left out, each
+    with why.
     """
     paths = [Path(d) for d in suite_dirs]
     names = [p.name for p in paths]
@@ -225,7 +233,9 @@ def compare_suites(
 
 
 def _absent(config: str, suites: Sequence[Suite]) -> str:
-    """Why a config is not paired: the suites that lack it, and the reason a suite that skipped it gave."""
+    """Why a config is not paired: the suites that lack it, and the reason a suite that skipped it
+    gave.
+    """
     held = [s.name for s in suites if config in s.runs]
     why = [f"{s.name} skipped it ({s.skipped[config]})" for s in suites if config in s.skipped]
     lacking = [s.name for s in suites if config not in s.runs and config not in s.skipped]
@@ -235,7 +245,9 @@ def _absent(config: str, suites: Sequence[Suite]) -> str:
 
 
 def one_family(compared: Sequence[tuple[str, Comparison]]) -> tuple[tuple[str, Comparison], ...]:
-    """The comparisons with every paired row in one Holm family: no row planned, each `p_holm` adjusted over all."""
+    """The comparisons with every paired row in one Holm family: no row planned, each `p_holm`
+    adjusted over all.
+    """
     rows = [row for _, c in compared for row in c.paired]
     adjusted = iter(holm(row["p_value"] for row in rows))
     return tuple(
@@ -255,7 +267,9 @@ def one_family(compared: Sequence[tuple[str, Comparison]]) -> tuple[tuple[str, C
 def compare_folders(
     folders: Sequence[str | os.PathLike], *, paired: bool = True
 ) -> Comparison | SuiteComparison:
-    """`culture-probe compare DIR...`: suites config by config when every folder is a suite's, else runs."""
+    """`culture-probe compare DIR...`: suites config by config when every folder is a suite's, else
+    runs.
+    """
     kinds = [rundir.folder_kind(Path(f)) == "suite" for f in folders]
     if any(kinds) and not all(kinds):
         suites = [str(f) for f, is_suite in zip(folders, kinds, strict=True) if is_suite]

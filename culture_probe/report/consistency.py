@@ -1,12 +1,13 @@
-"""The report's view of cross-lingual consistency (docs/consistency.md): per pair of languages, the per-fact
-agreement table with the paired P@1 difference, RankC where the protocol ranks aligned candidates, and a language x
-language heatmap, every number with its n.
+"""The report's view of cross-lingual consistency (docs/consistency.md): per pair of languages, the
+per-fact agreement table with the paired P@1 difference, RankC where the protocol ranks aligned
+candidates, and a language x language heatmap, every number with its n.
 
-It reads what the metrics wrote (`results.by_language_pair`, `consistency`), for any benchmark whose task aligns its
-languages; a run with one language has no such section. A run that ranked nothing (generation mode: no RankC) gets
-the heatmap of facts right in both languages and one summary line instead of a table of near-identical rows with
-an empty RankC column; metrics.json keeps every pair's table. `culture-probe consistency RUN_A RUN_B` pairs two runs of
-one language each the same way.
+It reads what the metrics wrote (`results.by_language_pair`, `consistency`), for any benchmark whose
+task aligns its languages; a run with one language has no such section. A run that ranked nothing
+(generation mode: no RankC) gets the heatmap of facts right in both languages and one summary line
+instead of a table of near-identical rows with an empty RankC column; metrics.json keeps every
+pair's table. `culture-probe consistency RUN_A RUN_B` pairs two runs of one language each the same
+way.
 """
 
 from __future__ import annotations
@@ -68,9 +69,9 @@ COLUMNS = (
 
 
 def consistency_sections(metrics: Metrics) -> list[Section]:
-    """The consistency section of a run whose languages were aligned; for a run of an aligned benchmark that could
-    not pair its languages (`results.omitted` names RankC or per-fact agreement), the section saying why; else
-    nothing (a benchmark whose languages are not aligned).
+    """The consistency section of a run whose languages were aligned; for a run of an aligned
+    benchmark that could not pair its languages (`results.omitted` names RankC or per-fact
+    agreement), the section saying why; else nothing (a benchmark whose languages are not aligned).
     """
     detail: Consistency = metrics.get("consistency") or {}
     results = ResultsTable.of(metrics)
@@ -131,8 +132,8 @@ def _row(name: str, pair: LanguagePair, estimates: Mapping[str, Estimate]) -> tu
 
 
 def not_paired(pair: LanguagePair) -> list[str]:
-    """What a pair of languages could not pair, each count with why: facts asked in one language only (in no
-    number), and facts in both that RankC leaves out (agreement keeps them).
+    """What a pair of languages could not pair, each count with why: facts asked in one language
+    only (in no number), and facts in both that RankC leaves out (agreement keeps them).
     """
     left = pair["unpaired"]["only_a"] + pair["unpaired"]["only_b"]
     found = [f"{left} facts in one language only"] if left else []
@@ -142,7 +143,9 @@ def not_paired(pair: LanguagePair) -> list[str]:
 
 
 def rankc_left_out(pair: LanguagePair) -> dict[str, int]:
-    """{why: facts in both languages that RankC left out} (`metrics.consistency._pair`; {} in records made before)."""
+    """{why: facts in both languages that RankC left out} (`metrics.consistency._pair`; {} in
+    records made before).
+    """
     found = cast(Mapping[str, Any], pair).get("rankc_left_out") or {}
     return {
         str(why): count
@@ -190,7 +193,9 @@ def _as_estimate(difference: Mapping[str, Any]) -> dict[str, Any]:
 def _heatmap(
     pairs: Mapping[str, LanguagePair], estimates: Mapping[str, Mapping[str, Estimate]]
 ) -> Heatmap | None:
-    """RankC (or, where nothing is ranked, the share right in both) for every pair, both ways round; n in each cell."""
+    """RankC (or, where nothing is ranked, the share right in both) for every pair, both ways round;
+    n in each cell.
+    """
     metric = "rankc" if any("rankc" in e for e in estimates.values()) else "both_right"
     languages = _languages(pairs)
     if len(languages) < 2:
@@ -255,8 +260,9 @@ def _agreement_text(detail: Consistency) -> str:
 def _summary_line(
     pairs: Mapping[str, LanguagePair], estimates: Mapping[str, Mapping[str, Estimate]]
 ) -> str:
-    """One line for every pair of a run that ranked nothing: one pair's agreement and paired difference; for
-    several, the range and median of the share right in both and how many paired differences exclude 0 after Holm.
+    """One line for every pair of a run that ranked nothing: one pair's agreement and paired
+    difference; for several, the range and median of the share right in both and how many paired
+    differences exclude 0 after Holm.
     """
     if len(pairs) == 1:
         ((name, pair),) = pairs.items()
@@ -300,7 +306,9 @@ def _summary_line(
 
 
 def _multiplicity(detail: Consistency) -> str:
-    """How many paired tests the table holds, and how they are adjusted (none to say for a single pair)."""
+    """How many paired tests the table holds, and how they are adjusted (none to say for a single
+    pair).
+    """
     pairs = detail.get("pairs") or {}
     tests = max((pair["difference"].get("n_tests") or 0 for pair in pairs.values()), default=0)
     if tests < 2:
@@ -314,8 +322,9 @@ def _multiplicity(detail: Consistency) -> str:
 
 @dataclass(frozen=True)
 class RunsConsistency:
-    """`culture-probe consistency RUN_A RUN_B`: two runs of one model and benchmark, one language each, paired
-    fact by fact as within a run; `incomplete` marks those that did not finish ({run: `INCOMPLETE k/N`}).
+    """`culture-probe consistency RUN_A RUN_B`: two runs of one model and benchmark, one language
+    each, paired fact by fact as within a run; `incomplete` marks those that did not finish ({run:
+    `INCOMPLETE k/N`}).
     """
 
     runs: tuple[str, str]
@@ -326,7 +335,9 @@ class RunsConsistency:
 
     @property
     def how_to_get_all(self) -> str:
-        """How to get RankC on every fact when the two runs' candidate sets differ: one run of both languages."""
+        """How to get RankC on every fact when the two runs' candidate sets differ: one run of both
+        languages.
+        """
         pairs = (self.metrics.get("consistency") or {}).get("pairs") or {}
         if not any(rankc_left_out(pair).get("candidate sets differ") for pair in pairs.values()):
             return ""
@@ -338,8 +349,8 @@ class RunsConsistency:
         )
 
     def markdown(self, out: Path | None = None) -> str:
-        """The consistency section as markdown, after a note on each run that did not finish; its figure is drawn
-        into `out/plots/` when given.
+        """The consistency section as markdown, after a note on each run that did not finish; its
+        figure is drawn into `out/plots/` when given.
         """
         (section,) = consistency_sections(self.metrics)
         notes = "\n".join(
@@ -381,8 +392,9 @@ class RunsConsistency:
 
 
 def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency:
-    """Consistency between two runs that probed different languages of one benchmark with one model and protocol
-    options: refused (naming the difference) otherwise, or when the benchmark's data do not align its languages.
+    """Consistency between two runs that probed different languages of one benchmark with one model
+    and protocol options: refused (naming the difference) otherwise, or when the benchmark's data do
+    not align its languages.
     """
     runs = [load_for_comparison(path, Path(path).name) for path in (run_a, run_b)]
     _check_same_probe(*runs)
@@ -431,8 +443,9 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
 def _check_aligned_fields(
     items: Path, records: Sequence[Record], fields: Mapping[str, Any]
 ) -> None:
-    """Refuse a record whose fields that the alignment reads (`Task.aligned_fields`) are of another type, naming its
-    line of items.jsonl (every record is one line, in order), rather than failing in the metrics.
+    """Refuse a record whose fields that the alignment reads (`Task.aligned_fields`) are of another
+    type, naming its line of items.jsonl (every record is one line, in order), rather than failing
+    in the metrics.
     """
     for line, record in enumerate(records, 1):
         for name, hint in fields.items():
@@ -441,7 +454,9 @@ def _check_aligned_fields(
 
 
 def _check_same_probe(a: LoadedRun, b: LoadedRun) -> None:
-    """One model, one benchmark and the same protocol options, as `compare` requires to pair runs."""
+    """One model, one benchmark and the same protocol options, as `compare` requires to pair
+    runs.
+    """
     checks = (
         ("model", a.config.model.identity, b.config.model.identity),
         ("benchmark", a.config.benchmark.name, b.config.benchmark.name),
@@ -465,8 +480,8 @@ CONSISTENCY = outfolder.Output(
 
 
 def write_consistency(result: RunsConsistency, out: str | os.PathLike) -> list[Path]:
-    """consistency.md (with its figure) and consistency.json in `out`, built beside it and swapped in when complete
-    (`culture_probe.util.outfolder`); the paths written.
+    """consistency.md (with its figure) and consistency.json in `out`, built beside it and swapped
+    in when complete (`culture_probe.util.outfolder`); the paths written.
     """
     with outfolder.rebuilding(out, CONSISTENCY) as build:
         rundir.write_text(build.folder / "consistency.md", result.markdown(build.folder))

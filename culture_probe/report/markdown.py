@@ -1,4 +1,6 @@
-"""report.md of a run: header, the task's views (tables and figures), deviations, the command to repeat it."""
+"""report.md of a run: header, the task's views (tables and figures), deviations, the command to
+repeat it.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +46,9 @@ def render(
     status: str | None = None,
     truncation: Mapping[str, Any] | None = None,
 ) -> str:
-    """The whole report; figures are written to `run_dir/plots/` and linked relatively. `status` marks a run
-    that did not finish (`INCOMPLETE k/N`); `truncation` is metrics.json's record of inputs cut to fit the model.
+    """The whole report; figures are written to `run_dir/plots/` and linked relatively. `status`
+    marks a run that did not finish (`INCOMPLETE k/N`); `truncation` is metrics.json's record of
+    inputs cut to fit the model.
     """
     part = read_part(run_dir) if config.run.shard else None
     parts = [header(config, status, truncation, part)]
@@ -86,9 +89,9 @@ def render(
 
 
 def figure_link(figure: Bars | Heatmap, stem: Path, title: str, note: str = "") -> str:
-    """Draw one figure (with `note`, a smoke or incomplete run's, inside it) and return its markdown link; a figure
-    that fails to draw is one warning naming it and a line in the report, so the numbers and the other figures are
-    still written.
+    """Draw one figure (with `note`, a smoke or incomplete run's, inside it) and return its markdown
+    link; a figure that fails to draw is one warning naming it and a line in the report, so the
+    numbers and the other figures are still written.
     """
     try:
         png, pdf = draw(figure, stem, title, note)
@@ -115,8 +118,8 @@ def header(
     truncation: Mapping[str, Any] | None = None,
     part: ShardRecord | None = None,
 ) -> str:
-    """Title and the facts a reader needs to trust the numbers; a shard's (`part`: its shard.json) says first that
-    it is one, never the run's result.
+    """Title and the facts a reader needs to trust the numbers; a shard's (`part`: its shard.json)
+    says first that it is one, never the run's result.
     """
     bench, model, run, versions = config.benchmark, config.model, config.run, config.versions
     lines = [
@@ -174,9 +177,9 @@ def header(
 
 
 def subset_text(subset: Mapping[str, Any], drawn: int | None = None, *, shard: bool = False) -> str:
-    """What a --limit run drew: "2 of 24,535 facts, each asked in ar and en, drawn with seed 0 in turn from each
-    culture x predicate"; a `shard`'s share of that draw ("1 of the 2 facts the run drew, of 24,535, ...", `drawn`:
-    the run's units, as its shard.json has them).
+    """What a --limit run drew: "2 of 24,535 facts, each asked in ar and en, drawn with seed 0 in
+    turn from each culture x predicate"; a `shard`'s share of that draw ("1 of the 2 facts the run
+    drew, of 24,535, ...", `drawn`: the run's units, as its shard.json has them).
     """
     across = " x ".join(subset["strata"]) or "the items"
     each = asked_in((subset.get("parallel") or {}).get("values") or ())
@@ -192,8 +195,8 @@ def subset_text(subset: Mapping[str, Any], drawn: int | None = None, *, shard: b
 def subset_lines(
     subset: Mapping[str, Any] | None, drawn: int | None = None, *, shard: bool = False
 ) -> list[str]:
-    """The header's lines on a --limit run: what it drew (a shard: its share of the draw, `subset_text`), and
-    whether the run fell below the smoke limit.
+    """The header's lines on a --limit run: what it drew (a shard: its share of the draw,
+    `subset_text`), and whether the run fell below the smoke limit.
     """
     if not subset:
         return []
@@ -208,8 +211,9 @@ def subset_lines(
 
 
 def truncation_lines(value: Mapping[str, Any] | None) -> list[str]:
-    """The header's line on inputs cut on the left to fit the model's input limit (metrics.json's `truncation`);
-    none when nothing was cut or the run has no record (a served model, an older run).
+    """The header's line on inputs cut on the left to fit the model's input limit (metrics.json's
+    `truncation`); none when nothing was cut or the run has no record (a served model, an older
+    run).
     """
     record = Truncation.from_json(value) if value else Truncation()
     cuts = [(kind, getattr(record, kind)) for kind in CUT_KINDS]
@@ -228,9 +232,9 @@ def truncation_lines(value: Mapping[str, Any] | None) -> list[str]:
 
 
 def truncation_scope(value: Mapping[str, Any]) -> str:
-    """Which probes a truncation record counts: those of every process that made the run, some of them (a run
-    made before counts were kept per process, then resumed), or those since the last resume (a record made before
-    `processes`).
+    """Which probes a truncation record counts: those of every process that made the run, some of
+    them (a run made before counts were kept per process, then resumed), or those since the last
+    resume (a record made before `processes`).
     """
     processes, uncounted = value.get("processes"), value.get("uncounted")
     if processes is None:
@@ -246,8 +250,8 @@ def truncation_scope(value: Mapping[str, Any]) -> str:
 
 
 def deviations(config: RunRecord) -> str:
-    """The differences from the upstream code that concern this run, each with the side that applied (the
-    library's default or upstream's) and how to get upstream's.
+    """The differences from the upstream code that concern this run, each with the side that applied
+    (the library's default or upstream's) and how to get upstream's.
     """
     rows = tuple(
         (
@@ -269,7 +273,9 @@ def deviations(config: RunRecord) -> str:
 
 
 def reproduce(config: RunRecord) -> str:
-    """The command that repeats this run, after a warning naming any run input the command cannot express."""
+    """The command that repeats this run, after a warning naming any run input the command cannot
+    express.
+    """
     words = ["culture-probe run", config.config, "--model", shlex.quote(config.model.spec)]
     # every setting config.json's `run` holds, as its flag spells it
     for spec in fields(RunSettings):
@@ -304,8 +310,9 @@ def reproduce(config: RunRecord) -> str:
 
 
 def not_reproducible(config: RunRecord) -> list[str]:
-    """What the run used that `culture-probe run` has no way to say: custom rows, a model object, list options
-    whose items contain commas. Without this, the Reproduce command would silently give other numbers.
+    """What the run used that `culture-probe run` has no way to say: custom rows, a model object,
+    list options whose items contain commas. Without this, the Reproduce command would silently give
+    other numbers.
     """
     bench, model = config.benchmark, config.model
     gaps = []

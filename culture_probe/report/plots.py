@@ -1,10 +1,11 @@
-"""Figures of report views and comparisons, drawn with matplotlib's Agg canvas (no pyplot, no global backend
-switch), each saved as PNG (linked from the markdown) and PDF (for a paper).
+"""Figures of report views and comparisons, drawn with matplotlib's Agg canvas (no pyplot, no global
+backend switch), each saved as PNG (linked from the markdown) and PDF (for a paper).
 
-Labels in any script: the font list falls back, glyph by glyph, from DejaVu Sans (Latin, Greek, Cyrillic, Arabic,
-Hebrew) to Noto fonts when they are installed (CJK, Hangul, Devanagari, Thai); Arabic and Hebrew labels are shaped
-and put in visual order (arabic-reshaper, python-bidi), which matplotlib does not do itself. A label no installed
-font can draw is reported once, with the font package to install, instead of being drawn as empty boxes.
+Labels in any script: the font list falls back, glyph by glyph, from DejaVu Sans (Latin, Greek,
+Cyrillic, Arabic, Hebrew) to Noto fonts when they are installed (CJK, Hangul, Devanagari, Thai);
+Arabic and Hebrew labels are shaped and put in visual order (arabic-reshaper, python-bidi), which
+matplotlib does not do itself. A label no installed font can draw is reported once, with the font
+package to install, instead of being drawn as empty boxes.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ FONTS = [
 
 
 def label(text: str) -> str:
-    """A label as it must be drawn: right-to-left scripts shaped and reordered; warns once per script when no
-    installed font has its letters.
+    """A label as it must be drawn: right-to-left scripts shaped and reordered; warns once per
+    script when no installed font has its letters.
     """
     text = str(text)
     if any(unicodedata.bidirectional(c) in ("R", "AL") for c in text):
@@ -118,7 +119,9 @@ def save(figure: Any, stem: Path) -> list[Path]:
 
 
 def level_text(value: float, scale: Scale | None) -> str:
-    """A reference level as a legend prints it, by the one rounding rule and with its unit: `3.14%`, `0.889`."""
+    """A reference level as a legend prints it, by the one rounding rule and with its unit: `3.14%`,
+    `0.889`.
+    """
     return format_number(value, scale) + ("%" if scale == "%" else "")
 
 
@@ -128,8 +131,8 @@ def _references(
     scale: Scale | None = None,
     extra: Sequence[Any] = (),
 ) -> None:
-    """The reference lines with their values in the legend (`chance (3.14%)`); chance drawn red and dotted, so that
-    a bar near it reads as luck, the paper's values in grey.
+    """The reference lines with their values in the legend (`chance (3.14%)`); chance drawn red and
+    dotted, so that a bar near it reads as luck, the paper's values in grey.
     """
     styles = ("--", "-.", (0, (5, 1, 1, 1)))
     others = 0
@@ -151,9 +154,9 @@ def _references(
 
 
 def context_note(subset: Mapping[str, Any] | None, status: str | None) -> str:
-    """What a figure must say inside the image, so that it survives being copied into slides: a --limit run's
-    draw (`smoke run: 40 of 1,000 facts`) and a run that did not finish (`INCOMPLETE 64/300`); "" for a full,
-    finished run.
+    """What a figure must say inside the image, so that it survives being copied into slides: a
+    --limit run's draw (`smoke run: 40 of 1,000 facts`) and a run that did not finish (`INCOMPLETE
+    64/300`); "" for a full, finished run.
     """
     parts = [status] if status else []
     if subset:
@@ -163,8 +166,8 @@ def context_note(subset: Mapping[str, Any] | None, status: str | None) -> str:
 
 
 def stamp(figure: Any, note: str) -> Any:
-    """`note` (`context_note`) as the figure's top line, in red and wrapped to its width; tight_layout keeps the
-    axes below it.
+    """`note` (`context_note`) as the figure's top line, in red and wrapped to its width;
+    tight_layout keeps the axes below it.
     """
     if note:
         figure.suptitle(label(note), fontsize=8, color=NOTE_COLOUR, fontweight="bold", wrap=True)
@@ -172,7 +175,9 @@ def stamp(figure: Any, note: str) -> Any:
 
 
 def valid_range(scale: Scale | None, values: np.ndarray) -> tuple[float, float]:
-    """The values a metric can take: its scale's range; without a scale, from 0 when none is negative."""
+    """The values a metric can take: its scale's range; without a scale, from 0 when none is
+    negative.
+    """
     if scale is not None:
         return VALID_RANGE[scale]
     finite = values[np.isfinite(values)]
@@ -182,16 +187,18 @@ def valid_range(scale: Scale | None, values: np.ndarray) -> tuple[float, float]:
 def error_bars(
     values: np.ndarray, lows: np.ndarray, highs: np.ndarray, bounds: tuple[float, float]
 ) -> np.ndarray:
-    """(2, n) lengths below and above each value: the interval clipped to the metric's range and to the value, so
-    that float noise (a value 7e-15 above its upper bound) never makes one negative; NaN (no bar) where an estimate
-    has no interval.
+    """(2, n) lengths below and above each value: the interval clipped to the metric's range and to
+    the value, so that float noise (a value 7e-15 above its upper bound) never makes one negative;
+    NaN (no bar) where an estimate has no interval.
     """
     low, high = np.clip(lows, *bounds), np.clip(highs, *bounds)
     return np.vstack([np.maximum(values - low, 0.0), np.maximum(high - values, 0.0)])
 
 
 def _start_at_zero(axes: Any, data: np.ndarray, bounds: tuple[float, float]) -> None:
-    """A non-negative metric's axis from 0 (all-zero data too: up to the scale's top, not -0.04 to 0.04)."""
+    """A non-negative metric's axis from 0 (all-zero data too: up to the scale's top, not -0.04 to
+    0.04).
+    """
     if bounds[0] != 0.0:
         return
     finite = data[np.isfinite(data)]
@@ -216,8 +223,8 @@ def _estimate_arrays(
 
 
 def _tick(name: str, estimate: Mapping[str, Any]) -> str:
-    """A bar's label: its group, n, and what a reader must know of it: no interval, a suite row's smoke or
-    INCOMPLETE run.
+    """A bar's label: its group, n, and what a reader must know of it: no interval, a suite row's
+    smoke or INCOMPLETE run.
     """
     notes = [
         *(["no interval"] if estimate.get("ci_low") is None else []),
@@ -228,8 +235,9 @@ def _tick(name: str, estimate: Mapping[str, Any]) -> str:
 
 
 def _chance_marks(axes: Any, levels: Sequence[float | None]) -> None:
-    """A red dotted mark across each bar at its own chance level (`levels`, None where a bar has none): a suite's
-    configs each have their own candidates, so one line would be wrong for all but one.
+    """A red dotted mark across each bar at its own chance level (`levels`, None where a bar has
+    none): a suite's configs each have their own candidates, so one line would be wrong for all but
+    one.
     """
     shown = [(x, level) for x, level in enumerate(levels) if level is not None]
     if shown:
@@ -245,8 +253,8 @@ def _chance_marks(axes: Any, levels: Sequence[float | None]) -> None:
 
 
 def bars_figure(view: Bars, title: str) -> Any:
-    """One bar per group in the view's order with its 95% interval and n, bars of n below `MIN_N` hatched and pale,
-    and the reference lines; a non-negative metric's axis starts at 0.
+    """One bar per group in the view's order with its 95% interval and n, bars of n below `MIN_N`
+    hatched and pale, and the reference lines; a non-negative metric's axis starts at 0.
     """
     from matplotlib.patches import Patch
 
@@ -288,7 +296,9 @@ def draw_bars(view: Bars, stem: Path, title: str) -> list[Path]:
 
 
 def colour_range(matrix: np.ndarray, scale: Scale | None) -> tuple[float, float]:
-    """The colour bar's span: the scale's whole range, or from 0 (a non-negative metric) to the largest value."""
+    """The colour bar's span: the scale's whole range, or from 0 (a non-negative metric) to the
+    largest value.
+    """
     if scale is not None:
         return VALID_RANGE[scale]
     finite = matrix[np.isfinite(matrix)]
@@ -298,8 +308,9 @@ def colour_range(matrix: np.ndarray, scale: Scale | None) -> tuple[float, float]
 
 
 def heatmap_figure(view: Heatmap, title: str) -> Any:
-    """A labelled matrix with each value (and its n, when known) printed in its cell, the colour bar from 0 for a
-    non-negative metric; cells of n below `MIN_N` hatched, `view.highlight` cells outlined.
+    """A labelled matrix with each value (and its n, when known) printed in its cell, the colour bar
+    from 0 for a non-negative metric; cells of n below `MIN_N` hatched, `view.highlight` cells
+    outlined.
     """
     from matplotlib.patches import Rectangle
 
@@ -366,7 +377,9 @@ def draw_heatmap(view: Heatmap, stem: Path, title: str) -> list[Path]:
 
 
 def figure_of(view: Bars | Heatmap, title: str, note: str = "") -> Any:
-    """Any figure view drawn, with `note` (`context_note`: a smoke or incomplete run) inside the image."""
+    """Any figure view drawn, with `note` (`context_note`: a smoke or incomplete run) inside the
+    image.
+    """
     figure = bars_figure(view, title) if isinstance(view, Bars) else heatmap_figure(view, title)
     return stamp(figure, note)
 
@@ -377,10 +390,10 @@ def draw(view: Bars | Heatmap, stem: Path, title: str, note: str = "") -> list[P
 
 
 def comparison_figure(comparison: Any) -> Any:
-    """Paired runs: a forest plot of the paired differences from the first run, one panel per metric (each on its
-    own scale), the headline metric's on top with its planned overall row first, each row with its 95% interval
-    (none where a row has none) against a zero line. Unpaired runs: their headline numbers side by side. The
-    runs' smoke and incomplete notes are said inside the image.
+    """Paired runs: a forest plot of the paired differences from the first run, one panel per metric
+    (each on its own scale), the headline metric's on top with its planned overall row first, each
+    row with its 95% interval (none where a row has none) against a zero line. Unpaired runs: their
+    headline numbers side by side. The runs' smoke and incomplete notes are said inside the image.
     """
     figure = forest_figure(comparison) if comparison.paired else headlines_figure(comparison)
     return stamp(figure, "; ".join(comparison.context))
@@ -411,8 +424,9 @@ def headlines_figure(comparison: Any) -> Any:
 
 
 def forest_rows(comparison: Any) -> list[tuple[str, list[dict[str, Any]]]]:
-    """(metric, its paired rows) in the figure's order, top to bottom: the headline metric first, and in each
-    metric the overall rows (the headline's planned one) before the strata, each run's in the table's order.
+    """(metric, its paired rows) in the figure's order, top to bottom: the headline metric first,
+    and in each metric the overall rows (the headline's planned one) before the strata, each run's
+    in the table's order.
     """
     panels: dict[str, list[dict[str, Any]]] = {}
     for row in comparison.paired:

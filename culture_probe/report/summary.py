@@ -1,13 +1,14 @@
-"""The summary of a suite folder (`culture-probe run CONFIG... --out DIR`): `suite.json`, `suite.md` and a figure per
-benchmark, one row per config with its headline number. Built from each run's config and metrics alone, so
-`culture-probe report DIR` rebuilds it from the run directories.
+"""The summary of a suite folder (`culture-probe run CONFIG... --out DIR`): `suite.json`, `suite.md`
+and a figure per benchmark, one row per config with its headline number. Built from each run's
+config and metrics alone, so `culture-probe report DIR` rebuilds it from the run directories.
 
-The numbers are written before any figure is drawn, and a figure that fails is one warning and one line in
-`suite.md`: a suite whose runs all finished is never lost to a plot.
+The numbers are written before any figure is drawn, and a figure that fails is one warning and one
+line in `suite.md`: a suite whose runs all finished is never lost to a plot.
 
-A run that did not finish never stands as a finished one: its value says `(incomplete)` beside it and its row
-`INCOMPLETE k/N` (suite.md, suite.json's `status`, the terminal, the figure's label). A config the suite planned
-and never started is listed as not run (suite.json's `not_run`), from the configs it planned (`planned`).
+A run that did not finish never stands as a finished one: its value says `(incomplete)` beside it
+and its row `INCOMPLETE k/N` (suite.md, suite.json's `status`, the terminal, the figure's label). A
+config the suite planned and never started is listed as not run (suite.json's `not_run`), from the
+configs it planned (`planned`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ INCOMPLETE_MARK = "(incomplete)"  # beside the number of a run that did not fini
 
 @dataclass(frozen=True)
 class SuiteRun:
-    """What a summary reads of one run: its config.json and metrics.json (recomputed from its records when it did not
-    finish), and `status`: `INCOMPLETE k/N` for a run that did not finish (`rundir.progress`).
+    """What a summary reads of one run: its config.json and metrics.json (recomputed from its
+    records when it did not finish), and `status`: `INCOMPLETE k/N` for a run that did not finish
+    (`rundir.progress`).
     """
 
     config: RunRecord
@@ -60,11 +62,11 @@ def summarize_suite(
     skipped: Mapping[str, str] | None = None,
     planned: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One row per config: its headline number with interval, n, unit, scale and chance level, what it left out,
-    and `status` (`INCOMPLETE k/N`: a run that did not finish, whose numbers cover the probes answered so far); the
-    cross-config studies the suite's finished configs allow (MAPS' culture gap); the configs `skipped` for want
-    of data, with why (those that have a run since are not); and the configs `planned` that have neither a run nor
-    a skip (`not_run`).
+    """One row per config: its headline number with interval, n, unit, scale and chance level, what
+    it left out, and `status` (`INCOMPLETE k/N`: a run that did not finish, whose numbers cover the
+    probes answered so far); the cross-config studies the suite's finished configs allow (MAPS'
+    culture gap); the configs `skipped` for want of data, with why (those that have a run since are
+    not); and the configs `planned` that have neither a run nor a skip (`not_run`).
     """
     rows = []
     for config, result in runs.items():
@@ -102,8 +104,9 @@ def summarize_suite(
 
 
 def read_summary(folder: Path) -> dict[str, Any]:
-    """A suite folder's suite.json, the fields its readers use checked for their type (`SUMMARY_FIELDS`: a `planned`
-    that is text is refused naming the file, never read letter by letter); {} before its first config finished.
+    """A suite folder's suite.json, the fields its readers use checked for their type
+    (`SUMMARY_FIELDS`: a `planned` that is text is refused naming the file, never read letter by
+    letter); {} before its first config finished.
     """
     path = folder / SUMMARY_JSON
     if not path.is_file():
@@ -126,7 +129,8 @@ def _names(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(name, str) for name in value)
 
 
-# the fields of suite.json that its readers use (merge, report, board, a suite's --resume): each one's check and kind
+# the fields of suite.json that its readers use (merge, report, board, a suite's --resume): each
+# one's check and kind
 SUMMARY_FIELDS = {
     "model": (lambda value: isinstance(value, str), "text"),
     "configs": (
@@ -150,13 +154,16 @@ def listed(summary: Mapping[str, Any]) -> list[str]:
 
 
 def planned_of(summary: Mapping[str, Any]) -> list[str]:
-    """The configs a stored summary's suite planned (its listed ones, for a summary written before `planned`)."""
+    """The configs a stored summary's suite planned (its listed ones, for a summary written before
+    `planned`).
+    """
     return list(summary.get("planned") or listed(summary))
 
 
 def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
-    """The studies across configs that each benchmark's protocol declares (`Task.suite_studies`: MAPS' culture and
-    language gaps), from the suite's full, finished runs (a smoke or interrupted run gives no study).
+    """The studies across configs that each benchmark's protocol declares (`Task.suite_studies`:
+    MAPS' culture and language gaps), from the suite's full, finished runs (a smoke or interrupted
+    run gives no study).
     """
     by_task: dict[type[Task], dict[str, Mapping[str, Any]]] = {}
     for config, result in runs.items():
@@ -170,8 +177,8 @@ def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
 
 
 def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:
-    """suite.json and suite.md first, then one figure per benchmark (headline per config, with intervals) linked
-    from suite.md; returns suite.md's path.
+    """suite.json and suite.md first, then one figure per benchmark (headline per config, with
+    intervals) linked from suite.md; returns suite.md's path.
     """
     rundir.write_json(folder / SUMMARY_JSON, dict(summary))
     text = summary_markdown(summary)
@@ -184,7 +191,9 @@ def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:
 
 
 def summary_markdown(summary: Mapping[str, Any]) -> str:
-    """suite.md without its figures: the table of headline numbers, the footnote on small n, the studies."""
+    """suite.md without its figures: the table of headline numbers, the footnote on small n, the
+    studies.
+    """
     chance = any(r.get("chance") for r in summary["configs"])
     rows = tuple(summary_row(r, chance) for r in summary["configs"])
     columns = (
@@ -226,8 +235,8 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
 
 
 def summary_lines(summary: Mapping[str, Any]) -> str:
-    """The terminal's lines of a suite: each config's headline number as suite.md shows it, an interrupted run's
-    marked.
+    """The terminal's lines of a suite: each config's headline number as suite.md shows it, an
+    interrupted run's marked.
     """
     lines = [
         f"{r['config']}: "
@@ -249,7 +258,9 @@ def summary_lines(summary: Mapping[str, Any]) -> str:
 
 
 def summary_row(row: Mapping[str, Any], chance: bool) -> tuple[Any, ...]:
-    """One config's cells in suite.md, by the one rounding rule of its scale; the value marked when n is small."""
+    """One config's cells in suite.md, by the one rounding rule of its scale; the value marked when
+    n is small.
+    """
     scale = row.get("scale")
     value = (
         marked(format_number(row["value"], scale), row.get("n"))
@@ -277,7 +288,9 @@ def summary_row(row: Mapping[str, Any], chance: bool) -> tuple[Any, ...]:
 
 
 def summary_figures(folder: Path, rows: list[Mapping[str, Any]]) -> list[str]:
-    """One bar figure per benchmark (its configs' headline numbers), each as a markdown link or a failure line."""
+    """One bar figure per benchmark (its configs' headline numbers), each as a markdown link or a
+    failure line.
+    """
     plots = folder / rundir.PLOTS_DIR
     links = []
     for benchmark in dict.fromkeys(r["benchmark"] for r in rows):

@@ -1,10 +1,11 @@
-"""What a report shows, as plain data (tables, bars, heatmaps in sections), and where each benchmark's views are.
+"""What a report shows, as plain data (tables, bars, heatmaps in sections), and where each
+benchmark's views are.
 
-A benchmark's views live in its folder's report module (`culture_probe/benchmarks/<name>/report.py`) as
-`sections(config, records, metrics) -> list[Section]` (`config`: the run's `RunRecord`), built from a run's files
-alone (config.json, the records, metrics.json), so `culture-probe report RUN_DIR` re-renders any run. A benchmark
-without such a module gets the default view: its scalar metrics as one table. Every report ends with the skipped
-probes per reason.
+A benchmark's views live in its folder's report module (`culture_probe/benchmarks/<name>/report.py`)
+as `sections(config, records, metrics) -> list[Section]` (`config`: the run's `RunRecord`), built
+from a run's files alone (config.json, the records, metrics.json), so `culture-probe report RUN_DIR`
+re-renders any run. A benchmark without such a module gets the default view: its scalar metrics as
+one table. Every report ends with the skipped probes per reason.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ CHANCE = "chance"  # the label of a chance level's line, which figures draw in t
 
 
 def chance_reference(metrics: Mapping[str, Any], metric: str) -> tuple[Reference, ...]:
-    """The run's chance level of `metric` (the results block's `chance`, as the headline table gives it) as a
-    line, where it has one: a figure of that metric is read against what random answers score on the run's items.
+    """The run's chance level of `metric` (the results block's `chance`, as the headline table gives
+    it) as a line, where it has one: a figure of that metric is read against what random answers
+    score on the run's items.
     """
     level = ResultsTable.of(metrics).chance.get(metric)
     return (Reference(CHANCE, level["value"]),) if level else ()
@@ -56,8 +58,8 @@ def chance_reference(metrics: Mapping[str, Any], metric: str) -> tuple[Reference
 
 @dataclass(frozen=True)
 class Bars:
-    """Per-group bars of estimates from metrics.json's results block (value, 95% interval over the benchmark's
-    unit, n), with reference lines (e.g. P@1 per culture against the paper's numbers).
+    """Per-group bars of estimates from metrics.json's results block (value, 95% interval over the
+    benchmark's unit, n), with reference lines (e.g. P@1 per culture against the paper's numbers).
     """
 
     estimates: Mapping[str, Mapping[str, Any]]
@@ -79,9 +81,9 @@ def result_bars(
     title: str = "",
     scale: Scale | None = "%",
 ) -> Bars:
-    """Bars of one metric per label of one stratum of the results block (`labels`: which and in what order;
-    `names`: how a label is shown), or of the overall value when `stratum` is "overall"; with `references`, the
-    metric's chance level where the results give one.
+    """Bars of one metric per label of one stratum of the results block (`labels`: which and in what
+    order; `names`: how a label is shown), or of the overall value when `stratum` is "overall"; with
+    `references`, the metric's chance level where the results give one.
     """
     groups = ResultsTable.of(metrics).by(stratum)
     order = list(labels) if labels is not None else sorted(groups)
@@ -95,8 +97,8 @@ def result_bars(
 
 @dataclass(frozen=True)
 class Heatmap:
-    """A matrix of values (rows x columns), e.g. P@1 per predicate x culture; None cells are blank. `counts` (same
-    shape) gives each cell's n, printed in it; cells of n below `MIN_N` are hatched.
+    """A matrix of values (rows x columns), e.g. P@1 per predicate x culture; None cells are blank.
+    `counts` (same shape) gives each cell's n, printed in it; cells of n below `MIN_N` are hatched.
     """
 
     row_labels: tuple[str, ...]
@@ -128,8 +130,8 @@ def sections_for(
     metrics: Metrics,
     more: Sequence[Section] = (),
 ) -> list[Section]:
-    """The report's sections of one run: the benchmark's own views (or the default), `more` (views common to every
-    benchmark), then the skipped probes.
+    """The report's sections of one run: the benchmark's own views (or the default), `more` (views
+    common to every benchmark), then the skipped probes.
     """
     module = report_module(config.config)
     views = module.sections(config, records, metrics) if module else default_sections(metrics)
@@ -140,8 +142,8 @@ def sections_for(
 
 @functools.cache
 def report_module(config_name: str) -> ModuleType | None:
-    """The report module of the benchmark defining `config_name` (`views_module`), looked up once per config: a
-    report asks it for its views, its scales and its inert options.
+    """The report module of the benchmark defining `config_name` (`views_module`), looked up once
+    per config: a report asks it for its views, its scales and its inert options.
     """
     return views_module(benchmark_of(config_name))
 
@@ -152,14 +154,16 @@ def views_module(bench: str) -> ModuleType | None:
 
 
 def scales_of(config_name: str) -> Mapping[str, Scale]:
-    """Each results metric's scale ("%" or "0-1") as the benchmark's report module declares it in `SCALES`."""
+    """Each results metric's scale ("%" or "0-1") as the benchmark's report module declares it in
+    `SCALES`.
+    """
     return getattr(report_module(config_name), "SCALES", {})
 
 
 def applied_options(config: RunRecord) -> dict[str, Any]:
-    """The protocol options that acted on the run: its options without those the benchmark's report module calls
-    inert for it (`inert_options(config)`: options of another mode, model kind or part), so that a report never
-    lists a switch, such as a judge, that did not run.
+    """The protocol options that acted on the run: its options without those the benchmark's report
+    module calls inert for it (`inert_options(config)`: options of another mode, model kind or
+    part), so that a report never lists a switch, such as a judge, that did not run.
     """
     inert = getattr(report_module(config.config), "inert_options", None)
     unused = inert(config) if inert else set()
@@ -167,7 +171,9 @@ def applied_options(config: RunRecord) -> dict[str, Any]:
 
 
 def unit_label(name: str, scale: Scale | None) -> str:
-    """A metric's name with its scale, as table headers and axis labels name it: `p1 (%)`, `frs (0-1)`."""
+    """A metric's name with its scale, as table headers and axis labels name it: `p1 (%)`, `frs
+    (0-1)`.
+    """
     return f"{name} ({scale})" if scale else name
 
 
@@ -193,8 +199,8 @@ def estimate_line(
 
 
 def chance_cell(chance: Chance | None, scale: Scale | None) -> str:
-    """A chance level as tables print it: its value, and the range random models fall in where the results give
-    one (`0.889 [0.705, 1.000]`); "-" without one.
+    """A chance level as tables print it: its value, and the range random models fall in where the
+    results give one (`0.889 [0.705, 1.000]`); "-" without one.
     """
     if not chance:
         return format_number(None, scale)
@@ -205,8 +211,9 @@ def chance_cell(chance: Chance | None, scale: Scale | None) -> str:
 
 
 def results_sections(metrics: Metrics, scales: Mapping[str, Scale] | None = None) -> list[Section]:
-    """The headline numbers of the results schema, each with its 95% interval (or why it has none), n, and chance
-    level where the results give one; the interval method of each; what the run left out.
+    """The headline numbers of the results schema, each with its 95% interval (or why it has none),
+    n, and chance level where the results give one; the interval method of each; what the run left
+    out.
     """
     results, scales = ResultsTable.of(metrics), scales or {}
     if not results.overall:
@@ -243,8 +250,9 @@ def results_sections(metrics: Metrics, scales: Mapping[str, Scale] | None = None
 def planted_rows(
     metrics: Metrics, scales: Mapping[str, Scale]
 ) -> list[tuple[str, str, str, str, str]]:
-    """(side, metric, value, interval, n) of a planted model's run split into the items it was trained on and
-    the others (`metrics["planted"]`); a side without numbers gives its reason as its value.
+    """(side, metric, value, interval, n) of a planted model's run split into the items it was
+    trained on and the others (`metrics["planted"]`); a side without numbers gives its reason as its
+    value.
     """
     unit = ResultsTable.of(metrics).unit
     rows = []
@@ -266,8 +274,8 @@ def planted_rows(
 
 
 def planted_sections(metrics: Metrics, scales: Mapping[str, Scale]) -> list[Section]:
-    """A planted model's headline numbers on its planted items and on the others: the pattern its self-test
-    expects (planted right, the others at chance), whatever items a limit drew.
+    """A planted model's headline numbers on its planted items and on the others: the pattern its
+    self-test expects (planted right, the others at chance), whatever items a limit drew.
     """
     rows = planted_rows(metrics, scales)
     if not rows:
@@ -282,7 +290,9 @@ def planted_sections(metrics: Metrics, scales: Mapping[str, Scale]) -> list[Sect
 
 
 def interval_methods(results: ResultsTable, names: Sequence[str]) -> str:
-    """How the intervals were computed: each metric's method where the results name one, else the block's."""
+    """How the intervals were computed: each metric's method where the results name one, else the
+    block's.
+    """
     confidence = f"{100 * results.confidence:g}%"
     if results.methods:
         each = "; ".join(
@@ -299,8 +309,8 @@ def interval_methods(results: ResultsTable, names: Sequence[str]) -> str:
 
 
 def chance_text(chance: Mapping[str, Chance]) -> str:
-    """How the chance levels in the table's last column (with, in brackets, the range random models fall in where
-    the results give one) were computed, once per method.
+    """How the chance levels in the table's last column (with, in brackets, the range random models
+    fall in where the results give one) were computed, once per method.
     """
     metrics: dict[str, list[str]] = {}
     for name, level in chance.items():
@@ -335,7 +345,9 @@ def skipped_sections(metrics: Metrics) -> list[Section]:
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}: how nested metrics are shown in tables and compared across runs."""
+    """{"a": {"b": 1}} -> {"a.b": 1}: how nested metrics are shown in tables and compared across
+    runs.
+    """
     out: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
@@ -356,8 +368,9 @@ def language_country_grid(
     counts: Mapping[tuple[str, str], int] | None = None,
     scale: Scale | None = None,
 ) -> Heatmap:
-    """The language x country view (X-FaKT): rows are question languages, columns countries; each language's
-    associated country is outlined; `counts` gives each cell's n. Missing cells stay blank.
+    """The language x country view (X-FaKT): rows are question languages, columns countries; each
+    language's associated country is outlined; `counts` gives each cell's n. Missing cells stay
+    blank.
     """
     values = tuple(tuple(cells.get((lang, country)) for country in countries) for lang in languages)
     highlight = tuple(

@@ -1,5 +1,5 @@
-"""The run's front door: `run` and `run_with`, in the pipeline's order (plan, load, ask, metrics, write), and
-what a run returns (`RunResult`).
+"""The run's front door: `run` and `run_with`, in the pipeline's order (plan, load, ask, metrics,
+write), and what a run returns (`RunResult`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from culture_probe.throughput import start_meter
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a run produced: its config.json as a typed record (`config.to_json()`: the document), one typed record
-    per probe, and the metrics.
+    """What a run produced: its config.json as a typed record (`config.to_json()`: the document),
+    one typed record per probe, and the metrics.
     """
 
     config: RunRecord
@@ -54,7 +54,9 @@ class RunResult:
         return task_from_config(self.config.to_json())
 
     def write_report(self, run_dir: str | os.PathLike) -> Path:
-        """Write report.md and plots of this result into `run_dir` (e.g. for a run made without `out`)."""
+        """Write report.md and plots of this result into `run_dir` (e.g. for a run made without
+        `out`).
+        """
         from culture_probe.report import write_report
 
         Path(run_dir).mkdir(parents=True, exist_ok=True)
@@ -73,19 +75,20 @@ def run(
     options: Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> RunResult:
-    """Probe `model` (an id, a local dir, `planted:<config>`, `openai:<name>`, or a loaded `Scorer`) on benchmark
-    `config`.
+    """Probe `model` (an id, a local dir, `planted:<config>`, `openai:<name>`, or a loaded `Scorer`)
+    on benchmark `config`.
 
-    `settings` (`RunSettings`) are the runner's switches; any of its fields may be given as a keyword instead
-    (`limit="smoke"`, `seed=1`, `model_args="dtype=bfloat16"`, and the shorthands `dtype=`, `revision=`), over
-    `settings` when both are given. The other keywords, and `options`, are the protocol's switches (the task's
-    `Options` fields, e.g. `judge="string"`; a key of `options` may name the config or its benchmark before a dot, as
-    in a suite: `{"xfakt.judge": "string"}`); `protocol="upstream"` sets every option that reproduces the
-    benchmark's released code (options given here still win). `rows` replaces the loaded `test` split (tests,
-    custom data). With `out`, the run directory is written; `resume` continues the run in it. See `RunSettings` for
-    what each setting does (`limit`: N items, a share of each stratum, or "smoke"; `cache_dir`/`no_cache`: the
-    per-model score cache; `base_url`, `concurrency`, `request_timeout`, `max_retries`: an `openai:<name>` model's
-    server).
+    `settings` (`RunSettings`) are the runner's switches; any of its fields may be given as a
+    keyword instead (`limit="smoke"`, `seed=1`, `model_args="dtype=bfloat16"`, and the shorthands
+    `dtype=`, `revision=`), over `settings` when both are given. The other keywords, and `options`,
+    are the protocol's switches (the task's `Options` fields, e.g. `judge="string"`; a key of
+    `options` may name the config or its benchmark before a dot, as in a suite: `{"xfakt.judge":
+    "string"}`); `protocol="upstream"` sets every option that reproduces the benchmark's released
+    code (options given here still win). `rows` replaces the loaded `test` split (tests, custom
+    data). With `out`, the run directory is written; `resume` continues the run in it. See
+    `RunSettings` for what each setting does (`limit`: N items, a share of each stratum, or "smoke";
+    `cache_dir`/`no_cache`: the per-model score cache; `base_url`, `concurrency`, `request_timeout`,
+    `max_retries`: an `openai:<name>` model's server).
     """
     check_arguments(config, settings, out=out, options=options)
     settings, protocol = RunSettings.split(keywords, settings)
@@ -100,8 +103,8 @@ def run(
 
 
 def check_arguments(config: Any, settings: Any, *, out: Any, options: Any) -> None:
-    """`run`'s arguments of a kind the command line always gets right (one config name, settings, a folder, a mapping
-    of options), refused in one line naming the argument before anything is read.
+    """`run`'s arguments of a kind the command line always gets right (one config name, settings, a
+    folder, a mapping of options), refused in one line naming the argument before anything is read.
     """
     if not isinstance(config, str):
         several = (
@@ -141,9 +144,9 @@ def run_with(
     scorer: ScorerProtocol | None = None,
     prepared: Plan | None = None,
 ) -> RunResult:
-    """`run` with its settings and protocol options apart. `scorer` is `model` already loaded (a suite loads its
-    model once; the run records `model` as named), and `prepared` is this run's plan, made already with the same
-    settings (a suite plans every config before its model loads).
+    """`run` with its settings and protocol options apart. `scorer` is `model` already loaded (a
+    suite loads its model once; the run records `model` as named), and `prepared` is this run's
+    plan, made already with the same settings (a suite plans every config before its model loads).
     """
     # the model read once, with how the settings load it, and handed down
     spec = stage_models.model_spec(model, settings, scorer)
@@ -152,8 +155,8 @@ def run_with(
     main = is_main_process()
     if run_dir is not None:  # first: never load data or a model to find --out refused
         rundir.check_start(run_dir, resume=resume, folder=main)  # only the writer checks the folder
-    # a second writer of the same folder fails at once, before anything loads (a folder made here and left empty
-    # by a refusal while planning is removed again)
+    # a second writer of the same folder fails at once, before anything loads (a folder made here
+    # and left empty by a refusal while planning is removed again)
     with rundir.lock(run_dir if main else None):
         ahead = (
             prepared
@@ -219,10 +222,10 @@ def run_with(
 def run_metrics(
     task: Task, records: Sequence[Record], known: Set[str] | None, log: ProcessLog
 ) -> Metrics:
-    """metrics.json of a run, as one process or a merge of shards writes it: the protocol's metrics of the records,
-    a planted model's split (`known`: its planted items), and what the engine cut to fit the model, summed over
-    every process of the run; checked as its readers check it, so a protocol that writes a part of another type
-    fails here, naming the field, and not in a reader.
+    """metrics.json of a run, as one process or a merge of shards writes it: the protocol's metrics
+    of the records, a planted model's split (`known`: its planted items), and what the engine cut to
+    fit the model, summed over every process of the run; checked as its readers check it, so a
+    protocol that writes a part of another type fails here, naming the field, and not in a reader.
     """
     metrics = json_ready(task.compute_metrics(records))
     if known:
@@ -234,9 +237,10 @@ def run_metrics(
 
 
 def planted_split(task: Task, records: Sequence[Record], known: Set[str]) -> dict[str, Any]:
-    """The headline numbers on the items a planted model was trained on and on the others, each with its n, as
-    `make demo`'s self-test shows them: {"planted": {"overall": ...}, "not planted": {...}}; a side with no records,
-    or whose numbers the protocol cannot compute alone, gives its reason instead.
+    """The headline numbers on the items a planted model was trained on and on the others, each with
+    its n, as `make demo`'s self-test shows them: {"planted": {"overall": ...}, "not planted":
+    {...}}; a side with no records, or whose numbers the protocol cannot compute alone, gives its
+    reason instead.
     """
     split: dict[str, Any] = {}
     for side, keep in (("planted", True), ("not planted", False)):
@@ -252,8 +256,8 @@ def planted_split(task: Task, records: Sequence[Record], known: Set[str]) -> dic
 
 
 def space_needed(run_dir: Path | None, planned: int) -> int | None:
-    """Bytes the rest of a run's `planned` first-stage records need, at the mean size of the records written so far
-    (None before the first is written).
+    """Bytes the rest of a run's `planned` first-stage records need, at the mean size of the records
+    written so far (None before the first is written).
     """
     items = run_dir / rundir.ITEMS_FILE if run_dir is not None else None
     if items is None or not items.is_file():
@@ -272,8 +276,9 @@ def open_folder(
     resume: bool,
     main: bool,
 ) -> list[Record]:
-    """The run's folder (None: no folder) made with config.json, and rows.jsonl for custom `rows`, or reopened:
-    returns the records a resumed run has already, kept after a change of options (`rundir.follow_options`).
+    """The run's folder (None: no folder) made with config.json, and rows.jsonl for custom `rows`,
+    or reopened: returns the records a resumed run has already, kept after a change of options
+    (`rundir.follow_options`).
     """
     done = rundir.prepare(run_dir, meta, resume=resume, main=main) if run_dir is not None else []
     if custom_rows and run_dir is not None and not done and main:
@@ -293,8 +298,9 @@ def finish(
     metrics: Metrics,
     log: ProcessLog,
 ) -> RunRecord:
-    """The run's config with the record of its processes (`ProcessLog.provenance`: the duration summed over them);
-    in its folder (None: none, or another rank's), config.json so, metrics.json and the report.
+    """The run's config with the record of its processes (`ProcessLog.provenance`: the duration
+    summed over them); in its folder (None: none, or another rank's), config.json so, metrics.json
+    and the report.
     """
     log.finish()
     if run_dir is None:

@@ -1,5 +1,6 @@
-"""config.json: what a run was (the benchmark's card, the rows' and resources' fingerprints, the model's identity,
-the settings, the options and deviations, the versions and hardware), so that it can be repeated or resumed.
+"""config.json: what a run was (the benchmark's card, the rows' and resources' fingerprints, the
+model's identity, the settings, the options and deviations, the versions and hardware), so that it
+can be repeated or resumed.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from culture_probe.tasks.probes import (
 
 
 class Described(Protocol):
-    """What config.json records of the run's model: its kind and identity. A loaded scorer (`ScorerProtocol`), or a
-    dry run's stand-in that knows them without weights (`dryrun.Previewed`).
+    """What config.json records of the run's model: its kind and identity. A loaded scorer
+    (`ScorerProtocol`), or a dry run's stand-in that knows them without weights
+    (`dryrun.Previewed`).
     """
 
     @property
@@ -55,9 +57,10 @@ def describe_plan(
     rows: bool,
     folder: bool,
 ) -> RunRecord:
-    """config.json of the run `ahead` plans, asking the first stage's probes `first` (`first_probes`: `number` units
-    under `settings.limit`) of `scorer`; `rows`: on custom rows, saved in the run's folder when it has one (`folder`).
-    The run writes it, and a dry run compares it with a run it would resume.
+    """config.json of the run `ahead` plans, asking the first stage's probes `first`
+    (`first_probes`: `number` units under `settings.limit`) of `scorer`; `rows`: on custom rows,
+    saved in the run's folder when it has one (`folder`). The run writes it, and a dry run compares
+    it with a run it would resume.
     """
     task = ahead.task
     return describe_run(
@@ -89,14 +92,15 @@ def describe_run(
     planned: dict[str, Any] | None = None,
     models: Mapping[str, StageModel] | None = None,
 ) -> RunRecord:
-    """config.json: versions, the benchmark's card, the rows' and resources' fingerprints, model identity, seeds,
-    options, and the deviations that apply to this run.
+    """config.json: versions, the benchmark's card, the rows' and resources' fingerprints, model
+    identity, seeds, options, and the deviations that apply to this run.
 
-    `custom_rows` (rows given to `run`) and a model given as an object are recorded; custom rows saved in the run
-    directory (`rows_file`) can be repeated with `--rows`, a model object cannot, and the report says so.
-    `planned` (the first stage and its probe count) lets a report of an interrupted run say how far it got.
-    `stage_options` names the options that change each stage's records (what `--resume` compares, stage by stage)
-    and `stage_models` each stage's own model (`models`: an LLM judge, with the memory its weights take).
+    `custom_rows` (rows given to `run`) and a model given as an object are recorded; custom rows
+    saved in the run directory (`rows_file`) can be repeated with `--rows`, a model object cannot,
+    and the report says so. `planned` (the first stage and its probe count) lets a report of an
+    interrupted run say how far it got. `stage_options` names the options that change each stage's
+    records (what `--resume` compares, stage by stage) and `stage_models` each stage's own model
+    (`models`: an LLM judge, with the memory its weights take).
     """
     benchmark, info = task.benchmark, task.benchmark.info
     # credentials in a URL (--base-url, a resource's source) are used, never recorded
@@ -142,13 +146,14 @@ def describe_run(
             }
         )
     )
-    # typed as its readers type it, so a field of the wrong type fails here, not in a report of the run
+    # typed as its readers type it, so a field of the wrong type fails here, not in a report of the
+    # run
     return RunRecord.from_json(document, "the run's config.json")
 
 
 def planted_of(model: ModelSpec) -> dict[str, str]:
-    """`{"planted": what it was trained on}` for a built-in planted model (`planted:<config>`), so that its report
-    says which pattern to expect; {} for any other model.
+    """`{"planted": what it was trained on}` for a built-in planted model (`planted:<config>`), so
+    that its report says which pattern to expect; {} for any other model.
     """
     what = model.description()
     return {} if what is None else {"planted": what}
@@ -157,9 +162,10 @@ def planted_of(model: ModelSpec) -> dict[str, str]:
 def subset_of(
     task: Task, every: Sequence[Probe], first: Sequence[Probe], limit: int | float | str | None
 ) -> dict[str, Any]:
-    """What a `--limit` run probed: how many of the units (`Task.limit_unit`), drawn across which strata; the limit as
-    given (a number, a fraction or "smoke") and the benchmark's smoke limit for these items. A task that draws
-    parallel units adds `parallel`: the probe fields that name a unit, and the languages each unit was asked in.
+    """What a `--limit` run probed: how many of the units (`Task.limit_unit`), drawn across which
+    strata; the limit as given (a number, a fraction or "smoke") and the benchmark's smoke limit for
+    these items. A task that draws parallel units adds `parallel`: the probe fields that name a
+    unit, and the languages each unit was asked in.
     """
     subset: dict[str, Any] = {
         "unit": task.limit_unit,
@@ -199,7 +205,9 @@ def _identity(scorer: Described) -> Any:
 
 
 def versions() -> dict[str, str | None]:
-    """Library versions that can change a number, and the git revision of culture_probe's checkout."""
+    """Library versions that can change a number, and the git revision of culture_probe's
+    checkout.
+    """
     import importlib.metadata as md
 
     from culture_probe.version import __version__
@@ -218,8 +226,8 @@ def versions() -> dict[str, str | None]:
 
 
 def git_revision(folder: Path) -> str | None:
-    """The commit of the git checkout holding `folder` ("+dirty" with uncommitted changes); None for an
-    installed package or where git is unavailable.
+    """The commit of the git checkout holding `folder` ("+dirty" with uncommitted changes); None for
+    an installed package or where git is unavailable.
     """
     import subprocess
 
@@ -243,7 +251,9 @@ def git_revision(folder: Path) -> str | None:
 
 
 def hardware(scorer: Described, settings: RunSettings) -> dict[str, Any]:
-    """Where the numbers were computed: the model's device and dtype, the number of processes, the machine."""
+    """Where the numbers were computed: the model's device and dtype, the number of processes, the
+    machine.
+    """
     from culture_probe.engine import parallel
 
     device = getattr(scorer, "device", None)

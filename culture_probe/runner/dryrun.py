@@ -1,17 +1,21 @@
-"""`culture-probe run ... --dry-run`: what a run would ask its model, seen before paying for it (docs/dry-run.md).
+"""`culture-probe run ... --dry-run`: what a run would ask its model, seen before paying for it
+(docs/dry-run.md).
 
-A dry run plans each config as a run does (`runner.plan`: options, language, rows, declared resources, the first
-stage's probes, the `--limit` subset) and reads the model's tokenizer and config, never its weights (a planted
-model's tokenizer is built from its spec, untrained). It says how many probes each stage asks and shows the first
-ones as the engine encodes them (`culture_probe.engine.preview`), and writes nothing: no run folder, no score cache,
-no planted model. Stages built from an earlier stage's records (X-FaKT's judge, MAPS memorisation) cannot be shown
-before that stage has run: they are named, with their own model if they have one. What the first stage costs is
-counted by the same encoding (`throughput`: probes, candidates, tokens through the model after prefix sharing) and
-timed at the rate a run of the model measured on this machine, once per config and in total.
+A dry run plans each config as a run does (`runner.plan`: options, language, rows, declared
+resources, the first stage's probes, the `--limit` subset) and reads the model's tokenizer and
+config, never its weights (a planted model's tokenizer is built from its spec, untrained). It says
+how many probes each stage asks and shows the first ones as the engine encodes them
+(`culture_probe.engine.preview`), and writes nothing: no run folder, no score cache, no planted
+model. Stages built from an earlier stage's records (X-FaKT's judge, MAPS memorisation) cannot be
+shown before that stage has run: they are named, with their own model if they have one. What the
+first stage costs is counted by the same encoding (`throughput`: probes, candidates, tokens through
+the model after prefix sharing) and timed at the rate a run of the model measured on this machine,
+once per config and in total.
 
-With `--out`, the dry run checks the folder as the run would (`rundir.check_start`), and with `--resume` it shows
-what the resume would do: the run's settings compared with those of the run in the folder by the run's own check
-(`rundir.check_resumable`, the same refusal), then the probes left, those the folder's records do not answer.
+With `--out`, the dry run checks the folder as the run would (`rundir.check_start`), and with
+`--resume` it shows what the resume would do: the run's settings compared with those of the run in
+the folder by the run's own check (`rundir.check_resumable`, the same refusal), then the probes
+left, those the folder's records do not answer.
 """
 
 from __future__ import annotations
@@ -53,9 +57,10 @@ Previewer = EncodingPreview | ServedPreview
 
 @dataclass(frozen=True)
 class StagePlan:
-    """One stage of a run: its probe count (None: built from an earlier stage's records, so known once that stage
-    has run), how many of them are skipped (never asked), the stage's own model (an LLM judge) if any, with what
-    its weights will take (`about`, from its config alone), and the records a resume keeps of it (`answered`).
+    """One stage of a run: its probe count (None: built from an earlier stage's records, so known
+    once that stage has run), how many of them are skipped (never asked), the stage's own model (an
+    LLM judge) if any, with what its weights will take (`about`, from its config alone), and the
+    records a resume keeps of it (`answered`).
     """
 
     name: str
@@ -76,8 +81,9 @@ class ShownProbe:
 
 @dataclass(frozen=True)
 class ConfigPlan:
-    """One config's dry run: the model kind, the rows and items probed, each stage, and the first probes shown (of
-    a resume: the first of those left); `resumes` names the run folder a resume continues.
+    """One config's dry run: the model kind, the rows and items probed, each stage, and the first
+    probes shown (of a resume: the first of those left); `resumes` names the run folder a resume
+    continues.
     """
 
     config: str
@@ -94,7 +100,9 @@ class ConfigPlan:
     shard: str | None = None  # --shard K/N: `sampled` counts the shard's items
 
     def cost(self) -> str:
-        """What the first stage's probes (those left, on a resume) put through the model, and the time they take."""
+        """What the first stage's probes (those left, on a resume) put through the model, and the
+        time they take.
+        """
         later = " (later stages are counted once they run)" if len(self.stages) > 1 else ""
         name = f"  cost of stage {self.stages[0].name}{later}"
         return cost_line(name, self.work, self.estimate)
@@ -156,8 +164,8 @@ class ConfigPlan:
 
 @dataclass(frozen=True)
 class DryRun:
-    """What a run of `configs` on `model` would ask: each config's plan, and the configs skipped for want of data
-    ({config: why}, as a suite skips them).
+    """What a run of `configs` on `model` would ask: each config's plan, and the configs skipped for
+    want of data ({config: why}, as a suite skips them).
     """
 
     model: str
@@ -203,13 +211,15 @@ def dry_run(
     options: Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> DryRun:
-    """Plan a run of `configs` (names or groups, as `run_suite` takes them) on `model` and show the first `n` probes
-    of each config as the model will get them, loading the data and the model's tokenizer only and writing nothing.
+    """Plan a run of `configs` (names or groups, as `run_suite` takes them) on `model` and show the
+    first `n` probes of each config as the model will get them, loading the data and the model's
+    tokenizer only and writing nothing.
 
-    `settings`, `options` and `keywords` are `run_suite`'s; `rows` replaces the data of a single config.
-    `out` is read, never written: refused as the run would refuse it, and with `resume` the run in it (a suite's:
-    each config's) is compared with this one as the resume would compare it, which then shows the probes left. In a
-    suite, a config whose data cannot be had is skipped with its reason, as `run_suite` skips it, unless `strict`.
+    `settings`, `options` and `keywords` are `run_suite`'s; `rows` replaces the data of a single
+    config. `out` is read, never written: refused as the run would refuse it, and with `resume` the
+    run in it (a suite's: each config's) is compared with this one as the resume would compare it,
+    which then shows the probes left. In a suite, a config whose data cannot be had is skipped with
+    its reason, as `run_suite` skips it, unless `strict`.
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise InvalidValueError(f"A dry run shows n >= 0 probes per config, got {n!r}.")
@@ -247,10 +257,11 @@ def plan_config(
     run_dir: Path | None = None,
     resume: bool = False,
 ) -> ConfigPlan:
-    """One config's dry run. The previewer of (model, kind) is made once and kept in `previewers`; its weightless
-    scorer stands in for the model while the run is planned (its kind and tokenizer are all the plan reads of it).
-    `run_dir` is checked as the run checks it, first; with `resume`, the records it holds are checked and kept as
-    the resume would keep them (`resumed_records`), and the probes shown are those left.
+    """One config's dry run. The previewer of (model, kind) is made once and kept in `previewers`;
+    its weightless scorer stands in for the model while the run is planned (its kind and tokenizer
+    are all the plan reads of it). `run_dir` is checked as the run checks it, first; with `resume`,
+    the records it holds are checked and kept as the resume would keep them (`resumed_records`), and
+    the probes shown are those left.
     """
     done = rundir.check_start(run_dir, resume=resume) if run_dir is not None else []
     spec = stage_models.model_spec(model, settings)
@@ -289,7 +300,9 @@ def plan_config(
 
 @dataclass(frozen=True)
 class Previewed:
-    """The run's model as a dry run knows it, for the config.json a resume compares: its kind and identity."""
+    """The run's model as a dry run knows it, for the config.json a resume compares: its kind and
+    identity.
+    """
 
     kind: str
     identity: Any
@@ -306,10 +319,11 @@ def resumed_records(
     first: Sequence[Probe],
     custom_rows: bool,
 ) -> list[Record]:
-    """The records `done` in `run_dir` that a resume keeps: this run's config.json (`describe_plan`) compared with
-    the folder's by the resume's own check (`rundir.check_resumable`: the same refusal where a setting differs),
-    less the records of the stages it asks again. A served model's identity is its preview's; a local model's needs
-    its weights, so a model of the name the run recorded is taken to be its model.
+    """The records `done` in `run_dir` that a resume keeps: this run's config.json (`describe_plan`)
+    compared with the folder's by the resume's own check (`rundir.check_resumable`: the same refusal
+    where a setting differs), less the records of the stages it asks again. A served model's
+    identity is its preview's; a local model's needs its weights, so a model of the name the run
+    recorded is taken to be its model.
     """
     if run_dir is None or not done:
         return []
@@ -328,8 +342,9 @@ def resumed_records(
 
 
 def identity_of(old: RunRecord, model: str) -> Any:
-    """The identity a run of the local `model` records, as far as it is known without weights: the identity `old`
-    recorded when `model` names its model (its name, or the folder it resolved), else the name alone.
+    """The identity a run of the local `model` records, as far as it is known without weights: the
+    identity `old` recorded when `model` names its model (its name, or the folder it resolved), else
+    the name alone.
     """
     named = str(Path(model).resolve()) if Path(model).exists() else model
     identity = old.model.identity
@@ -345,8 +360,9 @@ def stage_plans(
     models: Mapping[str, StageModel],
     kept: Sequence[Record] = (),
 ) -> tuple[StagePlan, ...]:
-    """The first stage counted; later stages named (they are built from the records before them), each with its own
-    model as the plan resolved it (`models`) and the records of it that a resume keeps (`kept`).
+    """The first stage counted; later stages named (they are built from the records before them),
+    each with its own model as the plan resolved it (`models`) and the records of it that a resume
+    keeps (`kept`).
     """
 
     def stage(name: str, probes: int | None, skipped: int = 0) -> StagePlan:
@@ -362,7 +378,8 @@ def stage_plans(
     )
 
 
-#: how each probe kind is previewed: the preview of the engine call that `runner.execution.ASK` makes for it
+#: how each probe kind is previewed: the preview of the engine call that `runner.execution.ASK`
+#: makes for it
 SHOW: dict[type, Callable[[Any, Any], View]] = {
     ScoreProbe: lambda previewer, probe: previewer.score([probe.request], probe.options)[0],
     GenerateProbe: lambda previewer, probe: previewer.generate([probe.prompt], probe.options)[0],
@@ -371,7 +388,9 @@ SHOW: dict[type, Callable[[Any, Any], View]] = {
 
 
 def load_previewer(model: ModelSpec, kind: str) -> Previewer:
-    """The preview of `model`'s inputs from its tokenizer and config (no weights), or of a served model's requests."""
+    """The preview of `model`'s inputs from its tokenizer and config (no weights), or of a served
+    model's requests.
+    """
     if model.served:
         return ServedPreview(model.served_name, base_url=model.options.base_url or "")
     tokenizer, config = model.parts()

@@ -1,5 +1,5 @@
-"""Asking the model: each stage's probes not answered yet, in chunks (the unit of progress, writing and resuming),
-one engine call per kind and options; only rank 0 writes.
+"""Asking the model: each stage's probes not answered yet, in chunks (the unit of progress, writing
+and resuming), one engine call per kind and options; only rank 0 writes.
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def execute(
     progress: bool,
     log: ProcessLog,
 ) -> list[Record]:
-    """Run every stage's probes that are not done yet (`first`: the first stage's, already built); returns all
-    records in probe order. Each chunk's records are written, then noted in `log` with what the engine has cut to
-    fit the model in the stage so far.
+    """Run every stage's probes that are not done yet (`first`: the first stage's, already built);
+    returns all records in probe order. Each chunk's records are written, then noted in `log` with
+    what the engine has cut to fit the model in the stage so far.
     """
     done_by_key = {(r.stage, r.key): r for r in done}
     records: list[Record] = []
@@ -91,7 +91,9 @@ def execute(
 
 
 class ChecksAhead(Protocol):
-    """A model that can say, before any request, what it cannot answer (a served model: `ServedScorer`)."""
+    """A model that can say, before any request, what it cannot answer (a served model:
+    `ServedScorer`).
+    """
 
     def check_scoring(self, requests: Sequence[ScoreRequest], options: ScoreOptions) -> None:
         """Raise for requests it cannot score with `options`."""
@@ -108,8 +110,8 @@ def checks_ahead(scorer: object) -> TypeGuard[ChecksAhead]:
 
 
 def refuse_ahead(scorer: ScorerProtocol | None, probes: Sequence[Probe]) -> None:
-    """A stage its model cannot answer (a served model asked for what a server cannot serve) is refused before the
-    stage's first request, not after the requests before the first such probe.
+    """A stage its model cannot answer (a served model asked for what a server cannot serve) is
+    refused before the stage's first request, not after the requests before the first such probe.
     """
     if not checks_ahead(scorer):
         return
@@ -124,7 +126,9 @@ def refuse_ahead(scorer: ScorerProtocol | None, probes: Sequence[Probe]) -> None
 
 
 class CountsCuts(Protocol):
-    """A scorer that counts what it cuts to fit its input limit: a backend (`Backend.recording`), not a served model."""
+    """A scorer that counts what it cuts to fit its input limit: a backend (`Backend.recording`),
+    not a served model.
+    """
 
     truncation: Truncation
 
@@ -134,19 +138,24 @@ class CountsCuts(Protocol):
 
 
 def counts_cuts(scorer: object) -> TypeGuard[CountsCuts]:
-    """Whether `scorer` counts what it cuts to fit its input limit (`Scorer.recording`; not a served model)."""
+    """Whether `scorer` counts what it cuts to fit its input limit (`Scorer.recording`; not a served
+    model).
+    """
     return getattr(scorer, "recording", None) is not None
 
 
 def cut_so_far(scorer: ScorerProtocol | None) -> Truncation | None:
-    """What `scorer` has cut since its count began (`_counting_cuts`); None for a scorer that does not count."""
+    """What `scorer` has cut since its count began (`_counting_cuts`); None for a scorer that does
+    not count.
+    """
     return scorer.truncation if counts_cuts(scorer) else None
 
 
 @contextmanager
 def _counting_cuts(scorer: ScorerProtocol | None, config: str) -> Iterator[None]:
-    """Count what `scorer` cuts to fit its input limit afresh inside the block (its warning names `config`; read
-    `scorer.truncation` in it); a scorer that does not count (served, or a stand-in) is asked as it is.
+    """Count what `scorer` cuts to fit its input limit afresh inside the block (its warning names
+    `config`; read `scorer.truncation` in it); a scorer that does not count (served, or a stand-in)
+    is asked as it is.
     """
     if not counts_cuts(scorer):
         yield
@@ -168,10 +177,11 @@ def _scorer_for(
 def _answers(
     probes: list[Probe], scorer: ScorerProtocol | None, progress: bool, label: str
 ) -> Iterator[list[tuple[Probe, Any]]]:
-    """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with an ETA, labelled
-    with the config and stage (`fmlama_en main`), so that a suite's bars say which config is at 21%. The bar moves
-    as the engine finishes each batch (`reporting`, where the scorer reports), not only at each chunk's end; the
-    next engine call's requests are prepared while the model runs the current one (`prefetch`, where it can).
+    """(probe, output) pairs in probe order, a chunk at a time, computed under a progress bar with
+    an ETA, labelled with the config and stage (`fmlama_en main`), so that a suite's bars say which
+    config is at 21%. The bar moves as the engine finishes each batch (`reporting`, where the scorer
+    reports), not only at each chunk's end; the next engine call's requests are prepared while the
+    model runs the current one (`prefetch`, where it can).
     """
     from tqdm.auto import tqdm
 
@@ -204,7 +214,8 @@ def _answers(
                         outputs[i] = result
                     at += 1
                 yield list(zip(chunk, outputs, strict=True))
-                # what the engine did not report: skipped probes, repeats, answers from the cache, a served model
+                # what the engine did not report: skipped probes, repeats, answers from the cache, a
+                # served model
                 if len(chunk) > moved[0]:
                     bar.update(len(chunk) - moved[0])
                 moved[0] = 0
@@ -212,7 +223,8 @@ def _answers(
         bar.close()
 
 
-#: how each probe kind is asked: the engine call over a group of probes that share one options object
+#: how each probe kind is asked: the engine call over a group of probes that share one options
+#: object
 ASK: dict[type, Callable[[Any, list[Any], Any], list[Any]]] = {
     ScoreProbe: lambda scorer, probes, options: scorer.score([p.request for p in probes], options),
     GenerateProbe: lambda scorer, probes, options: scorer.generate(
@@ -225,8 +237,8 @@ ASK: dict[type, Callable[[Any, list[Any], Any], list[Any]]] = {
 
 
 def _groups(chunk: list[Probe]) -> list[tuple[tuple[type, Any], list[int]]]:
-    """The engine calls of one chunk: its probes grouped by kind and options (one call each), in order of first
-    appearance; a skipped probe asks nothing (its record says why).
+    """The engine calls of one chunk: its probes grouped by kind and options (one call each), in
+    order of first appearance; a skipped probe asks nothing (its record says why).
     """
     groups: dict[tuple[type, Any], list[int]] = {}
     for i, probe in enumerate(chunk):

@@ -1,16 +1,19 @@
-"""`culture-probe merge SHARD_DIRS... --out RUN` (`merge_runs`): the N folders of one run made with `--shard K/N`
-(a Slurm job array, a Ray job, any scheduler) joined into the folder the run would have made in one process.
+"""`culture-probe merge SHARD_DIRS... --out RUN` (`merge_runs`): the N folders of one run made with
+`--shard K/N` (a Slurm job array, a Ray job, any scheduler) joined into the folder the run would
+have made in one process.
 
-Everything is checked before anything is written: each shard finished (not INCOMPLETE), its shard.json of its type,
-each of its records its own and once; shards 1..N each given once, all made with the same settings (config.json equal
-but for the shard, the share of the work each held, its provenance and the settings a machine sets its own way:
-`MACHINE_SETTINGS`), no item in two shards, every place of the run held once; `--out` new or empty and in no run or
-suite folder. A refusal names the shard (its folder) and the record (its id and line). The records are put back in
-the one-process run's order (each shard's `shard.json` holds its probes' places), and metrics.json is computed from
-them with the protocol's `compute_metrics`, as the one process would have. The merged folder is built beside `--out`
-and renamed into place when whole (`building`): a kill or a full disk mid-merge leaves `--out` as it was, and the
-merge can be run again. A suite of shards (`culture-probe run A B --shard K/N` into N suite folders, planning the same
-configs) merges config by config into one suite folder.
+Everything is checked before anything is written: each shard finished (not INCOMPLETE), its
+shard.json of its type, each of its records its own and once; shards 1..N each given once, all made
+with the same settings (config.json equal but for the shard, the share of the work each held, its
+provenance and the settings a machine sets its own way: `MACHINE_SETTINGS`), no item in two shards,
+every place of the run held once; `--out` new or empty and in no run or suite folder. A refusal
+names the shard (its folder) and the record (its id and line). The records are put back in the
+one-process run's order (each shard's `shard.json` holds its probes' places), and metrics.json is
+computed from them with the protocol's `compute_metrics`, as the one process would have. The merged
+folder is built beside `--out` and renamed into place when whole (`building`): a kill or a full disk
+mid-merge leaves `--out` as it was, and the merge can be run again. A suite of shards
+(`culture-probe run A B --shard K/N` into N suite folders, planning the same configs) merges config
+by config into one suite folder.
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ from culture_probe.tasks.probes import Record
 from culture_probe.util.outfolder import remove_leftovers
 from culture_probe.util.typecheck import checked
 
-# config.json keys that say how, when and where a shard ran, not what it computed: the merge keeps the first
-# shard's date, versions and hardware and records the processes of all
+# config.json keys that say how, when and where a shard ran, not what it computed: the merge keeps
+# the first shard's date, versions and hardware and records the processes of all
 PROVENANCE = (
     "date",
     "finished",
@@ -62,8 +65,8 @@ PROVENANCE = (
     "versions_seen",
     "hardware",
 )
-# run settings that each machine may set its own way (the batch its memory takes, its device, its cache, its server
-# traffic), as --resume lets them differ
+# run settings that each machine may set its own way (the batch its memory takes, its device, its
+# cache, its server traffic), as --resume lets them differ
 MACHINE_SETTINGS = (
     "device",
     "batch_tokens",
@@ -73,7 +76,8 @@ MACHINE_SETTINGS = (
     "request_timeout",
     "max_retries",
 )
-# the folder a merge builds beside --out (`.NAME` + this + a random part), renamed to --out when whole
+# the folder a merge builds beside --out (`.NAME` + this + a random part), renamed to --out when
+# whole
 BUILDING = ".merging-"
 
 
@@ -91,7 +95,9 @@ class ShardRun:
         return f"shard {self.shard} ({self.run.path})"
 
     def line(self, record: Record) -> int:
-        """The line of items.jsonl that holds `record` (one of the shard's records), as an error names it."""
+        """The line of items.jsonl that holds `record` (one of the shard's records), as an error
+        names it.
+        """
         return next(i for i, r in enumerate(self.run.records, 1) if r is record)
 
     def at(self, record: Record) -> str:
@@ -100,8 +106,9 @@ class ShardRun:
 
 
 def read_shard(path: Path) -> ShardRun:
-    """A shard's folder read back; a folder that is no run, no shard, a shard.json that is not this run's, a record
-    the shard does not hold (repeated, or not its own) or a shard that did not finish is refused, naming it.
+    """A shard's folder read back; a folder that is no run, no shard, a shard.json that is not this
+    run's, a record the shard does not hold (repeated, or not its own) or a shard that did not
+    finish is refused, naming it.
     """
     run = rundir.read_run(path)
     part = shards.read_part(path)
@@ -129,8 +136,9 @@ def read_shard(path: Path) -> ShardRun:
 
 
 def check_records(shard: ShardRun) -> None:
-    """Each record of the shard once, and its own: a first-stage probe its shard.json places, or a later stage's
-    record of one of its items. A repeated or stray line (a copied or hand-joined items.jsonl) is refused naming it.
+    """Each record of the shard once, and its own: a first-stage probe its shard.json places, or a
+    later stage's record of one of its items. A repeated or stray line (a copied or hand-joined
+    items.jsonl) is refused naming it.
     """
     seen: dict[tuple[str, str], Record] = {}
     first = shard.part.stage
@@ -153,8 +161,8 @@ def check_records(shard: ShardRun) -> None:
 
 
 def check_shards(found: Sequence[ShardRun]) -> None:
-    """Shards 1..N of one run, each once, made with the same settings, no item in two of them, every probe of the
-    run in one of them; the first that is not is named in the error.
+    """Shards 1..N of one run, each once, made with the same settings, no item in two of them, every
+    probe of the run in one of them; the first that is not is named in the error.
     """
     first, by_index = found[0], dict[int, ShardRun]()
     for shard in found:
@@ -223,8 +231,8 @@ def check_disjoint(found: Sequence[ShardRun]) -> None:
 
 
 def settings_of(shard: ShardRun) -> dict[str, Any]:
-    """What must be equal in every shard: config.json without provenance, the shard, its share of the work and the
-    machine's own settings; and the whole run's size as shard.json gives it.
+    """What must be equal in every shard: config.json without provenance, the shard, its share of
+    the work and the machine's own settings; and the whole run's size as shard.json gives it.
     """
     config = {k: v for k, v in shard.run.config.items() if k not in PROVENANCE}
     config["run"] = {
@@ -251,8 +259,9 @@ def difference(mine: Any, theirs: Any, key: str = "") -> tuple[str, Any, Any] | 
 
 
 def in_run_order(found: Sequence[ShardRun], stages: Sequence[str]) -> list[Record]:
-    """The shards' records in the one-process run's order: stage by stage; the first stage's by their places in the
-    whole run (shard.json), a later stage's by the place of its item in the first (each shard's order kept within).
+    """The shards' records in the one-process run's order: stage by stage; the first stage's by
+    their places in the whole run (shard.json), a later stage's by the place of its item in the
+    first (each shard's order kept within).
     """
     stage = found[0].part.stage
     places = {key: place for shard in found for key, place in shard.part.positions.items()}
@@ -302,8 +311,8 @@ class Merge:
         return cls(found)
 
     def write(self, folder: Path, out: Path) -> RunResult:
-        """The one run, written into the new `folder` (renamed to `out` once the merge is whole): config.json,
-        items.jsonl, processes.json, metrics.json, report.
+        """The one run, written into the new `folder` (renamed to `out` once the merge is whole):
+        config.json, items.jsonl, processes.json, metrics.json, report.
         """
         first = self.shards[0]
         task = task_of_run(first.run.record)
@@ -326,7 +335,9 @@ class Merge:
         return RunResult(config=config, records=records, metrics=metrics, run_dir=out)
 
     def config(self) -> dict[str, Any]:
-        """The first shard's config.json as the one run's: no shard, the whole run's planned probes and units."""
+        """The first shard's config.json as the one run's: no shard, the whole run's planned probes
+        and units.
+        """
         config = {
             k: v
             for k, v in self.shards[0].run.config.items()
@@ -342,8 +353,8 @@ class Merge:
         return config
 
     def metrics(self, task: Task, records: list[Record], log: ProcessLog) -> Metrics:
-        """metrics.json as the one run computes it (`run_metrics`), the engine's cuts summed over every shard's
-        processes.
+        """metrics.json as the one run computes it (`run_metrics`), the engine's cuts summed over
+        every shard's processes.
         """
         record = self.shards[0].run.record
         known = (
@@ -357,9 +368,9 @@ class Merge:
 
 
 def check_out(out: Path, kind: rundir.Kind) -> None:
-    """A merge writes a new run or suite: into a new or empty folder only, never over another run, never inside a
-    run's or suite's folder (a shard's among them), never onto a mount point or the current folder (the merged folder
-    is renamed into place).
+    """A merge writes a new run or suite: into a new or empty folder only, never over another run,
+    never inside a run's or suite's folder (a shard's among them), never onto a mount point or the
+    current folder (the merged folder is renamed into place).
     """
     if out.is_dir() and any(p.name != rundir.LOCK_FILE for p in out.iterdir()):
         raise CultureProbeError(
@@ -381,9 +392,10 @@ def check_out(out: Path, kind: rundir.Kind) -> None:
 
 @contextmanager
 def building(out: Path, kind: rundir.Kind) -> Iterator[Path]:
-    """A new folder beside `out` to write the merged run (suite: `kind`) into, renamed to `out` in one step when the
-    block ends: a kill or a full disk mid-merge leaves `out` as it was (absent, or empty), never half-written, and
-    a full disk names `out`. `out` is locked meanwhile; a folder an earlier, killed merge left beside it is removed.
+    """A new folder beside `out` to write the merged run (suite: `kind`) into, renamed to `out` in
+    one step when the block ends: a kill or a full disk mid-merge leaves `out` as it was (absent, or
+    empty), never half-written, and a full disk names `out`. `out` is locked meanwhile; a folder an
+    earlier, killed merge left beside it is removed.
     """
     target = out.resolve()
     prefix = f".{target.name}{BUILDING}"
@@ -402,8 +414,8 @@ def building(out: Path, kind: rundir.Kind) -> Iterator[Path]:
 
 
 def swap_in(built: Path, out: Path) -> None:
-    """`built` renamed to `out` (absent, or empty but for the lock this process holds: a lock is held on the open
-    file, not on its name), in one step.
+    """`built` renamed to `out` (absent, or empty but for the lock this process holds: a lock is
+    held on the open file, not on its name), in one step.
     """
     (out / rundir.LOCK_FILE).unlink(missing_ok=True)
     try:
@@ -418,9 +430,10 @@ def swap_in(built: Path, out: Path) -> None:
 
 @checked()
 def merge_runs(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> RunResult:
-    """The N shards of one run (`culture-probe run ... --shard K/N` folders), checked and written into `out` as the
-    run one process would have made (`Merge`); a missing, repeated, unfinished or mismatched shard, or a record that
-    is not its shard's, is refused, naming it, before anything is written.
+    """The N shards of one run (`culture-probe run ... --shard K/N` folders), checked and written
+    into `out` as the run one process would have made (`Merge`); a missing, repeated, unfinished or
+    mismatched shard, or a record that is not its shard's, is refused, naming it, before anything is
+    written.
     """
     folder = Path(out)
     check_out(folder, "run")
@@ -430,8 +443,9 @@ def merge_runs(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike) 
 
 
 def suite_configs(folders: Sequence[Path]) -> tuple[dict[str, Any], list[str]]:
-    """The first suite shard's summary and the configs to merge: those with a run; every folder a suite of shards
-    that planned the same configs, each config run in all of them or in none (the first that is not is named).
+    """The first suite shard's summary and the configs to merge: those with a run; every folder a
+    suite of shards that planned the same configs, each config run in all of them or in none (the
+    first that is not is named).
     """
     for path in folders:
         if rundir.folder_kind(path) != "suite":
@@ -462,8 +476,8 @@ def suite_configs(folders: Sequence[Path]) -> tuple[dict[str, Any], list[str]]:
 
 @checked()
 def merge_suites(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> SuiteResult:
-    """The N shards of one suite (suite folders), merged config by config into one suite folder `out`, with its
-    summary; every config's shards are checked before anything is written.
+    """The N shards of one suite (suite folders), merged config by config into one suite folder
+    `out`, with its summary; every config's shards are checked before anything is written.
     """
     folder = Path(out)
     check_out(folder, "suite")
@@ -483,8 +497,8 @@ def merge_suites(shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike
 
 
 def main(args: Any) -> int:
-    """`culture-probe merge SHARD_DIRS... --out RUN`: the shards of a run (or of a suite) joined, its headline
-    printed.
+    """`culture-probe merge SHARD_DIRS... --out RUN`: the shards of a run (or of a suite) joined,
+    its headline printed.
     """
     if args.shards and rundir.folder_kind(Path(args.shards[0])) == "suite":
         suite = merge_suites(args.shards, args.out)

@@ -1,5 +1,5 @@
-"""What a run decides before its model loads: the config resolved, its options, rows and resources checked, the
-first stage's probes, and what a `--limit` (or `--shard`) of them asks.
+"""What a run decides before its model loads: the config resolved, its options, rows and resources
+checked, the first stage's probes, and what a `--limit` (or `--shard`) of them asks.
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ from culture_probe.tasks.probes import (
 
 
 class SmallLimitWarning(UserWarning):
-    """A `limit` below the benchmark's smoke limit: the run will lack some headline numbers (the message says which
-    and why), said before any model loads.
+    """A `limit` below the benchmark's smoke limit: the run will lack some headline numbers (the
+    message says which and why), said before any model loads.
     """
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What a run decides before its model loads: the protocol (options checked, resources loaded), its rows and
-    its first stage's probes.
+    """What a run decides before its model loads: the protocol (options checked, resources loaded),
+    its rows and its first stage's probes.
     """
 
     task: Task
@@ -47,7 +47,8 @@ class Plan:
     probes: list[Probe] = field(repr=False)
     # each stage's own model (a judge), resolved
     models: dict[str, StageModel] = field(default_factory=dict)
-    # what the first stage's probes not yet answered put through the model, where a suite counted it already
+    # what the first stage's probes not yet answered put through the model, where a suite counted it
+    # already
     work: Workload | None = None
 
 
@@ -59,9 +60,10 @@ def plan(
     *,
     rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> Plan:
-    """The run of `config` up to its first stage's probes, with no model loaded (its kind is read from its config):
-    a bad option, language, template or resource fails here, and so does a model a stage cannot use (`check_models`).
-    The config's name is resolved here, once: every later step gets its `Benchmark` (`task.benchmark`).
+    """The run of `config` up to its first stage's probes, with no model loaded (its kind is read
+    from its config): a bad option, language, template or resource fails here, and so does a model a
+    stage cannot use (`check_models`). The config's name is resolved here, once: every later step
+    gets its `Benchmark` (`task.benchmark`).
     """
     # the corrected twin's protocol too, not only its rows
     benchmark = resolve(config, corrected=settings.corrected)
@@ -106,10 +108,10 @@ def plan(
 def limit_for(
     config: str, task: Task, probes: Sequence[Probe], limit: int | float | str | None
 ) -> int | None:
-    """The number of units a run probes (`Task.limit_unit`: items, or facts each asked in every language): `limit`;
-    for "smoke" the benchmark's smoke limit; for a fraction, the units that share of each stratum draws
-    (`Task.sample`). A number below the smoke limit that leaves headline numbers out warns (`SmallLimitWarning`),
-    naming them and why.
+    """The number of units a run probes (`Task.limit_unit`: items, or facts each asked in every
+    language): `limit`; for "smoke" the benchmark's smoke limit; for a fraction, the units that
+    share of each stratum draws (`Task.sample`). A number below the smoke limit that leaves headline
+    numbers out warns (`SmallLimitWarning`), naming them and why.
     """
     if limit is None:
         return None
@@ -147,8 +149,9 @@ def first_probes(
     limit: int | float | str | None,
     known: Set[str] = frozenset(),
 ) -> tuple[int | None, list[Probe]]:
-    """The first stage's probes a run asks under `limit` (`limit_for`, then `Task.sample`, which draws the model's
-    `known` items and others by turns) and their item count (None: no limit, every probe).
+    """The first stage's probes a run asks under `limit` (`limit_for`, then `Task.sample`, which
+    draws the model's `known` items and others by turns) and their item count (None: no limit, every
+    probe).
     """
     number = limit_for(config, task, probes, limit)
     if number is None:
@@ -161,8 +164,8 @@ def first_probes(
 def first_asked(
     task: Task, probes: Sequence[Probe], settings: RunSettings, model: ModelSpec
 ) -> tuple[int | None, shards.Part]:
-    """The first stage's probes a run of `model` asks: under --limit (`first_probes`), then its --shard's units of
-    them (all of them without a shard), with the limit's item count.
+    """The first stage's probes a run of `model` asks: under --limit (`first_probes`), then its
+    --shard's units of them (all of them without a shard), with the limit's item count.
     """
     number, first = first_probes(task.config, task, probes, settings.limit, model.known_items())
     return number, shards.part_of(task, first, settings.shard)
@@ -170,8 +173,9 @@ def first_asked(
 
 @contextmanager
 def custom_rows_read(benchmark: Benchmark, custom: bool) -> Iterator[None]:
-    """Custom rows that lack a column the protocol reads: an error naming the column and the config's columns
-    (its dataset features), before anything is probed, instead of a KeyError from inside the protocol.
+    """Custom rows that lack a column the protocol reads: an error naming the column and the
+    config's columns (its dataset features), before anything is probed, instead of a KeyError from
+    inside the protocol.
     """
     try:
         yield
@@ -191,9 +195,10 @@ def custom_rows_read(benchmark: Benchmark, custom: bool) -> Iterator[None]:
 
 
 def check_custom_rows(benchmark: Benchmark, rows: Any) -> list[Mapping[str, Any]]:
-    """Custom rows as the config's dataset features take them: JSON objects whose columns hold a label of the label
-    set or a value of the column's type (null only in a string column the protocol does not read as text). The first
-    misfit is one error naming the row and the column, when the rows are read, not after the scoring that reads it.
+    """Custom rows as the config's dataset features take them: JSON objects whose columns hold a
+    label of the label set or a value of the column's type (null only in a string column the
+    protocol does not read as text). The first misfit is one error naming the row and the column,
+    when the rows are read, not after the scoring that reads it.
     """
     if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
         raise InvalidValueError(
@@ -220,7 +225,9 @@ def check_custom_rows(benchmark: Benchmark, rows: Any) -> list[Mapping[str, Any]
 
 
 def _misfit(value: Any, feature: Any) -> str | None:
-    """Why `value` does not fit a `datasets` feature (Value, ClassLabel, List): None when it does."""
+    """Why `value` does not fit a `datasets` feature (Value, ClassLabel, List): None when it
+    does.
+    """
     import datasets
 
     if value is None:
@@ -250,7 +257,9 @@ def _misfit(value: Any, feature: Any) -> str | None:
 
 
 def check_language(benchmark: Benchmark, language: str | None, *, custom_rows: bool) -> None:
-    """A language the config does not have fails before anything loads (custom rows are checked on the rows)."""
+    """A language the config does not have fails before anything loads (custom rows are checked on
+    the rows).
+    """
     if language is None or custom_rows:
         return
     languages = benchmark.languages

@@ -1,6 +1,6 @@
-"""`culture-probe run CONFIG... --model M ...`: the command line of `culture_probe.run` (one config),
-`run_suite` (several, or a group) and `dry_run` (`--dry-run`), with lm-evaluation-harness's spellings (configs
-separated by commas, `--model-args pretrained=NAME`).
+"""`culture-probe run CONFIG... --model M ...`: the command line of `culture_probe.run` (one
+config), `run_suite` (several, or a group) and `dry_run` (`--dry-run`), with lm-evaluation-harness's
+spellings (configs separated by commas, `--model-args pretrained=NAME`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from culture_probe.runner.suite import SKIPPED_EXIT, data_dirs_of, run_suite
 from culture_probe.settings import TOKENS_PER_SEQUENCE, from_arguments
 from culture_probe.util.keyvalue import parse_pairs
 
-# lm-evaluation-harness's `--model` names a backend: its in-process ones are this library's own way, its served ones
-# are `openai:NAME` here.
+# lm-evaluation-harness's `--model` names a backend: its in-process ones are this library's own way,
+# its served ones are `openai:NAME` here.
 HARNESS_BACKENDS = ("hf", "hf-auto", "huggingface")
 SERVED_BACKENDS = (
     "vllm",
@@ -35,8 +35,9 @@ NOT_SAVED = (
 
 
 def main(args: Any) -> int:
-    """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one config, or a
-    suite when several configs or a group are named; exit code 3 (`SKIPPED_EXIT`) when a suite skipped configs.
+    """`culture-probe run CONFIG... --model M ...` (argparse namespace from culture_probe.cli): one
+    config, or a suite when several configs or a group are named; exit code 3 (`SKIPPED_EXIT`) when
+    a suite skipped configs.
     """
     names, configs, model, keywords = planned(args)
     if args.show is not None and not args.dry_run:
@@ -69,8 +70,8 @@ def main(args: Any) -> int:
 
 
 def planned(args: Any) -> tuple[list[str], list[str], str, dict[str, Any]]:
-    """What the command line asks for, whichever spellings it used: the names given, the configs they expand to,
-    the model, and the keywords of `run`/`run_suite`.
+    """What the command line asks for, whichever spellings it used: the names given, the configs
+    they expand to, the model, and the keywords of `run`/`run_suite`.
     """
     options = option_values(args.option)
     model, model_args = model_of(args.model, args.model_args)
@@ -91,7 +92,9 @@ def planned(args: Any) -> tuple[list[str], list[str], str, dict[str, Any]]:
 
 
 def _dry_run(args: Any, configs: list[str], model: str, keywords: dict[str, Any]) -> int:
-    """`run ... --dry-run`: what the run would ask (with --resume: what is left), printed; nothing written."""
+    """`run ... --dry-run`: what the run would ask (with --resume: what is left), printed; nothing
+    written.
+    """
     from culture_probe.runner.dryrun import SHOWN, dry_run
 
     rows = rundir.read_rows(args.rows) if args.rows else None
@@ -117,8 +120,8 @@ def configs_given(configs: Sequence[str], tasks: Sequence[str]) -> list[str]:
 
 
 def batch_tokens_of(batch_tokens: int | None, batch_size: int | str | None) -> int | None:
-    """`--batch-tokens`, or lm-evaluation-harness's `--batch_size` N as a budget of N x TOKENS_PER_SEQUENCE tokens
-    ("auto": the engine's own).
+    """`--batch-tokens`, or lm-evaluation-harness's `--batch_size` N as a budget of N x
+    TOKENS_PER_SEQUENCE tokens ("auto": the engine's own).
     """
     if batch_size is None:
         return batch_tokens
@@ -128,7 +131,9 @@ def batch_tokens_of(batch_tokens: int | None, batch_size: int | str | None) -> i
 
 
 def config_names(words: Sequence[str]) -> list[str]:
-    """The CONFIG arguments as lm-evaluation-harness takes its tasks: separated by spaces, commas, or both."""
+    """The CONFIG arguments as lm-evaluation-harness takes its tasks: separated by spaces, commas,
+    or both.
+    """
     names = [name.strip() for word in words for name in word.split(",") if name.strip()]
     if not names:
         raise InvalidValueError(
@@ -138,8 +143,9 @@ def config_names(words: Sequence[str]) -> list[str]:
 
 
 def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None]:
-    """The model named by `--model` or by `--model-args pretrained=NAME` (lm-evaluation-harness's spelling), and the
-    `--model-args` left without `pretrained`, which names the model and is no load option.
+    """The model named by `--model` or by `--model-args pretrained=NAME` (lm-evaluation-harness's
+    spelling), and the `--model-args` left without `pretrained`, which names the model and is no
+    load option.
     """
     pairs = parse_pairs(model_args, what="--model-args", example="pretrained=NAME,dtype=bfloat16")
     pretrained = pairs.pop("pretrained", None)
@@ -149,7 +155,8 @@ def model_of(model: str | None, model_args: str | None) -> tuple[str, str | None
             "--model openai:NAME --base-url http://HOST:PORT/v1."
         )
     if model in HARNESS_BACKENDS and pretrained is not None:
-        # `--model hf --model_args pretrained=NAME`: the harness's backend name, the model in pretrained
+        # `--model hf --model_args pretrained=NAME`: the harness's backend name, the model in
+        # pretrained
         model = None
     if model is None and pretrained is None:
         raise InvalidValueError("Name the model: --model NAME, or --model-args pretrained=NAME,...")

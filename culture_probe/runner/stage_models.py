@@ -1,5 +1,6 @@
-"""The run's model and each stage's own model (an LLM judge), each read once into a `ModelSpec` with the run's
-settings (`model_spec`): their kind, tokenizer and memory, read from configs before any weights load.
+"""The run's model and each stage's own model (an LLM judge), each read once into a `ModelSpec` with
+the run's settings (`model_spec`): their kind, tokenizer and memory, read from configs before any
+weights load.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from culture_probe.tasks.base import ModelNeed
 def model_spec(
     model: ModelInput, settings: RunSettings, scorer: ScorerProtocol | None = None
 ) -> ModelSpec:
-    """The run's `model` read once with how `settings` load it (the one place a run's `LoadOptions` are made): its
-    score cache in `default_cache_dir()` unless --cache-dir or --no-cache say otherwise, the planted models' sources;
-    `scorer` is the model already loaded (a suite's).
+    """The run's `model` read once with how `settings` load it (the one place a run's `LoadOptions`
+    are made): its score cache in `default_cache_dir()` unless --cache-dir or --no-cache say
+    otherwise, the planted models' sources; `scorer` is the model already loaded (a suite's).
     """
     options = LoadOptions(
         kind=settings.kind,
@@ -50,15 +51,16 @@ def model_spec(
 
 
 class StageModelNotice(UserWarning):
-    """A stage answered by a model of its own (an LLM judge) and the memory its weights take, said before the first
-    probe is asked.
+    """A stage answered by a model of its own (an LLM judge) and the memory its weights take, said
+    before the first probe is asked.
     """
 
 
 @dataclass(frozen=True)
 class StageModel:
-    """A stage's own model (an LLM judge) resolved from its config and tokenizer alone, before the first probe: its
-    kind and the memory its weights take (`parameters` and `dtype`; None for a served model, held by its server).
+    """A stage's own model (an LLM judge) resolved from its config and tokenizer alone, before the
+    first probe: its kind and the memory its weights take (`parameters` and `dtype`; None for a
+    served model, held by its server).
     """
 
     name: str
@@ -68,7 +70,9 @@ class StageModel:
 
     @property
     def weight_bytes(self) -> int | None:
-        """Parameters x bytes per parameter of the dtype it loads in (the weights alone, not activations)."""
+        """Parameters x bytes per parameter of the dtype it loads in (the weights alone, not
+        activations).
+        """
         if self.parameters is None or self.dtype is None:
             return None
         import torch
@@ -92,7 +96,9 @@ class StageModel:
 
 
 def _scaled(value: int, base: int, units: tuple[str, ...]) -> str:
-    """`value` in the largest of `units` (each `base` times the last) that keeps it at least 1: 72.7B, 135.4 GiB."""
+    """`value` in the largest of `units` (each `base` times the last) that keeps it at least 1:
+    72.7B, 135.4 GiB.
+    """
     power = 0
     while power + 1 < len(units) and value >= base ** (power + 1):
         power += 1
@@ -100,9 +106,10 @@ def _scaled(value: int, base: int, units: tuple[str, ...]) -> str:
 
 
 def check_models(task: Task, model: ModelSpec, settings: RunSettings) -> dict[str, StageModel]:
-    """Each stage's model checked against what the stage needs (`Task.model_need`), from configs and tokenizers
-    only: the run's `model` where a stage asks it through its chat template, and each stage's own model, resolved
-    (`resolve_stage_model`). A model that cannot serve fails here, before any folder is made or weights load.
+    """Each stage's model checked against what the stage needs (`Task.model_need`), from configs and
+    tokenizers only: the run's `model` where a stage asks it through its chat template, and each
+    stage's own model, resolved (`resolve_stage_model`). A model that cannot serve fails here,
+    before any folder is made or weights load.
     """
     models = {}
     for stage in task.stages:
@@ -117,8 +124,8 @@ def check_models(task: Task, model: ModelSpec, settings: RunSettings) -> dict[st
 def resolve_stage_model(
     name: str, stage: str, need: ModelNeed, settings: RunSettings
 ) -> StageModel:
-    """`stage`'s own model, its kind checked and its memory counted without weights; a model that cannot be found,
-    read or asked fails naming the stage's alternatives (`need.instead`).
+    """`stage`'s own model, its kind checked and its memory counted without weights; a model that
+    cannot be found, read or asked fails naming the stage's alternatives (`need.instead`).
     """
     spec = model_spec(name, settings)
     try:
@@ -140,8 +147,8 @@ def resolve_stage_model(
 
 
 def stage_settings(settings: RunSettings) -> RunSettings:
-    """The settings of a stage's own model: its kind detected, the default batch budget and revision (the run's
-    --kind/--batch-tokens/--revision describe the probed model), dtype and device shared.
+    """The settings of a stage's own model: its kind detected, the default batch budget and revision
+    (the run's --kind/--batch-tokens/--revision describe the probed model), dtype and device shared.
     """
     return replace(
         settings,

@@ -1,20 +1,22 @@
-"""`culture-probe run`, and suites: `culture-probe run dlama fmlama_en camel_co_prompts --model M --out DIR`
-runs several configs (or named groups: each benchmark's paper experiments, see `culture-probe list`) on one model
-loaded once, into one folder: a run directory per config, and a summary across them (`suite.md`, `suite.json`, a
-figure per benchmark).
+"""`culture-probe run`, and suites: `culture-probe run dlama fmlama_en camel_co_prompts --model M
+--out DIR` runs several configs (or named groups: each benchmark's paper experiments, see
+`culture-probe list`) on one model loaded once, into one folder: a run directory per config, and a
+summary across them (`suite.md`, `suite.json`, a figure per benchmark).
 
-Before the model loads, every config's options are checked and then its run is planned: rows and languages,
-declared resources, first-stage probes. A config whose data cannot be had (`MissingDataError`: MAPS without its
-folder, a DLAMA language the release lacks) is skipped with its reason, said at once and kept in `suite.md` and
-`suite.json`; `strict=True` (`--strict`) stops instead, and a suite with nothing left to run is an error. The
-summary is written once the model is loaded (every planned config listed, those not started as not run), after
-each config finishes, and when the suite stops on an error or Ctrl-C (the config it was running marked INCOMPLETE
-k/N), so a suite stopped half-way keeps what it computed; `--resume` continues it, or adds configs to it, and names
-at its start the configs it continues and those not run yet.
+Before the model loads, every config's options are checked and then its run is planned: rows and
+languages, declared resources, first-stage probes. A config whose data cannot be had
+(`MissingDataError`: MAPS without its folder, a DLAMA language the release lacks) is skipped with
+its reason, said at once and kept in `suite.md` and `suite.json`; `strict=True` (`--strict`) stops
+instead, and a suite with nothing left to run is an error. The summary is written once the model is
+loaded (every planned config listed, those not started as not run), after each config finishes, and
+when the suite stops on an error or Ctrl-C (the config it was running marked INCOMPLETE k/N), so a
+suite stopped half-way keeps what it computed; `--resume` continues it, or adds configs to it, and
+names at its start the configs it continues and those not run yet.
 
-A suite folder is marked as one (`rundir.SUITE_MARKER`): a run of one config refuses it, a suite refuses a run's
-folder, a second process writing it fails at once (its lock), and its summary lists every run it holds, also those
-of configs the current call does not name (docs/running.md, "Suites").
+A suite folder is marked as one (`rundir.SUITE_MARKER`): a run of one config refuses it, a suite
+refuses a run's folder, a second process writing it fails at once (its lock), and its summary lists
+every run it holds, also those of configs the current call does not name (docs/running.md,
+"Suites").
 """
 
 from __future__ import annotations
@@ -52,23 +54,28 @@ if TYPE_CHECKING:
     from culture_probe.report.summary import SuiteRun
 
 T = TypeVar("T")
-# the exit code of a suite that ran, but skipped configs whose data it could not have (2 is an error)
+# the exit code of a suite that ran, but skipped configs whose data it could not have (2 is an
+# error)
 SKIPPED_EXIT = 3
 
 
 class SkippedConfigWarning(UserWarning):
-    """A suite's config whose data cannot be had (the message says why): skipped, said before the model loads."""
+    """A suite's config whose data cannot be had (the message says why): skipped, said before the
+    model loads.
+    """
 
 
 class SuiteResumeNotice(UserWarning):
-    """A suite resumed: the configs it continues (INCOMPLETE k/N) and those not run yet, said before the model
-    loads.
+    """A suite resumed: the configs it continues (INCOMPLETE k/N) and those not run yet, said before
+    the model loads.
     """
 
 
 @dataclass(frozen=True)
 class SuiteResult:
-    """Every config's run, the configs skipped for want of data ({config: why}), and the summary across them."""
+    """Every config's run, the configs skipped for want of data ({config: why}), and the summary
+    across them.
+    """
 
     runs: dict[str, RunResult]
     summary: dict[str, Any]
@@ -89,14 +96,15 @@ def run_suite(
     options: Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> SuiteResult:
-    """Run every config that `names` (configs or groups) name on `model`, loaded once; `settings` and keywords as
-    `run` takes them (`data_dir` may name a folder per benchmark). A protocol option (a keyword, or a key of
-    `options`) goes to every config that has it; a prefixed key of `options` (`{"xfakt.judge": "string"}`) to the
-    configs of that benchmark or to that config only (`tasks.routing.options_per_config`). With `out`, each config's
-    run goes to `out/<config>` and the summary to `out/suite.md` and `out/suite.json`. A config whose data cannot be
-    had is skipped (`SkippedConfigWarning`, `SuiteResult.skipped`) unless `strict`. An `out` that holds a suite's
-    runs already takes `resume` (to continue it, or add configs to it) and the same model. `names` is one name or a
-    list of them.
+    """Run every config that `names` (configs or groups) name on `model`, loaded once; `settings`
+    and keywords as `run` takes them (`data_dir` may name a folder per benchmark). A protocol option
+    (a keyword, or a key of `options`) goes to every config that has it; a prefixed key of `options`
+    (`{"xfakt.judge": "string"}`) to the configs of that benchmark or to that config only
+    (`tasks.routing.options_per_config`). With `out`, each config's run goes to `out/<config>` and
+    the summary to `out/suite.md` and `out/suite.json`. A config whose data cannot be had is skipped
+    (`SkippedConfigWarning`, `SuiteResult.skipped`) unless `strict`. An `out` that holds a suite's
+    runs already takes `resume` (to continue it, or add configs to it) and the same model. `names`
+    is one name or a list of them.
     """
     configs = expand(names_given(names, "run_suite(names)"))
     settings, each, data_dirs = suite_settings(configs, settings, keywords, options)
@@ -107,8 +115,9 @@ def run_suite(
         # new, empty, or a suite's: never a run's nor anyone's
         rundir.check_writable(folder, "suite")
     with ExitStack() as claim:
-        # A second writer of a suite folder fails at once (its lock); a new folder is made, and locked, only once
-        # the suite is planned, so that a suite refused while planning leaves nothing behind.
+        # A second writer of a suite folder fails at once (its lock); a new folder is made, and
+        # locked, only once the suite is planned, so that a suite refused while planning leaves
+        # nothing behind.
         early = folder is not None and main and folder.is_dir()
         if early:
             claim.enter_context(rundir.lock(folder, "suite"))
@@ -175,7 +184,9 @@ def run_suite(
 def check_configs(
     configs: Sequence[str], settings: RunSettings, each: Mapping[str, Mapping[str, Any]]
 ) -> None:
-    """Every config's options and language, checked before the model loads: an error names the config."""
+    """Every config's options and language, checked before the model loads: an error names the
+    config.
+    """
     for config in configs:
         try:
             benchmark = resolve(config)
@@ -194,8 +205,9 @@ def run_planned(
     order: Sequence[str],
     folder: Path | None,
 ) -> tuple[dict[str, RunResult], dict[str, Any]]:
-    """Run each config in turn (`run_one`), the summary rewritten after each (with the suite's `earlier` runs), so
-    that a suite stopped at any point has the summary of what it finished; (the runs, the last summary).
+    """Run each config in turn (`run_one`), the summary rewritten after each (with the suite's
+    `earlier` runs), so that a suite stopped at any point has the summary of what it finished; (the
+    runs, the last summary).
     """
     from culture_probe.report.summary import SuiteRun, summarize_suite, write_summary
 
@@ -220,10 +232,11 @@ def suite_cost(
     settings: RunSettings,
     folder: Path | None,
 ) -> tuple[str, dict[str, Plan]]:
-    """What the suite's configs will put through its model, together, said once the model has loaded: each config's
-    first stage as its run will ask it (--limit, --shard, less the probes a resumed folder answers), timed at the
-    config's own rate. Returns the line, and the plans with their workloads (`Plan.work`): each run says its own
-    part as it starts without counting it again.
+    """What the suite's configs will put through its model, together, said once the model has
+    loaded: each config's first stage as its run will ask it (--limit, --shard, less the probes a
+    resumed folder answers), timed at the config's own rate. Returns the line, and the plans with
+    their workloads (`Plan.work`): each run says its own part as it starts without counting it
+    again.
     """
     parts, costed = [], {}
     spec = stage_models.model_spec(model, settings, scorer)
@@ -245,8 +258,9 @@ def resume_notice(
     planned: Sequence[str],
     skipped: Mapping[str, str],
 ) -> str:
-    """What a resumed suite will do, said at its start: the configs it continues (`INCOMPLETE k/N`), those not run
-    yet that it runs now, and those it leaves as they are (planned before, not named now); "" when nothing is left.
+    """What a resumed suite will do, said at its start: the configs it continues (`INCOMPLETE k/N`),
+    those not run yet that it runs now, and those it leaves as they are (planned before, not named
+    now); "" when nothing is left.
     """
     unfinished = {c: run.status for c, run in earlier.items() if run.status}
     later = [c for c in dict.fromkeys(planned) if c not in configs and c not in skipped]
@@ -268,9 +282,9 @@ def resume_notice(
 def keep_stopped(
     folder: Path, model: ModelInput, skipped: Mapping[str, str], planned: Sequence[str]
 ) -> None:
-    """A suite stopped by an error or Ctrl-C: its summary rebuilt from the folder as it stands, the config it was
-    running marked INCOMPLETE k/N rather than not run; a summary that cannot be made is one warning (the stop's own
-    error follows it).
+    """A suite stopped by an error or Ctrl-C: its summary rebuilt from the folder as it stands, the
+    config it was running marked INCOMPLETE k/N rather than not run; a summary that cannot be made
+    is one warning (the stop's own error follows it).
     """
     from culture_probe.report import suite_runs
     from culture_probe.report.summary import summarize_suite, write_summary
@@ -288,9 +302,9 @@ def keep_stopped(
 def held(
     folder: Path, model: ModelInput, configs: Sequence[str], resume: bool
 ) -> tuple[dict[str, SuiteRun], dict[str, str]]:
-    """What a suite folder holds already and its summary keeps listing: its runs that answered a probe, and the
-    configs it skipped that this suite does not name. A folder holding runs is refused without `resume`, and a
-    suite of another model always (its summary is one model's).
+    """What a suite folder holds already and its summary keeps listing: its runs that answered a
+    probe, and the configs it skipped that this suite does not name. A folder holding runs is
+    refused without `resume`, and a suite of another model always (its summary is one model's).
     """
     from culture_probe.report import suite_runs
     from culture_probe.report.summary import read_summary
@@ -317,9 +331,10 @@ def suite_settings(
     keywords: Mapping[str, Any],
     options: Mapping[str, Any] | None = None,
 ) -> tuple[RunSettings, dict[str, dict[str, Any]], dict[str, Any]]:
-    """A suite's settings (`base` and the setting keywords), each config's protocol options (the other keywords
-    and `options`, each to the configs that have it or that its prefix names) and each config's data folder
-    (`data_dir`: one for all, or per benchmark), the folders checked to exist.
+    """A suite's settings (`base` and the setting keywords), each config's protocol options (the
+    other keywords and `options`, each to the configs that have it or that its prefix names) and
+    each config's data folder (`data_dir`: one for all, or per benchmark), the folders checked to
+    exist.
     """
     keywords = dict(keywords)
     data_dir = keywords.pop("data_dir", None)
@@ -338,8 +353,8 @@ def planned(
     options: Mapping[str, Any],
     data_dirs: Mapping[str, Any],
 ) -> Plan:
-    """One config's run planned before the model loads (rows, languages, resources, first-stage probes), with the
-    notice of a limit too small for its headline numbers.
+    """One config's run planned before the model loads (rows, languages, resources, first-stage
+    probes), with the notice of a limit too small for its headline numbers.
     """
     own = replace(settings, data_dir=data_dirs[config])
     ahead = planning.plan(config, stage_models.model_spec(model, own), own, options)
@@ -350,9 +365,10 @@ def planned(
 def plan_each(
     configs: Sequence[str], plan_one: Callable[[str], T], strict: bool
 ) -> tuple[dict[str, T], dict[str, str]]:
-    """`plan_one(config)` for every config, before any model loads; returns the plans, and {config: why} for those
-    whose data cannot be had (`MissingDataError`: skipped, said at once). Any other error stops, naming the config,
-    as does missing data under `strict`, in a single config, or in every config.
+    """`plan_one(config)` for every config, before any model loads; returns the plans, and {config:
+    why} for those whose data cannot be had (`MissingDataError`: skipped, said at once). Any other
+    error stops, naming the config, as does missing data under `strict`, in a single config, or in
+    every config.
     """
     if len(configs) == 1:  # one config: its own error, as a run gives it
         return {configs[0]: plan_one(configs[0])}, {}
@@ -381,7 +397,9 @@ def plan_each(
 
 
 def check_paths(data_dirs: Mapping[str, Any]) -> None:
-    """A `--data-dir` that does not exist is a mistyped path, an error: a suite skips only data that cannot be had."""
+    """A `--data-dir` that does not exist is a mistyped path, an error: a suite skips only data that
+    cannot be had.
+    """
     for path in dict.fromkeys(p for p in data_dirs.values() if p is not None):
         if not Path(path).exists():
             raise InvalidValueError(f"--data-dir {path} does not exist: check the path.")

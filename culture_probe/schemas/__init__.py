@@ -1,5 +1,6 @@
-"""JSON Schemas of the files a run writes, shipped in the package so that users, CI and the tests validate against
-the same file: `metrics.schema.json` (the results schema of every benchmark's metrics.json).
+"""JSON Schemas of the files a run writes, shipped in the package so that users, CI and the tests
+validate against the same file: `metrics.schema.json` (the results schema of every benchmark's
+metrics.json).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Protocols: one per benchmark, the `task` module of its folder (`culture_probe/benchmarks/<name>/task.py`)
-defining `TASK` (a `Task` subclass).
+"""Protocols: one per benchmark, the `task` module of its folder
+(`culture_probe/benchmarks/<name>/task.py`) defining `TASK` (a `Task` subclass).
 
-A config name is mapped to its protocol through the declaration of the benchmark whose data module defines the
-config (`culture_probe.benchmarks.declaration`). See `base` for how to add a task.
+A config name is mapped to its protocol through the declaration of the benchmark whose data module
+defines the config (`culture_probe.benchmarks.declaration`). See `base` for how to add a task.
 """
 
 from __future__ import annotations
@@ -43,14 +43,16 @@ __all__ = [
 
 
 def benchmark_of(config: str | Benchmark) -> str:
-    """The benchmark (data module name) that defines `config`; unknown names list the valid configs."""
+    """The benchmark (data module name) that defines `config`; unknown names list the valid
+    configs.
+    """
     return resolve(config).benchmark
 
 
 def task_for(config: str | Benchmark) -> type[Task]:
-    """The Task class that probes benchmark config `config` (unknown names list the valid configs): TASK of the
-    protocol module its benchmark declares. Found here, by name, so that the data layer never reaches up into the
-    protocols.
+    """The Task class that probes benchmark config `config` (unknown names list the valid configs):
+    TASK of the protocol module its benchmark declares. Found here, by name, so that the data layer
+    never reaches up into the protocols.
     """
     benchmark = resolve(config)
     declared = benchmark.declaration
@@ -64,7 +66,9 @@ def task_for(config: str | Benchmark) -> type[Task]:
 
 
 def task_from_config(meta: Mapping[str, Any]) -> Task:
-    """A run's Task rebuilt from its config.json, without resources: enough to read its records into metrics."""
+    """A run's Task rebuilt from its config.json, without resources: enough to read its records into
+    metrics.
+    """
     benchmark = resolve(meta["config"])
     task = task_for(benchmark)
     return task(

@@ -1,32 +1,39 @@
-"""The protocol base class: how a benchmark's rows (and declared resources) become engine probes, records and
-typed metric inputs. A protocol is pure: it opens no file, reads no environment variable, keeps no module-level
-cache and renders nothing; what it needs besides rows it declares (`needs`), and the data layer loads it.
+"""The protocol base class: how a benchmark's rows (and declared resources) become engine probes,
+records and typed metric inputs. A protocol is pure: it opens no file, reads no environment
+variable, keeps no module-level cache and renders nothing; what it needs besides rows it declares
+(`needs`), and the data layer loads it.
 
-Adding a task: see docs/adding-a-benchmark.md. In short, the benchmark folder's `task.py` (its declaration names it)
-defines a `Task` subclass and `TASK = ThatClass`, with
+Adding a task: see docs/adding-a-benchmark.md. In short, the benchmark folder's `task.py` (its
+declaration names it) defines a `Task` subclass and `TASK = ThatClass`, with
 
-- `Options`: a frozen dataclass whose fields are every switch that changes a number (defaults = the paper's
-  protocol). Users pass them as `run(config, model, judge="string")` or `--option judge=string`.
-- `deviations`: where the protocol differs from the original code, each with when it applies and the option values
-  that give the original code's behaviour (the `upstream` profile sets them all: `--protocol upstream`).
+- `Options`: a frozen dataclass whose fields are every switch that changes a number (defaults = the
+  paper's protocol). Users pass them as `run(config, model, judge="string")` or `--option
+  judge=string`.
+- `deviations`: where the protocol differs from the original code, each with when it applies and the
+  option values that give the original code's behaviour (the `upstream` profile sets them all:
+  `--protocol upstream`).
 - `needs(config, options)` (optional): the side data to load (`culture_probe.data.resources.Need`).
-- `model_need(stage)` (optional): what the model answering a stage must be (`ModelNeed`: its kinds, a chat
-  template) and the options that ask without it, checked before any run folder is made; `stage_options(stage)`
-  (optional): the options that change a stage's records, so a resume may change the others (`--resume`).
-- four hooks: `_probes(rows, stage, previous)` yields probes; `_read(probe, output)` turns one engine output into
-  the record's fields; `_metrics(records, skipped)` maps the answered records to typed inputs and calls the
-  benchmark's metric functions in `culture_probe.metrics` (the base counts the skipped records per reason; a
-  protocol only looks at them when a metric depends on why something was not asked); `_unit_tables(records)`
-  gives each headline metric's value per unit, from which the results schema draws intervals (and
-  `_composites`, optionally, the numbers that are no mean over units and the metrics left out; `_chance_tables`,
-  optionally, each metric's value per unit under a random answer, for its chance level).
-- `smoke`: how many items of each stratum cell (`strata`) a run needs for its headline numbers, and which numbers
-  need them: `--limit smoke` probes that many, and a smaller `--limit` says what it will lack before any model loads.
-- `parallel` (optional): the probe meta fields that name one item across the config's languages (DLAMA: the fact's
-  `uuid`), so that `--limit` draws those units and probes each in every language: consistency across languages and
-  paired language comparisons then exist in any subset.
-- `_configure()` (optional): the instance settings that follow from the config and options (`stages`, `smoke`,
-  `parallel`, `design`), set once when the task is made, without restating the constructor.
+- `model_need(stage)` (optional): what the model answering a stage must be (`ModelNeed`: its kinds,
+  a chat template) and the options that ask without it, checked before any run folder is made;
+  `stage_options(stage)` (optional): the options that change a stage's records, so a resume may
+  change the others (`--resume`).
+- four hooks: `_probes(rows, stage, previous)` yields probes; `_read(probe, output)` turns one
+  engine output into the record's fields; `_metrics(records, skipped)` maps the answered records to
+  typed inputs and calls the benchmark's metric functions in `culture_probe.metrics` (the base
+  counts the skipped records per reason; a protocol only looks at them when a metric depends on why
+  something was not asked); `_unit_tables(records)` gives each headline metric's value per unit,
+  from which the results schema draws intervals (and `_composites`, optionally, the numbers that are
+  no mean over units and the metrics left out; `_chance_tables`, optionally, each metric's value per
+  unit under a random answer, for its chance level).
+- `smoke`: how many items of each stratum cell (`strata`) a run needs for its headline numbers, and
+  which numbers need them: `--limit smoke` probes that many, and a smaller `--limit` says what it
+  will lack before any model loads.
+- `parallel` (optional): the probe meta fields that name one item across the config's languages
+  (DLAMA: the fact's `uuid`), so that `--limit` draws those units and probes each in every language:
+  consistency across languages and paired language comparisons then exist in any subset.
+- `_configure()` (optional): the instance settings that follow from the config and options
+  (`stages`, `smoke`, `parallel`, `design`), set once when the task is made, without restating the
+  constructor.
 """
 
 from __future__ import annotations
@@ -76,11 +83,13 @@ RecordFields = dict[str, Any]
 
 @dataclass(frozen=True)
 class ModelNeed:
-    """What a stage asks of the model that answers it: one of `kinds`, and a chat template when `chat`.
+    """What a stage asks of the model that answers it: one of `kinds`, and a chat template when
+    `chat`.
 
-    The task declares it (`Task.model_need`); the runner checks it on the model's config and tokenizer before any
-    run folder is made or weights load. `why` says in words what asks for it, `instead` the command-line options
-    under which the protocol asks no such thing (e.g. `--option mode=rank`), so that a refusal names what works.
+    The task declares it (`Task.model_need`); the runner checks it on the model's config and
+    tokenizer before any run folder is made or weights load. `why` says in words what asks for it,
+    `instead` the command-line options under which the protocol asks no such thing (e.g. `--option
+    mode=rank`), so that a refusal names what works.
     """
 
     kinds: tuple[str, ...] = MODEL_KINDS
@@ -103,7 +112,9 @@ class ModelNeed:
         )
 
     def check_chat(self, tokenizer: Any, model: str) -> None:
-        """Refuse a tokenizer without a chat template when the stage asks through one (`model`: its name)."""
+        """Refuse a tokenizer without a chat template when the stage asks through one (`model`: its
+        name).
+        """
         if not self.chat or getattr(tokenizer, "chat_template", None):
             return
         asks = self.why or "The protocol asks through the model's chat template"
@@ -118,7 +129,9 @@ class ModelNeed:
 
 
 class Task:
-    """One benchmark's protocol. Subclasses set `Options`, `deviations`, and write the four hooks."""
+    """One benchmark's protocol. Subclasses set `Options`, `deviations`, and write the four
+    hooks.
+    """
 
     Options: ClassVar[type] = NoOptions
     deviations: ClassVar[tuple[Deviation, ...]] = ()
@@ -126,29 +139,33 @@ class Task:
     stages: tuple[str, ...] = ("main",)
     #: kinds of model the protocol supports (an UnsupportedModelError names them otherwise)
     kinds: ClassVar[tuple[str, ...]] = MODEL_KINDS
-    #: whether `self.seed` changes a number (random sampling); only then must a resumed run keep its seed (an
-    #: instance may set it, from its options)
+    #: whether `self.seed` changes a number (random sampling); only then must a resumed run keep its
+    #: seed (an instance may set it, from its options)
     seeded: bool = False
     #: what one item is, as `--limit` counts it (facts, dishes, prompts, questions, proverbs)
     unit: ClassVar[str] = "items"
-    #: probe meta fields whose combinations a `--limit` subset draws from in turn (language, culture, ...)
+    #: probe meta fields whose combinations a `--limit` subset draws from in turn (language,
+    #: culture, ...)
     strata: ClassVar[tuple[str, ...]] = ()
-    #: items per cell of `strata` that the headline numbers need (not a ClassVar: an instance may set its own)
+    #: items per cell of `strata` that the headline numbers need (not a ClassVar: an instance may
+    #: set its own)
     smoke: Smoke = Smoke()
-    #: string columns the protocol reads as text: custom rows with a null there are refused when read (a null in a
-    #: label, number, bool or list column always is)
+    #: string columns the protocol reads as text: custom rows with a null there are refused when
+    #: read (a null in a label, number, bool or list column always is)
     text_columns: ClassVar[tuple[str, ...]] = ()
-    #: how the facts (and ranked candidates) of the benchmark's languages are matched, by id (docs/consistency.md);
-    #: None where its data do not align exactly, so no consistency across languages is computed
+    #: how the facts (and ranked candidates) of the benchmark's languages are matched, by id
+    #: (docs/consistency.md); None where its data do not align exactly, so no consistency across
+    #: languages is computed
     alignment: ClassVar[str | None] = None
-    #: the record fields `aligned_answers` reads, by type: checked where runs are read back to be paired
-    #: (`culture-probe consistency`), so that a damaged record is named by its line
+    #: the record fields `aligned_answers` reads, by type: checked where runs are read back to be
+    #: paired (`culture-probe consistency`), so that a damaged record is named by its line
     aligned_fields: ClassVar[Mapping[str, Any]] = {}
-    #: the probe meta fields that name one item in every language (`Parallel`): `--limit` then draws those units,
-    #: each probed in every language; None draws items one by one (not a ClassVar: an instance may set its own)
+    #: the probe meta fields that name one item in every language (`Parallel`): `--limit` then draws
+    #: those units, each probed in every language; None draws items one by one (not a ClassVar: an
+    #: instance may set its own)
     parallel: Parallel | None = None
-    #: what the benchmark draws at random (`SamplingDesign`), which its unit tables follow and results.design states
-    #: (not a ClassVar: an instance may set its own, as X-FaKT's parts do)
+    #: what the benchmark draws at random (`SamplingDesign`), which its unit tables follow and
+    #: results.design states (not a ClassVar: an instance may set its own, as X-FaKT's parts do)
     design: SamplingDesign = SamplingDesign("item")
 
     def __init__(
@@ -175,8 +192,8 @@ class Task:
 
     @property
     def benchmark(self) -> Benchmark:
-        """The config resolved: the data module, builder config, card, and whether it is a corrected variant (a
-        task made from a name, as tests make them, looks it up here).
+        """The config resolved: the data module, builder config, card, and whether it is a corrected
+        variant (a task made from a name, as tests make them, looks it up here).
         """
         return self._benchmark if self._benchmark is not None else resolve(self.config)
 
@@ -187,8 +204,9 @@ class Task:
 
     @classmethod
     def suite_studies(cls, metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """The studies across this benchmark's configs that a suite reports, by name, from the metrics of the
-        suite's full runs of them ({config: metrics}; smoke runs left out): e.g. MAPS' culture gap. None by default.
+        """The studies across this benchmark's configs that a suite reports, by name, from the
+        metrics of the suite's full runs of them ({config: metrics}; smoke runs left out): e.g.
+        MAPS' culture gap. None by default.
         """
         return {}
 
@@ -221,15 +239,15 @@ class Task:
 
     @property
     def limit_unit(self) -> str:
-        """What `--limit` counts: the parallel unit where the task has one (DLAMA facts, each in every language),
-        else one item (`unit`).
+        """What `--limit` counts: the parallel unit where the task has one (DLAMA facts, each in
+        every language), else one item (`unit`).
         """
         return self.parallel.unit if self.parallel is not None else self.unit
 
     @property
     def limit_strata(self) -> tuple[str, ...]:
-        """The strata a `--limit` subset draws its units from in turn: `strata`, without the language where the
-        units are parallel (a unit holds every language).
+        """The strata a `--limit` subset draws its units from in turn: `strata`, without the
+        language where the units are parallel (a unit holds every language).
         """
         if self.parallel is None:
             return self.strata
@@ -244,7 +262,9 @@ class Task:
         return len({self.limit_key(p) for p in probes})
 
     def parallel_values(self, probes: Sequence[Probe]) -> list[str]:
-        """The languages (`Parallel.across` values) every drawn unit is probed in, sorted; none without units."""
+        """The languages (`Parallel.across` values) every drawn unit is probed in, sorted; none
+        without units.
+        """
         if self.parallel is None:
             return []
         return sorted({str(p.meta.get(self.parallel.across)) for p in probes})
@@ -252,11 +272,12 @@ class Task:
     def sample(
         self, probes: Sequence[Probe], limit: int | float, known: Set[str] = frozenset()
     ) -> list[Probe]:
-        """The probes of `limit` units (`limit_unit`), drawn with the run's seed in turn from each stratum
-        (`limit_strata`), so that a smoke run sees every language, culture, predicate or type it can, not the first
-        rows of one; a fraction (0 < limit < 1) takes that share of each stratum's units instead, keeping the
-        strata's proportions. A parallel unit comes with its probes in every language. `known` items (a planted
-        model's) and the others take turns in each stratum's draw, so that a number of units holds both.
+        """The probes of `limit` units (`limit_unit`), drawn with the run's seed in turn from each
+        stratum (`limit_strata`), so that a smoke run sees every language, culture, predicate or
+        type it can, not the first rows of one; a fraction (0 < limit < 1) takes that share of each
+        stratum's units instead, keeping the strata's proportions. A parallel unit comes with its
+        probes in every language. `known` items (a planted model's) and the others take turns in
+        each stratum's draw, so that a number of units holds both.
         """
         unit = self.limit_key if self.parallel is not None else None
         if isinstance(limit, float):
@@ -267,12 +288,13 @@ class Task:
         )
 
     def smoke_limit(self, probes: Sequence[Probe]) -> int:
-        """The smallest `--limit` whose subset has `smoke.per_cell` items in every cell of `strata` (all of a
-        smaller cell), whatever the seed: `--limit smoke`, in `limit_unit`s.
+        """The smallest `--limit` whose subset has `smoke.per_cell` items in every cell of `strata`
+        (all of a smaller cell), whatever the seed: `--limit smoke`, in `limit_unit`s.
 
-        Parallel units are drawn a round at a time from each cell of `limit_strata`; a cell needs as many rounds as
-        its units that lack some language, plus the units that language's items need, before every draw is sure
-        to give each of its language cells enough (all of its units where every unit has every language).
+        Parallel units are drawn a round at a time from each cell of `limit_strata`; a cell needs as
+        many rounds as its units that lack some language, plus the units that language's items need,
+        before every draw is sure to give each of its language cells enough (all of its units where
+        every unit has every language).
         """
         if self.parallel is None:
             return sum(
@@ -295,8 +317,8 @@ class Task:
         return sum(min(rounds, len(members)) for members in units.values())
 
     def smoke_shortfall(self, probes: Sequence[Probe], sampled: Sequence[Probe]) -> str | None:
-        """Why the subset `sampled` of `probes` lacks headline numbers (the cells it leaves short, and what needs
-        them), or None when it has them all.
+        """Why the subset `sampled` of `probes` lacks headline numbers (the cells it leaves short,
+        and what needs them), or None when it has them all.
         """
         cells = strata_cells(probes, self.strata)
         have = strata_cells(sampled, self.strata)
@@ -326,7 +348,9 @@ class Task:
         )
 
     def to_record(self, probe: Probe, output: Output, *, stage: str | None = None) -> Record:
-        """The typed record of one answered (or skipped) probe: the probe's meta, then `_read`'s fields."""
+        """The typed record of one answered (or skipped) probe: the probe's meta, then `_read`'s
+        fields.
+        """
         fields = dict(probe.meta)
         if isinstance(probe, Skipped):
             fields["skipped"] = probe.reason
@@ -337,8 +361,9 @@ class Task:
         )
 
     def compute_metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        """Metrics from records alone (so a resumed run and `culture-probe report` give the same numbers): the
-        protocol's metrics of the answered records, and how many probes were skipped, per reason.
+        """Metrics from records alone (so a resumed run and `culture-probe report` give the same
+        numbers): the protocol's metrics of the answered records, and how many probes were skipped,
+        per reason.
         """
         answered = [r for r in records if not r.skipped]
         skipped = [r for r in records if r.skipped]
@@ -366,8 +391,9 @@ class Task:
         }
 
     def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> Results:
-        """The run's numbers in the one results schema (`culture_probe.metrics.results`): each headline number
-        with its 95% interval over this benchmark's unit, overall and per stratum, and what was left out.
+        """The run's numbers in the one results schema (`culture_probe.metrics.results`): each
+        headline number with its 95% interval over this benchmark's unit, overall and per stratum,
+        and what was left out.
         """
         extra, omitted = self._composites(answered, metrics)
         out = summarize(
@@ -378,14 +404,15 @@ class Task:
         return {**out, "chance": chance} if chance else out
 
     def cluster_of(self, record: Record) -> str | None:
-        """The sampled unit a record's answer belongs to where the design repeats a unit across the config's
-        languages (its `parallel` fields: a DLAMA fact by its release id), else None: the record is its own unit.
+        """The sampled unit a record's answer belongs to where the design repeats a unit across the
+        config's languages (its `parallel` fields: a DLAMA fact by its release id), else None: the
+        record is its own unit.
         """
         return None if self.parallel is None else self.parallel.name(record)
 
     def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
-        """Each answered fact in ids that all the benchmark's languages share (`alignment` says how), for the
-        consistency across the run's languages; none by default.
+        """Each answered fact in ids that all the benchmark's languages share (`alignment` says
+        how), for the consistency across the run's languages; none by default.
         """
         return []
 
@@ -395,9 +422,10 @@ class Task:
         aligned: Sequence[AlignedAnswer],
         across: Mapping[str, Any],
     ) -> dict[str, str]:
-        """Why consistency across languages (RankC, and per-fact agreement `both_right` with its paired P@1
-        difference) is not reported, by metric, or by metric and pair of languages ("rankc (ar/en)") where only some
-        pairs lack it; nothing for a benchmark whose languages are not aligned (`alignment` None).
+        """Why consistency across languages (RankC, and per-fact agreement `both_right` with its
+        paired P@1 difference) is not reported, by metric, or by metric and pair of languages
+        ("rankc (ar/en)") where only some pairs lack it; nothing for a benchmark whose languages are
+        not aligned (`alignment` None).
         """
         if self.alignment is None:
             return {}
@@ -441,8 +469,9 @@ class Task:
         return out
 
     def unaligned(self, answered: Sequence[Record]) -> str:
-        """Why none of `answered` could be aligned across languages (`aligned_answers` gave none): e.g. records
-        without the id that matches a fact across languages, or a part of the benchmark that is not aligned.
+        """Why none of `answered` could be aligned across languages (`aligned_answers` gave none):
+        e.g. records without the id that matches a fact across languages, or a part of the benchmark
+        that is not aligned.
         """
         if not answered:
             return "no probe was answered"
@@ -452,8 +481,9 @@ class Task:
         )
 
     def chance(self, answered: Sequence[Record]) -> dict[str, Chance]:
-        """Each headline metric's chance level where it has one: a random model's expected value on these very
-        units, aggregated as the metric is (`culture_probe.metrics.chance`), with how it was computed.
+        """Each headline metric's chance level where it has one: a random model's expected value on
+        these very units, aggregated as the metric is (`culture_probe.metrics.chance`), with how it
+        was computed.
         """
         return {
             table.metric: {"value": value, "method": method}
@@ -462,8 +492,8 @@ class Task:
         }
 
     def unit_tables(self, answered: Sequence[Record]) -> list[UnitTable]:
-        """Each headline metric's value per unit (and replicate) of the answered records: what the results
-        schema's intervals and a paired comparison of two runs resample.
+        """Each headline metric's value per unit (and replicate) of the answered records: what the
+        results schema's intervals and a paired comparison of two runs resample.
         """
         return list(self._unit_tables([r for r in answered if not r.skipped]))
 
@@ -472,8 +502,8 @@ class Task:
         return {}
 
     def applied_deviations(self) -> list[dict[str, str]]:
-        """The deviations that concern this run (config, model kind, mode), each with the side that applied, as
-        config.json records them.
+        """The deviations that concern this run (config, model kind, mode), each with the side that
+        applied, as config.json records them.
         """
         return [d.record(self.options, self.kind) for d in self.deviations if d.applies(self)]
 
@@ -481,10 +511,10 @@ class Task:
     def profile(
         cls, protocol: str, kind: str | None = None, *, served: bool = False
     ) -> dict[str, Any]:
-        """The option values of a protocol profile: none for "default"; for "upstream" the upstream values of every
-        deviation whose upstream code path ran models of `kind` (all kinds when None, to check a suite's options
-        before its model loads). Within one kind, no two deviations ask one option for different values (a test
-        checks it).
+        """The option values of a protocol profile: none for "default"; for "upstream" the upstream
+        values of every deviation whose upstream code path ran models of `kind` (all kinds when
+        None, to check a suite's options before its model loads). Within one kind, no two deviations
+        ask one option for different values (a test checks it).
         """
         if protocol not in PROTOCOLS:
             raise UnknownNameError("protocol", protocol, PROTOCOLS)
@@ -507,8 +537,8 @@ class Task:
         config: str | Benchmark | None = None,
         served: bool = False,
     ) -> Any:
-        """The run's `Options`: the user's `values` parsed and checked, then the profile's values for the options
-        the user did not give (`with_profile`).
+        """The run's `Options`: the user's `values` parsed and checked, then the profile's values
+        for the options the user did not give (`with_profile`).
         """
         chosen = parse_options(cls.Options, values)
         return cls.with_profile(chosen, values, protocol, kind, config=config, served=served)
@@ -524,9 +554,10 @@ class Task:
         config: str | Benchmark | None = None,
         served: bool = False,
     ) -> Any:
-        """`chosen` (the user's options, parsed once) with the profile's values for the options not `given`: one
-        pure step, taken once the model's kind is known. Given the config and the kind, the profile keeps only the
-        deviations that concern the run (its mode, its templates), so no inert option is set.
+        """`chosen` (the user's options, parsed once) with the profile's values for the options not
+        `given`: one pure step, taken once the model's kind is known. Given the config and the kind,
+        the profile keeps only the deviations that concern the run (its mode, its templates), so no
+        inert option is set.
         """
         profile = cls.profile(protocol, kind, served=served)
         if profile and config is not None and kind is not None:
@@ -546,20 +577,24 @@ class Task:
         return None
 
     def model_need(self, stage: str) -> ModelNeed:
-        """What the model answering `stage` must be (its kind, a chat template), and the options that avoid it."""
+        """What the model answering `stage` must be (its kind, a chat template), and the options
+        that avoid it.
+        """
         return ModelNeed(self.kinds)
 
     def stage_options(self, stage: str) -> tuple[str, ...]:
-        """The options that change `stage`'s records (config.json's `stage_options`): a resumed run compares them
-        for each stage that has records. By default every option; an option of no stage changes only metrics,
-        which every run recomputes from the records.
+        """The options that change `stage`'s records (config.json's `stage_options`): a resumed run
+        compares them for each stage that has records. By default every option; an option of no
+        stage changes only metrics, which every run recomputes from the records.
         """
         return tuple(f.name for f in dataclasses.fields(self.options))
 
     def select_language(
         self, rows: Sequence[Mapping[str, Any]], language: str
     ) -> list[Mapping[str, Any]]:
-        """Rows asked in `language` (column `language`, `lang` or `prompt_lang`); an unknown one is an error."""
+        """Rows asked in `language` (column `language`, `lang` or `prompt_lang`); an unknown one is
+        an error.
+        """
         column = next(
             (c for c in ("language", "lang", "prompt_lang") if rows and c in rows[0]), None
         )
@@ -577,9 +612,10 @@ class Task:
     # ------------------------------------------------------------ hooks
 
     def _configure(self) -> None:
-        """Set what follows from the config and the options (stages, smoke cells, parallel units, design), or refuse
-        a config the protocol cannot probe: called once, at the end of `__init__`, so that a protocol does not
-        restate the constructor to do it. Nothing by default.
+        """Set what follows from the config and the options (stages, smoke cells, parallel units,
+        design), or refuse a config the protocol cannot probe: called once, at the end of
+        `__init__`, so that a protocol does not restate the constructor to do it. Nothing by
+        default.
         """
 
     def _probes(
@@ -599,14 +635,16 @@ class Task:
     def _composites(
         self, records: Sequence[Record], metrics: Mapping[str, Any]
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        """Headline numbers that are not a mean over units (with their own intervals), and the metrics left out
-        of this run with the reason (e.g. a gap that needs both cultures). None by default.
+        """Headline numbers that are not a mean over units (with their own intervals), and the
+        metrics left out of this run with the reason (e.g. a gap that needs both cultures). None by
+        default.
         """
         return {}, {}
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Per headline metric with a chance level: the `_unit_tables` table with each unit's expected value under
-        a random answer in place of its value, and how that expectation is computed. None by default.
+        """Per headline metric with a chance level: the `_unit_tables` table with each unit's
+        expected value under a random answer in place of its value, and how that expectation is
+        computed. None by default.
         """
         return ()
 
@@ -615,8 +653,9 @@ class Task:
 
 
 def _unpaired_reason(metric: str, pair: Mapping[str, Any]) -> str:
-    """Why one pair of languages has no `metric` (`language_consistency` gives `both_right` to every pair that shares
-    a fact, and RankC to those that ranked one over the same candidates in both languages).
+    """Why one pair of languages has no `metric` (`language_consistency` gives `both_right` to every
+    pair that shares a fact, and RankC to those that ranked one over the same candidates in both
+    languages).
     """
     if metric != "rankc":
         return f"no fact of the pair has {metric}"
@@ -633,8 +672,9 @@ def _unpaired_reason(metric: str, pair: Mapping[str, Any]) -> str:
 
 
 def missing_id(answered: Sequence[Record], field: str, name: str, item: str) -> str | None:
-    """Why `answered` cannot be matched across languages when no record carries the id `field` (a run made before
-    the id was kept: `name` says what the id is, `item` what it names), for `Task.unaligned`; None when one does.
+    """Why `answered` cannot be matched across languages when no record carries the id `field` (a
+    run made before the id was kept: `name` says what the id is, `item` what it names), for
+    `Task.unaligned`; None when one does.
     """
     if not answered or any(field in r for r in answered):
         return None
@@ -645,8 +685,8 @@ def missing_id(answered: Sequence[Record], field: str, name: str, item: str) -> 
 
 
 def asked_in(languages: Sequence[str]) -> str:
-    """How a parallel unit is asked, as a clause: ", each asked in ar and en" (", each asked in its 13 languages"
-    from three on); nothing for a unit in one language.
+    """How a parallel unit is asked, as a clause: ", each asked in ar and en" (", each asked in its
+    13 languages" from three on); nothing for a unit in one language.
     """
     if len(languages) < 2:
         return ""
@@ -656,7 +696,9 @@ def asked_in(languages: Sequence[str]) -> str:
 
 
 def split_slot(template: str, slot: str) -> tuple[str, str]:
-    """(left, right) of the one `slot` in a filled template; a missing or repeated slot is a TemplateError."""
+    """(left, right) of the one `slot` in a filled template; a missing or repeated slot is a
+    TemplateError.
+    """
     parts = template.split(slot)
     if len(parts) != 2:
         raise TemplateError(
@@ -676,9 +718,10 @@ def cloze_probe(
     candidate_ids: Literal["in_context", "alone"],
     tag: str = "",
 ) -> ScoreProbe:
-    """The probe that ranks `candidates` in the slot between a filled template's `left` and `right` (DLAMA's and
-    FmLAMA's cloze templates): the request keeps the template's spacing (`slot_request`), and the record's `meta`
-    gains the `prompt` with the slot shown as `[Y]`, as both benchmarks' records write it.
+    """The probe that ranks `candidates` in the slot between a filled template's `left` and `right`
+    (DLAMA's and FmLAMA's cloze templates): the request keeps the template's spacing
+    (`slot_request`), and the record's `meta` gains the `prompt` with the slot shown as `[Y]`, as
+    both benchmarks' records write it.
     """
     request = slot_request(left, right, candidates, candidate_ids)
     return ScoreProbe(
@@ -692,9 +735,9 @@ def ranked_candidates(scores: CandidateScores, by: Literal["mean", "sum"] = "mea
 
 
 def ranks_of(scores: CandidateScores, order: Any, texts: Sequence[str]) -> list[int | None]:
-    """The rank (1 = first) in `order` (candidate indices, best first, maybe fewer than all) of each of `texts`, None
-    where it is not ranked; a text given twice among the candidates has the rank of its later place, as a ranking
-    read into a {candidate: rank} mapping gives it.
+    """The rank (1 = first) in `order` (candidate indices, best first, maybe fewer than all) of each
+    of `texts`, None where it is not ranked; a text given twice among the candidates has the rank of
+    its later place, as a ranking read into a {candidate: rank} mapping gives it.
     """
     places = np.zeros(len(scores.candidates), dtype=np.int64)
     places[order] = np.arange(1, len(order) + 1)
@@ -707,8 +750,8 @@ def ranks_of(scores: CandidateScores, order: Any, texts: Sequence[str]) -> list[
 
 
 def all_scores(output: CandidateScores) -> dict[str, list[Any]]:
-    """Every candidate's summed log-prob, token count and (when kept) per-token log-probs, in the request's
-    candidate order: what any other normalisation needs later (large, so opt-in).
+    """Every candidate's summed log-prob, token count and (when kept) per-token log-probs, in the
+    request's candidate order: what any other normalisation needs later (large, so opt-in).
     """
     scores: dict[str, list[Any]] = {
         "sum_logprob": output.sum_logprob.tolist(),

@@ -1,5 +1,6 @@
-"""Where a protocol differs from the released code (`Deviation`), with both behaviours as options: the table each
-task module ends with, the side a run applied (config.json's `deviations`), and the two profiles (`--protocol`).
+"""Where a protocol differs from the released code (`Deviation`), with both behaviours as options:
+the table each task module ends with, the side a run applied (config.json's `deviations`), and the
+two profiles (`--protocol`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ PROTOCOLS = ("default", "upstream")
 
 @dataclass(frozen=True)
 class Scope:
-    """A part of a protocol's runs that several of its deviations concern, in words (what `Deviation.when` says)
-    and as a test of the task (what `Deviation.applies` asks): DLAMA's ranking is `Scope("ranking", ranks)`.
+    """A part of a protocol's runs that several of its deviations concern, in words (what
+    `Deviation.when` says) and as a test of the task (what `Deviation.applies` asks): DLAMA's
+    ranking is `Scope("ranking", ranks)`.
     """
 
     words: str
@@ -33,11 +35,12 @@ class Scope:
 class Deviation:
     """One place where the library's protocol differs from the upstream code, with both behaviours.
 
-    `applies(task)` says whether the difference concerns a run at all (its config, model kind, mode); `when` says
-    the same in words. `upstream` holds the option values that give upstream's behaviour, so each deviation is
-    implemented once, as options, and the run's table shows which side applied; the upstream profile sets them
-    for the model kinds whose upstream code path behaved so (`upstream_kinds`). A deviation without them has no
-    upstream side here, and `upstream_note` says why (upstream's code cannot run it, or it changes no number).
+    `applies(task)` says whether the difference concerns a run at all (its config, model kind,
+    mode); `when` says the same in words. `upstream` holds the option values that give upstream's
+    behaviour, so each deviation is implemented once, as options, and the run's table shows which
+    side applied; the upstream profile sets them for the model kinds whose upstream code path
+    behaved so (`upstream_kinds`). A deviation without them has no upstream side here, and
+    `upstream_note` says why (upstream's code cannot run it, or it changes no number).
     """
 
     id: str
@@ -47,7 +50,8 @@ class Deviation:
     upstream: Mapping[str, Any] | None = None
     upstream_note: str = ""
     upstream_kinds: tuple[str, ...] = MODEL_KINDS
-    #: upstream's side needs the model in process (token-level control, e.g. a second BOS): never for served models
+    #: upstream's side needs the model in process (token-level control, e.g. a second BOS): never
+    #: for served models
     in_process: bool = False
 
     @classmethod
@@ -61,9 +65,10 @@ class Deviation:
         upstream: Mapping[str, Any] | None = None,
         upstream_note: str = "",
     ) -> Deviation:
-        """A deviation of one model kind's code path, in all runs or in those of `scope` (DLAMA's ranking). The kind
-        and the scope are each named once, for `applies`, for `when` ("masked models, ranking") and for
-        `upstream_kinds` (where it has an upstream side), so that the three cannot drift apart.
+        """A deviation of one model kind's code path, in all runs or in those of `scope` (DLAMA's
+        ranking). The kind and the scope are each named once, for `applies`, for `when` ("masked
+        models, ranking") and for `upstream_kinds` (where it has an upstream side), so that the
+        three cannot drift apart.
         """
         test = scope.test if scope is not None else _always
 
@@ -76,9 +81,10 @@ class Deviation:
 
     @classmethod
     def kept_scores(cls, id: str, kept: str, size: str, scope: Scope) -> Deviation:
-        """The storage note of a ranking protocol with a `keep_scores` option: items.jsonl keeps `kept` of each
-        ranking rather than every candidate's scores, which would multiply its size by the `size` (the candidate
-        count). It changes no number, so it has no upstream side; a run of `scope` without keep_scores shows it.
+        """The storage note of a ranking protocol with a `keep_scores` option: items.jsonl keeps
+        `kept` of each ranking rather than every candidate's scores, which would multiply its size
+        by the `size` (the candidate count). It changes no number, so it has no upstream side; a run
+        of `scope` without keep_scores shows it.
         """
         return cls(
             id,
@@ -91,7 +97,9 @@ class Deviation:
         )
 
     def reproducible(self, kind: str | None, served: bool = False) -> bool:
-        """Whether the upstream profile sets this deviation's values for a model of `kind` (None: any kind)."""
+        """Whether the upstream profile sets this deviation's values for a model of `kind` (None:
+        any kind).
+        """
         return (
             self.upstream is not None
             and (kind is None or kind in self.upstream_kinds)
@@ -99,9 +107,9 @@ class Deviation:
         )
 
     def side(self, options: Any) -> str:
-        """The side the run took: "upstream" when the run's options are all upstream's for this deviation,
-        "default" when none of those that upstream sets otherwise than the library is, else "partial" (a user's own
-        option overrode some).
+        """The side the run took: "upstream" when the run's options are all upstream's for this
+        deviation, "default" when none of those that upstream sets otherwise than the library is,
+        else "partial" (a user's own option overrode some).
         """
         if self.upstream is None:
             return "default"
@@ -116,8 +124,8 @@ class Deviation:
         )
 
     def record(self, options: Any, kind: str | None = None) -> dict[str, str]:
-        """What config.json and the report show: the difference, when it applies, the side, and how to switch (or
-        why there is no upstream side, for this model kind or at all).
+        """What config.json and the report show: the difference, when it applies, the side, and how
+        to switch (or why there is no upstream side, for this model kind or at all).
         """
         if self.upstream is None:
             how = f"no upstream side: {self.upstream_note}"

@@ -1,4 +1,6 @@
-"""A protocol's switches: `Options` dataclasses filled from keyword values or `--option KEY=VALUE` strings."""
+"""A protocol's switches: `Options` dataclasses filled from keyword values or `--option KEY=VALUE`
+strings.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ class NoOptions:
 
 
 def parse_options(options_type: type, values: Mapping[str, Any]) -> Any:
-    """An `Options` instance from keyword values; strings (`--option k=v`) are converted by field type. An unknown
-    name or a value that does not fit fails here, before any data or model is loaded.
+    """An `Options` instance from keyword values; strings (`--option k=v`) are converted by field
+    type. An unknown name or a value that does not fit fails here, before any data or model is
+    loaded.
     """
     fields = {f.name: f for f in dataclasses.fields(options_type)}
     hints = typing.get_type_hints(options_type)
@@ -60,7 +63,9 @@ def at_least(name: str, value: int | None, low: int, *, none_ok: bool = False) -
 def in_range(
     name: str, value: float, low: float, high: float = math.inf, *, above: bool = False
 ) -> None:
-    """Raise `InvalidValueError` unless `low <= value <= high` (`low < value` when `above`); after `check_types`."""
+    """Raise `InvalidValueError` unless `low <= value <= high` (`low < value` when `above`); after
+    `check_types`.
+    """
     if not (low < value if above else low <= value) or value > high:
         bound = f"> {low}" if above else f">= {low}"
         bound += f" and <= {high}" if high < math.inf else ""

@@ -1,14 +1,15 @@
 """What a protocol asks the engine (probes) and what each answer becomes in `items.jsonl` (records).
 
-A probe is tied to one benchmark item (`item_id`); one item may have several probes (templates, runs), told apart
-by `tag`. Each probe kind carries the engine call's options as one typed object (`ScoreOptions`,
-`GenerateOptions`, `FillMaskOptions`), so probes with equal options share an engine call. A `Skipped` probe is an
-item the protocol cannot ask, with the reason: it becomes a record of kind "skipped", counted per reason, never run.
+A probe is tied to one benchmark item (`item_id`); one item may have several probes (templates,
+runs), told apart by `tag`. Each probe kind carries the engine call's options as one typed object
+(`ScoreOptions`, `GenerateOptions`, `FillMaskOptions`), so probes with equal options share an engine
+call. A `Skipped` probe is an item the protocol cannot ask, with the reason: it becomes a record of
+kind "skipped", counted per reason, never run.
 
 Records are one type, `Record`, whose `kind` names the probe kind that asked it, serialised one way
-(`Record.to_json` / `Record.from_json`): one flat JSON object per line, `id`, `key`, `tag`, `stage`, `probe` (the
-kind), then the probe's meta and what the protocol read from the engine's output (a skipped record has
-`skipped: reason` instead).
+(`Record.to_json` / `Record.from_json`): one flat JSON object per line, `id`, `key`, `tag`, `stage`,
+`probe` (the kind), then the probe's meta and what the protocol read from the engine's output (a
+skipped record has `skipped: reason` instead).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def probe_key(item_id: str, tag: str) -> str:
 
 
 class Keyed:
-    """What every probe and record has: the item it asks (`item_id`) and its `tag` among the item's probes, which
-    make its resume key.
+    """What every probe and record has: the item it asks (`item_id`) and its `tag` among the item's
+    probes, which make its resume key.
     """
 
     item_id: str
@@ -48,7 +49,9 @@ class Keyed:
 
 @dataclass(frozen=True)
 class ScoreProbe(Keyed):
-    """Score the candidates of `request` for item `item_id`; `meta` (JSON-able) is copied into the record."""
+    """Score the candidates of `request` for item `item_id`; `meta` (JSON-able) is copied into the
+    record.
+    """
 
     item_id: str
     request: ScoreRequest
@@ -59,7 +62,9 @@ class ScoreProbe(Keyed):
 
 @dataclass(frozen=True)
 class GenerateProbe(Keyed):
-    """Continue `prompt` for item `item_id` as `options` say (greedy or seeded sampling, chat template or not)."""
+    """Continue `prompt` for item `item_id` as `options` say (greedy or seeded sampling, chat
+    template or not).
+    """
 
     item_id: str
     prompt: str
@@ -70,7 +75,9 @@ class GenerateProbe(Keyed):
 
 @dataclass(frozen=True)
 class FillMaskProbe(Keyed):
-    """The best vocabulary piece at one mask after `left` for item `item_id` (masked models only)."""
+    """The best vocabulary piece at one mask after `left` for item `item_id` (masked models
+    only).
+    """
 
     item_id: str
     left: str
@@ -81,7 +88,9 @@ class FillMaskProbe(Keyed):
 
 @dataclass(frozen=True)
 class Skipped(Keyed):
-    """An item (or one of its probes) the protocol cannot ask, with the reason: recorded, counted, not run."""
+    """An item (or one of its probes) the protocol cannot ask, with the reason: recorded, counted,
+    not run.
+    """
 
     item_id: str
     reason: str
@@ -110,9 +119,9 @@ _IDENTITY = ("id", "key", "tag", "stage", "probe")
 
 @dataclass(frozen=True)
 class Record(Keyed):
-    """One answered probe as `items.jsonl` holds it: identity, stage, `fields` (the probe's meta, then what the
-    protocol read from the output) and `kind`, the probe kind that asked it (one of `RECORD_KINDS`). Read a field
-    as `record["gold"]`.
+    """One answered probe as `items.jsonl` holds it: identity, stage, `fields` (the probe's meta,
+    then what the protocol read from the output) and `kind`, the probe kind that asked it (one of
+    `RECORD_KINDS`). Read a field as `record["gold"]`.
     """
 
     item_id: str

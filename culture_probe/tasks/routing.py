@@ -1,6 +1,7 @@
-"""Each config's share of a run's protocol options: a plain `key` goes to every config whose protocol declares it,
-`CONFIG.key` or `BENCHMARK.key` to the configs it names, so that one suite can give X-FaKT `mode=rank` while DLAMA,
-which has other options, runs as it is (docs/running.md, "Options in a suite").
+"""Each config's share of a run's protocol options: a plain `key` goes to every config whose
+protocol declares it, `CONFIG.key` or `BENCHMARK.key` to the configs it names, so that one suite can
+give X-FaKT `mode=rank` while DLAMA, which has other options, runs as it is (docs/running.md,
+"Options in a suite").
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from culture_probe.tasks.options import options_dict
 def options_per_config(
     configs: Sequence[str | Benchmark], options: Mapping[str, Any]
 ) -> dict[str, dict[str, Any]]:
-    """{config: its options} out of a run's `options`: a plain `key` goes to every config whose protocol declares
-    it (refused when none does, naming the configs that have it), `CONFIG.key` to that config and `BENCHMARK.key`
-    to the run's configs of that benchmark (`xfakt.judge`; a prefix naming none is refused). A key that reaches one
-    config twice with two values (`mode=rank` and `xfakt.mode=generate`) is refused naming both: neither spelling
-    overrides the other. Names only: the values are checked by each protocol (`Task.options_for`).
+    """{config: its options} out of a run's `options`: a plain `key` goes to every config whose
+    protocol declares it (refused when none does, naming the configs that have it), `CONFIG.key` to
+    that config and `BENCHMARK.key` to the run's configs of that benchmark (`xfakt.judge`; a prefix
+    naming none is refused). A key that reaches one config twice with two values (`mode=rank` and
+    `xfakt.mode=generate`) is refused naming both: neither spelling overrides the other. Names only:
+    the values are checked by each protocol (`Task.options_for`).
     """
     # each name looked up once (a Benchmark is not again)
     resolved = {b.name: b for b in map(resolve, configs)}
@@ -43,8 +45,8 @@ def options_per_config(
 
 
 def joined(options: Mapping[str, Any] | None, keywords: Mapping[str, Any]) -> dict[str, Any]:
-    """`options=` (a mapping: it takes prefixed keys) and the protocol options given as keywords, as one mapping; a
-    key in both with two values is refused naming both.
+    """`options=` (a mapping: it takes prefixed keys) and the protocol options given as keywords, as
+    one mapping; a key in both with two values is refused naming both.
     """
     given = dict(options or {})
     for key, value in keywords.items():
@@ -56,7 +58,9 @@ def joined(options: Mapping[str, Any] | None, keywords: Mapping[str, Any]) -> di
 
 
 def same(one: Any, other: Any) -> bool:
-    """Whether two spellings give one value (a value is itself, even NaN, which the protocol then refuses)."""
+    """Whether two spellings give one value (a value is itself, even NaN, which the protocol then
+    refuses).
+    """
     return one is other or one == other
 
 
@@ -66,7 +70,9 @@ def option_names(config: str | Benchmark) -> frozenset[str]:
 
 
 def _named(prefix: str, spelled: str, benchmarks: Mapping[str, str]) -> list[str]:
-    """The configs `prefix` names: a config of the run, or a benchmark with configs in it; none is an error."""
+    """The configs `prefix` names: a config of the run, or a benchmark with configs in it; none is
+    an error.
+    """
     named = [config for config, benchmark in benchmarks.items() if prefix in (config, benchmark)]
     if not named:
         valid = [*dict.fromkeys(benchmarks.values()), *benchmarks]
@@ -82,8 +88,8 @@ def _named(prefix: str, spelled: str, benchmarks: Mapping[str, str]) -> list[str
 
 
 def _declaring(key: str, resolved: Mapping[str, Benchmark]) -> list[str]:
-    """The configs whose protocol has option `key`. None is an error naming the benchmarks whose configs have it, or
-    else the run's options closest to it.
+    """The configs whose protocol has option `key`. None is an error naming the benchmarks whose
+    configs have it, or else the run's options closest to it.
     """
     configs = list(resolved)
     takers = [config for config, benchmark in resolved.items() if key in option_names(benchmark)]
@@ -118,8 +124,8 @@ def _few(configs: Sequence[str], shown: int = 3) -> str:
 
 
 def options_set(config: str, recorded: Mapping[str, Any]) -> dict[str, Any]:
-    """The options a run of `config` got that differ from its protocol's defaults (`recorded`: config.json's
-    `options`), as suite.json lists them per config.
+    """The options a run of `config` got that differ from its protocol's defaults (`recorded`:
+    config.json's `options`), as suite.json lists them per config.
     """
     defaults = options_dict(task_for(config).Options())
     return {

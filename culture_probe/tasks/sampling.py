@@ -1,6 +1,7 @@
-"""What a benchmark draws at random, and how a `--limit` subset draws from it: the sampling design its intervals
-follow (`SamplingDesign`), the units shared across languages (`Parallel`), what a smoke run needs (`Smoke`), and
-the stratified draws themselves (`stratified_items`, `stratified_share`), seeded and in probe order.
+"""What a benchmark draws at random, and how a `--limit` subset draws from it: the sampling design
+its intervals follow (`SamplingDesign`), the units shared across languages (`Parallel`), what a
+smoke run needs (`Smoke`), and the stratified draws themselves (`stratified_items`,
+`stratified_share`), seeded and in probe order.
 """
 
 from __future__ import annotations
@@ -21,38 +22,43 @@ from culture_probe.tasks.probes import Probe
 
 @dataclass(frozen=True)
 class Smoke:
-    """What a benchmark's headline numbers need of a `--limit` subset: `per_cell` items in every cell of its strata
-    (each cell that has them), and in words which numbers need them (`needs`), for the notice of a smaller limit.
+    """What a benchmark's headline numbers need of a `--limit` subset: `per_cell` items in every
+    cell of its strata (each cell that has them), and in words which numbers need them (`needs`),
+    for the notice of a smaller limit.
 
-    The limit sampler (`stratified_items`) gives every cell one item per round, so `per_cell` full rounds are the
-    smallest limit that guarantees it whatever the seed: the benchmark's smoke limit (`Task.smoke_limit`). Where
-    the task draws parallel units (`Parallel`), the rounds are over its cells without the language, and the smoke
-    limit counts those units.
+    The limit sampler (`stratified_items`) gives every cell one item per round, so `per_cell` full
+    rounds are the smallest limit that guarantees it whatever the seed: the benchmark's smoke limit
+    (`Task.smoke_limit`). Where the task draws parallel units (`Parallel`), the rounds are over its
+    cells without the language, and the smoke limit counts those units.
     """
 
     per_cell: int = 1
     needs: str = "every number per stratum needs an item in each cell"
-    #: the probe tags a smoke run asks of each item (None: all), where asking every one costs much and a few give
-    #: every headline number (FmLAMA: two templates of each family, for a mean and a std over templates)
+    #: the probe tags a smoke run asks of each item (None: all), where asking every one costs much
+    #: and a few give every headline number (FmLAMA: two templates of each family, for a mean and a
+    #: std over templates)
     tags: tuple[str, ...] | None = None
     #: what a smoke run leaves out in words (the dry run says it), beside the items it does not draw
     omits: str = ""
 
     def asked(self, probes: Sequence[Probe]) -> list[Probe]:
-        """The probes of a smoke run's drawn items that it asks: those with one of `tags`, or all."""
+        """The probes of a smoke run's drawn items that it asks: those with one of `tags`, or
+        all.
+        """
         return list(probes) if self.tags is None else [p for p in probes if p.tag in self.tags]
 
 
 @dataclass(frozen=True)
 class Parallel:
-    """How one item of a benchmark is named across its languages, so that a `--limit` subset draws that item in all
-    of them: the probe meta `fields` whose values name it (DLAMA: the release's `uuid`; X-FaKT factual recall: the
-    country and entity index), what `--limit` then counts (`unit`: "facts", "entities"), and the stratum that varies
-    within one unit (`across`: the prompt language).
+    """How one item of a benchmark is named across its languages, so that a `--limit` subset draws
+    that item in all of them: the probe meta `fields` whose values name it (DLAMA: the release's
+    `uuid`; X-FaKT factual recall: the country and entity index), what `--limit` then counts
+    (`unit`: "facts", "entities"), and the stratum that varies within one unit (`across`: the prompt
+    language).
 
-    A subset draws units stratified by the task's other strata and probes each in every language it has, so that
-    consistency across languages and paired language comparisons exist at any limit; items drawn per language
-    separately would share almost no fact at smoke size.
+    A subset draws units stratified by the task's other strata and probes each in every language it
+    has, so that consistency across languages and paired language comparisons exist at any limit;
+    items drawn per language separately would share almost no fact at smoke size.
     """
 
     fields: tuple[str, ...]
@@ -60,8 +66,8 @@ class Parallel:
     across: str = "language"
 
     def name(self, fields: Any) -> str | None:
-        """The unit that a probe's meta or a record (anything with `.get`) names by its `fields`; None when it lacks
-        one (an older record, a probe of no parallel unit).
+        """The unit that a probe's meta or a record (anything with `.get`) names by its `fields`;
+        None when it lacks one (an older record, a probe of no parallel unit).
         """
         values = [fields.get(name) for name in self.fields]
         if any(value is None for value in values):
@@ -69,17 +75,20 @@ class Parallel:
         return "=" + json.dumps(values, ensure_ascii=False, default=str)
 
     def key(self, probe: Probe) -> str:
-        """The unit of `probe`: its `fields` values (a probe that lacks one is a unit of its own item)."""
+        """The unit of `probe`: its `fields` values (a probe that lacks one is a unit of its own
+        item).
+        """
         return self.name(probe.meta) or f"#{probe.item_id}"
 
 
 @dataclass(frozen=True)
 class SamplingDesign:
-    """What a benchmark draws at random, which its intervals and paired tests follow (docs/results.md, "Sampling
-    designs"): the `unit` drawn from a population (`n` counts these), the factors `repeated` on one unit (answers
-    that share a unit are not independent: a fact asked in two languages, a dish under several templates), a random
-    factor `crossed` with the units (drawn once and shared by every unit of a stratum, as CAMeL's entity samples
-    fill every prompt of a type, so that its spread joins the interval), what `n_observations` counts where a unit
+    """What a benchmark draws at random, which its intervals and paired tests follow
+    (docs/results.md, "Sampling designs"): the `unit` drawn from a population (`n` counts these),
+    the factors `repeated` on one unit (answers that share a unit are not independent: a fact asked
+    in two languages, a dish under several templates), a random factor `crossed` with the units
+    (drawn once and shared by every unit of a stratum, as CAMeL's entity samples fill every prompt
+    of a type, so that its spread joins the interval), what `n_observations` counts where a unit
     holds several rows, and a `note` a reader needs.
     """
 
@@ -118,11 +127,12 @@ def stratified_items(
     unit: Unit | None = None,
     favoured: Set[str] = frozenset(),
 ) -> list[Probe]:
-    """The probes (in probe order) of `limit` units (items, or what `unit` names, e.g. a fact in every language):
-    the units are grouped by their first probe's `strata` meta values, each group shuffled with `seed`, and the
-    groups, in a seeded order, give one unit each in turn. Where some units are `favoured` (a planted model's), each
-    group gives favoured and other units by turns, every other group starting with a favoured one, so that any
-    number of units holds both kinds in about equal parts, with the same units per group as without.
+    """The probes (in probe order) of `limit` units (items, or what `unit` names, e.g. a fact in
+    every language): the units are grouped by their first probe's `strata` meta values, each group
+    shuffled with `seed`, and the groups, in a seeded order, give one unit each in turn. Where some
+    units are `favoured` (a planted model's), each group gives favoured and other units by turns,
+    every other group starting with a favoured one, so that any number of units holds both kinds in
+    about equal parts, with the same units per group as without.
     """
     if limit < 1:
         raise CultureProbeError(f"limit must be at least 1, got {limit}.")
@@ -145,8 +155,8 @@ def stratified_items(
 
 
 def _by_turns(queue: list[str], favoured: Set[str], favoured_first: bool) -> list[str]:
-    """`queue` (drawn from its end) reordered so that favoured and other units come by turns, each kind in its
-    shuffled order.
+    """`queue` (drawn from its end) reordered so that favoured and other units come by turns, each
+    kind in its shuffled order.
     """
     known, other = [u for u in queue if u in favoured], [u for u in queue if u not in favoured]
     first, second = (known[::-1], other[::-1]) if favoured_first else (other[::-1], known[::-1])
@@ -162,9 +172,9 @@ def stratified_share(
     *,
     unit: Unit | None = None,
 ) -> list[Probe]:
-    """The probes (in probe order) of `share` of each stratum's units (items, or what `unit` names), rounded up (so
-    at least one per stratum), each stratum's drawn with `seed`: `--limit 0.1`, as lm-evaluation-harness reads a
-    fractional limit, but per stratum.
+    """The probes (in probe order) of `share` of each stratum's units (items, or what `unit` names),
+    rounded up (so at least one per stratum), each stratum's drawn with `seed`: `--limit 0.1`, as
+    lm-evaluation-harness reads a fractional limit, but per stratum.
     """
     # in floats 0.1 * 30 is 3.0000000000000004, which would round up to 4
     exact = Fraction(repr(share))
@@ -182,8 +192,8 @@ def stratified_share(
 def strata_cells(
     probes: Sequence[Probe], strata: Sequence[str], *, unit: Unit | None = None
 ) -> dict[tuple[str, ...], list[str]]:
-    """{cell: its units, in probe order}: each unit (an item, or what `unit` names) in the cell of its first probe's
-    `strata` values.
+    """{cell: its units, in probe order}: each unit (an item, or what `unit` names) in the cell of
+    its first probe's `strata` values.
     """
     key = unit or _item
     first: dict[str, Probe] = {}

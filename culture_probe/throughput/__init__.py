@@ -1,7 +1,8 @@
-"""What a run will cost here, said before it is paid for, and what it measured once paid (docs/dry-run.md, "What it
-will cost"): the workload of its probes, the time that takes as a range (`estimate`: from the rates a run of the
-same model shape measured on this machine, else from FLOPs at this machine's measured speed), and the rates each
-run measures (`meter`), kept per machine in the cache folder (`store`).
+"""What a run will cost here, said before it is paid for, and what it measured once paid
+(docs/dry-run.md, "What it will cost"): the workload of its probes, the time that takes as a range
+(`estimate`: from the rates a run of the same model shape measured on this machine, else from FLOPs
+at this machine's measured speed), and the rates each run measures (`meter`), kept per machine in
+the cache folder (`store`).
 """
 
 from culture_probe.throughput.estimate import Estimate, cost_line, span, total_line

@@ -1,10 +1,11 @@
-"""The time a run will take, said as a range with where it comes from (docs/dry-run.md, "What it will cost").
+"""The time a run will take, said as a range with where it comes from (docs/dry-run.md, "What it
+will cost").
 
-After a run of a model of the same shape has measured its rates here (`store.Rate`), the workload's scoring tokens
-at the scoring rate, its generation tokens at the generation rate, and the config's fixed part; a kind the rates do
-not cover, and any run before the first, from FLOPs (`flops`): the tokens and LM-head reads at this device's
-measured speed. Each range is the estimate divided and multiplied by the spread its basis has shown on the full
-runs of docs/performance.md.
+After a run of a model of the same shape has measured its rates here (`store.Rate`), the workload's
+scoring tokens at the scoring rate, its generation tokens at the generation rate, and the config's
+fixed part; a kind the rates do not cover, and any run before the first, from FLOPs (`flops`): the
+tokens and LM-head reads at this device's measured speed. Each range is the estimate divided and
+multiplied by the spread its basis has shown on the full runs of docs/performance.md.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ class Estimate:
 def flop_seconds(
     tokens: int, reads: int, steps: int, shape: ModelShape, speed: DeviceSpeed, candidates: int = 0
 ) -> float:
-    """The time of `tokens` through a model of `shape`, its LM head and log-softmax at `reads` positions, in `steps`
-    generation steps, `candidates` scored, at `speed`.
+    """The time of `tokens` through a model of `shape`, its LM head and log-softmax at `reads`
+    positions, in `steps` generation steps, `candidates` scored, at `speed`.
     """
     body = tokens * (speed.seconds_per_token + 2.0 * shape.body / speed.flops_per_second)
     body += candidates * speed.seconds_per_candidate
@@ -62,8 +63,9 @@ def estimate(
     fixed: float | None,
     config: str,
 ) -> Estimate:
-    """The time a run of `config` doing `work` takes on a model of `shape`: at `rate` where it measured the kinds
-    `work` asks, from FLOPs at `speed` otherwise; plus the fixed part (`fixed`: any model's run of `config` here).
+    """The time a run of `config` doing `work` takes on a model of `shape`: at `rate` where it
+    measured the kinds `work` asks, from FLOPs at `speed` otherwise; plus the fixed part (`fixed`:
+    any model's run of `config` here).
     """
     parts = {
         "score": ((work.tokens or 0) - work.generated, work.reads, 0, work.candidates),
@@ -116,8 +118,8 @@ def _basis(
 
 
 def span(low: float, high: float) -> str:
-    """`low` to `high` seconds as a person reads a wait, in the unit of the larger: 0.2-0.6 s, 20-45 s, 3.2-7.1 min,
-    1.5-3 h (a tenth of a unit at least: under 0.1 s when even the top is less).
+    """`low` to `high` seconds as a person reads a wait, in the unit of the larger: 0.2-0.6 s, 20-45
+    s, 3.2-7.1 min, 1.5-3 h (a tenth of a unit at least: under 0.1 s when even the top is less).
     """
     if high < 0.05:
         return "under 0.1 s"

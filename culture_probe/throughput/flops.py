@@ -1,12 +1,13 @@
-"""What a model costs per token, from its config alone, and how fast this machine's device runs it: the estimate a
-first run of a model gets before any run of it has measured a rate.
+"""What a model costs per token, from its config alone, and how fast this machine's device runs it:
+the estimate a first run of a model gets before any run of it has measured a rate.
 
-A token through a transformer costs about 2 floating-point operations per parameter it passes (its non-embedding
-parameters), and the LM head 2 per head parameter at each position it runs at (`Workload.reads`), with its
-log-softmax over the vocabulary there. The device's speed is measured once per machine and device (`measure_speed`:
-an LM head at two widths, the engine itself scoring synthetic requests on a small and a wider random-weight BERT,
-and a short generation of a tiny GPT-2, about 2 s on a CPU), as FLOP rates, the times that do not shrink with the
-model (memory traffic, kernel launches, the engine's own work per token and per candidate) and a time per
+A token through a transformer costs about 2 floating-point operations per parameter it passes (its
+non-embedding parameters), and the LM head 2 per head parameter at each position it runs at
+(`Workload.reads`), with its log-softmax over the vocabulary there. The device's speed is measured
+once per machine and device (`measure_speed`: an LM head at two widths, the engine itself scoring
+synthetic requests on a small and a wider random-weight BERT, and a short generation of a tiny
+GPT-2, about 2 s on a CPU), as FLOP rates, the times that do not shrink with the model (memory
+traffic, kernel launches, the engine's own work per token and per candidate) and a time per
 generation step.
 """
 
@@ -42,9 +43,10 @@ LOADERS = {
 
 @dataclass(frozen=True)
 class ModelShape:
-    """A model's cost: `body`, the parameters each token passes (embeddings aside), `head`, the LM head's (run at
-    the read positions only), and `key`, a digest of its config without names and dates: what its speed depends
-    on, so a copy of the same weights, or a fine-tune of the same shape, shares the rates a run measured.
+    """A model's cost: `body`, the parameters each token passes (embeddings aside), `head`, the LM
+    head's (run at the read positions only), and `key`, a digest of its config without names and
+    dates: what its speed depends on, so a copy of the same weights, or a fine-tune of the same
+    shape, shares the rates a run measured.
     """
 
     body: int
@@ -59,8 +61,8 @@ class ModelShape:
 
 
 def shape_of(config: Any, kind: str) -> ModelShape:
-    """The shape of a `kind` model of `config` (a transformers config), counted on an instance on the meta device
-    (no memory, no weights).
+    """The shape of a `kind` model of `config` (a transformers config), counted on an instance on
+    the meta device (no memory, no weights).
     """
     text = config.to_json_string(use_diff=False)
     if (text, kind) not in SHAPES:
@@ -87,7 +89,9 @@ def _shape(config: Any, text: str, kind: str) -> ModelShape:
 
 
 def device_name(device: Any) -> str:
-    """The device as rates are kept for it: a CPU with its thread count (the rate depends on it), a GPU by name."""
+    """The device as rates are kept for it: a CPU with its thread count (the rate depends on it), a
+    GPU by name.
+    """
     import torch
 
     device = torch.device(device)
@@ -97,8 +101,8 @@ def device_name(device: Any) -> str:
 
 
 def speed_for(device: Any, *, keep: bool = True) -> store.DeviceSpeed:
-    """The speed of `device` on this machine: read where a run measured it, else measured now and kept (`keep`;
-    a dry run writes nothing, so measures it again until a run has kept it).
+    """The speed of `device` on this machine: read where a run measured it, else measured now and
+    kept (`keep`; a dry run writes nothing, so measures it again until a run has kept it).
     """
     known = store.speed_of(device_name(device))
     if known is None:
@@ -109,12 +113,13 @@ def speed_for(device: Any, *, keep: bool = True) -> store.DeviceSpeed:
 
 
 def measure_speed(device: Any) -> store.DeviceSpeed:
-    """Time the LM head with its log-softmax at read positions for a small and a wider shape (a time per vocabulary
-    entry read and the head's FLOP rate: a tiny model's head is bound by memory, not FLOPs), then the engine itself
-    scoring synthetic requests on a small and a wider random-weight BERT (`_engine_point`: the line through both,
-    the head's share taken out, gives the body's time per token that does not shrink with the model, the engine's
-    own work and its many small forward passes included, and its FLOP rate), and a short greedy generation of a
-    tiny GPT-2 (the time per step).
+    """Time the LM head with its log-softmax at read positions for a small and a wider shape (a time
+    per vocabulary entry read and the head's FLOP rate: a tiny model's head is bound by memory, not
+    FLOPs), then the engine itself scoring synthetic requests on a small and a wider random-weight
+    BERT (`_engine_point`: the line through both, the head's share taken out, gives the body's time
+    per token that does not shrink with the model, the engine's own work and its many small forward
+    passes included, and its FLOP rate), and a short greedy generation of a tiny GPT-2 (the time per
+    step).
     """
     import torch
 
@@ -130,9 +135,10 @@ def measure_speed(device: Any) -> store.DeviceSpeed:
         return seconds / (reads * vocab), 2.0 * hidden
 
     head_rate, per_entry = _line(head(64, 8000), head(*wide_head))
-    # (seconds, tokens, candidates, FLOPs per token) of three engine runs: a small model on a pool of 300 and one
-    # of 30 candidates (what grows with the tokens and what with the candidates), a wider one on the 300
-    # in a process of a multi-process run, alone: the synthetic requests are no part of the run's shared work
+    # (seconds, tokens, candidates, FLOPs per token) of three engine runs: a small model on a pool
+    # of 300 and one of 30 candidates (what grows with the tokens and what with the candidates), a
+    # wider one on the 300 in a process of a multi-process run, alone: the synthetic requests are no
+    # part of the run's shared work
     with parallel.alone():
         (t1, n1, c1, f1), (t2, n2, c2, _), (t3, n3, c3, f3) = (
             _engine_point(device, 64, 2, 300, head_rate, per_entry),
@@ -158,9 +164,10 @@ CALIBRATION_VOCAB = 2000
 def _engine_point(
     device: Any, hidden: int, layers: int, pool: int, head_rate: float, per_entry: float
 ) -> tuple[float, int, int, float]:
-    """(seconds, tokens, candidates, body FLOPs per token) of the engine scoring synthetic requests (contexts of 10
-    words ending in the same one, a pool of `pool` candidates of 1-3 words, a token budget's worth) on a random
-    BERT of `hidden` x `layers`: the whole `score` call, less its LM-head reads at (`head_rate`, `per_entry`).
+    """(seconds, tokens, candidates, body FLOPs per token) of the engine scoring synthetic requests
+    (contexts of 10 words ending in the same one, a pool of `pool` candidates of 1-3 words, a token
+    budget's worth) on a random BERT of `hidden` x `layers`: the whole `score` call, less its
+    LM-head reads at (`head_rate`, `per_entry`).
     """
     import random
 
@@ -199,7 +206,8 @@ def _engine_point(
     scorer = backend_for("masked")(model, tokenizer, identity={"name_or_path": "calibration"})
     rng = random.Random(0)
     candidates = {" ".join(rng.choices(words, k=rng.randint(1, 3))) for _ in range(pool)}
-    # contexts ending in the same word, as a benchmark's template does: the pool is encoded once, as in a run
+    # contexts ending in the same word, as a benchmark's template does: the pool is encoded once, as
+    # in a run
     asked = [
         ScoreRequest(" ".join([*rng.choices(words, k=9), words[0]]), tuple(sorted(candidates)))
         for _ in range(2 + scorer.budget() // 20)
@@ -216,9 +224,10 @@ def _engine_point(
 
 
 def _line(small: tuple[float, float], wide: tuple[float, float]) -> tuple[float, float]:
-    """(FLOP rate, time that does not shrink) of the line through two (time, FLOPs) points of one unit (a token, a
-    vocabulary entry read); a wide shape measured no slower than the small one (a busy machine) leaves the wide
-    one's FLOP rate alone and the small one's time as what does not shrink.
+    """(FLOP rate, time that does not shrink) of the line through two (time, FLOPs) points of one
+    unit (a token, a vocabulary entry read); a wide shape measured no slower than the small one (a
+    busy machine) leaves the wide one's FLOP rate alone and the small one's time as what does not
+    shrink.
     """
     (small_t, small_f), (wide_t, wide_f) = small, wide
     if wide_t > small_t * 1.05:
@@ -228,7 +237,9 @@ def _line(small: tuple[float, float], wide: tuple[float, float]) -> tuple[float,
 
 
 def _step_seconds(device: Any, per_token: float, rate: float) -> float:
-    """The time a generation step takes beyond its tokens' (8 rows of 8 prompt tokens, 8 new tokens each)."""
+    """The time a generation step takes beyond its tokens' (8 rows of 8 prompt tokens, 8 new tokens
+    each).
+    """
     import torch
     import transformers
 

@@ -1,10 +1,12 @@
-"""A run's measurement, and what it will cost said as it starts: the workload of its probes (counted by the
-engine's own encoding: `culture_probe.engine.preview.Workload`) and the time that takes (`estimate`).
+"""A run's measurement, and what it will cost said as it starts: the workload of its probes (counted
+by the engine's own encoding: `culture_probe.engine.preview.Workload`) and the time that takes
+(`estimate`).
 
-A run measures, per kind of engine call (scoring, generation: `Backend.spending`), the tokens its model ran and the
-calls' wall time, and as its fixed part the rest of its wall time less its model's loading (a planted model's
-training is loading); it keeps them for its model's shape and config (`store.keep_rate`) when the calls ran long
-enough to measure a rate (`store.MIN_SECONDS`, `store.MIN_BATCHES`).
+A run measures, per kind of engine call (scoring, generation: `Backend.spending`), the tokens its
+model ran and the calls' wall time, and as its fixed part the rest of its wall time less its model's
+loading (a planted model's training is loading); it keeps them for its model's shape and config
+(`store.keep_rate`) when the calls ran long enough to measure a rate (`store.MIN_SECONDS`,
+`store.MIN_BATCHES`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from culture_probe.throughput.flops import ModelShape, device_name, shape_of, sp
 
 
 def model_shape(scorer: Any) -> ModelShape | None:
-    """The shape of an in-process backend's model, loaded or weightless (None: a served model, a stand-in, or a
-    config transformers cannot build).
+    """The shape of an in-process backend's model, loaded or weightless (None: a served model, a
+    stand-in, or a config transformers cannot build).
     """
     config = getattr(getattr(scorer, "model", None), "config", None)
     kind = getattr(scorer, "kind", None)
@@ -47,9 +49,10 @@ def model_shape(scorer: Any) -> ModelShape | None:
 
 
 def estimate_for(work: Workload, scorer: Any, config: str, *, keep: bool = True) -> Estimate | None:
-    """The time `work` takes on `scorer` in a run of `config`: at the rates a run of the same model shape measured
-    here, else from FLOPs at this machine's speed on the scorer's device (measured once, about a second, and kept
-    unless not `keep`); None where the tokens or the model's shape are unknown.
+    """The time `work` takes on `scorer` in a run of `config`: at the rates a run of the same model
+    shape measured here, else from FLOPs at this machine's speed on the scorer's device (measured
+    once, about a second, and kept unless not `keep`); None where the tokens or the model's shape
+    are unknown.
     """
     shape = model_shape(scorer)
     if shape is None or work.tokens is None:
@@ -66,8 +69,9 @@ def estimate_for(work: Workload, scorer: Any, config: str, *, keep: bool = True)
 
 @dataclass
 class Meter:
-    """A run's measurement from the start of its stages (`staged` ends them): `began`, the run's clock at its
-    start, and `loading`, the seconds its model took to load (left out of the fixed part).
+    """A run's measurement from the start of its stages (`staged` ends them): `began`, the run's
+    clock at its start, and `loading`, the seconds its model took to load (left out of the fixed
+    part).
     """
 
     scorer: ScorerProtocol
@@ -86,8 +90,8 @@ class Meter:
         self.stage_seconds = time.monotonic() - self.stages_began
 
     def keep(self, model: str, config: str) -> store.Rate | None:
-        """Keep the run's fixed part for `config`, and its rates for its model's shape on `config` (None: nothing
-        counted, too little of either kind, or the shape unknown).
+        """Keep the run's fixed part for `config`, and its rates for its model's shape on `config`
+        (None: nothing counted, too little of either kind, or the shape unknown).
         """
         shape = model_shape(self.scorer)
         if self.before is None or self.stage_seconds is None or shape is None:
@@ -129,8 +133,8 @@ WORK: dict[type, Callable[[Any, list[Any], Any], Workload]] = {
 
 
 def probe_workload(previewer: Any, probes: Sequence[Probe]) -> Workload:
-    """What `probes` put through the model of `previewer` (an `EncodingPreview` or `ServedPreview`), grouped by kind
-    and options as the run asks them; a skipped probe asks nothing.
+    """What `probes` put through the model of `previewer` (an `EncodingPreview` or `ServedPreview`),
+    grouped by kind and options as the run asks them; a skipped probe asks nothing.
     """
     groups: dict[tuple[type, Any], list[Probe]] = {}
     for probe in probes:
@@ -142,16 +146,17 @@ def probe_workload(previewer: Any, probes: Sequence[Probe]) -> Workload:
     )
 
 
-# the library's information lines are INFO on its logger: the command line prints them as plain lines; in Python,
-# `logging.basicConfig(level=logging.INFO)` shows them, and the logger's level quiets them
+# the library's information lines are INFO on its logger: the command line prints them as plain
+# lines; in Python, `logging.basicConfig(level=logging.INFO)` shows them, and the logger's level
+# quiets them
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RunCostNotice:
-    """What a run (or a suite, in total) will ask and the time it will take here, said as it starts (`cost_line`):
-    information, so logged at INFO on the `culture_probe` logger (the record carries this notice as `notice`), not
-    warned: a warning would show the line of the library that said it.
+    """What a run (or a suite, in total) will ask and the time it will take here, said as it starts
+    (`cost_line`): information, so logged at INFO on the `culture_probe` logger (the record carries
+    this notice as `notice`), not warned: a warning would show the line of the library that said it.
     """
 
     line: str
@@ -173,9 +178,9 @@ def start_meter(
     show: bool,
     work: Workload | None = None,
 ) -> Meter:
-    """As a run's stages start: say what the probes of its first `stage` not yet `done` will cost (`show`; `work`:
-    counted already, by the suite), and start measuring (`Meter`; `began`: the run's clock at its start, `loading`:
-    the seconds its model took to load).
+    """As a run's stages start: say what the probes of its first `stage` not yet `done` will cost
+    (`show`; `work`: counted already, by the suite), and start measuring (`Meter`; `began`: the
+    run's clock at its start, `loading`: the seconds its model took to load).
     """
     if show:
         if work is None:
@@ -187,7 +192,9 @@ def start_meter(
 
 
 def loaded_workload(scorer: ScorerProtocol, probes: Sequence[Probe]) -> Workload:
-    """`probe_workload` of a loaded scorer: counted by its own encoding where it runs in this process."""
+    """`probe_workload` of a loaded scorer: counted by its own encoding where it runs in this
+    process.
+    """
     from culture_probe.engine.backend import Backend
 
     if isinstance(scorer, Backend):

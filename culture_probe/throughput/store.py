@@ -1,12 +1,14 @@
-"""The rates measured on this machine, kept in `rates.json` in the library's cache folder: per model shape and
-config, the rates a run measured (scoring and generation apart) and its fixed part; per config, the fixed part any
-model's run measured (reading, planning, metrics: the model's speed does not enter it); per device, the speed a
-short measurement found once (`flops.measure_speed`). Written under a file lock, whole or not at all, so that
-concurrent runs add to it rather than overwrite each other.
+"""The rates measured on this machine, kept in `rates.json` in the library's cache folder: per model
+shape and config, the rates a run measured (scoring and generation apart) and its fixed part; per
+config, the fixed part any model's run measured (reading, planning, metrics: the model's speed does
+not enter it); per device, the speed a short measurement found once (`flops.measure_speed`). Written
+under a file lock, whole or not at all, so that concurrent runs add to it rather than overwrite each
+other.
 
-The file is checked when read (`Kept.read`): a file or an entry of a shape no run writes (a list, a rate of 0 tokens
-or 0 seconds, a string where a number goes, a NaN) is ignored with a `RatesFileWarning` naming the file and the
-entry, never a failed run or dry run: an estimate does without it, and the next run that measures it rewrites it.
+The file is checked when read (`Kept.read`): a file or an entry of a shape no run writes (a list, a
+rate of 0 tokens or 0 seconds, a string where a number goes, a NaN) is ignored with a
+`RatesFileWarning` naming the file and the entry, never a failed run or dry run: an estimate does
+without it, and the next run that measures it rewrites it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from culture_probe.util.typecheck import check_document, read_dataclass
 
 RATES_FILE = "rates.json"
 FORMAT = 2  # a file of another format (an older library's) is read as empty and replaced
-# a run's calls of one kind shorter than this, or in fewer batches, measured mostly their start: no rate is kept
+# a run's calls of one kind shorter than this, or in fewer batches, measured mostly their start: no
+# rate is kept
 MIN_SECONDS = 2.0
 MIN_BATCHES = 3
 LOCK_SECONDS = 10.0
@@ -41,14 +44,16 @@ T = TypeVar("T")
 
 
 class RatesFileWarning(UserWarning):
-    """rates.json, or an entry of it, is of a shape no run writes: ignored (the estimate does without it) and
-    replaced by the next run's.
+    """rates.json, or an entry of it, is of a shape no run writes: ignored (the estimate does
+    without it) and replaced by the next run's.
     """
 
 
 @dataclass(frozen=True)
 class KindRate:
-    """What a run's calls of one kind (scoring, generation) ran: `tokens` in `seconds` of wall time."""
+    """What a run's calls of one kind (scoring, generation) ran: `tokens` in `seconds` of wall
+    time.
+    """
 
     tokens: int
     seconds: float
@@ -61,9 +66,9 @@ class KindRate:
 
 @dataclass(frozen=True)
 class Rate:
-    """The rates a run of `model` (as the user named it) on `config` measured here, on `device`: scoring and
-    generation apart (None: that kind ran too little to measure), and `fixed`, the run's wall time besides its
-    calls and its model's loading (reading, planning, metrics, the folder).
+    """The rates a run of `model` (as the user named it) on `config` measured here, on `device`:
+    scoring and generation apart (None: that kind ran too little to measure), and `fixed`, the run's
+    wall time besides its calls and its model's loading (reading, planning, metrics, the folder).
     """
 
     model: str
@@ -89,11 +94,11 @@ class Rate:
 
 @dataclass(frozen=True)
 class DeviceSpeed:
-    """How fast a device runs a transformer here, measured once (`flops.measure_speed`): the body's floating-point
-    operations per second, the time per token that does not shrink with the model (memory, launches) and the
-    engine's host time per candidate scored; the LM
-    head's FLOP rate and its time per vocabulary entry at each read position (the log-softmax); the time per
-    generation step (one forward pass of a batch for each new token).
+    """How fast a device runs a transformer here, measured once (`flops.measure_speed`): the body's
+    floating-point operations per second, the time per token that does not shrink with the model
+    (memory, launches) and the engine's host time per candidate scored; the LM head's FLOP rate and
+    its time per vocabulary entry at each read position (the log-softmax); the time per generation
+    step (one forward pass of a batch for each new token).
     """
 
     device: str
@@ -113,8 +118,8 @@ class DeviceSpeed:
 
 @dataclass
 class Kept:
-    """The part of rates.json kept for this machine, typed both ways: the rates by "SHAPE CONFIG" and by "SHAPE" (the
-    shape's latest), the fixed parts by config, the speeds by device.
+    """The part of rates.json kept for this machine, typed both ways: the rates by "SHAPE CONFIG"
+    and by "SHAPE" (the shape's latest), the fixed parts by config, the speeds by device.
     """
 
     rates: dict[str, Rate] = field(default_factory=dict)
@@ -123,8 +128,8 @@ class Kept:
 
     @classmethod
     def read(cls, data: Any, where: str) -> Kept:
-        """The part at `where` in the file as `to_json` wrote it; a part or an entry of another shape is left out,
-        with a `RatesFileWarning` naming it.
+        """The part at `where` in the file as `to_json` wrote it; a part or an entry of another
+        shape is left out, with a `RatesFileWarning` naming it.
         """
         if not _is_object(data, where):
             return cls()
@@ -146,7 +151,9 @@ class Kept:
 def _entries(
     data: Mapping[str, Any], part: str, where: str, read: Callable[[Any, str], T]
 ) -> dict[str, T]:
-    """The entries of `data[part]` that `read` takes; each other one (or the whole part) warned of and left out."""
+    """The entries of `data[part]` that `read` takes; each other one (or the whole part) warned of
+    and left out.
+    """
     block = data.get(part, {})
     if not _is_object(block, f"{where}.{part}"):
         return {}
@@ -160,9 +167,9 @@ def _entries(
 
 
 def _entry(cls: type[T], data: Any, where: str, entry: str, **given: Any) -> T:
-    """The dataclass `cls` from `data` at `where` in the file (in its `entry`): every field it requires there, each
-    of its type, its numbers finite and not below 0 (above 0 where an estimate divides by it: `DIVISORS`). A
-    SourceFormatError naming the field otherwise.
+    """The dataclass `cls` from `data` at `where` in the file (in its `entry`): every field it
+    requires there, each of its type, its numbers finite and not below 0 (above 0 where an estimate
+    divides by it: `DIVISORS`). A SourceFormatError naming the field otherwise.
     """
     fix = _ignored(entry)
     check_document(data, Mapping[str, Any], _source(), fix, where)
@@ -210,7 +217,8 @@ def _ignored(where: str) -> str:
 
 
 def _warn(message: str) -> None:
-    # said once per process however often the file is read (the warnings filter's default), as the user's warning
+    # said once per process however often the file is read (the warnings filter's default), as the
+    # user's warning
     warnings.warn(message, RatesFileWarning, stacklevel=2)
 
 
@@ -229,9 +237,10 @@ def _source() -> str:
 
 
 def _read() -> tuple[dict[str, Any], Kept]:
-    """The file's machines other than this one (as they are: none of this machine's business) and this machine's
-    part, checked (`Kept.read`). No file yet, or one of another format (an older library's): nothing. A file that
-    is no JSON object of this format is warned of and read as nothing.
+    """The file's machines other than this one (as they are: none of this machine's business) and
+    this machine's part, checked (`Kept.read`). No file yet, or one of another format (an older
+    library's): nothing. A file that is no JSON object of this format is warned of and read as
+    nothing.
     """
     path = rates_path()
     try:
@@ -268,8 +277,8 @@ def _here() -> Kept:
 
 
 def _update(change: Callable[[Kept], None]) -> bool:
-    """Apply `change` to this machine's part of the file, under its lock (False: the cache folder is read-only or
-    the lock was held too long; the run's results do not depend on its rate).
+    """Apply `change` to this machine's part of the file, under its lock (False: the cache folder is
+    read-only or the lock was held too long; the run's results do not depend on its rate).
     """
     path = rates_path()
     try:
@@ -286,8 +295,8 @@ def _update(change: Callable[[Kept], None]) -> bool:
 
 
 def _write_whole(path: Path, text: str) -> None:
-    """Write `path` whole or not at all: a reader never sees half a file, and a failed write leaves the old one and
-    no staging file.
+    """Write `path` whole or not at all: a reader never sees half a file, and a failed write leaves
+    the old one and no staging file.
     """
     handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
@@ -300,14 +309,16 @@ def _write_whole(path: Path, text: str) -> None:
 
 
 def rate_of(shape: str, config: str) -> Rate | None:
-    """The rate a run of a model of `shape` measured on `config` here, else the shape's latest on any config."""
+    """The rate a run of a model of `shape` measured on `config` here, else the shape's latest on
+    any config.
+    """
     rates = _here().rates
     return next((rates[key] for key in (f"{shape} {config}", shape) if key in rates), None)
 
 
 def keep_rate(shape: str, rate: Rate) -> bool:
-    """Keep `rate` as the shape's on its config and as its latest; a kind it did not measure keeps the one an
-    earlier run of the same shape and config measured.
+    """Keep `rate` as the shape's on its config and as its latest; a kind it did not measure keeps
+    the one an earlier run of the same shape and config measured.
     """
 
     def change(here: Kept) -> None:
@@ -323,14 +334,16 @@ def keep_rate(shape: str, rate: Rate) -> bool:
 
 
 def keep_fixed(config: str, seconds: float) -> bool:
-    """Keep the fixed part a run of `config` measured (a run too small for a rate measures it all the same: it reads
-    every row and computes its metrics).
+    """Keep the fixed part a run of `config` measured (a run too small for a rate measures it all
+    the same: it reads every row and computes its metrics).
     """
     return _update(lambda here: here.fixed.update({config: seconds}))
 
 
 def fixed_of(config: str) -> float | None:
-    """The fixed part the latest run of `config` here measured, whatever its model (None: none ran here)."""
+    """The fixed part the latest run of `config` here measured, whatever its model (None: none ran
+    here).
+    """
     return _here().fixed.get(config)
 
 

@@ -1,7 +1,8 @@
-"""What the command line's flags share beyond argparse: how a number is read (the digits 0-9 and a bounded length:
-Python's `int` also reads "٣" as 3 and strings of thousands of digits), and a flag given twice, which argparse
-settles by keeping the last value without a word (`StoreOnce`: refused when the two differ; `MergePairs`: KEY=VALUE
-lists joined). Light on purpose: the parser is built from it before anything heavy loads.
+"""What the command line's flags share beyond argparse: how a number is read (the digits 0-9 and a
+bounded length: Python's `int` also reads "٣" as 3 and strings of thousands of digits), and a flag
+given twice, which argparse settles by keeping the last value without a word (`StoreOnce`: refused
+when the two differ; `MergePairs`: KEY=VALUE lists joined). Light on purpose: the parser is built
+from it before anything heavy loads.
 """
 
 from __future__ import annotations
@@ -25,34 +26,44 @@ GIVEN = "_flags_given"
 
 
 def quoted(text: str) -> str:
-    """`text` as an error message quotes it: cut short when long (a 5,000-digit number is not printed whole)."""
+    """`text` as an error message quotes it: cut short when long (a 5,000-digit number is not
+    printed whole).
+    """
     return repr(text) if len(text) <= MAX_CHARS else f"{text[:20]!r}... ({len(text):,} characters)"
 
 
 def is_whole(text: str) -> bool:
-    """Whether `text` is a whole number in the digits 0-9, at most `MAX_DIGITS` of them (a sign allowed)."""
+    """Whether `text` is a whole number in the digits 0-9, at most `MAX_DIGITS` of them (a sign
+    allowed).
+    """
     return WHOLE.fullmatch(text) is not None
 
 
 def is_decimal(text: str) -> bool:
-    """Whether `text` is a decimal number in the digits 0-9 (1.5, .25, 2e-3), at most `MAX_CHARS` long."""
+    """Whether `text` is a decimal number in the digits 0-9 (1.5, .25, 2e-3), at most `MAX_CHARS`
+    long.
+    """
     return len(text) <= MAX_CHARS and DECIMAL.fullmatch(text) is not None
 
 
 def whole_number(text: str) -> int:
-    """A count on the command line (`--batch-tokens`, `--seed`, `--show`): a whole number in the digits 0-9, its
-    sign kept so that the setting's own check names a negative value.
+    """A count on the command line (`--batch-tokens`, `--seed`, `--show`): a whole number in the
+    digits 0-9, its sign kept so that the setting's own check names a negative value.
     """
     return int(_number(text, is_whole, "a whole number", "10"))
 
 
 def decimal(text: str) -> float:
-    """A number of seconds or a share on the command line: a decimal number in the digits 0-9 (1.5, 2e-3)."""
+    """A number of seconds or a share on the command line: a decimal number in the digits 0-9 (1.5,
+    2e-3).
+    """
     return float(_number(text, is_decimal, "a number", "1.5"))
 
 
 def _number(text: str, fits: Callable[[str], bool], what: str, example: str) -> str:
-    """`text` if it `fits`; else argparse's refusal, saying whether it is too long or not a number at all."""
+    """`text` if it `fits`; else argparse's refusal, saying whether it is too long or not a number
+    at all.
+    """
     if fits(text):
         return text
     if len(text) > MAX_CHARS or sum(c in "0123456789" for c in text) > MAX_DIGITS:
@@ -66,9 +77,10 @@ def _number(text: str, fits: Callable[[str], bool], what: str, example: str) -> 
 
 
 class StoreOnce(argparse.Action):
-    """argparse's `store` for a flag given once: given again with another value (`--limit 10 ... --limit 1000`, or
-    `--out a --output_path b`) it is refused naming both, where argparse would keep the last without a word; the same
-    value twice is let be. Positional arguments are stored as argparse stores them.
+    """argparse's `store` for a flag given once: given again with another value (`--limit 10 ...
+    --limit 1000`, or `--out a --output_path b`) it is refused naming both, where argparse would
+    keep the last without a word; the same value twice is let be. Positional arguments are stored as
+    argparse stores them.
     """
 
     def __call__(
@@ -91,9 +103,10 @@ class StoreOnce(argparse.Action):
 
 
 class MergePairs(argparse.Action):
-    """A KEY=VALUE,... flag given more than once, or in both its spellings (`--model-args dtype=bfloat16
-    --model_args revision=main`): the pairs of all, joined, where argparse would keep the last list alone; a key given
-    twice with two values is refused naming both, the same value twice is let be.
+    """A KEY=VALUE,... flag given more than once, or in both its spellings (`--model-args
+    dtype=bfloat16 --model_args revision=main`): the pairs of all, joined, where argparse would keep
+    the last list alone; a key given twice with two values is refused naming both, the same value
+    twice is let be.
     """
 
     def __call__(

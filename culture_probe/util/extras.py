@@ -1,6 +1,6 @@
 """Optional dependencies: curation's SPARQL libraries (`culture_probe[curation]`) and plotting
-(`culture_probe[plots]`) are extras, since most users never curate and a run's numbers do not need figures.
-`require` imports one, or names the `pip install` line that provides it.
+(`culture_probe[plots]`) are extras, since most users never curate and a run's numbers do not need
+figures. `require` imports one, or names the `pip install` line that provides it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A value typed on the command line (`--option KEY=VALUE`, `--data-option KEY=VALUE`) read by its field's
-annotation: one reading for a protocol's options and a benchmark's data options alike.
+"""A value typed on the command line (`--option KEY=VALUE`, `--data-option KEY=VALUE`) read by its
+field's annotation: one reading for a protocol's options and a benchmark's data options alike.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
 def from_text(text: str, hint: Any, *, name: str, flag: str = "Option") -> Any:
-    """`text` as a value of type `hint` (bool, int, float, str, Literal, Optional, tuple, a JSON object), or an error
-    naming `flag name` (`Option judge`, `--data-option verify_counts`) and what it takes.
+    """`text` as a value of type `hint` (bool, int, float, str, Literal, Optional, tuple, a JSON
+    object), or an error naming `flag name` (`Option judge`, `--data-option verify_counts`) and what
+    it takes.
     """
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     origin = typing.get_origin(hint)

@@ -1,10 +1,12 @@
-"""A folder that a command rebuilds (`export`, `board`, `push-board --dry-run`, `consistency --out`, `compare --out`):
-built in a temporary folder beside it (inside it, under a hidden name, where `--out` is a mount point or its parent
-is read-only) and swapped in only when complete, so that a failure (bad input, a full disk)
-leaves the earlier output as it was and no half-built folder behind. The folder's marker lists the files the command
-wrote: the next rebuild replaces exactly those, keeps every other file, and refuses (naming it) to overwrite one.
+"""A folder that a command rebuilds (`export`, `board`, `push-board --dry-run`, `consistency --out`,
+`compare --out`): built in a temporary folder beside it (inside it, under a hidden name, where
+`--out` is a mount point or its parent is read-only) and swapped in only when complete, so that a
+failure (bad input, a full disk) leaves the earlier output as it was and no half-built folder
+behind. The folder's marker lists the files the command wrote: the next rebuild replaces exactly
+those, keeps every other file, and refuses (naming it) to overwrite one.
 
-A run directory is not such a folder: it grows in place and is resumed (`culture_probe.rundir`); both share the lock.
+A run directory is not such a folder: it grows in place and is resumed (`culture_probe.rundir`);
+both share the lock.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ class Output:
 
 @dataclass
 class Build:
-    """A rebuild under way: the temporary folder to write into; once swapped in, the files written there (which the
-    marker lists) and the files of others kept in the output folder.
+    """A rebuild under way: the temporary folder to write into; once swapped in, the files written
+    there (which the marker lists) and the files of others kept in the output folder.
     """
 
     folder: Path
@@ -55,8 +57,9 @@ class Build:
 
 @contextmanager
 def rebuilding(out: str | os.PathLike, output: Output) -> Iterator[Build]:
-    """Write the block's output into `Build.folder`; when the block ends without error, swap it into `out`. Any
-    failure leaves `out` as it was and removes the temporary folder; a full disk names `out`.
+    """Write the block's output into `Build.folder`; when the block ends without error, swap it into
+    `out`. Any failure leaves `out` as it was and removes the temporary folder; a full disk names
+    `out`.
     """
     folder = check(out, output)
     with lock(folder, f"the {output.name}") if output.locked else nullcontext():
@@ -78,10 +81,11 @@ def rebuilding(out: str | os.PathLike, output: Output) -> Iterator[Build]:
 
 
 def building_place(folder: Path) -> tuple[Path, str]:
-    """Where the rebuild of `folder` is written, and the temporary folder's name prefix: beside it, so that a
-    failure leaves `folder` untouched; inside it, under a hidden bookkeeping name, when beside cannot be: `folder` is
-    a mount point or its parent is not writable (a file moved across file systems, or into a read-only parent,
-    fails). Either way the files are moved in one by one at the end, within one file system.
+    """Where the rebuild of `folder` is written, and the temporary folder's name prefix: beside it,
+    so that a failure leaves `folder` untouched; inside it, under a hidden bookkeeping name, when
+    beside cannot be: `folder` is a mount point or its parent is not writable (a file moved across
+    file systems, or into a read-only parent, fails). Either way the files are moved in one by one
+    at the end, within one file system.
     """
     beside = folder.resolve().parent
     if folder.is_dir() and (os.path.ismount(folder) or not os.access(beside, os.W_OK)):
@@ -91,9 +95,9 @@ def building_place(folder: Path) -> tuple[Path, str]:
 
 
 def remove_leftovers(where: Path, prefix: str) -> None:
-    """Remove the temporary folders that rebuilds of the same folder left in `where` when they were killed (SIGKILL,
-    a power cut: no clean-up ran). Called under the folder's lock only, which every rebuild of it holds: none of
-    them is a live rebuild's.
+    """Remove the temporary folders that rebuilds of the same folder left in `where` when they were
+    killed (SIGKILL, a power cut: no clean-up ran). Called under the folder's lock only, which every
+    rebuild of it holds: none of them is a live rebuild's.
     """
     for path in where.iterdir():
         name = path.name
@@ -103,9 +107,10 @@ def remove_leftovers(where: Path, prefix: str) -> None:
 
 
 def check(out: str | os.PathLike, output: Output) -> Path:
-    """`out` as a path, after refusing a folder the command must not write: none named (`--out ""` would be the
-    current folder), a file or a path under one, a folder of another kind (a run's, a suite's: `Output.taken`), or
-    (unless `Output.shared`) a folder holding files but no output of this command. Reads nothing else.
+    """`out` as a path, after refusing a folder the command must not write: none named (`--out ""`
+    would be the current folder), a file or a path under one, a folder of another kind (a run's, a
+    suite's: `Output.taken`), or (unless `Output.shared`) a folder holding files but no output of
+    this command. Reads nothing else.
     """
     if not os.fspath(out):
         raise CultureProbeError(
@@ -138,8 +143,8 @@ def check(out: str | os.PathLike, output: Output) -> Path:
 
 
 def _taken(folder: Path, taken: Callable[[Path], str | None]) -> tuple[Path, str] | None:
-    """The folder of another kind that `folder` is or lies in, and its kind (`compare A B --out A/plots` would put a
-    figure among the run's own); None when there is none.
+    """The folder of another kind that `folder` is or lies in, and its kind (`compare A B --out
+    A/plots` would put a figure among the run's own); None when there is none.
     """
     for candidate in (folder, *folder.resolve().parents):
         kind = taken(candidate) if candidate.is_dir() else None
@@ -153,7 +158,9 @@ def _holds_files(folder: Path) -> bool:
 
 
 def written_before(folder: Path, output: Output) -> list[str]:
-    """The files the command's earlier output in `folder` wrote (to be replaced), as its marker lists them."""
+    """The files the command's earlier output in `folder` wrote (to be replaced), as its marker
+    lists them.
+    """
     path = folder / output.marker
     if not path.is_file():
         return []
@@ -171,7 +178,9 @@ def written_before(folder: Path, output: Output) -> list[str]:
 
 
 def _inside(path: str) -> bool:
-    """A marker entry: a relative POSIX path inside the folder, through no hidden name (`..`, a marker, `.git`)."""
+    """A marker entry: a relative POSIX path inside the folder, through no hidden name (`..`, a
+    marker, `.git`).
+    """
     return (
         bool(path)
         and "\\" not in path
@@ -180,7 +189,9 @@ def _inside(path: str) -> bool:
 
 
 def files_in(folder: Path) -> tuple[str, ...]:
-    """Every file under `folder`, as sorted POSIX paths relative to it (folders are not followed through links)."""
+    """Every file under `folder`, as sorted POSIX paths relative to it (folders are not followed
+    through links).
+    """
     return tuple(
         sorted(
             (Path(root) / name).relative_to(folder).as_posix()
@@ -193,11 +204,12 @@ def files_in(folder: Path) -> tuple[str, ...]:
 def _swap_in(
     build: Path, out: Path, output: Output, previous: Sequence[str], files: Sequence[str]
 ) -> tuple[str, ...]:
-    """Move the complete output from `build` into `out`, replacing the earlier output's files (`previous`) and
-    keeping every other file there; the files kept. A file of someone else's where the output writes one is refused.
+    """Move the complete output from `build` into `out`, replacing the earlier output's files
+    (`previous`) and keeping every other file there; the files kept. A file of someone else's where
+    the output writes one is refused.
 
-    The marker lists both outputs' files while they are swapped, so an interruption leaves nothing the next rebuild
-    would take for someone else's.
+    The marker lists both outputs' files while they are swapped, so an interruption leaves nothing
+    the next rebuild would take for someone else's.
     """
     present = [f for f in files_in(out) if not _bookkeeping(f)] if out.is_dir() else []
     kept = tuple(f for f in present if not _listed(f, previous))
@@ -229,8 +241,8 @@ def _bookkeeping(file: str) -> bool:
 
 
 def _listed(file: str, listed: Sequence[str]) -> bool:
-    """Whether the command wrote `file`: the marker names it, or a folder above it (markers before files were
-    listed one by one named the top-level folders).
+    """Whether the command wrote `file`: the marker names it, or a folder above it (markers before
+    files were listed one by one named the top-level folders).
     """
     return any(file == entry or file.startswith(entry + "/") for entry in listed)
 
@@ -244,8 +256,9 @@ def _remove_with_empty_folders(out: Path, file: str) -> None:
 
 
 def _write_marker(path: Path, files: Sequence[str]) -> None:
-    """Write the marker whole or not at all (beside it, then renamed): a marker cut short by a full disk or a kill
-    would make the next rebuild take the user's files for the command's, or refuse the folder.
+    """Write the marker whole or not at all (beside it, then renamed): a marker cut short by a full
+    disk or a kill would make the next rebuild take the user's files for the command's, or refuse
+    the folder.
     """
     partial = path.with_name(f"{path.name}.partial")
     partial.write_text(json.dumps(list(files)) + "\n", encoding="utf-8")
@@ -254,8 +267,9 @@ def _write_marker(path: Path, files: Sequence[str]) -> None:
 
 @contextmanager
 def lock(folder: Path, what: str) -> Iterator[None]:
-    """Hold `folder`'s lock while writing `what` there; a second writer fails at once. A folder made here that holds
-    nothing but the lock when it is released (the work was refused before writing) is removed again.
+    """Hold `folder`'s lock while writing `what` there; a second writer fails at once. A folder made
+    here that holds nothing but the lock when it is released (the work was refused before writing)
+    is removed again.
     """
     from filelock import FileLock, Timeout
 

@@ -1,7 +1,8 @@
-"""Dataclass fields checked against their annotations, for values that come from Python code or JSON rather than
-from a parser that already typed them (protocol options, how a model loads), and JSON documents a run wrote read back
-against the shapes their readers use (`read_dataclass`, `check_document`), so that a damaged file is one line naming
-the file and the field rather than a traceback further on.
+"""Dataclass fields checked against their annotations, for values that come from Python code or JSON
+rather than from a parser that already typed them (protocol options, how a model loads), and JSON
+documents a run wrote read back against the shapes their readers use (`read_dataclass`,
+`check_document`), so that a damaged file is one line naming the file and the field rather than a
+traceback further on.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ _LISTS = (tuple, list, Sequence)  # the annotations a JSON list reads as
 
 
 def check_types(options: Any, flag: str | typing.Callable[[str], str] = "--option") -> None:
-    """Every field of the dataclass `options` holds a value of its annotated type (bool, int, finite float, str,
-    Literal, Optional, tuple of, dict of): what Python code passing `Options(...)` or `ModelArgs(...)` directly (not
-    parsed from text) could get wrong, and what a parsed JSON value could, named as the command line `flag` would
-    (`--option name=VALUE`; a function of the field's name where each field has a flag of its own).
+    """Every field of the dataclass `options` holds a value of its annotated type (bool, int, finite
+    float, str, Literal, Optional, tuple of, dict of): what Python code passing `Options(...)` or
+    `ModelArgs(...)` directly (not parsed from text) could get wrong, and what a parsed JSON value
+    could, named as the command line `flag` would (`--option name=VALUE`; a function of the field's
+    name where each field has a flag of its own).
     """
     for name, hint in typing.get_type_hints(type(options)).items():
         value = getattr(options, name)
@@ -47,7 +49,9 @@ def check_types(options: Any, flag: str | typing.Callable[[str], str] = "--optio
 
 
 def _fits(value: Any, hint: Any) -> bool:
-    """Whether `value` is of type `hint` (the annotations Options fields use); floats must be finite."""
+    """Whether `value` is of type `hint` (the annotations Options fields use); floats must be
+    finite.
+    """
     origin, args = _parts(hint)
     if hint is Any:
         return True
@@ -109,10 +113,11 @@ def _shape(hint: Any) -> str:
 def read_dataclass(
     cls: type[T], data: Any, source: str, block: str, fix: str, /, **given: Any
 ) -> T:
-    """The dataclass `cls` from the JSON object `data`, the `block` of the file `source` (config.json's `model`):
-    each field whose key is there checked against the field's annotation (a list read as the tuple it annotates), a
-    missing or null key its default, the fields in `given` as given. A value of another type is the damaged file's
-    one-line error (`fix`: what to do), naming the file and the field.
+    """The dataclass `cls` from the JSON object `data`, the `block` of the file `source`
+    (config.json's `model`): each field whose key is there checked against the field's annotation (a
+    list read as the tuple it annotates), a missing or null key its default, the fields in `given`
+    as given. A value of another type is the damaged file's one-line error (`fix`: what to do),
+    naming the file and the field.
     """
     check_document(data, Mapping[str, Any], source, fix, block)
     hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable
@@ -128,10 +133,10 @@ def read_dataclass(
 def check_document(
     value: Any, hint: Any, source: str, fix: str, where: str = "", line: int | None = None
 ) -> None:
-    """Refuse a value read from the file `source` (`where`: its place there, `results.overall`; `line`: its line in
-    a JSON Lines file) that is not of type `hint` (a TypedDict for a JSON object of known keys: those it requires
-    present, every key it names of its type; other keys are let be), in one line naming the file and the first field
-    that is not (`fix`: what to do).
+    """Refuse a value read from the file `source` (`where`: its place there, `results.overall`;
+    `line`: its line in a JSON Lines file) that is not of type `hint` (a TypedDict for a JSON object
+    of known keys: those it requires present, every key it names of its type; other keys are let
+    be), in one line naming the file and the first field that is not (`fix`: what to do).
     """
     wrong = _mismatch(value, hint, where)
     if wrong is not None:
@@ -139,12 +144,15 @@ def check_document(
 
 
 def _mismatch(value: Any, hint: Any, where: str) -> str | None:
-    """Why `value` at `where` is not of type `hint`, said of the deepest field that is not; None when it is."""
+    """Why `value` at `where` is not of type `hint`, said of the deepest field that is not; None
+    when it is.
+    """
     origin, args = _parts(hint)
     if origin in (Union, types.UnionType):
         if any(_mismatch(value, a, where) is None for a in args):
             return None
-        # a nested mismatch is named inside the one member of the union of the value's kind (a JSON object, a list)
+        # a nested mismatch is named inside the one member of the union of the value's kind (a JSON
+        # object, a list)
         kinds = [a for a in args if isinstance(value, _container(a))]
         return _mismatch(value, kinds[0], where) if len(kinds) == 1 else _wrong(value, hint, where)
     if _container(hint) and not isinstance(value, _container(hint)):
@@ -182,7 +190,9 @@ def _first(found: Iterable[str | None]) -> str | None:
 
 @functools.cache
 def _container(hint: Any) -> tuple[type, ...]:
-    """The Python types of the JSON kind a type annotation reads: an object, a list; none for a scalar."""
+    """The Python types of the JSON kind a type annotation reads: an object, a list; none for a
+    scalar.
+    """
     origin = typing.get_origin(hint)
     if typing.is_typeddict(hint) or origin in (dict, Mapping):
         return (Mapping,)
@@ -205,13 +215,14 @@ F = TypeVar("F", bound=typing.Callable[..., Any])
 def checked(
     error: type[CultureProbeError] = InvalidValueError, *, pure: bool = False
 ) -> typing.Callable[[F], F]:
-    """A public function whose arguments are checked against its annotations when it is called: a value of the wrong
-    kind (None or a number where a list is needed, a string where a number is), or a list holding one where its items
-    must be lists or mappings, is `error` naming the function and the argument (and the item), where Python would
-    raise a TypeError from deep inside. Only kinds are checked (a list, a mapping, a number, a string, a class);
-    what the values mean (finite, known labels, equal lengths, not empty) stays the function's own check. A `pure`
-    function (a metric: no side effects) is still called with a faulty argument, so that its own error, which says
-    more (`must be a finite accuracy`), wins where it has one.
+    """A public function whose arguments are checked against its annotations when it is called: a
+    value of the wrong kind (None or a number where a list is needed, a string where a number is),
+    or a list holding one where its items must be lists or mappings, is `error` naming the function
+    and the argument (and the item), where Python would raise a TypeError from deep inside. Only
+    kinds are checked (a list, a mapping, a number, a string, a class); what the values mean
+    (finite, known labels, equal lengths, not empty) stays the function's own check. A `pure`
+    function (a metric: no side effects) is still called with a faulty argument, so that its own
+    error, which says more (`must be a finite accuracy`), wins where it has one.
     """
 
     def wrap(function: F) -> F:
@@ -247,8 +258,9 @@ def checked(
 
 
 def names_given(value: Any, argument: str) -> list[str]:
-    """A name or a list of names -> the names: a string is one name (never read letter by letter); anything else,
-    an empty list or an item that is no string is refused naming `argument` (`run_suite(names)`).
+    """A name or a list of names -> the names: a string is one name (never read letter by letter);
+    anything else, an empty list or an item that is no string is refused naming `argument`
+    (`run_suite(names)`).
     """
     if isinstance(value, str):
         return [value]
@@ -265,7 +277,9 @@ def names_given(value: Any, argument: str) -> list[str]:
 
 
 def _parameter_hints(function: Any, signature: inspect.Signature) -> dict[str, Any]:
-    """Each named parameter's annotation, evaluated; one that names what only type checkers import is left out."""
+    """Each named parameter's annotation, evaluated; one that names what only type checkers import
+    is left out.
+    """
     hints = {}
     for name, parameter in signature.parameters.items():
         annotation = parameter.annotation
@@ -286,8 +300,9 @@ def _parameter_hints(function: Any, signature: inspect.Signature) -> dict[str, A
 
 
 def _api_fault(value: Any, hint: Any, where: str, item: bool = False) -> str | None:
-    """Why the argument `value` (at `where`, `references[3]`) is not of the kind `hint` names; None when it is.
-    `item`: the value is an item of a list, where a string may stand for a list of strings.
+    """Why the argument `value` (at `where`, `references[3]`) is not of the kind `hint` names; None
+    when it is. `item`: the value is an item of a list, where a string may stand for a list of
+    strings.
     """
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
@@ -340,7 +355,9 @@ def _api_fits(value: Any, hint: Any) -> bool:
 
 
 def _outer(hint: Any) -> Any:
-    """The kind of container an annotation names (list for Sequence[str]), or the annotation itself."""
+    """The kind of container an annotation names (list for Sequence[str]), or the annotation
+    itself.
+    """
     origin = typing.get_origin(hint)
     if origin in _LISTS:
         return list
@@ -348,7 +365,9 @@ def _outer(hint: Any) -> Any:
 
 
 def _holds_containers(hint: Any) -> bool:
-    """Whether an annotation (or a member of it) names a list or a mapping, whose items are checked in turn."""
+    """Whether an annotation (or a member of it) names a list or a mapping, whose items are checked
+    in turn.
+    """
     members = (
         typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
     )

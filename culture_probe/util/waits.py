@@ -1,4 +1,6 @@
-"""What a server's `Retry-After` asks: read alike by the served scorer's retries and curation's SPARQL client."""
+"""What a server's `Retry-After` asks: read alike by the served scorer's retries and curation's
+SPARQL client.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ LONGEST = 1e9  # seconds: a longer wait (an infinite one) is read as this one
 
 
 def retry_after_seconds(value: str | None, *, scale: float = 1.0) -> float | None:
-    """A Retry-After header (seconds, or an HTTP date; `scale` 1000 for `retry-after-ms`) in seconds, 0 for a time
-    already past; None when absent or unreadable (NaN too).
+    """A Retry-After header (seconds, or an HTTP date; `scale` 1000 for `retry-after-ms`) in
+    seconds, 0 for a time already past; None when absent or unreadable (NaN too).
     """
     if not value:
         return None

@@ -1,14 +1,16 @@
-"""One benchmark config on one model in N shards, one Ray task each, then merged into one run (docs/sharding.md).
+"""One benchmark config on one model in N shards, one Ray task each, then merged into one run
+(docs/sharding.md).
 
     python docs/recipes/ray_shards.py fmlama_en --model bigscience/bloom-560m --shards 4 --out run
-    python docs/recipes/ray_shards.py fmlama_en --model M --shards 4 --address auto   # on a running cluster
+    python docs/recipes/ray_shards.py fmlama_en --model M --shards 4 --address auto  # on a cluster
 
-Each task asks Ray for --gpus-per-shard GPUs (0 on a CPU-only machine) and runs `culture-probe run CONFIG --shard
-K/N --out SHARD_DIR/K --resume`: a task that Ray retries, or the script run again, continues its shard. Arguments
-the script does not know go to `culture-probe run` (e.g. --data-dir dlama-v1/ --batch-tokens 8192). Once every
-shard has finished, `merge_runs` writes the run one process would have written into --out. Without --address, a
-local Ray instance with --num-cpus CPUs is started for the script and shut down after it. On a cluster, SHARD_DIR
-(and a local model or --data-dir) must be on storage that every node and this machine can read.
+Each task asks Ray for --gpus-per-shard GPUs (0 on a CPU-only machine) and runs `culture-probe run
+CONFIG --shard K/N --out SHARD_DIR/K --resume`: a task that Ray retries, or the script run again,
+continues its shard. Arguments the script does not know go to `culture-probe run` (e.g. --data-dir
+dlama-v1/ --batch-tokens 8192). Once every shard has finished, `merge_runs` writes the run one
+process would have written into --out. Without --address, a local Ray instance with --num-cpus CPUs
+is started for the script and shut down after it. On a cluster, SHARD_DIR (and a local model or
+--data-dir) must be on storage that every node and this machine can read.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The run folders the board's tests share (made by `conftest.py`), in a module of its own: `conftest` is a name
-every test folder has, so importing it from a test picks whichever was loaded first.
+"""The run folders the board's tests share (made by `conftest.py`), in a module of its own:
+`conftest` is a name every test folder has, so importing it from a test picks whichever was loaded
+first.
 """
 
 from __future__ import annotations

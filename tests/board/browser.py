@@ -1,5 +1,6 @@
-"""The test browser: Debian's chromium driven by selenium through the system chromedriver, headless, offline, its
-console log kept, so that a test sees the board as a reader's browser draws it from file://.
+"""The test browser: Debian's chromium driven by selenium through the system chromedriver, headless,
+offline, its console log kept, so that a test sees the board as a reader's browser draws it from
+file://.
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ def problems(driver: object) -> list[dict]:
 
 
 def cpu_seconds(driver: object) -> dict[int, float]:
-    """CPU seconds (user + system) so far of each live process of the browser (chromedriver and every chromium
-    process under it), read from /proc (Linux): a cost that a busy machine does not inflate, as it does wall time."""
+    """CPU seconds (user + system) so far of each live process of the browser (chromedriver and
+    every chromium process under it), read from /proc (Linux): a cost that a busy machine does not
+    inflate, as it does wall time.
+    """
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     used: dict[int, float] = {}
@@ -90,5 +93,7 @@ def cpu_seconds(driver: object) -> dict[int, float]:
 
 
 def cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
-    """The browser's CPU seconds between two `cpu_seconds` readings (a process started meanwhile counts whole)."""
+    """The browser's CPU seconds between two `cpu_seconds` readings (a process started meanwhile
+    counts whole).
+    """
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())

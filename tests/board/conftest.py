@@ -1,5 +1,6 @@
-"""Run folders for the board's tests, made once per session by stand-in models on a DLAMA folder in the release's
-layout (English and Arabic prompts): one that knows the planted facts, one that guesses, a smoke run, and a suite.
+"""Run folders for the board's tests, made once per session by stand-in models on a DLAMA folder in
+the release's layout (English and Arabic prompts): one that knows the planted facts, one that
+guesses, a smoke run, and a suite.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from culture_probe.engine.types import CandidateScores
 
 
 class Knowing(TableScorer):
-    """Ranks each fact's gold continent first (in English prompts; Arabic prompts get no score, a tie)."""
+    """Ranks each fact's gold continent first (in English prompts; Arabic prompts get no score, a
+    tie).
+    """
 
     identity = {"name_or_path": "knowing"}
 
@@ -35,7 +38,9 @@ class Forgetting(TableScorer):
 
 
 class Lengths:
-    """Prefers the shortest candidate: a model of any benchmark, for a second benchmark on the board."""
+    """Prefers the shortest candidate: a model of any benchmark, for a second benchmark on the
+    board.
+    """
 
     kind = "masked"
     identity = {"name_or_path": "lengths"}

@@ -1,7 +1,8 @@
-"""`culture-probe board`: what the site holds, read from the run folders alone: one leaderboard row per model with
-each config's headline number, interval and n as metrics.json has them, smoke runs marked, each record's exact
-input rebuilt from its protocol, right and wrong as the benchmark scores the item, paired comparisons as `compare`
-gives them, records paged, and a folder that is not a board left alone.
+"""`culture-probe board`: what the site holds, read from the run folders alone: one leaderboard row
+per model with each config's headline number, interval and n as metrics.json has them, smoke runs
+marked, each record's exact input rebuilt from its protocol, right and wrong as the benchmark scores
+the item, paired comparisons as `compare` gives them, records paged, and a folder that is not a
+board left alone.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def test_the_leaderboard_has_one_row_per_model_with_the_headline_as_metrics_json
     assert sorted(row["model"] for row in board["rows"]) == ["Forgetting", "Guessing", "Knowing"]
     knowing = next(row for row in board["rows"] if row["model"] == "Knowing")
     cell = knowing["cells"]["dlama_arab_west"]
-    # the full run is shown, not the smoke run of the same model and config, which is linked beside it
+    # the full run is shown, not the smoke run of the same model and config, which is linked beside
+    # it
     assert (
         not cell["smoke"] and cell["run"].endswith("knows") and cell["others"][0].endswith("smoke")
     )
@@ -70,7 +72,8 @@ def test_each_record_shows_the_exact_input_its_protocol_gave_the_model(runs: Run
     assert arabic and run.prompts.missing is None
     for record in run.run.records:
         prompt = run.prompts.by_key[(record.stage, record.key)]
-        # the protocol's own record of its template, with the slot where each candidate is scored after `sep`
+        # the protocol's own record of its template, with the slot where each candidate is scored
+        # after `sep`
         assert (
             f"{prompt['left']}{prompt['sep']}[Y]{prompt['right']}" == record["prompt"]
             and prompt["kind"] == "score"
@@ -143,7 +146,9 @@ def test_runs_of_one_config_are_compared_as_compare_pairs_them(runs: Runs, tmp_p
 def test_the_compare_view_prints_p_values_as_compare_does_and_says_how_many_tests(
     runs: Runs, tmp_path: Path
 ) -> None:
-    """The board printed compare's p-values without the Holm-adjusted ones or the count of tests (issue 34)."""
+    """The board printed compare's p-values without the Holm-adjusted ones or the count of tests
+    (issue 34).
+    """
     site = build_board([runs.knows, runs.guesses], tmp_path / "site")
     shown = read_data(tmp_path / "site" / "data" / f"compare-{site.comparisons[0]}.js")
     reference = compare_runs([runs.knows, runs.guesses])

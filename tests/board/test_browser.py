@@ -1,7 +1,7 @@
-"""The board in a real browser (headless chromium from file://, no server): no console error on any view, one
-leaderboard row per model, sorting and every filter change what is shown, an Arabic item is laid out right to left,
-and a full DLAMA run (49,070 records) opens in under 2 s of the browser's CPU. Screenshots go to
-$CULTURE_PROBE_ARTIFACTS.
+"""The board in a real browser (headless chromium from file://, no server): no console error on any
+view, one leaderboard row per model, sorting and every filter change what is shown, an Arabic item
+is laid out right to left, and a full DLAMA run (49,070 records) opens in under 2 s of the browser's
+CPU. Screenshots go to $CULTURE_PROBE_ARTIFACTS.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 def wait(driver, css: str, timeout: float = 120.0) -> list:
-    """The elements matching `css`, once there are some (the timeout only guards a hang: a busy machine stretches a
-    view's drawing several times over)."""
+    """The elements matching `css`, once there are some (the timeout only guards a hang: a busy
+    machine stretches a view's drawing several times over).
+    """
     from selenium.webdriver.common.by import By
 
     end = time.monotonic() + timeout
@@ -151,9 +152,9 @@ def test_the_run_page_and_the_compare_view_draw_without_errors(
 @pytest.mark.slow
 @pytest.mark.mirror
 def test_a_full_dlama_run_opens_in_under_two_seconds(mirror: Path, driver, tmp_path: Path) -> None:
-    """All of dlama_arab_west (49,070 records) by a stand-in model, its records paged: the run page and its item
-    list open in under 2 s of the browser's CPU time (0.3 s here), and an Arabic item's prompt is drawn right
-    to left.
+    """All of dlama_arab_west (49,070 records) by a stand-in model, its records paged: the run page
+    and its item list open in under 2 s of the browser's CPU time (0.3 s here), and an Arabic item's
+    prompt is drawn right to left.
     """
     from dlama_fixture import TableScorer
 
@@ -168,7 +169,8 @@ def test_a_full_dlama_run_opens_in_under_two_seconds(mirror: Path, driver, tmp_p
     wait(driver, "#items tbody tr.item")
     spent, wall = cpu_spent(before, cpu_seconds(driver)), time.monotonic() - started
     print(f"opened in {spent:.2f} CPU s, {wall:.2f} s of wall time")
-    # the browser's CPU time, not the wall time that other jobs on a busy machine stretch several times over
+    # the browser's CPU time, not the wall time that other jobs on a busy machine stretch several
+    # times over
     assert spent < 2.0
     assert "49,070 of 49,070 records" in texts(driver, "#item-count")[0]
     wait(driver, "#items tr.item")[0].click()

@@ -1,6 +1,7 @@
-"""`culture-probe push-board`: a static Space (private unless --public) through the real Hub client against the
-local fake Hub, `--dry-run --out` writing the folder with its Space front matter and sending nothing, `push`'s
-offline and token errors, and data released only on request (MAPS) left out without the permission flag.
+"""`culture-probe push-board`: a static Space (private unless --public) through the real Hub client
+against the local fake Hub, `--dry-run --out` writing the folder with its Space front matter and
+sending nothing, `push`'s offline and token errors, and data released only on request (MAPS) left
+out without the permission flag.
 """
 
 from __future__ import annotations

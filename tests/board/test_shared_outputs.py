@@ -1,8 +1,9 @@
-"""What is written for others names nothing of this machine: the board, a `push-board` dry run, an export and a
-`push` dry run made from a run of a local model folder in the home folder, on data in the mirror, hold neither the
-home folder's path, the run folder's nor the mirror's. The model is shown by its folder's name and digest, the run by
-its name, the mirror's data as `$CULTURE_PROBE_MIRROR/...`. `list` and the skip note of dlama_asia_west describe the
-data a user has, not the mirror.
+"""What is written for others names nothing of this machine: the board, a `push-board` dry run, an
+export and a `push` dry run made from a run of a local model folder in the home folder, on data in
+the mirror, hold neither the home folder's path, the run folder's nor the mirror's. The model is
+shown by its folder's name and digest, the run by its name, the mirror's data as
+`$CULTURE_PROBE_MIRROR/...`. `list` and the skip note of dlama_asia_west describe the data a user
+has, not the mirror.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from culture_probe.sharing import redacted, shown_model
 
 @dataclass(frozen=True)
 class Machine:
-    """A user's machine: the home folder, the mirror, the run made there, and the mirror's DLAMA folder."""
+    """A user's machine: the home folder, the mirror, the run made there, and the mirror's DLAMA
+    folder.
+    """
 
     home: Path
     mirror: Path
@@ -33,8 +36,8 @@ class Machine:
 
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
-    """A tiny model saved in the home folder, run on a DLAMA folder in the mirror given with --data-dir (as the docs
-    show it), the run folder in the home folder too.
+    """A tiny model saved in the home folder, run on a DLAMA folder in the mirror given with
+    --data-dir (as the docs show it), the run folder in the home folder too.
     """
     from culture_probe.models import save_tiny, train_tokenizer
     from culture_probe.runner import run
@@ -57,7 +60,9 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
 
 
 def leaks(folder: Path, machine: Machine) -> list[str]:
-    """Each file under `folder` holding a path of the machine (the home folder's, the mirror's, the run's)."""
+    """Each file under `folder` holding a path of the machine (the home folder's, the mirror's, the
+    run's).
+    """
     paths = {str(p).encode("utf-8") for p in (machine.home, machine.mirror, machine.run)}
     return [
         f"{file.relative_to(folder)}: {path.decode()}"

@@ -1,5 +1,6 @@
-"""The `culture-probe` command line: help with examples, run / report / compare on a run directory, list, and
-errors that name the problem (exit code 2, no traceback)."""
+"""The `culture-probe` command line: help with examples, run / report / compare on a run directory,
+list, and errors that name the problem (exit code 2, no traceback).
+"""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ FACTS = [
 
 
 def dlama_run(model, data) -> list[str]:
-    """`culture-probe run dlama_arab_west` on the test's model and data, as most tests here start their command."""
+    """`culture-probe run dlama_arab_west` on the test's model and data, as most tests here start
+    their command.
+    """
     return ["run", "dlama_arab_west", "--model", str(model), "--data-dir", str(data)]
 
 
@@ -269,8 +272,9 @@ def test_bad_arguments_exit_2_with_a_clear_message(setup, capsys, extra, message
 def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(
     setup, tmp_path, capsys
 ):
-    """`--limit smoke` resolves per config (one fact per language x culture x predicate here: 2), config.json says
-    it was asked for and what it gave; a smaller --limit warns, before the model loads, what it will lack.
+    """`--limit smoke` resolves per config (one fact per language x culture x predicate here: 2),
+    config.json says it was asked for and what it gave; a smaller --limit warns, before the model
+    loads, what it will lack.
     """
     data, model = setup
     common = [
@@ -300,8 +304,9 @@ def test_limit_smoke_probes_the_fewest_items_that_give_every_headline_number(
 
 
 def test_the_library_warnings_are_one_line_on_the_terminal(setup):
-    """What `culture-probe` prints for the library's own warnings (the smoke-limit notice): one line, as its errors
-    are, not Python's location and source line; other packages' warnings keep Python's format.
+    """What `culture-probe` prints for the library's own warnings (the smoke-limit notice): one
+    line, as its errors are, not Python's location and source line; other packages' warnings keep
+    Python's format.
     """
     data, model = setup
     seen: list[str] = []
@@ -380,7 +385,9 @@ def test_module_entry_point_lists_benchmarks():
     ],
 )
 def test_a_bad_option_is_named_before_a_missing_model_is_touched(setup, capsys, extra, message):
-    """The pipeline validates before it loads: a model path that does not exist is not what the error is about."""
+    """The pipeline validates before it loads: a model path that does not exist is not what the
+    error is about.
+    """
     data, _ = setup
     assert (
         main(
@@ -519,7 +526,9 @@ def test_asia_west_runs_in_english_and_the_report_says_korean_is_missing(
 
 
 def test_every_option_example_the_cli_gives_is_a_real_option():
-    """The --option examples in `run --help` and in the refusal of a bad --option name options of real benchmarks."""
+    """The --option examples in `run --help` and in the refusal of a bad --option name options of
+    real benchmarks.
+    """
     import inspect
 
     from culture_probe.benchmarks.camel import task as camel
@@ -545,8 +554,10 @@ def test_every_option_example_the_cli_gives_is_a_real_option():
 
 
 def test_a_fractional_limit_takes_that_share_of_each_stratum_rounded_up(setup, tmp_path, capsys):
-    """`--limit 0.5` of 6 Arab and 2 Western facts probes 3 and 1 (the harness's fractional limit, per stratum; an
-    integer limit of 4 would draw 2 and 2), recorded as the number probed (run.limit) and as given (subset.limit)."""
+    """`--limit 0.5` of 6 Arab and 2 Western facts probes 3 and 1 (the harness's fractional limit,
+    per stratum; an integer limit of 4 would draw 2 and 2), recorded as the number probed
+    (run.limit) and as given (subset.limit).
+    """
     from dlama_fixture import write_dlama
 
     _, model = setup
@@ -579,7 +590,9 @@ def test_a_fractional_limit_takes_that_share_of_each_stratum_rounded_up(setup, t
 
 
 def test_a_share_of_each_stratum_is_rounded_up_exactly_and_keeps_every_probe_of_an_item():
-    """0.1 of 30 items is 3 (in floats 0.1 * 30 rounds up to 4), 0.1 of 7 is 1; an item's probes stay together."""
+    """0.1 of 30 items is 3 (in floats 0.1 * 30 rounds up to 4), 0.1 of 7 is 1; an item's probes
+    stay together.
+    """
     import culture_probe
     from culture_probe.errors import InvalidValueError
     from culture_probe.tasks.probes import Skipped
@@ -647,8 +660,9 @@ def test_progress_names_the_config_and_stage_and_datasets_bars_are_quiet(setup, 
 
 
 def test_every_command_names_a_handler_that_exists():
-    """Each command's module adds its sub-parsers and names their handlers beside them: the two lists agree, and a
-    misspelt handler fails here rather than when someone runs that command."""
+    """Each command's module adds its sub-parsers and names their handlers beside them: the two
+    lists agree, and a misspelt handler fails here rather than when someone runs that command.
+    """
     import importlib
 
     from culture_probe.cli import HANDLERS, build_parser
@@ -661,8 +675,10 @@ def test_every_command_names_a_handler_that_exists():
 
 
 def test_list_and_help_start_without_the_heavy_libraries():
-    """The parser modules import no handler, so `culture-probe list` and `--help` load no torch, datasets or numpy
-    (seconds each); `python -m culture_probe.cli` runs the command line, as the benchmarks' start-up timing does."""
+    """The parser modules import no handler, so `culture-probe list` and `--help` load no torch,
+    datasets or numpy (seconds each); `python -m culture_probe.cli` runs the command line, as the
+    benchmarks' start-up timing does.
+    """
     for args in (["list"], ["--help"]):
         done = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "culture_probe.cli", *args],
@@ -694,8 +710,9 @@ def test_list_and_help_start_without_the_heavy_libraries():
     ids=lambda v: v if isinstance(v, str) else " ".join(v),
 )
 def test_an_lm_eval_flag_without_a_counterpart_says_what_to_do_instead(flags, says, capsys):
-    """One line naming the flag and the native way, exit 2, where argparse gave its usage and "unrecognized
-    arguments"; nothing loads."""
+    """One line naming the flag and the native way, exit 2, where argparse gave its usage and
+    "unrecognized arguments"; nothing loads.
+    """
     assert main(["run", "maps_en", "--model", "planted:maps_en", *flags]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("culture-probe: error: ") and re.search(says, line), line
@@ -709,8 +726,9 @@ def test_an_unknown_flag_of_no_harness_keeps_argparses_refusal(capsys):
 
 
 def test_information_prints_as_a_plain_line_not_a_warning(setup, capsys):
-    """What a run will cost is information: `culture-probe: ...` on stderr, never `culture-probe: warning:`, and the
-    library's notices print so too; its warnings keep `warning:`."""
+    """What a run will cost is information: `culture-probe: ...` on stderr, never `culture-probe:
+    warning:`, and the library's notices print so too; its warnings keep `warning:`.
+    """
     from culture_probe.cli import _library_lines
     from culture_probe.rundir import ResumeNotice
     from culture_probe.runner.planning import SmallLimitWarning

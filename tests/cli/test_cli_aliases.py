@@ -1,5 +1,7 @@
 """lm-evaluation-harness 0.4's spellings of `run` (`--tasks`, `--model hf --model_args pretrained=`,
-`--output_path`, `--batch_size`) ask for exactly what the native spellings ask for; a clash is one line."""
+`--output_path`, `--batch_size`) ask for exactly what the native spellings ask for; a clash is one
+line.
+"""
 
 from __future__ import annotations
 

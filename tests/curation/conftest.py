@@ -1,4 +1,6 @@
-"""Fixtures of the curation tests: the Wikidata-shaped dump, a local Oxigraph server, fast HTTP politeness."""
+"""Fixtures of the curation tests: the Wikidata-shaped dump, a local Oxigraph server, fast HTTP
+politeness.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ def store() -> EmbeddedStore:
 
 @pytest.fixture(scope="module")
 def server_url():
-    """A real Oxigraph server on 127.0.0.1 serving the fixture; killed when the module's tests end."""
+    """A real Oxigraph server on 127.0.0.1 serving the fixture; killed when the module's tests
+    end.
+    """
     with oxigraph_server([FIXTURE], max_lifetime=300) as server:
         yield server.url
 

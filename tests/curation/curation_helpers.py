@@ -1,7 +1,8 @@
-"""Test helpers: a fault-injecting HTTP proxy on 127.0.0.1, and a slow reference curation written with rdflib.
+"""Test helpers: a fault-injecting HTTP proxy on 127.0.0.1, and a slow reference curation written
+with rdflib.
 
-The reference implementation walks the fixture's triples with plain Python loops (no SPARQL, no pyoxigraph), so
-the curation's output is checked against an independent reading of the same data.
+The reference implementation walks the fixture's triples with plain Python loops (no SPARQL, no
+pyoxigraph), so the curation's output is checked against an independent reading of the same data.
 """
 
 from __future__ import annotations
@@ -26,14 +27,17 @@ SCHEMA = "http://schema.org/"
 RDFS_LABEL = rdflib.RDFS.label
 
 
-# ---- the proxy -----------------------------------------------------------------------------------------------
+# ---- the proxy
+# -----------------------------------------------------------------------------------------------
 
 
 class FaultProxy:
-    """Forwards requests to `upstream`, except where `plan(n)` (n = 0-based request number) says otherwise.
+    """Forwards requests to `upstream`, except where `plan(n)` (n = 0-based request number) says
+    otherwise.
 
-    Actions: "pass"; ("status", code, headers); ("slow", seconds) then pass; "badjson" (200 with broken JSON);
-    "drop" (close the connection without an answer). Every request is recorded (headers and form body).
+    Actions: "pass"; ("status", code, headers); ("slow", seconds) then pass; "badjson" (200 with
+    broken JSON); "drop" (close the connection without an answer). Every request is recorded
+    (headers and form body).
     """
 
     def __init__(self, upstream: str, plan: Callable[[int], object] = lambda n: "pass"):
@@ -132,7 +136,8 @@ class FaultProxy:
             pass
 
 
-# ---- the reference implementation -----------------------------------------------------------------------------
+# ---- the reference implementation
+# -----------------------------------------------------------------------------
 
 
 class Reference:
@@ -182,8 +187,9 @@ class Reference:
         return seen
 
     def object_ok(self, obj: str, kind: str, object_filters: bool) -> bool:
-        """Every object passes, as upstream's step 3 asks for all of them; culture_probe's optional filters drop
-        non-sovereign or historical countries, lost or sovereign cities and sign languages.
+        """Every object passes, as upstream's step 3 asks for all of them; culture_probe's optional
+        filters drop non-sovereign or historical countries, lost or sovereign cities and sign
+        languages.
         """
         if not object_filters:
             return True
@@ -206,7 +212,9 @@ class Reference:
         top: int,
         object_filters: bool = False,
     ) -> dict:
-        """{(token, lang): [v1 records]} for a country-subject predicate over list-defined regions."""
+        """{(token, lang): [v1 records]} for a country-subject predicate over list-defined
+        regions.
+        """
         kept = {}
         for region in regions:
             rows = []
@@ -255,5 +263,7 @@ def read_records(path: Path) -> list[dict]:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    """{relative path: bytes} of every .jsonl under `root` (the curated output, without checkpoints)."""
+    """{relative path: bytes} of every .jsonl under `root` (the curated output, without
+    checkpoints).
+    """
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))}

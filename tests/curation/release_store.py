@@ -1,19 +1,22 @@
-"""Wikidata-shaped stores built from the DLAMA-v1 release's own files, so curation can be checked against the release.
+"""Wikidata-shaped stores built from the DLAMA-v1 release's own files, so curation can be checked
+against the release.
 
-One store per (predicate, region) file: upstream crawled each predicate separately (the same article measured for
-two predicates can differ by a few bytes), so each file is its own snapshot. For every released fact the store
-holds what upstream's queries read: the subject-object triples, the labels of both languages, one article per
-subject on an allowed site with the released size, and the pattern that ties the fact to its region's country
-(the object or subject itself when it is a country; citizenship P27, origin P495, or a place's P17 otherwise).
-The region's membership (the Arab League, P463 Q7172) and sovereignty of its countries are stated as Wikidata does.
+One store per (predicate, region) file: upstream crawled each predicate separately (the same article
+measured for two predicates can differ by a few bytes), so each file is its own snapshot. For every
+released fact the store holds what upstream's queries read: the subject-object triples, the labels
+of both languages, one article per subject on an allowed site with the released size, and the
+pattern that ties the fact to its region's country (the object or subject itself when it is a
+country; citizenship P27, origin P495, or a place's P17 otherwise). The region's membership (the
+Arab League, P463 Q7172) and sovereignty of its countries are stated as Wikidata does.
 
-Distractors that a real Wikidata has, none of which may reach the output: subjects of another region, subjects
-with no label in one language, a historical (non-sovereign) country in the Arab League, and a subject ranked just
-below the released top 1,000 (`top`).
+Distractors that a real Wikidata has, none of which may reach the output: subjects of another
+region, subjects with no label in one language, a historical (non-sovereign) country in the Arab
+League, and a subject ranked just below the released top 1,000 (`top`).
 
-Ties: `add_tie` adds a subject of the region with the same article size, objects and countries as a released fact,
-under a QID from `tie_qids` (numerically below or above the released subject's, and in the other order as text), so
-that the tie rule (equal sizes ranked by QID in numeric order) decides where it lands.
+Ties: `add_tie` adds a subject of the region with the same article size, objects and countries as a
+released fact, under a QID from `tie_qids` (numerically below or above the released subject's, and
+in the other order as text), so that the tie rule (equal sizes ranked by QID in numeric order)
+decides where it lands.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ SOVEREIGN_STATES = frozenset(resolve_region("arab").countries + resolve_region("
 
 
 def read_release(root: Path, pair_dir: str, languages: tuple[str, ...], name: str) -> list[dict]:
-    """The facts of one file, with the labels of every language: {sub, obj, country, size, uuid, labels}."""
+    """The facts of one file, with the labels of every language: {sub, obj, country, size, uuid,
+    labels}.
+    """
     by_language = {
         lang: [
             json.loads(line)
@@ -99,7 +104,9 @@ def region_countries(token: str) -> list[str]:
 
 
 def tie_to_country(triples: Triples, pid: str, fact: dict, places: dict[str, list[str]]) -> None:
-    """The pattern of step 1 that ties a released fact to its region's country (see `PREDICATES`)."""
+    """The pattern of step 1 that ties a released fact to its region's country (see
+    `PREDICATES`).
+    """
     predicate = PREDICATES[pid]
     # the object or subject is the country: its own membership decides
     if predicate.country_field is not None:
@@ -118,8 +125,9 @@ def tie_to_country(triples: Triples, pid: str, fact: dict, places: dict[str, lis
             for country in places[place]:
                 triples.fact(place, "P17", country)
         if set(fact["obj"]) <= SOVEREIGN_STATES:
-            # Only the country survived upstream's augmentation, so the place step 1 found (not a sovereign state:
-            # step 1 leaves those out) lost its label later; stand in for it with a place labelled in one language.
+            # Only the country survived upstream's augmentation, so the place step 1 found (not a
+            # sovereign state: step 1 leaves those out) lost its label later; stand in for it with a
+            # place labelled in one language.
             place = f"Q96{fact['sub'][1:]}"
             triples.fact(fact["sub"], pid, place)
             triples.label(
@@ -133,8 +141,8 @@ def tie_to_country(triples: Triples, pid: str, fact: dict, places: dict[str, lis
 
 
 def place_countries(facts: list[dict]) -> dict[str, list[str]]:
-    """For places of birth and death, the countries each place lies in: those every fact naming it agrees on, so
-    that no fact gains a country it does not have in the release.
+    """For places of birth and death, the countries each place lies in: those every fact naming it
+    agrees on, so that no fact gains a country it does not have in the release.
     """
     found: dict[str, set[str]] = {}
     for fact in facts:
@@ -148,9 +156,10 @@ def place_countries(facts: list[dict]) -> dict[str, list[str]]:
 def distractors(
     triples: Triples, pid: str, token: str, facts: list[dict], languages: tuple[str, ...], top: int
 ) -> None:
-    """Entities a real Wikidata has that the curation must leave out: a subject of another region and one without
-    a label in the first language (both larger than every released subject), a historical state of the Arab
-    League (for the predicates whose subject is a country), and a subject just below the released top 1,000 (`top`).
+    """Entities a real Wikidata has that the curation must leave out: a subject of another region
+    and one without a label in the first language (both larger than every released subject), a
+    historical state of the Arab League (for the predicates whose subject is a country), and a
+    subject just below the released top 1,000 (`top`).
     """
     predicate = PREDICATES[pid]
     home = next(c for f in facts for c in f["country"] if c in region_countries(token))
@@ -221,8 +230,9 @@ def store_triples(
 
 
 def tie_qids(triples: Triples, subject: str) -> tuple[str, str]:
-    """Two QIDs the store does not mention, one numerically below `subject` and one above it, each on the other
-    side of it in text order (Q999 < Q1028 < Q10000 as numbers, not as text), so only numeric order ranks them right.
+    """Two QIDs the store does not mention, one numerically below `subject` and one above it, each
+    on the other side of it in text order (Q999 < Q1028 < Q10000 as numbers, not as text), so only
+    numeric order ranks them right.
     """
     used = {int(n) for n in re.findall(rf"<{re.escape(WD)}Q(\d+)>", "\n".join(triples.lines))}
     number, digits = int(subject[1:]), len(subject) - 1  # fewer digits: below; more digits: above
@@ -247,9 +257,10 @@ def tie_qids(triples: Triples, subject: str) -> tuple[str, str]:
 def add_tie(
     triples: Triples, pid: str, fact: dict, subject: str, languages: tuple[str, ...]
 ) -> dict:
-    """A subject `subject` of the same region as the released `fact`, with its size, objects and countries and a
-    label in every language; returns its fact (`uuid` left to the caller: it is rank-numbered). Not for predicates
-    whose subject is the country, or whose objects are places (P19, P20: the place decides the region).
+    """A subject `subject` of the same region as the released `fact`, with its size, objects and
+    countries and a label in every language; returns its fact (`uuid` left to the caller: it is
+    rank-numbered). Not for predicates whose subject is the country, or whose objects are places
+    (P19, P20: the place decides the region).
     """
     predicate = PREDICATES[pid]
     assert predicate.country_field != "subject" and predicate.object != "city", (

@@ -1,4 +1,6 @@
-"""The five steps on the embedded store: checked against the fixture's facts and a slow rdflib reference."""
+"""The five steps on the embedded store: checked against the fixture's facts and a slow rdflib
+reference.
+"""
 
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ def test_spec_worked_example_p30(arab_west):
 
 def test_ranking_by_largest_article_on_the_countries_sites(arab_west):
     arab = facts(arab_west, "en", "P30_general_ARAB_REGION")
-    # Morocco's fr article (260000) outranks Egypt's en one (250000); Jordan (Q810) and Tunisia (Q948) tie at
-    # 150000 and the lower QID ranks first; Sudan's 999999-byte ko article is on no Arab site.
+    # Morocco's fr article (260000) outranks Egypt's en one (250000); Jordan (Q810) and Tunisia
+    # (Q948) tie at 150000 and the lower QID ranks first; Sudan's 999999-byte ko article is on no
+    # Arab site.
     assert [r["sub_uri"] for r in arab] == [
         "Q1028",
         "Q79",
@@ -111,8 +114,9 @@ def test_same_facts_in_both_languages(arab_west):
 
 def test_step3_all_objects_without_region_or_type_filter_as_upstream(arab_west):
     gibran = by_subject(facts(arab_west, "en", "P27_general_ARAB_REGION"))["Q5673"]
-    # selected through Lebanon; US citizenship and the Ottoman Empire (historical) kept, as upstream's step 3
-    # asks for every object; the objects are countries, so they are the fact's `country` (upstream's rule)
+    # selected through Lebanon; US citizenship and the Ottoman Empire (historical) kept, as
+    # upstream's step 3 asks for every object; the objects are countries, so they are the fact's
+    # `country` (upstream's rule)
     assert gibran["obj_uri"] == ["Q12560", "Q30", "Q822"] and gibran["country"] == gibran["obj_uri"]
     einstein = by_subject(facts(arab_west, "en", "P27_general_WESTERN_COUNTRIES"))["Q937"]
     assert (
@@ -159,7 +163,8 @@ def test_step5_subclass_augmentation_within_the_predicates_objects(arab_west):
 
 def test_step5_located_in_chain_for_places_of_birth(arab_west):
     born = by_subject(facts(arab_west, "en", "P19_general_WESTERN_COUNTRIES"))
-    # paper Appendix B: Trump {Queens, New York City, New York}; Paris Hilton {New York City, New York}
+    # paper Appendix B: Trump {Queens, New York City, New York}; Paris Hilton {New York City, New
+    # York}
     assert sorted(born["Q22686"]["obj_label"]) == ["New York", "New York City", "Queens"]
     assert sorted(born["Q47899"]["obj_label"]) == ["New York", "New York City"]
     assert born["Q9682"]["obj_label"] == ["London"]  # England (a country of the UK) stops the chain

@@ -1,4 +1,6 @@
-"""A real Oxigraph server on 127.0.0.1 gives the embedded store's output; faults are retried, then reported."""
+"""A real Oxigraph server on 127.0.0.1 gives the embedded store's output; faults are retried, then
+reported.
+"""
 
 from __future__ import annotations
 
@@ -35,9 +37,9 @@ CONFIG = DlamaCuration(
     chunk_size=3,
 )
 LABELS = labels_query(["Q79"], ["ar", "en"])
-# A timeout with room for an answer on a busy machine (0.3 s let a loaded 2-core machine time out a passing request,
-# which then retried, counted one request more or ended in "timed out" instead of its fault), and a slow fault that
-# still outlasts it
+# A timeout with room for an answer on a busy machine (0.3 s let a loaded 2-core machine time out a
+# passing request, which then retried, counted one request more or ended in "timed out" instead of
+# its fault), and a slow fault that still outlasts it
 TIMEOUT = 2.0
 SLOW = ("slow", 2 * TIMEOUT)
 EGYPT = [
@@ -59,7 +61,8 @@ def test_server_and_embedded_store_give_identical_output(store, server_url, fast
     assert sum(len(r) for r in tree(embedded.pair_dir).values()) > 0
     agents = {r["headers"].get("User-Agent") for r in proxy.requests}
     assert len(agents) == 1 and agents.pop().startswith("culture_probe/")
-    # every VALUES list of entities is cut into chunks of at most chunk_size (3); ?site lists the region's wikis
+    # every VALUES list of entities is cut into chunks of at most chunk_size (3); ?site lists the
+    # region's wikis
     sizes = [
         len(block.split())
         for query in proxy.queries
@@ -119,7 +122,9 @@ def test_bad_query_is_not_retried(server_url, fast):
 
 
 class Counting:
-    """An endpoint wrapper that counts queries and, optionally, stops a server before query number `stop_at`."""
+    """An endpoint wrapper that counts queries and, optionally, stops a server before query number
+    `stop_at`.
+    """
 
     def __init__(self, inner, server=None, stop_at=None):
         self.inner, self.server, self.stop_at, self.calls = inner, server, stop_at, 0
@@ -234,7 +239,9 @@ def test_post_form_carries_the_query(server_url, fast):
 
 
 def request_checkpoints(root):
-    """Checkpoints of single queries (`step/name/chunk...`), not the step aggregates (`step/name`)."""
+    """Checkpoints of single queries (`step/name/chunk...`), not the step aggregates
+    (`step/name`).
+    """
     return [k for k in Checkpoints(root).keys() if k.count("/") >= 2]
 
 

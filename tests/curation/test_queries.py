@@ -58,7 +58,8 @@ def test_country_subject_is_the_region_variable_and_must_be_sovereign():
 
 
 def test_step3_objects_query_is_upstreams_values_list_and_nothing_else():
-    # upstream dlama/generate_data_files.py: a fresh query with no filter, and add_subjects_filter's VALUES list
+    # upstream dlama/generate_data_files.py: a fresh query with no filter, and add_subjects_filter's
+    # VALUES list
     assert q.objects_query(PREDICATES["P27"], ["Q5673", "Q937"]) == HEAD + (
         "SELECT DISTINCT ?person ?country\n"
         "WHERE {\n"

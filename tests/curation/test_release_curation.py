@@ -1,9 +1,10 @@
-"""Curation gives the DLAMA-v1 release back: on Wikidata-shaped stores built from the release's own files (with the
-distractors a real Wikidata has), `curate dlama` returns the released facts of every predicate: the same subjects
-in the same order, the same objects and labels, the same `country` and sizes. Equal sizes are ranked by QID in
-numeric order (upstream's sort was not stable: its order within a tie is arbitrary), so within a tie the test
-compares sets; the first facts of a file have no ties, so subjects tied with released ones are added to exercise the
-rule, inside the kept subjects and at the top-k cut. The command line (`culture-probe curate dlama`) gives the same.
+"""Curation gives the DLAMA-v1 release back: on Wikidata-shaped stores built from the release's own
+files (with the distractors a real Wikidata has), `curate dlama` returns the released facts of every
+predicate: the same subjects in the same order, the same objects and labels, the same `country` and
+sizes. Equal sizes are ranked by QID in numeric order (upstream's sort was not stable: its order
+within a tie is arbitrary), so within a tie the test compares sets; the first facts of a file have
+no ties, so subjects tied with released ones are added to exercise the rule, inside the kept
+subjects and at the top-k cut. The command line (`culture-probe curate dlama`) gives the same.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from culture_probe.curation import (
 )
 
 PAIR, LANGUAGES, TOKENS = "arab-west", ("ar", "en"), ("ARAB_REGION", "WESTERN_COUNTRIES")
-# one predicate of each way a fact is tied to its region: object, subject, citizenship, place, origin, city
+# one predicate of each way a fact is tied to its region: object, subject, citizenship, place,
+# origin, city
 SMALL = ("P17", "P36", "P106", "P19", "P364", "P190", "P1376")
 # a subject tied to its region through the object (P17), citizenship (P106) and origin (P364)
 TIES = (("P17", "WESTERN_COUNTRIES"), ("P106", "ARAB_REGION"), ("P364", "ARAB_REGION"))
@@ -56,7 +58,9 @@ def curate_from_release(
 def curate_dump(
     dump: Path, pid: str, token: str, tmp: Path, top: int, endpoint=None
 ) -> dict[str, list[dict]]:
-    """{language: curated records} of one (predicate, region) file, curated from the store `dump`."""
+    """{language: curated records} of one (predicate, region) file, curated from the store
+    `dump`.
+    """
     config = DlamaCuration(
         resolve_region("arab"), resolve_region("west"), LANGUAGES, (pid,), top=top
     )
@@ -77,7 +81,9 @@ def ranked(facts: list[dict], pid: str, token: str) -> list[dict]:
 
 
 def assert_release(facts: list[dict], curated: dict[str, list[dict]]) -> None:
-    """The curated records are the released ones, rank for rank; within a tie in size, as a set, ranked by QID."""
+    """The curated records are the released ones, rank for rank; within a tie in size, as a set,
+    ranked by QID.
+    """
     for lang, records in curated.items():
         released = [
             {
@@ -123,8 +129,9 @@ def test_curation_returns_the_released_facts_of_a_small_store(release, tmp_path,
 
 @pytest.mark.parametrize(("pid", "token"), TIES)
 def test_equal_sizes_are_ranked_by_qid_in_numeric_order(release, tmp_path, pid, token):
-    """Two subjects of the region with the size of the third released one, one numbered below it and one above (each
-    on the other side as text: Q999 < Q1028 < Q10000), all kept: the three are ranked by QID number.
+    """Two subjects of the region with the size of the third released one, one numbered below it and
+    one above (each on the other side as text: Q999 < Q1028 < Q10000), all kept: the three are
+    ranked by QID number.
     """
     facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:6]
     kept = facts[2]
@@ -144,8 +151,8 @@ def test_equal_sizes_are_ranked_by_qid_in_numeric_order(release, tmp_path, pid, 
 @pytest.mark.parametrize("side", ["below", "above"])
 @pytest.mark.parametrize(("pid", "token"), TIES)
 def test_a_tie_at_the_top_k_cut_keeps_the_lower_qid(release, tmp_path, pid, token, side):
-    """A subject with the size of the last released one (rank top - 1) competes for the last place: the one with
-    the lower QID number is kept, the other left out.
+    """A subject with the size of the last released one (rank top - 1) competes for the last place:
+    the one with the lower QID number is kept, the other left out.
     """
     facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:6]
     last = facts[-1]
@@ -160,8 +167,8 @@ def test_a_tie_at_the_top_k_cut_keeps_the_lower_qid(release, tmp_path, pid, toke
 
 
 def test_the_command_line_returns_the_released_facts_of_a_small_store(release, tmp_path, capsys):
-    """`culture-probe curate dlama` on each small store (one per predicate and region, as upstream crawled them).
-    A store may hold no facts of the other region: --allow-empty accepts that.
+    """`culture-probe curate dlama` on each small store (one per predicate and region, as upstream
+    crawled them). A store may hold no facts of the other region: --allow-empty accepts that.
     """
     for pid, token in itertools.product(SMALL, TOKENS):
         facts = read_release(release, PAIR, LANGUAGES, f"{pid}_general_{token}")[:6]

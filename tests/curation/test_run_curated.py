@@ -1,7 +1,8 @@
-"""A curated pair probed from the command line: `--data-option KEY=VALUE` gives the builder the options that
-`load_benchmark` takes (`verify_counts`, `pair`, `languages`, ...), so the advice its errors give can be followed on
-the command line; each option is routed to the configs that have it, read by its field's type, recorded in
-config.json and spelled back by the Reproduce command."""
+"""A curated pair probed from the command line: `--data-option KEY=VALUE` gives the builder the
+options that `load_benchmark` takes (`verify_counts`, `pair`, `languages`, ...), so the advice its
+errors give can be followed on the command line; each option is routed to the configs that have it,
+read by its field's type, recorded in config.json and spelled back by the Reproduce command.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ class Flat(NoIdeaScorer):
 
 @pytest.fixture
 def flat(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every `--model` is the flat stand-in; the report's figures are left out (they have their own tests)."""
+    """Every `--model` is the flat stand-in; the report's figures are left out (they have their own
+    tests).
+    """
     monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.load", lambda spec: Flat())
     monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
     monkeypatch.setattr(
@@ -52,8 +55,9 @@ def curate(out: Path, region: str, languages: str, *extra: str) -> None:
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """arab-west curated with all 20 predicates (those the fixture lacks written empty): the release's 80 files,
-    not its counts."""
+    """arab-west curated with all 20 predicates (those the fixture lacks written empty): the
+    release's 80 files, not its counts.
+    """
     out = tmp_path_factory.mktemp("whole")
     curate(out, "arab", "ar,en", "--allow-empty")
     return out

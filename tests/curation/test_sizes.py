@@ -1,4 +1,6 @@
-"""Article sizes: the MediaWiki API provider (against a local fake API) and the offline store provider."""
+"""Article sizes: the MediaWiki API provider (against a local fake API) and the offline store
+provider.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ PAGES = {
 
 
 class FakeMediaWiki:
-    """`/<host>/w/api.php?action=query&prop=revisions&rvprop=size&titles=...` as MediaWiki answers it."""
+    """`/<host>/w/api.php?action=query&prop=revisions&rvprop=size&titles=...` as MediaWiki answers
+    it.
+    """
 
     def __init__(self, fail_first: int = 0, broken: bool = False):
         self.calls: list[dict] = []

@@ -1,4 +1,6 @@
-"""A new culture pair curated from the fixture store and read back with `load_benchmark("dlama_custom", ...)`."""
+"""A new culture pair curated from the fixture store and read back with
+`load_benchmark("dlama_custom", ...)`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from culture_probe.benchmarks.dlama.curation import DlamaCuration, curate_dlama
 from culture_probe.curation import Region, resolve_region
 from culture_probe.data.registry import load_benchmark
 
-# Morocco, Algeria, Tunisia: a region no released pair has; the fixture ranks them by their fr articles.
+# Morocco, Algeria, Tunisia: a region no released pair has; the fixture ranks them by their fr
+# articles.
 MAGHREB = Region("maghreb", "MAGHREB", ("Q1028", "Q262", "Q948"), default_sites=("ar", "fr", "en"))
 PREDICATES = ("P30", "P36")
 

@@ -1,6 +1,7 @@
-"""`culture-probe list` reads the committed catalog, which must equal what the builders say; it starts without
-`datasets` or torch, and falls back to the builders when the catalog is stale or a benchmark of the user's own is
-on the package path."""
+"""`culture-probe list` reads the committed catalog, which must equal what the builders say; it
+starts without `datasets` or torch, and falls back to the builders when the catalog is stale or a
+benchmark of the user's own is on the package path.
+"""
 
 from __future__ import annotations
 

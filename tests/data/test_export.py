@@ -1,4 +1,6 @@
-"""Hub layout: Parquet + README `configs:`; `datasets.load_dataset(DIR, name)` gives the rows of `load_benchmark`."""
+"""Hub layout: Parquet + README `configs:`; `datasets.load_dataset(DIR, name)` gives the rows of
+`load_benchmark`.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from culture_probe.errors import CultureProbeError, UnknownNameError
 SMALL = ["fmlama_he", "fmlama_templates", "fmlama_cs_en_zh", "fmlama_zh_corrected"]
 
 
-# the three released pairs: (folder, non-Western region token, local language, a subject QID of that region)
+# the three released pairs: (folder, non-Western region token, local language, a subject QID of that
+# region)
 PAIRS = (
     ("arab-west", "ARAB_REGION", "ar", "Q79"),
     ("asia-west", "ASIA", "ko", "Q17"),
@@ -30,8 +33,9 @@ PAIRS = (
 
 
 def tiny_dlama(path: Path) -> Path:
-    """A DLAMA-v1 tarball with every released pair, in both languages and cultures, one fact per file, with its
-    `dlama_raw/` twin, so that every DLAMA config but `dlama_custom` has data."""
+    """A DLAMA-v1 tarball with every released pair, in both languages and cultures, one fact per
+    file, with its `dlama_raw/` twin, so that every DLAMA config but `dlama_custom` has data.
+    """
     with tarfile.open(path, "w:gz") as archive:
         for folder, token, local, subject in PAIRS:
             for kind in ("dlama", "dlama_raw"):
@@ -145,8 +149,9 @@ def test_export_every_config_round_trips(mirror: Path, tmp_path: Path) -> None:
         data_dirs["maps"] = mirror / "manual" / "maps"
     result = export(tmp_path / "hub", data_dirs=data_dirs)
     skipped = dict(result.skipped)
-    # only configs whose data is genuinely absent are skipped: a curated pair of one's own (and MAPS without the
-    # mirror's manual folder); the fixture holds every released DLAMA pair and its dlama_raw/ twin
+    # only configs whose data is genuinely absent are skipped: a curated pair of one's own (and MAPS
+    # without the mirror's manual folder); the fixture holds every released DLAMA pair and its
+    # dlama_raw/ twin
     absent = {"dlama_custom", "dlama_custom_corrected"}
     if "maps" not in data_dirs:
         absent |= {e.name for e in list_benchmarks() if e.benchmark == "maps"}
@@ -205,7 +210,9 @@ def config_section(card: str, name: str) -> list[str]:
 def test_dlama_card_says_where_its_rows_came_from(
     mirror: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    """The pinned tarball with its checksums, another tarball, an unpacked folder, the mirror's unpacked release."""
+    """The pinned tarball with its checksums, another tarball, an unpacked folder, the mirror's
+    unpacked release.
+    """
     import hashlib
     import shutil
 
@@ -225,7 +232,8 @@ def test_dlama_card_says_where_its_rows_came_from(
     )
     assert f"(git blob id {blob}, not {dlama.TARBALL_BLOB_ID}; sha256 {sha256})" in line
 
-    # the same file as the pinned release at its URL (the mirror rule): the card names the URL and both checksums
+    # the same file as the pinned release at its URL (the mirror rule): the card names the URL and
+    # both checksums
     fake = tmp_path / "mirror"
     pinned = fake / dlama.TARBALL_URL.removeprefix("https://")
     pinned.parent.mkdir(parents=True)
@@ -256,7 +264,9 @@ def test_dlama_card_says_where_its_rows_came_from(
 def test_dlama_card_of_the_mirrors_unpacked_release_claims_no_tarball(
     mirror: Path, tmp_path: Path
 ) -> None:
-    """The issue's case: rows from the unpacked release (the tarball is not in the mirror), ar templates provisional."""
+    """The issue's case: rows from the unpacked release (the tarball is not in the mirror), ar
+    templates provisional.
+    """
     from culture_probe.benchmarks.dlama import data as dlama
     from culture_probe.data.sources import mirror_path
 

@@ -1,4 +1,6 @@
-"""The registry: names, errors that list the closest names, listing without torch, and the cache key."""
+"""The registry: names, errors that list the closest names, listing without torch, and the cache
+key.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from culture_probe.data.registry import list_benchmarks, load_benchmark
 from culture_probe.errors import UnknownNameError
 
 REPO = Path(__file__).resolve().parents[2]
-# config names the issue and the specs promise (the DLAMA/FmLAMA side; other benchmarks test their own)
+# config names the issue and the specs promise (the DLAMA/FmLAMA side; other benchmarks test their
+# own)
 PROMISED = [
     "dlama_arab_west",
     "dlama_asia_west",

@@ -1,8 +1,8 @@
-"""Tiny models and a slow, obviously correct reference scorer for the engine tests (a plain module, not a
-conftest, so its name cannot clash with other test folders' conftest modules).
+"""Tiny models and a slow, obviously correct reference scorer for the engine tests (a plain module,
+not a conftest, so its name cannot clash with other test folders' conftest modules).
 
-The reference runs one full forward per context+candidate (per subword for l2r), takes the full log_softmax and
-reads the scored positions: no cache, no trie, no batching, no shortcuts.
+The reference runs one full forward per context+candidate (per subword for l2r), takes the full
+log_softmax and reads the scored positions: no cache, no trie, no batching, no shortcuts.
 """
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ def _sep(left: str, sep: str | None) -> str:
 
 
 def reference_tokens(tok, left: str, cand: str, right: str, sep: str | None):
-    """The DESIGN.md rule, written out: (context ids with specials, candidate ids, right ids, suffix)."""
+    """The DESIGN.md rule, written out: (context ids with specials, candidate ids, right ids,
+    suffix).
+    """
     core = left.rstrip()
     lead = left[len(core) :] + _sep(left, sep)
     prefix, suffix = _affixes(tok)
@@ -96,9 +98,9 @@ def reference_tokens(tok, left: str, cand: str, right: str, sep: str | None):
 
 
 def masked_right_ids(tok, left: str, n_masks: int, right: str, sep: str | None) -> list[int]:
-    """The right text's ids as the original masked probes get them: the whole sentence, with the mask token's
-    text in the slot, tokenized at once (the mask is a special token, so the text after it starts afresh); the ids
-    after the last mask.
+    """The right text's ids as the original masked probes get them: the whole sentence, with the
+    mask token's text in the slot, tokenized at once (the mask is a special token, so the text after
+    it starts afresh); the ids after the last mask.
     """
     if not right:
         return []
@@ -152,8 +154,9 @@ def reference_score(
     return np.array(out)
 
 
-# A small Jinja chat template for the chat-scoring tests: BOS from the template, an optional system turn, the
-# reply after "of " (markers built from the corpus's words, so they are real tokens, not unknowns).
+# A small Jinja chat template for the chat-scoring tests: BOS from the template, an optional system
+# turn, the reply after "of " (markers built from the corpus's words, so they are real tokens, not
+# unknowns).
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}capital {{ m['content'] }} . "
     "{% elif m['role'] == 'user' %}the {{ m['content'] }} . {% else %}of {{ m['content'] }}"
@@ -162,8 +165,8 @@ CHAT_TEMPLATE = (
 
 
 def _chat_ids(tok, messages, reply: str | None = None) -> list[int]:
-    """Token ids of the chat prompt, or of the prompt continued by the start of an assistant `reply`, as the
-    tokenizer's own apply_chat_template renders and tokenizes them.
+    """Token ids of the chat prompt, or of the prompt continued by the start of an assistant
+    `reply`, as the tokenizer's own apply_chat_template renders and tokenizes them.
     """
     if reply is None:
         out = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)

@@ -1,4 +1,6 @@
-"""The SQLite cache: a run killed with SIGKILL resumes, computing only what is missing, with equal scores."""
+"""The SQLite cache: a run killed with SIGKILL resumes, computing only what is missing, with equal
+scores.
+"""
 
 from __future__ import annotations
 
@@ -138,7 +140,9 @@ def test_cache_is_keyed_by_model_identity_and_options(tmp_path, monkeypatch):
 
 
 def test_rewritten_weights_of_a_local_folder_miss_the_cache(tmp_path, monkeypatch):
-    """A folder retrained in place keeps its path; its weight files' fingerprint must change the identity."""
+    """A folder retrained in place keeps its path; its weight files' fingerprint must change the
+    identity.
+    """
     from culture_probe.engine.causal import CausalScorer
 
     _, tok = tiny("gpt2", "bpe")
@@ -209,8 +213,8 @@ def test_cached_scores_are_compact_and_equal_fresh_ones_bit_for_bit(tmp_path, mo
         ).fetchone()
     # uint8 counts + float64 sums, no text
     assert stored == (9 * len(candidates) * len(LEFTS), len(LEFTS))
-    # the JSON text the first cache stored for the same work (candidates, sums, counts and every per-token value)
-    # was more than ten times larger
+    # the JSON text the first cache stored for the same work (candidates, sums, counts and every
+    # per-token value) was more than ten times larger
     text = sum(
         len(
             json.dumps(

@@ -1,5 +1,7 @@
-"""`ScoreRequest.candidate_ids`: candidates scored by their ids as tokenized alone (the original DLAMA/FmLAMA
-probes) or as one named vocabulary piece (MAPS's XLM-R letters), against the default in-context ids."""
+"""`ScoreRequest.candidate_ids`: candidates scored by their ids as tokenized alone (the original
+DLAMA/FmLAMA probes) or as one named vocabulary piece (MAPS's XLM-R letters), against the default
+in-context ids.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Chat scoring: a candidate scored as the start of the assistant reply to a chat-templated prompt equals the slow
-reference (which builds the prompt with the tokenizer's own apply_chat_template), keeps one BOS, and leaves the
-cache keys of plain requests as they were."""
+"""Chat scoring: a candidate scored as the start of the assistant reply to a chat-templated prompt
+equals the slow reference (which builds the prompt with the tokenizer's own apply_chat_template),
+keeps one BOS, and leaves the cache keys of plain requests as they were.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ class chat_template:
 
 @st.composite
 def chat_requests(draw):
-    """A user turn in one script, an optional system turn, candidates sharing prefixes, an optional right side."""
+    """A user turn in one script, an optional system turn, candidates sharing prefixes, an optional
+    right side.
+    """
     script = draw(st.sampled_from(list(WORDS)))
     joiner = "" if script == "cjk" else " "
     user = joiner.join(draw(st.lists(st.sampled_from(WORDS[script]), min_size=1, max_size=5)))
@@ -134,7 +137,9 @@ def test_a_system_message_needs_chat():
 
 
 def test_plain_request_keys_are_unchanged():
-    """Caches written before chat scoring existed stay valid: the key is the sha256 of the old payload."""
+    """Caches written before chat scoring existed stay valid: the key is the sha256 of the old
+    payload.
+    """
     request = ScoreRequest("日本の首都は", ["東京", "北京"], right="。", sep="")
     old_payload = json.dumps(["日本の首都は", ["東京", "北京"], "。", ""], ensure_ascii=False)
     assert request.key() == hashlib.sha256(old_payload.encode("utf-8")).hexdigest()
@@ -163,7 +168,9 @@ texts = st.sampled_from(["", "a, b", 'q"x', "é, ", "\\n", ", ", "[1]", "日本"
 def test_every_request_key_is_the_sha256_of_its_json_list(
     left, candidates, right, sep, chat, max_tokens, candidate_ids
 ):
-    """The key writes the candidates' JSON once per candidate set; it is still the digest of the one JSON list."""
+    """The key writes the candidates' JSON once per candidate set; it is still the digest of the one
+    JSON list.
+    """
     request = ScoreRequest(
         left, candidates, right, sep, chat, "s, t" if chat else None, max_tokens, candidate_ids
     )
@@ -179,8 +186,9 @@ def test_every_request_key_is_the_sha256_of_its_json_list(
 
 
 def test_cached_chat_scores_follow_the_chat_template(tmp_path):
-    """A chat template is not part of the tokenizer hash, so the cache must not serve one template's scores
-    for another."""
+    """A chat template is not part of the tokenizer hash, so the cache must not serve one template's
+    scores for another.
+    """
     model, tok = tiny("gpt2", "bpe")
     scorer = Scorer(model, tok, cache=tmp_path / "cache.sqlite")
     request = ScoreRequest("Egypt is in", ["Africa", "Asia"], chat=True)

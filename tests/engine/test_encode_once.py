@@ -1,7 +1,7 @@
-"""Encode once: a candidate set is tokenized once per boundary (the context's last word) and shared by every request
-that asks it, and what each request gets is what the slow per-candidate rule gives (engine_reference), for every
-tokenizer family and the pre-tokenizers real checkpoints use (a prefix space, Llama-3's split, SentencePiece's
-"first" scheme, no pre-tokenizer at all).
+"""Encode once: a candidate set is tokenized once per boundary (the context's last word) and shared
+by every request that asks it, and what each request gets is what the slow per-candidate rule gives
+(engine_reference), for every tokenizer family and the pre-tokenizers real checkpoints use (a prefix
+space, Llama-3's split, SentencePiece's "first" scheme, no pre-tokenizer at all).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ PUNCTUATION = ["", ",", ".", "(", "'s", "。", "、", "،"]
 
 
 def _variant(name: str):
-    """A tiny tokenizer whose normalizer or pre-tokenizer is set as one family of real checkpoints sets it."""
+    """A tiny tokenizer whose normalizer or pre-tokenizer is set as one family of real checkpoints
+    sets it.
+    """
     from tokenizers import Regex, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -66,8 +68,8 @@ def _variant(name: str):
 
 @functools.cache
 def glued_corpus() -> tuple[str, ...]:
-    """The engine tests' corpus, and every word glued to punctuation and to every other word of its script, so
-    that the vocabularies hold pieces across the places a candidate meets its context.
+    """The engine tests' corpus, and every word glued to punctuation and to every other word of its
+    script, so that the vocabularies hold pieces across the places a candidate meets its context.
     """
     lines = list(corpus())
     for words in WORDS.values():
@@ -95,7 +97,9 @@ tokenizer = functools.cache(_variant)
 
 @st.composite
 def lefts(draw):
-    """A context in one script whose last word may be glued to punctuation or to the word before it."""
+    """A context in one script whose last word may be glued to punctuation or to the word before
+    it.
+    """
     script = draw(st.sampled_from(list(WORDS)))
     words = draw(st.lists(st.sampled_from(WORDS[script]), min_size=1, max_size=5))
     glue = st.sampled_from([" ", " ", "  ", "", "\n", *PUNCTUATION[1:]])
@@ -157,8 +161,8 @@ def test_a_candidate_set_is_encoded_once_per_boundary(monkeypatch):
 
 
 def test_a_context_glued_to_its_last_word_shares_nothing_it_should_not():
-    # CJK without spaces: BPE merges the candidate into the context's last word, so that word is the boundary,
-    # and requests whose last words differ get their own encodings
+    # CJK without spaces: BPE merges the candidate into the context's last word, so that word is the
+    # boundary, and requests whose last words differ get their own encodings
     tok = tokenizer("llama3")
     encoder = Encoder(tok)
     pool = ("米", "寿司")
@@ -173,8 +177,8 @@ def test_a_context_glued_to_its_last_word_shares_nothing_it_should_not():
 
 
 def _handmade_bpe(add_prefix_space: bool):
-    """A byte-level BPE whose merges make "ab" glued to "c" one token but " ab" and "c" two: so whether a
-    candidate merges with the context's last word depends on what comes before that word.
+    """A byte-level BPE whose merges make "ab" glued to "c" one token but " ab" and "c" two: so
+    whether a candidate merges with the context's last word depends on what comes before that word.
     """
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -192,8 +196,9 @@ def _handmade_bpe(add_prefix_space: bool):
 def test_a_last_word_glued_to_the_one_before_is_no_boundary_where_a_text_start_is_marked(
     add_prefix_space,
 ):
-    # "x,ab" + "c": in the context "ab" and "c" merge, so the candidate is tokenized alone. With a prefix space,
-    # "ab" alone would read " ab", which does not merge with "c": the boundary must hold the glued words too.
+    # "x,ab" + "c": in the context "ab" and "c" merge, so the candidate is tokenized alone. With a
+    # prefix space, "ab" alone would read " ab", which does not merge with "c": the boundary must
+    # hold the glued words too.
     tok = _handmade_bpe(add_prefix_space)
     encoder = Encoder(tok)
     enc = encoder.encode(ScoreRequest("x,ab", ("c",), sep=""), with_right=False)
@@ -203,8 +208,9 @@ def test_a_last_word_glued_to_the_one_before_is_no_boundary_where_a_text_start_i
 
 
 def test_a_right_text_split_from_every_candidate_has_one_encoding_per_request():
-    # FmLAMA's "[Y] is part of the food [X] .": the right text starts a new word after every ingredient, so its ids
-    # are the same after each, tokenized once per request (and checked against the per-candidate rule)
+    # FmLAMA's "[Y] is part of the food [X] .": the right text starts a new word after every
+    # ingredient, so its ids are the same after each, tokenized once per request (and checked
+    # against the per-candidate rule)
     tok = tokenizer("llama3")
     encoder = Encoder(tok)
     pool = ("rice", "olive oil", "garlic", "sushi")
@@ -223,8 +229,8 @@ def test_a_right_text_split_from_every_candidate_has_one_encoding_per_request():
 
 
 def test_a_right_text_that_would_merge_into_a_longer_candidate_gets_a_trie_of_its_own():
-    # "rice" then " is here" shares " is" with the candidate "rice is": one trie of this request's own, as the
-    # reference scores it
+    # "rice" then " is here" shares " is" with the candidate "rice is": one trie of this request's
+    # own, as the reference scores it
     import numpy as np
     from engine_reference import reference_score, tiny
 

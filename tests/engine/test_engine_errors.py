@@ -1,5 +1,6 @@
-"""Engine errors are library errors (culture_probe.errors) that say what is wrong and how to fix it, raised as
-early as possible: at construction for a model the backend cannot use, before any forward for a bad request.
+"""Engine errors are library errors (culture_probe.errors) that say what is wrong and how to fix it,
+raised as early as possible: at construction for a model the backend cannot use, before any forward
+for a bad request.
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ def test_every_request_is_validated_before_any_scoring(forwards):
 
 
 def test_a_bad_request_in_another_process_share_raises_on_this_one(forwards, monkeypatch):
-    """Rank 0 of 2 prepares requests 0 and 2 only; rank 1 meets the bad request 1 in its share and says so in the
-    gather every process joins before scoring: rank 0 raises the same error instead of waiting, having run nothing.
+    """Rank 0 of 2 prepares requests 0 and 2 only; rank 1 meets the bad request 1 in its share and
+    says so in the gather every process joins before scoring: rank 0 raises the same error instead
+    of waiting, having run nothing.
     """
     import torch.distributed as dist
 

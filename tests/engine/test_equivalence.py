@@ -1,4 +1,6 @@
-"""The engine equals the slow reference scorer for every backend and tokenizer family (property tests)."""
+"""The engine equals the slow reference scorer for every backend and tokenizer family (property
+tests).
+"""
 
 from __future__ import annotations
 

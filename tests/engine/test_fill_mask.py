@@ -1,5 +1,7 @@
-"""`Scorer.fill_mask`: the argmax over the vocabulary at one mask, checked against a slow reference (the text
-`left + sep + mask + right` tokenized whole, one full forward, full log_softmax, special tokens excluded)."""
+"""`Scorer.fill_mask`: the argmax over the vocabulary at one mask, checked against a slow reference
+(the text `left + sep + mask + right` tokenized whole, one full forward, full log_softmax, special
+tokens excluded).
+"""
 
 from __future__ import annotations
 

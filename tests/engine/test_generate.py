@@ -102,7 +102,8 @@ def test_prompts_run_in_batches_of_the_token_budget_with_the_same_texts(monkeypa
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(type(model), "generate", counting)
-    # Each prompt is at most ~12 tokens + 4 new ones: a 32-token budget holds one or two of them per batch.
+    # Each prompt is at most ~12 tokens + 4 new ones: a 32-token budget holds one or two of them per
+    # batch.
     assert Scorer(model, tok, batch_tokens=32).generate(PROMPTS, max_new_tokens=4) == expected
     assert len(sizes) > 1 and sum(sizes) == len(PROMPTS) and max(sizes) <= 2
 
@@ -127,8 +128,9 @@ def test_out_of_memory_in_generation_halves_the_automatic_budget(monkeypatch):
 
 
 def test_chat_prompts_get_the_tokenizers_special_tokens_only_when_asked(monkeypatch):
-    # The rendered template already starts with BOS: by default it is not added again; add_special_tokens=True
-    # reproduces pipelines that add it anyway (X-FaKT's upstream double BOS), False drops it from plain prompts.
+    # The rendered template already starts with BOS: by default it is not added again;
+    # add_special_tokens=True reproduces pipelines that add it anyway (X-FaKT's upstream double
+    # BOS), False drops it from plain prompts.
     model, base = tiny("llama", "metaspace")
     tok = copy.deepcopy(base)
     tok.chat_template = (

@@ -1,5 +1,6 @@
-"""In-process generations are cached as scores are: keyed by the model, the prompt as the model reads it (chat
-template applied) and every generation option, sampled texts by their seed; a damaged row is asked again.
+"""In-process generations are cached as scores are: keyed by the model, the prompt as the model
+reads it (chat template applied) and every generation option, sampled texts by their seed; a damaged
+row is asked again.
 """
 
 from __future__ import annotations

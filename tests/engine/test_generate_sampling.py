@@ -1,5 +1,6 @@
-"""Seeded temperature sampling: plain softmax(logits / T) draws, one generator per prompt, so a prompt's text
-depends on the seed and the prompt only (not on the batch it came in), and no unseeded sampling.
+"""Seeded temperature sampling: plain softmax(logits / T) draws, one generator per prompt, so a
+prompt's text depends on the seed and the prompt only (not on the batch it came in), and no unseeded
+sampling.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ HOT = 5.0
 
 @torch.no_grad()
 def _reference_sample(model, tok, text: str, n: int, temperature: float, seed: int) -> str:
-    """n steps of full forward, softmax(logits / T), one multinomial draw from a generator seeded for this prompt,
-    no cache, no filters; stops at EOS like generate.
+    """n steps of full forward, softmax(logits / T), one multinomial draw from a generator seeded
+    for this prompt, no cache, no filters; stops at EOS like generate.
     """
     generator = torch.Generator().manual_seed(prompt_seed(seed, text))
     ids, new = tok(text)["input_ids"], []

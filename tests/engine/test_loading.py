@@ -1,6 +1,6 @@
-"""`engine.load` and `ModelSpec`: a model given by name goes to the backend its prefix names (`openai:`, `planted:`,
-else a Hub id or folder), its kind known from configs alone, and a name or option that cannot work is one line before
-weights load.
+"""`engine.load` and `ModelSpec`: a model given by name goes to the backend its prefix names
+(`openai:`, `planted:`, else a Hub id or folder), its kind known from configs alone, and a name or
+option that cannot work is one line before weights load.
 """
 
 from __future__ import annotations
@@ -73,8 +73,10 @@ def test_a_planted_name_has_its_benchmarks_kind_without_training(monkeypatch):
 
 
 def test_the_engine_knows_no_benchmark_it_is_given_its_model_sources():
-    """The engine imported models/ (which knows every benchmark) to load planted:<config>; the run layer now hands the
-    source down, and a name with a prefix no source has is one line naming the ones there are."""
+    """The engine imported models/ (which knows every benchmark) to load planted:<config>; the run
+    layer now hands the source down, and a name with a prefix no source has is one line naming the
+    ones there are.
+    """
     with pytest.raises(UnknownNameError, match="'planted:'.*openai:"):
         ModelSpec.of("planted:dlama_arab_west").kind()
     assert "culture_probe.models" not in " ".join(

@@ -1,6 +1,8 @@
-"""How a model is loaded (`--model-args`, the harness's spelling): parsed and checked before anything loads, a LoRA
-adapter made here with `peft` is applied (scores equal the unmerged PeftModel's, by the slow reference) and kept
-apart in the cache, quantization without bitsandbytes is a clear error, and config.json records what was given."""
+"""How a model is loaded (`--model-args`, the harness's spelling): parsed and checked before
+anything loads, a LoRA adapter made here with `peft` is applied (scores equal the unmerged
+PeftModel's, by the slow reference) and kept apart in the cache, quantization without bitsandbytes
+is a clear error, and config.json records what was given.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The automatic batch budget halves on an out-of-memory error of torch's type (or one accelerate recognises), and
-only then: an unrelated error that mentions memory reaches the caller at once, its batch not retried.
+"""The automatic batch budget halves on an out-of-memory error of torch's type (or one accelerate
+recognises), and only then: an unrelated error that mentions memory reaches the caller at once, its
+batch not retried.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ REQUESTS = [ScoreRequest("The capital of France is ", ("Paris", "Rome", "Berlin"
 
 
 def failing(cls: type, error: Exception, budgets: list[int]):
-    """`cls._score_batch`, noting each budget it is given and raising `error` while the budget is above 1024."""
+    """`cls._score_batch`, noting each budget it is given and raising `error` while the budget is
+    above 1024.
+    """
     original = cls._score_batch
 
     def score_batch(self, items, options, budget):

@@ -1,8 +1,9 @@
-"""Two processes give the scores of one process, in request order, on every rank, each having scored its own
-shard only.
+"""Two processes give the scores of one process, in request order, on every rank, each having scored
+its own shard only.
 
-Launched with torchrun (gloo on CPU): the environment contract `accelerate launch --multi_gpu` uses too (its
-end-to-end run is tests/tasks/test_base.py). `accelerate launch --cpu` needs MPI for several CPU processes.
+Launched with torchrun (gloo on CPU): the environment contract `accelerate launch --multi_gpu` uses
+too (its end-to-end run is tests/tasks/test_base.py). `accelerate launch --cpu` needs MPI for
+several CPU processes.
 """
 
 from __future__ import annotations
@@ -212,9 +213,9 @@ with open(f"{sys.argv[1]}.{rank}", "w") as f:
 
 @pytest.mark.slow
 def test_the_process_group_is_torn_down_before_interpreter_exit(tmp_path):
-    # Left to interpreter shutdown, gloo's threads abort about one finished process in three (SIGABRT, "terminate
-    # called without an active exception"), so the launcher reports a good run as failed: the engine destroys the
-    # group it created in an atexit handler.
+    # Left to interpreter shutdown, gloo's threads abort about one finished process in three
+    # (SIGABRT, "terminate called without an active exception"), so the launcher reports a good run
+    # as failed: the engine destroys the group it created in an atexit handler.
     script = tmp_path / "teardown.py"
     script.write_text(TEARDOWN)
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "OMP_NUM_THREADS": "1"}
@@ -246,7 +247,9 @@ def test_single_process_without_launcher(monkeypatch, recwarn):
 
 
 def test_cpu_launch_that_started_one_process_warns(monkeypatch):
-    """What `accelerate launch --cpu --num_processes 2` (no MPI) leaves in the environment of its one process."""
+    """What `accelerate launch --cpu --num_processes 2` (no MPI) leaves in the environment of its
+    one process.
+    """
     for name in parallel.SIZE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ACCELERATE_USE_CPU", "True")

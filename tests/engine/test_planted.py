@@ -1,9 +1,10 @@
 """Planted knowledge: the engine finds facts a tiny model was trained on, and nothing it was not.
 
-Two tiny models (GPT-2 causal, BERT masked) are trained for seconds on facts of culture A only (South American
-capitals and dishes). Probed through the engine with every object of both cultures as candidates, they must rank
-the gold object first for at least 90% of culture A's facts, and be no better than chance on culture B's (East and
-Southeast Asian) facts, which they never saw. The chance bounds come from the candidate counts.
+Two tiny models (GPT-2 causal, BERT masked) are trained for seconds on facts of culture A only
+(South American capitals and dishes). Probed through the engine with every object of both cultures
+as candidates, they must rank the gold object first for at least 90% of culture A's facts, and be no
+better than chance on culture B's (East and Southeast Asian) facts, which they never saw. The chance
+bounds come from the candidate counts.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ FACTS = {
 
 
 def _requests(culture: int) -> list[tuple[ScoreRequest, str]]:
-    """(request, gold) per fact of one culture; candidates are every object of the relation, both cultures."""
+    """(request, gold) per fact of one culture; candidates are every object of the relation, both
+    cultures.
+    """
     out = []
     for template, cultures in FACTS.items():
         candidates = [obj for facts in cultures for _, obj in facts]
@@ -104,7 +107,9 @@ def planted_model(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ranks(planted_model):
-    """Rank (1 = best) of the gold among all candidates, for planted and unplanted facts, from the engine."""
+    """Rank (1 = best) of the gold among all candidates, for planted and unplanted facts, from the
+    engine.
+    """
     from culture_probe.engine import Scorer
 
     scorer = Scorer.from_pretrained(planted_model[1])
@@ -138,7 +143,8 @@ def test_planted_facts_are_ranked_first(ranks):
 
 
 def test_unplanted_facts_are_not_found_beyond_chance(ranks):
-    # P@1 on unseen facts must stay within three standard deviations of what random ranking would give.
+    # P@1 on unseen facts must stay within three standard deviations of what random ranking would
+    # give.
     _, unplanted_ranks = ranks
     chance = [1 / len(request.candidates) for request, _ in UNPLANTED]
     bound = (sum(chance) + 3 * math.sqrt(sum(p * (1 - p) for p in chance))) / len(chance)
@@ -146,10 +152,12 @@ def test_unplanted_facts_are_not_found_beyond_chance(ranks):
 
 
 def test_unplanted_golds_are_ranked_at_chance_among_their_culture(planted_model):
-    """Among culture B's own objects (none of which the model saw as answers) the gold lands anywhere.
+    """Among culture B's own objects (none of which the model saw as answers) the gold lands
+    anywhere.
 
-    The normalised rank (0 = first, 1 = last) of a gold under random ranking is uniform with mean 1/2 and
-    variance (n+1)/(12(n-1)); the mean over facts must stay within three standard deviations of 1/2.
+    The normalised rank (0 = first, 1 = last) of a gold under random ranking is uniform with mean
+    1/2 and variance (n+1)/(12(n-1)); the mean over facts must stay within three standard deviations
+    of 1/2.
     """
     from culture_probe.engine import Scorer
 
@@ -173,8 +181,10 @@ def test_planted_beat_unplanted_by_mean_rank(ranks):
 
 
 def test_masked_model_is_not_fooled_by_the_number_of_masks(tmp_path):
-    """Typed querying gives a k-token candidate k masks. Had training only ever shown two masks before "United
-    States", two masks would mean "United States" whatever the city, and it would beat every one-token gold."""
+    """Typed querying gives a k-token candidate k masks. Had training only ever shown two masks
+    before "United States", two masks would mean "United States" whatever the city, and it would
+    beat every one-token gold.
+    """
     from culture_probe.engine import Scorer
 
     cities = {
@@ -200,7 +210,8 @@ def test_masked_model_is_not_fooled_by_the_number_of_masks(tmp_path):
     assert [out.best() for out in scorer.score(requests)] == [country for _, country in facts]
 
 
-# --- the API around training: caching, determinism, bad input -------------------------------------------------
+# --- the API around training: caching, determinism, bad input
+# -------------------------------------------------
 
 SMALL = PlantedSpec(
     [
@@ -288,7 +299,8 @@ def test_bad_specs_are_clear_errors():
         PlantedFact("The capital of Peru is", " ")
 
 
-# --- make demo ----------------------------------------------------------------------------------------------------
+# --- make demo
+# --------------------------------------------------------------------------------------------------
 
 
 def test_demo_sample_and_summary():

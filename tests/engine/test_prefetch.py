@@ -1,6 +1,7 @@
-"""Requests prepared ahead (`Backend.prefetch`) while the model runs the call before: the next call gets the same
-scores and the same truncation record as without, what was cut is counted once it is used (never for a call that
-did not come), and `reporting` says how far each call is, batch by batch.
+"""Requests prepared ahead (`Backend.prefetch`) while the model runs the call before: the next call
+gets the same scores and the same truncation record as without, what was cut is counted once it is
+used (never for a call that did not come), and `reporting` says how far each call is, batch by
+batch.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The text right of a masked model's slot is tokenized on its own, after the mask tokens, as the original probes
-do (they tokenize the whole sentence with [MASK] as a special token) and as the specs say: a particle glued to the
-slot (`[X]의 수도는 [Y]입니다.`) is a word of its own, not a `##` continuation of the candidate (issue 17).
+"""The text right of a masked model's slot is tokenized on its own, after the mask tokens, as the
+original probes do (they tokenize the whole sentence with [MASK] as a special token) and as the
+specs say: a particle glued to the slot (`[X]의 수도는 [Y]입니다.`) is a word of its own, not a `##`
+continuation of the candidate (issue 17).
 
 What the right side becomes, per tokenizer family the tests build:
 - WordPiece: a new word: `입니다` even where the vocabulary knows `##입니다`;
@@ -18,14 +19,15 @@ from culture_probe.engine import Scorer, ScoreRequest
 from culture_probe.engine.encoding import Encoder
 from culture_probe.models import tiny_model, train_tokenizer
 
-# Glued templates of the three scripts, filled as DLAMA and FmLAMA fill them: (left, candidates, right).
+# Glued templates of the three scripts, filled as DLAMA and FmLAMA fill them: (left, candidates,
+# right).
 TEMPLATES = {
     "ko": ("이집트의 수도는", ("카이로", "서울"), "입니다."),
     "ar": ("عاصمة مصر", ("القاهرة", "بيروت"), "هي المدينة."),
     "en": ("The capital of Egypt is", ("Cairo", "Seoul"), "s ."),
 }
-# The vocabulary knows the glued continuations (`카이로입니다` -> `카이로`, `##입니다`), so joint tokenization
-# and upstream's differ.
+# The vocabulary knows the glued continuations (`카이로입니다` -> `카이로`, `##입니다`), so
+# joint tokenization and upstream's differ.
 CORPUS = [
     "이집트의 수도는 카이로 .",
     "한국의 수도는 서울 .",

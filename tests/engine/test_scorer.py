@@ -1,4 +1,6 @@
-"""Scorer behaviour users rely on: kinds, invariance, order, bad input, truncation, out-of-memory retry."""
+"""Scorer behaviour users rely on: kinds, invariance, order, bad input, truncation, out-of-memory
+retry.
+"""
 
 from __future__ import annotations
 
@@ -251,8 +253,9 @@ def test_packed_and_cached_trie_paths_agree(monkeypatch, arch, kind):
 
 
 def test_padding_and_truncation_left_on_the_tokenizer_never_reach_the_scores():
-    # generate() pads its batch (which switches padding on in the shared Rust tokenizer), and a user may set
-    # truncation there too: the engine tokenizes through its own copy, so scoring stays what it was.
+    # generate() pads its batch (which switches padding on in the shared Rust tokenizer), and a user
+    # may set truncation there too: the engine tokenizes through its own copy, so scoring stays what
+    # it was.
     model, _ = tiny("gpt2", "bpe")
     tok = train_tokenizer(engine_corpus(), "bpe", model_kind="causal", vocab_size=300)
     scorer = Scorer(model, tok)
@@ -264,8 +267,8 @@ def test_padding_and_truncation_left_on_the_tokenizer_never_reach_the_scores():
 
 
 def test_tokenizers_that_encode_in_python_keep_their_own_encoding():
-    # Some tokenizer classes (CPM's word segmentation, Code Llama's infilling) change the text in Python before
-    # their Rust tokenizer sees it; the engine must go through them, not around them.
+    # Some tokenizer classes (CPM's word segmentation, Code Llama's infilling) change the text in
+    # Python before their Rust tokenizer sees it; the engine must go through them, not around them.
     model, base = tiny("gpt2", "bpe")
 
     class Shouting(type(base)):
@@ -318,7 +321,8 @@ def test_unknown_score_kind_lists_the_valid_ones():
 
 
 def test_seq2seq_plain_style_scores_the_candidate_as_the_whole_target():
-    # CAMeL's seq2seq_style="plain" (spec 4.3): encoder = the prefix, target = the entity, from the decoder start.
+    # CAMeL's seq2seq_style="plain" (spec 4.3): encoder = the prefix, target = the entity, from the
+    # decoder start.
     model, tok = tiny("t5", "metaspace")
     request = ScoreRequest("The capital of Egypt is", ["Cairo", "olive oil", "東京"])
     got = Scorer(model, tok, batch_tokens=24).score([request], seq2seq_style="plain")[0]

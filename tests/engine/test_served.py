@@ -1,6 +1,8 @@
-"""A model behind an OpenAI-compatible server (`openai:<name>`): a real `transformers serve` on 127.0.0.1 gives the
-in-process engine's greedy texts, plain and chat, stop strings included; answers are cached; an unreachable server,
-a missing URL and a server without prompt log-probs are clear errors; 429 with Retry-After is waited out."""
+"""A model behind an OpenAI-compatible server (`openai:<name>`): a real `transformers serve` on
+127.0.0.1 gives the in-process engine's greedy texts, plain and chat, stop strings included; answers
+are cached; an unreachable server, a missing URL and a server without prompt log-probs are clear
+errors; 429 with Retry-After is waited out.
+"""
 
 from __future__ import annotations
 
@@ -151,9 +153,9 @@ def test_a_busy_server_is_waited_out_as_its_retry_after_says():
 
 
 class EchoingServer(http.server.BaseHTTPRequestHandler):
-    """vLLM's completions API at the HTTP boundary, with `echo=True, logprobs=0`: for each prompt of the request, its
-    tokens, their character offsets and log-probs (None for the first), then one greedy token; computed by a real
-    tiny model. Every request's prompts are kept (`asked`).
+    """vLLM's completions API at the HTTP boundary, with `echo=True, logprobs=0`: for each prompt of
+    the request, its tokens, their character offsets and log-probs (None for the first), then one
+    greedy token; computed by a real tiny model. Every request's prompts are kept (`asked`).
     """
 
     model = tokenizer = None
@@ -196,8 +198,8 @@ class EchoingServer(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echoing() -> Iterator[tuple[str, Any, Any]]:
-    """(base URL, model, tokenizer) of an `EchoingServer` on 127.0.0.1 that answers with a tiny GPT-2, its record of
-    requests (`asked`) emptied; stopped after the test.
+    """(base URL, model, tokenizer) of an `EchoingServer` on 127.0.0.1 that answers with a tiny
+    GPT-2, its record of requests (`asked`) emptied; stopped after the test.
     """
     from engine_reference import tiny
 
@@ -213,8 +215,8 @@ def echoing() -> Iterator[tuple[str, Any, Any]]:
 
 def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_them(echoing):
     url, model, tok = echoing
-    # a right context (FmLAMA's templates with the dish after the slot), and a left text ending in a space (the
-    # space is the candidate's, as the engine splits it)
+    # a right context (FmLAMA's templates with the dish after the slot), and a left text ending in a
+    # space (the space is the candidate's, as the engine splits it)
     requests = [
         ScoreRequest("Egypt is located in", ["Africa", "Asia", "olive oil"]),
         ScoreRequest("The capital of Japan is", ["Tokyo", "Kyoto"], right=", a big city."),
@@ -225,7 +227,8 @@ def test_candidates_are_scored_from_echoed_prompt_logprobs_as_the_engine_scores_
         right: scorer.score(requests, keep_tokens=True, score_right=right)
         for right in (False, True)
     }
-    # one request per probe, holding all its candidates, not one per candidate (with and without the right text)
+    # one request per probe, holding all its candidates, not one per candidate (with and without the
+    # right text)
     assert sorted(map(len, EchoingServer.asked)) == sorted(
         [len(r.candidates) for r in requests] * 2
     )

@@ -1,8 +1,10 @@
-"""A served model (`openai:<name>`) ends in bounded, stated time and never scores a bad reply: a server on 127.0.0.1
-that stalls fails within --request-timeout x (--max-retries + 1) with one line naming the URL and both flags; one that
-answers 500 stops generation and scoring after one request's retries (queued requests are cancelled); a reply
-without choices, with a null text, an HTML or broken JSON body, log-probs and offsets that do not pair up, or a
-NaN, infinite or positive log-prob is one error naming the server and what was wrong."""
+"""A served model (`openai:<name>`) ends in bounded, stated time and never scores a bad reply: a
+server on 127.0.0.1 that stalls fails within --request-timeout x (--max-retries + 1) with one line
+naming the URL and both flags; one that answers 500 stops generation and scoring after one request's
+retries (queued requests are cancelled); a reply without choices, with a null text, an HTML or
+broken JSON body, log-probs and offsets that do not pair up, or a NaN, infinite or positive log-prob
+is one error naming the server and what was wrong.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +38,9 @@ def server() -> Iterator[tuple[str, Behaviour]]:
 
 
 def ask(scorer: ServedScorer, what: str) -> object:
-    """One generation (plain or chat) or one candidate scored, the served model's three kinds of request."""
+    """One generation (plain or chat) or one candidate scored, the served model's three kinds of
+    request.
+    """
     if what == "score":
         return scorer.score([ScoreRequest(LEFT, [CANDIDATE])])
     return scorer.generate([LEFT], max_new_tokens=2, chat=what == "chat")
@@ -57,7 +61,8 @@ def test_a_stalled_server_fails_within_timeout_times_tries_naming_the_url_and_bo
     assert url in message and "--request-timeout 0.2" in message and "--max-retries 1" in message
     assert "\n" not in message
     assert len(behaviour.calls) == 2  # the first try and one retry
-    # two timeouts, one backoff (at most 0.5 s), and a busy machine's slack; a timeout not kept waits 60 s
+    # two timeouts, one backoff (at most 0.5 s), and a busy machine's slack; a timeout not kept
+    # waits 60 s
     assert elapsed < 0.2 * 2 + 0.5 + 3.0
 
 
@@ -72,8 +77,8 @@ def test_a_failing_server_stops_the_queue_after_one_requests_retries(server, wha
             scorer.score([ScoreRequest(LEFT, prompts)])
         else:
             scorer.generate(prompts, max_new_tokens=2)
-    # two tries of the failed request, of the one beside it, and of the (at most two) that their threads took next;
-    # without the cancelling, every one of the 30 is tried twice
+    # two tries of the failed request, of the one beside it, and of the (at most two) that their
+    # threads took next; without the cancelling, every one of the 30 is tried twice
     assert len(behaviour.calls) <= 8
 
 
@@ -84,7 +89,9 @@ def completion(choice: dict) -> bytes:
 
 
 def echoed(values: list, offsets: list | None = None) -> bytes:
-    """A vLLM completion echoing `LEFT + " " + CANDIDATE` with these log-probs (the last is the generated token)."""
+    """A vLLM completion echoing `LEFT + " " + CANDIDATE` with these log-probs (the last is the
+    generated token).
+    """
     start = len(LEFT)
     offsets = offsets if offsets is not None else [0, 6, 9, start, start + 7][-len(values) :]
     logprobs = {
@@ -215,8 +222,8 @@ def test_the_cli_ends_a_run_on_a_stalled_server_in_one_line_and_records_the_sett
         str(tmp_path / "run"),
     ]
     assert main(argv) == 2
-    # from the first request's arrival (the imports and the data loading before it take seconds on a busy machine):
-    # its try, and those in flight beside it
+    # from the first request's arrival (the imports and the data loading before it take seconds on a
+    # busy machine): its try, and those in flight beside it
     assert time.monotonic() - behaviour.calls[0] < 0.2 * 2 + 5
     err = capsys.readouterr().err.strip()
     # after the data loader's and the run's progress bars
@@ -243,8 +250,9 @@ def test_the_cli_refuses_a_bad_timeout_or_retry_count_before_anything_loads(
 
 
 def test_a_run_a_server_cannot_serve_is_refused_before_its_first_request(server, tmp_path):
-    # DLAMA's upstream profile scores candidates by their ids tokenized alone, which a server (it tokenizes) cannot
-    # take: the whole stage is checked before the first request, not refused after the probes before it
+    # DLAMA's upstream profile scores candidates by their ids tokenized alone, which a server (it
+    # tokenizes) cannot take: the whole stage is checked before the first request, not refused after
+    # the probes before it
     url, behaviour = server
     data = write_dlama(tmp_path / "dlama")
     with pytest.raises(UnsupportedModelError, match=r"candidate_ids='alone'/'piece'"):
@@ -263,7 +271,8 @@ def test_a_run_a_server_cannot_serve_is_refused_before_its_first_request(server,
     chat = ScoreProbe("b", ScoreRequest(LEFT, [CANDIDATE], chat=True))
     with pytest.raises(UnsupportedModelError, match=r"chat=True"):
         refuse_ahead(ServedScorer("m", base_url=url), [plain] * CHUNK + [chat])
-    # a slot with no left context (FmLAMA's "[Y] is part of the food [X].") needs the BOS a server does not take
+    # a slot with no left context (FmLAMA's "[Y] is part of the food [X].") needs the BOS a server
+    # does not take
     first = ScoreProbe("c", ScoreRequest("", [CANDIDATE], right=" is part of the food."))
     with pytest.raises(UnsupportedModelError, match=r"no left context"):
         refuse_ahead(ServedScorer("m", base_url=url), [plain, first])

@@ -1,10 +1,12 @@
-"""A served model's reply is checked against its request before anything of it is used (a fake server on 127.0.0.1):
-an echo whose offsets or token counts do not fit the prompt (no generated token, offsets that go back, start late or
-run past the prompt, more tokens than the prompt has bytes, another prompt's text, a usage that disagrees), a reply
-naming another model, and a reply beyond its request's size bound (a 30 MB answer to a two-token generation, 2 M
-log-probs for a 600-character prompt) are each one line naming the server, nothing scored or stored; a
-`Retry-After` beyond what is left of --request-timeout x (--max-retries + 1) ends the request at once, saying how to
-allow it."""
+"""A served model's reply is checked against its request before anything of it is used (a fake
+server on 127.0.0.1): an echo whose offsets or token counts do not fit the prompt (no generated
+token, offsets that go back, start late or run past the prompt, more tokens than the prompt has
+bytes, another prompt's text, a usage that disagrees), a reply naming another model, and a reply
+beyond its request's size bound (a 30 MB answer to a two-token generation, 2 M log-probs for a
+600-character prompt) are each one line naming the server, nothing scored or stored; a `Retry-After`
+beyond what is left of --request-timeout x (--max-retries + 1) ends the request at once, saying how
+to allow it.
+"""
 
 from __future__ import annotations
 
@@ -267,9 +269,9 @@ def test_a_retry_after_is_read_as_seconds_an_http_date_or_milliseconds(headers, 
 
 
 def test_a_non_ascii_prompts_offsets_may_fall_short_of_its_characters():
-    """vLLM sums each token's own decoding, and byte-level pieces of Greek letters decode to U+FFFD: a real reply's
-    last offset was 46 for a 48-character prompt. That is a well-formed echo; a missing generated token there is told
-    by the usage (`usage_fault`), not by the offsets.
+    """vLLM sums each token's own decoding, and byte-level pieces of Greek letters decode to U+FFFD:
+    a real reply's last offset was 46 for a 48-character prompt. That is a well-formed echo; a
+    missing generated token there is told by the usage (`usage_fault`), not by the offsets.
     """
     from types import SimpleNamespace
 
@@ -279,5 +281,6 @@ def test_a_non_ascii_prompts_offsets_may_fall_short_of_its_characters():
     offsets = [0, 10, 20, 30, 40, len(prompt) - 2]
     assert echo_fault(prompt, prompt + " x", offsets) is None
     assert "last token starts at" in echo_fault("an ascii prompt", "an ascii prompt x", [0, 3, 9])
-    # the same echo without its generated token: five prompt tokens and one generated were counted, five echoed
+    # the same echo without its generated token: five prompt tokens and one generated were counted,
+    # five echoed
     assert usage_fault(SimpleNamespace(prompt_tokens=5, completion_tokens=1), [5], 1) is not None

@@ -1,7 +1,9 @@
-"""`--request-timeout` bounds each try of a request whole, not each read: a server on 127.0.0.1 that stalls, trickles
-its reply a byte at a time (from the status line, or once the headers are out) or sends its headers and half a body
-and hangs ends the run within SECONDS x (retries + 1) plus the backoff, with one line naming the URL and both flags;
-a reply that arrives whole within the time is still used."""
+"""`--request-timeout` bounds each try of a request whole, not each read: a server on 127.0.0.1 that
+stalls, trickles its reply a byte at a time (from the status line, or once the headers are out) or
+sends its headers and half a body and hangs ends the run within SECONDS x (retries + 1) plus the
+backoff, with one line naming the URL and both flags; a reply that arrives whole within the time is
+still used.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ LONG_REPLY = REPLY[:-1] + b" " * 400 + b"}"
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, Behaviour]]:
-    """(base URL, behaviour) of the fake server (tests/served_helpers.py), sending a long valid completion."""
+    """(base URL, behaviour) of the fake server (tests/served_helpers.py), sending a long valid
+    completion.
+    """
     with fake_server() as (url, behaviour):
         behaviour.body = LONG_REPLY
         yield url, behaviour
@@ -103,8 +107,8 @@ def test_the_cli_ends_a_run_on_a_trickling_server_in_one_line(server, tmp_path, 
         str(tmp_path / "run"),
     ]
     assert main(argv) == 2
-    # from the first request's arrival (the imports and the data loading before it take seconds on a busy machine):
-    # its try, and those in flight beside it
+    # from the first request's arrival (the imports and the data loading before it take seconds on a
+    # busy machine): its try, and those in flight beside it
     assert time.monotonic() - behaviour.calls[0] < 1 * 2 + SLACK
     message = capsys.readouterr().err.strip().split("culture-probe: error: ")[-1]
     assert (
@@ -115,8 +119,9 @@ def test_the_cli_ends_a_run_on_a_trickling_server_in_one_line(server, tmp_path, 
 
 
 def test_a_socket_operation_after_the_deadline_fails_however_fast_the_server_answers():
-    """Once a try's time is spent, every further read, write or connect is the HTTP library's timeout at once, not
-    a short wait that a server sending faster than it would always satisfy."""
+    """Once a try's time is spent, every further read, write or connect is the HTTP library's
+    timeout at once, not a short wait that a server sending faster than it would always satisfy.
+    """
     import httpcore2
 
     from culture_probe.engine.deadline import Deadline

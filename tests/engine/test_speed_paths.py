@@ -1,10 +1,11 @@
-"""The speed design, observed on the model itself: what goes through the embedding, the LM head and the
-log-softmax normalizer (`torch.logsumexp`, one per row whose log-probs are read).
+"""The speed design, observed on the model itself: what goes through the embedding, the LM head and
+the log-softmax normalizer (`torch.logsumexp`, one per row whose log-probs are read).
 
-Causal: every request's context runs once, every inner node of its candidate trie once (shared candidate
-prefixes once), leaves never; the normalizer and the LM head only at positions that predict a candidate token.
-Masked (typed): one input per distinct candidate length k per request. Expected counts come from the DESIGN.md
-tokenization rule (`reference_tokens`), not from the engine's own trie.
+Causal: every request's context runs once, every inner node of its candidate trie once (shared
+candidate prefixes once), leaves never; the normalizer and the LM head only at positions that
+predict a candidate token. Masked (typed): one input per distinct candidate length k per request.
+Expected counts come from the DESIGN.md tokenization rule (`reference_tokens`), not from the
+engine's own trie.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ REQUESTS = [
 
 @dataclass
 class Traffic:
-    """Tokens the model embeds (padding excluded), inputs it embeds, and rows given to the LM head and to the
-    log-softmax normalizer."""
+    """Tokens the model embeds (padding excluded), inputs it embeds, and rows given to the LM head
+    and to the log-softmax normalizer.
+    """
 
     pad: int
     tokens: int = 0
@@ -109,7 +111,8 @@ def test_causal_runs_each_context_and_each_inner_trie_node_once(arch, kind, monk
     with watch(model, tok, monkeypatch) as seen:
         scorer.score(REQUESTS)
     assert seen.tokens == sum(ctx + inner for ctx, inner, _ in needs)
-    # One predicting position per context (the first candidate token) and one per inner node, nothing else.
+    # One predicting position per context (the first candidate token) and one per inner node,
+    # nothing else.
     assert seen.normalizer_rows == sum(1 + inner for _, inner, _ in needs)
     # packed path: the LM head sees predicting positions only
     if scorer.model.config.model_type != "bloom":

@@ -1,5 +1,6 @@
-"""Tokenizers trained on the fly are the same in every process (planted models and result-cache identities
-depend on it), and the WordPiece vocabulary is the one BPE-with-"##" merging learns."""
+"""Tokenizers trained on the fly are the same in every process (planted models and result-cache
+identities depend on it), and the WordPiece vocabulary is the one BPE-with-"##" merging learns.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ print(json.dumps({f"{kind}/{model_kind}": train_tokenizer(texts, kind, vocab_siz
 
 
 def test_every_tokenizer_kind_is_the_same_in_processes_with_different_hash_seeds():
-    """huggingface/tokenizers#1794: the library's WordPiece trainer gave a different vocabulary per process."""
+    """huggingface/tokenizers#1794: the library's WordPiece trainer gave a different vocabulary per
+    process.
+    """
     runs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
@@ -57,8 +60,9 @@ def test_every_tokenizer_kind_is_the_same_in_processes_with_different_hash_seeds
 
 
 def reference_wordpiece(words: list[str], specials: list[str], vocab_size: int) -> list[str]:
-    """Slow BPE with a "##" continuation prefix: recount every pair after every merge; the most frequent pair
-    wins, ties go to the smaller pair."""
+    """Slow BPE with a "##" continuation prefix: recount every pair after every merge; the most
+    frequent pair wins, ties go to the smaller pair.
+    """
     counts = Counter(words)
     split = {w: [w[0], *(f"##{c}" for c in w[1:])] for w in counts}
     vocab = specials + sorted({p for pieces in split.values() for p in pieces})

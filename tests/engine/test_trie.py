@@ -1,6 +1,6 @@
-"""The array trie and its packing (culture_probe.engine.trie) against a dictionary trie built candidate by
-candidate and the greedy depth-first packing written out node by node: the same nodes, numbered alike, and the same
-rows, so the model's inputs do not depend on which builds them.
+"""The array trie and its packing (culture_probe.engine.trie) against a dictionary trie built
+candidate by candidate and the greedy depth-first packing written out node by node: the same nodes,
+numbered alike, and the same rows, so the model's inputs do not depend on which builds them.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def dictionary_trie(seqs):
 
 
 def greedy_rows(parents, children, room):
-    """Inner nodes depth-first, a new row when the next would pass `room`, each new row after the first opening
-    with its first node's ancestors (not owned)."""
+    """Inner nodes depth-first, a new row when the next would pass `room`, each new row after the
+    first opening with its first node's ancestors (not owned).
+    """
     rows, nodes, owned, present = [], [], [], set()
     stack = [n for n in reversed(range(len(parents))) if parents[n] < 0]
     while stack:
@@ -110,6 +111,7 @@ def test_every_inner_node_is_owned_once_and_read_with_its_children():
         ]
         assert sorted(owned) == sorted(inner)
         read = [kid for r in rows for kid in r.reads.ids.tolist()]
-        # every node but the tops is read once where its parent is owned; the tops from the context (row 0)
+        # every node but the tops is read once where its parent is owned; the tops from the context
+        # (row 0)
         assert sorted(read) == list(range(len(trie)))
         assert rows[0].read_at[-1] == -1 and rows[0].reads[len(rows[0].read_at) - 1] == (0, 6)

@@ -1,8 +1,10 @@
-"""Contexts longer than the model: cut on the left, special tokens, slot, candidates and right-hand text kept
-whole, one warning per scorer; when even an empty context does not fit, an error naming what is too long.
+"""Contexts longer than the model: cut on the left, special tokens, slot, candidates and right-hand
+text kept whole, one warning per scorer; when even an empty context does not fit, an error naming
+what is too long.
 
-The models pretend to be short (config limit 24) while their position tables are larger, so a wrong cut would
-run instead of crashing; the expected inputs are built from the DESIGN.md tokenization rule.
+The models pretend to be short (config limit 24) while their position tables are larger, so a wrong
+cut would run instead of crashing; the expected inputs are built from the DESIGN.md tokenization
+rule.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ LEFT = " ".join(["Egypt is located in"] * 12)
 
 
 def short_model(arch: str, kind: str):
-    """A fresh tiny model (the shared ones must not be changed) whose config allows LIMIT positions."""
+    """A fresh tiny model (the shared ones must not be changed) whose config allows LIMIT
+    positions.
+    """
     _, tok = tiny(arch, kind)
     model = tiny_model(arch, tok, layers=1, hidden=32, heads=4)
     model.config.update({"max_position_embeddings" if arch == "bert" else "n_positions": LIMIT})
@@ -164,8 +168,9 @@ KINDS = [("gpt2", "bpe"), ("bert", "wordpiece"), ("t5", "metaspace")]
 
 
 def reference_cut(scorer, request: ScoreRequest) -> int:
-    """Tokens a request's context loses, written out: how far its whole input (special tokens, context, longest
-    candidate with its right-hand text, closing special tokens) runs over the limit.
+    """Tokens a request's context loses, written out: how far its whole input (special tokens,
+    context, longest candidate with its right-hand text, closing special tokens) runs over the
+    limit.
     """
     tok, limit = scorer.tokenizer, min(LIMIT, request.max_tokens or LIMIT)
     if scorer.kind == "seq2seq":

@@ -1,10 +1,10 @@
-"""Golden runs: one small run per benchmark and mode, on stored rows and tiny random models, whose records and
-metrics were written before the pipeline refactor of issue 11 and must not move (a refactor guard, not proof of
-correctness: that comes from the protocol tests' references).
+"""Golden runs: one small run per benchmark and mode, on stored rows and tiny random models, whose
+records and metrics were written before the pipeline refactor of issue 11 and must not move (a
+refactor guard, not proof of correctness: that comes from the protocol tests' references).
 
-`python tests/golden/cases.py [BENCH ...] --why "..."` rewrites the golden runs on the stored rows (`--reselect`
-draws the rows anew from the mirror); do it only when a change is meant to move numbers. The reason is appended to
-each file's `changes` (and belongs in the commit message too).
+`python tests/golden/cases.py [BENCH ...] --why "..."` rewrites the golden runs on the stored rows
+(`--reselect` draws the rows anew from the mirror); do it only when a change is meant to move
+numbers. The reason is appended to each file's `changes` (and belongs in the commit message too).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ HERE = Path(__file__).resolve().parent
 
 @dataclass(frozen=True)
 class Case:
-    """One golden run: a config, its rows (stored in the golden file), a tiny model and protocol options."""
+    """One golden run: a config, its rows (stored in the golden file), a tiny model and protocol
+    options.
+    """
 
     name: str
     config: str
@@ -116,7 +118,9 @@ def _pick(rows: list[dict[str, Any]], key, per: int) -> list[dict[str, Any]]:
 
 
 def select_rows(config: str, mirror: Path) -> list[dict[str, Any]]:
-    """A small, varied subset of a config's real rows (only used when the golden files are written)."""
+    """A small, varied subset of a config's real rows (only used when the golden files are
+    written).
+    """
     from culture_probe.data.registry import load_benchmark
 
     data_dir = {"dlama": mirror / "manual/dlama/dlama-v1", "maps": mirror / "manual/maps"}.get(
@@ -161,7 +165,9 @@ def corpus(rows: list[dict[str, Any]]) -> list[str]:
 def build_model(
     path: Path, arch: str, rows: list[dict[str, Any]], chat_template: bool, positions: int = 512
 ) -> Path:
-    """A tiny random model of `arch` with a tokenizer trained on the rows' strings (`positions`: a decoder's)."""
+    """A tiny random model of `arch` with a tokenizer trained on the rows' strings (`positions`: a
+    decoder's).
+    """
     from culture_probe.models.planted_benchmarks import CHAT_TEMPLATE
     from culture_probe.models.tiny import ARCH_KIND, save_tiny, train_tokenizer
 
@@ -179,8 +185,8 @@ def run_case(case: Case, rows: list[dict[str, Any]], workdir: Path, mirror: Path
     model = build_model(workdir / f"{case.config}-{case.name}", case.arch, rows, case.chat_template)
     options = dict(case.options)
     if case.judge_arch:
-        # positions for the whole rubric: generation cuts longer prompts now (issue 16); rotary weights do not
-        # depend on the count, so the golden judge is the same model as before
+        # positions for the whole rubric: generation cuts longer prompts now (issue 16); rotary
+        # weights do not depend on the count, so the golden judge is the same model as before
         options["judge_model"] = str(
             build_model(
                 workdir / f"{case.config}-{case.name}-judge",
@@ -206,9 +212,10 @@ def golden_path(bench: str) -> Path:
 
 
 def write(bench: str, mirror: Path, workdir: Path, why: str, reselect: bool = False) -> None:
-    """Run every case of `bench` on its stored rows (or on rows selected anew: `reselect`, or no golden file yet)
-    and write its golden file; keeping the rows keeps every number a change does not mean to move. `why` is added
-    to the file's `changes`, so the file itself says what moved its numbers and why.
+    """Run every case of `bench` on its stored rows (or on rows selected anew: `reselect`, or no
+    golden file yet) and write its golden file; keeping the rows keeps every number a change does
+    not mean to move. `why` is added to the file's `changes`, so the file itself says what moved its
+    numbers and why.
     """
     path = golden_path(bench)
     old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

@@ -1,7 +1,7 @@
-"""A local stand-in for the Hugging Face Hub's HTTP API, just what `HfApi.create_repo` and `upload_folder` call
-(create, whoami, repo info, validate-yaml, preupload, tree, commit), so that the real client is tested up to the
-network: every commit is applied to a folder per repository, which `datasets.load_dataset` can then read as the Hub
-would serve it.
+"""A local stand-in for the Hugging Face Hub's HTTP API, just what `HfApi.create_repo` and
+`upload_folder` call (create, whoami, repo info, validate-yaml, preupload, tree, commit), so that
+the real client is tested up to the network: every commit is applied to a folder per repository,
+which `datasets.load_dataset` can then read as the Hub would serve it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import yaml
 
 @dataclass
 class FakeHub:
-    """The server's state: accepted token, repositories (folder, visibility), commits, requests seen."""
+    """The server's state: accepted token, repositories (folder, visibility), commits, requests
+    seen.
+    """
 
     root: Path
     token: str = "hf_write"

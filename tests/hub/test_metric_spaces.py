@@ -1,5 +1,6 @@
-"""Pushed metric Spaces are self-contained `evaluate` modules: in a Python that cannot import culture_probe,
-`evaluate.load` of each dry-run Space folder runs its docstring example and gets the library's numbers.
+"""Pushed metric Spaces are self-contained `evaluate` modules: in a Python that cannot import
+culture_probe, `evaluate.load` of each dry-run Space folder runs its docstring example and gets the
+library's numbers.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from culture_probe.hub.metric_spaces import FORMULAS, formulas_source
 from culture_probe.hub.publish import push_metrics
 from culture_probe.metrics import MODULES_DIR, list_metrics
 
-# Runs in the clean Python: each metric's docstring example (already pointed at its Space folder), then prints
-# {metric: {failures, report, result}} as JSON.
+# Runs in the clean Python: each metric's docstring example (already pointed at its Space folder),
+# then prints {metric: {failures, report, result}} as JSON.
 CLEAN_RUN = """
 import doctest, json, sys
 try:
@@ -43,7 +44,9 @@ print(json.dumps(out, default=lambda o: o.item() if hasattr(o, "item") else repr
 
 
 def example_result(doc: str, name: str) -> Any:
-    """`result` after the docstring example of `doc` ran here (with the library), as JSON would give it."""
+    """`result` after the docstring example of `doc` ran here (with the library), as JSON would give
+    it.
+    """
     test = doctest.DocTestParser().get_doctest(doc, {}, name, None, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     runner.run(test, out=lambda _: None, clear_globs=False)

@@ -1,6 +1,7 @@
-"""`culture-probe push` and `push-metrics`: the real `huggingface_hub` client against a local fake of the Hub's HTTP
-API (tests/hub/fake_hub.py); what lands there loads with `datasets.load_dataset` and `evaluate.load`, and every
-refusal (licence, offline, no token, a refused token, an unreachable Hub) is one line before anything is sent.
+"""`culture-probe push` and `push-metrics`: the real `huggingface_hub` client against a local fake
+of the Hub's HTTP API (tests/hub/fake_hub.py); what lands there loads with `datasets.load_dataset`
+and `evaluate.load`, and every refusal (licence, offline, no token, a refused token, an unreachable
+Hub) is one line before anything is sent.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Chance levels: the closed forms equal the expectation over every ranking (brute force, through the library's own
-P@1 and AP), and a run's chance level is aggregated exactly as its metric is."""
+"""Chance levels: the closed forms equal the expectation over every ranking (brute force, through
+the library's own P@1 and AP), and a run's chance level is aggregated exactly as its metric is.
+"""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def test_random_average_precision_is_the_mean_ap_over_every_ranking(n, g):
 
 
 def test_gold_missing_from_the_ranking_scales_ap_as_the_metric_does():
-    """A gold item the ranking lacks (FmLAMA's F2 length cap) counts in AP's denominator and adds nothing."""
+    """A gold item the ranking lacks (FmLAMA's F2 length cap) counts in AP's denominator and adds
+    nothing.
+    """
     ranked, absent = {"c0", "c1"}, {"gone"}
     mean_ap = math.fsum(
         average_precision(r, ranked | absent) for r in every_ranking(5)
@@ -67,7 +70,9 @@ def test_closed_forms_at_the_edges():
 
 
 def test_a_run_chance_level_is_aggregated_as_the_metric():
-    """Replicates, then units, then macro groups with equal weight: the same statistic as the metric's value."""
+    """Replicates, then units, then macro groups with equal weight: the same statistic as the
+    metric's value.
+    """
     values = np.array([[50.0, 25.0], [100.0, np.nan], [10.0, 30.0]])
     table = UnitTable("m", ("a", "b", "c"), values, {"type": ["x", "x", "y"]}, macro="type")
     group_x = (np.mean([50.0, 100.0]) + 25.0) / 2  # replicate means over the units that have them

@@ -1,12 +1,16 @@
-"""The intervals mean what they say under each benchmark's sampling design: every printed 95% interval covers a known
-truth at least 93% of the time, in every simulated cell, down to the smallest n at which one is printed.
+"""The intervals mean what they say under each benchmark's sampling design: every printed 95%
+interval covers a known truth at least 93% of the time, in every simulated cell, down to the
+smallest n at which one is printed.
 
-Proportions get their exact coverage (every outcome 0..n weighted by its binomial probability, averaged over the true
-p in a band, with the band's worst p alongside); the other designs are simulated with a fixed seed from a known
-truth, each through the library's own functions:
-- DLAMA: facts, each asked in two languages whose answers agree with correlation 0 to 0.9 (clustered proportions);
-- MAPS few-shot: proverbs answered under three demonstration sets (replicated proportions), few of them included;
-- FmLAMA and RankC: bounded skewed means (AP with many zeros, AP with rare hits, bimodal per-fact RankC);
+Proportions get their exact coverage (every outcome 0..n weighted by its binomial probability,
+averaged over the true p in a band, with the band's worst p alongside); the other designs are
+simulated with a fixed seed from a known truth, each through the library's own functions:
+- DLAMA: facts, each asked in two languages whose answers agree with correlation 0 to 0.9 (clustered
+  proportions);
+- MAPS few-shot: proverbs answered under three demonstration sets (replicated proportions), few of
+  them included;
+- FmLAMA and RankC: bounded skewed means (AP with many zeros, AP with rare hits, bimodal per-fact
+  RankC);
 - CAMeL: prompts crossed with entity samples (runs), macro-averaged over entity types;
 - X-FaKT: questions in language x country cells, with low error rates and 1 to 5 questions per cell.
 
@@ -44,8 +48,9 @@ SIZES = (5, 10, 20, 50, 100, 200)
 
 @dataclass(frozen=True)
 class Coverage:
-    """One cell's measured coverage (for exact coverage over a band, the band's worst point too), the share of
-    samples that got an interval at all, and the intervals' mean width (on the metric's 0-1 or 0-100 scale).
+    """One cell's measured coverage (for exact coverage over a band, the band's worst point too),
+    the share of samples that got an interval at all, and the intervals' mean width (on the metric's
+    0-1 or 0-100 scale).
     """
 
     design: str
@@ -76,7 +81,9 @@ def _simulated(design: str, method: str, results: Iterator[tuple[dict, float]]) 
 
 
 def _beta_propensities(rng: np.random.Generator, mean: float, rho: float, n: int) -> np.ndarray:
-    """Units' success propensities with mean `mean` and intra-class correlation `rho` of their answers."""
+    """Units' success propensities with mean `mean` and intra-class correlation `rho` of their
+    answers.
+    """
     if rho == 0:
         return np.full(n, mean)
     return rng.beta(mean * (1 - rho) / rho, (1 - mean) * (1 - rho) / rho, n)
@@ -86,8 +93,9 @@ def _beta_propensities(rng: np.random.Generator, mean: float, rho: float, n: int
 
 
 def proportion_coverage(n: int, band: str, points: int = 60) -> Coverage:
-    """Exact coverage of the pooled binary interval (DLAMA P@1 in one language, X-FaKT error rate, MAPS zero-shot
-    accuracy) for true p spread evenly over a band of `BANDS`: mean and worst over the band.
+    """Exact coverage of the pooled binary interval (DLAMA P@1 in one language, X-FaKT error rate,
+    MAPS zero-shot accuracy) for true p spread evenly over a band of `BANDS`: mean and worst over
+    the band.
     """
     covered = {}
     for k in range(n + 1):
@@ -113,8 +121,8 @@ def proportion_coverage(n: int, band: str, points: int = 60) -> Coverage:
 
 
 def facts_in_two_languages(n: int, mean: float, rho: float) -> Coverage:
-    """DLAMA's pooled P@1: n facts, each asked in two languages, the two answers correlated (`rho`); the truth is
-    `mean`. Rows are fact-language answers clustered by fact.
+    """DLAMA's pooled P@1: n facts, each asked in two languages, the two answers correlated (`rho`);
+    the truth is `mean`. Rows are fact-language answers clustered by fact.
     """
     rng = np.random.default_rng(1000 * n + int(100 * mean) + int(10 * rho))
     clusters = tuple(f"f{i // 2}" for i in range(2 * n))
@@ -130,8 +138,8 @@ def facts_in_two_languages(n: int, mean: float, rho: float) -> Coverage:
 
 
 def demonstration_sets(n: int, mean: float, rho: float, replicates: int = 3) -> Coverage:
-    """MAPS few-shot: each proverb answered once per demonstration set, its answers correlated (`rho`); the truth
-    is `mean`.
+    """MAPS few-shot: each proverb answered once per demonstration set, its answers correlated
+    (`rho`); the truth is `mean`.
     """
     rng = np.random.default_rng(2000 * n + int(100 * mean) + int(10 * rho))
 
@@ -179,7 +187,9 @@ FAMILIES: dict[str, tuple[Callable[[np.random.Generator, int], np.ndarray], floa
 
 
 def _templates(rng: np.random.Generator, dish_means: np.ndarray, templates: int = 3) -> np.ndarray:
-    """Each dish's AP under `templates` templates, scattered around its own mean (Beta with precision 5)."""
+    """Each dish's AP under `templates` templates, scattered around its own mean (Beta with
+    precision 5).
+    """
     means = dish_means[:, None]
     return rng.beta(5 * means, 5 * (1 - means), (dish_means.size, templates))
 
@@ -202,9 +212,10 @@ def skewed_mean(family: str, n: int) -> Coverage:
 def camel_design(
     types: int, prompts: int, runs: int, spreads: tuple[float, float, float]
 ) -> Coverage:
-    """CAMeL's CBS: per entity type, prompts crossed with runs (each run a fresh entity sample shared by every prompt
-    of the type): prompt, entity-sample and residual effects with standard deviations `spreads` (points) around the
-    type's mean; the truth is the mean over types of the type means, over prompts and entity samples.
+    """CAMeL's CBS: per entity type, prompts crossed with runs (each run a fresh entity sample
+    shared by every prompt of the type): prompt, entity-sample and residual effects with standard
+    deviations `spreads` (points) around the type's mean; the truth is the mean over types of the
+    type means, over prompts and entity samples.
     """
     rng = np.random.default_rng(100 * types + 10 * prompts + runs + int(spreads[1]))
     means = rng.uniform(40, 60, types)
@@ -239,8 +250,9 @@ def camel_design(
 
 
 def macro_groups(sizes: tuple[int, ...], binary: bool) -> Coverage:
-    """A metric averaged over groups with equal weight (a user's own strata), groups of `sizes` units, true means
-    0.2 and 0.3 alternating: proportions, or bounded skewed scores (half zeros); the truth is the mean of the means.
+    """A metric averaged over groups with equal weight (a user's own strata), groups of `sizes`
+    units, true means 0.2 and 0.3 alternating: proportions, or bounded skewed scores (half zeros);
+    the truth is the mean of the means.
     """
     rng = np.random.default_rng(sum(sizes) + int(binary))
     means = np.resize([0.2, 0.3], len(sizes))
@@ -271,10 +283,11 @@ def macro_groups(sizes: tuple[int, ...], binary: bool) -> Coverage:
 def xfakt_design(
     entities: int, rates: tuple[float, float], rho: float, languages: int = 5
 ) -> list[Coverage]:
-    """X-FaKT's FRS, KTS and X-FaKT over `languages` x their countries: each country's `entities` asked in every
-    language, an entity's answers correlated across languages (`rho`, the latent correlation of a Gaussian copula:
-    an entity known in one language tends to be known in the others), cell error rates scattered around `rates`
-    (associated, other); the truth is each score of the true cell rates (the cells fixed, the entities drawn).
+    """X-FaKT's FRS, KTS and X-FaKT over `languages` x their countries: each country's `entities`
+    asked in every language, an entity's answers correlated across languages (`rho`, the latent
+    correlation of a Gaussian copula: an entity known in one language tends to be known in the
+    others), cell error rates scattered around `rates` (associated, other); the truth is each score
+    of the true cell rates (the cells fixed, the entities drawn).
     """
     rng = np.random.default_rng(entities + int(100 * rates[0]) + int(10 * rho))
     codes = list(ASSOCIATIONS)[:languages]
@@ -316,7 +329,8 @@ def _transfer_truth(mu_assoc: float, mu_non: float) -> dict[str, float]:
     return {"frs": frs, "kts": kts, "xfakt": 2 * frs * kts / (frs + kts)}
 
 
-# ---------------------------------------------------------------- the designs, as tested and as documented
+# ---------------------------------------------------------------- the designs, as tested and as
+# documented
 
 DESIGNS: dict[str, Callable[[], list[Coverage]]] = {
     "proportions": lambda: [proportion_coverage(n, band) for n in SIZES for band in BANDS],
@@ -357,7 +371,8 @@ DESIGNS: dict[str, Callable[[], list[Coverage]]] = {
 }
 
 
-# the simulated designs take 3-30 s each: marked slow, so `make test-fast` skips them and `make test` (CI) runs them
+# the simulated designs take 3-30 s each: marked slow, so `make test-fast` skips them and `make
+# test` (CI) runs them
 SIMULATED = [
     pytest.param(name, marks=pytest.mark.slow) if name != "proportions" else name
     for name in DESIGNS
@@ -375,19 +390,22 @@ def test_every_printed_95_interval_covers_the_truth_at_least_93_percent_of_the_t
 
 
 def test_wilsons_worst_point_next_to_0_and_1_stays_near_nominal():
-    # plain Wilson dips to 84% at p = 0.0087 with n = 20; the exact Poisson limit for 1-3 successes lifts it
+    # plain Wilson dips to 84% at p = 0.0087 with n = 20; the exact Poisson limit for 1-3 successes
+    # lifts it
     worst = min(proportion_coverage(n, band).worst or 1.0 for n in (5, 20, 100) for band in BANDS)
     assert worst > 0.91
 
 
 def test_five_proverbs_under_three_demonstration_sets_are_not_needlessly_wide():
-    """5 proverbs x 3 demonstration sets at p = 0.05 gave intervals 0.65 wide on average (0-1 scale)."""
+    """5 proverbs x 3 demonstration sets at p = 0.05 gave intervals 0.65 wide on average (0-1
+    scale).
+    """
     assert demonstration_sets(5, 0.05, 0.3).width / 100 < 0.5
 
 
 def coverage_table() -> str:
-    """The markdown tables of docs/results.md: proportions (n x band: mean, worst), then every simulated design's
-    cells, and each design's worst cell.
+    """The markdown tables of docs/results.md: proportions (n x band: mean, worst), then every
+    simulated design's cells, and each design's worst cell.
     """
     lines = [
         "| Wilson, n | "

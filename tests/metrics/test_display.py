@@ -1,5 +1,7 @@
-"""How numbers are shown: format_score (half up, or the MAPS paper's truncation), the one rounding rule of every report
-(format_number), intervals or why there is none, and the mark of rates from fewer than MIN_N units."""
+"""How numbers are shown: format_score (half up, or the MAPS paper's truncation), the one rounding
+rule of every report (format_number), intervals or why there is none, and the mark of rates from
+fewer than MIN_N units.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from culture_probe.metrics import format_score
 
 
 def test_half_up_rounding_versus_truncation():
-    # 0.285 is 0.28499999999999998 in binary: half up still gives .29 (the decimal the value stands for)
+    # 0.285 is 0.28499999999999998 in binary: half up still gives .29 (the decimal the value stands
+    # for)
     assert format_score(0.285, 2, "round") == "0.29"
     assert format_score(0.285, 2, "truncate") == "0.28"
     assert format_score(58.25, 1) == "58.3"  # Python's round() gives 58.2 (half to even)
@@ -55,7 +58,8 @@ def test_unknown_display_names_the_choices():
 def test_one_rounding_rule_for_every_report():
     from culture_probe.metrics.display import format_number
 
-    # MAPS printed 43.58 for metrics.json's 43.5897 (truncation); every report now rounds as the terminal does
+    # MAPS printed 43.58 for metrics.json's 43.5897 (truncation); every report now rounds as the
+    # terminal does
     assert format_number(43.5897, "%") == "43.59"
     # 23/80 as a mean: the decimal it stands for
     assert format_number(28.749999999999996, "%") == "28.75"
@@ -99,12 +103,15 @@ def test_rates_from_few_units_carry_their_n_and_a_mark():
 
 
 def test_a_p_value_is_never_rounded_across_005_or_001():
-    """p = 0.04997 (its interval excludes 0) and p = 0.05001 (it does not) both printed "0.05" (issue 34)."""
+    """p = 0.04997 (its interval excludes 0) and p = 0.05001 (it does not) both printed "0.05"
+    (issue 34).
+    """
     from culture_probe.metrics.display import format_p
 
     assert (format_p(0.04997), format_p(0.05001)) == ("0.04997", "0.05001")
     assert (format_p(0.0099996), format_p(0.0100004)) == ("0.0099996", "0.0100004")
-    # 3 significant digits below 0.1, 2 decimals at or above it, a floor below which no digit means anything
+    # 3 significant digits below 0.1, 2 decimals at or above it, a floor below which no digit means
+    # anything
     assert (format_p(0.0754), format_p(0.008150971593502691), format_p(0.000123456)) == (
         "0.0754",
         "0.00815",
@@ -153,8 +160,9 @@ def test_p_in_a_sentence_never_reads_p_equals_less_than():
 
 
 def test_an_interval_end_below_the_display_precision_is_not_printed_as_zero():
-    """[0.003, 5.2] on the % scale printed "[0.00, 5.20]", an interval that seems to touch 0; exactly 0 (a Wilson
-    interval of 0 hits) still prints 0.00, so 0.00 means 0."""
+    """[0.003, 5.2] on the % scale printed "[0.00, 5.20]", an interval that seems to touch 0;
+    exactly 0 (a Wilson interval of 0 hits) still prints 0.00, so 0.00 means 0.
+    """
     from culture_probe.metrics.display import bound_text, interval_text
 
     assert interval_text({"value": 1.0, "ci_low": 0.003, "ci_high": 5.2}, "%") == "[< 0.01, 5.20]"
@@ -182,8 +190,9 @@ def test_an_interval_end_below_the_display_precision_is_not_printed_as_zero():
 
 
 def test_p_values_and_ranges_in_other_sentences_follow_the_same_rules():
-    """X-FaKT's warning printed its test of random answering with 2 decimals (p = 0.0501 as "p = 0.05"), and the
-    chance range of random models rounded a top of 0.9996 to 1.000."""
+    """X-FaKT's warning printed its test of random answering with 2 decimals (p = 0.0501 as "p =
+    0.05"), and the chance range of random models rounded a top of 0.9996 to 1.000.
+    """
     from culture_probe.benchmarks.xfakt.chance import transfer_warning
     from culture_probe.report.views import chance_cell
 

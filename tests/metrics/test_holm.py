@@ -1,6 +1,7 @@
-"""Holm's step-down adjustment (`culture_probe.metrics.compare.holm`) against a slow reference written from the
-definition: the adjusted p-value of a hypothesis is the smallest family-wise level at which Holm's procedure
-(Holm 1979, Scand. J. Statist. 6:65-70) rejects it, capped at 1."""
+"""Holm's step-down adjustment (`culture_probe.metrics.compare.holm`) against a slow reference
+written from the definition: the adjusted p-value of a hypothesis is the smallest family-wise level
+at which Holm's procedure (Holm 1979, Scand. J. Statist. 6:65-70) rejects it, capped at 1.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from culture_probe.metrics.compare import holm
 
 
 def holm_rejects(p_values: list[float], alpha: float) -> set[int]:
-    """Holm's procedure at level `alpha`: walk the p-values from the smallest; reject the k-th (k = 0, 1, ...) while
-    p_(k) <= alpha / (m - k), and stop at the first that is not."""
+    """Holm's procedure at level `alpha`: walk the p-values from the smallest; reject the k-th (k =
+    0, 1, ...) while p_(k) <= alpha / (m - k), and stop at the first that is not.
+    """
     m = len(p_values)
     rejected: set[int] = set()
     for k, i in enumerate(sorted(range(m), key=lambda j: p_values[j])):
@@ -24,8 +26,9 @@ def holm_rejects(p_values: list[float], alpha: float) -> set[int]:
 
 
 def reference(p_values: list[float | None]) -> list[float | None]:
-    """The smallest level among the procedure's critical values (m - k) p_(k) that rejects each hypothesis, capped at
-    1; None (no test) is no hypothesis of the family."""
+    """The smallest level among the procedure's critical values (m - k) p_(k) that rejects each
+    hypothesis, capped at 1; None (no test) is no hypothesis of the family.
+    """
     tested = [i for i, p in enumerate(p_values) if p is not None]
     family = [float(p_values[i]) for i in tested]
     m = len(family)
@@ -37,7 +40,8 @@ def reference(p_values: list[float | None]) -> list[float | None]:
 
 
 def test_a_worked_example():
-    # sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> stepped down to 0.06
+    # sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> stepped down to
+    # 0.06
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([0.6, 0.7, 0.02]) == pytest.approx([1.0, 1.0, 0.06])  # capped at 1
     assert holm([0.2]) == [0.2] and holm([]) == []

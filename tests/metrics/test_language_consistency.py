@@ -1,5 +1,7 @@
-"""Consistency across a run's languages: RankC from the ranking prefixes records keep equals RankC of the whole
-rankings (within the stated bound), and every pair of languages gets its agreement, RankC and what it left out."""
+"""Consistency across a run's languages: RankC from the ranking prefixes records keep equals RankC
+of the whole rankings (within the stated bound), and every pair of languages gets its agreement,
+RankC and what it left out.
+"""
 
 from __future__ import annotations
 
@@ -108,7 +110,8 @@ def test_identical_answers_in_two_languages_are_fully_consistent():
     )
     pair = out["by_language_pair"]["en/ko"]
     assert pair["rankc"]["value"] == pytest.approx(100.0)
-    # 30 facts all fully consistent do not make RankC certain: the bounded mean's interval reaches below 100
+    # 30 facts all fully consistent do not make RankC certain: the bounded mean's interval reaches
+    # below 100
     assert 85 < pair["rankc"]["ci_low"] < 100 == pair["rankc"]["ci_high"]
     assert out["pairs"]["en/ko"]["right_only_a"] == out["pairs"]["en/ko"]["right_only_b"] == 0
     assert out["pairs"]["en/ko"]["difference"]["difference"] == 0
@@ -134,8 +137,9 @@ def test_one_language_or_no_shared_fact_gives_nothing_and_a_fact_twice_is_an_err
 
 @pytest.mark.parametrize("weight", ["softmax", "norm1", "norm2"])
 def test_identical_rankings_of_1_to_60_candidates_score_exactly_one(weight):
-    """Weights that sum to 1 + 2e-16 in floats gave 9, 10, 12, 17, 24, ... candidates a RankC of 1.0000000000000002,
-    which in percent leaves the results' range [0, 100]."""
+    """Weights that sum to 1 + 2e-16 in floats gave 9, 10, 12, 17, 24, ... candidates a RankC of
+    1.0000000000000002, which in percent leaves the results' range [0, 100].
+    """
     for n in range(1, 61):
         ids = [f"Q{k}" for k in range(n)]
         assert rankc([ids], [ids], weight=weight)["per_query"] == [1.0], n
@@ -157,8 +161,10 @@ def test_rankc_of_any_rankings_stays_between_0_and_1(n, seed, depth):
 
 
 def test_the_paired_differences_of_many_language_pairs_are_one_holm_family():
-    """X-FaKT's 13 languages give 78 paired P@1 differences with no correction and no count: each pair now carries
-    its Holm-adjusted p over the run's pairs, and the report's table says how many tests it holds."""
+    """X-FaKT's 13 languages give 78 paired P@1 differences with no correction and no count: each
+    pair now carries its Holm-adjusted p over the run's pairs, and the report's table says how many
+    tests it holds.
+    """
     from culture_probe.metrics.compare import holm
     from culture_probe.report.consistency import consistency_sections
 
@@ -188,8 +194,10 @@ def test_the_paired_differences_of_many_language_pairs_are_one_holm_family():
 def test_two_runs_of_one_language_each_say_which_facts_rankc_left_out_why_and_how_to_get_all(
     tmp_path,
 ):
-    """`consistency RUN_EN RUN_AR` of DLAMA computed RankC on 14 of 40 facts (the two runs' candidate sets differ
-    where Arabic names two objects alike) and said so only as `n (RankC) 14`, its "not paired" column empty."""
+    """`consistency RUN_EN RUN_AR` of DLAMA computed RankC on 14 of 40 facts (the two runs'
+    candidate sets differ where Arabic names two objects alike) and said so only as `n (RankC) 14`,
+    its "not paired" column empty.
+    """
 
     from dlama_fixture import write_dlama
 

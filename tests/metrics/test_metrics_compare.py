@@ -1,5 +1,7 @@
-"""compare_groups: the difference, its permutation p-value (vs exact enumeration) and the interval that inverts the
-same test; proportions: the Miettinen-Nurminen score interval and test. Interval and p never disagree."""
+"""compare_groups: the difference, its permutation p-value (vs exact enumeration) and the interval
+that inverts the same test; proportions: the Miettinen-Nurminen score interval and test. Interval
+and p never disagree.
+"""
 
 from __future__ import annotations
 
@@ -118,8 +120,9 @@ def test_identical_groups_have_p_one_and_no_interval_with_the_reason():
 
 
 def test_separated_groups_reach_the_smallest_p_value():
-    # 30 vs 30: a random split as extreme as the observed one has probability 2 / C(60, 30), about 1e-17; the
-    # Monte-Carlo p-value counts the observed split once more: (1 + #extreme) / (1 + n_resamples) = 1 / 1000.
+    # 30 vs 30: a random split as extreme as the observed one has probability 2 / C(60, 30), about
+    # 1e-17; the Monte-Carlo p-value counts the observed split once more: (1 + #extreme) / (1 +
+    # n_resamples) = 1 / 1000.
     comparison = compare_groups(list(range(60)), ["low"] * 30 + ["high"] * 30, n_resamples=999)[
         "comparisons"
     ][0]
@@ -143,7 +146,8 @@ def test_seeded_and_a_pair_does_not_depend_on_other_groups():
     assert first != compare_groups(scores, groups, n_resamples=300, seed=1)
     three = compare_groups([*scores, 0.1, 0.2], [*groups, "asia", "asia"], n_resamples=300)
     pair = next(c for c in three["comparisons"] if (c["a"], c["b"]) == ("arab", "west"))
-    # the pair's own test does not move; only its Holm-adjusted p, which is the family's by definition
+    # the pair's own test does not move; only its Holm-adjusted p, which is the family's by
+    # definition
     assert {k: v for k, v in pair.items() if k != "p_holm"} == {
         k: v for k, v in first["comparisons"][0].items() if k != "p_holm"
     }
@@ -155,8 +159,9 @@ def test_seeded_and_a_pair_does_not_depend_on_other_groups():
 
 
 def test_several_pairs_carry_holm_adjusted_p_values():
-    """Three groups make three tests: each pair says so and carries its p-value adjusted over them (one pair: the
-    adjusted p is the raw one)."""
+    """Three groups make three tests: each pair says so and carries its p-value adjusted over them
+    (one pair: the adjusted p is the raw one).
+    """
     scores, groups = WEST * 3 + ARAB * 3, ["west"] * 12 + ["arab"] * 12
     one = compare_groups(scores, groups, n_resamples=300)
     assert (

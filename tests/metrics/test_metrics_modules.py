@@ -1,5 +1,6 @@
-"""Every `evaluate` module: loads from the repository root and from anywhere, runs its docstring example, and
-returns exactly what its pure function returns for the same inputs."""
+"""Every `evaluate` module: loads from the repository root and from anywhere, runs its docstring
+example, and returns exactly what its pure function returns for the same inputs.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ ISSUE_NAMES = {
 }
 
 
-#: the benchmark whose paper each metric implements (rankc and compare_groups come from no benchmark)
+#: the benchmark whose paper each metric implements (rankc and compare_groups come from no
+#: benchmark)
 BENCHMARK_OF = {
     "precision_at_k": "dlama",
     "object_entropy": "dlama",
@@ -48,7 +50,8 @@ BENCHMARK_OF = {
     "maps": "maps",
 }
 
-#: parameters a module adds to its pure function to read inputs from files (through culture_probe.data)
+#: parameters a module adds to its pure function to read inputs from files (through
+#: culture_probe.data)
 FILE_PARAMETERS = {"mws": ("vectors", "language")}
 
 
@@ -74,7 +77,9 @@ def test_module_example_runs_and_agrees_with_the_pure_function(name, monkeypatch
     original = evaluate.EvaluationModule.compute
 
     def recording(self, **kwargs):
-        """compute, recording inputs and result (evaluate appends to this docstring, so it must exist)."""
+        """compute, recording inputs and result (evaluate appends to this docstring, so it must
+        exist).
+        """
         result = original(self, **kwargs)
         calls.append((kwargs, result))
         return result
@@ -101,8 +106,9 @@ def test_module_example_runs_and_agrees_with_the_pure_function(name, monkeypatch
     # without self
     parameters = list(inspect.signature(type(module)._compute).parameters.values())[1:]
     assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters)
-    # Same names and defaults as the pure function: the module cannot drift from the source of truth. A module may
-    # only add, last, what reads files for the pure function (the data layer's job, e.g. mWS's vectors file).
+    # Same names and defaults as the pure function: the module cannot drift from the source of
+    # truth. A module may only add, last, what reads files for the pure function (the data layer's
+    # job, e.g. mWS's vectors file).
     pure_parameters = inspect.signature(pure).parameters.values()
     own = [p for p in parameters if p.name not in FILE_PARAMETERS.get(name, ())]
     assert [(p.name, p.default) for p in own] == [(p.name, p.default) for p in pure_parameters]

@@ -1,9 +1,11 @@
-"""Paired tests hold their size: under an exchangeable null (two runs whose answers could be swapped unit by unit) a
-5% test rejects at most 5.5% of the time, for every design a comparison meets, from 5 to 200 units; and the paired
-intervals, which are those tests inverted, cover the true difference at least 93% of the time.
+"""Paired tests hold their size: under an exchangeable null (two runs whose answers could be swapped
+unit by unit) a 5% test rejects at most 5.5% of the time, for every design a comparison meets, from
+5 to 200 units; and the paired intervals, which are those tests inverted, cover the true difference
+at least 93% of the time.
 
-- proportions (P@1, an error rate): exact, every outcome of n units weighted by its probability, for the share of
-  discordant units from 5% to 100% (two models with opposite answer priors disagree on every unit);
+- proportions (P@1, an error rate): exact, every outcome of n units weighted by its probability, for
+  the share of discordant units from 5% to 100% (two models with opposite answer priors disagree on
+  every unit);
 - clustered proportions (DLAMA's facts in two languages, MAPS' demonstration sets): simulated;
 - skewed means (FmLAMA's mAP, AP-like and zero-inflated): simulated, through the sign-flip test;
 - CAMeL's CBS: prompts crossed with entity samples, within entity types: simulated.
@@ -32,7 +34,9 @@ SIMULATIONS = 1000  # a size of 0.05 is measured to about ±0.007 (one standard 
 
 @dataclass(frozen=True)
 class Rejection:
-    """One cell: how often the test rejects a true null (`size`), or how often its interval covers the truth."""
+    """One cell: how often the test rejects a true null (`size`), or how often its interval covers
+    the truth.
+    """
 
     design: str
     method: str
@@ -53,7 +57,9 @@ def _covers(result: dict, truth: float) -> bool:
 
 
 def _trinomial(n: int, gained: float, lost: float) -> np.ndarray:
-    """P(g units only run a got right, l only run b) for every (g, l), as an (n + 1) x (n + 1) array."""
+    """P(g units only run a got right, l only run b) for every (g, l), as an (n + 1) x (n + 1)
+    array.
+    """
     g = np.arange(n + 1)
     log = (
         math.lgamma(n + 1)
@@ -73,8 +79,9 @@ def _trinomial(n: int, gained: float, lost: float) -> np.ndarray:
 
 
 def proportions_size(n: int) -> Rejection:
-    """The worst size over discordance rates 5% to 100%: Tango's test with continuity correction (McNemar's) is the
-    procedure `paired_difference` gives one binary value per unit (tested there to give this p-value).
+    """The worst size over discordance rates 5% to 100%: Tango's test with continuity correction
+    (McNemar's) is the procedure `paired_difference` gives one binary value per unit (tested there
+    to give this p-value).
     """
     rejects = np.zeros((n + 1, n + 1), dtype=bool)
     for g in range(n + 1):
@@ -87,7 +94,9 @@ def proportions_size(n: int) -> Rejection:
 
 
 def proportions_coverage(n: int) -> Rejection:
-    """The worst coverage of the corrected Tango interval over discordance rates (gained, lost) in a grid."""
+    """The worst coverage of the corrected Tango interval over discordance rates (gained, lost) in a
+    grid.
+    """
     ends = {}
     for g in range(n + 1):
         for lost in range(n + 1 - g):
@@ -119,9 +128,9 @@ def _simulated(
 
 
 def clustered_proportions(n: int, replicates: int, rho: float, shift: float = 0.0) -> Rejection:
-    """Units (facts in `replicates` languages, proverbs under `replicates` demonstration sets) whose propensity to
-    be answered right is shared by both runs' answers (intra-class correlation `rho`, mean 0.5); run a's answers
-    are right `shift` more often (0: an exchangeable null).
+    """Units (facts in `replicates` languages, proverbs under `replicates` demonstration sets) whose
+    propensity to be answered right is shared by both runs' answers (intra-class correlation `rho`,
+    mean 0.5); run a's answers are right `shift` more often (0: an exchangeable null).
     """
     rng = np.random.default_rng(10 * n + replicates + int(10 * rho) + int(100 * shift))
     clusters = tuple(f"f{i // replicates}" for i in range(n * replicates))
@@ -151,16 +160,19 @@ def clustered_proportions(n: int, replicates: int, rho: float, shift: float = 0.
 def _ap_pairs(
     rng: np.random.Generator, n: int, templates: int = 3
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Two runs' AP per dish and template: each dish's latent AP (Beta(0.5, 2)), both runs drawn around it."""
+    """Two runs' AP per dish and template: each dish's latent AP (Beta(0.5, 2)), both runs drawn
+    around it.
+    """
     latent = np.clip(rng.beta(0.5, 2.0, (n, 1)), 1e-3, 0.999)
     return tuple(100 * rng.beta(5 * latent, 5 * (1 - latent), (n, templates)) for _ in range(2))  # type: ignore[return-value]
 
 
 def skewed_means_size(n: int, simulations: int = 10_000) -> Rejection:
-    """FmLAMA's mAP under an exchangeable null (a dish's two runs could be swapped). Up to `EXACT_SIGN_UNITS` dishes
-    the test enumerates every sign pattern, so its size given the dishes' differences is computed exactly: the share
-    of patterns whose p-value is below 5%, the observed pattern being any of them with equal chance; beyond, the
-    drawn patterns' p-value is simulated (10,000 times: a size of 0.05 is measured to ±0.002).
+    """FmLAMA's mAP under an exchangeable null (a dish's two runs could be swapped). Up to
+    `EXACT_SIGN_UNITS` dishes the test enumerates every sign pattern, so its size given the dishes'
+    differences is computed exactly: the share of patterns whose p-value is below 5%, the observed
+    pattern being any of them with equal chance; beyond, the drawn patterns' p-value is simulated
+    (10,000 times: a size of 0.05 is measured to ±0.002).
     """
     rng = np.random.default_rng(n)
     every = np.arange(n)
@@ -179,7 +191,9 @@ def skewed_means_size(n: int, simulations: int = 10_000) -> Rejection:
 
 
 def skewed_means_coverage(n: int, shift: float) -> Rejection:
-    """FmLAMA's mAP with run a's APs `shift` points higher (clipped to 100): the interval's coverage."""
+    """FmLAMA's mAP with run a's APs `shift` points higher (clipped to 100): the interval's
+    coverage.
+    """
     rng = np.random.default_rng(n + int(10 * shift))
     big = _ap_pairs(rng, 50_000)[1]
     truth = float(np.mean(np.clip(big + shift, 0, 100) - big))
@@ -197,8 +211,9 @@ def skewed_means_coverage(n: int, shift: float) -> Rejection:
 
 
 def camel_pairs(types: int, prompts: int, runs: int, shift: float = 0.0) -> Rejection:
-    """CAMeL: two models' CBS on the same prompts and entity samples: shared prompt, sample and residual effects,
-    plus each model's own prompt (sd 2), sample (sd 1.5) and residual (sd 2) effects; run a shifted by `shift`.
+    """CAMeL: two models' CBS on the same prompts and entity samples: shared prompt, sample and
+    residual effects, plus each model's own prompt (sd 2), sample (sd 1.5) and residual (sd 2)
+    effects; run a shifted by `shift`.
     """
     rng = np.random.default_rng(100 * types + 10 * prompts + runs + int(shift))
     labels = [f"t{g}" for g in range(types) for _ in range(prompts)]
@@ -235,7 +250,8 @@ def camel_pairs(types: int, prompts: int, runs: int, shift: float = 0.0) -> Reje
     return _simulated(design, "paired t (variance components)", draws(), shift if shift else None)
 
 
-# ---------------------------------------------------------------- the designs, as tested and as documented
+# ---------------------------------------------------------------- the designs, as tested and as
+# documented
 
 SIZES: dict[str, Callable[[], list[Rejection]]] = {
     "proportions": lambda: [proportions_size(n) for n in (5, 8, 11, 16, 21, 26, 31, 50, 100, 200)],
@@ -263,7 +279,9 @@ COVERAGES: dict[str, Callable[[], list[Rejection]]] = {
 
 
 def _slow_but_exact(names):
-    """The simulated designs take 10 s to 2 min: marked slow (`make test`, CI, runs them); exact ones are not."""
+    """The simulated designs take 10 s to 2 min: marked slow (`make test`, CI, runs them); exact
+    ones are not.
+    """
     return [
         pytest.param(name, marks=pytest.mark.slow) if name != "proportions" else name
         for name in names
@@ -285,8 +303,9 @@ def test_paired_intervals_cover_the_true_difference(name):
 
 
 def test_uncorrected_mcnemar_would_not_hold_its_size():
-    """Why the continuity correction: the plain score test rejects a true null 7.8% of the time at n = 21 when every
-    unit is discordant (an answer-prior model against its opposite)."""
+    """Why the continuity correction: the plain score test rejects a true null 7.8% of the time at n
+    = 21 when every unit is discordant (an answer-prior model against its opposite).
+    """
     rejects = np.zeros((22, 22), dtype=bool)
     for g in range(22):
         for lost in range(22 - g):
@@ -297,7 +316,9 @@ def test_uncorrected_mcnemar_would_not_hold_its_size():
 
 
 def size_table() -> str:
-    """The markdown table of docs/results.md: every cell's size (and the paired intervals' coverage)."""
+    """The markdown table of docs/results.md: every cell's size (and the paired intervals'
+    coverage).
+    """
     lines = ["| cell | procedure | size (at most 0.055) | coverage |", "|---|---|---|---|"]
     for designs in (SIZES, COVERAGES):
         for run in designs.values():

@@ -1,5 +1,7 @@
-"""RankC pinned to the released code's loop (an excerpt, below) on random rankings of different sizes, to values
-worked out by hand, and to its properties; per-fact agreement pinned to its counts and to McNemar's test."""
+"""RankC pinned to the released code's loop (an excerpt, below) on random rankings of different
+sizes, to values worked out by hand, and to its properties; per-fact agreement pinned to its counts
+and to McNemar's test.
+"""
 
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ E = math.e
 
 
 # Excerpt of github.com/Betswish/Cross-Lingual-Consistency, 1_easyrun/RankC.py at commit
-# 1830b419ce2f0cfc4635734e066f42c2adb91502: its `softmax` and the loop from `num_consistent = 0` to the printed
-# result, unchanged except that the script's JSON inputs are arguments and the result is returned. Each language has
-# its own candidate list (surface forms), aligned by position across languages; rankings hold surface forms.
+# 1830b419ce2f0cfc4635734e066f42c2adb91502: its `softmax` and the loop from `num_consistent = 0` to
+# the printed result, unchanged except that the script's JSON inputs are arguments and the result is
+# returned. Each language has its own candidate list (surface forms), aligned by position across
+# languages; rankings hold surface forms.
 def softmax(x):
     """Compute softmax values for each sets of scores in x."""
     return np.exp(x) / np.sum(np.exp(x), axis=0)
@@ -64,7 +67,9 @@ def released_rankc(lang1_rankings, lang2_rankings, cand_list1, cand_list2, weigh
 
 
 def released_on_ids(rankings_a, rankings_b, weight):
-    """The released loop on id rankings: each language gets its own surface form of every id, as in BMLAMA."""
+    """The released loop on id rankings: each language gets its own surface form of every id, as in
+    BMLAMA.
+    """
     cand_a = [[f"{c}@a" for c in sorted(query)] for query in rankings_a]
     cand_b = [[f"{c}@b" for c in sorted(query)] for query in rankings_b]
     lang_a = [[f"{c}@a" for c in query] for query in rankings_a]
@@ -74,7 +79,9 @@ def released_on_ids(rankings_a, rankings_b, weight):
 
 @st.composite
 def ranking_pairs(draw, max_candidates=40):
-    """Queries of different sizes, each ranked independently in A and B, sometimes with a shared prefix."""
+    """Queries of different sizes, each ranked independently in A and B, sometimes with a shared
+    prefix.
+    """
     sizes = draw(st.lists(st.integers(1, max_candidates), min_size=1, max_size=6))
     a, b = [], []
     for query, size in enumerate(sizes):
@@ -123,8 +130,8 @@ def test_identical_rankings_score_one_and_the_languages_can_swap(pair, weight):
     assert rankc(a, b, weight=weight) == rankc(b, a, weight=weight)
 
 
-# Reversed rankings, by hand: with n = 2 the top-1 sets differ and the top-2 sets agree (P@1 = 0, P@2 = 1); with
-# n = 3, P@1 = 0, P@2 = 1/2, P@3 = 1. Weights from the scores (2, 1) and (3, 2, 1).
+# Reversed rankings, by hand: with n = 2 the top-1 sets differ and the top-2 sets agree (P@1 = 0,
+# P@2 = 1); with n = 3, P@1 = 0, P@2 = 1/2, P@3 = 1. Weights from the scores (2, 1) and (3, 2, 1).
 REVERSED = {
     (2, "softmax"): 1 / (E + 1),
     (2, "norm1"): 1 / 3,
@@ -197,7 +204,9 @@ def test_bad_rankings_are_refused_naming_the_problem(a, b, weight, message):
 
 
 def mcnemar_p(gained: int, lost: int) -> float:
-    """McNemar's test with Edwards' continuity correction: the corrected Tango score test at a difference of 0."""
+    """McNemar's test with Edwards' continuity correction: the corrected Tango score test at a
+    difference of 0.
+    """
     return float(stats.chi2.sf(max(abs(gained - lost) - 1, 0) ** 2 / (gained + lost), df=1))
 
 

@@ -1,7 +1,9 @@
-"""The one results schema: estimates against scipy and by-hand statistics, strata, the macro average (CAMeL),
-intervals that are honest at any n (width at 0 of n, no zero-width interval, a reason where there is none), the
-sampling designs they follow (facts asked in two languages, prompts crossed with entity samples), paired differences
-whose interval and p-value agree, the published JSON Schema, and bad input."""
+"""The one results schema: estimates against scipy and by-hand statistics, strata, the macro average
+(CAMeL), intervals that are honest at any n (width at 0 of n, no zero-width interval, a reason where
+there is none), the sampling designs they follow (facts asked in two languages, prompts crossed with
+entity samples), paired differences whose interval and p-value agree, the published JSON Schema, and
+bad input.
+"""
 
 from __future__ import annotations
 
@@ -78,7 +80,8 @@ def test_dlama_with_no_fact_right_of_20_is_not_certain():
     none_right = estimate(_hits([0.0] * 20))
     assert none_right["value"] == 0.0 and none_right["ci_low"] == 0.0
     assert none_right["ci_high"] == pytest.approx(100 * 1.96**2 / (20 + 1.96**2), abs=0.01)  # 16.1
-    # 24 of 24 was stored with stderr 0 beside [86.2, 100] (lm-eval's "0.0 ± 0.0000"): the width over 2z instead
+    # 24 of 24 was stored with stderr 0 beside [86.2, 100] (lm-eval's "0.0 ± 0.0000"): the width
+    # over 2z instead
     assert none_right["stderr"] == pytest.approx(
         none_right["ci_high"] / (2 * stats.norm.ppf(0.975))
     )
@@ -89,14 +92,16 @@ def test_dlama_with_no_fact_right_of_20_is_not_certain():
 
 
 def test_one_to_three_successes_get_the_exact_poisson_lower_limit():
-    # Wilson's lower limit for 1 of 50 (0.35%) sits above a true 0.2% too often; the Poisson limit is lower
+    # Wilson's lower limit for 1 of 50 (0.35%) sits above a true 0.2% too often; the Poisson limit
+    # is lower
     result = estimate(_hits([100.0] + [0.0] * 49))
     assert result["ci_low"] == pytest.approx(100 * stats.chi2.ppf(0.025, 2) / 100)
     assert result["ci_low"] < 100 * stats.binomtest(1, 50).proportion_ci(method="wilson").low
 
 
 def test_replicated_proportions_use_the_effective_sample_size():
-    # proverbs answered in three demonstration sets: a proverb's answers agree, so the 20 proverbs count, not 60
+    # proverbs answered in three demonstration sets: a proverb's answers agree, so the 20 proverbs
+    # count, not 60
     rng = np.random.default_rng(0)
     consistent = np.repeat(rng.integers(0, 2, (20, 1)) * 100.0, 3, axis=1)
     result = estimate(_table(consistent).with_scale(100, binary=True))
@@ -110,16 +115,18 @@ def test_replicated_proportions_use_the_effective_sample_size():
 
 
 def test_five_proverbs_with_no_right_answer_get_the_interval_of_five_not_of_two_and_a_half():
-    """5 proverbs x 3 demonstration sets at p = 0.05 gave intervals 0.65 wide: with no success the answers'
-    correlation is unknown, so the 5 proverbs count (Wilson's 0 of 5: [0, 43.4]), and the degrees-of-freedom
-    shrinkage, which corrects an estimated variance, no longer halves them again."""
+    """5 proverbs x 3 demonstration sets at p = 0.05 gave intervals 0.65 wide: with no success the
+    answers' correlation is unknown, so the 5 proverbs count (Wilson's 0 of 5: [0, 43.4]), and the
+    degrees-of-freedom shrinkage, which corrects an estimated variance, no longer halves them again.
+    """
     result = estimate(_table(np.zeros((5, 3))).with_scale(100, binary=True))
     assert result["ci_high"] == pytest.approx(100 * 1.96**2 / (5 + 1.96**2), abs=0.01)
     assert result["ci_low"] == 0.0
 
 
 def test_replicates_average_like_the_paper_and_missing_cells_are_left_out():
-    # two templates; dish u2 has no value in the second: mAP = mean over templates of the mean over dishes
+    # two templates; dish u2 has no value in the second: mAP = mean over templates of the mean over
+    # dishes
     values = [[10.0, 20.0], [30.0, 40.0], [50.0, np.nan]]
     assert estimate(_table(values))["value"] == pytest.approx(
         ((10 + 30 + 50) / 3 + (20 + 40) / 2) / 2
@@ -127,7 +134,9 @@ def test_replicates_average_like_the_paper_and_missing_cells_are_left_out():
 
 
 def _symmetric(centre, n):
-    """n scores symmetric about `centre` (sample skewness 0, so Hall's correction leaves plain t)."""
+    """n scores symmetric about `centre` (sample skewness 0, so Hall's correction leaves plain
+    t).
+    """
     half = np.linspace(1.0, 20.0, n // 2)
     return np.concatenate([centre - half, centre + half, [centre] * (n % 2)])
 
@@ -152,8 +161,10 @@ def test_a_mean_gets_a_t_interval_and_a_stratified_mean_satterthwaite_degrees_of
 
 
 def test_skewed_scores_get_an_interval_that_reaches_further_towards_the_long_tail():
-    """Most dishes' AP is near 0 and a few near 100: a symmetric t interval misses the mean too often on the right
-    (tests/metrics/test_coverage.py); Hall's correction reaches further up than down."""
+    """Most dishes' AP is near 0 and a few near 100: a symmetric t interval misses the mean too
+    often on the right (tests/metrics/test_coverage.py); Hall's correction reaches further up than
+    down.
+    """
     values = np.tile([0.5, 1.0, 0.0, 2.0, 1.5, 0.0, 3.0, 1.0, 60.0, 0.5], 3)
     result = estimate(_table(values).with_scale(100))
     symmetric = stats.ttest_1samp(values, 0).confidence_interval()
@@ -162,9 +173,11 @@ def test_skewed_scores_get_an_interval_that_reaches_further_towards_the_long_tai
 
 
 def test_a_skewed_mean_of_few_units_gets_the_bounded_means_wilson_interval_not_an_undercovering_t():
-    """Skewed and bimodal means (AP with many zeros, per-fact RankC) covered 0.77 at n = 5 and 0.85-0.89 up to
-    n = 10-20 with the t interval: below 30 units, or with fewer than 3 units off an end of the range, a mean on
-    [0, 100] gets Wilson's interval at its bound, which covers whatever the scores' shape."""
+    """Skewed and bimodal means (AP with many zeros, per-fact RankC) covered 0.77 at n = 5 and
+    0.85-0.89 up to n = 10-20 with the t interval: below 30 units, or with fewer than 3 units off an
+    end of the range, a mean on [0, 100] gets Wilson's interval at its bound, which covers whatever
+    the scores' shape.
+    """
     few = np.array([0.0, 0.0, 0.0, 4.0, 90.0])
     result = estimate(_table(few).with_scale(100))
     low, high = (100 * x for x in _wilson(few.mean() / 100, 5))
@@ -230,8 +243,9 @@ def test_macro_average_over_entity_types_equals_camel_cbs():
 
 
 def _anova_variance(block):
-    """The variance of a units x replicates block's mean under crossed random effects, from the textbook mean
-    squares written out with loops (a slow reference for `crossed_design`)."""
+    """The variance of a units x replicates block's mean under crossed random effects, from the
+    textbook mean squares written out with loops (a slow reference for `crossed_design`).
+    """
     units, replicates = len(block), len(block[0])
     grand = sum(sum(row) for row in block) / (units * replicates)
     unit_means = [sum(row) / replicates for row in block]
@@ -249,9 +263,10 @@ def _anova_variance(block):
 
 
 def test_camel_interval_holds_the_entity_samples_spread_not_only_the_prompts():
-    """A random GPT-2 gave authors 46.50 [46.25, 46.75] while the std over the same row's runs (entity samples) was
-    1.98: the interval was conditional on one draw of the entities. Prompts crossed with entity samples: the
-    sample-to-sample spread now joins the interval (variance components, the smaller factor's degrees of freedom).
+    """A random GPT-2 gave authors 46.50 [46.25, 46.75] while the std over the same row's runs
+    (entity samples) was 1.98: the interval was conditional on one draw of the entities. Prompts
+    crossed with entity samples: the sample-to-sample spread now joins the interval (variance
+    components, the smaller factor's degrees of freedom).
     """
     rng = np.random.default_rng(4)
     prompts, runs = 20, 5
@@ -279,7 +294,9 @@ def test_camel_interval_holds_the_entity_samples_spread_not_only_the_prompts():
 
 
 def test_camel_with_one_prompt_per_entity_type_has_no_interval_and_says_why():
-    """CAMeL at --limit 5 printed 47.52 [47.52, 47.52]: one prompt per type cannot vary under resampling."""
+    """CAMeL at --limit 5 printed 47.52 [47.52, 47.52]: one prompt per type cannot vary under
+    resampling.
+    """
     table = _table(
         [40.0, 55.0, 47.5, 60.0, 35.0], strata={"entity_type": list("abcde")}, macro="entity_type"
     )
@@ -294,8 +311,9 @@ def test_camel_with_one_prompt_per_entity_type_has_no_interval_and_says_why():
 
 
 def _xfakt(per_cell):
-    """X-FaKT transfer estimates over en/hi x United States/India, `per_cell[cell]` questions in each cell (the
-    first of them wrong)."""
+    """X-FaKT transfer estimates over en/hi x United States/India, `per_cell[cell]` questions in
+    each cell (the first of them wrong).
+    """
     cells = [("en", "United States"), ("en", "India"), ("hi", "United States"), ("hi", "India")]
     answers = [
         GradedAnswer(language, i > 0, "", country)
@@ -306,10 +324,12 @@ def _xfakt(per_cell):
 
 
 def test_xfakt_transfer_scores_never_collapse_on_cells_whose_answers_agree():
-    """X-FaKT at --limit 169 printed FRS 0.1783 [0.1783, 0.1783], and with low error rates (most cells all right)
-    FRS/KTS covered 0.81-0.87: a cell whose answers agree contributed no variance. Each mean of cell error rates
-    now gets Wilson's interval at its cells' effective size, so one question per cell, or cells all right, still
-    leave the scores an interval with width and a standard error."""
+    """X-FaKT at --limit 169 printed FRS 0.1783 [0.1783, 0.1783], and with low error rates (most
+    cells all right) FRS/KTS covered 0.81-0.87: a cell whose answers agree contributed no variance.
+    Each mean of cell error rates now gets Wilson's interval at its cells' effective size, so one
+    question per cell, or cells all right, still leave the scores an interval with width and a
+    standard error.
+    """
     lone = _xfakt([1, 1, 1, 1])
     for name in ("frs", "kts", "xfakt"):
         assert lone[name]["ci_low"] < lone[name]["ci_high"] and lone[name]["stderr"] > 0
@@ -330,8 +350,9 @@ def test_xfakt_transfer_scores_never_collapse_on_cells_whose_answers_agree():
 
 
 def _facts(per_fact, languages=("en", "ar")):
-    """DLAMA-like rows: each fact (a release uuid) asked in every language, `per_fact[i]` its hits (100 or 0) per
-    language."""
+    """DLAMA-like rows: each fact (a release uuid) asked in every language, `per_fact[i]` its hits
+    (100 or 0) per language.
+    """
     rows = [
         UnitValue(f"{lang}/{fact}", hit, {"language": lang}, cluster=f"uuid{fact}")
         for fact, hits in enumerate(per_fact)
@@ -341,8 +362,10 @@ def _facts(per_fact, languages=("en", "ar")):
 
 
 def test_dlama_counts_a_fact_once_however_many_languages_ask_it():
-    """DLAMA treated "fact X in English" and "fact X in Arabic" as independent and called them n facts: with answers
-    that agree across languages the pooled interval covered 0.82-0.87. The fact is the unit: n facts, m answers."""
+    """DLAMA treated "fact X in English" and "fact X in Arabic" as independent and called them n
+    facts: with answers that agree across languages the pooled interval covered 0.82-0.87. The fact
+    is the unit: n facts, m answers.
+    """
     rng = np.random.default_rng(2)
     known = rng.random(40) < 0.4
     # a model knows a fact in both languages or in neither
@@ -371,9 +394,11 @@ def test_a_unit_lies_in_one_macro_group():
 
 
 def test_xfakt_counts_an_entity_asked_in_every_language_once():
-    """Factual recall asks each entity in every language: its 13 answers are repeated measures shared by mu_assoc and
-    mu_non. Taken as independent questions per cell, FRS covered 0.72-0.84 when an entity known in one language is
-    known in the others; the entities are now the units (n), their answers the observations."""
+    """Factual recall asks each entity in every language: its 13 answers are repeated measures
+    shared by mu_assoc and mu_non. Taken as independent questions per cell, FRS covered 0.72-0.84
+    when an entity known in one language is known in the others; the entities are now the units (n),
+    their answers the observations.
+    """
     codes = list(ASSOCIATIONS)[:4]
     rng = np.random.default_rng(5)
     known = rng.random((4, 6)) < 0.7  # [country, entity]: known in every language or in none
@@ -418,7 +443,9 @@ def test_a_mean_whose_units_all_agree_has_no_interval_but_a_bounded_mean_or_a_pr
 
 
 def test_no_interval_with_two_units_is_ever_zero_width_and_every_value_sits_inside_its_own():
-    """A suite crashed drawing a value 7e-15 above its upper bound: intervals now hold their value exactly."""
+    """A suite crashed drawing a value 7e-15 above its upper bound: intervals now hold their value
+    exactly.
+    """
     rng = np.random.default_rng(7)
     for _ in range(300):
         n, replicates = int(rng.integers(1, 12)), int(rng.integers(1, 4))
@@ -492,8 +519,9 @@ def test_an_estimate_computed_elsewhere_brings_its_method():
 
 
 def test_each_metric_gives_its_direction_and_the_schema_allows_only_a_direction_or_none():
-    """P@1 up, an error rate down, a bias score neither (50 = no bias), an estimate from elsewhere brings its own; the
-    direction is declared once, with the table, and stays through the table's other declarations and subsets.
+    """P@1 up, an error rate down, a bias score neither (50 = no bias), an estimate from elsewhere
+    brings its own; the direction is declared once, with the table, and stays through the table's
+    other declarations and subsets.
     """
     errors = unit_table(
         "error_rate", [UnitValue("q1", 0.0), UnitValue("q2", 100.0)], higher_is_better=False
@@ -539,7 +567,9 @@ def _paired(gained, lost, n, both_right=0):
 
 
 def _old_paired_procedure(a, b):
-    """What `compare` printed before: a paired percentile bootstrap interval and a paired permutation p-value."""
+    """What `compare` printed before: a paired percentile bootstrap interval and a paired
+    permutation p-value.
+    """
     x, y = a.values[:, 0], b.values[:, 0]
     difference = lambda u, v, axis=-1: u.mean(axis) - v.mean(axis)  # noqa: E731
     interval = stats.bootstrap(
@@ -565,9 +595,10 @@ def _excludes_zero(result):
 
 
 def test_compare_never_prints_an_interval_that_excludes_zero_with_p_above_005():
-    """DLAMA compare said "difference 11.5, 95% interval 1.9 to 21.2; permutation p = 0.07" (52 facts, 7 against 1
-    discordant): the percentile bootstrap cannot leave the 0/n boundary, so it excluded 0 while the test did not
-    reject. Now one procedure gives both."""
+    """DLAMA compare said "difference 11.5, 95% interval 1.9 to 21.2; permutation p = 0.07" (52
+    facts, 7 against 1 discordant): the percentile bootstrap cannot leave the 0/n boundary, so it
+    excluded 0 while the test did not reject. Now one procedure gives both.
+    """
     a, b = _paired(7, 1, 52, both_right=20)
     low, high, p = _old_paired_procedure(a, b)
     assert low > 0 and p > 0.05  # the contradiction, as the old procedure printed it
@@ -595,8 +626,10 @@ def test_paired_proportions_interval_excludes_zero_exactly_when_mcnemars_correct
 
 
 def test_two_models_with_opposite_answer_priors_do_not_differ_by_chance():
-    """MAPS: a model that always answers (a) and one that always answers (b), gold split evenly, disagree on every
-    proverb; uncorrected McNemar rejected this true null 7.8% of the time (n = 21). The corrected test holds 5%."""
+    """MAPS: a model that always answers (a) and one that always answers (b), gold split evenly,
+    disagree on every proverb; uncorrected McNemar rejected this true null 7.8% of the time (n =
+    21). The corrected test holds 5%.
+    """
     n = 21
     outcomes = np.arange(n + 1)
     rejected = [_excludes_zero(paired_difference(*_paired(k, n - k, n))) for k in outcomes]
@@ -639,8 +672,10 @@ def test_a_run_paired_with_itself_differs_by_nothing_but_not_with_certainty():
 
 
 def test_clustered_proportions_count_each_fact_once_in_a_paired_difference():
-    """DLAMA's pooled P@1 paired two runs on fact-language answers: with a fact's two answers moving together the
-    paired compare rejected a true null up to 15% of the time. The answers now count once per design effect."""
+    """DLAMA's pooled P@1 paired two runs on fact-language answers: with a fact's two answers moving
+    together the paired compare rejected a true null up to 15% of the time. The answers now count
+    once per design effect.
+    """
     gained = [(100.0, 100.0)] * 6 + [(0.0, 0.0)] * 34
     lost = [(0.0, 0.0)] * 6 + [(0.0, 0.0)] * 34
     a, b = _facts(gained), _facts(lost)
@@ -680,8 +715,10 @@ def test_the_sign_flip_p_value_is_the_exact_paired_permutation_test():
 
 
 def test_a_difference_with_no_spread_gets_an_exact_p_never_0():
-    """When every unit differed by the same amount compare printed p < 0.0001 from as few as 2 units; the sign-flip
-    test gives 2 / 2^n, and 5 units cannot reject anything (2 / 32 > 0.05), so they get no interval."""
+    """When every unit differed by the same amount compare printed p < 0.0001 from as few as 2
+    units; the sign-flip test gives 2 / 2^n, and 5 units cannot reject anything (2 / 32 > 0.05), so
+    they get no interval.
+    """
     x = np.array([10.0, 30.0, 50.0, 70.0])
     same = paired_difference(_table(x + 5, "map").with_scale(100), _table(x, "map").with_scale(100))
     assert same["p_value"] == pytest.approx(2 / 2**4) and same["ci_low"] is None
@@ -699,9 +736,10 @@ def test_a_difference_with_no_spread_gets_an_exact_p_never_0():
 
 
 def test_groups_that_differ_by_constant_amounts_are_tested_not_declared_without_spread():
-    """Differences of +2 in one entity type and -1 in the other, constant within each, have no within-group spread;
-    they were reported as "every unit differs by the same amount" with p = 2/2^n (0.031), where the sign-flip test of
-    the same parts gives 0.625."""
+    """Differences of +2 in one entity type and -1 in the other, constant within each, have no
+    within-group spread; they were reported as "every unit differs by the same amount" with p =
+    2/2^n (0.031), where the sign-flip test of the same parts gives 0.625.
+    """
     types = {"t": ["a"] * 3 + ["b"] * 3}
     x = np.array([20.0, 40.0, 60.0, 30.0, 50.0, 70.0])
     shifted = x + np.array([2.0, 2.0, 2.0, -1.0, -1.0, -1.0])
@@ -713,8 +751,10 @@ def test_groups_that_differ_by_constant_amounts_are_tested_not_declared_without_
 
 
 def test_a_pair_is_a_cell_both_runs_answered():
-    """An interrupted run's missing cells made the difference and the interval come from different cells (difference
-    -25 with the interval [-25, 63.9] and p = 0.043): both now come from the cells both runs answered."""
+    """An interrupted run's missing cells made the difference and the interval come from different
+    cells (difference -25 with the interval [-25, 63.9] and p = 0.043): both now come from the cells
+    both runs answered.
+    """
     rng = np.random.default_rng(12)
     for _ in range(100):
         a, b = (100.0 * (rng.random((20, 2)) < 0.5) for _ in range(2))

@@ -1,5 +1,7 @@
-"""Built-in planted models (`planted:<config>`): each benchmark's protocol finds the knowledge that was planted,
-in the direction the planting predicts. These are self-tests of the probing setups, end to end through `run`."""
+"""Built-in planted models (`planted:<config>`): each benchmark's protocol finds the knowledge that
+was planted, in the direction the planting predicts. These are self-tests of the probing setups, end
+to end through `run`.
+"""
 
 from __future__ import annotations
 
@@ -134,9 +136,9 @@ def test_dlama_planted_culture_scores_higher(tmp_path):
 
     from dlama_fixture import FACTS, write_dlama
 
-    # 10 western facts more than the fixture's 2, never planted: each is right by chance 1 in 4 (the 4 continents are
-    # every fact's candidates), so the west reaches the arab half's 3 of 3 only with all 12 right, (1/4)^12, about
-    # 6e-8 (with the fixture's 2 alone, 1 in 16)
+    # 10 western facts more than the fixture's 2, never planted: each is right by chance 1 in 4 (the
+    # 4 continents are every fact's candidates), so the west reaches the arab half's 3 of 3 only
+    # with all 12 right, (1/4)^12, about 6e-8 (with the fixture's 2 alone, 1 in 16)
     west = {
         ("WESTERN_COUNTRIES", f"Westland{i}"): (["Q46"], ["Europe"], [0.0] * 4) for i in range(10)
     }

@@ -1,5 +1,7 @@
-"""Planted controls of consistency across languages (docs/consistency.md): a tiny BERT taught the same facts in
-English and Arabic is consistent on them; one taught them in Arabic only is not, and the report shows which way."""
+"""Planted controls of consistency across languages (docs/consistency.md): a tiny BERT taught the
+same facts in English and Arabic is consistent on them; one taught them in Arabic only is not, and
+the report shows which way.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ CONFIG = "dlama_arab_west"
 
 @pytest.fixture
 def facts(mirror):
-    """Twenty facts of one predicate (country, P17) in both languages, from the release in the mirror."""
+    """Twenty facts of one predicate (country, P17) in both languages, from the release in the
+    mirror.
+    """
     rows = load_benchmark(CONFIG)["test"].to_list()
     chosen = list(
         dict.fromkeys(r["uuid"] for r in rows if r["predicate"] == "P17" and r["language"] == "en")

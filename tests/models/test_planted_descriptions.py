@@ -1,5 +1,7 @@
-"""A planted model says what was planted (which culture, group, entities or languages), so that its run's report
-tells a reader which pattern a correct probe finds: config.json records it and the report prints it."""
+"""A planted model says what was planted (which culture, group, entities or languages), so that its
+run's report tells a reader which pattern a correct probe finds: config.json records it and the
+report prints it.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ def test_each_builtin_planted_model_says_what_it_learned(mirror):
     assert "filled with the arab entities" in arab and "expect a CBS below 50" in arab
     proverbs = list(load_benchmark("maps_en", data_dir=mirror / "manual" / "maps")["test"])
     assert "the first 16 of the 394 proverbs" in maps_spec(proverbs).what
-    # DLAMA plants the first 400 gold answers of the Arab facts: 94 Arabic P17 facts, not every predicate
+    # DLAMA plants the first 400 gold answers of the Arab facts: 94 Arabic P17 facts, not every
+    # predicate
     dlama = planted_spec("dlama_arab_west").what
     assert (
         "trained on 94 of the 21,892 facts whose culture is arab (language ar; predicate P17;"

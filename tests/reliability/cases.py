@@ -1,6 +1,7 @@
-"""The reliability cases: what a careless or unlucky user does, and what they get. `test_cli_cases.py` runs the
-`CLI_CASES`; `OTHER_CASES` name the tests elsewhere that hold the fault cases (killed runs, damaged caches,
-concurrent writers, a faulty SPARQL endpoint). docs/reliability.md lists them all, and a test checks that it does.
+"""The reliability cases: what a careless or unlucky user does, and what they get.
+`test_cli_cases.py` runs the `CLI_CASES`; `OTHER_CASES` name the tests elsewhere that hold the fault
+cases (killed runs, damaged caches, concurrent writers, a faulty SPARQL endpoint).
+docs/reliability.md lists them all, and a test checks that it does.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class CliCase:
-    """One command with bad input: `argv` with {model} {data} {run} {file} {folder} {tmp} filled in after `setup`
-    (a name in test_cli_cases.SETUPS) prepared {tmp}; it must exit with `code` and print `says` (a regex) on stderr.
+    """One command with bad input: `argv` with {model} {data} {run} {file} {folder} {tmp} filled in
+    after `setup` (a name in test_cli_cases.SETUPS) prepared {tmp}; it must exit with `code` and
+    print `says` (a regex) on stderr.
     """
 
     id: str
@@ -1241,7 +1243,8 @@ OTHER_CASES: tuple[tuple[str, str, str, str], ...] = (
         "one line: made before consistency alignment; re-run it to get it (not: DLAMA cannot be aligned)",
         "tests/reliability/test_damaged_documents.py::test_a_dlama_run_made_before_consistency_alignment_is_told_so_by_name",
     ),
-    # --- issue 35: previews and interrupted runs (entries of this part go right below this line) ---
+    # --- issue 35: previews and interrupted runs (entries of this part go right below this line)
+    # ---
     (
         "dry-run-resume-refused",
         "`run --dry-run --resume --out RUN` on a finished run with another `--limit`",

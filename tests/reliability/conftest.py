@@ -13,8 +13,9 @@ from culture_probe.runner import run
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two finished DLAMA runs of one model, one language each: what every command reads, `consistency` pairs and
-    `compare` lines up (made once per test module, so each module may damage its own copies).
+    """Two finished DLAMA runs of one model, one language each: what every command reads,
+    `consistency` pairs and `compare` lines up (made once per test module, so each module may damage
+    its own copies).
     """
     root = tmp_path_factory.mktemp("dlama_runs")
     data = write_dlama(root / "dlama")

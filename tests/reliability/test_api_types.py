@@ -1,7 +1,9 @@
-"""The Python API checks its arguments as the command line does: `ModelArgs(dtype="float17")` is refused as
-`--dtype float17` is; `run_suite` takes one name or a list of names (a string is never read letter by letter); and
-every public function, called with a value of the wrong kind (None, a number, a string, a mapping, a list of None)
-in any argument, raises the library's own error naming that argument, never a TypeError from deep inside."""
+"""The Python API checks its arguments as the command line does: `ModelArgs(dtype="float17")` is
+refused as `--dtype float17` is; `run_suite` takes one name or a list of names (a string is never
+read letter by letter); and every public function, called with a value of the wrong kind (None, a
+number, a string, a mapping, a list of None) in any argument, raises the library's own error naming
+that argument, never a TypeError from deep inside.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +56,9 @@ CALLS = [(name, argument) for name, valid in VALID.items() for argument in valid
 
 
 def metric(name: str) -> Any:
-    """The public metric function `name`: a generic one of culture_probe.metrics, or a benchmark's in its folder."""
+    """The public metric function `name`: a generic one of culture_probe.metrics, or a benchmark's
+    in its folder.
+    """
     homes = [metrics] + [
         importlib.import_module(f"{d.package}.metrics") for d in declarations().values()
     ]
@@ -164,7 +168,9 @@ def test_the_python_api_refuses_what_the_command_line_refuses_naming_the_argumen
 
 
 def test_run_suite_takes_one_name_as_one_name(tmp_path, mirror):
-    """A single string is one config, not its characters (a stand-in model: no planted model is trained)."""
+    """A single string is one config, not its characters (a stand-in model: no planted model is
+    trained).
+    """
     from stand_ins import NoIdeaScorer
 
     data = mirror / "manual" / "maps"
@@ -230,8 +236,9 @@ def test_a_public_call_given_a_wrong_kind_is_one_line_not_a_raw_error(call, says
 
 @pytest.mark.parametrize("name", metrics.list_metrics())
 def test_every_metric_module_given_empty_inputs_says_so(name):
-    """evaluate reads a batch's format from its first item: empty inputs reach the formula's own check instead of an
-    IndexError inside evaluate (precision_at_k, whose module takes two formats)."""
+    """evaluate reads a batch's format from its first item: empty inputs reach the formula's own
+    check instead of an IndexError inside evaluate (precision_at_k, whose module takes two formats).
+    """
     module = culture_probe.load_metric(name)
     with pytest.raises(MetricInputError) as caught:
         module.compute(**{feature: [] for feature in module._feature_names()})

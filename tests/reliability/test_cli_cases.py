@@ -1,5 +1,7 @@
-"""Every `CLI_CASES` command (bad input a careless user types) ends in one line on stderr naming the problem and
-the fix, with exit code 2 (or the stated code), and leaves the user's files as they were."""
+"""Every `CLI_CASES` command (bad input a careless user types) ends in one line on stderr naming the
+problem and the fix, with exit code 2 (or the stated code), and leaves the user's files as they
+were.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from culture_probe.cli import main
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """What the cases share: a tiny GPT-2 folder, a DLAMA folder, a finished run and a plain file."""
+    """What the cases share: a tiny GPT-2 folder, a DLAMA folder, a finished run and a plain
+    file.
+    """
     from culture_probe.models import save_tiny, train_tokenizer
     from culture_probe.runner import run
 

@@ -1,7 +1,8 @@
-"""Damaged and old run folders get one line, never a traceback (docs/reliability.md, "Damaged and old run folders"):
-a config.json or metrics.json block of the wrong type, a NaN or infinite number in metrics.json, and damaged
-alignment fields in items.jsonl are refused by `report`, `board`, `compare` and `consistency` in one line naming the
-file (and line) and the field, exit 2; a DLAMA run made before consistency alignment is told so by name.
+"""Damaged and old run folders get one line, never a traceback (docs/reliability.md, "Damaged and
+old run folders"): a config.json or metrics.json block of the wrong type, a NaN or infinite number
+in metrics.json, and damaged alignment fields in items.jsonl are refused by `report`, `board`,
+`compare` and `consistency` in one line naming the file (and line) and the field, exit 2; a DLAMA
+run made before consistency alignment is told so by name.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ def _copies(runs: dict[str, Path], tmp_path: Path) -> dict[str, Path]:
 
 
 def _argv(command: str, runs: dict[str, Path], tmp_path: Path) -> list[str]:
-    """`command` on the English run (first, where it takes two), with a fresh --out where it writes one."""
+    """`command` on the English run (first, where it takes two), with a fresh --out where it writes
+    one.
+    """
     given = {
         "report": ["report", str(runs["en"])],
         "board": ["board", str(runs["en"]), "--out", str(tmp_path / "board")],
@@ -81,7 +84,9 @@ def _argv(command: str, runs: dict[str, Path], tmp_path: Path) -> list[str]:
 
 
 def _set(path: Path, keys: list[Any], value: Any) -> None:
-    """Put `value` at `keys` in the JSON file `path` (written as Python's json writes NaN and Infinity)."""
+    """Put `value` at `keys` in the JSON file `path` (written as Python's json writes NaN and
+    Infinity).
+    """
     document = json.loads(path.read_text(encoding="utf-8"))
     parent = document
     for key in keys[:-1]:
@@ -177,8 +182,8 @@ def test_a_dlama_run_made_before_consistency_alignment_is_told_so_by_name(runs, 
 
 
 def test_every_golden_runs_metrics_and_a_fresh_runs_files_read_as_written(runs):
-    """The checks refuse only damage: the metrics of every golden run (each benchmark and model kind) and a fresh
-    run's files pass, and what they return is what was written.
+    """The checks refuse only damage: the metrics of every golden run (each benchmark and model
+    kind) and a fresh run's files pass, and what they return is what was written.
     """
     for golden in sorted(GOLDEN.glob("*.json")):
         for name, case in json.loads(golden.read_text(encoding="utf-8"))["runs"].items():
@@ -191,8 +196,9 @@ def test_every_golden_runs_metrics_and_a_fresh_runs_files_read_as_written(runs):
         )
 
 
-# (file, the keys down to the value, a value of the right type out of its range, the field the error names, what
-# it says): issue 46's run documents that `report`, `board` and `compare` showed, or left off, without a word
+# (file, the keys down to the value, a value of the right type out of its range, the field the error
+# names, what it says): issue 46's run documents that `report`, `board` and `compare` showed, or
+# left off, without a word
 OUT_OF_RANGE = [
     (
         "metrics.json",
@@ -283,8 +289,9 @@ def test_a_missing_headline_estimate_is_refused_not_left_off(runs, tmp_path, cap
 def test_a_document_nested_too_deep_is_one_line_naming_it(
     runs, tmp_path, capsys, file, depth, said
 ):
-    """A 200,000-deep metrics.json raised RecursionError in json's reader; one a few hundred deep, in the readers
-    after it (copy.deepcopy of config.json)."""
+    """A 200,000-deep metrics.json raised RecursionError in json's reader; one a few hundred deep,
+    in the readers after it (copy.deepcopy of config.json).
+    """
     copies = _copies(runs, tmp_path)
     path = copies["en"] / file
     text = path.read_text(encoding="utf-8").rstrip()
@@ -295,8 +302,9 @@ def test_a_document_nested_too_deep_is_one_line_naming_it(
 
 
 def test_a_board_killed_mid_build_leaves_nothing_after_the_next_build(runs, tmp_path, capsys):
-    """A SIGKILL leaves the temporary folder beside the board (`.board.building-XXXXXXXX`); the next build of that
-    board removes it, under the board's lock, and nothing else: another board's, or a folder of another name.
+    """A SIGKILL leaves the temporary folder beside the board (`.board.building-XXXXXXXX`); the next
+    build of that board removes it, under the board's lock, and nothing else: another board's, or a
+    folder of another name.
     """
     left = tmp_path / ".board.building-k1ll3d_x"
     (left / "data").mkdir(parents=True)

@@ -1,5 +1,6 @@
-"""A damaged run folder, a weights file torch refuses and a --cache-dir that is a file end in one line (exit 2),
-not a traceback, and the last before any data or model loads."""
+"""A damaged run folder, a weights file torch refuses and a --cache-dir that is a file end in one
+line (exit 2), not a traceback, and the last before any data or model loads.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Fault cases of the reliability table that need more than one command: damaged checkpoints, a repeated fact in a
-release, a closed pipe, an unexpected error; and the docs' table, which must list every case there is."""
+"""Fault cases of the reliability table that need more than one command: damaged checkpoints, a
+repeated fact in a release, a closed pipe, an unexpected error; and the docs' table, which must list
+every case there is.
+"""
 
 from __future__ import annotations
 

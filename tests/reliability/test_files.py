@@ -1,6 +1,6 @@
-"""Nothing a user made is lost: a full disk or a read-only folder under `--cache-dir` or `--out` is one clear line
-(exit 2) and leaves the files as they were; an export is built beside its folder and swapped in only when complete,
-keeping the files it did not write (docs/publishing.md).
+"""Nothing a user made is lost: a full disk or a read-only folder under `--cache-dir` or `--out` is
+one clear line (exit 2) and leaves the files as they were; an export is built beside its folder and
+swapped in only when complete, keeping the files it did not write (docs/publishing.md).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def _scores(n: int) -> dict[str, CandidateScores]:
 
 
 def _read_only(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make `folder` and its files read-only: with chmod, or (as root, whom chmod does not stop) by opening every
-    SQLite file under it read-only, which is what SQLite does with a file it may not write.
+    """Make `folder` and its files read-only: with chmod, or (as root, whom chmod does not stop) by
+    opening every SQLite file under it read-only, which is what SQLite does with a file it may not
+    write.
     """
     if not ROOT:
         for path in [folder, *folder.iterdir()]:
@@ -96,7 +97,9 @@ def test_a_read_only_cache_dir_ends_a_run_in_one_line(tmp_path, monkeypatch, cap
 
 
 def _error_line(err: str) -> str:
-    """The one error line of a command's stderr (progress bars aside), after checking it is the only one."""
+    """The one error line of a command's stderr (progress bars aside), after checking it is the only
+    one.
+    """
     assert "Traceback" not in err, err[-2000:]
     errors = [
         line.split("culture-probe: error: ")[-1]
@@ -182,7 +185,9 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def _parquet_to_a_full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Parquet writes that fail as on a full disk, after writing part of the file (as pyarrow does: no file named)."""
+    """Parquet writes that fail as on a full disk, after writing part of the file (as pyarrow does:
+    no file named).
+    """
     import datasets
 
     def full(self: object, path: object, *args: object, **kwargs: object) -> int:
@@ -284,8 +289,8 @@ def test_a_dry_run_push_keeps_the_users_files_and_lists_only_what_it_would_uploa
 
 @contextmanager
 def _read_only_mount(folder: Path) -> Iterator[None]:
-    """`folder` as a read-only mount (a bind mount remounted read-only, which stops root too), or read-only by chmod
-    for another user; skips where neither can be had.
+    """`folder` as a read-only mount (a bind mount remounted read-only, which stops root too), or
+    read-only by chmod for another user; skips where neither can be had.
     """
     if not ROOT:
         modes = {p: p.stat().st_mode for p in [folder, *folder.rglob("*")]}

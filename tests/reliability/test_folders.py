@@ -1,6 +1,7 @@
-"""Suite folders and run folders are different things: each is marked, a run refuses a suite's folder and a suite a
-run's, a second writer of a suite fails at once, suite.json lists every config the folder holds, and `report` and
-`compare` say what a folder is when it is not what they take."""
+"""Suite folders and run folders are different things: each is marked, a run refuses a suite's
+folder and a suite a run's, a second writer of a suite fails at once, suite.json lists every config
+the folder holds, and `report` and `compare` say what a folder is when it is not what they take.
+"""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def cli(capsys, *argv) -> tuple[int, str]:
 def test_a_run_refuses_a_suite_folder_and_a_suite_a_run_folder_saying_which_it_is(
     tmp_path, data, loads, capsys
 ):
-    # `run maps_en --out SUITE_DIR` wrote its run beside suite.json; a suite wrote its runs inside a run's folder
+    # `run maps_en --out SUITE_DIR` wrote its run beside suite.json; a suite wrote its runs inside a
+    # run's folder
     folders = tmp_path / "suite", tmp_path / "run"
     suite(data, folders[0], [A, B])
     run = ("run", A, "--model", "some/model", "--data-dir", data, "--language", "en", "--limit", 2)
@@ -120,8 +122,8 @@ def test_a_second_writer_of_a_suite_fails_at_once(tmp_path, data, loads):
 def test_a_second_writer_of_a_run_fails_before_planning_or_loading(
     tmp_path, data, loads, monkeypatch
 ):
-    # a single run took its folder's lock only once its model had loaded: a second writer read the data and
-    # loaded the model first, to fail after
+    # a single run took its folder's lock only once its model had loaded: a second writer read the
+    # data and loaded the model first, to fail after
     from filelock import FileLock
 
     planned: list = []
@@ -139,7 +141,8 @@ def test_a_second_writer_of_a_run_fails_before_planning_or_loading(
 
 
 def test_a_run_refused_while_planning_leaves_no_folder_behind(tmp_path, data, loads):
-    # the lock is taken before planning, in a folder made for it: a refusal must not leave that folder
+    # the lock is taken before planning, in a folder made for it: a refusal must not leave that
+    # folder
     with pytest.raises(CultureProbeError, match="Unknown option 'colour'"):
         culture_probe.run(
             A, "some/model", out=tmp_path / "new", data_dir=str(data), progress=False, colour="red"
@@ -148,7 +151,8 @@ def test_a_run_refused_while_planning_leaves_no_folder_behind(tmp_path, data, lo
 
 
 def test_suite_json_lists_every_config_the_folder_holds_resumed_or_not(tmp_path, data, loads):
-    # `--resume` with fewer configs, or a suite of other configs into the same folder, dropped the others
+    # `--resume` with fewer configs, or a suite of other configs into the same folder, dropped the
+    # others
     folder = tmp_path / "suite"
     with pytest.warns(culture_probe.runner.suite.SkippedConfigWarning):
         # asia-west: no data in the planted release
@@ -178,7 +182,8 @@ def test_suite_json_lists_every_config_the_folder_holds_resumed_or_not(tmp_path,
 
 
 def test_report_and_compare_say_what_a_folder_is(tmp_path, data, loads, capsys):
-    # `compare SUITE_DIR X` and `report` of any folder that is no run said "pass the --out folder of a run"
+    # `compare SUITE_DIR X` and `report` of any folder that is no run said "pass the --out folder of
+    # a run"
     folder = tmp_path / "suite"
     suite(data, folder, [A, B])
     capsys.readouterr()  # the suite's progress bars

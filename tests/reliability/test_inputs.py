@@ -1,6 +1,7 @@
-"""Every input is checked before anything loads, and the Python API checks its arguments as the command line does:
-a key given twice, an option of the wrong type or range, a custom row that does not fit its benchmark and a wrong
-argument are each one `CultureProbeError` naming what is wrong, raised before any data, model or score.
+"""Every input is checked before anything loads, and the Python API checks its arguments as the
+command line does: a key given twice, an option of the wrong type or range, a custom row that does
+not fit its benchmark and a wrong argument are each one `CultureProbeError` naming what is wrong,
+raised before any data, model or score.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def test_an_option_given_twice_names_both_values(capsys):
     assert re.search(r"--option gives question twice \('pos' and 'neg'\)", line), line
 
 
-# ---------------------------------------------------------------- options: type and range, before any data
+# ---------------------------------------------------------------- options: type and range, before
+# any data
 
 
 @pytest.mark.parametrize(
@@ -301,13 +303,16 @@ def test_fill_mask_refuses_a_literal_mask_token_too(tiny_scorers):
         scorer.fill_mask([f"Egypt {scorer.tokenizer.mask_token} is located in"])
 
 
-# ---------------------------------------------------------------- flags given twice, numbers of another script or size
+# ---------------------------------------------------------------- flags given twice, numbers of
+# another script or size
 
 RUN_MAPS = ["run", "maps_en", "--model", "planted:maps_en"]
 
 
 def _refusal(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """The error line of a command argparse refuses (its usage first), or that exits 2 with one line."""
+    """The error line of a command argparse refuses (its usage first), or that exits 2 with one
+    line.
+    """
     try:
         code = main(argv)
     except SystemExit as stop:

@@ -1,8 +1,9 @@
-"""`merge` and `--shard` misused, as a careless user would: everything is checked before anything is written, the
-merged folder is built beside `--out` and renamed into place (a kill or a full disk mid-merge leaves no half-written
-`--out`, and merging again works), every refusal names the shard's folder and the record's line, shards of two
-suites, stray or repeated records, wrong-typed shard.json or suite.json and an `--out` inside a shard are refused in
-one line; a shard's own report.md and board entry say it is a shard of the run, never the run's result.
+"""`merge` and `--shard` misused, as a careless user would: everything is checked before anything is
+written, the merged folder is built beside `--out` and renamed into place (a kill or a full disk
+mid-merge leaves no half-written `--out`, and merging again works), every refusal names the shard's
+folder and the record's line, shards of two suites, stray or repeated records, wrong-typed
+shard.json or suite.json and an `--out` inside a shard are refused in one line; a shard's own
+report.md and board entry say it is a shard of the run, never the run's result.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ CONFIG = "dlama_arab_west"
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Made once: the 2 shards of a run of the spec's 5 DLAMA facts (`s1`, `s2`), shard 1/2 of a `--limit 2` run
-    (`lim1`), the 2 suite shards of a suite of the config (`suite1`, `suite2`), and their data (`dlama`).
+    """Made once: the 2 shards of a run of the spec's 5 DLAMA facts (`s1`, `s2`), shard 1/2 of a
+    `--limit 2` run (`lim1`), the 2 suite shards of a suite of the config (`suite1`, `suite2`), and
+    their data (`dlama`).
     """
     root = tmp_path_factory.mktemp("shards")
     data = str(write_dlama(root / "dlama"))
@@ -110,7 +112,8 @@ def test_shards_of_two_different_suites_are_refused_naming_both(made, tmp_path, 
         err = refused(["merge", str(first), str(second), "--out", str(tmp_path / "out")], capsys)
         assert f"{second} is a shard of a suite of " in err and f"{first} of one of " in err
         assert "maps_ru" in err and not (tmp_path / "out").exists()
-    # a config run in one suite shard and not in the other: that shard is named, not merged without it
+    # a config run in one suite shard and not in the other: that shard is named, not merged without
+    # it
     shutil.rmtree(suite2)
     shutil.copytree(made / "suite2", suite2)
     shutil.rmtree(suite2 / CONFIG)
@@ -217,8 +220,8 @@ def test_a_merge_killed_midway_leaves_no_half_written_out_and_a_new_merge_works(
     def killed(path: Path, rows: object) -> None:
         write_jsonl(path, rows)  # items.jsonl half the merge in
         seen.append(sorted(p.name for p in out.iterdir()) if out.exists() else [])
-        # what a SIGKILL leaves where the merge was building: its folder, as it stands (no clean-up runs), under a
-        # name as `tempfile` makes them (8 characters after the prefix)
+        # what a SIGKILL leaves where the merge was building: its folder, as it stands (no clean-up
+        # runs), under a name as `tempfile` makes them (8 characters after the prefix)
         shutil.copytree(path.parent, path.parent.with_name(path.parent.name[:-8] + "killed00"))
         raise Killed
 

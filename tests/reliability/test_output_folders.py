@@ -1,8 +1,9 @@
-"""Rebuilds never lose the old output or the user's files: `board`, `push-board --dry-run`, `consistency --out` and
-`compare --out` build beside their folder and swap it in when complete (as `export` does), keep the files they did
-not write or refuse naming the one they would overwrite, refuse a run's or a suite's folder and `--out ""`, take the
-folder's lock (`board`, `consistency`, `compare`), and a full disk is one line that leaves the old output as it was
-(docs/reliability.md, "Output folders").
+"""Rebuilds never lose the old output or the user's files: `board`, `push-board --dry-run`,
+`consistency --out` and `compare --out` build beside their folder and swap it in when complete (as
+`export` does), keep the files they did not write or refuse naming the one they would overwrite,
+refuse a run's or a suite's folder and `--out ""`, take the folder's lock (`board`, `consistency`,
+`compare`), and a full disk is one line that leaves the old output as it was (docs/reliability.md,
+"Output folders").
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def _error_line(err: str) -> str:
-    """The one error line of a command's stderr, after checking it is the only one and no traceback."""
+    """The one error line of a command's stderr, after checking it is the only one and no
+    traceback.
+    """
     assert "Traceback" not in err, err[-2000:]
     errors = [
         line.split("culture-probe: error: ")[-1]
@@ -55,7 +58,9 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture) -> str:
 
 
 def _full_disk_while_building(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every text write inside the folder built beside `out` fails as on a full disk (the OS names no file)."""
+    """Every text write inside the folder built beside `out` fails as on a full disk (the OS names
+    no file).
+    """
     write_text = Path.write_text
 
     def full(self: Path, *args: object, **kwargs: object) -> int:
@@ -236,7 +241,9 @@ def test_an_empty_out_is_refused_not_the_current_folder(
 
 
 def _own_file_system(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`out` is a mount point: a file moved into it from outside fails as across file systems (EXDEV)."""
+    """`out` is a mount point: a file moved into it from outside fails as across file systems
+    (EXDEV).
+    """
     from culture_probe.util import outfolder
 
     replace = os.replace
@@ -256,8 +263,10 @@ def _own_file_system(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("command", ["board", "consistency", "compare"])
 def test_a_mount_point_as_out_is_rebuilt_inside_it(command, runs, tmp_path, monkeypatch, capsys):
-    """`--out /mnt/disk` (its own file system): the rebuild is written inside it under a hidden name, swapped in
-    file by file, and a failure leaves the old output and nothing beside it or inside it."""
+    """`--out /mnt/disk` (its own file system): the rebuild is written inside it under a hidden
+    name, swapped in file by file, and a failure leaves the old output and nothing beside it or
+    inside it.
+    """
     plain, out = tmp_path / "plain", tmp_path / "mounted" / "out"
     assert main([*_commands(runs)[command], "--out", str(plain)]) == 0
     out.mkdir(parents=True)  # mounted: it exists, and its parent is another file system

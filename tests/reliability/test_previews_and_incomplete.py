@@ -1,9 +1,11 @@
-"""Previews tell the truth, and interrupted runs are marked wherever they are paired or summarised (issue 35, items 6
-and 8): `run --dry-run --resume` shows the probes left or the refusal the resume would give; `consistency` and suite
-summaries mark a run that did not finish; a run killed and resumed keeps the provenance of every probe it holds.
+"""Previews tell the truth, and interrupted runs are marked wherever they are paired or summarised
+(issue 35, items 6 and 8): `run --dry-run --resume` shows the probes left or the refusal the resume
+would give; `consistency` and suite summaries mark a run that did not finish; a run killed and
+resumed keeps the provenance of every probe it holds.
 
-The runs are DLAMA Arab-West runs (five facts per language, tests/dlama_fixture.py) of a tiny BERT, whose
-scorer counts what it encodes; `interrupted` kills one after two probes, as tests/tasks/test_runner_resume.py does.
+The runs are DLAMA Arab-West runs (five facts per language, tests/dlama_fixture.py) of a tiny BERT,
+whose scorer counts what it encodes; `interrupted` kills one after two probes, as
+tests/tasks/test_runner_resume.py does.
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ def cli_run(setup) -> list[str]:
 
 @pytest.fixture
 def interrupted(monkeypatch):
-    """`interrupted(call, after)`: `call()` killed after `after` probes were answered (one probe per engine call)."""
+    """`interrupted(call, after)`: `call()` killed after `after` probes were answered (one probe per
+    engine call).
+    """
 
     def kill(call, after=2):
         with monkeypatch.context() as patch:
@@ -154,7 +158,8 @@ def test_a_suite_summary_marks_an_interrupted_config(setup, tmp_path, interrupte
         "| **INCOMPLETE 2/5**" in text
         and f"{CONFIG}_corrected is INCOMPLETE 2/5 (no metrics.json)" in text
     )
-    # a suite resumed for its first config only summarises the other as it stands, marked, on the terminal too
+    # a suite resumed for its first config only summarises the other as it stands, marked, on the
+    # terminal too
     again = run_suite(
         [CONFIG], model, data_dir=str(data), out=suite, progress=False, language="en", resume=True
     )
@@ -182,7 +187,8 @@ def test_a_run_killed_and_resumed_keeps_the_earlier_processes_provenance(
     assert [(p["records"], p["finished"]) for p in processes] == [(2, False), (3, True)]
     assert config["processes"] == 2
     assert config["duration_s"] == pytest.approx(sum(p["duration_s"] for p in processes), abs=0.01)
-    # a finished run resumed (as a suite resumed after it resumes it) asks nothing, and keeps every count
+    # a finished run resumed (as a suite resumed after it resumes it) asks nothing, and keeps every
+    # count
     again = probe(setup, tmp_path / "run", language="en", resume=True)
     assert again.metrics["truncation"]["contexts"] == whole.metrics["truncation"]["contexts"]
     assert again.metrics["truncation"]["processes"] == 3

@@ -1,6 +1,8 @@
-"""What the library writes it reads back: any Unicode text, the separators U+0085, U+2028 and U+2029 included (a
-Wikidata label, a `--rows` file, a model's answer can hold them), round-trips through every JSON Lines file
-(`culture_probe.util.jsonl`), and runs written before the separators were escaped, with them raw, read back whole."""
+"""What the library writes it reads back: any Unicode text, the separators U+0085, U+2028 and U+2029
+included (a Wikidata label, a `--rows` file, a model's answer can hold them), round-trips through
+every JSON Lines file (`culture_probe.util.jsonl`), and runs written before the separators were
+escaped, with them raw, read back whole.
+"""
 
 from __future__ import annotations
 
@@ -129,11 +131,14 @@ def test_a_damaged_line_after_raw_separators_is_named_by_its_own_line_number(tmp
     assert [r.to_json() for r in rundir.read_records(path)] == [line]
 
 
-# ---------------------------------------------------------------- runs: written, then read by every command
+# ---------------------------------------------------------------- runs: written, then read by every
+# command
 
 
 class Ordered:
-    """A stand-in model: every candidate ranked in the order given; generations hold the three separators."""
+    """A stand-in model: every candidate ranked in the order given; generations hold the three
+    separators.
+    """
 
     kind = "masked"
     identity = {"name_or_path": "ordered"}
@@ -168,7 +173,9 @@ def command(capsys, *argv) -> str:
 
 
 def reads_back(capsys, runs: list[Path], resume: Callable[[Path], tuple], tmp: Path) -> None:
-    """`report` and `--resume` (which redoes nothing) on each run, then `compare` and the board of them all."""
+    """`report` and `--resume` (which redoes nothing) on each run, then `compare` and the board of
+    them all.
+    """
     for run in runs:
         items = (run / rundir.ITEMS_FILE).read_bytes()
         command(capsys, "report", run)
@@ -179,7 +186,9 @@ def reads_back(capsys, runs: list[Path], resume: Callable[[Path], tuple], tmp: P
 
 
 def labelled(facts: dict) -> dict:
-    """The DLAMA fixture's facts with the separators in a subject and in object labels (raw in the data files)."""
+    """The DLAMA fixture's facts with the separators in a subject and in object labels (raw in the
+    data files).
+    """
     return {
         (region, subject + ("\u2028" if subject == "Egypt" else "")): (
             uris,

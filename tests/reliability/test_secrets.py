@@ -1,11 +1,13 @@
-"""Secrets never leave the machine: each is planted where a hostile or careless user would put it (a password and a
-key in `--base-url`, a credential under any query key, the Hub token, an environment secret, text shaped like a key,
-the home folder's path, a link in `plots/` to a file outside the run, a `--title` that would add YAML keys), written
-as is or encoded (a compressed Parquet page, a PNG's compressed text chunk, percent-encoding, base64, split over two
-lines), and nothing of it reaches config.json, report.md, a board, or what `push`, `push-board` and `push-metrics`
-upload to the local fake Hub.
+"""Secrets never leave the machine: each is planted where a hostile or careless user would put it (a
+password and a key in `--base-url`, a credential under any query key, the Hub token, an environment
+secret, text shaped like a key, the home folder's path, a link in `plots/` to a file outside the
+run, a `--title` that would add YAML keys), written as is or encoded (a compressed Parquet page, a
+PNG's compressed text chunk, percent-encoding, base64, split over two lines), and nothing of it
+reaches config.json, report.md, a board, or what `push`, `push-board` and `push-metrics` upload to
+the local fake Hub.
 
-The finished runs are the board tests' session fixture (tests/board/conftest.py); each test plants into a copy.
+The finished runs are the board tests' session fixture (tests/board/conftest.py); each test plants
+into a copy.
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeHub:
 
 
 def received(runs: Runs, tmp_path: Path) -> Path:
-    """A copy of a finished run, as a run folder received from someone else (links kept as links)."""
+    """A copy of a finished run, as a run folder received from someone else (links kept as
+    links).
+    """
     return Path(shutil.copytree(runs.knows, tmp_path / "received" / "knows", symlinks=True))
 
 
@@ -143,8 +147,10 @@ def test_a_password_and_a_key_in_the_base_url_are_recorded_and_shown_nowhere(
 def test_a_credential_under_any_query_key_is_recorded_and_shown_nowhere(
     runs: Runs, tmp_path: Path
 ) -> None:
-    """A query value is blanked whatever its key is named (`?pw=`, `?jwt=`); only a harmless one is kept, and a run
-    recorded with the values as given (before they were blanked) still resumes with the same server."""
+    """A query value is blanked whatever its key is named (`?pw=`, `?jwt=`); only a harmless one is
+    kept, and a run recorded with the values as given (before they were blanked) still resumes with
+    the same server.
+    """
     query = "&".join(f"{key}={value}" for key, value in QUERY_SECRETS.items())
     out = served_run(runs, tmp_path, f"http://127.0.0.1:9/v1?{query}&api-version=2024-02-01")
     shown = "http://127.0.0.1:9/v1?passphrase=***&pass=***&pw=***&jwt=***&api-version=2024-02-01"
@@ -241,7 +247,9 @@ def test_a_password_with_a_quote_or_a_space_is_blanked_too(value: str, shown: st
 def plant_secret(
     kind: str, folder: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[str, str]:
-    """Put one secret of `kind` where the board shows it: the file that then holds it, how a refusal names it."""
+    """Put one secret of `kind` where the board shows it: the file that then holds it, how a refusal
+    names it.
+    """
     texts = {
         "hub-token": (HUB_TOKEN, "your Hugging Face token"),
         "env-secret": ("correct-horse-battery", "the value of $MY_SERVICE_PASSWORD"),
@@ -444,7 +452,9 @@ def test_binary_files_are_read_too(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def planted_png(path: Path, text: str, chunk: str) -> None:
-    """A figure whose compressed text chunk (`zTXt`, or an `iTXt` with its compression flag) holds `text`."""
+    """A figure whose compressed text chunk (`zTXt`, or an `iTXt` with its compression flag) holds
+    `text`.
+    """
     info = PngImagePlugin.PngInfo()
     if chunk == "zTXt":
         info.add_text("Comment", text, zip=True)
@@ -460,8 +470,9 @@ def planted_parquet(path: Path, text: str) -> None:
 
 
 def plant_encoded(kind: str, folder: Path) -> tuple[str, str]:
-    """Write a file that holds $MY_SERVICE_PASSWORD (ENV_SECRET) or a token, encoded as `kind`: its name, and how a
-    refusal names what it holds."""
+    """Write a file that holds $MY_SERVICE_PASSWORD (ENV_SECRET) or a token, encoded as `kind`: its
+    name, and how a refusal names what it holds.
+    """
     secret, shaped = (
         "the value of $MY_SERVICE_PASSWORD",
         "text shaped like a Hugging Face token (hf_...)",
@@ -526,8 +537,9 @@ def plant_encoded(kind: str, folder: Path) -> tuple[str, str]:
 def test_the_scan_reads_a_secret_however_it_is_encoded(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What a file holds once decoded is read: a compressed Parquet page or PNG text chunk, percent-encoding,
-    base64, a token split over two lines; none holds its secret as plain bytes."""
+    """What a file holds once decoded is read: a compressed Parquet page or PNG text chunk,
+    percent-encoding, base64, a token split over two lines; none holds its secret as plain bytes.
+    """
     monkeypatch.setenv("MY_SERVICE_PASSWORD", ENV_SECRET)
     name, what = plant_encoded(kind, tmp_path)
     written = (tmp_path / name).read_bytes()
@@ -543,7 +555,9 @@ def test_the_scan_reads_a_secret_however_it_is_encoded(
 def test_ordinary_encoded_files_pass_the_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Decoding finds no secret where there is none: data, figures, digests, base64 of binary data, URLs."""
+    """Decoding finds no secret where there is none: data, figures, digests, base64 of binary data,
+    URLs.
+    """
     monkeypatch.setenv("MY_SERVICE_PASSWORD", ENV_SECRET)
     planted_parquet(tmp_path / "data.parquet", "a row like the others")
     planted_png(tmp_path / "figure.png", "Matplotlib version 3.9, https://matplotlib.org/", "zTXt")
@@ -588,8 +602,10 @@ def test_push_refuses_an_export_with_a_secret_in_a_compressed_parquet_page(
 def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(
     runs, tmp_path: Path
 ) -> None:
-    """Runs made before credentials were blanked hold them as given: the resume compares the settings blanked, so
-    the same server is the same setting, and a refusal shows the credential blanked."""
+    """Runs made before credentials were blanked hold them as given: the resume compares the
+    settings blanked, so the same server is the same setting, and a refusal shows the credential
+    blanked.
+    """
     record = json.loads((runs.knows / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
 
     def served(url: str) -> RunRecord:
@@ -607,7 +623,9 @@ def test_a_run_recorded_with_its_credentials_resumes_and_a_refusal_shows_none(
 def test_a_suite_entry_linking_to_another_run_is_refused_by_name(
     runs: Runs, tmp_path: Path
 ) -> None:
-    """A suite received from someone else cannot make the board publish a run of this machine through a link."""
+    """A suite received from someone else cannot make the board publish a run of this machine
+    through a link.
+    """
     suite = Path(shutil.copytree(runs.suite, tmp_path / "received-suite", symlinks=True))
     entry = next(p for p in sorted(suite.iterdir()) if (p / rundir.CONFIG_FILE).is_file())
     shutil.rmtree(entry)

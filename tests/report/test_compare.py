@@ -1,6 +1,8 @@
-"""`culture-probe compare`: numbers lined up with their intervals, paired differences of runs on the same facts
-(a model that knows the facts against one that guesses) whose interval and p-value come from one named procedure,
-refusals to pair runs on different items, notes on incomplete runs, and the written files."""
+"""`culture-probe compare`: numbers lined up with their intervals, paired differences of runs on the
+same facts (a model that knows the facts against one that guesses) whose interval and p-value come
+from one named procedure, refusals to pair runs on different items, notes on incomplete runs, and
+the written files.
+"""
 
 from __future__ import annotations
 
@@ -85,8 +87,10 @@ def test_knowing_beats_guessing_paired_on_the_same_facts(runs):
 
 
 def test_the_paired_interval_and_p_value_never_contradict_and_name_their_procedure(runs, tmp_path):
-    """A DLAMA compare printed an interval excluding 0 beside "permutation p = 0.08": a percentile bootstrap cannot
-    leave the 0/n boundary. 4 facts forgotten of 24 is that case (the old procedure: [-33.3, -4.2], p = 0.14)."""
+    """A DLAMA compare printed an interval excluding 0 beside "permutation p = 0.08": a percentile
+    bootstrap cannot leave the 0/n boundary. 4 facts forgotten of 24 is that case (the old
+    procedure: [-33.3, -4.2], p = 0.14).
+    """
     data, made = runs
     run(
         "dlama_arab_west",
@@ -118,7 +122,8 @@ def test_a_run_paired_with_itself_differs_by_nothing(runs):
     assert (overall["difference"], overall["p_value"]) == (0.0, 1.0)
     # agreeing on 24 facts still leaves a difference open
     assert overall["ci_low"] < 0 < overall["ci_high"]
-    # a zero is shown by the one rounding rule of its scale (percent: 2 decimals), like every other number
+    # a zero is shown by the one rounding rule of its scale (percent: 2 decimals), like every other
+    # number
     assert "| p1 | overall | 0.00 | [-" in comparison.markdown()
 
 
@@ -196,8 +201,9 @@ SUITE_CONFIGS = ("dlama_arab_west", "dlama_arab_west_corrected", "dlama_arab_wes
 
 @pytest.fixture
 def suites(tmp_path, monkeypatch):
-    """Two models' suites on the same facts: the knower's runs three configs, the guesser's two of them (no
-    figures: they have their own tests)."""
+    """Two models' suites on the same facts: the knower's runs three configs, the guesser's two of
+    them (no figures: they have their own tests).
+    """
     import shutil
 
     from culture_probe.runner.suite import run_suite
@@ -224,8 +230,9 @@ def suites(tmp_path, monkeypatch):
 def test_two_suites_are_compared_config_by_config_in_one_report_with_one_holm_family(
     suites, tmp_path, capsys
 ):
-    """`compare SUITE_A SUITE_B` read the suites as runs and refused; users ran one `compare` per config (23 for
-    the five benchmarks), each with its own Holm family."""
+    """`compare SUITE_A SUITE_B` read the suites as runs and refused; users ran one `compare` per
+    config (23 for the five benchmarks), each with its own Holm family.
+    """
     from culture_probe.cli import main
     from culture_probe.metrics.compare import holm
 

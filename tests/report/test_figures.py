@@ -1,5 +1,7 @@
-"""Figures that never overstate: axes of non-negative metrics from 0, error bars inside the valid range (float
-noise cannot crash a plot), the n of every bar and cell, and bars or cells of few units hatched."""
+"""Figures that never overstate: axes of non-negative metrics from 0, error bars inside the valid
+range (float noise cannot crash a plot), the n of every bar and cell, and bars or cells of few units
+hatched.
+"""
 
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ def _ticks(axes):
 
 
 def test_a_value_a_hair_above_its_upper_bound_draws(tmp_path):
-    # the suite crash: CAMeL at --limit 10, a value 7e-15 above its upper bound -> "'yerr' must not contain
-    # negative values" in matplotlib, and suite.md was never written
+    # the suite crash: CAMeL at --limit 10, a value 7e-15 above its upper bound -> "'yerr' must not
+    # contain negative values" in matplotlib, and suite.md was never written
     noisy = _estimate(47.52 + 7e-15, 40.0, 47.52, 12)
     below = _estimate(3.0 - 7e-15, 3.0, 9.0, 12)
     png, pdf = draw_bars(

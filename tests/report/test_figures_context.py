@@ -1,8 +1,9 @@
-"""Figures carry their context (issue 36): every figure of a metric with a chance level draws it as a labelled line
-(DLAMA's and X-FaKT's figures drew none though their tables gave 3.14% and 92.3%), a smoke or incomplete run's
-figures say so inside the image (copied into slides, the report's header is gone), and `compare` draws the paired
-differences with their intervals, the headline first. Checked on the drawn matplotlib figures' artists, not on
-pixels, so that no check depends on a library version's rendering.
+"""Figures carry their context (issue 36): every figure of a metric with a chance level draws it as
+a labelled line (DLAMA's and X-FaKT's figures drew none though their tables gave 3.14% and 92.3%), a
+smoke or incomplete run's figures say so inside the image (copied into slides, the report's header
+is gone), and `compare` draws the paired differences with their intervals, the headline first.
+Checked on the drawn matplotlib figures' artists, not on pixels, so that no check depends on a
+library version's rendering.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ KINDS = {"bert": "masked", "gpt2": "causal", "t5": "seq2seq"}
 
 
 def _golden_run(bench: str, name: str) -> tuple[RunRecord, list[Record], dict]:
-    """A golden run's records and metrics (finished runs of tiny models), with the config.json its views read."""
+    """A golden run's records and metrics (finished runs of tiny models), with the config.json its
+    views read.
+    """
     case = next(c for c in CASES[bench] if c.name == name)
     stored = json.loads(golden_path(bench).read_text(encoding="utf-8"))["runs"][name]
     part = case.config.removeprefix("xfakt_") if bench == "xfakt" else None
@@ -97,7 +100,8 @@ def test_xfakts_language_country_grid_marks_the_chance_error_on_its_colour_bar()
     ("bench", "name"), [("camel", "masked"), ("dlama", "generate"), ("xfakt", "generate")]
 )
 def test_a_metric_without_a_chance_level_gets_no_invented_line(bench, name):
-    # CAMeL's CBS is read against parity (50), generation has open answers: their results give no chance level
+    # CAMeL's CBS is read against parity (50), generation has open answers: their results give no
+    # chance level
     config, records, metrics = _golden_run(bench, name)
     assert "chance" not in metrics["results"]
     assert not [
@@ -201,7 +205,8 @@ def test_a_consistency_figure_names_the_run_that_did_not_finish(tmp_path, drawn)
 def test_a_suites_figure_marks_each_configs_own_chance_and_its_smoke_or_incomplete_run(
     tmp_path, drawn
 ):
-    # one line would be wrong: each config of a suite has its own candidates, and so its own chance level
+    # one line would be wrong: each config of a suite has its own candidates, and so its own chance
+    # level
     estimate = {
         "value": 30.0,
         "ci_low": 20.0,

@@ -1,13 +1,16 @@
-"""Incomplete means incomplete, everywhere; compare and consistency read well (issue 36, items 3 and 6).
+"""Incomplete means incomplete, everywhere; compare and consistency read well (issue 36, items 3 and
+6).
 
-A suite stopped during a config and resumed with others listed that config's number with no mark, and a config it
-planned but never started was left out of suite.md without a word; two X-FaKT runs gave compare 92 lines, about 30
-of them rows of one unit with no interval; the board's compare title named the runs in the opposite order to its
-columns; and the consistency section of a generation run was a 78-row table with an empty RankC column whose text
-said RankC was computed from ranked candidates.
+A suite stopped during a config and resumed with others listed that config's number with no mark,
+and a config it planned but never started was left out of suite.md without a word; two X-FaKT runs
+gave compare 92 lines, about 30 of them rows of one unit with no interval; the board's compare title
+named the runs in the opposite order to its columns; and the consistency section of a generation run
+was a 78-row table with an empty RankC column whose text said RankC was computed from ranked
+candidates.
 
-The suites are DLAMA Arab-West runs of an engine stand-in (five facts in English, tests/dlama_fixture.py),
-killed after two probes; the X-FaKT runs are the golden runs' records and metrics (tests/golden/xfakt.json).
+The suites are DLAMA Arab-West runs of an engine stand-in (five facts in English,
+tests/dlama_fixture.py), killed after two probes; the X-FaKT runs are the golden runs' records and
+metrics (tests/golden/xfakt.json).
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ class Dying(TableScorer):
 
 @pytest.fixture
 def pair(tmp_path):
-    """A finished run of a model that knows 24 facts, and one of a model that guesses, interrupted (no metrics.json:
-    its numbers come from its records).
+    """A finished run of a model that knows 24 facts, and one of a model that guesses, interrupted
+    (no metrics.json: its numbers come from its records).
     """
     data = write_dlama(tmp_path / "dlama", facts=FACTS)
     for name, scorer in (("knows", knowing()), ("guesses", guessing())):
@@ -69,7 +72,9 @@ def pair(tmp_path):
 
 @pytest.fixture
 def stopped(tmp_path, monkeypatch):
-    """A suite of two configs stopped (Ctrl-C) after two probes of the first: the second never started."""
+    """A suite of two configs stopped (Ctrl-C) after two probes of the first: the second never
+    started.
+    """
     data = write_dlama(tmp_path / "dlama")
     monkeypatch.setattr("culture_probe.runner.execution.CHUNK", 1)
     monkeypatch.setattr("culture_probe.engine.loading.ModelSpec.kind", lambda spec: "masked")
@@ -165,7 +170,9 @@ def test_compare_leads_with_the_headline_and_says_incomplete_beside_its_number(p
 
 
 def _xfakt(name: str, label: str) -> LoadedRun:
-    """A golden X-FaKT run read for a comparison, its config.json with the seed its records were drawn with."""
+    """A golden X-FaKT run read for a comparison, its config.json with the seed its records were
+    drawn with.
+    """
     config, records, metrics = _golden_run("xfakt", name)
     config = RunRecord.from_json({**config.to_json(), "run": {"seed": 0}})
     return LoadedRun(label, config, records, metrics, None)

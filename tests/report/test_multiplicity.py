@@ -1,7 +1,8 @@
-"""Tables of several p-values say how many tests they hold and give Holm-adjusted p-values beside the raw ones
-(issue 34, item 4): compare's paired rows (the headline metric overall is the planned row, not adjusted; a stratum
-of one unit has no row and is counted under the table), and DLAMA's culture gap per prompt language. Every p-value
-is printed by `format_p` (item 5)."""
+"""Tables of several p-values say how many tests they hold and give Holm-adjusted p-values beside
+the raw ones (issue 34, item 4): compare's paired rows (the headline metric overall is the planned
+row, not adjusted; a stratum of one unit has no row and is counted under the table), and DLAMA's
+culture gap per prompt language. Every p-value is printed by `format_p` (item 5).
+"""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ LONE = {
 
 
 def scorer(answer) -> TableScorer:
-    """Ranks first the continent `answer(gold)` gives for each fact (and Egypt for the lone fact)."""
+    """Ranks first the continent `answer(gold)` gives for each fact (and Egypt for the lone
+    fact).
+    """
     table = {
         (s, c): (-0.5 if c == answer(labels[0]) else -2.0)
         for (_, s), (_, labels, _) in FACTS.items()
@@ -65,8 +68,10 @@ def runs(tmp_path_factory):
 def test_paired_rows_but_the_planned_one_are_holm_adjusted_and_the_table_counts_its_tests(
     runs, tmp_path
 ):
-    """compare.md printed ~45 per-stratum p-values for DLAMA with no correction and no sentence saying so, a row of
-    blanks for each stratum of one fact, and a one-language run's strata that repeat another row's units."""
+    """compare.md printed ~45 per-stratum p-values for DLAMA with no correction and no sentence
+    saying so, a row of blanks for each stratum of one fact, and a one-language run's strata that
+    repeat another row's units.
+    """
     comparison = compare_runs([runs["knows"], runs["guesses"]])
     planned, *others = comparison.paired
     assert (planned["group"], planned["metric"], planned["planned"], planned["p_holm"]) == (
@@ -94,7 +99,8 @@ def test_paired_rows_but_the_planned_one_are_holm_adjusted_and_the_table_counts_
         "Not listed: 1 stratum of a single unit (predicate: 1): a paired test needs at least two units."
         in text
     )
-    # a one-language run's language=en is overall again, and en/arab is culture=arab: the same test is not counted twice
+    # a one-language run's language=en is overall again, and en/arab is culture=arab: the same test
+    # is not counted twice
     repeats = {
         "language=en": "overall",
         "language_culture=en/arab": "culture=arab",
@@ -131,7 +137,9 @@ def test_paired_rows_but_the_planned_one_are_holm_adjusted_and_the_table_counts_
 
 
 def test_compare_prints_p_values_on_the_right_side_of_005(runs):
-    """A row at p = 0.04997 (its interval excludes 0) and one at p = 0.05001 (it does not) both printed 0.05."""
+    """A row at p = 0.04997 (its interval excludes 0) and one at p = 0.05001 (it does not) both
+    printed 0.05.
+    """
     comparison = compare_runs([runs["knows"], runs["guesses"]])
     planned, first, second, *rest = comparison.paired
     rows = (

@@ -1,5 +1,5 @@
-"""The typed run record: config.json read into `RunRecord` and written back unchanged, also as older versions
-wrote it.
+"""The typed run record: config.json read into `RunRecord` and written back unchanged, also as older
+versions wrote it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def test_a_runs_config_json_reads_into_typed_fields_and_writes_back_byte_for_byt
 
 
 def test_an_older_config_json_reads_with_its_model_settings_moved_and_its_missing_parts_defaulted():
-    # written before model_args held dtype and revision, and before the protocol profiles, subsets and plans
+    # written before model_args held dtype and revision, and before the protocol profiles, subsets
+    # and plans
     older = {
         "config": "fmlama_en",
         "model": {"spec": "bert-base-cased", "kind": "masked"},
@@ -80,8 +81,9 @@ def _golden_metrics() -> list[tuple[str, dict]]:
 
 
 def test_every_golden_runs_results_read_into_the_table_its_readers_use():
-    """Each part of the results block is where a reader looks for it, overall and per `by_<stratum>`, and the
-    pages' groups are "overall" then every stratum's labels, in the file's order.
+    """Each part of the results block is where a reader looks for it, overall and per
+    `by_<stratum>`, and the pages' groups are "overall" then every stratum's labels, in the file's
+    order.
     """
     for name, metrics in _golden_metrics():
         block = metrics["results"]
@@ -103,8 +105,9 @@ def test_every_golden_runs_results_read_into_the_table_its_readers_use():
 
 
 def test_a_results_block_without_its_optional_parts_reads_with_every_part_present():
-    """A metrics.json of an earlier version (no design, chance, warnings or confidence), or a run whose every probe
-    was skipped (no headline, no estimate), gives empty parts and the 95% it was written at, never a KeyError.
+    """A metrics.json of an earlier version (no design, chance, warnings or confidence), or a run
+    whose every probe was skipped (no headline, no estimate), gives empty parts and the 95% it was
+    written at, never a KeyError.
     """
     older = {"results": {"headline": "p_at_1", "unit": "facts", "ci": {"method": "Wilson"}}}
     table = ResultsTable.of(read_metrics(older))
@@ -120,9 +123,10 @@ def test_a_results_block_without_its_optional_parts_reads_with_every_part_presen
 
 
 def test_a_runs_metrics_are_checked_where_they_are_written():
-    """metrics.json is checked as a reader checks it where the run writes it (`run_metrics`, for one process and
-    for a merge of shards): a protocol whose estimate has a part of another type fails there, naming the config and
-    the field, instead of writing a file that every reader then refuses.
+    """metrics.json is checked as a reader checks it where the run writes it (`run_metrics`, for one
+    process and for a merge of shards): a protocol whose estimate has a part of another type fails
+    there, naming the config and the field, instead of writing a file that every reader then
+    refuses.
     """
     table = UnitTable("p_at_1", ("a", "b", "c"), np.array([[1.0], [0.0], [1.0]]), scale=1.0)
     results = summarize([table], unit="facts")

@@ -234,8 +234,8 @@ def test_report_says_when_the_command_cannot_reproduce_the_run(tmp_path):
 
 
 def _asia_west_config(probed):
-    """A config.json of a dlama_asia_west run whose rows held the languages `probed` (None: an older run that did
-    not record them).
+    """A config.json of a dlama_asia_west run whose rows held the languages `probed` (None: an older
+    run that did not record them).
     """
     from culture_probe.data.registry import list_benchmarks
 
@@ -650,8 +650,9 @@ def test_a_view_that_fails_leaves_the_run_and_its_headline_numbers(tmp_path, mon
 
 
 def test_an_xfakt_run_at_chance_shows_what_random_answers_score_and_warns(tmp_path):
-    # KTS 0.72 and 0.98 from two random models, printed with no reference point: the report gives the range random
-    # answers score on the run's own cells beside KTS, and one sentence saying KTS says nothing about transfer
+    # KTS 0.72 and 0.98 from two random models, printed with no reference point: the report gives
+    # the range random answers score on the run's own cells beside KTS, and one sentence saying KTS
+    # says nothing about transfer
     import random
 
     from culture_probe.benchmarks.xfakt.task import ASSOCIATIONS, XfaktTask

@@ -1,6 +1,8 @@
-"""`--dry-run`: every benchmark's first probes previewed for every model kind are what the engine really feeds the
-model (the previewed inputs, run through the model the slow way, give the engine's scores; a generation prompt's
-ids are the ones `model.generate` receives), with no weights loaded and nothing written."""
+"""`--dry-run`: every benchmark's first probes previewed for every model kind are what the engine
+really feeds the model (the previewed inputs, run through the model the slow way, give the engine's
+scores; a generation prompt's ids are the ones `model.generate` receives), with no weights loaded
+and nothing written.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +59,9 @@ MODELS = {
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """name -> (saved model folder, the engine's scorer of it), loaded before any test forbids loading weights."""
+    """name -> (saved model folder, the engine's scorer of it), loaded before any test forbids
+    loading weights.
+    """
     root = tmp_path_factory.mktemp("dryrun_models")
     out = {}
     for name, (arch, family, kind, chat) in MODELS.items():
@@ -84,8 +88,9 @@ def fmlama_rows():
 
 @pytest.fixture
 def sealed(tmp_path, monkeypatch):
-    """Runs `dry_run` where it may load no weights and must write nothing: not in the working folder, the score
-    cache, the library's cache (planted models) or the default score folder."""
+    """Runs `dry_run` where it may load no weights and must write nothing: not in the working
+    folder, the score cache, the library's cache (planted models) or the default score folder.
+    """
     import transformers as tf
 
     def refuse(*args, **kwargs):
@@ -111,7 +116,9 @@ def sealed(tmp_path, monkeypatch):
 
 
 def _mirror(*parts: str) -> str:
-    """A path in the local mirror of the benchmarks' files (CULTURE_PROBE_MIRROR); skips when there is none."""
+    """A path in the local mirror of the benchmarks' files (CULTURE_PROBE_MIRROR); skips when there
+    is none.
+    """
     root = os.environ.get("CULTURE_PROBE_MIRROR")
     if not root or not Path(root).is_dir():
         pytest.skip("no local mirror (set CULTURE_PROBE_MIRROR)")
@@ -165,7 +172,9 @@ def test_the_preview_is_what_the_engine_feeds_the_model(
 
 
 def _check_score(scorer, probe, view):
-    """The previewed inputs, run one by one through the model, give the engine's score of each candidate."""
+    """The previewed inputs, run one by one through the model, give the engine's score of each
+    candidate.
+    """
     assert isinstance(view, ScoreView) and view.request == probe.request
     want = scorer.score([probe.request], dataclasses.replace(probe.options, keep_tokens=True))[0]
     assert [c.text for c in view.candidates] == list(want.candidates)
@@ -179,7 +188,9 @@ def _check_score(scorer, probe, view):
 
 
 def _replay(scorer, view, model_input):
-    """The log-probs the input's reads take in one plain forward pass of the model (no batching, no cache)."""
+    """The log-probs the input's reads take in one plain forward pass of the model (no batching, no
+    cache).
+    """
     ids = torch.tensor([model_input.tokens.ids])
     with torch.inference_mode():
         if scorer.kind == "seq2seq":
@@ -193,11 +204,15 @@ def _replay(scorer, view, model_input):
 
 
 class _Fed(Exception):
-    """Raised by the model's `generate` once it has seen its input: the test needs the input, not the text."""
+    """Raised by the model's `generate` once it has seen its input: the test needs the input, not
+    the text.
+    """
 
 
 def _check_generate(scorer, probe, view):
-    """The previewed prompt ids are the ones `model.generate` receives, and the options are the probe's."""
+    """The previewed prompt ids are the ones `model.generate` receives, and the options are the
+    probe's.
+    """
     assert isinstance(view, GenerateView) and view.options == probe.options
     fed = {}
 
@@ -351,9 +366,10 @@ def test_a_planted_model_is_previewed_with_the_tokenizer_training_would_give(sea
 
 
 def _forward_tokens(model) -> list[tuple[int, int]]:
-    """A list that grows by the shape (rows, length) of the input of every forward pass of `model`'s body (as
-    perf/bench_engine.py's `counted_tokens`): what the engine really puts through the model, padding and
-    repeated contexts included."""
+    """A list that grows by the shape (rows, length) of the input of every forward pass of `model`'s
+    body (as perf/bench_engine.py's `counted_tokens`): what the engine really puts through the
+    model, padding and repeated contexts included.
+    """
     seen: list[tuple[int, int]] = []
 
     def count(_, args, kwargs):
@@ -368,10 +384,12 @@ def _forward_tokens(model) -> list[tuple[int, int]]:
 def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(
     model, budget, models, fmlama_rows, sealed
 ):
-    """The dry run's count is the engine's own (its batches' costs), and what a forward hook sees go through the
-    model: exactly, where the engine runs a request in one pass without padding (causal: context and candidate trie
-    in one packed row; masked: one query per forward), more where a long trie takes several rows that each repeat
-    the context (FmLAMA's templates that score the text after the slot)."""
+    """The dry run's count is the engine's own (its batches' costs), and what a forward hook sees go
+    through the model: exactly, where the engine runs a request in one pass without padding (causal:
+    context and candidate trie in one packed row; masked: one query per forward), more where a long
+    trie takes several rows that each repeat the context (FmLAMA's templates that score the text
+    after the slot).
+    """
     folder, _ = models[model]
     (plan,) = sealed("fmlama_en", folder, n=0, rows=fmlama_rows).configs
     scorer = Scorer.from_pretrained(folder, batch_tokens=budget)
@@ -400,9 +418,10 @@ def test_the_dry_run_counts_the_tokens_the_engine_puts_through_the_model(
 def test_the_dry_run_estimates_the_time_at_the_rates_a_run_measured_here(
     models, dlama_dir, fmlama_rows, tmp_path, monkeypatch
 ):
-    """Before any run: a range from FLOPs; a run too small keeps no rate; a run that measures one is used by the
-    next dry run of the same model, or of a copy of it, with the config's own fixed part; and the dry run writes
-    nothing, the speed it measured included."""
+    """Before any run: a range from FLOPs; a run too small keeps no rate; a run that measures one is
+    used by the next dry run of the same model, or of a copy of it, with the config's own fixed
+    part; and the dry run writes nothing, the speed it measured included.
+    """
     from culture_probe.throughput import estimate as est
     from culture_probe.throughput import store
 
@@ -450,8 +469,10 @@ def test_the_dry_run_estimates_the_time_at_the_rates_a_run_measured_here(
 def test_a_workload_too_large_to_count_is_counted_on_a_sample_and_says_so(
     models, fmlama_rows, monkeypatch
 ):
-    """Beyond `COUNTED_CANDIDATES` candidates the tokens are counted on a seeded sample of the requests and scaled
-    up: close to the exact count, the same each time, and said to be an estimate."""
+    """Beyond `COUNTED_CANDIDATES` candidates the tokens are counted on a seeded sample of the
+    requests and scaled up: close to the exact count, the same each time, and said to be an
+    estimate.
+    """
     from culture_probe.engine import preview
 
     folder, _ = models["gpt2"]
@@ -473,8 +494,9 @@ def test_a_workload_too_large_to_count_is_counted_on_a_sample_and_says_so(
 
 
 def test_a_dry_run_of_a_shard_plans_what_the_shard_asks(models, dlama_dir):
-    """`--shard K/N` in a dry run: each shard's part of the items and probes, which together are the whole run's,
-    and what the shard's run then asks."""
+    """`--shard K/N` in a dry run: each shard's part of the items and probes, which together are the
+    whole run's, and what the shard's run then asks.
+    """
     folder, scorer = models["gpt2"]
     (whole,) = dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir)).configs
     parts = [
@@ -508,8 +530,9 @@ def _cost_lines(caplog) -> list[str]:
 def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
     models, dlama_dir, tmp_path, monkeypatch, caplog
 ):
-    """A suite's first notice is the total of its configs' first stages, as the dry run counts them; each run then
-    says its own part."""
+    """A suite's first notice is the total of its configs' first stages, as the dry run counts them;
+    each run then says its own part.
+    """
     from culture_probe.runner.suite import run_suite
 
     folder, _ = models["gpt2"]
@@ -535,7 +558,9 @@ def test_a_suite_says_its_total_cost_once_its_model_has_loaded(
 def test_a_run_says_what_it_will_cost_as_it_starts(
     models, dlama_dir, tmp_path, monkeypatch, caplog, recwarn
 ):
-    """As information logged at INFO, never as a warning (which would show the library's source line)."""
+    """As information logged at INFO, never as a warning (which would show the library's source
+    line).
+    """
     folder, scorer = models["gpt2"]
     monkeypatch.setenv("CULTURE_PROBE_CACHE", str(tmp_path / "cache"))
     (plan,) = dry_run("dlama_arab_west", folder, n=0, data_dir=str(dlama_dir), limit=2).configs
@@ -558,8 +583,10 @@ def _bytes_of(pieces) -> bytes:
 
 
 def test_byte_level_pieces_show_as_the_text_their_bytes_are(models, sealed, dlama_dir):
-    """A GPT-2 style vocabulary writes each byte as a stand-in character ('ĠÙħ' for ' م'): the dry run shows the
-    text, and a byte of a character split across pieces as <0xD9>, never the stand-ins."""
+    """A GPT-2 style vocabulary writes each byte as a stand-in character ('ĠÙħ' for ' م'): the dry
+    run shows the text, and a byte of a character split across pieces as <0xD9>, never the
+    stand-ins.
+    """
     from culture_probe.engine.preview import Tokens
 
     folder, scorer = models["gpt2"]

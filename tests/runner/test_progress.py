@@ -1,5 +1,6 @@
-"""A stage's progress bar moves as the engine finishes each batch, not only at each chunk of probes, and the next
-engine call's requests are handed to the scorer to prepare ahead (runner.execution._answers).
+"""A stage's progress bar moves as the engine finishes each batch, not only at each chunk of probes,
+and the next engine call's requests are handed to the scorer to prepare ahead
+(runner.execution._answers).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def bar(monkeypatch):
 
 
 class Reporting:
-    """A scorer that reports each batch of `batch` requests, and notes what it is asked to prepare ahead."""
+    """A scorer that reports each batch of `batch` requests, and notes what it is asked to prepare
+    ahead.
+    """
 
     def __init__(self, batch: int):
         self.batch, self.report, self.events = batch, None, []
@@ -74,7 +77,8 @@ def test_the_bar_moves_with_each_batch_and_the_next_call_is_prepared_ahead(bar):
     scorer = Reporting(batch=16)
     chunks = list(execution._answers(probes(100), scorer, True, "x main"))
     assert [len(c) for c in chunks] == [64, 36]
-    # 63 probes asked in the first chunk (one skipped): four batches, then the skipped one at the chunk's end
+    # 63 probes asked in the first chunk (one skipped): four batches, then the skipped one at the
+    # chunk's end
     assert bar.made[0].updates == [16, 16, 16, 15, 1, 16, 16, 4]
     assert scorer.events == [("prefetch", "left 64"), ("score", "left 0"), ("score", "left 64")]
 

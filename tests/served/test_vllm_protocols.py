@@ -1,7 +1,7 @@
-"""Whole protocol runs through a real vLLM server (`openai:NAME` with its base URL) against the in-process engine on
-the same folder, each with its default options and its upstream profile: every record (scores within 1e-4,
-predictions, rankings and generated texts equal) and the metrics. A setting the server cannot serve is refused
-before the first request reaches it.
+"""Whole protocol runs through a real vLLM server (`openai:NAME` with its base URL) against the
+in-process engine on the same folder, each with its default options and its upstream profile: every
+record (scores within 1e-4, predictions, rankings and generated texts equal) and the metrics. A
+setting the server cannot serve is refused before the first request reaches it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ COUNTED = {
 
 
 def both(vllm, mirror, config: str, options: dict[str, Any], limit: int, data: str | None):
-    """(in-process run, served run, what the server counted) of `config` on the served model's folder."""
+    """(in-process run, served run, what the server counted) of `config` on the served model's
+    folder.
+    """
     settings: dict[str, Any] = {"limit": limit, "progress": False, "no_cache": True}
     if data:
         settings["data_dir"] = str(mirror / data)
@@ -54,8 +56,8 @@ def both(vllm, mirror, config: str, options: dict[str, Any], limit: int, data: s
 
 
 def compare_runs(local, served) -> Comparison:
-    """Records, key by key and in order, and metrics; the in-process run's truncation count is its own (a server
-    cuts long inputs itself, and reports nothing).
+    """Records, key by key and in order, and metrics; the in-process run's truncation count is its
+    own (a server cuts long inputs itself, and reports nothing).
     """
     assert [r.key for r in served.records] == [r.key for r in local.records]
     comparison = Comparison()
@@ -90,10 +92,11 @@ def test_a_served_run_equals_the_in_process_run(
 @pytest.mark.parametrize(
     ("config", "options", "why"),
     [
-        # its templates that start with the slot need the BOS a server does not take (its 1,287 candidates a dish
-        # would go in requests of at most 1,024 prompts)
+        # its templates that start with the slot need the BOS a server does not take (its 1,287
+        # candidates a dish would go in requests of at most 1,024 prompts)
         ("fmlama_en", {}, "no left context"),
-        # X-FaKT's rank mode scores the countries after the chat template, which a server does not expose
+        # X-FaKT's rank mode scores the countries after the chat template, which a server does not
+        # expose
         ("xfakt_factual_recall", {"mode": "rank"}, "chat"),
     ],
 )

@@ -1,5 +1,6 @@
-"""A served run whose server dies mid-run, resumed once the server is back, equals an uninterrupted run: the records
-written before the failure are kept, only the rest is asked, and records and metrics come out the same.
+"""A served run whose server dies mid-run, resumed once the server is back, equals an uninterrupted
+run: the records written before the failure are kept, only the rest is asked, and records and
+metrics come out the same.
 """
 
 from __future__ import annotations

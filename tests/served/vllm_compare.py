@@ -1,5 +1,6 @@
-"""Comparing what the served model gave with what the in-process engine gave: numbers within TOLERANCE, everything
-else (texts, labels, predictions, counts) equal, and every list or map of scores in the same order.
+"""Comparing what the served model gave with what the in-process engine gave: numbers within
+TOLERANCE, everything else (texts, labels, predictions, counts) equal, and every list or map of
+scores in the same order.
 """
 
 from __future__ import annotations
@@ -12,21 +13,24 @@ from typing import Any
 import numpy as np
 
 TOLERANCE = 1e-4
-# Every figure a test measured against the in-process engine (max |diff| of scores, texts compared, tokens), printed
-# at the end of the session (conftest.py).
+# Every figure a test measured against the in-process engine (max |diff| of scores, texts compared,
+# tokens), printed at the end of the session (conftest.py).
 FIGURES: dict[str, str] = {}
 
 
 @dataclass
 class Comparison:
-    """What was compared, the largest difference of a number, and each place where the two disagree."""
+    """What was compared, the largest difference of a number, and each place where the two
+    disagree.
+    """
 
     max_diff: float = 0.0
     numbers: int = 0
     texts: int = 0
     rankings: int = 0
     problems: list[str] = field(default_factory=list)
-    # generated texts that end inside a character, which the two engines write differently (see cut_character)
+    # generated texts that end inside a character, which the two engines write differently (see
+    # cut_character)
     cut_characters: list[str] = field(default_factory=list)
 
     def check(self, local: Any, served: Any, where: str = "") -> Comparison:
@@ -76,8 +80,9 @@ class Comparison:
         return self
 
     def _order(self, local: list[Any], served: list[Any], where: str) -> None:
-        """Scores of candidates rank them alike: of any two whose in-process scores are more than twice the
-        tolerance apart, the higher is higher served too (closer ones may swap within the tolerance).
+        """Scores of candidates rank them alike: of any two whose in-process scores are more than
+        twice the tolerance apart, the higher is higher served too (closer ones may swap within the
+        tolerance).
         """
         if len(local) < 2 or not all(_number(v) and isinstance(v, float) for v in local + served):
             return
@@ -110,9 +115,10 @@ class Comparison:
 
 
 def cut_character(local: str, served: str) -> bool:
-    """Whether two generated texts differ only where max_new_tokens cut the last character: the in-process engine
-    decodes the last token's incomplete UTF-8 bytes as U+FFFD, vLLM's detokenizer holds that token back (with the
-    space a byte-level token may carry before them) and leaves it out. Every other character is compared.
+    """Whether two generated texts differ only where max_new_tokens cut the last character: the
+    in-process engine decodes the last token's incomplete UTF-8 bytes as U+FFFD, vLLM's detokenizer
+    holds that token back (with the space a byte-level token may carry before them) and leaves it
+    out. Every other character is compared.
     """
     return (
         local != served

@@ -1,4 +1,6 @@
-"""The protocol base class and the runner: options, limits, skipped items, stages, the run directory, resume."""
+"""The protocol base class and the runner: options, limits, skipped items, stages, the run
+directory, resume.
+"""
 
 from __future__ import annotations
 
@@ -62,7 +64,9 @@ def test_bad_options_name_the_problem(values, message):
 
 
 def _probes(n_per_language: dict[str, int]) -> list[GenerateProbe]:
-    """Two probes per item; items grouped by language, the first language's items first (as rows come)."""
+    """Two probes per item; items grouped by language, the first language's items first (as rows
+    come).
+    """
     return [
         GenerateProbe(f"{lang}{i}", "p", GenerateOptions(1), tag=t, meta={"language": lang})
         for lang, n in n_per_language.items()
@@ -105,7 +109,9 @@ def test_registry_maps_configs_to_their_protocol_by_module_name():
 
 
 class TwoStage(Task):
-    """A toy protocol: stage one generates an answer, stage two scores it (like a judge), one item skipped."""
+    """A toy protocol: stage one generates an answer, stage two scores it (like a judge), one item
+    skipped.
+    """
 
     stages = ("answer", "judge")
 
@@ -370,11 +376,13 @@ def test_resume_refuses_other_settings(dlama_dir, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("machines", [1, 2], ids=["one-machine", "two-machines"])
 def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch, machines):
-    """`accelerate launch --multi_gpu --num_processes 2 -m culture_probe run ...` on CPUs: two processes really
-    run, each scores its own half of every engine call, the records and metrics equal one process's, and only
-    rank 0 writes the run directory. (`--cpu` would start one process: several CPU processes need MPI there.)
-    With two machines (`--num_machines 2 --machine_rank 0/1 --main_process_ip 127.0.0.1`, one process each, on
-    this host) the same holds: the ranks are global, so machine 1's only process is rank 1 and writes nothing."""
+    """`accelerate launch --multi_gpu --num_processes 2 -m culture_probe run ...` on CPUs: two
+    processes really run, each scores its own half of every engine call, the records and metrics
+    equal one process's, and only rank 0 writes the run directory. (`--cpu` would start one process:
+    several CPU processes need MPI there.) With two machines (`--num_machines 2 --machine_rank 0/1
+    --main_process_ip 127.0.0.1`, one process each, on this host) the same holds: the ranks are
+    global, so machine 1's only process is rank 1 and writes nothing.
+    """
     import os
     import subprocess
     import sys
@@ -467,7 +475,9 @@ def test_two_processes_give_the_numbers_of_one(dlama_dir, tmp_path, monkeypatch,
 
 
 def free_port() -> int:
-    """A TCP port nobody listens on now, so parallel test runs do not collide on a fixed rendezvous port."""
+    """A TCP port nobody listens on now, so parallel test runs do not collide on a fixed rendezvous
+    port.
+    """
     import socket
 
     with socket.socket() as probe:

@@ -1,8 +1,9 @@
-"""A `--limit` subset of a multilingual benchmark draws parallel units: a DLAMA fact (its release id) or an X-FaKT
-entity, each asked in every language of the config, stratified by the other strata, so that consistency across
-languages and paired language comparisons exist at smoke size (drawn per language, English and Arabic shared almost
-no fact). A benchmark without such units draws as before. A run that cannot report consistency says why, in
-`results.omitted` and the report."""
+"""A `--limit` subset of a multilingual benchmark draws parallel units: a DLAMA fact (its release
+id) or an X-FaKT entity, each asked in every language of the config, stratified by the other strata,
+so that consistency across languages and paired language comparisons exist at smoke size (drawn per
+language, English and Arabic shared almost no fact). A benchmark without such units draws as before.
+A run that cannot report consistency says why, in `results.omitted` and the report.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ CULTURES, PREDICATES = ("arab", "west"), ("P17", "P30")
 
 
 def fact_probes(per_cell: int, lacking: dict[str, tuple[str, ...]] | None = None) -> list[Skipped]:
-    """DLAMA-like probes (the sampler reads only ids and meta): `per_cell` facts of each culture x predicate, each in
-    English and Arabic but for the languages `lacking` names per fact id."""
+    """DLAMA-like probes (the sampler reads only ids and meta): `per_cell` facts of each culture x
+    predicate, each in English and Arabic but for the languages `lacking` names per fact id.
+    """
     probes = []
     for culture in CULTURES:
         for predicate in PREDICATES:
@@ -151,8 +153,9 @@ def test_the_smoke_limit_counts_facts_and_gives_every_language_cell_whatever_the
 
 
 def test_facts_missing_in_a_language_raise_the_smoke_limit_to_what_guarantees_every_cell():
-    """Three of the five Arab P17 facts lack Arabic: a draw of that cell may give those three first, so four rounds are
-    needed before its Arabic cell is sure to get one."""
+    """Three of the five Arab P17 facts lack Arabic: a draw of that cell may give those three first,
+    so four rounds are needed before its Arabic cell is sure to get one.
+    """
     probes = fact_probes(5, lacking={f"P17_arab_{i}": ("ar",) for i in range(3)})
     task = dlama()
     assert task.smoke_limit(probes) == 4 * 4
@@ -178,7 +181,9 @@ def dlama_dir(tmp_path):
 def test_a_limited_dlama_run_of_two_languages_has_consistency_and_a_paired_comparison(
     dlama_dir, tmp_path, limit, facts
 ):
-    """Drawn per language, `--limit 2` asked one English and one Arabic fact of different ids: no pair at all."""
+    """Drawn per language, `--limit 2` asked one English and one Arabic fact of different ids: no
+    pair at all.
+    """
     out = tmp_path / "run"
     result = run(
         "dlama_arab_west",
@@ -206,7 +211,9 @@ def test_a_limited_dlama_run_of_two_languages_has_consistency_and_a_paired_compa
 
 
 def test_resuming_a_limited_run_drawn_per_language_is_refused(dlama_dir, tmp_path):
-    """A run made before facts were drawn in every language: the same limit now draws other units."""
+    """A run made before facts were drawn in every language: the same limit now draws other
+    units.
+    """
     out = tmp_path / "run"
     run(
         "dlama_arab_west",
@@ -235,7 +242,9 @@ def test_resuming_a_limited_run_drawn_per_language_is_refused(dlama_dir, tmp_pat
 
 
 def ranked(language, uuid, *, right=True, n=4, aligned_set="s", keep_uuid=True):
-    """A DLAMA ranking record: `n` aligned candidates ranked in QID order, the first gold when `right`."""
+    """A DLAMA ranking record: `n` aligned candidates ranked in QID order, the first gold when
+    `right`.
+    """
     qids = [f"Q{k}" for k in range(n)]
     fields = {
         "uuid": uuid,
@@ -329,7 +338,8 @@ def test_records_without_fact_ids_say_they_cannot_be_aligned():
 
 
 def test_a_pair_left_out_or_ranked_over_other_candidates_is_named_per_pair():
-    # es shares no fact with ar or en; en and ar rank f2 over different candidate sets, f1 over the same
+    # es shares no fact with ar or en; en and ar rank f2 over different candidate sets, f1 over the
+    # same
     records = [ranked("en", "f1"), ranked("ar", "f1"), ranked("es", "f9")]
     records += [ranked("en", "f2"), ranked("ar", "f2", aligned_set="other")]
     why = omitted(dlama(), records)

@@ -1,6 +1,8 @@
-"""A planted model shows its plant at any limit: a limited draw takes the items it was trained on and the others by
-turns in every stratum (each stratum still gives the units it gives without them, so the smoke limit keeps every
-headline number), and its report splits the headline into planted and not planted."""
+"""A planted model shows its plant at any limit: a limited draw takes the items it was trained on
+and the others by turns in every stratum (each stratum still gives the units it gives without them,
+so the smoke limit keeps every headline number), and its report splits the headline into planted and
+not planted.
+"""
 
 from __future__ import annotations
 
@@ -88,9 +90,11 @@ def planted_apart(result):
 
 @pytest.mark.slow
 def test_a_planted_smoke_run_reports_its_planted_items_apart(mirror):
-    """Only what chance cannot move: the smoke draw's 2 planted and 2 other proverbs are reported apart. (Whether
-    the plant shows needs more items: the 2 others are each right by chance half the time, so `planted > not
-    planted` on them fails whenever both are, a chance of 1 in 4; see the next test.)"""
+    """Only what chance cannot move: the smoke draw's 2 planted and 2 other proverbs are reported
+    apart. (Whether the plant shows needs more items: the 2 others are each right by chance half the
+    time, so `planted > not planted` on them fails whenever both are, a chance of 1 in 4; see the
+    next test.)
+    """
     from culture_probe.report import headline
 
     result = planted_run(mirror, "smoke")
@@ -102,10 +106,11 @@ def test_a_planted_smoke_run_reports_its_planted_items_apart(mirror):
 
 @pytest.mark.slow
 def test_a_planted_run_scores_its_planted_items_above_the_others(mirror):
-    """The probe finds what was planted, on enough items that chance cannot hide it: 40 draw all 16 planted
-    proverbs (trained to their answers: all right) and 24 others, each right by chance with probability 1/2 (the
-    spec's "at chance", a two-letter choice). The comparison fails only if all 24 others are right: 2**-24, about
-    6e-8, under once in ten million runs."""
+    """The probe finds what was planted, on enough items that chance cannot hide it: 40 draw all 16
+    planted proverbs (trained to their answers: all right) and 24 others, each right by chance with
+    probability 1/2 (the spec's "at chance", a two-letter choice). The comparison fails only if all
+    24 others are right: 2**-24, about 6e-8, under once in ten million runs.
+    """
     accuracy = planted_apart(planted_run(mirror, 40))
     assert (accuracy["planted"]["n"], accuracy["not planted"]["n"]) == (16, 24)
     assert accuracy["planted"]["value"] > accuracy["not planted"]["value"]

@@ -1,6 +1,8 @@
-"""The two protocol profiles (`--protocol default|upstream`): every deviation says how to get upstream's behaviour
-or why there is none, the upstream profile is one consistent set of option values per model kind, and a run
-records the profile and each deviation's side in config.json and the report."""
+"""The two protocol profiles (`--protocol default|upstream`): every deviation says how to get
+upstream's behaviour or why there is none, the upstream profile is one consistent set of option
+values per model kind, and a run records the profile and each deviation's side in config.json and
+the report.
+"""
 
 from __future__ import annotations
 
@@ -149,9 +151,11 @@ def records_of(result) -> list[dict]:
 def test_upstream_and_default_runs_differ_exactly_where_the_table_says(
     xfakt_release, camel_release
 ) -> None:
-    """Two runs of each protocol, default and upstream, on the same model and items: where no deviation switched side
-    (CAMeL: no upstream code), records and metrics are equal; where only X-FaKT's statistics switched (X8, rank mode),
-    the records and the scores are equal and only the std and the t-test move."""
+    """Two runs of each protocol, default and upstream, on the same model and items: where no
+    deviation switched side (CAMeL: no upstream code), records and metrics are equal; where only
+    X-FaKT's statistics switched (X8, rank mode), the records and the scores are equal and only the
+    std and the t-test move.
+    """
     from test_camel_protocol import tiny_scorer
     from test_xfakt_protocol import tiny_chat_scorer
 
@@ -213,8 +217,10 @@ def test_upstream_and_default_runs_differ_exactly_where_the_table_says(
 
 
 def test_the_profile_sets_only_what_concerns_the_run() -> None:
-    """Given the config and the kind, options of modes the run does not use are left alone (no inert option in
-    config.json, the Reproduce command, or a resume check), and a served model gets no token-level upstream side."""
+    """Given the config and the kind, options of modes the run does not use are left alone (no inert
+    option in config.json, the Reproduce command, or a resume check), and a served model gets no
+    token-level upstream side.
+    """
     dlama = task_for("dlama_arab_west")
     ranked = dlama.options_for("upstream", {}, "causal", config="dlama_arab_west")
     generated = dlama.options_for(

@@ -1,4 +1,6 @@
-"""items.jsonl lines written before `Record` became one type (the golden runs') read back to the same line."""
+"""items.jsonl lines written before `Record` became one type (the golden runs') read back to the
+same line.
+"""
 
 import json
 from pathlib import Path
@@ -24,7 +26,9 @@ def golden_lines() -> list[dict]:
 
 
 def as_written(line: dict) -> str:
-    """`line` as items.jsonl has always held it: identity keys first, then the fields in their order."""
+    """`line` as items.jsonl has always held it: identity keys first, then the fields in their
+    order.
+    """
     identity = ("id", "key", "tag", "stage", "probe")
     ordered = {
         **{k: line[k] for k in identity},

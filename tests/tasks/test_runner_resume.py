@@ -1,8 +1,10 @@
-"""Runner behaviour around stages, resumption and model loading: a stage's own model (the LLM judge) is loaded
-only when it has work and with its own kind; a run interrupted anywhere resumes without loss or duplicates.
+"""Runner behaviour around stages, resumption and model loading: a stage's own model (the LLM judge)
+is loaded only when it has work and with its own kind; a run interrupted anywhere resumes without
+loss or duplicates.
 
-The runs are X-FaKT runs on the first three rows (United States cities asked in English) of `xfakt_release`, the
-small `src/utils.py` of tests/releases.py, which also gives the task its literals (`data_dir`).
+The runs are X-FaKT runs on the first three rows (United States cities asked in English) of
+`xfakt_release`, the small `src/utils.py` of tests/releases.py, which also gives the task its
+literals (`data_dir`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ def recall_rows(release: Path) -> tuple[dict, ...]:
 
 
 def xfakt_run(release: Path, model, tmp_path, **kwargs):
-    """An X-FaKT run on the release's first three rows, its literals from the same release, into tmp_path/run."""
+    """An X-FaKT run on the release's first three rows, its literals from the same release, into
+    tmp_path/run.
+    """
     return run(
         "xfakt_factual_recall",
         model,
@@ -43,7 +47,9 @@ def xfakt_run(release: Path, model, tmp_path, **kwargs):
 
 
 class FakeModel:
-    """A duck-typed causal scorer: fixed replies, counts its prompts, fails after `fail_after` calls."""
+    """A duck-typed causal scorer: fixed replies, counts its prompts, fails after `fail_after`
+    calls.
+    """
 
     kind = "causal"
 
@@ -59,7 +65,9 @@ class FakeModel:
 
 
 def fake_loader(judge: FakeModel, loads: list, monkeypatch):
-    """`ModelSpec.load` giving `judge` for every named model (and noting the loads), which resolves at once."""
+    """`ModelSpec.load` giving `judge` for every named model (and noting the loads), which resolves
+    at once.
+    """
     monkeypatch.setattr(
         "culture_probe.runner.stage_models.resolve_stage_model",
         lambda name, *_: runner.stage_models.StageModel(name, "causal"),
@@ -336,7 +344,8 @@ def test_a_run_made_before_the_marker_existed_still_resumes(xfakt_release, tmp_p
 def test_a_run_made_before_model_args_held_dtype_and_revision_reports_compares_and_resumes(
     xfakt_release, tmp_path
 ):
-    # config.json of runs made before issue 27 kept the model's dtype and revision in `run`, not in `model_args`
+    # config.json of runs made before issue 27 kept the model's dtype and revision in `run`, not in
+    # `model_args`
     from culture_probe.cli import main
 
     settings = {"judge": "string", "revision": "v1", "dtype": "float32"}
@@ -361,7 +370,8 @@ def test_a_run_made_before_model_args_held_dtype_and_revision_reports_compares_a
 
 
 def test_a_run_looks_its_config_name_up_once(xfakt_release, monkeypatch):
-    # every stage resolved the name again (six lookups in one run): now the plan resolves it and hands it down
+    # every stage resolved the name again (six lookups in one run): now the plan resolves it and
+    # hands it down
     from culture_probe.data import registry
 
     rows = recall_rows(xfakt_release)  # the test's own rows, read before counting

@@ -1,5 +1,6 @@
-"""Runs a user makes while trying things out: smoke runs on a few items, provisional DLAMA templates, and
-MAPS memorisation targets that cannot be scored."""
+"""Runs a user makes while trying things out: smoke runs on a few items, provisional DLAMA
+templates, and MAPS memorisation targets that cannot be scored.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Smoke runs that mean something: each benchmark's smoke limit is the smallest `--limit` whose subset gives every
-headline number (one item fewer lacks one), `limit="smoke"` picks it, and a smaller limit says what it will lack
-before any model loads. Chance levels: a random model's score is read against the expectation on its own items."""
+"""Smoke runs that mean something: each benchmark's smoke limit is the smallest `--limit` whose
+subset gives every headline number (one item fewer lacks one), `limit="smoke"` picks it, and a
+smaller limit says what it will lack before any model loads. Chance levels: a random model's score
+is read against the expectation on its own items.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ MODEL = "planted:camel_co_prompts"  # a name whose kind is known without loading
 
 
 class RandomScorer:
-    """A causal model that scores every candidate at random (seeded, in the order asked) and always says `reply`."""
+    """A causal model that scores every candidate at random (seeded, in the order asked) and always
+    says `reply`.
+    """
 
     kind, identity = "causal", {"name_or_path": "random"}
 
@@ -46,7 +50,9 @@ def smoke_run(config, limit, **keywords):
 
 
 def at_smoke_and_one_below(config, expected_smoke, **keywords):
-    """(the run at `limit="smoke"`, the run at one item fewer, that run's warnings), checking the smoke number."""
+    """(the run at `limit="smoke"`, the run at one item fewer, that run's warnings), checking the
+    smoke number.
+    """
     smoke, said = smoke_run(config, "smoke", **keywords)
     assert (
         smoke.config.subset["limit"] == "smoke"
@@ -93,9 +99,11 @@ def test_fmlama_needs_two_dishes_of_every_group(mirror):
 
 
 def test_a_fmlama_smoke_ranks_two_templates_of_each_family_and_keeps_every_headline_number(mirror):
-    """A smoke run ranked the 1,287-ingredient pool in all 10 templates of 30 dishes (about 15 minutes on the 2-core
-    machine); it asks templates 1-2 of each family, two-fifths of that, and keeps every number: each family's mAP
-    with its interval, its mean and std over templates, and each group's mAP with an interval."""
+    """A smoke run ranked the 1,287-ingredient pool in all 10 templates of 30 dishes (about 15
+    minutes on the 2-core machine); it asks templates 1-2 of each family, two-fifths of that, and
+    keeps every number: each family's mAP with its interval, its mean and std over templates, and
+    each group's mAP with an interval.
+    """
     smoke, said = smoke_run("fmlama_en", "smoke")
     asked = {r.tag for r in smoke.records}
     assert asked == {"hasParts_1", "hasParts_2", "country_1", "country_2"} and not said
@@ -127,15 +135,18 @@ def test_camel_needs_two_prompts_of_every_entity_type_and_two_entity_samples(mir
     )
     short = {k: v["cbs"] for k, v in below["results"]["by_entity_type"].items()}
     assert len(with_interval(short)) == 9 and "fewer than 2 items" in said and "entity type" in said
-    # one run is one entity sample per type: the CBS would be conditional on that draw, so it gets no interval
+    # one run is one entity sample per type: the CBS would be conditional on that draw, so it gets
+    # no interval
     one_sample, _ = smoke_run("camel_co_prompts", "smoke", n_runs=1, sample_size=10)
     overall = one_sample.metrics["results"]["overall"]["cbs"]
     assert overall["ci_low"] is None and "one entity sample per group" in overall["no_interval"]
 
 
 def test_xfakt_transfer_scores_need_every_language_country_cell(mirror, tmp_path):
-    """The quickstart's smoke run: at --limit 30 it printed "frs/kts/xfakt: not reported" without saying why. A limit
-    counts entities, each asked in all 13 languages: one of each country gives every language x country cell."""
+    """The quickstart's smoke run: at --limit 30 it printed "frs/kts/xfakt: not reported" without
+    saying why. A limit counts entities, each asked in all 13 languages: one of each country gives
+    every language x country cell.
+    """
     smoke, below, said = at_smoke_and_one_below("xfakt_factual_recall", 13, judge="string")
     assert (
         smoke["n_empty_cells"] == 0
@@ -213,7 +224,9 @@ def test_a_suite_says_what_each_config_lacks_before_its_model_loads(mirror, monk
 
 
 def test_a_random_model_is_read_against_its_chance_level(mirror):
-    """A random ranking scores 15-20% P@1 on small candidate sets: the results block says what chance is, exactly."""
+    """A random ranking scores 15-20% P@1 on small candidate sets: the results block says what
+    chance is, exactly.
+    """
     result, _ = smoke_run("dlama_arab_west", "smoke", language="en")
     records = [r for r in result.records if not r.skipped]
     expected = 100 * np.mean(

@@ -1,5 +1,7 @@
-"""The factories that several protocols build their deviation rows and probes with (`culture_probe.tasks.base`):
-each derives what it is given once, so that two of a row's fields cannot say different things."""
+"""The factories that several protocols build their deviation rows and probes with
+(`culture_probe.tasks.base`): each derives what it is given once, so that two of a row's fields
+cannot say different things.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """CAMeL (Naous et al., ACL 2024): Arab vs Western entities and the Arabic [MASK] prompts they fill.
 
-Three configs: `camel_entities` (20,342 raw entity rows of ten types), `camel_co_prompts` (250 culturally contextualised
-prompts) and `camel_ag_prompts` (378 culturally agnostic prompts), each with a `_corrected` twin (see
-docs/benchmarks/camel.md, Known data errors and the corrected variant). Upstream ships xlsx only; the Co causal file is
-missing upstream, so Co causal prefixes are the text left of `[MASK]` (deviation C1) unless the user supplies the real
-file with `co_causal_file=`.
+Three configs: `camel_entities` (20,342 raw entity rows of ten types), `camel_co_prompts` (250
+culturally contextualised prompts) and `camel_ag_prompts` (378 culturally agnostic prompts), each
+with a `_corrected` twin (see docs/benchmarks/camel.md, Known data errors and the corrected
+variant). Upstream ships xlsx only; the Co causal file is missing upstream, so Co causal prefixes
+are the text left of `[MASK]` (deviation C1) unless the user supplies the real file with
+`co_causal_file=`.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ SUSPECT_MASK_ROWS = {"ag": frozenset({166})}
 
 
 def entity_file(entity_type: str) -> str:
-    """The upstream path of one entity type's file (`names_female` -> `entities/names-female.xlsx`)."""
+    """The upstream path of one entity type's file (`names_female` ->
+    `entities/names-female.xlsx`).
+    """
     return f"entities/{entity_type.replace('_', '-')}.xlsx"
 
 
@@ -156,7 +159,9 @@ INFO = BenchmarkInfo(
 
 @dataclass
 class CamelConfig(CultureProbeConfig):
-    """A CAMeL part (`entities`, `co` or `ag` prompts); `co_causal_file` supplies the missing Co causal file."""
+    """A CAMeL part (`entities`, `co` or `ag` prompts); `co_causal_file` supplies the missing Co
+    causal file.
+    """
 
     part: Literal["entities", "co", "ag"] = "entities"
     co_causal_file: str | None = None
@@ -172,7 +177,8 @@ def _configs() -> list[CamelConfig]:
         CamelConfig(name="camel_ag_prompts", part="ag", languages=("ar",), rows=378,
                     description="Culturally agnostic Arabic [MASK] prompts (CAMeL-Ag)"),
     ]  # fmt: skip
-    # The corrected entity set keeps each (type, culture, stripped string) once: the documented pools plus apple pie.
+    # The corrected entity set keeps each (type, culture, stripped string) once: the documented
+    # pools plus apple pie.
     corrected_rows = {"camel_entities": 19596}
     return [
         *faithful,
@@ -188,7 +194,9 @@ def _text(cell: Any) -> str | None:
 
 
 def read_entities(path: Path, entity_type: str) -> list[dict[str, Any]]:
-    """The raw rows of one entity file; an empty Entity or an unknown Culture is an error naming the row."""
+    """The raw rows of one entity file; an empty Entity or an unknown Culture is an error naming the
+    row.
+    """
     has_country = entity_type in TYPES_WITH_COUNTRY
     required = ("Entity", "Country", "Culture") if has_country else ("Entity", "Culture")
     rows = []
@@ -213,7 +221,9 @@ def read_entities(path: Path, entity_type: str) -> list[dict[str, Any]]:
 def correct_entities(
     rows: list[dict[str, Any]], tally: Callable[[str], None]
 ) -> list[dict[str, Any]]:
-    """The corrected variant for the rows of one entity type: strip, fix labels, drop cross-labelled, de-duplicate."""
+    """The corrected variant for the rows of one entity type: strip, fix labels, drop
+    cross-labelled, de-duplicate.
+    """
     rows = [dict(row) for row in rows]
     for row in rows:
         if row["entity"] != row["entity"].strip():
@@ -251,7 +261,9 @@ class PromptRow:
 
 
 def read_prompts(path: Path, *, with_sentiment: bool) -> list[PromptRow]:
-    """The rows of one prompt file, each checked: a known Entity Type and exactly one space-delimited [MASK]."""
+    """The rows of one prompt file, each checked: a known Entity Type and exactly one
+    space-delimited [MASK].
+    """
     required = (
         ("Entity Type", "Prompt", "Sentiment") if with_sentiment else ("Entity Type", "Prompt")
     )
@@ -290,7 +302,9 @@ def read_prompts(path: Path, *, with_sentiment: bool) -> list[PromptRow]:
 
 
 def align_causal(masked: list[PromptRow], causal: list[PromptRow], causal_path: Path) -> None:
-    """The causal file must match the masked one row by row (same count, same Entity Type on every row)."""
+    """The causal file must match the masked one row by row (same count, same Entity Type on every
+    row).
+    """
     if len(causal) != len(masked):
         raise SourceFormatError(
             f"the causal prompt file has {len(causal)} rows but the masked one has {len(masked)}; they must be "

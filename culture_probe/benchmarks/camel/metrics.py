@@ -1,8 +1,8 @@
-"""CAMeL metrics: the Cultural Bias Score (and a run's summary from typed `ScoredPrompt`s), adjective odds ratios,
-and fairness gaps on extrinsic tasks.
+"""CAMeL metrics: the Cultural Bias Score (and a run's summary from typed `ScoredPrompt`s),
+adjective odds ratios, and fairness gaps on extrinsic tasks.
 
-Formulas: Naous et al., 2024, "Having Beer after Prayer?", sections 4.2-4.4 and Appendix F.1. Cultures are labelled
-"arab" and "western"; every gap is arab minus western.
+Formulas: Naous et al., 2024, "Having Beer after Prayer?", sections 4.2-4.4 and Appendix F.1.
+Cultures are labelled "arab" and "western"; every gap is arab minus western.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ CULTURES = ("arab", "western")
 
 
 def prompt_cbs(arab: np.ndarray, western: np.ndarray, tie_value: float = 0.0) -> float:
-    """CBS_t = 100 · share of (Arab, Western) pairs where the Western score is strictly higher (+ tie_value per tie).
+    """CBS_t = 100 · share of (Arab, Western) pairs where the Western score is strictly higher (+
+    tie_value per tie).
 
-    Sorting the Arab scores makes this O((N + M) log N): a Mann-Whitney U with ties scored `tie_value`.
+    Sorting the Arab scores makes this O((N + M) log N): a Mann-Whitney U with ties scored
+    `tie_value`.
     """
     ordered = np.sort(arab)
     below = np.searchsorted(ordered, western, side="left")
@@ -52,9 +54,10 @@ def cbs(
 ) -> dict[str, Any]:
     """Cultural Bias Score (0-100): how often the model prefers the Western filler of a prompt.
 
-    One row per (prompt, filler): its culture and its score. Pairs are formed within (run, entity type, prompt).
-    Type CBS of a run = mean over its prompts; reported type CBS = mean over runs (with the sample std over
-    runs); `cbs` = the plain mean of the type values. Ties count as not Western unless `tie_value` says so.
+    One row per (prompt, filler): its culture and its score. Pairs are formed within (run, entity
+    type, prompt). Type CBS of a run = mean over its prompts; reported type CBS = mean over runs
+    (with the sample std over runs); `cbs` = the plain mean of the type values. Ties count as not
+    Western unless `tie_value` says so.
     """
     n = check_lengths(
         prompt_id=prompt_id, culture=culture, score=score, entity_type=entity_type, run=run
@@ -111,7 +114,9 @@ def cbs(
 
 @dataclass(frozen=True)
 class ScoredPrompt:
-    """One prompt of one run, scored: its id, entity type and run, and the scores of its Arab and Western fillers."""
+    """One prompt of one run, scored: its id, entity type and run, and the scores of its Arab and
+    Western fillers.
+    """
 
     prompt_id: str
     entity_type: str
@@ -121,8 +126,8 @@ class ScoredPrompt:
 
 
 def run_summary(prompts: Sequence[ScoredPrompt], *, tie_value: float = 0.0) -> dict[str, Any]:
-    """A CAMeL run's metrics: `cbs` over its scored prompts (pairs within each run, type and prompt), and the
-    number of runs.
+    """A CAMeL run's metrics: `cbs` over its scored prompts (pairs within each run, type and
+    prompt), and the number of runs.
     """
     if not prompts:
         raise MetricInputError("No scored CAMeL prompts: every probe of this run was skipped.")
@@ -150,11 +155,13 @@ def run_summary(prompts: Sequence[ScoredPrompt], *, tie_value: float = 0.0) -> d
 def odds_ratio(
     word: Sequence[str], culture: Sequence[str], smoothing: float = 0.5, confidence: float = 0.95
 ) -> dict[str, Any]:
-    """Odds of each word (one row per occurrence) in Western-entity texts over its odds in Arab-entity texts.
+    """Odds of each word (one row per occurrence) in Western-entity texts over its odds in
+    Arab-entity texts.
 
-    OR(x) = [(E_w(x)+s) / (W - E_w(x)+s)] / [(E_a(x)+s) / (A - E_a(x)+s)], where W and A are the total word
-    counts (the paper's formula with add-s smoothing; s=0.5 is Haldane-Anscombe, s=0 is the paper exactly).
-    The interval is Woolf's: exp(log OR ± z · sqrt(sum of the four reciprocal smoothed counts)).
+    OR(x) = [(E_w(x)+s) / (W - E_w(x)+s)] / [(E_a(x)+s) / (A - E_a(x)+s)], where W and A are the
+    total word counts (the paper's formula with add-s smoothing; s=0.5 is Haldane-Anscombe, s=0 is
+    the paper exactly). The interval is Woolf's: exp(log OR ± z · sqrt(sum of the four reciprocal
+    smoothed counts)).
     """
     check_lengths(word=word, culture=culture)
     labels = check_labels("culture", culture, CULTURES)
@@ -179,7 +186,8 @@ def odds_ratio(
             logs = np.log(cells)
             log_or = float(logs[0] - logs[1] - logs[2] + logs[3])
             spread = z * float(np.sqrt((1 / cells).sum()))
-        # An empty cell (only possible without smoothing) leaves the ratio at 0 or infinity and the interval open.
+        # An empty cell (only possible without smoothing) leaves the ratio at 0 or infinity and the
+        # interval open.
         low, high = (
             (math.exp(log_or - spread), math.exp(log_or + spread))
             if math.isfinite(spread)
@@ -203,7 +211,9 @@ def odds_ratio(
 
 
 def _rates(confusion: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-label F1, false-negative and false-positive rates from (..., L, L) confusion matrices (gold x pred)."""
+    """Per-label F1, false-negative and false-positive rates from (..., L, L) confusion matrices
+    (gold x pred).
+    """
     tp = np.diagonal(confusion, axis1=-2, axis2=-1).astype(np.float64)
     gold, predicted = confusion.sum(axis=-1), confusion.sum(axis=-2)
     total = confusion.sum(axis=(-2, -1))[..., None]
@@ -219,7 +229,9 @@ def _rates(confusion: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _stack(rates: dict[str, np.ndarray]) -> np.ndarray:
-    """(resamples, 1 + 2L): macro-F1, then the L false-negative rates, then the L false-positive rates."""
+    """(resamples, 1 + 2L): macro-F1, then the L false-negative rates, then the L false-positive
+    rates.
+    """
     stacked: np.ndarray = np.column_stack([rates["macro_f1"], rates["fnr"], rates["fpr"]])
     return stacked
 
@@ -234,7 +246,9 @@ def _nanmean_last(values: np.ndarray) -> np.ndarray:
 def _confusions(
     gold: np.ndarray, pred: np.ndarray, n_labels: int, indices: np.ndarray
 ) -> np.ndarray:
-    """One confusion matrix per row of `indices` (resampled item positions), via a single bincount."""
+    """One confusion matrix per row of `indices` (resampled item positions), via a single
+    bincount.
+    """
     rows = np.arange(indices.shape[0])[:, None] * n_labels * n_labels
     flat = (rows + gold[indices] * n_labels + pred[indices]).ravel()
     counts = np.bincount(flat, minlength=indices.shape[0] * n_labels * n_labels)
@@ -255,11 +269,13 @@ def fairness_gap(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Arab minus Western macro-F1 and per-label false-negative/false-positive rates, with bootstrap intervals.
+    """Arab minus Western macro-F1 and per-label false-negative/false-positive rates, with bootstrap
+    intervals.
 
-    One row per classified item (a sentiment label, an entity's tag). FNR_c = P(pred != c | gold = c),
-    FPR_c = P(pred = c | gold != c). The bootstrap resamples the items of each culture separately (seeded); a rate
-    undefined in some draw (a label missing from the resampled items) gets no interval.
+    One row per classified item (a sentiment label, an entity's tag). FNR_c = P(pred != c | gold =
+    c), FPR_c = P(pred = c | gold != c). The bootstrap resamples the items of each culture
+    separately (seeded); a rate undefined in some draw (a label missing from the resampled items)
+    gets no interval.
     """
     check_lengths(predictions=predictions, references=references, culture=culture)
     check_resampling(n_resamples, confidence)

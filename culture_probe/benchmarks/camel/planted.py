@@ -1,5 +1,5 @@
-"""CAMeL: prompts filled with the entities of **one** culture (Western by default) that the protocol will sample; the
-CBS moves towards the planted culture.
+"""CAMeL: prompts filled with the entities of **one** culture (Western by default) that the protocol
+will sample; the CBS moves towards the planted culture.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def camel_spec(
     sample_size: int = 50,
     seed: int = 0,
 ) -> PlantedSpec:
-    """Plant the prompts filled with one culture's entities, those the protocol samples (same seeds)."""
+    """Plant the prompts filled with one culture's entities, those the protocol samples (same
+    seeds).
+    """
     from culture_probe.benchmarks.camel.task import (
         CULTURES,
         entity_pools,
@@ -87,7 +89,9 @@ def camel_spec(
 
 
 def build(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec:
-    """The spec of `planted:<config>`: the prompt configs only, with the entities they are filled with."""
+    """The spec of `planted:<config>`: the prompt configs only, with the entities they are filled
+    with.
+    """
     if "prompts" not in config:
         raise CultureProbeError(
             f"planted:{config} is not available; use planted:camel_co_prompts or planted:camel_ag_prompts."

@@ -1,5 +1,5 @@
-"""CAMeL report views: CBS per entity type (mean ± std over runs; bars against parity), and a type x run heatmap
-that shows how stable each type's CBS is across the seeded entity samples.
+"""CAMeL report views: CBS per entity type (mean ± std over runs; bars against parity), and a type x
+run heatmap that shows how stable each type's CBS is across the seeded entity samples.
 """
 
 from __future__ import annotations
@@ -108,7 +108,9 @@ PAPER_CBS: dict[str, dict[str, float]] = {
 
 
 def references(config: RunRecord) -> tuple[Reference, ...]:
-    """Parity, and the paper's average CBS when the run repeats one of its models on the released prompts."""
+    """Parity, and the paper's average CBS when the run repeats one of its models on the released
+    prompts.
+    """
     paper = PAPER_CBS.get(config.config, {}).get(config.model.spec)
     lines = (Reference("parity", 50.0),)
     return lines + (
@@ -117,8 +119,8 @@ def references(config: RunRecord) -> tuple[Reference, ...]:
 
 
 def inert_options(config: RunRecord) -> set[str]:
-    """The options of other model kinds: the masked rule (C4), the seq2seq style, the empty-prefix rule (C1, which
-    concerns left-context models only).
+    """The options of other model kinds: the masked rule (C4), the seq2seq style, the empty-prefix
+    rule (C1, which concerns left-context models only).
     """
     kind = str(config.model.kind)
     return {

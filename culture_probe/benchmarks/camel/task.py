@@ -1,10 +1,12 @@
-"""CAMeL protocol: score sampled Arab and Western fillers of each Arabic prompt; the CBS counts Western wins.
+"""CAMeL protocol: score sampled Arab and Western fillers of each Arabic prompt; the CBS counts
+Western wins.
 
-The paper's section 4.4 (Culturally-Appropriate Text Infilling): masked LMs see the whole prompt and score a filler by
-left-to-right one-mask infill (mean probability over its subwords); causal and seq2seq LMs see only the text left of the
-mask (mean log-prob). Per run r (five by default), entity type tau and culture kappa, `numpy.random.default_rng([seed,
-r, tau, kappa])` draws min(50, pool) entities from the cleaned pool; that sample fills every prompt of the type in the
-run. CBS per prompt, averaged per type, then over runs (`culture_probe.benchmarks.camel.metrics.cbs`).
+The paper's section 4.4 (Culturally-Appropriate Text Infilling): masked LMs see the whole prompt and
+score a filler by left-to-right one-mask infill (mean probability over its subwords); causal and
+seq2seq LMs see only the text left of the mask (mean log-prob). Per run r (five by default), entity
+type tau and culture kappa, `numpy.random.default_rng([seed, r, tau, kappa])` draws min(50, pool)
+entities from the cleaned pool; that sample fills every prompt of the type in the run. CBS per
+prompt, averaged per type, then over runs (`culture_probe.benchmarks.camel.metrics.cbs`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ NO_CODE = "tareknaous/camel released data only, no scoring, sampling or aggregat
 
 @dataclass(frozen=True)
 class CamelOptions:
-    """Switches of the CAMeL protocol (defaults: the paper's section 4.4; the deviation ids say why)."""
+    """Switches of the CAMeL protocol (defaults: the paper's section 4.4; the deviation ids say
+    why).
+    """
 
     n_runs: int = 5
     sample_size: int = 50
@@ -80,10 +84,11 @@ def type_name(value: Any) -> str:
 def entity_pools(
     rows: Iterable[Mapping[str, Any]], *, pool: str = "clean"
 ) -> dict[tuple[str, str], list[str]]:
-    """{(entity type, culture): sampling pool} from `camel_entities` rows (see docs/benchmarks/camel.md, Protocol).
+    """{(entity type, culture): sampling pool} from `camel_entities` rows (see
+    docs/benchmarks/camel.md, Protocol).
 
-    "clean": strip, de-duplicate, drop unlabelled rows and strings labelled with both cultures, then sort by code
-    point. "raw": every labelled cell as released, in row order.
+    "clean": strip, de-duplicate, drop unlabelled rows and strings labelled with both cultures, then
+    sort by code point. "raw": every labelled cell as released, in row order.
     """
     raw: dict[tuple[str, str], list[str]] = {}
     for row in rows:
@@ -103,7 +108,9 @@ def entity_pools(
 
 @dataclass(frozen=True)
 class Sample:
-    """The entities of one (run, type): Arab and Western fillers, and the Arab rng (continued for demos)."""
+    """The entities of one (run, type): Arab and Western fillers, and the Arab rng (continued for
+    demos).
+    """
 
     arab: tuple[str, ...]
     western: tuple[str, ...]
@@ -113,7 +120,9 @@ class Sample:
 def draw(
     pool: Sequence[str], seed: int, run: int, type_index: int, culture_index: int, size: int
 ) -> tuple[tuple[str, ...], np.random.Generator]:
-    """min(size, pool) entities without replacement from `default_rng([seed, run, type, culture])`."""
+    """min(size, pool) entities without replacement from `default_rng([seed, run, type,
+    culture])`.
+    """
     if not pool:
         raise CultureProbeError(
             f"Entity type #{type_index} has an empty {CULTURES[culture_index]} pool."
@@ -154,9 +163,11 @@ def fill(prompt: str, entity: str) -> str:
 def context(
     row: Mapping[str, Any], kind: str, *, culture_token: bool = False, demos: Sequence[str] = ()
 ) -> tuple[str, str]:
-    """(left, right) the model sees: the whole masked prompt for masked models, the causal prefix otherwise.
+    """(left, right) the model sees: the whole masked prompt for masked models, the causal prefix
+    otherwise.
 
-    The culture token precedes the probed prompt; `n` demonstrations (filled prompts) precede both, one per line.
+    The culture token precedes the probed prompt; `n` demonstrations (filled prompts) precede both,
+    one per line.
     """
     if kind == "masked":
         left, right = masked_parts(row["prompt_masked"])
@@ -262,7 +273,8 @@ class CamelTask(Task):
     ) -> Iterable[Probe]:
         pools, o = entity_pools(self.resource("entities"), pool=self.options.pool), self.options
         largest = max(map(len, pools.values()), default=0)
-        # known only once the pools are read, still before the model loads; the paper's 50 is min(50, pool)
+        # known only once the pools are read, still before the model loads; the paper's 50 is
+        # min(50, pool)
         if o.sample_size > max(largest, CamelOptions.sample_size):
             raise InvalidValueError(
                 f"sample_size={o.sample_size} is above every entity pool (the largest holds {largest} entities, "
@@ -324,9 +336,10 @@ class CamelTask(Task):
         return run_summary([scored_prompt(r) for r in records], tie_value=self.options.tie_value)
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per prompt and run, its CBS; `cbs` is their mean over runs and prompts, averaged over entity types with
-        equal weight. The design: each type is a stratum of prompts crossed with its runs' entity samples (every
-        prompt of a type is filled from the same draw), so the interval holds the spread between entity samples too.
+        """Per prompt and run, its CBS; `cbs` is their mean over runs and prompts, averaged over
+        entity types with equal weight. The design: each type is a stratum of prompts crossed with
+        its runs' entity samples (every prompt of a type is filled from the same draw), so the
+        interval holds the spread between entity samples too.
         """
         return [
             unit_table(
@@ -348,9 +361,9 @@ class CamelTask(Task):
             ).with_scale(100.0)
         ]
 
-    # Where this protocol differs from the released code (docs/deviations.md)
-    # tareknaous/camel released data only: every deviation below is measured against the paper, none has an
-    # upstream side, and the upstream profile changes nothing for CAMeL
+    # Where this protocol differs from the released code (docs/deviations.md) tareknaous/camel
+    # released data only: every deviation below is measured against the paper, none has an upstream
+    # side, and the upstream profile changes nothing for CAMeL
     deviations = (
         Deviation(
             "C1",

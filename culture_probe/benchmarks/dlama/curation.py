@@ -1,12 +1,14 @@
-"""Curate a DLAMA-style culture pair and write it in the DLAMA-v1 layout that DLAMA's builder (`data`) reads.
+"""Curate a DLAMA-style culture pair and write it in the DLAMA-v1 layout that DLAMA's builder
+(`data`) reads.
 
-    out/<region>-<contrast>/dlama/<lang>/<P>_general_<TOKEN>.jsonl       facts after augmentation (step 5)
-    out/<region>-<contrast>/dlama_raw/<lang>/<P>_general_<TOKEN>.jsonl   facts before augmentation
-    out/<region>-<contrast>/curation.json                                 what was run, with counts per file
+    out/<region>-<contrast>/dlama/<lang>/<P>_general_<TOKEN>.jsonl      facts after augmentation
+    out/<region>-<contrast>/dlama_raw/<lang>/<P>_general_<TOKEN>.jsonl  facts before augmentation
+    out/<region>-<contrast>/curation.json                               what was run, with counts
 
-Records follow the v1 schema (docs/benchmarks/dlama.md, Features): sub_uri, obj_uri (sorted), sub_label, obj_label
-(aligned), country (sorted: the objects when they are countries, the subject when it is one, else the region's countries
-that selected the fact), size, uuid `{P}_general_{TOKEN}_{rank}`.
+Records follow the v1 schema (docs/benchmarks/dlama.md, Features): sub_uri, obj_uri (sorted),
+sub_label, obj_label (aligned), country (sorted: the objects when they are countries, the subject
+when it is one, else the region's countries that selected the fact), size, uuid
+`{P}_general_{TOKEN}_{rank}`.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from culture_probe.version import __version__
 
 log = logging.getLogger(__name__)
 DOMAIN = "general"  # the only domain of DLAMA-v1; part of every file name and uuid
-# Where this implementation knowingly differs from upstream's code (recorded in curation.json), each as
-# "<when it applies>: <what differs>", like OBJECT_FILTERS.
+# Where this implementation knowingly differs from upstream's code (recorded in curation.json), each
+# as "<when it applies>: <what differs>", like OBJECT_FILTERS.
 DEVIATIONS = (
     "Every run (step 2): ties in article size are ranked by QID in numeric order (upstream sorted with pandas' "
     "default quicksort, which is not stable, so its order within a tie is arbitrary).",
@@ -128,10 +130,12 @@ def curate_dlama(
     sizes: SizeProvider | None = None,
     checkpoint_dir: str | Path | None = None,
 ) -> CurationResult:
-    """Run the five steps for every predicate and both regions, then write the pair in the DLAMA-v1 layout.
+    """Run the five steps for every predicate and both regions, then write the pair in the DLAMA-v1
+    layout.
 
-    Every query result is checkpointed under `checkpoint_dir` (default `out_dir/.checkpoints`), so rerunning the
-    same call after a crash resumes where it stopped and a finished run is rebuilt without any query.
+    Every query result is checkpointed under `checkpoint_dir` (default `out_dir/.checkpoints`), so
+    rerunning the same call after a crash resumes where it stopped and a finished run is rebuilt
+    without any query.
     """
     out = Path(out_dir)
     checkpoints = Checkpoints(checkpoint_dir or out / ".checkpoints", endpoint_identity(endpoint))
@@ -212,7 +216,9 @@ def _write_manifest(
 
 
 def curate_command(args: argparse.Namespace, curate: Curate) -> int:
-    """`culture-probe curate dlama ...`: the pair of --region and --contrast, written under --out."""
+    """`culture-probe curate dlama ...`: the pair of --region and --contrast, written under
+    --out.
+    """
     top = {"top": args.top} if getattr(args, "top", None) is not None else {}
     config = DlamaCuration(
         curate.region,

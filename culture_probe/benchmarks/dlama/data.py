@@ -1,13 +1,15 @@
-"""DLAMA-v1: Wikidata facts of contrasting cultures (Arab/Asia/South America vs West), two languages per pair.
+"""DLAMA-v1: Wikidata facts of contrasting cultures (Arab/Asia/South America vs West), two languages
+per pair.
 
-The builder reads (in this order) `data_dir=` (an unpacked tarball or the `.tar.gz`), `data_files=` (the
-`.tar.gz`), the pinned URL through the mirror rule (verified by its git blob id), or, when the tarball is not in
-the mirror, the mirror's unpacked copy of the release (`manual/dlama/dlama-v1`). Released pairs must hold the
-paper's Table 1 counts per language and culture (`verify_counts=False` opts out). The layout
-is the release tarball's: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`, optionally under one extra folder and
-with a `dlama_raw/` twin. Each row is one fact in one language. The probing templates are a resource the protocol
-declares (`RESOURCES["templates"]`: the vendored strings, or a user's file). `dlama_custom` reads a pair written by
-`culture_probe.curation` (any region token), from its `curation.json` or the options.
+The builder reads (in this order) `data_dir=` (an unpacked tarball or the `.tar.gz`), `data_files=`
+(the `.tar.gz`), the pinned URL through the mirror rule (verified by its git blob id), or, when the
+tarball is not in the mirror, the mirror's unpacked copy of the release (`manual/dlama/dlama-v1`).
+Released pairs must hold the paper's Table 1 counts per language and culture (`verify_counts=False`
+opts out). The layout is the release tarball's: `<pair>/dlama/<lang>/P<id>_general_<REGION>.jsonl`,
+optionally under one extra folder and with a `dlama_raw/` twin. Each row is one fact in one
+language. The probing templates are a resource the protocol declares (`RESOURCES["templates"]`: the
+vendored strings, or a user's file). `dlama_custom` reads a pair written by `culture_probe.curation`
+(any region token), from its `curation.json` or the options.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ from culture_probe.util.jsonl import decode, read_lines
 TARBALL_URL = "https://raw.githubusercontent.com/AMR-KELEG/DLAMA/61ea3bbc6c932d8332b053529e3d05b3ad12eb12/data/dlama-v1.tar.gz"
 TARBALL_BLOB_ID = "49f09ec2e66fdd604dd3495ed360b3e4b7bb9a32"
 
-# pair -> (non-Western region token, local language); the region token in file names identifies the pair.
+# pair -> (non-Western region token, local language); the region token in file names identifies the
+# pair.
 PAIRS = {
     "arab_west": ("ARAB_REGION", "ar"),
     "asia_west": ("ASIA", "ko"),
@@ -98,17 +101,18 @@ PREDICATES = (
 # present in some dumps, not part of v1 (the original scorer skips it too)
 SKIPPED_PREDICATES = ("P527",)
 ROWS = {"arab_west": 49_070, "asia_west": 54_134, "south_america_west": 53_314}
-# The paper's Table 1, which the release matches exactly: facts per language, and how many are Western.
+# The paper's Table 1, which the release matches exactly: facts per language, and how many are
+# Western.
 FACTS = {
     "arab_west": (24_535, 13_589),
     "asia_west": (27_067, 13_588),
     "south_america_west": (26_657, 13_586),
 }
-# The release unpacked in the local mirror (CULTURE_PROBE_MIRROR; distributed on request, see its README): read
-# when the tarball is not.
+# The release unpacked in the local mirror (CULTURE_PROBE_MIRROR; distributed on request, see its
+# README): read when the tarball is not.
 MANUAL_RELEASE = ("manual", "dlama", "dlama-v1")
-# The labels an unpacked copy of the release may lack (the release tarball holds them): the note of the config,
-# its report and the error that skips it in a suite say so of the data the user has.
+# The labels an unpacked copy of the release may lack (the release tarball holds them): the note of
+# the config, its report and the error that skips it in a suite say so of the data the user has.
 MISSING_LABELS = {("asia_west", "ko"): "the Korean labels of asia-west (asia-west/dlama/ko/)"}
 FIELDS = ("sub_uri", "obj_uri", "sub_label", "obj_label", "country", "size", "uuid")
 
@@ -175,8 +179,9 @@ INFO = BenchmarkInfo(
 class DlamaConfig(CultureProbeConfig):
     """One culture pair; `raw` reads the facts before object augmentation (`dlama_raw/`).
 
-    `dlama_custom` only: `pair` (a name or folder name), `region` and `contrast` (the tokens in the file names)
-    pick a curated pair; whatever is left out comes from its `curation.json` or its files.
+    `dlama_custom` only: `pair` (a name or folder name), `region` and `contrast` (the tokens in the
+    file names) pick a curated pair; whatever is left out comes from its `curation.json` or its
+    files.
     """
 
     pair: str = "arab_west"
@@ -188,7 +193,9 @@ class DlamaConfig(CultureProbeConfig):
 
 
 def missing_note(missing: str) -> str:
-    """What the config's description and its report say of labels a copy may lack (`MISSING_LABELS`)."""
+    """What the config's description and its report say of labels a copy may lack
+    (`MISSING_LABELS`).
+    """
     return f"the release tarball holds both languages; a copy that lacks {missing} runs in English (--language en)."
 
 
@@ -237,11 +244,12 @@ VENDORED_TEMPLATES = Path(__file__).parent / "vendored" / "dlama_templates.json"
 def read_templates(
     *, data_dir: str | None = None, corrected: bool = False, path: str | None = None
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], list[Path]]:
-    """The probing templates, {language: {predicate: {"template", "verified"}}}, and the files they come from.
+    """The probing templates, {language: {predicate: {"template", "verified"}}}, and the files they
+    come from.
 
-    The vendored strings (en exact; es/ko/ar provisional: `verified` false), then, with `path`, the user's: an
-    mLAMA 1.1 folder (`<lang>/templates.jsonl`, one {"relation", "template"} object per line) or a JSON file
-    {lang: {predicate: template}}; a user's template counts as verified.
+    The vendored strings (en exact; es/ko/ar provisional: `verified` false), then, with `path`, the
+    user's: an mLAMA 1.1 folder (`<lang>/templates.jsonl`, one {"relation", "template"} object per
+    line) or a JSON file {lang: {predicate: template}}; a user's template counts as verified.
     """
     vendored = json.loads(VENDORED_TEMPLATES.read_text(encoding="utf-8"))
     table = {
@@ -264,7 +272,9 @@ def read_templates(
 
 
 def _user_templates(path: Path) -> tuple[dict[str, dict[str, str]], list[Path]]:
-    """{language: {predicate: template}} of an mLAMA 1.1 folder or a JSON file, and the files read."""
+    """{language: {predicate: template}} of an mLAMA 1.1 folder or a JSON file, and the files
+    read.
+    """
     if path.is_dir():
         files = sorted(path.glob("*/templates.jsonl"))
         if not files:
@@ -309,7 +319,9 @@ def normalise(label: str) -> str:
 
 
 class Dlama(CultureProbeBuilder):
-    """DLAMA-v1 builder: one config per released pair plus `dlama_custom`; `languages=` restricts the rows."""
+    """DLAMA-v1 builder: one config per released pair plus `dlama_custom`; `languages=` restricts
+    the rows.
+    """
 
     CARD = INFO
     LANGUAGE_FILTER = True
@@ -373,9 +385,10 @@ class Dlama(CultureProbeBuilder):
         return PairRequest(config.pair, PAIRS[config.pair][0], WEST, tuple(config.languages))
 
     def publication(self) -> Publication:
-        """Every pair's card says where its rows were read from and how its languages' probing templates stand
-        (vendored provisional transcriptions or mLAMA's own). A curated pair is published under its own name
-        (`dlama_maghreb_west`), with its regions, languages and `curation.json` (endpoint and query parameters).
+        """Every pair's card says where its rows were read from and how its languages' probing
+        templates stand (vendored provisional transcriptions or mLAMA's own). A curated pair is
+        published under its own name (`dlama_maghreb_west`), with its regions, languages and
+        `curation.json` (endpoint and query parameters).
         """
         origin = self._locate().describe()
         if not self.custom:
@@ -425,10 +438,11 @@ class Dlama(CultureProbeBuilder):
     def _check_counts(
         self, pair: Pair, files: list[FactFile], counts: Counter[tuple[str, str]], source: str
     ) -> None:
-        """A released pair must hold the paper's facts per language and culture (Table 1); a mismatch names the
-        numbers (`verify_counts=False` accepts data changed on purpose). A copy with only a few of the pair's
-        files (a test fixture, a subset) is not the release: it is counted in the card, not checked; one with more
-        than half of them but not all is a damaged copy, and an error names the missing files.
+        """A released pair must hold the paper's facts per language and culture (Table 1); a
+        mismatch names the numbers (`verify_counts=False` accepts data changed on purpose). A copy
+        with only a few of the pair's files (a test fixture, a subset) is not the release: it is
+        counted in the card, not checked; one with more than half of them but not all is a damaged
+        copy, and an error names the missing files.
         """
         if self.custom or self.config.raw or self.config.corrected or not self.config.verify_counts:
             return
@@ -474,7 +488,9 @@ class Dlama(CultureProbeBuilder):
     def _select(
         self, source: str, paths: list[tuple[str, ...]], read: Reader
     ) -> tuple[Pair, list[FactFile]]:
-        """The pair of this config and its files, ordered by language, predicate, culture (the contrast last)."""
+        """The pair of this config and its files, ordered by language, predicate, culture (the
+        contrast last).
+        """
         kind = "dlama_raw" if self.config.raw else "dlama"
         found = find_fact_files(paths)
         pair = choose_pair(pair_folders(found, paths, read, source), self._request(), source)
@@ -523,7 +539,9 @@ class Dlama(CultureProbeBuilder):
         )
 
     def _fact(self, record: dict[str, Any], path: str, line: int) -> dict[str, Any] | None:
-        """One validated fact; None (counted) for facts that are skipped (a blank subject or object)."""
+        """One validated fact; None (counted) for facts that are skipped (a blank subject or
+        object).
+        """
         missing = [key for key in FIELDS if key not in record]
         if missing:
             raise SourceFormatError(
@@ -563,7 +581,9 @@ class Dlama(CultureProbeBuilder):
         return fact
 
     def _normalised(self, fact: dict[str, Any]) -> dict[str, Any]:
-        """Corrected variant: stripped NFC labels; empty and repeated labels dropped with their QID."""
+        """Corrected variant: stripped NFC labels; empty and repeated labels dropped with their
+        QID.
+        """
         labels = [normalise(label) for label in fact["obj_label"]]
         keep = [i for i, label in enumerate(labels) if label and label not in labels[:i]]
         changed = labels != fact["obj_label"] or normalise(fact["sub_label"]) != fact["sub_label"]
@@ -603,8 +623,8 @@ class Dlama(CultureProbeBuilder):
         return _open_folder(Path(source.path)) if source.folder else _open_tarball(source.path)
 
     def _locate(self) -> RowsSource:
-        """Where the rows are read from: `data_dir` (a folder or a tarball), `data_files`, the pinned URL (verified),
-        or the mirror's unpacked copy of the release.
+        """Where the rows are read from: `data_dir` (a folder or a tarball), `data_files`, the
+        pinned URL (verified), or the mirror's unpacked copy of the release.
         """
         if self.config.data_dir and Path(self.config.data_dir).is_dir():
             return RowsSource(str(self.config.data_dir), folder=True)
@@ -647,7 +667,9 @@ class Dlama(CultureProbeBuilder):
 
 
 def curation_summary(manifest: dict[str, Any]) -> list[str]:
-    """What a dataset card says of a curation run: the countries of each region, endpoint, options, deviations."""
+    """What a dataset card says of a curation run: the countries of each region, endpoint, options,
+    deviations.
+    """
     config = manifest.get("config", {})
     lines = []
     for key in ("region", "contrast"):
@@ -668,8 +690,9 @@ def curation_summary(manifest: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class RowsSource:
-    """Where a config's rows are read from, as its dataset card says it: a folder (the user's, or the unpacked
-    release in the mirror), or a `.tar.gz` with its git blob id (the pinned release's, or another).
+    """Where a config's rows are read from, as its dataset card says it: a folder (the user's, or
+    the unpacked release in the mirror), or a `.tar.gz` with its git blob id (the pinned release's,
+    or another).
     """
 
     path: str
@@ -678,7 +701,9 @@ class RowsSource:
     mirror: bool = False
 
     def describe(self) -> str:
-        """The card's line: the folder, or the tarball with its checksums (the pinned URL when it is the release)."""
+        """The card's line: the folder, or the tarball with its checksums (the pinned URL when it is
+        the release).
+        """
         unpinned = "not from the pinned release tarball (no checksum ties a folder to it)"
         if self.mirror:
             where = "/".join(MANUAL_RELEASE)
@@ -695,8 +720,9 @@ class RowsSource:
 
 
 def template_notes(languages: Sequence[str]) -> tuple[str, ...]:
-    """What a card says of the probing templates of `languages` (the protocol applies them; they are no column of
-    the rows): per language, mLAMA's own strings or a provisional transcription, from the vendored file's record.
+    """What a card says of the probing templates of `languages` (the protocol applies them; they are
+    no column of the rows): per language, mLAMA's own strings or a provisional transcription, from
+    the vendored file's record.
     """
     vendored = json.loads(VENDORED_TEMPLATES.read_text(encoding="utf-8"))
     parts = []
@@ -726,7 +752,9 @@ def template_notes(languages: Sequence[str]) -> tuple[str, ...]:
 
 
 def manual_release() -> Path | None:
-    """The unpacked release in the mirror (`$CULTURE_PROBE_MIRROR/manual/dlama/dlama-v1`), when there is one."""
+    """The unpacked release in the mirror (`$CULTURE_PROBE_MIRROR/manual/dlama/dlama-v1`), when
+    there is one.
+    """
     root = mirror_root()
     folder = Path(root, *MANUAL_RELEASE) if root else None
     return folder if folder is not None and folder.is_dir() else None
@@ -743,7 +771,9 @@ def _open_folder(root: Path) -> tuple[str, list[tuple[str, ...]], Reader]:
 
 
 def _open_tarball(path: str) -> tuple[str, list[tuple[str, ...]], Reader]:
-    """Every member of the archive read into memory once (the whole release is a few tens of MB of text)."""
+    """Every member of the archive read into memory once (the whole release is a few tens of MB of
+    text).
+    """
     contents: dict[tuple[str, ...], bytes] = {}
     try:
         with tarfile.open(path, "r:*") as archive:

@@ -1,9 +1,10 @@
 """The DLAMA-v1 layout: fact files, culture-pair folders, and which folder a config reads.
 
-A pair folder holds `dlama/<lang>/P<id>_<domain>_<TOKEN>.jsonl` files (and maybe a `dlama_raw/` twin) for the two
-region tokens of one pair, plus, when `culture_probe.curation` wrote it, a `curation.json` manifest naming the pair,
-its regions and languages. A config finds its folder by region token, never by folder name; folders of
-other pairs are ignored, so one `data_dir` can hold the release next to newly curated pairs.
+A pair folder holds `dlama/<lang>/P<id>_<domain>_<TOKEN>.jsonl` files (and maybe a `dlama_raw/`
+twin) for the two region tokens of one pair, plus, when `culture_probe.curation` wrote it, a
+`curation.json` manifest naming the pair, its regions and languages. A config finds its folder by
+region token, never by folder name; folders of other pairs are ignored, so one `data_dir` can hold
+the release next to newly curated pairs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from culture_probe.errors import CultureProbeError, MissingDataError, SourceFormatError
 
 WEST = "WESTERN_COUNTRIES"
-# Culture names of the release's region tokens; a new token's culture is its manifest name, else the token lower-cased.
+# Culture names of the release's region tokens; a new token's culture is its manifest name, else the
+# token lower-cased.
 CULTURES = {"ARAB_REGION": "arab", "ASIA": "asia", "SOUTH_AMERICA": "south_america", WEST: "west"}
 TOKEN = re.compile(r"[A-Z][A-Z0-9_]*")  # curation's tokens: an upper-cased region name
 PAIR_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -27,7 +29,9 @@ Reader = Callable[[tuple[str, ...]], list[str]]
 
 @dataclass(frozen=True)
 class FactFile:
-    """One `P<id>_<domain>_<TOKEN>.jsonl` file found in the source, and where it sits in the layout."""
+    """One `P<id>_<domain>_<TOKEN>.jsonl` file found in the source, and where it sits in the
+    layout.
+    """
 
     parts: tuple[str, ...]  # path inside the tarball / data_dir
     kind: str  # "dlama" or "dlama_raw"
@@ -54,7 +58,9 @@ class Manifest:
 
 @dataclass(frozen=True)
 class PairFolder:
-    """One folder holding fact files: its path, region tokens, languages and manifest (if curated)."""
+    """One folder holding fact files: its path, region tokens, languages and manifest (if
+    curated).
+    """
 
     parts: tuple[str, ...]
     tokens: tuple[str, ...]
@@ -99,7 +105,8 @@ def find_fact_files(paths: list[tuple[str, ...]]) -> list[FactFile]:
     found = []
     for parts in paths:
         match = FILE_NAME.fullmatch(parts[-1])
-        # `<pair>/dlama/<lang>/<file>`, or `dlama/<lang>/<file>` in a data_dir that is the pair folder itself
+        # `<pair>/dlama/<lang>/<file>`, or `dlama/<lang>/<file>` in a data_dir that is the pair
+        # folder itself
         if len(parts) >= 3 and match and parts[-3] in ("dlama", "dlama_raw"):
             predicate, _, region = match.groups()
             found.append(FactFile(parts, parts[-3], parts[-2], predicate, region))
@@ -153,7 +160,9 @@ def read_manifest(lines: list[str], path: str) -> Manifest | None:
 
 
 def choose_pair(folders: list[PairFolder], request: PairRequest, source: str) -> Pair:
-    """The one folder the request names, resolved into a `Pair`; clear errors for none or several."""
+    """The one folder the request names, resolved into a `Pair`; clear errors for none or
+    several.
+    """
     matching = [folder for folder in folders if _matches(folder, request)]
     own = [folder for folder in matching if not set(folder.tokens) <= set(CULTURES)]
     # a pair of its own first: a curated copy of a released pair is taken when alone
@@ -194,7 +203,8 @@ def _matches(folder: PairFolder, request: PairRequest) -> bool:
     if request.name:
         names = {_pair_name(folder.parts[-1]) if folder.parts else None}
         return request.name in names | ({folder.manifest.pair} if folder.manifest else set())
-    # a curated pair says so in its manifest, also one of the released pairs' regions (the curation quick start)
+    # a curated pair says so in its manifest, also one of the released pairs' regions (the curation
+    # quick start)
     return (
         request.region is not None
         or folder.manifest is not None
@@ -231,7 +241,9 @@ def _resolve(folder: PairFolder, request: PairRequest, source: str) -> Pair:
 
 
 def _only_region(folder: PairFolder, request: PairRequest, source: str) -> str:
-    """Without region= or a manifest: the folder's one token that is not the contrast (default: the West)."""
+    """Without region= or a manifest: the folder's one token that is not the contrast (default: the
+    West).
+    """
     others = [t for t in folder.tokens if t != (request.contrast or WEST)]
     if len(others) != 1:
         raise SourceFormatError(
@@ -254,14 +266,18 @@ def _describe(request: PairRequest) -> str:
 
 
 def _pair_name(text: str) -> str:
-    """`maghreb-west` (a folder name, as curation writes it) and `maghreb_west` name the same pair."""
+    """`maghreb-west` (a folder name, as curation writes it) and `maghreb_west` name the same
+    pair.
+    """
     return text.replace("-", "_").lower()
 
 
 def check_custom_options(
     pair: str, region: str | None, contrast: str | None, languages: tuple[str, ...]
 ) -> PairRequest:
-    """The request of `dlama_custom`'s options, or an error naming the bad value and the expected form."""
+    """The request of `dlama_custom`'s options, or an error naming the bad value and the expected
+    form.
+    """
     for key, value in (("region", region), ("contrast", contrast)):
         if value is not None and not (isinstance(value, str) and TOKEN.fullmatch(value)):
             raise CultureProbeError(

@@ -1,5 +1,5 @@
-"""DLAMA metrics: precision at k over ranked candidates, the object entropy of a predicate within a culture, and a
-run's summary from typed per-fact inputs (`RankedFact`, `AnsweredFact`).
+"""DLAMA metrics: precision at k over ranked candidates, the object entropy of a predicate within a
+culture, and a run's summary from typed per-fact inputs (`RankedFact`, `AnsweredFact`).
 
 Formulas: Keleg & Magdy, 2023, "DLAMA", section 5.1 and Tables 1-2.
 """
@@ -27,10 +27,11 @@ _QID = re.compile(r"^([A-Za-z]*)(\d+)$")
 def rank_candidates(
     candidates: Sequence[str], scores: Sequence[float], n_tokens: Sequence[int] | None = None
 ) -> list[str]:
-    """Candidates best first: higher score, then fewer tokens, then code-point order (DLAMA's tie rule).
+    """Candidates best first: higher score, then fewer tokens, then code-point order (DLAMA's tie
+    rule).
 
-    The rule reproduces the insertion order of the original scorer, so a ranking never depends on the order in
-    which equal-scored candidates were given.
+    The rule reproduces the insertion order of the original scorer, so a ranking never depends on
+    the order in which equal-scored candidates were given.
     """
     check_lengths(candidates=candidates, scores=scores, n_tokens=n_tokens)
     values = finite_floats("scores", scores).tolist()
@@ -77,9 +78,11 @@ def hits_at_k(
     scores: Sequence[Sequence[float]] | None = None,
     n_tokens: Sequence[Sequence[int]] | None = None,
 ) -> np.ndarray:
-    """Per-item hit (1.0/0.0) when any valid answer is within the top k; NaN for an item without valid answers.
+    """Per-item hit (1.0/0.0) when any valid answer is within the top k; NaN for an item without
+    valid answers.
 
-    With `scores`, each item's `predictions` are its candidates in any order and are ranked by `rank_candidates`.
+    With `scores`, each item's `predictions` are its candidates in any order and are ranked by
+    `rank_candidates`.
     """
     check_lengths(predictions=predictions, references=references, scores=scores, n_tokens=n_tokens)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -110,11 +113,12 @@ def precision_at_k(
 ) -> dict[str, Any]:
     """P@k in percent, micro-averaged over items, overall and per group.
 
-    `groups`: one key per item (e.g. the culture, or "P30|arab"), or {"culture": keys, "predicate": keys} for one
-    table per grouping.
+    `groups`: one key per item (e.g. the culture, or "P30|arab"), or {"culture": keys, "predicate":
+    keys} for one table per grouping.
 
-    `predictions`: per item its ranked candidates (best first) or just its top-1 label; `references`: per item
-    its valid answers. Items with no valid answer are skipped and counted; a group with none scored gives None.
+    `predictions`: per item its ranked candidates (best first) or just its top-1 label;
+    `references`: per item its valid answers. Items with no valid answer are skipped and counted; a
+    group with none scored gives None.
     """
     hits = hits_at_k(predictions, references, k, scores, n_tokens)
     result = {"k": int(k), **_precision(hits)}
@@ -124,7 +128,9 @@ def precision_at_k(
 
 
 def _natural_key(uri: str) -> tuple:
-    """`Q4` before `Q10`: QIDs compare by their number; other strings after them, in code-point order."""
+    """`Q4` before `Q10`: QIDs compare by their number; other strings after them, in code-point
+    order.
+    """
     match = _QID.match(uri)
     return (0, match.group(1), int(match.group(2)), uri) if match else (1, uri, 0, uri)
 
@@ -139,11 +145,12 @@ def _entropy_bits(kept: list[str]) -> float:
 def object_entropy(
     objects: Sequence[Sequence[str]], predicate: Sequence[Hashable], culture: Sequence[Hashable]
 ) -> dict[str, Any]:
-    """Entropy (bits) of each fact's most frequent valid object, per (culture, predicate), and per culture.
+    """Entropy (bits) of each fact's most frequent valid object, per (culture, predicate), and per
+    culture.
 
-    Counts are over all facts of the (predicate, culture) set; a fact keeps its most frequent object, ties to the
-    lowest QID in numeric order. A culture's value is the unweighted mean over its predicates. Facts without
-    objects are skipped and counted.
+    Counts are over all facts of the (predicate, culture) set; a fact keeps its most frequent
+    object, ties to the lowest QID in numeric order. A culture's value is the unweighted mean over
+    its predicates. Facts without objects are skipped and counted.
     """
     check_lengths(objects=objects, predicate=predicate, culture=culture)
     cells: dict[tuple[str, str], list[set[str]]] = defaultdict(list)
@@ -169,12 +176,15 @@ def object_entropy(
     return {"entropy": entropy, "per_predicate": dict(per_predicate), "n_skipped": n_skipped}
 
 
-# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+# ---------------------------------------------------------------- a run's summary (typed inputs
+# from the protocol)
 
 
 @dataclass(frozen=True)
 class RankedFact:
-    """One fact ranked by a model: its group keys, the top-ranked candidate, its gold labels and object QIDs."""
+    """One fact ranked by a model: its group keys, the top-ranked candidate, its gold labels and
+    object QIDs.
+    """
 
     language: str
     predicate: str
@@ -186,8 +196,8 @@ class RankedFact:
 
 @dataclass(frozen=True)
 class AnsweredFact:
-    """One fact answered by generation: its group keys, and whether the reply holds (overlap) or is (exact) a
-    gold label.
+    """One fact answered by generation: its group keys, and whether the reply holds (overlap) or is
+    (exact) a gold label.
     """
 
     language: str
@@ -201,10 +211,11 @@ GENERATION_MEASURES = ("overlap", "exact")
 
 
 def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west") -> dict[str, Any]:
-    """A ranking run's metrics: per prompt language P@1 for the pair, each culture and each (predicate, culture),
-    the non-reference minus reference difference (score interval and test of two proportions; its `p_holm` is
-    Holm-adjusted over the run's `n_tests` culture gaps, one per prompt language), and the object entropy of the
-    first language's facts (the objects are the same in every language).
+    """A ranking run's metrics: per prompt language P@1 for the pair, each culture and each
+    (predicate, culture), the non-reference minus reference difference (score interval and test of
+    two proportions; its `p_holm` is Holm-adjusted over the run's `n_tests` culture gaps, one per
+    prompt language), and the object entropy of the first language's facts (the objects are the same
+    in every language).
     """
     out: dict[str, Any] = {"n_facts": len(facts)}
     for language, rows in _by(facts, "language"):
@@ -229,8 +240,9 @@ def ranking_summary(facts: Sequence[RankedFact], *, reference: str = "west") -> 
 
 
 def language_summary(facts: Sequence[RankedFact], *, reference: str = "west") -> dict[str, Any]:
-    """P@1 of one prompt language: the pair (micro), each culture, each (predicate, culture), and the
-    non-reference minus reference difference when the language has exactly two cultures, one of them `reference`.
+    """P@1 of one prompt language: the pair (micro), each culture, each (predicate, culture), and
+    the non-reference minus reference difference when the language has exactly two cultures, one of
+    them `reference`.
     """
     predictions, golds = [f.prediction for f in facts], [list(f.gold) for f in facts]
     by_culture = precision_at_k(predictions, golds, groups=[f.culture for f in facts])
@@ -258,8 +270,9 @@ def language_summary(facts: Sequence[RankedFact], *, reference: str = "west") ->
 
 
 def generation_summary(facts: Sequence[AnsweredFact]) -> dict[str, Any]:
-    """A generation run's metrics: per question language, overlap and exact accuracy (%) per culture and for the
-    pair, overlap per (predicate, culture), and flat `<measure>_<language>_<culture>` keys.
+    """A generation run's metrics: per question language, overlap and exact accuracy (%) per culture
+    and for the pair, overlap per (predicate, culture), and flat `<measure>_<language>_<culture>`
+    keys.
     """
     out: dict[str, Any] = {"n_facts": len(facts)}
     for language, rows in _by(facts, "language"):

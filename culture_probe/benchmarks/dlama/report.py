@@ -1,6 +1,6 @@
-"""DLAMA report views: per prompt language, P@1 per culture (bars with score intervals), per predicate (table
-and heatmap) and the most common correct and wrong predictions (the paper's Table 3 view); object entropy; in
-generation mode, overlap and exact accuracy per culture.
+"""DLAMA report views: per prompt language, P@1 per culture (bars with score intervals), per
+predicate (table and heatmap) and the most common correct and wrong predictions (the paper's Table 3
+view); object entropy; in generation mode, overlap and exact accuracy per culture.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ PAPER_P1: dict[tuple[str, str, str], tuple[float, float, float]] = {
 
 
 def paper_references(config: RunRecord, language: str) -> tuple[Reference, ...]:
-    """The paper's P@1 for this config, prompt language and model, when the run repeats a Table 1 cell with the
-    paper's protocol (the default options, not a smoke subset).
+    """The paper's P@1 for this config, prompt language and model, when the run repeats a Table 1
+    cell with the paper's protocol (the default options, not a smoke subset).
     """
     key = (config.config, language, config.model.spec)
     if key not in PAPER_P1 or not config.repeats_the_paper:
@@ -68,8 +68,9 @@ def paper_references(config: RunRecord, language: str) -> tuple[Reference, ...]:
 
 
 def header_lines(config: RunRecord) -> list[str]:
-    """DLAMA's lines of the report header: the labels a copy of the release may lack (`MISSING_LABELS`), when
-    a language was left out (or the run did not record its languages), and templates not yet checked against mLAMA.
+    """DLAMA's lines of the report header: the labels a copy of the release may lack
+    (`MISSING_LABELS`), when a language was left out (or the run did not record its languages), and
+    templates not yet checked against mLAMA.
     """
     languages, protocol = config.benchmark.languages, config.protocol
     lines = []
@@ -146,8 +147,8 @@ def language_sections(
     metrics: Mapping[str, Any],
     references: Sequence[Reference] = (),
 ) -> list[Section]:
-    """P@1 per culture (against the paper's values when the run repeats one), per predicate, and the most common
-    predictions, of one prompt language.
+    """P@1 per culture (against the paper's values when the run repeats one), per predicate, and the
+    most common predictions, of one prompt language.
     """
     m = metrics[language]
     cultures = sorted(m["cultures"], key=culture_order)
@@ -200,8 +201,8 @@ def culture_table(
     cultures: Sequence[str],
     measures: Sequence[tuple[str, str]],
 ) -> Table:
-    """Metrics (`measures`: (metric, column name)) per culture of one prompt language and for the pair, each with
-    its interval, and the n facts.
+    """Metrics (`measures`: (metric, column name)) per culture of one prompt language and for the
+    pair, each with its interval, and the n facts.
     """
     results = metrics.get("results") or {}
     by_cell = results.get("by_language_culture") or {}
@@ -222,7 +223,9 @@ def culture_table(
 
 
 def generation_sections(answered: list[Record], metrics: Mapping[str, Any]) -> list[Section]:
-    """Generation mode: per language, overlap and exact accuracy per culture (bars of the overlap hits)."""
+    """Generation mode: per language, overlap and exact accuracy per culture (bars of the overlap
+    hits).
+    """
     out = []
     for language, _ in by_language(answered):
         cultures = sorted(metrics[language]["n"], key=culture_order)
@@ -256,8 +259,9 @@ def culture_order(culture: str) -> tuple[bool, str]:
 
 
 def comparison_text(comparison: Mapping[str, Any] | None) -> str:
-    """One sentence on the culture gap and its uncertainty, with the procedure that gave the interval and p, and,
-    when the run has a gap per prompt language, its p-value Holm-adjusted over them (how many tests, said).
+    """One sentence on the culture gap and its uncertainty, with the procedure that gave the
+    interval and p, and, when the run has a gap per prompt language, its p-value Holm-adjusted over
+    them (how many tests, said).
     """
     if not comparison:
         return ""
@@ -280,7 +284,9 @@ def comparison_text(comparison: Mapping[str, Any] | None) -> str:
 
 
 def common_predictions(rows: list[Record], hits: np.ndarray) -> Table:
-    """Per (predicate, culture): the most common correct and the most common wrong prediction, with counts."""
+    """Per (predicate, culture): the most common correct and the most common wrong prediction, with
+    counts.
+    """
     cells: dict[tuple[str, str], tuple[Counter, Counter]] = defaultdict(
         lambda: (Counter(), Counter())
     )

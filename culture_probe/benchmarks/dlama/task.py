@@ -1,12 +1,15 @@
-"""DLAMA protocol (the paper's section 5.1): each fact's model ranks every object label of its predicate across
-both cultures of the pair, in the fact's language; P@1 per culture, per predicate and for the pair.
+"""DLAMA protocol (the paper's section 5.1): each fact's model ranks every object label of its
+predicate across both cultures of the pair, in the fact's language; P@1 per culture, per predicate
+and for the pair.
 
-Masked models use mLAMA typed querying (k masks for a k-subword candidate; the paper's protocol); causal models
-score the candidate after the text left of the slot (an extension, D3); seq2seq models the sentinel span.
+Masked models use mLAMA typed querying (k masks for a k-subword candidate; the paper's protocol);
+causal models score the candidate after the text left of the slot (an extension, D3); seq2seq models
+the sentinel span.
 
-`mode="generate"` is the paper's optional generation mode (Appendix D; not part of Table 1): chat models
-answer a question per fact (Arab-West, seven predicates, en/ar) after an "encyclopedia" system message, greedily;
-a reply is right when it contains a gold label (overlap, the paper's measure) or equals one (exact).
+`mode="generate"` is the paper's optional generation mode (Appendix D; not part of Table 1): chat
+models answer a question per fact (Arab-West, seven predicates, en/ar) after an "encyclopedia"
+system message, greedily; a reply is right when it contains a gold label (overlap, the paper's
+measure) or equals one (exact).
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ from culture_probe.util.typecheck import check_types
 
 TOP_K = 5  # predictions kept per record
 WEST = "west"
-# Generation mode (the paper's Appendix D): the system message per language and {predicate: (en, ar) question}, {} =
-# sub_label.
+# Generation mode (the paper's Appendix D): the system message per language and {predicate: (en, ar)
+# question}, {} = sub_label.
 SYSTEM = {"en": "You are an encyclopedia.", "ar": "تعامل كأنك موسوعة."}
 QUESTIONS = {
     "P30": (
@@ -99,17 +102,20 @@ class DlamaOptions:
     max_new_tokens: int = 32
     # an mLAMA 1.1 folder (<lang>/templates.jsonl) or a JSON {lang: {pred: template}}
     templates: str | None = None
-    # D1: "upstream_regex" fills [X] with re.sub("[X]", ...) as the released T5/mT5 path did (brackets stay, every
-    # capital X of the template becomes the subject); "replace" is plain str.replace
+    # D1: "upstream_regex" fills [X] with re.sub("[X]", ...) as the released T5/mT5 path did
+    # (brackets stay, every capital X of the template becomes the subject); "replace" is plain
+    # str.replace
     fill: Fill = "replace"
-    # D2: "alone" scores each candidate by its ids as tokenized on its own (the released masked path's
-    # tokenizer.tokenize(obj): no leading-space piece on BPE/SentencePiece); "in_context" as it reads after the slot
+    # D2: "alone" scores each candidate by its ids as tokenized on its own (the released masked
+    # path's tokenizer.tokenize(obj): no leading-space piece on BPE/SentencePiece); "in_context" as
+    # it reads after the slot
     candidate_tokenization: Literal["in_context", "alone"] = "in_context"
-    # D4: generation mode asks only the first N facts of each (language, predicate, culture) file, as the released
-    # GPT script did with N = 3; None asks every fact in scope
+    # D4: generation mode asks only the first N facts of each (language, predicate, culture) file,
+    # as the released GPT script did with N = 3; None asks every fact in scope
     generate_first_n: int | None = None
-    # D7: "first" counts a fact right only when the top candidate is its first listed label, as the released T5
-    # path's P@1 did (ranks in obj_label order, ranks[0] scored); "any" when it is any of its labels
+    # D7: "first" counts a fact right only when the top candidate is its first listed label, as the
+    # released T5 path's P@1 did (ranks in obj_label order, ranks[0] scored); "any" when it is any
+    # of its labels
     p1_gold: Literal["any", "first"] = "any"
 
     def __post_init__(self) -> None:
@@ -127,11 +133,14 @@ RANKING = Scope("ranking", _ranks)
 
 
 class DlamaTask(Task):
-    """DLAMA-v1: Wikidata facts of two contrasting cultures, asked in English and a local language."""
+    """DLAMA-v1: Wikidata facts of two contrasting cultures, asked in English and a local
+    language.
+    """
 
     Options = DlamaOptions
     unit, strata = "facts", ("language", "culture", "predicate")
-    # `--limit` draws facts by their released id, each asked in every language of the pair (`Parallel`)
+    # `--limit` draws facts by their released id, each asked in every language of the pair
+    # (`Parallel`)
     parallel = Parallel(("uuid",), "facts")
     design = SamplingDesign(
         "fact (its release uuid)",
@@ -146,7 +155,8 @@ class DlamaTask(Task):
         "in each",
     )
     options: DlamaOptions
-    # each (language, predicate)'s aligned candidates, set when the probes are built (`aligned_candidates`)
+    # each (language, predicate)'s aligned candidates, set when the probes are built
+    # (`aligned_candidates`)
     _aligned: Mapping[tuple[str, str], AlignedCandidates] = MappingProxyType({})
     alignment = (
         "facts by their released id (`uuid`: the same subject and objects, by QID, in every language); candidates by "
@@ -165,7 +175,9 @@ class DlamaTask(Task):
     }
 
     def model_need(self, stage: str) -> ModelNeed:
-        """Generation mode asks a causal model through its chat template (a refusal names --option mode=rank)."""
+        """Generation mode asks a causal model through its chat template (a refusal names --option
+        mode=rank).
+        """
         if self.options.mode != "generate":
             return ModelNeed(self.kinds)
         why = "DLAMA generation mode asks with a system message: it needs a causal model with a chat template"
@@ -180,8 +192,8 @@ class DlamaTask(Task):
         return {"templates": Need("dlama", "templates", params=params)}
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The languages probed; candidate-set sizes and one hash over all sets; label collisions; provisional
-        templates used.
+        """The languages probed; candidate-set sizes and one hash over all sets; label collisions;
+        provisional templates used.
         """
         sets = candidate_sets(rows)
         digest = hashlib.sha256(
@@ -206,7 +218,9 @@ class DlamaTask(Task):
         return self.resource("templates").get(language, {}).get(predicate)
 
     def unverified_template_languages(self, rows: Iterable[Mapping[str, Any]]) -> list[str]:
-        """Languages of `rows` probed with at least one provisional vendored template (recorded with every run)."""
+        """Languages of `rows` probed with at least one provisional vendored template (recorded with
+        every run).
+        """
         used = {(row["language"], row["predicate"]) for row in rows}
         return sorted(
             {
@@ -267,7 +281,9 @@ class DlamaTask(Task):
             yield cloze_probe(row["id"], left, right, candidates, options, meta, candidate_ids=ids)
 
     def _question(self, row: Mapping[str, Any], meta: dict[str, Any]) -> Probe:
-        """The generation-mode probe of one fact, or why it is out of the mode's scope (the paper's Appendix D)."""
+        """The generation-mode probe of one fact, or why it is out of the mode's scope (the paper's
+        Appendix D).
+        """
         language, predicate = row["language"], row["predicate"]
         if row.get("pair") != "arab_west" or language not in SYSTEM or predicate not in QUESTIONS:
             return Skipped(
@@ -293,7 +309,8 @@ class DlamaTask(Task):
         fields = {
             "prediction": top[0],
             "top": top,
-            # a candidate text given twice shows its later score, as a {candidate: score} mapping does
+            # a candidate text given twice shows its later score, as a {candidate: score} mapping
+            # does
             "top_scores": [round(float(values[where[c][-1]]), 6) for c in top],
             "n_candidates": len(order),
             **self._aligned_ranking(probe.meta, (output.candidates[i] for i in order.tolist())),
@@ -303,8 +320,9 @@ class DlamaTask(Task):
         return fields
 
     def _aligned_ranking(self, meta: Mapping[str, Any], ranking: Iterable[str]) -> RecordFields:
-        """What consistency across languages needs of a ranking (docs/consistency.md): its first `RANKING_DEPTH`
-        aligned candidates as QIDs, how many there are, and which set they come from.
+        """What consistency across languages needs of a ranking (docs/consistency.md): its first
+        `RANKING_DEPTH` aligned candidates as QIDs, how many there are, and which set they come
+        from.
         """
         aligned = self._aligned.get((meta["language"], meta["predicate"]))
         if aligned is None:
@@ -317,8 +335,8 @@ class DlamaTask(Task):
         }
 
     def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
-        """Each fact's P@1 (generation: overlap) and aligned ranking, by its released id (records written before
-        the id was kept have none and are left out).
+        """Each fact's P@1 (generation: overlap) and aligned ranking, by its released id (records
+        written before the id was kept have none and are left out).
         """
         facts = [r for r in answered if "uuid" in r]
         if not facts:
@@ -344,7 +362,9 @@ class DlamaTask(Task):
         ]
 
     def unaligned(self, answered: Sequence[Record]) -> str:
-        """Records without the fact's released id (written before it was kept) cannot be matched across languages."""
+        """Records without the fact's released id (written before it was kept) cannot be matched
+        across languages.
+        """
         return missing_id(answered, "uuid", "fact id", "fact") or super().unaligned(answered)
 
     def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
@@ -355,8 +375,9 @@ class DlamaTask(Task):
         )
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per fact and prompt language: P@1, or in generation mode the overlap and exact accuracies. The design's
-        unit is the fact (its release id): its answers in the config's languages are repeated measures on it.
+        """Per fact and prompt language: P@1, or in generation mode the overlap and exact
+        accuracies. The design's unit is the fact (its release id): its answers in the config's
+        languages are repeated measures on it.
         """
         if self.options.mode == "generate":
             facts = [answered_fact(r) for r in records]
@@ -383,8 +404,8 @@ class DlamaTask(Task):
         return [p1_table(records, 100.0 * hits, self.cluster_of).with_scale(100.0, binary=True)]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Ranking: each fact's expected P@1 under a random ranking of its candidate set, g/N (none when a record
-        does not say how many candidates it ranked, e.g. one written by hand).
+        """Ranking: each fact's expected P@1 under a random ranking of its candidate set, g/N (none
+        when a record does not say how many candidates it ranked, e.g. one written by hand).
         """
         if self.options.mode != "rank" or not all("n_candidates" in r for r in records):
             return ()
@@ -471,7 +492,9 @@ class DlamaTask(Task):
 def p1_table(
     records: Sequence[Record], values: Iterable[float], cluster_of: Callable[[Record], str | None]
 ) -> UnitTable:
-    """The `p1` table: one value (%) per fact and prompt language, with its strata and its fact (`cluster_of`)."""
+    """The `p1` table: one value (%) per fact and prompt language, with its strata and its fact
+    (`cluster_of`).
+    """
     return unit_table(
         "p1",
         [
@@ -483,8 +506,8 @@ def p1_table(
 
 
 def gold_labels(record: Record, p1_gold: str = "any") -> set[str]:
-    """The distinct gold labels a top-1 prediction can hit: the scored gold that is among the fact's candidates
-    (every label that is not blank is one: `candidate_sets`).
+    """The distinct gold labels a top-1 prediction can hit: the scored gold that is among the fact's
+    candidates (every label that is not blank is one: `candidate_sets`).
     """
     return {label for label in scored_gold(record, p1_gold) if label.strip()}
 
@@ -512,7 +535,9 @@ def ranked_fact(record: Record, p1_gold: str = "any") -> RankedFact:
 
 
 def scored_gold(record: Record, p1_gold: str = "any") -> list[str]:
-    """The labels a top-1 prediction is checked against: all of the fact's, or only its first listed one (D7)."""
+    """The labels a top-1 prediction is checked against: all of the fact's, or only its first listed
+    one (D7).
+    """
     gold = list(record["gold"])
     return gold[:1] if p1_gold == "first" else gold
 
@@ -532,33 +557,35 @@ def answered_fact(record: Record) -> AnsweredFact:
 
 
 def prompt(template: str, subject: str, fill: Fill = "replace") -> tuple[str, str]:
-    """(left, right) of a template: strip it, put the stripped subject in [X] (str.replace, or the released T5
-    path's regex: D1), split at [Y]. (That path stripped neither; no released template or subject has surrounding
-    whitespace, so stripping changes nothing there.)
+    """(left, right) of a template: strip it, put the stripped subject in [X] (str.replace, or the
+    released T5 path's regex: D1), split at [Y]. (That path stripped neither; no released template
+    or subject has surrounding whitespace, so stripping changes nothing there.)
     """
     return split_slot(fill_slots(template.strip(), [("[X]", subject.strip())], fill), "[Y]")
 
 
 def question(predicate: str, language: str, subject: str, *, corrected: bool = False) -> str:
-    """The generation-mode question (the paper's Appendix D); `corrected` fixes the P530 typo "dimplomatic"."""
+    """The generation-mode question (the paper's Appendix D); `corrected` fixes the P530 typo
+    "dimplomatic".
+    """
     text = QUESTIONS[predicate][list(SYSTEM).index(language)].format(subject.strip())
     return text.replace("dimplomatic", "diplomatic") if corrected else text
 
 
 def answer_matches(reply: str, gold: Sequence[str]) -> dict[str, bool]:
-    """The generation mode (the paper's Appendix D): `overlap` (the paper's measure) iff some gold label is a substring
-    of the reply; `exact` iff the stripped reply equals a gold label.
+    """The generation mode (the paper's Appendix D): `overlap` (the paper's measure) iff some gold
+    label is a substring of the reply; `exact` iff the stripped reply equals a gold label.
     """
     labels = [g for g in gold if g.strip()]
     return {"overlap": any(g in reply for g in labels), "exact": reply.strip() in labels}
 
 
 def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[str, ...]]:
-    """{(language, predicate): every object label of both cultures, sorted by code point}: the candidate set
-    (docs/benchmarks/dlama.md, Protocol).
+    """{(language, predicate): every object label of both cultures, sorted by code point}: the
+    candidate set (docs/benchmarks/dlama.md, Protocol).
 
-    Blank labels are not objects (a fact left without one is skipped) and could not be scored, so they are
-    left out; every other label is kept exactly as stored.
+    Blank labels are not objects (a fact left without one is skipped) and could not be scored, so
+    they are left out; every other label is kept exactly as stored.
     """
     sets: dict[tuple[str, str], set[str]] = defaultdict(set)
     for row in rows:
@@ -569,7 +596,9 @@ def candidate_sets(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], t
 
 
 def label_collisions(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """{"language|predicate": labels that name two or more QIDs} (they collapse into one candidate)."""
+    """{"language|predicate": labels that name two or more QIDs} (they collapse into one
+    candidate).
+    """
     uris: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for row in rows:
         for uri, label in zip(row["obj_uri"], row["obj_label"], strict=True):
@@ -581,8 +610,8 @@ def label_collisions(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class AlignedCandidates:
-    """A predicate's candidates that align across the languages of a run, as one language names them: label -> QID,
-    and an id of the aligned set (the same in every language).
+    """A predicate's candidates that align across the languages of a run, as one language names
+    them: label -> QID, and an id of the aligned set (the same in every language).
     """
 
     ids: Mapping[str, str]
@@ -592,9 +621,10 @@ class AlignedCandidates:
 def aligned_candidates(
     rows: Iterable[Mapping[str, Any]],
 ) -> dict[tuple[str, str], AlignedCandidates]:
-    """{(language, predicate): AlignedCandidates}: the QIDs that are candidates in every language of `rows` under
-    a label of their own. A label naming two QIDs collapses them into one candidate (`label_collisions`), which no
-    other language's candidates match, so those QIDs are left out in every language; QIDs are compared, never labels.
+    """{(language, predicate): AlignedCandidates}: the QIDs that are candidates in every language of
+    `rows` under a label of their own. A label naming two QIDs collapses them into one candidate
+    (`label_collisions`), which no other language's candidates match, so those QIDs are left out in
+    every language; QIDs are compared, never labels.
     """
     uris: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     languages: dict[str, set[str]] = defaultdict(set)

@@ -1,8 +1,9 @@
 """FmLAMA (Zhou et al., 2024): dishes, their origin and ingredients, probed in six languages.
 
-Everything of the benchmark is in this folder: `data` (its builder and configs), `task` (the protocol and its
-deviations), `metrics` (its formulas), `report` (its section of a run's report), `planted` (its planted model's spec)
-and `curation` (new fact sets from Wikidata) — declared here, found by `culture_probe.benchmarks`.
+Everything of the benchmark is in this folder: `data` (its builder and configs), `task` (the
+protocol and its deviations), `metrics` (its formulas), `report` (its section of a run's report),
+`planted` (its planted model's spec) and `curation` (new fact sets from Wikidata) — declared here,
+found by `culture_probe.benchmarks`.
 """
 
 from culture_probe.benchmarks import Declaration

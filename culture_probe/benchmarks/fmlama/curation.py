@@ -1,10 +1,12 @@
-"""Curate FmLAMA-style dish/ingredient records (FmLAMA paper section 3; upstream `construct_Data/template_klg.py`).
+"""Curate FmLAMA-style dish/ingredient records (FmLAMA paper section 3; upstream
+`construct_Data/template_klg.py`).
 
-For each origin country: dishes that are instances or subclasses (transitively) of dish (Q746549), whose country
-of origin (P495) or cuisine/parent's country is that country and which name no other origin; their ingredients
-are "has part(s)" (P527). Dishes found for two origin countries are dropped (the paper excludes multi-origin
-dishes). Output mirrors the release: `data_lang/<la>/<la>_dishes.jsonl` (url, origin = the origin's English
-label, lang, sub_label, obj_label as a list: the v2 field format the FmLAMA builder accepts) and `<la>_count.jsonl`.
+For each origin country: dishes that are instances or subclasses (transitively) of dish (Q746549),
+whose country of origin (P495) or cuisine/parent's country is that country and which name no other
+origin; their ingredients are "has part(s)" (P527). Dishes found for two origin countries are
+dropped (the paper excludes multi-origin dishes). Output mirrors the release:
+`data_lang/<la>/<la>_dishes.jsonl` (url, origin = the origin's English label, lang, sub_label,
+obj_label as a list: the v2 field format the FmLAMA builder accepts) and `<la>_count.jsonl`.
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def curate_fmlama(
 def _record(
     dish: str, origin: set[str], parts: set[str], labels: dict[str, dict[str, str]], lang: str
 ) -> dict[str, Any] | None:
-    """One record, or None when the dish, its origin or all of its ingredients lack a label in `lang`."""
+    """One record, or None when the dish, its origin or all of its ingredients lack a label in
+    `lang`.
+    """
     (country,) = origin
     name = labels.get(dish, {}).get(lang)
     origin_label = labels.get(country, {}).get("en")
@@ -111,7 +115,9 @@ DLAMA_ONLY = ("contrast", "top", "predicates", "sizes", "object_filters")
 
 
 def _refuse_dlama_only(args: argparse.Namespace) -> None:
-    """FmLAMA curation has no contrast region, subject ranking or predicates: say so instead of ignoring them."""
+    """FmLAMA curation has no contrast region, subject ranking or predicates: say so instead of
+    ignoring them.
+    """
     given = [
         f"--{name.replace('_', '-')}"
         for name in DLAMA_ONLY
@@ -126,7 +132,9 @@ def _refuse_dlama_only(args: argparse.Namespace) -> None:
 
 
 def curate_command(args: argparse.Namespace, curate: Curate) -> int:
-    """`culture-probe curate fmlama ...`: every dish of --region with its ingredients, under --out/data_lang."""
+    """`culture-probe curate fmlama ...`: every dish of --region with its ingredients, under
+    --out/data_lang.
+    """
     _refuse_dlama_only(args)
     written = curate_fmlama(
         FmlamaCuration(curate.region, curate.languages, curate.chunk_size),

@@ -1,10 +1,11 @@
 """FmLAMA (v1): dishes, their origin and their ingredients from Wikidata, in six languages.
 
-Gold lists are stringified Python sets holding ONE comma-joined string (`"{'tofu, douchi'}"`): they are read
-with `ast.literal_eval` and split on `", "`. Configs: one per language, the 175 dishes aligned across languages,
-four code-switching sets, the 14-group English set and the templates; each data config has a `_corrected` twin.
-Files come from the pinned URLs (mirror rule) or, with `data_dir=`, from a local copy of the upstream repository (or
-of its `data/` folder); either way they are checked against the pinned sha256 prefixes of the release.
+Gold lists are stringified Python sets holding ONE comma-joined string (`"{'tofu, douchi'}"`): they
+are read with `ast.literal_eval` and split on `", "`. Configs: one per language, the 175 dishes
+aligned across languages, four code-switching sets, the 14-group English set and the templates; each
+data config has a `_corrected` twin. Files come from the pinned URLs (mirror rule) or, with
+`data_dir=`, from a local copy of the upstream repository (or of its `data/` folder); either way
+they are checked against the pinned sha256 prefixes of the release.
 """
 
 from __future__ import annotations
@@ -162,9 +163,11 @@ Subset = Literal["lang", "aligned", "cs", "en14", "templates", "full"]
 
 @dataclass
 class FmlamaConfig(CultureProbeConfig):
-    """`subset` picks the source files and filter; `lang` is the data language (code-switching: both).
+    """`subset` picks the source files and filter; `lang` is the data language (code-switching:
+    both).
 
-    `verify_checksums=False` accepts a `data_dir` whose files differ from the pinned release (an edited copy).
+    `verify_checksums=False` accepts a `data_dir` whose files differ from the pinned release (an
+    edited copy).
     """
 
     subset: Subset = "lang"
@@ -195,7 +198,9 @@ def url(path: str, commit: str = DATA_COMMIT) -> str:
 def parse_obj_label(
     value: Any, *, path: str, line: int, field: str = "obj_label"
 ) -> tuple[str, ...]:
-    """Gold ingredients from the stringified one-element set (v1) or a list (v2), split on `", "`."""
+    """Gold ingredients from the stringified one-element set (v1) or a list (v2), split on `",
+    "`.
+    """
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
     if not isinstance(value, str):
@@ -214,7 +219,9 @@ def parse_obj_label(
 
 
 def qid_of(iri: Any, *, path: str, line: int) -> str:
-    """`Q1298577` from `http://www.wikidata.org/entity/Q1298577`; anything else is a format error."""
+    """`Q1298577` from `http://www.wikidata.org/entity/Q1298577`; anything else is a format
+    error.
+    """
     match = re.fullmatch(r"https?://www\.wikidata\.org/entity/(Q\d+)", str(iri))
     if not match:
         raise SourceFormatError(f"url is not a Wikidata entity IRI: {iri!r}", path=path, line=line)
@@ -222,7 +229,9 @@ def qid_of(iri: Any, *, path: str, line: int) -> str:
 
 
 def read_dish_table(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, row) of `Dishes.csv`: `hasParts` and `materia` parsed like `obj_label`; a bad row names its line."""
+    """(line, row) of `Dishes.csv`: `hasParts` and `materia` parsed like `obj_label`; a bad row
+    names its line.
+    """
     columns = ("url", "origin", "name", "lang", "hasParts", "materia")
     # some gold lists exceed the default 128 KiB field limit
     previous = csv.field_size_limit(1 << 30)
@@ -277,9 +286,12 @@ def source_file(
     data_dir: str | None = None,
     verify: bool = True,
 ) -> Path:
-    """A file of the repository's `data/` folder: from `data_dir` when given, else the pinned URL."""
+    """A file of the repository's `data/` folder: from `data_dir` when given, else the pinned
+    URL.
+    """
     if data_dir and Path(data_dir).is_dir() and not Path(data_dir, "data").is_dir():
-        # data_dir is a copy of the data/ folder itself (it has data_lang/, templates/, ... at its top)
+        # data_dir is a copy of the data/ folder itself (it has data_lang/, templates/, ... at its
+        # top)
         return pinned_file(url("data/", commit), relpath, sha256, data_dir=data_dir, verify=verify)
     return pinned_file(url("", commit), f"data/{relpath}", sha256, data_dir=data_dir, verify=verify)
 
@@ -303,9 +315,9 @@ def group_of(origin: str) -> str:
 
 
 def candidate_pool(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The candidate pool the FmLAMA task scores: every gold ingredient of a split (or of any rows), sorted in
-    code-point order. Items are kept exactly as stored; a blank item names no ingredient (`{''}` reads
-    as an empty list) and could not be scored, so it is left out.
+    """The candidate pool the FmLAMA task scores: every gold ingredient of a split (or of any rows),
+    sorted in code-point order. Items are kept exactly as stored; a blank item names no ingredient
+    (`{''}` reads as an empty list) and could not be scored, so it is left out.
     """
     return sorted({item for row in rows for item in row["obj_label"] if item.strip()})
 
@@ -412,7 +424,9 @@ TEMPLATE_FEATURES = datasets.Features(
 
 
 class Fmlama(CultureProbeBuilder):
-    """FmLAMA builder; `variant="corrected"` applies the fixes of the corrected variant (docs/benchmarks/fmlama.md)."""
+    """FmLAMA builder; `variant="corrected"` applies the fixes of the corrected variant
+    (docs/benchmarks/fmlama.md).
+    """
 
     CARD = INFO
     BUILDER_CONFIG_CLASS = FmlamaConfig
@@ -446,7 +460,9 @@ class Fmlama(CultureProbeBuilder):
             yield self._row(dish, dish, continents, f"{dish.qid}|{dish.lang}")
 
     def _code_switching_rows(self) -> Iterator[dict[str, Any]]:
-        """en∩zh dishes of origins with more than 20 of them, in en file order; gold in the prompt language."""
+        """en∩zh dishes of origins with more than 20 of them, in en file order; gold in the prompt
+        language.
+        """
         prompt, subject = self.config.prompt_lang, self.config.subject_lang
         by_lang = {la: {d.url: d for d in self._dishes("data_lang", la)} for la in ("en", "zh")}
         shared = [d for d in by_lang["en"].values() if d.url in by_lang["zh"]]
@@ -504,7 +520,9 @@ class Fmlama(CultureProbeBuilder):
         return table
 
     def _correct(self, dishes: list[Dish]) -> list[Dish]:
-        """The corrected variant: drop self-items (and dishes left empty), merge case-variant ingredients."""
+        """The corrected variant: drop self-items (and dishes left empty), merge case-variant
+        ingredients.
+        """
         if not self.config.corrected:
             return dishes
         kept = []
@@ -574,7 +592,9 @@ class Fmlama(CultureProbeBuilder):
 
 
 def case_canonical_forms(items: Iterator[str] | list[str]) -> dict[str, str]:
-    """{label: its merged form}: case variants map to the most frequent surface form (tie: the lower-case one)."""
+    """{label: its merged form}: case variants map to the most frequent surface form (tie: the
+    lower-case one).
+    """
     counts = Counter(items)
     variants: dict[str, list[str]] = {}
     for label in counts:

@@ -1,5 +1,5 @@
-"""FmLAMA metrics: mean average precision over ranked ingredients, mean word similarity (mWS), and a run's summary
-from typed per-dish inputs (`RankedDish`, `ChatReply`).
+"""FmLAMA metrics: mean average precision over ranked ingredients, mean word similarity (mWS), and a
+run's summary from typed per-dish inputs (`RankedDish`, `ChatReply`).
 
 Formulas: Zhou et al., 2024, "Does Mapo Tofu Contain Coffee?", section 4.3.
 """
@@ -22,7 +22,9 @@ Embed = Callable[[str], Any]
 
 
 def _strings(name: str, index: int, value: Any) -> list[str]:
-    """One dish's strings: a string, or a list of strings (a `None` or a number is named, not a TypeError)."""
+    """One dish's strings: a string, or a list of strings (a `None` or a number is named, not a
+    TypeError).
+    """
     if isinstance(value, str):
         return [value]
     values: list[Any] = (
@@ -50,7 +52,9 @@ def _gold(index: int, reference: Sequence[str]) -> set[str]:
 
 
 def average_precision(ranking: Sequence[str], gold: set[str]) -> float:
-    """AP = (1/|G|) Σ_k P@k · rel(k); a gold item absent from the ranking contributes 0 (the paper's rule)."""
+    """AP = (1/|G|) Σ_k P@k · rel(k); a gold item absent from the ranking contributes 0 (the paper's
+    rule).
+    """
     hits, total = 0, 0.0
     for rank, candidate in enumerate(ranking, start=1):
         if candidate in gold:
@@ -87,8 +91,9 @@ def mean_average_precision(
 ) -> dict[str, Any]:
     """mAP, P@1 and P@5 in percent over dishes, overall and per group (e.g. country of origin).
 
-    `predictions`: per dish the whole ranked pool, best first; `references`: per dish its gold ingredients
-    (a set: duplicates count once). Dishes with an empty gold list are skipped and counted.
+    `predictions`: per dish the whole ranked pool, best first; `references`: per dish its gold
+    ingredients (a set: duplicates count once). Dishes with an empty gold list are skipped and
+    counted.
     """
     n = check_lengths(predictions=predictions, references=references)
     ap, p1, p5, skipped = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
@@ -116,7 +121,9 @@ def _cosine(u: np.ndarray, v: np.ndarray) -> float:
 def word_similarity(
     ranking: Sequence[str], gold: set[str], vector: Callable[[str], np.ndarray]
 ) -> float:
-    """WS = mean over gold g of max over the top-|G| predictions p of cos(v_g, v_p); NaN if a vector is zero."""
+    """WS = mean over gold g of max over the top-|G| predictions p of cos(v_g, v_p); NaN if a vector
+    is zero.
+    """
     top = list(ranking[: len(gold)])
     best = [max((_cosine(vector(g), vector(p)) for p in top), key=_nan_first) for g in sorted(gold)]
     return math.fsum(best) / len(best)
@@ -136,9 +143,10 @@ def mws(
 ) -> dict[str, Any]:
     """Mean word similarity (0-1) between each dish's top-|G| predictions and its gold ingredients.
 
-    `embed` maps a whole string to its vector (a function or a dict; None or a zero vector for an unknown string:
-    its WS is NaN, left out of the mean and counted in `n_nan`). The paper's vectors are fastText's
-    (`culture_probe.data.vectors` reads them, and `words_needed` says which strings to read).
+    `embed` maps a whole string to its vector (a function or a dict; None or a zero vector for an
+    unknown string: its WS is NaN, left out of the mean and counted in `n_nan`). The paper's vectors
+    are fastText's (`culture_probe.data.vectors` reads them, and `words_needed` says which strings
+    to read).
     """
     n = check_lengths(predictions=predictions, references=references)
     if embed is None:
@@ -178,7 +186,9 @@ def mws(
 def words_needed(
     predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]]
 ) -> set[str]:
-    """The strings whose vectors `mws` reads: every gold item and each dish's top-|G| predictions."""
+    """The strings whose vectors `mws` reads: every gold item and each dish's top-|G|
+    predictions.
+    """
     items = [
         (_ranking(i, p), _gold(i, r))
         for i, (p, r) in enumerate(zip(predictions, references, strict=True))
@@ -189,7 +199,9 @@ def words_needed(
 def _checked_vector(
     text: str, found: Any, first: list[str], cache: Mapping[str, np.ndarray]
 ) -> np.ndarray:
-    """`found` as a 1-d float array of the same length as the first vector seen (one embedding model)."""
+    """`found` as a 1-d float array of the same length as the first vector seen (one embedding
+    model).
+    """
     array = np.asarray(found, dtype=np.float64)
     if array.ndim != 1:
         raise MetricInputError(
@@ -218,7 +230,9 @@ def _ws_summary(ws: np.ndarray, skipped: np.ndarray) -> dict[str, Any]:
 
 @checked(MetricInputError, pure=True)
 def template_mean_std(values: Sequence[float]) -> dict[str, float]:
-    """Mean and sample standard deviation over templates, as the paper reports mAP/mWS (mean ± std)."""
+    """Mean and sample standard deviation over templates, as the paper reports mAP/mWS (mean ±
+    std).
+    """
     if len(values) < 2:
         raise MetricInputError(
             f"`values` needs at least two templates for a sample std, got {len(values)}."
@@ -229,10 +243,12 @@ def template_mean_std(values: Sequence[float]) -> dict[str, float]:
 
 @checked(MetricInputError, pure=True)
 def map_mws_correlation(map_values: Sequence[float], mws_values: Sequence[float]) -> dict[str, Any]:
-    """Pearson r between paired mAP and mWS cells of a results table (the paper's section 5.2: r = 0.66 on Table 2).
+    """Pearson r between paired mAP and mWS cells of a results table (the paper's section 5.2: r =
+    0.66 on Table 2).
 
-    Each position is one cell (e.g. a group x model mean) measured both ways; r says whether the exact-match and
-    the fuzzy-match metric rank the cells alike. r is None when either column is constant (undefined).
+    Each position is one cell (e.g. a group x model mean) measured both ways; r says whether the
+    exact-match and the fuzzy-match metric rank the cells alike. r is None when either column is
+    constant (undefined).
     """
     n = check_lengths(map_values=map_values, mws_values=mws_values)
     if n < 2:
@@ -247,7 +263,8 @@ def map_mws_correlation(map_values: Sequence[float], mws_values: Sequence[float]
     return {"pearson_r": max(-1.0, min(1.0, r)), "n_cells": n}
 
 
-# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+# ---------------------------------------------------------------- a run's summary (typed inputs
+# from the protocol)
 
 FAMILIES = ("hasParts", "country")  # template families: without and with the dish's country named
 ALL = "ALL"
@@ -255,8 +272,9 @@ ALL = "ALL"
 
 @dataclass(frozen=True)
 class RankedDish:
-    """One dish ranked in one template: the template (relation) and its family, the dish's group, a ranking that
-    is equivalent to the full one for AP, P@k and mWS, and the gold items AP divides by.
+    """One dish ranked in one template: the template (relation) and its family, the dish's group, a
+    ranking that is equivalent to the full one for AP, P@k and mWS, and the gold items AP divides
+    by.
     """
 
     template: str
@@ -268,8 +286,8 @@ class RankedDish:
 
 @dataclass(frozen=True)
 class ChatReply:
-    """One chat-mode reply: its template and instruction wording, the dish's group, and whether it named a gold
-    ingredient.
+    """One chat-mode reply: its template and instruction wording, the dish's group, and whether it
+    named a gold ingredient.
     """
 
     template: str
@@ -284,9 +302,10 @@ def ranking_summary(
     *,
     map_decimals: int | None = None,
 ) -> dict[str, Any]:
-    """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the templates of each family
-    (as in the paper's Table 2), with the Pearson r between the mAP and mWS cells. `map_decimals` rounds each template's
-    mAP cells before the mean over templates (the v1 scorer's `round(100 * map, 2)`; None keeps them unrounded).
+    """The mAP (and mWS, given `embed`) per template and group, then mean ± sample std over the
+    templates of each family (as in the paper's Table 2), with the Pearson r between the mAP and mWS
+    cells. `map_decimals` rounds each template's mAP cells before the mean over templates (the v1
+    scorer's `round(100 * map, 2)`; None keeps them unrounded).
     """
     per_template: dict[str, dict[str, Any]] = {}
     for relation in sorted(
@@ -318,7 +337,9 @@ def template_summary(
     *,
     map_decimals: int | None = None,
 ) -> dict[str, Any]:
-    """The mAP (and mWS, given `embed`) of one template, overall and per group; `map_decimals` rounds the mAP."""
+    """The mAP (and mWS, given `embed`) of one template, overall and per group; `map_decimals`
+    rounds the mAP.
+    """
     rankings, golds, groups = (
         [d.ranking for d in dishes],
         [d.gold for d in dishes],
@@ -342,7 +363,9 @@ def _per_group(result: Mapping[str, Any], measure: str) -> dict[str, Any]:
 def family_table(
     per_template: Mapping[str, Mapping[str, Any]], measure: str
 ) -> dict[str, dict[str, Any]]:
-    """{family: {group: {mean, std, n_templates}}} over the templates of each family (as in the paper's Table 2)."""
+    """{family: {group: {mean, std, n_templates}}} over the templates of each family (as in the
+    paper's Table 2).
+    """
     table: dict[str, dict[str, Any]] = {}
     for family in FAMILIES:
         cells = [
@@ -368,8 +391,8 @@ def family_table(
 def table_correlation(
     map_table: Mapping[str, Mapping[str, Any]], mws_table: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any] | None:
-    """Pearson r between the mAP and mWS means of the cells (family x group, ALL included, as in the paper's
-    Table 2 correlation) that have both; None with fewer than two such cells.
+    """Pearson r between the mAP and mWS means of the cells (family x group, ALL included, as in the
+    paper's Table 2 correlation) that have both; None with fewer than two such cells.
     """
     pairs = [
         (cell["mean"], mws_table[family][group]["mean"])
@@ -384,8 +407,8 @@ def table_correlation(
 
 
 def chat_summary(replies: Sequence[ChatReply]) -> dict[str, Any]:
-    """Chat mode: accuracy (%) per "<template> / <instruction>" cell, overall (ALL) and per group, and the best
-    cell's overall accuracy.
+    """Chat mode: accuracy (%) per "<template> / <instruction>" cell, overall (ALL) and per group,
+    and the best cell's overall accuracy.
     """
     cells: dict[str, dict[str, list[bool]]] = {}
     for r in replies:

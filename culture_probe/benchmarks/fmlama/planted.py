@@ -1,5 +1,5 @@
-"""FmLAMA: a tiny BERT trained on the protocol's probes of the country group with the most dishes, one fact per gold
-answer, the first 400 in probe order.
+"""FmLAMA: a tiny BERT trained on the protocol's probes of the country group with the most dishes,
+one fact per gold answer, the first 400 in probe order.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from culture_probe.models.planted_ranking import ranking_spec
 
 
 def build(config: str, data_dir: Any, options: Mapping[str, Any]) -> PlantedSpec:
-    """The spec of `planted:<config>`: the largest country group's dishes unless `planted=` names another."""
+    """The spec of `planted:<config>`: the largest country group's dishes unless `planted=` names
+    another.
+    """
     rows = benchmark_rows(config, data_dir)
     counts: dict[str, int] = {}
     for row in rows:

@@ -1,6 +1,6 @@
-"""FmLAMA report views: mAP (and mWS) per group as mean ± std over the templates of each family; mAP bars per
-country group (the paper's figure); the template x group heatmap; in chat mode, accuracy per template and
-instruction.
+"""FmLAMA report views: mAP (and mWS) per group as mean ± std over the templates of each family; mAP
+bars per country group (the paper's figure); the template x group heatmap; in chat mode, accuracy
+per template and instruction.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ _RANK_ONLY = {
 
 
 def inert_options(config: RunRecord) -> set[str]:
-    """The options of the mode this run did not use, the sampling temperature of greedy replies, and the token
-    cap that only masked models' rankings apply (F2).
+    """The options of the mode this run did not use, the sampling temperature of greedy replies, and
+    the token cap that only masked models' rankings apply (F2).
     """
     options = config.options
     if options.get("mode") == "chat":
@@ -94,7 +94,9 @@ def sections(
 
 
 def chat_section(config: RunRecord, records: Sequence[Record], chat: Mapping[str, Any]) -> Section:
-    """Chat mode: accuracy (%) per prompt cell (template / instruction) and group, each with its n dishes."""
+    """Chat mode: accuracy (%) per prompt cell (template / instruction) and group, each with its n
+    dishes.
+    """
     group_by = config.options.get("group_by", "group")
     counts: Counter[tuple[str, str]] = Counter()
     for r in records:
@@ -131,7 +133,9 @@ def template_families(records: Sequence[Record]) -> dict[str, str]:
 
 
 def correlation_text(correlation: Mapping[str, Any] | None) -> str:
-    """One sentence on how alike mAP and mWS rank this table's cells (the paper reports r = 0.66 for English)."""
+    """One sentence on how alike mAP and mWS rank this table's cells (the paper reports r = 0.66 for
+    English).
+    """
     if not correlation or correlation["pearson_r"] is None:
         return ""
     return (
@@ -145,8 +149,9 @@ def family_markdown(
     counts: Mapping[tuple[str, str], int] | None = None,
     scale: Scale = "%",
 ) -> Table:
-    """Groups as rows, families as columns, cells 'mean ± std' on `scale` (mAP: %, mWS: a cosine shown as a 0-1
-    score) and, given `counts` ({(family, group): dishes}), each cell's n, marked when small.
+    """Groups as rows, families as columns, cells 'mean ± std' on `scale` (mAP: %, mWS: a cosine
+    shown as a 0-1 score) and, given `counts` ({(family, group): dishes}), each cell's n, marked
+    when small.
     """
     families = list(table)
     groups = sorted({g for cells in table.values() for g in cells}, key=lambda g: (g != ALL, g))

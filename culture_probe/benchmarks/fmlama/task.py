@@ -1,9 +1,9 @@
-"""FmLAMA protocol (the paper's section 4): rank a language's whole ingredient pool for every dish, in five
-cloze templates without (`hasParts_k`) and with (`country_k`) the dish's country named.
+"""FmLAMA protocol (the paper's section 4): rank a language's whole ingredient pool for every dish,
+in five cloze templates without (`hasParts_k`) and with (`country_k`) the dish's country named.
 
-mAP and mWS per template and origin group, then mean ± sample std over the five templates of a family
-(`culture_probe.benchmarks.fmlama.metrics.ranking_summary`). Records keep each dish's top predictions and the rank
-of every gold ingredient, which is all that AP, P@k and mWS need.
+mAP and mWS per template and origin group, then mean ± sample std over the five templates of a
+family (`culture_probe.benchmarks.fmlama.metrics.ranking_summary`). Records keep each dish's top
+predictions and the rank of every gold ingredient, which is all that AP, P@k and mWS need.
 """
 
 from __future__ import annotations
@@ -51,21 +51,23 @@ TOP_K = 10  # predictions kept per record beyond |gold| (for reading items.jsonl
 # Placeholders: (dish, ingredient slot, country); Hebrew templates number them.
 SLOTS = {"he": ("[1]", "[2]", "[3]")}
 DEFAULT_SLOTS = ("[X]", "[Y]", "[C]")
-# Country fillers of the with-context templates (the paper's section 4.1; F4/F5): English keeps the origin key except
-# three; Chinese for the 8 cs origins.
+# Country fillers of the with-context templates (the paper's section 4.1; F4/F5): English keeps the
+# origin key except three; Chinese for the 8 cs origins.
 COUNTRY_NAMES = {
     "en": {"People's Republic of China": "China", "United States of America": "the United States",
            "United Kingdom": "the United Kingdom"},
     "zh": {"Japan": "日本", "United States of America": "美国", "People's Republic of China": "中国", "France": "法国",
            "Italy": "意大利", "United Kingdom": "英国", "Indonesia": "印度尼西亚", "India": "印度"},
 }  # fmt: skip
-# Chat mode (the paper's section 5.3, Tables 3 and 13): the two instruction wordings appended to hasParts_1/country_1.
+# Chat mode (the paper's section 5.3, Tables 3 and 13): the two instruction wordings appended to
+# hasParts_1/country_1.
 CHAT_INSTRUCTIONS = {
     "en": (" Please fill the sentence.", " Please fill the sentence with only one entity."),
     "zh": ("请填充这个句子。", "请用一个词填充这个句子。"),
 }
-# The named origin groups of the released v1 scorer (metrics_utils.COUNTRY; Indonesia and Korea commented out):
-# every other origin, Germany, Iran, Greece and Russia included, is "Others" there (F10).
+# The named origin groups of the released v1 scorer (metrics_utils.COUNTRY; Indonesia and Korea
+# commented out): every other origin, Germany, Iran, Greece and Russia included, is "Others" there
+# (F10).
 V1_CODE_GROUPS = (
     "U.S.",
     "France",
@@ -93,22 +95,23 @@ class FmlamaOptions:
     )
     # {lang: {origin key: name}} for the [C] slot
     country_names: dict[str, dict[str, str]] | None = None
-    # F1 (ranking): False feeds each dish's gold set string whole, as one candidate and one gold (the v1 runner); True
-    # splits it on ", " into ingredients (the paper's tables)
+    # F1 (ranking): False feeds each dish's gold set string whole, as one candidate and one gold
+    # (the v1 runner); True splits it on ", " into ingredients (the paper's tables)
     split_gold: bool = True
-    # F2: 10 drops candidates of more than 10 tokens from the ranking, as the v1 masked path did; it applies to masked
-    # models only, as there (the v1 T5 path had no cap)
+    # F2: 10 drops candidates of more than 10 tokens from the ranking, as the v1 masked path did; it
+    # applies to masked models only, as there (the v1 T5 path had no cap)
     max_candidate_tokens: int | None = None
     # F2b: "ranked" divides AP by the golds found in the ranking
     ap_denominator: Literal["gold", "ranked"] = "gold"
-    # F3: "upstream_regex" fills [X] then [C] with re.sub as the v1 T5/mT5 path did (brackets stay, every capital X of
-    # the template and every capital C of the text, dish names included, is replaced); "replace" is str.replace
+    # F3: "upstream_regex" fills [X] then [C] with re.sub as the v1 T5/mT5 path did (brackets stay,
+    # every capital X of the template and every capital C of the text, dish names included, is
+    # replaced); "replace" is str.replace
     fill: Fill = "replace"
-    # F9: "alone" scores each candidate by its ids as tokenized on its own (the v1 masked path's tokenizer.tokenize);
-    # "in_context" as it reads after the slot
+    # F9: "alone" scores each candidate by its ids as tokenized on its own (the v1 masked path's
+    # tokenizer.tokenize); "in_context" as it reads after the slot
     candidate_tokenization: Literal["in_context", "alone"] = "in_context"
-    # F10 (ranking): "v1_code" keeps the 10 named origin groups of the released scorer (Germany, Iran, Greece, Russia
-    # become Others); "paper" the paper's 14
+    # F10 (ranking): "v1_code" keeps the 10 named origin groups of the released scorer (Germany,
+    # Iran, Greece, Russia become Others); "paper" the paper's 14
     group_set: Literal["paper", "v1_code"] = "paper"
     # F11: round each template's mAP cells to 2 decimals before the mean, as v1 did
     round_template_map: bool = False
@@ -140,8 +143,9 @@ class FmlamaOptions:
 GROUP_NEEDS = (
     "the numbers per country group (the paper's table) need 2 dishes of each for an interval"
 )
-# A smoke run ranks the pool (1,287 ingredients in English) in the first two templates of each family, not all five:
-# the family's mAP, its mean and std over templates and every group's number are there, at two-fifths of the cost.
+# A smoke run ranks the pool (1,287 ingredients in English) in the first two templates of each
+# family, not all five: the family's mAP, its mean and std over templates and every group's number
+# are there, at two-fifths of the cost.
 RANK_SMOKE = Smoke(
     2,
     GROUP_NEEDS,
@@ -176,14 +180,18 @@ class FmlamaTask(Task):
     options: FmlamaOptions
 
     def _configure(self) -> None:
-        """Chat mode samples with the seed when asked to; ranking smoke runs ask two templates per family."""
+        """Chat mode samples with the seed when asked to; ranking smoke runs ask two templates per
+        family.
+        """
         self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
         # ranking the whole pool is the costly part: two templates per family
         if self.options.mode == "rank":
             self.smoke = RANK_SMOKE
 
     def model_need(self, stage: str) -> ModelNeed:
-        """Chat mode asks a causal or seq2seq model through its chat template (a refusal names mode=rank)."""
+        """Chat mode asks a causal or seq2seq model through its chat template (a refusal names
+        mode=rank).
+        """
         if self.options.mode != "chat":
             return ModelNeed(self.kinds)
         why = "FmLAMA chat mode generates replies through the model's chat template (the paper's section 5.3)"
@@ -191,7 +199,9 @@ class FmlamaTask(Task):
 
     @classmethod
     def needs(cls, config: str | Benchmark, options: FmlamaOptions) -> dict[str, Need]:
-        """The templates (faithful or corrected set), and the mWS vectors when `vectors=` names them."""
+        """The templates (faithful or corrected set), and the mWS vectors when `vectors=` names
+        them.
+        """
         needs = {
             "templates": Need("fmlama", "templates", corrected=options.template_set == "corrected")
         }
@@ -220,8 +230,8 @@ class FmlamaTask(Task):
         return described
 
     def gold(self, row: Mapping[str, Any]) -> list[str]:
-        """A dish's gold items: its ingredients, or (ranking with split_gold=False, F1) the one string the v1 runner
-        read.
+        """A dish's gold items: its ingredients, or (ranking with split_gold=False, F1) the one
+        string the v1 runner read.
         """
         if self.options.split_gold or self.options.mode != "rank" or not row["obj_label"]:
             return list(row["obj_label"])
@@ -229,11 +239,15 @@ class FmlamaTask(Task):
         return [", ".join(row["obj_label"])]
 
     def pool(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-        """The candidates every dish is ranked against: the gold items of all rows, in code-point order."""
+        """The candidates every dish is ranked against: the gold items of all rows, in code-point
+        order.
+        """
         return tuple(candidate_pool({"obj_label": self.gold(row)} for row in rows))
 
     def templates(self, language: str) -> list[tuple[str, str, str]]:
-        """(relation, family, template) of the canonical templates of `language`, families as optioned."""
+        """(relation, family, template) of the canonical templates of `language`, families as
+        optioned.
+        """
         found = [
             (r["relation"], r["family"], r["template"])
             for r in self.resource("templates")
@@ -262,7 +276,9 @@ class FmlamaTask(Task):
     def _context(
         self, row: Mapping[str, Any], relation: str, family: str, tag: str
     ) -> tuple[dict[str, Any], str | None, Skipped | None]:
-        """(record meta, country filler, a Skipped when the country has no name in the prompt language)."""
+        """(record meta, country filler, a Skipped when the country has no name in the prompt
+        language).
+        """
         language = prompt_language(row)
         meta = {
             "template": relation,
@@ -308,8 +324,8 @@ class FmlamaTask(Task):
     def chat_probes(
         self, row: Mapping[str, Any], relation: str, family: str, template: str
     ) -> Iterator[Probe]:
-        """Chat mode: the template with the slot shown as `[]`, then each instruction wording (the paper's section
-        5.3).
+        """Chat mode: the template with the slot shown as `[]`, then each instruction wording (the
+        paper's section 5.3).
         """
         language = prompt_language(row)
         if language not in CHAT_INSTRUCTIONS:
@@ -377,9 +393,9 @@ class FmlamaTask(Task):
         )
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per dish, per template of a family: its AP (mAP = the mean over templates of the mean over dishes, as
-        `map_<family>`); chat mode: per dish and prompt cell, whether it named a gold ingredient (the mean over cells,
-        where the paper reports the best cell).
+        """Per dish, per template of a family: its AP (mAP = the mean over templates of the mean
+        over dishes, as `map_<family>`); chat mode: per dish and prompt cell, whether it named a
+        gold ingredient (the mean over cells, where the paper reports the best cell).
         """
         if self.options.mode == "chat":
             replies = [chat_reply(r, self.group(r)) for r in records]
@@ -404,9 +420,10 @@ class FmlamaTask(Task):
         return [table.with_scale(100.0) for table in ranked]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Ranking: each dish's expected AP in each template under a random ranking of the candidates it was
-        ranked against (gold absent from the ranking, F2, count in the denominator as in its AP); none when a record
-        does not say how many candidates it ranked (e.g. one written by hand).
+        """Ranking: each dish's expected AP in each template under a random ranking of the
+        candidates it was ranked against (gold absent from the ranking, F2, count in the denominator
+        as in its AP); none when a record does not say how many candidates it ranked (e.g. one
+        written by hand).
         """
         if self.options.mode != "rank" or not all("n_candidates" in r for r in records):
             return ()
@@ -415,7 +432,9 @@ class FmlamaTask(Task):
     def _map_tables(
         self, records: Sequence[Record], ap: Callable[[RankedDish, Record], float]
     ) -> list[UnitTable]:
-        """Per family, `map_<family>`: each dish's `ap(dish, record)` (%) per template (NaN without gold)."""
+        """Per family, `map_<family>`: each dish's `ap(dish, record)` (%) per template (NaN without
+        gold).
+        """
         rows: dict[str, list[UnitValue]] = {}
         for record in records:
             dish = self.ranked_dish(record)
@@ -445,8 +464,8 @@ class FmlamaTask(Task):
         )
 
     def group(self, record: Record) -> str:
-        """The record's group in the tables: its origin group (of the paper's 14, or in ranking tables the v1
-        scorer's 10: F10) or its continent, as `group_by` says.
+        """The record's group in the tables: its origin group (of the paper's 14, or in ranking
+        tables the v1 scorer's 10: F10) or its continent, as `group_by` says.
         """
         group = record[self.options.group_by] or "unknown"
         v1_code = self.options.group_set == "v1_code" and self.options.mode == "rank"
@@ -573,7 +592,9 @@ class FmlamaTask(Task):
 
 
 def random_ap(dish: RankedDish, record: Record) -> float:
-    """A dish's expected AP (0-1) under a uniformly random ranking of the candidates it was ranked against."""
+    """A dish's expected AP (0-1) under a uniformly random ranking of the candidates it was ranked
+    against.
+    """
     ranked = {
         g for g, rank in zip(record["gold"], record["gold_ranks"], strict=True) if rank is not None
     }
@@ -596,14 +617,18 @@ def config_language(config: str | Benchmark) -> str:
 
 
 def prompt_language(row: Mapping[str, Any]) -> str:
-    """The template language: the prompt language of code-switching rows, else the row's language."""
+    """The template language: the prompt language of code-switching rows, else the row's
+    language.
+    """
     return row.get("prompt_lang") or row["lang"]
 
 
 def country_name(
     origin: str, language: str, names: Mapping[str, Mapping[str, str]] | None
 ) -> str | None:
-    """The [C] filler: a user table first, then the library's rules (F5); None when no name is known."""
+    """The [C] filler: a user table first, then the library's rules (F5); None when no name is
+    known.
+    """
     if names and origin in names.get(language, {}):
         return names[language][origin]
     if language == "en":
@@ -614,13 +639,15 @@ def country_name(
 def fill(
     template: str, dish: str, country: str | None, language: str, how: Fill = "replace"
 ) -> tuple[str, str, bool]:
-    """(left, right, dish after slot) of a template: the stripped template, the stripped dish in its slot, then the
-    country (unstripped: a filler's own spaces are kept, F4), by `str.replace` or the v1 T5 path's regex (F3).
+    """(left, right, dish after slot) of a template: the stripped template, the stripped dish in its
+    slot, then the country (unstripped: a filler's own spaces are kept, F4), by `str.replace` or the
+    v1 T5 path's regex (F3).
 
-    The v1 masked path stripped the template and the dish as here; its T5 path stripped neither, which changes
-    nothing on the released data (no template or dish has surrounding whitespace). The regex concerns the `[X]`
-    and `[C]` slots only: v1 never filled Hebrew's numbered slots (its prompts kept no dish and no slot, which
-    cannot be scored), so Hebrew is filled by `str.replace` either way.
+    The v1 masked path stripped the template and the dish as here; its T5 path stripped neither,
+    which changes nothing on the released data (no template or dish has surrounding whitespace). The
+    regex concerns the `[X]` and `[C]` slots only: v1 never filled Hebrew's numbered slots (its
+    prompts kept no dish and no slot, which cannot be scored), so Hebrew is filled by `str.replace`
+    either way.
     """
     dish_slot, slot, country_slot = SLOTS.get(language, DEFAULT_SLOTS)
     template = template.strip()
@@ -634,7 +661,9 @@ def fill(
 
 
 def reply_items(reply: str, frame: Sequence[str]) -> list[str]:
-    """The items a chat reply names: the prompt's own text removed, split on commas, "and", newlines, 、."""
+    """The items a chat reply names: the prompt's own text removed, split on commas, "and",
+    newlines, 、.
+    """
     text = reply
     for part in frame:
         if part.strip():
@@ -644,7 +673,9 @@ def reply_items(reply: str, frame: Sequence[str]) -> list[str]:
 
 
 def normalise(text: str, language: str) -> str:
-    """Case-folded, punctuation-stripped; English words reduced to a crude singular (no lemmatiser offline)."""
+    """Case-folded, punctuation-stripped; English words reduced to a crude singular (no lemmatiser
+    offline).
+    """
     text = text.strip(PUNCTUATION).casefold()
     return " ".join(_singular(w) for w in text.split()) if language == "en" else text
 
@@ -663,8 +694,8 @@ def _singular(word: str) -> str:
 
 
 def record_ranking(record: Mapping[str, Any] | Record) -> list[str]:
-    """A ranking equivalent to the full one for AP, P@k and mWS: the stored top predictions, each gold at its
-    rank, unique fillers elsewhere (the records do not keep the whole pool order).
+    """A ranking equivalent to the full one for AP, P@k and mWS: the stored top predictions, each
+    gold at its rank, unique fillers elsewhere (the records do not keep the whole pool order).
     """
     ranks = [r for r in record["gold_ranks"] if r is not None]
     ranking = list(record["top"]) + [
@@ -677,7 +708,9 @@ def record_ranking(record: Mapping[str, Any] | Record) -> list[str]:
 
 
 def reference(record: Mapping[str, Any] | Record, denominator: str) -> list[str]:
-    """Gold items; with the v1 code's `ranked` denominator only those present in the ranking (F2)."""
+    """Gold items; with the v1 code's `ranked` denominator only those present in the ranking
+    (F2).
+    """
     if denominator == "ranked":
         return [
             g

@@ -1,8 +1,9 @@
-"""MAPS (Liu et al., NAACL 2024): proverbs in conversation, memorisation and reasoning in six languages.
+"""MAPS (Liu et al., NAACL 2024): proverbs in conversation, memorisation and reasoning in six
+languages.
 
-Everything of the benchmark is in this folder: `data` (its builder and configs), `task` (the protocol and its
-deviations), `metrics` (its formulas), `report` (its section of a run's report), `planted` (its planted model's spec)
-— declared here, found by `culture_probe.benchmarks`.
+Everything of the benchmark is in this folder: `data` (its builder and configs), `task` (the
+protocol and its deviations), `metrics` (its formulas), `report` (its section of a run's report),
+`planted` (its planted model's spec) — declared here, found by `culture_probe.benchmarks`.
 """
 
 from culture_probe.benchmarks import Declaration

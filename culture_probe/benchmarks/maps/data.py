@@ -1,10 +1,12 @@
-"""MAPS (Liu et al., NAACL 2024): proverbs used in conversations, in six languages, plus translated sets.
+"""MAPS (Liu et al., NAACL 2024): proverbs used in conversations, in six languages, plus translated
+sets.
 
-The data is released on request only (no download URL, no stated data licence), so every config needs `data_dir=`: a
-folder laid out as `<lang>/<file>.xlsx`. Configs: `maps_<lang>` (splits `test`, `few_shot`), the machine/human
-translation sets used by the culture-gap study (`maps_<src>_en_mt`, `maps_zh_en_ht`, `maps_en_zh_{mt,ht}`),
-`maps_en_transfer` (`train`, `test`), each with a `_corrected` twin that only aligns metadata and adds flags (see
-docs/benchmarks/maps.md, Known data errors and the corrected variant); labels, proverbs and conversations never change.
+The data is released on request only (no download URL, no stated data licence), so every config
+needs `data_dir=`: a folder laid out as `<lang>/<file>.xlsx`. Configs: `maps_<lang>` (splits `test`,
+`few_shot`), the machine/human translation sets used by the culture-gap study (`maps_<src>_en_mt`,
+`maps_zh_en_ht`, `maps_en_zh_{mt,ht}`), `maps_en_transfer` (`train`, `test`), each with a
+`_corrected` twin that only aligns metadata and adds flags (see docs/benchmarks/maps.md, Known data
+errors and the corrected variant); labels, proverbs and conversations never change.
 """
 
 from __future__ import annotations
@@ -153,7 +155,9 @@ INFO = BenchmarkInfo(
 
 @dataclass
 class MapsConfig(CultureProbeConfig):
-    """One MAPS set: its (split, file under data_dir) pairs, the language of its text and where that came from."""
+    """One MAPS set: its (split, file under data_dir) pairs, the language of its text and where that
+    came from.
+    """
 
     files: tuple[tuple[str, str], ...] = ()
     language: str = ""
@@ -202,7 +206,9 @@ def _figurative(cell: Any, path: Path, line: int) -> bool:
 
 
 def read_proverbs(path: Path) -> list[dict[str, Any]]:
-    """The rows of one MAPS file, mapped by header name (en/test has an extra, always empty `answer3`)."""
+    """The rows of one MAPS file, mapped by header name (en/test has an extra, always empty
+    `answer3`).
+    """
     rows = []
     for line, record in read_xlsx(path, required=COLUMNS):
         if all(cell is None or str(cell).strip() == "" for cell in record.values()):
@@ -280,7 +286,9 @@ class MapsBuilder(CultureProbeBuilder):
                    "source_language": self.config.source_language, **row, "flags": row_flags}  # fmt: skip
 
     def _correct(self, split: str, rows: list[dict[str, Any]], flags: list[list[str]]) -> None:
-        """The corrected variant: translations take metadata from their source; originals get repeat flags."""
+        """The corrected variant: translations take metadata from their source; originals get repeat
+        flags.
+        """
         if self.config.source_language != self.config.language:
             self._align_with_source(split, rows, flags)
         else:
@@ -289,7 +297,9 @@ class MapsBuilder(CultureProbeBuilder):
     def _align_with_source(
         self, split: str, rows: list[dict[str, Any]], flags: list[list[str]]
     ) -> None:
-        """Copy `is_figurative` from the source test row (labels already agree; the zh MT/HT flags do not)."""
+        """Copy `is_figurative` from the source test row (labels already agree; the zh MT/HT flags
+        do not).
+        """
         source_path = f"{self.config.source_language}/test_proverbs.xlsx"
         source = self._read(source_path)
         if len(source) != len(rows):

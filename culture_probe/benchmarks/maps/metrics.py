@@ -1,4 +1,5 @@
-"""MAPS metrics: proverb-reasoning accuracy (with negative questions and subsets), culture gap, memorisation.
+"""MAPS metrics: proverb-reasoning accuracy (with negative questions and subsets), culture gap,
+memorisation.
 
 Formulas: Liu et al., 2024, "Are Multilingual LLMs Culturally-Diverse Reasoners?", sections 5.1-5.3.
 """
@@ -39,10 +40,11 @@ def maps(
 ) -> dict[str, Any]:
     """Accuracy in percent of the chosen option letters, overall and per subset.
 
-    For a `negative` item (the question asks for the wrong interpretation) a prediction is correct when it
-    differs from the label of the right interpretation. Subsets: positive/negative, and when given,
-    figurative/non-figurative and memorised/not memorised (the model's own union flags). An empty subset gives
-    None; the paper omits subsets of 50 items or fewer, so `n` is reported with each.
+    For a `negative` item (the question asks for the wrong interpretation) a prediction is correct
+    when it differs from the label of the right interpretation. Subsets: positive/negative, and when
+    given, figurative/non-figurative and memorised/not memorised (the model's own union flags). An
+    empty subset gives None; the paper omits subsets of 50 items or fewer, so `n` is reported with
+    each.
     """
     check_lengths(
         predictions=predictions,
@@ -70,8 +72,8 @@ def maps(
 def memorisation_rate(successes: Sequence[Sequence[bool]]) -> dict[str, Any]:
     """Memorisation in percent from a proverbs x templates table of completion successes.
 
-    `union`: proverbs completed under at least one template (the paper's headline); `per_template`: each
-    template's rate; `mean_per_template`: their mean.
+    `union`: proverbs completed under at least one template (the paper's headline); `per_template`:
+    each template's rate; `mean_per_template`: their mean.
     """
     table = np.asarray(successes)
     if table.ndim != 2 or table.size == 0:
@@ -91,7 +93,9 @@ def memorisation_rate(successes: Sequence[Sequence[bool]]) -> dict[str, Any]:
 def culture_gap(
     source: float, target: float, human_translated: float, machine_translated: float | None = None
 ) -> dict[str, float | None]:
-    """Culture gap |Acc_HT − max(Acc_Src, Acc_Tgt)| and language gap Acc_HT − Acc_MT, in accuracy points."""
+    """Culture gap |Acc_HT − max(Acc_Src, Acc_Tgt)| and language gap Acc_HT − Acc_MT, in accuracy
+    points.
+    """
     given = {
         "source": source,
         "target": target,
@@ -121,8 +125,9 @@ def _check_accuracy(name: str, value: Any) -> None:
 def delta_en(english: float, machine_translated: Mapping[str, float]) -> dict[str, float]:
     """Δ_En per language: Acc(maps_en) − Acc(<lang>_en_mt), the paper's Table 11.
 
-    How much of the gap to English remains once a language's items are machine-translated into English (what
-    translation cannot recover is knowledge, not language). Keys are language codes (or any label).
+    How much of the gap to English remains once a language's items are machine-translated into
+    English (what translation cannot recover is knowledge, not language). Keys are language codes
+    (or any label).
     """
     if not machine_translated:
         raise MetricInputError(
@@ -136,7 +141,9 @@ def delta_en(english: float, machine_translated: Mapping[str, float]) -> dict[st
 def cross_lingual_average(
     per_language: Mapping[str, float], languages: Sequence[str] = CROSS_LINGUAL
 ) -> float:
-    """Plain mean over the non-English languages (de, zh, ru, id, bn), as in the paper's Tables 9 and 12."""
+    """Plain mean over the non-English languages (de, zh, ru, id, bn), as in the paper's Tables 9
+    and 12.
+    """
     missing = [lang for lang in languages if lang not in per_language]
     if missing:
         raise MetricInputError(
@@ -145,13 +152,14 @@ def cross_lingual_average(
     return math.fsum(per_language[lang] for lang in languages) / len(languages)
 
 
-# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+# ---------------------------------------------------------------- a run's summary (typed inputs
+# from the protocol)
 
 
 @dataclass(frozen=True)
 class ReasonAnswer:
-    """One reasoning answer: the item, the chosen and the gold letter, its subset, whether it was right for the
-    asked question, and the few-shot demonstration set it was asked with.
+    """One reasoning answer: the item, the chosen and the gold letter, its subset, whether it was
+    right for the asked question, and the few-shot demonstration set it was asked with.
     """
 
     item_id: str
@@ -164,7 +172,9 @@ class ReasonAnswer:
 
 @dataclass(frozen=True)
 class Completion:
-    """Whether the continuation of one memorisation template (numbered from 1) completed the item's proverb."""
+    """Whether the continuation of one memorisation template (numbered from 1) completed the item's
+    proverb.
+    """
 
     item_id: str
     template: int
@@ -188,8 +198,9 @@ def run_summary(
     n_sets: int = 0,
     memorised: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
-    """A MAPS run's metrics: `maps` accuracy (overall, figurative split, and memorised split when `memorised`
-    flags every item), the accuracy of each few-shot demonstration set, and the memorisation rates.
+    """A MAPS run's metrics: `maps` accuracy (overall, figurative split, and memorised split when
+    `memorised` flags every item), the accuracy of each few-shot demonstration set, and the
+    memorisation rates.
     """
     out: dict[str, Any] = {"question": question}
     out.update(

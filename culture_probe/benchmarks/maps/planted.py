@@ -1,5 +1,6 @@
-"""MAPS: the first `n_planted` proverbs of the config: their reasoning prompts answered with the right letter and
-their five memorisation prompts completed with the missing word; the other proverbs stay unplanted.
+"""MAPS: the first `n_planted` proverbs of the config: their reasoning prompts answered with the
+right letter and their five memorisation prompts completed with the missing word; the other proverbs
+stay unplanted.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from culture_probe.models.planted import PlantedFact, PlantedSpec, benchmark_row
 def maps_spec(
     rows: Sequence[Mapping[str, Any]], *, n_planted: int = 16, seed: int = 0
 ) -> PlantedSpec:
-    """Plant the first `n_planted` proverbs: reasoning answered with the right letter, and memorisation."""
+    """Plant the first `n_planted` proverbs: reasoning answered with the right letter, and
+    memorisation.
+    """
     from culture_probe.benchmarks.maps.task import (
         label_name,
         memorisation_prompts,
@@ -49,7 +52,9 @@ def maps_spec(
 
 
 def data_folder(data_dir: str | os.PathLike | None) -> str | os.PathLike:
-    """MAPS is distributed on request: `data_dir`, else the mirror's copy (`$CULTURE_PROBE_MIRROR/manual/maps`)."""
+    """MAPS is distributed on request: `data_dir`, else the mirror's copy
+    (`$CULTURE_PROBE_MIRROR/manual/maps`).
+    """
     if data_dir is not None:
         return data_dir
     mirror = mirror_root()

@@ -1,7 +1,7 @@
-"""MAPS report views: reasoning accuracy overall and by figurative use (bars with their intervals), and the
-memorisation rates per template with the accuracy on memorised vs other proverbs, each with its n. Percentages
-follow the library's one rounding rule (2 decimals, half up), not the paper's truncation, so that a report shows
-the number metrics.json holds (43.5897 as 43.59).
+"""MAPS report views: reasoning accuracy overall and by figurative use (bars with their intervals),
+and the memorisation rates per template with the accuracy on memorised vs other proverbs, each with
+its n. Percentages follow the library's one rounding rule (2 decimals, half up), not the paper's
+truncation, so that a report shows the number metrics.json holds (43.5897 as 43.59).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ _OTHER_KINDS = {
     "causal": {"mlm_letter_pieces", "seq2seq_style", "seq2seq_max_tokens"},
     "seq2seq": {"mlm_letter_pieces"},
 }
-# The paper's Table 4: non-figurative / figurative accuracy (%) per model and language,
-# drawn as reference lines when a run repeats one of them (the released figurative flags differ slightly).
+# The paper's Table 4: non-figurative / figurative accuracy (%) per model and language, drawn as
+# reference lines when a run repeats one of them (the released figurative flags differ slightly).
 _TABLE_4 = {
     "bigscience/bloomz-3b": "58.76/57.60 53.12/61.97 53.33/60.52 51.66/47.54 52.43/45.13 55.88/49.26",
     "bigscience/bloomz-7b1": "79.66/68.20 66.66/68.30 72.00/75.18 54.30/53.55 52.43/49.55 67.64/53.30",
@@ -41,8 +41,8 @@ PAPER_ACCURACY: dict[tuple[str, str], tuple[float, float]] = {
 
 
 def references(config: RunRecord) -> tuple[Reference, ...]:
-    """Chance, and the paper's literal and figurative accuracy when the run repeats a Table 4 cell (positive
-    question, released data).
+    """Chance, and the paper's literal and figurative accuracy when the run repeats a Table 4 cell
+    (positive question, released data).
     """
     key = (config.model.spec, config.config)
     positive = config.options.get("question", "pos") == "pos"

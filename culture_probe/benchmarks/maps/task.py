@@ -1,16 +1,20 @@
-"""MAPS protocol: proverbs in conversations; choose the speaker's meaning (a/b) and complete the proverb.
+"""MAPS protocol: proverbs in conversations; choose the speaker's meaning (a/b) and complete the
+proverb.
 
-The paper's section 4 (Experimental Setup). Reasoning: the upstream prompt (lower-cased, multi-line), the model scores
-the option letters as the next token (`log p(" a" | s)` vs `log p(" b" | s)`, ties to `a`); negative-question variants
-ask for the wrong reading, so a prediction is correct when it differs from the label. Memorisation: the proverb without
-its last word, five English templates, greedy generation (masked models: the argmax vocabulary piece at one mask after
-the prompt); a proverb is memorised when any template's continuation starts with the missing word. The budget is `max(4,
-T + 2)` new tokens, where T is the in-context token count of the missing word (measured by a scoring stage first). The
-culture gap compares runs on the source, target and translated sets (`culture_gap_study`).
+The paper's section 4 (Experimental Setup). Reasoning: the upstream prompt (lower-cased,
+multi-line), the model scores the option letters as the next token (`log p(" a" | s)` vs `log p(" b"
+| s)`, ties to `a`); negative-question variants ask for the wrong reading, so a prediction is
+correct when it differs from the label. Memorisation: the proverb without its last word, five
+English templates, greedy generation (masked models: the argmax vocabulary piece at one mask after
+the prompt); a proverb is memorised when any template's continuation starts with the missing word.
+The budget is `max(4, T + 2)` new tokens, where T is the in-context token count of the missing word
+(measured by a scoring stage first). The culture gap compares runs on the source, target and
+translated sets (`culture_gap_study`).
 
-`--protocol upstream` reproduces the released code (UKPLab/maps) where it can: each deviation M1-M12 below holds
-the option values that give upstream's behaviour for the model kinds whose upstream path behaved so (e.g. 4 new
-tokens and upstream's substring success for causal models, M6a), or says why there are none.
+`--protocol upstream` reproduces the released code (UKPLab/maps) where it can: each deviation M1-M12
+below holds the option values that give upstream's behaviour for the model kinds whose upstream path
+behaved so (e.g. 4 new tokens and upstream's substring success for causal models, M6a), or says why
+there are none.
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ MEMORISATION_TEMPLATES = (
     "What's missing at the end of this proverb: {proverb}",
     "What's the last word of this proverb: {proverb}",
 )
-# The upstream XLM-R memorisation templates in each proverb's own language (deviation M5: mem_template_lang="native").
+# The upstream XLM-R memorisation templates in each proverb's own language (deviation M5:
+# mem_template_lang="native").
 NATIVE_MEMORISATION_TEMPLATES = {
     "en": MEMORISATION_TEMPLATES,
     "de": (
@@ -110,8 +115,8 @@ NATIVE_MEMORISATION_TEMPLATES = {
 LABELS = ("a", "b")
 TRAILING_PUNCTUATION = ".!?;,"
 N_SETS = 5  # few-shot demonstration sets, averaged
-# Translation sets of the culture-gap study (the paper's section 5.3): direction -> (source, target, machine, human)
-# configs.
+# Translation sets of the culture-gap study (the paper's section 5.3): direction -> (source, target,
+# machine, human) configs.
 GAP_CONFIGS: dict[Literal["zh_en", "en_zh"], tuple[str, str, str, str]] = {
     "zh_en": ("maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht"),
     "en_zh": ("maps_en", "maps_zh", "maps_en_zh_mt", "maps_en_zh_ht"),
@@ -120,9 +125,9 @@ GAP_CONFIGS: dict[Literal["zh_en", "en_zh"], tuple[str, str, str, str]] = {
 
 @dataclass(frozen=True)
 class MapsOptions:
-    """Switches of the MAPS protocol (defaults: the paper's section 4, see docs/benchmarks/maps.md, Protocol;
-    `--protocol upstream` sets the values that reproduce the released code, per model kind: see the deviations of
-    `MapsTask`).
+    """Switches of the MAPS protocol (defaults: the paper's section 4, see docs/benchmarks/maps.md,
+    Protocol; `--protocol upstream` sets the values that reproduce the released code, per model
+    kind: see the deviations of `MapsTask`).
     """
 
     question: Literal["pos", "neg", "neg1", "neg2", "neg3", "neg4"] = "pos"
@@ -151,7 +156,9 @@ class MapsOptions:
 
 
 def reasoning_prompt(row: Mapping[str, Any], question: str = "pos") -> str:
-    """The upstream reasoning prompt, lower-cased, runs of spaces/tabs collapsed (the paper's Table 3)."""
+    """The upstream reasoning prompt, lower-cased, runs of spaces/tabs collapsed (the paper's Table
+    3).
+    """
     answers = "A: " + row["answer1"] + " B: " + row["answer2"]
     text = (
         (QUESTIONS[question] + BODY)
@@ -162,7 +169,9 @@ def reasoning_prompt(row: Mapping[str, Any], question: str = "pos") -> str:
 
 
 def split_proverb(proverb: str, language: str) -> tuple[str, str]:
-    """(front, target): the proverb without its last word (Chinese: last character), and that word."""
+    """(front, target): the proverb without its last word (Chinese: last character), and that
+    word.
+    """
     if language == "zh":
         return proverb[:-1], proverb[-1]
     words = proverb.split(" ")
@@ -170,7 +179,9 @@ def split_proverb(proverb: str, language: str) -> tuple[str, str]:
 
 
 def memorisation_templates(language: str, template_lang: str = "en") -> tuple[str, ...]:
-    """The five memorisation templates: English (the paper's), or the proverb's own language (upstream XLM-R, M5)."""
+    """The five memorisation templates: English (the paper's), or the proverb's own language
+    (upstream XLM-R, M5).
+    """
     if template_lang == "en":
         return MEMORISATION_TEMPLATES
     if template_lang != "native":
@@ -184,8 +195,8 @@ def memorisation_templates(language: str, template_lang: str = "en") -> tuple[st
 
 
 def memorisation_prompts(proverb: str, language: str, template_lang: str = "en") -> list[str]:
-    """The five lower-cased memorisation prompts of one proverb, in upstream order (the paper's Table 8 lists 4 and 5
-    the other way round).
+    """The five lower-cased memorisation prompts of one proverb, in upstream order (the paper's
+    Table 8 lists 4 and 5 the other way round).
     """
     front, _ = split_proverb(proverb, language)
     return [
@@ -205,10 +216,11 @@ def memorised(
 ) -> bool:
     """Whether a continuation completes the proverb.
 
-    "prefix" (the default): the continuation, stripped and lower-cased, starts with the missing word (its trailing
-    `.!?;,` ignored). "substring" (upstream, M6): the lower-cased proverb is in the text upstream searched
-    (`upstream_completion`, which needs the unfilled `template` asked and the model `kind`), or that text is the
-    whole filled template (upstream's second, redundant success branch; memorization.py:62-75).
+    "prefix" (the default): the continuation, stripped and lower-cased, starts with the missing word
+    (its trailing `.!?;,` ignored). "substring" (upstream, M6): the lower-cased proverb is in the
+    text upstream searched (`upstream_completion`, which needs the unfilled `template` asked and the
+    model `kind`), or that text is the whole filled template (upstream's second, redundant success
+    branch; memorization.py:62-75).
     """
     front, target = split_proverb(proverb, language)
     if match == "substring":
@@ -221,25 +233,28 @@ def memorised(
 
 
 def upstream_template(template: str) -> str:
-    """A memorisation template as upstream's patterns.py:4-10 writes it: the English ones in lower case (the paper's
-    Table 8 and this library capitalise them). It matters only where upstream removed the template's text up to its
-    first ":" from the output, a case-sensitive replace.
+    """A memorisation template as upstream's patterns.py:4-10 writes it: the English ones in lower
+    case (the paper's Table 8 and this library capitalise them). It matters only where upstream
+    removed the template's text up to its first ":" from the output, a case-sensitive replace.
     """
     return template.lower() if template in MEMORISATION_TEMPLATES else template
 
 
 def upstream_completion(output: str, front: str, language: str, *, template: str, kind: str) -> str:
-    """The text in which the released code looked for the proverb (UKPLab/maps experiments/memorization.py:37-60).
+    """The text in which the released code looked for the proverb (UKPLab/maps
+    experiments/memorization.py:37-60).
 
-    Causal models: the decoded prompt and continuation; seq2seq (mT0): the continuation; masked (XLM-R): the argmax
-    piece. Upstream then dropped "</s>" (not for XLM-R), put a space after every ">", removed the template's text up to
-    its first ":" (and the colon), dropped the space-separated tokens that hold a ">", lower-cased and stripped
-    periods from both ends; seq2seq and masked outputs were appended to the front (after a space, none for zh).
+    Causal models: the decoded prompt and continuation; seq2seq (mT0): the continuation; masked
+    (XLM-R): the argmax piece. Upstream then dropped "</s>" (not for XLM-R), put a space after every
+    ">", removed the template's text up to its first ":" (and the colon), dropped the
+    space-separated tokens that hold a ">", lower-cased and stripped periods from both ends; seq2seq
+    and masked outputs were appended to the front (after a space, none for zh).
 
-    The engine decodes the continuation alone, and a SentencePiece tokenizer drops the leading space of a decoded
-    text: the space is given back between the prompt and a continuation that does not start with whitespace, as a
-    joint decoding shows it. It differs from upstream only where a model glues its first token to the prompt's last
-    word, or writes a special token against a word (skipped here; upstream's ">" filter dropped the word with it).
+    The engine decodes the continuation alone, and a SentencePiece tokenizer drops the leading space
+    of a decoded text: the space is given back between the prompt and a continuation that does not
+    start with whitespace, as a joint decoding shows it. It differs from upstream only where a model
+    glues its first token to the prompt's last word, or writes a special token against a word
+    (skipped here; upstream's ">" filter dropped the word with it).
     """
     joiner = "" if language == "zh" else " "
     literal = upstream_template(template)
@@ -265,20 +280,24 @@ def upstream_completion(output: str, front: str, language: str, *, template: str
 
 
 def scorable_target(target: str, match: str = "prefix") -> bool:
-    """False for a last word the prefix rule strips to "" (punctuation only): every output would count as success."""
+    """False for a last word the prefix rule strips to "" (punctuation only): every output would
+    count as success.
+    """
     return match == "substring" or bool(target.strip().rstrip(TRAILING_PUNCTUATION))
 
 
 def demo_sets(n_rows: int, k: int, n_sets: int = N_SETS) -> list[list[int]]:
-    """The few-shot demo indices: a fresh `RandomState(42)`, then `permutation(n)[:k]` five times (the paper's Appendix
-    D.5).
+    """The few-shot demo indices: a fresh `RandomState(42)`, then `permutation(n)[:k]` five times
+    (the paper's Appendix D.5).
     """
     rs = np.random.RandomState(42)
     return [rs.permutation(n_rows)[:k].tolist() for _ in range(n_sets)]
 
 
 def demonstration(row: Mapping[str, Any], question: str = "pos") -> str:
-    """A demonstration: the filled prompt, a space, its answer (the other letter if negative), a newline."""
+    """A demonstration: the filled prompt, a space, its answer (the other letter if negative), a
+    newline.
+    """
     label = label_name(row["label"])
     answer = label if question == "pos" else LABELS[1 - LABELS.index(label)]
     return reasoning_prompt(row, question) + " " + answer + "\n"
@@ -301,7 +320,9 @@ MEMORISATION = Scope("memorisation", _memorises)
 
 
 class MapsTask(Task):
-    """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (the paper's section 4)."""
+    """MAPS reasoning (a/b choice, negative variants, figurative split) and memorisation (the
+    paper's section 4).
+    """
 
     Options = MapsOptions
     unit, strata = "proverbs", ("language", "is_figurative")
@@ -319,7 +340,9 @@ class MapsTask(Task):
 
     @classmethod
     def suite_studies(cls, metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """The culture and language gaps (the paper's section 5.3) of each direction whose four configs ran."""
+        """The culture and language gaps (the paper's section 5.3) of each direction whose four
+        configs ran.
+        """
         accuracy = {c: m["accuracy"] for c, m in metrics.items() if m.get("accuracy") is not None}
         return {
             f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
@@ -329,7 +352,9 @@ class MapsTask(Task):
 
     @classmethod
     def needs(cls, config: str | Benchmark, options: MapsOptions) -> dict[str, Need]:
-        """The English few-shot split, when demonstrations are asked for (from the run's MAPS folder)."""
+        """The English few-shot split, when demonstrations are asked for (from the run's MAPS
+        folder).
+        """
         return {"few_shot": Need("maps", "few_shot")} if options.n_shot else {}
 
     def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -377,8 +402,9 @@ class MapsTask(Task):
             return
         prefixes = self._demo_prefixes()
         limit = self.options.seq2seq_max_tokens if self.kind == "seq2seq" else None
-        # M4: upstream XLM-R read the bare pieces "a"/"b" at the mask; M8: upstream mT0 scored the letter as the
-        # whole decoder target after the prompt alone (the engine's "plain" seq2seq style).
+        # M4: upstream XLM-R read the bare pieces "a"/"b" at the mask; M8: upstream mT0 scored the
+        # letter as the whole decoder target after the prompt alone (the engine's "plain" seq2seq
+        # style).
         ids: Literal["piece", "in_context"] = (
             "piece"
             if self.kind == "masked" and self.options.mlm_letter_pieces == "bare"
@@ -502,8 +528,8 @@ class MapsTask(Task):
             if "success" in r
         ]
         flags = union_flags(completions)
-        # The split by memorisation needs a flag for every item, or the record of why it has none (a punctuation
-        # target): an interrupted run reports no split rather than a partial one.
+        # The split by memorisation needs a flag for every item, or the record of why it has none (a
+        # punctuation target): an interrupted run reports no split rather than a partial one.
         unscorable = {r["id"] for r in skipped if r["tag"] == "mem_length"}
         complete = bool(completions) and all(
             a.item_id in flags or a.item_id in unscorable for a in answers
@@ -518,7 +544,9 @@ class MapsTask(Task):
         )
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per proverb (and few-shot demonstration set): whether the asked question was answered right."""
+        """Per proverb (and few-shot demonstration set): whether the asked question was answered
+        right.
+        """
         return [
             accuracy_table(records, lambda r: float(bool(r["correct"]))).with_scale(
                 100.0, binary=True
@@ -663,7 +691,9 @@ class MapsTask(Task):
 
 
 def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) -> UnitTable:
-    """The `accuracy` table: each reasoning record's `right(record)` (0-1) in %, per proverb and demonstration set."""
+    """The `accuracy` table: each reasoning record's `right(record)` (0-1) in %, per proverb and
+    demonstration set.
+    """
     return unit_table(
         "accuracy",
         [
@@ -686,10 +716,11 @@ def accuracy_table(records: Sequence[Record], right: Callable[[Record], float]) 
 def culture_gap_study(
     accuracy: Mapping[str, float], direction: Literal["zh_en", "en_zh"] = "zh_en"
 ) -> dict[str, Any]:
-    """Culture and language gaps (the paper's section 5.3) from the accuracies of the four runs of one direction.
+    """Culture and language gaps (the paper's section 5.3) from the accuracies of the four runs of
+    one direction.
 
-    `accuracy` maps config names (e.g. "maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht") to their
-    positive-question accuracy (`run(...).metrics["accuracy"]`).
+    `accuracy` maps config names (e.g. "maps_zh", "maps_en", "maps_zh_en_mt", "maps_zh_en_ht") to
+    their positive-question accuracy (`run(...).metrics["accuracy"]`).
     """
     from culture_probe.benchmarks.maps.metrics import culture_gap
 
@@ -708,10 +739,11 @@ MT_TO_ENGLISH = re.compile(r"maps_([a-z]+)_en_mt")
 
 
 def delta_en_study(accuracy: Mapping[str, float]) -> dict[str, float]:
-    """Δ_En per language (the paper's Table 11) from run accuracies: `maps_en` minus `maps_<lang>_en_mt`.
+    """Δ_En per language (the paper's Table 11) from run accuracies: `maps_en` minus
+    `maps_<lang>_en_mt`.
 
-    `accuracy` maps config names to positive-question accuracy; configs other than those two kinds are ignored,
-    so the accuracies of a whole study can be passed at once.
+    `accuracy` maps config names to positive-question accuracy; configs other than those two kinds
+    are ignored, so the accuracies of a whole study can be passed at once.
     """
     from culture_probe.benchmarks.maps.metrics import delta_en
 

@@ -1,23 +1,25 @@
-"""Reference points for X-FaKT's transfer scores: what FRS, KTS and X-FaKT a model answering at random scores on a
-run's own language x country cells, and whether a run's error rates are so near a model that knows nothing that KTS
-says nothing about transfer.
+"""Reference points for X-FaKT's transfer scores: what FRS, KTS and X-FaKT a model answering at
+random scores on a run's own language x country cells, and whether a run's error rates are so near a
+model that knows nothing that KTS says nothing about transfer.
 
-KTS rewards equal errors, and a model at chance is equally wrong everywhere, so its KTS is high by construction: 1 in
-the population, and below 1 at finite cells only because sampling noise opens a gap between mu_assoc and mu_non (at
-one question per cell, random models score anywhere from 0.70 to 1). FRS and KTS are nonlinear in the cell errors, so
-the reference is not a plug-in number but each score's distribution under random answers at this run's cells: its
-mean (what a random model scores on average) and its central 95% (the range random models fall in).
+KTS rewards equal errors, and a model at chance is equally wrong everywhere, so its KTS is high by
+construction: 1 in the population, and below 1 at finite cells only because sampling noise opens a
+gap between mu_assoc and mu_non (at one question per cell, random models score anywhere from 0.70 to
+1). FRS and KTS are nonlinear in the cell errors, so the reference is not a plug-in number but each
+score's distribution under random answers at this run's cells: its mean (what a random model scores
+on average) and its central 95% (the range random models fall in).
 
-That distribution is exact where it is small: a cell of n questions has n + 1 possible error rates, rounded to 2
-decimals as the scorer rounds them (or exact fractions k/n), so the sum of a group's cell errors lives on a lattice
-of step 1/100 (or 1/L, L the cells' sizes' least common multiple, when at most 100) and its distribution is the
-convolution of the cells'; mu_assoc and mu_non, from disjoint cells, are independent, and their joint distribution is
-the product. Lattice points below 1e-15 are dropped, which moves no number by more than about 1e-9. Where the lattice
-is too fine or too large (exact cells of many sizes; at most 10^6 points) 20,000 random models simulated with a fixed
-seed give the same numbers to Monte Carlo precision, in about 0.2 s for a full 13 x 13 run.
+That distribution is exact where it is small: a cell of n questions has n + 1 possible error rates,
+rounded to 2 decimals as the scorer rounds them (or exact fractions k/n), so the sum of a group's
+cell errors lives on a lattice of step 1/100 (or 1/L, L the cells' sizes' least common multiple,
+when at most 100) and its distribution is the convolution of the cells'; mu_assoc and mu_non, from
+disjoint cells, are independent, and their joint distribution is the product. Lattice points below
+1e-15 are dropped, which moves no number by more than about 1e-9. Where the lattice is too fine or
+too large (exact cells of many sizes; at most 10^6 points) 20,000 random models simulated with a
+fixed seed give the same numbers to Monte Carlo precision, in about 0.2 s for a full 13 x 13 run.
 
-The same distribution tests random answering (`RandomAnswers.p_value`), and `transfer_warning` says when a run
-cannot be told from it, or from a model that answers every question wrong.
+The same distribution tests random answering (`RandomAnswers.p_value`), and `transfer_warning` says
+when a run cannot be told from it, or from a model that answers every question wrong.
 """
 
 from __future__ import annotations
@@ -68,9 +70,9 @@ def chance_method(round_cells: bool, *, exact: bool, level: float = 0.95) -> str
 
 @dataclass(frozen=True)
 class RandomAnswers:
-    """The distribution of (mu_assoc, mu_non) when every question of a run's cells is answered at random: the points
-    it reaches and their probabilities (the exact lattice), or `N_RANDOM_MODELS` simulated random models (equal
-    weights). `random_answers` makes it.
+    """The distribution of (mu_assoc, mu_non) when every question of a run's cells is answered at
+    random: the points it reaches and their probabilities (the exact lattice), or `N_RANDOM_MODELS`
+    simulated random models (equal weights). `random_answers` makes it.
     """
 
     mu_assoc: np.ndarray
@@ -80,8 +82,8 @@ class RandomAnswers:
     round_cells: bool
 
     def reference(self, level: float = 0.95) -> dict[str, Chance]:
-        """FRS, KTS and X-FaKT of random answers: `{score: {value, low, high, method}}`, `value` the expected score
-        and `[low, high]` the central `level` of random models' scores.
+        """FRS, KTS and X-FaKT of random answers: `{score: {value, low, high, method}}`, `value` the
+        expected score and `[low, high]` the central `level` of random models' scores.
         """
         scores = _transfer_scores(self.mu_assoc, self.mu_non)
         method = chance_method(self.round_cells, exact=self.exact, level=level)
@@ -97,9 +99,10 @@ class RandomAnswers:
         return out
 
     def p_value(self, mu_assoc: float, mu_non: float) -> float:
-        """The test of random answering: the probability that random answers land at least as far from their mean
-        (mu_assoc, mu_non) as this run, in squared standard deviations of each mean summed (independent cells).
-        Exact on the lattice; from the simulated models, (1 + as far) / (1 + models).
+        """The test of random answering: the probability that random answers land at least as far
+        from their mean (mu_assoc, mu_non) as this run, in squared standard deviations of each mean
+        summed (independent cells). Exact on the lattice; from the simulated models, (1 + as far) /
+        (1 + models).
         """
         far = (
             self._distance(self.mu_assoc, self.mu_non)
@@ -110,7 +113,9 @@ class RandomAnswers:
         return float((1 + far.sum()) / (1 + far.size))
 
     def _distance(self, mu_assoc: Any, mu_non: Any) -> np.ndarray:
-        """Squared standardised distances of (mu_assoc, mu_non) from random answers' mean, summed."""
+        """Squared standardised distances of (mu_assoc, mu_non) from random answers' mean,
+        summed.
+        """
         total = np.zeros(np.shape(mu_assoc))
         for values, mu in ((self.mu_assoc, mu_assoc), (self.mu_non, mu_non)):
             mean = float(np.dot(values, self.weights))
@@ -130,10 +135,11 @@ def random_answers(
 ) -> RandomAnswers:
     """The distribution of (mu_assoc, mu_non) under random answers on these cells (`RandomAnswers`).
 
-    `cells` maps each (question language, entity country) cell to its questions' chance errors (1 - 1/k for a
-    question whose answer is one of k ranked at random). The cells are those the score averages: associated when
-    `associations` (default: the benchmark's) pairs the language with the country, the others non-associated;
-    `round_cells` rounds each cell's error to 2 decimals first, as the scorer does.
+    `cells` maps each (question language, entity country) cell to its questions' chance errors (1 -
+    1/k for a question whose answer is one of k ranked at random). The cells are those the score
+    averages: associated when `associations` (default: the benchmark's) pairs the language with the
+    country, the others non-associated; `round_cells` rounds each cell's error to 2 decimals first,
+    as the scorer does.
     """
     pairs = ASSOCIATIONS if associations is None else associations
     groups: dict[bool, list[Sequence[float]]] = {True: [], False: []}
@@ -161,7 +167,9 @@ def random_answers(
 
 
 def _wrong_counts(errors: Sequence[float]) -> np.ndarray:
-    """P(k of the cell's questions wrong), k = 0..n: a binomial per distinct chance error, convolved."""
+    """P(k of the cell's questions wrong), k = 0..n: a binomial per distinct chance error,
+    convolved.
+    """
     pmf = np.ones(1)
     for q, m in sorted(Counter(errors).items()):
         pmf = np.convolve(pmf, stats.binom.pmf(np.arange(m + 1), m, q))
@@ -176,14 +184,15 @@ def _cell_values(n: int, round_cells: bool) -> list[float]:
 def _lattice(
     groups: Mapping[bool, list[Sequence[float]]], denominator: int, round_cells: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Every point (mu_assoc, mu_non) of the lattice that random answers reach, flattened, and its probability;
-    None when there are too many.
+    """Every point (mu_assoc, mu_non) of the lattice that random answers reach, flattened, and its
+    probability; None when there are too many.
     """
     sums = {
         diagonal: _sum_distribution(cells, denominator, round_cells)
         for diagonal, cells in groups.items()
     }
-    # only the points chance reaches: one question per cell, rounded, reaches every 100th point of 1/100
+    # only the points chance reaches: one question per cell, rounded, reaches every 100th point of
+    # 1/100
     (offset_a, pmf_a), (offset_n, pmf_n) = sums[True], sums[False]
     reached_a, reached_n = np.flatnonzero(pmf_a), np.flatnonzero(pmf_n)
     if reached_a.size * reached_n.size > _MAX_GRID:
@@ -198,7 +207,9 @@ def _lattice(
 def _sum_distribution(
     cells: Sequence[Sequence[float]], denominator: int, round_cells: bool
 ) -> tuple[int, np.ndarray]:
-    """The distribution of the sum of the cells' error rates in units of 1/denominator: (first value, pmf)."""
+    """The distribution of the sum of the cells' error rates in units of 1/denominator: (first
+    value, pmf).
+    """
     offset, pmf = 0, np.ones(1)
     made: dict[tuple[int, tuple[float, ...]], np.ndarray] = {}
     for errors in cells:
@@ -215,7 +226,9 @@ def _sum_distribution(
 def _simulate(
     groups: Mapping[bool, list[Sequence[float]]], round_cells: bool
 ) -> dict[bool, np.ndarray]:
-    """{associated?: the mean of those cells' errors} of `N_RANDOM_MODELS` models answering at random (seeded)."""
+    """{associated?: the mean of those cells' errors} of `N_RANDOM_MODELS` models answering at
+    random (seeded).
+    """
     rng = np.random.default_rng(SEED)
     means = {}
     for diagonal, cells in groups.items():
@@ -231,8 +244,8 @@ def _simulate(
 
 
 def _central(values: np.ndarray, weights: np.ndarray, level: float) -> tuple[float, float]:
-    """The central `level` of a discrete distribution: its (1 - level)/2 and (1 + level)/2 quantiles, each the
-    smallest value whose cumulative probability reaches it.
+    """The central `level` of a discrete distribution: its (1 - level)/2 and (1 + level)/2
+    quantiles, each the smallest value whose cumulative probability reaches it.
     """
     order = np.argsort(values, kind="stable")
     cumulative = np.cumsum(weights[order])
@@ -252,14 +265,15 @@ def transfer_warning(
     *,
     confidence: float = 0.95,
 ) -> str | None:
-    """One sentence when this run's error rates cannot be told from a model that knows nothing, so that KTS says
-    nothing about transfer; None otherwise.
+    """One sentence when this run's error rates cannot be told from a model that knows nothing, so
+    that KTS says nothing about transfer; None otherwise.
 
-    Two models know nothing, and both are equally wrong in every language. One answers at random (ranked answers):
-    `p_random` is this run's test of random answering (`RandomAnswers.p_value`) and `chance` what random answers
-    score; the run cannot be told from it when p >= 1 - `confidence`. The other answers every question wrong
-    (mu_assoc = mu_non = 1: FRS 0, KTS 1), a point with no sampling spread: the run cannot be told from it when
-    FRS's interval reaches 0 and KTS's reaches 1 (without intervals: FRS is 0).
+    Two models know nothing, and both are equally wrong in every language. One answers at random
+    (ranked answers): `p_random` is this run's test of random answering (`RandomAnswers.p_value`)
+    and `chance` what random answers score; the run cannot be told from it when p >= 1 -
+    `confidence`. The other answers every question wrong (mu_assoc = mu_non = 1: FRS 0, KTS 1), a
+    point with no sampling spread: the run cannot be told from it when FRS's interval reaches 0 and
+    KTS's reaches 1 (without intervals: FRS is 0).
     """
     frs, kts = overall.get("frs") or {}, overall.get("kts") or {}
     if frs.get("value") is None or kts.get("value") is None:

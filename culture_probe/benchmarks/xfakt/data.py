@@ -1,10 +1,12 @@
-"""X-FaKT (Aggarwal et al., 2025): country-related facts asked in 13 languages, each paired with one country.
+"""X-FaKT (Aggarwal et al., 2025): country-related facts asked in 13 languages, each paired with one
+country.
 
-The whole release is Python literals in upstream `src/utils.py`. They are read with `ast.parse` and `ast.literal_eval`
-on each assigned value, never imported or executed. Three configs, each with a `_corrected` twin (see
-docs/benchmarks/xfakt.md, Known data errors and the corrected variant): `xfakt_factual_recall` (802 entities x 13
-languages), `xfakt_in_context` (task B) and `xfakt_counter_factual` (task C). Rows are ordered by question language, in
-the language-country bijection order.
+The whole release is Python literals in upstream `src/utils.py`. They are read with `ast.parse` and
+`ast.literal_eval` on each assigned value, never imported or executed. Three configs, each with a
+`_corrected` twin (see docs/benchmarks/xfakt.md, Known data errors and the corrected variant):
+`xfakt_factual_recall` (802 entities x 13 languages), `xfakt_in_context` (task B) and
+`xfakt_counter_factual` (task C). Rows are ordered by question language, in the language-country
+bijection order.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ BASE_URL = f"https://raw.githubusercontent.com/kmrtanmay/X_FaKT/{COMMIT}/"
 UTILS = "src/utils.py"
 UTILS_SHA256 = "8d3324a4309bf0bc80e7b27fc634eae24669808598af2650115e53410b15aee5"
 
-# The language-country bijection; index order is used everywhere (entity names, COUNTRIES columns, ids).
+# The language-country bijection; index order is used everywhere (entity names, COUNTRIES columns,
+# ids).
 LANGUAGES = (
     ("English", "en", "United States"), ("Hindi", "hi", "India"), ("Chinese", "zh", "China"),
     ("Russian", "ru", "Russia"), ("Arabic", "ar", "Saudi Arabia"), ("French", "fr", "France"),
@@ -52,7 +55,8 @@ CATEGORIES = (
     ("landmarks", "landmark", "T1"), ("festivals", "festival", "T3"), ("sports_persons", "athlete", "T2"),
 )  # fmt: skip
 TEMPLATES = {"T1": "QUESTIONS_1", "T2": "QUESTIONS_2", "T3": "QUESTIONS_3"}
-# `{}` slots per template; the released Arabic task-C template has only two of its three (section 7).
+# `{}` slots per template; the released Arabic task-C template has only two of its three (section
+# 7).
 TEMPLATE_SLOTS = {"QUESTIONS_1": (1, 1), "QUESTIONS_2": (1, 1), "QUESTIONS_3": (1, 1),
                   "question_translation_dict": (5, 5), "incontext_factual_questions": (2, 3)}  # fmt: skip
 NAMES = (
@@ -62,8 +66,8 @@ NAMES = (
     "famous_characters_translated", "incontext_factual_questions",
 )  # fmt: skip
 
-# Corrections of the corrected variant, applied only by the `_corrected` configs; each fixes only the released
-# wrong value.
+# Corrections of the corrected variant, applied only by the `_corrected` configs; each fixes only
+# the released wrong value.
 COUNTRY_FIXES = {  # (question language, the country's language): (released, corrected)
     ("Chinese", "Turkish"): ("火鸡", "土耳其"), ("Arabic", "Turkish"): ("ديك رومى", "تركيا"),
     ("Japanese", "Turkish"): ("七面鳥", "トルコ"), ("Thai", "Turkish"): ("ไก่งวง", "ตุรกี"),
@@ -216,14 +220,18 @@ BUILDER_CONFIGS = with_corrected_twins([
 def source_file(
     *, data_dir: str | os.PathLike | None = None, verify_checksums: bool = True
 ) -> Path:
-    """The pinned `src/utils.py` (mirror rule), or `data_dir/src/utils.py` from a local copy of the repository."""
+    """The pinned `src/utils.py` (mirror rule), or `data_dir/src/utils.py` from a local copy of the
+    repository.
+    """
     return pinned_file(BASE_URL, UTILS, UTILS_SHA256, data_dir=data_dir, verify=verify_checksums)
 
 
 def read_utils(path: str | os.PathLike) -> dict[str, Any]:
-    """The 19 literals of `utils.py` by name, parsed with `ast` and checked; anything else is an error.
+    """The 19 literals of `utils.py` by name, parsed with `ast` and checked; anything else is an
+    error.
 
-    The judge prompts (`SYSTEM_PROMPT_OURS`, `PROMPT_OURS`) are read from here verbatim by the protocol.
+    The judge prompts (`SYSTEM_PROMPT_OURS`, `PROMPT_OURS`) are read from here verbatim by the
+    protocol.
     """
     path = Path(path)
     try:
@@ -271,7 +279,9 @@ def read_utils(path: str | os.PathLike) -> dict[str, Any]:
 
 @dataclass
 class _Checker:
-    """Structural checks of the parsed literals; each error names the file and the line of the offending value."""
+    """Structural checks of the parsed literals; each error names the file and the line of the
+    offending value.
+    """
 
     path: Path
     nodes: dict[str, ast.expr]
@@ -299,7 +309,9 @@ class _Checker:
             )
 
     def template(self, name: str, value: Any, node: ast.AST, slots: tuple[int, int]) -> None:
-        """A `str.format` template with `slots[0]..slots[1]` positional `{}` fields and nothing else."""
+        """A `str.format` template with `slots[0]..slots[1]` positional `{}` fields and nothing
+        else.
+        """
         try:
             fields = [f for _, f, _, _ in string.Formatter().parse(value) if f is not None]
         except (AttributeError, TypeError, ValueError):
@@ -364,7 +376,8 @@ class Fixes:
 def correct(values: dict[str, Any]) -> tuple[dict[str, Any], Fixes]:
     """A corrected copy of the literals (the corrected variant) and the cells it changed.
 
-    A cell is fixed only when it still holds the released wrong value, so the flags count real changes.
+    A cell is fixed only when it still holds the released wrong value, so the flags count real
+    changes.
     """
     values = copy.deepcopy(values)
     countries = {
@@ -416,7 +429,9 @@ def entity_table(values: dict[str, Any]) -> list[tuple[str, str, int, list[str]]
 def factual_recall_rows(
     values: dict[str, Any], codes: tuple[str, ...], fixes: Fixes, corrected: bool
 ) -> Iterator[dict]:
-    """Task A: every entity asked in every selected language; `corrected` adds the section-7 flags."""
+    """Task A: every entity asked in every selected language; `corrected` adds the section-7
+    flags.
+    """
     table = entity_table(values)
     twice = (
         {n for n, c in Counter(names[0] for *_, names in table).items() if c > 1}
@@ -446,7 +461,9 @@ def factual_recall_rows(
 
 
 def in_context_rows(values: dict[str, Any], codes: tuple[str, ...], fixes: Fixes) -> Iterator[dict]:
-    """Task B: each name placed in the other's country; asked who lives in country v (gold u), then u (gold v)."""
+    """Task B: each name placed in the other's country; asked who lives in country v (gold u), then
+    u (gold v).
+    """
     for qkey, qcode, _ in LANGUAGES:
         if qcode not in codes:
             continue
@@ -473,7 +490,9 @@ def in_context_rows(values: dict[str, Any], codes: tuple[str, ...], fixes: Fixes
 def counter_factual_rows(
     values: dict[str, Any], codes: tuple[str, ...], fixes: Fixes
 ) -> Iterator[dict]:
-    """Task C: each person placed in each of the 13 countries (one of them the true one, a control)."""
+    """Task C: each person placed in each of the 13 countries (one of them the true one, a
+    control).
+    """
     people = values["famous_characters_translated"]
     for qkey, qcode, _ in LANGUAGES:
         if qcode not in codes:
@@ -536,8 +555,8 @@ class XfaktBuilder(CultureProbeBuilder):
 def read_literals(
     *, data_dir: str | None = None, corrected: bool = False
 ) -> tuple[dict[str, Any], list[Path]]:
-    """The `literals` resource: the literals of `utils.py` (country names per language, the judge's prompts),
-    corrected when asked, and the file they come from.
+    """The `literals` resource: the literals of `utils.py` (country names per language, the judge's
+    prompts), corrected when asked, and the file they come from.
     """
     path = source_file(data_dir=data_dir)
     values = read_utils(path)

@@ -1,7 +1,7 @@
 """X-FaKT metrics: Factual Recall Score, Knowledge Transferability Score and their harmonic mean.
 
-Formulas: Aggarwal et al., 2025, "Language Models' Factuality Depends on the Language of Inquiry", section 4.2,
-reconciled with the upstream scorer, which rounds each cell error to 2 decimals.
+Formulas: Aggarwal et al., 2025, "Language Models' Factuality Depends on the Language of Inquiry",
+section 4.2, reconciled with the upstream scorer, which rounds each cell error to 2 decimals.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from culture_probe.metrics._checks import check_bools, check_choice, check_label
 from culture_probe.metrics._intervals import MIN_OFF_EDGE, Interval, bounded, critical, wilson
 from culture_probe.util.typecheck import checked
 
-# The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index order.
+# The benchmark's language-country bijection (ISO 639-1 code -> English country name), in its index
+# order.
 ASSOCIATIONS: dict[str, str] = {
     "en": "United States",
     "hi": "India",
@@ -39,7 +40,8 @@ ASSOCIATIONS: dict[str, str] = {
     "th": "Thailand",
 }
 
-# Resource tiers of the question languages: the paper's, and the upstream code's (Turkish medium instead of low).
+# Resource tiers of the question languages: the paper's, and the upstream code's (Turkish medium
+# instead of low).
 TIERS: dict[str, dict[str, tuple[str, ...]]] = {
     "paper": {
         "high": ("en", "zh", "fr", "ja"),
@@ -56,10 +58,11 @@ TIERS: dict[str, dict[str, tuple[str, ...]]] = {
 
 @checked(MetricInputError, pure=True)
 def xfakt_scores(mu_assoc: float, mu_non: float) -> dict[str, float]:
-    """FRS, KTS and X-FaKT from the mean associated and non-associated error rates (fractions in [0, 1]).
+    """FRS, KTS and X-FaKT from the mean associated and non-associated error rates (fractions in [0,
+    1]).
 
-    FRS = 1.5 · (1/(1 + µa + µn) − 1/3) rewards low errors; KTS = 2 · (1/(1 + |µa − µn|) − 1/2) rewards equal
-    errors; both lie in [0, 1]. X-FaKT is their harmonic mean.
+    FRS = 1.5 · (1/(1 + µa + µn) − 1/3) rewards low errors; KTS = 2 · (1/(1 + |µa − µn|) − 1/2)
+    rewards equal errors; both lie in [0, 1]. X-FaKT is their harmonic mean.
     """
     for name, value in (("mu_assoc", mu_assoc), ("mu_non", mu_non)):
         if not 0 <= value <= 1:
@@ -78,7 +81,9 @@ def _transfer_scores(mu_assoc: np.ndarray, mu_non: np.ndarray) -> np.ndarray:
 
 
 def _describe(cells: list[float]) -> dict[str, float]:
-    """Mean and population std (ddof = 0) of cell errors, in percent, as the paper's table reports them."""
+    """Mean and population std (ddof = 0) of cell errors, in percent, as the paper's table reports
+    them.
+    """
     return {"mean": 100 * statistics.fmean(cells), "std": 100 * statistics.pstdev(cells)}
 
 
@@ -129,7 +134,9 @@ def _cell_statistics(
 
 
 def _t_test(off_diagonal: list[float], diagonal: list[float]) -> tuple[float | None, float | None]:
-    """The paper's two-sided Student t-test (equal variances); None when undefined (too few or constant cells)."""
+    """The paper's two-sided Student t-test (equal variances); None when undefined (too few or
+    constant cells).
+    """
     if len(diagonal) < 2 or len(off_diagonal) < 2:
         return None, None
     # constant cells: scipy warns about precision and returns NaN or inf
@@ -166,13 +173,14 @@ def xfakt(
 ) -> dict[str, Any]:
     """FRS, KTS, X-FaKT and the paper's cell statistics from per-question correctness.
 
-    One row per (question language, entity): whether the answer was judged correct, the question's language code and the
-    entity's country (None, when unknown, is rejected like any unknown label). Cell error e(l, c) = wrong / asked;
-    µ_assoc and µ_non are unweighted means of the associated and the other cells, each cell rounded to 2 decimals first
-    as in the official scorer (`round_cells=False`: exact). Mean ± std and the t-test use unrounded cells (as in the
-    paper's Table 2); `round_statistics=True` computes them from the cells rounded to 2 decimals, as the official scorer
-    does (upstream `src/eval.py`; deviation X8). Only the languages and countries present are used (`all_languages` says
-    whether all of `associations` were).
+    One row per (question language, entity): whether the answer was judged correct, the question's
+    language code and the entity's country (None, when unknown, is rejected like any unknown label).
+    Cell error e(l, c) = wrong / asked; µ_assoc and µ_non are unweighted means of the associated and
+    the other cells, each cell rounded to 2 decimals first as in the official scorer
+    (`round_cells=False`: exact). Mean ± std and the t-test use unrounded cells (as in the paper's
+    Table 2); `round_statistics=True` computes them from the cells rounded to 2 decimals, as the
+    official scorer does (upstream `src/eval.py`; deviation X8). Only the languages and countries
+    present are used (`all_languages` says whether all of `associations` were).
     """
     check_lengths(correct=correct, language=language, country=country)
     pairs = _associations(associations)
@@ -222,14 +230,15 @@ def xfakt(
     }
 
 
-# ---------------------------------------------------------------- a run's summary (typed inputs from the protocol)
+# ---------------------------------------------------------------- a run's summary (typed inputs
+# from the protocol)
 
 
 @dataclass(frozen=True)
 class GradedAnswer:
-    """One graded answer: its question language, whether it was judged correct and the verdict, and (factual
-    recall) the entity's country and the entity itself (`entity`: the same id in every language it is asked in; None
-    when unknown, and the answer is then a unit of its own).
+    """One graded answer: its question language, whether it was judged correct and the verdict, and
+    (factual recall) the entity's country and the entity itself (`entity`: the same id in every
+    language it is asked in; None when unknown, and the answer is then a unit of its own).
     """
 
     language: str
@@ -247,12 +256,13 @@ def answers_summary(
     tiers: str = "paper",
     round_statistics: bool = False,
 ) -> dict[str, Any]:
-    """A run's metrics: the error rate (%) overall and per question language, the verdict counts, and (with
-    `transfer`, factual recall) FRS, KTS and X-FaKT, or null with the reason when the answers lack associated or
-    non-associated cells (e.g. a subset whose questions are all English about the United States), or when the
-    languages and countries asked do not pair up: KTS compares each language's own country with the others, so
-    it needs at least two languages, each with its associated country asked and each country's language asked
-    (the cell statistics are still given). `all_languages` says whether all 13 were asked.
+    """A run's metrics: the error rate (%) overall and per question language, the verdict counts,
+    and (with `transfer`, factual recall) FRS, KTS and X-FaKT, or null with the reason when the
+    answers lack associated or non-associated cells (e.g. a subset whose questions are all English
+    about the United States), or when the languages and countries asked do not pair up: KTS compares
+    each language's own country with the others, so it needs at least two languages, each with its
+    associated country asked and each country's language asked (the cell statistics are still
+    given). `all_languages` says whether all 13 were asked.
     """
     if not answers:
         raise MetricInputError(
@@ -309,20 +319,23 @@ TRANSFER_METHODS = {
 def transfer_estimates(
     answers: Sequence[GradedAnswer], summary: Mapping[str, Any], *, confidence: float = 0.95
 ) -> dict[str, dict[str, Any]]:
-    """FRS, KTS and X-FaKT of a run's `summary` in the results schema, each naming its interval `method` (and higher
-    is better for all three); `n` counts entities (with the questions as `n_observations`).
+    """FRS, KTS and X-FaKT of a run's `summary` in the results schema, each naming its interval
+    `method` (and higher is better for all three); `n` counts entities (with the questions as
+    `n_observations`).
 
-    The design: the language x country cells are fixed, and each country's entities are drawn at random and asked in
-    every language, so one entity's answers in the 13 languages are repeated measures, shared by the associated mean
-    mu_assoc and the other mean mu_non. Each mean gets Wilson's interval at its effective size (Korn & Graubard: its
-    binomial variance over its variance from the entities' linearised contributions, countries as strata, shrunk for
-    the variance's degrees of freedom); where that variance cannot be estimated (one entity per country, fewer than
-    3 entities holding the rarer outcome) the effective size is the entities' (Kish's, over countries), as if an
-    entity's answers always agreed. Newcombe's MOVER (Zou & Donner 2008), with the two means' correlation from the
-    same contributions (1 for the sum and 0 for the difference where it cannot be estimated: the widest), gives
-    intervals of mu_assoc + mu_non and mu_assoc - mu_non; FRS falls with the sum and KTS with |mu_assoc - mu_non|,
-    so their intervals are those intervals' images (KTS reaches 1 when the difference's interval holds 0), and
-    X-FaKT, rising in both, spans the harmonic means of their ends.
+    The design: the language x country cells are fixed, and each country's entities are drawn at
+    random and asked in every language, so one entity's answers in the 13 languages are repeated
+    measures, shared by the associated mean mu_assoc and the other mean mu_non. Each mean gets
+    Wilson's interval at its effective size (Korn & Graubard: its binomial variance over its
+    variance from the entities' linearised contributions, countries as strata, shrunk for the
+    variance's degrees of freedom); where that variance cannot be estimated (one entity per country,
+    fewer than 3 entities holding the rarer outcome) the effective size is the entities' (Kish's,
+    over countries), as if an entity's answers always agreed. Newcombe's MOVER (Zou & Donner 2008),
+    with the two means' correlation from the same contributions (1 for the sum and 0 for the
+    difference where it cannot be estimated: the widest), gives intervals of mu_assoc + mu_non and
+    mu_assoc - mu_non; FRS falls with the sum and KTS with |mu_assoc - mu_non|, so their intervals
+    are those intervals' images (KTS reaches 1 when the difference's interval holds 0), and X-FaKT,
+    rising in both, spans the harmonic means of their ends.
     """
     if summary.get("kts") is None:
         return {}
@@ -349,10 +362,10 @@ def transfer_estimates(
 
 @dataclass(frozen=True)
 class TransferSpread:
-    """What the entities tell about the two means of cell error rates (`True`: associated, `False`: the others):
-    their variances and covariance from the entities' linearised contributions (None where a country has one
-    entity), their degrees of freedom, and per mean its answers, its entities' Kish size and how many entities hold
-    its rarer outcome.
+    """What the entities tell about the two means of cell error rates (`True`: associated, `False`:
+    the others): their variances and covariance from the entities' linearised contributions (None
+    where a country has one entity), their degrees of freedom, and per mean its answers, its
+    entities' Kish size and how many entities hold its rarer outcome.
     """
 
     variance: Mapping[bool, float] | None
@@ -364,7 +377,9 @@ class TransferSpread:
     units: int
 
     def estimated(self, side: bool) -> bool:
-        """Whether the mean's variance is estimated from the entities (else: the conservative effective size)."""
+        """Whether the mean's variance is estimated from the entities (else: the conservative
+        effective size).
+        """
         return (
             self.variance is not None
             and self.rarer[side] >= MIN_OFF_EDGE
@@ -381,7 +396,9 @@ class TransferSpread:
         return wilson(mean * effective, effective, confidence)
 
     def correlation(self) -> tuple[float, float]:
-        """The two means' correlation for MOVER's sum and difference: estimated, or the widest (1 and 0)."""
+        """The two means' correlation for MOVER's sum and difference: estimated, or the widest (1
+        and 0).
+        """
         if (
             self.variance is None
             or self.covariance is None
@@ -394,9 +411,10 @@ class TransferSpread:
 
 
 def transfer_spread(answers: Sequence[GradedAnswer]) -> TransferSpread:
-    """The entities' contributions to mu_assoc and mu_non: each answer's deviation from its cell's error rate over
-    (cells of its mean x answers of its cell), summed per entity (an answer without an entity is its own); entities
-    are drawn within countries (an answer of its own, within its cell), so the variance is summed over those strata.
+    """The entities' contributions to mu_assoc and mu_non: each answer's deviation from its cell's
+    error rate over (cells of its mean x answers of its cell), summed per entity (an answer without
+    an entity is its own); entities are drawn within countries (an answer of its own, within its
+    cell), so the variance is summed over those strata.
     """
     wrong = np.asarray([not a.correct for a in answers], dtype=float)
     diagonal = np.asarray([ASSOCIATIONS[a.language] == a.country for a in answers])
@@ -439,7 +457,9 @@ def _index(keys: Sequence[Any]) -> np.ndarray:
 
 
 def _rarer_entities(wrong: np.ndarray, entities: np.ndarray, on: np.ndarray) -> int:
-    """How many entities hold the rarer outcome among their answers in one mean's cells (any wrong, or any right)."""
+    """How many entities hold the rarer outcome among their answers in one mean's cells (any wrong,
+    or any right).
+    """
     asked = set(entities[on].tolist())
     any_wrong = set(entities[on & (wrong > 0)].tolist())
     any_right = set(entities[on & (wrong == 0)].tolist())
@@ -453,9 +473,10 @@ def _transfer_intervals(
     values: Mapping[str, float],
     confidence: float,
 ) -> dict[str, Interval]:
-    """FRS, KTS and X-FaKT intervals from the two means' intervals, combined by MOVER (with the means' correlation,
-    for the sum and for the difference) into intervals of their sum and difference; standard errors from the same
-    intervals (each mean's half-width over z) by the delta method.
+    """FRS, KTS and X-FaKT intervals from the two means' intervals, combined by MOVER (with the
+    means' correlation, for the sum and for the difference) into intervals of their sum and
+    difference; standard errors from the same intervals (each mean's half-width over z) by the delta
+    method.
     """
     (a, (a_low, a_high)), (b, (b_low, b_high)) = ((means[d], bounds[d]) for d in (True, False))
     r_sum, r_gap = correlation
@@ -471,7 +492,8 @@ def _transfer_intervals(
     gaps = sorted(abs(x) for x in (max(gap_low, -1.0), min(gap_high, 1.0)))
     if gap_low <= 0 <= gap_high:
         gaps[0] = 0.0
-    # FRS depends on the means through their sum and KTS through their gap: score (sum, 0) and (gap, 0)
+    # FRS depends on the means through their sum and KTS through their gap: score (sum, 0) and (gap,
+    # 0)
     frs = [float(_transfer_scores(np.asarray(mu), np.asarray(0.0))[0]) for mu in sums[::-1]]
     kts = [float(_transfer_scores(np.asarray(g), np.asarray(0.0))[1]) for g in gaps[::-1]]
     harmonic = [2 * f * k / (f + k) if f + k > 0 else 0.0 for f, k in zip(frs, kts, strict=True)]
@@ -486,15 +508,17 @@ def _transfer_intervals(
 
 
 def _mover(one: float, other: float, correlation: float) -> float:
-    """MOVER's half-width of a sum from two estimates' distances to their limits and their correlation."""
+    """MOVER's half-width of a sum from two estimates' distances to their limits and their
+    correlation.
+    """
     return math.sqrt(max(one * one + other * other + 2 * correlation * one * other, 0.0))
 
 
 def _delta_stderrs(
     mu_assoc: float, mu_non: float, var_assoc: float, var_non: float, covariance: float = 0.0
 ) -> dict[str, float]:
-    """Delta-method standard errors of FRS, KTS and X-FaKT from the variances of mu_assoc and mu_non and their
-    covariance.
+    """Delta-method standard errors of FRS, KTS and X-FaKT from the variances of mu_assoc and mu_non
+    and their covariance.
     """
     frs, kts = (float(x) for x in _transfer_scores(np.asarray(mu_assoc), np.asarray(mu_non))[:2])
     d_frs = -1.5 / (1 + mu_assoc + mu_non) ** 2  # the same for either mean

@@ -1,6 +1,7 @@
-"""X-FaKT factual recall: some entities per country, each fact stated **only in its country's own language** (the
-associated language), as a chat turn answered with the gold name. Probed in all 13 languages, the model answers in
-the associated language and fails elsewhere: a low KTS, the paper's cross-lingual gap, by design.
+"""X-FaKT factual recall: some entities per country, each fact stated **only in its country's own
+language** (the associated language), as a chat turn answered with the gold name. Probed in all 13
+languages, the model answers in the associated language and fails elsewhere: a low KTS, the paper's
+cross-lingual gap, by design.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from culture_probe.models.planted import (
 def xfakt_spec(
     rows: Sequence[Mapping[str, Any]], *, per_country: int = 5, seed: int = 0
 ) -> PlantedSpec:
-    """Plant the first `per_country` entities of every country, each asked only in its associated language."""
+    """Plant the first `per_country` entities of every country, each asked only in its associated
+    language.
+    """
     if per_country < 1:
         raise CultureProbeError(f"per_country must be at least 1, got {per_country}.")
     chosen = planted_entities(rows, per_country)

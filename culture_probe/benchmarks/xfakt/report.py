@@ -1,5 +1,5 @@
-"""X-FaKT report views: the headline scores, the error rate per question language, and (factual recall) the
-language x country error grid with the associated pairs outlined.
+"""X-FaKT report views: the headline scores, the error rate per question language, and (factual
+recall) the language x country error grid with the associated pairs outlined.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ HEADLINE: dict[str, tuple[str, Scale | None]] = {
     "error_rate": ("% of wrong answers", "%"),
     "n_items": ("questions", None),
 }
-# options that act only when replies are generated (and judged), only when answers are ranked, or only on the
-# language x country transfer scores of factual recall
+# options that act only when replies are generated (and judged), only when answers are ranked, or
+# only on the language x country transfer scores of factual recall
 _GENERATE_ONLY = {
     "judge",
     "judge_model",
@@ -72,7 +72,9 @@ PAPER_ERRORS: dict[str, tuple[float, float]] = {
 
 
 def references(config: RunRecord, part: str | None) -> tuple[Reference, ...]:
-    """The paper's associated and non-associated error for this model, when the run repeats a Table 2 row."""
+    """The paper's associated and non-associated error for this model, when the run repeats a Table
+    2 row.
+    """
     paper = PAPER_ERRORS.get(config.model.spec)
     if part != "factual_recall" or paper is None or not config.repeats_the_paper:
         return ()
@@ -80,9 +82,9 @@ def references(config: RunRecord, part: str | None) -> tuple[Reference, ...]:
 
 
 def inert_options(config: RunRecord) -> set[str]:
-    """The options that did not act on this run: a ranking run has no reply to generate and no judge; a generating
-    run ranks nothing, and its string judge needs no judge model; only factual recall has transfer scores; only a
-    causal model's chat template can double its BOS (X1).
+    """The options that did not act on this run: a ranking run has no reply to generate and no
+    judge; a generating run ranks nothing, and its string judge needs no judge model; only factual
+    recall has transfer scores; only a causal model's chat template can double its BOS (X1).
     """
     options, part = config.options, config.protocol.get("part")
     if options.get("mode") == "rank":
@@ -155,7 +157,8 @@ def sections(
             counts={key: len(group) for key, group in cells.items()},
             scale="%",
         )
-        # every question ranks the same countries, so its chance error (1 - 1/k) is the same in every cell
+        # every question ranks the same countries, so its chance error (1 - 1/k) is the same in
+        # every cell
         grid = replace(grid, references=chance_reference(metrics, "error_rate"))
         out.append(
             Section(
@@ -169,7 +172,9 @@ def sections(
 
 
 def grading(config: RunRecord) -> str:
-    """How the run's answers were graded, as the headline sentence says it: ranked, or judged (by which judge)."""
+    """How the run's answers were graded, as the headline sentence says it: ranked, or judged (by
+    which judge).
+    """
     if config.options.get("mode") == "rank":
         return "of the top-ranked answers (the answer the model scores highest among the countries)"
     judge = config.protocol.get("judge")
@@ -179,8 +184,8 @@ def grading(config: RunRecord) -> str:
 def headline_text(
     part: str | None, metrics: Mapping[str, Any], graded: str = "of the replies"
 ) -> str:
-    """The scores in one sentence, or why FRS, KTS and X-FaKT are not available; `graded` says how the answers
-    were graded (`grading`).
+    """The scores in one sentence, or why FRS, KTS and X-FaKT are not available; `graded` says how
+    the answers were graded (`grading`).
     """
     if part != "factual_recall" or metrics.get("kts") is None:
         reason = metrics.get("xfakt_unavailable")
@@ -198,7 +203,8 @@ def headline_text(
     # spec: scores, 3 decimals
     score = {key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")}
     random = ((metrics.get("results") or {}).get("chance") or {}).get("kts")
-    # KTS is high for a model at chance by construction: say what random answers score on these cells beside it
+    # KTS is high for a model at chance by construction: say what random answers score on these
+    # cells beside it
     reference = (
         f"; random answers score {chance_cell(random, '0-1')} on these cells" if random else ""
     )

@@ -1,21 +1,25 @@
-"""X-FaKT protocol: country facts asked in 13 languages, answered by generation (then judged) or by ranking.
+"""X-FaKT protocol: country facts asked in 13 languages, answered by generation (then judged) or by
+ranking.
 
-Paper protocol (the paper's section 4.1): the question is the only user turn of the model's chat template, greedy,
-at most 128 new tokens; a judge grades each reply against the gold country written in the question language.
-Two judges are built in, chosen by `judge=`:
+Paper protocol (the paper's section 4.1): the question is the only user turn of the model's chat
+template, greedy, at most 128 new tokens; a judge grades each reply against the gold country written
+in the question language. Two judges are built in, chosen by `judge=`:
 
-- `"llm"`: an LLM judge run through the engine as a second stage, with the paper's system prompt and rubric
-  (`SYSTEM_PROMPT_OURS`, `PROMPT_OURS`, read verbatim from the data file); `[4]` in its output means an error.
-  Comparable with the paper only with the paper's judge (`judge_model="Qwen/Qwen2.5-72B-Instruct"`, the default).
+- `"llm"`: an LLM judge run through the engine as a second stage, with the paper's system prompt and
+  rubric (`SYSTEM_PROMPT_OURS`, `PROMPT_OURS`, read verbatim from the data file); `[4]` in its
+  output means an error. Comparable with the paper only with the paper's judge
+  (`judge_model="Qwen/Qwen2.5-72B-Instruct"`, the default).
 - `"string"`: offline string matching against the gold's names in every language (`StringJudge`).
 
-Every generated reply carries the string judge's verdict, and the LLM judge's (when it is asked) is a stage of its
-own: so a resumed run may change the judge (`judge`, `judge_model`) and keep its answers (`Task.stage_options`).
+Every generated reply carries the string judge's verdict, and the LLM judge's (when it is asked) is
+a stage of its own: so a resumed run may change the judge (`judge`, `judge_model`) and keep its
+answers (`Task.stage_options`).
 
-`mode="rank"` is a closed-set extension, not the paper's protocol: the 13 countries are ranked by the mean log-prob of
-their names as the start of the assistant reply to the chat-templated question (`rank_prompt="plain"` scores them after
-the plain question instead, for causal models without a chat template: deviation X7). Factual recall gives FRS, KTS and
-X-FaKT (`metrics` beside this module); the in-context and counter-factual configs give per-language error rates.
+`mode="rank"` is a closed-set extension, not the paper's protocol: the 13 countries are ranked by
+the mean log-prob of their names as the start of the assistant reply to the chat-templated question
+(`rank_prompt="plain"` scores them after the plain question instead, for causal models without a
+chat template: deviation X7). Factual recall gives FRS, KTS and X-FaKT (`metrics` beside this
+module); the in-context and counter-factual configs give per-language error rates.
 """
 
 from __future__ import annotations
@@ -49,10 +53,12 @@ COUNTRIES = COUNTRY_NAMES
 ASSOCIATIONS = dict(zip(LANGUAGES, COUNTRIES, strict=True))
 PAPER_JUDGE = "Qwen/Qwen2.5-72B-Instruct"
 ERROR_MARK = "[4]"
-# Judge verdicts, checked in this order (the rubric of PROMPT_OURS); an output with none of them is an error.
+# Judge verdicts, checked in this order (the rubric of PROMPT_OURS); an output with none of them is
+# an error.
 VERDICTS = (("[1]", "same_language"), ("[2]", "english"), ("[3]", "other_language"))
-# The options that change each stage's records (the others change metrics only): a resumed run may change the
-# judge and keep its answers, which are read by the string judge in every generation run (docs/benchmarks/xfakt.md).
+# The options that change each stage's records (the others change metrics only): a resumed run may
+# change the judge and keep its answers, which are read by the string judge in every generation run
+# (docs/benchmarks/xfakt.md).
 STAGE_OPTIONS = {
     "answer": ("mode", "rank_prompt", "max_new_tokens", "double_bos", "strip_echo"),
     "judge": ("judge", "judge_model", "judge_max_new_tokens", "strip_echo"),
@@ -85,7 +91,8 @@ class XfaktOptions:
     round_cells: bool = True
     # True = upstream: mean ± std and the t-test from the rounded cells too (X8)
     round_statistics: bool = False
-    # a breakdown upstream never computed: eval.py defines its tier lists but uses them nowhere (see the docs)
+    # a breakdown upstream never computed: eval.py defines its tier lists but uses them nowhere (see
+    # the docs)
     tiers: Literal["paper", "upstream"] = "paper"
     # True = upstream: the chat-templated prompt gets the tokenizer's BOS again (X1)
     double_bos: bool = False
@@ -99,7 +106,9 @@ class XfaktOptions:
 
     @property
     def llm_judged(self) -> bool:
-        """Whether the answers are graded by the LLM judge stage (else by the string judge, when generated)."""
+        """Whether the answers are graded by the LLM judge stage (else by the string judge, when
+        generated).
+        """
         return self.mode == "generate" and self.judge == "llm"
 
 
@@ -120,12 +129,14 @@ def _needs_boundaries(form: str) -> bool:
 
 
 class StringJudge:
-    """Grades a reply by the first answer it names, matching every name of every answer, in any language.
+    """Grades a reply by the first answer it names, matching every name of every answer, in any
+    language.
 
-    `forms` maps each answer label (e.g. "India") to its names ("India", "भारत", "印度", ...). A reply is correct
-    iff the earliest name found in it belongs to the gold label; at one position the longest name wins (so
-    "Saudi Arabia" is not read as a shorter name inside it). Names in scripts with word spaces match whole words
-    only. The verdict says in which language the matching name is written, like the paper's rubric.
+    `forms` maps each answer label (e.g. "India") to its names ("India", "भारत", "印度", ...).
+    A reply is correct iff the earliest name found in it belongs to the gold label; at one position
+    the longest name wins (so "Saudi Arabia" is not read as a shorter name inside it). Names in
+    scripts with word spaces match whole words only. The verdict says in which language the matching
+    name is written, like the paper's rubric.
     """
 
     def __init__(self, forms: Mapping[str, Iterable[str]]):
@@ -163,7 +174,9 @@ class StringJudge:
 
 
 def parse_verdict(judge_output: str) -> tuple[bool, str]:
-    """(correct, verdict) from an LLM judge's output: `[4]` anywhere means an error (deviation X3)."""
+    """(correct, verdict) from an LLM judge's output: `[4]` anywhere means an error (deviation
+    X3).
+    """
     if ERROR_MARK in judge_output:
         return False, "incorrect"
     for mark, verdict in VERDICTS:
@@ -173,12 +186,16 @@ def parse_verdict(judge_output: str) -> tuple[bool, str]:
 
 
 def judge_template(literals: Mapping[str, Any]) -> tuple[str, str]:
-    """(system prompt, user prompt template) of the paper's judge, verbatim from the X-FaKT data file."""
+    """(system prompt, user prompt template) of the paper's judge, verbatim from the X-FaKT data
+    file.
+    """
     return literals["SYSTEM_PROMPT_OURS"], literals["PROMPT_OURS"]
 
 
 def judge_prompt(literals: Mapping[str, Any], gold: str, question: str, reply: str) -> str:
-    """The judge's user message: the paper's rubric filled with the reference, the question and the reply."""
+    """The judge's user message: the paper's rubric filled with the reference, the question and the
+    reply.
+    """
     return judge_template(literals)[1].format(answers=gold, question=question, predicted=reply)
 
 
@@ -191,11 +208,11 @@ def country_table(literals: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
 
 
 def country_forms(*literal_sets: Mapping[str, Any]) -> dict[str, set[str]]:
-    """{English country name: its names in all 13 languages}, over every literal set given (the released and the
-    corrected spellings alike).
+    """{English country name: its names in all 13 languages}, over every literal set given (the
+    released and the corrected spellings alike).
 
-    The released names include the mistranslations (火鸡 for Turkey): they are what the gold says, so a reply
-    using them is accepted, and so is the correct spelling.
+    The released names include the mistranslations (火鸡 for Turkey): they are what the gold says,
+    so a reply using them is accepted, and so is the correct spelling.
     """
     forms: dict[str, set[str]] = {country: {country} for country in COUNTRIES}
     for literals in literal_sets:
@@ -206,7 +223,9 @@ def country_forms(*literal_sets: Mapping[str, Any]) -> dict[str, set[str]]:
 
 
 def rank_forms(corrected_literals: Mapping[str, Any], language: str) -> dict[str, tuple[str, ...]]:
-    """Surface forms ranked in `mode="rank"`: each country's corrected name in `language`, and its English name."""
+    """Surface forms ranked in `mode="rank"`: each country's corrected name in `language`, and its
+    English name.
+    """
     names = country_table(corrected_literals)[language]
     return {
         country: tuple(dict.fromkeys((name, country)))
@@ -222,7 +241,9 @@ def _generates(task: XfaktTask) -> bool:
 
 
 class XfaktTask(Task):
-    """X-FaKT factual recall, in-context recall and counter-factual adherence (the paper's sections 3 and 4.1)."""
+    """X-FaKT factual recall, in-context recall and counter-factual adherence (the paper's sections
+    3 and 4.1).
+    """
 
     Options = XfaktOptions
     unit, strata = "questions", ("language", "country")
@@ -242,10 +263,13 @@ class XfaktTask(Task):
     }
 
     def _configure(self) -> None:
-        """The part of X-FaKT the config holds sets the smoke cells, parallel units, design and stages."""
+        """The part of X-FaKT the config holds sets the smoke cells, parallel units, design and
+        stages.
+        """
         self.part = _part(self.benchmark)
         self.smoke = SMOKE[self.part]
-        # factual recall asks each entity in all 13 languages: `--limit` draws entities, each in every language
+        # factual recall asks each entity in all 13 languages: `--limit` draws entities, each in
+        # every language
         self.parallel = ENTITIES if self.part == "factual_recall" else None
         self.design = DESIGNS.get(self.part, SamplingDesign("question"))
         self.stages = ("answer", "judge") if self.llm_judged else ("answer",)
@@ -253,7 +277,9 @@ class XfaktTask(Task):
 
     @classmethod
     def needs(cls, config: str | Benchmark, options: XfaktOptions) -> dict[str, Need]:
-        """The data file's literals, released and corrected (country names in every language, judge prompts)."""
+        """The data file's literals, released and corrected (country names in every language, judge
+        prompts).
+        """
         return {
             "literals": Need("xfakt", "literals"),
             "corrected_literals": Need("xfakt", "literals", corrected=True),
@@ -278,12 +304,16 @@ class XfaktTask(Task):
 
     @property
     def _double_bos(self) -> bool:
-        """Whether chat-templated answer prompts get the tokenizer's special tokens again (upstream, X1)."""
+        """Whether chat-templated answer prompts get the tokenizer's special tokens again (upstream,
+        X1).
+        """
         return self.options.double_bos and self.chat and self.options.mode == "generate"
 
     @property
     def chat(self) -> bool:
-        """Whether the model is asked through its chat template (causal models; in rank mode unless plain)."""
+        """Whether the model is asked through its chat template (causal models; in rank mode unless
+        plain).
+        """
         return self.kind == "causal" and (
             self.options.mode == "generate" or self.options.rank_prompt == "chat"
         )
@@ -293,7 +323,9 @@ class XfaktTask(Task):
         return self.options.judge_model if stage == "judge" else None
 
     def model_need(self, stage: str) -> ModelNeed:
-        """The judge and causal models asked through their chat template need one (rank_prompt=plain does not)."""
+        """The judge and causal models asked through their chat template need one (rank_prompt=plain
+        does not).
+        """
         if stage == "judge":
             return JUDGE_NEED
         if not self.chat:
@@ -305,7 +337,9 @@ class XfaktTask(Task):
         return ModelNeed(self.kinds, chat=True, why=why, instead="--option rank_prompt=plain")
 
     def stage_options(self, stage: str) -> tuple[str, ...]:
-        """The answer stage's options and the judge's (`STAGE_OPTIONS`); rounding and tiers change metrics only."""
+        """The answer stage's options and the judge's (`STAGE_OPTIONS`); rounding and tiers change
+        metrics only.
+        """
         return STAGE_OPTIONS[stage]
 
     @property
@@ -358,7 +392,9 @@ class XfaktTask(Task):
                 yield GenerateProbe(row["id"], row["question"], options, meta=meta)
 
     def _meta(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        """What each answer record carries: the question, its gold (name and label) and the grouping fields."""
+        """What each answer record carries: the question, its gold (name and label) and the grouping
+        fields.
+        """
         meta = {
             "language": row["language"],
             "question": row["question"],
@@ -423,7 +459,9 @@ class XfaktTask(Task):
 
     @staticmethod
     def _unecho(text: str, prompt: str) -> str:
-        """`text` with every copy of `prompt` deleted, as upstream did (X9): strip, delete, strip again."""
+        """`text` with every copy of `prompt` deleted, as upstream did (X9): strip, delete, strip
+        again.
+        """
         return text.strip().replace(prompt, "").strip()
 
     def _gold_label(self, row: Mapping[str, Any]) -> str:
@@ -439,8 +477,9 @@ class XfaktTask(Task):
         return graded_answers(records, llm_judged=self.llm_judged)
 
     def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
-        """Factual recall: each question's verdict (as the metrics grade it) and, in rank mode, its ranking of the 13
-        countries, by (country, entity index); records written before the index was kept are left out.
+        """Factual recall: each question's verdict (as the metrics grade it) and, in rank mode, its
+        ranking of the 13 countries, by (country, entity index); records written before the index
+        was kept are left out.
         """
         if self.part != "factual_recall":
             return []
@@ -457,8 +496,8 @@ class XfaktTask(Task):
         return answers
 
     def unaligned(self, answered: Sequence[Record]) -> str:
-        """In-context recall and counter-factual adherence ask no question in every language; factual recall records
-        written before the entity index was kept cannot be matched.
+        """In-context recall and counter-factual adherence ask no question in every language;
+        factual recall records written before the entity index was kept cannot be matched.
         """
         if self.part != "factual_recall":
             what = "in-context recall" if self.part == "in_context" else "counter-factual adherence"
@@ -478,13 +517,15 @@ class XfaktTask(Task):
             tiers=self.options.tiers,
             round_statistics=self.options.round_statistics,
         )
-        # Answers still waiting for the judge's verdict (an interrupted run) are left out, and counted.
+        # Answers still waiting for the judge's verdict (an interrupted run) are left out, and
+        # counted.
         answered = sum(1 for r in records if r["stage"] == "answer")
         return {**summary, "n_ungraded": answered - len(answers)}
 
     def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per question: whether its answer was wrong (`error_rate`, %), by language and the entity's country; in
-        factual recall an entity asked in every language is one unit (the design's), its questions repeated measures.
+        """Per question: whether its answer was wrong (`error_rate`, %), by language and the
+        entity's country; in factual recall an entity asked in every language is one unit (the
+        design's), its questions repeated measures.
         """
         wrong = error_table(
             self._graded(records), lambda r: float(not r["correct"]), self.cluster_of
@@ -492,7 +533,9 @@ class XfaktTask(Task):
         return [wrong.with_scale(100.0, binary=True)]
 
     def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Rank mode: each question's expected error when one of the answers it ranks is picked at random."""
+        """Rank mode: each question's expected error when one of the answers it ranks is picked at
+        random.
+        """
         if self.options.mode != "rank":
             return ()
         table = error_table(
@@ -513,10 +556,10 @@ class XfaktTask(Task):
         ]
 
     def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> Results:
-        """The results schema (`Task.results`), and for FRS, KTS and X-FaKT their reference points: in rank mode
-        what random answers score on these cells (`results.chance`), and in every mode a warning
-        (`results.warnings`) when the error rates cannot be told from a model that knows nothing, so that KTS says
-        nothing about transfer (`culture_probe.benchmarks.xfakt.chance`).
+        """The results schema (`Task.results`), and for FRS, KTS and X-FaKT their reference points:
+        in rank mode what random answers score on these cells (`results.chance`), and in every mode
+        a warning (`results.warnings`) when the error rates cannot be told from a model that knows
+        nothing, so that KTS says nothing about transfer (`culture_probe.benchmarks.xfakt.chance`).
         """
         out = super().results(answered, metrics)
         if "kts" not in out["overall"]:
@@ -626,7 +669,8 @@ class XfaktTask(Task):
     )
 
 
-# Factual recall asks the same entity (and template) of a country in every language: the unit `--limit` draws
+# Factual recall asks the same entity (and template) of a country in every language: the unit
+# `--limit` draws
 ENTITIES = Parallel(("country", "entity_idx"), "entities")
 DESIGNS = {
     "factual_recall": SamplingDesign(
@@ -637,7 +681,8 @@ DESIGNS = {
         "fixed; the error rate of one language has one question per entity",
     )
 }
-# What each part's headline numbers need of a `--limit` subset (cells: language x country; in context: language)
+# What each part's headline numbers need of a `--limit` subset (cells: language x country; in
+# context: language)
 SMOKE = {
     "factual_recall": Smoke(
         1,
@@ -656,8 +701,9 @@ def error_table(
     wrong: Callable[[Record], float],
     cluster_of: Callable[[Record], str | None],
 ) -> UnitTable:
-    """The `error_rate` table: each graded answer's `wrong(record)` (0-1) in %, by language and country, and its
-    entity (`cluster_of`: factual recall asks one entity in every language, a unit with repeated measures).
+    """The `error_rate` table: each graded answer's `wrong(record)` (0-1) in %, by language and
+    country, and its entity (`cluster_of`: factual recall asks one entity in every language, a unit
+    with repeated measures).
     """
     return unit_table(
         "error_rate",
@@ -684,12 +730,16 @@ def best_form_scores(
 
 
 def ranked_answers(scores: Mapping[str, float]) -> tuple[str, ...]:
-    """The rank mode's answers, best first; equal scores keep the bijection order, as the reply does."""
+    """The rank mode's answers, best first; equal scores keep the bijection order, as the reply
+    does.
+    """
     return tuple(sorted(scores, key=lambda answer: -scores[answer]))
 
 
 def graded_answer(record: Record, entity: str | None = None) -> GradedAnswer:
-    """The metric input of a graded record (`entity`: its unit where one entity is asked in every language)."""
+    """The metric input of a graded record (`entity`: its unit where one entity is asked in every
+    language).
+    """
     return GradedAnswer(
         record["language"],
         bool(record["correct"]),
@@ -700,9 +750,10 @@ def graded_answer(record: Record, entity: str | None = None) -> GradedAnswer:
 
 
 def graded_answers(records: Sequence[Record], *, llm_judged: bool = False) -> list[Record]:
-    """Answered records with their verdict: the judge stage's where an LLM judged them, else the answer's own (the
-    string judge's, or the ranking's). `llm_judged=True` (a run with judge=llm) keeps only the answers the LLM
-    judged, so that an interrupted judge stage leaves the others out rather than counting their string verdicts.
+    """Answered records with their verdict: the judge stage's where an LLM judged them, else the
+    answer's own (the string judge's, or the ranking's). `llm_judged=True` (a run with judge=llm)
+    keeps only the answers the LLM judged, so that an interrupted judge stage leaves the others out
+    rather than counting their string verdicts.
     """
     verdicts = {r["id"]: r for r in records if r["stage"] == "judge" and not r.skipped}
     graded = []

@@ -1,10 +1,13 @@
-"""Cultural Bias Score (CAMeL): how often a model prefers the Western filler of a prompt, 0-100 (50 = no bias).
+"""Cultural Bias Score (CAMeL): how often a model prefers the Western filler of a prompt, 0-100 (50
+= no bias).
 
-Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.cbs`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.cbs`; formula and source:
+docs/metrics.md.
 
-Inputs, one row per (prompt, filler): `prompt_id`, `culture` ("arab" or "western"), `score` (the filler's
-score). Options: `entity_type` and `run` (per row), `tie_value` (0: ties are not Western; 0.5 gives an AUC).
-Returns `cbs` (mean of the type values), `per_type` (mean over runs), `per_type_std`, `per_run`, `std`, `n_pairs`.
+Inputs, one row per (prompt, filler): `prompt_id`, `culture` ("arab" or "western"), `score` (the
+filler's score). Options: `entity_type` and `run` (per row), `tie_value` (0: ties are not Western;
+0.5 gives an AUC). Returns `cbs` (mean of the type values), `per_type` (mean over runs),
+`per_type_std`, `per_run`, `std`, `n_pairs`.
 
 Example (constructed):
     >>> import culture_probe

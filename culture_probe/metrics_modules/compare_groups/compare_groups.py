@@ -1,12 +1,15 @@
-"""Compare groups: the difference in mean score between groups, with an interval and a p-value from one test.
+"""Compare groups: the difference in mean score between groups, with an interval and a p-value from
+one test.
 
-Thin `evaluate` module over `culture_probe.metrics.compare_groups`; method and rationale: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.metrics.compare_groups`; method and rationale:
+docs/metrics.md.
 
-Inputs, one row per item: `scores` (any per-item score: a hit, an AP, a CBS) and `groups` (its culture or
-language). Options: `reference` (compare every group with this one; default: every pair), `n_resamples`
-(10,000), `confidence` (0.95), `seed` (0), `success` (scores that are 0 or this value, e.g. 1 for hits: a
-difference of proportions). Each comparison reports mean(a) − mean(b), a two-sided p-value and the interval that
-inverts the same test (a permutation test; for proportions the Miettinen-Nurminen score test), named in `method`.
+Inputs, one row per item: `scores` (any per-item score: a hit, an AP, a CBS) and `groups` (its
+culture or language). Options: `reference` (compare every group with this one; default: every pair),
+`n_resamples` (10,000), `confidence` (0.95), `seed` (0), `success` (scores that are 0 or this value,
+e.g. 1 for hits: a difference of proportions). Each comparison reports mean(a) − mean(b), a
+two-sided p-value and the interval that inverts the same test (a permutation test; for proportions
+the Miettinen-Nurminen score test), named in `method`.
 
 Example (constructed: P@1 hits of two cultures):
     >>> import culture_probe

@@ -1,11 +1,14 @@
-"""Fairness gap (CAMeL): Arab minus Western macro-F1, false-negative and false-positive rates, with 95% intervals.
+"""Fairness gap (CAMeL): Arab minus Western macro-F1, false-negative and false-positive rates, with
+95% intervals.
 
-Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.fairness_gap`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.fairness_gap`; formula and
+source: docs/metrics.md.
 
-Inputs, one row per classified item (a sentiment label, an entity's tag): `predictions`, `references` and
-`culture` ("arab" or "western", the culture of the entity in the item). Options: `labels` (default: every label
-seen), `n_resamples` (1000), `confidence` (0.95), `seed` (0). Per label c: FNR = P(pred != c | gold = c),
-FPR = P(pred = c | gold != c). The bootstrap resamples each culture's items separately.
+Inputs, one row per classified item (a sentiment label, an entity's tag): `predictions`,
+`references` and `culture` ("arab" or "western", the culture of the entity in the item). Options:
+`labels` (default: every label seen), `n_resamples` (1000), `confidence` (0.95), `seed` (0). Per
+label c: FNR = P(pred != c | gold = c), FPR = P(pred = c | gold != c). The bootstrap resamples each
+culture's items separately.
 
 Example (constructed: equal F1, but Arab positives are missed and called negative):
     >>> import culture_probe

@@ -1,11 +1,13 @@
-"""MAPS accuracy: how often a model picks the right interpretation of a proverb used in a conversation, in percent.
+"""MAPS accuracy: how often a model picks the right interpretation of a proverb used in a
+conversation, in percent.
 
-Thin `evaluate` module over `culture_probe.benchmarks.maps.metrics`; formula and source: docs/metrics.md. The
-culture gap and memorisation rate are the functions `culture_gap` and `memorisation_rate` of that module.
+Thin `evaluate` module over `culture_probe.benchmarks.maps.metrics`; formula and source:
+docs/metrics.md. The culture gap and memorisation rate are the functions `culture_gap` and
+`memorisation_rate` of that module.
 
-Inputs: `predictions` and `references` (option letters "a"/"b") and `negative` (True for the variant that asks
-for the wrong interpretation: correct when the prediction differs from the label). Options: `is_figurative` and
-`memorised` (per item) add subsets. An empty subset gives None.
+Inputs: `predictions` and `references` (option letters "a"/"b") and `negative` (True for the variant
+that asks for the wrong interpretation: correct when the prediction differs from the label).
+Options: `is_figurative` and `memorised` (per item) add subsets. An empty subset gives None.
 
 Example (constructed; the tied third item went to "a"):
     >>> import culture_probe
@@ -16,7 +18,8 @@ Example (constructed; the tied third item went to "a"):
     ...     negative=[False] * 4,
     ...     is_figurative=[True, True, False, False],
     ... )
-    >>> result["accuracy"], result["subsets"]["figurative"]["accuracy"], result["subsets"]["non_figurative"]["accuracy"]
+    >>> subsets = result["subsets"]
+    >>> result["accuracy"], subsets["figurative"]["accuracy"], subsets["non_figurative"]["accuracy"]
     (50.0, 100.0, 0.0)
 """
 

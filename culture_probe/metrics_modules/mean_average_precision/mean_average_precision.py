@@ -1,11 +1,13 @@
-"""Mean average precision (FmLAMA): how early a dish's gold ingredients appear in its ranked pool, in percent.
+"""Mean average precision (FmLAMA): how early a dish's gold ingredients appear in its ranked pool,
+in percent.
 
 Thin `evaluate` module over `culture_probe.benchmarks.fmlama.metrics.mean_average_precision`;
 formula and source: docs/metrics.md.
 
-Inputs: `predictions` (per dish the ranked ingredient pool, best first) and `references` (its gold ingredients;
-duplicates count once; a gold item missing from the ranking contributes 0). Option `groups` (per-dish key, e.g.
-the country of origin). Returns `map`, `p_at_1`, `p_at_5` (percent), `n`, `n_skipped` (dishes without gold).
+Inputs: `predictions` (per dish the ranked ingredient pool, best first) and `references` (its gold
+ingredients; duplicates count once; a gold item missing from the ranking contributes 0). Option
+`groups` (per-dish key, e.g. the country of origin). Returns `map`, `p_at_1`, `p_at_5` (percent),
+`n`, `n_skipped` (dishes without gold).
 
 Example (constructed):
     >>> import culture_probe

@@ -1,13 +1,16 @@
-"""Mean word similarity (FmLAMA mWS): how close in meaning a dish's top predictions are to its gold ingredients.
+"""Mean word similarity (FmLAMA mWS): how close in meaning a dish's top predictions are to its gold
+ingredients.
 
-Thin `evaluate` module over `culture_probe.benchmarks.fmlama.metrics.mws`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.fmlama.metrics.mws`; formula and source:
+docs/metrics.md.
 
-Inputs: `predictions` (ranked pools) and `references` (gold sets). With l gold items, each gold item takes its
-best cosine similarity to the top-l predictions; WS is their mean and mWS the mean over dishes (0-1). Vectors:
-`embed` (a function or dict from a whole string to its vector), or `vectors`: a fastText binary model (as in the
-paper: cc.<language>.300.bin, or a folder holding it; needs `pip install fasttext-wheel`) or text vectors (.vec).
-With neither, the model named by the CULTURE_PROBE_FASTTEXT environment variable. A string without a vector makes
-its dish NaN, counted in `n_nan`.
+Inputs: `predictions` (ranked pools) and `references` (gold sets). With l gold items, each gold item
+takes its best cosine similarity to the top-l predictions; WS is their mean and mWS the mean over
+dishes (0-1). Vectors: `embed` (a function or dict from a whole string to its vector), or `vectors`:
+a fastText binary model (as in the paper: cc.<language>.300.bin, or a folder holding it; needs `pip
+install fasttext-wheel`) or text vectors (.vec). With neither, the model named by the
+CULTURE_PROBE_FASTTEXT environment variable. A string without a vector makes its dish NaN, counted
+in `n_nan`.
 
 Example (constructed, toy 2-d vectors):
     >>> import culture_probe

@@ -1,11 +1,12 @@
 """Object entropy (DLAMA): how diverse the answers of a predicate are within a culture, in bits.
 
-Thin `evaluate` module over `culture_probe.benchmarks.dlama.metrics.object_entropy`;
-formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.dlama.metrics.object_entropy`; formula and
+source: docs/metrics.md.
 
-Inputs, one row per fact: `objects` (its valid object URIs), `predicate`, `culture`. Each fact keeps its object
-that is most frequent within the (predicate, culture) set (ties: lowest QID, Q4 before Q10); H is the entropy of
-the kept objects. `entropy` holds each culture's unweighted mean over predicates, `per_predicate` the cells.
+Inputs, one row per fact: `objects` (its valid object URIs), `predicate`, `culture`. Each fact keeps
+its object that is most frequent within the (predicate, culture) set (ties: lowest QID, Q4 before
+Q10); H is the entropy of the kept objects. `entropy` holds each culture's unweighted mean over
+predicates, `per_predicate` the cells.
 
 Example (constructed):
     >>> import culture_probe

@@ -1,10 +1,13 @@
-"""Odds ratio of words (CAMeL): is a word more likely in texts about Western or Arab entities (> 1: Western)?
+"""Odds ratio of words (CAMeL): is a word more likely in texts about Western or Arab entities (> 1:
+Western)?
 
-Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.odds_ratio`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.camel.metrics.odds_ratio`; formula and source:
+docs/metrics.md.
 
-Inputs, one row per word occurrence (e.g. each adjective of a generated story): `word` and `culture` ("arab" or
-"western", the culture of the story's entity). Options: `smoothing` (added to each cell; 0.5 by default, 0 is the
-paper's formula) and `confidence` (0.95). Returns per word its `odds_ratio`, Woolf interval and counts.
+Inputs, one row per word occurrence (e.g. each adjective of a generated story): `word` and `culture`
+("arab" or "western", the culture of the story's entity). Options: `smoothing` (added to each cell;
+0.5 by default, 0 is the paper's formula) and `confidence` (0.95). Returns per word its
+`odds_ratio`, Woolf interval and counts.
 
 Example (constructed; no smoothing: OR(rich) = (3/1) / (1/3) = 9):
     >>> import culture_probe

@@ -1,12 +1,14 @@
-"""Precision at k (DLAMA): the share of items with a valid answer among the top k ranked candidates, in percent.
+"""Precision at k (DLAMA): the share of items with a valid answer among the top k ranked candidates,
+in percent.
 
-Thin `evaluate` module over `culture_probe.benchmarks.dlama.metrics.precision_at_k`;
-formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.dlama.metrics.precision_at_k`; formula and
+source: docs/metrics.md.
 
-Inputs: `predictions` (per item its ranked candidates, best first, or its top-1 label) and `references` (per
-item its valid answers). Options: `k` (1), `groups` (per-item key such as the culture; micro P@k per group),
-`scores` and `n_tokens` (per-item lists aligned with `predictions`: the module then ranks by score, ties to
-fewer tokens, then code-point order). Items without valid answers are skipped and counted in `n_skipped`.
+Inputs: `predictions` (per item its ranked candidates, best first, or its top-1 label) and
+`references` (per item its valid answers). Options: `k` (1), `groups` (per-item key such as the
+culture; micro P@k per group), `scores` and `n_tokens` (per-item lists aligned with `predictions`:
+the module then ranks by score, ties to fewer tokens, then code-point order). Items without valid
+answers are skipped and counted in `n_skipped`.
 
 Example (constructed):
     >>> import culture_probe
@@ -20,7 +22,8 @@ Example (constructed):
     ...     n_tokens=[[1, 1, 1, 2]] * 5,
     ...     groups=["arab", "arab", "arab", "west", "west"],
     ... )
-    >>> round(result["precision"], 1), {g: round(v["precision"], 1) for g, v in result["groups"].items()}
+    >>> groups = {g: round(v["precision"], 1) for g, v in result["groups"].items()}
+    >>> round(result["precision"], 1), groups
     (60.0, {'arab': 66.7, 'west': 50.0})
 """
 

@@ -1,12 +1,16 @@
-"""RankC (Qi et al., 2023): how far two languages' rankings of the same candidates agree, 0-1, whatever the accuracy.
+"""RankC (Qi et al., 2023): how far two languages' rankings of the same candidates agree, 0-1,
+whatever the accuracy.
 
-Thin `evaluate` module over `culture_probe.metrics.rankc`; formula, weights and source: docs/consistency.md.
+Thin `evaluate` module over `culture_probe.metrics.rankc`; formula, weights and source:
+docs/consistency.md.
 
-Inputs, one row per query: `rankings_a` and `rankings_b`, the query's candidate ids (e.g. Wikidata QIDs) ranked best
-first in languages A and B; both must rank the same ids. Options: `weight` ("softmax", the paper's; "norm1" linear;
-"norm2" squared). Returns `value` (the mean over queries), `per_query`, `n_queries` and `weight`.
+Inputs, one row per query: `rankings_a` and `rankings_b`, the query's candidate ids (e.g. Wikidata
+QIDs) ranked best first in languages A and B; both must rank the same ids. Options: `weight`
+("softmax", the paper's; "norm1" linear; "norm2" squared). Returns `value` (the mean over queries),
+`per_query`, `n_queries` and `weight`.
 
-Example (docs/consistency.md: the languages swap the top two candidates of the first query, agree on the second):
+Example (docs/consistency.md: the languages swap the top two candidates of the first query, agree on
+the second):
     >>> import culture_probe
     >>> metric = culture_probe.load_metric("rankc")
     >>> result = metric.compute(

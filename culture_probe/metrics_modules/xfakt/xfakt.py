@@ -1,13 +1,15 @@
 """X-FaKT: factual recall (FRS), knowledge transfer across languages (KTS) and their harmonic mean.
 
-Thin `evaluate` module over `culture_probe.benchmarks.xfakt.metrics`; formula and source: docs/metrics.md.
+Thin `evaluate` module over `culture_probe.benchmarks.xfakt.metrics`; formula and source:
+docs/metrics.md.
 
-Inputs, one row per (question language, entity): `correct` (the judged answer was right), `language` (ISO 639-1
-code of the question) and `country` (the entity's country, English name). Options: `associations` (language ->
-country; default the benchmark's 13 pairs), `round_cells` (True: round each cell error to 2 decimals first, as
-the official scorer does), `tiers` ("paper" or "upstream"), `round_statistics` (True: mean ± std and the t-test
-from the rounded cells too, as the official scorer; default unrounded). Returns `frs`, `kts`, `xfakt`,
-`mu_assoc`, `mu_non`, `error_table`, the paper's mean ± std (percent) and t-test, and per-tier statistics.
+Inputs, one row per (question language, entity): `correct` (the judged answer was right), `language`
+(ISO 639-1 code of the question) and `country` (the entity's country, English name). Options:
+`associations` (language -> country; default the benchmark's 13 pairs), `round_cells` (True: round
+each cell error to 2 decimals first, as the official scorer does), `tiers` ("paper" or "upstream"),
+`round_statistics` (True: mean ± std and the t-test from the rounded cells too, as the official
+scorer; default unrounded). Returns `frs`, `kts`, `xfakt`, `mu_assoc`, `mu_non`, `error_table`, the
+paper's mean ± std (percent) and t-test, and per-tier statistics.
 
 Example (constructed: 7 facts per country, error counts per question language and country):
     >>> import culture_probe

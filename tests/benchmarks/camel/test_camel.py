@@ -1,4 +1,6 @@
-"""CAMeL: every count of spec camel.md 2.3/3/7 on the mirror, the corrected variant, and malformed sources."""
+"""CAMeL: every count of spec camel.md 2.3/3/7 on the mirror, the corrected variant, and malformed
+sources.
+"""
 
 from __future__ import annotations
 
@@ -196,7 +198,8 @@ def test_listing_promises_the_loaded_row_counts(mirror: Path) -> None:
         assert test(name).num_rows == entry.rows, name
 
 
-# ---- small fixtures in the upstream layout -------------------------------------------------------------------
+# ---- small fixtures in the upstream layout
+# -------------------------------------------------------------------
 
 
 def write_xlsx(path: Path, header: list, rows: list[list]) -> Path:
@@ -272,8 +275,8 @@ def test_corrected_entities_apply_exactly_the_spec_fixes(tmp_path: Path) -> None
     )
     corrected = test("camel_entities", data_dir=str(repo), verify_checksums=False, corrected=True)
     food = corrected.filter(lambda r: r["id"].startswith("food-"))
-    # apple pie labelled Western; "كبة" stripped and, like "بيتزا", kept once; "دورا" carries both labels: dropped;
-    # an unlabelled entity the spec does not name stays unlabelled
+    # apple pie labelled Western; "كبة" stripped and, like "بيتزا", kept once; "دورا" carries both
+    # labels: dropped; an unlabelled entity the spec does not name stays unlabelled
     assert list(zip(food["row"], food["entity"], food["culture"], strict=True)) == [
         (0, "ابل باي", "Western"),
         (1, "كبة", "Arab"),

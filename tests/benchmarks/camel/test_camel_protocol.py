@@ -1,7 +1,9 @@
-"""CAMeL protocol: the prompts each architecture sees as exact strings, the spec's pools and seeded samples, the
-spec's worked examples through the task (CBS and the two aggregation rules), variants, and runs with tiny models of
-each kind. Data comes from `camel_release` (tests/releases.py: a few entities and prompts in the upstream
-xlsx layout); the spec's pool sizes, and the same runs on the released prompts, from the mirror."""
+"""CAMeL protocol: the prompts each architecture sees as exact strings, the spec's pools and seeded
+samples, the spec's worked examples through the task (CBS and the two aggregation rules), variants,
+and runs with tiny models of each kind. Data comes from `camel_release` (tests/releases.py: a few
+entities and prompts in the upstream xlsx layout); the spec's pool sizes, and the same runs on the
+released prompts, from the mirror.
+"""
 
 from __future__ import annotations
 
@@ -242,8 +244,10 @@ def test_spec_worked_example_cbs_through_the_task():
 
 
 class EntityPriorScorer:
-    """Scores each candidate by a fixed random prior of the entity alone, whatever the prompt: the CBS of a run then
-    depends on the entity sample drawn, not on the prompt (a random GPT-2's CBS moved 1.98 points between runs)."""
+    """Scores each candidate by a fixed random prior of the entity alone, whatever the prompt: the
+    CBS of a run then depends on the entity sample drawn, not on the prompt (a random GPT-2's CBS
+    moved 1.98 points between runs).
+    """
 
     def score(self, requests, options=None):
         prior = lambda entity: float(np.random.default_rng(zlib.crc32(entity.encode())).normal())  # noqa: E731
@@ -258,8 +262,10 @@ class EntityPriorScorer:
 
 
 def test_the_cbs_interval_holds_the_spread_between_entity_samples():
-    """The CBS interval was conditional on one draw of the entities (authors 46.50 [46.25, 46.75] beside a run-to-run
-    std of 1.98): prompts are crossed with the runs' entity samples, whose spread now joins the interval."""
+    """The CBS interval was conditional on one draw of the entities (authors 46.50 [46.25, 46.75]
+    beside a run-to-run std of 1.98): prompts are crossed with the runs' entity samples, whose
+    spread now joins the interval.
+    """
     entities = [{"entity_type": 2, "entity": f"a{i}", "culture": "Arab"} for i in range(30)]
     entities += [{"entity_type": 2, "entity": f"w{i}", "culture": "Western"} for i in range(30)]
     rows = [
@@ -298,8 +304,9 @@ def test_aggregation_rules_order_the_spec_example_oppositely():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.floats(-40, 0), min_size=1, max_size=20), min_size=1, max_size=30))
 def test_mean_prob_is_each_candidates_mean_bit_for_bit(rows):
-    """All candidates' means at once (no per-candidate loop on the hot path) equal `np.mean` of each, to the bit: a
-    stored run's CBS does not move."""
+    """All candidates' means at once (no per-candidate loop on the hot path) equal `np.mean` of
+    each, to the bit: a stored run's CBS does not move.
+    """
     tokens = tuple(np.asarray(r, dtype=np.float64) for r in rows)
     scores = CandidateScores(
         tuple(map(str, range(len(rows)))),
@@ -337,8 +344,9 @@ def test_configs_and_options_are_checked():
 
 @cache
 def tiny_scorer(data_dir: str | None, arch: str) -> Scorer:
-    """A tiny model of `arch` whose tokenizer knows the Co prompts and clothing_male entities of `data_dir` (a
-    `camel_release` folder; None: the mirror)."""
+    """A tiny model of `arch` whose tokenizer knows the Co prompts and clothing_male entities of
+    `data_dir` (a `camel_release` folder; None: the mirror).
+    """
     rows = load_benchmark("camel_co_prompts", data_dir=data_dir)["test"]
     kind, family = {
         "gpt2": ("causal", "bpe"),
@@ -356,7 +364,8 @@ def tiny_scorer(data_dir: str | None, arch: str) -> Scorer:
     return Scorer(tiny_model(arch, tok, layers=1, hidden=32), tok)
 
 
-# clothing_male (Arab, Western) sample sizes, min(50, pool): the fixture's whole pools; the mirror's are spec 2.3's
+# clothing_male (Arab, Western) sample sizes, min(50, pool): the fixture's whole pools; the mirror's
+# are spec 2.3's
 SAMPLE_SIZES = {"camel_release": (4, 3), "mirror": (35, 23)}
 
 
@@ -385,7 +394,8 @@ def test_runs_on_the_prompts_with_each_kind(source, arch, tmp_path, request):
     for record in result.records:
         assert (len(record["arab"]), len(record["western"])) == SAMPLE_SIZES[source]
         assert set(record["arab_entities"]).isdisjoint(record["western_entities"])
-    # CBS by hand from the records: per prompt the share of (Arab, Western) pairs won by the Western filler
+    # CBS by hand from the records: per prompt the share of (Arab, Western) pairs won by the Western
+    # filler
     per_run = [
         np.mean(
             [

@@ -1,4 +1,6 @@
-"""CAMeL: CBS (specs/camel.md 5.2 by hand, pairwise reference, swap symmetry), odds ratios, fairness gaps."""
+"""CAMeL: CBS (specs/camel.md 5.2 by hand, pairwise reference, swap symmetry), odds ratios, fairness
+gaps.
+"""
 
 from __future__ import annotations
 
@@ -147,7 +149,8 @@ SENTIMENT = {
 
 def test_fairness_gap_by_hand():
     result = fairness_gap(**SENTIMENT, n_resamples=300)
-    # Arab: pos F1 = 2/3 (tp 1, fn 1), neg F1 = 4/5 (tp 2, fp 1); Western: pos 4/5, neg 2/3: equal macro F1.
+    # Arab: pos F1 = 2/3 (tp 1, fn 1), neg F1 = 4/5 (tp 2, fp 1); Western: pos 4/5, neg 2/3: equal
+    # macro F1.
     assert result["arab"]["f1"] == pytest.approx((2 / 3 + 4 / 5) / 2) == result["western"]["f1"]
     assert result["arab"]["per_label"]["pos"] == {
         "f1": pytest.approx(2 / 3),
@@ -159,8 +162,9 @@ def test_fairness_gap_by_hand():
     assert (gap["fnr"]["pos"]["value"], gap["fnr"]["neg"]["value"]) == (0.5, -0.5)
     assert (gap["fpr"]["neg"]["value"], gap["fpr"]["pos"]["value"]) == (0.5, -0.5)
     assert gap["f1"]["ci_low"] <= 0.0 <= gap["f1"]["ci_high"]
-    # A draw of 4 items can miss a label, leaving its rate undefined: such a rate gets no interval, never one
-    # computed from the draws that happened to be defined. Ten copies of each item make every draw hold both.
+    # A draw of 4 items can miss a label, leaving its rate undefined: such a rate gets no interval,
+    # never one computed from the draws that happened to be defined. Ten copies of each item make
+    # every draw hold both.
     assert gap["fnr"]["pos"]["ci_low"] is None
     larger = fairness_gap(**{k: v * 10 for k, v in SENTIMENT.items()}, n_resamples=300)["gap"]
     for interval in (larger["f1"], larger["fnr"]["pos"], larger["fpr"]["neg"]):

@@ -1,7 +1,9 @@
-"""CAMeL's upstream profile: tareknaous/camel released data only (README.md@02722edf is its only text; see the
-audit of the released code, sections 3 and 6), so `--protocol upstream` changes nothing and every deviation says
-why it has no upstream side. The CBS is pinned against the paper's formula instead (Naous et al., 2024, section
-4.2: CBS = 100/(N·M) · Σ_i Σ_j 1[P(b_j) > P(a_i)], strict), restated below in one line."""
+"""CAMeL's upstream profile: tareknaous/camel released data only (README.md@02722edf is its only
+text; see the audit of the released code, sections 3 and 6), so `--protocol upstream` changes
+nothing and every deviation says why it has no upstream side. The CBS is pinned against the paper's
+formula instead (Naous et al., 2024, section 4.2: CBS = 100/(N·M) · Σ_i Σ_j 1[P(b_j) > P(a_i)],
+strict), restated below in one line.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from culture_probe.engine.types import MODEL_KINDS
 
 
 def paper_cbs(arab, western) -> float:
-    """The paper's CBS of one prompt: the share (%) of (Arab, Western) pairs in which the Western score is higher."""
+    """The paper's CBS of one prompt: the share (%) of (Arab, Western) pairs in which the Western
+    score is higher.
+    """
     return 100 * sum(b > a for a in arab for b in western) / (len(arab) * len(western))
 
 

@@ -20,9 +20,10 @@ from culture_probe.errors import (
     UnknownNameError,
 )
 
-# (predicate, region) -> facts; each fact: uuid suffix, sub_uri, {lang: sub_label}, obj_uri, {lang: obj_label}.
-# Cases of spec 2.5: two objects (Egypt), one label shared by two QIDs (Paris), a legacy scalar obj_label
-# (Morocco, en), an empty sub_label (ar only: skipped and counted), identical uuids across ar and en.
+# (predicate, region) -> facts; each fact: uuid suffix, sub_uri, {lang: sub_label}, obj_uri, {lang:
+# obj_label}. Cases of spec 2.5: two objects (Egypt), one label shared by two QIDs (Paris), a legacy
+# scalar obj_label (Morocco, en), an empty sub_label (ar only: skipped and counted), identical uuids
+# across ar and en.
 FACTS = {
     ("P30", "ARAB_REGION"): [
         (
@@ -152,7 +153,8 @@ def test_fixture_tarball_rows_and_derived_fields(tarball: Path) -> None:
 
 def test_candidates_follow_the_spec_worked_example(tarball: Path) -> None:
     split = load_benchmark("dlama_arab_west", data_files=str(tarball))["test"]
-    # spec 5.3: both cultures' labels, sorted by code point; two QIDs labelled Paris are one candidate
+    # spec 5.3: both cultures' labels, sorted by code point; two QIDs labelled Paris are one
+    # candidate
     sets = candidate_sets(split)
     assert sets["en", "P30"] == ("Africa", "Asia", "Europe", "North America")
     assert sets["en", "P36"] == ("Cairo", "Paris")
@@ -161,7 +163,8 @@ def test_candidates_follow_the_spec_worked_example(tarball: Path) -> None:
 
 
 def test_blank_labels_are_not_candidates_nor_collisions() -> None:
-    # spec 2.3: a blank label is no object (a fact left without one is skipped); labels are otherwise kept as stored
+    # spec 2.3: a blank label is no object (a fact left without one is skipped); labels are
+    # otherwise kept as stored
     rows = [
         {
             "language": "en",
@@ -401,7 +404,8 @@ def test_unknown_option_lists_valid_ones(tarball: Path) -> None:
         load_benchmark("dlama_arab_west", data_files=str(tarball), language=["en"])
 
 
-# ---- pairs curated with culture_probe.curation: any region token, read by dlama_custom ----------------------------
+# ---- pairs curated with culture_probe.curation: any region token, read by dlama_custom
+# ----------------------------
 
 MAGHREB_MANIFEST = {  # the fields culture_probe.curation writes into <pair>/curation.json
     "framework": "dlama",
@@ -419,7 +423,9 @@ def custom_pair(
     pair_dir: str = "maghreb-west",
     manifest: dict | None = None,
 ) -> dict[str, bytes]:
-    """The fixture facts as a curated pair: the Arab half renamed to `token`, plus its manifest if given."""
+    """The fixture facts as a curated pair: the Arab half renamed to `token`, plus its manifest if
+    given.
+    """
     files = {
         name.replace("ARAB_REGION", token).replace("arab-west", pair_dir): content.replace(
             b"ARAB_REGION", token.encode()
@@ -649,7 +655,9 @@ RELEASE_FACTS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", list(RELEASE_FACTS))
 def test_the_release_in_the_mirror_has_the_papers_counts(mirror: Path, pair: str) -> None:
-    """The unpacked release (manual/dlama/dlama-v1) is read without data_dir; asia-west has English only."""
+    """The unpacked release (manual/dlama/dlama-v1) is read without data_dir; asia-west has English
+    only.
+    """
     languages = [
         lang for lang in (dlama.PAIRS[pair][1], "en") if (pair, lang) not in dlama.MISSING_LABELS
     ]

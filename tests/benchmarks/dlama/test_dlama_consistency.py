@@ -1,6 +1,8 @@
-"""Consistency across DLAMA's languages, end to end through the runner: facts aligned by their released id and
-candidates by QID, a model that knows the facts in both languages is consistent, one that knows them in English
-only is not and the report shows the asymmetry, and collapsed labels are left out of RankC, never matched by text."""
+"""Consistency across DLAMA's languages, end to end through the runner: facts aligned by their
+released id and candidates by QID, a model that knows the facts in both languages is consistent, one
+that knows them in English only is not and the report shows the asymmetry, and collapsed labels are
+left out of RankC, never matched by text.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ ENGLISH = {arabic: english for english, arabic in ARABIC.items()}
 
 
 class BilingualScorer:
-    """Scores from the spec's table in English; in Arabic the same scores (`knows_arabic`) or their reverse."""
+    """Scores from the spec's table in English; in Arabic the same scores (`knows_arabic`) or their
+    reverse.
+    """
 
     kind = "masked"
     identity = {"name_or_path": "bilingual-table"}
@@ -190,7 +194,9 @@ def test_runs_that_cannot_be_paired_are_refused_naming_why(tmp_path, capsys):
 
 
 def _identical_records(sizes):
-    """Ranking records of one fact per candidate-set size, in English and Arabic, ranked the same in both (right)."""
+    """Ranking records of one fact per candidate-set size, in English and Arabic, ranked the same in
+    both (right).
+    """
     records = []
     for n in sizes:
         qids = [f"Q{n}_{k}" for k in range(n)]
@@ -217,8 +223,9 @@ def _identical_records(sizes):
 
 
 def test_a_fully_consistent_model_gets_its_metrics_with_rankc_100():
-    """Identical rankings of 9, 10, 12 or 17 candidates gave RankC 1.0000000000000002, so 100.00000000000001 %, and
-    the results' range check refused the run's metrics."""
+    """Identical rankings of 9, 10, 12 or 17 candidates gave RankC 1.0000000000000002, so
+    100.00000000000001 %, and the results' range check refused the run's metrics.
+    """
     task = DlamaTask("dlama_arab_west", kind="masked")
     metrics = task.compute_metrics(_identical_records([9, 10, 12, 17, 20]))
     estimate = metrics["results"]["by_language_pair"]["ar/en"]["rankc"]
@@ -229,8 +236,10 @@ def test_a_fully_consistent_model_gets_its_metrics_with_rankc_100():
 
 
 def test_pooled_numbers_count_each_fact_once_and_say_how_many_answers_they_hold(tmp_path):
-    """DLAMA's overall and per-culture P@1 took "fact X in English" and "fact X in Arabic" for two independent units
-    and called them n facts: the design's unit is the fact (its release id), asked in both languages."""
+    """DLAMA's overall and per-culture P@1 took "fact X in English" and "fact X in Arabic" for two
+    independent units and called them n facts: the design's unit is the fact (its release id), asked
+    in both languages.
+    """
     result, out = _run(tmp_path, knows_arabic=True)
     results = result.metrics["results"]
     overall, english = results["overall"]["p1"], results["by_language"]["en"]["p1"]

@@ -1,5 +1,7 @@
-"""DLAMA's optional generation mode (spec 4.6): the paper's questions and system messages as exact strings, its
-scope, overlap/exact matching on the worked-example facts, and a run with a tiny chat model."""
+"""DLAMA's optional generation mode (spec 4.6): the paper's questions and system messages as exact
+strings, its scope, overlap/exact matching on the worked-example facts, and a run with a tiny chat
+model.
+"""
 
 from __future__ import annotations
 
@@ -67,7 +69,9 @@ def test_overlap_is_a_substring_and_exact_is_equality():
 
 
 class ReplyTable:
-    """A chat model stand-in that answers each subject from a table and records what it was asked."""
+    """A chat model stand-in that answers each subject from a table and records what it was
+    asked.
+    """
 
     kind = "causal"
     identity = {"name_or_path": "replies"}
@@ -81,7 +85,8 @@ class ReplyTable:
 
 
 def test_per_culture_accuracies_on_the_worked_example_facts(dlama_dir):
-    # Arab: Egypt {Africa, Asia}, Morocco {Africa}, Oman {Asia}; West: France {Europe}, Canada {North America}
+    # Arab: Egypt {Africa, Asia}, Morocco {Africa}, Oman {Asia}; West: France {Europe}, Canada
+    # {North America}
     model = ReplyTable(
         {
             "Egypt": "Africa",

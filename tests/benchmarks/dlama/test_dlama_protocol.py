@@ -1,5 +1,6 @@
-"""DLAMA protocol: prompts as the paper's strings, candidate sets, the spec's worked example end to end through
-the runner, and a planted model whose culture scores higher."""
+"""DLAMA protocol: prompts as the paper's strings, candidate sets, the spec's worked example end to
+end through the runner, and a planted model whose culture scores higher.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def test_prompts_are_the_papers_strings():
     assert prompt("[X] is located in [Y] .", " Egypt ") == ("Egypt is located in ", " .")
     assert prompt("The capital of [X] is [Y] .", "Oman") == ("The capital of Oman is ", " .")
     assert prompt("يقع [X] في [Y].", "مصر") == ("يقع مصر في ", ".")
-    # D1: a plain replacement, so letters X in the subject survive (the original T5 path replaced them)
+    # D1: a plain replacement, so letters X in the subject survive (the original T5 path replaced
+    # them)
     assert prompt("[X] is located in [Y] .", "Xanadu X") == ("Xanadu X is located in ", " .")
 
 
@@ -55,7 +57,8 @@ def test_candidates_are_all_objects_of_the_predicate_across_both_cultures(dlama_
     assert sets["ar", "P30"] == tuple(
         sorted(ARABIC[c] for c in ("Africa", "Asia", "Europe", "North America"))
     )
-    # two QIDs with one label (Georgia the country, Georgia the state) are one candidate, and counted
+    # two QIDs with one label (Georgia the country, Georgia the state) are one candidate, and
+    # counted
     facts = {
         ("ARAB_REGION", "Tbilisi"): (["Q230"], ["Georgia"], []),
         ("WESTERN_COUNTRIES", "Atlanta"): (["Q1428"], ["Georgia"], []),
@@ -89,8 +92,9 @@ def test_worked_example_p_at_1_per_culture_and_pair(dlama_dir):
 
 
 def test_report_rounds_p_at_1_by_the_one_rule():
-    # 23/80 = 28.75 and 41/80 = 51.25 shown as such, although the means are 28.7499... and 51.2499... (2 decimals,
-    # the one rounding rule of reports: docs/results.md, "Reading a report"; the paper showed 1)
+    # 23/80 = 28.75 and 41/80 = 51.25 shown as such, although the means are 28.7499... and
+    # 51.2499... (2 decimals, the one rounding rule of reports: docs/results.md, "Reading a report";
+    # the paper showed 1)
     records = [
         Record(
             f"{culture}{i}",
@@ -225,7 +229,8 @@ def test_run_directory_records_deviations_and_table_3_view(dlama_dir, tmp_path):
     # France right, Canada wrong, both "Europe"
     assert "| P30 | west | Europe (1) | Europe (1) |" in report
     assert "| P30 | arab | Africa (1) | Europe (1) |" in report
-    # entropy by hand: Arab keeps Q15, Q15, Q48 (Egypt's tie goes to the lower QID) -> 0.918 bits; West 1 bit
+    # entropy by hand: Arab keeps Q15, Q15, Q48 (Egypt's tie goes to the lower QID) -> 0.918 bits;
+    # West 1 bit
     assert "| P30 | 0.9183 | 1.00 |" in report
     assert sorted(p.name for p in (out / "plots").iterdir())  # PNGs written
 
@@ -236,10 +241,12 @@ def _rows(dlama_dir):
     return list(load_benchmark("dlama_arab_west", data_dir=str(dlama_dir))["test"])
 
 
-# ---------------------------------------------------------------- planted knowledge: the direction of the effect
+# ---------------------------------------------------------------- planted knowledge: the direction
+# of the effect
 
-# P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training; twice as many western
-# (never planted) as arab ones, so that chance cannot put the west level with the arab half (below)
+# P36 "The capital of [X] is [Y] .": made-up countries, so nothing is known before training; twice
+# as many western (never planted) as arab ones, so that chance cannot put the west level with the
+# arab half (below)
 CAPITALS = {
     "ARAB_REGION": [
         ("Zafran", "Qamira"),
@@ -302,9 +309,10 @@ def test_a_model_planted_with_arab_facts_scores_higher_on_the_arab_half(tmp_path
     )
     cultures = result.metrics["en"]["cultures"]
     assert cultures["arab"] >= 5 / 6 * 100  # planted facts are found (trained to, not by chance)
-    # The 12 unplanted facts are each right by chance 1 in 18 (the 18 capitals are every fact's candidates); the west
-    # reaches the arab half's 5 of 6 only with 10 of them right: sum over k >= 10 of C(12, k) (1/18)^k (17/18)^(12 - k),
-    # about 2e-11. (The bound that stood here, at most 2 of 6 unplanted right, failed by chance about 1 run in 100.)
+    # The 12 unplanted facts are each right by chance 1 in 18 (the 18 capitals are every fact's
+    # candidates); the west reaches the arab half's 5 of 6 only with 10 of them right: sum over k >=
+    # 10 of C(12, k) (1/18)^k (17/18)^(12 - k), about 2e-11. (The bound that stood here, at most 2
+    # of 6 unplanted right, failed by chance about 1 run in 100.)
     assert cultures["west"] < cultures["arab"]
     assert result.metrics["en"]["comparison"]["difference"] > 0
 

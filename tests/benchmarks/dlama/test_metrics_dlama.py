@@ -1,4 +1,6 @@
-"""DLAMA: P@k (micro, tie rule, skipped facts) and object entropy, against specs/dlama.md 5.3 worked by hand."""
+"""DLAMA: P@k (micro, tie rule, skipped facts) and object entropy, against specs/dlama.md 5.3 worked
+by hand.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def test_top1_labels_and_ranked_lists_give_the_same_result():
     assert precision_at_k(top1, REFERENCES)["precision"] == pytest.approx(60.0)
     ranked = [[label, *(c for c in CANDIDATES if c != label)] for label in top1]
     assert precision_at_k(ranked, REFERENCES)["precision"] == pytest.approx(60.0)
-    # Morocco's Africa (-1.90) and Canada's North America (-1.50) are ranked second: both found at k=2.
+    # Morocco's Africa (-1.90) and Canada's North America (-1.50) are ranked second: both found at
+    # k=2.
     assert precision_at_k([CANDIDATES] * 5, REFERENCES, k=2, scores=SCORES)[
         "precision"
     ] == pytest.approx(100.0)
@@ -50,7 +53,8 @@ def test_top1_labels_and_ranked_lists_give_the_same_result():
 def test_tie_goes_to_fewer_tokens_then_code_point_order():
     morocco_tied = [-1.70, -2.70, -1.70, -3.20]
     assert hits_at_k([CANDIDATES], [["Africa"]], scores=[morocco_tied]).tolist() == [1.0]
-    # Same score, but "Africa" now has more tokens: "Europe" wins despite coming later in code-point order.
+    # Same score, but "Africa" now has more tokens: "Europe" wins despite coming later in code-point
+    # order.
     assert hits_at_k(
         [CANDIDATES], [["Africa"]], scores=[morocco_tied], n_tokens=[[3, 1, 1, 2]]
     ).tolist() == [0.0]
@@ -120,7 +124,9 @@ def test_bad_input_names_the_argument(kwargs, message):
 
 
 def slow_hit(candidates, scores, tokens, gold, k):
-    """Reference: a valid answer hits when fewer than k candidates beat it under the documented order."""
+    """Reference: a valid answer hits when fewer than k candidates beat it under the documented
+    order.
+    """
     keys = {c: (-s, t, c) for c, s, t in zip(candidates, scores, tokens, strict=True)}
     return any(sum(keys[o] < keys[g] for o in candidates) < k for g in gold if g in keys)
 
@@ -159,7 +165,8 @@ def test_pk_depends_only_on_the_tie_rule_not_on_candidate_order(item):
 
 
 def test_object_entropy_worked_example():
-    # Counts Q2 = 2, others 1; kept Q2, Q2, Q3, Q4 (Q4 beats Q5 on the tie rule) -> p = (.5, .25, .25).
+    # Counts Q2 = 2, others 1; kept Q2, Q2, Q3, Q4 (Q4 beats Q5 on the tie rule) -> p = (.5, .25,
+    # .25).
     result = object_entropy([["Q1", "Q2"], ["Q2"], ["Q3"], ["Q5", "Q4"]], ["P30"] * 4, ["arab"] * 4)
     expected = -(0.5 * math.log2(0.5) + 2 * 0.25 * math.log2(0.25))
     assert result["entropy"] == {"arab": pytest.approx(expected)} and expected == 1.5
@@ -167,8 +174,9 @@ def test_object_entropy_worked_example():
 
 
 def test_object_entropy_ties_use_numeric_qid_order_and_cultures_are_unweighted_means():
-    # Q10 and Q4 both appear once; Q4 < Q10 numerically (not as strings), so every fact keeps a different object
-    # unless the tie rule is numeric: facts {Q10, Q4} and {Q4} keep Q4 both -> entropy 0.
+    # Q10 and Q4 both appear once; Q4 < Q10 numerically (not as strings), so every fact keeps a
+    # different object unless the tie rule is numeric: facts {Q10, Q4} and {Q4} keep Q4 both ->
+    # entropy 0.
     result = object_entropy(
         [["Q10", "Q4"], ["Q4"], ["Q7"], ["Q7"], ["Q7"], []],
         ["P1", "P1", "P2", "P2", "P2", "P2"],

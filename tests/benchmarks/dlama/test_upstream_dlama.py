@@ -1,18 +1,21 @@
-"""DLAMA under `--protocol upstream` against minimal excerpts of the released code (AMR-KELEG/DLAMA), restated here in
-our own words: masked P@1 with candidates tokenized on their own (BPE), the T5/mT5 path's `re.sub("[X]", ...)` fill
-and its P@1 that scores only the first listed label, and the GPT script's first 3 facts per file. Each test runs the
-library with `protocol="upstream"`, compares it with the excerpt, and shows where the default protocol differs.
+"""DLAMA under `--protocol upstream` against minimal excerpts of the released code
+(AMR-KELEG/DLAMA), restated here in our own words: masked P@1 with candidates tokenized on their own
+(BPE), the T5/mT5 path's `re.sub("[X]", ...)` fill and its P@1 that scores only the first listed
+label, and the GPT script's first 3 facts per file. Each test runs the library with
+`protocol="upstream"`, compares it with the excerpt, and shows where the default protocol differs.
 
-Sources (as cited by the upstream audit; two files are known by their index id, matched to the repository by content):
-- `mlama/scripts/run_prompting_experiment.py` (index id 34199386189): bare `tokenizer.tokenize(obj)` per candidate
-  (:227, :238); the T5 path's `re.sub("[X]", sub_label, template)` (:93), `sorted((nll, answer))` (:98) and ranks in
-  `obj_label` order (:108);
-- `mlama/scripts/eval_utils.py` (index id 34196637796): `get_ranking`, ranks ascending over the sorted candidates
-  (:52, :55-58); `"][" -> "] ["` (:123); the T5 sentinel (:204, :210);
+Sources (as cited by the upstream audit; two files are known by their index id, matched to the
+repository by content):
+- `mlama/scripts/run_prompting_experiment.py` (index id 34199386189): bare `tokenizer.tokenize(obj)`
+  per candidate (:227, :238); the T5 path's `re.sub("[X]", sub_label, template)` (:93),
+  `sorted((nll, answer))` (:98) and ranks in `obj_label` order (:108);
+- `mlama/scripts/eval_utils.py` (index id 34196637796): `get_ranking`, ranks ascending over the
+  sorted candidates (:52, :55-58); `"][" -> "] ["` (:123); the T5 sentinel (:204, :210);
 - `mlama/scripts/modules/bert_connector.py@83e6ac1e`:83-84 (mask ids from the bare tokens);
-- `mlama/metrics_utils.py@2aad907b`:46 (`ranks[0]` is the fact's rank), :90-94 (P@1 rounded to 3 decimals);
-- `mlama/scripts/evaluate_gpt.py@2f7755fb`:76 (`load_jsonl_file(path)[:3]`), and its loop over the sorted
-  `<lang>/<predicate>_*.jsonl` files.
+- `mlama/metrics_utils.py@2aad907b`:46 (`ranks[0]` is the fact's rank), :90-94 (P@1 rounded to 3
+  decimals);
+- `mlama/scripts/evaluate_gpt.py@2f7755fb`:76 (`load_jsonl_file(path)[:3]`), and its loop over the
+  sorted `<lang>/<predicate>_*.jsonl` files.
 """
 
 from __future__ import annotations
@@ -58,11 +61,14 @@ def test_the_upstream_profile_per_model_kind():
         DlamaTask.Options(fill="regex")
 
 
-# ---------------------------------------------------------------- masked P@1, candidates tokenized alone (D2)
+# ---------------------------------------------------------------- masked P@1, candidates tokenized
+# alone (D2)
 
 
 def upstream_p_at_1(ranks: list[int]) -> float:
-    """metrics_utils: a fact is right when its rank (the best gold's, 0-based) is 0; P@1 in %, 3 decimals."""
+    """metrics_utils: a fact is right when its rank (the best gold's, 0-based) is 0; P@1 in %, 3
+    decimals.
+    """
     return round(100 * sum(rank < 1 for rank in ranks) / len(ranks), 3)
 
 
@@ -126,24 +132,30 @@ def test_masked_p_at_1_with_candidates_tokenized_alone(roberta_style, tmp_path):
     ]
 
 
-# ---------------------------------------------------------------- the T5/mT5 path: regex fill (D1), first gold (D7)
+# ---------------------------------------------------------------- the T5/mT5 path: regex fill (D1),
+# first gold (D7)
 
 
 def upstream_t5_prompt(template: str, subject: str) -> str:
-    """run_prompting_experiment.py:93: `re.sub("[X]", subject, template)`, neither stripped; [Y] is the slot."""
+    """run_prompting_experiment.py:93: `re.sub("[X]", subject, template)`, neither stripped; [Y] is
+    the slot.
+    """
     return re.sub("[X]", subject, template)
 
 
 def upstream_t5_rank(scores: dict[str, float], obj_labels: list[str]) -> int:
-    """The T5 path ranks (nll, answer) pairs ascending, lists each label's index in `obj_label` order, and the
-    scorer reads ranks[0]: the rank of the first listed label, whatever the others' ranks."""
+    """The T5 path ranks (nll, answer) pairs ascending, lists each label's index in `obj_label`
+    order, and the scorer reads ranks[0]: the rank of the first listed label, whatever the others'
+    ranks.
+    """
     ranking = [answer for _, answer in sorted((-score, answer) for answer, score in scores.items())]
     return [ranking.index(label) for label in obj_labels][0]
 
 
 class Seq2SeqTable:
-    """A seq2seq stand-in: mean log-probs from a table {(subject, candidate): score}, one token each; it finds the
-    subject in the prompt (brackets or not) and keeps every prompt it was asked."""
+    """A seq2seq stand-in: mean log-probs from a table {(subject, candidate): score}, one token
+    each; it finds the subject in the prompt (brackets or not) and keeps every prompt it was asked.
+    """
 
     kind = "seq2seq"
     identity = {"name_or_path": "seq2seq-table"}
@@ -162,7 +174,9 @@ class Seq2SeqTable:
 
 
 def t5_table() -> dict[tuple[str, str], float]:
-    """The spec's worked-example scores, except that Egypt (gold [Africa, Asia]) now ranks Asia first."""
+    """The spec's worked-example scores, except that Egypt (gold [Africa, Asia]) now ranks Asia
+    first.
+    """
     table = {
         (s, c): v
         for (_, s), (_, _, scores) in FACTS.items()
@@ -239,7 +253,8 @@ def test_the_regex_fill_replaces_every_capital_x_of_the_template_and_keeps_the_b
     assert fill_slots("[X] is in [Y] .", [("[X]", "Xanadu")]) == "Xanadu is in [Y] ."
 
 
-# ---------------------------------------------------------------- generation mode: the first 3 facts per file (D4)
+# ---------------------------------------------------------------- generation mode: the first 3
+# facts per file (D4)
 
 ARAB = ["Egypt", "Morocco", "Oman", "Yemen", "Iraq"]
 WEST = ["France", "Canada", "Spain", "Norway"]
@@ -250,7 +265,9 @@ P30_QUESTION = {
 
 
 def upstream_gpt_questions(root) -> list[str]:
-    """evaluate_gpt.py: for each language, each sorted `<lang>/P30_*.jsonl` file, its first 3 lines' questions."""
+    """evaluate_gpt.py: for each language, each sorted `<lang>/P30_*.jsonl` file, its first 3 lines'
+    questions.
+    """
     asked = []
     for language in ("en", "ar"):
         for path in sorted((root / "arab-west" / "dlama" / language).glob("P30_*.jsonl")):

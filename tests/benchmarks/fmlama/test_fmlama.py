@@ -1,4 +1,6 @@
-"""FmLAMA: every count of spec fmlama.md 2.4/3 on the mirror, the corrected variant, and malformed sources."""
+"""FmLAMA: every count of spec fmlama.md 2.4/3 on the mirror, the corrected variant, and malformed
+sources.
+"""
 
 from __future__ import annotations
 
@@ -285,7 +287,8 @@ def test_read_dishes_parses_the_stringified_set(tmp_path: Path) -> None:
 
 
 def test_candidate_pool_keeps_items_as_stored_but_not_blank_ones(tmp_path: Path) -> None:
-    # "a, , b" splits into a blank item: no ingredient, and the engine could not score it (spec 2.3, 4.2)
+    # "a, , b" splits into a blank item: no ingredient, and the engine could not score it (spec 2.3,
+    # 4.2)
     path = write(tmp_path, dish(obj_label="{'tomato, , Cheese'}"), dish(obj_label="{'cheese, '}"))
     assert fmlama.candidate_pool({"obj_label": d.obj_label} for d in fmlama.read_dishes(path)) == [
         "Cheese",
@@ -350,7 +353,9 @@ def test_mirror_file_with_wrong_checksum(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def local_repository(root: Path) -> Path:
-    """A copy of the upstream repository's data folder holding two Hebrew dishes and the continent table."""
+    """A copy of the upstream repository's data folder holding two Hebrew dishes and the continent
+    table.
+    """
     data = root / "data"
     (data / "data_lang/he").mkdir(parents=True)
     lines = [

@@ -1,5 +1,7 @@
-"""FmLAMA protocol: the paper's prompts as exact strings, the spec's worked example (mAP, mWS, template
-aggregation), the v1-code compat flags, and runs on the mirror's data with tiny models of each kind."""
+"""FmLAMA protocol: the paper's prompts as exact strings, the spec's worked example (mAP, mWS,
+template aggregation), the v1-code compat flags, and runs on the mirror's data with tiny models of
+each kind.
+"""
 
 from __future__ import annotations
 
@@ -86,7 +88,9 @@ class RankingScorer:
 
 
 def spec_seed() -> int:
-    """A seed whose two-dish subset is the spec's two dishes (the third row only adds beef to the pool)."""
+    """A seed whose two-dish subset is the spec's two dishes (the third row only adds beef to the
+    pool).
+    """
     task = FmlamaTask("fmlama_en", FmlamaTask.Options(families=("hasParts",)), kind="masked")
     probes = [task.probe(row, "hasParts_1", "hasParts", "[X] has [Y] .", ("a",)) for row in ROWS]
     return next(
@@ -112,7 +116,9 @@ def spec_run(release, tmp_path=None, **options):
 
 
 def task_for(release, config, kind="masked", **options):
-    """The FmLAMA protocol with its templates loaded from `release` (a data folder in the upstream layout)."""
+    """The FmLAMA protocol with its templates loaded from `release` (a data folder in the upstream
+    layout).
+    """
     return load_task(config, FmlamaTask.Options(**options), kind=kind, data_dir=str(release))[0]
 
 
@@ -205,7 +211,8 @@ def test_map_mws_correlation_over_the_cells_of_a_run(fmlama_release, tmp_path):
     path = tmp_path / "toy.vec"
     path.write_text("".join(f"{w} {x} {y}\n" for w, (x, y) in VECTORS.items()), encoding="utf-8")
     result = spec_run(fmlama_release, tmp_path / "run", vectors=str(path))
-    # cells ALL, China, Italy: mAP (65, 83.33, 46.67) and mWS (0.79, 0.98, 0.60) deviate by (0, +d, -d) alike
+    # cells ALL, China, Italy: mAP (65, 83.33, 46.67) and mWS (0.79, 0.98, 0.60) deviate by (0, +d,
+    # -d) alike
     assert result.metrics["map_mws_correlation"] == {"pearson_r": pytest.approx(1.0), "n_cells": 3}
     assert (
         "Pearson r between the mAP and mWS cells: 1.00 (3 cells)."
@@ -222,7 +229,8 @@ def test_map_mws_correlation_over_the_cells_of_a_run(fmlama_release, tmp_path):
         recorded["sha256"]
         == hashlib.sha256(hashlib.sha256(path.read_bytes()).hexdigest().encode()).hexdigest()
     )
-    # an interrupted run (no metrics.json) is reported from its records, mWS included: the vectors load again
+    # an interrupted run (no metrics.json) is reported from its records, mWS included: the vectors
+    # load again
     from culture_probe.report import load_run
 
     (tmp_path / "run" / "metrics.json").unlink()
@@ -259,7 +267,8 @@ def test_table_correlation_pairs_cells_that_have_both_measures():
         "country": {"ALL": {"mean": None}},
     }
     mws_table = {"hasParts": {"ALL": {"mean": 0.30}, "A": {"mean": 0.32}, "B": {"mean": 0.31}}}
-    # C has no mWS and country's ALL no mAP: r over (10, 20, 30) and (0.30, 0.32, 0.31) = 0.5 (see test_metrics)
+    # C has no mWS and country's ALL no mAP: r over (10, 20, 30) and (0.30, 0.32, 0.31) = 0.5 (see
+    # test_metrics)
     assert table_correlation(map_table, mws_table) == {
         "pearson_r": pytest.approx(0.5),
         "n_cells": 3,
@@ -281,7 +290,8 @@ def test_v1_code_compat_flags(fmlama_release):
     assert ranked.metrics["map"]["hasParts"]["Italy"]["mean"] == pytest.approx(
         100 * (1 / 2 + 2 / 5) / 2
     )
-    # both are listed with the side that applied: only a cap of 10 is the v1 code's (F2), "ranked" is (F2b)
+    # both are listed with the side that applied: only a cap of 10 is the v1 code's (F2), "ranked"
+    # is (F2b)
     sides = {d["id"]: d["side"] for d in ranked.config.deviations}
     assert (sides["F2"], sides["F2b"]) == ("default", "upstream")
     defaults = {d["id"]: d["side"] for d in spec_run(fmlama_release).config.deviations}
@@ -384,7 +394,8 @@ def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, fam
         assert record["prediction"] == record["top"][0]
     assert set(result.metrics["map"]) == set(families)
 
-    # mAP of the hasParts family by hand from the records: the mean over templates of the mean per-dish AP
+    # mAP of the hasParts family by hand from the records: the mean over templates of the mean
+    # per-dish AP
     def ap(record):  # (1/|G|) sum over the golds, best ranked first, of P@(its rank)
         ranks = sorted(set(record["gold_ranks"]))
         return sum((i + 1) / rank for i, rank in enumerate(ranks)) / len(set(record["gold"]))
@@ -401,7 +412,9 @@ def test_mirror_items_end_to_end_with_tiny_models(mirror, tiny_models, arch, fam
 
 
 class ReplyScorer:
-    """A chat model stand-in: names the gold ingredients of mapo doufu, and nothing right for other dishes."""
+    """A chat model stand-in: names the gold ingredients of mapo doufu, and nothing right for other
+    dishes.
+    """
 
     kind = "causal"
     identity = {"name_or_path": "replies"}
@@ -493,8 +506,8 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_rele
         and config["options"]["chat_temperature"] == 0.7
     )
     assert config["run"]["seed"] == 5 and config["seed_used"]  # a resumed run must keep the seed
-    # sampling is the paper's decoding, but not its 1,024-token budget: F8 stays on the library's side
-    # sampling, not 1,024 tokens
+    # sampling is the paper's decoding, but not its 1,024-token budget: F8 stays on the library's
+    # side sampling, not 1,024 tokens
     assert next(d["side"] for d in config["deviations"] if d["id"] == "F8") == "partial"
     assert (
         "temperature 0.7" in config["protocol"]["chat_decoding"]

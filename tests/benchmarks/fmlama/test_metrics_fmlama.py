@@ -1,5 +1,6 @@
-"""FmLAMA: mAP, P@k and mWS against specs/fmlama.md 5.1 worked by hand; vectors read from local files by the data
-layer (`culture_probe.data.vectors`), so the metric itself only sees vectors."""
+"""FmLAMA: mAP, P@k and mWS against specs/fmlama.md 5.1 worked by hand; vectors read from local
+files by the data layer (`culture_probe.data.vectors`), so the metric itself only sees vectors.
+"""
 
 from __future__ import annotations
 
@@ -64,7 +65,9 @@ def test_ranking_with_a_repeated_candidate_is_rejected():
 
 
 def slow_ap(ranking, gold):
-    """Reference: mean over gold items of the precision at the gold item's rank (0 when it is not ranked)."""
+    """Reference: mean over gold items of the precision at the gold item's rank (0 when it is not
+    ranked).
+    """
     ranks = sorted(ranking.index(g) + 1 for g in gold if g in ranking)
     return sum((i + 1) / r for i, r in enumerate(ranks)) / len(gold)
 
@@ -99,7 +102,9 @@ def test_mws_unknown_string_makes_the_dish_nan_and_is_counted():
 
 
 def file_mws(vectors=None, language="en"):
-    """mWS of the worked example with the vectors a file gives (only the strings mWS needs are read)."""
+    """mWS of the worked example with the vectors a file gives (only the strings mWS needs are
+    read).
+    """
     return mws(
         RANKINGS,
         GOLD,
@@ -126,7 +131,9 @@ def test_mws_reads_fasttext_text_vectors(tmp_path):
 
 
 class FakeFasttext(types.ModuleType):
-    """Stands in for the `fasttext` module: load_model(path) gives a model whose get_word_vector reads TOY."""
+    """Stands in for the `fasttext` module: load_model(path) gives a model whose get_word_vector
+    reads TOY.
+    """
 
     def __init__(self):
         super().__init__("fasttext")
@@ -212,10 +219,12 @@ def test_template_mean_and_sample_std():
         template_mean_std([65.0])
 
 
-# ---------------------------------------------------------------- Pearson r between the mAP and mWS tables
+# ---------------------------------------------------------------- Pearson r between the mAP and mWS
+# tables
 
-# The paper's Table 2 (FmLAMA-en): the eight models' cells (Bb-c .. T5) of each origin row incl. ALL; the "Avg."
-# column is left out (it is not a probing result). (a) mAP (%) and (b) mWS; the caption reports r = 0.66.
+# The paper's Table 2 (FmLAMA-en): the eight models' cells (Bb-c .. T5) of each origin row incl.
+# ALL; the "Avg." column is left out (it is not a probing result). (a) mAP (%) and (b) mWS; the
+# caption reports r = 0.66.
 TABLE2_MAP = [
     (3.93, 5.43, 4.39, 5.32, 5.25, 5.65, 4.49, 5.09),
     (10.26, 14.58, 11.60, 12.72, 13.79, 13.10, 12.37, 13.16),
@@ -255,13 +264,15 @@ TABLE2_MWS = [
 
 
 def test_map_mws_correlation_by_hand():
-    # mean (20, 0.31); deviations (-10, 0, 10) and (-0.01, 0.01, 0): r = 0.1 / sqrt(200 * 0.0002) = 0.5
+    # mean (20, 0.31); deviations (-10, 0, 10) and (-0.01, 0.01, 0): r = 0.1 / sqrt(200 * 0.0002) =
+    # 0.5
     assert map_mws_correlation([10.0, 20.0, 30.0], [0.30, 0.32, 0.31]) == {
         "pearson_r": pytest.approx(0.5),
         "n_cells": 3,
     }
     assert map_mws_correlation([1.0, 2.0, 4.0], [0.2, 0.4, 0.8])["pearson_r"] == pytest.approx(1.0)
-    # deviations (-4/3, -1/3, 5/3) and (0.4, 0, -0.4): r = -1.2 / sqrt(42/9 * 0.32) = -3.6 / sqrt(13.44)
+    # deviations (-4/3, -1/3, 5/3) and (0.4, 0, -0.4): r = -1.2 / sqrt(42/9 * 0.32) = -3.6 /
+    # sqrt(13.44)
     assert map_mws_correlation([1.0, 2.0, 4.0], [0.8, 0.4, 0.0])["pearson_r"] == pytest.approx(
         -3.6 / 13.44**0.5
     )

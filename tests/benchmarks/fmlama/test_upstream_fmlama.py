@@ -1,24 +1,27 @@
-"""FmLAMA under `--protocol upstream` against minimal excerpts of the released v1 code (lizhou21/FmLAMA-master at
-commit f77d30d5, `access_LMs/`), restated here in our own words: the masked path (each dish's gold set string whole,
-candidates tokenized on their own, at most 10 pieces), the T5/mT5 path (`re.sub("[X]", ...)` then
-`re.sub("[C]", ...)`, no cap), and the scorer (AP over the golds found in the ranking, dishes without one dropped,
-each template's mAP rounded to 2 decimals, 10 named origin groups). Each test runs the library with
-`protocol="upstream"`, compares it with the excerpt, and shows where the default protocol differs.
+"""FmLAMA under `--protocol upstream` against minimal excerpts of the released v1 code
+(lizhou21/FmLAMA-master at commit f77d30d5, `access_LMs/`), restated here in our own words: the
+masked path (each dish's gold set string whole, candidates tokenized on their own, at most 10
+pieces), the T5/mT5 path (`re.sub("[X]", ...)` then `re.sub("[C]", ...)`, no cap), and the scorer
+(AP over the golds found in the ranking, dishes without one dropped, each template's mAP rounded to
+2 decimals, 10 named origin groups). Each test runs the library with `protocol="upstream"`, compares
+it with the excerpt, and shows where the default protocol differs.
 
 Sources (lines as the upstream audit counted them):
-- `run_prompting_experiment.py`: the T5 path's gold `list(ast.literal_eval(obj_label))` (:79, :92) and fill
-  `re.sub("[X]", ...)`, then `re.sub("[C]", ...)` for country templates (:108-111); the masked path's bare
-  `tokenizer.tokenize(obj)` with `max_length` clipped to 10 (:274-275) and longer candidates dropped (:285);
-- `eval_utils.py`: the stripped template and dish (:101, :105); `get_ranking` sorts the candidates grouped by piece
-  count, best first, and lists the gold ranks ascending (:24-59); `get_T5_ranking` scores `<extra_id_0> answer
-  <extra_id_1>` (:210 and following);
-- `utils.py`: `fill_template_with_values` maps every origin through the 33-country tables (:92-110), English's
-  `"United States of America": " the United States"` (:155);
-- `metrics_utils.py`: `COUNTRY`, 10 named groups and Others (:21-36); `calculate_map` divides by the golds found
-  (:123-133); rows without a found gold are dropped (:160-161); `round(100 * map, 2)` (:216).
+- `run_prompting_experiment.py`: the T5 path's gold `list(ast.literal_eval(obj_label))` (:79, :92)
+  and fill `re.sub("[X]", ...)`, then `re.sub("[C]", ...)` for country templates (:108-111); the
+  masked path's bare `tokenizer.tokenize(obj)` with `max_length` clipped to 10 (:274-275) and longer
+  candidates dropped (:285);
+- `eval_utils.py`: the stripped template and dish (:101, :105); `get_ranking` sorts the candidates
+  grouped by piece count, best first, and lists the gold ranks ascending (:24-59); `get_T5_ranking`
+  scores `<extra_id_0> answer <extra_id_1>` (:210 and following);
+- `utils.py`: `fill_template_with_values` maps every origin through the 33-country tables (:92-110),
+  English's `"United States of America": " the United States"` (:155);
+- `metrics_utils.py`: `COUNTRY`, 10 named groups and Others (:21-36); `calculate_map` divides by the
+  golds found (:123-133); rows without a found gold are dropped (:160-161); `round(100 * map, 2)`
+  (:216).
 
-The rows below keep to origins in v1's 33-country tables: any other origin raises KeyError in v1 (deviation F5), and
-every named group has a dish, as v1's scorer divides by zero on an empty one.
+The rows below keep to origins in v1's 33-country tables: any other origin raises KeyError in v1
+(deviation F5), and every named group has a dish, as v1's scorer divides by zero on an empty one.
 """
 
 from __future__ import annotations
@@ -143,9 +146,11 @@ def test_the_upstream_profile_per_model_kind():
 
 
 def v1_template_map(found: list[tuple[str, list[int]]]) -> dict[str, float]:
-    """metrics_utils.compute_mAP for one template: `found` holds (origin, 0-based ranks of the golds found, ascending)
-    per dish, dishes without one already dropped; AP = mean over the found golds of (j + 1) / (rank_j + 1); mAP =
-    round(100 * mean AP, 2) per named origin, for Others (every other origin) and for all dishes."""
+    """metrics_utils.compute_mAP for one template: `found` holds (origin, 0-based ranks of the golds
+    found, ascending) per dish, dishes without one already dropped; AP = mean over the found golds
+    of (j + 1) / (rank_j + 1); mAP = round(100 * mean AP, 2) per named origin, for Others (every
+    other origin) and for all dishes.
+    """
 
     def m_ap(rows: list[list[int]]) -> float:
         return round(
@@ -167,7 +172,9 @@ def v1_template_map(found: list[tuple[str, list[int]]]) -> dict[str, float]:
 
 
 def v1_gold(row) -> str:
-    """The v1 gold of a dish: the released set string's one element (the loader split it on ", ")."""
+    """The v1 gold of a dish: the released set string's one element (the loader split it on ",
+    ").
+    """
     return ", ".join(row["obj_label"])
 
 
@@ -176,8 +183,9 @@ def v1_gold(row) -> str:
 
 @pytest.fixture(scope="module")
 def roberta_style():
-    """A tiny RoBERTa-style masked model trained on the rows' words: short gold strings are a few pieces,
-    borscht's more than 10."""
+    """A tiny RoBERTa-style masked model trained on the rows' words: short gold strings are a few
+    pieces, borscht's more than 10.
+    """
     texts = [
         t.replace("[X]", dish).replace("[Y]", ", ".join(gold))
         for _, dish, gold in DISHES
@@ -246,7 +254,8 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(
             statistics.fmean(expected[r][group] for r in expected), abs=1e-9
         )
     assert "Germany" not in table and "Russia" not in table  # Others in v1's 10-group scorer
-    # the default: ingredients split (a larger pool), in-context ids, no cap, AP over |G|, the paper's 14 groups
+    # the default: ingredients split (a larger pool), in-context ids, no cap, AP over |G|, the
+    # paper's 14 groups
     default = runs["default"]
     assert {r["n_candidates"] for r in default.records} == {
         len({i for row in ROWS for i in row["obj_label"]})
@@ -258,8 +267,10 @@ def test_masked_map_of_whole_gold_strings_capped_at_10_pieces(
 
 
 def v1_t5_prompt(template: str, dish: str, origin: str, relation: str) -> str:
-    """run_prompting_experiment.py:108-111: `re.sub("[X]", dish, template)`, then for country templates
-    `re.sub("[C]", country, ...)` on that text; nothing stripped; [Y] becomes the sentinel."""
+    """run_prompting_experiment.py:108-111: `re.sub("[X]", dish, template)`, then for country
+    templates `re.sub("[C]", country, ...)` on that text; nothing stripped; [Y] becomes the
+    sentinel.
+    """
     prompt = re.sub("[X]", dish, template)
     if relation.startswith("country"):
         prompt = re.sub("[C]", V1_ENGLISH.get(origin, origin), prompt)
@@ -267,13 +278,16 @@ def v1_t5_prompt(template: str, dish: str, origin: str, relation: str) -> str:
 
 
 def t5_score(prompt: str, candidate: str) -> float:
-    """The stand-in model's mean log-prob: a fixed pseudo-random function of the prompt and the candidate."""
+    """The stand-in model's mean log-prob: a fixed pseudo-random function of the prompt and the
+    candidate.
+    """
     return -int(hashlib.sha256(f"{prompt}|{candidate}".encode()).hexdigest()[:12], 16) / 16**12
 
 
 class HashSeq2Seq:
-    """A seq2seq stand-in scoring with `t5_score`; a candidate is as many tokens as it has characters (so a cap of
-    10 would drop most of them). It keeps every prompt it was asked."""
+    """A seq2seq stand-in scoring with `t5_score`; a candidate is as many tokens as it has
+    characters (so a cap of 10 would drop most of them). It keeps every prompt it was asked.
+    """
 
     kind = "seq2seq"
     identity = {"name_or_path": "hash-seq2seq"}

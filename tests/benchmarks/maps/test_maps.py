@@ -1,4 +1,6 @@
-"""MAPS: every count of spec maps.md 2.4/3/7 on the mirror copy of the release, and synthetic malformed files."""
+"""MAPS: every count of spec maps.md 2.4/3/7 on the mirror copy of the release, and synthetic
+malformed files.
+"""
 
 from __future__ import annotations
 
@@ -159,7 +161,8 @@ def test_missing_data_dir_says_how_to_get_the_data() -> None:
         load_benchmark("maps_en")
 
 
-# ---- synthetic files with the release's headers and quirks ------------------------------------------------------
+# ---- synthetic files with the release's headers and quirks
+# ------------------------------------------------------
 
 HEADER = [
     "proverb",

@@ -1,7 +1,9 @@
-"""MAPS protocol: the upstream prompts as exact strings (reasoning, negative variants, memorisation), the success
-rules, the spec's worked examples through the task, the memorisation budget, the culture gap, and runs with tiny
-models. MAPS is gated: tests use synthetic rows and `maps_release` (tests/releases.py: made-up rows in the
-release's xlsx layout), and the mirror only when present (the same runs on the released rows, a planted model)."""
+"""MAPS protocol: the upstream prompts as exact strings (reasoning, negative variants,
+memorisation), the success rules, the spec's worked examples through the task, the memorisation
+budget, the culture gap, and runs with tiny models. MAPS is gated: tests use synthetic rows and
+`maps_release` (tests/releases.py: made-up rows in the release's xlsx layout), and the mirror only
+when present (the same runs on the released rows, a planted model).
+"""
 
 from __future__ import annotations
 
@@ -185,7 +187,8 @@ def test_memorisation_union_budget_and_breakdown():
 
 
 def test_report_rounds_percentages_as_metrics_json_and_shows_their_n():
-    # 2/3 is shown as 66.67 (the one rounding rule of reports), not truncated to 66.66 as the paper printed it
+    # 2/3 is shown as 66.67 (the one rounding rule of reports), not truncated to 66.66 as the paper
+    # printed it
     proverbs = ("Look before you leap", "Haste makes waste", "Practice makes perfect")
     data = [
         {**ROW, "id": f"r{i}", "proverb": p, "label": label}
@@ -214,7 +217,8 @@ def test_culture_gap_from_four_runs():
 
 
 def test_delta_en_from_runs():
-    # the paper's Table 11 (Llama-2 13B): En 78.68, de->en MT 73.35 (Δ 5.33), bn->en MT 61.76 (Δ 16.92)
+    # the paper's Table 11 (Llama-2 13B): En 78.68, de->en MT 73.35 (Δ 5.33), bn->en MT 61.76 (Δ
+    # 16.92)
     runs = {
         "maps_en": 78.68,
         "maps_de_en_mt": 73.35,
@@ -271,7 +275,8 @@ def test_masked_models_complete_the_proverb_at_one_mask_per_template():
 
 
 def test_native_memorisation_templates_reproduce_upstream_xlmr(tmp_path):
-    # M5: upstream XLM-R asked in the proverb's own language; the paper (and the default) asks in English.
+    # M5: upstream XLM-R asked in the proverb's own language; the paper (and the default) asks in
+    # English.
     de = {**ROW, "id": "d", "language": "de", "proverb": "Hunde, die bellen, beißen nicht"}
     native = memorisation_prompts(de["proverb"], "de", "native")
     assert native[0] == "sprichwort: hunde, die bellen, beißen"
@@ -338,7 +343,9 @@ def split_rows(data_dir: str, config: str, split: str = "test") -> tuple[dict, .
 
 
 def maps_folder(source: str, request: pytest.FixtureRequest) -> str:
-    """The MAPS folder of `source`: the `maps_release` fixture, or the mirror's copy (skipped without the mirror)."""
+    """The MAPS folder of `source`: the `maps_release` fixture, or the mirror's copy (skipped
+    without the mirror).
+    """
     root = request.getfixturevalue(source)
     return str(root if source == "maps_release" else root / "manual" / "maps")
 
@@ -436,7 +443,8 @@ def test_few_shot_accuracy_is_the_mean_over_the_sets(maps_release):
     assert [r["demo_set"] for r in result.records] == [0, 1, 2, 3, 4]
     few_shot = result.config.resources["few_shot"]
     assert few_shot["sources"] == [str(maps_release / "en" / "fs_proverbs.xlsx")]
-    # each set: five of the folder's English few-shot rows (not the zh ones), RandomState(42) permutations
+    # each set: five of the folder's English few-shot rows (not the zh ones), RandomState(42)
+    # permutations
     demos = split_rows(data_dir, "maps_en", "few_shot")
     task = load_task(
         "maps_zh", MapsTask.Options(n_shot=5, memorisation=False), kind="causal", data_dir=data_dir

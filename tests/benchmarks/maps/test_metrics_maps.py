@@ -1,4 +1,6 @@
-"""MAPS: accuracy with negative questions and subsets, memorisation, culture gap (specs/maps.md 5 by hand)."""
+"""MAPS: accuracy with negative questions and subsets, memorisation, culture gap (specs/maps.md 5 by
+hand).
+"""
 
 from __future__ import annotations
 
@@ -105,7 +107,8 @@ def test_bad_input(call, message):
 
 
 def test_delta_en_is_the_gap_to_english_after_machine_translation():
-    # the paper's Table 11 (Llama-2 13B): En 78.68; MT into English de 73.35, ru 71.02, id 69.79, bn 61.76, zh 54.19
+    # the paper's Table 11 (Llama-2 13B): En 78.68; MT into English de 73.35, ru 71.02, id 69.79, bn
+    # 61.76, zh 54.19
     mt = {"de": 73.35, "ru": 71.02, "id": 69.79, "bn": 61.76, "zh": 54.19}
     deltas = delta_en(78.68, mt)
     assert deltas == {

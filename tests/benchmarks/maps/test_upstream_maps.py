@@ -1,8 +1,10 @@
-"""MAPS under `--protocol upstream` against minimal excerpts of the released code (UKPLab/maps at commit cf96c7ba),
-restated here in our own words: the XLM-R letter decision with the bare pieces "a"/"b", the mT0 letter decision
-from the decoder start, and memorisation success with upstream's post-processing of the output (4 new tokens for
-causal models, 19 for mT0). Each test runs the library with `protocol="upstream"`, compares it with the excerpt, and
-shows where the default protocol differs."""
+"""MAPS under `--protocol upstream` against minimal excerpts of the released code (UKPLab/maps at
+commit cf96c7ba), restated here in our own words: the XLM-R letter decision with the bare pieces
+"a"/"b", the mT0 letter decision from the decoder start, and memorisation success with upstream's
+post-processing of the output (4 new tokens for causal models, 19 for mT0). Each test runs the
+library with `protocol="upstream"`, compares it with the excerpt, and shows where the default
+protocol differs.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ ROWS = [
     }
     for i, (proverb, right, wrong) in enumerate(PAIRS)
 ]
-# The memorisation patterns as upstream's experiments/src/patterns.py:3-51 writes them (English in lower case).
+# The memorisation patterns as upstream's experiments/src/patterns.py:3-51 writes them (English in
+# lower case).
 UPSTREAM_PATTERNS = {
     "en": [
         "proverb: {proverb}",
@@ -85,9 +88,11 @@ def test_the_upstream_profile_per_model_kind():
 
 
 def upstream_xlmr_letter(model, tok, prompt: str) -> str:
-    """UKPLab/maps experiments/qa_experiments.py:103-112 (XLM-R): encode the prompt followed by " <mask>", read the
-    mask's logits of the vocabulary pieces named "a" and "b" (convert_tokens_to_ids: bare, not word-initial), softmax
-    the two, and answer b only if its share is larger (qa_experiments.py:46-49)."""
+    """UKPLab/maps experiments/qa_experiments.py:103-112 (XLM-R): encode the prompt followed by "
+    <mask>", read the mask's logits of the vocabulary pieces named "a" and "b"
+    (convert_tokens_to_ids: bare, not word-initial), softmax the two, and answer b only if its share
+    is larger (qa_experiments.py:46-49).
+    """
     import torch
 
     encoded = tok(prompt + " <mask>", return_tensors="pt")
@@ -116,7 +121,8 @@ def test_xlmr_compares_the_bare_letter_pieces():
     default = run("maps_en", scorer, rows=ROWS, memorisation=False, progress=False)
     expected = [upstream_xlmr_letter(model, tok, reasoning_prompt(r)) for r in ROWS]
     assert [r["pred"] for r in upstream.records] == expected
-    # The default reads the word-initial pieces "▁a"/"▁b" at the same mask: other scores, here other answers.
+    # The default reads the word-initial pieces "▁a"/"▁b" at the same mask: other scores, here other
+    # answers.
     prompt = reasoning_prompt(ROWS[0])
     encoded = tok(prompt + " <mask>", return_tensors="pt")
     at = encoded["input_ids"][0].tolist().index(tok.mask_token_id)
@@ -130,9 +136,11 @@ def test_xlmr_compares_the_bare_letter_pieces():
 
 
 def upstream_mt0_letter(model, tok, prompt: str) -> str:
-    """UKPLab/maps experiments/qa_experiments.py:82-91 (mT0): the prompt alone is the encoder input (cut at 1,024
-    tokens); each letter's ids (`tokenizer(letter, add_special_tokens=False)`) are the decoder target, fed shifted
-    right behind the start token, and scored by the mean raw logit of the target ids."""
+    """UKPLab/maps experiments/qa_experiments.py:82-91 (mT0): the prompt alone is the encoder input
+    (cut at 1,024 tokens); each letter's ids (`tokenizer(letter, add_special_tokens=False)`) are the
+    decoder target, fed shifted right behind the start token, and scored by the mean raw logit of
+    the target ids.
+    """
     import torch
 
     encoded = tok(prompt, return_tensors="pt", truncation=True, max_length=1024)
@@ -166,19 +174,22 @@ def test_mt0_scores_the_letter_from_the_decoder_start():
     )
 
 
-# ---------------------------------------------------------------- memorisation: upstream's post-processing
+# ---------------------------------------------------------------- memorisation: upstream's
+# post-processing
 
 
 def upstream_searched_text(decoded: str, pattern: str, front: str, kind: str, language: str) -> str:
-    """The text UKPLab/maps experiments/memorization.py:37-60 looked for the proverb in. `decoded` is what upstream
-    decoded: a causal model's whole sequence (prompt and continuation, special tokens included), mT0's output, or
-    XLM-R's argmax piece; `pattern` is the template as patterns.py writes it; `front` the proverb without its last
-    word (lower-cased, without the mask).
+    """The text UKPLab/maps experiments/memorization.py:37-60 looked for the proverb in. `decoded`
+    is what upstream decoded: a causal model's whole sequence (prompt and continuation, special
+    tokens included), mT0's output, or XLM-R's argmax piece; `pattern` is the template as
+    patterns.py writes it; `front` the proverb without its last word (lower-cased, without the
+    mask).
 
-    Upstream drops "</s>" (causal and mT0), puts a space after each ">", deletes the pattern's text up to its first
-    colon (colon included, case-sensitive), drops the space-separated tokens holding a ">", lower-cases, strips "."
-    from both ends, and puts the front before mT0's and XLM-R's output (a space between, none for zh; XLM-R's front
-    stripped)."""
+    Upstream drops "</s>" (causal and mT0), puts a space after each ">", deletes the pattern's text
+    up to its first colon (colon included, case-sensitive), drops the space-separated tokens holding
+    a ">", lower-cases, strips "." from both ends, and puts the front before mT0's and XLM-R's
+    output (a space between, none for zh; XLM-R's front stripped).
+    """
     if kind != "masked":
         decoded = decoded.replace("</s>", "")
     decoded = decoded.replace(">", "> ").replace(pattern.partition(":")[0] + ":", "").strip()
@@ -197,8 +208,9 @@ def upstream_searched_text(decoded: str, pattern: str, front: str, kind: str, la
 
 
 def upstream_memorised(decoded: str, proverb: str, pattern: str, kind: str, language: str) -> bool:
-    """memorization.py:62-75: success iff the lower-cased proverb is in the searched text (or the text is the
-    whole filled pattern, which holds the proverb anyway)."""
+    """memorization.py:62-75: success iff the lower-cased proverb is in the searched text (or the
+    text is the whole filled pattern, which holds the proverb anyway).
+    """
     proverb = proverb.lower()
     front = proverb[:-1] if language == "zh" else proverb.rpartition(" ")[0]
     text = upstream_searched_text(decoded, pattern, front, kind, language)
@@ -206,7 +218,9 @@ def upstream_memorised(decoded: str, proverb: str, pattern: str, kind: str, lang
 
 
 class Stub:
-    """Engine stand-in of any kind: "a" wins every letter choice; fixed continuations (or mask pieces) per prompt."""
+    """Engine stand-in of any kind: "a" wins every letter choice; fixed continuations (or mask
+    pieces) per prompt.
+    """
 
     identity = {"name_or_path": "stub"}
 
@@ -267,13 +281,15 @@ def test_memorisation_success_follows_upstreams_post_processing(
         result = run(f"maps_{language}", stub, rows=[row], protocol=protocol, progress=False)
         successes[protocol] = [r["success"] for r in result.records if "success" in r]
         assert sorted(stub.asked) == sorted(prompts[protocol])
-    # M5: upstream asked XLM-R in the proverb's own language (memorization.py:101), the others in English
+    # M5: upstream asked XLM-R in the proverb's own language (memorization.py:101), the others in
+    # English
     pattern = UPSTREAM_PATTERNS["de" if kind == "masked" else "en"][t]
     assert (
         prompts["upstream"][t] == pattern.format(proverb=proverb.lower().rpartition(" ")[0]).lower()
         or language == "zh"
     )
-    # what upstream decoded: a causal model's prompt and continuation together, the others' output alone
+    # what upstream decoded: a causal model's prompt and continuation together, the others' output
+    # alone
     decoded = prompts["upstream"][t] + output if kind == "causal" else output
     assert upstream_memorised(decoded, proverb, pattern, kind, language) is upstream_success
     assert successes["upstream"][t] is upstream_success
@@ -281,8 +297,10 @@ def test_memorisation_success_follows_upstreams_post_processing(
 
 
 def test_budget_is_four_new_tokens_for_causal_models_and_nineteen_for_mt0():
-    """UKPLab/maps experiments/memorization.py:41 generates 4 new tokens for causal models; :37 calls mT0's generate
-    without a length, so the HF default max_length 20 applies (the decoder start token and 19 new tokens)."""
+    """UKPLab/maps experiments/memorization.py:41 generates 4 new tokens for causal models; :37
+    calls mT0's generate without a length, so the HF default max_length 20 applies (the decoder
+    start token and 19 new tokens).
+    """
     row = {**ROWS[1], "id": "p"}
     for kind, upstream_budget in (("causal", 4), ("seq2seq", 19)):
         upstream, default = Stub(kind, {}, target_tokens=5), Stub(kind, {}, target_tokens=5)
@@ -293,9 +311,11 @@ def test_budget_is_four_new_tokens_for_causal_models_and_nineteen_for_mt0():
 
 
 def test_causal_memorisation_on_a_real_model_matches_upstream():
-    """A tiny Llama-style model (SentencePiece-like tokenizer, which drops the leading space of a continuation
-    decoded alone). UKPLab/maps experiments/memorization.py:39-42 generated 4 new tokens and decoded the
-    whole sequence, prompt included, which :44-75 then post-processed and searched."""
+    """A tiny Llama-style model (SentencePiece-like tokenizer, which drops the leading space of a
+    continuation decoded alone). UKPLab/maps experiments/memorization.py:39-42 generated 4 new
+    tokens and decoded the whole sequence, prompt included, which :44-75 then post-processed and
+    searched.
+    """
     import torch
 
     fronts = ["look before you", "haste makes", "practice makes"]
@@ -311,8 +331,9 @@ def test_causal_memorisation_on_a_real_model_matches_upstream():
             out = model.generate(**encoded, max_new_tokens=4, do_sample=False)[0]
         return tok.decode(out), out[encoded["input_ids"].shape[1] :].tolist()
 
-    # Plant one proverb: its last word is what the model says after the first template's prompt (a word-initial
-    # piece, so that a joint decoding and the library's prompt + continuation read alike: see upstream_completion).
+    # Plant one proverb: its last word is what the model says after the first template's prompt (a
+    # word-initial piece, so that a joint decoding and the library's prompt + continuation read
+    # alike: see upstream_completion).
     decoded, new_ids = upstream_generate(memorisation_prompts(fronts[0] + " x", "en")[0])
     assert tok.convert_ids_to_tokens(new_ids)[0].startswith("▁")
     planted = fronts[0] + " " + decoded.split("proverb: " + fronts[0])[1].split()[0]

@@ -1,4 +1,6 @@
-"""X-FaKT: the spec's anchors and worked example (5.2) by hand, bounds and extremes, subsets, tiers, bad input."""
+"""X-FaKT: the spec's anchors and worked example (5.2) by hand, bounds and extremes, subsets, tiers,
+bad input.
+"""
 
 from __future__ import annotations
 
@@ -185,10 +187,12 @@ def test_no_associated_cell_is_an_error():
         xfakt(**columns({("en", "Japan"): 1, ("ja", "United States"): 0}))
 
 
-# ---------------------------------------------------------------- reference points: what random answers score
+# ---------------------------------------------------------------- reference points: what random
+# answers score
 
-# A tiny design (questions per cell, each one's chance error): two languages, their countries, unequal cells, and
-# one question ranking two answers, so the cells are no plain binomials; small enough to enumerate every answer.
+# A tiny design (questions per cell, each one's chance error): two languages, their countries,
+# unequal cells, and one question ranking two answers, so the cells are no plain binomials; small
+# enough to enumerate every answer.
 TINY = {
     ("en", "United States"): [12 / 13],
     ("en", "Japan"): [12 / 13, 12 / 13],
@@ -198,8 +202,8 @@ TINY = {
 
 
 def every_random_outcome(cells, round_cells):
-    """(probability, the library's own xfakt result) of every pattern of right and wrong answers: the slow
-    reference that the lattice must match.
+    """(probability, the library's own xfakt result) of every pattern of right and wrong answers:
+    the slow reference that the lattice must match.
     """
     questions = [(cell, q) for cell, errors in cells.items() for q in errors]
     out = []
@@ -218,7 +222,9 @@ def every_random_outcome(cells, round_cells):
 
 
 def central(pairs, level=0.95):
-    """The smallest values whose cumulative probability reaches (1 - level)/2 and (1 + level)/2, by walking."""
+    """The smallest values whose cumulative probability reaches (1 - level)/2 and (1 + level)/2, by
+    walking.
+    """
     ends, total, found = [(1 - level) / 2, (1 + level) / 2], 0.0, []
     for value, probability in sorted(pairs):
         total += probability
@@ -244,7 +250,8 @@ def test_random_answers_match_every_outcome_enumerated(round_cells):
             pytest.approx(high),
         )
         assert "exact distribution" in reference[name]["method"]
-    # the test of random answering: the chance that random answers land at least as far from their mean
+    # the test of random answering: the chance that random answers land at least as far from their
+    # mean
     moments = {}
     for key in ("mu_assoc", "mu_non"):
         mean = math.fsum(p * r[key] for p, r in outcomes)
@@ -275,8 +282,9 @@ def test_the_seeded_simulation_gives_the_exact_numbers_where_the_lattice_is_too_
 
 
 def test_random_models_score_the_expected_kts_on_average():
-    # the smoke design (one question per language x country cell, 13 x 13), where two random models can score KTS
-    # 0.72 and 0.98: answer every question at random, score each run with the library's own xfakt
+    # the smoke design (one question per language x country cell, 13 x 13), where two random models
+    # can score KTS 0.72 and 0.98: answer every question at random, score each run with the
+    # library's own xfakt
     cells = [(lang, country) for lang in ASSOCIATIONS for country in ASSOCIATIONS.values()]
     random = random_answers({cell: [12 / 13] for cell in cells})
     reference = random.reference()
@@ -308,7 +316,8 @@ def test_a_full_run_s_reference_takes_well_under_a_second():
     }
     # exact cells of 61 and 62: the lattice is too fine
     for round_cells, exact in ((True, True), (False, False)):
-        # CPU time (0.1-0.15 s here), which other jobs on a busy machine do not stretch as they do wall time
+        # CPU time (0.1-0.15 s here), which other jobs on a busy machine do not stretch as they do
+        # wall time
         start = time.process_time()
         random = random_answers(cells, round_cells=round_cells)
         reference = random.reference()

@@ -1,19 +1,22 @@
-"""X-FaKT's upstream profile (`--protocol upstream`) against a minimal restatement of the released code.
+"""X-FaKT's upstream profile (`--protocol upstream`) against a minimal restatement of the released
+code.
 
-Upstream is kmrtanmay/X_FaKT@57ca068e (line numbers as in the audit of the released code, sections 4 and 6):
+Upstream is kmrtanmay/X_FaKT@57ca068e (line numbers as in the audit of the released code, sections 4
+and 6):
 
-- `src/eval.py:55-64`: per question language, the share of judge outputs holding "[4]" for each country, rounded
-  with the built-in `round(x, 2)`; `:67-83`: the associated (diagonal) and other cells, `np.mean`, `np.std`
-  (ddof 0) and `scipy.stats.ttest_ind(off_diagonal, diagonal)`, all on those rounded cells; `:84-86`: FRS, KTS
-  and their harmonic mean.
-- `src/factual_gen.py:30-31` (`incontext_gen.py:29-30`, `counter_factual_gen.py:29-30`): the reply is stripped,
-  every copy of the question deleted, and stripped again; `src/llm_eval.py:26-27` does the same to the judge's
-  output with the judge's prompt.
+- `src/eval.py:55-64`: per question language, the share of judge outputs holding "[4]" for each
+  country, rounded with the built-in `round(x, 2)`; `:67-83`: the associated (diagonal) and other
+  cells, `np.mean`, `np.std` (ddof 0) and `scipy.stats.ttest_ind(off_diagonal, diagonal)`, all on
+  those rounded cells; `:84-86`: FRS, KTS and their harmonic mean.
+- `src/factual_gen.py:30-31` (`incontext_gen.py:29-30`, `counter_factual_gen.py:29-30`): the reply
+  is stripped, every copy of the question deleted, and stripped again; `src/llm_eval.py:26-27` does
+  the same to the judge's output with the judge's prompt.
 
-`upstream_cells`, `upstream_scores` and `upstream_reply` restate that logic in our own words, as small as it goes;
-the library's metric and task run with the upstream profile's options (`XfaktTask.options_for("upstream", ...)`)
-and must agree with them, and each test also shows what the default profile gives instead. The double BOS (X1)
-is run end to end in tests/benchmarks/xfakt/test_xfakt_protocol.py; here only the profile's probes are checked.
+`upstream_cells`, `upstream_scores` and `upstream_reply` restate that logic in our own words, as
+small as it goes; the library's metric and task run with the upstream profile's options
+(`XfaktTask.options_for("upstream", ...)`) and must agree with them, and each test also shows what
+the default profile gives instead. The double BOS (X1) is run end to end in
+tests/benchmarks/xfakt/test_xfakt_protocol.py; here only the profile's probes are checked.
 """
 
 from __future__ import annotations
@@ -89,7 +92,9 @@ def upstream_reply(generated: str, prompt: str) -> str:
 
 
 def records_of(wrong: dict, asked: dict) -> list[Record]:
-    """Graded answer records: `wrong[cell]` of the `asked[cell]` questions of each cell answered wrongly."""
+    """Graded answer records: `wrong[cell]` of the `asked[cell]` questions of each cell answered
+    wrongly.
+    """
     return [
         Record(
             f"{lang}-{country}-{i}",
@@ -135,12 +140,14 @@ def test_the_profiles_options_and_what_upstream_never_did():
         "round_statistics": True,
         "strip_echo": True,
     }
-    # aya-101 (seq2seq) ran through HF on the raw question, with no echo removal: only the scorer applies
+    # aya-101 (seq2seq) ran through HF on the raw question, with no echo removal: only the scorer
+    # applies
     assert XfaktTask.profile("upstream", "seq2seq") == {
         "round_cells": True,
         "round_statistics": True,
     }
-    # eval.py:16-18 defines tier lists but never uses them: the upstream profile adds no tier breakdown of its own
+    # eval.py:16-18 defines tier lists but never uses them: the upstream profile adds no tier
+    # breakdown of its own
     assert XfaktTask.options_for("upstream", {}, "causal").tiers == "paper"
 
 
@@ -178,7 +185,9 @@ def test_worked_example_statistics_are_upstreams_rounded_cells():
 
 @st.composite
 def tables(draw):
-    """A square table like upstream's: some question languages, each with its own country and the others'."""
+    """A square table like upstream's: some question languages, each with its own country and the
+    others'.
+    """
     languages = draw(
         st.lists(st.sampled_from(sorted(ASSOCIATIONS)), min_size=2, max_size=6, unique=True)
     )
@@ -227,7 +236,8 @@ def test_random_tables_score_as_upstreams_eval(table):
         assert default[key] == pytest.approx(upstream[key], rel=1e-9, abs=1e-12)
 
 
-# ---------------------------------------------------------------- replies (X9) and the double BOS (X1)
+# ---------------------------------------------------------------- replies (X9) and the double BOS
+# (X1)
 
 
 @pytest.mark.parametrize(
@@ -290,8 +300,8 @@ def test_the_judges_echoed_prompt_is_deleted_before_reading_the_verdict(xfakt_re
     assert upstream.to_record(probe, output, stage="judge")["judge_output"] == "Echo:Rating: [[1]]"
     assert upstream.to_record(probe, output, stage="judge")["correct"] is True
     assert default.to_record(probe, output, stage="judge")["correct"] is False
-    # the rubric starts with a newline, which the first strip takes off an echo at the very start: upstream then
-    # finds no copy of the prompt to delete, and neither does the library
+    # the rubric starts with a newline, which the first strip takes off an echo at the very start:
+    # upstream then finds no copy of the prompt to delete, and neither does the library
     at_start = probe.prompt + "Rating: [[1]]"
     assert upstream_reply(at_start, probe.prompt) == at_start.strip()
     assert upstream.to_record(probe, at_start, stage="judge")["correct"] is False

@@ -1,4 +1,6 @@
-"""X-FaKT: every count of spec xfakt.md 2/3/7 on the mirror, the corrected variant, and malformed utils.py files."""
+"""X-FaKT: every count of spec xfakt.md 2/3/7 on the mirror, the corrected variant, and malformed
+utils.py files.
+"""
 
 from __future__ import annotations
 
@@ -128,7 +130,8 @@ def test_corrected_factual_recall_fixes_gold_names_and_flags_rows(mirror: Path) 
     for code in CODES:
         assert split[CODES.index(code) * 802]["country_names"] == expected[code]
     flags = Counter(f for row_flags in split["flags"] for f in row_flags)
-    # 4 languages x 61 Turkey facts + 62 Thailand facts in Greek; 3 duplicated entities x 2 x 13; 2 x 13; 5 names
+    # 4 languages x 61 Turkey facts + 62 Thailand facts in Greek; 3 duplicated entities x 2 x 13; 2
+    # x 13; 5 names
     assert flags == {"mistranslated_answer": 4 * 61 + 62, "duplicate_entity": 78, "questionable_gold": 26,
                      "mixed_script": 5, "mistranslated_entity": 2}  # fmt: skip
     rows = list(
@@ -208,7 +211,8 @@ def test_corrected_tasks_b_and_c(mirror: Path) -> None:
     assert flags == {"template_fixed": 2 * 1404, "mistranslated_answer": 4 * 108 + 108}
     task_b = test("xfakt_in_context", corrected=True)
     flags = Counter(f for row_flags in task_b["flags"] for f in row_flags)
-    # pairs with Turkey (zh, ar, ja, th) or Thailand (el): 12 pairs x 2 rows each; Bahadur (zh): 12 x 2
+    # pairs with Turkey (zh, ar, ja, th) or Thailand (el): 12 pairs x 2 rows each; Bahadur (zh): 12
+    # x 2
     assert flags == {
         "mistranslated_country": 5 * 24,
         "mistranslated_entity": 24,
@@ -246,7 +250,8 @@ def test_listing_and_language_filter(mirror: Path) -> None:
         test("xfakt_factual_recall", languages=("ch",))
 
 
-# ---- synthetic utils.py files -----------------------------------------------------------------------------------
+# ---- synthetic utils.py files
+# -----------------------------------------------------------------------------------
 
 KEYS = [key for key, _, _ in xfakt.LANGUAGES]
 
@@ -302,7 +307,8 @@ def test_synthetic_release_builds_every_task(tmp_path: Path) -> None:
         and recall[13 + 1]["question"] == "Q2 English pol1-0?"
     )
     task_b = test("xfakt_in_context", **kwargs)
-    # each name is placed in the other one's country; row 2 of a pair asks for u's country, where v was placed
+    # each name is placed in the other one's country; row 2 of a pair asks for u's country, where v
+    # was placed
     assert (
         task_b[1]["question"]
         == "N0En in Hindi@English and N1En in English@English. Who in English@English?"

@@ -1,8 +1,11 @@
-"""X-FaKT protocol: the paper's questions and judge rubric as exact strings, both judges, the spec's worked example
-through the task's metrics, and generation / LLM-judge / ranking runs with tiny models.
+"""X-FaKT protocol: the paper's questions and judge rubric as exact strings, both judges, the spec's
+worked example through the task's metrics, and generation / LLM-judge / ranking runs with tiny
+models.
 
-The protocol tests run on `xfakt_release` (tests/releases.py), a small `src/utils.py` in the upstream layout
-holding the paper's templates and country names; the released rubric itself is checked on the mirror."""
+The protocol tests run on `xfakt_release` (tests/releases.py), a small `src/utils.py` in the
+upstream layout holding the paper's templates and country names; the released rubric itself is
+checked on the mirror.
+"""
 
 from __future__ import annotations
 
@@ -300,7 +303,8 @@ def test_spec_worked_example_through_the_task():
     assert (metrics["frs"], metrics["kts"], metrics["xfakt"]) == pytest.approx(
         (0.586957, 0.554404, 0.570216), abs=1e-6
     )
-    # the results schema: the same scores, with an interval from questions resampled within their cells
+    # the results schema: the same scores, with an interval from questions resampled within their
+    # cells
     for name in ("frs", "kts", "xfakt"):
         estimate = metrics["results"]["overall"][name]
         assert estimate["value"] == metrics[name] and estimate["n"] == 63
@@ -318,8 +322,9 @@ def test_spec_worked_example_through_the_task():
 
 
 def recall_records(right, per_cell, *, mode="rank", seed=0):
-    """Factual recall answered `per_cell` times in every language x country cell, each answer right with
-    probability `right(language, country)`: ranked among the 13 countries (rank mode) or a judged reply.
+    """Factual recall answered `per_cell` times in every language x country cell, each answer right
+    with probability `right(language, country)`: ranked among the 13 countries (rank mode) or a
+    judged reply.
     """
     rng = random.Random(seed)
     records = []
@@ -345,8 +350,9 @@ def recall_metrics(records, **options):
 
 
 def test_rank_mode_says_what_random_answers_score_and_warns_at_chance():
-    # two random models scored KTS 0.72 and 0.98 with no reference point: a run answering at random (one of the 13
-    # countries each time) gets the expected scores of random answers on its own cells, their range, and a warning
+    # two random models scored KTS 0.72 and 0.98 with no reference point: a run answering at random
+    # (one of the 13 countries each time) gets the expected scores of random answers on its own
+    # cells, their range, and a warning
     results = recall_metrics(recall_records(lambda *_: 1 / 13, 2), mode="rank")["results"]
     chance = results["chance"]
     assert list(chance) == ["error_rate", "frs", "kts", "xfakt"]
@@ -387,8 +393,9 @@ def test_a_model_that_knows_facts_gets_no_warning(knows, what, mode):
 
 
 def test_a_generating_model_that_answers_everything_wrong_gets_the_warning_and_no_chance_level():
-    # generation has no random pick: a model that knows nothing may refuse (KTS 1), name one country whatever the
-    # language (KTS 1), or name the language's own country (KTS 0), so no chance level; all wrong is the reference
+    # generation has no random pick: a model that knows nothing may refuse (KTS 1), name one country
+    # whatever the language (KTS 1), or name the language's own country (KTS 0), so no chance level;
+    # all wrong is the reference
     metrics = recall_metrics(recall_records(lambda *_: 0.0, 1, mode="generate"), judge="string")
     assert metrics["kts"] == 1.0 and "chance" not in metrics["results"]
     assert (
@@ -421,15 +428,17 @@ def test_generation_with_string_judge_end_to_end(xfakt_release, tmp_path):
         "incorrect",
     }
     assert set(result.metrics["error_by_language"]) == {"en", "hi", "fr"}
-    # US entities asked in three languages: the transfer scores would compare English with nothing, so they are
-    # left out with the reason, in metrics.json and in the results block (the formula is tested in tests/metrics)
+    # US entities asked in three languages: the transfer scores would compare English with nothing,
+    # so they are left out with the reason, in metrics.json and in the results block (the formula is
+    # tested in tests/metrics)
     assert (result.metrics["kts"], result.metrics["frs"], result.metrics["xfakt"]) == (
         None,
         None,
         None,
     )
     assert "India, France" in result.metrics["xfakt_unavailable"]
-    # and RankC, with why: generated replies rank no candidates (per-fact agreement is reported for each pair)
+    # and RankC, with why: generated replies rank no candidates (per-fact agreement is reported for
+    # each pair)
     assert set(result.metrics["results"]["omitted"]) == {"frs", "kts", "xfakt", "rankc"}
     assert "rank no candidates" in result.metrics["results"]["omitted"]["rankc"]
     assert "kts" not in result.metrics["results"]["overall"]
@@ -504,7 +513,8 @@ def test_rank_mode_scores_every_country_by_its_best_form(xfakt_release):
         assert len(record["scores"]) == 13
         assert record["reply"] == max(record["scores"], key=record["scores"].get)
         assert record["correct"] == (record["reply"] == record["country"])
-    # each form is scored right after the rendered chat prompt (CHAT: "<user> {question}\n<bot>"), no separator
+    # each form is scored right after the rendered chat prompt (CHAT: "<user> {question}\n<bot>"),
+    # no separator
     record = next(r for r in result.records if r["id"] == "fr-000-zh")
     rendered = f"<user> {record['question']}\n<bot>"
     after_prompt = scorer.score([ScoreRequest(rendered, ["土耳其", "Turkey"], sep="")])[0]
@@ -649,7 +659,8 @@ def test_pure_xfakt_metric_still_refuses_missing_cells():
 
 
 def test_headline_shows_errors_with_two_decimals_and_scores_with_three():
-    # spec 5: errors x100 to 2 decimals, FRS/KTS/X-FaKT to 3 (the spec's worked example, unrounded cells)
+    # spec 5: errors x100 to 2 decimals, FRS/KTS/X-FaKT to 3 (the spec's worked example, unrounded
+    # cells)
     metrics = {
         "mu_assoc": 1 / 21,
         "mu_non": 1 / 3,

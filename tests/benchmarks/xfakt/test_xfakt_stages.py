@@ -1,9 +1,11 @@
-"""Multi-stage runs that can change their later stages (X-FaKT's judge), and models refused before any folder.
+"""Multi-stage runs that can change their later stages (X-FaKT's judge), and models refused before
+any folder.
 
-The judge is resolved (config and tokenizer read, memory counted) before the first answer; a resume with another
-judge keeps the answers and re-judges them, asking the probed model nothing; a model that cannot serve a protocol
-(no chat template, a kind it cannot ask) is refused before the run folder exists, naming the options that work.
-The runs are those of tests/tasks/test_runner_resume.py: three United States cities asked in English.
+The judge is resolved (config and tokenizer read, memory counted) before the first answer; a resume
+with another judge keeps the answers and re-judges them, asking the probed model nothing; a model
+that cannot serve a protocol (no chat template, a kind it cannot ask) is refused before the run
+folder exists, naming the options that work. The runs are those of
+tests/tasks/test_runner_resume.py: three United States cities asked in English.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def no_weights() -> Iterator[None]:
         yield
 
 
-# ---------------------------------------------------------------- the judge, before the first answer
+# ---------------------------------------------------------------- the judge, before the first
+# answer
 
 
 def test_a_judge_that_cannot_be_found_fails_before_any_answer_naming_the_alternatives(
@@ -140,7 +143,8 @@ def test_the_judges_memory_is_counted_from_its_config_and_stated(xfakt_release, 
     stated = result.config.to_json()["stage_models"]["judge"]
     assert stated["parameters"] == reference and stated["weight_bytes"] == 4 * reference
     assert config_of(tmp_path)["stage_models"] == result.config.to_json()["stage_models"]
-    # no weights are read: the folder without its weight file gives the same count, in the run's dtype
+    # no weights are read: the folder without its weight file gives the same count, in the run's
+    # dtype
     bare = tmp_path / "bare"
     shutil.copytree(judge, bare, ignore=shutil.ignore_patterns("*.safetensors"))
     half = resolve_stage_model(str(bare), "judge", JUDGE_NEED, RunSettings.of(dtype="bfloat16"))
@@ -213,7 +217,9 @@ def test_answers_whose_judge_failed_to_load_are_judged_on_resume_by_the_string_j
 
 
 def fake_judges(monkeypatch, **replies: str) -> dict[str, FakeModel]:
-    """Judges by name (`judge_a="[4]"` is judge/a, always answering "[4]"), resolved and loaded without files."""
+    """Judges by name (`judge_a="[4]"` is judge/a, always answering "[4]"), resolved and loaded
+    without files.
+    """
     judges = {name.replace("_", "/"): FakeModel(reply, name) for name, reply in replies.items()}
     monkeypatch.setattr(
         "culture_probe.runner.stage_models.resolve_stage_model",
@@ -350,7 +356,8 @@ def test_a_run_that_did_not_record_its_stages_options_refuses_any_option_change(
         )
 
 
-# ---------------------------------------------------------------- models that cannot serve the protocol
+# ---------------------------------------------------------------- models that cannot serve the
+# protocol
 
 
 def test_a_causal_model_without_a_chat_template_is_refused_before_any_folder_naming_what_works(
