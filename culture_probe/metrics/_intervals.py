@@ -141,7 +141,7 @@ def wilson(successes: float, n: float, confidence: float) -> tuple[float, float]
 
 
 @dataclass(frozen=True)
-class Design:
+class VarianceTerms:
     """The variance of a linear statistic as a sum over independent strata: each stratum's variance
     term and its degrees of freedom (units in the stratum minus one), and the statistic's third
     cumulant (its skewness times the cubed standard error; 0: symmetric).
@@ -177,7 +177,7 @@ def _hall_inverse(u: float, skewness: float) -> float:
 
 
 def t_interval(
-    value: float, design: Design, confidence: float, scale: float | None = None
+    value: float, design: VarianceTerms, confidence: float, scale: float | None = None
 ) -> Interval:
     """The truths whose transformed t stays within Student's critical value (caller guarantees a
     positive standard error); without skewness, `value` ± t · standard error.
@@ -187,7 +187,7 @@ def t_interval(
     return bounded(value, design.stderr, low, high, scale)
 
 
-def t_p_value(difference: float, design: Design) -> float:
+def t_p_value(difference: float, design: VarianceTerms) -> float:
     """Two-sided p-value of a zero difference, from the t that `t_interval` inverts (a design
     without skewness: the paired differences of crossed units).
     """

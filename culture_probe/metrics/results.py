@@ -40,8 +40,8 @@ from culture_probe.metrics._intervals import (
     TANGO_CC,
     WILSON,
     WILSON_EFFECTIVE,
-    Design,
     Interval,
+    VarianceTerms,
     bounded,
     critical,
     kish_size,
@@ -321,7 +321,7 @@ def unit_contributions(table: UnitTable, values: np.ndarray, rows: np.ndarray) -
     return np.bincount(units, weights=parts, minlength=count) * (count / rows.size)
 
 
-def design(parts: Sequence[np.ndarray]) -> Design:
+def design(parts: Sequence[np.ndarray]) -> VarianceTerms:
     """The design of a mean over groups with equal weight: each group's contributions
     (`contributions`, or the difference of two runs' contributions) give one variance term with n -
     1 degrees of freedom, and add to the third cumulant (the sample's third moment over n^2 for each
@@ -330,10 +330,14 @@ def design(parts: Sequence[np.ndarray]) -> Design:
     weight = 1 / len(parts)
     terms = [weight**2 * float(np.sum(u**2)) / (u.size * (u.size - 1)) for u in parts]
     third = sum(weight**3 * float(np.sum(u**3)) / u.size**3 for u in parts)
-    return Design(np.asarray(terms), np.asarray([u.size - 1 for u in parts], dtype=float), third)
+    return VarianceTerms(
+        np.asarray(terms), np.asarray([u.size - 1 for u in parts], dtype=float), third
+    )
 
 
-def crossed_design(table: UnitTable, values: np.ndarray, groups: Sequence[np.ndarray]) -> Design:
+def crossed_design(
+    table: UnitTable, values: np.ndarray, groups: Sequence[np.ndarray]
+) -> VarianceTerms:
     """The design of a mean over groups with equal weight whose units are crossed with random
     replicates (`crossed`): per group, the two-way ANOVA of its units x replicates block gives the
     variance components of units (a), of replicates (b) and of their interaction (e), each truncated
@@ -360,7 +364,7 @@ def crossed_design(table: UnitTable, values: np.ndarray, groups: Sequence[np.nda
         )
         terms.append(weight**2 * variance)
         dfs.append(float(min(units, replicates) - 1))
-    return Design(np.asarray(terms), np.asarray(dfs))
+    return VarianceTerms(np.asarray(terms), np.asarray(dfs))
 
 
 def _complete_block(values: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ from culture_probe.engine.served import ServedScorer
 from culture_probe.errors import EndpointError, InvalidValueError, UnsupportedModelError
 from culture_probe.runner import RunSettings, run
 from culture_probe.runner.execution import CHUNK, refuse_ahead
-from culture_probe.runner.stage_models import load_scorer
+from culture_probe.runner.stage_models import model_spec
 from culture_probe.tasks.probes import ScoreProbe
 
 LEFT, CANDIDATE = "Egypt is in", "Africa"
@@ -188,9 +188,8 @@ def test_bad_timeouts_and_retries_are_refused_when_the_settings_are_made(setting
 def test_the_run_settings_reach_the_served_model(server):
     url, behaviour = server
     behaviour.stall = True
-    scorer = load_scorer(
-        "openai:m", RunSettings(base_url=url, request_timeout=0.3, max_retries=0, no_cache=True)
-    )
+    settings = RunSettings(base_url=url, request_timeout=0.3, max_retries=0, no_cache=True)
+    scorer = model_spec("openai:m", settings).load()
     with pytest.raises(EndpointError, match=r"--request-timeout 0.3, --max-retries 0"):
         scorer.generate([LEFT], max_new_tokens=2)
     assert len(behaviour.calls) == 1

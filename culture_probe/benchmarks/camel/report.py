@@ -12,7 +12,7 @@ import numpy as np
 from culture_probe.benchmarks.camel.data import ENTITY_TYPES
 from culture_probe.benchmarks.camel.metrics import prompt_cbs
 from culture_probe.metrics.display import Scale, estimate_cells, format_number
-from culture_probe.record import RunRecord
+from culture_probe.record import ResultsTable, RunRecord
 from culture_probe.report.views import Heatmap, Reference, Section, Table, result_bars
 from culture_probe.tasks import Record
 
@@ -136,12 +136,12 @@ def sections(
     """The views of one CAMeL run."""
     tie_value = config.options.get("tie_value", 0.0)
     present = [t for t in ENTITY_TYPES if t in metrics["per_type"]]
-    results = metrics.get("results") or {}
-    by_type = results.get("by_entity_type") or {}
+    table = ResultsTable.of(metrics)
+    by_type = table.by("entity_type")
     rows = tuple(
         (
             t,
-            *estimate_cells((by_type.get(t) or {}).get("cbs"), "%"),
+            *estimate_cells(by_type.get(t, {}).get("cbs"), "%"),
             format_number(metrics["per_type_std"].get(t), "%"),
         )
         for t in present
@@ -149,7 +149,7 @@ def sections(
     rows += (
         (
             "Avg",
-            *estimate_cells((results.get("overall") or {}).get("cbs"), "%"),
+            *estimate_cells(table.overall.get("cbs"), "%"),
             format_number(metrics.get("std"), "%"),
         ),
     )

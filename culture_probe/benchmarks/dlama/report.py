@@ -25,7 +25,7 @@ from culture_probe.metrics.display import (
     p_clause,
     with_n,
 )
-from culture_probe.record import RunRecord
+from culture_probe.record import ResultsTable, RunRecord
 from culture_probe.report.views import Heatmap, Reference, Section, Table, result_bars
 from culture_probe.tasks import Record
 
@@ -204,10 +204,10 @@ def culture_table(
     """Metrics (`measures`: (metric, column name)) per culture of one prompt language and for the
     pair, each with its interval, and the n facts.
     """
-    results = metrics.get("results") or {}
-    by_cell = results.get("by_language_culture") or {}
-    cells = {c: by_cell.get(f"{language}/{c}") or {} for c in cultures}
-    cells["pair"] = (results.get("by_language") or {}).get(language) or {}
+    table = ResultsTable.of(metrics)
+    by_cell = table.by("language_culture")
+    cells = {c: by_cell.get(f"{language}/{c}", {}) for c in cultures}
+    cells["pair"] = table.by("language").get(language, {})
     rows = []
     for label, estimates in cells.items():
         shown = [estimate_cells(estimates.get(metric), "%") for metric, _ in measures]

@@ -11,7 +11,7 @@ from typing import Any
 
 from culture_probe.benchmarks.fmlama.metrics import ALL, FAMILIES
 from culture_probe.metrics.display import Scale, format_number, marked, with_n
-from culture_probe.record import RunRecord
+from culture_probe.record import ResultsTable, RunRecord
 from culture_probe.report.views import Heatmap, Section, Table, result_bars
 from culture_probe.tasks import Record
 
@@ -75,7 +75,7 @@ def sections(
             title=f"mAP per country group, {family} templates",
         )
         for family in FAMILIES
-        if f"map_{family}" in metrics.get("results", {}).get("overall", {})
+        if f"map_{family}" in ResultsTable.of(metrics).overall
     ]
     heat = template_heatmap(
         metrics.get("templates", {}), dish_counts(metrics), template_families(records)
@@ -118,11 +118,9 @@ def chat_section(config: RunRecord, records: Sequence[Record], chat: Mapping[str
 
 def dish_counts(metrics: Mapping[str, Any]) -> dict[tuple[str, str], int]:
     """{(family, group): dishes ranked}, from the results block (ALL: every group)."""
-    results = metrics.get("results") or {}
-    counts = {
-        (f, ALL): e["n"] for f in FAMILIES if (e := (results.get("overall") or {}).get(f"map_{f}"))
-    }
-    for group, cells in (results.get("by_group") or {}).items():
+    table = ResultsTable.of(metrics)
+    counts = {(f, ALL): e["n"] for f in FAMILIES if (e := table.overall.get(f"map_{f}"))}
+    for group, cells in table.by("group").items():
         counts.update({(f, group): cells[f"map_{f}"]["n"] for f in FAMILIES if f"map_{f}" in cells})
     return counts
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from culture_probe.benchmarks.maps.task import QUESTIONS, memorisation_templates
 from culture_probe.metrics.display import Scale, estimate_cells, with_n
-from culture_probe.record import RunRecord
+from culture_probe.record import ResultsTable, RunRecord
 from culture_probe.report.views import Bars, Reference, Section, Table
 from culture_probe.tasks import Record
 
@@ -67,10 +67,10 @@ def sections(
 ) -> list[Section]:
     """The views of one MAPS run."""
     options = config.options
-    results = metrics.get("results", {})
+    table = ResultsTable.of(metrics)
     estimates = {
-        "all": results.get("overall", {}).get("accuracy"),
-        **{k: v.get("accuracy") for k, v in results.get("by_figurative", {}).items()},
+        "all": table.overall.get("accuracy"),
+        **{k: v.get("accuracy") for k, v in table.by("figurative").items()},
     }
     bars = Bars(
         {k: v for k, v in estimates.items() if v and v["value"] is not None},

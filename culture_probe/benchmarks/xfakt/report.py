@@ -17,7 +17,7 @@ from culture_probe.benchmarks.xfakt.task import (
     graded_answers,
 )
 from culture_probe.metrics.display import Scale, estimate_cells, format_number
-from culture_probe.record import RunRecord
+from culture_probe.record import ResultsTable, RunRecord
 from culture_probe.report.views import (
     Reference,
     Section,
@@ -105,10 +105,10 @@ def sections(
         for k, (unit, scale) in HEADLINE.items()
         if k in metrics
     )
-    by_language = (metrics.get("results") or {}).get("by_language") or {}
+    by_language = ResultsTable.of(metrics).by("language")
     languages = [lang for lang in LANGUAGES if lang in metrics["error_by_language"]]
     language_rows = tuple(
-        (lang, *estimate_cells((by_language.get(lang) or {}).get("error_rate"), "%"))
+        (lang, *estimate_cells(by_language.get(lang, {}).get("error_rate"), "%"))
         for lang in languages
     )
     out = [
@@ -202,7 +202,7 @@ def headline_text(
     }
     # spec: scores, 3 decimals
     score = {key: format_number(metrics[key], "0-1") for key in ("kts", "frs", "xfakt")}
-    random = ((metrics.get("results") or {}).get("chance") or {}).get("kts")
+    random = ResultsTable.of(metrics).chance.get("kts")
     # KTS is high for a model at chance by construction: say what random answers score on these
     # cells beside it
     reference = (

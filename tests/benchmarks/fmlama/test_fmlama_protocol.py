@@ -500,7 +500,7 @@ def test_chat_sampling_uses_the_papers_temperature_and_the_runs_seed(fmlama_rele
         progress=False,
     )
     assert scorer.calls and all(call == {"temperature": 0.7, "seed": 5} for call in scorer.calls)
-    config = result.config
+    config = result.config.to_json()
     assert (
         config["options"]["chat_decoding"] == "sample"
         and config["options"]["chat_temperature"] == 0.7
