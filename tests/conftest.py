@@ -27,6 +27,16 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["CULTURE_PROBE_CACHE"] = str(_SESSION_CACHE / "culture_probe")
+# The planted models, trained once a session: every xdist worker of one run (one test-run id) reads
+# one folder (`train_planted` lets one process train a spec while the others wait for it).
+if os.environ.get("PYTEST_XDIST_TESTRUNUID"):
+    _PLANTED = (
+        Path(tempfile.gettempdir())
+        / f"culture_probe_test_planted_{os.environ['PYTEST_XDIST_TESTRUNUID']}"
+    )
+    _PLANTED.mkdir(exist_ok=True)
+    (_SESSION_CACHE / "culture_probe").mkdir()
+    (_SESSION_CACHE / "culture_probe" / "planted").symlink_to(_PLANTED, target_is_directory=True)
 # Under pytest-xdist (make test, make test-fast) every core runs a worker: one torch thread each, or
 # the workers' thread pools fight over the cores (a tiny model's forward pass then takes many times
 # longer).

@@ -268,14 +268,27 @@ def train_planted(spec: PlantedSpec, out_dir: str | os.PathLike | None = None) -
     """The directory of the model `spec` describes, trained now unless `out_dir` already holds it.
 
     The directory (`out_dir/<arch>-<hash>`) holds the weights, the tokenizer and `planted.json` (the
-    spec and the training record). It appears atomically, so concurrent callers see either nothing
-    or a complete model.
+    spec and the training record). It appears atomically, and one process trains a spec while the
+    others that ask for it (a run's other ranks, a second run) wait for it and use it.
     """
+    from filelock import FileLock
+
     root = Path(out_dir) if out_dir is not None else default_cache_dir()
     target = root / f"{spec.arch}-{spec.key()[:16]}"
     if (target / SPEC_FILE).is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)
+    # the lock lives in the machine's temp folder, so the cache holds models only (on storage shared
+    # by several machines each may train it once: the publishing rename still keeps one)
+    digest = hashlib.sha256(str(target.resolve()).encode()).hexdigest()[:16]
+    with FileLock(Path(tempfile.gettempdir()) / f"culture_probe-planted-{digest}.lock"):
+        if not (target / SPEC_FILE).is_file():  # trained while this process waited
+            _train_into(spec, root, target)
+    return target
+
+
+def _train_into(spec: PlantedSpec, root: Path, target: Path) -> None:
+    """Train `spec` in a staging folder of `root` and publish it as `target`."""
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
     try:
         model, tokenizer, record = _train(spec)
@@ -288,7 +301,6 @@ def train_planted(spec: PlantedSpec, out_dir: str | os.PathLike | None = None) -
         _publish(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def read_record(path: str | os.PathLike) -> TrainingRecord:

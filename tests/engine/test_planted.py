@@ -350,3 +350,29 @@ def test_demo_end_to_end_on_the_mirror(mirror, tmp_path, capsys):
     # 6 planted countries x 4: all ranked first
     assert planted_row.split("|")[3:6] == [" 24 ", " 1.00 ", " 1.00 "]
     assert "| (random ranking) | 13 candidates |  | 7.00 | 0.077 |" in report
+
+
+def test_two_processes_asking_for_one_spec_train_it_once(tmp_path, monkeypatch):
+    # a run's ranks (or two test workers) asked for the same planted model and each trained it
+    import threading
+    import time
+
+    calls = []
+    real = planted._train
+
+    def slow(spec):
+        calls.append(spec)
+        time.sleep(0.5)  # the other asker arrives while this one trains
+        return real(spec)
+
+    monkeypatch.setattr(planted, "_train", slow)
+    found: list = []
+    askers = [
+        threading.Thread(target=lambda: found.append(train_planted(SMALL, tmp_path)))
+        for _ in range(2)
+    ]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert len(calls) == 1 and found[0] == found[1] and (found[0] / "config.json").is_file()
