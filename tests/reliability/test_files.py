@@ -82,12 +82,16 @@ def test_a_read_only_cache_is_an_error_naming_it_and_left_as_it_was(tmp_path, mo
         path.parent.chmod(0o755)
 
 
-def test_a_read_only_cache_dir_ends_a_run_in_one_line(tmp_path, monkeypatch, capsys, mirror):
+def test_a_read_only_cache_dir_ends_a_run_in_one_line(
+    tmp_path, monkeypatch, capsys, mirror, tiny_gpt2
+):
     cache_dir = tmp_path / "cache"
     cache_dir.mkdir()
     _read_only(cache_dir, monkeypatch)
     try:
-        code = main([*_RUN, "--out", str(tmp_path / "run"), "--cache-dir", str(cache_dir)])
+        code = main(
+            [*_run(tiny_gpt2), "--out", str(tmp_path / "run"), "--cache-dir", str(cache_dir)]
+        )
     finally:
         cache_dir.chmod(0o755)
     assert code == 2
@@ -110,10 +114,25 @@ def _error_line(err: str) -> str:
     return errors[0]
 
 
-_RUN = ("run", "camel_co_prompts", "--model", "planted:camel_co_prompts", "--limit", "smoke")
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random GPT-2 folder (byte-level: every CAMeL prompt and entity has tokens): what a run
+    needs to reach its files, trained on nothing, so no test here waits for a planted model."""
+    from culture_probe.models import save_tiny, train_tokenizer
+
+    tokenizer = train_tokenizer(["Egypt is in Africa ."] * 4, "bpe", model_kind="causal")
+    folder = tmp_path_factory.mktemp("tiny") / "gpt2"
+    return str(save_tiny(folder, "gpt2", tokenizer, layers=1, hidden=16, heads=2))
 
 
-def test_a_full_disk_under_out_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, mirror):
+def _run(model: str) -> list[str]:
+    """A CAMeL smoke run of `model`, as the command line gives it."""
+    return ["run", "camel_co_prompts", "--model", model, "--limit", "smoke"]
+
+
+def test_a_full_disk_under_out_is_one_line_and_exit_2(
+    tmp_path, monkeypatch, capsys, mirror, tiny_gpt2
+):
     out = tmp_path / "run"
     write_text = Path.write_text
 
@@ -124,13 +143,13 @@ def test_a_full_disk_under_out_is_one_line_and_exit_2(tmp_path, monkeypatch, cap
         return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "write_text", full)
-    assert main([*_RUN, "--out", str(out), "--no-cache"]) == 2
+    assert main([*_run(tiny_gpt2), "--out", str(out), "--no-cache"]) == 2
     line = _error_line(capsys.readouterr().err)
     assert line.startswith(f"no space left on the device holding {out}")
 
 
 def test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need(
-    tmp_path, monkeypatch, capsys, mirror
+    tmp_path, monkeypatch, capsys, mirror, tiny_gpt2
 ):
     from culture_probe import rundir
 
@@ -144,7 +163,7 @@ def test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need(
         append(self, record)  # type: ignore[arg-type]
 
     monkeypatch.setattr(rundir.RecordWriter, "append", fills)
-    assert main([*_RUN, "--out", str(out), "--no-cache"]) == 2
+    assert main([*_run(tiny_gpt2), "--out", str(out), "--no-cache"]) == 2
     line = _error_line(capsys.readouterr().err)
     planned = json.loads((out / "config.json").read_text(encoding="utf-8"))["planned"]["probes"]
     per_record = (out / "items.jsonl").stat().st_size / 3
@@ -153,7 +172,7 @@ def test_a_disk_that_fills_mid_run_says_how_much_more_the_records_need(
     assert needed == pytest.approx(per_record * (planned - 3) / 1e6, abs=0.06)
 
 
-def test_a_read_only_out_is_one_line_naming_it(tmp_path, monkeypatch, capsys, mirror):
+def test_a_read_only_out_is_one_line_naming_it(tmp_path, monkeypatch, capsys, mirror, tiny_gpt2):
     out = tmp_path / "run"
     out.mkdir()
     if ROOT:
@@ -168,7 +187,7 @@ def test_a_read_only_out_is_one_line_naming_it(tmp_path, monkeypatch, capsys, mi
     else:
         out.chmod(0o555)
     try:
-        assert main([*_RUN, "--out", str(out), "--no-cache"]) == 2
+        assert main([*_run(tiny_gpt2), "--out", str(out), "--no-cache"]) == 2
     finally:
         out.chmod(0o755)
     line = _error_line(capsys.readouterr().err)
@@ -314,16 +333,19 @@ def _read_only_mount(folder: Path) -> Iterator[None]:
         subprocess.run(["umount", str(folder)], check=True, capture_output=True)
 
 
-@pytest.mark.parametrize("command", [("report",), (*_RUN, "--no-cache", "--resume", "--out")])
+@pytest.mark.parametrize("command", ["report", "resume"])
 def test_report_and_resume_on_a_read_only_run_are_one_line_and_leave_it_as_it_was(
-    command, tmp_path, capsys, mirror
+    command, tmp_path, capsys, mirror, tiny_gpt2
 ):
     run = tmp_path / "run"
-    assert main([*_RUN, "--out", str(run), "--no-cache"]) == 0
+    assert main([*_run(tiny_gpt2), "--out", str(run), "--no-cache"]) == 0
     before = _snapshot(run)
     capsys.readouterr()
+    again = (
+        ["report"] if command == "report" else [*_run(tiny_gpt2), "--no-cache", "--resume", "--out"]
+    )
     with _read_only_mount(run):
-        assert main([*command, str(run)]) == 2
+        assert main([*again, str(run)]) == 2
     err = capsys.readouterr().err
     line = _error_line(err)
     assert line.startswith(str(run)) and "is read-only" in line, line
