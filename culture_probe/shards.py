@@ -190,7 +190,7 @@ def part_of(task: Any, probes: Sequence[Probe], shard: str | None) -> Part:
         (i, p) for i, p in enumerate(probes) if shard_of_unit[task.limit_key(p)] == part.index - 1
     ]
     record = ShardRecord(
-        part, task.stages[0], len(probes), len(costs), {probe.key: i for i, probe in mine}
+        part, task.stage_names[0], len(probes), len(costs), {probe.key: i for i, probe in mine}
     )
     return Part([p for _, p in mine], record)
 

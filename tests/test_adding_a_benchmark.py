@@ -51,7 +51,7 @@ TASK_MODULE = '''
 """Toy protocol: every capital ranked as the end of "The capital of X is"; P@1."""
 from culture_probe.engine.types import ScoreRequest
 from culture_probe.metrics.results import UnitValue, unit_table
-from culture_probe.tasks import ScoreProbe, Task
+from culture_probe.tasks import ScoreProbe, Scores, Task
 
 
 class ToyTask(Task):
@@ -65,12 +65,10 @@ class ToyTask(Task):
         return {"prediction": output.best()}
 
     def _metrics(self, records, skipped):
-        return {"p1": 100 * sum(r["prediction"] in r["gold"] for r in records) / len(records)}
-
-    def _unit_tables(self, records):
         hits = [r["prediction"] in r["gold"] for r in records]
         table = unit_table("p1", [UnitValue(r.item_id, 100 * hit) for r, hit in zip(records, hits)])
-        return [table.with_scale(100, binary=True)]  # each fact a hit or a miss: a proportion
+        # each fact a hit or a miss: a proportion
+        return Scores({"p1": 100 * sum(hits) / len(hits)}, [table.with_scale(100, binary=True)])
 
 
 TASK = ToyTask

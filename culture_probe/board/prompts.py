@@ -42,8 +42,8 @@ def rebuild(run: rundir.Run) -> Prompts:
         if run.record.run.language:
             rows = task.select_language(rows, run.record.run.language)
         probes: list[tuple[str, Probe]] = []
-        for index, stage in enumerate(task.stages):
-            earlier = [r for r in run.records if r.stage in task.stages[:index]]
+        for index, stage in enumerate(task.stage_names):
+            earlier = [r for r in run.records if r.stage in task.stage_names[:index]]
             probes += [(stage, p) for p in task.build_probes(rows, stage=stage, previous=earlier)]
     except (CultureProbeError, OSError) as error:
         return Prompts(

@@ -407,11 +407,12 @@ def consistency_of_runs(run_a: str | Path, run_b: str | Path) -> RunsConsistency
     answered = [[r for r in run.records if not r.skipped] for run in runs]
     for path, run, task in zip((run_a, run_b), runs, tasks, strict=True):
         _check_aligned_fields(Path(path) / rundir.ITEMS_FILE, run.records, task.aligned_fields)
-    answers = [task.aligned_answers(found) for task, found in zip(tasks, answered, strict=True)]
-    for run, task, found, aligned in zip(runs, tasks, answered, answers, strict=True):
-        if not aligned:
+    scores = [task.scores(found) for task, found in zip(tasks, answered, strict=True)]
+    answers = [list(s.aligned) for s in scores]
+    for run, task, found, score in zip(runs, tasks, answered, scores, strict=True):
+        if not score.aligned:
             raise CultureProbeError(
-                f"{run.name} has no answer to pair with another run's: {task.unaligned(found)}."
+                f"{run.name} has no answer to pair with another run's: {task.unaligned(found, score)}."
             )
     languages = [sorted({a.language for a in found}) for found in answers]
     if set(languages[0]) & set(languages[1]):

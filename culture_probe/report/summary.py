@@ -34,8 +34,15 @@ from culture_probe.metrics.display import (
 from culture_probe.record import Metrics, ResultsTable, RunRecord
 from culture_probe.report.compare import incomplete_note
 from culture_probe.report.markdown import figure_link, table_markdown
-from culture_probe.report.views import Bars, Table, estimate_line, scales_of, unit_label
-from culture_probe.tasks import Task, task_for
+from culture_probe.report.views import (
+    Bars,
+    Table,
+    estimate_line,
+    scales_of,
+    unit_label,
+    views_module,
+)
+from culture_probe.tasks import benchmark_of
 from culture_probe.tasks.routing import options_set
 from culture_probe.util.extras import available
 
@@ -161,18 +168,19 @@ def planned_of(summary: Mapping[str, Any]) -> list[str]:
 
 
 def studies(runs: Mapping[str, SuiteRun]) -> dict[str, Any]:
-    """The studies across configs that each benchmark's protocol declares (`Task.suite_studies`:
+    """The studies across configs that each benchmark's report module declares (`suite_studies`:
     MAPS' culture and language gaps), from the suite's full, finished runs (a smoke or interrupted
     run gives no study).
     """
-    by_task: dict[type[Task], dict[str, Mapping[str, Any]]] = {}
+    by_benchmark: dict[str, dict[str, Mapping[str, Any]]] = {}
     for config, result in runs.items():
         if not result.config.subset and result.status is None:
-            by_task.setdefault(task_for(config), {})[config] = result.metrics
+            by_benchmark.setdefault(benchmark_of(config), {})[config] = result.metrics
     return {
         name: value
-        for task, metrics in by_task.items()
-        for name, value in task.suite_studies(metrics).items()
+        for bench, metrics in by_benchmark.items()
+        if (study := getattr(views_module(bench), "suite_studies", None)) is not None
+        for name, value in study(metrics).items()
     }
 
 

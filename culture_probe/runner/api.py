@@ -199,7 +199,7 @@ def run_with(
             meter = start_meter(
                 task.config,
                 scorer,
-                task.stages[0],
+                task.stage_names[0],
                 first,
                 done,
                 began=started,

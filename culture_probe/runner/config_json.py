@@ -73,7 +73,7 @@ def describe_plan(
         subset=subset_of(task, ahead.probes, first, settings.limit) if number is not None else None,
         custom_rows=rows,
         rows_file=rundir.ROWS_FILE if rows and folder else None,
-        planned={"stage": task.stages[0], "probes": len(first)},
+        planned={"stage": task.stage_names[0], "probes": len(first)},
         models=ahead.models,
     )
 
@@ -130,7 +130,9 @@ def describe_run(
                 },
                 "task": type(task).__name__,
                 "options": options_dict(task.options),
-                "stage_options": {stage: list(task.stage_options(stage)) for stage in task.stages},
+                "stage_options": {
+                    stage: list(task.stage_options(stage)) for stage in task.stage_names
+                },
                 "stage_models": {stage: other.to_json() for stage, other in (models or {}).items()},
                 "run": settings.recorded(),
                 "model_args": settings.model_args.given(),
@@ -138,7 +140,7 @@ def describe_run(
                 "seed_used": task.seeded or subset is not None,
                 "subset": subset,
                 "planned": planned,
-                "protocol": task.describe(rows),
+                "protocol": task.describe(),
                 "deviations": task.applied_deviations(),
                 "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "hardware": hardware(scorer, settings),

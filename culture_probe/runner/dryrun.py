@@ -279,7 +279,7 @@ def plan_config(
     kept = resumed_records(
         run_dir, done, spec, previewer, ahead, settings, number, first, rows is not None
     )
-    answered = {r.key for r in kept if r.stage == task.stages[0]}
+    answered = {r.key for r in kept if r.stage == task.stage_names[0]}
     left = [p for p in first if not isinstance(p, Skipped) and p.key not in answered]
     work = probe_workload(previewer, left)
     return ConfigPlan(
@@ -369,9 +369,9 @@ def stage_plans(
         own = models.get(name)
         answered = sum(r.stage == name for r in kept)
         about = own.describe(name) if own else None
-        return StagePlan(name, probes, skipped, task.stage_model(name), about, answered)
+        return StagePlan(name, probes, skipped, task.stage(name).model, about, answered)
 
-    head, *later = task.stages
+    head, *later = task.stage_names
     return (
         stage(head, len(first), sum(isinstance(p, Skipped) for p in first)),
         *(stage(s, None) for s in later),

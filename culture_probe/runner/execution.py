@@ -63,10 +63,10 @@ def execute(
     """
     done_by_key = {(r.stage, r.key): r for r in done}
     records: list[Record] = []
-    for stage in task.stages:
+    for stage in task.stage_names:
         probes = (
             first
-            if stage == task.stages[0]
+            if stage == task.stage_names[0]
             else task.build_probes(rows, stage=stage, previous=records)
         )
         # later stages ask only the first's items
@@ -168,7 +168,7 @@ def _scorer_for(
     task: Task, stage: str, scorer: ScorerProtocol, settings: RunSettings
 ) -> ScorerProtocol:
     """The run's scorer, or the stage's own model (an LLM judge), loaded with `stage_settings`."""
-    other = task.stage_model(stage)
+    other = task.stage(stage).model
     if other is None:
         return scorer
     return stage_models.model_spec(other, stage_models.stage_settings(settings)).load()

@@ -316,7 +316,7 @@ class Merge:
         """
         first = self.shards[0]
         task = task_of_run(first.run.record)
-        records = in_run_order(self.shards, task.stages)
+        records = in_run_order(self.shards, task.stage_names)
         processes = [p for s in self.shards for p in read_processes(s.run.path, s.run.records)]
         # read, never saved: their record
         log = ProcessLog(None, processes[:-1], processes[-1], clock=0.0)

@@ -101,7 +101,7 @@ def plan(
     with custom_rows_read(benchmark, rows is not None):
         if settings.language is not None:
             data = task.select_language(data, settings.language)
-        probes = task.build_probes(data, stage=task.stages[0])
+        probes = task.build_probes(data, stage=task.stage_names[0])
     return Plan(task, data, side, probes, models)
 
 

@@ -112,8 +112,8 @@ def check_models(task: Task, model: ModelSpec, settings: RunSettings) -> dict[st
     before any folder is made or weights load.
     """
     models = {}
-    for stage in task.stages:
-        need, own = task.model_need(stage), task.stage_model(stage)
+    for stage in task.stage_names:
+        need, own = task.stage_need(stage), task.stage(stage).model
         if own is not None:
             models[stage] = resolve_stage_model(own, stage, need, stage_settings(settings))
         elif need.chat and (tokenizer := model.tokenizer()) is not None:

@@ -245,7 +245,7 @@ def suite_cost(
         done = (
             rundir.read_records(folder / config / rundir.ITEMS_FILE) if folder is not None else []
         )
-        answered = {r.key for r in done if r.stage == ahead.task.stages[0]}
+        answered = {r.key for r in done if r.stage == ahead.task.stage_names[0]}
         work = loaded_workload(scorer, [p for p in part.probes if p.key not in answered])
         parts.append((work, estimate_for(work, scorer, config)))
         costed[config] = replace(ahead, work=work)

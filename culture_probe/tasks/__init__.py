@@ -12,7 +12,7 @@ from typing import Any
 
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.errors import CultureProbeError
-from culture_probe.tasks.base import Task
+from culture_probe.tasks.base import ModelNeed, Scores, Stage, Task
 from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import options_from_dict, parse_options
 from culture_probe.tasks.probes import (
@@ -29,11 +29,14 @@ __all__ = [
     "Deviation",
     "FillMaskProbe",
     "GenerateProbe",
+    "ModelNeed",
     "Probe",
     "Record",
     "ScoreProbe",
+    "Scores",
     "Skipped",
     "Smoke",
+    "Stage",
     "Task",
     "benchmark_of",
     "parse_options",

@@ -1,39 +1,46 @@
 """The protocol base class: how a benchmark's rows (and declared resources) become engine probes,
 records and typed metric inputs. A protocol is pure: it opens no file, reads no environment
-variable, keeps no module-level cache and renders nothing; what it needs besides rows it declares
-(`needs`), and the data layer loads it.
+variable, keeps no module-level cache and renders nothing; what it needs besides rows its options
+declare (`Options.needs`), and the data layer loads it.
 
 Adding a task: see docs/adding-a-benchmark.md. In short, the benchmark folder's `task.py` (its
-declaration names it) defines a `Task` subclass and `TASK = ThatClass`, with
+declaration names it) defines a `Task` subclass and `TASK = ThatClass`. What a protocol declares
+are values it holds:
 
 - `Options`: a frozen dataclass whose fields are every switch that changes a number (defaults = the
-  paper's protocol). Users pass them as `run(config, model, judge="string")` or `--option
-  judge=string`.
+  paper's protocol), and whose `needs(benchmark)` names the side data those options read
+  (`culture_probe.data.resources.Need`). Users pass them as `run(config, model, judge="string")` or
+  `--option judge=string`.
 - `deviations`: where the protocol differs from the original code, each with when it applies and the
   option values that give the original code's behaviour (the `upstream` profile sets them all:
   `--protocol upstream`).
-- `needs(config, options)` (optional): the side data to load (`culture_probe.data.resources.Need`).
-- `model_need(stage)` (optional): what the model answering a stage must be (`ModelNeed`: its kinds,
-  a chat template) and the options that ask without it, checked before any run folder is made;
-  `stage_options(stage)` (optional): the options that change a stage's records, so a resume may
-  change the others (`--resume`).
-- four hooks: `_probes(rows, stage, previous)` yields probes; `_read(probe, output)` turns one
-  engine output into the record's fields; `_metrics(records, skipped)` maps the answered records to
-  typed inputs and calls the benchmark's metric functions in `culture_probe.metrics` (the base
-  counts the skipped records per reason; a protocol only looks at them when a metric depends on why
-  something was not asked); `_unit_tables(records)` gives each headline metric's value per unit,
-  from which the results schema draws intervals (and `_composites`, optionally, the numbers that are
-  no mean over units and the metrics left out; `_chance_tables`, optionally, each metric's value per
-  unit under a random answer, for its chance level).
+- `stages`: the `Stage`s probed in turn, each with the model that answers it (None: the run's; an
+  LLM judge's name), what that model must be (`ModelNeed`: its kinds, a chat template, the options
+  that ask without it, checked before any run folder is made) and the options that change its
+  records (so that a resume may change the others).
 - `smoke`: how many items of each stratum cell (`strata`) a run needs for its headline numbers, and
   which numbers need them: `--limit smoke` probes that many, and a smaller `--limit` says what it
   will lack before any model loads.
 - `parallel` (optional): the probe meta fields that name one item across the config's languages
   (DLAMA: the fact's `uuid`), so that `--limit` draws those units and probes each in every language:
   consistency across languages and paired language comparisons then exist in any subset.
-- `_configure()` (optional): the instance settings that follow from the config and options
-  (`stages`, `smoke`, `parallel`, `design`), set once when the task is made, without restating the
-  constructor.
+- `design`: what the benchmark draws at random (`SamplingDesign`); `seeded`: whether the seed
+  changes a number; `facts`: what config.json records of the protocol.
+
+and it implements four hooks:
+
+- `_configure()` (optional): sets the declared values that follow from the config and the options
+  (`stages`, `smoke`, `parallel`, `design`, `seeded`, `facts`), or refuses a config it cannot
+  probe; called once, when the task is made.
+- `_probes(rows, stage, previous)` yields probes (and may add facts of the rows, such as candidate
+  sets, to `facts`);
+- `_read(probe, output)` turns one engine output into the record's fields;
+- `_metrics(records, skipped)` returns the run's `Scores`: the benchmark's metrics block, each
+  headline metric's value per unit (`UnitTable`s, from which the results schema draws intervals),
+  and where it has them chance tables, composite numbers, metrics left out with the reason, and
+  each answer in the ids its languages share (for consistency across languages). The base counts
+  the skipped records per reason; a protocol only looks at them when a metric depends on why
+  something was not asked.
 """
 
 from __future__ import annotations
@@ -128,15 +135,57 @@ class ModelNeed:
         )
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a protocol, as it declares it: its `name`; the `model` that answers it (None:
+    the run's model; a Hub id or folder: e.g. X-FaKT's LLM judge), which the runner loads and
+    checks; what that model must be (`need`; None: one of the protocol's `kinds`); and the options
+    that change its records (`options`; None: every option), which a resumed run compares stage by
+    stage (an option of no stage changes only metrics, which every run recomputes).
+    """
+
+    name: str
+    model: str | None = None
+    need: ModelNeed | None = None
+    options: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Scores:
+    """What a protocol computes from its answered records (`Task._metrics`), typed.
+
+    `detail` is the benchmark's own metrics block (metrics.json, beside `results`); `tables` each
+    headline metric's value per unit, from which the results schema draws intervals and a paired
+    comparison of two runs resamples; `chance` per metric with a chance level, the table of each
+    unit's expected value under a random answer and how that is computed; `composites` the headline
+    numbers that are no mean over units (with their own intervals); `omitted` the metrics left out
+    of this run, with the reason; `references` reference points of composites computed beside
+    them (X-FaKT's random answers), recorded with the chance levels; `warnings` one sentence per
+    metric whose number says less than it seems; `aligned` each answer in ids that all the
+    benchmark's languages share (the consistency across languages), with `unaligned` saying why
+    there are none where that is not the generic reason.
+    """
+
+    detail: Mapping[str, Any]
+    tables: Sequence[UnitTable]
+    chance: Sequence[tuple[UnitTable, str]] = ()
+    composites: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    omitted: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    references: Mapping[str, Chance] = dataclasses.field(default_factory=dict)
+    warnings: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    aligned: Sequence[AlignedAnswer] = ()
+    unaligned: str | None = None
+
+
 class Task:
-    """One benchmark's protocol. Subclasses set `Options`, `deviations`, and write the four
-    hooks.
+    """One benchmark's protocol. Subclasses declare `Options`, `deviations` and the values below,
+    and write the hooks (`_configure`, `_probes`, `_read`, `_metrics`).
     """
 
     Options: ClassVar[type] = NoOptions
     deviations: ClassVar[tuple[Deviation, ...]] = ()
     #: the stages probed in turn (not a ClassVar: an instance may set its own, from its options)
-    stages: tuple[str, ...] = ("main",)
+    stages: tuple[Stage, ...] = (Stage("main"),)
     #: kinds of model the protocol supports (an UnsupportedModelError names them otherwise)
     kinds: ClassVar[tuple[str, ...]] = MODEL_KINDS
     #: whether `self.seed` changes a number (random sampling); only then must a resumed run keep its
@@ -157,8 +206,8 @@ class Task:
     #: (docs/consistency.md); None where its data do not align exactly, so no consistency across
     #: languages is computed
     alignment: ClassVar[str | None] = None
-    #: the record fields `aligned_answers` reads, by type: checked where runs are read back to be
-    #: paired (`culture-probe consistency`), so that a damaged record is named by its line
+    #: the record fields `Scores.aligned` is read from, by type: checked where runs are read back to
+    #: be paired (`culture-probe consistency`), so that a damaged record is named by its line
     aligned_fields: ClassVar[Mapping[str, Any]] = {}
     #: the probe meta fields that name one item in every language (`Parallel`): `--limit` then draws
     #: those units, each probed in every language; None draws items one by one (not a ClassVar: an
@@ -167,6 +216,9 @@ class Task:
     #: what the benchmark draws at random (`SamplingDesign`), which its unit tables follow and
     #: results.design states (not a ClassVar: an instance may set its own, as X-FaKT's parts do)
     design: SamplingDesign = SamplingDesign("item")
+    #: protocol facts config.json records (candidate-set sizes and hashes, the judge, the decoding),
+    #: set by `_configure` and, for facts of the rows, by `_probes`
+    facts: dict[str, Any]
 
     def __init__(
         self,
@@ -184,11 +236,41 @@ class Task:
         self.kind = kind
         self.seed = seed
         self.resources = dict(resources or {})
+        self.facts = {}
+        self._configure()
         for stage in self.stages:
             # a stage's own model (a judge) is checked by the runner
-            if self.stage_model(stage) is None:
-                self.model_need(stage).check_kind(kind, type(self).__name__)
-        self._configure()
+            if stage.model is None:
+                self.stage_need(stage.name).check_kind(kind, type(self).__name__)
+
+    @property
+    def stage_names(self) -> tuple[str, ...]:
+        """The names of the stages, in the order they are probed."""
+        return tuple(stage.name for stage in self.stages)
+
+    def stage(self, name: str) -> Stage:
+        """The stage called `name` (an unknown name lists the protocol's)."""
+        found = next((s for s in self.stages if s.name == name), None)
+        if found is None:
+            raise UnknownNameError("stage", name, self.stage_names)
+        return found
+
+    def stage_need(self, name: str) -> ModelNeed:
+        """What the model answering stage `name` must be: the stage's `need`, else one of the
+        protocol's kinds.
+        """
+        return self.stage(name).need or ModelNeed(self.kinds)
+
+    def stage_options(self, name: str) -> tuple[str, ...]:
+        """The options that change stage `name`'s records (config.json's `stage_options`, which a
+        resumed run compares): the stage's `options`, else every option.
+        """
+        declared = self.stage(name).options
+        return (
+            declared
+            if declared is not None
+            else tuple(f.name for f in dataclasses.fields(self.options))
+        )
 
     @property
     def benchmark(self) -> Benchmark:
@@ -199,16 +281,12 @@ class Task:
 
     @classmethod
     def needs(cls, config: str | Benchmark, options: Any) -> dict[str, Need]:
-        """The side data this protocol reads, by key (loaded by the data layer into `resources`)."""
-        return {}
-
-    @classmethod
-    def suite_studies(cls, metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """The studies across this benchmark's configs that a suite reports, by name, from the
-        metrics of the suite's full runs of them ({config: metrics}; smoke runs left out): e.g.
-        MAPS' culture gap. None by default.
+        """The side data a run with `options` reads, by key, as its options declare it
+        (`Options.needs(benchmark)`; none where they declare nothing): loaded by the data layer into
+        `resources` before any model is touched.
         """
-        return {}
+        declared = getattr(options, "needs", None)
+        return declared(resolve(config)) if declared is not None else {}
 
     def resource(self, key: str) -> Any:
         """A declared resource's value."""
@@ -229,7 +307,7 @@ class Task:
         previous: Sequence[Record] = (),
     ) -> list[Probe]:
         """Every probe of `stage` (default: the first)."""
-        probes = list(self._probes(rows, stage or self.stages[0], previous))
+        probes = list(self._probes(rows, stage or self.stages[0].name, previous))
         keys = [p.key for p in probes]
         if len(set(keys)) != len(keys):
             raise CultureProbeError(
@@ -357,7 +435,20 @@ class Task:
         else:
             fields.update(self._read(probe, output))
         return Record(
-            probe.item_id, probe.tag, stage or self.stages[0], fields, kind=PROBE_KINDS[type(probe)]
+            probe.item_id,
+            probe.tag,
+            stage or self.stages[0].name,
+            fields,
+            kind=PROBE_KINDS[type(probe)],
+        )
+
+    def scores(self, records: Sequence[Record]) -> Scores:
+        """The protocol's `Scores` of the answered records among `records`: its metrics block, unit
+        tables (what a paired comparison of two runs resamples), chance tables, composites and
+        aligned answers.
+        """
+        return self._metrics(
+            [r for r in records if not r.skipped], [r for r in records if r.skipped]
         )
 
     def compute_metrics(self, records: Sequence[Record]) -> dict[str, Any]:
@@ -368,17 +459,15 @@ class Task:
         answered = [r for r in records if not r.skipped]
         skipped = [r for r in records if r.skipped]
         reasons = Counter(r["skipped"] for r in skipped)
-        metrics = self._metrics(answered, skipped)
-        results = self.results(answered, metrics)
-        aligned = self.aligned_answers(answered)
+        scores = self._metrics(answered, skipped)
+        metrics = dict(scores.detail)
+        results = self.results(scores)
+        aligned = scores.aligned
         across = language_consistency(aligned, self.benchmark.languages) if aligned else {}
         if across:  # two or more languages answered the same facts
             results = with_language_pairs(results, across)
-            metrics = {
-                **metrics,
-                "consistency": {"alignment": self.alignment, **consistency_detail(across)},
-            }
-        left_out = self.consistency_omitted(answered, aligned, across)
+            metrics["consistency"] = {"alignment": self.alignment, **consistency_detail(across)}
+        left_out = self.consistency_omitted(answered, scores, across)
         # said in results.omitted, as the metrics a protocol leaves out are: never silently missing
         if left_out:
             results = {**results, "omitted": {**results.get("omitted", {}), **left_out}}
@@ -390,18 +479,27 @@ class Task:
             "skipped": dict(reasons),
         }
 
-    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> Results:
+    def results(self, scores: Scores) -> Results:
         """The run's numbers in the one results schema (`culture_probe.metrics.results`): each
         headline number with its 95% interval over this benchmark's unit, overall and per stratum,
-        and what was left out.
+        what was left out, the design, the chance levels and reference points, and the warnings.
         """
-        extra, omitted = self._composites(answered, metrics)
         out = summarize(
-            self.unit_tables(answered), unit=self.limit_unit, extra=extra, omitted=omitted
+            scores.tables,
+            unit=self.limit_unit,
+            extra=dict(scores.composites),
+            omitted=dict(scores.omitted),
         )
         out["design"] = self.design.to_json()
-        chance = self.chance(answered)
-        return {**out, "chance": chance} if chance else out
+        chance: dict[str, Chance] = {
+            table.metric: {"value": value, "method": method}
+            for table, method in scores.chance
+            if (value := chance_value(table)) is not None
+        }
+        chance.update(scores.references)
+        if chance:
+            out["chance"] = chance
+        return {**out, "warnings": dict(scores.warnings)} if scores.warnings else out
 
     def cluster_of(self, record: Record) -> str | None:
         """The sampled unit a record's answer belongs to where the design repeats a unit across the
@@ -410,17 +508,8 @@ class Task:
         """
         return None if self.parallel is None else self.parallel.name(record)
 
-    def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
-        """Each answered fact in ids that all the benchmark's languages share (`alignment` says
-        how), for the consistency across the run's languages; none by default.
-        """
-        return []
-
     def consistency_omitted(
-        self,
-        answered: Sequence[Record],
-        aligned: Sequence[AlignedAnswer],
-        across: Mapping[str, Any],
+        self, answered: Sequence[Record], scores: Scores, across: Mapping[str, Any]
     ) -> dict[str, str]:
         """Why consistency across languages (RankC, and per-fact agreement `both_right` with its
         paired P@1 difference) is not reported, by metric, or by metric and pair of languages
@@ -429,8 +518,9 @@ class Task:
         """
         if self.alignment is None:
             return {}
+        aligned = scores.aligned
         if not aligned:
-            return dict.fromkeys(PAIR_METRICS, self.unaligned(answered))
+            return dict.fromkeys(PAIR_METRICS, self.unaligned(answered, scores))
         facts: dict[str, set[str]] = {}
         for answer in aligned:
             facts.setdefault(answer.language, set()).add(answer.fact)
@@ -468,11 +558,13 @@ class Task:
                 out.update({f"{metric} ({pair})": why for pair, why in lacking.items()})
         return out
 
-    def unaligned(self, answered: Sequence[Record]) -> str:
-        """Why none of `answered` could be aligned across languages (`aligned_answers` gave none):
-        e.g. records without the id that matches a fact across languages, or a part of the benchmark
-        that is not aligned.
+    def unaligned(self, answered: Sequence[Record], scores: Scores) -> str:
+        """Why none of `answered` could be aligned across languages (`scores.aligned` is empty): the
+        protocol's reason (`Scores.unaligned`: records without the id that matches a fact across
+        languages, a part of the benchmark that is not aligned), else the generic one.
         """
+        if scores.unaligned:
+            return scores.unaligned
         if not answered:
             return "no probe was answered"
         return (
@@ -480,26 +572,17 @@ class Task:
             "consistency alignment: re-run it to get it)"
         )
 
-    def chance(self, answered: Sequence[Record]) -> dict[str, Chance]:
-        """Each headline metric's chance level where it has one: a random model's expected value on
-        these very units, aggregated as the metric is (`culture_probe.metrics.chance`), with how it
-        was computed.
-        """
-        return {
-            table.metric: {"value": value, "method": method}
-            for table, method in self._chance_tables([r for r in answered if not r.skipped])
-            if (value := chance_value(table)) is not None
-        }
-
-    def unit_tables(self, answered: Sequence[Record]) -> list[UnitTable]:
+    def unit_tables(self, records: Sequence[Record]) -> list[UnitTable]:
         """Each headline metric's value per unit (and replicate) of the answered records: what the
         results schema's intervals and a paired comparison of two runs resample.
         """
-        return list(self._unit_tables([r for r in answered if not r.skipped]))
+        return list(self.scores(records).tables)
 
-    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Protocol facts worth recording in config.json (e.g. candidate-set sizes and hashes)."""
-        return {}
+    def describe(self) -> dict[str, Any]:
+        """Protocol facts worth recording in config.json (`facts`: e.g. candidate-set sizes and
+        hashes, the judge), once the first stage's probes are built.
+        """
+        return dict(self.facts)
 
     def applied_deviations(self) -> list[dict[str, str]]:
         """The deviations that concern this run (config, model kind, mode), each with the side that
@@ -572,23 +655,6 @@ class Task:
         unset = {k: v for k, v in profile.items() if k not in given}
         return dataclasses.replace(chosen, **unset) if unset else chosen
 
-    def stage_model(self, stage: str) -> str | None:
-        """The model that answers `stage` (None = the run's model); e.g. an LLM judge for X-FaKT."""
-        return None
-
-    def model_need(self, stage: str) -> ModelNeed:
-        """What the model answering `stage` must be (its kind, a chat template), and the options
-        that avoid it.
-        """
-        return ModelNeed(self.kinds)
-
-    def stage_options(self, stage: str) -> tuple[str, ...]:
-        """The options that change `stage`'s records (config.json's `stage_options`): a resumed run
-        compares them for each stage that has records. By default every option; an option of no
-        stage changes only metrics, which every run recomputes from the records.
-        """
-        return tuple(f.name for f in dataclasses.fields(self.options))
-
     def select_language(
         self, rows: Sequence[Mapping[str, Any]], language: str
     ) -> list[Mapping[str, Any]]:
@@ -612,10 +678,10 @@ class Task:
     # ------------------------------------------------------------ hooks
 
     def _configure(self) -> None:
-        """Set what follows from the config and the options (stages, smoke cells, parallel units,
-        design), or refuse a config the protocol cannot probe: called once, at the end of
-        `__init__`, so that a protocol does not restate the constructor to do it. Nothing by
-        default.
+        """Set the declared values that follow from the config and the options (`stages`, `smoke`,
+        `parallel`, `design`, `seeded`, `facts`), or refuse a config the protocol cannot probe:
+        called once, when the task is made (before the model's kind is checked against its stages),
+        so that a protocol does not restate the constructor to do it. Nothing by default.
         """
 
     def _probes(
@@ -626,27 +692,8 @@ class Task:
     def _read(self, probe: Probe, output: Output) -> RecordFields:
         raise NotImplementedError
 
-    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> Scores:
         raise NotImplementedError
-
-    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        raise NotImplementedError
-
-    def _composites(
-        self, records: Sequence[Record], metrics: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        """Headline numbers that are not a mean over units (with their own intervals), and the
-        metrics left out of this run with the reason (e.g. a gap that needs both cultures). None by
-        default.
-        """
-        return {}, {}
-
-    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Per headline metric with a chance level: the `_unit_tables` table with each unit's
-        expected value under a random answer in place of its value, and how that expectation is
-        computed. None by default.
-        """
-        return ()
 
 
 # ---------------------------------------------------------------- helpers shared by tasks

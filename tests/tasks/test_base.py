@@ -17,7 +17,16 @@ from culture_probe.benchmarks.dlama.task import DlamaTask
 from culture_probe.engine.types import GenerateOptions
 from culture_probe.errors import CultureProbeError, UnknownNameError, UnsupportedModelError
 from culture_probe.provenance import ProcessLog
-from culture_probe.tasks import GenerateProbe, ScoreProbe, Skipped, Task, parse_options, task_for
+from culture_probe.tasks import (
+    GenerateProbe,
+    ScoreProbe,
+    Scores,
+    Skipped,
+    Stage,
+    Task,
+    parse_options,
+    task_for,
+)
 from culture_probe.tasks.sampling import stratified_items
 
 
@@ -113,7 +122,7 @@ class TwoStage(Task):
     skipped.
     """
 
-    stages = ("answer", "judge")
+    stages = (Stage("answer"), Stage("judge"))
 
     def _probes(self, rows, stage, previous):
         if stage == "answer":
@@ -137,22 +146,16 @@ class TwoStage(Task):
         return {"verdict": output.best()}
 
     def _metrics(self, records, skipped):
-        judged = [r for r in records if r["stage"] == "judge"]
-        return {"correct": sum(r["verdict"] == r["gold"] for r in judged)}
-
-    def _unit_tables(self, records):
         from culture_probe.metrics.results import UnitValue, unit_table
 
-        return [
-            unit_table(
-                "correct",
-                [
-                    UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"]))
-                    for r in records
-                    if r["stage"] == "judge"
-                ],
-            ).with_scale(100.0, binary=True)
-        ]
+        judged = [r for r in records if r["stage"] == "judge"]
+        correct = unit_table(
+            "correct", [UnitValue(r.item_id, 100.0 * (r["verdict"] == r["gold"])) for r in judged]
+        )
+        return Scores(
+            {"correct": sum(r["verdict"] == r["gold"] for r in judged)},
+            [correct.with_scale(100.0, binary=True)],
+        )
 
 
 def _request(answer):

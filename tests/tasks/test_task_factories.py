@@ -111,8 +111,10 @@ def test_a_cloze_probe_keeps_the_templates_spacing_and_records_the_prompt_with_i
 def test_a_protocols_instance_settings_are_made_once_the_base_has_set_its_fields() -> None:
     from culture_probe.benchmarks.maps.task import MapsOptions, MapsTask
 
-    assert MapsTask("maps_en", kind="causal").stages == ("reason", "memorise")
-    assert MapsTask("maps_en", MapsOptions(memorisation=False), kind="causal").stages == ("reason",)
+    assert MapsTask("maps_en", kind="causal").stage_names == ("reason", "memorise")
+    assert MapsTask("maps_en", MapsOptions(memorisation=False), kind="causal").stage_names == (
+        "reason",
+    )
 
 
 def test_records_without_their_alignment_id_say_so_and_others_fall_through() -> None:
@@ -124,3 +126,28 @@ def test_records_without_their_alignment_id_say_so_and_others_fall_through() -> 
     kept = [*old, Record("f2", "", "main", {"uuid": "u2"}, kind="score")]
     assert missing_id(kept, "uuid", "fact id", "fact") is None
     assert missing_id([], "uuid", "fact id", "fact") is None
+
+
+HOOKS = frozenset({"_configure", "_probes", "_read", "_metrics"})
+
+
+def test_every_protocol_overrides_at_most_the_four_hooks() -> None:
+    """A protocol writer learns four hooks; everything else a protocol says (stages and their
+    models, smoke cells, parallel units, design, needs, facts) is a value it holds, so no protocol
+    overrides another method of the base.
+    """
+    from culture_probe.benchmarks import declarations
+    from culture_probe.tasks import Task
+
+    for name, declared in declarations().items():
+        task = declared.part("task").TASK
+        overridden = {
+            attribute
+            for klass in task.__mro__[: task.__mro__.index(Task)]
+            for attribute, value in vars(klass).items()
+            if callable(getattr(Task, attribute, None))
+            and not isinstance(value, type)
+            and not attribute.startswith("__")
+            and value is not getattr(Task, attribute)
+        }
+        assert overridden <= HOOKS, f"{name}: {sorted(overridden - HOOKS)} override the base"

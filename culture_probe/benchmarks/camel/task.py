@@ -20,13 +20,13 @@ import numpy as np
 
 from culture_probe.benchmarks.camel.data import ENTITY_TYPES
 from culture_probe.benchmarks.camel.metrics import ScoredPrompt, prompt_cbs, run_summary
-from culture_probe.data.registry import Benchmark, resolve
+from culture_probe.data.registry import Benchmark
 from culture_probe.data.resources import Need
 from culture_probe.engine.tokens import TokenRows, row_sums
 from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import RecordFields, Task
+from culture_probe.tasks.base import RecordFields, Scores, Task
 from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
@@ -66,6 +66,10 @@ class CamelOptions:
         at_least("n_runs", self.n_runs, 1)
         at_least("sample_size", self.sample_size, 1)
         at_least("n_shot", self.n_shot, 0)
+
+    def needs(self, benchmark: Benchmark) -> dict[str, Need]:
+        """The entity pools: camel_entities, corrected with the prompts."""
+        return {"entities": Need("camel", "entities", corrected=benchmark.corrected)}
 
 
 # ---------------------------------------------------------------- pools and samples
@@ -226,17 +230,21 @@ class CamelTask(Task):
     seeded = True  # the entity samples of each run are drawn with the seed
 
     def _configure(self) -> None:
-        """Refuse a CAMeL config without prompts (the entities are the protocol's side data)."""
+        """Refuse a CAMeL config without prompts (the entities are the protocol's side data); the
+        facts config.json records: how fillers are scored, and how entity samples are seeded.
+        """
         if self.benchmark.base not in ("camel_co_prompts", "camel_ag_prompts"):
             raise CultureProbeError(
                 f"{self.config!r} holds no prompts to probe; run camel_co_prompts or camel_ag_prompts (the entities "
                 "are loaded by the protocol)."
             )
-
-    @classmethod
-    def needs(cls, config: str | Benchmark, options: CamelOptions) -> dict[str, Need]:
-        """The entity pools: camel_entities, corrected with the prompts."""
-        return {"entities": Need("camel", "entities", corrected=resolve(config).corrected)}
+        self.facts = {
+            "aggregate": self.aggregate,
+            "masked_method": self._masked_method() if self.kind == "masked" else None,
+            "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
+            "context": "whole masked prompt" if self.kind == "masked" else "text left of the mask",
+            "seed_scheme": "numpy.random.default_rng([seed, run, type_index, culture_index])",
+        }
 
     @property
     def aggregate(self) -> str:
@@ -244,16 +252,6 @@ class CamelTask(Task):
         if self.options.aggregate != "auto":
             return self.options.aggregate
         return "mean_prob" if self.kind == "masked" else "mean_logprob"
-
-    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Protocol facts recorded in config.json."""
-        return {
-            "aggregate": self.aggregate,
-            "masked_method": self._masked_method() if self.kind == "masked" else None,
-            "seq2seq_style": self.options.seq2seq_style if self.kind == "seq2seq" else None,
-            "context": "whole masked prompt" if self.kind == "masked" else "text left of the mask",
-            "seed_scheme": "numpy.random.default_rng([seed, run, type_index, culture_index])",
-        }
 
     def _masked_method(self) -> str:
         """The engine's masked rule (C4); other model kinds have none."""
@@ -332,34 +330,33 @@ class CamelTask(Task):
             "western": scores[n_arab:].tolist(),
         }
 
-    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
-        return run_summary([scored_prompt(r) for r in records], tie_value=self.options.tie_value)
-
-    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per prompt and run, its CBS; `cbs` is their mean over runs and prompts, averaged over
-        entity types with equal weight. The design: each type is a stratum of prompts crossed with
-        its runs' entity samples (every prompt of a type is filled from the same draw), so the
-        interval holds the spread between entity samples too.
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> Scores:
+        """The CBS summary, and per prompt and run its CBS; `cbs` is their mean over runs and
+        prompts, averaged over entity types with equal weight. The design: each type is a stratum of
+        prompts crossed with its runs' entity samples (every prompt of a type is filled from the
+        same draw), so the interval holds the spread between entity samples too.
         """
-        return [
-            unit_table(
-                "cbs",
-                [
-                    UnitValue(
-                        str(p.prompt_id),
-                        prompt_cbs(
-                            np.asarray(p.arab), np.asarray(p.western), self.options.tie_value
-                        ),
-                        {"entity_type": p.entity_type},
-                        str(p.run),
-                    )
-                    for p in map(scored_prompt, records)
-                ],
-                macro="entity_type",
-                higher_is_better=None,  # 50 = no bias: neither direction is better
-                crossed=self.design.crossed,
-            ).with_scale(100.0)
-        ]
+        prompts = [scored_prompt(r) for r in records]
+        summary = run_summary(prompts, tie_value=self.options.tie_value)
+        return Scores(summary, [self._cbs_table(prompts)])
+
+    def _cbs_table(self, prompts: Sequence[ScoredPrompt]) -> UnitTable:
+        """Each prompt's CBS per run, by entity type, on the percent scale."""
+        return unit_table(
+            "cbs",
+            [
+                UnitValue(
+                    str(p.prompt_id),
+                    prompt_cbs(np.asarray(p.arab), np.asarray(p.western), self.options.tie_value),
+                    {"entity_type": p.entity_type},
+                    str(p.run),
+                )
+                for p in prompts
+            ],
+            macro="entity_type",
+            higher_is_better=None,  # 50 = no bias: neither direction is better
+            crossed=self.design.crossed,
+        ).with_scale(100.0)
 
     # Where this protocol differs from the released code (docs/deviations.md) tareknaous/camel
     # released data only: every deviation below is measured against the paper, none has an upstream

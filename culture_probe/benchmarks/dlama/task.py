@@ -39,6 +39,8 @@ from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import (
     ModelNeed,
     RecordFields,
+    Scores,
+    Stage,
     Task,
     all_scores,
     cloze_probe,
@@ -123,6 +125,13 @@ class DlamaOptions:
         at_least("max_new_tokens", self.max_new_tokens, 1)
         at_least("generate_first_n", self.generate_first_n, 1, none_ok=True)
 
+    def needs(self, benchmark: Benchmark) -> dict[str, Need]:
+        """The probing templates (vendored, or the user's file given as `templates=`)."""
+        if self.mode != "rank":
+            return {}
+        params = (("path", self.templates),) if self.templates else ()
+        return {"templates": Need("dlama", "templates", params=params)}
+
 
 def _ranks(task: DlamaTask) -> bool:
     return task.options.mode == "rank"
@@ -174,34 +183,27 @@ class DlamaTask(Task):
         "aligned_set": str,
     }
 
-    def model_need(self, stage: str) -> ModelNeed:
+    def _configure(self) -> None:
         """Generation mode asks a causal model through its chat template (a refusal names --option
         mode=rank).
         """
-        if self.options.mode != "generate":
-            return ModelNeed(self.kinds)
-        why = "DLAMA generation mode asks with a system message: it needs a causal model with a chat template"
-        return ModelNeed(("causal",), chat=True, why=why, instead="--option mode=rank")
+        if self.options.mode == "generate":
+            why = "DLAMA generation mode asks with a system message: it needs a causal model with a chat template"
+            need = ModelNeed(("causal",), chat=True, why=why, instead="--option mode=rank")
+            self.stages = (Stage("main", need=need),)
 
-    @classmethod
-    def needs(cls, config: str | Benchmark, options: DlamaOptions) -> dict[str, Need]:
-        """The probing templates (vendored, or the user's file given as `templates=`)."""
-        if options.mode != "rank":
-            return {}
-        params = (("path", options.templates),) if options.templates else ()
-        return {"templates": Need("dlama", "templates", params=params)}
-
-    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def _row_facts(
+        self, rows: Sequence[Mapping[str, Any]], sets: Mapping[tuple[str, str], Sequence[str]]
+    ) -> dict[str, Any]:
         """The languages probed; candidate-set sizes and one hash over all sets; label collisions;
-        provisional templates used.
+        provisional templates used: what config.json records of the rows.
         """
-        sets = candidate_sets(rows)
         digest = hashlib.sha256(
             json.dumps(sorted((list(k), v) for k, v in sets.items()), ensure_ascii=False).encode(
                 "utf-8"
             )
         ).hexdigest()
-        described = {
+        facts = {
             "languages": sorted({row["language"] for row in rows}),
             "candidate_sets": {
                 f"{lang}|{pred}": len(v) for (lang, pred), v in sorted(sets.items())
@@ -210,8 +212,8 @@ class DlamaTask(Task):
             "label_collisions": label_collisions(rows),
         }
         if self.options.mode == "rank":
-            described["unverified_templates"] = self.unverified_template_languages(rows)
-        return described
+            facts["unverified_templates"] = self.unverified_template_languages(rows)
+        return facts
 
     def template(self, language: str, predicate: str) -> dict[str, Any] | None:
         """{"template", "verified"} of a (language, predicate), or None when there is none."""
@@ -236,6 +238,7 @@ class DlamaTask(Task):
         self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
     ) -> Iterable[Probe]:
         sets = candidate_sets(rows)
+        self.facts = {**self._row_facts(rows, sets), **self.facts}
         # read back by `_read`: each ranking's aligned QIDs
         self._aligned = aligned_candidates(rows)
         options = ScoreOptions(keep_tokens=self.options.keep_scores)
@@ -334,7 +337,83 @@ class DlamaTask(Task):
             "aligned_set": aligned.set_id,
         }
 
-    def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> Scores:
+        """P@1 (generation mode: overlap and exact accuracy) per fact and prompt language, beside
+        its expected value under a random ranking of the candidate set, g/N (none when a record
+        does not say how many candidates it ranked, e.g. one written by hand); the culture gap needs
+        both cultures. The design's unit is the fact (its release id): its answers in the config's
+        languages are repeated measures on it, and it is what consistency across languages pairs.
+        """
+        cultures = sorted({r["culture"] for r in records})
+        omitted = (
+            {}
+            if len(cultures) == 2
+            else {
+                "culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"
+            }
+        )
+        aligned = self._aligned_answers(records)
+        unaligned = missing_id(records, "uuid", "fact id", "fact")
+        if self.options.mode == "generate":
+            facts = [answered_fact(r) for r in records]
+            return Scores(
+                generation_summary(facts),
+                [self._generation_table(records, facts, m) for m in ("overlap", "exact")],
+                omitted=omitted,
+                aligned=aligned,
+                unaligned=unaligned,
+            )
+        summary = ranking_summary(
+            [ranked_fact(r, self.options.p1_gold) for r in records], reference=WEST
+        )
+        hits = hits_at_k(
+            [r["prediction"] for r in records],
+            [scored_gold(r, self.options.p1_gold) for r in records],
+        )
+        p1 = p1_table(records, 100.0 * hits, self.cluster_of).with_scale(100.0, binary=True)
+        return Scores(
+            summary,
+            [p1],
+            chance=self._chance(records),
+            omitted=omitted,
+            aligned=aligned,
+            unaligned=unaligned,
+        )
+
+    def _generation_table(
+        self, records: Sequence[Record], facts: Sequence[Any], measure: str
+    ) -> UnitTable:
+        """Generation mode: each fact-language answer's `measure` ("overlap" or "exact"), %."""
+        return unit_table(
+            measure,
+            [
+                UnitValue(
+                    r.item_id,
+                    100.0 * getattr(f, measure),
+                    fact_strata(r),
+                    cluster=self.cluster_of(r),
+                )
+                for r, f in zip(records, facts, strict=True)
+            ],
+            higher_is_better=True,
+        ).with_scale(100.0, binary=True)
+
+    def _chance(self, records: Sequence[Record]) -> list[tuple[UnitTable, str]]:
+        """Each fact's expected P@1 under a random ranking of its candidate set, g/N; none when a
+        record does not say how many candidates it ranked.
+        """
+        if not all("n_candidates" in r for r in records):
+            return []
+        expected = [
+            100.0
+            * chance.random_precision_at_1(
+                len(gold_labels(r, self.options.p1_gold)), r["n_candidates"]
+            )
+            for r in records
+        ]
+        return [(p1_table(records, expected, self.cluster_of), chance.P_AT_1)]
+
+    def _aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
         """Each fact's P@1 (generation: overlap) and aligned ranking, by its released id (records
         written before the id was kept have none and are left out).
         """
@@ -360,73 +439,6 @@ class DlamaTask(Task):
             )
             for r, hit in zip(facts, hits, strict=True)
         ]
-
-    def unaligned(self, answered: Sequence[Record]) -> str:
-        """Records without the fact's released id (written before it was kept) cannot be matched
-        across languages.
-        """
-        return missing_id(answered, "uuid", "fact id", "fact") or super().unaligned(answered)
-
-    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
-        if self.options.mode == "generate":
-            return generation_summary([answered_fact(r) for r in records])
-        return ranking_summary(
-            [ranked_fact(r, self.options.p1_gold) for r in records], reference=WEST
-        )
-
-    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per fact and prompt language: P@1, or in generation mode the overlap and exact
-        accuracies. The design's unit is the fact (its release id): its answers in the config's
-        languages are repeated measures on it.
-        """
-        if self.options.mode == "generate":
-            facts = [answered_fact(r) for r in records]
-            return [
-                unit_table(
-                    measure,
-                    [
-                        UnitValue(
-                            r.item_id,
-                            100.0 * getattr(f, measure),
-                            fact_strata(r),
-                            cluster=self.cluster_of(r),
-                        )
-                        for r, f in zip(records, facts, strict=True)
-                    ],
-                    higher_is_better=True,
-                ).with_scale(100.0, binary=True)
-                for measure in ("overlap", "exact")
-            ]
-        hits = hits_at_k(
-            [r["prediction"] for r in records],
-            [scored_gold(r, self.options.p1_gold) for r in records],
-        )
-        return [p1_table(records, 100.0 * hits, self.cluster_of).with_scale(100.0, binary=True)]
-
-    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Ranking: each fact's expected P@1 under a random ranking of its candidate set, g/N (none
-        when a record does not say how many candidates it ranked, e.g. one written by hand).
-        """
-        if self.options.mode != "rank" or not all("n_candidates" in r for r in records):
-            return ()
-        expected = [
-            100.0
-            * chance.random_precision_at_1(
-                len(gold_labels(r, self.options.p1_gold)), r["n_candidates"]
-            )
-            for r in records
-        ]
-        return [(p1_table(records, expected, self.cluster_of), chance.P_AT_1)]
-
-    def _composites(
-        self, records: Sequence[Record], metrics: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        cultures = sorted({r["culture"] for r in records})
-        if len(cultures) == 2:
-            return {}, {}
-        return {}, {
-            "culture_gap": f"needs facts of both cultures; this run has {', '.join(cultures) or 'none'}"
-        }
 
     # Where this protocol differs from the released code (docs/deviations.md)
     deviations = (

@@ -34,6 +34,8 @@ from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
 from culture_probe.tasks.base import (
     ModelNeed,
     RecordFields,
+    Scores,
+    Stage,
     Task,
     all_scores,
     cloze_probe,
@@ -139,6 +141,18 @@ class FmlamaOptions:
         at_least("chat_max_new_tokens", self.chat_max_new_tokens, 1)
         in_range("chat_temperature", self.chat_temperature, 0, above=True)
 
+    def needs(self, benchmark: Benchmark) -> dict[str, Need]:
+        """The templates (faithful or corrected set), and the mWS vectors when `vectors=` names
+        them.
+        """
+        needs = {
+            "templates": Need("fmlama", "templates", corrected=self.template_set == "corrected")
+        }
+        if self.vectors and self.mode == "rank":
+            params = (("path", self.vectors), ("language", config_language(benchmark)))
+            needs["vectors"] = Need("fmlama", "vectors", params=params)
+        return needs
+
 
 GROUP_NEEDS = (
     "the numbers per country group (the paper's table) need 2 dishes of each for an interval"
@@ -180,54 +194,32 @@ class FmlamaTask(Task):
     options: FmlamaOptions
 
     def _configure(self) -> None:
-        """Chat mode samples with the seed when asked to; ranking smoke runs ask two templates per
+        """Chat mode samples with the seed when asked to, and asks a causal or seq2seq model through
+        its chat template (a refusal names mode=rank); ranking smoke runs ask two templates per
         family.
         """
         self.seeded = self.options.mode == "chat" and self.options.chat_decoding == "sample"
-        # ranking the whole pool is the costly part: two templates per family
         if self.options.mode == "rank":
+            # ranking the whole pool is the costly part: two templates per family
             self.smoke = RANK_SMOKE
-
-    def model_need(self, stage: str) -> ModelNeed:
-        """Chat mode asks a causal or seq2seq model through its chat template (a refusal names
-        mode=rank).
-        """
-        if self.options.mode != "chat":
-            return ModelNeed(self.kinds)
+            return
         why = "FmLAMA chat mode generates replies through the model's chat template (the paper's section 5.3)"
-        return ModelNeed(("causal", "seq2seq"), chat=True, why=why, instead="--option mode=rank")
+        need = ModelNeed(("causal", "seq2seq"), chat=True, why=why, instead="--option mode=rank")
+        self.stages = (Stage("main", need=need),)
+        self.facts["chat_decoding"] = (
+            f"one sample at temperature {self.options.chat_temperature}, seeded per prompt from seed {self.seed}"
+            if self.seeded
+            else "greedy"
+        )
 
-    @classmethod
-    def needs(cls, config: str | Benchmark, options: FmlamaOptions) -> dict[str, Need]:
-        """The templates (faithful or corrected set), and the mWS vectors when `vectors=` names
-        them.
-        """
-        needs = {
-            "templates": Need("fmlama", "templates", corrected=options.template_set == "corrected")
-        }
-        if options.vectors and options.mode == "rank":
-            params = (("path", options.vectors), ("language", config_language(config)))
-            needs["vectors"] = Need("fmlama", "vectors", params=params)
-        return needs
-
-    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Candidate pool size and hash, the templates used, and how chat replies are decoded."""
-        pool = list(self.pool(rows))
-        digest = hashlib.sha256(json.dumps(pool, ensure_ascii=False).encode("utf-8")).hexdigest()
+    def _row_facts(self, rows: Sequence[Mapping[str, Any]], pool: Sequence[str]) -> dict[str, Any]:
+        """Candidate pool size and hash, and the templates used, as config.json records them."""
+        digest = hashlib.sha256(
+            json.dumps(list(pool), ensure_ascii=False).encode("utf-8")
+        ).hexdigest()
         language = prompt_language(rows[0]) if rows else None
         templates = {rel: text for rel, _, text in self.templates(language)} if language else {}
-        described: dict[str, Any] = {
-            "n_candidates": len(pool),
-            "candidates_sha256": digest,
-            "templates": templates,
-        }
-        if self.options.mode == "chat":
-            described["chat_decoding"] = (
-                f"one sample at temperature {self.options.chat_temperature}, seeded per prompt from seed {self.seed}"
-                if self.seeded
-                else "greedy"
-            )
-        return described
+        return {"n_candidates": len(pool), "candidates_sha256": digest, "templates": templates}
 
     def gold(self, row: Mapping[str, Any]) -> list[str]:
         """A dish's gold items: its ingredients, or (ranking with split_gold=False, F1) the one
@@ -261,6 +253,7 @@ class FmlamaTask(Task):
         self, rows: Sequence[Mapping[str, Any]], stage: str, previous: Sequence[Record]
     ) -> Iterable[Probe]:
         pool = self.pool(rows)
+        self.facts = {**self._row_facts(rows, pool), **self.facts}
         by_language = {}
         for row in rows:
             language = prompt_language(row)
@@ -379,55 +372,49 @@ class FmlamaTask(Task):
             fields["scores"] = all_scores(output)
         return fields
 
-    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> Scores:
+        """Ranking: per dish, per template of a family, its AP (mAP = the mean over templates of the
+        mean over dishes, as `map_<family>`), beside its expected AP under a random ranking of the
+        candidates it was ranked against (gold absent from the ranking, F2, count in the denominator
+        as in its AP; none when a record does not say how many candidates it ranked, e.g. one
+        written by hand). Chat mode: per dish and prompt cell, whether it named a gold ingredient
+        (the mean over cells, where the paper reports the best cell).
+        """
         if self.options.mode == "chat":
-            return chat_summary([chat_reply(r, self.group(r)) for r in records])
+            replies = [chat_reply(r, self.group(r)) for r in records]
+            accuracy = unit_table(
+                "chat_accuracy",
+                [
+                    UnitValue(
+                        r.item_id,
+                        100.0 * c.correct,
+                        {"lang": r["lang"], "group": c.group},
+                        f"{c.template} / {c.instruction}",
+                    )
+                    for r, c in zip(records, replies, strict=True)
+                ],
+                higher_is_better=True,
+            )
+            return Scores(chat_summary(replies), [accuracy.with_scale(100.0, binary=True)])
         dishes = [self.ranked_dish(r) for r in records]
         embed = None
         if self.options.vectors:  # read only the vectors mWS needs, once
             embed = self.resource("vectors").lookup(
                 words_needed([d.ranking for d in dishes], [d.gold for d in dishes])
             )
-        return ranking_summary(
+        summary = ranking_summary(
             dishes, embed, map_decimals=2 if self.options.round_template_map else None
         )
-
-    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per dish, per template of a family: its AP (mAP = the mean over templates of the mean
-        over dishes, as `map_<family>`); chat mode: per dish and prompt cell, whether it named a
-        gold ingredient (the mean over cells, where the paper reports the best cell).
-        """
-        if self.options.mode == "chat":
-            replies = [chat_reply(r, self.group(r)) for r in records]
-            return [
-                unit_table(
-                    "chat_accuracy",
-                    [
-                        UnitValue(
-                            r.item_id,
-                            100.0 * c.correct,
-                            {"lang": r["lang"], "group": c.group},
-                            f"{c.template} / {c.instruction}",
-                        )
-                        for r, c in zip(records, replies, strict=True)
-                    ],
-                    higher_is_better=True,
-                ).with_scale(100.0, binary=True)
-            ]
         ranked = self._map_tables(
             records, lambda dish, _: average_precision(dish.ranking, set(dish.gold))
         )
-        return [table.with_scale(100.0) for table in ranked]
-
-    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Ranking: each dish's expected AP in each template under a random ranking of the
-        candidates it was ranked against (gold absent from the ranking, F2, count in the denominator
-        as in its AP); none when a record does not say how many candidates it ranked (e.g. one
-        written by hand).
-        """
-        if self.options.mode != "rank" or not all("n_candidates" in r for r in records):
-            return ()
-        return [(table, chance.AVERAGE_PRECISION) for table in self._map_tables(records, random_ap)]
+        counted = all("n_candidates" in r for r in records)
+        random = self._map_tables(records, random_ap) if counted else []
+        return Scores(
+            summary,
+            [table.with_scale(100.0) for table in ranked],
+            chance=[(table, chance.AVERAGE_PRECISION) for table in random],
+        )
 
     def _map_tables(
         self, records: Sequence[Record], ap: Callable[[RankedDish, Record], float]

@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from culture_probe.benchmarks.maps.task import QUESTIONS, memorisation_templates
+from culture_probe.benchmarks.maps.task import (
+    GAP_CONFIGS,
+    QUESTIONS,
+    culture_gap_study,
+    memorisation_templates,
+)
 from culture_probe.metrics.display import Scale, estimate_cells, with_n
 from culture_probe.record import ResultsTable, RunRecord
 from culture_probe.report.views import Bars, Reference, Section, Table
@@ -38,6 +43,18 @@ PAPER_ACCURACY: dict[tuple[str, str], tuple[float, float]] = {
     for model, cells in _TABLE_4.items()
     for language, cell in zip(("en", "zh", "id", "de", "ru", "bn"), cells.split(), strict=True)
 }
+
+
+def suite_studies(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The culture and language gaps (the paper's section 5.3) of each direction whose four configs
+    ran, from the metrics of a suite's full runs ({config: metrics}), by study name.
+    """
+    accuracy = {c: m["accuracy"] for c, m in metrics.items() if m.get("accuracy") is not None}
+    return {
+        f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
+        for direction, needed in GAP_CONFIGS.items()
+        if all(c in accuracy for c in needed)
+    }
 
 
 def references(config: RunRecord) -> tuple[Reference, ...]:

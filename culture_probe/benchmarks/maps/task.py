@@ -40,7 +40,7 @@ from culture_probe.engine.types import (
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics import chance
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.tasks.base import RecordFields, Task
+from culture_probe.tasks.base import RecordFields, Scores, Stage, Task
 from culture_probe.tasks.deviations import Deviation, Scope
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import (
@@ -150,6 +150,12 @@ class MapsOptions:
         at_least("mem_max_new_tokens", self.mem_max_new_tokens, 1, none_ok=True)
         at_least("seq2seq_max_tokens", self.seq2seq_max_tokens, 1, none_ok=True)
         at_least("n_shot (the paper uses 2 and 5)", self.n_shot, 0)
+
+    def needs(self, benchmark: Benchmark) -> dict[str, Need]:
+        """The English few-shot split, when demonstrations are asked for (from the run's MAPS
+        folder).
+        """
+        return {"few_shot": Need("maps", "few_shot")} if self.n_shot else {}
 
 
 # ---------------------------------------------------------------- prompts
@@ -335,34 +341,15 @@ class MapsTask(Task):
     options: MapsOptions
 
     def _configure(self) -> None:
-        """The memorisation stage follows the reasoning one when asked for."""
-        self.stages = ("reason", "memorise") if self.options.memorisation else ("reason",)
-
-    @classmethod
-    def suite_studies(cls, metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """The culture and language gaps (the paper's section 5.3) of each direction whose four
-        configs ran.
+        """The memorisation stage follows the reasoning one when asked for; the facts config.json
+        records: the question asked, the memorisation budget and match, the few-shot sets.
         """
-        accuracy = {c: m["accuracy"] for c, m in metrics.items() if m.get("accuracy") is not None}
-        return {
-            f"maps_culture_gap_{direction}": culture_gap_study(accuracy, direction)
-            for direction, needed in GAP_CONFIGS.items()
-            if all(c in accuracy for c in needed)
-        }
-
-    @classmethod
-    def needs(cls, config: str | Benchmark, options: MapsOptions) -> dict[str, Need]:
-        """The English few-shot split, when demonstrations are asked for (from the run's MAPS
-        folder).
-        """
-        return {"few_shot": Need("maps", "few_shot")} if options.n_shot else {}
-
-    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Protocol facts recorded in config.json."""
+        memorise = (Stage("memorise"),) if self.options.memorisation else ()
+        self.stages = (Stage("reason"), *memorise)
         budget = self.options.mem_max_new_tokens or "max(4, T + 2)"
         if self.kind == "masked":
             budget = "one mask: the argmax vocabulary piece (M9)"
-        return {
+        self.facts = {
             "question": QUESTIONS[self.options.question],
             "memorisation": self.options.memorisation,
             "mem_max_new_tokens": budget,
@@ -514,7 +501,11 @@ class MapsTask(Task):
 
     # ------------------------------------------------------------ metrics
 
-    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> Scores:
+        """Accuracy (overall, figurative and literal, by memorisation) and memorisation; per proverb
+        (and few-shot demonstration set) whether the asked question was answered right, beside a
+        random letter's chance of it (half, whichever question is asked).
+        """
         answers = [
             ReasonAnswer(
                 r["id"], r["pred"], r["label"], r["is_figurative"], r["correct"], r["demo_set"]
@@ -534,7 +525,7 @@ class MapsTask(Task):
         complete = bool(completions) and all(
             a.item_id in flags or a.item_id in unscorable for a in answers
         )
-        return run_summary(
+        summary = run_summary(
             answers,
             completions,
             question=self.options.question,
@@ -542,21 +533,13 @@ class MapsTask(Task):
             n_sets=N_SETS if self.options.n_shot else 0,
             memorised=flags if complete else None,
         )
-
-    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per proverb (and few-shot demonstration set): whether the asked question was answered
-        right.
-        """
-        return [
-            accuracy_table(records, lambda r: float(bool(r["correct"]))).with_scale(
-                100.0, binary=True
-            )
-        ]
-
-    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """A random letter is right half the time, whichever question is asked."""
-        table = accuracy_table(records, lambda r: chance.random_precision_at_1(1, len(LABELS)))
-        return [(table, chance.CHOICE.format(options="two options (a, b): 1/2"))]
+        correct = accuracy_table(records, lambda r: float(bool(r["correct"])))
+        random = accuracy_table(records, lambda r: chance.random_precision_at_1(1, len(LABELS)))
+        return Scores(
+            summary,
+            [correct.with_scale(100.0, binary=True)],
+            chance=[(random, chance.CHOICE.format(options="two options (a, b): 1/2"))],
+        )
 
     # Where this protocol differs from the released code (docs/deviations.md)
     deviations = (

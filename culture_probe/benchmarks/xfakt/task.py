@@ -39,9 +39,9 @@ from culture_probe.engine.types import CandidateScores, GenerateOptions, ScoreRe
 from culture_probe.errors import CultureProbeError
 from culture_probe.metrics import chance
 from culture_probe.metrics.consistency import AlignedAnswer
-from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
-from culture_probe.record import Chance, Results
-from culture_probe.tasks.base import ModelNeed, RecordFields, Task, missing_id
+from culture_probe.metrics.results import CONFIDENCE, UnitTable, UnitValue, unit_table
+from culture_probe.record import Chance
+from culture_probe.tasks.base import ModelNeed, RecordFields, Scores, Stage, Task, missing_id
 from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
@@ -110,6 +110,15 @@ class XfaktOptions:
         generated).
         """
         return self.mode == "generate" and self.judge == "llm"
+
+    def needs(self, benchmark: Benchmark) -> dict[str, Need]:
+        """The data file's literals, released and corrected (country names in every language, judge
+        prompts).
+        """
+        return {
+            "literals": Need("xfakt", "literals"),
+            "corrected_literals": Need("xfakt", "literals", corrected=True),
+        }
 
 
 # ---------------------------------------------------------------- judges
@@ -263,8 +272,9 @@ class XfaktTask(Task):
     }
 
     def _configure(self) -> None:
-        """The part of X-FaKT the config holds sets the smoke cells, parallel units, design and
-        stages.
+        """The part of X-FaKT the config holds sets the smoke cells, parallel units and design; the
+        LLM judge answers a stage of its own; the facts config.json records: the part, the mode, the
+        judge and whether the chat template asks.
         """
         self.part = _part(self.benchmark)
         self.smoke = SMOKE[self.part]
@@ -272,35 +282,35 @@ class XfaktTask(Task):
         # every language
         self.parallel = ENTITIES if self.part == "factual_recall" else None
         self.design = DESIGNS.get(self.part, SamplingDesign("question"))
-        self.stages = ("answer", "judge") if self.llm_judged else ("answer",)
+        # a resumed run may change the judge and keep its answers (`STAGE_OPTIONS`)
+        answer = Stage("answer", need=self._answer_need(), options=STAGE_OPTIONS["answer"])
+        judge = Stage(
+            "judge", model=self.options.judge_model, need=JUDGE_NEED, options=STAGE_OPTIONS["judge"]
+        )
+        self.stages = (answer, judge) if self.llm_judged else (answer,)
         self._judge: StringJudge | None = None
-
-    @classmethod
-    def needs(cls, config: str | Benchmark, options: XfaktOptions) -> dict[str, Need]:
-        """The data file's literals, released and corrected (country names in every language, judge
-        prompts).
-        """
-        return {
-            "literals": Need("xfakt", "literals"),
-            "corrected_literals": Need("xfakt", "literals", corrected=True),
-        }
-
-    def describe(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Protocol facts recorded in config.json."""
         if self.options.mode == "rank":
-            judge = "argmax of the ranked answers"
+            judged_by = "argmax of the ranked answers"
+        elif self.options.judge == "llm":
+            judged_by = self.options.judge_model
         else:
-            judge = (
-                self.options.judge_model
-                if self.options.judge == "llm"
-                else "string matching (StringJudge)"
-            )
-        return {
+            judged_by = "string matching (StringJudge)"
+        self.facts = {
             "part": self.part,
             "mode": self.options.mode,
-            "judge": judge,
+            "judge": judged_by,
             "chat_template": self.chat,
         }
+
+    def _answer_need(self) -> ModelNeed:
+        """Causal models asked through their chat template need one (rank_prompt=plain does not)."""
+        if not self.chat:
+            return ModelNeed(self.kinds)
+        if self.options.mode == "generate":
+            why = "X-FaKT asks each question as the only user turn of the model's chat template (section 4.1)"
+            return ModelNeed(self.kinds, chat=True, why=why, instead=PLAIN_RANK)
+        why = "X-FaKT's rank mode scores the countries as the start of the reply to the chat-templated question"
+        return ModelNeed(self.kinds, chat=True, why=why, instead="--option rank_prompt=plain")
 
     @property
     def _double_bos(self) -> bool:
@@ -317,30 +327,6 @@ class XfaktTask(Task):
         return self.kind == "causal" and (
             self.options.mode == "generate" or self.options.rank_prompt == "chat"
         )
-
-    def stage_model(self, stage: str) -> str | None:
-        """The LLM judge answers the `judge` stage."""
-        return self.options.judge_model if stage == "judge" else None
-
-    def model_need(self, stage: str) -> ModelNeed:
-        """The judge and causal models asked through their chat template need one (rank_prompt=plain
-        does not).
-        """
-        if stage == "judge":
-            return JUDGE_NEED
-        if not self.chat:
-            return ModelNeed(self.kinds)
-        if self.options.mode == "generate":
-            why = "X-FaKT asks each question as the only user turn of the model's chat template (section 4.1)"
-            return ModelNeed(self.kinds, chat=True, why=why, instead=PLAIN_RANK)
-        why = "X-FaKT's rank mode scores the countries as the start of the reply to the chat-templated question"
-        return ModelNeed(self.kinds, chat=True, why=why, instead="--option rank_prompt=plain")
-
-    def stage_options(self, stage: str) -> tuple[str, ...]:
-        """The answer stage's options and the judge's (`STAGE_OPTIONS`); rounding and tiers change
-        metrics only.
-        """
-        return STAGE_OPTIONS[stage]
 
     @property
     def llm_judged(self) -> bool:
@@ -476,7 +462,92 @@ class XfaktTask(Task):
     def _graded(self, records: Sequence[Record]) -> list[Record]:
         return graded_answers(records, llm_judged=self.llm_judged)
 
-    def aligned_answers(self, answered: Sequence[Record]) -> list[AlignedAnswer]:
+    def _metrics(self, records: list[Record], skipped: list[Record]) -> Scores:
+        """Per question, whether its answer was wrong (`error_rate`, %), by language and the
+        entity's country (in factual recall an entity asked in every language is one unit, the
+        design's, its questions repeated measures), beside its expected error when one of the
+        answers it ranks is picked at random (rank mode); FRS, KTS and X-FaKT (factual recall) with
+        their intervals and reference points: what random answers score on these cells (rank mode),
+        and a warning when the error rates cannot be told from a model that knows nothing, so that
+        KTS says nothing about transfer (`culture_probe.benchmarks.xfakt.chance`). Answers still
+        waiting for the judge's verdict (an interrupted run) are left out, and counted.
+        """
+        graded = self._graded(records)
+        summary = answers_summary(
+            [graded_answer(r) for r in graded],
+            transfer=self.part == "factual_recall",
+            round_cells=self.options.round_cells,
+            tiers=self.options.tiers,
+            round_statistics=self.options.round_statistics,
+        )
+        answered = sum(1 for r in records if r["stage"] == "answer")
+        detail = {**summary, "n_ungraded": answered - len(graded)}
+        wrong = error_table(graded, lambda r: float(not r["correct"]), self.cluster_of)
+        composites, omitted = self._composites(graded, detail)
+        references, warnings = self._references(graded, detail, composites)
+        return Scores(
+            detail,
+            [wrong.with_scale(100.0, binary=True)],
+            chance=self._chance(graded),
+            composites=composites,
+            omitted=omitted,
+            references=references,
+            warnings=warnings,
+            aligned=self._aligned_answers(graded),
+            unaligned=self._unaligned(records),
+        )
+
+    def _chance(self, graded: Sequence[Record]) -> list[tuple[UnitTable, str]]:
+        """Rank mode: each question's expected error when one of the answers it ranks is picked at
+        random.
+        """
+        if self.options.mode != "rank":
+            return []
+        table = error_table(
+            graded, lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])), self.cluster_of
+        )
+        options = (
+            "two people named in the question" if self.part == "in_context" else "13 countries"
+        )
+        method = chance.CHOICE.format(
+            options=f"ranked answers ({options}), wrong with probability 1 - 1/k"
+        )
+        return [(table, method)]
+
+    def _composites(
+        self, graded: Sequence[Record], detail: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """FRS, KTS and X-FaKT (factual recall) with their intervals, or why they are left out."""
+        if self.part != "factual_recall":
+            return {}, {}
+        if detail.get("kts") is None:
+            return {}, {
+                name: detail.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")
+            }
+        answers = [graded_answer(r, self.cluster_of(r)) for r in graded]
+        return transfer_estimates(answers, detail), {}
+
+    def _references(
+        self, graded: Sequence[Record], detail: Mapping[str, Any], composites: Mapping[str, Any]
+    ) -> tuple[dict[str, Chance], dict[str, str]]:
+        """KTS's reference points: what random answers score on these cells (rank mode), and the
+        warning when the run cannot be told from a model that knows nothing.
+        """
+        if "kts" not in composites:
+            return {}, {}
+        references: dict[str, Chance] = {}
+        p_random = None
+        if self.options.mode == "rank":
+            cells: dict[tuple[str, str], list[float]] = {}
+            for r in graded:
+                cells.setdefault((r["language"], r["country"]), []).append(1 - 1 / len(r["scores"]))
+            random = random_answers(cells, round_cells=self.options.round_cells)
+            references = dict(random.reference(CONFIDENCE))
+            p_random = random.p_value(detail["mu_assoc"], detail["mu_non"])
+        warning = transfer_warning(composites, references, p_random, confidence=CONFIDENCE)
+        return references, ({"kts": warning} if warning else {})
+
+    def _aligned_answers(self, graded: Sequence[Record]) -> list[AlignedAnswer]:
         """Factual recall: each question's verdict (as the metrics grade it) and, in rank mode, its
         ranking of the 13 countries, by (country, entity index); records written before the index
         was kept are left out.
@@ -484,7 +555,7 @@ class XfaktTask(Task):
         if self.part != "factual_recall":
             return []
         answers = []
-        for r in self._graded(answered):
+        for r in graded:
             if "entity_idx" in r:
                 ranking = ranked_answers(r.get("scores") or {})
                 fact = f"{r['country']}|{r['entity_idx']}"
@@ -495,7 +566,7 @@ class XfaktTask(Task):
                 )
         return answers
 
-    def unaligned(self, answered: Sequence[Record]) -> str:
+    def _unaligned(self, answered: Sequence[Record]) -> str | None:
         """In-context recall and counter-factual adherence ask no question in every language;
         factual recall records written before the entity index was kept cannot be matched.
         """
@@ -505,92 +576,7 @@ class XfaktTask(Task):
                 f"{what} does not ask one question in every language (only factual recall asks each entity in all "
                 "13), so no answer is matched across languages"
             )
-        unkept = missing_id(answered, "entity_idx", "entity index", "question")
-        return unkept or super().unaligned(answered)
-
-    def _metrics(self, records: list[Record], skipped: list[Record]) -> dict[str, Any]:
-        answers = [graded_answer(r) for r in self._graded(records)]
-        summary = answers_summary(
-            answers,
-            transfer=self.part == "factual_recall",
-            round_cells=self.options.round_cells,
-            tiers=self.options.tiers,
-            round_statistics=self.options.round_statistics,
-        )
-        # Answers still waiting for the judge's verdict (an interrupted run) are left out, and
-        # counted.
-        answered = sum(1 for r in records if r["stage"] == "answer")
-        return {**summary, "n_ungraded": answered - len(answers)}
-
-    def _unit_tables(self, records: list[Record]) -> Iterable[UnitTable]:
-        """Per question: whether its answer was wrong (`error_rate`, %), by language and the
-        entity's country; in factual recall an entity asked in every language is one unit (the
-        design's), its questions repeated measures.
-        """
-        wrong = error_table(
-            self._graded(records), lambda r: float(not r["correct"]), self.cluster_of
-        )
-        return [wrong.with_scale(100.0, binary=True)]
-
-    def _chance_tables(self, records: list[Record]) -> Iterable[tuple[UnitTable, str]]:
-        """Rank mode: each question's expected error when one of the answers it ranks is picked at
-        random.
-        """
-        if self.options.mode != "rank":
-            return ()
-        table = error_table(
-            self._graded(records),
-            lambda r: 1 - chance.random_precision_at_1(1, len(r["scores"])),
-            self.cluster_of,
-        )
-        options = (
-            "two people named in the question" if self.part == "in_context" else "13 countries"
-        )
-        return [
-            (
-                table,
-                chance.CHOICE.format(
-                    options=f"ranked answers ({options}), wrong with probability 1 - 1/k"
-                ),
-            )
-        ]
-
-    def results(self, answered: Sequence[Record], metrics: Mapping[str, Any]) -> Results:
-        """The results schema (`Task.results`), and for FRS, KTS and X-FaKT their reference points:
-        in rank mode what random answers score on these cells (`results.chance`), and in every mode
-        a warning (`results.warnings`) when the error rates cannot be told from a model that knows
-        nothing, so that KTS says nothing about transfer (`culture_probe.benchmarks.xfakt.chance`).
-        """
-        out = super().results(answered, metrics)
-        if "kts" not in out["overall"]:
-            return out
-        chance: dict[str, Chance] = dict(out.get("chance") or {})
-        p_random = None
-        if self.options.mode == "rank":
-            cells: dict[tuple[str, str], list[float]] = {}
-            for r in self._graded([r for r in answered if not r.skipped]):
-                cells.setdefault((r["language"], r["country"]), []).append(1 - 1 / len(r["scores"]))
-            random = random_answers(cells, round_cells=self.options.round_cells)
-            chance.update(random.reference(out["ci"]["confidence"]))
-            p_random = random.p_value(metrics["mu_assoc"], metrics["mu_non"])
-            out["chance"] = chance
-        warning = transfer_warning(
-            out["overall"], chance, p_random, confidence=out["ci"]["confidence"]
-        )
-        return {**out, "warnings": {"kts": warning}} if warning else out
-
-    def _composites(
-        self, records: Sequence[Record], metrics: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        """FRS, KTS and X-FaKT (factual recall) with their intervals, or why they are left out."""
-        if self.part != "factual_recall":
-            return {}, {}
-        if metrics.get("kts") is None:
-            return {}, {
-                name: metrics.get("xfakt_unavailable", "") for name in ("frs", "kts", "xfakt")
-            }
-        answers = [graded_answer(r, self.cluster_of(r)) for r in self._graded(records)]
-        return transfer_estimates(answers, metrics), {}
+        return missing_id(answered, "entity_idx", "entity index", "question")
 
     # Where this protocol differs from the released code (docs/deviations.md)
     deviations = (

@@ -191,11 +191,11 @@ def test_rank_mode_scores_the_countries_as_the_reply_to_the_chat_prompt(xfakt_re
     assert not plain.request.chat and plain.request.sep == " "
     assert plain.request.candidates == chat.request.candidates
     assert [d["id"] for d in plain_task.applied_deviations()] == ["X2", "X5", "X7", "X8"]
-    assert plain_task.describe(rows)["chat_template"] is False
+    assert plain_task.describe()["chat_template"] is False
     default = xtask(xfakt_release, mode="rank")
     # no generation, judge, or X7
     assert [d["id"] for d in default.applied_deviations()] == ["X2", "X5", "X8"]
-    assert default.describe(rows)["chat_template"] is True
+    assert default.describe()["chat_template"] is True
     seq2seq = xtask(xfakt_release, kind="seq2seq", mode="rank")
     assert not seq2seq.build_probes(rows)[0].request.chat and "X7" in {
         d["id"] for d in seq2seq.applied_deviations()
@@ -460,7 +460,7 @@ def test_llm_judge_is_a_second_stage_with_the_rubric(xfakt_release, tmp_path):
     save_tiny(judge_dir, "gpt2", scorer.tokenizer, layers=1, hidden=32)
     rows = rows_of(xfakt_release, "New York", languages=("en", "sw"))
     task = xtask(xfakt_release, judge_model=str(judge_dir))
-    assert task.stages == ("answer", "judge") and task.stage_model("judge") == str(judge_dir)
+    assert task.stage_names == ("answer", "judge") and task.stage("judge").model == str(judge_dir)
     result = run(
         "xfakt_factual_recall",
         scorer,
