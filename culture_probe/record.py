@@ -280,14 +280,17 @@ class RunRecord:
 # it
 
 
-class IntervalFields(TypedDict, total=False):
+class _IntervalFields(TypedDict):
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class IntervalFields(_IntervalFields, total=False):
     """An interval as the results schema writes it (`metrics.Interval.fields`): standard error and
     bounds (None where undefined), and `no_interval`, why there is none.
     """
 
-    stderr: float | None
-    ci_low: float | None
-    ci_high: float | None
     no_interval: str
 
 
@@ -303,6 +306,17 @@ class Estimate(_Estimate, IntervalFields, total=False):
     """
 
     n_observations: int
+
+
+#: a results block's `by_<stratum>` value (`STRATUM_KEY`): stratum label (a language, culture,
+#: predicate, entity type...) -> {metric: Estimate}. A TypedDict of Python 3.11 cannot name such
+#: keys (PEP 728's `extra_items` is not in `typing` before 3.15, and mypy 2.4 does not read it),
+#: so this one alias types them wherever they are written (`with_strata`), checked
+#: (`read_metrics`), read (`ResultsTable.strata`) and declared in the JSON Schema
+#: (`culture_probe.schemas`).
+Strata = dict[str, dict[str, Estimate]]
+#: the keys of a results block that hold `Strata`: `by_` and the stratum's name
+STRATUM_KEY = r"^by_[a-z_]+$"
 
 
 class Chance(TypedDict, total=False):
@@ -337,8 +351,8 @@ class Design(TypedDict, total=False):
 
 
 class Results(TypedDict, total=False):
-    """metrics.json's `results`, the one schema of every benchmark (its `by_<stratum>` keys, each a
-    label -> `{metric: Estimate}`, are checked beside it: `read_metrics`).
+    """metrics.json's `results`, the one schema of every benchmark (its `by_<stratum>` keys hold
+    `Strata`, each label -> `{metric: Estimate}`).
     """
 
     schema_version: int
@@ -386,9 +400,17 @@ class _PairDifference(TypedDict):
 
 
 class PairDifference(_PairDifference, total=False):
-    """The paired P@1 difference of two languages on the facts both answered, with its test."""
+    """The paired P@1 difference of two languages on the facts both answered (`n`; `of` says which
+    minus which), with its interval (`method`; `stderr`, or why there is none) and its test (Holm-
+    adjusted over the run's `n_tests` pairs).
+    """
 
     difference: float | None
+    n: int
+    of: str
+    method: str
+    stderr: float | None
+    no_interval: str
     p_value: float | None
     p_holm: float | None
     n_tests: int | None
@@ -401,9 +423,7 @@ class Unpaired(TypedDict):
     only_b: int
 
 
-class LanguagePair(TypedDict):
-    """Per-fact agreement of two languages (`metrics.consistency.consistency_detail`)."""
-
+class _LanguagePair(TypedDict):
     n: int
     both_right: int
     right_only_a: int
@@ -413,12 +433,25 @@ class LanguagePair(TypedDict):
     unpaired: Unpaired
 
 
+class LanguagePair(_LanguagePair, total=False):
+    """Per-fact agreement of two languages (`metrics.consistency.consistency_detail`): the agreement
+    table, each language's P@1 on the shared facts (%), the paired difference, what was not paired,
+    and the facts RankC compared and those it left out, by why.
+    """
+
+    accuracy_a: float
+    accuracy_b: float
+    rankc_facts: int
+    rankc_left_out: dict[str, int]
+
+
 class Consistency(TypedDict, total=False):
     """metrics.json's `consistency`: how the languages were aligned, RankC's depth, and each pair's
     agreement.
     """
 
     alignment: str | None
+    weight: str
     depth: int
     pairs: dict[str, LanguagePair]
 
@@ -461,7 +494,7 @@ class ResultsTable:
     overall: dict[str, Estimate] = field(default_factory=dict)
     # stratum -> label -> {metric: Estimate}: the block's `by_<stratum>` keys, which a TypedDict
     # cannot name
-    strata: dict[str, dict[str, dict[str, Estimate]]] = field(default_factory=dict)
+    strata: dict[str, Strata] = field(default_factory=dict)
     method: str = ""  # the intervals' methods, joined
     methods: dict[str, str] = field(default_factory=dict)  # each metric's
     confidence: float = 0.95  # a file without `ci.confidence` was written at 95%
@@ -508,13 +541,13 @@ class ResultsTable:
             for label, estimates in labels.items()
         ]
 
-    def by(self, stratum: str) -> dict[str, dict[str, Estimate]]:
+    def by(self, stratum: str) -> Strata:
         """One stratum's label -> {metric: Estimate} ("overall": the one label "all"); empty where
         it has none.
         """
         return {"all": self.overall} if stratum == "overall" else self.strata.get(stratum, {})
 
-    def by_language(self) -> dict[str, dict[str, Estimate]]:
+    def by_language(self) -> Strata:
         """The breakdown by the question's language, under either name a benchmark gives it (empty:
         none).
         """
@@ -528,7 +561,7 @@ class ResultsTable:
         return block.get(metric) if metric else None
 
 
-def with_strata(results: Results, strata: Mapping[str, dict[str, dict[str, Estimate]]]) -> Results:
+def with_strata(results: Results, strata: Mapping[str, Strata]) -> Results:
     """`results` with a `by_<stratum>` key per stratum after its other keys: the one place the
     results block gets keys a TypedDict cannot name (`ResultsTable.strata` reads them back,
     `read_metrics` checks them).
@@ -550,11 +583,9 @@ def read_metrics(data: Any, source: str = "metrics.json") -> Metrics:
     results = data.get("results") or {}
     strata = {key: results[key] for key in results if key.startswith("by_")}
     for key, labels in strata.items():
-        check_document(
-            labels, dict[str, dict[str, Estimate]], source, METRICS_FIX, f"results.{key}"
-        )
+        check_document(labels, Strata, source, METRICS_FIX, f"results.{key}")
     _check_counts(data, Metrics, source, METRICS_FIX)
-    _check_counts(strata, dict[str, dict[str, dict[str, Estimate]]], source, METRICS_FIX, "results")
+    _check_counts(strata, dict[str, Strata], source, METRICS_FIX, "results")
     for where, low, value, high in _intervals(data):
         if not _ordered(low, value, high):
             raise SourceFormatError(

@@ -191,7 +191,6 @@ def test_the_wheel_installs_and_runs_in_a_clean_venv(tmp_path):
             archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         )
     for data_file in (
-        "culture_probe/schemas/metrics.schema.json",
         "culture_probe/metrics_modules/cbs/cbs.py",
         "culture_probe/benchmarks/dlama/vendored/dlama_templates.json",
         "culture_probe/py.typed",

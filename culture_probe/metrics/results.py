@@ -54,7 +54,7 @@ from culture_probe.metrics._intervals import (
     wilson,
 )
 from culture_probe.metrics._resample import sign_flip_test
-from culture_probe.record import Estimate, Results, with_strata
+from culture_probe.record import Estimate, Results, Strata, with_strata
 
 SCHEMA_VERSION = 1
 CONFIDENCE = 0.95
@@ -636,7 +636,7 @@ def summarize(
         "higher_is_better": directions,
         "overall": overall,
     }
-    strata: dict[str, dict[str, dict[str, Estimate]]] = {}
+    strata: dict[str, Strata] = {}
     for table in tables:
         for stratum, labels in table.strata.items():
             column = np.asarray([str(x) for x in labels])
