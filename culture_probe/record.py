@@ -78,14 +78,14 @@ def upgraded(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Deviation(TypedDict):
+class _AppliedDeviation(TypedDict):
     id: str
     description: str
 
 
-class Deviation(_Deviation, total=False):
+class AppliedDeviation(_AppliedDeviation, total=False):
     """One entry of config.json's `deviations`: a difference from the upstream code that concerns
-    the run, with the side that applied (`Deviation.recorded` in tasks/base.py writes it).
+    the run, with the side that applied (`tasks.deviations.Deviation.record` writes it).
     """
 
     when: str
@@ -214,7 +214,7 @@ class RunRecord:
     seed_used: bool = True
     # the task's description of its protocol
     protocol: Mapping[str, Any] = field(default_factory=dict)
-    deviations: tuple[Deviation, ...] = ()
+    deviations: tuple[AppliedDeviation, ...] = ()
     subset: Subset | None = None  # what a --limit run probed (None: every item)
     planned: Planned = field(default_factory=Planned)  # the first stage and its probe count
     versions: Mapping[str, Any] = field(default_factory=dict)
@@ -340,14 +340,56 @@ class Intervals(TypedDict, total=False):
     seed: int | None
 
 
-class Design(TypedDict, total=False):
-    """The sampling design the intervals follow: the unit, and what its answers are called."""
+class DesignJson(TypedDict, total=False):
+    """`results.design` as metrics.json holds it: a `SamplingDesign`'s JSON form."""
 
     unit: str
     repeated: list[str]
     crossed: str | None
     observations: str | None
     note: str
+
+
+@dataclass(frozen=True)
+class SamplingDesign:
+    """What a benchmark draws at random, which its intervals and paired tests follow
+    (docs/results.md, "Sampling designs"): the `unit` drawn from a population (`n` counts these),
+    the factors `repeated` on one unit (answers that share a unit are not independent: a fact asked
+    in two languages, a dish under several templates), a random factor `crossed` with the units
+    (drawn once and shared by every unit of a stratum, as CAMeL's entity samples fill every prompt
+    of a type, so that its spread joins the interval), what `n_observations` counts where a unit
+    holds several rows, and a `note` a reader needs. A protocol declares it; metrics.json's
+    `results.design` holds it (`to_json`), and `ResultsTable` reads it back (`from_json`).
+    """
+
+    unit: str
+    repeated: tuple[str, ...] = ()
+    crossed: str | None = None
+    observations: str | None = None
+    note: str = ""
+
+    def to_json(self) -> DesignJson:
+        """The design as metrics.json's `results.design` gives it."""
+        out: DesignJson = {
+            "unit": self.unit,
+            "repeated": list(self.repeated),
+            "crossed": self.crossed,
+            "observations": self.observations,
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_json(cls, value: DesignJson) -> SamplingDesign:
+        """The design `to_json` wrote."""
+        return cls(
+            value["unit"],
+            tuple(value.get("repeated", ())),
+            value.get("crossed"),
+            value.get("observations"),
+            value.get("note", ""),
+        )
 
 
 class Results(TypedDict, total=False):
@@ -363,13 +405,13 @@ class Results(TypedDict, total=False):
     overall: dict[str, Estimate]
     omitted: dict[str, str]
     warnings: dict[str, str]
-    design: Design
+    design: DesignJson
     chance: dict[str, Chance]
 
 
-class Cuts(TypedDict):
-    """Inputs of one kind encoded, and those cut on the left to fit the model
-    (`engine.types.Cuts`).
+class CutsJson(TypedDict):
+    """Inputs of one kind encoded, and those cut on the left to fit the model: an
+    `engine.types.Cuts`'s JSON form.
     """
 
     encoded: int
@@ -378,12 +420,12 @@ class Cuts(TypedDict):
     max_cut: int
 
 
-class _Truncation(TypedDict):
-    contexts: Cuts
-    prompts: Cuts
+class _TruncationJson(TypedDict):
+    contexts: CutsJson
+    prompts: CutsJson
 
 
-class Truncation(_Truncation, total=False):
+class TruncationJson(_TruncationJson, total=False):
     """metrics.json's `truncation` (`engine.types.Truncation.to_json`) summed over the processes
     that made the run (`provenance.ProcessLog.truncation`: how many, and those whose counts were not
     kept); a run made before `processes` counted from its last resume (`resumed`).
@@ -475,7 +517,7 @@ class Metrics(TypedDict, total=False):
     n_probes: int
     n_skipped: int
     skipped: dict[str, int]
-    truncation: Truncation
+    truncation: TruncationJson
     consistency: Consistency
     planted: dict[str, PlantedPart]
 
@@ -485,7 +527,7 @@ class ResultsTable:
     """metrics.json's results block as its readers use it (`ResultsTable.of(metrics)`): every part
     present, empty where the run has none (no headline when every probe was skipped; no chance
     level, warning or omission where the protocol gave none; a file of an earlier version without
-    `design`), and the interval settings (`ci`) and the design's `observations` as fields, so that
+    `design`), and the interval settings (`ci`) and the design as fields, so that
     no reader asks the document `.get(...) or {}`.
     """
 
@@ -504,9 +546,8 @@ class ResultsTable:
     omitted: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, str] = field(default_factory=dict)
     chance: dict[str, Chance] = field(default_factory=dict)
-    observations: str | None = (
-        None  # what a unit's answers are called (DLAMA: fact-language answers)
-    )
+    # what the run drew at random; None in a file of an earlier version
+    design: SamplingDesign | None = None
 
     @classmethod
     def of(cls, metrics: Mapping[str, Any] | None) -> ResultsTable:
@@ -515,7 +556,7 @@ class ResultsTable:
         """
         block: Mapping[str, Any] = (metrics or {}).get("results") or {}
         ci: Mapping[str, Any] = block.get("ci") or {}
-        design: Mapping[str, Any] = block.get("design") or {}
+        design = block.get("design")
         return cls(
             headline=block.get("headline"),
             unit=block.get("unit"),
@@ -530,8 +571,15 @@ class ResultsTable:
             omitted=dict(block.get("omitted") or {}),
             warnings=dict(block.get("warnings") or {}),
             chance=dict(block.get("chance") or {}),
-            observations=design.get("observations"),
+            design=SamplingDesign.from_json(design) if design else None,
         )
+
+    @property
+    def observations(self) -> str | None:
+        """What a unit's answers are called (DLAMA: fact-language answers), where the design
+        says.
+        """
+        return self.design.observations if self.design is not None else None
 
     def groups(self) -> list[tuple[str, dict[str, Estimate]]]:
         """(group, {metric: Estimate}), as pages list them: "overall", then `<stratum>=<label>`."""

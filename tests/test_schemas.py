@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from culture_probe import record
+from culture_probe.engine.types import Cuts, Truncation
 from culture_probe.errors import CultureProbeError
 from culture_probe.metrics.results import UnitTable, summarize
 from culture_probe.schemas import metrics_schema, validate_metrics
@@ -23,9 +24,9 @@ PARTS = (
     record.Estimate,
     record.Chance,
     record.Intervals,
-    record.Design,
-    record.Truncation,
-    record.Cuts,
+    record.DesignJson,
+    record.TruncationJson,
+    record.CutsJson,
     record.LanguagePair,
     record.PairDifference,
 )
@@ -66,3 +67,29 @@ def test_the_module_prints_the_schema_for_tools_outside_python():
         [sys.executable, "-m", "culture_probe.schemas"], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(printed) == metrics_schema()
+
+
+@pytest.mark.parametrize(
+    ("written", "form"),
+    [
+        (
+            record.SamplingDesign("fact", ("prompt language",), None, "answers", "a note"),
+            record.DesignJson,
+        ),
+        (Cuts(4, 1, 7, 7), record.CutsJson),
+        (Truncation(Cuts(4, 1, 7, 7), Cuts(2, 0, 0, 0)), record.TruncationJson),
+    ],
+)
+def test_a_document_part_is_one_class_and_its_json_form_both_ways(written, form):
+    """The class a writer fills and the JSON form its readers check name the same fields (the form
+    may add provenance beside them: the processes a truncation record sums over), and what one
+    writes the other reads back.
+    """
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(written)}
+    assert names <= set(typing.get_type_hints(form))
+    assert form.__required_keys__ <= names
+    as_json = written.to_json()
+    assert set(as_json) <= set(typing.get_type_hints(form))
+    assert type(written).from_json(json.loads(json.dumps(as_json))) == written

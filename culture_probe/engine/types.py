@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from culture_probe.errors import InvalidValueError, UnknownNameError
+from culture_probe.record import CutsJson, TruncationJson
 from culture_probe.util.fromtext import from_text
 from culture_probe.util.keyvalue import parse_pairs
 from culture_probe.util.typecheck import check_types
@@ -277,6 +278,20 @@ class Cuts:
             max(self.max_cut, other.max_cut),
         )
 
+    def to_json(self) -> CutsJson:
+        """The counts as metrics.json's `truncation` holds them (`record.CutsJson`)."""
+        return {
+            "encoded": self.encoded,
+            "cut": self.cut,
+            "tokens_cut": self.tokens_cut,
+            "max_cut": self.max_cut,
+        }
+
+    @classmethod
+    def from_json(cls, value: CutsJson) -> Cuts:
+        """The counts `to_json` wrote."""
+        return cls(value["encoded"], value["cut"], value["tokens_cut"], value["max_cut"])
+
 
 CUT_KINDS = ("contexts", "prompts")
 
@@ -309,16 +324,16 @@ class Truncation:
         """Whether any input was cut."""
         return any(getattr(self, k).cut for k in CUT_KINDS)
 
-    def to_json(self) -> dict[str, dict[str, int]]:
+    def to_json(self) -> TruncationJson:
         """{"contexts": {"encoded", "cut", "tokens_cut", "max_cut"}, "prompts": {...}}:
-        metrics.json's `truncation`.
+        metrics.json's `truncation` (`record.TruncationJson`).
         """
-        return {k: asdict(getattr(self, k)) for k in CUT_KINDS}
+        return {"contexts": self.contexts.to_json(), "prompts": self.prompts.to_json()}
 
     @classmethod
-    def from_json(cls, value: Mapping[str, Mapping[str, int]]) -> Truncation:
+    def from_json(cls, value: TruncationJson) -> Truncation:
         """The record `to_json` wrote."""
-        return cls(*(Cuts(**value[k]) for k in CUT_KINDS))
+        return cls(Cuts.from_json(value["contexts"]), Cuts.from_json(value["prompts"]))
 
 
 # ---------------------------------------------------------------- the options of each engine call

@@ -16,7 +16,7 @@ from typing import Any
 
 from culture_probe.engine.types import CUT_KINDS, Truncation
 from culture_probe.metrics.display import SMALL_N_MARK, SMALL_N_NOTE, format_value
-from culture_probe.record import RunRecord
+from culture_probe.record import RunRecord, TruncationJson
 from culture_probe.report.plots import context_note, draw
 from culture_probe.report.views import Bars, Heatmap, Section, Table, applied_options, report_module
 from culture_probe.rundir import PLOTS_DIR
@@ -44,7 +44,7 @@ def render(
     config: RunRecord,
     run_dir: Path,
     status: str | None = None,
-    truncation: Mapping[str, Any] | None = None,
+    truncation: TruncationJson | None = None,
 ) -> str:
     """The whole report; figures are written to `run_dir/plots/` and linked relatively. `status`
     marks a run that did not finish (`INCOMPLETE k/N`); `truncation` is metrics.json's record of
@@ -115,7 +115,7 @@ def _not_drawn(title: str, error: Exception) -> str:
 def header(
     config: RunRecord,
     status: str | None = None,
-    truncation: Mapping[str, Any] | None = None,
+    truncation: TruncationJson | None = None,
     part: ShardRecord | None = None,
 ) -> str:
     """Title and the facts a reader needs to trust the numbers; a shard's (`part`: its shard.json)
@@ -210,7 +210,7 @@ def subset_lines(
     return lines
 
 
-def truncation_lines(value: Mapping[str, Any] | None) -> list[str]:
+def truncation_lines(value: TruncationJson | None) -> list[str]:
     """The header's line on inputs cut on the left to fit the model's input limit (metrics.json's
     `truncation`); none when nothing was cut or the run has no record (a served model, an older
     run).

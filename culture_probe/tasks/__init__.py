@@ -12,6 +12,7 @@ from typing import Any
 
 from culture_probe.data.registry import Benchmark, resolve
 from culture_probe.errors import CultureProbeError
+from culture_probe.record import SamplingDesign
 from culture_probe.tasks.base import ModelNeed, Scores, Stage, Task
 from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import options_from_dict, parse_options
@@ -23,15 +24,17 @@ from culture_probe.tasks.probes import (
     ScoreProbe,
     Skipped,
 )
-from culture_probe.tasks.sampling import Smoke
+from culture_probe.tasks.sampling import Parallel, Smoke
 
 __all__ = [
     "Deviation",
     "FillMaskProbe",
     "GenerateProbe",
     "ModelNeed",
+    "Parallel",
     "Probe",
     "Record",
+    "SamplingDesign",
     "ScoreProbe",
     "Scores",
     "Skipped",

@@ -71,14 +71,13 @@ from culture_probe.metrics.consistency import (
     with_language_pairs,
 )
 from culture_probe.metrics.results import UnitTable, summarize
-from culture_probe.record import Chance, Results
+from culture_probe.record import AppliedDeviation, Chance, Results, SamplingDesign
 from culture_probe.tasks.deviations import PROTOCOLS, Deviation
 from culture_probe.tasks.filling import slot_request
 from culture_probe.tasks.options import NoOptions, parse_options
 from culture_probe.tasks.probes import PROBE_KINDS, Output, Probe, Record, ScoreProbe, Skipped
 from culture_probe.tasks.sampling import (
     Parallel,
-    SamplingDesign,
     Smoke,
     strata_cells,
     stratified_items,
@@ -584,7 +583,7 @@ class Task:
         """
         return dict(self.facts)
 
-    def applied_deviations(self) -> list[dict[str, str]]:
+    def applied_deviations(self) -> list[AppliedDeviation]:
         """The deviations that concern this run (config, model kind, mode), each with the side that
         applied, as config.json records them.
         """

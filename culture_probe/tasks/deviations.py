@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from culture_probe.engine.types import MODEL_KINDS, ModelKind
+from culture_probe.record import AppliedDeviation
 
 
 def _always(task: Any) -> bool:
@@ -123,7 +124,7 @@ class Deviation:
             else "default"
         )
 
-    def record(self, options: Any, kind: str | None = None) -> dict[str, str]:
+    def record(self, options: Any, kind: str | None = None) -> AppliedDeviation:
         """What config.json and the report show: the difference, when it applies, the side, and how
         to switch (or why there is no upstream side, for this model kind or at all).
         """

@@ -16,7 +16,6 @@ from itertools import zip_longest
 from typing import Any
 
 from culture_probe.errors import CultureProbeError
-from culture_probe.record import Design
 from culture_probe.tasks.probes import Probe
 
 
@@ -79,36 +78,6 @@ class Parallel:
         item).
         """
         return self.name(probe.meta) or f"#{probe.item_id}"
-
-
-@dataclass(frozen=True)
-class SamplingDesign:
-    """What a benchmark draws at random, which its intervals and paired tests follow
-    (docs/results.md, "Sampling designs"): the `unit` drawn from a population (`n` counts these),
-    the factors `repeated` on one unit (answers that share a unit are not independent: a fact asked
-    in two languages, a dish under several templates), a random factor `crossed` with the units
-    (drawn once and shared by every unit of a stratum, as CAMeL's entity samples fill every prompt
-    of a type, so that its spread joins the interval), what `n_observations` counts where a unit
-    holds several rows, and a `note` a reader needs.
-    """
-
-    unit: str
-    repeated: tuple[str, ...] = ()
-    crossed: str | None = None
-    observations: str | None = None
-    note: str = ""
-
-    def to_json(self) -> Design:
-        """The design as metrics.json's `results.design` gives it."""
-        out: Design = {
-            "unit": self.unit,
-            "repeated": list(self.repeated),
-            "crossed": self.crossed,
-            "observations": self.observations,
-        }
-        if self.note:
-            out["note"] = self.note
-        return out
 
 
 Unit = Callable[[Probe], str]  # the unit a probe is drawn with (default: its item)

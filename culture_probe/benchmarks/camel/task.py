@@ -26,11 +26,12 @@ from culture_probe.engine.tokens import TokenRows, row_sums
 from culture_probe.engine.types import CandidateScores, ScoreOptions, ScoreRequest
 from culture_probe.errors import CultureProbeError, InvalidValueError
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
+from culture_probe.record import SamplingDesign
 from culture_probe.tasks.base import RecordFields, Scores, Task
 from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import at_least, in_range
 from culture_probe.tasks.probes import Output, Probe, Record, ScoreProbe, Skipped
-from culture_probe.tasks.sampling import SamplingDesign, Smoke
+from culture_probe.tasks.sampling import Smoke
 from culture_probe.util.typecheck import check_types
 
 MASK = "[MASK]"

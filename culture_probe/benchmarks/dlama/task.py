@@ -36,6 +36,7 @@ from culture_probe.engine.types import GenerateOptions, ScoreOptions
 from culture_probe.metrics import chance
 from culture_probe.metrics.consistency import RANKING_DEPTH, AlignedAnswer
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
+from culture_probe.record import SamplingDesign
 from culture_probe.tasks.base import (
     ModelNeed,
     RecordFields,
@@ -51,7 +52,7 @@ from culture_probe.tasks.deviations import Deviation, Scope
 from culture_probe.tasks.filling import Fill, fill_slots
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Probe, Record, Skipped
-from culture_probe.tasks.sampling import Parallel, SamplingDesign, Smoke
+from culture_probe.tasks.sampling import Parallel, Smoke
 from culture_probe.util.typecheck import check_types
 
 TOP_K = 5  # predictions kept per record

@@ -40,6 +40,7 @@ from culture_probe.engine.types import (
 from culture_probe.errors import CultureProbeError, UnknownNameError
 from culture_probe.metrics import chance
 from culture_probe.metrics.results import UnitTable, UnitValue, unit_table
+from culture_probe.record import SamplingDesign
 from culture_probe.tasks.base import RecordFields, Scores, Stage, Task
 from culture_probe.tasks.deviations import Deviation, Scope
 from culture_probe.tasks.options import at_least
@@ -52,7 +53,7 @@ from culture_probe.tasks.probes import (
     ScoreProbe,
     Skipped,
 )
-from culture_probe.tasks.sampling import SamplingDesign, Smoke
+from culture_probe.tasks.sampling import Smoke
 from culture_probe.util.typecheck import check_types
 
 QUESTIONS = {

@@ -40,12 +40,12 @@ from culture_probe.errors import CultureProbeError
 from culture_probe.metrics import chance
 from culture_probe.metrics.consistency import AlignedAnswer
 from culture_probe.metrics.results import CONFIDENCE, UnitTable, UnitValue, unit_table
-from culture_probe.record import Chance
+from culture_probe.record import Chance, SamplingDesign
 from culture_probe.tasks.base import ModelNeed, RecordFields, Scores, Stage, Task, missing_id
 from culture_probe.tasks.deviations import Deviation
 from culture_probe.tasks.options import at_least
 from culture_probe.tasks.probes import GenerateProbe, Output, Probe, Record, ScoreProbe
-from culture_probe.tasks.sampling import Parallel, SamplingDesign, Smoke
+from culture_probe.tasks.sampling import Parallel, Smoke
 from culture_probe.util.typecheck import check_types
 
 LANGUAGES = CODES
