@@ -18,6 +18,7 @@ backends load when a model does.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -191,10 +192,10 @@ class ModelSpec:
             else type(self.scorer).__name__
         )
 
-    @property
+    @functools.cached_property
     def source(self) -> tuple[ModelSource, str] | None:
-        """The source of a source's model and the name it knows (`LoadOptions.source`); None for any
-        other.
+        """The source of a source's model and the name it knows (`LoadOptions.source`), read once;
+        None for any other.
         """
         return None if self.name is None or self.served else self.options.source(self.name)
 

@@ -270,7 +270,7 @@ def plan_config(
         previewers[str(model), kind] = load_previewer(spec, kind)
     previewer = previewers[str(model), kind]
     # the weightless scorer stands in for the loaded model
-    spec = stage_models.model_spec(model, settings, previewer.scorer)
+    spec = replace(spec, scorer=previewer.scorer)
     ahead = planning.plan(config, spec, settings, options, rows=rows)
     task = ahead.task
     # --limit, then --shard K/N's part

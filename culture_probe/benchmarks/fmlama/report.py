@@ -66,6 +66,7 @@ def sections(
                     tables=(family_markdown(metrics[measure], dish_counts(metrics), scale),),
                 )
             )
+    overall = ResultsTable.of(metrics).overall
     figures: list[Any] = [
         result_bars(
             metrics,
@@ -75,7 +76,7 @@ def sections(
             title=f"mAP per country group, {family} templates",
         )
         for family in FAMILIES
-        if f"map_{family}" in ResultsTable.of(metrics).overall
+        if f"map_{family}" in overall
     ]
     heat = template_heatmap(
         metrics.get("templates", {}), dish_counts(metrics), template_families(records)
