@@ -169,7 +169,7 @@ def run_with(
         number, part = first_asked(task, every, settings, spec)
         first = part.probes
         loading = time.monotonic()
-        scorer = spec.load()  # the scorer given, or the model loaded now
+        scorer = spec.load() if scorer is None else scorer  # a suite loads its model once
         # a planted model's training is its loading: not part of the fixed part a rate keeps
         loading = time.monotonic() - loading
         custom, folder = rows is not None, run_dir is not None
