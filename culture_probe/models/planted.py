@@ -17,7 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -30,12 +33,30 @@ from culture_probe.data.sources import cache_root
 from culture_probe.engine.encoding import Encoder
 from culture_probe.engine.tokenizer import separator
 from culture_probe.engine.types import ScoreRequest
-from culture_probe.errors import EmptyCandidateError, UnknownNameError, UnsupportedModelError
+from culture_probe.errors import (
+    CultureProbeError,
+    EmptyCandidateError,
+    UnknownNameError,
+    UnsupportedModelError,
+)
 from culture_probe.models.tiny import ARCH_KIND, Arch, TokenizerKind, tiny_model, train_tokenizer
+
+#: The one code path of the math libraries a planted model trains on, whatever x86-64 CPU runs it:
+#: ATen's scalar kernels, MKL's compatible branch (its conditional numerical reproducibility),
+#: oneDNN at SSE4.1, one thread. Each setting alone moves the weights of a 200-step training
+#: (measured), and the tiny models train as fast on it as on AVX2 (too small to gain from vectors).
+TRAINING_ENV = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_CBWR": "COMPATIBLE",
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+STAGED_SPEC = "spec.pickle"  # the spec handed to the training process, in its staging folder
 
 # Bump when training changes in a way that changes the weights, so stale cached models are not
 # reused.
-FORMAT_VERSION = 2  # 2: trained in float64
+FORMAT_VERSION = 3  # 2: trained in float64; 3: on one code path whatever the CPU (`TRAINING_ENV`)
 TOKENIZER_KINDS = ("bpe", "wordpiece", "metaspace")
 PLANTABLE_ARCHS = tuple(arch for arch, kind in ARCH_KIND.items() if kind in ("causal", "masked"))
 SPEC_FILE = "planted.json"
@@ -291,16 +312,50 @@ def _train_into(spec: PlantedSpec, root: Path, target: Path) -> None:
     """Train `spec` in a staging folder of `root` and publish it as `target`."""
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
     try:
-        model, tokenizer, record = _train(spec)
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        meta = {"spec": asdict(spec), "key": spec.key(), "training": asdict(record)}
-        (staging / SPEC_FILE).write_text(
-            json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8"
-        )
+        _train(spec, staging)
         _publish(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _train(spec: PlantedSpec, staging: Path) -> None:
+    """Train `spec` into `staging` in a process of its own, on `TRAINING_ENV`'s code path (read
+    when torch loads, so not settable in this process), and warn here where the time cap stopped
+    it.
+    """
+    (staging / STAGED_SPEC).write_bytes(pickle.dumps(spec))
+    command = [sys.executable, "-m", "culture_probe.models.train_process", str(staging)]
+    done = subprocess.run(
+        command, env={**os.environ, **TRAINING_ENV}, capture_output=True, text=True, check=False
+    )
+    (staging / STAGED_SPEC).unlink(missing_ok=True)
+    if done.returncode != 0:
+        said = "\n".join(done.stderr.strip().splitlines()[-20:])
+        raise CultureProbeError(
+            f"Training the planted model failed in its process (exit {done.returncode}):\n{said}"
+        )
+    record = read_record(staging)
+    if record.stopped_by == "max_seconds":
+        warnings.warn(
+            f"Planted model training hit max_seconds={spec.max_seconds} after {record.steps} steps (answer "
+            f"loss {record.answer_loss:.3f}); the result now depends on this machine's speed.",
+            stacklevel=4,
+        )
+
+
+def train_staged(staging: str | os.PathLike) -> None:
+    """The training process's part (`culture_probe.models.train_process`): train the spec
+    `_train` left in `staging` and save the model, its tokenizer and `planted.json` there.
+    """
+    staging = Path(staging)
+    spec = pickle.loads((staging / STAGED_SPEC).read_bytes())
+    model, tokenizer, record = _fit(spec)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    meta = {"spec": asdict(spec), "key": spec.key(), "training": asdict(record)}
+    (staging / SPEC_FILE).write_text(
+        json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8"
+    )
 
 
 def read_record(path: str | os.PathLike) -> TrainingRecord:
@@ -398,15 +453,16 @@ def _token_losses(model, batch: dict[str, Any], kind: str):
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
 
 
-def _train(spec: PlantedSpec):
-    """Train a fresh tiny model on `spec.facts`.
+def _fit(spec: PlantedSpec):
+    """Train a fresh tiny model on `spec.facts` (in the training process: `TRAINING_ENV`).
 
     Deterministic given the spec and the library versions, except that the `tokenizers` WordPiece
     trainer breaks ties in hash-map order (huggingface/tokenizers#1794), so a WordPiece vocabulary
-    can differ between processes. Trained in float64 and returned in float32: in float32 the weights
-    depended on the CPU's math-library code path (the DLAMA spec's weights summed to 68.8 on MKL's
-    AVX2 path and 72.0 on its compatible one, and a notebook's P@1 moved with them); in float64 the
-    paths agree to 1e-6, below what float32 keeps.
+    can differ between processes. Trained in float64 and returned in float32, on one code path of
+    the math libraries: on each CPU's fastest path the weights depended on the CPU (in float32 the
+    DLAMA spec's weights summed to 68.8 on MKL's AVX2 path and 72.0 on its compatible one; in
+    float64 an AVX-512 machine and an AVX2 one still drifted apart over hundreds of steps, and a
+    notebook's P@1 moved from 47.2 to 50.0).
     """
     import torch
 
@@ -415,7 +471,7 @@ def _train(spec: PlantedSpec):
     # threads, and the weights no longer depend on how many cores the machine has.
     torch.set_num_threads(1)
     try:
-        return _train_single_threaded(spec)
+        return _fit_single_threaded(spec)
     finally:
         torch.set_num_threads(threads)
 
@@ -428,7 +484,7 @@ def planted_tokenizer(spec: PlantedSpec):
     return train_tokenizer(texts, spec.tokenizer, vocab_size=spec.vocab_size, model_kind=spec.kind)
 
 
-def _train_single_threaded(spec: PlantedSpec):
+def _fit_single_threaded(spec: PlantedSpec):
     import torch
 
     tokenizer = planted_tokenizer(spec)
@@ -463,12 +519,7 @@ def _train_single_threaded(spec: PlantedSpec):
             stopped_by = "steps"
             break
         if time.monotonic() - start > spec.max_seconds:
-            stopped_by = "max_seconds"
-            warnings.warn(
-                f"Planted model training hit max_seconds={spec.max_seconds} after {step} steps (answer "
-                f"loss {loss:.3f}); the result now depends on this machine's speed.",
-                stacklevel=4,
-            )
+            stopped_by = "max_seconds"  # said by the process that asked for it (`_train`)
             break
     record = TrainingRecord(
         step, loss, stopped_by == "target_loss", time.monotonic() - start, stopped_by

@@ -227,7 +227,9 @@ def test_second_call_reuses_the_saved_model(tmp_path, monkeypatch):
     first = train_planted(SMALL, tmp_path)
     record = read_record(first)
     assert (record.steps, record.stopped_by, record.converged) == (3, "steps", False)
-    monkeypatch.setattr(planted, "_train", lambda spec: pytest.fail("retrained a cached spec"))
+    monkeypatch.setattr(
+        planted, "_train", lambda spec, staging: pytest.fail("retrained a cached spec")
+    )
     assert train_planted(SMALL, tmp_path) == first
     assert (first / "config.json").is_file() and (first / "tokenizer.json").is_file()
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no staging directory left behind
@@ -360,10 +362,10 @@ def test_two_processes_asking_for_one_spec_train_it_once(tmp_path, monkeypatch):
     calls = []
     real = planted._train
 
-    def slow(spec):
+    def slow(spec, staging):
         calls.append(spec)
         time.sleep(0.5)  # the other asker arrives while this one trains
-        return real(spec)
+        return real(spec, staging)
 
     monkeypatch.setattr(planted, "_train", slow)
     found: list = []
