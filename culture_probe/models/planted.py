@@ -461,8 +461,8 @@ def _fit(spec: PlantedSpec):
     can differ between processes. Trained in float64 and returned in float32, on one code path of
     the math libraries: on each CPU's fastest path the weights depended on the CPU (in float32 the
     DLAMA spec's weights summed to 68.8 on MKL's AVX2 path and 72.0 on its compatible one; in
-    float64 an AVX-512 machine and an AVX2 one still drifted apart over hundreds of steps, and a
-    notebook's P@1 moved from 47.2 to 50.0).
+    float64 two machines still drifted apart over hundreds of steps, and a notebook's P@1 moved from
+    47.2 to 50.0).
     """
     import torch
 
