@@ -13,14 +13,21 @@ call for, naming the model asked for, a choice with its text, and for scoring an
 whose offsets and token counts fit it, log-probs finite and not positive; a bad one is one line
 naming the server, never a score, and nothing of it is stored.
 
-Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return:
-the completions API with `echo=True` and `logprobs` (vLLM) gives them, and the candidate's score is
+Candidate scoring needs the log-probs of the prompt's own tokens, which only some servers return.
+Where the server offers vLLM's token-in/token-out route (`/inference/v1/generate`: `vllm serve
+--enable-scale-out`, with `--enable-prompt-tokens-details` for the cached-token counts) and the
+model's tokenizer loads here, a probe is sent as the token ids the in-process engine scores, with
+the prefix cache read, in the trie's order, and only the rows the server computed in each request
+are used (engine.prefix_rows); a candidate set of single tokens takes one next-token request per
+context. Elsewhere, the completions API with `echo=True` and `logprobs` gives them (recomputing
+every prompt; said once, with why), and the candidate's score is
 the sum over the tokens that start at or after the end of the left text (the engine's rule: the
 context's tokens, then the candidate's, a leading space included), and with `score_right` over the
 right text's tokens too, as they continue the candidate. A server that returns none gets a clear
 error. What a server cannot serve (options of masked and seq2seq models, chat scoring, candidates
-named by token ids, token-level generation options) is refused before any request is sent:
-`check_scoring` and `check_generation`, which a run asks of a whole stage before its first request.
+named by token ids, token-level generation options, a slot with no left context without the token
+route) is refused before any request is sent: `check_scoring` and `check_generation`, which a run
+asks of a whole stage before its first request.
 """
 
 from __future__ import annotations
@@ -29,9 +36,13 @@ import json
 import math
 import os
 import re
+import threading
+import warnings
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -39,7 +50,9 @@ import numpy as np
 
 from culture_probe.engine.cache import cache_path, cached_texts, identity_digest
 from culture_probe.engine.deadline import bounded_http_client
+from culture_probe.engine.encoding import Encoder
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
+from culture_probe.engine.prefix_rows import Job, NextJob, Probe, RowsJob
 from culture_probe.engine.replies import (
     ReplyLimit,
     ReplyRefused,
@@ -66,8 +79,38 @@ from culture_probe.sharing import redact_url, redacted
 # prompts per completions request: vLLM answers 400 beyond 1,024 (its VLLM_MAX_COMPLETION_PROMPTS)
 MAX_PROMPTS = 1024
 GENERATED = 1  # tokens generated after each echoed prompt: its log-probs are the prompt's
+# vLLM's token-in/token-out route, beside /v1 (vllm#24261; `vllm serve --enable-scale-out`)
+GENERATE_ROUTE = "/inference/v1/generate"
+# the most ids one request may name for their log-probs (vLLM's MAX_LOGPROB_TOKEN_IDS); a server
+# allows fewer where its --max-logprobs is lower (20 by default), which the route's probe reads
+MAX_LOGPROB_IDS = 128
+ECHO = "/v1/completions with echo"
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Route:
+    """How a server is asked for prompt log-probs: by token ids through `GENERATE_ROUTE` at `url`,
+    or (no url) through the completions API with echo, and why.
+    """
+
+    url: str | None
+    ids_per_request: int = 0  # distinct ids one next-token request scores
+    cached_counts: bool = False  # replies count their cached tokens: the cache is read
+    why: str = ""
+
+    @property
+    def name(self) -> str:
+        """The route in words (what a run and the benchmarks report)."""
+        if self.url is None:
+            return ECHO
+        cache = (
+            "prefix cache read"
+            if self.cached_counts
+            else "prefix cache off (no cached-token counts)"
+        )
+        return f"{GENERATE_ROUTE} by token ids, {cache}"
 
 
 class ServedScorer:
@@ -86,6 +129,7 @@ class ServedScorer:
         retries: int = MAX_RETRIES,
         cache: str | Path | None = None,
         cache_dir: str | Path | None = None,
+        tokenizer: Any = None,
     ):
         try:
             from openai import OpenAI
@@ -123,6 +167,12 @@ class ServedScorer:
             "served": True,
         }
         self.cache_path = cache_path(cache, cache_dir, self.identity)
+        # the model's tokenizer (a loaded one, or the name or folder to load it from; default: the
+        # served name), which the token route needs
+        self.tokenizer_source = tokenizer
+        self.encoder: Encoder | None = None
+        self._route: Route | None = None
+        self._route_lock = threading.Lock()
 
     def _http_client(self) -> Any:
         """The HTTP client of the requests: each try bounded whole by the timeout, not each read
@@ -223,15 +273,20 @@ class ServedScorer:
     ) -> list[CandidateScores]:
         """Log P(candidate | left) for every candidate (with `score_right`, of the candidate and the
         right text that follows it, as the in-process engine scores them), from the prompt log-probs
-        the server echoes.
+        the server computed: by token ids where the server offers the token route (`route`), else
+        from the echoed prompts.
         """
         options = make_options(ScoreOptions, options, fields)
         self.check_scoring(requests, options)
         right = options.score_right
-        answers = dict(self._answers(lambda r: self._probe_logprobs(r, right), requests))
+        values = (
+            self._token_values(requests, right)
+            if self.route.url is not None
+            else self._echo_values(requests, right)
+        )
         out = []
-        for request in requests:
-            tokens = [np.asarray(values, dtype=np.float64) for values in answers[request]]
+        for request, per in zip(requests, values, strict=True):
+            tokens = [np.asarray(v, dtype=np.float64) for v in per]
             out.append(
                 CandidateScores(
                     request.candidates,
@@ -264,12 +319,38 @@ class ServedScorer:
             )
         empty = next((r for r in requests if not r.left.strip()), None)
         if empty is not None:
+            self._check_start(empty)
+
+    def _check_start(self, empty: ScoreRequest) -> None:
+        """A slot with no left context is scored after the model's start token, as in process: sent
+        by token ids through the token route; refused, naming why, where there is none.
+        """
+        where = f"A slot with no left context (candidates {list(empty.candidates)[:2]!r}, ... before {empty.right!r})"
+        route = self.route
+        if route.url is None:
             raise UnsupportedModelError(
-                f"A slot with no left context (candidates {list(empty.candidates)[:2]!r}, ... before "
-                f"{empty.right!r}) is scored after the model's BOS token in process; a server returns no "
-                "log-prob for a prompt's first token and takes no BOS from the client, so it cannot score it. "
-                "Score this config with the model in process."
+                f"{where} is scored after the model's BOS token in process; through {ECHO} a server returns no "
+                f"log-prob for a prompt's first token and takes no BOS from the client, and the token route that "
+                f"would take one is not used here: {route.why} Score this config with the model in process."
             )
+        encoder = self.encoder
+        if (
+            encoder is not None
+            and not encoder.prefix
+            and encoder.tokenizer.bos_token_id is None
+            and encoder.tokenizer.eos_token_id is None
+        ):
+            raise UnsupportedModelError(
+                f"{where} needs a start token before its first candidate token, and the tokenizer of {self.name!r} "
+                "has neither a BOS nor an EOS token; no model scores it. Give the template a left context."
+            )
+
+    def _echo_values(
+        self, requests: Sequence[ScoreRequest], right: bool
+    ) -> list[list[list[float]]]:
+        """Per request and candidate, the log-probs of its tokens from the echoed prompts."""
+        answers = dict(self._answers(lambda r: self._probe_logprobs(r, right), requests))
+        return [answers[request] for request in requests]
 
     def _probe_logprobs(self, request: ScoreRequest, right: bool) -> list[list[float]]:
         """Per candidate of one request, the log-probs of its tokens (and, with `right`, of the
@@ -357,6 +438,257 @@ class ServedScorer:
                 "number <= 0"
             )
         return kept
+
+    # ------------------------------------------------------------ the token route
+
+    @property
+    def route(self) -> Route:
+        """How candidates are scored here, found on first use (engine.prefix_rows): the token route
+        where the server offers it and the tokenizer loads, else the echo, said once with why.
+        """
+        with self._route_lock:
+            if self._route is None:
+                self._route = self._find_route()
+                if self._route.url is None:
+                    warnings.warn(
+                        f"{SERVED}{self.name} is scored through {ECHO}, which computes every prompt whole (no "
+                        f"prefix cache): {self._route.why}",
+                        stacklevel=3,
+                    )
+        return self._route
+
+    def _find_route(self) -> Route:
+        """Ask the server for the token route: whether it answers, counts cached tokens, and how
+        many ids one request may name (its --max-logprobs).
+        """
+        root = self.base_url.removesuffix("/v1")
+        if root == self.base_url:
+            return Route(
+                None,
+                why=f"the base URL {self.shown_url} does not end in /v1, beside which the route lies.",
+            )
+        try:
+            tokenizer = self._load_tokenizer()
+        except Exception as error:  # whatever stops a tokenizer loading leaves the echo
+            return Route(
+                None,
+                why=f"the tokenizer of {self.name!r} did not load here ({type(error).__name__}: "
+                f"{redacted(str(error))[:200]}); pass tokenizer= its Hub id or folder.",
+            )
+        encoder = Encoder(tokenizer, name=SERVED + self.name)
+        start = next(
+            (t for t in (tokenizer.bos_token_id, tokenizer.eos_token_id) if t is not None), 0
+        )
+        url = root + GENERATE_ROUTE
+        first = self._probe_route(url, [start, start], {"prompt_logprobs": 0})
+        if isinstance(first, str):
+            return Route(None, why=first)
+        usage = first.get("usage") or {}
+        details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+        counted = isinstance(details, dict) and isinstance(details.get("cached_tokens"), int)
+        ids = list(range(min(MAX_LOGPROB_IDS, len(tokenizer))))
+        limit = self._probe_route(url, [start], {"logprobs": len(ids), "logprob_token_ids": ids})
+        allowed = len(ids) if isinstance(limit, dict) else _allowed_logprobs(limit)
+        if allowed is None or allowed < 2:
+            return Route(None, why=f"{url} takes no log-probs of named tokens ({limit}).")
+        self.encoder = encoder
+        # one id fewer than allowed: a repeated id keeps the last one named from being cut off
+        return Route(url, ids_per_request=allowed - 1, cached_counts=counted)
+
+    def _probe_route(
+        self, url: str, tokens: list[int], sampling: dict[str, Any]
+    ) -> dict[str, Any] | str:
+        """The route's reply to one small request, or why it is not there (404) or refused it
+        (400); any other failure is the server's, raised.
+        """
+        import openai
+
+        body = self._generate_body(tokens, sampling)
+        try:
+            with self.limit.applied(reply_limit(body)):
+                return self._checked(
+                    self.policy.run(lambda: self.client.post(url, body=body, cast_to=object))
+                )
+        except openai.APIStatusError as error:
+            if error.status_code in (404, 405):
+                return (
+                    f"the server answers {error.status_code} at {redact_url(url)} (vLLM serves it with "
+                    "--enable-scale-out, and counts cached tokens with --enable-prompt-tokens-details)."
+                )
+            if error.status_code == 400:
+                return redacted(str(error)[:300])
+            with self._endpoint():
+                raise
+
+    def _load_tokenizer(self) -> Any:
+        source = self.tokenizer_source
+        if source is not None and not isinstance(source, (str, os.PathLike)):
+            return source
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(source or self.name))
+
+    def _token_values(
+        self, requests: Sequence[ScoreRequest], right: bool
+    ) -> list[list[list[float]]]:
+        """Per request and candidate, the log-probs of its tokens (and the right text's), from the
+        rows the server computed (engine.prefix_rows), `concurrency` requests in flight; a probe's
+        follow-ups go before the next probe's first request, so that its cached blocks are still
+        there.
+        """
+        assert self.encoder is not None  # set with the route
+        route = self.route
+        probes = [
+            Probe(
+                i,
+                enc.context,
+                [c + r for c, r in zip(enc.candidates.tuples(), enc.rights.tuples(), strict=True)],
+                route.ids_per_request,
+            )
+            for i, enc in enumerate(self.encoder.encode_all(requests, with_right=right))
+        ]
+        fresh, ready = iter(probes), deque[Job]()
+        flying: dict[Future[Any], Job] = {}
+        pool = ThreadPoolExecutor(self.concurrency)
+        try:
+            while True:
+                while len(flying) < self.concurrency:
+                    if not ready:
+                        probe = next(fresh, None)
+                        if probe is None:
+                            break
+                        ready.extend(probe.begin())
+                        continue
+                    job = ready.popleft()
+                    flying[pool.submit(self._send_job, job, route)] = job
+                if not flying:
+                    break
+                done, _ = wait(flying, return_when=FIRST_COMPLETED)
+                for future in done:
+                    job, answer = flying.pop(future), future.result()
+                    probe = probes[job.probe]
+                    if isinstance(job, RowsJob):
+                        probe.take_rows(job.tokens, *answer)
+                    else:
+                        probe.take_next(job.tokens, answer)
+                    ready.extendleft(reversed(probe.done_one()))
+        finally:
+            pool.shutdown(cancel_futures=True)
+        return [[p.values(i) for i in range(len(p.tails))] for p in probes]
+
+    def _send_job(self, job: Job, route: Route) -> Any:
+        """One request of a probe: a sequence's prompt log-probs with the rows it computed
+        (`_rows_reply`), or the log-probs of the ids after a prefix (`_next_reply`).
+        """
+        assert route.url is not None
+        if isinstance(job, RowsJob):
+            sampling = {
+                "prompt_logprobs": 0,
+                # read the cache where the reply says what it read (vLLM skips it by default for
+                # prompt log-probs)
+                "skip_reading_prefix_cache": not route.cached_counts,
+            }
+            reply = self._generate(route.url, list(job.tokens), sampling)
+            return self._rows_reply(job, reply, route.cached_counts)
+        # vLLM lists the sampled token first and cuts the list at `logprobs`: one id named twice
+        # keeps the last one named in it
+        asked = [*job.ids, job.ids[0]]
+        reply = self._generate(
+            route.url, list(job.tokens), {"logprobs": len(asked), "logprob_token_ids": asked}
+        )
+        return self._next_reply(job, reply)
+
+    def _rows_reply(
+        self, job: RowsJob, reply: dict[str, Any], counted: bool
+    ) -> tuple[int, list[float]]:
+        """(the first row the server computed, each row's log-prob of its own token), checked
+        where it is used: the rows before the first computed one are never read.
+        """
+        tokens, rows = job.tokens, reply.get("prompt_logprobs")
+        usage: dict[str, Any] = reply["usage"] if isinstance(reply.get("usage"), dict) else {}
+        if (
+            not isinstance(rows, list)
+            or len(rows) != len(tokens)
+            or usage.get("prompt_tokens") != len(tokens)
+        ):
+            raise self._bad_reply(
+                f"its prompt log-probs ({_length(rows)}) and prompt tokens ({usage.get('prompt_tokens')!r}) do not "
+                f"match the {len(tokens)} token ids sent"
+            )
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") if counted else 0
+        if (
+            not isinstance(cached, int)
+            or isinstance(cached, bool)
+            or not 0 <= cached <= len(tokens)
+        ):
+            raise self._bad_reply(
+                f"its cached-token count {cached!r:.40} does not fit {len(tokens)} prompt tokens"
+            )
+        first = cached + 1
+        values = [0.0] * len(tokens)
+        for p in range(max(first, 1), len(tokens)):
+            row = rows[p]
+            entry = row.get(str(tokens[p])) if isinstance(row, dict) else None
+            value = entry.get("logprob") if isinstance(entry, dict) else None
+            if not _is_logprob(value):
+                raise self._bad_reply(
+                    f"its prompt log-prob row {p} holds {value!r:.40} for the token id {tokens[p]} sent there; a "
+                    "log-probability is a finite number <= 0"
+                )
+            values[p] = float(value)  # type: ignore[arg-type]  # a number: checked above
+        return first, values
+
+    def _next_reply(self, job: NextJob, reply: dict[str, Any]) -> dict[int, float]:
+        """The log-probs of the ids a next-token request named, checked: every id, each a
+        log-probability.
+        """
+        try:
+            listed = reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            found = {int(e["token_id"]): e["logprob"] for e in listed}
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise self._bad_reply("its choice holds no log-probs of the token ids named") from None
+        lost = [t for t in job.ids if not _is_logprob(found.get(t))]
+        if lost:
+            raise self._bad_reply(
+                f"it gives no log-probability for {len(lost)} of the {len(job.ids)} token ids named "
+                f"({lost[:3]!r}: {[found.get(t) for t in lost[:3]]!r:.60})"
+            )
+        return {t: float(found[t]) for t in job.ids}
+
+    def _generate_body(self, tokens: list[int], sampling: dict[str, Any]) -> dict[str, Any]:
+        """A token route request: greedy, one token generated, nothing decoded to text."""
+        return {
+            "model": self.name,
+            "token_ids": tokens,
+            "sampling_params": {
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "detokenize": False,
+                **sampling,
+            },
+        }
+
+    def _generate(self, url: str, tokens: list[int], sampling: dict[str, Any]) -> dict[str, Any]:
+        """The token route's reply to one request (retried, read within its limit, failures one
+        line naming the server, as `_reply`).
+        """
+        body = self._generate_body(tokens, sampling)
+        with self._endpoint(), self.limit.applied(reply_limit(body)):
+            return self._checked(
+                self.policy.run(lambda: self.client.post(url, body=body, cast_to=object))
+            )
+
+    def _checked(self, reply: Any) -> dict[str, Any]:
+        """A token route reply: a JSON object naming the model asked for."""
+        if not isinstance(reply, dict):
+            raise self._bad_reply(f"it is not a JSON object but {reply!r:.100}")
+        named = reply.get("model")
+        if named is not None and not same_model(self.name, str(named)):
+            raise EndpointError(
+                f"The server at {self.shown_url} answered as the model {named!r:.80}, not {self.name!r} that was "
+                "asked for: ask for the model by the name it answers with (--model openai:NAME), or check --base-url."
+            )
+        return reply
 
     def fill_mask(self, *args: Any, **kwargs: Any) -> NoReturn:
         """A served model is causal: there is no mask to fill."""
@@ -458,6 +790,12 @@ class ServedScorer:
 def _length(values: Any) -> str:
     """How many values a reply's list holds, or what it holds instead of a list (for an error)."""
     return f"{len(values)} values" if isinstance(values, list) else repr(values)[:40]
+
+
+def _allowed_logprobs(refusal: str) -> int | None:
+    """The most log-probs a vLLM server allows per token, from its refusal of more."""
+    found = re.search(r"max allowed: (\d+)", refusal)
+    return int(found.group(1)) if found else None
 
 
 def _is_logprob(value: Any) -> bool:
