@@ -1,11 +1,10 @@
-"""Served candidate scoring against a real vLLM server, measured in one run (issue 38, item 2).
+"""Served candidate scoring against a real vLLM server, measured in one run (issues 38 and 48).
 
-The workload: the first stage of an FmLAMA config under `--limit N` dishes, as `culture-probe run
-CONFIG --model openai:NAME` plans it (default fmlama_he, 1 dish: 5 probes x the 363 Hebrew
-ingredients; the templates that need a Hebrew country name are skipped by the protocol). fmlama_en
-cannot be the workload: its templates start with the slot ('[Y] is part of the food [X].'), a slot
-with no left context, which the served scorer refuses before any request (a server returns no
-log-prob for a prompt's first token); every fmlama_he template has a left context. The model: the
+The workloads: the first stage of FmLAMA configs under `--limit N` dishes, as `culture-probe run
+CONFIG --model openai:NAME` plans it (default fmlama_he and fmlama_en, 1 dish each: fmlama_he's 5
+probes x the 363 Hebrew ingredients, the templates that need a Hebrew country name skipped by the
+protocol; fmlama_en's templates that start with the slot, '[Y] is part of the food [X].', scored
+after the model's start token through the token route). The model: the
 tiny GPT-2 the served tests train (tests/served/conftest.py: 2 layers x 2 heads of 64, a 400-token
 byte-level BPE, which cuts Hebrew into about two tokens a letter), served by vLLM from `.venv-vllm/`
 (make served-venv) on 127.0.0.1, or any running server with `--base-url` and the folder it serves as
@@ -15,7 +14,8 @@ One table, each figure against a baseline measured in the same run:
 - the prompt tokens the server computed (its /metrics: prompt tokens, of them computed and read from
   the prefix cache, before and after) against the trie's minimal token set for the same probes (the
   engine's own `_prepare`: each context once, each node of the candidates' token trie once);
-- the wall time of the served run (culture_probe's `openai:` scorer: a probe's candidates in
+- the wall time of the served run (culture_probe's `openai:` scorer: through vLLM's token route with
+  its prefix cache read, engine.served.Route, or where the server lacks it a probe's candidates in
   requests of at most 1,024 prompts, echo, `logprobs=0`) against the in-process engine on the same
   model folder and probes, and where the served time goes: HTTP requests and prompts, time with a
   request at the server, the client's reading of the replies, and the CPU seconds of the API server,
@@ -27,7 +27,8 @@ The server started here is stopped on the way out (Ctrl-C and SIGTERM included).
 when the served or the harness's scores differ from the in-process ones by more than 1e-4. Needs
 CULTURE_PROBE_MIRROR (or the network) for the FmLAMA data.
 
-    python perf/bench_served.py [--config fmlama_he] [--dishes 1] [--concurrency 8] [--threads 2]
+    python perf/bench_served.py [--config fmlama_he fmlama_en] [--dishes 1] [--concurrency 8]
+        [--threads 2]
         [--harness-batch 16] [--harness-concurrency 8] [--repeat 1]
         [--vllm-python .venv-vllm/bin/python] [--base-url http://HOST:PORT/v1 --model FOLDER]
 """
@@ -44,6 +45,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 from served_common import (
@@ -66,7 +68,9 @@ from served_common import (
     warm_up,
 )
 
-TARGET = 1.3  # issue 38: prompt tokens the server computed within 1.3x the trie's minimal set
+# issue 48: prompt tokens the server computed within 1.7x the trie's minimal set (vLLM's CPU build,
+# blocks of 32 tokens)
+TARGET = 1.7
 
 
 def served_tests() -> ModuleType:
@@ -106,6 +110,7 @@ def table(
     served: ServedRun,
     harness: tuple[float, np.ndarray, dict[str, float]],
     args: argparse.Namespace,
+    route: str,
 ) -> list[str]:
     """The benchmark's table (markdown) and what it cannot show."""
     local_time, local_scores = local
@@ -130,14 +135,15 @@ def table(
             f"{trie.minimal:,} ({trie.contexts:,} context + {trie.nodes:,} trie tokens; the engine runs "
             f"{trie.engine:,}, leaves skipped)",
             f"{ratio:.2f}x",
-            f"<= {TARGET}x: {'met' if ratio <= TARGET else 'not met (blocked, see below)'}",
+            f"<= {TARGET}x: {'met' if ratio <= TARGET else 'NOT MET'}",
         ),
         (
-            "the same with a perfect prefix cache (each context once, every candidate's own tokens)",
+            "a perfect prefix cache with one prompt per candidate (each context once, every candidate's "
+            "own tokens)",
             f"{trie.prefix_cached():,}",
             f"{trie.minimal:,}",
             f"{trie.prefix_cached() / trie.minimal:.2f}x",
-            "what per-prompt scoring could reach",
+            "what a cache of single tokens would give",
         ),
         (
             "wall time, against the in-process engine (same folder, same probes)",
@@ -148,8 +154,8 @@ def table(
         ),
         (
             "served: HTTP requests",
-            f"{len(served.requests.rows)} requests, {served.requests.prompts:,} prompts "
-            f"(<= 1,024 a request, {args.concurrency} in flight); the engine ran them as "
+            f"{len(served.requests.rows)} requests ({route}), {served.requests.prompts:,} prompts "
+            f"({args.concurrency} in flight); the engine ran them as "
             f"{n['engine requests']:,.0f} requests in {steps:,.0f} steps",
             "",
             "",
@@ -196,17 +202,11 @@ def table(
     lines += [
         "",
         "What this run cannot show:",
-        f"- the prefix cache at work: the server counted {hits:,.0f} hits in {queries:,.0f} queries. vLLM 0.32 sets "
-        "SamplingParams.skip_reading_prefix_cache for every request that asks for prompt log-probs (echo with "
-        "logprobs), and its completions API has no field to unset it, so the context a probe's candidates share is "
-        f"computed again for each of them; the {TARGET}x target cannot be reached through echo scoring "
-        "(blocked, whatever the order or grouping of the prompts).",
-        f"- even a perfect prefix cache computes every candidate's own tokens once per prompt: "
-        f"{trie.prefix_cached() / trie.minimal:.2f}x the trie here, where the tiny byte-level tokenizer makes a "
-        "Hebrew ingredient (with the right text where it is scored) "
-        f"{trie.continuations / trie.candidates:.1f} tokens long and a context "
-        f"{trie.contexts / trie.requests:.1f}; only a server that scores several continuations of one prompt as a "
-        "trie reaches the minimal set.",
+        f"- the prefix cache caches whole blocks of 32 tokens here (vLLM's CPU build; CUDA's default is 16): a "
+        "context's last, partial block and the candidate's first tokens are computed again for every candidate, "
+        f"and the prefix cache counted {hits:,.0f} hits in {queries:,.0f} queries. A cache of single tokens "
+        "(block size 1) would give the 'perfect prefix cache' row; only scoring a prompt's continuations as a "
+        "trie in one request reaches the minimal set.",
         "- speed on a GPU: here the server's API process, its engine and this client share two CPU cores (the CPU "
         "seconds above); perf/gpu_check.py measures the same workload on a GPU.",
         f"- whole-prompt tokens by the engine's tokenization: {whole:,} (the server counted "
@@ -219,7 +219,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--config", default="fmlama_he", help="a servable FmLAMA config")
+    parser.add_argument(
+        "--config", nargs="+", default=["fmlama_he", "fmlama_en"], help="FmLAMA configs"
+    )
     parser.add_argument("--dishes", type=int, default=1, help="--limit: dishes of the config")
     parser.add_argument(
         "--concurrency", type=int, default=8, help="requests in flight (the CLI's default)"
@@ -259,54 +261,71 @@ def main() -> None:
             folder = served_tests().trained_tiny_gpt2(Path(tmp) / "tiny-gpt2")
             server = VllmServer(args.vllm_python, folder, Path(tmp) / "server.log")
             base_url, name = server.base_url, server.name
-        workload = fmlama_workload(args.config, args.dishes, name, base_url)
-        print(
-            f"{args.config} --limit {args.dishes}: {workload.probes} probes ({workload.skipped} skipped by the "
-            f"protocol), {workload.prompts:,} (context, candidate) prompts; model {folder}",
-            flush=True,
-        )
         local = in_process_scorer(folder, "cpu")
-        trie, whole = trie_count(local, workload)
-        warm_up(local, workload)
-        # the best of --repeat timings, as bench_engine.py keeps them: the run least disturbed by
-        # other work
-        local_run = min((score_all(local, workload) for _ in range(args.repeat)), key=first)
-        print(f"in process: {local_run[0]:.1f} s", flush=True)
+        failed = False
         try:
             if server is not None:
                 print("starting the vLLM server ...", flush=True)
                 server.start()
                 print(f"  up in {server.started_in[-1]:.0f} s", flush=True)
             print(f"server: {server_version(base_url)} at {base_url}", flush=True)
-            scorer = served_scorer(name, base_url, args.concurrency)
-            warm_up(scorer, workload)
-            served = min(
-                (score_served(scorer, workload, server) for _ in range(args.repeat)),
-                key=lambda run: run.seconds,
-            )
-            print(f"served: {served.seconds:.1f} s", flush=True)
-            options = {
-                "batch": args.harness_batch,
-                "concurrent": args.harness_concurrency,
-            }
-            harness_scores(base_url, name, str(folder), workload, warm=True, **options)
-            harness = min(
-                (
-                    harness_scores(base_url, name, str(folder), workload, **options)
-                    for _ in range(args.repeat)
-                ),
-                key=first,
-            )
-            print(f"lm-eval local-completions: {harness[0]:.1f} s\n", flush=True)
+            for config in args.config:
+                failed |= not bench_config(config, args, local, name, base_url, folder, server)
         finally:
             if server is not None:
                 server.stop()
                 print("vLLM server stopped", flush=True)
-        lines = table(workload, trie, whole, local_run, served, harness, args)
-        print("\n".join(lines))
+    sys.exit(1 if failed else 0)
+
+
+def bench_config(
+    config: str,
+    args: argparse.Namespace,
+    local: Any,
+    name: str,
+    base_url: str,
+    folder: Path,
+    server: VllmServer | None,
+) -> bool:
+    """One config's table, printed; whether its scores are within MAX_DIFF of the in-process
+    engine's.
+    """
+    workload = fmlama_workload(config, args.dishes, name, base_url)
+    print(
+        f"\n{config} --limit {args.dishes}: {workload.probes} probes ({workload.skipped} skipped by the "
+        f"protocol), {workload.prompts:,} (context, candidate) prompts; model {folder}",
+        flush=True,
+    )
+    trie, whole = trie_count(local, workload)
+    warm_up(local, workload)
+    # the best of --repeat timings, as bench_engine.py keeps them: the run least disturbed by
+    # other work
+    local_run = min((score_all(local, workload) for _ in range(args.repeat)), key=first)
+    print(f"in process: {local_run[0]:.1f} s", flush=True)
+    scorer = served_scorer(name, base_url, args.concurrency)
+    warm_up(scorer, workload)
+    scorer.sent.clear()
+    served = min(
+        (score_served(scorer, workload, server) for _ in range(args.repeat)),
+        key=lambda run: run.seconds,
+    )
+    print(f"served ({scorer.route.name}): {served.seconds:.1f} s", flush=True)
+    options = {"batch": args.harness_batch, "concurrent": args.harness_concurrency}
+    harness_scores(base_url, name, str(folder), workload, warm=True, **options)
+    harness = min(
+        (
+            harness_scores(base_url, name, str(folder), workload, **options)
+            for _ in range(args.repeat)
+        ),
+        key=first,
+    )
+    print(f"lm-eval local-completions: {harness[0]:.1f} s\n", flush=True)
+    print(
+        "\n".join(table(workload, trie, whole, local_run, served, harness, args, scorer.route.name))
+    )
     diff = float(np.abs(served.scores - local_run[1]).max())
     harness_diff = float(np.abs(harness[1] - local_run[1]).max())
-    sys.exit(0 if max(diff, harness_diff) <= MAX_DIFF else 1)
+    return max(diff, harness_diff) <= MAX_DIFF
 
 
 if __name__ == "__main__":

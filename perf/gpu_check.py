@@ -24,8 +24,12 @@
    the workload's text), fmlama_he's probes (`--limit 4` dishes: 20 probes, 7,260 prompts) scored
    through `openai:` served scoring and in process on the same folder: tokens/s of each (the prompt
    tokens the server counted, over each side's wall time), the ratio, the max score difference, and
-   what the server computed against the trie's minimal token set. Without vLLM its row says "vLLM
-   not installed: skipped".
+   what the server computed against the trie's minimal token set, through the route the scorer
+   used (vLLM's token route with its prefix cache read, engine.served.Route). Without vLLM its row
+   says "vLLM not installed: skipped". Where `sglang` is importable by this Python, the same probes
+   through SGLang's native `/generate` on the same folder (the engine's token ids,
+   `logprob_start_len` at each candidate's first token, so its radix cache is read up to there): its
+   time, max score difference, and the prompt tokens it computed; without it, a row saying so.
 
     CULTURE_PROBE_MIRROR=... python perf/gpu_check.py [--quick]
         [--only engine|parallel|fullsize|vllm ...] [--vllm-python PATH]
@@ -52,11 +56,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-# served scoring: an FmLAMA config whose templates all have a left context (fmlama_en's start with
-# the slot, which a server cannot score), and its dishes for the full check
+# served scoring: an FmLAMA config and its dishes for the full check
 SERVED_CONFIG, SERVED_DISHES = "fmlama_he", 4
 SECTIONS = ("engine", "parallel", "fullsize", "vllm")
 SPEEDUP = re.compile(r"^\s+engine\s+([\d.]+) s\s+(.+?)\s+([\d.]+) s\s+speed-up\s+([\d.]+)x(.*)$")
@@ -309,9 +313,14 @@ def served_rows(python: Path | None, why: str, quick: bool, device: str) -> list
     difference, and what the server computed against the trie's minimal token set. A row saying why
     when there is no vLLM to run.
     """
-    label = f"vLLM served scoring ({device})"
-    if python is None:
-        return [(label, why)]
+    label, sglang_label = f"vLLM served scoring ({device})", f"SGLang served scoring ({device})"
+    sglang = importlib.util.find_spec("sglang") is not None
+    sglang_skipped = (
+        sglang_label,
+        "SGLang not installed: skipped (no sglang importable by this Python)",
+    )
+    if python is None and not sglang:
+        return [(label, why), sglang_skipped]
     import numpy as np
     from served_common import (
         VllmServer,
@@ -345,15 +354,24 @@ def served_rows(python: Path | None, why: str, quick: bool, device: str) -> list
             import torch
 
             torch.cuda.empty_cache()
+        sglang_rows = (
+            [sglang_row(folder, workload, trie, local_scores, local_time, device, Path(tmp))]
+            if sglang
+            else [sglang_skipped]
+        )
+        if python is None:
+            return [(label, why), *sglang_rows]
         try:
             server.start()
             scorer = served_scorer(server.name, server.base_url, concurrency=8)
             warm_up(scorer, workload)
+            scorer.sent.clear()
             served = score_served(scorer, workload, server)
         except Exception as error:  # a server that fails to start or to answer: the table says so
             print(f"{label} failed: {error}\nthe server's log ends:\n{server.tail()}", flush=True)
             last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
-            return [(label, f"failed: {type(error).__name__}: {last[:300]} (the log is above)")]
+            failed = f"failed: {type(error).__name__}: {last[:300]} (the log is above)"
+            return [(label, failed), *sglang_rows]
         finally:
             server.stop()
     tokens = served.counted["prompt tokens"]
@@ -368,8 +386,10 @@ def served_rows(python: Path | None, why: str, quick: bool, device: str) -> list
         f"{served.seconds / local_time:.1f}x the served speed; max |diff| {diff:.1e}"
     )
     counted = served.counted
+    sent = ", ".join(f"{n:,} {kind}" for kind, n in scorer.sent.items())
     server_row = (
-        f"up in {server.started_in[-1]:.0f} s; {len(served.requests.rows)} requests; computed "
+        f"up in {server.started_in[-1]:.0f} s; {scorer.route.name} ({sent}); "
+        f"{len(served.requests.rows)} requests; computed "
         f"{counted['computed']:,.0f} prompt tokens = {counted['computed'] / trie.minimal:.2f}x the trie's minimal "
         f"{trie.minimal:,} (prefix cache: {counted['cache hits']:,.0f} hits of {counted['cache queries']:,.0f} "
         f"queries); {served.requests.at_server():.2f} s at the server ({counted['engine steps']:,.0f} engine "
@@ -377,7 +397,42 @@ def served_rows(python: Path | None, why: str, quick: bool, device: str) -> list
         + ", ".join(f"{k} {v:.1f} s" for k, v in served.server_cpu.items())
         + f", this client {served.client_cpu:.1f} s"
     )
-    return [(label, what), (label, speed), ("vLLM server", server_row)]
+    return [(label, what), (label, speed), ("vLLM server", server_row), *sglang_rows]
+
+
+def sglang_row(
+    folder: Path,
+    workload: Any,
+    trie: Any,
+    local_scores: Any,
+    local_time: float,
+    device: str,
+    tmp: Path,
+) -> tuple[str, str]:
+    """The workload through SGLang's native `/generate` on `folder` (served_common.score_sglang),
+    against the in-process scores and the trie's minimal token set; a row saying why where it
+    fails.
+    """
+    import numpy as np
+    from served_common import in_process_scorer, score_sglang, sglang_server
+
+    label = f"SGLang served scoring ({device})"
+    try:
+        local = in_process_scorer(folder, "cpu")  # its encoder only: the token ids sent
+        with sglang_server(folder, tmp / "sglang.log", device) as root:
+            # its radix cache cold, as vLLM's is: the first request's start-up is in the time
+            run = score_sglang(root, local, workload, concurrency=8)
+    except Exception as error:  # a server that fails to start or to answer: the table says so
+        last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        return (label, f"failed: {type(error).__name__}: {last[:300]}")
+    diff = float(np.abs(run.scores - local_scores).max())
+    computed = run.prompt_tokens - run.cached_tokens
+    return (
+        label,
+        f"{run.requests:,} requests in {run.seconds:.2f} s (in process {local_time:.2f} s); max |diff| {diff:.1e}; "
+        f"computed {computed:,} of {run.prompt_tokens:,} prompt tokens = {computed / trie.minimal:.2f}x the trie's "
+        f"minimal {trie.minimal:,} (from a cold radix cache)",
+    )
 
 
 def main() -> None:

@@ -208,11 +208,17 @@ def score_all(scorer: Any, workload: Workload) -> tuple[float, np.ndarray]:
 
 
 def warm_up(scorer: Any, workload: Workload) -> None:
-    """One small request outside the timings (allocator, kernels, the server's first request)."""
+    """One small request outside the timings (allocator, kernels, the server's first request), with
+    a context of its own, so that no block of the workload is in the prefix cache before it is
+    timed.
+    """
     from dataclasses import replace
 
     options, requests = workload.groups[0]
-    scorer.score([replace(requests[0], candidates=requests[0].candidates[:8])], options)
+    first = requests[0]
+    scorer.score(
+        [replace(first, left="Warm up. " + first.left, candidates=first.candidates[:8])], options
+    )
 
 
 @dataclass
@@ -247,13 +253,13 @@ class RequestTimes:
 
 @contextmanager
 def timed_requests(scorer: Any) -> Iterator[RequestTimes]:
-    """Times every completions request of a `ServedScorer` (its `openai` client's
-    `completions.create` and the request and response hooks of the HTTP client under it) inside the
-    block.
+    """Times every request of a `ServedScorer` (its `openai` client's `completions.create`, and
+    `post` for the token route, and the request and response hooks of the HTTP client under it)
+    inside the block.
     """
     times, local = RequestTimes(), threading.local()
     completions = scorer.client.completions
-    create = completions.create
+    create, post = completions.create, scorer.client.post
     http = (
         scorer.client._client
     )  # the httpx client the openai client sends with (engine.deadline's)
@@ -273,15 +279,21 @@ def timed_requests(scorer: Any) -> Iterator[RequestTimes]:
         times.rows.append((count, called, local.sent, local.answered, time.perf_counter()))
         return reply
 
+    def posted(*args: Any, **kwargs: Any) -> Any:
+        called = time.perf_counter()
+        reply = post(*args, **kwargs)
+        times.rows.append((1, called, local.sent, local.answered, time.perf_counter()))
+        return reply
+
     http.event_hooks = {
         "request": [*hooks["request"], sent],
         "response": [*hooks["response"], answered],
     }
-    completions.create = timed
+    completions.create, scorer.client.post = timed, posted
     try:
         yield times
     finally:
-        del completions.create
+        del completions.create, scorer.client.post
         http.event_hooks = hooks
 
 
@@ -379,3 +391,118 @@ def stop_on_sigterm() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, unwind)
+
+
+# ------------------------------------------------------------------------------------------------
+# SGLang, where it is installed (the GPU check): its native /generate reads its radix cache up to
+# `logprob_start_len`
+
+
+@dataclass
+class SglangRun:
+    """One scoring of a workload through SGLang's native `/generate`: wall time, scores, the
+    prompt tokens it was sent and of them read from its cache, and requests.
+    """
+
+    seconds: float
+    scores: np.ndarray
+    prompt_tokens: int
+    cached_tokens: int
+    requests: int
+
+
+@contextmanager
+def sglang_server(folder: Path, log: Path, device: str) -> Iterator[str]:
+    """The root URL of an SGLang server on 127.0.0.1 serving `folder` in float32 (stopped, with its
+    process group, on exit).
+    """
+    import os
+    import subprocess
+
+    from served_helpers import free_port
+
+    port = free_port()
+    command = [
+        sys.executable, "-m", "sglang.launch_server", "--model-path", str(folder),
+        "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+        "--mem-fraction-static", "0.4", "--disable-cuda-graph", "--random-seed", "0",
+        *(["--device", "cpu"] if device == "cpu" else []),
+    ]  # fmt: skip
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            try:
+                with urllib.request.urlopen(f"{root}/health", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"SGLang did not start; its log ends:\n{log.read_text()[-2000:]}"
+                )
+            time.sleep(2)
+        yield root
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=60)
+
+
+def score_sglang(root: str, local: Any, workload: Workload, concurrency: int = 8) -> SglangRun:
+    """Every candidate of the workload as the in-process engine's token ids (its encoder: context,
+    candidate, and the right text where scored), one `/generate` request each with
+    `logprob_start_len` at the candidate's first token, `concurrency` in flight in probe order:
+    its score is the sum of the input log-probs returned.
+    """
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    sequences = [
+        (enc.context + c + r, len(enc.context))
+        for options, requests in workload.groups
+        for enc in local.encoder.encode_all(requests, with_right=options.score_right)
+        for c, r in zip(enc.candidates.tuples(), enc.rights.tuples(), strict=True)
+    ]
+
+    def ask(item: tuple[tuple[int, ...], int]) -> tuple[float, int, int]:
+        tokens, start = item
+        body = {
+            "input_ids": list(tokens),
+            "sampling_params": {"max_new_tokens": 1, "temperature": 0.0},
+            "return_logprob": True,
+            "logprob_start_len": start,
+        }
+        request = urllib.request.Request(
+            f"{root}/generate",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=300) as reply:
+            meta = json.load(reply)["meta_info"]
+        values = [e[0] for e in meta["input_token_logprobs"] if e[0] is not None]
+        if len(values) != len(tokens) - start:
+            raise RuntimeError(
+                f"SGLang gave {len(values)} input log-probs for the {len(tokens) - start} tokens after "
+                f"position {start}"
+            )
+        return float(sum(values)), int(meta["prompt_tokens"]), int(meta.get("cached_tokens", 0))
+
+    begin = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        answers = list(pool.map(ask, sequences))
+    seconds = time.perf_counter() - begin
+    return SglangRun(
+        seconds,
+        np.array([a[0] for a in answers]),
+        sum(a[1] for a in answers),
+        sum(a[2] for a in answers),
+        len(answers),
+    )

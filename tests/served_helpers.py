@@ -100,8 +100,8 @@ class VllmServer:
             "--max-model-len",
             "512",
             "--enable-prefix-caching",
-            # the token-in/token-out route (/inference/v1/generate), which reads the prefix cache for
-            # prompt log-probs, and the cached-token count of each reply's usage
+            # the token-in/token-out route (/inference/v1/generate), which reads the prefix cache
+            # for prompt log-probs, and the cached-token count of each reply's usage
             "--enable-scale-out",
             "--enable-prompt-tokens-details",
             *device,

@@ -14,7 +14,9 @@ computes: exact, and the cache stays on.
 The order only decides how much the cache saves, never a value: the first sequence in the trie's
 order is sent alone (it computes the context), then its siblings, then the rows still missing. A
 candidate set where every candidate is one token after the context is scored by next-token
-requests alone.
+requests alone. Where the cache cannot save anything (no prefix caching, or a context shorter than
+one cache block: only whole blocks are cached), the sequences go as token-id prompts of one echo
+request (`EchoJob`, every row computed), far fewer requests than one a candidate.
 
 Pure: no request is sent here. Rows are keyed by the tokens after the context up to and including
 the row's own token, so every candidate that shares a prefix shares its rows.
@@ -46,7 +48,15 @@ class NextJob:
     ids: tuple[int, ...]
 
 
-Job = RowsJob | NextJob
+@dataclass(frozen=True)
+class EchoJob:
+    """Ask the prompt log-probs of several whole sequences at once, none read from a cache."""
+
+    probe: int
+    sequences: tuple[tuple[int, ...], ...]
+
+
+Job = RowsJob | NextJob | EchoJob
 
 
 class Step(Enum):
@@ -65,14 +75,16 @@ class Probe:
     index: int
     context: tuple[int, ...]
     tails: list[Tail]  # per candidate: its ids (and the right text's) after the context
-    ids_per_request: int  # distinct ids one next-token request may name
+    ids_per_request: int  # distinct ids one next-token request may name (0: no such request)
+    # sequences of one echo request (0: each its own request, with the prefix cache read)
+    echo: int = 0
     known: dict[Tail, float] = field(default_factory=dict)
     step: Step = Step.FIRST
     pending: int = 0
 
     def __post_init__(self) -> None:
-        if self.ids_per_request < 1:
-            raise ValueError("a next-token request names at least one id")
+        if self.ids_per_request < 1 and self.echo < 1:
+            raise ValueError("a probe needs next-token or echo requests")
 
     @property
     def start(self) -> int:
@@ -90,11 +102,18 @@ class Probe:
 
     def begin(self) -> list[Job]:
         """The first requests: next-token ones where every candidate is one token after the
-        context, else the first sequence in the trie's order.
+        context, else echo requests of every sequence, else the first sequence in the trie's order.
         """
-        if all(len(tail) == 1 for tail in self.tails):
+        if self.ids_per_request and all(len(tail) == 1 for tail in self.tails):
             self.step = Step.MISSING
             jobs: list[Job] = list(self.missing())
+        elif self.echo:
+            self.step = Step.MISSING  # nothing is left missing: every row is computed
+            order = [self.context + self.tails[i] for i in self.order()]
+            jobs = [
+                EchoJob(self.index, tuple(order[at : at + self.echo]))
+                for at in range(0, len(order), self.echo)
+            ]
         else:
             jobs = [self._rows(self.order()[0])]
         self.pending = len(jobs)

@@ -38,7 +38,7 @@ import os
 import re
 import threading
 import warnings
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from contextlib import contextmanager
@@ -52,7 +52,7 @@ from culture_probe.engine.cache import cache_path, cached_texts, identity_digest
 from culture_probe.engine.deadline import bounded_http_client
 from culture_probe.engine.encoding import Encoder
 from culture_probe.engine.generation import cut_at_stop, prompt_seed
-from culture_probe.engine.prefix_rows import Job, NextJob, Probe, RowsJob
+from culture_probe.engine.prefix_rows import EchoJob, Job, NextJob, Probe, RowsJob
 from culture_probe.engine.replies import (
     ReplyLimit,
     ReplyRefused,
@@ -91,26 +91,43 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class Route:
-    """How a server is asked for prompt log-probs: by token ids through `GENERATE_ROUTE` at `url`,
-    or (no url) through the completions API with echo, and why.
+    """How a server is asked for prompt log-probs: by token ids (`tokens`: the tokenizer loaded
+    here) through `GENERATE_ROUTE` at `url`, with the prefix cache read where replies count their
+    cached tokens and the server caches blocks of `block_size`, and through the completions API's
+    echo (token-id prompts, else texts) where that cannot save anything; and why not, where not.
     """
 
     url: str | None
+    tokens: bool = False
     ids_per_request: int = 0  # distinct ids one next-token request scores
-    cached_counts: bool = False  # replies count their cached tokens: the cache is read
+    cached_counts: bool = False  # replies count their cached tokens
+    block_size: int | None = None  # the server's prefix cache block (None: no prefix caching)
     why: str = ""
+
+    @property
+    def cache(self) -> bool:
+        """Whether sequences are sent one by one with the prefix cache read."""
+        return self.url is not None and self.cached_counts and self.block_size is not None
+
+    def echo_size(self, context: int) -> int:
+        """Sequences of one echo request for a context of `context` tokens (0: one by one, with the
+        cache read): a context shorter than one block shares no cached block.
+        """
+        return 0 if self.cache and context >= (self.block_size or 0) else MAX_PROMPTS
 
     @property
     def name(self) -> str:
         """The route in words (what a run and the benchmarks report)."""
+        if not self.tokens:
+            return f"{ECHO} of texts"
         if self.url is None:
-            return ECHO
-        cache = (
-            "prefix cache read"
-            if self.cached_counts
-            else "prefix cache off (no cached-token counts)"
+            return f"{ECHO} of token ids"
+        if not self.cache:
+            return f"{GENERATE_ROUTE} for single tokens, {ECHO} of token ids otherwise"
+        return (
+            f"{GENERATE_ROUTE} by token ids with the prefix cache read (blocks of {self.block_size}); "
+            f"{ECHO} of token ids for contexts shorter than a block"
         )
-        return f"{GENERATE_ROUTE} by token ids, {cache}"
 
 
 class ServedScorer:
@@ -173,6 +190,9 @@ class ServedScorer:
         self.encoder: Encoder | None = None
         self._route: Route | None = None
         self._route_lock = threading.Lock()
+        # token route requests so far, by kind (rows, next-token, rows asked again with the cache
+        # off): what a benchmark reports
+        self.sent: Counter[str] = Counter()
 
     def _http_client(self) -> Any:
         """The HTTP client of the requests: each try bounded whole by the timeout, not each read
@@ -281,7 +301,7 @@ class ServedScorer:
         right = options.score_right
         values = (
             self._token_values(requests, right)
-            if self.route.url is not None
+            if self.route.tokens
             else self._echo_values(requests, right)
         )
         out = []
@@ -327,11 +347,11 @@ class ServedScorer:
         """
         where = f"A slot with no left context (candidates {list(empty.candidates)[:2]!r}, ... before {empty.right!r})"
         route = self.route
-        if route.url is None:
+        if not route.tokens:
             raise UnsupportedModelError(
-                f"{where} is scored after the model's BOS token in process; through {ECHO} a server returns no "
-                f"log-prob for a prompt's first token and takes no BOS from the client, and the token route that "
-                f"would take one is not used here: {route.why} Score this config with the model in process."
+                f"{where} is scored after the model's BOS token in process; through {ECHO} of texts a server "
+                "returns no log-prob for a prompt's first token and takes no BOS from the client, and token ids, "
+                f"which would carry one, cannot be made here: {route.why} Score this config with the model in process."
             )
         encoder = self.encoder
         if (
@@ -449,40 +469,42 @@ class ServedScorer:
         with self._route_lock:
             if self._route is None:
                 self._route = self._find_route()
-                if self._route.url is None:
+                if not self._route.cache:
                     warnings.warn(
-                        f"{SERVED}{self.name} is scored through {ECHO}, which computes every prompt whole (no "
-                        f"prefix cache): {self._route.why}",
+                        f"{SERVED}{self.name} is scored through {self._route.name}, which computes every "
+                        f"prompt whole (no prefix cache): {self._route.why}",
                         stacklevel=3,
                     )
         return self._route
 
     def _find_route(self) -> Route:
-        """Ask the server for the token route: whether it answers, counts cached tokens, and how
-        many ids one request may name (its --max-logprobs).
+        """Load the tokenizer and ask the server for the token route: whether it answers, counts
+        cached tokens, how many ids one request may name (its --max-logprobs) and the block its
+        prefix cache keeps (its /metrics).
         """
-        root = self.base_url.removesuffix("/v1")
-        if root == self.base_url:
-            return Route(
-                None,
-                why=f"the base URL {self.shown_url} does not end in /v1, beside which the route lies.",
-            )
         try:
             tokenizer = self._load_tokenizer()
-        except Exception as error:  # whatever stops a tokenizer loading leaves the echo
+        except Exception as error:  # whatever stops a tokenizer loading leaves the echo of texts
             return Route(
                 None,
                 why=f"the tokenizer of {self.name!r} did not load here ({type(error).__name__}: "
                 f"{redacted(str(error))[:200]}); pass tokenizer= its Hub id or folder.",
             )
-        encoder = Encoder(tokenizer, name=SERVED + self.name)
+        self.encoder = Encoder(tokenizer, name=SERVED + self.name)
+        root = self.base_url.removesuffix("/v1")
+        if root == self.base_url:
+            return Route(
+                None,
+                tokens=True,
+                why=f"the base URL {self.shown_url} does not end in /v1, beside which {GENERATE_ROUTE} lies.",
+            )
         start = next(
             (t for t in (tokenizer.bos_token_id, tokenizer.eos_token_id) if t is not None), 0
         )
         url = root + GENERATE_ROUTE
         first = self._probe_route(url, [start, start], {"prompt_logprobs": 0})
         if isinstance(first, str):
-            return Route(None, why=first)
+            return Route(None, tokens=True, why=first)
         usage = first.get("usage") or {}
         details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
         counted = isinstance(details, dict) and isinstance(details.get("cached_tokens"), int)
@@ -490,10 +512,18 @@ class ServedScorer:
         limit = self._probe_route(url, [start], {"logprobs": len(ids), "logprob_token_ids": ids})
         allowed = len(ids) if isinstance(limit, dict) else _allowed_logprobs(limit)
         if allowed is None or allowed < 2:
-            return Route(None, why=f"{url} takes no log-probs of named tokens ({limit}).")
-        self.encoder = encoder
+            return Route(
+                None, tokens=True, why=f"{url} takes no log-probs of named tokens ({limit})."
+            )
+        block = _cache_block(root)
+        if not counted:
+            why = "the server does not count cached tokens (start it with --enable-prompt-tokens-details)."
+        elif block is None:
+            why = "the server reports no prefix caching in its /metrics (--enable-prefix-caching)."
+        else:
+            why = ""
         # one id fewer than allowed: a repeated id keeps the last one named from being cut off
-        return Route(url, ids_per_request=allowed - 1, cached_counts=counted)
+        return Route(url, True, allowed - 1, counted, block, why)
 
     def _probe_route(
         self, url: str, tokens: list[int], sampling: dict[str, Any]
@@ -544,6 +574,7 @@ class ServedScorer:
                 enc.context,
                 [c + r for c, r in zip(enc.candidates.tuples(), enc.rights.tuples(), strict=True)],
                 route.ids_per_request,
+                route.echo_size(len(enc.context)),
             )
             for i, enc in enumerate(self.encoder.encode_all(requests, with_right=right))
         ]
@@ -569,6 +600,9 @@ class ServedScorer:
                     probe = probes[job.probe]
                     if isinstance(job, RowsJob):
                         probe.take_rows(job.tokens, *answer)
+                    elif isinstance(job, EchoJob):
+                        for tokens, rows in zip(job.sequences, answer, strict=True):
+                            probe.take_rows(tokens, 1, rows)
                     else:
                         probe.take_next(job.tokens, answer)
                     ready.extendleft(reversed(probe.done_one()))
@@ -580,6 +614,9 @@ class ServedScorer:
         """One request of a probe: a sequence's prompt log-probs with the rows it computed
         (`_rows_reply`), or the log-probs of the ids after a prefix (`_next_reply`).
         """
+        if isinstance(job, EchoJob):
+            self._count("echo")
+            return self._echo_rows(job.sequences)
         assert route.url is not None
         if isinstance(job, RowsJob):
             sampling = {
@@ -588,15 +625,28 @@ class ServedScorer:
                 # prompt log-probs)
                 "skip_reading_prefix_cache": not route.cached_counts,
             }
-            reply = self._generate(route.url, list(job.tokens), sampling)
-            return self._rows_reply(job, reply, route.cached_counts)
+            try:
+                reply = self._generate(route.url, list(job.tokens), sampling, stale=True)
+                self._count("rows")
+                return self._rows_reply(job, reply, route.cached_counts)
+            except _StaleRows:
+                # asked again with the cache off: every row computed
+                self._count("rows asked again, cache off")
+                sampling["skip_reading_prefix_cache"] = True
+                reply = self._generate(route.url, list(job.tokens), sampling)
+                return self._rows_reply(job, reply, False)
         # vLLM lists the sampled token first and cuts the list at `logprobs`: one id named twice
         # keeps the last one named in it
         asked = [*job.ids, job.ids[0]]
         reply = self._generate(
             route.url, list(job.tokens), {"logprobs": len(asked), "logprob_token_ids": asked}
         )
+        self._count("next-token")
         return self._next_reply(job, reply)
+
+    def _count(self, kind: str) -> None:
+        with self._route_lock:
+            self.sent[kind] += 1
 
     def _rows_reply(
         self, job: RowsJob, reply: dict[str, Any], counted: bool
@@ -638,6 +688,46 @@ class ServedScorer:
             values[p] = float(value)  # type: ignore[arg-type]  # a number: checked above
         return first, values
 
+    def _echo_rows(self, sequences: Sequence[tuple[int, ...]]) -> list[list[float]]:
+        """Per sequence (token-id prompts of one completions request with echo), the log-prob of
+        each of its tokens (row 0 unused), checked: one echoed log-prob a token and the generated
+        one, as the reply's usage counts them.
+        """
+        reply = self._reply(
+            self.client.completions.create,
+            model=self.name,
+            prompt=[list(tokens) for tokens in sequences],
+            max_tokens=GENERATED,
+            temperature=0.0,
+            echo=True,
+            logprobs=0,
+        )
+        choices = {getattr(c, "index", None): c for c in reply.choices}
+        if len(reply.choices) != len(sequences) or set(choices) != set(range(len(sequences))):
+            raise self._bad_reply(
+                f"it answered {len(sequences)} prompt(s) with the choices {list(choices)!r:.60}"
+            )
+        out = []
+        for i, tokens in enumerate(sequences):
+            values = getattr(getattr(choices[i], "logprobs", None), "token_logprobs", None)
+            if not isinstance(values, list) or len(values) != len(tokens) + GENERATED:
+                raise self._bad_reply(
+                    f"it echoed {_length(values)} log-probs for a prompt of {len(tokens)} token ids and "
+                    f"{GENERATED} generated"
+                )
+            bad = next((v for v in values[1 : len(tokens)] if not _is_logprob(v)), 0.0)
+            if bad != 0.0:
+                raise self._bad_reply(
+                    f"its echoed log-probs include {bad!r}; a log-probability is a finite number <= 0"
+                )
+            out.append([0.0, *map(float, values[1 : len(tokens)])])
+        fault = usage_fault(
+            getattr(reply, "usage", None), [len(t) + GENERATED for t in sequences], GENERATED
+        )
+        if fault:
+            raise self._bad_reply(fault)
+        return out
+
     def _next_reply(self, job: NextJob, reply: dict[str, Any]) -> dict[int, float]:
         """The log-probs of the ids a next-token request named, checked: every id, each a
         log-probability.
@@ -668,15 +758,25 @@ class ServedScorer:
             },
         }
 
-    def _generate(self, url: str, tokens: list[int], sampling: dict[str, Any]) -> dict[str, Any]:
+    def _generate(
+        self, url: str, tokens: list[int], sampling: dict[str, Any], *, stale: bool = False
+    ) -> dict[str, Any]:
         """The token route's reply to one request (retried, read within its limit, failures one
-        line naming the server, as `_reply`).
+        line naming the server, as `_reply`). With `stale`, a reply the server could not write for
+        a NaN or infinity is `_StaleRows`: vLLM clamps only -inf, and a row it did not compute may
+        hold any bits.
         """
+        import openai
+
         body = self._generate_body(tokens, sampling)
         with self._endpoint(), self.limit.applied(reply_limit(body)):
-            return self._checked(
-                self.policy.run(lambda: self.client.post(url, body=body, cast_to=object))
-            )
+            try:
+                reply = self.policy.run(lambda: self.client.post(url, body=body, cast_to=object))
+            except openai.BadRequestError as error:
+                if stale and "not JSON compliant" in str(error):
+                    raise _StaleRows from None
+                raise
+            return self._checked(reply)
 
     def _checked(self, reply: Any) -> dict[str, Any]:
         """A token route reply: a JSON object naming the model asked for."""
@@ -790,6 +890,30 @@ class ServedScorer:
 def _length(values: Any) -> str:
     """How many values a reply's list holds, or what it holds instead of a list (for an error)."""
     return f"{len(values)} values" if isinstance(values, list) else repr(values)[:40]
+
+
+def _cache_block(root: str) -> int | None:
+    """The block a vLLM server's prefix cache keeps (its /metrics' `vllm:cache_config_info`), or
+    None where it has no prefix caching or does not say.
+    """
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(root + "/metrics", timeout=30) as reply:
+            text = reply.read(4 * 1024 * 1024).decode(errors="replace")
+    except (OSError, ValueError):
+        return None
+    info = re.search(r"^vllm:cache_config_info\{([^}]*)\}", text, re.MULTILINE)
+    if info is None or 'enable_prefix_caching="True"' not in info.group(1):
+        return None
+    block = re.search(r'(?:^|,)block_size="(\d+)"', info.group(1))
+    return int(block.group(1)) if block else None
+
+
+class _StaleRows(Exception):
+    """A reply with the prefix cache read that its server could not write (engine.served
+    `_generate`).
+    """
 
 
 def _allowed_logprobs(refusal: str) -> int | None:

@@ -81,18 +81,128 @@ def test_greedy_texts_equal_the_in_process_engine(vllm, local, options):
     FIGURES[f"ServedScorer.generate {options}"] = f"{len(here)} of {len(here)} texts identical"
 
 
-def test_a_slot_with_no_left_context_is_refused_before_any_request(vllm, local):
+def test_a_slot_with_no_left_context_is_scored_after_the_start_token(vllm, local):
     # FmLAMA's '[Y] is part of the food [X].': in process the candidate's first token is scored
-    # after the tokenizer's BOS (an empty context starts from BOS); vLLM echoes no log-prob for a
-    # prompt's first token and takes no BOS from the client, so the served scorer refuses it before
-    # sending anything
+    # after the tokenizer's BOS (an empty context starts from BOS); the token route sends it as an
+    # id
+    requests = [ScoreRequest("", ("Egypt", "The capital"), right=" is located in Africa.")]
+    here = local.score(requests, score_right=True, keep_tokens=True)
+    there = served(vllm).score(requests, score_right=True, keep_tokens=True)
+    comparison = Comparison()
+    for a, b in zip(here, there, strict=True):
+        assert a.n_tokens.tolist() == b.n_tokens.tolist()
+        comparison.check(a.sum_logprob.tolist(), b.sum_logprob.tolist(), "no left context")
+    comparison.assert_equal()
+
+
+def test_without_the_token_route_a_slot_first_template_is_refused_before_any_request(vllm):
+    # the echo route (a tokenizer that does not load here) cannot put a start token before it
+    scorer = served(vllm, tokenizer=str(vllm.model) + "-absent")
     requests = [ScoreRequest("", ("Egypt", "The capital"), right=" is located in Africa.")]
     before = vllm.metrics()
-    with pytest.raises(UnsupportedModelError, match="no left context"):
-        served(vllm).score(requests, score_right=True)
+    with pytest.warns(UserWarning, match="did not load"):
+        with pytest.raises(UnsupportedModelError, match="no left context"):
+            scorer.score(requests, score_right=True)
     assert vllm.metrics().get("vllm:request_success_total") == before.get(
         "vllm:request_success_total"
     )
+
+
+@pytest.mark.parametrize("score_right", [False, True], ids=["left", "right"])
+def test_the_echo_route_is_the_fallback_and_equals_the_token_route(vllm, score_right):
+    options = {"score_right": score_right, "keep_tokens": True}
+    tokens = served(vllm)
+    assert tokens.route.cache and tokens.route.block_size == 32
+    echo = served(vllm, tokenizer=str(vllm.model) + "-absent")
+    with pytest.warns(UserWarning, match="scored through /v1/completions with echo"):
+        assert echo.route.url is None
+    comparison = Comparison()
+    for a, b in zip(
+        tokens.score(REQUESTS, **options), echo.score(REQUESTS, **options), strict=True
+    ):
+        assert a.n_tokens.tolist() == b.n_tokens.tolist()
+        comparison.check(a.sum_logprob.tolist(), b.sum_logprob.tolist(), "echo")
+    comparison.assert_equal()
+
+
+@pytest.mark.parametrize("score_right", [False, True], ids=["left", "right"])
+def test_without_the_token_route_token_ids_go_through_the_echo(vllm, local, score_right):
+    # a server without /inference/v1/generate: the candidates as token-id prompts of one echo
+    # request per probe, a slot with no left context after the start token
+    from culture_probe.engine.served import Route
+
+    scorer = served(vllm)
+    assert scorer.route.cache
+    scorer._route = Route(None, tokens=True, why="as if the server lacked it")
+    requests = [
+        *REQUESTS,
+        ScoreRequest("", ("Egypt", "The capital"), right=" is located in Africa."),
+    ]
+    options = {"score_right": score_right}
+    comparison = Comparison()
+    for a, b in zip(
+        local.score(requests, **options), scorer.score(requests, **options), strict=True
+    ):
+        assert a.n_tokens.tolist() == b.n_tokens.tolist()
+        comparison.check(a.sum_logprob.tolist(), b.sum_logprob.tolist(), "echo of token ids")
+    comparison.assert_equal()
+    assert set(scorer.sent) == {"echo"}
+
+
+def test_single_token_candidates_take_next_token_requests_in_chunks_of_the_servers_limit(
+    vllm, local
+):
+    # more single-token candidates than one request may name (the server's --max-logprobs, 20)
+    scorer = served(vllm)
+    words = [w[1:] for w in local.tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha()]
+    single = sorted(w for w in words if len(local.tokenizer(" " + w)["input_ids"]) == 1)
+    assert len(single) > scorer.route.ids_per_request
+    requests = [ScoreRequest("The capital of France is", tuple(single))]
+    before = vllm.metrics()
+    there = scorer.score(requests)
+    asked = vllm.metrics()["vllm:request_success_total"] - before["vllm:request_success_total"]
+    here = local.score(requests)
+    assert asked == -(-len(single) // scorer.route.ids_per_request)
+    comparison = Comparison().check(here[0].sum_logprob.tolist(), there[0].sum_logprob.tolist())
+    comparison.assert_equal()
+    FIGURES["single-token candidates"] = (
+        f"{len(single)} in {asked:.0f} requests, {comparison.summary()}"
+    )
+
+
+def test_scores_do_not_depend_on_the_order_or_on_another_run_beside(vllm, local):
+    """vllm#42019: with the prefix cache read, rows of prompt log-probs at cached positions hold
+    another request's values. The same probes in shuffled orders, each time beside another run on
+    the same server, give the in-process scores.
+    """
+    import random
+    import threading
+
+    context = " ".join(["The capital of France is Paris."] * 3) + " Egypt is located in"
+    probes = [
+        ScoreRequest(context, ("Africa", "Asia", "Africa and Asia", "Afric")),
+        ScoreRequest(context + " the", ("saffron and rice", "noodles and fish", "saffron")),
+        ScoreRequest("The capital of", ("France", "Japan", "Greece"), right=" is Paris."),
+        *REQUESTS,
+    ]
+    here = local.score(probes, score_right=True)
+    others = [
+        ScoreRequest(context + " " + w, ("noodles and fish", "saffron and rice")) for w in "abcdef"
+    ]
+    comparison = Comparison()
+    for seed in range(3):
+        order = list(range(len(probes)))
+        random.Random(seed).shuffle(order)
+        beside = threading.Thread(target=lambda: served(vllm).score(others, score_right=True))
+        beside.start()
+        there = served(vllm).score([probes[i] for i in order], score_right=True)
+        beside.join()
+        for j, i in enumerate(order):
+            comparison.check(
+                here[i].sum_logprob.tolist(), there[j].sum_logprob.tolist(), f"{seed}:{i}"
+            )
+    comparison.assert_equal()
+    FIGURES["shuffled and interleaved"] = comparison.summary()
 
 
 @pytest.mark.xfail(
@@ -109,16 +219,18 @@ def test_a_character_cut_by_max_new_tokens(vllm, local):
     assert there == here
 
 
-def test_prompt_logprob_requests_read_no_prefix_cache(vllm):
-    """What served scoring meets in vLLM 0.32.0: a request for the prompt's log-probs (completions
-    with echo and logprobs) never reads the prefix cache (SamplingParams sets
+def test_echoed_prompt_logprob_requests_read_no_prefix_cache(vllm):
+    """Why the token route: in vLLM 0.32.0 a request for the prompt's log-probs through completions
+    with echo and logprobs never reads the prefix cache (SamplingParams sets
     skip_reading_prefix_cache for prompt_logprobs), so a context that a probe's candidates share is
     computed again for each of them, whatever their order. Generation requests read it. When this
     test fails, vLLM has changed that.
     """
     context = " ".join(["The capital of France is Paris."] * 12)  # several 32-token blocks
     before = vllm.metrics()
-    served(vllm).score([ScoreRequest(context, ("France", "Japan", "Greece", "Kenya"))])
+    with pytest.warns(UserWarning, match="echo"):
+        echo = served(vllm, tokenizer=str(vllm.model) + "-absent")
+        echo.score([ScoreRequest(context, ("France", "Japan", "Greece", "Kenya"))])
     scored = vllm.metrics()
     one_at_a_time = ServedScorer(vllm.name, base_url=vllm.base_url, concurrency=1)
     one_at_a_time.generate([context + " France", context + " Japan"], max_new_tokens=2)
