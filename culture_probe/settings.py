@@ -191,6 +191,13 @@ class RunSettings:
         metavar="URL",
     )
     concurrency: int = setting(8, "requests in flight to that server", low=1, metavar="N")
+    served_tokenizer: str | None = setting(
+        None,
+        "the Hub id or folder of an openai:NAME model's tokenizer, where NAME is not one (e.g. vLLM's "
+        "--served-model-name): candidates are then sent as the in-process engine's token ids, through vLLM's prefix "
+        "cache where it offers the token route (default: NAME)",
+        metavar="NAME_OR_DIR",
+    )
     request_timeout: float = setting(
         REQUEST_TIMEOUT,
         "seconds each try of a request to that server may take in all: connecting, sending, waiting and a reply "

@@ -506,3 +506,22 @@ def score_sglang(root: str, local: Any, workload: Workload, concurrency: int = 8
         sum(a[2] for a in answers),
         len(answers),
     )
+
+
+def block_bound(local: Any, workload: Workload, block: int) -> int:
+    """The fewest prompt tokens a server whose prefix cache keeps whole blocks of `block` tokens
+    computes for the workload's sequences sent one by one (the engine's token ids): per probe, its
+    first sequence whole, then each other's tokens after the context's last whole block. Sharing
+    among the candidates' own tokens is left out, so a server can come in a little under it.
+    """
+    total = 0
+    for options, requests in workload.groups:
+        for enc in local.encoder.encode_all(requests, with_right=options.score_right):
+            context = len(enc.context)
+            kept = context // block * block
+            tails = [
+                len(c) + len(r)
+                for c, r in zip(enc.candidates.tuples(), enc.rights.tuples(), strict=True)
+            ]
+            total += context + tails[0] + sum(context - kept + t for t in tails[1:])
+    return total

@@ -87,6 +87,7 @@ class LoadOptions:
     data_dir: str | os.PathLike | None = None  # the benchmark data a planted model is trained on
     base_url: str | None = None  # the OpenAI-compatible server of an `openai:<name>` model
     concurrency: int = 8  # requests in flight to that server
+    served_tokenizer: str | None = None  # that model's tokenizer (Hub id or folder); None: its name
     request_timeout: float = REQUEST_TIMEOUT  # seconds one request to that server may take, per try
     # tries after the first, on a timeout, a dropped connection, 408/409/429, 5xx
     max_retries: int = MAX_RETRIES
@@ -293,6 +294,7 @@ class ModelSpec:
                 self.served_name,
                 base_url=options.base_url or "",
                 concurrency=options.concurrency,
+                tokenizer=options.served_tokenizer,
                 timeout=options.request_timeout,
                 retries=options.max_retries,
                 **cache,

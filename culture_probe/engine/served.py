@@ -85,6 +85,10 @@ GENERATE_ROUTE = "/inference/v1/generate"
 # allows fewer where its --max-logprobs is lower (20 by default), which the route's probe reads
 MAX_LOGPROB_IDS = 128
 ECHO = "/v1/completions with echo"
+# requests in flight through the token route for each of `concurrency`: one candidate a request
+# there, where an echo request holds up to MAX_PROMPTS (measured: fmlama_he --limit 1 on the CPU
+# build, 31.8 s with 8 in flight, 11.4 s with 64; perf/bench_served.py)
+FANOUT = 8
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -562,7 +566,8 @@ class ServedScorer:
         self, requests: Sequence[ScoreRequest], right: bool
     ) -> list[list[list[float]]]:
         """Per request and candidate, the log-probs of its tokens (and the right text's), from the
-        rows the server computed (engine.prefix_rows), `concurrency` requests in flight; a probe's
+        rows the server computed (engine.prefix_rows), `concurrency` x FANOUT requests in flight
+        (each one candidate, or one echo of a probe's); a probe's
         follow-ups go before the next probe's first request, so that its cached blocks are still
         there.
         """
@@ -580,10 +585,11 @@ class ServedScorer:
         ]
         fresh, ready = iter(probes), deque[Job]()
         flying: dict[Future[Any], Job] = {}
-        pool = ThreadPoolExecutor(self.concurrency)
+        width = self.concurrency * FANOUT
+        pool = ThreadPoolExecutor(width)
         try:
             while True:
-                while len(flying) < self.concurrency:
+                while len(flying) < width:
                     if not ready:
                         probe = next(fresh, None)
                         if probe is None:

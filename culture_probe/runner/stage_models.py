@@ -43,6 +43,7 @@ def model_spec(
         data_dir=settings.data_dir,
         base_url=settings.base_url,
         concurrency=settings.concurrency,
+        served_tokenizer=settings.served_tokenizer,
         request_timeout=settings.request_timeout,
         max_retries=settings.max_retries,
         sources=PLANTED_SOURCES,
