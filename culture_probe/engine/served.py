@@ -538,20 +538,20 @@ class ServedScorer:
         import openai
 
         body = self._generate_body(tokens, sampling)
-        try:
-            with self.limit.applied(reply_limit(body)):
-                return self._checked(
-                    self.policy.run(lambda: self.client.post(url, body=body, cast_to=object))
-                )
-        except openai.APIStatusError as error:
-            if error.status_code in (404, 405):
-                return (
-                    f"the server answers {error.status_code} at {redact_url(url)} (vLLM serves it with "
-                    "--enable-scale-out, and counts cached tokens with --enable-prompt-tokens-details)."
-                )
-            if error.status_code == 400:
-                return redacted(str(error)[:300])
-            with self._endpoint():
+        with self._endpoint():  # an unreachable server, a timeout, another status: one line
+            try:
+                with self.limit.applied(reply_limit(body)):
+                    return self._checked(
+                        self.policy.run(lambda: self.client.post(url, body=body, cast_to=object))
+                    )
+            except openai.APIStatusError as error:
+                if error.status_code in (404, 405):
+                    return (
+                        f"the server answers {error.status_code} at {redact_url(url)} (vLLM serves it with "
+                        "--enable-scale-out, and counts cached tokens with --enable-prompt-tokens-details)."
+                    )
+                if error.status_code == 400:
+                    return redacted(str(error)[:300])
                 raise
 
     def _load_tokenizer(self) -> Any:

@@ -97,6 +97,20 @@ def test_an_unreachable_server_and_a_missing_url_are_named():
         ServedScorer("m", base_url="")
 
 
+def test_an_unreachable_server_is_named_when_the_token_route_is_sought():
+    # with a tokenizer here, the first scoring asks the server for its token route first
+    from culture_probe.models import train_tokenizer
+
+    tokenizer = train_tokenizer(
+        ["Egypt is located in Africa"] * 4, "bpe", model_kind="causal", vocab_size=60
+    )
+    remote = ServedScorer(
+        "m", base_url="http://127.0.0.1:9/v1", retries=0, timeout=2, tokenizer=tokenizer
+    )
+    with pytest.raises(EndpointError, match=r"http://127.0.0.1:9/v1 could not be reached"):
+        remote.score([ScoreRequest("Egypt is located in", ["Africa", "Asia"])])
+
+
 class Busy(http.server.BaseHTTPRequestHandler):
     """Answers 429 with `Retry-After: 1` once, then a completion."""
 
