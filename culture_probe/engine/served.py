@@ -394,6 +394,18 @@ class ServedScorer:
         `left`, as the server echoes them; only the prompt tokens' own log-probs are asked for
         (`logprobs=0`: no alternatives).
         """
+        reply, choices = self._echoed(prompts)
+        kept = [self._after_context(left, prompts[i], choices[i]) for i in range(len(prompts))]
+        echoed = [len(choices[i].logprobs.token_logprobs) for i in range(len(prompts))]
+        fault = usage_fault(getattr(reply, "usage", None), echoed, GENERATED)
+        if fault:
+            raise self._bad_reply(fault)
+        return kept
+
+    def _echoed(self, prompts: list[Any]) -> tuple[Any, dict[Any, Any]]:
+        """The reply to one completions request echoing `prompts` (texts or token ids) with their
+        tokens' log-probs, and its choices by index, one for each prompt (checked).
+        """
         reply = self._reply(
             self.client.completions.create,
             model=self.name,
@@ -408,12 +420,7 @@ class ServedScorer:
             raise self._bad_reply(
                 f"it answered {len(prompts)} prompt(s) with the choices {list(choices)!r:.60}"
             )
-        kept = [self._after_context(left, prompts[i], choices[i]) for i in range(len(prompts))]
-        echoed = [len(choices[i].logprobs.token_logprobs) for i in range(len(prompts))]
-        fault = usage_fault(getattr(reply, "usage", None), echoed, GENERATED)
-        if fault:
-            raise self._bad_reply(fault)
-        return kept
+        return reply, choices
 
     def _after_context(self, left: str, prompt: str, choice: Any) -> list[float]:
         """The echoed log-probs of `prompt`'s tokens after the context `left`, checked."""
@@ -699,20 +706,7 @@ class ServedScorer:
         each of its tokens (row 0 unused), checked: one echoed log-prob a token and the generated
         one, as the reply's usage counts them.
         """
-        reply = self._reply(
-            self.client.completions.create,
-            model=self.name,
-            prompt=[list(tokens) for tokens in sequences],
-            max_tokens=GENERATED,
-            temperature=0.0,
-            echo=True,
-            logprobs=0,
-        )
-        choices = {getattr(c, "index", None): c for c in reply.choices}
-        if len(reply.choices) != len(sequences) or set(choices) != set(range(len(sequences))):
-            raise self._bad_reply(
-                f"it answered {len(sequences)} prompt(s) with the choices {list(choices)!r:.60}"
-            )
+        reply, choices = self._echoed([list(tokens) for tokens in sequences])
         out = []
         for i, tokens in enumerate(sequences):
             values = getattr(getattr(choices[i], "logprobs", None), "token_logprobs", None)
